@@ -1,0 +1,2 @@
+"""skiff's control plane: API server, storage, client library, scheduler,
+controllers and the skiffctl CLI. It never imports the agent or runtime."""

@@ -1,0 +1,1 @@
+"""skiffctl: a kubectl-like CLI for the skiff control plane."""

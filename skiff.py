@@ -1,0 +1,76 @@
+"""The `skiff` command: one entry point that hands each subcommand to its part.
+
+`skiff runtime`, `skiff agent`, `skiff controlplane`, `skiff up` and `skiff ctl`
+each live in their own package; this module only parses the first word and
+imports the chosen part lazily, so that `skiff runtime` never loads the control
+plane and the other way round. It is the one module allowed to know all parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+# subcommand -> (module, function, one-line help). Each function takes the
+# remaining argv and returns an exit code.
+SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
+    "runtime": ("runtime.main", "main", "serve the CRI runtime on a unix socket"),
+    "agent": ("agent.main", "main", "run the node agent"),
+    "controlplane": ("controlplane.main", "main", "serve the control plane API"),
+    "up": ("skiff_up", "main", "run control plane, runtime and agent on this machine"),
+    "ctl": ("controlplane.cli.main", "main", "the skiffctl CLI"),
+    "image": ("runtime.image.cli", "main", "import or export images for the runtime"),
+}
+
+NOT_IMPLEMENTED_EXIT = 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="skiff",
+        description="skiff: a slim Kubernetes for real Linux machines.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (_, _, help_text) in SUBCOMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def _load(name: str) -> Callable[[Sequence[str]], int] | None:
+    module_name, func_name, _ = SUBCOMMANDS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        # Only "this part is not built yet" is tolerated; a missing dependency
+        # of an existing part is a real error and must surface.
+        if err.name is not None and module_name.startswith(err.name):
+            return None
+        raise
+    func: Callable[[Sequence[str]], int] = getattr(module, func_name)
+    return func
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    if not args or args[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0 if args else 2
+    if args[0] not in SUBCOMMANDS:
+        parser.print_usage(sys.stderr)
+        print(
+            f"skiff: error: unknown command {args[0]!r} (choose from {', '.join(SUBCOMMANDS)})",
+            file=sys.stderr,
+        )
+        return 2
+    func = _load(args[0])
+    if func is None:
+        print(f"skiff {args[0]}: not implemented yet", file=sys.stderr)
+        return NOT_IMPLEMENTED_EXIT
+    return func(args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

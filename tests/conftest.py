@@ -1,0 +1,57 @@
+"""Shared pytest fixtures and markers for the whole suite.
+
+Fixtures here create real things (network namespaces, veth pairs, cgroups,
+scratch state directories, a local OCI registry) and always remove them,
+even when the test fails. Tests marked `root` are skipped when not root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness.cgroup import TempCgroup, temp_cgroup
+from tests.harness.mounts import scratch_dir
+from tests.harness.netns import VethPair, temp_netns, temp_veth
+
+IS_ROOT = os.geteuid() == 0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if IS_ROOT:
+        return
+    skip = pytest.mark.skip(reason="needs root")
+    for item in items:
+        if "root" in item.keywords or "netns" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    """A fresh named network namespace (lo up), deleted afterwards."""
+    with temp_netns() as name:
+        yield name
+
+
+@pytest.fixture
+def veth_pair(netns: str) -> Iterator[VethPair]:
+    """A veth pair with its peer end inside the `netns` fixture's namespace."""
+    with temp_veth(peer_netns=netns) as pair:
+        yield pair
+
+
+@pytest.fixture
+def cgroup() -> Iterator[TempCgroup]:
+    """A temporary cgroup (v2, or one per v1 controller), removed afterwards."""
+    with temp_cgroup() as cg:
+        yield cg
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Iterator[Path]:
+    """A scratch state directory; every mount below it is undone afterwards."""
+    with scratch_dir(tmp_path / "state") as path:
+        yield path
