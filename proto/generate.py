@@ -1,6 +1,6 @@
 """Generate (or check) the Python stubs of every .proto under proto/.
 
-Run from anywhere as `python -m proto.generate` to regenerate, or with
+Run from the repository root as `python -m proto.generate` to regenerate, or with
 `--check` to verify that the checked-in stubs equal a fresh generation
 (exit status 1 and a list of the differing files otherwise).
 
