@@ -8,14 +8,18 @@ even when the test fails. Tests marked `root` are skipped when not root.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.harness.cgroup import TempCgroup, temp_cgroup
+from tests.harness.images import TestImages
 from tests.harness.mounts import scratch_dir
 from tests.harness.netns import VethPair, temp_netns, temp_veth
+from tests.harness.registry import Registry, run_registry
 
 IS_ROOT = os.geteuid() == 0
 
@@ -55,3 +59,31 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
     """A scratch state directory; every mount below it is undone afterwards."""
     with scratch_dir(tmp_path / "state") as path:
         yield path
+
+
+@pytest.fixture(scope="session")
+def registry() -> Iterator[Registry]:
+    """One local docker-registry for the whole session (127.0.0.1, free port),
+    stopped by pid and removed at the end. Push into `registry_repo` or
+    `registry.unique_repository()` so tests never share a repository."""
+    with run_registry() as reg:
+        yield reg
+
+
+@pytest.fixture
+def registry_repo(request: pytest.FixtureRequest, registry: Registry) -> Iterator[str]:
+    """A repository name of this test's own; its manifests are deleted after."""
+    repo = registry.unique_repository(request.node.name)
+    yield repo
+    registry.client().delete_repository(repo)
+
+
+@pytest.fixture(scope="session")
+def images() -> Iterator[TestImages]:
+    """The session's test-image builder: layers and images are built once and
+    cached in a temporary blob store removed at the end of the session."""
+    root = Path(tempfile.mkdtemp(prefix="skiff-images-"))
+    try:
+        yield TestImages(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
