@@ -11,14 +11,29 @@ import sys
 from collections.abc import Sequence
 
 VERBS = (
-    "apply", "get", "describe", "delete", "patch", "scale", "rollout", "autoscale",
-    "logs", "exec", "top", "cordon", "uncordon", "drain", "events",
+    "apply",
+    "get",
+    "describe",
+    "delete",
+    "patch",
+    "scale",
+    "rollout",
+    "autoscale",
+    "logs",
+    "exec",
+    "top",
+    "cordon",
+    "uncordon",
+    "drain",
+    "events",
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skiffctl", description="Control a skiff cluster.")
-    parser.add_argument("--config", help="credential file (default: $SKIFF_CONFIG, ~/.skiff/config)")
+    parser.add_argument(
+        "--config", help="credential file (default: $SKIFF_CONFIG, ~/.skiff/config)"
+    )
     parser.add_argument("--server", help="override the API server address")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for verb in VERBS:

@@ -10,7 +10,7 @@ metadata, spec, status). `kind` arguments are the Kind name ("Pod",
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 Object = dict[str, Any]
@@ -78,14 +78,21 @@ class ApiClient(Protocol):
         ...
 
     def patch(
-        self, kind: str, name: str, patch: Object, namespace: str | None = None,
+        self,
+        kind: str,
+        name: str,
+        patch: Object,
+        namespace: str | None = None,
         subresource: str = "",
     ) -> Object:
         """JSON merge patch (RFC 7386)."""
         ...
 
     def delete(
-        self, kind: str, name: str, namespace: str | None = None,
+        self,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
         options: DeleteOptions | None = None,
     ) -> Object | None:
         """Returns the object still present (deletionTimestamp set, waiting on
@@ -93,7 +100,10 @@ class ApiClient(Protocol):
         ...
 
     def watch(
-        self, kind: str, namespace: str | None = None, options: ListOptions | None = None,
+        self,
+        kind: str,
+        namespace: str | None = None,
+        options: ListOptions | None = None,
         allow_bookmarks: bool = True,
     ) -> Watch:
         """Events after options.resource_version (or from now if empty).

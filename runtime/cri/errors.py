@@ -37,7 +37,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def code_for(exc: BaseException) -> grpc.StatusCode:
     for cls in type(exc).__mro__:
-        code = CODES.get(cls)  # type: ignore[call-overload]
+        code = CODES.get(cls)
         if code is not None:
             return code
     return grpc.StatusCode.INTERNAL

@@ -6,6 +6,7 @@ the pids the cgroup itself lists, never by name).
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 from collections.abc import Iterator
@@ -52,8 +53,12 @@ def remove_cgroup_tree(path: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        wait_for(lambda d=d: not _procs(d), timeout=10, message=f"{d} to empty")
-        wait_for(lambda d=d: _rmdir(d), timeout=10, message=f"rmdir {d}")
+        wait_for(functools.partial(_empty, d), timeout=10, message=f"{d} to empty")
+        wait_for(functools.partial(_rmdir, d), timeout=10, message=f"rmdir {d}")
+
+
+def _empty(path: Path) -> bool:
+    return not _procs(path)
 
 
 def _rmdir(path: Path) -> bool:

@@ -21,7 +21,9 @@ def unique_name(prefix: str, length: int = 15) -> str:
     return (prefix + secrets.token_hex(8))[:length]
 
 
-def _ip(*args: str, netns: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def _ip(
+    *args: str, netns: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     cmd = ["ip"] + (["-n", netns] if netns else []) + list(args)
     return subprocess.run(cmd, check=check, capture_output=True, text=True)
 

@@ -37,7 +37,7 @@ def wait_for(
             if value:
                 return value
             last_exc = None
-        except Exception as exc:  # noqa: BLE001 - reported on timeout
+        except Exception as exc:
             last_exc = exc
         if time.monotonic() >= deadline:
             what = message or getattr(condition, "__name__", "condition")
