@@ -29,6 +29,7 @@ def run(*cmd: str) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120).stdout
 
 
+@pytest.mark.slow
 def test_umoci_unpacks_multilayer_with_whiteouts(images: TestImages, tmp_path: Path) -> None:
     umoci = need("umoci")
     layout = images.layout(tmp_path / "layout", {"multilayer": images.multilayer()})
