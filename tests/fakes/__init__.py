@@ -1,0 +1,1 @@
+"""In-memory fakes of skiff's component boundaries, for unit tests."""
