@@ -1,0 +1,156 @@
+"""The storage contract under the API server: a revisioned key-value store.
+
+Keys are strings (`/registry/pods/default/web-1`), values opaque bytes (the
+object's JSON without its resourceVersion). Every successful write gets the
+next value of one global, monotonically increasing revision; the object's
+resourceVersion is the revision of its last write (`mod_rev`). History of
+writes is kept for a while so a watch can resume from an older revision;
+asking for a revision older than the retained history raises `Compacted`.
+
+Two implementations behave identically (one test suite runs against both):
+`sqlite.SqliteStore` (embedded, group commit) and `etcd.EtcdStore`. This
+module must never know about kinds, JSON or gRPC status codes: the API server
+maps these exceptions to its own errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+
+class StorageError(Exception):
+    """Base of storage failures."""
+
+
+class KeyExists(StorageError):
+    """create() of a key that exists."""
+
+
+class KeyNotFound(StorageError):
+    """The key does not exist (get, update, delete)."""
+
+
+class RevisionMismatch(StorageError):
+    """Compare-and-swap failed: the key's mod_rev is not the expected one."""
+
+    def __init__(self, key: str, current: int) -> None:
+        super().__init__(f"{key}: modified concurrently (current revision {current})")
+        self.key = key
+        self.current = current
+
+
+class Compacted(StorageError):
+    """The requested revision is older than the retained history."""
+
+    def __init__(self, requested: int, compacted: int) -> None:
+        super().__init__(
+            f"revision {requested} is older than the retained history (compacted at {compacted})"
+        )
+        self.requested = requested
+        self.compacted = compacted
+
+
+class StoreUnavailable(StorageError):
+    """The backend cannot be reached or failed to make a write durable."""
+
+
+class CorruptStore(StorageError):
+    """The data on disk is damaged; the store refuses to open."""
+
+
+class EventType(Enum):
+    CREATE = 0
+    UPDATE = 1
+    DELETE = 2
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    key: str
+    value: bytes
+    mod_rev: int
+    create_rev: int = 0
+
+
+@dataclass(frozen=True)
+class Event:
+    """One write. For DELETE, `value` is the last value and `rev` the deletion revision."""
+
+    type: EventType
+    key: str
+    value: bytes
+    rev: int
+    prev_value: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Range:
+    items: list[KeyValue]
+    rev: int  # the store revision the range was read at
+    more: bool = False
+
+
+class StoreWatch(Protocol):
+    """A stream of every event under a prefix after a revision, in order."""
+
+    def __iter__(self) -> Iterator[Event]: ...
+
+    def close(self) -> None: ...
+
+
+class Store(Protocol):
+    def create(self, key: str, value: bytes) -> int:
+        """Write a new key; returns its revision. KeyExists if present."""
+        ...
+
+    def get(self, key: str) -> KeyValue:
+        """KeyNotFound if absent."""
+        ...
+
+    def range(self, prefix: str, start_after: str = "", limit: int = 0, rev: int = 0) -> Range:
+        """Keys under prefix, ordered, strictly after start_after, at most limit (0: all).
+
+        rev=0 reads the latest state; rev>0 asks for a consistent read at that
+        revision, which a store may honour (etcd) or serve from the latest state
+        (SQLite); Compacted if the store honours it and it is gone.
+        """
+        ...
+
+    def update(self, key: str, value: bytes, expected_rev: int) -> int:
+        """Compare-and-swap: write only if the key's mod_rev is expected_rev.
+
+        Returns the new revision. KeyNotFound / RevisionMismatch otherwise.
+        """
+        ...
+
+    def delete(self, key: str, expected_rev: int) -> int:
+        """Compare-and-delete; returns the deletion revision."""
+        ...
+
+    def current_revision(self) -> int: ...
+
+    def history(self, after: int, upto: int, prefix: str = "") -> list[Event]:
+        """Events with after < rev <= upto, in order; Compacted if after is too old."""
+        ...
+
+    def watch(self, prefix: str, after: int) -> StoreWatch:
+        """Events with rev > after, live, in order; Compacted if after is too old."""
+        ...
+
+    def compacted_revision(self) -> int: ...
+
+    def compact(self, rev: int) -> None:
+        """Drop the history at and before rev: watches must start after it."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def prefix_end(prefix: str) -> str:
+    """The smallest string greater than every string starting with prefix."""
+    if not prefix:
+        return ""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)

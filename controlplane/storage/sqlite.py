@@ -1,0 +1,432 @@
+"""The embedded store: one SQLite file in WAL mode with group commit.
+
+Every write goes to one writer thread. It takes all writes queued while the
+previous batch was being made durable, applies them in one transaction (each
+write checks its own precondition, so one failed compare-and-swap does not
+fail the batch), commits with `synchronous=FULL` (an fsync of the WAL per
+commit), and only then acknowledges each write and publishes its event to
+the watchers. So many requests share one fsync, and no write is acknowledged
+before it is on disk.
+
+Tables: `objects` (current state), `history` (one row per write, trimmed to
+the newest `retention` revisions, used to resume watches), `meta`
+(revision, compacted revision, schema marker).
+
+At open, a file that is not a SQLite database, is empty, fails
+`PRAGMA quick_check` or lacks our schema raises CorruptStore: the store never
+silently starts over on damaged data. This module must never be used by two
+processes at once on the same file (the control plane owns it).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from pathlib import Path
+
+from controlplane.storage.interface import (
+    Compacted,
+    CorruptStore,
+    Event,
+    EventType,
+    KeyExists,
+    KeyNotFound,
+    KeyValue,
+    Range,
+    RevisionMismatch,
+    StorageError,
+    StoreUnavailable,
+    prefix_end,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEMA_MARKER = "skiff-controlplane-v1"
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+_SCHEMA = """
+CREATE TABLE objects (
+    key TEXT PRIMARY KEY,
+    value BLOB NOT NULL,
+    create_rev INTEGER NOT NULL,
+    mod_rev INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE history (
+    rev INTEGER PRIMARY KEY,
+    key TEXT NOT NULL,
+    type INTEGER NOT NULL,
+    value BLOB NOT NULL,
+    prev BLOB
+);
+CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+"""
+
+# An operation run inside the writer's transaction: (cursor, next revision) ->
+# (result, event or None). Raises StorageError for its own precondition failures.
+_Op = Callable[[sqlite3.Cursor, int], tuple[int, Event | None]]
+
+
+class _Request:
+    __slots__ = ("future", "op")
+
+    def __init__(self, op: _Op) -> None:
+        self.op = op
+        self.future: Future[int] = Future()
+
+
+class _SqliteWatch:
+    """Replays history after a revision, then follows live events."""
+
+    def __init__(self, store: SqliteStore, prefix: str, backlog: list[Event], live_after: int):
+        self._store = store
+        self._prefix = prefix
+        self._backlog = backlog
+        self._live_after = live_after
+        self._queue: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
+        self._closed = False
+
+    def push(self, event: Event) -> None:
+        if event.key.startswith(self._prefix):
+            self._queue.put(event)
+
+    def __iter__(self) -> Iterator[Event]:
+        yield from self._backlog
+        self._backlog = []
+        while not self._closed:
+            event = self._queue.get()
+            if event is None:
+                return
+            if event.rev > self._live_after:
+                yield event
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._store._unwatch(self)
+            self._queue.put(None)
+
+
+class SqliteStore:
+    """See the module docstring. Thread-safe."""
+
+    def __init__(self, path: Path, retention: int = 100_000, max_batch: int = 2000) -> None:
+        self.path = Path(path)
+        self.retention = retention
+        self.max_batch = max_batch
+        existed = self.path.exists()
+        if existed:
+            self._check_header()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            if existed:
+                self._check_integrity()
+            else:
+                self._db.executescript(_SCHEMA)
+                self._db.execute("BEGIN")
+                self._db.executemany(
+                    "INSERT INTO meta (k, v) VALUES (?, ?)",
+                    [("schema", SCHEMA_MARKER), ("revision", "0"), ("compacted", "0")],
+                )
+                self._db.execute("COMMIT")
+            meta = dict(self._db.execute("SELECT k, v FROM meta").fetchall())
+        except sqlite3.DatabaseError as err:
+            raise CorruptStore(
+                f"{self.path}: the database is damaged ({err}); refusing to start. "
+                "Restore it from a backup or move it away to start an empty cluster."
+            ) from err
+        self._rev = int(meta["revision"])
+        self._compacted = int(meta["compacted"])
+        self._published = self._rev
+        self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        self._local = threading.local()
+        self._watch_lock = threading.Lock()
+        self._watches: list[_SqliteWatch] = []
+        self._closed = False
+        self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
+        self._writer.start()
+
+    # -- opening ------------------------------------------------------------
+
+    def _check_header(self) -> None:
+        try:
+            with self.path.open("rb") as f:
+                header = f.read(len(SQLITE_HEADER))
+        except OSError as err:
+            raise CorruptStore(f"{self.path}: cannot read the database: {err}") from err
+        if header != SQLITE_HEADER:
+            what = "is empty (truncated)" if not header else "is not a SQLite database"
+            raise CorruptStore(
+                f"{self.path} {what}; refusing to start. Restore it from a backup "
+                "or move it away to start an empty cluster."
+            )
+
+    def _check_integrity(self) -> None:
+        rows = self._db.execute("PRAGMA quick_check").fetchall()
+        if [r[0] for r in rows] != ["ok"]:
+            detail = "; ".join(str(r[0]) for r in rows[:5])
+            raise CorruptStore(
+                f"{self.path} failed its integrity check ({detail}); refusing to start. "
+                "Restore it from a backup or move it away to start an empty cluster."
+            )
+        tables = {
+            r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if not {"objects", "history", "meta"} <= tables:
+            raise CorruptStore(
+                f"{self.path} is not a skiff control-plane database (tables missing); "
+                "refusing to start."
+            )
+        marker = self._db.execute("SELECT v FROM meta WHERE k='schema'").fetchone()
+        if marker is None or marker[0] != SCHEMA_MARKER:
+            raise CorruptStore(f"{self.path}: unknown schema {marker!r}; refusing to start.")
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None)
+            conn.execute("PRAGMA query_only=1")
+            self._local.conn = conn
+        return conn
+
+    # -- writes ---------------------------------------------------------------
+
+    def _submit(self, op: _Op) -> int:
+        if self._closed:
+            raise StoreUnavailable("store is closed")
+        request = _Request(op)
+        self._queue.put(request)
+        return request.future.result()
+
+    def _write_loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            self._commit_batch(batch)
+            if stop:
+                return
+
+    def _commit_batch(self, batch: list[_Request]) -> None:
+        cur = self._db.cursor()
+        rev = self._rev
+        results: list[int | BaseException] = []
+        events: list[Event] = []
+        try:
+            cur.execute("BEGIN IMMEDIATE")
+            for request in batch:
+                # Each op checks its precondition before writing anything, so a
+                # failed op leaves nothing behind and needs no savepoint.
+                try:
+                    result, event = request.op(cur, rev + 1)
+                except StorageError as err:
+                    results.append(err)
+                    continue
+                if event is not None:
+                    rev += 1
+                    events.append(event)
+                results.append(result)
+            compacted = self._compacted
+            if rev - compacted > self.retention + self.retention // 10:
+                compacted = rev - self.retention
+                cur.execute("DELETE FROM history WHERE rev <= ?", (compacted,))
+                cur.execute("UPDATE meta SET v=? WHERE k='compacted'", (str(compacted),))
+            cur.execute("UPDATE meta SET v=? WHERE k='revision'", (str(rev),))
+            cur.execute("COMMIT")
+        except sqlite3.Error as err:
+            log.error("sqlite commit failed: %s", err)
+            try:
+                cur.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            for request in batch:
+                request.future.set_exception(StoreUnavailable(f"write not durable: {err}"))
+            return
+        self._rev = rev
+        self._compacted = compacted
+        for request, outcome in zip(batch, results, strict=True):
+            if isinstance(outcome, BaseException):
+                request.future.set_exception(outcome)
+            else:
+                request.future.set_result(outcome)
+        with self._watch_lock:
+            self._published = rev
+            for watch in self._watches:
+                for event in events:
+                    watch.push(event)
+
+    def create(self, key: str, value: bytes) -> int:
+        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, Event | None]:
+            if cur.execute("SELECT 1 FROM objects WHERE key=?", (key,)).fetchone():
+                raise KeyExists(key)
+            cur.execute("INSERT INTO objects VALUES (?, ?, ?, ?)", (key, value, rev, rev))
+            cur.execute(
+                "INSERT INTO history VALUES (?, ?, ?, ?, NULL)",
+                (rev, key, EventType.CREATE.value, value),
+            )
+            return rev, Event(EventType.CREATE, key, value, rev)
+
+        return self._submit(op)
+
+    def update(self, key: str, value: bytes, expected_rev: int) -> int:
+        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, Event | None]:
+            row = cur.execute("SELECT value, mod_rev FROM objects WHERE key=?", (key,)).fetchone()
+            if row is None:
+                raise KeyNotFound(key)
+            prev, mod_rev = row
+            if mod_rev != expected_rev:
+                raise RevisionMismatch(key, mod_rev)
+            cur.execute("UPDATE objects SET value=?, mod_rev=? WHERE key=?", (value, rev, key))
+            cur.execute(
+                "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
+                (rev, key, EventType.UPDATE.value, value, prev),
+            )
+            return rev, Event(EventType.UPDATE, key, value, rev, prev)
+
+        return self._submit(op)
+
+    def delete(self, key: str, expected_rev: int) -> int:
+        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, Event | None]:
+            row = cur.execute("SELECT value, mod_rev FROM objects WHERE key=?", (key,)).fetchone()
+            if row is None:
+                raise KeyNotFound(key)
+            prev, mod_rev = row
+            if expected_rev and mod_rev != expected_rev:
+                raise RevisionMismatch(key, mod_rev)
+            cur.execute("DELETE FROM objects WHERE key=?", (key,))
+            cur.execute(
+                "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
+                (rev, key, EventType.DELETE.value, prev, prev),
+            )
+            return rev, Event(EventType.DELETE, key, prev, rev, prev)
+
+        return self._submit(op)
+
+    # -- reads ----------------------------------------------------------------
+
+    def get(self, key: str) -> KeyValue:
+        row = (
+            self._reader()
+            .execute("SELECT value, mod_rev, create_rev FROM objects WHERE key=?", (key,))
+            .fetchone()
+        )
+        if row is None:
+            raise KeyNotFound(key)
+        return KeyValue(key, row[0], row[1], row[2])
+
+    def range(self, prefix: str, start_after: str = "", limit: int = 0, rev: int = 0) -> Range:
+        conn = self._reader()
+        low = max(prefix, start_after)
+        sql = "SELECT key, value, mod_rev, create_rev FROM objects WHERE key >= ? AND key < ?"
+        params: list[object] = [low, prefix_end(prefix)]
+        if start_after and start_after >= prefix:
+            sql = sql.replace("key >= ?", "key > ?")
+        sql += " ORDER BY key"
+        if limit > 0:
+            sql += " LIMIT ?"
+            params.append(limit + 1)
+        conn.execute("BEGIN")
+        try:
+            current = int(conn.execute("SELECT v FROM meta WHERE k='revision'").fetchone()[0])
+            rows = conn.execute(sql, params).fetchall()
+        finally:
+            conn.execute("COMMIT")
+        more = limit > 0 and len(rows) > limit
+        if more:
+            rows = rows[:limit]
+        return Range([KeyValue(r[0], r[1], r[2], r[3]) for r in rows], current, more)
+
+    def current_revision(self) -> int:
+        return self._rev
+
+    def compacted_revision(self) -> int:
+        return self._compacted
+
+    def compact(self, rev: int) -> None:
+        def op(cur: sqlite3.Cursor, _rev: int) -> tuple[int, Event | None]:
+            cur.execute("DELETE FROM history WHERE rev <= ?", (rev,))
+            cur.execute("UPDATE meta SET v=? WHERE k='compacted'", (str(rev),))
+            return rev, None
+
+        if rev > self._compacted:
+            self._submit(op)
+            self._compacted = max(self._compacted, rev)
+
+    def history(self, after: int, upto: int, prefix: str = "") -> list[Event]:
+        conn = self._reader()
+        conn.execute("BEGIN")
+        try:
+            compacted = int(conn.execute("SELECT v FROM meta WHERE k='compacted'").fetchone()[0])
+            if after < compacted:
+                raise Compacted(after, compacted)
+            if prefix:
+                rows = conn.execute(
+                    "SELECT rev, key, type, value, prev FROM history "
+                    "WHERE rev > ? AND rev <= ? AND key >= ? AND key < ? ORDER BY rev",
+                    (after, upto, prefix, prefix_end(prefix)),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT rev, key, type, value, prev FROM history "
+                    "WHERE rev > ? AND rev <= ? ORDER BY rev",
+                    (after, upto),
+                ).fetchall()
+        finally:
+            conn.execute("COMMIT")
+        return [Event(EventType(r[2]), r[1], r[3], r[0], r[4]) for r in rows]
+
+    def watch(self, prefix: str, after: int) -> _SqliteWatch:
+        if after < self._compacted:
+            raise Compacted(after, self._compacted)
+        with self._watch_lock:
+            live_after = self._published
+            watch = _SqliteWatch(self, prefix, [], max(live_after, after))
+            self._watches.append(watch)
+        if after < live_after:
+            try:
+                watch._backlog = self.history(after, live_after, prefix)
+            except Compacted:
+                watch.close()
+                raise
+        return watch
+
+    def _unwatch(self, watch: _SqliteWatch) -> None:
+        with self._watch_lock:
+            if watch in self._watches:
+                self._watches.remove(watch)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._writer.join()
+        while True:
+            try:
+                left = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if left is not None:
+                left.future.set_exception(StoreUnavailable("store is closed"))
+        with self._watch_lock:
+            watches = list(self._watches)
+        for watch in watches:
+            watch.close()
+        self._db.close()

@@ -1,0 +1,155 @@
+"""One behaviour suite for both stores (SQLite and a real etcd)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from controlplane.storage.interface import (
+    Compacted,
+    EventType,
+    KeyExists,
+    KeyNotFound,
+    RevisionMismatch,
+    Store,
+)
+
+
+def test_create_get_and_global_revision(store: Store) -> None:
+    r1 = store.create("/registry/pods/ns/a", b"A")
+    r2 = store.create("/registry/pods/ns/b", b"B")
+    assert r2 > r1
+    kv = store.get("/registry/pods/ns/a")
+    assert (kv.value, kv.mod_rev, kv.create_rev) == (b"A", r1, r1)
+    assert store.current_revision() >= r2
+    with pytest.raises(KeyExists):
+        store.create("/registry/pods/ns/a", b"again")
+    with pytest.raises(KeyNotFound):
+        store.get("/registry/pods/ns/zzz")
+
+
+def test_update_is_compare_and_swap(store: Store) -> None:
+    r1 = store.create("/k", b"1")
+    r2 = store.update("/k", b"2", r1)
+    assert r2 > r1
+    with pytest.raises(RevisionMismatch) as info:
+        store.update("/k", b"3", r1)
+    assert info.value.current == r2
+    assert store.get("/k").value == b"2"
+    with pytest.raises(KeyNotFound):
+        store.update("/missing", b"x", 5)
+
+
+def test_delete_with_and_without_precondition(store: Store) -> None:
+    r1 = store.create("/k", b"1")
+    r2 = store.update("/k", b"2", r1)
+    with pytest.raises(RevisionMismatch):
+        store.delete("/k", r1)
+    r3 = store.delete("/k", r2)
+    assert r3 > r2
+    with pytest.raises(KeyNotFound):
+        store.get("/k")
+    with pytest.raises(KeyNotFound):
+        store.delete("/k", 0)
+    store.create("/k2", b"x")
+    store.delete("/k2", 0)
+
+
+def test_range_prefix_order_and_pages(store: Store) -> None:
+    for name in ["c", "a", "b", "d"]:
+        store.create(f"/registry/pods/ns1/{name}", name.encode())
+    store.create("/registry/pods/ns2/a", b"other")
+    store.create("/registry/podsx/ns1/a", b"not a pod")
+    full = store.range("/registry/pods/ns1/")
+    assert [kv.value for kv in full.items] == [b"a", b"b", b"c", b"d"]
+    assert not full.more
+    page1 = store.range("/registry/pods/", limit=2)
+    assert [kv.key for kv in page1.items] == ["/registry/pods/ns1/a", "/registry/pods/ns1/b"]
+    assert page1.more
+    page2 = store.range("/registry/pods/", start_after=page1.items[-1].key, limit=10)
+    assert [kv.key for kv in page2.items] == [
+        "/registry/pods/ns1/c", "/registry/pods/ns1/d", "/registry/pods/ns2/a",
+    ]  # fmt: skip
+    assert not page2.more
+    assert full.rev >= store.get("/registry/pods/ns1/d").mod_rev
+
+
+def test_history_and_watch_resume(store: Store) -> None:
+    r0 = store.current_revision()
+    r1 = store.create("/w/a", b"1")
+    r2 = store.update("/w/a", b"2", r1)
+    store.create("/other/x", b"x")
+    r3 = store.delete("/w/a", r2)
+    events = store.history(r0, r3, "/w/")
+    assert [(e.type, e.value, e.rev) for e in events] == [
+        (EventType.CREATE, b"1", r1),
+        (EventType.UPDATE, b"2", r2),
+        (EventType.DELETE, b"2", r3),
+    ]
+    assert events[1].prev_value == b"1"
+    watch = store.watch("/w/", r1)
+    it = iter(watch)
+    first = next(it)
+    assert (first.type, first.rev) == (EventType.UPDATE, r2)
+    assert next(it).type == EventType.DELETE
+    r4 = store.create("/w/b", b"live")
+    live = next(it)
+    assert (live.type, live.key, live.rev) == (EventType.CREATE, "/w/b", r4)
+    watch.close()
+
+
+def test_watch_from_compacted_revision_is_refused(store: Store) -> None:
+    r0 = store.current_revision()
+    r1 = store.create("/c/a", b"1")
+    revs = [r1]
+    for i in range(5):
+        revs.append(store.update("/c/a", str(i).encode(), revs[-1]))
+    store.compact(revs[3])
+    with pytest.raises(Compacted):
+        store.watch("/c/", r0)
+    with pytest.raises(Compacted):
+        store.history(r0, revs[-1])
+    watch = store.watch("/c/", revs[3])
+    assert next(iter(watch)).rev == revs[4]
+    watch.close()
+
+
+def test_concurrent_writers_all_acknowledged(store: Store) -> None:
+    errors: list[BaseException] = []
+
+    def writer(i: int) -> None:
+        try:
+            for j in range(20):
+                store.create(f"/cc/{i:02d}/{j:02d}", b"v")
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(store.range("/cc/").items) == 160
+
+
+def test_conflicting_cas_exactly_one_wins(store: Store) -> None:
+    rev = store.create("/race", b"0")
+    wins: list[int] = []
+    lock = threading.Lock()
+
+    def attempt(i: int) -> None:
+        try:
+            store.update("/race", str(i).encode(), rev)
+            with lock:
+                wins.append(i)
+        except RevisionMismatch:
+            pass
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
