@@ -139,6 +139,7 @@ class FakeClock:
         self._cond = threading.Condition()
         self._heap: list[_Entry] = []
         self._waiters = 0
+        self._sleeps = 0
 
     def now(self) -> float:
         with self._cond:
@@ -160,6 +161,7 @@ class FakeClock:
         with self._cond:
             deadline = self._time + max(0.0, seconds)
             self._waiters += 1
+            self._sleeps += 1
             self._cond.notify_all()
             try:
                 while self._time < deadline:
@@ -176,6 +178,11 @@ class FakeClock:
         """How many threads are blocked in `sleep()` right now."""
         with self._cond:
             return self._waiters
+
+    def sleeps(self) -> int:
+        """How many `sleep()` calls have begun, ever (to tell one sleep from the next)."""
+        with self._cond:
+            return self._sleeps
 
     def pending(self) -> int:
         """How many timers have not fired or been cancelled."""
