@@ -1,0 +1,398 @@
+"""Layer unpacking: decompress a layer stream and extract its tar into a
+fresh directory, in overlayfs form.
+
+Decompression is chosen by the stream's magic bytes (gzip, possibly
+multi-member; zstd; or plain tar), so a mislabelled media type still works.
+Extraction runs in-process and trusts nothing in the archive:
+
+- entry names that are absolute or contain a `..` component are refused;
+- no path is ever resolved through a symlink: every parent directory of an
+  entry is checked (lstat) to be a real directory inside the layer, and files
+  are created with O_NOFOLLOW|O_EXCL after removing what was there;
+- hard links must name an earlier entry of the same layer (same rules);
+- symlink targets are stored verbatim (they resolve inside the container's
+  root at run time, never here).
+
+It preserves numeric ownership, modes (including setuid, applied after chown),
+mtimes, xattrs (`SCHILY.xattr.*` PAX records), device nodes, FIFOs and hard
+links. OCI whiteouts become overlayfs whiteouts: `.wh.NAME` a 0/0 character
+device `NAME`, `.wh..wh..opq` the xattr `trusted.overlay.opaque=y` on its
+directory. It must never write outside `dest`, and callers extract into a
+private temporary directory that is renamed into place only when the layer's
+digests have been verified.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import tarfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from runtime.image.content import CHUNK, Readable
+from runtime.image.errors import BadContent, UnsafeEntry
+
+WHITEOUT_PREFIX = ".wh."
+OPAQUE_MARKER = ".wh..wh..opq"
+OPAQUE_XATTR = "trusted.overlay.opaque"
+_XATTR_PAX = "SCHILY.xattr."
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+@dataclass
+class LayerStats:
+    """What a layer occupies: apparent bytes of its files and its inode count."""
+
+    bytes: int = 0
+    inodes: int = 0
+
+
+# -- decompression ---------------------------------------------------------
+
+
+class _Prefixed:
+    """`source` with `head` (already read from it) put back in front."""
+
+    def __init__(self, head: bytes, source: Readable) -> None:
+        self._head = head
+        self._source = source
+
+    def read(self, n: int = -1, /) -> bytes:
+        if self._head:
+            if n < 0 or n >= len(self._head):
+                out, self._head = self._head, b""
+                return out
+            out, self._head = self._head[:n], self._head[n:]
+            return out
+        return self._source.read(n)
+
+
+class _GzipReader:
+    """Streaming gzip (multi-member) decompression; truncation is an error."""
+
+    def __init__(self, source: Readable) -> None:
+        self._source = source
+        self._d = zlib.decompressobj(wbits=31)
+        self._pending = b""
+        self._in_member = False
+
+    def read(self, n: int = -1, /) -> bytes:
+        limit = n if n > 0 else 0
+        while True:
+            data = self._pending or self._source.read(CHUNK)
+            self._pending = b""
+            if not data:
+                if self._in_member:
+                    raise BadContent("layer is truncated: gzip stream ends early")
+                return b""
+            if not self._in_member:
+                if not data.strip(b"\0"):
+                    continue  # zero padding after the last member
+                self._d = zlib.decompressobj(wbits=31)
+                self._in_member = True
+            try:
+                out = self._d.decompress(data, limit)
+            except zlib.error as exc:
+                raise BadContent(f"layer is not valid gzip: {exc}") from exc
+            if self._d.unconsumed_tail:
+                self._pending = self._d.unconsumed_tail
+            if self._d.eof:
+                self._in_member = False
+                self._pending = self._d.unused_data
+            if out:
+                return out
+
+
+class _ZstdReader:
+    def __init__(self, source: Readable) -> None:
+        self._r = zstandard.ZstdDecompressor().stream_reader(
+            source,  # type: ignore[arg-type]  # any object with read() will do
+            read_size=CHUNK,
+            read_across_frames=True,
+        )
+
+    def read(self, n: int = -1, /) -> bytes:
+        try:
+            out: bytes = self._r.read(n if n > 0 else CHUNK)
+        except zstandard.ZstdError as exc:
+            raise BadContent(f"layer is not valid zstd: {exc}") from exc
+        return out
+
+
+def decompressed(source: Readable) -> Readable:
+    """A reader of the uncompressed tar inside `source` (gzip/zstd/plain)."""
+    head = b""
+    while len(head) < 4:
+        more = source.read(4 - len(head))
+        if not more:
+            break
+        head += more
+    prefixed = _Prefixed(head, source)
+    if head.startswith(_GZIP_MAGIC):
+        return _GzipReader(prefixed)
+    if head.startswith(_ZSTD_MAGIC):
+        return _ZstdReader(prefixed)
+    return prefixed
+
+
+# -- extraction --------------------------------------------------------------
+
+
+def _clean(name: str, what: str = "entry") -> str:
+    """A tar name as a relative path with no `.`/empty parts; refuses escapes."""
+    if "\0" in name:
+        raise UnsafeEntry(f"tar {what} {name!r} contains a NUL byte")
+    if name.startswith("/"):
+        raise UnsafeEntry(f"tar {what} {name!r} is an absolute path")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UnsafeEntry(f"tar {what} {name!r} contains '..'")
+    return "/".join(parts)
+
+
+@dataclass
+class _DirMeta:
+    rel: str
+    uid: int
+    gid: int
+    mode: int
+    mtime: float
+
+
+class Extractor:
+    """Extracts one tar stream into `dest` (an empty private directory)."""
+
+    def __init__(self, dest: Path, *, preserve_owner: bool | None = None) -> None:
+        self.dest = dest
+        self.root = str(dest)
+        self.preserve_owner = os.geteuid() == 0 if preserve_owner is None else preserve_owner
+        self.stats = LayerStats()
+        self._dirs: set[str] = {""}
+        self._dir_meta: dict[str, _DirMeta] = {}
+
+    def _abs(self, rel: str) -> str:
+        return f"{self.root}/{rel}" if rel else self.root
+
+    def _ensure_parent(self, rel: str, *, create: bool = True) -> None:
+        """Make sure every component of directory `rel` is a real directory."""
+        if rel in self._dirs:
+            return
+        cur = ""
+        for part in rel.split("/"):
+            cur = f"{cur}/{part}" if cur else part
+            if cur in self._dirs:
+                continue
+            path = self._abs(cur)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                if not create:
+                    raise UnsafeEntry(f"tar entry refers to missing directory {cur!r}") from None
+                os.mkdir(path, 0o755)
+                self.stats.inodes += 1
+                self._dirs.add(cur)
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                raise UnsafeEntry(
+                    f"tar entry path goes through {cur!r}, which is not a directory "
+                    "(a symlink or file): refusing to follow it"
+                )
+            self._dirs.add(cur)
+
+    def _clear(self, rel: str, *, keep_dir: bool) -> bool:
+        """Remove whatever is at `rel`; returns True if a directory was kept."""
+        path = self._abs(rel)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return False
+        if stat.S_ISDIR(st.st_mode):
+            if keep_dir:
+                return True
+            shutil.rmtree(path)
+            prefix = rel + "/"
+            self._dirs = {d for d in self._dirs if d != rel and not d.startswith(prefix)}
+            self._dir_meta = {
+                d: m for d, m in self._dir_meta.items() if d != rel and not d.startswith(prefix)
+            }
+        else:
+            os.unlink(path)
+        return False
+
+    def extract(self, stream: Readable) -> LayerStats:
+        try:
+            tf = tarfile.open(fileobj=stream, mode="r|", bufsize=CHUNK)  # type: ignore[call-overload]  # noqa: SIM115
+        except tarfile.ReadError as exc:
+            raise BadContent(f"layer is not a tar archive: {exc}") from exc
+        try:
+            while True:
+                try:
+                    member = tf.next()
+                    if member is None:
+                        break
+                    self._entry(tf, member)
+                except tarfile.TarError as exc:
+                    raise BadContent(f"layer tar is corrupt: {exc}") from exc
+                except EOFError as exc:
+                    raise BadContent("layer is truncated") from exc
+        finally:
+            tf.close()
+        self._finish_dirs()
+        return self.stats
+
+    def _entry(self, tf: tarfile.TarFile, m: tarfile.TarInfo) -> None:
+        rel = _clean(m.name)
+        if rel == "":
+            if m.isdir():
+                self._dir_meta[""] = _DirMeta("", m.uid, m.gid, m.mode & 0o7777, m.mtime)
+            return
+        parent, _, base = rel.rpartition("/")
+        self._ensure_parent(parent)
+        if base.startswith(WHITEOUT_PREFIX):
+            self._whiteout(parent, base)
+            return
+        path = self._abs(rel)
+        if m.isdir():
+            if not self._clear(rel, keep_dir=True):
+                os.mkdir(path, 0o700)
+                self.stats.inodes += 1
+            self._dirs.add(rel)
+            self._dir_meta[rel] = _DirMeta(rel, m.uid, m.gid, m.mode & 0o7777, m.mtime)
+            self._xattrs(path, m)
+            return
+        self._clear(rel, keep_dir=False)
+        if m.isreg():
+            self._file(tf, m, path)
+        elif m.issym():
+            os.symlink(m.linkname, path)
+            self._own(path, m)
+            self._xattrs(path, m)
+            self._utime(path, m)
+        elif m.islnk():
+            target = _clean(m.linkname, "hard link target")
+            tparent = target.rpartition("/")[0]
+            self._ensure_parent(tparent, create=False)
+            tpath = self._abs(target)
+            try:
+                tst = os.lstat(tpath)
+            except FileNotFoundError:
+                raise UnsafeEntry(
+                    f"tar hard link {m.name!r} -> {m.linkname!r}: target is not in this layer"
+                ) from None
+            if stat.S_ISDIR(tst.st_mode):
+                raise UnsafeEntry(f"tar hard link {m.name!r} points to a directory")
+            os.link(tpath, path, follow_symlinks=False)
+            self.stats.inodes += 0
+        elif m.ischr() or m.isblk():
+            kind = stat.S_IFCHR if m.ischr() else stat.S_IFBLK
+            os.mknod(path, kind | (m.mode & 0o7777), os.makedev(m.devmajor, m.devminor))
+            self._meta(path, m)
+        elif m.isfifo():
+            os.mkfifo(path, m.mode & 0o7777)
+            self._meta(path, m)
+        else:
+            raise BadContent(f"tar entry {m.name!r} has unsupported type {m.type!r}")
+
+    def _file(self, tf: tarfile.TarFile, m: tarfile.TarInfo, path: str) -> None:
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        try:
+            src = tf.extractfile(m)
+            if src is not None and m.size:
+                remaining = m.size
+                while remaining > 0:
+                    data = src.read(min(CHUNK, remaining))
+                    if not data:
+                        raise BadContent(f"layer is truncated inside {m.name!r}")
+                    remaining -= len(data)
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+            if self.preserve_owner:
+                os.fchown(fd, m.uid, m.gid)
+            os.fchmod(fd, m.mode & 0o7777)
+            self._xattrs(fd, m)
+        finally:
+            os.close(fd)
+        self._utime(path, m)
+        self.stats.bytes += m.size
+        self.stats.inodes += 1
+
+    def _whiteout(self, parent: str, base: str) -> None:
+        pdir = self._abs(parent)
+        if base == OPAQUE_MARKER:
+            os.setxattr(pdir, OPAQUE_XATTR, b"y", follow_symlinks=False)
+            return
+        name = base[len(WHITEOUT_PREFIX) :]
+        if name in ("", ".", "..") or "/" in name:
+            raise UnsafeEntry(f"tar whiteout {base!r} in {parent or '/'!r} is malformed")
+        rel = f"{parent}/{name}" if parent else name
+        self._clear(rel, keep_dir=False)
+        os.mknod(self._abs(rel), stat.S_IFCHR | 0o000, os.makedev(0, 0))
+        self.stats.inodes += 1
+
+    def _own(self, path: str, m: tarfile.TarInfo) -> None:
+        if self.preserve_owner:
+            os.lchown(path, m.uid, m.gid)
+
+    def _meta(self, path: str, m: tarfile.TarInfo) -> None:
+        self._own(path, m)
+        os.chmod(path, m.mode & 0o7777)
+        self._xattrs(path, m)
+        self._utime(path, m)
+        self.stats.inodes += 1
+
+    def _utime(self, path: str, m: tarfile.TarInfo) -> None:
+        ns = int(m.mtime * 1e9)
+        try:
+            os.utime(path, ns=(ns, ns), follow_symlinks=False)
+        except OSError:
+            pass
+
+    def _xattrs(self, target: str | int, m: tarfile.TarInfo) -> None:
+        headers: Mapping[str, Any] = m.pax_headers
+        if not headers:
+            return
+        for key, value in headers.items():
+            if not key.startswith(_XATTR_PAX):
+                continue
+            name = key[len(_XATTR_PAX) :]
+            raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
+            try:
+                if isinstance(target, int):
+                    os.setxattr(target, name, raw)
+                else:
+                    os.setxattr(target, name, raw, follow_symlinks=False)
+            except OSError as exc:
+                # user.* is not allowed on symlinks; filesystems may lack
+                # some namespaces. Losing such an xattr is what tar does too.
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                    raise
+
+    def _finish_dirs(self) -> None:
+        """Apply directory owners, modes and mtimes, deepest first (so a
+        read-only directory does not block its children and mtimes stick)."""
+        for rel in sorted(self._dir_meta, key=lambda r: r.count("/") + (r != ""), reverse=True):
+            meta = self._dir_meta[rel]
+            path = self._abs(rel)
+            if self.preserve_owner:
+                os.lchown(path, meta.uid, meta.gid)
+            os.chmod(path, meta.mode)
+            ns = int(meta.mtime * 1e9)
+            os.utime(path, ns=(ns, ns), follow_symlinks=False)
+
+
+def extract(stream: Readable, dest: Path) -> LayerStats:
+    """Extract the (uncompressed) tar `stream` into the empty directory `dest`."""
+    return Extractor(dest).extract(stream)
