@@ -131,7 +131,8 @@ class RegistryConfig:
     def _endpoint(self, raw: str, repository: str, *, is_mirror: bool) -> Endpoint:
         if "://" not in raw:
             host = raw
-            scheme = "http" if is_loopback(host) and host not in self.configs else "https"
+            wants_tls = host in self.configs and self.configs[host].tls != TLSConfig()
+            scheme = "http" if is_loopback(host) and not wants_tls else "https"
             path = ""
         else:
             parts = urlsplit(raw)

@@ -106,7 +106,7 @@ def fetch_layer(
                             raise BadContent(
                                 f"layer {layer.digest}: content has digest {raw.digest} ({exc})"
                             ) from exc
-                        raise BadContent(f"layer {layer.digest}: {exc}") from exc
+                        raise type(exc)(f"layer {layer.digest}: {exc}") from exc
                 raw.drain()
             finally:
                 close = getattr(source, "close", None)
@@ -203,6 +203,9 @@ class Puller:
         if not failures:
             raise Unavailable(f"no registry endpoint configured for {ref.domain}")
         message = "; ".join(str(f) for f in failures)
+        last = type(failures[-1])
+        if all(isinstance(f, last) for f in failures):
+            raise last(f"pulling {ref}: {message}")
         if all(isinstance(f, NotFound) for f in failures):
             raise NotFound(f"pulling {ref}: {message}")
         raise Unavailable(f"pulling {ref}: {message}")
