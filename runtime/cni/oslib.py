@@ -1,0 +1,198 @@
+"""The plugin's few OS calls that the `os` module lacks: `setns` (through one
+lazily loaded libc handle that raises OSError), running a helper executable
+with stdin/stdout pipes via `posix_spawn`, and per-namespace sysctls.
+
+Why not `runtime/linux/`: the plugin is its own short-lived, single-threaded
+executable and must start cheaply, so it carries this small copy instead of
+importing the runtime's libc layer. Switching namespaces here is safe only
+because the plugin process has exactly one thread; never import this module
+into a long-lived, multi-threaded process (the CNI client runs the plugin as
+a subprocess instead).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+CLONE_NEWNET = 0x40000000
+
+
+def digest(text: str, length: int) -> str:
+    """Hex SHA-256 prefix of `text` (via `_sha256`: `hashlib` costs ~5 ms)."""
+    import _sha256  # type: ignore[import-not-found]
+
+    return str(_sha256.sha256(text.encode()).hexdigest())[:length]
+
+
+_setns = None
+
+
+def _setns_raw(fd: int, nstype: int) -> None:
+    """setns(2) through `_ctypes` directly: `import ctypes` costs ~5 ms on a
+    loaded machine, a third of a plugin call."""
+    global _setns
+    if _setns is None:
+        import _ctypes
+
+        class _CInt(_ctypes._SimpleCData):  # type: ignore[type-arg]
+            _type_ = "i"
+
+        class _Func(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+            _restype_ = _CInt
+
+        class _Lib:
+            _handle = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]
+
+        _setns = _Func(("setns", _Lib()))  # type: ignore[arg-type]
+    if _setns(fd, nstype) != 0:
+        import _ctypes
+
+        err = _ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+class NetNS:
+    """Enter a network namespace for the duration of a `with` block.
+
+    Sockets created inside stay bound to that namespace after the block, which
+    is how the plugin talks netlink to the pod's namespace from outside it.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._home = -1
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> NetNS:
+        self._home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            _setns_raw(self._fd, CLONE_NEWNET)
+        except BaseException:
+            os.close(self._home)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            _setns_raw(self._home, CLONE_NEWNET)
+        finally:
+            os.close(self._home)
+
+    def fileno(self) -> int:
+        return self._fd
+
+
+def is_netns(path: str) -> bool:
+    """True when `path` is a namespace file (nsfs)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return is_netns_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def is_netns_fd(fd: int) -> bool:
+    """Namespace files all live on the one nsfs device."""
+    return os.fstat(fd).st_dev == os.stat("/proc/self/ns/net").st_dev
+
+
+def write_sysctl(name: str, value: str) -> None:
+    """Set `net.ipv4.conf.x.y`-style sysctl in the current network namespace."""
+    path = "/proc/sys/" + name.replace(".", "/")
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def read_sysctl(name: str) -> str:
+    path = "/proc/sys/" + name.replace(".", "/")
+    with open(path) as f:
+        return f.read().strip()
+
+
+class Proc:
+    """A started helper: stdin already written; `wait()` collects it."""
+
+    def __init__(self, pid: int, out_r: int, err_r: int) -> None:
+        self.pid = pid
+        self._out = out_r
+        self._err = err_r
+        self.result: tuple[int, bytes, bytes] | None = None
+
+    def wait(self) -> tuple[int, bytes, bytes]:
+        if self.result is None:
+            try:
+                out, err = _read_all_two(self._out, self._err)
+            finally:
+                os.close(self._out)
+                os.close(self._err)
+            _, status = os.waitpid(self.pid, 0)
+            self.result = (os.waitstatus_to_exitcode(status), out, err)
+        return self.result
+
+
+def start(argv: list[str], stdin: bytes = b"", env: Mapping[str, str] | None = None) -> Proc:
+    """Start an executable with `stdin` written to it (must fit the pipe
+    buffer, 64 KiB; CNI configs and rule sets do) so the caller can do other
+    work while it runs. A minimal `subprocess` (which costs ~10 ms to import)
+    on posix_spawn and three pipes."""
+    if len(stdin) > 65536:
+        raise ValueError("stdin larger than a pipe buffer")
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    actions = [
+        (os.POSIX_SPAWN_DUP2, in_r, 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+    ]
+    try:
+        pid = os.posix_spawn(
+            argv[0], argv, dict(os.environ if env is None else env), file_actions=actions
+        )
+    except BaseException:
+        for fd in (in_w, out_r, err_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+    try:
+        if stdin:
+            os.write(in_w, stdin)
+    except BrokenPipeError:
+        pass
+    finally:
+        os.close(in_w)
+    return Proc(pid, out_r, err_r)
+
+
+def run(
+    argv: list[str], stdin: bytes = b"", env: Mapping[str, str] | None = None
+) -> tuple[int, bytes, bytes]:
+    """Run an executable to completion: (exit status, stdout, stderr)."""
+    return start(argv, stdin, env).wait()
+
+
+def _read_all_two(a: int, b: int) -> tuple[bytes, bytes]:
+    """stdout to EOF, then stderr (helpers write little to stderr, so this
+    does not deadlock; it saves importing `select`)."""
+    out = []
+    for fd in (a, b):
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        out.append(b"".join(chunks))
+    return out[0], out[1]
