@@ -42,3 +42,8 @@ class Unimplemented(RuntimeError_):
 
 class ResourceExhausted(RuntimeError_):
     """Out of a bounded resource: addresses, disk, ... (RESOURCE_EXHAUSTED)."""
+
+
+class Unknown(RuntimeError_):
+    """A failure inside the container itself, e.g. exec of a missing binary
+    (UNKNOWN, as containerd reports OCI runtime errors)."""

@@ -30,6 +30,7 @@ CODES: dict[type[errors.RuntimeError_], grpc.StatusCode] = {
     errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
     errors.Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
     errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.Unknown: grpc.StatusCode.UNKNOWN,
 }
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,0 +1,73 @@
+"""`skiff runtime` settings: one frozen dataclass built from the command
+line, passed explicitly to everything that needs it. No globals, no I/O."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Config:
+    listen: str = "unix:///run/skiff/cri.sock"
+    root: Path = Path("/var/lib/skiff/runtime")
+    state: Path = Path("/run/skiff/runtime")
+    log_level: str = "info"
+    cgroup_parent: str = "/skiff"
+    cgroup_root: Path = Path("/sys/fs/cgroup")
+    pids_limit: int = 0
+    cni_conf_dir: Path = Path("/etc/cni/net.d")
+    cni_bin_dirs: tuple[Path, ...] = (Path("/opt/cni/bin"),)
+    cni_cache_dir: Path | None = None
+    registry_config: Path | None = None
+    disable_default_registry_endpoint: bool = False
+    image_listen: str = ""
+    image_store_factory: str = ""
+    runtime_handlers: tuple[str, ...] = field(default=("", "skiff", "runc"))
+
+    @property
+    def socket_path(self) -> Path:
+        return Path(self.listen.removeprefix("unix://"))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="skiff runtime", description="Serve the CRI runtime.v1 API.")
+    p.add_argument("--listen", default=Config.listen, help="unix:///path of the CRI socket")
+    p.add_argument("--root", type=Path, default=Config.root, help="persistent state")
+    p.add_argument("--state", type=Path, default=Config.state, help="volatile state")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--cgroup-parent", default=Config.cgroup_parent,
+                   help="cgroup for pods whose config names none")  # fmt: skip
+    p.add_argument(
+        "--pids-limit", type=int, default=0, help="pids.max of every container (0: none)"
+    )
+    p.add_argument("--cni-conf-dir", type=Path, default=Config.cni_conf_dir)
+    p.add_argument("--cni-bin-dir", type=Path, action="append", default=None)
+    p.add_argument("--cni-cache-dir", type=Path, default=None)
+    p.add_argument("--registry-config", type=Path, default=None)
+    p.add_argument("--disable-default-registry-endpoint", action="store_true")
+    p.add_argument("--image-listen", default="", help="also serve the ImageService here")
+    # test hook: "module:function" returning (ImageStore, servicer | None)
+    p.add_argument("--image-store-factory", default="", help=argparse.SUPPRESS)
+    return p
+
+
+def from_args(argv: Sequence[str]) -> Config:
+    a = parser().parse_args(list(argv))
+    return Config(
+        listen=a.listen if "://" in a.listen else "unix://" + a.listen,
+        root=a.root.absolute(),
+        state=a.state.absolute(),
+        log_level=a.log_level,
+        cgroup_parent=a.cgroup_parent,
+        pids_limit=a.pids_limit,
+        cni_conf_dir=a.cni_conf_dir,
+        cni_bin_dirs=tuple(a.cni_bin_dir or [Path("/opt/cni/bin")]),
+        cni_cache_dir=a.cni_cache_dir,
+        registry_config=a.registry_config,
+        disable_default_registry_endpoint=a.disable_default_registry_endpoint,
+        image_listen=a.image_listen,
+        image_store_factory=a.image_store_factory,
+    )

@@ -1,0 +1,204 @@
+"""CreateContainer: resolve the image, build the monitor spec (rootfs overlay
+of the image layers plus a writable upper dir, mounts, user, capabilities,
+seccomp...), make the cgroup, and start a monitor whose child sets everything
+up and waits for StartContainer before exec.
+
+Each step pushes its undo on an ExitStack; a failure leaves no directory,
+cgroup, monitor or image hold behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from proto.runtime.v1 import api_pb2
+from runtime import errors
+from runtime.cri import container_spec, sandbox_status
+from runtime.cri.seccomp_profiles import compile_profile
+from runtime.cri.service import RuntimeService
+from runtime.process import spawn
+from runtime.store.records import Container, SandboxState
+
+log = logging.getLogger("skiff.runtime.container")
+
+
+def run(
+    svc: RuntimeService, req: api_pb2.CreateContainerRequest
+) -> api_pb2.CreateContainerResponse:
+    cfg = req.config
+    if not cfg.metadata.name:
+        raise errors.InvalidArgument("container metadata.name is required")
+    if not cfg.image.image:
+        raise errors.InvalidArgument("container image is required")
+    s = sandbox_status.refresh(svc, svc.sandboxes.get(req.pod_sandbox_id))
+    if s.state != SandboxState.READY:
+        raise errors.FailedPrecondition(f"sandbox {s.id} is not ready")
+    if svc.images is None:
+        raise errors.FailedPrecondition("no image service is configured")
+    image = svc.images.resolve(cfg.image.image)
+    image_config: dict[str, Any] = dict((image.config or {}).get("config") or image.config or {})
+    sc = cfg.linux.security_context
+    sandbox_cfg = (
+        req.sandbox_config if req.HasField("sandbox_config") else sandbox_status.config_of(s)
+    )
+
+    argv = container_spec.command(cfg, image_config)
+    env = container_spec.environment(cfg, image_config)
+    user = container_spec.user(sc, image_config)
+    caps = container_spec.capabilities(sc)
+    mounts, root_prop = container_spec.mount_list(cfg)
+    masked, ro_paths = container_spec.masked_readonly(sc)
+    res = container_spec.resources(cfg.linux.resources, svc.cfg.pids_limit)
+    profile = container_spec.seccomp_profile(sc)
+    bpf = compile_profile(profile, caps) if profile else b""
+    stop_signal = _stop_signal(cfg, image_config)
+
+    cid = secrets.token_hex(32)
+    log_path = ""
+    if sandbox_cfg.log_directory and cfg.log_path:
+        log_path = os.path.join(sandbox_cfg.log_directory, cfg.log_path)
+    parent = s.cgroup.rsplit("/", 1)[0]
+    c = Container(
+        id=cid,
+        sandbox_id=s.id,
+        name=cfg.metadata.name,
+        attempt=cfg.metadata.attempt,
+        config_b64=base64.b64encode(cfg.SerializeToString()).decode(),
+        created_at=time.time_ns(),
+        image=cfg.image.image,
+        image_ref=(image.repo_digests or [image.id])[0],
+        image_id=image.id,
+        log_path=log_path,
+        cgroup=f"{parent}/{cid}",
+        resources=container_spec.resources_to_json(res, cfg.linux.resources.oom_score_adj),
+        stop_signal=stop_signal,
+    )
+    opts = sc.namespace_options
+    pid_mode: str = "private"
+    if opts.pid == api_pb2.NODE:
+        pid_mode = "host"
+    elif opts.pid == api_pb2.POD and s.pid1:
+        pid_mode = str(svc.ns_path(s.id, "pid"))
+    sb_root = svc.sandbox_root(s.id)
+    ns = {
+        kind: (str(svc.ns_path(s.id, kind)) if svc.ns_path(s.id, kind).exists() else None)
+        for kind in ("net", "ipc", "uts")
+    }
+    shm = svc.sandbox_state(s.id) / "shm"
+    with contextlib.ExitStack() as undo:
+        svc.containers.reserve(c)
+        undo.callback(svc.containers.delete, cid)
+        root = svc.container_root(cid)
+        state = svc.container_state(cid)
+        for d in (root / "upper", root / "work", state / "rootfs"):
+            d.mkdir(parents=True)
+        undo.callback(shutil.rmtree, state, True)
+        svc.images.hold(image.id, cid)
+        undo.callback(_quiet, lambda: svc.images.release(image.id, cid))
+        cg = svc.cgroup(c.cgroup)
+        cg.create()
+        undo.callback(_quiet, cg.destroy)
+        try:
+            cg.apply(res)
+        except OSError as exc:
+            raise errors.InvalidArgument(f"resources refused by the kernel: {exc}") from None
+        if log_path:
+            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        spec = {
+            "id": cid,
+            "state_dir": str(state),
+            "exit_dir": str(root),
+            "log_path": log_path or os.devnull,
+            "monitor_log": str(root / "monitor.log"),
+            "rootfs": {
+                "lower": [str(p) for p in svc.images.layer_dirs(image)],
+                "upper": str(root / "upper"),
+                "work": str(root / "work"),
+                "target": str(state / "rootfs"),
+            },
+            "rootfs_propagation": root_prop,
+            "namespaces": {**ns, "pid": pid_mode},
+            "cgroup_procs": cg.procs_files,
+            "oom_files": _oom_files(svc, c.cgroup),
+            "etc": {
+                "/etc/hosts": str(sb_root / "hosts"),
+                "/etc/resolv.conf": str(sb_root / "resolv.conf"),
+                "/etc/hostname": str(sb_root / "hostname"),
+            },
+            "shm": str(shm) if shm.is_dir() else "/dev/shm",
+            "mounts": mounts,
+            "privileged": sc.privileged,
+            "readonly_rootfs": sc.readonly_rootfs,
+            "masked_paths": masked,
+            "readonly_paths": ro_paths,
+            "process": {
+                "args": argv,
+                "env": env,
+                "cwd": cfg.working_dir or image_config.get("WorkingDir") or "/",
+                "user": user,
+                "caps": caps,
+                "no_new_privs": sc.no_new_privs,
+                "oom_score_adj": cfg.linux.resources.oom_score_adj,
+                "seccomp_bpf": base64.b64encode(bpf).decode() if bpf else "",
+                "tty": cfg.tty,
+                "stdin": cfg.stdin,
+            },
+        }
+        try:
+            rep = spawn.spawn("container", spec, root / "spec.json", root / "monitor.log")
+        except spawn.MonitorError as exc:
+            raise errors.InvalidArgument(
+                f"creating container {cfg.metadata.name!r}: {exc}"
+            ) from None
+        c.monitor_pid = int(rep["pid"])
+        c.monitor_start = spawn.start_time(c.monitor_pid)
+        c.init_pid = int(rep["init_pid"])
+        undo.callback(_kill, c.init_pid)
+        svc.containers.save(c)
+        undo.pop_all()
+    log.info("rpc=CreateContainer sandbox=%s container_id=%s name=%s", s.id, cid, c.name)
+    return api_pb2.CreateContainerResponse(container_id=cid)
+
+
+def _oom_files(svc: RuntimeService, rel: str) -> list[str]:
+    root = svc.cfg.cgroup_root
+    rel = rel.strip("/")
+    if (root / "cgroup.controllers").exists():
+        return [str(root / rel / "memory.events")]
+    return [str(root / "memory" / rel / "memory.oom_control")]
+
+
+def _stop_signal(cfg: api_pb2.ContainerConfig, image_config: dict[str, Any]) -> int:
+    if cfg.stop_signal:
+        name = api_pb2.Signal.Name(cfg.stop_signal)
+        with contextlib.suppress(AttributeError):
+            return int(getattr(signal, name))
+    raw = str(image_config.get("StopSignal") or "")
+    if raw.isdigit():
+        return int(raw)
+    if raw:
+        name = raw.upper() if raw.upper().startswith("SIG") else "SIG" + raw.upper()
+        with contextlib.suppress(AttributeError):
+            return int(getattr(signal, name))
+    return int(signal.SIGTERM)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _quiet(fn: Any) -> None:
+    try:
+        fn()
+    except Exception:
+        log.exception("undo step failed")

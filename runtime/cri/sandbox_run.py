@@ -1,0 +1,199 @@
+"""RunPodSandbox: namespaces held by a sandbox monitor and pinned under
+--state, the pod's hosts/resolv.conf/hostname and /dev/shm, a cgroup under
+the config's cgroup_parent, and the network through CNI.
+
+Every finished step pushes its undo on an ExitStack; a failure leaves
+nothing behind. Never forks or enters a namespace itself (the monitor does).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from proto.runtime.v1 import api_pb2
+from runtime import errors
+from runtime.cri.service import RuntimeService, unmount_quiet
+from runtime.linux import libc, namespaces
+from runtime.process import spawn
+from runtime.store.records import Sandbox
+
+log = logging.getLogger("skiff.runtime.sandbox")
+
+NET_SYSCTL = ("net.",)
+IPC_SYSCTL = ("kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue.")
+UTS_SYSCTL = ("kernel.hostname", "kernel.domainname")
+
+
+def resolv_conf(dns: api_pb2.DNSConfig) -> str:
+    if not (dns.servers or dns.searches or dns.options):
+        try:
+            return Path("/etc/resolv.conf").read_text()
+        except OSError:
+            return ""
+    lines = [f"nameserver {s}" for s in dns.servers]
+    if dns.searches:
+        lines.append("search " + " ".join(dns.searches))
+    if dns.options:
+        lines.append("options " + " ".join(dns.options))
+    return "\n".join(lines) + "\n"
+
+
+def hosts_file(hostname: str, ip: str) -> str:
+    text = (
+        "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+        "fe00::0\tip6-localnet\nff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n"
+    )
+    if ip and hostname:
+        text += f"{ip}\t{hostname}\n"
+    return text
+
+
+def check_sysctls(sysctls: dict[str, str], own_net: bool, own_ipc: bool, own_uts: bool) -> None:
+    for name in sysctls:
+        if "/" in name or ".." in name:
+            raise errors.InvalidArgument(f"bad sysctl name {name!r}")
+        if name.startswith(NET_SYSCTL):
+            ok = own_net
+        elif name.startswith(IPC_SYSCTL):
+            ok = own_ipc
+        elif name.startswith(UTS_SYSCTL):
+            ok = own_uts
+        else:
+            raise errors.InvalidArgument(
+                f"sysctl {name!r} is not namespaced and cannot be set for a pod"
+            )
+        if not ok:
+            raise errors.InvalidArgument(
+                f"sysctl {name!r} needs the pod's own namespace, not the host's"
+            )
+
+
+def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPodSandboxResponse:
+    cfg = req.config
+    md = cfg.metadata
+    if not md.name or not md.uid or not md.namespace:
+        raise errors.InvalidArgument("sandbox metadata needs name, uid and namespace")
+    if req.runtime_handler not in svc.cfg.runtime_handlers:
+        raise errors.InvalidArgument(f"runtime handler {req.runtime_handler!r} is not supported")
+    opts = cfg.linux.security_context.namespace_options
+    host_net = opts.network == api_pb2.NODE
+    host_ipc = opts.ipc == api_pb2.NODE
+    pod_pid = opts.pid == api_pb2.POD
+    sysctls = dict(cfg.linux.sysctls)
+    check_sysctls(sysctls, not host_net, not host_ipc, not host_net)
+    sid = secrets.token_hex(32)
+    hostname = cfg.hostname or socket.gethostname()
+    s = Sandbox(
+        id=sid,
+        name=md.name,
+        namespace=md.namespace,
+        uid=md.uid,
+        attempt=md.attempt,
+        config_b64=base64.b64encode(cfg.SerializeToString()).decode(),
+        created_at=time.time_ns(),
+        runtime_handler=req.runtime_handler,
+        host_network=host_net,
+        ns_modes={"network": opts.network, "pid": opts.pid, "ipc": opts.ipc},
+    )
+    parent = cfg.linux.cgroup_parent or svc.cfg.cgroup_parent
+    s.cgroup = f"{parent.rstrip('/')}/{sid}"
+    with contextlib.ExitStack() as undo:
+        svc.sandboxes.reserve(s)
+        undo.callback(svc.sandboxes.delete, sid)
+        root = svc.sandbox_root(sid)
+        state = svc.sandbox_state(sid)
+        root.mkdir(parents=True)
+        state.mkdir(parents=True)
+        undo.callback(_rmtree, state)
+        (root / "hostname").write_text(hostname + "\n")
+        (root / "resolv.conf").write_text(resolv_conf(cfg.dns_config))
+        (root / "hosts").write_text(
+            Path("/etc/hosts").read_text() if host_net else hosts_file(hostname, "")
+        )
+        cg = svc.cgroup(s.cgroup)
+        cg.create()
+        undo.callback(_quiet, cg.destroy)
+        if not host_ipc:
+            shm = state / "shm"
+            shm.mkdir()
+            libc.mount("shm", str(shm), "tmpfs", libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC,
+                       "mode=1777,size=65536k")  # fmt: skip
+            undo.callback(unmount_quiet, shm)
+        spec: dict[str, Any] = {
+            "namespaces": {
+                "net": not host_net,
+                "ipc": not host_ipc,
+                "uts": not host_net,
+                "pid": pod_pid,
+            },
+            "hostname": hostname,
+            "sysctls": sysctls,
+            "cgroup_procs": cg.procs_files,
+            "monitor_log": str(root / "monitor.log"),
+        }
+        try:
+            rep = spawn.spawn("sandbox", spec, root / "spec.json", root / "monitor.log")
+        except spawn.MonitorError as exc:
+            raise errors.InvalidArgument(f"sandbox setup failed: {exc}") from None
+        s.monitor_pid = int(rep["pid"])
+        s.monitor_start = spawn.start_time(s.monitor_pid)
+        s.pid1 = int(rep.get("pid1") or 0)
+        undo.callback(_kill, s.monitor_pid)
+        if s.pid1:
+            undo.callback(_kill, s.pid1)
+        for kind, own in (("net", not host_net), ("ipc", not host_ipc), ("uts", not host_net)):
+            if own:
+                namespaces.pin(s.monitor_pid, kind, svc.ns_path(sid, kind))
+                undo.callback(namespaces.unpin, svc.ns_path(sid, kind))
+        if s.pid1:
+            namespaces.pin(s.pid1, "pid", svc.ns_path(sid, "pid"))
+            undo.callback(namespaces.unpin, svc.ns_path(sid, "pid"))
+        if not host_net and svc.network is not None and svc.network.status() is None:
+            ports = [
+                {
+                    "hostPort": p.host_port,
+                    "containerPort": p.container_port,
+                    "protocol": api_pb2.Protocol.Name(p.protocol).lower(),
+                    "hostIP": p.host_ip,
+                }
+                for p in cfg.port_mappings
+                if p.host_port
+            ]
+            netns = str(svc.ns_path(sid, "net"))
+            result = svc.network.setup(sid, netns, port_mappings=ports, **svc.cni_args(s))
+            s.network_ready = True
+            undo.callback(_quiet, lambda: svc.network.teardown(sid, netns, **svc.cni_args(s)))
+            ips = [ip.split("/")[0] for ip in getattr(result, "ips", [])]
+            if ips:
+                s.ip, s.additional_ips = ips[0], ips[1:]
+                (root / "hosts").write_text(hosts_file(hostname, s.ip))
+        svc.sandboxes.save(s)
+        undo.pop_all()
+    log.info("rpc=RunPodSandbox pod=%s/%s uid=%s sandbox=%s", md.namespace, md.name, md.uid, sid)
+    return api_pb2.RunPodSandboxResponse(pod_sandbox_id=sid)
+
+
+def _rmtree(p: Path) -> None:
+    import shutil
+
+    shutil.rmtree(p, ignore_errors=True)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, 9)
+
+
+def _quiet(fn: Any) -> None:
+    try:
+        fn()
+    except Exception:
+        log.exception("undo step failed")

@@ -1,0 +1,218 @@
+"""The RuntimeService's shared state and the operations more than one RPC
+needs: where things live on disk, refreshing a container from its monitor's
+exit file, stopping a container, stopping a sandbox.
+
+The service holds its dependencies as small interfaces (`Images`, `Network`)
+so handler logic can run against fakes. It never touches gRPC status codes
+(handlers raise `runtime.errors`), never forks, and never enters a namespace.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import select
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from runtime.config import Config
+from runtime.linux import cgroups, namespaces
+from runtime.process import spawn
+from runtime.store.records import Container, ContainerState, Sandbox, SandboxState, Store
+
+log = logging.getLogger("skiff.runtime")
+
+
+class ImageRecordLike(Protocol):
+    id: str
+    repo_tags: list[str]
+    repo_digests: list[str]
+    config: dict[str, Any]
+
+
+class Images(Protocol):
+    def resolve(self, ref: str) -> Any: ...
+    def layer_dirs(self, rec: Any) -> list[Path]: ...
+    def hold(self, image_id: str, holder: str) -> None: ...
+    def release(self, image_id: str, holder: str) -> None: ...
+
+
+class Network(Protocol):
+    def status(self) -> str | None: ...
+    def setup(self, sandbox_id: str, netns_path: str, **kw: Any) -> Any: ...
+    def teardown(self, sandbox_id: str, netns_path: str, **kw: Any) -> Any: ...
+
+
+class RuntimeService:
+    def __init__(self, cfg: Config, images: Images | None, network: Network | None) -> None:
+        self.cfg = cfg
+        self.images = images
+        self.network = network
+        self.sandboxes: Store[Sandbox] = Store(cfg.root / "sandboxes")
+        self.containers: Store[Container] = Store(cfg.root / "containers")
+        self.pod_cidr = ""
+        self.cpu_samples: dict[str, tuple[int, int]] = {}
+        self.locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    # --- paths ---------------------------------------------------------------
+    def sandbox_root(self, sid: str) -> Path:
+        return self.cfg.root / "sandboxes" / sid
+
+    def sandbox_state(self, sid: str) -> Path:
+        return self.cfg.state / "sandboxes" / sid
+
+    def container_root(self, cid: str) -> Path:
+        return self.cfg.root / "containers" / cid
+
+    def container_state(self, cid: str) -> Path:
+        return self.cfg.state / "containers" / cid
+
+    def ns_path(self, sid: str, kind: str) -> Path:
+        return self.sandbox_state(sid) / "ns" / kind
+
+    def lock(self, id_: str) -> threading.Lock:
+        with self._locks_lock:
+            return self.locks.setdefault(id_, threading.Lock())
+
+    def cgroup(self, rel: str) -> cgroups.Cgroup:
+        return cgroups.open_cgroup(rel, self.cfg.cgroup_root)
+
+    # --- containers ----------------------------------------------------------
+    def refresh(self, c: Container) -> Container:
+        """Bring a container's record in line with its monitor: an exit file
+        means exited (with its code); a vanished monitor without one means
+        the exit status is lost."""
+        if c.state == ContainerState.EXITED:
+            return c
+        exit_file = self.container_root(c.id) / "exit.json"
+        info: dict[str, Any] | None = None
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            info = json.loads(exit_file.read_text())
+        if info is None and spawn.alive(c.monitor_pid, c.monitor_start):
+            return c
+        with self.containers.lock:
+            if is_exited(c):
+                return c
+            if info is None:
+                # double-check: the monitor may have written it meanwhile
+                with contextlib.suppress(FileNotFoundError, ValueError):
+                    info = json.loads(exit_file.read_text())
+            if info is None:
+                c.exit_code = 255
+                c.finished_at = time.time_ns()
+                c.reason = "Unknown"
+                c.message = "the container's monitor exited without recording an exit status"
+            else:
+                c.exit_code = int(info["exit_code"])
+                c.finished_at = int(info["finished_at"])
+                if info.get("oom_killed"):
+                    c.reason = "OOMKilled"
+                elif not c.reason:
+                    c.reason = "Completed" if c.exit_code == 0 else "Error"
+            if c.started_at == 0 and not c.reason.startswith("Start"):
+                c.finished_at = c.finished_at or time.time_ns()
+            c.transition(ContainerState.EXITED)
+            self.containers.save(c)
+        return c
+
+    def stop_container(self, c: Container, timeout: float) -> None:
+        """SIGTERM (or the image's stop signal), then SIGKILL to everything in
+        the container's cgroup after `timeout` seconds; 0 kills at once."""
+        self.refresh(c)
+        if c.state == ContainerState.EXITED:
+            return
+        mon_alive = spawn.alive(c.monitor_pid, c.monitor_start)
+        if mon_alive and timeout > 0 and c.state == ContainerState.RUNNING and c.init_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(c.init_pid, c.stop_signal or signal.SIGTERM)
+            if wait_exit(c.init_pid, timeout):
+                wait_exit(c.monitor_pid, 5)
+                self.refresh(c)
+                if is_exited(c):
+                    return
+        cg = self.cgroup(c.cgroup)
+        if c.init_pid and mon_alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(c.init_pid, signal.SIGKILL)
+        cg.kill_all()
+        if mon_alive:
+            wait_exit(c.monitor_pid, 10)
+        self.refresh(c)
+
+    def destroy_container(self, c: Container) -> None:
+        self.stop_container(c, 0)
+        with contextlib.suppress(OSError):
+            self.cgroup(c.cgroup).destroy()
+        if self.images is not None and c.image_id:
+            with contextlib.suppress(Exception):
+                self.images.release(c.image_id, c.id)
+        import shutil
+
+        shutil.rmtree(self.container_state(c.id), ignore_errors=True)
+        self.cpu_samples.pop(c.id, None)
+        self.containers.delete(c.id)
+
+    # --- sandboxes -----------------------------------------------------------
+    def sandbox_config_b64(self, s: Sandbox) -> bytes:
+        return base64.b64decode(s.config_b64)
+
+    def stop_sandbox(self, s: Sandbox) -> None:
+        for c in self.containers.list():
+            if c.sandbox_id == s.id:
+                self.stop_container(c, 0)
+        if not s.host_network and self.network is not None and s.network_ready:
+            self.network.teardown(s.id, str(self.ns_path(s.id, "net")), **self.cni_args(s))
+            s.network_ready = False
+        if spawn.alive(s.monitor_pid, s.monitor_start):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(s.monitor_pid, signal.SIGKILL)
+            if s.pid1:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(s.pid1, signal.SIGKILL)
+            wait_exit(s.monitor_pid, 5)
+        for kind in namespaces.KINDS:
+            namespaces.unpin(self.ns_path(s.id, kind))
+        shm = self.sandbox_state(s.id) / "shm"
+        unmount_quiet(shm)
+        with self.sandboxes.lock:
+            s.transition(SandboxState.NOTREADY)
+            self.sandboxes.save(s)
+
+    def cni_args(self, s: Sandbox) -> dict[str, Any]:
+        return {"pod_name": s.name, "pod_namespace": s.namespace, "pod_uid": s.uid}
+
+
+def is_exited(c: Container) -> bool:
+    """(A function, so type checkers do not narrow the state across calls
+    that change it.)"""
+    return c.state == ContainerState.EXITED
+
+
+def unmount_quiet(path: Path) -> None:
+    from runtime.linux import libc
+
+    with contextlib.suppress(OSError):
+        libc.umount2(str(path), libc.MNT_DETACH)
+
+
+def wait_exit(pid: int, timeout: float) -> bool:
+    """Wait (on a pidfd) until `pid` has exited; True if it did in time."""
+    if pid <= 0:
+        return True
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        return bool(p.poll(int(timeout * 1000)))
+    finally:
+        os.close(fd)

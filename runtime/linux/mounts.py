@@ -1,0 +1,252 @@
+"""Building a container's root filesystem inside a fresh mount namespace:
+an overlay of image layers plus a writable upper dir, /proc, /dev, /sys, the
+pod's hosts/resolv.conf/hostname and /dev/shm, CRI bind mounts with
+propagation, masked and read-only paths, then pivot_root.
+
+Every destination inside the rootfs goes through `secure_join`, so a symlink
+or `..` in an image or a mount path can never reach the host outside the
+root. These functions must only run in a container child process that has
+already called unshare(CLONE_NEWNS); calling them in the runtime would change
+the host's mounts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from typing import Any
+
+from runtime.linux import libc
+
+DEVICES = ["null", "zero", "full", "random", "urandom", "tty"]
+
+# containerd's defaults (oci.WithMaskedPaths / WithReadonlyPaths).
+DEFAULT_MASKED = [
+    "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+    "/sys/firmware", "/sys/devices/virtual/powercap",
+]  # fmt: skip
+DEFAULT_READONLY = [
+    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+]  # fmt: skip
+
+PROPAGATION = {
+    "private": libc.MS_PRIVATE,
+    "rprivate": libc.MS_PRIVATE | libc.MS_REC,
+    "rslave": libc.MS_SLAVE | libc.MS_REC,
+    "rshared": libc.MS_SHARED | libc.MS_REC,
+}
+
+
+class UnsafePath(ValueError):
+    pass
+
+
+def secure_join(root: str, unsafe: str) -> str:
+    """`root`/`unsafe` with every symlink resolved as if `root` were `/`,
+    so the result always lies under `root` (like Go's securejoin)."""
+    queue = [c for c in unsafe.split("/") if c]
+    resolved: list[str] = []
+    links = 0
+    while queue:
+        c = queue.pop(0)
+        if c == ".":
+            continue
+        if c == "..":
+            if resolved:
+                resolved.pop()
+            continue
+        cand = os.path.join(root, *resolved, c)
+        if os.path.islink(cand):
+            links += 1
+            if links > 255:
+                raise UnsafePath(f"too many symlinks in {unsafe!r}")
+            target = os.readlink(cand)
+            if target.startswith("/"):
+                resolved = []
+            queue = [t for t in target.split("/") if t] + queue
+            continue
+        resolved.append(c)
+    return os.path.join(root, *resolved)
+
+
+def ensure_target(root: str, path: str, is_dir: bool) -> str:
+    """secure_join, then create the mount point (a dir, or an empty file)."""
+    dest = secure_join(root, path)
+    if is_dir:
+        os.makedirs(dest, exist_ok=True)
+    else:
+        parent = os.path.dirname(dest)
+        os.makedirs(parent, exist_ok=True)
+        # re-check: creating parents may not have followed a new symlink
+        dest = secure_join(root, path)
+        if not os.path.exists(dest):
+            fd = os.open(dest, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            os.close(fd)
+    return dest
+
+
+def bind(source: str, dest: str, readonly: bool = False, recursive: bool = True) -> None:
+    flags = libc.MS_BIND | (libc.MS_REC if recursive else 0)
+    libc.mount(source, dest, None, flags)
+    if readonly:
+        libc.mount(None, dest, None, flags | libc.MS_REMOUNT | libc.MS_RDONLY)
+
+
+def mount_overlay(lower: list[str], upper: str, work: str, target: str) -> None:
+    """`lower` is bottom-first (as the image store gives it); overlayfs wants
+    the topmost lower dir first."""
+    os.makedirs(target, exist_ok=True)
+    if not lower:
+        bind(upper, target)
+        return
+    opts = f"lowerdir={':'.join(reversed(lower))},upperdir={upper},workdir={work}"
+    libc.mount("overlay", target, "overlay", 0, opts)
+
+
+def setup_dev(root: str, shm: str | None) -> None:
+    dev = ensure_target(root, "/dev", True)
+    libc.mount("tmpfs", dev, "tmpfs", libc.MS_NOSUID | libc.MS_STRICTATIME, "mode=755,size=65536k")
+    for name in DEVICES:
+        dest = os.path.join(dev, name)
+        open(dest, "a").close()
+        bind(f"/dev/{name}", dest, recursive=False)
+    pts = os.path.join(dev, "pts")
+    os.makedirs(pts, exist_ok=True)
+    libc.mount(
+        "devpts",
+        pts,
+        "devpts",
+        libc.MS_NOSUID | libc.MS_NOEXEC,
+        "newinstance,ptmxmode=0666,mode=0620,gid=5",
+    )
+    os.symlink("pts/ptmx", os.path.join(dev, "ptmx"))
+    shm_dest = os.path.join(dev, "shm")
+    os.makedirs(shm_dest, exist_ok=True)
+    if shm:
+        bind(shm, shm_dest)
+    else:
+        libc.mount(
+            "shm",
+            shm_dest,
+            "tmpfs",
+            libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC,
+            "mode=1777,size=65536k",
+        )
+    mq = os.path.join(dev, "mqueue")
+    os.makedirs(mq, exist_ok=True)
+    with contextlib.suppress(OSError):
+        libc.mount("mqueue", mq, "mqueue", libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC)
+    for src, name in (("/proc/self/fd", "fd"), ("/proc/self/fd/0", "stdin"),
+                      ("/proc/self/fd/1", "stdout"), ("/proc/self/fd/2", "stderr"),
+                      ("/proc/kcore", "core")):  # fmt: skip
+        os.symlink(src, os.path.join(dev, name))
+
+
+def setup_proc_sys(root: str, readonly_sys: bool) -> None:
+    proc = ensure_target(root, "/proc", True)
+    libc.mount("proc", proc, "proc", libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC)
+    sys_ = ensure_target(root, "/sys", True)
+    flags = (
+        libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC | (libc.MS_RDONLY if readonly_sys else 0)
+    )
+    try:
+        libc.mount("sysfs", sys_, "sysfs", flags)
+    except OSError:
+        # a sysfs of a network namespace we do not own cannot be mounted:
+        # fall back to the host's, read-only
+        bind("/sys", sys_, readonly=True)
+
+
+def mask_paths(root: str, paths: list[str]) -> None:
+    for p in paths:
+        dest = secure_join(root, p)
+        if not os.path.lexists(dest):
+            continue
+        if os.path.isdir(dest):
+            libc.mount("tmpfs", dest, "tmpfs", libc.MS_RDONLY)
+        else:
+            bind("/dev/null", dest, recursive=False)
+
+
+def readonly_paths(root: str, paths: list[str]) -> None:
+    for p in paths:
+        dest = secure_join(root, p)
+        if not os.path.lexists(dest):
+            continue
+        libc.mount(dest, dest, None, libc.MS_BIND | libc.MS_REC)
+        libc.mount(
+            None,
+            dest,
+            None,
+            libc.MS_BIND
+            | libc.MS_REC
+            | libc.MS_REMOUNT
+            | libc.MS_RDONLY
+            | libc.MS_NOSUID
+            | libc.MS_NODEV
+            | libc.MS_NOEXEC,
+        )
+
+
+def cri_mount(root: str, m: dict[str, Any]) -> None:
+    """One CRI Mount: host_path -> container_path, bind, maybe read-only,
+    with its propagation."""
+    source = os.path.realpath(m["source"])
+    if not os.path.exists(source):
+        raise FileNotFoundError(errno.ENOENT, f"mount source {m['source']!r} does not exist")
+    dest = ensure_target(root, m["target"], os.path.isdir(source))
+    bind(source, dest, readonly=bool(m.get("readonly")))
+    prop = m.get("propagation") or "rprivate"
+    libc.mount(None, dest, None, PROPAGATION[prop])
+
+
+def pivot(root: str) -> None:
+    """pivot_root into `root` without a put_old directory (runc's trick)."""
+    old = os.open("/", os.O_DIRECTORY | os.O_RDONLY)
+    new = os.open(root, os.O_DIRECTORY | os.O_RDONLY)
+    try:
+        os.fchdir(new)
+        libc.pivot_root(".", ".")
+        os.fchdir(old)
+        libc.mount(None, ".", None, libc.MS_SLAVE | libc.MS_REC)
+        libc.umount2(".", libc.MNT_DETACH)
+        os.chdir("/")
+    finally:
+        os.close(old)
+        os.close(new)
+
+
+def build_rootfs(spec: dict[str, Any]) -> str:
+    """Do every mount of a container's root (in the child's own mount
+    namespace) and return the root path, ready for `pivot`."""
+    rootprop = spec.get("rootfs_propagation") or "rslave"
+    libc.mount(None, "/", None, PROPAGATION[rootprop] | libc.MS_REC)
+    rf = spec["rootfs"]
+    root: str = rf["target"]
+    mount_overlay(rf["lower"], rf["upper"], rf["work"], root)
+    # make the root a mount point of its own with the requested propagation
+    libc.mount(root, root, None, libc.MS_BIND | libc.MS_REC)
+    setup_proc_sys(root, readonly_sys=not spec.get("privileged"))
+    setup_dev(root, spec.get("shm"))
+    for dest, src in (spec.get("etc") or {}).items():
+        if src and os.path.exists(src):
+            bind(src, ensure_target(root, dest, False), readonly=False, recursive=False)
+    for m in spec.get("mounts") or []:
+        cri_mount(root, m)
+    cwd = spec["process"].get("cwd") or "/"
+    with contextlib.suppress(OSError):
+        os.makedirs(secure_join(root, cwd), exist_ok=True)
+    if not spec.get("privileged"):
+        mask_paths(root, spec.get("masked_paths", DEFAULT_MASKED))
+        readonly_paths(root, spec.get("readonly_paths", DEFAULT_READONLY))
+    return root
+
+
+def remount_root_readonly() -> None:
+    libc.mount(None, "/", None, libc.MS_BIND | libc.MS_REMOUNT | libc.MS_RDONLY | libc.MS_REC)
+
+
+def exists_under(root: str, path: str) -> bool:
+    return os.path.exists(secure_join(root, path))

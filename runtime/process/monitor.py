@@ -1,0 +1,637 @@
+"""The per-container and per-sandbox monitor: skiff's containerd-shim/conmon.
+
+Run as a standalone script (`python -S monitor.py container|sandbox SPEC`),
+never imported by the runtime. It detaches (forks, the first process exits,
+the second calls setsid), so it outlives a restart or `kill -9` of the
+runtime.
+
+* sandbox mode: unshares the pod's network, IPC and UTS namespaces (and
+  optionally a PID namespace with a child as its PID 1), sets the hostname,
+  sysctls and brings `lo` up, reports its pids on stdout, then waits for
+  SIGTERM. The runtime pins the namespaces by bind mounts.
+* container mode: forks the container init, which joins the pod namespaces
+  and the cgroup, builds the rootfs in its own mount namespace, pivots, and
+  waits for "start" before exec. The monitor writes the init's stdout/stderr
+  to the CRI log, keeps the exit status in `exit.json`, and serves a small
+  JSON-lines control socket: start, reopen (log rotation), exec (ExecSync
+  with a timeout that kills the exec'd process group).
+
+It must stay small: standard library plus `runtime.linux` and
+`runtime.process.logs` only; never grpc, protobuf or pyroute2. It is single
+threaded, which is what makes its fork/setns/unshare calls safe.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+if __name__ == "__main__":  # started as a script with -S: find our packages
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from runtime.linux import caps, libc, mounts, netdev, seccomp, users
+from runtime.process.logs import LineWriter
+
+Spec = dict[str, Any]
+
+
+def _write_json_atomic(path: str, obj: Any) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _reset_signals() -> None:
+    signal.set_wakeup_fd(-1)
+    for sig in (
+        signal.SIGCHLD,
+        signal.SIGTERM,
+        signal.SIGINT,
+        signal.SIGPIPE,
+        signal.SIGXFSZ,
+        signal.SIGHUP,
+    ):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _detach() -> None:
+    """Fork; the parent exits at once (the runtime reaps it), the child
+    becomes a session leader that init adopts."""
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+
+
+def _report(obj: Any) -> None:
+    os.write(1, (json.dumps(obj) + "\n").encode())
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+def _write_sysctl(name: str, value: str) -> None:
+    path = "/proc/sys/" + name.replace(".", "/")
+    if ".." in name or "/" in name:
+        raise ValueError(f"bad sysctl name {name!r}")
+    with open(path, "w") as f:
+        f.write(value)
+
+
+# --- sandbox mode -------------------------------------------------------------
+
+
+def _pid1() -> None:
+    """PID 1 of a pod's shared PID namespace: reap children, exit on TERM."""
+    _reset_signals()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(null, fd)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD, signal.SIGTERM, signal.SIGINT])
+    while True:
+        sig = signal.sigwait([signal.SIGCHLD, signal.SIGTERM, signal.SIGINT])
+        if sig != signal.SIGCHLD:
+            os._exit(0)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+
+
+def run_sandbox(spec: Spec) -> int:
+    _detach()
+    try:
+        flags = 0
+        ns = spec["namespaces"]
+        if ns.get("net"):
+            flags |= libc.CLONE_NEWNET
+        if ns.get("ipc"):
+            flags |= libc.CLONE_NEWIPC
+        if ns.get("uts"):
+            flags |= libc.CLONE_NEWUTS
+        if flags:
+            libc.unshare(flags)
+        if ns.get("uts") and spec.get("hostname"):
+            libc.sethostname(spec["hostname"])
+        if ns.get("net"):
+            netdev.link_up("lo")
+        for name, value in (spec.get("sysctls") or {}).items():
+            _write_sysctl(name, str(value))
+        pid1 = 0
+        if ns.get("pid"):
+            libc.unshare(libc.CLONE_NEWPID)
+            pid1 = os.fork()
+            if pid1 == 0:
+                try:
+                    _pid1()
+                finally:
+                    os._exit(0)
+        for f in spec.get("cgroup_procs") or []:
+            with open(f, "w") as fh:
+                fh.write(str(os.getpid()))
+            if pid1:
+                with open(f, "w") as fh:
+                    fh.write(str(pid1))
+    except Exception as exc:  # reported to the runtime, which fails the RPC
+        _report({"error": f"{type(exc).__name__}: {exc}"})
+        return 1
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD, signal.SIGTERM, signal.SIGINT])
+    _report({"pid": os.getpid(), "pid1": pid1})
+    while True:
+        sig = signal.sigwait([signal.SIGCHLD, signal.SIGTERM, signal.SIGINT])
+        if sig == signal.SIGCHLD:
+            with contextlib.suppress(ChildProcessError):
+                while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                    pass
+            continue
+        if pid1:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid1, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid1, 0)
+        return 0
+
+
+# --- container process setup (runs in forked children) -------------------------
+
+
+def _resolve_creds(proc: Spec) -> users.Creds:
+    def read(path: str) -> str:
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    u = proc.get("user") or {}
+    return users.resolve(
+        users.parse_passwd(read("/etc/passwd")),
+        users.parse_group(read("/etc/group")),
+        u.get("uid"),
+        u.get("username") or "",
+        u.get("gid"),
+        list(u.get("groups") or []),
+    )
+
+
+def _exec_process(proc: Spec, creds: users.Creds, args: list[str]) -> None:
+    """Switch credentials, capabilities, no_new_privs and seccomp; exec."""
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write(str(proc.get("oom_score_adj", 0)))
+    env: dict[str, str] = {}
+    for kv in proc.get("env") or []:
+        k, _, v = kv.partition("=")
+        env[k] = v
+    env.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    env.setdefault("HOME", creds.home or "/")
+    cwd = proc.get("cwd") or "/"
+    os.chdir(cwd)
+    keep = list(proc.get("caps") or [])
+    caps.drop_bounding(keep)
+    libc.prctl(libc.PR_SET_KEEPCAPS, 1)
+    os.setgroups(list(creds.groups))
+    os.setresgid(creds.gid, creds.gid, creds.gid)
+    os.setresuid(creds.uid, creds.uid, creds.uid)
+    caps.set_caps(keep)
+    if proc.get("no_new_privs"):
+        libc.prctl(libc.PR_SET_NO_NEW_PRIVS, 1)
+    bpf = proc.get("seccomp_bpf")
+    if bpf:
+        seccomp.load(base64.b64decode(bpf), no_new_privs=bool(proc.get("no_new_privs")))
+    _reset_signals()
+    try:
+        os.execvpe(args[0], args, env)
+    except OSError as exc:
+        raise OSError(exc.errno, f"exec {args[0]!r}: {exc.strerror}") from None
+
+
+def _container_child(spec: Spec, out_w: int, err_w: int, report_w: int, start_r: int) -> None:
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    for f in spec.get("cgroup_procs") or []:
+        with open(f, "w") as fh:
+            fh.write("0")
+    ns = spec.get("namespaces") or {}
+    for kind, flag in (
+        ("ipc", libc.CLONE_NEWIPC),
+        ("uts", libc.CLONE_NEWUTS),
+        ("net", libc.CLONE_NEWNET),
+    ):
+        if ns.get(kind):
+            libc.setns_path(ns[kind], flag)
+    libc.unshare(libc.CLONE_NEWNS)
+    root = mounts.build_rootfs(spec)
+    mounts.pivot(root)
+    if spec.get("readonly_rootfs"):
+        mounts.remount_root_readonly()
+    proc = spec["process"]
+    creds = _resolve_creds(proc)
+    os.write(report_w, b"R")
+    if os.read(start_r, 1) != b"S":
+        os._exit(1)
+    _exec_process(proc, creds, proc["args"])
+
+
+def _exec_child(spec: Spec, init_pid: int, req: Spec, out_w: int, err_w: int) -> None:
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    for f in spec.get("cgroup_procs") or []:
+        with contextlib.suppress(OSError), open(f, "w") as fh:
+            fh.write("0")
+    fds = []
+    for kind, flag in (
+        ("ipc", libc.CLONE_NEWIPC),
+        ("uts", libc.CLONE_NEWUTS),
+        ("net", libc.CLONE_NEWNET),
+        ("mnt", libc.CLONE_NEWNS),
+    ):
+        fds.append((os.open(f"/proc/{init_pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC), flag))
+    for fd, flag in fds:
+        libc.setns(fd, flag)
+        os.close(fd)
+    proc = dict(spec["process"])
+    creds = _resolve_creds(proc)
+    _exec_process(proc, creds, list(req["args"]))
+
+
+def _run_child(target: Any, report_w: int, *args: Any) -> None:
+    """Body of a forked child: run `target`; on failure report and _exit."""
+    code = 1
+    try:
+        target(*args)
+    except BaseException as exc:
+        msg = str(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(OSError):
+            os.write(report_w, b"E" + msg.encode()[:3000])
+        code = 127 if isinstance(exc, OSError) and exc.errno in (errno.ENOENT, errno.EACCES) else 1
+    finally:
+        os._exit(code)
+
+
+# --- container monitor ---------------------------------------------------------
+
+
+class ExecJob:
+    def __init__(
+        self, conn: socket.socket, pid: int, fds: tuple[int, int, int], deadline: float | None
+    ) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.out_r, self.err_r, self.rep_r = fds
+        self.fds = {fd: bytearray() for fd in fds}
+        self.deadline = deadline
+        self.status: int | None = None
+        self.timed_out = False
+
+
+class ContainerMonitor:
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.dir: str = spec["state_dir"]
+        self.log_path: str = spec["log_path"]
+        self.log = self._open_log()
+        self.writers: dict[int, LineWriter] = {}
+        self.init_pid = 0
+        self.init_status: int | None = None
+        self.jobs: dict[int, ExecJob] = {}
+        self.job_fds: dict[int, ExecJob] = {}
+        self.report_r = -1
+        self.start_w = -1
+
+    def _open_log(self) -> Any:
+        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        return open(self.log_path, "ab", buffering=0)
+
+    def setup(self) -> None:
+        pid_mode = (self.spec.get("namespaces") or {}).get("pid") or "private"
+        if pid_mode == "private":
+            libc.unshare(libc.CLONE_NEWPID)
+        elif pid_mode.startswith("/"):
+            libc.setns_path(pid_mode, libc.CLONE_NEWPID)
+        libc.prctl(libc.PR_SET_CHILD_SUBREAPER, 1)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        report_r, report_w = os.pipe2(os.O_CLOEXEC)
+        start_r, start_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(out_r)
+            os.close(err_r)
+            os.close(report_r)
+            os.close(start_w)
+            _run_child(_container_child, report_w, self.spec, out_w, err_w, report_w, start_r)
+        for fd in (out_w, err_w, report_w, start_r):
+            os.close(fd)
+        self.init_pid = pid
+        self.report_r = report_r
+        self.start_w = start_w
+        self.writers = {out_r: LineWriter("stdout"), err_r: LineWriter("stderr")}
+        msg = os.read(report_r, 4096)
+        if msg != b"R":
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            raise RuntimeError(
+                msg[1:].decode(errors="replace") or "container init exited during setup"
+            )
+
+    def serve(self) -> tuple[int, socket.socket]:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dfd = os.open(self.dir, os.O_DIRECTORY | os.O_RDONLY)
+        path = f"/proc/self/fd/{dfd}/monitor.sock"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(self.dir, "monitor.sock"))
+        sock.bind(path)
+        os.chmod(os.path.join(self.dir, "monitor.sock"), 0o600)
+        sock.listen(16)
+        os.close(dfd)
+        return sock.fileno(), sock
+
+    def run(self) -> int:
+        lfd, sock = self.serve()
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        _report({"pid": os.getpid(), "init_pid": self.init_pid})
+        self._reap()
+        while self.init_status is None:
+            timeout = None
+            now = time.monotonic()
+            for job in self.jobs.values():
+                if job.deadline is not None and job.status is None:
+                    left = max(0.0, job.deadline - now)
+                    timeout = left if timeout is None else min(timeout, left)
+            rfds = [lfd, wake_r, *self.writers, *self.job_fds]
+            try:
+                ready, _, _ = select.select(rfds, [], [], timeout)
+            except InterruptedError:
+                ready = []
+            for fd in ready:
+                if fd == wake_r:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_r, 4096)
+                    self._reap()
+                elif fd == lfd:
+                    self._accept(sock)
+                elif fd in self.writers:
+                    self._pump(fd)
+                elif fd in self.job_fds:
+                    self._job_read(fd)
+            self._check_deadlines()
+            self._finish_jobs()
+        self._drain()
+        self._write_exit()
+        for job in list(self.jobs.values()):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.pid, signal.SIGKILL)
+        return 0
+
+    # init output -> CRI log
+    def _pump(self, fd: int) -> bool:
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return False
+        w = self.writers[fd]
+        if not data:
+            self._log_write(w.flush())
+            del self.writers[fd]
+            os.close(fd)
+            return False
+        self._log_write(w.feed(data))
+        return True
+
+    def _log_write(self, data: bytes) -> None:
+        if data:
+            try:
+                self.log.write(data)
+            except OSError:
+                # the log directory went away; keep the container running
+                pass
+
+    def _drain(self) -> None:
+        for fd in list(self.writers):
+            os.set_blocking(fd, False)
+            while fd in self.writers and self._pump(fd):
+                pass
+            if fd in self.writers:
+                self._log_write(self.writers.pop(fd).flush())
+                os.close(fd)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.init_pid:
+                self.init_status = status
+            elif pid in self.jobs:
+                self.jobs[pid].status = status
+
+    def _write_exit(self) -> None:
+        status = self.init_status or 0
+        if os.WIFSIGNALED(status):
+            code = 128 + os.WTERMSIG(status)
+            sig = os.WTERMSIG(status)
+        else:
+            code = os.WEXITSTATUS(status)
+            sig = 0
+        oom = False
+        for f in self.spec.get("oom_files") or []:
+            try:
+                with open(f) as fh:
+                    for line in fh:
+                        k, _, v = line.partition(" ")
+                        if k == "oom_kill" and int(v) > 0:
+                            oom = True
+            except (OSError, ValueError):
+                pass
+        _write_json_atomic(
+            os.path.join(self.spec["exit_dir"], "exit.json"),
+            {"exit_code": code, "signal": sig, "finished_at": time.time_ns(), "oom_killed": oom},
+        )
+
+    # control socket
+    def _accept(self, sock: socket.socket) -> None:
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        conn.settimeout(5)
+        try:
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                line += chunk
+            req = json.loads(line or b"{}")
+            op = req.get("op")
+            if op == "start":
+                self._reply(conn, self._start())
+            elif op == "reopen":
+                self.log.close()
+                self.log = self._open_log()
+                self._reply(conn, {"ok": True})
+            elif op == "exec":
+                self._exec(conn, req)
+                return
+            elif op == "ping":
+                self._reply(conn, {"ok": True, "init_pid": self.init_pid})
+            else:
+                self._reply(conn, {"error": f"unknown op {op!r}"})
+        except (OSError, ValueError) as exc:
+            with contextlib.suppress(OSError):
+                self._reply(conn, {"error": str(exc)})
+
+    def _reply(self, conn: socket.socket, obj: Any) -> None:
+        try:
+            conn.sendall((json.dumps(obj) + "\n").encode())
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def _start(self) -> Spec:
+        if self.start_w < 0:
+            return {"error": "container already started"}
+        os.write(self.start_w, b"S")
+        os.close(self.start_w)
+        self.start_w = -1
+        started = time.time_ns()
+        msg = b""
+        while True:
+            chunk = os.read(self.report_r, 4096)
+            if not chunk:
+                break
+            msg += chunk
+        os.close(self.report_r)
+        if msg.startswith(b"E"):
+            return {"error": msg[1:].decode(errors="replace")}
+        return {"ok": True, "started_at": started}
+
+    def _exec(self, conn: socket.socket, req: Spec) -> None:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:
+            os.close(out_r)
+            os.close(err_r)
+            os.close(rep_r)
+            _run_child(_exec_child, rep_w, self.spec, self.init_pid, req, out_w, err_w)
+        for fd in (out_w, err_w, rep_w):
+            os.close(fd)
+        timeout = float(req.get("timeout") or 0)
+        job = ExecJob(
+            conn, pid, (out_r, err_r, rep_r), time.monotonic() + timeout if timeout > 0 else None
+        )
+        self.jobs[pid] = job
+        for fd in job.fds:
+            self.job_fds[fd] = job
+
+    def _job_read(self, fd: int) -> None:
+        job = self.job_fds[fd]
+        data = os.read(fd, 65536)
+        if data:
+            job.fds[fd] += data
+        else:
+            del self.job_fds[fd]
+            os.close(fd)
+
+    def _check_deadlines(self) -> None:
+        now = time.monotonic()
+        for job in self.jobs.values():
+            if job.status is None and job.deadline is not None and now >= job.deadline:
+                job.timed_out = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(job.pid, signal.SIGKILL)
+                job.deadline = None
+
+    def _finish_jobs(self) -> None:
+        for pid, job in list(self.jobs.items()):
+            if job.status is None:
+                continue
+            open_fds = [fd for fd in job.fds if fd in self.job_fds]
+            if open_fds and not job.timed_out:
+                # the process exited: collect what is buffered, do not wait for
+                # grandchildren that still hold the pipes
+                for fd in open_fds:
+                    os.set_blocking(fd, False)
+                    with contextlib.suppress(BlockingIOError):
+                        while data := os.read(fd, 65536):
+                            job.fds[fd] += data
+            for fd in open_fds:
+                del self.job_fds[fd]
+                os.close(fd)
+            del self.jobs[pid]
+            status = job.status
+            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+            err = bytes(job.fds[job.rep_r])
+            reply: Spec = {
+                "exit_code": code,
+                "stdout": base64.b64encode(bytes(job.fds[job.out_r])).decode(),
+                "stderr": base64.b64encode(bytes(job.fds[job.err_r])).decode(),
+                "timed_out": job.timed_out,
+            }
+            if err.startswith(b"E"):
+                reply["exec_error"] = err[1:].decode(errors="replace")
+            self._reply(job.conn, reply)
+
+
+def run_container(spec: Spec) -> int:
+    _detach()
+    os.umask(0o022)
+    mon = ContainerMonitor(spec)
+    try:
+        mon.setup()
+    except Exception as exc:
+        _report(
+            {
+                "error": str(exc)
+                if isinstance(exc, OSError | RuntimeError)
+                else f"{type(exc).__name__}: {exc}"
+            }
+        )
+        return 1
+    return mon.run()
+
+
+def main(argv: list[str]) -> int:
+    mode, spec_path = argv[0], argv[1]
+    with open(spec_path) as f:
+        spec = json.load(f)
+    err_log = spec.get("monitor_log")
+    if err_log:
+        fd = os.open(err_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        os.dup2(fd, 2)
+        os.close(fd)
+    if mode == "sandbox":
+        return run_sandbox(spec)
+    return run_container(spec)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

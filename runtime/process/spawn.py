@@ -1,0 +1,136 @@
+"""The runtime's side of the monitor: start one (with subprocess, which
+execs at once, so no Python runs in a forked copy of the gRPC server), read
+its one-line JSON report, and talk to its control socket.
+
+This module never forks by hand, never enters namespaces, and never blocks
+longer than the timeout it is given.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MONITOR = Path(__file__).with_name("monitor.py")
+
+
+class MonitorError(Exception):
+    """The monitor (or the container init it forked) reported a failure."""
+
+
+def spawn(
+    mode: str, spec: dict[str, Any], spec_path: Path, log_path: Path, timeout: float = 60
+) -> dict[str, Any]:
+    """Write `spec`, start a monitor in `mode`, and return its report (pids).
+    Raises MonitorError with the monitor's message on failure."""
+    tmp = spec_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(spec))
+    os.replace(tmp, spec_path)
+    with open(log_path, "ab") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-E", "-B", str(MONITOR), mode, str(spec_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            close_fds=True,
+            start_new_session=True,
+        )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise MonitorError(f"monitor did not report within {timeout}s") from None
+    line = out.decode(errors="replace").strip().splitlines()
+    if not line:
+        raise MonitorError(f"monitor exited without a report: {tail(log_path)}")
+    report: dict[str, Any] = json.loads(line[-1])
+    if "error" in report:
+        raise MonitorError(report["error"])
+    return report
+
+
+def tail(path: Path, n: int = 2000) -> str:
+    try:
+        return path.read_bytes()[-n:].decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def call(state_dir: Path, request: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
+    """One JSON request/response on the monitor's control socket."""
+    dfd = os.open(state_dir, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(f"/proc/self/fd/{dfd}/monitor.sock")
+            s.sendall((json.dumps(request) + "\n").encode())
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                buf += chunk
+    finally:
+        os.close(dfd)
+    if not buf:
+        raise MonitorError("monitor closed the connection without answering")
+    reply: dict[str, Any] = json.loads(buf)
+    return reply
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    error: str
+
+
+def exec_sync(state_dir: Path, args: list[str], timeout: float) -> ExecResult:
+    sock_timeout = (timeout + 10) if timeout > 0 else None
+    reply = call(
+        state_dir, {"op": "exec", "args": args, "timeout": timeout}, timeout=sock_timeout or 86400
+    )
+    if "error" in reply:
+        raise MonitorError(reply["error"])
+    return ExecResult(
+        int(reply["exit_code"]),
+        base64.b64decode(reply["stdout"]),
+        base64.b64decode(reply["stderr"]),
+        bool(reply.get("timed_out")),
+        str(reply.get("exec_error", "")),
+    )
+
+
+def start_time(pid: int) -> int:
+    """The process start time (clock ticks since boot), 0 if it is gone:
+    with the pid it identifies a process across pid reuse."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            data = f.read()
+    except OSError:
+        return 0
+    return int(data[data.rindex(")") + 2 :].split()[19])
+
+
+def alive(pid: int, started: int) -> bool:
+    if pid <= 0:
+        return False
+    st = start_time(pid)
+    if st == 0:
+        return False
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
+        state = f.read().rsplit(")", 1)[1].split()[0]
+        if state == "Z":
+            return False
+    return started == 0 or st == started

@@ -1,0 +1,108 @@
+"""Wiring `skiff runtime` together: the image store and ImageService (from
+runtime.image, imported lazily and optional until it exists), the CNI client
+(optional), the RuntimeService, state recovery, and the gRPC server on a unix
+socket (mode 0660), plus the ImageService on --image-listen if asked.
+
+Nothing here handles a request; the servicers do.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from proto.runtime.v1 import api_pb2_grpc
+from runtime.config import Config
+from runtime.cri.service import Images, Network, RuntimeService
+from runtime.cri.servicer import RuntimeServicer
+from runtime.recover import recover
+
+log = logging.getLogger("skiff.runtime")
+
+
+def build_images(cfg: Config) -> tuple[Images | None, Any]:
+    """(image store, ImageService servicer or None)."""
+    if cfg.image_store_factory:
+        mod_name, _, fn_name = cfg.image_store_factory.partition(":")
+        factory = getattr(importlib.import_module(mod_name), fn_name)
+        store, servicer = factory(cfg.root / "images")
+        return store, servicer
+    try:
+        image = importlib.import_module("runtime.image")
+        build = image.build
+    except (ModuleNotFoundError, AttributeError):
+        log.warning("runtime.image is not available: ImageService answers UNIMPLEMENTED")
+        return None, None
+    store, servicer = build(
+        cfg.root / "images", cfg.registry_config, cfg.disable_default_registry_endpoint
+    )
+    return store, servicer
+
+
+def build_network(cfg: Config) -> Network | None:
+    try:
+        mod = importlib.import_module("runtime.network.cni_client")
+    except ModuleNotFoundError:
+        log.warning("runtime.network.cni_client is not available: pods get loopback only")
+        return None
+    cache = cfg.cni_cache_dir or (cfg.state / "cni-cache")
+    client: Network = mod.CNIClient(cfg.cni_conf_dir, list(cfg.cni_bin_dirs), cache)
+    return client
+
+
+def _listen(server: grpc.Server, address: str) -> Path:
+    path = Path(address.removeprefix("unix://"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_socket():
+        path.unlink()
+    old = os.umask(0o117)
+    try:
+        if not server.add_insecure_port("unix:" + str(path)):
+            raise OSError(f"cannot listen on {address}")
+    finally:
+        os.umask(old)
+    return path
+
+
+class Server:
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        for d in (cfg.root, cfg.state, cfg.root / "sandboxes", cfg.root / "containers"):
+            d.mkdir(parents=True, exist_ok=True)
+        os.chmod(cfg.root, 0o711)
+        os.chmod(cfg.state, 0o711)
+        images, image_servicer = build_images(cfg)
+        self.svc = RuntimeService(cfg, images, build_network(cfg))
+        recover(self.svc)
+        self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
+        api_pb2_grpc.add_RuntimeServiceServicer_to_server(RuntimeServicer(self.svc), self.grpc)  # type: ignore[abstract]
+        if image_servicer is not None:
+            api_pb2_grpc.add_ImageServiceServicer_to_server(image_servicer, self.grpc)
+        self.image_grpc: grpc.Server | None = None
+        if cfg.image_listen and image_servicer is not None:
+            self.image_grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+            api_pb2_grpc.add_ImageServiceServicer_to_server(image_servicer, self.image_grpc)
+        self.socket = _listen(self.grpc, cfg.listen)
+        if self.image_grpc is not None:
+            _listen(self.image_grpc, cfg.image_listen)
+        self.stopped = threading.Event()
+
+    def start(self) -> None:
+        self.grpc.start()
+        if self.image_grpc is not None:
+            self.image_grpc.start()
+        os.chmod(self.socket, 0o660)
+        log.info("serving CRI on %s", self.cfg.listen)
+
+    def stop(self, grace: float = 2.0) -> None:
+        self.grpc.stop(grace).wait()
+        if self.image_grpc is not None:
+            self.image_grpc.stop(grace).wait()
+        self.stopped.set()
