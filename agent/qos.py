@@ -9,7 +9,7 @@ picks the pod's cgroup parent and the containers' oom_score_adj.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from controlplane.api.quantity import parse_quantity
@@ -17,7 +17,7 @@ from controlplane.api.quantity import parse_quantity
 COMPUTE = ("cpu", "memory")
 
 
-class QOSClass(str, Enum):
+class QOSClass(StrEnum):
     GUARANTEED = "Guaranteed"
     BURSTABLE = "Burstable"
     BEST_EFFORT = "BestEffort"
