@@ -1,51 +1,157 @@
-"""skiffctl entry point: parses the verb and dispatches to its module.
+"""skiffctl entry point: parse global flags and the verb, dispatch to the verb's module.
 
-Verbs arrive with the control-plane issue; until then each says so and exits
-non-zero, and unknown verbs or flags print usage and exit 2 as argparse does.
+One module per verb (`apply.py`, `get.py`, ...), each with `register(parser)`
+to declare its flags and `run(ctx) -> int`. `VERBS` is the dispatch table;
+verbs that arrive with later issues (logs, exec, top, rollout, autoscale,
+attach, port-forward) point at `notimpl` until then. main() maps failures to
+kubectl's messages and exit codes: API errors print `Error from server
+(Reason): ...` and exit 1, user errors `error: ...` exit 1, unknown verbs or
+flags print usage and exit 2 (argparse). The client is made by an injected
+factory (tests pass a fake); the default one reads the credential file and
+connects over gRPC only when a verb first needs the API.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, TextIO
 
-VERBS = (
-    "apply",
-    "get",
-    "describe",
-    "delete",
-    "patch",
-    "scale",
-    "rollout",
-    "autoscale",
-    "logs",
-    "exec",
-    "top",
-    "cordon",
-    "uncordon",
-    "drain",
-    "events",
-)
+from controlplane.cli.context import ClientFactory, CliError, Context
+from controlplane.client import errors
+from controlplane.client.clock import Clock, RealClock
+from controlplane.client.interface import ApiClient
+
+
+@dataclass(frozen=True)
+class Verb:
+    module: str
+    help: str
+
+
+VERBS: dict[str, Verb] = {
+    "apply": Verb("apply", "create or update objects from manifests (-f FILE|DIR|-)"),
+    "get": Verb("get", "list objects, or show some by name"),
+    "describe": Verb("describe", "show an object in detail, with its events"),
+    "delete": Verb("delete", "delete objects by kind and name, TYPE/NAME, selector or -f"),
+    "patch": Verb("patch", "change fields of an object with a JSON merge patch"),
+    "scale": Verb("scale", "set the replica count of a Deployment, ReplicaSet or StatefulSet"),
+    "cordon": Verb("cordon", "mark a node unschedulable"),
+    "uncordon": Verb("cordon", "mark a node schedulable"),
+    "drain": Verb("drain", "cordon a node and evict its pods"),
+    "events": Verb("events", "list events"),
+    "rollout": Verb("notimpl", "manage a rollout (status, history, undo, pause, resume)"),
+    "autoscale": Verb("notimpl", "create a HorizontalPodAutoscaler for a workload"),
+    "logs": Verb("notimpl", "print a container's logs"),
+    "exec": Verb("notimpl", "run a command in a container"),
+    "attach": Verb("notimpl", "attach to a running container"),
+    "port-forward": Verb("notimpl", "forward local ports to a pod"),
+    "top": Verb("notimpl", "show resource usage of nodes or pods"),
+}
+
+
+def _verb_module(verb: str) -> ModuleType:
+    return importlib.import_module(f"controlplane.cli.{VERBS[verb].module}")
+
+
+def _global_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    default: Any = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--config",
+        default=default,
+        help="credential file (default: $SKIFF_CONFIG, ~/.skiff/config, /etc/skiff/admin.conf)",
+    )
+    parser.add_argument("--server", "-s", default=default, help="API server address (host:port)")
+    parser.add_argument("--namespace", "-n", default=default, help="namespace (default: default)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skiffctl", description="Control a skiff cluster.")
-    parser.add_argument(
-        "--config", help="credential file (default: $SKIFF_CONFIG, ~/.skiff/config)"
-    )
-    parser.add_argument("--server", help="override the API server address")
+    _global_flags(parser, suppress=False)
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for verb in VERBS:
-        sub.add_parser(verb, add_help=False)
+    for verb, spec in VERBS.items():
+        p = sub.add_parser(verb, help=spec.help, description=spec.help)
+        _global_flags(p, suppress=True)
+        _verb_module(verb).register(p)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def default_client_factory(args: argparse.Namespace) -> ApiClient:
+    """Read the credential file (lookup order in controlplane.client.config) and connect."""
+    from controlplane.client import config as client_config
+
+    server = getattr(args, "server", None)
+    try:
+        cfg = client_config.load_config(getattr(args, "config", None), server)
+    except client_config.ConfigError as err:
+        if not server or getattr(args, "config", None):
+            raise CliError(str(err)) from None
+        cfg = client_config.ClientConfig(server=server)
+    try:
+        apiclient = importlib.import_module("controlplane.client.apiclient")
+    except ModuleNotFoundError:
+        raise CliError("the API client is not available in this build") from None
+    client: ApiClient = apiclient.connect(cfg)
+    return client
+
+
+def _report(ctx: Context, err: errors.ApiError) -> int:
+    message = str(err)
+    if isinstance(err, errors.Unavailable):
+        ctx.err(f"Unable to connect to the server: {message}")
+    elif isinstance(err, errors.Unauthenticated):
+        ctx.err(f"error: You must be logged in to the server (Unauthorized): {message}")
+    else:
+        reason = {
+            errors.NotFound: "NotFound",
+            errors.AlreadyExists: "AlreadyExists",
+            errors.Conflict: "Conflict",
+            errors.Invalid: "Invalid",
+            errors.Gone: "Expired",
+            errors.Forbidden: "Forbidden",
+        }.get(type(err), type(err).__name__)
+        ctx.err(f"Error from server ({reason}): {message}")
+    return 1
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    client_factory: ClientFactory | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    stdin: TextIO | None = None,
+    clock: Clock | None = None,
+) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-    print(f"skiffctl {args.verb}: not implemented yet", file=sys.stderr)
-    return 3
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    ctx = Context(
+        args=args,
+        factory=client_factory or default_client_factory,
+        stdout=stdout or sys.stdout,
+        stderr=stderr or sys.stderr,
+        stdin=stdin or sys.stdin,
+        clock=clock or RealClock(),
+    )
+    try:
+        code: int = _verb_module(args.verb).run(ctx)
+        return code
+    except CliError as err:
+        ctx.err(f"error: {err}")
+        return err.code
+    except errors.ApiError as err:
+        return _report(ctx, err)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
 
 
 if __name__ == "__main__":
