@@ -1,0 +1,164 @@
+"""The port-forward protocol (`portforward.k8s.io`) over a SPDY session.
+
+The client opens streams in pairs that share a `requestID` header: an
+`error` stream and a `data` stream, each with a `port` header. For every
+complete pair the backend dials the port inside the sandbox's network
+namespace and bytes are copied both ways: the client's FIN on the data stream
+half-closes the socket, the socket's EOF finishes the data stream. A failure
+to dial is written as text on the error stream, as kubelet does. Many pairs
+run at once on one session. When the session ends every socket is shut down
+and closed. This module must never dial anything itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runtime.streaming.spdy import PROTOCOL_ERROR, SpdySession, SpdyStream
+
+log = logging.getLogger("skiff.runtime.streaming")
+
+PROTOCOL = "portforward.k8s.io"
+
+Dialer = Callable[[int], socket.socket]
+
+
+@dataclass
+class _Pair:
+    port: int
+    error: SpdyStream | None = None
+    data: SpdyStream | None = None
+
+
+@dataclass
+class _Forwards:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    sockets: set[socket.socket] = field(default_factory=set)
+    threads: list[threading.Thread] = field(default_factory=list)
+    closed: bool = False
+
+
+def _request_id(stream: SpdyStream, kind: str) -> str:
+    """The pairing key; old clients without requestID pair error n with data n+2."""
+    rid = stream.header("requestID")
+    if rid:
+        return rid
+    return str(stream.stream_id if kind == "error" else stream.stream_id - 2)
+
+
+def serve(session: SpdySession, dial: Dialer, sandbox_id: str = "") -> None:
+    """Accept stream pairs until the session ends; return with nothing left open."""
+    pairs: dict[str, _Pair] = {}
+    forwards = _Forwards()
+
+    def shut_all() -> None:
+        with forwards.lock:
+            forwards.closed = True
+            live = list(forwards.sockets)
+        for sock in live:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    session.on_close(shut_all)
+    try:
+        while True:
+            stream = session.accept_stream()
+            if stream is None:
+                break
+            kind = stream.header("streamType")
+            try:
+                port = int(stream.header("port"))
+                if not 0 < port < 65536:
+                    raise ValueError(port)
+            except ValueError:
+                log.info("port-forward stream without a valid port", extra={"pod": sandbox_id})
+                stream.cancel(PROTOCOL_ERROR)
+                continue
+            if kind not in ("error", "data"):
+                stream.cancel(PROTOCOL_ERROR)
+                continue
+            rid = _request_id(stream, kind)
+            pair = pairs.setdefault(rid, _Pair(port))
+            if getattr(pair, kind) is not None:
+                stream.cancel(PROTOCOL_ERROR)
+                continue
+            setattr(pair, kind, stream)
+            if pair.error is not None and pair.data is not None:
+                del pairs[rid]
+                thread = threading.Thread(
+                    target=_forward,
+                    args=(pair, dial, forwards, sandbox_id),
+                    daemon=True,
+                    name="port-forward",
+                )
+                with forwards.lock:
+                    forwards.threads.append(thread)
+                thread.start()
+    finally:
+        shut_all()
+        with forwards.lock:
+            threads = list(forwards.threads)
+        for thread in threads:
+            thread.join()
+
+
+def _forward(pair: _Pair, dial: Dialer, forwards: _Forwards, sandbox_id: str) -> None:
+    assert pair.error is not None and pair.data is not None
+    error, data = pair.error, pair.data
+    try:
+        sock = dial(pair.port)
+    except Exception as exc:
+        message = f"error forwarding port {pair.port} to pod {sandbox_id}, uid : {exc}"
+        log.info("port-forward dial failed", extra={"pod": sandbox_id, "error": str(exc)})
+        try:
+            error.write(message.encode())
+        except OSError:
+            pass
+        error.close()
+        data.close()
+        return
+    with forwards.lock:
+        if forwards.closed:
+            sock.close()
+            return
+        forwards.sockets.add(sock)
+
+    def client_to_pod() -> None:
+        try:
+            while True:
+                chunk = data.read()
+                if not chunk:
+                    break
+                sock.sendall(chunk)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    upstream = threading.Thread(target=client_to_pod, daemon=True, name="port-forward-in")
+    upstream.start()
+    try:
+        while True:
+            chunk = sock.recv(32768)
+            if not chunk:
+                break
+            data.write(chunk)
+    except OSError:
+        pass
+    finally:
+        data.close()
+        error.close()
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        data.inbound.abort()
+        upstream.join()
+        with forwards.lock:
+            forwards.sockets.discard(sock)
+        sock.close()

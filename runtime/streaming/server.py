@@ -1,0 +1,410 @@
+"""The streaming HTTP server: single-use URLs in, upgraded streaming sessions out.
+
+`StreamingServer` binds 127.0.0.1 (by default) on a configurable port (0 for
+an ephemeral one) and serves, each in its own thread:
+
+    GET|POST /exec/<token>         remote command, SPDY/3.1 or WebSocket
+    GET|POST /attach/<token>       remote command, SPDY/3.1 or WebSocket
+    GET|POST /portforward/<token>  port-forward, SPDY/3.1
+
+`get_exec`, `get_attach` and `get_port_forward` validate a CRI request, store
+it under a fresh token (single use, one-minute TTL) and return the absolute
+URL. An unknown, used or expired token answers 404; a request that is neither
+a SPDY nor a WebSocket upgrade, or offers no protocol version we speak,
+answers 400/403 as kubelet does.
+
+The server never forks and never enters a namespace: the backend does that
+outside the server's threads. `stop()` closes the listener, shuts down live
+connections and joins every thread it started.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from proto.runtime.v1 import api_pb2
+from runtime import errors
+from runtime.streaming import portforward, remotecommand, websocket
+from runtime.streaming.backend import Session, Stdio, StreamingBackend
+from runtime.streaming.cache import RequestCache, StreamRequest
+from runtime.streaming.spdy import SpdySession
+
+log = logging.getLogger("skiff.runtime.streaming")
+
+
+@dataclass(frozen=True)
+class StreamingConfig:
+    address: str = "127.0.0.1"
+    port: int = 0
+    token_ttl: float = 60.0
+    max_in_flight: int = 1000
+    stream_creation_timeout: float = 30.0  # for the client to open its SPDY streams
+    drain_timeout: float = 2.0  # output still flowing after the process exited
+    linger: float = 5.0  # for the client to close after we finished
+
+
+class _TCPServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = True
+
+    def __init__(self, addr: tuple[str, int], owner: StreamingServer) -> None:
+        self.owner = owner
+        super().__init__(addr, _Handler)
+
+
+class StreamingServer:
+    def __init__(
+        self,
+        backend: StreamingBackend,
+        config: StreamingConfig | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.backend = backend
+        self.config = config or StreamingConfig()
+        self.cache = RequestCache(self.config.token_ttl, self.config.max_in_flight, clock)
+        self._tcp: _TCPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._conns_lock = threading.Lock()
+        self._conns: set[socket.socket] = set()
+
+    # -- lifecycle
+
+    def start(self) -> None:
+        self._tcp = _TCPServer((self.config.address, self.config.port), self)
+        self._thread = threading.Thread(
+            target=self._tcp.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="streaming-server",
+            daemon=True,
+        )
+        self._thread.start()
+        log.info("streaming server listening", extra={"url": self.base_url})
+
+    def stop(self) -> None:
+        if self._tcp is None:
+            return
+        self._tcp.shutdown()
+        with self._conns_lock:
+            live = list(self._conns)
+        for conn in live:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._tcp.server_close()  # joins the connection threads (block_on_close)
+        if self._thread is not None:
+            self._thread.join()
+        self._tcp = None
+
+    def __enter__(self) -> StreamingServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._tcp is None:
+            raise RuntimeError("streaming server is not started")
+        return int(self._tcp.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        host = self.config.address
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    # -- URLs for the CRI RPCs
+
+    def get_exec(self, req: api_pb2.ExecRequest) -> str:
+        if not req.container_id:
+            raise errors.InvalidArgument("missing required container_id")
+        if not req.cmd:
+            raise errors.InvalidArgument("missing required cmd")
+        _validate_stdio(req.tty, req.stdin, req.stdout, req.stderr)
+        return f"{self.base_url}/exec/{self.cache.insert(req)}"
+
+    def get_attach(self, req: api_pb2.AttachRequest) -> str:
+        if not req.container_id:
+            raise errors.InvalidArgument("missing required container_id")
+        _validate_stdio(req.tty, req.stdin, req.stdout, req.stderr)
+        return f"{self.base_url}/attach/{self.cache.insert(req)}"
+
+    def get_port_forward(self, req: api_pb2.PortForwardRequest) -> str:
+        if not req.pod_sandbox_id:
+            raise errors.InvalidArgument("missing required pod_sandbox_id")
+        return f"{self.base_url}/portforward/{self.cache.insert(req)}"
+
+    # -- connection bookkeeping
+
+    def _track(self, conn: socket.socket, live: bool) -> None:
+        with self._conns_lock:
+            if live:
+                self._conns.add(conn)
+            else:
+                self._conns.discard(conn)
+
+
+def _validate_stdio(tty: bool, stdin: bool, stdout: bool, stderr: bool) -> None:
+    if tty and stderr:
+        raise errors.InvalidArgument("tty and stderr cannot both be true")
+    if not (stdin or stdout or stderr):
+        raise errors.InvalidArgument("one of stdin, stdout, or stderr must be set")
+
+
+def _abort_all(streams: Any) -> None:
+    for stream in streams:
+        stream.inbound.abort()
+
+
+_KINDS: dict[str, type[Any]] = {
+    "exec": api_pb2.ExecRequest,
+    "attach": api_pb2.AttachRequest,
+    "portforward": api_pb2.PortForwardRequest,
+}
+
+
+def _header_values(values: list[str]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        out.extend(v.strip() for v in value.split(",") if v.strip())
+    return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _TCPServer
+    protocol_version = "HTTP/1.1"
+    server_version = "skiff-streaming"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("http: " + format, *args)
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.owner._track(self.connection, False)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    # -- responses
+
+    def _plain(self, code: int, text: str, extra: dict[str, list[str]] | None = None) -> None:
+        body = (text + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        for name, values in (extra or {}).items():
+            for value in values:
+                self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def _switch(self, headers: list[tuple[str, str]]) -> None:
+        lines = ["HTTP/1.1 101 Switching Protocols"] + [f"{k}: {v}" for k, v in headers]
+        self.connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        self.close_connection = True
+
+    # -- routing
+
+    def _dispatch(self) -> None:
+        path = self.path.split("?", 1)[0]
+        parts = [p for p in path.split("/") if p]
+        if len(parts) != 2 or parts[0] not in _KINDS:
+            self._plain(404, "404 page not found")
+            return
+        kind, token = parts
+        request = self.server.owner.cache.consume(token)
+        if request is None or not isinstance(request, _KINDS[kind]):
+            self._plain(404, "404 page not found")
+            return
+        upgrade = self.headers.get("Upgrade", "").lower()
+        if upgrade == "websocket":
+            if kind == "portforward":
+                self._plain(400, "port-forward over WebSocket is not supported; use SPDY/3.1")
+                return
+            self._websocket_remote_command(request)
+        elif upgrade.startswith("spdy/3.1"):
+            self._spdy(kind, request)
+        else:
+            self._plain(400, "unable to upgrade: missing upgrade headers in request")
+
+    # -- SPDY
+
+    def _spdy(self, kind: str, request: StreamRequest) -> None:
+        offered = _header_values(self.headers.get_all("X-Stream-Protocol-Version") or [])
+        supported = (
+            (portforward.PROTOCOL,) if kind == "portforward" else remotecommand.SPDY_PROTOCOLS
+        )
+        if not offered:
+            self._plain(400, "unable to upgrade: X-Stream-Protocol-Version is required")
+            return
+        chosen = next((p for p in offered if p in supported), None)
+        if chosen is None:
+            self._plain(
+                403,
+                f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
+                f"server accepts {list(supported)}",
+                {"X-Accepted-Stream-Protocol-Versions": list(supported)},
+            )
+            return
+        self._switch(
+            [
+                ("Connection", "Upgrade"),
+                ("Upgrade", "SPDY/3.1"),
+                ("X-Stream-Protocol-Version", chosen),
+            ]
+        )
+        owner = self.server.owner
+        session = SpdySession(self.rfile, self.connection, client=False, name=f"spdy-{kind}")
+        session.start()
+        try:
+            if isinstance(request, api_pb2.PortForwardRequest):
+                sandbox = request.pod_sandbox_id
+                portforward.serve(
+                    session, lambda port: owner.backend.port_forward(sandbox, port), sandbox
+                )
+            else:
+                self._spdy_remote_command(session, chosen, request)
+        finally:
+            session.shutdown(owner.config.linger)
+
+    def _spdy_remote_command(
+        self,
+        session: SpdySession,
+        protocol: str,
+        request: api_pb2.ExecRequest | api_pb2.AttachRequest,
+    ) -> None:
+        owner = self.server.owner
+        opts = remotecommand.Options(request.stdin, request.stdout, request.stderr, request.tty)
+        expected = opts.expected_streams(protocol)
+        streams: dict[str, Any] = {}
+        deadline = time.monotonic() + owner.config.stream_creation_timeout
+        while set(streams) != expected:
+            stream = session.accept_stream(timeout=max(0.0, deadline - time.monotonic()))
+            if stream is None:
+                log.info(
+                    "client did not create its streams",
+                    extra={"container_id": request.container_id, "have": sorted(streams)},
+                )
+                return
+            kind = stream.header("streamType")
+            if kind not in expected or kind in streams:
+                stream.cancel()
+                continue
+            streams[kind] = stream
+        # Output streams are ours to write only; the client's side of them ends now or later.
+        ch = remotecommand.Channels(
+            stdin=streams.get(remotecommand.STREAM_STDIN),
+            stdout=streams.get(remotecommand.STREAM_STDOUT),
+            stderr=streams.get(remotecommand.STREAM_STDERR),
+            resize=streams.get(remotecommand.STREAM_RESIZE),
+            error=streams.get(remotecommand.STREAM_ERROR),
+            status_json=protocol == remotecommand.V4,
+            abort_inputs=lambda: _abort_all(streams.values()),
+        )
+        session.on_close(ch.mark_gone)
+        self._run_remote_command(request, ch)
+
+    # -- WebSocket
+
+    def _websocket_remote_command(self, request: StreamRequest) -> None:
+        assert isinstance(request, api_pb2.ExecRequest | api_pb2.AttachRequest)
+        key = self.headers.get("Sec-WebSocket-Key", "")
+        offered = _header_values(self.headers.get_all("Sec-WebSocket-Protocol") or [])
+        chosen = next((p for p in remotecommand.WEBSOCKET_PROTOCOLS if p in offered), None)
+        if not key or self.headers.get("Sec-WebSocket-Version", "").strip() != "13":
+            self._plain(400, "bad WebSocket handshake")
+            return
+        if chosen is None:
+            self._plain(
+                403,
+                f"unable to upgrade: client supports {offered}, server accepts "
+                f"{list(remotecommand.WEBSOCKET_PROTOCOLS)}",
+            )
+            return
+        self._switch(
+            [
+                ("Upgrade", "websocket"),
+                ("Connection", "Upgrade"),
+                ("Sec-WebSocket-Accept", websocket.accept_key(key)),
+                ("Sec-WebSocket-Protocol", chosen),
+            ]
+        )
+        ws = websocket.WebSocket(self.rfile, self.connection, client=False)
+        inputs = (websocket.STDIN, websocket.RESIZE)
+        conn = websocket.ChannelConnection(ws, inputs, v5=chosen == remotecommand.V5)
+        conn.start()
+        tty = request.tty
+
+        def abort_inputs() -> None:
+            for buf in conn.inputs.values():
+                buf.abort()
+
+        ch = remotecommand.Channels(
+            stdin=conn.inputs[websocket.STDIN] if request.stdin else None,
+            stdout=websocket.ChannelSink(conn, websocket.STDOUT) if request.stdout else None,
+            stderr=websocket.ChannelSink(conn, websocket.STDERR)
+            if request.stderr and not tty
+            else None,
+            resize=conn.inputs[websocket.RESIZE] if tty else None,
+            error=websocket.ChannelSink(conn, websocket.ERROR),
+            status_json=True,
+            abort_inputs=abort_inputs,
+        )
+        conn.on_gone(ch.mark_gone)
+        try:
+            self._run_remote_command(request, ch)
+        finally:
+            ws.send_close()
+            conn.gone.wait(self.server.owner.config.linger)
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.join()
+
+    # -- shared
+
+    def _run_remote_command(
+        self, request: api_pb2.ExecRequest | api_pb2.AttachRequest, ch: remotecommand.Channels
+    ) -> None:
+        owner = self.server.owner
+        backend = owner.backend
+        cid = request.container_id
+        if isinstance(request, api_pb2.ExecRequest):
+            cmd = list(request.cmd)
+
+            def start(stdio: Stdio) -> Session:
+                return backend.exec(cid, cmd, request.tty, stdio)
+
+        else:
+
+            def start(stdio: Stdio) -> Session:
+                return backend.attach(cid, request.tty, stdio)
+
+        remotecommand.serve(
+            start, ch, tty=request.tty, drain_timeout=owner.config.drain_timeout, container_id=cid
+        )
