@@ -145,6 +145,145 @@ def decompressed(source: Readable) -> Readable:
     return prefixed
 
 
+# -- tar reading -------------------------------------------------------------
+
+_BLOCK = tarfile.BLOCKSIZE
+_PAX_TYPES = (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE)
+
+
+class TarReader:
+    """A forward-only tar reader over a stream: ustar, PAX (per-file and
+    global) and GNU long names. Unlike `tarfile`'s stream mode it hands file
+    data to the caller chunk by chunk without joining buffers, which keeps
+    unpacking close to the speed of the disk. Headers are parsed (and their
+    checksums checked) by `tarfile.TarInfo.frombuf`."""
+
+    def __init__(self, source: Readable) -> None:
+        self._src = source
+        self._buf = memoryview(b"")
+        self._pending = 0  # data + padding of the current member not yet consumed
+        self._global: dict[str, str] = {}
+
+    def _fill(self) -> None:
+        chunk = self._src.read(CHUNK)
+        if not chunk:
+            raise BadContent("layer is truncated: tar stream ends early")
+        self._buf = memoryview(chunk)
+
+    def _read(self, n: int) -> bytes:
+        parts = []
+        while n > 0:
+            if not self._buf:
+                self._fill()
+            take = self._buf[:n]
+            parts.append(bytes(take))
+            self._buf = self._buf[len(take) :]
+            n -= len(take)
+        return b"".join(parts)
+
+    def _skip(self, n: int) -> None:
+        while n > 0:
+            if not self._buf:
+                self._fill()
+            take = min(n, len(self._buf))
+            self._buf = self._buf[take:]
+            n -= take
+
+    @staticmethod
+    def _padded(size: int) -> int:
+        return -(-size // _BLOCK) * _BLOCK
+
+    def copy_data(self, fd: int, m: tarfile.TarInfo) -> None:
+        """Write the current member's data to `fd`."""
+        n = m.size
+        while n > 0:
+            if not self._buf:
+                self._fill()
+            take = self._buf[:n]
+            view = take
+            while view:
+                view = view[os.write(fd, view) :]
+            self._buf = self._buf[len(take) :]
+            n -= len(take)
+        self._pending -= m.size
+
+    def next(self) -> tarfile.TarInfo | None:
+        self._skip(self._pending)
+        self._pending = 0
+        pax: dict[str, str] = {}
+        long_name: str | None = None
+        long_link: str | None = None
+        while True:
+            if not self._buf:
+                chunk = self._src.read(CHUNK)
+                if not chunk:
+                    return None  # EOF without end-of-archive blocks: tolerated, as tar does
+                self._buf = memoryview(chunk)
+            header = self._read(_BLOCK)
+            if header == bytes(_BLOCK):
+                return None
+            info = tarfile.TarInfo.frombuf(header, "utf-8", "surrogateescape")
+            if info.type in _PAX_TYPES or info.type == tarfile.XGLTYPE:
+                records = _parse_pax(self._read(self._padded(info.size))[: info.size])
+                if info.type == tarfile.XGLTYPE:
+                    self._global.update(records)
+                else:
+                    pax.update(records)
+                continue
+            if info.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK):
+                data = self._read(self._padded(info.size))[: info.size]
+                text = data.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+                if info.type == tarfile.GNUTYPE_LONGNAME:
+                    long_name = text
+                else:
+                    long_link = text
+                continue
+            if info.type == tarfile.GNUTYPE_SPARSE:
+                raise BadContent(f"tar entry {info.name!r}: GNU sparse files are not supported")
+            break
+        headers = {**self._global, **pax}
+        if long_name is not None:
+            info.name = long_name
+        if long_link is not None:
+            info.linkname = long_link
+        if headers:
+            _apply_pax(info, headers)
+        if info.type not in tarfile.REGULAR_TYPES:
+            info.size = 0 if info.type != tarfile.CONTTYPE else info.size
+        self._pending = self._padded(info.size)
+        return info
+
+
+def _parse_pax(data: bytes) -> dict[str, str]:
+    out: dict[str, str] = {}
+    pos = 0
+    while pos < len(data):
+        space = data.index(b" ", pos)
+        length = int(data[pos:space])
+        if length <= 0 or pos + length > len(data):
+            raise BadContent("layer tar has a malformed PAX header")
+        record = data[space + 1 : pos + length - 1]
+        key, _, value = record.partition(b"=")
+        out[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+        pos += length
+    return out
+
+
+def _apply_pax(info: tarfile.TarInfo, headers: dict[str, str]) -> None:
+    info.pax_headers = headers
+    if "path" in headers:
+        info.name = headers["path"]
+    if "linkpath" in headers:
+        info.linkname = headers["linkpath"]
+    for key in ("size", "uid", "gid"):
+        if key in headers:
+            setattr(info, key, int(headers[key]))
+    if "mtime" in headers:
+        info.mtime = float(headers["mtime"])
+    if info.type == tarfile.AREGTYPE and info.name.endswith("/"):
+        info.type = tarfile.DIRTYPE
+
+
 # -- extraction --------------------------------------------------------------
 
 
@@ -230,27 +369,16 @@ class Extractor:
         return False
 
     def extract(self, stream: Readable) -> LayerStats:
+        reader = TarReader(stream)
         try:
-            tf = tarfile.open(fileobj=stream, mode="r|", bufsize=CHUNK)  # type: ignore[call-overload]  # noqa: SIM115
-        except tarfile.ReadError as exc:
-            raise BadContent(f"layer is not a tar archive: {exc}") from exc
-        try:
-            while True:
-                try:
-                    member = tf.next()
-                    if member is None:
-                        break
-                    self._entry(tf, member)
-                except tarfile.TarError as exc:
-                    raise BadContent(f"layer tar is corrupt: {exc}") from exc
-                except EOFError as exc:
-                    raise BadContent("layer is truncated") from exc
-        finally:
-            tf.close()
+            while (member := reader.next()) is not None:
+                self._entry(reader, member)
+        except (tarfile.TarError, UnicodeError, ValueError) as exc:
+            raise BadContent(f"layer tar is corrupt: {exc}") from exc
         self._finish_dirs()
         return self.stats
 
-    def _entry(self, tf: tarfile.TarFile, m: tarfile.TarInfo) -> None:
+    def _entry(self, tf: TarReader, m: tarfile.TarInfo) -> None:
         rel = _clean(m.name)
         if rel == "":
             if m.isdir():
@@ -303,22 +431,12 @@ class Extractor:
         else:
             raise BadContent(f"tar entry {m.name!r} has unsupported type {m.type!r}")
 
-    def _file(self, tf: tarfile.TarFile, m: tarfile.TarInfo, path: str) -> None:
+    def _file(self, tf: TarReader, m: tarfile.TarInfo, path: str) -> None:
         fd = os.open(
             path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
         try:
-            src = tf.extractfile(m)
-            if src is not None and m.size:
-                remaining = m.size
-                while remaining > 0:
-                    data = src.read(min(CHUNK, remaining))
-                    if not data:
-                        raise BadContent(f"layer is truncated inside {m.name!r}")
-                    remaining -= len(data)
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view) :]
+            tf.copy_data(fd, m)
             if self.preserve_owner:
                 os.fchown(fd, m.uid, m.gid)
             os.fchmod(fd, m.mode & 0o7777)
