@@ -56,10 +56,15 @@ def loads(text: str | bytes) -> Any:
         start += 1
     try:
         value, end = _scan(text, start)
-    except StopIteration as exc:
-        raise JSONError(f"expecting a value at char {exc.value}") from None
-    except ValueError as exc:
-        raise JSONError(str(exc)) from None
+    except Exception:
+        _Ctx.memo.clear()
+        # Only on bad input: the standard module for an exact message.
+        import json
+
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise JSONError(str(exc)) from None
     while end < n and text[end] in _WS:
         end += 1
     if end != n:
