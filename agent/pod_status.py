@@ -1,0 +1,235 @@
+"""compute_pod_status: the pod's status as the kubelet reports it.
+
+Pure: from the pod, what CRI says of its sandbox and containers, the probe
+results and the reasons the last sync left (image pull errors, crash-loop
+backoff, config errors), build `status` in Kubernetes JSON: phase,
+conditions, podIP(s), hostIP, startTime, qosClass and per-container
+state/lastState/ready/started/restartCount/image/imageID/containerID.
+It never talks to the runtime or the API server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.qos import qos_class
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class ContainerInfo:
+    """One container attempt as CRI reports it (times in seconds)."""
+
+    id: str
+    name: str
+    state: str  # created | running | exited | unknown
+    attempt: int = 0
+    exit_code: int = 0
+    reason: str = ""
+    message: str = ""
+    created_at: float = 0.0
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    image: str = ""
+    image_ref: str = ""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Why a container is not running, as the last sync found it."""
+
+    reason: str
+    message: str = ""
+
+
+@dataclass
+class PodObservation:
+    sandbox_ready: bool = False
+    pod_ips: tuple[str, ...] = ()
+    # Newest attempt first for each name.
+    containers: tuple[ContainerInfo, ...] = ()
+    waiting: dict[str, Waiting] = field(default_factory=dict)
+    ready: frozenset[str] = frozenset()
+    started: frozenset[str] = frozenset()
+    runtime_name: str = "skiff"
+
+
+def _attempts(obs: PodObservation) -> dict[str, list[ContainerInfo]]:
+    out: dict[str, list[ContainerInfo]] = {}
+    for c in obs.containers:
+        out.setdefault(c.name, []).append(c)
+    return out
+
+
+def _state(c: ContainerInfo | None, waiting: Waiting | None, runtime: str) -> dict[str, Any]:
+    if c is not None and c.state == "running" and waiting is None:
+        return {"running": {"startedAt": rfc3339(c.started_at)}}
+    if c is not None and c.state == "exited" and waiting is None:
+        return {"terminated": _terminated(c, runtime)}
+    if waiting is not None:
+        w = {"reason": waiting.reason}
+        if waiting.message:
+            w["message"] = waiting.message
+        return {"waiting": w}
+    return {"waiting": {"reason": "ContainerCreating"}}
+
+
+def _terminated(c: ContainerInfo, runtime: str) -> dict[str, Any]:
+    reason = c.reason or ("Completed" if c.exit_code == 0 else "Error")
+    t: dict[str, Any] = {
+        "exitCode": c.exit_code,
+        "reason": reason,
+        "startedAt": rfc3339(c.started_at) if c.started_at else None,
+        "finishedAt": rfc3339(c.finished_at) if c.finished_at else None,
+        "containerID": f"{runtime}://{c.id}",
+    }
+    if c.message:
+        t["message"] = c.message
+    return t
+
+
+def container_statuses(
+    specs: list[dict[str, Any]], obs: PodObservation, init: bool = False
+) -> list[dict[str, Any]]:
+    attempts = _attempts(obs)
+    out = []
+    for spec in specs:
+        name = spec["name"]
+        tries = attempts.get(name, [])
+        latest = tries[0] if tries else None
+        previous = tries[1] if len(tries) > 1 else None
+        waiting = obs.waiting.get(name)
+        status: dict[str, Any] = {
+            "name": name,
+            "image": spec.get("image", ""),
+            "imageID": latest.image_ref if latest else "",
+            "restartCount": latest.attempt if latest else 0,
+            "ready": name in obs.ready and latest is not None and latest.state == "running",
+            "state": _state(latest, waiting, obs.runtime_name),
+            "lastState": {},
+        }
+        if latest is not None:
+            status["containerID"] = f"{obs.runtime_name}://{latest.id}"
+        if not init:
+            status["started"] = (
+                latest is not None and latest.state == "running" and (name in obs.started)
+            )
+        if waiting is not None and latest is not None and latest.state == "exited":
+            # Backing off or failing to restart: the last run is the last state.
+            status["lastState"] = {"terminated": _terminated(latest, obs.runtime_name)}
+        elif previous is not None and previous.state == "exited":
+            status["lastState"] = {"terminated": _terminated(previous, obs.runtime_name)}
+        if init and latest is not None and latest.state == "exited" and latest.exit_code == 0:
+            status["ready"] = True
+        out.append(status)
+    return out
+
+
+def _phase(
+    pod: Mapping[str, Any], init_done: bool, init_failed: bool, app: list[dict[str, Any]]
+) -> str:
+    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    if init_failed:
+        return "Failed"
+    if not init_done:
+        return "Pending"
+    running = waiting = stopped = succeeded = 0
+    for s in app:
+        state = s["state"]
+        if "running" in state:
+            running += 1
+        elif "terminated" in state:
+            stopped += 1
+            succeeded += state["terminated"]["exitCode"] == 0
+        elif s["lastState"].get("terminated"):
+            # Waiting to restart after a run: it has stopped, it will run again.
+            stopped += 1
+            succeeded += s["lastState"]["terminated"]["exitCode"] == 0
+        else:
+            waiting += 1
+    if waiting:
+        return "Pending"
+    if running:
+        return "Running"
+    if stopped:
+        if policy == "Always":
+            return "Running"
+        if stopped == succeeded:
+            return "Succeeded"
+        if policy == "Never":
+            return "Failed"
+        return "Running"
+    return "Pending"
+
+
+def _condition(kind: str, ok: bool, now: str, reason: str = "") -> dict[str, Any]:
+    cond: dict[str, Any] = {
+        "type": kind,
+        "status": "True" if ok else "False",
+        "lastTransitionTime": now,
+    }
+    if reason and not ok:
+        cond["reason"] = reason
+    return cond
+
+
+def compute_pod_status(
+    pod: Mapping[str, Any],
+    obs: PodObservation,
+    now: float,
+    host_ip: str = "",
+    init_failed: bool = False,
+) -> dict[str, Any]:
+    spec = pod.get("spec") or {}
+    old = pod.get("status") or {}
+    init_specs = spec.get("initContainers") or []
+    init = container_statuses(init_specs, obs, init=True)
+    app = container_statuses(spec.get("containers") or [], obs)
+    init_done = all(
+        "terminated" in s["state"] and s["state"]["terminated"]["exitCode"] == 0 for s in init
+    )
+    phase = _phase(pod, init_done, init_failed, app)
+    if phase == "Failed" or phase == "Succeeded":
+        for s in app:
+            s["ready"] = False
+    containers_ready = bool(app) and all(s["ready"] for s in app)
+    stamp = rfc3339(now)
+    previous = {c["type"]: c for c in old.get("conditions") or []}
+    conditions = []
+    for kind, ok, reason in (
+        ("PodScheduled", True, ""),
+        ("Initialized", init_done, "ContainersNotInitialized"),
+        ("ContainersReady", containers_ready, "ContainersNotReady"),
+        ("Ready", containers_ready, "ContainersNotReady"),
+    ):
+        cond = _condition(kind, ok, stamp, reason)
+        before = previous.get(kind)
+        if before is not None and before.get("status") == cond["status"]:
+            cond["lastTransitionTime"] = before.get("lastTransitionTime", stamp)
+        conditions.append(cond)
+    status: dict[str, Any] = {
+        "phase": phase,
+        "conditions": conditions,
+        "hostIP": host_ip,
+        "startTime": old.get("startTime") or stamp,
+        "qosClass": qos_class(dict(pod)).value,
+        "containerStatuses": app,
+    }
+    if init_specs:
+        status["initContainerStatuses"] = init
+    if obs.pod_ips:
+        status["podIP"] = obs.pod_ips[0]
+        status["podIPs"] = [{"ip": ip} for ip in obs.pod_ips]
+    elif old.get("podIP") and phase in ("Succeeded", "Failed"):
+        status["podIP"] = old["podIP"]
+        status["podIPs"] = old.get("podIPs") or [{"ip": old["podIP"]}]
+    if spec.get("hostNetwork") and host_ip:
+        status["podIP"] = host_ip
+        status["podIPs"] = [{"ip": host_ip}]
+    return status
