@@ -47,7 +47,7 @@ def status(pod: dict[str, Any], *containers: ContainerInfo, **kw: Any) -> dict[s
 
 
 def cond(s: dict[str, Any], kind: str) -> str:
-    return next(c["status"] for c in s["conditions"] if c["type"] == kind)
+    return str(next(c["status"] for c in s["conditions"] if c["type"] == kind))
 
 
 def test_new_pod_is_pending_and_creating() -> None:
