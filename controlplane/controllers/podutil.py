@@ -1,0 +1,241 @@
+"""Small pure helpers over Kubernetes-shaped dicts shared by the controllers.
+
+Timestamps (RFC 3339 to epoch seconds and back), pod phase/readiness/
+availability, owner references (controller ref, building one, adoption
+patches), conditions (find, set keeping lastTransitionTime when the status
+does not change) and label-selector evaluation. Pure: no I/O, no clock
+(callers pass `now`), and never mutates its arguments unless a name says so.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from controlplane.client.selectors import Selector, SelectorError, from_label_selector
+
+Object = dict[str, Any]
+
+
+def parse_time(value: Any) -> float | None:
+    """An RFC 3339 timestamp as epoch seconds (None when absent or bad)."""
+    if not value or not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def format_time(when: float) -> str:
+    """Epoch seconds as a metav1.Time string (second precision, UTC)."""
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    m = obj.get("metadata")
+    return m if isinstance(m, Mapping) else {}
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("name", ""))
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("namespace") or "")
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("uid", ""))
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    labels = meta(obj).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    ann = meta(obj).get("annotations")
+    return ann if isinstance(ann, Mapping) else {}
+
+
+def created_at(obj: Mapping[str, Any]) -> float:
+    return parse_time(meta(obj).get("creationTimestamp")) or 0.0
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    s = obj.get("spec")
+    return s if isinstance(s, Mapping) else {}
+
+
+def status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    s = obj.get("status")
+    return s if isinstance(s, Mapping) else {}
+
+
+def selector_of(obj: Mapping[str, Any]) -> Selector:
+    """The object's spec.selector as a Selector; a bad one matches nothing."""
+    raw = spec(obj).get("selector")
+    try:
+        return from_label_selector(raw if isinstance(raw, Mapping) else None)
+    except SelectorError:
+        return from_label_selector(None)
+
+
+# ---- pods -------------------------------------------------------------------
+
+
+def phase(pod: Mapping[str, Any]) -> str:
+    return str(status(pod).get("phase") or "Pending")
+
+
+def is_terminated(pod: Mapping[str, Any]) -> bool:
+    return phase(pod) in ("Succeeded", "Failed")
+
+
+def is_active(pod: Mapping[str, Any]) -> bool:
+    """Counts toward a controller's replicas: not finished, not being deleted."""
+    return not is_terminated(pod) and not is_deleting(pod)
+
+
+def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for c in status(obj).get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("type") == type_:
+            return c
+    return None
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
+    c = condition(pod, "Ready")
+    return c is not None and c.get("status") == "True"
+
+
+def ready_since(pod: Mapping[str, Any]) -> float | None:
+    c = condition(pod, "Ready")
+    if c is None or c.get("status") != "True":
+        return None
+    return parse_time(c.get("lastTransitionTime")) or 0.0
+
+
+def is_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> bool:
+    """Ready for at least minReadySeconds (Kubernetes' IsPodAvailable)."""
+    since = ready_since(pod)
+    if since is None:
+        return False
+    return min_ready_seconds <= 0 or since + min_ready_seconds <= now
+
+
+def restart_count(pod: Mapping[str, Any]) -> int:
+    return sum(
+        int(c.get("restartCount") or 0)
+        for c in status(pod).get("containerStatuses") or []
+        if isinstance(c, Mapping)
+    )
+
+
+# ---- owner references --------------------------------------------------------
+
+
+def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for ref in meta(obj).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return ref
+    return None
+
+
+def owner_ref(owner: Mapping[str, Any], controller: bool = True) -> Object:
+    return {
+        "apiVersion": owner.get("apiVersion", ""),
+        "kind": owner.get("kind", ""),
+        "name": name_of(owner),
+        "uid": uid_of(owner),
+        "controller": controller,
+        "blockOwnerDeletion": True,
+    }
+
+
+def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    ref = controller_ref(obj)
+    return ref is not None and ref.get("uid") == uid_of(owner)
+
+
+def with_owner(obj: Object, owner: Mapping[str, Any]) -> Object:
+    """A copy of `obj` with `owner` added as its controller reference."""
+    new = copy.deepcopy(obj)
+    refs = [
+        r
+        for r in new.setdefault("metadata", {}).get("ownerReferences") or []
+        if r.get("uid") != uid_of(owner)
+    ]
+    refs.append(owner_ref(owner))
+    new["metadata"]["ownerReferences"] = refs
+    return new
+
+
+def without_owner(obj: Object, owner_uid: str) -> Object:
+    new = copy.deepcopy(obj)
+    refs = [r for r in meta(new).get("ownerReferences") or [] if r.get("uid") != owner_uid]
+    new["metadata"]["ownerReferences"] = refs
+    return new
+
+
+# ---- conditions ---------------------------------------------------------------
+
+
+def set_condition(
+    conditions: list[Object] | None,
+    type_: str,
+    status_: str,
+    reason: str,
+    message: str,
+    now: float,
+    update_probe: bool = False,
+) -> list[Object]:
+    """A new list with the condition set; lastTransitionTime moves only on a status change."""
+    out: list[Object] = []
+    found = False
+    for c in conditions or []:
+        if c.get("type") != type_:
+            out.append(c)
+            continue
+        found = True
+        new = dict(c)
+        if c.get("status") != status_:
+            new["lastTransitionTime"] = format_time(now)
+        new.update({"status": status_, "reason": reason, "message": message})
+        if update_probe:
+            new["lastUpdateTime"] = format_time(now)
+        out.append(new)
+    if not found:
+        new = {
+            "type": type_,
+            "status": status_,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": format_time(now),
+        }
+        if update_probe:
+            new["lastUpdateTime"] = format_time(now)
+        out.append(new)
+    return out
+
+
+def pod_template_labels(owner: Mapping[str, Any]) -> Mapping[str, str]:
+    template = spec(owner).get("template") or {}
+    return labels_of(template)
+
+
+def sum_of(items: Iterable[int]) -> int:
+    return sum(items)
