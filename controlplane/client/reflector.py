@@ -23,6 +23,8 @@ from controlplane.client.interface import ApiClient, ListOptions, Object, Watch
 
 log = logging.getLogger(__name__)
 
+EMPTY_WATCHES_BEFORE_BACKOFF = 3
+
 
 class Sink(Protocol):
     """Where a reflector delivers what it sees (an informer, or a bare store)."""
@@ -75,6 +77,7 @@ class Reflector:
         self._watch: Watch | None = None
         self._resource_version = ""
         self._delay = 0.0
+        self._empty_watches = 0
         self.lists = 0  # how many times it listed (tests and metrics)
         self.watches = 0
 
@@ -104,7 +107,10 @@ class Reflector:
             outer = stop
 
             def relay() -> None:
-                outer.wait()
+                # ends with run(): checks our own flag between short waits
+                while not outer.wait(0.2):
+                    if self._stop.is_set():
+                        return
                 self.stop()
 
             threading.Thread(
@@ -118,7 +124,16 @@ class Reflector:
                 if need_list:
                     self._list()
                     need_list = False
-                self._watch_once()
+                if self._watch_once():
+                    self._empty_watches = 0
+                else:
+                    # A server that keeps closing watches at once must not
+                    # make us spin: after a few empty ones, back off.
+                    self._empty_watches += 1
+                    if self._empty_watches >= EMPTY_WATCHES_BEFORE_BACKOFF:
+                        self._delay = self.backoff.next(self._delay)
+                        if self.clock.sleep(self._delay, self._stop):
+                            return
             except errors.Gone as err:
                 log.info("watch too old, relisting", extra={"kind": self.kind, "err": str(err)})
                 need_list = True
@@ -158,19 +173,22 @@ class Reflector:
         self.sink.replace(items, page.resource_version)
         self._delay = 0.0
 
-    def _watch_once(self) -> None:
+    def _watch_once(self) -> bool:
+        """One watch until it ends; True if it delivered any event."""
         watch = self.client.watch(
             self.kind, self.namespace, self._options(self._resource_version), allow_bookmarks=True
         )
         with self._lock:
             self._watch = watch
         self.watches += 1
+        delivered = False
         try:
             if self._stop.is_set():
-                return
+                return delivered
             for event in watch:
                 if self._stop.is_set():
-                    return
+                    return delivered
+                delivered = True
                 self._delay = 0.0
                 obj = event.object
                 rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
@@ -182,6 +200,7 @@ class Reflector:
                     self.sink.delete(obj)
                 if rv:
                     self._resource_version = rv
+            return delivered
         finally:
             with self._lock:
                 self._watch = None

@@ -142,3 +142,24 @@ def test_stop_event_ends_run() -> None:
     stop.set()
     t.join(5)
     assert not t.is_alive() and client.open_watches() == 0
+
+
+def test_backs_off_when_the_server_keeps_closing_empty_watches() -> None:
+    clock = FakeClock()
+    client = FakeApiClient(clock=clock)
+    sink = StoreSink()
+    r = Reflector(client, "Node", sink, clock=clock, backoff=Backoff(1.0, 8.0))
+    running = Running(r)
+    try:
+        for _ in range(3):
+            wait_for(lambda: client.open_watches("Node") == 1)
+            client.end_watches()
+        wait_for(lambda: clock.waiters() == 1)  # sleeping instead of spinning
+        assert r.watches == 3 and r.current_backoff == 1.0
+        clock.step(1.0)
+        wait_for(lambda: client.open_watches("Node") == 1)
+        client.create("Node", node("a"))
+        wait_for(lambda: sink.store.keys() == ["a"])
+        assert r.current_backoff == 0.0
+    finally:
+        running.stop()
