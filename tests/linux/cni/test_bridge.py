@@ -9,6 +9,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,13 +35,13 @@ def _path(cni_bin: Path) -> str:
     return f"{cni_bin}:{REF_BIN}"
 
 
-def _ipam_files(tmp_path: Path, conf: dict) -> list[str]:
+def _ipam_files(tmp_path: Path, conf: dict[str, Any]) -> list[str]:
     d = tmp_path / "ipam" / conf["name"]
     files = os.listdir(d) if d.is_dir() else []
     return sorted(f for f in files if f != "lock" and not f.startswith("last_reserved_ip"))
 
 
-def _assert_nothing_left(node: str, tmp_path: Path, conf: dict, pods: list[str]) -> None:
+def _assert_nothing_left(node: str, tmp_path: Path, conf: dict[str, Any], pods: list[str]) -> None:
     assert [n for n in links(node) if n.startswith("veth")] == []
     for pod in pods:
         assert links(pod) == ["lo"]
@@ -56,7 +57,7 @@ def test_add_check_del_through_the_executable(cni_bin, node, pod_factory, tmp_pa
     assert rc == 0, result
     assert result is not None
     assert result["cniVersion"] == "1.0.0"
-    assert [i["name"] for i in result["interfaces"]][0] == conf["bridge"]
+    assert result["interfaces"][0]["name"] == conf["bridge"]
     assert result["interfaces"][2] == {
         "name": "eth0",
         "mac": result["interfaces"][2]["mac"],
@@ -138,7 +139,7 @@ def test_50_concurrent_adds_get_distinct_addresses(cni_bin, node, pod_factory, t
     conf = bridge_conf(tmp_path, "10.250.3.0/24", ipMasq=False)
     pods = [pod_factory() for _ in range(50)]
 
-    def add(i: int) -> tuple[int, dict | None]:
+    def add(i: int) -> tuple[int, dict[str, Any] | None]:
         return run_plugin(
             cni_bin / "skiff-cni", "ADD", conf, f"c{i}", netns_path(pods[i]), node, _path(cni_bin)
         )
@@ -242,7 +243,7 @@ def test_bad_input_gives_spec_errors_and_leaves_nothing(cni_bin, node, pod_facto
     rc, ok = run_plugin(
         cni_bin / "skiff-cni", "ADD", conf, "first", netns_path(pod), node, _path(cni_bin)
     )
-    assert rc == 0, ok
+    assert rc == 0 and ok is not None, ok
     second = pod_factory()
     rc, err = _bad(cni_bin, node, conf, netns_path(second))
     assert rc == 1 and err["code"] == 11 and "no IP addresses available" in err["msg"]
