@@ -191,7 +191,7 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(sub, text)
 
 
-def _field_ref(pod: Mapping[str, Any], path: str, node: NodeSettings) -> str:
+def field_ref(pod: Mapping[str, Any], path: str, node: NodeSettings) -> str:
     md = pod["metadata"]
     status = pod.get("status") or {}
     simple = {
@@ -258,7 +258,7 @@ def resolve_env(
             env[name] = expand(str(item.get("value", "")), env)
             continue
         if "fieldRef" in vf:
-            env[name] = _field_ref(pod, vf["fieldRef"]["fieldPath"], node)
+            env[name] = field_ref(pod, vf["fieldRef"]["fieldPath"], node)
         elif "resourceFieldRef" in vf:
             env[name] = _resource_ref(container, vf["resourceFieldRef"])
         elif "configMapKeyRef" in vf or "secretKeyRef" in vf:
