@@ -138,8 +138,8 @@ def test_pods_on_different_nodes_talk(
             cni_bin / "skiff-cni", "ADD", conf, "podx", netns_path(extra), nodes[0], path
         )
         assert rc == 0
-        routes = {r["dst"] for r in ip_json("route", netns=nodes[0])}
-        assert f"10.251.{x + 2}.0/24" in routes and f"10.251.{x + 3}.0/24" not in routes
+        left = {r["dst"] for r in ip_json("route", netns=nodes[0])}
+        assert f"10.251.{x + 2}.0/24" in left and f"10.251.{x + 3}.0/24" not in left
 
         for n, (node, pod) in enumerate(zip(nodes, pods, strict=True), start=1):
             rc, out = run_plugin(
