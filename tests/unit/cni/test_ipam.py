@@ -175,7 +175,7 @@ def test_disk_store_lock_serialises_concurrent_allocations(tmp_path: Path) -> No
     def worker(i: int) -> None:
         try:
             got.append(addr(ipam.allocate(c, f"c{i}", "eth0")))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(40)]
