@@ -90,6 +90,17 @@ def drop_bounding(keep: list[str]) -> None:
                 libc.prctl(libc.PR_CAPBSET_DROP, i)
 
 
+def current_permitted() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapPrm:"):
+                return int(line.split()[1], 16)
+    return (1 << (last_cap() + 1)) - 1
+
+
 def set_caps(names: list[str]) -> None:
-    m = mask(names)
+    """Effective = permitted = inheritable = `names`, limited to what this
+    process holds (a runtime inside a restricted container cannot grant
+    more than it has)."""
+    m = mask(names) & current_permitted()
     libc.capset(m, m, m)

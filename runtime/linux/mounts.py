@@ -148,15 +148,17 @@ def setup_proc_sys(root: str, readonly_sys: bool) -> None:
     proc = ensure_target(root, "/proc", True)
     libc.mount("proc", proc, "proc", libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC)
     sys_ = ensure_target(root, "/sys", True)
-    flags = (
-        libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC | (libc.MS_RDONLY if readonly_sys else 0)
-    )
+    flags = libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC
     try:
+        # the superblock is shared by every sysfs mount of this network
+        # namespace: mount it read-write, then make only our mount read-only
         libc.mount("sysfs", sys_, "sysfs", flags)
+        if readonly_sys:
+            libc.mount(None, sys_, None, flags | libc.MS_BIND | libc.MS_REMOUNT | libc.MS_RDONLY)
     except OSError:
         # a sysfs of a network namespace we do not own cannot be mounted:
-        # fall back to the host's, read-only
-        bind("/sys", sys_, readonly=True)
+        # fall back to a bind of the host's
+        bind("/sys", sys_, readonly=readonly_sys)
 
 
 def mask_paths(root: str, paths: list[str]) -> None:

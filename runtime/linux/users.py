@@ -74,6 +74,7 @@ def resolve(
     username: str,
     gid: int | None,
     extra_groups: list[int],
+    groupname: str = "",
 ) -> Creds:
     """uid wins over username; gid defaults to the passwd entry's primary
     group (0 if the uid has no entry); supplementary groups are those that
@@ -94,6 +95,11 @@ def resolve(
     else:
         the_uid = 0
         entry = next((p for p in passwd if p.uid == 0), None)
+    if groupname:
+        named = next((g for g in groups if g.name == groupname), None)
+        if named is None:
+            raise UnknownUser(f"no group {groupname!r} in the container's /etc/group")
+        gid = named.gid
     the_gid = gid if gid is not None else (entry.gid if entry else 0)
     sup: list[int] = []
     if entry is not None:

@@ -183,6 +183,7 @@ def _resolve_creds(proc: Spec) -> users.Creds:
         u.get("username") or "",
         u.get("gid"),
         list(u.get("groups") or []),
+        u.get("groupname") or "",
     )
 
 

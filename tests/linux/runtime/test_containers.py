@@ -144,7 +144,7 @@ def test_created_container_stats_and_bad_input(runtime: Runtime, tmp_path: Path)
     assert stats[0].cpu.timestamp > 0 and stats[0].memory.timestamp > 0
     with pytest.raises(grpc.RpcError) as exc:
         create(r, sid, pcfg, container_config("c", ["sleep", "1000"]))
-    assert exc.value.code() == grpc.StatusCode.ALREADY_EXISTS and cid in exc.value.details()
+    assert exc.value.code() == grpc.StatusCode.ALREADY_EXISTS and cid in (exc.value.details() or "")
     with pytest.raises(grpc.RpcError) as exc:
         status(r, "f" * 64)
     assert exc.value.code() == grpc.StatusCode.NOT_FOUND
