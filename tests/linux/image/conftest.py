@@ -9,6 +9,7 @@ import http.client
 import http.server
 import json
 import secrets
+import ssl
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -39,6 +40,9 @@ class Proxy:
     token: str = field(default_factory=lambda: secrets.token_hex(8))
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
     mutate: Callable[[str, bytes], bytes] | None = None
+    redirect_blobs: bool = False
+    stall: str | None = None  # a blob digest: send half of it, then wait for `release`
+    release: threading.Event = field(default_factory=threading.Event)
     host: str = ""
 
     def basic_ok(self, header: str | None) -> bool:
@@ -69,6 +73,9 @@ def _handler(proxy: Proxy) -> type[http.server.BaseHTTPRequestHandler]:
             path = self.path
             proxy.counts[path.split("?")[0]] += 1
             auth = self.headers.get("Authorization")
+            if path.startswith("/direct/"):
+                self._forward(path.removeprefix("/direct"))
+                return
             if path.startswith("/token"):
                 if proxy.username and not proxy.basic_ok(auth):
                     self._send(401, b'{"details":"bad credentials"}', {})
@@ -87,6 +94,12 @@ def _handler(proxy: Proxy) -> type[http.server.BaseHTTPRequestHandler]:
             if proxy.mode == "basic" and not proxy.basic_ok(auth):
                 self._send(401, b"", {"WWW-Authenticate": 'Basic realm="skiff-test"'})
                 return
+            if proxy.redirect_blobs and "/blobs/" in path:
+                self._send(307, b"", {"Location": f"/direct{path}"})
+                return
+            self._forward(path)
+
+        def _forward(self, path: str) -> None:
             conn = http.client.HTTPConnection(proxy.upstream, timeout=30)
             try:
                 headers = {k: v for k, v in self.headers.items() if k.lower() == "accept"}
@@ -98,22 +111,39 @@ def _handler(proxy: Proxy) -> type[http.server.BaseHTTPRequestHandler]:
             if proxy.mutate is not None and "/blobs/" in path:
                 body = proxy.mutate(path, body)
             keep = ("content-type", "docker-content-digest", "location")
-            self._send(resp.status, body, {k: v for k, v in resp.getheaders() if k.lower() in keep})
+            headers = {k: v for k, v in resp.getheaders() if k.lower() in keep}
+            if proxy.stall is not None and path.endswith(proxy.stall):
+                self.send_response(resp.status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                proxy.release.wait(30)
+                try:
+                    self.wfile.write(body[len(body) // 2 :])
+                except OSError:
+                    pass
+                self.close_connection = True
+                return
+            self._send(resp.status, body, headers)
 
     return Handler
 
 
 @contextmanager
-def run_proxy(upstream: str, **kw: Any) -> Iterator[Proxy]:
+def run_proxy(upstream: str, tls: ssl.SSLContext | None = None, **kw: Any) -> Iterator[Proxy]:
     proxy = Proxy(upstream, **kw)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(proxy))
     server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     proxy.host = f"127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, name="proxy", daemon=True)
     thread.start()
     try:
         yield proxy
     finally:
+        proxy.release.set()
         server.shutdown()
         server.server_close()
         thread.join(10)
@@ -164,3 +194,72 @@ def store_files(store: ImageStore) -> dict[str, list[str]]:
         "layers": sorted(p.name for p in store.layers.dir.iterdir()),
         "ingest": sorted(p.name for p in store.content.ingest_dir.iterdir()),
     }
+
+
+def make_ca_and_cert(dest: Path) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate for 127.0.0.1 signed by it:
+    (ca.pem, server.pem, server.key)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "skiff test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    import ipaddress
+
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    dest.mkdir(parents=True, exist_ok=True)
+    ca_pem, cert_pem, key_pem = dest / "ca.pem", dest / "server.pem", dest / "server.key"
+    ca_pem.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert_pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_pem.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return ca_pem, cert_pem, key_pem

@@ -312,3 +312,89 @@ def test_leftovers_of_a_killed_pull_are_cleaned(store: ImageStore) -> None:
     (tmp / "fs" / "f").write_bytes(b"x")
     again = ImageStore(store.root)
     assert store_files(again) == {"blobs": [], "layers": [], "ingest": []}
+
+
+def test_https_with_configured_ca(
+    registry: Registry, images: TestImages, registry_repo: str, store: ImageStore, tmp_path: Path
+) -> None:
+    import ssl
+
+    from tests.linux.image.conftest import make_ca_and_cert, run_proxy
+
+    registry.push(images.busybox(), registry_repo, "v1")
+    ca, cert, key = make_ca_and_cert(tmp_path / "pki")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    with run_proxy(registry.host, tls=ctx) as proxy:
+        ref = f"{proxy.host}/{registry_repo}:v1"
+        # Unknown CA: refused (UNAVAILABLE), nothing stored.
+        untrusted = make_puller(
+            store, {"mirrors": {"mirror.test": {"endpoint": [f"https://{proxy.host}"]}}}
+        )
+        with pytest.raises(Unavailable) as exc:
+            untrusted.pull(f"mirror.test/{registry_repo}:v1")
+        assert "CERTIFICATE_VERIFY_FAILED" in str(exc.value)
+        trusted = make_puller(store, {"configs": {proxy.host: {"tls": {"ca_file": str(ca)}}}})
+        assert trusted.pull(ref).repo_tags == (ref,)
+        store.remove(ref)
+        skip = make_puller(
+            store, {"configs": {proxy.host: {"tls": {"insecure_skip_verify": True}}}}
+        )
+        assert skip.pull(ref).repo_tags == (ref,)
+
+
+def test_blob_redirects_are_followed(
+    registry: Registry, images: TestImages, registry_repo: str, store: ImageStore, proxy: Proxy
+) -> None:
+    image = images.web()
+    registry.push(image, registry_repo, "v1")
+    proxy.redirect_blobs, proxy.mode = True, "bearer"
+    rec = make_puller(store).pull(
+        f"{proxy.host}/{registry_repo}:v1", Credentials("alice", "s3cret")
+    )
+    assert rec.id == image.config_digest
+    assert proxy.counts[f"/direct/v2/{registry_repo}/blobs/{image.layer_digests[1]}"] == 1
+
+
+def test_killed_pull_leaves_no_half_image(
+    registry: Registry, images: TestImages, registry_repo: str, store: ImageStore, proxy: Proxy
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from tests.harness.wait import wait_for
+
+    image = images.custom("killed", [_random_layer(images, "big")])
+    registry.push(image, registry_repo, "v1")
+    proxy.stall = image.layers[-1].digest
+    ref = f"{proxy.host}/{registry_repo}:v1"
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from runtime.image.store import ImageStore\n"
+        "from runtime.image.pull import Puller\n"
+        "from runtime.image.config import RegistryConfig\n"
+        "Puller(ImageStore(Path(sys.argv[1])), RegistryConfig()).pull(sys.argv[2])\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(store.root), ref],
+        cwd=Path(__file__).resolve().parents[3],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def half_written() -> bool:
+            return any(p.stat().st_size > 0 for p in store.content.ingest_dir.iterdir())
+
+        wait_for(half_written, timeout=30, message="the child to be half-way through a layer")
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        proxy.release.set()
+    assert store.images() == []
+    assert not store.content.has(image.layers[-1].digest)
+    again = ImageStore(store.root)
+    files = store_files(again)
+    assert files["ingest"] == [] and not [n for n in files["layers"] if n.startswith("tmp-")]
+    proxy.stall = None
+    assert make_puller(again).pull(ref).id == image.config_digest
