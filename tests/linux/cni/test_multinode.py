@@ -8,6 +8,7 @@ same peer list.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -21,6 +22,7 @@ from tests.harness.netns import netns_path, temp_netns, unique_name
 from tests.linux.cni.helpers import (
     REF_BIN,
     bridge_conf,
+    in_netns,
     ip_json,
     ping,
     run_plugin,
@@ -140,6 +142,20 @@ def test_pods_on_different_nodes_talk(
         assert rc == 0
         left = {r["dst"] for r in ip_json("route", netns=nodes[0])}
         assert f"10.251.{x + 2}.0/24" in left and f"10.251.{x + 3}.0/24" not in left
+        # ... and gets it back from `skiff-cni reconcile` on the agent's rewritten config
+        conflist = tmp_path / "10-cluster.conflist"
+        entry = {k: v for k, v in confs[0].items() if k not in ("name", "cniVersion")}
+        conflist.write_text(
+            json.dumps({"cniVersion": "1.0.0", "name": "cluster", "plugins": [entry]})
+        )
+        with in_netns(nodes[0]):
+            proc = subprocess.run(
+                [str(cni_bin / "skiff-cni"), "reconcile", str(conflist)], capture_output=True
+            )
+        assert proc.returncode == 0, proc.stdout
+        left = {r["dst"] for r in ip_json("route", netns=nodes[0])}
+        assert f"10.251.{x + 3}.0/24" in left
+        assert ping(pods[0], ips[2])
 
         for n, (node, pod) in enumerate(zip(nodes, pods, strict=True), start=1):
             rc, out = run_plugin(
