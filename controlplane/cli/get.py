@@ -14,13 +14,13 @@ import argparse
 from collections.abc import Iterator
 
 from controlplane.api.kinds import KindInfo
-from controlplane.cli import printers
+from controlplane.cli import jsonpath, printers
 from controlplane.cli.context import CliError, Context
 from controlplane.cli.resources import Target, parse_targets
 from controlplane.client import errors
 from controlplane.client.interface import ApiClient, ListOptions, Object
 
-OUTPUTS = ("wide", "yaml", "json", "name")
+OUTPUTS = ("wide", "yaml", "json", "name", "jsonpath=TEMPLATE", "custom-columns=SPEC")
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -36,9 +36,31 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", choices=OUTPUTS, help="wide|yaml|json|name")
+    parser.add_argument("-o", "--output", help="|".join(OUTPUTS))
     parser.add_argument("--show-labels", action="store_true")
     parser.add_argument("--no-headers", action="store_true")
+
+
+def output_format(text: str | None) -> tuple[str, str]:
+    """`-o` as (format, argument): ("table", ""), ("jsonpath", "{.x}"), ..."""
+    if not text:
+        return "table", ""
+    fmt, _, arg = text.partition("=")
+    if fmt in ("wide", "yaml", "json", "name") and not arg:
+        return fmt, ""
+    if fmt in ("jsonpath", "custom-columns") and arg:
+        try:
+            if fmt == "jsonpath":
+                jsonpath.parse(arg)
+            else:
+                jsonpath.custom_columns(arg)
+        except jsonpath.JsonPathError as err:
+            raise CliError(f"error parsing {fmt} template: {err}") from None
+        return fmt, arg
+    raise CliError(
+        f'unable to match a printer suitable for the output format "{text}", allowed formats '
+        "are: custom-columns=SPEC,json,jsonpath=TEMPLATE,name,wide,yaml"
+    )
 
 
 def list_all(
@@ -77,7 +99,7 @@ class Output:
     def __init__(self, ctx: Context, info: KindInfo, with_kind: bool) -> None:
         self.ctx = ctx
         self.info = info
-        self.format = ctx.args.output
+        self.format, self.template = output_format(ctx.args.output)
         self.table = printers.TablePrinter(
             info,
             ctx.now(),
@@ -97,6 +119,20 @@ class Output:
         elif self.format in ("yaml", "json"):
             for obj in objs:
                 self.document(obj)
+        elif self.format == "jsonpath":
+            for obj in objs:
+                self.ctx.stdout.write(jsonpath.render(self.template, obj))
+            self.ctx.stdout.flush()
+        elif self.format == "custom-columns":
+            columns = jsonpath.custom_columns(self.template)
+            text = printers.format_table(
+                [h for h, _ in columns],
+                [[jsonpath.column_value(p, o) for _, p in columns] for o in objs],
+                no_headers=self.no_headers or self.header_done,
+            )
+            self.header_done = True
+            self.ctx.stdout.write(text)
+            self.ctx.stdout.flush()
         else:
             self.table.now = self.ctx.now()
             text = printers.format_table(
@@ -154,6 +190,7 @@ def _fetch(
 def run(ctx: Context) -> int:
     args = ctx.args
     targets = parse_targets(args.resources)
+    fmt, template = output_format(args.output)
     if (args.watch or args.watch_only) and len({t.info.kind for t in targets}) > 1:
         raise CliError("you may only specify a single resource type with --watch")
     if args.watch_only:
@@ -162,17 +199,20 @@ def run(ctx: Context) -> int:
     listing = any(t.name is None for t in targets)
     single = len(targets) == 1 and targets[0].name is not None
     total = sum(len(objs) for _, objs, _ in groups)
-    if args.output in ("yaml", "json") and not single:
+    if fmt in ("yaml", "json", "jsonpath") and not single:
         everything = [o for _, objs, _ in groups for o in objs]
         doc = printers.as_list(everything)
-        ctx.stdout.write(printers.to_json(doc) if args.output == "json" else printers.to_yaml(doc))
+        if fmt == "jsonpath":
+            ctx.stdout.write(jsonpath.render(template, doc))
+        else:
+            ctx.stdout.write(printers.to_json(doc) if fmt == "json" else printers.to_yaml(doc))
     else:
         multi = len({info.kind for info, _, _ in groups}) > 1
         first = True
         for info, objs, _ in groups:
             if not objs:
                 continue
-            if not first and args.output not in ("name", "yaml", "json"):
+            if not first and fmt in ("table", "wide", "custom-columns"):
                 ctx.out("")
             first = False
             output = Output(ctx, info, with_kind=multi)

@@ -223,7 +223,8 @@ def test_errors_and_exit_codes(ctl: Ctl) -> None:
     r = ctl("get", "gizmos")
     assert r.code == 1 and 'resource type "gizmos"' in r.err and "Pod" in r.err
     assert ctl("get").code == 1
-    assert ctl("get", "pods", "-o", "fancy").code == 2
+    r = ctl("get", "pods", "-o", "fancy")
+    assert r.code == 1 and "unable to match a printer" in r.err
     assert ctl("frobnicate").code == 2
     assert ctl("get", "pods", "--bogus-flag").code == 2
 
@@ -252,3 +253,22 @@ def test_watch_prints_rows_until_the_watch_ends(ctl: Ctl) -> None:
     names = [ln.split()[0] for ln in r.out.splitlines()]
     assert names[0] == "NAME" and names[1] == "a"
     assert names[2:] == ["b", "b", "a"]  # ADDED b, MODIFIED b (status), DELETED a
+
+
+def test_jsonpath_and_custom_columns(ctl: Ctl) -> None:
+    make_pod(ctl, "a", node="n1")
+    make_pod(ctl, "b", node="n2")
+    assert ctl("get", "pod", "a", "-o", "jsonpath={.status.podIP}").out == "10.0.0.5"
+    assert ctl("get", "pods", "-o", "jsonpath={.items[*].metadata.name}").out == "a b"
+    r = ctl(
+        "get",
+        "pods",
+        "-o",
+        'jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.spec.nodeName}{"\\n"}{end}',
+    )
+    assert r.out == "a\tn1\nb\tn2\n"
+    r = ctl("get", "pods", "-o", "custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,X:.nope")
+    assert r.out.splitlines() == ["NAME   NODE   X", "a      n1     <none>", "b      n2     <none>"]
+    r = ctl("get", "pods", "-o", "jsonpath={.items[")
+    assert r.code == 1 and "jsonpath" in r.err
+    assert ctl("get", "pods", "-o", "custom-columns=bad").code == 1
