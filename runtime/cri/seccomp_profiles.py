@@ -18,7 +18,7 @@ from runtime.linux import seccomp
 
 def compile_profile(profile: str, caps: list[str]) -> bytes:
     if profile == "runtime/default":
-        return seccomp.build(seccomp.default_profile(caps))
+        return seccomp.build(seccomp.default_profile(caps), caps)
     if profile.startswith("localhost/"):
         path = Path(profile.removeprefix("localhost/"))
         if not path.is_absolute():
@@ -30,7 +30,7 @@ def compile_profile(profile: str, caps: list[str]) -> bytes:
                 f"cannot load seccomp profile {str(path)!r}: {exc}"
             ) from None
         try:
-            return seccomp.build(doc)
+            return seccomp.build(doc, caps)
         except (ValueError, OSError) as exc:
             raise errors.InvalidArgument(f"bad seccomp profile {str(path)!r}: {exc}") from None
     raise errors.InvalidArgument(f"unsupported seccomp profile {profile!r}")

@@ -9,6 +9,10 @@ in a container child. Building never loads anything.
 from __future__ import annotations
 
 import ctypes
+import errno as errno_mod
+import os
+from functools import cache
+from typing import Any
 
 from runtime.linux import libc
 
@@ -29,9 +33,165 @@ def load(bpf: bytes, no_new_privs: bool) -> None:
     libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))
 
 
-def build(profile: dict[str, object]) -> bytes:
-    raise NotImplementedError("seccomp filters are not built yet")
+ACT_KILL_PROCESS = 0x80000000
+ACT_KILL = 0x00000000
+ACT_TRAP = 0x00030000
+ACT_ERRNO = 0x00050000
+ACT_TRACE = 0x7FF00000
+ACT_LOG = 0x7FFC0000
+ACT_ALLOW = 0x7FFF0000
+
+CMP = {
+    "SCMP_CMP_NE": 1,
+    "SCMP_CMP_LT": 2,
+    "SCMP_CMP_LE": 3,
+    "SCMP_CMP_EQ": 4,
+    "SCMP_CMP_GE": 5,
+    "SCMP_CMP_GT": 6,
+    "SCMP_CMP_MASKED_EQ": 7,
+}
 
 
-def default_profile(caps: list[str]) -> dict[str, object]:
-    return {}
+class _ArgCmp(ctypes.Structure):
+    _fields_ = [
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    ]
+
+
+@cache
+def _lib() -> ctypes.CDLL:
+    lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add_array.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.POINTER(_ArgCmp),
+    ]
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    return lib
+
+
+def action(name: str, errno_ret: int | None) -> int:
+    ret = errno_mod.EPERM if errno_ret is None else errno_ret
+    table = {
+        "SCMP_ACT_KILL": ACT_KILL,
+        "SCMP_ACT_KILL_THREAD": ACT_KILL,
+        "SCMP_ACT_KILL_PROCESS": ACT_KILL_PROCESS,
+        "SCMP_ACT_TRAP": ACT_TRAP,
+        "SCMP_ACT_ERRNO": ACT_ERRNO | (ret & 0xFFFF),
+        "SCMP_ACT_TRACE": ACT_TRACE | (ret & 0xFFFF),
+        "SCMP_ACT_LOG": ACT_LOG,
+        "SCMP_ACT_ALLOW": ACT_ALLOW,
+    }
+    if name not in table:
+        raise ValueError(f"unknown seccomp action {name!r}")
+    return table[name]
+
+
+def build(profile: dict[str, Any], caps: list[str] | None = None) -> bytes:
+    """Compile an OCI/Docker seccomp JSON profile for the native
+    architecture into classic BPF. Rules whose `includes.caps` are not all
+    in `caps` (or whose `excludes.caps` are) are skipped, as Docker does;
+    unknown syscall names are skipped too."""
+    lib = _lib()
+    held = set(caps or [])
+    default = action(
+        str(profile.get("defaultAction", "SCMP_ACT_ALLOW")), profile.get("defaultErrnoRet")
+    )
+    ctx = lib.seccomp_init(default)
+    if not ctx:
+        raise OSError(ctypes.get_errno(), "seccomp_init failed")
+    try:
+        for rule in profile.get("syscalls") or []:
+            inc = [
+                c.upper().removeprefix("CAP_")
+                for c in (rule.get("includes") or {}).get("caps") or []
+            ]
+            exc = [
+                c.upper().removeprefix("CAP_")
+                for c in (rule.get("excludes") or {}).get("caps") or []
+            ]
+            if any(c not in held for c in inc) or any(c in held for c in exc):
+                continue
+            act = action(rule["action"], rule.get("errnoRet"))
+            if act == default:
+                continue
+            names = list(rule.get("names") or []) + ([rule["name"]] if rule.get("name") else [])
+            args = rule.get("args") or []
+            arr = (_ArgCmp * max(1, len(args)))()
+            for i, a in enumerate(args):
+                arr[i] = _ArgCmp(
+                    int(a["index"]), CMP[a["op"]], int(a.get("value", 0)), int(a.get("valueTwo", 0))
+                )
+            for name in names:
+                nr = lib.seccomp_syscall_resolve_name(name.encode())
+                if nr < 0:
+                    continue
+                ret = lib.seccomp_rule_add_array(ctx, act, nr, len(args), arr)
+                if ret < 0 and ret != -errno_mod.EEXIST:
+                    raise OSError(-ret, f"seccomp rule for {name}: {os.strerror(-ret)}")
+        import tempfile  # here: the monitor imports this module and stays small
+
+        with tempfile.TemporaryFile() as f:
+            ret = lib.seccomp_export_bpf(ctx, f.fileno())
+            if ret < 0:
+                raise OSError(-ret, f"seccomp_export_bpf: {os.strerror(-ret)}")
+            f.seek(0)
+            return f.read()
+    finally:
+        lib.seccomp_release(ctx)
+
+
+# Refused by Docker's default profile unless the capability is held.
+_DENY_ALWAYS = [
+    "acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module",
+    "delete_module", "finit_module", "fsconfig", "fsmount", "fsopen", "fspick",
+    "get_kernel_syms", "get_mempolicy", "init_module", "ioperm", "iopl", "kcmp",
+    "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie", "mbind", "mount",
+    "mount_setattr", "move_mount", "move_pages", "name_to_handle_at", "nfsservctl",
+    "open_by_handle_at", "open_tree", "perf_event_open", "pivot_root",
+    "process_vm_readv", "process_vm_writev", "ptrace", "query_module", "quotactl",
+    "quotactl_fd", "reboot", "request_key", "set_mempolicy", "setdomainname",
+    "sethostname", "setns", "settimeofday", "stime", "swapoff", "swapon", "syslog",
+    "_sysctl", "sysfs", "umount", "umount2", "unshare", "uselib", "userfaultfd",
+    "ustat", "vm86", "vm86old",
+]  # fmt: skip
+_ALLOWED_BY_CAP = {
+    "SYS_ADMIN": ["bpf", "fsconfig", "fsmount", "fsopen", "fspick", "mount", "mount_setattr",
+                  "move_mount", "name_to_handle_at", "open_tree", "perf_event_open", "quotactl",
+                  "quotactl_fd", "setdomainname", "sethostname", "setns", "syslog", "umount",
+                  "umount2", "unshare", "lookup_dcookie", "pivot_root"],
+    "SYS_BOOT": ["reboot"],
+    "SYS_CHROOT": [],
+    "SYS_MODULE": ["delete_module", "init_module", "finit_module"],
+    "SYS_PACCT": ["acct"],
+    "SYS_PTRACE": ["kcmp", "process_vm_readv", "process_vm_writev", "ptrace"],
+    "SYS_RAWIO": ["iopl", "ioperm"],
+    "SYS_TIME": ["settimeofday", "stime", "clock_settime", "clock_adjtime"],
+    "SYS_NICE": ["get_mempolicy", "mbind", "set_mempolicy"],
+    "SYSLOG": ["syslog"],
+    "BPF": ["bpf"],
+    "PERFMON": ["perf_event_open"],
+    "DAC_READ_SEARCH": ["open_by_handle_at"],
+}  # fmt: skip
+
+
+def default_profile(caps: list[str]) -> dict[str, Any]:
+    """skiff's runtime/default: allow everything except what Docker's
+    default profile refuses, minus what the granted capabilities allow."""
+    allowed: set[str] = set()
+    for cap in caps:
+        allowed.update(_ALLOWED_BY_CAP.get(cap, []))
+    deny = [n for n in _DENY_ALWAYS if n not in allowed]
+    return {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "syscalls": [{"names": deny, "action": "SCMP_ACT_ERRNO", "errnoRet": errno_mod.EPERM}],
+    }

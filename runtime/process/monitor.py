@@ -199,6 +199,12 @@ def _exec_process(proc: Spec, creds: users.Creds, args: list[str]) -> None:
     env.setdefault("HOME", creds.home or "/")
     cwd = proc.get("cwd") or "/"
     os.chdir(cwd)
+    bpf = base64.b64decode(proc.get("seccomp_bpf") or "")
+    nnp = bool(proc.get("no_new_privs"))
+    if bpf and not nnp:
+        # without no_new_privs the filter needs CAP_SYS_ADMIN: load it while
+        # we still hold it (as runc does)
+        seccomp.load(bpf, no_new_privs=False)
     keep = list(proc.get("caps") or [])
     caps.drop_bounding(keep)
     libc.prctl(libc.PR_SET_KEEPCAPS, 1)
@@ -206,11 +212,10 @@ def _exec_process(proc: Spec, creds: users.Creds, args: list[str]) -> None:
     os.setresgid(creds.gid, creds.gid, creds.gid)
     os.setresuid(creds.uid, creds.uid, creds.uid)
     caps.set_caps(keep)
-    if proc.get("no_new_privs"):
+    if nnp:
         libc.prctl(libc.PR_SET_NO_NEW_PRIVS, 1)
-    bpf = proc.get("seccomp_bpf")
-    if bpf:
-        seccomp.load(base64.b64decode(bpf), no_new_privs=bool(proc.get("no_new_privs")))
+        if bpf:
+            seccomp.load(bpf, no_new_privs=True)
     _reset_signals()
     try:
         os.execvpe(args[0], args, env)
