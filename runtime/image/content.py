@@ -45,15 +45,22 @@ class HashingReader:
     """Reads from `source`, hashing (sha256) and counting what passes; optionally
     copies every byte to `tee` (the ingest file)."""
 
-    def __init__(self, source: Readable, tee: int | None = None) -> None:
+    def __init__(self, source: Readable, tee: int | None = None, limit: int | None = None) -> None:
         self._source = source
         self._tee = tee
         self._hash = hashlib.sha256()
+        self._limit = limit
         self.size = 0
 
     def read(self, n: int = -1, /) -> bytes:
+        if self._limit is not None:
+            # Never take (or store) more than one byte beyond the declared size.
+            room = self._limit - self.size + 1
+            n = room if n < 0 else min(n, room)
         data = self._source.read(n)
         if data:
+            if self._limit is not None and self.size + len(data) > self._limit:
+                raise BadContent(f"blob is larger than the {self._limit} bytes its descriptor says")
             self._hash.update(data)
             self.size += len(data)
             if self._tee is not None:
@@ -84,7 +91,12 @@ class Ingest:
         self._committed = False
 
     def reader(self, source: Readable) -> HashingReader:
-        return HashingReader(source, tee=self.fd)
+        limit = (
+            self.expected_size
+            if self.expected_size is not None and self.expected_size >= 0
+            else None
+        )
+        return HashingReader(source, tee=self.fd, limit=limit)
 
     def commit(self, got: HashingReader) -> Path:
         """Check digest and size of what went through `got`, then publish."""

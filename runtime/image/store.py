@@ -312,7 +312,8 @@ class ImageStore:
             for i in deleted:
                 del images[i]
             self._save()
-            if deleted:
+            replaced = existing is not None and existing["manifest_digest"] != rec.manifest_digest
+            if deleted or replaced:
                 self._gc_locked()
             return self._record(rec.id, images[rec.id])
 

@@ -486,6 +486,10 @@ class Extractor:
             if not key.startswith(_XATTR_PAX):
                 continue
             name = key[len(_XATTR_PAX) :]
+            if name.startswith("trusted.overlay."):
+                # overlayfs' own metadata (redirect, metacopy, opaque) is ours
+                # to write from whiteouts; an image must not smuggle it in.
+                continue
             raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
             try:
                 if isinstance(target, int):

@@ -225,6 +225,11 @@ def test_corrupted_blob_is_rejected_and_nothing_stored(
     with pytest.raises(BadContent):
         puller.pull(f"{proxy.host}/{registry_repo}:v1")
     assert store.images() == [] and not store.content.has(bad)
+    # Longer than its descriptor says: refused without storing the excess.
+    proxy.mutate = lambda path, body: body + bytes(1 << 20) if path.endswith(bad) else body
+    with pytest.raises(BadContent) as exc:
+        puller.pull(f"{proxy.host}/{registry_repo}:v1")
+    assert "larger" in str(exc.value) and store.images() == []
     # Fixed upstream: the next pull succeeds and reuses the intact base layer.
     proxy.mutate = None
     assert puller.pull(f"{proxy.host}/{registry_repo}:v1").id == pushed.config_digest

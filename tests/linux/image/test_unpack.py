@@ -78,6 +78,7 @@ def test_metadata_is_preserved(tmp_path: Path) -> None:
         entry("dev/null", tarfile.CHRTYPE, mode=0o666, dev=(1, 3)),
         entry("dev/fifo", tarfile.FIFOTYPE, mode=0o600),
         entry("cap", data=b"x", pax={"SCHILY.xattr.user.note": "hello"}),
+        entry("sneaky/", tarfile.DIRTYPE, pax={"SCHILY.xattr.trusted.overlay.redirect": "/etc"}),
         entry("implicit/deep/file", data=b"y"),
     )
     dest = unpack(tmp_path, data)
@@ -96,6 +97,7 @@ def test_metadata_is_preserved(tmp_path: Path) -> None:
     assert stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == 1 and os.minor(st.st_rdev) == 3
     assert stat.S_ISFIFO(os.lstat(dest / "dev/fifo").st_mode)
     assert os.getxattr(dest / "cap", "user.note") == b"hello"
+    assert "trusted.overlay.redirect" not in os.listxattr(dest / "sneaky")
     assert (dest / "implicit/deep/file").read_bytes() == b"y"
 
 
