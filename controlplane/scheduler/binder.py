@@ -1,0 +1,251 @@
+"""Where the scheduler's decisions go: binds, nominations, evictions, explanations.
+
+`ClusterWriter` is the narrow boundary the scheduler writes through. The
+in-memory implementation (`InMemoryCluster`) keeps pods and nodes in dicts,
+applies binds at once (or fails them on request) and deletes evicted pods
+after their grace period on its clock — the tests and the benchmark use it.
+`ApiClusterWriter` writes the same things through the control-plane
+`ApiClient` (binding = set spec.nodeName; the API server may later offer a
+Binding subresource). Writers never call back into the scheduler; whoever
+watches (informers, or `InMemoryCluster.drain_events`) feeds changes back.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from controlplane.client.interface import ApiClient, DeleteOptions
+from controlplane.scheduler.types import Clock, RealClock
+
+Obj = dict[str, Any]
+
+
+class BindError(Exception):
+    """The bind did not happen (node gone, conflict, transport error)."""
+
+
+class ClusterWriter(Protocol):
+    def bind(self, pod: Obj, node: str) -> None:
+        """Bind `pod` to `node`; raise BindError when it cannot."""
+        ...
+
+    def set_nominated_node(self, pod: Obj, node: str) -> None: ...
+
+    def evict(self, pod: Obj, grace_seconds: int) -> None:
+        """Delete a preemption victim, giving it its graceful termination period."""
+        ...
+
+    def report_unschedulable(self, pod: Obj, message: str) -> None:
+        """PodScheduled=False/Unschedulable condition and a FailedScheduling event."""
+        ...
+
+
+class Executor(Protocol):
+    def submit(self, fn: Callable[[], None]) -> None: ...
+
+
+class InlineExecutor:
+    """Runs binding cycles at once, in the caller's thread (tests, benchmark)."""
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        fn()
+
+
+class ThreadExecutor:
+    """Runs binding cycles on a small thread pool, as kube-scheduler's goroutines."""
+
+    def __init__(self, workers: int = 8) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        self.pool.submit(fn)
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def _key(pod: Obj) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+class InMemoryCluster:
+    """Pods and nodes in dicts; records every write; events queue up for the scheduler."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock or RealClock()
+        self.lock = threading.Lock()
+        self.pods: dict[str, Obj] = {}
+        self.nodes: dict[str, Obj] = {}
+        self.events: list[tuple[str, str, Obj]] = []  # (kind, type, object) for the scheduler
+        self.binds: list[tuple[str, str]] = []
+        self.fail_binds: set[str] = set()  # pod keys whose bind fails
+        self.terminating: dict[str, float] = {}  # pod key -> deletion deadline
+        self.messages: dict[str, str] = {}
+        self.record_events = True
+
+    def _emit(self, kind: str, type_: str, obj: Obj) -> None:
+        if self.record_events:
+            self.events.append((kind, type_, obj))
+
+    def add_node(self, node: Obj) -> None:
+        with self.lock:
+            self.nodes[node["metadata"]["name"]] = node
+            self._emit("Node", "ADDED", node)
+
+    def delete_node(self, name: str) -> None:
+        with self.lock:
+            node = self.nodes.pop(name, None)
+            if node is not None:
+                self._emit("Node", "DELETED", node)
+
+    def add_pod(self, pod: Obj) -> None:
+        with self.lock:
+            self.pods[_key(pod)] = pod
+            self._emit("Pod", "ADDED", pod)
+
+    def delete_pod(self, key: str) -> None:
+        with self.lock:
+            pod = self.pods.pop(key, None)
+            self.terminating.pop(key, None)
+            if pod is not None:
+                self._emit("Pod", "DELETED", pod)
+
+    def drain_events(self) -> list[tuple[str, str, Obj]]:
+        with self.lock:
+            out, self.events = self.events, []
+            return out
+
+    def advance(self) -> None:
+        """Delete the terminating pods whose grace period has ended."""
+        now = self.clock.now()
+        for key, deadline in list(self.terminating.items()):
+            if deadline <= now:
+                self.delete_pod(key)
+
+    # ---- ClusterWriter ----------------------------------------------------
+
+    def bind(self, pod: Obj, node: str) -> None:
+        key = _key(pod)
+        with self.lock:
+            if key in self.fail_binds:
+                raise BindError(f"bind of {key} refused")
+            if node not in self.nodes:
+                raise BindError(f'node "{node}" not found')
+            current = self.pods.get(key)
+            if current is None:
+                raise BindError(f'pod "{key}" not found')
+            bound = copy.copy(current)
+            bound["spec"] = dict(current.get("spec") or {}, nodeName=node)
+            self.pods[key] = bound
+            self.binds.append((key, node))
+            self._emit("Pod", "MODIFIED", bound)
+
+    def set_nominated_node(self, pod: Obj, node: str) -> None:
+        key = _key(pod)
+        with self.lock:
+            current = self.pods.get(key)
+            if current is not None:
+                status = dict(current.get("status") or {}, nominatedNodeName=node)
+                self.pods[key] = dict(current, status=status)
+
+    def evict(self, pod: Obj, grace_seconds: int) -> None:
+        key = _key(pod)
+        with self.lock:
+            current = self.pods.get(key)
+            if current is None:
+                return
+            meta = dict(current.get("metadata") or {})
+            meta["deletionTimestamp"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            meta["deletionGracePeriodSeconds"] = grace_seconds
+            updated = dict(current, metadata=meta)
+            self.pods[key] = updated
+            self.terminating[key] = self.clock.now() + grace_seconds
+            self._emit("Pod", "MODIFIED", updated)
+        if grace_seconds <= 0:
+            self.delete_pod(key)
+
+    def report_unschedulable(self, pod: Obj, message: str) -> None:
+        with self.lock:
+            self.messages[_key(pod)] = message
+
+
+class ApiClusterWriter:
+    """The same writes through the control-plane API client."""
+
+    def __init__(self, client: ApiClient, component: str = "default-scheduler") -> None:
+        self.client = client
+        self.component = component
+
+    def bind(self, pod: Obj, node: str) -> None:
+        meta = pod["metadata"]
+        try:
+            self.client.patch(
+                "Pod",
+                meta["name"],
+                {"spec": {"nodeName": node}},
+                meta.get("namespace") or "default",
+            )
+        except Exception as e:
+            raise BindError(str(e)) from e
+
+    def set_nominated_node(self, pod: Obj, node: str) -> None:
+        meta = pod["metadata"]
+        self.client.patch(
+            "Pod",
+            meta["name"],
+            {"status": {"nominatedNodeName": node}},
+            meta.get("namespace") or "default",
+            "status",
+        )
+
+    def evict(self, pod: Obj, grace_seconds: int) -> None:
+        meta = pod["metadata"]
+        self.client.delete(
+            "Pod",
+            meta["name"],
+            meta.get("namespace") or "default",
+            DeleteOptions(grace_period_seconds=grace_seconds),
+        )
+
+    def report_unschedulable(self, pod: Obj, message: str) -> None:
+        meta = pod["metadata"]
+        ns = meta.get("namespace") or "default"
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastTransitionTime": now,
+        }
+        self.client.patch(
+            "Pod", meta["name"], {"status": {"conditions": [condition]}}, ns, "status"
+        )
+        self.client.create(
+            "Event",
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"generateName": f"{meta['name']}.", "namespace": ns},
+                "involvedObject": {
+                    "kind": "Pod",
+                    "name": meta["name"],
+                    "namespace": ns,
+                    "uid": meta.get("uid", ""),
+                },
+                "reason": "FailedScheduling",
+                "message": message,
+                "type": "Warning",
+                "source": {"component": self.component},
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            },
+            ns,
+        )

@@ -1,0 +1,544 @@
+"""The scheduling framework: extension points, and running one profile's plugins.
+
+Extension points are kube-scheduler's: QueueSort, PreFilter, Filter,
+PostFilter, PreScore, Score (+NormalizeScore, weighted), Reserve/Unreserve,
+Permit, PreBind, Bind, PostBind. A plugin is an object with a `name` and one
+method per extension point it implements; `Framework` sorts the plugins of a
+profile into those points by the methods they define.
+
+Filter and Score are *batch* calls: a plugin gets an array of node slots (rows
+of the cache's arrays) and answers for all of them at once — a mask plus the
+reasons for the rejected ones (`FilterResult`), or an int64 score array. This
+is what makes a 5,000-node cluster affordable in Python. A plugin that prefers
+to reason about one node at a time subclasses `NodeFilterPlugin` and writes
+`filter_node`, returning a `Status`.
+
+Plugins return Status values, never raise for "does not fit". This module does
+not pick nodes or bind: `scheduler.py` drives it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from controlplane.scheduler.cache import Cache, NodeInfo
+from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.types import SUCCESS, ClusterEvent, Code, CycleState, Status
+
+if TYPE_CHECKING:
+    from controlplane.scheduler.scheduler import Scheduler
+
+Slots = npt.NDArray[np.intp]
+Scores = npt.NDArray[np.int64]
+MAX_NODE_SCORE = 100
+
+
+@dataclass
+class FilterResult:
+    """Which of the given slots pass, and why the others do not."""
+
+    ok: npt.NDArray[np.bool_]
+    # (reason, mask over the given slots, code) for each kind of rejection.
+    reasons: list[tuple[str, npt.NDArray[np.bool_], Code]] = field(default_factory=list)
+
+    @classmethod
+    def all_pass(cls, n: int) -> FilterResult:
+        return cls(np.ones(n, bool))
+
+    @classmethod
+    def reject(
+        cls, bad: npt.NDArray[np.bool_], reason: str, code: Code = Code.UNSCHEDULABLE
+    ) -> FilterResult:
+        return cls(~bad, [(reason, bad, code)] if bad.any() else [])
+
+
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class QueueSortPlugin(Protocol):
+    name: str
+
+    def sort_key(self, pod: PodInfo, added: float) -> tuple[Any, ...]: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    name: str
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status: ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    name: str
+
+    def filter(
+        self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots
+    ) -> FilterResult: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    name: str
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[Status, str]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    name: str
+
+    def pre_score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    name: str
+
+    def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores: ...
+
+
+@runtime_checkable
+class NormalizeScorePlugin(Protocol):
+    name: str
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: Scores) -> Scores: ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    name: str
+
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Protocol):
+    name: str
+
+    def permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[Status, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    name: str
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+
+@runtime_checkable
+class BindPlugin(Protocol):
+    name: str
+
+    def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Protocol):
+    name: str
+
+    def post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None: ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    name: str
+
+    def events_to_register(self) -> Sequence[ClusterEvent]: ...
+
+
+@runtime_checkable
+class SchedulerAware(Protocol):
+    def attach(self, scheduler: Scheduler) -> None: ...
+
+
+@dataclass
+class ScoreRows:
+    """The score candidates' rows of the resource arrays, fetched once per cycle."""
+
+    alloc: npt.NDArray[np.int64]
+    req: npt.NDArray[np.int64]
+    nz: npt.NDArray[np.int64]
+
+
+def score_rows(state: CycleState, cache: Cache, slots: Slots) -> ScoreRows:
+    rows: ScoreRows | None = state.data.get("_rows")
+    if rows is None or len(rows.alloc) != len(slots):
+        rows = ScoreRows(
+            cache.rows(cache.alloc, slots),
+            cache.rows(cache.req, slots),
+            cache.rows(cache.nz, slots),
+        )
+        state.data["_rows"] = rows
+    return rows
+
+
+class NodeFilterPlugin:
+    """Base for a plugin that filters one node at a time (slower, simpler)."""
+
+    name = "NodeFilter"
+
+    def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        raise NotImplementedError
+
+    def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
+        ok = np.ones(len(slots), bool)
+        by_reason: dict[tuple[str, Code], npt.NDArray[np.bool_]] = {}
+        for i, slot in enumerate(slots):
+            name = cache.slot_names[int(slot)]
+            assert name is not None
+            st = self.filter_node(state, pod, cache.nodes[name])
+            if not st.ok:
+                ok[i] = False
+                for reason in st.reasons or ("rejected by " + self.name,):
+                    mask = by_reason.setdefault((reason, st.code), np.zeros(len(slots), bool))
+                    mask[i] = True
+        return FilterResult(ok, [(r, m, c) for (r, c), m in by_reason.items()])
+
+
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Diagnosis:
+    """Why a pod fits nowhere: per plugin, the rejected slots and their reasons."""
+
+    num_nodes: int
+    failures: list[tuple[str, str, Slots, Code]] = field(
+        default_factory=list
+    )  # plugin, reason, slots, code
+    pre_filter: Status | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    cache: Cache | None = None
+
+    def reason_counts(self) -> dict[str, int]:
+        if self.pre_filter is not None and not self.pre_filter.ok:
+            return {r: self.num_nodes for r in self.pre_filter.reasons}
+        counts: dict[str, int] = {}
+        for _plugin, reason, slots, _code in self.failures:
+            counts[reason] = counts.get(reason, 0) + len(slots)
+        return counts
+
+    def message(self) -> str:
+        """kube-scheduler's FitError text: `0/5 nodes are available: 3 Insufficient cpu, ...`."""
+        counts = self.reason_counts()
+        parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+        text = f"0/{self.num_nodes} nodes are available"
+        return text + (": " + ", ".join(parts) + "." if parts else ".")
+
+    def unresolvable_slots(self) -> set[int]:
+        out: set[int] = set()
+        for _p, _r, slots, code in self.failures:
+            if code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                out.update(int(s) for s in slots)
+        return out
+
+    def node_statuses(self) -> dict[str, Status]:
+        out: dict[str, list[str]] = {}
+        codes: dict[str, Code] = {}
+        plugins: dict[str, str] = {}
+        assert self.cache is not None
+        for plugin, reason, slots, code in self.failures:
+            for s in slots:
+                name = self.cache.slot_names[int(s)]
+                if name is None:
+                    continue
+                out.setdefault(name, []).append(reason)
+                codes[name] = max(codes.get(name, code), code)
+                plugins[name] = plugin
+        return {n: Status(codes[n], tuple(r), plugins[n]) for n, r in out.items()}
+
+
+@dataclass
+class ScheduleResult:
+    node: str
+    evaluated: int
+    feasible: int
+    breakdown: dict[str, Any] = field(default_factory=dict)
+
+
+class FitError(Exception):
+    """No node fits; carries the diagnosis (the message is kube-scheduler's)."""
+
+    def __init__(self, pod: PodInfo, diagnosis: Diagnosis) -> None:
+        self.pod = pod
+        self.diagnosis = diagnosis
+        super().__init__(diagnosis.message())
+
+
+def num_feasible_nodes_to_find(num_all: int, percentage: int) -> int:
+    """kube-scheduler's numFeasibleNodesToFind: adaptive when percentage is 0."""
+    min_feasible = 100
+    if num_all < min_feasible or percentage >= 100:
+        return num_all
+    adaptive = percentage
+    if adaptive <= 0:
+        adaptive = max(50 - num_all // 125, 5)
+    num = num_all * adaptive // 100
+    return max(num, min_feasible)
+
+
+@dataclass
+class ProfilePlugin:
+    plugin: Any
+    weight: int = 1
+
+
+class Framework:
+    """One profile: its plugins sorted into extension points, and how to run them."""
+
+    def __init__(
+        self,
+        scheduler_name: str,
+        plugins: Sequence[ProfilePlugin],
+        percentage_of_nodes_to_score: int = 0,
+        rng: random.Random | None = None,
+        record_breakdown: bool = True,
+    ) -> None:
+        self.scheduler_name = scheduler_name
+        self.plugins = [p.plugin for p in plugins]
+        self.weights = {p.plugin.name: p.weight for p in plugins}
+        self.percentage = percentage_of_nodes_to_score
+        self.rng = rng or random.Random(0)
+        self.record_breakdown = record_breakdown
+        ps = self.plugins
+        sorters = [p for p in ps if isinstance(p, QueueSortPlugin)]
+        self.queue_sort: QueueSortPlugin | None = sorters[0] if sorters else None
+        self.pre_filters = [p for p in ps if isinstance(p, PreFilterPlugin)]
+        self.filters = [p for p in ps if isinstance(p, FilterPlugin)]
+        self.post_filters = [p for p in ps if isinstance(p, PostFilterPlugin)]
+        self.pre_scores = [p for p in ps if isinstance(p, PreScorePlugin)]
+        self.scorers = [p for p in ps if isinstance(p, ScorePlugin)]
+        self.reservers = [p for p in ps if isinstance(p, ReservePlugin)]
+        self.permits = [p for p in ps if isinstance(p, PermitPlugin)]
+        self.pre_binds = [p for p in ps if isinstance(p, PreBindPlugin)]
+        self.binders = [p for p in ps if isinstance(p, BindPlugin)]
+        self.post_binds = [p for p in ps if isinstance(p, PostBindPlugin)]
+        self.normalizers = {p.name: p for p in ps if isinstance(p, NormalizeScorePlugin)}
+        self.next_start = 0
+
+    def plugin(self, name: str) -> Any:
+        for p in self.plugins:
+            if p.name == name:
+                return p
+        return None
+
+    # ---- filtering -------------------------------------------------------
+
+    def run_pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
+        for p in self.pre_filters:
+            st = p.pre_filter(state, pod, cache)
+            if st.code == Code.SKIP:
+                state.skip_filter.add(p.name)
+            elif not st.ok:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_filters(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        cache: Cache,
+        slots: Slots,
+        diagnosis: Diagnosis | None,
+    ) -> Slots:
+        """The slots that pass every filter; rejections are noted in `diagnosis`."""
+        for p in self.filters:
+            if p.name in state.skip_filter or len(slots) == 0:
+                continue
+            res = p.filter(state, pod, cache, slots)
+            if res.ok.all():
+                continue
+            if diagnosis is not None:
+                diagnosis.unschedulable_plugins.add(p.name)
+                for reason, mask, code in res.reasons:
+                    diagnosis.failures.append((p.name, reason, slots[mask & ~res.ok], code))
+            slots = slots[res.ok]
+        return slots
+
+    def find_feasible(
+        self, state: CycleState, pod: PodInfo, cache: Cache
+    ) -> tuple[Slots, Diagnosis, int]:
+        """Filter all nodes, then keep numFeasibleNodesToFind of them from a rotating start.
+
+        Returns the feasible slots (in visiting order), the diagnosis and how many
+        nodes were "processed" (what the start index advances by).
+        """
+        all_slots = cache.valid_slots()
+        n = len(all_slots)
+        diag = Diagnosis(num_nodes=n, cache=cache)
+        st = self.run_pre_filter(state, pod, cache)
+        if not st.ok:
+            diag.pre_filter = st
+            diag.unschedulable_plugins.add(st.plugin)
+            return all_slots[:0], diag, 0
+        if n == 0:
+            return all_slots, diag, 0
+        # A nominated node (from an earlier preemption) is tried first, alone.
+        if pod.nominated_node and pod.nominated_node in cache.nodes:
+            slot = np.array([cache.nodes[pod.nominated_node].slot], np.intp)
+            ok = self.run_filters(state, pod, cache, slot, None)
+            if len(ok):
+                return ok, diag, 0
+        feasible = self.run_filters(state, pod, cache, all_slots, diag)
+        want = num_feasible_nodes_to_find(n, self.percentage)
+        start = self.next_start % n
+        # Positions of the feasible nodes in visiting order, starting at `start`.
+        pos = feasible if n == cache.n else np.searchsorted(all_slots, feasible)
+        split = int(np.searchsorted(pos, start))
+        if len(feasible) <= want:
+            return np.concatenate((feasible[split:], feasible[:split])), diag, n
+        if split + want <= len(feasible):
+            chosen = feasible[split : split + want]
+            last = int(pos[split + want - 1])
+        else:
+            extra = want - (len(feasible) - split)
+            chosen = np.concatenate((feasible[split:], feasible[:extra]))
+            last = int(pos[extra - 1])
+        processed = (last - start) % n + 1
+        return chosen, diag, processed
+
+    # ---- scoring -----------------------------------------------------------
+
+    def run_scores(
+        self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots
+    ) -> tuple[Scores, dict[str, Scores]]:
+        total = np.zeros(len(slots), np.int64)
+        parts: dict[str, Scores] = {}
+        for pre in self.pre_scores:
+            st = pre.pre_score(state, pod, cache, slots)
+            if st.code == Code.SKIP:
+                state.skip_score.add(pre.name)
+        for sp in self.scorers:
+            if sp.name in state.skip_score:
+                continue
+            s = sp.score(state, pod, cache, slots)
+            norm = self.normalizers.get(sp.name)
+            if norm is not None:
+                s = norm.normalize_score(state, pod, s)
+            total += s * self.weights.get(sp.name, 1)
+            parts[sp.name] = s
+        return total, parts
+
+    def select_host(self, total: Scores) -> int:
+        """Index of the best score; ties broken at random, as kube-scheduler does."""
+        best = total.max()
+        ties = np.flatnonzero(total == best)
+        if len(ties) == 1:
+            return int(ties[0])
+        return int(ties[self.rng.randrange(len(ties))])
+
+    def schedule(self, state: CycleState, pod: PodInfo, cache: Cache) -> ScheduleResult:
+        """Filter, score and pick a node for `pod`, or raise FitError."""
+        feasible, diag, processed = self.find_feasible(state, pod, cache)
+        n = diag.num_nodes
+        if n:
+            self.next_start = (self.next_start + processed) % n
+        if len(feasible) == 0:
+            raise FitError(pod, diag)
+        if len(feasible) == 1:
+            name = cache.slot_names[int(feasible[0])]
+            assert name is not None
+            return ScheduleResult(name, processed, 1)
+        total, parts = self.run_scores(state, pod, cache, feasible)
+        i = self.select_host(total)
+        name = cache.slot_names[int(feasible[i])]
+        assert name is not None
+        result = ScheduleResult(name, processed, len(feasible))
+        if self.record_breakdown:
+            result.breakdown = self._breakdown(cache, feasible, total, parts, i)
+        return result
+
+    def _breakdown(
+        self, cache: Cache, slots: Slots, total: Scores, parts: dict[str, Scores], chosen: int
+    ) -> dict[str, Any]:
+        """Per-plugin scores of the chosen node and of the runner-up."""
+        rest = total.copy()
+        rest[chosen] = np.iinfo(np.int64).min
+        runner = int(rest.argmax())
+
+        def node(j: int) -> dict[str, Any]:
+            return {
+                "node": cache.slot_names[int(slots[j])],
+                "total": int(total[j]),
+                "plugins": {
+                    name: {"score": int(s[j]), "weight": self.weights.get(name, 1)}
+                    for name, s in parts.items()
+                },
+            }
+
+        return {"nodes": [node(chosen), node(runner)], "feasible": len(slots)}
+
+    # ---- after a node is chosen ------------------------------------------
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        for i, p in enumerate(self.reservers):
+            st = p.reserve(state, pod, node)
+            if not st.ok:
+                for q in reversed(self.reservers[: i + 1]):
+                    q.unreserve(state, pod, node)
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        for p in reversed(self.reservers):
+            p.unreserve(state, pod, node)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[Status, float]:
+        """SUCCESS, a rejection, or WAIT with the shortest timeout any plugin asked."""
+        wait: float | None = None
+        for p in self.permits:
+            st, timeout = p.permit(state, pod, node)
+            if st.code == Code.WAIT:
+                wait = timeout if wait is None else min(wait, timeout)
+            elif not st.ok:
+                return st.with_plugin(p.name), 0.0
+        if wait is not None:
+            return Status(Code.WAIT), wait
+        return SUCCESS, 0.0
+
+    def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        for p in self.pre_binds:
+            st = p.pre_bind(state, pod, node)
+            if not st.ok:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        for p in self.binders:
+            st = p.bind(state, pod, node)
+            if st.code != Code.SKIP:
+                return st.with_plugin(p.name)
+        return Status(Code.ERROR, ("no bind plugin bound the pod",))
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        for p in self.post_binds:
+            p.post_bind(state, pod, node)
+
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[Status, str]:
+        for p in self.post_filters:
+            st, nominated = p.post_filter(state, pod, diagnosis)
+            if st.ok:
+                return st, nominated
+        return Status(Code.UNSCHEDULABLE), ""
+
+    def events(self) -> dict[str, list[ClusterEvent]]:
+        return {
+            p.name: list(p.events_to_register())
+            for p in self.plugins
+            if isinstance(p, EnqueueExtensions)
+        }

@@ -1,0 +1,1 @@
+"""The in-tree plugins, one module each; `controlplane.scheduler.registry` names them."""

@@ -1,0 +1,49 @@
+"""BalancedAllocation: prefer nodes whose resources are used in equal proportion.
+
+Score = (1 - std) * 100 of the requested/allocatable fractions (capped at 1)
+of cpu and memory; with two resources std = |cpu fraction - memory fraction| / 2,
+the "fragmentation" of the node after placing the pod. Uses the actual
+requests, as kube-scheduler does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from controlplane.scheduler import resources
+from controlplane.scheduler.cache import Cache
+from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots, score_rows
+from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.types import CycleState
+
+NAME = "NodeResourcesBalancedAllocation"
+
+
+class BalancedAllocation:
+    name = NAME
+
+    def __init__(self, resource_names: tuple[str, ...] = (resources.CPU, resources.MEMORY)) -> None:
+        self.resource_names = resource_names
+
+    def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
+        rows = score_rows(state, cache, slots)
+        cols = [cache.res_col(r) for r in self.resource_names]
+        alloc = rows.alloc[:, cols]
+        req = rows.req[:, cols] + np.array(
+            [pod.requests.get(r, 0) for r in self.resource_names], np.int64
+        )
+        frac = np.minimum(req / np.maximum(alloc, 1), 1.0)
+        frac[alloc == 0] = 0.0
+        std = np.abs(frac[:, 0] - frac[:, 1]) / 2 if len(cols) == 2 else frac.std(axis=1)
+        out: Scores = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+        return out
+
+
+def new(args: dict[str, Any]) -> BalancedAllocation:
+    names = tuple(r["name"] for r in args.get("resources") or ()) or (
+        resources.CPU,
+        resources.MEMORY,
+    )
+    return BalancedAllocation(names)

@@ -1,0 +1,157 @@
+"""DefaultPreemption: make room for a pod by evicting lower-priority pods (PostFilter).
+
+For each node the filters rejected for a reason preemption can fix, remove
+every lower-priority pod, check the pod fits, then put back ("reprieve") the
+most important of them one by one while it still fits; what stays removed are
+the victims. The node chosen has the lowest highest-victim priority, then the
+lowest sum of victim priorities, then the fewest victims. Victims are evicted
+with their own terminationGracePeriodSeconds, lower-priority pods nominated to
+that node lose their nomination, and the preemptor gets nominatedNodeName so
+the space is held for it while the victims terminate.
+
+The dry runs temporarily remove pods from the live cache under its lock and
+always put them back.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from controlplane.scheduler.framework import Diagnosis
+from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.types import Code, CycleState, Status, unschedulable
+
+if TYPE_CHECKING:
+    from controlplane.scheduler.cache import NodeInfo
+    from controlplane.scheduler.framework import Framework
+    from controlplane.scheduler.scheduler import Scheduler
+
+NAME = "DefaultPreemption"
+
+
+class DefaultPreemption:
+    name = NAME
+
+    def __init__(
+        self, min_candidate_percentage: int = 10, min_candidate_absolute: int = 100
+    ) -> None:
+        self.min_pct = min_candidate_percentage
+        self.min_abs = min_candidate_absolute
+        self.scheduler: Scheduler | None = None
+        self.rng = random.Random(0)
+
+    def attach(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def _framework(self, pod: PodInfo) -> Framework:
+        assert self.scheduler is not None
+        return self.scheduler.profiles[pod.scheduler_name]
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[Status, str]:
+        s = self.scheduler
+        if s is None:
+            return unschedulable("preemption is not attached to a scheduler"), ""
+        if (pod.pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+            return unschedulable("not eligible due to preemptionPolicy=Never."), ""
+        cache = s.cache
+        if pod.nominated_node and self._victims_terminating(pod):
+            return Status(Code.SUCCESS), pod.nominated_node
+        unresolvable = diagnosis.unresolvable_slots()
+        if diagnosis.pre_filter is not None and not diagnosis.pre_filter.ok:
+            return unschedulable("PreFilter rejected the pod everywhere"), ""
+        names = [n.name for n in cache.nodes.values() if n.slot not in unresolvable]
+        if not names:
+            return unschedulable(
+                f"0/{diagnosis.num_nodes} nodes are available: preemption is not helpful."
+            ), ""
+        # Dry-run a bounded number of candidates, from a random offset (as kube does).
+        limit = max(len(cache.nodes) * self.min_pct // 100, self.min_abs)
+        offset = self.rng.randrange(len(names))
+        names = names[offset:] + names[:offset]
+        best: tuple[tuple[int, int, int], str, list[PodInfo]] | None = None
+        found = 0
+        with cache.lock:
+            for name in names:
+                victims = self.select_victims(pod, cache.nodes[name])
+                if victims is None:
+                    continue
+                found += 1
+                prios = [v.priority for v in victims]
+                rank = (max(prios) if prios else -(2**31), sum(prios), len(prios))
+                if best is None or rank < best[0]:
+                    best = (rank, name, victims)
+                if found >= limit:
+                    break
+        if best is None:
+            return unschedulable(
+                f"0/{diagnosis.num_nodes} nodes are available: no preemption victims found."
+            ), ""
+        _, node, victims = best
+        for v in victims:
+            s.writer.evict(v.pod, v.grace_seconds)
+        for key, (other, other_node) in list(cache.nominated.items()):
+            if other_node == node and other.priority < pod.priority:
+                cache.remove_nominated(key)
+                s.writer.set_nominated_node(other.pod, "")
+        s.writer.set_nominated_node(pod.pod, node)
+        cache.add_nominated(pod, node)
+        return Status(Code.SUCCESS), node
+
+    def _victims_terminating(self, pod: PodInfo) -> bool:
+        assert self.scheduler is not None
+        for other in self.scheduler.cache.pods_on(pod.nominated_node):
+            meta = other.pod.get("metadata") or {}
+            if meta.get("deletionTimestamp") and other.priority < pod.priority:
+                return True
+        return False
+
+    def _fits(self, pod: PodInfo, node: NodeInfo) -> bool:
+        assert self.scheduler is not None
+        fw = self._framework(pod)
+        state = CycleState()
+        if not fw.run_pre_filter(state, pod, self.scheduler.cache).ok:
+            return False
+        slots = np.array([node.slot], np.intp)
+        return len(fw.run_filters(state, pod, self.scheduler.cache, slots, None)) == 1
+
+    def select_victims(self, pod: PodInfo, node: NodeInfo) -> list[PodInfo] | None:
+        """The fewest, least important pods on `node` whose removal lets `pod` fit."""
+        assert self.scheduler is not None
+        cache = self.scheduler.cache
+        lower = [
+            p
+            for p in node.pods.values()
+            if p.priority < pod.priority
+            and not (p.pod.get("metadata") or {}).get("deletionTimestamp")
+        ]
+        if not lower:
+            return None
+        for p in lower:
+            cache._unplace(p, node)
+        try:
+            if not self._fits(pod, node):
+                return None
+            victims: list[PodInfo] = []
+            # Most important first: try to keep them.
+            for p in sorted(lower, key=lambda q: (-q.priority, q.created)):
+                cache._place(p, node)
+                if not self._fits(pod, node):
+                    cache._unplace(p, node)
+                    victims.append(p)
+            return victims
+        finally:
+            for p in lower:
+                if p.key not in node.pods:
+                    cache._place(p, node)
+
+
+def new(args: dict[str, Any]) -> DefaultPreemption:
+    return DefaultPreemption(
+        int(args.get("minCandidateNodesPercentage", 10)),
+        int(args.get("minCandidateNodesAbsolute", 100)),
+    )

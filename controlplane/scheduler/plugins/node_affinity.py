@@ -1,0 +1,139 @@
+"""NodeAffinity: spec.nodeSelector and nodeAffinity, required (filter) and preferred (score).
+
+Label requirements (In, NotIn, Exists, DoesNotExist, Gt, Lt) are evaluated
+over the cache's per-label code arrays, so a term costs a few vector ops for
+all nodes. Terms are ORed, expressions in a term ANDed, an empty term matches
+nothing; `matchFields` supports metadata.name. The preferred score is the sum
+of matching terms' weights, normalised so the best node gets 100.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from controlplane.scheduler.cache import Cache
+from controlplane.scheduler.framework import MAX_NODE_SCORE, FilterResult, Scores, Slots
+from controlplane.scheduler.podinfo import NodeSelectorTerm, PodInfo, Requirement
+from controlplane.scheduler.types import (
+    NODE_ADD,
+    NODE_UPDATE,
+    SKIP,
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    Status,
+)
+
+NAME = "NodeAffinity"
+REASON = "node(s) didn't match Pod's node affinity/selector"
+Mask = npt.NDArray[np.bool_]
+
+
+def _numeric(cache: Cache, key: str) -> npt.NDArray[np.float64]:
+    values = cache.label_values.get(key, [])
+    out = np.full(len(values) + 1, np.nan)  # last entry: "no label" (-1)
+    for i, v in enumerate(values):
+        try:
+            out[i] = int(v)
+        except ValueError:
+            pass
+    return out
+
+
+def requirement_mask(cache: Cache, r: Requirement, slots: Slots) -> Mask:
+    codes = cache.codes(r.key)[slots]
+    if r.op in ("In", "NotIn"):
+        wanted = [c for v in r.values if (c := cache.label_code(r.key, v)) >= 0]
+        m = np.isin(codes, wanted) if wanted else np.zeros(len(slots), bool)
+        return m if r.op == "In" else ~m
+    if r.op == "Exists":
+        return codes >= 0
+    if r.op == "DoesNotExist":
+        return codes < 0
+    if r.op in ("Gt", "Lt") and len(r.values) == 1:
+        try:
+            bound = int(next(iter(r.values)))
+        except ValueError:
+            return np.zeros(len(slots), bool)
+        vals = _numeric(cache, r.key)[codes]  # -1 indexes the trailing NaN
+        with np.errstate(invalid="ignore"):
+            return vals > bound if r.op == "Gt" else vals < bound
+    return np.zeros(len(slots), bool)
+
+
+def term_mask(cache: Cache, term: NodeSelectorTerm, slots: Slots) -> Mask:
+    if not term.expressions and not term.fields:
+        return np.zeros(len(slots), bool)
+    m = np.ones(len(slots), bool)
+    for r in term.expressions:
+        m &= requirement_mask(cache, r, slots)
+    for r in term.fields:
+        if r.key != "metadata.name" or r.op not in ("In", "NotIn"):
+            return np.zeros(len(slots), bool)
+        named = [cache.nodes[v].slot for v in r.values if v in cache.nodes]
+        hit = np.isin(slots, named)
+        m &= hit if r.op == "In" else ~hit
+    return m
+
+
+def required_mask(cache: Cache, pod: PodInfo, slots: Slots) -> Mask:
+    """Nodes matching the pod's nodeSelector and required node affinity."""
+    m = np.ones(len(slots), bool)
+    for key, val in pod.node_selector.items():
+        m &= (
+            cache.codes(key)[slots] == cache.label_code(key, val)
+            if cache.label_code(key, val) >= 0
+            else False
+        )
+    if pod.required_node_terms is not None:
+        any_term = np.zeros(len(slots), bool)
+        for term in pod.required_node_terms:
+            any_term |= term_mask(cache, term, slots)
+        m &= any_term
+    return m
+
+
+class NodeAffinity:
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
+        return SUCCESS if pod.node_selector or pod.required_node_terms is not None else SKIP
+
+    def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
+        return FilterResult.reject(
+            ~required_mask(cache, pod, slots), REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        )
+
+    def pre_score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Status:
+        return SUCCESS if pod.preferred_node_terms else SKIP
+
+    def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
+        total = np.zeros(len(slots), np.int64)
+        for weight, term in pod.preferred_node_terms:
+            if weight:
+                total += np.where(term_mask(cache, term, slots), weight, 0)
+        return total
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: Scores) -> Scores:
+        return default_normalize(scores, reverse=False)
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return [NODE_ADD, NODE_UPDATE]
+
+
+def default_normalize(scores: Scores, reverse: bool) -> Scores:
+    """kube-scheduler's DefaultNormalizeScore: scale so the maximum is 100."""
+    top = int(scores.max()) if len(scores) else 0
+    if top == 0:
+        return np.full(len(scores), MAX_NODE_SCORE if reverse else 0, np.int64)
+    out = MAX_NODE_SCORE * scores // top
+    return (MAX_NODE_SCORE - out) if reverse else out
+
+
+def new(args: dict[str, Any]) -> NodeAffinity:
+    return NodeAffinity()

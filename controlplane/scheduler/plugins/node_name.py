@@ -1,0 +1,40 @@
+"""NodeName: a pod that names its node (spec.nodeName) fits only that node."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from controlplane.scheduler.cache import Cache
+from controlplane.scheduler.framework import FilterResult, Slots
+from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.types import (
+    NODE_ADD,
+    SKIP,
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    Status,
+)
+
+NAME = "NodeName"
+REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
+        return SUCCESS if pod.node_name else SKIP
+
+    def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
+        info = cache.nodes.get(pod.node_name)
+        bad = slots != (info.slot if info is not None else -1)
+        return FilterResult.reject(bad, REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return [NODE_ADD]
+
+
+def new(args: dict[str, object]) -> NodeName:
+    return NodeName()

@@ -1,0 +1,141 @@
+"""PodTopologySpread: keep matching pods evenly spread over topology domains.
+
+Filter (whenUnsatisfiable: DoNotSchedule): for each constraint, the node's
+domain count of matching pods, plus one if the pod matches its own selector,
+minus the smallest domain count, must not exceed maxSkew. Counting covers the
+nodes that satisfy the pod's node affinity/selector and carry every
+constraint's topology key (nodeAffinityPolicy Honor, as kube-scheduler's
+default); a node without the key is rejected as unresolvable.
+
+Score (ScheduleAnyway): sum count*log(domains + 2) + (maxSkew - 1), then
+inverted so the least crowded domain scores 100, as kube-scheduler does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from controlplane.scheduler.cache import Cache
+from controlplane.scheduler.framework import MAX_NODE_SCORE, FilterResult, Scores, Slots
+from controlplane.scheduler.plugins.node_affinity import required_mask
+from controlplane.scheduler.podinfo import PodInfo, SpreadConstraint
+from controlplane.scheduler.types import (
+    NODE_ADD,
+    NODE_UPDATE,
+    POD_ADD,
+    POD_DELETE,
+    SKIP,
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    Status,
+)
+
+NAME = "PodTopologySpread"
+R_SKEW = "node(s) didn't match pod topology spread constraints"
+R_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+Mask = npt.NDArray[np.bool_]
+
+
+def _matching(cache: Cache, pod: PodInfo, c: SpreadConstraint) -> npt.NDArray[np.int64]:
+    ns, sel = pod.namespace, c.selector
+    return cache.count_matching(
+        ("spread", ns, sel), lambda n, labels: n == ns and sel.matches(labels)
+    )
+
+
+def _eligible(cache: Cache, pod: PodInfo, constraints: Sequence[SpreadConstraint]) -> Mask:
+    all_slots = np.arange(cache.n)
+    m = cache.valid[: cache.n] & required_mask(cache, pod, all_slots)
+    for c in constraints:
+        m &= cache.codes(c.topology_key) >= 0
+    return m
+
+
+class PodTopologySpread:
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
+        return SUCCESS if any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.spread) else SKIP
+
+    def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
+        hard = [c for c in pod.spread if c.when_unsatisfiable == "DoNotSchedule"]
+        eligible = _eligible(cache, pod, hard)
+        ok = np.ones(len(slots), bool)
+        missing = np.zeros(len(slots), bool)
+        skewed = np.zeros(len(slots), bool)
+        for c in hard:
+            dom = cache.codes(c.topology_key)
+            missing |= dom[slots] < 0
+            per_node = np.where(eligible, _matching(cache, pod, c), 0)
+            ndom = len(cache.label_values[c.topology_key])
+            sums = np.bincount(dom[eligible], weights=per_node[eligible], minlength=ndom).astype(
+                np.int64
+            )
+            present = np.zeros(ndom, bool)
+            present[dom[eligible]] = True
+            domains = int(present.sum())
+            min_match = int(sums[present].min()) if domains else 0
+            if domains < c.min_domains:
+                min_match = 0
+            self_match = 1 if c.selector.matches(pod.labels) and True else 0
+            d = dom[slots]
+            count = np.where(d >= 0, sums[np.maximum(d, 0)], 0)
+            skewed |= (count + self_match - min_match > c.max_skew) & (d >= 0)
+        reasons: list[tuple[str, Mask, Code]] = []
+        if missing.any():
+            reasons.append((R_LABEL, missing, Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
+            ok &= ~missing
+        skewed &= ok
+        if skewed.any():
+            reasons.append((R_SKEW, skewed, Code.UNSCHEDULABLE))
+            ok &= ~skewed
+        return FilterResult(ok, reasons)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Status:
+        return (
+            SUCCESS if any(c.when_unsatisfiable == "ScheduleAnyway" for c in pod.spread) else SKIP
+        )
+
+    def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
+        soft = [c for c in pod.spread if c.when_unsatisfiable == "ScheduleAnyway"]
+        eligible = _eligible(cache, pod, soft)
+        ignored = np.zeros(len(slots), bool)
+        total = np.zeros(len(slots), np.float64)
+        for c in soft:
+            dom = cache.codes(c.topology_key)
+            ignored |= dom[slots] < 0
+            per_node = np.where(eligible, _matching(cache, pod, c), 0)
+            counts = cache.domain_spread(c.topology_key, per_node)[slots]
+            d = dom[slots]
+            domains = len(np.unique(d[d >= 0]))
+            weight = math.log(domains + 2)
+            total += counts * weight + (c.max_skew - 1)
+        scores = np.rint(total).astype(np.int64)
+        state.data[NAME + "/ignored"] = ignored
+        return np.where(ignored, -1, scores)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: Scores) -> Scores:
+        ignored = scores < 0
+        valid = scores[~ignored]
+        if len(valid) == 0:
+            return np.zeros(len(scores), np.int64)
+        lo, hi = int(valid.min()), int(valid.max())
+        if hi == 0:
+            out = np.full(len(scores), MAX_NODE_SCORE, np.int64)
+        else:
+            out = MAX_NODE_SCORE * (hi + lo - scores) // hi
+        return np.where(ignored, 0, out)
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return [POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE]
+
+
+def new(args: dict[str, Any]) -> PodTopologySpread:
+    return PodTopologySpread()

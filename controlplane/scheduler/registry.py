@@ -1,0 +1,69 @@
+"""Plugin registry: a plain dict from plugin name to factory(args) -> plugin.
+
+Out-of-tree plugins are added by putting a factory in a copy of `REGISTRY`
+and passing it to `config.build_profiles`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.scheduler.plugins import (
+    balanced_allocation,
+    coscheduling,
+    default_binder,
+    default_preemption,
+    image_locality,
+    inter_pod_affinity,
+    node_affinity,
+    node_conditions,
+    node_name,
+    node_ports,
+    node_resources_fit,
+    node_unschedulable,
+    pod_topology_spread,
+    priority_sort,
+    selector_spread,
+    taint_toleration,
+)
+
+Factory = Callable[[dict[str, Any]], Any]
+
+REGISTRY: dict[str, Factory] = {
+    priority_sort.NAME: priority_sort.new,
+    node_unschedulable.NAME: node_unschedulable.new,
+    node_name.NAME: node_name.new,
+    node_ports.NAME: node_ports.new,
+    node_conditions.NAME: node_conditions.new,
+    node_resources_fit.NAME: node_resources_fit.new,
+    balanced_allocation.NAME: balanced_allocation.new,
+    image_locality.NAME: image_locality.new,
+    node_affinity.NAME: node_affinity.new,
+    taint_toleration.NAME: taint_toleration.new,
+    inter_pod_affinity.NAME: inter_pod_affinity.new,
+    pod_topology_spread.NAME: pod_topology_spread.new,
+    selector_spread.NAME: selector_spread.new,
+    default_preemption.NAME: default_preemption.new,
+    coscheduling.NAME: coscheduling.new,
+    default_binder.NAME: default_binder.new,
+}
+
+# The default profile, in filter order, with kube-scheduler's default score weights.
+DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
+    ("PrioritySort", 0),
+    ("NodeUnschedulable", 0),
+    ("NodeName", 0),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", 0),
+    ("NodeResourcesFit", 1),
+    ("NodeConditions", 0),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultPreemption", 0),
+    ("Coscheduling", 0),
+    ("DefaultBinder", 0),
+)

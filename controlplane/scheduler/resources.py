@@ -1,0 +1,143 @@
+"""Exact parsing of Kubernetes resource quantities, and a pod's resource request.
+
+`parse_quantity("500m")` returns a `Fraction`; `milli_value` and `value` turn it
+into the integers the scheduler keeps (CPU in millicores, everything else in
+whole units, rounded up as Kubernetes' `MilliValue()`/`Value()` do).
+`pod_requests` computes what a pod asks for the way kube-scheduler counts it:
+the sum over containers, at least the largest init container (restartable
+"sidecar" init containers add up with the containers), plus pod overhead.
+
+This module is pure: no I/O, no cluster state. If a shared
+`controlplane/api/quantity.py` appears, this parser should defer to it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+# kube-scheduler's defaults for pods that request nothing (used only to score).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_QUANTITY = re.compile(
+    r"^([+-]?)(\d+\.?\d*|\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$"
+)
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_quantity(text: str | int | float) -> Fraction:
+    """The exact value of a quantity such as "500m", "1Gi", "2", "1e3", "128974848"."""
+    if isinstance(text, bool):
+        raise QuantityError(f"invalid quantity {text!r}")
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        return Fraction(str(text))
+    match = _QUANTITY.match(text.strip())
+    if match is None:
+        raise QuantityError(f"invalid quantity {text!r}")
+    sign, number, exponent, suffix = match.groups()
+    value = Fraction(number)
+    if exponent is not None:
+        value *= Fraction(10) ** int(exponent[1:])
+    elif suffix is not None:
+        value *= _BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix]
+    return -value if sign == "-" else value
+
+
+def value(text: str | int | float) -> int:
+    """Whole units, rounded up (Kubernetes `Quantity.Value()`)."""
+    return math.ceil(parse_quantity(text))
+
+
+def milli_value(text: str | int | float) -> int:
+    """Thousandths, rounded up (Kubernetes `Quantity.MilliValue()`)."""
+    return math.ceil(parse_quantity(text) * 1000)
+
+
+def amount(resource: str, text: str | int | float) -> int:
+    """The integer the scheduler keeps for `resource`: millicores for cpu, units otherwise."""
+    return milli_value(text) if resource == CPU else value(text)
+
+
+def resource_list(raw: dict[str, Any] | None) -> dict[str, int]:
+    """A `{"cpu": "500m", "memory": "1Gi"}` map turned into integers."""
+    if not raw:
+        return {}
+    return {name: amount(name, q) for name, q in raw.items()}
+
+
+def _add(total: dict[str, int], more: dict[str, int]) -> None:
+    for name, v in more.items():
+        total[name] = total.get(name, 0) + v
+
+
+def _max(total: dict[str, int], other: dict[str, int]) -> None:
+    for name, v in other.items():
+        if v > total.get(name, 0):
+            total[name] = v
+
+
+def _requests(container: dict[str, Any]) -> dict[str, int]:
+    return resource_list((container.get("resources") or {}).get("requests"))
+
+
+def pod_requests(pod: dict[str, Any]) -> dict[str, int]:
+    """What the pod asks for, as kube-scheduler computes it (without the pod count).
+
+    Regular containers add up. Init containers run one at a time before them,
+    so the pod needs at least the largest; a restartable init container
+    (restartPolicy Always, a sidecar) keeps running, so it adds to every later
+    init container and to the regular containers. Overhead adds on top.
+    """
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = {}
+    for c in spec.get("containers") or ():
+        _add(total, _requests(c))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in spec.get("initContainers") or ():
+        req = _requests(c)
+        if c.get("restartPolicy") == "Always":
+            _add(sidecars, req)
+            _max(init_peak, sidecars)
+        else:
+            step = dict(sidecars)
+            _add(step, req)
+            _max(init_peak, step)
+    _add(total, sidecars)
+    _max(total, init_peak)
+    _add(total, resource_list(spec.get("overhead")))
+    return {k: v for k, v in total.items() if v}
+
+
+def non_zero_cpu_memory(requests: dict[str, int]) -> tuple[int, int]:
+    """CPU and memory for scoring: a pod that asks for none counts as the defaults."""
+    return (
+        requests.get(CPU) or DEFAULT_MILLI_CPU_REQUEST,
+        requests.get(MEMORY) or DEFAULT_MEMORY_REQUEST,
+    )

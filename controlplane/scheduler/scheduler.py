@@ -1,0 +1,421 @@
+"""The scheduler: informer events in, one pod at a time through its profile, binds out.
+
+`Scheduler` wires the queue, the cache, the profiles (one `Framework` per
+schedulerName) and a `ClusterWriter`. Event handlers (`on_pod_*`,
+`on_node_*`, `on_pod_group`) only update the cache and the queue.
+`schedule_one()` is kube-scheduler's scheduleOne: pop, filter+score against
+the cache (assumed pods included), assume, Reserve, Permit, then the binding
+cycle (PreBind, Bind, PostBind) on the executor. A pod that fits nowhere gets
+PostFilter (preemption), an explanation (`0/5 nodes are available: ...`) and
+goes back to the queue; a failed bind forgets the assumption and requeues.
+Permit "wait" parks the pod until a plugin allows it or its timeout passes
+(`tick()` checks deadlines; `run()` sleeps on the queue until the next one).
+
+This module never talks to the API server itself; the writer does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from controlplane.scheduler.binder import BindError, ClusterWriter, Executor, InlineExecutor
+from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
+from controlplane.scheduler.config import SchedulerConfig, build_profiles
+from controlplane.scheduler.framework import FitError, Framework, SchedulerAware
+from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.queue import QueuedPodInfo, SchedulingQueue
+from controlplane.scheduler.types import (
+    NODE_ADD,
+    NODE_DELETE,
+    NODE_UPDATE,
+    POD_ADD,
+    POD_DELETE,
+    POD_GROUP_CHANGE,
+    Clock,
+    ClusterEvent,
+    Code,
+    CycleState,
+    RealClock,
+    Status,
+)
+
+log = logging.getLogger("skiff.scheduler")
+Obj = dict[str, Any]
+
+
+@dataclass
+class WaitingPod:
+    qp: QueuedPodInfo
+    framework: Framework
+    state: CycleState
+    node: str
+    deadline: float
+
+
+@dataclass
+class Decision:
+    """The last scheduling decision for a pod: explanation or score breakdown."""
+
+    node: str = ""
+    message: str = ""
+    breakdown: dict[str, Any] = field(default_factory=dict)
+    nominated: str = ""
+
+
+class Scheduler:
+    def __init__(
+        self,
+        profiles: dict[str, Framework],
+        writer: ClusterWriter,
+        clock: Clock | None = None,
+        cache: Cache | None = None,
+        queue: SchedulingQueue | None = None,
+        executor: Executor | None = None,
+        drf: bool = False,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        priority_classes: dict[str, int] | None = None,
+    ) -> None:
+        if not profiles:
+            raise ValueError("at least one profile is needed")
+        self.clock = clock or RealClock()
+        self.profiles = profiles
+        self.writer = writer
+        self.cache = cache or Cache(self.clock)
+        self.executor = executor or InlineExecutor()
+        self.priority_classes = priority_classes or {}
+        first = next(iter(profiles.values()))
+        sorter = first.queue_sort
+        events: dict[str, list[ClusterEvent]] = {}
+        for fw in profiles.values():
+            events.update(fw.events())
+        self.queue = queue or SchedulingQueue(
+            sorter.sort_key if sorter else (lambda p, added: (-p.priority, p.created or added)),
+            self.clock,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            plugin_events=events,
+            drf_share=self.dominant_share if drf else None,
+        )
+        self.waiting: dict[str, WaitingPod] = {}
+        self.waiting_lock = threading.RLock()
+        self.decisions: OrderedDict[str, Decision] = OrderedDict()
+        self.max_decisions = 10000
+        self.pod_groups: dict[str, Obj] = {}
+        self.group_members: dict[str, set[str]] = {}
+        self.pending_pods: dict[str, PodInfo] = {}
+        self.ns_usage: dict[str, np.ndarray[Any, np.dtype[np.int64]]] = {}
+        self.stats = {"scheduled": 0, "unschedulable": 0, "bind_failures": 0, "preemptions": 0}
+        for fw in profiles.values():
+            for p in fw.plugins:
+                if isinstance(p, SchedulerAware):
+                    p.attach(self)
+
+    # ---- informer handlers ----------------------------------------------------
+
+    def pod_info(self, pod: Obj) -> PodInfo:
+        return PodInfo.of(pod, self.priority_classes)
+
+    def _responsible(self, p: PodInfo) -> bool:
+        return p.scheduler_name in self.profiles
+
+    def on_pod_add(self, pod: Obj) -> None:
+        p = self.pod_info(pod)
+        if p.pod_group:
+            self.group_members.setdefault(p.pod_group, set()).add(p.key)
+        if p.node_name:
+            self.pending_pods.pop(p.key, None)
+            self.queue.delete(p.key)
+            self.cache.add_pod(p)
+            self._usage(p, +1)
+            self.queue.move_on_event(POD_ADD)
+        elif self._responsible(p) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+            self.pending_pods[p.key] = p
+            if self.cache.node_of(p.key) is None:
+                self.queue.add(p)
+
+    def on_pod_update(self, pod: Obj) -> None:
+        key = (
+            f"{(pod.get('metadata') or {}).get('namespace') or 'default'}/{pod['metadata']['name']}"
+        )
+        if (pod.get("spec") or {}).get("nodeName"):
+            if self.cache.node_of(key) is not None and not self.cache.is_assumed(key):
+                # Already counted; a status or metadata change (e.g. terminating) only.
+                p = self.pod_info(pod)
+                self._usage_remove(key)
+                self.cache.update_pod(p)
+                self._usage(p, +1)
+                return
+            self._usage_remove(key)
+        self.on_pod_add(pod)
+
+    def on_pod_delete(self, pod: Obj) -> None:
+        p = self.pod_info(pod)
+        self.pending_pods.pop(p.key, None)
+        if p.pod_group:
+            self.group_members.get(p.pod_group, set()).discard(p.key)
+        self.queue.delete(p.key)
+        self._reject_waiting(p.key, "pod deleted", requeue=False)
+        self._usage_remove(p.key)
+        self.cache.remove_pod(p.key)
+        self.queue.move_on_event(POD_DELETE)
+
+    def on_node_add(self, node: Obj) -> None:
+        self.cache.add_node(node)
+        self.queue.move_on_event(NODE_ADD)
+
+    def on_node_update(self, node: Obj) -> None:
+        self.cache.update_node(node)
+        self.queue.move_on_event(NODE_UPDATE)
+
+    def on_node_delete(self, node: Obj) -> None:
+        self.cache.remove_node(node["metadata"]["name"])
+        self.queue.move_on_event(NODE_DELETE)
+
+    def on_pod_group(self, group: Obj, deleted: bool = False) -> None:
+        meta = group["metadata"]
+        key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+        if deleted:
+            self.pod_groups.pop(key, None)
+        else:
+            self.pod_groups[key] = group
+        self.queue.move_on_event(POD_GROUP_CHANGE)
+
+    def handle(self, kind: str, type_: str, obj: Obj) -> None:
+        """Dispatch one watch event (kind, ADDED/MODIFIED/DELETED, object)."""
+        if kind == "Pod":
+            {
+                "ADDED": self.on_pod_add,
+                "MODIFIED": self.on_pod_update,
+                "DELETED": self.on_pod_delete,
+            }[type_](obj)
+        elif kind == "Node":
+            {
+                "ADDED": self.on_node_add,
+                "MODIFIED": self.on_node_update,
+                "DELETED": self.on_node_delete,
+            }[type_](obj)
+        elif kind == "PodGroup":
+            self.on_pod_group(obj, deleted=type_ == "DELETED")
+
+    # ---- DRF bookkeeping -------------------------------------------------------
+
+    def _usage(self, p: PodInfo, sign: int) -> None:
+        u = self.ns_usage.get(p.namespace)
+        if u is None:
+            u = self.ns_usage[p.namespace] = np.zeros(2, np.int64)
+        u[0] += sign * p.requests.get("cpu", 0)
+        u[1] += sign * p.requests.get("memory", 0)
+
+    def _usage_remove(self, key: str) -> None:
+        node = self.cache.node_of(key)
+        if node is None:
+            return
+        info = self.cache.nodes.get(node)
+        p = info.pods.get(key) if info else None
+        if p is not None:
+            self._usage(p, -1)
+
+    def dominant_share(self, namespace: str) -> float:
+        """The namespace's largest share of the cluster's cpu or memory."""
+        u = self.ns_usage.get(namespace)
+        if u is None:
+            return 0.0
+        valid = self.cache.valid[: self.cache.n]
+        total = self.cache.alloc[: self.cache.n][valid][:, [CPU_COL, MEM_COL]].sum(axis=0)
+        return float(max(u[i] / total[i] if total[i] else 0.0 for i in range(2)))
+
+    # ---- the scheduling cycle ------------------------------------------------
+
+    def schedule_one(self, block: bool = False, timeout: float | None = None) -> bool:
+        """Schedule the next pod; False when the queue had nothing ready."""
+        qp = self.queue.pop(block=block, timeout=timeout)
+        if qp is None:
+            return False
+        pod = qp.info
+        if pod.key not in self.pending_pods or self.cache.node_of(pod.key) is not None:
+            return True  # deleted or already placed meanwhile
+        fw = self.profiles[pod.scheduler_name]
+        state = CycleState()
+        with self.cache.lock:
+            try:
+                result = fw.schedule(state, pod, self.cache)
+            except FitError as err:
+                self._fit_failure(fw, state, qp, err)
+                return True
+            self.cache.assume_pod(pod, result.node)
+        self._record(pod.key, Decision(node=result.node, breakdown=result.breakdown))
+        st = fw.run_reserve(state, pod, result.node)
+        if not st.ok:
+            self.cache.forget_pod(pod.key)
+            self._failed(qp, st, {st.plugin})
+            return True
+        st, timeout_s = fw.run_permit(state, pod, result.node)
+        if st.code == Code.WAIT:
+            with self.waiting_lock:
+                self.waiting[pod.key] = WaitingPod(
+                    qp, fw, state, result.node, self.clock.now() + timeout_s
+                )
+            return True
+        if not st.ok:
+            fw.run_unreserve(state, pod, result.node)
+            self.cache.forget_pod(pod.key)
+            self._failed(qp, st, {st.plugin})
+            return True
+        self.executor.submit(lambda: self._binding_cycle(fw, state, qp, result.node))
+        return True
+
+    def _record(self, key: str, d: Decision) -> None:
+        self.decisions[key] = d
+        self.decisions.move_to_end(key)
+        if len(self.decisions) > self.max_decisions:
+            self.decisions.popitem(last=False)
+
+    def _fit_failure(
+        self, fw: Framework, state: CycleState, qp: QueuedPodInfo, err: FitError
+    ) -> None:
+        pod = qp.info
+        message = str(err)
+        nominated = ""
+        if fw.post_filters:
+            st, nominated = fw.run_post_filter(state, pod, err.diagnosis)
+            if st.ok and nominated:
+                self.stats["preemptions"] += 1
+                message += f" preemption: nominated node {nominated}."
+                pod.nominated_node = nominated
+            elif st.reasons:
+                message += " preemption: " + st.message()
+        self.stats["unschedulable"] += 1
+        self._record(pod.key, Decision(message=message, nominated=nominated))
+        try:
+            self.writer.report_unschedulable(pod.pod, message)
+        except Exception:
+            log.exception("reporting unschedulable pod %s", pod.key)
+        plugins = set(err.diagnosis.unschedulable_plugins)
+        self.queue.add_unschedulable(qp, plugins, message)
+
+    def _failed(self, qp: QueuedPodInfo, st: Status, plugins: set[str]) -> None:
+        message = st.message() or "scheduling failed"
+        self._record(qp.key, Decision(message=message))
+        if st.code == Code.ERROR:
+            self.queue.add_backoff(qp)
+        else:
+            self.queue.add_unschedulable(qp, plugins, message)
+
+    def _binding_cycle(
+        self, fw: Framework, state: CycleState, qp: QueuedPodInfo, node: str
+    ) -> None:
+        pod = qp.info
+        st = fw.run_pre_bind(state, pod, node)
+        if st.ok:
+            st = fw.run_bind(state, pod, node)
+        if not st.ok:
+            self.stats["bind_failures"] += 1
+            fw.run_unreserve(state, pod, node)
+            self.cache.forget_pod(pod.key)
+            self._failed(qp, Status(Code.ERROR, st.reasons, st.plugin), set())
+            # Its place is free again: others may fit now.
+            self.queue.move_on_event(POD_DELETE)
+            return
+        self.cache.finish_binding(pod.key)
+        self.stats["scheduled"] += 1
+        fw.run_post_bind(state, pod, node)
+
+    def bind_with_writer(self, pod: PodInfo, node: str) -> Status:
+        """What the DefaultBinder plugin does: one write through the ClusterWriter."""
+        try:
+            self.writer.bind(pod.pod, node)
+        except BindError as e:
+            return Status(Code.ERROR, (str(e),))
+        return Status()
+
+    # ---- Permit waiting -------------------------------------------------------
+
+    def waiting_pod(self, key: str) -> WaitingPod | None:
+        with self.waiting_lock:
+            return self.waiting.get(key)
+
+    def allow(self, key: str) -> None:
+        """A Permit plugin lets a waiting pod go on to bind."""
+        with self.waiting_lock:
+            w = self.waiting.pop(key, None)
+        if w is not None:
+            self.executor.submit(lambda: self._binding_cycle(w.framework, w.state, w.qp, w.node))
+
+    def reject(self, key: str, message: str) -> None:
+        self._reject_waiting(key, message, requeue=True)
+
+    def _reject_waiting(self, key: str, message: str, requeue: bool) -> None:
+        with self.waiting_lock:
+            w = self.waiting.pop(key, None)
+        if w is None:
+            return
+        w.framework.run_unreserve(w.state, w.qp.info, w.node)
+        self.cache.forget_pod(key)
+        self._record(key, Decision(message=message))
+        if requeue:
+            self.queue.add_unschedulable(w.qp, {"Coscheduling"}, message)
+            self.queue.move_on_event(POD_DELETE)
+
+    def tick(self) -> float | None:
+        """Time-driven work: permit timeouts, assumed-pod expiry. Returns the next deadline."""
+        now = self.clock.now()
+        with self.waiting_lock:
+            expired = [k for k, w in self.waiting.items() if w.deadline <= now]
+        for key in expired:
+            self.reject(key, "rejected at Permit: timed out waiting for the pod group")
+        for key in self.cache.cleanup_expired():
+            p = self.pending_pods.get(key)
+            if p is not None:
+                self.queue.add(p)
+        with self.waiting_lock:
+            deadlines = [w.deadline for w in self.waiting.values()]
+        nxt = self.queue.next_deadline()
+        if nxt is not None:
+            deadlines.append(nxt)
+        return min(deadlines) if deadlines else None
+
+    def run(self, stop: threading.Event) -> None:
+        """Schedule until `stop` is set; sleeps on the queue between pods."""
+        while not stop.is_set():
+            deadline = self.tick()
+            timeout = 1.0 if deadline is None else max(min(deadline - self.clock.now(), 1.0), 0.001)
+            self.schedule_one(block=True, timeout=timeout)
+
+    def schedule_pending(self, limit: int | None = None) -> int:
+        """Schedule every ready pod now (tests, benchmark); returns how many were tried."""
+        n = 0
+        while limit is None or n < limit:
+            self.tick()
+            if not self.schedule_one(block=False):
+                break
+            n += 1
+        return n
+
+    def explain(self, key: str) -> Decision | None:
+        return self.decisions.get(key)
+
+
+def from_config(
+    config: SchedulerConfig,
+    writer: ClusterWriter,
+    clock: Clock | None = None,
+    executor: Executor | None = None,
+    seed: int = 0,
+) -> Scheduler:
+    """A scheduler built from a validated configuration (see config.py)."""
+    return Scheduler(
+        build_profiles(config, seed=seed),
+        writer,
+        clock=clock,
+        executor=executor,
+        drf=config.queue_order == "DRF",
+        initial_backoff=config.initial_backoff,
+        max_backoff=config.max_backoff,
+    )
