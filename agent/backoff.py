@@ -39,6 +39,10 @@ class Backoff:
             return 0.0
         return max(0.0, delay - (self._now() - finished_at))
 
+    def delay(self, key: str) -> float:
+        """The current backoff of `key` (0 before its first restart)."""
+        return self._delay.get(key, 0.0)
+
     def restarted(self, key: str) -> None:
         """Record a restart of `key`: the next one waits twice as long."""
         delay = self._delay.get(key)

@@ -200,18 +200,28 @@ def write_atomic_dir(
         shutil.rmtree(target / old, ignore_errors=True)
 
 
+def volume_paths(root: Path, pod: Mapping[str, Any]) -> dict[str, str]:
+    """Volume name -> host path, without making anything."""
+    base = pod_dir(root, pod) / "volumes"
+    paths: dict[str, str] = {}
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        if "hostPath" in volume:
+            paths[volume["name"]] = str(volume["hostPath"]["path"])
+        else:
+            paths[volume["name"]] = str(base / _plugin_dir(volume) / volume["name"])
+    return paths
+
+
 def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dict[str, str]:
     """Make every volume of the pod; return volume name -> host path."""
-    paths: dict[str, str] = {}
-    base = pod_dir(root, pod) / "volumes"
+    paths = volume_paths(root, pod)
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         name = volume["name"]
         if "hostPath" in volume:
             hp = volume["hostPath"]
             _check_host_path(name, hp["path"], hp.get("type", ""))
-            paths[name] = hp["path"]
             continue
-        path = base / _plugin_dir(volume) / name
+        path = Path(paths[name])
         if "emptyDir" in volume:
             path.mkdir(mode=0o777, parents=True, exist_ok=True)
             path.chmod(0o777)
@@ -225,7 +235,6 @@ def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dic
             )
             default_mode = (volume[kind] or {}).get("defaultMode", 0o644)
             write_atomic_dir(path, volume_files(pod, volume, src), default_mode)
-        paths[name] = str(path)
     return paths
 
 

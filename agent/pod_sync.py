@@ -1,0 +1,363 @@
+"""SyncPod: carry out compute_pod_actions' plan through CRI, in steps.
+
+1. kill the pod (all containers, then the sandbox) if the plan says so;
+2. kill the containers the plan names;
+3. create the sandbox (volumes first) if needed;
+4. start the next init container, or the app containers to start, each
+   through: crash-loop backoff, image pull per imagePullPolicy (with its own
+   backoff), env and volume mounts, CreateContainer, StartContainer.
+Failures do not raise: they become the waiting reason and message of the
+container (ErrImagePull, ImagePullBackOff, CrashLoopBackOff,
+CreateContainerConfigError, CreateContainerError, RunContainerError), which
+compute_pod_status reports. Termination runs preStop hooks, then stops every
+container within the grace period, then the sandbox.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.backoff import Backoff
+from agent.cri_client import CRIClient, CRIError
+from agent.pod_actions import PodActions, compute_pod_actions
+from agent.pod_config import (
+    ConfigError,
+    NodeSettings,
+    container_config,
+    resolve_env,
+    sandbox_config,
+)
+from agent.pod_status import ContainerInfo, Waiting
+from agent.qos import qos_class
+from agent.resources import container_resources
+from agent.runtime_view import PodRecord
+from agent.volumes import VolumeSources, container_mounts, setup_volumes, volume_paths
+from proto.runtime.v1 import api_pb2 as cri
+
+log = logging.getLogger("skiff.agent.sync")
+
+DataLookup = Callable[[str, str], Mapping[str, str] | None]
+
+
+@dataclass
+class SyncResult:
+    waiting: dict[str, Waiting] = field(default_factory=dict)
+    init_failed: bool = False
+    pod_ips: tuple[str, ...] = ()
+    actions: PodActions | None = None
+
+
+def pull_policy(container: Mapping[str, Any]) -> str:
+    policy = container.get("imagePullPolicy")
+    if policy:
+        return str(policy)
+    image = str(container.get("image", ""))
+    last = image.rsplit("/", 1)[-1]
+    if "@" in last:
+        return "IfNotPresent"
+    tag = last.split(":", 1)[1] if ":" in last else "latest"
+    return "Always" if tag == "latest" else "IfNotPresent"
+
+
+@dataclass
+class SyncDeps:
+    runtime: CRIClient
+    node: NodeSettings
+    root: Path
+    memory_capacity: int
+    now: Callable[[], float]
+    volumes: VolumeSources
+    config_data: DataLookup
+    secret_data: DataLookup
+    backoff: Backoff
+    image_backoff: Backoff
+    pull_auth: Callable[[Mapping[str, Any], str], cri.AuthConfig | None] = lambda pod, image: None
+    service_env: Callable[[str], Mapping[str, str]] = lambda namespace: {}
+    runtime_handler: str = ""
+
+
+class PodSyncer:
+    def __init__(self, deps: SyncDeps) -> None:
+        self.d = deps
+        self._ips: dict[str, tuple[str, ...]] = {}
+        # Image pull failures per (pod uid, container, image): when and why.
+        self._pull_failed_at: dict[str, float] = {}
+        self._pull_errors: dict[str, str] = {}
+
+    def sync(
+        self,
+        pod: Mapping[str, Any],
+        record: PodRecord | None,
+        liveness_failed: frozenset[str] = frozenset(),
+    ) -> SyncResult:
+        rec = record or PodRecord(pod["metadata"]["uid"])
+        actions = compute_pod_actions(dict(pod), rec.actions_state(), liveness_failed)
+        result = SyncResult(init_failed=actions.init_failed, actions=actions)
+        grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+
+        # 1 + 2: kill
+        if actions.kill_pod:
+            self.kill_pod(pod, rec, grace)
+            if not actions.create_sandbox:
+                return result
+        else:
+            for cid, why in actions.containers_to_kill.items():
+                log.info("pod=%s container_id=%s killing: %s", _name(pod), cid, why)
+                self._stop_container(pod, rec, cid, grace)
+
+        # 3: sandbox
+        sandbox_id = actions.sandbox_id
+        if actions.create_sandbox:
+            try:
+                sandbox_id = self._create_sandbox(pod, actions.attempt)
+            except (CRIError, ConfigError, OSError) as err:
+                msg = f"failed to create pod sandbox: {err}"
+                log.warning("pod=%s %s", _name(pod), msg)
+                for c in self._all_specs(pod):
+                    result.waiting[c["name"]] = Waiting("ContainerCreating", msg)
+                return result
+        result.pod_ips = self._sandbox_ips(sandbox_id)
+        sb_config = sandbox_config(pod, self.d.node, actions.attempt)
+
+        # 4: containers
+        latest = _latest(rec.containers)
+        if actions.next_init_container is not None:
+            spec = self._spec(pod, actions.next_init_container, init=True)
+            self._start(pod, spec, latest.get(spec["name"]), sandbox_id, sb_config, result)
+        for name in actions.containers_to_start:
+            spec = self._spec(pod, name, init=False)
+            self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
+        return result
+
+    # steps
+    def _create_sandbox(self, pod: Mapping[str, Any], attempt: int) -> str:
+        setup_volumes(self.d.root, pod, self.d.volumes)
+        cfg = sandbox_config(pod, self.d.node, attempt)
+        Path(cfg.log_directory).mkdir(parents=True, exist_ok=True)
+        sandbox_id = self.d.runtime.run_pod_sandbox(cfg, self.d.runtime_handler)
+        log.info(
+            "pod=%s uid=%s sandbox=%s attempt=%d created",
+            _name(pod),
+            pod["metadata"]["uid"],
+            sandbox_id[:12],
+            attempt,
+        )
+        return sandbox_id
+
+    def _sandbox_ips(self, sandbox_id: str) -> tuple[str, ...]:
+        if sandbox_id in self._ips:
+            return self._ips[sandbox_id]
+        try:
+            st = self.d.runtime.pod_sandbox_status(sandbox_id).status
+        except CRIError:
+            return ()
+        ips = tuple(ip for ip in [st.network.ip, *(a.ip for a in st.network.additional_ips)] if ip)
+        if ips:
+            self._ips[sandbox_id] = ips
+        return ips
+
+    def _start(
+        self,
+        pod: Mapping[str, Any],
+        spec: Mapping[str, Any],
+        last: ContainerInfo | None,
+        sandbox_id: str,
+        sb_config: cri.PodSandboxConfig,
+        result: SyncResult,
+    ) -> None:
+        name = spec["name"]
+        uid = pod["metadata"]["uid"]
+        key = f"{uid}/{name}"
+        if last is not None and last.state == "exited":
+            ran = max(0.0, last.finished_at - last.started_at)
+            wait = self.d.backoff.remaining(key, last.finished_at, ran)
+            if wait > 0:
+                result.waiting[name] = Waiting(
+                    "CrashLoopBackOff",
+                    f"back-off {int(self.d.backoff.delay(key))}s restarting failed "
+                    f"container={name} pod={_name(pod)}",
+                )
+                return
+        restart_count = last.attempt + 1 if last is not None else 0
+        image_ref = self._ensure_image(pod, spec, sb_config, result)
+        if image_ref is None:
+            return
+        try:
+            env = resolve_env(
+                pod,
+                spec,
+                self.d.node,
+                self.d.config_data,
+                self.d.secret_data,
+                self.d.service_env(pod["metadata"].get("namespace", "default")),
+            )
+            mounts = container_mounts(spec, volume_paths(self.d.root, pod))
+        except ConfigError as err:
+            result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
+            return
+        resources = container_resources(dict(spec), qos_class(dict(pod)), self.d.memory_capacity)
+        cfg = container_config(pod, spec, restart_count, env, mounts, resources, image_ref)
+        try:
+            cid = self.d.runtime.create_container(sandbox_id, cfg, sb_config)
+        except CRIError as err:
+            result.waiting[name] = Waiting("CreateContainerError", err.message)
+            return
+        if last is not None and last.state == "exited":
+            self.d.backoff.restarted(key)
+        try:
+            self.d.runtime.start_container(cid)
+        except CRIError as err:
+            result.waiting[name] = Waiting("RunContainerError", err.message)
+            return
+        log.info(
+            "pod=%s container=%s container_id=%s started (restart %d)",
+            _name(pod),
+            name,
+            cid[:12],
+            restart_count,
+        )
+
+    def _ensure_image(
+        self,
+        pod: Mapping[str, Any],
+        spec: Mapping[str, Any],
+        sb_config: cri.PodSandboxConfig,
+        result: SyncResult,
+    ) -> str | None:
+        image = str(spec["image"])
+        name = spec["name"]
+        policy = pull_policy(spec)
+        present = None
+        if policy != "Always":
+            try:
+                present = self.d.runtime.image_status(image)
+            except CRIError as err:
+                result.waiting[name] = Waiting("ErrImagePull", err.message)
+                return None
+            if present is not None:
+                return present.id
+            if policy == "Never":
+                result.waiting[name] = Waiting(
+                    "ErrImageNeverPull",
+                    f'Container image "{image}" is not present with pull policy of Never',
+                )
+                return None
+        key = f"{pod['metadata']['uid']}/{name}/{image}"
+        wait = self.d.image_backoff.remaining(key, self._pull_failed_at.get(key, 0.0))
+        if wait > 0:
+            result.waiting[name] = Waiting(
+                "ImagePullBackOff",
+                f'Back-off pulling image "{image}": {self._pull_errors.get(key, "")}',
+            )
+            return None
+        try:
+            ref = self.d.runtime.pull_image(image, self.d.pull_auth(pod, image), sb_config)
+        except CRIError as err:
+            self._pull_failed_at[key] = self.d.now()
+            self._pull_errors[key] = err.message
+            self.d.image_backoff.restarted(key)
+            result.waiting[name] = Waiting("ErrImagePull", err.message)
+            return None
+        self.d.image_backoff.forget(key)
+        self._pull_failed_at.pop(key, None)
+        return ref
+
+    # termination
+    def kill_pod(self, pod: Mapping[str, Any], rec: PodRecord, grace: int) -> None:
+        running = [c for c in rec.containers if c.state in ("running", "created")]
+        threads = [
+            threading.Thread(target=self._stop_container, args=(pod, rec, c.id, grace), daemon=True)
+            for c in running
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for sb in rec.sandboxes:
+            if sb.state == cri.SANDBOX_READY:
+                try:
+                    self.d.runtime.stop_pod_sandbox(sb.id)
+                except CRIError as err:
+                    if not err.not_found:
+                        raise
+            self._ips.pop(sb.id, None)
+
+    def _stop_container(self, pod: Mapping[str, Any], rec: PodRecord, cid: str, grace: int) -> None:
+        info = next((c for c in rec.containers if c.id == cid), None)
+        deadline = self.d.now() + grace
+        if (
+            info is not None
+            and info.state == "running"
+            and pod["metadata"].get("deletionTimestamp")
+        ):
+            spec = next((c for c in self._all_specs(pod) if c["name"] == info.name), None)
+            hook = ((spec or {}).get("lifecycle") or {}).get("preStop")
+            if hook:
+                self._run_hook(pod, cid, hook, grace)
+        remaining = max(0, int(deadline - self.d.now()))
+        try:
+            self.d.runtime.stop_container(cid, remaining)
+        except CRIError as err:
+            if not err.not_found:
+                log.warning("pod=%s container_id=%s stop failed: %s", _name(pod), cid[:12], err)
+
+    def _run_hook(
+        self, pod: Mapping[str, Any], cid: str, hook: Mapping[str, Any], grace: int
+    ) -> None:
+        try:
+            if "exec" in hook:
+                self.d.runtime.exec_sync(cid, hook["exec"]["command"], max(1, grace))
+            elif "httpGet" in hook:
+                h = hook["httpGet"]
+                host = h.get("host") or (self._ips_for(pod) or ("127.0.0.1",))[0]
+                url = f"{h.get('scheme', 'HTTP').lower()}://{host}:{h['port']}{h.get('path', '/')}"
+                with urllib.request.urlopen(url, timeout=max(1, grace)):
+                    pass
+        except Exception as err:  # a failed hook does not stop the kill
+            log.info("pod=%s container_id=%s preStop hook failed: %s", _name(pod), cid[:12], err)
+
+    def _ips_for(self, pod: Mapping[str, Any]) -> tuple[str, ...]:
+        ips = (pod.get("status") or {}).get("podIPs") or []
+        return tuple(p["ip"] for p in ips)
+
+    def remove_pod(self, rec: PodRecord) -> None:
+        """Remove every container and sandbox of a terminated pod."""
+        for c in rec.containers:
+            try:
+                self.d.runtime.remove_container(c.id)
+            except CRIError as err:
+                if not err.not_found:
+                    raise
+        for sb in rec.sandboxes:
+            self.d.runtime.remove_pod_sandbox(sb.id)
+            self._ips.pop(sb.id, None)
+
+    # helpers
+    def _all_specs(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        spec = pod.get("spec") or {}
+        return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+
+    def _spec(self, pod: Mapping[str, Any], name: str, init: bool) -> Mapping[str, Any]:
+        key = "initContainers" if init else "containers"
+        for c in (pod.get("spec") or {}).get(key) or []:
+            if c["name"] == name:
+                return dict(c)
+        raise KeyError(name)
+
+
+def _latest(containers: list[ContainerInfo]) -> dict[str, ContainerInfo]:
+    out: dict[str, ContainerInfo] = {}
+    for c in containers:
+        out.setdefault(c.name, c)
+    return out
+
+
+def _name(pod: Mapping[str, Any]) -> str:
+    md = pod["metadata"]
+    return f"{md.get('namespace', 'default')}/{md['name']}"
