@@ -374,6 +374,33 @@ def check(args: Args) -> None:
 
 
 def gc(args: Args) -> None:
+    """GC (CNI 1.1): remove every attachment of this network that is not in
+    `cni.dev/valid-attachments`: host veths on the bridge, NAT chains (found
+    by this network's rule comment), then IPAM allocations."""
+    conf = NetConf(args.conf)
+    valid = [
+        (str(a.get("containerID", "")), str(a.get("ifname", "")))
+        for a in args.conf.get("cni.dev/valid-attachments") or []
+        if isinstance(a, dict)
+    ]
+    keep_veths = {host_veth_name(conf.name, cid, ifname) for cid, ifname in valid}
+    with nl.Netlink() as sock:
+        br = sock.get_link(conf.bridge)
+        if br is not None:
+            for link in sock.links():
+                if link.master == br.index and link.kind == "veth" and link.name not in keep_veths:
+                    sock.delete_link(link.index)
+    keep_rules = {iptables.chain_id(conf.name, cid, ifname) for cid, ifname in valid}
+    mine = f'--comment "skiff {iptables.comment(conf.name, "")[7:-1]}'
+    stale = set()
+    for line in iptables.save():
+        if line.startswith("-A ") and mine in line and " -j SKIFF-" in line:
+            target = line.rsplit(" -j ", 1)[1].split(" ", 1)[0]
+            cid = target.rsplit("-", 1)[1]
+            if cid not in keep_rules:
+                stale.add(cid)
+    for cid in sorted(stale):
+        iptables.teardown(cid)
     delegate.ipam_gc(args)
 
 

@@ -264,3 +264,35 @@ def test_bad_input_gives_spec_errors_and_leaves_nothing(cni_bin, node, pod_facto
     )
     assert rc == 0
     _assert_nothing_left(node, tmp_path, conf, [pod, second])
+
+
+def test_gc_and_status_for_cni_1_1(cni_bin, node, pod_factory, tmp_path) -> None:
+    conf = bridge_conf(tmp_path, "10.250.6.0/24", cniVersion="1.1.0")
+    binary, path = cni_bin / "skiff-cni", _path(cni_bin)
+    pods = {cid: pod_factory() for cid in ("keep", "lost")}
+    results: dict[str, dict[str, Any] | None] = {}
+    for cid, pod in pods.items():
+        c = dict(conf)
+        if cid == "lost":
+            c["runtimeConfig"] = {"portMappings": [{"hostPort": 12001, "containerPort": 80}]}
+        rc, results[cid] = run_plugin(binary, "ADD", c, cid, netns_path(pod), node, path)
+        assert rc == 0, results[cid]
+    rc, out = run_plugin(binary, "STATUS", conf, "", "", node, path)
+    assert (rc, out) == (0, None)
+    gc_conf = dict(
+        conf, **{"cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]}
+    )
+    rc, out = run_plugin(binary, "GC", gc_conf, "", "", node, path)
+    assert rc == 0, out
+    assert _ipam_files(tmp_path, conf) == ["10.250.6.2"]
+    veths = [n for n in links(node) if n.startswith("veth")]
+    kept = results["keep"]
+    assert kept is not None and veths == [kept["interfaces"][1]["name"]]
+    rules = nat_rules(node)
+    assert chain_id(conf["name"], "keep", "eth0") in rules
+    assert chain_id(conf["name"], "lost", "eth0") not in rules and "12001" not in rules
+    assert ping(pods["keep"], "10.250.6.1")
+    rc, out = run_plugin(
+        binary, "STATUS", dict(conf, ipam={"type": "skiff-ipam"}), "", "", node, path
+    )
+    assert rc == 1 and out is not None and out["code"] == 7
