@@ -141,6 +141,9 @@ class _EtcdWatch:
 class EtcdStore:
     """See the module docstring. Thread-safe."""
 
+    # range(rev=N) reads the state at revision N (consistent List pages).
+    snapshot_reads = True
+
     def __init__(
         self,
         endpoints: list[str],

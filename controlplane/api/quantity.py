@@ -1,0 +1,53 @@
+"""Kubernetes resource quantities ("100m", "1.5", "64Mi", "1G", "2e3").
+
+`parse_quantity` returns an exact Fraction so "100m" CPU and "0.1" compare
+equal; it raises ValueError on anything Kubernetes would refuse.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_SUFFIXES: dict[str, Fraction] = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+
+_RE = re.compile(r"^([+-]?[0-9]+(?:\.[0-9]*)?|[+-]?\.[0-9]+)(?:([eE][+-]?[0-9]+)|([a-zA-Z]{0,2}))$")
+
+
+def parse_quantity(value: object) -> Fraction:
+    """The numeric value of a quantity (int, float or string)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a quantity")
+    m = _RE.match(value.strip())
+    if not m:
+        raise ValueError(f"{value!r} is not a quantity (e.g. 100m, 0.5, 64Mi, 1G)")
+    number = Fraction(m.group(1))
+    if m.group(2):
+        return number * Fraction(10) ** int(m.group(2)[1:])
+    suffix = m.group(3) or ""
+    if suffix not in _SUFFIXES:
+        raise ValueError(f"{value!r}: unknown suffix {suffix!r}")
+    return number * _SUFFIXES[suffix]

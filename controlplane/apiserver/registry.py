@@ -1,0 +1,725 @@
+"""The generic object registry: Kubernetes API semantics over a Store.
+
+Create (generateName, uid, timestamps, defaults, validation, namespace must
+exist and not be terminating), Get, List (label/field selectors, limit and
+continue), Update with optimistic concurrency, the status subresource
+(generation bumps only on spec changes), merge Patch, Delete with grace
+period, preconditions and propagation finalizers, and the scale subresource.
+Kind-specific admission (pod priority, service IPs, job selectors) is in
+`admission.py`.
+
+Objects are stored as compact JSON without metadata.resourceVersion (the
+store's mod revision is the resourceVersion). Read paths hand back the stored
+bytes untouched with their revision, so a List of many objects is never
+decoded and re-encoded unless a selector needs to look inside.
+
+Errors are the client-facing ones (controlplane.client.errors); this module
+never touches gRPC.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import datetime
+import json
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from controlplane.api import defaults, validation
+from controlplane.api.kinds import KindInfo, UnknownKind, by_kind
+from controlplane.api.merge_patch import merge_patch
+from controlplane.api.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+    selector_string,
+)
+from controlplane.apiserver.auth import SYSTEM, Identity, authorize
+from controlplane.client.errors import (
+    AlreadyExists,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    Unavailable,
+)
+from controlplane.client.interface import DeleteOptions
+from controlplane.storage.interface import (
+    Compacted,
+    KeyExists,
+    KeyNotFound,
+    RevisionMismatch,
+    Store,
+    StoreUnavailable,
+)
+
+Object = dict[str, Any]
+Stored = tuple[bytes, int]  # (JSON without resourceVersion, resourceVersion)
+
+ROOT = "/registry/"
+MAX_RETRIES = 16
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_NOT_SPEC = frozenset({"apiVersion", "kind", "metadata", "status"})
+
+
+def encode(obj: Object) -> bytes:
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "resourceVersion" in meta:
+        meta = dict(meta)
+        del meta["resourceVersion"]
+        obj = {**obj, "metadata": meta}
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode(data: bytes, rev: int | None = None) -> Object:
+    obj: Object = json.loads(data)
+    if rev is not None:
+        obj.setdefault("metadata", {})["resourceVersion"] = str(rev)
+    return obj
+
+
+def kind_info(kind: str) -> KindInfo:
+    try:
+        return by_kind(kind)
+    except UnknownKind as err:
+        raise Invalid(str(err)) from err
+
+
+def kind_prefix(info: KindInfo) -> str:
+    return f"{ROOT}{info.plural}/"
+
+
+def object_key(info: KindInfo, namespace: str, name: str) -> str:
+    if info.namespaced:
+        return f"{ROOT}{info.plural}/{namespace}/{name}"
+    return f"{ROOT}{info.plural}/{name}"
+
+
+def list_prefix(info: KindInfo, namespace: str) -> str:
+    if info.namespaced and namespace:
+        return f"{ROOT}{info.plural}/{namespace}/"
+    return kind_prefix(info)
+
+
+def key_namespace(info: KindInfo, key: str) -> str:
+    """The namespace part of a stored key ("" for cluster-scoped kinds)."""
+    if not info.namespaced:
+        return ""
+    return key[len(kind_prefix(info)) :].split("/", 1)[0]
+
+
+def _rv(value: Any, what: str = "metadata.resourceVersion") -> int:
+    try:
+        rv = int(str(value))
+    except ValueError as err:
+        raise Invalid(f"{what}: {value!r} is not a valid resourceVersion") from err
+    if rv < 0:
+        raise Invalid(f"{what}: must be >= 0")
+    return rv
+
+
+def _spec_part(obj: Object) -> Object:
+    return {k: v for k, v in obj.items() if k not in _NOT_SPEC}
+
+
+def _meta(obj: Object) -> Object:
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = {}
+        obj["metadata"] = meta
+    if not isinstance(meta, dict):
+        raise Invalid("metadata: must be an object")
+    return meta
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[Stored]
+    resource_version: int
+    continue_token: str = ""
+
+
+@dataclass(frozen=True)
+class Selectors:
+    labels: LabelSelector
+    fields: FieldSelector
+
+    @staticmethod
+    def parse(label_selector: str, field_selector: str) -> Selectors:
+        try:
+            return Selectors(
+                parse_label_selector(label_selector), parse_field_selector(field_selector)
+            )
+        except SelectorError as err:
+            raise Invalid(f"selector: {err}") from err
+
+    def empty(self) -> bool:
+        return self.labels.empty() and self.fields.empty()
+
+    def matches(self, obj: Object) -> bool:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        return self.labels.matches(labels) and self.fields.matches(obj)
+
+
+def _conflict(info: KindInfo, name: str, current: int) -> Conflict:
+    return Conflict(
+        f'Operation cannot be fulfilled on {info.resource} "{name}": the object has been '
+        f"modified; please apply your changes to the latest version and try again "
+        f"(current resourceVersion {current})"
+    )
+
+
+# Admission hook: (registry, info, obj, old) -> None, may mutate obj, raises API errors.
+Admit = Callable[["Registry", KindInfo, Object, Object | None], None]
+
+
+class Registry:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        now: Callable[[], datetime.datetime] | None = None,
+        admission: dict[str, Admit] | None = None,
+    ) -> None:
+        self.store = store
+        self._now = now or (lambda: datetime.datetime.now(datetime.UTC))
+        self.admission: dict[str, Admit] = dict(admission or {})
+
+    def timestamp(self, offset_seconds: int = 0) -> str:
+        moment = self._now() + datetime.timedelta(seconds=offset_seconds)
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    # -- helpers ------------------------------------------------------------------
+
+    def _namespace(self, info: KindInfo, requested: str | None, obj: Object | None) -> str:
+        meta_ns = ""
+        if obj is not None:
+            meta_ns = str(_meta(obj).get("namespace") or "")
+        if not info.namespaced:
+            if requested or meta_ns:
+                raise Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
+            return ""
+        if requested and meta_ns and requested != meta_ns:
+            raise Invalid(
+                f"metadata.namespace: {meta_ns!r} does not match the namespace of the request "
+                f"({requested!r})"
+            )
+        return requested or meta_ns or "default"
+
+    def _read(self, info: KindInfo, namespace: str, name: str) -> tuple[Object, int]:
+        try:
+            kv = self.store.get(object_key(info, namespace, name))
+        except KeyNotFound as err:
+            raise NotFound(f'{info.resource} "{name}" not found') from err
+        except StoreUnavailable as err:
+            raise Unavailable(str(err)) from err
+        return decode(kv.value), kv.mod_rev
+
+    def _validate(self, info: KindInfo, obj: Object, old: Object | None) -> None:
+        problems = validation.validate(info.kind, obj, old)
+        if problems:
+            name = _meta(obj).get("name") or _meta(obj).get("generateName") or ""
+            raise Invalid(f'{info.kind} "{name}" is invalid: ' + "; ".join(problems))
+
+    def _check_namespace_open(self, info: KindInfo, namespace: str) -> None:
+        if not info.namespaced:
+            return
+        ns_info = by_kind("Namespace")
+        try:
+            ns, _ = self._read(ns_info, "", namespace)
+        except NotFound as err:
+            raise NotFound(f'namespaces "{namespace}" not found') from err
+        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+            raise Forbidden(
+                f"unable to create new content in namespace {namespace} "
+                "because it is being terminated"
+            )
+
+    # -- create --------------------------------------------------------------------
+
+    def create(
+        self, kind: str, obj: Object, namespace: str | None = None, identity: Identity = SYSTEM
+    ) -> Stored:
+        info = kind_info(kind)
+        if not isinstance(obj, dict):
+            raise Invalid("object: must be a JSON object")
+        obj = copy.deepcopy(obj)
+        if obj.get("kind") not in (None, "", info.kind):
+            raise Invalid(f"kind: {obj.get('kind')!r} does not match the request ({info.kind})")
+        obj["kind"] = info.kind
+        obj.setdefault("apiVersion", info.api_version)
+        ns = self._namespace(info, namespace, obj)
+        meta = _meta(obj)
+        if ns:
+            meta["namespace"] = ns
+        for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
+                      "selfLink", "managedFields"):  # fmt: skip
+            meta.pop(field, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = self.timestamp()
+        meta["generation"] = 1
+        generate = not meta.get("name") and meta.get("generateName")
+        if generate:
+            meta["name"] = self._generated_name(str(meta["generateName"]))
+        if info.has_status and info.kind not in ("Node",):
+            obj.pop("status", None)
+        defaults.apply_defaults(info.kind, obj)
+        self._validate(info, obj, None)
+        name = str(meta["name"])
+        authorize(identity, "create", info, ns, name, None, obj)
+        self._check_namespace_open(info, ns)
+        admit = self.admission.get(info.kind)
+        if admit is not None:
+            admit(self, info, obj, None)
+            self._validate(info, obj, None)
+        for attempt in range(8):
+            data = encode(obj)
+            try:
+                rev = self.store.create(object_key(info, ns, name), data)
+                return data, rev
+            except KeyExists as err:
+                if not generate or attempt == 7:
+                    raise AlreadyExists(f'{info.resource} "{name}" already exists') from err
+                name = self._generated_name(str(meta["generateName"]))
+                meta["name"] = name
+            except StoreUnavailable as err:
+                raise Unavailable(str(err)) from err
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _generated_name(prefix: str) -> str:
+        suffix = "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+        return prefix[: 253 - 5] + suffix
+
+    # -- reads -----------------------------------------------------------------------
+
+    def get(
+        self, kind: str, name: str, namespace: str | None = None, identity: Identity = SYSTEM
+    ) -> Stored:
+        info = kind_info(kind)
+        ns = self._namespace(info, namespace, None)
+        authorize(identity, "get", info, ns, name)
+        try:
+            kv = self.store.get(object_key(info, ns, name))
+        except KeyNotFound as err:
+            raise NotFound(f'{info.resource} "{name}" not found') from err
+        except StoreUnavailable as err:
+            raise Unavailable(str(err)) from err
+        return kv.value, kv.mod_rev
+
+    def get_object(self, kind: str, name: str, namespace: str | None = None) -> Object:
+        data, rev = self.get(kind, name, namespace)
+        return decode(data, rev)
+
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+        identity: Identity = SYSTEM,
+    ) -> ListResult:
+        info = kind_info(kind)
+        ns = namespace or "" if info.namespaced else ""
+        if namespace and not info.namespaced:
+            raise Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
+        authorize(identity, "list", info, ns, "")
+        selectors = Selectors.parse(label_selector, field_selector)
+        field_ns = selectors.fields.value_of("metadata.namespace")
+        if field_ns is not None and info.namespaced:
+            if ns and field_ns != ns:
+                return ListResult([], self.store.current_revision())
+            ns = field_ns
+        prefix = list_prefix(info, ns)
+        start_after, at_rev = "", 0
+        if continue_token:
+            start_after, at_rev = self._decode_continue(continue_token, prefix)
+        if limit < 0:
+            raise Invalid("limit: must be >= 0")
+        items: list[Stored] = []
+        chunk = max(limit, 500) if limit else 0
+        rev = at_rev
+        while True:
+            try:
+                page = self.store.range(prefix, start_after, chunk, at_rev)
+            except Compacted as err:
+                raise Gone(
+                    "the continue token is too old (history compacted): relist without it"
+                ) from err
+            except StoreUnavailable as err:
+                raise Unavailable(str(err)) from err
+            rev = rev or page.rev
+            at_rev = at_rev or (page.rev if self._consistent_pages() else 0)
+            for kv in page.items:
+                if not selectors.empty() and not selectors.matches(decode(kv.value)):
+                    start_after = kv.key
+                    continue
+                items.append((kv.value, kv.mod_rev))
+                start_after = kv.key
+                if limit and len(items) >= limit:
+                    more = kv is not page.items[-1] or page.more
+                    token = self._encode_continue(kv.key, rev) if more else ""
+                    return ListResult(items, rev, token)
+            if not page.more:
+                return ListResult(items, rev)
+
+    def _consistent_pages(self) -> bool:
+        """Whether the store can read later pages at the first page's revision."""
+        return bool(getattr(self.store, "snapshot_reads", False))
+
+    @staticmethod
+    def _encode_continue(key: str, rev: int) -> str:
+        raw = json.dumps({"k": key, "rv": rev}, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode()
+
+    @staticmethod
+    def _decode_continue(token: str, prefix: str) -> tuple[str, int]:
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token.encode()))
+            key, rev = str(data["k"]), int(data["rv"])
+        except (ValueError, KeyError, TypeError, binascii.Error) as err:
+            raise Invalid("continue: not a valid continue token") from err
+        if not key.startswith(prefix):
+            raise Invalid("continue: token does not belong to this list")
+        return key, rev
+
+    # -- update / status / patch ------------------------------------------------------
+
+    def update(
+        self, kind: str, obj: Object, subresource: str = "", identity: Identity = SYSTEM
+    ) -> Stored:
+        info = kind_info(kind)
+        if not isinstance(obj, dict):
+            raise Invalid("object: must be a JSON object")
+        meta = _meta(obj)
+        name = str(meta.get("name") or "")
+        if not name:
+            raise Invalid("metadata.name: required")
+        ns = self._namespace(info, None, obj)
+        client_rv = _rv(meta["resourceVersion"]) if meta.get("resourceVersion") else 0
+        return self._write_loop(
+            info, ns, name, lambda _old: copy.deepcopy(obj), subresource, client_rv, identity,
+            "update",
+        )  # fmt: skip
+
+    def patch(
+        self,
+        kind: str,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        subresource: str = "",
+        identity: Identity = SYSTEM,
+    ) -> Stored:
+        info = kind_info(kind)
+        if not isinstance(patch, dict):
+            raise Invalid("patch: a JSON merge patch must be a JSON object")
+        ns = self._namespace(info, namespace, None)
+        pmeta = patch.get("metadata") or {}
+        client_rv = _rv(pmeta["resourceVersion"]) if pmeta.get("resourceVersion") else 0
+
+        def build(old: Object) -> Object:
+            merged: Object = merge_patch(old, patch)
+            return merged
+
+        return self._write_loop(info, ns, name, build, subresource, client_rv, identity, "patch")
+
+    def _write_loop(
+        self,
+        info: KindInfo,
+        ns: str,
+        name: str,
+        build: Callable[[Object], Object],
+        subresource: str,
+        client_rv: int,
+        identity: Identity,
+        verb: str,
+    ) -> Stored:
+        if subresource not in ("", "status"):
+            raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
+        if subresource == "status" and not info.has_status:
+            raise NotFound(f"{info.resource} have no status subresource")
+        key = object_key(info, ns, name)
+        for _ in range(MAX_RETRIES):
+            old, cur_rev = self._read(info, ns, name)
+            if client_rv and client_rv != cur_rev:
+                raise _conflict(info, name, cur_rev)
+            requested = build(copy.deepcopy(old))
+            if not isinstance(requested, dict):
+                raise Invalid("object: must be a JSON object")
+            new = self._prepare_update(info, old, requested, subresource)
+            full_verb = f"{verb}_status" if subresource else verb
+            authorize(identity, full_verb, info, ns, name, old, new)
+            if new == old:
+                return encode(old), cur_rev
+            new_meta = new["metadata"]
+            try:
+                held = bool(new_meta.get("finalizers")) or (
+                    info.kind == "Namespace" and bool((new.get("spec") or {}).get("finalizers"))
+                )
+                if (
+                    new_meta.get("deletionTimestamp")
+                    and not held
+                    and not new_meta.get("deletionGracePeriodSeconds")
+                ):
+                    rev = self.store.delete(key, cur_rev)
+                    return encode(new), rev
+                data = encode(new)
+                return data, self.store.update(key, data, cur_rev)
+            except RevisionMismatch as err:
+                if client_rv:
+                    raise _conflict(info, name, err.current) from err
+            except KeyNotFound as err:
+                raise NotFound(f'{info.resource} "{name}" not found') from err
+            except StoreUnavailable as err:
+                raise Unavailable(str(err)) from err
+        raise Conflict(f'{info.resource} "{name}": too many concurrent writers, try again')
+
+    def _prepare_update(
+        self, info: KindInfo, old: Object, requested: Object, subresource: str
+    ) -> Object:
+        if requested.get("kind") not in (None, "", info.kind):
+            raise Invalid(f"kind: {requested.get('kind')!r} does not match {info.kind}")
+        old_meta = old.get("metadata") or {}
+        req_meta = _meta(requested)
+        if req_meta.get("uid") and req_meta.get("uid") != old_meta.get("uid"):
+            raise Conflict(
+                f"Precondition failed: UID in object meta: {req_meta.get('uid')}, "
+                f"UID of the stored object: {old_meta.get('uid')}"
+            )
+        if subresource == "status":
+            new = copy.deepcopy(old)
+            if "status" in requested:
+                new["status"] = requested["status"]
+            else:
+                new.pop("status", None)
+            self._validate(info, new, old)
+            return new
+        new = requested
+        new["kind"] = info.kind
+        new.setdefault("apiVersion", old.get("apiVersion", info.api_version))
+        meta = _meta(new)
+        meta.pop("resourceVersion", None)
+        for field in ("name", "namespace", "uid", "creationTimestamp", "generateName",
+                      "deletionTimestamp", "deletionGracePeriodSeconds"):  # fmt: skip
+            if field in old_meta:
+                meta[field] = old_meta[field]
+            else:
+                meta.pop(field, None)
+        if info.has_status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        defaults.apply_defaults(info.kind, new)
+        old_generation = int(old_meta.get("generation") or 1)
+        if _spec_part(new) != _spec_part(old):
+            meta["generation"] = old_generation + 1
+        else:
+            meta["generation"] = old_generation
+        if old_meta.get("deletionTimestamp"):
+            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+            if added:
+                raise Forbidden(
+                    f"metadata.finalizers: no new finalizers can be added while "
+                    f"{info.kind} is being deleted: {sorted(added)}"
+                )
+        self._validate(info, new, old)
+        admit = self.admission.get(info.kind)
+        if admit is not None:
+            admit(self, info, new, old)
+        return new
+
+    # -- delete ------------------------------------------------------------------------
+
+    def delete(
+        self,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        options: DeleteOptions | None = None,
+        identity: Identity = SYSTEM,
+    ) -> Stored | None:
+        info = kind_info(kind)
+        options = options or DeleteOptions()
+        ns = self._namespace(info, namespace, None)
+        policy = options.propagation_policy or "Background"
+        if policy not in ("Background", "Foreground", "Orphan"):
+            raise Invalid(
+                f"propagationPolicy: unsupported value {policy!r}: "
+                "supported values: Background, Foreground, Orphan"
+            )
+        if options.grace_period_seconds is not None and options.grace_period_seconds < 0:
+            raise Invalid("gracePeriodSeconds: must be >= 0")
+        key = object_key(info, ns, name)
+        for _ in range(MAX_RETRIES):
+            old, cur_rev = self._read(info, ns, name)
+            meta = old.get("metadata") or {}
+            if options.precondition_uid and options.precondition_uid != meta.get("uid"):
+                raise Conflict(
+                    f"Precondition failed: UID in precondition: {options.precondition_uid}, "
+                    f"UID in object meta: {meta.get('uid')}"
+                )
+            if (
+                options.precondition_resource_version
+                and _rv(options.precondition_resource_version, "preconditions.resourceVersion")
+                != cur_rev
+            ):
+                raise Conflict(
+                    f"Precondition failed: ResourceVersion in precondition: "
+                    f"{options.precondition_resource_version}, ResourceVersion in object meta: "
+                    f"{cur_rev}"
+                )
+            authorize(identity, "delete", info, ns, name, old, None)
+            new = self._deletion_state(info, old, options, policy)
+            try:
+                if new is None:
+                    self.store.delete(key, cur_rev)
+                    return None
+                if new == old:
+                    return encode(old), cur_rev
+                data = encode(new)
+                return data, self.store.update(key, data, cur_rev)
+            except RevisionMismatch:
+                continue
+            except KeyNotFound as err:
+                raise NotFound(f'{info.resource} "{name}" not found') from err
+            except StoreUnavailable as err:
+                raise Unavailable(str(err)) from err
+        raise Conflict(f'{info.resource} "{name}": too many concurrent writers, try again')
+
+    def _grace_period(self, info: KindInfo, obj: Object, options: DeleteOptions) -> int:
+        if info.kind != "Pod":
+            return 0
+        spec = obj.get("spec") or {}
+        phase = (obj.get("status") or {}).get("phase")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            return 0
+        if options.grace_period_seconds is not None:
+            return options.grace_period_seconds
+        return int(spec.get("terminationGracePeriodSeconds", 30))
+
+    def _deletion_state(
+        self, info: KindInfo, old: Object, options: DeleteOptions, policy: str
+    ) -> Object | None:
+        """The object as it must be stored after this delete, or None to remove it now."""
+        new = copy.deepcopy(old)
+        meta = _meta(new)
+        finalizers: list[str] = list(meta.get("finalizers") or [])
+        if info.kind == "Namespace":
+            if not meta.get("deletionTimestamp"):
+                meta["deletionTimestamp"] = self.timestamp()
+                meta["deletionGracePeriodSeconds"] = 0
+                new.setdefault("status", {})["phase"] = "Terminating"
+            return new
+        if policy == "Orphan" and "orphan" not in finalizers:
+            finalizers.append("orphan")
+        if policy == "Foreground" and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        if policy != "Orphan" and "orphan" in finalizers and options.propagation_policy:
+            finalizers.remove("orphan")
+        grace = self._grace_period(info, old, options)
+        if meta.get("deletionTimestamp"):
+            current = int(meta.get("deletionGracePeriodSeconds") or 0)
+            if grace < current:
+                meta["deletionGracePeriodSeconds"] = grace
+                meta["deletionTimestamp"] = self.timestamp(grace)
+            if not finalizers and grace == 0:
+                return None
+            if finalizers:
+                meta["finalizers"] = finalizers
+            return new
+        if not finalizers and grace == 0:
+            return None
+        meta["finalizers"] = finalizers
+        if not finalizers:
+            meta.pop("finalizers")
+        meta["deletionTimestamp"] = self.timestamp(grace)
+        meta["deletionGracePeriodSeconds"] = grace
+        meta["generation"] = int(meta.get("generation") or 1) + 1
+        return new
+
+    def remove_finalized_namespace(self, name: str) -> None:
+        """Remove a terminating namespace whose contents are gone (namespace controller)."""
+        info = by_kind("Namespace")
+        for _ in range(MAX_RETRIES):
+            old, cur_rev = self._read(info, "", name)
+            meta = old.get("metadata") or {}
+            if not meta.get("deletionTimestamp"):
+                return
+            spec_finalizers = [f for f in (old.get("spec") or {}).get("finalizers") or []
+                               if f != "kubernetes"]  # fmt: skip
+            try:
+                if not spec_finalizers and not meta.get("finalizers"):
+                    self.store.delete(object_key(info, "", name), cur_rev)
+                    return
+                new = copy.deepcopy(old)
+                new.setdefault("spec", {})["finalizers"] = spec_finalizers
+                if new != old:
+                    self.store.update(object_key(info, "", name), encode(new), cur_rev)
+                return
+            except RevisionMismatch:
+                continue
+
+    # -- scale ---------------------------------------------------------------------------
+
+    def get_scale(
+        self, kind: str, name: str, namespace: str | None = None, identity: Identity = SYSTEM
+    ) -> Object:
+        info = kind_info(kind)
+        if not info.has_scale:
+            raise NotFound(f"{info.resource} have no scale subresource")
+        ns = self._namespace(info, namespace, None)
+        authorize(identity, "get_scale", info, ns, name)
+        obj, rev = self._read(info, ns, name)
+        return self._scale(info, obj, rev)
+
+    def update_scale(
+        self,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        replicas: int,
+        identity: Identity = SYSTEM,
+    ) -> Object:
+        info = kind_info(kind)
+        if not info.has_scale:
+            raise NotFound(f"{info.resource} have no scale subresource")
+        if replicas < 0:
+            raise Invalid(f'Scale "{name}" is invalid: spec.replicas: must be >= 0')
+        ns = self._namespace(info, namespace, None)
+        data, rev = self.patch(info.kind, name, {"spec": {"replicas": replicas}}, ns, "", identity)
+        return self._scale(info, decode(data), rev)
+
+    @staticmethod
+    def _scale(info: KindInfo, obj: Object, rev: int) -> Object:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        return {
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+                "resourceVersion": str(rev),
+                "creationTimestamp": meta.get("creationTimestamp"),
+            },
+            "spec": {"replicas": int(spec.get("replicas", 0))},
+            "status": {
+                "replicas": int(status.get("replicas", 0)),
+                "selector": selector_string(spec.get("selector")),
+            },
+        }

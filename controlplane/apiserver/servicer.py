@@ -1,0 +1,258 @@
+"""The gRPC servicers: thin delegation to the registry and the broadcaster.
+
+Every RPC goes through `_rpc`, the one place that authenticates the bearer
+token, logs the call once, and turns API errors into gRPC status codes
+(`STATUS_CODES`, the one table). Nothing else in the server touches status
+codes. Objects travel as JSON bytes with their resourceVersion beside them
+(see proto/controlplane/v1/api.proto).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+
+from controlplane.apiserver.auth import Identity, TokenAuthority, authorize
+from controlplane.apiserver.registry import Registry, Selectors, Stored, kind_info
+from controlplane.apiserver.watch import Broadcaster
+from controlplane.client import errors
+from controlplane.client.interface import DeleteOptions
+from proto.controlplane.v1 import api_pb2, api_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+STATUS_CODES: dict[type[errors.ApiError], grpc.StatusCode] = {
+    errors.NotFound: grpc.StatusCode.NOT_FOUND,
+    errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
+    errors.Conflict: grpc.StatusCode.ABORTED,
+    errors.Invalid: grpc.StatusCode.INVALID_ARGUMENT,
+    errors.Gone: grpc.StatusCode.OUT_OF_RANGE,
+    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    errors.Forbidden: grpc.StatusCode.PERMISSION_DENIED,
+    errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
+}
+
+R = TypeVar("R")
+
+
+def status_code(err: errors.ApiError) -> grpc.StatusCode:
+    for cls in type(err).__mro__:
+        code = STATUS_CODES.get(cls)
+        if code is not None:
+            return code
+    return grpc.StatusCode.UNKNOWN
+
+
+def _token(context: grpc.ServicerContext) -> str:
+    for key, value in context.invocation_metadata():
+        if key == "authorization":
+            text = value.decode() if isinstance(value, bytes) else str(value)
+            if text.lower().startswith("bearer "):
+                return text[7:].strip()
+    return ""
+
+
+def _obj(stored: Stored) -> api_pb2.Object:
+    return api_pb2.Object(json=stored[0], resource_version=stored[1])
+
+
+def _json(data: bytes, what: str = "object") -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise errors.Invalid(f"{what}: not valid JSON: {err}") from err
+
+
+class _Base:
+    def __init__(self, authority: TokenAuthority | None) -> None:
+        # None: no authentication (in-process tests); everyone is admin.
+        self.authority = authority
+
+    def identify(self, context: grpc.ServicerContext) -> Identity:
+        if self.authority is None:
+            return Identity("admin", admin=True)
+        token = _token(context)
+        if not token:
+            raise errors.Unauthenticated("no bearer token (authorization: Bearer TOKEN)")
+        identity = self.authority.authenticate(token)
+        if identity is None:
+            raise errors.Unauthenticated("invalid bearer token")
+        return identity
+
+
+def _rpc(
+    name: str, authenticate: bool = True
+) -> Callable[[Callable[..., R]], Callable[[Any, Any, grpc.ServicerContext], R]]:
+    def wrap(func: Callable[..., R]) -> Callable[[Any, Any, grpc.ServicerContext], R]:
+        @functools.wraps(func)
+        def handler(self: _Base, request: Any, context: grpc.ServicerContext) -> R:
+            start = time.monotonic()
+            try:
+                if authenticate:
+                    return func(self, request, context, self.identify(context))
+                return func(self, request, context)
+            except errors.ApiError as err:
+                code = status_code(err)
+                log.debug("rpc=%s code=%s error=%s", name, code.name, err)
+                context.abort(code, str(err))
+            except Exception as err:
+                log.exception("rpc=%s failed", name)
+                context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
+            finally:
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug("rpc=%s ms=%.2f", name, (time.monotonic() - start) * 1000)
+            raise AssertionError("unreachable")
+
+        return handler
+
+    return wrap
+
+
+class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
+    def __init__(
+        self, registry: Registry, broadcaster: Broadcaster, authority: TokenAuthority | None
+    ) -> None:
+        super().__init__(authority)
+        self.registry = registry
+        self.broadcaster = broadcaster
+
+    @_rpc("Create")
+    def Create(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
+        obj = _json(request.json)
+        stored = self.registry.create(request.kind, obj, request.namespace or None, who)
+        return api_pb2.ObjectResponse(object=_obj(stored))
+
+    @_rpc("Get")
+    def Get(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
+        stored = self.registry.get(request.kind, request.name, request.namespace or None, who)
+        return api_pb2.ObjectResponse(object=_obj(stored))
+
+    @_rpc("List")
+    def List(self, request: Any, context: Any, who: Identity) -> api_pb2.ListResponse:
+        result = self.registry.list(
+            request.kind,
+            request.namespace or None,
+            request.label_selector,
+            request.field_selector,
+            int(request.limit),
+            request.continue_token,
+            who,
+        )
+        return api_pb2.ListResponse(
+            items=[api_pb2.Object(json=d, resource_version=r) for d, r in result.items],
+            resource_version=str(result.resource_version),
+            continue_token=result.continue_token,
+        )
+
+    @_rpc("Update")
+    def Update(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
+        obj = _json(request.json)
+        stored = self.registry.update(request.kind, obj, request.subresource, who)
+        return api_pb2.ObjectResponse(object=_obj(stored))
+
+    @_rpc("Patch")
+    def Patch(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
+        patch = _json(request.patch, "patch")
+        stored = self.registry.patch(
+            request.kind, request.name, patch, request.namespace or None, request.subresource, who
+        )
+        return api_pb2.ObjectResponse(object=_obj(stored))
+
+    @_rpc("Delete")
+    def Delete(self, request: Any, context: Any, who: Identity) -> api_pb2.DeleteResponse:
+        options = DeleteOptions(
+            grace_period_seconds=(
+                None if request.grace_period_seconds < 0 else int(request.grace_period_seconds)
+            ),
+            propagation_policy=request.propagation_policy or None,
+            precondition_uid=request.precondition_uid or None,
+            precondition_resource_version=request.precondition_resource_version or None,
+        )
+        stored = self.registry.delete(
+            request.kind, request.name, request.namespace or None, options, who
+        )
+        if stored is None:
+            return api_pb2.DeleteResponse()
+        return api_pb2.DeleteResponse(object=_obj(stored))
+
+    @_rpc("Watch")
+    def Watch(self, request: Any, context: Any, who: Identity) -> Iterator[api_pb2.WatchEvent]:
+        info = kind_info(request.kind)
+        namespace = request.namespace if info.namespaced else ""
+        if request.namespace and not info.namespaced:
+            raise errors.Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
+        authorize(who, "watch", info, namespace, "")
+        selectors = Selectors.parse(request.label_selector, request.field_selector)
+        rv_text = request.resource_version
+        rv: int | None = None
+        if rv_text and rv_text != "0":
+            try:
+                rv = int(rv_text)
+            except ValueError as err:
+                raise errors.Invalid(f"resourceVersion: {rv_text!r} is not valid") from err
+        watcher = self.broadcaster.watch(
+            info, namespace, selectors, rv, bool(request.allow_bookmarks)
+        )
+        context.add_callback(watcher.stop)
+        # Headers now, so the client learns at once that the watch is open.
+        context.send_initial_metadata(())
+        return self._stream(watcher, context)
+
+    @staticmethod
+    def _stream(watcher: Any, context: Any) -> Iterator[api_pb2.WatchEvent]:
+        try:
+            for item in watcher:
+                yield api_pb2.WatchEvent(
+                    type=item.type, object=api_pb2.Object(json=item.data, resource_version=item.rev)
+                )
+        finally:
+            watcher.stop()
+
+    @_rpc("GetScale")
+    def GetScale(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
+        scale = self.registry.get_scale(request.kind, request.name, request.namespace or None, who)
+        rv = int(scale["metadata"].pop("resourceVersion"))
+        return api_pb2.ObjectResponse(
+            object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
+        )
+
+    @_rpc("UpdateScale")
+    def UpdateScale(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
+        scale = self.registry.update_scale(
+            request.kind, request.name, request.namespace or None, int(request.replicas), who
+        )
+        rv = int(scale["metadata"].pop("resourceVersion"))
+        return api_pb2.ObjectResponse(
+            object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
+        )
+
+
+class AuthServicer(_Base, api_pb2_grpc.AuthServicer):
+    def __init__(self, authority: TokenAuthority | None, ca_pem: bytes) -> None:
+        super().__init__(authority)
+        self.ca_pem = ca_pem
+
+    @_rpc("Join", authenticate=False)
+    def Join(self, request: Any, context: Any) -> api_pb2.JoinResponse:
+        from controlplane.api.validation import is_dns_subdomain
+
+        if self.authority is None:
+            raise errors.Unavailable("this server runs without authentication")
+        if not self.authority.check_join_token(request.join_token):
+            raise errors.Unauthenticated("invalid join token")
+        if not is_dns_subdomain(request.node_name):
+            raise errors.Invalid(f"node_name: {request.node_name!r} must be a DNS-1123 subdomain")
+        log.info("node=%s joined", request.node_name)
+        return api_pb2.JoinResponse(
+            token=self.authority.node_token(request.node_name), ca_pem=self.ca_pem
+        )
+
+    @_rpc("WhoAmI")
+    def WhoAmI(self, request: Any, context: Any, who: Identity) -> api_pb2.WhoAmIResponse:
+        return api_pb2.WhoAmIResponse(user=who.user, node_name=who.node or "", admin=who.admin)

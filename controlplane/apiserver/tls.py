@@ -1,0 +1,157 @@
+"""The cluster PKI and token secret, generated on first start (as k3s does).
+
+Under `<data-dir>/pki/`: `ca.crt`/`ca.key` (a self-signed ECDSA P-256 CA),
+`server.crt`/`server.key` (the API server's serving certificate, signed by
+the CA, valid for `skiff-apiserver`, `localhost`, the host name, 127.0.0.1,
+::1 and every extra SAN given), and `token-secret` (the HMAC key of every
+bearer token). Existing files are reused; the serving certificate is re-issued
+when a requested SAN is missing. Private files are written 0600 atomically.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+# Clients pin the CA and ask for this name, whatever address they dial.
+SERVER_NAME = "skiff-apiserver"
+VALIDITY = datetime.timedelta(days=3650)
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+    token_secret: bytes
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _sans(extra: list[str]) -> tuple[set[str], set[str]]:
+    dns = {SERVER_NAME, "localhost", socket.gethostname()}
+    ips = {"127.0.0.1", "::1"}
+    for san in extra:
+        if not san or san in ("0.0.0.0", "::"):
+            continue
+        try:
+            ips.add(str(ipaddress.ip_address(san)))
+        except ValueError:
+            dns.add(san)
+    return dns, ips
+
+
+def _issue_server(
+    ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, dns: set[str], ips: set[str]
+) -> tuple[bytes, bytes]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    names: list[x509.GeneralName] = [x509.DNSName(d) for d in sorted(dns)]
+    names += [x509.IPAddress(ipaddress.ip_address(i)) for i in sorted(ips)]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, SERVER_NAME)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def _covers(cert_pem: bytes, dns: set[str], ips: set[str]) -> bool:
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    have_dns = set(san.get_values_for_type(x509.DNSName))
+    have_ips = {str(i) for i in san.get_values_for_type(x509.IPAddress)}
+    return dns <= have_dns and ips <= have_ips
+
+
+def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
+    """Load the PKI under data_dir/pki, creating whatever is missing."""
+    pki = data_dir / "pki"
+    pki.mkdir(parents=True, exist_ok=True)
+    os.chmod(pki, 0o700)
+    ca_crt, ca_key_path = pki / "ca.crt", pki / "ca.key"
+    if not ca_crt.exists() or not ca_key_path.exists():
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.UTC)
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "skiff-ca")])
+        ca_cert = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(subject)
+            .public_key(ca_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + VALIDITY)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .sign(ca_key, hashes.SHA256())
+        )
+        _write(ca_key_path, _key_pem(ca_key), 0o600)
+        _write(ca_crt, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+        for stale in ("server.crt", "server.key"):
+            (pki / stale).unlink(missing_ok=True)
+    ca_pem = ca_crt.read_bytes()
+    loaded_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), None)
+    if not isinstance(loaded_key, ec.EllipticCurvePrivateKey):
+        raise ValueError(f"{ca_key_path}: not an EC private key")
+    dns, ips = _sans(extra_sans or [])
+    crt, key = pki / "server.crt", pki / "server.key"
+    if not crt.exists() or not key.exists() or not _covers(crt.read_bytes(), dns, ips):
+        cert_pem, key_pem = _issue_server(
+            loaded_key, x509.load_pem_x509_certificate(ca_pem), dns, ips
+        )
+        _write(key, key_pem, 0o600)
+        _write(crt, cert_pem, 0o644)
+    secret_path = pki / "token-secret"
+    if not secret_path.exists():
+        _write(secret_path, secrets.token_hex(32).encode(), 0o600)
+    return Pki(ca_pem, crt.read_bytes(), key.read_bytes(), secret_path.read_bytes().strip())

@@ -1,0 +1,330 @@
+"""Watch fan-out: one store watch feeds every API watcher.
+
+The broadcaster follows the store from the revision it started at and hands
+each event to the watchers of that kind (indexed by key prefix). A watcher
+from an older resourceVersion first replays the store's history between that
+version and what the broadcaster has dispatched, then continues live, so
+events arrive exactly once and in resourceVersion order; a version older than
+the retained history raises Gone ("too old, relist").
+
+Every watcher has its own bounded queue. Dispatch never blocks: a watcher
+whose queue is full is dropped (its stream ends; the client re-watches from
+the last resourceVersion it saw), so a slow watcher never holds up writers
+or other watchers. Selectors are evaluated on both the old and new object,
+so an object that starts or stops matching arrives as ADDED or DELETED, as
+Kubernetes does. Idle watchers get BOOKMARK events carrying the latest
+dispatched revision.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from controlplane.api.kinds import KindInfo
+from controlplane.apiserver.registry import (
+    ROOT,
+    Selectors,
+    decode,
+    kind_prefix,
+    list_prefix,
+)
+from controlplane.client.errors import Gone, Unavailable
+from controlplane.storage.interface import Compacted, Event, EventType, StorageError, Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WatchItem:
+    """What a watcher delivers. For BOOKMARK, data is empty."""
+
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
+    data: bytes
+    rev: int
+
+
+class _Dispatch:
+    """One store event with its decoded objects computed at most once."""
+
+    __slots__ = ("_new", "_old", "event")
+
+    def __init__(self, event: Event) -> None:
+        self.event = event
+        self._new: dict[str, Any] | None = None
+        self._old: dict[str, Any] | None = None
+
+    def new(self) -> dict[str, Any]:
+        if self._new is None:
+            self._new = decode(self.event.value)
+        return self._new
+
+    def old(self) -> dict[str, Any] | None:
+        if self.event.prev_value is None:
+            return None
+        if self._old is None:
+            self._old = decode(self.event.prev_value)
+        return self._old
+
+
+_CLOSED = WatchItem("CLOSED", b"", 0)
+
+
+class Watcher:
+    """One API watch. Iterate for WatchItems; `stop()` from any thread."""
+
+    def __init__(
+        self,
+        broadcaster: Broadcaster,
+        info: KindInfo,
+        namespace: str,
+        selectors: Selectors,
+        after: int,
+        allow_bookmarks: bool,
+        max_queue: int,
+    ) -> None:
+        self._broadcaster = broadcaster
+        self.info = info
+        self.namespace = namespace
+        self.selectors = selectors
+        self.prefix = list_prefix(info, namespace)
+        self.after = after
+        self.allow_bookmarks = allow_bookmarks
+        self._queue: queue.Queue[WatchItem] = queue.Queue(max_queue)
+        self.backlog: list[WatchItem] = []
+        self.stopped = False
+        self.dropped = False
+        self.sent_rev = after
+
+    # Called by the broadcaster under its lock.
+    def offer(self, dispatch: _Dispatch) -> None:
+        if self.stopped:
+            return
+        item = self.translate(dispatch)
+        if item is None:
+            return
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self.dropped = True
+            self.stopped = True
+            log.warning(
+                "dropping a watcher of %s that fell %d events behind", self.info.plural,
+                self._queue.maxsize,
+            )  # fmt: skip
+            self._wake()
+
+    def translate(self, dispatch: _Dispatch) -> WatchItem | None:
+        event = dispatch.event
+        if event.rev <= self.after or not event.key.startswith(self.prefix):
+            return None
+        if self.selectors.empty():
+            kind = {
+                EventType.CREATE: "ADDED",
+                EventType.UPDATE: "MODIFIED",
+                EventType.DELETE: "DELETED",
+            }[event.type]
+            return WatchItem(kind, event.value, event.rev)
+        new_match = self.selectors.matches(dispatch.new())
+        if event.type == EventType.CREATE:
+            return WatchItem("ADDED", event.value, event.rev) if new_match else None
+        if event.type == EventType.DELETE:
+            return WatchItem("DELETED", event.value, event.rev) if new_match else None
+        old = dispatch.old()
+        old_match = new_match if old is None else self.selectors.matches(old)
+        if new_match and old_match:
+            return WatchItem("MODIFIED", event.value, event.rev)
+        if new_match:
+            return WatchItem("ADDED", event.value, event.rev)
+        if old_match:
+            return WatchItem("DELETED", event.value, event.rev)
+        return None
+
+    def _wake(self) -> None:
+        try:
+            self._queue.put_nowait(_CLOSED)
+        except queue.Full:
+            pass
+
+    def stop(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self._wake()
+        self._broadcaster.unregister(self)
+
+    def __iter__(self) -> Iterator[WatchItem]:
+        try:
+            backlog, self.backlog = self.backlog, []
+            for item in backlog:
+                if self.stopped:
+                    return
+                self.sent_rev = item.rev
+                yield item
+            interval = self._broadcaster.bookmark_interval
+            while not self.stopped:
+                try:
+                    item = self._queue.get(timeout=interval)
+                except queue.Empty:
+                    if self.allow_bookmarks:
+                        rev = self._broadcaster.progress(self)
+                        if rev is not None and rev > self.sent_rev:
+                            self.sent_rev = rev
+                            yield WatchItem("BOOKMARK", b"", rev)
+                    continue
+                if item is _CLOSED or self.stopped:
+                    return
+                self.sent_rev = item.rev
+                yield item
+        finally:
+            self.stop()
+
+    def empty(self) -> bool:
+        return self._queue.empty()
+
+
+class Broadcaster:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        max_queue: int = 10_000,
+        bookmark_interval: float = 5.0,
+    ) -> None:
+        self.store = store
+        self.max_queue = max_queue
+        self.bookmark_interval = bookmark_interval
+        self._lock = threading.Lock()
+        self._by_prefix: dict[str, list[Watcher]] = {}
+        self._listeners: list[Callable[[Event], None]] = []
+        self._last = store.current_revision()
+        self._stop = threading.Event()
+        self._store_watch: Any = None
+        self._healthy = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="watch-broadcaster", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        self._healthy.wait(10)
+
+    @property
+    def last_revision(self) -> int:
+        return self._last
+
+    def add_listener(self, listener: Callable[[Event], None]) -> None:
+        """An in-process callback for every event (namespace cleanup); must not block."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def _run(self) -> None:
+        backoff = 0.1
+        while not self._stop.is_set():
+            try:
+                self._store_watch = self.store.watch(ROOT, self._last)
+                self._healthy.set()
+                backoff = 0.1
+                for event in self._store_watch:
+                    if self._stop.is_set():
+                        break
+                    self._dispatch(event)
+                    if self._stop.is_set():
+                        break
+            except Compacted:
+                log.error("watch history compacted under the broadcaster; dropping all watchers")
+                self._drop_all(self.store.current_revision())
+            except StorageError as err:
+                log.warning("store watch failed (%s); retrying in %.1fs", err, backoff)
+            except Exception:
+                log.exception("watch broadcaster failed; restarting it")
+            finally:
+                if self._store_watch is not None:
+                    self._store_watch.close()
+            if self._stop.wait(backoff):
+                return
+            backoff = min(backoff * 2, 5.0)
+
+    def _drop_all(self, rev: int) -> None:
+        with self._lock:
+            watchers = [w for ws in self._by_prefix.values() for w in ws]
+            self._last = rev
+        for w in watchers:
+            w.stop()
+
+    def _dispatch(self, event: Event) -> None:
+        dispatch = _Dispatch(event)
+        key = event.key
+        slash = key.find("/", len(ROOT))
+        prefix = key[: slash + 1] if slash >= 0 else key
+        with self._lock:
+            for watcher in self._by_prefix.get(prefix, ()):
+                watcher.offer(dispatch)
+            if event.rev > self._last:
+                self._last = event.rev
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(event)
+            except Exception:
+                log.exception("watch listener failed")
+
+    def progress(self, watcher: Watcher) -> int | None:
+        """The revision an idle watcher has certainly seen everything up to."""
+        with self._lock:
+            if watcher.empty():
+                return self._last
+        return None
+
+    def watch(
+        self,
+        info: KindInfo,
+        namespace: str,
+        selectors: Selectors,
+        resource_version: int | None,
+        allow_bookmarks: bool = True,
+    ) -> Watcher:
+        """A watcher of events after resource_version (None: from now)."""
+        if not self._healthy.is_set():
+            raise Unavailable("the watch cache is not ready")
+        with self._lock:
+            last = self._last
+            after = last if resource_version is None else resource_version
+            watcher = Watcher(
+                self, info, namespace, selectors, after, allow_bookmarks, self.max_queue
+            )
+            self._by_prefix.setdefault(kind_prefix(info), []).append(watcher)
+        if after < last:
+            try:
+                history = self.store.history(after, last, watcher.prefix)
+            except Compacted as err:
+                self.unregister(watcher)
+                raise Gone(
+                    f"too old resource version: {after} (the oldest retained is "
+                    f"{err.compacted + 1}); relist"
+                ) from err
+            except StorageError as err:
+                self.unregister(watcher)
+                raise Unavailable(str(err)) from err
+            items = [watcher.translate(_Dispatch(e)) for e in history]
+            watcher.backlog = [i for i in items if i is not None]
+        return watcher
+
+    def unregister(self, watcher: Watcher) -> None:
+        with self._lock:
+            watchers = self._by_prefix.get(kind_prefix(watcher.info))
+            if watchers and watcher in watchers:
+                watchers.remove(watcher)
+
+    def watcher_count(self) -> int:
+        with self._lock:
+            return sum(len(ws) for ws in self._by_prefix.values())
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._store_watch is not None:
+            self._store_watch.close()
+        self._drop_all(self._last)
+        self._thread.join(5)

@@ -1,0 +1,280 @@
+"""The gRPC implementation of the ApiClient contract.
+
+`connect(config)` opens a channel to the API server named in a ClientConfig
+(see config.py): TLS pinned to the cluster CA (the server certificate is
+checked for the name `skiff-apiserver`, whatever address is dialled) and the
+bearer token on every call. Objects are plain dicts; each call maps gRPC
+status codes back to the exceptions of controlplane.client.errors (the one
+table is `ERRORS`). `join(...)` exchanges a join token for a node credential.
+
+A watch is a server stream: iterate it for WatchEvents; the iteration ends
+when the server closes the stream (shutdown, or the watcher fell too far
+behind): re-watch from the last resourceVersion seen. `stop()` ends it from
+any thread. Gone is raised when the version is too old: relist.
+
+This module never imports the server side.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from controlplane.client import errors
+from controlplane.client.config import ClientConfig
+from controlplane.client.interface import (
+    DeleteOptions,
+    EventType,
+    ListOptions,
+    Object,
+    ObjectList,
+    WatchEvent,
+)
+from proto.controlplane.v1 import api_pb2, api_pb2_grpc
+
+SERVER_NAME = "skiff-apiserver"
+DEFAULT_TIMEOUT = 30.0
+MAX_MESSAGE = 1 << 30
+
+ERRORS: dict[grpc.StatusCode, type[errors.ApiError]] = {
+    grpc.StatusCode.NOT_FOUND: errors.NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyExists,
+    grpc.StatusCode.ABORTED: errors.Conflict,
+    grpc.StatusCode.FAILED_PRECONDITION: errors.Conflict,
+    grpc.StatusCode.INVALID_ARGUMENT: errors.Invalid,
+    grpc.StatusCode.OUT_OF_RANGE: errors.Gone,
+    grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: errors.Forbidden,
+    grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: errors.Unavailable,
+}
+
+
+def map_error(err: grpc.RpcError) -> errors.ApiError:
+    code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+    details = err.details() if hasattr(err, "details") else str(err)
+    cls = ERRORS.get(code, errors.ApiError)
+    if cls is errors.ApiError:
+        return errors.ApiError(f"{code.name}: {details}")
+    return cls(details or code.name)
+
+
+def _obj(pb: Any) -> Object:
+    obj: Object = json.loads(pb.json)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(pb.resource_version)
+    return obj
+
+
+class _TokenAuth(grpc.AuthMetadataPlugin):
+    def __init__(self, token: str) -> None:
+        self._metadata = (("authorization", f"Bearer {token}"),)
+
+    def __call__(
+        self, context: grpc.AuthMetadataContext, callback: grpc.AuthMetadataPluginCallback
+    ) -> None:
+        callback(self._metadata, None)
+
+
+def open_channel(config: ClientConfig) -> grpc.Channel:
+    """A channel to config.server: TLS + token when the config has a CA, else plaintext."""
+    options: list[tuple[str, Any]] = [
+        ("grpc.max_receive_message_length", MAX_MESSAGE),
+        ("grpc.max_send_message_length", MAX_MESSAGE),
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+    ]
+    if not config.ca_pem:
+        return grpc.insecure_channel(config.server, options=options)
+    creds = grpc.ssl_channel_credentials(root_certificates=config.ca_pem)
+    if config.token:
+        creds = grpc.composite_channel_credentials(
+            creds, grpc.metadata_call_credentials(_TokenAuth(config.token))
+        )
+    options.append(("grpc.ssl_target_name_override", SERVER_NAME))
+    return grpc.secure_channel(config.server, creds, options=options)
+
+
+class GrpcWatch:
+    """An open watch over a server stream."""
+
+    def __init__(self, call: Any, kind: str) -> None:
+        self._call = call
+        self._kind = kind
+        self._stopped = threading.Event()
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        try:
+            for pb in self._call:
+                etype: EventType = pb.type
+                if etype == "BOOKMARK":
+                    obj: Object = {
+                        "kind": self._kind,
+                        "metadata": {"resourceVersion": str(pb.object.resource_version)},
+                    }
+                else:
+                    obj = _obj(pb.object)
+                yield WatchEvent(etype, obj)
+        except grpc.RpcError as err:
+            if self._stopped.is_set() or err.code() == grpc.StatusCode.CANCELLED:
+                return
+            raise map_error(err) from err
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._call.cancel()
+
+
+class GrpcApiClient:
+    """ApiClient over gRPC. Thread-safe; share one per process."""
+
+    def __init__(self, config: ClientConfig, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.config = config
+        self.timeout = timeout
+        self._channel = open_channel(config)
+        self._stub = api_pb2_grpc.ObjectsStub(self._channel)
+        self._auth = api_pb2_grpc.AuthStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> GrpcApiClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
+        try:
+            return method(request, timeout=timeout or self.timeout)
+        except grpc.RpcError as err:
+            raise map_error(err) from err
+
+    def create(self, kind: str, obj: Object, namespace: str | None = None) -> Object:
+        req = api_pb2.CreateRequest(kind=kind, namespace=namespace or "",
+                                    json=json.dumps(obj).encode())  # fmt: skip
+        return _obj(self._call(self._stub.Create, req).object)
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Object:
+        req = api_pb2.GetRequest(kind=kind, name=name, namespace=namespace or "")
+        return _obj(self._call(self._stub.Get, req).object)
+
+    def list(
+        self, kind: str, namespace: str | None = None, options: ListOptions | None = None
+    ) -> ObjectList:
+        options = options or ListOptions()
+        req = api_pb2.ListRequest(
+            kind=kind,
+            namespace=namespace or "",
+            label_selector=options.label_selector,
+            field_selector=options.field_selector,
+            limit=options.limit,
+            continue_token=options.continue_token,
+            resource_version=options.resource_version,
+        )
+        resp = self._call(self._stub.List, req, timeout=max(self.timeout, 120.0))
+        return ObjectList(
+            items=[_obj(item) for item in resp.items],
+            resource_version=resp.resource_version,
+            continue_token=resp.continue_token,
+        )
+
+    def update(self, kind: str, obj: Object) -> Object:
+        req = api_pb2.UpdateRequest(kind=kind, json=json.dumps(obj).encode())
+        return _obj(self._call(self._stub.Update, req).object)
+
+    def update_status(self, kind: str, obj: Object) -> Object:
+        req = api_pb2.UpdateRequest(kind=kind, json=json.dumps(obj).encode(), subresource="status")
+        return _obj(self._call(self._stub.Update, req).object)
+
+    def patch(
+        self, kind: str, name: str, patch: Object, namespace: str | None = None,
+        subresource: str = "",
+    ) -> Object:  # fmt: skip
+        req = api_pb2.PatchRequest(
+            kind=kind, name=name, namespace=namespace or "", patch=json.dumps(patch).encode(),
+            subresource=subresource,
+        )  # fmt: skip
+        return _obj(self._call(self._stub.Patch, req).object)
+
+    def delete(
+        self, kind: str, name: str, namespace: str | None = None,
+        options: DeleteOptions | None = None,
+    ) -> Object | None:  # fmt: skip
+        options = options or DeleteOptions()
+        req = api_pb2.DeleteRequest(
+            kind=kind,
+            name=name,
+            namespace=namespace or "",
+            grace_period_seconds=(
+                -1 if options.grace_period_seconds is None else options.grace_period_seconds
+            ),
+            propagation_policy=options.propagation_policy or "",
+            precondition_uid=options.precondition_uid or "",
+            precondition_resource_version=options.precondition_resource_version or "",
+        )
+        resp = self._call(self._stub.Delete, req)
+        return _obj(resp.object) if resp.HasField("object") else None
+
+    def watch(
+        self, kind: str, namespace: str | None = None, options: ListOptions | None = None,
+        allow_bookmarks: bool = True,
+    ) -> GrpcWatch:  # fmt: skip
+        options = options or ListOptions()
+        req = api_pb2.WatchRequest(
+            kind=kind,
+            namespace=namespace or "",
+            label_selector=options.label_selector,
+            field_selector=options.field_selector,
+            resource_version=options.resource_version,
+            allow_bookmarks=allow_bookmarks,
+        )
+        call: Any = self._stub.Watch(req)
+        # Surface refusals (Gone, Invalid, Unauthenticated) here, not at the
+        # first iteration: wait for the server's response headers.
+        try:
+            call.initial_metadata()
+        except grpc.RpcError as err:
+            raise map_error(err) from err
+        if call.done() and call.code() != grpc.StatusCode.OK:
+            raise map_error(call)
+        return GrpcWatch(call, kind)
+
+    def get_scale(self, kind: str, name: str, namespace: str) -> Object:
+        req = api_pb2.GetRequest(kind=kind, name=name, namespace=namespace or "")
+        return _obj(self._call(self._stub.GetScale, req).object)
+
+    def update_scale(self, kind: str, name: str, namespace: str, replicas: int) -> Object:
+        req = api_pb2.UpdateScaleRequest(
+            kind=kind, name=name, namespace=namespace or "", replicas=replicas
+        )
+        return _obj(self._call(self._stub.UpdateScale, req).object)
+
+    def whoami(self) -> dict[str, Any]:
+        resp = self._call(self._auth.WhoAmI, api_pb2.WhoAmIRequest())
+        return {"user": resp.user, "node": resp.node_name, "admin": resp.admin}
+
+
+def connect(config: ClientConfig, timeout: float = DEFAULT_TIMEOUT) -> GrpcApiClient:
+    """An ApiClient for the server in `config` (the channel connects lazily)."""
+    return GrpcApiClient(config, timeout)
+
+
+def join(server: str, ca_pem: bytes, join_token: str, node_name: str) -> ClientConfig:
+    """Exchange the cluster join token for a node credential (a ClientConfig)."""
+    channel = open_channel(ClientConfig(server=server, ca_pem=ca_pem))
+    try:
+        stub = api_pb2_grpc.AuthStub(channel)
+        try:
+            resp = stub.Join(
+                api_pb2.JoinRequest(join_token=join_token, node_name=node_name),
+                timeout=DEFAULT_TIMEOUT,
+            )
+        except grpc.RpcError as err:
+            raise map_error(err) from err
+    finally:
+        channel.close()
+    return ClientConfig(server=server, ca_pem=resp.ca_pem or ca_pem, token=resp.token)

@@ -1,0 +1,184 @@
+"""`skiff controlplane`: run the API server (and, later, scheduler and controllers).
+
+Opens the store (SQLite under --data-dir, or etcd), makes sure the PKI,
+token secret, `<data-dir>/admin.conf` (admin credential) and
+`<data-dir>/join-token` exist, serves the API over TLS on --listen, then
+starts the in-process components listed in COMPONENTS with an admin client.
+SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
+refusal to start (exit status 1), never a silent reset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from controlplane.apiserver.server import ApiServer, ApiServerConfig
+from controlplane.apiserver.tls import ensure_pki
+from controlplane.client.config import ClientConfig, write_config
+from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
+
+log = logging.getLogger("skiff.controlplane")
+
+DEFAULT_LISTEN = "0.0.0.0:6443"
+DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
+
+# In-process components started once the API server serves, in this order:
+# (name, "module:function"). Each function is called as
+# function(client: ApiClient, stop: threading.Event) -> None, must return
+# promptly (start its own threads) and stop when `stop` is set. The scheduler
+# and controller-manager issues add themselves here, e.g.
+#   ("scheduler", "controlplane.scheduler.run:start"),
+#   ("controllers", "controlplane.controllers.manager:start"),
+COMPONENTS: list[tuple[str, str]] = []
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="skiff controlplane", description=__doc__)
+    p.add_argument("--listen", default=DEFAULT_LISTEN, help="HOST:PORT to serve the API on")
+    p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="state directory")
+    p.add_argument("--store", choices=("sqlite", "etcd"), default="sqlite")
+    p.add_argument(
+        "--etcd-endpoints",
+        default="",
+        help="comma-separated etcd client endpoints (host:port or http://host:port)",
+    )
+    p.add_argument("--etcd-prefix", default="/skiff", help="key prefix in etcd")
+    p.add_argument(
+        "--tls-san",
+        action="append",
+        default=[],
+        help="extra name or IP for the serving certificate (repeatable)",
+    )
+    p.add_argument(
+        "--advertise-address",
+        default="",
+        help="address written into admin.conf (default: the listen address, "
+        "127.0.0.1 for a wildcard)",
+    )
+    p.add_argument("--service-cidr", default="10.43.0.0/16")
+    p.add_argument(
+        "--history", type=int, default=100_000, help="revisions of watch history to keep"
+    )
+    p.add_argument("--bookmark-interval", type=float, default=5.0)
+    p.add_argument(
+        "--disable",
+        action="append",
+        default=[],
+        help="do not start this component (e.g. scheduler)",
+    )
+    p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
+    return p  # fmt: skip
+
+
+def open_store(args: argparse.Namespace, data_dir: Path) -> Store:
+    if args.store == "etcd":
+        from controlplane.storage.etcd import EtcdStore
+
+        endpoints = [e for e in args.etcd_endpoints.split(",") if e.strip()]
+        if not endpoints:
+            raise StoreUnavailable("--store etcd needs --etcd-endpoints")
+        return EtcdStore(endpoints, root=args.etcd_prefix, retention=args.history)
+    from controlplane.storage.sqlite import SqliteStore
+
+    return SqliteStore(data_dir / "state.db", retention=args.history)
+
+
+def _advertise(listen: str, port: int, advertise: str) -> str:
+    if advertise:
+        return advertise if ":" in advertise else f"{advertise}:{port}"
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def write_credentials(data_dir: Path, server: str, ca_pem: bytes, admin: str, join: str) -> None:
+    write_config(data_dir / "admin.conf", ClientConfig(server=server, ca_pem=ca_pem, token=admin))
+    path = data_dir / "join-token"
+    fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(join + "\n")
+    os.replace(path.with_suffix(".tmp"), path)
+
+
+def start_components(client: Any, stop: threading.Event, disabled: Sequence[str]) -> None:
+    for name, target in COMPONENTS:
+        if name in disabled:
+            log.info("component=%s disabled", name)
+            continue
+        module_name, func_name = target.split(":")
+        func: Callable[[Any, threading.Event], None] = getattr(
+            importlib.import_module(module_name), func_name
+        )
+        log.info("component=%s starting", name)
+        func(client, stop)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    data_dir = Path(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    listen_host = args.listen.rsplit(":", 1)[0].strip("[]")
+    try:
+        pki = ensure_pki(data_dir, [listen_host, *args.tls_san])
+        store = open_store(args, data_dir)
+    except CorruptStore as err:
+        print(f"skiff controlplane: {err}", file=sys.stderr)
+        return 1
+    except StoreUnavailable as err:
+        print(f"skiff controlplane: {err}", file=sys.stderr)
+        return 1
+    config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
+                             bookmark_interval=args.bookmark_interval)  # fmt: skip
+    server = ApiServer(store, config, pki)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("signal %d: shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        port = server.start()
+    except OSError as err:
+        print(f"skiff controlplane: {err}", file=sys.stderr)
+        store.close()
+        return 1
+    assert server.authority is not None
+    address = _advertise(args.listen, port, args.advertise_address)
+    write_credentials(data_dir, address, pki.ca_pem, server.authority.admin_token(),
+                      server.authority.join_token())  # fmt: skip
+    log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
+    client = None
+    if COMPONENTS:
+        from controlplane.client.apiclient import connect
+
+        client = connect(ClientConfig(address, pki.ca_pem, server.authority.admin_token()))
+        start_components(client, stop, args.disable)
+    print(f"skiff controlplane: serving on {address}", file=sys.stderr, flush=True)
+    stop.wait()
+    server.stop()
+    if client is not None:
+        client.close()
+    store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
