@@ -231,6 +231,7 @@ def _add_links(
         if link is None:
             raise CNIError(GENERIC, f"{args.ifname} missing in {args.netns} after creation")
         pod.set_link(link.index, up=True)
+        pod.set_link(1, up=True)  # `lo` (always index 1): pods need it, and no runtime forgets it
         for ip in ips:
             ip["interface"] = 2
             addr, plen = _split(ip["address"])

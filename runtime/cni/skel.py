@@ -133,6 +133,9 @@ def parse(env: dict[str, str] | os._Environ[str], stdin: bytes) -> Args:
     for key in _REQUIRED[command]:
         if not env.get(key):
             raise CNIError(INVALID_ENV, f"required env variable {key} is missing")
+    ifname = env.get("CNI_IFNAME", "")
+    if ifname and (len(ifname) > 15 or "/" in ifname or ifname in (".", "..") or " " in ifname):
+        raise CNIError(INVALID_ENV, f"CNI_IFNAME {ifname!r} is not a valid interface name")
     try:
         conf = fastjson.loads(stdin) if stdin.strip() or command != "VERSION" else {}
     except ValueError as exc:

@@ -44,6 +44,7 @@ def test_parse_reads_env_and_config() -> None:
         ({"CNI_COMMAND": "FROB"}, CONF, 4),
         ({"CNI_NETNS": ""}, CONF, 4),
         ({"CNI_ARGS": "novalue"}, CONF, 4),
+        ({"CNI_IFNAME": "a-very-long-interface-name"}, CONF, 4),
         ({}, b"{oops", 6),
         ({}, b"[1]", 6),
         ({}, b'{"cniVersion": "0.2.0", "name": "n"}', 1),
