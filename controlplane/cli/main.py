@@ -44,6 +44,11 @@ VERBS: dict[str, Verb] = {
     "uncordon": Verb("cordon", "mark a node schedulable"),
     "drain": Verb("drain", "cordon a node and evict its pods"),
     "events": Verb("events", "list events"),
+    "wait": Verb("wait", "wait for a condition on objects (--for=condition=Ready|delete|jsonpath)"),
+    "create": Verb("create", "create objects from manifests, or a namespace"),
+    "label": Verb("label", "set or remove labels"),
+    "annotate": Verb("label", "set or remove annotations"),
+    "api-resources": Verb("api_resources", "list the kinds the cluster serves"),
     "rollout": Verb("notimpl", "manage a rollout (status, history, undo, pause, resume)"),
     "autoscale": Verb("notimpl", "create a HorizontalPodAutoscaler for a workload"),
     "logs": Verb("notimpl", "print a container's logs"),
@@ -77,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(verb, help=spec.help, description=spec.help)
         _global_flags(p, suppress=True)
         _verb_module(verb).register(p)
+        # kubectl lets flags and positionals interleave (`label nodes --all a=b`);
+        # argparse does not, so main() appends stray positionals here.
+        rest = next(
+            (a.dest for a in p._actions if not a.option_strings and a.nargs in ("*", "+")), None
+        )
+        p.set_defaults(_rest_dest=rest)
     return parser
 
 
@@ -129,7 +140,13 @@ def main(
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(args_list)
+        args, extra = parser.parse_known_args(args_list)
+        if extra:
+            stray = [e for e in extra if e == "-" or not e.startswith("-")]
+            dest = getattr(args, "_rest_dest", None)
+            if len(stray) != len(extra) or dest is None:
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            getattr(args, dest).extend(stray)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     ctx = Context(

@@ -23,6 +23,19 @@ from controlplane.api.kinds import KindInfo
 from controlplane.cli.context import CliError
 from controlplane.client.interface import Object
 
+# kubectl's "all" category: what `get all` lists.
+ALL = (
+    "Pod",
+    "Service",
+    "DaemonSet",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "HorizontalPodAutoscaler",
+    "Job",
+    "CronJob",
+)
+
 
 def resolve_kind(name: str) -> KindInfo:
     try:
@@ -54,7 +67,12 @@ def parse_targets(words: list[str], need_name: bool = False) -> list[Target]:
                 )
             targets.append(Target(resolve_kind(kind), obj_name))
         return targets
-    infos = [resolve_kind(k) for k in words[0].split(",") if k]
+    infos: list[KindInfo] = []
+    for word in (k for k in words[0].split(",") if k):
+        if word == "all":
+            infos.extend(kinds.by_kind(k) for k in ALL)
+        else:
+            infos.append(resolve_kind(word))
     names = words[1:]
     if any("/" in n for n in names):
         raise CliError(
