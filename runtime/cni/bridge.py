@@ -121,7 +121,7 @@ def _subnet_of(cidr: str) -> str:
         raw = int.from_bytes(_socket.inet_pton(_socket.AF_INET6, addr), "big")
         mask = ((1 << 128) - 1) ^ ((1 << (128 - plen)) - 1)
         return _socket.inet_ntop(_socket.AF_INET6, (raw & mask).to_bytes(16, "big")) + f"/{plen}"
-    net, _ = routes._network(cidr)
+    net, _ = routes.network_of(cidr)
     return f"{net}/{plen}"
 
 
@@ -129,6 +129,7 @@ def add(args: Args) -> dict[str, Any]:
     conf = NetConf(args.conf)
     ns = _open_netns(args.netns)
     undo: list[Callable[[], object]] = []
+    pending: list[oslib.Proc] = []
     try:
         ipam_result = delegate.ipam_add(args)
         undo.append(lambda: delegate.ipam_del(args))
@@ -137,7 +138,6 @@ def add(args: Args) -> dict[str, Any]:
             raise CNIError(GENERIC, "IPAM returned no addresses")
         # NAT rules go in one iptables-restore per family, started now and
         # collected after the links are made: the two overlap.
-        pending = []
         if conf.ip_masq or conf.port_mappings:
             cid = iptables.chain_id(conf.name, args.container_id, args.ifname)
             undo.append(lambda: _teardown_rules(cid, ips))
@@ -165,6 +165,8 @@ def add(args: Args) -> dict[str, Any]:
         undo.clear()
         return result
     except BaseException:
+        for proc in pending:
+            proc.wait()  # the rules' teardown must not race their creation
         for step in reversed(undo):
             try:
                 step()

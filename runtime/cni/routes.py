@@ -38,7 +38,7 @@ def vtep_mac(node_ip: str) -> str:
     return "0a:58:" + ":".join(f"{b:02x}" for b in raw)
 
 
-def _network(cidr: str) -> tuple[str, int]:
+def network_of(cidr: str) -> tuple[str, int]:
     addr, _, plen_s = cidr.partition("/")
     try:
         plen = int(plen_s)
@@ -64,7 +64,7 @@ class Peer:
 
     def __init__(self, node_ip: str, pod_cidr: str) -> None:
         self.node_ip = node_ip
-        net, plen = _network(pod_cidr)
+        net, plen = network_of(pod_cidr)
         self.pod_cidr = f"{net}/{plen}"
 
 
@@ -109,8 +109,8 @@ def reconcile(sock: nl.Netlink, conf: dict[str, Any], local_cidrs: list[str]) ->
     if not isinstance(backend, dict) or not backend:
         return
     kind = backend.get("type", "host-gw")
-    local = {_network(c) for c in local_cidrs}
-    peers = [p for p in parse_peers(backend) if _network(p.pod_cidr) not in local]
+    local = {network_of(c) for c in local_cidrs}
+    peers = [p for p in parse_peers(backend) if network_of(p.pod_cidr) not in local]
     if kind == "host-gw":
         _host_gw(sock, backend, peers)
     elif kind == "vxlan":
@@ -176,12 +176,12 @@ def _vxlan(
         raise CNIError(INVALID_CONFIG, f"{name} exists and is a {dev.kind}, not vxlan")
     # The VTEP address: the network address of this node's pod subnet, /32.
     for cidr in local_cidrs:
-        net, _ = _network(cidr)
+        net, _ = network_of(cidr)
         sock.add_address(dev.index, net, 32)
     want_routes = set()
     want_macs = {}
     for p in peers:
-        vtep_ip, _ = _network(p.pod_cidr)
+        vtep_ip, _ = network_of(p.pod_cidr)
         mac = vtep_mac(p.node_ip)
         sock.set_neighbour(dev.index, vtep_ip, mac)
         sock.set_fdb(dev.index, mac, p.node_ip)

@@ -156,3 +156,51 @@ def bridge_conf(
     }
     conf.update(extra)
     return conf
+
+
+_UDP_SERVER = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+print("ready", flush=True)
+while True:
+    data, addr = s.recvfrom(200)
+    s.sendto(b"udp " + data, addr)
+"""
+
+_UDP_CLIENT = """
+import socket, sys
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); c.settimeout(1)
+for _ in range(5):
+    c.sendto(b"ping", (sys.argv[1], int(sys.argv[2])))
+    try:
+        print(c.recvfrom(200)[0].decode()); break
+    except socket.timeout:
+        pass
+"""
+
+
+@contextmanager
+def udp_server(netns: str, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """A UDP echo server in `netns`; stopped afterwards."""
+    proc = subprocess.Popen(
+        ["ip", "netns", "exec", netns, sys.executable, "-c", _UDP_SERVER, str(port)],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == b"ready"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def udp_get(src_netns: str, host: str, port: int) -> str:
+    proc = subprocess.run(
+        ["ip", "netns", "exec", src_netns, sys.executable, "-c", _UDP_CLIENT, host, str(port)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    return proc.stdout.strip()

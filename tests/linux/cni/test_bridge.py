@@ -26,6 +26,8 @@ from tests.linux.cni.helpers import (
     run_plugin,
     tcp_get,
     tcp_server,
+    udp_get,
+    udp_server,
 )
 
 pytestmark = [pytest.mark.root, pytest.mark.netns]
@@ -169,7 +171,10 @@ def test_host_port_reaches_the_pod(cni_bin, node, pod_factory, tmp_path) -> None
         tmp_path,
         "10.250.4.0/24",
         runtimeConfig={
-            "portMappings": [{"hostPort": 12000, "containerPort": 80, "protocol": "tcp"}]
+            "portMappings": [
+                {"hostPort": 12000, "containerPort": 80, "protocol": "tcp"},
+                {"hostPort": 12002, "containerPort": 53, "protocol": "udp"},
+            ]
         },
     )
     rc, result = run_plugin(
@@ -187,6 +192,8 @@ def test_host_port_reaches_the_pod(cni_bin, node, pod_factory, tmp_path) -> None
         assert tcp_get(other, "10.250.4.1", 12000).startswith("hello from web")
         # from the node itself at 127.0.0.1 (OUTPUT DNAT, route_localnet, masquerade)
         assert tcp_get(node, "127.0.0.1", 12000) == "hello from web to 10.250.4.1"
+    with udp_server(pod, 53):
+        assert udp_get(other, "10.250.4.1", 12002) == "udp ping"
     assert "SKIFF-DN" in nat_rules(node)
     for cid, ns, c in (("web", pod, conf), ("client", other, plain)):
         for _ in range(2):

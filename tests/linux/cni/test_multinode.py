@@ -94,6 +94,10 @@ def test_pods_on_different_nodes_talk(
                 mtu=1450 if mode == "vxlan" else 1500,
             )
             conf["name"] = "cluster"
+            if n == 2:
+                conf["runtimeConfig"] = {
+                    "portMappings": [{"hostPort": 12000, "containerPort": 8080, "protocol": "tcp"}]
+                }
             rc, result = run_plugin(
                 cni_bin / "skiff-cni", "ADD", conf, f"pod{n}", netns_path(pod), node, path
             )
@@ -132,6 +136,9 @@ def test_pods_on_different_nodes_talk(
             # pod-to-pod traffic keeps its source address (no masquerade to peers)
             assert tcp_get(pods[0], ips[1], 8080) == f"hello from pod2 to {ips[0]}"
             assert tcp_get(pods[2], ips[1], 8080) == f"hello from pod2 to {ips[2]}"
+            # a host port is reachable from another node (masqueraded to node 1's IP)
+            assert tcp_get(pods[0], "10.250.9.2", 12000) == "hello from pod2 to 10.250.9.1"
+            assert tcp_get(nodes[2], "10.250.9.2", 12000) == "hello from pod2 to 10.250.9.3"
 
         # the peer list shrinks: node 1 drops node 3 on its next ADD
         extra = stack.enter_context(temp_netns("skcni-px-"))
