@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +34,20 @@ def digest_hex(digest: str) -> str:
     if m is None:
         raise BadContent(f"unsupported or malformed digest {digest!r}")
     return m.group(1)
+
+
+def pid_alive(text: str) -> bool:
+    """Whether `text` is the pid of a running process (not ours to judge: a
+    pid we cannot parse is a dead writer)."""
+    if not text.isdigit():
+        return False
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def sha256_of(data: bytes) -> str:
@@ -86,7 +99,8 @@ class Ingest:
         self.store = store
         self.digest = digest
         self.expected_size = size
-        self.path = store.ingest_dir / f"{digest_hex(digest)[:16]}-{uuid.uuid4().hex[:8]}"
+        name = f"{os.getpid()}-{digest_hex(digest)[:16]}-{uuid.uuid4().hex[:8]}"
+        self.path = store.ingest_dir / name
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         self._committed = False
 
@@ -140,9 +154,15 @@ class ContentStore:
         self.ingest_dir.mkdir(parents=True, exist_ok=True)
 
     def clean_ingest(self) -> None:
-        """Drop leftovers of killed writers (call before any writer starts)."""
-        shutil.rmtree(self.ingest_dir, ignore_errors=True)
-        self.ingest_dir.mkdir(parents=True, exist_ok=True)
+        """Drop leftovers of killed writers: ingest files whose writing process
+        (the pid their name starts with) is gone. Live writers, e.g. a runtime
+        sharing this root with the CLI, keep theirs."""
+        for entry in os.scandir(self.ingest_dir):
+            if not pid_alive(entry.name.split("-", 1)[0]):
+                try:
+                    os.unlink(entry.path)
+                except FileNotFoundError:
+                    pass
 
     def path(self, digest: str) -> Path:
         return self.blob_dir / digest_hex(digest)

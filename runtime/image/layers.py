@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.image.content import digest_hex
+from runtime.image.content import digest_hex, pid_alive
 from runtime.image.unpack import LayerStats
 
 TMP_PREFIX = "tmp-"
@@ -50,9 +50,12 @@ class LayerStore:
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def clean_tmp(self) -> None:
-        """Drop half-unpacked layers of a killed process (call before any unpack)."""
+        """Drop half-unpacked layers of killed processes (a live process's stay)."""
         for entry in os.scandir(self.dir):
-            if entry.name.startswith(TMP_PREFIX):
+            if not entry.name.startswith(TMP_PREFIX):
+                continue
+            owner = entry.name.removeprefix(TMP_PREFIX).split("-", 1)[0]
+            if owner == "rm" or not pid_alive(owner):
                 shutil.rmtree(entry.path, ignore_errors=True)
 
     def path(self, chain_id: str) -> Path:
@@ -70,7 +73,7 @@ class LayerStore:
 
     def new_tmp(self) -> Path:
         """A fresh private directory with an empty `fs` inside to unpack into."""
-        tmp = self.dir / f"{TMP_PREFIX}{uuid.uuid4().hex}"
+        tmp = self.dir / f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
         tmp.mkdir(mode=0o700)
         (tmp / "fs").mkdir(mode=0o755)
         return tmp

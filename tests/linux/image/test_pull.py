@@ -312,11 +312,21 @@ def test_concurrent_pulls_share_one_download(
 
 
 def test_leftovers_of_a_killed_pull_are_cleaned(store: ImageStore) -> None:
-    (store.content.ingest_dir / "half").write_bytes(b"x")
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (store.content.ingest_dir / f"{dead.pid}-abc-1").write_bytes(b"x")
+    (store.content.ingest_dir / "garbage").write_bytes(b"x")
     tmp = store.layers.new_tmp()
     (tmp / "fs" / "f").write_bytes(b"x")
+    stale = tmp.rename(store.layers.dir / f"tmp-{dead.pid}-0")
+    live = store.layers.new_tmp()  # this process is alive: its work is kept
+    live_ingest = store.content.ingest_dir / f"{os.getpid()}-def-2"
+    live_ingest.write_bytes(b"y")
     again = ImageStore(store.root)
-    assert store_files(again) == {"blobs": [], "layers": [], "ingest": []}
+    assert not stale.exists() and live.exists() and live_ingest.exists()
+    assert store_files(again)["ingest"] == [live_ingest.name]
 
 
 def test_https_with_configured_ca(
