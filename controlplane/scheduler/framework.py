@@ -530,11 +530,13 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[Status, str]:
+        reasons: list[str] = []
         for p in self.post_filters:
             st, nominated = p.post_filter(state, pod, diagnosis)
             if st.ok:
                 return st, nominated
-        return Status(Code.UNSCHEDULABLE), ""
+            reasons.extend(st.reasons)
+        return Status(Code.UNSCHEDULABLE, tuple(reasons)), ""
 
     def events(self) -> dict[str, list[ClusterEvent]]:
         return {

@@ -1,0 +1,83 @@
+"""The cache: assumed pods, confirmation, expiry, node removal, arrays in step."""
+
+from __future__ import annotations
+
+from controlplane.scheduler.cache import CPU_COL, PODS_COL, Cache
+from controlplane.scheduler.objects import make_node, make_pod
+from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.types import FakeClock
+
+
+def test_assume_forget_confirm() -> None:
+    clock = FakeClock()
+    cache = Cache(clock, assumed_ttl=30)
+    cache.add_node(make_node("n", cpu="2"))
+    slot = cache.nodes["n"].slot
+    p = PodInfo.of(make_pod("p", cpu="500m"))
+    cache.assume_pod(p, "n")
+    assert cache.req[slot, CPU_COL] == 500 and cache.req[slot, PODS_COL] == 1
+    cache.forget_pod(p.key)
+    assert cache.req[slot, CPU_COL] == 0 and cache.node_of(p.key) is None
+    cache.assume_pod(p, "n")
+    cache.finish_binding(p.key)
+    bound = PodInfo.of(make_pod("p", cpu="500m", node_name="n"))
+    cache.add_pod(bound)  # the informer confirms: counted once
+    assert not cache.is_assumed(p.key)
+    assert cache.req[slot, CPU_COL] == 500 and cache.req[slot, PODS_COL] == 1
+    clock.step(100)
+    assert cache.cleanup_expired() == []
+
+
+def test_assumed_pod_expires_after_binding() -> None:
+    clock = FakeClock()
+    cache = Cache(clock, assumed_ttl=30)
+    cache.add_node(make_node("n"))
+    p = PodInfo.of(make_pod("p", cpu="1"))
+    cache.assume_pod(p, "n")
+    clock.step(100)
+    assert cache.cleanup_expired() == []  # binding not finished: never expires
+    cache.finish_binding(p.key)
+    clock.step(29)
+    assert cache.cleanup_expired() == []
+    clock.step(2)
+    assert cache.cleanup_expired() == [p.key]
+    assert cache.req[cache.nodes["n"].slot, CPU_COL] == 0
+
+
+def test_pods_before_their_node_and_node_removal() -> None:
+    cache = Cache(FakeClock())
+    cache.add_pod(PodInfo.of(make_pod("early", cpu="1", node_name="later")))
+    cache.add_node(make_node("later"))
+    slot = cache.nodes["later"].slot
+    assert cache.req[slot, CPU_COL] == 1000
+    cache.remove_node("later")
+    assert not cache.valid[slot] and cache.node_count() == 0
+    cache.add_node(make_node("other"))
+    assert cache.nodes["other"].slot == slot  # slot reused, clean
+    assert cache.req[slot, CPU_COL] == 0
+    assert cache.remove_pod("default/early") is not None
+
+
+def test_node_update_rewrites_labels_and_taints() -> None:
+    cache = Cache(FakeClock())
+    cache.add_node(
+        make_node("n", labels={"zone": "a"}, taints=[{"key": "k", "effect": "NoSchedule"}])
+    )
+    slot = cache.nodes["n"].slot
+    cache.update_node(make_node("n", labels={"disk": "ssd"}))
+    assert cache.codes("zone")[slot] == -1
+    assert cache.codes("disk")[slot] == cache.label_code("disk", "ssd")
+    assert not cache.taint_mat[slot].any()
+
+
+def test_grows_beyond_initial_capacity() -> None:
+    cache = Cache(FakeClock(), capacity=2)
+    for i in range(10):
+        cache.add_node(make_node(f"n{i}", labels={"zone": f"z{i % 2}"}))
+        cache.add_pod(
+            PodInfo.of(make_pod(f"p{i}", cpu="1", labels={"app": "x"}, node_name=f"n{i}"))
+        )
+    assert cache.node_count() == 10
+    assert int(cache.req[: cache.n, CPU_COL].sum()) == 10000
+    counts = cache.count_matching("app=x", lambda ns, labels: labels.get("app") == "x")
+    assert counts.tolist() == [1] * 10

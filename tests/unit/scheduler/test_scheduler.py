@@ -1,0 +1,137 @@
+"""The scheduler end to end over an in-memory cluster: place, explain, retry, bind failures."""
+
+from __future__ import annotations
+
+from controlplane.scheduler.objects import make_node, make_pod
+
+from .harness import Env
+
+
+def test_schedules_onto_least_allocated_node_and_records_breakdown() -> None:
+    env = Env(nodes=[make_node("busy", cpu="4"), make_node("idle", cpu="4")])
+    env.add(make_pod("filler", cpu="3", node_name="busy"))
+    env.add(make_pod("p", cpu="500m", memory="100Mi"))
+    assert env.node_of("p") == "idle"
+    d = env.sched.explain("default/p")
+    assert d is not None and d.node == "idle"
+    chosen, runner_up = d.breakdown["nodes"]
+    assert chosen["node"] == "idle" and runner_up["node"] == "busy"
+    assert (
+        chosen["plugins"]["NodeResourcesFit"]["score"]
+        > runner_up["plugins"]["NodeResourcesFit"]["score"]
+    )
+    assert chosen["total"] == sum(v["score"] * v["weight"] for v in chosen["plugins"].values())
+
+
+def test_assumed_pods_count_before_binds_are_confirmed() -> None:
+    env = Env(nodes=[make_node("a", cpu="1"), make_node("b", cpu="1")])
+    for i in range(2):
+        env.cluster.add_pod(make_pod(f"p{i}", cpu="800m"))
+    for kind, type_, obj in env.cluster.drain_events():
+        env.sched.handle(kind, type_, obj)
+    env.sched.schedule_pending()  # no bind events delivered yet
+    assert {env.node_of("p0"), env.node_of("p1")} == {"a", "b"}
+
+
+def test_unschedulable_message_and_retry_on_node_add() -> None:
+    gpu = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    nodes = [make_node(f"small{i}", cpu="1") for i in range(3)] + [
+        make_node(f"gpu{i}", cpu="8", taints=gpu) for i in range(2)
+    ]
+    env = Env(nodes=nodes)
+    env.add(make_pod("big", cpu="2"))
+    assert env.node_of("big") is None
+    assert env.message("big").startswith(
+        "0/5 nodes are available: 2 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu."
+    )
+    assert env.cluster.messages["default/big"] == env.message("big")
+    assert "preemption: 0/5 nodes are available" in env.message("big")
+    env.cluster.add_node(make_node("large", cpu="4"))
+    env.step(1.0)  # past the backoff
+    assert env.node_of("big") == "large"
+
+
+def test_pending_pod_is_retried_after_a_pod_is_deleted() -> None:
+    env = Env(nodes=[make_node("n", cpu="1")])
+    env.add(make_pod("holder", cpu="1", node_name="n"))
+    env.add(make_pod("waiter", cpu="1"))
+    assert env.node_of("waiter") is None
+    env.cluster.delete_pod("default/holder")
+    env.step(2.0)
+    assert env.node_of("waiter") == "n"
+
+
+def test_failed_bind_forgets_and_requeues() -> None:
+    env = Env(nodes=[make_node("n", cpu="1")])
+    env.cluster.fail_binds.add("default/p")
+    env.add(make_pod("p", cpu="1"))
+    assert env.node_of("p") is None
+    assert env.sched.stats["bind_failures"] == 1
+    assert env.sched.cache.node_of("default/p") is None  # assumption forgotten
+    env.cluster.fail_binds.clear()
+    env.step(1.0)
+    assert env.node_of("p") == "n"
+
+
+def test_node_deleted_between_decision_and_bind_requeues() -> None:
+    env = Env(nodes=[make_node("gone", cpu="4"), make_node("stays", cpu="1")])
+    env.add(make_pod("filler", cpu="1", node_name="stays"))
+    # The node disappears from the API before the scheduler hears of it.
+    del env.cluster.nodes["gone"]
+    env.add(make_pod("p", cpu="500m"))
+    assert env.node_of("p") is None
+    assert "not found" in env.message("p")
+    env.sched.on_node_delete(make_node("gone"))
+    env.cluster.delete_pod("default/filler")
+    env.step(1.0)
+    assert env.node_of("p") == "stays"
+
+
+def test_pods_for_other_schedulers_are_ignored() -> None:
+    env = Env(nodes=[make_node("n")])
+    env.add(make_pod("mine"), make_pod("theirs", scheduler_name="other-scheduler"))
+    assert env.node_of("mine") == "n"
+    assert env.node_of("theirs") is None
+    assert "default/theirs" not in env.sched.queue
+
+
+def test_profiles_by_scheduler_name_binpack_vs_spread() -> None:
+    cfg = {
+        "percentageOfNodesToScore": 100,
+        "profiles": [
+            {"schedulerName": "default-scheduler"},
+            {
+                "schedulerName": "binpack",
+                "pluginConfig": [
+                    {
+                        "name": "NodeResourcesFit",
+                        "args": {"scoringStrategy": {"type": "MostAllocated"}},
+                    }
+                ],
+                "disabled": ["NodeResourcesBalancedAllocation"],
+            },
+        ],
+    }
+    env = Env(cfg, nodes=[make_node(f"n{i}", cpu="4", memory="4Gi") for i in range(4)])
+    env.add(*[make_pod(f"s{i}", cpu="1", memory="1Gi") for i in range(4)])
+    assert len({env.node_of(f"s{i}") for i in range(4)}) == 4
+    env.add(
+        *[make_pod(f"b{i}", cpu="500m", memory="512Mi", scheduler_name="binpack") for i in range(4)]
+    )
+    assert len({env.node_of(f"b{i}") for i in range(4)}) == 1
+
+
+def test_rotating_start_gives_every_node_a_turn() -> None:
+    env = Env(
+        {"percentageOfNodesToScore": 1},
+        nodes=[make_node(f"n{i:03}", cpu="100", pods="1000") for i in range(300)],
+    )
+    fw = env.sched.profiles["default-scheduler"]
+    env.add(make_pod("p0", cpu="1"))
+    assert fw.next_start == 100  # 100 nodes visited (the minimum), start moves on
+    env.add(make_pod("p1", cpu="1"))
+    env.add(make_pod("p2", cpu="1"))
+    assert fw.next_start == 0
+    nodes = {env.node_of(f"p{i}") for i in range(3)}
+    assert len(nodes) == 3
+    assert {int(n[1:]) // 100 for n in nodes if n} == {0, 1, 2}
