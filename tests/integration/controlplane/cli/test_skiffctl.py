@@ -256,3 +256,23 @@ def test_server_override_and_unreachable_server(cluster: Cluster) -> None:
     dead = f"127.0.0.1:{free_port()}"
     r = cluster.ctl("--server", dead, "get", "ns", timeout=90)
     assert r.code == 1 and r.err.startswith("Unable to connect to the server"), r.err
+
+
+def test_label_status_patch_wait_and_jsonpath(cluster: Cluster) -> None:
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: waiter}\n"
+        "spec: {containers: [{name: c, image: busybox}]}\n"
+    )
+    assert cluster.ctl("apply", "-f", "-", stdin=pod).code == 0
+    assert cluster.ctl("label", "pod", "waiter", "stage=one").out == "pod/waiter labeled\n"
+    r = cluster.ctl("get", "pods", "-l", "stage=one", "-o", "jsonpath={.items[*].metadata.name}")
+    assert r.out == "waiter", r.err
+    r = cluster.ctl("wait", "pod/waiter", "--for=condition=Ready", "--timeout=0")
+    assert r.code == 1 and "timed out waiting for the condition on pods/waiter" in r.err
+    ready = '{"status":{"conditions":[{"type":"Ready","status":"True"}]}}'
+    r = cluster.ctl("patch", "pod", "waiter", "--subresource", "status", "-p", ready)
+    assert r.code == 0, r.err
+    r = cluster.ctl("wait", "pod/waiter", "--for=condition=Ready", "--timeout=20s")
+    assert (r.code, r.out) == (0, "pod/waiter condition met\n"), r.err
+    assert "pods" in cluster.ctl("api-resources", "-o", "name").out.split()
+    assert "pod/waiter" in cluster.ctl("get", "all", "-o", "name").out.split()
