@@ -31,7 +31,7 @@ from typing import Any
 
 from runtime.errors import NotFound
 from runtime.image import reference
-from runtime.image.content import ContentStore
+from runtime.image.content import ContentStore, pid_alive
 from runtime.image.layers import LayerStore
 
 log = logging.getLogger("skiff.runtime.image.store")
@@ -110,6 +110,8 @@ class ImageStore:
         self.layers = LayerStore(root)
         self._index_path = root / "index.json"
         self._lock_path = root / "index.lock"
+        self._lease_dir = root / "leases"
+        self._lease_dir.mkdir(exist_ok=True)
         self._mutex = threading.RLock()
         self._index = _Index()
         self._stamp: tuple[int, int] | None = None
@@ -273,16 +275,38 @@ class ImageStore:
 
     @contextlib.contextmanager
     def lease(self, blobs: Iterable[str], chains: Iterable[str]) -> Iterator[None]:
-        """Protect blobs and layers an in-flight pull wrote from GC until it ends."""
+        """Protect blobs and layers an in-flight pull wrote from GC until it
+        ends, in this process (memory) and in others sharing the root (a
+        `leases/<pid>-<n>.json` file, honoured while that pid lives)."""
+        blob_set, chain_set = set(blobs), set(chains)
         with self._mutex:
             self._lease_seq += 1
             key = self._lease_seq
-            self._leases[key] = (set(blobs), set(chains))
+            self._leases[key] = (blob_set, chain_set)
+        path = self._lease_dir / f"{os.getpid()}-{key}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"blobs": sorted(blob_set), "chains": sorted(chain_set)}))
+        os.replace(tmp, path)
         try:
             yield
         finally:
+            path.unlink(missing_ok=True)
             with self._mutex:
                 del self._leases[key]
+
+    def _foreign_leases(self) -> Iterator[tuple[set[str], set[str]]]:
+        for entry in os.scandir(self._lease_dir):
+            pid = entry.name.split("-", 1)[0]
+            if pid == str(os.getpid()) or not entry.name.endswith(".json"):
+                continue
+            if not pid_alive(pid):
+                Path(entry.path).unlink(missing_ok=True)
+                continue
+            try:
+                doc = json.loads(Path(entry.path).read_text())
+            except (OSError, ValueError):
+                continue
+            yield set(doc.get("blobs", ())), set(doc.get("chains", ()))
 
     def add(self, rec: ImageRecord) -> ImageRecord:
         """Record `rec` (its blobs and layers must be in place), merging names
@@ -383,7 +407,7 @@ class ImageStore:
                 rec_blobs.add(d)
                 keep_chains.add(c)
             keep_blobs |= rec_blobs
-        for blobs, chains in self._leases.values():
+        for blobs, chains in [*self._leases.values(), *self._foreign_leases()]:
             keep_blobs |= blobs
             keep_chains |= chains
         nblobs = nlayers = 0

@@ -413,3 +413,24 @@ def test_killed_pull_leaves_no_half_image(
     assert files["ingest"] == [] and not [n for n in files["layers"] if n.startswith("tmp-")]
     proxy.stall = None
     assert make_puller(again).pull(ref).id == image.config_digest
+
+
+def test_gc_honours_leases_of_other_processes(store: ImageStore) -> None:
+    import json
+    import subprocess
+
+    chain = "sha256:" + "c" * 64
+    tmp = store.layers.new_tmp()
+    from runtime.image.unpack import LayerStats
+
+    store.layers.commit(tmp, chain, chain, LayerStats())
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        lease = store.root / "leases" / f"{sleeper.pid}-1.json"
+        lease.write_text(json.dumps({"blobs": [], "chains": [chain]}))
+        assert store.gc() == (0, 0) and store.layers.has(chain)
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
+    assert store.gc() == (0, 1) and not store.layers.has(chain)
+    assert not lease.exists()
