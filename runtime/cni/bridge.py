@@ -306,20 +306,22 @@ def delete(args: Args) -> None:
         if isinstance(ip, dict) and "/" in str(ip.get("address", ""))
     ]
     cid = iptables.chain_id(conf.name, args.container_id, args.ifname)
-    pending: list[oslib.Proc] = []
+    pending: dict[bool, oslib.Proc] = {}
+    fallback: list[bool] = []  # families whose rules need the search-based teardown
     want_rules = conf.ip_masq or conf.port_mappings
     if want_rules:
         # The exact inverse of ADD's rules, overlapping the link deletion;
         # if anything is missing, the search-based teardown below does it.
         note = iptables.comment(conf.name, args.container_id)
-        v4 = [ip for ip in prev_ips if ":" not in ip][:1]
-        lines = iptables.delete_lines(
-            cid, note, v4[0] if v4 else None, conf.ip_masq, bool(conf.port_mappings)
-        )
-        if conf.ip_masq and not v4:
-            lines = []
-        if lines:
-            pending.append(iptables.start_restore(lines))
+        for v6 in (False, True):
+            ip = next((a for a in prev_ips if (":" in a) == v6), None)
+            if ip is None and prev_ips:
+                continue  # prevResult says: no address of this family
+            if ip is None and (conf.ip_masq or v6):
+                fallback.append(v6)
+                continue
+            lines = iptables.delete_lines(cid, note, ip, conf.ip_masq, bool(conf.port_mappings))
+            pending[v6] = iptables.start_restore(lines, v6)
     try:
         if args.netns and oslib.is_netns(args.netns):
             ns = oslib.NetNS(args.netns)
@@ -336,9 +338,11 @@ def delete(args: Args) -> None:
         _delete_host_veth(host_veth_name(conf.name, args.container_id, args.ifname))
         delegate.ipam_del(args)
     finally:
-        results = [p.wait() for p in pending]
-    if want_rules and (not results or any(rc != 0 for rc, _, _ in results)):
-        _teardown_rules(cid, [{"address": ip} for ip in prev_ips])
+        for v6, proc in pending.items():
+            if proc.wait()[0] != 0:
+                fallback.append(v6)
+    for v6 in fallback:
+        iptables.teardown(cid, v6)
     if errors:
         raise CNIError(GENERIC, "; ".join(errors))
 

@@ -51,6 +51,7 @@ IFLA_VXLAN_LEARNING, IFLA_VXLAN_PORT = 7, 15
 RTEXT_FILTER_SKIP_STATS = 1 << 3
 
 IFA_ADDRESS, IFA_LOCAL = 1, 2
+IFA_F_NODAD = 0x02
 RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_PRIORITY, RTA_TABLE = 1, 4, 5, 6, 15
 RT_TABLE_MAIN = 254
 RTN_UNICAST = 1
@@ -349,7 +350,10 @@ class Netlink:
         """Add an address; False when it is already there."""
         fam = family_of(address)
         raw = pton(address)
-        body = _IFADDR.pack(fam, prefixlen, 0, RT_SCOPE_UNIVERSE, index)
+        # IPv6: no duplicate address detection, so the address is usable at
+        # once (the subnet is ours and IPAM hands each address out once).
+        flags = IFA_F_NODAD if fam == AF_INET6 else 0
+        body = _IFADDR.pack(fam, prefixlen, flags, RT_SCOPE_UNIVERSE, index)
         body += attr(IFA_LOCAL, raw) + attr(IFA_ADDRESS, raw)
         try:
             self.request(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, body)

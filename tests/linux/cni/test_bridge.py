@@ -303,3 +303,39 @@ def test_gc_and_status_for_cni_1_1(cni_bin, node, pod_factory, tmp_path) -> None
         binary, "STATUS", dict(conf, ipam={"type": "skiff-ipam"}), "", "", node, path
     )
     assert rc == 1 and out is not None and out["code"] == 7
+
+
+def test_dual_stack_add_and_del(cni_bin, node, pod_factory, tmp_path) -> None:
+    pods = [pod_factory(), pod_factory()]
+    conf = bridge_conf(
+        tmp_path,
+        "unused",
+        runtimeConfig={"portMappings": [{"hostPort": 12003, "containerPort": 80}]},
+    )
+    conf["ipam"]["ranges"] = [[{"subnet": "10.250.7.0/24"}], [{"subnet": "fd00:250:7::/64"}]]
+    conf["ipam"]["routes"] = [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]
+    del conf["ipam"]["subnet"]
+    binary, path = cni_bin / "skiff-cni", _path(cni_bin)
+    results = []
+    for i, pod in enumerate(pods):
+        rc, result = run_plugin(binary, "ADD", conf, f"ds{i}", netns_path(pod), node, path)
+        assert rc == 0 and result is not None, result
+        results.append(result)
+    assert [ip["address"] for ip in results[1]["ips"]] == ["10.250.7.3/24", "fd00:250:7::3/64"]
+    assert ping(pods[0], "fd00:250:7::3") and ping(pods[0], "fd00:250:7::1")
+    with in_netns(node):
+        v6_rules = subprocess.run(
+            ["ip6tables-save", "-t", "nat"], capture_output=True, text=True, check=True
+        ).stdout
+    assert "SKIFF-MQ" in v6_rules and "--to-destination [fd00:250:7::2]:80" in v6_rules
+    for i, pod in enumerate(pods):
+        rc, out = run_plugin(
+            binary, "DEL", dict(conf, prevResult=results[i]), f"ds{i}", netns_path(pod), node, path
+        )
+        assert rc == 0, out
+    with in_netns(node):
+        v6_rules = subprocess.run(
+            ["ip6tables-save", "-t", "nat"], capture_output=True, text=True, check=True
+        ).stdout
+    assert "SKIFF" not in v6_rules
+    _assert_nothing_left(node, tmp_path, conf, pods)
