@@ -272,10 +272,10 @@ class Registry:
             meta["name"] = self._generated_name(str(meta["generateName"]))
         if info.has_status and info.kind not in ("Node",):
             obj.pop("status", None)
-        defaults.apply_defaults(info.kind, obj)
-        self._validate(info, obj, None)
         name = str(meta["name"])
         authorize(identity, "create", info, ns, name, None, obj)
+        defaults.apply_defaults(info.kind, obj)
+        self._validate(info, obj, None)
         self._check_namespace_open(info, ns)
         admit = self.admission.get(info.kind)
         if admit is not None:
@@ -455,12 +455,12 @@ class Registry:
             old, cur_rev = self._read(info, ns, name)
             if client_rv and client_rv != cur_rev:
                 raise _conflict(info, name, cur_rev)
+            full_verb = f"{verb}_status" if subresource else verb
+            authorize(identity, full_verb, info, ns, name, old)
             requested = build(copy.deepcopy(old))
             if not isinstance(requested, dict):
                 raise Invalid("object: must be a JSON object")
             new = self._prepare_update(info, old, requested, subresource)
-            full_verb = f"{verb}_status" if subresource else verb
-            authorize(identity, full_verb, info, ns, name, old, new)
             if new == old:
                 return encode(old), cur_rev
             new_meta = new["metadata"]

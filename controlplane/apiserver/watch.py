@@ -260,8 +260,12 @@ class Broadcaster:
         slash = key.find("/", len(ROOT))
         prefix = key[: slash + 1] if slash >= 0 else key
         with self._lock:
-            for watcher in self._by_prefix.get(prefix, ()):
-                watcher.offer(dispatch)
+            watchers = self._by_prefix.get(prefix)
+            if watchers:
+                for watcher in watchers:
+                    watcher.offer(dispatch)
+                if any(w.stopped for w in watchers):
+                    watchers[:] = [w for w in watchers if not w.stopped]
             if event.rev > self._last:
                 self._last = event.rev
             listeners = list(self._listeners)
@@ -289,9 +293,16 @@ class Broadcaster:
         """A watcher of events after resource_version (None: from now)."""
         if not self._healthy.is_set():
             raise Unavailable("the watch cache is not ready")
+        if resource_version is None:
+            # "From now" is the store's revision, which may be ahead of what the
+            # broadcaster has dispatched (etcd delivers its watch asynchronously).
+            try:
+                resource_version = self.store.current_revision()
+            except StorageError as err:
+                raise Unavailable(str(err)) from err
         with self._lock:
             last = self._last
-            after = last if resource_version is None else resource_version
+            after = resource_version
             watcher = Watcher(
                 self, info, namespace, selectors, after, allow_bookmarks, self.max_queue
             )

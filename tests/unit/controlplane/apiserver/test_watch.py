@@ -1,0 +1,178 @@
+"""Watch semantics over real gRPC, against SQLite and etcd."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from controlplane.client.apiclient import GrpcApiClient
+from controlplane.client.errors import Gone, Invalid
+from controlplane.client.interface import ListOptions, WatchEvent
+from tests.unit.controlplane.apiserver.conftest import Cluster
+from tests.unit.controlplane.apiserver.test_objects import pod
+
+
+class Collector:
+    """Reads a watch on a thread; tests wait on what it collected."""
+
+    def __init__(self, events: Iterator[WatchEvent]) -> None:
+        self.events: list[WatchEvent] = []
+        self.error: BaseException | None = None
+        self.ended = threading.Event()
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, args=(events,), daemon=True)
+        self._thread.start()
+
+    def _run(self, events: Iterator[WatchEvent]) -> None:
+        try:
+            for event in events:
+                with self._cond:
+                    self.events.append(event)
+                    self._cond.notify_all()
+        except BaseException as err:
+            self.error = err
+        finally:
+            self.ended.set()
+            with self._cond:
+                self._cond.notify_all()
+
+    def wait(self, n: int, timeout: float = 10.0, bookmarks: bool = False) -> list[WatchEvent]:
+        def ready() -> bool:
+            return len(self.real()) >= n if not bookmarks else len(self.events) >= n
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: ready() or self.ended.is_set(), timeout):
+                raise AssertionError(f"only {len(self.real())} of {n} events arrived")
+        assert ready(), f"watch ended after {len(self.real())} events ({self.error!r})"
+        return self.real()
+
+    def real(self) -> list[WatchEvent]:
+        return [e for e in self.events if e.type != "BOOKMARK"]
+
+
+def summary(events: list[WatchEvent]) -> list[tuple[str, str]]:
+    return [(e.type, e.object["metadata"]["name"]) for e in events]
+
+
+def rv(obj: dict[str, Any]) -> int:
+    return int(obj["metadata"]["resourceVersion"])
+
+
+def test_events_in_order_with_resource_versions(client: GrpcApiClient) -> None:
+    start = client.list("Pod", "default").resource_version
+    watch = client.watch("Pod", "default", ListOptions(resource_version=start))
+    got = Collector(iter(watch))
+    a = client.create("Pod", pod("a"), "default")
+    a2 = client.patch("Pod", "a", {"metadata": {"labels": {"x": "1"}}}, "default")
+    client.create("Pod", pod("b"), "default")
+    client.delete("Pod", "a", "default")
+    events = got.wait(4)
+    watch.stop()
+    assert summary(events) == [("ADDED", "a"), ("MODIFIED", "a"), ("ADDED", "b"), ("DELETED", "a")]
+    revs = [rv(e.object) for e in events]
+    assert revs == sorted(revs) and len(set(revs)) == 4
+    assert revs[0] == rv(a) and revs[1] == rv(a2)
+    assert events[3].object["metadata"]["labels"] == {"x": "1"}  # last state of a
+
+
+def test_resume_from_an_older_version_replays_history(client: GrpcApiClient) -> None:
+    first = client.create("ConfigMap", {"metadata": {"name": "one"}}, "default")
+    client.create("ConfigMap", {"metadata": {"name": "two"}}, "default")
+    client.patch("ConfigMap", "one", {"data": {"k": "v"}}, "default")
+    watch = client.watch("ConfigMap", "default", ListOptions(resource_version=str(rv(first))))
+    got = Collector(iter(watch))
+    assert summary(got.wait(2)) == [("ADDED", "two"), ("MODIFIED", "one")]
+    client.create("ConfigMap", {"metadata": {"name": "three"}}, "default")
+    assert summary(got.wait(3))[-1] == ("ADDED", "three")
+    watch.stop()
+    got.ended.wait(5)
+    assert got.error is None
+
+
+def test_watch_from_now_and_namespace_scope(client: GrpcApiClient) -> None:
+    client.create("Namespace", {"metadata": {"name": "other"}})
+    client.create("ConfigMap", {"metadata": {"name": "before"}}, "default")
+    watch = client.watch("ConfigMap", "default")
+    got = Collector(iter(watch))
+    client.create("ConfigMap", {"metadata": {"name": "elsewhere"}}, "other")
+    client.create("ConfigMap", {"metadata": {"name": "after"}}, "default")
+    assert summary(got.wait(1)) == [("ADDED", "after")]
+    watch.stop()
+
+
+def test_bookmarks_carry_progress(client: GrpcApiClient) -> None:
+    client.create("Namespace", {"metadata": {"name": "other"}})
+    watch = client.watch("ConfigMap", "default", allow_bookmarks=True)
+    got = Collector(iter(watch))
+    latest = client.create("ConfigMap", {"metadata": {"name": "x"}}, "other")
+
+    def bookmarked() -> bool:
+        return any(e.type == "BOOKMARK" and rv(e.object) >= rv(latest) for e in list(got.events))
+
+    from tests.harness.wait import wait_for
+
+    wait_for(bookmarked, timeout=10, message="a bookmark at or past the last write")
+    watch.stop()
+
+
+def test_gone_past_retained_history(cluster: Cluster, client: GrpcApiClient) -> None:
+    old = client.create("ConfigMap", {"metadata": {"name": "c"}}, "default")
+    for i in range(5):
+        client.patch("ConfigMap", "c", {"data": {"i": str(i)}}, "default")
+    cluster.store.compact(cluster.store.current_revision() - 1)
+    with pytest.raises(Gone, match="relist"):
+        client.watch("ConfigMap", "default", ListOptions(resource_version=str(rv(old))))
+    with pytest.raises(Invalid):
+        client.watch("ConfigMap", "default", ListOptions(resource_version="abc"))
+
+
+def test_selectors_turn_transitions_into_added_and_deleted(client: GrpcApiClient) -> None:
+    watch = client.watch("Pod", None, ListOptions(field_selector="spec.nodeName=n1"))
+    got = Collector(iter(watch))
+    client.create("Pod", pod("p"), "default")
+    client.create("Pod", pod("other", node="n2"), "default")
+    client.patch("Pod", "p", {"spec": {"nodeName": "n1"}}, "default")  # bound: now matches
+    client.patch("Pod", "p", {"status": {"phase": "Running"}}, "default", "status")
+    client.delete("Pod", "p", "default")
+    events = got.wait(3)
+    assert summary(events) == [("ADDED", "p"), ("MODIFIED", "p"), ("MODIFIED", "p")]
+    assert events[2].object["metadata"]["deletionTimestamp"]
+    client.delete("Pod", "p", "default", options=None)  # graceful: still there
+    from controlplane.client.interface import DeleteOptions
+
+    client.delete("Pod", "p", "default", DeleteOptions(grace_period_seconds=0))
+    assert summary(got.wait(4))[-1] == ("DELETED", "p")
+    labels = client.watch("Pod", "default", ListOptions(label_selector="app=web"))
+    by_label = Collector(iter(labels))
+    client.create("Pod", pod("q"), "default")
+    client.patch("Pod", "q", {"metadata": {"labels": {"app": "web"}}}, "default")
+    client.patch("Pod", "q", {"metadata": {"labels": {"app": "db"}}}, "default")
+    assert summary(by_label.wait(2)) == [("ADDED", "q"), ("DELETED", "q")]
+    watch.stop()
+    labels.stop()
+
+
+def test_many_concurrent_writers_and_watchers_see_every_event(client: GrpcApiClient) -> None:
+    start = client.list("ConfigMap", "default").resource_version
+    watches = [client.watch("ConfigMap", "default", ListOptions(resource_version=start))
+               for _ in range(5)]  # fmt: skip
+    collectors = [Collector(iter(w)) for w in watches]
+
+    def writer(i: int) -> None:
+        for j in range(20):
+            client.create("ConfigMap", {"metadata": {"name": f"w{i}-{j}"}}, "default")
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for c in collectors:
+        events = c.wait(100)
+        revs = [rv(e.object) for e in events]
+        assert revs == sorted(revs) and len(set(revs)) == 100
+    for w in watches:
+        w.stop()
