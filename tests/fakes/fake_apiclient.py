@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.api import kinds
-from controlplane.cli.mergepatch import apply_merge_patch
+from controlplane.api.merge_patch import merge_patch as apply_merge_patch
 from controlplane.client import errors
 from controlplane.client.clock import Clock, RealClock
 from controlplane.client.interface import (

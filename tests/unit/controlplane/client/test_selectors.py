@@ -81,3 +81,9 @@ def test_field_selector() -> None:
     assert parse_field_selector("spec.nodeName=").matches({"spec": {}})
     with pytest.raises(SelectorError):
         parse_field_selector("nonsense")
+
+
+def test_set_based_numeric_operators_come_from_the_server_parser() -> None:
+    sel = parse_label_selector("replicas>2,tier")
+    assert sel.matches({"replicas": "3", "tier": "x"})
+    assert not sel.matches({"replicas": "2", "tier": "x"})
