@@ -146,11 +146,11 @@ def add(args: Args) -> dict[str, Any]:
         try:
             result = _add_links(args, conf, ns, host, ips, ipam_result, undo)
             if conf.port_mappings:
-                oslib.write_sysctl(f"net.ipv4.conf.{conf.bridge}.route_localnet", "1")
+                oslib.write_sysctl(f"net/ipv4/conf/{conf.bridge}/route_localnet", "1")
             if conf.is_gateway:
                 for ip in ips:
                     v6 = ":" in ip["address"]
-                    sysctl = "net.ipv6.conf.all.forwarding" if v6 else "net.ipv4.ip_forward"
+                    sysctl = "net/ipv6/conf/all/forwarding" if v6 else "net/ipv4/ip_forward"
                     if oslib.read_sysctl(sysctl) != "1":
                         oslib.write_sysctl(sysctl, "1")
             local_cidrs = [_subnet_of(ip["address"]) for ip in ips if ":" not in ip["address"]]

@@ -109,16 +109,16 @@ def is_netns_fd(fd: int) -> bool:
     return os.fstat(fd).st_dev == os.stat("/proc/self/ns/net").st_dev
 
 
-def write_sysctl(name: str, value: str) -> None:
-    """Set `net.ipv4.conf.x.y`-style sysctl in the current network namespace."""
-    path = "/proc/sys/" + name.replace(".", "/")
-    with open(path, "w") as f:
+def write_sysctl(path: str, value: str) -> None:
+    """Set a sysctl, given as its path under /proc/sys (`net/ipv4/ip_forward`:
+    slashes, because interface names may contain dots), in the current
+    network namespace."""
+    with open("/proc/sys/" + path, "w") as f:
         f.write(value)
 
 
-def read_sysctl(name: str) -> str:
-    path = "/proc/sys/" + name.replace(".", "/")
-    with open(path) as f:
+def read_sysctl(path: str) -> str:
+    with open("/proc/sys/" + path) as f:
         return f.read().strip()
 
 
