@@ -80,13 +80,29 @@ class FakeWatch:
         self._queue: queue.Queue[Any] = queue.Queue()
         self.stopped = False
 
-    def wants(self, kind: str, namespace: str, obj: Object) -> bool:
-        if kind != self.kind:
-            return False
-        if self.namespace and namespace != self.namespace:
-            return False
+    def _matches(self, obj: Object) -> bool:
         labels = (obj.get("metadata") or {}).get("labels") or {}
         return self._labels.matches(labels) and self._fields.matches(obj)
+
+    def translate(
+        self, kind: str, namespace: str, type_: EventType, obj: Object, old: Object | None
+    ) -> WatchEvent | None:
+        """The event this watch sees, as the API server computes it: selectors are
+        checked on the old and new object, so an object that moves into the
+        selection arrives as ADDED and one that leaves it as DELETED."""
+        if kind != self.kind or (self.namespace and namespace != self.namespace):
+            return None
+        new_match = self._matches(obj)
+        if type_ != "MODIFIED" or old is None:
+            return WatchEvent(type_, copy.deepcopy(obj)) if new_match else None
+        old_match = self._matches(old)
+        if new_match and old_match:
+            return WatchEvent("MODIFIED", copy.deepcopy(obj))
+        if new_match:
+            return WatchEvent("ADDED", copy.deepcopy(obj))
+        if old_match:
+            return WatchEvent("DELETED", copy.deepcopy(obj))
+        return None
 
     def put(self, event: WatchEvent) -> None:
         self._queue.put(event)
@@ -126,7 +142,8 @@ class FakeApiClient:
         self._objects: dict[Key, Object] = {}
         self._rv = 100
         self._compacted = 0  # events with rv <= this are gone from history
-        self._history: list[tuple[int, str, str, WatchEvent]] = []
+        # (resourceVersion, kind, namespace, event, object before the change)
+        self._history: list[tuple[int, str, str, WatchEvent, Object | None]] = []
         self._watches: list[FakeWatch] = []
         self._errors: list[_Injected] = []
         self._uids = itertools.count(1)
@@ -232,13 +249,15 @@ class FakeApiClient:
         self._rv += 1
         return self._rv
 
-    def _emit(self, type_: EventType, key: Key, obj: Object) -> None:
+    def _emit(self, type_: EventType, key: Key, obj: Object, old: Object | None = None) -> None:
         rv = int(obj["metadata"]["resourceVersion"])
         event = WatchEvent(type_, copy.deepcopy(obj))
-        self._history.append((rv, key[0], key[1], event))
+        before = copy.deepcopy(old) if old is not None else None
+        self._history.append((rv, key[0], key[1], event, before))
         for w in self._watches:
-            if w.wants(key[0], key[1], obj):
-                w.put(WatchEvent(type_, copy.deepcopy(obj)))
+            seen = w.translate(key[0], key[1], type_, obj, before)
+            if seen is not None:
+                w.put(seen)
 
     def _remove(self, key: Key) -> Object:
         obj = self._objects.pop(key)
@@ -252,8 +271,9 @@ class FakeApiClient:
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._objects[key] = obj
             return self._remove(key)
+        old = self._objects.get(key)
         self._objects[key] = obj
-        self._emit(type_, key, obj)
+        self._emit(type_, key, obj, old)
         return copy.deepcopy(obj)
 
     # ---- the ApiClient protocol -----------------------------------------
@@ -471,7 +491,7 @@ class FakeApiClient:
                     del new["metadata"]["finalizers"]
                     self._objects[key] = new
                     new["metadata"]["resourceVersion"] = str(self._next_rv())
-                    self._emit("MODIFIED", key, new)
+                    self._emit("MODIFIED", key, new, current)
                     return copy.deepcopy(new)
                 return self._store(key, new, "MODIFIED")
             self._remove(key)
@@ -495,9 +515,11 @@ class FakeApiClient:
                 since = int(options.resource_version)
                 if since < self._compacted:
                     raise errors.Gone(f"too old resource version: {since} ({self._compacted})")
-                for rv, kind_, ns, event in self._history:
-                    if rv > since and w.wants(kind_, ns, event.object):
-                        w.put(WatchEvent(event.type, copy.deepcopy(event.object)))
+                for rv, kind_, ns, event, old in self._history:
+                    if rv > since:
+                        seen = w.translate(kind_, ns, event.type, event.object, old)
+                        if seen is not None:
+                            w.put(seen)
             self._watches.append(w)
             return w
 

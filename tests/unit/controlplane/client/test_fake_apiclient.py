@@ -146,3 +146,20 @@ def test_scale_subresource(client: FakeApiClient) -> None:
     assert client.get("Deployment", "d", "default")["spec"]["replicas"] == 4
     with pytest.raises(errors.NotFound):
         client.get_scale("Pod", "x", "default")
+
+
+def test_watch_selector_transitions_like_the_server(client: FakeApiClient) -> None:
+    rv0 = client.resource_version
+    live = client.watch("Pod", "default", ListOptions(label_selector="app=web"))
+    client.create("Pod", pod("a", app="db"))
+    client.patch("Pod", "a", {"metadata": {"labels": {"app": "web"}}}, "default")  # joins
+    client.patch("Pod", "a", {"metadata": {"labels": {"x": "1"}}}, "default")  # stays
+    client.patch("Pod", "a", {"metadata": {"labels": {"app": "db"}}}, "default")  # leaves
+    client.patch("Pod", "a", {"metadata": {"labels": {"y": "1"}}}, "default")  # still out
+    replay = client.watch(
+        "Pod", "default", ListOptions(label_selector="app=web", resource_version=rv0)
+    )
+    client.end_watches()
+    want = ["ADDED", "MODIFIED", "DELETED"]
+    assert [e.type for e in live] == want
+    assert [e.type for e in replay] == want
