@@ -33,7 +33,7 @@ from typing import Any
 
 CACHE_KIND = "cniCacheV1"
 CONF_EXTENSIONS = (".conf", ".conflist", ".json")
-CAPABILITIES = ("portMappings", "bandwidth", "ipRanges", "dns", "mac", "ips", "aliases")
+CRI_PROTOCOLS = {0: "tcp", 1: "udp", 2: "sctp"}  # runtime.v1 Protocol enum
 
 
 class CNIError(Exception):
@@ -411,20 +411,30 @@ class CNIClient:
 
     @staticmethod
     def _capability_args(port_mappings: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The portMappings capability: CNI keys (hostPort, containerPort,
+        protocol, hostIP) or the CRI PortMapping's (host_port, container_port,
+        protocol as name or enum number, host_ip); mappings without a host
+        port are not port mappings."""
         caps: dict[str, Any] = {}
-        if port_mappings:
-            caps["portMappings"] = [
-                {
-                    "hostPort": int(m["hostPort"]),
-                    "containerPort": int(m["containerPort"]),
-                    "protocol": str(m.get("protocol") or "tcp").lower(),
-                    **({"hostIP": str(m["hostIP"])} if m.get("hostIP") else {}),
-                }
-                for m in port_mappings
-                if int(m.get("hostPort") or 0) > 0
-            ]
-            if not caps["portMappings"]:
-                del caps["portMappings"]
+        out = []
+        for m in port_mappings or []:
+            host_port = int(m.get("hostPort", m.get("host_port")) or 0)
+            if host_port <= 0:
+                continue
+            proto = m.get("protocol", "tcp")
+            if isinstance(proto, int):
+                proto = CRI_PROTOCOLS.get(proto, "tcp")
+            entry: dict[str, Any] = {
+                "hostPort": host_port,
+                "containerPort": int(m.get("containerPort", m.get("container_port")) or 0),
+                "protocol": str(proto or "tcp").lower(),
+            }
+            host_ip = m.get("hostIP", m.get("host_ip"))
+            if host_ip:
+                entry["hostIP"] = str(host_ip)
+            out.append(entry)
+        if out:
+            caps["portMappings"] = out
         return caps
 
     @staticmethod

@@ -141,3 +141,20 @@ def test_gc_passes_valid_attachments_for_1_1(env: tuple[CNIClient, Path, Path]) 
     gc = [c for c in calls(log) if c["env"]["CNI_COMMAND"] == "GC"]
     assert gc[0]["conf"]["cni.dev/valid-attachments"] == [{"containerID": "keep", "ifname": "eth0"}]
     assert sorted(p.name for p in (client.cache_dir / "results").iterdir()) == ["podnet-keep-eth0"]
+
+
+def test_port_mappings_accept_cri_shapes() -> None:
+    caps = CNIClient._capability_args(
+        [
+            {"host_port": 8080, "container_port": 80, "protocol": 1, "host_ip": "127.0.0.1"},
+            {"hostPort": 0, "containerPort": 81},
+            {"hostPort": 9090, "containerPort": 90, "protocol": "SCTP"},
+        ]
+    )
+    assert caps == {
+        "portMappings": [
+            {"hostPort": 8080, "containerPort": 80, "protocol": "udp", "hostIP": "127.0.0.1"},
+            {"hostPort": 9090, "containerPort": 90, "protocol": "sctp"},
+        ]
+    }
+    assert CNIClient._capability_args([{"containerPort": 80}]) == {}
