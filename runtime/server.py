@@ -22,6 +22,8 @@ from proto.runtime.v1 import api_pb2_grpc
 from runtime.config import Config
 from runtime.cri.service import Images, Network, RuntimeService
 from runtime.cri.servicer import RuntimeServicer
+from runtime.linux.pause import ensure_pause
+from runtime.process import spawn
 from runtime.recover import recover
 
 log = logging.getLogger("skiff.runtime")
@@ -81,6 +83,9 @@ class Server:
         images, image_servicer = build_images(cfg)
         self.svc = RuntimeService(cfg, images, build_network(cfg))
         recover(self.svc)
+        self.svc.pause = ensure_pause(str(cfg.state / "pause"))
+        self.svc.zygote = spawn.Zygote(cfg.state / "zygote")
+        self.svc.zygote.start(cfg.state / "zygote" / "zygote.log")
         self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
         api_pb2_grpc.add_RuntimeServiceServicer_to_server(RuntimeServicer(self.svc), self.grpc)  # type: ignore[abstract]
         if image_servicer is not None:
@@ -105,4 +110,6 @@ class Server:
         self.grpc.stop(grace).wait()
         if self.image_grpc is not None:
             self.image_grpc.stop(grace).wait()
+        if self.svc.zygote is not None:
+            self.svc.zygote.stop()
         self.stopped.set()

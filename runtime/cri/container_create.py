@@ -154,7 +154,9 @@ def run(
             },
         }
         try:
-            rep = spawn.spawn("container", spec, root / "spec.json", root / "monitor.log")
+            rep = spawn.spawn(
+                "container", spec, root / "spec.json", root / "monitor.log", zygote=svc.zygote
+            )
         except spawn.MonitorError as exc:
             raise errors.InvalidArgument(
                 f"creating container {cfg.metadata.name!r}: {exc}"

@@ -138,17 +138,20 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
             "sysctls": sysctls,
             "cgroup_procs": cg.procs_files,
             "monitor_log": str(root / "monitor.log"),
+            "pause": svc.pause or "",
         }
         try:
-            rep = spawn.spawn("sandbox", spec, root / "spec.json", root / "monitor.log")
+            rep = spawn.spawn(
+                "sandbox", spec, root / "spec.json", root / "monitor.log", zygote=svc.zygote
+            )
         except spawn.MonitorError as exc:
             raise errors.InvalidArgument(f"sandbox setup failed: {exc}") from None
-        s.monitor_pid = int(rep["pid"])
-        s.monitor_start = spawn.start_time(s.monitor_pid)
+        # with a pod PID namespace its PID 1 is the pod's one process (the
+        # monitor exits); otherwise the monitor stays and holds the namespaces
         s.pid1 = int(rep.get("pid1") or 0)
+        s.monitor_pid = s.pid1 or int(rep["pid"])
+        s.monitor_start = spawn.start_time(s.monitor_pid)
         undo.callback(_kill, s.monitor_pid)
-        if s.pid1:
-            undo.callback(_kill, s.pid1)
         for kind, own in (("net", not host_net), ("ipc", not host_ipc), ("uts", not host_net)):
             if own:
                 namespaces.pin(s.monitor_pid, kind, svc.ns_path(sid, kind))

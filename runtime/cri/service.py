@@ -57,6 +57,8 @@ class RuntimeService:
         self.sandboxes: Store[Sandbox] = Store(cfg.root / "sandboxes")
         self.containers: Store[Container] = Store(cfg.root / "containers")
         self.pod_cidr = ""
+        self.zygote: spawn.Zygote | None = None
+        self.pause: str | None = None
         self.cpu_samples: dict[str, tuple[int, int]] = {}
         self.locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()

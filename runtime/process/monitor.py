@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
+import gc
 import json
 import os
 import select
@@ -94,8 +95,22 @@ def _write_sysctl(name: str, value: str) -> None:
 # --- sandbox mode -------------------------------------------------------------
 
 
-def _pid1() -> None:
+def _exec_pause(pause: str) -> None:
+    """Become the tiny pause binary: it holds the namespaces; with SIGCHLD
+    ignored (kept across exec) the kernel reaps orphans for it."""
+    _reset_signals()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, 1 << 16)
+    os.execv(pause, ["/pause"])
+
+
+def _pid1(pause: str) -> None:
     """PID 1 of a pod's shared PID namespace: reap children, exit on TERM."""
+    if pause:
+        _exec_pause(pause)
     _reset_signals()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):
@@ -135,7 +150,7 @@ def run_sandbox(spec: Spec) -> int:
             pid1 = os.fork()
             if pid1 == 0:
                 try:
-                    _pid1()
+                    _pid1(spec.get("pause") or "")
                 finally:
                     os._exit(0)
         for f in spec.get("cgroup_procs") or []:
@@ -149,6 +164,11 @@ def run_sandbox(spec: Spec) -> int:
         return 1
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD, signal.SIGTERM, signal.SIGINT])
     _report({"pid": os.getpid(), "pid1": pid1})
+    if pid1:
+        # PID 1 holds the pod's namespaces; the runtime pins them from it
+        return 0
+    if spec.get("pause"):
+        _exec_pause(spec["pause"])
     while True:
         sig = signal.sigwait([signal.SIGCHLD, signal.SIGTERM, signal.SIGINT])
         if sig == signal.SIGCHLD:
@@ -625,7 +645,57 @@ def run_container(spec: Spec) -> int:
     return mon.run()
 
 
+def run_zygote(listen_fd: int) -> int:
+    """Fork monitors on request, so that they share this process's pages
+    (after gc.freeze, the collector does not touch them): a monitor then
+    costs little more than its own heap. One JSON line per connection
+    (`{"mode", "spec"}`); the forked monitor answers on the connection. Dies
+    with the runtime that started it (PDEATHSIG)."""
+    libc.prctl(libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:
+        return 0
+    sock = socket.socket(fileno=listen_fd)
+    libc.prctl(libc.PR_GET_DUMPABLE)  # load the libc handle before freezing
+    gc.collect()
+    gc.freeze()
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except InterruptedError:
+            continue
+        try:
+            conn.settimeout(5)
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                buf += chunk
+            req = json.loads(buf)
+        except (OSError, ValueError):
+            conn.close()
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                sock.close()
+                os.dup2(conn.fileno(), 1)
+                conn.close()
+                code = main([str(req["mode"]), str(req["spec"])])
+            except BaseException as exc:
+                with contextlib.suppress(BaseException):
+                    _report({"error": f"{type(exc).__name__}: {exc}"})
+            finally:
+                os._exit(code)
+        conn.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
 def main(argv: list[str]) -> int:
+    if argv[0] == "zygote":
+        return run_zygote(int(argv[1]))
     mode, spec_path = argv[0], argv[1]
     with open(spec_path) as f:
         spec = json.load(f)

@@ -26,14 +26,84 @@ class MonitorError(Exception):
     """The monitor (or the container init it forked) reported a failure."""
 
 
+class Zygote:
+    """A monitor process that forks the others (see monitor.run_zygote), so
+    they share its memory. Started once by the runtime; dies with it. If it
+    is gone, `spawn` falls back to starting monitors directly."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.dir = state_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _path(self, dfd: int) -> str:
+        return f"/proc/self/fd/{dfd}/zygote.sock"
+
+    def start(self, log_path: Path) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            (self.dir / "zygote.sock").unlink()
+        dfd = os.open(self.dir, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(self._path(dfd))
+            os.chmod(self.dir / "zygote.sock", 0o600)
+            sock.listen(64)
+            with open(log_path, "ab") as err:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-S", "-E", "-B", str(MONITOR), "zygote", str(sock.fileno())],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    pass_fds=[sock.fileno()],
+                    start_new_session=True,
+                )
+        finally:
+            sock.close()
+            os.close(dfd)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def spawn(self, mode: str, spec_path: Path, timeout: float) -> bytes:
+        dfd = os.open(self.dir, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(timeout)
+                s.connect(self._path(dfd))
+                s.sendall((json.dumps({"mode": mode, "spec": str(spec_path)}) + "\n").encode())
+                buf = b""
+                while chunk := s.recv(65536):
+                    buf += chunk
+                return buf
+        finally:
+            os.close(dfd)
+
+
 def spawn(
-    mode: str, spec: dict[str, Any], spec_path: Path, log_path: Path, timeout: float = 60
+    mode: str,
+    spec: dict[str, Any],
+    spec_path: Path,
+    log_path: Path,
+    timeout: float = 60,
+    zygote: Zygote | None = None,
 ) -> dict[str, Any]:
-    """Write `spec`, start a monitor in `mode`, and return its report (pids).
-    Raises MonitorError with the monitor's message on failure."""
+    """Write `spec`, start a monitor in `mode` (forked by `zygote` when it
+    runs), and return its report (pids). Raises MonitorError with the
+    monitor's message on failure."""
     tmp = spec_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(spec))
     os.replace(tmp, spec_path)
+    if zygote is not None and zygote.alive():
+        try:
+            out = zygote.spawn(mode, spec_path, timeout)
+        except OSError as exc:
+            raise MonitorError(f"monitor zygote: {exc}") from None
+        return _parse_report(out, log_path)
     with open(log_path, "ab") as err:
         proc = subprocess.Popen(
             [sys.executable, "-S", "-E", "-B", str(MONITOR), mode, str(spec_path)],
@@ -49,6 +119,10 @@ def spawn(
         proc.kill()
         proc.communicate()
         raise MonitorError(f"monitor did not report within {timeout}s") from None
+    return _parse_report(out, log_path)
+
+
+def _parse_report(out: bytes, log_path: Path) -> dict[str, Any]:
     line = out.decode(errors="replace").strip().splitlines()
     if not line:
         raise MonitorError(f"monitor exited without a report: {tail(log_path)}")
