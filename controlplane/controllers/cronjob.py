@@ -1,0 +1,191 @@
+"""The CronJob controller: start Jobs on a cron schedule.
+
+Per CronJob: keep `status.active` to the Jobs it owns that have not
+finished, delete finished Jobs beyond successfulJobsHistoryLimit /
+failedJobsHistoryLimit (oldest first), then ask `cron.plan_cronjob` whether
+a schedule is due (most recent unmet time since lastScheduleTime, bounded
+by startingDeadlineSeconds; concurrencyPolicy Allow/Forbid/Replace;
+suspend) and create the Job `<cronjob>-<minutes since epoch>` from the
+jobTemplate. The key is re-queued for the next schedule time on the
+injected clock, so tests step a FakeClock instead of waiting. A schedule
+that does not parse is reported with an event and not retried until the
+CronJob changes.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from controlplane.client import errors
+from controlplane.client.interface import DeleteOptions, Object
+from controlplane.controllers import cron, podutil
+from controlplane.controllers.base import (
+    CONTROLLER_UID,
+    Controller,
+    ControllerContext,
+    controller_uid_index,
+    ensure_indexer,
+)
+from controlplane.controllers.job import finished_condition
+
+SCHEDULED_AT = "batch.kubernetes.io/cronjob-scheduled-timestamp"
+
+
+class CronJobController(Controller):
+    name = "cronjob"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.cronjobs = self.watch("CronJob")
+        self.jobs = self.watch("Job")
+        ensure_indexer(self.jobs, CONTROLLER_UID, controller_uid_index)
+        self.cronjobs.add_event_handler(
+            on_add=self.enqueue, on_update=lambda o, n: self.enqueue(n), on_delete=self.enqueue
+        )
+        self.jobs.add_event_handler(
+            on_add=self._job_changed,
+            on_update=lambda o, n: self._job_changed(n),
+            on_delete=self._job_changed,
+        )
+
+    def _job_changed(self, job: Object) -> None:
+        ref = podutil.controller_ref(job)
+        if ref is not None and ref.get("kind") == "CronJob":
+            self.enqueue_key(f"{podutil.namespace_of(job)}/{ref.get('name')}")
+
+    def sync(self, key: str) -> float | None:
+        cj = self.cronjobs.store.get_by_key(key)
+        if cj is None or podutil.is_deleting(cj):
+            return None
+        cj = copy.deepcopy(cj)
+        now = self.clock.now()
+        spec = podutil.spec(cj)
+        ns = podutil.namespace_of(cj)
+        jobs = [
+            j
+            for j in self.jobs.store.by_index(CONTROLLER_UID, podutil.uid_of(cj))
+            if podutil.namespace_of(j) == ns and not podutil.is_deleting(j)
+        ]
+        active = [j for j in jobs if not finished_condition(j)[0]]
+        st: dict[str, Any] = dict(podutil.status(cj))
+        self._cleanup_history(spec, jobs)
+        successes = [j for j in jobs if finished_condition(j)[0] == "Complete"]
+        if successes:
+            latest = max(
+                podutil.parse_time(podutil.status(j).get("completionTime")) or 0.0
+                for j in successes
+            )
+            if latest:
+                st["lastSuccessfulTime"] = podutil.format_time(latest)
+        try:
+            schedule = cron.Schedule.parse(str(spec.get("schedule", "")))
+        except cron.ScheduleError as err:
+            self.recorder.event(
+                cj, "Warning", "UnparseableSchedule", f"unparseable schedule: {err}"
+            )
+            self._write_status(cj, st, active)
+            return None
+        last = podutil.parse_time(st.get("lastScheduleTime"))
+        plan = cron.plan_cronjob(spec, schedule, podutil.created_at(cj), last, len(active), now)
+        if plan.skip_reason == "MissedDeadline":
+            self.recorder.event(
+                cj, "Warning", "MissSchedule", "Missed scheduled time to start a job"
+            )
+        if plan.run_at is not None:
+            if plan.replace_active:
+                for j in active:
+                    try:
+                        self.client.delete(
+                            "Job",
+                            podutil.name_of(j),
+                            ns,
+                            DeleteOptions(propagation_policy="Background"),
+                        )
+                    except errors.NotFound:
+                        pass
+                    self.recorder.event(
+                        cj, "Normal", "SuccessfulDelete", f"Deleted job {podutil.name_of(j)}"
+                    )
+                active = []
+            job = self._job_from_template(cj, plan.run_at)
+            try:
+                created = self.client.create("Job", job, ns)
+                self.recorder.event(
+                    cj, "Normal", "SuccessfulCreate", f"Created job {podutil.name_of(created)}"
+                )
+                active.append(created)
+            except errors.AlreadyExists:
+                pass
+            st["lastScheduleTime"] = podutil.format_time(plan.run_at)
+        self._write_status(cj, st, active)
+        if plan.next_check is None:
+            return None
+        return max(0.0, plan.next_check - now)
+
+    def _job_from_template(self, cj: Object, scheduled: float) -> Object:
+        template = copy.deepcopy(podutil.spec(cj).get("jobTemplate") or {})
+        tmeta = template.get("metadata") or {}
+        annotations = dict(tmeta.get("annotations") or {})
+        annotations[SCHEDULED_AT] = podutil.format_time(scheduled)
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": cron.job_name(podutil.name_of(cj), scheduled),
+                "namespace": podutil.namespace_of(cj),
+                "labels": dict(tmeta.get("labels") or {}),
+                "annotations": annotations,
+                "ownerReferences": [podutil.owner_ref(cj)],
+            },
+            "spec": template.get("spec") or {},
+        }
+
+    def _cleanup_history(self, spec: Any, jobs: list[Object]) -> None:
+        for kind, limit_key, default in (
+            ("Complete", "successfulJobsHistoryLimit", 3),
+            ("Failed", "failedJobsHistoryLimit", 1),
+        ):
+            limit = spec.get(limit_key)
+            limit = default if limit is None else int(limit)
+            done = sorted(
+                (j for j in jobs if finished_condition(j)[0] == kind),
+                key=lambda j: (podutil.created_at(j), podutil.name_of(j)),
+            )
+            for j in done[: max(0, len(done) - limit)]:
+                try:
+                    self.client.delete(
+                        "Job",
+                        podutil.name_of(j),
+                        podutil.namespace_of(j),
+                        DeleteOptions(propagation_policy="Background"),
+                    )
+                except errors.NotFound:
+                    pass
+
+    def _write_status(self, cj: Object, st: dict[str, Any], active: list[Object]) -> None:
+        refs = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": podutil.name_of(j),
+                "namespace": podutil.namespace_of(j),
+                "uid": podutil.uid_of(j),
+            }
+            for j in sorted(active, key=podutil.name_of)
+        ]
+        if refs:
+            st["active"] = refs
+        else:
+            st.pop("active", None)
+        if st != podutil.status(cj):
+            cj["status"] = st
+            cj["metadata"].pop("resourceVersion", None)
+            try:
+                self.client.update_status("CronJob", cj)
+            except errors.NotFound:
+                pass
+
+
+def init(ctx: ControllerContext) -> Controller:
+    return CronJobController(ctx)

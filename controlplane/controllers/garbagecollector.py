@@ -1,0 +1,276 @@
+"""The garbage collector: cascading deletion along ownerReferences.
+
+It watches every kind that owns or is owned (workloads, pods, services,
+endpoints, config maps, secrets, HPAs, jobs, pod groups) and indexes each
+by the uids of its owners. Keys are `Kind|namespace|name`.
+
+- A dependent whose owners are all gone (absent, or present under a
+  different uid: checked live against the API server before acting, so a
+  lagging cache never deletes anything) is deleted in the background; one
+  that still has a live owner loses only its dangling references.
+- Background deletion is that: the owner disappears, its dependents follow.
+- Foreground: the owner carries `foregroundDeletion` and a deletionTimestamp;
+  its dependents are deleted (in the foreground themselves when they have
+  dependents), and once no dependent with blockOwnerDeletion remains the
+  finalizer is removed so the owner goes.
+- Orphan: the owner carries the `orphan` finalizer; its references are
+  removed from every dependent, then the finalizer, so dependents stay.
+The collector never deletes an object that has a live owner.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.api import kinds
+from controlplane.client import errors
+from controlplane.client.informer import SharedInformer
+from controlplane.client.interface import DeleteOptions, Object
+from controlplane.controllers import podutil
+from controlplane.controllers.base import (
+    OWNER_UID,
+    Controller,
+    ControllerContext,
+    ensure_indexer,
+    owner_uid_index,
+)
+
+GC_KINDS = (
+    "Pod",
+    "ReplicaSet",
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+    "Service",
+    "Endpoints",
+    "ConfigMap",
+    "Secret",
+    "HorizontalPodAutoscaler",
+    "PodGroup",
+)
+
+FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"
+
+
+def gc_key(obj: Mapping[str, Any]) -> str:
+    return f"{obj.get('kind', '')}|{podutil.namespace_of(obj)}|{podutil.name_of(obj)}"
+
+
+class GarbageCollector(Controller):
+    name = "garbagecollector"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.by_kind: dict[str, SharedInformer] = {}
+        for kind in GC_KINDS:
+            informer = self.watch(kind)
+            ensure_indexer(informer, OWNER_UID, owner_uid_index)
+            self.by_kind[kind] = informer
+            self._subscribe(informer, kind)
+
+    def _subscribe(self, informer: SharedInformer, kind: str) -> None:
+        def add(obj: Object) -> None:
+            self._changed(kind, obj)
+
+        def update(old: Object, new: Object) -> None:
+            self._updated(kind, old, new)
+
+        def delete(obj: Object) -> None:
+            self._deleted(kind, obj)
+
+        informer.add_event_handler(on_add=add, on_update=update, on_delete=delete)
+
+    # ---- handlers -------------------------------------------------------------
+
+    def _key(self, kind: str, obj: Mapping[str, Any]) -> str:
+        return f"{kind}|{podutil.namespace_of(obj)}|{podutil.name_of(obj)}"
+
+    def _changed(self, kind: str, obj: Object) -> None:
+        meta = podutil.meta(obj)
+        if meta.get("ownerReferences"):
+            self.enqueue_key(self._key(kind, obj))
+        if meta.get("deletionTimestamp") and {FOREGROUND, ORPHAN} & set(
+            meta.get("finalizers") or []
+        ):
+            self.enqueue_key(self._key(kind, obj))
+
+    def _updated(self, kind: str, old: Object, new: Object) -> None:
+        if podutil.meta(old).get("resourceVersion") == podutil.meta(new).get("resourceVersion"):
+            return
+        if (
+            podutil.meta(old).get("ownerReferences") != podutil.meta(new).get("ownerReferences")
+            or podutil.meta(old).get("deletionTimestamp")
+            != podutil.meta(new).get("deletionTimestamp")
+            or podutil.meta(old).get("finalizers") != podutil.meta(new).get("finalizers")
+        ):
+            self._changed(kind, new)
+
+    def _deleted(self, kind: str, obj: Object) -> None:
+        uid = podutil.uid_of(obj)
+        for dependent_kind, informer in self.by_kind.items():
+            for dep in informer.store.by_index(OWNER_UID, uid):
+                self.enqueue_key(self._key(dependent_kind, dep))
+        # An owner waiting in the foreground may be unblocked by this deletion.
+        for ref in podutil.meta(obj).get("ownerReferences") or []:
+            owner_kind = str(ref.get("kind", ""))
+            if owner_kind in self.by_kind:
+                ns = "" if not self._namespaced(owner_kind) else podutil.namespace_of(obj)
+                self.enqueue_key(f"{owner_kind}|{ns}|{ref.get('name')}")
+
+    # ---- helpers ---------------------------------------------------------------
+
+    def _namespaced(self, kind: str) -> bool:
+        try:
+            return kinds.by_kind(kind).namespaced
+        except kinds.UnknownKind:
+            return True
+
+    def _cached(self, kind: str, ns: str, name: str) -> Object | None:
+        informer = self.by_kind.get(kind)
+        if informer is None:
+            return None
+        return informer.store.get(name, ns or None)
+
+    def _owner_state(self, ref: Mapping[str, Any], ns: str) -> tuple[str, Object | None]:
+        """("live" | "absent" | "foreground", the owner)."""
+        kind = str(ref.get("kind", ""))
+        name = str(ref.get("name", ""))
+        owner_ns = ns if self._namespaced(kind) else ""
+        owner = self._cached(kind, owner_ns, name)
+        if owner is None or podutil.uid_of(owner) != ref.get("uid"):
+            try:
+                owner = self.client.get(kind, name, owner_ns or None)
+            except errors.NotFound:
+                return "absent", None
+            if podutil.uid_of(owner) != ref.get("uid"):
+                return "absent", None
+        meta = podutil.meta(owner)
+        if meta.get("deletionTimestamp") and FOREGROUND in (meta.get("finalizers") or []):
+            return "foreground", owner
+        return "live", owner
+
+    def _dependents(self, owner: Object) -> list[tuple[str, Object]]:
+        uid = podutil.uid_of(owner)
+        out = []
+        for kind, informer in self.by_kind.items():
+            for dep in informer.store.by_index(OWNER_UID, uid):
+                out.append((kind, dep))
+        return out
+
+    # ---- sync -------------------------------------------------------------------
+
+    def sync(self, key: str) -> float | None:
+        kind, ns, name = key.split("|", 2)
+        obj = self._cached(kind, ns, name)
+        if obj is None:
+            try:
+                obj = self.client.get(kind, name, ns or None)
+            except errors.NotFound:
+                return None
+        meta = podutil.meta(obj)
+        finalizers = list(meta.get("finalizers") or [])
+        if meta.get("deletionTimestamp") and ORPHAN in finalizers:
+            self._orphan_dependents(kind, obj)
+            return None
+        if meta.get("deletionTimestamp") and FOREGROUND in finalizers:
+            if self._process_foreground(kind, obj):
+                return None
+            return 5.0
+        refs = list(meta.get("ownerReferences") or [])
+        if not refs or meta.get("deletionTimestamp"):
+            return None
+        states = [(ref, *self._owner_state(ref, ns)) for ref in refs]
+        live = [s for s in states if s[1] == "live"]
+        absent = [s for s in states if s[1] == "absent"]
+        waiting = [s for s in states if s[1] == "foreground"]
+        if live:
+            if absent:
+                keep = [r for r, st, _ in states if st != "absent"]
+                self._patch_refs(kind, obj, keep)
+            return None
+        if waiting:
+            # Owners are deleted in the foreground: delete this dependent, in
+            # the foreground too when it has dependents of its own.
+            policy = "Foreground" if self._dependents(obj) else "Background"
+            self._delete(kind, obj, policy)
+            return None
+        if absent:
+            self._delete(kind, obj, "Background")
+        return None
+
+    def _delete(self, kind: str, obj: Object, policy: str) -> None:
+        try:
+            self.client.delete(
+                kind,
+                podutil.name_of(obj),
+                podutil.namespace_of(obj) or None,
+                DeleteOptions(
+                    propagation_policy=policy, precondition_uid=podutil.uid_of(obj) or None
+                ),
+            )
+        except (errors.NotFound, errors.Conflict):
+            pass
+
+    def _patch_refs(self, kind: str, obj: Object, refs: list[Any]) -> None:
+        try:
+            self.client.patch(
+                kind,
+                podutil.name_of(obj),
+                {"metadata": {"ownerReferences": refs or None}},
+                podutil.namespace_of(obj) or None,
+            )
+        except errors.NotFound:
+            pass
+
+    def _remove_finalizer(self, kind: str, obj: Object, finalizer: str) -> None:
+        try:
+            fresh = self.client.get(kind, podutil.name_of(obj), podutil.namespace_of(obj) or None)
+        except errors.NotFound:
+            return
+        if podutil.uid_of(fresh) != podutil.uid_of(obj):
+            return
+        body = copy.deepcopy(fresh)
+        body["metadata"]["finalizers"] = [
+            f for f in podutil.meta(fresh).get("finalizers") or [] if f != finalizer
+        ]
+        try:
+            self.client.update(kind, body)
+        except errors.NotFound:
+            pass
+
+    def _orphan_dependents(self, kind: str, owner: Object) -> None:
+        uid = podutil.uid_of(owner)
+        for dep_kind, dep in self._dependents(owner):
+            refs = [
+                r for r in podutil.meta(dep).get("ownerReferences") or [] if r.get("uid") != uid
+            ]
+            self._patch_refs(dep_kind, dep, refs)
+        self._remove_finalizer(kind, owner, ORPHAN)
+
+    def _process_foreground(self, kind: str, owner: Object) -> bool:
+        """True when the owner could be released (no blocking dependents left)."""
+        uid = podutil.uid_of(owner)
+        blocking = 0
+        for dep_kind, dep in self._dependents(owner):
+            ref: Mapping[str, Any] = next(
+                (r for r in podutil.meta(dep).get("ownerReferences") or [] if r.get("uid") == uid),
+                {},
+            )
+            if ref.get("blockOwnerDeletion"):
+                blocking += 1
+            if not podutil.is_deleting(dep):
+                policy = "Foreground" if self._dependents(dep) else "Background"
+                self._delete(dep_kind, dep, policy)
+        if blocking:
+            return False
+        self._remove_finalizer(kind, owner, FOREGROUND)
+        return True
+
+
+def init(ctx: ControllerContext) -> Controller:
+    return GarbageCollector(ctx)

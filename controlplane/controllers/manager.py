@@ -1,0 +1,307 @@
+"""The controller manager: start controllers by name over shared informers.
+
+`REGISTRY` maps each controller's name (kube-controller-manager's names) to
+its init function; `--controllers` selects them as Kubernetes does: `*`
+means every controller not disabled by default, `name` enables one, `-name`
+disables one, and the first match for a name wins. `ControllerManager`
+builds one `ControllerContext` (client, shared informer factory, clock,
+config, metrics source), calls the init function of every enabled
+controller, starts the informers, waits for their caches, then starts each
+controller's workers. With `leader_elect`, all of that happens only while
+this process holds the Lease, so two managers on one store never both act;
+losing the lease stops the controllers.
+
+It exposes `healthy()`, `metrics()` (per controller: queue depth, reconcile
+count, latency, errors, panics) and `metrics_text()` in Prometheus text
+format; `serve(address)` publishes /healthz and /metrics over HTTP on the
+given loopback address. A panic in a reconcile never reaches here: each
+controller catches, logs and re-queues with backoff (`base.Controller`).
+The manager never imports the API server or storage.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from controlplane.client.clock import Clock, RealClock
+from controlplane.client.informer import SharedInformerFactory
+from controlplane.client.interface import ApiClient
+from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
+from controlplane.controllers.base import Controller, ControllerContext, ManagerConfig
+
+log = logging.getLogger(__name__)
+
+InitFunc = Callable[[ControllerContext], Controller | None]
+
+
+def _registry() -> dict[str, InitFunc]:
+    from controlplane.controllers import (
+        cronjob,
+        daemonset,
+        deployment,
+        endpoints,
+        garbagecollector,
+        hpa,
+        job,
+        namespace,
+        nodeipam,
+        nodelifecycle,
+        podgc,
+        replicaset,
+        statefulset,
+    )
+
+    return {
+        "replicaset": replicaset.init,
+        "deployment": deployment.init,
+        "statefulset": statefulset.init,
+        "daemonset": daemonset.init,
+        "job": job.init,
+        "cronjob": cronjob.init,
+        "horizontalpodautoscaling": hpa.init,
+        "nodelifecycle": nodelifecycle.init,
+        "nodeipam": nodeipam.init,
+        "endpoint": endpoints.init,
+        "namespace": namespace.init,
+        "garbagecollector": garbagecollector.init,
+        "podgc": podgc.init,
+    }
+
+
+REGISTRY: dict[str, InitFunc] = _registry()
+
+# Not started by `*`: the API server already empties terminating namespaces
+# itself (controlplane/apiserver/namespaces.py); enable with `namespace`.
+DISABLED_BY_DEFAULT: frozenset[str] = frozenset({"namespace"})
+
+
+class UnknownController(ValueError):
+    """A --controllers entry naming no known controller."""
+
+
+def parse_controllers(text: str | Iterable[str], known: Iterable[str] = ()) -> tuple[str, ...]:
+    """`--controllers` as a tuple; refuses names that are not controllers."""
+    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else text)]
+    items = [t for t in items if t]
+    names = set(known) or set(REGISTRY)
+    for item in items:
+        bare = item[1:] if item.startswith("-") else item
+        if bare != "*" and bare not in names:
+            raise UnknownController(
+                f"--controllers: unknown controller {bare!r}; known: {', '.join(sorted(names))}"
+            )
+    return tuple(items) or ("*",)
+
+
+def is_enabled(
+    name: str, controllers: Iterable[str], disabled_by_default: Iterable[str] = DISABLED_BY_DEFAULT
+) -> bool:
+    """kube-controller-manager's IsControllerEnabled."""
+    star = False
+    for item in controllers:
+        if item == name:
+            return True
+        if item == f"-{name}":
+            return False
+        if item == "*":
+            star = True
+    return star and name not in set(disabled_by_default)
+
+
+class ControllerManager:
+    def __init__(
+        self,
+        client: ApiClient,
+        config: ManagerConfig | None = None,
+        clock: Clock | None = None,
+        metrics_source: object | None = None,
+        registry: Mapping[str, InitFunc] | None = None,
+    ) -> None:
+        self.client = client
+        self.config = config or ManagerConfig()
+        self.clock: Clock = clock or RealClock()
+        self.registry = dict(registry if registry is not None else REGISTRY)
+        if metrics_source is None:
+            from controlplane.controllers.hpa import InMemoryMetrics
+
+            metrics_source = InMemoryMetrics()
+        self.metrics_source = metrics_source
+        parse_controllers(self.config.controllers, self.registry)
+        self.controllers: dict[str, Controller] = {}
+        self.context: ControllerContext | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._elector: LeaderElector | None = None
+        self._thread: threading.Thread | None = None
+        self._http: ThreadingHTTPServer | None = None
+
+    def enabled(self) -> list[str]:
+        return [n for n in self.registry if is_enabled(n, self.config.controllers)]
+
+    # ---- lifecycle -------------------------------------------------------------
+
+    def start_controllers(self, sync_timeout: float = 30.0) -> None:
+        """Init every enabled controller, start informers, wait for caches, start workers."""
+        informers = SharedInformerFactory(
+            self.client, resync_period=self.config.resync_period, clock=self.clock
+        )
+        ctx = ControllerContext(
+            self.client, informers, self.clock, self.config, self.metrics_source
+        )
+        started: dict[str, Controller] = {}
+        for name in self.enabled():
+            try:
+                ctrl = self.registry[name](ctx)
+            except Exception:
+                log.exception("controller %s failed to initialise; skipping it", name)
+                continue
+            if ctrl is None:
+                log.info("controller %s chose not to start", name)
+                continue
+            started[name] = ctrl
+        informers.start()
+        if not informers.wait_for_cache_sync(sync_timeout):
+            log.warning("informer caches did not sync within %.0fs; starting anyway", sync_timeout)
+        for ctrl in started.values():
+            ctrl.run()
+        with self._lock:
+            self.context = ctx
+            self.controllers = started
+        self._running.set()
+        log.info("controllers started: %s", ", ".join(sorted(started)))
+
+    def stop_controllers(self) -> None:
+        with self._lock:
+            ctrls, self.controllers = self.controllers, {}
+            ctx, self.context = self.context, None
+        self._running.clear()
+        if ctx is not None:
+            ctx.informers.shutdown(2.0)
+        for ctrl in ctrls.values():
+            ctrl.shutdown(2.0)
+        if ctx is not None and ctx.executor is not None:
+            ctx.executor.shutdown(wait=False, cancel_futures=True)
+
+    def run(self) -> None:
+        """Run until `stop()`: with leader election, only while leading. Blocks."""
+        if not self.config.leader_elect:
+            self.start_controllers()
+            self._stop.wait()
+            self.stop_controllers()
+            return
+        identity = self.config.leader_elect_identity or f"{socket.gethostname()}_{os.getpid()}"
+        le_config = LeaderElectionConfig(
+            name=self.config.leader_elect_name,
+            namespace=self.config.leader_elect_namespace,
+            identity=identity,
+            lease_duration=self.config.lease_duration,
+            renew_deadline=self.config.renew_deadline,
+            retry_period=self.config.retry_period,
+        )
+
+        def lead(lost: threading.Event) -> None:
+            self.start_controllers()
+            lost.wait()
+
+        self._elector = LeaderElector(
+            self.client,
+            le_config,
+            Callbacks(on_started_leading=lead, on_stopped_leading=self.stop_controllers),
+            clock=self.clock,
+        )
+        while not self._stop.is_set():
+            self._elector.run(self._stop)
+
+    def start(self) -> None:
+        """`run()` on a background thread."""
+        self._thread = threading.Thread(target=self.run, name="controller-manager", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+        self.stop_controllers()
+
+    def wait_running(self, timeout: float = 30.0) -> bool:
+        return self._running.wait(timeout)
+
+    def is_leader(self) -> bool:
+        if not self.config.leader_elect:
+            return True
+        return self._elector is not None and self._elector.is_leader()
+
+    # ---- health and metrics ------------------------------------------------
+
+    def healthy(self) -> bool:
+        """Healthy when not running controllers on purpose (standby) or every
+        controller's informers have synced."""
+        with self._lock:
+            ctrls = list(self.controllers.values())
+        return all(c.has_synced() for c in ctrls)
+
+    def metrics(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            ctrls = dict(self.controllers)
+        return {name: c.metrics_snapshot() for name, c in sorted(ctrls.items())}
+
+    def metrics_text(self) -> str:
+        lines = []
+        help_ = {
+            "queue_depth": "gauge",
+            "queue_waiting": "gauge",
+            "reconciles": "counter",
+            "errors": "counter",
+            "panics": "counter",
+            "latency_seconds_total": "counter",
+            "latency_seconds_max": "gauge",
+            "latency_seconds_avg": "gauge",
+        }
+        data = self.metrics()
+        for metric, type_ in help_.items():
+            lines.append(f"# TYPE skiff_controller_{metric} {type_}")
+            for name, values in data.items():
+                lines.append(
+                    f'skiff_controller_{metric}{{controller="{name}"}} {values.get(metric, 0)}'
+                )
+        lines.append("# TYPE skiff_controller_manager_leader gauge")
+        lines.append(f"skiff_controller_manager_leader {1 if self.is_leader() else 0}")
+        return "\n".join(lines) + "\n"
+
+    def serve(self, host: str = "127.0.0.1", port: int = 10257) -> tuple[str, int]:
+        """Serve /healthz and /metrics on (host, port); returns the bound address."""
+        manager = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path == "/healthz":
+                    ok = manager.healthy()
+                    body = b"ok" if ok else b"informers not synced"
+                    self.send_response(200 if ok else 503)
+                elif self.path == "/metrics":
+                    body = manager.metrics_text().encode()
+                    self.send_response(200)
+                else:
+                    body = b"not found"
+                    self.send_response(404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._http = ThreadingHTTPServer((host, port), Handler)
+        threading.Thread(target=self._http.serve_forever, name="cm-http", daemon=True).start()
+        addr = self._http.server_address
+        return str(addr[0]), int(addr[1])

@@ -1,0 +1,316 @@
+"""The ReplicaSet controller: keep `spec.replicas` pods matching the selector.
+
+Pods belong to a ReplicaSet through their controller ownerReference; a
+ReplicaSet adopts orphans its selector matches and releases pods whose labels
+no longer match. Missing pods are created in slow-start batches (1, 2, 4, ...,
+at most `burst_replicas` per sync) with expectations, so a second sync before
+the informer has seen the new pods does not create duplicates; surplus pods
+are deleted least valuable first (`ranking`). Status carries replicas,
+fullyLabeledReplicas, readyReplicas, availableReplicas (minReadySeconds) and
+observedGeneration. Never writes a pod another controller owns.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.client import errors
+from controlplane.client.interface import DeleteOptions, Object
+from controlplane.client.store import object_key
+from controlplane.controllers import podutil, ranking
+from controlplane.controllers.base import (
+    CONTROLLER_UID,
+    Controller,
+    ControllerContext,
+    Expectations,
+    controller_uid_index,
+    ensure_indexer,
+)
+
+log = logging.getLogger(__name__)
+
+
+def pod_from_template(owner: Mapping[str, Any], generate_name: str) -> Object:
+    """A new Pod for `owner` from its spec.template (labels, annotations, spec)."""
+    template = podutil.spec(owner).get("template") or {}
+    tmeta = template.get("metadata") or {}
+    meta: Object = {
+        "generateName": generate_name,
+        "namespace": podutil.namespace_of(owner),
+        "labels": dict(tmeta.get("labels") or {}),
+        "ownerReferences": [podutil.owner_ref(owner)],
+    }
+    if tmeta.get("annotations"):
+        meta["annotations"] = dict(tmeta["annotations"])
+    if tmeta.get("finalizers"):
+        meta["finalizers"] = list(tmeta["finalizers"])
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": copy.deepcopy(template.get("spec") or {}),
+    }
+
+
+class PodOwnerController(Controller):
+    """Shared machinery of controllers that own pods directly (ReplicaSet, Job, ...)."""
+
+    owner_kind = "ReplicaSet"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.expectations = Expectations(ctx.clock)
+        self.owners = self.watch(self.owner_kind)
+        self.pods = self.watch("Pod")
+        ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
+        self.owners.add_event_handler(
+            on_add=self.enqueue,
+            on_update=lambda old, new: self.enqueue(new),
+            on_delete=self._owner_deleted,
+        )
+        self.pods.add_event_handler(
+            on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted
+        )
+
+    # ---- handlers ---------------------------------------------------------
+
+    def _owner_deleted(self, obj: Object) -> None:
+        self.expectations.delete(object_key(obj))
+        self.enqueue(obj)
+
+    def _owner_key(self, pod: Mapping[str, Any]) -> str | None:
+        ref = podutil.controller_ref(pod)
+        if ref is None or ref.get("kind") != self.owner_kind:
+            return None
+        ns = podutil.namespace_of(pod)
+        owner = self.owners.store.get(str(ref.get("name")), ns)
+        if owner is None or podutil.uid_of(owner) != ref.get("uid"):
+            return None
+        return object_key(owner)
+
+    def _matching_owners(self, pod: Mapping[str, Any]) -> list[str]:
+        labels = podutil.labels_of(pod)
+        return [
+            object_key(o)
+            for o in self.owners.store.list(podutil.namespace_of(pod))
+            if podutil.selector_of(o).matches(labels)
+        ]
+
+    def _pod_added(self, pod: Object) -> None:
+        if podutil.is_deleting(pod):
+            self._pod_deleted(pod)
+            return
+        key = self._owner_key(pod)
+        if key is not None:
+            self.expectations.creation_observed(key)
+            self.enqueue_key(key)
+        elif podutil.controller_ref(pod) is None:
+            for k in self._matching_owners(pod):
+                self.enqueue_key(k)
+
+    def _pod_updated(self, old: Object, new: Object) -> None:
+        if podutil.meta(old).get("resourceVersion") == podutil.meta(new).get("resourceVersion"):
+            return  # a resync: owners get their own resync
+        if podutil.is_deleting(new) and not podutil.is_deleting(old):
+            key = self._owner_key(new)
+            if key is not None:
+                self.expectations.deletion_observed(key, podutil.uid_of(new))
+                self.enqueue_key(key)
+            return
+        keys = {self._owner_key(new), self._owner_key(old)}
+        if (
+            podutil.labels_of(old) != podutil.labels_of(new)
+            or podutil.controller_ref(old) != podutil.controller_ref(new)
+        ) and podutil.controller_ref(new) is None:
+            keys.update(self._matching_owners(new))
+        for k in keys:
+            if k is not None:
+                self.enqueue_key(k)
+                self._after_ready(k, old, new)
+
+    def _after_ready(self, key: str, old: Object, new: Object) -> None:
+        if podutil.is_ready(new) and not podutil.is_ready(old):
+            owner = self.owners.store.get_by_key(key)
+            mrs = int(podutil.spec(owner).get("minReadySeconds") or 0) if owner else 0
+            if mrs > 0:
+                self.enqueue_after(key, mrs + 1)
+
+    def _pod_deleted(self, pod: Object) -> None:
+        key = self._owner_key(pod)
+        if key is not None:
+            self.expectations.deletion_observed(key, podutil.uid_of(pod))
+            self.enqueue_key(key)
+
+    # ---- claiming ---------------------------------------------------------
+
+    def claim_pods(self, owner: Object) -> list[Object]:
+        """Pods `owner` controls after adopting matching orphans and releasing
+        pods that stopped matching (ControllerRefManager.ClaimPods)."""
+        selector = podutil.selector_of(owner)
+        uid = podutil.uid_of(owner)
+        ns = podutil.namespace_of(owner)
+        owned: list[Object] = []
+        deleting = podutil.is_deleting(owner)
+        for pod in self.pods.store.by_index(CONTROLLER_UID, uid):
+            if podutil.namespace_of(pod) != ns:
+                continue
+            if selector.matches(podutil.labels_of(pod)):
+                owned.append(pod)
+            elif not deleting:
+                self._release(pod, uid)
+        if not deleting and not selector.empty():
+            for pod in self.pods.store.list(ns, selector):
+                if podutil.controller_ref(pod) is None and not podutil.is_deleting(pod):
+                    adopted = self._adopt(owner, pod)
+                    if adopted is not None:
+                        owned.append(adopted)
+        return owned
+
+    def _adopt(self, owner: Object, pod: Object) -> Object | None:
+        # Re-check the owner live: never adopt for an owner that is gone.
+        try:
+            fresh = self.client.get(
+                self.owner_kind, podutil.name_of(owner), podutil.namespace_of(owner)
+            )
+        except errors.NotFound:
+            return None
+        if podutil.uid_of(fresh) != podutil.uid_of(owner) or podutil.is_deleting(fresh):
+            return None
+        refs = [*list(podutil.meta(pod).get("ownerReferences") or []), podutil.owner_ref(owner)]
+        try:
+            return self.client.patch(
+                "Pod",
+                podutil.name_of(pod),
+                {
+                    "metadata": {
+                        "ownerReferences": refs,
+                        "resourceVersion": podutil.meta(pod).get("resourceVersion"),
+                    }
+                },
+                podutil.namespace_of(pod),
+            )
+        except (errors.NotFound, errors.Conflict):
+            return None
+
+    def _release(self, pod: Object, uid: str) -> None:
+        refs = [r for r in podutil.meta(pod).get("ownerReferences") or [] if r.get("uid") != uid]
+        try:
+            self.client.patch(
+                "Pod",
+                podutil.name_of(pod),
+                {"metadata": {"ownerReferences": refs}},
+                podutil.namespace_of(pod),
+            )
+        except errors.NotFound:
+            pass
+
+    # ---- creating and deleting ------------------------------------------------
+
+    def create_pods(self, key: str, owner: Object, count: int, make: Any = None) -> None:
+        """Create `count` pods in slow-start batches with expectations."""
+        count = min(count, self.config.burst_replicas)
+        self.expectations.expect_creations(key, count)
+        name = podutil.name_of(owner)
+        build = make or (lambda i: pod_from_template(owner, f"{name}-"))
+
+        def create(i: int) -> None:
+            self.client.create("Pod", build(i), podutil.namespace_of(owner))
+
+        done, errs = self.slow_start(count, create)
+        if errs:
+            skipped = count - done
+            self.expectations.creation_observed(key, skipped)
+            self.recorder.event(owner, "Warning", "FailedCreate", f"Error creating: {errs[0]}")
+            raise errs[0]
+        if count:
+            self.recorder.event(owner, "Normal", "SuccessfulCreate", f"Created {count} pod(s)")
+
+    def delete_pods(self, key: str, owner: Object, pods: list[Object]) -> None:
+        if not pods:
+            return
+        self.expectations.expect_deletions(key, [podutil.uid_of(p) for p in pods])
+
+        def delete(pod: Object) -> None:
+            try:
+                self.client.delete(
+                    "Pod",
+                    podutil.name_of(pod),
+                    podutil.namespace_of(pod),
+                    DeleteOptions(precondition_uid=podutil.uid_of(pod) or None),
+                )
+            except Exception:
+                self.expectations.deletion_observed(key, podutil.uid_of(pod))
+                raise
+
+        errs = [e for e in self.run_parallel(delete, pods) if not isinstance(e, errors.NotFound)]
+        if errs:
+            self.recorder.event(owner, "Warning", "FailedDelete", f"Error deleting: {errs[0]}")
+            raise errs[0]
+        self.recorder.event(owner, "Normal", "SuccessfulDelete", f"Deleted {len(pods)} pod(s)")
+
+
+class ReplicaSetController(PodOwnerController):
+    name = "replicaset"
+    owner_kind = "ReplicaSet"
+
+    def sync(self, key: str) -> float | None:
+        rs = self.owners.store.get_by_key(key)
+        if rs is None:
+            self.expectations.delete(key)
+            return None
+        needs_sync = self.expectations.satisfied(key)
+        pods = self.claim_pods(rs)
+        active = [p for p in pods if podutil.is_active(p)]
+        if needs_sync and not podutil.is_deleting(rs):
+            self.manage_replicas(key, rs, active)
+        return self.update_status(rs, pods, active)
+
+    def manage_replicas(self, key: str, rs: Object, active: list[Object]) -> None:
+        want = int(podutil.spec(rs).get("replicas", 1))
+        diff = len(active) - want
+        if diff < 0:
+            self.create_pods(key, rs, -diff)
+        elif diff > 0:
+            victims = ranking.pods_to_delete(active, min(diff, self.config.burst_replicas))
+            self.delete_pods(key, rs, [dict(p) for p in victims])
+
+    def update_status(self, rs: Object, pods: list[Object], active: list[Object]) -> float | None:
+        now = self.clock.now()
+        mrs = int(podutil.spec(rs).get("minReadySeconds") or 0)
+        template_labels = podutil.pod_template_labels(rs)
+        ready = [p for p in active if podutil.is_ready(p)]
+        available = [p for p in ready if podutil.is_available(p, mrs, now)]
+        fully = [
+            p
+            for p in active
+            if all(podutil.labels_of(p).get(k) == v for k, v in template_labels.items())
+        ]
+        old = dict(podutil.status(rs))
+        new = dict(old)
+        new.update(
+            {
+                "replicas": len(active),
+                "fullyLabeledReplicas": len(fully),
+                "readyReplicas": len(ready),
+                "availableReplicas": len(available),
+                "observedGeneration": podutil.meta(rs).get("generation", 0),
+            }
+        )
+        if new != old:
+            body = copy.deepcopy(rs)
+            body["status"] = new
+            body["metadata"].pop("resourceVersion", None)
+            try:
+                self.client.update_status("ReplicaSet", body)
+            except errors.NotFound:
+                return None
+        if mrs > 0 and len(ready) > len(available):
+            return float(mrs)
+        return None
+
+
+def init(ctx: ControllerContext) -> Controller:
+    return ReplicaSetController(ctx)

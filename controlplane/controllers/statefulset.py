@@ -1,0 +1,191 @@
+"""The StatefulSet controller: pods with stable names `<set>-<ordinal>`.
+
+Pods 0..replicas-1 exist with their ordinal's name and the labels
+`statefulset.kubernetes.io/pod-name` and `controller-revision-hash` (the
+template's hash, also `status.updateRevision`). With OrderedReady, pod N is
+created only when 0..N-1 are Running and Ready, and surplus pods are removed
+one at a time from the highest ordinal, each only after the ones above it
+are gone; with Parallel, all at once. A failed pod is deleted and recreated
+with the same name. RollingUpdate replaces, from the highest ordinal down
+to `partition`, one pod at a time whose revision differs, waiting for each
+replacement to be Running and Ready; OnDelete leaves that to the user.
+Never creates two pods with one ordinal; never adopts pods with another
+controller.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from controlplane.client import errors
+from controlplane.client.interface import Object
+from controlplane.controllers import podutil, rollout
+from controlplane.controllers.base import Controller, ControllerContext
+from controlplane.controllers.replicaset import PodOwnerController, pod_from_template
+
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+REVISION_LABEL = "controller-revision-hash"
+
+
+def ordinal_of(set_name: str, pod_name: str) -> int | None:
+    m = re.fullmatch(re.escape(set_name) + r"-(\d+)", pod_name)
+    return int(m.group(1)) if m else None
+
+
+def _running_ready(pod: Object) -> bool:
+    return podutil.phase(pod) == "Running" and podutil.is_ready(pod)
+
+
+class StatefulSetController(PodOwnerController):
+    name = "statefulset"
+    owner_kind = "StatefulSet"
+
+    def _revision(self, sts: Object) -> str:
+        return f"{podutil.name_of(sts)}-{rollout.template_hash(podutil.spec(sts).get('template') or {})}"
+
+    def _new_pod(self, sts: Object, ordinal: int, revision: str) -> Object:
+        pod = pod_from_template(sts, "")
+        name = f"{podutil.name_of(sts)}-{ordinal}"
+        pod["metadata"].pop("generateName", None)
+        pod["metadata"]["name"] = name
+        labels = pod["metadata"].setdefault("labels", {})
+        labels[POD_NAME_LABEL] = name
+        labels[REVISION_LABEL] = revision
+        pod["spec"]["hostname"] = name
+        service = podutil.spec(sts).get("serviceName")
+        if service:
+            pod["spec"]["subdomain"] = service
+        return pod
+
+    def sync(self, key: str) -> float | None:
+        sts = self.owners.store.get_by_key(key)
+        if sts is None:
+            self.expectations.delete(key)
+            return None
+        sts = copy.deepcopy(sts)
+        name = podutil.name_of(sts)
+        spec = podutil.spec(sts)
+        replicas = int(spec.get("replicas", 1))
+        parallel = spec.get("podManagementPolicy") == "Parallel"
+        strategy = spec.get("updateStrategy") or {}
+        partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+        revision = self._revision(sts)
+        pods = self.claim_pods(sts)
+        by_ordinal: dict[int, Object] = {}
+        for p in pods:
+            o = ordinal_of(name, podutil.name_of(p))
+            if o is not None:
+                by_ordinal[o] = p
+        if self.expectations.satisfied(key) and not podutil.is_deleting(sts):
+            self._reconcile(key, sts, by_ordinal, replicas, parallel, strategy, partition, revision)
+        self._status(sts, list(by_ordinal.values()), replicas, revision)
+        return None
+
+    def _create(self, key: str, sts: Object, ordinal: int, revision: str) -> None:
+        self.expectations.expect_creations(key, 1)
+        try:
+            self.client.create(
+                "Pod", self._new_pod(sts, ordinal, revision), podutil.namespace_of(sts)
+            )
+        except errors.AlreadyExists:
+            self.expectations.creation_observed(key)
+        except Exception:
+            self.expectations.creation_observed(key)
+            raise
+        self.recorder.event(
+            sts, "Normal", "SuccessfulCreate", f"create Pod {podutil.name_of(sts)}-{ordinal}"
+        )
+
+    def _delete(self, key: str, sts: Object, pod: Object) -> None:
+        self.delete_pods(key, sts, [pod])
+
+    def _reconcile(
+        self,
+        key: str,
+        sts: Object,
+        pods: dict[int, Object],
+        replicas: int,
+        parallel: bool,
+        strategy: Any,
+        partition: int,
+        revision: str,
+    ) -> None:
+        # Failed pods are replaced under the same name.
+        for _, p in sorted(pods.items()):
+            if podutil.phase(p) == "Failed" and not podutil.is_deleting(p):
+                self._delete(key, sts, p)
+                return
+        for o in range(replicas):
+            pod = pods.get(o)
+            if pod is None:
+                self._create(key, sts, o, revision)
+                if not parallel:
+                    return
+                continue
+            if not parallel and (podutil.is_deleting(pod) or not _running_ready(pod)):
+                return  # OrderedReady: wait for this one before going on
+        # Surplus, highest ordinal first.
+        surplus = sorted((o for o in pods if o >= replicas), reverse=True)
+        if surplus:
+            if parallel:
+                self.delete_pods(
+                    key, sts, [pods[o] for o in surplus if not podutil.is_deleting(pods[o])]
+                )
+                return
+            top = pods[surplus[0]]
+            if not podutil.is_deleting(top):
+                self._delete(key, sts, top)
+            return
+        if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
+            return
+        for o in range(replicas - 1, partition - 1, -1):
+            pod = pods.get(o)
+            if pod is None:
+                return
+            if podutil.labels_of(pod).get(REVISION_LABEL) != revision:
+                if not podutil.is_deleting(pod):
+                    self._delete(key, sts, pod)
+                return
+            if not _running_ready(pod):
+                return  # wait for the replacement before the next one
+
+    def _status(self, sts: Object, pods: list[Object], replicas: int, revision: str) -> None:
+        active = [p for p in pods if not podutil.is_deleting(p)]
+        ready = [p for p in active if podutil.is_ready(p)]
+        now = self.clock.now()
+        mrs = int(podutil.spec(sts).get("minReadySeconds") or 0)
+        updated = [p for p in active if podutil.labels_of(p).get(REVISION_LABEL) == revision]
+        old = dict(podutil.status(sts))
+        current_revision = old.get("currentRevision") or revision
+        if len(updated) == len(active) == replicas:
+            current_revision = revision
+        st = dict(old)
+        st.update(
+            {
+                "observedGeneration": podutil.meta(sts).get("generation", 0),
+                "replicas": len(active),
+                "readyReplicas": len(ready),
+                "availableReplicas": sum(1 for p in ready if podutil.is_available(p, mrs, now)),
+                "currentReplicas": sum(
+                    1
+                    for p in active
+                    if podutil.labels_of(p).get(REVISION_LABEL) == current_revision
+                ),
+                "updatedReplicas": len(updated),
+                "currentRevision": current_revision,
+                "updateRevision": revision,
+            }
+        )
+        if st != old:
+            sts["status"] = st
+            sts["metadata"].pop("resourceVersion", None)
+            try:
+                self.client.update_status("StatefulSet", sts)
+            except errors.NotFound:
+                pass
+
+
+def init(ctx: ControllerContext) -> Controller:
+    return StatefulSetController(ctx)

@@ -1,0 +1,69 @@
+"""The ReplicaSet controller against the in-memory API."""
+
+from __future__ import annotations
+
+from controlplane.client import errors
+
+from .conftest import replicaset
+
+
+def test_creates_and_scales(env):
+    e = env("replicaset")
+    e.client.create("ReplicaSet", replicaset(replicas=5))
+    e.wait(lambda: len(e.pods()) == 5)
+    e.wait(e.idle)
+    # exactly five creations: expectations prevent duplicates while caches catch up
+    assert len(e.client.calls_of("create", "Pod")) == 5
+    for p in e.pods():
+        ref = p["metadata"]["ownerReferences"][0]
+        assert ref["kind"] == "ReplicaSet" and ref["controller"] is True
+        assert p["metadata"]["name"].startswith("rs-")
+    rs = e.client.get("ReplicaSet", "rs")
+    rs["spec"]["replicas"] = 2
+    e.client.update("ReplicaSet", rs)
+    e.wait(lambda: len(e.pods()) == 2)
+    e.make_ready()
+    e.wait(lambda: e.client.get("ReplicaSet", "rs").get("status", {}).get("readyReplicas") == 2)
+    st = e.client.get("ReplicaSet", "rs")["status"]
+    assert st["replicas"] == 2 and st["availableReplicas"] == 2 and st["observedGeneration"] == 2
+
+
+def test_deletes_least_valuable_first(env):
+    e = env("replicaset")
+    e.client.create("ReplicaSet", replicaset(replicas=3))
+    e.wait(lambda: len(e.pods()) == 3)
+    pods = e.pods()
+    e.set_pod_status(pods[0], node="n1")
+    e.set_pod_status(pods[1], node="n2")
+    # pods[2] stays unscheduled and pending
+    e.wait(lambda: sum(1 for p in e.pods() if p.get("status", {}).get("phase") == "Running") == 2)
+    e.client.patch("ReplicaSet", "rs", {"spec": {"replicas": 2}})
+    e.wait(lambda: len(e.pods()) == 2)
+    assert pods[2]["metadata"]["name"] not in {p["metadata"]["name"] for p in e.pods()}
+
+
+def test_adopts_orphans_and_releases_non_matching(env):
+    e = env("replicaset")
+    orphan = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "orphan", "namespace": "default", "labels": {"app": "rs"}},
+        "spec": {},
+    }
+    e.client.create("Pod", orphan)
+    e.client.create("ReplicaSet", replicaset(replicas=2))
+    e.wait(lambda: len(e.pods()) == 2)
+    e.wait(lambda: e.client.get("Pod", "orphan")["metadata"].get("ownerReferences"))
+    assert len(e.client.calls_of("create", "Pod")) == 2  # the orphan + one new
+    # relabel a pod: it is released and replaced
+    e.client.patch("Pod", "orphan", {"metadata": {"labels": {"app": "other"}}})
+    e.wait(lambda: not e.client.get("Pod", "orphan")["metadata"].get("ownerReferences"))
+    e.wait(lambda: len([p for p in e.pods() if p["metadata"]["labels"].get("app") == "rs"]) == 2)
+
+
+def test_create_failure_is_retried(env):
+    e = env("replicaset")
+    e.client.fail("create", errors.Unavailable("boom"), kind="Pod", times=2)
+    e.client.create("ReplicaSet", replicaset(replicas=3))
+    e.settle(lambda: len(e.pods()) == 3)
+    assert e.controller("replicaset").metrics.errors >= 1
