@@ -171,7 +171,10 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
                 if p.host_port
             ]
             netns = str(svc.ns_path(sid, "net"))
-            result = svc.network.setup(sid, netns, port_mappings=ports, **svc.cni_args(s))
+            try:
+                result = svc.network.setup(sid, netns, port_mappings=ports, **svc.cni_args(s))
+            except Exception as exc:
+                raise errors.Unknown(f"failed to set up network for sandbox {sid}: {exc}") from None
             s.network_ready = True
             undo.callback(_quiet, lambda: svc.network.teardown(sid, netns, **svc.cni_args(s)))
             ips = [ip.split("/")[0] for ip in getattr(result, "ips", [])]

@@ -170,7 +170,12 @@ class RuntimeService:
             if c.sandbox_id == s.id:
                 self.stop_container(c, 0)
         if not s.host_network and self.network is not None and s.network_ready:
-            self.network.teardown(s.id, str(self.ns_path(s.id, "net")), **self.cni_args(s))
+            try:
+                self.network.teardown(s.id, str(self.ns_path(s.id, "net")), **self.cni_args(s))
+            except Exception as exc:
+                raise errors.Unknown(
+                    f"failed to tear down network of sandbox {s.id}: {exc}"
+                ) from None
             s.network_ready = False
         if spawn.alive(s.monitor_pid, s.monitor_start):
             with contextlib.suppress(ProcessLookupError):
