@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from runtime import errors
 from runtime.config import Config
 from runtime.linux import cgroups, namespaces
 from runtime.process import spawn
