@@ -35,7 +35,13 @@ from controlplane.client.interface import (
     ObjectList,
     WatchEvent,
 )
-from controlplane.client.selectors import parse_field_selector, parse_label_selector
+from controlplane.client.selectors import (
+    FieldSelector,
+    Selector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
 
 Key = tuple[str, str, str]  # kind, namespace ("" if cluster-scoped), name
 
@@ -60,6 +66,17 @@ class _Injected:
 _END = object()
 
 
+def _selectors(options: ListOptions) -> tuple[Selector, FieldSelector]:
+    """Parsed selectors; a bad one is Invalid, as the API server answers."""
+    try:
+        return (
+            parse_label_selector(options.label_selector),
+            parse_field_selector(options.field_selector),
+        )
+    except SelectorError as err:
+        raise errors.Invalid(f"selector: {err}") from None
+
+
 class FakeWatch:
     """An open watch on the fake: iterate for events; `stop()` ends it."""
 
@@ -75,8 +92,7 @@ class FakeWatch:
         self.kind = kind
         self.namespace = namespace
         self.bookmarks = bookmarks
-        self._labels = parse_label_selector(options.label_selector)
-        self._fields = parse_field_selector(options.field_selector)
+        self._labels, self._fields = _selectors(options)
         self._queue: queue.Queue[Any] = queue.Queue()
         self.stopped = False
 
@@ -131,8 +147,17 @@ def _rfc3339(when: datetime) -> str:
 class FakeApiClient:
     """In-memory ApiClient. See the module docstring for what it models."""
 
-    def __init__(self, clock: Clock | None = None, graceful_pod_delete: bool = False) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        graceful_pod_delete: bool = False,
+        strict_namespaces: bool = False,
+    ) -> None:
         self.clock: Clock = clock or RealClock()
+        # When True, the namespaces the API server makes at start exist and
+        # creating into a missing namespace is NotFound, as on the server.
+        # Off by default so unit tests need not create namespaces.
+        self.strict_namespaces = strict_namespaces
         # When True, deleting a Pod bound to a node with a grace period only
         # marks it (deletionTimestamp), as the API server does until the agent
         # confirms; `finish_delete()` removes it.
@@ -148,6 +173,10 @@ class FakeApiClient:
         self._errors: list[_Injected] = []
         self._uids = itertools.count(1)
         self._names = itertools.count(1)
+        if strict_namespaces:
+            for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+                self.create("Namespace", {"metadata": {"name": ns}})
+            self.calls.clear()
 
     # ---- test controls -------------------------------------------------
 
@@ -230,7 +259,7 @@ class FakeApiClient:
         try:
             return kinds.by_kind(kind)
         except kinds.UnknownKind as err:
-            raise errors.NotFound(str(err)) from None
+            raise errors.Invalid(str(err)) from None
 
     def _ns(self, info: kinds.KindInfo, namespace: str | None) -> str:
         if not info.namespaced:
@@ -297,6 +326,8 @@ class FakeApiClient:
                     )
                 name = f"{meta['generateName']}{next(self._names):05x}"
             key = (info.kind, ns, name)
+            if self.strict_namespaces and ns and ("Namespace", "", ns) not in self._objects:
+                raise errors.NotFound(f'namespaces "{ns}" not found')
             if key in self._objects:
                 raise errors.AlreadyExists(f'{info.resource} "{name}" already exists')
             obj["apiVersion"] = obj.get("apiVersion") or info.api_version
@@ -327,8 +358,7 @@ class FakeApiClient:
         with self._lock:
             info = self._info(kind)
             self._record("list", info.kind, "", namespace)
-            labels = parse_label_selector(options.label_selector)
-            fields = parse_field_selector(options.field_selector)
+            labels, fields = _selectors(options)
             items = [
                 o
                 for (k, ns, _), o in sorted(self._objects.items())
@@ -535,7 +565,7 @@ class FakeApiClient:
             "kind": "Scale",
             "metadata": {
                 k: obj["metadata"][k]
-                for k in ("name", "namespace", "uid", "resourceVersion")
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                 if k in obj["metadata"]
             },
             "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
@@ -550,7 +580,7 @@ class FakeApiClient:
             key = self._key(kind, name, namespace)
             self._record("get_scale", key[0], name, namespace)
             if not self._info(kind).has_scale:
-                raise errors.NotFound(f"{self._info(kind).resource} has no scale subresource")
+                raise errors.NotFound(f"{self._info(kind).resource} have no scale subresource")
             if key not in self._objects:
                 raise self._not_found(key)
             return self._scale_of(self._objects[key])
@@ -560,7 +590,7 @@ class FakeApiClient:
             key = self._key(kind, name, namespace)
             self._record("update_scale", key[0], name, namespace, {"replicas": replicas})
             if not self._info(kind).has_scale:
-                raise errors.NotFound(f"{self._info(kind).resource} has no scale subresource")
+                raise errors.NotFound(f"{self._info(kind).resource} have no scale subresource")
             if key not in self._objects:
                 raise self._not_found(key)
             if replicas < 0:

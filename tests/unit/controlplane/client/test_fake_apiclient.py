@@ -163,3 +163,31 @@ def test_watch_selector_transitions_like_the_server(client: FakeApiClient) -> No
     want = ["ADDED", "MODIFIED", "DELETED"]
     assert [e.type for e in live] == want
     assert [e.type for e in replay] == want
+
+
+def test_errors_match_the_api_server(client: FakeApiClient) -> None:
+    with pytest.raises(errors.Invalid, match="selector"):
+        client.list("Pod", "default", ListOptions(label_selector="a b"))
+    with pytest.raises(errors.Invalid, match="unknown kind"):
+        client.get("Gizmo", "x", "default")
+    with pytest.raises(errors.Invalid):
+        client.create("ConfigMap", {"metadata": {}}, "default")
+
+
+def test_strict_namespaces_and_graceful_pod_delete() -> None:
+    client = FakeApiClient(clock=FakeClock(), graceful_pod_delete=True, strict_namespaces=True)
+    assert [n["metadata"]["name"] for n in client.objects("Namespace")] == [
+        "default",
+        "kube-node-lease",
+        "kube-public",
+        "kube-system",
+    ]
+    assert client.calls == []
+    with pytest.raises(errors.NotFound, match='namespaces "nope"'):
+        client.create("Pod", pod("a", ns="nope"))
+    bound = pod("b")
+    bound["spec"]["nodeName"] = "n1"
+    client.create("Pod", bound)
+    left = client.delete("Pod", "b", "default")
+    assert left is not None and left["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert client.delete("Pod", "b", "default", DeleteOptions(grace_period_seconds=0)) is None
