@@ -78,9 +78,13 @@ class Cache:
         self.cap = capacity
         self.res_cols: dict[str, int] = {r: i for i, r in enumerate(FIXED_RESOURCES)}
         self.valid: BoolArray = np.zeros(capacity, bool)
-        self.alloc: IntArray = np.zeros((capacity, len(FIXED_RESOURCES)), np.int64)
-        self.req: IntArray = np.zeros((capacity, len(FIXED_RESOURCES)), np.int64)
-        self.nz: IntArray = np.zeros((capacity, 2), np.int64)  # non-zero cpu, memory
+        # 2-D arrays are column-major so that one resource (or label signature,
+        # or taint) over all nodes is a contiguous vector.
+        nres = len(FIXED_RESOURCES)
+        self.alloc: IntArray = np.zeros((capacity, nres), np.int64, order="F")
+        self.req: IntArray = np.zeros((capacity, nres), np.int64, order="F")
+        self.free: IntArray = np.zeros((capacity, nres), np.int64, order="F")  # alloc - req
+        self.nz: IntArray = np.zeros((capacity, 2), np.int64, order="F")  # non-zero cpu, memory
         self.unschedulable: BoolArray = np.zeros(capacity, bool)
         self.not_ready: BoolArray = np.zeros(capacity, bool)
         self.memory_pressure: BoolArray = np.zeros(capacity, bool)
@@ -90,19 +94,19 @@ class Cache:
         self.label_vocab: dict[str, dict[str, int]] = {}
         self.label_values: dict[str, list[str]] = {}
         self.taint_cols: dict[TaintKey, int] = {}
-        self.taint_mat: BoolArray = np.zeros((capacity, 0), bool)
+        self.taint_mat: BoolArray = np.zeros((capacity, 0), bool, order="F")
         self.image_cols: dict[str, int] = {}
-        self.image_size: IntArray = np.zeros((capacity, 0), np.int64)
+        self.image_size: IntArray = np.zeros((capacity, 0), np.int64, order="F")
         self.ports: dict[PortKey, npt.NDArray[np.int32]] = {}
         self.sig_cols: dict[Sig, int] = {}
         self.sig_list: list[tuple[str, dict[str, str]]] = []
-        self.sigs: npt.NDArray[np.int32] = np.zeros((capacity, 0), np.int32)
+        self.sigs: npt.NDArray[np.int32] = np.zeros((capacity, 0), np.int32, order="F")
         self.anti_cols: dict[AffinityTerm, int] = {}
         self.anti_list: list[AffinityTerm] = []
-        self.anti: npt.NDArray[np.int32] = np.zeros((capacity, 0), np.int32)
+        self.anti: npt.NDArray[np.int32] = np.zeros((capacity, 0), np.int32, order="F")
         self.pref_cols: dict[tuple[AffinityTerm, int], int] = {}
         self.pref_list: list[tuple[AffinityTerm, int]] = []
-        self.pref: npt.NDArray[np.int32] = np.zeros((capacity, 0), np.int32)
+        self.pref: npt.NDArray[np.int32] = np.zeros((capacity, 0), np.int32, order="F")
         self.owner_counts: dict[str, npt.NDArray[np.int32]] = {}
         self.assumed: dict[str, _Assumed] = {}
         self._expiry: deque[tuple[float, str]] = deque()  # TTL is constant: deadlines only grow
@@ -115,7 +119,7 @@ class Cache:
     # ---- array plumbing -------------------------------------------------
 
     _ROW_ARRAYS = (
-        "valid", "alloc", "req", "nz", "unschedulable", "not_ready", "memory_pressure",
+        "valid", "alloc", "req", "free", "nz", "unschedulable", "not_ready", "memory_pressure",
         "disk_pressure", "pid_pressure", "taint_mat", "image_size", "sigs", "anti", "pref",
     )  # fmt: skip
 
@@ -123,7 +127,7 @@ class Cache:
         new = self.cap * 2
 
         def grown(a: Any, fill: Any = 0) -> Any:
-            out = np.full((new, *a.shape[1:]), fill, a.dtype)
+            out = np.full((new, *a.shape[1:]), fill, a.dtype, order="F")
             out[: self.cap] = a
             return out
 
@@ -136,7 +140,7 @@ class Cache:
 
     @staticmethod
     def _add_col(a: Any) -> Any:
-        out = np.zeros((a.shape[0], a.shape[1] + 1), a.dtype)
+        out = np.zeros((a.shape[0], a.shape[1] + 1), a.dtype, order="F")
         out[:, : a.shape[1]] = a
         return out
 
@@ -146,6 +150,7 @@ class Cache:
             col = self.res_cols[name] = len(self.res_cols)
             self.alloc = self._add_col(self.alloc)
             self.req = self._add_col(self.req)
+            self.free = self._add_col(self.free)
         return col
 
     def label_code(self, key: str, value: str) -> int:
@@ -269,6 +274,7 @@ class Cache:
         for rname, v in alloc.items():
             col = self.res_col(rname)
             self.alloc[slot, col] = v
+        self.free[slot] = self.alloc[slot] - self.req[slot]
         labels = {
             str(k): str(v) for k, v in ((node.get("metadata") or {}).get("labels") or {}).items()
         }
@@ -324,6 +330,7 @@ class Cache:
             self.taint_mat[slot] = False
             self.image_size[slot] = 0
             self.alloc[slot] = 0
+            self.free[slot] = 0
             self.slot_names[slot] = None
             self.free_slots.append(slot)
             self.generation += 1
@@ -334,7 +341,9 @@ class Cache:
         for rname, v in p.requests.items():
             col = self.res_col(rname)
             self.req[slot, col] += sign * v
+            self.free[slot, col] -= sign * v
         self.req[slot, PODS_COL] += sign
+        self.free[slot, PODS_COL] -= sign
         self.nz[slot, 0] += sign * p.nz_cpu
         self.nz[slot, 1] += sign * p.nz_mem
         for port in p.host_ports:

@@ -164,27 +164,6 @@ class SchedulerAware(Protocol):
     def attach(self, scheduler: Scheduler) -> None: ...
 
 
-@dataclass
-class ScoreRows:
-    """The score candidates' rows of the resource arrays, fetched once per cycle."""
-
-    alloc: npt.NDArray[np.int64]
-    req: npt.NDArray[np.int64]
-    nz: npt.NDArray[np.int64]
-
-
-def score_rows(state: CycleState, cache: Cache, slots: Slots) -> ScoreRows:
-    rows: ScoreRows | None = state.data.get("_rows")
-    if rows is None or len(rows.alloc) != len(slots):
-        rows = ScoreRows(
-            cache.rows(cache.alloc, slots),
-            cache.rows(cache.req, slots),
-            cache.rows(cache.nz, slots),
-        )
-        state.data["_rows"] = rows
-    return rows
-
-
 class NodeFilterPlugin:
     """Base for a plugin that filters one node at a time (slower, simpler)."""
 

@@ -13,6 +13,7 @@ This module is pure: no I/O, no cluster state. If a shared
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -79,6 +80,7 @@ def milli_value(text: str | int | float) -> int:
     return math.ceil(parse_quantity(text) * 1000)
 
 
+@functools.lru_cache(maxsize=4096)
 def amount(resource: str, text: str | int | float) -> int:
     """The integer the scheduler keeps for `resource`: millicores for cpu, units otherwise."""
     return milli_value(text) if resource == CPU else value(text)

@@ -14,7 +14,7 @@ import numpy as np
 
 from controlplane.scheduler import resources
 from controlplane.scheduler.cache import Cache
-from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots, score_rows
+from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState
 
@@ -28,15 +28,13 @@ class BalancedAllocation:
         self.resource_names = resource_names
 
     def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
-        rows = score_rows(state, cache, slots)
-        cols = [cache.res_col(r) for r in self.resource_names]
-        alloc = rows.alloc[:, cols]
-        req = rows.req[:, cols] + np.array(
-            [pod.requests.get(r, 0) for r in self.resource_names], np.int64
-        )
-        frac = np.minimum(req / np.maximum(alloc, 1), 1.0)
-        frac[alloc == 0] = 0.0
-        std = np.abs(frac[:, 0] - frac[:, 1]) / 2 if len(cols) == 2 else frac.std(axis=1)
+        fracs = []
+        for rname in self.resource_names:
+            col = cache.res_col(rname)
+            req = cache.req[slots, col] + pod.requests.get(rname, 0)
+            fracs.append(np.minimum(req / np.maximum(cache.alloc[slots, col], 1), 1.0))
+        pair = len(fracs) == 2
+        std = np.abs(fracs[0] - fracs[1]) / 2 if pair else np.stack(fracs).std(axis=0)
         out: Scores = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
         return out
 

@@ -28,7 +28,6 @@ from controlplane.scheduler.framework import (
     FilterResult,
     Scores,
     Slots,
-    score_rows,
 )
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
@@ -70,66 +69,69 @@ class NodeResourcesFit:
     # ---- filter --------------------------------------------------------
 
     def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
-        names = ["pods", *pod.requests]
-        cols = [PODS_COL, *(cache.res_col(name) for name in pod.requests)]
-        amounts = np.array([1, *pod.requests.values()], np.int64)
         extra = cache.nominated_requests(pod)
-        alloc = cache.rows(cache.alloc, slots)[:, cols]
-        used = cache.rows(cache.req, slots)[:, cols]
-        if extra is not None:
-            used += extra[slots][:, cols]
-        short = alloc - used < amounts
-        bad = short.any(axis=1)
+        free = cache.free
+        full = len(slots) == cache.n
+        checks = [("Too many pods", PODS_COL, 1)]
+        checks += [
+            (f"Insufficient {name}", cache.res_col(name), v) for name, v in pod.requests.items()
+        ]
+        shorts: list[tuple[str, npt.NDArray[np.bool_]]] = []
+        bad: npt.NDArray[np.bool_] | None = None
+        for reason, col, amount in checks:
+            column = free[: cache.n, col] if full else free[slots, col]
+            if extra is not None:
+                column = column - extra[slots, col]
+            short = column < amount
+            shorts.append((reason, short))
+            bad = short if bad is None else bad | short
+        assert bad is not None
         if not bad.any():
             return FilterResult(~bad)
-        reasons: list[tuple[str, npt.NDArray[np.bool_], Code]] = []
-        for i, name in enumerate(names):
-            col_short = short[:, i]
-            if col_short.any():
-                reason = "Too many pods" if i == 0 else f"Insufficient {name}"
-                reasons.append((reason, col_short, Code.UNSCHEDULABLE))
+        reasons = [(r, m, Code.UNSCHEDULABLE) for r, m in shorts if m.any()]
         return FilterResult(~bad, reasons)
 
     # ---- score -----------------------------------------------------------
 
     def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
-        rows = score_rows(state, cache, slots)
-        cols = [cache.res_col(name) for name, _ in self.weights]
-        alloc = rows.alloc[:, cols]
-        req = rows.req[:, cols]
-        pod_req = []
-        for i, (name, _) in enumerate(self.weights):
-            if cols[i] == CPU_COL:
-                req[:, i] = rows.nz[:, 0]
-                pod_req.append(pod.nz_cpu)
-            elif cols[i] == MEM_COL:
-                req[:, i] = rows.nz[:, 1]
-                pod_req.append(pod.nz_mem)
+        total: Scores | None = None
+        wsum = 0
+        rtc_weights: list[npt.NDArray[np.int64]] = []
+        rtc_scores: list[npt.NDArray[np.int64]] = []
+        for name, w in self.weights:
+            col = cache.res_col(name)
+            alloc = cache.alloc[slots, col]
+            if col == CPU_COL:
+                req = cache.nz[slots, 0] + pod.nz_cpu
+            elif col == MEM_COL:
+                req = cache.nz[slots, 1] + pod.nz_mem
             else:
-                pod_req.append(pod.requests.get(name, 0))
-        req += np.array(pod_req, np.int64)
-        w = np.array([w for _, w in self.weights], np.int64)
-        safe = np.maximum(alloc, 1)
-        if self.strategy == "LeastAllocated":
-            per = (alloc - req) * MAX_NODE_SCORE // safe
-            per[(alloc == 0) | (req > alloc)] = 0
-        elif self.strategy == "MostAllocated":
-            per = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
-            per[alloc == 0] = 0
-        else:
-            util = np.minimum(req, alloc) * 100 // safe
-            util[alloc == 0] = 100
-            per = self._shape(util)
-            # A resource the node lacks does not count toward the weight sum.
-            wm = np.where(alloc == 0, 0, w)
-            wsum = wm.sum(axis=1)
-            total = (per * wm).sum(axis=1)
+                req = cache.req[slots, col] + pod.requests.get(name, 0)
+            safe = np.maximum(alloc, 1)
+            if self.strategy == "LeastAllocated":
+                # Over-committed or absent resources give negative values: 0.
+                per = np.maximum((alloc - req) * MAX_NODE_SCORE // safe, 0)
+            elif self.strategy == "MostAllocated":
+                per = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
+            else:
+                util = np.where(alloc == 0, 100, np.minimum(req, alloc) * 100 // safe)
+                rtc_scores.append(self._shape(util))
+                # A resource the node lacks does not count toward the weight sum.
+                rtc_weights.append(np.where(alloc == 0, 0, w))
+                continue
+            total = per * w if total is None else total + per * w
+            wsum += w
+        if rtc_scores:
+            ws = sum(rtc_weights)
+            summed = sum(s * wt for s, wt in zip(rtc_scores, rtc_weights, strict=True))
             # math.Round: halves away from zero.
-            return np.where(wsum == 0, 0, np.floor(total / np.maximum(wsum, 1) + 0.5)).astype(
+            out: Scores = np.where(ws == 0, 0, np.floor(summed / np.maximum(ws, 1) + 0.5)).astype(
                 np.int64
             )
-        out: Scores = (per @ w) // int(w.sum())
-        return out
+            return out
+        assert total is not None
+        result: Scores = total // wsum
+        return result
 
     def _shape(self, util: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """kube's broken-linear function; shape scores 0..10 scale to 0..100."""
