@@ -65,30 +65,33 @@ class RuntimeView:
         self._cri = client
         self._status: dict[str, cri.ContainerStatus] = {}
 
-    def relist(self) -> dict[str, PodRecord]:
+    def relist(self, uid: str | None = None) -> dict[str, PodRecord]:
+        """Every pod's record, or only pod `uid`'s (filtered by label)."""
         pods: dict[str, PodRecord] = {}
-        sandboxes = self._cri.list_pod_sandboxes()
+        labels = {POD_UID_LABEL: uid} if uid else None
+        sandboxes = self._cri.list_pod_sandboxes(labels)
         sandbox_uid: dict[str, str] = {}
         for s in sandboxes:
-            uid = s.labels.get(POD_UID_LABEL) or s.metadata.uid
-            if not uid:
+            owner = s.labels.get(POD_UID_LABEL) or s.metadata.uid
+            if not owner:
                 continue
-            sandbox_uid[s.id] = uid
-            pods.setdefault(uid, PodRecord(uid)).sandboxes.append(s)
+            sandbox_uid[s.id] = owner
+            pods.setdefault(owner, PodRecord(owner)).sandboxes.append(s)
         live: set[str] = set()
-        for c in self._cri.list_containers():
-            uid = c.labels.get(POD_UID_LABEL) or sandbox_uid.get(c.pod_sandbox_id, "")
-            if not uid:
+        for c in self._cri.list_containers(labels):
+            owner = c.labels.get(POD_UID_LABEL) or sandbox_uid.get(c.pod_sandbox_id, "")
+            if not owner:
                 continue
             live.add(c.id)
             info = self._info(c)
             if info is None:
                 continue
-            rec = pods.setdefault(uid, PodRecord(uid))
+            rec = pods.setdefault(owner, PodRecord(owner))
             rec.containers.append(info)
             rec.hashes[c.id] = c.annotations.get(HASH_ANNOTATION, "")
-        for gone in set(self._status) - live:
-            del self._status[gone]
+        if uid is None:
+            for gone in set(self._status) - live:
+                del self._status[gone]
         for rec in pods.values():
             rec.sandboxes.sort(key=lambda s: (s.metadata.attempt, s.created_at), reverse=True)
             rec.containers.sort(key=lambda c: (c.attempt, c.created_at), reverse=True)

@@ -1,0 +1,436 @@
+"""The node agent: everything the kubelet does, wired together.
+
+Sources of work, each only enqueueing a pod UID: the pods informer (pods
+bound to this node), the PLEG relist (a container or sandbox changed state
+in the runtime, or the runtime holds a pod the API no longer has), probe
+result flips, backoff expiries and a periodic resync. Workers pop UIDs from
+one rate-limited queue (a UID is handled by one worker at a time) and run
+`sync_pod(uid)`: terminate and clean up pods that are deleted or gone,
+otherwise carry out SyncPod and write the status. Beside them run the node
+loops: Lease heartbeat, Node status, and the CNI configuration from the
+Node's podCIDR and its peers. On restart the agent rebuilds everything from
+CRI and the API; it never restarts a healthy container.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.backoff import Backoff
+from agent.cri_client import CRIClient, CRIError
+from agent.network import NetworkConfigurator, NetworkSettings, node_ip, peers
+from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
+from agent.pod_config import NodeSettings, secret_data
+from agent.pod_status import PodObservation, compute_pod_status
+from agent.pod_sync import PodSyncer, SyncDeps
+from agent.probes import ProbeManager, ProbeTarget, RealProbeRunner
+from agent.runtime_view import PodRecord, RuntimeView
+from agent.status_manager import StatusManager
+from agent.volumes import VolumeSources, teardown_volumes
+from controlplane.client import errors
+from controlplane.client.clock import Clock, RealClock
+from controlplane.client.informer import SharedInformerFactory
+from controlplane.client.interface import ApiClient, Object
+from controlplane.client.workqueue import RateLimitingQueue, ShutDown
+from proto.runtime.v1 import api_pb2 as cri
+
+log = logging.getLogger("skiff.agent")
+
+UID_INDEX = "uid"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    node: NodeConfig
+    root: Path = Path("/var/lib/skiff/agent")
+    pod_settings: NodeSettings = field(default_factory=NodeSettings)
+    network: NetworkSettings | None = field(default_factory=NetworkSettings)
+    workers: int = 4
+    resync_period: float = 10.0
+    relist_period: float = 1.0
+    lease_period: float = 10.0
+    runtime_name: str = ""  # containerID prefix; "" = the runtime's own name
+
+
+def _uid_index(obj: Object) -> list[str]:
+    uid = obj.get("metadata", {}).get("uid")
+    return [uid] if uid else []
+
+
+class Agent:
+    def __init__(
+        self, cfg: AgentConfig, api: ApiClient, runtime: CRIClient, clock: Clock | None = None
+    ) -> None:
+        self.cfg = cfg
+        self.api = api
+        self.cri = runtime
+        self.clock: Clock = clock or RealClock()
+        self.stop_event = threading.Event()
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
+        self.view = RuntimeView(runtime)
+        self.status = StatusManager(api)
+        self.reporter = NodeStatusReporter(api, cfg.node)
+        self.network = NetworkConfigurator(cfg.network) if cfg.network else None
+        self.factory = SharedInformerFactory(api, clock=self.clock)
+        self.pods = self.factory.informer_for(
+            "Pod", field_selector=f"spec.nodeName={cfg.node.name}"
+        )
+        self.pods.add_indexers({UID_INDEX: _uid_index})
+        self.nodes = self.factory.informer_for("Node")
+        self._probe_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe")
+        self.probes = ProbeManager(
+            RealProbeRunner(runtime), self.clock, self._probe_pool, self.queue.add
+        )
+        self._memory = Readings.take(cfg.node.fs_path).memory_total
+        self.syncer = PodSyncer(
+            SyncDeps(
+                runtime=runtime,
+                node=cfg.pod_settings,
+                root=cfg.root,
+                memory_capacity=self._memory,
+                now=self.clock.now,
+                volumes=VolumeSources(
+                    configmaps=self._get_configmap, secrets=self._get_secret, node=cfg.pod_settings
+                ),
+                config_data=lambda ns, n: (self._get_configmap(ns, n) or {}).get("data"),
+                secret_data=lambda ns, n: (lambda s: secret_data(s) if s else None)(
+                    self._get_secret(ns, n)
+                ),
+                backoff=Backoff(self.clock.now),
+                image_backoff=Backoff(self.clock.now),
+            )
+        )
+        self._last_seen: dict[str, Object] = {}  # uid -> last pod object, for deleted pods
+        self._fingerprints: dict[str, Any] = {}
+        self._threads: list[threading.Thread] = []
+        self._runtime_version = ""
+        self.runtime_name = cfg.runtime_name
+
+    # API lookups for env and volumes
+    def _get_configmap(self, ns: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return self.api.get("ConfigMap", name, ns)
+        except errors.NotFound:
+            return None
+
+    def _get_secret(self, ns: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return self.api.get("Secret", name, ns)
+        except errors.NotFound:
+            return None
+
+    # lifecycle
+    def start(self) -> None:
+        self._wait_for_runtime()
+        self._register()
+        self.pods.add_event_handler(
+            on_add=self._on_pod,
+            on_update=lambda old, new: self._on_pod(new),
+            on_delete=self._on_pod_delete,
+        )
+        self.nodes.add_event_handler(
+            on_add=lambda n: self._on_nodes(),
+            on_update=lambda o, n: self._on_nodes(),
+            on_delete=lambda n: self._on_nodes(),
+        )
+        self.factory.start()
+        while not self.factory.wait_for_cache_sync(timeout=5) and not self.stop_event.is_set():
+            log.info("waiting for the pod and node caches to sync")
+        for i in range(self.cfg.workers):
+            self._spawn(f"pod-worker-{i}", self._worker)
+        self._spawn("pleg", self._every(self.cfg.relist_period, self.relist))
+        self._spawn("resync", self._every(self.cfg.resync_period, self._resync))
+        self._spawn("node-status", self._every(self.cfg.lease_period, self._heartbeat))
+        self._on_nodes()
+        log.info("node=%s agent running", self.cfg.node.name)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.queue.shut_down()
+        self.factory.shutdown()
+        for t in self._threads:
+            t.join(timeout=10)
+        self._probe_pool.shutdown(wait=False, cancel_futures=True)
+
+    def _spawn(self, name: str, target: Any) -> None:
+        t = threading.Thread(target=target, name=name, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _every(self, period: float, fn: Any) -> Any:
+        def loop() -> None:
+            while not self.stop_event.is_set():
+                try:
+                    fn()
+                except Exception:
+                    log.exception("%s failed", getattr(fn, "__name__", "loop"))
+                self.stop_event.wait(period)
+
+        return loop
+
+    def _wait_for_runtime(self) -> None:
+        delay = 0.2
+        while not self.stop_event.is_set():
+            try:
+                v = self.cri.version()
+                self._runtime_version = f"{v.runtime_name}://{v.runtime_version}"
+                self.runtime_name = self.runtime_name or v.runtime_name
+                return
+            except CRIError as err:
+                log.warning(
+                    "runtime at %s not reachable (%s); retrying in %.1fs",
+                    self.cri.endpoint,
+                    err,
+                    delay,
+                )
+            self.stop_event.wait(delay)
+            delay = min(delay * 2, 10.0)
+
+    def _register(self) -> None:
+        delay = 0.2
+        while not self.stop_event.is_set():
+            try:
+                self.reporter.register(self._node_status(None))
+                self.reporter.renew_lease()
+                return
+            except errors.ApiError as err:
+                log.warning(
+                    "cannot register node %s with the control plane (%s); retrying in %.1fs",
+                    self.cfg.node.name,
+                    err,
+                    delay,
+                )
+            self.stop_event.wait(delay)
+            delay = min(delay * 2, 10.0)
+
+    # node
+    def _runtime_not_ready(self) -> str | None:
+        try:
+            conds = {c.type: c for c in self.cri.status().status.conditions}
+        except CRIError as err:
+            return f"container runtime is down: {err.message}"
+        for kind in ("RuntimeReady", "NetworkReady"):
+            c = conds.get(kind)
+            if c is None or not c.status:
+                return (
+                    f"{kind}=false reason:{c.reason if c else ''} message:{c.message if c else ''}"
+                )
+        return None
+
+    def _node_status(self, old: Mapping[str, Any] | None) -> dict[str, Any]:
+        try:
+            images = [
+                {"names": [*i.repo_tags, *i.repo_digests], "sizeBytes": i.size}
+                for i in self.cri.list_images()
+                if i.repo_tags or i.repo_digests
+            ]
+        except CRIError:
+            images = []
+        return node_status(
+            self.cfg.node,
+            Readings.take(self.cfg.node.fs_path),
+            self._runtime_version,
+            self._runtime_not_ready(),
+            images,
+            old,
+        )
+
+    def _heartbeat(self) -> None:
+        try:
+            self.reporter.renew_lease()
+            node = self.nodes.store.get(self.cfg.node.name)
+            self.reporter.maybe_update(
+                self._node_status((node or {}).get("status")), self.clock.now()
+            )
+        except errors.ApiError as err:
+            log.warning("node=%s heartbeat failed: %s", self.cfg.node.name, err)
+
+    def _on_nodes(self) -> None:
+        if self.network is None:
+            return
+        me = self.nodes.store.get(self.cfg.node.name)
+        cidr = ((me or {}).get("spec") or {}).get("podCIDR")
+        if not me or not cidr:
+            return
+        changed = self.network.apply(
+            cidr,
+            node_ip(me) or self.cfg.node.address,
+            peers(self.nodes.store.list(), self.cfg.node.name),
+        )
+        if changed:
+            try:
+                self.cri.update_runtime_config(cidr)
+            except CRIError as err:
+                log.warning("UpdateRuntimeConfig failed: %s", err)
+
+    # pod events
+    def _on_pod(self, pod: Object) -> None:
+        uid = pod["metadata"].get("uid")
+        if uid:
+            self._last_seen[uid] = pod
+            self.queue.add(uid)
+
+    def _on_pod_delete(self, pod: Object) -> None:
+        uid = pod["metadata"].get("uid")
+        if uid:
+            self._last_seen[uid] = pod
+            self.queue.add(uid)
+
+    def relist(self) -> None:
+        """PLEG: enqueue pods whose runtime state changed, and orphans."""
+        records = self.view.relist()
+        seen = set()
+        for uid, rec in records.items():
+            seen.add(uid)
+            fp = (
+                tuple((s.id, s.state) for s in rec.sandboxes),
+                tuple((c.id, c.state) for c in rec.containers),
+            )
+            if self._fingerprints.get(uid) != fp:
+                self._fingerprints[uid] = fp
+                self.queue.add(uid)
+        for uid in set(self._fingerprints) - seen:
+            del self._fingerprints[uid]
+
+    def _resync(self) -> None:
+        for pod in self.pods.store.list():
+            self.queue.add(pod["metadata"]["uid"])
+
+    # workers
+    def _worker(self) -> None:
+        while True:
+            try:
+                uid = self.queue.get()
+            except ShutDown:
+                return
+            try:
+                self.sync_pod(uid)
+                self.queue.forget(uid)
+            except Exception:
+                log.exception("uid=%s sync failed; will retry", uid)
+                self.queue.add_rate_limited(uid)
+            finally:
+                self.queue.done(uid)
+
+    def _pod(self, uid: str) -> Object | None:
+        found = self.pods.store.by_index(UID_INDEX, uid)
+        return found[0] if found else None
+
+    def sync_pod(self, uid: str) -> None:
+        pod = self._pod(uid)
+        rec = self.view.relist(uid).get(uid)
+        if pod is None:
+            self._cleanup(uid, self._last_seen.pop(uid, None), rec)
+            return
+        md = pod["metadata"]
+        if md.get("deletionTimestamp"):
+            self._terminate(pod, rec)
+            return
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and (
+            rec is None or not any(c.state == "running" for c in rec.containers)
+        ):
+            return
+        _, _, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
+        result = self.syncer.sync(pod, rec, liveness_failed)
+        rec = self.view.relist(uid).get(uid) or PodRecord(uid)
+        self._sync_probes(pod, rec, result.pod_ips)
+        ready, started, _ = self.probes.results(uid, self._running_specs(pod, rec))
+        sb = rec.current_sandbox()
+        obs = PodObservation(
+            sandbox_ready=sb is not None and sb.state == cri.SANDBOX_READY,
+            pod_ips=result.pod_ips,
+            containers=tuple(rec.containers),
+            waiting=result.waiting,
+            ready=ready,
+            started=started,
+            runtime_name=self.runtime_name,
+        )
+        status = compute_pod_status(
+            pod, obs, self.clock.now(), self.cfg.node.address, result.init_failed
+        )
+        self.status.set_status(pod, status)
+        for w in result.waiting.values():
+            if w.reason in (
+                "CrashLoopBackOff",
+                "ImagePullBackOff",
+                "ErrImagePull",
+                "ContainerCreating",
+            ):
+                self.queue.add_after(uid, 1.0)
+                break
+
+    def _running_specs(
+        self, pod: Mapping[str, Any], rec: PodRecord | None
+    ) -> list[Mapping[str, Any]]:
+        running = {c.name for c in (rec.containers if rec else []) if c.state == "running"}
+        return [c for c in (pod.get("spec") or {}).get("containers") or [] if c["name"] in running]
+
+    def _sync_probes(
+        self, pod: Mapping[str, Any], rec: PodRecord, pod_ips: tuple[str, ...]
+    ) -> None:
+        uid = pod["metadata"]["uid"]
+        latest: dict[str, Any] = {}
+        for c in rec.containers:
+            latest.setdefault(c.name, c)
+        for spec in (pod.get("spec") or {}).get("containers") or []:
+            info = latest.get(spec["name"])
+            if info is None or info.state != "running":
+                self.probes.remove_container(uid, spec["name"])
+                continue
+            named = {
+                p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")
+            }
+            ip = pod_ips[0] if pod_ips else ""
+            self.probes.sync_container(uid, spec, ProbeTarget(info.id, ip, named), info.started_at)
+
+    def _terminate(self, pod: Object, rec: PodRecord | None) -> None:
+        md = pod["metadata"]
+        grace = md.get("deletionGracePeriodSeconds")
+        if grace is None:
+            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+        if rec is not None:
+            self.syncer.kill_pod(pod, rec, int(grace))
+            rec = self.view.relist(md["uid"]).get(md["uid"])
+            obs = PodObservation(
+                containers=tuple(rec.containers) if rec else (), runtime_name=self.runtime_name
+            )
+            self.status.set_status(
+                pod, compute_pod_status(pod, obs, self.clock.now(), self.cfg.node.address)
+            )
+        self._cleanup(md["uid"], pod, rec)
+        self.status.delete_terminated(pod)
+
+    def _cleanup(self, uid: str, pod: Object | None, rec: PodRecord | None) -> None:
+        """The pod is gone from the API (or finishing): nothing of it may stay."""
+        if rec is not None:
+            if pod is not None:
+                self.syncer.kill_pod(pod, rec, 0)
+            else:
+                stub = {"metadata": {"name": uid, "uid": uid}, "spec": {}}
+                self.syncer.kill_pod(stub, rec, 0)
+            fresh = self.view.relist(uid).get(uid)
+            if fresh is not None:
+                self.syncer.remove_pod(fresh)
+        self.probes.remove_pod(uid)
+        self.status.forget(uid)
+        teardown_volumes(self.cfg.root, uid)
+        self._fingerprints.pop(uid, None)
+
+
+def run_forever(agent: Agent) -> None:
+    agent.start()
+    try:
+        while not agent.stop_event.wait(3600):
+            pass
+    finally:
+        agent.stop()
+
+
+__all__ = ["Agent", "AgentConfig", "run_forever", "time"]

@@ -1,0 +1,217 @@
+"""`skiff agent`: flags, credentials, then the agent until SIGTERM/SIGINT.
+
+Credentials: `--credentials FILE` (a client config with server, CA and a
+node token), or `--token JOIN_TOKEN --ca-file CA.pem --server HOST:PORT`,
+exchanged once for a node credential that is kept in `<root>/node.conf` for
+restarts. A control plane that cannot be reached is retried with backoff
+and a log line per try; the agent never exits because of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from agent.agent import Agent, AgentConfig
+from agent.cri_client import CRIClient
+from agent.network import NetworkSettings
+from agent.node_status import NodeConfig
+from agent.pod_config import NodeSettings
+from controlplane.api.quantity import parse_quantity
+from controlplane.client import errors
+from controlplane.client.apiclient import connect, join
+from controlplane.client.config import ClientConfig, ConfigError, load_config, write_config
+
+log = logging.getLogger("skiff.agent")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="skiff agent", description="Run the skiff node agent.")
+    p.add_argument("--server", default="127.0.0.1:6443", help="control plane address HOST:PORT")
+    p.add_argument(
+        "--token", default=os.environ.get("SKIFF_JOIN_TOKEN", ""), help="cluster join token"
+    )
+    p.add_argument("--ca-file", help="PEM of the control plane's CA (with --token)")
+    p.add_argument("--credentials", help="client config file with a node (or admin) credential")
+    p.add_argument("--node-name", default=socket.gethostname().split(".")[0].lower())
+    p.add_argument(
+        "--node-ip", default="", help="this node's address (default: the route to --server)"
+    )
+    p.add_argument("--node-labels", default="", help="k=v,k2=v2 added to the Node")
+    p.add_argument("--register-with-taints", default="", help="key=value:Effect,... on the Node")
+    p.add_argument("--runtime-endpoint", default="unix:///run/skiff/cri.sock")
+    p.add_argument(
+        "--runtime-name", default="", help="prefix of containerIDs (default: from CRI Version)"
+    )
+    p.add_argument("--root-dir", default="/var/lib/skiff/agent")
+    p.add_argument("--pod-log-dir", default="/var/log/pods")
+    p.add_argument("--cgroup-root", default="/skiff/pods", help="parent cgroup of every pod")
+    p.add_argument("--cluster-dns", default="", help="comma-separated DNS server IPs for pods")
+    p.add_argument("--cluster-domain", default="cluster.local")
+    p.add_argument("--max-pods", type=int, default=110)
+    p.add_argument(
+        "--system-reserved", default="", help="cpu=100m,memory=256Mi kept from allocatable"
+    )
+    p.add_argument("--cni-conf-dir", default="/etc/cni/net.d")
+    p.add_argument("--cni-bin-dir", default="/opt/cni/bin")
+    p.add_argument("--cni-backend", choices=("host-gw", "vxlan"), default="host-gw")
+    p.add_argument("--cni-bridge", default="skiff0")
+    p.add_argument("--no-cni-config", action="store_true", help="do not write the CNI config")
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
+    return p
+
+
+def _pairs(text: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"skiff agent: {what}: {item!r} is not key=value")
+        out[key] = value
+    return out
+
+
+def _taints(text: str) -> list[dict[str, str]]:
+    taints = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        kv, sep, effect = item.rpartition(":")
+        if not sep or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise SystemExit(
+                f"skiff agent: --register-with-taints: {item!r} needs key[=value]:NoSchedule|PreferNoSchedule|NoExecute"
+            )
+        key, _, value = kv.partition("=")
+        taints.append({"key": key, "value": value, "effect": effect})
+    return taints
+
+
+def route_source(server: str) -> str:
+    """The local address the kernel would use to reach `server`."""
+    host = server.rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((host, 9))
+            return str(s.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def host_dns() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    servers, searches = [], []
+    try:
+        for line in Path("/etc/resolv.conf").read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "nameserver":
+                servers.append(parts[1])
+            elif parts and parts[0] in ("search", "domain"):
+                searches.extend(parts[1:])
+    except OSError:
+        pass
+    return tuple(servers), tuple(searches)
+
+
+def obtain_credentials(args: argparse.Namespace, root: Path, stop: threading.Event) -> ClientConfig:
+    if args.credentials:
+        return load_config(args.credentials).with_server(
+            args.server if args.server != "127.0.0.1:6443" else None
+        )
+    saved = root / "node.conf"
+    if saved.exists():
+        cfg = load_config(saved)
+        if cfg.server == args.server:
+            return cfg
+    if not args.token or not args.ca_file:
+        raise ConfigError("give --credentials FILE, or --token JOIN_TOKEN with --ca-file CA.pem")
+    ca_pem = Path(args.ca_file).read_bytes()
+    delay = 0.5
+    while True:
+        try:
+            cfg = join(args.server, ca_pem, args.token, args.node_name)
+            root.mkdir(parents=True, exist_ok=True)
+            write_config(saved, cfg)
+            log.info("node=%s joined the cluster at %s", args.node_name, args.server)
+            return cfg
+        except errors.Unavailable as err:
+            log.warning(
+                "control plane %s unreachable (%s); retrying in %.1fs", args.server, err, delay
+            )
+        if stop.wait(delay):
+            raise SystemExit(1)
+        delay = min(delay * 2, 15.0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    root = Path(args.root_dir)
+    try:
+        creds = obtain_credentials(args, root, stop)
+    except (ConfigError, OSError, errors.ApiError) as err:
+        print(f"skiff agent: {err}", file=sys.stderr)
+        return 1
+    reserved = _pairs(args.system_reserved, "--system-reserved")
+    node_ip = args.node_ip or route_source(creds.server)
+    dns_servers, dns_searches = host_dns()
+    cfg = AgentConfig(
+        node=NodeConfig(
+            name=args.node_name,
+            address=node_ip,
+            labels=_pairs(args.node_labels, "--node-labels"),
+            taints=_taints(args.register_with_taints),
+            max_pods=args.max_pods,
+            reserved_cpu_milli=int(parse_quantity(reserved.get("cpu", "0")) * 1000),
+            reserved_memory=int(parse_quantity(reserved.get("memory", "0"))),
+            fs_path=str(root),
+        ),
+        root=root,
+        pod_settings=NodeSettings(
+            log_root=args.pod_log_dir,
+            cluster_dns=tuple(filter(None, args.cluster_dns.split(","))),
+            cluster_domain=args.cluster_domain,
+            host_dns_servers=dns_servers,
+            host_dns_searches=dns_searches,
+            cgroup_root=args.cgroup_root,
+            node_name=args.node_name,
+            host_ip=node_ip,
+        ),
+        network=None
+        if args.no_cni_config
+        else NetworkSettings(
+            conf_dir=Path(args.cni_conf_dir),
+            bin_dir=Path(args.cni_bin_dir),
+            bridge=args.cni_bridge,
+            backend=args.cni_backend,
+            ipam_dir=root / "ipam",
+        ),
+        workers=args.workers,
+        runtime_name=args.runtime_name,
+    )
+    api = connect(creds)
+    runtime = CRIClient(args.runtime_endpoint)
+    agent = Agent(cfg, api, runtime)
+    agent.stop_event = stop
+    try:
+        agent.start()
+        stop.wait()
+    finally:
+        agent.stop()
+        runtime.close()
+    return 0

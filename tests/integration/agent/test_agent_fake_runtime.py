@@ -1,0 +1,146 @@
+"""The agent against a real control plane process and the in-memory CRI runtime.
+
+No root needed: the runtime is the fake, the network config is not written.
+The agent joins with the cluster join token (a node credential), registers
+its Node and Lease, runs a bound pod, restarts a crashed container, reports
+status, and on deletion stops and removes everything in the runtime.
+"""
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.agent import Agent, AgentConfig
+from agent.cri_client import CRIClient
+from agent.node_status import NodeConfig
+from agent.pod_config import NodeSettings
+from controlplane.client import errors
+from controlplane.client.apiclient import connect, join
+from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
+from tests.harness.wait import wait_for
+from tests.integration.controlplane.conftest import ControlPlane
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[ControlPlane, FakeRuntime, Agent]]:
+    cp = ControlPlane(tmp_path / "cp", ["--store", "sqlite"]).start()
+    sock_dir = Path(tempfile.mkdtemp(prefix="skagent", dir="/tmp"))
+    try:
+        with serve_fake_runtime(sock_dir / "cri.sock") as fake:
+            token = (cp.data_dir / "join-token").read_text().strip()
+            ca = (cp.data_dir / "pki" / "ca.crt").read_bytes()
+            creds = join(f"127.0.0.1:{cp.port}", ca, token, "n1")
+            api = connect(creds)
+            runtime = CRIClient(f"unix://{sock_dir}/cri.sock", timeout=5)
+            cfg = AgentConfig(
+                node=NodeConfig(name="n1", address="127.0.0.1", fs_path=str(tmp_path)),
+                root=tmp_path / "agent",
+                pod_settings=NodeSettings(
+                    log_root=str(tmp_path / "logs"), node_name="n1", host_ip="127.0.0.1"
+                ),
+                network=None,
+                resync_period=1.0,
+                relist_period=0.2,
+                lease_period=1.0,
+            )
+            agent = Agent(cfg, api, runtime)
+            agent.start()
+            try:
+                yield cp, fake, agent
+            finally:
+                agent.stop()
+                runtime.close()
+                api.close()
+    finally:
+        cp.close()
+        shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeName": "n1",
+            "containers": [{"name": "c", "image": "busybox:1.36"}],
+            "terminationGracePeriodSeconds": 3,
+            **spec,
+        },
+    }
+
+
+def test_node_registers_with_lease(cluster: Any) -> None:
+    cp, _, _ = cluster
+    admin = cp.client()
+    node = wait_for(lambda: admin.get("Node", "n1"), timeout=10)
+    conds = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+    assert conds["Ready"] == "True" and conds["MemoryPressure"] == "False"
+    assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "n1"
+    assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == "fake://0.1.0"
+    assert int(node["status"]["capacity"]["pods"]) == 110
+    lease = admin.get("Lease", "n1", "kube-node-lease")
+    assert lease["spec"]["holderIdentity"] == "n1"
+
+
+def test_pod_runs_restarts_and_is_removed(cluster: Any) -> None:
+    cp, fake, _ = cluster
+    admin = cp.client()
+    admin.create("Pod", pod("web"), "default")
+
+    def running() -> dict[str, Any] | None:
+        st = admin.get("Pod", "web", "default").get("status") or {}
+        return st if st.get("phase") == "Running" and st.get("podIP") else None
+
+    st = wait_for(running, timeout=15, message="pod web Running")
+    assert st["containerStatuses"][0]["containerID"].startswith("fake://")
+    assert {c["type"]: c["status"] for c in st["conditions"]}["Ready"] == "True"
+
+    first = fake.container_by_name("c")[0]
+    fake.exit_container(first.id, 2)
+
+    def restarted() -> bool:
+        st = admin.get("Pod", "web", "default")["status"]
+        cs = st["containerStatuses"][0]
+        return (
+            cs["restartCount"] == 1
+            and "running" in cs["state"]
+            and cs["lastState"]["terminated"]["exitCode"] == 2
+        )
+
+    wait_for(restarted, timeout=15, message="container restarted once")
+
+    admin.delete("Pod", "web", "default")
+
+    def gone() -> bool:
+        try:
+            admin.get("Pod", "web", "default")
+            return False
+        except errors.NotFound:
+            return not fake.sandboxes and not fake.containers
+
+    wait_for(gone, timeout=20, message="pod deleted and runtime emptied")
+    assert "StopContainer" in fake.call_names() and "RemovePodSandbox" in fake.call_names()
+
+
+def test_image_pull_failure_reported(cluster: Any) -> None:
+    cp, fake, _ = cluster
+    fake.missing_images.add("missing:1")
+    admin = cp.client()
+    admin.create("Pod", pod("bad", containers=[{"name": "c", "image": "missing:1"}]), "default")
+
+    def waiting_reason() -> str | None:
+        st = admin.get("Pod", "bad", "default").get("status") or {}
+        cs = (st.get("containerStatuses") or [{}])[0]
+        return (cs.get("state") or {}).get("waiting", {}).get("reason")
+
+    wait_for(lambda: waiting_reason() in ("ErrImagePull", "ImagePullBackOff"), timeout=15)
+    st = admin.get("Pod", "bad", "default")["status"]
+    assert st["phase"] == "Pending"
+    assert "manifest unknown" in st["containerStatuses"][0]["state"]["waiting"].get("message", "")
