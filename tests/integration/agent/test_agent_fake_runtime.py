@@ -94,9 +94,9 @@ def test_pod_runs_restarts_and_is_removed(cluster: Any) -> None:
     admin = cp.client()
     admin.create("Pod", pod("web"), "default")
 
-    def running() -> dict[str, Any] | None:
-        st = admin.get("Pod", "web", "default").get("status") or {}
-        return st if st.get("phase") == "Running" and st.get("podIP") else None
+    def running() -> dict[str, Any]:
+        st: dict[str, Any] = admin.get("Pod", "web", "default").get("status") or {}
+        return st if st.get("phase") == "Running" and st.get("podIP") else {}
 
     st = wait_for(running, timeout=15, message="pod web Running")
     assert st["containerStatuses"][0]["containerID"].startswith("fake://")
@@ -138,7 +138,8 @@ def test_image_pull_failure_reported(cluster: Any) -> None:
     def waiting_reason() -> str | None:
         st = admin.get("Pod", "bad", "default").get("status") or {}
         cs = (st.get("containerStatuses") or [{}])[0]
-        return (cs.get("state") or {}).get("waiting", {}).get("reason")
+        reason = (cs.get("state") or {}).get("waiting", {}).get("reason")
+        return str(reason) if reason else None
 
     wait_for(lambda: waiting_reason() in ("ErrImagePull", "ImagePullBackOff"), timeout=15)
     st = admin.get("Pod", "bad", "default")["status"]
