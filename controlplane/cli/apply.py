@@ -48,6 +48,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-R", "--recursive", action="store_true", help="descend into directories")
     parser.add_argument("-o", "--output", choices=("name",), help="print TYPE/NAME only")
+    parser.add_argument(
+        "--dry-run",
+        choices=("none", "client", "server"),
+        default="none",
+        help="client: show what would change, write nothing",
+    )
 
 
 def desired_state(obj: Object) -> Object:
@@ -117,13 +123,19 @@ def apply_one(ctx: Context, manifest: Manifest) -> str:
         desired["metadata"]["namespace"] = namespace
     modified = with_last_applied(desired)
     name = str(desired["metadata"].get("name") or "")
+    dry = ctx.args.dry_run == "client"
     if not name:
+        if dry:
+            return (
+                f"{printers.type_name(info, str(desired['metadata'].get('generateName')))} created"
+            )
         created = ctx.client.create(info.kind, modified, namespace)
         return f"{printers.type_name(info, printers.name(created))} created"
     try:
         live = ctx.client.get(info.kind, name, namespace)
     except errors.NotFound:
-        ctx.client.create(info.kind, modified, namespace)
+        if not dry:
+            ctx.client.create(info.kind, modified, namespace)
         return f"{printers.type_name(info, name)} created"
     recorded = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
     try:
@@ -135,11 +147,14 @@ def apply_one(ctx: Context, manifest: Manifest) -> str:
     patch.pop("apiVersion", None)
     if not patch:
         return f"{printers.type_name(info, name)} unchanged"
-    ctx.client.patch(info.kind, name, patch, namespace)
+    if not dry:
+        ctx.client.patch(info.kind, name, patch, namespace)
     return f"{printers.type_name(info, name)} configured"
 
 
 def run(ctx: Context) -> int:
+    if ctx.args.dry_run == "server":
+        raise CliError("--dry-run=server is not supported by skiff; use --dry-run=client")
     manifests = load_manifests(ctx.args.filename, ctx.stdin, ctx.args.recursive)
     failed = 0
     for manifest in manifests:
@@ -158,5 +173,7 @@ def run(ctx: Context) -> int:
             continue
         if ctx.args.output == "name":
             line = line.rsplit(" ", 1)[0]
+        elif ctx.args.dry_run == "client":
+            line += " (dry run)"
         ctx.out(line)
     return 1 if failed else 0

@@ -33,6 +33,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--watch-only", action="store_true", help="watch without listing first")
     parser.add_argument("--ignore-not-found", action="store_true")
     parser.add_argument("--chunk-size", type=int, default=500, help="list page size (0: all)")
+    parser.add_argument("--sort-by", default="", help="JSONPath to sort by, e.g. .metadata.name")
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
@@ -154,6 +155,23 @@ class Output:
         self.ctx.stdout.flush()
 
 
+def sort_by(objs: list[Object], path: str) -> list[Object]:
+    """Objects ordered by the value at a JSONPath: numbers as numbers, missing first."""
+    if not path:
+        return objs
+
+    def key(obj: Object) -> tuple[int, float, str]:
+        found = jsonpath.values(path, obj)
+        if not found:
+            return (0, 0.0, "")
+        value = found[0]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return (1, float(value), "")
+        return (2, 0.0, jsonpath.column_value(path, obj))
+
+    return sorted(objs, key=key)
+
+
 def _fetch(
     ctx: Context, targets: list[Target]
 ) -> tuple[list[tuple[KindInfo, list[Object], str]], int]:
@@ -171,7 +189,7 @@ def _fetch(
                 args.field_selector,
                 args.chunk_size,
             )
-            groups.append((info, objs, rv))
+            groups.append((info, sort_by(objs, args.sort_by), rv))
             continue
         try:
             obj = ctx.client.get(info.kind, target.name, ctx.namespace if info.namespaced else None)
@@ -191,6 +209,11 @@ def run(ctx: Context) -> int:
     args = ctx.args
     targets = parse_targets(args.resources)
     fmt, template = output_format(args.output)
+    if args.sort_by:
+        try:
+            jsonpath.values(args.sort_by, {})
+        except jsonpath.JsonPathError as err:
+            raise CliError(f"--sort-by: {err}") from None
     if (args.watch or args.watch_only) and len({t.info.kind for t in targets}) > 1:
         raise CliError("you may only specify a single resource type with --watch")
     if args.watch_only:

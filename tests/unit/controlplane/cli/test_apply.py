@@ -114,3 +114,17 @@ def test_apply_reports_server_error_and_continues(ctl: Ctl) -> None:
     assert r.code == 1
     assert "spec.replicas: must be >= 0" in r.err and "deployment.apps/web" in r.err
     assert r.out == "service/web created\n"
+
+
+def test_apply_dry_run_writes_nothing(ctl: Ctl) -> None:
+    r = ctl("apply", "--dry-run=client", "-f", "-", stdin=DEPLOY)
+    assert r.out == "deployment.apps/web created (dry run)\n"
+    assert ctl.client.objects("Deployment") == []
+    ctl("apply", "-f", "-", stdin=DEPLOY)
+    r = ctl(
+        "apply", "--dry-run=client", "-f", "-", stdin=DEPLOY.replace("replicas: 2", "replicas: 5")
+    )
+    assert r.out == "deployment.apps/web configured (dry run)\n"
+    assert ctl.client.get("Deployment", "web", "default")["spec"]["replicas"] == 2
+    assert not ctl.client.calls_of("patch")
+    assert ctl("apply", "--dry-run=server", "-f", "-", stdin=DEPLOY).code == 1

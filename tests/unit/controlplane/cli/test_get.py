@@ -272,3 +272,13 @@ def test_jsonpath_and_custom_columns(ctl: Ctl) -> None:
     r = ctl("get", "pods", "-o", "jsonpath={.items[")
     assert r.code == 1 and "jsonpath" in r.err
     assert ctl("get", "pods", "-o", "custom-columns=bad").code == 1
+
+
+def test_sort_by(ctl: Ctl) -> None:
+    for name, restarts in (("a", 3), ("b", 10), ("c", 1)):
+        make_pod(ctl, name, restarts=restarts)
+    r = ctl("get", "pods", "-o", "name", "--sort-by", "{.status.containerStatuses[0].restartCount}")
+    assert r.out.split() == ["pod/c", "pod/a", "pod/b"]
+    r = ctl("get", "pods", "--no-headers", "--sort-by=.metadata.name")
+    assert [ln.split()[0] for ln in r.out.splitlines()] == ["a", "b", "c"]
+    assert ctl("get", "pods", "--sort-by", ".a[").code == 1
