@@ -115,6 +115,9 @@ class Cache:
         self.nominated: dict[str, tuple[PodInfo, str]] = {}  # pod key -> (pod, node)
         self.generation = 0
         self._match_memo: dict[Any, tuple[int, list[int]]] = {}
+        self.label_version = 0  # bumps on any node label change
+        self._node_memo: dict[Any, Any] = {}
+        self._node_memo_version: tuple[int, int] = (-1, -1)
 
     # ---- array plumbing -------------------------------------------------
 
@@ -166,8 +169,20 @@ class Cache:
             self.label_values[key] = []
         return arr[: self.n]
 
+    def node_memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """A value over all slots that depends only on node labels, computed once per label change."""
+        version = (self.label_version, self.n)
+        if self._node_memo_version != version or len(self._node_memo) > 4096:
+            self._node_memo.clear()
+            self._node_memo_version = version
+        value = self._node_memo.get(key)
+        if value is None:
+            value = self._node_memo[key] = compute()
+        return value
+
     def _set_label(self, slot: int, key: str, val: str | None) -> None:
         self.codes(key)
+        self.label_version += 1
         if val is None:
             self.label_codes[key][slot] = -1
             return
@@ -327,6 +342,7 @@ class Cache:
             self.valid[slot] = False
             for key in info.labels:
                 self.label_codes[key][slot] = -1
+            self.label_version += 1
             self.taint_mat[slot] = False
             self.image_size[slot] = 0
             self.alloc[slot] = 0

@@ -45,28 +45,46 @@ def _numeric(cache: Cache, key: str) -> npt.NDArray[np.float64]:
     return out
 
 
+def _lookup(cache: Cache, key: str, table: npt.NDArray[np.bool_], slots: Slots) -> Mask:
+    """table[code of the node's value]; the table's last entry answers "no such label"."""
+    out: Mask = table[cache.codes(key)[slots]]
+    return out
+
+
 def requirement_mask(cache: Cache, r: Requirement, slots: Slots) -> Mask:
-    codes = cache.codes(r.key)[slots]
+    vocab = len(cache.label_values.get(r.key, ())) if r.key in cache.label_values else 0
     if r.op in ("In", "NotIn"):
-        wanted = [c for v in r.values if (c := cache.label_code(r.key, v)) >= 0]
-        m = np.isin(codes, wanted) if wanted else np.zeros(len(slots), bool)
-        return m if r.op == "In" else ~m
+        table = np.zeros(vocab + 1, bool)
+        for v in r.values:
+            code = cache.label_code(r.key, v)
+            if code >= 0:
+                table[code] = True
+        if r.op == "NotIn":
+            table = ~table
+        return _lookup(cache, r.key, table, slots)
     if r.op == "Exists":
-        return codes >= 0
+        return cache.codes(r.key)[slots] >= 0
     if r.op == "DoesNotExist":
-        return codes < 0
+        return cache.codes(r.key)[slots] < 0
     if r.op in ("Gt", "Lt") and len(r.values) == 1:
         try:
             bound = int(next(iter(r.values)))
         except ValueError:
             return np.zeros(len(slots), bool)
-        vals = _numeric(cache, r.key)[codes]  # -1 indexes the trailing NaN
+        vals = _numeric(cache, r.key)
         with np.errstate(invalid="ignore"):
-            return vals > bound if r.op == "Gt" else vals < bound
+            table = vals > bound if r.op == "Gt" else vals < bound
+        return _lookup(cache, r.key, table, slots)
     return np.zeros(len(slots), bool)
 
 
 def term_mask(cache: Cache, term: NodeSelectorTerm, slots: Slots) -> Mask:
+    """Whether each slot matches `term` (memoised over all slots until labels change)."""
+    full: Mask = cache.node_memo(("term", term), lambda: _term_mask(cache, term, np.arange(cache.n)))
+    return full if len(slots) == cache.n else full[slots]
+
+
+def _term_mask(cache: Cache, term: NodeSelectorTerm, slots: Slots) -> Mask:
     if not term.expressions and not term.fields:
         return np.zeros(len(slots), bool)
     m = np.ones(len(slots), bool)
@@ -83,17 +101,22 @@ def term_mask(cache: Cache, term: NodeSelectorTerm, slots: Slots) -> Mask:
 
 def required_mask(cache: Cache, pod: PodInfo, slots: Slots) -> Mask:
     """Nodes matching the pod's nodeSelector and required node affinity."""
+    key = ("required", tuple(sorted(pod.node_selector.items())), pod.required_node_terms)
+    full: Mask = cache.node_memo(key, lambda: _required_mask(cache, pod, np.arange(cache.n)))
+    return full if len(slots) == cache.n else full[slots]
+
+
+def _required_mask(cache: Cache, pod: PodInfo, slots: Slots) -> Mask:
     m = np.ones(len(slots), bool)
     for key, val in pod.node_selector.items():
-        m &= (
-            cache.codes(key)[slots] == cache.label_code(key, val)
-            if cache.label_code(key, val) >= 0
-            else False
-        )
+        code = cache.label_code(key, val)
+        if code < 0:
+            return np.zeros(len(slots), bool)
+        m &= cache.codes(key)[slots] == code
     if pod.required_node_terms is not None:
         any_term = np.zeros(len(slots), bool)
         for term in pod.required_node_terms:
-            any_term |= term_mask(cache, term, slots)
+            any_term |= _term_mask(cache, term, slots)
         m &= any_term
     return m
 
