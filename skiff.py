@@ -19,7 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "runtime": ("runtime.main", "main", "serve the CRI runtime on a unix socket"),
     "agent": ("agent.main", "main", "run the node agent"),
     "controlplane": ("controlplane.main", "main", "serve the control plane API"),
-    "up": ("skiff_up", "main", "run control plane, runtime and agent on this machine"),
+    "up": ("agent.up", "main", "run control plane, runtime and agent on this machine"),
     "ctl": ("controlplane.cli.main", "main", "the skiffctl CLI"),
     "image": ("runtime.image.cli", "main", "import or export images for the runtime"),
 }

@@ -1,0 +1,369 @@
+"""`skiff up`: control plane, runtime and agent on this machine, as k3s server.
+
+It starts the three daemons as child processes (`python -m skiff controlplane`,
+`... runtime`, `... agent`), each with flags that make them work together,
+waits until each is ready, and prints how to use skiffctl. With `--data-dir
+DIR` every socket, state directory, log, CNI file and the cgroup root live
+under DIR (or are named after it) so two can run side by side; without it the
+standard paths are used (/run/skiff/cri.sock, /var/lib/skiff/..., /etc/cni/
+net.d, /opt/cni/bin, /var/log/pods). Ctrl-C (or SIGTERM) stops the agent, removes the
+pods it ran (unless --keep-pods), then stops the runtime and the control
+plane, each by its pid. It imports no part of the daemons it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from agent.cri_client import CRIClient, CRIError
+from controlplane.client import errors
+from controlplane.client.apiclient import connect
+from controlplane.client.config import load_config
+
+log = logging.getLogger("skiff.up")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Layout:
+    data_dir: Path
+    controlplane_dir: Path
+    runtime_root: Path
+    runtime_state: Path
+    cri_socket: Path
+    agent_root: Path
+    pod_logs: Path
+    cni_conf_dir: Path
+    cni_bin_dir: Path
+    log_dir: Path
+    cgroup_root: str
+    cni_bridge: str
+
+    @staticmethod
+    def standard() -> Layout:
+        base = Path("/var/lib/skiff")
+        return Layout(
+            data_dir=base,
+            controlplane_dir=base / "controlplane",
+            runtime_root=base / "runtime",
+            runtime_state=Path("/run/skiff/runtime"),
+            cri_socket=Path("/run/skiff/cri.sock"),
+            agent_root=base / "agent",
+            pod_logs=Path("/var/log/pods"),
+            cni_conf_dir=Path("/etc/cni/net.d"),
+            cni_bin_dir=Path("/opt/cni/bin"),
+            log_dir=Path("/var/log/skiff"),
+            cgroup_root="/skiff/pods",
+            cni_bridge="skiff0",
+        )
+
+    @staticmethod
+    def under(data_dir: Path) -> Layout:
+        d = data_dir.resolve()
+        tag = hashlib.sha256(str(d).encode()).hexdigest()[:6]
+        return Layout(
+            data_dir=d,
+            controlplane_dir=d / "controlplane",
+            runtime_root=d / "runtime",
+            runtime_state=d / "run" / "runtime",
+            cri_socket=d / "run" / "cri.sock",
+            agent_root=d / "agent",
+            pod_logs=d / "logs" / "pods",
+            cni_conf_dir=d / "cni" / "net.d",
+            cni_bin_dir=d / "cni" / "bin",
+            log_dir=d / "logs",
+            cgroup_root=f"/skiff-{tag}/pods",
+            cni_bridge=f"skiff{tag[:5]}",
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="skiff up", description="Run control plane, runtime and agent on this machine."
+    )
+    p.add_argument("--data-dir", help="keep every socket, state dir, log and CNI file under DIR")
+    p.add_argument("--api-port", type=int, default=6443)
+    p.add_argument("--node-name", default=socket.gethostname().split(".")[0].lower())
+    p.add_argument("--node-ip", default="")
+    p.add_argument("--node-labels", default="")
+    p.add_argument("--register-with-taints", default="")
+    p.add_argument("--cluster-cidr", default="10.244.0.0/16")
+    p.add_argument("--service-cidr", default="10.43.0.0/16")
+    p.add_argument("--registry-config", default="", help="registries.yaml for the runtime")
+    p.add_argument("--disable-default-registry-endpoint", action="store_true")
+    p.add_argument("--keep-pods", action="store_true", help="leave pods running when stopping")
+    p.add_argument("--log-level", default="info")
+    return p
+
+
+class Child:
+    def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO_ROOT,
+                start_new_session=True,
+            )
+        log.info("%s started (pid %d), log %s", self.name, self.proc.pid, self.log_path)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        log.info("%s stopped", self.name)
+
+
+def _wait(
+    what: str,
+    ready: Callable[[], bool],
+    child: Child,
+    stop: threading.Event,
+    timeout: float = 120.0,
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not stop.is_set():
+        if not child.alive():
+            tail = (
+                child.log_path.read_text(errors="replace")[-3000:]
+                if child.log_path.exists()
+                else ""
+            )
+            raise RuntimeError(f"{child.name} exited while waiting for {what}:\n{tail}")
+        try:
+            if ready():
+                return
+        except Exception:  # not yet: the daemon is still coming up
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what} (see {child.log_path})")
+        stop.wait(0.1)
+
+
+def install_cni(bin_dir: Path) -> None:
+    """Put the skiff CNI plugin launchers into bin_dir."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "runtime.cni.install", "--bin-dir", str(bin_dir)],
+        check=True,
+        cwd=REPO_ROOT,
+        capture_output=True,
+    )
+
+
+def remove_all_pods(endpoint: str) -> None:
+    client = CRIClient(endpoint, timeout=60)
+    try:
+        for sb in client.list_pod_sandboxes():
+            try:
+                client.stop_pod_sandbox(sb.id)
+                client.remove_pod_sandbox(sb.id)
+            except CRIError as err:
+                log.warning("removing sandbox %s: %s", sb.id[:12], err)
+    finally:
+        client.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    if os.geteuid() != 0:
+        print(
+            "skiff up: must run as root (it manages namespaces, mounts, cgroups and iptables)",
+            file=sys.stderr,
+        )
+        return 1
+    lay = Layout.under(Path(args.data_dir)) if args.data_dir else Layout.standard()
+    for d in (
+        lay.controlplane_dir,
+        lay.runtime_root,
+        lay.runtime_state,
+        lay.agent_root,
+        lay.cni_conf_dir,
+        lay.log_dir,
+    ):
+        d.mkdir(parents=True, exist_ok=True)
+    lay.cri_socket.parent.mkdir(parents=True, exist_ok=True)
+    install_cni(lay.cni_bin_dir)
+    py = [sys.executable, "-m", "skiff"]
+    level = args.log_level
+    server = f"127.0.0.1:{args.api_port}"
+    cp = Child(
+        "controlplane",
+        [
+            *py,
+            "controlplane",
+            "--listen",
+            f"0.0.0.0:{args.api_port}",
+            "--advertise-address",
+            server,
+            "--data-dir",
+            str(lay.controlplane_dir),
+            "--service-cidr",
+            args.service_cidr,
+            "--log-level",
+            level.upper(),
+        ],
+        lay.log_dir / "controlplane.log",
+    )
+    rt_args = [
+        *py,
+        "runtime",
+        "--listen",
+        f"unix://{lay.cri_socket}",
+        "--root",
+        str(lay.runtime_root),
+        "--state",
+        str(lay.runtime_state),
+        "--cni-conf-dir",
+        str(lay.cni_conf_dir),
+        "--cni-bin-dir",
+        str(lay.cni_bin_dir),
+        "--log-level",
+        level.lower(),
+    ]
+    if args.registry_config:
+        rt_args += ["--registry-config", args.registry_config]
+    if args.disable_default_registry_endpoint:
+        rt_args.append("--disable-default-registry-endpoint")
+    rt = Child("runtime", rt_args, lay.log_dir / "runtime.log")
+    ag = Child(
+        "agent",
+        [
+            *py,
+            "agent",
+            "--server",
+            server,
+            "--token",
+            "",
+            "--ca-file",
+            str(lay.controlplane_dir / "pki" / "ca.crt"),
+            "--node-name",
+            args.node_name,
+            "--node-ip",
+            args.node_ip,
+            "--node-labels",
+            args.node_labels,
+            "--register-with-taints",
+            args.register_with_taints,
+            "--runtime-endpoint",
+            f"unix://{lay.cri_socket}",
+            "--root-dir",
+            str(lay.agent_root),
+            "--pod-log-dir",
+            str(lay.pod_logs),
+            "--cgroup-root",
+            lay.cgroup_root,
+            "--cni-conf-dir",
+            str(lay.cni_conf_dir),
+            "--cni-bin-dir",
+            str(lay.cni_bin_dir),
+            "--cni-bridge",
+            lay.cni_bridge,
+            "--log-level",
+            level.upper(),
+        ],
+        lay.log_dir / "agent.log",
+    )
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    admin_conf = lay.controlplane_dir / "admin.conf"
+    try:
+        cp.start()
+
+        def api_ready() -> bool:
+            with connect(load_config(admin_conf), timeout=2) as c:
+                c.whoami()
+            return True
+
+        _wait("the control plane API", api_ready, cp, stop)
+        rt.start()
+
+        def runtime_ready() -> bool:
+            c = CRIClient(f"unix://{lay.cri_socket}", timeout=2)
+            try:
+                c.version()
+            finally:
+                c.close()
+            return True
+
+        _wait("the runtime socket", runtime_ready, rt, stop)
+        token = (lay.controlplane_dir / "join-token").read_text().strip()
+        ag.argv[ag.argv.index("--token") + 1] = token
+        ag.start()
+
+        def node_ready() -> bool:
+            with connect(load_config(admin_conf), timeout=2) as c:
+                node = c.get("Node", args.node_name)
+            return any(
+                x["type"] == "Ready" and x["status"] == "True" for x in node["status"]["conditions"]
+            )
+
+        _wait(f"node {args.node_name} to be Ready", node_ready, ag, stop)
+        shutil.copyfile(admin_conf, lay.data_dir / "admin.conf")
+        os.chmod(lay.data_dir / "admin.conf", 0o600)
+        print(
+            f"skiff is up: node {args.node_name} is Ready.\n"
+            f"  export SKIFF_CONFIG={lay.data_dir / 'admin.conf'}\n"
+            f"  skiffctl get nodes\n"
+            f"  skiffctl apply -f examples/nginx-deployment.yaml\n"
+            f"Logs: {lay.log_dir}/{{controlplane,runtime,agent}}.log. Ctrl-C stops skiff.",
+            flush=True,
+        )
+        while not stop.wait(1.0):
+            for child in (cp, rt, ag):
+                if not child.alive():
+                    raise RuntimeError(f"{child.name} exited unexpectedly (see {child.log_path})")
+        return 0
+    except (RuntimeError, OSError, errors.ApiError) as err:
+        print(f"skiff up: {err}", file=sys.stderr)
+        return 1
+    finally:
+        ag.stop()
+        if not args.keep_pods and rt.alive():
+            try:
+                remove_all_pods(f"unix://{lay.cri_socket}")
+            except CRIError as err:
+                log.warning("could not remove pods: %s", err)
+        rt.stop()
+        cp.stop()
