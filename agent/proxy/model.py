@@ -1,0 +1,175 @@
+"""What the service proxy and the DNS responder read from Services and Endpoints.
+
+Pure functions from the Kubernetes-shaped dicts (as the informers cache them)
+to small frozen records: one `ServicePort` per port of a Service that has a
+virtual IP, with the endpoints (`Endpoint`) that back it, matched by port
+name as kube-proxy matches them. Nothing here touches the network, the
+kernel or the API server, and nothing here mutates the objects it is given.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PROXIED_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")
+DEFAULT_AFFINITY_TIMEOUT = 10800
+
+
+@dataclass(frozen=True, order=True)
+class Endpoint:
+    ip: str
+    port: int
+    node_name: str = ""
+    ready: bool = True
+
+
+@dataclass(frozen=True)
+class ServicePort:
+    namespace: str
+    name: str  # the Service's name
+    port_name: str  # the port's name ("" for a single unnamed port)
+    protocol: str  # TCP, UDP or SCTP
+    cluster_ip: str
+    port: int
+    node_port: int  # 0 when the Service has none
+    affinity_timeout: int  # seconds of ClientIP affinity; 0 = no affinity
+    external_local: bool  # externalTrafficPolicy: Local
+    internal_local: bool  # internalTrafficPolicy: Local
+    endpoints: tuple[Endpoint, ...]  # ready ones, sorted
+
+    @property
+    def key(self) -> str:
+        """`ns/name:port` (kube-proxy's ServicePortName) — stable chain identity."""
+        suffix = f":{self.port_name}" if self.port_name else ""
+        return f"{self.namespace}/{self.name}{suffix}"
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def is_ipv4(text: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(text), ipaddress.IPv4Address)
+    except ValueError:
+        return False
+
+
+def is_headless(svc: Mapping[str, Any]) -> bool:
+    return _spec(svc).get("clusterIP") == "None"
+
+
+def cluster_ip(svc: Mapping[str, Any]) -> str:
+    """The Service's IPv4 virtual IP, or "" (headless, ExternalName, unallocated)."""
+    spec = _spec(svc)
+    if spec.get("type", "ClusterIP") not in PROXIED_TYPES:
+        return ""
+    ip = str(spec.get("clusterIP") or "")
+    return ip if is_ipv4(ip) else ""
+
+
+def affinity_timeout(svc: Mapping[str, Any]) -> int:
+    spec = _spec(svc)
+    if spec.get("sessionAffinity") != "ClientIP":
+        return 0
+    cfg = spec.get("sessionAffinityConfig") or {}
+    timeout = ((cfg.get("clientIP") or {}) if isinstance(cfg, Mapping) else {}).get(
+        "timeoutSeconds"
+    )
+    try:
+        value = int(timeout) if timeout is not None else DEFAULT_AFFINITY_TIMEOUT
+    except (TypeError, ValueError):
+        value = DEFAULT_AFFINITY_TIMEOUT
+    return max(1, value)
+
+
+def endpoints_for(
+    endpoints: Mapping[str, Any] | None,
+    port_name: str,
+    protocol: str,
+    include_not_ready: bool = False,
+) -> tuple[Endpoint, ...]:
+    """The (sorted, distinct) endpoints of one Service port from its Endpoints
+    object: every subset port with the same name and protocol."""
+    if not endpoints:
+        return ()
+    found: set[Endpoint] = set()
+    for subset in endpoints.get("subsets") or []:
+        if not isinstance(subset, Mapping):
+            continue
+        numbers = [
+            int(p["port"])
+            for p in subset.get("ports") or []
+            if isinstance(p, Mapping)
+            and str(p.get("name") or "") == port_name
+            and str(p.get("protocol") or "TCP") == protocol
+            and isinstance(p.get("port"), int)
+        ]
+        groups: list[tuple[str, bool]] = [("addresses", True)]
+        if include_not_ready:
+            groups.append(("notReadyAddresses", False))
+        for field, ready in groups:
+            for addr in subset.get(field) or []:
+                if not isinstance(addr, Mapping):
+                    continue
+                ip = str(addr.get("ip") or "")
+                if not is_ipv4(ip):
+                    continue
+                for number in numbers:
+                    found.add(Endpoint(ip, number, str(addr.get("nodeName") or ""), ready))
+    return tuple(sorted(found))
+
+
+def service_ports(
+    services: Iterable[Mapping[str, Any]],
+    endpoints: Mapping[str, Mapping[str, Any]],
+) -> list[ServicePort]:
+    """Every proxied port of every Service with an IPv4 cluster IP, sorted by key.
+
+    `endpoints` maps `ns/name` to the Endpoints object of that name.
+    """
+    out: list[ServicePort] = []
+    for svc in services:
+        ip = cluster_ip(svc)
+        if not ip:
+            continue
+        meta, spec = _meta(svc), _spec(svc)
+        ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+        if not name or meta.get("deletionTimestamp"):
+            continue
+        ep = endpoints.get(f"{ns}/{name}")
+        node_ports = spec.get("type") in ("NodePort", "LoadBalancer")
+        for port in spec.get("ports") or []:
+            if not isinstance(port, Mapping) or not isinstance(port.get("port"), int):
+                continue
+            port_name = str(port.get("name") or "")
+            protocol = str(port.get("protocol") or "TCP")
+            if protocol not in ("TCP", "UDP", "SCTP"):
+                continue
+            node_port = port.get("nodePort") if node_ports else 0
+            out.append(
+                ServicePort(
+                    namespace=ns,
+                    name=name,
+                    port_name=port_name,
+                    protocol=protocol,
+                    cluster_ip=ip,
+                    port=int(port["port"]),
+                    node_port=int(node_port) if isinstance(node_port, int) else 0,
+                    affinity_timeout=affinity_timeout(svc),
+                    external_local=spec.get("externalTrafficPolicy") == "Local",
+                    internal_local=spec.get("internalTrafficPolicy") == "Local",
+                    endpoints=endpoints_for(ep, port_name, protocol),
+                )
+            )
+    out.sort(key=lambda sp: (sp.key, sp.protocol))
+    return out

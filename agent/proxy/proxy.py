@@ -1,0 +1,202 @@
+"""The agent's service proxy: kube-proxy's iptables mode.
+
+Services and Endpoints come from shared informers; their handlers only mark
+the proxy dirty and wake one worker thread. The worker rebuilds every rule
+level-triggered from the informer stores (`sync()`: read our chains with
+`iptables-save`, `build_rules` + `restore_text`, one `iptables-restore
+--noflush`), at most once per `min_sync_interval`, so a burst of Endpoints
+changes costs one restore and a change is in place well within a second.
+A failed sync is retried after `retry_interval`; every `sync_period` the
+rules are rebuilt anyway (repairing anything deleted behind our back).
+`stop()` (and `cleanup()`) remove every chain and jump of ours.
+
+This module never edits chains that are not ours (rules.py decides which
+are), never polls the API server, and never sleeps on the informer thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from agent.proxy import rules
+from agent.proxy.iptables import CommandIptables, Iptables
+from agent.proxy.model import service_ports
+from controlplane.client.clock import Clock, RealClock, Timer
+from controlplane.client.informer import SharedInformer, SharedInformerFactory
+from controlplane.client.interface import ApiClient, Object
+from controlplane.client.store import object_key
+
+log = logging.getLogger("skiff.agent.proxy")
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    # Pod network CIDR (e.g. 10.42.0.0/16): cluster-IP traffic from outside it
+    # is masqueraded. Empty: only NodePort and hairpin traffic is.
+    cluster_cidr: str = ""
+    masquerade_all: bool = False
+    masquerade_bit: int = 14
+    localhost_nodeports: bool = True
+    # Cluster IPs this node answers itself (the DNS responder's address).
+    local_service_ips: frozenset[str] = field(default_factory=frozenset)
+    min_sync_interval: float = 0.1
+    sync_period: float = 30.0
+    retry_interval: float = 1.0
+    cleanup_on_stop: bool = True
+
+    def rule_config(self, node_name: str) -> rules.RuleConfig:
+        return rules.RuleConfig(
+            node_name=node_name,
+            cluster_cidr=self.cluster_cidr,
+            masquerade_all=self.masquerade_all,
+            masquerade_bit=self.masquerade_bit,
+            localhost_nodeports=self.localhost_nodeports,
+            local_service_ips=self.local_service_ips,
+        )
+
+
+def read_existing(ipt: Iptables) -> rules.Existing:
+    existing = rules.Existing()
+    for table in rules.TABLES:
+        rules.parse_save(table, ipt.save(table), existing)
+    return existing
+
+
+def cleanup(ipt: Iptables) -> bool:
+    """Remove every chain and jump of ours; True if anything was there."""
+    text = rules.cleanup_text(read_existing(ipt))
+    if text:
+        ipt.restore(text)
+    return bool(text)
+
+
+class ServiceProxy:
+    def __init__(
+        self,
+        api: ApiClient,
+        node_name: str,
+        settings: ProxySettings | None = None,
+        clock: Clock | None = None,
+        informers: SharedInformerFactory | None = None,
+        iptables: Iptables | None = None,
+    ) -> None:
+        self.api = api
+        self.node_name = node_name
+        self.settings = settings or ProxySettings()
+        self.clock: Clock = clock or RealClock()
+        self._own_factory = informers is None
+        self.factory = informers or SharedInformerFactory(api, clock=self.clock)
+        self.iptables: Iptables = iptables or CommandIptables()
+        self.services: SharedInformer = self.factory.informer_for("Service")
+        self.endpoints: SharedInformer = self.factory.informer_for("Endpoints")
+        self._lock = threading.Lock()  # one sync at a time
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._timer: Timer | None = None
+        self._last_sync = float("-inf")
+        self.syncs = 0  # successful syncs, for tests and metrics
+        self.last_error: Exception | None = None
+
+    # ---- lifecycle -------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        for informer in (self.services, self.endpoints):
+            informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
+        self.factory.start()
+        self._prepare_host()
+        self._thread = threading.Thread(target=self._run, name="service-proxy", daemon=True)
+        self._thread.start()
+        self._schedule_periodic()
+
+    def stop(self, cleanup_rules: bool | None = None) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._thread is not None:
+            self._thread.join(10)
+        if self._own_factory:
+            self.factory.shutdown()
+        if self.settings.cleanup_on_stop if cleanup_rules is None else cleanup_rules:
+            self.cleanup()
+
+    def cleanup(self) -> bool:
+        with self._lock:
+            return cleanup(self.iptables)
+
+    def has_synced(self) -> bool:
+        """True once the stores are filled and one sync has applied them."""
+        return self.syncs > 0
+
+    # ---- the work --------------------------------------------------------
+
+    def restore_text(self) -> str:
+        """The transaction a sync would apply now (reads iptables-save)."""
+        eps: dict[str, Object] = {object_key(e): e for e in self.endpoints.store.list()}
+        ports = service_ports(self.services.store.list(), eps)
+        ruleset = rules.build_rules(ports, self.settings.rule_config(self.node_name))
+        return rules.restore_text(ruleset, read_existing(self.iptables))
+
+    def sync(self) -> None:
+        """Rebuild and apply every rule now, from the informer stores."""
+        with self._lock:
+            self._last_sync = self.clock.monotonic()
+            self.iptables.restore(self.restore_text())
+            self.syncs += 1
+
+    def request_sync(self) -> None:
+        self._wake.set()
+
+    def _prepare_host(self) -> None:
+        if self.settings.localhost_nodeports:
+            try:
+                self.iptables.sysctl("net/ipv4/conf/all/route_localnet", "1")
+            except Exception as err:  # NodePorts on 127.0.0.1 then do not work
+                log.warning("cannot enable route_localnet: %s", err)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.is_set():
+                return
+            # Rules from half-filled stores would cut live services off.
+            if not (self.services.wait_for_sync(0.5) and self.endpoints.wait_for_sync(0.5)):
+                continue
+            wait = self._last_sync + self.settings.min_sync_interval - self.clock.monotonic()
+            if wait > 0 and self.clock.sleep(wait, self._stop):
+                return
+            self._wake.clear()
+            try:
+                self.sync()
+                self.last_error = None
+            except Exception as err:
+                self.last_error = err
+                log.warning("service proxy sync failed, retrying: %s", err)
+                self.clock.call_later(self.settings.retry_interval, self._wake.set)
+
+    def _schedule_periodic(self) -> None:
+        if self._stop.is_set() or self.settings.sync_period <= 0:
+            return
+
+        def fire() -> None:
+            self._wake.set()
+            self._schedule_periodic()
+
+        self._timer = self.clock.call_later(self.settings.sync_period, fire)
+
+    # ---- informer handlers: mark dirty, nothing else ----------------------
+
+    def _on_add(self, obj: Object) -> None:
+        self._wake.set()
+
+    def _on_update(self, old: Object, new: Object) -> None:
+        if old is not new:
+            self._wake.set()
+
+    def _on_delete(self, obj: Object) -> None:
+        self._wake.set()

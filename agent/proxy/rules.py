@@ -1,0 +1,342 @@
+"""The service proxy's iptables rules, as pure text (kube-proxy's iptables layout).
+
+`build_rules(ports, cfg)` turns the proxied Service ports into the complete
+contents of skiff's own chains; `restore_text(rules, existing)` turns that
+into one `iptables-restore --noflush` transaction which (re)declares — and so
+flushes — every chain we want, adds the jumps from the built-in chains that
+`existing` (parsed `iptables-save` output) lacks, and deletes our chains that
+are no longer wanted; `cleanup_text(existing)` removes all of it. Chains are
+ours only when `is_ours(name)` says so: the fixed names below and the
+`SKIFF-SVC-`/`SKIFF-SVL-`/`SKIFF-SEP-` families. Nothing here runs a command,
+and nothing here may name, flush or delete a chain that is not ours (the CNI
+plugin's `SKIFF-MQ-`/`SKIFF-DN-`/`SKIFF-SN-` chains included).
+
+Layout, in the nat table: PREROUTING and OUTPUT jump to SKIFF-SERVICES,
+which matches each cluster IP:port and jumps to that port's SKIFF-SVC-<hash>
+chain; that chain picks an endpoint chain SKIFF-SEP-<hash> with
+`-m statistic --mode random --probability 1/(n-i)` (after `-m recent` checks
+for ClientIP affinity), and the endpoint chain DNATs to podIP:port. The last
+rule of SKIFF-SERVICES sends traffic to local addresses on to
+SKIFF-NODEPORTS. Traffic that must be masqueraded (from outside the cluster
+CIDR, to a NodePort, or hairpin back to its own pod) is marked by
+SKIFF-MARK-MASQ and masqueraded in SKIFF-POSTROUTING. In the filter table,
+ports without endpoints REJECT (SKIFF-SERVICES, SKIFF-EXTERNAL-SERVICES),
+SKIFF-FORWARD accepts marked and established traffic, and SKIFF-FIREWALL
+drops outside connections to 127.0.0.0/8 (route_localnet is on for
+localhost NodePorts). Headless Services have no cluster IP, so no rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from agent.proxy.model import Endpoint, ServicePort
+
+SERVICES = "SKIFF-SERVICES"
+NODEPORTS = "SKIFF-NODEPORTS"
+MARK_MASQ = "SKIFF-MARK-MASQ"
+POSTROUTING = "SKIFF-POSTROUTING"
+EXTERNAL_SERVICES = "SKIFF-EXTERNAL-SERVICES"
+FORWARD = "SKIFF-FORWARD"
+FIREWALL = "SKIFF-FIREWALL"
+
+NAT_FIXED = (SERVICES, NODEPORTS, MARK_MASQ, POSTROUTING)
+FILTER_FIXED = (SERVICES, EXTERNAL_SERVICES, FORWARD, FIREWALL)
+FAMILIES = ("SKIFF-SVC-", "SKIFF-SVL-", "SKIFF-SEP-")
+TABLES = ("filter", "nat")
+
+NEW = "-m conntrack --ctstate NEW"
+
+# (table, built-in chain, match text, our chain): the only rules we put in
+# chains that are not ours.
+JUMPS: tuple[tuple[str, str, str, str], ...] = (
+    ("nat", "PREROUTING", '-m comment --comment "skiff service portals"', SERVICES),
+    ("nat", "OUTPUT", '-m comment --comment "skiff service portals"', SERVICES),
+    ("nat", "POSTROUTING", '-m comment --comment "skiff postrouting rules"', POSTROUTING),
+    (
+        "filter",
+        "INPUT",
+        f'{NEW} -m comment --comment "skiff externally-visible service portals"',
+        EXTERNAL_SERVICES,
+    ),
+    (
+        "filter",
+        "FORWARD",
+        f'{NEW} -m comment --comment "skiff externally-visible service portals"',
+        EXTERNAL_SERVICES,
+    ),
+    ("filter", "FORWARD", f'{NEW} -m comment --comment "skiff service portals"', SERVICES),
+    ("filter", "OUTPUT", f'{NEW} -m comment --comment "skiff service portals"', SERVICES),
+    ("filter", "FORWARD", '-m comment --comment "skiff forwarding rules"', FORWARD),
+    ("filter", "INPUT", '-m comment --comment "skiff firewall"', FIREWALL),
+)
+
+
+def is_ours(chain: str) -> bool:
+    return chain in NAT_FIXED or chain in FILTER_FIXED or chain.startswith(FAMILIES)
+
+
+def _hash(text: str) -> str:
+    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:16]
+
+
+def svc_chain(sp: ServicePort) -> str:
+    return "SKIFF-SVC-" + _hash(f"{sp.key}{sp.protocol}")
+
+
+def svl_chain(sp: ServicePort) -> str:
+    return "SKIFF-SVL-" + _hash(f"{sp.key}{sp.protocol}")
+
+
+def sep_chain(sp: ServicePort, ep: Endpoint) -> str:
+    return "SKIFF-SEP-" + _hash(f"{sp.key}{sp.protocol}{ep.ip}:{ep.port}")
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    node_name: str = ""
+    # Pod network CIDR: traffic to a cluster IP from outside it is masqueraded.
+    cluster_cidr: str = ""
+    # Masquerade every connection to a cluster IP (needed when same-node pods
+    # share a bridge and br_netfilter is off: the reply must come back through us).
+    masquerade_all: bool = False
+    masquerade_bit: int = 14
+    # NodePorts also answer on 127.0.0.0/8 (needs route_localnet=1).
+    localhost_nodeports: bool = True
+    # Cluster IPs that this node serves itself (the DNS responder): no rules.
+    local_service_ips: frozenset[str] = frozenset()
+
+    @property
+    def mark(self) -> str:
+        return hex(1 << self.masquerade_bit)
+
+
+@dataclass
+class Ruleset:
+    """Our chains' full contents per table: chain name -> rule lines (`-A ...`)."""
+
+    chains: dict[str, dict[str, list[str]]] = field(
+        default_factory=lambda: {"filter": {}, "nat": {}}
+    )
+
+    def chain(self, table: str, name: str) -> list[str]:
+        return self.chains[table].setdefault(name, [])
+
+    def add(self, table: str, name: str, rule: str) -> None:
+        self.chain(table, name).append(f"-A {name} {rule}")
+
+
+@dataclass
+class Existing:
+    """What `iptables-save` shows now: chains per table, and the rules in
+    chains that are not ours which jump to chains that are."""
+
+    chains: dict[str, set[str]] = field(default_factory=lambda: {"filter": set(), "nat": set()})
+    jumps: dict[str, list[str]] = field(default_factory=lambda: {"filter": [], "nat": []})
+
+    def ours(self, table: str) -> set[str]:
+        return {c for c in self.chains.get(table, set()) if is_ours(c)}
+
+
+def parse_save(table: str, text: str, into: Existing | None = None) -> Existing:
+    """Parse `iptables-save -t <table>` output."""
+    out = into or Existing()
+    chains = out.chains.setdefault(table, set())
+    jumps = out.jumps.setdefault(table, [])
+    for line in text.splitlines():
+        if line.startswith(":"):
+            chains.add(line[1:].split(" ", 1)[0])
+        elif line.startswith("-A "):
+            parts = line.split()
+            if is_ours(parts[1]):
+                continue
+            if "-j" in parts:
+                target = parts[parts.index("-j") + 1]
+                if is_ours(target):
+                    jumps.append(line)
+    return out
+
+
+def _l4(sp: ServicePort) -> str:
+    proto = sp.protocol.lower()
+    return f"-p {proto} -m {proto}"
+
+
+def _comment(text: str) -> str:
+    safe = "".join(c for c in text if c.isalnum() or c in "-_./: ")
+    return f'-m comment --comment "{safe}"'
+
+
+def _balance(
+    rs: Ruleset, chain: str, sp: ServicePort, endpoints: Sequence[Endpoint], cfg: RuleConfig
+) -> None:
+    """Fill one SVC/SVL chain and the SEP chains it picks from."""
+    rs.chain("nat", chain)
+    seps = [sep_chain(sp, ep) for ep in endpoints]
+    if sp.affinity_timeout:
+        for sep in seps:
+            rs.add(
+                "nat",
+                chain,
+                f"{_comment(sp.key)} -m recent --name {sep} --mask 255.255.255.255"
+                f" --rsource --rcheck --seconds {sp.affinity_timeout} --reap -j {sep}",
+            )
+    n = len(seps)
+    for i, sep in enumerate(seps):
+        stat = ""
+        if i < n - 1:
+            stat = f" -m statistic --mode random --probability {1.0 / (n - i):0.10f}"
+        rs.add("nat", chain, f"{_comment(sp.key)}{stat} -j {sep}")
+    for ep, sep in zip(endpoints, seps, strict=True):
+        if sep in rs.chains["nat"]:
+            continue  # shared by SVC and SVL
+        rs.add("nat", sep, f"{_comment(sp.key)} -s {ep.ip}/32 -j {MARK_MASQ}")
+        recent = ""
+        if sp.affinity_timeout:
+            recent = f" -m recent --name {sep} --set --mask 255.255.255.255 --rsource"
+        rs.add(
+            "nat",
+            sep,
+            f"{_comment(sp.key)} {_l4(sp)}{recent} -j DNAT --to-destination {ep.ip}:{ep.port}",
+        )
+
+
+def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
+    """Every rule of every chain we own, for these Service ports."""
+    rs = Ruleset()
+    for name in NAT_FIXED:
+        rs.chain("nat", name)
+    for name in FILTER_FIXED:
+        rs.chain("filter", name)
+    mark = cfg.mark
+    rs.add("nat", MARK_MASQ, f"-j MARK --or-mark {mark}")
+    rs.add("nat", POSTROUTING, f"-m mark ! --mark {mark}/{mark} -j RETURN")
+    rs.add("nat", POSTROUTING, f"-j MARK --xor-mark {mark}")
+    rs.add(
+        "nat",
+        POSTROUTING,
+        '-m comment --comment "skiff service traffic requiring SNAT" -j MASQUERADE',
+    )
+    rs.add(
+        "filter",
+        FORWARD,
+        f'-m comment --comment "skiff forwarding rules" -m mark --mark {mark}/{mark} -j ACCEPT',
+    )
+    rs.add(
+        "filter",
+        FORWARD,
+        '-m comment --comment "skiff forwarding conntrack rule"'
+        " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+    )
+    if cfg.localhost_nodeports:
+        rs.add(
+            "filter",
+            FIREWALL,
+            '-m comment --comment "block incoming localnet connections"'
+            " -d 127.0.0.0/8 ! -s 127.0.0.0/8"
+            " -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP",
+        )
+
+    for sp in ports:
+        if sp.cluster_ip in cfg.local_service_ips:
+            continue
+        dst = f"-d {sp.cluster_ip}/32 {_l4(sp)} --dport {sp.port}"
+        local_eps = tuple(ep for ep in sp.endpoints if ep.node_name == cfg.node_name)
+        cluster_eps = local_eps if sp.internal_local else sp.endpoints
+        if cluster_eps:
+            chain = svl_chain(sp) if sp.internal_local else svc_chain(sp)
+            if chain not in rs.chains["nat"]:
+                _balance(rs, chain, sp, cluster_eps, cfg)
+            if cfg.masquerade_all:
+                rs.add("nat", SERVICES, f"{_comment(sp.key + ' cluster IP')} {dst} -j {MARK_MASQ}")
+            elif cfg.cluster_cidr:
+                rs.add(
+                    "nat",
+                    SERVICES,
+                    f"{_comment(sp.key + ' cluster IP')} {dst} ! -s {cfg.cluster_cidr}"
+                    f" -j {MARK_MASQ}",
+                )
+            rs.add("nat", SERVICES, f"{_comment(sp.key + ' cluster IP')} {dst} -j {chain}")
+        else:
+            rs.add(
+                "filter",
+                SERVICES,
+                f"{_comment(sp.key + ' has no endpoints')} {dst}"
+                " -j REJECT --reject-with icmp-port-unreachable",
+            )
+        if not sp.node_port:
+            continue
+        np = f"{_l4(sp)} --dport {sp.node_port}"
+        ext_eps = local_eps if sp.external_local else sp.endpoints
+        if ext_eps:
+            chain = svl_chain(sp) if sp.external_local else svc_chain(sp)
+            if chain not in rs.chains["nat"]:
+                _balance(rs, chain, sp, ext_eps, cfg)
+            if sp.external_local:
+                # Keep the client's address; only localhost sources need SNAT.
+                rs.add("nat", NODEPORTS, f"{_comment(sp.key)} -s 127.0.0.0/8 {np} -j {MARK_MASQ}")
+            else:
+                rs.add("nat", NODEPORTS, f"{_comment(sp.key)} {np} -j {MARK_MASQ}")
+            rs.add("nat", NODEPORTS, f"{_comment(sp.key)} {np} -j {chain}")
+        else:
+            why = "has no local endpoints" if sp.endpoints else "has no endpoints"
+            verdict = "DROP" if sp.endpoints else "REJECT --reject-with icmp-port-unreachable"
+            rs.add(
+                "filter",
+                EXTERNAL_SERVICES,
+                f"{_comment(sp.key + ' ' + why)} -m addrtype --dst-type LOCAL {np} -j {verdict}",
+            )
+    rs.add(
+        "nat",
+        SERVICES,
+        '-m comment --comment "skiff service nodeports; NOTE: this must be the last rule'
+        ' in this chain" -m addrtype --dst-type LOCAL -j ' + NODEPORTS,
+    )
+    return rs
+
+
+def _has_jump(existing: Existing, table: str, builtin: str, target: str) -> bool:
+    for line in existing.jumps.get(table, []):
+        parts = line.split()
+        if parts[1] == builtin and parts[parts.index("-j") + 1] == target:
+            return True
+    return False
+
+
+def restore_text(rules: Ruleset, existing: Existing) -> str:
+    """One `iptables-restore --noflush` transaction installing `rules`."""
+    out: list[str] = []
+    for table in TABLES:
+        wanted = rules.chains[table]
+        stale = sorted(existing.ours(table) - set(wanted))
+        out.append(f"*{table}")
+        out += [f":{name} - [0:0]" for name in sorted(wanted)]
+        out += [f":{name} - [0:0]" for name in stale]
+        for t, builtin, match, target in JUMPS:
+            if t == table and not _has_jump(existing, table, builtin, target):
+                out.append(f"-I {builtin} 1 {match} -j {target}")
+        for name in sorted(wanted):
+            out += wanted[name]
+        out += [f"-X {name}" for name in stale]
+        out.append("COMMIT")
+    return "\n".join(out) + "\n"
+
+
+def cleanup_text(existing: Existing) -> str:
+    """One transaction removing every jump into our chains and the chains; ""
+    when nothing of ours is there."""
+    out: list[str] = []
+    for table in TABLES:
+        ours = sorted(existing.ours(table))
+        jumps = existing.jumps.get(table, [])
+        if not ours and not jumps:
+            continue
+        out.append(f"*{table}")
+        out += ["-D " + line[3:] for line in jumps]
+        out += [f":{name} - [0:0]" for name in ours]
+        out += [f"-X {name}" for name in ours]
+        out.append("COMMIT")
+    return "\n".join(out) + "\n" if out else ""
