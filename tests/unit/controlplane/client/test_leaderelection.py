@@ -149,3 +149,50 @@ def test_run_releases_on_stop_and_waits_while_other_leads() -> None:
     finally:
         stop.set()
         t.join(5)
+
+
+def test_two_candidates_running_never_lead_together_and_hand_over() -> None:
+    clock = FakeClock()
+    client = FakeApiClient(clock=clock)
+    leading: set[str] = set()
+    overlap: list[set[str]] = []
+
+    def started(name: str) -> Callbacks:
+        def on_start(ev: threading.Event) -> None:
+            leading.add(name)
+            if len(leading) > 1:
+                overlap.append(set(leading))
+
+        return Callbacks(
+            on_started_leading=on_start, on_stopped_leading=lambda: leading.discard(name)
+        )
+
+    cfg = {n: LeaderElectionConfig("ctrl", "kube-system", n, 15, 10, 2) for n in ("a", "b")}
+    electors = {n: LeaderElector(client, cfg[n], started(n), clock) for n in cfg}
+    stops = {n: threading.Event() for n in cfg}
+    threads = {n: threading.Thread(target=electors[n].run, args=(stops[n],)) for n in cfg}
+    for t in threads.values():
+        t.start()
+    try:
+        wait_for(lambda: len(leading) == 1 and clock.waiters() == 2)
+        first = next(iter(leading))
+        other = "b" if first == "a" else "a"
+        for _ in range(5):  # time passes; the leader keeps renewing, the other waits
+            n = clock.sleeps()
+            clock.step(2)
+            wait_for(lambda: clock.sleeps() >= n + 2 and clock.waiters() == 2)  # noqa: B023
+            assert leading == {first}
+        stops[first].set()  # the leader stops cleanly and releases the lease
+        threads[first].join(5)
+        assert not threads[first].is_alive()
+        n = clock.sleeps()
+        clock.step(2)
+        wait_for(lambda: leading == {other})
+        lease = client.get("Lease", "ctrl", "kube-system")["spec"]
+        assert lease["holderIdentity"] == other and lease["leaseTransitions"] == 1
+        assert overlap == []
+    finally:
+        for s in stops.values():
+            s.set()
+        for t in threads.values():
+            t.join(5)
