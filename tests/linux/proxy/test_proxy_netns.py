@@ -17,8 +17,9 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -95,6 +96,10 @@ def ns_iptables_save(netns: str) -> str:
     ).stdout
 
 
+def _answers(netns: str, addr: str, name: str) -> Callable[[], bool]:
+    return lambda: connect(netns, addr, 8080)[0].startswith(name)
+
+
 @dataclass
 class Net:
     node: str
@@ -144,11 +149,7 @@ def net() -> Iterator[Net]:
                     )
                 )
             for name, addr in pod_ips.items():
-                wait_for(
-                    lambda a=addr, n=name: connect(node, a, 8080)[0].startswith(n),
-                    timeout=15,
-                    message=f"{name}'s server",
-                )
+                wait_for(_answers(node, addr, name), timeout=15, message=f"{name}'s server")
             yield Net(node, client, pods, pod_ips)
         finally:
             for proc in servers:
@@ -156,8 +157,8 @@ def net() -> Iterator[Net]:
                 proc.wait()
 
 
-def service(affinity: bool = False) -> dict:
-    spec: dict = {
+def service(affinity: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {
         "type": "NodePort",
         "clusterIP": CLUSTER_IP,
         "selector": {"app": "web"},
@@ -176,7 +177,7 @@ def service(affinity: bool = False) -> dict:
     return {"metadata": {"name": "web", "namespace": "default"}, "spec": spec}
 
 
-def endpoints(pod_ips: list[str]) -> dict:
+def endpoints(pod_ips: list[str]) -> dict[str, Any]:
     subsets = []
     if pod_ips:
         subsets.append(
