@@ -16,7 +16,7 @@ safe here.
 
 from __future__ import annotations
 
-from runtime.cni import delegate, iptables, oslib, routes
+from runtime.cni import delegate, iptables, oslib
 from runtime.cni import netlink as nl
 from runtime.cni.skel import (
     GENERIC,
@@ -114,15 +114,14 @@ def _split(cidr: str) -> tuple[str, int]:
 
 
 def _subnet_of(cidr: str) -> str:
-    addr, plen = _split(cidr)
-    if ":" in addr:
-        import _socket
+    """`10.1.2.3/24` -> `10.1.2.0/24` (either family)."""
+    import _socket
 
-        raw = int.from_bytes(_socket.inet_pton(_socket.AF_INET6, addr), "big")
-        mask = ((1 << 128) - 1) ^ ((1 << (128 - plen)) - 1)
-        return _socket.inet_ntop(_socket.AF_INET6, (raw & mask).to_bytes(16, "big")) + f"/{plen}"
-    net, _ = routes.network_of(cidr)
-    return f"{net}/{plen}"
+    addr, plen = _split(cidr)
+    fam, bits = (_socket.AF_INET6, 128) if ":" in addr else (_socket.AF_INET, 32)
+    raw = int.from_bytes(_socket.inet_pton(fam, addr), "big")
+    mask = ((1 << bits) - 1) ^ ((1 << (bits - plen)) - 1)
+    return _socket.inet_ntop(fam, (raw & mask).to_bytes(bits // 8, "big")) + f"/{plen}"
 
 
 def add(args: Args) -> dict[str, Any]:
@@ -155,6 +154,8 @@ def add(args: Args) -> dict[str, Any]:
                         oslib.write_sysctl(sysctl, "1")
             local_cidrs = [_subnet_of(ip["address"]) for ip in ips if ":" not in ip["address"]]
             if args.conf.get("backend"):
+                from runtime.cni import routes  # only nodes routing to peers need it
+
                 routes.reconcile(host, args.conf, local_cidrs)
         finally:
             host.close()
@@ -181,7 +182,11 @@ def _start_rules(
     args: Args, conf: NetConf, cid: str, ips: list[dict[str, Any]]
 ) -> list[oslib.Proc]:
     note = iptables.comment(conf.name, args.container_id)
-    extra = routes.no_masquerade_cidrs(args.conf) if conf.ip_masq else []
+    extra: list[str] = []
+    if conf.ip_masq and args.conf.get("backend"):
+        from runtime.cni import routes
+
+        extra = routes.no_masquerade_cidrs(args.conf)
     by_family: dict[bool, list[str]] = {}
     for ip in ips:
         cidr = str(ip["address"])

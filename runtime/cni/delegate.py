@@ -5,8 +5,6 @@ semantics) to save an interpreter start per ADD/DEL."""
 
 from __future__ import annotations
 
-import os
-
 from runtime.cni import fastjson, ipam, oslib
 from runtime.cni.skel import GENERIC, INVALID_CONFIG, Args, CNIError
 
@@ -21,8 +19,8 @@ def find(plugin: str, path: list[str]) -> str:
     if not plugin or "/" in plugin:
         raise CNIError(INVALID_CONFIG, f"invalid plugin type {plugin!r}")
     for d in path:
-        candidate = os.path.join(d, plugin)
-        if os.access(candidate, os.X_OK) and os.path.isfile(candidate):
+        candidate = oslib.join(d, plugin)
+        if oslib.is_executable_file(candidate):
             return candidate
     raise CNIError(GENERIC, f"failed to find plugin {plugin!r} in path {path}")
 
@@ -30,7 +28,7 @@ def find(plugin: str, path: list[str]) -> str:
 def _exec(args: Args, command: str) -> dict[str, Any] | None:
     kind = str((args.conf.get("ipam") or {}).get("type", ""))
     binary = find(kind, args.path)
-    env = dict(os.environ)
+    env = oslib.environ()
     env["CNI_COMMAND"] = command
     rc, out, _err = oslib.run([binary], args.raw, env)
     text = out.strip()

@@ -17,8 +17,9 @@ run it on a fake.
 from __future__ import annotations
 
 import _socket
-import os
+import posix
 
+from runtime.cni import oslib
 from runtime.cni.skel import GENERIC, INVALID_CONFIG, TRY_AGAIN_LATER, CNIError
 
 TYPE_CHECKING = False
@@ -128,35 +129,35 @@ class DiskStore:
     def __init__(self, data_dir: str, network: str) -> None:
         if not network or "/" in network or network in (".", ".."):
             raise CNIError(INVALID_CONFIG, f"ipam: invalid network name {network!r}")
-        self.dir = os.path.join(data_dir, network)
-        os.makedirs(self.dir, mode=0o755, exist_ok=True)
+        self.dir = oslib.join(data_dir, network)
+        oslib.makedirs(self.dir, 0o755)
         self._lock_fd = -1
 
     def lock(self) -> None:
         import fcntl
 
-        self._lock_fd = os.open(
-            os.path.join(self.dir, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
+        self._lock_fd = posix.open(
+            oslib.join(self.dir, "lock"), posix.O_RDWR | posix.O_CREAT | posix.O_CLOEXEC, 0o644
         )
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
 
     def unlock(self) -> None:
         if self._lock_fd >= 0:
-            os.close(self._lock_fd)  # closing releases the flock
+            posix.close(self._lock_fd)  # closing releases the flock
             self._lock_fd = -1
 
     def _path(self, name: str) -> str:
-        return os.path.join(self.dir, name)
+        return oslib.join(self.dir, name)
 
     def reserve(self, container_id: str, ifname: str, ip: str, range_id: str) -> bool:
         try:
-            fd = os.open(self._path(ip), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = posix.open(self._path(ip), posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL, 0o644)
         except FileExistsError:
             return False
         try:
-            os.write(fd, (container_id.strip() + LINE_BREAK + ifname).encode())
+            posix.write(fd, (container_id.strip() + LINE_BREAK + ifname).encode())
         finally:
-            os.close(fd)
+            posix.close(fd)
         self._write_atomic("last_reserved_ip." + range_id, ip)
         return True
 
@@ -164,7 +165,7 @@ class DiskStore:
         tmp = self._path(name + ".tmp")
         with open(tmp, "w") as f:
             f.write(content)
-        os.replace(tmp, self._path(name))
+        posix.replace(tmp, self._path(name))
 
     def last_reserved(self, range_id: str) -> str | None:
         try:
@@ -175,7 +176,7 @@ class DiskStore:
 
     def _entries(self) -> list[tuple[str, str, str]]:
         out = []
-        for name in os.listdir(self.dir):
+        for name in posix.listdir(self.dir):
             if name == "lock" or name.startswith("last_reserved_ip") or name.endswith(".tmp"):
                 continue
             try:
@@ -199,7 +200,7 @@ class DiskStore:
 
     def release_ip(self, ip: str) -> None:
         try:
-            os.unlink(self._path(ip))
+            posix.unlink(self._path(ip))
         except FileNotFoundError:
             pass
 
@@ -322,7 +323,7 @@ def release(
     """DEL: free whatever the container holds; nothing held is fine."""
     ipam = conf.get("ipam") or {}
     data_dir = str(ipam.get("dataDir") or DEFAULT_DATA_DIR)
-    if store is None and not os.path.isdir(os.path.join(data_dir, str(conf.get("name", "")))):
+    if store is None and not oslib.isdir(oslib.join(data_dir, str(conf.get("name", "")))):
         return []
     st = store if store is not None else store_for(conf)
     st.lock()
@@ -353,7 +354,7 @@ def gc(conf: dict[str, Any], store: Store | None = None) -> list[str]:
     }
     ipam = conf.get("ipam") or {}
     data_dir = str(ipam.get("dataDir") or DEFAULT_DATA_DIR)
-    if store is None and not os.path.isdir(os.path.join(data_dir, str(conf.get("name", "")))):
+    if store is None and not oslib.isdir(oslib.join(data_dir, str(conf.get("name", "")))):
         return []
     st = store if store is not None else store_for(conf)
     st.lock()

@@ -13,8 +13,6 @@ it did not name.
 
 from __future__ import annotations
 
-import os
-
 from runtime.cni import oslib
 from runtime.cni.skel import GENERIC, CNIError
 
@@ -26,9 +24,9 @@ _SEARCH = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
 
 
 def _binary(name: str) -> str:
-    for d in os.environ.get("PATH", "").split(":") + list(_SEARCH):
-        if d and os.access(os.path.join(d, name), os.X_OK):
-            return os.path.join(d, name)
+    for d in oslib.environ().get("PATH", "").split(":") + list(_SEARCH):
+        if d and oslib.is_executable_file(oslib.join(d, name)):
+            return oslib.join(d, name)
     raise CNIError(GENERIC, f"{name} not found in PATH or {', '.join(_SEARCH)}")
 
 

@@ -11,7 +11,7 @@ open the socket inside `oslib.NetNS` to talk to another namespace.
 from __future__ import annotations
 
 import _socket
-import os
+import posix
 import struct
 
 TYPE_CHECKING = False
@@ -221,7 +221,7 @@ class Netlink:
                 if rtype == NLMSG_ERROR:
                     err = -struct.unpack_from("=i", payload)[0]
                     if err:
-                        raise NetlinkError(err, os.strerror(err))
+                        raise NetlinkError(err, posix.strerror(err))
                     if not dump:
                         return out
                     continue

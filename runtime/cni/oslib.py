@@ -12,13 +12,64 @@ a subprocess instead).
 
 from __future__ import annotations
 
-import os
+import posix
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 CLONE_NEWNET = 0x40000000
+_S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
+
+# `os` costs ~2 ms to import on a loaded machine (collections.abc, posixpath);
+# the plugin uses `posix` and these few helpers instead.
+_environ: dict[str, str] | None = None
+
+
+def environ() -> dict[str, str]:
+    """A copy of the process environment as str -> str."""
+    global _environ
+    if _environ is None:
+        _environ = {
+            k.decode(errors="surrogateescape"): v.decode(errors="surrogateescape")
+            for k, v in posix.environ.items()
+        }
+    return dict(_environ)
+
+
+def join(*parts: str) -> str:
+    out = parts[0]
+    for p in parts[1:]:
+        out = p if p.startswith("/") else (out.rstrip("/") + "/" + p if out else p)
+    return out
+
+
+def _mode(path: str) -> int:
+    try:
+        return posix.stat(path).st_mode & _S_IFMT
+    except OSError:
+        return 0
+
+
+def isdir(path: str) -> bool:
+    return _mode(path) == _S_IFDIR
+
+
+def is_executable_file(path: str) -> bool:
+    return _mode(path) == _S_IFREG and posix.access(path, posix.X_OK)
+
+
+def makedirs(path: str, mode: int = 0o755) -> None:
+    """mkdir -p."""
+    if isdir(path):
+        return
+    parent = path.rstrip("/").rpartition("/")[0]
+    if parent and not isdir(parent):
+        makedirs(parent, mode)
+    try:
+        posix.mkdir(path, mode)
+    except FileExistsError:
+        pass
 
 
 def digest(text: str, length: int) -> str:
@@ -46,14 +97,14 @@ def _setns_raw(fd: int, nstype: int) -> None:
             _restype_ = _CInt
 
         class _Lib:
-            _handle = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]
+            _handle = _ctypes.dlopen(None, posix.RTLD_NOW)  # type: ignore[arg-type]
 
         _setns = _Func(("setns", _Lib()))  # type: ignore[arg-type]
     if _setns(fd, nstype) != 0:
         import _ctypes
 
         err = _ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
+        raise OSError(err, posix.strerror(err))
 
 
 class NetNS:
@@ -65,20 +116,20 @@ class NetNS:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
         self._home = -1
 
     def close(self) -> None:
         if self._fd >= 0:
-            os.close(self._fd)
+            posix.close(self._fd)
             self._fd = -1
 
     def __enter__(self) -> NetNS:
-        self._home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        self._home = posix.open("/proc/thread-self/ns/net", posix.O_RDONLY | posix.O_CLOEXEC)
         try:
             _setns_raw(self._fd, CLONE_NEWNET)
         except BaseException:
-            os.close(self._home)
+            posix.close(self._home)
             raise
         return self
 
@@ -86,7 +137,7 @@ class NetNS:
         try:
             _setns_raw(self._home, CLONE_NEWNET)
         finally:
-            os.close(self._home)
+            posix.close(self._home)
 
     def fileno(self) -> int:
         return self._fd
@@ -95,18 +146,18 @@ class NetNS:
 def is_netns(path: str) -> bool:
     """True when `path` is a namespace file (nsfs)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
     except OSError:
         return False
     try:
         return is_netns_fd(fd)
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
 def is_netns_fd(fd: int) -> bool:
     """Namespace files all live on the one nsfs device."""
-    return os.fstat(fd).st_dev == os.stat("/proc/self/ns/net").st_dev
+    return posix.fstat(fd).st_dev == posix.stat("/proc/self/ns/net").st_dev
 
 
 def write_sysctl(path: str, value: str) -> None:
@@ -136,10 +187,10 @@ class Proc:
             try:
                 out, err = _read_all_two(self._out, self._err)
             finally:
-                os.close(self._out)
-                os.close(self._err)
-            _, status = os.waitpid(self.pid, 0)
-            self.result = (os.waitstatus_to_exitcode(status), out, err)
+                posix.close(self._out)
+                posix.close(self._err)
+            _, status = posix.waitpid(self.pid, 0)
+            self.result = (posix.waitstatus_to_exitcode(status), out, err)
         return self.result
 
 
@@ -150,32 +201,32 @@ def start(argv: list[str], stdin: bytes = b"", env: Mapping[str, str] | None = N
     on posix_spawn and three pipes."""
     if len(stdin) > 65536:
         raise ValueError("stdin larger than a pipe buffer")
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    in_r, in_w = posix.pipe()
+    out_r, out_w = posix.pipe()
+    err_r, err_w = posix.pipe()
     actions = [
-        (os.POSIX_SPAWN_DUP2, in_r, 0),
-        (os.POSIX_SPAWN_DUP2, out_w, 1),
-        (os.POSIX_SPAWN_DUP2, err_w, 2),
+        (posix.POSIX_SPAWN_DUP2, in_r, 0),
+        (posix.POSIX_SPAWN_DUP2, out_w, 1),
+        (posix.POSIX_SPAWN_DUP2, err_w, 2),
     ]
     try:
-        pid = os.posix_spawn(
-            argv[0], argv, dict(os.environ if env is None else env), file_actions=actions
+        pid = posix.posix_spawn(
+            argv[0], argv, environ() if env is None else dict(env), file_actions=actions
         )
     except BaseException:
         for fd in (in_w, out_r, err_r):
-            os.close(fd)
+            posix.close(fd)
         raise
     finally:
         for fd in (in_r, out_w, err_w):
-            os.close(fd)
+            posix.close(fd)
     try:
         if stdin:
-            os.write(in_w, stdin)
+            posix.write(in_w, stdin)
     except BrokenPipeError:
         pass
     finally:
-        os.close(in_w)
+        posix.close(in_w)
     return Proc(pid, out_r, err_r)
 
 
@@ -192,7 +243,7 @@ def _read_all_two(a: int, b: int) -> tuple[bytes, bytes]:
     out = []
     for fd in (a, b):
         chunks = []
-        while chunk := os.read(fd, 65536):
+        while chunk := posix.read(fd, 65536):
             chunks.append(chunk)
         out.append(b"".join(chunks))
     return out[0], out[1]

@@ -10,7 +10,6 @@ code 999 with the exception text. The skeleton never touches the network.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from runtime.cni import fastjson
@@ -124,7 +123,7 @@ def parse_cni_args(value: str) -> dict[str, str]:
     return out
 
 
-def parse(env: dict[str, str] | os._Environ[str], stdin: bytes) -> Args:
+def parse(env: dict[str, str], stdin: bytes) -> Args:
     command = env.get("CNI_COMMAND", "")
     if not command:
         raise CNIError(INVALID_ENV, "required env variable CNI_COMMAND is missing")
@@ -199,9 +198,12 @@ def _emit(obj: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def run(plugin: Plugin, env: dict[str, str] | os._Environ[str] | None = None) -> int:
+def run(plugin: Plugin, env: dict[str, str] | None = None) -> int:
     """Handle one invocation; return the exit status."""
-    env = os.environ if env is None else env
+    if env is None:
+        from runtime.cni.oslib import environ
+
+        env = environ()
     version = LATEST
     try:
         stdin = sys.stdin.buffer.read()
