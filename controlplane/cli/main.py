@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     _global_flags(parser, suppress=False)
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for verb, spec in VERBS.items():
-        p = sub.add_parser(verb, help=spec.help, description=spec.help)
+        text = spec.help + (" (not implemented yet)" if spec.module == "notimpl" else "")
+        p = sub.add_parser(verb, help=text, description=text)
         _global_flags(p, suppress=True)
         _verb_module(verb).register(p)
         # kubectl lets flags and positionals interleave (`label nodes --all a=b`);
