@@ -107,6 +107,7 @@ def test_plugin_imports_stay_cheap() -> None:
         check=True,
     ).stdout.split()
     for heavy in (
+        "os",
         "json",
         "re",
         "subprocess",
