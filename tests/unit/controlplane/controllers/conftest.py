@@ -57,6 +57,14 @@ class Env:
 
         return wait_for(probe, timeout=timeout, message=message)
 
+    def cached(
+        self, kind: str, name: str, namespace: str | None = "default"
+    ) -> dict[str, Any] | None:
+        """The object as the controllers' shared informer sees it."""
+        ctx = self.manager.context
+        assert ctx is not None
+        return ctx.informers.informer_for(kind).store.get(name, namespace)
+
     def controller(self, name: str) -> Any:
         return self.manager.controllers[name]
 

@@ -36,7 +36,13 @@ def test_deletes_least_valuable_first(env):
     e.set_pod_status(pods[0], node="n1")
     e.set_pod_status(pods[1], node="n2")
     # pods[2] stays unscheduled and pending
-    e.wait(lambda: sum(1 for p in e.pods() if p.get("status", {}).get("phase") == "Running") == 2)
+    for p in pods[:2]:
+        e.wait(
+            lambda p=p: (
+                (e.cached("Pod", p["metadata"]["name"]) or {}).get("status", {}).get("phase")
+                == "Running"
+            )
+        )
     e.client.patch("ReplicaSet", "rs", {"spec": {"replicas": 2}})
     e.wait(lambda: len(e.pods()) == 2)
     assert pods[2]["metadata"]["name"] not in {p["metadata"]["name"] for p in e.pods()}
@@ -51,6 +57,7 @@ def test_adopts_orphans_and_releases_non_matching(env):
         "spec": {},
     }
     e.client.create("Pod", orphan)
+    e.wait(lambda: e.cached("Pod", "orphan"))
     e.client.create("ReplicaSet", replicaset(replicas=2))
     e.wait(lambda: len(e.pods()) == 2)
     e.wait(lambda: e.client.get("Pod", "orphan")["metadata"].get("ownerReferences"))
