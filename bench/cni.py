@@ -78,6 +78,9 @@ def run_plugin(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="skiff-cni vs reference bridge latency")
     parser.add_argument("--iterations", type=int, default=40)
+    parser.add_argument(
+        "--python", default=None, help="interpreter for the skiff-cni launcher (default: this one)"
+    )
     ns = parser.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("bench/cni.py needs root (network namespaces)")
@@ -87,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     node = f"skbench-{tag}"
     tmp = Path(tempfile.mkdtemp(prefix="skiff-bench-cni-"))
     bin_dir = tmp / "bin"
-    install.install(str(bin_dir))
+    install.install(str(bin_dir), ns.python)
     subprocess.run(["ip", "netns", "add", node], check=True)
     pods: list[str] = []
     samples: dict[str, list[float]] = {
