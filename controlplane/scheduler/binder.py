@@ -30,8 +30,8 @@ class BindError(Exception):
 
 
 class ClusterWriter(Protocol):
-    def bind(self, pod: Obj, node: str) -> None:
-        """Bind `pod` to `node`; raise BindError when it cannot."""
+    def bind(self, pod: Obj, node: str, annotations: dict[str, str] | None = None) -> None:
+        """Bind `pod` to `node` (adding `annotations`); raise BindError when it cannot."""
         ...
 
     def set_nominated_node(self, pod: Obj, node: str) -> None: ...
@@ -130,7 +130,7 @@ class InMemoryCluster:
 
     # ---- ClusterWriter ----------------------------------------------------
 
-    def bind(self, pod: Obj, node: str) -> None:
+    def bind(self, pod: Obj, node: str, annotations: dict[str, str] | None = None) -> None:
         key = _key(pod)
         with self.lock:
             if key in self.fail_binds:
@@ -142,6 +142,10 @@ class InMemoryCluster:
                 raise BindError(f'pod "{key}" not found')
             bound = copy.copy(current)
             bound["spec"] = dict(current.get("spec") or {}, nodeName=node)
+            if annotations:
+                meta = dict(current.get("metadata") or {})
+                meta["annotations"] = dict(meta.get("annotations") or {}, **annotations)
+                bound["metadata"] = meta
             self.pods[key] = bound
             self.binds.append((key, node))
             self._emit("Pod", "MODIFIED", bound)
@@ -182,15 +186,13 @@ class ApiClusterWriter:
         self.client = client
         self.component = component
 
-    def bind(self, pod: Obj, node: str) -> None:
+    def bind(self, pod: Obj, node: str, annotations: dict[str, str] | None = None) -> None:
         meta = pod["metadata"]
+        patch: Obj = {"spec": {"nodeName": node}}
+        if annotations:
+            patch["metadata"] = {"annotations": annotations}
         try:
-            self.client.patch(
-                "Pod",
-                meta["name"],
-                {"spec": {"nodeName": node}},
-                meta.get("namespace") or "default",
-            )
+            self.client.patch("Pod", meta["name"], patch, meta.get("namespace") or "default")
         except Exception as e:
             raise BindError(str(e)) from e
 

@@ -113,6 +113,7 @@ class Cache:
         self.pod_nodes: dict[str, str] = {}  # pod key -> node name, bound or assumed
         self.orphans: dict[str, dict[str, PodInfo]] = {}  # pods on nodes not seen yet
         self.nominated: dict[str, tuple[PodInfo, str]] = {}  # pod key -> (pod, node)
+        self.ns_usage: dict[str, list[int]] = {}  # namespace -> [cpu, memory] placed (DRF)
         self.generation = 0
         self._match_memo: dict[Any, tuple[int, list[int]]] = {}
         self.label_version = 0  # bumps on any node label change
@@ -360,6 +361,11 @@ class Cache:
             self.free[slot, col] -= sign * v
         self.req[slot, PODS_COL] += sign
         self.free[slot, PODS_COL] -= sign
+        usage = self.ns_usage.get(p.namespace)
+        if usage is None:
+            usage = self.ns_usage[p.namespace] = [0, 0]
+        usage[0] += sign * p.requests.get(resources.CPU, 0)
+        usage[1] += sign * p.requests.get(resources.MEMORY, 0)
         self.nz[slot, 0] += sign * p.nz_cpu
         self.nz[slot, 1] += sign * p.nz_mem
         for port in p.host_ports:

@@ -430,7 +430,11 @@ class Framework:
         if len(feasible) == 1:
             name = cache.slot_names[int(feasible[0])]
             assert name is not None
-            return ScheduleResult(name, processed, 1)
+            breakdown: dict[str, Any] = {
+                "nodes": [{"node": name, "total": 0, "plugins": {}}],
+                "feasible": 1,
+            }
+            return ScheduleResult(name, processed, 1, breakdown if self.record_breakdown else {})
         total, parts = self.run_scores(state, pod, cache, feasible)
         i = self.select_host(total)
         name = cache.slot_names[int(feasible[i])]

@@ -16,13 +16,12 @@ This module never talks to the API server itself; the writer does.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from controlplane.scheduler.binder import BindError, ClusterWriter, Executor, InlineExecutor
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
@@ -46,6 +45,22 @@ from controlplane.scheduler.types import (
 )
 
 log = logging.getLogger("skiff.scheduler")
+SCORES_ANNOTATION = "scheduler.skiff.dev/scores"
+
+
+def breakdown_json(breakdown: dict[str, Any]) -> str:
+    """The compact form of a decision's per-plugin scores kept in the pod annotation."""
+    nodes = breakdown.get("nodes") or []
+    out: dict[str, Any] = {"feasibleNodes": breakdown.get("feasible", 0)}
+    for label, entry in zip(("chosen", "runnerUp"), nodes, strict=False):
+        out[label] = {
+            "node": entry["node"],
+            "total": entry["total"],
+            "plugins": {name: [v["score"], v["weight"]] for name, v in entry["plugins"].items()},
+        }
+    return json.dumps(out, separators=(",", ":"), sort_keys=True)
+
+
 Obj = dict[str, Any]
 
 
@@ -66,6 +81,17 @@ class Decision:
     message: str = ""
     breakdown: dict[str, Any] = field(default_factory=dict)
     nominated: str = ""
+
+
+def _relevant(old: Obj, new: Obj) -> bool:
+    """Whether a pending pod's change can change where it fits (not status, not our writes)."""
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    return (
+        old.get("spec") != new.get("spec")
+        or om.get("labels") != nm.get("labels")
+        or om.get("annotations") != nm.get("annotations")
+        or bool(nm.get("deletionTimestamp"))
+    )
 
 
 class Scheduler:
@@ -110,7 +136,6 @@ class Scheduler:
         self.pod_groups: dict[str, Obj] = {}
         self.group_members: dict[str, set[str]] = {}
         self.pending_pods: dict[str, PodInfo] = {}
-        self.ns_usage: dict[str, np.ndarray[Any, np.dtype[np.int64]]] = {}
         self.stats = {"scheduled": 0, "unschedulable": 0, "bind_failures": 0, "preemptions": 0}
         for fw in profiles.values():
             for p in fw.plugins:
@@ -126,57 +151,63 @@ class Scheduler:
         return p.scheduler_name in self.profiles
 
     def on_pod_add(self, pod: Obj) -> None:
-        p = self.pod_info(pod)
-        if p.pod_group:
-            self.group_members.setdefault(p.pod_group, set()).add(p.key)
-        if p.node_name:
-            self.pending_pods.pop(p.key, None)
-            self.queue.delete(p.key)
-            self.cache.add_pod(p)
-            self._usage(p, +1)
-            self.queue.move_on_event(POD_ADD)
-        elif self._responsible(p) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
-            self.pending_pods[p.key] = p
-            if self.cache.node_of(p.key) is None:
-                self.queue.add(p)
+        with self.cache.lock:
+            p = self.pod_info(pod)
+            if p.pod_group:
+                self.group_members.setdefault(p.pod_group, set()).add(p.key)
+            if p.node_name:
+                self.pending_pods.pop(p.key, None)
+                self.queue.delete(p.key)
+                self.cache.add_pod(p)
+                self.queue.move_on_event(POD_ADD)
+            elif self._responsible(p) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+                self.pending_pods[p.key] = p
+                if self.cache.node_of(p.key) is None:
+                    self.queue.add(p)
 
-    def on_pod_update(self, pod: Obj) -> None:
-        key = (
-            f"{(pod.get('metadata') or {}).get('namespace') or 'default'}/{pod['metadata']['name']}"
-        )
-        if (pod.get("spec") or {}).get("nodeName"):
-            if self.cache.node_of(key) is not None and not self.cache.is_assumed(key):
-                # Already counted; a status or metadata change (e.g. terminating) only.
-                p = self.pod_info(pod)
-                self._usage_remove(key)
-                self.cache.update_pod(p)
-                self._usage(p, +1)
+    def on_pod_update(self, pod: Obj, old: Obj | None = None) -> None:
+        """A changed pod. Status-only changes of a pending pod do not requeue it."""
+        with self.cache.lock:
+            meta = pod.get("metadata") or {}
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+            bound = bool((pod.get("spec") or {}).get("nodeName"))
+            if bound and self.cache.node_of(key) is not None and not self.cache.is_assumed(key):
+                self.cache.update_pod(self.pod_info(pod))  # e.g. now terminating
                 return
-            self._usage_remove(key)
-        self.on_pod_add(pod)
+            if (
+                not bound
+                and old is not None
+                and key in self.pending_pods
+                and not _relevant(old, pod)
+            ):
+                return
+            self.on_pod_add(pod)
 
     def on_pod_delete(self, pod: Obj) -> None:
-        p = self.pod_info(pod)
-        self.pending_pods.pop(p.key, None)
-        if p.pod_group:
-            self.group_members.get(p.pod_group, set()).discard(p.key)
-        self.queue.delete(p.key)
-        self._reject_waiting(p.key, "pod deleted", requeue=False)
-        self._usage_remove(p.key)
-        self.cache.remove_pod(p.key)
-        self.queue.move_on_event(POD_DELETE)
+        with self.cache.lock:
+            p = self.pod_info(pod)
+            self.pending_pods.pop(p.key, None)
+            if p.pod_group:
+                self.group_members.get(p.pod_group, set()).discard(p.key)
+            self.queue.delete(p.key)
+            self._reject_waiting(p.key, "pod deleted", requeue=False)
+            self.cache.remove_pod(p.key)
+            self.queue.move_on_event(POD_DELETE)
 
     def on_node_add(self, node: Obj) -> None:
-        self.cache.add_node(node)
-        self.queue.move_on_event(NODE_ADD)
+        with self.cache.lock:
+            self.cache.add_node(node)
+            self.queue.move_on_event(NODE_ADD)
 
     def on_node_update(self, node: Obj) -> None:
-        self.cache.update_node(node)
-        self.queue.move_on_event(NODE_UPDATE)
+        with self.cache.lock:
+            self.cache.update_node(node)
+            self.queue.move_on_event(NODE_UPDATE)
 
     def on_node_delete(self, node: Obj) -> None:
-        self.cache.remove_node(node["metadata"]["name"])
-        self.queue.move_on_event(NODE_DELETE)
+        with self.cache.lock:
+            self.cache.remove_node(node["metadata"]["name"])
+            self.queue.move_on_event(NODE_DELETE)
 
     def on_pod_group(self, group: Obj, deleted: bool = False) -> None:
         meta = group["metadata"]
@@ -206,25 +237,9 @@ class Scheduler:
 
     # ---- DRF bookkeeping -------------------------------------------------------
 
-    def _usage(self, p: PodInfo, sign: int) -> None:
-        u = self.ns_usage.get(p.namespace)
-        if u is None:
-            u = self.ns_usage[p.namespace] = np.zeros(2, np.int64)
-        u[0] += sign * p.requests.get("cpu", 0)
-        u[1] += sign * p.requests.get("memory", 0)
-
-    def _usage_remove(self, key: str) -> None:
-        node = self.cache.node_of(key)
-        if node is None:
-            return
-        info = self.cache.nodes.get(node)
-        p = info.pods.get(key) if info else None
-        if p is not None:
-            self._usage(p, -1)
-
     def dominant_share(self, namespace: str) -> float:
         """The namespace's largest share of the cluster's cpu or memory."""
-        u = self.ns_usage.get(namespace)
+        u = self.cache.ns_usage.get(namespace)
         if u is None:
             return 0.0
         valid = self.cache.valid[: self.cache.n]
@@ -328,9 +343,17 @@ class Scheduler:
         fw.run_post_bind(state, pod, node)
 
     def bind_with_writer(self, pod: PodInfo, node: str) -> Status:
-        """What the DefaultBinder plugin does: one write through the ClusterWriter."""
+        """What the DefaultBinder plugin does: one write through the ClusterWriter.
+
+        The bind also records the score breakdown of the decision in the pod's
+        `scheduler.skiff.dev/scores` annotation, so `skiffctl` can show it.
+        """
+        annotations = None
+        d = self.decisions.get(pod.key)
+        if d is not None and d.breakdown:
+            annotations = {SCORES_ANNOTATION: breakdown_json(d.breakdown)}
         try:
-            self.writer.bind(pod.pod, node)
+            self.writer.bind(pod.pod, node, annotations)
         except BindError as e:
             return Status(Code.ERROR, (str(e),))
         return Status()

@@ -80,7 +80,9 @@ def requirement_mask(cache: Cache, r: Requirement, slots: Slots) -> Mask:
 
 def term_mask(cache: Cache, term: NodeSelectorTerm, slots: Slots) -> Mask:
     """Whether each slot matches `term` (memoised over all slots until labels change)."""
-    full: Mask = cache.node_memo(("term", term), lambda: _term_mask(cache, term, np.arange(cache.n)))
+    full: Mask = cache.node_memo(
+        ("term", term), lambda: _term_mask(cache, term, np.arange(cache.n))
+    )
     return full if len(slots) == cache.n else full[slots]
 
 

@@ -1,0 +1,116 @@
+"""The scheduler as a control-plane component: informers in, leader-elected loop, API writes out.
+
+`start(client, stop)` is the `skiff controlplane` component hook (see
+controlplane/main.py COMPONENTS): it starts a thread that campaigns for the
+`kube-system/skiff-scheduler` Lease and, while leading, runs a
+`SchedulerService` — shared informers for Pods, Nodes and PodGroups feeding
+the scheduler's handlers, the scheduling loop, binds on a thread pool through
+`ApiClusterWriter`. Losing the lease stops the service; a new term starts a
+fresh one (fresh cache, relisted state).
+
+The profile configuration comes from the file named by `SKIFF_SCHEDULER_CONFIG`
+(YAML, see config.py) when set; a bad file refuses to start with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from typing import Any
+
+from controlplane.client.informer import SharedInformerFactory
+from controlplane.client.interface import ApiClient
+from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
+from controlplane.scheduler import config as sched_config
+from controlplane.scheduler.binder import ApiClusterWriter, ThreadExecutor
+from controlplane.scheduler.scheduler import Scheduler, from_config
+
+log = logging.getLogger("skiff.scheduler")
+Obj = dict[str, Any]
+CONFIG_ENV = "SKIFF_SCHEDULER_CONFIG"
+
+
+def load_config(path: str | None = None) -> sched_config.SchedulerConfig:
+    path = path or os.environ.get(CONFIG_ENV)
+    if not path:
+        return sched_config.parse(None)
+    with open(path, encoding="utf-8") as f:
+        return sched_config.load(f.read())
+
+
+class SchedulerService:
+    """One term of scheduling: informers, the loop, a bind pool."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        cfg: sched_config.SchedulerConfig | None = None,
+        bind_workers: int = 16,
+    ) -> None:
+        self.client = client
+        self.executor = ThreadExecutor(bind_workers)
+        self.scheduler: Scheduler = from_config(
+            cfg or sched_config.parse(None), ApiClusterWriter(client), executor=self.executor
+        )
+        self.factory = SharedInformerFactory(client)
+        s = self.scheduler
+        self.factory.informer_for("Node").add_event_handler(
+            s.on_node_add, lambda old, new: s.on_node_update(new), s.on_node_delete
+        )
+        self.factory.informer_for("Pod").add_event_handler(
+            s.on_pod_add, lambda old, new: s.on_pod_update(new, old), s.on_pod_delete
+        )
+        self.factory.informer_for("PodGroup").add_event_handler(
+            s.on_pod_group,
+            lambda old, new: s.on_pod_group(new),
+            lambda obj: s.on_pod_group(obj, deleted=True),
+        )
+
+    def run(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
+        """Sync the informers, then schedule until `stop` is set."""
+        self.factory.start()
+        try:
+            if not self.factory.wait_for_cache_sync(sync_timeout):
+                log.error("scheduler: informers did not sync within %ss", sync_timeout)
+            self.scheduler.run(stop)
+        finally:
+            self.scheduler.queue.close()
+            self.factory.shutdown()
+            self.executor.shutdown()
+
+
+def run(
+    client: ApiClient, stop: threading.Event, cfg: sched_config.SchedulerConfig | None = None
+) -> None:
+    """Campaign for the lease until `stop`; schedule while leading."""
+    cfg = cfg or load_config()
+    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+    def lead(leading: threading.Event) -> None:
+        both = threading.Event()
+
+        def relay() -> None:
+            while not both.is_set():
+                if leading.wait(0.5) or stop.is_set():
+                    both.set()
+
+        threading.Thread(target=relay, name="scheduler-term", daemon=True).start()
+        SchedulerService(client, cfg).run(both)
+
+    elector = LeaderElector(
+        client,
+        LeaderElectionConfig(name="skiff-scheduler", namespace="kube-system", identity=identity),
+        Callbacks(on_started_leading=lead),
+    )
+    while not stop.is_set():
+        elector.run(stop)
+
+
+def start(client: ApiClient, stop: threading.Event) -> None:
+    """The component hook: validate the configuration now, then run in the background."""
+    cfg = load_config()
+    sched_config.build_profiles(cfg)  # refuse a bad profile at start, with the reason
+    threading.Thread(target=run, args=(client, stop, cfg), name="scheduler", daemon=True).start()

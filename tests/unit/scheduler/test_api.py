@@ -1,0 +1,100 @@
+"""Through the real API server (in-process, SQLite): informers in, binds and explanations out."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from controlplane.apiserver.server import ApiServer, ApiServerConfig
+from controlplane.apiserver.tls import ensure_pki
+from controlplane.client.apiclient import GrpcApiClient, connect
+from controlplane.client.config import ClientConfig
+from controlplane.scheduler.objects import make_node, make_pod
+from controlplane.scheduler.run import SchedulerService
+from controlplane.scheduler.scheduler import SCORES_ANNOTATION
+from controlplane.storage.sqlite import SqliteStore
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[GrpcApiClient]:
+    store = SqliteStore(tmp_path / "state.db")
+    pki = ensure_pki(tmp_path)
+    server = ApiServer(store, ApiServerConfig(listen="127.0.0.1:0", bookmark_interval=0.2), pki)
+    port = server.start()
+    assert server.authority is not None
+    c = connect(
+        ClientConfig(f"127.0.0.1:{port}", pki.ca_pem, server.authority.admin_token()), timeout=10
+    )
+    try:
+        yield c
+    finally:
+        c.close()
+        server.stop(0.5)
+        store.close()
+
+
+def api_node(name: str, cpu: str) -> dict[str, object]:
+    node = make_node(name, cpu=cpu)
+    return {k: v for k, v in node.items() if k != "status"} | {"status": node["status"]}
+
+
+def test_schedules_through_the_api_server(client: GrpcApiClient) -> None:
+    for name, cpu in [("small", "1"), ("large", "4"), ("medium", "3")]:
+        created = client.create("Node", api_node(name, cpu))
+        created["status"] = make_node(name, cpu=cpu)["status"]
+        client.update_status("Node", created)
+    service = SchedulerService(client, bind_workers=2)
+    stop = threading.Event()
+    thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        client.create("Pod", make_pod("fits", cpu="2"), "default")
+        client.create("Pod", make_pod("too-big", cpu="8"), "default")
+
+        def node_of(name: str) -> str:
+            return str((client.get("Pod", name, "default").get("spec") or {}).get("nodeName") or "")
+
+        wait_for(lambda: node_of("fits") == "large")
+        pod = client.get("Pod", "fits", "default")
+        scores = json.loads(pod["metadata"]["annotations"][SCORES_ANNOTATION])
+        assert scores["chosen"]["node"] == "large" and scores["runnerUp"]["node"] == "medium"
+        assert (
+            scores["chosen"]["plugins"]["NodeResourcesFit"][0]
+            > scores["runnerUp"]["plugins"]["NodeResourcesFit"][0]
+        )
+
+        def explained() -> bool:
+            conds = (client.get("Pod", "too-big", "default").get("status") or {}).get(
+                "conditions"
+            ) or []
+            return any(c.get("reason") == "Unschedulable" for c in conds)
+
+        wait_for(explained)
+        conds = client.get("Pod", "too-big", "default")["status"]["conditions"]
+        assert conds[0]["message"].startswith("0/3 nodes are available: 3 Insufficient cpu.")
+        events = client.list("Event", "default").items
+        assert any(e.get("reason") == "FailedScheduling" for e in events)
+        assert node_of("too-big") == ""
+        # A bigger node arrives: the pending pod is retried and bound.
+        created = client.create("Node", api_node("huge", "16"))
+        created["status"] = make_node("huge", cpu="16")["status"]
+        client.update_status("Node", created)
+        wait_for(lambda: node_of("too-big") == "huge", timeout=15)
+    finally:
+        stop.set()
+        service.scheduler.queue.close()
+        thread.join(10)
