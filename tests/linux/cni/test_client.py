@@ -175,3 +175,34 @@ def test_same_result_shape_as_the_reference_bridge(
         ".2/24"
     )
     assert ours["routes"] == ref["routes"] and ours["dns"] == ref["dns"]
+
+
+def test_reference_bridge_delegates_to_skiff_ipam(
+    cni_bin: Path, node: str, pod_factory: Any, tmp_path: Path
+) -> None:
+    """skiff-ipam as an executable, under the reference bridge plugin."""
+    conf = bridge_conf(tmp_path, "10.250.50.0/24", plugin="bridge", ipam="skiff-ipam")
+    path = f"{cni_bin}:{REF_BIN}"
+    pods = [pod_factory(), pod_factory()]
+    results = []
+    for i, pod in enumerate(pods):
+        rc, result = run_plugin(
+            REF_BIN / "bridge", "ADD", conf, f"r{i}", netns_path(pod), node, path
+        )
+        assert rc == 0 and result is not None, result
+        results.append(result)
+    assert [r["ips"][0]["address"] for r in results] == ["10.250.50.2/24", "10.250.50.3/24"]
+    ipam_dir = tmp_path / "ipam" / conf["name"]
+    assert (ipam_dir / "10.250.50.2").read_bytes() == b"r0\r\neth0"
+    for i, pod in enumerate(pods):
+        rc, out = run_plugin(
+            REF_BIN / "bridge",
+            "DEL",
+            dict(conf, prevResult=results[i]),
+            f"r{i}",
+            netns_path(pod),
+            node,
+            path,
+        )
+        assert rc == 0, out
+    assert [f for f in os.listdir(ipam_dir) if f[0].isdigit()] == []
