@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _SUFFIXES: dict[str, Fraction] = {
     "": Fraction(1),
@@ -33,14 +34,19 @@ _RE = re.compile(r"^([+-]?[0-9]+(?:\.[0-9]*)?|[+-]?\.[0-9]+)(?:([eE][+-]?[0-9]+)
 
 def parse_quantity(value: object) -> Fraction:
     """The numeric value of a quantity (int, float or string)."""
+    if isinstance(value, str):
+        return _parse_text(value)
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a quantity")
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
         return Fraction(value)
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a quantity")
+    raise ValueError(f"{value!r} is not a quantity")
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
     m = _RE.match(value.strip())
     if not m:
         raise ValueError(f"{value!r} is not a quantity (e.g. 100m, 0.5, 64Mi, 1G)")

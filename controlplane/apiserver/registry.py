@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from controlplane.api import defaults, validation
+from controlplane.api import defaults, jsoncodec, validation
 from controlplane.api.kinds import KindInfo, UnknownKind, by_kind
 from controlplane.api.merge_patch import merge_patch
 from controlplane.api.selectors import (
@@ -76,11 +76,11 @@ def encode(obj: Object) -> bytes:
         meta = dict(meta)
         del meta["resourceVersion"]
         obj = {**obj, "metadata": meta}
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    return jsoncodec.dumps(obj)
 
 
 def decode(data: bytes, rev: int | None = None) -> Object:
-    obj: Object = json.loads(data)
+    obj: Object = jsoncodec.loads(data)
     if rev is not None:
         obj.setdefault("metadata", {})["resourceVersion"] = str(rev)
     return obj
@@ -247,12 +247,19 @@ class Registry:
     # -- create --------------------------------------------------------------------
 
     def create(
-        self, kind: str, obj: Object, namespace: str | None = None, identity: Identity = SYSTEM
+        self,
+        kind: str,
+        obj: Object,
+        namespace: str | None = None,
+        identity: Identity = SYSTEM,
+        copy_input: bool = True,
     ) -> Stored:
+        """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one."""
         info = kind_info(kind)
         if not isinstance(obj, dict):
             raise Invalid("object: must be a JSON object")
-        obj = copy.deepcopy(obj)
+        if copy_input:
+            obj = copy.deepcopy(obj)
         if obj.get("kind") not in (None, "", info.kind):
             raise Invalid(f"kind: {obj.get('kind')!r} does not match the request ({info.kind})")
         obj["kind"] = info.kind

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from controlplane.api import jsoncodec
 from controlplane.apiserver.auth import Identity, TokenAuthority, authorize
 from controlplane.apiserver.registry import Registry, Selectors, Stored, kind_info
 from controlplane.apiserver.watch import Broadcaster
@@ -64,8 +65,8 @@ def _obj(stored: Stored) -> api_pb2.Object:
 
 def _json(data: bytes, what: str = "object") -> Any:
     try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError) as err:
+        return jsoncodec.loads(data)
+    except (ValueError, UnicodeDecodeError, jsoncodec.DecodeError) as err:
         raise errors.Invalid(f"{what}: not valid JSON: {err}") from err
 
 
@@ -125,7 +126,9 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     @_rpc("Create")
     def Create(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
-        stored = self.registry.create(request.kind, obj, request.namespace or None, who)
+        stored = self.registry.create(
+            request.kind, obj, request.namespace or None, who, copy_input=False
+        )
         return api_pb2.ObjectResponse(object=_obj(stored))
 
     @_rpc("Get")

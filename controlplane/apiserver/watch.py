@@ -300,6 +300,12 @@ class Broadcaster:
                 resource_version = self.store.current_revision()
             except StorageError as err:
                 raise Unavailable(str(err)) from err
+        compacted = self.store.compacted_revision()
+        if resource_version < compacted:
+            raise Gone(
+                f"too old resource version: {resource_version} (the oldest retained is "
+                f"{compacted + 1}); relist"
+            )
         with self._lock:
             last = self._last
             after = resource_version

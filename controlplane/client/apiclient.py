@@ -17,13 +17,13 @@ This module never imports the server side.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 
+from controlplane.api import jsoncodec
 from controlplane.client import errors
 from controlplane.client.config import ClientConfig
 from controlplane.client.interface import (
@@ -64,19 +64,9 @@ def map_error(err: grpc.RpcError) -> errors.ApiError:
 
 
 def _obj(pb: Any) -> Object:
-    obj: Object = json.loads(pb.json)
+    obj: Object = jsoncodec.loads(pb.json)
     obj.setdefault("metadata", {})["resourceVersion"] = str(pb.resource_version)
     return obj
-
-
-class _TokenAuth(grpc.AuthMetadataPlugin):
-    def __init__(self, token: str) -> None:
-        self._metadata = (("authorization", f"Bearer {token}"),)
-
-    def __call__(
-        self, context: grpc.AuthMetadataContext, callback: grpc.AuthMetadataPluginCallback
-    ) -> None:
-        callback(self._metadata, None)
 
 
 def open_channel(config: ClientConfig) -> grpc.Channel:
@@ -89,11 +79,9 @@ def open_channel(config: ClientConfig) -> grpc.Channel:
     ]
     if not config.ca_pem:
         return grpc.insecure_channel(config.server, options=options)
+    # The token travels as per-call metadata (see GrpcApiClient), not as call
+    # credentials: a Python auth plugin costs a thread hop per call.
     creds = grpc.ssl_channel_credentials(root_certificates=config.ca_pem)
-    if config.token:
-        creds = grpc.composite_channel_credentials(
-            creds, grpc.metadata_call_credentials(_TokenAuth(config.token))
-        )
     options.append(("grpc.ssl_target_name_override", SERVER_NAME))
     return grpc.secure_channel(config.server, creds, options=options)
 
@@ -135,6 +123,10 @@ class GrpcApiClient:
         self.config = config
         self.timeout = timeout
         self._channel = open_channel(config)
+        # Sent only over TLS: a plaintext channel (no CA) carries no token.
+        self._metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {config.token}"),) if config.token and config.ca_pem else ()
+        )
         self._stub = api_pb2_grpc.ObjectsStub(self._channel)
         self._auth = api_pb2_grpc.AuthStub(self._channel)
 
@@ -149,13 +141,13 @@ class GrpcApiClient:
 
     def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
         try:
-            return method(request, timeout=timeout or self.timeout)
+            return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
             raise map_error(err) from err
 
     def create(self, kind: str, obj: Object, namespace: str | None = None) -> Object:
         req = api_pb2.CreateRequest(kind=kind, namespace=namespace or "",
-                                    json=json.dumps(obj).encode())  # fmt: skip
+                                    json=jsoncodec.dumps(obj))  # fmt: skip
         return _obj(self._call(self._stub.Create, req).object)
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> Object:
@@ -183,11 +175,11 @@ class GrpcApiClient:
         )
 
     def update(self, kind: str, obj: Object) -> Object:
-        req = api_pb2.UpdateRequest(kind=kind, json=json.dumps(obj).encode())
+        req = api_pb2.UpdateRequest(kind=kind, json=jsoncodec.dumps(obj))
         return _obj(self._call(self._stub.Update, req).object)
 
     def update_status(self, kind: str, obj: Object) -> Object:
-        req = api_pb2.UpdateRequest(kind=kind, json=json.dumps(obj).encode(), subresource="status")
+        req = api_pb2.UpdateRequest(kind=kind, json=jsoncodec.dumps(obj), subresource="status")
         return _obj(self._call(self._stub.Update, req).object)
 
     def patch(
@@ -195,7 +187,7 @@ class GrpcApiClient:
         subresource: str = "",
     ) -> Object:  # fmt: skip
         req = api_pb2.PatchRequest(
-            kind=kind, name=name, namespace=namespace or "", patch=json.dumps(patch).encode(),
+            kind=kind, name=name, namespace=namespace or "", patch=jsoncodec.dumps(patch),
             subresource=subresource,
         )  # fmt: skip
         return _obj(self._call(self._stub.Patch, req).object)
@@ -232,7 +224,7 @@ class GrpcApiClient:
             resource_version=options.resource_version,
             allow_bookmarks=allow_bookmarks,
         )
-        call: Any = self._stub.Watch(req)
+        call: Any = self._stub.Watch(req, metadata=self._metadata)
         # Surface refusals (Gone, Invalid, Unauthenticated) here, not at the
         # first iteration: wait for the server's response headers.
         try:

@@ -207,6 +207,28 @@ class EtcdStore:
             raise KeyExists(key)
         return int(resp.header.revision)
 
+    def bulk_create(self, items: list[tuple[str, bytes]]) -> int:
+        """Create many keys (loading, benchmarks), 64 per transaction."""
+        rev = 0
+        for start in range(0, len(items), 64):
+            chunk = items[start : start + 64]
+            txn = rpc_pb2.TxnRequest(
+                compare=[
+                    rpc_pb2.Compare(key=self._k(k), target=rpc_pb2.Compare.CREATE,
+                                    result=rpc_pb2.Compare.EQUAL, create_revision=0)
+                    for k, _ in chunk
+                ],
+                success=[
+                    rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=self._k(k), value=v))
+                    for k, v in chunk
+                ],
+            )  # fmt: skip
+            resp = self._call(self._kv.Txn, txn, "bulk create")
+            if not resp.succeeded:
+                raise KeyExists(chunk[0][0])
+            rev = int(resp.header.revision)
+        return rev
+
     def get(self, key: str) -> KeyValue:
         resp = self._call(self._kv.Range, rpc_pb2.RangeRequest(key=self._k(key)), "get")
         if not resp.kvs:

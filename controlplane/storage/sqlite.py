@@ -66,8 +66,9 @@ CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 """
 
 # An operation run inside the writer's transaction: (cursor, next revision) ->
-# (result, event or None). Raises StorageError for its own precondition failures.
-_Op = Callable[[sqlite3.Cursor, int], tuple[int, Event | None]]
+# (result, events it wrote, which used revisions next, next+1, ...). Raises
+# StorageError for its own precondition failures, before writing anything.
+_Op = Callable[[sqlite3.Cursor, int], tuple[int, list[Event]]]
 
 
 class _Request:
@@ -235,13 +236,12 @@ class SqliteStore:
                 # Each op checks its precondition before writing anything, so a
                 # failed op leaves nothing behind and needs no savepoint.
                 try:
-                    result, event = request.op(cur, rev + 1)
+                    result, written = request.op(cur, rev + 1)
                 except StorageError as err:
                     results.append(err)
                     continue
-                if event is not None:
-                    rev += 1
-                    events.append(event)
+                rev += len(written)
+                events.extend(written)
                 results.append(result)
             compacted = self._compacted
             if rev - compacted > self.retention + self.retention // 10:
@@ -273,7 +273,7 @@ class SqliteStore:
                     watch.push(event)
 
     def create(self, key: str, value: bytes) -> int:
-        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, Event | None]:
+        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
             if cur.execute("SELECT 1 FROM objects WHERE key=?", (key,)).fetchone():
                 raise KeyExists(key)
             cur.execute("INSERT INTO objects VALUES (?, ?, ?, ?)", (key, value, rev, rev))
@@ -281,12 +281,12 @@ class SqliteStore:
                 "INSERT INTO history VALUES (?, ?, ?, ?, NULL)",
                 (rev, key, EventType.CREATE.value, value),
             )
-            return rev, Event(EventType.CREATE, key, value, rev)
+            return rev, [Event(EventType.CREATE, key, value, rev)]
 
         return self._submit(op)
 
     def update(self, key: str, value: bytes, expected_rev: int) -> int:
-        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, Event | None]:
+        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
             row = cur.execute("SELECT value, mod_rev FROM objects WHERE key=?", (key,)).fetchone()
             if row is None:
                 raise KeyNotFound(key)
@@ -298,12 +298,12 @@ class SqliteStore:
                 "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
                 (rev, key, EventType.UPDATE.value, value, prev),
             )
-            return rev, Event(EventType.UPDATE, key, value, rev, prev)
+            return rev, [Event(EventType.UPDATE, key, value, rev, prev)]
 
         return self._submit(op)
 
     def delete(self, key: str, expected_rev: int) -> int:
-        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, Event | None]:
+        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
             row = cur.execute("SELECT value, mod_rev FROM objects WHERE key=?", (key,)).fetchone()
             if row is None:
                 raise KeyNotFound(key)
@@ -315,8 +315,29 @@ class SqliteStore:
                 "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
                 (rev, key, EventType.DELETE.value, prev, prev),
             )
-            return rev, Event(EventType.DELETE, key, prev, rev, prev)
+            return rev, [Event(EventType.DELETE, key, prev, rev, prev)]
 
+        return self._submit(op)
+
+    def bulk_create(self, items: list[tuple[str, bytes]]) -> int:
+        """Create many keys in one transaction (loading, benchmarks); all or nothing."""
+
+        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
+            for key, _ in items:
+                if cur.execute("SELECT 1 FROM objects WHERE key=?", (key,)).fetchone():
+                    raise KeyExists(key)
+            rows = [(key, value, rev + i, rev + i) for i, (key, value) in enumerate(items)]
+            cur.executemany("INSERT INTO objects VALUES (?, ?, ?, ?)", rows)
+            cur.executemany(
+                "INSERT INTO history VALUES (?, ?, ?, ?, NULL)",
+                [(r[2], r[0], EventType.CREATE.value, r[1]) for r in rows],
+            )
+            return rev + len(items) - 1, [
+                Event(EventType.CREATE, key, value, r) for key, value, r, _ in rows
+            ]
+
+        if not items:
+            return self._rev
         return self._submit(op)
 
     # -- reads ----------------------------------------------------------------
@@ -360,10 +381,10 @@ class SqliteStore:
         return self._compacted
 
     def compact(self, rev: int) -> None:
-        def op(cur: sqlite3.Cursor, _rev: int) -> tuple[int, Event | None]:
+        def op(cur: sqlite3.Cursor, _rev: int) -> tuple[int, list[Event]]:
             cur.execute("DELETE FROM history WHERE rev <= ?", (rev,))
             cur.execute("UPDATE meta SET v=? WHERE k='compacted'", (str(rev),))
-            return rev, None
+            return rev, []
 
         if rev > self._compacted:
             self._submit(op)
