@@ -209,6 +209,8 @@ def run(ctx: Context) -> int:
     args = ctx.args
     targets = parse_targets(args.resources)
     fmt, template = output_format(args.output)
+    if ctx.all_namespaces and any(t.name is not None and t.info.namespaced for t in targets):
+        raise CliError("a resource cannot be retrieved by name across all namespaces")
     if args.sort_by:
         try:
             jsonpath.values(args.sort_by, {})

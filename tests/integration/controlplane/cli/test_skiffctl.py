@@ -276,3 +276,13 @@ def test_label_status_patch_wait_and_jsonpath(cluster: Cluster) -> None:
     assert (r.code, r.out) == (0, "pod/waiter condition met\n"), r.err
     assert "pods" in cluster.ctl("api-resources", "-o", "name").out.split()
     assert "pod/waiter" in cluster.ctl("get", "all", "-o", "name").out.split()
+
+
+def test_delete_namespace_waits_for_its_contents(cluster: Cluster) -> None:
+    assert cluster.ctl("create", "namespace", "doomed").out == "namespace/doomed created\n"
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside, namespace: doomed}\n"
+    assert cluster.ctl("apply", "-f", "-", stdin=cm).code == 0
+    r = cluster.ctl("delete", "ns", "doomed", "--timeout", "30")
+    assert (r.code, r.out) == (0, 'namespace "doomed" deleted\n'), r.err
+    assert cluster.ctl("get", "ns", "doomed").code == 1
+    assert cluster.ctl("get", "cm", "-n", "doomed", "-o", "name").out == ""

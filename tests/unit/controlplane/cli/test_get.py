@@ -282,3 +282,10 @@ def test_sort_by(ctl: Ctl) -> None:
     r = ctl("get", "pods", "--no-headers", "--sort-by=.metadata.name")
     assert [ln.split()[0] for ln in r.out.splitlines()] == ["a", "b", "c"]
     assert ctl("get", "pods", "--sort-by", ".a[").code == 1
+
+
+def test_name_with_all_namespaces_is_refused(ctl: Ctl) -> None:
+    r = ctl("get", "pod", "a", "-A")
+    assert r.code == 1 and "across all namespaces" in r.err
+    ctl.client.create("Node", {"metadata": {"name": "n1"}})
+    assert ctl("get", "node", "n1", "-A", "-o", "name").out == "node/n1\n"
