@@ -109,6 +109,7 @@ class ServiceProxy:
             informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
         self.factory.start()
         self._prepare_host()
+        self._wake.set()  # a first sync even when there is nothing to watch yet
         self._thread = threading.Thread(target=self._run, name="service-proxy", daemon=True)
         self._thread.start()
         self._schedule_periodic()

@@ -1,0 +1,118 @@
+"""ServiceProxy against the fake ApiClient and a recording iptables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent.proxy.iptables import FakeIptables
+from agent.proxy.proxy import ProxySettings, ServiceProxy
+from controlplane.client.informer import SharedInformerFactory
+from tests.fakes.fake_apiclient import FakeApiClient
+from tests.harness.wait import wait_for
+
+
+def service(name: str = "web", ip: str = "10.43.0.20") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"type": "ClusterIP", "clusterIP": ip, "ports": [{"port": 80}]},
+    }
+
+
+def endpoints(ips: list[str], name: str = "web") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "subsets": [{"addresses": [{"ip": i} for i in ips], "ports": [{"port": 8080}]}]
+        if ips
+        else [],
+    }
+
+
+@pytest.fixture
+def api() -> FakeApiClient:
+    return FakeApiClient()
+
+
+@pytest.fixture
+def ipt() -> FakeIptables:
+    return FakeIptables()
+
+
+@pytest.fixture
+def proxy(api: FakeApiClient, ipt: FakeIptables) -> Iterator[ServiceProxy]:
+    p = ServiceProxy(api, "n1", ProxySettings(min_sync_interval=0.05), iptables=ipt)
+    p.start()
+    yield p
+    p.stop()
+
+
+def test_first_sync_and_endpoint_changes_reach_iptables(
+    api: FakeApiClient, ipt: FakeIptables, proxy: ServiceProxy
+) -> None:
+    wait_for(proxy.has_synced, message="first sync")
+    assert ipt.sysctls == {"net/ipv4/conf/all/route_localnet": "1"}
+    api.create("Service", service())
+    api.create("Endpoints", endpoints(["10.244.1.2"]))
+    wait_for(lambda: "10.244.1.2:8080" in ipt.restores[-1], message="rule for the endpoint")
+    api.update("Endpoints", endpoints(["10.244.1.3"]))
+    wait_for(lambda: "10.244.1.3:8080" in ipt.restores[-1], message="rule for the new endpoint")
+    assert "10.244.1.2:8080" not in ipt.restores[-1]
+    api.delete("Service", "web", "default")
+    wait_for(lambda: "10.244.1.3" not in ipt.restores[-1], message="rules of the deleted service")
+
+
+def test_a_burst_of_changes_is_debounced(api: FakeApiClient, ipt: FakeIptables) -> None:
+    p = ServiceProxy(api, "n1", ProxySettings(min_sync_interval=0.5), iptables=ipt)
+    api.create("Service", service())
+    api.create("Endpoints", endpoints(["10.244.1.1"]))
+    p.start()
+    try:
+        wait_for(p.has_synced)
+        before = len(ipt.restores)
+        for i in range(2, 30):
+            api.update("Endpoints", endpoints([f"10.244.1.{i}"]))
+        wait_for(lambda: "10.244.1.29:8080" in ipt.restores[-1], message="last change applied")
+        assert len(ipt.restores) - before <= 2
+    finally:
+        p.stop()
+
+
+def test_failed_restore_is_retried(api: FakeApiClient, ipt: FakeIptables) -> None:
+    ipt.fail_restores = 1
+    p = ServiceProxy(
+        api, "n1", ProxySettings(min_sync_interval=0.0, retry_interval=0.05), iptables=ipt
+    )
+    p.start()
+    try:
+        wait_for(p.has_synced, message="sync after a retry")
+        assert p.last_error is None
+    finally:
+        p.stop()
+
+
+def test_stop_cleans_up_our_chains(api: FakeApiClient, ipt: FakeIptables) -> None:
+    p = ServiceProxy(api, "n1", ProxySettings(min_sync_interval=0.0), iptables=ipt)
+    p.start()
+    wait_for(p.has_synced)
+    ipt.tables["nat"] = (
+        "*nat\n:PREROUTING ACCEPT [0:0]\n:SKIFF-SERVICES - [0:0]\n"
+        '-A PREROUTING -m comment --comment "skiff service portals" -j SKIFF-SERVICES\nCOMMIT\n'
+    )
+    p.stop()
+    assert "-X SKIFF-SERVICES" in ipt.restores[-1]
+    assert "-D PREROUTING" in ipt.restores[-1]
+
+
+def test_shared_factory_is_not_shut_down_by_the_proxy(
+    api: FakeApiClient, ipt: FakeIptables
+) -> None:
+    factory = SharedInformerFactory(api)
+    pods = factory.informer_for("Pod")
+    p = ServiceProxy(api, "n1", ProxySettings(), informers=factory, iptables=ipt)
+    p.start()
+    wait_for(p.has_synced)
+    p.stop(cleanup_rules=False)
+    assert pods.started() and not pods.reflector.stopped()
+    factory.shutdown()
