@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import grpc
 
 from agent.backoff import Backoff
 from agent.cri_client import CRIClient, CRIError
@@ -32,10 +33,12 @@ from agent.pod_status import PodObservation, compute_pod_status
 from agent.pod_sync import PodSyncer, SyncDeps
 from agent.probes import ProbeManager, ProbeTarget, RealProbeRunner
 from agent.runtime_view import PodRecord, RuntimeView
+from agent.server import AgentServicer, TokenChecker, serve
 from agent.status_manager import StatusManager
 from agent.volumes import VolumeSources, teardown_volumes
 from controlplane.client import errors
 from controlplane.client.clock import Clock, RealClock
+from controlplane.client.config import ClientConfig
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.workqueue import RateLimitingQueue, ShutDown
@@ -57,6 +60,7 @@ class AgentConfig:
     relist_period: float = 1.0
     lease_period: float = 10.0
     runtime_name: str = ""  # containerID prefix; "" = the runtime's own name
+    listen: str = ""  # the agent endpoint (logs, stats), e.g. "0.0.0.0:10250"; "" = none
 
 
 def _uid_index(obj: Object) -> list[str]:
@@ -66,7 +70,12 @@ def _uid_index(obj: Object) -> list[str]:
 
 class Agent:
     def __init__(
-        self, cfg: AgentConfig, api: ApiClient, runtime: CRIClient, clock: Clock | None = None
+        self,
+        cfg: AgentConfig,
+        api: ApiClient,
+        runtime: CRIClient,
+        clock: Clock | None = None,
+        api_config: ClientConfig | None = None,
     ) -> None:
         self.cfg = cfg
         self.api = api
@@ -112,6 +121,9 @@ class Agent:
         self._threads: list[threading.Thread] = []
         self._runtime_version = ""
         self.runtime_name = cfg.runtime_name
+        self._api_config = api_config
+        self._server: grpc.Server | None = None
+        self.endpoint_port = 0
 
     # API lookups for env and volumes
     def _get_configmap(self, ns: str, name: str) -> Mapping[str, Any] | None:
@@ -149,10 +161,22 @@ class Agent:
         self._spawn("resync", self._every(self.cfg.resync_period, self._resync))
         self._spawn("node-status", self._every(self.cfg.lease_period, self._heartbeat))
         self._on_nodes()
+        if self.cfg.listen:
+            tokens = TokenChecker(self._api_config) if self._api_config else None
+            servicer = AgentServicer(
+                self.cfg.node.name,
+                self.pods,
+                self.cri,
+                Path(self.cfg.pod_settings.log_root),
+                tokens,
+            )
+            self._server, self.endpoint_port = serve(servicer, self.cfg.listen)
         log.info("node=%s agent running", self.cfg.node.name)
 
     def stop(self) -> None:
         self.stop_event.set()
+        if self._server is not None:
+            self._server.stop(grace=1).wait()
         self.queue.shut_down()
         self.factory.shutdown()
         for t in self._threads:
@@ -433,4 +457,4 @@ def run_forever(agent: Agent) -> None:
         agent.stop()
 
 
-__all__ = ["Agent", "AgentConfig", "run_forever", "time"]
+__all__ = ["Agent", "AgentConfig", "run_forever"]

@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cni-backend", choices=("host-gw", "vxlan"), default="host-gw")
     p.add_argument("--cni-bridge", default="skiff0")
     p.add_argument("--no-cni-config", action="store_true", help="do not write the CNI config")
+    p.add_argument(
+        "--listen", default="0.0.0.0:10250", help="agent endpoint (logs, stats); '' for none"
+    )
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     return p
@@ -203,10 +206,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         workers=args.workers,
         runtime_name=args.runtime_name,
+        listen=args.listen,
     )
     api = connect(creds)
     runtime = CRIClient(args.runtime_endpoint)
-    agent = Agent(cfg, api, runtime)
+    agent = Agent(cfg, api, runtime, api_config=creds)
     agent.stop_event = stop
     try:
         agent.start()

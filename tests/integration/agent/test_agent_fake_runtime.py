@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from agent.agent import Agent, AgentConfig
@@ -20,6 +21,9 @@ from agent.node_status import NodeConfig
 from agent.pod_config import NodeSettings
 from controlplane.client import errors
 from controlplane.client.apiclient import connect, join
+from controlplane.client.config import load_config
+from proto.agent.v1 import agent_pb2 as pb
+from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
@@ -48,8 +52,9 @@ def cluster(tmp_path: Path) -> Iterator[tuple[ControlPlane, FakeRuntime, Agent]]
                 resync_period=1.0,
                 relist_period=0.2,
                 lease_period=1.0,
+                listen="127.0.0.1:0",
             )
-            agent = Agent(cfg, api, runtime)
+            agent = Agent(cfg, api, runtime, api_config=creds)
             agent.start()
             try:
                 yield cp, fake, agent
@@ -145,3 +150,57 @@ def test_image_pull_failure_reported(cluster: Any) -> None:
     st = admin.get("Pod", "bad", "default")["status"]
     assert st["phase"] == "Pending"
     assert "manifest unknown" in st["containerStatuses"][0]["state"]["waiting"].get("message", "")
+
+
+def test_logs_endpoint(cluster: Any, tmp_path: Path) -> None:
+    cp, _, agent = cluster
+    admin = cp.client()
+    admin.create("Pod", pod("logme"), "default")
+    seen: dict[str, Any] = wait_for(lambda: agent.pods.store.get("logme", "default") or {})
+    cdir = tmp_path / "logs" / f"default_logme_{seen['metadata']['uid']}" / "c"
+    cdir.mkdir(parents=True, exist_ok=True)
+    (cdir / "0.log").write_text("2026-01-01T00:00:00Z stdout F before restart\n")
+    (cdir / "1.log").write_text(
+        "2026-01-01T00:00:01Z stdout F one\n2026-01-01T00:00:02Z stderr P tw\n2026-01-01T00:00:02Z stderr F o\n"
+    )
+    token = load_config(cp.data_dir / "admin.conf").token
+    with grpc.insecure_channel(f"127.0.0.1:{agent.endpoint_port}") as ch:
+        stub = pb_grpc.AgentStub(ch)
+        md: tuple[tuple[str, str | bytes], ...] = (("authorization", f"Bearer {token}"),)
+        chunks = list(
+            stub.ContainerLogs(pb.LogsRequest(namespace="default", pod="logme"), metadata=md)
+        )
+        assert [(c.stream, c.data) for c in chunks] == [("stdout", b"one\n"), ("stderr", b"two\n")]
+        tail = list(
+            stub.ContainerLogs(
+                pb.LogsRequest(namespace="default", pod="logme", tail_lines=1), metadata=md
+            )
+        )
+        assert [c.data for c in tail] == [b"two\n"]
+        prev = list(
+            stub.ContainerLogs(
+                pb.LogsRequest(namespace="default", pod="logme", previous=True), metadata=md
+            )
+        )
+        assert [c.data for c in prev] == [b"before restart\n"]
+        with pytest.raises(grpc.RpcError) as err:
+            list(stub.ContainerLogs(pb.LogsRequest(namespace="default", pod="nope"), metadata=md))
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+        node_md: tuple[tuple[str, str | bytes], ...] = (
+            ("authorization", f"Bearer {agent._api_config.token}"),
+        )
+        with pytest.raises(grpc.RpcError) as err:
+            list(
+                stub.ContainerLogs(
+                    pb.LogsRequest(namespace="default", pod="logme"), metadata=node_md
+                )
+            )
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        with pytest.raises(grpc.RpcError) as err:
+            list(
+                stub.ContainerLogs(
+                    pb.LogsRequest(namespace="default", pod="logme"),
+                    metadata=(("authorization", "Bearer bad"),),
+                )
+            )
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
