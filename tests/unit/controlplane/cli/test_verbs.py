@@ -340,3 +340,29 @@ def test_unavailable_server_message(ctl: Ctl) -> None:
     ctl.client.fail("list", errors.Unavailable("connection refused"))
     r = ctl("get", "pods")
     assert r.code == 1 and r.err == "Unable to connect to the server: connection refused\n"
+
+
+def test_events_watch_prints_new_events(ctl: Ctl) -> None:
+    result: list[Result] = []
+    t = threading.Thread(target=lambda: result.append(ctl("events", "-w", "--types", "Warning")))
+    t.start()
+    wait_for(lambda: ctl.client.open_watches("Event") == 1)
+    for name, typ in (("e1", "Normal"), ("e2", "Warning")):
+        ctl.client.create(
+            "Event",
+            {
+                "metadata": {"name": name},
+                "type": typ,
+                "reason": f"R{name}",
+                "involvedObject": {"kind": "Pod", "name": "p"},
+            },
+            "default",
+        )
+    wait_for(lambda: len(ctl.client.objects("Event")) == 2)
+    ctl.client.end_watches()
+    t.join(5)
+    r = result[0]
+    assert r.code == 0
+    lines = r.out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("LAST SEEN")
+    assert lines[1].split()[1:3] == ["Warning", "Re2"]
