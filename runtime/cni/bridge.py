@@ -382,6 +382,15 @@ def check(args: Args) -> None:
             raise CNIError(GENERIC, f"host veth of {args.container_id} not on {conf.bridge}")
     finally:
         host.close()
+    if conf.ip_masq or conf.port_mappings:
+        cid = iptables.chain_id(conf.name, args.container_id, args.ifname)
+        chains = {ln.split(" ", 1)[0][1:] for ln in iptables.save() if ln.startswith(":")}
+        want = ([f"SKIFF-MQ-{cid}"] if conf.ip_masq else []) + (
+            [f"SKIFF-DN-{cid}", f"SKIFF-SN-{cid}"] if conf.port_mappings else []
+        )
+        missing = [c for c in want if c not in chains]
+        if missing:
+            raise CNIError(GENERIC, f"NAT chains missing: {', '.join(missing)}")
     delegate.ipam_check(args)
 
 

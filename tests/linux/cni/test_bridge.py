@@ -84,6 +84,12 @@ def test_add_check_del_through_the_executable(cni_bin, node, pod_factory, tmp_pa
     check_conf = dict(conf, prevResult=result)
     rc, out = run_plugin(binary, "CHECK", check_conf, "c1", netns_path(pod), node, _path(cni_bin))
     assert rc == 0, out
+    with in_netns(node):  # CHECK notices a lost masquerade chain
+        chain = f"SKIFF-MQ-{chain_id(conf['name'], 'c1', 'eth0')}"
+        for args in (["-F", "POSTROUTING"], ["-F", chain], ["-X", chain]):
+            subprocess.run(["iptables", "-t", "nat", *args], check=True)
+    rc, out = run_plugin(binary, "CHECK", check_conf, "c1", netns_path(pod), node, _path(cni_bin))
+    assert rc == 1 and out is not None and "NAT chains missing" in out["msg"]
 
     for _ in range(2):  # DEL is idempotent
         rc, out = run_plugin(binary, "DEL", check_conf, "c1", netns_path(pod), node, _path(cni_bin))
