@@ -198,10 +198,13 @@ def _fetch(
                 ctx.err(f"Error from server (NotFound): {err}")
                 failures += 1
             continue
+        rv = str(printers.meta(obj).get("resourceVersion") or "")
         if groups and groups[-1][0] is info:
-            groups[-1][1].append(obj)
+            prev = groups[-1]
+            newest = max(prev[2], rv, key=lambda v: int(v) if v.isdigit() else 0)
+            groups[-1] = (info, [*prev[1], obj], newest)
         else:
-            groups.append((info, [obj], ""))
+            groups.append((info, [obj], rv))
     return groups, failures
 
 

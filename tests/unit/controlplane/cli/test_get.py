@@ -289,3 +289,27 @@ def test_name_with_all_namespaces_is_refused(ctl: Ctl) -> None:
     assert r.code == 1 and "across all namespaces" in r.err
     ctl.client.create("Node", {"metadata": {"name": "n1"}})
     assert ctl("get", "node", "n1", "-A", "-o", "name").out == "node/n1\n"
+
+
+def test_watch_by_name_resumes_from_the_object_version(ctl: Ctl) -> None:
+    make_pod(ctl, "a")
+    make_pod(ctl, "b")
+    rv_a = ctl.client.get("Pod", "a", "default")["metadata"]["resourceVersion"]
+    versions: list[str] = []
+    real_watch = ctl.client.watch
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        versions.append(args[2].resource_version)
+        return real_watch(*args, **kwargs)
+
+    ctl.client.watch = spy  # type: ignore[method-assign]
+    result: list[Any] = []
+    t = threading.Thread(target=lambda: result.append(ctl("get", "pod", "a", "-w", "-o", "name")))
+    t.start()
+    wait_for(lambda: ctl.client.open_watches("Pod") == 1)
+    ctl.client.patch("Pod", "b", {"metadata": {"labels": {"x": "1"}}}, "default")
+    ctl.client.patch("Pod", "a", {"metadata": {"labels": {"x": "1"}}}, "default")
+    ctl.client.end_watches()
+    t.join(5)
+    assert result[0].out == "pod/a\npod/a\n"
+    assert versions == [rv_a]  # no change between the get and the watch can be missed
