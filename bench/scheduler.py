@@ -20,8 +20,13 @@ node: how evenly LeastAllocated spread the pods (coefficient of variation of
 node cpu use, max pods on a node) and how tightly MostAllocated packed them
 (nodes used against the ideal).
 
-Mode `e2e` (through the API server, binds persisted) is a placeholder until
-the API server's client can be started in-process here; its figure is null.
+Mode `e2e` (also run by default for SchedulingBasic; `--no-e2e` skips it)
+starts `skiff controlplane` as a separate process (SQLite in a temporary
+directory, scheduler component disabled), creates the nodes and pending pods
+through the API, then runs the scheduler component's `SchedulerService`
+(informers, scheduling loop, binds on a thread pool) in this process: pods/s
+from informer sync until every bind is persisted (the PATCH returned), and
+p50/p99 of the bind round trip.
 
 Prints a table; the last line is one JSON object of figure -> number.
 
@@ -32,15 +37,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.client.apiclient import GrpcApiClient, connect
+from controlplane.client.config import load_config
 from controlplane.scheduler import config
-from controlplane.scheduler.binder import InMemoryCluster
+from controlplane.scheduler.binder import ApiClusterWriter, InMemoryCluster
 from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.scheduler import Scheduler, from_config
 
@@ -202,6 +216,91 @@ def run_inprocess(w: Workload, cfg: Obj | None = None) -> Result:
     )
 
 
+@contextmanager
+def controlplane_process() -> Iterator[GrpcApiClient]:
+    """`skiff controlplane` in a child process on a free port; an admin client to it."""
+    with tempfile.TemporaryDirectory(prefix="skiff-bench-") as tmp:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        cmd = [
+            sys.executable,
+            "-c",
+            "import sys; from controlplane.main import main; sys.exit(main(sys.argv[1:]))",
+            "--listen", f"127.0.0.1:{port}", "--data-dir", tmp, "--log-level", "WARNING",
+            "--disable", "scheduler", "--disable", "controllers",
+        ]  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        )
+        try:
+            conf = os.path.join(tmp, "admin.conf")
+            deadline = time.monotonic() + 60
+            while not os.path.exists(conf):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("skiff controlplane did not start")
+                time.sleep(0.05)
+            client = connect(load_config(conf), timeout=30)
+            try:
+                yield client
+            finally:
+                client.close()
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+class TimedWriter(ApiClusterWriter):
+    """The API writer, timing each bind round trip."""
+
+    def __init__(self, client: GrpcApiClient) -> None:
+        super().__init__(client)
+        self.bind_seconds: list[float] = []
+
+    def bind(self, pod: Obj, node: str, annotations: dict[str, str] | None = None) -> None:
+        t0 = time.perf_counter()
+        super().bind(pod, node, annotations)
+        self.bind_seconds.append(time.perf_counter() - t0)
+
+
+def run_e2e(w: Workload, bind_workers: int = 16, timeout: float = 600.0) -> dict[str, float]:
+    from controlplane.scheduler.run import SchedulerService
+
+    with controlplane_process() as client:
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda i: client.create("Node", w.node(i)), range(w.nodes)))
+            list(pool.map(lambda i: client.create("Pod", w.pod(i), "default"), range(w.pods)))
+        service = SchedulerService(client, bind_workers=bind_workers)
+        writer = TimedWriter(client)
+        service.scheduler.writer = writer
+        service.factory.start()
+        service.factory.wait_for_cache_sync(120)
+        stop = threading.Event()
+        start = time.perf_counter()
+        loop = threading.Thread(target=service.scheduler.run, args=(stop,), daemon=True)
+        loop.start()
+        deadline = time.monotonic() + timeout
+        while service.scheduler.stats["scheduled"] < w.pods and time.monotonic() < deadline:
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - start
+        done = service.scheduler.stats["scheduled"]
+        stop.set()
+        service.scheduler.queue.close()
+        loop.join(10)
+        service.factory.shutdown()
+        service.executor.shutdown()
+        return {
+            "pods_per_s": done / elapsed if elapsed else 0.0,
+            "scheduled": float(done),
+            "bind_p50_ms": pctl(writer.bind_seconds, 0.5) * 1000,
+            "bind_p99_ms": pctl(writer.bind_seconds, 0.99) * 1000,
+        }
+
+
 def node_loads(r: Result) -> list[int]:
     counts = {name: 0 for name in r.cluster.nodes}
     for _, node in r.cluster.binds:
@@ -229,22 +328,21 @@ MOST = [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostA
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.scheduler")
-    parser.add_argument("--mode", choices=["inprocess", "e2e"], default="inprocess")
+    parser.add_argument("--mode", choices=["inprocess", "e2e", "both"], default="both")
+    parser.add_argument("--bind-workers", type=int, default=16)
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes (smoke run)")
     parser.add_argument("--workloads", default="basic,anti_affinity,topology_spread,node_affinity")
     parser.add_argument(
         "--no-quality", action="store_true", help="skip the exhaustive-scoring comparison"
     )
     args = parser.parse_args(argv)
-    if args.mode == "e2e":
-        print("e2e mode: not available yet (needs the API server in-process)", file=sys.stderr)
     scale = 0.1 if args.quick else 1.0
     chosen = set(args.workloads.split(","))
     figures: dict[str, float | None] = {}
     rows: list[tuple[str, str, str, str, str, str]] = []
     results: dict[str, Result] = {}
     for w in workloads(scale):
-        if w.key not in chosen:
+        if w.key not in chosen or args.mode == "e2e":
             continue
         r = run_inprocess(w)
         results[w.key] = r
@@ -263,13 +361,29 @@ def main(argv: list[str] | None = None) -> int:
         figures[f"{w.key}_p99_ms"] = round(r.p99_ms, 4)
         figures[f"{w.key}_scheduled"] = r.scheduled
     figures["basic_e2e_pods_per_s"] = None
+    if args.mode in ("e2e", "both") and "basic" in chosen:
+        basic = next(w for w in workloads(scale) if w.key == "basic")
+        e2e = run_e2e(basic, args.bind_workers)
+        rows.append(
+            (
+                "SchedulingBasic e2e (API, bind RTT)",
+                f"{basic.nodes}",
+                f"{e2e['scheduled']:.0f}/{basic.pods}",
+                f"{e2e['pods_per_s']:,.0f}",
+                f"{e2e['bind_p50_ms']:.3f}",
+                f"{e2e['bind_p99_ms']:.3f}",
+            )
+        )
+        figures["basic_e2e_pods_per_s"] = round(e2e["pods_per_s"], 1)
+        figures["basic_e2e_bind_p50_ms"] = round(e2e["bind_p50_ms"], 3)
+        figures["basic_e2e_bind_p99_ms"] = round(e2e["bind_p99_ms"], 3)
+        figures["basic_e2e_scheduled"] = e2e["scheduled"]
     header = ("workload", "nodes", "scheduled", "pods/s", "p50 ms", "p99 ms")
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
     for row in (header, *rows):
         print("  ".join(str(c).ljust(wd) for c, wd in zip(row, widths, strict=True)))
-    print(f"{'SchedulingBasic e2e (API server)':<34} not measured yet")
 
-    if not args.no_quality and "basic" in chosen:
+    if not args.no_quality and "basic" in chosen and "basic" in results:
         basic = next(w for w in workloads(scale) if w.key == "basic")
         sampled_least = results["basic"]
         full_least = run_inprocess(basic, {"percentageOfNodesToScore": 100})

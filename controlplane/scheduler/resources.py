@@ -7,17 +7,18 @@ whole units, rounded up as Kubernetes' `MilliValue()`/`Value()` do).
 the sum over containers, at least the largest init container (restartable
 "sidecar" init containers add up with the containers), plus pod overhead.
 
-This module is pure: no I/O, no cluster state. If a shared
-`controlplane/api/quantity.py` appears, this parser should defer to it.
+This module is pure: no I/O, no cluster state. Parsing itself is the shared
+`controlplane.api.quantity` parser; this module adds the scheduler's units.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
 from fractions import Fraction
 from typing import Any
+
+from controlplane.api.quantity import parse_quantity as _api_parse_quantity
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -28,46 +29,21 @@ PODS = "pods"
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-}
-_QUANTITY = re.compile(
-    r"^([+-]?)(\d+\.?\d*|\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$"
-)
-
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
 def parse_quantity(text: str | int | float) -> Fraction:
-    """The exact value of a quantity such as "500m", "1Gi", "2", "1e3", "128974848"."""
-    if isinstance(text, bool):
-        raise QuantityError(f"invalid quantity {text!r}")
-    if isinstance(text, int):
-        return Fraction(text)
-    if isinstance(text, float):
-        return Fraction(str(text))
-    match = _QUANTITY.match(text.strip())
-    if match is None:
-        raise QuantityError(f"invalid quantity {text!r}")
-    sign, number, exponent, suffix = match.groups()
-    value = Fraction(number)
-    if exponent is not None:
-        value *= Fraction(10) ** int(exponent[1:])
-    elif suffix is not None:
-        value *= _BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix]
-    return -value if sign == "-" else value
+    """The exact value of a quantity such as "500m", "1Gi", "2", "1e3", "128974848".
+
+    Delegates to the API's shared parser (controlplane.api.quantity), so the
+    scheduler and the API server agree on every quantity.
+    """
+    try:
+        return _api_parse_quantity(text)
+    except ValueError as e:
+        raise QuantityError(str(e)) from e
 
 
 def value(text: str | int | float) -> int:

@@ -20,6 +20,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from controlplane.scheduler.config import SchedulerConfig, build_profiles
 from controlplane.scheduler.framework import FitError, Framework, SchedulerAware
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.queue import QueuedPodInfo, SchedulingQueue
+from controlplane.scheduler.registry import REGISTRY, Factory
 from controlplane.scheduler.types import (
     NODE_ADD,
     NODE_DELETE,
@@ -431,10 +433,11 @@ def from_config(
     clock: Clock | None = None,
     executor: Executor | None = None,
     seed: int = 0,
+    registry: Mapping[str, Factory] = REGISTRY,
 ) -> Scheduler:
     """A scheduler built from a validated configuration (see config.py)."""
     return Scheduler(
-        build_profiles(config, seed=seed),
+        build_profiles(config, registry, seed=seed),
         writer,
         clock=clock,
         executor=executor,
