@@ -156,11 +156,7 @@ def parse(env: dict[str, str], stdin: bytes) -> Args:
                 f"config version {version} does not allow {command}",
                 f"{command} needs cniVersion >= {need}",
             )
-        if (
-            command != "VERSION"
-            and not isinstance(conf.get("name"), str)
-            and command not in ("STATUS",)
-        ):
+        if command != "STATUS" and not isinstance(conf.get("name"), str):
             raise CNIError(INVALID_CONFIG, 'network configuration has no "name"')
     return Args(
         command,
