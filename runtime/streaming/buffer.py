@@ -3,7 +3,9 @@
 The SPDY session and the WebSocket demultiplexer feed bytes that arrive from
 the peer into an `InboundBuffer`; one consumer thread reads them. `close()` is
 the peer's half-close (EOF after the buffered bytes), `abort()` drops
-everything and wakes the reader at once. Feeding never blocks, so a reader
+everything and wakes the reader at once. `on_consumed` hears of every byte
+that leaves the buffer, read or dropped, so flow-control credit is returned
+for both. Feeding never blocks, so a reader
 thread can never be stalled by a slow consumer; flow control is the
 protocol's job (see `on_consumed`). This module must never do I/O.
 """
@@ -27,11 +29,13 @@ class InboundBuffer:
         if not data:
             return
         with self._cond:
-            if self._closed:
-                return
-            self._chunks.append(bytes(data))
-            self._size += len(data)
-            self._cond.notify_all()
+            dropped = self._closed
+            if not dropped:
+                self._chunks.append(bytes(data))
+                self._size += len(data)
+                self._cond.notify_all()
+        if dropped:
+            self._report(len(data))
 
     def close(self) -> None:
         """EOF once the buffered bytes have been read."""
@@ -44,8 +48,13 @@ class InboundBuffer:
         with self._cond:
             self._closed = True
             self._chunks.clear()
-            self._size = 0
+            dropped, self._size = self._size, 0
             self._cond.notify_all()
+        self._report(dropped)
+
+    def _report(self, n: int) -> None:
+        if n and self._on_consumed is not None:
+            self._on_consumed(n)
 
     @property
     def closed(self) -> bool:
@@ -68,6 +77,5 @@ class InboundBuffer:
                     chunk = chunk[:take]
                 out += chunk
             self._size -= len(out)
-        if self._on_consumed is not None:
-            self._on_consumed(len(out))
+        self._report(len(out))
         return bytes(out)

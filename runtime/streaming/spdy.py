@@ -413,10 +413,13 @@ class SpdyStream:
         self.session._reset(self, status)
 
     def _consumed(self, n: int) -> None:
-        self._unacked += n
-        if self._unacked >= DEFAULT_WINDOW // 2 and not self.inbound.closed:
+        self.session._ack_session(n)
+        with self.session._cond:
+            self._unacked += n
+            if self._unacked < DEFAULT_WINDOW // 2 or self.inbound.closed or self.reset:
+                return
             delta, self._unacked = self._unacked, 0
-            self.session._ack(self.stream_id, delta)
+        self.session._ack(self.stream_id, delta)
 
 
 class SpdySession:
@@ -438,6 +441,7 @@ class SpdySession:
         self._initial_window = DEFAULT_WINDOW
         self._session_window = DEFAULT_WINDOW
         self._flow_control = False
+        self._session_unacked = 0
         self._incoming: queue.Queue[SpdyStream | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._close_callbacks: list[Callable[[], None]] = []
@@ -571,9 +575,17 @@ class SpdySession:
     def _ack(self, stream_id: int, delta: int) -> None:
         try:
             self._send(WindowUpdate(stream_id, delta))
-            self._send(WindowUpdate(0, delta))
         except StreamError:
             pass
+
+    def _ack_session(self, n: int) -> None:
+        """Session-level credit (SPDY/3.1), independent of any one stream's."""
+        with self._cond:
+            self._session_unacked += n
+            if self._session_unacked < DEFAULT_WINDOW // 2:
+                return
+            delta, self._session_unacked = self._session_unacked, 0
+        self._ack(0, delta)
 
     def _forget_if_done(self, stream: SpdyStream) -> None:
         with self._cond:
@@ -621,6 +633,7 @@ class SpdySession:
         if isinstance(frame, DataFrame):
             stream = self._streams.get(frame.stream_id)
             if stream is None:
+                self._ack_session(len(frame.data))  # dropped, but it used session credit
                 return
             stream.inbound.feed(frame.data)
             if frame.flags & FLAG_FIN:
