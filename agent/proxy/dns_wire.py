@@ -3,7 +3,7 @@
 `parse(data)` decodes a message — following compression pointers safely
 (each pointer must go backwards, so a loop cannot happen) — and re-encodes the
 names inside known record types uncompressed, so every `Record.rdata` stands
-on its own; `Message.to_wire()` encodes one without compression. Helpers
+on its own; `Message.to_wire()` compresses owner names only. Helpers
 build and read the rdata of the record types the cluster DNS answers with.
 Nothing here opens a socket or knows about Kubernetes; malformed input
 raises `FormatError`, never anything else.
@@ -90,10 +90,11 @@ class Message:
                 len(self.additionals),
             )
         )
+        seen: dict[str, int] = {}
         for q in self.questions:
-            out += encode_name(q.name) + struct.pack("!HH", q.qtype, q.qclass)
+            out += _compressed(q.name, len(out), seen) + struct.pack("!HH", q.qtype, q.qclass)
         for rec in (*self.answers, *self.authorities, *self.additionals):
-            out += encode_name(rec.name)
+            out += _compressed(rec.name, len(out), seen)
             out += struct.pack("!HHIH", rec.rtype, rec.rclass, rec.ttl, len(rec.rdata))
             out += rec.rdata
         return bytes(out)
@@ -112,6 +113,24 @@ def encode_name(name: str) -> bytes:
     if len(out) > MAX_NAME:
         raise FormatError(f"name too long: {name!r}")
     return bytes(out)
+
+
+def _compressed(name: str, offset: int, seen: dict[str, int]) -> bytes:
+    """`name` encoded at `offset`, ending in a pointer to an earlier copy of
+    its longest known suffix (owner names only; rdata stays uncompressed)."""
+    labels = [label for label in name.rstrip(".").split(".") if label]
+    encode_name(name)  # validates labels and length
+    out = bytearray()
+    for i in range(len(labels)):
+        suffix = ".".join(labels[i:])
+        if suffix in seen:
+            pointer = seen[suffix]
+            return bytes(out) + struct.pack("!H", 0xC000 | pointer)
+        if offset + len(out) < 0x3FFF:
+            seen[suffix] = offset + len(out)
+        raw = labels[i].encode("ascii")
+        out += bytes([len(raw)]) + raw
+    return bytes(out) + b"\x00"
 
 
 def decode_name(data: bytes, offset: int) -> tuple[str, int]:
