@@ -83,6 +83,7 @@ class Server:
         images, image_servicer = build_images(cfg)
         self.svc = RuntimeService(cfg, images, build_network(cfg))
         recover(self.svc)
+        self.svc.janitor.start()
         self.svc.pause = ensure_pause(str(cfg.state / "pause"))
         self.svc.zygote = spawn.Zygote(cfg.state / "zygote")
         self.svc.zygote.start(cfg.state / "zygote" / "zygote.log")

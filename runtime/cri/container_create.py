@@ -54,6 +54,8 @@ def run(
     argv = container_spec.command(cfg, image_config)
     env = container_spec.environment(cfg, image_config)
     user = container_spec.user(sc, image_config)
+    layers = svc.images.layer_dirs(image)
+    container_spec.check_user(user, layers)
     caps = container_spec.capabilities(sc)
     mounts, root_prop = container_spec.mount_list(cfg)
     masked, ro_paths = container_spec.masked_readonly(sc)
@@ -120,7 +122,7 @@ def run(
             "log_path": log_path or os.devnull,
             "monitor_log": str(root / "monitor.log"),
             "rootfs": {
-                "lower": [str(p) for p in svc.images.layer_dirs(image)],
+                "lower": [str(p) for p in layers],
                 "upper": str(root / "upper"),
                 "work": str(root / "work"),
                 "target": str(state / "rootfs"),

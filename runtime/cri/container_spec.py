@@ -9,6 +9,8 @@ input raises `runtime.errors.InvalidArgument`.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from proto.runtime.v1 import api_pb2
@@ -91,6 +93,8 @@ def mount_list(config: api_pb2.ContainerConfig) -> tuple[list[dict[str, Any]], s
             )
         if not m.host_path:
             raise errors.InvalidArgument(f"mount for {m.container_path!r} has no host_path")
+        if not os.path.exists(m.host_path):
+            raise errors.InvalidArgument(f"mount source {m.host_path!r} does not exist")
         prop = PROPAGATION.get(m.propagation, "rprivate")
         if prop == "rshared":
             root_prop = "rshared"
@@ -179,3 +183,32 @@ def seccomp_profile(sc: api_pb2.LinuxContainerSecurityContext) -> str:
     if path.startswith("localhost/"):
         return path
     raise errors.InvalidArgument(f"unsupported seccomp profile {path!r}")
+
+
+def image_file(layers: list[Path], path: str) -> str:
+    """Read `path` from the topmost image layer that has it (resolving
+    symlinks inside that layer only); "" if none does. Reads, never writes."""
+    for layer in reversed(layers):
+        candidate = mounts.secure_join(str(layer), path)
+        if os.path.isfile(candidate):
+            try:
+                return Path(candidate).read_text(errors="replace")
+            except OSError:
+                return ""
+    return ""
+
+
+def check_user(user_spec: dict[str, Any], layers: list[Path]) -> None:
+    """Refuse at create time a user or group name the image does not know
+    (the container child resolves them again, inside the rootfs)."""
+    from runtime.linux import users
+
+    name = user_spec.get("username")
+    passwd = users.parse_passwd(image_file(layers, "/etc/passwd")) if name else []
+    if name and not str(name).isdigit() and not any(p.name == name for p in passwd):
+        raise errors.InvalidArgument(f"user {name!r} not found in the image's /etc/passwd")
+    group = user_spec.get("groupname")
+    if group and not any(
+        g.name == group for g in users.parse_group(image_file(layers, "/etc/group"))
+    ):
+        raise errors.InvalidArgument(f"group {group!r} not found in the image's /etc/group")

@@ -5,6 +5,7 @@ reason StartError and fails the call, as containerd does."""
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 
 from proto.runtime.v1 import api_pb2
@@ -26,15 +27,19 @@ def run(svc: RuntimeService, req: api_pb2.StartContainerRequest) -> api_pb2.Star
             reply = {"error": f"monitor unreachable: {exc}"}
         if "error" in reply:
             wait_exit(c.monitor_pid, 5)
+            message = str(reply["error"])
+            with contextlib.suppress(OSError, ValueError):
+                info = json.loads((svc.container_root(c.id) / "exit.json").read_text())
+                message = str(info.get("start_error") or message)
             with svc.containers.lock:
                 c.reason = "StartError"
-                c.message = str(reply["error"])
+                c.message = message
                 c.exit_code = 128
                 c.finished_at = time.time_ns()
                 with contextlib.suppress(errors.FailedPrecondition):
                     c.transition(ContainerState.EXITED)
                 svc.containers.save(c)
-            raise errors.InvalidArgument(f"starting container {c.id}: {reply['error']}")
+            raise errors.InvalidArgument(f"starting container {c.id}: {message}")
         with svc.containers.lock:
             c.started_at = int(reply.get("started_at") or time.time_ns())
             c.transition(ContainerState.RUNNING)

@@ -4,7 +4,6 @@ and its state. An unknown id succeeds."""
 from __future__ import annotations
 
 import contextlib
-import shutil
 
 from proto.runtime.v1 import api_pb2
 from runtime.cri.service import RuntimeService
@@ -23,8 +22,12 @@ def run(
         for c in svc.containers.list():
             if c.sandbox_id == s.id:
                 svc.destroy_container(c)
+        cg = svc.cgroup(s.cgroup)
         with contextlib.suppress(OSError):
-            svc.cgroup(s.cgroup).destroy()
-        shutil.rmtree(svc.sandbox_state(s.id), ignore_errors=True)
-        svc.sandboxes.delete(s.id)
+            cg.kill_all()
+        svc.janitor.discard(svc.sandbox_state(s.id))
+        with svc.sandboxes.lock:
+            svc.janitor.discard(svc.sandbox_root(s.id))
+            svc.sandboxes.forget(s.id)
+        svc.janitor.destroy_cgroup(cg)
     return api_pb2.RemovePodSandboxResponse()

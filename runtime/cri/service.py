@@ -59,6 +59,7 @@ class RuntimeService:
         self.containers: Store[Container] = Store(cfg.root / "containers")
         self.pod_cidr = ""
         self.zygote: spawn.Zygote | None = None
+        self.janitor = Janitor(cfg.root / "trash")
         self.pause: str | None = None
         self.cpu_samples: dict[str, tuple[int, int]] = {}
         self.locks: dict[str, threading.Lock] = {}
@@ -115,7 +116,9 @@ class RuntimeService:
             else:
                 c.exit_code = int(info["exit_code"])
                 c.finished_at = int(info["finished_at"])
-                if info.get("oom_killed"):
+                if info.get("start_error") and c.started_at == 0:
+                    c.reason, c.message, c.exit_code = "StartError", str(info["start_error"]), 128
+                elif info.get("oom_killed"):
                     c.reason = "OOMKilled"
                 elif not c.reason:
                     c.reason = "Completed" if c.exit_code == 0 else "Error"
@@ -150,17 +153,21 @@ class RuntimeService:
         self.refresh(c)
 
     def destroy_container(self, c: Container) -> None:
+        """Kill what is left, then hand the cgroup and the directories to the
+        janitor: they are renamed away at once and deleted in the background,
+        so the call does not wait on rmdir of a writable layer."""
         self.stop_container(c, 0)
-        with contextlib.suppress(OSError):
-            self.cgroup(c.cgroup).destroy()
+        cg = self.cgroup(c.cgroup)
+        cg.kill_all()
         if self.images is not None and c.image_id:
             with contextlib.suppress(Exception):
                 self.images.release(c.image_id, c.id)
-        import shutil
-
-        shutil.rmtree(self.container_state(c.id), ignore_errors=True)
+        self.janitor.discard(self.container_state(c.id))
+        with self.containers.lock:
+            self.janitor.discard(self.container_root(c.id))
+            self.containers.forget(c.id)
+        self.janitor.destroy_cgroup(cg)
         self.cpu_samples.pop(c.id, None)
-        self.containers.delete(c.id)
 
     # --- sandboxes -----------------------------------------------------------
     def sandbox_config_b64(self, s: Sandbox) -> bytes:
@@ -224,3 +231,67 @@ def wait_exit(pid: int, timeout: float) -> bool:
         return bool(p.poll(int(timeout * 1000)))
     finally:
         os.close(fd)
+
+
+class Janitor:
+    """Deletes discarded directories and emptied cgroups on a background
+    thread. `discard` renames a directory into the trash at once (same
+    filesystem), so the object is gone for every reader when it returns;
+    whatever is in the trash at start is deleted too."""
+
+    def __init__(self, trash: Path) -> None:
+        import queue
+
+        self.trash = trash
+        self.queue: queue.Queue[Path | cgroups.Cgroup] = queue.Queue()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.trash.mkdir(parents=True, exist_ok=True)
+        for p in self.trash.iterdir():
+            self.queue.put(p)
+        self.thread = threading.Thread(target=self._run, name="janitor", daemon=True)
+        self.thread.start()
+
+    def discard(self, path: Path) -> None:
+        if not path.exists():
+            return
+        if self.thread is None:
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+            return
+        dest = self.trash / f"{path.parent.name}-{path.name}-{time.time_ns()}"
+        try:
+            os.rename(path, dest)
+        except OSError:
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+            return
+        self.queue.put(dest)
+
+    def destroy_cgroup(self, cg: cgroups.Cgroup) -> None:
+        if self.thread is None:
+            with contextlib.suppress(OSError):
+                cg.destroy()
+            return
+        self.queue.put(cg)
+
+    def drain(self) -> None:
+        self.queue.join()
+
+    def _run(self) -> None:
+        import shutil
+
+        while True:
+            item = self.queue.get()
+            try:
+                if isinstance(item, Path):
+                    shutil.rmtree(item, ignore_errors=True)
+                else:
+                    item.destroy()
+            except Exception:
+                log.exception("janitor could not remove %s", item)
+            finally:
+                self.queue.task_done()

@@ -341,6 +341,8 @@ class ContainerMonitor:
         self.job_fds: dict[int, ExecJob] = {}
         self.report_r = -1
         self.start_w = -1
+        self.setup_error = ""
+        self.ready = False
 
     def _open_log(self) -> Any:
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
@@ -370,13 +372,25 @@ class ContainerMonitor:
         self.report_r = report_r
         self.start_w = start_w
         self.writers = {out_r: LineWriter("stdout"), err_r: LineWriter("stderr")}
-        msg = os.read(report_r, 4096)
-        if msg != b"R":
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-            raise RuntimeError(
-                msg[1:].decode(errors="replace") or "container init exited during setup"
-            )
+        self.setup_error = ""
+        self.ready = False
+        # the child builds the rootfs while the runtime answers CreateContainer;
+        # StartContainer waits for its "R" (runc create runs in containerd's
+        # StartContainer for the same reason)
+
+    def _wait_ready(self) -> bool:
+        if self.ready:
+            return True
+        if self.report_r < 0:
+            return False
+        msg = os.read(self.report_r, 4096)
+        if msg == b"R":
+            self.ready = True
+            return True
+        self.setup_error = msg[1:].decode(errors="replace") or "container init exited during setup"
+        os.close(self.report_r)
+        self.report_r = -1
+        return False
 
     def serve(self) -> tuple[int, socket.socket]:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -494,9 +508,19 @@ class ContainerMonitor:
                             oom = True
             except (OSError, ValueError):
                 pass
+        if not self.ready and not self.setup_error and self.report_r >= 0:
+            os.set_blocking(self.report_r, False)
+            with contextlib.suppress(OSError):
+                self._wait_ready()
         _write_json_atomic(
             os.path.join(self.spec["exit_dir"], "exit.json"),
-            {"exit_code": code, "signal": sig, "finished_at": time.time_ns(), "oom_killed": oom},
+            {
+                "exit_code": code,
+                "signal": sig,
+                "finished_at": time.time_ns(),
+                "oom_killed": oom,
+                "start_error": self.setup_error,
+            },
         )
 
     # control socket
@@ -543,6 +567,8 @@ class ContainerMonitor:
     def _start(self) -> Spec:
         if self.start_w < 0:
             return {"error": "container already started"}
+        if not self._wait_ready():
+            return {"error": self.setup_error}
         os.write(self.start_w, b"S")
         os.close(self.start_w)
         self.start_w = -1

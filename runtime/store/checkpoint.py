@@ -1,7 +1,10 @@
-"""Atomic JSON checkpoints: write a temporary file, fsync, `os.replace`.
+"""Atomic JSON checkpoints: write a temporary file, then `os.replace`.
 
-A reader sees the old or the new file, never a torn one. Nothing here knows
-what a sandbox or container is.
+A reader, or a runtime restarted after `kill -9`, sees the old or the new
+file, never a torn one. There is no fsync: it cost more than any other step
+of CreateContainer, and after a power loss every container is gone anyway,
+so a lost last checkpoint only forgets an object that no longer runs.
+Nothing here knows what a sandbox or container is.
 """
 
 from __future__ import annotations
@@ -17,8 +20,6 @@ def save(path: Path, obj: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
         json.dump(obj, f, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

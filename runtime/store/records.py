@@ -181,6 +181,13 @@ class Store(Generic[R]):
                 del self.names[rec.key]
             shutil.rmtree(self.dir(id_), ignore_errors=True)
 
+    def forget(self, id_: str) -> None:
+        """Drop a record from memory (its directory is the caller's)."""
+        with self.lock:
+            rec = self.items.pop(id_, None)
+            if rec is not None and self.names.get(rec.key) == id_:
+                del self.names[rec.key]
+
     def get(self, id_: str) -> R:
         """By full id or unique prefix (as crictl passes them)."""
         with self.lock:

@@ -141,6 +141,16 @@ class Runtime:
             stderr=log,
         )
         log.close()
+
+        def listening() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"runtime exited: {self.log_tail()}")
+            return self.socket.is_socket()
+
+        # connect only once the socket exists: a refused first connect puts
+        # the gRPC channel into reconnect backoff (about a second)
+        wait_for(listening, timeout=30, message="runtime socket")
         self.channel = grpc.insecure_channel(f"unix://{self.socket}")
         stub = self.rt
 
@@ -163,6 +173,8 @@ class Runtime:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+            # a stale socket would make the next start's client connect too early
+            self.socket.unlink(missing_ok=True)
         self.proc = None
 
     def log_tail(self, n: int = 4000) -> str:
