@@ -14,6 +14,7 @@ import os
 import secrets
 import subprocess
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -87,9 +88,7 @@ def test_runtime_pod_with_host_port_on_skiff_cni(
                 return body
 
         for url in (f"http://{ip}/index.html", f"http://127.0.0.1:{host_port}/index.html"):
-            assert (
-                wait_for(lambda u=url: fetch(u), timeout=10, message=url) == b"hello from the pod\n"
-            )
+            assert wait_for(partial(fetch, url), timeout=10, message=url) == b"hello from the pod\n"
         r.rt.StopPodSandbox(api_pb2.StopPodSandboxRequest(pod_sandbox_id=sid))
         rules = subprocess.run(
             ["iptables-save", "-t", "nat"], capture_output=True, text=True, check=True
