@@ -1,13 +1,16 @@
 """skiffctl against a real control plane: `skiff controlplane` as a real process.
 
 One control plane per module (temp --data-dir, 127.0.0.1 on a free port,
-stopped by its pid); every skiffctl call is a real process too (`skiff ctl
---config <data-dir>/admin.conf ...`), so exit codes, stdout and stderr are
-checked exactly as a user sees them.
+stopped by its pid). skiffctl runs in-process through `main()` with its real
+client factory (credential file, gRPC, TLS, token) for most calls, and as a
+real process (`skiff ctl --config <data-dir>/admin.conf ...`) where the exit
+status and streams as a user sees them are the point (errors, usage,
+--server, -w).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -22,9 +25,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from controlplane.cli.main import main
 from tests.harness.wait import wait_for
 
-pytestmark = pytest.mark.slow  # about 20 s: each skiffctl call is a fresh process
+pytestmark = pytest.mark.slow  # a real control plane and some skiffctl processes
 
 ROOT = Path(__file__).resolve().parents[4]
 SKIFF = [sys.executable, str(ROOT / "skiff.py")]
@@ -51,7 +55,19 @@ class Cluster:
     proc: subprocess.Popen[bytes]
     log: Path
 
-    def ctl(self, *args: str, stdin: str = "", timeout: float = 60) -> Done:
+    def ctl(self, *args: str, stdin: str = "") -> Done:
+        """skiffctl in this process, through the real credential file and gRPC client."""
+        out, err = io.StringIO(), io.StringIO()
+        code = main(
+            ["--config", str(self.config), *args],
+            stdout=out,
+            stderr=err,
+            stdin=io.StringIO(stdin),
+        )
+        return Done(code, out.getvalue(), err.getvalue())
+
+    def ctl_process(self, *args: str, stdin: str = "", timeout: float = 60) -> Done:
+        """skiffctl as a separate process (`skiff ctl ...`)."""
         p = subprocess.run(
             [*SKIFF, "ctl", "--config", str(self.config), *args],
             input=stdin,
@@ -156,20 +172,20 @@ def test_get_table_names_and_json(cluster: Cluster) -> None:
 
 
 def test_errors_and_exit_codes(cluster: Cluster) -> None:
-    r = cluster.ctl("get", "gizmos")
+    r = cluster.ctl_process("get", "gizmos")
     assert r.code == 1 and 'resource type "gizmos"' in r.err and "Deployment" in r.err
-    r = cluster.ctl("get", "pod", "no-such-pod")
+    r = cluster.ctl_process("get", "pod", "no-such-pod")
     assert r.code == 1 and r.err.startswith("Error from server (NotFound)")
-    assert cluster.ctl("get", "pods", "--no-such-flag").code == 2
-    assert cluster.ctl("frobnicate").code == 2
+    assert cluster.ctl_process("get", "pods", "--no-such-flag").code == 2
+    assert cluster.ctl_process("frobnicate").code == 2
     bad = (
         DEPLOY.split("---")[0]
         .replace("replicas: 2", "replicas: -1")
         .replace("name: web", "name: bad")
     )
-    r = cluster.ctl("apply", "-f", "-", stdin=bad)
+    r = cluster.ctl_process("apply", "-f", "-", stdin=bad)
     assert r.code == 1 and "spec.replicas" in r.err
-    assert cluster.ctl("get", "deploy", "bad").code == 1  # nothing stored
+    assert cluster.ctl_process("get", "deploy", "bad").code == 1  # nothing stored
 
 
 def test_scale_patch_describe(cluster: Cluster) -> None:
@@ -251,10 +267,10 @@ def test_watch_prints_changes(cluster: Cluster) -> None:
 
 
 def test_server_override_and_unreachable_server(cluster: Cluster) -> None:
-    r = cluster.ctl("--server", cluster.server, "get", "ns", "default", "-o", "name")
+    r = cluster.ctl_process("--server", cluster.server, "get", "ns", "default", "-o", "name")
     assert (r.code, r.out) == (0, "namespace/default\n"), r.err
     dead = f"127.0.0.1:{free_port()}"
-    r = cluster.ctl("--server", dead, "get", "ns", timeout=90)
+    r = cluster.ctl_process("--server", dead, "get", "ns", timeout=90)
     assert r.code == 1 and r.err.startswith("Unable to connect to the server"), r.err
 
 
