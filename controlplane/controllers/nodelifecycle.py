@@ -200,13 +200,24 @@ class NodeLifecycleController(Controller):
             except errors.NotFound:
                 pass
 
+    def _stale(self, name: str, now: float) -> bool:
+        """Whether our own observation says the node stopped heartbeating."""
+        with self._lock:
+            seen = self._seen.get(name)
+        return seen is not None and now >= seen[1] + self.config.node_monitor_grace_period
+
     def _zone_qps(self, zone: str) -> tuple[float, int]:
         ready = not_ready = 0
+        now = self.clock.now()
         for n in self.nodes.store.list():
             if str(podutil.labels_of(n).get(ZONE_LABEL, "")) != zone:
                 continue
             c = podutil.condition(n, "Ready")
-            if c is not None and c.get("status") == "True":
+            if (
+                c is not None
+                and c.get("status") == "True"
+                and not self._stale(podutil.name_of(n), now)
+            ):
                 ready += 1
             else:
                 not_ready += 1

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 
 def job(name="work", **spec):
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": "default"},
@@ -96,7 +97,7 @@ def test_job_ttl_after_finished(env):
 
 
 def cronjob(schedule="*/5 * * * *", **spec):
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
         "metadata": {"name": "tick", "namespace": "default"},

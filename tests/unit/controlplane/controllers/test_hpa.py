@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .conftest import deployment
 
 
 def hpa(min_r=7, max_r=8, cpu=30, target="nginx", behavior=None):
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": target, "namespace": "default"},
@@ -114,11 +116,6 @@ def test_missing_target_and_metrics_are_reported(env):
     e.wait(lambda: len(e.pods()) == 7)
     e.client.create("HorizontalPodAutoscaler", hpa())
     # no metrics at all: ScalingActive False, replicas unchanged
-    e.wait(
-        lambda: (
-            (cond(e) or {}).get("reason") == "FailedGetResourceMetric"
-            if cond(e, "ScalingActive") is None
-            else cond(e, "ScalingActive")["status"] == "False"
-        )
-    )
+    e.wait(lambda: (cond(e, "ScalingActive") or {}).get("reason") == "FailedGetResourceMetric")
+    assert cond(e, "ScalingActive")["status"] == "False"
     assert replicas(e) == 7
