@@ -11,7 +11,14 @@ This package must never fork, enter namespaces or touch containers itself:
 that is the backend's job, done outside the server's threads.
 """
 
-from runtime.streaming.backend import Session, Stdio, StreamingBackend
+from runtime.streaming.backend import Session, Stdio, StreamingBackend, TermSize
 from runtime.streaming.server import StreamingConfig, StreamingServer
 
-__all__ = ["Session", "Stdio", "StreamingBackend", "StreamingConfig", "StreamingServer"]
+__all__ = [
+    "Session",
+    "Stdio",
+    "StreamingBackend",
+    "StreamingConfig",
+    "StreamingServer",
+    "TermSize",
+]

@@ -35,6 +35,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+TermSize = tuple[int, int]
+"""A terminal size as (width, height), i.e. (columns, rows)."""
+
 
 @dataclass(frozen=True)
 class Stdio:
@@ -68,13 +71,25 @@ class Session(Protocol):
 class StreamingBackend(Protocol):
     """What the streaming server needs from the runtime."""
 
-    def exec(self, container_id: str, cmd: Sequence[str], tty: bool, stdio: Stdio) -> Session:
-        """Start `cmd` in the running container; return once started."""
+    def exec(
+        self,
+        container_id: str,
+        cmd: Sequence[str],
+        tty: bool,
+        stdio: Stdio,
+        size: TermSize | None = None,
+    ) -> Session:
+        """Start `cmd` in the running container; return once started. With
+        `tty`, create the pty with `size` (when the client sent one) before
+        the command starts."""
         ...
 
-    def attach(self, container_id: str, tty: bool, stdio: Stdio) -> Session:
+    def attach(
+        self, container_id: str, tty: bool, stdio: Stdio, size: TermSize | None = None
+    ) -> Session:
         """Connect to the running container's stdio (stdin only if the
-        container was created with `stdin`); return once attached."""
+        container was created with `stdin`); return once attached. `size`,
+        if given, is applied to the container's tty."""
         ...
 
     def port_forward(self, sandbox_id: str, port: int) -> socket.socket:

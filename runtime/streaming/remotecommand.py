@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from runtime.streaming import status
-from runtime.streaming.backend import Session, Stdio
+from runtime.streaming.backend import Session, Stdio, TermSize
 
 log = logging.getLogger("skiff.runtime.streaming")
 
@@ -99,29 +99,41 @@ class Channels:
         self.wake.set()
 
 
-def iter_sizes(source: Source) -> Iterator[tuple[int, int]]:
-    """(width, height) from a stream of JSON objects {"Width": w, "Height": h}."""
-    decoder = json.JSONDecoder()
-    buf = ""
-    while True:
-        data = source.read(4096)
-        if not data:
-            return
-        buf += data.decode(errors="replace")
+class SizeStream:
+    """(width, height) events from a stream of JSON objects {"Width": w, "Height": h}."""
+
+    def __init__(self, source: Source) -> None:
+        self._source = source
+        self._decoder = json.JSONDecoder()
+        self._buf = ""
+
+    def next(self, timeout: float | None = None) -> tuple[int, int] | None:
+        """The next size; None at EOF. Raises TimeoutError after `timeout`."""
         while True:
-            buf = buf.lstrip()
-            if not buf:
-                break
-            try:
-                obj, end = decoder.raw_decode(buf)
-            except json.JSONDecodeError:
-                break
-            buf = buf[end:]
-            if isinstance(obj, dict):
+            self._buf = self._buf.lstrip()
+            if self._buf:
                 try:
-                    yield int(obj.get("Width", 0)), int(obj.get("Height", 0))
-                except (TypeError, ValueError):
+                    obj, end = self._decoder.raw_decode(self._buf)
+                except json.JSONDecodeError:
+                    pass  # incomplete: read more
+                else:
+                    self._buf = self._buf[end:]
+                    if isinstance(obj, dict):
+                        try:
+                            return int(obj.get("Width", 0)), int(obj.get("Height", 0))
+                        except (TypeError, ValueError):
+                            pass
                     continue
+            data = self._source.read(4096, timeout)
+            if not data:
+                return None
+            self._buf += data.decode(errors="replace")
+
+
+def iter_sizes(source: Source) -> Iterator[tuple[int, int]]:
+    sizes = SizeStream(source)
+    while (size := sizes.next()) is not None:
+        yield size
 
 
 def _close(fd: int | None) -> None:
@@ -186,14 +198,26 @@ def _pump_in(source: Source, fd: int, stop_fd: int) -> None:
 
 
 def serve(
-    start: Callable[[Stdio], Session],
+    start: Callable[[Stdio, TermSize | None], Session],
     ch: Channels,
     *,
     tty: bool,
     drain_timeout: float = 2.0,
+    initial_size_timeout: float = 0.5,
     container_id: str = "",
 ) -> None:
-    """Run one exec or attach (`start` calls the backend) against `ch`."""
+    """Run one exec or attach (`start` calls the backend) against `ch`.
+
+    With a tty, clients send the terminal size right after opening their
+    streams; waiting up to `initial_size_timeout` for it lets the process
+    start with the right size instead of racing a resize."""
+    sizes = SizeStream(ch.resize) if ch.resize is not None else None
+    size: TermSize | None = None
+    if tty and sizes is not None:
+        try:
+            size = sizes.next(initial_size_timeout)
+        except TimeoutError:
+            size = None
     ours: list[int] = []  # server-side pipe ends still open
     theirs: list[int] = []
     stdin_w = stdout_r = stderr_r = None
@@ -221,7 +245,7 @@ def serve(
 
     try:
         try:
-            session = start(Stdio(child_in, child_out, child_err))
+            session = start(Stdio(child_in, child_out, child_err), size)
         except Exception as exc:
             log.info("stream start failed", extra={"container_id": container_id, "error": str(exc)})
             for sink in (ch.stdout, ch.stderr):
@@ -244,8 +268,8 @@ def serve(
         if stdin_w is not None and ch.stdin is not None:
             ours.remove(stdin_w)  # the pump owns and closes it
             spawn(_pump_in, ch.stdin, stdin_w, stop_r)
-        if ch.resize is not None:
-            spawn(_pump_resize, ch.resize, session)
+        if sizes is not None:
+            spawn(_pump_resize, sizes, session)
 
         result: dict[str, object] = {}
 
@@ -291,10 +315,10 @@ def serve(
         _close(stop_w)
 
 
-def _pump_resize(source: Source, session: Session) -> None:
+def _pump_resize(sizes: SizeStream, session: Session) -> None:
     try:
-        for width, height in iter_sizes(source):
-            session.resize(width, height)
+        while (size := sizes.next()) is not None:
+            session.resize(*size)
     except Exception as exc:
         log.debug("resize pump ended: %s", exc)
 

@@ -33,7 +33,7 @@ from typing import Any
 from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.streaming import portforward, remotecommand, websocket
-from runtime.streaming.backend import Session, Stdio, StreamingBackend
+from runtime.streaming.backend import Session, Stdio, StreamingBackend, TermSize
 from runtime.streaming.cache import RequestCache, StreamRequest
 from runtime.streaming.spdy import SpdySession
 
@@ -48,6 +48,7 @@ class StreamingConfig:
     max_in_flight: int = 1000
     stream_creation_timeout: float = 30.0  # for the client to open its SPDY streams
     drain_timeout: float = 2.0  # output still flowing after the process exited
+    initial_size_timeout: float = 0.5  # tty: wait this long for the client's first size
     linger: float = 5.0  # for the client to close after we finished
 
 
@@ -397,14 +398,19 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(request, api_pb2.ExecRequest):
             cmd = list(request.cmd)
 
-            def start(stdio: Stdio) -> Session:
-                return backend.exec(cid, cmd, request.tty, stdio)
+            def start(stdio: Stdio, size: TermSize | None) -> Session:
+                return backend.exec(cid, cmd, request.tty, stdio, size)
 
         else:
 
-            def start(stdio: Stdio) -> Session:
-                return backend.attach(cid, request.tty, stdio)
+            def start(stdio: Stdio, size: TermSize | None) -> Session:
+                return backend.attach(cid, request.tty, stdio, size)
 
         remotecommand.serve(
-            start, ch, tty=request.tty, drain_timeout=owner.config.drain_timeout, container_id=cid
+            start,
+            ch,
+            tty=request.tty,
+            drain_timeout=owner.config.drain_timeout,
+            initial_size_timeout=owner.config.initial_size_timeout,
+            container_id=cid,
         )

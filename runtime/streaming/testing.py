@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from runtime import errors
-from runtime.streaming.backend import Session, Stdio
+from runtime.streaming.backend import Session, Stdio, TermSize
 
 _CHUNK = 32768
 EOT = b"\x04"
@@ -73,7 +73,12 @@ class HostExec:
     """One exec'd host process (its own session and process group)."""
 
     def __init__(
-        self, cmd: Sequence[str], tty: bool, stdio: Stdio, env: dict[str, str] | None
+        self,
+        cmd: Sequence[str],
+        tty: bool,
+        stdio: Stdio,
+        env: dict[str, str] | None,
+        size: TermSize | None = None,
     ) -> None:
         self._threads: list[threading.Thread] = []
         self._owned: list[int] = []
@@ -93,6 +98,8 @@ class HostExec:
             return
         master, slave = os.openpty()
         self._master = master
+        if size is not None:
+            _set_winsize(master, *size)
         try:
             self.proc = subprocess.Popen(
                 list(cmd), stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env=env
@@ -349,21 +356,33 @@ class HostProcessBackend:
         if container_id not in self.running:
             raise errors.NotFound(f"container {container_id} not found")
 
-    def exec(self, container_id: str, cmd: Sequence[str], tty: bool, stdio: Stdio) -> Session:
+    def exec(
+        self,
+        container_id: str,
+        cmd: Sequence[str],
+        tty: bool,
+        stdio: Stdio,
+        size: TermSize | None = None,
+    ) -> Session:
         self._check(container_id)
         try:
-            ex = HostExec(cmd, tty, stdio, self.env)
+            ex = HostExec(cmd, tty, stdio, self.env, size)
         except FileNotFoundError as exc:
             raise errors.InvalidArgument(f"executable not found: {exc.filename}") from exc
         self.execs.append(ex)
         return ex
 
-    def attach(self, container_id: str, tty: bool, stdio: Stdio) -> Session:
+    def attach(
+        self, container_id: str, tty: bool, stdio: Stdio, size: TermSize | None = None
+    ) -> Session:
         self._check(container_id)
         container = self.containers.get(container_id)
         if container is None:
             raise errors.FailedPrecondition(f"container {container_id} has no attachable stdio")
-        return container.attach(tty, stdio)
+        session = container.attach(tty, stdio)
+        if size is not None:
+            session.resize(*size)
+        return session
 
     def port_forward(self, sandbox_id: str, port: int) -> socket.socket:
         if self.sandboxes and sandbox_id not in self.sandboxes:

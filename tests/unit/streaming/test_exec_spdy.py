@@ -8,7 +8,7 @@ import pytest
 
 from proto.runtime.v1 import api_pb2
 from runtime import errors
-from runtime.streaming import StreamingServer
+from runtime.streaming import StreamingConfig, StreamingServer
 from runtime.streaming.testing import HostProcessBackend
 from tests.harness.wait import wait_for
 from tests.unit.streaming.clients import RemoteCommand, SpdyClient, http_get, spdy_exec
@@ -168,3 +168,18 @@ def test_no_upgrade_or_no_common_protocol(server: StreamingServer) -> None:
 def test_status_json_is_compact_metav1(server: StreamingServer) -> None:
     result = spdy_exec(exec_url(server, ["sh", "-c", "exit 1"]))
     assert json.loads(result.error)["details"]["causes"][0]["message"] == "1"
+
+
+def test_tty_starts_with_the_clients_first_size(server: StreamingServer) -> None:
+    url = exec_url(server, ["stty", "size"], tty=True)
+    rc = RemoteCommand.open(url, stderr=False, tty=True)
+    rc.send_resize(132, 43)
+    result = rc.finish()
+    assert result.stdout.strip() == b"43 132"
+
+
+def test_tty_without_a_size_still_starts(backend: HostProcessBackend) -> None:
+    config = StreamingConfig(initial_size_timeout=0.05)
+    with StreamingServer(backend, config) as server:
+        result = spdy_exec(exec_url(server, ["echo", "up"], tty=True), stderr=False, tty=True)
+        assert result.stdout == b"up\r\n"
