@@ -94,7 +94,10 @@ def ensure_bridge(sock: nl.Netlink, conf: NetConf) -> nl.Link:
     br = sock.get_link(conf.bridge)
     if br is None:
         try:
-            sock.create_link(conf.bridge, "bridge", mtu=conf.mtu)
+            # An explicit MAC: otherwise the bridge takes its lowest port's and
+            # changes it as pods come and go, leaving pods with stale ARP
+            # entries for their gateway.
+            sock.create_link(conf.bridge, "bridge", mtu=conf.mtu, mac=_random_mac())
         except nl.NetlinkError as exc:
             if exc.errno != 17:  # a concurrent ADD made it first
                 raise
@@ -106,6 +109,14 @@ def ensure_bridge(sock: nl.Netlink, conf: NetConf) -> nl.Link:
     if not br.flags & nl.IFF_UP:
         sock.set_link(br.index, up=True)
     return br
+
+
+def _random_mac() -> str:
+    import posix
+
+    raw = bytearray(posix.urandom(6))
+    raw[0] = (raw[0] & 0xFE) | 0x02  # unicast, locally administered
+    return ":".join(f"{b:02x}" for b in raw)
 
 
 def _split(cidr: str) -> tuple[str, int]:

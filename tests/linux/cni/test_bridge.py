@@ -129,6 +129,9 @@ def test_two_pods_reach_each_other_and_the_gateway(cni_bin, node, pod_factory, t
         assert result is not None
         ips.append(result["ips"][0]["address"].split("/")[0])
     assert ips == ["10.250.2.2", "10.250.2.3"]
+    # the bridge keeps its own MAC whatever ports come and go
+    bridge_mac = ip_json("link", "show", conf["bridge"], netns=node)[0]["address"]
+    assert bridge_mac not in {ip_json("link", "show", "eth0", netns=p)[0]["address"] for p in pods}
     assert ping(pods[0], ips[1]) and ping(pods[1], ips[0])
     assert ping(pods[0], "10.250.2.1")
     with tcp_server(pods[1], 8080, "pod1"):
@@ -140,6 +143,7 @@ def test_two_pods_reach_each_other_and_the_gateway(cni_bin, node, pod_factory, t
             cni_bin / "skiff-cni", "DEL", conf, f"c{i}", netns_path(pod), node, _path(cni_bin)
         )
         assert rc == 0, out
+    assert ip_json("link", "show", conf["bridge"], netns=node)[0]["address"] == bridge_mac
     _assert_nothing_left(node, tmp_path, conf, pods)
 
 
