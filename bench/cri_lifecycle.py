@@ -250,7 +250,7 @@ class Skiff(Target):
                 pid = int(json.loads(meta.read_text()).get("monitor_pid", 0))
                 if pid:
                     pids.append(pid)
-        return sorted(set(pids))
+        return [pids[0], *sorted(set(pids[1:]) - {pids[0]})]
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -23,6 +23,9 @@ from typing import Protocol
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("cpu", "cpuacct", "memory", "pids", "cpuset", "hugetlb")
+# joined by every container on v1; cpuset and hugetlb only when asked for,
+# because each v1 hierarchy a process joins costs a write to cgroup.procs
+V1_BASE = ("cpu", "cpuacct", "memory", "pids")
 V2_CONTROLLERS = ("cpu", "memory", "pids", "cpuset", "io", "hugetlb")
 
 
@@ -167,23 +170,44 @@ class CgroupV1:
 
     @property
     def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+        return [str(d / "cgroup.procs") for d in self.dirs.values() if d.is_dir()]
 
     def create(self) -> None:
-        for ctrl, d in self.dirs.items():
-            if ctrl == "cpuset":
-                _mkdirs_cpuset_v1(self.root / ctrl, self.rel)
-            else:
-                d.mkdir(parents=True, exist_ok=True)
+        for ctrl in V1_BASE:
+            if ctrl in self.dirs:
+                self._make(ctrl)
+
+    def _make(self, ctrl: str) -> None:
+        if ctrl == "cpuset":
+            _mkdirs_cpuset_v1(self.root / ctrl, self.rel)
+        else:
+            self.dirs[ctrl].mkdir(parents=True, exist_ok=True)
+
+    def _ensure_extra(self, ctrl: str) -> Path | None:
+        """Create a cpuset/hugetlb cgroup on first use and move the
+        processes already in the others into it."""
+        d = self.dirs.get(ctrl)
+        if d is None or d.is_dir():
+            return d
+        members = self.pids()
+        self._make(ctrl)
+        for pid in members:
+            with contextlib.suppress(OSError):
+                _write(d / "cgroup.procs", str(pid))
+        return d
 
     def exists(self) -> bool:
         return any(d.is_dir() for d in self.dirs.values())
 
     def add(self, pid: int) -> None:
-        for d in self.dirs.values():
-            _write(d / "cgroup.procs", str(pid))
+        for f in self.procs_files:
+            _write(Path(f), str(pid))
 
     def apply(self, res: Resources) -> None:
+        if res.cpuset_cpus or res.cpuset_mems:
+            self._ensure_extra("cpuset")
+        if res.hugepage_limits:
+            self._ensure_extra("hugetlb")
         cpu = self.dirs.get("cpu")
         if cpu is not None:
             if res.cpu_shares:

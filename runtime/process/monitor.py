@@ -154,11 +154,9 @@ def run_sandbox(spec: Spec) -> int:
                 finally:
                     os._exit(0)
         for f in spec.get("cgroup_procs") or []:
+            # only the process that stays (pid1 when there is one)
             with open(f, "w") as fh:
-                fh.write(str(os.getpid()))
-            if pid1:
-                with open(f, "w") as fh:
-                    fh.write(str(pid1))
+                fh.write(str(pid1 or os.getpid()))
     except Exception as exc:  # reported to the runtime, which fails the RPC
         _report({"error": f"{type(exc).__name__}: {exc}"})
         return 1
