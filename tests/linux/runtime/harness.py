@@ -97,11 +97,17 @@ class Runtime:
     images: dict[str, dict[str, Any]]
     proc: subprocess.Popen[bytes] | None = None
     channel: grpc.Channel | None = None
+    fake_images: bool = True
 
     @property
     def rt(self) -> api_pb2_grpc.RuntimeServiceStub:
         assert self.channel is not None
         return api_pb2_grpc.RuntimeServiceStub(self.channel)
+
+    @property
+    def img(self) -> api_pb2_grpc.ImageServiceStub:
+        assert self.channel is not None
+        return api_pb2_grpc.ImageServiceStub(self.channel)
 
     def add_image(self, ref: str, layers: list[Path], config: dict[str, Any] | None = None) -> None:
         self.images[ref] = {
@@ -130,8 +136,11 @@ class Runtime:
                 self.cgroup_parent,
                 "--cni-conf-dir",
                 str(self.base / "no-cni"),
-                "--image-store-factory",
-                "tests.fakes.image_store:factory",
+                *(
+                    ["--image-store-factory", "tests.fakes.image_store:factory"]
+                    if self.fake_images
+                    else []
+                ),
                 "--log-level",
                 "debug",
                 *extra,
@@ -210,7 +219,9 @@ class Runtime:
 
 
 @contextlib.contextmanager
-def running_runtime(base: Path, rootfs: Path, *extra: str) -> Iterator[Runtime]:
+def running_runtime(
+    base: Path, rootfs: Path, *extra: str, fake_images: bool = True
+) -> Iterator[Runtime]:
     base.mkdir(parents=True, exist_ok=True)
     name = "skiff-test-" + uuid.uuid4().hex[:12]
     r = Runtime(
@@ -220,9 +231,11 @@ def running_runtime(base: Path, rootfs: Path, *extra: str) -> Iterator[Runtime]:
         socket=base / "cri.sock",
         cgroup_parent="/" + name,
         images={},
+        fake_images=fake_images,
     )
     try:
-        r.add_image("busybox:latest", [rootfs])
+        if fake_images:
+            r.add_image("busybox:latest", [rootfs])
         r.start(*extra)
         yield r
     except BaseException:
