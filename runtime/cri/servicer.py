@@ -20,13 +20,16 @@ from runtime.cri import (
     container_stop,
     container_update,
     exec_sync,
-    runtime_info,
+    runtime_config,
+    runtime_config_update,
     sandbox_list,
     sandbox_remove,
     sandbox_run,
     sandbox_stats,
     sandbox_status,
     sandbox_stop,
+    status,
+    version,
 )
 from runtime.cri.errors import rpc_boundary
 from runtime.cri.service import RuntimeService
@@ -40,19 +43,19 @@ class RuntimeServicer(api_pb2_grpc.RuntimeServiceServicer):
 
     @rpc_boundary("Version")
     def Version(self, request: Any, context: Ctx) -> Any:
-        return runtime_info.version(self.svc, request)
+        return version.run(self.svc, request)
 
     @rpc_boundary("Status")
     def Status(self, request: Any, context: Ctx) -> Any:
-        return runtime_info.status(self.svc, request)
+        return status.run(self.svc, request)
 
     @rpc_boundary("RuntimeConfig")
     def RuntimeConfig(self, request: Any, context: Ctx) -> Any:
-        return runtime_info.runtime_config(self.svc, request)
+        return runtime_config.run(self.svc, request)
 
     @rpc_boundary("UpdateRuntimeConfig")
     def UpdateRuntimeConfig(self, request: Any, context: Ctx) -> Any:
-        return runtime_info.update_runtime_config(self.svc, request)
+        return runtime_config_update.run(self.svc, request)
 
     @rpc_boundary("RunPodSandbox")
     def RunPodSandbox(self, request: Any, context: Ctx) -> Any:

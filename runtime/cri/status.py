@@ -1,5 +1,5 @@
-"""Version, Status, RuntimeConfig and UpdateRuntimeConfig: what the runtime
-is and whether it and its network are ready."""
+"""Status: RuntimeReady, and NetworkReady with the CNI client's reason when
+the network is not ready."""
 
 from __future__ import annotations
 
@@ -7,19 +7,6 @@ import json
 
 from proto.runtime.v1 import api_pb2
 from runtime.cri.service import RuntimeService
-
-RUNTIME_NAME = "skiff"
-RUNTIME_VERSION = "0.1.0"
-API_VERSION = "v1"
-
-
-def version(svc: RuntimeService, req: api_pb2.VersionRequest) -> api_pb2.VersionResponse:
-    return api_pb2.VersionResponse(
-        version="0.1.0",
-        runtime_name=RUNTIME_NAME,
-        runtime_version=RUNTIME_VERSION,
-        runtime_api_version=API_VERSION,
-    )
 
 
 def network_reason(svc: RuntimeService) -> str | None:
@@ -31,7 +18,7 @@ def network_reason(svc: RuntimeService) -> str | None:
         return f"CNI status failed: {exc}"
 
 
-def status(svc: RuntimeService, req: api_pb2.StatusRequest) -> api_pb2.StatusResponse:
+def run(svc: RuntimeService, req: api_pb2.StatusRequest) -> api_pb2.StatusResponse:
     reason = network_reason(svc)
     conds = [
         api_pb2.RuntimeCondition(type="RuntimeReady", status=True),
@@ -58,18 +45,3 @@ def status(svc: RuntimeService, req: api_pb2.StatusRequest) -> api_pb2.StatusRes
         info=info,
         runtime_handlers=[api_pb2.RuntimeHandler(name="")],
     )
-
-
-def runtime_config(
-    svc: RuntimeService, req: api_pb2.RuntimeConfigRequest
-) -> api_pb2.RuntimeConfigResponse:
-    return api_pb2.RuntimeConfigResponse(
-        linux=api_pb2.LinuxRuntimeConfiguration(cgroup_driver=api_pb2.CGROUPFS)
-    )
-
-
-def update_runtime_config(
-    svc: RuntimeService, req: api_pb2.UpdateRuntimeConfigRequest
-) -> api_pb2.UpdateRuntimeConfigResponse:
-    svc.pod_cidr = req.runtime_config.network_config.pod_cidr
-    return api_pb2.UpdateRuntimeConfigResponse()
