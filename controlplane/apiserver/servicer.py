@@ -148,7 +148,8 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             who,
         )
         return api_pb2.ListResponse(
-            items=[api_pb2.Object(json=d, resource_version=r) for d, r in result.items],
+            items_json=b"[" + b",".join([d for d, _ in result.items]) + b"]",
+            item_resource_versions=[r for _, r in result.items],
             resource_version=str(result.resource_version),
             continue_token=result.continue_token,
         )

@@ -168,8 +168,14 @@ class GrpcApiClient:
             resource_version=options.resource_version,
         )
         resp = self._call(self._stub.List, req, timeout=max(self.timeout, 120.0))
+        items = [_obj(item) for item in resp.items]
+        if resp.items_json:
+            decoded: list[Object] = jsoncodec.loads(resp.items_json)
+            for obj, rv in zip(decoded, resp.item_resource_versions, strict=True):
+                obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
+            items += decoded
         return ObjectList(
-            items=[_obj(item) for item in resp.items],
+            items=items,
             resource_version=resp.resource_version,
             continue_token=resp.continue_token,
         )

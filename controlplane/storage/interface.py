@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class StorageError(Exception):
@@ -67,8 +67,9 @@ class EventType(Enum):
     DELETE = 2
 
 
-@dataclass(frozen=True)
-class KeyValue:
+class KeyValue(NamedTuple):
+    """A stored key (a tuple, so a range of 100,000 keys is cheap to build)."""
+
     key: str
     value: bytes
     mod_rev: int

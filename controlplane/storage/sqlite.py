@@ -372,7 +372,8 @@ class SqliteStore:
         more = limit > 0 and len(rows) > limit
         if more:
             rows = rows[:limit]
-        return Range([KeyValue(r[0], r[1], r[2], r[3]) for r in rows], current, more)
+        make = KeyValue._make
+        return Range([make(r) for r in rows], current, more)
 
     def current_revision(self) -> int:
         return self._rev

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fproto/controlplane/v1/api.proto\x12\x15skiff.controlplane.v1\"0\n\x06Object\x12\x0c\n\x04json\x18\x01 \x01(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\">\n\rCreateRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04json\x18\x03 \x01(\x0c\";\n\nGetRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"?\n\x0eObjectResponse\x12-\n\x06object\x18\x01 \x01(\x0b\x32\x1d.skiff.controlplane.v1.Object\"\x9f\x01\n\x0bListRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\r\n\x05limit\x18\x05 \x01(\x03\x12\x16\n\x0e\x63ontinue_token\x18\x06 \x01(\t\x12\x18\n\x10resource_version\x18\x07 \x01(\t\"n\n\x0cListResponse\x12,\n\x05items\x18\x01 \x03(\x0b\x32\x1d.skiff.controlplane.v1.Object\x12\x18\n\x10resource_version\x18\x02 \x01(\t\x12\x16\n\x0e\x63ontinue_token\x18\x03 \x01(\t\"@\n\rUpdateRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\x0c\x12\x13\n\x0bsubresource\x18\x03 \x01(\t\"a\n\x0cPatchRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\r\n\x05patch\x18\x04 \x01(\x0c\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"\xb9\x01\n\rDeleteRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x1c\n\x14grace_period_seconds\x18\x04 \x01(\x03\x12\x1a\n\x12propagation_policy\x18\x05 \x01(\t\x12\x18\n\x10precondition_uid\x18\x06 \x01(\t\x12%\n\x1dprecondition_resource_version\x18\x07 \x01(\t\"?\n\x0e\x44\x65leteResponse\x12-\n\x06object\x18\x01 \x01(\x0b\x32\x1d.skiff.controlplane.v1.Object\"\x92\x01\n\x0cWatchRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x17\n\x0f\x61llow_bookmarks\x18\x06 \x01(\x08\"I\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12-\n\x06object\x18\x02 \x01(\x0b\x32\x1d.skiff.controlplane.v1.Object\"U\n\x12UpdateScaleRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x10\n\x08replicas\x18\x04 \x01(\x05\"4\n\x0bJoinRequest\x12\x12\n\njoin_token\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\"-\n\x0cJoinResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x63\x61_pem\x18\x02 \x01(\x0c\"\x0f\n\rWhoAmIRequest\"@\n\x0eWhoAmIResponse\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x32\xa1\x06\n\x07Objects\x12W\n\x06\x43reate\x12$.skiff.controlplane.v1.CreateRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12Q\n\x03Get\x12!.skiff.controlplane.v1.GetRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12Q\n\x04List\x12\".skiff.controlplane.v1.ListRequest\x1a#.skiff.controlplane.v1.ListResponse\"\x00\x12W\n\x06Update\x12$.skiff.controlplane.v1.UpdateRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12U\n\x05Patch\x12#.skiff.controlplane.v1.PatchRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12W\n\x06\x44\x65lete\x12$.skiff.controlplane.v1.DeleteRequest\x1a%.skiff.controlplane.v1.DeleteResponse\"\x00\x12S\n\x05Watch\x12#.skiff.controlplane.v1.WatchRequest\x1a!.skiff.controlplane.v1.WatchEvent\"\x00\x30\x01\x12V\n\x08GetScale\x12!.skiff.controlplane.v1.GetRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12\x61\n\x0bUpdateScale\x12).skiff.controlplane.v1.UpdateScaleRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x32\xb2\x01\n\x04\x41uth\x12Q\n\x04Join\x12\".skiff.controlplane.v1.JoinRequest\x1a#.skiff.controlplane.v1.JoinResponse\"\x00\x12W\n\x06WhoAmI\x12$.skiff.controlplane.v1.WhoAmIRequest\x1a%.skiff.controlplane.v1.WhoAmIResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fproto/controlplane/v1/api.proto\x12\x15skiff.controlplane.v1\"0\n\x06Object\x12\x0c\n\x04json\x18\x01 \x01(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\">\n\rCreateRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04json\x18\x03 \x01(\x0c\";\n\nGetRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"?\n\x0eObjectResponse\x12-\n\x06object\x18\x01 \x01(\x0b\x32\x1d.skiff.controlplane.v1.Object\"\x9f\x01\n\x0bListRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\r\n\x05limit\x18\x05 \x01(\x03\x12\x16\n\x0e\x63ontinue_token\x18\x06 \x01(\t\x12\x18\n\x10resource_version\x18\x07 \x01(\t\"\xa2\x01\n\x0cListResponse\x12,\n\x05items\x18\x01 \x03(\x0b\x32\x1d.skiff.controlplane.v1.Object\x12\x18\n\x10resource_version\x18\x02 \x01(\t\x12\x16\n\x0e\x63ontinue_token\x18\x03 \x01(\t\x12\x12\n\nitems_json\x18\x04 \x01(\x0c\x12\x1e\n\x16item_resource_versions\x18\x05 \x03(\x03\"@\n\rUpdateRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\x0c\x12\x13\n\x0bsubresource\x18\x03 \x01(\t\"a\n\x0cPatchRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\r\n\x05patch\x18\x04 \x01(\x0c\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"\xb9\x01\n\rDeleteRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x1c\n\x14grace_period_seconds\x18\x04 \x01(\x03\x12\x1a\n\x12propagation_policy\x18\x05 \x01(\t\x12\x18\n\x10precondition_uid\x18\x06 \x01(\t\x12%\n\x1dprecondition_resource_version\x18\x07 \x01(\t\"?\n\x0e\x44\x65leteResponse\x12-\n\x06object\x18\x01 \x01(\x0b\x32\x1d.skiff.controlplane.v1.Object\"\x92\x01\n\x0cWatchRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x17\n\x0f\x61llow_bookmarks\x18\x06 \x01(\x08\"I\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12-\n\x06object\x18\x02 \x01(\x0b\x32\x1d.skiff.controlplane.v1.Object\"U\n\x12UpdateScaleRequest\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x10\n\x08replicas\x18\x04 \x01(\x05\"4\n\x0bJoinRequest\x12\x12\n\njoin_token\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\"-\n\x0cJoinResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x63\x61_pem\x18\x02 \x01(\x0c\"\x0f\n\rWhoAmIRequest\"@\n\x0eWhoAmIResponse\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x32\xa1\x06\n\x07Objects\x12W\n\x06\x43reate\x12$.skiff.controlplane.v1.CreateRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12Q\n\x03Get\x12!.skiff.controlplane.v1.GetRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12Q\n\x04List\x12\".skiff.controlplane.v1.ListRequest\x1a#.skiff.controlplane.v1.ListResponse\"\x00\x12W\n\x06Update\x12$.skiff.controlplane.v1.UpdateRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12U\n\x05Patch\x12#.skiff.controlplane.v1.PatchRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12W\n\x06\x44\x65lete\x12$.skiff.controlplane.v1.DeleteRequest\x1a%.skiff.controlplane.v1.DeleteResponse\"\x00\x12S\n\x05Watch\x12#.skiff.controlplane.v1.WatchRequest\x1a!.skiff.controlplane.v1.WatchEvent\"\x00\x30\x01\x12V\n\x08GetScale\x12!.skiff.controlplane.v1.GetRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x12\x61\n\x0bUpdateScale\x12).skiff.controlplane.v1.UpdateScaleRequest\x1a%.skiff.controlplane.v1.ObjectResponse\"\x00\x32\xb2\x01\n\x04\x41uth\x12Q\n\x04Join\x12\".skiff.controlplane.v1.JoinRequest\x1a#.skiff.controlplane.v1.JoinResponse\"\x00\x12W\n\x06WhoAmI\x12$.skiff.controlplane.v1.WhoAmIRequest\x1a%.skiff.controlplane.v1.WhoAmIResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,32 +41,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OBJECTRESPONSE']._serialized_end=296
   _globals['_LISTREQUEST']._serialized_start=299
   _globals['_LISTREQUEST']._serialized_end=458
-  _globals['_LISTRESPONSE']._serialized_start=460
-  _globals['_LISTRESPONSE']._serialized_end=570
-  _globals['_UPDATEREQUEST']._serialized_start=572
-  _globals['_UPDATEREQUEST']._serialized_end=636
-  _globals['_PATCHREQUEST']._serialized_start=638
-  _globals['_PATCHREQUEST']._serialized_end=735
-  _globals['_DELETEREQUEST']._serialized_start=738
-  _globals['_DELETEREQUEST']._serialized_end=923
-  _globals['_DELETERESPONSE']._serialized_start=925
-  _globals['_DELETERESPONSE']._serialized_end=988
-  _globals['_WATCHREQUEST']._serialized_start=991
-  _globals['_WATCHREQUEST']._serialized_end=1137
-  _globals['_WATCHEVENT']._serialized_start=1139
-  _globals['_WATCHEVENT']._serialized_end=1212
-  _globals['_UPDATESCALEREQUEST']._serialized_start=1214
-  _globals['_UPDATESCALEREQUEST']._serialized_end=1299
-  _globals['_JOINREQUEST']._serialized_start=1301
-  _globals['_JOINREQUEST']._serialized_end=1353
-  _globals['_JOINRESPONSE']._serialized_start=1355
-  _globals['_JOINRESPONSE']._serialized_end=1400
-  _globals['_WHOAMIREQUEST']._serialized_start=1402
-  _globals['_WHOAMIREQUEST']._serialized_end=1417
-  _globals['_WHOAMIRESPONSE']._serialized_start=1419
-  _globals['_WHOAMIRESPONSE']._serialized_end=1483
-  _globals['_OBJECTS']._serialized_start=1486
-  _globals['_OBJECTS']._serialized_end=2287
-  _globals['_AUTH']._serialized_start=2290
-  _globals['_AUTH']._serialized_end=2468
+  _globals['_LISTRESPONSE']._serialized_start=461
+  _globals['_LISTRESPONSE']._serialized_end=623
+  _globals['_UPDATEREQUEST']._serialized_start=625
+  _globals['_UPDATEREQUEST']._serialized_end=689
+  _globals['_PATCHREQUEST']._serialized_start=691
+  _globals['_PATCHREQUEST']._serialized_end=788
+  _globals['_DELETEREQUEST']._serialized_start=791
+  _globals['_DELETEREQUEST']._serialized_end=976
+  _globals['_DELETERESPONSE']._serialized_start=978
+  _globals['_DELETERESPONSE']._serialized_end=1041
+  _globals['_WATCHREQUEST']._serialized_start=1044
+  _globals['_WATCHREQUEST']._serialized_end=1190
+  _globals['_WATCHEVENT']._serialized_start=1192
+  _globals['_WATCHEVENT']._serialized_end=1265
+  _globals['_UPDATESCALEREQUEST']._serialized_start=1267
+  _globals['_UPDATESCALEREQUEST']._serialized_end=1352
+  _globals['_JOINREQUEST']._serialized_start=1354
+  _globals['_JOINREQUEST']._serialized_end=1406
+  _globals['_JOINRESPONSE']._serialized_start=1408
+  _globals['_JOINRESPONSE']._serialized_end=1453
+  _globals['_WHOAMIREQUEST']._serialized_start=1455
+  _globals['_WHOAMIREQUEST']._serialized_end=1470
+  _globals['_WHOAMIRESPONSE']._serialized_start=1472
+  _globals['_WHOAMIRESPONSE']._serialized_end=1536
+  _globals['_OBJECTS']._serialized_start=1539
+  _globals['_OBJECTS']._serialized_end=2340
+  _globals['_AUTH']._serialized_start=2343
+  _globals['_AUTH']._serialized_end=2521
 # @@protoc_insertion_point(module_scope)

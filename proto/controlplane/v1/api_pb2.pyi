@@ -169,20 +169,32 @@ class ListResponse(_message.Message):
     ITEMS_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     CONTINUE_TOKEN_FIELD_NUMBER: _builtins.int
+    ITEMS_JSON_FIELD_NUMBER: _builtins.int
+    ITEM_RESOURCE_VERSIONS_FIELD_NUMBER: _builtins.int
     resource_version: _builtins.str
     continue_token: _builtins.str
+    items_json: _builtins.bytes
     @_builtins.property
-    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___Object]: ...
+    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___Object]:
+        """Either `items`, or (what the server sends, cheaper for big lists) the
+        items as one JSON array in `items_json` with their resourceVersions, in
+        the same order, in `item_resource_versions`.
+        """
+
+    @_builtins.property
+    def item_resource_versions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     def __init__(
         self,
         *,
         items: _abc.Iterable[Global___Object] | None = ...,
         resource_version: _builtins.str = ...,
         continue_token: _builtins.str = ...,
+        items_json: _builtins.bytes = ...,
+        item_resource_versions: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_token", b"continue_token", "items", b"items", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_token", b"continue_token", "item_resource_versions", b"item_resource_versions", "items", b"items", "items_json", b"items_json", "resource_version", b"resource_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
