@@ -71,7 +71,9 @@ def masquerade_lines(cid: str, note: str, ip: str, no_masq: list[str]) -> list[s
     plen = 128 if ":" in ip else 32
     lines = [f":{chain} - [0:0]"]
     for dst in no_masq:
-        lines.append(f"-A {chain} -d {dst} -m comment --comment {note} -j ACCEPT")
+        # RETURN, not ACCEPT: ACCEPT would end the nat POSTROUTING walk and
+        # skip the host-port SNAT that hairpin and loopback traffic needs.
+        lines.append(f"-A {chain} -d {dst} -m comment --comment {note} -j RETURN")
     multicast = "ff00::/8" if ":" in ip else "224.0.0.0/4"
     lines.append(f"-A {chain} ! -d {multicast} -m comment --comment {note} -j MASQUERADE")
     lines.append(f"-A POSTROUTING -s {ip}/{plen} -m comment --comment {note} -j {chain}")

@@ -180,6 +180,7 @@ def test_host_port_reaches_the_pod(cni_bin, node, pod_factory, tmp_path) -> None
     conf = bridge_conf(
         tmp_path,
         "10.250.4.0/24",
+        hairpinMode=True,
         runtimeConfig={
             "portMappings": [
                 {"hostPort": 12000, "containerPort": 80, "protocol": "tcp"},
@@ -202,6 +203,8 @@ def test_host_port_reaches_the_pod(cni_bin, node, pod_factory, tmp_path) -> None
         assert tcp_get(other, "10.250.4.1", 12000).startswith("hello from web")
         # from the node itself at 127.0.0.1 (OUTPUT DNAT, route_localnet, masquerade)
         assert tcp_get(node, "127.0.0.1", 12000) == "hello from web to 10.250.4.1"
+        # hairpin: the pod reaches itself through its own host port
+        assert tcp_get(pod, "10.250.4.1", 12000) == "hello from web to 10.250.4.1"
     with udp_server(pod, 53):
         assert udp_get(other, "10.250.4.1", 12002) == "udp ping"
     assert "SKIFF-DN" in nat_rules(node)
