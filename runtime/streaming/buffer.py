@@ -5,7 +5,8 @@ the peer into an `InboundBuffer`; one consumer thread reads them. `close()` is
 the peer's half-close (EOF after the buffered bytes), `abort()` drops
 everything and wakes the reader at once. `on_consumed` hears of every byte
 that leaves the buffer, read or dropped, so flow-control credit is returned
-for both. Feeding never blocks, so a reader
+for both. With a `limit`, `feed` blocks while that many bytes wait unread:
+a peer that ignores flow control is slowed down instead of filling memory. Feeding never blocks, so a reader
 thread can never be stalled by a slow consumer; flow control is the
 protocol's job (see `on_consumed`). This module must never do I/O.
 """
@@ -18,7 +19,10 @@ from collections.abc import Callable
 
 
 class InboundBuffer:
-    def __init__(self, on_consumed: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, on_consumed: Callable[[int], None] | None = None, limit: int | None = None
+    ) -> None:
+        self._limit = limit
         self._cond = threading.Condition()
         self._chunks: deque[bytes] = deque()
         self._size = 0
@@ -29,6 +33,10 @@ class InboundBuffer:
         if not data:
             return
         with self._cond:
+            if self._limit is not None:
+                # backpressure on the connection, as spdystream does: the
+                # reader thread waits for the consumer (or an abort).
+                self._cond.wait_for(lambda: self._size < self._limit or self._closed)  # type: ignore[operator]
             dropped = self._closed
             if not dropped:
                 self._chunks.append(bytes(data))
@@ -77,5 +85,6 @@ class InboundBuffer:
                     chunk = chunk[:take]
                 out += chunk
             self._size -= len(out)
+            self._cond.notify_all()
         self._report(len(out))
         return bytes(out)

@@ -75,7 +75,7 @@ class StreamingServer:
         self._tcp: _TCPServer | None = None
         self._thread: threading.Thread | None = None
         self._conns_lock = threading.Lock()
-        self._conns: set[socket.socket] = set()
+        self._conns: dict[socket.socket, list[Callable[[], None]]] = {}
 
     # -- lifecycle
 
@@ -95,12 +95,14 @@ class StreamingServer:
             return
         self._tcp.shutdown()
         with self._conns_lock:
-            live = list(self._conns)
-        for conn in live:
+            live = list(self._conns.items())
+        for conn, closers in live:
             try:
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            for closer in closers:
+                closer()
         self._tcp.server_close()  # joins the connection threads (block_on_close)
         if self._thread is not None:
             self._thread.join()
@@ -152,9 +154,15 @@ class StreamingServer:
     def _track(self, conn: socket.socket, live: bool) -> None:
         with self._conns_lock:
             if live:
-                self._conns.add(conn)
+                self._conns[conn] = []
             else:
-                self._conns.discard(conn)
+                self._conns.pop(conn, None)
+
+    def _on_stop(self, conn: socket.socket, closer: Callable[[], None]) -> None:
+        """Have `stop()` also call `closer` for this connection (to unblock readers)."""
+        with self._conns_lock:
+            if conn in self._conns:
+                self._conns[conn].append(closer)
 
 
 def _validate_stdio(tty: bool, stdin: bool, stdout: bool, stderr: bool) -> None:
@@ -280,6 +288,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
         owner = self.server.owner
         session = SpdySession(self.rfile, self.connection, client=False, name=f"spdy-{kind}")
+        owner._on_stop(self.connection, session.abort_streams)
         session.start()
         try:
             if isinstance(request, api_pb2.PortForwardRequest):
@@ -357,12 +366,9 @@ class _Handler(BaseHTTPRequestHandler):
         ws = websocket.WebSocket(self.rfile, self.connection, client=False)
         inputs = (websocket.STDIN, websocket.RESIZE)
         conn = websocket.ChannelConnection(ws, inputs, v5=chosen == remotecommand.V5)
+        self.server.owner._on_stop(self.connection, conn.abort_inputs)
         conn.start()
         tty = request.tty
-
-        def abort_inputs() -> None:
-            for buf in conn.inputs.values():
-                buf.abort()
 
         ch = remotecommand.Channels(
             stdin=conn.inputs[websocket.STDIN] if request.stdin else None,
@@ -373,7 +379,7 @@ class _Handler(BaseHTTPRequestHandler):
             resize=conn.inputs[websocket.RESIZE] if tty else None,
             error=websocket.ChannelSink(conn, websocket.ERROR),
             status_json=True,
-            abort_inputs=abort_inputs,
+            abort_inputs=conn.abort_inputs,
         )
         conn.on_gone(ch.mark_gone)
         try:

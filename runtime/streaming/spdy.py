@@ -62,6 +62,7 @@ SETTINGS_INITIAL_WINDOW_SIZE = 7
 DEFAULT_WINDOW = 65536
 MAX_DATA_CHUNK = 32768
 MAX_FRAME_LENGTH = (1 << 24) - 1
+MAX_BUFFERED = 4 << 20  # unread bytes per stream before the reader thread waits
 
 # The SPDY/3 header compression dictionary (draft 3, section 2.6.10.1): a run
 # of length-prefixed words followed by a run of raw text. Assembled below;
@@ -387,7 +388,7 @@ class SpdyStream:
     _unacked: int = 0
 
     def __post_init__(self) -> None:
-        self.inbound = InboundBuffer(on_consumed=self._consumed)
+        self.inbound = InboundBuffer(on_consumed=self._consumed, limit=MAX_BUFFERED)
 
     def header(self, name: str) -> str:
         values = self.headers.get(name.lower())
@@ -426,8 +427,17 @@ class SpdySession:
     """A SPDY/3.1 connection: one reader thread, writes from any thread."""
 
     def __init__(
-        self, reader: Reader, sock: socket.socket, *, client: bool, name: str = ""
+        self,
+        reader: Reader,
+        sock: socket.socket,
+        *,
+        client: bool,
+        name: str = "",
+        honour_windows: bool = True,
     ) -> None:
+        """`honour_windows=False` never waits on the peer's windows, as
+        spdystream behaves; tests use it to imitate Go clients."""
+        self._honour_windows = honour_windows
         self._reader = reader
         self._sock = sock
         self._client = client
@@ -479,12 +489,20 @@ class SpdySession:
         self.closed.wait(linger)
         self.close()
 
+    def abort_streams(self) -> None:
+        """Drop unread data of every stream (and unblock a waiting reader thread)."""
+        with self._cond:
+            streams = list(self._streams.values())
+        for stream in streams:
+            stream.inbound.abort()
+
     def close(self) -> None:
         """Abrupt end: the socket is shut down and the reader thread finishes."""
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+        self.abort_streams()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self._sock.close()
@@ -536,7 +554,7 @@ class SpdySession:
             while True:
                 if self.closed.is_set() or stream.reset or stream.local_closed:
                     raise StreamError(f"stream {stream.stream_id} is closed")
-                if not self._flow_control:
+                if not (self._flow_control and self._honour_windows):
                     n = want
                     break
                 n = min(want, stream.send_window, self._session_window)

@@ -40,6 +40,7 @@ STDIN, STDOUT, STDERR, ERROR, RESIZE = 0, 1, 2, 3, 4
 CLOSE_CHANNEL = 255
 
 MAX_MESSAGE = 16 * 1024 * 1024
+MAX_BUFFERED = 4 << 20  # unread bytes per input channel before the reader waits
 
 
 def accept_key(key: str) -> str:
@@ -197,7 +198,9 @@ class ChannelConnection:
     def __init__(self, ws: WebSocket, inputs: tuple[int, ...], *, v5: bool) -> None:
         self.ws = ws
         self.v5 = v5
-        self.inputs: dict[int, InboundBuffer] = {ch: InboundBuffer() for ch in inputs}
+        self.inputs: dict[int, InboundBuffer] = {
+            ch: InboundBuffer(limit=MAX_BUFFERED) for ch in inputs
+        }
         self.gone = threading.Event()
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -215,6 +218,10 @@ class ChannelConnection:
 
     def write(self, channel: int, data: bytes) -> None:
         self.ws.send(bytes([channel]) + data)
+
+    def abort_inputs(self) -> None:
+        for buf in self.inputs.values():
+            buf.abort()
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)

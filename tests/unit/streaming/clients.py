@@ -90,7 +90,8 @@ class ExecResult:
 class SpdyClient:
     """One upgraded SPDY connection to the streaming server."""
 
-    def __init__(self, url: str, protocols: tuple[str, ...]) -> None:
+    def __init__(self, url: str, protocols: tuple[str, ...], *, like_go: bool = False) -> None:
+        """`like_go`: neither send SETTINGS nor honour windows, as spdystream."""
         headers = [("Connection", "Upgrade"), ("Upgrade", "SPDY/3.1")]
         headers += [("X-Stream-Protocol-Version", p) for p in protocols]
         self.reply, sock, rfile = _connect(url, headers)
@@ -98,9 +99,10 @@ class SpdyClient:
         self.sock = sock
         self.rfile = rfile
         if sock is not None and rfile is not None:
-            self.session = SpdySession(rfile, sock, client=True)
+            self.session = SpdySession(rfile, sock, client=True, honour_windows=not like_go)
             self.session.start()
-            self.session.send_settings()
+            if not like_go:
+                self.session.send_settings()
 
     def open(self, **headers: str) -> SpdyStream:
         assert self.session is not None, self.reply
@@ -145,8 +147,9 @@ class RemoteCommand:
         stderr: bool = True,
         tty: bool = False,
         protocol: str = "v4.channel.k8s.io",
+        like_go: bool = False,
     ) -> RemoteCommand:
-        client = SpdyClient(url, (protocol,))
+        client = SpdyClient(url, (protocol,), like_go=like_go)
         assert client.reply.status == 101, client.reply
         assert client.reply.headers["x-stream-protocol-version"] == protocol
         error = client.open(streamType="error")

@@ -148,3 +148,43 @@ def test_stop_ends_live_sessions(backend: HostProcessBackend) -> None:
     wait_for(lambda: pid_gone(pid), message="exec killed by stop")
     rc.client.close()
     wait_for(lambda: threading.active_count() <= threads, message="threads joined")
+
+
+def test_stdin_flood_is_bounded_and_stop_still_ends_everything(backend: HostProcessBackend) -> None:
+    """A client that ignores flow control and floods stdin to a process that never
+    reads: the server's reader waits (bounded buffer) and stop() still unwinds."""
+    threads = threading.active_count()
+    server = StreamingServer(backend)
+    server.start()
+    url = server.get_exec(
+        api_pb2.ExecRequest(
+            container_id="c1",
+            cmd=["sh", "-c", "echo started; exec sleep 300"],
+            stdin=True,
+            stdout=True,
+        )
+    )
+    rc = RemoteCommand.open(url, stdin=True, stderr=False, like_go=True)
+    wait_for(lambda: b"started" in rc.outputs["stdout"], message="exec started")
+    pid = backend.execs[-1].pid
+    sent = [0]
+
+    def flood() -> None:
+        assert rc.stdin is not None
+        try:
+            for _ in range(400):  # 12.8 MB
+                rc.stdin.write(b"x" * 32768)
+                sent[0] += 32768
+        except OSError:
+            pass
+
+    flooder = threading.Thread(target=flood)
+    flooder.start()
+    # the server accepts a bounded amount, then the TCP connection backs up
+    wait_for(lambda: sent[0] >= 4 << 20, message="server took the first megabytes")
+    server.stop()
+    flooder.join()
+    assert sent[0] < 400 * 32768
+    wait_for(lambda: pid_gone(pid), message="exec killed by stop")
+    rc.client.close()
+    wait_for(lambda: threading.active_count() <= threads, message="threads joined")

@@ -82,8 +82,12 @@ def test_interactive_stdin(server: StreamingServer) -> None:
     assert result.stdout == b"got-one\ngot-two\n"
 
 
-def test_large_output_crosses_flow_control_windows(server: StreamingServer) -> None:
-    result = spdy_exec(exec_url(server, ["sh", "-c", "head -c 1000000 /dev/zero"]))
+@pytest.mark.parametrize("like_go", [False, True], ids=["flow-controlled", "like-spdystream"])
+def test_large_output_crosses_flow_control_windows(server: StreamingServer, like_go: bool) -> None:
+    """A client that sends WINDOW_UPDATEs gets flow control; one that never
+    does (spdystream) must not be stalled at the initial 64 KiB window."""
+    url = exec_url(server, ["sh", "-c", "head -c 1000000 /dev/zero"])
+    result = spdy_exec(url, like_go=like_go)
     assert result.stdout == b"\0" * 1000000
 
 
