@@ -222,20 +222,8 @@ def serve(
     theirs: list[int] = []
     stdin_w = stdout_r = stderr_r = None
     child_in = child_out = child_err = None
-    if ch.stdin is not None:
-        child_in, stdin_w = os.pipe()
-        ours.append(stdin_w)
-        theirs.append(child_in)
-    if ch.stdout is not None:
-        stdout_r, child_out = os.pipe()
-        ours.append(stdout_r)
-        theirs.append(child_out)
-    if ch.stderr is not None and not tty:
-        stderr_r, child_err = os.pipe()
-        ours.append(stderr_r)
-        theirs.append(child_err)
-    stop_r, stop_w = os.pipe()
     threads: list[threading.Thread] = []
+    stop_r, stop_w = os.pipe()
 
     def spawn(target: Callable[..., None], *args: object) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, daemon=True, name="stream-pump")
@@ -245,6 +233,18 @@ def serve(
 
     try:
         try:
+            if ch.stdin is not None:
+                child_in, stdin_w = os.pipe()
+                ours.append(stdin_w)
+                theirs.append(child_in)
+            if ch.stdout is not None:
+                stdout_r, child_out = os.pipe()
+                ours.append(stdout_r)
+                theirs.append(child_out)
+            if ch.stderr is not None and not tty:
+                stderr_r, child_err = os.pipe()
+                ours.append(stderr_r)
+                theirs.append(child_err)
             session = start(Stdio(child_in, child_out, child_err), size)
         except Exception as exc:
             log.info("stream start failed", extra={"container_id": container_id, "error": str(exc)})

@@ -19,7 +19,7 @@ import struct
 import subprocess
 import termios
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from runtime import errors
@@ -81,11 +81,27 @@ class HostExec:
         size: TermSize | None = None,
     ) -> None:
         self._threads: list[threading.Thread] = []
+        self._out_thread: threading.Thread | None = None
         self._owned: list[int] = []
         self._master: int | None = None
-        self._stop_r, self._stop_w = os.pipe()
         self._lock = threading.Lock()
         self._done = False
+        self._stop_r, self._stop_w = os.pipe()
+        try:
+            self._start(cmd, tty, stdio, env, size)
+        except BaseException:
+            _close(self._stop_r)
+            _close(self._stop_w)
+            raise
+
+    def _start(
+        self,
+        cmd: Sequence[str],
+        tty: bool,
+        stdio: Stdio,
+        env: dict[str, str] | None,
+        size: TermSize | None,
+    ) -> None:
         if not tty:
             self.proc = subprocess.Popen(
                 list(cmd),
@@ -112,16 +128,17 @@ class HostExec:
         if stdio.stdout is not None:
             out = os.dup(stdio.stdout)
             self._owned.append(out)
-            self._spawn(_copy, master, out, self._stop_r)
+            self._out_thread = self._spawn(_copy, master, out, self._stop_r)
         if stdio.stdin is not None:
             inp = os.dup(stdio.stdin)
             self._owned.append(inp)
             self._spawn(_copy, inp, master, self._stop_r, EOT)
 
-    def _spawn(self, target: object, *args: object) -> None:
-        thread = threading.Thread(target=target, args=args, daemon=True)  # type: ignore[arg-type]
+    def _spawn(self, target: Callable[..., None], *args: object) -> threading.Thread:
+        thread = threading.Thread(target=target, args=args, daemon=True)
         thread.start()
         self._threads.append(thread)
+        return thread
 
     @property
     def pid(self) -> int:
@@ -132,7 +149,8 @@ class HostExec:
         if self._threads:
             # the output copy ends with EIO once the pty's last slave is gone;
             # stdin's copy ends when the server closes its pipe, or now.
-            self._threads[0].join(2.0)
+            if self._out_thread is not None:
+                self._out_thread.join(2.0)
             os.write(self._stop_w, b"x")
             for thread in self._threads:
                 thread.join()

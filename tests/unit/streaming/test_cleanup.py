@@ -188,3 +188,25 @@ def test_stdin_flood_is_bounded_and_stop_still_ends_everything(backend: HostProc
     wait_for(lambda: pid_gone(pid), message="exec killed by stop")
     rc.client.close()
     wait_for(lambda: threading.active_count() <= threads, message="threads joined")
+
+
+def test_failed_starts_leave_nothing_behind(
+    server: StreamingServer, backend: HostProcessBackend
+) -> None:
+    backend.stopped.add("stopped")
+    baseline, threads = fd_count(), threading.active_count()
+    for cid, cmd, tty in [
+        ("c1", ["/no/such/binary"], False),
+        ("c1", ["/no/such/binary"], True),
+        ("ghost", ["true"], False),
+        ("stopped", ["true"], True),
+    ]:
+        url = server.get_exec(
+            api_pb2.ExecRequest(
+                container_id=cid, cmd=cmd, stdin=True, stdout=True, stderr=not tty, tty=tty
+            )
+        )
+        rc = RemoteCommand.open(url, stdin=True, stderr=not tty, tty=tty)
+        result = rc.finish()
+        assert result.status["status"] == "Failure"
+    wait_for(lambda: settled(baseline, threads), message="fds and threads back to baseline")
