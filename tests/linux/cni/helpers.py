@@ -19,6 +19,7 @@ from typing import Any
 
 from runtime.cni import oslib
 from tests.harness.netns import netns_path, unique_name
+from tests.harness.wait import WaitTimeout, wait_for
 
 REF_BIN = Path("/usr/lib/cni")
 
@@ -80,12 +81,21 @@ def nat_rules(node: str) -> str:
         ).stdout
 
 
-def ping(src_netns: str, dst: str) -> bool:
-    proc = subprocess.run(
-        ["ip", "netns", "exec", src_netns, "busybox", "ping", "-c", "1", "-W", "2", dst],
-        capture_output=True,
-    )
-    return proc.returncode == 0
+def ping(src_netns: str, dst: str, timeout: float = 10.0) -> bool:
+    """One echo reply from `dst` within `timeout` (retried: a loaded machine
+    can lose the first try to ARP resolution or scheduling)."""
+
+    def once() -> bool:
+        proc = subprocess.run(
+            ["ip", "netns", "exec", src_netns, "busybox", "ping", "-c", "1", "-W", "2", dst],
+            capture_output=True,
+        )
+        return proc.returncode == 0
+
+    try:
+        return bool(wait_for(once, timeout=timeout, message=f"ping {dst} from {src_netns}"))
+    except WaitTimeout:
+        return False
 
 
 _SERVER = """
@@ -121,15 +131,23 @@ def tcp_server(netns: str, port: int, label: str) -> Iterator[subprocess.Popen[b
         proc.wait()
 
 
-def tcp_get(src_netns: str, host: str, port: int) -> str:
-    """What the server says to a client in `src_netns` ("" on failure)."""
-    proc = subprocess.run(
-        ["ip", "netns", "exec", src_netns, sys.executable, "-c", _CLIENT, host, str(port)],
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    return proc.stdout.strip() if proc.returncode == 0 else ""
+def tcp_get(src_netns: str, host: str, port: int, timeout: float = 15.0) -> str:
+    """What the server says to a client in `src_netns` ("" if it never
+    answers within `timeout`; retried like `ping`)."""
+
+    def once() -> str:
+        proc = subprocess.run(
+            ["ip", "netns", "exec", src_netns, sys.executable, "-c", _CLIENT, host, str(port)],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    try:
+        return str(wait_for(once, timeout=timeout, message=f"TCP {host}:{port} from {src_netns}"))
+    except WaitTimeout:
+        return ""
 
 
 def bridge_conf(
