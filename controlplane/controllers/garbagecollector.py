@@ -185,6 +185,21 @@ class GarbageCollector(Controller):
         if not refs or meta.get("deletionTimestamp"):
             return None
         states = [(ref, *self._owner_state(ref, ns)) for ref in refs]
+        if all(s[1] == "live" for s in states):
+            return None
+        # About to act: judge by the object as the API server has it now, not
+        # by a cache that may not have seen its references change yet.
+        try:
+            fresh = self.client.get(kind, name, ns or None)
+        except errors.NotFound:
+            return None
+        if podutil.uid_of(fresh) != podutil.uid_of(obj) or podutil.is_deleting(fresh):
+            return None
+        obj = fresh
+        refs = list(podutil.meta(fresh).get("ownerReferences") or [])
+        if not refs:
+            return None
+        states = [(ref, *self._owner_state(ref, ns)) for ref in refs]
         live = [s for s in states if s[1] == "live"]
         absent = [s for s in states if s[1] == "absent"]
         waiting = [s for s in states if s[1] == "foreground"]

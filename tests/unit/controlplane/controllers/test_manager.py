@@ -1,0 +1,144 @@
+"""The controller manager: --controllers, panics, metrics, leader election, HTTP."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+
+import pytest
+
+from controlplane.client.clock import FakeClock
+from controlplane.controllers.base import Controller, ControllerContext, ManagerConfig
+from controlplane.controllers.manager import (
+    REGISTRY,
+    ControllerManager,
+    UnknownController,
+    is_enabled,
+    parse_controllers,
+)
+from tests.fakes.fake_apiclient import FakeApiClient
+from tests.harness.wait import wait_for
+
+from .conftest import replicaset
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "want"),
+    [
+        ("*", "replicaset", True),
+        ("*", "namespace", False),  # disabled by default
+        ("*,namespace", "namespace", True),
+        ("*,-replicaset", "replicaset", False),
+        ("-replicaset,*", "replicaset", False),
+        ("replicaset", "deployment", False),
+        ("replicaset", "replicaset", True),
+        ("replicaset,-replicaset", "replicaset", True),  # first match wins
+    ],
+)
+def test_is_enabled(flag, name, want):
+    assert is_enabled(name, parse_controllers(flag)) is want
+
+
+def test_unknown_controller_refused():
+    with pytest.raises(UnknownController, match="bogus"):
+        parse_controllers("*,-bogus")
+    assert parse_controllers("") == ("*",)
+    assert "garbagecollector" in REGISTRY and "horizontalpodautoscaling" in REGISTRY
+
+
+class Exploding(Controller):
+    name = "exploding"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.calls = 0
+        self.lock = threading.Lock()
+        rs = self.watch("ReplicaSet")
+        rs.add_event_handler(on_add=self.enqueue)
+
+    def sync(self, key: str) -> float | None:
+        with self.lock:
+            self.calls += 1
+            n = self.calls
+        if n <= 3:
+            raise ZeroDivisionError("a bug in a reconcile")
+        return None
+
+
+def test_panic_is_caught_logged_and_retried_with_backoff():
+    clock = FakeClock()
+    client = FakeApiClient(clock=clock)
+    registry = {**REGISTRY, "exploding": Exploding}
+    m = ControllerManager(
+        client,
+        ManagerConfig(controllers=("exploding", "replicaset")),
+        clock=clock,
+        registry=registry,
+    )
+    m.start_controllers(5)
+    try:
+        client.create("ReplicaSet", replicaset(replicas=1))
+        ctrl = m.controllers["exploding"]
+        assert isinstance(ctrl, Exploding)
+        wait_for(lambda: ctrl.calls == 1)
+        wait_for(lambda: ctrl.queue.waiting() == 1)  # backing off, not spinning
+        assert ctrl.queue.num_requeues("default/rs") == 1
+        for n in (2, 3, 4):
+            wait_for(lambda: ctrl.queue.waiting() == 1)
+            clock.step(1)
+            wait_for(lambda want=n: ctrl.calls == want)  # type: ignore[misc]
+        snap = m.metrics()["exploding"]
+        assert snap["panics"] == 3 and snap["errors"] == 3 and snap["reconciles"] >= 4
+        # the other controller kept working
+        wait_for(lambda: len(client.objects("Pod")) == 1)
+        assert m.metrics()["replicaset"]["reconciles"] >= 1
+        text = m.metrics_text()
+        assert 'skiff_controller_panics{controller="exploding"} 3' in text
+        assert 'skiff_controller_queue_depth{controller="replicaset"}' in text
+        assert m.healthy()
+    finally:
+        m.stop_controllers()
+
+
+def test_http_healthz_and_metrics():
+    client = FakeApiClient()
+    m = ControllerManager(client, ManagerConfig(controllers=("replicaset",)))
+    m.start_controllers(5)
+    try:
+        host, port = m.serve("127.0.0.1", 0)
+        with urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=5) as r:
+            assert r.read() == b"ok"
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as r:
+            assert b"skiff_controller_reconciles" in r.read()
+    finally:
+        m.stop()
+
+
+def test_leader_election_only_one_manager_acts():
+    client = FakeApiClient()
+    cfg = dict(
+        controllers=("replicaset",),
+        leader_elect=True,
+        lease_duration=3.0,
+        renew_deadline=2.0,
+        retry_period=0.2,
+    )
+    a = ControllerManager(client, ManagerConfig(leader_elect_identity="a", **cfg))  # type: ignore[arg-type]
+    b = ControllerManager(client, ManagerConfig(leader_elect_identity="b", **cfg))  # type: ignore[arg-type]
+    a.start()
+    wait_for(lambda: a.is_leader() and a.controllers, timeout=10)
+    b.start()
+    try:
+        client.create("ReplicaSet", replicaset(replicas=2))
+        wait_for(lambda: len(client.objects("Pod")) == 2)
+        assert not b.is_leader() and not b.controllers
+        lease = client.get("Lease", "skiff-controller-manager", "kube-system")
+        assert lease["spec"]["holderIdentity"] == "a"
+        # a stops (releasing the lease): b takes over and acts
+        a.stop()
+        wait_for(lambda: b.is_leader() and b.controllers, timeout=10)
+        client.patch("ReplicaSet", "rs", {"spec": {"replicas": 3}})
+        wait_for(lambda: len(client.objects("Pod")) == 3)
+    finally:
+        a.stop()
+        b.stop()
