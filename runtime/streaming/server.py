@@ -50,6 +50,10 @@ class StreamingConfig:
     drain_timeout: float = 2.0  # output still flowing after the process exited
     initial_size_timeout: float = 0.5  # tty: wait this long for the client's first size
     linger: float = 5.0  # for the client to close after we finished
+    request_timeout: float = 30.0  # to send the HTTP request line and headers
+    idle_timeout: float | None = (
+        4 * 3600.0
+    )  # no traffic either way: end the session (kubelet's default)
 
 
 class _TCPServer(socketserver.ThreadingTCPServer):
@@ -201,6 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.connection.settimeout(self.server.owner.config.request_timeout)
         self.server.owner._track(self.connection, True)
 
     def finish(self) -> None:
@@ -235,6 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
         lines = ["HTTP/1.1 101 Switching Protocols"] + [f"{k}: {v}" for k, v in headers]
         self.connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         self.close_connection = True
+        # From here a read or write that waits longer than this ends the session.
+        self.connection.settimeout(self.server.owner.config.idle_timeout)
 
     # -- routing
 

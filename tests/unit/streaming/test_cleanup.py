@@ -210,3 +210,31 @@ def test_failed_starts_leave_nothing_behind(
         result = rc.finish()
         assert result.status["status"] == "Failure"
     wait_for(lambda: settled(baseline, threads), message="fds and threads back to baseline")
+
+
+def test_idle_session_is_ended(backend: HostProcessBackend) -> None:
+    config = StreamingConfig(idle_timeout=0.3, linger=0.5)
+    with StreamingServer(backend, config) as server:
+        url = server.get_exec(
+            api_pb2.ExecRequest(
+                container_id="c1", cmd=["sh", "-c", "echo started; exec sleep 300"], stdout=True
+            )
+        )
+        rc = RemoteCommand.open(url, stderr=False)
+        wait_for(lambda: b"started" in rc.outputs["stdout"], message="exec started")
+        pid = backend.execs[-1].pid
+        wait_for(lambda: pid_gone(pid), message="idle exec killed")
+        assert rc.client.session is not None
+        rc.client.session.closed.wait(5)
+        rc.client.close()
+
+
+def test_slow_request_headers_time_out(backend: HostProcessBackend) -> None:
+    config = StreamingConfig(request_timeout=0.2)
+    with (
+        StreamingServer(backend, config) as server,
+        socket.create_connection(("127.0.0.1", server.port)) as sock,
+    ):
+        sock.sendall(b"GET /exec/x HTTP/1.1\r\n")  # and never the rest
+        sock.settimeout(10)
+        assert sock.recv(100) == b""  # the server hung up
