@@ -1,7 +1,9 @@
 """CreateContainer: resolve the image, build the monitor spec (rootfs overlay
 of the image layers plus a writable upper dir, mounts, user, capabilities,
-seccomp...), make the cgroup, and start a monitor whose child sets everything
-up and waits for StartContainer before exec.
+seccomp...), check what can be checked (command, user, mount sources,
+seccomp profile, resources), make the cgroup and the writable layer, and
+save the spec. StartContainer starts the monitor from it, as containerd
+runs `runc create` and `runc start` in its StartContainer.
 
 Each step pushes its undo on an ExitStack; a failure leaves no directory,
 cgroup, monitor or image hold behind.
@@ -25,7 +27,7 @@ from runtime import errors
 from runtime.cri import container_spec, sandbox_status
 from runtime.cri.seccomp_profiles import compile_profile
 from runtime.cri.service import RuntimeService
-from runtime.process import spawn
+from runtime.store import checkpoint
 from runtime.store.records import Container, SandboxState
 
 log = logging.getLogger("skiff.runtime.container")
@@ -155,18 +157,9 @@ def run(
                 "stdin": cfg.stdin,
             },
         }
-        try:
-            rep = spawn.spawn(
-                "container", spec, root / "spec.json", root / "monitor.log", zygote=svc.zygote
-            )
-        except spawn.MonitorError as exc:
-            raise errors.InvalidArgument(
-                f"creating container {cfg.metadata.name!r}: {exc}"
-            ) from None
-        c.monitor_pid = int(rep["pid"])
-        c.monitor_start = spawn.start_time(c.monitor_pid)
-        c.init_pid = int(rep["init_pid"])
-        undo.callback(_kill, c.init_pid)
+        # the monitor starts in StartContainer (where containerd runs runc
+        # create and start): a created container is its spec, cgroup and dirs
+        checkpoint.save(root / "spec.json", spec)
         svc.containers.save(c)
         undo.pop_all()
     log.info("rpc=CreateContainer sandbox=%s container_id=%s name=%s", s.id, cid, c.name)
@@ -194,11 +187,6 @@ def _stop_signal(cfg: api_pb2.ContainerConfig, image_config: dict[str, Any]) -> 
         with contextlib.suppress(AttributeError):
             return int(getattr(signal, name))
     return int(signal.SIGTERM)
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
 
 
 def _quiet(fn: Any) -> None:

@@ -1,17 +1,20 @@
-"""StartContainer: tell the container's monitor to let the init exec. An
-exec failure (missing binary, bad user) marks the container exited with
-reason StartError and fails the call, as containerd does."""
+"""StartContainer: start the container's monitor from the saved spec (its
+child joins the pod, builds the rootfs and pivots), then let the init exec.
+A setup or exec failure (missing binary, bad mount) marks the container
+exited with reason StartError and fails the call, as containerd does."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import time
+from typing import Any
 
 from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.cri.service import RuntimeService, wait_exit
 from runtime.process import spawn
+from runtime.store import checkpoint
 from runtime.store.records import ContainerState
 
 
@@ -21,10 +24,29 @@ def run(svc: RuntimeService, req: api_pb2.StartContainerRequest) -> api_pb2.Star
         svc.refresh(c)
         if c.state != ContainerState.CREATED:
             raise errors.FailedPrecondition(f"container {c.id} is {c.state.value}, not created")
-        try:
-            reply = spawn.call(svc.container_state(c.id), {"op": "start"}, timeout=30)
-        except (OSError, spawn.MonitorError) as exc:
-            reply = {"error": f"monitor unreachable: {exc}"}
+        reply: dict[str, Any] = {}
+        if not c.monitor_pid:
+            root = svc.container_root(c.id)
+            try:
+                rep = spawn.spawn(
+                    "container",
+                    checkpoint.load(root / "spec.json"),
+                    root / "spec.json",
+                    root / "monitor.log",
+                    zygote=svc.zygote,
+                )
+                with svc.containers.lock:
+                    c.monitor_pid = int(rep["pid"])
+                    c.monitor_start = spawn.start_time(c.monitor_pid)
+                    c.init_pid = int(rep["init_pid"])
+                    svc.containers.save(c)
+            except (OSError, ValueError, spawn.MonitorError) as exc:
+                reply = {"error": str(exc)}
+        if not reply:
+            try:
+                reply = spawn.call(svc.container_state(c.id), {"op": "start"}, timeout=30)
+            except (OSError, spawn.MonitorError) as exc:
+                reply = {"error": f"monitor unreachable: {exc}"}
         if "error" in reply:
             wait_exit(c.monitor_pid, 5)
             message = str(reply["error"])

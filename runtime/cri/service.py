@@ -95,6 +95,8 @@ class RuntimeService:
         the exit status is lost."""
         if c.state == ContainerState.EXITED:
             return c
+        if c.state == ContainerState.CREATED and not c.monitor_pid:
+            return c  # nothing runs before StartContainer
         exit_file = self.container_root(c.id) / "exit.json"
         info: dict[str, Any] | None = None
         with contextlib.suppress(FileNotFoundError, ValueError):
@@ -134,6 +136,8 @@ class RuntimeService:
         self.refresh(c)
         if c.state == ContainerState.EXITED:
             return
+        if c.state == ContainerState.CREATED and not c.monitor_pid:
+            return  # never started: nothing to stop (containerd does the same)
         mon_alive = spawn.alive(c.monitor_pid, c.monitor_start)
         if mon_alive and timeout > 0 and c.state == ContainerState.RUNNING and c.init_pid:
             with contextlib.suppress(ProcessLookupError):

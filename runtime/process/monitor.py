@@ -68,10 +68,11 @@ def _reset_signals() -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
-def _detach() -> None:
+def _detach(fork: bool = True) -> None:
     """Fork; the parent exits at once (the runtime reaps it), the child
-    becomes a session leader that init adopts."""
-    if os.fork() > 0:
+    becomes a session leader that init adopts. A child of the zygote needs
+    no fork: the zygote never waits for it and init adopts it anyway."""
+    if fork and os.fork() > 0:
         os._exit(0)
     os.setsid()
 
@@ -125,8 +126,8 @@ def _pid1(pause: str) -> None:
                 pass
 
 
-def run_sandbox(spec: Spec) -> int:
-    _detach()
+def run_sandbox(spec: Spec, fork: bool = True) -> int:
+    _detach(fork)
     try:
         flags = 0
         ns = spec["namespaces"]
@@ -651,8 +652,8 @@ class ContainerMonitor:
             self._reply(job.conn, reply)
 
 
-def run_container(spec: Spec) -> int:
-    _detach()
+def run_container(spec: Spec, fork: bool = True) -> int:
+    _detach(fork)
     os.umask(0o022)
     mon = ContainerMonitor(spec)
     try:
@@ -680,6 +681,8 @@ def run_zygote(listen_fd: int) -> int:
         return 0
     sock = socket.socket(fileno=listen_fd)
     libc.prctl(libc.PR_GET_DUMPABLE)  # load the libc handle before freezing
+    # monitors are not waited for: the kernel reaps them (children reset this)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     gc.collect()
     gc.freeze()
     while True:
@@ -706,18 +709,17 @@ def run_zygote(listen_fd: int) -> int:
                 sock.close()
                 os.dup2(conn.fileno(), 1)
                 conn.close()
-                code = main([str(req["mode"]), str(req["spec"])])
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                code = main([str(req["mode"]), str(req["spec"])], fork=False)
             except BaseException as exc:
                 with contextlib.suppress(BaseException):
                     _report({"error": f"{type(exc).__name__}: {exc}"})
             finally:
                 os._exit(code)
         conn.close()
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], fork: bool = True) -> int:
     if argv[0] == "zygote":
         return run_zygote(int(argv[1]))
     mode, spec_path = argv[0], argv[1]
@@ -729,8 +731,8 @@ def main(argv: list[str]) -> int:
         os.dup2(fd, 2)
         os.close(fd)
     if mode == "sandbox":
-        return run_sandbox(spec)
-    return run_container(spec)
+        return run_sandbox(spec, fork)
+    return run_container(spec, fork)
 
 
 if __name__ == "__main__":
