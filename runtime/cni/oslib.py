@@ -1,6 +1,8 @@
-"""The plugin's few OS calls that the `os` module lacks: `setns` (through one
-lazily loaded libc handle that raises OSError), running a helper executable
-with stdin/stdout pipes via `posix_spawn`, and per-namespace sysctls.
+"""The plugin's OS layer: `setns` (through one lazily loaded libc handle
+that raises OSError), running a helper executable with pipes via
+`posix_spawn`, per-namespace sysctls, and the few `os`/`os.path` helpers the
+plugin needs, on top of `posix` (importing `os` costs ~2 ms, a tenth of an
+ADD).
 
 Why not `runtime/linux/`: the plugin is its own short-lived, single-threaded
 executable and must start cheaply, so it carries this small copy instead of
