@@ -94,5 +94,8 @@ class StreamingBackend(Protocol):
 
     def port_forward(self, sandbox_id: str, port: int) -> socket.socket:
         """Return a TCP socket connected to `port` on localhost inside the
-        sandbox's network namespace. The server owns and closes it."""
+        sandbox's network namespace. The server owns and closes it (and
+        makes it blocking). Dial from a process inside the namespace (the
+        sandbox monitor) and pass the fd back over SCM_RIGHTS: never setns
+        or fork in the server's threads."""
         ...

@@ -123,6 +123,9 @@ def _forward(pair: _Pair, dial: Dialer, forwards: _Forwards, sandbox_id: str) ->
         error.close()
         data.close()
         return
+    # A socket received over SCM_RIGHTS keeps the sender's O_NONBLOCK (file
+    # status flags are shared); the copy loops below need a blocking one.
+    sock.setblocking(True)
     with forwards.lock:
         if forwards.closed:
             sock.close()
