@@ -428,24 +428,31 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
-def bench(target: Target, pods: int, running: int) -> dict[str, float]:
-    target.start()
-    client = Client(target.socket, target.cgroup_parent, target.name)
-    client.wait_ready()
-    # one warm-up pod, not recorded
-    client.end_pod(*client.start_pod(-1, False), False)
+def lifecycle(clients: list[Client], pods: int) -> dict[str, float]:
+    """Alternate pods between the runtimes, so both see the same load."""
+    for c in clients:
+        c.end_pod(*c.start_pod(-1, False), False)  # warm-up, not recorded
     for i in range(pods):
-        client.end_pod(*client.start_pod(i, True), True)
+        for c in clients:
+            c.end_pod(*c.start_pod(i, True), True)
     figures: dict[str, float] = {}
-    for op in OPS:
-        v = client.times[op]
-        figures[f"{target.name}.{op}.p50_ms"] = round(statistics.median(v), 2)
-        figures[f"{target.name}.{op}.p90_ms"] = round(pct(v, 0.9), 2)
-        figures[f"{target.name}.{op}.max_ms"] = round(max(v), 2)
+    for c in clients:
+        for op in OPS:
+            v = c.times[op]
+            figures[f"{c.tag}.{op}.p50_ms"] = round(statistics.median(v), 2)
+            figures[f"{c.tag}.{op}.p90_ms"] = round(pct(v, 0.9), 2)
+            figures[f"{c.tag}.{op}.max_ms"] = round(max(v), 2)
+    return figures
+
+
+def fifty_pods(target: Target, client: Client, running: int) -> dict[str, float]:
+    """Start `running` pods back to back, measure memory, remove them."""
+    name = target.name
+    figures: dict[str, float] = {}
     t0 = time.perf_counter()
     for i in range(running):
         client.start_pod(1000 + i, False)
-    figures[f"{target.name}.start_{running}_pods_s"] = round(time.perf_counter() - t0, 2)
+    figures[f"{name}.start_{running}_pods_s"] = round(time.perf_counter() - t0, 2)
     pss = rss = 0
     procs = target.processes()
     for pid in procs:
@@ -453,14 +460,13 @@ def bench(target: Target, pods: int, running: int) -> dict[str, float]:
         pss += p
         rss += r
     main_pss, main_rss = pss_rss_kb(procs[0])
-    figures[f"{target.name}.runtime_pss_mb"] = round(main_pss / 1024, 1)
-    figures[f"{target.name}.runtime_rss_mb"] = round(main_rss / 1024, 1)
-    figures[f"{target.name}.per_pod_pss_mb"] = round((pss - main_pss) / 1024 / max(1, running), 2)
-    figures[f"{target.name}.per_pod_rss_mb"] = round((rss - main_rss) / 1024 / max(1, running), 2)
-    figures[f"{target.name}.total_pss_mb"] = round(pss / 1024, 1)
-    figures[f"{target.name}.processes"] = len(procs)
+    figures[f"{name}.runtime_pss_mb"] = round(main_pss / 1024, 1)
+    figures[f"{name}.runtime_rss_mb"] = round(main_rss / 1024, 1)
+    figures[f"{name}.per_pod_pss_mb"] = round((pss - main_pss) / 1024 / max(1, running), 2)
+    figures[f"{name}.per_pod_rss_mb"] = round((rss - main_rss) / 1024 / max(1, running), 2)
+    figures[f"{name}.total_pss_mb"] = round(pss / 1024, 1)
+    figures[f"{name}.processes"] = len(procs)
     client.remove_all()
-    client.channel.close()
     return figures
 
 
@@ -482,27 +488,43 @@ def cleanup_cgroups(parent: str) -> None:
             remove_cgroup_tree(d)
 
 
-def run_one(
-    target_cls: str, base: Path, rootfs: Path, archive: Path, pods: int, running: int
+def stop_target(target: Target, base: Path) -> None:
+    target.stop()
+    if isinstance(target, Skiff):
+        # monitors and pause holders outlive the runtime by design
+        for pid in target.processes()[1:]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    cleanup_cgroups(target.cgroup_parent)
+    subprocess.run(["umount", "-R", "-l", str(base)], capture_output=True, check=False)
+
+
+def run_all(
+    names: list[str], base: Path, rootfs: Path, archive: Path, pods: int, running: int
 ) -> dict[str, float]:
-    sub = base / target_cls
-    sub.mkdir()
-    subnet = f"10.{200 + (0 if target_cls == 'skiff' else 1)}.0.0/16"
-    with bridge_network(sub, f"bench-{target_cls}", subnet) as conf:
-        target: Target = (
-            Skiff(sub, rootfs, conf) if target_cls == "skiff" else Containerd(sub, archive, conf)
-        )
-        try:
-            return bench(target, pods, running)
-        finally:
-            target.stop()
-            if isinstance(target, Skiff):
-                # monitors and pause holders outlive the runtime by design
-                for pid in target.processes()[1:]:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-            cleanup_cgroups(target.cgroup_parent)
-            subprocess.run(["umount", "-R", "-l", str(sub)], capture_output=True, check=False)
+    figures: dict[str, float] = {}
+    with contextlib.ExitStack() as stack:
+        targets: list[Target] = []
+        for n, name in enumerate(names):
+            sub = base / name
+            sub.mkdir()
+            conf = stack.enter_context(bridge_network(sub, f"bench-{name}", f"10.{200 + n}.0.0/16"))
+            target: Target = (
+                Skiff(sub, rootfs, conf) if name == "skiff" else Containerd(sub, archive, conf)
+            )
+            stack.callback(stop_target, target, sub)
+            target.start()
+            targets.append(target)
+        clients = []
+        for t in targets:
+            c = Client(t.socket, t.cgroup_parent, t.name)
+            stack.callback(c.channel.close)
+            c.wait_ready()
+            clients.append(c)
+        figures.update(lifecycle(clients, pods))
+        for t, c in zip(targets, clients, strict=True):
+            figures.update(fifty_pods(t, c, running))
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -526,8 +548,7 @@ def main(argv: list[str] | None = None) -> int:
             and shutil.which("containerd-shim-runc-v2")
         ):
             targets.append("containerd")
-        for t in targets:
-            figures.update(run_one(t, base, rootfs, archive, args.pods, args.running))
+        figures.update(run_all(targets, base, rootfs, archive, args.pods, args.running))
     finally:
         subprocess.run(["umount", "-R", "-l", str(base)], capture_output=True, check=False)
         shutil.rmtree(base, ignore_errors=True)
