@@ -22,6 +22,7 @@ import logging
 import os
 import select
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -288,8 +289,9 @@ def serve(
             session.cancel()
         wait_thread.join()
 
+        drain_until = time.monotonic() + (0 if ch.gone.is_set() else drain_timeout)
         for pump in out_pumps:
-            pump.join(drain_timeout if not ch.gone.is_set() else 0)
+            pump.join(max(0.0, drain_until - time.monotonic()))
         os.write(stop_w, b"x")
         for pump in out_pumps:
             pump.join()

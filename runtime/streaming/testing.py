@@ -170,10 +170,14 @@ class HostExec:
 
     def cancel(self) -> None:
         if self.proc.returncode is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            self.kill_group()
+
+    def kill_group(self) -> None:
+        """Kill what is left of the process group (background children too)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 @dataclass
@@ -366,7 +370,7 @@ class HostProcessBackend:
         for container in self.containers.values():
             container.stop()
         for ex in self.execs:
-            ex.cancel()
+            ex.kill_group()
 
     def _check(self, container_id: str) -> None:
         if container_id in self.stopped:
