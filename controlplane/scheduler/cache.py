@@ -117,6 +117,12 @@ class Cache:
         self.generation = 0
         self._match_memo: dict[Any, tuple[int, list[int]]] = {}
         self.label_version = 0  # bumps on any node label change
+        self.node_set_version = 0  # bumps when a node is added or removed
+        self._slots_key: tuple[int, int] = (-1, -1)
+        self._slots_cache: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] = (
+            np.zeros(0, np.intp),
+            np.zeros(0, np.intp),
+        )
         self._node_memo: dict[Any, Any] = {}
         self._node_memo_version: tuple[int, int] = (-1, -1)
 
@@ -235,6 +241,10 @@ class Cache:
         Nodes without the label get 0.
         """
         dom = self.codes(key)
+        if self.node_memo(("unique-domains", key), lambda: self._unique_domains(key)):
+            # Every node is its own domain (kubernetes.io/hostname): nothing to sum.
+            out_unique: npt.NDArray[np.int64] = np.where(dom >= 0, per_node, 0)
+            return out_unique
         has = dom >= 0
         if not has.any():
             return np.zeros(self.n, np.int64)
@@ -242,6 +252,11 @@ class Cache:
         out = np.zeros(self.n, np.int64)
         out[has] = sums[dom[has]].astype(np.int64)
         return out
+
+    def _unique_domains(self, key: str) -> bool:
+        dom = self.codes(key)
+        present = dom[dom >= 0]
+        return bool(np.unique(present).size == present.size)
 
     # ---- nodes ------------------------------------------------------------
 
@@ -261,6 +276,7 @@ class Cache:
                 self.n += 1
                 self.slot_names.append(None)
             self.slot_names[slot] = name
+            self.node_set_version += 1
             info = NodeInfo(name, slot, node)
             self.nodes[name] = info
             self.valid[slot] = True
@@ -341,6 +357,7 @@ class Cache:
                 self.pod_nodes[pinfo.key] = name
             slot = info.slot
             self.valid[slot] = False
+            self.node_set_version += 1
             for key in info.labels:
                 self.label_codes[key][slot] = -1
             self.label_version += 1
@@ -528,7 +545,22 @@ class Cache:
         return len(self.nodes)
 
     def valid_slots(self) -> npt.NDArray[np.intp]:
-        return np.flatnonzero(self.valid[: self.n])
+        """The slots of existing nodes, ascending (memoised until a node comes or goes)."""
+        return self._slot_index()[0]
+
+    def slot_positions(self) -> npt.NDArray[np.intp]:
+        """For each slot, its position in `valid_slots()` (-1 for free slots)."""
+        return self._slot_index()[1]
+
+    def _slot_index(self) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        key = (self.node_set_version, self.n)
+        if self._slots_key != key:
+            slots = np.flatnonzero(self.valid[: self.n])
+            positions = np.full(self.n, -1, np.intp)
+            positions[slots] = np.arange(len(slots))
+            self._slots_cache = (slots, positions)
+            self._slots_key = key
+        return self._slots_cache
 
     def pods_on(self, node: str) -> Iterable[PodInfo]:
         info = self.nodes.get(node)

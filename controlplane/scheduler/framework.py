@@ -164,6 +164,19 @@ class SchedulerAware(Protocol):
     def attach(self, scheduler: Scheduler) -> None: ...
 
 
+def gather(state: CycleState, cache: Cache, array: str, col: int, slots: Slots) -> npt.NDArray[Any]:
+    """`getattr(cache, array)[slots, col]`, fetched once per cycle and shared by score plugins."""
+    memo: dict[tuple[str, int], npt.NDArray[Any]] | None = state.data.get("_gather")
+    if memo is None or state.data.get("_gather_slots") is not slots:
+        memo = state.data["_gather"] = {}
+        state.data["_gather_slots"] = slots
+    key = (array, col)
+    out = memo.get(key)
+    if out is None:
+        out = memo[key] = getattr(cache, array)[slots, col]
+    return out
+
+
 class NodeFilterPlugin:
     """Base for a plugin that filters one node at a time (slower, simpler)."""
 
@@ -371,21 +384,25 @@ class Framework:
             ok = self.run_filters(state, pod, cache, slot, None)
             if len(ok):
                 return ok, diag, 0
-        feasible = self.run_filters(state, pod, cache, all_slots, diag)
         want = num_feasible_nodes_to_find(n, self.percentage)
         start = self.next_start % n
-        # Positions of the feasible nodes in visiting order, starting at `start`.
-        pos = feasible if n == cache.n else np.searchsorted(all_slots, feasible)
-        split = int(np.searchsorted(pos, start))
-        if len(feasible) <= want:
+        if want >= n:
+            feasible = self.run_filters(state, pod, cache, all_slots, diag)
+            split = int(np.searchsorted(cache.slot_positions()[feasible], start))
             return np.concatenate((feasible[split:], feasible[:split])), diag, n
-        if split + want <= len(feasible):
-            chosen = feasible[split : split + want]
-            last = int(pos[split + want - 1])
-        else:
-            extra = want - (len(feasible) - split)
-            chosen = np.concatenate((feasible[split:], feasible[:extra]))
-            last = int(pos[extra - 1])
+        # Visit nodes from `start` in a window a little larger than needed; only
+        # if too few fit there, visit the rest. Filters keep the visiting order.
+        window = min(n, want + want // 4 + 64)
+        order = np.arange(start, start + window) % n
+        feasible = self.run_filters(state, pod, cache, all_slots[order], diag)
+        if len(feasible) < want and window < n:
+            rest = np.arange(start + window, start + n) % n
+            more = self.run_filters(state, pod, cache, all_slots[rest], diag)
+            feasible = np.concatenate((feasible, more))
+        if len(feasible) <= want:
+            return feasible, diag, n
+        chosen = feasible[:want]
+        last = int(cache.slot_positions()[chosen[-1]])
         processed = (last - start) % n + 1
         return chosen, diag, processed
 

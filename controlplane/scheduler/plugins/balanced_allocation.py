@@ -14,7 +14,7 @@ import numpy as np
 
 from controlplane.scheduler import resources
 from controlplane.scheduler.cache import Cache
-from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots
+from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots, gather
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState
 
@@ -31,8 +31,9 @@ class BalancedAllocation:
         fracs = []
         for rname in self.resource_names:
             col = cache.res_col(rname)
-            req = cache.req[slots, col] + pod.requests.get(rname, 0)
-            fracs.append(np.minimum(req / np.maximum(cache.alloc[slots, col], 1), 1.0))
+            req = gather(state, cache, "req", col, slots) + pod.requests.get(rname, 0)
+            alloc = gather(state, cache, "alloc", col, slots)
+            fracs.append(np.minimum(req / np.maximum(alloc, 1), 1.0))
         pair = len(fracs) == 2
         std = np.abs(fracs[0] - fracs[1]) / 2 if pair else np.stack(fracs).std(axis=0)
         out: Scores = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)

@@ -28,6 +28,7 @@ from controlplane.scheduler.framework import (
     FilterResult,
     Scores,
     Slots,
+    gather,
 )
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
@@ -100,13 +101,13 @@ class NodeResourcesFit:
         rtc_scores: list[npt.NDArray[np.int64]] = []
         for name, w in self.weights:
             col = cache.res_col(name)
-            alloc = cache.alloc[slots, col]
+            alloc = gather(state, cache, "alloc", col, slots)
             if col == CPU_COL:
-                req = cache.nz[slots, 0] + pod.nz_cpu
+                req = gather(state, cache, "nz", 0, slots) + pod.nz_cpu
             elif col == MEM_COL:
-                req = cache.nz[slots, 1] + pod.nz_mem
+                req = gather(state, cache, "nz", 1, slots) + pod.nz_mem
             else:
-                req = cache.req[slots, col] + pod.requests.get(name, 0)
+                req = gather(state, cache, "req", col, slots) + pod.requests.get(name, 0)
             safe = np.maximum(alloc, 1)
             if self.strategy == "LeastAllocated":
                 # Over-committed or absent resources give negative values: 0.
