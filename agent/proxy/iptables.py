@@ -34,6 +34,10 @@ class Iptables(Protocol):
         """Set `net/ipv4/...`-style key (slashes) to `value`."""
         ...
 
+    def delete_conntrack(self, filters: Sequence[str]) -> None:
+        """`conntrack -D <filters>`; no matching entry is not an error."""
+        ...
+
 
 def find_binary(name: str) -> str:
     for d in os.environ.get("PATH", "").split(":") + list(_SEARCH):
@@ -92,6 +96,24 @@ class CommandIptables:
         except OSError as err:
             raise IptablesError(f"sysctl {key}: {err}") from err
 
+    def delete_conntrack(self, filters: Sequence[str]) -> None:
+        argv = [find_binary("conntrack"), "-D", *filters]
+        try:
+            proc = subprocess.run(
+                [*self.prefix, *argv],
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise IptablesError(f"conntrack: {err}") from err
+        # conntrack exits 1 when nothing matched ("0 flow entries have been deleted").
+        if proc.returncode not in (0, 1) or (
+            proc.returncode == 1 and "flow entries have been deleted" not in proc.stderr
+        ):
+            raise IptablesError(f"conntrack -D failed ({proc.returncode}): {proc.stderr.strip()}")
+
 
 class FakeIptables:
     """In-memory stand-in: `save()` answers from `tables`, `restore()` records
@@ -101,6 +123,7 @@ class FakeIptables:
         self.tables: dict[str, str] = {"filter": "", "nat": ""}
         self.restores: list[str] = []
         self.sysctls: dict[str, str] = {}
+        self.conntrack_deletes: list[tuple[str, ...]] = []
         self.fail_restores = 0
 
     def save(self, table: str) -> str:
@@ -114,3 +137,6 @@ class FakeIptables:
 
     def sysctl(self, key: str, value: str) -> None:
         self.sysctls[key] = value
+
+    def delete_conntrack(self, filters: Sequence[str]) -> None:
+        self.conntrack_deletes.append(tuple(filters))

@@ -6,7 +6,9 @@ level-triggered from the informer stores (`sync()`: read our chains with
 `iptables-save`, `build_rules` + `restore_text`, one `iptables-restore
 --noflush`), at most once per `min_sync_interval`, so a burst of Endpoints
 changes costs one restore and a change is in place well within a second.
-A failed sync is retried after `retry_interval`; every `sync_period` the
+After each sync, UDP conntrack entries that point at removed endpoints (or
+that were made while a port had none) are deleted. A failed sync is retried
+after `retry_interval`; every `sync_period` the
 rules are rebuilt anyway (repairing anything deleted behind our back).
 `stop()` (and `cleanup()`) remove every chain and jump of ours.
 
@@ -21,8 +23,9 @@ import threading
 from dataclasses import dataclass, field
 
 from agent.proxy import rules
+from agent.proxy.conntrack import stale_udp_flows
 from agent.proxy.iptables import CommandIptables, Iptables
-from agent.proxy.model import service_ports
+from agent.proxy.model import ServicePort, service_ports
 from controlplane.client.clock import Clock, RealClock, Timer
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
@@ -97,6 +100,7 @@ class ServiceProxy:
         self._thread: threading.Thread | None = None
         self._timer: Timer | None = None
         self._last_sync = float("-inf")
+        self._applied: list[ServicePort] = []  # the ports of the last applied sync
         self.syncs = 0  # successful syncs, for tests and metrics
         self.last_error: Exception | None = None
 
@@ -136,19 +140,33 @@ class ServiceProxy:
 
     # ---- the work --------------------------------------------------------
 
-    def restore_text(self) -> str:
-        """The transaction a sync would apply now (reads iptables-save)."""
+    def current_ports(self) -> list[ServicePort]:
         eps: dict[str, Object] = {object_key(e): e for e in self.endpoints.store.list()}
-        ports = service_ports(self.services.store.list(), eps)
+        return service_ports(self.services.store.list(), eps)
+
+    def restore_text(self, ports: list[ServicePort] | None = None) -> str:
+        """The transaction a sync would apply now (reads iptables-save)."""
+        if ports is None:
+            ports = self.current_ports()
         ruleset = rules.build_rules(ports, self.settings.rule_config(self.node_name))
         return rules.restore_text(ruleset, read_existing(self.iptables))
 
     def sync(self) -> None:
-        """Rebuild and apply every rule now, from the informer stores."""
+        """Rebuild and apply every rule now, from the informer stores; then
+        clear the UDP conntrack entries the change made stale."""
         with self._lock:
             self._last_sync = self.clock.monotonic()
-            self.iptables.restore(self.restore_text())
+            ports = self.current_ports()
+            self.iptables.restore(self.restore_text(ports))
+            # After a restart the rules were in place already: nothing is stale.
+            stale = stale_udp_flows(self._applied, ports) if self.syncs else []
             self.syncs += 1
+            for filters in stale:
+                try:
+                    self.iptables.delete_conntrack(filters)
+                except Exception as err:  # stale flows then expire on their own
+                    log.warning("conntrack -D %s failed: %s", " ".join(filters), err)
+            self._applied = ports
 
     def request_sync(self) -> None:
         self._wake.set()

@@ -36,8 +36,15 @@ NODE_IP = "192.168.77.1"
 NODE_PORT = 30080
 
 SERVER = r"""
-import socket, sys
+import socket, sys, threading
 name = sys.argv[1]
+def udp():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("0.0.0.0", 8053))
+    while True:
+        data, peer = u.recvfrom(512)
+        u.sendto(name.encode(), peer)
+threading.Thread(target=udp, daemon=True).start()
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", 8080))
@@ -69,6 +76,31 @@ for _ in range(count):
         out.append(f"error {type(err).__name__}")
 print(json.dumps(out))
 """
+
+
+UDP_CLIENT = r"""
+import socket, sys
+host, port, src = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+u.bind(("0.0.0.0", src))
+u.settimeout(2)
+u.sendto(b"?", (host, port))
+try:
+    print(u.recv(512).decode())
+except OSError as err:
+    print(f"error {type(err).__name__}")
+"""
+
+
+def udp_ask(netns: str, host: str, port: int, src: int) -> str:
+    return subprocess.run(
+        ["ip", "netns", "exec", netns, sys.executable, "-c", UDP_CLIENT, host, str(port), str(src)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout.strip()
 
 
 def ip(*args: str) -> None:
@@ -169,7 +201,14 @@ def service(affinity: bool = False) -> dict[str, Any]:
                 "targetPort": 8080,
                 "protocol": "TCP",
                 "nodePort": NODE_PORT,
-            }
+            },
+            {
+                "name": "dns",
+                "port": 53,
+                "targetPort": 8053,
+                "protocol": "UDP",
+                "nodePort": NODE_PORT,
+            },
         ],
     }
     if affinity:
@@ -183,7 +222,10 @@ def endpoints(pod_ips: list[str]) -> dict[str, Any]:
         subsets.append(
             {
                 "addresses": [{"ip": a, "nodeName": "node1"} for a in pod_ips],
-                "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+                "ports": [
+                    {"name": "http", "port": 8080, "protocol": "TCP"},
+                    {"name": "dns", "port": 8053, "protocol": "UDP"},
+                ],
             }
         )
     return {"metadata": {"name": "web", "namespace": "default"}, "subsets": subsets}
@@ -230,15 +272,25 @@ def test_cluster_ip_nodeport_affinity_and_cleanup(net: Net) -> None:
         # NodePort on localhost (route_localnet).
         assert names(connect(net.node, "127.0.0.1", NODE_PORT, 5)) <= {"pod1", "pod2"}
 
-        # Endpoint removed -> within a second only pod1 answers.
+        # UDP through the cluster IP; find a client port whose flow went to pod2.
+        src = next(p for p in range(40000, 40060) if udp_ask(net.node, CLUSTER_IP, 53, p) == "pod2")
+        assert udp_ask(net.node, CLUSTER_IP, 53, src) == "pod2"  # the flow sticks (conntrack)
+
+        # Endpoint removed -> within a second the rules no longer name pod2.
         t0 = time.monotonic()
         api.update("Endpoints", endpoints([net.pod_ips["pod1"]]))
         wait_for(
-            lambda: names(connect(net.node, CLUSTER_IP, 80, 10)) == {"pod1"},
+            lambda: net.pod_ips["pod2"] not in ns_iptables_save(net.node),
             timeout=5,
+            interval=0.01,
             message="pod2 gone from the rules",
         )
-        assert time.monotonic() - t0 < 2.0  # incl. the client processes' own start-up
+        propagation = time.monotonic() - t0
+        print(f"endpoint change -> rules in place: {propagation * 1000:.0f} ms")
+        assert propagation < 1.0
+        assert names(connect(net.node, CLUSTER_IP, 80, 10)) == {"pod1"}
+        # The UDP flow that went to pod2 was deleted from conntrack: now pod1.
+        assert udp_ask(net.node, CLUSTER_IP, 53, src) == "pod1"
 
         # Session affinity: every connection of one client sticks to one pod.
         api.update("Endpoints", endpoints(list(net.pod_ips.values())))

@@ -116,3 +116,24 @@ def test_shared_factory_is_not_shut_down_by_the_proxy(
     p.stop(cleanup_rules=False)
     assert pods.started() and not pods.reflector.stopped()
     factory.shutdown()
+
+
+def test_udp_conntrack_entries_of_removed_endpoints_are_deleted(
+    api: FakeApiClient, ipt: FakeIptables, proxy: ServiceProxy
+) -> None:
+    svc = service("dns", "10.43.0.53")
+    svc["spec"]["ports"] = [{"port": 53, "protocol": "UDP"}]
+    eps = endpoints(["10.244.1.2", "10.244.1.3"], "dns")
+    eps["subsets"][0]["ports"] = [{"port": 53, "protocol": "UDP"}]
+    api.create("Service", svc)
+    api.create("Endpoints", eps)
+    wait_for(lambda: "10.244.1.3:53" in ipt.restores[-1], message="UDP rules")
+    eps["subsets"][0]["addresses"] = [{"ip": "10.244.1.3"}]
+    api.update("Endpoints", eps)
+    wait_for(
+        lambda: (
+            ("-p", "udp", "--orig-dst", "10.43.0.53", "--dst-nat", "10.244.1.2")
+            in ipt.conntrack_deletes
+        ),
+        message="conntrack -D of the removed endpoint",
+    )
