@@ -133,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(data_dir, 0o700)  # the database holds Secrets; pki/ holds keys
     listen_host = args.listen.rsplit(":", 1)[0].strip("[]")
     try:
         pki = ensure_pki(data_dir, [listen_host, *args.tls_san])

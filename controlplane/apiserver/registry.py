@@ -286,8 +286,7 @@ class Registry:
         self._check_namespace_open(info, ns)
         admit = self.admission.get(info.kind)
         if admit is not None:
-            admit(self, info, obj, None)
-            self._validate(info, obj, None)
+            admit(self, info, obj, None)  # server-made changes: not validated again
         for attempt in range(8):
             data = encode(obj)
             try:

@@ -212,9 +212,14 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     def _stream(watcher: Any, context: Any) -> Iterator[api_pb2.WatchEvent]:
         try:
             for item in watcher:
-                yield api_pb2.WatchEvent(
-                    type=item.type, object=api_pb2.Object(json=item.data, resource_version=item.rev)
-                )
+                message = item.wire
+                if message is None:
+                    message = api_pb2.WatchEvent(
+                        type=item.type,
+                        object=api_pb2.Object(json=item.data, resource_version=item.rev),
+                    )
+                    item.wire = message
+                yield message
         finally:
             watcher.stop()
 

@@ -39,24 +39,38 @@ from controlplane.storage.interface import Compacted, Event, EventType, StorageE
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class WatchItem:
-    """What a watcher delivers. For BOOKMARK, data is empty."""
+    """What a watcher delivers. For BOOKMARK, data is empty.
+
+    One item is shared by every watcher that gets the same event as the same
+    type, so the transport can build its message once (`wire` caches it).
+    """
 
     type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
     data: bytes
     rev: int
+    wire: Any = None
 
 
 class _Dispatch:
     """One store event with its decoded objects computed at most once."""
 
-    __slots__ = ("_new", "_old", "event")
+    __slots__ = ("_items", "_new", "_old", "event")
 
     def __init__(self, event: Event) -> None:
         self.event = event
         self._new: dict[str, Any] | None = None
         self._old: dict[str, Any] | None = None
+        self._items: dict[str, WatchItem] = {}
+
+    def item(self, kind: str) -> WatchItem:
+        """The shared WatchItem of this event delivered as `kind`."""
+        found = self._items.get(kind)
+        if found is None:
+            found = WatchItem(kind, self.event.value, self.event.rev)
+            self._items[kind] = found
+        return found
 
     def new(self) -> dict[str, Any]:
         if self._new is None:
@@ -128,20 +142,20 @@ class Watcher:
                 EventType.UPDATE: "MODIFIED",
                 EventType.DELETE: "DELETED",
             }[event.type]
-            return WatchItem(kind, event.value, event.rev)
+            return dispatch.item(kind)
         new_match = self.selectors.matches(dispatch.new())
         if event.type == EventType.CREATE:
-            return WatchItem("ADDED", event.value, event.rev) if new_match else None
+            return dispatch.item("ADDED") if new_match else None
         if event.type == EventType.DELETE:
-            return WatchItem("DELETED", event.value, event.rev) if new_match else None
+            return dispatch.item("DELETED") if new_match else None
         old = dispatch.old()
         old_match = new_match if old is None else self.selectors.matches(old)
         if new_match and old_match:
-            return WatchItem("MODIFIED", event.value, event.rev)
+            return dispatch.item("MODIFIED")
         if new_match:
-            return WatchItem("ADDED", event.value, event.rev)
+            return dispatch.item("ADDED")
         if old_match:
-            return WatchItem("DELETED", event.value, event.rev)
+            return dispatch.item("DELETED")
         return None
 
     def _wake(self) -> None:
