@@ -21,6 +21,7 @@ The manager never imports the API server or storage.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import socket
@@ -305,3 +306,84 @@ class ControllerManager:
         threading.Thread(target=self._http.serve_forever, name="cm-http", daemon=True).start()
         addr = self._http.server_address
         return str(addr[0]), int(addr[1])
+
+
+# ---- wiring into `skiff controlplane` -------------------------------------------
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """kube-controller-manager's flags that skiff supports, for `skiff controlplane`."""
+    d = ManagerConfig()
+    parser.add_argument(
+        "--controllers",
+        default="*",
+        help="controllers to run: '*' (all enabled by default), 'name', '-name', comma-separated; "
+        f"known: {', '.join(sorted(REGISTRY))}",
+    )
+    parser.add_argument("--cluster-cidr", default=d.cluster_cidr, help="pod CIDR of the cluster")
+    parser.add_argument("--node-cidr-mask-size", type=int, default=d.node_cidr_mask_size)
+    parser.add_argument(
+        "--allocate-node-cidrs", default=True, action=argparse.BooleanOptionalAction
+    )
+    parser.add_argument(
+        "--node-monitor-grace-period", type=float, default=d.node_monitor_grace_period
+    )
+    parser.add_argument(
+        "--default-not-ready-toleration-seconds", type=int, default=d.default_toleration_seconds
+    )
+    parser.add_argument(
+        "--terminated-pod-gc-threshold", type=int, default=d.terminated_pod_gc_threshold
+    )
+    parser.add_argument(
+        "--horizontal-pod-autoscaler-sync-period", type=float, default=d.hpa_sync_period
+    )
+    parser.add_argument(
+        "--horizontal-pod-autoscaler-downscale-stabilization",
+        type=float,
+        default=d.hpa_downscale_stabilization,
+    )
+    parser.add_argument("--concurrent-syncs", type=int, default=d.workers)
+    parser.add_argument("--leader-elect", default=True, action=argparse.BooleanOptionalAction)
+    parser.add_argument("--controller-metrics-listen", default="", help="HOST:PORT for /metrics")
+
+
+def config_from_args(args: argparse.Namespace) -> ManagerConfig:
+    return ManagerConfig(
+        controllers=parse_controllers(args.controllers),
+        cluster_cidr=args.cluster_cidr,
+        node_cidr_mask_size=args.node_cidr_mask_size,
+        allocate_node_cidrs=args.allocate_node_cidrs,
+        node_monitor_grace_period=args.node_monitor_grace_period,
+        default_toleration_seconds=args.default_not_ready_toleration_seconds,
+        terminated_pod_gc_threshold=args.terminated_pod_gc_threshold,
+        hpa_sync_period=args.horizontal_pod_autoscaler_sync_period,
+        hpa_downscale_stabilization=args.horizontal_pod_autoscaler_downscale_stabilization,
+        workers=args.concurrent_syncs,
+        leader_elect=args.leader_elect,
+    )
+
+
+def component(
+    config: ManagerConfig, metrics_listen: str = ""
+) -> Callable[[ApiClient, threading.Event], None]:
+    """A `skiff controlplane` component function running a manager with `config`."""
+
+    def start_component(client: ApiClient, stop: threading.Event) -> None:
+        manager = ControllerManager(client, config)
+        manager.start()
+        if metrics_listen:
+            host, _, port = metrics_listen.rpartition(":")
+            manager.serve(host or "127.0.0.1", int(port))
+
+        def stopper() -> None:
+            stop.wait()
+            manager.stop()
+
+        threading.Thread(target=stopper, name="controller-manager-stop", daemon=True).start()
+
+    return start_component
+
+
+def start(client: ApiClient, stop: threading.Event) -> None:
+    """The component entry point with default settings (leader-elected)."""
+    component(ManagerConfig(leader_elect=True))(client, stop)
