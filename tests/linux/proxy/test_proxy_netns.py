@@ -132,6 +132,37 @@ def _answers(netns: str, addr: str, name: str) -> Callable[[], bool]:
     return lambda: connect(netns, addr, 8080)[0].startswith(name)
 
 
+FOREIGN_RULES = """*nat
+:OTHER-TOOL - [0:0]
+:SKIFF-MQ-0123456789abcdef - [0:0]
+-A PREROUTING -j OTHER-TOOL
+-A OTHER-TOOL -d 10.99.0.1/32 -j RETURN
+-A POSTROUTING -s 10.244.9.9/32 -j SKIFF-MQ-0123456789abcdef
+-A SKIFF-MQ-0123456789abcdef -j MASQUERADE
+COMMIT
+*filter
+:OTHER-TOOL - [0:0]
+-A FORWARD -j OTHER-TOOL
+-A OTHER-TOOL -s 10.99.0.1/32 -j ACCEPT
+COMMIT
+"""
+
+FOREIGN_CLEANUP = """*nat
+-D PREROUTING -j OTHER-TOOL
+-D POSTROUTING -s 10.244.9.9/32 -j SKIFF-MQ-0123456789abcdef
+-F OTHER-TOOL
+-X OTHER-TOOL
+-F SKIFF-MQ-0123456789abcdef
+-X SKIFF-MQ-0123456789abcdef
+COMMIT
+*filter
+-D FORWARD -j OTHER-TOOL
+-F OTHER-TOOL
+-X OTHER-TOOL
+COMMIT
+"""
+
+
 @dataclass
 class Net:
     node: str
@@ -246,6 +277,8 @@ def test_cluster_ip_nodeport_affinity_and_cleanup(net: Net) -> None:
         ProxySettings(cluster_cidr="10.244.0.0/16", min_sync_interval=0.05),
         iptables=ipt,
     )
+    # Chains that are not ours (another tool's, the CNI plugin's) must survive.
+    ipt.restore(FOREIGN_RULES)
     proxy.start()
     try:
         wait_for(proxy.has_synced, timeout=10, message="first sync")
@@ -313,4 +346,9 @@ def test_cluster_ip_nodeport_affinity_and_cleanup(net: Net) -> None:
     finally:
         proxy.stop()
     saved = ns_iptables_save(net.node)
-    assert "SKIFF" not in saved, saved
+    for line in FOREIGN_RULES.splitlines():
+        if line.startswith("-A "):
+            assert line.split(" -m comment")[0] in saved, (line, saved)
+    ipt.restore(FOREIGN_CLEANUP)
+    saved = ns_iptables_save(net.node)
+    assert "SKIFF" not in saved and "OTHER-TOOL" not in saved, saved
