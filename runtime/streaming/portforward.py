@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ Dialer = Callable[[int], socket.socket]
 @dataclass
 class _Pair:
     port: int
+    created: float
     error: SpdyStream | None = None
     data: SpdyStream | None = None
 
@@ -50,8 +52,15 @@ def _request_id(stream: SpdyStream, kind: str) -> str:
     return str(stream.stream_id if kind == "error" else stream.stream_id - 2)
 
 
-def serve(session: SpdySession, dial: Dialer, sandbox_id: str = "") -> None:
-    """Accept stream pairs until the session ends; return with nothing left open."""
+def serve(
+    session: SpdySession,
+    dial: Dialer,
+    sandbox_id: str = "",
+    pair_timeout: float = 30.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Accept stream pairs until the session ends; return with nothing left open.
+    Half a pair still alone after `pair_timeout` is reset, as kubelet does."""
     pairs: dict[str, _Pair] = {}
     forwards = _Forwards()
 
@@ -65,12 +74,27 @@ def serve(session: SpdySession, dial: Dialer, sandbox_id: str = "") -> None:
             except OSError:
                 pass
 
+    def expire_halves() -> float | None:
+        """Reset lone halves past their time; seconds until the next expiry."""
+        now = clock()
+        for rid, pair in list(pairs.items()):
+            if now - pair.created >= pair_timeout:
+                del pairs[rid]
+                for half in (pair.error, pair.data):
+                    if half is not None:
+                        half.cancel()
+        if not pairs:
+            return None
+        return max(0.0, min(p.created for p in pairs.values()) + pair_timeout - now)
+
     session.on_close(shut_all)
     try:
         while True:
-            stream = session.accept_stream()
+            stream = session.accept_stream(timeout=expire_halves())
             if stream is None:
-                break
+                if session.closed.is_set():
+                    break
+                continue
             kind = stream.header("streamType")
             try:
                 port = int(stream.header("port"))
@@ -84,7 +108,7 @@ def serve(session: SpdySession, dial: Dialer, sandbox_id: str = "") -> None:
                 stream.cancel(PROTOCOL_ERROR)
                 continue
             rid = _request_id(stream, kind)
-            pair = pairs.setdefault(rid, _Pair(port))
+            pair = pairs.setdefault(rid, _Pair(port, clock()))
             if getattr(pair, kind) is not None:
                 stream.cancel(PROTOCOL_ERROR)
                 continue

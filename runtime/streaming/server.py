@@ -301,7 +301,10 @@ class _Handler(BaseHTTPRequestHandler):
             if isinstance(request, api_pb2.PortForwardRequest):
                 sandbox = request.pod_sandbox_id
                 portforward.serve(
-                    session, lambda port: owner.backend.port_forward(sandbox, port), sandbox
+                    session,
+                    lambda port: owner.backend.port_forward(sandbox, port),
+                    sandbox,
+                    pair_timeout=owner.config.stream_creation_timeout,
                 )
             else:
                 self._spdy_remote_command(session, chosen, request)

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from proto.runtime.v1 import api_pb2
-from runtime.streaming import StreamingServer
+from runtime.streaming import StreamingConfig, StreamingServer
+from runtime.streaming.testing import HostProcessBackend
+from tests.harness.wait import wait_for
 from tests.unit.streaming.clients import PortForwardClient, read_to_eof
 
 
@@ -142,3 +144,18 @@ def test_stream_without_port_is_reset(server: StreamingServer, echo_port: int) -
     data.close()
     assert read_to_eof(data) == b"ok"
     client.close()
+
+
+def test_half_a_pair_is_reset_after_the_creation_timeout(
+    backend: HostProcessBackend, echo_port: int
+) -> None:
+    with StreamingServer(backend, StreamingConfig(stream_creation_timeout=0.3)) as server:
+        client = PortForwardClient(pf_url(server))
+        lone = client.client.open(streamType="data", port=str(echo_port), requestID="lonely")
+        assert read_to_eof(lone) == b""
+        wait_for(lambda: lone.reset, message="RST_STREAM for the lone half")
+        _, data = client.connect(echo_port)  # the session itself goes on
+        data.write(b"still here")
+        data.close()
+        assert read_to_eof(data) == b"still here"
+        client.close()
