@@ -59,6 +59,20 @@ def build_network(cfg: Config) -> Network | None:
     return client
 
 
+def build_streaming(svc: RuntimeService) -> Any:
+    """The streaming server for Exec/PortForward URLs, if runtime.streaming
+    is present."""
+    try:
+        streaming = importlib.import_module("runtime.streaming")
+    except ModuleNotFoundError:
+        log.warning("runtime.streaming is not available: Exec/Attach/PortForward are unimplemented")
+        return None
+    from runtime.cri.streaming_backend import RuntimeStreamingBackend
+
+    config = streaming.StreamingConfig(address=svc.cfg.stream_address, port=svc.cfg.stream_port)
+    return streaming.StreamingServer(RuntimeStreamingBackend(svc), config)
+
+
 def _listen(server: grpc.Server, address: str) -> Path:
     path = Path(address.removeprefix("unix://"))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,12 +109,16 @@ class Server:
         if cfg.image_listen and image_servicer is not None:
             self.image_grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
             api_pb2_grpc.add_ImageServiceServicer_to_server(image_servicer, self.image_grpc)
+        self.streaming = build_streaming(self.svc)
         self.socket = _listen(self.grpc, cfg.listen)
         if self.image_grpc is not None:
             _listen(self.image_grpc, cfg.image_listen)
         self.stopped = threading.Event()
 
     def start(self) -> None:
+        if self.streaming is not None:
+            self.streaming.start()
+            self.svc.streaming = self.streaming
         self.grpc.start()
         if self.image_grpc is not None:
             self.image_grpc.start()
@@ -111,6 +129,8 @@ class Server:
         self.grpc.stop(grace).wait()
         if self.image_grpc is not None:
             self.image_grpc.stop(grace).wait()
+        if self.streaming is not None:
+            self.streaming.stop()
         if self.svc.zygote is not None:
             self.svc.zygote.stop()
         self.stopped.set()

@@ -61,6 +61,7 @@ class RuntimeService:
         self.zygote: spawn.Zygote | None = None
         self.janitor = Janitor(cfg.root / "trash")
         self.pause: str | None = None
+        self.streaming: Any = None  # runtime.streaming.StreamingServer, set by the server
         self.cpu_samples: dict[str, tuple[int, int]] = {}
         self.locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()

@@ -10,7 +10,9 @@ from typing import Any
 
 from proto.runtime.v1 import api_pb2_grpc
 from runtime.cri import (
+    container_attach,
     container_create,
+    container_exec,
     container_list,
     container_remove,
     container_reopen_log,
@@ -23,6 +25,7 @@ from runtime.cri import (
     runtime_config,
     runtime_config_update,
     sandbox_list,
+    sandbox_portforward,
     sandbox_remove,
     sandbox_run,
     sandbox_stats,
@@ -128,3 +131,15 @@ class RuntimeServicer(api_pb2_grpc.RuntimeServiceServicer):
     @rpc_boundary("ListPodSandboxStats")
     def ListPodSandboxStats(self, request: Any, context: Ctx) -> Any:
         return sandbox_stats.run_list(self.svc, request)
+
+    @rpc_boundary("Exec")
+    def Exec(self, request: Any, context: Ctx) -> Any:
+        return container_exec.run(self.svc, request)
+
+    @rpc_boundary("Attach")
+    def Attach(self, request: Any, context: Ctx) -> Any:
+        return container_attach.run(self.svc, request)
+
+    @rpc_boundary("PortForward")
+    def PortForward(self, request: Any, context: Ctx) -> Any:
+        return sandbox_portforward.run(self.svc, request)

@@ -26,13 +26,16 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
+import fcntl
 import gc
 import json
 import os
 import select
 import signal
 import socket
+import struct
 import sys
+import termios
 import time
 from typing import Any
 
@@ -272,12 +275,21 @@ def _container_child(spec: Spec, out_w: int, err_w: int, report_w: int, start_r:
     _exec_process(proc, creds, proc["args"])
 
 
-def _exec_child(spec: Spec, init_pid: int, req: Spec, out_w: int, err_w: int) -> None:
+def _exec_child(
+    spec: Spec, init_pid: int, req: Spec, out_w: int, err_w: int, in_r: int = -1, tty: int = -1
+) -> None:
+    """An exec'd process: stdio from the given fds (-1: /dev/null), or a
+    controlling terminal `tty` for all three."""
     os.setsid()
     null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(out_w, 1)
-    os.dup2(err_w, 2)
+    if tty >= 0:
+        fcntl.ioctl(tty, termios.TIOCSCTTY, 0)
+        for fd in (0, 1, 2):
+            os.dup2(tty, fd)
+    else:
+        os.dup2(in_r if in_r >= 0 else null, 0)
+        os.dup2(out_w if out_w >= 0 else null, 1)
+        os.dup2(err_w if err_w >= 0 else null, 2)
     for f in spec.get("cgroup_procs") or []:
         with contextlib.suppress(OSError), open(f, "w") as fh:
             fh.write("0")
@@ -295,6 +307,28 @@ def _exec_child(spec: Spec, init_pid: int, req: Spec, out_w: int, err_w: int) ->
     proc = dict(spec["process"])
     creds = _resolve_creds(proc)
     _exec_process(proc, creds, list(req["args"]))
+
+
+def _container_pty(init_pid: int) -> tuple[int, int]:
+    """A pty pair from the container's own devpts instance (so `tty` inside
+    names it), opened through /proc/<init>/root; the host's as a fallback."""
+    root = f"/proc/{init_pid}/root/dev/pts"
+    try:
+        master = os.open(f"{root}/ptmx", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return os.openpty()
+    try:
+        fcntl.ioctl(master, 0x40045431, struct.pack("i", 0))  # TIOCSPTLCK: unlock
+        n = struct.unpack("I", fcntl.ioctl(master, 0x80045430, b"\0\0\0\0"))[0]  # TIOCGPTN
+        slave = os.open(f"{root}/{n}", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        os.close(master)
+        return os.openpty()
+    return master, slave
+
+
+def _set_size(fd: int, width: int, height: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
 
 
 def _run_child(target: Any, report_w: int, *args: Any) -> None:
@@ -327,6 +361,20 @@ class ExecJob:
         self.timed_out = False
 
 
+class StreamJob:
+    """An exec for the streaming server: stdio fds came over SCM_RIGHTS; with
+    a tty the monitor relays between the pty master and them."""
+
+    def __init__(self, conn: socket.socket, pid: int, rep_r: int) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.rep_r = rep_r
+        self.status: int | None = None
+        self.master = -1
+        self.out_fd = -1
+        self.in_fd = -1
+
+
 class ContainerMonitor:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
@@ -338,6 +386,8 @@ class ContainerMonitor:
         self.init_status: int | None = None
         self.jobs: dict[int, ExecJob] = {}
         self.job_fds: dict[int, ExecJob] = {}
+        self.streams: dict[int, StreamJob] = {}
+        self.stream_fds: dict[int, StreamJob] = {}
         self.report_r = -1
         self.start_w = -1
         self.setup_error = ""
@@ -419,7 +469,7 @@ class ContainerMonitor:
                 if job.deadline is not None and job.status is None:
                     left = max(0.0, job.deadline - now)
                     timeout = left if timeout is None else min(timeout, left)
-            rfds = [lfd, wake_r, *self.writers, *self.job_fds]
+            rfds = [lfd, wake_r, *self.writers, *self.job_fds, *self.stream_fds]
             try:
                 ready, _, _ = select.select(rfds, [], [], timeout)
             except InterruptedError:
@@ -435,13 +485,16 @@ class ContainerMonitor:
                     self._pump(fd)
                 elif fd in self.job_fds:
                     self._job_read(fd)
+                elif fd in self.stream_fds:
+                    self._stream_read(fd)
             self._check_deadlines()
             self._finish_jobs()
+            self._finish_streams()
         self._drain()
         self._write_exit()
-        for job in list(self.jobs.values()):
+        for pid in [*self.jobs, *self.streams]:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(job.pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
         return 0
 
     # init output -> CRI log
@@ -488,6 +541,8 @@ class ContainerMonitor:
                 self.init_status = status
             elif pid in self.jobs:
                 self.jobs[pid].status = status
+            elif pid in self.streams:
+                self.streams[pid].status = status
 
     def _write_exit(self) -> None:
         status = self.init_status or 0
@@ -529,15 +584,26 @@ class ContainerMonitor:
         except OSError:
             return
         conn.settimeout(5)
+        fds: list[int] = []
         try:
-            line = b""
-            while not line.endswith(b"\n"):
+            line, fds, _, _ = socket.recv_fds(conn, 65536, 3)
+            while line and not line.endswith(b"\n"):
                 chunk = conn.recv(65536)
                 if not chunk:
                     break
                 line += chunk
             req = json.loads(line or b"{}")
             op = req.get("op")
+            if op == "exec_stream":
+                self._exec_stream(conn, req, fds)
+                fds = []
+                return
+            if op == "resize":
+                job = self.streams.get(int(req.get("pid", 0)))
+                if job is not None and job.master >= 0:
+                    _set_size(job.master, int(req["width"]), int(req["height"]))
+                self._reply(conn, {"ok": True})
+                return
             if op == "start":
                 self._reply(conn, self._start())
             elif op == "reopen":
@@ -551,9 +617,112 @@ class ContainerMonitor:
                 self._reply(conn, {"ok": True, "init_pid": self.init_pid})
             else:
                 self._reply(conn, {"error": f"unknown op {op!r}"})
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, KeyError) as exc:
             with contextlib.suppress(OSError):
                 self._reply(conn, {"error": str(exc)})
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    # exec for the streaming server
+    def _exec_stream(self, conn: socket.socket, req: Spec, fds: list[int]) -> None:
+        names = list(req.get("fds") or [])
+        got = dict(zip(names, fds, strict=False))
+        tty = bool(req.get("tty"))
+        rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
+        master = slave = -1
+        if tty:
+            master, slave = _container_pty(self.init_pid)
+            if req.get("width"):
+                _set_size(master, int(req["width"]), int(req["height"]))
+        pid = os.fork()
+        if pid == 0:
+            os.close(rep_r)
+            if master >= 0:
+                os.close(master)
+            _run_child(
+                _exec_child, rep_w, self.spec, self.init_pid, req,
+                got.get("stdout", -1), got.get("stderr", -1), got.get("stdin", -1), slave,
+            )  # fmt: skip
+        os.close(rep_w)
+        job = StreamJob(conn, pid, rep_r)
+        if tty:
+            os.close(slave)
+            job.master = master
+            job.out_fd = got.pop("stdout", -1)
+            job.in_fd = got.pop("stdin", -1)
+            self.stream_fds[master] = job
+            if job.in_fd >= 0:
+                self.stream_fds[job.in_fd] = job
+        for fd in got.values():
+            os.close(fd)
+        conn.setblocking(True)
+        self.streams[pid] = job
+        self.stream_fds[conn.fileno()] = job
+        try:
+            conn.sendall((json.dumps({"started": pid}) + "\n").encode())
+        except OSError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+    def _stream_read(self, fd: int) -> None:
+        job = self.stream_fds[fd]
+        if fd == job.conn.fileno():
+            # the client went away (or cancelled): kill the exec
+            del self.stream_fds[fd]
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.pid, signal.SIGKILL)
+            return
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            data = b""
+        if fd == job.master:
+            if not data:
+                del self.stream_fds[fd]
+                return
+            with contextlib.suppress(OSError):
+                if job.out_fd >= 0:
+                    os.write(job.out_fd, data)
+        elif fd == job.in_fd:
+            if data:
+                with contextlib.suppress(OSError):
+                    os.write(job.master, data)
+            else:
+                with contextlib.suppress(OSError):
+                    os.write(job.master, b"\x04")
+                del self.stream_fds[fd]
+                os.close(fd)
+                job.in_fd = -1
+
+    def _finish_streams(self) -> None:
+        for pid, job in list(self.streams.items()):
+            if job.status is None:
+                continue
+            if job.master >= 0:
+                os.set_blocking(job.master, False)
+                with contextlib.suppress(OSError):
+                    while data := os.read(job.master, 65536):
+                        if job.out_fd >= 0:
+                            os.write(job.out_fd, data)
+            for fd in (job.master, job.out_fd, job.in_fd):
+                if fd >= 0:
+                    self.stream_fds.pop(fd, None)
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self.stream_fds.pop(job.conn.fileno(), None)
+            del self.streams[pid]
+            err = b""
+            with contextlib.suppress(OSError):
+                err = os.read(job.rep_r, 4096)
+            os.close(job.rep_r)
+            status = job.status
+            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+            reply: Spec = {"exit_code": code}
+            if err.startswith(b"E"):
+                reply["exec_error"] = err[1:].decode(errors="replace")
+            self._reply(job.conn, reply)
 
     def _reply(self, conn: socket.socket, obj: Any) -> None:
         try:
@@ -670,6 +839,22 @@ def run_container(spec: Spec, fork: bool = True) -> int:
     return mon.run()
 
 
+def _dial(conn: socket.socket, req: Spec) -> None:
+    """In a zygote child: enter the pod's network namespace, connect to
+    localhost:port, and hand the connected socket back over SCM_RIGHTS."""
+    code = 1
+    try:
+        libc.setns_path(str(req["netns"]), libc.CLONE_NEWNET)
+        with socket.create_connection(("127.0.0.1", int(req["port"])), timeout=10) as s:
+            socket.send_fds(conn, [b'{"ok": true}\n'], [s.fileno()])
+        code = 0
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            conn.sendall((json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
+    finally:
+        os._exit(code)
+
+
 def run_zygote(listen_fd: int) -> int:
     """Fork monitors on request, so that they share this process's pages
     (after gc.freeze, the collector does not touch them): a monitor then
@@ -703,6 +888,8 @@ def run_zygote(listen_fd: int) -> int:
             conn.close()
             continue
         pid = os.fork()
+        if pid == 0 and req.get("mode") == "dial":
+            _dial(conn, req)
         if pid == 0:
             code = 1
             try:

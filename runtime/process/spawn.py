@@ -69,6 +69,24 @@ class Zygote:
             self.proc.kill()
             self.proc.wait()
 
+    def dial(self, netns: str, port: int, timeout: float = 15) -> socket.socket:
+        """A TCP connection to localhost:`port` inside the network namespace
+        pinned at `netns`, dialled by a zygote child (never by us)."""
+        dfd = os.open(self.dir, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(timeout)
+                s.connect(self._path(dfd))
+                req = {"mode": "dial", "netns": netns, "port": port}
+                s.sendall((json.dumps(req) + "\n").encode())
+                data, fds, _, _ = socket.recv_fds(s, 65536, 1)
+        finally:
+            os.close(dfd)
+        if not fds:
+            reply = json.loads(data or b"{}")
+            raise MonitorError(str(reply.get("error") or "dial failed"))
+        return socket.socket(fileno=fds[0])
+
     def spawn(self, mode: str, spec_path: Path, timeout: float) -> bytes:
         dfd = os.open(self.dir, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
         try:

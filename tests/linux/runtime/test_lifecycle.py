@@ -53,7 +53,7 @@ def test_version_status_runtime_config(runtime: Runtime) -> None:
     rc = runtime.rt.RuntimeConfig(api_pb2.RuntimeConfigRequest())
     assert rc.linux.cgroup_driver == api_pb2.CGROUPFS
     with pytest.raises(grpc.RpcError) as exc:
-        runtime.rt.Attach(api_pb2.AttachRequest(container_id="x"))
+        runtime.rt.CheckpointContainer(api_pb2.CheckpointContainerRequest(container_id="x"))
     assert exc.value.code() == grpc.StatusCode.UNIMPLEMENTED
 
 

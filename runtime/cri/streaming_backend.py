@@ -1,0 +1,122 @@
+"""The runtime's side of the streaming server (`runtime.streaming`): exec
+through the container's monitor (stdio fds passed over SCM_RIGHTS, so the
+exec'd process writes straight into the server's pipes), and port-forward
+dialled from a zygote child inside the pod's network namespace.
+
+Never forks or enters a namespace in the calling (server) thread. Attach is
+not supported yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Sequence
+
+from runtime import errors
+from runtime.cri.service import RuntimeService
+from runtime.process import spawn
+from runtime.store.records import ContainerState
+from runtime.streaming import Session, Stdio, TermSize
+
+
+class MonitorSession:
+    """One streaming exec: the monitor answers on `sock` when it exits;
+    closing our end makes the monitor kill it."""
+
+    def __init__(self, svc: RuntimeService, cid: str, sock: socket.socket, pid: int) -> None:
+        self.svc = svc
+        self.cid = cid
+        self.sock = sock
+        self.pid = pid
+        self.file = sock.makefile("rb")
+
+    def wait(self) -> int | None:
+        line = self.file.readline()
+        with contextlib.suppress(OSError):
+            self.file.close()
+            self.sock.close()
+        if not line:
+            return None
+        reply = json.loads(line)
+        code: int = int(reply.get("exit_code", 1))
+        return code
+
+    def resize(self, width: int, height: int) -> None:
+        with contextlib.suppress(OSError, spawn.MonitorError):
+            spawn.call(
+                self.svc.container_state(self.cid),
+                {"op": "resize", "pid": self.pid, "width": width, "height": height},
+            )
+
+    def cancel(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
+
+class RuntimeStreamingBackend:
+    def __init__(self, svc: RuntimeService) -> None:
+        self.svc = svc
+
+    def exec(
+        self,
+        container_id: str,
+        cmd: Sequence[str],
+        tty: bool,
+        stdio: Stdio,
+        size: TermSize | None = None,
+    ) -> Session:
+        c = self.svc.refresh(self.svc.containers.get(container_id))
+        if c.state != ContainerState.RUNNING:
+            raise errors.FailedPrecondition(f"container {c.id} is not running")
+        names: list[str] = []
+        fds: list[int] = []
+        for name, fd in (
+            ("stdin", stdio.stdin),
+            ("stdout", stdio.stdout),
+            ("stderr", stdio.stderr),
+        ):
+            if fd is not None:
+                names.append(name)
+                fds.append(fd)
+        req = {"op": "exec_stream", "args": list(cmd), "tty": tty, "fds": names}
+        if size is not None:
+            req["width"], req["height"] = size
+        state = self.svc.container_state(c.id)
+        dfd = os.open(state, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(10)
+            sock.connect(f"/proc/self/fd/{dfd}/monitor.sock")
+            socket.send_fds(sock, [(json.dumps(req) + "\n").encode()], fds)
+            line = sock.makefile("rb").readline()
+        except OSError as exc:
+            sock.close()
+            raise errors.Unknown(f"exec in container {c.id}: {exc}") from None
+        finally:
+            os.close(dfd)
+        reply = json.loads(line or b"{}")
+        if "started" not in reply:
+            sock.close()
+            raise errors.Unknown(f"exec in container {c.id}: {reply.get('error', 'no answer')}")
+        sock.settimeout(None)
+        return MonitorSession(self.svc, c.id, sock, int(reply["started"]))
+
+    def attach(
+        self, container_id: str, tty: bool, stdio: Stdio, size: TermSize | None = None
+    ) -> Session:
+        raise errors.Unimplemented("attach is not supported by skiff yet")
+
+    def port_forward(self, sandbox_id: str, port: int) -> socket.socket:
+        s = self.svc.sandboxes.get(sandbox_id)
+        netns = self.svc.ns_path(s.id, "net")
+        if s.host_network or not netns.exists():
+            return socket.create_connection(("127.0.0.1", port), timeout=10)
+        if self.svc.zygote is None or not self.svc.zygote.alive():
+            raise errors.Unavailable("the monitor zygote is not running")
+        try:
+            return self.svc.zygote.dial(str(netns), port)
+        except (OSError, spawn.MonitorError) as exc:
+            raise errors.Unavailable(f"port-forward to {sandbox_id}:{port}: {exc}") from None
