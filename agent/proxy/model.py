@@ -39,6 +39,7 @@ class ServicePort:
     external_local: bool  # externalTrafficPolicy: Local
     internal_local: bool  # internalTrafficPolicy: Local
     endpoints: tuple[Endpoint, ...]  # ready ones, sorted
+    external_ips: tuple[str, ...] = ()  # spec.externalIPs + load-balancer ingress IPs
 
     @property
     def key(self) -> str:
@@ -90,6 +91,17 @@ def affinity_timeout(svc: Mapping[str, Any]) -> int:
     except (TypeError, ValueError):
         value = DEFAULT_AFFINITY_TIMEOUT
     return max(1, value)
+
+
+def external_ips(svc: Mapping[str, Any]) -> tuple[str, ...]:
+    """IPv4 externalIPs and status.loadBalancer.ingress IPs, sorted, distinct."""
+    found = {str(ip) for ip in _spec(svc).get("externalIPs") or [] if is_ipv4(str(ip))}
+    status = svc.get("status")
+    lb = status.get("loadBalancer") if isinstance(status, Mapping) else None
+    for ingress in (lb.get("ingress") if isinstance(lb, Mapping) else None) or []:
+        if isinstance(ingress, Mapping) and is_ipv4(str(ingress.get("ip") or "")):
+            found.add(str(ingress["ip"]))
+    return tuple(sorted(found))
 
 
 def endpoints_for(
@@ -169,6 +181,7 @@ def service_ports(
                     external_local=spec.get("externalTrafficPolicy") == "Local",
                     internal_local=spec.get("internalTrafficPolicy") == "Local",
                     endpoints=endpoints_for(ep, port_name, protocol),
+                    external_ips=external_ips(svc),
                 )
             )
     out.sort(key=lambda sp: (sp.key, sp.protocol))

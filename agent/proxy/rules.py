@@ -15,7 +15,9 @@ Layout, in the nat table: PREROUTING and OUTPUT jump to SKIFF-SERVICES,
 which matches each cluster IP:port and jumps to that port's SKIFF-SVC-<hash>
 chain; that chain picks an endpoint chain SKIFF-SEP-<hash> with
 `-m statistic --mode random --probability 1/(n-i)` (after `-m recent` checks
-for ClientIP affinity), and the endpoint chain DNATs to podIP:port. The last
+for ClientIP affinity), and the endpoint chain DNATs to podIP:port. External
+IPs (spec.externalIPs, load-balancer ingress IPs) are matched there too,
+masqueraded unless externalTrafficPolicy is Local. The last
 rule of SKIFF-SERVICES sends traffic to local addresses on to
 SKIFF-NODEPORTS. Traffic that must be masqueraded (from outside the cluster
 CIDR, to a NodePort, or hairpin back to its own pod) is marked by
@@ -267,10 +269,23 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
                 f"{_comment(sp.key + ' has no endpoints')} {dst}"
                 " -j REJECT --reject-with icmp-port-unreachable",
             )
+        ext_eps = local_eps if sp.external_local else sp.endpoints
+        for ext_ip in sp.external_ips:
+            ext = f"-d {ext_ip}/32 {_l4(sp)} --dport {sp.port}"
+            note = _comment(sp.key + " external IP")
+            if ext_eps:
+                chain = svl_chain(sp) if sp.external_local else svc_chain(sp)
+                if chain not in rs.chains["nat"]:
+                    _balance(rs, chain, sp, ext_eps, cfg)
+                if not sp.external_local:
+                    rs.add("nat", SERVICES, f"{note} {ext} -j {MARK_MASQ}")
+                rs.add("nat", SERVICES, f"{note} {ext} -j {chain}")
+            else:
+                verdict = "DROP" if sp.endpoints else "REJECT --reject-with icmp-port-unreachable"
+                rs.add("filter", EXTERNAL_SERVICES, f"{note} {ext} -j {verdict}")
         if not sp.node_port:
             continue
         np = f"{_l4(sp)} --dport {sp.node_port}"
-        ext_eps = local_eps if sp.external_local else sp.endpoints
         if ext_eps:
             chain = svl_chain(sp) if sp.external_local else svc_chain(sp)
             if chain not in rs.chains["nat"]:

@@ -290,3 +290,23 @@ def test_services_across_namespaces_and_protocols_get_distinct_chains() -> None:
     assert len(svc_chains) == 3
     assert "-p udp -m udp -j DNAT --to-destination 10.244.1.5:5353" in nat
     assert "-p tcp -m tcp -j DNAT --to-destination 10.244.1.5:5353" in nat
+
+
+def test_external_ips_and_load_balancer_ingress() -> None:
+    service = svc(type_="LoadBalancer", externalIPs=["203.0.113.7", "fd00::9"])
+    service["spec"]["ports"][0]["nodePort"] = 30080
+    service["status"] = {"loadBalancer": {"ingress": [{"ip": "198.51.100.4"}, {"hostname": "x"}]}}
+    nat = nat_part(generate([service], [eps(["10.244.1.2"])]))
+    rules_ = chain_rules(nat, "SKIFF-SERVICES")
+    for ip in ("203.0.113.7", "198.51.100.4"):
+        masq, jump = [r for r in rules_ if f"-d {ip}/32" in r]
+        assert "--dport 80" in masq and masq.endswith("-j SKIFF-MARK-MASQ")
+        assert "-j SKIFF-SVC-" in jump
+    assert "fd00::9" not in nat
+    assert rules_[-1].endswith("-j SKIFF-NODEPORTS")
+    # Without endpoints the external IP is rejected like the cluster IP.
+    text = generate([service], [])
+    assert any(
+        "-d 203.0.113.7/32" in r and "REJECT" in r
+        for r in chain_rules(filter_part(text), "SKIFF-EXTERNAL-SERVICES")
+    )
