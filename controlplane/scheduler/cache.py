@@ -124,7 +124,7 @@ class Cache:
             np.zeros(0, np.intp),
         )
         self._node_memo: dict[Any, Any] = {}
-        self._node_memo_version: tuple[int, int] = (-1, -1)
+        self._node_memo_version: tuple[int, int, int] = (-1, -1, -1)
 
     # ---- array plumbing -------------------------------------------------
 
@@ -178,7 +178,7 @@ class Cache:
 
     def node_memo(self, key: Any, compute: Callable[[], Any]) -> Any:
         """A value over all slots that depends only on node labels, computed once per label change."""
-        version = (self.label_version, self.n)
+        version = (self.label_version, self.node_set_version, self.n)
         if self._node_memo_version != version or len(self._node_memo) > 4096:
             self._node_memo.clear()
             self._node_memo_version = version

@@ -320,6 +320,7 @@ class Framework:
         self.post_binds = [p for p in ps if isinstance(p, PostBindPlugin)]
         self.normalizers = {p.name: p for p in ps if isinstance(p, NormalizeScorePlugin)}
         self.next_start = 0
+        self.feasible_ratio = 1.0  # moving average: share of visited nodes that fit
 
     def plugin(self, name: str) -> Any:
         for p in self.plugins:
@@ -392,13 +393,17 @@ class Framework:
             return np.concatenate((feasible[split:], feasible[:split])), diag, n
         # Visit nodes from `start` in a window a little larger than needed; only
         # if too few fit there, visit the rest. Filters keep the visiting order.
-        window = min(n, want + want // 4 + 64)
+        # The window is sized by the share of nodes that fitted last time.
+        window = min(n, int(want / max(self.feasible_ratio, 0.02) * 1.25) + 64)
         order = np.arange(start, start + window) % n
         feasible = self.run_filters(state, pod, cache, all_slots[order], diag)
+        visited = window
         if len(feasible) < want and window < n:
             rest = np.arange(start + window, start + n) % n
             more = self.run_filters(state, pod, cache, all_slots[rest], diag)
             feasible = np.concatenate((feasible, more))
+            visited = n
+        self.feasible_ratio = 0.8 * self.feasible_ratio + 0.2 * (len(feasible) / visited)
         if len(feasible) <= want:
             return feasible, diag, n
         chosen = feasible[:want]

@@ -51,11 +51,24 @@ def _matching(cache: Cache, pod: PodInfo, c: SpreadConstraint) -> npt.NDArray[np
 
 
 def _eligible(cache: Cache, pod: PodInfo, constraints: Sequence[SpreadConstraint]) -> Mask:
-    all_slots = np.arange(cache.n)
-    m = cache.valid[: cache.n] & required_mask(cache, pod, all_slots)
-    for c in constraints:
-        m &= cache.codes(c.topology_key) >= 0
-    return m
+    """Nodes whose pods count: matching the pod's node affinity and having every key."""
+    keys = tuple(sorted({c.topology_key for c in constraints}))
+    memo_key = (
+        "spread-eligible",
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_node_terms,
+        keys,
+    )
+
+    def compute() -> Mask:
+        all_slots = np.arange(cache.n)
+        m: Mask = cache.valid[: cache.n] & required_mask(cache, pod, all_slots)
+        for key in keys:
+            m &= cache.codes(key) >= 0
+        return m
+
+    out: Mask = cache.node_memo(memo_key, compute)
+    return out
 
 
 class PodTopologySpread:
@@ -64,30 +77,47 @@ class PodTopologySpread:
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
         return SUCCESS if any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.spread) else SKIP
 
-    def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
+    def _allowed_tables(
+        self, state: CycleState, pod: PodInfo, cache: Cache
+    ) -> list[tuple[str, Mask]]:
+        """Per hard constraint: its topology key and, per domain code, whether placing fits.
+
+        The table has one extra last entry (False) that a node without the key
+        (code -1) looks up. Computed once per scheduling cycle.
+        """
+        cached: list[tuple[str, Mask]] | None = state.data.get(NAME + "/tables")
+        if cached is not None:
+            return cached
         hard = [c for c in pod.spread if c.when_unsatisfiable == "DoNotSchedule"]
         eligible = _eligible(cache, pod, hard)
-        ok = np.ones(len(slots), bool)
-        missing = np.zeros(len(slots), bool)
-        skewed = np.zeros(len(slots), bool)
+        tables: list[tuple[str, Mask]] = []
         for c in hard:
-            dom = cache.codes(c.topology_key)
-            missing |= dom[slots] < 0
-            per_node = np.where(eligible, _matching(cache, pod, c), 0)
+            # Bucket 0 collects nodes without the key (code -1); it is dropped.
+            dom1 = cache.codes(c.topology_key) + 1
             ndom = len(cache.label_values[c.topology_key])
-            sums = np.bincount(dom[eligible], weights=per_node[eligible], minlength=ndom).astype(
-                np.int64
-            )
-            present = np.zeros(ndom, bool)
-            present[dom[eligible]] = True
+            per_node = _matching(cache, pod, c) * eligible
+            sums = np.bincount(dom1, weights=per_node, minlength=ndom + 1)[1:].astype(np.int64)
+            present = np.bincount(dom1, weights=eligible, minlength=ndom + 1)[1:] > 0
             domains = int(present.sum())
             min_match = int(sums[present].min()) if domains else 0
             if domains < c.min_domains:
                 min_match = 0
-            self_match = 1 if c.selector.matches(pod.labels) and True else 0
-            d = dom[slots]
-            count = np.where(d >= 0, sums[np.maximum(d, 0)], 0)
-            skewed |= (count + self_match - min_match > c.max_skew) & (d >= 0)
+            self_match = 1 if c.selector.matches(pod.labels) else 0
+            table = np.zeros(ndom + 1, bool)
+            table[:ndom] = sums + self_match - min_match <= c.max_skew
+            tables.append((c.topology_key, table))
+        state.data[NAME + "/tables"] = tables
+        return tables
+
+    def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
+        ok = np.ones(len(slots), bool)
+        missing = np.zeros(len(slots), bool)
+        skewed = np.zeros(len(slots), bool)
+        for key, table in self._allowed_tables(state, pod, cache):
+            d = cache.codes(key)[slots]
+            absent = d < 0
+            missing |= absent
+            skewed |= ~table[d] & ~absent
         reasons: list[tuple[str, Mask, Code]] = []
         if missing.any():
             reasons.append((R_LABEL, missing, Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
