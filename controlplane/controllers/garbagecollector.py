@@ -21,6 +21,7 @@ The collector never deletes an object that has a live owner.
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,6 +68,8 @@ class GarbageCollector(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.by_kind: dict[str, SharedInformer] = {}
+        self._absent: set[str] = set()  # owner uids confirmed gone
+        self._absent_lock = threading.Lock()
         for kind in GC_KINDS:
             informer = self.watch(kind)
             ensure_indexer(informer, OWNER_UID, owner_uid_index)
@@ -141,13 +144,23 @@ class GarbageCollector(Controller):
         kind = str(ref.get("kind", ""))
         name = str(ref.get("name", ""))
         owner_ns = ns if self._namespaced(kind) else ""
+        uid = str(ref.get("uid", ""))
+        with self._absent_lock:
+            if uid in self._absent:
+                return "absent", None
         owner = self._cached(kind, owner_ns, name)
-        if owner is None or podutil.uid_of(owner) != ref.get("uid"):
+        if owner is None or podutil.uid_of(owner) != uid:
             try:
                 owner = self.client.get(kind, name, owner_ns or None)
             except errors.NotFound:
-                return "absent", None
-            if podutil.uid_of(owner) != ref.get("uid"):
+                owner = None
+            if owner is None or podutil.uid_of(owner) != uid:
+                # A uid never comes back: remember it (bounded) to spare the
+                # API server one lookup per dependent in a cascade.
+                with self._absent_lock:
+                    if len(self._absent) > 100_000:
+                        self._absent.clear()
+                    self._absent.add(uid)
                 return "absent", None
         meta = podutil.meta(owner)
         if meta.get("deletionTimestamp") and FOREGROUND in (meta.get("finalizers") or []):
@@ -187,8 +200,16 @@ class GarbageCollector(Controller):
         states = [(ref, *self._owner_state(ref, ns)) for ref in refs]
         if all(s[1] == "live" for s in states):
             return None
-        # About to act: judge by the object as the API server has it now, not
-        # by a cache that may not have seen its references change yet.
+        if all(s[1] == "absent" for s in states):
+            # The common cascade: delete, guarded by the resourceVersion we
+            # judged, so a dependent whose references changed meanwhile (an
+            # orphaning, a cache behind the server) is never deleted on stale data.
+            try:
+                self._delete(kind, obj, "Background", guard=True)
+                return None
+            except errors.Conflict:
+                pass
+        # Otherwise judge by the object as the API server has it now.
         try:
             fresh = self.client.get(kind, name, ns or None)
         except errors.NotFound:
@@ -215,21 +236,29 @@ class GarbageCollector(Controller):
             self._delete(kind, obj, policy)
             return None
         if absent:
-            self._delete(kind, obj, "Background")
+            self._delete(kind, obj, "Background", guard=True)
         return None
 
-    def _delete(self, kind: str, obj: Object, policy: str) -> None:
+    def _delete(self, kind: str, obj: Object, policy: str, guard: bool = False) -> None:
+        """Delete `obj` (its uid must match); with `guard`, only at the
+        resourceVersion we judged it at (Conflict is raised otherwise)."""
+        rv = podutil.meta(obj).get("resourceVersion") if guard else None
         try:
             self.client.delete(
                 kind,
                 podutil.name_of(obj),
                 podutil.namespace_of(obj) or None,
                 DeleteOptions(
-                    propagation_policy=policy, precondition_uid=podutil.uid_of(obj) or None
+                    propagation_policy=policy,
+                    precondition_uid=podutil.uid_of(obj) or None,
+                    precondition_resource_version=str(rv) if rv else None,
                 ),
             )
-        except (errors.NotFound, errors.Conflict):
+        except errors.NotFound:
             pass
+        except errors.Conflict:
+            if guard:
+                raise
 
     def _patch_refs(self, kind: str, obj: Object, refs: list[Any]) -> None:
         try:

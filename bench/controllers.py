@@ -1,0 +1,221 @@
+"""Controller-manager benchmark against a real `skiff controlplane` (SQLite).
+
+Starts `skiff controlplane` on 127.0.0.1 with a temporary data dir (stopped
+by its pid at the end), runs the deployment, replicaset and garbage
+collector controllers in this process over gRPC, then measures:
+
+- create: from creating a Deployment of N replicas (default 1,000) to N Pod
+  objects existing (counted from a watch, as a client would see them);
+- delete: from deleting that Deployment (background propagation) to every
+  Pod and ReplicaSet gone (the garbage collector's cascade);
+- reconcile throughput per controller over the run (reconciles / second)
+  and mean reconcile latency.
+
+No scheduler or agents run: Pod objects are what is counted (the "hollow
+node" setup of Kubernetes' density tests without the kubelets). Prints a
+table, then one JSON object of figure -> number on the last line.
+
+    .venv/bin/python -m bench.controllers [--replicas 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from controlplane.client.apiclient import GrpcApiClient, connect
+from controlplane.client.config import load_config
+from controlplane.client.interface import DeleteOptions
+from controlplane.controllers.base import ManagerConfig
+from controlplane.controllers.manager import ControllerManager
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class ControlPlaneProcess:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = data_dir.parent / "controlplane.log"
+
+    def start(self, timeout: float = 60.0) -> None:
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "skiff", "controlplane", "--listen", f"127.0.0.1:{self.port}",
+                 "--data-dir", str(self.data_dir), "--log-level", "WARNING"],
+                cwd=REPO, stdout=log, stderr=log,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"control plane exited: {self.log.read_text()[-2000:]}")
+            if (self.data_dir / "admin.conf").exists():
+                try:
+                    with connect(load_config(self.data_dir / "admin.conf"), timeout=2) as c:
+                        c.whoami()
+                    return
+                except Exception:
+                    pass
+            time.sleep(0.1)  # polling for the server to come up
+        raise RuntimeError("control plane did not start")
+
+    def client(self) -> GrpcApiClient:
+        return connect(load_config(self.data_dir / "admin.conf"), timeout=30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+class PodCounter:
+    """Counts pods of a namespace from one watch: created, deleted, alive."""
+
+    def __init__(self, client: GrpcApiClient, namespace: str) -> None:
+        self.watch = client.watch("Pod", namespace)
+        self.lock = threading.Condition()
+        self.alive: set[str] = set()
+        self.created = 0
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        for ev in self.watch:
+            if ev.type == "BOOKMARK":
+                continue
+            name = ev.object["metadata"]["name"]
+            with self.lock:
+                if ev.type == "ADDED":
+                    self.created += 1
+                    self.alive.add(name)
+                elif ev.type == "DELETED":
+                    self.alive.discard(name)
+                self.lock.notify_all()
+
+    def wait(self, predicate: Any, timeout: float) -> bool:
+        with self.lock:
+            return self.lock.wait_for(lambda: predicate(self), timeout)
+
+
+def deployment(namespace: str, replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "density", "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "density"}},
+            "template": {
+                "metadata": {"labels": {"app": "density"}},
+                "spec": {"containers": [{"name": "pause", "image": "busybox:1.36"}]},
+            },
+        },
+    }
+
+
+def run(replicas: int, timeout: float) -> dict[str, float]:
+    tmp = Path(tempfile.mkdtemp(prefix="skiff-bench-ctrl-"))
+    cp = ControlPlaneProcess(tmp / "data")
+    figures: dict[str, float] = {"replicas": replicas}
+    try:
+        cp.start()
+        client = cp.client()
+        ns = "bench"
+        client.create(
+            "Namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+        )
+        manager = ControllerManager(
+            cp.client(),
+            ManagerConfig(controllers=("deployment", "replicaset", "garbagecollector"), workers=4),
+        )
+        manager.start_controllers(30)
+        counter = PodCounter(client, ns)
+        before = manager.metrics()
+        t0 = time.monotonic()
+        client.create("Deployment", deployment(ns, replicas), ns)
+        ok = counter.wait(lambda c: c.created >= replicas, timeout)
+        figures["create_seconds"] = round(time.monotonic() - t0, 3)
+        figures["created_pods"] = counter.created
+        figures["create_pods_per_second"] = round(
+            counter.created / max(1e-9, figures["create_seconds"]), 1
+        )
+        if not ok:
+            figures["create_timed_out"] = 1
+        mid = manager.metrics()
+        t1 = time.monotonic()
+        client.delete("Deployment", "density", ns, DeleteOptions(propagation_policy="Background"))
+        ok = counter.wait(lambda c: not c.alive, timeout)
+        rs_deadline = time.monotonic() + timeout
+        while client.list("ReplicaSet", ns).items and time.monotonic() < rs_deadline:
+            time.sleep(0.05)  # polling: the ReplicaSet goes right after its pods
+        figures["delete_seconds"] = round(time.monotonic() - t1, 3)
+        if not ok:
+            figures["delete_timed_out"] = 1
+        after = manager.metrics()
+        for name in after:
+            for phase, start, end, seconds in (
+                ("create", before, mid, figures["create_seconds"]),
+                ("delete", mid, after, figures["delete_seconds"]),
+            ):
+                n = end[name]["reconciles"] - start[name]["reconciles"]
+                lat = end[name]["latency_seconds_total"] - start[name]["latency_seconds_total"]
+                figures[f"{name}_{phase}_reconciles"] = n
+                figures[f"{name}_{phase}_reconciles_per_second"] = round(n / max(1e-9, seconds), 1)
+                figures[f"{name}_{phase}_mean_reconcile_ms"] = (
+                    round(1000 * lat / n, 2) if n else 0.0
+                )
+            figures[f"{name}_errors"] = after[name]["errors"]
+        counter.watch.stop()
+        manager.stop()
+        client.close()
+    finally:
+        cp.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicas", type=int, default=1000)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    args = parser.parse_args(argv)
+    figures = run(args.replicas, args.timeout)
+    print(f"{'figure':<52} {'value':>12}")
+    print("-" * 65)
+    for k, v in figures.items():
+        print(f"{k:<52} {v:>12}")
+    target = (
+        "met"
+        if figures.get("create_seconds", 1e9) < 10 and not figures.get("create_timed_out")
+        else "MISSED"
+    )
+    print(f"target: {args.replicas} pods created in under 10 s: {target}")
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
