@@ -138,6 +138,10 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
 
     @_rpc("List")
     def List(self, request: Any, context: Any, who: Identity) -> api_pb2.ListResponse:
+        with jsoncodec.paused_gc():
+            return self._list(request, who)
+
+    def _list(self, request: Any, who: Identity) -> api_pb2.ListResponse:
         result = self.registry.list(
             request.kind,
             request.namespace or None,

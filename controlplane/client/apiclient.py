@@ -170,9 +170,10 @@ class GrpcApiClient:
         resp = self._call(self._stub.List, req, timeout=max(self.timeout, 120.0))
         items = [_obj(item) for item in resp.items]
         if resp.items_json:
-            decoded: list[Object] = jsoncodec.loads(resp.items_json)
-            for obj, rv in zip(decoded, resp.item_resource_versions, strict=True):
-                obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
+            with jsoncodec.paused_gc():
+                decoded: list[Object] = jsoncodec.loads(resp.items_json)
+                for obj, rv in zip(decoded, resp.item_resource_versions, strict=True):
+                    obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
             items += decoded
         return ObjectList(
             items=items,
