@@ -124,9 +124,11 @@ class FakeIptables:
         self.restores: list[str] = []
         self.sysctls: dict[str, str] = {}
         self.conntrack_deletes: list[tuple[str, ...]] = []
+        self.saves = 0
         self.fail_restores = 0
 
     def save(self, table: str) -> str:
+        self.saves += 1
         return self.tables.get(table, "")
 
     def restore(self, text: str) -> None:

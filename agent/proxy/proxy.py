@@ -2,14 +2,15 @@
 
 Services and Endpoints come from shared informers; their handlers only mark
 the proxy dirty and wake one worker thread. The worker rebuilds every rule
-level-triggered from the informer stores (`sync()`: read our chains with
-`iptables-save`, `build_rules` + `restore_text`, one `iptables-restore
---noflush`), at most once per `min_sync_interval`, so a burst of Endpoints
+level-triggered from the informer stores (`sync()`: `build_rules`, then one
+`iptables-restore --noflush` of the chains that changed since the last
+sync; a full sync reads the tables with `iptables-save` and rewrites every
+chain of ours), at most once per `min_sync_interval`, so a burst of Endpoints
 changes costs one restore and a change is in place well within a second.
 After each sync, UDP conntrack entries that point at removed endpoints (or
 that were made while a port had none) are deleted. A failed sync is retried
-after `retry_interval`; every `sync_period` the
-rules are rebuilt anyway (repairing anything deleted behind our back).
+after `retry_interval`; every `sync_period` a full
+sync repairs anything changed behind our back.
 `stop()` (and `cleanup()`) remove every chain and jump of ours.
 
 This module never edits chains that are not ours (rules.py decides which
@@ -101,6 +102,8 @@ class ServiceProxy:
         self._timer: Timer | None = None
         self._last_sync = float("-inf")
         self._applied: list[ServicePort] = []  # the ports of the last applied sync
+        self._applied_rules: rules.Ruleset | None = None  # None: next sync is full
+        self._full = threading.Event()
         self.syncs = 0  # successful syncs, for tests and metrics
         self.last_error: Exception | None = None
 
@@ -145,19 +148,29 @@ class ServiceProxy:
         return service_ports(self.services.store.list(), eps)
 
     def restore_text(self, ports: list[ServicePort] | None = None) -> str:
-        """The transaction a sync would apply now (reads iptables-save)."""
+        """The full transaction a sync would apply now (reads iptables-save)."""
         if ports is None:
             ports = self.current_ports()
         ruleset = rules.build_rules(ports, self.settings.rule_config(self.node_name))
         return rules.restore_text(ruleset, read_existing(self.iptables))
 
-    def sync(self) -> None:
-        """Rebuild and apply every rule now, from the informer stores; then
-        clear the UDP conntrack entries the change made stale."""
+    def sync(self, full: bool = False) -> None:
+        """Rebuild every rule from the informer stores and apply what changed
+        (everything, after reading the tables back, when `full`, on the first
+        sync, after a failure and every `sync_period`); then clear the UDP
+        conntrack entries the change made stale."""
         with self._lock:
             self._last_sync = self.clock.monotonic()
             ports = self.current_ports()
-            self.iptables.restore(self.restore_text(ports))
+            ruleset = rules.build_rules(ports, self.settings.rule_config(self.node_name))
+            previous, self._applied_rules = self._applied_rules, None
+            if full or previous is None:
+                text = rules.restore_text(ruleset, read_existing(self.iptables))
+            else:
+                text = rules.incremental_text(previous, ruleset)
+            if text:
+                self.iptables.restore(text)  # raises: the next sync is a full one
+            self._applied_rules = ruleset
             # After a restart the rules were in place already: nothing is stale.
             stale = stale_udp_flows(self._applied, ports) if self.syncs else []
             self.syncs += 1
@@ -190,8 +203,10 @@ class ServiceProxy:
             if wait > 0 and self.clock.sleep(wait, self._stop):
                 return
             self._wake.clear()
+            full = self._full.is_set()
+            self._full.clear()
             try:
-                self.sync()
+                self.sync(full=full)
                 self.last_error = None
             except Exception as err:
                 self.last_error = err
@@ -203,6 +218,7 @@ class ServiceProxy:
             return
 
         def fire() -> None:
+            self._full.set()
             self._wake.set()
             self._schedule_periodic()
 

@@ -5,7 +5,10 @@ contents of skiff's own chains; `restore_text(rules, existing)` turns that
 into one `iptables-restore --noflush` transaction which (re)declares — and so
 flushes — every chain we want, adds the jumps from the built-in chains that
 `existing` (parsed `iptables-save` output) lacks, and deletes our chains that
-are no longer wanted; `cleanup_text(existing)` removes all of it. Chains are
+are no longer wanted; `incremental_text(old, new)` names only the chains that
+changed since the last applied set (reading the tables back costs far more
+than writing a few chains: ~0.8 s at 1,000 Services with the nft backend);
+`cleanup_text(existing)` removes all of it. Chains are
 ours only when `is_ours(name)` says so: the fixed names below and the
 `SKIFF-SVC-`/`SKIFF-SVL-`/`SKIFF-SEP-` families. Nothing here runs a command,
 and nothing here may name, flush or delete a chain that is not ours (the CNI
@@ -338,6 +341,27 @@ def restore_text(rules: Ruleset, existing: Existing) -> str:
         out += [f"-X {name}" for name in stale]
         out.append("COMMIT")
     return "\n".join(out) + "\n"
+
+
+def incremental_text(old: Ruleset, new: Ruleset) -> str:
+    """A transaction that turns chains applied as `old` into `new`, naming only
+    the chains that differ (rewritten) or are gone (deleted); "" when nothing
+    changed. It relies on `old` being what the kernel holds: a full
+    `restore_text` after a failure or periodically makes sure of that."""
+    out: list[str] = []
+    for table in TABLES:
+        before, after = old.chains.get(table, {}), new.chains[table]
+        changed = sorted(n for n, r in after.items() if before.get(n) != r)
+        gone = sorted(set(before) - set(after))
+        if not changed and not gone:
+            continue
+        out.append(f"*{table}")
+        out += [f":{name} - [0:0]" for name in changed + gone]
+        for name in changed:
+            out += after[name]
+        out += [f"-X {name}" for name in gone]
+        out.append("COMMIT")
+    return "\n".join(out) + "\n" if out else ""
 
 
 def cleanup_text(existing: Existing) -> str:

@@ -137,3 +137,27 @@ def test_udp_conntrack_entries_of_removed_endpoints_are_deleted(
         ),
         message="conntrack -D of the removed endpoint",
     )
+
+
+def test_only_full_syncs_read_the_tables_back(api: FakeApiClient, ipt: FakeIptables) -> None:
+    p = ServiceProxy(api, "n1", ProxySettings(min_sync_interval=0.0), iptables=ipt)
+    api.create("Service", service())
+    api.create("Endpoints", endpoints(["10.244.1.1"]))
+    p.start()
+    try:
+        wait_for(p.has_synced)
+        saves = ipt.saves
+        assert saves == 2  # the first sync is a full one (filter + nat)
+        api.update("Endpoints", endpoints(["10.244.1.2"]))
+        wait_for(lambda: "10.244.1.2:8080" in ipt.restores[-1], message="incremental sync")
+        assert ipt.saves == saves
+        assert "*filter" not in ipt.restores[-1]
+        p.sync(full=True)
+        assert ipt.saves == saves + 2 and "*filter" in ipt.restores[-1]
+        # A failed restore makes the next sync a full one.
+        ipt.fail_restores = 1
+        api.update("Endpoints", endpoints(["10.244.1.3"]))
+        wait_for(lambda: "10.244.1.3:8080" in ipt.restores[-1], message="retried sync")
+        assert "*filter" in ipt.restores[-1]
+    finally:
+        p.stop()

@@ -310,3 +310,31 @@ def test_external_ips_and_load_balancer_ingress() -> None:
         "-d 203.0.113.7/32" in r and "REJECT" in r
         for r in chain_rules(filter_part(text), "SKIFF-EXTERNAL-SERVICES")
     )
+
+
+def test_incremental_text_names_only_changed_and_removed_chains() -> None:
+    cfg = rules.RuleConfig(node_name="n1")
+
+    def build(endpoints: list[dict[str, Any]]) -> rules.Ruleset:
+        by_key = {f"{e['metadata']['namespace']}/{e['metadata']['name']}": e for e in endpoints}
+        services = [svc(), svc(name="api", ip="10.43.0.21")]
+        return rules.build_rules(service_ports(services, by_key), cfg)
+
+    old = build([eps(["10.244.1.2"]), eps(["10.244.2.2"], name="api")])
+    assert rules.incremental_text(old, old) == ""
+    new = build([eps(["10.244.1.3"]), eps(["10.244.2.2"], name="api")])
+    text = rules.incremental_text(old, new)
+    assert "*filter" not in text  # nothing changed there
+    declared = [line[1:].split()[0] for line in text.splitlines() if line.startswith(":")]
+    removed = [line.split()[1] for line in text.splitlines() if line.startswith("-X ")]
+    assert len(removed) == 1 and removed[0].startswith("SKIFF-SEP-")
+    # web's SVC chain and its new SEP chain are rewritten, plus the removed SEP
+    # (flushed before -X); api's chains and SKIFF-SERVICES are untouched.
+    assert len(declared) == 3
+    assert "SKIFF-SERVICES" not in declared
+    assert "10.244.2.2" not in text and "10.244.1.3:8080" in text
+    # Removing a service rewrites SKIFF-SERVICES and deletes its chains.
+    gone = build([eps(["10.244.1.3"])])
+    text = rules.incremental_text(new, gone)
+    assert ":SKIFF-SERVICES - [0:0]" in text
+    assert text.index("-A SKIFF-SERVICES") < text.index("-X ")
