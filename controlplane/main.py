@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -124,13 +125,33 @@ def start_components(client: Any, stop: threading.Event, disabled: Sequence[str]
         func(client, stop)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+class StartError(Exception):
+    """The control plane cannot start (damaged database, store unreachable, port taken)."""
+
+
+@dataclass
+class RunningControlPlane:
+    """A started control plane, for `main` and for embedding (`skiff up`, tests)."""
+
+    server: ApiServer
+    store: Store
+    address: str
+    admin: ClientConfig
+    join_token: str
+    data_dir: Path
+    stop_event: threading.Event
+    client: Any = None
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.server.stop()
+        if self.client is not None:
+            self.client.close()
+        self.store.close()
+
+
+def start(args: argparse.Namespace) -> RunningControlPlane:
+    """Open the store, serve the API, write credentials, start the components."""
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)  # the database holds Secrets; pki/ holds keys
@@ -138,15 +159,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         pki = ensure_pki(data_dir, [listen_host, *args.tls_san])
         store = open_store(args, data_dir)
-    except CorruptStore as err:
-        print(f"skiff controlplane: {err}", file=sys.stderr)
-        return 1
-    except StoreUnavailable as err:
-        print(f"skiff controlplane: {err}", file=sys.stderr)
-        return 1
+    except (CorruptStore, StoreUnavailable) as err:
+        raise StartError(str(err)) from err
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
                              bookmark_interval=args.bookmark_interval)  # fmt: skip
     server = ApiServer(store, config, pki)
+    try:
+        port = server.start()
+    except OSError as err:
+        store.close()
+        raise StartError(str(err)) from err
+    assert server.authority is not None
+    address = _advertise(args.listen, port, args.advertise_address)
+    admin = ClientConfig(address, pki.ca_pem, server.authority.admin_token(),
+                         data_dir / "admin.conf")  # fmt: skip
+    join_token = server.authority.join_token()
+    write_credentials(data_dir, address, pki.ca_pem, admin.token, join_token)
+    log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
+    running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
+                                  threading.Event())  # fmt: skip
+    if COMPONENTS:
+        from controlplane.client.apiclient import connect
+
+        running.client = connect(admin)
+        start_components(running.client, running.stop_event, args.disable)
+    return running
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -156,28 +202,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        port = server.start()
-    except OSError as err:
+        running = start(args)
+    except StartError as err:
         print(f"skiff controlplane: {err}", file=sys.stderr)
-        store.close()
         return 1
-    assert server.authority is not None
-    address = _advertise(args.listen, port, args.advertise_address)
-    write_credentials(data_dir, address, pki.ca_pem, server.authority.admin_token(),
-                      server.authority.join_token())  # fmt: skip
-    log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
-    client = None
-    if COMPONENTS:
-        from controlplane.client.apiclient import connect
-
-        client = connect(ClientConfig(address, pki.ca_pem, server.authority.admin_token()))
-        start_components(client, stop, args.disable)
-    print(f"skiff controlplane: serving on {address}", file=sys.stderr, flush=True)
+    print(f"skiff controlplane: serving on {running.address}", file=sys.stderr, flush=True)
     stop.wait()
-    server.stop()
-    if client is not None:
-        client.close()
-    store.close()
+    running.stop()
     return 0
 
 
