@@ -144,6 +144,7 @@ class Scheduler:
         self.pod_groups: dict[str, Obj] = {}
         self.group_members: dict[str, set[str]] = {}
         self.pending_pods: dict[str, PodInfo] = {}
+        self._stats_lock = threading.Lock()
         self.stats = {"scheduled": 0, "unschedulable": 0, "bind_failures": 0, "preemptions": 0}
         for fw in profiles.values():
             for p in fw.plugins:
@@ -294,11 +295,16 @@ class Scheduler:
         self.executor.submit(lambda: self._binding_cycle(fw, state, qp, result.node))
         return True
 
+    def _count(self, what: str) -> None:
+        with self._stats_lock:  # binding cycles run on several threads
+            self.stats[what] += 1
+
     def _record(self, key: str, d: Decision) -> None:
-        self.decisions[key] = d
-        self.decisions.move_to_end(key)
-        if len(self.decisions) > self.max_decisions:
-            self.decisions.popitem(last=False)
+        with self._stats_lock:
+            self.decisions[key] = d
+            self.decisions.move_to_end(key)
+            if len(self.decisions) > self.max_decisions:
+                self.decisions.popitem(last=False)
 
     def _fit_failure(
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, err: FitError
@@ -309,12 +315,12 @@ class Scheduler:
         if fw.post_filters:
             st, nominated = fw.run_post_filter(state, pod, err.diagnosis)
             if st.ok and nominated:
-                self.stats["preemptions"] += 1
+                self._count("preemptions")
                 message += f" preemption: nominated node {nominated}."
                 pod.nominated_node = nominated
             elif st.reasons:
                 message += " preemption: " + st.message()
-        self.stats["unschedulable"] += 1
+        self._count("unschedulable")
         self._record(pod.key, Decision(message=message, nominated=nominated))
         try:
             self.writer.report_unschedulable(pod.pod, message)
@@ -339,7 +345,7 @@ class Scheduler:
         if st.ok:
             st = fw.run_bind(state, pod, node)
         if not st.ok:
-            self.stats["bind_failures"] += 1
+            self._count("bind_failures")
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
             self._failed(qp, Status(Code.ERROR, st.reasons, st.plugin), set())
@@ -347,7 +353,7 @@ class Scheduler:
             self.queue.move_on_event(POD_DELETE)
             return
         self.cache.finish_binding(pod.key)
-        self.stats["scheduled"] += 1
+        self._count("scheduled")
         fw.run_post_bind(state, pod, node)
 
     def bind_with_writer(self, pod: PodInfo, node: str) -> Status:
