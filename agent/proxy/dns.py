@@ -81,12 +81,25 @@ def resolv_conf_nameservers(path: str) -> list[str]:
     return out
 
 
+CLUSTER_IP_INDEX = "skiff-dns/clusterIP"
+
+
+def _cluster_ip_index(obj: Mapping[str, Any]) -> list[str]:
+    ip = (obj.get("spec") or {}).get("clusterIP")
+    return [str(ip)] if ip and ip != "None" else []
+
+
 class StoreLookup:
     """`Lookup` over the Service and Endpoints informers' stores."""
 
     def __init__(self, services: SharedInformer, endpoints: SharedInformer) -> None:
         self.services = services
         self.endpoints_informer = endpoints
+        with contextlib.suppress(ValueError):  # another StoreLookup added it
+            services.add_indexers({CLUSTER_IP_INDEX: _cluster_ip_index})
+
+    def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
+        return list(self.services.store.by_index(CLUSTER_IP_INDEX, ip))
 
     def ready(self) -> bool:
         return self.services.has_synced() and self.endpoints_informer.has_synced()

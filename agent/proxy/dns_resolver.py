@@ -10,6 +10,8 @@
 - `_<port>._<proto>.<svc>.<ns>.svc.<domain>` SRV for named ports (one
   record per endpoint of a headless Service, with A records as additionals);
 - `<a-b-c-d>.<ns>.pod.<domain>` A -> a.b.c.d;
+- `<d>.<c>.<b>.<a>.in-addr.arpa` PTR of a cluster IP -> `<svc>.<ns>.svc.<domain>`
+  (other reverse names are not ours: None);
 - any other name in the domain -> NXDOMAIN; a name that exists but has no
   record of the asked type -> NOERROR with no answer (both with the SOA).
 
@@ -32,6 +34,10 @@ class Lookup(Protocol):
     def service(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
 
     def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
+        """Services whose cluster IP is `ip` (for reverse lookups)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,7 @@ class ClusterResolver:
             return self.reply(query, w.FORMERR)
         q = query.questions[0]
         if not self.in_domain(q.name):
-            return None
+            return self._reverse(query, q)
         if q.qclass not in (w.IN, w.ANY):
             return self.reply(query, w.REFUSED)
         name = q.name.rstrip(".").lower()
@@ -126,6 +132,25 @@ class ClusterResolver:
             reply.answers.append(self._rec(q.name, w.A, w.a_rdata(ip)))
             return reply
         return self._negative(query, w.NXDOMAIN)
+
+    def _reverse(self, query: w.Message, q: w.Question) -> w.Message | None:
+        name = q.name.rstrip(".").lower()
+        if not name.endswith(".in-addr.arpa") or q.qtype not in (w.PTR, w.ANY):
+            return None
+        ip = ".".join(reversed(name[: -len(".in-addr.arpa")].split(".")))
+        if not is_ipv4(ip):
+            return None
+        services = self.lookup.services_by_ip(ip)
+        if not services:
+            return None  # not a cluster IP: the upstream may know it
+        reply = self.reply(query)
+        for svc in sorted(
+            services, key=lambda s: (s["metadata"]["namespace"], s["metadata"]["name"])
+        ):
+            meta = svc["metadata"]
+            target = f"{meta['name']}.{meta['namespace']}.svc.{self.domain}"
+            reply.answers.append(self._rec(q.name, w.PTR, w.name_rdata(target)))
+        return reply
 
     def _service_zone(self, query: w.Message, q: w.Question, labels: list[str]) -> w.Message:
         if len(labels) <= 1:

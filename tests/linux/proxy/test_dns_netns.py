@@ -40,6 +40,8 @@ class Lookup:
         return objs["services"].get(f"{ns}/{name}")
     def endpoints(self, ns, name):
         return objs["endpoints"].get(f"{ns}/{name}")
+    def services_by_ip(self, ip):
+        return []
 
 s = DnsServer(settings=DnsSettings(listen_host=sys.argv[1], port=53, forward=False), lookup=Lookup())
 s.start()

@@ -23,6 +23,9 @@ class DictLookup:
     def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.eps.get((namespace, name))
 
+    def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
+        return [s for s in self.svcs.values() if s["spec"].get("clusterIP") == ip]
+
 
 def meta(name: str, ns: str = "default") -> dict[str, Any]:
     return {"name": name, "namespace": ns}
@@ -173,3 +176,13 @@ def test_other_domain_setting() -> None:
     reply = ask(r, "web.default.svc.skiff.test")
     assert a_records(reply) == ["10.43.0.20"]
     assert r.answer(w.Message(questions=[w.Question("web.default.svc.cluster.local", w.A)])) is None
+
+
+def test_reverse_lookup_of_a_cluster_ip(resolver: ClusterResolver) -> None:
+    reply = ask(resolver, "20.0.43.10.in-addr.arpa", w.PTR)
+    assert [w.read_name(r) for r in reply.answers] == ["web.default.svc.cluster.local"]
+    # Not a cluster IP, or not a PTR question: not ours (forwarded).
+    q = w.Message(questions=[w.Question("9.9.9.9.in-addr.arpa", w.PTR)])
+    assert resolver.answer(q) is None
+    q = w.Message(questions=[w.Question("20.0.43.10.in-addr.arpa", w.A)])
+    assert resolver.answer(q) is None

@@ -82,6 +82,9 @@ def upstream() -> Iterator[DnsServer]:
         def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None:
             return None
 
+        def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
+            return []
+
     server = DnsServer(settings=local(domain="example.test"), lookup=Stub())
     server.start()
     yield server
@@ -105,6 +108,8 @@ def test_cluster_names_over_udp_and_tcp(server: DnsServer) -> None:
     )
     reply = udp(addr, q("web.default.svc.cluster.local"))
     assert reply.id == 99 and [w.read_a(r) for r in reply.answers] == ["10.43.0.20"]
+    [ptr] = tcp(addr, q("20.0.43.10.in-addr.arpa", w.PTR))
+    assert [w.read_name(r) for r in ptr.answers] == ["web.default.svc.cluster.local"]
     r1, r2 = tcp(
         addr,
         q("web.default.svc.cluster.local", ident=1),
@@ -168,6 +173,9 @@ def test_not_synced_is_servfail_not_nxdomain() -> None:
 
         def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None:
             return None
+
+        def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
+            return []
 
     s = DnsServer(settings=local(), lookup=NotReady())
     s.start()
