@@ -155,6 +155,7 @@ def run(
                 "seccomp_bpf": base64.b64encode(bpf).decode() if bpf else "",
                 "tty": cfg.tty,
                 "stdin": cfg.stdin,
+                "stdin_once": cfg.stdin_once,
             },
         }
         # the monitor starts in StartContainer (where containerd runs runc

@@ -245,12 +245,19 @@ def _exec_process(proc: Spec, creds: users.Creds, args: list[str]) -> None:
         raise OSError(exc.errno, f"exec {args[0]!r}: {exc.strerror}") from None
 
 
-def _container_child(spec: Spec, out_w: int, err_w: int, report_w: int, start_r: int) -> None:
+def _container_child(
+    spec: Spec, out_w: int, err_w: int, report_w: int, start_r: int, in_r: int, tty: int
+) -> None:
     os.setsid()
     null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(out_w, 1)
-    os.dup2(err_w, 2)
+    if tty >= 0:
+        fcntl.ioctl(tty, termios.TIOCSCTTY, 0)
+        for fd in (0, 1, 2):
+            os.dup2(tty, fd)
+    else:
+        os.dup2(in_r if in_r >= 0 else null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
     for f in spec.get("cgroup_procs") or []:
         with open(f, "w") as fh:
             fh.write("0")
@@ -375,6 +382,23 @@ class StreamJob:
         self.in_fd = -1
 
 
+class Attacher:
+    """One client attached to the container's stdio (fds over SCM_RIGHTS)."""
+
+    def __init__(self, conn: socket.socket, fds: dict[str, int]) -> None:
+        self.conn = conn
+        self.out = fds.get("stdout", -1)
+        self.err = fds.get("stderr", -1)
+        self.inp = fds.get("stdin", -1)
+
+    def close(self) -> None:
+        for fd in (self.out, self.err, self.inp):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.out = self.err = self.inp = -1
+
+
 class ContainerMonitor:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
@@ -388,6 +412,10 @@ class ContainerMonitor:
         self.job_fds: dict[int, ExecJob] = {}
         self.streams: dict[int, StreamJob] = {}
         self.stream_fds: dict[int, StreamJob] = {}
+        self.master = -1  # the init's pty (tty containers)
+        self.stdin_w = -1  # the init's stdin (stdin containers), or the pty
+        self.attachers: dict[int, Attacher] = {}  # by conn fd
+        self.attach_fds: dict[int, Attacher] = {}  # conn and stdin fds
         self.report_r = -1
         self.start_w = -1
         self.setup_error = ""
@@ -408,19 +436,31 @@ class ContainerMonitor:
         err_r, err_w = os.pipe()
         report_r, report_w = os.pipe2(os.O_CLOEXEC)
         start_r, start_w = os.pipe()
+        proc = self.spec.get("process") or {}
+        in_r = slave = -1
+        if proc.get("tty"):
+            # (a host pty: the container's devpts does not exist yet)
+            self.master, slave = os.openpty()
+        elif proc.get("stdin"):
+            in_r, self.stdin_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.close(out_r)
-            os.close(err_r)
-            os.close(report_r)
-            os.close(start_w)
-            _run_child(_container_child, report_w, self.spec, out_w, err_w, report_w, start_r)
-        for fd in (out_w, err_w, report_w, start_r):
-            os.close(fd)
+            for fd in (out_r, err_r, report_r, start_w, self.stdin_w, self.master):
+                if fd >= 0:
+                    os.close(fd)
+            _run_child(
+                _container_child, report_w, self.spec, out_w, err_w, report_w, start_r, in_r, slave
+            )
+        for fd in (out_w, err_w, report_w, start_r, in_r, slave):
+            if fd >= 0:
+                os.close(fd)
         self.init_pid = pid
         self.report_r = report_r
         self.start_w = start_w
         self.writers = {out_r: LineWriter("stdout"), err_r: LineWriter("stderr")}
+        if self.master >= 0:
+            self.writers[self.master] = LineWriter("stdout")
+            self.stdin_w = self.master
         self.setup_error = ""
         self.ready = False
         # the child builds the rootfs while the runtime answers CreateContainer;
@@ -469,7 +509,7 @@ class ContainerMonitor:
                 if job.deadline is not None and job.status is None:
                     left = max(0.0, job.deadline - now)
                     timeout = left if timeout is None else min(timeout, left)
-            rfds = [lfd, wake_r, *self.writers, *self.job_fds, *self.stream_fds]
+            rfds = [lfd, wake_r, *self.writers, *self.job_fds, *self.stream_fds, *self.attach_fds]
             try:
                 ready, _, _ = select.select(rfds, [], [], timeout)
             except InterruptedError:
@@ -487,11 +527,15 @@ class ContainerMonitor:
                     self._job_read(fd)
                 elif fd in self.stream_fds:
                     self._stream_read(fd)
+                elif fd in self.attach_fds:
+                    self._attach_read(fd)
             self._check_deadlines()
             self._finish_jobs()
             self._finish_streams()
         self._drain()
         self._write_exit()
+        for a in list(self.attachers.values()):
+            self._detach_client(a, {"exited": True})
         for pid in [*self.jobs, *self.streams]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
@@ -503,13 +547,25 @@ class ContainerMonitor:
             data = os.read(fd, 65536)
         except BlockingIOError:
             return False
+        except OSError:  # EIO: the pty's last holder closed it
+            data = b""
         w = self.writers[fd]
         if not data:
             self._log_write(w.flush())
             del self.writers[fd]
-            os.close(fd)
+            if fd != self.master:
+                os.close(fd)
             return False
         self._log_write(w.feed(data))
+        for a in self.attachers.values():
+            target = a.err if w.tag == b"stderr" and a.err >= 0 else a.out
+            if target >= 0:
+                try:
+                    os.write(target, data)
+                except BlockingIOError:
+                    pass  # a slow client loses output rather than stalling the log
+                except OSError:
+                    a.out = a.err = -1
         return True
 
     def _log_write(self, data: bytes) -> None:
@@ -598,6 +654,15 @@ class ContainerMonitor:
                 self._exec_stream(conn, req, fds)
                 fds = []
                 return
+            if op == "attach":
+                self._attach(conn, req, fds)
+                fds = []
+                return
+            if op == "resize_init":
+                if self.master >= 0:
+                    _set_size(self.master, int(req["width"]), int(req["height"]))
+                self._reply(conn, {"ok": True})
+                return
             if op == "resize":
                 job = self.streams.get(int(req.get("pid", 0)))
                 if job is not None and job.master >= 0:
@@ -624,6 +689,63 @@ class ContainerMonitor:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+    # attach for the streaming server
+    def _attach(self, conn: socket.socket, req: Spec, fds: list[int]) -> None:
+        got = dict(zip(list(req.get("fds") or []), fds, strict=False))
+        a = Attacher(conn, got)
+        for fd in (a.out, a.err):
+            if fd >= 0:
+                os.set_blocking(fd, False)
+        if a.inp >= 0 and self.stdin_w < 0:
+            os.close(a.inp)  # the container has no stdin to attach to
+            a.inp = -1
+        conn.setblocking(True)
+        self.attachers[conn.fileno()] = a
+        self.attach_fds[conn.fileno()] = a
+        if a.inp >= 0:
+            self.attach_fds[a.inp] = a
+        try:
+            conn.sendall(b'{"attached": true}\n')
+        except OSError:
+            self._detach_client(a, None)
+
+    def _attach_read(self, fd: int) -> None:
+        a = self.attach_fds[fd]
+        if fd == a.conn.fileno():
+            self._detach_client(a, None)  # the client went away
+            return
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            data = b""
+        if data and self.stdin_w >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self.stdin_w, data)
+            return
+        if data:
+            return
+        # the client closed its stdin
+        del self.attach_fds[fd]
+        os.close(fd)
+        a.inp = -1
+        proc = self.spec.get("process") or {}
+        if self.master >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self.master, b"\x04")
+        elif proc.get("stdin_once") and self.stdin_w >= 0:
+            os.close(self.stdin_w)
+            self.stdin_w = -1
+
+    def _detach_client(self, a: Attacher, reply: Spec | None) -> None:
+        for fd in (a.conn.fileno(), a.inp):
+            self.attach_fds.pop(fd, None)
+        self.attachers.pop(a.conn.fileno(), None)
+        a.close()
+        if reply is not None:
+            self._reply(a.conn, reply)
+        else:
+            a.conn.close()
 
     # exec for the streaming server
     def _exec_stream(self, conn: socket.socket, req: Spec, fds: list[int]) -> None:

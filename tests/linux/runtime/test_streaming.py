@@ -10,9 +10,10 @@ import grpc
 import pytest
 
 from proto.runtime.v1 import api_pb2
+from tests.harness.wait import wait_for
 from tests.linux.runtime.harness import Runtime, container_config
 from tests.linux.runtime.test_containers import started
-from tests.linux.runtime.test_lifecycle import exec_sync, run_pod
+from tests.linux.runtime.test_lifecycle import exec_sync, run_pod, status
 from tests.unit.streaming.clients import PortForwardClient, RemoteCommand, read_to_eof, spdy_exec
 
 pytestmark = pytest.mark.root
@@ -67,6 +68,23 @@ def test_exec_and_port_forward(runtime: Runtime, tmp_path: Path) -> None:
         client.close()
     # exec'd processes are gone afterwards
     assert b"tty; stty" not in exec_sync(r, cid, ["ps", "-o", "args"]).stdout
+
+
+def test_attach(runtime: Runtime, tmp_path: Path) -> None:
+    r = runtime
+    sid, pcfg = run_pod(r, tmp_path, "attach")
+    cfg = container_config("sh", ["/bin/sh"], stdin=True, stdin_once=True, log_path="sh.log")
+    cid = started(r, sid, pcfg, cfg)
+    url = r.rt.Attach(
+        api_pb2.AttachRequest(container_id=cid, stdin=True, stdout=True, stderr=True)
+    ).url
+    rc = RemoteCommand.open(url, stdin=True)
+    assert rc.stdin is not None
+    rc.stdin.write(b"echo -n hello\n")
+    rc.stdin.close()  # stdin_once: the shell sees EOF and exits
+    res = rc.finish()
+    assert res.stdout == b"hello"
+    wait_for(lambda: status(r, cid).state == api_pb2.CONTAINER_EXITED, message="sh exited")
     with pytest.raises(grpc.RpcError) as exc:
         r.rt.Attach(api_pb2.AttachRequest(container_id=cid, stdout=True))
-    assert exc.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
