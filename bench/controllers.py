@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ class PodCounter:
                     self.alive.discard(name)
                 self.lock.notify_all()
 
-    def wait(self, predicate: Any, timeout: float) -> bool:
+    def wait(self, predicate: Callable[[PodCounter], bool], timeout: float) -> bool:
         with self.lock:
             return self.lock.wait_for(lambda: predicate(self), timeout)
 
