@@ -105,6 +105,8 @@ class ServiceProxy:
         self._applied_rules: rules.Ruleset | None = None  # None: next sync is full
         self._full = threading.Event()
         self.syncs = 0  # successful syncs, for tests and metrics
+        self.last_sync_seconds = 0.0  # how long the last successful sync took
+        self.last_synced_at = 0.0  # clock.now() when it finished
         self.last_error: Exception | None = None
 
     # ---- lifecycle -------------------------------------------------------
@@ -171,6 +173,8 @@ class ServiceProxy:
             if text:
                 self.iptables.restore(text)  # raises: the next sync is a full one
             self._applied_rules = ruleset
+            self.last_sync_seconds = self.clock.monotonic() - self._last_sync
+            self.last_synced_at = self.clock.now()
             # After a restart the rules were in place already: nothing is stale.
             stale = stale_udp_flows(self._applied, ports) if self.syncs else []
             self.syncs += 1
