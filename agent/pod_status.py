@@ -58,6 +58,9 @@ class PodObservation:
     ready: frozenset[str] = frozenset()
     started: frozenset[str] = frozenset()
     runtime_name: str = "skiff"
+    # Why a running container is not ready: the last readiness probe
+    # failure ("Get http://...: connection refused"), by container name.
+    probe_messages: Mapping[str, str] = field(default_factory=dict)
 
 
 def _attempts(obs: PodObservation) -> dict[str, list[ContainerInfo]]:
@@ -168,7 +171,9 @@ def _phase(
     return "Pending"
 
 
-def _condition(kind: str, ok: bool, now: str, reason: str = "") -> dict[str, Any]:
+def _condition(
+    kind: str, ok: bool, now: str, reason: str = "", message: str = ""
+) -> dict[str, Any]:
     cond: dict[str, Any] = {
         "type": kind,
         "status": "True" if ok else "False",
@@ -176,7 +181,22 @@ def _condition(kind: str, ok: bool, now: str, reason: str = "") -> dict[str, Any
     }
     if reason and not ok:
         cond["reason"] = reason
+        if message:
+            cond["message"] = message
     return cond
+
+
+def _unready_message(
+    statuses: list[dict[str, Any]], what: str, probe_messages: Mapping[str, str]
+) -> str:
+    """The kubelet's "containers with unready status: [a b]", followed by
+    each one's last readiness probe failure when there is one."""
+    names = [s["name"] for s in statuses if not s["ready"]]
+    if not names:
+        return ""
+    text = f"containers with {what} status: [{' '.join(names)}]"
+    details = [f"{n}: {probe_messages[n]}" for n in names if probe_messages.get(n)]
+    return "; ".join([text, *details])
 
 
 def compute_pod_status(
@@ -202,13 +222,15 @@ def compute_pod_status(
     stamp = rfc3339(now)
     previous = {c["type"]: c for c in old.get("conditions") or []}
     conditions = []
-    for kind, ok, reason in (
-        ("PodScheduled", True, ""),
-        ("Initialized", init_done, "ContainersNotInitialized"),
-        ("ContainersReady", containers_ready, "ContainersNotReady"),
-        ("Ready", containers_ready, "ContainersNotReady"),
-    ):
-        cond = _condition(kind, ok, stamp, reason)
+    not_ready = _unready_message(app, "unready", obs.probe_messages)
+    for kind, ok, reason, message in (
+        ("PodScheduled", True, "", ""),
+        ("Initialized", init_done, "ContainersNotInitialized",
+         _unready_message(init, "incomplete", {})),
+        ("ContainersReady", containers_ready, "ContainersNotReady", not_ready),
+        ("Ready", containers_ready, "ContainersNotReady", not_ready),
+    ):  # fmt: skip
+        cond = _condition(kind, ok, stamp, reason, message)
         before = previous.get(kind)
         if before is not None and before.get("status") == cond["status"]:
             cond["lastTransitionTime"] = before.get("lastTransitionTime", stamp)
