@@ -147,6 +147,7 @@ class SqliteStore:
         self._published = self._rev
         self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
         self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
         self._watch_lock = threading.Lock()
         self._watches: list[_SqliteWatch] = []
         self._closed = False
@@ -191,9 +192,13 @@ class SqliteStore:
     def _reader(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None)
+            if self._closed:
+                raise StoreUnavailable("store is closed")
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA query_only=1")
             self._local.conn = conn
+            with self._watch_lock:
+                self._readers.append(conn)
         return conn
 
     # -- writes ---------------------------------------------------------------
@@ -451,4 +456,11 @@ class SqliteStore:
             watches = list(self._watches)
         for watch in watches:
             watch.close()
+        with self._watch_lock:
+            readers, self._readers = self._readers, []
+        for reader in readers:
+            try:
+                reader.close()
+            except sqlite3.Error:
+                pass  # in use by a thread that is finishing: closed with the process
         self._db.close()
