@@ -477,6 +477,10 @@ class Cache:
     def is_assumed(self, key: str) -> bool:
         return key in self.assumed
 
+    def assumed_info(self, key: str) -> PodInfo | None:
+        a = self.assumed.get(key)
+        return a.info if a is not None else None
+
     def finish_binding(self, key: str) -> None:
         with self.lock:
             a = self.assumed.get(key)

@@ -16,6 +16,7 @@ This module never talks to the API server itself; the writer does.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -183,6 +184,14 @@ class Scheduler:
             if bound and self.cache.node_of(key) is not None and not self.cache.is_assumed(key):
                 self.cache.update_pod(self.pod_info(pod))  # e.g. now terminating
                 return
+            if bound and self.cache.is_assumed(key):
+                confirmed = self._confirmed(key, pod)
+                if confirmed is not None:
+                    # Our own bind coming back: reuse the parsed pod.
+                    self.pending_pods.pop(key, None)
+                    self.cache.add_pod(confirmed)
+                    self.queue.move_on_event(POD_ADD)
+                    return
             if (
                 not bound
                 and old is not None
@@ -191,6 +200,24 @@ class Scheduler:
             ):
                 return
             self.on_pod_add(pod)
+
+    def _confirmed(self, key: str, pod: Obj) -> PodInfo | None:
+        """The assumed PodInfo, now bound, if `pod` differs from it only by the bind."""
+        assumed = self.cache.assumed_info(key)
+        if assumed is None:
+            return None
+        node = pod["spec"]["nodeName"]
+        before = assumed.pod.get("spec") or {}
+        after = pod.get("spec") or {}
+        if before.keys() | {"nodeName"} != after.keys() | {"nodeName"}:
+            return None
+        if any(before[k] != after[k] for k in before if k != "nodeName"):
+            return None
+        if (assumed.pod.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get(
+            "labels"
+        ):
+            return None
+        return dataclasses.replace(assumed, pod=pod, node_name=node)
 
     def on_pod_delete(self, pod: Obj) -> None:
         with self.cache.lock:
