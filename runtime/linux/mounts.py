@@ -228,8 +228,12 @@ def build_rootfs(spec: dict[str, Any]) -> str:
     rf = spec["rootfs"]
     root: str = rf["target"]
     mount_overlay(rf["lower"], rf["upper"], rf["work"], root)
-    # make the root a mount point of its own with the requested propagation
+    # pivot_root refuses a new root, or a parent of it, that is shared (as
+    # everything is with rshared propagation): the overlay and the root's own
+    # bind mount are private; the CRI mounts below keep their propagation
+    libc.mount(None, root, None, libc.MS_PRIVATE)
     libc.mount(root, root, None, libc.MS_BIND | libc.MS_REC)
+    libc.mount(None, root, None, libc.MS_PRIVATE)
     setup_proc_sys(root, readonly_sys=not spec.get("privileged"))
     setup_dev(root, spec.get("shm"))
     for dest, src in (spec.get("etc") or {}).items():

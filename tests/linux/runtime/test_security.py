@@ -164,5 +164,18 @@ def test_mount_propagation(runtime: Runtime, tmp_path: Path) -> None:
         (src / "sub" / "marker").write_text("x")
         assert out(r, c, "ls", "/slave/sub") == "marker\n"
         assert out(r, c, "ls", "/private/sub") == ""
+        # rshared (privileged): mounts made in the container reach the host
+        shared = api_pb2.Mount(
+            container_path="/shared",
+            host_path=str(src),
+            propagation=api_pb2.PROPAGATION_BIDIRECTIONAL,
+        )
+        c2 = started(r, sid, pcfg, container_config("c2", ["sleep", "1000"], mounts=[shared],
+                                                    linux=sec(privileged=True)))  # fmt: skip
+        (src / "back").mkdir()
+        assert exec_sync(r, c2, ["mount", "-t", "tmpfs", "tmpfs", "/shared/back"]).exit_code == 0
+        exec_sync(r, c2, ["touch", "/shared/back/from-container"])
+        assert (src / "back" / "from-container").exists()
+        assert out(r, c2, "ls", "/shared/sub") == "marker\n"
     finally:
         subprocess.run(["umount", "-R", "-l", str(src)], check=False)
