@@ -1,0 +1,1 @@
+"""Storage backends of the API server behind one contract (SQLite, etcd)."""
