@@ -122,12 +122,15 @@ def test_vagrant_validate(tmp_path: Path) -> None:
         stderr=subprocess.STDOUT,
         text=True,
     )
+    outputs = {name: proc.communicate(timeout=120)[0] for name, proc in procs.items()}
+    bad_out, _ = bad.communicate(timeout=120)
+    if any("No usable default provider" in out for out in outputs.values()):
+        pytest.skip("vagrant has no usable provider (Debian: apt-get install vagrant-libvirt)")
     for name, proc in procs.items():
-        out, _ = proc.communicate(timeout=120)
+        out = outputs[name]
         assert proc.returncode == 0, f"{name}: {out}"
         assert "validated successfully" in out, f"{name}: {out}"
-    out, _ = bad.communicate(timeout=120)
-    assert bad.returncode != 0 and "SKIFF_NODES" in out
+    assert bad.returncode != 0 and "SKIFF_NODES" in bad_out
     assert not (VAGRANT_DIR / ".vagrant").exists()
 
 
