@@ -28,7 +28,7 @@ from agent.proxy.conntrack import stale_udp_flows
 from agent.proxy.iptables import CommandIptables, Iptables
 from agent.proxy.model import ServicePort, service_ports
 from controlplane.client.clock import Clock, RealClock, Timer
-from controlplane.client.informer import SharedInformer, SharedInformerFactory
+from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
 
@@ -100,6 +100,7 @@ class ServiceProxy:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._timer: Timer | None = None
+        self._handlers: list[tuple[SharedInformer, Handler]] = []
         self._last_sync = float("-inf")
         self._applied: list[ServicePort] = []  # the ports of the last applied sync
         self._applied_rules: rules.Ruleset | None = None  # None: next sync is full
@@ -115,7 +116,8 @@ class ServiceProxy:
         if self._thread is not None:
             return
         for informer in (self.services, self.endpoints):
-            informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
+            handler = informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
+            self._handlers.append((informer, handler))
         self.factory.start()
         self._prepare_host()
         self._wake.set()  # a first sync even when there is nothing to watch yet
@@ -126,6 +128,9 @@ class ServiceProxy:
     def stop(self, cleanup_rules: bool | None = None) -> None:
         self._stop.set()
         self._wake.set()
+        for informer, handler in self._handlers:  # a shared factory lives on
+            informer.remove_event_handler(handler)
+        self._handlers.clear()
         if self._timer is not None:
             self._timer.cancel()
         if self._thread is not None:
