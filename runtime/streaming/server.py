@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import socket
 import socketserver
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -102,6 +103,8 @@ class StreamingServer:
             live = list(self._conns.items())
         for conn, closers in live:
             try:
+                # abort, do not linger: the peer learns at once (RST on close)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass

@@ -249,21 +249,21 @@ class HostContainer:
         self.proc.wait()
         for thread in self._threads:
             thread.join()
-        self.exited.set()
         with self._lock:
+            self.exited.set()
             attachments = list(self._attachments)
         for attachment in attachments:
             attachment.done.set()
 
     def attach(self, tty: bool, stdio: Stdio) -> HostAttach:
-        if self.exited.is_set():
-            raise errors.FailedPrecondition("container is not running")
-        attachment = _Attachment(
-            None,
-            os.dup(stdio.stdout) if stdio.stdout is not None else None,
-            os.dup(stdio.stderr) if stdio.stderr is not None and not self.tty else None,
-        )
-        with self._lock:
+        with self._lock:  # _reap sets `exited` under this lock: no attachment is missed
+            if self.exited.is_set():
+                raise errors.FailedPrecondition("container is not running")
+            attachment = _Attachment(
+                None,
+                os.dup(stdio.stdout) if stdio.stdout is not None else None,
+                os.dup(stdio.stderr) if stdio.stderr is not None and not self.tty else None,
+            )
             self._attachments.append(attachment)
         return HostAttach(
             self, attachment, os.dup(stdio.stdin) if stdio.stdin is not None else None

@@ -182,11 +182,11 @@ def test_stdin_flood_is_bounded_and_stop_still_ends_everything(backend: HostProc
     flooder.start()
     # the server accepts a bounded amount, then the TCP connection backs up
     wait_for(lambda: sent[0] >= 4 << 20, message="server took the first megabytes")
-    server.stop()
+    server.stop()  # returns only once every connection thread has finished
+    wait_for(lambda: pid_gone(pid), message="exec killed by stop")
+    rc.client.close()  # wakes the flooder whatever TCP did with its last window probe
     flooder.join()
     assert sent[0] < 400 * 32768
-    wait_for(lambda: pid_gone(pid), message="exec killed by stop")
-    rc.client.close()
     wait_for(lambda: threading.active_count() <= threads, message="threads joined")
 
 
