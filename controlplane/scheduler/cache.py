@@ -351,7 +351,8 @@ class Cache:
                 return
             for pinfo in list(info.pods.values()):
                 self._unplace(pinfo, info)
-                self.assumed.pop(pinfo.key, None)
+                if self.assumed.pop(pinfo.key, None) is not None:
+                    continue  # its bind will fail; forgetting it lets the pod be requeued
                 # A bound pod whose node went away keeps waiting for its node.
                 self.orphans.setdefault(name, {})[pinfo.key] = pinfo
                 self.pod_nodes[pinfo.key] = name

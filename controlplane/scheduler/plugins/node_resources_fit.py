@@ -70,13 +70,14 @@ class NodeResourcesFit:
     # ---- filter --------------------------------------------------------
 
     def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
-        extra = cache.nominated_requests(pod)
-        free = cache.free
-        full = len(slots) == cache.n
         checks = [("Too many pods", PODS_COL, 1)]
         checks += [
             (f"Insufficient {name}", cache.res_col(name), v) for name, v in pod.requests.items()
         ]
+        # Only now: a resource seen for the first time widens (replaces) the arrays.
+        extra = cache.nominated_requests(pod)
+        free = cache.free
+        full = len(slots) == cache.n
         shorts: list[tuple[str, npt.NDArray[np.bool_]]] = []
         bad: npt.NDArray[np.bool_] | None = None
         for reason, col, amount in checks:

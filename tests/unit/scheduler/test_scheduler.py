@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from controlplane.scheduler.objects import make_node, make_pod
 
 from .harness import Env
@@ -135,3 +137,45 @@ def test_rotating_start_gives_every_node_a_turn() -> None:
     nodes = {env.node_of(f"p{i}") for i in range(3)}
     assert len(nodes) == 3
     assert {int(n[1:]) // 100 for n in nodes if n} == {0, 1, 2}
+
+
+class _Later:
+    """An executor that holds binding cycles until the test runs them."""
+
+    def __init__(self) -> None:
+        self.held: list[Callable[[], None]] = []
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        self.held.append(fn)
+
+
+def test_node_delete_seen_before_the_failed_bind_still_requeues() -> None:
+    env = Env(nodes=[make_node("gone", cpu="4"), make_node("stays", cpu="1")])
+    env.add(make_pod("filler", cpu="1", node_name="stays"))
+    env.cluster.add_pod(make_pod("p", cpu="500m"))
+    for kind, type_, obj in env.cluster.drain_events():
+        env.sched.handle(kind, type_, obj)
+    # The scheduler decides on "gone"; the bind runs only after the node is deleted.
+    later = _Later()
+    inline = env.sched.executor
+    env.sched.executor = later
+    assert env.sched.schedule_one()
+    assert env.sched.cache.node_of("default/p") == "gone"
+    env.cluster.delete_node("gone")
+    env.pump()
+    for fn in later.held:
+        fn()
+    env.sched.executor = inline
+    assert env.sched.cache.node_of("default/p") is None
+    env.cluster.delete_pod("default/filler")
+    env.step(1.0)
+    assert env.node_of("p") == "stays"
+
+
+def test_new_extended_resource_with_nominated_pods() -> None:
+    env = Env(nodes=[make_node("n", cpu="2")])
+    env.add(make_pod("low", cpu="2", priority=1, node_name="n"))
+    env.add(make_pod("high", cpu="1", priority=100))
+    assert env.sched.cache.nominated
+    env.add(make_pod("gpu", requests={"example.com/gpu": "1"}))
+    assert "Insufficient example.com/gpu" in env.message("gpu")
