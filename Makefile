@@ -13,9 +13,11 @@ STAMP := $(VENV)/.installed
 APT_RUN := iproute2 iptables nftables conntrack kmod procps libseccomp2 ca-certificates \
 	python3 python3-venv python3-dev gcc make
 # What the test suite needs on top: test images, a local registry, image
-# tools, etcd, a peer CRI runtime and the reference CNI plugins, shellcheck.
+# tools, etcd, a peer CRI runtime and the reference CNI plugins, shellcheck,
+# and vagrant with a provider so that `vagrant validate` can check vagrant/.
 APT_TEST := busybox-static docker-registry skopeo umoci etcd-server etcd-client \
-	containerd runc containernetworking-plugins shellcheck psmisc
+	containerd runc containernetworking-plugins shellcheck psmisc jq \
+	vagrant vagrant-libvirt
 
 .PHONY: help up test lint typecheck proto proto-check deps deps-test venv check-host clean
 
@@ -33,7 +35,7 @@ deps: check-host
 	@dpkg -s $(APT_RUN) >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_RUN); }
 
 deps-test: deps
-	@dpkg -s $(APT_TEST) >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_TEST); }
+	@dpkg -s $(APT_TEST) >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_TEST); }
 
 $(STAMP): pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
