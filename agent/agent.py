@@ -32,6 +32,15 @@ from agent.pod_config import NodeSettings, secret_data
 from agent.pod_status import PodObservation, compute_pod_status
 from agent.pod_sync import PodSyncer, SyncDeps
 from agent.probes import ProbeManager, ProbeTarget, RealProbeRunner
+from agent.proxy import (
+    DnsServer,
+    DnsSettings,
+    ProxySettings,
+    ServiceProxy,
+    ensure_local_address,
+    remove_local_address,
+    service_env,
+)
 from agent.runtime_view import PodRecord, RuntimeView
 from agent.server import AgentServicer, TokenChecker, serve
 from agent.status_manager import StatusManager
@@ -61,6 +70,9 @@ class AgentConfig:
     lease_period: float = 10.0
     runtime_name: str = ""  # containerID prefix; "" = the runtime's own name
     listen: str = ""  # the agent endpoint (logs, stats), e.g. "0.0.0.0:10250"; "" = none
+    # kube-proxy's and the cluster DNS's jobs; None turns each off (tests without root).
+    proxy: ProxySettings | None = None
+    dns: DnsSettings | None = None
 
 
 def _uid_index(obj: Object) -> list[str]:
@@ -93,6 +105,13 @@ class Agent:
         )
         self.pods.add_indexers({UID_INDEX: _uid_index})
         self.nodes = self.factory.informer_for("Node")
+        self.services = self.factory.informer_for("Service")
+        self.proxy = (
+            ServiceProxy(api, cfg.node.name, cfg.proxy, clock=self.clock, informers=self.factory)
+            if cfg.proxy is not None
+            else None
+        )
+        self.dns = DnsServer(api, cfg.dns, informers=self.factory) if cfg.dns is not None else None
         self._probe_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe")
         self.probes = ProbeManager(
             RealProbeRunner(runtime), self.clock, self._probe_pool, self.queue.add
@@ -114,6 +133,7 @@ class Agent:
                 ),
                 backoff=Backoff(self.clock.now),
                 image_backoff=Backoff(self.clock.now),
+                service_env=self._service_env,
             )
         )
         self._last_seen: dict[str, Object] = {}  # uid -> last pod object, for deleted pods
@@ -124,6 +144,14 @@ class Agent:
         self._api_config = api_config
         self._server: grpc.Server | None = None
         self.endpoint_port = 0
+
+    def _service_env(self, pod: Mapping[str, Any]) -> Mapping[str, str]:
+        links = (pod.get("spec") or {}).get("enableServiceLinks", True)
+        return service_env(
+            self.services.store.list(),
+            pod["metadata"].get("namespace", "default"),
+            enable_service_links=links is not False,
+        )
 
     # API lookups for env and volumes
     def _get_configmap(self, ns: str, name: str) -> Mapping[str, Any] | None:
@@ -152,6 +180,11 @@ class Agent:
             on_update=lambda o, n: self._on_nodes(),
             on_delete=lambda n: self._on_nodes(),
         )
+        if self.dns is not None:
+            ensure_local_address(self.dns.settings.listen_host)
+            self.dns.start()
+        if self.proxy is not None:
+            self.proxy.start()
         self.factory.start()
         while not self.factory.wait_for_cache_sync(timeout=5) and not self.stop_event.is_set():
             log.info("waiting for the pod and node caches to sync")
@@ -177,6 +210,11 @@ class Agent:
         self.stop_event.set()
         if self._server is not None:
             self._server.stop(grace=1).wait()
+        if self.dns is not None:
+            self.dns.stop()
+            remove_local_address(self.dns.settings.listen_host)
+        if self.proxy is not None:
+            self.proxy.stop()
         self.queue.shut_down()
         self.factory.shutdown()
         for t in self._threads:

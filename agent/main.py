@@ -25,6 +25,7 @@ from agent.cri_client import CRIClient
 from agent.network import NetworkSettings
 from agent.node_status import NodeConfig
 from agent.pod_config import NodeSettings
+from agent.proxy import DnsSettings, ProxySettings
 from controlplane.api.quantity import parse_quantity
 from controlplane.client import errors
 from controlplane.client.apiclient import connect, join
@@ -54,7 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root-dir", default="/var/lib/skiff/agent")
     p.add_argument("--pod-log-dir", default="/var/log/pods")
     p.add_argument("--cgroup-root", default="/skiff/pods", help="parent cgroup of every pod")
-    p.add_argument("--cluster-dns", default="", help="comma-separated DNS server IPs for pods")
+    p.add_argument(
+        "--cluster-dns",
+        default="10.43.0.10",
+        help="DNS server IP for pods; the agent serves cluster DNS on it ('' for none)",
+    )
     p.add_argument("--cluster-domain", default="cluster.local")
     p.add_argument("--max-pods", type=int, default=110)
     p.add_argument(
@@ -68,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--listen", default="0.0.0.0:10250", help="agent endpoint (logs, stats); '' for none"
     )
+    p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network of the cluster")
+    p.add_argument("--no-proxy", action="store_true", help="do not program service rules")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     return p
@@ -171,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"skiff agent: {err}", file=sys.stderr)
         return 1
     reserved = _pairs(args.system_reserved, "--system-reserved")
+    dns_ips = [ip for ip in args.cluster_dns.split(",") if ip]
     node_ip = args.node_ip or route_source(creds.server)
     dns_servers, dns_searches = host_dns()
     cfg = AgentConfig(
@@ -207,6 +215,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         workers=args.workers,
         runtime_name=args.runtime_name,
         listen=args.listen,
+        proxy=None
+        if args.no_proxy
+        else ProxySettings(
+            cluster_cidr=args.cluster_cidr,
+            local_service_ips=frozenset(dns_ips),
+        ),
+        dns=DnsSettings(listen_host=dns_ips[0], domain=args.cluster_domain) if dns_ips else None,
     )
     api = connect(creds)
     runtime = CRIClient(args.runtime_endpoint)

@@ -78,7 +78,8 @@ class SyncDeps:
     backoff: Backoff
     image_backoff: Backoff
     pull_auth: Callable[[Mapping[str, Any], str], cri.AuthConfig | None] = lambda pod, image: None
-    service_env: Callable[[str], Mapping[str, str]] = lambda namespace: {}
+    # The service environment variables for a pod (the kubelet's service links).
+    service_env: Callable[[Mapping[str, Any]], Mapping[str, str]] = lambda pod: {}
     runtime_handler: str = ""
 
 
@@ -195,7 +196,7 @@ class PodSyncer:
                 self.d.node,
                 self.d.config_data,
                 self.d.secret_data,
-                self.d.service_env(pod["metadata"].get("namespace", "default")),
+                self.d.service_env(pod),
             )
             mounts = container_mounts(spec, volume_paths(self.d.root, pod))
         except ConfigError as err:
