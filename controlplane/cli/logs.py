@@ -1,0 +1,295 @@
+"""skiffctl logs: print a container's log, read from the agent of the pod's node.
+
+`logs [-f] [-c CONTAINER] [--tail N] [--since 5m] [-p|--previous]
+[--timestamps] [--limit-bytes N] POD [CONTAINER] | pod/POD | TYPE/NAME`.
+The pod is read from the API server; its node (spec.nodeName) is read for
+the agent's address (status.addresses InternalIP, else Hostname) and port
+(status.daemonEndpoints.kubeletEndpoint.Port, default 10250); the log is
+streamed from that agent's ContainerLogs RPC (proto/agent/v1/agent.proto)
+with the API credential's bearer token in the `authorization` metadata.
+As kubectl does, stdout and stderr lines of the container both go to
+stdout, byte for byte. Without -c, a pod with several containers uses the
+`kubectl.kubernetes.io/default-container` annotation or its first container
+and says so on stderr; `TYPE/NAME` of a workload picks one of its pods.
+
+The helpers that find and dial a node's agent (`agent_address`,
+`AgentConnection`, `agent_failure`) are shared with `top`. The agent
+endpoint is plain gRPC for now (an insecure channel); this module never
+imports the agent itself, only its protobuf stubs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from controlplane.cli import printers
+from controlplane.cli.context import CliError, Context
+from controlplane.cli.resources import parse_targets
+from controlplane.cli.wait import parse_duration
+from controlplane.client import config as client_config
+from controlplane.client.interface import ListOptions, Object
+from proto.agent.v1 import agent_pb2 as pb
+from proto.agent.v1 import agent_pb2_grpc as pb_grpc
+
+DEFAULT_AGENT_PORT = 10250
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+# Reasons kubectl prints for API errors, by the agent's gRPC status code.
+REASONS = {
+    grpc.StatusCode.INVALID_ARGUMENT: "BadRequest",
+    grpc.StatusCode.NOT_FOUND: "NotFound",
+    grpc.StatusCode.PERMISSION_DENIED: "Forbidden",
+    grpc.StatusCode.FAILED_PRECONDITION: "BadRequest",
+    grpc.StatusCode.UNIMPLEMENTED: "MethodNotAllowed",
+}
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", nargs="+", metavar="POD [CONTAINER] | TYPE/NAME")
+    parser.add_argument("-c", "--container", default="")
+    parser.add_argument("-f", "--follow", action="store_true", help="keep streaming new lines")
+    parser.add_argument("--tail", type=int, default=-1, help="last N lines (-1: all)")
+    parser.add_argument("--since", default="", help="only lines newer than this (e.g. 5s, 2m, 1h)")
+    parser.add_argument("-p", "--previous", action="store_true", help="the previous instance")
+    parser.add_argument("--timestamps", action="store_true", help="prefix RFC 3339 timestamps")
+    parser.add_argument("--limit-bytes", type=int, default=0, help="stop after this many bytes")
+
+
+# ---- reaching a node's agent (shared with top) -------------------------------------
+
+
+class AgentUnreachable(Exception):
+    """A node's agent could not be reached (or its node has no address)."""
+
+
+def agent_address(node: Object) -> str:
+    """`host:port` of the agent endpoint a Node advertises."""
+    st = printers.status(node)
+    addresses = st.get("addresses") or []
+    host = ""
+    for kind in ("InternalIP", "Hostname"):
+        host = next((str(a["address"]) for a in addresses if a.get("type") == kind), "")
+        if host:
+            break
+    if not host:
+        raise AgentUnreachable(f"node {printers.name(node)} reports no InternalIP or Hostname")
+    endpoint = (st.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+    port = int(endpoint.get("Port") or endpoint.get("port") or DEFAULT_AGENT_PORT)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
+
+
+def agent_token(ctx: Context) -> str:
+    """The bearer token of the API credential skiffctl uses (empty if it has none)."""
+    config = getattr(ctx.client, "config", None)
+    token = getattr(config, "token", None)
+    if isinstance(token, str):
+        return token
+    try:
+        return client_config.load_config(getattr(ctx.args, "config", None)).token
+    except client_config.ConfigError:
+        return ""
+
+
+class AgentConnection:
+    """One channel to one node's agent, with the credential on every call."""
+
+    def __init__(self, node_name: str, address: str, token: str) -> None:
+        self.node = node_name
+        self.address = address
+        self.metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {token}"),) if token else ()
+        )
+        self.channel = grpc.insecure_channel(address)
+        self.stub = pb_grpc.AgentStub(self.channel)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> AgentConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect_node(ctx: Context, node_name: str) -> AgentConnection:
+    node = ctx.client.get("Node", node_name)
+    return AgentConnection(node_name, agent_address(node), agent_token(ctx))
+
+
+def agent_failure(err: grpc.RpcError, node: str, address: str) -> str:
+    """What to print for a failed agent call, in kubectl's words where it has some."""
+    code: Any = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+    details = (err.details() if hasattr(err, "details") else "") or str(code)
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return f"error: cannot reach the agent of node {node} at {address}: {details}"
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return (
+            f"error: You must be logged in to the server (Unauthorized): the agent of node "
+            f"{node} refused the credential: {details}"
+        )
+    reason = REASONS.get(code, "InternalError")
+    return f"Error from server ({reason}): {details}"
+
+
+# ---- choosing the pod and container --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogTarget:
+    pod: Object
+    container: str
+
+
+def _running_first(pod: Object) -> tuple[int, str]:
+    phase = printers.status(pod).get("phase") or "Pending"
+    return (0 if phase == "Running" else 1, printers.name(pod))
+
+
+def _pick_pod(ctx: Context, words: list[str]) -> tuple[Object, str]:
+    """The pod named by the arguments, and a container named positionally."""
+    container = ""
+    if "/" in words[0]:
+        if len(words) > 1:
+            raise CliError("only one of TYPE/NAME may be given to logs")
+        [target] = parse_targets(words[:1], need_name=True)
+        assert target.name is not None
+    else:
+        if len(words) > 2:
+            raise CliError("logs takes POD [CONTAINER] or TYPE/NAME")
+        [target] = parse_targets(["pod", words[0]], need_name=True)
+        container = words[1] if len(words) == 2 else ""
+    assert target.name is not None
+    if target.info.kind == "Pod":
+        return ctx.client.get("Pod", target.name, ctx.namespace), container
+    if not target.info.namespaced or target.info.kind not in (
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+        "Service",
+    ):
+        raise CliError(f"cannot get logs of a {target.info.kind}; name a pod or a workload")
+    owner = ctx.client.get(target.info.kind, target.name, ctx.namespace)
+    sp = printers.spec(owner)
+    selector = printers.selector_string(sp.get("selector")) if "selector" in sp else ""
+    if target.info.kind == "Service":
+        selector = ",".join(f"{k}={v}" for k, v in sorted((sp.get("selector") or {}).items()))
+    if not selector or selector == printers.NONE:
+        raise CliError(f"{printers.type_name(target.info, target.name)} selects no pods")
+    pods = ctx.client.list("Pod", ctx.namespace, ListOptions(label_selector=selector)).items
+    pods = [p for p in pods if not printers.meta(p).get("deletionTimestamp")]
+    if not pods:
+        raise CliError(f"no pods found for {printers.type_name(target.info, target.name)}")
+    pods.sort(key=_running_first)
+    if len(pods) > 1:
+        ctx.err(f"Found {len(pods)} pods, using pod/{printers.name(pods[0])}")
+    return pods[0], container
+
+
+def choose(ctx: Context, words: list[str], flag_container: str) -> LogTarget:
+    pod, positional = _pick_pod(ctx, words)
+    if flag_container and positional and flag_container != positional:
+        raise CliError("only one of -c or an inline [CONTAINER] argument is allowed")
+    container = flag_container or positional
+    sp = printers.spec(pod)
+    names = [str(c.get("name")) for c in sp.get("containers") or []]
+    if not container and len(names) > 1:
+        default = (printers.meta(pod).get("annotations") or {}).get(DEFAULT_CONTAINER, "")
+        container = default if default in names else names[0]
+        ctx.err(f'Defaulted container "{container}" out of: {", ".join(names)}')
+    return LogTarget(pod, container)
+
+
+def request_for(args: argparse.Namespace) -> pb.LogsRequest:
+    """The ContainerLogs request for the flags, checked before anything is read.
+
+    The pod fields are filled in once the pod is known. The agent reads a
+    negative tail_lines as "no old lines" and 0 as "all", so --tail=0 is sent as -1.
+    """
+    since = 0
+    if args.since:
+        try:
+            since = max(1, math.ceil(parse_duration(args.since)))
+        except CliError:
+            raise CliError(f"invalid --since {args.since!r} (use e.g. 30s, 5m, 1h)") from None
+    if args.tail < -1:
+        raise CliError(f"--tail must be -1 or more, not {args.tail}")
+    if args.limit_bytes < 0:
+        raise CliError("--limit-bytes must be greater than 0")
+    tail = -1 if args.tail == 0 else max(0, args.tail)
+    return pb.LogsRequest(
+        follow=bool(args.follow),
+        tail_lines=tail,
+        since_seconds=since,
+        previous=bool(args.previous),
+        timestamps=bool(args.timestamps),
+        limit_bytes=args.limit_bytes,
+    )
+
+
+def _write(ctx: Context, data: bytes) -> None:
+    buffer = getattr(ctx.stdout, "buffer", None)
+    if buffer is not None:
+        ctx.stdout.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:
+        ctx.stdout.write(data.decode("utf-8", errors="replace"))
+        ctx.stdout.flush()
+
+
+def stream(conn: AgentConnection, request: pb.LogsRequest) -> Iterator[pb.LogChunk]:
+    """The chunks of one ContainerLogs call; cancelled when the caller stops early."""
+    call = conn.stub.ContainerLogs(request, metadata=conn.metadata)
+    try:
+        yield from call
+    finally:
+        call.cancel()
+
+
+def run(ctx: Context) -> int:
+    args = ctx.args
+    request = request_for(args)
+    target = choose(ctx, args.target, args.container)
+    request.namespace = str(printers.meta(target.pod).get("namespace") or "default")
+    request.pod = printers.name(target.pod)
+    request.container = target.container
+    node_name = printers.spec(target.pod).get("nodeName")
+    pod_name = printers.name(target.pod)
+    if not node_name:
+        phase = printers.status(target.pod).get("phase") or "Pending"
+        raise CliError(
+            f'pod "{pod_name}" is not scheduled to a node yet (phase {phase}); '
+            "it has no logs until it runs"
+        )
+    try:
+        conn = connect_node(ctx, str(node_name))
+    except AgentUnreachable as err:
+        raise CliError(str(err)) from None
+    with conn:
+        try:
+            for chunk in stream(conn, request):
+                _write(ctx, chunk.data)
+        except grpc.RpcError as err:
+            ctx.err(agent_failure(err, conn.node, conn.address))
+            return 1
+    return 0
+
+
+__all__ = [
+    "AgentConnection",
+    "AgentUnreachable",
+    "agent_address",
+    "agent_failure",
+    "agent_token",
+    "connect_node",
+]

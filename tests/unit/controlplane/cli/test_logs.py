@@ -1,0 +1,290 @@
+"""skiffctl logs against the fake API client and a tiny in-test agent endpoint.
+
+`FakeAgent` is a real gRPC server on 127.0.0.1:0 speaking
+skiff.agent.v1.Agent: it records each request with its metadata and
+answers with canned log chunks, stats or an error. The fake API client's
+Node points at it (InternalIP + daemonEndpoints.kubeletEndpoint.Port).
+test_top.py uses it too.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from concurrent import futures
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import pytest
+
+from controlplane.cli.logs import agent_address
+from controlplane.client.config import ClientConfig
+from proto.agent.v1 import agent_pb2 as pb
+from proto.agent.v1 import agent_pb2_grpc as pb_grpc
+from tests.unit.controlplane.cli.conftest import Ctl
+
+TOKEN = "s3cret-admin-token"
+
+
+@dataclass
+class Seen:
+    request: Any
+    metadata: dict[str, str]
+
+
+@dataclass
+class FakeAgent(pb_grpc.AgentServicer):
+    """An agent endpoint with canned answers; `abort` makes every call fail."""
+
+    chunks: list[pb.LogChunk] = field(default_factory=list)
+    stats: pb.StatsResponse = field(default_factory=pb.StatsResponse)
+    abort: tuple[grpc.StatusCode, str] | None = None
+    seen: list[Seen] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    port: int = 0
+    server: Any = None
+
+    def _record(self, request: Any, context: grpc.ServicerContext) -> None:
+        with self.lock:
+            self.seen.append(Seen(request, {k: str(v) for k, v in context.invocation_metadata()}))
+        if self.abort is not None:
+            context.abort(*self.abort)
+
+    def ContainerLogs(
+        self, request: pb.LogsRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.LogChunk]:
+        self._record(request, context)
+        yield from self.chunks
+
+    def Stats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.StatsResponse:
+        self._record(request, context)
+        return self.stats
+
+    def start(self) -> FakeAgent:
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pb_grpc.add_AgentServicer_to_server(self, self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop(None)
+
+
+@pytest.fixture
+def agent() -> Iterator[FakeAgent]:
+    a = FakeAgent().start()
+    try:
+        yield a
+    finally:
+        a.stop()
+
+
+def node(ctl: Ctl, name: str, port: int, address: str = "127.0.0.1", **allocatable: str) -> None:
+    ctl.client.create(
+        "Node",
+        {
+            "metadata": {"name": name},
+            "status": {
+                "addresses": [
+                    {"type": "Hostname", "address": name},
+                    {"type": "InternalIP", "address": address},
+                ],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+                "allocatable": allocatable or {"cpu": "2", "memory": "4Gi"},
+            },
+        },
+    )
+
+
+def pod(
+    ctl: Ctl,
+    name: str,
+    node_name: str = "n1",
+    containers: tuple[str, ...] = ("app",),
+    ns: str = "default",
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    phase: str = "Running",
+) -> None:
+    spec: dict[str, Any] = {"containers": [{"name": c, "image": "busybox"} for c in containers]}
+    if node_name:
+        spec["nodeName"] = node_name
+    ctl.client.create(
+        "Pod",
+        {
+            "metadata": {
+                "name": name,
+                "labels": labels or {},
+                "annotations": annotations or {},
+            },
+            "spec": spec,
+            "status": {"phase": phase},
+        },
+        ns,
+    )
+
+
+def with_token(ctl: Ctl) -> None:
+    """The fake client carries a credential, as the real GrpcApiClient does."""
+    ctl.client.config = ClientConfig(server="127.0.0.1:6443", token=TOKEN)  # type: ignore[attr-defined]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_logs_streams_both_streams_to_stdout_with_the_token(ctl: Ctl, agent: FakeAgent) -> None:
+    with_token(ctl)
+    node(ctl, "n1", agent.port)
+    pod(ctl, "web")
+    agent.chunks = [
+        pb.LogChunk(data=b"hello\n", stream="stdout"),
+        pb.LogChunk(data=b"oops\n", stream="stderr"),
+        pb.LogChunk(data="caf\u00e9\n".encode(), stream="stdout"),
+    ]
+    r = ctl("logs", "web")
+    assert (r.code, r.out, r.err) == (0, "hello\noops\ncaf\u00e9\n", "")
+    [seen] = agent.seen
+    assert seen.metadata["authorization"] == f"Bearer {TOKEN}"
+    req = seen.request
+    assert (req.namespace, req.pod, req.container) == ("default", "web", "")
+    assert (req.follow, req.tail_lines, req.since_seconds, req.previous, req.timestamps) == (
+        False,
+        0,
+        0,
+        False,
+        False,
+    )
+    assert ctl("logs", "pod/web").out == r.out
+
+
+def test_logs_flags_become_the_request(ctl: Ctl, agent: FakeAgent) -> None:
+    node(ctl, "n1", agent.port)
+    pod(ctl, "web", ns="prod", containers=("app", "side"))
+    r = ctl(
+        "-n",
+        "prod",
+        "logs",
+        "-f",
+        "-c",
+        "side",
+        "--tail",
+        "5",
+        "--since=2m",
+        "-p",
+        "--timestamps",
+        "--limit-bytes=100",
+        "web",
+    )
+    assert r.code == 0, r.err
+    req = agent.seen[-1].request
+    assert (req.namespace, req.pod, req.container) == ("prod", "web", "side")
+    assert (req.follow, req.tail_lines, req.since_seconds, req.previous, req.timestamps) == (
+        True,
+        5,
+        120,
+        True,
+        True,
+    )
+    assert req.limit_bytes == 100
+    # --tail=0: no old lines, which the agent spells as a negative count.
+    assert ctl("-n", "prod", "logs", "web", "side", "--tail=0").code == 0
+    assert agent.seen[-1].request.tail_lines == -1
+    assert agent.seen[-1].request.container == "side"
+    r = ctl("-n", "prod", "logs", "web", "--since", "soon")
+    assert (r.code, r.err) == (1, "error: invalid --since 'soon' (use e.g. 30s, 5m, 1h)\n")
+
+
+def test_logs_defaults_a_container_and_picks_a_pod_of_a_workload(
+    ctl: Ctl, agent: FakeAgent
+) -> None:
+    node(ctl, "n1", agent.port)
+    pod(ctl, "multi", containers=("a", "b"))
+    r = ctl("logs", "multi")
+    assert r.code == 0 and r.err == 'Defaulted container "a" out of: a, b\n'
+    assert agent.seen[-1].request.container == "a"
+    pod(
+        ctl,
+        "annotated",
+        containers=("a", "b"),
+        annotations={"kubectl.kubernetes.io/default-container": "b"},
+    )
+    assert ctl("logs", "annotated").code == 0
+    assert agent.seen[-1].request.container == "b"
+    ctl.client.create(
+        "Deployment",
+        {"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "web"}}}},
+        "default",
+    )
+    pod(ctl, "web-a", labels={"app": "web"}, phase="Pending")
+    pod(ctl, "web-b", labels={"app": "web"})
+    r = ctl("logs", "deployment/web")
+    assert r.code == 0 and r.err == "Found 2 pods, using pod/web-b\n"
+    assert agent.seen[-1].request.pod == "web-b"
+    r = ctl("logs", "deployment/none")
+    assert r.code == 1 and "NotFound" in r.err
+
+
+def test_logs_errors(ctl: Ctl, agent: FakeAgent) -> None:
+    node(ctl, "n1", agent.port)
+    pod(ctl, "pending", node_name="", phase="Pending")
+    r = ctl("logs", "pending")
+    assert r.code == 1
+    assert r.err == (
+        'error: pod "pending" is not scheduled to a node yet (phase Pending); '
+        "it has no logs until it runs\n"
+    )
+    assert not agent.seen
+    r = ctl("logs", "ghost")
+    assert (r.code, r.err) == (1, 'Error from server (NotFound): pods "ghost" not found\n')
+    pod(ctl, "web")
+    agent.abort = (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "container nope is not valid for pod web: choose one of ['app']",
+    )
+    r = ctl("logs", "web", "-c", "nope")
+    assert r.code == 1
+    assert r.err == (
+        "Error from server (BadRequest): container nope is not valid for pod web: "
+        "choose one of ['app']\n"
+    )
+    agent.abort = (grpc.StatusCode.UNAUTHENTICATED, "a valid admin token is required")
+    r = ctl("logs", "web")
+    assert r.code == 1 and "Unauthorized" in r.err and "node n1" in r.err
+    r = ctl("logs", "web", "-c", "a", "b")
+    assert r.code == 1
+
+
+def test_logs_agent_unreachable_names_node_and_address(ctl: Ctl) -> None:
+    port = free_port()  # nothing listens there
+    node(ctl, "n1", port)
+    pod(ctl, "web")
+    r = ctl("logs", "web")
+    assert r.code == 1
+    assert r.err.startswith(f"error: cannot reach the agent of node n1 at 127.0.0.1:{port}: ")
+    ctl.client.create("Node", {"metadata": {"name": "bare"}, "status": {}})
+    pod(ctl, "lost", node_name="bare")
+    r = ctl("logs", "lost")
+    assert (r.code, r.err) == (1, "error: node bare reports no InternalIP or Hostname\n")
+
+
+def test_agent_address_forms() -> None:
+    def n(addresses: list[dict[str, str]], port: int | None = None) -> dict[str, Any]:
+        st: dict[str, Any] = {"addresses": addresses}
+        if port:
+            st["daemonEndpoints"] = {"kubeletEndpoint": {"Port": port}}
+        return {"metadata": {"name": "x"}, "status": st}
+
+    assert agent_address(n([{"type": "Hostname", "address": "h1"}])) == "h1:10250"
+    both = [
+        {"type": "Hostname", "address": "h1"},
+        {"type": "InternalIP", "address": "10.0.0.2"},
+    ]
+    assert agent_address(n(both, 11250)) == "10.0.0.2:11250"
+    assert agent_address(n([{"type": "InternalIP", "address": "fd00::2"}])) == "[fd00::2]:10250"
