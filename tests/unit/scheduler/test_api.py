@@ -86,8 +86,12 @@ def test_schedules_through_the_api_server(client: GrpcApiClient) -> None:
         wait_for(explained)
         conds = client.get("Pod", "too-big", "default")["status"]["conditions"]
         assert conds[0]["message"].startswith("0/3 nodes are available: 3 Insufficient cpu.")
-        events = client.list("Event", "default").items
-        assert any(e.get("reason") == "FailedScheduling" for e in events)
+        # The Event is written right after the condition.
+        wait_for(
+            lambda: any(
+                e.get("reason") == "FailedScheduling" for e in client.list("Event", "default").items
+            )
+        )
         assert node_of("too-big") == ""
         # A bigger node arrives: the pending pod is retried and bound.
         created = client.create("Node", api_node("huge", "16"))
