@@ -152,5 +152,13 @@ def setgroups(groups: list[int]) -> None:
     os.setgroups(groups)
 
 
+def set_name(name: str) -> None:
+    """The calling thread's comm (what ps -o comm and top show), max 15 bytes."""
+    buf = ctypes.create_string_buffer(name.encode()[:15])
+    _libc().prctl(
+        ctypes.c_int(PR_SET_NAME), buf, ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+    )
+
+
 def syscall_available(name: str) -> bool:
     return hasattr(_libc(), name)

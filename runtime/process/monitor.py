@@ -987,7 +987,7 @@ def run_zygote(listen_fd: int) -> int:
     if os.getppid() == 1:
         return 0
     sock = socket.socket(fileno=listen_fd)
-    libc.prctl(libc.PR_GET_DUMPABLE)  # load the libc handle before freezing
+    libc.set_name("skiff-zygote")  # also loads the libc handle before freezing
     # monitors are not waited for: the kernel reaps them (children reset this)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     gc.collect()
@@ -1040,7 +1040,9 @@ def main(argv: list[str], fork: bool = True) -> int:
         os.dup2(fd, 2)
         os.close(fd)
     if mode == "sandbox":
+        libc.set_name("skiff-sandbox")
         return run_sandbox(spec, fork)
+    libc.set_name("skiff-monitor")
     return run_container(spec, fork)
 
 

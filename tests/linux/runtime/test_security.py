@@ -179,3 +179,29 @@ def test_mount_propagation(runtime: Runtime, tmp_path: Path) -> None:
         assert out(r, c2, "ls", "/shared/sub") == "marker\n"
     finally:
         subprocess.run(["umount", "-R", "-l", str(src)], check=False)
+
+
+def test_hostile_image_paths_stay_inside(
+    runtime: Runtime, tmp_path: Path, busybox_rootfs: Path
+) -> None:
+    r = runtime
+    evil = tmp_path / "evil-layer"
+    (evil / "etc").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("host file\n")
+    # the image's /etc/hosts and a mount target point outside the rootfs
+    (evil / "etc" / "hosts").symlink_to(f"../../../../../../..{victim}")
+    (evil / "data").symlink_to(str(tmp_path))
+    r.add_image("evil:1", [busybox_rootfs, evil])
+    sid, pcfg = run_pod(r, tmp_path, "evil")
+    src = tmp_path / "mnt-src"
+    src.mkdir()
+    (src / "inside").write_text("x")
+    cfg = container_config("c", ["sleep", "1000"], mounts=[
+        api_pb2.Mount(container_path="/data/sub", host_path=str(src))])  # fmt: skip
+    cfg.image.image = "evil:1"
+    c = started(r, sid, pcfg, cfg)
+    assert "127.0.0.1" in out(r, c, "cat", "/etc/hosts")
+    assert out(r, c, "ls", "/data/sub") == "inside\n"
+    assert victim.read_text() == "host file\n"
+    assert not (tmp_path / "sub").exists()
