@@ -2,8 +2,8 @@
 
 One module per verb (`apply.py`, `get.py`, ...), each with `register(parser)`
 to declare its flags and `run(ctx) -> int`. `VERBS` is the dispatch table;
-verbs that arrive with later issues (logs, exec, top, rollout, autoscale,
-attach, port-forward) point at `notimpl` until then. main() maps failures to
+verbs that arrive with later issues (exec, attach, port-forward) point at
+`notimpl` until then. main() maps failures to
 kubectl's messages and exit codes: API errors print `Error from server
 (Reason): ...` and exit 1, user errors `error: ...` exit 1, unknown verbs or
 flags print usage and exit 2 (argparse). The client is made by an injected
@@ -49,13 +49,13 @@ VERBS: dict[str, Verb] = {
     "label": Verb("label", "set or remove labels"),
     "annotate": Verb("label", "set or remove annotations"),
     "api-resources": Verb("api_resources", "list the kinds the cluster serves"),
-    "rollout": Verb("notimpl", "manage a rollout (status, history, undo, pause, resume)"),
-    "autoscale": Verb("notimpl", "create a HorizontalPodAutoscaler for a workload"),
-    "logs": Verb("notimpl", "print a container's logs"),
+    "rollout": Verb("rollout", "manage a rollout (status, history, undo, pause, resume, restart)"),
+    "autoscale": Verb("autoscale", "create a HorizontalPodAutoscaler for a workload"),
+    "logs": Verb("logs", "print a container's logs"),
     "exec": Verb("notimpl", "run a command in a container"),
     "attach": Verb("notimpl", "attach to a running container"),
     "port-forward": Verb("notimpl", "forward local ports to a pod"),
-    "top": Verb("notimpl", "show resource usage of nodes or pods"),
+    "top": Verb("top", "show resource usage of nodes or pods"),
 }
 
 

@@ -40,6 +40,8 @@ class FakeAgent(pb_grpc.AgentServicer):
 
     chunks: list[pb.LogChunk] = field(default_factory=list)
     stats: pb.StatsResponse = field(default_factory=pb.StatsResponse)
+    # Answers for the next Stats calls, in order, before falling back to `stats`.
+    stats_queue: list[pb.StatsResponse] = field(default_factory=list)
     abort: tuple[grpc.StatusCode, str] | None = None
     seen: list[Seen] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -60,6 +62,9 @@ class FakeAgent(pb_grpc.AgentServicer):
 
     def Stats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.StatsResponse:
         self._record(request, context)
+        with self.lock:
+            if self.stats_queue:
+                return self.stats_queue.pop(0)
         return self.stats
 
     def start(self) -> FakeAgent:
