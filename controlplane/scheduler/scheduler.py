@@ -285,10 +285,25 @@ class Scheduler:
     # ---- the scheduling cycle ------------------------------------------------
 
     def schedule_one(self, block: bool = False, timeout: float | None = None) -> bool:
-        """Schedule the next pod; False when the queue had nothing ready."""
+        """Schedule the next pod; False when the queue had nothing ready.
+
+        A plugin or writer that raises does not stop the scheduler: the error
+        is logged, any assumption undone, and the pod retried after backoff.
+        """
         qp = self.queue.pop(block=block, timeout=timeout)
         if qp is None:
             return False
+        try:
+            self._schedule(qp)
+        except Exception:
+            log.exception("scheduling %s failed", qp.key, extra={"pod": qp.key})
+            if self.cache.is_assumed(qp.key) and self.waiting_pod(qp.key) is None:
+                self.cache.forget_pod(qp.key)
+            self._record(qp.key, Decision(message="internal error while scheduling; retrying"))
+            self.queue.add_backoff(qp)
+        return True
+
+    def _schedule(self, qp: QueuedPodInfo) -> bool:
         pod = qp.info
         if pod.key not in self.pending_pods or self.cache.node_of(pod.key) is not None:
             return True  # deleted or already placed meanwhile
@@ -368,9 +383,13 @@ class Scheduler:
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, node: str
     ) -> None:
         pod = qp.info
-        st = fw.run_pre_bind(state, pod, node)
-        if st.ok:
-            st = fw.run_bind(state, pod, node)
+        try:
+            st = fw.run_pre_bind(state, pod, node)
+            if st.ok:
+                st = fw.run_bind(state, pod, node)
+        except Exception as e:  # a plugin bug must not lose the pod
+            log.exception("binding %s failed", pod.key, extra={"pod": pod.key})
+            st = Status(Code.ERROR, (f"bind raised {e!r}",))
         if not st.ok:
             self._count("bind_failures")
             fw.run_unreserve(state, pod, node)

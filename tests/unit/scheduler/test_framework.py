@@ -130,3 +130,31 @@ def test_drf_queue_takes_the_poorer_namespace_first() -> None:
     # 2 cpu were left: DRF gave them to "poor" although "rich" pods have higher priority.
     assert env.node_of("poor-0", "poor") == "n" and env.node_of("poor-1", "poor") == "n"
     assert env.node_of("rich-1", "rich") is None and env.node_of("rich-2", "rich") is None
+
+
+class Broken:
+    """A filter plugin with a bug."""
+
+    name = "Broken"
+
+    def __init__(self) -> None:
+        self.fail = True
+
+    def filter(self, state: CycleState, pod: PodInfo, cache: Any, slots: Any) -> Any:
+        if self.fail:
+            raise RuntimeError("plugin bug")
+        from controlplane.scheduler.framework import FilterResult
+
+        return FilterResult.all_pass(len(slots))
+
+
+def test_a_raising_plugin_does_not_stop_the_scheduler() -> None:
+    broken = Broken()
+    env, cluster = env_with({"Broken": broken}, ["Broken"])
+    cluster.add_node(make_node("n1"))
+    env.add(make_pod("p"))
+    assert env.node_of("p") is None
+    assert "internal error" in env.message("p")
+    broken.fail = False
+    env.step(1.0)
+    assert env.node_of("p") == "n1"
