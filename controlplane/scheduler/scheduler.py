@@ -145,6 +145,7 @@ class Scheduler:
         self.pod_groups: dict[str, Obj] = {}
         self.group_members: dict[str, set[str]] = {}
         self.pending_pods: dict[str, PodInfo] = {}
+        self.reported: dict[str, str] = {}  # pod key -> last explanation written
         self._stats_lock = threading.Lock()
         self.stats = {"scheduled": 0, "unschedulable": 0, "bind_failures": 0, "preemptions": 0}
         for fw in profiles.values():
@@ -167,6 +168,7 @@ class Scheduler:
                 self.group_members.setdefault(p.pod_group, set()).add(p.key)
             if p.node_name:
                 self.pending_pods.pop(p.key, None)
+                self.reported.pop(p.key, None)
                 self.queue.delete(p.key)
                 self.cache.add_pod(p)
                 self.queue.move_on_event(POD_ADD)
@@ -223,6 +225,7 @@ class Scheduler:
         with self.cache.lock:
             p = self.pod_info(pod)
             self.pending_pods.pop(p.key, None)
+            self.reported.pop(p.key, None)
             if p.pod_group:
                 self.group_members.get(p.pod_group, set()).discard(p.key)
             self.queue.delete(p.key)
@@ -364,10 +367,14 @@ class Scheduler:
                 message += " preemption: " + st.message()
         self._count("unschedulable")
         self._record(pod.key, Decision(message=message, nominated=nominated))
-        try:
-            self.writer.report_unschedulable(pod.pod, message)
-        except Exception:
-            log.exception("reporting unschedulable pod %s", pod.key)
+        # Write the condition and Event only when the explanation changed, so a
+        # pod retried on every cluster event does not flood the API server.
+        if self.reported.get(pod.key) != message:
+            try:
+                self.writer.report_unschedulable(pod.pod, message)
+                self.reported[pod.key] = message
+            except Exception:
+                log.exception("reporting unschedulable pod %s", pod.key)
         plugins = set(err.diagnosis.unschedulable_plugins)
         self.queue.add_unschedulable(qp, plugins, message)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from controlplane.scheduler.objects import make_node, make_pod
+from controlplane.scheduler.types import ANY_EVENT
 
 from .harness import Env
 
@@ -179,3 +180,23 @@ def test_new_extended_resource_with_nominated_pods() -> None:
     assert env.sched.cache.nominated
     env.add(make_pod("gpu", requests={"example.com/gpu": "1"}))
     assert "Insufficient example.com/gpu" in env.message("gpu")
+
+
+def test_unchanged_explanation_is_written_once() -> None:
+    writes: list[str] = []
+    env = Env(nodes=[make_node("n", cpu="1")])
+    real = env.cluster.report_unschedulable
+
+    def counting(pod: dict[str, object], message: str) -> None:
+        writes.append(message)
+        real(pod, message)
+
+    env.cluster.report_unschedulable = counting  # type: ignore[method-assign]
+    env.add(make_pod("big", cpu="2"))
+    for _ in range(3):
+        env.sched.queue.move_on_event(ANY_EVENT)
+        env.step(11.0)
+    assert len(writes) == 1
+    env.cluster.add_node(make_node("m", cpu="1"))
+    env.step(11.0)
+    assert len(writes) == 2 and writes[1].startswith("0/2 nodes are available")
