@@ -64,6 +64,7 @@ def run(svc: RuntimeService, req: api_pb2.StartContainerRequest) -> api_pb2.Star
             raise errors.InvalidArgument(f"starting container {c.id}: {message}")
         with svc.containers.lock:
             c.started_at = int(reply.get("started_at") or time.time_ns())
+            c.user = dict(reply.get("user") or {})
             c.transition(ContainerState.RUNNING)
             svc.containers.save(c)
     return api_pb2.StartContainerResponse()

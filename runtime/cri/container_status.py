@@ -79,6 +79,10 @@ def run(
         log_path=c.log_path,
         resources=resources_of(c),
     )
+    if c.user:
+        status.user.linux.uid = int(c.user.get("uid", 0))
+        status.user.linux.gid = int(c.user.get("gid", 0))
+        status.user.linux.supplemental_groups.extend(int(g) for g in c.user.get("groups", []))
     info: dict[str, str] = {}
     if req.verbose:
         spec_text = "{}"

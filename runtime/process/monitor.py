@@ -46,6 +46,7 @@ from runtime.linux import caps, libc, mounts, netdev, seccomp, users
 from runtime.process.logs import LineWriter
 
 Spec = dict[str, Any]
+EXEC_OUTPUT_MAX = 16 << 20  # per stream of an ExecSync, as containerd caps it
 
 
 def _write_json_atomic(path: str, obj: Any) -> None:
@@ -276,7 +277,8 @@ def _container_child(
         mounts.remount_root_readonly()
     proc = spec["process"]
     creds = _resolve_creds(proc)
-    os.write(report_w, b"R")
+    user = {"uid": creds.uid, "gid": creds.gid, "groups": list(creds.groups)}
+    os.write(report_w, b"R" + json.dumps(user).encode()[:3000])
     if os.read(start_r, 1) != b"S":
         os._exit(1)
     _exec_process(proc, creds, proc["args"])
@@ -420,6 +422,7 @@ class ContainerMonitor:
         self.start_w = -1
         self.setup_error = ""
         self.ready = False
+        self.user: Spec = {}
 
     def _open_log(self) -> Any:
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
@@ -473,8 +476,10 @@ class ContainerMonitor:
         if self.report_r < 0:
             return False
         msg = os.read(self.report_r, 4096)
-        if msg == b"R":
+        if msg.startswith(b"R"):
             self.ready = True
+            with contextlib.suppress(ValueError):
+                self.user = json.loads(msg[1:] or b"{}")
             return True
         self.setup_error = msg[1:].decode(errors="replace") or "container init exited during setup"
         os.close(self.report_r)
@@ -872,7 +877,7 @@ class ContainerMonitor:
         os.close(self.report_r)
         if msg.startswith(b"E"):
             return {"error": msg[1:].decode(errors="replace")}
-        return {"ok": True, "started_at": started}
+        return {"ok": True, "started_at": started, "user": self.user}
 
     def _exec(self, conn: socket.socket, req: Spec) -> None:
         out_r, out_w = os.pipe()
@@ -898,7 +903,11 @@ class ContainerMonitor:
         job = self.job_fds[fd]
         data = os.read(fd, 65536)
         if data:
-            job.fds[fd] += data
+            # keep at most EXEC_OUTPUT_MAX per stream; keep reading so the
+            # process never blocks on a full pipe
+            room = EXEC_OUTPUT_MAX - len(job.fds[fd])
+            if room > 0:
+                job.fds[fd] += data[:room]
         else:
             del self.job_fds[fd]
             os.close(fd)

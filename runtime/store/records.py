@@ -106,6 +106,7 @@ class Container:
     init_pid: int = 0
     resources: dict[str, Any] = field(default_factory=dict)
     stop_signal: int = 15
+    user: dict[str, Any] = field(default_factory=dict)
 
     KIND = "container"
 

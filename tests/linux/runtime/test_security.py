@@ -14,7 +14,7 @@ from proto.runtime.v1 import api_pb2
 from tests.harness.wait import wait_for
 from tests.linux.runtime.harness import Runtime, container_config
 from tests.linux.runtime.test_containers import sec, started
-from tests.linux.runtime.test_lifecycle import create, exec_sync, run_pod
+from tests.linux.runtime.test_lifecycle import create, exec_sync, run_pod, status
 
 pytestmark = pytest.mark.root
 
@@ -61,6 +61,8 @@ def test_users_and_groups(runtime: Runtime, tmp_path: Path, busybox_rootfs: Path
     cfg.log_path = "e.log"
     c = started(r, sid, pcfg, cfg)
     assert out(r, c, "id", "-G") == "1000 1234 50000\n"
+    user = status(r, c).user.linux
+    assert (user.uid, user.gid, sorted(user.supplemental_groups)) == (1000, 1000, [1234, 50000])
     log = Path(pcfg.log_directory) / "e.log"
     wait_for(
         lambda: log.exists() and b"F 1000 1234 50000" in log.read_bytes(), message="init id -G"
