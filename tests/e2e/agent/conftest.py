@@ -1,0 +1,130 @@
+"""Fixtures for the agent's end-to-end tests: one `skiff controlplane`
+process per module, the session's local registry with the test images pushed
+under docker.io and registry.k8s.io names (mirrored there by the runtimes'
+configs, never fetched from outside), and a fresh node per test: `skiff
+runtime` or a private containerd, plus `skiff agent`, as real processes in
+their own temporary directories, cgroups, bridge and pod CIDR.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from controlplane.client.apiclient import GrpcApiClient
+from controlplane.client.interface import DeleteOptions
+from tests.harness import containerd as ctrd
+from tests.harness.images import TestImages
+from tests.harness.nodeprocs import Node, RuntimeKind, running_node, short_tempdir
+from tests.harness.registry import Registry
+from tests.integration.controlplane.conftest import ControlPlane
+
+RUNTIMES: list[RuntimeKind] = ["skiff", "containerd"]
+
+
+@dataclass(frozen=True)
+class E2EImages:
+    """Image names as pods use them (docker.io, through the mirror)."""
+
+    busybox: str
+    web: str
+
+
+@pytest.fixture(scope="module")
+def control_plane() -> Iterator[ControlPlane]:
+    base = short_tempdir("ske2e-cp-")
+    cp = ControlPlane(base / "cp", ["--store", "sqlite"])
+    try:
+        cp.start()
+        yield cp
+    finally:
+        cp.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def admin(control_plane: ControlPlane) -> GrpcApiClient:
+    return control_plane.client()
+
+
+@pytest.fixture(scope="session")
+def e2e_images(registry: Registry, images: TestImages) -> E2EImages:
+    registry.push(images.busybox(), repository="skiff-e2e/busybox", tag="1.36")
+    registry.push(images.web(port=80), repository="skiff-e2e/web", tag="1")
+    registry.push(ctrd.pause_image(images), repository="pause", tag="3.9")
+    return E2EImages(busybox="skiff-e2e/busybox:1.36", web="skiff-e2e/web:1")
+
+
+@pytest.fixture(params=RUNTIMES)
+def runtime_kind(request: pytest.FixtureRequest) -> RuntimeKind:
+    kind: RuntimeKind = request.param
+    if kind == "containerd" and not ctrd.available():
+        pytest.skip("containerd, runc or /usr/lib/cni/loopback not installed")
+    return kind
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.stash[FAILED] = report.failed
+
+
+FAILED = pytest.StashKey[bool]()
+
+
+def dump(admin: GrpcApiClient, n: Node) -> None:
+    """On failure: the node's daemon logs and its pods' status, on stderr."""
+    lines = [n.logs()]
+    try:
+        for p in admin.list("Pod", "default").items:
+            if (p.get("spec") or {}).get("nodeName") == n.spec.name:
+                lines.append(f"--- pod {p['metadata']['name']}: {json.dumps(p.get('status'))}")
+    except Exception as exc:  # diagnostics only
+        lines.append(f"(pods not listed: {exc})")
+    sys.stderr.write("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def node(
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    admin: GrpcApiClient,
+    registry: Registry,
+    e2e_images: E2EImages,
+    runtime_kind: RuntimeKind,
+) -> Iterator[Node]:
+    with running_node(
+        f"127.0.0.1:{control_plane.port}", control_plane.data_dir, runtime_kind, registry.url
+    ) as n:
+        try:
+            n.wait_ready(admin)
+        except BaseException:
+            dump(admin, n)
+            raise
+        yield n
+        if request.node.stash.get(FAILED, False):
+            dump(admin, n)
+        delete_node_pods(admin, n.spec.name)
+
+
+def delete_node_pods(admin: GrpcApiClient, node_name: str) -> None:
+    """Delete this node's pods while its agent still runs (so it stops them
+    as in a cluster); the node's cleanup removes anything left behind."""
+    for p in admin.list("Pod", "default").items:
+        if (p.get("spec") or {}).get("nodeName") == node_name:
+            try:
+                admin.delete(
+                    "Pod", p["metadata"]["name"], "default", DeleteOptions(grace_period_seconds=0)
+                )
+            except Exception:  # already gone is fine
+                pass

@@ -1,0 +1,468 @@
+"""A skiff node as real processes: `skiff runtime` (or a private containerd)
+and `skiff agent`, each with its own temporary directories, socket, cgroup
+root, CNI bridge and pod CIDR, next to a `skiff controlplane` process.
+
+Everything is started with the repository's interpreter, waited for with
+`wait_for` on a real request, and stopped by its pid. `Node.cleanup()`
+undoes everything the node made, also after a failure: it stops the agent,
+removes every pod sandbox through CRI (so CNI DEL runs), stops the runtime,
+kills by pid whatever is left in the node's cgroups (pids the cgroups list,
+never names), removes those cgroups, the NAT chains skiff-cni made for the
+node's pod CIDR, the node's bridge, and every mount under its directory.
+
+The network stays on the machine: pods live on the node's own bridge, and
+the registry mirrors in `registries_yaml` and the containerd hosts.toml point
+only at the local test registry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agent.cri_client import CRIClient
+from controlplane.client import errors
+from controlplane.client.apiclient import GrpcApiClient
+from runtime.cni import install
+from runtime.cni import iptables as cni_iptables
+from tests.harness import containerd as ctrd
+from tests.harness.cgroup import remove_cgroup_tree
+from tests.harness.mounts import unmount_all
+from tests.harness.registry import free_port
+from tests.harness.wait import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+CGROUP_FS = Path("/sys/fs/cgroup")
+RuntimeKind = Literal["skiff", "containerd"]
+
+
+def short_tempdir(prefix: str) -> Path:
+    """A directory under /tmp with a short path (unix socket names are
+    limited to 107 bytes, and containerd nests its sockets deep)."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+
+
+def registries_yaml(path: Path, registry_url: str, hosts: tuple[str, ...]) -> Path:
+    """k3s-style registries.yaml: every host in `hosts` mirrored to the local
+    registry, and no default endpoint (nothing leaves the machine)."""
+    lines = ["mirrors:"]
+    for host in hosts:
+        lines += [f'  "{host}":', f'    endpoint: ["{registry_url}"]']
+    lines.append("disable_default_endpoint: true")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def used_routes() -> set[ipaddress.IPv4Network]:
+    out = subprocess.run(
+        ["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True, check=False
+    ).stdout
+    nets = set()
+    for line in out.splitlines():
+        word = line.split(" ", 1)[0]
+        with contextlib.suppress(ValueError):
+            if "/" in word:
+                nets.add(ipaddress.IPv4Network(word, strict=False))
+    return nets
+
+
+def free_pod_cidr() -> str:
+    """A 10.250.X.0/24 no route on this machine uses yet."""
+    used = used_routes()
+    for _ in range(200):
+        net = ipaddress.IPv4Network(f"10.250.{100 + secrets.randbelow(150)}.0/24")
+        if not any(net.overlaps(u) for u in used if u.prefixlen > 0):
+            return str(net)
+    raise RuntimeError("no free 10.250.X.0/24 for a test node")
+
+
+def cgroup_hierarchies() -> list[Path]:
+    if (CGROUP_FS / "cgroup.controllers").exists():
+        return [CGROUP_FS]
+    out = []
+    for d in sorted(CGROUP_FS.iterdir()):
+        if d.is_dir() and not d.is_symlink() and (d / "cgroup.procs").exists():
+            out.append(d)
+    return out
+
+
+def remove_cgroups(name: str) -> None:
+    """Kill (by the pids the cgroups list) and remove /<name> in every hierarchy."""
+    for h in cgroup_hierarchies():
+        remove_cgroup_tree(h / name.strip("/"))
+
+
+def remove_nat_for(cidr: str) -> None:
+    """Tear down every skiff-cni NAT chain whose rules mention an address in
+    `cidr` (the attachments of this node's pods), with their jumps."""
+    net = ipaddress.ip_network(cidr)
+    res = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True)
+    cids = set()
+    for line in res.stdout.splitlines():
+        if not line.startswith("-A ") or "SKIFF-" not in line:
+            continue
+        words = line.split()
+        mine = False
+        for w in words:
+            addr = w.split("/", 1)[0].split(":", 1)[0]
+            with contextlib.suppress(ValueError):
+                if ipaddress.ip_address(addr) in net:
+                    mine = True
+        if not mine:
+            continue
+        for w in words:
+            if w.startswith("SKIFF-") and w.count("-") >= 2:
+                cids.add(w.split("-", 2)[2])
+    for cid in cids:
+        with contextlib.suppress(Exception):
+            cni_iptables.teardown(cid)
+
+
+def delete_link(name: str) -> None:
+    subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class DaemonExited(BaseException):
+    """A daemon the test needs has exited (ends a wait_for at once)."""
+
+
+@dataclass
+class Daemon:
+    """One process we started; stopped only by its pid."""
+
+    # `check()` raises DaemonExited, which wait_for does not swallow (it is
+    # not an Exception): a daemon that died fails the wait at once.
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv,
+                cwd=REPO,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def check(self) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise DaemonExited(f"{self.name} exited {self.proc.returncode}:\n{self.log_tail()}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            code = self.proc.wait(timeout)
+        self.proc = None
+        return code
+
+    def log_tail(self, n: int = 4000) -> str:
+        with contextlib.suppress(OSError):
+            return self.log_path.read_bytes()[-n:].decode(errors="replace")
+        return ""
+
+
+@dataclass
+class NodeSpec:
+    name: str
+    pod_cidr: str
+    bridge: str
+    cgroup_name: str  # top-level cgroup of the node: pods and runtime below it
+
+    @classmethod
+    def unique(cls, prefix: str = "e2e") -> NodeSpec:
+        tag = secrets.token_hex(3)
+        return cls(
+            name=f"{prefix}-{tag}",
+            pod_cidr=free_pod_cidr(),
+            bridge=f"ske{tag}",
+            cgroup_name=f"skiff-e2e-{tag}",
+        )
+
+
+@dataclass
+class Node:
+    """Runtime + agent of one node; see the module docstring."""
+
+    spec: NodeSpec
+    base: Path
+    server: str  # control plane HOST:PORT
+    cp_data_dir: Path
+    runtime_kind: RuntimeKind
+    registry_url: str
+    mirrored_hosts: tuple[str, ...] = ("docker.io", "registry.k8s.io")
+    agent_args: tuple[str, ...] = ()
+    runtime: Daemon | None = None
+    agent: Daemon | None = None
+    agent_port: int = field(default_factory=free_port)
+    _stack: ExitStack = field(default_factory=ExitStack)
+    _containerd: ctrd.Containerd | None = None
+
+    # ------------------------------------------------------------ paths
+    @property
+    def cni_conf_dir(self) -> Path:
+        return self.base / "net.d"
+
+    @property
+    def cni_bin_dir(self) -> Path:
+        return self.base / "cni-bin"
+
+    @property
+    def endpoint(self) -> str:
+        if self._containerd is not None:
+            return self._containerd.endpoint
+        return f"unix://{self.base}/rt/cri.sock"
+
+    @property
+    def pod_cgroup_root(self) -> str:
+        return f"/{self.spec.cgroup_name}/pods"
+
+    # ------------------------------------------------------------ start
+    def start(self) -> Node:
+        install.install(str(self.cni_bin_dir))
+        self.cni_conf_dir.mkdir(parents=True, exist_ok=True)
+        if self.runtime_kind == "skiff":
+            self._start_skiff_runtime()
+        else:
+            mirrors = {h: self.registry_url for h in self.mirrored_hosts}
+            self._containerd = self._stack.enter_context(
+                ctrd.run_containerd(
+                    self.base / "ctrd",
+                    cni_conf_dir=self.cni_conf_dir,
+                    cni_bin_dir=self.cni_bin_dir,
+                    mirrors=mirrors,
+                )
+            )
+        self.start_agent()
+        return self
+
+    def _start_skiff_runtime(self) -> None:
+        rt = self.base / "rt"
+        rt.mkdir(parents=True, exist_ok=True)
+        regs = registries_yaml(
+            self.base / "registries.yaml", self.registry_url, self.mirrored_hosts
+        )
+        argv = [
+                sys.executable,
+                str(REPO / "skiff.py"),
+                "runtime",
+                "--listen",
+                f"unix://{rt}/cri.sock",
+                "--root",
+                str(rt / "root"),
+                "--state",
+                str(rt / "state"),
+                "--cgroup-parent",
+                f"/{self.spec.cgroup_name}/runtime",
+                "--cni-conf-dir",
+                str(self.cni_conf_dir),
+                "--cni-bin-dir",
+                str(self.cni_bin_dir),
+                "--cni-bin-dir",
+                str(ctrd.LOOPBACK.parent),
+                "--registry-config",
+                str(regs),
+                "--disable-default-registry-endpoint",
+        ]  # fmt: skip
+        self.runtime = Daemon("skiff runtime", argv, self.base / "runtime.log")
+        self.runtime.start()
+        client = CRIClient(self.endpoint, timeout=2)
+        try:
+
+            def ready() -> bool:
+                assert self.runtime is not None
+                self.runtime.check()
+                if not (rt / "cri.sock").is_socket():
+                    return False
+                client.version()
+                return True
+
+            wait_for(ready, timeout=30, message="skiff runtime to answer Version")
+        finally:
+            client.close()
+
+    def agent_argv(self) -> list[str]:
+        return [
+            sys.executable, str(REPO / "skiff.py"), "agent",
+            "--server", self.server,
+            "--token", (self.cp_data_dir / "join-token").read_text().strip(),
+            "--ca-file", str(self.cp_data_dir / "pki" / "ca.crt"),
+            "--node-name", self.spec.name,
+            "--node-ip", "127.0.0.1",
+            "--runtime-endpoint", self.endpoint,
+            "--root-dir", str(self.base / "agent"),
+            "--pod-log-dir", str(self.base / "pods"),
+            "--cgroup-root", self.pod_cgroup_root,
+            "--cni-conf-dir", str(self.cni_conf_dir),
+            "--cni-bin-dir", str(self.cni_bin_dir),
+            "--cni-bridge", self.spec.bridge,
+            "--listen", f"127.0.0.1:{self.agent_port}",
+            *self.agent_args,
+        ]  # fmt: skip
+
+    def start_agent(self) -> None:
+        self.agent = Daemon("skiff agent", self.agent_argv(), self.base / "agent.log")
+        self.agent.start()
+
+    def restart_agent(self, sig: int = signal.SIGKILL) -> None:
+        assert self.agent is not None
+        self.agent.stop(sig)
+        self.start_agent()
+
+    # ------------------------------------------------------------ readiness
+    def wait_ready(self, api: GrpcApiClient, timeout: float = 60.0) -> dict[str, Any]:
+        """Wait for the Node, give it its pod CIDR unless the control plane
+        already did, and wait until the agent wrote the CNI config."""
+
+        def registered() -> dict[str, Any]:
+            assert self.agent is not None
+            self.agent.check()
+            node: dict[str, Any] = api.get("Node", self.spec.name)
+            return node
+
+        node = wait_for(registered, timeout=timeout, message=f"Node {self.spec.name} registered")
+        if not (node.get("spec") or {}).get("podCIDR"):
+            with contextlib.suppress(errors.ApiError):
+                api.patch(
+                    "Node",
+                    self.spec.name,
+                    {"spec": {"podCIDR": self.spec.pod_cidr, "podCIDRs": [self.spec.pod_cidr]}},
+                )
+        node = api.get("Node", self.spec.name)
+        cidr = node["spec"]["podCIDR"]
+        self.spec.pod_cidr = cidr  # the controller's choice wins, cleanup follows it
+
+        def conf_written() -> bool:
+            assert self.agent is not None
+            self.agent.check()
+            return (self.cni_conf_dir / "10-skiff.conflist").exists()
+
+        wait_for(conf_written, timeout=timeout, message="agent to write the CNI conflist")
+
+        def ready() -> dict[str, Any]:
+            n: dict[str, Any] = api.get("Node", self.spec.name)
+            conds = {c["type"]: c["status"] for c in n["status"].get("conditions") or []}
+            return n if conds.get("Ready") == "True" else {}
+
+        result: dict[str, Any] = wait_for(ready, timeout=timeout, message="Node Ready")
+        return result
+
+    # ------------------------------------------------------------ cleanup
+    def cri(self) -> CRIClient:
+        return CRIClient(self.endpoint, timeout=30)
+
+    def cleanup(self) -> None:
+        errors_seen: list[BaseException] = []
+
+        def attempt(fn: Any, *args: Any) -> None:
+            try:
+                fn(*args)
+            except BaseException as exc:  # keep cleaning, report after
+                errors_seen.append(exc)
+
+        if self.agent is not None:
+            attempt(self.agent.stop)
+        if self.runtime is not None and self.runtime.running():
+            attempt(ctrd.remove_all_pods, self.endpoint)
+        if self.runtime is not None:
+            attempt(self.runtime.stop)
+        attempt(self._stack.close)  # containerd: pods removed, stopped, shims killed
+        attempt(self._kill_runtime_leftovers)
+        attempt(remove_cgroups, self.spec.cgroup_name)
+        attempt(remove_nat_for, self.spec.pod_cidr)
+        attempt(delete_link, self.spec.bridge)
+        attempt(unmount_all, self.base)
+        shutil.rmtree(self.base, ignore_errors=True)
+        if errors_seen:
+            raise errors_seen[0]
+
+    def _kill_runtime_leftovers(self) -> None:
+        """skiff runtime monitors outlive the runtime; kill them by the pids
+        the runtime recorded (cgroups get the rest)."""
+        import json
+
+        pids: list[int] = []
+        for meta in (self.base / "rt" / "root").glob("*/*/meta.json"):
+            with contextlib.suppress(OSError, ValueError):
+                d = json.loads(meta.read_text())
+                pids += [int(d.get(k) or 0) for k in ("monitor_pid", "pid1", "init_pid")]
+        pids = [p for p in pids if p and alive(p)]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not any(alive(p) for p in pids), timeout=10, message="monitors to die")
+
+    def logs(self) -> str:
+        out = []
+        for d in (self.runtime, self.agent):
+            if d is not None:
+                out.append(f"--- {d.name} ({d.log_path}) ---\n{d.log_tail()}")
+        if self._containerd is not None:
+            out.append(f"--- containerd ---\n{self._containerd.log_tail()}")
+        return "\n".join(out)
+
+
+@contextmanager
+def running_node(
+    server: str,
+    cp_data_dir: Path,
+    runtime_kind: RuntimeKind,
+    registry_url: str,
+    spec: NodeSpec | None = None,
+    agent_args: tuple[str, ...] = (),
+) -> Iterator[Node]:
+    node = Node(
+        spec=spec or NodeSpec.unique(),
+        base=short_tempdir("ske2e-"),
+        server=server,
+        cp_data_dir=cp_data_dir,
+        runtime_kind=runtime_kind,
+        registry_url=registry_url,
+        agent_args=agent_args,
+    )
+    try:
+        node.start()
+        yield node
+    except BaseException:
+        sys.stderr.write(node.logs() + "\n")
+        raise
+    finally:
+        node.cleanup()
