@@ -10,17 +10,28 @@ fresh one (fresh cache, relisted state).
 
 The profile configuration comes from the file named by `SKIFF_SCHEDULER_CONFIG`
 (YAML, see config.py) when set; a bad file refuses to start with the reason.
+
+Alone, against a running API server:
+
+    python -m controlplane.scheduler.run [--credentials admin.conf] [--config profiles.yaml]
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
+import signal
 import socket
+import sys
 import threading
 import uuid
+from collections.abc import Sequence
+from types import FrameType
 from typing import Any
 
+from controlplane.client.apiclient import connect
+from controlplane.client.config import load_config as load_credentials
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
@@ -114,3 +125,38 @@ def start(client: ApiClient, stop: threading.Event) -> None:
     cfg = load_config()
     sched_config.build_profiles(cfg)  # refuse a bad profile at start, with the reason
     threading.Thread(target=run, args=(client, stop, cfg), name="scheduler", daemon=True).start()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the scheduler alone against an API server until SIGINT/SIGTERM."""
+    parser = argparse.ArgumentParser(prog="python -m controlplane.scheduler.run")
+    parser.add_argument("--credentials", default=None, help="client credential file (admin.conf)")
+    parser.add_argument("--config", default=None, help="scheduler profiles YAML")
+    parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    try:
+        cfg = load_config(args.config)
+        sched_config.build_profiles(cfg)
+    except (OSError, sched_config.ConfigError) as e:
+        print(f"scheduler: refusing to start: {e}", file=sys.stderr)
+        return 2
+    client = connect(load_credentials(args.credentials))
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        run(client, stop, cfg)
+    finally:
+        client.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -102,3 +102,25 @@ def test_schedules_through_the_api_server(client: GrpcApiClient) -> None:
         stop.set()
         service.scheduler.queue.close()
         thread.join(10)
+
+
+def test_leader_elected_component(client: GrpcApiClient) -> None:
+    from controlplane.scheduler.run import run
+
+    created = client.create("Node", api_node("n1", "2"))
+    created["status"] = make_node("n1", cpu="2")["status"]
+    client.update_status("Node", created)
+    stop = threading.Event()
+    thread = threading.Thread(target=run, args=(client, stop), daemon=True)
+    thread.start()
+    try:
+        client.create("Pod", make_pod("p", cpu="1"), "default")
+        wait_for(
+            lambda: (client.get("Pod", "p", "default").get("spec") or {}).get("nodeName") == "n1"
+        )
+        lease = client.get("Lease", "skiff-scheduler", "kube-system")
+        assert lease["spec"]["holderIdentity"]
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
