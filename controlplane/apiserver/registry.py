@@ -65,6 +65,7 @@ Object = dict[str, Any]
 Stored = tuple[bytes, int]  # (JSON without resourceVersion, resourceVersion)
 
 ROOT = "/registry/"
+PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 MAX_RETRIES = 16
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _NOT_SPEC = frozenset({"apiVersion", "kind", "metadata", "status"})
@@ -568,6 +569,8 @@ class Registry:
             )
         if options.grace_period_seconds is not None and options.grace_period_seconds < 0:
             raise Invalid("gracePeriodSeconds: must be >= 0")
+        if info.kind == "Namespace" and name in PROTECTED_NAMESPACES:
+            raise Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
         key = object_key(info, ns, name)
         for _ in range(MAX_RETRIES):
             old, cur_rev = self._read(info, ns, name)

@@ -365,6 +365,8 @@ def test_deleting_a_namespace_deletes_its_contents(client: GrpcApiClient) -> Non
     for kind in ("Pod", "ConfigMap", "Deployment"):
         assert client.list(kind, "doomed").items == []
     assert client.get("ConfigMap", "keep", "default")
+    with pytest.raises(Forbidden, match="may not be deleted"):
+        client.delete("Namespace", "default")
 
 
 # -- scale -------------------------------------------------------------------------------
