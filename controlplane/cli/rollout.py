@@ -221,13 +221,21 @@ def _status(ctx: Context, info: KindInfo, name: str) -> int:
     rv = str(printers.meta(obj).get("resourceVersion", ""))
     timed_out = False
     deadline = ctx.clock.monotonic() + timeout if timeout > 0 else None
-    options = ListOptions(field_selector=f"metadata.name={name}")
+    selector = f"metadata.name={name}"
     while True:
-        watch = ctx.client.watch(
-            info.kind,
-            ns,
-            ListOptions(field_selector=options.field_selector, resource_version=rv),
-        )
+        try:
+            watch = ctx.client.watch(
+                info.kind, ns, ListOptions(field_selector=selector, resource_version=rv)
+            )
+        except errors.Gone:
+            watch = None
+        if watch is None:
+            # Our version fell out of the server's history: read the object again.
+            obj = ctx.client.get(info.kind, name, ns)
+            rv = str(printers.meta(obj).get("resourceVersion", ""))
+            if show(obj):
+                return 0
+            continue
 
         def expire(w: Any = watch) -> None:
             nonlocal timed_out

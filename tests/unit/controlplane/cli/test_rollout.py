@@ -379,3 +379,18 @@ def test_status_of_daemonset_and_unsupported_kind(ctl: Ctl) -> None:
     assert (r.code, r.out) == (0, 'daemon set "agent" successfully rolled out\n')
     r = ctl("rollout", "status", "pod/x")
     assert r.code == 1 and "no status viewer" in r.err
+
+
+def test_status_relists_when_its_version_is_too_old(ctl: Ctl) -> None:
+    from controlplane.client import errors
+
+    deployment(ctl)
+    set_status(ctl, observedGeneration=1, updatedReplicas=1, replicas=3)
+    ctl.client.fail("watch", errors.Gone("too old resource version"), kind="Deployment")
+    t, out = run_async(ctl, "rollout", "status", "deployment/nginx")
+    wait_for(lambda: ctl.client.open_watches("Deployment") == 1)
+    assert len(ctl.client.calls_of("watch", "Deployment")) == 2
+    set_status(ctl, observedGeneration=1, updatedReplicas=3, replicas=3, availableReplicas=3)
+    t.join(5)
+    assert out and out[0].code == 0, out
+    assert out[0].out.endswith('deployment "nginx" successfully rolled out\n')
