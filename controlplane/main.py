@@ -72,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--bookmark-interval", type=float, default=5.0)
     p.add_argument(
+        "--max-workers",
+        type=int,
+        default=1024,
+        help="gRPC worker threads; every open watch holds one",
+    )
+    p.add_argument(
         "--disable",
         action="append",
         default=[],
@@ -162,7 +168,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     except (CorruptStore, StoreUnavailable) as err:
         raise StartError(str(err)) from err
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
-                             bookmark_interval=args.bookmark_interval)  # fmt: skip
+                             bookmark_interval=args.bookmark_interval,
+                             max_workers=args.max_workers)  # fmt: skip
     server = ApiServer(store, config, pki)
     try:
         port = server.start()
