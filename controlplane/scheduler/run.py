@@ -74,6 +74,18 @@ class SchedulerService:
         self.factory.informer_for("Pod").add_event_handler(
             s.on_pod_add, lambda old, new: s.on_pod_update(new, old), s.on_pod_delete
         )
+        # spec.priority is normally set at admission; this covers pods created without it.
+        classes = s.priority_classes
+
+        def set_class(pc: Obj) -> None:
+            classes[pc["metadata"]["name"]] = int(pc.get("value", 0))
+
+        def drop_class(pc: Obj) -> None:
+            classes.pop(pc["metadata"]["name"], None)
+
+        self.factory.informer_for("PriorityClass").add_event_handler(
+            set_class, lambda old, new: set_class(new), drop_class
+        )
         self.factory.informer_for("PodGroup").add_event_handler(
             s.on_pod_group,
             lambda old, new: s.on_pod_group(new),
