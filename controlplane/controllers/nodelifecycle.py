@@ -98,12 +98,19 @@ class NodeLifecycleController(Controller):
 
     # ---- sync -------------------------------------------------------------------
 
+    def observed_heartbeat(self, name: str) -> tuple[str, float] | None:
+        """(the heartbeat we last saw for a node, when on our clock), if any."""
+        with self._lock:
+            return self._seen.get(name)
+
     def _heartbeat(self, node: Object) -> float:
         name = podutil.name_of(node)
         lease = self.leases.store.get(name, LEASE_NAMESPACE)
         renew = str((podutil.spec(lease).get("renewTime") if lease else "") or "")
         ready = podutil.condition(node, "Ready") or {}
-        text = f"{renew}|{ready.get('lastHeartbeatTime', '')}|{ready.get('status', '')}"
+        # Our own writes (conditions to Unknown) change the status, never the
+        # heartbeat: only the agent's renewals count.
+        text = f"{renew}|{ready.get('lastHeartbeatTime', '')}"
         now = self.clock.now()
         with self._lock:
             seen = self._seen.get(name)

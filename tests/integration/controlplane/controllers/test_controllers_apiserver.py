@@ -394,6 +394,18 @@ def test_node_lifecycle_with_fake_clock(cluster):
             for t in taints
         )
 
+    ctrl = c.managers[0].controllers["nodelifecycle"]
+    c.wait(lambda: ctrl.observed_heartbeat(silent) and ctrl.observed_heartbeat(healthy))
+
+    def advance(seconds: float) -> None:
+        """Move time in 5 s steps, the healthy node heartbeating (and seen) each time."""
+        for _ in range(int(seconds // 5)):
+            heartbeat()
+            renewed = c.client.get("Lease", healthy, "kube-node-lease")["spec"]["renewTime"]
+            c.wait(lambda r=renewed: (ctrl.observed_heartbeat(healthy) or ("",))[0].startswith(r))
+            c.step(5)
+
+    advance(40)
     c.settle(tainted)
     assert not (c.client.get("Node", healthy).get("spec") or {}).get("taints")
 
@@ -401,8 +413,7 @@ def test_node_lifecycle_with_fake_clock(cluster):
         heartbeat()
         return not c.pods()
 
-    c.step(290)
-    heartbeat()
+    advance(290)
     c.settle(evicted)
     for name in (silent, healthy):
         c.client.delete("Node", name)
