@@ -21,6 +21,7 @@ imports the agent itself, only its protobuf stubs.
 from __future__ import annotations
 
 import argparse
+import codecs
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -236,15 +237,28 @@ def request_for(args: argparse.Namespace) -> pb.LogsRequest:
     )
 
 
-def _write(ctx: Context, data: bytes) -> None:
-    buffer = getattr(ctx.stdout, "buffer", None)
-    if buffer is not None:
-        ctx.stdout.flush()
-        buffer.write(data)
-        buffer.flush()
-    else:
-        ctx.stdout.write(data.decode("utf-8", errors="replace"))
-        ctx.stdout.flush()
+class Output:
+    """Log bytes to stdout: as they are where stdout has a byte buffer, else decoded
+    as UTF-8 incrementally (a character split across chunks stays whole)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.text = ctx.stdout
+        self.buffer = getattr(ctx.stdout, "buffer", None)
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def write(self, data: bytes) -> None:
+        if self.buffer is not None:
+            self.text.flush()
+            self.buffer.write(data)
+            self.buffer.flush()
+        else:
+            self.text.write(self.decoder.decode(data))
+            self.text.flush()
+
+    def close(self) -> None:
+        if self.buffer is None:
+            self.text.write(self.decoder.decode(b"", final=True))
+            self.text.flush()
 
 
 def stream(conn: AgentConnection, request: pb.LogsRequest) -> Iterator[pb.LogChunk]:
@@ -276,12 +290,15 @@ def run(ctx: Context) -> int:
     except AgentUnreachable as err:
         raise CliError(str(err)) from None
     with conn:
+        out = Output(ctx)
         try:
             for chunk in stream(conn, request):
-                _write(ctx, chunk.data)
+                out.write(chunk.data)
         except grpc.RpcError as err:
             ctx.err(agent_failure(err, conn.node, conn.address))
             return 1
+        finally:
+            out.close()
     return 0
 
 

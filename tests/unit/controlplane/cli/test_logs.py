@@ -151,7 +151,8 @@ def test_logs_streams_both_streams_to_stdout_with_the_token(ctl: Ctl, agent: Fak
     agent.chunks = [
         pb.LogChunk(data=b"hello\n", stream="stdout"),
         pb.LogChunk(data=b"oops\n", stream="stderr"),
-        pb.LogChunk(data="caf\u00e9\n".encode(), stream="stdout"),
+        pb.LogChunk(data=b"caf\xc3", stream="stdout"),  # a character split across chunks
+        pb.LogChunk(data=b"\xa9\n", stream="stdout"),
     ]
     r = ctl("logs", "web")
     assert (r.code, r.out, r.err) == (0, "hello\noops\ncaf\u00e9\n", "")
