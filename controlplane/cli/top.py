@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import grpc
 
@@ -79,7 +79,6 @@ class NodeSample:
     address: str = ""
     response: pb.StatsResponse | None = None
     error: str = ""
-    extra: dict[str, Usage] = field(default_factory=dict)
 
 
 def _rate(first: pb.Usage, second: pb.Usage) -> int:
