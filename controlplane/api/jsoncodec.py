@@ -3,27 +3,32 @@
 Both produce compact UTF-8 JSON that the other reads, so the choice is a
 matter of speed only (orjson decodes about 3-4x faster, which is most of
 the cost of a big List). Never used for anything but plain JSON data.
+Integers are 64-bit, as in Kubernetes: orjson reads larger ones as floats.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+orjson: Any
 try:
-    import orjson
+    # Imported by name so the type checker does not need orjson installed.
+    orjson = importlib.import_module("orjson")
 except ImportError:  # pragma: no cover - the stdlib path
-    orjson = None  # type: ignore[assignment]
+    orjson = None
 
 
 def dumps(obj: Any) -> bytes:
     if orjson is not None:
         try:
-            return orjson.dumps(obj)
+            data: bytes = orjson.dumps(obj)
+            return data
         except TypeError:
             pass  # e.g. integers beyond 64 bits: let json produce them
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
