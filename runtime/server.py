@@ -55,7 +55,8 @@ def build_network(cfg: Config) -> Network | None:
         log.warning("runtime.network.cni_client is not available: pods get loopback only")
         return None
     cache = cfg.cni_cache_dir or (cfg.state / "cni-cache")
-    client: Network = mod.CNIClient(cfg.cni_conf_dir, list(cfg.cni_bin_dirs), cache)
+    # the sandbox monitor brings `lo` up itself: no loopback plugin exec per pod
+    client: Network = mod.CNIClient(cfg.cni_conf_dir, list(cfg.cni_bin_dirs), cache, loopback=False)
     return client
 
 
