@@ -42,7 +42,9 @@ class LogsRequest(_message.Message):
     """Empty selects the pod's only container."""
     follow: _builtins.bool
     tail_lines: _builtins.int
-    """Only the last N lines; 0 or negative means the whole log."""
+    """Only the last N lines when positive; 0 (unset) means the whole log and a
+    negative value no lines at all (kubectl --tail=0).
+    """
     since_seconds: _builtins.int
     """Only lines newer than this many seconds; 0 means no limit."""
     previous: _builtins.bool
