@@ -116,6 +116,8 @@ class Cache:
         self.ns_usage: dict[str, list[int]] = {}  # namespace -> [cpu, memory] placed (DRF)
         self.generation = 0
         self._match_memo: dict[Any, tuple[int, list[int]]] = {}
+        self.selector_keys: set[str] = set()  # label keys some selector has looked at
+        self.all_label_keys = False
         self.label_version = 0  # bumps on any node label change
         self.node_set_version = 0  # bumps when a node is added or removed
         self._slots_key: tuple[int, int] = (-1, -1)
@@ -200,6 +202,20 @@ class Cache:
             self.label_values[key].append(val)
         self.label_codes[key][slot] = code
 
+    def _signature(self, p: PodInfo) -> tuple[Sig, dict[str, str]]:
+        """The pod's namespace and the labels any selector so far looks at.
+
+        Labels no selector mentions (a StatefulSet pod's unique pod-name, a
+        template hash) would give every pod its own column; leaving them out
+        keeps one column per group of pods selectors cannot tell apart.
+        """
+        if self.all_label_keys:
+            labels = p.labels
+        else:
+            keys = self.selector_keys
+            labels = {k: v for k, v in p.labels.items() if k in keys}
+        return (p.namespace, frozenset(labels.items())), labels
+
     def _sig_col(self, sig: Sig, labels: dict[str, str]) -> int:
         col = self.sig_cols.get(sig)
         if col is None:
@@ -207,6 +223,27 @@ class Cache:
             self.sig_list.append((sig[0], labels))
             self.sigs = self._add_col(self.sigs)
         return col
+
+    def _watch_label_keys(self, keys: Iterable[str] | None) -> None:
+        """Make signatures carry `keys` (None: every label), rebuilding them if that is new."""
+        if self.all_label_keys:
+            return
+        if keys is None:
+            self.all_label_keys = True
+        else:
+            new = set(keys) - self.selector_keys
+            if not new:
+                return
+            self.selector_keys |= new
+        self.sig_cols = {}
+        self.sig_list = []
+        self.sigs = np.zeros((self.cap, 0), np.int32, order="F")
+        self._match_memo = {}
+        for info in self.nodes.values():
+            for p in info.pods.values():
+                sig, labels = self._signature(p)
+                col = self._sig_col(sig, labels)
+                self.sigs[info.slot, col] += 1
 
     def matching_sig_cols(
         self, key: Any, match: Callable[[str, dict[str, str]], bool]
@@ -221,9 +258,16 @@ class Cache:
         return cols
 
     def count_matching(
-        self, key: Any, match: Callable[[str, dict[str, str]], bool]
+        self,
+        key: Any,
+        match: Callable[[str, dict[str, str]], bool],
+        label_keys: Iterable[str] | None = None,
     ) -> npt.NDArray[np.int64]:
-        """Per slot, how many pods (bound or assumed) satisfy `match`."""
+        """Per slot, how many pods (bound or assumed) satisfy `match`.
+
+        `label_keys` are the labels `match` looks at (None: it may look at any).
+        """
+        self._watch_label_keys(label_keys)
         cols = self.matching_sig_cols(key, match)
         if not cols:
             return np.zeros(self.n, np.int64)
@@ -233,7 +277,7 @@ class Cache:
         return out
 
     def count_term(self, term: AffinityTerm) -> npt.NDArray[np.int64]:
-        return self.count_matching(term, term.matches)
+        return self.count_matching(term, term.matches, term.selector.keys)
 
     def domain_spread(self, key: str, per_node: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Sum `per_node` over each topology domain of label `key`, back onto its nodes.
@@ -391,7 +435,8 @@ class Cache:
             if arr is None:
                 arr = self.ports[port] = np.zeros(self.cap, np.int32)
             arr[slot] += sign
-        sig_col = self._sig_col(p.signature, p.labels)
+        sig, sig_labels = self._signature(p)
+        sig_col = self._sig_col(sig, sig_labels)
         self.sigs[slot, sig_col] += sign
         for term in p.anti_affinity:
             acol = self.anti_cols.get(term)

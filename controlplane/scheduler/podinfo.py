@@ -64,6 +64,11 @@ class Selector:
             return False
         return all(r.matches(labels) for r in self.requirements)
 
+    @property
+    def keys(self) -> frozenset[str]:
+        """The label keys this selector looks at."""
+        return frozenset(r.key for r in self.requirements)
+
 
 def label_selector(raw: Obj | None) -> Selector:
     """metav1.LabelSelector: nil selects nothing, {} selects everything."""
@@ -210,11 +215,6 @@ class PodInfo:
     grace_seconds: int
     nominated_node: str
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def signature(self) -> tuple[str, frozenset[tuple[str, str]]]:
-        """Namespace and labels: the identity label-selector counting works by."""
-        return (self.namespace, frozenset(self.labels.items()))
 
     @classmethod
     def of(cls, pod: Obj, priority_classes: dict[str, int] | None = None) -> PodInfo:

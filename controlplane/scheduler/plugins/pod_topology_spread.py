@@ -46,7 +46,7 @@ Mask = npt.NDArray[np.bool_]
 def _matching(cache: Cache, pod: PodInfo, c: SpreadConstraint) -> npt.NDArray[np.int64]:
     ns, sel = pod.namespace, c.selector
     return cache.count_matching(
-        ("spread", ns, sel), lambda n, labels: n == ns and sel.matches(labels)
+        ("spread", ns, sel), lambda n, labels: n == ns and sel.matches(labels), sel.keys
     )
 
 

@@ -81,3 +81,30 @@ def test_grows_beyond_initial_capacity() -> None:
     assert int(cache.req[: cache.n, CPU_COL].sum()) == 10000
     counts = cache.count_matching("app=x", lambda ns, labels: labels.get("app") == "x")
     assert counts.tolist() == [1] * 10
+
+
+def test_signatures_ignore_labels_no_selector_looks_at() -> None:
+    from controlplane.scheduler.podinfo import AffinityTerm, label_selector
+
+    cache = Cache(FakeClock())
+    for i in range(3):
+        cache.add_node(make_node(f"n{i}"))
+    for i in range(30):
+        labels = {"app": "db" if i % 2 else "web", "statefulset.kubernetes.io/pod-name": f"web-{i}"}
+        cache.add_pod(PodInfo.of(make_pod(f"p{i}", labels=labels, node_name=f"n{i % 3}")))
+    web = AffinityTerm(
+        label_selector({"matchLabels": {"app": "web"}}), frozenset(["default"]), "zone"
+    )
+    assert cache.count_term(web).tolist() == [5, 5, 5]
+    assert len(cache.sig_list) == 2  # unique pod names do not make 30 columns
+    # A selector on a new key rebuilds the signatures; counts stay right.
+    one = AffinityTerm(
+        label_selector({"matchLabels": {"statefulset.kubernetes.io/pod-name": "web-4"}}),
+        frozenset(["default"]),
+        "zone",
+    )
+    assert cache.count_term(one).tolist() == [0, 1, 0]
+    assert cache.count_term(web).tolist() == [5, 5, 5]
+    cache.remove_pod("default/p4")
+    assert cache.count_term(one).tolist() == [0, 0, 0]
+    assert cache.count_term(web).tolist() == [5, 4, 5]
