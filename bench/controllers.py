@@ -150,7 +150,7 @@ def run(replicas: int, timeout: float) -> dict[str, float]:
         )
         manager = ControllerManager(
             cp.client(),
-            ManagerConfig(controllers=("deployment", "replicaset", "garbagecollector"), workers=4),
+            ManagerConfig(controllers=("deployment", "replicaset", "garbagecollector")),
         )
         manager.start_controllers(30)
         counter = PodCounter(client, ns)
@@ -190,12 +190,50 @@ def run(replicas: int, timeout: float) -> dict[str, float]:
                 )
             figures[f"{name}_errors"] = after[name]["errors"]
         counter.watch.stop()
+        many_figures(client, manager, figures, timeout)
         manager.stop()
         client.close()
     finally:
         cp.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     return figures
+
+
+def many_figures(
+    client: GrpcApiClient, manager: ControllerManager, figures: dict[str, float], timeout: float
+) -> None:
+    """Many small Deployments (100 x 10 replicas): reconcile throughput when
+    every sync is small, then the cascade delete of all of them."""
+    ns = "bench-many"
+    client.create("Namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    counter = PodCounter(client, ns)
+    count, replicas = 100, 10
+    before = manager.metrics()
+    t0 = time.monotonic()
+    for i in range(count):
+        d = deployment(ns, replicas)
+        d["metadata"]["name"] = f"small-{i}"
+        d["spec"]["selector"]["matchLabels"]["app"] = f"small-{i}"
+        d["spec"]["template"]["metadata"]["labels"]["app"] = f"small-{i}"
+        client.create("Deployment", d, ns)
+    counter.wait(lambda c: c.created >= count * replicas, timeout)
+    seconds = time.monotonic() - t0
+    figures["many_deployments"] = count
+    figures["many_create_seconds"] = round(seconds, 3)
+    mid = manager.metrics()
+    t1 = time.monotonic()
+    for i in range(count):
+        client.delete("Deployment", f"small-{i}", ns)
+    counter.wait(lambda c: not c.alive, timeout)
+    figures["many_delete_seconds"] = round(time.monotonic() - t1, 3)
+    after = manager.metrics()
+    for name in after:
+        n = mid[name]["reconciles"] - before[name]["reconciles"]
+        lat = mid[name]["latency_seconds_total"] - before[name]["latency_seconds_total"]
+        figures[f"many_{name}_reconciles"] = n
+        figures[f"many_{name}_reconciles_per_second"] = round(n / max(1e-9, seconds), 1)
+        figures[f"many_{name}_mean_reconcile_ms"] = round(1000 * lat / n, 2) if n else 0.0
+    counter.watch.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

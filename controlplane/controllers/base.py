@@ -53,7 +53,7 @@ class ManagerConfig:
     """Settings of the controller manager and its controllers (kube's flags)."""
 
     controllers: tuple[str, ...] = ("*",)
-    workers: int = 2  # per controller (concurrent-*-syncs)
+    workers: int = 0  # per controller (concurrent-*-syncs); 0: each controller's default
     cluster_cidr: str = "10.244.0.0/16"
     node_cidr_mask_size: int = 24
     allocate_node_cidrs: bool = True
@@ -253,6 +253,7 @@ class Controller:
     """A named reconcile loop over one rate-limited workqueue of string keys."""
 
     name = "controller"
+    default_workers = 2  # kube-controller-manager's concurrent-*-syncs default
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
@@ -341,7 +342,7 @@ class Controller:
 
     def run(self, workers: int | None = None) -> None:
         """Start worker threads (informers are started by the manager)."""
-        for i in range(workers or self.config.workers):
+        for i in range(workers or self.config.workers or self.default_workers):
             t = threading.Thread(target=self._worker, name=f"{self.name}-{i}", daemon=True)
             t.start()
             self._threads.append(t)

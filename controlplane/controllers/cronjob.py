@@ -34,6 +34,7 @@ SCHEDULED_AT = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
 class CronJobController(Controller):
     name = "cronjob"
+    default_workers = 5
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)

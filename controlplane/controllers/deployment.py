@@ -67,6 +67,7 @@ def _as_rs(rs: Mapping[str, Any]) -> RS:
 
 class DeploymentController(Controller):
     name = "deployment"
+    default_workers = 5
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
@@ -193,6 +194,17 @@ class DeploymentController(Controller):
             kind, surge, unavailable = rollout.strategy_params(d)
         except ValueError as err:
             self.recorder.event(d, "Warning", "InvalidStrategy", str(err))
+            return None
+        if not podutil.selector_of(d).matches(podutil.pod_template_labels(d)):
+            self.recorder.event(
+                d,
+                "Warning",
+                "SelectorMismatch",
+                "spec.selector does not match the labels of spec.template.metadata",
+            )
+            return None
+        if int(spec.get("replicas", 1)) < 0:
+            self.recorder.event(d, "Warning", "InvalidReplicas", "spec.replicas must be >= 0")
             return None
         rss = self._claim(d)
         if podutil.is_deleting(d):

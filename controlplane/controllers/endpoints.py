@@ -99,6 +99,7 @@ def endpoints_subsets(svc: Mapping[str, Any], pods: Sequence[Mapping[str, Any]])
 
 class EndpointsController(Controller):
     name = "endpoint"
+    default_workers = 5
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)

@@ -64,6 +64,7 @@ def gc_key(obj: Mapping[str, Any]) -> str:
 
 class GarbageCollector(Controller):
     name = "garbagecollector"
+    default_workers = 20
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)

@@ -98,6 +98,7 @@ def _sample(pod: Object) -> PodSample:
 
 class HPAController(Controller):
     name = "horizontalpodautoscaling"
+    default_workers = 5
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
@@ -130,11 +131,7 @@ class HPAController(Controller):
         hpa = self.hpas.store.get_by_key(key)
         if hpa is None:
             return None
-        hpa = copy.deepcopy(hpa)
-        try:
-            self.reconcile(key, hpa)
-        finally:
-            pass
+        self.reconcile(key, copy.deepcopy(hpa))
         return self.config.hpa_sync_period
 
     def _set(

@@ -14,6 +14,7 @@ injected clock; deadlines and backoffs re-queue the Job instead of sleeping.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from controlplane.client import errors
@@ -51,6 +52,7 @@ def _finished_at(pod: Object) -> float | None:
 
 class JobController(PodOwnerController):
     name = "job"
+    default_workers = 5
     owner_kind = "Job"
 
     def __init__(self, ctx: ControllerContext) -> None:
@@ -62,6 +64,14 @@ class JobController(PodOwnerController):
             owner = copy.deepcopy(owner)
             owner.setdefault("spec", {})["selector"] = job_selector(owner)
         return super().claim_pods(owner)
+
+    def selector_matches_template(
+        self, owner: Object, labels: Mapping[str, str] | None = None
+    ) -> bool:
+        if not podutil.spec(owner).get("selector"):
+            owner = copy.deepcopy(owner)
+            owner.setdefault("spec", {})["selector"] = job_selector(owner)
+        return super().selector_matches_template(owner, labels)
 
     def _new_pod(self, job: Object) -> Object:
         pod = pod_from_template(job, f"{podutil.name_of(job)}-")

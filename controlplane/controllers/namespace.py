@@ -25,6 +25,7 @@ from controlplane.controllers.base import Controller, ControllerContext
 
 class NamespaceController(Controller):
     name = "namespace"
+    default_workers = 10
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)

@@ -21,6 +21,7 @@ from controlplane.controllers.ipam import CidrAllocator, CidrExhausted
 
 class NodeIpamController(Controller):
     name = "nodeipam"
+    default_workers = 1
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)

@@ -57,6 +57,7 @@ class _Bucket:
 
 class NodeLifecycleController(Controller):
     name = "nodelifecycle"
+    default_workers = 1
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)

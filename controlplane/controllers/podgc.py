@@ -20,6 +20,7 @@ KEY = "podgc"
 
 class PodGCController(Controller):
     name = "podgc"
+    default_workers = 1
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)

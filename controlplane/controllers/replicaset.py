@@ -209,8 +209,26 @@ class PodOwnerController(Controller):
 
     # ---- creating and deleting ------------------------------------------------
 
+    def selector_matches_template(
+        self, owner: Object, labels: Mapping[str, str] | None = None
+    ) -> bool:
+        """Pods made from the template must match the selector, or the owner
+        would create them forever; report it once per sync instead."""
+        labels = podutil.pod_template_labels(owner) if labels is None else labels
+        if podutil.selector_of(owner).matches(labels) and not podutil.selector_of(owner).empty():
+            return True
+        self.recorder.event(
+            owner,
+            "Warning",
+            "SelectorMismatch",
+            "spec.selector does not match the labels of spec.template.metadata; no pods created",
+        )
+        return False
+
     def create_pods(self, key: str, owner: Object, count: int, make: Any = None) -> None:
         """Create `count` pods in slow-start batches with expectations."""
+        if not self.selector_matches_template(owner, podutil.labels_of(make(0)) if make else None):
+            return
         count = min(count, self.config.burst_replicas)
         self.expectations.expect_creations(key, count)
         name = podutil.name_of(owner)
@@ -254,6 +272,7 @@ class PodOwnerController(Controller):
 
 class ReplicaSetController(PodOwnerController):
     name = "replicaset"
+    default_workers = 5
     owner_kind = "ReplicaSet"
 
     def sync(self, key: str) -> float | None:
@@ -270,6 +289,11 @@ class ReplicaSetController(PodOwnerController):
 
     def manage_replicas(self, key: str, rs: Object, active: list[Object]) -> None:
         want = int(podutil.spec(rs).get("replicas", 1))
+        if want < 0:
+            self.recorder.event(
+                rs, "Warning", "InvalidReplicas", f"spec.replicas: {want} must be >= 0"
+            )
+            want = 0
         diff = len(active) - want
         if diff < 0:
             self.create_pods(key, rs, -diff)

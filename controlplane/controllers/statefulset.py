@@ -40,6 +40,7 @@ def _running_ready(pod: Object) -> bool:
 
 class StatefulSetController(PodOwnerController):
     name = "statefulset"
+    default_workers = 5
     owner_kind = "StatefulSet"
 
     def _revision(self, sts: Object) -> str:
@@ -78,7 +79,11 @@ class StatefulSetController(PodOwnerController):
             o = ordinal_of(name, podutil.name_of(p))
             if o is not None:
                 by_ordinal[o] = p
-        if self.expectations.satisfied(key) and not podutil.is_deleting(sts):
+        if (
+            self.expectations.satisfied(key)
+            and not podutil.is_deleting(sts)
+            and self.selector_matches_template(sts)
+        ):
             self._reconcile(key, sts, by_ordinal, replicas, parallel, strategy, partition, revision)
         self._status(sts, list(by_ordinal.values()), replicas, revision)
         return None

@@ -74,3 +74,23 @@ def test_create_failure_is_retried(env):
     e.client.create("ReplicaSet", replicaset(replicas=3))
     e.settle(lambda: len(e.pods()) == 3)
     assert e.controller("replicaset").metrics.errors >= 1
+
+
+def test_selector_not_matching_template_creates_nothing(env):
+    e = env("replicaset,deployment,statefulset")
+    bad = replicaset(replicas=2)
+    bad["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    e.client.create("ReplicaSet", bad)
+    e.wait(lambda: "SelectorMismatch" in e.controller("replicaset").recorder.reasons("default/rs"))
+    e.wait(e.idle)
+    assert e.pods() == []
+    # the controller keeps serving everything else
+    e.client.create("ReplicaSet", replicaset(name="good", replicas=1))
+    e.wait(lambda: len(e.pods()) == 1)
+
+
+def test_negative_replicas_reported(env):
+    e = env("replicaset")
+    e.client.create("ReplicaSet", replicaset(replicas=-3))
+    e.wait(lambda: "InvalidReplicas" in e.controller("replicaset").recorder.reasons("default/rs"))
+    assert e.pods() == []
