@@ -126,3 +126,29 @@ def test_pod_and_container_lifecycle(runtime: Runtime, tmp_path: Path) -> None:
     r.rt.StopContainer(api_pb2.StopContainerRequest(container_id="nope"))
     r.rt.RemoveContainer(api_pb2.RemoveContainerRequest(container_id="nope"))
     assert not r.rt.ListPodSandbox(api_pb2.ListPodSandboxRequest()).items
+
+
+def test_socket_mode_and_two_runtimes_side_by_side(
+    runtime: Runtime, tmp_path: Path, busybox_rootfs: Path
+) -> None:
+    import os
+    import stat
+
+    from tests.linux.runtime.harness import running_runtime
+
+    assert stat.S_IMODE(os.stat(runtime.socket).st_mode) == 0o660
+    with running_runtime(tmp_path / "second", busybox_rootfs) as other:
+        sid1, p1 = run_pod(runtime, tmp_path, "one")
+        sid2, p2 = run_pod(other, tmp_path, "two")
+        c1 = create(runtime, sid1, p1, container_config("c", ["sleep", "1000"]))
+        c2 = create(other, sid2, p2, container_config("c", ["sleep", "1000"]))
+        for r, c in ((runtime, c1), (other, c2)):
+            r.rt.StartContainer(api_pb2.StartContainerRequest(container_id=c))
+        assert [p.id for p in runtime.rt.ListPodSandbox(api_pb2.ListPodSandboxRequest()).items] == [
+            sid1
+        ]
+        assert [p.id for p in other.rt.ListPodSandbox(api_pb2.ListPodSandboxRequest()).items] == [
+            sid2
+        ]
+        assert exec_sync(other, c2, ["hostname"]).stdout == b"two\n"
+        assert exec_sync(runtime, c1, ["hostname"]).stdout == b"one\n"
