@@ -404,8 +404,14 @@ class Registry:
     # -- update / status / patch ------------------------------------------------------
 
     def update(
-        self, kind: str, obj: Object, subresource: str = "", identity: Identity = SYSTEM
+        self,
+        kind: str,
+        obj: Object,
+        subresource: str = "",
+        identity: Identity = SYSTEM,
+        copy_input: bool = True,
     ) -> Stored:
+        """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one."""
         info = kind_info(kind)
         if not isinstance(obj, dict):
             raise Invalid("object: must be a JSON object")
@@ -416,8 +422,8 @@ class Registry:
         ns = self._namespace(info, None, obj)
         client_rv = _rv(meta["resourceVersion"]) if meta.get("resourceVersion") else 0
         return self._write_loop(
-            info, ns, name, lambda _old: copy.deepcopy(obj), subresource, client_rv, identity,
-            "update",
+            info, ns, name, lambda _old: copy.deepcopy(obj) if copy_input else obj, subresource,
+            client_rv, identity, "update",
         )  # fmt: skip
 
     def patch(
@@ -464,7 +470,7 @@ class Registry:
                 raise _conflict(info, name, cur_rev)
             full_verb = f"{verb}_status" if subresource else verb
             authorize(identity, full_verb, info, ns, name, old)
-            requested = build(copy.deepcopy(old))
+            requested = build(old)  # builders never change `old` (merge_patch copies)
             if not isinstance(requested, dict):
                 raise Invalid("object: must be a JSON object")
             new = self._prepare_update(info, old, requested, subresource)

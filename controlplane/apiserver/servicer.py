@@ -161,7 +161,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     @_rpc("Update")
     def Update(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
-        stored = self.registry.update(request.kind, obj, request.subresource, who)
+        stored = self.registry.update(request.kind, obj, request.subresource, who, copy_input=False)
         return api_pb2.ObjectResponse(object=_obj(stored))
 
     @_rpc("Patch")
