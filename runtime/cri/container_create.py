@@ -60,6 +60,7 @@ def run(
     container_spec.check_user(user, layers)
     caps = container_spec.capabilities(sc)
     mounts, root_prop = container_spec.mount_list(cfg)
+    devices = container_spec.devices(cfg)
     masked, ro_paths = container_spec.masked_readonly(sc)
     res = container_spec.resources(cfg.linux.resources, svc.cfg.pids_limit)
     profile = container_spec.seccomp_profile(sc)
@@ -140,6 +141,7 @@ def run(
             },
             "shm": str(shm) if shm.is_dir() else "/dev/shm",
             "mounts": mounts,
+            "devices": devices,
             "privileged": sc.privileged,
             "readonly_rootfs": sc.readonly_rootfs,
             "masked_paths": masked,

@@ -212,3 +212,25 @@ def check_user(user_spec: dict[str, Any], layers: list[Path]) -> None:
         g.name == group for g in users.parse_group(image_file(layers, "/etc/group"))
     ):
         raise errors.InvalidArgument(f"group {group!r} not found in the image's /etc/group")
+
+
+def devices(config: api_pb2.ContainerConfig) -> list[dict[str, str]]:
+    """CRI devices: host device nodes to bind into the container."""
+    import stat
+
+    out: list[dict[str, str]] = []
+    for d in config.devices:
+        if not d.host_path or not d.container_path.startswith("/"):
+            raise errors.InvalidArgument(
+                f"device {d.host_path!r} -> {d.container_path!r} is incomplete"
+            )
+        try:
+            mode = os.stat(d.host_path).st_mode
+        except OSError as exc:
+            raise errors.InvalidArgument(f"device {d.host_path!r}: {exc.strerror}") from None
+        if not (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)):
+            raise errors.InvalidArgument(f"{d.host_path!r} is not a device")
+        out.append(
+            {"host": d.host_path, "container": d.container_path, "permissions": d.permissions}
+        )
+    return out

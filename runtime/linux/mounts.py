@@ -236,6 +236,9 @@ def build_rootfs(spec: dict[str, Any]) -> str:
     libc.mount(None, root, None, libc.MS_PRIVATE)
     setup_proc_sys(root, readonly_sys=not spec.get("privileged"))
     setup_dev(root, spec.get("shm"))
+    for dev in spec.get("devices") or []:
+        # a host device node, bound onto a file under the container's /dev
+        bind(dev["host"], ensure_target(root, dev["container"], False), recursive=False)
     for dest, src in (spec.get("etc") or {}).items():
         if src and os.path.exists(src):
             bind(src, ensure_target(root, dest, False), readonly=False, recursive=False)

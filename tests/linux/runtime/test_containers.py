@@ -156,6 +156,18 @@ def test_created_container_stats_and_bad_input(runtime: Runtime, tmp_path: Path)
             container_config("g", ["id"], linux=sec(run_as_group=api_pb2.Int64Value(value=5))),
         )
     assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    dev = api_pb2.Device(container_path="/dev/mynull", host_path="/dev/null", permissions="rwm")
+    cdev = started(r, sid, pcfg, container_config("dev", ["sleep", "1000"], devices=[dev]))
+    assert (
+        exec_sync(
+            r, cdev, ["sh", "-c", "[ -c /dev/mynull ] && echo x > /dev/mynull && echo ok"]
+        ).stdout
+        == b"ok\n"
+    )
+    with pytest.raises(grpc.RpcError) as exc:
+        create(r, sid, pcfg, container_config("baddev", ["true"], devices=[
+            api_pb2.Device(container_path="/dev/x", host_path="/etc/hostname")]))  # fmt: skip
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     # a failed create leaves nothing behind
     before = sorted(p.name for p in (r.root / "containers").iterdir())
     bad_mount = api_pb2.Mount(container_path="/data", host_path=str(tmp_path / "missing"))
