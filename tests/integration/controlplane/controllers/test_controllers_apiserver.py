@@ -22,6 +22,8 @@ import yaml
 from controlplane.cli.main import main as skiffctl
 from controlplane.client.interface import DeleteOptions
 from controlplane.controllers import rollout
+from controlplane.controllers.base import ManagerConfig
+from controlplane.controllers.manager import ControllerManager
 
 pytestmark = pytest.mark.slow
 
@@ -417,3 +419,46 @@ def test_node_lifecycle_with_fake_clock(cluster):
     c.settle(evicted)
     for name in (silent, healthy):
         c.client.delete("Node", name)
+
+
+def test_leader_election_on_the_api_server(cluster):
+    c = cluster()
+    cfg = {
+        "controllers": ("replicaset",),
+        "leader_elect": True,
+        "leader_elect_name": f"cm-{c.namespace}",
+        "lease_duration": 3.0,
+        "renew_deadline": 2.0,
+        "retry_period": 0.2,
+    }
+    a = ControllerManager(c.cp.client(), ManagerConfig(leader_elect_identity="a", **cfg))  # type: ignore[arg-type]
+    b = ControllerManager(c.cp.client(), ManagerConfig(leader_elect_identity="b", **cfg))  # type: ignore[arg-type]
+    a.start()
+    try:
+        c.wait(lambda: a.is_leader() and a.controllers)
+        b.start()
+        rs = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "le", "namespace": c.namespace},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "le"}},
+                "template": {
+                    "metadata": {"labels": {"app": "le"}},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                },
+            },
+        }
+        c.client.create("ReplicaSet", rs, c.namespace)
+        c.wait(lambda: len(c.pods()) == 2)
+        assert not b.is_leader() and not b.controllers
+        holder = c.client.get("Lease", f"cm-{c.namespace}", "kube-system")["spec"]["holderIdentity"]
+        assert holder == "a"
+        a.stop()
+        c.wait(lambda: b.is_leader() and b.controllers)
+        c.client.patch("ReplicaSet", "le", {"spec": {"replicas": 3}}, c.namespace)
+        c.wait(lambda: len(c.pods()) == 3)
+    finally:
+        a.stop()
+        b.stop()

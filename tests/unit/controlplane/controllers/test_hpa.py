@@ -119,3 +119,42 @@ def test_missing_target_and_metrics_are_reported(env):
     e.wait(lambda: (cond(e, "ScalingActive") or {}).get("reason") == "FailedGetResourceMetric")
     assert cond(e, "ScalingActive")["status"] == "False"
     assert replicas(e) == 7
+
+
+def test_hpa_on_a_replicaset(env):
+    e = env("replicaset,horizontalpodautoscaling")
+    rs = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+                    ]
+                },
+            },
+        },
+    }
+    e.client.create("ReplicaSet", rs)
+    e.wait(lambda: len(e.pods()) == 1)
+    e.make_ready()
+    e.wait(
+        lambda: all(
+            (e.cached("Pod", p["metadata"]["name"]) or {}).get("status", {}).get("phase")
+            == "Running"
+            for p in e.pods()
+        )
+    )
+    e.clock.step(61)
+    report(e, 2.0)  # 200% of request against 50%
+    body = hpa(min_r=1, max_r=10, cpu=50, target="web")
+    body["spec"]["scaleTargetRef"] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web"}
+    e.client.create("HorizontalPodAutoscaler", body)
+    e.wait(
+        lambda: e.client.get("ReplicaSet", "web")["spec"]["replicas"] == 4
+    )  # ceil(4), limit max(2, 4)

@@ -167,3 +167,40 @@ def test_gc_never_deletes_with_live_owner_and_drops_dangling_refs(env):
     # the owner goes: the dependent follows
     e.client.delete("ConfigMap", "owner")
     e.wait(lambda: not e.client.objects("Secret"))
+
+
+def test_namespace_controller_empties_then_releases(env):
+    e = env("namespace")
+    e.client.create(
+        "Namespace",
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            # metadata finalizer "hold" stands in for the API server keeping a
+            # namespace with spec.finalizers (the fake only honours metadata ones)
+            "metadata": {"name": "doomed", "finalizers": ["hold"]},
+            "spec": {"finalizers": ["kubernetes"]},
+        },
+    )
+    for name in ("a", "b"):
+        e.client.create(
+            "ConfigMap",
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "doomed"},
+            },
+        )
+    e.client.create(
+        "ConfigMap",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "keep", "namespace": "default"},
+        },
+    )
+    e.client.delete("Namespace", "doomed")
+    e.settle(lambda: not e.client.objects("ConfigMap", "doomed"), step=1.0)
+    e.settle(lambda: e.client.get("Namespace", "doomed")["spec"]["finalizers"] == [], step=1.0)
+    assert e.client.get("Namespace", "doomed")["status"]["phase"] == "Terminating"
+    assert [c["metadata"]["name"] for c in e.client.objects("ConfigMap", "default")] == ["keep"]
