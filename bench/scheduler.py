@@ -275,14 +275,17 @@ class TimedWriter(ApiClusterWriter):
         self.bind_seconds.append(time.perf_counter() - t0)
 
 
-def run_e2e(w: Workload, bind_workers: int = 16, timeout: float = 600.0) -> dict[str, float]:
+def run_e2e(
+    w: Workload, bind_workers: int = 16, timeout: float = 600.0, score_annotation: bool = True
+) -> dict[str, float]:
     from controlplane.scheduler.run import SchedulerService
 
     with controlplane_process() as client:
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda i: client.create("Node", w.node(i)), range(w.nodes)))
             list(pool.map(lambda i: client.create("Pod", w.pod(i), "default"), range(w.pods)))
-        service = SchedulerService(client, bind_workers=bind_workers)
+        cfg = config.parse({"scoreAnnotation": score_annotation})
+        service = SchedulerService(client, cfg, bind_workers=bind_workers)
         writer = TimedWriter(client)
         service.scheduler.writer = writer
         service.factory.start()
@@ -338,6 +341,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.scheduler")
     parser.add_argument("--mode", choices=["inprocess", "e2e", "both"], default="both")
     parser.add_argument("--bind-workers", type=int, default=16)
+    parser.add_argument(
+        "--no-score-annotation",
+        action="store_true",
+        help="e2e: do not write the scores annotation at bind",
+    )
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes (smoke run)")
     parser.add_argument("--workloads", default="basic,anti_affinity,topology_spread,node_affinity")
     parser.add_argument(
@@ -373,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["basic_e2e_pods_per_s"] = None
     if args.mode in ("e2e", "both") and "basic" in chosen:
         basic = next(w for w in workloads(scale) if w.key == "basic")
-        e2e = run_e2e(basic, args.bind_workers)
+        e2e = run_e2e(basic, args.bind_workers, score_annotation=not args.no_score_annotation)
         rows.append(
             (
                 "SchedulingBasic e2e (API, bind RTT)",

@@ -3,6 +3,7 @@
 ```yaml
 percentageOfNodesToScore: 0        # 0 = adaptive (50 - nodes/125, at least 5%)
 queue: {order: Priority, initialBackoffSeconds: 1, maxBackoffSeconds: 10}   # order: DRF too
+scoreAnnotation: true              # per-plugin scores in the pod annotation at bind
 profiles:
 - schedulerName: default-scheduler
   plugins:                         # optional: the default set when absent
@@ -60,6 +61,8 @@ class SchedulerConfig:
     queue_order: str = "Priority"
     initial_backoff: float = 1.0
     max_backoff: float = 10.0
+    # Write each decision's per-plugin scores into the pod's annotation at bind.
+    score_annotation: bool = True
 
 
 def _entries(raw: Any, where: str) -> list[tuple[str, int | None]]:
@@ -160,7 +163,10 @@ def parse(
         raise ConfigError(
             "queue backoff must satisfy 0 < initialBackoffSeconds <= maxBackoffSeconds"
         )
-    return SchedulerConfig(profiles, int(pct or 0), order, initial, maximum)
+    annotate = raw.get("scoreAnnotation", True)
+    if not isinstance(annotate, bool):
+        raise ConfigError(f"scoreAnnotation must be true or false, got {annotate!r}")
+    return SchedulerConfig(profiles, int(pct or 0), order, initial, maximum, annotate)
 
 
 def load(text: str, registry: Mapping[str, Factory] = REGISTRY) -> SchedulerConfig:

@@ -116,6 +116,7 @@ class Scheduler:
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         priority_classes: dict[str, int] | None = None,
+        score_annotation: bool = True,
     ) -> None:
         if not profiles:
             raise ValueError("at least one profile is needed")
@@ -125,6 +126,7 @@ class Scheduler:
         self.cache = cache or Cache(self.clock)
         self.executor = executor or InlineExecutor()
         self.priority_classes = priority_classes or {}
+        self.score_annotation = score_annotation
         first = next(iter(profiles.values()))
         sorter = first.queue_sort
         events: dict[str, list[ClusterEvent]] = {}
@@ -416,7 +418,7 @@ class Scheduler:
         `scheduler.skiff.dev/scores` annotation, so `skiffctl` can show it.
         """
         annotations = None
-        d = self.decisions.get(pod.key)
+        d = self.decisions.get(pod.key) if self.score_annotation else None
         if d is not None and d.breakdown:
             annotations = {SCORES_ANNOTATION: breakdown_json(d.breakdown)}
         try:
@@ -509,4 +511,5 @@ def from_config(
         drf=config.queue_order == "DRF",
         initial_backoff=config.initial_backoff,
         max_backoff=config.max_backoff,
+        score_annotation=config.score_annotation,
     )

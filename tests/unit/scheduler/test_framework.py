@@ -158,3 +158,14 @@ def test_a_raising_plugin_does_not_stop_the_scheduler() -> None:
     broken.fail = False
     env.step(1.0)
     assert env.node_of("p") == "n1"
+
+
+def test_score_annotation_can_be_turned_off() -> None:
+    env = Env({"scoreAnnotation": False}, nodes=[make_node("a", cpu="2"), make_node("b", cpu="4")])
+    env.add(make_pod("p", cpu="1"))
+    assert env.node_of("p") == "b"
+    assert SCORES_ANNOTATION not in (
+        env.cluster.pods["default/p"]["metadata"].get("annotations") or {}
+    )
+    d = env.sched.explain("default/p")
+    assert d is not None and d.breakdown["nodes"][0]["node"] == "b"  # still kept in memory
