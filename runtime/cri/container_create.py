@@ -27,6 +27,7 @@ from runtime import errors
 from runtime.cri import container_spec, sandbox_status
 from runtime.cri.seccomp_profiles import compile_profile
 from runtime.cri.service import RuntimeService
+from runtime.linux import cgroups
 from runtime.store import checkpoint
 from runtime.store.records import Container, SandboxState
 
@@ -112,6 +113,13 @@ def run(
         cg = svc.cgroup(c.cgroup)
         cg.create()
         undo.callback(_quiet, cg.destroy)
+        if not sc.privileged:
+            try:
+                cg.allow_devices(
+                    cgroups.DEFAULT_DEVICE_RULES + container_spec.device_rules(devices)
+                )
+            except OSError as exc:
+                raise errors.InvalidArgument(f"device rules refused by the kernel: {exc}") from None
         try:
             cg.apply(res)
         except OSError as exc:

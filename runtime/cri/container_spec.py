@@ -234,3 +234,16 @@ def devices(config: api_pb2.ContainerConfig) -> list[dict[str, str]]:
             {"host": d.host_path, "container": d.container_path, "permissions": d.permissions}
         )
     return out
+
+
+def device_rules(devs: list[dict[str, str]]) -> list[str]:
+    """devices-cgroup rules for CRI devices: "c|b major:minor perms"."""
+    import stat
+
+    rules = []
+    for d in devs:
+        st = os.stat(d["host"])
+        kind = "b" if stat.S_ISBLK(st.st_mode) else "c"
+        perms = "".join(ch for ch in (d.get("permissions") or "rwm") if ch in "rwm") or "rwm"
+        rules.append(f"{kind} {os.major(st.st_rdev)}:{os.minor(st.st_rdev)} {perms}")
+    return rules

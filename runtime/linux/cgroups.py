@@ -22,10 +22,19 @@ from pathlib import Path
 from typing import Protocol
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-V1_CONTROLLERS = ("cpu", "cpuacct", "memory", "pids", "cpuset", "hugetlb")
+V1_CONTROLLERS = ("cpu", "cpuacct", "memory", "pids", "cpuset", "hugetlb", "devices")
 # joined by every container on v1; cpuset and hugetlb only when asked for,
 # because each v1 hierarchy a process joins costs a write to cgroup.procs
-V1_BASE = ("cpu", "cpuacct", "memory", "pids")
+V1_BASE = ("cpu", "cpuacct", "memory", "pids", "devices")
+
+# What every container may use (runc's default allow list): mknod of any
+# node, but only these devices opened.
+DEFAULT_DEVICE_RULES = [
+    "c *:* m", "b *:* m",
+    "c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm",  # null zero full random urandom
+    "c 5:0 rwm", "c 5:1 rwm", "c 5:2 rwm", "c 136:* rwm",  # tty console ptmx pts
+    "c 10:200 rwm",  # tun
+]  # fmt: skip
 V2_CONTROLLERS = ("cpu", "memory", "pids", "cpuset", "io", "hugetlb")
 
 
@@ -69,6 +78,7 @@ class Cgroup(Protocol):
     def exists(self) -> bool: ...
     def kill_all(self, timeout: float = 5.0) -> None: ...
     def destroy(self) -> None: ...
+    def allow_devices(self, rules: list[str]) -> None: ...
 
 
 def _read(path: Path, default: str = "") -> str:
@@ -199,6 +209,15 @@ class CgroupV1:
     def exists(self) -> bool:
         return any(d.is_dir() for d in self.dirs.values())
 
+    def allow_devices(self, rules: list[str]) -> None:
+        """Deny every device, then allow `rules` ("c 1:3 rwm" ...)."""
+        d = self.dirs.get("devices")
+        if d is None or not d.is_dir():
+            return
+        _write(d / "devices.deny", "a")
+        for rule in rules:
+            _write(d / "devices.allow", rule)
+
     def add(self, pid: int) -> None:
         for f in self.procs_files:
             _write(Path(f), str(pid))
@@ -322,6 +341,9 @@ class CgroupV2:
 
     def exists(self) -> bool:
         return self.dir.is_dir()
+
+    def allow_devices(self, rules: list[str]) -> None:
+        """cgroup v2 controls devices with eBPF programs; not done yet."""
 
     def add(self, pid: int) -> None:
         _write(self.dir / "cgroup.procs", str(pid))

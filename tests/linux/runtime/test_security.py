@@ -93,6 +93,11 @@ def test_capabilities_privileged_nnp(runtime: Runtime, tmp_path: Path) -> None:
     c = started(r, sid, pcfg, container_config("priv", sleep, linux=sec(privileged=True)))
     assert cap_eff(r, c) & SYS_ADMIN
     assert "rw" in out(r, c, "sh", "-c", "grep ' /sys ' /proc/mounts").split()[3].split(",")
+    # the devices cgroup: mknod works (CAP_MKNOD), opening a disk does not
+    mk = "mknod /tmp/mem c 1 1 && (head -c1 /tmp/mem >/dev/null 2>&1 && echo opened || echo denied)"
+    c = started(r, sid, pcfg, container_config("dev", sleep))
+    if (Path("/sys/fs/cgroup/devices")).is_dir():
+        assert out(r, c, "sh", "-c", mk) == "denied\n"
     c = started(r, sid, pcfg, container_config("nnp", sleep, linux=sec(no_new_privs=True)))
     assert "NoNewPrivs:\t1" in out(r, c, "cat", "/proc/self/status")
 
