@@ -215,10 +215,8 @@ class DeploymentController(Controller):
             return None
         new, old = self._split(d, rss)
         if spec.get("paused") or self._is_scaling_event(d, rss):
-            if spec.get("paused"):
-                new = self._ensure_new(d, new, old, create=False)
-            else:
-                new = self._ensure_new(d, new, old, create=False)
+            # Only the replica count is acted on: no new ReplicaSet while paused.
+            new = self._ensure_new(d, new, old, create=False)
             self._scale(d, new, old, kind, surge)
             if spec.get("paused") and new is not None and self._complete(d, new, old):
                 self._cleanup(d, old)

@@ -142,3 +142,30 @@ def test_leader_election_only_one_manager_acts():
     finally:
         a.stop()
         b.stop()
+
+
+def test_component_entry_point_and_flags():
+    import argparse
+
+    from controlplane.controllers import manager as mgr
+
+    parser = argparse.ArgumentParser()
+    mgr.add_flags(parser)
+    args = parser.parse_args(
+        ["--controllers", "*,-podgc", "--cluster-cidr", "10.9.0.0/16", "--no-leader-elect"]
+    )
+    cfg = mgr.config_from_args(args)
+    assert (
+        cfg.controllers == ("*", "-podgc")
+        and cfg.cluster_cidr == "10.9.0.0/16"
+        and not cfg.leader_elect
+    )
+    with pytest.raises(UnknownController):
+        mgr.config_from_args(parser.parse_args(["--controllers", "nope"]))
+    client = FakeApiClient()
+    stop = threading.Event()
+    mgr.component(ManagerConfig(controllers=("replicaset",)))(client, stop)
+    client.create("ReplicaSet", replicaset(replicas=2))
+    wait_for(lambda: len(client.objects("Pod")) == 2)
+    stop.set()
+    wait_for(lambda: not any(t.name == "controller-manager" for t in threading.enumerate()))
