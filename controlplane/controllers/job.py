@@ -57,7 +57,9 @@ class JobController(PodOwnerController):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self._failure_seen: dict[str, float] = {}
+        # job key -> failed pod uid -> when we first saw it failed (pods
+        # without a container finishedAt); dropped when the job finishes or goes.
+        self._failure_seen: dict[str, dict[str, float]] = {}
 
     def claim_pods(self, owner: Object) -> list[Object]:
         if not podutil.spec(owner).get("selector"):
@@ -84,12 +86,14 @@ class JobController(PodOwnerController):
         job = self.owners.store.get_by_key(key)
         if job is None:
             self.expectations.delete(key)
+            self._failure_seen.pop(key, None)
             return None
         job = copy.deepcopy(job)
         now = self.clock.now()
         finished, finished_at = finished_condition(job)
         st: dict[str, Any] = dict(podutil.status(job))
         if finished:
+            self._failure_seen.pop(key, None)
             plan = job_calc.plan_job(
                 podutil.spec(job), job_calc.JobCounts(0, 0, 0), None, now, finished_at, finished
             )
@@ -121,7 +125,7 @@ class JobController(PodOwnerController):
         for p in failed_pods:
             t = _finished_at(p)
             if t is None:
-                t = self._failure_seen.setdefault(podutil.uid_of(p), now)
+                t = self._failure_seen.setdefault(key, {}).setdefault(podutil.uid_of(p), now)
             last_failure = t if last_failure is None else max(last_failure, t)
         start = podutil.parse_time(st.get("startTime"))
         if start is None and not podutil.spec(job).get("suspend"):
