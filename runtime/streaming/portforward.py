@@ -19,11 +19,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runtime.streaming.spdy import PROTOCOL_ERROR, SpdySession, SpdyStream
+from proto.streaming.portforward import (
+    HEADER_PORT,
+    HEADER_REQUEST_ID,
+    HEADER_STREAM_TYPE,
+    PROTOCOL,
+    STREAM_DATA,
+    STREAM_ERROR,
+)
+from proto.streaming.spdy import PROTOCOL_ERROR, SpdySession, SpdyStream
 
 log = logging.getLogger("skiff.runtime.streaming")
 
-PROTOCOL = "portforward.k8s.io"
+__all__ = ["PROTOCOL", "Dialer", "serve"]
 
 Dialer = Callable[[int], socket.socket]
 
@@ -46,10 +54,10 @@ class _Forwards:
 
 def _request_id(stream: SpdyStream, kind: str) -> str:
     """The pairing key; old clients without requestID pair error n with data n+2."""
-    rid = stream.header("requestID")
+    rid = stream.header(HEADER_REQUEST_ID)
     if rid:
         return rid
-    return str(stream.stream_id if kind == "error" else stream.stream_id - 2)
+    return str(stream.stream_id if kind == STREAM_ERROR else stream.stream_id - 2)
 
 
 def serve(
@@ -95,16 +103,16 @@ def serve(
                 if session.closed.is_set():
                     break
                 continue
-            kind = stream.header("streamType")
+            kind = stream.header(HEADER_STREAM_TYPE)
             try:
-                port = int(stream.header("port"))
+                port = int(stream.header(HEADER_PORT))
                 if not 0 < port < 65536:
                     raise ValueError(port)
             except ValueError:
                 log.info("port-forward stream without a valid port", extra={"pod": sandbox_id})
                 stream.cancel(PROTOCOL_ERROR)
                 continue
-            if kind not in ("error", "data"):
+            if kind not in (STREAM_ERROR, STREAM_DATA):
                 stream.cancel(PROTOCOL_ERROR)
                 continue
             rid = _request_id(stream, kind)

@@ -17,68 +17,65 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import logging
 import os
 import select
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from proto.streaming.remotecommand import (
+    SPDY_PROTOCOLS,
+    STREAM_ERROR,
+    STREAM_RESIZE,
+    STREAM_STDERR,
+    STREAM_STDIN,
+    STREAM_STDOUT,
+    V2,
+    V3,
+    V4,
+    V5,
+    WEBSOCKET_PROTOCOLS,
+    Options,
+    SizeStream,
+    Source,
+    iter_sizes,
+)
 from runtime.streaming import status
 from runtime.streaming.backend import Session, Stdio, TermSize
 
 log = logging.getLogger("skiff.runtime.streaming")
 
-STREAM_ERROR = "error"
-STREAM_STDIN = "stdin"
-STREAM_STDOUT = "stdout"
-STREAM_STDERR = "stderr"
-STREAM_RESIZE = "resize"
-
-V4 = "v4.channel.k8s.io"
-V3 = "v3.channel.k8s.io"
-V2 = "v2.channel.k8s.io"
-V5 = "v5.channel.k8s.io"
-SPDY_PROTOCOLS = (V4, V3, V2)
-WEBSOCKET_PROTOCOLS = (V5, V4)
+__all__ = [
+    "SPDY_PROTOCOLS",
+    "STREAM_ERROR",
+    "STREAM_RESIZE",
+    "STREAM_STDERR",
+    "STREAM_STDIN",
+    "STREAM_STDOUT",
+    "V2",
+    "V3",
+    "V4",
+    "V5",
+    "WEBSOCKET_PROTOCOLS",
+    "Channels",
+    "Options",
+    "Sink",
+    "SizeStream",
+    "Source",
+    "iter_sizes",
+    "serve",
+]
 
 _CHUNK = 32768
-
-
-class Source(Protocol):
-    def read(self, n: int = ..., timeout: float | None = ...) -> bytes: ...
 
 
 class Sink(Protocol):
     def write(self, data: bytes) -> None: ...
 
     def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Options:
-    """Which streams the CRI request asked for."""
-
-    stdin: bool
-    stdout: bool
-    stderr: bool
-    tty: bool
-
-    def expected_streams(self, protocol: str) -> set[str]:
-        """The SPDY streams a client creates under `protocol` (v2 has no resize)."""
-        names = {STREAM_ERROR}
-        if self.stdin:
-            names.add(STREAM_STDIN)
-        if self.stdout:
-            names.add(STREAM_STDOUT)
-        if self.stderr and not self.tty:
-            names.add(STREAM_STDERR)
-        if self.tty and protocol != V2:
-            names.add(STREAM_RESIZE)
-        return names
 
 
 @dataclass
@@ -98,43 +95,6 @@ class Channels:
     def mark_gone(self) -> None:
         self.gone.set()
         self.wake.set()
-
-
-class SizeStream:
-    """(width, height) events from a stream of JSON objects {"Width": w, "Height": h}."""
-
-    def __init__(self, source: Source) -> None:
-        self._source = source
-        self._decoder = json.JSONDecoder()
-        self._buf = ""
-
-    def next(self, timeout: float | None = None) -> tuple[int, int] | None:
-        """The next size; None at EOF. Raises TimeoutError after `timeout`."""
-        while True:
-            self._buf = self._buf.lstrip()
-            if self._buf:
-                try:
-                    obj, end = self._decoder.raw_decode(self._buf)
-                except json.JSONDecodeError:
-                    pass  # incomplete: read more
-                else:
-                    self._buf = self._buf[end:]
-                    if isinstance(obj, dict):
-                        try:
-                            return int(obj.get("Width", 0)), int(obj.get("Height", 0))
-                        except (TypeError, ValueError):
-                            pass
-                    continue
-            data = self._source.read(4096, timeout)
-            if not data:
-                return None
-            self._buf += data.decode(errors="replace")
-
-
-def iter_sizes(source: Source) -> Iterator[tuple[int, int]]:
-    sizes = SizeStream(source)
-    while (size := sizes.next()) is not None:
-        yield size
 
 
 def _close(fd: int | None) -> None:

@@ -32,11 +32,12 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from proto.runtime.v1 import api_pb2
+from proto.streaming import websocket
+from proto.streaming.spdy import SpdySession
 from runtime import errors
-from runtime.streaming import portforward, remotecommand, websocket
+from runtime.streaming import portforward, remotecommand
 from runtime.streaming.backend import Session, Stdio, StreamingBackend, TermSize
 from runtime.streaming.cache import RequestCache, StreamRequest
-from runtime.streaming.spdy import SpdySession
 
 log = logging.getLogger("skiff.runtime.streaming")
 

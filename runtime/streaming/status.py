@@ -1,47 +1,32 @@
-"""metav1.Status objects as the remote-command error channel carries them.
+"""The Failure statuses the streaming server writes for runtime errors.
 
-Version 4 of the remote-command protocol (and the WebSocket v4/v5 protocols)
-write one JSON metav1.Status on the error stream when a command ends: Success,
-NonZeroExitCode with the exit code in details.causes, or a Failure naming what
-went wrong. Versions 2 and 3 write only the error text, and nothing on success.
-This module only builds bytes; it must never write to a stream.
+The metav1.Status bodies themselves are wire format (proto/streaming/status.py,
+re-exported here); this module only decides which runtime error becomes
+which reason and code, as kubelet does. It must never write to a stream.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
+from proto.streaming.status import (
+    EXIT_CODE_CAUSE,
+    NON_ZERO_EXIT_CODE,
+    dump,
+    exit_code,
+    for_exit,
+    legacy_exit_text,
+    success,
+)
 from runtime import errors
 
-NON_ZERO_EXIT_CODE = "NonZeroExitCode"
-EXIT_CODE_CAUSE = "ExitCode"
-
-
-def _dump(status: dict[str, Any]) -> bytes:
-    return json.dumps(status, separators=(",", ":")).encode()
-
-
-def success() -> bytes:
-    return _dump({"metadata": {}, "status": "Success"})
-
-
-def exit_code(code: int) -> bytes:
-    """The status kubelet writes for a command that exited with `code` != 0."""
-    return _dump(
-        {
-            "metadata": {},
-            "status": "Failure",
-            "message": f"command terminated with non-zero exit code: exit status {code}",
-            "reason": NON_ZERO_EXIT_CODE,
-            "details": {"causes": [{"reason": EXIT_CODE_CAUSE, "message": str(code)}]},
-        }
-    )
-
-
-def for_exit(code: int | None) -> bytes:
-    return success() if not code else exit_code(code)
-
+__all__ = [
+    "EXIT_CODE_CAUSE",
+    "NON_ZERO_EXIT_CODE",
+    "exit_code",
+    "failure",
+    "for_exit",
+    "legacy_text",
+    "success",
+]
 
 _REASONS: list[tuple[type[BaseException], str, int]] = [
     (errors.NotFound, "NotFound", 404),
@@ -57,7 +42,7 @@ def failure(exc: BaseException) -> bytes:
     message = str(exc) or type(exc).__name__
     for cls, reason, code in _REASONS:
         if isinstance(exc, cls):
-            return _dump(
+            return dump(
                 {
                     "metadata": {},
                     "status": "Failure",
@@ -67,7 +52,7 @@ def failure(exc: BaseException) -> bytes:
                 }
             )
     message = f"error executing command in container: {message}"
-    return _dump(
+    return dump(
         {
             "metadata": {},
             "status": "Failure",
@@ -83,6 +68,4 @@ def legacy_text(code: int | None, exc: BaseException | None = None) -> bytes:
     """What protocol versions 2 and 3 write on the error stream (b"" on success)."""
     if exc is not None:
         return (str(exc) or type(exc).__name__).encode()
-    if code:
-        return f"command terminated with non-zero exit code: exit status {code}".encode()
-    return b""
+    return legacy_exit_text(code)

@@ -12,9 +12,10 @@ import zlib
 import pytest
 
 from proto.runtime.v1 import api_pb2
+from proto.streaming import spdy, websocket
+from proto.streaming.buffer import InboundBuffer
 from runtime import errors
-from runtime.streaming import spdy, status, websocket
-from runtime.streaming.buffer import InboundBuffer
+from runtime.streaming import status
 from runtime.streaming.cache import RequestCache
 from runtime.streaming.remotecommand import Options, iter_sizes
 

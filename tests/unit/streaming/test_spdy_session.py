@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import pytest
 
-from runtime.streaming import spdy
+from proto.streaming import spdy
 from tests.harness.wait import wait_for
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from proto.runtime.v1 import api_pb2
-from runtime.streaming import StreamingServer, websocket
+from proto.streaming import websocket
+from runtime.streaming import StreamingServer
 from runtime.streaming.testing import HostProcessBackend
 from tests.unit.streaming.clients import WsClient
 

@@ -21,8 +21,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runtime.streaming.buffer import InboundBuffer
-from runtime.streaming.spdy import Reader, StreamError
+from proto.streaming.buffer import InboundBuffer
+from proto.streaming.spdy import Reader, StreamError
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 

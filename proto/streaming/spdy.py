@@ -31,9 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from runtime.streaming.buffer import InboundBuffer
+from proto.streaming.buffer import InboundBuffer
 
-log = logging.getLogger("skiff.runtime.streaming.spdy")
+log = logging.getLogger("skiff.streaming.spdy")
 
 VERSION = 3
 
