@@ -94,3 +94,16 @@ def test_negative_replicas_reported(env):
     e.client.create("ReplicaSet", replicaset(replicas=-3))
     e.wait(lambda: "InvalidReplicas" in e.controller("replicaset").recorder.reasons("default/rs"))
     assert e.pods() == []
+
+
+def test_min_ready_seconds_availability(env):
+    e = env("replicaset")
+    rs = replicaset(replicas=2)
+    rs["spec"]["minReadySeconds"] = 30
+    e.client.create("ReplicaSet", rs)
+    e.wait(lambda: len(e.pods()) == 2)
+    e.make_ready()
+    e.wait(lambda: e.client.get("ReplicaSet", "rs").get("status", {}).get("readyReplicas") == 2)
+    assert e.client.get("ReplicaSet", "rs")["status"]["availableReplicas"] == 0
+    e.clock.step(31)
+    e.settle(lambda: e.client.get("ReplicaSet", "rs")["status"]["availableReplicas"] == 2, step=1.0)
