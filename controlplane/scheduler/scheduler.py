@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from controlplane.scheduler import explain
 from controlplane.scheduler.binder import BindError, ClusterWriter, Executor, InlineExecutor
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
 from controlplane.scheduler.config import SchedulerConfig, build_profiles
@@ -48,7 +49,7 @@ from controlplane.scheduler.types import (
 )
 
 log = logging.getLogger("skiff.scheduler")
-SCORES_ANNOTATION = "scheduler.skiff.dev/scores"
+SCORES_ANNOTATION = explain.SCORES_ANNOTATION
 
 
 def breakdown_json(breakdown: dict[str, Any]) -> str:

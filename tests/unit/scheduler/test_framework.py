@@ -169,3 +169,21 @@ def test_score_annotation_can_be_turned_off() -> None:
     )
     d = env.sched.explain("default/p")
     assert d is not None and d.breakdown["nodes"][0]["node"] == "b"  # still kept in memory
+
+
+def test_describe_scheduling_lines() -> None:
+    from controlplane.scheduler.explain import describe_scheduling
+
+    env = Env(nodes=[make_node("a", cpu="2"), make_node("b", cpu="4")])
+    env.add(make_pod("p", cpu="1"), make_pod("big", cpu="8"))
+    lines = describe_scheduling(env.cluster.pods["default/p"])
+    assert lines[0].startswith("Scheduled on b (feasible nodes scored: 2)")
+    assert any(line.strip().startswith("NodeResourcesFit") for line in lines)
+    assert lines[-1].strip().startswith("total")
+    pending = dict(env.cluster.pods["default/big"])
+    pending["status"] = {
+        "conditions": [{"type": "PodScheduled", "status": "False", "message": env.message("big")}]
+    }
+    assert describe_scheduling(pending)[0].startswith(
+        "Unschedulable: 0/2 nodes are available: 2 Insufficient cpu."
+    )
