@@ -14,6 +14,7 @@ from controlplane.apiserver.server import ApiServer, ApiServerConfig
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import ClientConfig
+from controlplane.client.interface import DeleteOptions
 from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.run import SchedulerService
 from controlplane.scheduler.scheduler import SCORES_ANNOTATION
@@ -124,3 +125,59 @@ def test_leader_elected_component(client: GrpcApiClient) -> None:
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
+
+
+def test_preemption_through_the_api_server(client: GrpcApiClient) -> None:
+    for name, value in [("low-prio", 1), ("high-prio", 1000)]:
+        client.create(
+            "PriorityClass",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
+        )
+    created = client.create("Node", api_node("n1", "2"))
+    created["status"] = make_node("n1", cpu="2")["status"]
+    client.update_status("Node", created)
+    client.create(
+        "Pod",
+        make_pod(
+            "low",
+            cpu="2",
+            node_name="n1",
+            spec={"terminationGracePeriodSeconds": 30, "priorityClassName": "low-prio"},
+        ),
+        "default",
+    )
+    service = SchedulerService(client, bind_workers=2)
+    stop = threading.Event()
+    thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        client.create(
+            "Pod", make_pod("high", cpu="1", spec={"priorityClassName": "high-prio"}), "default"
+        )
+
+        def nominated() -> bool:
+            return (client.get("Pod", "high", "default").get("status") or {}).get(
+                "nominatedNodeName"
+            ) == "n1"
+
+        wait_for(nominated)
+        # The victim was deleted with its grace period: it is terminating, not gone.
+        low = client.get("Pod", "low", "default")
+        assert low["metadata"].get("deletionTimestamp")
+        # When it is gone (its node's agent would finish it), the preemptor is bound.
+        client.delete("Pod", "low", "default", DeleteOptions(grace_period_seconds=0))
+        wait_for(
+            lambda: (
+                (client.get("Pod", "high", "default").get("spec") or {}).get("nodeName") == "n1"
+            ),
+            timeout=20,
+        )
+    finally:
+        stop.set()
+        service.scheduler.queue.close()
+        thread.join(10)
