@@ -1,0 +1,1 @@
+"""Multi-node end-to-end scenarios (tests/harness/cluster.py clusters)."""
