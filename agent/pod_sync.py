@@ -87,6 +87,9 @@ class PodSyncer:
     def __init__(self, deps: SyncDeps) -> None:
         self.d = deps
         self._ips: dict[str, tuple[str, ...]] = {}
+        # Sandboxes this agent has stopped (StopPodSandbox is sent once for
+        # a NOTREADY one, not on every later sync of its pod).
+        self._stopped_sandboxes: set[str] = set()
         # Image pull failures per (pod uid, container, image): when and why.
         self._pull_failed_at: dict[str, float] = {}
         self._pull_errors: dict[str, str] = {}
@@ -281,12 +284,16 @@ class PodSyncer:
         for t in threads:
             t.join()
         for sb in rec.sandboxes:
-            if sb.state == cri.SANDBOX_READY:
+            # NOTREADY ones too, as the kubelet does: a sandbox whose holder
+            # died (or that the runtime gave up on) still has its network
+            # (IP, veth, NAT rules) until StopPodSandbox tears it down.
+            if sb.state == cri.SANDBOX_READY or sb.id not in self._stopped_sandboxes:
                 try:
                     self.d.runtime.stop_pod_sandbox(sb.id)
                 except CRIError as err:
                     if not err.not_found:
                         raise
+                self._stopped_sandboxes.add(sb.id)
             self._ips.pop(sb.id, None)
 
     def _stop_container(self, pod: Mapping[str, Any], rec: PodRecord, cid: str, grace: int) -> None:
@@ -340,6 +347,7 @@ class PodSyncer:
         for sb in rec.sandboxes:
             self.d.runtime.remove_pod_sandbox(sb.id)
             self._ips.pop(sb.id, None)
+            self._stopped_sandboxes.discard(sb.id)
 
     # helpers
     def _all_specs(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
