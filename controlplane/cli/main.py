@@ -52,9 +52,9 @@ VERBS: dict[str, Verb] = {
     "rollout": Verb("rollout", "manage a rollout (status, history, undo, pause, resume, restart)"),
     "autoscale": Verb("autoscale", "create a HorizontalPodAutoscaler for a workload"),
     "logs": Verb("logs", "print a container's logs"),
-    "exec": Verb("notimpl", "run a command in a container"),
-    "attach": Verb("notimpl", "attach to a running container"),
-    "port-forward": Verb("notimpl", "forward local ports to a pod"),
+    "exec": Verb("exec", "run a command in a container"),
+    "attach": Verb("attach", "attach to a running container"),
+    "port-forward": Verb("port_forward", "forward local ports to a pod"),
     "top": Verb("top", "show resource usage of nodes or pods"),
 }
 

@@ -1,0 +1,530 @@
+"""The agent's streaming endpoint: exec, attach and port-forward, relayed to the runtime.
+
+As kubelet does, the agent serves
+
+    POST /exec/<namespace>/<pod>/<container>?command=..&command=..&stdin=1&stdout=1&stderr=1&tty=1
+    POST /attach/<namespace>/<pod>/<container>?stdin=1&stdout=1&stderr=1&tty=1
+    POST /portforward/<namespace>/<pod>?port=80&port=443
+
+(GET too, for WebSocket clients) with `Authorization: Bearer <token>`
+checked by the API server (the `TokenChecker` of agent/server.py: admins
+only). It finds the running container (labels io.kubernetes.pod.uid and
+io.kubernetes.container.name) or the ready sandbox of the pod through CRI,
+asks the runtime for a streaming URL (CRI Exec, Attach, PortForward), dials
+that URL, forwards the client's upgrade request with the path rewritten to
+the URL's and the same upgrade headers, and then copies bytes both ways
+until both sides have closed. The agent never parses SPDY or WebSocket:
+whatever the runtime answers (101 and the session, or an error) goes back
+to the client as it is.
+
+The endpoint can share one port with the agent's gRPC server: a connection
+that opens with the HTTP/2 preface (`PRI * HTTP/2.0`, which gRPC sends
+first) is relayed byte for byte to `grpc_upstream`, so skiffctl reaches
+logs, stats and streams at the one address a Node advertises. This module
+never runs anything on the node itself and never holds a connection after
+`stop()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import socketserver
+import struct
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Protocol
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import grpc
+
+from agent.cri_client import CRIClient, CRIError
+from agent.pod_config import CONTAINER_NAME_LABEL, POD_UID_LABEL
+from proto.runtime.v1 import api_pb2 as cri
+
+log = logging.getLogger("skiff.agent.streams")
+
+HTTP2_PREFACE = b"PRI * HTTP/2.0"
+_CHUNK = 65536
+# Headers of the client's request that are the agent's business, not the runtime's.
+_DROPPED = {"host", "authorization", "content-length", "transfer-encoding", "proxy-authorization"}
+
+Object = Mapping[str, Any]
+PodLookup = Callable[[str, str], Object | None]
+"""(namespace, name) -> the pod as the agent's informer has it, or None."""
+
+
+class Tokens(Protocol):
+    def allowed(self, token: str) -> bool: ...
+
+
+class StreamRuntime(Protocol):
+    """The CRI calls the proxy makes; `CRIStreams` is the real one."""
+
+    def list_containers(self, labels: dict[str, str]) -> list[cri.Container]: ...
+
+    def list_pod_sandboxes(self, labels: dict[str, str]) -> list[cri.PodSandbox]: ...
+
+    def exec(self, request: cri.ExecRequest) -> str: ...
+
+    def attach(self, request: cri.AttachRequest) -> str: ...
+
+    def port_forward(self, request: cri.PortForwardRequest) -> str: ...
+
+
+class CRIStreams:
+    """`StreamRuntime` over the agent's CRI client; errors become `CRIError`."""
+
+    def __init__(self, client: CRIClient, timeout: float = 30.0) -> None:
+        self._client = client
+        self._timeout = timeout
+
+    def list_containers(self, labels: dict[str, str]) -> list[cri.Container]:
+        return self._client.list_containers(labels)
+
+    def list_pod_sandboxes(self, labels: dict[str, str]) -> list[cri.PodSandbox]:
+        return self._client.list_pod_sandboxes(labels, cri.SANDBOX_READY)
+
+    def _url(self, method: str, call: Callable[..., Any], request: Any) -> str:
+        try:
+            return str(call(request, timeout=self._timeout).url)
+        except grpc.RpcError as err:
+            code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+            details = err.details() if hasattr(err, "details") else str(err)
+            raise CRIError(method, code, details or "") from None
+
+    def exec(self, request: cri.ExecRequest) -> str:
+        return self._url("Exec", self._client.runtime.Exec, request)
+
+    def attach(self, request: cri.AttachRequest) -> str:
+        return self._url("Attach", self._client.runtime.Attach, request)
+
+    def port_forward(self, request: cri.PortForwardRequest) -> str:
+        return self._url("PortForward", self._client.runtime.PortForward, request)
+
+
+class RequestError(Exception):
+    """A request the proxy answers itself, with an HTTP status."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ---------------------------------------------------------------- planning (pure)
+
+
+def _flag(query: Mapping[str, list[str]], name: str) -> bool:
+    values = query.get(name) or []
+    return bool(values) and values[-1].strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one request asks for, parsed from its path and query."""
+
+    kind: str  # exec | attach | portforward
+    namespace: str
+    pod: str
+    container: str = ""
+    command: tuple[str, ...] = ()
+    stdin: bool = False
+    stdout: bool = False
+    stderr: bool = False
+    tty: bool = False
+    ports: tuple[int, ...] = ()
+
+
+def parse_target(raw_path: str) -> Target:
+    """The request's target; `RequestError` for a path or query it cannot serve."""
+    parts = urlsplit(raw_path)
+    words = [unquote(p) for p in parts.path.split("/") if p]
+    query = parse_qs(parts.query, keep_blank_values=True)
+    if not words or words[0] not in ("exec", "attach", "portforward"):
+        raise RequestError(404, "404 page not found")
+    kind = words[0]
+    if kind == "portforward":
+        if len(words) != 3:
+            raise RequestError(404, "expected /portforward/<namespace>/<pod>")
+        ports: list[int] = []
+        for value in query.get("port") or []:
+            try:
+                port = int(value)
+            except ValueError:
+                port = 0
+            if not 0 < port < 65536:
+                raise RequestError(400, f"invalid port {value!r}")
+            ports.append(port)
+        return Target(kind, words[1], words[2], ports=tuple(ports))
+    if len(words) == 3 and (query.get("container") or [""])[-1]:
+        words.append((query.get("container") or [""])[-1])
+    if len(words) != 4:
+        raise RequestError(404, f"expected /{kind}/<namespace>/<pod>/<container>")
+    target = Target(
+        kind,
+        words[1],
+        words[2],
+        words[3],
+        command=tuple(query.get("command") or []),
+        stdin=_flag(query, "stdin"),
+        stdout=_flag(query, "stdout"),
+        stderr=_flag(query, "stderr"),
+        tty=_flag(query, "tty"),
+    )
+    if kind == "exec" and not target.command:
+        raise RequestError(400, "you must specify at least one command for the container")
+    if not (target.stdin or target.stdout or target.stderr):
+        raise RequestError(400, "you must specify at least 1 of stdin, stdout, stderr")
+    return target
+
+
+def runtime_url(target: Target, pods: PodLookup, runtime: StreamRuntime) -> str:
+    """Ask the runtime for the streaming URL that serves `target`."""
+    pod = pods(target.namespace, target.pod)
+    if pod is None:
+        raise RequestError(404, f'pod "{target.pod}" not found on this node')
+    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    try:
+        if target.kind == "portforward":
+            sandboxes = runtime.list_pod_sandboxes({POD_UID_LABEL: uid})
+            if not sandboxes:
+                raise RequestError(404, f'pod "{target.pod}" has no ready sandbox')
+            newest = max(sandboxes, key=lambda s: s.created_at)
+            return runtime.port_forward(
+                cri.PortForwardRequest(pod_sandbox_id=newest.id, port=list(target.ports))
+            )
+        found = runtime.list_containers(
+            {POD_UID_LABEL: uid, CONTAINER_NAME_LABEL: target.container}
+        )
+        running = [c for c in found if c.state == cri.CONTAINER_RUNNING]
+        if not running:
+            if not found:
+                raise RequestError(404, f'container "{target.container}" not found in pod')
+            raise RequestError(
+                400, f'container "{target.container}" in pod "{target.pod}" is not running'
+            )
+        cid = max(running, key=lambda c: c.metadata.attempt).id
+        if target.kind == "exec":
+            return runtime.exec(
+                cri.ExecRequest(
+                    container_id=cid,
+                    cmd=list(target.command),
+                    tty=target.tty,
+                    stdin=target.stdin,
+                    stdout=target.stdout,
+                    stderr=target.stderr and not target.tty,
+                )
+            )
+        return runtime.attach(
+            cri.AttachRequest(
+                container_id=cid,
+                tty=target.tty,
+                stdin=target.stdin,
+                stdout=target.stdout,
+                stderr=target.stderr and not target.tty,
+            )
+        )
+    except CRIError as err:
+        code = 404 if err.not_found else 500
+        raise RequestError(code, f"runtime {err.method}: {err.message}") from None
+
+
+# ---------------------------------------------------------------- relaying bytes
+
+
+def _shutdown(sock: socket.socket, how: int) -> None:
+    try:
+        sock.shutdown(how)
+    except OSError:
+        pass
+
+
+class Buffered(Protocol):
+    def read1(self, n: int = ..., /) -> bytes: ...
+
+
+def relay(client: socket.socket, client_reader: Buffered | None, upstream: socket.socket) -> None:
+    """Copy bytes both ways until both directions ended; half-closes pass through.
+
+    `client_reader`, if given, is a buffered reader over `client` that may
+    already hold bytes the client sent; they are read from it first."""
+
+    def client_to_upstream() -> None:
+        try:
+            while True:
+                if client_reader is not None:
+                    data = client_reader.read1(_CHUNK)
+                else:
+                    data = client.recv(_CHUNK)
+                if not data:
+                    break
+                upstream.sendall(data)
+            _shutdown(upstream, socket.SHUT_WR)
+        except (OSError, ValueError):
+            _shutdown(upstream, socket.SHUT_RDWR)
+            _shutdown(client, socket.SHUT_RDWR)
+
+    thread = threading.Thread(target=client_to_upstream, name="stream-relay-in", daemon=True)
+    thread.start()
+    try:
+        while True:
+            data = upstream.recv(_CHUNK)
+            if not data:
+                break
+            client.sendall(data)
+        _shutdown(client, socket.SHUT_WR)
+    except OSError:
+        _shutdown(upstream, socket.SHUT_RDWR)
+        _shutdown(client, socket.SHUT_RDWR)
+    thread.join()
+
+
+# ---------------------------------------------------------------- the server
+
+
+@dataclass(frozen=True)
+class StreamProxyConfig:
+    listen: str = "127.0.0.1:0"  # host:port; "0.0.0.0:10250" to share the agent's port
+    request_timeout: float = 30.0  # for the request line and headers, and for dialing
+    idle_timeout: float | None = 4 * 3600.0  # no traffic either way ends a relay
+
+
+def _split_listen(listen: str) -> tuple[str, int]:
+    host, _, port = listen.rpartition(":")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class _TCPServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = True
+
+    def __init__(self, addr: tuple[str, int], owner: StreamProxy) -> None:
+        self.owner = owner
+        if ":" in addr[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(addr, _Handler)
+
+
+class StreamProxy:
+    """The HTTP endpoint; start() binds, stop() closes every connection it holds."""
+
+    def __init__(
+        self,
+        pods: PodLookup,
+        runtime: StreamRuntime,
+        tokens: Tokens | None,
+        config: StreamProxyConfig | None = None,
+        grpc_upstream: str = "",
+    ) -> None:
+        """`tokens` None serves anyone (tests only); `grpc_upstream` (host:port)
+        receives the HTTP/2 connections, "" refuses them."""
+        self.pods = pods
+        self.runtime = runtime
+        self.tokens = tokens
+        self.config = config or StreamProxyConfig()
+        self.grpc_upstream = grpc_upstream
+        self._tcp: _TCPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Condition()
+        self._live: set[socket.socket] = set()
+        self._handlers = 0
+
+    def start(self) -> StreamProxy:
+        self._tcp = _TCPServer(_split_listen(self.config.listen), self)
+        self._thread = threading.Thread(
+            target=self._tcp.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="agent-streams",
+            daemon=True,
+        )
+        self._thread.start()
+        log.info("agent streaming endpoint on %s (port %d)", self.config.listen, self.port)
+        return self
+
+    def stop(self) -> None:
+        if self._tcp is None:
+            return
+        self._tcp.shutdown()
+        with self._lock:
+            live = list(self._live)
+        for sock in live:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+            _shutdown(sock, socket.SHUT_RDWR)
+        self._tcp.server_close()
+        with self._lock:  # daemon handler threads are not joined by socketserver
+            self._lock.wait_for(lambda: self._handlers == 0, timeout=10.0)
+        if self._thread is not None:
+            self._thread.join()
+        self._tcp = None
+
+    def __enter__(self) -> StreamProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._tcp is None:
+            raise RuntimeError("stream proxy is not started")
+        return int(self._tcp.server_address[1])
+
+    def _track(self, sock: socket.socket, live: bool) -> None:
+        with self._lock:
+            if live:
+                self._live.add(sock)
+            else:
+                self._live.discard(sock)
+            self._lock.notify_all()
+
+    def _handler(self, delta: int) -> None:
+        with self._lock:
+            self._handlers += delta
+            self._lock.notify_all()
+
+    def dial(self, host: str, port: int) -> socket.socket:
+        sock = socket.create_connection((host, port), timeout=self.config.request_timeout)
+        self._track(sock, True)
+        return sock
+
+    def hang_up(self, sock: socket.socket) -> None:
+        self._track(sock, False)
+        sock.close()
+
+
+def _peek(sock: socket.socket, n: int) -> bytes:
+    """The first `n` bytes the peer sent (fewer if it closed), left unread."""
+    try:
+        return sock.recv(n, socket.MSG_PEEK | socket.MSG_WAITALL)
+    except OSError:
+        return b""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _TCPServer
+    protocol_version = "HTTP/1.1"
+    server_version = "skiff-agent"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("http: " + format, *args)
+
+    def setup(self) -> None:
+        self.server.owner._handler(+1)
+        super().setup()
+        self.connection.settimeout(self.server.owner.config.request_timeout)
+        self.server.owner._track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.owner._track(self.connection, False)
+        try:
+            super().finish()
+        except OSError:
+            pass
+        finally:
+            self.server.owner._handler(-1)
+
+    def handle(self) -> None:
+        head = _peek(self.connection, len(HTTP2_PREFACE))
+        if head == HTTP2_PREFACE:
+            self._relay_grpc()
+            return
+        super().handle()
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def _plain(self, code: int, text: str) -> None:
+        body = (text + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def _relay_grpc(self) -> None:
+        owner = self.server.owner
+        self.close_connection = True
+        if not owner.grpc_upstream:
+            return
+        host, port = _split_listen(owner.grpc_upstream)
+        try:
+            upstream = owner.dial("127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
+        except OSError as exc:
+            log.warning("agent gRPC endpoint unreachable: %s", exc)
+            return
+        try:
+            upstream.settimeout(None)
+            self.connection.settimeout(None)
+            relay(self.connection, None, upstream)
+        finally:
+            owner.hang_up(upstream)
+
+    def _dispatch(self) -> None:
+        owner = self.server.owner
+        self.close_connection = True
+        try:
+            target = parse_target(self.path)
+            if owner.tokens is not None:
+                header = self.headers.get("Authorization", "")
+                token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+                if not owner.tokens.allowed(token):
+                    raise RequestError(401, "Unauthorized: a valid admin token is required")
+            url = runtime_url(target, owner.pods, owner.runtime)
+        except RequestError as err:
+            log.info("stream refused", extra={"path": self.path, "code": err.code})
+            self._plain(err.code, str(err))
+            return
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            self._plain(500, f"runtime returned a streaming URL the agent cannot dial: {url}")
+            return
+        try:
+            upstream = owner.dial(parts.hostname, parts.port or 80)
+        except OSError as exc:
+            self._plain(502, f"cannot reach the runtime's streaming server: {exc}")
+            return
+        log.info(
+            "stream",
+            extra={"kind": target.kind, "pod": f"{target.namespace}/{target.pod}"},
+        )
+        try:
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            lines = [f"{self.command} {path} HTTP/1.1", f"Host: {parts.netloc}"]
+            for name, value in self.headers.items():
+                if name.lower() not in _DROPPED:
+                    lines.append(f"{name}: {value}")
+            lines.append("Content-Length: 0")
+            upstream.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            timeout = owner.config.idle_timeout
+            upstream.settimeout(timeout)
+            self.connection.settimeout(timeout)
+            relay(self.connection, self.rfile, upstream)
+        except OSError as exc:
+            log.info("stream relay ended: %s", exc)
+        finally:
+            owner.hang_up(upstream)
+
+
+def serve_streams(
+    pods: PodLookup,
+    runtime: CRIClient | StreamRuntime,
+    tokens: Tokens | None,
+    listen: str,
+    grpc_upstream: str = "",
+) -> StreamProxy:
+    """Start the streaming endpoint on `listen`; see the module docstring."""
+    streams: StreamRuntime = CRIStreams(runtime) if isinstance(runtime, CRIClient) else runtime
+    return StreamProxy(
+        pods, streams, tokens, StreamProxyConfig(listen=listen), grpc_upstream
+    ).start()
