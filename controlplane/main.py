@@ -3,7 +3,7 @@
 Opens the store (SQLite under --data-dir, or etcd), makes sure the PKI,
 token secret, `<data-dir>/admin.conf` (admin credential) and
 `<data-dir>/join-token` exist, serves the API over TLS on --listen, then
-starts the in-process components listed in COMPONENTS with an admin client.
+starts the in-process components (scheduler, controllers) with an admin client.
 SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
 refusal to start (exit status 1), never a silent reset.
 """
@@ -11,7 +11,6 @@ refusal to start (exit status 1), never a silent reset.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import signal
@@ -34,13 +33,23 @@ DEFAULT_LISTEN = "0.0.0.0:6443"
 DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
 
 # In-process components started once the API server serves, in this order:
-# (name, "module:function"). Each function is called as
-# function(client: ApiClient, stop: threading.Event) -> None, must return
-# promptly (start its own threads) and stop when `stop` is set. The scheduler
-# and controller-manager issues add themselves here, e.g.
-#   ("scheduler", "controlplane.scheduler.run:start"),
-#   ("controllers", "controlplane.controllers.manager:start"),
-COMPONENTS: list[tuple[str, str]] = []
+# A component is called as function(client: ApiClient, stop: threading.Event)
+# and must return promptly (starting its own threads) and stop when `stop`
+# is set. Each runs leader-elected, so several control planes on one etcd
+# never both act.
+Component = Callable[[Any, threading.Event], None]
+
+
+def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
+    """The in-process components, built from the flags."""
+    from controlplane.controllers import manager
+    from controlplane.scheduler import run as scheduler
+
+    return [
+        ("scheduler", scheduler.start),
+        ("controllers", manager.component(manager.config_from_args(args),
+                                          args.controller_metrics_listen)),
+    ]  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not start this component (e.g. scheduler)",
     )
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
+    from controlplane.controllers import manager
+
+    manager.add_flags(p)
     return p  # fmt: skip
 
 
@@ -118,15 +130,11 @@ def write_credentials(data_dir: Path, server: str, ca_pem: bytes, admin: str, jo
     os.replace(path.with_suffix(".tmp"), path)
 
 
-def start_components(client: Any, stop: threading.Event, disabled: Sequence[str]) -> None:
-    for name, target in COMPONENTS:
-        if name in disabled:
+def start_components(client: Any, stop: threading.Event, args: argparse.Namespace) -> None:
+    for name, func in components(args):
+        if name in args.disable:
             log.info("component=%s disabled", name)
             continue
-        module_name, func_name = target.split(":")
-        func: Callable[[Any, threading.Event], None] = getattr(
-            importlib.import_module(module_name), func_name
-        )
         log.info("component=%s starting", name)
         func(client, stop)
 
@@ -185,11 +193,11 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event())  # fmt: skip
-    if COMPONENTS:
+    if not {"scheduler", "controllers"} <= set(args.disable):
         from controlplane.client.apiclient import connect
 
         running.client = connect(admin)
-        start_components(running.client, running.stop_event, args.disable)
+        start_components(running.client, running.stop_event, args)
     return running
 
 

@@ -10,6 +10,7 @@ store or writes credentials (see controlplane.main).
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from concurrent import futures
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.tls import Pki
 from controlplane.apiserver.watch import Broadcaster
-from controlplane.client.errors import AlreadyExists
+from controlplane.client.errors import AlreadyExists, NotFound
 from controlplane.storage.interface import Store
 from proto.controlplane.v1 import api_pb2_grpc
 
@@ -71,6 +72,21 @@ class ApiServer:
                 )  # fmt: skip
             except AlreadyExists:
                 pass
+        # The cluster DNS address (the tenth of the service range, as
+        # kube-dns has it), reserved so no user Service takes it; every
+        # agent answers DNS on it for its own pods.
+        dns_ip = str(ipaddress.ip_network(self.config.service_cidr)[10])
+        try:
+            self.registry.get_object("Service", "kube-dns", "kube-system")
+        except NotFound:
+            self.registry.create(
+                "Service",
+                {"metadata": {"name": "kube-dns", "namespace": "kube-system",
+                              "labels": {"k8s-app": "kube-dns"}},
+                 "spec": {"clusterIP": dns_ip, "ports": [
+                     {"name": "dns", "port": 53, "protocol": "UDP"},
+                     {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}},
+            )  # fmt: skip
 
     def start(self) -> int:
         self.bootstrap()

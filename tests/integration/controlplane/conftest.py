@@ -33,6 +33,9 @@ REPO = Path(__file__).resolve().parents[3]
 class ControlPlane:
     data_dir: Path
     extra_args: list[str] = field(default_factory=list)
+    # The scheduler and controllers run in `skiff controlplane` by default;
+    # most tests drive the API alone or run their own controllers in-process.
+    components: bool = False
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     clients: list[GrpcApiClient] = field(default_factory=list)
@@ -47,6 +50,7 @@ class ControlPlane:
             "--listen", f"127.0.0.1:{self.port}",
             "--data-dir", str(self.data_dir),
             "--bookmark-interval", "0.5",
+            *([] if self.components else ["--disable", "scheduler", "--disable", "controllers"]),
             *self.extra_args,
         ]  # fmt: skip
 
