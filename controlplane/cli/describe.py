@@ -23,6 +23,7 @@ from controlplane.cli.get import list_all, scope
 from controlplane.cli.resources import parse_targets
 from controlplane.client import errors
 from controlplane.client.interface import Object
+from controlplane.scheduler.explain import describe_scheduling
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -207,6 +208,11 @@ def _pod(ctx: Context, w: Writer, obj: Object) -> None:
         for t in sp.get("tolerations") or []
     ]
     w.field("Tolerations", tolerations)
+    scheduling = describe_scheduling(obj)
+    if scheduling:
+        w.head("Scheduling")
+        for text in scheduling:
+            w.line(text, 2)
 
 
 def _template(w: Writer, sp: dict[str, Any]) -> None:
