@@ -48,7 +48,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cni-conf-dir", type=Path, default=Config.cni_conf_dir)
     p.add_argument("--cni-bin-dir", type=Path, action="append", default=None)
     p.add_argument("--cni-cache-dir", type=Path, default=None)
-    p.add_argument("--registry-config", type=Path, default=None)
+    p.add_argument(
+        "--registry-config",
+        type=Path,
+        default=Path("/etc/skiff/registries.yaml"),
+        help="k3s-style registries.yaml (mirrors, TLS, auth); a missing file means none",
+    )
     p.add_argument("--disable-default-registry-endpoint", action="store_true")
     p.add_argument("--image-listen", default="", help="also serve the ImageService here")
     p.add_argument("--stream-address", default="127.0.0.1", help="streaming server address")
