@@ -94,14 +94,46 @@ def bind(source: str, dest: str, readonly: bool = False, recursive: bool = True)
         libc.mount(None, dest, None, flags | libc.MS_REMOUNT | libc.MS_RDONLY)
 
 
+# mount(2) copies at most one page of options.
+MAX_MOUNT_OPTIONS = 4095
+
+
+def overlay_options(
+    lower: list[str], upper: str, work: str
+) -> tuple[str, str | None, dict[str, str]]:
+    """The overlay mount options; when the absolute lower dirs would not fit
+    in a page (images with dozens of layers), also the directory to chdir into
+    and the short symlinks to make there (name -> layer dir), so the options
+    name each layer by a number, as Docker's overlay2 does."""
+    opts = f"lowerdir={':'.join(reversed(lower))},upperdir={upper},workdir={work}"
+    if len(opts) <= MAX_MOUNT_OPTIONS:
+        return opts, None, {}
+    links = {str(i): path for i, path in enumerate(lower)}
+    names = [str(i) for i in reversed(range(len(lower)))]
+    opts = f"lowerdir={':'.join(names)},upperdir={upper},workdir={work}"
+    if len(opts) > MAX_MOUNT_OPTIONS:
+        raise OSError(errno.E2BIG, f"overlay options for {len(lower)} layers exceed a page")
+    return opts, os.path.join(os.path.dirname(upper), "l"), links
+
+
 def mount_overlay(lower: list[str], upper: str, work: str, target: str) -> None:
     """`lower` is bottom-first (as the image store gives it); overlayfs wants
-    the topmost lower dir first."""
+    the topmost lower dir first. Changes the working directory when the
+    options need short names: call it only in the container's child."""
     os.makedirs(target, exist_ok=True)
     if not lower:
         bind(upper, target)
         return
-    opts = f"lowerdir={':'.join(reversed(lower))},upperdir={upper},workdir={work}"
+    opts, cwd, links = overlay_options(lower, upper, work)
+    if cwd is not None:
+        os.makedirs(cwd, exist_ok=True)
+        for name, dest in links.items():
+            link = os.path.join(cwd, name)
+            if not (os.path.islink(link) and os.readlink(link) == dest):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(link)
+                os.symlink(dest, link)
+        os.chdir(cwd)
     libc.mount("overlay", target, "overlay", 0, opts)
 
 
