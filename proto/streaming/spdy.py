@@ -444,6 +444,7 @@ class SpdySession:
         self._name = name or ("spdy-client" if client else "spdy-server")
         self._framer = Framer()
         self._wlock = threading.Lock()
+        self._open_lock = threading.Lock()
         self._cond = threading.Condition()
         self._streams: dict[int, SpdyStream] = {}
         self._next_id = 1 if client else 2
@@ -520,15 +521,18 @@ class SpdySession:
         return stream
 
     def open_stream(self, headers: Headers, timeout: float = 10.0, fin: bool = False) -> SpdyStream:
-        """Open a stream and wait for the peer's SYN_REPLY."""
-        with self._cond:
-            if self.closed.is_set():
-                raise StreamError("session closed")
-            sid = self._next_id
-            self._next_id += 2
-            stream = SpdyStream(self, sid, headers, send_window=self._initial_window)
-            self._streams[sid] = stream
-        self._send(SynStream(sid, headers, FLAG_FIN if fin else 0))
+        """Open a stream and wait for the peer's SYN_REPLY. Safe from many threads:
+        ids are taken and their SYN_STREAMs sent in one order, as the peer
+        refuses an id lower than one it has already seen."""
+        with self._open_lock:
+            with self._cond:
+                if self.closed.is_set():
+                    raise StreamError("session closed")
+                sid = self._next_id
+                self._next_id += 2
+                stream = SpdyStream(self, sid, headers, send_window=self._initial_window)
+                self._streams[sid] = stream
+            self._send(SynStream(sid, headers, FLAG_FIN if fin else 0))
         stream.local_closed = fin
         if not stream.replied.wait(timeout) or stream.reset:
             raise StreamError(f"stream {sid} was not accepted")

@@ -2,7 +2,11 @@
 
 It keeps sandboxes, containers and images in dicts, records every call, and
 lets a test inject errors per RPC (`fail_next["PullImage"] = (code, msg)`),
-make containers exit (`exit_container`), and program ExecSync results. It is
+make containers exit (`exit_container`), and program ExecSync results.
+Exec, Attach and PortForward answer UNIMPLEMENTED unless a test sets
+`streaming` to a streaming server (runtime.streaming.StreamingServer, e.g.
+with the host-process backend): then they check the container or sandbox
+and return that server's URL, as a real runtime does. It is
 served over a real gRPC unix socket by `serve_fake_runtime`, so clients are
 tested through the wire. It runs no processes and touches nothing on disk
 besides the socket.
@@ -72,6 +76,8 @@ class FakeRuntime(_RuntimeBase, _ImageBase):  # type: ignore[misc]
         self.missing_images: set[str] = set()
         self.exec_results: dict[tuple[str, ...], tuple[int, bytes, bytes]] = {}
         self.start_failures: dict[str, str] = {}  # container name -> message
+        # has get_exec/get_attach/get_port_forward(request) -> url, as StreamingServer
+        self.streaming: Any = None
         self._ids = itertools.count(1)
         self._ips = itertools.count(2)
 
@@ -325,6 +331,37 @@ class FakeRuntime(_RuntimeBase, _ImageBase):  # type: ignore[misc]
                 context.abort(grpc.StatusCode.FAILED_PRECONDITION, "container is not running")
             code, out, err = self.exec_results.get(tuple(request.cmd), (0, b"", b""))
         return cri.ExecSyncResponse(exit_code=code, stdout=out, stderr=err)
+
+    def _streaming_container(self, container_id: str, context: grpc.ServicerContext) -> Any:
+        if self.streaming is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "no streaming server in this fake")
+        with self.lock:
+            c = self._container(container_id, context)
+            if c.state != cri.CONTAINER_RUNNING:
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, "container is not running")
+        return self.streaming
+
+    def Exec(self, request: cri.ExecRequest, context: grpc.ServicerContext) -> cri.ExecResponse:
+        self._record("Exec", request, context)
+        streaming = self._streaming_container(request.container_id, context)
+        return cri.ExecResponse(url=streaming.get_exec(request))
+
+    def Attach(
+        self, request: cri.AttachRequest, context: grpc.ServicerContext
+    ) -> cri.AttachResponse:
+        self._record("Attach", request, context)
+        streaming = self._streaming_container(request.container_id, context)
+        return cri.AttachResponse(url=streaming.get_attach(request))
+
+    def PortForward(
+        self, request: cri.PortForwardRequest, context: grpc.ServicerContext
+    ) -> cri.PortForwardResponse:
+        self._record("PortForward", request, context)
+        if self.streaming is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "no streaming server in this fake")
+        with self.lock:
+            self._sandbox(request.pod_sandbox_id, context)
+        return cri.PortForwardResponse(url=self.streaming.get_port_forward(request))
 
     def UpdateRuntimeConfig(
         self, request: cri.UpdateRuntimeConfigRequest, context: grpc.ServicerContext

@@ -40,14 +40,15 @@ CID = "c1"
 
 @dataclass
 class ServerRuntime:
-    """A StreamRuntime whose one pod has container c1 (running) and sandbox sb1."""
+    """A StreamRuntime whose pods have one running container (`cid`) and sandbox sb1."""
 
     server: StreamingServer
     calls: list[Any] = field(default_factory=list)
+    cid: str = CID
 
     def list_containers(self, labels: dict[str, str]) -> list[cri.Container]:
         self.calls.append(labels)
-        return [cri.Container(id=CID, state=cri.CONTAINER_RUNNING)]
+        return [cri.Container(id=self.cid, state=cri.CONTAINER_RUNNING)]
 
     def list_pod_sandboxes(self, labels: dict[str, str]) -> list[cri.PodSandbox]:
         return [cri.PodSandbox(id="sb1")]
