@@ -71,6 +71,7 @@ class ReadyWatcher:
         self.pods = {p["metadata"]["name"]: p for p in c.pods(alive=False)}
         self.min_ready: int | None = None
         self.armed = False
+        self.log: list[tuple[str, str, str | None, int]] = []
         self.watch = c.client.watch("Pod", c.namespace)
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -87,6 +88,8 @@ class ReadyWatcher:
             if self.armed:
                 n = ready_count(self.pods)
                 self.min_ready = n if self.min_ready is None else min(self.min_ready, n)
+                labels = ev.object["metadata"].get("labels") or {}
+                self.log.append((ev.type, name, labels.get("pod-template-hash"), n))
 
 
 def rss(c, name="nginx"):
@@ -132,7 +135,7 @@ def test_nginx_rolling_update_rollback_and_autoscale(cluster):
     updated["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.16.1"
     apply(c, updated)
     rollout_done(c, "nginx:1.16.1")
-    assert watcher.min_ready is not None and watcher.min_ready >= 3, watcher.min_ready
+    assert watcher.min_ready is not None and watcher.min_ready >= 3, watcher.log
     assert len(rss(c)) == 2
     # skiffctl rollout undo: back to the previous revision
     c.client.patch(
@@ -142,7 +145,7 @@ def test_nginx_rolling_update_rollback_and_autoscale(cluster):
         c.namespace,
     )
     rollout_done(c, "nginx:1.14.2")
-    assert watcher.min_ready >= 3
+    assert watcher.min_ready >= 3, watcher.log
     restored = {r["metadata"]["name"]: r for r in rss(c)}[old_rs["metadata"]["name"]]
     assert restored["spec"]["replicas"] == 3
     assert restored["metadata"]["annotations"][rollout.REVISION] == "3"
@@ -210,7 +213,8 @@ def test_nginx_rolling_update_rollback_and_autoscale(cluster):
     c.client.delete(
         "Deployment", "nginx", c.namespace, DeleteOptions(propagation_policy="Background")
     )
-    c.wait(lambda: not c.pods(alive=False) and not rss(c), timeout=30)
+    # (settle: a retry after a Conflict waits on the manager's fake clock)
+    c.settle(lambda: not c.pods(alive=False) and not rss(c), step=0.1)
 
 
 def test_job_and_cronjob(cluster):
@@ -316,7 +320,11 @@ def test_endpoints_and_node_ipam(cluster):
             return []
         return [a["ip"] for s in ep.get("subsets") or [] for a in s.get("addresses") or []]
 
-    c.wait(lambda: len(ready_ips()) == 2)
+    def both_ready() -> bool:
+        c.make_ready()  # as an agent reporting status again would
+        return len(ready_ips()) == 2
+
+    c.wait(both_ready)
     ep = c.client.get("Endpoints", "web", c.namespace)
     assert ep["subsets"][0]["ports"][0]["port"] == 8080
     name = f"{c.namespace}-node"

@@ -119,9 +119,11 @@ def test_rolling_update_max_unavailable_zero_then_rollback(env):
     watcher = ReadyWatcher(e.client)
     e.wait(lambda: ready_count(watcher.pods) == 3)
     watcher.arm()
-    d = e.client.get("Deployment", "web")
-    d["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.26"
-    e.client.update("Deployment", d)
+    e.client.patch(
+        "Deployment",
+        "web",
+        {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}},
+    )
     d = rollout_to_completion(e, image="nginx:1.26")
     assert watcher.min_ready is not None and watcher.min_ready >= 3
     assert len(rs_list(e)) == 2

@@ -18,9 +18,7 @@ def test_creates_and_scales(env):
         ref = p["metadata"]["ownerReferences"][0]
         assert ref["kind"] == "ReplicaSet" and ref["controller"] is True
         assert p["metadata"]["name"].startswith("rs-")
-    rs = e.client.get("ReplicaSet", "rs")
-    rs["spec"]["replicas"] = 2
-    e.client.update("ReplicaSet", rs)
+    e.client.patch("ReplicaSet", "rs", {"spec": {"replicas": 2}})
     e.wait(lambda: len(e.pods()) == 2)
     e.make_ready()
     e.wait(lambda: e.client.get("ReplicaSet", "rs").get("status", {}).get("readyReplicas") == 2)

@@ -132,9 +132,7 @@ def test_gc_orphan_keeps_dependents(env):
     e.wait(lambda: len(e.pods()) == 2)
     e.wait(lambda: all(e.cached("Pod", p["metadata"]["name"]) for p in e.pods()))
     # the API server adds the `orphan` finalizer for propagationPolicy=Orphan
-    rs = e.client.get("ReplicaSet", "rs")
-    rs["metadata"]["finalizers"] = ["orphan"]
-    e.client.update("ReplicaSet", rs)
+    e.client.patch("ReplicaSet", "rs", {"metadata": {"finalizers": ["orphan"]}})
     e.client.delete("ReplicaSet", "rs", options=DeleteOptions(propagation_policy="Orphan"))
     e.wait(lambda: not e.client.objects("ReplicaSet"))
     pods = e.pods()
