@@ -25,14 +25,17 @@ import pytest
 from agent.stream_proxy import StreamProxy
 from controlplane.cli.context import Context
 from controlplane.cli.exec import local_io
+from controlplane.cli.main import main
 from controlplane.cli.streamclient import CommandIO, UpgradeRefused, run_remote_command, upgrade
 from controlplane.client.config import ClientConfig
 from proto.runtime.v1 import api_pb2 as cri
 from proto.streaming.remotecommand import SPDY_PROTOCOLS, V2, V4
+from proto.streaming.status import outcome
 from runtime.streaming import StreamingConfig, StreamingServer
 from runtime.streaming.testing import HostProcessBackend
 from tests.unit.controlplane.cli.conftest import Ctl
 from tests.unit.controlplane.cli.test_logs import node
+from tests.unit.streaming.clients import WsClient
 
 TOKEN = "admin-secret"
 CID = "c1"
@@ -252,3 +255,43 @@ def test_local_io_raw_terminal_and_restore(stack: Stack) -> None:
     finally:
         os.close(parent)
         os.close(child)
+
+
+def test_websocket_clients_pass_through_the_proxy(stack: Stack) -> None:
+    """The agent relays bytes, so newer clients' WebSocket (v5) exec works too."""
+    with StreamProxy(stack.proxy.pods, stack.runtime, None) as open_proxy:
+        url = (
+            f"http://127.0.0.1:{open_proxy.port}/exec/default/web/app"
+            "?command=sh&command=-c&command=echo%20hi%3B%20exit%202&stdout=1&stderr=1"
+        )
+        client = WsClient(url)
+        assert client.reply.status == 101 and client.protocol == "v5.channel.k8s.io"
+        outputs = client.collect()
+    assert outputs[1] == b"hi\n"
+    assert outcome(outputs[3]).exit_code == 2
+
+
+def test_exec_tty_on_a_real_terminal(stack: Stack) -> None:
+    """-it with a pty as the terminal: the remote side gets a tty of the same size."""
+    import fcntl
+    import struct
+    import termios
+
+    parent, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    stdin = os.fdopen(os.dup(child), "r")
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        code = main(
+            ["exec", "-it", "web", "--", "sh", "-c", "test -t 0 && stty size"],
+            client_factory=stack.ctl.factory,
+            stdout=out,
+            stderr=err,
+            stdin=stdin,
+        )
+    finally:
+        os.close(parent)  # ends skiffctl's stdin reader (EIO)
+        stdin.close()
+        os.close(child)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().strip() == "30 100"
