@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent.cri_client import CRIClient
 from controlplane.client import errors
@@ -42,6 +42,9 @@ from tests.harness.cgroup import remove_cgroup_tree
 from tests.harness.mounts import unmount_all
 from tests.harness.registry import free_port
 from tests.harness.wait import wait_for
+
+if TYPE_CHECKING:
+    from tests.integration.controlplane.conftest import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 CGROUP_FS = Path("/sys/fs/cgroup")
@@ -86,6 +89,58 @@ def free_pod_cidr() -> str:
         if not any(net.overlaps(u) for u in used if u.prefixlen > 0):
             return str(net)
     raise RuntimeError("no free 10.250.X.0/24 for a test node")
+
+
+def free_cluster_cidr() -> str:
+    """A 10.248.0.0/13 sub-range (/19: 32 node subnets of /24) that no route
+    on this machine overlaps, for a control plane's node-IPAM controller:
+    its default (10.244.0.0/16) would give every test cluster's first node
+    the same subnet on this one host."""
+    used = used_routes()
+    for _ in range(200):
+        net = ipaddress.IPv4Network(
+            f"10.{248 + secrets.randbelow(8)}.{32 * secrets.randbelow(8)}.0/19"
+        )
+        if not any(net.overlaps(u) for u in used if u.prefixlen > 0):
+            return str(net)
+    raise RuntimeError("no free 10.248.0.0/13 sub-range for a test cluster")
+
+
+def controlplane_args() -> list[str]:
+    """Flags for a test `skiff controlplane`: SQLite, and its own cluster
+    CIDR when it runs the node-IPAM controller."""
+    from controlplane import main as cp_main
+
+    args = ["--store", "sqlite"]
+    if "--cluster-cidr" in cp_main.build_parser().format_help():
+        args += ["--cluster-cidr", free_cluster_cidr(), "--node-cidr-mask-size", "24"]
+    return args
+
+
+def controlplane_runs_controllers() -> bool:
+    """Whether `skiff controlplane` can run the scheduler and controllers
+    (then the node-IPAM controller, not the test, gives nodes their podCIDR)."""
+    from controlplane import main as cp_main
+
+    if hasattr(cp_main, "components"):
+        return True
+    targets = [str(t) for _, t in getattr(cp_main, "COMPONENTS", [])]
+    return any("scheduler" in t for t in targets) and any("controller" in t for t in targets)
+
+
+def start_controlplane(base: Path) -> ControlPlane:
+    """`skiff controlplane` under `base` with its scheduler and controllers
+    (when it has them) and its own cluster CIDR."""
+    from tests.integration.controlplane.conftest import ControlPlane
+
+    cp = ControlPlane(base / "cp", controlplane_args())
+    if hasattr(cp, "components"):
+        cp.components = controlplane_runs_controllers()
+    try:
+        return cp.start()
+    except BaseException:
+        cp.close()
+        raise
 
 
 def cgroup_hierarchies() -> list[Path]:
@@ -274,6 +329,33 @@ class Node:
         self.start_agent()
         return self
 
+    def start_runtime_only(self) -> Node:
+        """The runtime (skiff or containerd) with the node's CNI config as
+        the agent would write it, and no agent: for tests of the CRI side."""
+        from agent.network import NetworkConfigurator, NetworkSettings
+
+        install.install(str(self.cni_bin_dir))
+        settings = NetworkSettings(
+            conf_dir=self.cni_conf_dir,
+            bin_dir=self.cni_bin_dir,
+            bridge=self.spec.bridge,
+            ipam_dir=self.base / "ipam",
+        )
+        NetworkConfigurator(settings).apply(self.spec.pod_cidr, "127.0.0.1", [])
+        if self.runtime_kind == "skiff":
+            self._start_skiff_runtime()
+        else:
+            mirrors = {h: self.registry_url for h in self.mirrored_hosts}
+            self._containerd = self._stack.enter_context(
+                ctrd.run_containerd(
+                    self.base / "ctrd",
+                    cni_conf_dir=self.cni_conf_dir,
+                    cni_bin_dir=self.cni_bin_dir,
+                    mirrors=mirrors,
+                )
+            )
+        return self
+
     def _start_skiff_runtime(self) -> None:
         rt = self.base / "rt"
         rt.mkdir(parents=True, exist_ok=True)
@@ -348,9 +430,12 @@ class Node:
         self.start_agent()
 
     # ------------------------------------------------------------ readiness
-    def wait_ready(self, api: GrpcApiClient, timeout: float = 60.0) -> dict[str, Any]:
-        """Wait for the Node, give it its pod CIDR unless the control plane
-        already did, and wait until the agent wrote the CNI config."""
+    def wait_ready(
+        self, api: GrpcApiClient, timeout: float = 60.0, ipam: bool | None = None
+    ) -> dict[str, Any]:
+        """Wait for the Node and its pod CIDR (from the node-IPAM controller
+        when the control plane runs it, else patched in here), then until
+        the agent wrote the CNI config and the Node is Ready."""
 
         def registered() -> dict[str, Any]:
             assert self.agent is not None
@@ -359,15 +444,22 @@ class Node:
             return node
 
         node = wait_for(registered, timeout=timeout, message=f"Node {self.spec.name} registered")
-        if not (node.get("spec") or {}).get("podCIDR"):
-            with contextlib.suppress(errors.ApiError):
-                api.patch(
-                    "Node",
-                    self.spec.name,
-                    {"spec": {"podCIDR": self.spec.pod_cidr, "podCIDRs": [self.spec.pod_cidr]}},
-                )
-        node = api.get("Node", self.spec.name)
-        cidr = node["spec"]["podCIDR"]
+        if ipam if ipam is not None else controlplane_runs_controllers():
+
+            def assigned() -> str:
+                n = api.get("Node", self.spec.name)
+                return str((n.get("spec") or {}).get("podCIDR") or "")
+
+            cidr = wait_for(assigned, timeout=timeout, message="podCIDR from node IPAM")
+        else:
+            if not (node.get("spec") or {}).get("podCIDR"):
+                with contextlib.suppress(errors.ApiError):
+                    api.patch(
+                        "Node",
+                        self.spec.name,
+                        {"spec": {"podCIDR": self.spec.pod_cidr, "podCIDRs": [self.spec.pod_cidr]}},
+                    )
+            cidr = api.get("Node", self.spec.name)["spec"]["podCIDR"]
         self.spec.pod_cidr = cidr  # the controller's choice wins, cleanup follows it
 
         def conf_written() -> bool:

@@ -21,7 +21,13 @@ from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.interface import DeleteOptions
 from tests.harness import containerd as ctrd
 from tests.harness.images import TestImages
-from tests.harness.nodeprocs import Node, RuntimeKind, running_node, short_tempdir
+from tests.harness.nodeprocs import (
+    Node,
+    RuntimeKind,
+    running_node,
+    short_tempdir,
+    start_controlplane,
+)
 from tests.harness.registry import Registry
 from tests.integration.controlplane.conftest import ControlPlane
 
@@ -39,12 +45,13 @@ class E2EImages:
 @pytest.fixture(scope="module")
 def control_plane() -> Iterator[ControlPlane]:
     base = short_tempdir("ske2e-cp-")
-    cp = ControlPlane(base / "cp", ["--store", "sqlite"])
+    cp: ControlPlane | None = None
     try:
-        cp.start()
+        cp = start_controlplane(base)
         yield cp
     finally:
-        cp.close()
+        if cp is not None:
+            cp.close()
         shutil.rmtree(base, ignore_errors=True)
 
 
