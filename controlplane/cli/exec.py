@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -102,11 +101,7 @@ def resolve(ctx: Context, target: str, container: str, need_container: bool = Tr
     name = printers.name(pod)
     phase = printers.status(pod).get("phase") or "Pending"
     if phase != "Running":
-        raise CliError(
-            f"cannot exec into a container in a completed pod; current phase is {phase}"
-            if phase in ("Succeeded", "Failed")
-            else f'pod "{name}" is not running (phase {phase})'
-        )
+        raise CliError(f'pod "{name}" is not running (phase {phase})')
     names = [str(c.get("name")) for c in printers.spec(pod).get("containers") or []]
     picked = chosen.container or (names[0] if names else "")
     if need_container and picked not in names:
@@ -257,6 +252,4 @@ def run(ctx: Context) -> int:
         raise CliError(f"cannot reach the agent at {where.address}: {err}") from None
     with local_io(ctx, stdin=args.stdin, tty=tty) as io:
         result = run_remote_command(conn, io, tty=tty)
-    if tty:
-        sys.stdout.flush()
     return finish(ctx, result.exit_code, result.message)
