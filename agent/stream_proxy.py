@@ -20,7 +20,8 @@ to the client as it is.
 The endpoint can share one port with the agent's gRPC server: a connection
 that opens with the HTTP/2 preface (`PRI * HTTP/2.0`, which gRPC sends
 first) is relayed byte for byte to `grpc_upstream`, so skiffctl reaches
-logs, stats and streams at the one address a Node advertises. This module
+logs, stats and streams at the one address a Node advertises;
+`serve_endpoint` starts both that way. This module
 never runs anything on the node itself and never holds a connection after
 `stop()`.
 """
@@ -42,6 +43,7 @@ import grpc
 
 from agent.cri_client import CRIClient, CRIError
 from agent.pod_config import CONTAINER_NAME_LABEL, POD_UID_LABEL
+from agent.server import AgentServicer, serve
 from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent.streams")
@@ -528,3 +530,38 @@ def serve_streams(
     return StreamProxy(
         pods, streams, tokens, StreamProxyConfig(listen=listen), grpc_upstream
     ).start()
+
+
+@dataclass
+class AgentEndpoint:
+    """The agent's one advertised port: streams served here, gRPC relayed to loopback."""
+
+    grpc_server: grpc.Server
+    grpc_port: int
+    proxy: StreamProxy
+
+    @property
+    def port(self) -> int:
+        return self.proxy.port
+
+    def stop(self, grace: float = 1.0) -> None:
+        self.proxy.stop()
+        self.grpc_server.stop(grace).wait()
+
+
+def serve_endpoint(
+    servicer: AgentServicer,
+    listen: str,
+    pods: PodLookup,
+    runtime: CRIClient | StreamRuntime,
+    tokens: Tokens | None,
+) -> AgentEndpoint:
+    """Serve the gRPC `servicer` on an ephemeral 127.0.0.1 port and the
+    streaming endpoint on `listen`, relaying gRPC connections to the former."""
+    grpc_server, grpc_port = serve(servicer, "127.0.0.1:0")
+    try:
+        proxy = serve_streams(pods, runtime, tokens, listen, f"127.0.0.1:{grpc_port}")
+    except BaseException:
+        grpc_server.stop(None)
+        raise
+    return AgentEndpoint(grpc_server, grpc_port, proxy)

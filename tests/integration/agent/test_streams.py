@@ -3,7 +3,7 @@
 A `skiff controlplane` process (SQLite, 127.0.0.1), the agent (agent.agent)
 against the in-memory fake CRI runtime, and the agent's streaming endpoint
 (agent.stream_proxy) on the port the Node advertises, sharing it with the
-agent's gRPC endpoint as `serve_streams(..., grpc_upstream=...)` allows. The
+agent's gRPC endpoint (AgentServicer) as `serve_endpoint` starts them. The
 fake runtime's Exec/Attach/PortForward hand out URLs of runtime.streaming's
 server with its host-process backend, so commands run as host processes
 and port-forward dials 127.0.0.1 here; no root needed. skiffctl runs
@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -34,12 +34,13 @@ from agent.agent import Agent, AgentConfig
 from agent.cri_client import CRIClient
 from agent.node_status import NodeConfig
 from agent.pod_config import NodeSettings
-from agent.server import TokenChecker
-from agent.stream_proxy import StreamProxy, serve_streams
+from agent.server import AgentServicer, TokenChecker
+from agent.stream_proxy import StreamProxy, serve_endpoint
 from controlplane.cli.main import main
 from controlplane.cli.streamclient import UpgradeRefused, command_path, upgrade
 from controlplane.client.apiclient import connect, join
 from controlplane.client.config import ClientConfig, load_config
+from controlplane.client.informer import SharedInformer
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.streaming.remotecommand import SPDY_PROTOCOLS
@@ -62,6 +63,7 @@ class Cluster:
     agent: Agent
     proxy: StreamProxy
     node_creds: ClientConfig
+    log_root: Path
 
     @property
     def config(self) -> str:
@@ -95,14 +97,26 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             runtime = CRIClient(f"unix://{sock_dir}/cri.sock", timeout=5)
             holder: dict[str, Agent] = {}
 
+            class Pods:
+                """The agent's pod informer, once the agent exists."""
+
+                @property
+                def store(self) -> Any:
+                    return holder["agent"].pods.store
+
             def pods(ns: str, name: str) -> Any:
                 return holder["agent"].pods.store.get(name, ns)
 
-            # The streaming endpoint owns the advertised port; gRPC is relayed to the agent's.
-            proxy = serve_streams(pods, runtime, TokenChecker(creds), "127.0.0.1:0")
+            # As the agent is meant to run it: the streaming endpoint on the
+            # advertised port, the gRPC servicer relayed to a loopback port.
+            tokens = TokenChecker(creds)
+            servicer = AgentServicer(
+                "n1", cast(SharedInformer, Pods()), runtime, base / "logs", tokens
+            )
+            endpoint = serve_endpoint(servicer, "127.0.0.1:0", pods, runtime, tokens)
             cfg = AgentConfig(
                 node=NodeConfig(
-                    name="n1", address="127.0.0.1", fs_path=str(base), agent_port=proxy.port
+                    name="n1", address="127.0.0.1", fs_path=str(base), agent_port=endpoint.port
                 ),
                 root=base / "agent",
                 pod_settings=NodeSettings(
@@ -112,15 +126,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 resync_period=1.0,
                 relist_period=0.2,
                 lease_period=1.0,
-                listen="127.0.0.1:0",
             )
             agent = holder["agent"] = Agent(cfg, api, runtime, api_config=creds)
             agent.start()
-            proxy.grpc_upstream = f"127.0.0.1:{agent.endpoint_port}"
             try:
-                yield Cluster(cp, fake, backend, agent, proxy, creds)
+                yield Cluster(cp, fake, backend, agent, endpoint.proxy, creds, base / "logs")
             finally:
-                proxy.stop()
+                endpoint.stop()
                 agent.stop()
                 runtime.close()
                 api.close()
@@ -245,6 +257,12 @@ def test_bad_tokens_are_refused(cluster: Cluster) -> None:
 
 
 def test_grpc_shares_the_advertised_port(cluster: Cluster) -> None:
+    running_pod(cluster, "logged")
+    uid = cluster.cp.client().get("Pod", "logged", "default")["metadata"]["uid"]
+    cdir = cluster.log_root / f"default_logged_{uid}" / "c"
+    cdir.mkdir(parents=True, exist_ok=True)
+    (cdir / "0.log").write_text("2026-01-01T00:00:00Z stdout F logged line\n")
+    assert cluster.ctl("logs", "logged") == (0, "logged line\n", "")
     admin = load_config(cluster.cp.data_dir / "admin.conf").token
     with grpc.insecure_channel(f"127.0.0.1:{cluster.proxy.port}") as channel:
         stub = pb_grpc.AgentStub(channel)
