@@ -184,6 +184,45 @@ class TcpRelay:
                     c.close()
 
 
+# ---------------------------------------------------------------- components
+
+
+def components_wired() -> bool:
+    """Whether `skiff controlplane` starts the scheduler and controllers itself
+    (its parser then takes the controller manager's flags)."""
+    from controlplane import main as cp_main
+
+    parser = cp_main.build_parser()
+    return any("--node-monitor-grace-period" in a.option_strings for a in parser._actions)
+
+
+def components_main(argv: list[str]) -> int:
+    """`python -m tests.harness.cluster components --credentials FILE [manager
+    flags]`: the scheduler and controller manager (leader-elected) in one
+    process next to a control plane that does not start them itself, with
+    the same component hooks `skiff controlplane` would call."""
+    import argparse
+    import logging
+
+    from controlplane.controllers import manager
+    from controlplane.scheduler import run as scheduler
+
+    parser = argparse.ArgumentParser(prog="python -m tests.harness.cluster components")
+    parser.add_argument("--credentials", required=True)
+    manager.add_flags(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level="INFO", format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    client = connect(load_config(Path(args.credentials)), timeout=30)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    scheduler.start(client, stop)
+    manager.component(manager.config_from_args(args))(client, stop)
+    stop.wait()
+    client.close()
+    return 0
+
+
 # ---------------------------------------------------------------- control plane
 
 
@@ -194,8 +233,10 @@ class ClusterControlPlane:
     base: Path
     host: str
     extra_args: list[str] = field(default_factory=list)
+    controller_args: list[str] = field(default_factory=list)
     port: int = field(default_factory=free_port)
     daemon: Daemon | None = None
+    sidecar: Daemon | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -215,7 +256,12 @@ class ClusterControlPlane:
                 "--advertise-address": self.server,
                 "--tls-san": self.host,
             },
-            ["--bookmark-interval", "0.5", *self.extra_args],
+            [
+                "--bookmark-interval",
+                "0.5",
+                *self.extra_args,
+                *(self.controller_args if components_wired() else []),
+            ],
         )
 
     def start(self) -> ClusterControlPlane:
@@ -233,14 +279,26 @@ class ClusterControlPlane:
             return True
 
         wait_for(ready, timeout=60, interval=0.2, message=f"controlplane on {self.server}")
+        if not components_wired() and self.sidecar is None:
+            argv = [sys.executable, "-m", "tests.harness.cluster", "components"]
+            argv += ["--credentials", str(self.data_dir / "admin.conf"), *self.controller_args]
+            self.sidecar = Daemon("components", argv, self.base / "components.log")
+            self.sidecar.start()
         return self
 
     def client(self, timeout: float = 10.0) -> GrpcApiClient:
         return connect(load_config(self.data_dir / "admin.conf"), timeout=timeout)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.sidecar is not None:
+            self.sidecar.stop(sig)
+            self.sidecar = None
         if self.daemon is not None:
             self.daemon.stop(sig)
+
+    def log_tail(self, n: int = 8000) -> str:
+        out = [d.log_tail(n) for d in (self.daemon, self.sidecar) if d is not None]
+        return "\n".join(out)
 
     def running(self) -> bool:
         return self.daemon is not None and self.daemon.running()
@@ -519,11 +577,11 @@ class ClusterNode:
                 os.kill(pid, signal.SIGKILL)
         wait_for(lambda: not any(alive(p) for p in pids), timeout=10, message="monitors to die")
 
-    def logs(self) -> str:
+    def logs(self, n: int = 4000) -> str:
         out = []
         for d in (self.runtime, self.agent):
             if d is not None:
-                out.append(f"--- {self.name} {d.name} ({d.log_path}) ---\n{d.log_tail()}")
+                out.append(f"--- {self.name} {d.name} ({d.log_path}) ---\n{d.log_tail(n)}")
         return "\n".join(out)
 
 
@@ -552,11 +610,10 @@ class Cluster:
     def node(self, name: str) -> ClusterNode:
         return next(n for n in self.nodes if n.name == name)
 
-    def logs(self) -> str:
-        parts = [n.logs() for n in self.nodes]
+    def logs(self, n: int = 4000) -> str:
+        parts = [node.logs(n) for node in self.nodes]
         for cp in [self.cp, *self.extra_cps]:
-            if cp.daemon is not None:
-                parts.append(f"--- controlplane ---\n{cp.daemon.log_tail(8000)}")
+            parts.append(f"--- controlplane {cp.server} ---\n{cp.log_tail(2 * n)}")
         return "\n".join(parts)
 
 
@@ -566,6 +623,7 @@ def running_cluster(
     nodes: int = 3,
     backend: Backend = "host-gw",
     cp_args: list[str] | None = None,
+    controller_args: list[str] | None = None,
     agent_args: tuple[str, ...] = (),
     wait_ready: bool = True,
 ) -> Iterator[Cluster]:
@@ -586,7 +644,9 @@ def running_cluster(
         reg_host, reg_port = registry_host.rsplit(":", 1)
         relay = TcpRelay(host_ip, free_port(), (reg_host, int(reg_port)))
         stack.callback(relay.close)
-        cp = ClusterControlPlane(base / "cp", host_ip, list(cp_args or []))
+        cp = ClusterControlPlane(
+            base / "cp", host_ip, list(cp_args or []), list(controller_args or [])
+        )
         stack.callback(cp.stop)
         cluster = Cluster(base, subnet, bridge, cp, [], relay)
         cp.start()
@@ -617,6 +677,18 @@ def running_cluster(
         raise
     finally:
         try:
+            keep = os.environ.get("SKIFF_E2E_LOGS")
+            if keep:  # keep the daemons' logs for a post-mortem
+                for log in base.glob("**/*.log"):
+                    dest = Path(keep) / base.name / log.relative_to(base)
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(log, dest)
             stack.close()
         finally:
             shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["components"]:
+        raise SystemExit(components_main(sys.argv[2:]))
+    raise SystemExit("usage: python -m tests.harness.cluster components --credentials FILE ...")

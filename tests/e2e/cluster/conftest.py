@@ -42,6 +42,7 @@ def cluster(
         nodes=getattr(mod, "NODES", 3),
         backend=getattr(mod, "BACKEND", "host-gw"),
         cp_args=list(getattr(mod, "CP_ARGS", [])),
+        controller_args=list(getattr(mod, "CONTROLLER_ARGS", [])),
         agent_args=tuple(getattr(mod, "AGENT_ARGS", ())),
     ) as c:
         yield c
@@ -64,4 +65,26 @@ def pytest_runtest_makereport(
     report = outcome.get_result()
     if report.when == "call" and report.failed and "cluster" in getattr(item, "funcargs", {}):
         cl: Cluster = item.funcargs["cluster"]  # type: ignore[attr-defined]
-        sys.stderr.write(cl.logs() + "\n")
+        sys.stderr.write(summary(cl) + "\n" + cl.logs(2000) + "\n")
+
+
+def summary(cl: Cluster) -> str:
+    """Nodes and pods as `get -o wide` would show them, for a failure report."""
+    lines = []
+    try:
+        with cl.client() as api:
+            for n in api.list("Node").items:
+                conds = {c["type"]: c["status"] for c in n["status"].get("conditions") or []}
+                taints = [t["key"] for t in n["spec"].get("taints") or []]
+                lines.append(f"node {n['metadata']['name']} ready={conds.get('Ready')} {taints}")
+            for p in api.list("Pod").items:
+                st = p.get("status") or {}
+                conds = {c["type"]: c["status"] for c in st.get("conditions") or []}
+                lines.append(
+                    f"pod {p['metadata']['name']} node={p['spec'].get('nodeName')} "
+                    f"phase={st.get('phase')} ready={conds.get('Ready')} ip={st.get('podIP')} "
+                    f"deleting={bool(p['metadata'].get('deletionTimestamp'))}"
+                )
+    except Exception as exc:  # diagnostics only
+        lines.append(f"(cluster state not read: {exc})")
+    return "\n".join(lines)

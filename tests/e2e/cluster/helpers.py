@@ -62,7 +62,14 @@ def deployment(
 
 
 def readiness_http() -> dict[str, Any]:
-    return {"httpGet": {"path": "/", "port": 80}, "periodSeconds": 1, "failureThreshold": 1}
+    # Tolerant of a slow answer on a loaded 2-core machine, so that a pod
+    # counts unready only when it really stops serving.
+    return {
+        "httpGet": {"path": "/", "port": 80},
+        "periodSeconds": 1,
+        "timeoutSeconds": 3,
+        "failureThreshold": 3,
+    }
 
 
 def pods(api: GrpcApiClient, selector: dict[str, str]) -> list[dict[str, Any]]:
@@ -80,6 +87,13 @@ def is_ready(p: dict[str, Any]) -> bool:
         return False
     conds = {c["type"]: c["status"] for c in st.get("conditions") or []}
     return conds.get("Ready") == "True" and bool(st.get("podIP"))
+
+
+def brief(p: dict[str, Any]) -> str:
+    st = p.get("status") or {}
+    conds = {c["type"]: c["status"] for c in st.get("conditions") or []}
+    deleting = " deleting" if p["metadata"].get("deletionTimestamp") else ""
+    return f"{p['metadata']['name']}@{p['spec'].get('nodeName')} {st.get('phase')} ready={conds.get('Ready')}{deleting}"
 
 
 def ready_pods(api: GrpcApiClient, selector: dict[str, str]) -> list[dict[str, Any]]:
