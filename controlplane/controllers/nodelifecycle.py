@@ -245,8 +245,18 @@ class NodeLifecycleController(Controller):
 
     def _taint(self, node: Object, ready: str, now: float) -> float | None:
         spec = podutil.spec(node)
-        current = list(spec.get("taints") or [])
         wanted = node_health.wanted_taints(ready, bool(spec.get("unschedulable")))
+        if node_health.merge_taints(list(spec.get("taints") or []), wanted, "") is None:
+            return None  # nothing to change (as far as the cache knows)
+        # A change is due: decide on the node as the API server has it now, so
+        # a cache behind our own last write never drops a taint we added.
+        try:
+            fresh = self.client.get("Node", podutil.name_of(node))
+        except errors.NotFound:
+            return None
+        node["spec"] = fresh.get("spec") or {}
+        node["metadata"] = fresh.get("metadata") or node.get("metadata") or {}
+        current = list(podutil.spec(fresh).get("taints") or [])
         adds_no_execute = any(
             w["effect"] == "NoExecute"
             and not any(
@@ -254,6 +264,7 @@ class NodeLifecycleController(Controller):
             )
             for w in wanted
         )
+        wait = 0.0
         if adds_no_execute:
             zone = str(podutil.labels_of(node).get(ZONE_LABEL, ""))
             qps, _ = self._zone_qps(zone)
@@ -261,15 +272,20 @@ class NodeLifecycleController(Controller):
                 bucket = self._buckets.setdefault(zone, _Bucket(qps, 1, now))
                 wait = bucket.take(now, qps)
             if wait > 0:
-                # Not yet: add only the NoSchedule taints now.
-                wanted = [w for w in wanted if w["effect"] != "NoExecute"]
-                merged = node_health.merge_taints(current, wanted, podutil.format_time(now))
-                if merged is not None:
-                    self._write_taints(node, merged)
-                return min(wait, self.config.node_monitor_period * 12)
+                # Not yet: the NoSchedule taints now, NoExecute ones already there kept.
+                wanted = [
+                    w
+                    for w in wanted
+                    if w["effect"] != "NoExecute"
+                    or any(
+                        t.get("key") == w["key"] and t.get("effect") == "NoExecute" for t in current
+                    )
+                ]
         merged = node_health.merge_taints(current, wanted, podutil.format_time(now))
         if merged is not None:
             self._write_taints(node, merged)
+        if wait > 0:
+            return min(wait, self.config.node_monitor_period * 12)
         return None
 
     def _write_taints(self, node: Object, taints: list[Any]) -> None:

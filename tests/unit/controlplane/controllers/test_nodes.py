@@ -111,6 +111,8 @@ def test_silent_node_goes_unknown_tainted_and_evicted(env):
         [{"key": node_health.UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}],
     )
     bound_pod(e, "elsewhere", "n2")
+    ctrl = e.controller("nodelifecycle")
+    e.wait(lambda: ctrl.observed_heartbeat("n1") and ctrl.observed_heartbeat("n2"))
     e.wait(e.idle)
     # n2 keeps renewing its lease, n1 goes silent
     for _ in range(9):
@@ -164,6 +166,9 @@ def test_eviction_is_rate_limited_in_full_disruption(env):
     for n in ("a", "b", "c"):
         e.client.create("Node", node(n, zone="z1", now=now))
         e.client.create("Lease", lease(n, now))
+    ctrl = e.controller("nodelifecycle")
+    # every heartbeat seen at this time before it moves on
+    e.wait(lambda: all((ctrl.observed_heartbeat(n) or ("", 0.0))[0].startswith(now) for n in "abc"))
     e.wait(e.idle)
     e.clock.step(41)
     e.settle(lambda: all(ready_of(e, n) == "Unknown" for n in "abc"), step=0.5)
