@@ -30,12 +30,13 @@ from typing import Any, Generic, TypeVar
 from runtime.errors import NotFound, Unavailable, Unimplemented
 from runtime.image import mediatypes, reference
 from runtime.image.config import Credentials, RegistryConfig
-from runtime.image.content import HashingReader, Readable, sha256_of
+from runtime.image.content import Readable, sha256_of
 from runtime.image.errors import BadContent
 from runtime.image.layers import chain_ids
+from runtime.image.readahead import Readahead
 from runtime.image.registry import PullSettings, RepositoryClient
 from runtime.image.store import ImageRecord, ImageStore, LayerRef
-from runtime.image.unpack import Extractor, decompressed
+from runtime.image.unpack import unpack_layer
 
 log = logging.getLogger("skiff.runtime.image.pull")
 
@@ -95,28 +96,31 @@ def fetch_layer(
             source = open_blob()
             try:
                 raw = ing.reader(source)
-                if tmp is not None:
-                    plain = HashingReader(decompressed(raw))
-                    try:
-                        stats = Extractor(tmp / "fs").extract(plain)
-                        plain.drain()
-                    except BadContent as exc:
-                        raw.drain()
-                        if raw.digest != layer.digest:
-                            raise BadContent(
-                                f"layer {layer.digest}: content has digest {raw.digest} ({exc})"
-                            ) from exc
-                        raise type(exc)(f"layer {layer.digest}: {exc}") from exc
-                raw.drain()
+                if tmp is None:
+                    raw.drain()
+                else:
+                    # Download, blob digest and the ingest copy run a few
+                    # chunks ahead of inflate, which runs ahead of extraction.
+                    with Readahead(raw, name="layer-fetch") as fetched:
+                        try:
+                            stats, diff_id = unpack_layer(fetched, tmp / "fs")
+                        except BadContent as exc:
+                            fetched.drain()
+                            if raw.digest != layer.digest:
+                                raise BadContent(
+                                    f"layer {layer.digest}: content has digest {raw.digest} ({exc})"
+                                ) from exc
+                            raise type(exc)(f"layer {layer.digest}: {exc}") from exc
+                        fetched.drain()
             finally:
                 close = getattr(source, "close", None)
                 if close is not None:
                     close()
             if raw.digest != layer.digest or (layer.size >= 0 and raw.size != layer.size):
                 ing.commit(raw)  # raises the precise BadContent
-            if tmp is not None and plain.digest != layer.diff_id:
+            if tmp is not None and diff_id != layer.diff_id:
                 raise BadContent(
-                    f"layer {layer.digest}: uncompressed digest {plain.digest} does not match "
+                    f"layer {layer.digest}: uncompressed digest {diff_id} does not match "
                     f"the config's diff ID {layer.diff_id}"
                 )
             ing.commit(raw)
