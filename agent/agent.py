@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 from agent.backoff import Backoff
 from agent.cri_client import CRIClient, CRIError
 from agent.network import NetworkConfigurator, NetworkSettings, node_ip, peers
@@ -42,8 +40,9 @@ from agent.proxy import (
     service_env,
 )
 from agent.runtime_view import PodRecord, RuntimeView
-from agent.server import AgentServicer, TokenChecker, serve
+from agent.server import AgentServicer, TokenChecker
 from agent.status_manager import StatusManager
+from agent.stream_proxy import AgentEndpoint, serve_endpoint
 from agent.volumes import VolumeSources, teardown_volumes
 from controlplane.client import errors
 from controlplane.client.clock import Clock, RealClock
@@ -142,7 +141,7 @@ class Agent:
         self._runtime_version = ""
         self.runtime_name = cfg.runtime_name
         self._api_config = api_config
-        self._server: grpc.Server | None = None
+        self._endpoint: AgentEndpoint | None = None
         self.endpoint_port = 0
 
     def _service_env(self, pod: Mapping[str, Any]) -> Mapping[str, str]:
@@ -203,13 +202,20 @@ class Agent:
                 Path(self.cfg.pod_settings.log_root),
                 tokens,
             )
-            self._server, self.endpoint_port = serve(servicer, self.cfg.listen)
+            self._endpoint = serve_endpoint(
+                servicer,
+                self.cfg.listen,
+                lambda ns, name: self.pods.store.get(name, ns),
+                self.cri,
+                tokens,
+            )
+            self.endpoint_port = self._endpoint.port
         log.info("node=%s agent running", self.cfg.node.name)
 
     def stop(self) -> None:
         self.stop_event.set()
-        if self._server is not None:
-            self._server.stop(grace=1).wait()
+        if self._endpoint is not None:
+            self._endpoint.stop(grace=1)
         if self.dns is not None:
             self.dns.stop()
             remove_local_address(self.dns.settings.listen_host)

@@ -1,9 +1,8 @@
 """skiffctl entry point: parse global flags and the verb, dispatch to the verb's module.
 
 One module per verb (`apply.py`, `get.py`, ...), each with `register(parser)`
-to declare its flags and `run(ctx) -> int`. `VERBS` is the dispatch table;
-verbs that arrive with later issues (exec, attach, port-forward) point at
-`notimpl` until then. main() maps failures to
+to declare its flags and `run(ctx) -> int`. `VERBS` is the dispatch table
+(`notimpl` marks a verb that is not built yet). main() maps failures to
 kubectl's messages and exit codes: API errors print `Error from server
 (Reason): ...` and exit 1, user errors `error: ...` exit 1, unknown verbs or
 flags print usage and exit 2 (argparse). The client is made by an injected

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from controlplane.cli.main import VERBS
 from controlplane.client.interface import DeleteOptions
 from tests.harness.wait import wait_for
 from tests.unit.controlplane.cli.conftest import Ctl, Result
@@ -299,13 +298,6 @@ def test_events_sorted_filtered_and_empty(ctl: Ctl) -> None:
 
 
 # ---- dispatch, stubs, connection -------------------------------------------------------
-
-
-@pytest.mark.parametrize("verb", ["exec", "attach", "port-forward"])
-def test_later_verbs_say_not_implemented(ctl: Ctl, verb: str) -> None:
-    r = ctl(verb, "pod/x", "--whatever")
-    assert r.code == 3 and "not implemented yet" in r.err
-    assert verb in VERBS
 
 
 def test_usage_and_help(ctl: Ctl, capsys: pytest.CaptureFixture[str]) -> None:
