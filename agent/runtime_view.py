@@ -78,7 +78,17 @@ class RuntimeView:
             sandbox_uid[s.id] = owner
             pods.setdefault(owner, PodRecord(owner)).sandboxes.append(s)
         live: set[str] = set()
-        for c in self._cri.list_containers(labels):
+        if uid is None:
+            containers = self._cri.list_containers()
+        else:
+            # By sandbox id, not by label: a runtime checks the sandbox id
+            # before it looks at a container at all, but it may refresh
+            # every container's state before matching labels, which made
+            # each pod's sync cost O(pods on the node) in the runtime.
+            containers = [
+                c for s in sandboxes for c in self._cri.list_containers(labels, sandbox_id=s.id)
+            ]
+        for c in containers:
             owner = c.labels.get(POD_UID_LABEL) or sandbox_uid.get(c.pod_sandbox_id, "")
             if not owner:
                 continue
