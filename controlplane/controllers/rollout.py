@@ -161,6 +161,11 @@ def old_rs_scale_down(
 ) -> dict[str, int]:
     """New sizes for old ReplicaSets in one rolling step (reconcileOldReplicaSets)."""
     changes: dict[str, int] = {}
+    # A ReplicaSet never counts more available pods than it asks for: a status
+    # not yet caught up with a scale-down (spec 2, available 3) must not let
+    # us take down pods that are already going.
+    old = [replace(r, available=min(r.available, r.replicas)) for r in old]
+    new = replace(new, available=min(new.available, new.replicas))
     old_count = sum(r.replicas for r in old)
     if old_count == 0:
         return changes
@@ -176,7 +181,7 @@ def old_rs_scale_down(
     for r in _by_created(old):
         if cleaned >= max_scaled_down:
             break
-        if r.replicas == 0 or r.replicas == r.available:
+        if r.replicas == 0 or r.available >= r.replicas:
             continue
         n = min(max_scaled_down - cleaned, r.replicas - r.available)
         current[r.name] = replace(r, replicas=r.replicas - n)

@@ -152,3 +152,13 @@ def test_history_to_delete():
     old = [RS(f"r{i}", 0, revision=i, created=i) for i in range(1, 6)] + [RS("live", 2, revision=9)]
     assert r.history_to_delete(old, 2) == ["r1", "r2", "r3"]
     assert r.history_to_delete(old, 10) == []
+
+
+def test_stale_old_status_never_over_scales_down():
+    # old was scaled 3 -> 2 but its status still says 3 available; new has 2 ready.
+    # Truly ready: 2 old + 2 new = 4; with minAvailable 3 only one more may go.
+    new = RS("new", 2, 2, created=2)
+    old = [RS("old", 2, 3, created=1)]
+    assert r.old_rs_scale_down(3, 0, new, old) == {"old": 1}
+    # and cleanup never turns into a scale-up
+    assert all(v <= 2 for v in r.old_rs_scale_down(3, 1, new, old).values())
