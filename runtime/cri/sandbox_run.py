@@ -140,10 +140,18 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
             "monitor_log": str(root / "monitor.log"),
             "pause": svc.pause or "",
         }
+        # the monitor reports its pids as soon as the namespaces exist, then
+        # joins the cgroup while we pin them and run CNI; `finish` below
+        # waits for the rest of its setup
         try:
-            rep = spawn.spawn(
+            pending = spawn.start(
                 "sandbox", spec, root / "spec.json", root / "monitor.log", zygote=svc.zygote
             )
+        except spawn.MonitorError as exc:
+            raise errors.InvalidArgument(f"sandbox setup failed: {exc}") from None
+        undo.callback(pending.close)
+        try:
+            rep = pending.first()
         except spawn.MonitorError as exc:
             raise errors.InvalidArgument(f"sandbox setup failed: {exc}") from None
         # with a pod PID namespace its PID 1 is the pod's one process (the
@@ -181,6 +189,10 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
             if ips:
                 s.ip, s.additional_ips = ips[0], ips[1:]
                 (root / "hosts").write_text(hosts_file(hostname, s.ip))
+        try:
+            pending.finish()
+        except spawn.MonitorError as exc:
+            raise errors.InvalidArgument(f"sandbox setup failed: {exc}") from None
         svc.sandboxes.save(s)
         undo.pop_all()
     log.info("rpc=RunPodSandbox pod=%s/%s uid=%s sandbox=%s", md.namespace, md.name, md.uid, sid)

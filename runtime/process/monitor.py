@@ -81,8 +81,13 @@ def _detach(fork: bool = True) -> None:
     os.setsid()
 
 
-def _report(obj: Any) -> None:
+def _write_line(obj: Any) -> None:
     os.write(1, (json.dumps(obj) + "\n").encode())
+
+
+def _report(obj: Any) -> None:
+    """The final report: then stdout is closed (the runtime reads to EOF)."""
+    _write_line(obj)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
@@ -158,6 +163,9 @@ def run_sandbox(spec: Spec, fork: bool = True) -> int:
                     _pid1(spec.get("pause") or "")
                 finally:
                     os._exit(0)
+        # early report: the runtime pins the namespaces and runs CNI while
+        # we join the cgroup (a cgroup v1 write waits for an RCU grace period)
+        _write_line({"pid": os.getpid(), "pid1": pid1, "early": True})
         for f in spec.get("cgroup_procs") or []:
             # only the process that stays (pid1 when there is one)
             with open(f, "w") as fh:
@@ -259,9 +267,8 @@ def _container_child(
         os.dup2(in_r if in_r >= 0 else null, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
-    for f in spec.get("cgroup_procs") or []:
-        with open(f, "w") as fh:
-            fh.write("0")
+    # (the monitor puts this process into the container's cgroup meanwhile:
+    # see ContainerMonitor.join_cgroup)
     ns = spec.get("namespaces") or {}
     for kind, flag in (
         ("ipc", libc.CLONE_NEWIPC),
@@ -421,6 +428,7 @@ class ContainerMonitor:
         self.report_r = -1
         self.start_w = -1
         self.setup_error = ""
+        self.cgroup_error = ""
         self.ready = False
         self.user: Spec = {}
 
@@ -465,10 +473,29 @@ class ContainerMonitor:
             self.writers[self.master] = LineWriter("stdout")
             self.stdin_w = self.master
         self.setup_error = ""
+        self.cgroup_error = ""
         self.ready = False
         # the child builds the rootfs while the runtime answers CreateContainer;
         # StartContainer waits for its "R" (runc create runs in containerd's
         # StartContainer for the same reason)
+
+    def join_cgroup(self) -> None:
+        """Move the init into the container's cgroup. Done here, after the
+        report and while the init builds its rootfs, because a write to a
+        cgroup v1 `cgroup.procs` waits for an RCU grace period (many
+        milliseconds on a busy host): in parallel it costs StartContainer
+        nothing. The init cannot exec before this returns (the monitor is
+        single threaded and only then serves "start")."""
+        try:
+            for f in self.spec.get("cgroup_procs") or []:
+                with open(f, "w") as fh:
+                    fh.write(str(self.init_pid))
+        except ProcessLookupError:
+            pass  # the init already failed: its own report says why
+        except OSError as exc:
+            self.cgroup_error = f"joining the container's cgroup: {exc}"
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.init_pid, signal.SIGKILL)
 
     def _wait_ready(self) -> bool:
         if self.ready:
@@ -476,12 +503,16 @@ class ContainerMonitor:
         if self.report_r < 0:
             return False
         msg = os.read(self.report_r, 4096)
-        if msg.startswith(b"R"):
+        if msg.startswith(b"R") and not self.cgroup_error:
             self.ready = True
             with contextlib.suppress(ValueError):
                 self.user = json.loads(msg[1:] or b"{}")
             return True
-        self.setup_error = msg[1:].decode(errors="replace") or "container init exited during setup"
+        self.setup_error = (
+            self.cgroup_error
+            or msg[1:].decode(errors="replace")
+            or "container init exited during setup"
+        )
         os.close(self.report_r)
         self.report_r = -1
         return False
@@ -506,6 +537,7 @@ class ContainerMonitor:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         _report({"pid": os.getpid(), "init_pid": self.init_pid})
+        self.join_cgroup()
         self._reap()
         while self.init_status is None:
             timeout = None

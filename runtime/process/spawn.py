@@ -88,18 +88,105 @@ class Zygote:
         return socket.socket(fileno=fds[0])
 
     def spawn(self, mode: str, spec_path: Path, timeout: float) -> bytes:
+        with self.connect(mode, spec_path, timeout) as s:
+            buf = b""
+            while chunk := s.recv(65536):
+                buf += chunk
+            return buf
+
+    def connect(self, mode: str, spec_path: Path, timeout: float) -> socket.socket:
+        """Ask for a monitor; it answers (its report lines) on the socket."""
         dfd = os.open(self.dir, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.settimeout(timeout)
-                s.connect(self._path(dfd))
-                s.sendall((json.dumps({"mode": mode, "spec": str(spec_path)}) + "\n").encode())
-                buf = b""
-                while chunk := s.recv(65536):
-                    buf += chunk
-                return buf
+            s.settimeout(timeout)
+            s.connect(self._path(dfd))
+            s.sendall((json.dumps({"mode": mode, "spec": str(spec_path)}) + "\n").encode())
+        except BaseException:
+            s.close()
+            raise
         finally:
             os.close(dfd)
+        return s
+
+
+class Pending:
+    """A monitor that reports in two steps (the sandbox monitor): `first()`
+    is its early report (pids, namespaces made), `finish()` waits for the
+    rest of its setup and returns its final report. Lets the runtime pin
+    namespaces and run CNI while the monitor still joins its cgroup."""
+
+    def __init__(self, stream: Any, log_path: Path, proc: subprocess.Popen[bytes] | None) -> None:
+        self.stream = stream  # a socket's makefile("rb") or a pipe
+        self.log_path = log_path
+        self.proc = proc
+        self.closers: list[Any] = []
+
+    def first(self) -> dict[str, Any]:
+        return _parse_report(self._readline(), self.log_path)
+
+    def finish(self) -> dict[str, Any]:
+        try:
+            out = b""
+            while line := self._readline():
+                out += line
+            return _parse_report(out, self.log_path)
+        finally:
+            self.close()
+
+    def _readline(self) -> bytes:
+        try:
+            line: bytes = self.stream.readline()
+        except OSError as exc:  # socket.timeout included
+            raise MonitorError(f"monitor did not report: {exc}") from None
+        return line
+
+    def close(self) -> None:
+        for c in [self.stream, *self.closers]:
+            with contextlib.suppress(OSError):
+                c.close()
+        self.closers = []
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            self.proc = None
+
+
+def start(
+    mode: str,
+    spec: dict[str, Any],
+    spec_path: Path,
+    log_path: Path,
+    timeout: float = 60,
+    zygote: Zygote | None = None,
+) -> Pending:
+    """Like `spawn`, for a monitor that reports in two steps (see Pending)."""
+    _write_spec(spec, spec_path)
+    if zygote is not None and zygote.alive():
+        try:
+            sock = zygote.connect(mode, spec_path, timeout)
+        except OSError as exc:
+            raise MonitorError(f"monitor zygote: {exc}") from None
+        pending = Pending(sock.makefile("rb"), log_path, None)
+        pending.closers.append(sock)
+        return pending
+    with open(log_path, "ab") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-E", "-B", str(MONITOR), mode, str(spec_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            close_fds=True,
+            start_new_session=True,
+        )
+    assert proc.stdout is not None
+    return Pending(proc.stdout, log_path, proc)
+
+
+def _write_spec(spec: dict[str, Any], spec_path: Path) -> None:
+    tmp = spec_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(spec))
+    os.replace(tmp, spec_path)
 
 
 def spawn(
@@ -113,9 +200,7 @@ def spawn(
     """Write `spec`, start a monitor in `mode` (forked by `zygote` when it
     runs), and return its report (pids). Raises MonitorError with the
     monitor's message on failure."""
-    tmp = spec_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(spec))
-    os.replace(tmp, spec_path)
+    _write_spec(spec, spec_path)
     if zygote is not None and zygote.alive():
         try:
             out = zygote.spawn(mode, spec_path, timeout)
