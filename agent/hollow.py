@@ -1,0 +1,361 @@
+"""Hollow nodes: many simulated nodes in one process, to load the control plane.
+
+Kubemark's idea: a node the control plane cannot tell from a real one at the
+API, with no runtime behind it. `HollowNodes` registers N Node objects
+(capacity, allocatable, addresses, well-known labels, Ready), renews one
+Lease per node in kube-node-lease every `lease_period` seconds (the
+renewals spread evenly over the period, as N agents started at random times
+would), and runs ONE shared Pod informer for all of them: a pod bound to one
+of its nodes is reported Running and Ready with a fake IP from that node's
+pod CIDR (or a counter when it has none); a pod marked for deletion is
+finished (deleted with grace 0, the agent's last step). No CRI, no
+containers, no network: a hollow node costs a few kilobytes and its share
+of one thread pool.
+
+What this module must never do: touch the machine (namespaces, cgroups,
+iptables) or report anything but bound pods on its own nodes.
+
+    python -m agent.hollow --credentials admin.conf --nodes 1000 [--prefix hollow]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import ipaddress
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.node_status import AGENT_VERSION, LEASE_DURATION, LEASE_NAMESPACE, now_rfc3339
+from controlplane.client import errors
+from controlplane.client.apiclient import connect
+from controlplane.client.config import load_config
+from controlplane.client.informer import SharedInformerFactory
+from controlplane.client.interface import ApiClient, DeleteOptions
+
+log = logging.getLogger("skiff.agent.hollow")
+
+Object = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class HollowConfig:
+    nodes: int = 100
+    prefix: str = "hollow"
+    cpu: str = "32"
+    memory: str = "128Gi"
+    max_pods: int = 110
+    lease_period: float = 10.0
+    workers: int = 8
+    base_ip: str = "10.128.0.0"  # node i gets base + i (never routed; API only)
+
+
+@dataclass
+class HollowStats:
+    leases: int = 0
+    lease_errors: int = 0
+    pods_started: int = 0
+    pods_finished: int = 0
+    status_errors: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self.lock:
+            setattr(self, name, getattr(self, name) + n)
+
+
+def node_object(cfg: HollowConfig, name: str, ip: str) -> Object:
+    now = now_rfc3339()
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "AgentReady",
+        "message": "hollow node",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    resources = {"cpu": cfg.cpu, "memory": cfg.memory, "pods": str(cfg.max_pods)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "skiff.io/hollow": "true",
+            },
+        },
+        "spec": {},
+        "status": {
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [ready],
+            "addresses": [
+                {"type": "InternalIP", "address": ip},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {"kubeletVersion": AGENT_VERSION, "containerRuntimeVersion": "hollow://0"},
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        },
+    }
+
+
+def running_status(pod: Object, node_ip: str, pod_ip: str) -> Object:
+    """What an agent would write for a pod whose containers all started."""
+    now = now_rfc3339()
+    containers = (pod.get("spec") or {}).get("containers") or []
+    conds = [
+        {"type": t, "status": "True", "lastTransitionTime": now}
+        for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+    ]
+    return {
+        "phase": "Running",
+        "hostIP": node_ip,
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}],
+        "startTime": now,
+        "conditions": conds,
+        "containerStatuses": [
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": "",
+                "containerID": f"hollow://{pod['metadata'].get('uid', '')}-{c['name']}",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in containers
+        ],
+    }
+
+
+@dataclass
+class _Node:
+    name: str
+    ip: str
+    cidr: str = ""
+    ips: Iterator[ipaddress.IPv4Address] | None = None
+    counter: int = 0
+    base: int = 0
+
+
+class HollowNodes:
+    """N hollow nodes over one API client; see the module docstring."""
+
+    def __init__(
+        self, api: ApiClient, cfg: HollowConfig, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.api = api
+        self.cfg = cfg
+        self.clock = clock
+        self.stats = HollowStats()
+        base = ipaddress.IPv4Address(cfg.base_ip)
+        self.nodes: dict[str, _Node] = {}
+        for i in range(cfg.nodes):
+            name = f"{cfg.prefix}-{i:05d}"
+            self.nodes[name] = _Node(name, str(base + i + 1), base=(i % 1024) * 4096)
+        self._stop = threading.Event()
+        self._pool = ThreadPoolExecutor(cfg.workers, thread_name_prefix="hollow")
+        self._inflight: set[str] = set()
+        self._lock = threading.Lock()
+        self._factory = SharedInformerFactory(api)
+        self._threads: list[threading.Thread] = []
+
+    # ------------------------------------------------------------ nodes
+    def register(self) -> None:
+        """Create (or take over) every Node and its Lease, in parallel."""
+
+        def one(node: _Node) -> None:
+            obj = node_object(self.cfg, node.name, node.ip)
+            try:
+                self.api.create("Node", obj)
+            except errors.AlreadyExists:
+                self.api.patch("Node", node.name, {"status": obj["status"]}, subresource="status")
+            self.renew(node.name)
+
+        list(self._pool.map(one, self.nodes.values()))
+
+    def renew(self, name: str) -> None:
+        spec = {
+            "holderIdentity": name,
+            "leaseDurationSeconds": LEASE_DURATION,
+            "renewTime": now_rfc3339(micro=True),
+        }
+        try:
+            try:
+                self.api.patch("Lease", name, {"spec": spec}, namespace=LEASE_NAMESPACE)
+            except errors.NotFound:
+                body = {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": name, "namespace": LEASE_NAMESPACE},
+                    "spec": spec,
+                }
+                self.api.create("Lease", body, namespace=LEASE_NAMESPACE)
+            self.stats.add("leases")
+        except errors.ApiError as exc:
+            self.stats.add("lease_errors")
+            log.warning("node=%s lease renewal failed: %s", name, exc)
+
+    def _heartbeats(self) -> None:
+        """Renew every Lease once per period, spread evenly over it."""
+        names = list(self.nodes)
+        step = self.cfg.lease_period / max(1, len(names))
+        nxt = self.clock()
+        i = 0
+        while not self._stop.is_set():
+            self._pool.submit(self.renew, names[i % len(names)])
+            i += 1
+            nxt += step
+            delay = nxt - self.clock()
+            if delay > 0 and self._stop.wait(delay):
+                return
+
+    # ------------------------------------------------------------ pods
+    def _on_node(self, obj: Object) -> None:
+        node = self.nodes.get(obj["metadata"]["name"])
+        cidr = (obj.get("spec") or {}).get("podCIDR")
+        if node is not None and cidr and node.cidr != cidr:
+            with self._lock:
+                node.cidr = cidr
+                node.ips = ipaddress.IPv4Network(cidr).hosts()
+                next(node.ips)  # .1 is the bridge on a real node
+
+    def _pod_ip(self, node: _Node) -> str:
+        """The next address of the node's pod CIDR (node IPAM's), else one
+        from 100.64.0.0/10 by counter. Addresses are never reused: a hollow
+        pod has no network, the IP only has to look plausible."""
+        with self._lock:
+            if node.ips is not None:
+                ip = next(node.ips, None)
+                if ip is not None:
+                    return str(ip)
+                node.ips = None
+            node.counter += 1
+            return str(ipaddress.IPv4Address("100.64.0.0") + node.base + node.counter % 4096)
+
+    def _on_pod(self, pod: Object) -> None:
+        node = self.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
+        if node is None:
+            return
+        meta = pod["metadata"]
+        key = f"{meta.get('namespace')}/{meta['name']}/{meta.get('uid')}"
+        phase = (pod.get("status") or {}).get("phase")
+        if meta.get("deletionTimestamp"):
+            work: Callable[[], None] = functools.partial(self._finish, pod)
+        elif phase in (None, "", "Pending"):
+            work = functools.partial(self._start, pod, node)
+        else:
+            return
+        with self._lock:
+            if key in self._inflight:
+                return
+            self._inflight.add(key)
+
+        def run() -> None:
+            try:
+                work()
+            finally:
+                with self._lock:
+                    self._inflight.discard(key)
+
+        self._pool.submit(run)
+
+    def _start(self, pod: Object, node: _Node) -> None:
+        meta = pod["metadata"]
+        ip = self._pod_ip(node)
+        status = running_status(pod, node.ip, ip)
+        try:
+            self.api.patch(
+                "Pod", meta["name"], {"status": status}, meta.get("namespace"), subresource="status"
+            )
+            self.stats.add("pods_started")
+        except errors.NotFound:
+            pass
+        except errors.ApiError as exc:
+            self.stats.add("status_errors")
+            log.warning(
+                "pod=%s/%s status not written: %s", meta.get("namespace"), meta["name"], exc
+            )
+
+    def _finish(self, pod: Object) -> None:
+        meta = pod["metadata"]
+        try:
+            self.api.delete(
+                "Pod",
+                meta["name"],
+                meta.get("namespace"),
+                DeleteOptions(grace_period_seconds=0, precondition_uid=meta.get("uid")),
+            )
+            self.stats.add("pods_finished")
+        except errors.ApiError:
+            pass
+
+    def _on_node_update(self, old: Object, new: Object) -> None:
+        self._on_node(new)
+
+    def _on_pod_update(self, old: Object, new: Object) -> None:
+        self._on_pod(new)
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.register()
+        nodes = self._factory.informer_for("Node", label_selector="skiff.io/hollow=true")
+        nodes.add_event_handler(on_add=self._on_node, on_update=self._on_node_update)
+        pods = self._factory.informer_for("Pod")
+        pods.add_event_handler(on_add=self._on_pod, on_update=self._on_pod_update)
+        self._factory.start()
+        self._factory.wait_for_cache_sync(60)
+        t = threading.Thread(target=self._heartbeats, name="hollow-heartbeats", daemon=True)
+        t.start()
+        self._threads.append(t)
+        log.info("hollow nodes=%d running", len(self.nodes))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._factory.shutdown()
+        for t in self._threads:
+            t.join(5)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m agent.hollow", description=__doc__)
+    p.add_argument("--credentials", required=True, help="client config (admin.conf)")
+    p.add_argument("--nodes", type=int, default=100)
+    p.add_argument("--prefix", default="hollow")
+    p.add_argument("--lease-period", type=float, default=10.0)
+    p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--log-level", default="INFO")
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    cfg = HollowConfig(
+        nodes=args.nodes, prefix=args.prefix, lease_period=args.lease_period, workers=args.workers
+    )
+    api = connect(load_config(Path(args.credentials)), timeout=30)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    hollow = HollowNodes(api, cfg)
+    hollow.start()
+    stop.wait()
+    hollow.stop()
+    api.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
