@@ -9,7 +9,7 @@ hosts sharing an etcd must share the secret (copy `<data-dir>/pki`).
 Authorization: the admin may do everything. A node credential may read
 everything, and may write only its own Node, its own Lease in
 kube-node-lease, the status of (and the final deletion of) pods bound to it,
-and Events. This module never touches storage or gRPC.
+mirror pods (annotation kubernetes.io/config.mirror) bound to it, and Events. This module never touches storage or gRPC.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from controlplane.api.kinds import KindInfo
 from controlplane.client.errors import Forbidden
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 READ_VERBS = frozenset({"get", "list", "watch", "get_scale"})
 
@@ -87,6 +88,12 @@ def _node_name(obj: dict[str, Any] | None) -> str:
     return str((obj.get("spec") or {}).get("nodeName") or "")
 
 
+def _is_mirror_pod_of(obj: dict[str, Any] | None, node: str) -> bool:
+    """A mirror pod (the API's copy of a static pod) bound to `node`."""
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    return MIRROR_ANNOTATION in annotations and _node_name(obj) == node
+
+
 def authorize(
     identity: Identity,
     verb: str,
@@ -109,6 +116,8 @@ def authorize(
         if kind == "Event":
             return
         if kind == "Pod":
+            if verb == "create" and _is_mirror_pod_of(new, node):
+                return
             bound = _node_name(old) == node
             if verb in ("update_status", "patch_status") and bound:
                 return

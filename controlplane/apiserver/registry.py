@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import copy
 import datetime
 import json
 import secrets
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,7 @@ from controlplane.api.selectors import (
 from controlplane.apiserver.auth import SYSTEM, Identity, authorize
 from controlplane.client.errors import (
     AlreadyExists,
+    ApiError,
     Conflict,
     Forbidden,
     Gone,
@@ -69,6 +71,17 @@ PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 MAX_RETRIES = 16
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _NOT_SPEC = frozenset({"apiVersion", "kind", "metadata", "status"})
+
+
+@dataclass(frozen=True)
+class PodBinding:
+    """One pods/binding request: put pod namespace/name on node (Kubernetes' Binding)."""
+
+    namespace: str
+    name: str
+    node: str
+    uid: str = ""
+    annotations: dict[str, str] | None = None
 
 
 def encode(obj: Object) -> bytes:
@@ -498,6 +511,101 @@ class Registry:
             except StoreUnavailable as err:
                 raise Unavailable(str(err)) from err
         raise Conflict(f'{info.resource} "{name}": too many concurrent writers, try again')
+
+    # -- binding (pods/binding, many per call) ---------------------------------------
+
+    def bind_many(
+        self, bindings: Sequence[PodBinding], identity: Identity = SYSTEM
+    ) -> builtins.list[Stored | ApiError]:
+        """Bind each pod to its node, as Kubernetes' pods/binding subresource does.
+
+        The result of a binding is exactly what a merge patch of spec.nodeName
+        and the annotations would store, but a pod that is already assigned to
+        another node, or is being deleted, is refused (Conflict) as Kubernetes
+        refuses it. Bindings are independent: each gets its stored pod or its
+        error, in order. Their writes go to the store together
+        (`Store.update_many`), so they share one durable commit.
+        """
+        results: builtins.list[Stored | ApiError] = [Invalid("binding: not processed")] * len(
+            bindings
+        )
+        pending: builtins.list[tuple[int, str, bytes, int]] = []
+        for i, binding in enumerate(bindings):
+            try:
+                prepared = self._prepare_binding(binding, identity)
+            except ApiError as err:
+                results[i] = err
+                continue
+            if isinstance(prepared[0], bytes):
+                results[i] = (prepared[0], prepared[1])  # nothing to change
+            else:
+                key, data, cur_rev = prepared
+                pending.append((i, key, data, cur_rev))
+        if not pending:
+            return results
+        try:
+            outcomes = self.store.update_many([(k, d, r) for _, k, d, r in pending])
+        except StoreUnavailable as err:
+            outcomes = [err] * len(pending)
+        for (i, _key, data, _rev), outcome in zip(pending, outcomes, strict=True):
+            if isinstance(outcome, int):
+                results[i] = (data, outcome)
+            elif isinstance(outcome, RevisionMismatch):
+                results[i] = self._bind_one(bindings[i], identity)  # raced: try again alone
+            elif isinstance(outcome, KeyNotFound):
+                results[i] = NotFound(f'pods "{bindings[i].name}" not found')
+            else:
+                results[i] = Unavailable(str(outcome))
+        return results
+
+    def _bind_one(self, binding: PodBinding, identity: Identity) -> Stored | ApiError:
+        for _ in range(MAX_RETRIES):
+            try:
+                prepared = self._prepare_binding(binding, identity)
+                if isinstance(prepared[0], bytes):
+                    return prepared[0], prepared[1]
+                key, data, cur_rev = prepared
+                return data, self.store.update(key, data, cur_rev)
+            except ApiError as err:
+                return err
+            except RevisionMismatch:
+                continue
+            except KeyNotFound:
+                return NotFound(f'pods "{binding.name}" not found')
+            except StoreUnavailable as err:
+                return Unavailable(str(err))
+        return Conflict(f'pods "{binding.name}": too many concurrent writers, try again')
+
+    def _prepare_binding(
+        self, binding: PodBinding, identity: Identity
+    ) -> tuple[str, bytes, int] | tuple[bytes, int]:
+        """(key, data, expected revision) to write, or (data, revision) when bound already."""
+        info = by_kind("Pod")
+        if not binding.node:
+            raise Invalid("target.name: required")
+        if not binding.name:
+            raise Invalid("metadata.name: required")
+        ns = self._namespace(info, binding.namespace or None, None)
+        old, cur_rev = self._read(info, ns, binding.name)
+        authorize(identity, "bind", info, ns, binding.name, old)
+        meta = old.get("metadata") or {}
+        if binding.uid and binding.uid != meta.get("uid"):
+            raise Conflict(
+                f"Precondition failed: UID in precondition: {binding.uid}, "
+                f"UID in object meta: {meta.get('uid')}"
+            )
+        if meta.get("deletionTimestamp"):
+            raise Conflict(f'pod "{binding.name}" is being deleted, cannot be assigned to a host')
+        assigned = (old.get("spec") or {}).get("nodeName")
+        if assigned and assigned != binding.node:
+            raise Conflict(f'pod "{binding.name}" is already assigned to node "{assigned}"')
+        patch: Object = {"spec": {"nodeName": binding.node}}
+        if binding.annotations:
+            patch["metadata"] = {"annotations": binding.annotations}
+        new = self._prepare_update(info, old, merge_patch(old, patch), "")
+        if new == old:
+            return encode(old), cur_rev
+        return object_key(info, ns, binding.name), encode(new), cur_rev
 
     def _prepare_update(
         self, info: KindInfo, old: Object, requested: Object, subresource: str

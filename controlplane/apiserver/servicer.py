@@ -20,7 +20,7 @@ import grpc
 
 from controlplane.api import jsoncodec
 from controlplane.apiserver.auth import Identity, TokenAuthority, authorize
-from controlplane.apiserver.registry import Registry, Selectors, Stored, kind_info
+from controlplane.apiserver.registry import PodBinding, Registry, Selectors, Stored, kind_info
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions
@@ -244,6 +244,34 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         return api_pb2.ObjectResponse(
             object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
         )
+
+    @_rpc("Bind")
+    def Bind(self, request: Any, context: Any, who: Identity) -> api_pb2.BindResponse:
+        bindings = []
+        refused: dict[int, errors.ApiError] = {}
+        for i, b in enumerate(request.bindings):
+            annotations = None
+            if b.annotations_json:
+                try:
+                    annotations = _json(b.annotations_json, "annotations")
+                except errors.Invalid as err:
+                    refused[i] = err
+                if not isinstance(annotations, dict) or not all(
+                    isinstance(v, str) for v in annotations.values()
+                ):
+                    refused.setdefault(i, errors.Invalid("annotations: must map names to strings"))
+            bindings.append(PodBinding(b.namespace, b.name, b.node_name, b.uid, annotations))
+        valid = [b for i, b in enumerate(bindings) if i not in refused]
+        outcomes: Iterator[Stored | errors.ApiError] = iter(self.registry.bind_many(valid, who))
+        results = []
+        for i in range(len(bindings)):
+            outcome = refused.get(i) or next(outcomes)
+            if isinstance(outcome, errors.ApiError):
+                code = status_code(outcome)
+                results.append(api_pb2.BindResult(code=code.value[0], message=str(outcome)))
+            else:
+                results.append(api_pb2.BindResult(resource_version=outcome[1]))
+        return api_pb2.BindResponse(results=results)
 
 
 class AuthServicer(_Base, api_pb2_grpc.AuthServicer):

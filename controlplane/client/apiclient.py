@@ -17,9 +17,10 @@ This module never imports the server side.
 
 from __future__ import annotations
 
+import builtins
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 import grpc
 
@@ -54,9 +55,26 @@ ERRORS: dict[grpc.StatusCode, type[errors.ApiError]] = {
 }
 
 
+_CODES: dict[int, grpc.StatusCode] = {c.value[0]: c for c in grpc.StatusCode}
+
+
+class Binding(NamedTuple):
+    """One pods/binding: put pod namespace/name on node (Kubernetes' Binding)."""
+
+    namespace: str
+    name: str
+    node: str
+    uid: str = ""
+    annotations: dict[str, str] | None = None
+
+
 def map_error(err: grpc.RpcError) -> errors.ApiError:
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     details = err.details() if hasattr(err, "details") else str(err)
+    return _error(code, details or "")
+
+
+def _error(code: grpc.StatusCode, details: str) -> errors.ApiError:
     cls = ERRORS.get(code, errors.ApiError)
     if cls is errors.ApiError:
         return errors.ApiError(f"{code.name}: {details}")
@@ -251,6 +269,28 @@ class GrpcApiClient:
             kind=kind, name=name, namespace=namespace or "", replicas=replicas
         )
         return _obj(self._call(self._stub.UpdateScale, req).object)
+
+    def bind(self, bindings: Sequence[Binding]) -> builtins.list[int | errors.ApiError]:
+        """Bind many pods in one call; per binding, the pod's new resourceVersion
+        or the error that refused it."""
+        req = api_pb2.BindRequest(
+            bindings=[
+                api_pb2.Binding(
+                    namespace=b.namespace, name=b.name, node_name=b.node, uid=b.uid,
+                    annotations_json=jsoncodec.dumps(b.annotations) if b.annotations else b"",
+                )
+                for b in bindings
+            ]
+        )  # fmt: skip
+        resp = self._call(self._stub.Bind, req)
+        out: builtins.list[int | errors.ApiError] = []
+        for result in resp.results:
+            if result.code:
+                code = _CODES.get(result.code, grpc.StatusCode.UNKNOWN)
+                out.append(_error(code, result.message))
+            else:
+                out.append(int(result.resource_version))
+        return out
 
     def whoami(self) -> dict[str, Any]:
         resp = self._call(self._auth.WhoAmI, api_pb2.WhoAmIRequest())

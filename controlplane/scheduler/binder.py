@@ -5,8 +5,11 @@ in-memory implementation (`InMemoryCluster`) keeps pods and nodes in dicts,
 applies binds at once (or fails them on request) and deletes evicted pods
 after their grace period on its clock — the tests and the benchmark use it.
 `ApiClusterWriter` writes the same things through the control-plane
-`ApiClient` (binding = set spec.nodeName; the API server may later offer a
-Binding subresource). Writers never call back into the scheduler; whoever
+`ApiClient`: a bind is the API server's pods/binding subresource when the
+client offers it (`bind`), and concurrent binds are coalesced into one
+batched call (`_BindBatcher`, a client-side group commit: while one call is
+in flight the next binds queue up and go together); with a client without
+it, a merge patch of spec.nodeName. Writers never call back into the scheduler; whoever
 watches (informers, or `InMemoryCluster.drain_events`) feeds changes back.
 """
 
@@ -16,9 +19,10 @@ import copy
 import datetime as dt
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
+from controlplane.client.apiclient import Binding
 from controlplane.client.interface import ApiClient, DeleteOptions
 from controlplane.scheduler.types import Clock, RealClock
 
@@ -179,15 +183,71 @@ class InMemoryCluster:
             self.messages[_key(pod)] = message
 
 
+class _BindBatcher:
+    """Sends the binds of many threads in few calls: a thread that finds fewer
+    than `max_calls` calls in flight sends everything queued (at most
+    `max_batch` per call) until the queue is empty; the others wait for their
+    own result. A few calls in flight keep the server's group commit busy while
+    the next batch travels."""
+
+    def __init__(
+        self, send: Callable[[list[Binding]], list[Any]], max_batch: int = 256, max_calls: int = 3
+    ) -> None:
+        self._send = send
+        self._max_batch = max_batch
+        self._max_calls = max_calls
+        self._lock = threading.Lock()
+        self._pending: list[tuple[Binding, Future[None]]] = []
+        self._senders = 0
+
+    def bind(self, binding: Binding) -> None:
+        future: Future[None] = Future()
+        with self._lock:
+            self._pending.append((binding, future))
+            lead = self._senders < self._max_calls
+            if lead:
+                self._senders += 1
+        if lead:
+            self._drain()
+        future.result()
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                batch = self._pending[: self._max_batch]
+                del self._pending[: self._max_batch]
+                if not batch:
+                    self._senders -= 1
+                    return
+            try:
+                results = self._send([b for b, _ in batch])
+            except Exception as e:
+                for _, future in batch:
+                    future.set_exception(BindError(str(e)))
+                continue
+            for (_, future), result in zip(batch, results, strict=True):
+                if isinstance(result, Exception):
+                    future.set_exception(BindError(str(result)))
+                else:
+                    future.set_result(None)
+
+
 class ApiClusterWriter:
     """The same writes through the control-plane API client."""
 
     def __init__(self, client: ApiClient, component: str = "default-scheduler") -> None:
         self.client = client
         self.component = component
+        send = getattr(client, "bind", None)
+        self._batcher = _BindBatcher(send) if callable(send) else None
 
     def bind(self, pod: Obj, node: str, annotations: dict[str, str] | None = None) -> None:
         meta = pod["metadata"]
+        if self._batcher is not None:
+            ns = meta.get("namespace") or "default"
+            uid = str(meta.get("uid") or "")
+            self._batcher.bind(Binding(ns, meta["name"], node, uid, annotations))
+            return
         patch: Obj = {"spec": {"nodeName": node}}
         if annotations:
             patch["metadata"] = {"annotations": annotations}

@@ -289,6 +289,16 @@ class EtcdStore:
         op = rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=self._k(key), value=value))
         return self._cas(key, expected_rev, op, "update")
 
+    def update_many(self, items: list[tuple[str, bytes, int]]) -> list[int | StorageError]:
+        """Independent compare-and-swaps; results in order (revision or error)."""
+        results: list[int | StorageError] = []
+        for key, value, expected_rev in items:
+            try:
+                results.append(self.update(key, value, expected_rev))
+            except StorageError as err:
+                results.append(err)
+        return results
+
     def delete(self, key: str, expected_rev: int) -> int:
         op = rpc_pb2.RequestOp(request_delete_range=rpc_pb2.DeleteRangeRequest(key=self._k(key)))
         return self._cas(key, expected_rev, op, "delete")

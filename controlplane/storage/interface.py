@@ -127,6 +127,12 @@ class Store(Protocol):
         """
         ...
 
+    def update_many(self, items: list[tuple[str, bytes, int]]) -> list[int | StorageError]:
+        """Many independent update()s of (key, value, expected_rev); each succeeds or
+        fails on its own (its revision or its StorageError, in order). A store may
+        make them durable together (SQLite: one group commit)."""
+        ...
+
     def delete(self, key: str, expected_rev: int) -> int:
         """Compare-and-delete; returns the deletion revision."""
         ...

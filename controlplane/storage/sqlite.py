@@ -290,7 +290,8 @@ class SqliteStore:
 
         return self._submit(op)
 
-    def update(self, key: str, value: bytes, expected_rev: int) -> int:
+    @staticmethod
+    def _update_op(key: str, value: bytes, expected_rev: int) -> _Op:
         def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
             row = cur.execute("SELECT value, mod_rev FROM objects WHERE key=?", (key,)).fetchone()
             if row is None:
@@ -305,7 +306,28 @@ class SqliteStore:
             )
             return rev, [Event(EventType.UPDATE, key, value, rev, prev)]
 
-        return self._submit(op)
+        return op
+
+    def update(self, key: str, value: bytes, expected_rev: int) -> int:
+        return self._submit(self._update_op(key, value, expected_rev))
+
+    def update_many(self, items: list[tuple[str, bytes, int]]) -> list[int | StorageError]:
+        """Independent compare-and-swaps queued together, so they share one commit.
+
+        Each succeeds or fails on its own; results in order (revision or error).
+        """
+        if self._closed:
+            raise StoreUnavailable("store is closed")
+        requests = [_Request(self._update_op(k, v, r)) for k, v, r in items]
+        for request in requests:
+            self._queue.put(request)
+        results: list[int | StorageError] = []
+        for request in requests:
+            try:
+                results.append(request.future.result())
+            except StorageError as err:
+                results.append(err)
+        return results
 
     def delete(self, key: str, expected_rev: int) -> int:
         def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:

@@ -407,6 +407,113 @@ class UpdateScaleRequest(_message.Message):
 Global___UpdateScaleRequest: _TypeAlias = UpdateScaleRequest  # noqa: Y015
 
 @_typing.final
+class Binding(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    NODE_NAME_FIELD_NUMBER: _builtins.int
+    UID_FIELD_NUMBER: _builtins.int
+    ANNOTATIONS_JSON_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    name: _builtins.str
+    """The pod's name."""
+    node_name: _builtins.str
+    """The target node (Binding.target.name)."""
+    uid: _builtins.str
+    """Optional precondition: the pod's uid."""
+    annotations_json: _builtins.bytes
+    """Optional: a JSON object of annotations merged into the pod's."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        name: _builtins.str = ...,
+        node_name: _builtins.str = ...,
+        uid: _builtins.str = ...,
+        annotations_json: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations_json", b"annotations_json", "name", b"name", "namespace", b"namespace", "node_name", b"node_name", "uid", b"uid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Binding: _TypeAlias = Binding  # noqa: Y015
+
+@_typing.final
+class BindRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BINDINGS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def bindings(self) -> _containers.RepeatedCompositeFieldContainer[Global___Binding]: ...
+    def __init__(
+        self,
+        *,
+        bindings: _abc.Iterable[Global___Binding] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bindings", b"bindings"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BindRequest: _TypeAlias = BindRequest  # noqa: Y015
+
+@_typing.final
+class BindResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """A gRPC status code (0 = OK) and its message, per binding."""
+    message: _builtins.str
+    resource_version: _builtins.int
+    """The bound pod's resourceVersion (when code is 0). Like Kubernetes'
+    Binding, which answers with a Status, the pod itself is not sent back:
+    the binder learns it from its watch.
+    """
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+        resource_version: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "resource_version", b"resource_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BindResult: _TypeAlias = BindResult  # noqa: Y015
+
+@_typing.final
+class BindResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___BindResult]:
+        """One per binding, in request order."""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___BindResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BindResponse: _TypeAlias = BindResponse  # noqa: Y015
+
+@_typing.final
 class JoinRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -79,6 +79,11 @@ class ObjectsStub:
                 request_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.UpdateScaleRequest.SerializeToString,
                 response_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ObjectResponse.FromString,
                 _registered_method=True)
+        self.Bind = channel.unary_unary(
+                '/skiff.controlplane.v1.Objects/Bind',
+                request_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.BindRequest.SerializeToString,
+                response_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.BindResponse.FromString,
+                _registered_method=True)
 
 
 class ObjectsServicer:
@@ -143,6 +148,17 @@ class ObjectsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Bind(self, request, context):
+        """The pods/binding subresource, many pods per call (what the scheduler
+        uses): each binding sets spec.nodeName of one unassigned pod and merges
+        its annotations, as Kubernetes' Binding does. Every binding succeeds or
+        fails on its own (per-binding status codes); the writes of one call share
+        the store's group commit, and each acknowledged one is durable.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ObjectsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -190,6 +206,11 @@ def add_ObjectsServicer_to_server(servicer, server):
                     servicer.UpdateScale,
                     request_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.UpdateScaleRequest.FromString,
                     response_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ObjectResponse.SerializeToString,
+            ),
+            'Bind': grpc.unary_unary_rpc_method_handler(
+                    servicer.Bind,
+                    request_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.BindRequest.FromString,
+                    response_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.BindResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -435,6 +456,33 @@ class Objects:
             '/skiff.controlplane.v1.Objects/UpdateScale',
             proto_dot_controlplane_dot_v1_dot_api__pb2.UpdateScaleRequest.SerializeToString,
             proto_dot_controlplane_dot_v1_dot_api__pb2.ObjectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Bind(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skiff.controlplane.v1.Objects/Bind',
+            proto_dot_controlplane_dot_v1_dot_api__pb2.BindRequest.SerializeToString,
+            proto_dot_controlplane_dot_v1_dot_api__pb2.BindResponse.FromString,
             options,
             channel_credentials,
             insecure,

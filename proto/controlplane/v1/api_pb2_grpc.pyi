@@ -61,6 +61,13 @@ class ObjectsStub:
     """
     GetScale: _grpc.UnaryUnaryMultiCallable[_api_pb2.GetRequest, _api_pb2.ObjectResponse]
     UpdateScale: _grpc.UnaryUnaryMultiCallable[_api_pb2.UpdateScaleRequest, _api_pb2.ObjectResponse]
+    Bind: _grpc.UnaryUnaryMultiCallable[_api_pb2.BindRequest, _api_pb2.BindResponse]
+    """The pods/binding subresource, many pods per call (what the scheduler
+    uses): each binding sets spec.nodeName of one unassigned pod and merges
+    its annotations, as Kubernetes' Binding does. Every binding succeeds or
+    fails on its own (per-binding status codes); the writes of one call share
+    the store's group commit, and each acknowledged one is durable.
+    """
 
 @_typing.type_check_only
 class ObjectsAsyncStub(ObjectsStub):
@@ -80,6 +87,13 @@ class ObjectsAsyncStub(ObjectsStub):
     """
     GetScale: _aio.UnaryUnaryMultiCallable[_api_pb2.GetRequest, _api_pb2.ObjectResponse]  # type: ignore[assignment]
     UpdateScale: _aio.UnaryUnaryMultiCallable[_api_pb2.UpdateScaleRequest, _api_pb2.ObjectResponse]  # type: ignore[assignment]
+    Bind: _aio.UnaryUnaryMultiCallable[_api_pb2.BindRequest, _api_pb2.BindResponse]  # type: ignore[assignment]
+    """The pods/binding subresource, many pods per call (what the scheduler
+    uses): each binding sets spec.nodeName of one unassigned pod and merges
+    its annotations, as Kubernetes' Binding does. Every binding succeeds or
+    fails on its own (per-binding status codes); the writes of one call share
+    the store's group commit, and each acknowledged one is durable.
+    """
 
 class ObjectsServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -150,6 +164,19 @@ class ObjectsServicer(metaclass=_abc_1.ABCMeta):
         request: _api_pb2.UpdateScaleRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_api_pb2.ObjectResponse, _abc.Awaitable[_api_pb2.ObjectResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def Bind(
+        self,
+        request: _api_pb2.BindRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.BindResponse, _abc.Awaitable[_api_pb2.BindResponse]]:
+        """The pods/binding subresource, many pods per call (what the scheduler
+        uses): each binding sets spec.nodeName of one unassigned pod and merges
+        its annotations, as Kubernetes' Binding does. Every binding succeeds or
+        fails on its own (per-binding status codes); the writes of one call share
+        the store's group commit, and each acknowledged one is durable.
+        """
 
 def add_ObjectsServicer_to_server(servicer: ObjectsServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
