@@ -20,6 +20,7 @@ of their pages. Prints a table and, as the last line, one JSON object of
 figure -> number.
 
     sudo .venv/bin/python -m bench.pod_startup [--pods 100] [--qps 5] [--no-containerd]
+        [--only skiff|containerd] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ class Memory:
     agent: int
     runtime: int  # the runtime daemon and its helpers (zygote), RSS
     per_container: int  # skiff monitors / containerd shims, PSS (not the containers)
+    daemons_pss: int = 0  # control plane + agent + runtime helpers, PSS
 
     @property
     def total(self) -> int:
@@ -158,13 +160,15 @@ def memory(cp: ControlPlane, node: Node) -> Memory:
             and comm(p) not in ("skiff-monitor", "skiff-sandbox")
         ]
         rt = sum(rss(p) for p in helpers)
+        rt_pss = sum(pss(p) for p in helpers)
         pc = sum(pss(p) for p in skiff_monitor_pids(node))
     else:
         c = node._containerd
         assert c is not None
-        rt = rss(c.pid)
+        rt, rt_pss = rss(c.pid), pss(c.pid)
         pc = sum(pss(p) for p in c.shim_pids())
-    return Memory(rss(cp.proc.pid), rss(node.agent.proc.pid), rt, pc)
+    daemons_pss = pss(cp.proc.pid) + pss(node.agent.proc.pid) + rt_pss
+    return Memory(rss(cp.proc.pid), rss(node.agent.proc.pid), rt, pc, daemons_pss)
 
 
 def bench_pod(name: str, node: Node, run: str) -> dict[str, Any]:
@@ -403,6 +407,7 @@ def bench_runtime(
             out[f"{kind}_runtime_rss_mb_{label}"] = m.runtime / MiB
             out[f"{kind}_per_container_rss_mb_{label}"] = m.per_container / MiB
             out[f"{kind}_total_rss_mb_{label}"] = m.total / MiB
+            out[f"{kind}_total_pss_mb_{label}"] = m.daemons_pss / MiB
         api.close()
     return out
 
@@ -422,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=100)
     parser.add_argument("--qps", type=float, default=5.0, help="paced creation rate")
     parser.add_argument("--no-containerd", action="store_true")
+    parser.add_argument("--only", choices=("skiff", "containerd"), help="one runtime only")
     parser.add_argument(
         "--profile", type=Path, default=None, help="py-spy the daemons; stacks and a summary here"
     )
@@ -432,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds: list[RuntimeKind] = ["skiff"]
     if not args.no_containerd and ctrd.available():
         kinds.append("containerd")
+    if args.only:
+        kinds = [k for k in kinds if k == args.only]
     figures: dict[str, float] = {}
     build = short_tempdir("skbench-img-")
     try:
@@ -457,15 +465,17 @@ def main(argv: list[str] | None = None) -> int:
     print("RSS MB (runtime: daemon and helpers; per-container: monitors or shims)")
     print(
         f"{'runtime':<11} {'state':<9} {'ctlplane':>9} {'agent':>7} {'runtime':>8}"
-        f" {'total':>7} {'per-ctr':>8}"
+        f" {'total':>7} {'tot PSS':>8} {'per-ctr':>8}"
     )
     for kind in kinds:
         for label in ("rest", f"{args.pods}pods"):
             f = {k: figures[f"{kind}_{k}_rss_mb_{label}"] for k in
                  ("controlplane", "agent", "runtime", "total", "per_container")}  # fmt: skip
+            total_pss = figures[f"{kind}_total_pss_mb_{label}"]
             print(
                 f"{kind:<11} {label:<9} {f['controlplane']:>9.1f} {f['agent']:>7.1f}"
-                f" {f['runtime']:>8.1f} {f['total']:>7.1f} {f['per_container']:>8.1f}"
+                f" {f['runtime']:>8.1f} {f['total']:>7.1f} {total_pss:>8.1f}"
+                f" {f['per_container']:>8.1f}"
             )
     if args.profile is not None:
         for stacks in sorted(args.profile.glob("*/*.txt")):
