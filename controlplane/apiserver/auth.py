@@ -9,7 +9,8 @@ hosts sharing an etcd must share the secret (copy `<data-dir>/pki`).
 Authorization: the admin may do everything. A node credential may read
 everything, and may write only its own Node, its own Lease in
 kube-node-lease, the status of (and the final deletion of) pods bound to it,
-mirror pods (annotation kubernetes.io/config.mirror) bound to it, and Events. This module never touches storage or gRPC.
+the creation of mirror pods (annotation kubernetes.io/config.mirror) bound to
+it, and Events. This module never touches storage or gRPC.
 """
 
 from __future__ import annotations

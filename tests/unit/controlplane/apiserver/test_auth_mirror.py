@@ -1,0 +1,75 @@
+"""Node authorization of mirror pods: a node may create and delete the mirror
+pods (annotation kubernetes.io/config.mirror) bound to itself, nothing else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.api.kinds import by_kind
+from controlplane.apiserver.auth import Identity, authorize
+from controlplane.client.errors import Forbidden
+from controlplane.client.interface import DeleteOptions
+from tests.unit.controlplane.apiserver.conftest import Cluster
+from tests.unit.controlplane.apiserver.test_objects import pod
+
+NODE = Identity("system:node:n1", node="n1")
+POD = by_kind("Pod")
+
+
+def mirror(name: str, node: str) -> dict[str, Any]:
+    body = pod(name, node=node)
+    body["metadata"]["annotations"] = {
+        "kubernetes.io/config.mirror": "abc",
+        "kubernetes.io/config.hash": "abc",
+        "kubernetes.io/config.source": "file",
+    }
+    return body
+
+
+@pytest.mark.parametrize(
+    ("obj", "allowed"),
+    [
+        (mirror("web-n1", "n1"), True),
+        (mirror("web-n2", "n2"), False),  # bound to another node
+        (mirror("web", ""), False),  # not bound
+        (pod("plain", node="n1"), False),  # not a mirror
+    ],
+)
+def test_node_may_create_only_its_own_mirror_pods(obj: dict[str, Any], allowed: bool) -> None:
+    if allowed:
+        authorize(NODE, "create", POD, "default", obj["metadata"]["name"], None, obj)
+    else:
+        with pytest.raises(Forbidden):
+            authorize(NODE, "create", POD, "default", obj["metadata"]["name"], None, obj)
+
+
+def test_node_may_delete_its_mirror_but_not_update_it() -> None:
+    mine = mirror("web-n1", "n1")
+    authorize(NODE, "delete", POD, "default", "web-n1", mine, None)
+    with pytest.raises(Forbidden):
+        authorize(NODE, "delete", POD, "default", "web-n2", mirror("web-n2", "n2"), None)
+    with pytest.raises(Forbidden):
+        authorize(NODE, "update", POD, "default", "web-n1", mine, mine)
+
+
+def test_mirror_pod_through_the_server(cluster: Cluster) -> None:
+    assert cluster.server.authority is not None
+    node = cluster.client(cluster.server.authority.node_token("n1"))
+    try:
+        created = node.create("Pod", mirror("web-n1", "n1"), "default")
+        with pytest.raises(Forbidden):
+            node.create("Pod", mirror("web-n2", "n2"), "default")
+        with pytest.raises(Forbidden):
+            node.create("Pod", pod("plain", node="n1"), "default")
+        node.delete(
+            "Pod",
+            "web-n1",
+            "default",
+            options=DeleteOptions(
+                grace_period_seconds=0, precondition_uid=created["metadata"]["uid"]
+            ),
+        )
+    finally:
+        node.close()
