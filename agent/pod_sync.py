@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from agent.pod_config import (
     sandbox_config,
 )
 from agent.pod_status import ContainerInfo, Waiting
+from agent.probes import DIRECT
 from agent.qos import qos_class
 from agent.resources import container_resources
 from agent.runtime_view import PodRecord
@@ -327,7 +327,7 @@ class PodSyncer:
                 h = hook["httpGet"]
                 host = h.get("host") or (self._ips_for(pod) or ("127.0.0.1",))[0]
                 url = f"{h.get('scheme', 'HTTP').lower()}://{host}:{h['port']}{h.get('path', '/')}"
-                with urllib.request.urlopen(url, timeout=max(1, grace)):
+                with DIRECT.open(url, timeout=max(1, grace)):
                     pass
         except Exception as err:  # a failed hook does not stop the kill
             log.info("pod=%s container_id=%s preStop hook failed: %s", _name(pod), cid[:12], err)

@@ -83,12 +83,17 @@ class RealProbeRunner:
         for hdr in h.get("httpHeaders") or []:
             req.add_header(hdr["name"], hdr["value"])
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
+            with DIRECT.open(req, timeout=timeout) as resp:
                 code = resp.status
         except urllib.error.HTTPError as err:
             code = err.code
         ok = 200 <= code < 400
         return ok, "" if ok else f"HTTP probe failed with statuscode: {code}"
+
+
+# Probes and hooks go straight to the pod, never through an http_proxy or
+# https_proxy from the agent's environment (urlopen would honour them).
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def resolve_port(port: Any, named: Mapping[str, int]) -> int:
