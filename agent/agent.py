@@ -41,6 +41,7 @@ from agent.proxy import (
 )
 from agent.runtime_view import PodRecord, RuntimeView
 from agent.server import AgentServicer, TokenChecker
+from agent.static_pods import MirrorPods, StaticPodSource, is_static, mirror_of
 from agent.status_manager import StatusManager
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
 from agent.volumes import VolumeSources, teardown_volumes
@@ -55,6 +56,7 @@ from proto.runtime.v1 import api_pb2 as cri
 log = logging.getLogger("skiff.agent")
 
 UID_INDEX = "uid"
+MIRROR_INDEX = "mirror"  # static pod UID -> its mirror pods in the API
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,18 @@ class AgentConfig:
     # kube-proxy's and the cluster DNS's jobs; None turns each off (tests without root).
     proxy: ProxySettings | None = None
     dns: DnsSettings | None = None
+    # Static pods (--pod-manifest-path); None = off. The directory is re-read every period.
+    pod_manifest_path: Path | None = None
+    static_period: float = 5.0
 
 
 def _uid_index(obj: Object) -> list[str]:
     uid = obj.get("metadata", {}).get("uid")
+    return [uid] if uid else []
+
+
+def _mirror_index(obj: Object) -> list[str]:
+    uid = mirror_of(obj)
     return [uid] if uid else []
 
 
@@ -143,6 +153,20 @@ class Agent:
         self._api_config = api_config
         self._endpoint: AgentEndpoint | None = None
         self.endpoint_port = 0
+        # static pods: their own source of pods, feeding the same queue and sync_pod
+        self.static: StaticPodSource | None = None
+        self.mirrors: MirrorPods | None = None
+        if cfg.pod_manifest_path is not None:
+            self.static = StaticPodSource(
+                cfg.pod_manifest_path, cfg.node.name, self.clock, cfg.static_period
+            )
+            self.mirrors = MirrorPods(
+                api,
+                cfg.node.name,
+                lambda ns, name: self.pods.store.get(name, ns),
+                lambda: self.nodes.store.get(cfg.node.name),
+            )
+            self.pods.add_indexers({MIRROR_INDEX: _mirror_index})
 
     def _service_env(self, pod: Mapping[str, Any]) -> Mapping[str, str]:
         links = (pod.get("spec") or {}).get("enableServiceLinks", True)
@@ -168,6 +192,14 @@ class Agent:
     # lifecycle
     def start(self) -> None:
         self._wait_for_runtime()
+        # Workers start before the API is reached, so static pods run without it.
+        for i in range(self.cfg.workers):
+            self._spawn(f"pod-worker-{i}", self._worker)
+        if self.static is not None:
+            self._poll_static()
+            self._spawn(
+                "static-pods", self._every(min(1.0, self.cfg.static_period), self._poll_static)
+            )
         self._register()
         self.pods.add_event_handler(
             on_add=self._on_pod,
@@ -187,8 +219,6 @@ class Agent:
         self.factory.start()
         while not self.factory.wait_for_cache_sync(timeout=5) and not self.stop_event.is_set():
             log.info("waiting for the pod and node caches to sync")
-        for i in range(self.cfg.workers):
-            self._spawn(f"pod-worker-{i}", self._worker)
         self._spawn("pleg", self._every(self.cfg.relist_period, self.relist))
         self._spawn("resync", self._every(self.cfg.resync_period, self._resync))
         self._spawn("node-status", self._every(self.cfg.lease_period, self._heartbeat))
@@ -338,14 +368,52 @@ class Agent:
             except CRIError as err:
                 log.warning("UpdateRuntimeConfig failed: %s", err)
 
+    # static pods
+    def _poll_static(self) -> None:
+        """Re-read the manifest directory when due; enqueue every static pod (their resync)."""
+        assert self.static is not None
+        changes = self.static.poll()
+        if changes is None:
+            return
+        for pod in changes.removed:
+            self._last_seen[pod["metadata"]["uid"]] = pod
+        for pod in [*changes.removed, *self.static.list()]:
+            self.queue.add(pod["metadata"]["uid"])
+
+    def _sync_mirror(self, pod: Object) -> None:
+        """Keep the static pod's mirror in the API; its status goes there by name."""
+        assert self.mirrors is not None
+        try:
+            if self.mirrors.ensure(pod):
+                self.status.forget(pod["metadata"]["uid"])
+        except errors.ApiError as err:
+            log.warning("pod=%s/%s mirror pod not synced: %s",
+                        pod["metadata"]["namespace"], pod["metadata"]["name"], err)  # fmt: skip
+            self.queue.add_after(pod["metadata"]["uid"], 1.0)
+
+    def _drop_mirrors(self, uid: str) -> None:
+        """Static pod `uid` is gone: so are its mirrors."""
+        if self.mirrors is None:
+            return
+        try:
+            self.mirrors.delete_orphans(uid, self.pods.store.by_index(MIRROR_INDEX, uid))
+        except errors.ApiError as err:
+            log.warning("uid=%s orphaned mirror pod not deleted: %s", uid, err)
+
     # pod events
     def _on_pod(self, pod: Object) -> None:
+        if mirror_of(pod):  # a mirror stands for its static pod
+            self.queue.add(mirror_of(pod))
+            return
         uid = pod["metadata"].get("uid")
         if uid:
             self._last_seen[uid] = pod
             self.queue.add(uid)
 
     def _on_pod_delete(self, pod: Object) -> None:
+        if mirror_of(pod):
+            self.queue.add(mirror_of(pod))
+            return
         uid = pod["metadata"].get("uid")
         if uid:
             self._last_seen[uid] = pod
@@ -369,7 +437,7 @@ class Agent:
 
     def _resync(self) -> None:
         for pod in self.pods.store.list():
-            self.queue.add(pod["metadata"]["uid"])
+            self.queue.add(mirror_of(pod) or pod["metadata"]["uid"])
 
     # workers
     def _worker(self) -> None:
@@ -388,14 +456,23 @@ class Agent:
                 self.queue.done(uid)
 
     def _pod(self, uid: str) -> Object | None:
-        found = self.pods.store.by_index(UID_INDEX, uid)
+        static = self.static.get(uid) if self.static is not None else None
+        if static is not None:
+            return static
+        found = [p for p in self.pods.store.by_index(UID_INDEX, uid) if not mirror_of(p)]
         return found[0] if found else None
 
     def sync_pod(self, uid: str) -> None:
         pod = self._pod(uid)
         rec = self.view.relist(uid).get(uid)
         if pod is None:
-            self._cleanup(uid, self._last_seen.pop(uid, None), rec)
+            gone = self._last_seen.pop(uid, None)
+            if gone is not None and rec is not None and is_static(gone):  # graceful, as kubelet
+                grace = (gone.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+                self.syncer.kill_pod(gone, rec, int(grace))
+                rec = self.view.relist(uid).get(uid)
+            self._cleanup(uid, gone, rec)
+            self._drop_mirrors(uid)
             return
         md = pod["metadata"]
         if md.get("deletionTimestamp"):
@@ -423,6 +500,8 @@ class Agent:
         status = compute_pod_status(
             pod, obs, self.clock.now(), self.cfg.node.address, result.init_failed
         )
+        if self.mirrors is not None and self.static is not None and self.static.get(uid):
+            self._sync_mirror(pod)
         self.status.set_status(pod, status)
         for w in result.waiting.values():
             if w.reason in (

@@ -76,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network of the cluster")
     p.add_argument("--no-proxy", action="store_true", help="do not program service rules")
     p.add_argument("--workers", type=int, default=4)
+    p.add_argument(
+        "--pod-manifest-path",
+        default="",
+        help="directory of static pod manifests, re-read every 5 s ('' for none)",
+    )
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     return p
 
@@ -213,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ipam_dir=root / "ipam",
         ),
         workers=args.workers,
+        pod_manifest_path=Path(args.pod_manifest_path) if args.pod_manifest_path else None,
         runtime_name=args.runtime_name,
         listen=args.listen,
         proxy=None
