@@ -141,6 +141,7 @@ def run(
             "rootfs_propagation": root_prop,
             "namespaces": {**ns, "pid": pid_mode},
             "cgroup_procs": cg.procs_files,
+            "cgroup_self": cg.self_join_files,
             "oom_files": _oom_files(svc, c.cgroup),
             "etc": {
                 "/etc/hosts": str(sb_root / "hosts"),

@@ -137,6 +137,7 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
             "hostname": hostname,
             "sysctls": sysctls,
             "cgroup_procs": cg.procs_files,
+            "cgroup_self": cg.self_join_files,
             "monitor_log": str(root / "monitor.log"),
             "pause": svc.pause or "",
         }

@@ -69,6 +69,12 @@ class Cgroup(Protocol):
 
     @property
     def procs_files(self) -> list[str]: ...
+    @property
+    def self_join_files(self) -> list[str]:
+        """Files a single-threaded process writes "0" into to join the
+        cgroup cheaply ([] where there is no such way)."""
+        ...
+
     def create(self) -> None: ...
     def add(self, pid: int) -> None: ...
     def apply(self, res: Resources) -> None: ...
@@ -181,6 +187,13 @@ class CgroupV1:
     @property
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs.values() if d.is_dir()]
+
+    @property
+    def self_join_files(self) -> list[str]:
+        # v1 `tasks`: a single-threaded process that writes "0" moves itself
+        # without the global threadgroup lock, so without the RCU grace
+        # period a `cgroup.procs` write waits for (0.5 ms against ~12 ms here)
+        return [str(d / "tasks") for d in self.dirs.values() if d.is_dir()]
 
     def create(self) -> None:
         for ctrl in V1_BASE:
@@ -325,6 +338,10 @@ class CgroupV2:
     @property
     def procs_files(self) -> list[str]:
         return [str(self.dir / "cgroup.procs")]
+
+    @property
+    def self_join_files(self) -> list[str]:
+        return []  # no cheaper way than cgroup.procs in the unified hierarchy
 
     def create(self) -> None:
         cur = self.root

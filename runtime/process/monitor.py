@@ -154,6 +154,12 @@ def run_sandbox(spec: Spec, fork: bool = True) -> int:
             netdev.link_up("lo")
         for name, value in (spec.get("sysctls") or {}).items():
             _write_sysctl(name, str(value))
+        # cgroup v1: join cheaply ourselves (`tasks`), before the PID 1 fork
+        # so that it inherits the cgroup
+        joined = bool(spec.get("cgroup_self"))
+        for f in spec.get("cgroup_self") or []:
+            with open(f, "w") as fh:
+                fh.write("0")
         pid1 = 0
         if ns.get("pid"):
             libc.unshare(libc.CLONE_NEWPID)
@@ -164,9 +170,10 @@ def run_sandbox(spec: Spec, fork: bool = True) -> int:
                 finally:
                     os._exit(0)
         # early report: the runtime pins the namespaces and runs CNI while
-        # we join the cgroup (a cgroup v1 write waits for an RCU grace period)
+        # we join the cgroup (a `cgroup.procs` write waits for an RCU grace
+        # period)
         _write_line({"pid": os.getpid(), "pid1": pid1, "early": True})
-        for f in spec.get("cgroup_procs") or []:
+        for f in [] if joined else spec.get("cgroup_procs") or []:
             # only the process that stays (pid1 when there is one)
             with open(f, "w") as fh:
                 fh.write(str(pid1 or os.getpid()))
@@ -267,8 +274,11 @@ def _container_child(
         os.dup2(in_r if in_r >= 0 else null, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
-    # (the monitor puts this process into the container's cgroup meanwhile:
-    # see ContainerMonitor.join_cgroup)
+    # single threaded, we join cheaply ourselves (cgroup v1 `tasks`);
+    # otherwise the monitor puts us in meanwhile (ContainerMonitor.join_cgroup)
+    for f in spec.get("cgroup_self") or []:
+        with open(f, "w") as fh:
+            fh.write("0")
     ns = spec.get("namespaces") or {}
     for kind, flag in (
         ("ipc", libc.CLONE_NEWIPC),
@@ -306,7 +316,7 @@ def _exec_child(
         os.dup2(in_r if in_r >= 0 else null, 0)
         os.dup2(out_w if out_w >= 0 else null, 1)
         os.dup2(err_w if err_w >= 0 else null, 2)
-    for f in spec.get("cgroup_procs") or []:
+    for f in spec.get("cgroup_self") or spec.get("cgroup_procs") or []:
         with contextlib.suppress(OSError), open(f, "w") as fh:
             fh.write("0")
     fds = []
@@ -480,12 +490,15 @@ class ContainerMonitor:
         # StartContainer for the same reason)
 
     def join_cgroup(self) -> None:
-        """Move the init into the container's cgroup. Done here, after the
-        report and while the init builds its rootfs, because a write to a
-        cgroup v1 `cgroup.procs` waits for an RCU grace period (many
-        milliseconds on a busy host): in parallel it costs StartContainer
-        nothing. The init cannot exec before this returns (the monitor is
-        single threaded and only then serves "start")."""
+        """Move the init into the container's cgroup where it cannot join
+        cheaply itself (no `cgroup_self` files: cgroup v2). Done here, after
+        the report and while the init builds its rootfs, because a write to
+        `cgroup.procs` waits for an RCU grace period (~12 ms on a busy host):
+        in parallel it costs StartContainer nothing. The init cannot exec
+        before this returns (the monitor is single threaded and only then
+        serves "start")."""
+        if self.spec.get("cgroup_self"):
+            return
         try:
             for f in self.spec.get("cgroup_procs") or []:
                 with open(f, "w") as fh:
