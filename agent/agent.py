@@ -235,7 +235,7 @@ class Agent:
             self._endpoint = serve_endpoint(
                 servicer,
                 self.cfg.listen,
-                lambda ns, name: self.pods.store.get(name, ns),
+                self._endpoint_pod,
                 self.cri,
                 tokens,
             )
@@ -380,16 +380,29 @@ class Agent:
         for pod in [*changes.removed, *self.static.list()]:
             self.queue.add(pod["metadata"]["uid"])
 
-    def _sync_mirror(self, pod: Object) -> None:
-        """Keep the static pod's mirror in the API; its status goes there by name."""
+    def _sync_mirror(self, pod: Object) -> bool:
+        """Keep the static pod's mirror in the API; True if its status may go there
+        (by name). Retried by the static resync, not sooner, while the API is away."""
         assert self.mirrors is not None
         try:
-            if self.mirrors.ensure(pod):
-                self.status.forget(pod["metadata"]["uid"])
+            state = self.mirrors.ensure(pod)
         except errors.ApiError as err:
             log.warning("pod=%s/%s mirror pod not synced: %s",
                         pod["metadata"]["namespace"], pod["metadata"]["name"], err)  # fmt: skip
-            self.queue.add_after(pod["metadata"]["uid"], 1.0)
+            return False
+        if state == "created":
+            self.status.forget(pod["metadata"]["uid"])
+        return state != "blocked"
+
+    def _endpoint_pod(self, namespace: str, name: str) -> Object | None:
+        """The pod the agent endpoint serves: a static pod rather than its mirror."""
+        pod = self.pods.store.get(name, namespace)
+        if self.static is None or (pod is not None and not mirror_of(pod)):
+            return pod
+        for static in self.static.list():
+            if (static["metadata"]["namespace"], static["metadata"]["name"]) == (namespace, name):
+                return static
+        return pod
 
     def _drop_mirrors(self, uid: str) -> None:
         """Static pod `uid` is gone: so are its mirrors."""
@@ -501,8 +514,10 @@ class Agent:
             pod, obs, self.clock.now(), self.cfg.node.address, result.init_failed
         )
         if self.mirrors is not None and self.static is not None and self.static.get(uid):
-            self._sync_mirror(pod)
-        self.status.set_status(pod, status)
+            if self._sync_mirror(pod):
+                self.status.set_status(pod, status)
+        else:
+            self.status.set_status(pod, status)
         for w in result.waiting.values():
             if w.reason in (
                 "CrashLoopBackOff",

@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -52,6 +52,10 @@ CONFIG_HASH = "kubernetes.io/config.hash"
 CONFIG_MIRROR = "kubernetes.io/config.mirror"
 SOURCE_FILE = "file"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+# What MirrorPods.ensure found: the mirror was current, it was (re)created, or
+# a pod that is no mirror holds the name (then no status may be written to it).
+MirrorState = Literal["current", "created", "blocked"]
 
 
 class ManifestError(Exception):
@@ -292,8 +296,8 @@ class MirrorPods:
             found = self._api.get("Node", self._node_name)
         return str(found["metadata"]["uid"])
 
-    def ensure(self, pod: Mapping[str, Any]) -> bool:
-        """Make the API hold a current mirror of static pod `pod`; True if one was created.
+    def ensure(self, pod: Mapping[str, Any]) -> MirrorState:
+        """Make the API hold a current mirror of static pod `pod`.
 
         Raises ApiError when the API server cannot be reached or refuses."""
         md = pod["metadata"]
@@ -302,7 +306,7 @@ class MirrorPods:
         if current is not None:
             cmd = current["metadata"]
             if mirror_of(current) == uid and not cmd.get("deletionTimestamp"):
-                return False
+                return "current"
             if not is_mirror(current):
                 log.warning(
                     "pod=%s/%s uid=%s a pod that is not its mirror holds the static pod's name",
@@ -310,19 +314,19 @@ class MirrorPods:
                     name,
                     uid,
                 )
-                return False
+                return "blocked"
             self._delete(current)
         try:
             self._api.create("Pod", mirror_pod(pod, self._node_name, self._node_uid()), ns)
         except errors.AlreadyExists:
             live = self._api.get("Pod", name, ns)
             if mirror_of(live) == uid and not live["metadata"].get("deletionTimestamp"):
-                return False
+                return "current"
             if is_mirror(live):
                 self._delete(live)
             raise
         log.info("pod=%s/%s uid=%s mirror pod created", ns, name, uid)
-        return True
+        return "created"
 
     def delete_orphans(self, uid: str, mirrors: Iterable[Mapping[str, Any]]) -> None:
         """Delete the mirrors of static pod `uid`, which no longer exists."""
@@ -351,6 +355,7 @@ __all__ = [
     "Changes",
     "ManifestError",
     "MirrorPods",
+    "MirrorState",
     "StaticPodSource",
     "is_mirror",
     "is_static",

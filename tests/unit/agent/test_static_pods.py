@@ -238,24 +238,24 @@ def test_mirror_created_kept_replaced_and_orphans_deleted(tmp_path: Path) -> Non
     api = FakeApi()
     mirrors = MirrorPods(api, "n1", lambda ns, n: api.pods.get((ns, n)), lambda: None)  # type: ignore[arg-type]
     [pod] = read_manifest(write(tmp_path / "web.yaml", WEB), "n1")
-    assert mirrors.ensure(pod) is True
-    assert mirrors.ensure(pod) is False  # current: left alone
+    assert mirrors.ensure(pod) == "created"
+    assert mirrors.ensure(pod) == "current"  # left alone
     assert api.calls == ["create web-n1"]
 
     # a user deletes it gracefully: deletionTimestamp set -> replaced
     api.pods[("default", "web-n1")]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    assert mirrors.ensure(pod) is True
+    assert mirrors.ensure(pod) == "created"
     assert api.calls[1:] == ["delete web-n1", "create web-n1"]
 
     # the file changed: the mirror of the old version is replaced
     [new] = read_manifest(write(tmp_path / "web.yaml", WEB.replace("1.36", "1.37")), "n1")
-    assert mirrors.ensure(new) is True
+    assert mirrors.ensure(new) == "created"
     assert mirror_of(api.pods[("default", "web-n1")]) == new["metadata"]["uid"]
 
     # a pod of the same name that is not a mirror is never touched
     api.pods[("default", "web-n1")] = {"metadata": {"name": "web-n1", "uid": "user"}}
     calls = len(api.calls)
-    assert mirrors.ensure(new) is False and len(api.calls) == calls
+    assert mirrors.ensure(new) == "blocked" and len(api.calls) == calls
 
     # the static pod is gone: its mirror goes
     api.pods.clear()
