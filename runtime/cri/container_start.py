@@ -14,7 +14,6 @@ from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.cri.service import RuntimeService, wait_exit
 from runtime.process import spawn
-from runtime.store import checkpoint
 from runtime.store.records import ContainerState
 
 
@@ -30,7 +29,7 @@ def run(svc: RuntimeService, req: api_pb2.StartContainerRequest) -> api_pb2.Star
             try:
                 rep = spawn.spawn(
                     "container",
-                    checkpoint.load(root / "spec.json"),
+                    None,  # CreateContainer wrote it
                     root / "spec.json",
                     root / "monitor.log",
                     zygote=svc.zygote,

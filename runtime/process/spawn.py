@@ -191,7 +191,7 @@ def _write_spec(spec: dict[str, Any], spec_path: Path) -> None:
 
 def spawn(
     mode: str,
-    spec: dict[str, Any],
+    spec: dict[str, Any] | None,
     spec_path: Path,
     log_path: Path,
     timeout: float = 60,
@@ -199,8 +199,9 @@ def spawn(
 ) -> dict[str, Any]:
     """Write `spec`, start a monitor in `mode` (forked by `zygote` when it
     runs), and return its report (pids). Raises MonitorError with the
-    monitor's message on failure."""
-    _write_spec(spec, spec_path)
+    monitor's message on failure. `spec` None: `spec_path` is written."""
+    if spec is not None:
+        _write_spec(spec, spec_path)
     if zygote is not None and zygote.alive():
         try:
             out = zygote.spawn(mode, spec_path, timeout)
