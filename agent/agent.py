@@ -1,15 +1,18 @@
 """The node agent: everything the kubelet does, wired together.
 
 Sources of work, each only enqueueing a pod UID: the pods informer (pods
-bound to this node), the PLEG relist (a container or sandbox changed state
-in the runtime, or the runtime holds a pod the API no longer has), probe
-result flips, backoff expiries and a periodic resync. Workers pop UIDs from
-one rate-limited queue (a UID is handled by one worker at a time) and run
-`sync_pod(uid)`: terminate and clean up pods that are deleted or gone,
-otherwise carry out SyncPod and write the status. Beside them run the node
-loops: Lease heartbeat, Node status, and the CNI configuration from the
-Node's podCIDR and its peers. On restart the agent rebuilds everything from
-CRI and the API; it never restarts a healthy container.
+bound to this node), the static pod source (manifest files, see
+agent/static_pods.py; mirror pod events map to their static pod), the PLEG
+relist (a container or sandbox changed state in the runtime, or the runtime
+holds a pod the API no longer has), probe result flips, backoff expiries and
+a periodic resync. Workers pop UIDs from one rate-limited queue (a UID is
+handled by one worker at a time) and run `sync_pod(uid)`: terminate and
+clean up pods that are deleted or gone, otherwise carry out SyncPod and write
+the status. Beside them run the node loops: Lease heartbeat, Node status,
+and the CNI configuration from the Node's podCIDR and its peers. On restart
+the agent rebuilds everything from CRI and the API; it never restarts a
+healthy container. Workers start before the API server is reached, so static
+pods run while it is away.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ static pod still runs.
 from __future__ import annotations
 
 import shutil
-import socket
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -203,20 +202,22 @@ def test_static_pod_lifecycle(env: Env) -> None:
         api.close()
 
 
-def test_static_pod_runs_without_the_control_plane(env: Env, tmp_path: Path) -> None:
+def test_static_pod_runs_without_the_control_plane(env: Env) -> None:
+    """The agent starts while the control plane is down: the static pod runs at
+    once, and its mirror appears when the control plane comes back."""
     (env.manifests / "web.yaml").write_text(MANIFEST)
-    with socket.socket() as s:  # a port where nothing listens
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"
-    api = connect(env.creds.with_server(dead))
+    env.cp.stop()
+    api = connect(env.creds)
     runtime = CRIClient(f"unix://{env.sock}", timeout=5)
-    agent = Agent(agent_config(tmp_path, env.manifests), api, runtime)
+    agent = Agent(agent_config(env.tmp_path, env.manifests), api, runtime)
     starting = threading.Thread(target=agent.start, daemon=True)
-    starting.start()  # start() keeps retrying the registration
+    starting.start()  # start() keeps retrying the registration meanwhile
     try:
         uid = static_uid_of(agent)
         wait_for(lambda: running_containers(env.fake, uid), timeout=10,
                  message="static pod running with no API server")  # fmt: skip
+        env.cp.start()
+        wait_mirror(env.cp.client(), uid, "mirror Running once the API is back")
     finally:
         agent.stop_event.set()
         starting.join(timeout=15)
