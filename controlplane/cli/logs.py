@@ -34,11 +34,11 @@ from controlplane.cli.context import CliError, Context
 from controlplane.cli.resources import parse_targets
 from controlplane.cli.wait import parse_duration
 from controlplane.client import config as client_config
+from controlplane.client.agents import AgentUnreachable, agent_address
 from controlplane.client.interface import ListOptions, Object
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 
-DEFAULT_AGENT_PORT = 10250
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 # Reasons kubectl prints for API errors, by the agent's gRPC status code.
 REASONS = {
@@ -62,28 +62,6 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 # ---- reaching a node's agent (shared with top) -------------------------------------
-
-
-class AgentUnreachable(Exception):
-    """A node's agent could not be reached (or its node has no address)."""
-
-
-def agent_address(node: Object) -> str:
-    """`host:port` of the agent endpoint a Node advertises."""
-    st = printers.status(node)
-    addresses = st.get("addresses") or []
-    host = ""
-    for kind in ("InternalIP", "Hostname"):
-        host = next((str(a["address"]) for a in addresses if a.get("type") == kind), "")
-        if host:
-            break
-    if not host:
-        raise AgentUnreachable(f"node {printers.name(node)} reports no InternalIP or Hostname")
-    endpoint = (st.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
-    port = int(endpoint.get("Port") or endpoint.get("port") or DEFAULT_AGENT_PORT)
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"{host}:{port}"
 
 
 def agent_token(ctx: Context) -> str:

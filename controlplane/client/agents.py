@@ -1,0 +1,58 @@
+"""Reaching a node's agent endpoint: its address, a channel, its Stats.
+
+A Node advertises its agent as status.addresses (InternalIP, else Hostname)
+and status.daemonEndpoints.kubeletEndpoint.Port (10250 by default). skiffctl
+(logs, exec, top) and the HPA's metrics source dial it with the same bearer
+token they give the API server. This module only reads Node objects and
+calls the agent; it never writes anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from proto.agent.v1 import agent_pb2 as pb
+from proto.agent.v1 import agent_pb2_grpc as pb_grpc
+
+DEFAULT_AGENT_PORT = 10250
+
+
+class AgentUnreachable(Exception):
+    """A node's agent could not be reached (or its node has no address)."""
+
+
+def agent_address(node: dict[str, Any]) -> str:
+    """`host:port` of the agent endpoint a Node advertises."""
+    st = node.get("status") or {}
+    name = (node.get("metadata") or {}).get("name", "?")
+    addresses = st.get("addresses") or []
+    host = ""
+    for kind in ("InternalIP", "Hostname"):
+        host = next((str(a["address"]) for a in addresses if a.get("type") == kind), "")
+        if host:
+            break
+    if not host:
+        raise AgentUnreachable(f"node {name} reports no InternalIP or Hostname")
+    endpoint = (st.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+    port = int(endpoint.get("Port") or endpoint.get("port") or DEFAULT_AGENT_PORT)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
+
+
+def node_stats(
+    address: str, token: str, namespace: str = "", timeout: float = 5.0
+) -> pb.StatsResponse:
+    """One Stats call to the agent at `address` (raises AgentUnreachable)."""
+    metadata = (("authorization", f"Bearer {token}"),) if token else None
+    with grpc.insecure_channel(address) as channel:
+        try:
+            return pb_grpc.AgentStub(channel).Stats(
+                pb.StatsRequest(namespace=namespace), timeout=timeout, metadata=metadata
+            )
+        except grpc.RpcError as err:
+            raise AgentUnreachable(
+                f"agent at {address}: {err.details() or err.code().name}"
+            ) from None

@@ -1,0 +1,77 @@
+"""The HPA's MetricsSource backed by the node agents (metrics-server's job).
+
+Every agent serves Stats (per-pod CPU usage in nanocores and memory working
+set, from CRI stats) on its endpoint. `AgentMetrics.pod_metrics` polls every
+Node's agent in parallel, at most once per `max_age` seconds, and answers
+from that snapshot: cpu in cores, memory in bytes, timestamped by the agent.
+An agent that cannot be reached only leaves its pods out (the HPA treats
+them as pods without metrics). It never writes anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from controlplane.client.agents import AgentUnreachable, agent_address, node_stats
+from controlplane.client.interface import ApiClient
+from controlplane.controllers.hpa_calc import MetricSample
+
+log = logging.getLogger("skiff.controllers.metrics")
+
+Snapshot = dict[tuple[str, str], dict[str, MetricSample]]
+
+
+class AgentMetrics:
+    def __init__(
+        self,
+        client: ApiClient,
+        token: str,
+        max_age: float = 10.0,
+        timeout: float = 5.0,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client = client
+        self._token = token
+        self._max_age = max_age
+        self._timeout = timeout
+        self._now = now
+        self._lock = threading.Lock()
+        self._snapshot: Snapshot = {}
+        self._taken = float("-inf")
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent-metrics")
+
+    def pod_metrics(self, namespace: str, resource: str) -> dict[str, MetricSample]:
+        with self._lock:
+            if self._now() - self._taken >= self._max_age:
+                self._snapshot = self._poll()
+                self._taken = self._now()
+            return dict(self._snapshot.get((namespace, resource), {}))
+
+    def _poll(self) -> Snapshot:
+        nodes = self._client.list("Node").items
+        snap: Snapshot = {}
+        for result in self._pool.map(self._one, nodes):
+            for key, pods in result.items():
+                snap.setdefault(key, {}).update(pods)
+        return snap
+
+    def _one(self, node: dict[str, object]) -> Snapshot:
+        try:
+            resp = node_stats(agent_address(node), self._token, timeout=self._timeout)
+        except AgentUnreachable as err:
+            log.info("no metrics from a node: %s", err)
+            return {}
+        out: Snapshot = {}
+        for pod in resp.pods:
+            ts = pod.usage.timestamp_nanos / 1e9 or time.time()
+            out.setdefault((pod.namespace, "cpu"), {})[pod.pod] = MetricSample(
+                pod.usage.cpu_usage_nano_cores / 1e9, ts
+            )
+            out.setdefault((pod.namespace, "memory"), {})[pod.pod] = MetricSample(
+                float(pod.usage.memory_working_set_bytes), ts
+            )
+        return out
