@@ -369,7 +369,11 @@ def component(
     """A `skiff controlplane` component function running a manager with `config`."""
 
     def start_component(client: ApiClient, stop: threading.Event) -> None:
-        manager = ControllerManager(client, config)
+        # The HPA reads pod usage from the agents, with the control plane's token.
+        from controlplane.controllers.agent_metrics import AgentMetrics
+
+        token = str(getattr(getattr(client, "config", None), "token", "") or "")
+        manager = ControllerManager(client, config, metrics_source=AgentMetrics(client, token))
         manager.start()
         if metrics_listen:
             host, _, port = metrics_listen.rpartition(":")
