@@ -181,7 +181,7 @@ class CronJobController(Controller):
             st.pop("active", None)
         if st != podutil.status(cj):
             cj["status"] = st
-            cj["metadata"].pop("resourceVersion", None)
+            # At the resourceVersion read (lastScheduleTime must never go back).
             try:
                 self.client.update_status("CronJob", cj)
             except errors.NotFound:

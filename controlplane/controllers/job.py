@@ -108,6 +108,11 @@ class JobController(PodOwnerController):
                 except errors.NotFound:
                     pass
                 return None
+            # A finished Job keeps no running pods (one created just before it
+            # failed, or seen only after the final sync, is removed here).
+            leftovers = [p for p in self.claim_pods(job) if podutil.is_active(p)]
+            if leftovers:
+                self.delete_pods(key, job, [dict(p) for p in leftovers])
             return plan.requeue_after
         needs_sync = self.expectations.satisfied(key)
         pods = self.claim_pods(job)
@@ -137,13 +142,21 @@ class JobController(PodOwnerController):
             start,
             now,
         )
-        if needs_sync and not podutil.is_deleting(job):
+        if plan.finished and plan.delete:
+            # Finishing: the active pods go whatever the expectations say.
+            self.delete_pods(key, job, [dict(p) for p in active])
+        elif needs_sync and not podutil.is_deleting(job):
             if plan.delete:
                 victims = ranking.pods_to_delete(active, plan.delete)
                 self.delete_pods(key, job, [dict(p) for p in victims])
             elif plan.create:
                 self.create_pods(key, job, plan.create, lambda i: self._new_pod(job))
-        active_after = len(active) - plan.delete + plan.create if needs_sync else len(active)
+        if plan.finished:
+            active_after = 0
+        elif needs_sync:
+            active_after = len(active) - plan.delete + plan.create
+        else:
+            active_after = len(active)
         st.update({"active": max(0, active_after), "succeeded": succeeded, "failed": failed})
         if not st["active"]:
             st.pop("active")
@@ -167,7 +180,9 @@ class JobController(PodOwnerController):
             st.pop("conditions")
         if st != podutil.status(job):
             job["status"] = st
-            job["metadata"].pop("resourceVersion", None)
+            # Written at the resourceVersion read: a cache behind the server
+            # (say, without the startTime we wrote) gets Conflict and a retry,
+            # never a lost startTime.
             try:
                 self.client.update_status("Job", job)
             except errors.NotFound:

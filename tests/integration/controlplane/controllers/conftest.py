@@ -64,7 +64,16 @@ class Cluster:
         return items
 
     def wait(self, cond: Callable[[], Any], timeout: float = 20.0, message: str = "") -> Any:
-        return wait_for(cond, timeout=timeout, message=message)
+        """Wait for `cond`; with a fake clock each unmet poll moves it by 1 ms so
+        retries after a Conflict (5 ms backoff) still happen."""
+
+        def probe() -> Any:
+            value = cond()
+            if not value and isinstance(self.clock, FakeClock):
+                self.clock.step(0.001)
+            return value
+
+        return wait_for(probe, timeout=timeout, message=message)
 
     def step(self, seconds: float) -> None:
         assert isinstance(self.clock, FakeClock)

@@ -39,7 +39,17 @@ class Env:
         return pods
 
     def wait(self, cond: Callable[[], Any], timeout: float = 10.0, message: str = "") -> Any:
-        return wait_for(cond, timeout=timeout, message=message)
+        """Wait for `cond`; each unmet poll moves the fake clock by 1 ms, so a
+        retry after a Conflict (5 ms backoff) still happens while time stays
+        where the test put it for any practical purpose."""
+
+        def probe() -> Any:
+            value = cond()
+            if not value:
+                self.clock.step(0.001)
+            return value
+
+        return wait_for(probe, timeout=timeout, message=message)
 
     def tick(self, seconds: float = 0.01) -> None:
         self.clock.step(seconds)

@@ -81,9 +81,10 @@ def test_job_active_deadline(env):
     e.client.create("Job", job(parallelism=2, completions=4, activeDeadlineSeconds=30))
     e.wait(lambda: len(e.pods()) == 2)
     e.wait(e.idle)
+    e.wait(lambda: (e.cached("Job", "work") or {}).get("status", {}).get("startTime"))
     e.clock.step(31)
-    e.wait(lambda: job_cond(e) == ("Failed", "DeadlineExceeded"))
-    e.wait(lambda: len(e.pods()) == 0)
+    e.settle(lambda: job_cond(e) == ("Failed", "DeadlineExceeded"), step=0.1)
+    e.settle(lambda: len(e.pods()) == 0, step=0.1)
 
 
 def test_job_ttl_after_finished(env):

@@ -68,15 +68,16 @@ def test_parallel_and_rolling_update_with_partition(env):
         "db",
         {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "db:2"}]}}}},
     )
-    for _ in range(200):
-        e.wait(e.idle)
+
+    def updated() -> bool:
+        e.tick(0.05)  # lets retries after a Conflict fire
         e.make_ready()
-        e.wait(e.idle)
         pods = {p["metadata"]["name"]: p for p in e.pods()}
-        if len(pods) == 3 and all(
+        return len(pods) == 3 and all(
             pods[n]["spec"]["containers"][0]["image"] == "db:2" for n in ("db-1", "db-2")
-        ):
-            break
+        )
+
+    e.wait(updated, timeout=20)
     pods = {p["metadata"]["name"]: p for p in e.pods()}
     assert pods["db-0"]["metadata"]["labels"][REVISION_LABEL] == old_rev  # below the partition
     assert pods["db-2"]["spec"]["containers"][0]["image"] == "db:2"
@@ -180,13 +181,16 @@ def test_daemonset_rolling_update(env):
         "agent",
         {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "agent:2"}]}}}},
     )
-    for _ in range(300):
-        e.wait(e.idle)
-        e.tick(0.05)
+
+    def updated() -> bool:
+        e.tick(0.05)  # lets retries after a Conflict fire
         e.make_ready()
         pods = e.pods()
-        if len(pods) == 3 and all(p["spec"]["containers"][0]["image"] == "agent:2" for p in pods):
-            break
+        return len(pods) == 3 and all(
+            p["spec"]["containers"][0]["image"] == "agent:2" for p in pods
+        )
+
+    e.wait(updated, timeout=20)
     pods = e.pods()
     assert len(pods) == 3 and all(p["spec"]["containers"][0]["image"] == "agent:2" for p in pods)
     assert sorted(pinned_node(p) for p in pods) == ["a", "b", "c"]
