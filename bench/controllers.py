@@ -1,8 +1,10 @@
 """Controller-manager benchmark against a real `skiff controlplane` (SQLite).
 
 Starts `skiff controlplane` on 127.0.0.1 with a temporary data dir (stopped
-by its pid at the end), runs the deployment, replicaset and garbage
-collector controllers in this process over gRPC, then measures:
+by its pid at the end) running its own controller manager (leader-elected,
+as deployed) with the deployment, replicaset and garbage collector
+controllers and no scheduler, reads per-controller figures from the
+manager's /metrics endpoint, and measures:
 
 - create: from creating a Deployment of N replicas (default 1,000) to N Pod
   objects existing (counted from a watch, as a client would see them);
@@ -31,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,8 +41,6 @@ from typing import Any
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.client.interface import DeleteOptions
-from controlplane.controllers.base import ManagerConfig
-from controlplane.controllers.manager import ControllerManager
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,6 +56,7 @@ class ControlPlaneProcess:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.port = free_port()
+        self.metrics_port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = data_dir.parent / "controlplane.log"
 
@@ -62,7 +64,10 @@ class ControlPlaneProcess:
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "skiff", "controlplane", "--listen", f"127.0.0.1:{self.port}",
-                 "--data-dir", str(self.data_dir), "--log-level", "WARNING"],
+                 "--data-dir", str(self.data_dir), "--log-level", "WARNING",
+                 "--disable", "scheduler",
+                 "--controllers", "deployment,replicaset,garbagecollector",
+                 "--controller-metrics-listen", f"127.0.0.1:{self.metrics_port}"],
                 cwd=REPO, stdout=log, stderr=log,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
@@ -90,6 +95,37 @@ class ControlPlaneProcess:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+
+class RemoteMetrics:
+    """The control plane's controller metrics, scraped from its /metrics."""
+
+    def __init__(self, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}/metrics"
+
+    def metrics(self) -> dict[str, dict[str, float]]:
+        with urllib.request.urlopen(self.url, timeout=10) as r:
+            text = r.read().decode()
+        out: dict[str, dict[str, float]] = {}
+        for line in text.splitlines():
+            if not line.startswith("skiff_controller_") or "{" not in line:
+                continue
+            name_part, _, value = line.rpartition(" ")
+            metric = name_part.split("{")[0].removeprefix("skiff_controller_")
+            controller = name_part.split('controller="')[1].split('"')[0]
+            out.setdefault(controller, {})[metric] = float(value)
+        return out
+
+    def wait_running(self, names: set[str], timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if names <= set(self.metrics()):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)  # polling for the leader-elected manager to come up
+        raise RuntimeError("controller manager did not start")
 
 
 class PodCounter:
@@ -148,11 +184,8 @@ def run(replicas: int, timeout: float) -> dict[str, float]:
         client.create(
             "Namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
         )
-        manager = ControllerManager(
-            cp.client(),
-            ManagerConfig(controllers=("deployment", "replicaset", "garbagecollector")),
-        )
-        manager.start_controllers(30)
+        manager = RemoteMetrics(cp.metrics_port)
+        manager.wait_running({"deployment", "replicaset", "garbagecollector"})
         counter = PodCounter(client, ns)
         before = manager.metrics()
         t0 = time.monotonic()
@@ -191,7 +224,6 @@ def run(replicas: int, timeout: float) -> dict[str, float]:
             figures[f"{name}_errors"] = after[name]["errors"]
         counter.watch.stop()
         many_figures(client, manager, figures, timeout)
-        manager.stop()
         client.close()
     finally:
         cp.stop()
@@ -200,7 +232,7 @@ def run(replicas: int, timeout: float) -> dict[str, float]:
 
 
 def many_figures(
-    client: GrpcApiClient, manager: ControllerManager, figures: dict[str, float], timeout: float
+    client: GrpcApiClient, manager: RemoteMetrics, figures: dict[str, float], timeout: float
 ) -> None:
     """Many small Deployments (100 x 10 replicas): reconcile throughput when
     every sync is small, then the cascade delete of all of them."""
