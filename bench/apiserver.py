@@ -80,7 +80,10 @@ class Server:
         log = (data_dir.parent / "controlplane.log").open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "skiff", "controlplane", "--listen", f"127.0.0.1:{self.port}",
-             "--data-dir", str(data_dir), "--log-level", "WARNING", *store_args],
+             "--data-dir", str(data_dir), "--log-level", "WARNING",
+             # The API server alone: no in-process scheduler or controllers
+             # listing and watching the pods under measurement.
+             "--disable", "scheduler", "--disable", "controllers", *store_args],
             cwd=REPO, stdout=log, stderr=log,
         )  # fmt: skip
         log.close()

@@ -20,7 +20,14 @@ import grpc
 
 from controlplane.api import jsoncodec
 from controlplane.apiserver.auth import Identity, TokenAuthority, authorize
-from controlplane.apiserver.registry import PodBinding, Registry, Selectors, Stored, kind_info
+from controlplane.apiserver.registry import (
+    ListResult,
+    PodBinding,
+    Registry,
+    Selectors,
+    Stored,
+    kind_info,
+)
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions
@@ -40,6 +47,8 @@ STATUS_CODES: dict[type[errors.ApiError], grpc.StatusCode] = {
 }
 
 R = TypeVar("R")
+
+LIST_CHUNK = 1000  # items per ListStream message (about 1 MB of pods)
 
 
 def status_code(err: errors.ApiError) -> grpc.StatusCode:
@@ -142,7 +151,16 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             return self._list(request, who)
 
     def _list(self, request: Any, who: Identity) -> api_pb2.ListResponse:
-        result = self.registry.list(
+        result = self._registry_list(request, who)
+        return api_pb2.ListResponse(
+            items_json=b"[" + b",".join([d for d, _ in result.items]) + b"]",
+            item_resource_versions=[r for _, r in result.items],
+            resource_version=str(result.resource_version),
+            continue_token=result.continue_token,
+        )
+
+    def _registry_list(self, request: Any, who: Identity) -> ListResult:
+        return self.registry.list(
             request.kind,
             request.namespace or None,
             request.label_selector,
@@ -151,12 +169,28 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             request.continue_token,
             who,
         )
-        return api_pb2.ListResponse(
-            items_json=b"[" + b",".join([d for d, _ in result.items]) + b"]",
-            item_resource_versions=[r for _, r in result.items],
-            resource_version=str(result.resource_version),
-            continue_token=result.continue_token,
-        )
+
+    @_rpc("ListStream")
+    def ListStream(
+        self, request: Any, context: Any, who: Identity
+    ) -> Iterator[api_pb2.ListResponse]:
+        with jsoncodec.paused_gc():
+            result = self._registry_list(request, who)
+        return self._chunks(result.items, str(result.resource_version), result.continue_token)
+
+    @staticmethod
+    def _chunks(
+        items: list[Stored], resource_version: str, continue_token: str
+    ) -> Iterator[api_pb2.ListResponse]:
+        for start in range(0, max(len(items), 1), LIST_CHUNK):
+            chunk = items[start : start + LIST_CHUNK]
+            last = start + LIST_CHUNK >= len(items)
+            yield api_pb2.ListResponse(
+                items_json=b"[" + b",".join([d for d, _ in chunk]) + b"]",
+                item_resource_versions=[r for _, r in chunk],
+                resource_version=resource_version if last else "",
+                continue_token=continue_token if last else "",
+            )
 
     @_rpc("Update")
     def Update(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:

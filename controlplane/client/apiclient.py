@@ -185,18 +185,25 @@ class GrpcApiClient:
             continue_token=options.continue_token,
             resource_version=options.resource_version,
         )
-        resp = self._call(self._stub.List, req, timeout=max(self.timeout, 120.0))
-        items = [_obj(item) for item in resp.items]
-        if resp.items_json:
+        # A server stream of chunks: decoding one overlaps the sending of the next.
+        call = self._stub.ListStream(req, timeout=max(self.timeout, 120.0), metadata=self._metadata)
+        items: builtins.list[Object] = []
+        resource_version = continue_token = ""
+        try:
             with jsoncodec.paused_gc():
-                decoded: list[Object] = jsoncodec.loads(resp.items_json)
-                for obj, rv in zip(decoded, resp.item_resource_versions, strict=True):
-                    obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
-            items += decoded
+                for resp in call:
+                    items += [_obj(item) for item in resp.items]
+                    if resp.items_json:
+                        decoded: builtins.list[Object] = jsoncodec.loads(resp.items_json)
+                        for obj, rv in zip(decoded, resp.item_resource_versions, strict=True):
+                            obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
+                        items += decoded
+                    resource_version = resp.resource_version or resource_version
+                    continue_token = resp.continue_token or continue_token
+        except grpc.RpcError as err:
+            raise map_error(err) from err
         return ObjectList(
-            items=items,
-            resource_version=resp.resource_version,
-            continue_token=resp.continue_token,
+            items=items, resource_version=resource_version, continue_token=continue_token
         )
 
     def update(self, kind: str, obj: Object) -> Object:

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_MARKER = "skiff-controlplane-v1"
 SQLITE_HEADER = b"SQLite format 3\x00"
+CHECKPOINT_EVERY = 200  # commits between checkpoints (SQLite's own default: 1000 WAL pages)
 
 _SCHEMA = """
 CREATE TABLE objects (
@@ -151,6 +152,16 @@ class SqliteStore:
         self._watch_lock = threading.Lock()
         self._watches: list[_SqliteWatch] = []
         self._closed = False
+        # Checkpoints (copying the WAL into the database file, two more fsyncs)
+        # run on their own connection and thread, never inside a commit that
+        # writers are waiting for.
+        self._db.execute("PRAGMA wal_autocheckpoint=0")
+        self._unchecked = 0  # commits since the last checkpoint was asked for
+        self._checkpoint_wanted = threading.Event()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint_loop, name="sqlite-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
 
@@ -230,6 +241,22 @@ class SqliteStore:
             if stop:
                 return
 
+    def _checkpoint_loop(self) -> None:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            while True:
+                self._checkpoint_wanted.wait()
+                self._checkpoint_wanted.clear()
+                if self._closed:
+                    return
+                try:
+                    # PASSIVE: copies what it can without blocking writers or readers.
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as err:
+                    log.warning("sqlite checkpoint failed: %s", err)
+        finally:
+            conn.close()
+
     def _commit_batch(self, batch: list[_Request]) -> None:
         cur = self._db.cursor()
         rev = self._rev
@@ -266,6 +293,10 @@ class SqliteStore:
             return
         self._rev = rev
         self._compacted = compacted
+        self._unchecked += 1
+        if self._unchecked >= CHECKPOINT_EVERY:
+            self._unchecked = 0
+            self._checkpoint_wanted.set()
         for request, outcome in zip(batch, results, strict=True):
             if isinstance(outcome, BaseException):
                 request.future.set_exception(outcome)
@@ -467,6 +498,8 @@ class SqliteStore:
         self._closed = True
         self._queue.put(None)
         self._writer.join()
+        self._checkpoint_wanted.set()
+        self._checkpointer.join()
         while True:
             try:
                 left = self._queue.get_nowait()

@@ -49,6 +49,11 @@ class ObjectsStub:
                 request_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ListRequest.SerializeToString,
                 response_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ListResponse.FromString,
                 _registered_method=True)
+        self.ListStream = channel.unary_stream(
+                '/skiff.controlplane.v1.Objects/ListStream',
+                request_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ListRequest.SerializeToString,
+                response_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ListResponse.FromString,
+                _registered_method=True)
         self.Update = channel.unary_unary(
                 '/skiff.controlplane.v1.Objects/Update',
                 request_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.UpdateRequest.SerializeToString,
@@ -103,6 +108,17 @@ class ObjectsServicer:
 
     def List(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListStream(self, request, context):
+        """The same result as List (one consistent read), sent in chunks so that a
+        big list is never one huge message and the client decodes while the
+        server sends: each message carries some items (items_json and
+        item_resource_versions); resource_version and continue_token are set on
+        the last message.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -174,6 +190,11 @@ def add_ObjectsServicer_to_server(servicer, server):
             ),
             'List': grpc.unary_unary_rpc_method_handler(
                     servicer.List,
+                    request_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ListRequest.FromString,
+                    response_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ListResponse.SerializeToString,
+            ),
+            'ListStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.ListStream,
                     request_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ListRequest.FromString,
                     response_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.ListResponse.SerializeToString,
             ),
@@ -292,6 +313,33 @@ class Objects:
             request,
             target,
             '/skiff.controlplane.v1.Objects/List',
+            proto_dot_controlplane_dot_v1_dot_api__pb2.ListRequest.SerializeToString,
+            proto_dot_controlplane_dot_v1_dot_api__pb2.ListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/skiff.controlplane.v1.Objects/ListStream',
             proto_dot_controlplane_dot_v1_dot_api__pb2.ListRequest.SerializeToString,
             proto_dot_controlplane_dot_v1_dot_api__pb2.ListResponse.FromString,
             options,

@@ -49,6 +49,13 @@ class ObjectsStub:
     Create: _grpc.UnaryUnaryMultiCallable[_api_pb2.CreateRequest, _api_pb2.ObjectResponse]
     Get: _grpc.UnaryUnaryMultiCallable[_api_pb2.GetRequest, _api_pb2.ObjectResponse]
     List: _grpc.UnaryUnaryMultiCallable[_api_pb2.ListRequest, _api_pb2.ListResponse]
+    ListStream: _grpc.UnaryStreamMultiCallable[_api_pb2.ListRequest, _api_pb2.ListResponse]
+    """The same result as List (one consistent read), sent in chunks so that a
+    big list is never one huge message and the client decodes while the
+    server sends: each message carries some items (items_json and
+    item_resource_versions); resource_version and continue_token are set on
+    the last message.
+    """
     Update: _grpc.UnaryUnaryMultiCallable[_api_pb2.UpdateRequest, _api_pb2.ObjectResponse]
     """Replace spec and metadata (subresource ""), or only status ("status")."""
     Patch: _grpc.UnaryUnaryMultiCallable[_api_pb2.PatchRequest, _api_pb2.ObjectResponse]
@@ -75,6 +82,13 @@ class ObjectsAsyncStub(ObjectsStub):
     Create: _aio.UnaryUnaryMultiCallable[_api_pb2.CreateRequest, _api_pb2.ObjectResponse]  # type: ignore[assignment]
     Get: _aio.UnaryUnaryMultiCallable[_api_pb2.GetRequest, _api_pb2.ObjectResponse]  # type: ignore[assignment]
     List: _aio.UnaryUnaryMultiCallable[_api_pb2.ListRequest, _api_pb2.ListResponse]  # type: ignore[assignment]
+    ListStream: _aio.UnaryStreamMultiCallable[_api_pb2.ListRequest, _api_pb2.ListResponse]  # type: ignore[assignment]
+    """The same result as List (one consistent read), sent in chunks so that a
+    big list is never one huge message and the client decodes while the
+    server sends: each message carries some items (items_json and
+    item_resource_versions); resource_version and continue_token are set on
+    the last message.
+    """
     Update: _aio.UnaryUnaryMultiCallable[_api_pb2.UpdateRequest, _api_pb2.ObjectResponse]  # type: ignore[assignment]
     """Replace spec and metadata (subresource ""), or only status ("status")."""
     Patch: _aio.UnaryUnaryMultiCallable[_api_pb2.PatchRequest, _api_pb2.ObjectResponse]  # type: ignore[assignment]
@@ -116,6 +130,19 @@ class ObjectsServicer(metaclass=_abc_1.ABCMeta):
         request: _api_pb2.ListRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_api_pb2.ListResponse, _abc.Awaitable[_api_pb2.ListResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ListStream(
+        self,
+        request: _api_pb2.ListRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_api_pb2.ListResponse], _abc.AsyncIterator[_api_pb2.ListResponse]]:
+        """The same result as List (one consistent read), sent in chunks so that a
+        big list is never one huge message and the client decodes while the
+        server sends: each message carries some items (items_json and
+        item_resource_versions); resource_version and continue_token are set on
+        the last message.
+        """
 
     @_abc_1.abstractmethod
     def Update(
