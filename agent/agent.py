@@ -230,7 +230,7 @@ class Agent:
             tokens = TokenChecker(self._api_config) if self._api_config else None
             servicer = AgentServicer(
                 self.cfg.node.name,
-                self.pods,
+                self._endpoint_pod,
                 self.cri,
                 Path(self.cfg.pod_settings.log_root),
                 tokens,

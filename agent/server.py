@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,6 @@ from agent.pod_config import (
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ClientConfig
-from controlplane.client.informer import SharedInformer
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.runtime.v1 import api_pb2 as cri
@@ -78,7 +77,7 @@ class AgentServicer(pb_grpc.AgentServicer):
     def __init__(
         self,
         node_name: str,
-        pods: SharedInformer,
+        pods: Callable[[str, str], Mapping[str, Any] | None],
         runtime: CRIClient,
         log_root: Path,
         tokens: TokenChecker | None,
@@ -102,7 +101,7 @@ class AgentServicer(pb_grpc.AgentServicer):
         self, request: pb.LogsRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.LogChunk]:
         self._auth(context)
-        pod = self._pods.store.get(request.pod, request.namespace or "default")
+        pod = self._pods(request.namespace or "default", request.pod)
         if pod is None:
             context.abort(
                 grpc.StatusCode.NOT_FOUND, f'pod "{request.pod}" not found on node {self._node}'
