@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import grpc
 import pytest
@@ -40,7 +40,6 @@ from controlplane.cli.main import main
 from controlplane.cli.streamclient import UpgradeRefused, command_path, upgrade
 from controlplane.client.apiclient import connect, join
 from controlplane.client.config import ClientConfig, load_config
-from controlplane.client.informer import SharedInformer
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.streaming.remotecommand import SPDY_PROTOCOLS
@@ -97,22 +96,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             runtime = CRIClient(f"unix://{sock_dir}/cri.sock", timeout=5)
             holder: dict[str, Agent] = {}
 
-            class Pods:
-                """The agent's pod informer, once the agent exists."""
-
-                @property
-                def store(self) -> Any:
-                    return holder["agent"].pods.store
-
             def pods(ns: str, name: str) -> Any:
                 return holder["agent"].pods.store.get(name, ns)
 
             # As the agent is meant to run it: the streaming endpoint on the
             # advertised port, the gRPC servicer relayed to a loopback port.
             tokens = TokenChecker(creds)
-            servicer = AgentServicer(
-                "n1", cast(SharedInformer, Pods()), runtime, base / "logs", tokens
-            )
+            servicer = AgentServicer("n1", pods, runtime, base / "logs", tokens)
             endpoint = serve_endpoint(servicer, "127.0.0.1:0", pods, runtime, tokens)
             cfg = AgentConfig(
                 node=NodeConfig(
