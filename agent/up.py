@@ -53,6 +53,7 @@ class Layout:
     log_dir: Path
     cgroup_root: str
     cni_bridge: str
+    manifests: Path
 
     @staticmethod
     def standard() -> Layout:
@@ -70,6 +71,7 @@ class Layout:
             log_dir=Path("/var/log/skiff"),
             cgroup_root="/skiff/pods",
             cni_bridge="skiff0",
+            manifests=Path("/etc/skiff/manifests"),
         )
 
     @staticmethod
@@ -89,6 +91,7 @@ class Layout:
             log_dir=d / "logs",
             cgroup_root=f"/skiff-{tag}/pods",
             cni_bridge=f"skiff{tag[:5]}",
+            manifests=d / "manifests",
         )
 
 
