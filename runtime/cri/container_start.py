@@ -27,18 +27,25 @@ def run(svc: RuntimeService, req: api_pb2.StartContainerRequest) -> api_pb2.Star
         if not c.monitor_pid:
             root = svc.container_root(c.id)
             try:
+                # the monitor starts the init as soon as its root is ready
+                # and reports the outcome with its pids
                 rep = spawn.spawn(
-                    "container",
+                    "container-start",
                     None,  # CreateContainer wrote it
                     root / "spec.json",
                     root / "monitor.log",
                     zygote=svc.zygote,
                 )
+                if rep.get("start_error"):
+                    reply = {"error": rep["start_error"]}
+                elif rep.get("started_at"):
+                    reply = rep
                 with svc.containers.lock:
                     c.monitor_pid = int(rep["pid"])
                     c.monitor_start = spawn.start_time(c.monitor_pid)
                     c.init_pid = int(rep["init_pid"])
-                    svc.containers.save(c)
+                    if not reply:  # (otherwise saved below with the outcome)
+                        svc.containers.save(c)
             except (OSError, ValueError, spawn.MonitorError) as exc:
                 reply = {"error": str(exc)}
         if not reply:

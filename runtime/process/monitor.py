@@ -542,15 +542,29 @@ class ContainerMonitor:
         os.close(dfd)
         return sock.fileno(), sock
 
-    def run(self) -> int:
+    def run(self, autostart: bool = False) -> int:
+        """Serve until the init exits. `autostart` (StartContainer spawned
+        us): let the init exec as soon as it is ready and put the outcome in
+        the one report, which spares the runtime a round trip on the control
+        socket (and the init a wait for "start")."""
         lfd, sock = self.serve()
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        _report({"pid": os.getpid(), "init_pid": self.init_pid})
-        self.join_cgroup()
+        report: Spec = {"pid": os.getpid(), "init_pid": self.init_pid}
+        if autostart:
+            self.join_cgroup()
+            started = self._start()
+            if "error" in started:
+                report["start_error"] = started["error"]
+            else:
+                report.update(started)
+            _report(report)
+        else:
+            _report(report)
+            self.join_cgroup()
         self._reap()
         while self.init_status is None:
             timeout = None
@@ -997,7 +1011,7 @@ class ContainerMonitor:
             self._reply(job.conn, reply)
 
 
-def run_container(spec: Spec, fork: bool = True) -> int:
+def run_container(spec: Spec, fork: bool = True, autostart: bool = False) -> int:
     _detach(fork)
     os.umask(0o022)
     mon = ContainerMonitor(spec)
@@ -1012,7 +1026,7 @@ def run_container(spec: Spec, fork: bool = True) -> int:
             }
         )
         return 1
-    return mon.run()
+    return mon.run(autostart)
 
 
 def _dial(conn: socket.socket, req: Spec) -> None:
@@ -1097,7 +1111,7 @@ def main(argv: list[str], fork: bool = True) -> int:
         libc.set_name("skiff-sandbox")
         return run_sandbox(spec, fork)
     libc.set_name("skiff-monitor")
-    return run_container(spec, fork)
+    return run_container(spec, fork, autostart=mode == "container-start")
 
 
 if __name__ == "__main__":
