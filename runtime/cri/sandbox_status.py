@@ -12,8 +12,14 @@ from runtime.store.records import Sandbox, SandboxState
 
 
 def refresh(svc: RuntimeService, s: Sandbox) -> Sandbox:
-    """A READY sandbox whose monitor is gone is NOTREADY."""
-    if s.state == SandboxState.READY and not spawn.alive(s.monitor_pid, s.monitor_start):
+    """A READY sandbox whose monitor is gone is NOTREADY. A sandbox still being
+    created (RunPodSandbox has reserved it but has no monitor pid yet) is left
+    alone: a concurrent list must not condemn it."""
+    if (
+        s.state == SandboxState.READY
+        and s.monitor_pid
+        and not spawn.alive(s.monitor_pid, s.monitor_start)
+    ):
         with svc.sandboxes.lock:
             s.transition(SandboxState.NOTREADY)
             svc.sandboxes.save(s)

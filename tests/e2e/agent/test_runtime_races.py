@@ -80,17 +80,7 @@ def _ready_after_run_while_listing(node: Node, count: int) -> list[str]:
 @pytest.mark.parametrize(
     "runtime_kind",
     [
-        pytest.param(
-            "skiff",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="runtime bug: RunPodSandbox reserves the record (state READY, "
-                "monitor_pid 0) before its monitor exists; a concurrent ListPodSandbox "
-                "runs sandbox_status.refresh on it, finds pid 0 not alive and saves it "
-                "NOTREADY, so the new sandbox is NOTREADY and CreateContainer fails "
-                "'sandbox ... is not ready' (runtime/cri/sandbox_run.py, sandbox_status.py)",
-            ),
-        ),
+        "skiff",
         "containerd",
     ],
     indirect=True,
