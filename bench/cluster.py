@@ -362,12 +362,18 @@ def _hollow_run(
             api.create("Deployment", deployment(name, replicas), "default")
 
         def progress() -> tuple[int, int]:
+            items = api.list("Pod", "default").items
             bound = running = 0
-            for p in api.list("Pod", "default").items:
+            for p in items:
                 if p["spec"].get("nodeName"):
                     bound += 1
                 if (p.get("status") or {}).get("phase") == "Running":
                     running += 1
+            print(
+                f"  {time.monotonic() - load._t0:6.1f}s created {len(items)} bound {bound} "
+                f"running {running}",
+                flush=True,
+            )
             return bound, running
 
         last = [0, 0]

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from agent.node_status import now_rfc3339
 from controlplane.client.apiclient import GrpcApiClient
 from tests.e2e.cluster import helpers as h
 from tests.harness.cluster import Cluster, ClusterControlPlane, running_cluster
@@ -90,8 +91,21 @@ def test_two_control_planes_one_etcd_leader_failover(
         assert api2.get("ConfigMap", "shared", "default")["data"] == {"a": "1"}
         before = holders(api2)
         assert before
-        node = api2.create("Node", fake_node("ha-node"))
-        api2.update_status("Node", {**node, "status": fake_node("ha-node")["status"]})
+        api2.create("Node", fake_node("ha-node"))
+        api2.patch(
+            "Node", "ha-node", {"status": fake_node("ha-node")["status"]}, subresource="status"
+        )
+        lease = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "ha-node", "namespace": "kube-node-lease"},
+            "spec": {
+                "holderIdentity": "ha-node",
+                "leaseDurationSeconds": 40,
+                "renewTime": now_rfc3339(micro=True),
+            },
+        }
+        api2.create("Lease", lease, "kube-node-lease")  # fresh for the node's grace period
 
         started = time.monotonic()
         cl.cp.stop(signal.SIGKILL)
