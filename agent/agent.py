@@ -500,9 +500,23 @@ class Agent:
             return
         _, _, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
         result = self.syncer.sync(pod, rec, liveness_failed)
-        rec = self.view.relist(uid).get(uid) or PodRecord(uid)
+        a = result.actions
+        acted = a is None or bool(
+            a.kill_pod
+            or a.create_sandbox
+            or a.containers_to_start
+            or a.containers_to_kill
+            or a.next_init_container is not None
+        )
+        if acted or rec is None:  # the runtime changed: look again before reporting
+            rec = self.view.relist(uid).get(uid) or PodRecord(uid)
         self._sync_probes(pod, rec, result.pod_ips)
-        ready, started, _ = self.probes.results(uid, self._running_specs(pod, rec))
+        running = self._running_specs(pod, rec)
+        ready, started, _ = self.probes.results(uid, running)
+        unready = {c["name"] for c in running} - ready
+        probe_messages = {
+            n: m for n in unready if (m := self.probes.message(uid, n, "readinessProbe"))
+        }
         sb = rec.current_sandbox()
         obs = PodObservation(
             sandbox_ready=sb is not None and sb.state == cri.SANDBOX_READY,
@@ -512,6 +526,7 @@ class Agent:
             ready=ready,
             started=started,
             runtime_name=self.runtime_name,
+            probe_messages=probe_messages,
         )
         status = compute_pod_status(
             pod, obs, self.clock.now(), self.cfg.node.address, result.init_failed

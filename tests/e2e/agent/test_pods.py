@@ -374,12 +374,6 @@ def test_bad_image_and_bad_command(node: Node, admin: GrpcApiClient, e2e_images:
 
 
 @pytest.mark.parametrize("runtime_kind", ["skiff"], indirect=True)
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent/agent.py does not pass the readiness probe's last failure "
-    "(ProbeManager.message) into PodObservation.probe_messages, so the Ready "
-    "condition names the container but not the probe error",
-)
 def test_readiness_reason_names_probe_error(
     node: Node, admin: GrpcApiClient, e2e_images: E2EImages
 ) -> None:
