@@ -372,6 +372,11 @@ class Extractor:
         self.preserve_owner = os.geteuid() == 0 if preserve_owner is None else preserve_owner
         self.stats = LayerStats()
         self._dirs: set[str] = {""}
+        # Every path this extractor created (some may be gone since). `dest`
+        # starts empty, so a path not in here does not exist and needs no
+        # lstat before it is created; O_EXCL, mkdir, symlink and mknod refuse
+        # to replace anything all the same.
+        self._made: set[str] = {""}
         self._dir_meta: dict[str, _DirMeta] = {}
 
     def _abs(self, rel: str) -> str:
@@ -395,6 +400,7 @@ class Extractor:
                 os.mkdir(path, 0o755)
                 self.stats.inodes += 1
                 self._dirs.add(cur)
+                self._made.add(cur)
                 continue
             if not stat.S_ISDIR(st.st_mode):
                 raise UnsafeEntry(
@@ -405,6 +411,8 @@ class Extractor:
 
     def _clear(self, rel: str, *, keep_dir: bool) -> bool:
         """Remove whatever is at `rel`; returns True if a directory was kept."""
+        if rel not in self._made:
+            return False
         path = self._abs(rel)
         try:
             st = os.lstat(path)
@@ -448,12 +456,14 @@ class Extractor:
         if m.isdir():
             if not self._clear(rel, keep_dir=True):
                 os.mkdir(path, 0o700)
+                self._made.add(rel)
                 self.stats.inodes += 1
             self._dirs.add(rel)
             self._dir_meta[rel] = _DirMeta(rel, m.uid, m.gid, m.mode & 0o7777, m.mtime)
             self._xattrs(path, m)
             return
         self._clear(rel, keep_dir=False)
+        self._made.add(rel)  # from here on something may exist at `rel`
         if m.isreg():
             self._file(tf, m, path)
         elif m.issym():
@@ -496,9 +506,9 @@ class Extractor:
                 os.fchown(fd, m.uid, m.gid)
             os.fchmod(fd, m.mode & 0o7777)
             self._xattrs(fd, m)
+            self._utime(fd, m)
         finally:
             os.close(fd)
-        self._utime(path, m)
         self.stats.bytes += m.size
         self.stats.inodes += 1
 
@@ -512,6 +522,7 @@ class Extractor:
             raise UnsafeEntry(f"tar whiteout {base!r} in {parent or '/'!r} is malformed")
         rel = f"{parent}/{name}" if parent else name
         self._clear(rel, keep_dir=False)
+        self._made.add(rel)
         os.mknod(self._abs(rel), stat.S_IFCHR | 0o000, os.makedev(0, 0))
         self.stats.inodes += 1
 
@@ -526,10 +537,13 @@ class Extractor:
         self._utime(path, m)
         self.stats.inodes += 1
 
-    def _utime(self, path: str, m: tarfile.TarInfo) -> None:
+    def _utime(self, target: str | int, m: tarfile.TarInfo) -> None:
         ns = int(m.mtime * 1e9)
         try:
-            os.utime(path, ns=(ns, ns), follow_symlinks=False)
+            if isinstance(target, int):
+                os.utime(target, ns=(ns, ns))
+            else:
+                os.utime(target, ns=(ns, ns), follow_symlinks=False)
         except OSError:
             pass
 
