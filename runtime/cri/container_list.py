@@ -16,10 +16,12 @@ def run(svc: RuntimeService, req: api_pb2.ListContainersRequest) -> api_pb2.List
             continue
         if f.pod_sandbox_id and not c.sandbox_id.startswith(f.pod_sandbox_id):
             continue
+        # labels first: they are cheap, a refresh reads /proc
+        labels = container_status.config_of(c).labels
+        if any(labels.get(k) != v for k, v in f.label_selector.items()):
+            continue
         item = container_status.to_list_item(svc.refresh(c))
         if f.HasField("state") and item.state != f.state.state:
-            continue
-        if any(item.labels.get(k) != v for k, v in f.label_selector.items()):
             continue
         out.append(item)
     return api_pb2.ListContainersResponse(containers=out)

@@ -4,6 +4,7 @@ messages shared with ListContainers."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 
 from proto.runtime.v1 import api_pb2
@@ -19,8 +20,14 @@ STATES = {
 
 
 def config_of(c: Container) -> api_pb2.ContainerConfig:
+    """The container's config (decoded once per record; callers must not change it)."""
+    return _decode_config(c.config_b64)
+
+
+@functools.lru_cache(maxsize=8192)
+def _decode_config(config_b64: str) -> api_pb2.ContainerConfig:
     cfg = api_pb2.ContainerConfig()
-    cfg.ParseFromString(base64.b64decode(c.config_b64))
+    cfg.ParseFromString(base64.b64decode(config_b64))
     return cfg
 
 

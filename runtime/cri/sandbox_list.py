@@ -13,11 +13,13 @@ def run(svc: RuntimeService, req: api_pb2.ListPodSandboxRequest) -> api_pb2.List
     for s in svc.sandboxes.list():
         if f.id and not s.id.startswith(f.id):
             continue
+        # labels first: they are cheap, a refresh reads /proc
+        labels = sandbox_status.config_of(s).labels
+        if any(labels.get(k) != v for k, v in f.label_selector.items()):
+            continue
         sandbox_status.refresh(svc, s)
         item = sandbox_status.to_list_item(s)
         if f.HasField("state") and item.state != f.state.state:
-            continue
-        if any(item.labels.get(k) != v for k, v in f.label_selector.items()):
             continue
         items.append(item)
     return api_pb2.ListPodSandboxResponse(items=items)

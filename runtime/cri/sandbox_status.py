@@ -3,6 +3,8 @@ CRI messages (PodSandbox for lists, PodSandboxStatus for status)."""
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
 
 from proto.runtime.v1 import api_pb2
@@ -27,10 +29,14 @@ def refresh(svc: RuntimeService, s: Sandbox) -> Sandbox:
 
 
 def config_of(s: Sandbox) -> api_pb2.PodSandboxConfig:
-    import base64
+    """The sandbox's config (decoded once per record; callers must not change it)."""
+    return _decode_config(s.config_b64)
 
+
+@functools.lru_cache(maxsize=4096)
+def _decode_config(config_b64: str) -> api_pb2.PodSandboxConfig:
     cfg = api_pb2.PodSandboxConfig()
-    cfg.ParseFromString(base64.b64decode(s.config_b64))
+    cfg.ParseFromString(base64.b64decode(config_b64))
     return cfg
 
 
