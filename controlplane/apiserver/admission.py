@@ -78,8 +78,7 @@ def admit_pod(registry: Registry, info: KindInfo, obj: Object, old: Object | Non
             if value is None:
                 raise Forbidden(f"no PriorityClass with name {class_name} was found") from err
     else:
-        for item, rev in registry.list("PriorityClass").items:
-            pc = decode(item, rev)
+        for pc in registry.cached_objects("PriorityClass"):
             if pc.get("globalDefault"):
                 spec["priorityClassName"] = pc["metadata"]["name"]
                 value, policy = int(pc.get("value", 0)), pc.get("preemptionPolicy")

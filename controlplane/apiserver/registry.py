@@ -207,6 +207,7 @@ class Registry:
         self.store = store
         self._now = now or (lambda: datetime.datetime.now(datetime.UTC))
         self.admission: dict[str, Admit] = dict(admission or {})
+        self._read_cache: dict[tuple[str, str], tuple[int, Any]] = {}
 
     def timestamp(self, offset_seconds: int = 0) -> str:
         moment = self._now() + datetime.timedelta(seconds=offset_seconds)
@@ -247,16 +248,50 @@ class Registry:
     def _check_namespace_open(self, info: KindInfo, namespace: str) -> None:
         if not info.namespaced:
             return
-        ns_info = by_kind("Namespace")
-        try:
-            ns, _ = self._read(ns_info, "", namespace)
-        except NotFound as err:
-            raise NotFound(f'namespaces "{namespace}" not found') from err
+        ns = self._cached(
+            f"{ROOT}namespaces/", namespace, lambda: self._read_or_none("Namespace", namespace)
+        )
+        if ns is None:
+            raise NotFound(f'namespaces "{namespace}" not found')
         if (ns.get("metadata") or {}).get("deletionTimestamp"):
             raise Forbidden(
                 f"unable to create new content in namespace {namespace} "
                 "because it is being terminated"
             )
+
+    def _read_or_none(self, kind: str, name: str) -> Object | None:
+        try:
+            return self._read(by_kind(kind), "", name)[0]
+        except NotFound:
+            return None
+
+    def _cached(self, prefix: str, name: str, load: Callable[[], Any]) -> Any:
+        """load(), or a copy kept from an earlier load when nothing under prefix
+        has been written since (stores that can tell: `prefix_revision`).
+
+        What it returns is shared: callers read it and never change it.
+        """
+        stamp_of = getattr(self.store, "prefix_revision", None)
+        if stamp_of is None:
+            return load()
+        stamp = stamp_of(prefix)  # before loading: a newer load is only ever re-read
+        key = (prefix, name)
+        hit = self._read_cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        value = load()
+        if len(self._read_cache) >= 4096:
+            self._read_cache.clear()
+        self._read_cache[key] = (stamp, value)
+        return value
+
+    def cached_objects(self, kind: str) -> builtins.list[Object]:
+        """Every object of a cluster-scoped kind, decoded (PriorityClasses for pod
+        admission); shared, read only."""
+        info = kind_info(kind)
+        return self._cached(  # type: ignore[no-any-return]
+            kind_prefix(info), "", lambda: [decode(d, r) for d, r in self.list(kind).items]
+        )
 
     # -- create --------------------------------------------------------------------
 

@@ -158,6 +158,7 @@ class SqliteStore:
         self._db.execute("PRAGMA wal_autocheckpoint=0")
         self._unchecked = 0  # commits since the last checkpoint was asked for
         self._checkpoint_wanted = threading.Event()
+        self._stamps: dict[str, int] = {}  # prefix -> revision of its last write
         self._checkpointer = threading.Thread(
             target=self._checkpoint_loop, name="sqlite-checkpoint", daemon=True
         )
@@ -293,6 +294,11 @@ class SqliteStore:
             return
         self._rev = rev
         self._compacted = compacted
+        if self._stamps:
+            for prefix in tuple(self._stamps):
+                for event in events:
+                    if event.key.startswith(prefix):
+                        self._stamps[prefix] = event.rev
         self._unchecked += 1
         if self._unchecked >= CHECKPOINT_EVERY:
             self._unchecked = 0
@@ -435,6 +441,21 @@ class SqliteStore:
 
     def current_revision(self) -> int:
         return self._rev
+
+    def prefix_revision(self, prefix: str) -> int:
+        """A revision at or after the last write under prefix, without I/O.
+
+        Exact because this process is the only writer of the file: it is
+        updated when a commit is durable, before the write is acknowledged. So
+        something read after seeing a value here is at least that new, and a
+        caller may keep a decoded copy for as long as the value stays the same.
+        The first call for a prefix starts tracking it (and answers the current
+        revision).
+        """
+        stamp = self._stamps.get(prefix)
+        if stamp is None:
+            stamp = self._stamps.setdefault(prefix, self._rev)
+        return stamp
 
     def compacted_revision(self) -> int:
         return self._compacted
