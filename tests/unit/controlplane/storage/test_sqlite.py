@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.storage.interface import CorruptStore
+from controlplane.storage.interface import CorruptStore, KeyNotFound, RevisionMismatch
 from controlplane.storage.sqlite import SqliteStore
 
 
@@ -75,3 +75,31 @@ def test_group_commit_batches_concurrent_writes(tmp_path: Path) -> None:
     s.close()
     assert sum(sizes) == 500
     assert max(sizes) > 1  # several requests shared one fsync
+
+
+def test_prefix_revision_moves_with_writes_under_the_prefix_only(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "state.db")
+    try:
+        start = store.prefix_revision("/registry/namespaces/")
+        store.create("/registry/pods/a/p", b"{}")
+        assert store.prefix_revision("/registry/namespaces/") == start
+        rev = store.create("/registry/namespaces/a", b"{}")
+        # Moved before create() returned: a reader that sees it reads the new value.
+        assert store.prefix_revision("/registry/namespaces/") == rev
+        (updated,) = store.update_many([("/registry/namespaces/a", b'{"x":1}', rev)])
+        assert store.prefix_revision("/registry/namespaces/") == updated
+    finally:
+        store.close()
+
+
+def test_update_many_results_are_per_item(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "state.db")
+    try:
+        a = store.create("/k/a", b"1")
+        b = store.create("/k/b", b"1")
+        results = store.update_many([("/k/a", b"2", a), ("/k/b", b"2", b + 100), ("/k/c", b"2", 1)])
+        assert isinstance(results[0], int) and store.get("/k/a").value == b"2"
+        assert isinstance(results[1], RevisionMismatch) and store.get("/k/b").value == b"1"
+        assert isinstance(results[2], KeyNotFound)
+    finally:
+        store.close()
