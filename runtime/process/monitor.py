@@ -295,8 +295,9 @@ def _container_child(
     proc = spec["process"]
     creds = _resolve_creds(proc)
     user = {"uid": creds.uid, "gid": creds.gid, "groups": list(creds.groups)}
-    os.write(report_w, b"R" + json.dumps(user).encode()[:3000])
-    if os.read(start_r, 1) != b"S":
+    os.write(report_w, b"R" + json.dumps(user).encode()[:3000] + b"\n")
+    # start_r -1: StartContainer spawned us and nothing is left to wait for
+    if start_r >= 0 and os.read(start_r, 1) != b"S":
         os._exit(1)
     _exec_process(proc, creds, proc["args"])
 
@@ -440,7 +441,11 @@ class ContainerMonitor:
         self.setup_error = ""
         self.cgroup_error = ""
         self.ready = False
+        self.after_ready = b""
         self.user: Spec = {}
+        # spawned by StartContainer, the init joins its cgroup itself (v1):
+        # it execs as soon as its root is ready, without waiting for "start"
+        self.start_at_once = False
 
     def _open_log(self) -> Any:
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
@@ -470,7 +475,15 @@ class ContainerMonitor:
                 if fd >= 0:
                     os.close(fd)
             _run_child(
-                _container_child, report_w, self.spec, out_w, err_w, report_w, start_r, in_r, slave
+                _container_child,
+                report_w,
+                self.spec,
+                out_w,
+                err_w,
+                report_w,
+                -1 if self.start_at_once else start_r,
+                in_r,
+                slave,
             )
         for fd in (out_w, err_w, report_w, start_r, in_r, slave):
             if fd >= 0:
@@ -518,8 +531,11 @@ class ContainerMonitor:
         msg = os.read(self.report_r, 4096)
         if msg.startswith(b"R") and not self.cgroup_error:
             self.ready = True
+            # an init that does not wait for "start" may have written its
+            # exec error right behind
+            head, _, self.after_ready = msg.partition(b"\n")
             with contextlib.suppress(ValueError):
-                self.user = json.loads(msg[1:] or b"{}")
+                self.user = json.loads(head[1:] or b"{}")
             return True
         self.setup_error = (
             self.cgroup_error
@@ -923,11 +939,12 @@ class ContainerMonitor:
             return {"error": "container already started"}
         if not self._wait_ready():
             return {"error": self.setup_error}
-        os.write(self.start_w, b"S")
+        if not self.start_at_once:
+            os.write(self.start_w, b"S")
         os.close(self.start_w)
         self.start_w = -1
         started = time.time_ns()
-        msg = b""
+        msg = self.after_ready
         while True:
             chunk = os.read(self.report_r, 4096)
             if not chunk:
@@ -1015,6 +1032,7 @@ def run_container(spec: Spec, fork: bool = True, autostart: bool = False) -> int
     _detach(fork)
     os.umask(0o022)
     mon = ContainerMonitor(spec)
+    mon.start_at_once = autostart and bool(spec.get("cgroup_self"))
     try:
         mon.setup()
     except Exception as exc:
