@@ -221,9 +221,11 @@ class _BindBatcher:
                     return
             try:
                 results = self._send([b for b, _ in batch])
+                if len(results) != len(batch):
+                    raise BindError(f"{len(results)} results for {len(batch)} bindings")
             except Exception as e:
                 for _, future in batch:
-                    future.set_exception(BindError(str(e)))
+                    future.set_exception(e if isinstance(e, BindError) else BindError(str(e)))
                 continue
             for (_, future), result in zip(batch, results, strict=True):
                 if isinstance(result, Exception):

@@ -96,3 +96,32 @@ def test_many_binds_in_one_call(client: GrpcApiClient) -> None:
     assert len(set(results)) == 50
     pods = client.list("Pod", "default").items
     assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(f"n{i % 3}" for i in range(50))
+
+
+def test_scheduler_binder_coalesces_concurrent_binds(client: GrpcApiClient) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from controlplane.scheduler.binder import ApiClusterWriter, BindError
+
+    pods = [client.create("Pod", pod(f"s{i}"), "default") for i in range(40)]
+    writer = ApiClusterWriter(client)
+    calls: list[int] = []
+    send = client.bind
+
+    def counting(bindings: list[Binding]) -> list[int | Exception]:
+        calls.append(len(bindings))
+        return send(bindings)  # type: ignore[return-value]
+
+    assert writer._batcher is not None
+    writer._batcher._send = counting
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda p: writer.bind(p, "node-1", {"k": "v"}), pods))
+    assert sum(calls) == 40
+    for p in client.list("Pod", "default").items:
+        assert p["spec"]["nodeName"] == "node-1" and p["metadata"]["annotations"] == {"k": "v"}
+    try:
+        writer.bind(pods[0], "node-2")
+    except BindError as err:
+        assert "already assigned" in str(err)
+    else:
+        raise AssertionError("a second bind to another node must fail")
