@@ -167,6 +167,12 @@ class HollowNodes:
             self.nodes[name] = _Node(name, str(base + i + 1), base=(i % 1024) * 4096)
         self._stop = threading.Event()
         self._pool = ThreadPoolExecutor(cfg.workers, thread_name_prefix="hollow")
+        # Heartbeats have their own threads: a backlog of pod work never
+        # delays a Lease (the agent's renewals are a separate loop too).
+        self._lease_pool = ThreadPoolExecutor(
+            max(2, cfg.workers // 2), thread_name_prefix="hollow-lease"
+        )
+        self._renewing: set[str] = set()
         self._inflight: set[str] = set()
         self._lock = threading.Lock()
         self._factory = SharedInformerFactory(api)
@@ -208,6 +214,13 @@ class HollowNodes:
             self.stats.add("lease_errors")
             log.warning("node=%s lease renewal failed: %s", name, exc)
 
+    def _renew_once(self, name: str) -> None:
+        try:
+            self.renew(name)
+        finally:
+            with self._lock:
+                self._renewing.discard(name)
+
     def _heartbeats(self) -> None:
         """Renew every Lease once per period, spread evenly over it."""
         names = list(self.nodes)
@@ -215,10 +228,17 @@ class HollowNodes:
         nxt = self.clock()
         i = 0
         while not self._stop.is_set():
-            self._pool.submit(self.renew, names[i % len(names)])
+            name = names[i % len(names)]
             i += 1
+            with self._lock:
+                pending = name in self._renewing
+                self._renewing.add(name)
+            if not pending:  # a renewal still queued is not queued twice
+                self._lease_pool.submit(self._renew_once, name)
             nxt += step
             delay = nxt - self.clock()
+            if delay < -self.cfg.lease_period:  # fell a whole period behind: no burst
+                nxt, delay = self.clock(), 0.0
             if delay > 0 and self._stop.wait(delay):
                 return
 
@@ -328,6 +348,7 @@ class HollowNodes:
         for t in self._threads:
             t.join(5)
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._lease_pool.shutdown(wait=True, cancel_futures=True)
 
 
 def main(argv: list[str] | None = None) -> int:
