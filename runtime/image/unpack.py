@@ -24,6 +24,7 @@ digests have been verified.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -589,14 +590,18 @@ def extract(stream: Readable, dest: Path) -> LayerStats:
     return Extractor(dest).extract(stream)
 
 
-def unpack_layer(source: Readable, dest: Path) -> tuple[LayerStats, str]:
+def unpack_layer(source: Readable, dest: Path, *, readahead: bool = True) -> tuple[LayerStats, str]:
     """Decompress the layer blob `source` and extract it into the empty
     directory `dest`; returns what it occupies and the sha256 of its tar (to
-    check against the diff ID). Inflate and the tar's digest run in a thread
-    of their own, ahead of extraction and its file writes. `source` is read
-    to the end of the compressed stream, not beyond."""
+    check against the diff ID). With `readahead`, inflate and the tar's
+    digest run in a thread of their own, ahead of extraction and its file
+    writes. `source` is read to the end of the compressed stream, not beyond."""
     plain = HashingReader(decompressed(source))
-    with Readahead(plain, chunk=_OUT, depth=8, name="layer-inflate") as inflated:
-        stats = Extractor(dest).extract(inflated)
-        inflated.drain()  # what follows the end-of-archive blocks is in the digest too
+    with contextlib.ExitStack() as stack:
+        tar: Readable = plain
+        if readahead:
+            tar = stack.enter_context(Readahead(plain, chunk=_OUT, depth=8, name="layer-inflate"))
+        stats = Extractor(dest).extract(tar)
+        while tar.read(CHUNK):  # what follows the end-of-archive blocks is in the digest too
+            pass
     return stats, plain.digest

@@ -199,9 +199,18 @@ def _random_layer(images: TestImages, name: str) -> Tree:
     return Tree().file(f"{name}.bin", os.urandom(300_000))
 
 
+@pytest.mark.parametrize("cpus", [1, 64], ids=["one-thread-per-layer", "pipelined"])
 def test_corrupted_blob_is_rejected_and_nothing_stored(
-    registry: Registry, images: TestImages, registry_repo: str, store: ImageStore, proxy: Proxy
+    registry: Registry,
+    images: TestImages,
+    registry_repo: str,
+    store: ImageStore,
+    proxy: Proxy,
+    cpus: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Fewer layers to fetch than CPUs: each layer's stages run in threads.
+    monkeypatch.setattr("runtime.image.pull.os.cpu_count", lambda: cpus)
     image = images.custom("corrupt", [_random_layer(images, "x")])
     pushed = registry.push(image, registry_repo, "v1")
     bad = image.layers[-1].digest
