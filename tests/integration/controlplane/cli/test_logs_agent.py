@@ -93,7 +93,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         assert pods.wait_for_sync(10)
         servicer = AgentServicer(
             NODE,
-            pods,
+            lambda ns, name: pods.store.get(name, ns),
             cast(CRIClient, None),  # not reached without --follow
             base / "pods",
             TokenChecker(load_config(cp.data_dir / "admin.conf")),
