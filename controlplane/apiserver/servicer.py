@@ -249,15 +249,24 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     @staticmethod
     def _stream(watcher: Any, context: Any) -> Iterator[api_pb2.WatchEvent]:
         try:
-            for item in watcher:
-                message = item.wire
-                if message is None:
-                    message = api_pb2.WatchEvent(
-                        type=item.type,
-                        object=api_pb2.Object(json=item.data, resource_version=item.rev),
+            for batch in watcher.batches():
+                messages = []
+                for item in batch:
+                    message = item.wire
+                    if message is None:
+                        message = api_pb2.WatchEvent(
+                            type=item.type,
+                            object=api_pb2.Object(json=item.data, resource_version=item.rev),
+                        )
+                        item.wire = message
+                    messages.append(message)
+                if len(messages) == 1:
+                    yield messages[0]
+                else:
+                    first = messages[0]
+                    yield api_pb2.WatchEvent(
+                        type=first.type, object=first.object, more=messages[1:]
                     )
-                    item.wire = message
-                yield message
         finally:
             watcher.stop()
 

@@ -113,6 +113,7 @@ class Watcher:
         self.stopped = False
         self.dropped = False
         self.sent_rev = after
+        self._live = False  # past the backlog: the next item comes from the queue
 
     # Called by the broadcaster under its lock.
     def offer(self, dispatch: _Dispatch) -> None:
@@ -178,6 +179,7 @@ class Watcher:
                     return
                 self.sent_rev = item.rev
                 yield item
+            self._live = True
             interval = self._broadcaster.bookmark_interval
             while not self.stopped:
                 try:
@@ -198,6 +200,20 @@ class Watcher:
 
     def empty(self) -> bool:
         return self._queue.empty()
+
+    def batches(self, max_items: int = 64) -> Iterator[list[WatchItem]]:
+        """The same items in order, each batch holding one item plus those already
+        queued behind it (never waiting for more), so the transport can send them
+        together."""
+        items = iter(self)
+        for item in items:
+            batch = [item]
+            while len(batch) < max_items and self._live and not self._queue.empty():
+                following = next(items, None)  # queued: does not wait
+                if following is None:
+                    break
+                batch.append(following)
+            yield batch
 
 
 class Broadcaster:

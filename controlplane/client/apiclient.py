@@ -114,16 +114,18 @@ class GrpcWatch:
 
     def __iter__(self) -> Iterator[WatchEvent]:
         try:
-            for pb in self._call:
-                etype: EventType = pb.type
-                if etype == "BOOKMARK":
-                    obj: Object = {
-                        "kind": self._kind,
-                        "metadata": {"resourceVersion": str(pb.object.resource_version)},
-                    }
-                else:
-                    obj = _obj(pb.object)
-                yield WatchEvent(etype, obj)
+            for message in self._call:
+                # The server may pack events that were waiting into one message.
+                for pb in (message, *message.more) if message.more else (message,):
+                    etype: EventType = pb.type
+                    if etype == "BOOKMARK":
+                        obj: Object = {
+                            "kind": self._kind,
+                            "metadata": {"resourceVersion": str(pb.object.resource_version)},
+                        }
+                    else:
+                        obj = _obj(pb.object)
+                    yield WatchEvent(etype, obj)
         except grpc.RpcError as err:
             if self._stopped.is_set() or err.code() == grpc.StatusCode.CANCELLED:
                 return

@@ -358,21 +358,30 @@ class WatchEvent(_message.Message):
 
     TYPE_FIELD_NUMBER: _builtins.int
     OBJECT_FIELD_NUMBER: _builtins.int
+    MORE_FIELD_NUMBER: _builtins.int
     type: _builtins.str
     """ADDED, MODIFIED, DELETED, BOOKMARK. For BOOKMARK, object.json is empty
     and object.resource_version is the progress made.
     """
     @_builtins.property
     def object(self) -> Global___Object: ...
+    @_builtins.property
+    def more(self) -> _containers.RepeatedCompositeFieldContainer[Global___WatchEvent]:
+        """Further events, in order, after this one: the server packs events that
+        are already waiting for this watcher into one message (each with its own
+        type and object; never nested further).
+        """
+
     def __init__(
         self,
         *,
         type: _builtins.str = ...,
         object: Global___Object | None = ...,
+        more: _abc.Iterable[Global___WatchEvent] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["object", b"object", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["more", b"more", "object", b"object", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

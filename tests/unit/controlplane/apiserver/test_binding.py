@@ -6,6 +6,7 @@ from typing import Any
 
 from controlplane.client.apiclient import Binding, GrpcApiClient
 from controlplane.client.errors import Conflict, Forbidden, Invalid, NotFound
+from controlplane.client.interface import ListOptions
 from tests.unit.controlplane.apiserver.conftest import Cluster
 
 
@@ -125,3 +126,23 @@ def test_scheduler_binder_coalesces_concurrent_binds(client: GrpcApiClient) -> N
         assert "already assigned" in str(err)
     else:
         raise AssertionError("a second bind to another node must fail")
+
+
+def test_watch_gets_every_event_of_a_batched_bind_in_order(client: GrpcApiClient) -> None:
+    for i in range(30):
+        client.create("Pod", pod(f"w{i}"), "default")
+    start = client.list("Pod", "default").resource_version
+    watch = client.watch("Pod", "default", ListOptions(resource_version=start), False)
+    try:
+        client.bind([Binding("default", f"w{i}", "node-1") for i in range(30)])
+        seen: list[tuple[str, int, str]] = []
+        for event in watch:
+            meta = event.object["metadata"]
+            seen.append((event.type, int(meta["resourceVersion"]), meta["name"]))
+            if len(seen) == 30:
+                break
+    finally:
+        watch.stop()
+    assert [t for t, _, _ in seen] == ["MODIFIED"] * 30
+    assert [r for _, r, _ in seen] == sorted(r for _, r, _ in seen)
+    assert sorted(n for _, _, n in seen) == sorted(f"w{i}" for i in range(30))
