@@ -314,14 +314,6 @@ def test_rolling_update_and_rollback_zero_unavailable(cluster: Cluster, api: Grp
         h.delete(api, "Deployment", "roll")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="no metrics pipeline: the controller manager builds the HPA controller with "
-    "hpa.InMemoryMetrics (controlplane/controllers/manager.py ControllerManager.__init__, "
-    "metrics_source=None), and nothing fills it from the agents' stats endpoint, so the HPA "
-    "reports ScalingActive=False FailedGetResourceMetric; needs a MetricsSource that reads "
-    "pod CPU from each node's agent (metrics-server's job)",
-)
 def test_hpa_scales_on_real_cpu_load(cluster: Cluster, api: GrpcApiClient) -> None:
     burn = ["sh", "-c", "while true; do :; done"]
     dep = h.deployment(
@@ -360,22 +352,16 @@ def test_hpa_scales_on_real_cpu_load(cluster: Cluster, api: GrpcApiClient) -> No
     try:
         h.wait_ready_pods(api, {"app": "burn"}, 1, timeout=60)
 
-        def decided() -> str:
-            st = api.get("HorizontalPodAutoscaler", "burn", "default").get("status") or {}
-            if (st.get("desiredReplicas") or 0) > 1:
-                return "scaled"
-            for c in st.get("conditions") or []:
-                # (before the HPA's informer has the new pod it sees none; not a verdict)
-                if (
-                    c["type"] == "ScalingActive"
-                    and c["status"] == "False"
-                    and ("no pods returned" not in str(c.get("message")))
-                ):
-                    return f"inactive: {c.get('reason')}: {c.get('message')}"
-            return ""
+        last: dict[str, object] = {}
 
-        verdict = wait_for(decided, timeout=60, interval=0.5, message="HPA to act")
-        assert verdict == "scaled", verdict
+        def scaled() -> bool:
+            # Like metrics-server, the agents' stats need a sample or two before
+            # the HPA sees usage: until then it reports FailedGetResourceMetric.
+            st = api.get("HorizontalPodAutoscaler", "burn", "default").get("status") or {}
+            last["status"] = st
+            return (st.get("desiredReplicas") or 0) > 1
+
+        wait_for(scaled, timeout=120, interval=0.5, message=f"HPA to scale up (last {last})")
         h.wait_ready_pods(api, {"app": "burn"}, 3, timeout=60)
     finally:
         h.delete(api, "HorizontalPodAutoscaler", "burn")
