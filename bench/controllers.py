@@ -13,11 +13,15 @@ manager's /metrics endpoint, and measures:
 - reconcile throughput per controller over the run (reconciles / second)
   and mean reconcile latency.
 
-No scheduler or agents run: Pod objects are what is counted (the "hollow
-node" setup of Kubernetes' density tests without the kubelets). Prints a
-table, then one JSON object of figure -> number on the last line.
+With `--hollow-nodes N` (default 50) the control plane also runs its
+scheduler and N hollow nodes (agent/hollow.py: Nodes with Lease heartbeats
+that report bound pods Running, no containers) answer for the pods, as in
+Kubernetes' density tests; the create figure still counts Pod objects, and
+`running_seconds` adds the time until all of them are Running. With 0, no
+scheduler or nodes run. Prints a table, then one JSON object of figure ->
+number on the last line.
 
-    .venv/bin/python -m bench.controllers [--replicas 1000]
+    .venv/bin/python -m bench.controllers [--replicas 1000] [--hollow-nodes 50]
 """
 
 from __future__ import annotations
@@ -38,9 +42,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.hollow import HollowConfig, HollowNodes
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
-from controlplane.client.interface import DeleteOptions
+from controlplane.client.interface import DeleteOptions, ListOptions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,8 +58,9 @@ def free_port() -> int:
 
 
 class ControlPlaneProcess:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, scheduler: bool = False) -> None:
         self.data_dir = data_dir
+        self.scheduler = scheduler
         self.port = free_port()
         self.metrics_port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -65,7 +71,7 @@ class ControlPlaneProcess:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "skiff", "controlplane", "--listen", f"127.0.0.1:{self.port}",
                  "--data-dir", str(self.data_dir), "--log-level", "WARNING",
-                 "--disable", "scheduler",
+                 *([] if self.scheduler else ["--disable", "scheduler"]),
                  "--controllers", "deployment,replicaset,garbagecollector",
                  "--controller-metrics-listen", f"127.0.0.1:{self.metrics_port}"],
                 cwd=REPO, stdout=log, stderr=log,
@@ -173,13 +179,17 @@ def deployment(namespace: str, replicas: int) -> dict[str, Any]:
     }
 
 
-def run(replicas: int, timeout: float) -> dict[str, float]:
+def run(replicas: int, timeout: float, hollow_nodes: int = 0) -> dict[str, float]:
     tmp = Path(tempfile.mkdtemp(prefix="skiff-bench-ctrl-"))
-    cp = ControlPlaneProcess(tmp / "data")
-    figures: dict[str, float] = {"replicas": replicas}
+    cp = ControlPlaneProcess(tmp / "data", scheduler=hollow_nodes > 0)
+    figures: dict[str, float] = {"replicas": replicas, "hollow_nodes": hollow_nodes}
+    hollow: HollowNodes | None = None
     try:
         cp.start()
         client = cp.client()
+        if hollow_nodes:
+            hollow = HollowNodes(cp.client(), HollowConfig(nodes=hollow_nodes))
+            hollow.start()
         ns = "bench"
         client.create(
             "Namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
@@ -198,6 +208,9 @@ def run(replicas: int, timeout: float) -> dict[str, float]:
         )
         if not ok:
             figures["create_timed_out"] = 1
+        if hollow is not None:
+            running = wait_running(client, ns, replicas, timeout)
+            figures["running_seconds"] = round(time.monotonic() - t0, 3) if running else -1.0
         mid = manager.metrics()
         t1 = time.monotonic()
         client.delete("Deployment", "density", ns, DeleteOptions(propagation_policy="Background"))
@@ -226,9 +239,22 @@ def run(replicas: int, timeout: float) -> dict[str, float]:
         many_figures(client, manager, figures, timeout)
         client.close()
     finally:
+        if hollow is not None:
+            hollow.stop()
         cp.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     return figures
+
+
+def wait_running(client: GrpcApiClient, ns: str, replicas: int, timeout: float) -> bool:
+    """Until `replicas` pods of the namespace report Running (hollow nodes)."""
+    deadline = time.monotonic() + timeout
+    opts = ListOptions(field_selector="status.phase=Running")
+    while time.monotonic() < deadline:
+        if len(client.list("Pod", ns, opts).items) >= replicas:
+            return True
+        time.sleep(0.2)  # polling the API, as a user's `get pods` would
+    return False
 
 
 def many_figures(
@@ -272,8 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--hollow-nodes", type=int, default=50, help="0: no scheduler, no nodes")
     args = parser.parse_args(argv)
-    figures = run(args.replicas, args.timeout)
+    figures = run(args.replicas, args.timeout, args.hollow_nodes)
     print(f"{'figure':<52} {'value':>12}")
     print("-" * 65)
     for k, v in figures.items():
