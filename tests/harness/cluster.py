@@ -56,8 +56,9 @@ from tests.harness.nodeprocs import (
     remove_cgroups,
     short_tempdir,
     used_routes,
+    wait_runtime_ready,
 )
-from tests.harness.registry import free_port
+from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 from tests.unit.test_vagrant import UNITS, unit_argv
 
@@ -409,20 +410,7 @@ class ClusterNode:
         )
         self.runtime = Daemon("skiff runtime", in_netns(self.netns, argv), self.base / "rt.log")
         self.runtime.start()
-        client = CRIClient(self.endpoint, timeout=2)
-        try:
-
-            def ready() -> bool:
-                assert self.runtime is not None
-                self.runtime.check()
-                if not (rt / "cri.sock").is_socket():
-                    return False
-                client.version()
-                return True
-
-            wait_for(ready, timeout=60, interval=0.1, message=f"{self.name} runtime")
-        finally:
-            client.close()
+        wait_runtime_ready(self.runtime, rt / "cri.sock", timeout=60, what=f"{self.name} runtime")
 
     def agent_argv(self) -> list[str]:
         env = {

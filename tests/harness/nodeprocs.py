@@ -40,7 +40,7 @@ from runtime.cni import iptables as cni_iptables
 from tests.harness import containerd as ctrd
 from tests.harness.cgroup import remove_cgroup_tree
 from tests.harness.mounts import unmount_all
-from tests.harness.registry import free_port
+from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
 if TYPE_CHECKING:
@@ -195,6 +195,24 @@ def alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def wait_runtime_ready(daemon: Daemon, socket_path: Path, timeout: float, what: str) -> None:
+    """Wait until the runtime `daemon` serves CRI on `socket_path` (its
+    Version answers); fail at once if the process exits."""
+    client = CRIClient(f"unix://{socket_path}", timeout=2)
+    try:
+
+        def ready() -> bool:
+            daemon.check()
+            if not socket_path.is_socket():
+                return False
+            client.version()
+            return True
+
+        wait_for(ready, timeout=timeout, interval=0.1, message=f"{what} to answer Version")
+    finally:
+        client.close()
 
 
 class DaemonExited(BaseException):
@@ -386,20 +404,7 @@ class Node:
         ]  # fmt: skip
         self.runtime = Daemon("skiff runtime", argv, self.base / "runtime.log")
         self.runtime.start()
-        client = CRIClient(self.endpoint, timeout=2)
-        try:
-
-            def ready() -> bool:
-                assert self.runtime is not None
-                self.runtime.check()
-                if not (rt / "cri.sock").is_socket():
-                    return False
-                client.version()
-                return True
-
-            wait_for(ready, timeout=30, message="skiff runtime to answer Version")
-        finally:
-            client.close()
+        wait_runtime_ready(self.runtime, rt / "cri.sock", timeout=30, what="skiff runtime")
 
     def agent_argv(self) -> list[str]:
         return [

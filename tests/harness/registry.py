@@ -15,7 +15,6 @@ import ctypes
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ import yaml
 
 from tests.harness.images.distribution import ImageRef, RegistryClient
 from tests.harness.images.manifest import Image, Index
+from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
 REGISTRY_BINARY = Path("/usr/bin/docker-registry")
@@ -77,13 +77,6 @@ class Registry:
             return (self.root / "registry.log").read_text(errors="replace")
         except FileNotFoundError:
             return ""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def registry_config(storage: Path, port: int) -> dict[str, object]:

@@ -18,11 +18,11 @@ import pytest
 
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
+from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 from tests.unit.controlplane.storage.etcd_server import (
     EtcdServer,
     etcd_available,
-    free_port,
     running_etcd,
 )
 

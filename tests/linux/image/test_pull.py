@@ -21,7 +21,8 @@ from runtime.image.store import ImageStore
 from tests.harness.images import Layer, TestImages, Tree
 from tests.harness.images.content import OCI_LAYER_GZIP, sha256_digest
 from tests.harness.images.manifest import ImageConfig
-from tests.harness.registry import Registry, free_port
+from tests.harness.ports import free_port
+from tests.harness.registry import Registry
 from tests.linux.image.conftest import Proxy, make_puller, overlay, store_files
 
 pytestmark = pytest.mark.root

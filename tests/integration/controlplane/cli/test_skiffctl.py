@@ -14,7 +14,6 @@ import io
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -26,19 +25,13 @@ import pytest
 import yaml
 
 from controlplane.cli.main import main
+from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
 pytestmark = pytest.mark.slow  # a real control plane and some skiffctl processes
 
 ROOT = Path(__file__).resolve().parents[4]
 SKIFF = [sys.executable, str(ROOT / "skiff.py")]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

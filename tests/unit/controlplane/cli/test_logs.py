@@ -9,7 +9,6 @@ test_top.py uses it too.
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from concurrent import futures
@@ -23,6 +22,7 @@ from controlplane.cli.logs import agent_address
 from controlplane.client.config import ClientConfig
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
+from tests.harness.ports import free_port
 from tests.unit.controlplane.cli.conftest import Ctl
 
 TOKEN = "s3cret-admin-token"
@@ -135,13 +135,6 @@ def pod(
 def with_token(ctl: Ctl) -> None:
     """The fake client carries a credential, as the real GrpcApiClient does."""
     ctl.client.config = ClientConfig(server="127.0.0.1:6443", token=TOKEN)  # type: ignore[attr-defined]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def test_logs_streams_both_streams_to_stdout_with_the_token(ctl: Ctl, agent: FakeAgent) -> None:

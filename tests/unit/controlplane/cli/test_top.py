@@ -8,9 +8,10 @@ from collections.abc import Iterator
 import pytest
 
 from proto.agent.v1 import agent_pb2 as pb
+from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 from tests.unit.controlplane.cli.conftest import Ctl, Result
-from tests.unit.controlplane.cli.test_logs import TOKEN, FakeAgent, free_port, node, pod, with_token
+from tests.unit.controlplane.cli.test_logs import TOKEN, FakeAgent, node, pod, with_token
 
 MI = 1024 * 1024
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -20,15 +19,10 @@ from pathlib import Path
 import grpc
 
 from proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
+from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
 ETCD = "/usr/bin/etcd"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
