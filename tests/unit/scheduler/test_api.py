@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,15 +18,7 @@ from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.run import SchedulerService
 from controlplane.scheduler.scheduler import SCORES_ANNOTATION
 from controlplane.storage.sqlite import SqliteStore
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
+from tests.harness.wait import wait_for
 
 
 @pytest.fixture
