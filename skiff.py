@@ -9,9 +9,11 @@ plane and the other way round. It is the one module allowed to know all parts.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 # subcommand -> (module, function, one-line help). Each function takes the
 # remaining argv and returns an exit code.
@@ -48,8 +50,23 @@ def _load(name: str) -> Callable[[Sequence[str]], int] | None:
         if err.name is not None and module_name.startswith(err.name):
             return None
         raise
-    func: Callable[[Sequence[str]], int] = getattr(module, func_name)
+    func: Callable[..., int] = getattr(module, func_name)
+    if name == "up":
+        # Like k3s server, `skiff up` runs the control plane in its own process
+        # (with the agent): the agent package may not import the control plane,
+        # so this module, which knows all parts, hands it over.
+        return functools.partial(func, controlplane=_embedded_controlplane)
     return func
+
+
+def _embedded_controlplane(argv: list[str]) -> Any:
+    """Start `skiff controlplane ARGV` in this process; its RunningControlPlane."""
+    from controlplane import main as controlplane
+
+    try:
+        return controlplane.start(controlplane.build_parser().parse_args(argv))
+    except controlplane.StartError as err:
+        raise RuntimeError(f"controlplane: {err}") from err
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,7 @@ import socket
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -163,25 +164,26 @@ def obtain_credentials(args: argparse.Namespace, root: Path, stop: threading.Eve
         delay = min(delay * 2, 15.0)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
-    stop = threading.Event()
+@dataclass
+class RunningAgent:
+    """A started agent, for `main` and for embedding (`skiff up`)."""
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+    agent: Agent
+    runtime: CRIClient
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    def stop(self) -> None:
+        try:
+            self.agent.stop()
+        finally:
+            self.runtime.close()
 
+
+def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
+    """Obtain credentials, then build and start the agent; `stop` ends waits
+    for the control plane. Raises ConfigError, OSError or ApiError if it
+    cannot start."""
     root = Path(args.root_dir)
-    try:
-        creds = obtain_credentials(args, root, stop)
-    except (ConfigError, OSError, errors.ApiError) as err:
-        print(f"skiff agent: {err}", file=sys.stderr)
-        return 1
+    creds = obtain_credentials(args, root, stop)
     reserved = _pairs(args.system_reserved, "--system-reserved")
     dns_ips = [ip for ip in args.cluster_dns.split(",") if ip]
     node_ip = args.node_ip or route_source(creds.server)
@@ -233,10 +235,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     runtime = CRIClient(args.runtime_endpoint)
     agent = Agent(cfg, api, runtime, api_config=creds)
     agent.stop_event = stop
+    running = RunningAgent(agent, runtime)
     try:
         agent.start()
+    except BaseException:
+        running.stop()
+        raise
+    return running
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    try:
+        running = start(args, stop)
+    except (ConfigError, OSError, errors.ApiError) as err:
+        print(f"skiff agent: {err}", file=sys.stderr)
+        return 1
+    try:
         stop.wait()
     finally:
-        agent.stop()
-        runtime.close()
+        running.stop()
     return 0

@@ -1,14 +1,27 @@
 """`skiff up`: control plane, runtime and agent on this machine, as k3s server.
 
-It starts the three daemons as child processes (`python -m skiff controlplane`,
-`... runtime`, `... agent`), each with flags that make them work together,
-waits until each is ready, and prints how to use skiffctl. With `--data-dir
+Like k3s server, the control plane and the agent run in this process (the
+`skiff` dispatcher hands main() a function that starts the control plane,
+since the agent package may not import it); the runtime runs as a child
+process (`python -m skiff runtime`), so that a crash of either half does not
+take the other with it and containers outlive the runtime. Each part gets
+the flags of its own command (`skiff controlplane ...`, `skiff agent ...`),
+made to work together. main() waits until each is ready and prints how to
+use skiffctl. Without an embedded control plane (agent.up.main called
+directly) it runs `skiff controlplane` as a child process instead. With `--data-dir
 DIR` every socket, state directory, log, CNI file and the cgroup root live
 under DIR (or are named after it) so two can run side by side; without it the
 standard paths are used (/run/skiff/cri.sock, /var/lib/skiff/..., /etc/cni/
 net.d, /opt/cni/bin, /var/log/pods). Ctrl-C (or SIGTERM) stops the agent, removes the
 pods it ran (unless --keep-pods), then stops the runtime and the control
-plane, each by its pid. It imports no part of the daemons it runs.
+plane. The logs of the control plane and the agent go to controlplane.log
+and agent.log under the log directory, by logger name (the shared client
+library, controlplane.client, logs into controlplane.log).
+
+Memory at rest is part of the issue's target: one Python process with gRPC
+less, and glibc limited to two malloc arenas in this process and the
+runtime's (M_ARENA_MAX; the default allows eight per core, each keeping its
+own free pages, and these processes run dozens of threads).
 """
 
 from __future__ import annotations
@@ -28,15 +41,73 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
+from agent import main as agent_main
 from agent.cri_client import CRIClient, CRIError
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
-from controlplane.client.config import load_config
+from controlplane.client.config import ConfigError, load_config
 
 log = logging.getLogger("skiff.up")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# glibc's mallopt parameter and the arena limit for skiff up's processes.
+M_ARENA_MAX = -8
+ARENA_MAX = 2
+
+
+class Running(Protocol):
+    def stop(self) -> None: ...
+
+
+# Starts the control plane in this process from the argv of `skiff
+# controlplane` and returns it once it serves; raises RuntimeError if it
+# cannot start.
+EmbedControlPlane = Callable[[list[str]], Running]
+
+
+def limit_malloc_arenas() -> None:
+    """At most ARENA_MAX glibc malloc arenas in this process from now on
+    (threads started later share them), as MALLOC_ARENA_MAX does for a new
+    process. Nothing on other C libraries, or if MALLOC_ARENA_MAX is set."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(M_ARENA_MAX, ARENA_MAX)
+    except (OSError, AttributeError):
+        pass
+
+
+class AgentLogs(logging.Filter):
+    """Records of the agent (for agent.log); the rest go to controlplane.log."""
+
+    def __init__(self, agent: bool) -> None:
+        super().__init__()
+        self.agent = agent
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        name = record.name
+        mine = name.startswith(("skiff.agent", "agent.", "skiff.streaming")) or name == "agent"
+        return mine == self.agent and not name.startswith("skiff.up")
+
+
+def log_to_files(lay: Layout, level: str) -> None:
+    """This process's log records into controlplane.log and agent.log, as
+    when each ran as its own process; skiff up's own records stay on stderr."""
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+    root = logging.getLogger()
+    root.setLevel(level.upper())
+    for existing in root.handlers:
+        existing.addFilter(lambda record: record.name.startswith("skiff.up"))
+    for name, agent in (("controlplane.log", False), ("agent.log", True)):
+        handler = logging.FileHandler(lay.log_dir / name)
+        handler.setFormatter(fmt)
+        handler.addFilter(AgentLogs(agent))
+        root.addHandler(handler)
 
 
 @dataclass(frozen=True)
@@ -120,6 +191,7 @@ class Child:
         self.argv = argv
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env: dict[str, str] = {}  # added to this process's environment
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,6 +202,7 @@ class Child:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=REPO_ROOT,
+                env={**os.environ, **self.env},
                 start_new_session=True,
             )
         log.info("%s started (pid %d), log %s", self.name, self.proc.pid, self.log_path)
@@ -148,30 +221,35 @@ class Child:
             self.proc.wait()
         log.info("%s stopped", self.name)
 
+    def check(self) -> None:
+        """Raise RuntimeError, with the tail of its log, if it has exited."""
+        if self.alive():
+            return
+        tail = self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
+        raise RuntimeError(f"{self.name} exited (see {self.log_path}):\n{tail}")
+
 
 def _wait(
     what: str,
     ready: Callable[[], bool],
-    child: Child,
+    check: Callable[[], None],
     stop: threading.Event,
     timeout: float = 120.0,
 ) -> None:
+    """Poll ready() until it is true; check() raises if what we wait on died."""
     deadline = time.monotonic() + timeout
     while not stop.is_set():
-        if not child.alive():
-            tail = (
-                child.log_path.read_text(errors="replace")[-3000:]
-                if child.log_path.exists()
-                else ""
-            )
-            raise RuntimeError(f"{child.name} exited while waiting for {what}:\n{tail}")
+        try:
+            check()
+        except RuntimeError as err:
+            raise RuntimeError(f"while waiting for {what}: {err}") from None
         try:
             if ready():
                 return
         except Exception:  # not yet: the daemon is still coming up
             pass
         if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what} (see {child.log_path})")
+            raise RuntimeError(f"timed out waiting for {what}")
         stop.wait(0.1)
 
 
@@ -199,7 +277,9 @@ def remove_all_pods(endpoint: str) -> None:
         client.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | None = None) -> int:
+    """`skiff up`. With `controlplane`, the control plane runs in this
+    process (what the `skiff` command does); without, as a child process."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -210,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    limit_malloc_arenas()
     lay = Layout.under(Path(args.data_dir)) if args.data_dir else Layout.standard()
     for d in (
         lay.controlplane_dir,
@@ -222,26 +303,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         d.mkdir(parents=True, exist_ok=True)
     lay.cri_socket.parent.mkdir(parents=True, exist_ok=True)
     install_cni(lay.cni_bin_dir)
+    log_to_files(lay, args.log_level)
     py = [sys.executable, "-m", "skiff"]
     level = args.log_level
     server = f"127.0.0.1:{args.api_port}"
-    cp = Child(
-        "controlplane",
-        [
-            *py,
-            "controlplane",
-            "--listen",
-            f"0.0.0.0:{args.api_port}",
-            "--advertise-address",
-            server,
-            "--data-dir",
-            str(lay.controlplane_dir),
-            "--service-cidr",
-            args.service_cidr,
-            "--log-level",
-            level.upper(),
-        ],
-        lay.log_dir / "controlplane.log",
+    cp_args = [
+        "--listen",
+        f"0.0.0.0:{args.api_port}",
+        "--advertise-address",
+        server,
+        "--data-dir",
+        str(lay.controlplane_dir),
+        "--service-cidr",
+        args.service_cidr,
+        "--log-level",
+        level.upper(),
+    ]
+    cp_child = (
+        Child("controlplane", [*py, "controlplane", *cp_args], lay.log_dir / "controlplane.log")
+        if controlplane is None
+        else None
     )
     rt_args = [
         *py,
@@ -264,44 +345,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.disable_default_registry_endpoint:
         rt_args.append("--disable-default-registry-endpoint")
     rt = Child("runtime", rt_args, lay.log_dir / "runtime.log")
-    ag = Child(
-        "agent",
-        [
-            *py,
-            "agent",
-            "--server",
-            server,
-            "--token",
-            "",
-            "--ca-file",
-            str(lay.controlplane_dir / "pki" / "ca.crt"),
-            "--node-name",
-            args.node_name,
-            "--node-ip",
-            args.node_ip,
-            "--node-labels",
-            args.node_labels,
-            "--register-with-taints",
-            args.register_with_taints,
-            "--runtime-endpoint",
-            f"unix://{lay.cri_socket}",
-            "--root-dir",
-            str(lay.agent_root),
-            "--pod-log-dir",
-            str(lay.pod_logs),
-            "--cgroup-root",
-            lay.cgroup_root,
-            "--cni-conf-dir",
-            str(lay.cni_conf_dir),
-            "--cni-bin-dir",
-            str(lay.cni_bin_dir),
-            "--cni-bridge",
-            lay.cni_bridge,
-            "--log-level",
-            level.upper(),
-        ],
-        lay.log_dir / "agent.log",
-    )
+    for child in (rt, cp_child):
+        if child is not None:
+            child.env = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(ARENA_MAX))}
+    ag_args = [
+        "--server",
+        server,
+        "--token",
+        "",
+        "--ca-file",
+        str(lay.controlplane_dir / "pki" / "ca.crt"),
+        "--node-name",
+        args.node_name,
+        "--node-ip",
+        args.node_ip,
+        "--node-labels",
+        args.node_labels,
+        "--register-with-taints",
+        args.register_with_taints,
+        "--runtime-endpoint",
+        f"unix://{lay.cri_socket}",
+        "--root-dir",
+        str(lay.agent_root),
+        "--pod-log-dir",
+        str(lay.pod_logs),
+        "--cgroup-root",
+        lay.cgroup_root,
+        "--cni-conf-dir",
+        str(lay.cni_conf_dir),
+        "--cni-bin-dir",
+        str(lay.cni_bin_dir),
+        "--cni-bridge",
+        lay.cni_bridge,
+        "--log-level",
+        level.upper(),
+    ]
 
     stop = threading.Event()
 
@@ -311,15 +389,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     admin_conf = lay.controlplane_dir / "admin.conf"
+    cp: Running | None = None
+    ag: agent_main.RunningAgent | None = None
     try:
-        cp.start()
+        if cp_child is not None:
+            cp_child.start()
 
-        def api_ready() -> bool:
-            with connect(load_config(admin_conf), timeout=2) as c:
-                c.whoami()
-            return True
+            def api_ready() -> bool:
+                with connect(load_config(admin_conf), timeout=2) as c:
+                    c.whoami()
+                return True
 
-        _wait("the control plane API", api_ready, cp, stop)
+            _wait("the control plane API", api_ready, cp_child.check, stop)
+        else:
+            assert controlplane is not None
+            cp = controlplane(cp_args)
+            log.info(
+                "controlplane serving in this process, log %s", lay.log_dir / "controlplane.log"
+            )
         rt.start()
 
         def runtime_ready() -> bool:
@@ -330,10 +417,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 c.close()
             return True
 
-        _wait("the runtime socket", runtime_ready, rt, stop)
+        _wait("the runtime socket", runtime_ready, rt.check, stop)
         token = (lay.controlplane_dir / "join-token").read_text().strip()
-        ag.argv[ag.argv.index("--token") + 1] = token
-        ag.start()
+        ag_args[ag_args.index("--token") + 1] = token
+        ag = agent_main.start(agent_main.build_parser().parse_args(ag_args), stop)
+        log.info("agent started in this process, log %s", lay.log_dir / "agent.log")
 
         def node_ready() -> bool:
             with connect(load_config(admin_conf), timeout=2) as c:
@@ -342,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 x["type"] == "Ready" and x["status"] == "True" for x in node["status"]["conditions"]
             )
 
-        _wait(f"node {args.node_name} to be Ready", node_ready, ag, stop)
+        _wait(f"node {args.node_name} to be Ready", node_ready, rt.check, stop)
         shutil.copyfile(admin_conf, lay.data_dir / "admin.conf")
         os.chmod(lay.data_dir / "admin.conf", 0o600)
         print(
@@ -354,19 +442,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
         while not stop.wait(1.0):
-            for child in (cp, rt, ag):
-                if not child.alive():
+            for child in (cp_child, rt):
+                if child is not None and not child.alive():
                     raise RuntimeError(f"{child.name} exited unexpectedly (see {child.log_path})")
         return 0
-    except (RuntimeError, OSError, errors.ApiError) as err:
+    except (RuntimeError, OSError, errors.ApiError, ConfigError) as err:
         print(f"skiff up: {err}", file=sys.stderr)
         return 1
     finally:
-        ag.stop()
+        if ag is not None:
+            ag.stop()
+            log.info("agent stopped")
         if not args.keep_pods and rt.alive():
             try:
                 remove_all_pods(f"unix://{lay.cri_socket}")
             except CRIError as err:
                 log.warning("could not remove pods: %s", err)
         rt.stop()
-        cp.stop()
+        if cp is not None:
+            cp.stop()
+            log.info("controlplane stopped")
+        if cp_child is not None:
+            cp_child.stop()
