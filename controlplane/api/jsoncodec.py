@@ -68,7 +68,16 @@ def paused_gc() -> Iterator[None]:
         with _gc_lock:
             _gc_pausers -= 1
             if _gc_pausers == 0 and _paused_state[0]:
+                if gc.get_count()[0] > PROMOTE_AFTER:
+                    # Many new containers, most of them kept (a decoded List):
+                    # move every young object to the oldest generation at once
+                    # (freeze + unfreeze: no traversal), instead of scanning them
+                    # all twice on their way there. Young garbage, if any, is
+                    # collected by the next full collection.
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
 
 
 _paused_state = [True]
+PROMOTE_AFTER = 100_000  # young objects allocated while paused

@@ -27,6 +27,7 @@ from controlplane.apiserver.registry import (
     Selectors,
     Stored,
     kind_info,
+    with_version,
 )
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client import errors
@@ -174,9 +175,52 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     def ListStream(
         self, request: Any, context: Any, who: Identity
     ) -> Iterator[api_pb2.ListResponse]:
-        with jsoncodec.paused_gc():
-            result = self._registry_list(request, who)
-        return self._chunks(result.items, str(result.resource_version), result.continue_token)
+        if request.limit or request.continue_token:
+            with jsoncodec.paused_gc():
+                result = self._registry_list(request, who)
+            return self._chunks(result.items, str(result.resource_version), result.continue_token)
+        pages = self.registry.list_pages(
+            request.kind,
+            request.namespace or None,
+            request.label_selector,
+            request.field_selector,
+            who,
+            LIST_CHUNK,
+        )
+        return self._stream_pages(pages, context)
+
+    @staticmethod
+    def _stream_pages(
+        pages: Iterator[ListResult], context: grpc.ServicerContext
+    ) -> Iterator[api_pb2.ListResponse]:
+        """One message per page as the store reads it, each object with its
+        resourceVersion written in; the last message carries the list's
+        resourceVersion (the snapshot's revision)."""
+
+        def message(page: ListResult, last: bool) -> api_pb2.ListResponse:
+            return api_pb2.ListResponse(
+                items_json=b"[" + b",".join([with_version(d, r) for d, r in page.items]) + b"]",
+                item_resource_versions=[r for _, r in page.items],
+                versions_inline=True,
+                resource_version=str(page.resource_version) if last else "",
+            )
+
+        try:
+            held: ListResult | None = None
+            for page in pages:
+                if held is not None and held.items:
+                    yield message(held, False)
+                held = page
+            if held is not None:
+                yield message(held, True)
+        except errors.ApiError as err:
+            # The pages are read while streaming, past the handler's wrapper:
+            # a failure ends the stream with the error's own status.
+            context.abort(status_code(err), str(err))
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()
 
     @staticmethod
     def _chunks(

@@ -197,8 +197,9 @@ class GrpcApiClient:
                     items += [_obj(item) for item in resp.items]
                     if resp.items_json:
                         decoded: builtins.list[Object] = jsoncodec.loads(resp.items_json)
-                        for obj, rv in zip(decoded, resp.item_resource_versions, strict=True):
-                            obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
+                        if not resp.versions_inline:
+                            for obj, rv in zip(decoded, resp.item_resource_versions, strict=True):
+                                obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
                         items += decoded
                     resource_version = resp.resource_version or resource_version
                     continue_token = resp.continue_token or continue_token

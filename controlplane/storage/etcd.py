@@ -31,6 +31,7 @@ from controlplane.storage.interface import (
     KeyValue,
     Range,
     RevisionMismatch,
+    ScanPage,
     StorageError,
     StoreUnavailable,
     prefix_end,
@@ -256,6 +257,16 @@ class EtcdStore:
             for kv in resp.kvs
         ]
         return Range(items, rev or int(resp.header.revision), bool(resp.more))
+
+    def scan(self, prefix: str, page: int) -> Iterator[ScanPage]:
+        # Later pages are read at the first page's revision: one snapshot.
+        last = self.range(prefix, "", page)
+        rev = last.rev
+        while True:
+            yield ScanPage([(kv.value, kv.mod_rev) for kv in last.items], rev, last.more)
+            if not (last.more and last.items):
+                return
+            last = self.range(prefix, last.items[-1].key, page, rev)
 
     def _cas(self, key: str, expected_rev: int, op: rpc_pb2.RequestOp, what: str) -> int:
         k = self._k(key)

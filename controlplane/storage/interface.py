@@ -94,6 +94,16 @@ class Range:
     more: bool = False
 
 
+@dataclass(frozen=True)
+class ScanPage:
+    """A page of a scan: (value, mod_rev) pairs, in key order (plain tuples: a
+    100,000-key scan builds no per-key objects beyond what the database returns)."""
+
+    items: list[tuple[bytes, int]]
+    rev: int  # the snapshot's revision, the same for every page of one scan
+    more: bool = False
+
+
 class StoreWatch(Protocol):
     """A stream of every event under a prefix after a revision, in order."""
 
@@ -118,6 +128,13 @@ class Store(Protocol):
         revision, which a store may honour (etcd) or serve from the latest state
         (SQLite); Compacted if the store honours it and it is gone.
         """
+        ...
+
+    def scan(self, prefix: str, page: int) -> Iterator[ScanPage]:
+        """The values of every key under prefix, in key order, in pages of at most
+        `page`, all read at one revision (a consistent snapshot), produced as the
+        reader asks for them: a big List is sent while it is still being read.
+        Close the iterator (or exhaust it) to release the snapshot."""
         ...
 
     def update(self, key: str, value: bytes, expected_rev: int) -> int:

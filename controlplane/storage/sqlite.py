@@ -38,6 +38,7 @@ from controlplane.storage.interface import (
     KeyValue,
     Range,
     RevisionMismatch,
+    ScanPage,
     StorageError,
     StoreUnavailable,
     prefix_end,
@@ -438,6 +439,29 @@ class SqliteStore:
             rows = rows[:limit]
         make = KeyValue._make
         return Range([make(r) for r in rows], current, more)
+
+    def scan(self, prefix: str, page: int) -> Iterator[ScanPage]:
+        # Its own connection, so the read transaction (the snapshot) lives
+        # exactly as long as the iterator, on whichever thread drives it.
+        if self._closed:
+            raise StoreUnavailable("store is closed")
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA query_only=1")
+            conn.execute("BEGIN")
+            current = int(conn.execute("SELECT v FROM meta WHERE k='revision'").fetchone()[0])
+            cur = conn.execute(
+                "SELECT value, mod_rev FROM objects WHERE key >= ? AND key < ? ORDER BY key",
+                (prefix, prefix_end(prefix)),
+            )
+            while True:
+                rows = cur.fetchmany(page)
+                more = len(rows) == page
+                yield ScanPage(rows, current, more)
+                if not more:
+                    return
+        finally:
+            conn.close()  # ends the read transaction
 
     def current_revision(self) -> int:
         return self._rev

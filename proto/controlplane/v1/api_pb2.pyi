@@ -171,9 +171,15 @@ class ListResponse(_message.Message):
     CONTINUE_TOKEN_FIELD_NUMBER: _builtins.int
     ITEMS_JSON_FIELD_NUMBER: _builtins.int
     ITEM_RESOURCE_VERSIONS_FIELD_NUMBER: _builtins.int
+    VERSIONS_INLINE_FIELD_NUMBER: _builtins.int
     resource_version: _builtins.str
     continue_token: _builtins.str
     items_json: _builtins.bytes
+    versions_inline: _builtins.bool
+    """Set when each object in `items_json` already carries its
+    metadata.resourceVersion (the server wrote it in), so the client need
+    not touch the decoded objects.
+    """
     @_builtins.property
     def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___Object]:
         """Either `items`, or (what the server sends, cheaper for big lists) the
@@ -191,10 +197,11 @@ class ListResponse(_message.Message):
         continue_token: _builtins.str = ...,
         items_json: _builtins.bytes = ...,
         item_resource_versions: _abc.Iterable[_builtins.int] | None = ...,
+        versions_inline: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_token", b"continue_token", "item_resource_versions", b"item_resource_versions", "items", b"items", "items_json", b"items_json", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_token", b"continue_token", "item_resource_versions", b"item_resource_versions", "items", b"items", "items_json", b"items_json", "resource_version", b"resource_version", "versions_inline", b"versions_inline"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -75,6 +75,26 @@ def test_range_prefix_order_and_pages(store: Store) -> None:
     assert full.rev >= store.get("/registry/pods/ns1/d").mod_rev
 
 
+def test_scan_pages_one_snapshot(store: Store) -> None:
+    revs = {f"/registry/pods/ns/{i:02d}": store.create(f"/registry/pods/ns/{i:02d}", b"%d" % i)
+            for i in range(7)}  # fmt: skip
+    store.create("/registry/podsx/ns/a", b"not a pod")
+    scan = store.scan("/registry/pods/", 3)
+    first = next(scan)
+    assert first.items == [(b"%d" % i, revs[f"/registry/pods/ns/{i:02d}"]) for i in range(3)]
+    # Writes after the first page are not part of the list: it is one snapshot.
+    store.create("/registry/pods/ns/99", b"late")
+    store.delete("/registry/pods/ns/05", 0)
+    store.update("/registry/pods/ns/04", b"changed", revs["/registry/pods/ns/04"])
+    pages = [first, *scan]
+    assert [item for p in pages for item in p.items] == [
+        (b"%d" % i, revs[f"/registry/pods/ns/{i:02d}"]) for i in range(7)
+    ]
+    assert {p.rev for p in pages} == {first.rev} and first.rev >= max(revs.values())
+    assert all(len(p.items) <= 3 for p in pages) and not pages[-1].more
+    assert [item for p in store.scan("/nothing/", 3) for item in p.items] == []
+
+
 def test_history_and_watch_resume(store: Store) -> None:
     r0 = store.current_revision()
     r1 = store.create("/w/a", b"1")
