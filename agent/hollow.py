@@ -328,6 +328,18 @@ class HollowNodes:
     def _on_pod_update(self, old: Object, new: Object) -> None:
         self._on_pod(new)
 
+    def pod_counts(self) -> tuple[int, int, int]:
+        """(pods, bound, Running) as this process's Pod informer sees them:
+        progress without listing every pod from the API server again."""
+        pods = self._factory.informer_for("Pod").store.list()
+        bound = running = 0
+        for p in pods:
+            if (p.get("spec") or {}).get("nodeName"):
+                bound += 1
+            if (p.get("status") or {}).get("phase") == "Running":
+                running += 1
+        return len(pods), bound, running
+
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         self.register()

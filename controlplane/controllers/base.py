@@ -170,8 +170,17 @@ def owner_uid_index(obj: Object) -> list[str]:
     ]
 
 
+def orphan_index(obj: Object) -> list[str]:
+    """Objects with no controller, filed under their namespace: the only ones
+    an owner may adopt, so claiming does not walk every pod of the namespace."""
+    if podutil.controller_ref(obj) is not None:
+        return []
+    return [podutil.namespace_of(obj)]
+
+
 CONTROLLER_UID = "controller-uid"
 OWNER_UID = "owner-uid"
+ORPHANS = "orphans"
 
 
 @dataclass

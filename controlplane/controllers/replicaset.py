@@ -23,11 +23,13 @@ from controlplane.client.store import object_key
 from controlplane.controllers import podutil, ranking
 from controlplane.controllers.base import (
     CONTROLLER_UID,
+    ORPHANS,
     Controller,
     ControllerContext,
     Expectations,
     controller_uid_index,
     ensure_indexer,
+    orphan_index,
 )
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,7 @@ class PodOwnerController(Controller):
         self.owners = self.watch(self.owner_kind)
         self.pods = self.watch("Pod")
         ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
+        ensure_indexer(self.pods, ORPHANS, orphan_index)
         self.owners.add_event_handler(
             on_add=self.enqueue,
             on_update=lambda old, new: self.enqueue(new),
@@ -162,8 +165,10 @@ class PodOwnerController(Controller):
             elif not deleting:
                 self._release(pod, uid)
         if not deleting and not selector.empty():
-            for pod in self.pods.store.list(ns, selector):
-                if podutil.controller_ref(pod) is None and not podutil.is_deleting(pod):
+            # Only orphans can be adopted: the index spares a walk over every
+            # pod of the namespace on each sync.
+            for pod in self.pods.store.by_index(ORPHANS, ns):
+                if not podutil.is_deleting(pod) and selector.matches(podutil.labels_of(pod)):
                     adopted = self._adopt(owner, pod)
                     if adopted is not None:
                         owned.append(adopted)
