@@ -25,11 +25,11 @@ import builtins
 import copy
 import datetime
 import json
+import os
 import secrets
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from controlplane.api import defaults, jsoncodec, validation
 from controlplane.api.kinds import KindInfo, UnknownKind, by_kind
@@ -59,6 +59,7 @@ from controlplane.storage.interface import (
     KeyExists,
     KeyNotFound,
     RevisionMismatch,
+    StorageError,
     Store,
     StoreUnavailable,
 )
@@ -119,6 +120,12 @@ def decode(data: bytes, rev: int | None = None) -> Object:
     if rev is not None:
         obj.setdefault("metadata", {})["resourceVersion"] = str(rev)
     return obj
+
+
+def new_uid() -> str:
+    """A random (version 4) UUID string, as str(uuid.uuid4()) but cheaper."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 def kind_info(kind: str) -> KindInfo:
@@ -182,6 +189,16 @@ class ListResult:
     continue_token: str = ""
 
 
+class _NewObject(NamedTuple):
+    """A create checked and filled in, waiting for its write."""
+
+    info: KindInfo
+    ns: str
+    name: str
+    obj: Object
+    generate: bool
+
+
 @dataclass(frozen=True)
 class Selectors:
     labels: LabelSelector
@@ -229,10 +246,17 @@ class Registry:
         self._now = now or (lambda: datetime.datetime.now(datetime.UTC))
         self.admission: dict[str, Admit] = dict(admission or {})
         self._read_cache: dict[tuple[str, str], tuple[int, Any]] = {}
+        self._stamp: tuple[int, str] = (-1, "")  # the last timestamp made, by its second
 
     def timestamp(self, offset_seconds: int = 0) -> str:
-        moment = self._now() + datetime.timedelta(seconds=offset_seconds)
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        moment = self._now()
+        second = int(moment.timestamp()) + offset_seconds
+        cached = self._stamp
+        if cached[0] == second:
+            return cached[1]
+        text = (moment + datetime.timedelta(seconds=offset_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self._stamp = (second, text)
+        return text
 
     # -- helpers ------------------------------------------------------------------
 
@@ -325,6 +349,48 @@ class Registry:
         copy_input: bool = True,
     ) -> Stored:
         """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one."""
+        return self._store_new(self._prepare_create(kind, obj, namespace, identity, copy_input))
+
+    def create_many(
+        self, items: Sequence[tuple[str, Object, str | None]], identity: Identity = SYSTEM
+    ) -> builtins.list[Stored | ApiError]:
+        """Independent creates of (kind, object, namespace), as many create()s would
+        do them (the objects are used and changed), but written together so they
+        share group commits. Each has its own outcome, in order."""
+        outcomes: builtins.list[Stored | ApiError | None] = [None] * len(items)
+        ready: builtins.list[tuple[int, _NewObject]] = []
+        for i, (kind, obj, namespace) in enumerate(items):
+            try:
+                ready.append((i, self._prepare_create(kind, obj, namespace, identity, False)))
+            except ApiError as err:
+                outcomes[i] = err
+        datas = [encode(new.obj) for _, new in ready]
+        try:
+            written = self.store.create_many(
+                [(object_key(new.info, new.ns, new.name), data)
+                 for (_, new), data in zip(ready, datas, strict=True)]
+            )  # fmt: skip
+        except StoreUnavailable as err:
+            written = [err] * len(ready)
+        for (i, new), data, result in zip(ready, datas, written, strict=True):
+            if isinstance(result, KeyExists) and new.generate:
+                # A generated name taken: try others, one at a time.
+                try:
+                    outcomes[i] = self._store_new(new._replace(name=self._rename(new)))
+                except ApiError as err:
+                    outcomes[i] = err
+            elif isinstance(result, KeyExists):
+                outcomes[i] = AlreadyExists(f'{new.info.resource} "{new.name}" already exists')
+            elif isinstance(result, StorageError):
+                outcomes[i] = Unavailable(str(result))
+            else:
+                outcomes[i] = (data, result)
+        return [o for o in outcomes if o is not None]
+
+    def _prepare_create(
+        self, kind: str, obj: Object, namespace: str | None, identity: Identity, copy_input: bool
+    ) -> _NewObject:
+        """Everything a create checks and fills in, up to the write."""
         info = kind_info(kind)
         if not isinstance(obj, dict):
             raise Invalid("object: must be a JSON object")
@@ -341,10 +407,10 @@ class Registry:
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                       "selfLink", "managedFields"):  # fmt: skip
             meta.pop(field, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = self.timestamp()
         meta["generation"] = 1
-        generate = not meta.get("name") and meta.get("generateName")
+        generate = bool(not meta.get("name") and meta.get("generateName"))
         if generate:
             meta["name"] = self._generated_name(str(meta["generateName"]))
         if info.has_status and info.kind not in ("Node",):
@@ -357,19 +423,27 @@ class Registry:
         admit = self.admission.get(info.kind)
         if admit is not None:
             admit(self, info, obj, None)  # server-made changes: not validated again
+        return _NewObject(info, ns, name, obj, generate)
+
+    def _store_new(self, new: _NewObject) -> Stored:
         for attempt in range(8):
-            data = encode(obj)
+            data = encode(new.obj)
             try:
-                rev = self.store.create(object_key(info, ns, name), data)
+                rev = self.store.create(object_key(new.info, new.ns, new.name), data)
                 return data, rev
             except KeyExists as err:
-                if not generate or attempt == 7:
-                    raise AlreadyExists(f'{info.resource} "{name}" already exists') from err
-                name = self._generated_name(str(meta["generateName"]))
-                meta["name"] = name
+                if not new.generate or attempt == 7:
+                    raise AlreadyExists(f'{new.info.resource} "{new.name}" already exists') from err
+                new = new._replace(name=self._rename(new))
             except StoreUnavailable as err:
                 raise Unavailable(str(err)) from err
         raise AssertionError("unreachable")
+
+    def _rename(self, new: _NewObject) -> str:
+        meta = _meta(new.obj)
+        name = self._generated_name(str(meta["generateName"]))
+        meta["name"] = name
+        return name
 
     @staticmethod
     def _generated_name(prefix: str) -> str:

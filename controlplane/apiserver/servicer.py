@@ -50,6 +50,7 @@ STATUS_CODES: dict[type[errors.ApiError], grpc.StatusCode] = {
 R = TypeVar("R")
 
 LIST_CHUNK = 1000  # items per ListStream message (about 1 MB of pods)
+MAX_BATCH = 5000  # items per CreateMany call
 
 
 def status_code(err: errors.ApiError) -> grpc.StatusCode:
@@ -359,6 +360,28 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             else:
                 results.append(api_pb2.BindResult(resource_version=outcome[1]))
         return api_pb2.BindResponse(results=results)
+
+    @_rpc("CreateMany")
+    def CreateMany(self, request: Any, context: Any, who: Identity) -> api_pb2.CreateManyResponse:
+        if len(request.items) > MAX_BATCH:
+            raise errors.Invalid(f"items: at most {MAX_BATCH} per call, got {len(request.items)}")
+        work: list[tuple[str, Any, str | None]] = []
+        refused: dict[int, errors.ApiError] = {}
+        for i, item in enumerate(request.items):
+            try:
+                work.append((item.kind, _json(item.json), item.namespace or None))
+            except errors.Invalid as err:
+                refused[i] = err
+        outcomes = iter(self.registry.create_many(work, who))
+        results = []
+        for i in range(len(request.items)):
+            outcome = refused.get(i) or next(outcomes)
+            if isinstance(outcome, errors.ApiError):
+                code = status_code(outcome)
+                results.append(api_pb2.CreateResult(code=code.value[0], message=str(outcome)))
+            else:
+                results.append(api_pb2.CreateResult(object=_obj(outcome)))
+        return api_pb2.CreateManyResponse(results=results)
 
 
 class AuthServicer(_Base, api_pb2_grpc.AuthServicer):

@@ -302,6 +302,27 @@ class GrpcApiClient:
                 out.append(int(result.resource_version))
         return out
 
+    def create_many(
+        self, items: Sequence[tuple[str, Object, str | None]]
+    ) -> builtins.list[Object | errors.ApiError]:
+        """Create many objects, each (kind, object, namespace), in one call; per
+        item, the created object or the error that refused it. Not a transaction."""
+        req = api_pb2.CreateManyRequest(
+            items=[
+                api_pb2.CreateRequest(kind=kind, namespace=ns or "", json=jsoncodec.dumps(obj))
+                for kind, obj, ns in items
+            ]
+        )
+        resp = self._call(self._stub.CreateMany, req)
+        out: builtins.list[Object | errors.ApiError] = []
+        for result in resp.results:
+            if result.code:
+                code = _CODES.get(result.code, grpc.StatusCode.UNKNOWN)
+                out.append(_error(code, result.message))
+            else:
+                out.append(_obj(result.object))
+        return out
+
     def whoami(self) -> dict[str, Any]:
         resp = self._call(self._auth.WhoAmI, api_pb2.WhoAmIRequest())
         return {"user": resp.user, "node": resp.node_name, "admin": resp.admin}

@@ -300,6 +300,16 @@ class EtcdStore:
         op = rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=self._k(key), value=value))
         return self._cas(key, expected_rev, op, "update")
 
+    def create_many(self, items: list[tuple[str, bytes]]) -> list[int | StorageError]:
+        """Independent creates; results in order (revision or error)."""
+        results: list[int | StorageError] = []
+        for key, value in items:
+            try:
+                results.append(self.create(key, value))
+            except StorageError as err:
+                results.append(err)
+        return results
+
     def update_many(self, items: list[tuple[str, bytes, int]]) -> list[int | StorageError]:
         """Independent compare-and-swaps; results in order (revision or error)."""
         results: list[int | StorageError] = []

@@ -117,6 +117,12 @@ class Store(Protocol):
         """Write a new key; returns its revision. KeyExists if present."""
         ...
 
+    def create_many(self, items: list[tuple[str, bytes]]) -> list[int | StorageError]:
+        """Many independent create()s of (key, value); each succeeds or fails on its
+        own (its revision or its StorageError, in order). A store may make them
+        durable together (SQLite: one group commit)."""
+        ...
+
     def get(self, key: str) -> KeyValue:
         """KeyNotFound if absent."""
         ...

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from controlplane.storage.interface import (
     Compacted,
@@ -70,7 +71,7 @@ CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 # An operation run inside the writer's transaction: (cursor, next revision) ->
 # (result, events it wrote, which used revisions next, next+1, ...). Raises
 # StorageError for its own precondition failures, before writing anything.
-_Op = Callable[[sqlite3.Cursor, int], tuple[int, list[Event]]]
+_Op = Callable[[sqlite3.Cursor, int], tuple[Any, list[Event]]]
 
 
 class _Request:
@@ -78,7 +79,7 @@ class _Request:
 
     def __init__(self, op: _Op) -> None:
         self.op = op
-        self.future: Future[int] = Future()
+        self.future: Future[Any] = Future()
 
 
 class _SqliteWatch:
@@ -221,7 +222,7 @@ class SqliteStore:
             raise StoreUnavailable("store is closed")
         request = _Request(op)
         self._queue.put(request)
-        return request.future.result()
+        return int(request.future.result())
 
     def _write_loop(self) -> None:
         while True:
@@ -316,17 +317,26 @@ class SqliteStore:
                     watch.push(event)
 
     def create(self, key: str, value: bytes) -> int:
+        return self._submit(self._create_op(key, value))
+
+    def create_many(self, items: list[tuple[str, bytes]]) -> list[int | StorageError]:
+        """Independent creates queued together, so they share one commit."""
+        return self._submit_many([self._create_op(k, v) for k, v in items])
+
+    @staticmethod
+    def _create_op(key: str, value: bytes) -> _Op:
         def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
-            if cur.execute("SELECT 1 FROM objects WHERE key=?", (key,)).fetchone():
-                raise KeyExists(key)
-            cur.execute("INSERT INTO objects VALUES (?, ?, ?, ?)", (key, value, rev, rev))
+            try:
+                cur.execute("INSERT INTO objects VALUES (?, ?, ?, ?)", (key, value, rev, rev))
+            except sqlite3.IntegrityError as err:  # the key (primary key) exists
+                raise KeyExists(key) from err
             cur.execute(
                 "INSERT INTO history VALUES (?, ?, ?, ?, NULL)",
                 (rev, key, EventType.CREATE.value, value),
             )
             return rev, [Event(EventType.CREATE, key, value, rev)]
 
-        return self._submit(op)
+        return op
 
     @staticmethod
     def _update_op(key: str, value: bytes, expected_rev: int) -> _Op:
@@ -354,17 +364,29 @@ class SqliteStore:
 
         Each succeeds or fails on its own; results in order (revision or error).
         """
+        return self._submit_many([self._update_op(k, v, r) for k, v, r in items])
+
+    def _submit_many(self, ops: list[_Op]) -> list[int | StorageError]:
+        """Independent ops as one request: one future, one place in one commit."""
+
+        def many(cur: sqlite3.Cursor, rev: int) -> tuple[list[int | StorageError], list[Event]]:
+            results: list[int | StorageError] = []
+            events: list[Event] = []
+            for op in ops:
+                try:
+                    result, written = op(cur, rev + len(events))
+                except StorageError as err:
+                    results.append(err)
+                    continue
+                results.append(result)
+                events.extend(written)
+            return results, events
+
         if self._closed:
             raise StoreUnavailable("store is closed")
-        requests = [_Request(self._update_op(k, v, r)) for k, v, r in items]
-        for request in requests:
-            self._queue.put(request)
-        results: list[int | StorageError] = []
-        for request in requests:
-            try:
-                results.append(request.future.result())
-            except StorageError as err:
-                results.append(err)
+        request = _Request(many)
+        self._queue.put(request)
+        results: list[int | StorageError] = request.future.result()
         return results
 
     def delete(self, key: str, expected_rev: int) -> int:

@@ -530,6 +530,77 @@ class BindResponse(_message.Message):
 Global___BindResponse: _TypeAlias = BindResponse  # noqa: Y015
 
 @_typing.final
+class CreateManyRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreateRequest]: ...
+    def __init__(
+        self,
+        *,
+        items: _abc.Iterable[Global___CreateRequest] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateManyRequest: _TypeAlias = CreateManyRequest  # noqa: Y015
+
+@_typing.final
+class CreateResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    OBJECT_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """A gRPC status code (0 = OK) and its message, per item."""
+    message: _builtins.str
+    @_builtins.property
+    def object(self) -> Global___Object:
+        """The created object (when code is 0), as Create answers it."""
+
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+        object: Global___Object | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "object", b"object"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateResult: _TypeAlias = CreateResult  # noqa: Y015
+
+@_typing.final
+class CreateManyResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreateResult]:
+        """One per item, in request order."""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___CreateResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateManyResponse: _TypeAlias = CreateManyResponse  # noqa: Y015
+
+@_typing.final
 class JoinRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -89,6 +89,11 @@ class ObjectsStub:
                 request_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.BindRequest.SerializeToString,
                 response_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.BindResponse.FromString,
                 _registered_method=True)
+        self.CreateMany = channel.unary_unary(
+                '/skiff.controlplane.v1.Objects/CreateMany',
+                request_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.CreateManyRequest.SerializeToString,
+                response_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.CreateManyResponse.FromString,
+                _registered_method=True)
 
 
 class ObjectsServicer:
@@ -175,6 +180,16 @@ class ObjectsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateMany(self, request, context):
+        """Many creates in one call (a controller's burst of Pods, a multi-document
+        apply): each item is checked and stored as Create would, with its own
+        status code; the writes share the store's group commit. Not a
+        transaction: some may succeed while others fail.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ObjectsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -232,6 +247,11 @@ def add_ObjectsServicer_to_server(servicer, server):
                     servicer.Bind,
                     request_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.BindRequest.FromString,
                     response_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.BindResponse.SerializeToString,
+            ),
+            'CreateMany': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateMany,
+                    request_deserializer=proto_dot_controlplane_dot_v1_dot_api__pb2.CreateManyRequest.FromString,
+                    response_serializer=proto_dot_controlplane_dot_v1_dot_api__pb2.CreateManyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -531,6 +551,33 @@ class Objects:
             '/skiff.controlplane.v1.Objects/Bind',
             proto_dot_controlplane_dot_v1_dot_api__pb2.BindRequest.SerializeToString,
             proto_dot_controlplane_dot_v1_dot_api__pb2.BindResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateMany(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skiff.controlplane.v1.Objects/CreateMany',
+            proto_dot_controlplane_dot_v1_dot_api__pb2.CreateManyRequest.SerializeToString,
+            proto_dot_controlplane_dot_v1_dot_api__pb2.CreateManyResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -75,6 +75,12 @@ class ObjectsStub:
     fails on its own (per-binding status codes); the writes of one call share
     the store's group commit, and each acknowledged one is durable.
     """
+    CreateMany: _grpc.UnaryUnaryMultiCallable[_api_pb2.CreateManyRequest, _api_pb2.CreateManyResponse]
+    """Many creates in one call (a controller's burst of Pods, a multi-document
+    apply): each item is checked and stored as Create would, with its own
+    status code; the writes share the store's group commit. Not a
+    transaction: some may succeed while others fail.
+    """
 
 @_typing.type_check_only
 class ObjectsAsyncStub(ObjectsStub):
@@ -107,6 +113,12 @@ class ObjectsAsyncStub(ObjectsStub):
     its annotations, as Kubernetes' Binding does. Every binding succeeds or
     fails on its own (per-binding status codes); the writes of one call share
     the store's group commit, and each acknowledged one is durable.
+    """
+    CreateMany: _aio.UnaryUnaryMultiCallable[_api_pb2.CreateManyRequest, _api_pb2.CreateManyResponse]  # type: ignore[assignment]
+    """Many creates in one call (a controller's burst of Pods, a multi-document
+    apply): each item is checked and stored as Create would, with its own
+    status code; the writes share the store's group commit. Not a
+    transaction: some may succeed while others fail.
     """
 
 class ObjectsServicer(metaclass=_abc_1.ABCMeta):
@@ -203,6 +215,18 @@ class ObjectsServicer(metaclass=_abc_1.ABCMeta):
         its annotations, as Kubernetes' Binding does. Every binding succeeds or
         fails on its own (per-binding status codes); the writes of one call share
         the store's group commit, and each acknowledged one is durable.
+        """
+
+    @_abc_1.abstractmethod
+    def CreateMany(
+        self,
+        request: _api_pb2.CreateManyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.CreateManyResponse, _abc.Awaitable[_api_pb2.CreateManyResponse]]:
+        """Many creates in one call (a controller's burst of Pods, a multi-document
+        apply): each item is checked and stored as Create would, with its own
+        status code; the writes share the store's group commit. Not a
+        transaction: some may succeed while others fail.
         """
 
 def add_ObjectsServicer_to_server(servicer: ObjectsServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
 
-from controlplane.apiserver.registry import decode, encode, with_version
+from controlplane.apiserver.registry import decode, encode, new_uid, with_version
 
 
 def test_encode_puts_apiversion_kind_metadata_first_and_drops_resource_version() -> None:
@@ -43,3 +44,12 @@ def test_with_version_takes_the_slow_way_for_other_orders() -> None:
     out = json.loads(with_version(data, 9))
     assert out["metadata"] == {"name": "outer", "resourceVersion": "9"}
     assert out["spec"]["template"]["metadata"] == {"name": "inner"}
+
+
+def test_new_uid_is_a_random_version_4_uuid() -> None:
+    uids = {new_uid() for _ in range(1000)}
+    assert len(uids) == 1000
+    for text in list(uids)[:200]:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
