@@ -19,6 +19,7 @@ the arrays. The cache never talks to the API server.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -491,6 +492,21 @@ class Cache:
 
     def update_pod(self, p: PodInfo) -> None:
         self.add_pod(p)
+
+    def refresh_pod(self, key: str, pod: Obj) -> bool:
+        """Swap in a newer object of a bound pod whose counted facts did not
+        change (a status write); False when the pod is not placed on a known
+        node here (the caller then updates it the long way)."""
+        with self.lock:
+            node = self.pod_nodes.get(key)
+            info = self.nodes.get(node) if node is not None else None
+            p = info.pods.get(key) if info is not None else None
+            if info is None or p is None or key in self.assumed:
+                return False
+            if (pod.get("spec") or {}).get("nodeName") != info.name:
+                return False
+            info.pods[key] = dataclasses.replace(p, pod=pod)
+            return True
 
     def _remove_from(self, key: str, node: str) -> PodInfo | None:
         info = self.nodes.get(node)

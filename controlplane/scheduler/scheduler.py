@@ -104,6 +104,19 @@ def _relevant(old: Obj, new: Obj) -> bool:
     )
 
 
+def _changed_for_cache(old: Obj, new: Obj) -> bool:
+    """Whether a bound pod's change can matter to the cache (not a status write)."""
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    return (
+        old.get("spec") != new.get("spec")
+        or om.get("labels") != nm.get("labels")
+        or om.get("annotations") != nm.get("annotations")
+        or om.get("ownerReferences") != nm.get("ownerReferences")
+        or om.get("deletionTimestamp") != nm.get("deletionTimestamp")
+        or om.get("uid") != nm.get("uid")
+    )
+
+
 class Scheduler:
     def __init__(
         self,
@@ -187,6 +200,14 @@ class Scheduler:
             key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
             bound = bool((pod.get("spec") or {}).get("nodeName"))
             if bound and self.cache.node_of(key) is not None and not self.cache.is_assumed(key):
+                # A status write (Running, Ready, ...) changes nothing the cache
+                # counts: keep the newer object without re-parsing it.
+                if (
+                    old is not None
+                    and not _changed_for_cache(old, pod)
+                    and self.cache.refresh_pod(key, pod)
+                ):
+                    return
                 self.cache.update_pod(self.pod_info(pod))  # e.g. now terminating
                 return
             if bound and self.cache.is_assumed(key):

@@ -118,6 +118,24 @@ def test_status_only_update_does_not_requeue_pending_pod() -> None:
     assert "default/big" not in env.sched.queue.pending()["unschedulable"]
 
 
+def test_status_write_of_a_bound_pod_keeps_its_accounting() -> None:
+    env = Env(nodes=[make_node("n", cpu="4")])
+    env.add(make_pod("p", cpu="1"))
+    bound = env.cluster.pods["default/p"]
+    env.sched.on_pod_update(bound, make_pod("p", cpu="1"))  # the bind confirmed
+    cpu = int(env.sched.cache.req[env.sched.cache.nodes["n"].slot, 0])
+    running = dict(bound, status={"phase": "Running"})
+    env.sched.on_pod_update(running, bound)
+    info = env.sched.cache.nodes["n"]
+    assert info.pods["default/p"].pod is running
+    assert int(env.sched.cache.req[info.slot, 0]) == cpu
+    # A change the cache counts (more cpu) still goes the long way.
+    bigger = make_pod("p", cpu="2")
+    bigger["spec"]["nodeName"] = "n"
+    env.sched.on_pod_update(bigger, running)
+    assert int(env.sched.cache.req[info.slot, 0]) == cpu + 1000
+
+
 def test_drf_queue_takes_the_poorer_namespace_first() -> None:
     env = Env({"queue": {"order": "DRF"}}, nodes=[make_node("n", cpu="4", memory="8Gi")])
     env.add(make_pod("rich-0", cpu="2", namespace="rich"))
