@@ -160,5 +160,14 @@ def set_name(name: str) -> None:
     )
 
 
+def release_free_memory() -> None:
+    """Give the pages glibc malloc holds free (in every arena) back to the
+    kernel: malloc_trim(0). Startup leaves many (imports, parsing); free()
+    alone only returns the top of the heap. Nothing on other C libraries."""
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is not None:
+        trim(ctypes.c_size_t(0))
+
+
 def syscall_available(name: str) -> bool:
     return hasattr(_libc(), name)

@@ -1078,6 +1078,7 @@ def run_zygote(listen_fd: int) -> int:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     gc.collect()
     gc.freeze()
+    libc.release_free_memory()  # what imports left free, before monitors inherit it
     while True:
         try:
             conn, _ = sock.accept()

