@@ -68,18 +68,28 @@ class Running(Protocol):
 EmbedControlPlane = Callable[[list[str]], Running]
 
 
-def limit_malloc_arenas() -> None:
-    """At most ARENA_MAX glibc malloc arenas in this process from now on
-    (threads started later share them), as MALLOC_ARENA_MAX does for a new
-    process. Nothing on other C libraries, or if MALLOC_ARENA_MAX is set."""
-    if "MALLOC_ARENA_MAX" in os.environ:
-        return
+def _glibc(func: str, *args: int) -> None:
+    """Call a glibc malloc tunable; nothing on other C libraries."""
     try:
         import ctypes
 
-        ctypes.CDLL(None).mallopt(M_ARENA_MAX, ARENA_MAX)
+        getattr(ctypes.CDLL(None), func)(*args)
     except (OSError, AttributeError):
         pass
+
+
+def limit_malloc_arenas() -> None:
+    """At most ARENA_MAX glibc malloc arenas in this process from now on
+    (threads started later share them), as MALLOC_ARENA_MAX does for a new
+    process; not if MALLOC_ARENA_MAX is set."""
+    if "MALLOC_ARENA_MAX" not in os.environ:
+        _glibc("mallopt", M_ARENA_MAX, ARENA_MAX)
+
+
+def release_free_memory() -> None:
+    """malloc_trim(0): give the pages malloc holds free (startup leaves many:
+    imports, PKI, YAML) back to the kernel; free() only returns the heap's top."""
+    _glibc("malloc_trim", 0)
 
 
 class AgentLogs(logging.Filter):
@@ -441,6 +451,7 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
             f"Logs: {lay.log_dir}/{{controlplane,runtime,agent}}.log. Ctrl-C stops skiff.",
             flush=True,
         )
+        release_free_memory()
         while not stop.wait(1.0):
             for child in (cp_child, rt):
                 if child is not None and not child.alive():
