@@ -8,13 +8,14 @@ Integers are 64-bit, as in Kubernetes: orjson reads larger ones as floats.
 
 from __future__ import annotations
 
+import copy
 import gc
 import importlib
 import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 orjson: Any
 try:
@@ -22,6 +23,9 @@ try:
     orjson = importlib.import_module("orjson")
 except ImportError:  # pragma: no cover - the stdlib path
     orjson = None
+
+
+T = TypeVar("T")
 
 
 def dumps(obj: Any) -> bytes:
@@ -38,6 +42,20 @@ def loads(data: bytes | str) -> Any:
     if orjson is not None:
         return orjson.loads(data)
     return json.loads(data)
+
+
+def clone(obj: T) -> T:
+    """A deep copy of JSON data (dicts with string keys, lists, strings, numbers,
+    booleans, None): a round trip through orjson, many times faster than
+    copy.deepcopy; anything orjson refuses (integers beyond 64 bits) is
+    deep-copied the slow way."""
+    if orjson is not None:
+        try:
+            copied: T = orjson.loads(orjson.dumps(obj))
+            return copied
+        except TypeError:
+            pass
+    return copy.deepcopy(obj)
 
 
 DecodeError: type[Exception] = orjson.JSONDecodeError if orjson is not None else ValueError

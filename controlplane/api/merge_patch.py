@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from controlplane.api.jsoncodec import clone
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -13,11 +14,21 @@ def merge_patch(target: Any, patch: Any) -> Any:
     (lists included) replaces the value.
     """
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result: dict[str, Any] = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return clone(patch)
+    result: dict[str, Any] = clone(target) if isinstance(target, dict) else {}
+    _merge_into(result, patch)
+    return result
+
+
+def _merge_into(result: dict[str, Any], patch: dict[str, Any]) -> None:
+    """Apply a dict patch to `result` (already a copy of its own) in place."""
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
+        elif isinstance(value, dict):
+            current = result.get(key)
+            if not isinstance(current, dict):
+                current = result[key] = {}
+            _merge_into(current, value)
         else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+            result[key] = clone(value)

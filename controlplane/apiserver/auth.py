@@ -40,6 +40,9 @@ class Identity:
 SYSTEM = Identity("system:apiserver", admin=True)
 
 
+CACHED = 10_000  # valid tokens remembered (one per node, plus admins)
+
+
 class TokenAuthority:
     """Issues and checks tokens derived from `secret`."""
 
@@ -47,6 +50,9 @@ class TokenAuthority:
         if len(secret) < 16:
             raise ValueError("token secret too short")
         self._secret = secret
+        # Tokens already checked (a few per client): the HMAC once per token,
+        # not once per request. Only valid tokens are kept, at most CACHED.
+        self._known: dict[str, Identity] = {}
 
     def _mac(self, purpose: str) -> str:
         return hmac.new(self._secret, purpose.encode(), hashlib.sha256).hexdigest()[:40]
@@ -65,6 +71,17 @@ class TokenAuthority:
         return hmac.compare_digest(token.encode(), self.join_token().encode())
 
     def authenticate(self, token: str) -> Identity | None:
+        known = self._known.get(token)
+        if known is not None:
+            return known
+        identity = self._check(token)
+        if identity is not None:
+            if len(self._known) >= CACHED:
+                self._known.clear()
+            self._known[token] = identity
+        return identity
+
+    def _check(self, token: str) -> Identity | None:
         if token.startswith("skiff-admin."):
             if hmac.compare_digest(token.encode(), self.admin_token().encode()):
                 return Identity("admin", admin=True)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import binascii
 import builtins
-import copy
 import datetime
 import json
 import os
@@ -395,7 +394,7 @@ class Registry:
         if not isinstance(obj, dict):
             raise Invalid("object: must be a JSON object")
         if copy_input:
-            obj = copy.deepcopy(obj)
+            obj = jsoncodec.clone(obj)
         if obj.get("kind") not in (None, "", info.kind):
             raise Invalid(f"kind: {obj.get('kind')!r} does not match the request ({info.kind})")
         obj["kind"] = info.kind
@@ -607,7 +606,7 @@ class Registry:
         ns = self._namespace(info, None, obj)
         client_rv = _rv(meta["resourceVersion"]) if meta.get("resourceVersion") else 0
         return self._write_loop(
-            info, ns, name, lambda _old: copy.deepcopy(obj) if copy_input else obj, subresource,
+            info, ns, name, lambda _old: jsoncodec.clone(obj) if copy_input else obj, subresource,
             client_rv, identity, "update",
         )  # fmt: skip
 
@@ -771,12 +770,28 @@ class Registry:
         assigned = (old.get("spec") or {}).get("nodeName")
         if assigned and assigned != binding.node:
             raise Conflict(f'pod "{binding.name}" is already assigned to node "{assigned}"')
-        patch: Object = {"spec": {"nodeName": binding.node}}
-        if binding.annotations:
-            patch["metadata"] = {"annotations": binding.annotations}
-        new = self._prepare_update(info, old, merge_patch(old, patch), "")
-        if new == old:
+        if assigned == binding.node and all(
+            (meta.get("annotations") or {}).get(k) == v
+            for k, v in (binding.annotations or {}).items()
+        ):
             return encode(old), cur_rev
+        # What a merge patch of spec.nodeName and the annotations stores, without
+        # the full update path: as in Kubernetes' binding storage, only the
+        # fields it sets are checked (the rest was validated when written).
+        new = jsoncodec.clone(old)
+        new_meta = _meta(new)
+        new.setdefault("spec", {})["nodeName"] = binding.node
+        if binding.annotations:
+            annotations = new_meta.get("annotations")
+            if not isinstance(annotations, dict):
+                annotations = new_meta["annotations"] = {}
+            annotations.update(binding.annotations)
+            problems = validation.Errors()
+            validation.validate_metadata(problems, info, new)
+            if problems:
+                raise Invalid(f'Pod "{binding.name}" is invalid: ' + "; ".join(problems.items))
+        if assigned != binding.node:  # a spec change, as update counts it
+            new_meta["generation"] = int(new_meta.get("generation") or 1) + 1
         return object_key(info, ns, binding.name), encode(new), cur_rev
 
     def _prepare_update(
@@ -792,7 +807,7 @@ class Registry:
                 f"UID of the stored object: {old_meta.get('uid')}"
             )
         if subresource == "status":
-            new = copy.deepcopy(old)
+            new = jsoncodec.clone(old)
             if "status" in requested:
                 new["status"] = requested["status"]
             else:
@@ -909,7 +924,7 @@ class Registry:
         self, info: KindInfo, old: Object, options: DeleteOptions, policy: str
     ) -> Object | None:
         """The object as it must be stored after this delete, or None to remove it now."""
-        new = copy.deepcopy(old)
+        new = jsoncodec.clone(old)
         meta = _meta(new)
         finalizers: list[str] = list(meta.get("finalizers") or [])
         if info.kind == "Namespace":
@@ -959,7 +974,7 @@ class Registry:
                 if not spec_finalizers and not meta.get("finalizers"):
                     self.store.delete(object_key(info, "", name), cur_rev)
                     return
-                new = copy.deepcopy(old)
+                new = jsoncodec.clone(old)
                 new.setdefault("spec", {})["finalizers"] = spec_finalizers
                 if new != old:
                     self.store.update(object_key(info, "", name), encode(new), cur_rev)
