@@ -239,6 +239,10 @@ class Child:
         raise RuntimeError(f"{self.name} exited (see {self.log_path}):\n{tail}")
 
 
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM while starting: stop what runs, print nothing more."""
+
+
 def _wait(
     what: str,
     ready: Callable[[], bool],
@@ -261,6 +265,7 @@ def _wait(
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {what}")
         stop.wait(0.1)
+    raise Interrupted(f"stopped while waiting for {what}")
 
 
 def install_cni(bin_dir: Path) -> None:
@@ -431,6 +436,8 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         token = (lay.controlplane_dir / "join-token").read_text().strip()
         ag_args[ag_args.index("--token") + 1] = token
         ag = agent_main.start(agent_main.build_parser().parse_args(ag_args), stop)
+        if stop.is_set():
+            raise Interrupted("stopped while starting the agent")
         log.info("agent started in this process, log %s", lay.log_dir / "agent.log")
 
         def node_ready() -> bool:
@@ -456,6 +463,9 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
             for child in (cp_child, rt):
                 if child is not None and not child.alive():
                     raise RuntimeError(f"{child.name} exited unexpectedly (see {child.log_path})")
+        return 0
+    except Interrupted as err:
+        log.info("%s", err)
         return 0
     except (RuntimeError, OSError, errors.ApiError, ConfigError) as err:
         print(f"skiff up: {err}", file=sys.stderr)

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.up import Layout
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.client.interface import DeleteOptions, ListOptions
@@ -549,6 +550,9 @@ def bench_up(registry: Registry) -> tuple[dict[str, float], list[str]]:
         if rc != 0:
             print(f"skiff up exited {rc} on SIGINT:\n" + (base / "up.log").read_text()[-3000:],
                   file=sys.stderr)  # fmt: skip
+        # skiff up leaves its CNI bridge (as k3s leaves cni0); the bench does not
+        bridge = Layout.under(base / "d").cni_bridge
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
         shutil.rmtree(base, ignore_errors=True)
     return out, lines
 
