@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api.kinds import KindInfo
+from controlplane.api.selectors import field_value
 from controlplane.apiserver.registry import (
     ROOT,
     Selectors,
@@ -86,6 +87,20 @@ class _Dispatch:
 
 
 _CLOSED = WatchItem("CLOSED", b"", 0)
+
+
+def _node_selector(selectors: Selectors) -> str | None:
+    """NODE when the selectors are exactly the field selector spec.nodeName=NODE."""
+    fields = selectors.fields.requirements
+    if selectors.labels.empty() and len(fields) == 1:
+        (only,) = fields
+        if only.path == "spec.nodeName" and only.op in ("=", "=="):
+            return only.value
+    return None
+
+
+def _node_of(obj: dict[str, Any]) -> str:
+    return field_value(obj, "spec.nodeName")  # exactly what the selector compares
 
 
 class Watcher:
@@ -230,6 +245,10 @@ class Broadcaster:
         self.bookmark_interval = bookmark_interval
         self._lock = threading.Lock()
         self._by_prefix: dict[str, list[Watcher]] = {}
+        # Watchers of exactly `spec.nodeName=NODE` (every agent watches its own
+        # pods so), by prefix then node: an event is offered to the watchers of
+        # its old and new node only, not to one watcher per node in the cluster.
+        self._by_node: dict[str, dict[str, list[Watcher]]] = {}
         self._listeners: list[Callable[[Event], None]] = []
         self._last = store.current_revision()
         self._stop = threading.Event()
@@ -279,7 +298,7 @@ class Broadcaster:
 
     def _drop_all(self, rev: int) -> None:
         with self._lock:
-            watchers = [w for ws in self._by_prefix.values() for w in ws]
+            watchers = self._all()
             self._last = rev
         for w in watchers:
             w.stop()
@@ -292,10 +311,19 @@ class Broadcaster:
         with self._lock:
             watchers = self._by_prefix.get(prefix)
             if watchers:
-                for watcher in watchers:
-                    watcher.offer(dispatch)
-                if any(w.stopped for w in watchers):
-                    watchers[:] = [w for w in watchers if not w.stopped]
+                self._offer(watchers, dispatch)
+            by_node = self._by_node.get(prefix)
+            if by_node:
+                new_node = _node_of(dispatch.new())
+                group = by_node.get(new_node)
+                if group:
+                    self._offer(group, dispatch)
+                old = dispatch.old()
+                old_node = _node_of(old) if old is not None else new_node
+                if old_node != new_node:
+                    group = by_node.get(old_node)
+                    if group:
+                        self._offer(group, dispatch)
             if event.rev > self._last:
                 self._last = event.rev
             listeners = list(self._listeners)
@@ -304,6 +332,31 @@ class Broadcaster:
                 listener(event)
             except Exception:
                 log.exception("watch listener failed")
+
+    @staticmethod
+    def _offer(watchers: list[Watcher], dispatch: _Dispatch) -> None:
+        for watcher in watchers:
+            watcher.offer(dispatch)
+        if any(w.stopped for w in watchers):
+            watchers[:] = [w for w in watchers if not w.stopped]
+
+    def _all(self) -> list[Watcher]:
+        every = [w for ws in self._by_prefix.values() for w in ws]
+        for by_node in self._by_node.values():
+            every += [w for ws in by_node.values() for w in ws]
+        return every
+
+    def _group(self, watcher: Watcher, create: bool) -> list[Watcher] | None:
+        """The list a watcher is registered in."""
+        prefix = kind_prefix(watcher.info)
+        node = _node_selector(watcher.selectors)
+        if node is None:
+            if create:
+                return self._by_prefix.setdefault(prefix, [])
+            return self._by_prefix.get(prefix)
+        if create:
+            return self._by_node.setdefault(prefix, {}).setdefault(node, [])
+        return self._by_node.get(prefix, {}).get(node)
 
     def progress(self, watcher: Watcher) -> int | None:
         """The revision an idle watcher has certainly seen everything up to."""
@@ -342,7 +395,9 @@ class Broadcaster:
             watcher = Watcher(
                 self, info, namespace, selectors, after, allow_bookmarks, self.max_queue
             )
-            self._by_prefix.setdefault(kind_prefix(info), []).append(watcher)
+            group = self._group(watcher, create=True)
+            assert group is not None
+            group.append(watcher)
         if after < last:
             try:
                 history = self.store.history(after, last, watcher.prefix)
@@ -361,13 +416,13 @@ class Broadcaster:
 
     def unregister(self, watcher: Watcher) -> None:
         with self._lock:
-            watchers = self._by_prefix.get(kind_prefix(watcher.info))
+            watchers = self._group(watcher, create=False)
             if watchers and watcher in watchers:
                 watchers.remove(watcher)
 
     def watcher_count(self) -> int:
         with self._lock:
-            return sum(len(ws) for ws in self._by_prefix.values())
+            return len(self._all())
 
     def stop(self) -> None:
         self._stop.set()

@@ -11,6 +11,7 @@ import pytest
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.errors import Gone, Invalid
 from controlplane.client.interface import ListOptions, WatchEvent
+from tests.harness.wait import wait_for
 from tests.unit.controlplane.apiserver.conftest import Cluster
 from tests.unit.controlplane.apiserver.test_objects import pod
 
@@ -176,3 +177,32 @@ def test_many_concurrent_writers_and_watchers_see_every_event(client: GrpcApiCli
         assert revs == sorted(revs) and len(set(revs)) == 100
     for w in watches:
         w.stop()
+
+
+def test_node_watchers_get_their_own_pods_and_the_transitions(
+    cluster: Cluster, client: GrpcApiClient
+) -> None:
+    # Watchers of spec.nodeName=NODE are indexed by node; what each receives
+    # must be what its selector says, unbound pods included (nodeName "").
+    def watch(selector: str) -> tuple[Any, Collector]:
+        w = client.watch("Pod", None, ListOptions(field_selector=selector), allow_bookmarks=False)
+        return w, Collector(iter(w))
+
+    before = cluster.server.broadcaster.watcher_count()
+    (w1, n1), (w2, n2), (wu, unbound) = (
+        watch("spec.nodeName=n1"), watch("spec.nodeName==n2"), watch("spec.nodeName=")
+    )  # fmt: skip
+    assert cluster.server.broadcaster.watcher_count() == before + 3
+    client.create("Pod", pod("p"), "default")
+    client.create("Pod", pod("q", node="n2"), "default")
+    client.patch("Pod", "p", {"spec": {"nodeName": "n1"}}, "default")
+    client.patch("Pod", "q", {"metadata": {"labels": {"x": "y"}}}, "default")
+    assert summary(unbound.wait(2)) == [("ADDED", "p"), ("DELETED", "p")]
+    assert summary(n1.wait(1)) == [("ADDED", "p")]
+    assert summary(n2.wait(2)) == [("ADDED", "q"), ("MODIFIED", "q")]
+    client.create("Pod", pod("r", node="n1"), "default")
+    assert summary(n1.wait(2)) == [("ADDED", "p"), ("ADDED", "r")]
+    assert len(n2.real()) == 2 and len(unbound.real()) == 2
+    for w in (w1, w2, wu):
+        w.stop()
+    wait_for(lambda: cluster.server.broadcaster.watcher_count() == before, timeout=10)
