@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from controlplane.api import jsoncodec
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.quantity import parse_quantity
 from controlplane.api.selectors import SelectorError, from_structured
@@ -380,8 +381,27 @@ def _selector(e: Errors, path: str, selector: Any, required: bool = True) -> Non
 # -- kinds -----------------------------------------------------------------------
 
 
+# The problems of pod specs seen lately, by their JSON: a ReplicaSet's pods share
+# one spec, and a pod's spec is checked again on every status update.
+_SPEC_PROBLEMS: dict[bytes, list[str]] = {}
+_SPEC_PROBLEMS_MAX = 1024
+
+
+def _pod_spec_problems(spec: Any) -> list[str]:
+    key = jsoncodec.dumps(spec)
+    problems = _SPEC_PROBLEMS.get(key)
+    if problems is None:
+        found = Errors()
+        validate_pod_spec(found, "spec", spec)
+        problems = found.items
+        if len(_SPEC_PROBLEMS) >= _SPEC_PROBLEMS_MAX:
+            _SPEC_PROBLEMS.clear()
+        _SPEC_PROBLEMS[key] = problems
+    return problems
+
+
 def _pod(e: Errors, obj: Object, old: Object | None) -> None:
-    validate_pod_spec(e, "spec", obj.get("spec"))
+    e.items.extend(_pod_spec_problems(obj.get("spec")))
     status: Any = obj.get("status")
     if _dict(e, "status", status):
         _enum(e, "status.phase", status.get("phase"),
