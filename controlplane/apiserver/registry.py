@@ -24,7 +24,7 @@ import binascii
 import builtins
 import datetime
 import json
-import os
+import random
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -122,8 +122,10 @@ def decode(data: bytes, rev: int | None = None) -> Object:
 
 
 def new_uid() -> str:
-    """A random (version 4) UUID string, as str(uuid.uuid4()) but cheaper."""
-    h = os.urandom(16).hex()
+    """A random (version 4) UUID string, as str(uuid.uuid4()) but cheaper: from
+    the random module (seeded from os.urandom, reseeded in forked children), so
+    no system call per uid (a uid must be unique, not secret)."""
+    h = f"{random.getrandbits(128):032x}"
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
