@@ -9,6 +9,7 @@ Nothing here handles a request; the servicers do.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import os
 import threading
@@ -19,6 +20,7 @@ from typing import Any
 import grpc
 
 from proto.runtime.v1 import api_pb2_grpc
+from runtime import errors
 from runtime.config import Config
 from runtime.cri.service import Images, Network, RuntimeService
 from runtime.cri.servicer import RuntimeServicer
@@ -74,6 +76,46 @@ def build_streaming(svc: RuntimeService) -> Any:
     return streaming.StreamingServer(RuntimeStreamingBackend(svc), config)
 
 
+class LazyStreaming:
+    """The streaming server, built and started on the first Exec, Attach or
+    PortForward. A runtime that never streams does not load runtime.streaming
+    (HTTP, SPDY and WebSocket: 1.7 MB RSS at rest) nor runs its listener."""
+
+    def __init__(self, svc: RuntimeService) -> None:
+        self._svc = svc
+        self._server: Any = None
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    def _started(self) -> Any:
+        with self._lock:
+            if self._server is None:
+                if self._stopped:
+                    raise errors.Unavailable("the runtime is stopping")
+                server = build_streaming(self._svc)
+                if server is None:
+                    raise errors.Unimplemented("no streaming server is configured")
+                server.start()
+                self._server = server
+            return self._server
+
+    def get_exec(self, req: Any) -> str:
+        return str(self._started().get_exec(req))
+
+    def get_attach(self, req: Any) -> str:
+        return str(self._started().get_attach(req))
+
+    def get_port_forward(self, req: Any) -> str:
+        return str(self._started().get_port_forward(req))
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            server, self._server = self._server, None
+        if server is not None:
+            server.stop()
+
+
 def _listen(server: grpc.Server, address: str) -> Path:
     path = Path(address.removeprefix("unix://"))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,16 +152,16 @@ class Server:
         if cfg.image_listen and image_servicer is not None:
             self.image_grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
             api_pb2_grpc.add_ImageServiceServicer_to_server(image_servicer, self.image_grpc)
-        self.streaming = build_streaming(self.svc)
+        self.streaming = (
+            LazyStreaming(self.svc) if importlib.util.find_spec("runtime.streaming") else None
+        )
         self.socket = _listen(self.grpc, cfg.listen)
         if self.image_grpc is not None:
             _listen(self.image_grpc, cfg.image_listen)
         self.stopped = threading.Event()
 
     def start(self) -> None:
-        if self.streaming is not None:
-            self.streaming.start()
-            self.svc.streaming = self.streaming
+        self.svc.streaming = self.streaming  # starts on the first Exec/Attach/PortForward
         self.grpc.start()
         if self.image_grpc is not None:
             self.image_grpc.start()
