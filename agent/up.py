@@ -2,12 +2,12 @@
 
 Like k3s server, the control plane and the agent run in this process (the
 `skiff` dispatcher hands main() a function that starts the control plane,
-since the agent package may not import it); the runtime runs as a child
-process (`python -m skiff runtime`), so that a crash of either half does not
-take the other with it and containers outlive the runtime. Each part gets
-the flags of its own command (`skiff controlplane ...`, `skiff agent ...`),
-made to work together. main() waits until each is ready and prints how to
-use skiffctl. Without an embedded control plane (agent.up.main called
+since the agent package may not import it); the runtime stays a child
+process (`python -m skiff runtime`), as k3s keeps containerd apart: it does
+the namespace and mount work, and the pods' monitors outlive it. Each part
+gets the flags of its own command (`skiff controlplane ...`, `skiff agent
+...`), made to work together. main() waits until each is ready and prints
+how to use skiffctl. Without an embedded control plane (agent.up.main called
 directly) it runs `skiff controlplane` as a child process instead. With `--data-dir
 DIR` every socket, state directory, log, CNI file and the cgroup root live
 under DIR (or are named after it) so two can run side by side; without it the
@@ -18,10 +18,12 @@ plane. The logs of the control plane and the agent go to controlplane.log
 and agent.log under the log directory, by logger name (the shared client
 library, controlplane.client, logs into controlplane.log).
 
-Memory at rest is part of the issue's target: one Python process with gRPC
-less, and glibc limited to two malloc arenas in this process and the
-runtime's (M_ARENA_MAX; the default allows eight per core, each keeping its
-own free pages, and these processes run dozens of threads).
+Memory at rest is part of the issue's target (under 150 MB RSS summed over
+every process): two Python processes with gRPC fewer than a supervisor plus
+separate control plane and agent, glibc limited to two malloc arenas here
+and in the runtime (M_ARENA_MAX; the default allows eight per core, each
+keeping its own free pages, and this process runs over a hundred threads),
+and the free pages startup leaves returned once Ready (malloc_trim).
 """
 
 from __future__ import annotations
