@@ -131,6 +131,8 @@ def ready_since(pod: Mapping[str, Any]) -> float | None:
 
 def is_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> bool:
     """Ready for at least minReadySeconds (Kubernetes' IsPodAvailable)."""
+    if min_ready_seconds <= 0:
+        return is_ready(pod)
     since = ready_since(pod)
     if since is None:
         return False

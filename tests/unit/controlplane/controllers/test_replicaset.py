@@ -105,3 +105,40 @@ def test_min_ready_seconds_availability(env):
     assert e.client.get("ReplicaSet", "rs")["status"]["availableReplicas"] == 0
     e.clock.step(31)
     e.settle(lambda: e.client.get("ReplicaSet", "rs")["status"]["availableReplicas"] == 2, step=1.0)
+
+
+def test_pod_status_changes_are_folded_into_few_syncs(env):
+    e = env("replicaset")
+    rs_ctl = e.controller("replicaset")
+    e.client.create("ReplicaSet", replicaset(replicas=4))
+    e.wait(lambda: len(e.pods()) == 4)
+    # Settled: the status write has come back through the informer and was synced.
+    e.wait(lambda: (e.cached("ReplicaSet", "rs") or {}).get("status", {}).get("replicas") == 4)
+    e.wait(e.idle)
+    syncs = rs_ctl.metrics.reconciles
+    # A bind changes nothing the ReplicaSet reports: no sync.
+    for i, p in enumerate(e.pods()):
+        e.client.patch("Pod", p["metadata"]["name"], {"spec": {"nodeName": f"n{i}"}})
+    e.wait(
+        lambda: all(
+            e.cached("Pod", p["metadata"]["name"])["spec"].get("nodeName") for p in e.pods()
+        )
+    )
+    e.wait(e.idle)
+    assert rs_ctl.metrics.reconciles == syncs and rs_ctl.queue.waiting() == 0
+    # Readiness changes wait a little (4 pods: 4 ms) and are reported in one sync.
+    assert e.make_ready() == 4
+    e.wait(
+        lambda: all(
+            e.cached("Pod", p["metadata"]["name"])["status"].get("phase") == "Running"
+            for p in e.pods()
+        )
+    )
+    assert rs_ctl.queue.waiting() == 1
+    e.settle(
+        lambda: e.client.get("ReplicaSet", "rs").get("status", {}).get("readyReplicas") == 4,
+        step=0.002,
+    )
+    e.wait(e.idle)
+    # One sync for the four pods, and one when its own status write comes back.
+    assert rs_ctl.metrics.reconciles <= syncs + 2
