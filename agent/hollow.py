@@ -24,6 +24,7 @@ import argparse
 import functools
 import ipaddress
 import logging
+import math
 import signal
 import threading
 import time
@@ -54,6 +55,10 @@ class HollowConfig:
     max_pods: int = 110
     lease_period: float = 10.0
     workers: int = 8
+    # Threads renewing Leases; 0: enough for every renewal of a period to be
+    # in flight at half a second each (a loaded API server answers that slowly,
+    # and renewals that fall a grace period behind make the node NotReady).
+    lease_workers: int = 0
     base_ip: str = "10.128.0.0"  # node i gets base + i (never routed; API only)
 
 
@@ -64,11 +69,20 @@ class HollowStats:
     pods_started: int = 0
     pods_finished: int = 0
     status_errors: int = 0
+    max_lease_gap: float = 0.0  # longest time between two renewals of one node
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, name: str, n: int = 1) -> None:
         with self.lock:
             setattr(self, name, getattr(self, name) + n)
+
+    def lease_gap(self, gap: float) -> None:
+        with self.lock:
+            self.max_lease_gap = max(self.max_lease_gap, gap)
+
+    def reset_lease_gap(self) -> None:
+        with self.lock:
+            self.max_lease_gap = 0.0
 
 
 def node_object(cfg: HollowConfig, name: str, ip: str) -> Object:
@@ -148,6 +162,7 @@ class _Node:
     ips: Iterator[ipaddress.IPv4Address] | None = None
     counter: int = 0
     base: int = 0
+    renewed: float = 0.0  # clock time of the last successful renewal
 
 
 class HollowNodes:
@@ -169,9 +184,10 @@ class HollowNodes:
         self._pool = ThreadPoolExecutor(cfg.workers, thread_name_prefix="hollow")
         # Heartbeats have their own threads: a backlog of pod work never
         # delays a Lease (the agent's renewals are a separate loop too).
-        self._lease_pool = ThreadPoolExecutor(
-            max(2, cfg.workers // 2), thread_name_prefix="hollow-lease"
+        lease_workers = cfg.lease_workers or min(
+            64, max(2, math.ceil(cfg.nodes / cfg.lease_period / 2))
         )
+        self._lease_pool = ThreadPoolExecutor(lease_workers, thread_name_prefix="hollow-lease")
         self._renewing: set[str] = set()
         self._inflight: set[str] = set()
         self._lock = threading.Lock()
@@ -210,6 +226,12 @@ class HollowNodes:
                 }
                 self.api.create("Lease", body, namespace=LEASE_NAMESPACE)
             self.stats.add("leases")
+            node = self.nodes.get(name)
+            if node is not None:
+                now = self.clock()
+                if node.renewed:
+                    self.stats.lease_gap(now - node.renewed)
+                node.renewed = now
         except errors.ApiError as exc:
             self.stats.add("lease_errors")
             log.warning("node=%s lease renewal failed: %s", name, exc)

@@ -358,6 +358,7 @@ def _hollow_run(
     deployments = [
         (f"h{i:03d}", min(per, n_pods - i * per)) for i in range((n_pods + per - 1) // per)
     ]
+    nodes.stats.reset_lease_gap()
     with Phase(sampler) as load:
         for name, replicas in deployments:
             api.create("Deployment", deployment(name, replicas), "default")
@@ -388,12 +389,15 @@ def _hollow_run(
     figures["hollow_pods_running_s"] = load.wall
     figures["hollow_pods_per_s"] = last[1] / load.wall
     figures["hollow_load_cp_cpu_percent"] = load.percent
+    figures["hollow_load_max_lease_gap_s"] = nodes.stats.max_lease_gap
     print(
         f"hollow: {last[1]}/{n_pods} pods in {len(deployments)} Deployments created, scheduled "
         f"and Running in {load.wall:.1f}s ({last[1] / load.wall:.0f} pods/s; cp {load.cpu:.0f} "
-        f"cpu-s, {load.percent:.0f}% of one core)"
+        f"cpu-s, {load.percent:.0f}% of one core; longest gap between two renewals of one "
+        f"Lease {figures['hollow_load_max_lease_gap_s']:.1f}s)"
     )
     leases0 = nodes.stats.leases
+    nodes.stats.reset_lease_gap()
     with Phase(sampler) as steady:
         ready_ok = [0]
 
@@ -407,6 +411,7 @@ def _hollow_run(
     figures["hollow_nodes_ready"] = ready_ok[0]
     figures["hollow_lease_renewals_per_s"] = (nodes.stats.leases - leases0) / steady.wall
     figures["hollow_steady_cp_cpu_percent"] = steady.percent
+    figures["hollow_steady_max_lease_gap_s"] = nodes.stats.max_lease_gap
     figures["hollow_cp_rss_mib"] = sampler.rss() / 2**20
     figures["hollow_cp_peak_rss_mib"] = sampler.peak_rss / 2**20
     figures["hollow_lease_errors"] = nodes.stats.lease_errors
@@ -436,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--toleration", type=int, default=4, help="NotReady toleration (s)")
     p.add_argument("--hollow-nodes", type=int, default=1000)
     p.add_argument("--hollow-pods", type=int, default=30000)
-    p.add_argument("--hollow-workers", type=int, default=8)
+    p.add_argument("--hollow-workers", type=int, default=16)
     p.add_argument("--hollow-timeout", type=float, default=1800)
     p.add_argument("--steady-seconds", type=float, default=30)
     p.add_argument("--skip-real", action="store_true")
