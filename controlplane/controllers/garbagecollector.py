@@ -96,12 +96,30 @@ class GarbageCollector(Controller):
 
     def _changed(self, kind: str, obj: Object) -> None:
         meta = podutil.meta(obj)
-        if meta.get("ownerReferences"):
+        refs = meta.get("ownerReferences")
+        if refs and (meta.get("deletionTimestamp") or not self._owners_live_cached(obj, refs)):
             self.enqueue_key(self._key(kind, obj))
         if meta.get("deletionTimestamp") and {FOREGROUND, ORPHAN} & set(
             meta.get("finalizers") or []
         ):
             self.enqueue_key(self._key(kind, obj))
+
+    def _owners_live_cached(self, obj: Object, refs: list[Any]) -> bool:
+        """Whether every owner is in our caches, same uid, not being deleted in
+        the foreground: then a sync would find nothing to do (every new pod of a
+        ReplicaSet), and an owner's later deletion enqueues its dependents anyway."""
+        ns = podutil.namespace_of(obj)
+        for ref in refs:
+            if not isinstance(ref, dict):
+                return False
+            kind = str(ref.get("kind", ""))
+            owner = self._cached(kind, ns if self._namespaced(kind) else "", str(ref.get("name")))
+            if owner is None or podutil.uid_of(owner) != ref.get("uid"):
+                return False
+            meta = podutil.meta(owner)
+            if meta.get("deletionTimestamp") and FOREGROUND in (meta.get("finalizers") or []):
+                return False
+        return True
 
     def _updated(self, kind: str, old: Object, new: Object) -> None:
         if podutil.meta(old).get("resourceVersion") == podutil.meta(new).get("resourceVersion"):
