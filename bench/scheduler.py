@@ -178,6 +178,16 @@ class Result:
     cluster: InMemoryCluster
 
 
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process, 0 when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pctl(values: list[float], q: float) -> float:
     s = sorted(values)
     if not s:
@@ -225,8 +235,8 @@ def run_inprocess(w: Workload, cfg: Obj | None = None) -> Result:
 
 
 @contextmanager
-def controlplane_process() -> Iterator[GrpcApiClient]:
-    """`skiff controlplane` in a child process on a free port; an admin client to it."""
+def controlplane_process() -> Iterator[tuple[GrpcApiClient, int]]:
+    """`skiff controlplane` in a child process on a free port; an admin client to it, its pid."""
     with tempfile.TemporaryDirectory(prefix="skiff-bench-") as tmp:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -251,7 +261,7 @@ def controlplane_process() -> Iterator[GrpcApiClient]:
                 time.sleep(0.05)
             client = connect(load_config(conf), timeout=30)
             try:
-                yield client
+                yield client, proc.pid
             finally:
                 client.close()
         finally:
@@ -280,7 +290,7 @@ def run_e2e(
 ) -> dict[str, float]:
     from controlplane.scheduler.run import SchedulerService
 
-    with controlplane_process() as client:
+    with controlplane_process() as (client, server_pid):
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda i: client.create("Node", w.node(i)), range(w.nodes)))
             list(pool.map(lambda i: client.create("Pod", w.pod(i), "default"), range(w.pods)))
@@ -291,13 +301,16 @@ def run_e2e(
         service.factory.start()
         service.factory.wait_for_cache_sync(120)
         stop = threading.Event()
-        start = time.perf_counter()
+        server_cpu0 = proc_cpu(server_pid)
+        start, cpu0 = time.perf_counter(), time.process_time()
         loop = threading.Thread(target=service.scheduler.run, args=(stop,), daemon=True)
         loop.start()
         deadline = time.monotonic() + timeout
         while service.scheduler.stats["scheduled"] < w.pods and time.monotonic() < deadline:
             time.sleep(0.01)
         elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu0
+        server_cpu = proc_cpu(server_pid) - server_cpu0
         done = service.scheduler.stats["scheduled"]
         stop.set()
         service.scheduler.queue.close()
@@ -309,6 +322,10 @@ def run_e2e(
             "scheduled": float(done),
             "bind_p50_ms": pctl(writer.bind_seconds, 0.5) * 1000,
             "bind_p99_ms": pctl(writer.bind_seconds, 0.99) * 1000,
+            # CPU per pod, which the machine's other load does not change:
+            # this process (informers, scheduling, binds) and the API server.
+            "scheduler_cpu_ms_per_pod": cpu / done * 1000 if done else 0.0,
+            "apiserver_cpu_ms_per_pod": server_cpu / done * 1000 if done else 0.0,
         }
 
 
@@ -397,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
         figures["basic_e2e_bind_p50_ms"] = round(e2e["bind_p50_ms"], 3)
         figures["basic_e2e_bind_p99_ms"] = round(e2e["bind_p99_ms"], 3)
         figures["basic_e2e_scheduled"] = e2e["scheduled"]
+        figures["basic_e2e_scheduler_cpu_ms_per_pod"] = round(e2e["scheduler_cpu_ms_per_pod"], 3)
+        figures["basic_e2e_apiserver_cpu_ms_per_pod"] = round(e2e["apiserver_cpu_ms_per_pod"], 3)
     header = ("workload", "nodes", "scheduled", "pods/s", "pods/cpu-s", "p50 ms", "p99 ms")
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
     for row in (header, *rows):
