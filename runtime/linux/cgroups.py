@@ -360,7 +360,14 @@ class CgroupV2:
         return self.dir.is_dir()
 
     def allow_devices(self, rules: list[str]) -> None:
-        """cgroup v2 controls devices with eBPF programs; not done yet."""
+        """Deny every device, then allow `rules` ("c 1:3 rwm" ...): cgroup v2
+        has no devices files, so this attaches an eBPF device program built
+        from the rules, replacing the one a previous call attached. Raises
+        OSError naming the cgroup (with the verifier's log if the kernel
+        refused the program)."""
+        from runtime.linux import devices_bpf
+
+        devices_bpf.set_device_rules(self.dir, rules)
 
     def add(self, pid: int) -> None:
         _write(self.dir / "cgroup.procs", str(pid))
