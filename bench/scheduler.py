@@ -55,7 +55,7 @@ from typing import Any
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.scheduler import config
-from controlplane.scheduler.binder import ApiClusterWriter, InMemoryCluster
+from controlplane.scheduler.binder import ApiClusterWriter, BindError, InMemoryCluster
 from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.scheduler import Scheduler, from_config
 
@@ -284,6 +284,14 @@ class TimedWriter(ApiClusterWriter):
         super().bind(pod, node, annotations)
         self.bind_seconds.append(time.perf_counter() - t0)
 
+    def bind_many(
+        self, items: list[tuple[Obj, str, dict[str, str] | None]], max_batch: int = 256
+    ) -> list[BindError | None]:
+        t0 = time.perf_counter()
+        out = super().bind_many(items, max_batch)
+        self.bind_seconds.extend([time.perf_counter() - t0] * len(items))
+        return out
+
 
 def run_e2e(
     w: Workload, bind_workers: int = 16, timeout: float = 600.0, score_annotation: bool = True
@@ -316,6 +324,7 @@ def run_e2e(
         service.scheduler.queue.close()
         loop.join(10)
         service.factory.shutdown()
+        service.scheduler.shutdown_binds()
         service.executor.shutdown()
         return {
             "pods_per_s": done / elapsed if elapsed else 0.0,

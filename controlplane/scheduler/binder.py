@@ -154,6 +154,19 @@ class InMemoryCluster:
             self.binds.append((key, node))
             self._emit("Pod", "MODIFIED", bound)
 
+    def bind_many(
+        self, items: list[tuple[Obj, str, dict[str, str] | None]]
+    ) -> list[BindError | None]:
+        """`bind` of each (pod, node, annotations); per item None or its error."""
+        out: list[BindError | None] = []
+        for pod, node, extra in items:
+            try:
+                self.bind(pod, node, extra)
+                out.append(None)
+            except BindError as e:
+                out.append(e)
+        return out
+
     def set_nominated_node(self, pod: Obj, node: str) -> None:
         key = _key(pod)
         with self.lock:
@@ -257,6 +270,44 @@ class ApiClusterWriter:
             self.client.patch("Pod", meta["name"], patch, meta.get("namespace") or "default")
         except Exception as e:
             raise BindError(str(e)) from e
+
+    def bind_many(
+        self, items: list[tuple[Obj, str, dict[str, str] | None]], max_batch: int = 256
+    ) -> list[BindError | None]:
+        """Bind each (pod, node, annotations), `max_batch` per call of the
+        client's batched bind (one by one without it); per item None or its error."""
+        send = getattr(self.client, "bind", None)
+        if not callable(send):
+            out: list[BindError | None] = []
+            for pod, node, annotations in items:
+                try:
+                    self.bind(pod, node, annotations)
+                    out.append(None)
+                except BindError as e:
+                    out.append(e)
+            return out
+        out = []
+        for i in range(0, len(items), max_batch):
+            chunk = [
+                Binding(
+                    (pod["metadata"].get("namespace") or "default"),
+                    pod["metadata"]["name"],
+                    node,
+                    str(pod["metadata"].get("uid") or ""),
+                    extra,
+                )
+                for pod, node, extra in items[i : i + max_batch]
+            ]
+            try:
+                results = send(chunk)
+                if len(results) != len(chunk):
+                    raise BindError(f"{len(results)} results for {len(chunk)} bindings")
+            except Exception as e:
+                err = e if isinstance(e, BindError) else BindError(str(e))
+                out.extend([err] * len(chunk))
+                continue
+            out.extend(BindError(str(r)) if isinstance(r, Exception) else None for r in results)
+        return out
 
     def set_nominated_node(self, pod: Obj, node: str) -> None:
         meta = pod["metadata"]

@@ -551,6 +551,12 @@ class Cache:
                 a.deadline = self.clock.now() + self.assumed_ttl
                 self._expiry.append((a.deadline, key))
 
+    def finish_binding_many(self, keys: Iterable[str]) -> None:
+        """`finish_binding` of many pods under one acquisition of the lock."""
+        with self.lock:
+            for key in keys:
+                self.finish_binding(key)
+
     def forget_pod(self, key: str) -> None:
         """Undo an assumption (bind failed or the pod was rejected at Permit)."""
         with self.lock:

@@ -63,8 +63,13 @@ class SchedulerService:
     ) -> None:
         self.client = client
         self.executor = ThreadExecutor(bind_workers)
+        # Binding cycles of DefaultBinder-only profiles go in batches (a few
+        # Bind calls in flight); others (PreBind or custom Bind plugins) on the pool.
         self.scheduler: Scheduler = from_config(
-            cfg or sched_config.parse(None), ApiClusterWriter(client), executor=self.executor
+            cfg or sched_config.parse(None),
+            ApiClusterWriter(client),
+            executor=self.executor,
+            bind_batch_threads=3,
         )
         self.factory = SharedInformerFactory(client)
         s = self.scheduler
@@ -102,6 +107,7 @@ class SchedulerService:
         finally:
             self.scheduler.queue.close()
             self.factory.shutdown()
+            self.scheduler.shutdown_binds()
             self.executor.shutdown()
 
 

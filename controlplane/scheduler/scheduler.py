@@ -20,7 +20,7 @@ import dataclasses
 import json
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +30,7 @@ from controlplane.scheduler.binder import BindError, ClusterWriter, Executor, In
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
 from controlplane.scheduler.config import SchedulerConfig, build_profiles
 from controlplane.scheduler.framework import FitError, Framework, SchedulerAware
+from controlplane.scheduler.plugins.default_binder import NAME as DEFAULT_BINDER
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.queue import QueuedPodInfo, SchedulingQueue
 from controlplane.scheduler.registry import REGISTRY, Factory
@@ -104,6 +105,57 @@ def _relevant(old: Obj, new: Obj) -> bool:
     )
 
 
+_Binding = tuple[Framework, CycleState, QueuedPodInfo, str]
+
+
+class _BindLoop:
+    """Binding cycles queued by the scheduling loop and bound in batches.
+
+    A few threads take everything queued (up to `max_batch`) and hand it to
+    `Scheduler._bind_batch`, one `bind_many` call per batch: while some
+    batches are in flight the next pods queue up (a group commit), so a busy
+    scheduler sends few calls and an idle one sends each pod at once. Queueing
+    costs the scheduling loop an append, not a thread hand-off per pod.
+    """
+
+    def __init__(self, scheduler: Scheduler, threads: int, max_batch: int = 256) -> None:
+        self.scheduler = scheduler
+        self.max_batch = max_batch
+        self.cond = threading.Condition()
+        self.pending: deque[_Binding] = deque()
+        self.closed = False
+        self.threads = [
+            threading.Thread(target=self._run, name=f"bind-batch-{i}", daemon=True)
+            for i in range(threads)
+        ]
+        for t in self.threads:
+            t.start()
+
+    def submit(self, item: _Binding) -> None:
+        with self.cond:
+            self.pending.append(item)
+            self.cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                while not self.pending and not self.closed:
+                    self.cond.wait()
+                if not self.pending:
+                    return
+                n = min(len(self.pending), self.max_batch)
+                batch = [self.pending.popleft() for _ in range(n)]
+            self.scheduler._bind_batch(batch)
+
+    def close(self, timeout: float = 30.0) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+        for t in self.threads:
+            if t is not threading.current_thread():
+                t.join(timeout)
+
+
 def _changed_for_cache(old: Obj, new: Obj) -> bool:
     """Whether a bound pod's change can matter to the cache (not a status write)."""
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
@@ -131,6 +183,7 @@ class Scheduler:
         max_backoff: float = 10.0,
         priority_classes: dict[str, int] | None = None,
         score_annotation: bool = True,
+        bind_batch_threads: int = 0,
     ) -> None:
         if not profiles:
             raise ValueError("at least one profile is needed")
@@ -168,6 +221,16 @@ class Scheduler:
             for p in fw.plugins:
                 if isinstance(p, SchedulerAware):
                     p.attach(self)
+        # Profiles whose binding cycle is only DefaultBinder's write: with a
+        # writer that binds many pods per call, their binds go in batches.
+        self._batchable = {
+            name
+            for name, fw in profiles.items()
+            if not fw.pre_binds and [b.name for b in fw.binders] == [DEFAULT_BINDER]
+        }
+        self._bind_loop: _BindLoop | None = None
+        if bind_batch_threads > 0:
+            self._bind_loop = _BindLoop(self, bind_batch_threads)
 
     # ---- informer handlers ----------------------------------------------------
 
@@ -361,8 +424,26 @@ class Scheduler:
             self.cache.forget_pod(pod.key)
             self._failed(qp, st, {st.plugin})
             return True
-        self.executor.submit(lambda: self._binding_cycle(fw, state, qp, result.node))
+        self._start_binding(fw, state, qp, result.node)
         return True
+
+    def _start_binding(
+        self, fw: Framework, state: CycleState, qp: QueuedPodInfo, node: str
+    ) -> None:
+        loop = self._bind_loop
+        if (
+            loop is not None
+            and qp.info.scheduler_name in self._batchable
+            and callable(getattr(self.writer, "bind_many", None))
+        ):
+            loop.submit((fw, state, qp, node))
+        else:
+            self.executor.submit(lambda: self._binding_cycle(fw, state, qp, node))
+
+    def shutdown_binds(self) -> None:
+        """Finish the binds queued for batching and stop their threads."""
+        if self._bind_loop is not None:
+            self._bind_loop.close()
 
     def _count(self, what: str) -> None:
         with self._stats_lock:  # binding cycles run on several threads
@@ -422,16 +503,55 @@ class Scheduler:
             log.exception("binding %s failed", pod.key, extra={"pod": pod.key})
             st = Status(Code.ERROR, (f"bind raised {e!r}",))
         if not st.ok:
-            self._count("bind_failures")
-            fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod.key)
-            self._failed(qp, Status(Code.ERROR, st.reasons, st.plugin), set())
-            # Its place is free again: others may fit now.
-            self.queue.move_on_event(POD_DELETE)
+            self._bind_failed(fw, state, qp, node, st)
             return
         self.cache.finish_binding(pod.key)
         self._count("scheduled")
         fw.run_post_bind(state, pod, node)
+
+    def _bind_failed(
+        self, fw: Framework, state: CycleState, qp: QueuedPodInfo, node: str, st: Status
+    ) -> None:
+        self._count("bind_failures")
+        fw.run_unreserve(state, qp.info, node)
+        self.cache.forget_pod(qp.key)
+        self._failed(qp, Status(Code.ERROR, st.reasons, st.plugin), set())
+        # Its place is free again: others may fit now.
+        self.queue.move_on_event(POD_DELETE)
+
+    def _bind_batch(self, batch: list[_Binding]) -> None:
+        """The binding cycles of DefaultBinder-only profiles (no PreBind), with
+        every bind of the batch written in one `bind_many` call: what
+        `_binding_cycle` does per pod, without a thread hand-off and an API call
+        for each."""
+        try:
+            results: list[Exception | None] = self.writer.bind_many(  # type: ignore[attr-defined]
+                [(qp.info.pod, node, self._score_annotations(qp.info)) for _, _, qp, node in batch]
+            )
+            if len(results) != len(batch):
+                raise BindError(f"{len(results)} results for {len(batch)} binds")
+        except Exception as e:  # a writer bug must not lose the pods
+            log.exception("binding %d pods failed", len(batch))
+            results = [e] * len(batch)
+        bound = [item for item, err in zip(batch, results, strict=True) if err is None]
+        self.cache.finish_binding_many([qp.key for _, _, qp, _ in bound])
+        for (fw, state, qp, node), err in zip(batch, results, strict=True):
+            try:
+                if err is not None:
+                    self._bind_failed(
+                        fw, state, qp, node, Status(Code.ERROR, (str(err),), DEFAULT_BINDER)
+                    )
+                else:
+                    self._count("scheduled")
+                    fw.run_post_bind(state, qp.info, node)
+            except Exception:
+                log.exception("after binding %s", qp.key, extra={"pod": qp.key})
+
+    def _score_annotations(self, pod: PodInfo) -> dict[str, str] | None:
+        d = self.decisions.get(pod.key) if self.score_annotation else None
+        if d is not None and d.breakdown:
+            return {SCORES_ANNOTATION: breakdown_json(d.breakdown)}
+        return None
 
     def bind_with_writer(self, pod: PodInfo, node: str) -> Status:
         """What the DefaultBinder plugin does: one write through the ClusterWriter.
@@ -439,12 +559,8 @@ class Scheduler:
         The bind also records the score breakdown of the decision in the pod's
         `scheduler.skiff.dev/scores` annotation, so `skiffctl` can show it.
         """
-        annotations = None
-        d = self.decisions.get(pod.key) if self.score_annotation else None
-        if d is not None and d.breakdown:
-            annotations = {SCORES_ANNOTATION: breakdown_json(d.breakdown)}
         try:
-            self.writer.bind(pod.pod, node, annotations)
+            self.writer.bind(pod.pod, node, self._score_annotations(pod))
         except BindError as e:
             return Status(Code.ERROR, (str(e),))
         return Status()
@@ -460,7 +576,7 @@ class Scheduler:
         with self.waiting_lock:
             w = self.waiting.pop(key, None)
         if w is not None:
-            self.executor.submit(lambda: self._binding_cycle(w.framework, w.state, w.qp, w.node))
+            self._start_binding(w.framework, w.state, w.qp, w.node)
 
     def reject(self, key: str, message: str) -> None:
         self._reject_waiting(key, message, requeue=True)
@@ -523,6 +639,7 @@ def from_config(
     executor: Executor | None = None,
     seed: int = 0,
     registry: Mapping[str, Factory] = REGISTRY,
+    bind_batch_threads: int = 0,
 ) -> Scheduler:
     """A scheduler built from a validated configuration (see config.py)."""
     return Scheduler(
@@ -534,4 +651,5 @@ def from_config(
         initial_backoff=config.initial_backoff,
         max_backoff=config.max_backoff,
         score_annotation=config.score_annotation,
+        bind_batch_threads=bind_batch_threads,
     )

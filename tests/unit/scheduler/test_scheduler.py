@@ -200,3 +200,41 @@ def test_unchanged_explanation_is_written_once() -> None:
     env.cluster.add_node(make_node("m", cpu="1"))
     env.step(11.0)
     assert len(writes) == 2 and writes[1].startswith("0/2 nodes are available")
+
+
+def test_batched_binds_write_every_pod_and_requeue_a_failed_one() -> None:
+    from controlplane.scheduler import config
+    from controlplane.scheduler.binder import InMemoryCluster
+    from controlplane.scheduler.scheduler import SCORES_ANNOTATION, from_config
+    from controlplane.scheduler.types import FakeClock
+    from tests.harness.wait import wait_for
+
+    clock = FakeClock()
+    cluster = InMemoryCluster(clock)
+    sched = from_config(config.parse(None), cluster, clock=clock, bind_batch_threads=2)
+    try:
+        for i in range(3):
+            node = make_node(f"n{i}", cpu="4")
+            cluster.add_node(node)
+            sched.on_node_add(node)
+        cluster.fail_binds.add("default/p7")
+        for i in range(20):
+            pod = make_pod(f"p{i}", cpu="100m")
+            cluster.add_pod(pod)
+            sched.on_pod_add(pod)
+        assert sched.schedule_pending() == 20
+        wait_for(lambda: sched.stats["scheduled"] + sched.stats["bind_failures"] == 20, timeout=10)
+        assert sched.stats == dict(sched.stats, scheduled=19, bind_failures=1)
+        assert len(cluster.binds) == 19 and "default/p7" not in dict(cluster.binds)
+        # The bind carried the decision's scores; the failed pod's assumption is
+        # undone and it waits to be retried.
+        assert SCORES_ANNOTATION in cluster.pods["default/p0"]["metadata"]["annotations"]
+        assert sched.cache.node_of("default/p7") is None
+        assert "default/p7" in sched.queue
+        cluster.fail_binds.clear()
+        clock.step(30)
+        sched.schedule_pending()
+        wait_for(lambda: sched.stats["scheduled"] == 20, timeout=10)
+        assert cluster.pods["default/p7"]["spec"]["nodeName"]
+    finally:
+        sched.shutdown_binds()
