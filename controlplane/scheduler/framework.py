@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 Slots = npt.NDArray[np.intp]
 Scores = npt.NDArray[np.int64]
 MAX_NODE_SCORE = 100
+_INT64_MIN = int(np.iinfo(np.int64).min)  # np.iinfo() builds an object each call
 
 
 @dataclass
@@ -471,7 +472,7 @@ class Framework:
     ) -> dict[str, Any]:
         """Per-plugin scores of the chosen node and of the runner-up."""
         rest = total.copy()
-        rest[chosen] = np.iinfo(np.int64).min
+        rest[chosen] = _INT64_MIN
         runner = int(rest.argmax())
 
         def node(j: int) -> dict[str, Any]:

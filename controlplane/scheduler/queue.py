@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,6 +117,12 @@ class SchedulingQueue:
         self.by_namespace: dict[str, _Heap] = {}  # DRF mode
         self.backoff = _Heap()
         self.unschedulable: dict[str, QueuedPodInfo] = {}
+        # The same pods grouped by the plugins that rejected them (a cluster
+        # event is judged once per group, not once per pod), and in the order
+        # they were parked (the periodic retry looks at the oldest only):
+        # neither costs O(unschedulable pods) per event or per pop.
+        self._groups: dict[frozenset[str], dict[str, QueuedPodInfo]] = {}
+        self._parked: deque[tuple[float, str]] = deque()
         self.cond = threading.Condition()
         self.cycle = 0
         self.move_request_cycle = -1
@@ -179,6 +186,33 @@ class SchedulingQueue:
                 return
             self._push_active(QueuedPodInfo(info, self.clock.now()))
 
+    def _park(self, qp: QueuedPodInfo) -> None:
+        self._unpark(qp.key)
+        self.unschedulable[qp.key] = qp
+        self._groups.setdefault(frozenset(qp.unschedulable_plugins), {})[qp.key] = qp
+        self._parked.append((qp.parked_at, qp.key))
+
+    def _unpark(self, key: str) -> QueuedPodInfo | None:
+        qp = self.unschedulable.pop(key, None)
+        if qp is not None:
+            group = frozenset(qp.unschedulable_plugins)
+            members = self._groups.get(group)
+            if members is not None:
+                members.pop(key, None)
+                if not members:
+                    del self._groups[group]
+        return qp
+
+    def _oldest_parked(self) -> QueuedPodInfo | None:
+        """The pod parked longest ago (entries of pods gone or re-parked are dropped)."""
+        while self._parked:
+            at, key = self._parked[0]
+            qp = self.unschedulable.get(key)
+            if qp is not None and qp.parked_at == at:
+                return qp
+            self._parked.popleft()
+        return None
+
     def _find(self, key: str) -> QueuedPodInfo | None:
         return self._get_active(key) or self.backoff.get(key) or self.unschedulable.get(key)
 
@@ -187,7 +221,7 @@ class SchedulingQueue:
         if self._get_active(qp.key) is not None:
             self._remove_active(qp.key)
             self._push_active(qp)
-        elif self.unschedulable.pop(qp.key, None) is not None:
+        elif self._unpark(qp.key) is not None:
             # The pod changed: it may fit now.
             self._requeue(qp)
 
@@ -198,7 +232,7 @@ class SchedulingQueue:
         with self.cond:
             self._remove_active(key)
             self.backoff.remove(key)
-            self.unschedulable.pop(key, None)
+            self._unpark(key)
 
     def __contains__(self, key: str) -> bool:
         with self.cond:
@@ -234,13 +268,11 @@ class SchedulingQueue:
 
     def _flush_unschedulable(self) -> None:
         now = self.clock.now()
-        stale = [
-            qp
-            for qp in self.unschedulable.values()
-            if now - qp.parked_at >= self.max_unschedulable_seconds
-        ]
-        for qp in stale:
-            del self.unschedulable[qp.key]
+        while True:
+            qp = self._oldest_parked()
+            if qp is None or now - qp.parked_at < self.max_unschedulable_seconds:
+                return
+            self._unpark(qp.key)
             self._requeue(qp)
 
     def next_deadline(self) -> float | None:
@@ -248,11 +280,9 @@ class SchedulingQueue:
         with self.cond:
             head = self.backoff.peek()
             times = [head[0]] if head else []
-            if self.unschedulable:
-                times.append(
-                    min(q.parked_at for q in self.unschedulable.values())
-                    + self.max_unschedulable_seconds
-                )
+            oldest = self._oldest_parked()
+            if oldest is not None:
+                times.append(oldest.parked_at + self.max_unschedulable_seconds)
             return min(times) if times else None
 
     def pop(self, block: bool = True, timeout: float | None = None) -> QueuedPodInfo | None:
@@ -292,7 +322,7 @@ class SchedulingQueue:
                 self.backoff.push(qp.backoff_until, qp)
             else:
                 qp.parked_at = now
-                self.unschedulable[qp.key] = qp
+                self._park(qp)
 
     def add_backoff(self, qp: QueuedPodInfo) -> None:
         """A pod that hit an error (not a fit problem): retry after its backoff."""
@@ -305,7 +335,7 @@ class SchedulingQueue:
     def activate(self, key: str) -> None:
         """Move a parked pod straight to activeQ (e.g. gang siblings)."""
         with self.cond:
-            qp = self.unschedulable.pop(key, None) or self.backoff.remove(key)
+            qp = self._unpark(key) or self.backoff.remove(key)
             if qp is not None:
                 self._push_active(qp)
 
@@ -314,17 +344,20 @@ class SchedulingQueue:
         with self.cond:
             self.move_request_cycle = self.cycle
             moved = 0
-            for key, qp in list(self.unschedulable.items()):
-                if self._interested(qp, event):
-                    del self.unschedulable[key]
+            for plugins, members in list(self._groups.items()):
+                if not self._interested(plugins, event):
+                    continue
+                for qp in list(members.values()):
+                    self._unpark(qp.key)
                     self._requeue(qp)
                     moved += 1
             return moved
 
-    def _interested(self, qp: QueuedPodInfo, event: ClusterEvent) -> bool:
-        if not qp.unschedulable_plugins:
+    def _interested(self, plugins: frozenset[str], event: ClusterEvent) -> bool:
+        """Whether a pod rejected by `plugins` may fit after `event`."""
+        if not plugins:
             return True
-        for plugin in qp.unschedulable_plugins:
+        for plugin in plugins:
             events = self.plugin_events.get(plugin)
             if events is None or any(e.matches(event) for e in events):
                 return True

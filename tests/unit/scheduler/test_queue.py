@@ -106,6 +106,30 @@ def test_unschedulable_pods_are_retried_eventually() -> None:
     assert q.pop(block=False) is not None
 
 
+def test_many_parked_pods_move_by_group_and_retry_oldest_first() -> None:
+    clock = FakeClock()
+    q = make(clock, max_unschedulable_seconds=300)
+    t0 = clock.now()
+    for i in range(6):
+        q.add(info(f"p{i}"))
+    popped = [q.pop(block=False) for _ in range(6)]
+    for i, qp in enumerate(popped):
+        assert qp is not None
+        q.add_unschedulable(qp, {"NodeResourcesFit"} if i % 2 else {"NodeAffinity"})
+        clock.step(10)
+    assert q.next_deadline() == t0 + 300  # p0, parked at t0
+    # A node update helps only the NodeAffinity group, all of it at once.
+    assert q.move_on_event(NODE_UPDATE) == 3
+    assert sorted(q.pending()["unschedulable"]) == ["default/p1", "default/p3", "default/p5"]
+    assert q.next_deadline() == t0 + 310  # p1 is now the oldest parked
+    q.delete("default/p1")
+    assert q.next_deadline() == t0 + 330
+    clock.step(t0 + 340 - clock.now())
+    got = {x.info.name for x in [q.pop(block=False) for _ in range(5)] if x is not None}
+    assert got == {"p0", "p2", "p4", "p3"}  # p5 (parked at t0 + 50) waits until 350
+    assert q.pending()["unschedulable"] == ["default/p5"]
+
+
 def test_update_of_parked_pod_requeues_it_and_delete_removes() -> None:
     clock = FakeClock()
     q = make(clock)
