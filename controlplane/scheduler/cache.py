@@ -493,6 +493,22 @@ class Cache:
     def update_pod(self, p: PodInfo) -> None:
         self.add_pod(p)
 
+    def confirm_pod(self, p: PodInfo) -> None:
+        """The bound pod an assumption was made for, counted the same way (the
+        caller checked): the assumption ends without un-counting and re-counting
+        it. Anything else goes through `add_pod`."""
+        with self.lock:
+            a = self.assumed.get(p.key)
+            info = self.nodes.get(p.node_name)
+            if a is None or a.node != p.node_name or info is None or p.key not in info.pods:
+                self.add_pod(p)
+                return
+            del self.assumed[p.key]
+            self.nominated.pop(p.key, None)
+            info.pods[p.key] = p
+            info.generation += 1
+            self.generation += 1
+
     def refresh_pod(self, key: str, pod: Obj) -> bool:
         """Swap in a newer object of a bound pod whose counted facts did not
         change (a status write); False when the pod is not placed on a known

@@ -278,7 +278,7 @@ class Scheduler:
                 if confirmed is not None:
                     # Our own bind coming back: reuse the parsed pod.
                     self.pending_pods.pop(key, None)
-                    self.cache.add_pod(confirmed)
+                    self.cache.confirm_pod(confirmed)
                     self.queue.move_on_event(POD_ADD)
                     return
             if (
