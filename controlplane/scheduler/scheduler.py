@@ -170,6 +170,8 @@ def _changed_for_cache(old: Obj, new: Obj) -> bool:
 
 
 class Scheduler:
+    TICK_INTERVAL = 0.01  # seconds between ticks while pods keep coming (see run)
+
     def __init__(
         self,
         profiles: dict[str, Framework],
@@ -612,11 +614,20 @@ class Scheduler:
         return min(deadlines) if deadlines else None
 
     def run(self, stop: threading.Event) -> None:
-        """Schedule until `stop` is set; sleeps on the queue between pods."""
+        """Schedule until `stop` is set; sleeps on the queue between pods.
+
+        While pods keep coming, the time-driven work (`tick`) runs every
+        TICK_INTERVAL or when its deadline is due, not before every pod.
+        """
+        next_tick = deadline = None
         while not stop.is_set():
-            deadline = self.tick()
-            timeout = 1.0 if deadline is None else max(min(deadline - self.clock.now(), 1.0), 0.001)
-            self.schedule_one(block=True, timeout=timeout)
+            now = self.clock.now()
+            if next_tick is None or now >= next_tick or (deadline is not None and now >= deadline):
+                deadline = self.tick()
+                next_tick = now + self.TICK_INTERVAL
+            timeout = 1.0 if deadline is None else max(min(deadline - now, 1.0), 0.001)
+            if not self.schedule_one(block=True, timeout=timeout):
+                next_tick = None  # idle: look at the deadlines before sleeping again
 
     def schedule_pending(self, limit: int | None = None) -> int:
         """Schedule every ready pod now (tests, benchmark); returns how many were tried."""
