@@ -302,11 +302,13 @@ class ReplicaSetController(PodOwnerController):
     # A ReplicaSet of n pods syncs in O(n); readiness changes of its pods are
     # folded into one sync per n * STATUS_BATCH_PER_POD seconds (at most
     # STATUS_BATCH_MAX), so a large ReplicaSet whose pods turn Ready one by one
-    # costs a bounded share of a core instead of one full sync per pod, and a
-    # small one still reports at once. Kubernetes' Job controller batches pod
-    # updates the same way (syncJobBatchPeriod).
+    # costs a bounded share of a core instead of one full sync per pod; one of
+    # fewer than STATUS_BATCH_MIN_PODS pods reports at once, as before.
+    # Kubernetes' Job controller batches pod updates the same way
+    # (syncJobBatchPeriod).
     STATUS_BATCH_PER_POD = 0.001
     STATUS_BATCH_MAX = 1.0
+    STATUS_BATCH_MIN_PODS = 50
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
@@ -317,7 +319,10 @@ class ReplicaSetController(PodOwnerController):
             return 0.0  # finished: it may need a replacement
         if podutil.condition(old, "Ready") == podutil.condition(new, "Ready"):
             return None  # bound, phase Running, container states: not in the status
-        return min(self.STATUS_BATCH_MAX, self._sizes.get(key, 0) * self.STATUS_BATCH_PER_POD)
+        size = self._sizes.get(key, 0)
+        if size < self.STATUS_BATCH_MIN_PODS:
+            return 0.0
+        return min(self.STATUS_BATCH_MAX, size * self.STATUS_BATCH_PER_POD)
 
     def sync(self, key: str) -> float | None:
         rs = self.owners.store.get_by_key(key)

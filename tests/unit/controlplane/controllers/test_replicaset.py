@@ -110,35 +110,42 @@ def test_min_ready_seconds_availability(env):
 def test_pod_status_changes_are_folded_into_few_syncs(env):
     e = env("replicaset")
     rs_ctl = e.controller("replicaset")
-    e.client.create("ReplicaSet", replicaset(replicas=4))
-    e.wait(lambda: len(e.pods()) == 4)
+    n = rs_ctl.STATUS_BATCH_MIN_PODS
+    e.client.create("ReplicaSet", replicaset(replicas=n))
+    e.settle(lambda: len(e.pods()) == n)
     # Settled: the status write has come back through the informer and was synced.
-    e.wait(lambda: (e.cached("ReplicaSet", "rs") or {}).get("status", {}).get("replicas") == 4)
+    e.wait(lambda: (e.cached("ReplicaSet", "rs") or {}).get("status", {}).get("replicas") == n)
     e.wait(e.idle)
     syncs = rs_ctl.metrics.reconciles
+    pods = e.pods()
+
+    def cached_all(check):
+        return all(check(e.cached("Pod", p["metadata"]["name"]) or {}) for p in pods)
+
     # A bind changes nothing the ReplicaSet reports: no sync.
-    for i, p in enumerate(e.pods()):
+    for i, p in enumerate(pods):
         e.client.patch("Pod", p["metadata"]["name"], {"spec": {"nodeName": f"n{i}"}})
-    e.wait(
-        lambda: all(
-            e.cached("Pod", p["metadata"]["name"])["spec"].get("nodeName") for p in e.pods()
-        )
-    )
+    e.wait(lambda: cached_all(lambda p: p.get("spec", {}).get("nodeName")))
     e.wait(e.idle)
     assert rs_ctl.metrics.reconciles == syncs and rs_ctl.queue.waiting() == 0
-    # Readiness changes wait a little (4 pods: 4 ms) and are reported in one sync.
-    assert e.make_ready() == 4
-    e.wait(
-        lambda: all(
-            e.cached("Pod", p["metadata"]["name"])["status"].get("phase") == "Running"
-            for p in e.pods()
-        )
+    # Readiness changes of a ReplicaSet this size wait n ms and are reported in one sync.
+    assert e.make_ready() == n
+    e.wait(lambda: cached_all(lambda p: p.get("status", {}).get("phase") == "Running"))
+    assert rs_ctl.queue.waiting() == 1 and rs_ctl.metrics.reconciles == syncs
+    ready = e.settle(
+        lambda: e.client.get("ReplicaSet", "rs").get("status", {}).get("readyReplicas") == n,
+        step=0.01,
     )
-    assert rs_ctl.queue.waiting() == 1
-    e.settle(
-        lambda: e.client.get("ReplicaSet", "rs").get("status", {}).get("readyReplicas") == 4,
-        step=0.002,
-    )
+    assert ready
     e.wait(e.idle)
-    # One sync for the four pods, and one when its own status write comes back.
+    # One sync for the pods, and one when its own status write comes back.
     assert rs_ctl.metrics.reconciles <= syncs + 2
+
+
+def test_small_replicaset_reports_readiness_at_once(env):
+    e = env("replicaset")
+    e.client.create("ReplicaSet", replicaset(replicas=2))
+    e.wait(lambda: len(e.pods()) == 2)
+    e.make_ready()
+    # No clock step needed: fewer pods than STATUS_BATCH_MIN_PODS are not batched.
+    e.wait(lambda: e.client.get("ReplicaSet", "rs").get("status", {}).get("readyReplicas") == 2)
