@@ -49,6 +49,13 @@ class ProxySettings:
     sync_period: float = 30.0
     retry_interval: float = 1.0
     cleanup_on_stop: bool = True
+    # Our chains are <prefix>-SERVICES, <prefix>-SVC-..., ...: another
+    # prefix for a second agent on the same host (rules.Chains).
+    chain_prefix: str = rules.DEFAULT_PREFIX
+
+    @property
+    def chains(self) -> rules.Chains:
+        return rules.Chains(self.chain_prefix)
 
     def rule_config(self, node_name: str) -> rules.RuleConfig:
         return rules.RuleConfig(
@@ -58,19 +65,21 @@ class ProxySettings:
             masquerade_bit=self.masquerade_bit,
             localhost_nodeports=self.localhost_nodeports,
             local_service_ips=self.local_service_ips,
+            chains=self.chains,
         )
 
 
-def read_existing(ipt: Iptables) -> rules.Existing:
-    existing = rules.Existing()
+def read_existing(ipt: Iptables, naming: rules.Chains = rules.DEFAULT_CHAINS) -> rules.Existing:
+    existing = rules.Existing(naming=naming)
     for table in rules.TABLES:
         rules.parse_save(table, ipt.save(table), existing)
     return existing
 
 
-def cleanup(ipt: Iptables) -> bool:
-    """Remove every chain and jump of ours; True if anything was there."""
-    text = rules.cleanup_text(read_existing(ipt))
+def cleanup(ipt: Iptables, naming: rules.Chains = rules.DEFAULT_CHAINS) -> bool:
+    """Remove every chain and jump of ours (named by `naming`); True if
+    anything was there."""
+    text = rules.cleanup_text(read_existing(ipt, naming))
     if text:
         ipt.restore(text)
     return bool(text)
@@ -142,7 +151,7 @@ class ServiceProxy:
 
     def cleanup(self) -> bool:
         with self._lock:
-            return cleanup(self.iptables)
+            return cleanup(self.iptables, self.settings.chains)
 
     def has_synced(self) -> bool:
         """True once the stores are filled and one sync has applied them."""
@@ -159,7 +168,7 @@ class ServiceProxy:
         if ports is None:
             ports = self.current_ports()
         ruleset = rules.build_rules(ports, self.settings.rule_config(self.node_name))
-        return rules.restore_text(ruleset, read_existing(self.iptables))
+        return rules.restore_text(ruleset, read_existing(self.iptables, ruleset.naming))
 
     def sync(self, full: bool = False) -> None:
         """Rebuild every rule from the informer stores and apply what changed
@@ -172,7 +181,7 @@ class ServiceProxy:
             ruleset = rules.build_rules(ports, self.settings.rule_config(self.node_name))
             previous, self._applied_rules = self._applied_rules, None
             if full or previous is None:
-                text = rules.restore_text(ruleset, read_existing(self.iptables))
+                text = rules.restore_text(ruleset, read_existing(self.iptables, ruleset.naming))
             else:
                 text = rules.incremental_text(previous, ruleset)
             if text:

@@ -9,10 +9,13 @@ are no longer wanted; `incremental_text(old, new)` names only the chains that
 changed since the last applied set (reading the tables back costs far more
 than writing a few chains: ~0.8 s at 1,000 Services with the nft backend);
 `cleanup_text(existing)` removes all of it. Chains are
-ours only when `is_ours(name)` says so: the fixed names below and the
+ours only when `Chains.is_ours(name)` says so: the fixed names below and the
 `SKIFF-SVC-`/`SKIFF-SVL-`/`SKIFF-SEP-` families. Nothing here runs a command,
 and nothing here may name, flush or delete a chain that is not ours (the CNI
-plugin's `SKIFF-MQ-`/`SKIFF-DN-`/`SKIFF-SN-` chains included).
+plugin's `SKIFF-MQ-`/`SKIFF-DN-`/`SKIFF-SN-` chains included). A second agent
+on the same host (`skiff up --data-dir`) names its chains with another prefix
+(`RuleConfig.chains`, e.g. SKIFF1a2b3-SERVICES): each agent's rules, reads
+and cleanup then see only its own chains and jumps, never the other's.
 
 Layout, in the nat table: PREROUTING and OUTPUT jump to SKIFF-SERVICES,
 which matches each cluster IP:port and jumps to that port's SKIFF-SVC-<hash>
@@ -40,64 +43,172 @@ from dataclasses import dataclass, field
 
 from agent.proxy.model import Endpoint, ServicePort
 
-SERVICES = "SKIFF-SERVICES"
-NODEPORTS = "SKIFF-NODEPORTS"
-MARK_MASQ = "SKIFF-MARK-MASQ"
-POSTROUTING = "SKIFF-POSTROUTING"
-EXTERNAL_SERVICES = "SKIFF-EXTERNAL-SERVICES"
-FORWARD = "SKIFF-FORWARD"
-FIREWALL = "SKIFF-FIREWALL"
+DEFAULT_PREFIX = "SKIFF"
+MAX_CHAIN_NAME = 28  # iptables: "must be under 29 chars"
+MAX_PREFIX = MAX_CHAIN_NAME - len("-EXTERNAL-SERVICES")  # 10
+HASH_LEN = 16
 
-NAT_FIXED = (SERVICES, NODEPORTS, MARK_MASQ, POSTROUTING)
-FILTER_FIXED = (SERVICES, EXTERNAL_SERVICES, FORWARD, FIREWALL)
-FAMILIES = ("SKIFF-SVC-", "SKIFF-SVL-", "SKIFF-SEP-")
 TABLES = ("filter", "nat")
 
 NEW = "-m conntrack --ctstate NEW"
 
-# (table, built-in chain, match text, our chain): the only rules we put in
-# chains that are not ours.
-JUMPS: tuple[tuple[str, str, str, str], ...] = (
-    ("nat", "PREROUTING", '-m comment --comment "skiff service portals"', SERVICES),
-    ("nat", "OUTPUT", '-m comment --comment "skiff service portals"', SERVICES),
-    ("nat", "POSTROUTING", '-m comment --comment "skiff postrouting rules"', POSTROUTING),
-    (
-        "filter",
-        "INPUT",
-        f'{NEW} -m comment --comment "skiff externally-visible service portals"',
-        EXTERNAL_SERVICES,
-    ),
-    (
-        "filter",
-        "FORWARD",
-        f'{NEW} -m comment --comment "skiff externally-visible service portals"',
-        EXTERNAL_SERVICES,
-    ),
-    ("filter", "FORWARD", f'{NEW} -m comment --comment "skiff service portals"', SERVICES),
-    ("filter", "OUTPUT", f'{NEW} -m comment --comment "skiff service portals"', SERVICES),
-    ("filter", "FORWARD", '-m comment --comment "skiff forwarding rules"', FORWARD),
-    ("filter", "INPUT", '-m comment --comment "skiff firewall"', FIREWALL),
-)
+
+@dataclass(frozen=True)
+class Chains:
+    """The names of one proxy's chains: `<prefix>-SERVICES`, ...,
+    `<prefix>-SVC-<hash>`. The default prefix, SKIFF, gives the names above;
+    another agent on the same host (`skiff up --data-dir`) takes its own
+    prefix, so neither names, flushes nor deletes the other's chains. A
+    prefix is 1-10 letters and digits (the longest name, `<prefix>-EXTERNAL-
+    SERVICES`, must fit iptables' 28 characters); the hashes of the
+    per-Service chains are shortened to fit too (16 characters for SKIFF,
+    13 for a 10-character prefix)."""
+
+    prefix: str = DEFAULT_PREFIX
+    services: str = field(init=False)
+    nodeports: str = field(init=False)
+    mark_masq: str = field(init=False)
+    postrouting: str = field(init=False)
+    external_services: str = field(init=False)
+    forward: str = field(init=False)
+    firewall: str = field(init=False)
+    nat_fixed: tuple[str, ...] = field(init=False)
+    filter_fixed: tuple[str, ...] = field(init=False)
+    families: tuple[str, str, str] = field(init=False)
+    hash_len: int = field(init=False)
+    # (table, built-in chain, match text, our chain): the only rules we put
+    # in chains that are not ours.
+    jumps: tuple[tuple[str, str, str, str], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        p = self.prefix
+        if not (0 < len(p) <= MAX_PREFIX and p.isascii() and p.isalnum()):
+            raise ValueError(f"chain prefix {p!r}: want 1-{MAX_PREFIX} ASCII letters and digits")
+        names = {
+            "services": f"{p}-SERVICES",
+            "nodeports": f"{p}-NODEPORTS",
+            "mark_masq": f"{p}-MARK-MASQ",
+            "postrouting": f"{p}-POSTROUTING",
+            "external_services": f"{p}-EXTERNAL-SERVICES",
+            "forward": f"{p}-FORWARD",
+            "firewall": f"{p}-FIREWALL",
+        }
+        for key, value in names.items():
+            object.__setattr__(self, key, value)
+        families = (f"{p}-SVC-", f"{p}-SVL-", f"{p}-SEP-")
+        object.__setattr__(self, "families", families)
+        object.__setattr__(self, "hash_len", min(HASH_LEN, MAX_CHAIN_NAME - len(families[0])))
+        object.__setattr__(
+            self,
+            "nat_fixed",
+            (names["services"], names["nodeports"], names["mark_masq"], names["postrouting"]),
+        )
+        object.__setattr__(
+            self,
+            "filter_fixed",
+            (names["services"], names["external_services"], names["forward"], names["firewall"]),
+        )
+        ext = names["external_services"]
+        object.__setattr__(
+            self,
+            "jumps",
+            (
+                (
+                    "nat",
+                    "PREROUTING",
+                    '-m comment --comment "skiff service portals"',
+                    self.services,
+                ),
+                ("nat", "OUTPUT", '-m comment --comment "skiff service portals"', self.services),
+                (
+                    "nat",
+                    "POSTROUTING",
+                    '-m comment --comment "skiff postrouting rules"',
+                    self.postrouting,
+                ),
+                (
+                    "filter",
+                    "INPUT",
+                    f'{NEW} -m comment --comment "skiff externally-visible service portals"',
+                    ext,
+                ),
+                (
+                    "filter",
+                    "FORWARD",
+                    f'{NEW} -m comment --comment "skiff externally-visible service portals"',
+                    ext,
+                ),
+                (
+                    "filter",
+                    "FORWARD",
+                    f'{NEW} -m comment --comment "skiff service portals"',
+                    self.services,
+                ),
+                (
+                    "filter",
+                    "OUTPUT",
+                    f'{NEW} -m comment --comment "skiff service portals"',
+                    self.services,
+                ),
+                (
+                    "filter",
+                    "FORWARD",
+                    '-m comment --comment "skiff forwarding rules"',
+                    self.forward,
+                ),
+                ("filter", "INPUT", '-m comment --comment "skiff firewall"', self.firewall),
+            ),
+        )
+
+    def is_ours(self, chain: str) -> bool:
+        return (
+            chain in self.nat_fixed or chain in self.filter_fixed or chain.startswith(self.families)
+        )
+
+    def svc(self, sp: ServicePort) -> str:
+        return self.families[0] + _hash(f"{sp.key}{sp.protocol}", self.hash_len)
+
+    def svl(self, sp: ServicePort) -> str:
+        return self.families[1] + _hash(f"{sp.key}{sp.protocol}", self.hash_len)
+
+    def sep(self, sp: ServicePort, ep: Endpoint) -> str:
+        return self.families[2] + _hash(f"{sp.key}{sp.protocol}{ep.ip}:{ep.port}", self.hash_len)
 
 
-def is_ours(chain: str) -> bool:
-    return chain in NAT_FIXED or chain in FILTER_FIXED or chain.startswith(FAMILIES)
+DEFAULT_CHAINS = Chains()
+
+# The default instance's names (what a single agent on a host uses).
+SERVICES = DEFAULT_CHAINS.services
+NODEPORTS = DEFAULT_CHAINS.nodeports
+MARK_MASQ = DEFAULT_CHAINS.mark_masq
+POSTROUTING = DEFAULT_CHAINS.postrouting
+EXTERNAL_SERVICES = DEFAULT_CHAINS.external_services
+FORWARD = DEFAULT_CHAINS.forward
+FIREWALL = DEFAULT_CHAINS.firewall
+NAT_FIXED = DEFAULT_CHAINS.nat_fixed
+FILTER_FIXED = DEFAULT_CHAINS.filter_fixed
+FAMILIES = DEFAULT_CHAINS.families
+JUMPS = DEFAULT_CHAINS.jumps
 
 
-def _hash(text: str) -> str:
-    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:16]
+def is_ours(chain: str, chains: Chains = DEFAULT_CHAINS) -> bool:
+    return chains.is_ours(chain)
 
 
-def svc_chain(sp: ServicePort) -> str:
-    return "SKIFF-SVC-" + _hash(f"{sp.key}{sp.protocol}")
+def _hash(text: str, length: int = HASH_LEN) -> str:
+    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:length]
 
 
-def svl_chain(sp: ServicePort) -> str:
-    return "SKIFF-SVL-" + _hash(f"{sp.key}{sp.protocol}")
+def svc_chain(sp: ServicePort, chains: Chains = DEFAULT_CHAINS) -> str:
+    return chains.svc(sp)
 
 
-def sep_chain(sp: ServicePort, ep: Endpoint) -> str:
-    return "SKIFF-SEP-" + _hash(f"{sp.key}{sp.protocol}{ep.ip}:{ep.port}")
+def svl_chain(sp: ServicePort, chains: Chains = DEFAULT_CHAINS) -> str:
+    return chains.svl(sp)
+
+
+def sep_chain(sp: ServicePort, ep: Endpoint, chains: Chains = DEFAULT_CHAINS) -> str:
+    return chains.sep(sp, ep)
 
 
 @dataclass(frozen=True)
@@ -113,6 +224,8 @@ class RuleConfig:
     localhost_nodeports: bool = True
     # Cluster IPs that this node serves itself (the DNS responder): no rules.
     local_service_ips: frozenset[str] = frozenset()
+    # The names of our chains (another prefix for another agent on this host).
+    chains: Chains = DEFAULT_CHAINS
 
     @property
     def mark(self) -> str:
@@ -126,6 +239,7 @@ class Ruleset:
     chains: dict[str, dict[str, list[str]]] = field(
         default_factory=lambda: {"filter": {}, "nat": {}}
     )
+    naming: Chains = DEFAULT_CHAINS
 
     def chain(self, table: str, name: str) -> list[str]:
         return self.chains[table].setdefault(name, [])
@@ -141,14 +255,19 @@ class Existing:
 
     chains: dict[str, set[str]] = field(default_factory=lambda: {"filter": set(), "nat": set()})
     jumps: dict[str, list[str]] = field(default_factory=lambda: {"filter": [], "nat": []})
+    naming: Chains = DEFAULT_CHAINS  # which chains are ours
 
     def ours(self, table: str) -> set[str]:
-        return {c for c in self.chains.get(table, set()) if is_ours(c)}
+        return {c for c in self.chains.get(table, set()) if self.naming.is_ours(c)}
 
 
-def parse_save(table: str, text: str, into: Existing | None = None) -> Existing:
-    """Parse `iptables-save -t <table>` output."""
-    out = into or Existing()
+def parse_save(
+    table: str, text: str, into: Existing | None = None, naming: Chains = DEFAULT_CHAINS
+) -> Existing:
+    """Parse `iptables-save -t <table>` output; chains are ours by `naming`
+    (by `into.naming` when given)."""
+    out = into or Existing(naming=naming)
+    is_ours = out.naming.is_ours
     chains = out.chains.setdefault(table, set())
     jumps = out.jumps.setdefault(table, [])
     for line in text.splitlines():
@@ -179,8 +298,9 @@ def _balance(
     rs: Ruleset, chain: str, sp: ServicePort, endpoints: Sequence[Endpoint], cfg: RuleConfig
 ) -> None:
     """Fill one SVC/SVL chain and the SEP chains it picks from."""
+    c = cfg.chains
     rs.chain("nat", chain)
-    seps = [sep_chain(sp, ep) for ep in endpoints]
+    seps = [c.sep(sp, ep) for ep in endpoints]
     if sp.affinity_timeout:
         for sep in seps:
             rs.add(
@@ -198,7 +318,7 @@ def _balance(
     for ep, sep in zip(endpoints, seps, strict=True):
         if sep in rs.chains["nat"]:
             continue  # shared by SVC and SVL
-        rs.add("nat", sep, f"{_comment(sp.key)} -s {ep.ip}/32 -j {MARK_MASQ}")
+        rs.add("nat", sep, f"{_comment(sp.key)} -s {ep.ip}/32 -j {c.mark_masq}")
         recent = ""
         if sp.affinity_timeout:
             recent = f" -m recent --name {sep} --set --mask 255.255.255.255 --rsource"
@@ -211,35 +331,36 @@ def _balance(
 
 def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
     """Every rule of every chain we own, for these Service ports."""
-    rs = Ruleset()
-    for name in NAT_FIXED:
+    c = cfg.chains
+    rs = Ruleset(naming=c)
+    for name in c.nat_fixed:
         rs.chain("nat", name)
-    for name in FILTER_FIXED:
+    for name in c.filter_fixed:
         rs.chain("filter", name)
     mark = cfg.mark
-    rs.add("nat", MARK_MASQ, f"-j MARK --or-mark {mark}")
-    rs.add("nat", POSTROUTING, f"-m mark ! --mark {mark}/{mark} -j RETURN")
-    rs.add("nat", POSTROUTING, f"-j MARK --xor-mark {mark}")
+    rs.add("nat", c.mark_masq, f"-j MARK --or-mark {mark}")
+    rs.add("nat", c.postrouting, f"-m mark ! --mark {mark}/{mark} -j RETURN")
+    rs.add("nat", c.postrouting, f"-j MARK --xor-mark {mark}")
     rs.add(
         "nat",
-        POSTROUTING,
+        c.postrouting,
         '-m comment --comment "skiff service traffic requiring SNAT" -j MASQUERADE',
     )
     rs.add(
         "filter",
-        FORWARD,
+        c.forward,
         f'-m comment --comment "skiff forwarding rules" -m mark --mark {mark}/{mark} -j ACCEPT',
     )
     rs.add(
         "filter",
-        FORWARD,
+        c.forward,
         '-m comment --comment "skiff forwarding conntrack rule"'
         " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
     )
     if cfg.localhost_nodeports:
         rs.add(
             "filter",
-            FIREWALL,
+            c.firewall,
             '-m comment --comment "block incoming localnet connections"'
             " -d 127.0.0.0/8 ! -s 127.0.0.0/8"
             " -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP",
@@ -252,23 +373,25 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
         local_eps = tuple(ep for ep in sp.endpoints if ep.node_name == cfg.node_name)
         cluster_eps = local_eps if sp.internal_local else sp.endpoints
         if cluster_eps:
-            chain = svl_chain(sp) if sp.internal_local else svc_chain(sp)
+            chain = c.svl(sp) if sp.internal_local else c.svc(sp)
             if chain not in rs.chains["nat"]:
                 _balance(rs, chain, sp, cluster_eps, cfg)
             if cfg.masquerade_all:
-                rs.add("nat", SERVICES, f"{_comment(sp.key + ' cluster IP')} {dst} -j {MARK_MASQ}")
+                rs.add(
+                    "nat", c.services, f"{_comment(sp.key + ' cluster IP')} {dst} -j {c.mark_masq}"
+                )
             elif cfg.cluster_cidr:
                 rs.add(
                     "nat",
-                    SERVICES,
+                    c.services,
                     f"{_comment(sp.key + ' cluster IP')} {dst} ! -s {cfg.cluster_cidr}"
-                    f" -j {MARK_MASQ}",
+                    f" -j {c.mark_masq}",
                 )
-            rs.add("nat", SERVICES, f"{_comment(sp.key + ' cluster IP')} {dst} -j {chain}")
+            rs.add("nat", c.services, f"{_comment(sp.key + ' cluster IP')} {dst} -j {chain}")
         else:
             rs.add(
                 "filter",
-                SERVICES,
+                c.services,
                 f"{_comment(sp.key + ' has no endpoints')} {dst}"
                 " -j REJECT --reject-with icmp-port-unreachable",
             )
@@ -277,41 +400,43 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
             ext = f"-d {ext_ip}/32 {_l4(sp)} --dport {sp.port}"
             note = _comment(sp.key + " external IP")
             if ext_eps:
-                chain = svl_chain(sp) if sp.external_local else svc_chain(sp)
+                chain = c.svl(sp) if sp.external_local else c.svc(sp)
                 if chain not in rs.chains["nat"]:
                     _balance(rs, chain, sp, ext_eps, cfg)
                 if not sp.external_local:
-                    rs.add("nat", SERVICES, f"{note} {ext} -j {MARK_MASQ}")
-                rs.add("nat", SERVICES, f"{note} {ext} -j {chain}")
+                    rs.add("nat", c.services, f"{note} {ext} -j {c.mark_masq}")
+                rs.add("nat", c.services, f"{note} {ext} -j {chain}")
             else:
                 verdict = "DROP" if sp.endpoints else "REJECT --reject-with icmp-port-unreachable"
-                rs.add("filter", EXTERNAL_SERVICES, f"{note} {ext} -j {verdict}")
+                rs.add("filter", c.external_services, f"{note} {ext} -j {verdict}")
         if not sp.node_port:
             continue
         np = f"{_l4(sp)} --dport {sp.node_port}"
         if ext_eps:
-            chain = svl_chain(sp) if sp.external_local else svc_chain(sp)
+            chain = c.svl(sp) if sp.external_local else c.svc(sp)
             if chain not in rs.chains["nat"]:
                 _balance(rs, chain, sp, ext_eps, cfg)
             if sp.external_local:
                 # Keep the client's address; only localhost sources need SNAT.
-                rs.add("nat", NODEPORTS, f"{_comment(sp.key)} -s 127.0.0.0/8 {np} -j {MARK_MASQ}")
+                rs.add(
+                    "nat", c.nodeports, f"{_comment(sp.key)} -s 127.0.0.0/8 {np} -j {c.mark_masq}"
+                )
             else:
-                rs.add("nat", NODEPORTS, f"{_comment(sp.key)} {np} -j {MARK_MASQ}")
-            rs.add("nat", NODEPORTS, f"{_comment(sp.key)} {np} -j {chain}")
+                rs.add("nat", c.nodeports, f"{_comment(sp.key)} {np} -j {c.mark_masq}")
+            rs.add("nat", c.nodeports, f"{_comment(sp.key)} {np} -j {chain}")
         else:
             why = "has no local endpoints" if sp.endpoints else "has no endpoints"
             verdict = "DROP" if sp.endpoints else "REJECT --reject-with icmp-port-unreachable"
             rs.add(
                 "filter",
-                EXTERNAL_SERVICES,
+                c.external_services,
                 f"{_comment(sp.key + ' ' + why)} -m addrtype --dst-type LOCAL {np} -j {verdict}",
             )
     rs.add(
         "nat",
-        SERVICES,
+        c.services,
         '-m comment --comment "skiff service nodeports; NOTE: this must be the last rule'
-        ' in this chain" -m addrtype --dst-type LOCAL -j ' + NODEPORTS,
+        ' in this chain" -m addrtype --dst-type LOCAL -j ' + c.nodeports,
     )
     return rs
 
@@ -325,7 +450,12 @@ def _has_jump(existing: Existing, table: str, builtin: str, target: str) -> bool
 
 
 def restore_text(rules: Ruleset, existing: Existing) -> str:
-    """One `iptables-restore --noflush` transaction installing `rules`."""
+    """One `iptables-restore --noflush` transaction installing `rules`;
+    `existing` must be parsed with the same chain names."""
+    if existing.naming != rules.naming:
+        raise ValueError(
+            f"rules for chains {rules.naming.prefix}-*, tables read for {existing.naming.prefix}-*"
+        )
     out: list[str] = []
     for table in TABLES:
         wanted = rules.chains[table]
@@ -333,7 +463,7 @@ def restore_text(rules: Ruleset, existing: Existing) -> str:
         out.append(f"*{table}")
         out += [f":{name} - [0:0]" for name in sorted(wanted)]
         out += [f":{name} - [0:0]" for name in stale]
-        for t, builtin, match, target in JUMPS:
+        for t, builtin, match, target in rules.naming.jumps:
             if t == table and not _has_jump(existing, table, builtin, target):
                 out.append(f"-I {builtin} 1 {match} -j {target}")
         for name in sorted(wanted):

@@ -338,3 +338,96 @@ def test_incremental_text_names_only_changed_and_removed_chains() -> None:
     text = rules.incremental_text(new, gone)
     assert ":SKIFF-SERVICES - [0:0]" in text
     assert text.index("-A SKIFF-SERVICES") < text.index("-X ")
+
+
+# ---- a second agent on the same host: its own chain names ----------------
+
+SECOND = rules.Chains("SKIFFab12c")
+
+SAVED_BOTH = """*nat
+:PREROUTING ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:POSTROUTING ACCEPT [0:0]
+:SKIFF-SERVICES - [0:0]
+:SKIFF-POSTROUTING - [0:0]
+:SKIFF-SVC-OLDOLDOLDOLDOLDO - [0:0]
+:SKIFFab12c-SERVICES - [0:0]
+:SKIFFab12c-POSTROUTING - [0:0]
+:SKIFFab12c-SVC-OLDOLDOLDOLDO - [0:0]
+-A PREROUTING -m comment --comment "skiff service portals" -j SKIFF-SERVICES
+-A PREROUTING -m comment --comment "skiff service portals" -j SKIFFab12c-SERVICES
+-A POSTROUTING -m comment --comment "skiff postrouting rules" -j SKIFF-POSTROUTING
+-A POSTROUTING -m comment --comment "skiff postrouting rules" -j SKIFFab12c-POSTROUTING
+-A SKIFF-SERVICES -d 10.43.0.99/32 -j SKIFF-SVC-OLDOLDOLDOLDOLDO
+-A SKIFFab12c-SERVICES -d 10.45.0.99/32 -j SKIFFab12c-SVC-OLDOLDOLDOLDO
+COMMIT
+"""
+
+
+def test_default_chain_names_are_unchanged() -> None:
+    assert rules.DEFAULT_CHAINS.services == rules.SERVICES == "SKIFF-SERVICES"
+    assert rules.FAMILIES == ("SKIFF-SVC-", "SKIFF-SVL-", "SKIFF-SEP-")
+    sp = service_ports([svc()], {})[0]
+    assert len(rules.svc_chain(sp)) == len("SKIFF-SVC-") + 16
+
+
+def test_prefixed_chains_fit_iptables_and_bad_prefixes_are_refused() -> None:
+    sp = service_ports([svc()], {})[0]
+    ep = Endpoint(ip="10.244.1.2", port=8080)
+    names = [*SECOND.nat_fixed, *SECOND.filter_fixed, SECOND.svc(sp), SECOND.svl(sp)]
+    names.append(SECOND.sep(sp, ep))
+    assert all(n.startswith("SKIFFab12c-") and len(n) <= 28 for n in names), names
+    assert SECOND.external_services == "SKIFFab12c-EXTERNAL-SERVICES"
+    for bad in ("", "SKIFF-x", "SKIFFabcdef", "sk ff"):
+        with pytest.raises(ValueError):
+            rules.Chains(bad)
+
+
+def test_prefixed_rules_name_only_their_own_chains() -> None:
+    cfg = rules.RuleConfig(node_name="n1", chains=SECOND)
+    text = generate(
+        [svc(ip="10.45.0.20", type_="NodePort", ports=[{"port": 80, "nodePort": 30080}])],
+        [eps(["10.245.1.2"])],
+        cfg,
+        rules.Existing(naming=SECOND),
+    )
+    for line in text.splitlines():
+        for word in line.split():
+            if word.startswith("SKIFF"):
+                assert word.startswith("SKIFFab12c-"), line
+    assert "-I PREROUTING 1 -m comment" in text and "-j SKIFFab12c-SERVICES" in text
+
+
+def test_each_agent_reads_and_cleans_only_its_own_chains() -> None:
+    default = rules.parse_save("nat", SAVED_BOTH)
+    second = rules.parse_save("nat", SAVED_BOTH, naming=SECOND)
+    assert default.ours("nat") == {
+        "SKIFF-SERVICES",
+        "SKIFF-POSTROUTING",
+        "SKIFF-SVC-OLDOLDOLDOLDOLDO",
+    }
+    assert second.ours("nat") == {
+        "SKIFFab12c-SERVICES",
+        "SKIFFab12c-POSTROUTING",
+        "SKIFFab12c-SVC-OLDOLDOLDOLDO",
+    }
+    # Neither sync deletes the other's chains or re-adds the other's jumps.
+    text = generate([svc()], [eps(["10.244.1.2"])], existing=default)
+    assert "SKIFFab12c" not in text and "-I PREROUTING" not in text
+    text = generate(
+        [svc(ip="10.45.0.20")],
+        [eps(["10.245.1.2"])],
+        rules.RuleConfig(node_name="n1", chains=SECOND),
+        second,
+    )
+    assert "SKIFF-" not in text and "-X SKIFFab12c-SVC-OLDOLDOLDOLDO" in text
+    assert "-I PREROUTING" not in text
+    cleanup = rules.cleanup_text(second)
+    assert "-X SKIFFab12c-SERVICES" in cleanup and "SKIFF-" not in cleanup
+    cleanup = rules.cleanup_text(default)
+    assert "-X SKIFF-SERVICES" in cleanup and "SKIFFab12c" not in cleanup
+
+
+def test_rules_and_tables_of_different_agents_are_not_mixed() -> None:
+    with pytest.raises(ValueError):
+        generate([svc()], [], rules.RuleConfig(node_name="n1", chains=SECOND), rules.Existing())
