@@ -215,7 +215,7 @@ class Agent:
             on_delete=lambda n: self._on_nodes(),
         )
         if self.dns is not None:
-            ensure_local_address(self.dns.settings.listen_host)
+            ensure_local_address(self.dns.settings.listen_host, self.dns.settings.interface)
             self.dns.start()
         if self.proxy is not None:
             self.proxy.start()
@@ -251,7 +251,7 @@ class Agent:
             self._endpoint.stop(grace=1)
         if self.dns is not None:
             self.dns.stop()
-            remove_local_address(self.dns.settings.listen_host)
+            remove_local_address(self.dns.settings.listen_host, self.dns.settings.interface)
         if self.proxy is not None:
             self.proxy.stop()
         self.queue.shut_down()

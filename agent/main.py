@@ -27,12 +27,16 @@ from agent.network import NetworkSettings
 from agent.node_status import NodeConfig
 from agent.pod_config import NodeSettings
 from agent.proxy import DnsSettings, ProxySettings
+from agent.proxy.local_address import DEFAULT_IFNAME
+from agent.proxy.rules import DEFAULT_PREFIX, Chains
 from controlplane.api.quantity import parse_quantity
 from controlplane.client import errors
 from controlplane.client.apiclient import connect, join
 from controlplane.client.config import ClientConfig, ConfigError, load_config, write_config
 
 log = logging.getLogger("skiff.agent")
+
+DEFAULT_AGENT_PORT = 10250
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="10.43.0.10",
         help="DNS server IP for pods; the agent serves cluster DNS on it ('' for none)",
     )
+    p.add_argument(
+        "--dns-interface",
+        default=DEFAULT_IFNAME,
+        help="dummy interface that holds the --cluster-dns address (one per agent on a host)",
+    )
     p.add_argument("--cluster-domain", default="cluster.local")
     p.add_argument("--max-pods", type=int, default=110)
     p.add_argument(
@@ -70,12 +79,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cni-bin-dir", default="/opt/cni/bin")
     p.add_argument("--cni-backend", choices=("host-gw", "vxlan"), default="host-gw")
     p.add_argument("--cni-bridge", default="skiff0")
+    p.add_argument(
+        "--cni-network-name", default="skiff", help="name of the CNI network the agent writes"
+    )
     p.add_argument("--no-cni-config", action="store_true", help="do not write the CNI config")
     p.add_argument(
         "--listen", default="0.0.0.0:10250", help="agent endpoint (logs, stats); '' for none"
     )
     p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network of the cluster")
     p.add_argument("--no-proxy", action="store_true", help="do not program service rules")
+    p.add_argument(
+        "--iptables-chain-prefix",
+        default=DEFAULT_PREFIX,
+        help="the service proxy's chains are PREFIX-SERVICES, PREFIX-SVC-..., ...;"
+        " another prefix (up to 10 letters and digits) for each agent on a host",
+    )
     p.add_argument("--workers", type=int, default=4)
     p.add_argument(
         "--pod-manifest-path",
@@ -107,6 +125,16 @@ def _taints(text: str) -> list[dict[str, str]]:
         key, _, value = kv.partition("=")
         taints.append({"key": key, "value": value, "effect": effect})
     return taints
+
+
+def listen_port(listen: str) -> int:
+    """The port of `--listen HOST:PORT` that the Node advertises
+    (daemonEndpoints); the default 10250 when none or 0."""
+    _, _, port = listen.rpartition(":")
+    try:
+        return int(port) or DEFAULT_AGENT_PORT
+    except ValueError:
+        return DEFAULT_AGENT_PORT
 
 
 def route_source(server: str) -> str:
@@ -182,6 +210,12 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
     """Obtain credentials, then build and start the agent; `stop` ends waits
     for the control plane. Raises ConfigError, OSError or ApiError if it
     cannot start."""
+    try:
+        Chains(args.iptables_chain_prefix)
+    except ValueError as err:
+        raise SystemExit(f"skiff agent: --iptables-chain-prefix: {err}") from None
+    if not 0 < len(args.dns_interface) <= 15:
+        raise SystemExit(f"skiff agent: --dns-interface {args.dns_interface!r}: 1-15 characters")
     root = Path(args.root_dir)
     creds = obtain_credentials(args, root, stop)
     reserved = _pairs(args.system_reserved, "--system-reserved")
@@ -198,6 +232,7 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
             reserved_cpu_milli=int(parse_quantity(reserved.get("cpu", "0")) * 1000),
             reserved_memory=int(parse_quantity(reserved.get("memory", "0"))),
             fs_path=str(root),
+            agent_port=listen_port(args.listen),
         ),
         root=root,
         pod_settings=NodeSettings(
@@ -218,6 +253,7 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
             bridge=args.cni_bridge,
             backend=args.cni_backend,
             ipam_dir=root / "ipam",
+            name=args.cni_network_name,
         ),
         workers=args.workers,
         pod_manifest_path=Path(args.pod_manifest_path) if args.pod_manifest_path else None,
@@ -228,8 +264,13 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
         else ProxySettings(
             cluster_cidr=args.cluster_cidr,
             local_service_ips=frozenset(dns_ips),
+            chain_prefix=args.iptables_chain_prefix,
         ),
-        dns=DnsSettings(listen_host=dns_ips[0], domain=args.cluster_domain) if dns_ips else None,
+        dns=DnsSettings(
+            listen_host=dns_ips[0], domain=args.cluster_domain, interface=args.dns_interface
+        )
+        if dns_ips
+        else None,
     )
     api = connect(creds)
     runtime = CRIClient(args.runtime_endpoint)

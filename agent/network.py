@@ -33,6 +33,10 @@ class NetworkSettings:
     backend: str = "host-gw"  # or "vxlan"
     mtu: int = 1500
     ipam_dir: Path = Path("/var/lib/skiff/agent/ipam")
+    # The CNI network name: skiff-cni names attachments' chains and veths
+    # after it and its GC finds them by it, so a second agent on the same
+    # host (`skiff up --data-dir`) takes its own.
+    name: str = "skiff"
 
 
 def node_ip(node: Mapping[str, Any]) -> str:
@@ -63,7 +67,7 @@ def conflist(
         backend["localIP"] = local_ip
     return {
         "cniVersion": "1.0.0",
-        "name": "skiff",
+        "name": settings.name,
         "plugins": [
             {
                 "type": "skiff-cni",

@@ -32,6 +32,7 @@ from typing import Any
 
 from agent.proxy import dns_wire as w
 from agent.proxy.dns_resolver import ClusterResolver, Lookup
+from agent.proxy.local_address import DEFAULT_IFNAME
 from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient
@@ -47,6 +48,9 @@ TCP_IDLE = 5.0
 class DnsSettings:
     listen_host: str = "10.43.0.10"
     port: int = 53
+    # The dummy interface that holds listen_host (local_address.py); another
+    # name for a second agent on the same host, so neither removes the other's.
+    interface: str = DEFAULT_IFNAME
     domain: str = "cluster.local"
     ttl: int = 5
     forward: bool = True
