@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import ipaddress
 import logging
 import os
 import shutil
@@ -137,6 +138,13 @@ class Layout:
     cgroup_root: str
     cni_bridge: str
     manifests: Path
+    # Host-global names beside the bridge and the cgroups: the runtime's
+    # fallback cgroup parent, the CNI network, the service proxy's iptables
+    # chains and the dummy interface of the cluster DNS address.
+    runtime_cgroup: str = "/skiff"
+    cni_network: str = "skiff"
+    chain_prefix: str = "SKIFF"
+    dns_interface: str = "skiff-dns"
 
     @staticmethod
     def standard() -> Layout:
@@ -175,6 +183,10 @@ class Layout:
             cgroup_root=f"/skiff-{tag}/pods",
             cni_bridge=f"skiff{tag[:5]}",
             manifests=d / "manifests",
+            runtime_cgroup=f"/skiff-{tag}",
+            cni_network=f"skiff-{tag[:5]}",
+            chain_prefix=f"SKIFF{tag[:5]}",
+            dns_interface=f"skiff{tag[:5]}-dns",
         )
 
 
@@ -188,8 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--node-ip", default="")
     p.add_argument("--node-labels", default="")
     p.add_argument("--register-with-taints", default="")
-    p.add_argument("--cluster-cidr", default="10.244.0.0/16")
-    p.add_argument("--service-cidr", default="10.43.0.0/16")
+    p.add_argument("--agent-port", type=int, default=10250, help="the agent's endpoint port")
+    p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network of the cluster")
+    p.add_argument("--service-cidr", default="10.43.0.0/16", help="cluster IPs of Services")
+    p.add_argument(
+        "--cluster-dns",
+        default="",
+        help="DNS address of pods, served by the agent (default: the tenth address of"
+        " --service-cidr, the kube-dns Service's cluster IP)",
+    )
     p.add_argument("--registry-config", default="", help="registries.yaml for the runtime")
     p.add_argument("--disable-default-registry-endpoint", action="store_true")
     p.add_argument("--keep-pods", action="store_true", help="leave pods running when stopping")
@@ -270,6 +289,17 @@ def _wait(
     raise Interrupted(f"stopped while waiting for {what}")
 
 
+def cluster_dns(args: argparse.Namespace) -> str:
+    """--cluster-dns, else the tenth address of --service-cidr (the cluster IP
+    the control plane gives the kube-dns Service: 10.43.0.10 by default)."""
+    if args.cluster_dns:
+        return str(args.cluster_dns)
+    try:
+        return str(ipaddress.ip_network(args.service_cidr)[10])
+    except (ValueError, IndexError) as err:
+        raise SystemExit(f"skiff up: --service-cidr {args.service_cidr}: {err}") from None
+
+
 def install_cni(bin_dir: Path) -> None:
     """Put the skiff CNI plugin launchers into bin_dir."""
     bin_dir.mkdir(parents=True, exist_ok=True)
@@ -307,6 +337,7 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
             file=sys.stderr,
         )
         return 1
+    dns_ip = cluster_dns(args)
     limit_malloc_arenas()
     lay = Layout.under(Path(args.data_dir)) if args.data_dir else Layout.standard()
     for d in (
@@ -333,6 +364,8 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         str(lay.controlplane_dir),
         "--service-cidr",
         args.service_cidr,
+        "--cluster-cidr",
+        args.cluster_cidr,
         "--log-level",
         level.upper(),
     ]
@@ -354,6 +387,8 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         str(lay.cni_conf_dir),
         "--cni-bin-dir",
         str(lay.cni_bin_dir),
+        "--cgroup-parent",
+        lay.runtime_cgroup,
         "--log-level",
         level.lower(),
     ]
@@ -394,6 +429,18 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         str(lay.cni_bin_dir),
         "--cni-bridge",
         lay.cni_bridge,
+        "--cni-network-name",
+        lay.cni_network,
+        "--cluster-cidr",
+        args.cluster_cidr,
+        "--cluster-dns",
+        dns_ip,
+        "--dns-interface",
+        lay.dns_interface,
+        "--iptables-chain-prefix",
+        lay.chain_prefix,
+        "--listen",
+        f"0.0.0.0:{args.agent_port}",
         "--log-level",
         level.upper(),
     ]
