@@ -9,10 +9,16 @@ gets the flags of its own command (`skiff controlplane ...`, `skiff agent
 ...`), made to work together. main() waits until each is ready and prints
 how to use skiffctl. Without an embedded control plane (agent.up.main called
 directly) it runs `skiff controlplane` as a child process instead. With `--data-dir
-DIR` every socket, state directory, log, CNI file and the cgroup root live
-under DIR (or are named after it) so two can run side by side; without it the
-standard paths are used (/run/skiff/cri.sock, /var/lib/skiff/..., /etc/cni/
-net.d, /opt/cni/bin, /var/log/pods). Ctrl-C (or SIGTERM) stops the agent, removes the
+DIR` every socket, state directory, log and CNI file lives under DIR, and
+what is host-global is named after DIR (Layout.under: the bridge, the
+cgroups, the CNI network, the service proxy's iptables chains, the dummy
+interface of the cluster DNS address); without it the standard paths and
+names are used (/run/skiff/cri.sock, /var/lib/skiff/..., /etc/cni/net.d,
+/opt/cni/bin, /var/log/pods, skiff0, SKIFF-SERVICES, skiff-dns). Two can then
+run side by side once the second also gets its own ports and address ranges:
+--api-port, --agent-port (the agent's endpoint, 10250 by default),
+--cluster-cidr and --service-cidr (the cluster DNS address follows it, as the
+kube-dns Service's cluster IP does: its tenth address). Ctrl-C (or SIGTERM) stops the agent, removes the
 pods it ran (unless --keep-pods), then stops the runtime and the control
 plane. The logs of the control plane and the agent go to controlplane.log
 and agent.log under the log directory, by logger name (the shared client
@@ -311,6 +317,55 @@ def install_cni(bin_dir: Path) -> None:
     )
 
 
+def agent_argv(args: argparse.Namespace, lay: Layout, dns_ip: str, server: str) -> list[str]:
+    """The `skiff agent` flags of skiff up's agent (the join token is filled
+    in once the control plane wrote it): every host-global name from `lay`."""
+    return [
+        "--server",
+        server,
+        "--token",
+        "",
+        "--ca-file",
+        str(lay.controlplane_dir / "pki" / "ca.crt"),
+        "--node-name",
+        args.node_name,
+        "--node-ip",
+        args.node_ip,
+        "--node-labels",
+        args.node_labels,
+        "--register-with-taints",
+        args.register_with_taints,
+        "--runtime-endpoint",
+        f"unix://{lay.cri_socket}",
+        "--root-dir",
+        str(lay.agent_root),
+        "--pod-log-dir",
+        str(lay.pod_logs),
+        "--cgroup-root",
+        lay.cgroup_root,
+        "--cni-conf-dir",
+        str(lay.cni_conf_dir),
+        "--cni-bin-dir",
+        str(lay.cni_bin_dir),
+        "--cni-bridge",
+        lay.cni_bridge,
+        "--cni-network-name",
+        lay.cni_network,
+        "--cluster-cidr",
+        args.cluster_cidr,
+        "--cluster-dns",
+        dns_ip,
+        "--dns-interface",
+        lay.dns_interface,
+        "--iptables-chain-prefix",
+        lay.chain_prefix,
+        "--listen",
+        f"0.0.0.0:{args.agent_port}",
+        "--log-level",
+        args.log_level.upper(),
+    ]
+
+
 def remove_all_pods(endpoint: str) -> None:
     client = CRIClient(endpoint, timeout=60)
     try:
@@ -400,50 +455,7 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
     for child in (rt, cp_child):
         if child is not None:
             child.env = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(ARENA_MAX))}
-    ag_args = [
-        "--server",
-        server,
-        "--token",
-        "",
-        "--ca-file",
-        str(lay.controlplane_dir / "pki" / "ca.crt"),
-        "--node-name",
-        args.node_name,
-        "--node-ip",
-        args.node_ip,
-        "--node-labels",
-        args.node_labels,
-        "--register-with-taints",
-        args.register_with_taints,
-        "--runtime-endpoint",
-        f"unix://{lay.cri_socket}",
-        "--root-dir",
-        str(lay.agent_root),
-        "--pod-log-dir",
-        str(lay.pod_logs),
-        "--cgroup-root",
-        lay.cgroup_root,
-        "--cni-conf-dir",
-        str(lay.cni_conf_dir),
-        "--cni-bin-dir",
-        str(lay.cni_bin_dir),
-        "--cni-bridge",
-        lay.cni_bridge,
-        "--cni-network-name",
-        lay.cni_network,
-        "--cluster-cidr",
-        args.cluster_cidr,
-        "--cluster-dns",
-        dns_ip,
-        "--dns-interface",
-        lay.dns_interface,
-        "--iptables-chain-prefix",
-        lay.chain_prefix,
-        "--listen",
-        f"0.0.0.0:{args.agent_port}",
-        "--log-level",
-        level.upper(),
-    ]
+    ag_args = agent_argv(args, lay, dns_ip, server)
 
     stop = threading.Event()
 

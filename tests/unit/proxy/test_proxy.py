@@ -105,6 +105,34 @@ def test_stop_cleans_up_our_chains(api: FakeApiClient, ipt: FakeIptables) -> Non
     assert "-D PREROUTING" in ipt.restores[-1]
 
 
+def test_a_prefixed_proxy_syncs_and_cleans_up_only_its_own_chains(
+    api: FakeApiClient, ipt: FakeIptables
+) -> None:
+    """A second agent on the host (skiff up --data-dir): SKIFFab12c-* chains;
+    the default agent's SKIFF-* chains and jumps are never named."""
+    ipt.tables["nat"] = (
+        "*nat\n:PREROUTING ACCEPT [0:0]\n:SKIFF-SERVICES - [0:0]\n:SKIFF-SVC-X - [0:0]\n"
+        '-A PREROUTING -m comment --comment "skiff service portals" -j SKIFF-SERVICES\nCOMMIT\n'
+    )
+    settings = ProxySettings(min_sync_interval=0.0, chain_prefix="SKIFFab12c")
+    p = ServiceProxy(api, "n1", settings, iptables=ipt)
+    p.start()
+    api.create("Service", service())
+    api.create("Endpoints", endpoints(["10.244.1.2"]))
+    wait_for(lambda: ipt.restores and "10.244.1.2:8080" in ipt.restores[-1], message="rules")
+    assert "-j SKIFFab12c-SERVICES" in ipt.restores[0]
+    ipt.tables["nat"] += (
+        "*nat\n:SKIFFab12c-SERVICES - [0:0]\n"
+        '-A PREROUTING -m comment --comment "skiff service portals" -j SKIFFab12c-SERVICES\n'
+        "COMMIT\n"
+    )
+    p.stop()
+    for text in ipt.restores:
+        assert "SKIFF-" not in text, text
+    assert "-X SKIFFab12c-SERVICES" in ipt.restores[-1]
+    assert "-D PREROUTING" in ipt.restores[-1]
+
+
 def test_shared_factory_is_not_shut_down_by_the_proxy(
     api: FakeApiClient, ipt: FakeIptables
 ) -> None:
