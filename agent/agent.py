@@ -29,6 +29,7 @@ from agent.backoff import Backoff
 from agent.cri_client import CRIClient, CRIError
 from agent.network import NetworkConfigurator, NetworkSettings, node_ip, peers
 from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
+from agent.pod_cgroups import remove_pod_cgroup
 from agent.pod_config import NodeSettings, secret_data
 from agent.pod_status import PodObservation, compute_pod_status
 from agent.pod_sync import PodSyncer, SyncDeps
@@ -598,6 +599,8 @@ class Agent:
             fresh = self.view.relist(uid).get(uid)
             if fresh is not None:
                 self.syncer.remove_pod(fresh)
+        # The pod's own cgroup (its sandboxes' parent), as the kubelet removes it.
+        remove_pod_cgroup(self.cfg.pod_settings.cgroup_root, uid)
         self.probes.remove_pod(uid)
         self.status.forget(uid)
         teardown_volumes(self.cfg.root, uid)

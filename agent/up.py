@@ -54,6 +54,7 @@ from typing import Protocol
 
 from agent import main as agent_main
 from agent.cri_client import CRIClient, CRIError
+from agent.pod_cgroups import remove_empty_tree
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
@@ -535,12 +536,19 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         if ag is not None:
             ag.stop()
             log.info("agent stopped")
+        pods_removed = False
         if not args.keep_pods and rt.alive():
             try:
                 remove_all_pods(f"unix://{lay.cri_socket}")
+                pods_removed = True
             except CRIError as err:
                 log.warning("could not remove pods: %s", err)
         rt.stop()
+        if pods_removed:
+            # The pods' and the runtime's cgroups, now empty (only empty
+            # directories go: anything still running keeps its own).
+            remove_empty_tree(lay.runtime_cgroup)
+            remove_empty_tree(lay.cgroup_root)
         if cp is not None:
             cp.stop()
             log.info("controlplane stopped")

@@ -13,10 +13,12 @@ import re
 import signal
 import time
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent.pod_cgroups import cgroup_mounts
 from controlplane.client.apiclient import GrpcApiClient
 from tests.e2e.agent.conftest import E2EImages
 from tests.e2e.agent.helpers import (
@@ -299,6 +301,15 @@ def test_graceful_termination_timing(
     assert (out / "trapped").read_text().strip() == "TERM"
     assert elapsed["trapper"] < grace, elapsed  # exited on SIGTERM, no SIGKILL wait
     assert grace <= elapsed["ignorer"] < grace + 10, elapsed  # SIGKILL after the grace period
+
+    # The pods' own cgroups go with them (in every hierarchy), as the kubelet
+    # removes them, once the agent has removed their sandboxes (which may
+    # finish just after the API object is gone); the QoS directories stay.
+    def leftover() -> list[Path]:
+        root = node.pod_cgroup_root.strip("/")
+        return [d for m in cgroup_mounts() for d in (m / root).glob("**/pod*") if d.is_dir()]
+
+    wait_for(lambda: not leftover(), timeout=30, message="the pods' cgroups removed")
 
 
 def test_agent_restart_keeps_healthy_containers(
