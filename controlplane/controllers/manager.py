@@ -169,11 +169,13 @@ class ControllerManager:
         informers.start()
         if not informers.wait_for_cache_sync(sync_timeout):
             log.warning("informer caches did not sync within %.0fs; starting anyway", sync_timeout)
-        for ctrl in started.values():
-            ctrl.run()
+        # Published before the workers start: whatever a worker writes (pods
+        # of a ReplicaSet) may be seen by someone who then reads our metrics.
         with self._lock:
             self.context = ctx
             self.controllers = started
+        for ctrl in started.values():
+            ctrl.run()
         self._running.set()
         log.info("controllers started: %s", ", ".join(sorted(started)))
 
