@@ -139,6 +139,9 @@ class _EtcdWatch:
         self._call.cancel()
 
 
+SCAN_FETCH = 5000  # keys per etcd Range while scanning
+
+
 class EtcdStore:
     """See the module docstring. Thread-safe."""
 
@@ -259,14 +262,21 @@ class EtcdStore:
         return Range(items, rev or int(resp.header.revision), bool(resp.more))
 
     def scan(self, prefix: str, page: int) -> Iterator[ScanPage]:
-        # Later pages are read at the first page's revision: one snapshot.
-        last = self.range(prefix, "", page)
+        # Later ranges are read at the first one's revision: one snapshot.
+        # Ranges are bigger than pages (fewer round trips to etcd, each of
+        # which looks the revision up again); pages are cut from them.
+        fetch = max(page, SCAN_FETCH)
+        last = self.range(prefix, "", fetch)
         rev = last.rev
         while True:
-            yield ScanPage([(kv.value, kv.mod_rev) for kv in last.items], rev, last.more)
-            if not (last.more and last.items):
+            items = [(kv.value, kv.mod_rev) for kv in last.items]
+            more = bool(last.more and last.items)
+            for start in range(0, max(len(items), 1), page):
+                chunk = items[start : start + page]
+                yield ScanPage(chunk, rev, more or start + page < len(items))
+            if not more:
                 return
-            last = self.range(prefix, last.items[-1].key, page, rev)
+            last = self.range(prefix, last.items[-1].key, fetch, rev)
 
     def _cas(self, key: str, expected_rev: int, op: rpc_pb2.RequestOp, what: str) -> int:
         k = self._k(key)

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from controlplane.storage import etcd
 from controlplane.storage.interface import (
     Compacted,
     EventType,
@@ -75,7 +76,8 @@ def test_range_prefix_order_and_pages(store: Store) -> None:
     assert full.rev >= store.get("/registry/pods/ns1/d").mod_rev
 
 
-def test_scan_pages_one_snapshot(store: Store) -> None:
+def test_scan_pages_one_snapshot(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(etcd, "SCAN_FETCH", 4)  # etcd reads ranges of 4, cut in pages of 3
     revs = {f"/registry/pods/ns/{i:02d}": store.create(f"/registry/pods/ns/{i:02d}", b"%d" % i)
             for i in range(7)}  # fmt: skip
     store.create("/registry/podsx/ns/a", b"not a pod")
