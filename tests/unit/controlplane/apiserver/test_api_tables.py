@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.api import defaults
+from controlplane.api import defaults, jsoncodec
 from controlplane.api.kinds import UnknownKind, lookup
 from controlplane.api.merge_patch import merge_patch
 from controlplane.api.quantity import parse_quantity
@@ -80,6 +80,27 @@ def test_merge_patch_rfc7386() -> None:
     patch = {"a": "z", "c": {"f": None}, "l": [3], "n": {"x": 1}}
     assert merge_patch(target, patch) == {"a": "z", "c": {"d": "e"}, "l": [3], "n": {"x": 1}}
     assert target["c"] == {"d": "e", "f": "g"}  # untouched
+    # RFC 7386's own examples: a non-object value replaced by an object patch,
+    # nested nulls, and a patch value that is later changed is not shared.
+    assert merge_patch({"a": "foo"}, {"a": {"b": "c", "d": None}}) == {"a": {"b": "c"}}
+    assert merge_patch({"a": [{"b": "c"}]}, {"a": [1]}) == {"a": [1]}
+    assert merge_patch({"e": None}, {"a": 1}) == {"e": None, "a": 1}
+    assert merge_patch({"a": "b"}, ["c"]) == ["c"]
+    shared = {"x": [1]}
+    merged = merge_patch({}, {"k": shared})
+    shared["x"].append(2)
+    assert merged == {"k": {"x": [1]}}
+
+
+def test_clone_is_a_deep_copy_including_big_integers() -> None:
+    values: list[object] = [{"a": [1, {"b": None}], "c": 1.5, "t": True}, {"big": 2**70}, [1, "x"]]
+    for value in values:
+        same = jsoncodec.clone(value)
+        assert same == value and same is not value
+    nested = {"a": {"b": [1]}}
+    copied = jsoncodec.clone(nested)
+    copied["a"]["b"].append(2)
+    assert nested == {"a": {"b": [1]}}
 
 
 @pytest.mark.parametrize(
