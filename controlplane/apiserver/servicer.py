@@ -74,6 +74,20 @@ def _obj(stored: Stored) -> api_pb2.Object:
     return api_pb2.Object(json=stored[0], resource_version=stored[1])
 
 
+def _in_order(
+    n: int, refused: dict[int, errors.ApiError], outcomes: Iterator[Stored | errors.ApiError]
+) -> Iterator[Stored | errors.ApiError]:
+    """The outcomes of a batch's n items in request order: those refused before
+    reaching the registry, the registry's answers for the others."""
+    for i in range(n):
+        yield refused.get(i) or next(outcomes)
+
+
+def _failure(err: errors.ApiError) -> dict[str, Any]:
+    """A batch item's status: its gRPC code and message."""
+    return {"code": status_code(err).value[0], "message": str(err)}
+
+
 def _json(data: bytes, what: str = "object") -> Any:
     try:
         return jsoncodec.loads(data)
@@ -351,15 +365,14 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             bindings.append(PodBinding(b.namespace, b.name, b.node_name, b.uid, annotations))
         valid = [b for i, b in enumerate(bindings) if i not in refused]
         outcomes: Iterator[Stored | errors.ApiError] = iter(self.registry.bind_many(valid, who))
-        results = []
-        for i in range(len(bindings)):
-            outcome = refused.get(i) or next(outcomes)
-            if isinstance(outcome, errors.ApiError):
-                code = status_code(outcome)
-                results.append(api_pb2.BindResult(code=code.value[0], message=str(outcome)))
-            else:
-                results.append(api_pb2.BindResult(resource_version=outcome[1]))
-        return api_pb2.BindResponse(results=results)
+        return api_pb2.BindResponse(
+            results=[
+                api_pb2.BindResult(**_failure(o))
+                if isinstance(o, errors.ApiError)
+                else api_pb2.BindResult(resource_version=o[1])
+                for o in _in_order(len(bindings), refused, outcomes)
+            ]
+        )
 
     @_rpc("CreateMany")
     def CreateMany(self, request: Any, context: Any, who: Identity) -> api_pb2.CreateManyResponse:
@@ -373,15 +386,14 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             except errors.Invalid as err:
                 refused[i] = err
         outcomes = iter(self.registry.create_many(work, who))
-        results = []
-        for i in range(len(request.items)):
-            outcome = refused.get(i) or next(outcomes)
-            if isinstance(outcome, errors.ApiError):
-                code = status_code(outcome)
-                results.append(api_pb2.CreateResult(code=code.value[0], message=str(outcome)))
-            else:
-                results.append(api_pb2.CreateResult(object=_obj(outcome)))
-        return api_pb2.CreateManyResponse(results=results)
+        return api_pb2.CreateManyResponse(
+            results=[
+                api_pb2.CreateResult(**_failure(o))
+                if isinstance(o, errors.ApiError)
+                else api_pb2.CreateResult(object=_obj(o))
+                for o in _in_order(len(request.items), refused, outcomes)
+            ]
+        )
 
 
 class AuthServicer(_Base, api_pb2_grpc.AuthServicer):

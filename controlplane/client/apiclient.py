@@ -68,6 +68,13 @@ class Binding(NamedTuple):
     annotations: dict[str, str] | None = None
 
 
+def _item_error(result: Any) -> errors.ApiError | None:
+    """The error of one item of a batched answer (BindResult, CreateResult), if any."""
+    if not result.code:
+        return None
+    return _error(_CODES.get(result.code, grpc.StatusCode.UNKNOWN), result.message)
+
+
 def map_error(err: grpc.RpcError) -> errors.ApiError:
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     details = err.details() if hasattr(err, "details") else str(err)
@@ -293,14 +300,7 @@ class GrpcApiClient:
             ]
         )  # fmt: skip
         resp = self._call(self._stub.Bind, req)
-        out: builtins.list[int | errors.ApiError] = []
-        for result in resp.results:
-            if result.code:
-                code = _CODES.get(result.code, grpc.StatusCode.UNKNOWN)
-                out.append(_error(code, result.message))
-            else:
-                out.append(int(result.resource_version))
-        return out
+        return [_item_error(r) or int(r.resource_version) for r in resp.results]
 
     def create_many(
         self, items: Sequence[tuple[str, Object, str | None]]
@@ -314,14 +314,7 @@ class GrpcApiClient:
             ]
         )
         resp = self._call(self._stub.CreateMany, req)
-        out: builtins.list[Object | errors.ApiError] = []
-        for result in resp.results:
-            if result.code:
-                code = _CODES.get(result.code, grpc.StatusCode.UNKNOWN)
-                out.append(_error(code, result.message))
-            else:
-                out.append(_obj(result.object))
-        return out
+        return [_item_error(r) or _obj(r.object) for r in resp.results]
 
     def whoami(self) -> dict[str, Any]:
         resp = self._call(self._auth.WhoAmI, api_pb2.WhoAmIRequest())
