@@ -419,6 +419,10 @@ class Broadcaster:
             watchers = self._group(watcher, create=False)
             if watchers and watcher in watchers:
                 watchers.remove(watcher)
+            node = _node_selector(watcher.selectors)
+            if node is not None and not watchers:
+                # No empty group left behind per node that ever watched.
+                self._by_node.get(kind_prefix(watcher.info), {}).pop(node, None)
 
     def watcher_count(self) -> int:
         with self._lock:

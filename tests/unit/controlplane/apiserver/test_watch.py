@@ -206,3 +206,4 @@ def test_node_watchers_get_their_own_pods_and_the_transitions(
     for w in (w1, w2, wu):
         w.stop()
     wait_for(lambda: cluster.server.broadcaster.watcher_count() == before, timeout=10)
+    assert not any(cluster.server.broadcaster._by_node.values())  # no empty groups kept
