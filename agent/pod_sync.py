@@ -179,7 +179,10 @@ class PodSyncer:
         uid = pod["metadata"]["uid"]
         key = f"{uid}/{name}"
         if last is not None and last.state == "exited":
-            ran = max(0.0, last.finished_at - last.started_at)
+            # A container that never started (StartContainer failed: no
+            # started_at) ran for nothing; it must not count as a long run
+            # that resets the back-off.
+            ran = max(0.0, last.finished_at - last.started_at) if last.started_at > 0 else 0.0
             wait = self.d.backoff.remaining(key, last.finished_at, ran)
             if wait > 0:
                 result.waiting[name] = Waiting(

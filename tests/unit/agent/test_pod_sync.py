@@ -144,6 +144,20 @@ def test_crash_loop_backoff(h: Harness) -> None:
     assert r.waiting == {} and h.fake.container_by_name("c")[0].config.metadata.attempt == 2
 
 
+def test_a_container_that_never_started_backs_off_too(h: Harness) -> None:
+    # StartContainer failed (containerd: exited, exit code 128, no startedAt):
+    # it ran for no time at all, which must not reset the back-off as a long
+    # run does (it used to: restarted ~10 times a second).
+    pod = make_pod()
+    h.sync(pod)
+    for _ in range(2):
+        c = h.fake.container_by_name("c")[0]
+        h.fake.exit_container(c.id, 128, "StartError")
+        c.started_at = 0
+        r = h.sync(pod)
+    assert r.waiting["c"].reason == "CrashLoopBackOff" and "back-off 10s" in r.waiting["c"].message
+
+
 def test_image_pull_errors_then_backoff(h: Harness) -> None:
     h.fake.missing_images.add("nope:1")
     pod = make_pod({"name": "c", "image": "nope:1"})
