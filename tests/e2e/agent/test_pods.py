@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import signal
+import threading
 import time
 from functools import partial
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 
 from agent.pod_cgroups import cgroup_mounts
 from controlplane.client.apiclient import GrpcApiClient
+from controlplane.client.interface import ListOptions
 from tests.e2e.agent.conftest import E2EImages
 from tests.e2e.agent.helpers import (
     condition,
@@ -344,6 +346,34 @@ def test_agent_restart_keeps_healthy_containers(
 
 
 def test_bad_image_and_bad_command(node: Node, admin: GrpcApiClient, e2e_images: E2EImages) -> None:
+    # Every status the agent writes for noimage, seen on a watch opened before
+    # the pod exists (ErrImagePull may last only until the next sync, too
+    # short for polling to be sure to see it).
+    reasons: dict[str, str] = {}
+    watch = admin.watch(
+        "Pod", "default", ListOptions(field_selector="metadata.name=noimage"),
+        allow_bookmarks=False,
+    )  # fmt: skip
+
+    def collect() -> None:
+        for event in watch:
+            for cs in (event.object.get("status") or {}).get("containerStatuses") or []:
+                w = (cs.get("state") or {}).get("waiting") or {}
+                if w.get("reason"):
+                    reasons.setdefault(w["reason"], w.get("message", ""))
+
+    reader = threading.Thread(target=collect, daemon=True)
+    reader.start()
+    try:
+        _bad_image_and_bad_command(node, admin, e2e_images, reasons)
+    finally:
+        watch.stop()
+        reader.join(10)
+
+
+def _bad_image_and_bad_command(
+    node: Node, admin: GrpcApiClient, e2e_images: E2EImages, reasons: dict[str, str]
+) -> None:
     admin.create(
         "Pod",
         pod("noimage", node, [{"name": "c", "image": "skiff-e2e/missing:1"}]),
@@ -356,15 +386,11 @@ def test_bad_image_and_bad_command(node: Node, admin: GrpcApiClient, e2e_images:
         ),
         "default",
     )
-    reasons: dict[str, str] = {}
 
     def pull_backoff() -> bool:
-        w = (container_status(admin, "noimage").get("state") or {}).get("waiting") or {}
-        if w.get("reason"):
-            reasons.setdefault(w["reason"], w.get("message", ""))
         return "ErrImagePull" in reasons and "ImagePullBackOff" in reasons
 
-    wait_for(pull_backoff, timeout=40, message="ErrImagePull then ImagePullBackOff")
+    wait_for(pull_backoff, timeout=40, message="ErrImagePull then ImagePullBackOff on the watch")
     msg = reasons["ErrImagePull"]
     assert "skiff-e2e/missing" in msg and re.search(r"not found|manifest unknown", msg, re.I), msg
 
