@@ -545,10 +545,10 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
                 log.warning("could not remove pods: %s", err)
         rt.stop()
         if pods_removed:
-            # The pods' and the runtime's cgroups, now empty (only empty
-            # directories go: anything still running keeps its own).
+            # The runtime's cgroup tree, the pods' root included (it lies
+            # under it), now empty: only empty directories go, so anything
+            # still running keeps its own.
             remove_empty_tree(lay.runtime_cgroup)
-            remove_empty_tree(lay.cgroup_root)
         if cp is not None:
             cp.stop()
             log.info("controlplane stopped")

@@ -481,18 +481,10 @@ class Registry:
         continue_token: str = "",
         identity: Identity = SYSTEM,
     ) -> ListResult:
-        info = kind_info(kind)
-        ns = namespace or "" if info.namespaced else ""
-        if namespace and not info.namespaced:
-            raise Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
-        authorize(identity, "list", info, ns, "")
-        selectors = Selectors.parse(label_selector, field_selector)
-        field_ns = selectors.fields.value_of("metadata.namespace")
-        if field_ns is not None and info.namespaced:
-            if ns and field_ns != ns:
-                return ListResult([], self.store.current_revision())
-            ns = field_ns
-        prefix = list_prefix(info, ns)
+        scope = self._list_scope(kind, namespace, label_selector, field_selector, identity)
+        if scope is None:
+            return ListResult([], self.store.current_revision())
+        prefix, selectors = scope
         start_after, at_rev = "", 0
         if continue_token:
             start_after, at_rev = self._decode_continue(continue_token, prefix)
@@ -537,6 +529,21 @@ class Registry:
         """The whole list (no limit), read from one snapshot and produced page by
         page as the caller consumes it, so sending starts before reading ends.
         Checks (kind, scope, authorization, selectors) run before the first page."""
+        scope = self._list_scope(kind, namespace, label_selector, field_selector, identity)
+        if scope is None:
+            return iter([ListResult([], self.store.current_revision())])
+        return self._pages(*scope, page)
+
+    def _list_scope(
+        self,
+        kind: str,
+        namespace: str | None,
+        label_selector: str,
+        field_selector: str,
+        identity: Identity,
+    ) -> tuple[str, Selectors] | None:
+        """The key prefix and selectors of a List, checked and authorized; None
+        when the selectors rule out every object (another namespace's field)."""
         info = kind_info(kind)
         ns = namespace or "" if info.namespaced else ""
         if namespace and not info.namespaced:
@@ -546,9 +553,9 @@ class Registry:
         field_ns = selectors.fields.value_of("metadata.namespace")
         if field_ns is not None and info.namespaced:
             if ns and field_ns != ns:
-                return iter([ListResult([], self.store.current_revision())])
+                return None
             ns = field_ns
-        return self._pages(list_prefix(info, ns), selectors, page)
+        return list_prefix(info, ns), selectors
 
     def _pages(self, prefix: str, selectors: Selectors, page: int) -> Iterator[ListResult]:
         scan = self.store.scan(prefix, page)

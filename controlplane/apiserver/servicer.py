@@ -88,6 +88,20 @@ def _failure(err: errors.ApiError) -> dict[str, Any]:
     return {"code": status_code(err).value[0], "message": str(err)}
 
 
+def _list_message(
+    items: list[Stored], resource_version: str = "", continue_token: str = ""
+) -> api_pb2.ListResponse:
+    """Items of a List as one JSON array, each object with its resourceVersion
+    written in (and beside it, for clients that read it there)."""
+    return api_pb2.ListResponse(
+        items_json=b"[" + b",".join([with_version(d, r) for d, r in items]) + b"]",
+        item_resource_versions=[r for _, r in items],
+        versions_inline=True,
+        resource_version=resource_version,
+        continue_token=continue_token,
+    )
+
+
 def _json(data: bytes, what: str = "object") -> Any:
     try:
         return jsoncodec.loads(data)
@@ -168,12 +182,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
 
     def _list(self, request: Any, who: Identity) -> api_pb2.ListResponse:
         result = self._registry_list(request, who)
-        return api_pb2.ListResponse(
-            items_json=b"[" + b",".join([d for d, _ in result.items]) + b"]",
-            item_resource_versions=[r for _, r in result.items],
-            resource_version=str(result.resource_version),
-            continue_token=result.continue_token,
-        )
+        return _list_message(result.items, str(result.resource_version), result.continue_token)
 
     def _registry_list(self, request: Any, who: Identity) -> ListResult:
         return self.registry.list(
@@ -211,23 +220,14 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         """One message per page as the store reads it, each object with its
         resourceVersion written in; the last message carries the list's
         resourceVersion (the snapshot's revision)."""
-
-        def message(page: ListResult, last: bool) -> api_pb2.ListResponse:
-            return api_pb2.ListResponse(
-                items_json=b"[" + b",".join([with_version(d, r) for d, r in page.items]) + b"]",
-                item_resource_versions=[r for _, r in page.items],
-                versions_inline=True,
-                resource_version=str(page.resource_version) if last else "",
-            )
-
         try:
             held: ListResult | None = None
             for page in pages:
                 if held is not None and held.items:
-                    yield message(held, False)
+                    yield _list_message(held.items)
                 held = page
             if held is not None:
-                yield message(held, True)
+                yield _list_message(held.items, str(held.resource_version))
         except errors.ApiError as err:
             # The pages are read while streaming, past the handler's wrapper:
             # a failure ends the stream with the error's own status.
@@ -244,11 +244,8 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         for start in range(0, max(len(items), 1), LIST_CHUNK):
             chunk = items[start : start + LIST_CHUNK]
             last = start + LIST_CHUNK >= len(items)
-            yield api_pb2.ListResponse(
-                items_json=b"[" + b",".join([d for d, _ in chunk]) + b"]",
-                item_resource_versions=[r for _, r in chunk],
-                resource_version=resource_version if last else "",
-                continue_token=continue_token if last else "",
+            yield _list_message(
+                chunk, resource_version if last else "", continue_token if last else ""
             )
 
     @_rpc("Update")

@@ -73,6 +73,21 @@ class ThreadExecutor:
         self.pool.shutdown(wait=True)
 
 
+def bind_each(
+    bind: Callable[[Obj, str, dict[str, str] | None], None],
+    items: list[tuple[Obj, str, dict[str, str] | None]],
+) -> list[BindError | None]:
+    """`bind` of each (pod, node, annotations), one call each; per item None or its error."""
+    out: list[BindError | None] = []
+    for pod, node, extra in items:
+        try:
+            bind(pod, node, extra)
+            out.append(None)
+        except BindError as e:
+            out.append(e)
+    return out
+
+
 def _key(pod: Obj) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
@@ -158,14 +173,7 @@ class InMemoryCluster:
         self, items: list[tuple[Obj, str, dict[str, str] | None]]
     ) -> list[BindError | None]:
         """`bind` of each (pod, node, annotations); per item None or its error."""
-        out: list[BindError | None] = []
-        for pod, node, extra in items:
-            try:
-                self.bind(pod, node, extra)
-                out.append(None)
-            except BindError as e:
-                out.append(e)
-        return out
+        return bind_each(self.bind, items)
 
     def set_nominated_node(self, pod: Obj, node: str) -> None:
         key = _key(pod)
@@ -278,15 +286,8 @@ class ApiClusterWriter:
         client's batched bind (one by one without it); per item None or its error."""
         send = getattr(self.client, "bind", None)
         if not callable(send):
-            out: list[BindError | None] = []
-            for pod, node, annotations in items:
-                try:
-                    self.bind(pod, node, annotations)
-                    out.append(None)
-                except BindError as e:
-                    out.append(e)
-            return out
-        out = []
+            return bind_each(self.bind, items)
+        out: list[BindError | None] = []
         for i in range(0, len(items), max_batch):
             chunk = [
                 Binding(

@@ -51,7 +51,7 @@ from tests.harness import containerd as ctrd
 from tests.harness.mounts import unmount_all
 from tests.harness.nodeprocs import (
     Daemon,
-    alive,
+    kill_runtime_monitors,
     registries_yaml,
     remove_cgroups,
     short_tempdir,
@@ -539,7 +539,7 @@ class ClusterNode:
                 errors_seen.append(exc)
 
         attempt(self.stop_daemons)
-        attempt(self._kill_monitors)
+        attempt(kill_runtime_monitors, self.base / "rt" / "root")
         attempt(remove_cgroups, self.cgroup_name)
         attempt(unmount_all, self.base)
         if self.netns_made:
@@ -549,21 +549,6 @@ class ClusterNode:
         shutil.rmtree(self.base, ignore_errors=True)
         if errors_seen:
             raise errors_seen[0]
-
-    def _kill_monitors(self) -> None:
-        """Monitors outlive the runtime; kill them by their recorded pids."""
-        import json
-
-        pids: list[int] = []
-        for meta in (self.base / "rt" / "root").glob("*/*/meta.json"):
-            with contextlib.suppress(OSError, ValueError):
-                d = json.loads(meta.read_text())
-                pids += [int(d.get(k) or 0) for k in ("monitor_pid", "pid1", "init_pid")]
-        pids = [p for p in pids if p and alive(p)]
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not any(alive(p) for p in pids), timeout=10, message="monitors to die")
 
     def logs(self, n: int = 4000) -> str:
         out = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import os
 import secrets
 import shutil
@@ -195,6 +196,22 @@ def alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def kill_runtime_monitors(runtime_root: Path) -> None:
+    """skiff runtime's container monitors outlive the runtime: kill them (and
+    the containers' first processes) by the pids the runtime recorded under
+    its root, and wait until they are gone; cgroups get the rest."""
+    pids: list[int] = []
+    for meta in runtime_root.glob("*/*/meta.json"):
+        with contextlib.suppress(OSError, ValueError):
+            d = json.loads(meta.read_text())
+            pids += [int(d.get(k) or 0) for k in ("monitor_pid", "pid1", "init_pid")]
+    pids = [p for p in pids if p and alive(p)]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not any(alive(p) for p in pids), timeout=10, message="monitors to die")
 
 
 def wait_runtime_ready(daemon: Daemon, socket_path: Path, timeout: float, what: str) -> None:
@@ -502,7 +519,7 @@ class Node:
         if self.runtime is not None:
             attempt(self.runtime.stop)
         attempt(self._stack.close)  # containerd: pods removed, stopped, shims killed
-        attempt(self._kill_runtime_leftovers)
+        attempt(kill_runtime_monitors, self.base / "rt" / "root")
         attempt(remove_cgroups, self.spec.cgroup_name)
         attempt(remove_nat_for, self.spec.pod_cidr)
         attempt(delete_link, self.spec.bridge)
@@ -510,22 +527,6 @@ class Node:
         shutil.rmtree(self.base, ignore_errors=True)
         if errors_seen:
             raise errors_seen[0]
-
-    def _kill_runtime_leftovers(self) -> None:
-        """skiff runtime monitors outlive the runtime; kill them by the pids
-        the runtime recorded (cgroups get the rest)."""
-        import json
-
-        pids: list[int] = []
-        for meta in (self.base / "rt" / "root").glob("*/*/meta.json"):
-            with contextlib.suppress(OSError, ValueError):
-                d = json.loads(meta.read_text())
-                pids += [int(d.get(k) or 0) for k in ("monitor_pid", "pid1", "init_pid")]
-        pids = [p for p in pids if p and alive(p)]
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not any(alive(p) for p in pids), timeout=10, message="monitors to die")
 
     def logs(self) -> str:
         out = []

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import json
-import os
 import secrets
 import shutil
 import signal
@@ -54,9 +52,9 @@ from tests.harness.mounts import unmount_all
 from tests.harness.nodeprocs import (
     REPO,
     Daemon,
-    alive,
     delete_link,
     free_cluster_cidr,
+    kill_runtime_monitors,
     remove_cgroups,
     remove_nat_for,
     short_tempdir,
@@ -195,7 +193,7 @@ class Up:
 
         if self.daemon is not None:  # Ctrl-C: skiff up removes its pods itself
             attempt(self.daemon.stop, signal.SIGINT, 60.0)
-        attempt(self._kill_monitors)
+        attempt(kill_runtime_monitors, self.layout.runtime_root)
         attempt(remove_cgroups, lay.runtime_cgroup)
         attempt(proxy_cleanup, CommandIptables(), Chains(lay.chain_prefix))
         attempt(remove_nat_for, self.cluster_cidr)
@@ -205,20 +203,6 @@ class Up:
         shutil.rmtree(self.data_dir, ignore_errors=True)
         if seen:
             raise seen[0]
-
-    def _kill_monitors(self) -> None:
-        """Container monitors outlive the runtime: kill them by the pids the
-        runtime recorded (the cgroups get the rest)."""
-        pids: list[int] = []
-        for meta in self.layout.runtime_root.glob("*/*/meta.json"):
-            with contextlib.suppress(OSError, ValueError):
-                d = json.loads(meta.read_text())
-                pids += [int(d.get(k) or 0) for k in ("monitor_pid", "pid1", "init_pid")]
-        pids = [p for p in pids if p and alive(p)]
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not any(alive(p) for p in pids), timeout=10, message="monitors to die")
 
     def log_tail(self) -> str:
         out = [self.daemon.log_tail(6000) if self.daemon else ""]

@@ -43,6 +43,8 @@ def test_instances_under_data_dirs_share_no_host_global_name(tmp_path: Path) -> 
         Chains(lay.chain_prefix)  # a valid prefix: every chain name fits iptables
         assert len(lay.dns_interface) <= 15 and len(lay.cni_bridge) <= 15
         assert lay.cgroup_root.startswith(lay.runtime_cgroup + "/")
+    # skiff up clears the runtime's cgroup tree on stop, the pods' root with it.
+    assert std.cgroup_root.startswith(std.runtime_cgroup + "/")
     assert Layout.under(tmp_path / "a") == a  # the same data dir, the same names
 
 
