@@ -29,7 +29,7 @@ from agent.backoff import Backoff
 from agent.cri_client import CRIClient, CRIError
 from agent.network import NetworkConfigurator, NetworkSettings, node_ip, peers
 from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
-from agent.pod_cgroups import remove_pod_cgroup
+from agent.pod_cgroups import remove_pod_cgroup, sweep_pod_cgroups
 from agent.pod_config import NodeSettings, secret_data
 from agent.pod_status import PodObservation, compute_pod_status
 from agent.pod_sync import PodSyncer, SyncDeps
@@ -58,6 +58,7 @@ from controlplane.client.workqueue import RateLimitingQueue, ShutDown
 from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent")
+POD_CGROUP_SWEEP = 5.0  # seconds between sweeps of leftover pod cgroups
 
 UID_INDEX = "uid"
 MIRROR_INDEX = "mirror"  # static pod UID -> its mirror pods in the API
@@ -225,6 +226,7 @@ class Agent:
             log.info("waiting for the pod and node caches to sync")
         self._spawn("pleg", self._every(self.cfg.relist_period, self.relist))
         self._spawn("resync", self._every(self.cfg.resync_period, self._resync))
+        self._spawn("pod-cgroups", self._every(POD_CGROUP_SWEEP, self._sweep_pod_cgroups))
         self._spawn("node-status", self._every(self.cfg.lease_period, self._heartbeat))
         self._on_nodes()
         if self.cfg.listen:
@@ -451,6 +453,12 @@ class Agent:
                 self.queue.add(uid)
         for uid in set(self._fingerprints) - seen:
             del self._fingerprints[uid]
+
+    def _sweep_pod_cgroups(self) -> None:
+        keep = {p["metadata"]["uid"] for p in self.pods.store.list()} | set(self._fingerprints)
+        if self.static is not None:
+            keep |= {p["metadata"]["uid"] for p in self.static.list()}
+        sweep_pod_cgroups(self.cfg.pod_settings.cgroup_root, keep)
 
     def _resync(self) -> None:
         for pod in self.pods.store.list():

@@ -9,7 +9,8 @@ the root) is the agent's job, as it is the kubelet's; otherwise every pod that
 ever ran leaves an empty cgroup per hierarchy behind.
 
 Only empty directories are removed (rmdir): a cgroup that still has processes
-or children is left alone. Paths are cgroupfs paths under every mounted cgroup
+or children is left alone, and a periodic sweep of the pod cgroups of pods
+the agent no longer knows removes those that were still busy at first. Paths are cgroupfs paths under every mounted cgroup
 hierarchy (v1: one per controller; v2: the unified one).
 """
 
@@ -65,6 +66,26 @@ def remove_pod_cgroup(root: str, uid: str, mounts: list[Path] | None = None) -> 
         for qos in QOS_DIRS:
             rel = "/".join(p for p in (root.strip("/"), qos, f"pod{uid}") if p)
             removed += _rmdir(mount / rel)
+    return removed
+
+
+def sweep_pod_cgroups(root: str, keep: set[str], mounts: list[Path] | None = None) -> int:
+    """Remove the empty pod<uid> cgroups under root of every uid not in `keep`
+    (the kubelet's housekeeping does the same): a removal right after the
+    sandboxes went can find the cgroup still busy for a moment. Returns how
+    many directories went."""
+    removed = 0
+    for mount in cgroup_mounts() if mounts is None else mounts:
+        for qos in QOS_DIRS:
+            parent = mount / "/".join(p for p in (root.strip("/"), qos) if p)
+            try:
+                entries = list(os.scandir(parent))
+            except OSError:
+                continue
+            for entry in entries:
+                uid = entry.name[3:]
+                if entry.name.startswith("pod") and uid not in keep and entry.is_dir():
+                    removed += _rmdir(Path(entry.path))
     return removed
 
 

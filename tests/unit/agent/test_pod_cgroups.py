@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.pod_cgroups import cgroup_mounts, remove_empty_tree, remove_pod_cgroup
+from agent.pod_cgroups import (
+    cgroup_mounts,
+    remove_empty_tree,
+    remove_pod_cgroup,
+    sweep_pod_cgroups,
+)
 
 MOUNTINFO = """\
 25 30 0:22 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
@@ -54,3 +59,19 @@ def test_empty_tree_removed_deepest_first_busy_parts_stay(tmp_path: Path) -> Non
         "other", "skiff-x", "skiff-x/runtime", "skiff-x/runtime/sb1",
     ]  # fmt: skip
     assert remove_empty_tree("/", [m]) == 0  # never the whole hierarchy
+
+
+def test_sweep_removes_empty_cgroups_of_unknown_pods_only(tmp_path: Path) -> None:
+    mounts = [tmp_path / "memory", tmp_path / "unified"]
+    for m in mounts:
+        for rel in ("pods/podGONE", "pods/besteffort/podOLD", "pods/burstable/podLIVE",
+                    "pods/burstable/podBUSY/child", "pods/besteffort/not-a-pod"):  # fmt: skip
+            (m / rel).mkdir(parents=True)
+    assert sweep_pod_cgroups("/pods", {"LIVE"}, mounts) == 4
+    for m in mounts:
+        left = sorted(str(p.relative_to(m)) for p in m.rglob("*") if p.is_dir())
+        assert left == [
+            "pods", "pods/besteffort", "pods/besteffort/not-a-pod", "pods/burstable",
+            "pods/burstable/podBUSY", "pods/burstable/podBUSY/child", "pods/burstable/podLIVE",
+        ]  # fmt: skip
+    assert sweep_pod_cgroups("/missing", set(), mounts) == 0
