@@ -7,10 +7,20 @@ whatever a user typed (kind, plural, singular or short name, any case,
 optionally `plural.group`) into a row, or raises UnknownKind listing what is
 supported. This module is pure data: it must never import the server, the
 storage or the client transport, so skiffctl can use it freely.
+
+A Kind name is not unique across groups (batch/v1 Job and Volcano's
+batch.volcano.sh Job; CustomResourceDefinitions bring any name). Every row
+has a `key`: the name the registry, the gRPC API and the clients use for it.
+It is the Kind name for the built-in kinds (so nothing stored or sent
+changes), and `Kind.group` for a kind whose name another group already owns
+(`qualified=True`, e.g. "Job.batch.volcano.sh"), which is also how kubectl
+spells it. Kinds may be added and removed at run time (`register`,
+`unregister`: CRDs); lookups always see the current table.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 
@@ -19,9 +29,7 @@ class UnknownKind(LookupError):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        super().__init__(
-            f"unknown kind {name!r}; supported kinds: {', '.join(k.kind for k in KINDS)}"
-        )
+        super().__init__(f"unknown kind {name!r}; supported kinds: {', '.join(supported_kinds())}")
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,20 @@ class KindInfo:
     has_scale: bool = False
     # apiVersions also accepted in manifests (e.g. Event in v1 and events.k8s.io/v1).
     also_api_versions: tuple[str, ...] = ()
+    # True when another group's kind has the same Kind name: the key is then
+    # `Kind.group` and stored objects live under `plural.group`.
+    qualified: bool = False
+    categories: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The name the registry, the gRPC API and clients use for this kind."""
+        return f"{self.kind}.{self.group}" if self.qualified else self.kind
+
+    @property
+    def storage_name(self) -> str:
+        """The first segment of this kind's storage keys."""
+        return f"{self.plural}.{self.group}" if self.qualified else self.plural
 
     @property
     def group(self) -> str:
@@ -104,43 +126,93 @@ KINDS: tuple[KindInfo, ...] = (
     ),
 )
 
-_BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
+
+class _Table:
+    """The current rows and their indexes, swapped whole on every change so a
+    reader never sees a half-built index."""
+
+    def __init__(self, rows: tuple[KindInfo, ...]) -> None:
+        self.rows = rows
+        self.by_key: dict[str, KindInfo] = {k.key: k for k in rows}
+        self.by_name: dict[str, KindInfo] = {}
+        for info in rows:
+            keys = [info.key, info.kind, info.plural, info.singular, *info.short_names]
+            if info.group:
+                keys += [f"{info.plural}.{info.group}", f"{info.singular}.{info.group}"]
+                keys += [f"{info.kind}.{info.group}"]
+            for key in keys:
+                self.by_name.setdefault(key.lower(), info)
 
 
-def _index() -> dict[str, KindInfo]:
-    names: dict[str, KindInfo] = {}
-    for info in KINDS:
-        keys = [info.kind, info.plural, info.singular, *info.short_names]
-        if info.group:
-            keys += [f"{info.plural}.{info.group}", f"{info.singular}.{info.group}"]
-            keys += [f"{info.kind}.{info.group}"]
-        for key in keys:
-            names.setdefault(key.lower(), info)
-    return names
+_table = _Table(KINDS)
+_lock = threading.Lock()
 
 
-_BY_NAME = _index()
+def all_kinds() -> tuple[KindInfo, ...]:
+    """The built-in rows followed by those registered at run time."""
+    return _table.rows
+
+
+def register(info: KindInfo) -> None:
+    """Add (or replace, by key) a kind served from now on. A built-in kind
+    cannot be replaced; a kind whose Kind name a built-in owns must be
+    `qualified`."""
+    global _table
+    with _lock:
+        if (
+            not info.qualified
+            and info.kind in {k.kind for k in KINDS}
+            and info.group != next(k.group for k in KINDS if k.kind == info.kind)
+        ):
+            raise ValueError(
+                f"kind {info.kind} of {info.group} must be qualified: "
+                f"{info.kind} is a built-in kind"
+            )
+        if info.key in {k.key for k in KINDS}:
+            raise ValueError(f"kind {info.key} is built in and cannot be replaced")
+        rows = (*(k for k in _table.rows if k.key != info.key), info)
+        _table = _Table(rows)
+
+
+def unregister(key: str) -> None:
+    """Stop serving a kind added with `register` (no-op for an unknown key)."""
+    global _table
+    with _lock:
+        if key in {k.key for k in KINDS}:
+            raise ValueError(f"kind {key} is built in and cannot be removed")
+        _table = _Table(tuple(k for k in _table.rows if k.key != key))
 
 
 def lookup(name: str) -> KindInfo:
-    """The kind named by `name`: Kind, plural, singular or short name, any case.
+    """The kind named by `name`: its key, Kind, plural, singular or short
+    name, any case.
 
-    Also accepts `plural.group` ("deployments.apps"). Raises UnknownKind with
-    the list of supported kinds otherwise.
+    Also accepts `plural.group` ("deployments.apps") and `Kind.group`.
+    Raises UnknownKind with the list of supported kinds otherwise.
     """
-    info = _BY_NAME.get(name.strip().lower())
+    info = _table.by_name.get(name.strip().lower())
     if info is None:
         raise UnknownKind(name)
     return info
 
 
 def by_kind(kind: str) -> KindInfo:
-    """Exact Kind name lookup ("Pod"), as objects and API calls carry it."""
-    info = _BY_KIND.get(kind)
+    """Exact key lookup ("Pod", "Job.batch.volcano.sh"), as API calls carry it."""
+    info = _table.by_key.get(kind)
     if info is None:
         return lookup(kind)
     return info
 
 
+def for_object(api_version: str, kind: str) -> KindInfo:
+    """The kind of an object that says `apiVersion: api_version` and `kind: kind`
+    (a manifest): the row of that Kind name that serves that apiVersion, else
+    the row the Kind name alone names."""
+    for info in _table.rows:
+        if info.kind == kind and info.accepts_api_version(api_version):
+            return info
+    return by_kind(kind)
+
+
 def supported_kinds() -> list[str]:
-    return [k.kind for k in KINDS]
+    return [k.key for k in _table.rows]

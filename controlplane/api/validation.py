@@ -840,7 +840,7 @@ def validate(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = 
             f"{api_version!r} does not serve kind {info.kind} (use {info.api_version})",
         )
     validate_metadata(e, info, obj)
-    validator = VALIDATORS.get(info.kind)
+    validator = VALIDATORS.get(info.key)
     if validator is not None:
         validator(e, obj, dict(old) if old is not None else None)
     return e.items

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from controlplane.api.kinds import KINDS
+from controlplane.api.kinds import all_kinds
 from controlplane.apiserver.registry import ROOT, Registry, decode
 from controlplane.client.errors import ApiError, NotFound
 from controlplane.storage.interface import Event, EventType
@@ -95,16 +95,16 @@ class NamespaceCleaner:
         if not ns["metadata"].get("deletionTimestamp"):
             return True
         remaining = 0
-        for info in KINDS:
+        for info in all_kinds():
             if not info.namespaced:
                 continue
-            for item, _ in self.registry.list(info.kind, name).items:
+            for item, _ in self.registry.list(info.key, name).items:
                 remaining += 1
                 obj = decode(item)
                 if obj["metadata"].get("deletionTimestamp"):
                     continue
                 try:
-                    self.registry.delete(info.kind, obj["metadata"]["name"], name)
+                    self.registry.delete(info.key, obj["metadata"]["name"], name)
                 except NotFound:
                     pass
         if remaining:

@@ -137,18 +137,18 @@ def kind_info(kind: str) -> KindInfo:
 
 
 def kind_prefix(info: KindInfo) -> str:
-    return f"{ROOT}{info.plural}/"
+    return f"{ROOT}{info.storage_name}/"
 
 
 def object_key(info: KindInfo, namespace: str, name: str) -> str:
     if info.namespaced:
-        return f"{ROOT}{info.plural}/{namespace}/{name}"
-    return f"{ROOT}{info.plural}/{name}"
+        return f"{ROOT}{info.storage_name}/{namespace}/{name}"
+    return f"{ROOT}{info.storage_name}/{name}"
 
 
 def list_prefix(info: KindInfo, namespace: str) -> str:
     if info.namespaced and namespace:
-        return f"{ROOT}{info.plural}/{namespace}/"
+        return f"{ROOT}{info.storage_name}/{namespace}/"
     return kind_prefix(info)
 
 
@@ -286,7 +286,7 @@ class Registry:
         return decode(kv.value), kv.mod_rev
 
     def _validate(self, info: KindInfo, obj: Object, old: Object | None) -> None:
-        problems = validation.validate(info.kind, obj, old)
+        problems = validation.validate(info.key, obj, old)
         if problems:
             name = _meta(obj).get("name") or _meta(obj).get("generateName") or ""
             raise Invalid(f'{info.kind} "{name}" is invalid: ' + "; ".join(problems))
@@ -418,10 +418,10 @@ class Registry:
             obj.pop("status", None)
         name = str(meta["name"])
         authorize(identity, "create", info, ns, name, None, obj)
-        defaults.apply_defaults(info.kind, obj)
+        defaults.apply_defaults(info.key, obj)
         self._validate(info, obj, None)
         self._check_namespace_open(info, ns)
-        admit = self.admission.get(info.kind)
+        admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, obj, None)  # server-made changes: not validated again
         return _NewObject(info, ns, name, obj, generate)
@@ -839,7 +839,7 @@ class Registry:
                 new["status"] = old["status"]
             else:
                 new.pop("status", None)
-        defaults.apply_defaults(info.kind, new)
+        defaults.apply_defaults(info.key, new)
         old_generation = int(old_meta.get("generation") or 1)
         if _spec_part(new) != _spec_part(old):
             meta["generation"] = old_generation + 1
@@ -853,7 +853,7 @@ class Registry:
                     f"{info.kind} is being deleted: {sorted(added)}"
                 )
         self._validate(info, new, old)
-        admit = self.admission.get(info.kind)
+        admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, new, old)
         return new

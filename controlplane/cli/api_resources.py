@@ -22,7 +22,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(ctx: Context) -> int:
     rows = []
-    for info in sorted(kinds.KINDS, key=lambda k: k.plural):
+    for info in sorted(kinds.all_kinds(), key=lambda k: k.plural):
         if ctx.args.namespaced and (ctx.args.namespaced == "true") != info.namespaced:
             continue
         if ctx.args.output == "name":

@@ -129,13 +129,13 @@ def apply_one(ctx: Context, manifest: Manifest) -> str:
             return (
                 f"{printers.type_name(info, str(desired['metadata'].get('generateName')))} created"
             )
-        created = ctx.client.create(info.kind, modified, namespace)
+        created = ctx.client.create(info.key, modified, namespace)
         return f"{printers.type_name(info, printers.name(created))} created"
     try:
-        live = ctx.client.get(info.kind, name, namespace)
+        live = ctx.client.get(info.key, name, namespace)
     except errors.NotFound:
         if not dry:
-            ctx.client.create(info.kind, modified, namespace)
+            ctx.client.create(info.key, modified, namespace)
         return f"{printers.type_name(info, name)} created"
     recorded = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
     try:
@@ -148,7 +148,7 @@ def apply_one(ctx: Context, manifest: Manifest) -> str:
     if not patch:
         return f"{printers.type_name(info, name)} unchanged"
     if not dry:
-        ctx.client.patch(info.kind, name, patch, namespace)
+        ctx.client.patch(info.key, name, patch, namespace)
     return f"{printers.type_name(info, name)} configured"
 
 

@@ -95,16 +95,16 @@ def run(ctx: Context) -> int:
     if args.name and len(targets) > 1:
         raise CliError("--name can only be used with a single resource")
     for t in targets:
-        if t.info.kind not in SCALABLE:
+        if t.info.key not in SCALABLE:
             raise CliError(
-                f"cannot autoscale a {t.info.kind}: only deployments, replicasets and "
+                f"cannot autoscale a {t.info.key}: only deployments, replicasets and "
                 "statefulsets can be autoscaled"
             )
     hpa_info = kinds.by_kind("HorizontalPodAutoscaler")
     for t in targets:
         assert t.name is not None
-        target = ctx.client.get(t.info.kind, t.name, ctx.namespace)
-        target.setdefault("kind", t.info.kind)
+        target = ctx.client.get(t.info.key, t.name, ctx.namespace)
+        target.setdefault("kind", t.info.key)
         target.setdefault("apiVersion", t.info.api_version)
         body = hpa_for(target, args.name or t.name, args.min, args.max, args.cpu_percent)
         created = ctx.client.create(hpa_info.kind, body, ctx.namespace)

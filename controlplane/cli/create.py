@@ -41,7 +41,7 @@ def run(ctx: Context) -> int:
         if ns is not None:
             body["metadata"]["namespace"] = ns
         try:
-            created = ctx.client.create(m.info.kind, body, ns)
+            created = ctx.client.create(m.info.key, body, ns)
         except errors.ApiError as err:
             kind = type(err).__name__
             ctx.err(f'Error from server ({kind}): error when creating "{m.source}": {err}')

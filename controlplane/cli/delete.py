@@ -97,7 +97,7 @@ def wait_gone(ctx: Context, info: KindInfo, pending: dict[str, str | None], time
         names &= {printers.name(o) for o in objs}
         if not names:
             continue
-        watch = ctx.client.watch(info.kind, ns, ListOptions(resource_version=rv))
+        watch = ctx.client.watch(info.key, ns, ListOptions(resource_version=rv))
         timer = ctx.clock.call_later(timeout, watch.stop) if timeout > 0 else None
         try:
             for event in watch:
@@ -121,7 +121,7 @@ def run(ctx: Context) -> int:
     waiting: dict[str, tuple[KindInfo, dict[str, str | None]]] = {}
     for info, name, ns in _targets(ctx):
         try:
-            remaining = ctx.client.delete(info.kind, name, ns, options)
+            remaining = ctx.client.delete(info.key, name, ns, options)
         except errors.NotFound as err:
             if not args.ignore_not_found:
                 ctx.err(f"Error from server (NotFound): {err}")
@@ -132,7 +132,7 @@ def run(ctx: Context) -> int:
         else:
             ctx.out(f'{printers.kind_label(info)} "{name}" deleted')
         if remaining is not None and args.wait == "true":
-            waiting.setdefault(info.kind, (info, {}))[1][name] = ns
+            waiting.setdefault(info.key, (info, {}))[1][name] = ns
     for info, pending in waiting.values():
         if not wait_gone(ctx, info, pending, args.timeout):
             ctx.err(f"error: timed out waiting for the deletion of {info.plural}")

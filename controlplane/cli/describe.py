@@ -358,7 +358,7 @@ def describe(ctx: Context, info: KindInfo, obj: Object, events: list[Object] | N
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller"):
             w.field("Controlled By", f"{ref.get('kind')}/{ref.get('name')}")
-    section = SECTIONS.get(info.kind)
+    section = SECTIONS.get(info.key)
     if section is not None:
         section(ctx, w, obj)
     else:
@@ -397,7 +397,7 @@ def _events_for(ctx: Context, info: KindInfo, obj: Object) -> list[Object]:
     out = [
         e
         for e in evs
-        if matches(e, info.kind, printers.name(obj), set())
+        if matches(e, info.key, printers.name(obj), set())
         and (
             not uid
             or not (e.get("involvedObject") or {}).get("uid")
@@ -422,9 +422,7 @@ def run(ctx: Context) -> int:
         else:
             try:
                 objs = [
-                    ctx.client.get(
-                        t.info.kind, t.name, ctx.namespace if t.info.namespaced else None
-                    )
+                    ctx.client.get(t.info.key, t.name, ctx.namespace if t.info.namespaced else None)
                 ]
             except errors.NotFound as err:
                 ctx.err(f"Error from server (NotFound): {err}")

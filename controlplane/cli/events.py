@@ -29,7 +29,7 @@ def _filter(ctx: Context) -> tuple[str, str, set[str]]:
     kind = name = ""
     if ctx.args.for_:
         targets = parse_targets([ctx.args.for_], need_name=True)
-        kind, name = targets[0].info.kind, str(targets[0].name)
+        kind, name = targets[0].info.key, str(targets[0].name)
     types = {t.strip() for t in ctx.args.types.split(",") if t.strip()}
     bad = types - {"Normal", "Warning"}
     if bad:
@@ -58,7 +58,7 @@ def run(ctx: Context) -> int:
         ctx.err("No events found" + (f" in {ns} namespace." if ns else "."))
     if not ctx.args.watch:
         return 0
-    watch = ctx.client.watch(info.kind, scope(ctx, info), ListOptions(resource_version=rv))
+    watch = ctx.client.watch(info.key, scope(ctx, info), ListOptions(resource_version=rv))
     try:
         for event in watch:
             if event.type in ("ADDED", "MODIFIED") and matches(event.object, kind, name, types):

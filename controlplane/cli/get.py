@@ -77,7 +77,7 @@ def list_all(
     token = ""
     while True:
         page = client.list(
-            info.kind,
+            info.key,
             namespace,
             ListOptions(label_selector, field_selector, max(0, chunk_size), token),
         )
@@ -192,7 +192,7 @@ def _fetch(
             groups.append((info, sort_by(objs, args.sort_by), rv))
             continue
         try:
-            obj = ctx.client.get(info.kind, target.name, ctx.namespace if info.namespaced else None)
+            obj = ctx.client.get(info.key, target.name, ctx.namespace if info.namespaced else None)
         except errors.NotFound as err:
             if not args.ignore_not_found:
                 ctx.err(f"Error from server (NotFound): {err}")
@@ -219,7 +219,7 @@ def run(ctx: Context) -> int:
             jsonpath.values(args.sort_by, {})
         except jsonpath.JsonPathError as err:
             raise CliError(f"--sort-by: {err}") from None
-    if (args.watch or args.watch_only) and len({t.info.kind for t in targets}) > 1:
+    if (args.watch or args.watch_only) and len({t.info.key for t in targets}) > 1:
         raise CliError("you may only specify a single resource type with --watch")
     if args.watch_only:
         return _watch(ctx, targets, "", Output(ctx, targets[0].info, False))
@@ -235,7 +235,7 @@ def run(ctx: Context) -> int:
         else:
             ctx.stdout.write(printers.to_json(doc) if fmt == "json" else printers.to_yaml(doc))
     else:
-        multi = len({info.kind for info, _, _ in groups}) > 1
+        multi = len({info.key for info, _, _ in groups}) > 1
         first = True
         for info, objs, _ in groups:
             if not objs:
@@ -267,7 +267,7 @@ def _events(ctx: Context, targets: list[Target], rv: str) -> Iterator[tuple[str,
         extra = f"metadata.name={names[0]}"
         field_selector = f"{field_selector},{extra}" if field_selector else extra
     watch = ctx.client.watch(
-        info.kind,
+        info.key,
         scope(ctx, info),
         ListOptions(ctx.args.selector, field_selector, 0, "", rv),
         allow_bookmarks=False,

@@ -56,7 +56,7 @@ def run(ctx: Context) -> int:
     for t in targets:
         if t.name is not None:
             ns = ctx.namespace if t.info.namespaced else None
-            objects.append((t.info, ctx.client.get(t.info.kind, t.name, ns)))
+            objects.append((t.info, ctx.client.get(t.info.key, t.name, ns)))
         elif ctx.args.all or ctx.args.selector:
             objs, _ = list_all(ctx.client, t.info, scope(ctx, t.info), ctx.args.selector)
             objects.extend((t.info, o) for o in objs)
@@ -76,6 +76,6 @@ def run(ctx: Context) -> int:
             ctx.out(f"{label} not {done}")
             continue
         ns = printers.meta(obj).get("namespace")
-        ctx.client.patch(info.kind, printers.name(obj), {"metadata": {field: change}}, ns)
+        ctx.client.patch(info.key, printers.name(obj), {"metadata": {field: change}}, ns)
         ctx.out(f"{label} {done}")
     return 0

@@ -146,9 +146,9 @@ def _pick_pod(ctx: Context, words: list[str]) -> tuple[Object, str]:
         [target] = parse_targets(["pod", words[0]], need_name=True)
         container = words[1] if len(words) == 2 else ""
     assert target.name is not None
-    if target.info.kind == "Pod":
+    if target.info.key == "Pod":
         return ctx.client.get("Pod", target.name, ctx.namespace), container
-    if not target.info.namespaced or target.info.kind not in (
+    if not target.info.namespaced or target.info.key not in (
         "Deployment",
         "ReplicaSet",
         "StatefulSet",
@@ -156,11 +156,11 @@ def _pick_pod(ctx: Context, words: list[str]) -> tuple[Object, str]:
         "Job",
         "Service",
     ):
-        raise CliError(f"cannot get logs of a {target.info.kind}; name a pod or a workload")
-    owner = ctx.client.get(target.info.kind, target.name, ctx.namespace)
+        raise CliError(f"cannot get logs of a {target.info.key}; name a pod or a workload")
+    owner = ctx.client.get(target.info.key, target.name, ctx.namespace)
     sp = printers.spec(owner)
     selector = printers.selector_string(sp.get("selector")) if "selector" in sp else ""
-    if target.info.kind == "Service":
+    if target.info.key == "Service":
         selector = ",".join(f"{k}={v}" for k, v in sorted((sp.get("selector") or {}).items()))
     if not selector or selector == printers.NONE:
         raise CliError(f"{printers.type_name(target.info, target.name)} selects no pods")

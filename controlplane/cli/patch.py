@@ -35,8 +35,8 @@ def run(ctx: Context) -> int:
     for t in targets:
         assert t.name is not None
         ns = ctx.namespace if t.info.namespaced else None
-        before = ctx.client.get(t.info.kind, t.name, ns)
-        after = ctx.client.patch(t.info.kind, t.name, body, ns, subresource=args.subresource)
+        before = ctx.client.get(t.info.key, t.name, ns)
+        after = ctx.client.patch(t.info.key, t.name, body, ns, subresource=args.subresource)
         if args.output == "yaml":
             ctx.stdout.write(printers.to_yaml(after))
             continue

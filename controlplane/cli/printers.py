@@ -581,7 +581,7 @@ class TablePrinter:
         self.show_labels = show_labels
 
     def headers(self) -> list[str]:
-        h = headers_for(self.info.kind, self.wide)
+        h = headers_for(self.info.key, self.wide)
         if self.with_namespace:
             h = ["NAMESPACE", *h]
         if self.show_labels:
@@ -589,8 +589,8 @@ class TablePrinter:
         return h
 
     def row(self, obj: Object) -> list[str]:
-        r = row_for(self.info.kind, obj, self.now, self.wide)
-        if self.with_kind and self.info.kind != "Event":
+        r = row_for(self.info.key, obj, self.now, self.wide)
+        if self.with_kind and self.info.key != "Event":
             r[0] = type_name(self.info, r[0])
         if self.with_namespace:
             r = [str(meta(obj).get("namespace") or ""), *r]

@@ -138,16 +138,16 @@ def check_manifest(obj: Object, source: str) -> KindInfo:
     if not api_version or not isinstance(api_version, str):
         raise CliError(f"error validating {source}: apiVersion not set")
     try:
-        info = kinds.by_kind(kind)
+        info = kinds.for_object(api_version, kind)
     except kinds.UnknownKind:
         raise CliError(
             f'{source}: no matches for kind "{kind}" in version "{api_version}"; supported kinds: '
             + ", ".join(kinds.supported_kinds())
         ) from None
-    if info.kind != kind or not info.accepts_api_version(api_version):
+    if info.key != kind or not info.accepts_api_version(api_version):
         raise CliError(
             f'{source}: no matches for kind "{kind}" in version "{api_version}" '
-            f"(skiff serves {info.kind} as {info.api_version})"
+            f"(skiff serves {info.key} as {info.api_version})"
         )
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):

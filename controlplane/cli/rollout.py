@@ -196,9 +196,9 @@ STATUS_VIEWERS: dict[str, StatusViewer] = {
 
 
 def _status(ctx: Context, info: KindInfo, name: str) -> int:
-    viewer = STATUS_VIEWERS.get(info.kind)
+    viewer = STATUS_VIEWERS.get(info.key)
     if viewer is None:
-        raise CliError(f"no status viewer has been implemented for {info.kind}")
+        raise CliError(f"no status viewer has been implemented for {info.key}")
     timeout = parse_duration(ctx.args.timeout)
     follow = ctx.args.watch == "true"
     ns = ctx.namespace
@@ -215,7 +215,7 @@ def _status(ctx: Context, info: KindInfo, name: str) -> int:
             last = progress.message
         return progress.done
 
-    obj = ctx.client.get(info.kind, name, ns)
+    obj = ctx.client.get(info.key, name, ns)
     if show(obj) or not follow:
         return 0
     rv = str(printers.meta(obj).get("resourceVersion", ""))
@@ -225,13 +225,13 @@ def _status(ctx: Context, info: KindInfo, name: str) -> int:
     while True:
         try:
             watch = ctx.client.watch(
-                info.kind, ns, ListOptions(field_selector=selector, resource_version=rv)
+                info.key, ns, ListOptions(field_selector=selector, resource_version=rv)
             )
         except errors.Gone:
             watch = None
         if watch is None:
             # Our version fell out of the server's history: read the object again.
-            obj = ctx.client.get(info.kind, name, ns)
+            obj = ctx.client.get(info.key, name, ns)
             rv = str(printers.meta(obj).get("resourceVersion", ""))
             if show(obj):
                 return 0
@@ -257,7 +257,7 @@ def _status(ctx: Context, info: KindInfo, name: str) -> int:
                 if show(event.object):
                     return 0
         except errors.Gone:
-            obj = ctx.client.get(info.kind, name, ns)
+            obj = ctx.client.get(info.key, name, ns)
             rv = str(printers.meta(obj).get("resourceVersion", ""))
             if show(obj):
                 return 0
@@ -274,8 +274,8 @@ def _status(ctx: Context, info: KindInfo, name: str) -> int:
 
 
 def _need_deployment(info: KindInfo, what: str) -> None:
-    if info.kind != "Deployment":
-        raise CliError(f"no {what} has been implemented for {info.kind} (only Deployments)")
+    if info.key != "Deployment":
+        raise CliError(f"no {what} has been implemented for {info.key} (only Deployments)")
 
 
 def revisions(ctx: Context, deployment: Object) -> dict[int, Object]:
@@ -340,7 +340,7 @@ def _template_text(template: Object) -> str:
 
 def _history(ctx: Context, info: KindInfo, name: str) -> int:
     _need_deployment(info, "history viewer")
-    d = ctx.client.get(info.kind, name, ctx.namespace)
+    d = ctx.client.get(info.key, name, ctx.namespace)
     history = revisions(ctx, d)
     label = printers.type_name(info, name)
     wanted = ctx.args.revision
@@ -398,12 +398,12 @@ def _update(
     instead of writing (nothing to do), or None to write it.
     """
     for attempt in range(UPDATE_RETRIES):
-        obj = ctx.client.get(info.kind, name, ctx.namespace)
+        obj = ctx.client.get(info.key, name, ctx.namespace)
         skipped = change(obj)
         if skipped is not None:
             return obj, skipped
         try:
-            return ctx.client.update(info.kind, obj), None
+            return ctx.client.update(info.key, obj), None
         except errors.Conflict:
             if attempt == UPDATE_RETRIES - 1:
                 raise
@@ -447,24 +447,24 @@ def _undo(ctx: Context, info: KindInfo, name: str) -> int:
 
 def _pause(ctx: Context, info: KindInfo, name: str, paused: bool) -> int:
     _need_deployment(info, "pauser" if paused else "resumer")
-    d = ctx.client.get(info.kind, name, ctx.namespace)
+    d = ctx.client.get(info.key, name, ctx.namespace)
     if bool(printers.spec(d).get("paused")) == paused:
         state = "already paused" if paused else "not paused"
         raise CliError(f'{info.resource} "{name}" is {state}')
-    ctx.client.patch(info.kind, name, {"spec": {"paused": paused}}, ctx.namespace)
+    ctx.client.patch(info.key, name, {"spec": {"paused": paused}}, ctx.namespace)
     ctx.out(f"{printers.type_name(info, name)} {'paused' if paused else 'resumed'}")
     return 0
 
 
 def _restart(ctx: Context, info: KindInfo, name: str) -> int:
-    if info.kind not in ("Deployment", "StatefulSet", "DaemonSet"):
-        raise CliError(f"restarting is not supported for {info.kind}")
-    d = ctx.client.get(info.kind, name, ctx.namespace)
-    if info.kind == "Deployment" and printers.spec(d).get("paused"):
+    if info.key not in ("Deployment", "StatefulSet", "DaemonSet"):
+        raise CliError(f"restarting is not supported for {info.key}")
+    d = ctx.client.get(info.key, name, ctx.namespace)
+    if info.key == "Deployment" and printers.spec(d).get("paused"):
         raise CliError("can't restart paused deployment (run rollout resume first)")
     stamp = ctx.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
     patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}}
-    ctx.client.patch(info.kind, name, patch, ctx.namespace)
+    ctx.client.patch(info.key, name, patch, ctx.namespace)
     ctx.out(f"{printers.type_name(info, name)} restarted")
     return 0
 

@@ -36,7 +36,7 @@ def run(ctx: Context) -> int:
         assert t.name is not None
         ns = ctx.namespace
         if args.current_replicas >= 0:
-            current = ctx.client.get_scale(t.info.kind, t.name, ns)
+            current = ctx.client.get_scale(t.info.key, t.name, ns)
             have = (current.get("spec") or {}).get("replicas")
             if have != args.current_replicas:
                 ctx.err(
@@ -45,6 +45,6 @@ def run(ctx: Context) -> int:
                 )
                 failed += 1
                 continue
-        ctx.client.update_scale(t.info.kind, t.name, ns, args.replicas)
+        ctx.client.update_scale(t.info.key, t.name, ns, args.replicas)
         ctx.out(f"{printers.type_name(t.info, t.name)} scaled")
     return 1 if failed else 0

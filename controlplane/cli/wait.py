@@ -112,7 +112,7 @@ def _wait_kind(
             pending.add(name)
     if not pending or timeout <= 0:
         return pending
-    watch = ctx.client.watch(info.kind, ns, ListOptions(resource_version=rv))
+    watch = ctx.client.watch(info.key, ns, ListOptions(resource_version=rv))
     timer = ctx.clock.call_later(timeout, watch.stop)
     try:
         for event in watch:
@@ -143,7 +143,7 @@ def run(ctx: Context) -> int:
     for t in targets:
         if t.name is not None:
             ns = ctx.namespace if t.info.namespaced else None
-            groups.setdefault((t.info.kind, ns), (t.info, set()))[1].add(t.name)
+            groups.setdefault((t.info.key, ns), (t.info, set()))[1].add(t.name)
             continue
         if not (args.all or args.selector):
             raise CliError("resource name or -l SELECTOR or --all is required")
@@ -152,7 +152,7 @@ def run(ctx: Context) -> int:
             raise CliError("no matching resources found")
         for o in objs:
             ns = printers.meta(o).get("namespace")
-            groups.setdefault((t.info.kind, ns), (t.info, set()))[1].add(printers.name(o))
+            groups.setdefault((t.info.key, ns), (t.info, set()))[1].add(printers.name(o))
     failed = False
     deadline = ctx.clock.monotonic() + timeout
     for (_, ns), (info, names) in groups.items():

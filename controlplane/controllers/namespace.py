@@ -52,11 +52,11 @@ class NamespaceController(Controller):
             except errors.NotFound:
                 return None
         remaining = 0
-        for info in kinds.KINDS:
+        for info in kinds.all_kinds():
             if not info.namespaced:
                 continue
             try:
-                items = self.client.list(info.kind, name).items
+                items = self.client.list(info.key, name).items
             except errors.NotFound:
                 continue
             for obj in items:
@@ -64,7 +64,7 @@ class NamespaceController(Controller):
                 if podutil.is_deleting(obj):
                     continue
                 try:
-                    self.client.delete(info.kind, podutil.name_of(obj), name)
+                    self.client.delete(info.key, podutil.name_of(obj), name)
                 except errors.NotFound:
                     remaining -= 1
         if remaining:
