@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.node_status import AGENT_VERSION, LEASE_DURATION, LEASE_NAMESPACE, now_rfc3339
+from agent.node_status import AGENT_VERSION, LEASE_DURATION, LEASE_NAMESPACE
+from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import load_config
@@ -87,7 +88,7 @@ class HollowStats:
 
 
 def node_object(cfg: HollowConfig, name: str, ip: str) -> Object:
-    now = now_rfc3339()
+    now = rfc3339.now()
     ready = {
         "type": "Ready",
         "status": "True",
@@ -126,7 +127,7 @@ def node_object(cfg: HollowConfig, name: str, ip: str) -> Object:
 
 def running_status(pod: Object, node_ip: str, pod_ip: str) -> Object:
     """What an agent would write for a pod whose containers all started."""
-    now = now_rfc3339()
+    now = rfc3339.now()
     containers = (pod.get("spec") or {}).get("containers") or []
     conds = [
         {"type": t, "status": "True", "lastTransitionTime": now}
@@ -213,7 +214,7 @@ class HollowNodes:
         spec = {
             "holderIdentity": name,
             "leaseDurationSeconds": LEASE_DURATION,
-            "renewTime": now_rfc3339(micro=True),
+            "renewTime": rfc3339.now(micro=True),
         }
         try:
             try:

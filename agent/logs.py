@@ -13,8 +13,9 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
+
+from controlplane.api import rfc3339
 
 _LINE = re.compile(rb"^(\S+) (stdout|stderr) ([PF]) ?(.*)$", re.DOTALL)
 
@@ -24,16 +25,6 @@ class LogLine:
     timestamp_ns: int
     stream: str
     data: bytes  # ends with a newline unless the file ended mid-line
-
-
-def parse_timestamp(text: str) -> int:
-    """RFC 3339 with up to nanoseconds -> ns since the epoch."""
-    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)", text)
-    if not m:
-        raise ValueError(f"bad timestamp {text!r}")
-    base, frac, zone = m.groups()
-    dt = datetime.fromisoformat(base + ("+00:00" if zone == "Z" else zone))
-    return int(dt.timestamp()) * 1_000_000_000 + int((frac or "0").ljust(9, "0"))
 
 
 class Joiner:
@@ -48,7 +39,7 @@ class Joiner:
             return None
         ts_raw, stream_b, tag, msg = m.groups()
         try:
-            ts = parse_timestamp(ts_raw.decode())
+            ts = rfc3339.parse_nano(ts_raw.decode())
         except ValueError:
             return None
         stream = stream_b.decode()

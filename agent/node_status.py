@@ -18,12 +18,12 @@ import platform
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import ApiClient
 
@@ -81,11 +81,6 @@ class Readings:
         )
 
 
-def now_rfc3339(micro: bool = False) -> str:
-    fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ"
-    return datetime.now(UTC).strftime(fmt)
-
-
 def node_labels(cfg: NodeConfig) -> dict[str, str]:
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
     return {
@@ -102,7 +97,7 @@ def _condition(
     kind: str, true: bool, reason: str, message: str, old: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     status = "True" if true else "False"
-    stamp = now_rfc3339()
+    stamp = rfc3339.now()
     since = old.get("lastTransitionTime", stamp) if old and old.get("status") == status else stamp
     return {
         "type": kind,
@@ -269,7 +264,7 @@ class NodeStatusReporter:
             "spec": {
                 "holderIdentity": self.cfg.name,
                 "leaseDurationSeconds": LEASE_DURATION,
-                "renewTime": now_rfc3339(micro=True),
+                "renewTime": rfc3339.now(micro=True),
             },
         }
         try:

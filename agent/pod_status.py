@@ -12,14 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from agent.qos import qos_class
-
-
-def rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+from controlplane.api import rfc3339
 
 
 @dataclass(frozen=True)
@@ -72,7 +68,7 @@ def _attempts(obs: PodObservation) -> dict[str, list[ContainerInfo]]:
 
 def _state(c: ContainerInfo | None, waiting: Waiting | None, runtime: str) -> dict[str, Any]:
     if c is not None and c.state == "running" and waiting is None:
-        return {"running": {"startedAt": rfc3339(c.started_at)}}
+        return {"running": {"startedAt": rfc3339.format_time(c.started_at)}}
     if c is not None and c.state == "exited" and waiting is None:
         return {"terminated": _terminated(c, runtime)}
     if waiting is not None:
@@ -88,8 +84,8 @@ def _terminated(c: ContainerInfo, runtime: str) -> dict[str, Any]:
     t: dict[str, Any] = {
         "exitCode": c.exit_code,
         "reason": reason,
-        "startedAt": rfc3339(c.started_at) if c.started_at else None,
-        "finishedAt": rfc3339(c.finished_at) if c.finished_at else None,
+        "startedAt": rfc3339.format_time(c.started_at) if c.started_at else None,
+        "finishedAt": rfc3339.format_time(c.finished_at) if c.finished_at else None,
         "containerID": f"{runtime}://{c.id}",
     }
     if c.message:
@@ -219,7 +215,7 @@ def compute_pod_status(
         for s in app:
             s["ready"] = False
     containers_ready = bool(app) and all(s["ready"] for s in app)
-    stamp = rfc3339(now)
+    stamp = rfc3339.format_time(now)
     previous = {c["type"]: c for c in old.get("conditions") or []}
     conditions = []
     not_ready = _unready_message(app, "unready", obs.probe_messages)

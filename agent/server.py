@@ -22,13 +22,14 @@ import grpc
 import psutil
 
 from agent.cri_client import CRIClient, CRIError
-from agent.logs import parse_timestamp, pick_file, read_log
+from agent.logs import pick_file, read_log
 from agent.pod_config import (
     CONTAINER_NAME_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
 )
+from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ClientConfig
@@ -165,10 +166,7 @@ class AgentServicer(pb_grpc.AgentServicer):
         ):
             data = line.data
             if request.timestamps:
-                stamp = time.strftime(
-                    "%Y-%m-%dT%H:%M:%S", time.gmtime(line.timestamp_ns // 1_000_000_000)
-                )
-                data = f"{stamp}.{line.timestamp_ns % 1_000_000_000:09d}Z ".encode() + data
+                data = f"{rfc3339.format_nano(line.timestamp_ns)} ".encode() + data
             if request.limit_bytes and sent + len(data) > request.limit_bytes:
                 data = data[: request.limit_bytes - sent]
             sent += len(data)
@@ -244,4 +242,4 @@ def serve(servicer: AgentServicer, listen: str) -> tuple[grpc.Server, int]:
     return server, port
 
 
-__all__ = ["AgentServicer", "TokenChecker", "parse_timestamp", "serve"]
+__all__ = ["AgentServicer", "TokenChecker", "serve"]

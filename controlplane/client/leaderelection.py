@@ -20,9 +20,9 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from controlplane.api.rfc3339 import format_micro_time
 from controlplane.client import errors
 from controlplane.client.clock import Clock, RealClock
 from controlplane.client.interface import ApiClient, Object
@@ -30,11 +30,6 @@ from controlplane.client.interface import ApiClient, Object
 log = logging.getLogger(__name__)
 
 LEASE = "Lease"
-
-
-def micro_time(when: float) -> str:
-    """A metav1.MicroTime string: RFC 3339 with microseconds, UTC."""
-    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)
@@ -99,13 +94,13 @@ class LeaderElector:
         spec = {
             "holderIdentity": cfg.identity,
             "leaseDurationSeconds": int(cfg.lease_duration),
-            "acquireTime": previous.get("acquireTime") if ours else micro_time(now),
-            "renewTime": micro_time(now),
+            "acquireTime": previous.get("acquireTime") if ours else format_micro_time(now),
+            "renewTime": format_micro_time(now),
             "leaseTransitions": int(previous.get("leaseTransitions") or 0)
             + (0 if ours or not previous else 1),
         }
         if ours and not spec["acquireTime"]:
-            spec["acquireTime"] = micro_time(now)
+            spec["acquireTime"] = format_micro_time(now)
         return spec
 
     def _observe(self, spec: dict[str, Any], now: float) -> None:
@@ -172,7 +167,7 @@ class LeaderElector:
                 **spec,
                 "holderIdentity": "",
                 "leaseDurationSeconds": 1,
-                "renewTime": micro_time(self.clock.now()),
+                "renewTime": format_micro_time(self.clock.now()),
             }
             updated = self.client.update(LEASE, new)
         except errors.ApiError as err:

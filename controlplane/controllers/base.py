@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
@@ -96,7 +97,7 @@ class EventRecorder:
             self.recorded.append((key, type_, reason, message))
             if len(self.recorded) > 1000:
                 del self.recorded[:500]
-        now = podutil.format_time(self.clock.now())
+        now = rfc3339.format_time(self.clock.now())
         namespace = str(meta.get("namespace") or "default")
         body: Object = {
             "apiVersion": "v1",

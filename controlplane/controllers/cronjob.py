@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions, Object
 from controlplane.controllers import cron, podutil
@@ -74,11 +75,11 @@ class CronJobController(Controller):
         successes = [j for j in jobs if finished_condition(j)[0] == "Complete"]
         if successes:
             latest = max(
-                podutil.parse_time(podutil.status(j).get("completionTime")) or 0.0
+                rfc3339.parse_time(podutil.status(j).get("completionTime")) or 0.0
                 for j in successes
             )
             if latest:
-                st["lastSuccessfulTime"] = podutil.format_time(latest)
+                st["lastSuccessfulTime"] = rfc3339.format_time(latest)
         try:
             schedule = cron.Schedule.parse(str(spec.get("schedule", "")))
         except cron.ScheduleError as err:
@@ -87,7 +88,7 @@ class CronJobController(Controller):
             )
             self._write_status(cj, st, active)
             return None
-        last = podutil.parse_time(st.get("lastScheduleTime"))
+        last = rfc3339.parse_time(st.get("lastScheduleTime"))
         plan = cron.plan_cronjob(spec, schedule, podutil.created_at(cj), last, len(active), now)
         if plan.skip_reason == "MissedDeadline":
             self.recorder.event(
@@ -118,7 +119,7 @@ class CronJobController(Controller):
                 active.append(created)
             except errors.AlreadyExists:
                 pass
-            st["lastScheduleTime"] = podutil.format_time(plan.run_at)
+            st["lastScheduleTime"] = rfc3339.format_time(plan.run_at)
         self._write_status(cj, st, active)
         if plan.next_check is None:
             return None
@@ -128,7 +129,7 @@ class CronJobController(Controller):
         template = copy.deepcopy(podutil.spec(cj).get("jobTemplate") or {})
         tmeta = template.get("metadata") or {}
         annotations = dict(tmeta.get("annotations") or {})
-        annotations[SCHEDULED_AT] = podutil.format_time(scheduled)
+        annotations[SCHEDULED_AT] = rfc3339.format_time(scheduled)
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.client.store import object_key
@@ -670,7 +671,7 @@ class DeploymentController(Controller):
                     True,
                 )
             elif deadline is not None:
-                last = podutil.parse_time(progressing.get("lastUpdateTime")) or now
+                last = rfc3339.parse_time(progressing.get("lastUpdateTime")) or now
                 if last + int(deadline) <= now:
                     if progressing.get("reason") != "ProgressDeadlineExceeded":
                         conds = podutil.set_condition(
@@ -693,7 +694,7 @@ class DeploymentController(Controller):
             if requeue is None and deadline is not None:
                 current = next((c for c in conds or [] if c.get("type") == "Progressing"), None)
                 if current is not None and current.get("reason") != "ProgressDeadlineExceeded":
-                    last = podutil.parse_time(current.get("lastUpdateTime")) or now
+                    last = rfc3339.parse_time(current.get("lastUpdateTime")) or now
                     requeue = max(1.0, last + int(deadline) - now + 1)
         st["conditions"] = conds
         if st != podutil.status(self.deployments.store.get_by_key(object_key(d)) or d):

@@ -22,6 +22,7 @@ import copy
 import threading
 from typing import Any, Protocol
 
+from controlplane.api import rfc3339
 from controlplane.api.quantity import parse_quantity
 from controlplane.client import errors
 from controlplane.client.interface import Object
@@ -91,8 +92,8 @@ def _sample(pod: Object) -> PodSample:
         phase=podutil.phase(pod),
         deleting=podutil.is_deleting(pod),
         ready=None if ready is None else ready.get("status") == "True",
-        ready_transition=podutil.parse_time(ready.get("lastTransitionTime")) if ready else None,
-        start_time=podutil.parse_time(podutil.status(pod).get("startTime")),
+        ready_transition=rfc3339.parse_time(ready.get("lastTransitionTime")) if ready else None,
+        start_time=rfc3339.parse_time(podutil.status(pod).get("startTime")),
     )
 
 
@@ -229,7 +230,7 @@ class HPAController(Controller):
                 f"the HPA controller was able to update the target scale to {decision.desired}",
             )
             self.recorder.event(hpa, "Normal", "SuccessfulRescale", f"New size: {decision.desired}")
-            st["lastScaleTime"] = podutil.format_time(now)
+            st["lastScaleTime"] = rfc3339.format_time(now)
             if behavior is not None:
                 change = hpa_calc.ScaleEvent(abs(decision.desired - current), now)
                 with self._lock:

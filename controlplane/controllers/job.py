@@ -17,6 +17,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions, Object
 from controlplane.controllers import job_calc, podutil, ranking
@@ -37,14 +38,14 @@ def job_selector(job: Object) -> Object:
 def finished_condition(job: Object) -> tuple[str, float | None]:
     for c in podutil.status(job).get("conditions") or []:
         if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
-            return str(c["type"]), podutil.parse_time(c.get("lastTransitionTime"))
+            return str(c["type"]), rfc3339.parse_time(c.get("lastTransitionTime"))
     return "", None
 
 
 def _finished_at(pod: Object) -> float | None:
     latest: float | None = None
     for cs in podutil.status(pod).get("containerStatuses") or []:
-        t = podutil.parse_time(((cs.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+        t = rfc3339.parse_time(((cs.get("state") or {}).get("terminated") or {}).get("finishedAt"))
         if t is not None and (latest is None or t > latest):
             latest = t
     return latest
@@ -132,10 +133,10 @@ class JobController(PodOwnerController):
             if t is None:
                 t = self._failure_seen.setdefault(key, {}).setdefault(podutil.uid_of(p), now)
             last_failure = t if last_failure is None else max(last_failure, t)
-        start = podutil.parse_time(st.get("startTime"))
+        start = rfc3339.parse_time(st.get("startTime"))
         if start is None and not podutil.spec(job).get("suspend"):
             start = now
-            st["startTime"] = podutil.format_time(now)
+            st["startTime"] = rfc3339.format_time(now)
         plan = job_calc.plan_job(
             podutil.spec(job),
             job_calc.JobCounts(len(active), succeeded, failed, last_failure),
@@ -169,7 +170,7 @@ class JobController(PodOwnerController):
             st["active"] = 0
             st.pop("active")
             if plan.finished == "Complete":
-                st["completionTime"] = podutil.format_time(now)
+                st["completionTime"] = rfc3339.format_time(now)
                 self.recorder.event(job, "Normal", "Completed", "Job completed")
             else:
                 self.recorder.event(job, "Warning", plan.reason, plan.message)

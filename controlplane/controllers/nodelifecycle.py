@@ -22,6 +22,7 @@ import copy
 import threading
 from typing import Any
 
+from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions, Object
 from controlplane.client.store import pod_node_index
@@ -153,7 +154,7 @@ class NodeLifecycleController(Controller):
 
     def _mark_unknown(self, node: Object, now: float) -> Object:
         conds = podutil.status(node).get("conditions") or []
-        stamp = podutil.format_time(now)
+        stamp = rfc3339.format_time(now)
         out: list[Object] = []
         seen = set()
         for c in conds:
@@ -281,7 +282,7 @@ class NodeLifecycleController(Controller):
                         t.get("key") == w["key"] and t.get("effect") == "NoExecute" for t in current
                     )
                 ]
-        merged = node_health.merge_taints(current, wanted, podutil.format_time(now))
+        merged = node_health.merge_taints(current, wanted, rfc3339.format_time(now))
         if merged is not None:
             self._write_taints(node, merged)
         if wait > 0:
@@ -303,7 +304,7 @@ class NodeLifecycleController(Controller):
         ]
         if not taints:
             return None
-        added = min((podutil.parse_time(t.get("timeAdded")) or now) for t in taints)
+        added = min((rfc3339.parse_time(t.get("timeAdded")) or now) for t in taints)
         soonest: float | None = None
         for pod in self.pods.store.by_index(NODE_INDEX, podutil.name_of(node)):
             if podutil.is_deleting(pod) or podutil.is_terminated(pod):

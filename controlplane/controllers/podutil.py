@@ -11,33 +11,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
+from controlplane.api.rfc3339 import format_time, parse_time
 from controlplane.client.selectors import Selector, SelectorError, from_label_selector
 
 Object = dict[str, Any]
-
-
-def parse_time(value: Any) -> float | None:
-    """An RFC 3339 timestamp as epoch seconds (None when absent or bad)."""
-    if not value or not isinstance(value, str):
-        return None
-    text = value.strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.timestamp()
-
-
-def format_time(when: float) -> str:
-    """Epoch seconds as a metav1.Time string (second precision, UTC)."""
-    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:

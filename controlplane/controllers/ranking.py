@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from controlplane.api import rfc3339
 from controlplane.controllers import podutil
 
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
@@ -26,7 +27,7 @@ def _key(pod: Mapping[str, Any], colocated: int) -> tuple[Any, ...]:
     node = str(podutil.spec(pod).get("nodeName") or "")
     ready = podutil.is_ready(pod)
     since = podutil.ready_since(pod) if ready else None
-    created = podutil.parse_time(podutil.meta(pod).get("creationTimestamp"))
+    created = rfc3339.parse_time(podutil.meta(pod).get("creationTimestamp"))
     return (
         1 if node else 0,
         _PHASE_RANK.get(podutil.phase(pod), 3),

@@ -9,10 +9,10 @@ Pure functions only: this module never touches cluster state.
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from controlplane.api import rfc3339
 from controlplane.scheduler import resources
 
 Obj = dict[str, Any]
@@ -170,9 +170,8 @@ class SpreadConstraint:
 
 
 def parse_time(text: str | None) -> float:
-    if not text:
-        return 0.0
-    return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """An RFC 3339 timestamp as epoch seconds; 0 when absent or bad."""
+    return rfc3339.parse_time(text) or 0.0
 
 
 def image_name(image: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agent.node_status import now_rfc3339
+from controlplane.api import rfc3339
 from controlplane.client.apiclient import GrpcApiClient
 from tests.e2e.cluster import helpers as h
 from tests.harness.cluster import Cluster, ClusterControlPlane, running_cluster
@@ -102,7 +102,7 @@ def test_two_control_planes_one_etcd_leader_failover(
             "spec": {
                 "holderIdentity": "ha-node",
                 "leaseDurationSeconds": 40,
-                "renewTime": now_rfc3339(micro=True),
+                "renewTime": rfc3339.now(micro=True),
             },
         }
         api2.create("Lease", lease, "kube-node-lease")  # fresh for the node's grace period

@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 import yaml
 
+from controlplane.api.rfc3339 import format_time
 from controlplane.cli.main import main as skiffctl
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.controllers.base import ManagerConfig
 from controlplane.controllers.manager import ControllerManager
-from controlplane.controllers.podutil import format_time
 from controlplane.controllers.rollout import REVISION
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from controlplane.api.rfc3339 import format_time
 from controlplane.controllers import node_health
-from controlplane.controllers.podutil import format_time
 from controlplane.controllers.replicaset import pod_from_template
 
 
