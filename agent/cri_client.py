@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from proto.rpc_errors import rpc_status
 from proto.runtime.v1 import api_pb2 as cri
 from proto.runtime.v1 import api_pb2_grpc as cri_grpc
 
@@ -64,9 +65,8 @@ class CRIClient:
         try:
             return fn(request, timeout=timeout or self._timeout)
         except grpc.RpcError as err:
-            code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
-            details = err.details() if hasattr(err, "details") else str(err)
-            raise CRIError(method, code, details or "") from None
+            code, details = rpc_status(err)
+            raise CRIError(method, code, details) from None
 
     # Runtime info
     def version(self) -> cri.VersionResponse:

@@ -44,6 +44,7 @@ import grpc
 from agent.cri_client import CRIClient, CRIError
 from agent.pod_config import CONTAINER_NAME_LABEL, POD_UID_LABEL
 from agent.server import AgentServicer, serve
+from proto.rpc_errors import rpc_status
 from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent.streams")
@@ -93,9 +94,8 @@ class CRIStreams:
         try:
             return str(call(request, timeout=self._timeout).url)
         except grpc.RpcError as err:
-            code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
-            details = err.details() if hasattr(err, "details") else str(err)
-            raise CRIError(method, code, details or "") from None
+            code, details = rpc_status(err)
+            raise CRIError(method, code, details) from None
 
     def exec(self, request: cri.ExecRequest) -> str:
         return self._url("Exec", self._client.runtime.Exec, request)

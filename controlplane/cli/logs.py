@@ -25,7 +25,6 @@ import codecs
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import grpc
 
@@ -38,6 +37,7 @@ from controlplane.client.agents import AgentUnreachable, agent_address
 from controlplane.client.interface import ListOptions, Object
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
+from proto.rpc_errors import rpc_status
 
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 # Reasons kubectl prints for API errors, by the agent's gRPC status code.
@@ -105,8 +105,8 @@ def connect_node(ctx: Context, node_name: str) -> AgentConnection:
 
 def agent_failure(err: grpc.RpcError, node: str, address: str) -> str:
     """What to print for a failed agent call, in kubectl's words where it has some."""
-    code: Any = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
-    details = (err.details() if hasattr(err, "details") else "") or str(code)
+    code, details = rpc_status(err)
+    details = details or str(code)
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         return f"error: cannot reach the agent of node {node} at {address}: {details}"
     if code == grpc.StatusCode.UNAUTHENTICATED:

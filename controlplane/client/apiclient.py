@@ -36,6 +36,7 @@ from controlplane.client.interface import (
     WatchEvent,
 )
 from proto.controlplane.v1 import api_pb2, api_pb2_grpc
+from proto.rpc_errors import rpc_status
 
 SERVER_NAME = "skiff-apiserver"
 DEFAULT_TIMEOUT = 30.0
@@ -76,9 +77,7 @@ def _item_error(result: Any) -> errors.ApiError | None:
 
 
 def map_error(err: grpc.RpcError) -> errors.ApiError:
-    code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
-    details = err.details() if hasattr(err, "details") else str(err)
-    return _error(code, details or "")
+    return _error(*rpc_status(err))
 
 
 def _error(code: grpc.StatusCode, details: str) -> errors.ApiError:

@@ -38,6 +38,7 @@ from controlplane.storage.interface import (
 )
 from proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 from proto.etcd.mvccpb import kv_pb2
+from proto.rpc_errors import rpc_status
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,8 @@ def _target(endpoints: list[str]) -> str:
 
 
 def _map_error(err: grpc.RpcError, what: str) -> StorageError:
-    code = err.code() if hasattr(err, "code") else None
-    details = err.details() if hasattr(err, "details") else str(err)
-    if code == grpc.StatusCode.OUT_OF_RANGE or "compacted" in (details or ""):
+    code, details = rpc_status(err)
+    if code == grpc.StatusCode.OUT_OF_RANGE or "compacted" in details:
         return Compacted(0, 0)
     return StoreUnavailable(f"etcd {what} failed: {code}: {details}")
 
