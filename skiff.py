@@ -26,8 +26,6 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "image": ("runtime.image.cli", "main", "import or export images for the runtime"),
 }
 
-NOT_IMPLEMENTED_EXIT = 3
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -40,16 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(name: str) -> Callable[[Sequence[str]], int] | None:
+def _load(name: str) -> Callable[[Sequence[str]], int]:
     module_name, func_name, _ = SUBCOMMANDS[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        # Only "this part is not built yet" is tolerated; a missing dependency
-        # of an existing part is a real error and must surface.
-        if err.name is not None and module_name.startswith(err.name):
-            return None
-        raise
+    module = importlib.import_module(module_name)
     func: Callable[..., int] = getattr(module, func_name)
     if name == "up":
         # Like k3s server, `skiff up` runs the control plane in its own process
@@ -82,11 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    func = _load(args[0])
-    if func is None:
-        print(f"skiff {args[0]}: not implemented yet", file=sys.stderr)
-        return NOT_IMPLEMENTED_EXIT
-    return func(args[1:])
+    return _load(args[0])(args[1:])
 
 
 if __name__ == "__main__":

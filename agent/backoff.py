@@ -50,7 +50,3 @@ class Backoff:
 
     def forget(self, key: str) -> None:
         self._delay.pop(key, None)
-
-    def forget_prefix(self, prefix: str) -> None:
-        for key in [k for k in self._delay if k.startswith(prefix)]:
-            del self._delay[key]

@@ -155,12 +155,6 @@ class Phase:
         return 100.0 * self.cpu / self.wall if self.wall else 0.0
 
 
-def wait_until(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.1) -> float:
-    t0 = time.monotonic()
-    wait_for(cond, timeout=timeout, interval=interval, message=what)
-    return time.monotonic() - t0
-
-
 # ---------------------------------------------------------------- real nodes
 
 

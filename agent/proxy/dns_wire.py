@@ -240,10 +240,6 @@ def a_rdata(ip: str) -> bytes:
     return ipaddress.IPv4Address(ip).packed
 
 
-def aaaa_rdata(ip: str) -> bytes:
-    return ipaddress.IPv6Address(ip).packed
-
-
 def name_rdata(target: str) -> bytes:
     return encode_name(target)
 

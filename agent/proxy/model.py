@@ -65,10 +65,6 @@ def is_ipv4(text: str) -> bool:
         return False
 
 
-def is_headless(svc: Mapping[str, Any]) -> bool:
-    return _spec(svc).get("clusterIP") == "None"
-
-
 def cluster_ip(svc: Mapping[str, Any]) -> str:
     """The Service's IPv4 virtual IP, or "" (headless, ExternalName, unallocated)."""
     spec = _spec(svc)

@@ -199,9 +199,6 @@ class ServiceProxy:
                     log.warning("conntrack -D %s failed: %s", " ".join(filters), err)
             self._applied = ports
 
-    def request_sync(self) -> None:
-        self._wake.set()
-
     def _prepare_host(self) -> None:
         if self.settings.localhost_nodeports:
             try:

@@ -203,14 +203,6 @@ def svc_chain(sp: ServicePort, chains: Chains = DEFAULT_CHAINS) -> str:
     return chains.svc(sp)
 
 
-def svl_chain(sp: ServicePort, chains: Chains = DEFAULT_CHAINS) -> str:
-    return chains.svl(sp)
-
-
-def sep_chain(sp: ServicePort, ep: Endpoint, chains: Chains = DEFAULT_CHAINS) -> str:
-    return chains.sep(sp, ep)
-
-
 @dataclass(frozen=True)
 class RuleConfig:
     node_name: str = ""

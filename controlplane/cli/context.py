@@ -60,10 +60,6 @@ class Context:
         return str(ns) if ns else "default"
 
     @property
-    def namespace_given(self) -> bool:
-        return bool(getattr(self.args, "namespace", None))
-
-    @property
     def all_namespaces(self) -> bool:
         return bool(getattr(self.args, "all_namespaces", False))
 

@@ -1,8 +1,8 @@
 """skiffctl entry point: parse global flags and the verb, dispatch to the verb's module.
 
 One module per verb (`apply.py`, `get.py`, ...), each with `register(parser)`
-to declare its flags and `run(ctx) -> int`. `VERBS` is the dispatch table
-(`notimpl` marks a verb that is not built yet). main() maps failures to
+to declare its flags and `run(ctx) -> int`. `VERBS` is the dispatch table.
+main() maps failures to
 kubectl's messages and exit codes: API errors print `Error from server
 (Reason): ...` and exit 1, user errors `error: ...` exit 1, unknown verbs or
 flags print usage and exit 2 (argparse). The client is made by an injected
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     _global_flags(parser, suppress=False)
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for verb, spec in VERBS.items():
-        text = spec.help + (" (not implemented yet)" if spec.module == "notimpl" else "")
+        text = spec.help
         p = sub.add_parser(verb, help=text, description=text)
         _global_flags(p, suppress=True)
         _verb_module(verb).register(p)

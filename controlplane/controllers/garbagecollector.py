@@ -58,10 +58,6 @@ FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 
 
-def gc_key(obj: Mapping[str, Any]) -> str:
-    return f"{obj.get('kind', '')}|{podutil.namespace_of(obj)}|{podutil.name_of(obj)}"
-
-
 class GarbageCollector(Controller):
     name = "garbagecollector"
     default_workers = 20

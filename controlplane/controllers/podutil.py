@@ -9,8 +9,7 @@ does not change) and label-selector evaluation. Pure: no I/O, no clock
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from controlplane.api.rfc3339 import format_time, parse_time
@@ -152,26 +151,6 @@ def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
     return ref is not None and ref.get("uid") == uid_of(owner)
 
 
-def with_owner(obj: Object, owner: Mapping[str, Any]) -> Object:
-    """A copy of `obj` with `owner` added as its controller reference."""
-    new = copy.deepcopy(obj)
-    refs = [
-        r
-        for r in new.setdefault("metadata", {}).get("ownerReferences") or []
-        if r.get("uid") != uid_of(owner)
-    ]
-    refs.append(owner_ref(owner))
-    new["metadata"]["ownerReferences"] = refs
-    return new
-
-
-def without_owner(obj: Object, owner_uid: str) -> Object:
-    new = copy.deepcopy(obj)
-    refs = [r for r in meta(new).get("ownerReferences") or [] if r.get("uid") != owner_uid]
-    new["metadata"]["ownerReferences"] = refs
-    return new
-
-
 # ---- conditions ---------------------------------------------------------------
 
 
@@ -216,7 +195,3 @@ def set_condition(
 def pod_template_labels(owner: Mapping[str, Any]) -> Mapping[str, str]:
     template = spec(owner).get("template") or {}
     return labels_of(template)
-
-
-def sum_of(items: Iterable[int]) -> int:
-    return sum(items)

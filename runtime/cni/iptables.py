@@ -167,7 +167,3 @@ def teardown(cid: str, v6: bool = False) -> bool:
         return False
     restore(deletes + [f"-F {c}" for c in chains] + [f"-X {c}" for c in chains], v6)
     return True
-
-
-def rules_mentioning(cid: str, v6: bool = False) -> list[str]:
-    return [line for line in save(v6) if cid in line]

@@ -160,10 +160,7 @@ def test_runtime_unit_flags_parse() -> None:
 def test_agent_unit_flags_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     argv = unit_argv(UNITS / "skiff-agent.service", UNIT_ENV)
     assert argv[:2] == ["/opt/skiff/src/.venv/bin/skiff", "agent"]
-    try:
-        agent_main = importlib.import_module("agent.main")
-    except ModuleNotFoundError:
-        pytest.skip("agent.main is not there yet")
+    agent_main = importlib.import_module("agent.main")
     monkeypatch.setenv("SKIFF_JOIN_TOKEN", "join-token-from-env")
     args = agent_main.build_parser().parse_args(argv[2:])
     assert args.server == "192.168.56.10:6443"
