@@ -23,11 +23,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.client.store import object_key
-from controlplane.controllers import podutil, rollout
+from controlplane.controllers import deployment_status, podutil, rollout
 from controlplane.controllers.base import (
     CONTROLLER_UID,
     Controller,
@@ -569,143 +568,23 @@ class DeploymentController(Controller):
     # ---- status ---------------------------------------------------------------------
 
     def _sync_status(self, d: Object, rss: list[Object], new: Object | None) -> float | None:
-        now = self.clock.now()
-        spec = podutil.spec(d)
-        want = int(spec.get("replicas", 1))
-        _, _, unavailable = rollout.strategy_params(d)
-        old_status = dict(podutil.status(d))
-        total = sum(int(podutil.status(r).get("replicas") or 0) for r in rss)
-        ready = sum(int(podutil.status(r).get("readyReplicas") or 0) for r in rss)
-        available = sum(int(podutil.status(r).get("availableReplicas") or 0) for r in rss)
-        updated = int(podutil.status(new).get("replicas") or 0) if new is not None else 0
-        st: dict[str, Any] = dict(old_status)
-        st.update(
-            {
-                "observedGeneration": podutil.meta(d).get("generation", 0),
-                "replicas": total,
-                "updatedReplicas": updated,
-                "readyReplicas": ready,
-                "availableReplicas": available,
-                "unavailableReplicas": max(0, want - available),
-            }
-        )
-        conds = (d.get("status") or {}).get("conditions") or old_status.get("conditions")
-        if available >= want - unavailable:
-            conds = podutil.set_condition(
-                conds,
-                "Available",
-                "True",
-                "MinimumReplicasAvailable",
-                "Deployment has minimum availability.",
-                now,
-                True,
+        plan = deployment_status.plan_status(d, rss, new, self.clock.now())
+        if plan.deadline_exceeded:
+            self.recorder.event(
+                d,
+                "Warning",
+                "ProgressDeadlineExceeded",
+                f"Deployment {podutil.name_of(d)!r} has timed out progressing.",
             )
-        else:
-            conds = podutil.set_condition(
-                conds,
-                "Available",
-                "False",
-                "MinimumReplicasUnavailable",
-                "Deployment does not have minimum availability.",
-                now,
-                True,
-            )
-        requeue: float | None = None
-        deadline = spec.get("progressDeadlineSeconds")
-        progressing = next((c for c in conds or [] if c.get("type") == "Progressing"), None)
-        new_name = podutil.name_of(new) if new is not None else ""
-        if spec.get("paused"):
-            conds = podutil.set_condition(
-                conds,
-                "Progressing",
-                "Unknown",
-                "DeploymentPaused",
-                "Deployment is paused",
-                now,
-                True,
-            )
-        elif (
-            new is not None
-            and updated == want
-            and available == want
-            and total == want
-            and int(podutil.status(new).get("availableReplicas") or 0) == want
-        ):
-            if progressing is None or progressing.get("reason") != "NewReplicaSetAvailable":
-                conds = podutil.set_condition(
-                    conds,
-                    "Progressing",
-                    "True",
-                    "NewReplicaSetAvailable",
-                    f'ReplicaSet "{new_name}" has successfully progressed.',
-                    now,
-                    True,
-                )
-        elif new is not None:
-            moved = (
-                updated > int(old_status.get("updatedReplicas") or 0)
-                or available > int(old_status.get("availableReplicas") or 0)
-                or ready > int(old_status.get("readyReplicas") or 0)
-                or total - updated
-                < int(old_status.get("replicas") or 0) - int(old_status.get("updatedReplicas") or 0)
-            )
-            if (
-                progressing is not None
-                and progressing.get("reason") == "ProgressDeadlineExceeded"
-                and not moved
-            ):
-                pass
-            elif (
-                moved
-                or progressing is None
-                or progressing.get("reason")
-                in ("NewReplicaSetAvailable", "DeploymentPaused", "DeploymentResumed")
-            ):
-                conds = podutil.set_condition(
-                    conds,
-                    "Progressing",
-                    "True",
-                    "ReplicaSetUpdated",
-                    f'ReplicaSet "{new_name}" is progressing.',
-                    now,
-                    True,
-                )
-            elif deadline is not None:
-                last = rfc3339.parse_time(progressing.get("lastUpdateTime")) or now
-                if last + int(deadline) <= now:
-                    if progressing.get("reason") != "ProgressDeadlineExceeded":
-                        conds = podutil.set_condition(
-                            conds,
-                            "Progressing",
-                            "False",
-                            "ProgressDeadlineExceeded",
-                            f'ReplicaSet "{new_name}" has timed out progressing.',
-                            now,
-                            True,
-                        )
-                        self.recorder.event(
-                            d,
-                            "Warning",
-                            "ProgressDeadlineExceeded",
-                            f"Deployment {podutil.name_of(d)!r} has timed out progressing.",
-                        )
-                else:
-                    requeue = last + int(deadline) - now + 1
-            if requeue is None and deadline is not None:
-                current = next((c for c in conds or [] if c.get("type") == "Progressing"), None)
-                if current is not None and current.get("reason") != "ProgressDeadlineExceeded":
-                    last = rfc3339.parse_time(current.get("lastUpdateTime")) or now
-                    requeue = max(1.0, last + int(deadline) - now + 1)
-        st["conditions"] = conds
-        if st != podutil.status(self.deployments.store.get_by_key(object_key(d)) or d):
+        if plan.status != podutil.status(self.deployments.store.get_by_key(object_key(d)) or d):
             body = copy.deepcopy(d)
-            body["status"] = st
+            body["status"] = plan.status
             body["metadata"].pop("resourceVersion", None)
             try:
                 self.client.update_status("Deployment", body)
             except errors.NotFound:
                 return None
-        return requeue
+        return plan.requeue
 
 
 def init(ctx: ControllerContext) -> Controller:
