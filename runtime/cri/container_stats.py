@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from proto.runtime.v1 import api_pb2
-from runtime.cri import container_status
+from runtime.cri import container_status, list_filter
 from runtime.cri.service import RuntimeService
 from runtime.store.records import Container
 
@@ -69,15 +69,5 @@ def run(svc: RuntimeService, req: api_pb2.ContainerStatsRequest) -> api_pb2.Cont
 def run_list(
     svc: RuntimeService, req: api_pb2.ListContainerStatsRequest
 ) -> api_pb2.ListContainerStatsResponse:
-    f = req.filter
-    out = []
-    for c in svc.containers.list():
-        if f.id and not c.id.startswith(f.id):
-            continue
-        if f.pod_sandbox_id and not c.sandbox_id.startswith(f.pod_sandbox_id):
-            continue
-        cfg = container_status.config_of(c)
-        if any(cfg.labels.get(k) != v for k, v in f.label_selector.items()):
-            continue
-        out.append(stats_of(svc, c))
-    return api_pb2.ListContainerStatsResponse(stats=out)
+    stats = [stats_of(svc, c) for c in list_filter.containers(svc, req.filter)]
+    return api_pb2.ListContainerStatsResponse(stats=stats)

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 from proto.runtime.v1 import api_pb2
-from runtime.cri import sandbox_status
+from runtime.cri import list_filter, sandbox_status
 from runtime.cri.service import RuntimeService
 
 
 def run(svc: RuntimeService, req: api_pb2.ListPodSandboxRequest) -> api_pb2.ListPodSandboxResponse:
     f = req.filter
     items = []
-    for s in svc.sandboxes.list():
-        if f.id and not s.id.startswith(f.id):
-            continue
-        # labels first: they are cheap, a refresh reads /proc
-        labels = sandbox_status.config_of(s).labels
-        if any(labels.get(k) != v for k, v in f.label_selector.items()):
-            continue
+    for s in list_filter.sandboxes(svc, f):
         sandbox_status.refresh(svc, s)
         item = sandbox_status.to_list_item(s)
         if f.HasField("state") and item.state != f.state.state:

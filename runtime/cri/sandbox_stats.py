@@ -4,7 +4,7 @@ its containers' stats."""
 from __future__ import annotations
 
 from proto.runtime.v1 import api_pb2
-from runtime.cri import container_stats, sandbox_status
+from runtime.cri import container_stats, list_filter, sandbox_status
 from runtime.cri.service import RuntimeService
 from runtime.store.records import Sandbox
 
@@ -51,13 +51,5 @@ def run(
 def run_list(
     svc: RuntimeService, req: api_pb2.ListPodSandboxStatsRequest
 ) -> api_pb2.ListPodSandboxStatsResponse:
-    f = req.filter
-    out = []
-    for s in svc.sandboxes.list():
-        if f.id and not s.id.startswith(f.id):
-            continue
-        cfg = sandbox_status.config_of(s)
-        if any(cfg.labels.get(k) != v for k, v in f.label_selector.items()):
-            continue
-        out.append(stats_of(svc, s))
-    return api_pb2.ListPodSandboxStatsResponse(stats=out)
+    stats = [stats_of(svc, s) for s in list_filter.sandboxes(svc, req.filter)]
+    return api_pb2.ListPodSandboxStatsResponse(stats=stats)
