@@ -122,7 +122,7 @@ def test_unknown_kinds_get_name_and_age() -> None:
 
 
 def test_custom_printer_columns() -> None:
-    columns = [
+    columns: list[dict[str, Any]] = [
         {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
         {
             "name": "Phase",
