@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from controlplane.api import columns, jsonpath
+from controlplane.api import columns, crd, jsonpath
 
 Object = dict[str, Any]
 
@@ -142,8 +142,8 @@ def table(
     """A meta.k8s.io/v1 Table of `objects` of kind `kind` (a kinds key).
 
     `include_object` is the request's includeObject (None, Metadata, Object);
-    `printer_columns` are a custom kind's additionalPrinterColumns (None for
-    a built-in kind); `list_metadata` (resourceVersion, continue) is copied
+    `printer_columns` are a custom kind's additionalPrinterColumns (by default
+    those of its registered CRD, by the first object's version); `list_metadata` (resourceVersion, continue) is copied
     into the Table's metadata. `wide` changes nothing: every Table carries
     the wide-only columns at priority 1, as kube-apiserver's do.
     """
@@ -151,6 +151,9 @@ def table(
     if include_object not in INCLUDE_OBJECT:
         raise ValueError(f"includeObject must be one of {', '.join(INCLUDE_OBJECT)}")
     at = time.time() if now is None else now
+    if printer_columns is None and crd.is_custom(kind):
+        version = str((objects[0] if objects else {}).get("apiVersion", "")).rpartition("/")[2]
+        printer_columns = crd.printer_columns(kind, version or None)
     if printer_columns is not None:
         definitions, cells = _custom(printer_columns, objects, at)
     else:
