@@ -434,6 +434,53 @@ def scale_paths(key: str, version: str | None = None) -> Object | None:
     return None if v is None else v.scale
 
 
+def _at(obj: Any, path: str) -> Any:
+    for part in path.strip(".").split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return obj
+
+
+def scale_of(key: str, obj: Object) -> Object | None:
+    """The autoscaling/v1 Scale of a custom object (None: no scale subresource)."""
+    paths = scale_paths(key, obj.get("apiVersion", "").rpartition("/")[2] or None)
+    if paths is None:
+        return None
+    meta = obj.get("metadata") or {}
+    spec_replicas = _at(obj, paths["specReplicasPath"])
+    status_replicas = _at(obj, paths["statusReplicasPath"])
+    status: Object = {"replicas": status_replicas if isinstance(status_replicas, int) else 0}
+    if paths.get("labelSelectorPath"):
+        selector = _at(obj, paths["labelSelectorPath"])
+        if isinstance(selector, str):
+            status["selector"] = selector
+    return {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": spec_replicas if isinstance(spec_replicas, int) else 0},
+        "status": status,
+    }
+
+
+def replicas_patch(key: str, replicas: int, version: str | None = None) -> Object | None:
+    """A JSON merge patch setting a custom object's replicas at its
+    specReplicasPath (None: no scale subresource)."""
+    paths = scale_paths(key, version)
+    if paths is None:
+        return None
+    patch: Object = {}
+    node = patch
+    parts = str(paths["specReplicasPath"]).strip(".").split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = replicas
+    return patch
+
+
 # ---- custom objects -----------------------------------------------------------------
 
 
@@ -512,6 +559,7 @@ def _check(s: Object, value: Any, path: str, problems: list[str]) -> None:
         if isinstance(items, dict):
             for i, item in enumerate(value):
                 _check(items, item, f"{path}[{i}]", problems)
+        _unique(s, value, where, problems)
     if got == "object":
         _check_object(s, value, path, where, problems)
     for key in ("allOf", "anyOf", "oneOf"):
@@ -528,6 +576,26 @@ def _check(s: Object, value: Any, path: str, problems: list[str]) -> None:
                 problems.append(f"{where}: must match exactly one schema in oneOf")
     if isinstance(s.get("not"), dict) and not _sub_problems(s["not"], value, path):
         problems.append(f"{where}: must not match the schema in not")
+
+
+def _unique(s: Object, items: list[Any], where: str, problems: list[str]) -> None:
+    """x-kubernetes-list-type set (unique values) and map (unique keys)."""
+    list_type = s.get("x-kubernetes-list-type")
+    if list_type == "set":
+        seen: list[Any] = []
+        for i, item in enumerate(items):
+            if item in seen:
+                problems.append(f"{where}[{i}]: Duplicate value: {item!r}")
+            seen.append(item)
+    elif list_type == "map":
+        keys = s.get("x-kubernetes-list-map-keys") or []
+        seen_keys: set[str] = set()
+        for i, item in enumerate(items):
+            if isinstance(item, dict):
+                ident = repr([item.get(k) for k in keys])
+                if ident in seen_keys:
+                    problems.append(f"{where}[{i}]: Duplicate value: map keys {ident}")
+                seen_keys.add(ident)
 
 
 def _sub_problems(s: Any, value: Any, path: str) -> list[str]:
@@ -571,27 +639,36 @@ def _check_object(s: Object, value: Object, path: str, where: str, problems: lis
             _check(extra, child, child_path, problems)
 
 
+_ROOT_FIELDS = ("apiVersion", "kind", "metadata")
+
+
+def _root(schema: Object) -> Object:
+    """The root schema with apiVersion, kind and metadata left to the server:
+    kept as an embedded resource keeps them, never defaulted or pruned here."""
+    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in _ROOT_FIELDS}
+    return {**schema, "properties": props, "x-kubernetes-embedded-resource": True}
+
+
 def default_object(key: str, obj: Object) -> None:
     """Apply the schema's defaults, then prune fields the schema does not
     know (unless x-kubernetes-preserve-unknown-fields), in place."""
     v = _version(key, obj)
     if v is None:
         return
-    for name, sub in (v.schema.get("properties") or {}).items():
-        if name in ("apiVersion", "kind", "metadata") or not isinstance(sub, dict):
-            continue
-        if name not in obj and "default" in sub:
-            obj[name] = clone(sub["default"])
-        if name in obj:
-            obj[name] = _default(sub, obj[name])
-    if not v.schema.get("x-kubernetes-preserve-unknown-fields"):
-        props = v.schema.get("properties") or {}
-        for name in list(obj):
-            if name not in ("apiVersion", "kind", "metadata") and name not in props:
-                del obj[name]
-    for name, sub in (v.schema.get("properties") or {}).items():
-        if name not in ("apiVersion", "kind", "metadata") and name in obj and isinstance(sub, dict):
-            obj[name] = _prune(sub, obj[name])
+    root = _root(v.schema)
+    _default(root, obj)
+    _prune(root, obj, "", None)
+
+
+def unknown_fields(key: str, obj: Object) -> list[str]:
+    """The paths pruning would drop from `obj`: what `fieldValidation=Strict`
+    reports as unknown fields of a custom object (`obj` is not changed)."""
+    v = _version(key, obj)
+    if v is None:
+        return []
+    found: list[str] = []
+    _prune(_root(v.schema), clone(obj), "", found)
+    return found
 
 
 def _default(s: Object, value: Any) -> Any:
@@ -614,24 +691,25 @@ def _default(s: Object, value: Any) -> Any:
     return value
 
 
-def _prune(s: Object, value: Any) -> Any:
+def _prune(s: Object, value: Any, path: str, removed: list[str] | None) -> Any:
+    """`value` without the fields schema `s` does not know; their paths are
+    appended to `removed` when given."""
     if isinstance(value, dict):
         props = s.get("properties") or {}
         extra = s.get("additionalProperties")
         preserve = s.get("x-kubernetes-preserve-unknown-fields") is True
         embedded = s.get("x-kubernetes-embedded-resource") is True
         for key in list(value):
+            where = f"{path}.{key}" if path else key
             sub = props.get(key)
             if isinstance(sub, dict):
-                value[key] = _prune(sub, value[key])
+                value[key] = _prune(sub, value[key], where, removed)
             elif isinstance(extra, dict):
-                value[key] = _prune(extra, value[key])
-            elif not (
-                preserve
-                or extra is True
-                or (embedded and key in ("apiVersion", "kind", "metadata"))
-            ):
+                value[key] = _prune(extra, value[key], where, removed)
+            elif not (preserve or extra is True or (embedded and key in _ROOT_FIELDS)):
                 del value[key]
+                if removed is not None:
+                    removed.append(where)
     elif isinstance(value, list) and isinstance(s.get("items"), dict):
-        return [_prune(s["items"], item) for item in value]
+        return [_prune(s["items"], item, f"{path}[{i}]", removed) for i, item in enumerate(value)]
     return value

@@ -154,12 +154,22 @@ def _refs(name: str) -> set[str]:
     return out
 
 
-def _crd_definitions() -> dict[str, dict[str, Any]]:
+def _crd_definitions(prefix: str) -> dict[str, dict[str, Any]]:
     """Definitions of every served custom resource version, by definition name."""
     out = {}
     for served in crd.served_versions():
         body: dict[str, Any] = dict(served.schema) if served.schema else {"type": "object"}
         body.setdefault("type", "object")
+        # As kube-apiserver publishes them: with the standard top-level fields.
+        body["properties"] = {
+            "apiVersion": {"type": "string", "description": "APIVersion of this object."},
+            "kind": {"type": "string", "description": "Kind of this object."},
+            "metadata": {
+                "$ref": prefix + schema.full_name("ObjectMeta"),
+                "description": "Standard object metadata.",
+            },
+            **(body.get("properties") or {}),
+        }
         body["x-kubernetes-group-version-kind"] = [
             {"group": served.group, "kind": served.kind, "version": served.version}
         ]
@@ -340,8 +350,8 @@ def _document(
     definitions: dict[str, Any] = {}
     paths: dict[str, Any] = {}
     needed: set[str] = set()
-    crd_defs = _crd_definitions()
     prefix = "#/components/schemas/" if v3 else "#/definitions/"
+    crd_defs = _crd_definitions(prefix)
     for group, version, info, type_name in entries:
         if type_name is not None:
             needed |= _refs(type_name)
@@ -349,6 +359,7 @@ def _document(
         else:
             name = _crd_name(group, version, info.kind)
             definitions[name] = crd_defs.get(name, {"type": "object"})
+            needed |= _refs("ObjectMeta")
             ref = prefix + name
         paths.update(_paths(info, group, version, ref, v3))
         if info.has_scale:

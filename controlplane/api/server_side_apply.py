@@ -37,6 +37,7 @@ Path = tuple[str, ...]  # FieldsV1 keys from the root: ("f:spec", "f:replicas")
 
 APPLY = "Apply"
 UPDATE = "Update"
+BEFORE_FIRST_APPLY = "before-first-apply"
 
 # Metadata the server owns: never part of anyone's field set.
 _SERVER_METADATA = (
@@ -332,6 +333,11 @@ def apply(
         return _with_entries(_merge(kind, {}, config), [me])
     current = _flatten(kind, live)
     entries = _entries(live)
+    if not entries and current:
+        # As Kubernetes does for an object nobody has applied or updated with
+        # field tracking: its fields belong to "before-first-apply".
+        fields = set(current)
+        entries = [_Entry(BEFORE_FIRST_APPLY, UPDATE, api_version, stamp, fields, subresource)]
     others = [e for e in entries if not (e.manager == manager and e.operation == APPLY)]
     mine_before = next((e for e in entries if e.manager == manager and e.operation == APPLY), None)
     differing = {p for p, v in wanted.items() if p not in current or current[p] != v}

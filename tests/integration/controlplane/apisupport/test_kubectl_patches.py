@@ -229,3 +229,31 @@ def test_get_prints_the_table_columns(stub: Stub, tmp_path: Path) -> None:
     assert out[1].split()[:2] == ["web", "1/2"]
     wide = kubectl(stub, tmp_path, "get", "deployment", "web", "-o", "wide").stdout.splitlines()
     assert wide[0].split()[-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+
+
+def test_custom_kind_explain_and_printer_columns(tmp_path: Path) -> None:
+    from controlplane.api import crd
+    from tests.unit.controlplane.api.test_crd import widget_crd
+
+    crd.register(widget_crd())
+    try:
+        obj = {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {
+                "name": "w",
+                "namespace": "default",
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+            },
+            "spec": {"size": 4},
+        }
+        with running({"/apis/example.com/v1/namespaces/default/widgets/w": obj}) as stub:
+            out = kubectl(stub, tmp_path, "explain", "widgets.spec").stdout
+            assert "size" in out and "<integer>" in out
+            lines = kubectl(stub, tmp_path, "get", "widget", "w").stdout.splitlines()
+            assert lines[0].split() == ["NAME", "SIZE", "AGE"] and lines[1].split()[:2] == [
+                "w",
+                "4",
+            ]
+    finally:
+        crd.unregister("widgets.example.com")

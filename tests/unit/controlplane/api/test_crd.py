@@ -366,3 +366,60 @@ def test_generation_changes_on_register(widgets: kinds.KindInfo) -> None:
     crd.unregister("widgets.example.com")
     assert crd.generation() != before
     crd.register(widget_crd())
+
+
+def test_unknown_fields_for_strict_validation(widgets: kinds.KindInfo) -> None:
+    obj = widget({"size": 1, "bogus": 1, "free": {"kept": 1}, "tags": ["a"]})
+    obj["top"] = 1
+    before = copy.deepcopy(obj)
+    assert crd.unknown_fields("Widget", obj) == ["spec.bogus", "top"]
+    assert obj == before
+
+
+def test_scale_subresource_helpers(widgets: kinds.KindInfo) -> None:
+    obj = widget({"size": 1, "replicas": 3})
+    obj["status"] = {"replicas": 2}
+    scale = crd.scale_of("Widget", obj)
+    assert scale is not None
+    assert scale["kind"] == "Scale" and scale["spec"] == {"replicas": 3}
+    assert scale["status"] == {"replicas": 2} and scale["metadata"]["name"] == "w"
+    assert crd.replicas_patch("Widget", 5) == {"spec": {"replicas": 5}}
+    assert crd.scale_of("Deployment", obj) is None
+
+
+def test_list_types_require_unique_entries() -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "tags": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "set",
+                        "items": {"type": "string"},
+                    },
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["port"],
+                        "items": {"type": "object", "properties": {"port": {"type": "integer"}}},
+                    },
+                },
+            }
+        },
+    }
+    obj = widget_crd(
+        versions=[
+            {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+        ]
+    )
+    crd.register(obj)
+    try:
+        problems = validation.validate(
+            "Widget", widget({"tags": ["a", "a"], "ports": [{"port": 1}, {"port": 1}]})
+        )
+        assert any("spec.tags[1]: Duplicate value" in p for p in problems), problems
+        assert any("spec.ports[1]: Duplicate value" in p for p in problems), problems
+    finally:
+        crd.unregister("widgets.example.com")

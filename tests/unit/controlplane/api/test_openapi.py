@@ -173,3 +173,13 @@ def test_documents_follow_crd_changes(widgets: None) -> None:
     crd.unregister("widgets.example.com")
     assert "apis/example.com/v1" not in openapi.v3_paths()["paths"]
     crd.register(widget_crd())
+
+
+def test_custom_kind_schemas_carry_the_standard_fields(widgets: None) -> None:
+    doc = openapi.v3("example.com", "v1")
+    props = doc["components"]["schemas"]["com.example.v1.Widget"]["properties"]
+    assert (
+        props["metadata"]["$ref"]
+        == "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    )
+    assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in doc["components"]["schemas"]

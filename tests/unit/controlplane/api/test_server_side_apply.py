@@ -256,3 +256,12 @@ def test_bad_managed_fields_are_invalid() -> None:
     live["metadata"]["managedFields"] = "nope"
     with pytest.raises(Invalid, match=r"metadata\.managedFields"):
         ssa.apply(live, deployment(), "m", False, "Deployment")
+
+
+def test_an_object_without_managed_fields_belongs_to_before_first_apply() -> None:
+    live = deployment()
+    with pytest.raises(Conflict, match='conflict with "before-first-apply"'):
+        do_apply(live, deployment(replicas=3))
+    out = do_apply(live, deployment(replicas=3), force=True)
+    assert owns(out, "kubectl", ".spec.replicas")
+    assert owns(out, "before-first-apply", ".spec.selector.matchLabels.app")
