@@ -83,13 +83,13 @@ def _builtin(kind: str, objects: Sequence[Object], now: float) -> tuple[list[Any
     narrow = columns.headers_for(kind, wide=False)
     headers = columns.headers_for(kind, wide=True)
     definitions = [_definition(h, 0 if h in narrow else 1) for h in headers]
-    rows = [
-        [
-            _typed(cell, d["type"])
-            for cell, d in zip(columns.row_for(kind, o, now, True), definitions, strict=False)
-        ]
-        for o in objects
-    ]
+    integers = [i for i, d in enumerate(definitions) if d["type"] == "integer"]
+    rows = []
+    for obj in objects:
+        cells: list[Any] = columns.row_for(kind, obj, now, True)
+        for i in integers:
+            cells[i] = _typed(cells[i], "integer")
+        rows.append(cells)
     return definitions, rows
 
 
