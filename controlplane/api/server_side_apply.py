@@ -23,7 +23,6 @@ Pure: no storage, no I/O; inputs are never modified.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -97,34 +96,34 @@ def _join(meta_path: str, key: str) -> str:
     return f"{meta_path}.{key}" if meta_path else key
 
 
-def _leaves(kind: str, value: Any, path: Path, meta_path: str) -> Iterator[tuple[Path, Any]]:
-    """(path, value) for every owned node under `value`: map leaves, atomic
-    lists, list items (value _MEMBER) and their fields, set values."""
+def _leaves(kind: str, value: Any, path: Path, meta_path: str, out: dict[Path, Any]) -> None:
+    """Add to `out` (path -> value) every owned node under `value`: map
+    leaves, atomic lists, list items (value _MEMBER) and their fields, set
+    values. Null map values are no fields."""
     if isinstance(value, dict):
         if not value and path:
-            yield path, {}
+            out[path] = {}
         for key, child in value.items():
-            if child is None:
-                continue
-            yield from _leaves(kind, child, (*path, f"f:{key}"), _join(meta_path, key))
+            if child is not None:
+                _leaves(kind, child, (*path, f"f:{key}"), f"{meta_path}.{key}", out)
         return
     if isinstance(value, list):
-        meta = field_meta(kind, meta_path)
-        if meta is not None and meta.merges and meta.merge_key:
-            for item in value:
-                if isinstance(item, dict) and meta.merge_key in item:
-                    item_path = (*path, _key_element(meta.merge_key, item))
-                    yield item_path, _MEMBER
-                    for key, child in item.items():
-                        yield from _leaves(
-                            kind, child, (*item_path, f"f:{key}"), _join(meta_path, key)
-                        )
-            return
+        meta = field_meta(kind, meta_path[1:])
         if meta is not None and meta.merges:
+            key_field = meta.merge_key
             for item in value:
-                yield (*path, _value_element(item)), _MEMBER
+                if not key_field:
+                    out[(*path, _value_element(item))] = _MEMBER
+                elif isinstance(item, dict) and key_field in item:
+                    item_path = (*path, _key_element(key_field, item))
+                    out[item_path] = _MEMBER
+                    for key, child in item.items():
+                        if child is not None:
+                            _leaves(
+                                kind, child, (*item_path, f"f:{key}"), f"{meta_path}.{key}", out
+                            )
             return
-    yield path, value
+    out[path] = value
 
 
 def _flatten(kind: str, obj: Object | None) -> dict[Path, Any]:
@@ -136,7 +135,9 @@ def _flatten(kind: str, obj: Object | None) -> dict[Path, Any]:
         body["metadata"] = {k: v for k, v in metadata.items() if k not in _SERVER_METADATA}
         if not body["metadata"]:
             del body["metadata"]
-    return dict(_leaves(kind, body, (), ""))
+    out: dict[Path, Any] = {}
+    _leaves(kind, body, (), "", out)
+    return out
 
 
 def to_fields_v1(paths: set[Path]) -> dict[str, Any]:
