@@ -486,24 +486,16 @@ def replicas_patch(key: str, replicas: int, version: str | None = None) -> Objec
 
 def validate_object(key: str, obj: Object) -> list[str]:
     """Every way `obj` breaks its version's structural schema, as `path: problem`."""
-    v = _version(key, obj)
-    if v is None:
+    crd = _by_key.get(key)
+    if crd is None:
         return []
-    crd = _by_key[key]
     version = str(obj.get("apiVersion", "")).rpartition("/")[2]
-    if version not in crd.versions:
+    served = crd.versions.get(version)
+    if served is None:
         return [f"apiVersion: {obj.get('apiVersion')!r} is not a served version of {crd.info.kind}"]
     problems: list[str] = []
-    body = {k: val for k, val in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-    root = {
-        **v.schema,
-        "properties": {
-            k: s
-            for k, s in (v.schema.get("properties") or {}).items()
-            if k not in ("apiVersion", "kind", "metadata")
-        },
-    }
-    _check(root, body, "", problems)
+    body = {k: val for k, val in obj.items() if k not in _ROOT_FIELDS}
+    _check(_root(served.schema), body, "", problems)
     return problems
 
 

@@ -54,15 +54,8 @@ def apply(original: dict[str, Any], patch: dict[str, Any], kind: str) -> dict[st
     if not supports(kind):
         result: dict[str, Any] = merge_patch(original, patch)
         return result
-    merged = _merge_map(
-        _Ctx(kind), clone(original) if isinstance(original, dict) else {}, patch, ""
-    )
+    merged = _merge_map(kind, clone(original) if isinstance(original, dict) else {}, patch, "")
     return merged if merged is not None else {}
-
-
-class _Ctx:
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
 
 
 def _join(path: str, key: str) -> str:
@@ -70,7 +63,7 @@ def _join(path: str, key: str) -> str:
 
 
 def _merge_map(
-    ctx: _Ctx, original: dict[str, Any], patch: dict[str, Any], path: str
+    kind: str, original: dict[str, Any], patch: dict[str, Any], path: str
 ) -> dict[str, Any] | None:
     """Merge `patch` into `original` (a copy this function may change).
     None means "delete this map" (`$patch: delete`)."""
@@ -78,7 +71,7 @@ def _merge_map(
     if directive == "delete":
         return None
     if directive == "replace":
-        return _strip(ctx, {k: v for k, v in patch.items() if k != PATCH}, path)
+        return _strip(kind, {k: v for k, v in patch.items() if k != PATCH}, path)
     if directive not in (None, "merge"):
         raise Invalid(f"{path or 'object'}.$patch: unknown directive {directive!r}")
     retain = patch.get(RETAIN_KEYS)
@@ -106,7 +99,7 @@ def _merge_map(
         current = original.get(key)
         if isinstance(value, dict):
             merged = _merge_map(
-                ctx, current if isinstance(current, dict) else {}, value, field_path
+                kind, current if isinstance(current, dict) else {}, value, field_path
             )
             if merged is None:
                 original.pop(key, None)
@@ -114,19 +107,19 @@ def _merge_map(
                 original[key] = merged
         elif isinstance(value, list):
             original[key] = _merge_list(
-                ctx, current if isinstance(current, list) else [], value, field_path
+                kind, current if isinstance(current, list) else [], value, field_path
             )
         else:
             original[key] = value
     for field, order in orders.items():
         if field in original:
-            original[field] = _order(ctx, original[field], order, _join(path, field))
+            original[field] = _order(kind, original[field], order, _join(path, field))
     return original
 
 
-def _strip(ctx: _Ctx, value: dict[str, Any], path: str) -> dict[str, Any]:
+def _strip(kind: str, value: dict[str, Any], path: str) -> dict[str, Any]:
     """A patch value with its directives applied against nothing."""
-    merged = _merge_map(ctx, {}, value, path)
+    merged = _merge_map(kind, {}, value, path)
     return merged if merged is not None else {}
 
 
@@ -138,12 +131,12 @@ def _delete_primitives(original: dict[str, Any], field: str, values: Any, where:
         original[field] = [v for v in current if v not in values]
 
 
-def _merge_list(ctx: _Ctx, original: list[Any], patch: list[Any], path: str) -> list[Any]:
-    meta = field_meta(ctx.kind, path)
+def _merge_list(kind: str, original: list[Any], patch: list[Any], path: str) -> list[Any]:
+    meta = field_meta(kind, path)
     replace = any(isinstance(i, dict) and i.get(PATCH) == "replace" for i in patch)
     items = [i for i in patch if not (isinstance(i, dict) and i.get(PATCH) == "replace")]
     if meta is None or not meta.merges or replace:
-        return [_strip(ctx, i, path) if isinstance(i, dict) else i for i in items]
+        return [_strip(kind, i, path) if isinstance(i, dict) else i for i in items]
     if not meta.merge_key:
         result = list(original)
         for item in items:
@@ -166,9 +159,9 @@ def _merge_list(ctx: _Ctx, original: list[Any], patch: list[Any], path: str) -> 
                 del result[at]
             continue
         if at is None:
-            result.append(_strip(ctx, item, path))
+            result.append(_strip(kind, item, path))
         else:
-            merged = _merge_map(ctx, result[at], item, path)
+            merged = _merge_map(kind, result[at], item, path)
             if merged is None:
                 del result[at]
             else:
@@ -176,12 +169,12 @@ def _merge_list(ctx: _Ctx, original: list[Any], patch: list[Any], path: str) -> 
     return result
 
 
-def _order(ctx: _Ctx, current: Any, order: Any, path: str) -> Any:
+def _order(kind: str, current: Any, order: Any, path: str) -> Any:
     if not isinstance(order, list):
         raise Invalid(f"{path}: $setElementOrder must be a list")
     if not isinstance(current, list):
         return current
-    meta = field_meta(ctx.kind, path)
+    meta = field_meta(kind, path)
     key = meta.merge_key if meta is not None else ""
 
     def ident(item: Any) -> Any:
