@@ -7,8 +7,8 @@
   (singular, listKind, conversion, acceptedNames, storedVersions, the
   NamesAccepted and Established conditions).
 - `register(obj)` / `unregister(name)`: serve a validated CRD's kind from
-  now on as a run-time row of controlplane.api.kinds (group-qualified when a
-  built-in owns its Kind name), or stop serving it.
+  now on as a run-time row of controlplane.api.kinds (always group-qualified:
+  key `Kind.group`, stored under `plural.group`), or stop serving it.
 - For custom objects: `validate_object(key, obj)` against the structural
   schema of the object's version (types, required, enum, bounds, pattern,
   nullable, x-kubernetes-int-or-string, x-kubernetes-preserve-unknown-fields),
@@ -121,8 +121,11 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
             e.add(f"spec.names.{key}", "must be a list of lowercase DNS labels")
     if plural and group and metadata_name != f"{plural}.{group}":
         e.add("metadata.name", f"must be spec.names.plural + '.' + spec.group ({plural}.{group})")
-    if isinstance(group, str) and any(k.group == group and k.plural == plural for k in kinds.KINDS):
-        e.add("spec.names.plural", f"{plural}.{group} is a built-in resource")
+    for k in kinds.KINDS:
+        if k.group == group and k.plural == plural:
+            e.add("spec.names.plural", f"{plural}.{group} is a built-in resource")
+        if k.group == group and k.kind == names.get("kind"):
+            e.add("spec.names.kind", f"{k.kind} is a built-in kind of {group}")
 
 
 def _versions(e: _Errors, spec: Object) -> None:
@@ -328,7 +331,9 @@ def default_crd(obj: Object) -> None:
 
 
 def kind_info(obj: Object) -> kinds.KindInfo:
-    """The kinds row a valid CRD serves (group-qualified when a built-in owns its Kind)."""
+    """The kinds row a valid CRD serves. Always group-qualified (key
+    `Kind.group`, stored under `plural.group`): a Kind name is not unique
+    across groups, and a key must not depend on which CRDs came first."""
     spec = obj["spec"]
     names = spec["names"]
     group = spec["group"]
@@ -336,7 +341,6 @@ def kind_info(obj: Object) -> kinds.KindInfo:
     storage = next((v for v in versions if v.get("storage")), versions[0])
     others = tuple(f"{group}/{v['name']}" for v in versions if v is not storage)
     subresources = storage.get("subresources") or {}
-    builtin = any(k.kind == names["kind"] and k.group != group for k in kinds.KINDS)
     return kinds.KindInfo(
         kind=names["kind"],
         api_version=f"{group}/{storage['name']}",
@@ -347,7 +351,7 @@ def kind_info(obj: Object) -> kinds.KindInfo:
         has_status="status" in subresources,
         has_scale="scale" in subresources,
         also_api_versions=others,
-        qualified=builtin,
+        qualified=True,
         categories=tuple(names.get("categories") or ()),
     )
 
@@ -389,16 +393,18 @@ def register(obj: Object) -> kinds.KindInfo:
     return info
 
 
-def unregister(name: str) -> None:
-    """Stop serving the kind of the CRD named `name` (no-op if unknown)."""
+def unregister(name: str) -> kinds.KindInfo | None:
+    """Stop serving the kind of the CRD named `name`; the row it had (None
+    if it was not served)."""
     global _generation
     with _lock:
         crd = _by_name.pop(name, None)
         if crd is None:
-            return
+            return None
         _by_key.pop(crd.info.key, None)
         kinds.unregister(crd.info.key)
         _generation += 1
+        return crd.info
 
 
 def is_custom(key: str) -> bool:

@@ -52,10 +52,8 @@ class CrdKinds:
         if event.type != EventType.DELETE:
             self._serve(decode(event.value, event.rev))
             return
-        crd.unregister(name)
-        try:
-            gone = crd.kind_info(decode(event.value))
-        except (KeyError, TypeError, ValueError, IndexError):
+        gone = crd.unregister(name)
+        if gone is None:
             return
         threading.Thread(
             target=self._purge, args=(gone, name), name="crd-purge", daemon=True

@@ -77,7 +77,9 @@ def _get(path: str, stub: Stub, accept: str) -> Any:
     if obj is None:
         return None
     if "as=Table" in accept:
-        return table(obj["kind"], [obj], include_object="Object")
+        return table(
+            kinds.for_object(obj["apiVersion"], obj["kind"]).key, [obj], include_object="Object"
+        )
     return obj
 
 

@@ -12,6 +12,8 @@ import pytest
 from controlplane.api import crd, defaults, kinds, validation
 from controlplane.apiserver.tables import table
 
+KEY = "Widget.example.com"  # CRD kinds are keyed Kind.group
+
 
 def widget_crd(**changes: Any) -> dict[str, Any]:
     schema = {
@@ -267,20 +269,21 @@ def test_immutable_fields() -> None:
 
 
 def test_register_serves_the_kind_and_unregister_stops(widgets: kinds.KindInfo) -> None:
-    assert widgets.key == "Widget" and widgets.api_version == "example.com/v1"
+    assert widgets.key == KEY and widgets.api_version == "example.com/v1"
+    assert widgets.storage_name == "widgets.example.com"
     assert widgets.also_api_versions == ("example.com/v1beta1",)
     assert widgets.has_status and widgets.has_scale and widgets.namespaced
     assert kinds.lookup("wd") is widgets and kinds.lookup("widgets.example.com") is widgets
     assert kinds.for_object("example.com/v1beta1", "Widget") is widgets
-    assert crd.printer_columns("Widget") is not None
-    assert crd.scale_paths("Widget") == {
+    assert crd.printer_columns(KEY) is not None
+    assert crd.scale_paths(KEY) == {
         "specReplicasPath": ".spec.replicas",
         "statusReplicasPath": ".status.replicas",
     }
     crd.unregister("widgets.example.com")
     with pytest.raises(kinds.UnknownKind):
-        kinds.by_kind("Widget")
-    assert not crd.is_custom("Widget")
+        kinds.by_kind(KEY)
+    assert not crd.is_custom(KEY)
 
 
 def test_a_crd_kind_named_like_a_builtin_is_qualified() -> None:
@@ -320,7 +323,7 @@ def test_register_refuses_an_invalid_crd() -> None:
 def test_custom_objects_are_validated_by_their_schema(
     widgets: kinds.KindInfo, spec: dict[str, Any], words: str
 ) -> None:
-    problems = validation.validate("Widget", widget(spec))
+    problems = validation.validate(KEY, widget(spec))
     assert any(words in p for p in problems), problems
 
 
@@ -333,14 +336,13 @@ def test_a_valid_custom_object(widgets: kinds.KindInfo) -> None:
         "ratio": 0.5,
         "labels": {"a": "b"},
     }
-    assert validation.validate("Widget", widget(spec)) == []
-    assert validation.validate("Widget", widget({"size": 3, "port": 80}, "v1beta1")) == []
+    assert validation.validate(KEY, widget(spec)) == []
+    assert validation.validate(KEY, widget({"size": 3, "port": 80}, "v1beta1")) == []
 
 
 def test_an_unserved_version_is_refused(widgets: kinds.KindInfo) -> None:
     assert any(
-        "not a served version" in p
-        for p in validation.validate("Widget", widget({"size": 1}, "v9"))
+        "not a served version" in p for p in validation.validate(KEY, widget({"size": 1}, "v9"))
     )
 
 
@@ -349,14 +351,14 @@ def test_defaults_then_pruning(widgets: kinds.KindInfo) -> None:
     obj["extra"] = "dropped"
     obj["metadata"]["labels"] = {"kept": "yes"}
     before = copy.deepcopy(obj)
-    defaults.apply_defaults("Widget", obj)
+    defaults.apply_defaults(KEY, obj)
     assert obj["spec"] == {"size": 2, "color": "red", "free": {"kept": {"deep": True}}}
     assert "extra" not in obj and obj["metadata"] == before["metadata"]
     assert obj["apiVersion"] == "example.com/v1" and obj["kind"] == "Widget"
 
 
 def test_printer_columns_in_tables(widgets: kinds.KindInfo) -> None:
-    t = table("Widget", [widget({"size": 4})])
+    t = table(KEY, [widget({"size": 4})])
     assert [c["name"] for c in t["columnDefinitions"]] == ["NAME", "Size", "Age"]
     assert t["rows"][0]["cells"][:2] == ["w", 4]
 
@@ -372,18 +374,18 @@ def test_unknown_fields_for_strict_validation(widgets: kinds.KindInfo) -> None:
     obj = widget({"size": 1, "bogus": 1, "free": {"kept": 1}, "tags": ["a"]})
     obj["top"] = 1
     before = copy.deepcopy(obj)
-    assert crd.unknown_fields("Widget", obj) == ["spec.bogus", "top"]
+    assert crd.unknown_fields(KEY, obj) == ["spec.bogus", "top"]
     assert obj == before
 
 
 def test_scale_subresource_helpers(widgets: kinds.KindInfo) -> None:
     obj = widget({"size": 1, "replicas": 3})
     obj["status"] = {"replicas": 2}
-    scale = crd.scale_of("Widget", obj)
+    scale = crd.scale_of(KEY, obj)
     assert scale is not None
     assert scale["kind"] == "Scale" and scale["spec"] == {"replicas": 3}
     assert scale["status"] == {"replicas": 2} and scale["metadata"]["name"] == "w"
-    assert crd.replicas_patch("Widget", 5) == {"spec": {"replicas": 5}}
+    assert crd.replicas_patch(KEY, 5) == {"spec": {"replicas": 5}}
     assert crd.scale_of("Deployment", obj) is None
 
 
@@ -417,9 +419,30 @@ def test_list_types_require_unique_entries() -> None:
     crd.register(obj)
     try:
         problems = validation.validate(
-            "Widget", widget({"tags": ["a", "a"], "ports": [{"port": 1}, {"port": 1}]})
+            KEY, widget({"tags": ["a", "a"], "ports": [{"port": 1}, {"port": 1}]})
         )
         assert any("spec.tags[1]: Duplicate value" in p for p in problems), problems
         assert any("spec.ports[1]: Duplicate value" in p for p in problems), problems
     finally:
         crd.unregister("widgets.example.com")
+
+
+def test_two_crds_with_one_kind_name_in_two_groups(widgets: kinds.KindInfo) -> None:
+    other = widget_crd(group="other.example.org")
+    other["metadata"]["name"] = "widgets.other.example.org"
+    info = crd.register(other)
+    try:
+        assert info.key == "Widget.other.example.org" and widgets.key == KEY
+        assert kinds.for_object("other.example.org/v1", "Widget") is info
+        assert kinds.for_object("example.com/v1", "Widget") is widgets
+        again = crd.register(widget_crd())  # re-registering the first keeps its key
+        assert again.key == KEY
+    finally:
+        crd.unregister("widgets.other.example.org")
+
+
+def test_a_crd_cannot_take_a_builtin_kind_of_its_group() -> None:
+    obj = widget_crd(group="apps", names={"plural": "deploys", "kind": "Deployment"})
+    obj["metadata"]["name"] = "deploys.apps"
+    problems = validation.validate("CustomResourceDefinition", obj)
+    assert "spec.names.kind: Deployment is a built-in kind of apps" in problems

@@ -20,6 +20,7 @@ from tests.harness.wait import wait_for
 from tests.unit.controlplane.api.test_crd import widget_crd
 
 CRD_KEY = f"{ROOT}customresourcedefinitions/widgets.example.com"
+KEY = "Widget.example.com"
 
 
 @pytest.fixture
@@ -57,29 +58,33 @@ def test_created_crd_serves_its_kind_at_once(registry: Registry) -> None:
     data, _ = registry.create("CustomResourceDefinition", widget_crd())
     stored = decode(data)
     assert {c["type"] for c in stored["status"]["conditions"]} == {"NamesAccepted", "Established"}
-    assert kinds.by_kind("Widget").plural == "widgets"
-    data, _ = registry.create("Widget", widget("w1", size=2, junk=1), namespace="default")
+    assert kinds.by_kind(KEY).plural == "widgets" and kinds.lookup("widgets").key == KEY
+    data, _ = registry.create(KEY, widget("w1", size=2, junk=1), namespace="default")
     assert decode(data)["spec"] == {"size": 2, "color": "red"}
     with pytest.raises(Invalid, match=r"spec\.size"):
-        registry.create("Widget", widget("w2", size=99), namespace="default")
+        registry.create(KEY, widget("w2", size=99), namespace="default")
 
 
 def test_invalid_crd_is_refused_and_not_served(registry: Registry) -> None:
     hooked(registry)
     with pytest.raises(Invalid, match=r"spec\.scope"):
         registry.create("CustomResourceDefinition", widget_crd(scope="Galaxy"))
-    assert not crd.is_custom("Widget")
+    assert not crd.is_custom(KEY)
 
 
 def test_deleted_crd_stops_serving_and_its_objects_go(registry: Registry) -> None:
     hook = hooked(registry)
     registry.create("CustomResourceDefinition", widget_crd())
-    registry.create("Widget", widget("w1", size=1), namespace="default")
+    registry.create(KEY, widget("w1", size=1), namespace="default")
+    assert registry.store.range(f"{ROOT}widgets.example.com/").items
     kv = registry.store.get(CRD_KEY)
     registry.delete("CustomResourceDefinition", "widgets.example.com")
     hook.on_event(Event(EventType.DELETE, CRD_KEY, kv.value, kv.mod_rev + 10))
-    assert not crd.is_custom("Widget")
-    wait_for(lambda: not registry.store.range(f"{ROOT}widgets/").items, message="widgets purged")
+    assert not crd.is_custom(KEY)
+    wait_for(
+        lambda: not registry.store.range(f"{ROOT}widgets.example.com/").items,
+        message="widgets purged",
+    )
 
 
 def test_update_event_follows_changes(registry: Registry) -> None:
@@ -95,4 +100,4 @@ def test_start_serves_stored_crds(registry: Registry) -> None:
     registry.create("CustomResourceDefinition", widget_crd())
     crd.unregister("widgets.example.com")
     CrdKinds(registry).start()
-    assert crd.is_custom("Widget")
+    assert crd.is_custom(KEY)
