@@ -2,7 +2,8 @@
 
 - `v2()`: Swagger 2.0 (`/openapi/v2`): every kind's definition with
   `x-kubernetes-group-version-kind`, the merge facts of patch_meta as
-  `x-kubernetes-patch-merge-key`/`-strategy`, and the resource paths.
+  `x-kubernetes-patch-merge-key`/`-strategy`, and the resource paths;
+  `v2_protobuf()` is the same document in the protobuf form kubectl asks for.
 - `v3_paths()` and `v3(group, version)`: OpenAPI 3.0 (`/openapi/v3` and
   `/openapi/v3/apis/<group>/<version>`, `/openapi/v3/api/v1`). kubectl reads
   these for `explain`, for strategic merge patch facts, and to learn that
@@ -25,7 +26,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from controlplane.api import crd, kinds, schema
+from controlplane.api import crd, kinds, openapi_pb, schema
 from controlplane.api.patch_meta import PATCH_META, FieldMeta
 from controlplane.client.errors import NotFound
 
@@ -383,6 +384,19 @@ def v2() -> dict[str, Any]:
     return doc
 
 
+# What kubectl's Accept asks for, and the Content-Type to answer with (Go's
+# mime parser refuses the "@" of the former in a response).
+PROTOBUF_ACCEPT = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+PROTOBUF_CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def v2_protobuf() -> bytes:
+    """`v2()` as the openapi.v2.Document protobuf kubectl asks for (Accept
+    PROTOBUF_ACCEPT; answer with Content-Type PROTOBUF_CONTENT_TYPE); cached."""
+    data: bytes = _cached(kinds.all_kinds(), crd.generation())["v2pb"]
+    return data
+
+
 def _key(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
@@ -400,7 +414,13 @@ def _cached(rows: tuple[kinds.KindInfo, ...], generation: int) -> dict[str, Any]
     for key, doc in v3_docs.items():
         digest = hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest().upper()
         index[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
-    return {"v2": _document(served, v3=False), "v3": v3_docs, "index": {"paths": index}}
+    v2_doc = _document(served, v3=False)
+    return {
+        "v2": v2_doc,
+        "v2pb": openapi_pb.encode_v2(v2_doc),
+        "v3": v3_docs,
+        "index": {"paths": index},
+    }
 
 
 def v3(group: str, version: str) -> dict[str, Any]:

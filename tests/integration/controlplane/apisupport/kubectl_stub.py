@@ -6,6 +6,7 @@ Test-only: no auth, no watch, no validation beyond the modules'."""
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections.abc import Iterator
@@ -17,7 +18,14 @@ from urllib.parse import parse_qs, urlparse
 
 import yaml
 
-from controlplane.api import json_patch, kinds, openapi, server_side_apply, strategic_merge
+from controlplane.api import (
+    json_patch,
+    kinds,
+    openapi,
+    openapi_pb,
+    server_side_apply,
+    strategic_merge,
+)
 from controlplane.api.merge_patch import merge_patch
 from controlplane.apiserver.tables import table
 from controlplane.client.errors import ApiError, Conflict
@@ -28,6 +36,18 @@ class Stub:
     url: str
     objects: dict[str, dict[str, Any]]  # by request path of the object
     patches: list[tuple[str, Any]] = field(default_factory=list)  # (content type, body)
+    # False: no /openapi/v3, and a v2 document that does not offer
+    # fieldValidation, as an older server: kubectl then validates itself.
+    modern: bool = True
+
+
+def _without_field_validation(doc: dict[str, Any]) -> dict[str, Any]:
+    doc = copy.deepcopy(doc)
+    for item in doc["paths"].values():
+        for op in item.values():
+            if isinstance(op, dict) and "parameters" in op:
+                op["parameters"] = [p for p in op["parameters"] if p["name"] != "fieldValidation"]
+    return doc
 
 
 def _resources(gv: str) -> dict[str, Any]:
@@ -63,7 +83,11 @@ def _get(path: str, stub: Stub, accept: str) -> Any:
     if path.startswith("/apis/") and path.count("/") == 3:
         return _resources(path[len("/apis/") :])
     if path == "/openapi/v2":
-        return openapi.v2()
+        if not stub.modern:
+            return openapi_pb.encode_v2(_without_field_validation(openapi.v2()))
+        return openapi.v2_protobuf() if openapi.PROTOBUF_ACCEPT in accept else openapi.v2()
+    if path.startswith("/openapi/v3") and not stub.modern:
+        return None
     if path == "/openapi/v3":
         return openapi.v3_paths()
     if path.startswith("/openapi/v3/api/"):
@@ -87,9 +111,10 @@ class _Handler(BaseHTTPRequestHandler):
     stub: Stub
 
     def _send(self, code: int, body: Any) -> None:
-        data = json.dumps(body).encode()
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        ctype = openapi.PROTOBUF_CONTENT_TYPE if isinstance(body, bytes) else "application/json"
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -143,8 +168,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def running(objects: dict[str, dict[str, Any]]) -> Iterator[Stub]:
-    stub = Stub("", objects)
+def running(objects: dict[str, dict[str, Any]], modern: bool = True) -> Iterator[Stub]:
+    stub = Stub("", objects, modern=modern)
     handler = type("Handler", (_Handler,), {"stub": stub})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     stub.url = f"http://127.0.0.1:{server.server_address[1]}"

@@ -257,3 +257,24 @@ def test_custom_kind_explain_and_printer_columns(tmp_path: Path) -> None:
             ]
     finally:
         crd.unregister("widgets.example.com")
+
+
+def test_client_side_validation_and_explain_from_the_v2_protobuf(tmp_path: Path) -> None:
+    # An older server: no OpenAPI v3, no fieldValidation. kubectl downloads
+    # /openapi/v2 as protobuf and validates manifests itself.
+    examples = Path(__file__).resolve().parents[4] / "examples"
+    with running({}, modern=False) as stub:
+        for path in sorted(examples.glob("*.yaml")):
+            kubectl(stub, tmp_path, "create", "--dry-run=client", "-o", "name", "-f", str(path))
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers:\n"
+            "  - name: a\n    imagee: b\n    ports:\n    - containerPort: '80'\n"
+        )
+        done = kubectl(stub, tmp_path, "create", "--dry-run=client", "-f", str(bad), check=False)
+        assert done.returncode != 0
+        assert 'unknown field "imagee"' in done.stderr
+        out = kubectl(
+            stub, tmp_path, "explain", "pods.spec.containers", "--output=plaintext-openapiv2"
+        ).stdout
+        assert "imagePullPolicy" in out and "RESOURCE: containers <[]Object>" in out

@@ -183,3 +183,21 @@ def test_custom_kind_schemas_carry_the_standard_fields(widgets: None) -> None:
         == "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
     )
     assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in doc["components"]["schemas"]
+
+
+def test_v2_protobuf_wire_form() -> None:
+    from controlplane.api import openapi_pb
+
+    empty = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "v"},
+        "paths": {},
+        "definitions": {},
+    }
+    assert openapi_pb.encode_v2(empty) == b"\n\x032.0\x12\x06\n\x01t\x12\x01vB\x00J\x00"
+    one = {"definitions": {"X": {"type": "integer", "maximum": 1.5, "x-a": [1]}}}
+    data = openapi_pb.encode_v2(one)
+    assert b"\xb2\x01\t\n\x07integer" in data  # type (22) -> TypeItem.value
+    assert b"9\x00\x00\x00\x00\x00\x00\xf8?" in data  # maximum (7) as a double
+    assert b"x-a" in data and b"- 1\n" in data  # vendor extension as YAML
+    assert openapi.v2_protobuf().startswith(b"\n\x032.0")
