@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from controlplane.api import kinds
 from controlplane.api.jsoncodec import clone
 from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Conflict, Invalid
@@ -324,7 +325,7 @@ def apply(
             raise Invalid(f"{field}: required in an apply configuration")
     if not manager:
         raise Invalid("fieldManager: required for apply")
-    config = clone(applied)
+    config = _for_subresource(kind, clone(applied), subresource)
     (config.get("metadata") or {}).pop("managedFields", None)
     api_version = str(config["apiVersion"])
     stamp = now or _now()
@@ -363,6 +364,23 @@ def apply(
     if mine_before is None:
         updated.append(me)
     return _with_entries(result, updated)
+
+
+def _for_subresource(kind: str, config: Object, subresource: str) -> Object:
+    """The part of a configuration an apply through `subresource` may set, as
+    Kubernetes resets the rest: the main resource of a kind with a status
+    subresource leaves status alone; the status subresource sets only status."""
+    if subresource == "status":
+        return {
+            k: v for k, v in config.items() if k in ("apiVersion", "kind", "metadata", "status")
+        }
+    try:
+        has_status = kinds.by_kind(kind).has_status
+    except kinds.UnknownKind:
+        has_status = False
+    if not subresource and has_status:
+        config.pop("status", None)
+    return config
 
 
 def _conflict_error(conflicts: list[tuple[_Entry, list[Path]]]) -> ApplyConflict:

@@ -265,3 +265,23 @@ def test_an_object_without_managed_fields_belongs_to_before_first_apply() -> Non
     out = do_apply(live, deployment(replicas=3), force=True)
     assert owns(out, "kubectl", ".spec.replicas")
     assert owns(out, "before-first-apply", ".spec.selector.matchLabels.app")
+
+
+def test_status_goes_through_the_status_subresource_only() -> None:
+    config = deployment()
+    config["status"] = {"replicas": 9}
+    out = do_apply(None, config)
+    assert "status" not in out
+    status_config = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "status": {"replicas": 3},
+        "spec": {"replicas": 100},
+    }
+    out = ssa.apply(
+        out, status_config, "controller", False, "Deployment", subresource="status", now=T
+    )
+    assert out["status"] == {"replicas": 3} and out["spec"]["replicas"] == 2
+    e = entry(out, "controller")
+    assert e["subresource"] == "status" and "f:spec" not in e["fieldsV1"]
