@@ -196,6 +196,11 @@ def _structural(e: _Errors, path: str, s: Any, root: bool = False) -> None:
         e.add(f"{path}.items", "must be specified for an array")
     if "default" in s and root:
         e.add(f"{path}.default", "not allowed at the root")
+    elif "default" in s:
+        problems: list[str] = []
+        _check(s, s["default"], "", problems)
+        for problem in problems:
+            e.add(f"{path}.default", problem.removeprefix("<root>: "))
     for key, sub in (s.get("properties") or {}).items():
         if root and key == "metadata" and isinstance(sub, dict):
             extra = set(sub.get("properties") or {}) - {"name", "generateName"}

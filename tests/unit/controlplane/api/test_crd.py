@@ -225,6 +225,26 @@ def _versions(storage: tuple[bool, ...]) -> list[dict[str, Any]]:
                         "name": "v1",
                         "served": True,
                         "storage": True,
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "properties": {
+                                    "n": {"type": "integer", "maximum": 3, "default": 5}
+                                },
+                            }
+                        },
+                    }
+                ]
+            },
+            "properties.n.default: should be less than or equal to 3",
+        ),
+        (
+            {
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
                         "schema": {"openAPIV3Schema": {"type": "object"}},
                         "subresources": {
                             "scale": {
