@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.api import crd
+
 Object = dict[str, Any]
 
 
@@ -221,6 +223,7 @@ def podgroup(obj: Object) -> None:
 
 
 DEFAULTERS: dict[str, Callable[[Object], None]] = {
+    "CustomResourceDefinition": crd.default_crd,
     "Pod": pod,
     "ReplicaSet": replicaset,
     "Deployment": deployment,
@@ -243,3 +246,5 @@ def apply_defaults(kind: str, obj: Object) -> None:
     defaulter = DEFAULTERS.get(kind)
     if defaulter is not None:
         defaulter(obj)
+    elif crd.is_custom(kind):
+        crd.default_object(kind, obj)

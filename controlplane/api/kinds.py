@@ -118,6 +118,15 @@ KINDS: tuple[KindInfo, ...] = (
         has_status=False,
     ),
     KindInfo(
+        "CustomResourceDefinition",
+        "apiextensions.k8s.io/v1",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        ("crd", "crds"),
+        namespaced=False,
+        categories=("api-extensions",),
+    ),
+    KindInfo(
         "PodGroup",
         "scheduling.skiff.dev/v1alpha1",
         "podgroups",

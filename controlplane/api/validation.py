@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.api import jsoncodec
+from controlplane.api import crd, jsoncodec
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.quantity import parse_quantity
 from controlplane.api.selectors import SelectorError, from_structured
@@ -805,7 +805,12 @@ def _podgroup(e: Errors, obj: Object, old: Object | None) -> None:
             _quantity(e, f"spec.minResources.{key}", value)
 
 
+def _crd(e: Errors, obj: Object, old: Object | None) -> None:
+    e.items.extend(crd.validate_crd(obj, old))
+
+
 VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
+    "CustomResourceDefinition": _crd,
     "Pod": _pod,
     "ReplicaSet": _replicaset,
     "Deployment": _deployment,
@@ -843,4 +848,6 @@ def validate(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = 
     validator = VALIDATORS.get(info.key)
     if validator is not None:
         validator(e, obj, dict(old) if old is not None else None)
+    elif crd.is_custom(info.key):
+        e.items.extend(crd.validate_object(info.key, obj))
     return e.items

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
+from controlplane.api import jsonpath
 from controlplane.api.kinds import KindInfo
-from controlplane.cli import jsonpath, printers
+from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
 from controlplane.cli.resources import Target, parse_targets
 from controlplane.client import errors

@@ -1,121 +1,62 @@
 """How skiffctl shows objects: tables with kubectl's columns, YAML, JSON, names.
 
-Each kind has a row function returning kubectl's columns for it (pods: NAME
-READY STATUS RESTARTS AGE, wide adds IP NODE NOMINATED NODE READINESS GATES;
-deployments: NAME READY UP-TO-DATE AVAILABLE AGE; nodes: NAME STATUS ROLES
-AGE VERSION; ...); kinds without one get NAME AGE. Tables are padded like
-kubectl's tabwriter (three spaces between columns) so they line up. Ages
-follow kubectl's `HumanDuration`. Pure formatting: nothing here calls the API.
+The columns themselves (which ones each kind has and how a cell is computed)
+live in controlplane/api/columns.py, shared with the API server's Table
+responses; the accessors skiffctl's commands use (`printers.name`,
+`printers.meta`, ...) are re-exported from there. Tables are padded like
+kubectl's tabwriter (three spaces between columns) so they line up. Pure
+formatting: nothing here calls the API.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
+from controlplane.api.columns import (
+    NONE,
+    age,
+    event_time,
+    headers_for,
+    human_duration,
+    labels_string,
+    meta,
+    name,
+    node_roles,
+    pod_status_reason,
+    row_for,
+    selector_string,
+    spec,
+    status,
+)
 from controlplane.api.kinds import KindInfo
 from controlplane.client.interface import Object
 
-NONE = "<none>"
+__all__ = [
+    "NONE",
+    "TablePrinter",
+    "age",
+    "as_list",
+    "event_time",
+    "format_table",
+    "human_duration",
+    "kind_label",
+    "meta",
+    "name",
+    "node_roles",
+    "pod_status_reason",
+    "selector_string",
+    "spec",
+    "status",
+    "to_json",
+    "to_yaml",
+    "type_name",
+]
 
-
-# ---- time -------------------------------------------------------------------
-
-
-def parse_time(value: Any) -> float | None:
-    """Seconds since the epoch for an RFC 3339 timestamp, or None."""
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def human_duration(seconds: float) -> str:
-    """kubectl's duration.HumanDuration: 5s, 2m30s, 10m, 3h, 2d4h, 400d, 3y12d."""
-    if seconds < -1:
-        return "<invalid>"
-    s = int(max(0, seconds))
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = hours // 24
-        return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
-    return f"{hours // (24 * 365)}y"
-
-
-def since(value: Any, now: float) -> str:
-    when = parse_time(value)
-    return "<unknown>" if when is None else human_duration(now - when)
-
-
-def age(obj: Object, now: float) -> str:
-    return since(meta(obj).get("creationTimestamp"), now)
-
-
-# ---- small accessors ------------------------------------------------------------
-
-
-def meta(obj: Object) -> dict[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, dict) else {}
-
-
-def spec(obj: Object) -> dict[str, Any]:
-    s = obj.get("spec")
-    return s if isinstance(s, dict) else {}
-
-
-def status(obj: Object) -> dict[str, Any]:
-    s = obj.get("status")
-    return s if isinstance(s, dict) else {}
-
-
-def name(obj: Object) -> str:
-    return str(meta(obj).get("name", ""))
-
-
-def labels_string(labels: dict[str, Any] | None) -> str:
-    if not labels:
-        return NONE
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-
-
-def selector_string(selector: dict[str, Any] | None) -> str:
-    if not selector:
-        return NONE
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        op, key = expr.get("operator"), expr.get("key")
-        values = ",".join(expr.get("values") or [])
-        parts.append(
-            {
-                "In": f"{key} in ({values})",
-                "NotIn": f"{key} notin ({values})",
-                "Exists": str(key),
-                "DoesNotExist": f"!{key}",
-            }.get(str(op), f"{key} {op}")
-        )
-    return ",".join(parts) or NONE
+# ---- tables ---------------------------------------------------------------------
 
 
 def type_name(info: KindInfo, obj_name: str) -> str:
@@ -125,9 +66,6 @@ def type_name(info: KindInfo, obj_name: str) -> str:
 
 def kind_label(info: KindInfo) -> str:
     return f"{info.singular}.{info.group}" if info.group else info.singular
-
-
-# ---- tables ---------------------------------------------------------------------
 
 
 def format_table(
@@ -143,422 +81,6 @@ def format_table(
         cells = [c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r)]
         lines.append("   ".join(cells).rstrip())
     return "\n".join(lines) + "\n"
-
-
-Row = Callable[[Object, float, bool], list[str]]
-
-
-def _containers(obj: Object) -> list[dict[str, Any]]:
-    return list(spec(obj).get("containers") or [])
-
-
-def pod_status_reason(pod: Object) -> str:
-    """The STATUS column kubectl computes: phase, reason, waiting/terminated reasons, Terminating."""
-    st = status(pod)
-    reason = str(st.get("reason") or st.get("phase") or "Pending")
-    init_statuses = st.get("initContainerStatuses") or []
-    init_total = len(spec(pod).get("initContainers") or [])
-    initializing = False
-    for i, cs in enumerate(init_statuses):
-        state = cs.get("state") or {}
-        term = state.get("terminated")
-        if term and term.get("exitCode") == 0:
-            continue
-        initializing = True
-        if term:
-            reason = f"Init:{term.get('reason') or 'Error'}"
-        elif (state.get("waiting") or {}).get("reason") not in (None, "", "PodInitializing"):
-            reason = f"Init:{state['waiting']['reason']}"
-        else:
-            reason = f"Init:{i}/{init_total}"
-        break
-    if not initializing:
-        has_running = False
-        for cs in reversed(st.get("containerStatuses") or []):
-            state = cs.get("state") or {}
-            waiting = state.get("waiting") or {}
-            term = state.get("terminated") or {}
-            if waiting.get("reason"):
-                reason = str(waiting["reason"])
-            elif term.get("reason"):
-                reason = str(term["reason"])
-            elif term:
-                sig = term.get("signal")
-                reason = f"Signal:{sig}" if sig else f"ExitCode:{term.get('exitCode', 0)}"
-            elif state.get("running") and cs.get("ready"):
-                has_running = True
-        if reason == "Completed" and has_running:
-            reason = "Running"
-    if meta(pod).get("deletionTimestamp"):
-        reason = "Unknown" if st.get("reason") == "NodeLost" else "Terminating"
-    return reason
-
-
-def _pod_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    statuses = st.get("containerStatuses") or []
-    ready = sum(1 for c in statuses if c.get("ready"))
-    total = len(_containers(obj)) or len(statuses)
-    restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
-    row = [name(obj), f"{ready}/{total}", pod_status_reason(obj), str(restarts), age(obj, now)]
-    if wide:
-        gates = spec(obj).get("readinessGates") or []
-        row += [
-            str(st.get("podIP") or NONE),
-            str(spec(obj).get("nodeName") or NONE),
-            str(st.get("nominatedNodeName") or NONE),
-            f"{len(gates)}/{len(gates)}" if gates else NONE,
-        ]
-    return row
-
-
-def _images(obj: Object, path: Callable[[Object], dict[str, Any]]) -> list[str]:
-    containers = ((path(obj).get("template") or {}).get("spec") or {}).get("containers") or []
-    return [
-        ",".join(str(c.get("name", "")) for c in containers) or NONE,
-        ",".join(str(c.get("image", "")) for c in containers) or NONE,
-    ]
-
-
-def _deployment_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    desired = spec(obj).get("replicas", 1)
-    row = [
-        name(obj),
-        f"{st.get('readyReplicas', 0)}/{desired}",
-        str(st.get("updatedReplicas", 0)),
-        str(st.get("availableReplicas", 0)),
-        age(obj, now),
-    ]
-    if wide:
-        row += [*_images(obj, spec), selector_string(spec(obj).get("selector"))]
-    return row
-
-
-def _replicaset_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    row = [
-        name(obj),
-        str(spec(obj).get("replicas", 1)),
-        str(st.get("replicas", 0)),
-        str(st.get("readyReplicas", 0)),
-        age(obj, now),
-    ]
-    if wide:
-        row += [*_images(obj, spec), selector_string(spec(obj).get("selector"))]
-    return row
-
-
-def _statefulset_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    row = [name(obj), f"{st.get('readyReplicas', 0)}/{spec(obj).get('replicas', 1)}", age(obj, now)]
-    if wide:
-        row += _images(obj, spec)
-    return row
-
-
-def _daemonset_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    node_selector = ((spec(obj).get("template") or {}).get("spec") or {}).get("nodeSelector")
-    row = [
-        name(obj),
-        str(st.get("desiredNumberScheduled", 0)),
-        str(st.get("currentNumberScheduled", 0)),
-        str(st.get("numberReady", 0)),
-        str(st.get("updatedNumberScheduled", 0)),
-        str(st.get("numberAvailable", 0)),
-        labels_string(node_selector),
-        age(obj, now),
-    ]
-    if wide:
-        row += [*_images(obj, spec), selector_string(spec(obj).get("selector"))]
-    return row
-
-
-def _job_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    conditions = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
-    if conditions.get("Complete") == "True":
-        state = "Complete"
-    elif conditions.get("Failed") == "True":
-        state = "Failed"
-    elif conditions.get("Suspended") == "True":
-        state = "Suspended"
-    else:
-        state = "Running"
-    completions = spec(obj).get("completions")
-    shown = f"{st.get('succeeded', 0)}/{completions if completions is not None else 1}"
-    start, end = parse_time(st.get("startTime")), parse_time(st.get("completionTime"))
-    duration = "" if start is None else human_duration((end if end is not None else now) - start)
-    row = [name(obj), state, shown, duration, age(obj, now)]
-    if wide:
-        row += [*_images(obj, spec), selector_string(spec(obj).get("selector"))]
-    return row
-
-
-def _cronjob_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    last = st.get("lastScheduleTime")
-    return [
-        name(obj),
-        str(spec(obj).get("schedule", "")),
-        str(spec(obj).get("timeZone") or NONE),
-        "True" if spec(obj).get("suspend") else "False",
-        str(len(st.get("active") or [])),
-        since(last, now) if last else NONE,
-        age(obj, now),
-    ]
-
-
-def _ports(svc: Object) -> str:
-    parts = []
-    for p in spec(svc).get("ports") or []:
-        port = f"{p.get('port')}"
-        if p.get("nodePort"):
-            port += f":{p['nodePort']}"
-        parts.append(f"{port}/{p.get('protocol', 'TCP')}")
-    return ",".join(parts) or NONE
-
-
-def _service_row(obj: Object, now: float, wide: bool) -> list[str]:
-    sp = spec(obj)
-    external = sp.get("externalIPs") or [
-        i.get("ip") or i.get("hostname")
-        for i in (status(obj).get("loadBalancer") or {}).get("ingress") or []
-    ]
-    svc_type = str(sp.get("type", "ClusterIP"))
-    if not external:
-        ext = "<pending>" if svc_type == "LoadBalancer" else NONE
-    else:
-        ext = ",".join(str(e) for e in external)
-    row = [name(obj), svc_type, str(sp.get("clusterIP") or NONE), ext, _ports(obj), age(obj, now)]
-    if wide:
-        row.append(labels_string(sp.get("selector")))
-    return row
-
-
-def _endpoints_row(obj: Object, now: float, wide: bool) -> list[str]:
-    eps = []
-    for subset in obj.get("subsets") or []:
-        ports = [p.get("port") for p in subset.get("ports") or []] or [None]
-        for addr in subset.get("addresses") or []:
-            for port in ports:
-                eps.append(f"{addr.get('ip')}:{port}" if port is not None else str(addr.get("ip")))
-    shown = ",".join(eps[:3]) + (f" + {len(eps) - 3} more..." if len(eps) > 3 else "")
-    return [name(obj), shown or NONE, age(obj, now)]
-
-
-def node_ready(node: Object) -> str:
-    for c in status(node).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return {"True": "Ready", "False": "NotReady"}.get(str(c.get("status")), "Unknown")
-    return "Unknown"
-
-
-def node_roles(node: Object) -> str:
-    roles = []
-    for key, value in (meta(node).get("labels") or {}).items():
-        if key.startswith("node-role.kubernetes.io/"):
-            roles.append(key.split("/", 1)[1])
-        elif key == "kubernetes.io/role":
-            roles.append(str(value))
-    return ",".join(sorted(r for r in roles if r)) or NONE
-
-
-def _node_row(obj: Object, now: float, wide: bool) -> list[str]:
-    state = node_ready(obj)
-    if spec(obj).get("unschedulable"):
-        state += ",SchedulingDisabled"
-    info = status(obj).get("nodeInfo") or {}
-    row = [name(obj), state, node_roles(obj), age(obj, now), str(info.get("kubeletVersion") or "")]
-    if wide:
-        addrs = status(obj).get("addresses") or []
-
-        def addr(kind: str) -> str:
-            return next((str(a.get("address")) for a in addrs if a.get("type") == kind), NONE)
-
-        row += [
-            addr("InternalIP"),
-            addr("ExternalIP"),
-            str(info.get("osImage") or "<unknown>"),
-            str(info.get("kernelVersion") or "<unknown>"),
-            str(info.get("containerRuntimeVersion") or "<unknown>"),
-        ]
-    return row
-
-
-def _namespace_row(obj: Object, now: float, wide: bool) -> list[str]:
-    return [name(obj), str(status(obj).get("phase") or "Active"), age(obj, now)]
-
-
-def _configmap_row(obj: Object, now: float, wide: bool) -> list[str]:
-    n = len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
-    return [name(obj), str(n), age(obj, now)]
-
-
-def _secret_row(obj: Object, now: float, wide: bool) -> list[str]:
-    n = len(obj.get("data") or {}) + len(obj.get("stringData") or {})
-    return [name(obj), str(obj.get("type") or "Opaque"), str(n), age(obj, now)]
-
-
-def event_object(ev: Object) -> str:
-    inv = ev.get("involvedObject") or ev.get("regarding") or {}
-    return f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}"
-
-
-def event_time(ev: Object) -> float | None:
-    for key in ("lastTimestamp", "eventTime", "firstTimestamp"):
-        t = parse_time(ev.get(key))
-        if t is not None:
-            return t
-    series = ev.get("series") or {}
-    t = parse_time(series.get("lastObservedTime"))
-    return t if t is not None else parse_time(meta(ev).get("creationTimestamp"))
-
-
-def _event_row(obj: Object, now: float, wide: bool) -> list[str]:
-    t = event_time(obj)
-    count = obj.get("count") or (obj.get("series") or {}).get("count")
-    last = "<unknown>" if t is None else human_duration(now - t)
-    if count and int(count) > 1:
-        first = parse_time(obj.get("firstTimestamp"))
-        if first is not None:
-            last += f" (x{count} over {human_duration(now - first)})"
-        else:
-            last += f" (x{count})"
-    row = [
-        last,
-        str(obj.get("type") or "Normal"),
-        str(obj.get("reason") or ""),
-        event_object(obj),
-        str(obj.get("message") or obj.get("note") or "").strip(),
-    ]
-    if wide:
-        src = obj.get("source") or {}
-        row.insert(4, str(src.get("component") or obj.get("reportingComponent") or ""))
-    return row
-
-
-def _hpa_row(obj: Object, now: float, wide: bool) -> list[str]:
-    sp, st = spec(obj), status(obj)
-    ref = sp.get("scaleTargetRef") or {}
-    targets = []
-    current = {(m.get("resource") or {}).get("name"): m for m in st.get("currentMetrics") or []}
-    for m in sp.get("metrics") or []:
-        if m.get("type") == "Resource":
-            res = m.get("resource") or {}
-            target = res.get("target") or {}
-            cur = ((current.get(res.get("name")) or {}).get("resource") or {}).get("current") or {}
-            if "averageUtilization" in target:
-                have = cur.get("averageUtilization")
-                shown = f"{have}%" if have is not None else "<unknown>"
-                targets.append(f"{res.get('name')}: {shown}/{target['averageUtilization']}%")
-            else:
-                have = cur.get("averageValue")
-                shown = str(have) if have is not None else "<unknown>"
-                targets.append(f"{res.get('name')}: {shown}/{target.get('averageValue')}")
-        else:
-            targets.append(f"{m.get('type')}")
-    return [
-        name(obj),
-        f"{ref.get('kind', '')}/{ref.get('name', '')}",
-        ", ".join(targets) or NONE,
-        str(sp.get("minReplicas", 1)),
-        str(sp.get("maxReplicas", "")),
-        str(st.get("currentReplicas", 0)),
-        age(obj, now),
-    ]
-
-
-def _lease_row(obj: Object, now: float, wide: bool) -> list[str]:
-    return [name(obj), str(spec(obj).get("holderIdentity") or NONE), age(obj, now)]
-
-
-def _priorityclass_row(obj: Object, now: float, wide: bool) -> list[str]:
-    return [
-        name(obj),
-        str(obj.get("value", 0)),
-        str(bool(obj.get("globalDefault"))).lower(),
-        age(obj, now),
-    ]
-
-
-def _podgroup_row(obj: Object, now: float, wide: bool) -> list[str]:
-    return [
-        name(obj),
-        str(spec(obj).get("minMember", "")),
-        str(status(obj).get("phase") or "Pending"),
-        age(obj, now),
-    ]
-
-
-def _default_row(obj: Object, now: float, wide: bool) -> list[str]:
-    return [name(obj), age(obj, now)]
-
-
-_WIDE_IMAGES = ["CONTAINERS", "IMAGES", "SELECTOR"]
-
-# Kind -> (headers, wide extra headers, row function)
-COLUMNS: dict[str, tuple[list[str], list[str], Row]] = {
-    "Pod": (
-        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
-        ["IP", "NODE", "NOMINATED NODE", "READINESS GATES"],
-        _pod_row,
-    ),
-    "Deployment": (
-        ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
-        _WIDE_IMAGES,
-        _deployment_row,
-    ),
-    "ReplicaSet": (["NAME", "DESIRED", "CURRENT", "READY", "AGE"], _WIDE_IMAGES, _replicaset_row),
-    "StatefulSet": (["NAME", "READY", "AGE"], ["CONTAINERS", "IMAGES"], _statefulset_row),
-    "DaemonSet": (
-        ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"],
-        _WIDE_IMAGES,
-        _daemonset_row,
-    ),
-    "Job": (["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"], _WIDE_IMAGES, _job_row),
-    "CronJob": (
-        ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"],
-        [],
-        _cronjob_row,
-    ),
-    "Service": (
-        ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"],
-        ["SELECTOR"],
-        _service_row,
-    ),
-    "Endpoints": (["NAME", "ENDPOINTS", "AGE"], [], _endpoints_row),
-    "Node": (
-        ["NAME", "STATUS", "ROLES", "AGE", "VERSION"],
-        ["INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"],
-        _node_row,
-    ),
-    "Namespace": (["NAME", "STATUS", "AGE"], [], _namespace_row),
-    "ConfigMap": (["NAME", "DATA", "AGE"], [], _configmap_row),
-    "Secret": (["NAME", "TYPE", "DATA", "AGE"], [], _secret_row),
-    "Event": (["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], [], _event_row),
-    "HorizontalPodAutoscaler": (
-        ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"],
-        [],
-        _hpa_row,
-    ),
-    "Lease": (["NAME", "HOLDER", "AGE"], [], _lease_row),
-    "PriorityClass": (["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE"], [], _priorityclass_row),
-    "PodGroup": (["NAME", "MIN-MEMBER", "PHASE", "AGE"], [], _podgroup_row),
-}
-
-
-def headers_for(kind: str, wide: bool) -> list[str]:
-    base, extra, _ = COLUMNS.get(kind, (["NAME", "AGE"], [], _default_row))
-    if kind == "Event" and wide:
-        return [*base[:4], "SOURCE", base[4]]
-    return base + (extra if wide else [])
-
-
-def row_for(kind: str, obj: Object, now: float, wide: bool) -> list[str]:
-    _, _, row = COLUMNS.get(kind, (["NAME", "AGE"], [], _default_row))
-    return row(obj, now, wide)
 
 
 class TablePrinter:

@@ -16,8 +16,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from controlplane.api import jsonpath
 from controlplane.api.kinds import KindInfo
-from controlplane.cli import jsonpath, printers
+from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
 from controlplane.cli.get import list_all, scope
 from controlplane.cli.resources import parse_targets

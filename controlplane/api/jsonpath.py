@@ -1,5 +1,5 @@
-"""The subset of kubectl's JSONPath that scripts use: `-o jsonpath=...` and
-`-o custom-columns=...`.
+"""The subset of kubectl's JSONPath that scripts and CRD printer columns use:
+`-o jsonpath=...`, `-o custom-columns=...` and additionalPrinterColumns.
 
 Templates mix text and `{...}` expressions: field paths (`{.status.podIP}`,
 `{.metadata.labels['app.kubernetes.io/name']}`), wildcards and indexes

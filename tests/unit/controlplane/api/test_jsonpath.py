@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.cli.jsonpath import JsonPathError, custom_columns, render
+from controlplane.api.jsonpath import JsonPathError, custom_columns, render
 
 POD: dict[str, Any] = {
     "metadata": {"name": "p", "labels": {"app.kubernetes.io/name": "web"}},

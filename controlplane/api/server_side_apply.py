@@ -1,0 +1,484 @@
+"""Server-side apply and metadata.managedFields: `kubectl apply --server-side`.
+
+Every field of an object is owned by the managers that last set it, recorded
+in metadata.managedFields as FieldsV1 sets: nested maps whose keys are
+`f:<field>` (a map field), `k:{"name":"nginx"}` (an item of a list merged by
+key), `v:<json>` (a value of a set-like primitive list) and `.` (the node
+itself, when it also has children). Lists merge as strategic merge patch
+merges them (patch_meta.PATCH_META, one table): by merge key, as a set, or
+atomic (owned and replaced whole).
+
+`apply(live, applied, manager, force, kind)` merges an applier's whole
+configuration into the live object. A field the configuration changes that
+another manager owns is a conflict (errors.Conflict, worded as
+kube-apiserver words it) unless `force`, which takes the field over. A field
+that the manager applied before and no longer applies is removed, unless
+another manager owns it too. `record_update(old, new, manager)` is what every
+other write (create, update, patch) calls: the writer owns what it changed,
+and the others lose it.
+
+Pure: no storage, no I/O; inputs are never modified.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from controlplane.api import kinds
+from controlplane.api.jsoncodec import clone
+from controlplane.api.patch_meta import field_meta
+from controlplane.client.errors import Conflict, Invalid
+
+Object = dict[str, Any]
+Path = tuple[str, ...]  # FieldsV1 keys from the root: ("f:spec", "f:replicas")
+
+APPLY = "Apply"
+UPDATE = "Update"
+BEFORE_FIRST_APPLY = "before-first-apply"
+
+# Metadata the server owns: never part of anyone's field set.
+_SERVER_METADATA = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+)
+_MEMBER = object()  # the value of a path that is an item or a set value
+
+
+class ApplyConflict(Conflict):
+    """An apply that would change fields other managers own. `causes` are the
+    metav1.StatusCause entries: FieldManagerConflict with the field path."""
+
+    def __init__(self, message: str, causes: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.causes = causes
+
+
+@dataclass
+class _Entry:
+    manager: str
+    operation: str
+    api_version: str
+    time: str
+    fields: set[Path]
+    subresource: str = ""
+
+    def same_owner(self, other: _Entry) -> bool:
+        return (self.manager, self.operation, self.api_version, self.subresource) == (
+            other.manager,
+            other.operation,
+            other.api_version,
+            other.subresource,
+        )
+
+
+# ---- field sets ------------------------------------------------------------------
+
+
+def _key_element(meta_key: str, item: Any) -> str:
+    return "k:" + json.dumps({meta_key: item.get(meta_key)}, separators=(",", ":"), sort_keys=True)
+
+
+def _value_element(value: Any) -> str:
+    return "v:" + json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _join(meta_path: str, key: str) -> str:
+    return f"{meta_path}.{key}" if meta_path else key
+
+
+def _leaves(kind: str, value: Any, path: Path, meta_path: str, out: dict[Path, Any]) -> None:
+    """Add to `out` (path -> value) every owned node under `value`: map
+    leaves, atomic lists, list items (value _MEMBER) and their fields, set
+    values. Null map values are no fields."""
+    if isinstance(value, dict):
+        if not value and path:
+            out[path] = {}
+        for key, child in value.items():
+            if child is not None:
+                _leaves(kind, child, (*path, f"f:{key}"), f"{meta_path}.{key}", out)
+        return
+    if isinstance(value, list):
+        meta = field_meta(kind, meta_path[1:])
+        if meta is not None and meta.merges:
+            key_field = meta.merge_key
+            for item in value:
+                if not key_field:
+                    out[(*path, _value_element(item))] = _MEMBER
+                elif isinstance(item, dict) and key_field in item:
+                    item_path = (*path, _key_element(key_field, item))
+                    out[item_path] = _MEMBER
+                    for key, child in item.items():
+                        if child is not None:
+                            _leaves(
+                                kind, child, (*item_path, f"f:{key}"), f"{meta_path}.{key}", out
+                            )
+            return
+    out[path] = value
+
+
+def _flatten(kind: str, obj: Object | None) -> dict[Path, Any]:
+    if not obj:
+        return {}
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict):
+        body["metadata"] = {k: v for k, v in metadata.items() if k not in _SERVER_METADATA}
+        if not body["metadata"]:
+            del body["metadata"]
+    out: dict[Path, Any] = {}
+    _leaves(kind, body, (), "", out)
+    return out
+
+
+def to_fields_v1(paths: set[Path]) -> dict[str, Any]:
+    """A FieldsV1 document for a set of paths."""
+    root: dict[str, Any] = {}
+    for path in sorted(paths):
+        node = root
+        for element in path:
+            node = node.setdefault(element, {})
+    for path in paths:
+        node = root
+        for element in path:
+            node = node[element]
+        if node:
+            node["."] = {}
+    return root
+
+
+def from_fields_v1(doc: Any, prefix: Path = ()) -> set[Path]:
+    """The set of paths a FieldsV1 document lists."""
+    out: set[Path] = set()
+    if not isinstance(doc, dict):
+        return out
+    if prefix and (not doc or "." in doc):
+        out.add(prefix)
+    for key, child in doc.items():
+        if key != ".":
+            out |= from_fields_v1(child, (*prefix, key))
+    return out
+
+
+def path_string(path: Path) -> str:
+    """`.spec.template.spec.containers[name="nginx"].image`, as conflicts print paths."""
+    out = ""
+    for element in path:
+        tag, _, rest = element.partition(":")
+        if tag == "f":
+            out += f".{rest}"
+        elif tag == "k":
+            keys = json.loads(rest)
+            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in keys.items()) + "]"
+        else:
+            out += f"[={rest}]"
+    return out
+
+
+# ---- managedFields ---------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _entries(obj: Object | None) -> list[_Entry]:
+    if not obj:
+        return []
+    raw = (obj.get("metadata") or {}).get("managedFields") or []
+    if not isinstance(raw, list):
+        raise Invalid("metadata.managedFields: must be a list")
+    entries = []
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict) or not isinstance(e.get("manager", ""), str):
+            raise Invalid(f"metadata.managedFields[{i}]: must be an object with a manager")
+        entries.append(
+            _Entry(
+                manager=str(e.get("manager", "")),
+                operation=str(e.get("operation", UPDATE)),
+                api_version=str(e.get("apiVersion", "")),
+                time=str(e.get("time", "")),
+                fields=from_fields_v1(e.get("fieldsV1") or {}),
+                subresource=str(e.get("subresource", "")),
+            )
+        )
+    return entries
+
+
+def _render(entries: list[_Entry]) -> list[dict[str, Any]]:
+    out = []
+    for e in entries:
+        if not e.fields:
+            continue
+        entry: dict[str, Any] = {
+            "manager": e.manager,
+            "operation": e.operation,
+            "apiVersion": e.api_version,
+            "time": e.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": to_fields_v1(e.fields),
+        }
+        if e.subresource:
+            entry["subresource"] = e.subresource
+        out.append(entry)
+    return out
+
+
+def _with_entries(obj: Object, entries: list[_Entry]) -> Object:
+    metadata = obj.setdefault("metadata", {})
+    rendered = _render(entries)
+    if rendered:
+        metadata["managedFields"] = rendered
+    else:
+        metadata.pop("managedFields", None)
+    return obj
+
+
+def _put(entries: list[_Entry], new: _Entry) -> list[_Entry]:
+    """`entries` with `new` replacing the entry of the same owner (or appended)."""
+    for i, e in enumerate(entries):
+        if e.same_owner(new):
+            return [*entries[:i], new, *entries[i + 1 :]]
+    return [*entries, new]
+
+
+def _changed(before: dict[Path, Any], after: dict[Path, Any]) -> set[Path]:
+    """Paths set or changed in `after`, and paths removed from `before`."""
+    changed = {p for p, v in after.items() if p not in before or before[p] != v}
+    return changed | (before.keys() - after.keys())
+
+
+# ---- writes ------------------------------------------------------------------------
+
+
+def record_update(
+    old: Object | None,
+    new: Object,
+    manager: str,
+    *,
+    kind: str = "",
+    subresource: str = "",
+    now: str | None = None,
+) -> Object:
+    """`new` with managedFields updated for a non-apply write by `manager`
+    (`kind`: the kinds key, when the object's Kind name is not enough).
+
+    The writer owns the fields it added or changed; every other manager
+    loses those, and fields the write removed leave every set. Managed
+    fields the client sent changed on purpose are kept as sent (an empty
+    list clears them), as Kubernetes does.
+    """
+    result = clone(new)
+    sent = (new.get("metadata") or {}).get("managedFields")
+    kept = (old or {}).get("metadata", {}).get("managedFields") if old else None
+    if old is not None and sent is not None and sent != kept:
+        _entries(result)  # validates the client's list
+        if not sent:
+            result["metadata"].pop("managedFields", None)
+        return result
+    kind = kind or str(new.get("kind", ""))
+    before, after = _flatten(kind, old), _flatten(kind, new)
+    changed = _changed(before, after)
+    entries = []
+    for e in _entries(old):
+        entries.append(
+            _Entry(e.manager, e.operation, e.api_version, e.time, e.fields - changed, e.subresource)
+        )
+    mine = _Entry(
+        manager, UPDATE, str(new.get("apiVersion", "")), now or _now(), set(), subresource
+    )
+    previous = next((e for e in entries if e.same_owner(mine)), None)
+    owned = (previous.fields if previous else set()) | (changed & after.keys())
+    mine.fields = {p for p in owned if p in after}
+    if not mine.fields and previous is None:
+        return _with_entries(result, entries)
+    return _with_entries(result, _put(entries, mine))
+
+
+def apply(
+    live: Object | None,
+    applied: Object,
+    manager: str,
+    force: bool,
+    kind: str,
+    *,
+    subresource: str = "",
+    now: str | None = None,
+) -> Object:
+    """The object after `manager` applies the configuration `applied` to `live`
+    (None: create). Raises ApplyConflict (an errors.Conflict) listing every
+    field another manager owns that `applied` would change, unless `force`."""
+    if not isinstance(applied, dict):
+        raise Invalid("apply: the configuration must be an object")
+    for field in ("apiVersion", "kind"):
+        if not applied.get(field):
+            raise Invalid(f"{field}: required in an apply configuration")
+    if not manager:
+        raise Invalid("fieldManager: required for apply")
+    config = _for_subresource(kind, clone(applied), subresource)
+    (config.get("metadata") or {}).pop("managedFields", None)
+    api_version = str(config["apiVersion"])
+    stamp = now or _now()
+    wanted = _flatten(kind, config)
+    me = _Entry(manager, APPLY, api_version, stamp, set(wanted), subresource)
+    if live is None:
+        return _with_entries(_merge(kind, {}, config), [me])
+    current = _flatten(kind, live)
+    entries = _entries(live)
+    if not entries and current:
+        # As Kubernetes does for an object nobody has applied or updated with
+        # field tracking: its fields belong to "before-first-apply".
+        fields = set(current)
+        entries = [_Entry(BEFORE_FIRST_APPLY, UPDATE, api_version, stamp, fields, subresource)]
+    others = [e for e in entries if not (e.manager == manager and e.operation == APPLY)]
+    mine_before = next((e for e in entries if e.manager == manager and e.operation == APPLY), None)
+    differing = {p for p, v in wanted.items() if p not in current or current[p] != v}
+    conflicts = [(e, sorted(e.fields & differing)) for e in others if e.fields & differing]
+    if conflicts and not force:
+        raise _conflict_error(conflicts)
+    if force:
+        for e in others:
+            e.fields -= differing
+    result = clone(live)
+    if mine_before is not None:
+        still_owned = set().union(*(e.fields for e in others)) if others else set()
+        dropped = mine_before.fields - me.fields
+        for path in sorted(dropped, key=len):  # parents first: their children go with them
+            if path in still_owned or any(o[: len(path)] == path for o in still_owned):
+                continue
+            if _is_item_key(path):
+                continue  # an item stays identified while it is in the list
+            _remove(result, path)
+    result = _merge(kind, result, config)
+    updated = [me if e is mine_before else e for e in entries]
+    if mine_before is None:
+        updated.append(me)
+    return _with_entries(result, updated)
+
+
+def _for_subresource(kind: str, config: Object, subresource: str) -> Object:
+    """The part of a configuration an apply through `subresource` may set, as
+    Kubernetes resets the rest: the main resource of a kind with a status
+    subresource leaves status alone; the status subresource sets only status."""
+    if subresource == "status":
+        return {
+            k: v for k, v in config.items() if k in ("apiVersion", "kind", "metadata", "status")
+        }
+    try:
+        has_status = kinds.by_kind(kind).has_status
+    except kinds.UnknownKind:
+        has_status = False
+    if not subresource and has_status:
+        config.pop("status", None)
+    return config
+
+
+def _conflict_error(conflicts: list[tuple[_Entry, list[Path]]]) -> ApplyConflict:
+    total = sum(len(paths) for _, paths in conflicts)
+    causes = []
+    parts = []
+    for entry, paths in conflicts:
+        who = f'"{entry.manager}"'
+        using = f" using {entry.api_version}" if entry.api_version else ""
+        shown = [path_string(p) for p in paths]
+        if len(shown) == 1 and len(conflicts) == 1:
+            parts.append(f"conflict with {who}{using}: {shown[0]}")
+        else:
+            noun = "conflict" if len(shown) == 1 else "conflicts"
+            parts.append(f"{noun} with {who}{using}:\n" + "\n".join(f"- {s}" for s in shown))
+        causes += [
+            {"type": "FieldManagerConflict", "message": f"conflict with {who}{using}", "field": s}
+            for s in shown
+        ]
+    noun = "conflict" if total == 1 else "conflicts"
+    return ApplyConflict(f"Apply failed with {total} {noun}: " + "\n".join(parts), causes)
+
+
+# ---- object surgery -------------------------------------------------------------------
+
+
+def _find_item(items: list[Any], element: str) -> int | None:
+    keys = json.loads(element[2:])
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and all(item.get(k) == v for k, v in keys.items()):
+            return i
+    return None
+
+
+def _is_item_key(path: Path) -> bool:
+    """Whether `path` is the merge-key field of a list item (`k:{"name":..}`, `f:name`)."""
+    return (
+        len(path) >= 2
+        and path[-2].startswith("k:")
+        and path[-1].startswith("f:")
+        and path[-1][2:] in json.loads(path[-2][2:])
+    )
+
+
+def _remove(obj: Object, path: Path) -> None:
+    """Delete the node at `path` from `obj` in place (no-op when absent)."""
+    node: Any = obj
+    for element in path[:-1]:
+        if element.startswith("f:") and isinstance(node, dict):
+            node = node.get(element[2:])
+        elif element.startswith("k:") and isinstance(node, list):
+            at = _find_item(node, element)
+            node = None if at is None else node[at]
+        else:
+            return
+        if node is None:
+            return
+    last = path[-1]
+    if last.startswith("f:") and isinstance(node, dict):
+        node.pop(last[2:], None)
+    elif last.startswith("k:") and isinstance(node, list):
+        at = _find_item(node, last)
+        if at is not None:
+            del node[at]
+    elif last.startswith("v:") and isinstance(node, list):
+        value = json.loads(last[2:])
+        node[:] = [v for v in node if v != value]
+
+
+def _merge(kind: str, live: Object, config: Object) -> Object:
+    merged = _merge_value(kind, live, config, "")
+    assert isinstance(merged, dict)
+    return merged
+
+
+def _merge_value(kind: str, live: Any, config: Any, meta_path: str) -> Any:
+    if isinstance(config, dict):
+        out = dict(live) if isinstance(live, dict) else {}
+        for key, value in config.items():
+            if value is None:
+                continue
+            out[key] = _merge_value(kind, out.get(key), value, _join(meta_path, key))
+        return out
+    if isinstance(config, list):
+        meta = field_meta(kind, meta_path)
+        if meta is None or not meta.merges or not isinstance(live, list):
+            return clone(config)
+        out_list = list(live)
+        if not meta.merge_key:
+            out_list += [v for v in config if v not in out_list]
+            return out_list
+        for item in config:
+            at = None
+            if isinstance(item, dict):
+                at = _find_item(out_list, _key_element(meta.merge_key, item))
+            if at is None:
+                out_list.append(clone(item))
+            else:
+                out_list[at] = _merge_value(kind, out_list[at], item, meta_path)
+        return out_list
+    return config

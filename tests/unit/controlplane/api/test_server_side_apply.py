@@ -1,0 +1,287 @@
+"""Server-side apply: managedFields in FieldsV1, conflicts worded as
+kube-apiserver words them, --force-conflicts, removal of fields an applier
+dropped, and the Update bookkeeping of every other write."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from controlplane.api import server_side_apply as ssa
+from controlplane.client.errors import Conflict, Invalid
+
+T = "2026-01-01T00:00:00Z"
+CSA = "kubectl-client-side-apply"
+
+
+def deployment(
+    replicas: int = 2, image: str = "nginx:1.19", env: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "nginx", "image": image}
+    if env is not None:
+        container["env"] = env
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [container]},
+            },
+        },
+    }
+
+
+def entry(obj: dict[str, Any], manager: str) -> dict[str, Any]:
+    found = [e for e in obj["metadata"].get("managedFields", []) if e["manager"] == manager]
+    assert len(found) == 1, obj["metadata"].get("managedFields")
+    first: dict[str, Any] = found[0]
+    return first
+
+
+def owns(obj: dict[str, Any], manager: str, path: str) -> bool:
+    fields = {ssa.path_string(p) for p in ssa.from_fields_v1(entry(obj, manager)["fieldsV1"])}
+    return path in fields
+
+
+def do_apply(
+    live: Any, applied: Any, manager: str = "kubectl", force: bool = False
+) -> dict[str, Any]:
+    before = copy.deepcopy((live, applied))
+    out = ssa.apply(live, applied, manager, force, "Deployment", now=T)
+    assert (live, applied) == before, "apply must not modify its inputs"
+    return out
+
+
+def test_create_records_an_apply_entry_in_fields_v1() -> None:
+    out = do_apply(None, deployment())
+    e = entry(out, "kubectl")
+    assert {k: e[k] for k in ("operation", "apiVersion", "time", "fieldsType")} == {
+        "operation": "Apply",
+        "apiVersion": "apps/v1",
+        "time": T,
+        "fieldsType": "FieldsV1",
+    }
+    spec = e["fieldsV1"]["f:spec"]
+    assert spec["f:replicas"] == {}
+    assert spec["f:template"]["f:spec"]["f:containers"] == {
+        'k:{"name":"nginx"}': {".": {}, "f:image": {}, "f:name": {}}
+    }
+    assert e["fieldsV1"]["f:metadata"] == {"f:labels": {"f:app": {}}}
+    assert out["spec"]["replicas"] == 2
+
+
+def test_apply_after_client_side_apply_conflicts_on_a_changed_field() -> None:
+    live = ssa.record_update(None, deployment(), CSA, now=T)
+    with pytest.raises(Conflict) as err:
+        do_apply(live, deployment(replicas=5))
+    assert str(err.value) == (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using apps/v1: .spec.replicas'
+    )
+    assert isinstance(err.value, ssa.ApplyConflict)
+    assert err.value.causes == [
+        {
+            "type": "FieldManagerConflict",
+            "message": 'conflict with "kubectl-client-side-apply" using apps/v1',
+            "field": ".spec.replicas",
+        }
+    ]
+
+
+def test_unchanged_values_are_shared_without_conflict() -> None:
+    live = ssa.record_update(None, deployment(), CSA, now=T)
+    out = do_apply(live, deployment())
+    assert owns(out, "kubectl", ".spec.replicas") and owns(out, CSA, ".spec.replicas")
+
+
+def test_several_conflicts_are_listed() -> None:
+    live = ssa.record_update(None, deployment(), CSA, now=T)
+    with pytest.raises(Conflict) as err:
+        do_apply(live, deployment(replicas=5, image="nginx:1.21"))
+    assert str(err.value) == (
+        'Apply failed with 2 conflicts: conflicts with "kubectl-client-side-apply" using apps/v1:\n'
+        "- .spec.replicas\n"
+        '- .spec.template.spec.containers[name="nginx"].image'
+    )
+    assert len(err.value.causes) == 2  # type: ignore[attr-defined]
+
+
+def test_force_takes_ownership() -> None:
+    live = ssa.record_update(None, deployment(), CSA, now=T)
+    out = do_apply(live, deployment(replicas=5), force=True)
+    assert out["spec"]["replicas"] == 5
+    assert owns(out, "kubectl", ".spec.replicas")
+    assert not owns(out, CSA, ".spec.replicas")
+    assert owns(out, CSA, ".spec.selector.matchLabels.app")
+
+
+def test_fields_dropped_from_the_config_are_removed() -> None:
+    first = do_apply(
+        None, deployment(env=[{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])
+    )
+    out = do_apply(first, deployment(env=[{"name": "A", "value": "1"}]))
+    assert out["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
+    config = deployment()
+    del config["metadata"]["labels"]
+    out = do_apply(out, config)
+    assert "labels" not in out["metadata"] or not out["metadata"]["labels"]
+    assert (
+        "env" not in out["spec"]["template"]["spec"]["containers"][0]
+        or not out["spec"]["template"]["spec"]["containers"][0]["env"]
+    )
+
+
+def test_a_dropped_field_another_manager_owns_stays() -> None:
+    first = do_apply(None, deployment())
+    shared = do_apply(first, deployment(), manager="other")
+    config = deployment()
+    del config["spec"]["replicas"]
+    out = do_apply(shared, config)
+    assert out["spec"]["replicas"] == 2
+    assert not owns(out, "kubectl", ".spec.replicas") and owns(out, "other", ".spec.replicas")
+
+
+def test_an_update_takes_the_field_and_a_reapply_then_conflicts() -> None:
+    applied = do_apply(None, deployment())
+    scaled = copy.deepcopy(applied)
+    scaled["spec"]["replicas"] = 7
+    scaled = ssa.record_update(applied, scaled, "kubectl-scale", now=T)
+    assert owns(scaled, "kubectl-scale", ".spec.replicas")
+    assert not owns(scaled, "kubectl", ".spec.replicas")
+    assert entry(scaled, "kubectl-scale")["operation"] == "Update"
+    with pytest.raises(
+        Conflict, match=r'conflict with "kubectl-scale" using apps/v1: \.spec\.replicas'
+    ):
+        do_apply(scaled, deployment())
+    # The applier that no longer sets replicas leaves the scaled value alone.
+    config = deployment()
+    del config["spec"]["replicas"]
+    assert do_apply(scaled, config)["spec"]["replicas"] == 7
+
+
+def test_same_manager_reapply_changes_its_own_fields() -> None:
+    first = do_apply(None, deployment())
+    out = do_apply(first, deployment(replicas=4, image="nginx:1.21"))
+    assert out["spec"]["replicas"] == 4
+    assert out["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.21"
+    assert len(out["metadata"]["managedFields"]) == 1
+
+
+def test_containers_merge_by_name_between_managers() -> None:
+    first = do_apply(None, deployment())
+    other = deployment()
+    other["spec"]["template"]["spec"]["containers"] = [{"name": "sidecar", "image": "busybox"}]
+    del other["spec"]["replicas"]
+    out = do_apply(first, other, manager="injector")
+    names = [c["name"] for c in out["spec"]["template"]["spec"]["containers"]]
+    assert names == ["nginx", "sidecar"]
+    out = do_apply(out, deployment())  # kubectl never owned the sidecar: it stays
+    assert [c["name"] for c in out["spec"]["template"]["spec"]["containers"]] == [
+        "nginx",
+        "sidecar",
+    ]
+
+
+def test_finalizers_are_a_set_with_value_paths() -> None:
+    config = deployment()
+    config["metadata"]["finalizers"] = ["a.example/x"]
+    out = do_apply(None, config)
+    assert entry(out, "kubectl")["fieldsV1"]["f:metadata"]["f:finalizers"] == {
+        'v:"a.example/x"': {}
+    }
+
+
+def test_record_update_on_create_owns_everything_but_server_metadata() -> None:
+    obj = deployment()
+    obj["metadata"]["uid"] = "u"
+    obj["metadata"]["resourceVersion"] = "1"
+    out = ssa.record_update(None, obj, "skiffctl", now=T)
+    fields = ssa.from_fields_v1(entry(out, "skiffctl")["fieldsV1"])
+    shown = {ssa.path_string(p) for p in fields}
+    assert (
+        ".metadata.uid" not in shown and ".metadata.name" not in shown and ".spec.replicas" in shown
+    )
+    assert ".apiVersion" not in shown
+
+
+def test_record_update_drops_removed_fields_and_empty_entries() -> None:
+    live = ssa.record_update(None, deployment(), "a", now=T)
+    changed = copy.deepcopy(live)
+    del changed["spec"]["replicas"]
+    out = ssa.record_update(live, changed, "b", now=T)
+    assert not owns(out, "a", ".spec.replicas")
+    assert [e["manager"] for e in out["metadata"]["managedFields"]] == ["a"]  # b owns nothing
+
+
+def test_record_update_keeps_managed_fields_the_client_changed() -> None:
+    live = ssa.record_update(None, deployment(), "a", now=T)
+    cleared = copy.deepcopy(live)
+    cleared["metadata"]["managedFields"] = []
+    assert "managedFields" not in ssa.record_update(live, cleared, "b", now=T)["metadata"]
+
+
+def test_fields_v1_round_trip_and_paths() -> None:
+    paths = {
+        ("f:spec", "f:replicas"),
+        ("f:spec", 'k:{"name":"a"}'),
+        ("f:spec", 'k:{"name":"a"}', "f:image"),
+    }
+    doc = ssa.to_fields_v1(paths)
+    assert doc == {"f:spec": {"f:replicas": {}, 'k:{"name":"a"}': {".": {}, "f:image": {}}}}
+    assert ssa.from_fields_v1(doc) == paths
+    assert ssa.path_string(("f:metadata", "f:finalizers", 'v:"x"')) == '.metadata.finalizers[="x"]'
+
+
+@pytest.mark.parametrize(
+    ("config", "manager", "words"),
+    [
+        ({"kind": "Deployment", "metadata": {"name": "x"}}, "m", "apiVersion: required"),
+        ({"apiVersion": "apps/v1", "metadata": {"name": "x"}}, "m", "kind: required"),
+        (deployment(), "", "fieldManager: required"),
+        ("x", "m", "must be an object"),
+    ],
+)
+def test_bad_apply_requests(config: Any, manager: str, words: str) -> None:
+    with pytest.raises(Invalid, match=words):
+        ssa.apply(None, config, manager, False, "Deployment")
+
+
+def test_bad_managed_fields_are_invalid() -> None:
+    live = deployment()
+    live["metadata"]["managedFields"] = "nope"
+    with pytest.raises(Invalid, match=r"metadata\.managedFields"):
+        ssa.apply(live, deployment(), "m", False, "Deployment")
+
+
+def test_an_object_without_managed_fields_belongs_to_before_first_apply() -> None:
+    live = deployment()
+    with pytest.raises(Conflict, match='conflict with "before-first-apply"'):
+        do_apply(live, deployment(replicas=3))
+    out = do_apply(live, deployment(replicas=3), force=True)
+    assert owns(out, "kubectl", ".spec.replicas")
+    assert owns(out, "before-first-apply", ".spec.selector.matchLabels.app")
+
+
+def test_status_goes_through_the_status_subresource_only() -> None:
+    config = deployment()
+    config["status"] = {"replicas": 9}
+    out = do_apply(None, config)
+    assert "status" not in out
+    status_config = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "status": {"replicas": 3},
+        "spec": {"replicas": 100},
+    }
+    out = ssa.apply(
+        out, status_config, "controller", False, "Deployment", subresource="status", now=T
+    )
+    assert out["status"] == {"replicas": 3} and out["spec"]["replicas"] == 2
+    e = entry(out, "controller")
+    assert e["subresource"] == "status" and "f:spec" not in e["fieldsV1"]
