@@ -361,8 +361,8 @@ def record_update(
     """
     result = clone(new)
     sent = (new.get("metadata") or {}).get("managedFields")
-    kept = (old or {}).get("metadata", {}).get("managedFields") if old else None
-    if old is not None and sent is not None and sent != kept:
+    stored = (old or {}).get("metadata", {}).get("managedFields") if old else None
+    if old is not None and sent is not None and sent != stored:
         _entries(result)  # validates the client's list
         if not sent:
             result["metadata"].pop("managedFields", None)
