@@ -196,10 +196,20 @@ def _diff_items(
 ) -> None:
     """`_diff` of a list merged by `key`, item by item."""
 
-    def index(items: list[Any]) -> dict[str, Any]:
-        return {_key_element(key, i): i for i in items if isinstance(i, dict) and key in i}
+    def index(items: list[Any]) -> dict[str, Any] | None:
+        out = {}
+        for item in items:
+            if isinstance(item, dict) and key in item:
+                element = _key_element(key, item)
+                if element in out:
+                    return None  # duplicate keys: compare the whole lists
+                out[element] = item
+        return out
 
     before, after = index(old), index(new)
+    if before is None or after is None:
+        _diff_leaves(kind, old, new, path, meta_path, present, gone)
+        return
     for element in before.keys() | after.keys():
         o, n = before.get(element), after.get(element)
         if o == n:
