@@ -63,6 +63,7 @@ class ServedVersion:
 class _Crd:
     name: str
     info: kinds.KindInfo
+    spec: Object
     versions: dict[str, ServedVersion] = field(default_factory=dict)
 
 
@@ -363,14 +364,18 @@ def kind_info(obj: Object) -> kinds.KindInfo:
 
 def register(obj: Object) -> kinds.KindInfo:
     """Serve the kind a (stored, valid) CRD defines; replaces an earlier
-    registration of the same CRD. Raises ValueError for an invalid CRD."""
+    registration of the same CRD (a no-op when its spec is unchanged, as
+    on a status update). Raises ValueError for an invalid CRD."""
     global _generation
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    current = _by_name.get(name)
+    if current is not None and current.spec == obj.get("spec"):
+        return current.info
     problems = validate_crd(obj)
     if problems:
         raise ValueError("; ".join(problems))
     info = kind_info(obj)
-    name = str(obj["metadata"]["name"])
-    crd = _Crd(name, info)
+    crd = _Crd(name, info, clone(obj["spec"]))
     for v in obj["spec"]["versions"]:
         if not v.get("served"):
             continue

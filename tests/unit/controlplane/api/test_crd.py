@@ -517,3 +517,10 @@ def test_server_side_apply_merges_a_custom_kinds_map_lists() -> None:
     finally:
         crd.unregister("widgets.example.com")
     assert field_meta(KEY, "spec.ports") is None
+
+
+def test_re_registering_an_unchanged_crd_changes_nothing(widgets: kinds.KindInfo) -> None:
+    before = crd.generation()
+    obj = widget_crd()
+    obj["status"] = {"conditions": []}
+    assert crd.register(obj) is widgets and crd.generation() == before
