@@ -323,3 +323,21 @@ def test_the_table_is_declarative_and_covers_the_pod_template_of_every_workload(
     assert meta is not None and meta.merges and meta.retains_keys
     assert field_meta("Pod", "spec.tolerations") is None
     json.dumps({k: {p: m.strategy for p, m in v.items()} for k, v in PATCH_META.items()})
+
+
+def test_volume_source_switch_retains_only_listed_keys() -> None:
+    # kubectl apply, when a volume changes from emptyDir to configMap.
+    pod = {"spec": {"volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "emptyDir": {}}]}}
+    patch = {
+        "spec": {
+            "$setElementOrder/volumes": [{"name": "v"}, {"name": "w"}],
+            "volumes": [
+                {"$retainKeys": ["configMap", "name"], "configMap": {"name": "cm"}, "name": "v"}
+            ],
+        }
+    }
+    out = smp(pod, patch, "Pod")
+    assert out["spec"]["volumes"] == [
+        {"name": "v", "configMap": {"name": "cm"}},
+        {"name": "w", "emptyDir": {}},
+    ]
