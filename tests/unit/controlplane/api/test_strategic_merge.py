@@ -341,3 +341,25 @@ def test_volume_source_switch_retains_only_listed_keys() -> None:
         {"name": "v", "configMap": {"name": "cm"}},
         {"name": "w", "emptyDir": {}},
     ]
+
+
+@pytest.mark.parametrize(
+    ("server", "order", "expected"),
+    [
+        # The server-only item (s) keeps its place among the others.
+        (["a", "s", "b"], ["b", "a"], ["s", "b", "a"]),
+        (["a", "s", "b"], ["a", "b"], ["a", "s", "b"]),
+        (["s", "a"], ["a", "n"], ["s", "a", "n"]),
+        (["a", "b"], ["n", "b", "a"], ["n", "b", "a"]),
+    ],
+)
+def test_set_element_order_with_server_only_items(
+    server: list[str], order: list[str], expected: list[str]
+) -> None:
+    pod = {"spec": {"containers": [{"name": n} for n in server]}}
+    new = [{"name": n} for n in order if n not in server]
+    patch = {
+        "spec": {"$setElementOrder/containers": [{"name": n} for n in order], "containers": new}
+    }
+    out = smp(pod, patch, "Pod")
+    assert [c["name"] for c in out["spec"]["containers"]] == expected
