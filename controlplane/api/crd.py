@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.api import jsonpath, kinds
+from controlplane.api import jsonpath, kinds, patch_meta
 from controlplane.api.jsoncodec import clone
 
 Object = dict[str, Any]
@@ -63,6 +63,7 @@ class ServedVersion:
 class _Crd:
     name: str
     info: kinds.KindInfo
+    spec: Object
     versions: dict[str, ServedVersion] = field(default_factory=dict)
 
 
@@ -363,14 +364,18 @@ def kind_info(obj: Object) -> kinds.KindInfo:
 
 def register(obj: Object) -> kinds.KindInfo:
     """Serve the kind a (stored, valid) CRD defines; replaces an earlier
-    registration of the same CRD. Raises ValueError for an invalid CRD."""
+    registration of the same CRD (a no-op when its spec is unchanged, as
+    on a status update). Raises ValueError for an invalid CRD."""
     global _generation
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    current = _by_name.get(name)
+    if current is not None and current.spec == obj.get("spec"):
+        return current.info
     problems = validate_crd(obj)
     if problems:
         raise ValueError("; ".join(problems))
     info = kind_info(obj)
-    name = str(obj["metadata"]["name"])
-    crd = _Crd(name, info)
+    crd = _Crd(name, info, clone(obj["spec"]))
     for v in obj["spec"]["versions"]:
         if not v.get("served"):
             continue
@@ -386,16 +391,39 @@ def register(obj: Object) -> kinds.KindInfo:
             status="status" in sub,
             scale=clone(sub["scale"]) if "scale" in sub else None,
         )
+    facts: dict[str, patch_meta.FieldMeta] = {}
+    for v in crd.versions.values():
+        _list_facts(v.schema, "", facts)
     with _lock:
         old = _by_name.get(name)
         if old is not None and old.info.key != info.key:
             kinds.unregister(old.info.key)
+            patch_meta.set_custom(old.info.key, {})
             _by_key.pop(old.info.key, None)
         kinds.register(info)
+        patch_meta.set_custom(info.key, facts)
         _by_name[name] = crd
         _by_key[info.key] = crd
         _generation += 1
     return info
+
+
+def _list_facts(s: Any, path: str, out: dict[str, patch_meta.FieldMeta]) -> None:
+    """Merge facts of a schema's lists, by field path (list items add no
+    segment, as in patch_meta): x-kubernetes-list-type map with one key, or set."""
+    if not isinstance(s, dict):
+        return
+    list_type = s.get("x-kubernetes-list-type")
+    keys = s.get("x-kubernetes-list-map-keys") or []
+    if s.get("type") == "array" and path:
+        if list_type == "map" and len(keys) == 1:
+            out[path] = patch_meta.FieldMeta("merge", str(keys[0]))
+        elif list_type == "set":
+            out[path] = patch_meta.FieldMeta("merge")
+        _list_facts(s.get("items"), path, out)
+        return
+    for key, sub in (s.get("properties") or {}).items():
+        _list_facts(sub, f"{path}.{key}" if path else key, out)
 
 
 def unregister(name: str) -> kinds.KindInfo | None:
@@ -408,6 +436,7 @@ def unregister(name: str) -> kinds.KindInfo | None:
             return None
         _by_key.pop(crd.info.key, None)
         kinds.unregister(crd.info.key)
+        patch_meta.set_custom(crd.info.key, {})
         _generation += 1
         return crd.info
 

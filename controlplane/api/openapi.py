@@ -178,6 +178,30 @@ def _crd_definitions(prefix: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _open_definition(group: str, version: str, info: kinds.KindInfo, v3: bool) -> dict[str, Any]:
+    """A kind with no schema: any fields accepted (in v2 a schema without
+    properties, which kubectl treats as a free-form map)."""
+    out: dict[str, Any] = {
+        "description": f"{info.kind} ({info.api_version}).",
+        "type": "object",
+        "x-kubernetes-group-version-kind": [
+            {"group": group, "kind": info.kind, "version": version}
+        ],
+    }
+    if v3:
+        prefix = "#/components/schemas/"
+        out["properties"] = {
+            "apiVersion": {"type": "string", "description": "APIVersion of this object."},
+            "kind": {"type": "string", "description": "Kind of this object."},
+            "metadata": {
+                "$ref": prefix + schema.full_name("ObjectMeta"),
+                "description": "Standard object metadata.",
+            },
+        }
+        out["x-kubernetes-preserve-unknown-fields"] = True
+    return out
+
+
 def _crd_name(group: str, version: str, kind: str) -> str:
     return ".".join([*reversed(group.split(".")), version, kind])
 
@@ -334,15 +358,17 @@ _SCALE_DEFINITION = {
 
 
 def _served() -> Iterator[tuple[str, str, kinds.KindInfo, str | None]]:
-    """(group, version, kind row, schema type name or None for a custom kind)."""
+    """(group, version, kind row, schema type name) of every kind the kinds
+    table serves; the type name is None for a kind schema.TYPES does not
+    describe (custom kinds, and any kind added to the kinds table without a
+    schema): those get their CRD's schema or an open one, so that every
+    served kind has its paths (kubectl looks for fieldValidation on each
+    kind's PATCH operation) and a definition."""
     builtin = schema.kind_types()
-    custom = {(v.group, v.version, v.kind) for v in crd.served_versions()}
     for info in kinds.all_kinds():
         for api_version in (info.api_version, *info.also_api_versions):
             group, _, version = api_version.rpartition("/")
-            type_name = builtin.get((group, version, info.kind))
-            if type_name is not None or (group, version, info.kind) in custom:
-                yield group, version, info, type_name
+            yield group, version, info, builtin.get((group, version, info.kind))
 
 
 def _document(
@@ -359,7 +385,7 @@ def _document(
             ref = prefix + schema.full_name(type_name)
         else:
             name = _crd_name(group, version, info.kind)
-            definitions[name] = crd_defs.get(name, {"type": "object"})
+            definitions[name] = crd_defs.get(name) or _open_definition(group, version, info, v3)
             needed |= _refs("ObjectMeta")
             ref = prefix + name
         paths.update(_paths(info, group, version, ref, v3))

@@ -10,7 +10,9 @@ patch replaces it whole, and one apply manager owns it whole.
 `PATCH_META[kind][path]` holds those facts for the kinds skiff serves. A path
 is the field names from the object's root, dot-separated, with list items
 adding no segment: `spec.template.spec.containers.env` is the env list of
-any container of a Deployment's pod template. Pure data.
+any container of a Deployment's pod template. Pure data, plus the list
+facts of custom kinds, which controlplane/api/crd.py records from their
+schemas' `x-kubernetes-list-type` (`set_custom`).
 """
 
 from __future__ import annotations
@@ -115,6 +117,19 @@ PATCH_META: dict[str, dict[str, FieldMeta]] = {
 }
 
 
+# Custom kinds' list facts, from their CRD schemas' x-kubernetes-list-type
+# (server-side apply merges those lists; strategic merge patch stays refused).
+_custom: dict[str, dict[str, FieldMeta]] = {}
+
+
+def set_custom(kind: str, table: dict[str, FieldMeta]) -> None:
+    """Record (or, with an empty table, forget) a custom kind's list facts."""
+    if table:
+        _custom[kind] = dict(table)
+    else:
+        _custom.pop(kind, None)
+
+
 def supports(kind: str) -> bool:
     """Whether `kind` has strategic merge patch facts (the built-in kinds).
     Kubernetes refuses strategic merge patch for custom resources (415)."""
@@ -123,4 +138,7 @@ def supports(kind: str) -> bool:
 
 def field_meta(kind: str, path: str) -> FieldMeta | None:
     """The merge facts of the field at `path` of `kind`, None when atomic/plain."""
-    return PATCH_META.get(kind, {}).get(path)
+    table = PATCH_META.get(kind)
+    if table is None:
+        table = _custom.get(kind, {})
+    return table.get(path)

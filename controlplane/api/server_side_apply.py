@@ -73,13 +73,10 @@ class _Entry:
     fields: set[Path]
     subresource: str = ""
 
-    def same_owner(self, other: _Entry) -> bool:
-        return (self.manager, self.operation, self.api_version, self.subresource) == (
-            other.manager,
-            other.operation,
-            other.api_version,
-            other.subresource,
-        )
+    @property
+    def owner(self) -> tuple[str, str, str, str]:
+        """What identifies an entry: manager, operation, apiVersion, subresource."""
+        return (self.manager, self.operation, self.api_version, self.subresource)
 
 
 # ---- field sets ------------------------------------------------------------------
@@ -127,7 +124,8 @@ def _leaves(kind: str, value: Any, path: Path, meta_path: str, out: dict[Path, A
     out[path] = value
 
 
-def _flatten(kind: str, obj: Object | None) -> dict[Path, Any]:
+def _body(obj: Object | None) -> Object:
+    """The part of an object managers own: no apiVersion, kind or server metadata."""
     if not obj:
         return {}
     body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
@@ -136,9 +134,101 @@ def _flatten(kind: str, obj: Object | None) -> dict[Path, Any]:
         body["metadata"] = {k: v for k, v in metadata.items() if k not in _SERVER_METADATA}
         if not body["metadata"]:
             del body["metadata"]
+    return body
+
+
+def _flatten(kind: str, obj: Object | None) -> dict[Path, Any]:
     out: dict[Path, Any] = {}
-    _leaves(kind, body, (), "", out)
+    _leaves(kind, _body(obj), (), "", out)
     return out
+
+
+def _diff(
+    kind: str, old: Any, new: Any, path: Path, meta_path: str, present: set[Path], gone: set[Path]
+) -> None:
+    """The owned paths a write changed: `present` gets those set or changed in
+    `new`, `gone` those only `old` has. Equal subtrees are skipped whole (one
+    C-speed comparison), so a status update never walks the spec."""
+    if old == new:
+        return
+    if isinstance(old, dict) and isinstance(new, dict) and (not path or (old and new)):
+        for key in old.keys() | new.keys():
+            o, n = old.get(key), new.get(key)
+            if o != n:
+                _diff(kind, o, n, (*path, f"f:{key}"), f"{meta_path}.{key}", present, gone)
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        meta = field_meta(kind, meta_path[1:])
+        if meta is not None and meta.merges and meta.merge_key:
+            _diff_items(kind, old, new, meta.merge_key, path, meta_path, present, gone)
+            return
+        if meta is not None and meta.merges:
+            before = {_value_element(v) for v in old}
+            after = {_value_element(v) for v in new}
+            present.update((*path, e) for e in after - before)
+            gone.update((*path, e) for e in before - after)
+            return
+    _diff_leaves(kind, old, new, path, meta_path, present, gone)
+
+
+def _diff_leaves(
+    kind: str, old: Any, new: Any, path: Path, meta_path: str, present: set[Path], gone: set[Path]
+) -> None:
+    before: dict[Path, Any] = {}
+    after: dict[Path, Any] = {}
+    if old is not None:
+        _leaves(kind, old, path, meta_path, before)
+    if new is not None:
+        _leaves(kind, new, path, meta_path, after)
+    present.update(p for p, v in after.items() if p not in before or before[p] != v)
+    gone.update(before.keys() - after.keys())
+
+
+def _diff_items(
+    kind: str,
+    old: list[Any],
+    new: list[Any],
+    key: str,
+    path: Path,
+    meta_path: str,
+    present: set[Path],
+    gone: set[Path],
+) -> None:
+    """`_diff` of a list merged by `key`, item by item."""
+
+    def index(items: list[Any]) -> dict[str, Any] | None:
+        out = {}
+        for item in items:
+            if isinstance(item, dict) and key in item:
+                element = _key_element(key, item)
+                if element in out:
+                    return None  # duplicate keys: compare the whole lists
+                out[element] = item
+        return out
+
+    before, after = index(old), index(new)
+    if before is None or after is None:
+        _diff_leaves(kind, old, new, path, meta_path, present, gone)
+        return
+    for element in before.keys() | after.keys():
+        o, n = before.get(element), after.get(element)
+        if o == n:
+            continue
+        if o is None or n is None:
+            _diff_leaves(kind, [o] if o else [], [n] if n else [], path, meta_path, present, gone)
+            continue
+        item_path = (*path, element)
+        for field in o.keys() | n.keys():
+            if o.get(field) != n.get(field):
+                _diff(
+                    kind,
+                    o.get(field),
+                    n.get(field),
+                    (*item_path, f"f:{field}"),
+                    f"{meta_path}.{field}",
+                    present,
+                    gone,
+                )
 
 
 def to_fields_v1(paths: set[Path]) -> dict[str, Any]:
@@ -192,27 +282,42 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _entries(obj: Object | None) -> list[_Entry]:
+def _raw_entries(obj: Object | None) -> list[dict[str, Any]]:
+    """metadata.managedFields as stored, checked to be a list of entries."""
     if not obj:
         return []
     raw = (obj.get("metadata") or {}).get("managedFields") or []
     if not isinstance(raw, list):
         raise Invalid("metadata.managedFields: must be a list")
-    entries = []
     for i, e in enumerate(raw):
         if not isinstance(e, dict) or not isinstance(e.get("manager", ""), str):
             raise Invalid(f"metadata.managedFields[{i}]: must be an object with a manager")
-        entries.append(
-            _Entry(
-                manager=str(e.get("manager", "")),
-                operation=str(e.get("operation", UPDATE)),
-                api_version=str(e.get("apiVersion", "")),
-                time=str(e.get("time", "")),
-                fields=from_fields_v1(e.get("fieldsV1") or {}),
-                subresource=str(e.get("subresource", "")),
-            )
-        )
-    return entries
+    return raw
+
+
+def _entry(e: dict[str, Any]) -> _Entry:
+    return _Entry(
+        manager=str(e.get("manager", "")),
+        operation=str(e.get("operation", UPDATE)),
+        api_version=str(e.get("apiVersion", "")),
+        time=str(e.get("time", "")),
+        fields=from_fields_v1(e.get("fieldsV1") or {}),
+        subresource=str(e.get("subresource", "")),
+    )
+
+
+def _entries(obj: Object | None) -> list[_Entry]:
+    return [_entry(e) for e in _raw_entries(obj)]
+
+
+def _owns(doc: Any, path: Path) -> bool:
+    """Whether a FieldsV1 document lists `path` (without parsing all of it)."""
+    node = doc
+    for element in path:
+        if not isinstance(node, dict):
+            return False
+        node = node.get(element)
+    return isinstance(node, dict) and (not node or "." in node)
 
 
 def _render(entries: list[_Entry]) -> list[dict[str, Any]]:
@@ -244,20 +349,6 @@ def _with_entries(obj: Object, entries: list[_Entry]) -> Object:
     return obj
 
 
-def _put(entries: list[_Entry], new: _Entry) -> list[_Entry]:
-    """`entries` with `new` replacing the entry of the same owner (or appended)."""
-    for i, e in enumerate(entries):
-        if e.same_owner(new):
-            return [*entries[:i], new, *entries[i + 1 :]]
-    return [*entries, new]
-
-
-def _changed(before: dict[Path, Any], after: dict[Path, Any]) -> set[Path]:
-    """Paths set or changed in `after`, and paths removed from `before`."""
-    changed = {p for p, v in after.items() if p not in before or before[p] != v}
-    return changed | (before.keys() - after.keys())
-
-
 # ---- writes ------------------------------------------------------------------------
 
 
@@ -280,29 +371,54 @@ def record_update(
     """
     result = clone(new)
     sent = (new.get("metadata") or {}).get("managedFields")
-    kept = (old or {}).get("metadata", {}).get("managedFields") if old else None
-    if old is not None and sent is not None and sent != kept:
+    stored = (old or {}).get("metadata", {}).get("managedFields") if old else None
+    if old is not None and sent is not None and sent != stored:
         _entries(result)  # validates the client's list
         if not sent:
             result["metadata"].pop("managedFields", None)
         return result
     kind = kind or str(new.get("kind", ""))
-    before, after = _flatten(kind, old), _flatten(kind, new)
-    changed = _changed(before, after)
-    entries = []
-    for e in _entries(old):
-        entries.append(
-            _Entry(e.manager, e.operation, e.api_version, e.time, e.fields - changed, e.subresource)
-        )
+    present: set[Path] = set()
+    gone: set[Path] = set()
+    if old is None:
+        present = set(_flatten(kind, new))
+    else:
+        _diff(kind, _body(old), _body(new), (), "", present, gone)
+    changed = present | gone
     mine = _Entry(
-        manager, UPDATE, str(new.get("apiVersion", "")), now or _now(), set(), subresource
+        manager, UPDATE, str(new.get("apiVersion", "")), now or _now(), present, subresource
     )
-    previous = next((e for e in entries if e.same_owner(mine)), None)
-    owned = (previous.fields if previous else set()) | (changed & after.keys())
-    mine.fields = {p for p in owned if p in after}
-    if not mine.fields and previous is None:
-        return _with_entries(result, entries)
-    return _with_entries(result, _put(entries, mine))
+    kept: list[dict[str, Any]] = []
+    found = False
+    for raw in _raw_entries(old):
+        if not found and _entry_key(raw) == mine.owner:
+            found = True
+            mine.fields = (_entry(raw).fields - changed) | present
+            kept += _render([mine])
+        elif any(_owns(raw.get("fieldsV1"), p) for p in changed):
+            # Another manager loses what this write changed.
+            entry = _entry(raw)
+            entry.fields -= changed
+            kept += [{**raw, "fieldsV1": to_fields_v1(entry.fields)}] if entry.fields else []
+        else:
+            kept.append(raw)  # untouched: kept as stored, not parsed
+    if not found:
+        kept += _render([mine])
+    metadata = result.setdefault("metadata", {})
+    if kept:
+        metadata["managedFields"] = kept
+    else:
+        metadata.pop("managedFields", None)
+    return result
+
+
+def _entry_key(raw: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (
+        str(raw.get("manager", "")),
+        str(raw.get("operation", UPDATE)),
+        str(raw.get("apiVersion", "")),
+        str(raw.get("subresource", "")),
+    )
 
 
 def apply(

@@ -12,8 +12,8 @@ is replaced. Directives refine it:
 - `$deleteFromPrimitiveList/<field>: [values]` removes values from a merged
   primitive list.
 - `$setElementOrder/<field>: [...]` orders the merged list (items by merge
-  key, primitives by value); items it does not name keep their relative
-  order after the named ones.
+  key, primitives by value); items only the server has keep their place
+  relative to the others, as Kubernetes merges the two orders.
 - `$retainKeys: [fields]` on a map with the retainKeys strategy drops every
   field not listed (a Deployment strategy switching to Recreate).
 - `null` deletes a map key.
@@ -81,6 +81,12 @@ def _merge_map(
         for key in list(original):
             if key not in retain:
                 del original[key]
+    # The server's order of each list the patch orders, before any change.
+    server = {
+        k.removeprefix(SET_ORDER): list(original.get(k.removeprefix(SET_ORDER)) or [])
+        for k in patch
+        if k.startswith(SET_ORDER)
+    }
     for key, value in patch.items():
         if key.startswith(DELETE_PRIMITIVE):
             field = key.removeprefix(DELETE_PRIMITIVE)
@@ -113,7 +119,9 @@ def _merge_map(
             original[key] = value
     for field, order in orders.items():
         if field in original:
-            original[field] = _order(kind, original[field], order, _join(path, field))
+            original[field] = _order(
+                kind, original[field], order, server[field], _join(path, field)
+            )
     return original
 
 
@@ -169,7 +177,10 @@ def _merge_list(kind: str, original: list[Any], patch: list[Any], path: str) -> 
     return result
 
 
-def _order(kind: str, current: Any, order: Any, path: str) -> Any:
+def _order(kind: str, current: Any, order: Any, server: list[Any], path: str) -> Any:
+    """`current` in the order `$setElementOrder` gives, as Kubernetes orders it:
+    the items it names in its order, merged with the items only the server
+    has (in their server order) by their positions in the server's list."""
     if not isinstance(order, list):
         raise Invalid(f"{path}: $setElementOrder must be a list")
     if not isinstance(current, list):
@@ -184,6 +195,22 @@ def _order(kind: str, current: Any, order: Any, path: str) -> Any:
 
     wanted = [ident(o) for o in order]
     named = [next((c for c in current if ident(c) == w), None) for w in wanted]
-    ordered = [c for c in named if c is not None]
-    rest = [c for c in current if ident(c) not in wanted]
-    return ordered + rest
+    left = [c for c in named if c is not None]
+    right = [c for c in current if ident(c) not in wanted]
+    positions = [ident(c) for c in server]
+
+    def before(a: Any, b: Any) -> bool:
+        """Whether `a` comes before `b` in the server's list (both in it)."""
+        ia, ib = ident(a), ident(b)
+        return ia in positions and ib in positions and positions.index(ia) < positions.index(ib)
+
+    out: list[Any] = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        if j >= len(right) or (i < len(left) and before(left[i], right[j])):
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+    return out

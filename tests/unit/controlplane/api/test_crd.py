@@ -466,3 +466,61 @@ def test_a_crd_cannot_take_a_builtin_kind_of_its_group() -> None:
     obj["metadata"]["name"] = "deploys.apps"
     problems = validation.validate("CustomResourceDefinition", obj)
     assert "spec.names.kind: Deployment is a built-in kind of apps" in problems
+
+
+def test_server_side_apply_merges_a_custom_kinds_map_lists() -> None:
+    from controlplane.api import server_side_apply, strategic_merge
+    from controlplane.api.patch_meta import field_meta
+
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {
+                            "type": "object",
+                            "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+                        },
+                    }
+                },
+            }
+        },
+    }
+    crd.register(
+        widget_crd(
+            versions=[
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ]
+        )
+    )
+    try:
+        meta = field_meta(KEY, "spec.ports")
+        assert meta is not None and meta.merge_key == "name"
+        assert not strategic_merge.supports(KEY)
+        a = server_side_apply.apply(
+            None, widget({"ports": [{"name": "http", "port": 80}]}), "a", False, KEY
+        )
+        b = server_side_apply.apply(
+            a, widget({"ports": [{"name": "metrics", "port": 9090}]}), "b", False, KEY
+        )
+        assert [p["name"] for p in b["spec"]["ports"]] == ["http", "metrics"]
+    finally:
+        crd.unregister("widgets.example.com")
+    assert field_meta(KEY, "spec.ports") is None
+
+
+def test_re_registering_an_unchanged_crd_changes_nothing(widgets: kinds.KindInfo) -> None:
+    before = crd.generation()
+    obj = widget_crd()
+    obj["status"] = {"conditions": []}
+    assert crd.register(obj) is widgets and crd.generation() == before

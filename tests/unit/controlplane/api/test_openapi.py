@@ -201,3 +201,31 @@ def test_v2_protobuf_wire_form() -> None:
     assert b"9\x00\x00\x00\x00\x00\x00\xf8?" in data  # maximum (7) as a double
     assert b"x-a" in data and b"- 1\n" in data  # vendor extension as YAML
     assert openapi.v2_protobuf().startswith(b"\n\x032.0")
+
+
+def test_a_kind_without_a_schema_still_has_paths_and_an_open_definition() -> None:
+    # kubectl looks for fieldValidation on the PATCH operation of each kind.
+    extra = kinds.KindInfo("Gadget", "gadgets.skiff.dev/v1", "gadgets", "gadget")
+    kinds.register(extra)
+    try:
+        doc = openapi.v3("gadgets.skiff.dev", "v1")
+        op = doc["paths"]["/apis/gadgets.skiff.dev/v1/namespaces/{namespace}/gadgets/{name}"][
+            "patch"
+        ]
+        assert "fieldValidation" in {p["name"] for p in op["parameters"]}
+        body = doc["components"]["schemas"]["dev.skiff.gadgets.v1.Gadget"]
+        assert body["x-kubernetes-preserve-unknown-fields"] is True
+        assert "properties" not in openapi.v2()["definitions"]["dev.skiff.gadgets.v1.Gadget"]
+    finally:
+        kinds.unregister(extra.key)
+
+
+def test_every_served_kind_has_a_patch_operation() -> None:
+    for info in kinds.all_kinds():
+        doc = openapi.v3(info.group, info.version)
+        found = [
+            op["patch"]["x-kubernetes-group-version-kind"]
+            for op in doc["paths"].values()
+            if "patch" in op
+        ]
+        assert {"group": info.group, "version": info.version, "kind": info.kind} in found, info.key

@@ -8,6 +8,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from controlplane.api import server_side_apply as ssa
 from controlplane.client.errors import Conflict, Invalid
@@ -285,3 +287,71 @@ def test_status_goes_through_the_status_subresource_only() -> None:
     assert out["status"] == {"replicas": 3} and out["spec"]["replicas"] == 2
     e = entry(out, "controller")
     assert e["subresource"] == "status" and "f:spec" not in e["fieldsV1"]
+
+
+# The ownership diff skips equal subtrees; it must find exactly the paths a
+# full comparison of both objects' flattened fields finds.
+_scalars = st.one_of(st.none(), st.integers(0, 2), st.sampled_from(["a", "b"]), st.booleans())
+_env = st.lists(
+    st.fixed_dictionaries({"name": st.sampled_from(["A", "B", "C"])}, optional={"value": _scalars}),
+    max_size=3,
+)
+_container = st.fixed_dictionaries(
+    {"name": st.sampled_from(["x", "y", "z"])},
+    optional={
+        "image": _scalars,
+        "env": _env,
+        "args": st.lists(_scalars, max_size=2),
+        "resources": st.dictionaries(
+            st.sampled_from(["limits", "requests"]),
+            st.dictionaries(st.sampled_from(["cpu"]), _scalars, max_size=1),
+            max_size=2,
+        ),
+    },
+)
+_objects = st.fixed_dictionaries(
+    {"apiVersion": st.just("apps/v1"), "kind": st.just("Deployment")},
+    optional={
+        "metadata": st.fixed_dictionaries(
+            {},
+            optional={
+                "labels": st.dictionaries(st.sampled_from(["a", "b"]), _scalars, max_size=2),
+                "finalizers": st.lists(st.sampled_from(["f1", "f2", "f3"]), max_size=3),
+                "name": st.just("web"),
+            },
+        ),
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "replicas": _scalars,
+                "template": st.fixed_dictionaries(
+                    {
+                        "spec": st.fixed_dictionaries(
+                            {},
+                            optional={
+                                "containers": st.lists(_container, max_size=3),
+                                "tolerations": st.lists(
+                                    st.dictionaries(st.just("key"), _scalars), max_size=2
+                                ),
+                            },
+                        )
+                    }
+                ),
+            },
+        ),
+        "status": st.dictionaries(st.sampled_from(["replicas", "ready"]), _scalars, max_size=2),
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(old=_objects, new=_objects)
+def test_the_ownership_diff_matches_a_full_comparison(
+    old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    before, after = ssa._flatten("Deployment", old), ssa._flatten("Deployment", new)
+    present: set[ssa.Path] = set()
+    gone: set[ssa.Path] = set()
+    ssa._diff("Deployment", ssa._body(old), ssa._body(new), (), "", present, gone)
+    assert present == {p for p, v in after.items() if p not in before or before[p] != v}
+    assert gone == before.keys() - after.keys()

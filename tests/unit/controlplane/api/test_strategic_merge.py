@@ -323,3 +323,43 @@ def test_the_table_is_declarative_and_covers_the_pod_template_of_every_workload(
     assert meta is not None and meta.merges and meta.retains_keys
     assert field_meta("Pod", "spec.tolerations") is None
     json.dumps({k: {p: m.strategy for p, m in v.items()} for k, v in PATCH_META.items()})
+
+
+def test_volume_source_switch_retains_only_listed_keys() -> None:
+    # kubectl apply, when a volume changes from emptyDir to configMap.
+    pod = {"spec": {"volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "emptyDir": {}}]}}
+    patch = {
+        "spec": {
+            "$setElementOrder/volumes": [{"name": "v"}, {"name": "w"}],
+            "volumes": [
+                {"$retainKeys": ["configMap", "name"], "configMap": {"name": "cm"}, "name": "v"}
+            ],
+        }
+    }
+    out = smp(pod, patch, "Pod")
+    assert out["spec"]["volumes"] == [
+        {"name": "v", "configMap": {"name": "cm"}},
+        {"name": "w", "emptyDir": {}},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("server", "order", "expected"),
+    [
+        # The server-only item (s) keeps its place among the others.
+        (["a", "s", "b"], ["b", "a"], ["s", "b", "a"]),
+        (["a", "s", "b"], ["a", "b"], ["a", "s", "b"]),
+        (["s", "a"], ["a", "n"], ["s", "a", "n"]),
+        (["a", "b"], ["n", "b", "a"], ["n", "b", "a"]),
+    ],
+)
+def test_set_element_order_with_server_only_items(
+    server: list[str], order: list[str], expected: list[str]
+) -> None:
+    pod = {"spec": {"containers": [{"name": n} for n in server]}}
+    new = [{"name": n} for n in order if n not in server]
+    patch = {
+        "spec": {"$setElementOrder/containers": [{"name": n} for n in order], "containers": new}
+    }
+    out = smp(pod, patch, "Pod")
+    assert [c["name"] for c in out["spec"]["containers"]] == expected
