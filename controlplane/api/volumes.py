@@ -291,3 +291,16 @@ def template_claim_name(template: str, set_name: str, ordinal: int) -> str:
 def local_path_for(root: str, pv_name: str) -> str:
     """Where the local-path provisioner keeps a volume on its node."""
     return f"{root.rstrip('/')}/{pv_name}"
+
+
+def local_path_node_writable(old: Object | None, new: Object | None, node: str) -> bool:
+    """Whether `node`'s agent may write this change of a PersistentVolume: one the
+    local-path provisioner made on that node, whose spec stays as it was (the
+    agent records annotations and lifts its cleanup finalizer, nothing more)."""
+    if old is None or new is None:
+        return False
+    if annotations_of(old).get(PROVISIONED_BY_ANNOTATION) != LOCAL_PATH_PROVISIONER:
+        return False
+    if (volume_node_names(old) or []) != [node]:
+        return False
+    return spec(old) == spec(new)
