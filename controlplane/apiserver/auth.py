@@ -135,8 +135,10 @@ def authorize(
             return
         if kind == "Event":
             return
-        if kind == "PersistentVolume" and verb in ("update", "patch") and (
-            volumes.local_path_node_writable(old, new, node)
+        if (
+            kind == "PersistentVolume"
+            and verb in ("update", "patch")
+            and (volumes.local_path_node_writable(old, new, node))
         ):
             return
         if kind == "Pod":
