@@ -85,12 +85,13 @@ class VolumeState:
         return self.classes.get(name) if name else None
 
     def free_volumes(self, claim_key: str) -> list[Obj]:
-        """Volumes no other claim holds or was assumed for."""
+        """Volumes no other claim was assumed for, and not bound to another claim."""
         with self.cond:
             return [
                 pv
                 for name, pv in self.volumes.items()
                 if self.assumed.get(name, claim_key) == claim_key
+                and (pv.get("status") or {}).get("phase") != "Bound"
             ]
 
     # ---- assumptions ----------------------------------------------------------

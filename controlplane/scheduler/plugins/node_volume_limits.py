@@ -62,7 +62,11 @@ class NodeVolumeLimits(NodeFilterPlugin):
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
-        return SUCCESS if v.pod_claim_names(pod.pod) else SKIP
+        # The cache gives every allocatable resource a column: no limit column, no limits.
+        limited = any(name.startswith(LIMIT_PREFIX) for name in cache.res_cols)
+        if not limited or not v.pod_claim_names(pod.pod):
+            return SKIP
+        return SUCCESS
 
     def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if over_limit(pod, node):

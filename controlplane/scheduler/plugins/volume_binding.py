@@ -66,6 +66,9 @@ class ClaimCheck:
 
     bound: list[tuple[Obj, Obj]] = field(default_factory=list)  # (claim, volume)
     to_bind: list[tuple[Obj, Obj | None]] = field(default_factory=list)  # (claim, class)
+    # Per claim to bind: the free volumes that fit it anywhere, smallest first
+    # (computed once per cycle; Filter only checks their node affinity).
+    candidates: dict[str, list[Obj]] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,6 +115,10 @@ def check_claims(pod: PodInfo, state: VolumeState) -> tuple[ClaimCheck | None, S
         if v.binding_mode(sc) != "WaitForFirstConsumer":
             return None, unschedulable(R_UNBOUND_IMMEDIATE, unresolvable=True)
         out.to_bind.append((claim, sc))
+        key = claim_key(claim)
+        fitting = [pv for pv in state.free_volumes(key) if v.volume_fits(pv, claim) is None]
+        fitting.sort(key=lambda pv: (not v.claim_ref_matches(pv, claim), v.volume_capacity(pv)))
+        out.candidates[key] = fitting
     return out, SUCCESS
 
 
@@ -139,10 +146,16 @@ def node_plan(check: ClaimCheck, node: NodeInfo, state: VolumeState) -> tuple[No
     taken: set[str] = set()
     for claim, sc in check.to_bind:
         key = claim_key(claim)
-        free = [pv for pv in state.free_volumes(key) if v.meta(pv).get("name") not in taken]
-        best = v.best_volume(free, claim, ok)
+        best = next(
+            (
+                pv
+                for pv in check.candidates.get(key, ())
+                if v.meta(pv).get("name") not in taken and ok(pv)
+            ),
+            None,
+        )
         if best is not None:
-            plan.volumes[key] = dict(best)
+            plan.volumes[key] = best
             taken.add(str(v.meta(best)["name"]))
             continue
         provisioner = str((sc or {}).get("provisioner") or "")
