@@ -5,6 +5,8 @@
   (DefaultStorageClass); every claim gets the `kubernetes.io/pvc-protection`
   finalizer (StorageObjectInUseProtection), so deleting a claim a pod uses
   leaves it Terminating until the pod is gone.
+- PersistentVolumeClaim, on update: a larger storage request only for a
+  bound claim whose class has allowVolumeExpansion (PersistentVolumeClaimResize).
 - PersistentVolume, on create: the `kubernetes.io/pv-protection` finalizer,
   so a bound volume is not removed under its claim.
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 from controlplane.api import volumes
 from controlplane.api.kinds import KindInfo
 from controlplane.apiserver.registry import Object, Registry
-from controlplane.client.errors import AlreadyExists
+from controlplane.client.errors import AlreadyExists, Forbidden
 
 
 def _add_finalizer(obj: Object, name: str) -> None:
@@ -29,6 +31,7 @@ def _add_finalizer(obj: Object, name: str) -> None:
 
 def admit_claim(registry: Registry, info: KindInfo, obj: Object, old: Object | None) -> None:
     if old is not None:
+        _admit_resize(registry, obj, old)
         return
     spec = obj.setdefault("spec", {})
     if isinstance(spec, dict) and "storageClassName" not in spec:
@@ -36,6 +39,21 @@ def admit_claim(registry: Registry, info: KindInfo, obj: Object, old: Object | N
         if default is not None:
             spec["storageClassName"] = default["metadata"]["name"]
     _add_finalizer(obj, volumes.PVC_PROTECTION)
+
+
+def _admit_resize(registry: Registry, obj: Object, old: Object) -> None:
+    """PersistentVolumeClaimResize: a larger request only where the class allows expansion."""
+    if volumes.claim_request(obj) <= volumes.claim_request(old):
+        return
+    name = volumes.claim_class(obj)
+    sc = next(
+        (c for c in registry.cached_objects("StorageClass") if c["metadata"]["name"] == name), None
+    )
+    if not volumes.spec(old).get("volumeName") or sc is None or not sc.get("allowVolumeExpansion"):
+        raise Forbidden(
+            "only dynamically provisioned pvc can be resized and the storageclass that "
+            "provisions the pvc must support resize"
+        )
 
 
 def admit_volume(registry: Registry, info: KindInfo, obj: Object, old: Object | None) -> None:

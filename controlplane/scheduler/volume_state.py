@@ -57,6 +57,9 @@ class VolumeState:
         self.volumes: dict[str, Obj] = {}
         self.classes: dict[str, Obj] = {}
         self.assumed: dict[str, str] = {}  # volume name -> claim key
+        self.unclaimed: set[str] = set()  # volumes without a claimRef uid (may be bound)
+        # Unbound claims of pods between Reserve and the end of PreBind: (pod key, node).
+        self.in_flight: dict[str, tuple[str, str]] = {}
         self.writer = writer
         self.generation = 0
 
@@ -70,6 +73,12 @@ class VolumeState:
                 table.pop(key, None)
             else:
                 table[key] = obj
+            if kind == VOLUME_KIND:
+                ref = v.spec(obj).get("claimRef") or {}
+                if type_ != "DELETED" and not ref.get("uid"):
+                    self.unclaimed.add(key)
+                else:
+                    self.unclaimed.discard(key)
             self.generation += 1
             self.cond.notify_all()
 
@@ -85,13 +94,12 @@ class VolumeState:
         return self.classes.get(name) if name else None
 
     def free_volumes(self, claim_key: str) -> list[Obj]:
-        """Volumes no other claim was assumed for, and not bound to another claim."""
+        """Volumes no claim holds yet (or only this one, pre-bound), not assumed for another."""
         with self.cond:
             return [
-                pv
-                for name, pv in self.volumes.items()
-                if self.assumed.get(name, claim_key) == claim_key
-                and (pv.get("status") or {}).get("phase") != "Bound"
+                self.volumes[n]
+                for n in self.unclaimed
+                if self.assumed.get(n, claim_key) == claim_key
             ]
 
     # ---- assumptions ----------------------------------------------------------

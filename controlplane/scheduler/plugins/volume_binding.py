@@ -28,9 +28,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from controlplane.api import volumes as v
-from controlplane.scheduler.cache import NodeInfo
-from controlplane.scheduler.framework import NodeFilterPlugin
+from controlplane.scheduler.cache import Cache, NodeInfo
+from controlplane.scheduler.framework import FilterResult, NodeFilterPlugin, Slots
 from controlplane.scheduler.podinfo import PodInfo, node_selector_term
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -136,6 +138,23 @@ def volume_node_ok(node: NodeInfo) -> Callable[[Mapping[str, Any]], bool]:
     return ok
 
 
+def runs_local_path(node: NodeInfo) -> bool:
+    annotations = (node.node.get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(v.LOCAL_PATH_ROOT_ANNOTATION))
+
+
+def only_local_provisioning(check: ClaimCheck) -> bool:
+    """Whether the node decision is only "does it run local-path" (no volume to match)."""
+    return (
+        not check.bound
+        and not any(check.candidates.values())
+        and all(
+            str((sc or {}).get("provisioner") or "") == v.LOCAL_PATH_PROVISIONER
+            for _c, sc in check.to_bind
+        )
+    )
+
+
 def node_plan(check: ClaimCheck, node: NodeInfo, state: VolumeState) -> tuple[NodePlan | None, str]:
     """Filter's decision for one node: a plan, or None and the reason."""
     ok = volume_node_ok(node)
@@ -160,8 +179,7 @@ def node_plan(check: ClaimCheck, node: NodeInfo, state: VolumeState) -> tuple[No
             continue
         provisioner = str((sc or {}).get("provisioner") or "")
         if provisioner == v.LOCAL_PATH_PROVISIONER:
-            annotations = (node.node.get("metadata") or {}).get("annotations") or {}
-            if not annotations.get(v.LOCAL_PATH_ROOT_ANNOTATION):
+            if not runs_local_path(node):
                 return None, R_NO_PROVISIONER
             plan.provision.append(claim)
             continue
@@ -182,12 +200,29 @@ class VolumeBinding(NodeFilterPlugin):
     def attach(self, scheduler: Scheduler) -> None:
         self.state = scheduler.volumes
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, cache: Any) -> Status:
+    def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
         check, st = check_claims(pod, self.state)
         if check is not None:
             state.data[NAME] = check
             state.data[NAME + "/plans"] = {}
         return st
+
+    def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
+        check: ClaimCheck | None = state.data.get(NAME)
+        if check is None:
+            return FilterResult.all_pass(len(slots))
+        if not only_local_provisioning(check):
+            return super().filter(state, pod, cache, slots)
+        # Every claim is to be provisioned by local-path: a node fits when its
+        # agent runs the provisioner, and every such node gets the same plan.
+        names, nodes = cache.slot_names, cache.nodes
+        ok = np.fromiter(
+            (runs_local_path(nodes[names[s]]) for s in slots.tolist()),
+            bool,
+            len(slots),
+        )
+        state.data[NAME + "/shared"] = NodePlan(provision=[c for c, _ in check.to_bind])
+        return FilterResult.reject(~ok, R_NO_PROVISIONER)
 
     def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         check: ClaimCheck | None = state.data.get(NAME)
@@ -207,7 +242,9 @@ class VolumeBinding(NodeFilterPlugin):
         check: ClaimCheck | None = state.data.get(NAME)
         if check is None or not check.to_bind:
             return SUCCESS
-        plan: NodePlan | None = state.data[NAME + "/plans"].get(node)
+        plan: NodePlan | None = state.data[NAME + "/plans"].get(node) or state.data.get(
+            NAME + "/shared"
+        )
         if plan is None:
             return error(f"no volume plan for node {node}")
         held: list[str] = []
@@ -219,10 +256,18 @@ class VolumeBinding(NodeFilterPlugin):
             held.append(name)
         state.data[NAME + "/assumed"] = held
         state.data[NAME + "/plan"] = plan
+        for claim, _ in check.to_bind:
+            self.state.in_flight[claim_key(claim)] = (pod.key, node)
         return SUCCESS
 
-    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+    def _done(self, state: CycleState) -> None:
         self.state.forget(state.data.pop(NAME + "/assumed", []))
+        check: ClaimCheck | None = state.data.get(NAME)
+        for claim, _ in check.to_bind if check is not None else ():
+            self.state.in_flight.pop(claim_key(claim), None)
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        self._done(state)
 
     def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         check: ClaimCheck | None = state.data.get(NAME)
@@ -243,7 +288,7 @@ class VolumeBinding(NodeFilterPlugin):
             return error(f"binding volumes: {err}")
         keys = [claim_key(c) for c, _ in check.to_bind]
         left = self.state.wait_bound(keys, time.monotonic() + self.bind_timeout)
-        self.state.forget(state.data.pop(NAME + "/assumed", []))
+        self._done(state)
         if left:
             return error(f"timed out waiting for claims {', '.join(left)} to be bound")
         return SUCCESS

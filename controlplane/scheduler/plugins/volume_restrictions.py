@@ -14,7 +14,7 @@ The decisions are plain functions over the cache's pods (`claim_users`,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from controlplane.api import volumes as v
@@ -46,17 +46,26 @@ R_RWOP = (
 Users = dict[str, list[tuple[str, str]]]  # claim name -> [(pod key, node)]
 
 
-def claim_users(pod: PodInfo, cache: Cache) -> Users:
+def claim_users(
+    pod: PodInfo, cache: Cache, names_of: Callable[[PodInfo], tuple[str, ...]] | None = None
+) -> Users:
     """The other pods (not finished) that use each of `pod`'s claims, and their nodes."""
-    wanted = set(v.pod_claim_names(pod.pod))
+    names_of = names_of or (lambda p: tuple(v.pod_claim_names(p.pod)))
+    wanted = set(names_of(pod))
     users: Users = {name: [] for name in wanted}
     for node in cache.nodes.values():
+        if not node.pods:
+            continue
         for other in node.pods.values():
-            if other.key == pod.key or other.namespace != pod.namespace:
+            if other.namespace != pod.namespace or other.key == pod.key:
                 continue
-            if (other.pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            claims = names_of(other)
+            if not claims or (other.pod.get("status") or {}).get("phase") in (
+                "Succeeded",
+                "Failed",
+            ):
                 continue
-            for name in v.pod_claim_names(other.pod):
+            for name in claims:
                 if name in wanted:
                     users[name].append((other.key, node.name))
     return users
@@ -96,14 +105,41 @@ class VolumeRestrictions(NodeFilterPlugin):
 
     def __init__(self) -> None:
         self.state = VolumeState()
+        # The claim names of the pods seen, by their spec object (specs do not change).
+        self._names: dict[int, tuple[object, tuple[str, ...]]] = {}
 
     def attach(self, scheduler: Scheduler) -> None:
         self.state = scheduler.volumes
 
+    def _unbound(self, namespace: str, name: str) -> bool:
+        claim = self.state.claim(namespace, name)
+        return claim is not None and not v.spec(claim).get("volumeName")
+
+    def _names_of(self, p: PodInfo) -> tuple[str, ...]:
+        spec = p.pod.get("spec")
+        hit = self._names.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        names = tuple(v.pod_claim_names(p.pod))
+        if len(self._names) > 100_000:
+            self._names.clear()
+        self._names[id(spec)] = (spec, names)
+        return names
+
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
-        if not v.pod_claim_names(pod.pod):
+        names = self._names_of(pod)
+        if not names:
             return SKIP
-        st, held = exclusive_nodes(pod, claim_users(pod, cache), self.state)
+        if all(self._unbound(pod.namespace, n) for n in names):
+            # Only a pod between Reserve and PreBind can use an unbound claim.
+            users: Users = {n: [] for n in names}
+            for n in names:
+                flight = self.state.in_flight.get(f"{pod.namespace}/{n}")
+                if flight is not None and flight[0] != pod.key:
+                    users[n].append(flight)
+        else:
+            users = claim_users(pod, cache, self._names_of)
+        st, held = exclusive_nodes(pod, users, self.state)
         if not st.ok:
             return st
         if not held:

@@ -237,3 +237,37 @@ def test_bad_volumes_are_refused_naming_the_field(cluster: Any) -> None:
     with pytest.raises(errors.Invalid) as err:
         api.create("PersistentVolume", bad, None)
     assert "spec.capacity.storage" in str(err.value) and "spec.hostPath.path" in str(err.value)
+
+
+def test_expansion_where_the_class_allows(cluster: Any) -> None:
+    api, _, _ = cluster
+    api.create("PersistentVolumeClaim", claim("grow", "64Mi"), "default")
+    api.create("Pod", pod("p3", "grow"), "default")
+    wait_for(lambda: running(api, "p3"), timeout=30, message="pod p3 Running")
+    api.patch(
+        "PersistentVolumeClaim", "grow",
+        {"spec": {"resources": {"requests": {"storage": "128Mi"}}}}, "default",
+    )  # fmt: skip
+
+    def grown() -> bool:
+        pvc = api.get("PersistentVolumeClaim", "grow", "default")
+        pv = api.get("PersistentVolume", pvc["spec"]["volumeName"], None)
+        return pv["spec"]["capacity"]["storage"] == "128Mi" and (
+            pvc["status"].get("capacity", {}).get("storage") == "128Mi"
+        )
+
+    wait_for(grown, timeout=15, message="volume and claim at 128Mi")
+    api.create(
+        "StorageClass",
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+         "metadata": {"name": "fixed"}, "provisioner": v.LOCAL_PATH_PROVISIONER,
+         "volumeBindingMode": "WaitForFirstConsumer"},
+        None,
+    )  # fmt: skip
+    api.create("PersistentVolumeClaim", claim("fixed", storageClassName="fixed"), "default")
+    with pytest.raises(errors.Forbidden) as err:
+        api.patch(
+            "PersistentVolumeClaim", "fixed",
+            {"spec": {"resources": {"requests": {"storage": "1Gi"}}}}, "default",
+        )  # fmt: skip
+    assert "storageclass that provisions the pvc must support resize" in str(err.value)

@@ -16,10 +16,10 @@ from tests.unit.scheduler.harness import Env
 Obj = dict[str, Any]
 
 
-def node(name: str, local_path: bool = True, **labels: str) -> Obj:
+def node(name: str, local_path: bool = True, labels: dict[str, str] | None = None) -> Obj:
     ann = {v.LOCAL_PATH_ROOT_ANNOTATION: "/var/lib/skiff/local-path"} if local_path else {}
     return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels},
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})},
                      "annotations": ann},
         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                    "conditions": [{"type": "Ready", "status": "True"}]},
@@ -161,7 +161,7 @@ def test_read_write_once_in_use_elsewhere_and_read_write_once_pod() -> None:
 def test_volume_limits_and_zones() -> None:
     limited = node("n1")
     limited["status"]["allocatable"]["attachable-volumes-local"] = "1"
-    e, _ = env(limited, node("n2", **{"topology.kubernetes.io/zone": "b"}))
+    e, _ = env(limited, node("n2", labels={"topology.kubernetes.io/zone": "b"}))
     for name in ("c1", "c2"):
         c = claim(name, cls="manual", volume=f"pv-{name}")
         e.sched.on_storage("PersistentVolume", "ADDED", volume(f"pv-{name}", claim_of=c))
