@@ -271,3 +271,36 @@ def test_expansion_where_the_class_allows(cluster: Any) -> None:
             {"spec": {"resources": {"requests": {"storage": "1Gi"}}}}, "default",
         )  # fmt: skip
     assert "storageclass that provisions the pvc must support resize" in str(err.value)
+
+
+def test_sub_path_read_only_fs_group_and_waiting_for_a_claim(cluster: Any) -> None:
+    api, fake, root = cluster
+    api.create("PersistentVolumeClaim", claim("shared-ro"), "default")
+    body = pod("p4", "shared-ro", securityContext={"fsGroup": 2345})
+    body["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "data", "mountPath": "/data", "subPath": "sub"},
+        {"name": "data", "mountPath": "/whole", "readOnly": True},
+    ]
+    api.create("Pod", body, "default")
+    wait_for(lambda: running(api, "p4"), timeout=30, message="pod p4 Running")
+    path = root / api.get("PersistentVolumeClaim", "shared-ro", "default")["spec"]["volumeName"]
+    [container] = [c for c in fake.container_by_name("c") if c.config.metadata.name == "c"][:1]
+    mounts = {m.container_path: m for m in container.config.mounts}
+    assert mounts["/data"].host_path == str(path / "sub") and not mounts["/data"].readonly
+    assert mounts["/whole"].host_path == str(path) and mounts["/whole"].readonly
+    assert path.stat().st_gid == 2345 and path.stat().st_mode & 0o2000
+    assert 2345 in container.config.linux.security_context.supplemental_groups
+
+    # A pod put on the node by hand with a claim that is not bound waits, saying why.
+    api.create("PersistentVolumeClaim", claim("never", storageClassName="none"), "default")
+    api.create("Pod", pod("p5", "never", nodeName="n1"), "default")
+    wait_for(
+        lambda: any(
+            e.startswith('FailedMount: waiting for persistentvolumeclaim "never" to be bound')
+            for e in events_of(api, "p5")
+        ),
+        timeout=15, message="the agent's event for an unbound claim",
+    )  # fmt: skip
+    assert not running(api, "p5")
+    for name in ("p4", "p5"):
+        api.delete("Pod", name, "default")
