@@ -252,8 +252,9 @@ def test_expansion_where_the_class_allows(cluster: Any) -> None:
     def grown() -> bool:
         pvc = api.get("PersistentVolumeClaim", "grow", "default")
         pv = api.get("PersistentVolume", pvc["spec"]["volumeName"], None)
-        return pv["spec"]["capacity"]["storage"] == "128Mi" and (
-            pvc["status"].get("capacity", {}).get("storage") == "128Mi"
+        return bool(
+            pv["spec"]["capacity"]["storage"] == "128Mi"
+            and pvc["status"].get("capacity", {}).get("storage") == "128Mi"
         )
 
     wait_for(grown, timeout=15, message="volume and claim at 128Mi")
