@@ -144,3 +144,20 @@ def test_node_may_write_only_metadata_of_its_own_local_path_volumes() -> None:
     assert not v.local_path_node_writable(
         pv(nodeAffinity=v.node_affinity_for("n1")), annotated, "n1"
     )
+
+
+def test_get_columns_as_kubectl_prints_them() -> None:
+    from controlplane.cli.printers import headers_for, row_for
+
+    vol = pv(claimRef={"namespace": "default", "name": "c"}, storageClassName="local-path")
+    vol["spec"]["persistentVolumeReclaimPolicy"] = "Delete"
+    vol["status"] = {"phase": "Bound"}
+    assert headers_for("PersistentVolume", False)[:3] == ["NAME", "CAPACITY", "ACCESS MODES"]
+    assert row_for("PersistentVolume", vol, 0, False)[:7] == [
+        "pv1", "1Gi", "RWO", "Delete", "Bound", "default/c", "local-path"
+    ]  # fmt: skip
+    sc = {"metadata": {"name": "local-path", "annotations": {v.DEFAULT_CLASS_ANNOTATION: "true"}},
+          "provisioner": v.LOCAL_PATH_PROVISIONER, "volumeBindingMode": "WaitForFirstConsumer"}  # fmt: skip
+    assert row_for("StorageClass", sc, 0, False)[:3] == [
+        "local-path (default)", "skiff.io/local-path", "Delete"
+    ]  # fmt: skip
