@@ -149,3 +149,11 @@ def test_binding_protection_and_release(env: Any) -> None:
 
     e.settle(volume_gone)
     assert e.client.get("PersistentVolume", "big", None)["status"]["phase"] == "Available"
+
+
+def test_when_deleted_delete_claims_go_with_the_set(env: Any) -> None:
+    e = env("statefulset,garbagecollector")
+    e.client.create("StatefulSet", sts(replicas=1, whenDeleted="Delete"))
+    e.wait(lambda: names(e, "PersistentVolumeClaim") == ["data-db-0"])
+    e.client.delete("StatefulSet", "db", "default")
+    e.settle(lambda: names(e, "PersistentVolumeClaim") == [], timeout=20)
