@@ -216,7 +216,6 @@ class Agent:
                 "static-pods", self._every(min(1.0, self.cfg.static_period), self._poll_static)
             )
         self._register()
-        self._announce_local_path()
         self.pods.add_event_handler(
             on_add=self._on_pod,
             on_update=lambda old, new: self._on_pod(new),
@@ -309,12 +308,6 @@ class Agent:
                 )
             self.stop_event.wait(delay)
             delay = min(delay * 2, 10.0)
-
-    def _announce_local_path(self) -> None:
-        try:
-            self.local_path.announce()
-        except (errors.ApiError, OSError) as err:
-            log.warning("node=%s local-path volumes unavailable: %s", self.cfg.node.name, err)
 
     def _register(self) -> None:
         delay = 0.2

@@ -6,8 +6,9 @@ the root this agent announced); this module does the filesystem work, and
 speaks to the control plane only through the API:
 
 1. at start it makes its root directory and announces it on its own Node
-   (annotation `storage.skiff.io/local-path-root`); a node without it gets
-   no local-path volumes;
+   (annotation `storage.skiff.io/local-path-root`, retried until it works
+   and put back if the Node loses it); a node without it gets no
+   local-path volumes;
 2. it watches PersistentVolumes, keeping those `pv.kubernetes.io/provisioned-by:
    skiff.io/local-path` whose nodeAffinity names this node;
 3. for each live one it makes the directory (mode 0777, as local-path
@@ -49,6 +50,7 @@ from controlplane.client.workqueue import RateLimitingQueue, ShutDown
 log = logging.getLogger("skiff.agent.local_path")
 
 READY = "ready"
+ANNOUNCE = "/announce"  # the queue key of "put the root on our Node" (no volume has a '/')
 
 
 class LocalPathError(Exception):
@@ -195,21 +197,36 @@ class LocalPathAgent:
             on_update=lambda old, new: self._changed(new),
             on_delete=lambda pv: None,
         )
+        # Our Node losing the annotation (registered anew) gets it back.
+        informers.informer_for("Node").add_event_handler(
+            on_add=self._node_changed,
+            on_update=lambda old, new: self._node_changed(new),
+            on_delete=lambda node: None,
+        )
 
     def _changed(self, pv: Object) -> None:
         if is_mine(pv, self.node):
             self.queue.add(str(v.meta(pv)["name"]))
 
+    def _node_changed(self, node: Object) -> None:
+        if v.meta(node).get("name") == self.node and v.annotations_of(node).get(
+            v.LOCAL_PATH_ROOT_ANNOTATION
+        ) != str(self.volumes.root):
+            self.queue.add(ANNOUNCE)
+
     def announce(self) -> None:
-        """Make the root and put its path on our Node (retried by the caller on failure)."""
+        """Make the root and put its path on our Node."""
         self.volumes.root.mkdir(mode=0o711, parents=True, exist_ok=True)
         self.api.patch(
             "Node",
             self.node,
             {"metadata": {"annotations": {v.LOCAL_PATH_ROOT_ANNOTATION: str(self.volumes.root)}}},
         )
+        log.info("node=%s local-path volumes under %s", self.node, self.volumes.root)
 
     def start(self) -> None:
+        """Announce the root (retried with backoff until it works) and serve the volumes."""
+        self.queue.add(ANNOUNCE)
         self._thread = threading.Thread(target=self._work, name="local-path", daemon=True)
         self._thread.start()
 
@@ -234,6 +251,9 @@ class LocalPathAgent:
                 self.queue.done(name)
 
     def sync(self, name: str) -> None:
+        if name == ANNOUNCE:
+            self.announce()
+            return
         pv = self.informer.store.get(name)
         if pv is None or not is_mine(pv, self.node):
             return

@@ -151,7 +151,11 @@ def test_wait_for_first_consumer_provisions_on_the_pods_node(cluster: Any) -> No
         ),
         timeout=10, message="the agent says how the size is enforced",
     )  # fmt: skip
-    container = fake.container_by_name("c")[0]
+    [container] = [
+        c
+        for c in fake.container_by_name("c")
+        if c.config.labels.get("io.kubernetes.pod.name") == "p1"
+    ][:1]
     mounts = {m.container_path: m.host_path for m in container.config.mounts}
     assert mounts["/data"] == str(path)
 
@@ -285,7 +289,11 @@ def test_sub_path_read_only_fs_group_and_waiting_for_a_claim(cluster: Any) -> No
     api.create("Pod", body, "default")
     wait_for(lambda: running(api, "p4"), timeout=30, message="pod p4 Running")
     path = root / api.get("PersistentVolumeClaim", "shared-ro", "default")["spec"]["volumeName"]
-    [container] = [c for c in fake.container_by_name("c") if c.config.metadata.name == "c"][:1]
+    [container] = [
+        c
+        for c in fake.container_by_name("c")
+        if c.config.labels.get("io.kubernetes.pod.name") == "p4"
+    ][:1]
     mounts = {m.container_path: m for m in container.config.mounts}
     assert mounts["/data"].host_path == str(path / "sub") and not mounts["/data"].readonly
     assert mounts["/whole"].host_path == str(path) and mounts["/whole"].readonly
