@@ -304,3 +304,16 @@ def local_path_node_writable(old: Object | None, new: Object | None, node: str) 
     if (volume_node_names(old) or []) != [node]:
         return False
     return spec(old) == spec(new)
+
+
+def local_path_refusal(claim: Object) -> str | None:
+    """Why the local-path provisioner cannot serve `claim`, or None when it can."""
+    unsupported = set(access_modes(claim)) - {"ReadWriteOnce", "ReadWriteOncePod"}
+    if unsupported:
+        return (
+            f"the {LOCAL_PATH_PROVISIONER} provisioner serves only ReadWriteOnce and "
+            f"ReadWriteOncePod, not {modes_text(sorted(unsupported))}"
+        )
+    if spec(claim).get("selector"):
+        return "claim Selector is not supported for dynamically provisioned volumes"
+    return None

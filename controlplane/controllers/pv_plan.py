@@ -180,20 +180,9 @@ def _plan_unbound(
                        f"node {selected!r} does not run the {v.LOCAL_PATH_PROVISIONER} provisioner "
                        f"(its Node has no {v.LOCAL_PATH_ROOT_ANNOTATION} annotation)"),
             )  # fmt: skip
-        unsupported = set(v.access_modes(claim)) - {"ReadWriteOnce", "ReadWriteOncePod"}
-        if unsupported:
-            return ClaimPlan(
-                phase="Pending",
-                event=("Warning", "ProvisioningFailed",
-                       f"the {v.LOCAL_PATH_PROVISIONER} provisioner serves only ReadWriteOnce and "
-                       f"ReadWriteOncePod, not {v.modes_text(sorted(unsupported))}"),
-            )  # fmt: skip
-        if v.spec(claim).get("selector"):
-            return ClaimPlan(
-                phase="Pending",
-                event=("Warning", "ProvisioningFailed",
-                       "claim Selector is not supported for dynamically provisioned volumes"),
-            )  # fmt: skip
+        refusal = v.local_path_refusal(claim)
+        if refusal is not None:
+            return ClaimPlan(phase="Pending", event=("Warning", "ProvisioningFailed", refusal))
         return ClaimPlan(provision_on=selected)
     if provisioner == "kubernetes.io/no-provisioner":
         return ClaimPlan(

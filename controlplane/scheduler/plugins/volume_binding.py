@@ -121,6 +121,15 @@ def check_claims(pod: PodInfo, state: VolumeState) -> tuple[ClaimCheck | None, S
         fitting = [pv for pv in state.free_volumes(key) if v.volume_fits(pv, claim) is None]
         fitting.sort(key=lambda pv: (not v.claim_ref_matches(pv, claim), v.volume_capacity(pv)))
         out.candidates[key] = fitting
+        refusal = (
+            v.local_path_refusal(claim)
+            if (sc or {}).get("provisioner") == v.LOCAL_PATH_PROVISIONER
+            else None
+        )
+        if not fitting and refusal is not None:
+            return None, unschedulable(
+                f'persistentvolumeclaim "{name}": {refusal}', unresolvable=True
+            )
     return out, SUCCESS
 
 

@@ -222,6 +222,19 @@ def test_claims_nothing_serves_and_missing_claims(cluster: Any) -> None:
         )
 
     wait_for(failed, timeout=10, message="FailedScheduling naming the missing claim")
+    # An access mode the default class cannot serve: the scheduler says so.
+    api.create(
+        "PersistentVolumeClaim", claim("shared-rwx", accessModes=["ReadWriteMany"]), "default"
+    )
+    api.create("Pod", pod("rwx", "shared-rwx"), "default")
+    wait_for(
+        lambda: any(
+            "serves only ReadWriteOnce and ReadWriteOncePod, not RWX" in e
+            for e in events_of(api, "rwx")
+        ),
+        timeout=10, message="FailedScheduling naming the access mode",
+    )  # fmt: skip
+    api.delete("Pod", "rwx", "default")
     api.delete("Pod", "orphan", "default")
     api.delete("PersistentVolumeClaim", "static", "default")
 
