@@ -6,7 +6,8 @@ the root this agent announced); this module does the filesystem work, and
 speaks to the control plane only through the API:
 
 1. at start it makes its root directory and announces it on its own Node
-   (annotation `storage.skiff.io/local-path-root`, retried until it works
+   (annotation `storage.skiff.io/local-path-root`, with the label
+   `storage.skiff.io/local-path: "true"` for selection; retried until it works
    and put back if the Node loses it); a node without it gets no
    local-path volumes;
 2. it watches PersistentVolumes, keeping those `pv.kubernetes.io/provisioned-by:
@@ -209,19 +210,21 @@ class LocalPathAgent:
             self.queue.add(str(v.meta(pv)["name"]))
 
     def _node_changed(self, node: Object) -> None:
-        if v.meta(node).get("name") == self.node and v.annotations_of(node).get(
-            v.LOCAL_PATH_ROOT_ANNOTATION
-        ) != str(self.volumes.root):
+        if v.meta(node).get("name") != self.node:
+            return
+        labels = v.meta(node).get("labels") or {}
+        root = v.annotations_of(node).get(v.LOCAL_PATH_ROOT_ANNOTATION)
+        if root != str(self.volumes.root) or labels.get(v.LOCAL_PATH_LABEL) != "true":
             self.queue.add(ANNOUNCE)
 
     def announce(self) -> None:
-        """Make the root and put its path on our Node."""
+        """Make the root and put its path (and the label saying so) on our Node."""
         self.volumes.root.mkdir(mode=0o711, parents=True, exist_ok=True)
-        self.api.patch(
-            "Node",
-            self.node,
-            {"metadata": {"annotations": {v.LOCAL_PATH_ROOT_ANNOTATION: str(self.volumes.root)}}},
-        )
+        meta = {
+            "labels": {v.LOCAL_PATH_LABEL: "true"},
+            "annotations": {v.LOCAL_PATH_ROOT_ANNOTATION: str(self.volumes.root)},
+        }
+        self.api.patch("Node", self.node, {"metadata": meta})
         log.info("node=%s local-path volumes under %s", self.node, self.volumes.root)
 
     def start(self) -> None:

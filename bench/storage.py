@@ -198,6 +198,7 @@ def scheduling_basic(nodes: int, pods: int, with_claims: bool, plugins: bool) ->
     for i in range(nodes):
         node = basic_node(i)
         node["metadata"].setdefault("annotations", {})[v.LOCAL_PATH_ROOT_ANNOTATION] = "/srv"
+        node["metadata"].setdefault("labels", {})[v.LOCAL_PATH_LABEL] = "true"
         cluster.nodes[node["metadata"]["name"]] = node
         sched.on_node_add(node)
     for i in range(pods):

@@ -43,6 +43,8 @@ LOCAL_PATH_CLASS = "local-path"
 # The agent that runs the local-path provisioner's node side says where its
 # volumes live with this annotation on its own Node.
 LOCAL_PATH_ROOT_ANNOTATION = "storage.skiff.io/local-path-root"
+# ... and labels its Node so, so that schedulers and users can select such nodes.
+LOCAL_PATH_LABEL = "storage.skiff.io/local-path"
 # What the agent found out about a provisioned volume: "ready" once its
 # directory exists, and how its size limit is enforced (or why it is not).
 LOCAL_PATH_STATE_ANNOTATION = "storage.skiff.io/local-path-state"

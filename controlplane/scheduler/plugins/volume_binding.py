@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from controlplane.api import volumes as v
 from controlplane.scheduler.cache import Cache, NodeInfo
@@ -148,8 +149,19 @@ def volume_node_ok(node: NodeInfo) -> Callable[[Mapping[str, Any]], bool]:
 
 
 def runs_local_path(node: NodeInfo) -> bool:
-    annotations = (node.node.get("metadata") or {}).get("annotations") or {}
-    return bool(annotations.get(v.LOCAL_PATH_ROOT_ANNOTATION))
+    """Whether the node's agent runs the local-path provisioner (it labels its Node so)."""
+    return node.labels.get(v.LOCAL_PATH_LABEL) == "true"
+
+
+def local_path_mask(cache: Cache) -> npt.NDArray[np.bool_]:
+    """runs_local_path for every slot at once, recomputed when node labels change."""
+
+    def compute() -> npt.NDArray[np.bool_]:
+        code = cache.label_code(v.LOCAL_PATH_LABEL, "true")
+        return cache.codes(v.LOCAL_PATH_LABEL) == code if code >= 0 else np.zeros(cache.n, bool)
+
+    mask: npt.NDArray[np.bool_] = cache.node_memo(("VolumeBinding", "local-path"), compute)
+    return mask
 
 
 def only_local_provisioning(check: ClaimCheck) -> bool:
@@ -224,12 +236,7 @@ class VolumeBinding(NodeFilterPlugin):
             return super().filter(state, pod, cache, slots)
         # Every claim is to be provisioned by local-path: a node fits when its
         # agent runs the provisioner, and every such node gets the same plan.
-        names, nodes = cache.slot_names, cache.nodes
-        ok = np.fromiter(
-            (runs_local_path(nodes[names[s]]) for s in slots.tolist()),
-            bool,
-            len(slots),
-        )
+        ok = local_path_mask(cache)[slots]
         state.data[NAME + "/shared"] = NodePlan(provision=[c for c, _ in check.to_bind])
         return FilterResult.reject(~ok, R_NO_PROVISIONER)
 

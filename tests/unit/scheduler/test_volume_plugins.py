@@ -18,8 +18,10 @@ Obj = dict[str, Any]
 
 def node(name: str, local_path: bool = True, labels: dict[str, str] | None = None) -> Obj:
     ann = {v.LOCAL_PATH_ROOT_ANNOTATION: "/var/lib/skiff/local-path"} if local_path else {}
+    mark = {v.LOCAL_PATH_LABEL: "true"} if local_path else {}
     return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+        "metadata": {"name": name,
+                     "labels": {"kubernetes.io/hostname": name, **mark, **(labels or {})},
                      "annotations": ann},
         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                    "conditions": [{"type": "Ready", "status": "True"}]},
