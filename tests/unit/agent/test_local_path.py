@@ -105,3 +105,54 @@ def test_read_only_claim_mounts() -> None:
     mounts = [cri.Mount(container_path="/w"), cri.Mount(container_path="/r")]
     read_only_mounts(pod, container, mounts)
     assert [m.readonly for m in mounts] == [False, True]
+
+
+def test_claim_volumes_follow_the_claim_or_say_why_not(tmp_path: Path) -> None:
+    from agent.claims import ClaimVolumes
+    from agent.pod_config import ConfigError
+    from tests.fakes.fake_apiclient import FakeApiClient
+
+    api = FakeApiClient()
+    claims = ClaimVolumes(api, "n1", LocalPathVolumes(tmp_path / "root"))
+    pod = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}, "spec": {}}
+
+    def vol(claim: str) -> dict[str, Any]:
+        return {"name": "d", "persistentVolumeClaim": {"claimName": claim}}
+
+    def bound(name: str, volume: str) -> None:
+        api.create(
+            "PersistentVolumeClaim",
+            {"metadata": {"name": name, "namespace": "default"},
+             "spec": {"volumeName": volume}, "status": {"phase": "Bound"}},
+        )  # fmt: skip
+
+    with pytest.raises(ConfigError, match='persistentvolumeclaim "nope" not found'):
+        claims.path(pod, vol("nope"))
+    api.create("PersistentVolumeClaim", {"metadata": {"name": "wait", "namespace": "default"},
+                                         "status": {"phase": "Pending"}})  # fmt: skip
+    with pytest.raises(ConfigError, match='waiting for persistentvolumeclaim "wait" to be bound'):
+        claims.path(pod, vol("wait"))
+    reasons = [e["reason"] for e in api.objects("Event", "default")]
+    assert reasons == ["FailedMount", "FailedMount"]
+    with pytest.raises(ConfigError):
+        claims.path(pod, vol("wait"))
+    assert len(api.objects("Event", "default")) == 2  # the same message is not written twice
+
+    host = tmp_path / "host" / "dir"
+    api.create("PersistentVolume", {"metadata": {"name": "hp"}, "spec": {
+        "hostPath": {"path": str(host), "type": "DirectoryOrCreate"}}}, None)  # fmt: skip
+    bound("h", "hp")
+    assert claims.path(pod, vol("h")) == str(host) and host.is_dir()
+
+    elsewhere = pv("pvc-x", str(tmp_path / "root" / "pvc-x"))
+    elsewhere["spec"]["nodeAffinity"] = v.node_affinity_for("n2")
+    api.create("PersistentVolume", elsewhere, None)
+    bound("far", "pvc-x")
+    with pytest.raises(ConfigError, match="is pinned to n2, not n1"):
+        claims.path(pod, vol("far"))
+
+    mine = pv("pvc-y", str(tmp_path / "root" / "pvc-y"))
+    api.create("PersistentVolume", mine, None)
+    bound("near", "pvc-y")
+    assert claims.path(pod, vol("near")) == str(tmp_path / "root" / "pvc-y")
+    assert (tmp_path / "root" / "pvc-y").is_dir()  # made here if the provisioner had not yet
