@@ -82,6 +82,17 @@ def add_claim_volumes(pod: Object, sts: Mapping[str, Any], ordinal: int) -> None
         spec["volumes"] = vols
 
 
+def ordinal_of_claim(sts: Mapping[str, Any], claim_name: str) -> int | None:
+    """The ordinal whose claim from one of the set's templates `claim_name` is, or None."""
+    set_name = podutil.name_of(sts)
+    for t in templates(sts):
+        prefix = f"{(t.get('metadata') or {})['name']}-{set_name}-"
+        rest = claim_name[len(prefix) :]
+        if claim_name.startswith(prefix) and rest.isdigit():
+            return int(rest)
+    return None
+
+
 def condemned_claims(
     sts: Mapping[str, Any],
     claims: Iterable[Mapping[str, Any]],
@@ -91,18 +102,11 @@ def condemned_claims(
     """whenScaled Delete: claims of ordinals >= replicas whose pod no longer exists."""
     if _policy(sts, "whenScaled") != "Delete":
         return []
-    set_name = podutil.name_of(sts)
-    names = [str((t.get("metadata") or {})["name"]) for t in templates(sts)]
     out = []
     for claim in claims:
         if podutil.is_deleting(claim):
             continue
-        cname = podutil.name_of(claim)
-        for t in names:
-            prefix = f"{t}-{set_name}-"
-            if cname.startswith(prefix) and cname[len(prefix) :].isdigit():
-                ordinal = int(cname[len(prefix) :])
-                if ordinal >= replicas and ordinal not in pods:
-                    out.append(claim)
-                break
+        ordinal = ordinal_of_claim(sts, podutil.name_of(claim))
+        if ordinal is not None and ordinal >= replicas and ordinal not in pods:
+            out.append(claim)
     return out

@@ -53,6 +53,14 @@ class StatefulSetController(PodOwnerController):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.claims = self.watch("PersistentVolumeClaim")
+        self.claims.add_event_handler(
+            on_add=lambda c: None, on_update=lambda old, new: None, on_delete=self._claim_gone
+        )
+
+    def _claim_gone(self, claim: Object) -> None:
+        for sts in self.owners.store.list(podutil.namespace_of(claim)):
+            if set_claims.ordinal_of_claim(sts, podutil.name_of(claim)) is not None:
+                self.enqueue(sts)
 
     def _new_pod(self, sts: Object, ordinal: int, revision: str) -> Object:
         pod = pod_from_template(sts, "")
@@ -95,6 +103,10 @@ class StatefulSetController(PodOwnerController):
         ):
             self._reconcile(key, sts, by_ordinal, replicas, parallel, strategy, partition, revision)
             self._scaled_down_claims(sts, by_ordinal, replicas)
+            # A pod still waiting for a node gets back a claim deleted under it.
+            for o, p in by_ordinal.items():
+                if o < replicas and not podutil.spec(p).get("nodeName"):
+                    self._ensure_claims(sts, o)
         self._status(sts, list(by_ordinal.values()), replicas, revision)
         return None
 
@@ -121,7 +133,14 @@ class StatefulSetController(PodOwnerController):
         """Create the ordinal's claims from volumeClaimTemplates; existing ones are kept."""
         ns = podutil.namespace_of(sts)
         for claim in set_claims.claims_for(sts, ordinal):
-            if self.claims.store.get(claim["metadata"]["name"], ns) is not None:
+            existing = self.claims.store.get(claim["metadata"]["name"], ns)
+            if existing is not None:
+                if podutil.is_deleting(existing):
+                    # As Kubernetes: no pod until the old claim is gone (retried).
+                    raise errors.Conflict(
+                        f"claim {claim['metadata']['name']} is being deleted; "
+                        f"pod {podutil.name_of(sts)}-{ordinal} waits for it to go"
+                    )
                 continue
             try:
                 self.client.create("PersistentVolumeClaim", claim, ns)

@@ -157,3 +157,17 @@ def test_when_deleted_delete_claims_go_with_the_set(env: Any) -> None:
     e.wait(lambda: names(e, "PersistentVolumeClaim") == ["data-db-0"])
     e.client.delete("StatefulSet", "db", "default")
     e.settle(lambda: names(e, "PersistentVolumeClaim") == [], timeout=20)
+
+
+def test_claim_deleted_under_a_pending_pod_comes_back(env: Any) -> None:
+    e = env("statefulset")
+    e.client.create("StatefulSet", sts(replicas=1))
+    e.wait(lambda: names(e, "Pod") == ["db-0"])
+    first = e.client.get("PersistentVolumeClaim", "data-db-0")["metadata"]["uid"]
+    e.client.delete("PersistentVolumeClaim", "data-db-0", "default")
+    e.settle(
+        lambda: (
+            names(e, "PersistentVolumeClaim") == ["data-db-0"]
+            and e.client.get("PersistentVolumeClaim", "data-db-0")["metadata"]["uid"] != first
+        )
+    )
