@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.backoff import Backoff
+from agent.claims import ClaimVolumes
 from agent.cri_client import CRIClient, CRIError
+from agent.local_path import LocalPathAgent
 from agent.network import NetworkConfigurator, NetworkSettings, node_ip, peers
 from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
 from agent.pod_cgroups import remove_pod_cgroup, sweep_pod_cgroups
@@ -82,6 +84,8 @@ class AgentConfig:
     # Static pods (--pod-manifest-path); None = off. The directory is re-read every period.
     pod_manifest_path: Path | None = None
     static_period: float = 5.0
+    # The local-path provisioner's volumes (agent/local_path.py); None = <root>/local-path.
+    local_path_root: Path | None = None
 
 
 def _uid_index(obj: Object) -> list[str]:
@@ -131,6 +135,9 @@ class Agent:
             RealProbeRunner(runtime), self.clock, self._probe_pool, self.queue.add
         )
         self._memory = Readings.take(cfg.node.fs_path).memory_total
+        local_root = cfg.local_path_root or cfg.root / "local-path"
+        self.local_path = LocalPathAgent(api, cfg.node.name, local_root, self.factory)
+        self.claims = ClaimVolumes(api, cfg.node.name, self.local_path.volumes)
         self.syncer = PodSyncer(
             SyncDeps(
                 runtime=runtime,
@@ -139,7 +146,10 @@ class Agent:
                 memory_capacity=self._memory,
                 now=self.clock.now,
                 volumes=VolumeSources(
-                    configmaps=self._get_configmap, secrets=self._get_secret, node=cfg.pod_settings
+                    configmaps=self._get_configmap,
+                    secrets=self._get_secret,
+                    node=cfg.pod_settings,
+                    claims=self.claims.path,
                 ),
                 config_data=lambda ns, n: (self._get_configmap(ns, n) or {}).get("data"),
                 secret_data=lambda ns, n: (lambda s: secret_data(s) if s else None)(
@@ -224,6 +234,7 @@ class Agent:
         self.factory.start()
         while not self.factory.wait_for_cache_sync(timeout=5) and not self.stop_event.is_set():
             log.info("waiting for the pod and node caches to sync")
+        self.local_path.start()
         self._spawn("pleg", self._every(self.cfg.relist_period, self.relist))
         self._spawn("resync", self._every(self.cfg.resync_period, self._resync))
         self._spawn("pod-cgroups", self._every(POD_CGROUP_SWEEP, self._sweep_pod_cgroups))
@@ -258,6 +269,7 @@ class Agent:
         if self.proxy is not None:
             self.proxy.stop()
         self.queue.shut_down()
+        self.local_path.stop()
         self.factory.shutdown()
         for t in self._threads:
             t.join(timeout=10)

@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--runtime-name", default="", help="prefix of containerIDs (default: from CRI Version)"
     )
     p.add_argument("--root-dir", default="/var/lib/skiff/agent")
+    p.add_argument(
+        "--local-path-root",
+        default="",
+        help="where the skiff.io/local-path provisioner keeps volumes (default <root-dir>/local-path)",
+    )
     p.add_argument("--pod-log-dir", default="/var/log/pods")
     p.add_argument("--cgroup-root", default="/skiff/pods", help="parent cgroup of every pod")
     p.add_argument(
@@ -258,6 +263,7 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
         workers=args.workers,
         pod_manifest_path=Path(args.pod_manifest_path) if args.pod_manifest_path else None,
         runtime_name=args.runtime_name,
+        local_path_root=Path(args.local_path_root) if args.local_path_root else None,
         listen=args.listen,
         proxy=None
         if args.no_proxy

@@ -322,7 +322,8 @@ def container_security(
         privileged=bool(sc.get("privileged")),
         namespace_options=_namespace_options(spec),
         readonly_rootfs=bool(sc.get("readOnlyRootFilesystem")),
-        supplemental_groups=[int(g) for g in pod_sc.get("supplementalGroups") or []],
+        supplemental_groups=[int(g) for g in pod_sc.get("supplementalGroups") or []]
+        + ([int(pod_sc["fsGroup"])] if pod_sc.get("fsGroup") is not None else []),
         no_new_privs=sc.get("allowPrivilegeEscalation") is False,
         seccomp=profile,
         seccomp_profile_path=path,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.backoff import Backoff
+from agent.claims import read_only_mounts
 from agent.cri_client import CRIClient, CRIError
 from agent.pod_actions import PodActions, compute_pod_actions
 from agent.pod_config import (
@@ -204,7 +205,8 @@ class PodSyncer:
                 self.d.secret_data,
                 self.d.service_env(pod),
             )
-            mounts = container_mounts(spec, volume_paths(self.d.root, pod))
+            mounts = container_mounts(spec, volume_paths(self.d.root, pod, self.d.volumes.claims))
+            read_only_mounts(pod, spec, mounts)
         except ConfigError as err:
             result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
             return

@@ -2,7 +2,8 @@
 
 Volumes live under `<agent root>/pods/<uid>/volumes/<plugin>/<name>`:
 emptyDir (a directory, or tmpfs for medium Memory), hostPath (with the
-`type` checks Kubernetes makes), configMap, secret, downwardAPI and projected
+`type` checks Kubernetes makes), persistentVolumeClaim (the bound volume's
+host path, through `VolumeSources.claims`), configMap, secret, downwardAPI and projected
 (files written atomically through a `..data` symlink swap, as the kubelet's
 atomic writer does, so readers never see half an update). Removing a pod's
 volumes unmounts tmpfs first and never follows symlinks out of the pod dir.
@@ -26,6 +27,9 @@ from proto.runtime.v1 import api_pb2 as cri
 
 # (namespace, name) -> the object (ConfigMap or Secret) or None when missing.
 ObjectLookup = Callable[[str, str], Mapping[str, Any] | None]
+# (pod, volume) -> the host path of a persistentVolumeClaim volume (agent/claims.py);
+# raises ConfigError while the claim cannot be used yet.
+ClaimLookup = Callable[[Mapping[str, Any], Mapping[str, Any]], str]
 
 _PROPAGATION = {
     None: cri.PROPAGATION_PRIVATE,
@@ -40,6 +44,7 @@ class VolumeSources:
     configmaps: ObjectLookup
     secrets: ObjectLookup
     node: NodeSettings
+    claims: ClaimLookup | None = None
 
 
 def pod_dir(root: Path, pod: Mapping[str, Any]) -> Path:
@@ -200,13 +205,19 @@ def write_atomic_dir(
         shutil.rmtree(target / old, ignore_errors=True)
 
 
-def volume_paths(root: Path, pod: Mapping[str, Any]) -> dict[str, str]:
-    """Volume name -> host path, without making anything."""
+def volume_paths(
+    root: Path, pod: Mapping[str, Any], claims: ClaimLookup | None = None
+) -> dict[str, str]:
+    """Volume name -> host path, without making anything (but a claim's directory)."""
     base = pod_dir(root, pod) / "volumes"
     paths: dict[str, str] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         if "hostPath" in volume:
             paths[volume["name"]] = str(volume["hostPath"]["path"])
+        elif "persistentVolumeClaim" in volume:
+            if claims is None:
+                raise ConfigError(f"volume {volume['name']!r}: persistentVolumeClaim not supported")
+            paths[volume["name"]] = claims(pod, volume)
         else:
             paths[volume["name"]] = str(base / _plugin_dir(volume) / volume["name"])
     return paths
@@ -214,9 +225,11 @@ def volume_paths(root: Path, pod: Mapping[str, Any]) -> dict[str, str]:
 
 def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dict[str, str]:
     """Make every volume of the pod; return volume name -> host path."""
-    paths = volume_paths(root, pod)
+    paths = volume_paths(root, pod, src.claims)
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         name = volume["name"]
+        if "persistentVolumeClaim" in volume:
+            continue  # volume_paths made it ready
         if "hostPath" in volume:
             hp = volume["hostPath"]
             _check_host_path(name, hp["path"], hp.get("type", ""))

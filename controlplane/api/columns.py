@@ -15,6 +15,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from controlplane.api import volumes
+
 Object = dict[str, Any]
 
 NONE = "<none>"
@@ -462,6 +464,51 @@ def _podgroup_row(obj: Object, now: float, wide: bool) -> list[str]:
     ]
 
 
+def _modes(obj: Object) -> str:
+    return volumes.modes_text(volumes.access_modes(obj)) or "<unset>"
+
+
+def _pv_row(obj: Object, now: float, wide: bool) -> list[str]:
+    ref = spec(obj).get("claimRef") or {}
+    claim = f"{ref.get('namespace', '')}/{ref['name']}" if ref.get("name") else ""
+    row = [
+        name(obj),
+        str((spec(obj).get("capacity") or {}).get("storage", "")),
+        _modes(obj),
+        str(spec(obj).get("persistentVolumeReclaimPolicy", "")),
+        str(status(obj).get("phase", "")),
+        claim,
+        volumes.volume_class(obj),
+        str(status(obj).get("reason", "")),
+        age(obj, now),
+    ]
+    return row + ([str(spec(obj).get("volumeMode", "Filesystem"))] if wide else [])
+
+
+def _pvc_row(obj: Object, now: float, wide: bool) -> list[str]:
+    row = [
+        name(obj),
+        str(status(obj).get("phase", "")),
+        str(spec(obj).get("volumeName", "")),
+        str((status(obj).get("capacity") or {}).get("storage", "")),
+        volumes.modes_text(status(obj).get("accessModes") or []),
+        volumes.claim_class(obj),
+        age(obj, now),
+    ]
+    return row + ([str(spec(obj).get("volumeMode", "Filesystem"))] if wide else [])
+
+
+def _storageclass_row(obj: Object, now: float, wide: bool) -> list[str]:
+    return [
+        name(obj) + (" (default)" if volumes.is_default_class(obj) else ""),
+        str(obj.get("provisioner", "")),
+        str(obj.get("reclaimPolicy", "Delete")),
+        str(obj.get("volumeBindingMode", "Immediate")),
+        str(bool(obj.get("allowVolumeExpansion"))).lower(),
+        age(obj, now),
+    ]
+
+
 def _default_row(obj: Object, now: float, wide: bool) -> list[str]:
     return [name(obj), age(obj, now)]
 
@@ -516,6 +563,38 @@ COLUMNS: dict[str, tuple[list[str], list[str], Row]] = {
     "Lease": (["NAME", "HOLDER", "AGE"], [], _lease_row),
     "PriorityClass": (["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE"], [], _priorityclass_row),
     "PodGroup": (["NAME", "MIN-MEMBER", "PHASE", "AGE"], [], _podgroup_row),
+    "PersistentVolume": (
+        [
+            "NAME",
+            "CAPACITY",
+            "ACCESS MODES",
+            "RECLAIM POLICY",
+            "STATUS",
+            "CLAIM",
+            "STORAGECLASS",
+            "REASON",
+            "AGE",
+        ],
+        ["VOLUMEMODE"],
+        _pv_row,
+    ),
+    "PersistentVolumeClaim": (
+        ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE"],
+        ["VOLUMEMODE"],
+        _pvc_row,
+    ),
+    "StorageClass": (
+        [
+            "NAME",
+            "PROVISIONER",
+            "RECLAIMPOLICY",
+            "VOLUMEBINDINGMODE",
+            "ALLOWVOLUMEEXPANSION",
+            "AGE",
+        ],
+        [],
+        _storageclass_row,
+    ),
 }
 
 

@@ -124,6 +124,7 @@ def statefulset(obj: Object) -> None:
     if strategy["type"] == "RollingUpdate":
         _d(strategy, "rollingUpdate").setdefault("partition", 0)
     _template(obj, "spec")
+    statefulset_claims(obj)
 
 
 def daemonset(obj: Object) -> None:
@@ -222,6 +223,34 @@ def podgroup(obj: Object) -> None:
     spec.setdefault("minMember", 1)
 
 
+def persistentvolume(obj: Object) -> None:
+    spec = _d(obj, "spec")
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+    _d(obj, "status").setdefault("phase", "Pending")
+
+
+def persistentvolumeclaim(obj: Object) -> None:
+    spec = _d(obj, "spec")
+    spec.setdefault("volumeMode", "Filesystem")
+    _d(obj, "status").setdefault("phase", "Pending")
+
+
+def storageclass(obj: Object) -> None:
+    obj.setdefault("reclaimPolicy", "Delete")
+    obj.setdefault("volumeBindingMode", "Immediate")
+
+
+def statefulset_claims(obj: Object) -> None:
+    spec = _d(obj, "spec")
+    policy = _d(spec, "persistentVolumeClaimRetentionPolicy")
+    policy.setdefault("whenDeleted", "Retain")
+    policy.setdefault("whenScaled", "Retain")
+    for template in spec.get("volumeClaimTemplates") or []:
+        if isinstance(template, dict):
+            _d(template, "spec").setdefault("volumeMode", "Filesystem")
+
+
 DEFAULTERS: dict[str, Callable[[Object], None]] = {
     "CustomResourceDefinition": crd.default_crd,
     "Pod": pod,
@@ -238,6 +267,9 @@ DEFAULTERS: dict[str, Callable[[Object], None]] = {
     "Secret": secret,
     "PriorityClass": priorityclass,
     "PodGroup": podgroup,
+    "PersistentVolume": persistentvolume,
+    "PersistentVolumeClaim": persistentvolumeclaim,
+    "StorageClass": storageclass,
 }
 
 

@@ -305,6 +305,7 @@ def validate_pod_spec(
                 e.add(f"{path}.volumes[{i}].name", f"duplicate volume name {vname!r}")
             else:
                 volumes.add(vname)
+            _claim_volume_source(e, f"{path}.volumes[{i}]", vol)
     names: set[str] = set()
     containers: Any = spec.get("containers")
     if _list(e, f"{path}.containers", containers, required=True):
@@ -473,9 +474,10 @@ def _deployment(e: Errors, obj: Object, old: Object | None) -> None:
 
 
 def _statefulset(e: Errors, obj: Object, old: Object | None) -> None:
-    _workload(e, obj, old, ("Always",))
+    _workload(e, _with_claim_volumes(e, obj), old, ("Always",))
     spec: Any = obj.get("spec")
     if isinstance(spec, dict):
+        _statefulset_claims(e, spec)
         _enum(e, "spec.podManagementPolicy", spec.get("podManagementPolicy"),
               ("OrderedReady", "Parallel"))  # fmt: skip
         strategy: Any = spec.get("updateStrategy")
@@ -809,6 +811,259 @@ def _crd(e: Errors, obj: Object, old: Object | None) -> None:
     e.items.extend(crd.validate_crd(obj, old))
 
 
+# -- storage: PersistentVolume, PersistentVolumeClaim, StorageClass ---------------
+
+_VOLUME_SOURCES = ("hostPath", "local")
+_KNOWN_VOLUME_SOURCES = (
+    "hostPath", "local", "nfs", "iscsi", "csi", "cephfs", "rbd", "fc", "azureDisk", "azureFile",
+    "gcePersistentDisk", "awsElasticBlockStore", "cinder", "flexVolume", "glusterfs",
+    "portworxVolume", "vsphereVolume", "quobyte", "scaleIO", "storageos", "photonPersistentDisk",
+    "flocker",
+)  # fmt: skip
+
+
+def _storage_size(e: Errors, path: str, resources: Any, required: bool = True) -> None:
+    """A capacity/requests map's `storage`: present and > 0."""
+    if not _dict(e, path, resources, required=required):
+        return
+    if "storage" not in resources:
+        e.add(f"{path}.storage", "required")
+        return
+    q = _quantity(e, f"{path}.storage", resources["storage"])
+    if q is not None and q <= 0:
+        e.add(f"{path}.storage", "must be greater than zero")
+
+
+def _access_modes(e: Errors, path: str, modes: Any) -> None:
+    if not _list(e, path, modes, required=True):
+        return
+    allowed = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+    for i, mode in enumerate(modes):
+        _enum(e, f"{path}[{i}]", mode, allowed)
+    if "ReadWriteOncePod" in modes and len(modes) > 1:
+        e.add(path, "may not use ReadWriteOncePod with other access modes")
+
+
+def _host_path(e: Errors, path: str, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        e.add(path, "required")
+    elif not value.startswith("/"):
+        e.add(path, f"{value!r} must be an absolute path")
+    elif ".." in value.split("/"):
+        e.add(path, f"{value!r} must not contain '..'")
+    elif "\x00" in value:
+        e.add(path, "must not contain NUL")
+
+
+def _node_selector_terms(e: Errors, path: str, selector: Any) -> None:
+    if not _dict(e, path, selector, required=True):
+        return
+    terms: Any = selector.get("nodeSelectorTerms")
+    if not _list(e, f"{path}.nodeSelectorTerms", terms, required=True):
+        return
+    ops = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+    for i, term in enumerate(terms):
+        tpath = f"{path}.nodeSelectorTerms[{i}]"
+        if not _dict(e, tpath, term, required=True):
+            continue
+        for field in ("matchExpressions", "matchFields"):
+            exprs: Any = term.get(field)
+            if not _list(e, f"{tpath}.{field}", exprs):
+                continue
+            for j, expr in enumerate(exprs):
+                epath = f"{tpath}.{field}[{j}]"
+                if not _dict(e, epath, expr, required=True):
+                    continue
+                if not expr.get("key"):
+                    e.add(f"{epath}.key", "required")
+                _enum(e, f"{epath}.operator", expr.get("operator"), ops)
+                if expr.get("operator") in ("In", "NotIn") and not expr.get("values"):
+                    e.add(f"{epath}.values", "required for operator In or NotIn")
+
+
+def _persistentvolume(e: Errors, obj: Object, old: Object | None) -> None:
+    spec: Any = obj.get("spec")
+    if not _dict(e, "spec", spec, required=True):
+        return
+    _storage_size(e, "spec.capacity", spec.get("capacity"))
+    _access_modes(e, "spec.accessModes", spec.get("accessModes"))
+    _enum(e, "spec.persistentVolumeReclaimPolicy", spec.get("persistentVolumeReclaimPolicy"),
+          ("Retain", "Delete"))  # fmt: skip
+    _enum(e, "spec.volumeMode", spec.get("volumeMode"), ("Filesystem",))
+    sources = [k for k in _KNOWN_VOLUME_SOURCES if k in spec]
+    if not sources:
+        e.add("spec", "must specify a volume source (hostPath or local)")
+    elif len(sources) > 1:
+        e.add("spec", f"may specify only one volume source, not {', '.join(sources)}")
+    else:
+        source = sources[0]
+        if source not in _VOLUME_SOURCES:
+            e.add(f"spec.{source}", "unsupported volume source: supported sources: hostPath, local")
+        elif _dict(e, f"spec.{source}", spec[source], required=True):
+            _host_path(e, f"spec.{source}.path", spec[source].get("path"))
+            if source == "hostPath":
+                _enum(e, "spec.hostPath.type", spec[source].get("type") or None,
+                      ("DirectoryOrCreate", "Directory"))  # fmt: skip
+            elif not spec.get("nodeAffinity"):
+                e.add("spec.nodeAffinity", "required for a local volume")
+    affinity: Any = spec.get("nodeAffinity")
+    if _dict(e, "spec.nodeAffinity", affinity):
+        _node_selector_terms(e, "spec.nodeAffinity.required", affinity.get("required"))
+    class_name: Any = spec.get("storageClassName")
+    if class_name:
+        _check_name(e, "spec.storageClassName", class_name)
+    ref: Any = spec.get("claimRef")
+    if _dict(e, "spec.claimRef", ref) and not ref.get("name"):
+        e.add("spec.claimRef.name", "required")
+    options: Any = spec.get("mountOptions")
+    if options is not None and (
+        not isinstance(options, list) or not all(isinstance(o, str) for o in options)
+    ):
+        e.add("spec.mountOptions", "must be a list of strings")
+    status: Any = obj.get("status")
+    if _dict(e, "status", status):
+        _enum(e, "status.phase", status.get("phase"),
+              ("Pending", "Available", "Bound", "Released", "Failed"))  # fmt: skip
+    if old is not None:
+        old_spec: Any = old.get("spec") or {}
+        for field in (*_VOLUME_SOURCES, "volumeMode"):
+            if old_spec.get(field) != spec.get(field):
+                e.add(f"spec.{field}", "field is immutable")
+        if old_spec.get("nodeAffinity") and old_spec.get("nodeAffinity") != spec.get(
+            "nodeAffinity"
+        ):
+            e.add("spec.nodeAffinity", "field is immutable once set")
+
+
+def _claim_spec(e: Errors, path: str, spec: Any) -> None:
+    if not _dict(e, path, spec, required=True):
+        return
+    _access_modes(e, f"{path}.accessModes", spec.get("accessModes"))
+    resources: Any = spec.get("resources")
+    if _dict(e, f"{path}.resources", resources, required=True):
+        _storage_size(e, f"{path}.resources.requests", resources.get("requests"))
+    class_name: Any = spec.get("storageClassName")
+    if class_name:
+        _check_name(e, f"{path}.storageClassName", class_name)
+    if spec.get("selector") is not None:
+        _selector(e, f"{path}.selector", spec.get("selector"), required=False)
+    _enum(e, f"{path}.volumeMode", spec.get("volumeMode"), ("Filesystem",))
+    volume_name: Any = spec.get("volumeName")
+    if volume_name:
+        _check_name(e, f"{path}.volumeName", volume_name)
+
+
+def _persistentvolumeclaim(e: Errors, obj: Object, old: Object | None) -> None:
+    spec: Any = obj.get("spec")
+    _claim_spec(e, "spec", spec)
+    status: Any = obj.get("status")
+    if _dict(e, "status", status):
+        _enum(e, "status.phase", status.get("phase"), ("Pending", "Bound", "Lost"))
+    if old is None or not isinstance(spec, dict):
+        return
+    old_spec: Any = old.get("spec") or {}
+    for field in ("accessModes", "selector", "volumeMode", "storageClassName", "dataSource"):
+        if old_spec.get(field) != spec.get(field) and not (
+            field == "storageClassName" and old_spec.get(field) is None
+        ):
+            e.add(f"spec.{field}", "field is immutable after creation")
+    if old_spec.get("volumeName") and old_spec.get("volumeName") != spec.get("volumeName"):
+        e.add("spec.volumeName", "field is immutable once the claim is bound")
+    old_req = ((old_spec.get("resources") or {}).get("requests") or {}).get("storage")
+    new_req = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+    if old_req is not None and new_req is not None and old_req != new_req:
+        try:
+            if parse_quantity(new_req) < parse_quantity(old_req):
+                e.add(
+                    "spec.resources.requests.storage", "field can not be less than previous value"
+                )
+        except ValueError:
+            pass
+
+
+def _storageclass(e: Errors, obj: Object, old: Object | None) -> None:
+    provisioner: Any = obj.get("provisioner")
+    if not isinstance(provisioner, str) or not provisioner:
+        e.add("provisioner", "required")
+    elif not is_qualified_name(provisioner) and provisioner != "kubernetes.io/no-provisioner":
+        e.add("provisioner", f"{provisioner!r} must be a qualified name")
+    _enum(e, "reclaimPolicy", obj.get("reclaimPolicy"), ("Retain", "Delete"))
+    _enum(e, "volumeBindingMode", obj.get("volumeBindingMode"),
+          ("Immediate", "WaitForFirstConsumer"))  # fmt: skip
+    params: Any = obj.get("parameters")
+    if _dict(e, "parameters", params):
+        for key, value in params.items():
+            if not isinstance(value, str):
+                e.add(f"parameters.{key}", "must be a string")
+    if "allowVolumeExpansion" in obj and not isinstance(obj["allowVolumeExpansion"], bool):
+        e.add("allowVolumeExpansion", "must be a boolean")
+    if old is not None:
+        for field in ("provisioner", "parameters", "reclaimPolicy", "volumeBindingMode"):
+            if old.get(field) != obj.get(field):
+                e.add(field, "field is immutable")
+
+
+def _claim_volume_source(e: Errors, path: str, vol: Any) -> None:
+    source: Any = vol.get("persistentVolumeClaim")
+    if source is None:
+        return
+    if _dict(e, f"{path}.persistentVolumeClaim", source, required=True):
+        name: Any = source.get("claimName")
+        if not name:
+            e.add(f"{path}.persistentVolumeClaim.claimName", "required")
+        else:
+            _check_name(e, f"{path}.persistentVolumeClaim.claimName", name)
+        if "readOnly" in source and not isinstance(source["readOnly"], bool):
+            e.add(f"{path}.persistentVolumeClaim.readOnly", "must be a boolean")
+
+
+def _with_claim_volumes(e: Errors, obj: Object) -> Object:
+    """A StatefulSet whose template also has a volume per volumeClaimTemplate, so
+    the template's volumeMounts may name the templates (as on Kubernetes)."""
+    spec: Any = obj.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("volumeClaimTemplates"), list):
+        return obj
+    template: Any = spec.get("template")
+    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        return obj
+    names = [
+        ((t.get("metadata") or {}).get("name") if isinstance(t, dict) else None)
+        for t in spec["volumeClaimTemplates"]
+    ]
+    pod_spec = dict(template["spec"])
+    existing = {v.get("name") for v in pod_spec.get("volumes") or [] if isinstance(v, dict)}
+    extra = [
+        {"name": n, "persistentVolumeClaim": {"claimName": n}}
+        for n in names
+        if isinstance(n, str) and n and n not in existing
+    ]
+    pod_spec["volumes"] = [*(pod_spec.get("volumes") or []), *extra]
+    return {**obj, "spec": {**spec, "template": {**template, "spec": pod_spec}}}
+
+
+def _statefulset_claims(e: Errors, spec: Object) -> None:
+    templates: Any = spec.get("volumeClaimTemplates")
+    if _list(e, "spec.volumeClaimTemplates", templates):
+        seen: set[str] = set()
+        for i, t in enumerate(templates):
+            path = f"spec.volumeClaimTemplates[{i}]"
+            if not _dict(e, path, t, required=True):
+                continue
+            name: Any = (t.get("metadata") or {}).get("name")
+            if not isinstance(name, str) or not is_dns_label(name):
+                e.add(f"{path}.metadata.name", f"{name!r} must be a DNS-1123 label")
+            elif name in seen:
+                e.add(f"{path}.metadata.name", f"duplicate claim template {name!r}")
+            else:
+                seen.add(name)
+            _claim_spec(e, f"{path}.spec", t.get("spec"))
+    policy: Any = spec.get("persistentVolumeClaimRetentionPolicy")
+    if _dict(e, "spec.persistentVolumeClaimRetentionPolicy", policy):
+        for field in ("whenDeleted", "whenScaled"):
+            _enum(e, f"spec.persistentVolumeClaimRetentionPolicy.{field}", policy.get(field),
+                  ("Retain", "Delete"))  # fmt: skip
+
+
 VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
     "CustomResourceDefinition": _crd,
     "Pod": _pod,
@@ -829,6 +1084,9 @@ VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
     "PriorityClass": _priorityclass,
     "Namespace": _namespace,
     "PodGroup": _podgroup,
+    "PersistentVolume": _persistentvolume,
+    "PersistentVolumeClaim": _persistentvolumeclaim,
+    "StorageClass": _storageclass,
 }
 
 

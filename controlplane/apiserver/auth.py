@@ -10,7 +10,8 @@ Authorization: the admin may do everything. A node credential may read
 everything, and may write only its own Node, its own Lease in
 kube-node-lease, the status of (and the final deletion of) pods bound to it,
 the creation of mirror pods (annotation kubernetes.io/config.mirror) bound to
-it, and Events. This module never touches storage or gRPC.
+it, Events, and the metadata (annotations, finalizers) of the local-path
+PersistentVolumes pinned to it. This module never touches storage or gRPC.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import hmac
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.api import volumes
 from controlplane.api.kinds import KindInfo
 from controlplane.client.errors import Forbidden
 
@@ -132,6 +134,12 @@ def authorize(
         if kind == "Lease" and namespace == NODE_LEASE_NAMESPACE and name == node:
             return
         if kind == "Event":
+            return
+        if (
+            kind == "PersistentVolume"
+            and verb in ("update", "patch")
+            and (volumes.local_path_node_writable(old, new, node))
+        ):
             return
         if kind == "Pod":
             if verb == "create" and _is_mirror_pod_of(new, node):

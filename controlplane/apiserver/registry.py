@@ -662,10 +662,11 @@ class Registry:
             if client_rv and client_rv != cur_rev:
                 raise _conflict(info, name, cur_rev)
             full_verb = f"{verb}_status" if subresource else verb
-            authorize(identity, full_verb, info, ns, name, old)
             requested = build(old)  # builders never change `old` (merge_patch copies)
             if not isinstance(requested, dict):
                 raise Invalid("object: must be a JSON object")
+            # The requested object too: some node writes are allowed for what they change.
+            authorize(identity, full_verb, info, ns, name, old, requested)
             new = self._prepare_update(info, old, requested, subresource)
             if new == old:
                 return encode(old), cur_rev

@@ -2,7 +2,8 @@
 
 `ApiServer(config).start()` opens nothing itself: it is handed a Store, makes
 sure the built-in objects exist (namespaces default, kube-system,
-kube-public, kube-node-lease; the system-* PriorityClasses), starts the watch
+kube-public, kube-node-lease; the system-* PriorityClasses; the default
+StorageClass `local-path`), starts the watch
 broadcaster and the namespace cleaner, and serves the Objects and Auth
 services on `config.listen`, with TLS when given a Pki. It never opens the
 store or writes credentials (see controlplane.main).
@@ -22,6 +23,7 @@ from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
+from controlplane.apiserver.storage_admission import ensure_local_path_class
 from controlplane.apiserver.tls import Pki
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client.errors import AlreadyExists, NotFound
@@ -72,6 +74,7 @@ class ApiServer:
                 )  # fmt: skip
             except AlreadyExists:
                 pass
+        ensure_local_path_class(self.registry)
         # The cluster DNS address (the tenth of the service range, as
         # kube-dns has it), reserved so no user Service takes it; every
         # agent answers DNS on it for its own pods.

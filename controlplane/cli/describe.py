@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from controlplane.api import kinds
+from controlplane.api import kinds, volumes
 from controlplane.api.kinds import KindInfo
 from controlplane.cli import printers
 from controlplane.cli.context import Context
@@ -331,8 +331,51 @@ def _service(ctx: Context, w: Writer, obj: Object) -> None:
     w.field("Session Affinity", sp.get("sessionAffinity", "None"))
 
 
+def _claim(ctx: Context, w: Writer, obj: Object) -> None:
+    sp, st = printers.spec(obj), printers.status(obj)
+    w.field("StorageClass", volumes.claim_class(obj))
+    w.field("Status", st.get("phase", "Pending"))
+    w.field("Volume", sp.get("volumeName", ""))
+    w.field("Capacity", (st.get("capacity") or {}).get("storage", ""))
+    w.field("Access Modes", volumes.modes_text(st.get("accessModes") or []))
+    w.field("VolumeMode", sp.get("volumeMode", "Filesystem"))
+    ns = printers.meta(obj).get("namespace") or "default"
+    pods, _ = list_all(ctx.client, kinds.by_kind("Pod"), ns, "", "")
+    users = [
+        printers.name(p)
+        for p in pods
+        if printers.name(obj) in volumes.pod_claim_names(p)
+        and printers.status(p).get("phase") not in ("Succeeded", "Failed")
+    ]
+    w.field("Used By", users or printers.NONE)
+
+
+def _volume(ctx: Context, w: Writer, obj: Object) -> None:
+    sp, st = printers.spec(obj), printers.status(obj)
+    w.field("StorageClass", volumes.volume_class(obj))
+    w.field("Status", st.get("phase", ""))
+    ref = sp.get("claimRef") or {}
+    w.field("Claim", f"{ref.get('namespace', '')}/{ref['name']}" if ref.get("name") else "")
+    w.field("Reclaim Policy", sp.get("persistentVolumeReclaimPolicy", ""))
+    w.field("Access Modes", volumes.modes_text(volumes.access_modes(obj)))
+    w.field("VolumeMode", sp.get("volumeMode", "Filesystem"))
+    w.field("Capacity", (sp.get("capacity") or {}).get("storage", ""))
+    nodes = volumes.volume_node_names(obj)
+    w.field(
+        "Node Affinity", f"kubernetes.io/hostname in [{', '.join(nodes)}]" if nodes else "<none>"
+    )
+    if st.get("message"):
+        w.field("Message", st["message"])
+    w.head("Source")
+    source = "local" if "local" in sp else "hostPath"
+    w.field("Type", "LocalVolume" if source == "local" else "HostPath", 2)
+    w.field("Path", volumes.volume_path(obj), 2)
+
+
 SECTIONS = {
     "Pod": _pod,
+    "PersistentVolumeClaim": _claim,
+    "PersistentVolume": _volume,
     "Deployment": _workload,
     "ReplicaSet": _workload,
     "StatefulSet": _workload,

@@ -52,6 +52,7 @@ GC_KINDS = (
     "Secret",
     "HorizontalPodAutoscaler",
     "PodGroup",
+    "PersistentVolumeClaim",
 )
 
 FOREGROUND = "foregroundDeletion"

@@ -52,9 +52,11 @@ def _registry() -> dict[str, InitFunc]:
         namespace,
         nodeipam,
         nodelifecycle,
+        persistentvolume,
         podgc,
         replicaset,
         statefulset,
+        volume_protection,
     )
 
     return {
@@ -71,6 +73,9 @@ def _registry() -> dict[str, InitFunc]:
         "namespace": namespace.init,
         "garbagecollector": garbagecollector.init,
         "podgc": podgc.init,
+        "persistentvolume-binder": persistentvolume.init,
+        "pvc-protection": volume_protection.init_pvc,
+        "pv-protection": volume_protection.init_pv,
     }
 
 

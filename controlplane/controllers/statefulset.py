@@ -11,6 +11,10 @@ to `partition`, one pod at a time whose revision differs, waiting for each
 replacement to be Running and Ready; OnDelete leaves that to the user.
 Never creates two pods with one ordinal; never adopts pods with another
 controller.
+Each ordinal's claims (`<template>-<set>-<ordinal>`, from
+volumeClaimTemplates, see set_claims) are created before its pod and kept
+when the pod goes or the set scales down, unless
+persistentVolumeClaimRetentionPolicy says Delete.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 from controlplane.client import errors
 from controlplane.client.interface import Object
-from controlplane.controllers import podutil, rollout
+from controlplane.controllers import podutil, rollout, set_claims
 from controlplane.controllers.base import Controller, ControllerContext
 from controlplane.controllers.replicaset import PodOwnerController, pod_from_template
 
@@ -46,8 +50,21 @@ class StatefulSetController(PodOwnerController):
     def _revision(self, sts: Object) -> str:
         return f"{podutil.name_of(sts)}-{rollout.template_hash(podutil.spec(sts).get('template') or {})}"
 
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.claims = self.watch("PersistentVolumeClaim")
+        self.claims.add_event_handler(
+            on_add=lambda c: None, on_update=lambda old, new: None, on_delete=self._claim_gone
+        )
+
+    def _claim_gone(self, claim: Object) -> None:
+        for sts in self.owners.store.list(podutil.namespace_of(claim)):
+            if set_claims.ordinal_of_claim(sts, podutil.name_of(claim)) is not None:
+                self.enqueue(sts)
+
     def _new_pod(self, sts: Object, ordinal: int, revision: str) -> Object:
         pod = pod_from_template(sts, "")
+        set_claims.add_claim_volumes(pod, sts, ordinal)
         name = f"{podutil.name_of(sts)}-{ordinal}"
         pod["metadata"].pop("generateName", None)
         pod["metadata"]["name"] = name
@@ -85,10 +102,16 @@ class StatefulSetController(PodOwnerController):
             and self.selector_matches_template(sts)
         ):
             self._reconcile(key, sts, by_ordinal, replicas, parallel, strategy, partition, revision)
+            self._scaled_down_claims(sts, by_ordinal, replicas)
+            # A pod still waiting for a node gets back a claim deleted under it.
+            for o, p in by_ordinal.items():
+                if o < replicas and not podutil.spec(p).get("nodeName"):
+                    self._ensure_claims(sts, o)
         self._status(sts, list(by_ordinal.values()), replicas, revision)
         return None
 
     def _create(self, key: str, sts: Object, ordinal: int, revision: str) -> None:
+        self._ensure_claims(sts, ordinal)
         self.expectations.expect_creations(key, 1)
         try:
             self.client.create(
@@ -105,6 +128,40 @@ class StatefulSetController(PodOwnerController):
 
     def _delete(self, key: str, sts: Object, pod: Object) -> None:
         self.delete_pods(key, sts, [pod])
+
+    def _ensure_claims(self, sts: Object, ordinal: int) -> None:
+        """Create the ordinal's claims from volumeClaimTemplates; existing ones are kept."""
+        ns = podutil.namespace_of(sts)
+        for claim in set_claims.claims_for(sts, ordinal):
+            existing = self.claims.store.get(claim["metadata"]["name"], ns)
+            if existing is not None:
+                if podutil.is_deleting(existing):
+                    # As Kubernetes: no pod until the old claim is gone (retried).
+                    raise errors.Conflict(
+                        f"claim {claim['metadata']['name']} is being deleted; "
+                        f"pod {podutil.name_of(sts)}-{ordinal} waits for it to go"
+                    )
+                continue
+            try:
+                self.client.create("PersistentVolumeClaim", claim, ns)
+            except errors.AlreadyExists:
+                continue
+            self.recorder.event(
+                sts, "Normal", "SuccessfulCreate",
+                f"create Claim {claim['metadata']['name']} Pod {podutil.name_of(sts)}-{ordinal}",
+            )  # fmt: skip
+
+    def _scaled_down_claims(self, sts: Object, pods: dict[int, Object], replicas: int) -> None:
+        """whenScaled Delete: the claims of ordinals above the replicas whose pods are gone."""
+        ns = podutil.namespace_of(sts)
+        for claim in set_claims.condemned_claims(sts, self.claims.store.list(ns), pods, replicas):
+            try:
+                self.client.delete("PersistentVolumeClaim", podutil.name_of(claim), ns)
+            except errors.NotFound:
+                continue
+            self.recorder.event(
+                sts, "Normal", "SuccessfulDelete", f"delete Claim {podutil.name_of(claim)}"
+            )
 
     def _reconcile(
         self,

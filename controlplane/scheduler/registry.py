@@ -22,10 +22,14 @@ from controlplane.scheduler.plugins import (
     node_ports,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     selector_spread,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 Factory = Callable[[dict[str, Any]], Any]
@@ -47,6 +51,10 @@ REGISTRY: dict[str, Factory] = {
     default_preemption.NAME: default_preemption.new,
     coscheduling.NAME: coscheduling.new,
     default_binder.NAME: default_binder.new,
+    volume_binding.NAME: volume_binding.new,
+    volume_restrictions.NAME: volume_restrictions.new,
+    node_volume_limits.NAME: node_volume_limits.new,
+    volume_zone.NAME: volume_zone.new,
 }
 
 # The default profile, in filter order, with kube-scheduler's default score weights.
@@ -59,6 +67,10 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodePorts", 0),
     ("NodeResourcesFit", 1),
     ("NodeConditions", 0),
+    ("VolumeRestrictions", 0),
+    ("NodeVolumeLimits", 0),
+    ("VolumeBinding", 0),
+    ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("NodeResourcesBalancedAllocation", 1),

@@ -3,8 +3,8 @@
 `start(client, stop)` is the `skiff controlplane` component hook (see
 controlplane/main.py COMPONENTS): it starts a thread that campaigns for the
 `kube-system/skiff-scheduler` Lease and, while leading, runs a
-`SchedulerService` — shared informers for Pods, Nodes and PodGroups feeding
-the scheduler's handlers, the scheduling loop, binds on a thread pool through
+`SchedulerService` — shared informers for Pods, Nodes, PodGroups and the
+storage kinds feeding the scheduler's handlers, the scheduling loop, binds on a thread pool through
 `ApiClusterWriter`. Losing the lease stops the service; a new term starts a
 fresh one (fresh cache, relisted state).
 
@@ -26,7 +26,7 @@ import socket
 import sys
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
@@ -38,6 +38,8 @@ from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, 
 from controlplane.scheduler import config as sched_config
 from controlplane.scheduler.binder import ApiClusterWriter, ThreadExecutor
 from controlplane.scheduler.scheduler import Scheduler, from_config
+from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
+from controlplane.scheduler.volume_state import ApiVolumeWriter
 
 log = logging.getLogger("skiff.scheduler")
 Obj = dict[str, Any]
@@ -50,6 +52,21 @@ def load_config(path: str | None = None) -> sched_config.SchedulerConfig:
         return sched_config.parse(None)
     with open(path, encoding="utf-8") as f:
         return sched_config.load(f.read())
+
+
+def _storage_handlers(
+    s: Scheduler, kind: str
+) -> tuple[Callable[[Obj], None], Callable[[Obj, Obj], None], Callable[[Obj], None]]:
+    def added(obj: Obj) -> None:
+        s.on_storage(kind, "ADDED", obj)
+
+    def updated(old: Obj, new: Obj) -> None:
+        s.on_storage(kind, "MODIFIED", new)
+
+    def deleted(obj: Obj) -> None:
+        s.on_storage(kind, "DELETED", obj)
+
+    return added, updated, deleted
 
 
 class SchedulerService:
@@ -96,6 +113,10 @@ class SchedulerService:
             lambda old, new: s.on_pod_group(new),
             lambda obj: s.on_pod_group(obj, deleted=True),
         )
+        # Claims, volumes and classes for the volume plugins, which write through the client.
+        s.volumes.writer = ApiVolumeWriter(client)
+        for kind in STORAGE_KINDS:
+            self.factory.informer_for(kind).add_event_handler(*_storage_handlers(s, kind))
 
     def run(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         """Sync the informers, then schedule until `stop` is set."""

@@ -41,13 +41,17 @@ from controlplane.scheduler.types import (
     POD_ADD,
     POD_DELETE,
     POD_GROUP_CHANGE,
+    Action,
     Clock,
     ClusterEvent,
     Code,
     CycleState,
     RealClock,
+    Resource,
     Status,
 )
+from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
+from controlplane.scheduler.volume_state import VolumeState
 
 log = logging.getLogger("skiff.scheduler")
 SCORES_ANNOTATION = explain.SCORES_ANNOTATION
@@ -106,6 +110,12 @@ def _relevant(old: Obj, new: Obj) -> bool:
 
 
 _Binding = tuple[Framework, CycleState, QueuedPodInfo, str]
+
+
+def _needs_pre_bind(plugin: object, state: CycleState) -> bool:
+    """Whether a PreBind plugin has work for this cycle (True unless it can tell)."""
+    check = getattr(plugin, "needs_pre_bind", None)
+    return check is None or bool(check(state))
 
 
 class _BindLoop:
@@ -217,6 +227,8 @@ class Scheduler:
         self.group_members: dict[str, set[str]] = {}
         self.pending_pods: dict[str, PodInfo] = {}
         self.reported: dict[str, str] = {}  # pod key -> last explanation written
+        # Claims, volumes and classes for the volume plugins (fed like the cache).
+        self.volumes = VolumeState()
         self._stats_lock = threading.Lock()
         self.stats = {"scheduled": 0, "unschedulable": 0, "bind_failures": 0, "preemptions": 0}
         for fw in profiles.values():
@@ -225,10 +237,14 @@ class Scheduler:
                     p.attach(self)
         # Profiles whose binding cycle is only DefaultBinder's write: with a
         # writer that binds many pods per call, their binds go in batches.
+        # A PreBind plugin that can say it has nothing to do for a pod
+        # (`needs_pre_bind`, VolumeBinding for pods without claims to bind)
+        # does not keep the profile's other pods out of the batches.
         self._batchable = {
             name
             for name, fw in profiles.items()
-            if not fw.pre_binds and [b.name for b in fw.binders] == [DEFAULT_BINDER]
+            if all(callable(getattr(p, "needs_pre_bind", None)) for p in fw.pre_binds)
+            and [b.name for b in fw.binders] == [DEFAULT_BINDER]
         }
         self._bind_loop: _BindLoop | None = None
         if bind_batch_threads > 0:
@@ -362,6 +378,14 @@ class Scheduler:
             }[type_](obj)
         elif kind == "PodGroup":
             self.on_pod_group(obj, deleted=type_ == "DELETED")
+        elif kind in STORAGE_KINDS:
+            self.on_storage(kind, type_, obj)
+
+    def on_storage(self, kind: str, type_: str, obj: Obj) -> None:
+        """A claim, volume or class changed: pods waiting on volumes may fit now."""
+        self.volumes.on_event(kind, type_, obj)
+        action = {"ADDED": Action.ADD, "DELETED": Action.DELETE}.get(type_, Action.UPDATE)
+        self.queue.move_on_event(ClusterEvent(Resource(kind), action))
 
     # ---- DRF bookkeeping -------------------------------------------------------
 
@@ -437,6 +461,7 @@ class Scheduler:
             loop is not None
             and qp.info.scheduler_name in self._batchable
             and callable(getattr(self.writer, "bind_many", None))
+            and not any(_needs_pre_bind(p, state) for p in fw.pre_binds)
         ):
             loop.submit((fw, state, qp, node))
         else:

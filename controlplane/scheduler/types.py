@@ -64,6 +64,9 @@ class Resource(enum.Enum):
     POD = "Pod"
     NODE = "Node"
     POD_GROUP = "PodGroup"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    STORAGE_CLASS = "StorageClass"
     WILDCARD = "*"
 
 

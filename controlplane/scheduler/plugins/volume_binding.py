@@ -1,0 +1,324 @@
+"""VolumeBinding: a pod's PersistentVolumeClaims decide where it may go, and get bound there.
+
+As kube-scheduler's plugin:
+- PreFilter: every claim the pod names must exist and not be going away
+  (`persistentvolumeclaim "x" not found`); an unbound claim of a class that
+  binds Immediate (or of no class) must be bound by the PV controller
+  first (`pod has unbound immediate PersistentVolumeClaims`). Claims bound
+  already, and WaitForFirstConsumer claims still to bind, are noted.
+- Filter: a node fits when every bound claim's volume may be used there
+  (its nodeAffinity) and every claim still to bind finds, on that node, a
+  free fitting volume (the smallest) or a provisioner that can make one
+  there (`skiff.io/local-path` on a node whose agent runs it).
+- Reserve: the chosen node's volumes are assumed for the pod's claims, so
+  the next pod cannot take them; Unreserve forgets them.
+- PreBind: each chosen volume's claimRef is set, each claim to provision is
+  annotated with the selected node, and the binding cycle waits (woken by
+  informer events) until the PV controller reports every claim Bound, or
+  fails after `bindTimeoutSeconds` so the pod is retried.
+
+The decisions are plain functions (`check_claims`, `node_plan`); the class
+around them only keeps state between extension points.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from controlplane.api import volumes as v
+from controlplane.scheduler.cache import Cache, NodeInfo
+from controlplane.scheduler.framework import FilterResult, NodeFilterPlugin, Slots
+from controlplane.scheduler.podinfo import PodInfo, node_selector_term
+from controlplane.scheduler.types import (
+    NODE_ADD,
+    NODE_UPDATE,
+    SKIP,
+    SUCCESS,
+    Action,
+    ClusterEvent,
+    Code,
+    CycleState,
+    Resource,
+    Status,
+    error,
+    unschedulable,
+)
+from controlplane.scheduler.volume_state import VolumeState
+
+if TYPE_CHECKING:
+    from controlplane.scheduler.scheduler import Scheduler
+
+NAME = "VolumeBinding"
+R_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+R_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+R_NO_VOLUME = "node(s) didn't find available persistent volumes to bind"
+R_NO_PROVISIONER = "node(s) did not run the skiff.io/local-path provisioner"
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class ClaimCheck:
+    """What PreFilter learnt about a pod's claims."""
+
+    bound: list[tuple[Obj, Obj]] = field(default_factory=list)  # (claim, volume)
+    to_bind: list[tuple[Obj, Obj | None]] = field(default_factory=list)  # (claim, class)
+    # Per claim to bind: the free volumes that fit it anywhere, smallest first
+    # (computed once per cycle; Filter only checks their node affinity).
+    candidates: dict[str, list[Obj]] = field(default_factory=dict)
+
+
+@dataclass
+class NodePlan:
+    """For one node: the volume chosen per claim key, and the claims to provision."""
+
+    volumes: dict[str, Obj] = field(default_factory=dict)
+    provision: list[Obj] = field(default_factory=list)
+
+
+def claim_key(claim: Obj) -> str:
+    m = claim.get("metadata") or {}
+    return f"{m.get('namespace') or 'default'}/{m.get('name')}"
+
+
+def check_claims(pod: PodInfo, state: VolumeState) -> tuple[ClaimCheck | None, Status]:
+    """PreFilter's decision: None + SKIP for a pod without claims."""
+    names = v.pod_claim_names(pod.pod)
+    if not names:
+        return None, SKIP
+    out = ClaimCheck()
+    for name in names:
+        claim = state.claim(pod.namespace, name)
+        if claim is None:
+            return None, unschedulable(
+                f'persistentvolumeclaim "{name}" not found', unresolvable=True
+            )
+        if (claim.get("metadata") or {}).get("deletionTimestamp"):
+            return None, unschedulable(
+                f'persistentvolumeclaim "{name}" is being deleted', unresolvable=True
+            )
+        volume_name = v.spec(claim).get("volumeName")
+        if volume_name:
+            volume = state.volume(str(volume_name))
+            if volume is None:
+                return None, unschedulable(
+                    f'persistentvolume "{volume_name}" not found', unresolvable=True
+                )
+            if not v.is_bound_claim(claim) and not v.claim_ref_matches(volume, claim):
+                return None, unschedulable(R_UNBOUND_IMMEDIATE, unresolvable=True)
+            out.bound.append((claim, volume))
+            continue
+        sc = state.storage_class(v.claim_class(claim))
+        if v.binding_mode(sc) != "WaitForFirstConsumer":
+            return None, unschedulable(R_UNBOUND_IMMEDIATE, unresolvable=True)
+        out.to_bind.append((claim, sc))
+        key = claim_key(claim)
+        fitting = [pv for pv in state.free_volumes(key) if v.volume_fits(pv, claim) is None]
+        fitting.sort(key=lambda pv: (not v.claim_ref_matches(pv, claim), v.volume_capacity(pv)))
+        out.candidates[key] = fitting
+        refusal = (
+            v.local_path_refusal(claim)
+            if (sc or {}).get("provisioner") == v.LOCAL_PATH_PROVISIONER
+            else None
+        )
+        if not fitting and refusal is not None:
+            return None, unschedulable(
+                f'persistentvolumeclaim "{name}": {refusal}', unresolvable=True
+            )
+    return out, SUCCESS
+
+
+def volume_node_ok(node: NodeInfo) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether a volume's nodeAffinity admits `node`."""
+
+    def ok(pv: Mapping[str, Any]) -> bool:
+        terms = (
+            ((v.spec(pv).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
+        ) or []
+        if not terms:
+            return True
+        return any(node_selector_term(t).matches(node.labels, node.name) for t in terms)
+
+    return ok
+
+
+def runs_local_path(node: NodeInfo) -> bool:
+    """Whether the node's agent runs the local-path provisioner (it labels its Node so)."""
+    return node.labels.get(v.LOCAL_PATH_LABEL) == "true"
+
+
+def local_path_mask(cache: Cache) -> npt.NDArray[np.bool_]:
+    """runs_local_path for every slot at once, recomputed when node labels change."""
+
+    def compute() -> npt.NDArray[np.bool_]:
+        code = cache.label_code(v.LOCAL_PATH_LABEL, "true")
+        return cache.codes(v.LOCAL_PATH_LABEL) == code if code >= 0 else np.zeros(cache.n, bool)
+
+    mask: npt.NDArray[np.bool_] = cache.node_memo(("VolumeBinding", "local-path"), compute)
+    return mask
+
+
+def only_local_provisioning(check: ClaimCheck) -> bool:
+    """Whether the node decision is only "does it run local-path" (no volume to match)."""
+    return (
+        not check.bound
+        and not any(check.candidates.values())
+        and all(
+            str((sc or {}).get("provisioner") or "") == v.LOCAL_PATH_PROVISIONER
+            for _c, sc in check.to_bind
+        )
+    )
+
+
+def node_plan(check: ClaimCheck, node: NodeInfo, state: VolumeState) -> tuple[NodePlan | None, str]:
+    """Filter's decision for one node: a plan, or None and the reason."""
+    ok = volume_node_ok(node)
+    for _claim, volume in check.bound:
+        if not ok(volume):
+            return None, R_NODE_CONFLICT
+    plan = NodePlan()
+    taken: set[str] = set()
+    for claim, sc in check.to_bind:
+        key = claim_key(claim)
+        best = next(
+            (
+                pv
+                for pv in check.candidates.get(key, ())
+                if v.meta(pv).get("name") not in taken and ok(pv)
+            ),
+            None,
+        )
+        if best is not None:
+            plan.volumes[key] = best
+            taken.add(str(v.meta(best)["name"]))
+            continue
+        provisioner = str((sc or {}).get("provisioner") or "")
+        if provisioner == v.LOCAL_PATH_PROVISIONER:
+            if not runs_local_path(node):
+                return None, R_NO_PROVISIONER
+            plan.provision.append(claim)
+            continue
+        if provisioner and provisioner != "kubernetes.io/no-provisioner":
+            plan.provision.append(claim)  # an external provisioner may serve it
+            continue
+        return None, R_NO_VOLUME
+    return plan, ""
+
+
+class VolumeBinding(NodeFilterPlugin):
+    name = NAME
+
+    def __init__(self, bind_timeout: float = 600.0) -> None:
+        self.bind_timeout = bind_timeout
+        self.state = VolumeState()
+
+    def attach(self, scheduler: Scheduler) -> None:
+        self.state = scheduler.volumes
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
+        check, st = check_claims(pod, self.state)
+        if check is not None:
+            state.data[NAME] = check
+            state.data[NAME + "/plans"] = {}
+        return st
+
+    def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
+        check: ClaimCheck | None = state.data.get(NAME)
+        if check is None:
+            return FilterResult.all_pass(len(slots))
+        if not only_local_provisioning(check):
+            return super().filter(state, pod, cache, slots)
+        # Every claim is to be provisioned by local-path: a node fits when its
+        # agent runs the provisioner, and every such node gets the same plan.
+        ok = local_path_mask(cache)[slots]
+        state.data[NAME + "/shared"] = NodePlan(provision=[c for c, _ in check.to_bind])
+        return FilterResult.reject(~ok, R_NO_PROVISIONER)
+
+    def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        check: ClaimCheck | None = state.data.get(NAME)
+        if check is None:
+            return SUCCESS
+        plan, reason = node_plan(check, node, self.state)
+        if plan is None:
+            return Status(Code.UNSCHEDULABLE, (reason,))
+        state.data[NAME + "/plans"][node.name] = plan
+        return SUCCESS
+
+    def needs_pre_bind(self, state: CycleState) -> bool:
+        check: ClaimCheck | None = state.data.get(NAME)
+        return check is not None and bool(check.to_bind)
+
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        check: ClaimCheck | None = state.data.get(NAME)
+        if check is None or not check.to_bind:
+            return SUCCESS
+        plan: NodePlan | None = state.data[NAME + "/plans"].get(node) or state.data.get(
+            NAME + "/shared"
+        )
+        if plan is None:
+            return error(f"no volume plan for node {node}")
+        held: list[str] = []
+        for key, pv in plan.volumes.items():
+            name = str(v.meta(pv)["name"])
+            if not self.state.assume(name, key):
+                self.state.forget(held)
+                return unschedulable(f"persistentvolume {name!r} was taken by another pod")
+            held.append(name)
+        state.data[NAME + "/assumed"] = held
+        state.data[NAME + "/plan"] = plan
+        for claim, _ in check.to_bind:
+            self.state.in_flight[claim_key(claim)] = (pod.key, node)
+        return SUCCESS
+
+    def _done(self, state: CycleState) -> None:
+        self.state.forget(state.data.pop(NAME + "/assumed", []))
+        check: ClaimCheck | None = state.data.get(NAME)
+        for claim, _ in check.to_bind if check is not None else ():
+            self.state.in_flight.pop(claim_key(claim), None)
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        self._done(state)
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        check: ClaimCheck | None = state.data.get(NAME)
+        plan: NodePlan | None = state.data.get(NAME + "/plan")
+        if check is None or plan is None:
+            return SUCCESS
+        writer = self.state.writer
+        if writer is None:
+            return error("the scheduler has no volume writer")
+        try:
+            for claim, _sc in check.to_bind:
+                key = claim_key(claim)
+                if key in plan.volumes:
+                    writer.bind_volume(plan.volumes[key], claim)
+            for claim in plan.provision:
+                writer.select_node(claim, node)
+        except Exception as err:  # a conflict: another writer got there first
+            return error(f"binding volumes: {err}")
+        keys = [claim_key(c) for c, _ in check.to_bind]
+        left = self.state.wait_bound(keys, time.monotonic() + self.bind_timeout)
+        self._done(state)
+        if left:
+            return error(f"timed out waiting for claims {', '.join(left)} to be bound")
+        return SUCCESS
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return [
+            NODE_ADD,
+            NODE_UPDATE,
+            ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ALL),
+            ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ALL),
+            ClusterEvent(Resource.STORAGE_CLASS, Action.ALL),
+        ]
+
+
+def new(args: dict[str, object]) -> VolumeBinding:
+    timeout = args.get("bindTimeoutSeconds", 600)
+    return VolumeBinding(float(timeout) if isinstance(timeout, int | float) else 600.0)
