@@ -12,7 +12,8 @@ the containers get, as a hostPath volume's would be: `local.path` or
 - makes the directory of a local-path volume if this node's provisioner
   has not done so yet, and of a hostPath volume of type DirectoryOrCreate;
 - gives the tree to the pod's fsGroup once per pod (group ownership,
-  group read/write, setgid directories), as the kubelet does.
+  group read/write, setgid directories; with fsGroupChangePolicy
+  OnRootMismatch only when the root does not have it yet), as the kubelet does.
 
 `read_only_mounts` turns the mounts of a volume whose claim source says
 `readOnly` into read-only ones. Path checks (subPath) stay with the volume
@@ -44,8 +45,14 @@ def fs_group_of(pod: Mapping[str, Any]) -> int | None:
     return int(group) if isinstance(group, int) and not isinstance(group, bool) else None
 
 
-def apply_fs_group(path: Path, gid: int) -> None:
-    """Group `gid` on everything under `path`, group rw, setgid on directories (no links followed)."""
+def apply_fs_group(path: Path, gid: int, policy: str = "Always") -> None:
+    """Group `gid` on everything under `path`, group rw, setgid on directories (no links followed).
+
+    With fsGroupChangePolicy OnRootMismatch, a tree whose root already has
+    that group and setgid is left alone (a large volume is not walked again)."""
+    st = os.lstat(path)
+    if policy == "OnRootMismatch" and st.st_gid == gid and st.st_mode & stat.S_ISGID:
+        return
     for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
         for name in [*dirnames, *filenames, ""]:
             target = os.path.join(dirpath, name) if name else dirpath
@@ -167,7 +174,11 @@ class ClaimVolumes:
             and key not in self._owned
             and not ((volume.get("persistentVolumeClaim") or {}).get("readOnly"))
         ):
-            apply_fs_group(Path(host), gid)
+            policy = str(
+                ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroupChangePolicy")
+                or "Always"
+            )
+            apply_fs_group(Path(host), gid, policy)
             with self._lock:
                 self._owned.add(key)
         return host

@@ -915,11 +915,9 @@ def _persistentvolume(e: Errors, obj: Object, old: Object | None) -> None:
     ref: Any = spec.get("claimRef")
     if _dict(e, "spec.claimRef", ref) and not ref.get("name"):
         e.add("spec.claimRef.name", "required")
-    options: Any = spec.get("mountOptions")
-    if options is not None and (
-        not isinstance(options, list) or not all(isinstance(o, str) for o in options)
-    ):
-        e.add("spec.mountOptions", "must be a list of strings")
+    if spec.get("mountOptions"):
+        # As Kubernetes: hostPath and local volumes are bind mounts, without options.
+        e.add("spec.mountOptions", "may not specify mount options for this volume type")
     status: Any = obj.get("status")
     if _dict(e, "status", status):
         _enum(e, "status.phase", status.get("phase"),
@@ -951,6 +949,12 @@ def _claim_spec(e: Errors, path: str, spec: Any) -> None:
     volume_name: Any = spec.get("volumeName")
     if volume_name:
         _check_name(e, f"{path}.volumeName", volume_name)
+    for field in ("dataSource", "dataSourceRef"):
+        if spec.get(field):
+            e.add(
+                f"{path}.{field}",
+                "not supported: skiff cannot populate a volume from a data source",
+            )
 
 
 def _persistentvolumeclaim(e: Errors, obj: Object, old: Object | None) -> None:

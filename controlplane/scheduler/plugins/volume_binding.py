@@ -164,15 +164,43 @@ def local_path_mask(cache: Cache) -> npt.NDArray[np.bool_]:
     return mask
 
 
+def hostname_pins(pv: Mapping[str, Any]) -> list[str] | None:
+    """The hostnames a volume is pinned to when its nodeAffinity is only
+    `kubernetes.io/hostname In [...]` terms; [] for no affinity; None otherwise."""
+    affinity = v.spec(pv).get("nodeAffinity")
+    if not affinity:
+        return []
+    names: list[str] = []
+    for term in ((affinity.get("required") or {}).get("nodeSelectorTerms")) or []:
+        exprs = term.get("matchExpressions") or []
+        if term.get("matchFields") or len(exprs) != 1:
+            return None
+        expr = exprs[0]
+        if expr.get("key") != v.HOSTNAME_LABEL or expr.get("operator") != "In":
+            return None
+        names.extend(str(x) for x in expr.get("values") or [])
+    return names or None
+
+
+def bound_mask(check: ClaimCheck, cache: Cache, slots: Slots) -> npt.NDArray[np.bool_] | None:
+    """Which slots every bound volume admits, when all are pinned by hostname (else None)."""
+    ok = np.ones(len(slots), bool)
+    for _claim, volume in check.bound:
+        names = hostname_pins(volume)
+        if names is None:
+            return None
+        if not names:
+            continue
+        codes = [cache.label_code(v.HOSTNAME_LABEL, n) for n in names]
+        ok &= np.isin(cache.codes(v.HOSTNAME_LABEL)[slots], [c for c in codes if c >= 0])
+    return ok
+
+
 def only_local_provisioning(check: ClaimCheck) -> bool:
     """Whether the node decision is only "does it run local-path" (no volume to match)."""
-    return (
-        not check.bound
-        and not any(check.candidates.values())
-        and all(
-            str((sc or {}).get("provisioner") or "") == v.LOCAL_PATH_PROVISIONER
-            for _c, sc in check.to_bind
-        )
+    return not any(check.candidates.values()) and all(
+        str((sc or {}).get("provisioner") or "") == v.LOCAL_PATH_PROVISIONER
+        for _c, sc in check.to_bind
     )
 
 
@@ -232,13 +260,24 @@ class VolumeBinding(NodeFilterPlugin):
         check: ClaimCheck | None = state.data.get(NAME)
         if check is None:
             return FilterResult.all_pass(len(slots))
-        if not only_local_provisioning(check):
+        pinned = bound_mask(check, cache, slots)
+        if pinned is None or not (not check.to_bind or only_local_provisioning(check)):
             return super().filter(state, pod, cache, slots)
-        # Every claim is to be provisioned by local-path: a node fits when its
-        # agent runs the provisioner, and every such node gets the same plan.
-        ok = local_path_mask(cache)[slots]
-        state.data[NAME + "/shared"] = NodePlan(provision=[c for c, _ in check.to_bind])
-        return FilterResult.reject(~ok, R_NO_PROVISIONER)
+        # The common cases at array speed: bound volumes pinned by hostname, and
+        # claims the local-path provisioner will make on whichever node is
+        # chosen (every node that runs it gets the same plan).
+        reasons = []
+        ok = pinned
+        if not pinned.all():
+            reasons.append((R_NODE_CONFLICT, ~pinned, Code.UNSCHEDULABLE))
+        if check.to_bind:
+            runs = local_path_mask(cache)[slots]
+            no_provisioner = ok & ~runs
+            if no_provisioner.any():
+                reasons.append((R_NO_PROVISIONER, no_provisioner, Code.UNSCHEDULABLE))
+            ok = ok & runs
+            state.data[NAME + "/shared"] = NodePlan(provision=[c for c, _ in check.to_bind])
+        return FilterResult(ok, reasons)
 
     def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         check: ClaimCheck | None = state.data.get(NAME)

@@ -62,6 +62,16 @@ def gone(api: GrpcApiClient, kind: str, name: str, ns: str | None = "default") -
         return True
 
 
+def written_id(cluster: Cluster, pod: dict[str, Any]) -> str:
+    """What the pod's KEEPER wrote into /data/id, once it has (Ready comes first)."""
+    node = cluster.node(pod["spec"]["nodeName"])
+    name = pod["metadata"]["name"]
+    text: str = wait_for(
+        lambda: node.exec(name, ["cat", "/data/id"]).strip(), timeout=20, message=f"{name} wrote"
+    )
+    return text
+
+
 def volume_of(api: GrpcApiClient, claim_name: str) -> dict[str, Any]:
     pvc = api.get("PersistentVolumeClaim", claim_name, "default")
     return api.get("PersistentVolume", pvc["spec"]["volumeName"], None)
@@ -79,6 +89,7 @@ def test_pod_recreated_on_the_same_node_reads_its_data(
     try:
         first = h.wait_ready_pods(api, {"app": "again"}, 1)[0]
         node = first["spec"]["nodeName"]
+        assert written_id(cluster, first) == first["metadata"]["name"]
         api.delete("Pod", first["metadata"]["name"], "default")
 
         def replaced() -> list[dict[str, Any]]:
@@ -87,8 +98,7 @@ def test_pod_recreated_on_the_same_node_reads_its_data(
 
         second = wait_for(replaced, timeout=90, interval=0.2, message="a replacement pod")[0]
         assert second["spec"]["nodeName"] == node
-        text = cluster.node(node).exec(second["metadata"]["name"], ["cat", "/data/id"]).strip()
-        assert text == first["metadata"]["name"]  # written by the first pod
+        assert written_id(cluster, second) == first["metadata"]["name"]  # the first pod's
         pv = volume_of(api, "again")
         assert v.volume_node_names(pv) == [node]
         assert v.annotations_of(pv).get(v.PROVISIONED_BY_ANNOTATION) == v.LOCAL_PATH_PROVISIONER
@@ -152,6 +162,7 @@ def test_statefulset_claims_per_ordinal_follow_their_pods(
     api.create("StatefulSet", sts, "default")
     try:
         pods = {p["metadata"]["name"]: p for p in h.wait_ready_pods(api, labels, 3)}
+        assert written_id(cluster, pods["db-1"]) == "db-1"
         assert len({p["spec"]["nodeName"] for p in pods.values()}) == 3
         for i in range(3):
             pv = volume_of(api, f"data-db-{i}")
@@ -166,7 +177,7 @@ def test_statefulset_claims_per_ordinal_follow_their_pods(
 
         again = wait_for(back, timeout=90, interval=0.2, message="db-1 back")
         assert again["spec"]["nodeName"] == node1
-        assert cluster.node(node1).exec("db-1", ["cat", "/data/id"]).strip() == "db-1"
+        assert written_id(cluster, again) == "db-1"
         # Scaling down keeps the claims (whenScaled Retain).
         api.patch("StatefulSet", "db", {"spec": {"replicas": 1}}, "default")
         wait_for(lambda: len(h.pods(api, labels)) == 1, timeout=60, message="scaled to 1")
@@ -197,8 +208,8 @@ def test_reclaim_delete_removes_data_and_retain_keeps_it(
     api.create("PersistentVolumeClaim", claim("kept", storageClassName="local-retain"), "default")
     api.create("Pod", claim_pod("use-tmp", "tmp"), "default")
     api.create("Pod", claim_pod("use-kept", "kept"), "default")
-    h.wait_pod_running(api, "use-tmp")
-    h.wait_pod_running(api, "use-kept")
+    for name in ("use-tmp", "use-kept"):
+        assert written_id(cluster, h.wait_pod_running(api, name)) == name
     deleted, kept = volume_of(api, "tmp"), volume_of(api, "kept")
     deleted_dir, kept_dir = Path(v.volume_path(deleted)), Path(v.volume_path(kept))
     assert (deleted_dir / "id").read_text().strip() == "use-tmp"

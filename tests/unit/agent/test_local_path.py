@@ -92,6 +92,12 @@ def test_fs_group_ownership(tmp_path: Path) -> None:
     assert st.st_gid == 1234 and st.st_mode & 0o2000
     f = (tmp_path / "d" / "f").stat()
     assert f.st_gid == 1234 and f.st_mode & 0o060 == 0o060
+    (tmp_path / "d" / "g").write_text("y")
+    os.chmod(tmp_path / "d" / "g", 0o600)
+    apply_fs_group(tmp_path / "d", 1234, "OnRootMismatch")  # the root has it: not walked
+    assert (tmp_path / "d" / "g").stat().st_mode & 0o060 == 0
+    apply_fs_group(tmp_path / "d", 1234)
+    assert (tmp_path / "d" / "g").stat().st_mode & 0o060 == 0o060
 
 
 def test_read_only_claim_mounts() -> None:

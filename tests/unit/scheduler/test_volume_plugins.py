@@ -182,3 +182,24 @@ def test_volume_limits_and_zones() -> None:
 def test_pods_without_claims_still_bind_in_batches() -> None:
     e, _ = env(node("n1"))
     assert e.sched._batchable == set(e.sched.profiles)
+
+
+def test_bound_and_new_claims_together() -> None:
+    e, writer = env(node("n1"), node("n2"), node("n3", local_path=False))
+    old = claim("old", cls="manual", volume="pv-old")
+    e.sched.on_storage("PersistentVolume", "ADDED", volume("pv-old", node_name="n2", claim_of=old))
+    e.sched.on_storage("PersistentVolumeClaim", "ADDED", old)
+    e.sched.on_storage("PersistentVolumeClaim", "ADDED", claim("new"))
+    e.add(pod("p", "old", "new"))
+    assert e.node_of("p") == "n2"
+    assert writer.calls == [("provision", "default/new", "n2")]
+    stuck = claim("stuck", cls="manual", volume="pv-stuck")
+    e.sched.on_storage(
+        "PersistentVolume", "ADDED", volume("pv-stuck", node_name="n3", claim_of=stuck)
+    )
+    e.sched.on_storage("PersistentVolumeClaim", "ADDED", stuck)
+    e.sched.on_storage("PersistentVolumeClaim", "ADDED", claim("more"))
+    e.add(pod("q", "stuck", "more"))
+    message = e.message("q")
+    assert "2 node(s) had volume node affinity conflict" in message
+    assert "1 node(s) did not run the skiff.io/local-path provisioner" in message

@@ -49,6 +49,7 @@ def test_kinds_are_served_with_kubernetes_names() -> None:
         ({"persistentVolumeReclaimPolicy": "Recycle"}, "spec.persistentVolumeReclaimPolicy"),
         ({"nfs": {"server": "x"}}, "spec: may specify only one volume source"),
         ({"hostPath": None, "local": {"path": "/x"}}, "spec.nodeAffinity: required for a local"),
+        ({"mountOptions": ["ro"]}, "spec.mountOptions: may not specify mount options"),
     ],
 )
 def test_bad_volumes_name_the_field(spec: Obj, field: str) -> None:
@@ -63,6 +64,12 @@ def test_claim_rules_and_immutability() -> None:
     assert validate("PersistentVolumeClaim", pvc()) == []
     assert "spec.resources.requests.storage: required" in validate(
         "PersistentVolumeClaim", pvc(resources={"requests": {}})
+    )
+    assert (
+        "spec.dataSource: not supported"
+        in validate(
+            "PersistentVolumeClaim", pvc(dataSource={"kind": "PersistentVolumeClaim", "name": "x"})
+        )[0]
     )
     old = pvc(storageClassName="a", volumeName="pv1")
     shrink = pvc(storageClassName="a", volumeName="pv1", resources={"requests": {"storage": "1Mi"}})
