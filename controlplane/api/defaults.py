@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.api import crd
+from controlplane.api import crd, crd_validation
 
 Object = dict[str, Any]
 
@@ -252,7 +252,7 @@ def statefulset_claims(obj: Object) -> None:
 
 
 DEFAULTERS: dict[str, Callable[[Object], None]] = {
-    "CustomResourceDefinition": crd.default_crd,
+    "CustomResourceDefinition": crd_validation.default_crd,
     "Pod": pod,
     "ReplicaSet": replicaset,
     "Deployment": deployment,

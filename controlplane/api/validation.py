@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.api import crd, jsoncodec
+from controlplane.api import crd, crd_validation, jsoncodec
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.quantity import parse_quantity
 from controlplane.api.selectors import SelectorError, from_structured
@@ -808,7 +808,7 @@ def _podgroup(e: Errors, obj: Object, old: Object | None) -> None:
 
 
 def _crd(e: Errors, obj: Object, old: Object | None) -> None:
-    e.items.extend(crd.validate_crd(obj, old))
+    e.items.extend(crd_validation.validate_crd(obj, old))
 
 
 # -- storage: PersistentVolume, PersistentVolumeClaim, StorageClass ---------------
