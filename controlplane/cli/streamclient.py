@@ -30,8 +30,10 @@ from urllib.parse import quote
 
 from proto.streaming import portforward as pf
 from proto.streaming import remotecommand as rc
-from proto.streaming.spdy import Headers, SpdySession, SpdyStream, StreamError
+from proto.streaming.spdy import SpdySession, SpdyStream
+from proto.streaming.spdy_frames import Headers
 from proto.streaming.status import Outcome, outcome
+from proto.streaming.transport import StreamError
 
 CONNECT_TIMEOUT = 30.0
 

@@ -2,8 +2,9 @@
 
 The runtime's streaming server (runtime/streaming) speaks them as a server
 and skiffctl (controlplane/cli/streamclient.py) as a client, so the pieces
-both need live here, where every layer may import them: SPDY/3.1 framing,
-header compression and the threaded session (spdy.py, either role), the
+both need live here, where every layer may import them: SPDY/3.1 framing
+and header compression (spdy_frames.py), the threaded session (spdy.py,
+either role), what both codecs read from and raise (transport.py), the
 WebSocket codec and channel demultiplexer (websocket.py), the remote-command
 stream names, protocol versions, resize messages and metav1.Status bodies
 (remotecommand.py, status.py), and the port-forward header names

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from proto.streaming.buffer import InboundBuffer
-from proto.streaming.spdy import Reader, StreamError
+from proto.streaming.transport import Reader, StreamError, read_exact
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -88,20 +88,10 @@ def _apply_mask(data: bytes, key: bytes) -> bytes:
     )
 
 
-def _read_exact(reader: Reader, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = reader.read(n - len(out))
-        if not chunk:
-            raise EOFError
-        out += chunk
-    return out
-
-
 def read_frame(reader: Reader, *, expect_masked: bool | None) -> WsFrame:
     """One frame. `expect_masked` True for a server reading a client, False for
     a client reading a server, None to accept either."""
-    b0, b1 = _read_exact(reader, 2)
+    b0, b1 = read_exact(reader, 2)
     if b0 & 0x70:
         raise WebSocketError("reserved bits set (no extension was negotiated)")
     masked = bool(b1 & 0x80)
@@ -109,13 +99,13 @@ def read_frame(reader: Reader, *, expect_masked: bool | None) -> WsFrame:
         raise WebSocketError("frame masking does not match the peer's role")
     n = b1 & 0x7F
     if n == 126:
-        (n,) = struct.unpack(">H", _read_exact(reader, 2))
+        (n,) = struct.unpack(">H", read_exact(reader, 2))
     elif n == 127:
-        (n,) = struct.unpack(">Q", _read_exact(reader, 8))
+        (n,) = struct.unpack(">Q", read_exact(reader, 8))
     if n > MAX_MESSAGE:
         raise WebSocketError("frame too large")
-    key = _read_exact(reader, 4) if masked else b""
-    payload = _read_exact(reader, n)
+    key = read_exact(reader, 4) if masked else b""
+    payload = read_exact(reader, n)
     if masked:
         payload = _apply_mask(payload, key)
     return WsFrame(bool(b0 & 0x80), b0 & 0x0F, payload)

@@ -19,7 +19,8 @@ from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from proto.streaming import websocket
-from proto.streaming.spdy import SpdySession, SpdyStream, StreamError
+from proto.streaming.spdy import SpdySession, SpdyStream
+from proto.streaming.transport import StreamError
 
 
 @dataclass

@@ -12,7 +12,7 @@ import zlib
 import pytest
 
 from proto.runtime.v1 import api_pb2
-from proto.streaming import spdy, websocket
+from proto.streaming import spdy, spdy_frames, websocket
 from proto.streaming.buffer import InboundBuffer
 from runtime import errors
 from runtime.streaming import status
@@ -21,32 +21,32 @@ from runtime.streaming.remotecommand import Options, iter_sizes
 
 
 def test_spdy_dictionary_is_the_spdy3_constant() -> None:
-    assert len(spdy.DICTIONARY) == 1423
-    assert spdy.DICTIONARY.startswith(b"\x00\x00\x00\x07options\x00\x00\x00\x04head")
-    assert spdy.DICTIONARY.endswith(b",*,enq=0.")
+    assert len(spdy_frames.DICTIONARY) == 1423
+    assert spdy_frames.DICTIONARY.startswith(b"\x00\x00\x00\x07options\x00\x00\x00\x04head")
+    assert spdy_frames.DICTIONARY.endswith(b",*,enq=0.")
     assert (
-        hashlib.sha256(spdy.DICTIONARY).hexdigest()
+        hashlib.sha256(spdy_frames.DICTIONARY).hexdigest()
         == "51d27341373f923f3cd88e1eb7162aeaa3723d7585ff2399201dc06498407f02"
     )
 
 
 def test_data_frame_layout() -> None:
-    raw = spdy.Framer().encode(spdy.DataFrame(5, b"abc", spdy.FLAG_FIN))
+    raw = spdy_frames.Framer().encode(spdy_frames.DataFrame(5, b"abc", spdy_frames.FLAG_FIN))
     assert raw == struct.pack(">II", 5, (1 << 24) | 3) + b"abc"
 
 
 def test_control_frame_layout() -> None:
-    raw = spdy.Framer().encode(spdy.RstStream(7, spdy.CANCEL))
+    raw = spdy_frames.Framer().encode(spdy_frames.RstStream(7, spdy.CANCEL))
     assert raw == bytes.fromhex("80030003") + struct.pack(">III", 8, 7, 5)
-    raw = spdy.Framer().encode(spdy.WindowUpdate(3, 1000))
+    raw = spdy_frames.Framer().encode(spdy_frames.WindowUpdate(3, 1000))
     assert raw == bytes.fromhex("80030009") + struct.pack(">III", 8, 3, 1000)
 
 
 def test_syn_stream_headers_decompress_with_plain_zlib_and_the_dictionary() -> None:
-    raw = spdy.Framer().encode(spdy.SynStream(1, {"streamType": ["error"]}))
+    raw = spdy_frames.Framer().encode(spdy_frames.SynStream(1, {"streamType": ["error"]}))
     first, second, sid, assoc = struct.unpack(">IIII", raw[:16])
     assert first == 0x80030001 and second & 0xFFFFFF == len(raw) - 8 and sid == 1 and assoc == 0
-    block = zlib.decompressobj(zdict=spdy.DICTIONARY).decompress(raw[18:])
+    block = zlib.decompressobj(zdict=spdy_frames.DICTIONARY).decompress(raw[18:])
     assert (
         block
         == struct.pack(">I", 1)
@@ -58,18 +58,20 @@ def test_syn_stream_headers_decompress_with_plain_zlib_and_the_dictionary() -> N
 
 
 def test_frames_round_trip_through_one_compression_context() -> None:
-    writer, reader = spdy.Framer(), spdy.Framer()
-    frames: list[spdy.Frame] = [
-        spdy.SynStream(1, {"streamtype": ["stdout"], "x": ["a", "b"]}, spdy.FLAG_FIN, 0, 3),
-        spdy.SynReply(1, {}),
-        spdy.HeadersFrame(1, {"k": ["v"]}),
-        spdy.SynStream(3, {"streamtype": ["stdout"]}),
-        spdy.DataFrame(3, b"x" * 70000),
-        spdy.Settings([(0, spdy.SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20)]),
-        spdy.Ping(2),
-        spdy.GoAway(3, 0),
-        spdy.WindowUpdate(0, 123),
-        spdy.RstStream(3, spdy.CANCEL),
+    writer, reader = spdy_frames.Framer(), spdy_frames.Framer()
+    frames: list[spdy_frames.Frame] = [
+        spdy_frames.SynStream(
+            1, {"streamtype": ["stdout"], "x": ["a", "b"]}, spdy_frames.FLAG_FIN, 0, 3
+        ),
+        spdy_frames.SynReply(1, {}),
+        spdy_frames.HeadersFrame(1, {"k": ["v"]}),
+        spdy_frames.SynStream(3, {"streamtype": ["stdout"]}),
+        spdy_frames.DataFrame(3, b"x" * 70000),
+        spdy_frames.Settings([(0, spdy_frames.SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20)]),
+        spdy_frames.Ping(2),
+        spdy_frames.GoAway(3, 0),
+        spdy_frames.WindowUpdate(0, 123),
+        spdy_frames.RstStream(3, spdy.CANCEL),
     ]
     for frame in frames:
         raw = writer.encode(frame)
@@ -77,8 +79,8 @@ def test_frames_round_trip_through_one_compression_context() -> None:
 
 
 def test_bad_header_block_is_a_protocol_error() -> None:
-    with pytest.raises(spdy.ProtocolError):
-        spdy.decode_header_block(b"\x00\x00\x00\x02\x00")
+    with pytest.raises(spdy_frames.ProtocolError):
+        spdy_frames.decode_header_block(b"\x00\x00\x00\x02\x00")
 
 
 def test_websocket_accept_key_rfc6455_example() -> None:

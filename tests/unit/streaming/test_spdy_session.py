@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import pytest
 
-from proto.streaming import spdy
+from proto.streaming import spdy, spdy_frames, transport
 from tests.harness.wait import wait_for
 
 
@@ -56,7 +56,7 @@ def test_reset_ends_both_directions(pair: tuple[spdy.SpdySession, spdy.SpdySessi
     ss.cancel()
     assert cs.read(timeout=5) == b""
     wait_for(lambda: cs.reset, message="client saw RST_STREAM")
-    with pytest.raises(spdy.StreamError):
+    with pytest.raises(transport.StreamError):
         cs.write(b"x")
 
 
@@ -73,19 +73,19 @@ def test_transport_loss_wakes_readers_and_accept(
     assert ss.read(timeout=5) == b""
     assert server.accept_stream(timeout=5) is None
     assert gone.wait(5)
-    with pytest.raises(spdy.StreamError):
+    with pytest.raises(transport.StreamError):
         cs.write(b"late")
 
 
-def raw_pair() -> tuple[socket.socket, spdy.SpdySession, spdy.Framer, BinaryIO]:
+def raw_pair() -> tuple[socket.socket, spdy.SpdySession, spdy_frames.Framer, BinaryIO]:
     a, b = socket.socketpair()
     ra = a.makefile("rb")
     server = spdy.SpdySession(ra, a, client=False)
     server.start()
-    return b, server, spdy.Framer(), ra
+    return b, server, spdy_frames.Framer(), ra
 
 
-def read_frame(sock: socket.socket, framer: spdy.Framer) -> spdy.Frame:
+def read_frame(sock: socket.socket, framer: spdy_frames.Framer) -> spdy_frames.Frame:
     def exact(n: int) -> bytes:
         out = b""
         while len(out) < n:
@@ -101,16 +101,20 @@ def read_frame(sock: socket.socket, framer: spdy.Framer) -> spdy.Frame:
 
 def test_pings_from_the_peer_are_echoed_and_bad_stream_ids_refused() -> None:
     sock, server, framer, ra = raw_pair()
-    reader = spdy.Framer()
+    reader = spdy_frames.Framer()
     try:
-        sock.sendall(framer.encode(spdy.Ping(7)))
-        assert read_frame(sock, reader) == spdy.Ping(7)
-        sock.sendall(framer.encode(spdy.SynStream(2, {"streamtype": ["x"]})))  # even: server's ids
-        assert read_frame(sock, reader) == spdy.RstStream(2, spdy.PROTOCOL_ERROR)
-        sock.sendall(framer.encode(spdy.SynStream(3, {"streamtype": ["x"]})))
-        assert read_frame(sock, reader) == spdy.SynReply(3, {})
-        sock.sendall(framer.encode(spdy.SynStream(1, {"streamtype": ["x"]})))  # not increasing
-        assert read_frame(sock, reader) == spdy.RstStream(1, spdy.PROTOCOL_ERROR)
+        sock.sendall(framer.encode(spdy_frames.Ping(7)))
+        assert read_frame(sock, reader) == spdy_frames.Ping(7)
+        sock.sendall(
+            framer.encode(spdy_frames.SynStream(2, {"streamtype": ["x"]}))
+        )  # even: server's ids
+        assert read_frame(sock, reader) == spdy_frames.RstStream(2, spdy.PROTOCOL_ERROR)
+        sock.sendall(framer.encode(spdy_frames.SynStream(3, {"streamtype": ["x"]})))
+        assert read_frame(sock, reader) == spdy_frames.SynReply(3, {})
+        sock.sendall(
+            framer.encode(spdy_frames.SynStream(1, {"streamtype": ["x"]}))
+        )  # not increasing
+        assert read_frame(sock, reader) == spdy_frames.RstStream(1, spdy.PROTOCOL_ERROR)
     finally:
         sock.close()
         server.close()
@@ -119,11 +123,15 @@ def test_pings_from_the_peer_are_echoed_and_bad_stream_ids_refused() -> None:
 
 def test_flow_control_windows_are_honoured_once_the_peer_uses_them() -> None:
     sock, server, framer, ra = raw_pair()
-    reader = spdy.Framer()
+    reader = spdy_frames.Framer()
     try:
-        sock.sendall(framer.encode(spdy.Settings([(0, spdy.SETTINGS_INITIAL_WINDOW_SIZE, 1000)])))
-        sock.sendall(framer.encode(spdy.SynStream(1, {"streamtype": ["stdout"]})))
-        assert read_frame(sock, reader) == spdy.SynReply(1, {})
+        sock.sendall(
+            framer.encode(
+                spdy_frames.Settings([(0, spdy_frames.SETTINGS_INITIAL_WINDOW_SIZE, 1000)])
+            )
+        )
+        sock.sendall(framer.encode(spdy_frames.SynStream(1, {"streamtype": ["stdout"]})))
+        assert read_frame(sock, reader) == spdy_frames.SynReply(1, {})
         stream = server.accept_stream(timeout=5)
         assert stream is not None
         done = threading.Event()
@@ -135,12 +143,12 @@ def test_flow_control_windows_are_honoured_once_the_peer_uses_them() -> None:
         writer = threading.Thread(target=write)
         writer.start()
         got = read_frame(sock, reader)
-        assert got == spdy.DataFrame(1, b"y" * 1000)
+        assert got == spdy_frames.DataFrame(1, b"y" * 1000)
         assert stream.send_window == 0
         assert writer.is_alive() and not done.is_set(), "wrote past the peer's window"
-        sock.sendall(framer.encode(spdy.WindowUpdate(1, 5000)))
+        sock.sendall(framer.encode(spdy_frames.WindowUpdate(1, 5000)))
         second = read_frame(sock, reader)
-        assert second == spdy.DataFrame(1, b"y" * 1500)
+        assert second == spdy_frames.DataFrame(1, b"y" * 1500)
         writer.join()
     finally:
         sock.close()
@@ -150,16 +158,16 @@ def test_flow_control_windows_are_honoured_once_the_peer_uses_them() -> None:
 
 def test_received_data_is_acknowledged_per_stream_and_per_session() -> None:
     sock, server, framer, ra = raw_pair()
-    reader = spdy.Framer()
+    reader = spdy_frames.Framer()
     try:
-        sock.sendall(framer.encode(spdy.SynStream(1, {"streamtype": ["stdin"]})))
-        assert read_frame(sock, reader) == spdy.SynReply(1, {})
+        sock.sendall(framer.encode(spdy_frames.SynStream(1, {"streamtype": ["stdin"]})))
+        assert read_frame(sock, reader) == spdy_frames.SynReply(1, {})
         stream = server.accept_stream(timeout=5)
         assert stream is not None
-        sock.sendall(framer.encode(spdy.DataFrame(1, b"z" * 40000)))
+        sock.sendall(framer.encode(spdy_frames.DataFrame(1, b"z" * 40000)))
         assert stream.read(65536, timeout=5) == b"z" * 40000
         updates = {read_frame(sock, reader), read_frame(sock, reader)}
-        assert updates == {spdy.WindowUpdate(0, 40000), spdy.WindowUpdate(1, 40000)}
+        assert updates == {spdy_frames.WindowUpdate(0, 40000), spdy_frames.WindowUpdate(1, 40000)}
     finally:
         sock.close()
         server.close()
