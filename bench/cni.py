@@ -24,17 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.stats import pctl
 from runtime.cni import install, oslib
 
 REF_DIR = Path("/usr/lib/cni")
-
-
-def pctl(values: list[float], q: float) -> float:
-    s = sorted(values)
-    if not s:
-        return float("nan")
-    k = min(len(s) - 1, max(0, round(q * (len(s) - 1))))
-    return s[k]
 
 
 def conf(kind: str, bridge: str, subnet: str, data_dir: str) -> bytes:
