@@ -17,14 +17,7 @@ from typing import Any
 
 from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
-from controlplane.cli.exec import finish, local_io, report_refusal, resolve, use_tty
-from controlplane.cli.streamclient import (
-    UpgradeRefused,
-    command_path,
-    run_remote_command,
-    upgrade,
-)
-from proto.streaming.remotecommand import SPDY_PROTOCOLS
+from controlplane.cli.exec import remote_command, resolve, use_tty
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -53,25 +46,7 @@ def run(ctx: Context) -> int:
     tty = use_tty(ctx, tty)
     if args.stdin and not spec.get("stdin"):
         raise CliError(f"container {where.container} was not created with stdin: true")
-    path = command_path(
-        "attach",
-        where.namespace,
-        where.name,
-        where.container,
-        [],
-        stdin=args.stdin,
-        stdout=True,
-        stderr=not tty,
-        tty=tty,
+    prompt = (
+        "If you don't see a command prompt, try pressing enter." if tty and not args.quiet else ""
     )
-    try:
-        conn = upgrade(where.address, path, where.token, SPDY_PROTOCOLS)
-    except UpgradeRefused as err:
-        return report_refusal(ctx, err)
-    except OSError as err:
-        raise CliError(f"cannot reach the agent at {where.address}: {err}") from None
-    if tty and not args.quiet:
-        ctx.err("If you don't see a command prompt, try pressing enter.")
-    with local_io(ctx, stdin=args.stdin, tty=tty) as io:
-        result = run_remote_command(conn, io, tty=tty)
-    return finish(ctx, result.exit_code, result.message)
+    return remote_command(ctx, where, "attach", [], stdin=args.stdin, tty=tty, prompt=prompt)

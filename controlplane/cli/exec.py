@@ -11,8 +11,8 @@ on stdin is dropped with kubectl's warning. skiffctl exits with the
 command's exit code, after printing `command terminated with exit code N`
 on stderr as kubectl does.
 
-`resolve`, `local_io` and `report_refusal` are shared with `attach` and
-`port-forward`. This module never imports the agent or the runtime.
+`resolve` and `dial` are shared with `attach` and `port-forward`,
+`remote_command` with `attach`. This module never imports the agent or the runtime.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from controlplane.cli.context import CliError, Context
 from controlplane.cli.logs import AgentUnreachable, agent_address, agent_token, choose
 from controlplane.cli.streamclient import (
     CommandIO,
+    Upgraded,
     UpgradeRefused,
     command_path,
     run_remote_command,
@@ -115,12 +116,19 @@ def resolve(ctx: Context, target: str, container: str, need_container: bool = Tr
     return Resolved(pod, namespace, name, picked, address, agent_token(ctx))
 
 
-def report_refusal(ctx: Context, err: UpgradeRefused) -> int:
-    if err.status == 401:
-        ctx.err(f"error: You must be logged in to the server (Unauthorized): {err.body}")
-    else:
-        ctx.err(f"error: unable to upgrade connection: {err.body}")
-    return 1
+def dial(where: Resolved, path: str, protocols: tuple[str, ...]) -> Upgraded:
+    """The agent's endpoint at `path` upgraded to one of `protocols`; a
+    refusal or an unreachable agent is a CliError in kubectl's words."""
+    try:
+        return upgrade(where.address, path, where.token, protocols)
+    except UpgradeRefused as err:
+        if err.status == 401:
+            raise CliError(
+                f"You must be logged in to the server (Unauthorized): {err.body}"
+            ) from None
+        raise CliError(f"unable to upgrade connection: {err.body}") from None
+    except OSError as err:
+        raise CliError(f"cannot reach the agent at {where.address}: {err}") from None
 
 
 def _writer(stream: TextIO) -> Callable[[bytes], None]:
@@ -226,6 +234,38 @@ def finish(ctx: Context, code: int | None, message: str) -> int:
     return code
 
 
+def remote_command(
+    ctx: Context,
+    where: Resolved,
+    verb: str,
+    command: list[str],
+    *,
+    stdin: bool,
+    tty: bool,
+    prompt: str = "",
+) -> int:
+    """Run `verb` (exec or attach) on the resolved container with the
+    local terminal's streams; the command's exit code. `prompt` is said on
+    stderr once connected."""
+    path = command_path(
+        verb,
+        where.namespace,
+        where.name,
+        where.container,
+        command,
+        stdin=stdin,
+        stdout=True,
+        stderr=not tty,
+        tty=tty,
+    )
+    conn = dial(where, path, SPDY_PROTOCOLS)
+    if prompt:
+        ctx.err(prompt)
+    with local_io(ctx, stdin=stdin, tty=tty) as io:
+        result = run_remote_command(conn, io, tty=tty)
+    return finish(ctx, result.exit_code, result.message)
+
+
 def run(ctx: Context) -> int:
     args = ctx.args
     pod, command = split_words(args)
@@ -233,23 +273,4 @@ def run(ctx: Context) -> int:
         raise CliError("you must specify at least one command for the container")
     where = resolve(ctx, pod, args.container)
     tty = use_tty(ctx, args.tty)
-    path = command_path(
-        "exec",
-        where.namespace,
-        where.name,
-        where.container,
-        command,
-        stdin=args.stdin,
-        stdout=True,
-        stderr=not tty,
-        tty=tty,
-    )
-    try:
-        conn = upgrade(where.address, path, where.token, SPDY_PROTOCOLS)
-    except UpgradeRefused as err:
-        return report_refusal(ctx, err)
-    except OSError as err:
-        raise CliError(f"cannot reach the agent at {where.address}: {err}") from None
-    with local_io(ctx, stdin=args.stdin, tty=tty) as io:
-        result = run_remote_command(conn, io, tty=tty)
-    return finish(ctx, result.exit_code, result.message)
+    return remote_command(ctx, where, "exec", command, stdin=args.stdin, tty=tty)

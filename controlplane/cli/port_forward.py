@@ -23,13 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controlplane.cli.context import CliError, Context
-from controlplane.cli.exec import report_refusal, resolve
+from controlplane.cli.exec import dial, resolve
 from controlplane.cli.streamclient import (
     PortForwarder,
     Upgraded,
-    UpgradeRefused,
     port_forward_path,
-    upgrade,
 )
 from proto.streaming.portforward import PROTOCOL
 
@@ -149,12 +147,7 @@ def run(ctx: Context) -> int:
     target = args.target if "/" in args.target else f"pod/{args.target}"
     where = resolve(ctx, target, "", need_container=False)
     path = port_forward_path(where.namespace, where.name, [s.remote for s in specs])
-    try:
-        conn = upgrade(where.address, path, where.token, (PROTOCOL,))
-    except UpgradeRefused as err:
-        return report_refusal(ctx, err)
-    except OSError as err:
-        raise CliError(f"cannot reach the agent at {where.address}: {err}") from None
+    conn = dial(where, path, (PROTOCOL,))
     forwarding = Forwarding(conn, specs, args.address, ctx.out, ctx.err)
     try:
         lost = forwarding.serve()
