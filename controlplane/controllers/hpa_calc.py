@@ -280,6 +280,13 @@ class Recommendations:
 
     items: list[tuple[int, float]] = field(default_factory=list)
 
+    def _record(self, desired: int, now: float, stale: int | None) -> None:
+        """Keep `desired` at `now`, in place of the stale entry when there is one."""
+        if stale is not None:
+            self.items[stale] = (desired, now)
+        else:
+            self.items.append((desired, now))
+
     def stabilize(self, desired: int, now: float, window: float) -> int:
         """Legacy: the highest recommendation within the downscale window."""
         best = desired
@@ -290,10 +297,7 @@ class Recommendations:
                 old_index = i
             elif rec > best:
                 best = rec
-        if old_index is not None:
-            self.items[old_index] = (desired, now)
-        else:
-            self.items.append((desired, now))
+        self._record(desired, now, old_index)
         return best
 
     def stabilize_with_behavior(
@@ -316,10 +320,7 @@ class Recommendations:
             recommendation = up_rec
         if recommendation > down_rec:
             recommendation = down_rec
-        if old_index is not None:
-            self.items[old_index] = (desired, now)
-        else:
-            self.items.append((desired, now))
+        self._record(desired, now, old_index)
         if desired >= current:
             return (
                 recommendation,
@@ -366,48 +367,53 @@ def _changes_in_period(period: int, events: Sequence[ScaleEvent], now: float) ->
     return sum(e.change for e in events if e.timestamp > cutoff)
 
 
-def scale_up_limit_with_rules(
-    current: int, ups: Sequence[ScaleEvent], downs: Sequence[ScaleEvent], rules: Rules, now: float
+def _limit_with_rules(
+    current: int,
+    ups: Sequence[ScaleEvent],
+    downs: Sequence[ScaleEvent],
+    rules: Rules,
+    now: float,
+    *,
+    up: bool,
 ) -> int:
+    """The replica count the policies of `rules` let the target reach from
+    `current`, counting the changes of each policy's period. selectPolicy
+    Max picks the policy allowing the largest change (the highest count
+    going up, the lowest going down), Min the smallest."""
     if rules.select_policy == "Disabled":
         return current
-    chosen: int | None = None
+    proposals: list[int] = []
     for p in rules.policies:
         start = (
             current
             - _changes_in_period(p.period_seconds, ups, now)
             + _changes_in_period(p.period_seconds, downs, now)
         )
-        proposed = start + p.value if p.type == "Pods" else math.ceil(start * (1 + p.value / 100))
-        if chosen is None:
-            chosen = proposed
-        elif rules.select_policy == "Min":
-            chosen = min(chosen, proposed)
+        if up:
+            proposals.append(
+                start + p.value if p.type == "Pods" else math.ceil(start * (1 + p.value / 100))
+            )
         else:
-            chosen = max(chosen, proposed)
-    return current if chosen is None else chosen
+            proposals.append(
+                start - p.value if p.type == "Pods" else int(start * (1 - p.value / 100))
+            )
+    if not proposals:
+        return current
+    largest_change = max if up else min
+    smallest_change = min if up else max
+    return (smallest_change if rules.select_policy == "Min" else largest_change)(proposals)
+
+
+def scale_up_limit_with_rules(
+    current: int, ups: Sequence[ScaleEvent], downs: Sequence[ScaleEvent], rules: Rules, now: float
+) -> int:
+    return _limit_with_rules(current, ups, downs, rules, now, up=True)
 
 
 def scale_down_limit_with_rules(
     current: int, ups: Sequence[ScaleEvent], downs: Sequence[ScaleEvent], rules: Rules, now: float
 ) -> int:
-    if rules.select_policy == "Disabled":
-        return current
-    chosen: int | None = None
-    for p in rules.policies:
-        start = (
-            current
-            - _changes_in_period(p.period_seconds, ups, now)
-            + _changes_in_period(p.period_seconds, downs, now)
-        )
-        proposed = start - p.value if p.type == "Pods" else int(start * (1 - p.value / 100))
-        if chosen is None:
-            chosen = proposed
-        elif rules.select_policy == "Min":
-            chosen = max(chosen, proposed)
-        else:
-            chosen = min(chosen, proposed)
-    return current if chosen is None else chosen
+    return _limit_with_rules(current, ups, downs, rules, now, up=False)
 
 
 def limit_replicas_with_behavior(
