@@ -73,15 +73,23 @@ def _get(doc: Any, tokens: list[str]) -> Any:
     return parent[_index(token, len(parent), allow_end=False)]
 
 
-def _add(doc: Any, tokens: list[str], value: Any) -> Any:
+def _put(doc: Any, tokens: list[str], value: Any, *, insert: bool) -> Any:
+    """`value` at `tokens`: inserted into a list (`insert`, as add does) or
+    in place of the item there (as replace does); set in an object."""
     if not tokens:
         return value
     parent = _parent(doc, tokens)
     if isinstance(parent, dict):
         parent[tokens[-1]] = value
-    else:
+    elif insert:
         parent.insert(_index(tokens[-1], len(parent), allow_end=True), value)
+    else:
+        parent[_index(tokens[-1], len(parent), allow_end=False)] = value
     return doc
+
+
+def _add(doc: Any, tokens: list[str], value: Any) -> Any:
+    return _put(doc, tokens, value, insert=True)
 
 
 def _remove(doc: Any, tokens: list[str]) -> tuple[Any, Any]:
@@ -133,14 +141,7 @@ def _one(doc: Any, op: dict[str, Any]) -> Any:
     if name == "replace":
         value = _value(op)
         _get(doc, tokens)  # must exist
-        if not tokens:
-            return value
-        parent = _parent(doc, tokens)
-        if isinstance(parent, dict):
-            parent[tokens[-1]] = value
-        else:
-            parent[_index(tokens[-1], len(parent), allow_end=False)] = value
-        return doc
+        return _put(doc, tokens, value, insert=False)
     if name == "move":
         source = _from(op)
         if tokens[: len(source)] == source and tokens != source:
