@@ -155,6 +155,19 @@ def _refs(name: str) -> set[str]:
     return out
 
 
+def _object_fields(prefix: str) -> dict[str, Any]:
+    """apiVersion, kind and metadata, as kube-apiserver publishes them on a
+    kind it has no Go type for; `prefix` is where definitions are referenced."""
+    return {
+        "apiVersion": {"type": "string", "description": "APIVersion of this object."},
+        "kind": {"type": "string", "description": "Kind of this object."},
+        "metadata": {
+            "$ref": prefix + schema.full_name("ObjectMeta"),
+            "description": "Standard object metadata.",
+        },
+    }
+
+
 def _crd_definitions(prefix: str) -> dict[str, dict[str, Any]]:
     """Definitions of every served custom resource version, by definition name."""
     out = {}
@@ -162,15 +175,7 @@ def _crd_definitions(prefix: str) -> dict[str, dict[str, Any]]:
         body: dict[str, Any] = dict(served.schema) if served.schema else {"type": "object"}
         body.setdefault("type", "object")
         # As kube-apiserver publishes them: with the standard top-level fields.
-        body["properties"] = {
-            "apiVersion": {"type": "string", "description": "APIVersion of this object."},
-            "kind": {"type": "string", "description": "Kind of this object."},
-            "metadata": {
-                "$ref": prefix + schema.full_name("ObjectMeta"),
-                "description": "Standard object metadata.",
-            },
-            **(body.get("properties") or {}),
-        }
+        body["properties"] = {**_object_fields(prefix), **(body.get("properties") or {})}
         body["x-kubernetes-group-version-kind"] = [
             {"group": served.group, "kind": served.kind, "version": served.version}
         ]
@@ -190,14 +195,7 @@ def _open_definition(group: str, version: str, info: kinds.KindInfo, v3: bool) -
     }
     if v3:
         prefix = "#/components/schemas/"
-        out["properties"] = {
-            "apiVersion": {"type": "string", "description": "APIVersion of this object."},
-            "kind": {"type": "string", "description": "Kind of this object."},
-            "metadata": {
-                "$ref": prefix + schema.full_name("ObjectMeta"),
-                "description": "Standard object metadata.",
-            },
-        }
+        out["properties"] = _object_fields(prefix)
         out["x-kubernetes-preserve-unknown-fields"] = True
     return out
 
