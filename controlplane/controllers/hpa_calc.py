@@ -480,40 +480,23 @@ def normalize(
     conds: list[Condition] = []
     if behavior is None:
         stabilized = recommendations.stabilize(metric_desired, now, downscale_window)
-        if stabilized != metric_desired:
-            conds.append(
-                Condition(
-                    "AbleToScale",
-                    "True",
-                    "ScaleDownStabilized",
-                    "recent recommendations were higher than current one, applying the highest recent recommendation",
-                )
-            )
-        else:
-            conds.append(
-                Condition(
-                    "AbleToScale",
-                    "True",
-                    "ReadyForNewScale",
-                    "recommended size matches current size",
-                )
-            )
-        desired, reason, message = limit_replicas(current, stabilized, min_replicas, max_replicas)
+        reason = "ScaleDownStabilized"
+        message = "recent recommendations were higher than current one, applying the highest recent recommendation"
     else:
         stabilized, reason, message = recommendations.stabilize_with_behavior(
             metric_desired, current, now, behavior
         )
-        if stabilized != metric_desired:
-            conds.append(Condition("AbleToScale", "True", reason, message))
-        else:
-            conds.append(
-                Condition(
-                    "AbleToScale",
-                    "True",
-                    "ReadyForNewScale",
-                    "recommended size matches current size",
-                )
+    if stabilized != metric_desired:
+        conds.append(Condition("AbleToScale", "True", reason, message))
+    else:
+        conds.append(
+            Condition(
+                "AbleToScale", "True", "ReadyForNewScale", "recommended size matches current size"
             )
+        )
+    if behavior is None:
+        desired, reason, message = limit_replicas(current, stabilized, min_replicas, max_replicas)
+    else:
         desired, reason, message = limit_replicas_with_behavior(
             current, stabilized, min_replicas, max_replicas, behavior, ups, downs, now
         )
