@@ -12,10 +12,10 @@ AGE VERSION; ...); kinds without one get NAME AGE. Ages follow kubectl's
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from controlplane.api import volumes
+from controlplane.api.rfc3339 import parse_time
 
 Object = dict[str, Any]
 
@@ -23,16 +23,6 @@ NONE = "<none>"
 
 
 # ---- time -------------------------------------------------------------------
-
-
-def parse_time(value: Any) -> float | None:
-    """Seconds since the epoch for an RFC 3339 timestamp, or None."""
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def human_duration(seconds: float) -> str:

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from controlplane.api import kinds
+from controlplane.api import kinds, rfc3339
 from controlplane.api.jsoncodec import clone
 from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Conflict, Invalid
@@ -278,10 +277,6 @@ def path_string(path: Path) -> str:
 # ---- managedFields ---------------------------------------------------------------------
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _raw_entries(obj: Object | None) -> list[dict[str, Any]]:
     """metadata.managedFields as stored, checked to be a list of entries."""
     if not obj:
@@ -386,7 +381,7 @@ def record_update(
         _diff(kind, _body(old), _body(new), (), "", present, gone)
     changed = present | gone
     mine = _Entry(
-        manager, UPDATE, str(new.get("apiVersion", "")), now or _now(), present, subresource
+        manager, UPDATE, str(new.get("apiVersion", "")), now or rfc3339.now(), present, subresource
     )
     kept: list[dict[str, Any]] = []
     found = False
@@ -444,7 +439,7 @@ def apply(
     config = _for_subresource(kind, clone(applied), subresource)
     (config.get("metadata") or {}).pop("managedFields", None)
     api_version = str(config["apiVersion"])
-    stamp = now or _now()
+    stamp = now or rfc3339.now()
     wanted = _flatten(kind, config)
     me = _Entry(manager, APPLY, api_version, stamp, set(wanted), subresource)
     if live is None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api.kinds import KindInfo
+from controlplane.api.rfc3339 import format_time
 from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
 from controlplane.cli.describe import Writer
@@ -462,7 +463,7 @@ def _restart(ctx: Context, info: KindInfo, name: str) -> int:
     d = ctx.client.get(info.key, name, ctx.namespace)
     if info.key == "Deployment" and printers.spec(d).get("paused"):
         raise CliError("can't restart paused deployment (run rollout resume first)")
-    stamp = ctx.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = format_time(ctx.clock.now())
     patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}}
     ctx.client.patch(info.key, name, patch, ctx.namespace)
     ctx.out(f"{printers.type_name(info, name)} restarted")

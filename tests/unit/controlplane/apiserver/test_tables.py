@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.api.columns import parse_time
 from controlplane.api.kinds import by_kind
+from controlplane.api.rfc3339 import parse_time
 from controlplane.apiserver.tables import table
 from controlplane.cli.printers import TablePrinter
 
