@@ -15,6 +15,7 @@ import grpc
 
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
+from proto.rpc_errors import rpc_status
 
 DEFAULT_AGENT_PORT = 10250
 
@@ -53,6 +54,5 @@ def node_stats(
                 pb.StatsRequest(namespace=namespace), timeout=timeout, metadata=metadata
             )
         except grpc.RpcError as err:
-            raise AgentUnreachable(
-                f"agent at {address}: {err.details() or err.code().name}"
-            ) from None
+            code, details = rpc_status(err)
+            raise AgentUnreachable(f"agent at {address}: {details or code.name}") from None

@@ -133,7 +133,7 @@ class GrpcWatch:
                         obj = _obj(pb.object)
                     yield WatchEvent(etype, obj)
         except grpc.RpcError as err:
-            if self._stopped.is_set() or err.code() == grpc.StatusCode.CANCELLED:
+            if self._stopped.is_set() or rpc_status(err)[0] == grpc.StatusCode.CANCELLED:
                 return
             raise map_error(err) from err
 
