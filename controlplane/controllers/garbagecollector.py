@@ -20,7 +20,6 @@ The collector never deletes an object that has a live owner.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -294,12 +293,8 @@ class GarbageCollector(Controller):
             return
         if podutil.uid_of(fresh) != podutil.uid_of(obj):
             return
-        body = copy.deepcopy(fresh)
-        body["metadata"]["finalizers"] = [
-            f for f in podutil.meta(fresh).get("finalizers") or [] if f != finalizer
-        ]
         try:
-            self.client.update(kind, body)
+            self.client.update(kind, podutil.without_finalizer(fresh, finalizer))
         except errors.NotFound:
             pass
 

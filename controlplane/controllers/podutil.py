@@ -9,6 +9,7 @@ does not change) and label-selector evaluation. Pure: no I/O, no clock
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,6 +52,15 @@ def created_at(obj: Mapping[str, Any]) -> float:
 
 def is_deleting(obj: Mapping[str, Any]) -> bool:
     return bool(meta(obj).get("deletionTimestamp"))
+
+
+def without_finalizer(obj: Mapping[str, Any], finalizer: str) -> Object:
+    """A deep copy of `obj` whose metadata.finalizers lack `finalizer`."""
+    out: Object = copy.deepcopy(dict(obj))
+    out.setdefault("metadata", {})["finalizers"] = [
+        f for f in meta(obj).get("finalizers") or [] if f != finalizer
+    ]
+    return out
 
 
 def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -11,7 +11,6 @@ is Bound to a claim.
 
 from __future__ import annotations
 
-import copy
 import logging
 
 from controlplane.api import volumes as v
@@ -28,14 +27,6 @@ CLAIMS_INDEX = "pvc-users"
 def claims_index(pod: Object) -> list[str]:
     ns = podutil.namespace_of(pod) or "default"
     return [f"{ns}/{name}" for name in v.pod_claim_names(pod)]
-
-
-def _without(obj: Object, finalizer: str) -> Object:
-    out = copy.deepcopy(obj)
-    out["metadata"]["finalizers"] = [
-        f for f in out["metadata"].get("finalizers") or [] if f != finalizer
-    ]
-    return out
 
 
 class PvcProtectionController(Controller):
@@ -82,7 +73,9 @@ class PvcProtectionController(Controller):
             log.info("claim=%s still used by %s", key, ", ".join(users))
             return None
         try:
-            self.client.update("PersistentVolumeClaim", _without(claim, v.PVC_PROTECTION))
+            self.client.update(
+                "PersistentVolumeClaim", podutil.without_finalizer(claim, v.PVC_PROTECTION)
+            )
         except errors.NotFound:
             pass
         return None
@@ -109,7 +102,7 @@ class PvProtectionController(Controller):
         if (pv.get("status") or {}).get("phase") == "Bound":
             return None
         try:
-            self.client.update("PersistentVolume", _without(pv, v.PV_PROTECTION))
+            self.client.update("PersistentVolume", podutil.without_finalizer(pv, v.PV_PROTECTION))
         except errors.NotFound:
             pass
         return None
