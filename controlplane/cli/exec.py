@@ -28,7 +28,7 @@ from typing import TextIO
 
 from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
-from controlplane.cli.logs import AgentUnreachable, agent_address, agent_token, choose
+from controlplane.cli.logs import agent_token, choose
 from controlplane.cli.streamclient import (
     CommandIO,
     Upgraded,
@@ -37,6 +37,7 @@ from controlplane.cli.streamclient import (
     run_remote_command,
     upgrade,
 )
+from controlplane.client.agents import AgentUnreachable, agent_address
 from controlplane.client.interface import Object
 from proto.streaming.remotecommand import SPDY_PROTOCOLS
 

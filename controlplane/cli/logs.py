@@ -12,8 +12,8 @@ stdout, byte for byte. Without -c, a pod with several containers uses the
 `kubectl.kubernetes.io/default-container` annotation or its first container
 and says so on stderr; `TYPE/NAME` of a workload picks one of its pods.
 
-The helpers that find and dial a node's agent (`agent_address`,
-`AgentConnection`, `agent_failure`) are shared with `top`. The agent
+`agent_token` and `agent_failure` are shared with `top` and `exec`; finding
+and dialling a node's agent is controlplane.client.agents'. The agent
 endpoint is plain gRPC for now (an insecure channel); this module never
 imports the agent itself, only its protobuf stubs.
 """
@@ -33,10 +33,9 @@ from controlplane.cli.context import CliError, Context
 from controlplane.cli.resources import parse_targets
 from controlplane.cli.wait import parse_duration
 from controlplane.client import config as client_config
-from controlplane.client.agents import AgentUnreachable, agent_address
+from controlplane.client.agents import AgentConnection, AgentUnreachable, agent_address
 from controlplane.client.interface import ListOptions, Object
 from proto.agent.v1 import agent_pb2 as pb
-from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.rpc_errors import rpc_status
 
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
@@ -76,31 +75,9 @@ def agent_token(ctx: Context) -> str:
         return ""
 
 
-class AgentConnection:
-    """One channel to one node's agent, with the credential on every call."""
-
-    def __init__(self, node_name: str, address: str, token: str) -> None:
-        self.node = node_name
-        self.address = address
-        self.metadata: tuple[tuple[str, str], ...] = (
-            (("authorization", f"Bearer {token}"),) if token else ()
-        )
-        self.channel = grpc.insecure_channel(address)
-        self.stub = pb_grpc.AgentStub(self.channel)
-
-    def close(self) -> None:
-        self.channel.close()
-
-    def __enter__(self) -> AgentConnection:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
 def connect_node(ctx: Context, node_name: str) -> AgentConnection:
     node = ctx.client.get("Node", node_name)
-    return AgentConnection(node_name, agent_address(node), agent_token(ctx))
+    return AgentConnection(agent_address(node), agent_token(ctx), node_name)
 
 
 def agent_failure(err: grpc.RpcError, node: str, address: str) -> str:
@@ -278,13 +255,3 @@ def run(ctx: Context) -> int:
         finally:
             out.close()
     return 0
-
-
-__all__ = [
-    "AgentConnection",
-    "AgentUnreachable",
-    "agent_address",
-    "agent_failure",
-    "agent_token",
-    "connect_node",
-]

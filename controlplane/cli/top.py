@@ -27,14 +27,9 @@ from controlplane.api import kinds, quantity
 from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
 from controlplane.cli.get import list_all
-from controlplane.cli.logs import (
-    AgentConnection,
-    AgentUnreachable,
-    agent_address,
-    agent_failure,
-    agent_token,
-)
+from controlplane.cli.logs import agent_failure, agent_token
 from controlplane.client import errors
+from controlplane.client.agents import AgentConnection, AgentUnreachable, agent_address
 from controlplane.client.interface import Object
 from proto.agent.v1 import agent_pb2 as pb
 
@@ -109,7 +104,7 @@ class Sampler:
         except AgentUnreachable as err:
             sample.error = str(err)
             return sample
-        with AgentConnection(sample.node, sample.address, self.token) as conn:
+        with AgentConnection(sample.address, self.token, sample.node) as conn:
             try:
                 sample.response = conn.stub.Stats(
                     self.request, metadata=conn.metadata, timeout=STATS_TIMEOUT

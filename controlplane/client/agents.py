@@ -43,15 +43,37 @@ def agent_address(node: dict[str, Any]) -> str:
     return f"{host}:{port}"
 
 
+class AgentConnection:
+    """One channel to one node's agent, with the credential on every call
+    (`metadata`); `node` names the node in messages."""
+
+    def __init__(self, address: str, token: str, node: str = "") -> None:
+        self.node = node
+        self.address = address
+        self.metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {token}"),) if token else ()
+        )
+        self.channel = grpc.insecure_channel(address)
+        self.stub = pb_grpc.AgentStub(self.channel)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> AgentConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def node_stats(
     address: str, token: str, namespace: str = "", timeout: float = 5.0
 ) -> pb.StatsResponse:
     """One Stats call to the agent at `address` (raises AgentUnreachable)."""
-    metadata = (("authorization", f"Bearer {token}"),) if token else None
-    with grpc.insecure_channel(address) as channel:
+    with AgentConnection(address, token) as conn:
         try:
-            return pb_grpc.AgentStub(channel).Stats(
-                pb.StatsRequest(namespace=namespace), timeout=timeout, metadata=metadata
+            return conn.stub.Stats(
+                pb.StatsRequest(namespace=namespace), timeout=timeout, metadata=conn.metadata
             )
         except grpc.RpcError as err:
             code, details = rpc_status(err)

@@ -25,7 +25,8 @@ import pytest
 
 from agent.cri_client import CRIClient
 from agent.server import AgentServicer, TokenChecker, serve
-from controlplane.cli.logs import AgentConnection, agent_failure, stream
+from controlplane.cli.logs import agent_failure, stream
+from controlplane.client.agents import AgentConnection
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.config import load_config
 from controlplane.client.informer import SharedInformer
@@ -177,7 +178,7 @@ def test_logs_refused_without_the_admin_token(setup: Setup) -> None:
     wait_for(lambda: setup.ctl("logs", "locked").code == 0)
     address = f"127.0.0.1:{setup.port}"
     with (
-        AgentConnection(NODE, address, "not-the-token") as conn,
+        AgentConnection(address, "not-the-token", NODE) as conn,
         pytest.raises(grpc.RpcError) as caught,
     ):
         list(stream(conn, pb.LogsRequest(namespace="default", pod="locked")))

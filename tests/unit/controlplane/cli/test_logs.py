@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 import pytest
 
-from controlplane.cli.logs import agent_address
+from controlplane.client.agents import agent_address
 from controlplane.client.config import ClientConfig
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
