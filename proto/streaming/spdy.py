@@ -1,11 +1,11 @@
-"""SPDY/3.1 framing and a threaded session, as the Kubernetes streaming protocols use it.
+"""The SPDY/3.1 session the Kubernetes streaming protocols run over.
 
 client-go and crictl multiplex remote-command and port-forward streams over a
 SPDY/3.1 connection obtained by an HTTP `Upgrade: SPDY/3.1`. This module has
 `SpdySession`, which runs one reader thread per connection and gives out
-`SpdyStream`s to read and write; the frame codec and header compression are
-spdy_frames.py.
-Both roles are supported (the server's and, for tests, the client's).
+`SpdyStream`s to read and write, in both roles (the server's and, for
+skiffctl and tests, the client's); the frame codec and header compression
+are spdy_frames.py.
 
 Flow control: received data is acknowledged with WINDOW_UPDATE frames (per
 stream and, as SPDY/3.1 adds, for the session) as the consumer reads it.
