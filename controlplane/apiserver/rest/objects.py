@@ -1,0 +1,135 @@
+"""CRUD on one object, and deletecollection: get, create, update, delete.
+
+Each handler decodes the request, calls one Registry method on the executor
+and writes its answer; the registry does every check. Objects go out as the
+stored JSON with the resourceVersion written in, never re-encoded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from controlplane.api import jsoncodec
+from controlplane.apiserver.registry import Stored, decode, with_version
+from controlplane.apiserver.rest import body
+from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.status import BadRequest, success
+from controlplane.client.errors import NotFound
+from controlplane.client.interface import DeleteOptions
+
+
+def json_response(data: bytes, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=data, content_type="application/json")
+
+
+def object_response(stored: Stored, status: int = 200) -> web.Response:
+    data, rev = stored
+    if rev == 0:  # a dry-run create: nothing stored, no version
+        return json_response(data, status)
+    return json_response(with_version(data, rev), status)
+
+
+async def get(call: Call) -> web.StreamResponse:
+    t = call.target
+    stored = await call.server.run(call.registry.get, t.info.kind, t.name, call.namespace, call.who)
+    return object_response(stored)
+
+
+async def create(call: Call) -> web.StreamResponse:
+    t = call.target
+    obj = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    dry_run = call.dry_run()
+    stored = await call.server.run(
+        call.registry.create, t.info.kind, obj, call.namespace, call.who, False, dry_run
+    )
+    return object_response(stored, 201)
+
+
+async def update(call: Call) -> web.StreamResponse:
+    t = call.target
+    obj = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise BadRequest("metadata: must be an object")
+    if meta.get("name") not in (None, "", t.name):
+        raise BadRequest(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+            f"({t.name})"
+        )
+    meta["name"] = t.name
+    if t.info.namespaced:
+        if meta.get("namespace") not in (None, "", t.namespace):
+            raise BadRequest(
+                f"the namespace of the object ({meta.get('namespace')}) does not match the "
+                f"namespace on the URL ({t.namespace})"
+            )
+        meta["namespace"] = t.namespace
+    dry_run = call.dry_run()
+    stored = await call.server.run(
+        call.registry.update, t.info.kind, obj, t.subresource, call.who, False, dry_run
+    )
+    return object_response(stored)
+
+
+async def delete_options(call: Call) -> DeleteOptions:
+    """DeleteOptions from the body (if any) and the query (which wins)."""
+    raw = await body.read(call.request)
+    opts: dict[str, Any] = {}
+    if raw.strip():
+        opts = body.as_object(body.decode(raw, body.media_type(call.request)), "DeleteOptions")
+    q = call.request.query
+    grace: Any = q.get("gracePeriodSeconds", opts.get("gracePeriodSeconds"))
+    policy = q.get("propagationPolicy", opts.get("propagationPolicy"))
+    orphan = q.get("orphanDependents", opts.get("orphanDependents"))
+    if policy is None and orphan is not None:
+        policy = "Orphan" if str(orphan).lower() == "true" else "Background"
+    preconditions = opts.get("preconditions") or {}
+    if not isinstance(preconditions, dict):
+        raise BadRequest("preconditions: must be an object")
+    try:
+        grace_seconds = None if grace is None else int(grace)
+    except (TypeError, ValueError):
+        raise BadRequest(f"gracePeriodSeconds: {grace!r} is not an integer") from None
+    return DeleteOptions(
+        grace_period_seconds=grace_seconds,
+        propagation_policy=str(policy) if policy else None,
+        precondition_uid=preconditions.get("uid") or None,
+        precondition_resource_version=preconditions.get("resourceVersion") or None,
+    )
+
+
+async def delete(call: Call) -> web.StreamResponse:
+    t = call.target
+    options = await delete_options(call)
+    dry_run = call.dry_run()
+    stored = await call.server.run(
+        call.registry.delete, t.info.kind, t.name, call.namespace, options, call.who, dry_run
+    )
+    if stored is not None:  # still there: finalizers or a grace period hold it
+        return object_response(stored)
+    return json_response(jsoncodec.dumps(success(t.info.plural, t.name, t.group)))
+
+
+async def delete_collection(call: Call) -> web.StreamResponse:
+    t = call.target
+    options = await delete_options(call)
+    dry_run = call.dry_run()
+    label = call.query("labelSelector")
+    field = call.query("fieldSelector")
+
+    def delete_all() -> None:
+        result = call.registry.list(t.info.kind, call.namespace, label, field, 0, "", call.who)
+        for data, _rev in result.items:
+            meta = decode(data).get("metadata") or {}
+            try:
+                call.registry.delete(
+                    t.info.kind, meta.get("name", ""), meta.get("namespace") or None,
+                    options, call.who, dry_run,
+                )  # fmt: skip
+            except NotFound:
+                pass
+
+    await call.server.run(delete_all)
+    return json_response(jsoncodec.dumps(success(t.info.plural, "", t.group)))
