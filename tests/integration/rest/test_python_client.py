@@ -1,0 +1,108 @@
+"""The official `kubernetes` Python client, unchanged, against the REST API."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.rest.conftest import Cluster
+
+kubernetes = pytest.importorskip("kubernetes")
+from kubernetes import client, config, watch  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def api(cluster: Cluster) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(cluster.kubeconfig))
+
+
+def configmap(name: str, **data: str) -> client.V1ConfigMap:
+    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data=data)
+
+
+def test_create_get_patch_list_delete(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    created = core.create_namespaced_config_map("default", configmap("py", a="1"))
+    assert created.metadata.uid and created.data == {"a": "1"}
+    core.patch_namespaced_config_map("py", "default", {"data": {"b": "2"}})
+    assert core.read_namespaced_config_map("py", "default").data == {"a": "1", "b": "2"}
+    listed = core.list_namespaced_config_map("default", label_selector="")
+    assert "py" in [c.metadata.name for c in listed.items]
+    assert listed.metadata.resource_version
+    everywhere = core.list_namespace()
+    assert {"default", "kube-system"} <= {n.metadata.name for n in everywhere.items}
+    core.delete_namespaced_config_map("py", "default")
+    with pytest.raises(client.ApiException) as gone:
+        core.read_namespaced_config_map("py", "default")
+    assert gone.value.status == 404
+
+
+def test_paged_list(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    for i in range(5):
+        core.create_namespaced_config_map("default", configmap(f"page-{i}"))
+    first = core.list_namespaced_config_map("default", limit=2, label_selector="")
+    assert len(first.items) == 2 and first.metadata._continue
+    seen = [c.metadata.name for c in first.items]
+    token = first.metadata._continue
+    while token:
+        page = core.list_namespaced_config_map("default", limit=2, _continue=token)
+        seen += [c.metadata.name for c in page.items]
+        token = page.metadata._continue
+    assert {f"page-{i}" for i in range(5)} <= set(seen)
+    core.delete_collection_namespaced_config_map("default")
+    assert not [
+        c for c in core.list_namespaced_config_map("default").items
+        if c.metadata.name.startswith("page-")
+    ]  # fmt: skip
+
+
+def test_watch_resumes_from_a_resource_version(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", configmap("w1"))
+    rv = core.read_namespaced_config_map("w1", "default").metadata.resource_version
+    core.patch_namespaced_config_map("w1", "default", {"data": {"x": "1"}})
+    core.create_namespaced_config_map("default", configmap("w2"))
+    events = []
+    w = watch.Watch()
+    for event in w.stream(
+        core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+    ):
+        events.append((event["type"], event["object"].metadata.name))
+        if len(events) == 2:
+            w.stop()
+    assert events == [("MODIFIED", "w1"), ("ADDED", "w2")]
+
+
+def test_watch_without_version_starts_with_the_current_state(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", configmap("initial"))
+    w = watch.Watch()
+    names = []
+    for event in w.stream(core.list_namespaced_config_map, "default", timeout_seconds=5):
+        assert event["type"] == "ADDED"
+        names.append(event["object"].metadata.name)
+        if "initial" in names:
+            w.stop()
+    assert "initial" in names
+
+
+def test_deployment_scale_and_status(api: client.ApiClient) -> None:
+    apps = client.AppsV1Api(api)
+    body = {
+        "metadata": {"name": "py-deploy"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "py"}},
+            "template": {
+                "metadata": {"labels": {"app": "py"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    apps.create_namespaced_deployment("default", body)
+    apps.patch_namespaced_deployment_scale("py-deploy", "default", {"spec": {"replicas": 2}})
+    scale = apps.read_namespaced_deployment_scale("py-deploy", "default")
+    assert scale.spec.replicas == 2
+    apps.delete_namespaced_deployment("py-deploy", "default")
