@@ -24,6 +24,7 @@ from controlplane.apiserver.rest import (
     objects,
     optional,
     patch,
+    streams,
     subresources,
     watch,
 )
@@ -141,11 +142,26 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
         return subresources.binding, False
     elif sub == "eviction" and target.info.kind == "Pod" and method == "POST":
         return subresources.eviction, False
+    elif sub == "log" and target.info.kind == "Pod" and method == "GET":
+        return _log, True
+    elif sub in STREAMS and target.info.kind == "Pod" and method in ("GET", "POST"):
+        return _upgrade, True
     else:
         raise errors.NotFound(
             f"the server could not find the requested resource: {target.info.plural}/{sub}"
         )
     raise MethodNotAllowed(f"{method} is not allowed on this resource")
+
+
+STREAMS = frozenset({"exec", "attach", "portforward"})
+
+
+async def _log(call: Call) -> web.StreamResponse:
+    return await streams.log(call, call.server.agent_token)
+
+
+async def _upgrade(call: Call) -> web.StreamResponse:
+    return await streams.upgrade(call, call.server.agent_token)
 
 
 async def _watch(call: Call) -> web.StreamResponse:

@@ -28,6 +28,7 @@ class Server:
     broadcaster: Broadcaster
     executor: ThreadPoolExecutor
     min_watch_timeout: float = 1800.0
+    agent_token: str = ""  # the API server's own credential towards agents
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """func(*args, **kwargs) on the executor: registry calls block."""

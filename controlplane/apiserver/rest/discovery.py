@@ -33,6 +33,10 @@ CATEGORY_ALL = frozenset(
 EXTRA_SUBRESOURCES: dict[tuple[str, str], tuple[list[str], str, str, str]] = {
     ("Pod", "binding"): (["create"], "", "v1", "Binding"),
     ("Pod", "eviction"): (["create"], "policy", "v1", "Eviction"),
+    ("Pod", "log"): (["get"], "", "", "Pod"),
+    ("Pod", "exec"): (["create", "get"], "", "", "PodExecOptions"),
+    ("Pod", "attach"): (["create", "get"], "", "", "PodAttachOptions"),
+    ("Pod", "portforward"): (["create", "get"], "", "", "PodPortForwardOptions"),
 }
 # Groups served beside the kinds' own (not resource kinds of the table).
 AUTHENTICATION = "authentication.k8s.io/v1"

@@ -63,7 +63,10 @@ class RestServer:
         self.authority = authority
         self.max_in_flight = max_in_flight
         self.executor = ThreadPoolExecutor(workers, thread_name_prefix="rest")
-        self.server = Server(registry, broadcaster, self.executor, min_watch_timeout)
+        # Towards agents the API server uses its own credential (the admin's
+        # until the trust work gives it one of its own), never the caller's.
+        agent_token = authority.admin_token() if authority is not None else ""
+        self.server = Server(registry, broadcaster, self.executor, min_watch_timeout, agent_token)
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self._thread = threading.Thread(target=self.loop.run_forever, name="rest", daemon=True)
