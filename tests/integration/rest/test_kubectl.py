@@ -172,3 +172,12 @@ def test_auth_whoami_and_bad_token(cluster: Cluster, tmp_path: Path) -> None:
     bad.write_text(cluster.kubeconfig.read_text().replace("token: skiff-admin.", "token: x"))
     denied = cluster.kubectl("--kubeconfig", str(bad), "get", "pods", check=False)
     assert denied.returncode != 0 and "must be logged in" in denied.stderr
+
+
+def test_apply_server_side(cluster: Cluster, tmp_path: Path) -> None:
+    path = tmp_path / "ssa.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '1'}\n")
+    cluster.kubectl("apply", "--server-side", *VALIDATE, "-f", str(path))
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '2'}\n")
+    cluster.kubectl("apply", "--server-side", *VALIDATE, "-f", str(path))
+    assert cluster.kubectl("get", "cm", "ssa", "-o", "jsonpath={.data.a}").stdout == "2"
