@@ -6,7 +6,8 @@ bench.apiserver does and measures from client processes:
 - creates/s with 10 REST clients (one pod per POST, keep-alive HTTPS), and
   the gRPC one-object-per-call figure with 10 clients, same machine, same run;
 - watch delivery p50/p99 with 100 REST watchers (time from just before the
-  write is sent to the event line arriving at each watcher);
+  write is sent to the event line arriving at each watcher), and the same
+  with 100 gRPC watchers;
 - `kubectl get pods -A` wall time with 10,000 pods stored (kubectl included);
 - a List of 100,000 pods: paged as client-go's pager does (limit=500, every
   continue token) and unpaged (one streamed response), each read and decoded.
@@ -41,7 +42,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.apiserver import Server, pod, preload_pods, throughput  # noqa: E402
+from bench.apiserver import Server, pod, preload_pods, throughput, watch_latency  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
 
 TARGETS = {
@@ -146,7 +147,7 @@ def _rest_watch_proc(kubeconfig: str, watchers: int, expect: int, ready: Any, ou
         rest = Rest(kubeconfig)
         conn = rest.connect(timeout=300)
         conn.request(
-            "GET", "/api/v1/namespaces/watch/configmaps?watch=true&resourceVersion=1"
+            "GET", "/api/v1/namespaces/rwatch/configmaps?watch=true&resourceVersion=1"
             "&timeoutSeconds=600", headers=rest.headers(),
         )  # fmt: skip
         opened.append(conn.getresponse())
@@ -196,7 +197,7 @@ def rest_watch_latency(kubeconfig: Path, watchers: int, events: int,
         if delay > 0:
             time.sleep(delay)  # pacing the writer at `rate`, not waiting for an effect
         code, _ = rest.request(
-            "POST", "/api/v1/namespaces/watch/configmaps",
+            "POST", "/api/v1/namespaces/rwatch/configmaps",
             {"metadata": {"name": f"w-{i}", "annotations": {"sent": repr(time.time())}}},
         )  # fmt: skip
         assert code == 201
@@ -271,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         with control_plane(work / "a") as server:
             kubeconfig = server.data_dir / "kubeconfig"
             rest = Rest(str(kubeconfig))
-            for ns in ("bench", "watch"):
+            for ns in ("bench", "watch", "rwatch"):
                 rest.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
             grpc_rate = throughput(server.conf, "create", 10, per_client)
             rest_rate = rest_creates(kubeconfig, 10, per_client)
@@ -282,8 +283,11 @@ def main(argv: list[str] | None = None) -> int:
             p50, p99 = rest_watch_latency(kubeconfig, 100, events)
             figures["rest_watch_p50_ms"] = round(p50, 2)
             figures["rest_watch_p99_ms"] = round(p99, 2)
-            print(f"  watch delivery, 100 REST watchers: p50 {p50:.1f} ms  p99 {p99:.1f} ms",
-                  flush=True)  # fmt: skip
+            g50, g99 = watch_latency(server.conf, 100, events)
+            figures["grpc_watch_p50_ms"] = round(g50, 2)
+            figures["grpc_watch_p99_ms"] = round(g99, 2)
+            print(f"  watch delivery, 100 watchers: REST p50 {p50:.1f} ms  p99 {p99:.1f} ms;  "
+                  f"gRPC p50 {g50:.1f} ms  p99 {g99:.1f} ms", flush=True)  # fmt: skip
         (work / "b" / "cp").mkdir(parents=True)
         preload_pods("sqlite", work / "b" / "cp", "", "", args.kubectl_pods)
         with control_plane(work / "b") as server:

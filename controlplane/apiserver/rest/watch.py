@@ -8,7 +8,8 @@ event reaching 100 watchers costs one wake-up. Each stream writes lines
 (allowWatchBookmarks), and ends after timeoutSeconds. Without a
 resourceVersion (or with "0") the stream starts with an ADDED event for
 every existing object, as kube-apiserver's does; a too old resourceVersion
-is an ERROR event carrying a 410 Expired Status.
+is an ERROR event carrying a 410 Expired Status. A client that asked for
+Tables (kubectl get -w) gets each object as a one-row Table.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ import asyncio
 import collections
 import random
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
 from controlplane.api import jsoncodec
 from controlplane.apiserver.auth import authorize
-from controlplane.apiserver.registry import Selectors, with_version
+from controlplane.apiserver.registry import Selectors, decode, with_version
+from controlplane.apiserver.rest import optional
 from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.lists import wants_table
 from controlplane.apiserver.rest.status import status_object
 from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem, _Dispatch
 from controlplane.client.errors import Gone, Invalid
@@ -97,6 +101,13 @@ class AsyncWatcher(Watcher):
         return items
 
 
+def _table_line(tables: Any, call: Call, item: WatchItem) -> bytes:
+    """The event with its object as a one-row Table (kubectl get -w asks so)."""
+    table = tables.table(call.target.info.kind, [decode(item.data, item.rev)])
+    table.setdefault("metadata", {})["resourceVersion"] = str(item.rev)
+    return jsoncodec.dumps({"type": item.type, "object": table}) + b"\n"
+
+
 def _line(item: WatchItem) -> bytes:
     line = item.line
     if line is None:
@@ -129,18 +140,18 @@ def _timeout(call: Call) -> float:
 def _start(
     call: Call, broadcaster: Broadcaster, feed: LoopFeed, selectors: Selectors, rv: int | None,
     bookmarks: bool,
-) -> tuple[AsyncWatcher, list[bytes]]:  # fmt: skip
+) -> tuple[AsyncWatcher, list[WatchItem]]:  # fmt: skip
     """Authorize, list the initial state when asked, and register the watcher
     (on the executor: the history replay reads the store)."""
     t = call.target
-    initial: list[bytes] = []
+    initial: list[WatchItem] = []
     authorize(call.who, "watch", t.info, t.namespace, "")
     if rv is None:
         result = call.registry.list(
             t.info.kind, call.namespace, call.query("labelSelector"), call.query("fieldSelector"),
             0, "", call.who,
         )  # fmt: skip
-        initial = [b'{"type":"ADDED","object":%s}\n' % with_version(d, r) for d, r in result.items]
+        initial = [WatchItem("ADDED", d, r) for d, r in result.items]
         rv = result.resource_version
     watcher = broadcaster.watch(
         t.info, t.namespace, selectors, rv, bookmarks,
@@ -160,6 +171,11 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
         except ValueError:
             raise Invalid(f"resourceVersion: {rv_text!r} is not valid") from None
     bookmarks = call.query("allowWatchBookmarks") == "true"
+    tables = optional.module(optional.TABLES) if wants_table(call.request) else None
+
+    def line(item: WatchItem) -> bytes:
+        return _line(item) if tables is None else _table_line(tables, call, item)
+
     deadline = asyncio.get_running_loop().time() + _timeout(call)
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
     response.enable_chunked_encoding()
@@ -177,12 +193,12 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
     try:
         await response.prepare(call.request)
         if initial:
-            await response.write(b"".join(initial))
+            await response.write(b"".join(line(i) for i in initial))
         backlog, watcher.backlog = watcher.backlog, []
         if backlog:
             watcher.sent_rev = backlog[-1].rev
-            await response.write(b"".join(_line(i) for i in backlog))
-        await _follow(call, watcher, response, deadline)
+            await response.write(b"".join(line(i) for i in backlog))
+        await _follow(call, watcher, response, deadline, line)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
@@ -195,15 +211,16 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
 
 
 async def _follow(
-    call: Call, watcher: AsyncWatcher, response: web.StreamResponse, deadline: float
-) -> None:
+    call: Call, watcher: AsyncWatcher, response: web.StreamResponse, deadline: float,
+    line: Callable[[WatchItem], bytes],
+) -> None:  # fmt: skip
     loop = asyncio.get_running_loop()
     interval = call.server.broadcaster.bookmark_interval
     while not watcher.stopped:
         items = watcher.take()
         if items:
             watcher.sent_rev = items[-1].rev
-            await response.write(b"".join(_line(i) for i in items))
+            await response.write(b"".join(line(i) for i in items))
             continue
         watcher.ready.clear()
         if watcher._items or watcher.stopped:

@@ -1,8 +1,8 @@
 """Small stand-ins for the patch modules another branch provides.
 
 Installed (into sys.modules, in this test process only) when the real
-modules are missing, so the REST API's wiring of JSON patch, strategic merge
-and server-side apply is exercised before those modules land. They are
+modules are missing, so the REST API's wiring of JSON patch, strategic merge,
+server-side apply and Tables is exercised before those modules land. They are
 deliberately minimal: enough for what kubectl sends in these tests.
 """
 
@@ -80,6 +80,19 @@ def server_side_apply(
     return result
 
 
+def table(kind: str, objects: list[dict[str, Any]], *args: Any, **kwargs: Any) -> dict[str, Any]:
+    column = {"name": "Name", "type": "string", "format": "name", "description": "",
+              "priority": 0}  # fmt: skip
+    rows = [
+        {"cells": [o["metadata"]["name"]],
+         "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": o["metadata"]}}
+        for o in objects
+    ]  # fmt: skip
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+            "columnDefinitions": [column], "rows": rows}  # fmt: skip
+
+
 def install() -> list[str]:
     """Install whichever stand-ins are needed; returns their module names."""
     made = []
@@ -87,6 +100,7 @@ def install() -> list[str]:
         (optional.JSON_PATCH, {"apply": json_patch_apply}),
         (optional.STRATEGIC_MERGE, {"apply": strategic_apply}),
         (optional.SERVER_SIDE_APPLY, {"apply": server_side_apply}),
+        (optional.TABLES, {"table": table}),
     ):
         if optional.module(name) is None:
             module = types.ModuleType(name)

@@ -181,3 +181,22 @@ def test_apply_server_side(cluster: Cluster, tmp_path: Path) -> None:
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '2'}\n")
     cluster.kubectl("apply", "--server-side", *VALIDATE, "-f", str(path))
     assert cluster.kubectl("get", "cm", "ssa", "-o", "jsonpath={.data.a}").stdout == "2"
+
+
+def test_tables_for_get_and_get_watch(cluster: Cluster) -> None:
+    assert KUBECTL is not None
+    cluster.kubectl("create", "configmap", "tabled")
+    out = cluster.kubectl("get", "cm", "tabled").stdout.split("\n")
+    assert out[0].split()[0] == "NAME" and out[1].split()[0] == "tabled"
+    proc = subprocess.Popen(
+        [KUBECTL, "get", "cm", "tabled", "-w", "--no-headers"], stdout=subprocess.PIPE, text=True,
+        env={"KUBECONFIG": str(cluster.kubeconfig), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().split()[0] == "tabled"
+        cluster.kubectl("label", "cm", "tabled", "x=y")
+        assert proc.stdout.readline().split()[0] == "tabled"
+    finally:
+        proc.kill()
+        proc.wait()
