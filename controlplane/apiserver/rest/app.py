@@ -44,6 +44,17 @@ FEED = web.AppKey("feed", watch.LoopFeed)
 Handler = Callable[[Call], Awaitable[web.StreamResponse]]
 
 
+class Limiter:
+    """Counts requests in flight; beyond `limit` a request is refused (429)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.current = 0
+
+
+LIMITER = web.AppKey("limiter", Limiter)
+
+
 def _json(doc: object) -> web.Response:
     return web.Response(body=jsoncodec.dumps(doc), content_type="application/json")
 
@@ -168,14 +179,6 @@ async def _watch(call: Call) -> web.StreamResponse:
     return await watch.watch(call, call.request.app[FEED])
 
 
-class Limiter:
-    """Counts requests in flight; beyond `limit` a request is refused (429)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.current = 0
-
-
 async def handle(request: web.Request) -> web.StreamResponse:
     start = time.monotonic()
     target: Target | None = None
@@ -213,9 +216,6 @@ async def handle(request: web.Request) -> web.StreamResponse:
                 "http %s %s ms=%.2f", request.method, request.path_qs,
                 (time.monotonic() - start) * 1000,
             )  # fmt: skip
-
-
-LIMITER = web.AppKey("limiter", Limiter)
 
 
 def make_app(

@@ -15,6 +15,7 @@ from aiohttp import web
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.paths import Target
+from controlplane.apiserver.rest.status import BadRequest
 from controlplane.apiserver.watch import Broadcaster
 
 T = TypeVar("T")
@@ -57,8 +58,6 @@ class Call:
         return self.target.namespace or None
 
     def dry_run(self) -> bool:
-        from controlplane.apiserver.rest.status import BadRequest
-
         values = self.request.query.getall("dryRun", [])
         for value in values:
             if value != "All":
