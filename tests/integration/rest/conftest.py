@@ -26,6 +26,11 @@ class Cluster:
     running: cp_main.RunningControlPlane
     kubeconfig: Path
     port: int
+    home: Path  # kubectl's HOME: its discovery cache lands here, not in the tree
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home),
+                "KUBECONFIG": str(self.kubeconfig), **extra}  # fmt: skip
 
     @property
     def url(self) -> str:
@@ -36,10 +41,9 @@ class Cluster:
         env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:  # fmt: skip
         assert KUBECTL is not None
-        full_env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), **(env or {})}
         done = subprocess.run(
             [KUBECTL, *args], input=input, capture_output=True, text=True, timeout=timeout,
-            env=full_env,
+            env=self.env(**(env or {})),
         )  # fmt: skip
         if check and done.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)}: {done.returncode}\n{done.stderr}")
@@ -48,7 +52,8 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    data_dir = tmp_path_factory.mktemp("rest") / "cp"
+    base = tmp_path_factory.mktemp("rest")
+    data_dir = base / "cp"
     port = free_port()
     args = cp_main.build_parser().parse_args(
         ["--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
@@ -57,7 +62,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     made = standins.install()
     running = cp_main.start(args)
     try:
-        yield Cluster(running, data_dir / "kubeconfig", port)
+        yield Cluster(running, data_dir / "kubeconfig", port, base)
     finally:
         running.stop()
         standins.uninstall(made)

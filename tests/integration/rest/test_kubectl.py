@@ -152,7 +152,7 @@ def test_get_watch_streams_changes(cluster: Cluster) -> None:
     proc = subprocess.Popen(
         [KUBECTL, "get", "cm", "watched", "-w", "-o", "jsonpath={.data.a}{\"\\n\"}"],
         stdout=subprocess.PIPE, text=True,
-        env={"KUBECONFIG": str(cluster.kubeconfig), "PATH": "/usr/bin:/bin"},
+        env=cluster.env(),
     )  # fmt: skip
     try:
         assert proc.stdout is not None
@@ -190,7 +190,7 @@ def test_tables_for_get_and_get_watch(cluster: Cluster) -> None:
     assert out[0].split()[0] == "NAME" and out[1].split()[0] == "tabled"
     proc = subprocess.Popen(
         [KUBECTL, "get", "cm", "tabled", "-w", "--no-headers"], stdout=subprocess.PIPE, text=True,
-        env={"KUBECONFIG": str(cluster.kubeconfig), "PATH": "/usr/bin:/bin"},
+        env=cluster.env(),
     )  # fmt: skip
     try:
         assert proc.stdout is not None

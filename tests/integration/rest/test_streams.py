@@ -122,7 +122,7 @@ def test_port_forward_through_the_api_server(cluster: Cluster, agent: Agent) -> 
         local = free_port()
         proc = subprocess.Popen(
             [KUBECTL, "port-forward", "pod/served", f"{local}:{remote}"],
-            stdout=subprocess.PIPE, text=True, env={"KUBECONFIG": str(cluster.kubeconfig)},
+            stdout=subprocess.PIPE, text=True, env=cluster.env(),
         )  # fmt: skip
         try:
             assert proc.stdout is not None
