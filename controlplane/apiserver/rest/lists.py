@@ -16,10 +16,10 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
-from controlplane.apiserver.registry import ListResult, decode, with_version
+from controlplane.apiserver.registry import ListResult, Stored, decode, with_version
 from controlplane.apiserver.rest import optional
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import json_response
+from controlplane.apiserver.rest.objects import json_response, served
 from controlplane.client.errors import Invalid
 
 PAGE = 1000
@@ -99,8 +99,15 @@ async def list_(call: Call) -> web.StreamResponse:
     return await _stream(call, label, field)
 
 
+def _items(call: Call, items: list[Stored]) -> bytes:
+    conversion = call.target.conversion
+    if conversion is None:
+        return b",".join([with_version(d, r) for d, r in items])
+    return b",".join([served(d, r, conversion) for d, r in items])
+
+
 def _document(call: Call, result: ListResult) -> bytes:
-    items = b",".join([with_version(d, r) for d, r in result.items])
+    items = _items(call, result.items)
     return _head(call, result.resource_version, result.continue_token) + items + b"]}"
 
 
@@ -128,7 +135,7 @@ async def _stream(call: Call, label: str, field: str) -> web.StreamResponse:
         first, items = True, False
         try:
             for page in pages:
-                chunk = b",".join([with_version(d, r) for d, r in page.items])
+                chunk = _items(call, page.items)
                 if chunk and items:
                     chunk = b"," + chunk
                 items = items or bool(chunk)

@@ -15,6 +15,7 @@ from controlplane.api import jsoncodec
 from controlplane.apiserver.registry import Stored, decode, with_version
 from controlplane.apiserver.rest import body
 from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.conversion import Conversion
 from controlplane.apiserver.rest.status import BadRequest, success
 from controlplane.client.errors import NotFound
 from controlplane.client.interface import DeleteOptions
@@ -24,32 +25,47 @@ def json_response(data: bytes, status: int = 200) -> web.Response:
     return web.Response(status=status, body=data, content_type="application/json")
 
 
-def object_response(stored: Stored, status: int = 200) -> web.Response:
-    data, rev = stored
-    if rev == 0:  # a dry-run create: nothing stored, no version
-        return json_response(data, status)
-    return json_response(with_version(data, rev), status)
+def served(data: bytes, rev: int, conversion: Conversion | None) -> bytes:
+    """The stored object as the client's group/version has it."""
+    if conversion is None:
+        return data if rev == 0 else with_version(data, rev)  # rev 0: a dry-run create
+    return jsoncodec.dumps(conversion.from_stored(decode(data, rev or None)))
+
+
+def object_response(
+    stored: Stored, status: int = 200, conversion: Conversion | None = None
+) -> web.Response:
+    return json_response(served(stored[0], stored[1], conversion), status)
+
+
+def request_object(call: Call, doc: Any) -> dict[str, Any]:
+    """The request's object as it will be stored."""
+    obj = body.as_object(doc)
+    conversion = call.target.conversion
+    return obj if conversion is None else conversion.to_stored(obj)
 
 
 async def get(call: Call) -> web.StreamResponse:
     t = call.target
     stored = await call.server.run(call.registry.get, t.info.kind, t.name, call.namespace, call.who)
-    return object_response(stored)
+    return object_response(stored, 200, t.conversion)
 
 
 async def create(call: Call) -> web.StreamResponse:
     t = call.target
-    obj = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    doc = body.decode(await body.read(call.request), body.media_type(call.request))
+    obj = request_object(call, doc)
     dry_run = call.dry_run()
     stored = await call.server.run(
         call.registry.create, t.info.kind, obj, call.namespace, call.who, False, dry_run
     )
-    return object_response(stored, 201)
+    return object_response(stored, 201, t.conversion)
 
 
 async def update(call: Call) -> web.StreamResponse:
     t = call.target
-    obj = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    doc = body.decode(await body.read(call.request), body.media_type(call.request))
+    obj = request_object(call, doc)
     meta = obj.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise BadRequest("metadata: must be an object")
@@ -70,7 +86,7 @@ async def update(call: Call) -> web.StreamResponse:
     stored = await call.server.run(
         call.registry.update, t.info.kind, obj, t.subresource, call.who, False, dry_run
     )
-    return object_response(stored)
+    return object_response(stored, 200, t.conversion)
 
 
 async def delete_options(call: Call) -> DeleteOptions:
@@ -108,7 +124,7 @@ async def delete(call: Call) -> web.StreamResponse:
         call.registry.delete, t.info.kind, t.name, call.namespace, options, call.who, dry_run
     )
     if stored is not None:  # still there: finalizers or a grace period hold it
-        return object_response(stored)
+        return object_response(stored, 200, t.conversion)
     return json_response(jsoncodec.dumps(success(t.info.plural, t.name, t.group)))
 
 

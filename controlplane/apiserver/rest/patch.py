@@ -77,12 +77,16 @@ async def patch(call: Call) -> web.StreamResponse:
     doc = body.decode(await body.read(call.request), media)
     build = builder(call, media, doc)
     dry_run = call.dry_run()
+    conversion = t.conversion
 
-    def checked(old: Object) -> Object:
+    def checked(old: Object | None) -> Object:
+        # The patch applies to the object as the client's group/version has it.
+        if conversion is not None and old is not None:
+            old = conversion.from_stored(old)
         new = build(old)
         if not isinstance(new, dict):
             raise Invalid("the patched object must be a JSON object")
-        return new
+        return new if conversion is None else conversion.to_stored(new)
 
     try:
         stored = await call.server.run(
@@ -92,10 +96,10 @@ async def patch(call: Call) -> web.StreamResponse:
     except NotFound:
         if media != APPLY or t.subresource:
             raise
-        created = build(None)
+        created = checked(None)
         created.setdefault("metadata", {}).setdefault("name", t.name)
         stored = await call.server.run(
             call.registry.create, t.info.kind, created, call.namespace, call.who, False, dry_run
         )
-        return object_response(stored, 201)
-    return object_response(stored)
+        return object_response(stored, 201, conversion)
+    return object_response(stored, 200, conversion)

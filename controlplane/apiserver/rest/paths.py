@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from controlplane.api import kinds
 from controlplane.api.kinds import KindInfo
+from controlplane.apiserver.rest import conversion
+from controlplane.apiserver.rest.conversion import Conversion
 from controlplane.client.errors import NotFound
 
 # Subresources of a namespace itself (namespaces/<name>/<sub>), as opposed
@@ -34,6 +36,11 @@ class Target:
     def group(self) -> str:
         return self.group_version.rpartition("/")[0]
 
+    @property
+    def conversion(self) -> Conversion | None:
+        """How objects change shape between the stored version and the URL's."""
+        return conversion.find(self.info.kind, self.group_version)
+
 
 def every_kind() -> tuple[KindInfo, ...]:
     return tuple(kinds.KINDS)
@@ -41,7 +48,8 @@ def every_kind() -> tuple[KindInfo, ...]:
 
 def served_versions(info: KindInfo) -> tuple[str, ...]:
     """Every group/version a kind is served at, its own first."""
-    return (info.api_version, *info.also_api_versions)
+    extra = conversion.extra_versions(info.kind)
+    return tuple(dict.fromkeys((info.api_version, *info.also_api_versions, *extra)))
 
 
 def kinds_at(group_version: str) -> list[KindInfo]:

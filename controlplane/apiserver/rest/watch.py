@@ -29,6 +29,7 @@ from controlplane.apiserver.registry import Selectors, decode, with_version
 from controlplane.apiserver.rest import optional
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.lists import wants_table
+from controlplane.apiserver.rest.objects import served
 from controlplane.apiserver.rest.status import status_object
 from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem, _Dispatch
 from controlplane.client.errors import Gone, Invalid
@@ -173,8 +174,15 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
     bookmarks = call.query("allowWatchBookmarks") == "true"
     tables = optional.module(optional.TABLES) if wants_table(call.request) else None
 
+    conversion = call.target.conversion
+
     def line(item: WatchItem) -> bytes:
-        return _line(item) if tables is None else _table_line(tables, call, item)
+        if tables is not None:
+            return _table_line(tables, call, item)
+        if conversion is not None:
+            obj = served(item.data, item.rev, conversion)
+            return b'{"type":"%s","object":%s}\n' % (item.type.encode(), obj)
+        return _line(item)
 
     deadline = asyncio.get_running_loop().time() + _timeout(call)
     response = web.StreamResponse(headers={"Content-Type": "application/json"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -112,3 +113,51 @@ def test_deployment_scale_and_status(api: Any) -> None:
     scale = apps.read_namespaced_deployment_scale("py-deploy", "default")
     assert scale.spec.replicas == 2
     apps.delete_namespaced_deployment("py-deploy", "default")
+
+
+def test_hpa_at_autoscaling_v1_and_v2(api: Any) -> None:
+    v1 = client.AutoscalingV1Api(api)
+    body = {
+        "metadata": {"name": "hpa"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                 "minReplicas": 1, "maxReplicas": 4, "targetCPUUtilizationPercentage": 70},
+    }  # fmt: skip
+    made = v1.create_namespaced_horizontal_pod_autoscaler("default", body)
+    assert made.spec.target_cpu_utilization_percentage == 70
+
+    def v2_metrics() -> Any:
+        # Read raw: the controller's status (no target Deployment here) lacks
+        # desiredReplicas, which this client's v2 model insists on.
+        raw = client.AutoscalingV2Api(api).read_namespaced_horizontal_pod_autoscaler(
+            "hpa", "default", _preload_content=False
+        )
+        return json.loads(raw.data)["spec"]["metrics"]
+
+    assert v2_metrics() == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]  # fmt: skip
+    v1.patch_namespaced_horizontal_pod_autoscaler(
+        "hpa", "default", {"spec": {"targetCPUUtilizationPercentage": 50}},
+        _preload_content=False,
+    )  # fmt: skip
+    assert v2_metrics()[0]["resource"]["target"]["averageUtilization"] == 50
+    listed = json.loads(
+        v1.list_namespaced_horizontal_pod_autoscaler("default", _preload_content=False).data
+    )
+    assert listed["apiVersion"] == "autoscaling/v1"
+    assert [h["spec"]["targetCPUUtilizationPercentage"] for h in listed["items"]] == [50]
+
+
+def test_events_at_core_v1_and_events_k8s_io(api: Any) -> None:
+    events = client.EventsV1Api(api)
+    body = {
+        "metadata": {"name": "ev1"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "skiff.dev/test", "reportingInstance": "test-1",
+        "action": "Testing", "reason": "Tested", "note": "it works", "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+    }  # fmt: skip
+    events.create_namespaced_event("default", body)
+    core = client.CoreV1Api(api).read_namespaced_event("ev1", "default")
+    assert (core.message, core.involved_object.name) == ("it works", "p")
+    again = events.read_namespaced_event("ev1", "default")
+    assert (again.note, again.regarding.name) == ("it works", "p")
