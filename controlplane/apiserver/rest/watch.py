@@ -60,7 +60,7 @@ class LoopFeed:
             pending, self._pending = self._pending, set()
             self._scheduled = False
         for watcher in pending:
-            watcher.ready.set()
+            watcher.wake()
 
 
 class AsyncWatcher(Watcher):
@@ -72,7 +72,7 @@ class AsyncWatcher(Watcher):
         self._feed = feed
         self._items: collections.deque[WatchItem] = collections.deque()
         self._limit = self._queue.maxsize
-        self.ready = asyncio.Event()
+        self._waiter: asyncio.Future[bool] | None = None
 
     def offer(self, dispatch: _Dispatch) -> None:
         if self.stopped:
@@ -94,6 +94,26 @@ class AsyncWatcher(Watcher):
             self.stopped = True
             self._feed.wake(self)
         self._broadcaster.unregister(self)
+
+    def wake(self, woken: bool = True) -> None:
+        """On the loop: end the current wait (woken=False: it timed out)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(woken)
+
+    async def wait(self, timeout: float) -> bool:
+        """Until there is something to take (True) or `timeout` passed (False).
+        One future per wait and no task: cheap for many idle watchers."""
+        loop = asyncio.get_running_loop()
+        self._waiter = waiter = loop.create_future()
+        if self._items or self.stopped:
+            return True
+        timer = loop.call_later(timeout, self.wake, False)
+        try:
+            return bool(await waiter)
+        finally:
+            timer.cancel()
+            self._waiter = None
 
     def take(self) -> list[WatchItem]:
         items = []
@@ -230,17 +250,12 @@ async def _follow(
             watcher.sent_rev = items[-1].rev
             await response.write(b"".join(line(i) for i in items))
             continue
-        watcher.ready.clear()
-        if watcher._items or watcher.stopped:
-            continue
         left = deadline - loop.time()
         if left <= 0:
             return
-        try:
-            await asyncio.wait_for(watcher.ready.wait(), min(interval, left))
-        except TimeoutError:
-            if watcher.allow_bookmarks:
-                rev = call.server.broadcaster.progress(watcher)
-                if rev is not None and rev > watcher.sent_rev:
-                    watcher.sent_rev = rev
-                    await response.write(_bookmark(call, rev))
+        woken = await watcher.wait(min(interval, left))
+        if not woken and watcher.allow_bookmarks:
+            rev = call.server.broadcaster.progress(watcher)
+            if rev is not None and rev > watcher.sent_rev:
+                watcher.sent_rev = rev
+                await response.write(_bookmark(call, rev))
