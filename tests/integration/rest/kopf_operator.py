@@ -16,13 +16,15 @@ core: Any = kubernetes.client.CoreV1Api()
 
 
 @kopf.on.create("configmaps", labels={"skiff-test": "source"})
-def create_copy(body: Any, name: str, namespace: str, **_: Any) -> dict[str, str]:
+def create_copy(body: Any, name: str, namespace: str | None, **_: Any) -> dict[str, str]:
     copy = {"metadata": {"name": f"{name}-copy"}, "data": dict(body.get("data") or {})}
     kopf.append_owner_reference(copy)  # not adopt(): that copies the labels too
-    core.create_namespaced_config_map(namespace, copy)
+    core.create_namespaced_config_map(namespace or "default", copy)
     return {"copy": f"{name}-copy"}
 
 
 @kopf.on.update("configmaps", labels={"skiff-test": "source"}, field="data")
-def update_copy(new: Any, name: str, namespace: str, **_: Any) -> None:
-    core.patch_namespaced_config_map(f"{name}-copy", namespace, {"data": dict(new or {})})
+def update_copy(new: Any, name: str, namespace: str | None, **_: Any) -> None:
+    core.patch_namespaced_config_map(
+        f"{name}-copy", namespace or "default", {"data": dict(new or {})}
+    )

@@ -25,7 +25,7 @@ def test_kopf_operator_reconciles(cluster: Cluster, tmp_path: Path) -> None:
     kopf = shutil.which("kopf", path=str(Path(sys.executable).parent))
     assert kopf is not None
     registry = cluster.running.server.registry
-    log = (tmp_path / "kopf.log").open("wb")  # noqa: SIM115 (the child writes it)
+    log = (tmp_path / "kopf.log").open("wb")
     proc = subprocess.Popen(
         [kopf, "run", str(OPERATOR), "--standalone", "--namespace", "default"],
         stdout=log, stderr=subprocess.STDOUT, env=cluster.env(),
