@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from controlplane.api import jsoncodec
-from controlplane.apiserver.auth import Identity, TokenAuthority
+from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
     discovery,
@@ -24,6 +24,7 @@ from controlplane.apiserver.rest import (
     objects,
     optional,
     patch,
+    reviews,
     streams,
     subresources,
     watch,
@@ -105,26 +106,6 @@ def _openapi(segments: list[str], path: str) -> web.StreamResponse:
     raise _not_found(path)
 
 
-def _whoami(who: Identity) -> web.Response:
-    groups = ["system:authenticated"]
-    if who.admin:
-        groups.insert(0, "system:masters")
-    if who.node:
-        groups.insert(0, "system:nodes")
-    return web.Response(
-        status=201,
-        body=jsoncodec.dumps(
-            {
-                "kind": "SelfSubjectReview",
-                "apiVersion": "authentication.k8s.io/v1",
-                "metadata": {"creationTimestamp": None},
-                "status": {"userInfo": {"username": who.user, "groups": groups}},
-            }
-        ),
-        content_type="application/json",
-    )
-
-
 def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler, bool]:
     """The handler of a resource request, and whether it is long-running."""
     sub = target.subresource
@@ -191,10 +172,12 @@ async def handle(request: web.Request) -> web.StreamResponse:
         authority = request.app[AUTHORITY]
         assert authority is None or isinstance(authority, TokenAuthority)
         who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+        if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
+            return reviews.whoami(who)
+        if request.method == "POST" and request.path == reviews.ACCESS_PATH:
+            return await reviews.access_review(request, who)
         target = resolve(segments)
         if target is None:
-            if request.path.startswith("/apis/authentication.k8s.io/v1/selfsubjectreviews"):
-                return _whoami(who)
             return _discovery(request, segments)
         handler, long_running = _handler(target, request.method, request)
         if not long_running:

@@ -13,6 +13,7 @@ from typing import Any
 
 from controlplane.api.kinds import KindInfo
 from controlplane.apiserver.rest.paths import every_kind, kinds_at, served_versions
+from controlplane.apiserver.rest.reviews import RESOURCES
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 # The kinds Kubernetes puts in the `all` category (`kubectl get all`).
@@ -38,8 +39,6 @@ EXTRA_SUBRESOURCES: dict[tuple[str, str], tuple[list[str], str, str, str]] = {
     ("Pod", "attach"): (["create", "get"], "", "", "PodAttachOptions"),
     ("Pod", "portforward"): (["create", "get"], "", "", "PodPortForwardOptions"),
 }
-# Groups served beside the kinds' own (not resource kinds of the table).
-AUTHENTICATION = "authentication.k8s.io/v1"
 
 
 def version() -> dict[str, Any]:
@@ -74,7 +73,9 @@ def _groups() -> dict[str, list[str]]:
                 versions = groups.setdefault(group, [])
                 if ver not in versions:
                     versions.append(ver)
-    groups.setdefault("authentication.k8s.io", ["v1"])
+    for group_version in RESOURCES:
+        name, _, ver = group_version.partition("/")
+        groups.setdefault(name, [ver])
     return groups
 
 
@@ -129,17 +130,10 @@ def _subresource(
 
 
 def resource_list(group_version: str) -> dict[str, Any] | None:
-    if group_version == AUTHENTICATION:
-        resources = [
-            {
-                "name": "selfsubjectreviews",
-                "singularName": "selfsubjectreview",
-                "namespaced": False,
-                "kind": "SelfSubjectReview",
-                "verbs": ["create"],
-            }
-        ]
-        return {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
+    review = RESOURCES.get(group_version)
+    if review is not None:
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+                "resources": [review]}  # fmt: skip
     served = kinds_at(group_version)
     if not served:
         return None

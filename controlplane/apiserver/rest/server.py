@@ -115,4 +115,6 @@ class RestServer:
             log.warning("the REST API did not stop cleanly")
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
+        if not self._thread.is_alive():
+            self.loop.close()
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -164,10 +164,18 @@ def test_get_watch_streams_changes(cluster: Cluster) -> None:
         proc.wait()
 
 
-def test_auth_whoami_and_bad_token(cluster: Cluster, tmp_path: Path) -> None:
-    who = cluster.kubectl("auth", "whoami", "-o", "json", check=False)
-    if who.returncode == 0:
-        assert json.loads(who.stdout)["status"]["userInfo"]["username"] == "admin"
+def test_auth_whoami_can_i_and_bad_token(cluster: Cluster, tmp_path: Path) -> None:
+    who = json.loads(cluster.kubectl("auth", "whoami", "-o", "json").stdout)
+    assert who["status"]["userInfo"]["username"] == "admin"
+    assert cluster.kubectl("auth", "can-i", "delete", "deployments").stdout.strip() == "yes"
+    node = cluster.running.server.authority
+    assert node is not None
+    as_node = tmp_path / "node"
+    as_node.write_text(cluster.kubeconfig.read_text().replace(
+        cluster.running.admin.token, node.node_token("n1")))  # fmt: skip
+    denied = cluster.kubectl("--kubeconfig", str(as_node), "auth", "can-i", "delete", "pods",
+                             check=False)  # fmt: skip
+    assert denied.stdout.split()[0] == "no"
     bad = tmp_path / "bad"
     bad.write_text(cluster.kubeconfig.read_text().replace("token: skiff-admin.", "token: x"))
     denied = cluster.kubectl("--kubeconfig", str(bad), "get", "pods", check=False)
