@@ -32,7 +32,12 @@ from controlplane.apiserver.rest import (
 from controlplane.apiserver.rest.body import MAX_BODY
 from controlplane.apiserver.rest.context import Call, Server
 from controlplane.apiserver.rest.paths import Target, resolve
-from controlplane.apiserver.rest.status import MethodNotAllowed, TooManyRequests, error_response
+from controlplane.apiserver.rest.status import (
+    HttpError,
+    MethodNotAllowed,
+    TooManyRequests,
+    error_response,
+)
 from controlplane.client import errors
 
 log = logging.getLogger(__name__)
@@ -191,6 +196,9 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if target is not None:
             return error_response(err, target.info.plural, target.name, target.group)
         return error_response(err)
+    except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
+        log.exception("http %s %s failed", request.method, request.path_qs)
+        return error_response(HttpError(f"internal error: {err}"))
     finally:
         if counted:
             limiter.current -= 1

@@ -7,6 +7,7 @@ stored JSON with the resourceVersion written in, never re-encoded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -95,7 +96,11 @@ async def delete_options(call: Call) -> DeleteOptions:
     opts: dict[str, Any] = {}
     if raw.strip():
         opts = body.as_object(body.decode(raw, body.media_type(call.request)), "DeleteOptions")
-    q = call.request.query
+    return parse_delete_options(opts, call.request.query)
+
+
+def parse_delete_options(opts: dict[str, Any], q: Mapping[str, str]) -> DeleteOptions:
+    """DeleteOptions from a body's fields and the query (which wins)."""
     grace: Any = q.get("gracePeriodSeconds", opts.get("gracePeriodSeconds"))
     policy = q.get("propagationPolicy", opts.get("propagationPolicy"))
     orphan = q.get("orphanDependents", opts.get("orphanDependents"))

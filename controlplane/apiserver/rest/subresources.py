@@ -18,11 +18,10 @@ from controlplane.api import jsoncodec
 from controlplane.apiserver.registry import PodBinding
 from controlplane.apiserver.rest import body
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import json_response
+from controlplane.apiserver.rest.objects import json_response, parse_delete_options
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
 from controlplane.apiserver.rest.status import BadRequest, MethodNotAllowed, success
 from controlplane.client.errors import ApiError, Invalid
-from controlplane.client.interface import DeleteOptions
 
 
 def _replicas(scale: Any) -> int:
@@ -85,13 +84,7 @@ async def eviction(call: Call) -> web.StreamResponse:
     opts = doc.get("deleteOptions") or {}
     if not isinstance(opts, dict):
         raise BadRequest("deleteOptions: must be an object")
-    pre = opts.get("preconditions") or {}
-    options = DeleteOptions(
-        grace_period_seconds=opts.get("gracePeriodSeconds"),
-        propagation_policy=opts.get("propagationPolicy"),
-        precondition_uid=pre.get("uid") if isinstance(pre, dict) else None,
-        precondition_resource_version=pre.get("resourceVersion") if isinstance(pre, dict) else None,
-    )
+    options = parse_delete_options(opts, {})
     dry_run = call.dry_run()
     await call.server.run(
         call.registry.delete, "Pod", t.name, call.namespace, options, call.who, dry_run

@@ -161,3 +161,19 @@ def test_events_at_core_v1_and_events_k8s_io(api: Any) -> None:
     assert (core.message, core.involved_object.name) == ("it works", "p")
     again = events.read_namespaced_event("ev1", "default")
     assert (again.note, again.regarding.name) == ("it works", "p")
+
+
+def test_eviction_and_binding(api: Any) -> None:
+    core = client.CoreV1Api(api)
+    pod = {"metadata": {"name": "evicted"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                    "schedulerName": "nobody"}}  # fmt: skip
+    core.create_namespaced_pod("default", pod)
+    binding = {"metadata": {"name": "evicted"}, "target": {"kind": "Node", "name": "n9"}}
+    core.create_namespaced_pod_binding("evicted", "default", binding, _preload_content=False)
+    assert core.read_namespaced_pod("evicted", "default").spec.node_name == "n9"
+    eviction = {"metadata": {"name": "evicted"}, "deleteOptions": {"gracePeriodSeconds": 0}}
+    core.create_namespaced_pod_eviction("evicted", "default", eviction, _preload_content=False)
+    with pytest.raises(client.ApiException) as gone:
+        core.read_namespaced_pod("evicted", "default")
+    assert gone.value.status == 404
