@@ -12,6 +12,7 @@ are handed to aiohttp. This module never parses a request.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -71,6 +72,10 @@ class FrontDoor(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            # Small messages (watch events) go out at once, relayed ones too.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         ssl_object = transport.get_extra_info("ssl_object")
         if ssl_object is not None:
             if ssl_object.selected_alpn_protocol() == "h2":
