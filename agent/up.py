@@ -58,6 +58,7 @@ from agent.pod_cgroups import remove_empty_tree
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
+from controlplane.client.kubeconfig import write_private
 
 log = logging.getLogger("skiff.up")
 
@@ -512,11 +513,12 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         _wait(f"node {args.node_name} to be Ready", node_ready, rt.check, stop)
         shutil.copyfile(admin_conf, lay.data_dir / "admin.conf")
         os.chmod(lay.data_dir / "admin.conf", 0o600)
+        write_private(lay.data_dir / "kubeconfig", (admin_conf.parent / "kubeconfig").read_text())
         print(
             f"skiff is up: node {args.node_name} is Ready.\n"
-            f"  export SKIFF_CONFIG={lay.data_dir / 'admin.conf'}\n"
-            f"  skiffctl get nodes\n"
-            f"  skiffctl apply -f examples/nginx-deployment.yaml\n"
+            f"  export KUBECONFIG={lay.data_dir / 'kubeconfig'}\n"
+            f"  kubectl get nodes\n"
+            f"  kubectl apply -f examples/nginx-deployment.yaml   (skiffctl reads it too)\n"
             f"Logs: {lay.log_dir}/{{controlplane,runtime,agent}}.log. Ctrl-C stops skiff.",
             flush=True,
         )

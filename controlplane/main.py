@@ -1,9 +1,12 @@
 """`skiff controlplane`: run the API server (and, later, scheduler and controllers).
 
 Opens the store (SQLite under --data-dir, or etcd), makes sure the PKI,
-token secret, `<data-dir>/admin.conf` (admin credential) and
-`<data-dir>/join-token` exist, serves the API over TLS on --listen, then
-starts the in-process components (scheduler, controllers) with an admin client.
+token secret, `<data-dir>/admin.conf` (admin credential for skiff's
+clients), `<data-dir>/kubeconfig` (the same credential as a standard
+kubeconfig, for kubectl) and `<data-dir>/join-token` exist, serves the API
+over TLS on --listen (the Kubernetes REST API, and skiff's gRPC API on the
+same port; --grpc-listen adds a port of gRPC's own), then starts the
+in-process components (scheduler, controllers) with an admin client.
 SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
 refusal to start (exit status 1), never a silent reset.
 """
@@ -25,6 +28,7 @@ from typing import Any
 from controlplane.apiserver.server import ApiServer, ApiServerConfig
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.config import ClientConfig, write_config
+from controlplane.client.kubeconfig import write_kubeconfig
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 
 log = logging.getLogger("skiff.controlplane")
@@ -54,7 +58,16 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="skiff controlplane", description=__doc__)
-    p.add_argument("--listen", default=DEFAULT_LISTEN, help="HOST:PORT to serve the API on")
+    p.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        help="HOST:PORT to serve the API on (Kubernetes REST, and gRPC on the same port)",
+    )
+    p.add_argument(
+        "--grpc-listen",
+        default="",
+        help="HOST:PORT to serve skiff's gRPC API on directly as well (admin.conf names it)",
+    )
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="state directory")
     p.add_argument("--store", choices=("sqlite", "etcd"), default="sqlite")
     p.add_argument(
@@ -121,8 +134,14 @@ def _advertise(listen: str, port: int, advertise: str) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def write_credentials(data_dir: Path, server: str, ca_pem: bytes, admin: str, join: str) -> None:
-    write_config(data_dir / "admin.conf", ClientConfig(server=server, ca_pem=ca_pem, token=admin))
+def write_credentials(
+    data_dir: Path, server: str, ca_pem: bytes, admin: str, join: str, grpc: str = ""
+) -> None:
+    """admin.conf names the gRPC address, the kubeconfig the REST one."""
+    write_config(
+        data_dir / "admin.conf", ClientConfig(server=grpc or server, ca_pem=ca_pem, token=admin)
+    )
+    write_kubeconfig(data_dir / "kubeconfig", server, ca_pem, admin, grpc)
     path = data_dir / "join-token"
     fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -177,7 +196,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         raise StartError(str(err)) from err
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
                              bookmark_interval=args.bookmark_interval,
-                             max_workers=args.max_workers)  # fmt: skip
+                             max_workers=args.max_workers, rest=True,
+                             grpc_listen=args.grpc_listen)  # fmt: skip
     server = ApiServer(store, config, pki)
     try:
         port = server.start()
@@ -186,17 +206,22 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         raise StartError(str(err)) from err
     assert server.authority is not None
     address = _advertise(args.listen, port, args.advertise_address)
-    admin = ClientConfig(address, pki.ca_pem, server.authority.admin_token(),
+    grpc_address = ""
+    if args.grpc_listen:
+        grpc_host = _advertise(args.listen, port, args.advertise_address).rsplit(":", 1)[0]
+        grpc_address = f"{grpc_host}:{server.grpc_port}"
+    admin = ClientConfig(grpc_address or address, pki.ca_pem, server.authority.admin_token(),
                          data_dir / "admin.conf")  # fmt: skip
     join_token = server.authority.join_token()
-    write_credentials(data_dir, address, pki.ca_pem, admin.token, join_token)
+    write_credentials(data_dir, address, pki.ca_pem, admin.token, join_token, grpc_address)
     log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event())  # fmt: skip
     if not {"scheduler", "controllers"} <= set(args.disable):
         from controlplane.client.apiclient import connect
 
-        running.client = connect(admin)
+        # In-process components reach the gRPC server on its private socket.
+        running.client = connect(ClientConfig(f"unix:{server.grpc_socket}", token=admin.token))
         start_components(running.client, running.stop_event, args)
     return running
 

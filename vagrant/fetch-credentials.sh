@@ -24,4 +24,5 @@ fetch() {  # fetch REMOTE_PATH LOCAL_NAME
 fetch pki/ca.crt ca.crt
 fetch admin.conf admin.conf
 fetch join-token join-token
-echo "credentials in $(pwd)/.cluster; now: SKIFF_CONFIG=$(pwd)/.cluster/admin.conf skiffctl get nodes"
+fetch kubeconfig kubeconfig
+echo "credentials in $(pwd)/.cluster; now: KUBECONFIG=$(pwd)/.cluster/kubeconfig kubectl get nodes"

@@ -289,7 +289,9 @@ class Registry:
         problems = validation.validate(info.key, obj, old)
         if problems:
             name = _meta(obj).get("name") or _meta(obj).get("generateName") or ""
-            raise Invalid(f'{info.kind} "{name}" is invalid: ' + "; ".join(problems))
+            err = Invalid(f'{info.kind} "{name}" is invalid: ' + "; ".join(problems))
+            err.causes = list(problems)  # type: ignore[attr-defined]  # "path: problem" each
+            raise err
 
     def _check_namespace_open(self, info: KindInfo, namespace: str) -> None:
         if not info.namespaced:
@@ -348,9 +350,14 @@ class Registry:
         namespace: str | None = None,
         identity: Identity = SYSTEM,
         copy_input: bool = True,
+        dry_run: bool = False,
     ) -> Stored:
-        """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one."""
-        return self._store_new(self._prepare_create(kind, obj, namespace, identity, copy_input))
+        """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one.
+        dry_run: every check and default, nothing stored (revision 0)."""
+        new = self._prepare_create(kind, obj, namespace, identity, copy_input)
+        if dry_run:
+            return encode(new.obj), 0
+        return self._store_new(new)
 
     def create_many(
         self, items: Sequence[tuple[str, Object, str | None]], identity: Identity = SYSTEM
@@ -603,6 +610,7 @@ class Registry:
         subresource: str = "",
         identity: Identity = SYSTEM,
         copy_input: bool = True,
+        dry_run: bool = False,
     ) -> Stored:
         """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one."""
         info = kind_info(kind)
@@ -616,7 +624,7 @@ class Registry:
         client_rv = _rv(meta["resourceVersion"]) if meta.get("resourceVersion") else 0
         return self._write_loop(
             info, ns, name, lambda _old: jsoncodec.clone(obj) if copy_input else obj, subresource,
-            client_rv, identity, "update",
+            client_rv, identity, "update", dry_run,
         )  # fmt: skip
 
     def patch(
@@ -627,19 +635,38 @@ class Registry:
         namespace: str | None = None,
         subresource: str = "",
         identity: Identity = SYSTEM,
+        dry_run: bool = False,
     ) -> Stored:
-        info = kind_info(kind)
+        """A JSON merge patch (RFC 7386)."""
         if not isinstance(patch, dict):
             raise Invalid("patch: a JSON merge patch must be a JSON object")
-        ns = self._namespace(info, namespace, None)
-        pmeta = patch.get("metadata") or {}
-        client_rv = _rv(pmeta["resourceVersion"]) if pmeta.get("resourceVersion") else 0
 
         def build(old: Object) -> Object:
             merged: Object = merge_patch(old, patch)
             return merged
 
-        return self._write_loop(info, ns, name, build, subresource, client_rv, identity, "patch")
+        return self.patch_with(kind, name, build, namespace, subresource, identity, dry_run)
+
+    def patch_with(
+        self,
+        kind: str,
+        name: str,
+        build: Callable[[Object], Object],
+        namespace: str | None = None,
+        subresource: str = "",
+        identity: Identity = SYSTEM,
+        dry_run: bool = False,
+    ) -> Stored:
+        """Any patch, given as `build(old) -> new` (which must not change `old`).
+
+        It runs inside the write loop, on the stored object as read at each
+        attempt, so every patch type gets the same validation, admission,
+        authorization and conflict handling. A resourceVersion the patch
+        result carries (in metadata) is a precondition, as in Kubernetes.
+        """
+        info = kind_info(kind)
+        ns = self._namespace(info, namespace, None)
+        return self._write_loop(info, ns, name, build, subresource, -1, identity, "patch", dry_run)
 
     def _write_loop(
         self,
@@ -651,7 +678,10 @@ class Registry:
         client_rv: int,
         identity: Identity,
         verb: str,
+        dry_run: bool = False,
     ) -> Stored:
+        """client_rv: the resourceVersion the write must find (0: any); -1: the
+        one the built object names, if any (patches)."""
         if subresource not in ("", "status"):
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
         if subresource == "status" and not info.has_status:
@@ -659,7 +689,7 @@ class Registry:
         key = object_key(info, ns, name)
         for _ in range(MAX_RETRIES):
             old, cur_rev = self._read(info, ns, name)
-            if client_rv and client_rv != cur_rev:
+            if client_rv > 0 and client_rv != cur_rev:
                 raise _conflict(info, name, cur_rev)
             full_verb = f"{verb}_status" if subresource else verb
             requested = build(old)  # builders never change `old` (merge_patch copies)
@@ -667,9 +697,15 @@ class Registry:
                 raise Invalid("object: must be a JSON object")
             # The requested object too: some node writes are allowed for what they change.
             authorize(identity, full_verb, info, ns, name, old, requested)
+            precondition = client_rv
+            if client_rv < 0:
+                wanted = _meta(requested).get("resourceVersion")
+                precondition = _rv(wanted) if wanted else 0
+                if precondition and precondition != cur_rev:
+                    raise _conflict(info, name, cur_rev)
             new = self._prepare_update(info, old, requested, subresource)
-            if new == old:
-                return encode(old), cur_rev
+            if new == old or dry_run:
+                return encode(new), cur_rev
             new_meta = new["metadata"]
             try:
                 held = bool(new_meta.get("finalizers")) or (
@@ -685,7 +721,7 @@ class Registry:
                 data = encode(new)
                 return data, self.store.update(key, data, cur_rev)
             except RevisionMismatch as err:
-                if client_rv:
+                if precondition > 0:
                     raise _conflict(info, name, err.current) from err
             except KeyNotFound as err:
                 raise NotFound(f'{info.resource} "{name}" not found') from err
@@ -868,7 +904,9 @@ class Registry:
         namespace: str | None = None,
         options: DeleteOptions | None = None,
         identity: Identity = SYSTEM,
+        dry_run: bool = False,
     ) -> Stored | None:
+        """The object as it stays (being deleted), or None when it is gone."""
         info = kind_info(kind)
         options = options or DeleteOptions()
         ns = self._namespace(info, namespace, None)
@@ -903,6 +941,8 @@ class Registry:
                 )
             authorize(identity, "delete", info, ns, name, old, None)
             new = self._deletion_state(info, old, options, policy)
+            if dry_run:
+                return None if new is None else (encode(new), cur_rev)
             try:
                 if new is None:
                     self.store.delete(key, cur_rev)

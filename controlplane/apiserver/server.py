@@ -1,18 +1,23 @@
-"""Assembles the API server: store → registry → broadcaster → gRPC.
+"""Assembles the API server: store → registry → broadcaster → gRPC and REST.
 
 `ApiServer(config).start()` opens nothing itself: it is handed a Store, makes
 sure the built-in objects exist (namespaces default, kube-system,
 kube-public, kube-node-lease; the system-* PriorityClasses; the default
 StorageClass `local-path`), starts the watch
 broadcaster and the namespace cleaner, and serves the Objects and Auth
-services on `config.listen`, with TLS when given a Pki. It never opens the
-store or writes credentials (see controlplane.main).
+services on `config.listen`, with TLS when given a Pki. With `config.rest`
+the Kubernetes REST API serves `config.listen` and gRPC clients reaching it
+are relayed to the gRPC server on a private unix socket (one port for both;
+see rest/frontdoor.py); `config.grpc_listen` adds a direct gRPC port. It
+never opens the store or writes credentials (see controlplane.main).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import shutil
+import tempfile
 from concurrent import futures
 from dataclasses import dataclass
 
@@ -22,6 +27,7 @@ from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_ad
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.registry import Registry
+from controlplane.apiserver.rest.server import RestServer
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.storage_admission import ensure_local_path_class
 from controlplane.apiserver.tls import Pki
@@ -44,6 +50,8 @@ class ApiServerConfig:
     watch_queue: int = 10_000
     bookmark_interval: float = 5.0
     namespace_retry: float = 1.0
+    rest: bool = False  # serve the Kubernetes REST API on `listen` (gRPC behind it)
+    grpc_listen: str = ""  # with rest: also serve gRPC directly here
 
 
 class ApiServer:
@@ -56,7 +64,11 @@ class ApiServer:
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
         self._server: grpc.Server | None = None
+        self.rest: RestServer | None = None
         self.port = 0
+        self.grpc_port = 0  # the direct gRPC port (grpc_listen), if any
+        self.grpc_socket = ""  # with rest: the gRPC server's private unix socket
+        self._socket_dir = ""
 
     def bootstrap(self) -> None:
         """Create the built-in objects that are missing."""
@@ -112,17 +124,34 @@ class ApiServer:
         api_pb2_grpc.add_AuthServicer_to_server(
             AuthServicer(self.authority, self.pki.ca_pem if self.pki else b""), server
         )
-        if self.pki is not None:
-            creds = grpc.ssl_server_credentials([(self.pki.key_pem, self.pki.cert_pem)])
-            self.port = server.add_secure_port(self.config.listen, creds)
+        if self.config.rest:
+            self._socket_dir = tempfile.mkdtemp(prefix="skiff-grpc-")  # mode 0700
+            self.grpc_socket = f"{self._socket_dir}/grpc.sock"
+            server.add_insecure_port(f"unix:{self.grpc_socket}")
+            if self.config.grpc_listen:
+                self.grpc_port = self._add_port(server, self.config.grpc_listen)
         else:
-            self.port = server.add_insecure_port(self.config.listen)
-        if self.port == 0:
-            raise OSError(f"cannot listen on {self.config.listen}")
+            self.port = self._add_port(server, self.config.listen)
         server.start()
         self._server = server
+        if self.config.rest:
+            self.rest = RestServer(
+                self.registry, self.broadcaster, self.authority, self.config.listen, self.pki,
+                self.grpc_socket,
+            )  # fmt: skip
+            self.port = self.rest.start()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)
         return self.port
+
+    def _add_port(self, server: grpc.Server, listen: str) -> int:
+        if self.pki is not None:
+            creds = grpc.ssl_server_credentials([(self.pki.key_pem, self.pki.cert_pem)])
+            port = server.add_secure_port(listen, creds)
+        else:
+            port = server.add_insecure_port(listen)
+        if port == 0:
+            raise OSError(f"cannot listen on {listen}")
+        return port
 
     def wait(self) -> None:
         if self._server is not None:
@@ -132,9 +161,15 @@ class ApiServer:
         # Watch streams end first (cleanly: clients re-watch elsewhere or later),
         # then in-flight unary calls get `grace` seconds.
         self.broadcaster.stop()
+        if self.rest is not None:
+            self.rest.stop()
+            self.rest = None
         if self._server is not None:
             self._server.stop(grace)
         self.cleaner.stop()
         if self._server is not None:
             self._server.wait_for_termination(grace + 1)
             self._server = None
+        if self._socket_dir:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = ""

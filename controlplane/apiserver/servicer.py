@@ -20,6 +20,7 @@ import grpc
 
 from controlplane.api import jsoncodec
 from controlplane.apiserver.auth import Identity, TokenAuthority, authorize
+from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.registry import (
     ListResult,
     PodBinding,
@@ -64,9 +65,7 @@ def status_code(err: errors.ApiError) -> grpc.StatusCode:
 def _token(context: grpc.ServicerContext) -> str:
     for key, value in context.invocation_metadata():
         if key == "authorization":
-            text = value.decode() if isinstance(value, bytes) else str(value)
-            if text.lower().startswith("bearer "):
-                return text[7:].strip()
+            return bearer_token(value.decode() if isinstance(value, bytes) else str(value))
     return ""
 
 
@@ -115,15 +114,7 @@ class _Base:
         self.authority = authority
 
     def identify(self, context: grpc.ServicerContext) -> Identity:
-        if self.authority is None:
-            return Identity("admin", admin=True)
-        token = _token(context)
-        if not token:
-            raise errors.Unauthenticated("no bearer token (authorization: Bearer TOKEN)")
-        identity = self.authority.authenticate(token)
-        if identity is None:
-            raise errors.Unauthenticated("invalid bearer token")
-        return identity
+        return authenticate(self.authority, _token(context))
 
 
 def _rpc(

@@ -51,7 +51,8 @@ class WatchItem:
     type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
     data: bytes
     rev: int
-    wire: Any = None
+    wire: Any = None  # the gRPC message, built once
+    line: bytes | None = None  # the REST watch event line, built once
 
 
 class _Dispatch:
@@ -372,8 +373,12 @@ class Broadcaster:
         selectors: Selectors,
         resource_version: int | None,
         allow_bookmarks: bool = True,
+        factory: Callable[..., Watcher] = Watcher,
     ) -> Watcher:
-        """A watcher of events after resource_version (None: from now)."""
+        """A watcher of events after resource_version (None: from now).
+
+        `factory` makes the watcher (called as Watcher is): the REST API's
+        watchers deliver into its event loop instead of a blocking queue."""
         if not self._healthy.is_set():
             raise Unavailable("the watch cache is not ready")
         if resource_version is None:
@@ -392,7 +397,7 @@ class Broadcaster:
         with self._lock:
             last = self._last
             after = resource_version
-            watcher = Watcher(
+            watcher = factory(
                 self, info, namespace, selectors, after, allow_bookmarks, self.max_queue
             )
             group = self._group(watcher, create=True)

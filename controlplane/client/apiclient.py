@@ -149,9 +149,11 @@ class GrpcApiClient:
         self.config = config
         self.timeout = timeout
         self._channel = open_channel(config)
-        # Sent only over TLS: a plaintext channel (no CA) carries no token.
+        # Sent only over TLS or a unix socket (the control plane's own
+        # components): a plaintext network channel carries no token.
+        private = bool(config.ca_pem) or config.server.startswith("unix:")
         self._metadata: tuple[tuple[str, str], ...] = (
-            (("authorization", f"Bearer {config.token}"),) if config.token and config.ca_pem else ()
+            (("authorization", f"Bearer {config.token}"),) if config.token and private else ()
         )
         self._stub = api_pb2_grpc.ObjectsStub(self._channel)
         self._auth = api_pb2_grpc.AuthStub(self._channel)

@@ -6,11 +6,17 @@ Format (YAML, one mapping):
     certificate-authority-data: <base64 of the CA certificate PEM>
     token: <bearer token>
 
+A standard kubeconfig (what kubectl reads) is accepted too: its current
+context's cluster, CA and token, and the gRPC address its `skiff.dev/grpc`
+extension names (controlplane.client.kubeconfig).
+
 `find_config_path()` applies the lookup order skiffctl and every client use:
-an explicit `--config FILE`, else `$SKIFF_CONFIG`, else `~/.skiff/config`,
-else `/etc/skiff/admin.conf`. The control plane writes `<data-dir>/admin.conf`
-in this format on first start (`write_config`). This module only reads and
-writes the file; it never opens a connection (see `apiclient.connect`).
+an explicit `--config FILE`, else `$SKIFF_CONFIG`, else `$KUBECONFIG` (its
+first file), else `~/.skiff/config`, else `~/.kube/config`, else
+`/etc/skiff/admin.conf`. The control plane writes `<data-dir>/admin.conf`
+in this format on first start (`write_config`), and `<data-dir>/kubeconfig`
+beside it. This module only reads and writes the file; it never opens a
+connection (see `apiclient.connect`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from pathlib import Path
 import yaml
 
 ENV_VAR = "SKIFF_CONFIG"
+KUBECONFIG_VAR = "KUBECONFIG"
 USER_CONFIG = Path("~/.skiff/config")
+USER_KUBECONFIG = Path("~/.kube/config")
 SYSTEM_CONFIG = Path("/etc/skiff/admin.conf")
 
 
@@ -55,7 +63,11 @@ def candidate_paths(explicit: str | os.PathLike[str] | None = None) -> list[Path
     env = os.environ.get(ENV_VAR)
     if env:
         paths.append(Path(env))
+    kube = [p for p in os.environ.get(KUBECONFIG_VAR, "").split(os.pathsep) if p]
+    if kube:
+        paths.append(Path(kube[0]))
     paths.append(USER_CONFIG.expanduser())
+    paths.append(USER_KUBECONFIG.expanduser())
     paths.append(SYSTEM_CONFIG)
     return paths
 
@@ -81,7 +93,9 @@ def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
         if path.is_file():
             return path
     tried = ", ".join(str(p) for p in candidate_paths())
-    raise ConfigError(f"no credential file found (tried --config, ${ENV_VAR}, {tried})")
+    raise ConfigError(
+        f"no credential file found (tried --config, ${ENV_VAR}, ${KUBECONFIG_VAR}, {tried})"
+    )
 
 
 def parse_config(data: Mapping[str, object], path: Path | None = None) -> ClientConfig:
@@ -115,6 +129,10 @@ def load_config(
         raise ConfigError(f"cannot read credential file {path}: {err}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"credential file {path}: expected a mapping")
+    from controlplane.client import kubeconfig
+
+    if kubeconfig.is_kubeconfig(data):
+        return kubeconfig.parse_kubeconfig(data, path).with_server(server)
     return parse_config(data, path).with_server(server)
 
 
@@ -129,11 +147,6 @@ def dump_config(config: ClientConfig) -> str:
 
 def write_config(path: Path, config: ClientConfig) -> None:
     """Write atomically with mode 0600 (the file holds a secret)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(dump_config(config))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    from controlplane.client.kubeconfig import write_private
+
+    write_private(path, dump_config(config))

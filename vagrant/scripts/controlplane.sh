@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start the control plane on this VM and publish what nodes and the host need
-# (join token, CA certificate, admin credential) in the synced folder:
+# (join token, CA certificate, admin credential, kubeconfig) in the synced folder:
 # /skiff/vagrant/.cluster/. Usage: controlplane.sh ADVERTISE_IP
 set -euo pipefail
 
@@ -33,8 +33,12 @@ mkdir -p "$OUT"
 install -m 0600 "$DATA/join-token" "$OUT/join-token.tmp"
 install -m 0644 "$DATA/pki/ca.crt" "$OUT/ca.crt.tmp"
 install -m 0600 "$DATA/admin.conf" "$OUT/admin.conf.tmp"
+install -m 0600 "$DATA/kubeconfig" "$OUT/kubeconfig.tmp"
 mv -f "$OUT/ca.crt.tmp" "$OUT/ca.crt"
 mv -f "$OUT/admin.conf.tmp" "$OUT/admin.conf"
+mv -f "$OUT/kubeconfig.tmp" "$OUT/kubeconfig"
 mv -f "$OUT/join-token.tmp" "$OUT/join-token"
 install -m 0600 "$DATA/admin.conf" /etc/skiff/admin.conf
-echo "controlplane.sh: serving on $IP:6443; credentials in $OUT"
+install -d -m 0700 /root/.kube
+install -m 0600 "$DATA/kubeconfig" /root/.kube/config
+echo "controlplane.sh: serving on $IP:6443 (Kubernetes REST and gRPC); credentials in $OUT"

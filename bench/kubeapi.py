@@ -1,0 +1,373 @@
+"""Benchmark of the Kubernetes REST API, beside the gRPC figures of the same run.
+
+Runs `skiff controlplane` as a real process (SQLite, TLS, tokens) as
+bench.apiserver does and measures from client processes:
+
+- creates/s with 10 REST clients (one pod per POST, keep-alive HTTPS), and
+  the gRPC one-object-per-call figure with 10 clients, same machine, same run;
+- watch delivery p50/p99 with 100 REST watchers (time from just before the
+  write is sent to the event line arriving at each watcher), and the same
+  with 100 gRPC watchers;
+- `kubectl get pods -A` wall time with 10,000 pods stored (kubectl included);
+- a List of 100,000 pods: paged as client-go's pager does (limit=500, every
+  continue token) and unpaged (one streamed response), each read as bytes
+  (the server's cost) and read and decoded into dicts.
+
+Prints a table, then as its last line one JSON object of figure -> number.
+Usage: python -m bench.kubeapi [--pods 100000] [--kubectl-pods 10000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing as mp
+import os
+import shutil
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.apiserver import Server, pod, preload_pods, throughput, watch_latency  # noqa: E402
+from controlplane.api import jsoncodec  # noqa: E402
+from controlplane.apiserver.rest import optional  # noqa: E402
+
+TARGETS = {
+    "rest_watch_p99_ms": 50.0,
+    "kubectl_get_pods_A_s": 1.5,
+    "rest_list_paged_s": 2.0,
+}
+
+
+class Rest:
+    """A keep-alive HTTPS connection with the kubeconfig's CA and token."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        doc = yaml.safe_load(Path(kubeconfig).read_text())
+        cluster = doc["clusters"][0]["cluster"]
+        import base64
+
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        hostport = cluster["server"].removeprefix("https://")
+        self.host, port = hostport.rsplit(":", 1)
+        self.port = int(port)
+        self.context = ssl.create_default_context(cadata=ca)
+        self.context.check_hostname = False
+        self.token = doc["users"][0]["user"]["token"]
+        self.conn = self.connect()
+
+    def connect(self, timeout: float = 120) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(
+            self.host, self.port, context=self.context, timeout=timeout
+        )
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        data = None if body is None else json.dumps(body).encode()
+        self.conn.request(method, path, data, self.headers())
+        response = self.conn.getresponse()
+        return response.status, response.read()
+
+
+class LeanConnection:
+    """Keep-alive HTTPS requests with as little client work as possible (the
+    figure is the server's): raw request bytes out, Content-Length read back.
+    gRPC's client is C; Python's http.client would cost the shared cores more."""
+
+    def __init__(self, rest: Rest) -> None:
+        raw = socket.create_connection((rest.host, rest.port))
+        self.sock = rest.context.wrap_socket(raw, server_hostname=rest.host)
+        self.head = (f"Host: {rest.host}:{rest.port}\r\nAuthorization: Bearer {rest.token}\r\n"
+                     "Content-Type: application/json\r\n").encode()  # fmt: skip
+        self.buffer = b""
+
+    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        self.sock.sendall(b"POST %s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s" % (
+            path.encode(), self.head, len(body), body))  # fmt: skip
+        while b"\r\n\r\n" not in self.buffer:
+            self.buffer += self.sock.recv(65536)
+        head, _, rest = self.buffer.partition(b"\r\n\r\n")
+        status = int(head[9:12])
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        while len(rest) < length:
+            rest += self.sock.recv(65536)
+        self.buffer = rest[length:]
+        return status, rest[:length]
+
+
+def _rest_create_proc(kubeconfig: str, threads: int, per_client: int, tag: str,
+                      ready: Any, go: Any, out: Any) -> None:  # fmt: skip
+    results: list[tuple[float, float, int]] = []
+    lock = threading.Lock()
+
+    def work(t: int) -> None:
+        conn = LeanConnection(Rest(kubeconfig))
+        bodies = [json.dumps(pod(f"{tag}-{os.getpid()}-{t}-{j}", j)).encode()
+                  for j in range(per_client)]  # fmt: skip
+        go.wait()
+        start = time.perf_counter()
+        for data in bodies:
+            code, body = conn.post("/api/v1/namespaces/bench/pods", data)
+            assert code == 201, body[:300]
+        end = time.perf_counter()
+        with lock:
+            results.append((start, end, per_client))
+
+    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    ready.put(threads)
+    for w in workers:
+        w.join()
+    out.put(results)
+
+
+def rest_creates(kubeconfig: Path, clients: int, per_client: int) -> float:
+    ctx = mp.get_context("spawn")
+    procs_n = min(clients, 4)
+    shares = [clients // procs_n + (1 if i < clients % procs_n else 0) for i in range(procs_n)]
+    ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    tag = uuid.uuid4().hex[:6]
+    procs = [
+        ctx.Process(target=_rest_create_proc,
+                    args=(str(kubeconfig), n, per_client, f"r{tag}{i}", ready, go, out))
+        for i, n in enumerate(shares)
+    ]  # fmt: skip
+    for p in procs:
+        p.start()
+    for _ in procs:
+        ready.get(timeout=120)
+    time.sleep(0.5)  # let every thread reach go.wait(); not a wait for an effect
+    go.set()
+    results: list[tuple[float, float, int]] = []
+    for _ in procs:
+        results += out.get(timeout=600)
+    for p in procs:
+        p.join(30)
+    start = min(r[0] for r in results)
+    end = max(r[1] for r in results)
+    return sum(r[2] for r in results) / (end - start)
+
+
+def _rest_watch_proc(kubeconfig: str, watchers: int, expect: int, ready: Any, out: Any) -> None:
+    latencies: list[float] = []
+    lock = threading.Lock()
+    opened = []
+    for _ in range(watchers):
+        rest = Rest(kubeconfig)
+        conn = rest.connect(timeout=300)
+        conn.request(
+            "GET", "/api/v1/namespaces/rwatch/configmaps?watch=true&resourceVersion=1"
+            "&timeoutSeconds=600", headers=rest.headers(),
+        )  # fmt: skip
+        opened.append(conn.getresponse())
+
+    def read(response: Any) -> None:
+        mine: list[float] = []
+        while len(mine) < expect:
+            line = response.readline()
+            if not line:
+                break
+            now = time.time()
+            event = json.loads(line)
+            if event["type"] != "ADDED":
+                continue
+            mine.append(now - float(event["object"]["metadata"]["annotations"]["sent"]))
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=read, args=(r,)) for r in opened]
+    for t in threads:
+        t.start()
+    ready.put(watchers)
+    for t in threads:
+        t.join(300)
+    out.put(latencies)
+    for r in opened:
+        r.close()
+
+
+def rest_watch_latency(kubeconfig: Path, watchers: int, events: int,
+                       rate: float = 50.0) -> tuple[float, float]:  # fmt: skip
+    ctx = mp.get_context("spawn")
+    ready, out = ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_rest_watch_proc,
+                         args=(str(kubeconfig), watchers // 2, events, ready, out))
+             for _ in range(2)]  # fmt: skip
+    for p in procs:
+        p.start()
+    for _ in procs:
+        ready.get(timeout=120)
+    rest = Rest(str(kubeconfig))
+    interval = 1.0 / rate
+    next_at = time.perf_counter()
+    for i in range(events):
+        next_at += interval
+        delay = next_at - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)  # pacing the writer at `rate`, not waiting for an effect
+        code, _ = rest.request(
+            "POST", "/api/v1/namespaces/rwatch/configmaps",
+            {"metadata": {"name": f"w-{i}", "annotations": {"sent": repr(time.time())}}},
+        )  # fmt: skip
+        assert code == 201
+    latencies: list[float] = []
+    for _ in procs:
+        latencies += out.get(timeout=300)
+    for p in procs:
+        p.join(30)
+    latencies.sort()
+    assert len(latencies) == watchers * events, (len(latencies), watchers * events)
+    return statistics.median(latencies) * 1000, latencies[int(len(latencies) * 0.99) - 1] * 1000
+
+
+def kubectl_get_all(kubeconfig: Path, expect: int) -> float:
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None, "kubectl is not installed"
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(kubeconfig.parent)}
+    subprocess.run([kubectl, "get", "ns"], env=env, check=True, capture_output=True)  # warm
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [kubectl, "get", "pods", "-A", "--no-headers"], env=env, check=True, capture_output=True
+    )
+    elapsed = time.perf_counter() - t0
+    assert done.stdout.count(b"\n") == expect, done.stdout.count(b"\n")
+    return elapsed
+
+
+def _continue_of(body: bytes) -> str:
+    """The list's continue token, read from its head (metadata precedes items)."""
+    head = body[:1024]
+    at = head.find(b'"continue":"')
+    if at < 0:
+        return ""
+    start = at + len(b'"continue":"')
+    return head[start : head.index(b'"', start)].decode()
+
+
+def paged_list(kubeconfig: Path, expect: int) -> dict[str, float]:
+    """Seconds to read the list paged by 500 and unpaged: the bytes alone (what
+    the server costs), and with every page decoded into dicts (orjson)."""
+    rest = Rest(str(kubeconfig))
+    figures: dict[str, float] = {}
+    for decode in (False, True):
+        t0 = time.perf_counter()
+        count, token = 0, ""
+        while True:
+            path = "/api/v1/namespaces/big/pods?limit=500" + (f"&continue={token}" if token else "")
+            code, body = rest.request("GET", path)
+            assert code == 200, body[:300]
+            token = _continue_of(body)
+            count += len(jsoncodec.loads(body)["items"]) if decode else body.count(b'"uid":')
+            if not token:
+                break
+        figures["rest_list_paged_decoded_s" if decode else "rest_list_paged_s"] = (
+            time.perf_counter() - t0
+        )
+        assert count == expect, count
+        t0 = time.perf_counter()
+        code, body = rest.request("GET", "/api/v1/namespaces/big/pods")
+        count = len(jsoncodec.loads(body)["items"]) if decode else body.count(b'"uid":')
+        figures["rest_list_unpaged_decoded_s" if decode else "rest_list_unpaged_s"] = (
+            time.perf_counter() - t0
+        )
+        assert code == 200 and count == expect, count
+    return figures
+
+
+@contextmanager
+def control_plane(work: Path) -> Iterator[Server]:
+    (work / "cp").mkdir(parents=True, exist_ok=True)
+    server = Server(work / "cp", ["--store", "sqlite"])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pods", type=int, default=100_000)
+    parser.add_argument("--kubectl-pods", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="fewer requests (smoke run)")
+    args = parser.parse_args(argv)
+    per_client = 20 if args.quick else 150
+    events = 50 if args.quick else 200
+    figures: dict[str, float] = {}
+    work = Path(tempfile.mkdtemp(prefix="skiff-bench-kubeapi-"))
+    try:
+        with control_plane(work / "a") as server:
+            kubeconfig = server.data_dir / "kubeconfig"
+            rest = Rest(str(kubeconfig))
+            for ns in ("bench", "watch", "rwatch"):
+                rest.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+            grpc_rate = throughput(server.conf, "create", 10, per_client)
+            rest_rate = rest_creates(kubeconfig, 10, per_client)
+            figures["grpc_create_10c_per_s"] = round(grpc_rate, 1)
+            figures["rest_create_10c_per_s"] = round(rest_rate, 1)
+            print(f"  creates, one pod per call, 10 clients: REST {rest_rate:8.1f}/s   "
+                  f"gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
+            p50, p99 = rest_watch_latency(kubeconfig, 100, events)
+            figures["rest_watch_p50_ms"] = round(p50, 2)
+            figures["rest_watch_p99_ms"] = round(p99, 2)
+            g50, g99 = watch_latency(server.conf, 100, events)
+            figures["grpc_watch_p50_ms"] = round(g50, 2)
+            figures["grpc_watch_p99_ms"] = round(g99, 2)
+            print(f"  watch delivery, 100 watchers: REST p50 {p50:.1f} ms  p99 {p99:.1f} ms;  "
+                  f"gRPC p50 {g50:.1f} ms  p99 {g99:.1f} ms", flush=True)  # fmt: skip
+        (work / "b" / "cp").mkdir(parents=True)
+        preload_pods("sqlite", work / "b" / "cp", "", "", args.kubectl_pods)
+        with control_plane(work / "b") as server:
+            seconds = kubectl_get_all(server.data_dir / "kubeconfig", args.kubectl_pods)
+            figures["kubectl_get_pods_A_s"] = round(seconds, 3)
+            # Without server-side Tables kubectl decodes every whole pod itself.
+            tables = optional.module(optional.TABLES) is not None
+            figures["kubectl_server_tables"] = float(tables)
+            print(f"  kubectl get pods -A, {args.kubectl_pods} pods: {seconds:.2f} s "
+                  f"(server-side Tables: {'yes' if tables else 'no'})", flush=True)  # fmt: skip
+        (work / "c" / "cp").mkdir(parents=True)
+        preload_pods("sqlite", work / "c" / "cp", "", "", args.pods)
+        with control_plane(work / "c") as server:
+            lists = paged_list(server.data_dir / "kubeconfig", args.pods)
+            figures.update({k: round(v, 3) for k, v in lists.items()})
+            print(f"  List of {args.pods} pods: paged by 500 {lists['rest_list_paged_s']:.2f} s "
+                  f"({lists['rest_list_paged_decoded_s']:.2f} s decoded), one streamed "
+                  f"response {lists['rest_list_unpaged_s']:.2f} s "
+                  f"({lists['rest_list_unpaged_decoded_s']:.2f} s decoded)", flush=True)  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(f"{'figure':32} {'value':>12} {'target':>10}")
+    for key, value in figures.items():
+        target = TARGETS.get(key)
+        if key == "rest_create_10c_per_s":
+            target = figures["grpc_create_10c_per_s"]
+        mark = "" if target is None else f"{target:10.2f}"
+        print(f"{key:32} {value:12.2f} {mark}")
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""The aiohttp application: one route, one wrapper, dispatch by path and verb.
+
+The wrapper authenticates (authn.authenticate, as the gRPC side does),
+bounds the requests in flight (429 with Retry-After beyond it; watches are
+not counted, as kube-apiserver counts long-running requests apart), logs
+each request once and turns every API error into a metav1.Status. Handlers
+raise; nothing else writes an error response.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from controlplane.api import jsoncodec
+from controlplane.apiserver.auth import TokenAuthority
+from controlplane.apiserver.authn import authenticate, bearer_token
+from controlplane.apiserver.rest import (
+    discovery,
+    lists,
+    objects,
+    optional,
+    patch,
+    reviews,
+    streams,
+    subresources,
+    watch,
+)
+from controlplane.apiserver.rest.body import MAX_BODY
+from controlplane.apiserver.rest.context import Call, Server
+from controlplane.apiserver.rest.paths import Target, resolve
+from controlplane.apiserver.rest.status import (
+    HttpError,
+    MethodNotAllowed,
+    TooManyRequests,
+    error_response,
+)
+from controlplane.client import errors
+
+log = logging.getLogger(__name__)
+
+PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+SERVER = web.AppKey("server", Server)
+AUTHORITY = web.AppKey("authority", object)
+FEED = web.AppKey("feed", watch.LoopFeed)
+
+Handler = Callable[[Call], Awaitable[web.StreamResponse]]
+
+
+class Limiter:
+    """Counts requests in flight; beyond `limit` a request is refused (429)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.current = 0
+
+
+LIMITER = web.AppKey("limiter", Limiter)
+
+
+def _json(doc: object) -> web.Response:
+    return web.Response(body=jsoncodec.dumps(doc), content_type="application/json")
+
+
+def _not_found(path: str) -> errors.NotFound:
+    return errors.NotFound(f"the server could not find the requested resource ({path})")
+
+
+def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
+    path = request.path.rstrip("/") or "/"
+    if path in ("/healthz", "/livez", "/readyz"):
+        return web.Response(text="ok")
+    if path == "/version":
+        return _json(discovery.version())
+    if path == "/api":
+        return _json(discovery.core_versions())
+    if path == "/apis":
+        return _json(discovery.group_list())
+    if segments[:1] == ["openapi"]:
+        return _openapi(segments[1:], path)
+    if segments[:1] == ["api"] and len(segments) == 2:
+        found = discovery.resource_list(segments[1])
+    elif segments[:1] == ["apis"] and len(segments) == 2:
+        found = discovery.group(segments[1])
+    elif segments[:1] == ["apis"] and len(segments) == 3:
+        found = discovery.resource_list(f"{segments[1]}/{segments[2]}")
+    else:
+        found = None
+    if found is None:
+        raise _not_found(path)
+    return _json(found)
+
+
+def _openapi(segments: list[str], path: str) -> web.StreamResponse:
+    """/openapi/v2, /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>, made by
+    controlplane.api.openapi when this build has it."""
+    openapi = optional.module(optional.OPENAPI)
+    if openapi is None:
+        raise _not_found(path)
+    if segments == ["v2"]:
+        return _json(openapi.v2())
+    if segments == ["v3"]:
+        return _json(openapi.v3_paths())
+    if segments[:1] == ["v3"] and segments[1:2] == ["api"] and len(segments) == 3:
+        return _json(openapi.v3("", segments[2]))
+    if segments[:1] == ["v3"] and segments[1:2] == ["apis"] and len(segments) == 4:
+        return _json(openapi.v3(segments[2], segments[3]))
+    raise _not_found(path)
+
+
+def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler, bool]:
+    """The handler of a resource request, and whether it is long-running."""
+    sub = target.subresource
+    if sub == "":
+        if not target.name:
+            if method == "GET":
+                if request.query.get("watch") in ("true", "1"):
+                    return _watch, True
+                return lists.list_, False
+            if method == "POST":
+                return objects.create, False
+            if method == "DELETE":
+                return objects.delete_collection, False
+        else:
+            table = {"GET": objects.get, "PUT": objects.update, "PATCH": patch.patch,
+                     "DELETE": objects.delete}  # fmt: skip
+            if method in table:
+                return table[method], False
+    elif sub == "status" and target.info.has_status:
+        table = {"GET": objects.get, "PUT": objects.update, "PATCH": patch.patch}
+        if method in table:
+            return table[method], False
+    elif sub == "scale" and target.info.has_scale:
+        return subresources.scale, False
+    elif sub == "binding" and target.info.kind == "Pod" and method == "POST":
+        return subresources.binding, False
+    elif sub == "eviction" and target.info.kind == "Pod" and method == "POST":
+        return subresources.eviction, False
+    elif sub == "log" and target.info.kind == "Pod" and method == "GET":
+        return _log, True
+    elif sub in STREAMS and target.info.kind == "Pod" and method in ("GET", "POST"):
+        return _upgrade, True
+    else:
+        raise errors.NotFound(
+            f"the server could not find the requested resource: {target.info.plural}/{sub}"
+        )
+    raise MethodNotAllowed(f"{method} is not allowed on this resource")
+
+
+STREAMS = frozenset({"exec", "attach", "portforward"})
+
+
+async def _log(call: Call) -> web.StreamResponse:
+    return await streams.log(call, call.server.agent_token)
+
+
+async def _upgrade(call: Call) -> web.StreamResponse:
+    return await streams.upgrade(call, call.server.agent_token)
+
+
+async def _watch(call: Call) -> web.StreamResponse:
+    return await watch.watch(call, call.request.app[FEED])
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    start = time.monotonic()
+    target: Target | None = None
+    limiter: Limiter = request.app[LIMITER]
+    counted = False
+    try:
+        segments = [s for s in request.path.split("/") if s]
+        if request.path in PUBLIC:
+            return _discovery(request, segments)
+        authority = request.app[AUTHORITY]
+        assert authority is None or isinstance(authority, TokenAuthority)
+        who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+        if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
+            return reviews.whoami(who)
+        if request.method == "POST" and request.path == reviews.ACCESS_PATH:
+            return await reviews.access_review(request, who)
+        target = resolve(segments)
+        if target is None:
+            return _discovery(request, segments)
+        handler, long_running = _handler(target, request.method, request)
+        if not long_running:
+            if limiter.current >= limiter.limit:
+                raise TooManyRequests("too many requests in flight; try again later")
+            limiter.current += 1
+            counted = True
+        return await handler(Call(request.app[SERVER], request, target, who))
+    except errors.ApiError as err:
+        log.debug("http %s %s: %s", request.method, request.path_qs, err)
+        if target is not None:
+            return error_response(err, target.info.plural, target.name, target.group)
+        return error_response(err)
+    except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
+        log.exception("http %s %s failed", request.method, request.path_qs)
+        return error_response(HttpError(f"internal error: {err}"))
+    finally:
+        if counted:
+            limiter.current -= 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "http %s %s ms=%.2f", request.method, request.path_qs,
+                (time.monotonic() - start) * 1000,
+            )  # fmt: skip
+
+
+def make_app(
+    server: Server, authority: TokenAuthority | None, feed: watch.LoopFeed, max_in_flight: int
+) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY + 1)
+    app[SERVER] = server
+    app[AUTHORITY] = authority
+    app[FEED] = feed
+    app[LIMITER] = Limiter(max_in_flight)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    return app

@@ -1,0 +1,159 @@
+"""Discovery documents: /version, /api, /api/v1, /apis, /apis/<g>[/<v>].
+
+Computed from the kind table at every request, so kinds added at run time
+appear at once. Verbs, short names, the namespaced flag and categories are
+what `kubectl api-resources` and clients' RESTMappers read.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from typing import Any
+
+from controlplane.api.kinds import KindInfo
+from controlplane.apiserver.rest.paths import every_kind, kinds_at, served_versions
+from controlplane.apiserver.rest.reviews import RESOURCES
+
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+# The kinds Kubernetes puts in the `all` category (`kubectl get all`).
+CATEGORY_ALL = frozenset(
+    {
+        "Pod",
+        "Service",
+        "ReplicaSet",
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+        "CronJob",
+        "HorizontalPodAutoscaler",
+    }
+)
+# Subresources beyond status and scale: (kind, name) -> (verbs, group, version, kind).
+EXTRA_SUBRESOURCES: dict[tuple[str, str], tuple[list[str], str, str, str]] = {
+    ("Pod", "binding"): (["create"], "", "v1", "Binding"),
+    ("Pod", "eviction"): (["create"], "policy", "v1", "Eviction"),
+    ("Pod", "log"): (["get"], "", "", "Pod"),
+    ("Pod", "exec"): (["create", "get"], "", "", "PodExecOptions"),
+    ("Pod", "attach"): (["create", "get"], "", "", "PodAttachOptions"),
+    ("Pod", "portforward"): (["create", "get"], "", "", "PodPortForwardOptions"),
+}
+
+
+def version() -> dict[str, Any]:
+    return {
+        "major": "1",
+        "minor": "30",
+        "gitVersion": "v1.30.0-skiff",
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "",
+        "goVersion": f"python{sys.version_info.major}.{sys.version_info.minor}",
+        "compiler": "cpython",
+        "platform": f"{platform.system().lower()}/{platform.machine()}",
+    }
+
+
+def core_versions() -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
+    }
+
+
+def _groups() -> dict[str, list[str]]:
+    """group -> its versions, preferred first."""
+    groups: dict[str, list[str]] = {}
+    for info in every_kind():
+        for group_version in served_versions(info):
+            group, _, ver = group_version.rpartition("/")
+            if group:
+                versions = groups.setdefault(group, [])
+                if ver not in versions:
+                    versions.append(ver)
+    for group_version in RESOURCES:
+        name, _, ver = group_version.partition("/")
+        groups.setdefault(name, [ver])
+    return groups
+
+
+def _group(name: str, versions: list[str]) -> dict[str, Any]:
+    entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+    return {"name": name, "versions": entries, "preferredVersion": entries[0]}
+
+
+def group_list() -> dict[str, Any]:
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group(g, vs) for g, vs in sorted(_groups().items())],
+    }
+
+
+def group(name: str) -> dict[str, Any] | None:
+    versions = _groups().get(name)
+    if versions is None:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
+
+
+def _resource(info: KindInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": info.plural,
+        "singularName": info.singular,
+        "namespaced": info.namespaced,
+        "kind": info.kind,
+        "verbs": VERBS,
+    }
+    if info.short_names:
+        entry["shortNames"] = list(info.short_names)
+    if info.kind in CATEGORY_ALL:
+        entry["categories"] = ["all"]
+    return entry
+
+
+def _subresource(
+    info: KindInfo, sub: str, verbs: list[str], group: str = "", ver: str = "", kind: str = ""
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": f"{info.plural}/{sub}",
+        "singularName": "",
+        "namespaced": info.namespaced,
+        "kind": kind or info.kind,
+        "verbs": verbs,
+    }
+    if group or ver:
+        entry["group"], entry["version"] = group, ver
+    return entry
+
+
+def resource_list(group_version: str) -> dict[str, Any] | None:
+    review = RESOURCES.get(group_version)
+    if review is not None:
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+                "resources": [review]}  # fmt: skip
+    served = kinds_at(group_version)
+    if not served:
+        return None
+    resources = []
+    for info in served:
+        resources.append(_resource(info))
+        if info.has_status:
+            resources.append(_subresource(info, "status", ["get", "patch", "update"]))
+        if info.has_scale:
+            resources.append(
+                _subresource(
+                    info, "scale", ["get", "patch", "update"], "autoscaling", "v1", "Scale"
+                )
+            )
+        for (kind, sub), (verbs, grp, ver, sub_kind) in EXTRA_SUBRESOURCES.items():
+            if kind == info.kind:
+                resources.append(_subresource(info, sub, verbs, grp, ver, sub_kind))
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }

@@ -1,0 +1,156 @@
+"""List: `<Kind>List` documents, streamed page by page when unlimited.
+
+With `limit` (kubectl asks 500 at a time) one Registry.list call answers;
+without, the registry's snapshot pages are written as they are read, so a
+list of 100,000 objects is never one body in memory. Items are the stored
+JSON with their resourceVersion written in. A Table is asked for with
+`Accept: application/json;as=Table;g=meta.k8s.io` and made by
+controlplane.apiserver.tables when this build has it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from controlplane.api import jsoncodec
+from controlplane.apiserver.registry import ListResult, Stored, decode, with_version
+from controlplane.apiserver.rest import optional
+from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.objects import json_response, served
+from controlplane.client.errors import Invalid
+
+PAGE = 1000
+TABLE_GROUP = "g=meta.k8s.io"
+
+
+def wants_table(request: web.Request) -> bool:
+    accept = request.headers.get("Accept", "")
+    first = accept.split(",", 1)[0]
+    return "as=Table" in first and TABLE_GROUP in first
+
+
+def _int(call: Call, name: str) -> int:
+    text = call.query(name, "0") or "0"
+    try:
+        value = int(text)
+    except ValueError:
+        raise Invalid(f"{name}: {text!r} is not an integer") from None
+    if value < 0:
+        raise Invalid(f"{name}: must be >= 0")
+    return value
+
+
+def _head(call: Call, rev: int, continue_token: str = "") -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(rev)}
+    if continue_token:
+        meta["continue"] = continue_token
+    t = call.target
+    head = {"kind": f"{t.info.kind}List", "apiVersion": t.group_version, "metadata": meta}
+    return jsoncodec.dumps(head)[:-1] + b',"items":['
+
+
+def check_resource_version(call: Call) -> None:
+    match = call.query("resourceVersionMatch")
+    if match not in ("", "NotOlderThan", "Exact"):
+        raise Invalid(
+            f"resourceVersionMatch: unsupported value {match!r}: supported values: "
+            "NotOlderThan, Exact"
+        )
+    rv = call.query("resourceVersion")
+    if rv:
+        try:
+            int(rv)
+        except ValueError:
+            raise Invalid(f"resourceVersion: {rv!r} is not valid") from None
+    if match and not rv:
+        raise Invalid("resourceVersionMatch: requires resourceVersion")
+    if match == "Exact" and rv != "0":
+        # Reads are always of the latest revision: an exact older one is not kept.
+        current = call.registry.store.current_revision()
+        if int(rv) != current:
+            raise Invalid(
+                f"resourceVersionMatch=Exact: only the current resourceVersion ({current}) "
+                "can be read"
+            )
+
+
+async def list_(call: Call) -> web.StreamResponse:
+    t = call.target
+    check_resource_version(call)
+    limit = _int(call, "limit")
+    cont = call.query("continue")
+    label, field = call.query("labelSelector"), call.query("fieldSelector")
+    if wants_table(call.request):
+        tables = optional.module(optional.TABLES)
+        if tables is not None:
+            result = await call.server.run(
+                call.registry.list, t.info.kind, call.namespace, label, field, limit, cont,
+                call.who,
+            )  # fmt: skip
+            return await call.server.run(_table, tables, call, result)
+    if limit or cont:
+        result = await call.server.run(
+            call.registry.list, t.info.kind, call.namespace, label, field, limit, cont, call.who
+        )
+        return json_response(await call.server.run(_document, call, result))
+    return await _stream(call, label, field)
+
+
+def _items(call: Call, items: list[Stored]) -> bytes:
+    conversion = call.target.conversion
+    if conversion is None:
+        return b",".join([with_version(d, r) for d, r in items])
+    return b",".join([served(d, r, conversion) for d, r in items])
+
+
+def _document(call: Call, result: ListResult) -> bytes:
+    items = _items(call, result.items)
+    return _head(call, result.resource_version, result.continue_token) + items + b"]}"
+
+
+def _table(tables: Any, call: Call, result: ListResult) -> web.Response:
+    objects = [decode(d, r) for d, r in result.items]
+    table: dict[str, Any] = tables.table(call.target.info.kind, objects)
+    meta = table.setdefault("metadata", {})
+    meta["resourceVersion"] = str(result.resource_version)
+    if result.continue_token:
+        meta["continue"] = result.continue_token
+    return json_response(jsoncodec.dumps(table))
+
+
+async def _stream(call: Call, label: str, field: str) -> web.StreamResponse:
+    t = call.target
+    pages = await call.server.run(
+        call.registry.list_pages, t.info.kind, call.namespace, label, field, call.who, PAGE
+    )
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    loop = asyncio.get_running_loop()
+
+    def pump() -> None:
+        # One executor thread reads every page (store cursors stay on one
+        # thread) and waits for each write: the socket paces the reading.
+        first, items = True, False
+        try:
+            for page in pages:
+                chunk = _items(call, page.items)
+                if chunk and items:
+                    chunk = b"," + chunk
+                items = items or bool(chunk)
+                if first:
+                    asyncio.run_coroutine_threadsafe(response.prepare(call.request), loop).result()
+                    chunk = _head(call, page.resource_version) + chunk
+                    first = False
+                if chunk:
+                    asyncio.run_coroutine_threadsafe(response.write(chunk), loop).result()
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()
+
+    await call.server.run(pump)
+    await response.write(b"]}")
+    await response.write_eof()
+    return response

@@ -1,0 +1,105 @@
+"""PATCH in its four flavours, each a function old -> new run by the registry.
+
+The content type picks the flavour: JSON merge patch, JSON patch (RFC 6902),
+strategic merge patch, server-side apply (`application/apply-patch+yaml`,
+with `fieldManager` and `force`). Whatever the flavour, the registry applies
+it inside its write loop (`Registry.patch_with`), so validation, admission,
+authorization and conflicts are the same for all. An apply of an object that
+does not exist creates it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from controlplane.api.merge_patch import merge_patch
+from controlplane.apiserver.rest import body, optional
+from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.objects import object_response
+from controlplane.apiserver.rest.status import BadRequest, UnsupportedMediaType
+from controlplane.client.errors import Invalid, NotFound
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC, APPLY)
+
+Object = dict[str, Any]
+
+
+def _needed(name: str, what: str) -> Any:
+    mod = optional.module(name)
+    if mod is None:
+        raise UnsupportedMediaType(f"{what} is not supported by this server yet")
+    return mod
+
+
+def builder(call: Call, media: str, doc: Any) -> Callable[[Object | None], Object]:
+    """The function old -> new that this patch is (old None: no object yet)."""
+    kind = call.target.info.kind
+    if media == MERGE:
+        if not isinstance(doc, dict):
+            raise BadRequest("a JSON merge patch must be a JSON object")
+        return lambda old: merge_patch(old or {}, doc)
+    if media == JSON_PATCH:
+        if not isinstance(doc, list):
+            raise BadRequest("a JSON patch must be a JSON array of operations")
+        mod = _needed(optional.JSON_PATCH, "JSON patch")
+        return lambda old: mod.apply(old, doc)
+    if media == STRATEGIC:
+        if not isinstance(doc, dict):
+            raise BadRequest("a strategic merge patch must be a JSON object")
+        mod = _needed(optional.STRATEGIC_MERGE, "strategic merge patch")
+        return lambda old: mod.apply(old or {}, doc, kind)
+    if media == APPLY:
+        if not isinstance(doc, dict):
+            raise BadRequest("an apply patch must be an object")
+        manager = call.query("fieldManager")
+        if not manager:
+            raise BadRequest("fieldManager: required for apply patches")
+        force = call.query("force") == "true"
+        mod = _needed(optional.SERVER_SIDE_APPLY, "server-side apply")
+        return lambda old: mod.apply(old, doc, manager, force, kind)
+    raise UnsupportedMediaType(
+        f"the patch's media type {media!r} is not supported: use one of {', '.join(PATCH_TYPES)}"
+    )
+
+
+async def patch(call: Call) -> web.StreamResponse:
+    t = call.target
+    media = body.media_type(call.request)
+    if media not in PATCH_TYPES:
+        builder(call, media, None)  # raises the 415
+    doc = body.decode(await body.read(call.request), media)
+    build = builder(call, media, doc)
+    dry_run = call.dry_run()
+    conversion = t.conversion
+
+    def checked(old: Object | None) -> Object:
+        # The patch applies to the object as the client's group/version has it.
+        if conversion is not None and old is not None:
+            old = conversion.from_stored(old)
+        new = build(old)
+        if not isinstance(new, dict):
+            raise Invalid("the patched object must be a JSON object")
+        return new if conversion is None else conversion.to_stored(new)
+
+    try:
+        stored = await call.server.run(
+            call.registry.patch_with, t.info.kind, t.name, checked, call.namespace,
+            t.subresource, call.who, dry_run,
+        )  # fmt: skip
+    except NotFound:
+        if media != APPLY or t.subresource:
+            raise
+        created = checked(None)
+        created.setdefault("metadata", {}).setdefault("name", t.name)
+        stored = await call.server.run(
+            call.registry.create, t.info.kind, created, call.namespace, call.who, False, dry_run
+        )
+        return object_response(stored, 201, conversion)
+    return object_response(stored, 200, conversion)

@@ -1,0 +1,120 @@
+"""The REST API's listener: an event loop on its own thread.
+
+`RestServer.start()` binds `listen` (TLS with the API server's certificate
+when given a Pki) and returns the port; `stop()` closes it and ends every
+watch. Blocking registry calls run on a bounded thread pool; watches and
+streams cost no thread. With `grpc_socket`, gRPC clients that reach this
+port are relayed there (frontdoor.py), so both APIs share one address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from aiohttp import web
+
+from controlplane.apiserver.auth import TokenAuthority
+from controlplane.apiserver.registry import Registry
+from controlplane.apiserver.rest.app import make_app
+from controlplane.apiserver.rest.context import Server
+from controlplane.apiserver.rest.frontdoor import ALPN, FrontDoor
+from controlplane.apiserver.rest.watch import LoopFeed
+from controlplane.apiserver.tls import Pki
+from controlplane.apiserver.watch import Broadcaster
+
+log = logging.getLogger(__name__)
+
+
+def server_ssl_context(pki: Pki) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    with tempfile.TemporaryDirectory() as tmp:  # load_cert_chain reads files only
+        cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+        cert.write_bytes(pki.cert_pem)
+        key.touch(0o600)
+        key.write_bytes(pki.key_pem)
+        context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(ALPN)
+    return context
+
+
+class RestServer:
+    def __init__(
+        self,
+        registry: Registry,
+        broadcaster: Broadcaster,
+        authority: TokenAuthority | None,
+        listen: str,
+        pki: Pki | None = None,
+        grpc_socket: str = "",
+        workers: int = 32,
+        max_in_flight: int = 400,
+        min_watch_timeout: float = 1800.0,
+    ) -> None:
+        self.listen = listen
+        self.pki = pki
+        self.grpc_socket = grpc_socket
+        self.authority = authority
+        self.max_in_flight = max_in_flight
+        self.executor = ThreadPoolExecutor(workers, thread_name_prefix="rest")
+        # Towards agents the API server uses its own credential (the admin's
+        # until the trust work gives it one of its own), never the caller's.
+        agent_token = authority.admin_token() if authority is not None else ""
+        self.server = Server(registry, broadcaster, self.executor, min_watch_timeout, agent_token)
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        self._thread = threading.Thread(target=self.loop.run_forever, name="rest", daemon=True)
+        self._runner: web.AppRunner | None = None
+        self._listener: asyncio.AbstractServer | None = None
+
+    def start(self) -> int:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(30)
+        return self.port
+
+    async def _start(self) -> None:
+        app = make_app(self.server, self.authority, LoopFeed(self.loop), self.max_in_flight)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
+        await runner.setup()
+        self._runner = runner
+        http = runner.server
+        assert http is not None
+        host, _, port = self.listen.rpartition(":")
+        host = host.strip("[]") or None  # type: ignore[assignment]
+        context = server_ssl_context(self.pki) if self.pki is not None else None
+
+        def protocol() -> asyncio.Protocol:
+            if self.grpc_socket:
+                return FrontDoor(http, self.grpc_socket)
+            return http()
+
+        self._listener = await self.loop.create_server(
+            protocol, host, int(port), ssl=context, reuse_address=True, backlog=1024
+        )
+        self.port = self._listener.sockets[0].getsockname()[1]
+        log.info("REST API listening on %s (port %d)", self.listen, self.port)
+
+    async def _stop(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._stop(), self.loop).result(10)
+        except (TimeoutError, RuntimeError):
+            log.warning("the REST API did not stop cleanly")
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        if not self._thread.is_alive():
+            self.loop.close()
+        self.executor.shutdown(wait=False, cancel_futures=True)

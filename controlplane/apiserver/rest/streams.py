@@ -1,0 +1,243 @@
+"""pods/log, pods/exec, pods/attach and pods/portforward, proxied to the node's agent.
+
+The user's credential stays here: the API server authorizes the request
+(`get_log`, `create_exec`, `create_attach`, `create_portforward` on the
+pod), finds the pod's node and the agent endpoint that Node advertises
+(controlplane.client.agents), and calls the agent with its own credential.
+
+log streams the agent's ContainerLogs RPC (grpc.aio: no thread per
+follower) as text/plain. exec, attach and portforward are upgraded
+connections (SPDY/3.1 or WebSocket, whichever the client asked for): the
+client's upgrade request is re-sent to the agent's /exec, /attach or
+/portforward path with the same upgrade headers, the agent's answer goes
+back as it is, and after a 101 the bytes are copied both ways until either
+side closes. This module never parses SPDY or WebSocket frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import grpc
+import grpc.aio
+from aiohttp import web
+
+from controlplane.apiserver.auth import authorize
+from controlplane.apiserver.registry import decode
+from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.status import BadRequest
+from controlplane.client import errors
+from controlplane.client.agents import AgentUnreachable, agent_address
+from proto.agent.v1 import agent_pb2 as pb
+from proto.agent.v1 import agent_pb2_grpc as pb_grpc
+
+# Headers of an upgrade request that the agent needs to see as the client sent them.
+UPGRADE_HEADERS = (
+    "Upgrade",
+    "Connection",
+    "X-Stream-Protocol-Version",
+    "Sec-WebSocket-Key",
+    "Sec-WebSocket-Version",
+    "Sec-WebSocket-Protocol",
+    "Sec-WebSocket-Extensions",
+)
+GRPC_CODES = {
+    grpc.StatusCode.NOT_FOUND: errors.NotFound,
+    grpc.StatusCode.INVALID_ARGUMENT: BadRequest,
+    grpc.StatusCode.PERMISSION_DENIED: errors.Forbidden,
+    grpc.StatusCode.UNAUTHENTICATED: errors.Forbidden,  # the API server's own credential
+}
+CHUNK = 1 << 16
+
+
+def _pod_node(call: Call, verb: str) -> tuple[dict[str, Any], str]:
+    """The pod (authorized for `verb`) and its agent's address (on the executor)."""
+    t = call.target
+    authorize(call.who, verb, t.info, t.namespace, t.name)
+    pod = decode(*call.registry.get("Pod", t.name, t.namespace, call.who))
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    if not node_name:
+        raise BadRequest(f"pod {t.name} does not have a host assigned")
+    try:
+        return pod, agent_address(call.registry.get_object("Node", node_name))
+    except AgentUnreachable as err:
+        raise errors.Unavailable(str(err)) from err
+
+
+def _container(pod: dict[str, Any], requested: str) -> str:
+    spec = pod.get("spec") or {}
+    names = [c.get("name", "") for c in spec.get("containers") or []]
+    every = names + [c.get("name", "") for c in spec.get("initContainers") or []]
+    if requested:
+        if requested not in every:
+            name = (pod.get("metadata") or {}).get("name")
+            raise BadRequest(f"container {requested} is not valid for pod {name}")
+        return requested
+    if len(names) == 1:
+        return str(names[0])
+    name = (pod.get("metadata") or {}).get("name")
+    raise BadRequest(f"a container name must be specified for pod {name}, choose one of: {names}")
+
+
+def _int(call: Call, name: str) -> int:
+    text = call.query(name)
+    if not text:
+        return 0
+    try:
+        return int(text)
+    except ValueError:
+        raise BadRequest(f"{name}: {text!r} is not an integer") from None
+
+
+def _true(call: Call, name: str) -> bool:
+    return call.query(name) in ("true", "1")
+
+
+async def log(call: Call, agent_token: str) -> web.StreamResponse:
+    t = call.target
+    pod, address = await call.server.run(_pod_node, call, "get_log")
+    tail = _int(call, "tailLines") if call.query("tailLines") else 0
+    request = pb.LogsRequest(
+        namespace=t.namespace, pod=t.name, container=_container(pod, call.query("container")),
+        follow=_true(call, "follow"),
+        tail_lines=-1 if call.query("tailLines") and tail == 0 else tail,  # agent: -1 is none
+        since_seconds=_int(call, "sinceSeconds"), previous=_true(call, "previous"),
+        timestamps=_true(call, "timestamps"), limit_bytes=_int(call, "limitBytes"),
+    )  # fmt: skip
+    metadata = (("authorization", f"Bearer {agent_token}"),) if agent_token else None
+    response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    async with grpc.aio.insecure_channel(address) as channel:
+        stream = pb_grpc.AgentStub(channel).ContainerLogs(request, metadata=metadata)
+        try:
+            async for chunk in stream:
+                if not response.prepared:
+                    await response.prepare(call.request)
+                await response.write(chunk.data)
+        except grpc.aio.AioRpcError as err:
+            if response.prepared:
+                return response
+            cls = GRPC_CODES.get(err.code(), errors.Unavailable)
+            raise cls(f"agent at {address}: {err.details() or err.code().name}") from None
+        finally:
+            stream.cancel()
+    if not response.prepared:
+        await response.prepare(call.request)
+    await response.write_eof()
+    return response
+
+
+def _agent_path(call: Call, pod: dict[str, Any]) -> str:
+    t = call.target
+    q = call.request.query
+    if t.subresource == "portforward":
+        ports = [("port", p) for p in q.getall("ports", [])] + [
+            ("port", p) for p in q.getall("port", [])
+        ]
+        tail = f"?{urlencode(ports)}" if ports else ""
+        return f"/portforward/{quote(t.namespace)}/{quote(t.name)}{tail}"
+    container = _container(pod, q.get("container", ""))
+    query: list[tuple[str, str]] = [("command", c) for c in q.getall("command", [])]
+    query.append(("container", container))
+    query += [(k, "true") for k in ("stdin", "stdout", "stderr", "tty") if _true(call, k)]
+    return f"/{t.subresource}/{quote(t.namespace)}/{quote(t.name)}/{quote(container)}?" + (
+        urlencode(query)
+    )
+
+
+def _head(method: str, path: str, address: str, headers: Iterable[tuple[str, str]]) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {address}", "Content-Length: 0"]
+    lines += [f"{k}: {v}" for k, v in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
+    raw = await reader.readuntil(b"\r\n\r\n")
+    lines = raw.decode("latin-1").split("\r\n")
+    words = lines[0].split()
+    status = int(words[1]) if len(words) > 1 and words[1].isdigit() else 502
+    headers = []
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers.append((name.strip(), value.strip()))
+    return status, headers
+
+
+class _ToAgent:
+    """aiohttp's payload parser for the upgraded connection: every byte the
+    client sends goes to the agent."""
+
+    def __init__(self, writer: asyncio.StreamWriter, done: asyncio.Event) -> None:
+        self.writer = writer
+        self.done = done
+
+    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
+        if not self.writer.is_closing():
+            self.writer.write(data)
+        return False, b""
+
+    def feed_eof(self) -> None:
+        self.done.set()
+
+
+async def upgrade(call: Call, agent_token: str) -> web.StreamResponse:
+    t = call.target
+    request = call.request
+    if "upgrade" not in request.headers.get("Connection", "").lower():
+        raise BadRequest(f"{t.subresource} needs an upgraded connection (SPDY/3.1 or WebSocket)")
+    pod, address = await call.server.run(_pod_node, call, f"create_{t.subresource}")
+    path = _agent_path(call, pod)
+    host, _, port = address.rpartition(":")
+    try:
+        reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+    except OSError as err:
+        raise errors.Unavailable(f"agent at {address}: {err}") from None
+    try:
+        forwarded = [(k, v) for k in UPGRADE_HEADERS for v in request.headers.getall(k, [])]
+        if agent_token:
+            forwarded.append(("Authorization", f"Bearer {agent_token}"))
+        writer.write(_head(request.method, path, address, forwarded))
+        status, headers = await _read_head(reader)
+        if status != 101:
+            length = int(next((v for k, v in headers if k.lower() == "content-length"), "0"))
+            body = await reader.readexactly(length) if length else b""
+            kind = next((v for k, v in headers if k.lower() == "content-type"), "text/plain")
+            return web.Response(status=status, body=body, content_type=kind.split(";")[0])
+        response = web.StreamResponse(status=101)
+        for k, v in headers:
+            if k.lower() not in ("content-length", "date", "server", "transfer-encoding"):
+                response.headers.add(k, v)
+        response.force_close()
+        await response.prepare(request)
+        await _relay(request, reader, writer)
+        return response
+    finally:
+        writer.close()
+
+
+async def _relay(
+    request: web.Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    transport = request.transport
+    assert transport is not None
+    client_done = asyncio.Event()
+    protocol: Any = request.protocol
+    protocol.set_parser(_ToAgent(writer, client_done))
+
+    async def from_agent() -> None:
+        while True:
+            data = await reader.read(CHUNK)
+            if not data or transport.is_closing():
+                return
+            transport.write(data)
+
+    agent_side = asyncio.ensure_future(from_agent())
+    client_side = asyncio.ensure_future(client_done.wait())
+    try:
+        await asyncio.wait({agent_side, client_side}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        agent_side.cancel()
+        client_side.cancel()

@@ -1,0 +1,261 @@
+"""watch=true: a chunked stream of JSON watch events, fed by the Broadcaster.
+
+No thread per watcher: the broadcaster's thread hands each event to an
+AsyncWatcher (a Watcher whose queue is a deque in the event loop's hands)
+and wakes the loop once for a whole batch of watchers (LoopFeed), so one
+event reaching 100 watchers costs one wake-up. Each stream writes lines
+`{"type":"ADDED","object":{...}}` as Kubernetes does, BOOKMARKs when idle
+(allowWatchBookmarks), and ends after timeoutSeconds. Without a
+resourceVersion (or with "0") the stream starts with an ADDED event for
+every existing object, as kube-apiserver's does; a too old resourceVersion
+is an ERROR event carrying a 410 Expired Status. A client that asked for
+Tables (kubectl get -w) gets each object as a one-row Table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from controlplane.api import jsoncodec
+from controlplane.apiserver.auth import authorize
+from controlplane.apiserver.registry import Selectors, decode, with_version
+from controlplane.apiserver.rest import optional
+from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.lists import wants_table
+from controlplane.apiserver.rest.objects import served
+from controlplane.apiserver.rest.status import status_object
+from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem, _Dispatch
+from controlplane.client.errors import Gone, Invalid
+
+
+class LoopFeed:
+    """Wakes the watchers that got events, one loop callback per batch."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._pending: set[AsyncWatcher] = set()
+        self._scheduled = False
+
+    def wake(self, watcher: AsyncWatcher) -> None:
+        with self._lock:
+            self._pending.add(watcher)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self._loop.call_soon_threadsafe(self._run)
+        except RuntimeError:  # the loop is closed: the server is stopping
+            pass
+
+    def _run(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, set()
+            self._scheduled = False
+        for watcher in pending:
+            watcher.wake()
+
+
+class AsyncWatcher(Watcher):
+    """A Watcher delivering into an event loop. `offer` runs on the
+    broadcaster's thread; everything else on the loop's."""
+
+    def __init__(self, *args: Any, feed: LoopFeed) -> None:
+        super().__init__(*args)
+        self._feed = feed
+        self._items: collections.deque[WatchItem] = collections.deque()
+        self._limit = self._queue.maxsize
+        self._waiter: asyncio.Future[bool] | None = None
+
+    def offer(self, dispatch: _Dispatch) -> None:
+        if self.stopped:
+            return
+        item = self.translate(dispatch)
+        if item is None:
+            return
+        if len(self._items) >= self._limit:
+            self.dropped = self.stopped = True  # too slow: the client re-watches
+        else:
+            self._items.append(item)
+        self._feed.wake(self)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def stop(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self._feed.wake(self)
+        self._broadcaster.unregister(self)
+
+    def wake(self, woken: bool = True) -> None:
+        """On the loop: end the current wait (woken=False: it timed out)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(woken)
+
+    async def wait(self, timeout: float) -> bool:
+        """Until there is something to take (True) or `timeout` passed (False).
+        One future per wait and no task: cheap for many idle watchers."""
+        loop = asyncio.get_running_loop()
+        self._waiter = waiter = loop.create_future()
+        if self._items or self.stopped:
+            return True
+        timer = loop.call_later(timeout, self.wake, False)
+        try:
+            return bool(await waiter)
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def take(self) -> list[WatchItem]:
+        items = []
+        while self._items:
+            items.append(self._items.popleft())
+        return items
+
+
+def _table_line(tables: Any, call: Call, item: WatchItem) -> bytes:
+    """The event with its object as a one-row Table (kubectl get -w asks so)."""
+    table = tables.table(call.target.info.kind, [decode(item.data, item.rev)])
+    table.setdefault("metadata", {})["resourceVersion"] = str(item.rev)
+    return jsoncodec.dumps({"type": item.type, "object": table}) + b"\n"
+
+
+def _line(item: WatchItem) -> bytes:
+    line = item.line
+    if line is None:
+        line = b'{"type":"%s","object":%s}\n' % (
+            item.type.encode(),
+            with_version(item.data, item.rev),
+        )
+        item.line = line
+    return line
+
+
+def _bookmark(call: Call, rev: int) -> bytes:
+    t = call.target
+    obj = {"kind": t.info.kind, "apiVersion": t.group_version,
+           "metadata": {"resourceVersion": str(rev)}}  # fmt: skip
+    return jsoncodec.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def _timeout(call: Call) -> float:
+    text = call.query("timeoutSeconds")
+    if text:
+        try:
+            return max(0.0, float(int(text)))
+        except ValueError:
+            raise Invalid(f"timeoutSeconds: {text!r} is not an integer") from None
+    base = call.server.min_watch_timeout
+    return base * (1 + random.random())  # spread re-watches, as kube-apiserver does
+
+
+def _start(
+    call: Call, broadcaster: Broadcaster, feed: LoopFeed, selectors: Selectors, rv: int | None,
+    bookmarks: bool,
+) -> tuple[AsyncWatcher, list[WatchItem]]:  # fmt: skip
+    """Authorize, list the initial state when asked, and register the watcher
+    (on the executor: the history replay reads the store)."""
+    t = call.target
+    initial: list[WatchItem] = []
+    authorize(call.who, "watch", t.info, t.namespace, "")
+    if rv is None:
+        result = call.registry.list(
+            t.info.kind, call.namespace, call.query("labelSelector"), call.query("fieldSelector"),
+            0, "", call.who,
+        )  # fmt: skip
+        initial = [WatchItem("ADDED", d, r) for d, r in result.items]
+        rv = result.resource_version
+    watcher = broadcaster.watch(
+        t.info, t.namespace, selectors, rv, bookmarks,
+        lambda *args: AsyncWatcher(*args, feed=feed),
+    )  # fmt: skip
+    assert isinstance(watcher, AsyncWatcher)
+    return watcher, initial
+
+
+async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
+    selectors = Selectors.parse(call.query("labelSelector"), call.query("fieldSelector"))
+    rv_text = call.query("resourceVersion")
+    rv: int | None = None
+    if rv_text and rv_text != "0":
+        try:
+            rv = int(rv_text)
+        except ValueError:
+            raise Invalid(f"resourceVersion: {rv_text!r} is not valid") from None
+    bookmarks = call.query("allowWatchBookmarks") == "true"
+    tables = optional.module(optional.TABLES) if wants_table(call.request) else None
+
+    conversion = call.target.conversion
+
+    def line(item: WatchItem) -> bytes:
+        if tables is not None:
+            return _table_line(tables, call, item)
+        if conversion is not None:
+            obj = served(item.data, item.rev, conversion)
+            return b'{"type":"%s","object":%s}\n' % (item.type.encode(), obj)
+        return _line(item)
+
+    deadline = asyncio.get_running_loop().time() + _timeout(call)
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    response.enable_chunked_encoding()
+    broadcaster = call.server.broadcaster
+    try:
+        watcher, initial = await call.server.run(
+            _start, call, broadcaster, feed, selectors, rv, bookmarks
+        )
+    except Gone as err:
+        await response.prepare(call.request)
+        _, status = status_object(err)
+        await response.write(jsoncodec.dumps({"type": "ERROR", "object": status}) + b"\n")
+        await response.write_eof()
+        return response
+    try:
+        await response.prepare(call.request)
+        if initial:
+            await response.write(b"".join(line(i) for i in initial))
+        backlog, watcher.backlog = watcher.backlog, []
+        if backlog:
+            watcher.sent_rev = backlog[-1].rev
+            await response.write(b"".join(line(i) for i in backlog))
+        await _follow(call, watcher, response, deadline, line)
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        watcher.stop()
+    try:
+        await response.write_eof()
+    except ConnectionResetError:
+        pass
+    return response
+
+
+async def _follow(
+    call: Call, watcher: AsyncWatcher, response: web.StreamResponse, deadline: float,
+    line: Callable[[WatchItem], bytes],
+) -> None:  # fmt: skip
+    loop = asyncio.get_running_loop()
+    interval = call.server.broadcaster.bookmark_interval
+    while not watcher.stopped:
+        items = watcher.take()
+        if items:
+            watcher.sent_rev = items[-1].rev
+            await response.write(b"".join(line(i) for i in items))
+            continue
+        left = deadline - loop.time()
+        if left <= 0:
+            return
+        woken = await watcher.wait(min(interval, left))
+        if not woken and watcher.allow_bookmarks:
+            rev = call.server.broadcaster.progress(watcher)
+            if rev is not None and rev > watcher.sent_rev:
+                watcher.sent_rev = rev
+                await response.write(_bookmark(call, rev))

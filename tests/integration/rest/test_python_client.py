@@ -1,0 +1,179 @@
+"""The official `kubernetes` Python client, unchanged, against the REST API."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.integration.rest.conftest import Cluster
+
+kubernetes = pytest.importorskip("kubernetes")
+# The client's models type every field Optional; these tests read what the
+# server sent, so they use it untyped.
+client: Any = kubernetes.client
+config: Any = kubernetes.config
+watch: Any = kubernetes.watch
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def api(cluster: Cluster) -> Any:
+    return config.new_client_from_config(config_file=str(cluster.kubeconfig))
+
+
+def configmap(name: str, **data: str) -> Any:
+    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data=data)
+
+
+def test_create_get_patch_list_delete(api: Any) -> None:
+    core = client.CoreV1Api(api)
+    created = core.create_namespaced_config_map("default", configmap("py", a="1"))
+    assert created.metadata.uid and created.data == {"a": "1"}
+    core.patch_namespaced_config_map("py", "default", {"data": {"b": "2"}})
+    assert core.read_namespaced_config_map("py", "default").data == {"a": "1", "b": "2"}
+    listed = core.list_namespaced_config_map("default", label_selector="")
+    assert "py" in [c.metadata.name for c in listed.items]
+    assert listed.metadata.resource_version
+    everywhere = core.list_namespace()
+    assert {"default", "kube-system"} <= {n.metadata.name for n in everywhere.items}
+    core.delete_namespaced_config_map("py", "default")
+    with pytest.raises(client.ApiException) as gone:
+        core.read_namespaced_config_map("py", "default")
+    assert gone.value.status == 404
+
+
+def test_paged_list(api: Any) -> None:
+    core = client.CoreV1Api(api)
+    for i in range(5):
+        core.create_namespaced_config_map("default", configmap(f"page-{i}"))
+    first = core.list_namespaced_config_map("default", limit=2, label_selector="")
+    assert len(first.items) == 2 and first.metadata._continue
+    seen = [c.metadata.name for c in first.items]
+    token = first.metadata._continue
+    while token:
+        page = core.list_namespaced_config_map("default", limit=2, _continue=token)
+        seen += [c.metadata.name for c in page.items]
+        token = page.metadata._continue
+    assert {f"page-{i}" for i in range(5)} <= set(seen)
+    core.delete_collection_namespaced_config_map("default")
+    assert not [
+        c for c in core.list_namespaced_config_map("default").items
+        if c.metadata.name.startswith("page-")
+    ]  # fmt: skip
+
+
+def test_watch_resumes_from_a_resource_version(api: Any) -> None:
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", configmap("w1"))
+    rv = core.read_namespaced_config_map("w1", "default").metadata.resource_version
+    core.patch_namespaced_config_map("w1", "default", {"data": {"x": "1"}})
+    core.create_namespaced_config_map("default", configmap("w2"))
+    events = []
+    w = watch.Watch()
+    for event in w.stream(
+        core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+    ):
+        events.append((event["type"], event["object"].metadata.name))
+        if len(events) == 2:
+            w.stop()
+    assert events == [("MODIFIED", "w1"), ("ADDED", "w2")]
+
+
+def test_watch_without_version_starts_with_the_current_state(api: Any) -> None:
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", configmap("initial"))
+    w = watch.Watch()
+    names = []
+    for event in w.stream(core.list_namespaced_config_map, "default", timeout_seconds=5):
+        assert event["type"] == "ADDED"
+        names.append(event["object"].metadata.name)
+        if "initial" in names:
+            w.stop()
+    assert "initial" in names
+
+
+def test_deployment_scale_and_status(api: Any) -> None:
+    apps = client.AppsV1Api(api)
+    body = {
+        "metadata": {"name": "py-deploy"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "py"}},
+            "template": {
+                "metadata": {"labels": {"app": "py"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    apps.create_namespaced_deployment("default", body)
+    apps.patch_namespaced_deployment_scale("py-deploy", "default", {"spec": {"replicas": 2}})
+    scale = apps.read_namespaced_deployment_scale("py-deploy", "default")
+    assert scale.spec.replicas == 2
+    apps.delete_namespaced_deployment("py-deploy", "default")
+
+
+def test_hpa_at_autoscaling_v1_and_v2(api: Any) -> None:
+    v1 = client.AutoscalingV1Api(api)
+    body = {
+        "metadata": {"name": "hpa"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                 "minReplicas": 1, "maxReplicas": 4, "targetCPUUtilizationPercentage": 70},
+    }  # fmt: skip
+    made = v1.create_namespaced_horizontal_pod_autoscaler("default", body)
+    assert made.spec.target_cpu_utilization_percentage == 70
+
+    def v2_metrics() -> Any:
+        # Read raw: the controller's status (no target Deployment here) lacks
+        # desiredReplicas, which this client's v2 model insists on.
+        raw = client.AutoscalingV2Api(api).read_namespaced_horizontal_pod_autoscaler(
+            "hpa", "default", _preload_content=False
+        )
+        return json.loads(raw.data)["spec"]["metrics"]
+
+    assert v2_metrics() == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]  # fmt: skip
+    v1.patch_namespaced_horizontal_pod_autoscaler(
+        "hpa", "default", {"spec": {"targetCPUUtilizationPercentage": 50}},
+        _preload_content=False,
+    )  # fmt: skip
+    assert v2_metrics()[0]["resource"]["target"]["averageUtilization"] == 50
+    listed = json.loads(
+        v1.list_namespaced_horizontal_pod_autoscaler("default", _preload_content=False).data
+    )
+    assert listed["apiVersion"] == "autoscaling/v1"
+    assert [h["spec"]["targetCPUUtilizationPercentage"] for h in listed["items"]] == [50]
+
+
+def test_events_at_core_v1_and_events_k8s_io(api: Any) -> None:
+    events = client.EventsV1Api(api)
+    body = {
+        "metadata": {"name": "ev1"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "skiff.dev/test", "reportingInstance": "test-1",
+        "action": "Testing", "reason": "Tested", "note": "it works", "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+    }  # fmt: skip
+    events.create_namespaced_event("default", body)
+    core = client.CoreV1Api(api).read_namespaced_event("ev1", "default")
+    assert (core.message, core.involved_object.name) == ("it works", "p")
+    again = events.read_namespaced_event("ev1", "default")
+    assert (again.note, again.regarding.name) == ("it works", "p")
+
+
+def test_eviction_and_binding(api: Any) -> None:
+    core = client.CoreV1Api(api)
+    pod = {"metadata": {"name": "evicted"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                    "schedulerName": "nobody"}}  # fmt: skip
+    core.create_namespaced_pod("default", pod)
+    binding = {"metadata": {"name": "evicted"}, "target": {"kind": "Node", "name": "n9"}}
+    core.create_namespaced_pod_binding("evicted", "default", binding, _preload_content=False)
+    assert core.read_namespaced_pod("evicted", "default").spec.node_name == "n9"
+    eviction = {"metadata": {"name": "evicted"}, "deleteOptions": {"gracePeriodSeconds": 0}}
+    core.create_namespaced_pod_eviction("evicted", "default", eviction, _preload_content=False)
+    with pytest.raises(client.ApiException) as gone:
+        core.read_namespaced_pod("evicted", "default")
+    assert gone.value.status == 404
