@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from controlplane.api import defaults, jsoncodec, validation
+from controlplane.api import defaults, jsoncodec, limits, validation
 from controlplane.api.kinds import KindInfo, UnknownKind, by_kind
 from controlplane.api.merge_patch import merge_patch
 from controlplane.api.selectors import (
@@ -366,6 +366,13 @@ class Registry:
             except ApiError as err:
                 outcomes[i] = err
         datas = [encode(new.obj) for _, new in ready]
+        for (i, new), data in zip(ready, datas, strict=True):
+            try:
+                limits.check_stored(len(data), new.info.resource, new.name)
+            except ApiError as err:
+                outcomes[i] = err
+        kept = [(r, d) for r, d in zip(ready, datas, strict=True) if outcomes[r[0]] is None]
+        ready, datas = [r for r, _ in kept], [d for _, d in kept]
         try:
             written = self.store.create_many(
                 [(object_key(new.info, new.ns, new.name), data)
@@ -429,6 +436,7 @@ class Registry:
     def _store_new(self, new: _NewObject) -> Stored:
         for attempt in range(8):
             data = encode(new.obj)
+            limits.check_stored(len(data), new.info.resource, new.name)
             try:
                 rev = self.store.create(object_key(new.info, new.ns, new.name), data)
                 return data, rev
@@ -682,6 +690,7 @@ class Registry:
                     rev = self.store.delete(key, cur_rev)
                     return encode(new), rev
                 data = encode(new)
+                limits.check_stored(len(data), info.resource, name)
                 return data, self.store.update(key, data, cur_rev)
             except RevisionMismatch as err:
                 if client_rv:
@@ -801,7 +810,9 @@ class Registry:
                 raise Invalid(f'Pod "{binding.name}" is invalid: ' + "; ".join(problems.items))
         if assigned != binding.node:  # a spec change, as update counts it
             new_meta["generation"] = int(new_meta.get("generation") or 1) + 1
-        return object_key(info, ns, binding.name), encode(new), cur_rev
+        data = encode(new)
+        limits.check_stored(len(data), info.resource, binding.name)
+        return object_key(info, ns, binding.name), data, cur_rev
 
     def _prepare_update(
         self, info: KindInfo, old: Object, requested: Object, subresource: str
@@ -932,9 +943,15 @@ class Registry:
     def _deletion_state(
         self, info: KindInfo, old: Object, options: DeleteOptions, policy: str
     ) -> Object | None:
-        """The object as it must be stored after this delete, or None to remove it now."""
-        new = jsoncodec.clone(old)
-        meta = _meta(new)
+        """The object as it must be stored after this delete, or None to remove it now.
+
+        Only metadata (and a namespace's status) change: the rest is shared
+        with `old`, never deep-copied, so an object too deeply nested to copy
+        (stored before the depth limit) can still be deleted."""
+        new = dict(old)
+        meta = new["metadata"] = dict(_meta(old))
+        if info.kind == "Namespace":
+            new["status"] = dict(old.get("status") or {})
         finalizers: list[str] = list(meta.get("finalizers") or [])
         if info.kind == "Namespace":
             if not meta.get("deletionTimestamp"):

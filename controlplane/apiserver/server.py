@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import grpc
 
+from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_admission
 from controlplane.apiserver.auth import TokenAuthority
+from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
@@ -32,6 +34,9 @@ log = logging.getLogger(__name__)
 
 BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 MAX_MESSAGE = 1 << 30
+# Requests past MAX_BODY are refused with INVALID_ARGUMENT by the handlers
+# (naming the limit); gRPC itself drops anything beyond this, undecoded.
+MAX_RECEIVE = MAX_BODY + (1 << 20)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class ApiServer:
         self.registry = Registry(store, admission=default_admission(config.service_cidr))
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
+        self.flow = FlowControl(Limits.for_workers(config.max_workers))
         self._server: grpc.Server | None = None
         self.port = 0
 
@@ -98,13 +104,13 @@ class ApiServer:
                 max_workers=self.config.max_workers, thread_name_prefix="api"
             ),
             options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE),
+                ("grpc.max_receive_message_length", MAX_RECEIVE),
                 ("grpc.max_send_message_length", MAX_MESSAGE),
                 ("grpc.so_reuseport", 0),
             ],
         )
         api_pb2_grpc.add_ObjectsServicer_to_server(
-            ObjectsServicer(self.registry, self.broadcaster, self.authority), server
+            ObjectsServicer(self.registry, self.broadcaster, self.authority, self.flow), server
         )
         api_pb2_grpc.add_AuthServicer_to_server(
             AuthServicer(self.authority, self.pki.ca_pem if self.pki else b""), server

@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 
 import grpc
 
-from controlplane.api import jsoncodec
+from controlplane.api import jsoncodec, limits
 from controlplane.apiserver.auth import Identity, TokenAuthority, authorize
+from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.registry import (
     ListResult,
     PodBinding,
@@ -45,6 +46,7 @@ STATUS_CODES: dict[type[errors.ApiError], grpc.StatusCode] = {
     errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     errors.Forbidden: grpc.StatusCode.PERMISSION_DENIED,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
+    errors.TooManyRequests: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 
 R = TypeVar("R")
@@ -103,6 +105,7 @@ def _list_message(
 
 
 def _json(data: bytes, what: str = "object") -> Any:
+    limits.check_body(data, what)
     try:
         return jsoncodec.loads(data)
     except (ValueError, UnicodeDecodeError, jsoncodec.DecodeError) as err:
@@ -110,9 +113,10 @@ def _json(data: bytes, what: str = "object") -> Any:
 
 
 class _Base:
-    def __init__(self, authority: TokenAuthority | None) -> None:
+    def __init__(self, authority: TokenAuthority | None, flow: FlowControl | None = None) -> None:
         # None: no authentication (in-process tests); everyone is admin.
         self.authority = authority
+        self.flow = flow
 
     def identify(self, context: grpc.ServicerContext) -> Identity:
         if self.authority is None:
@@ -126,17 +130,45 @@ class _Base:
         return identity
 
 
+def _released(stream: Iterator[Any], release: Callable[[], None]) -> Iterator[Any]:
+    """A streamed answer that holds its flow-control slot until it ends."""
+    try:
+        yield from stream
+    finally:
+        release()
+
+
 def _rpc(
-    name: str, authenticate: bool = True
+    name: str, authenticate: bool = True, mutating: bool | None = None
 ) -> Callable[[Callable[..., R]], Callable[[Any, Any, grpc.ServicerContext], R]]:
+    """mutating: which in-flight cap the call counts against (None: not counted)."""
+
     def wrap(func: Callable[..., R]) -> Callable[[Any, Any, grpc.ServicerContext], R]:
         @functools.wraps(func)
         def handler(self: _Base, request: Any, context: grpc.ServicerContext) -> R:
             start = time.monotonic()
             try:
-                if authenticate:
-                    return func(self, request, context, self.identify(context))
-                return func(self, request, context)
+                limits.check_size(request.ByteSize(), "request")
+                if not authenticate:
+                    return func(self, request, context)
+                who = self.identify(context)
+                if self.flow is None or mutating is None:
+                    return func(self, request, context, who)
+                kind = getattr(request, "kind", "")
+                lane = self.flow.acquire(who, kind, getattr(request, "namespace", ""), mutating)
+                streaming = False
+                try:
+                    result = func(self, request, context, who)
+                    if isinstance(result, Iterator):
+                        streaming = True
+                        flow = self.flow
+                        return _released(  # type: ignore[return-value]
+                            result, lambda: flow.release(lane, mutating)
+                        )
+                    return result
+                finally:
+                    if not streaming:
+                        self.flow.release(lane, mutating)
             except errors.ApiError as err:
                 code = status_code(err)
                 log.debug("rpc=%s code=%s error=%s", name, code.name, err)
@@ -156,13 +188,17 @@ def _rpc(
 
 class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     def __init__(
-        self, registry: Registry, broadcaster: Broadcaster, authority: TokenAuthority | None
+        self,
+        registry: Registry,
+        broadcaster: Broadcaster,
+        authority: TokenAuthority | None,
+        flow: FlowControl | None = None,
     ) -> None:
-        super().__init__(authority)
+        super().__init__(authority, flow)
         self.registry = registry
         self.broadcaster = broadcaster
 
-    @_rpc("Create")
+    @_rpc("Create", mutating=True)
     def Create(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
         stored = self.registry.create(
@@ -170,12 +206,12 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         )
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("Get")
+    @_rpc("Get", mutating=False)
     def Get(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         stored = self.registry.get(request.kind, request.name, request.namespace or None, who)
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("List")
+    @_rpc("List", mutating=False)
     def List(self, request: Any, context: Any, who: Identity) -> api_pb2.ListResponse:
         with jsoncodec.paused_gc():
             return self._list(request, who)
@@ -195,7 +231,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             who,
         )
 
-    @_rpc("ListStream")
+    @_rpc("ListStream", mutating=False)
     def ListStream(
         self, request: Any, context: Any, who: Identity
     ) -> Iterator[api_pb2.ListResponse]:
@@ -248,13 +284,13 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
                 chunk, resource_version if last else "", continue_token if last else ""
             )
 
-    @_rpc("Update")
+    @_rpc("Update", mutating=True)
     def Update(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
         stored = self.registry.update(request.kind, obj, request.subresource, who, copy_input=False)
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("Patch")
+    @_rpc("Patch", mutating=True)
     def Patch(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         patch = _json(request.patch, "patch")
         stored = self.registry.patch(
@@ -262,7 +298,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         )
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("Delete")
+    @_rpc("Delete", mutating=True)
     def Delete(self, request: Any, context: Any, who: Identity) -> api_pb2.DeleteResponse:
         options = DeleteOptions(
             grace_period_seconds=(
@@ -294,16 +330,24 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
                 rv = int(rv_text)
             except ValueError as err:
                 raise errors.Invalid(f"resourceVersion: {rv_text!r} is not valid") from err
-        watcher = self.broadcaster.watch(
-            info, namespace, selectors, rv, bool(request.allow_bookmarks)
-        )
+        end = self.flow.watch(who) if self.flow is not None else (lambda: None)
+        try:
+            watcher = self.broadcaster.watch(
+                info, namespace, selectors, rv, bool(request.allow_bookmarks)
+            )
+        except BaseException:
+            end()
+            raise
         context.add_callback(watcher.stop)
+        context.add_callback(end)
         # Headers now, so the client learns at once that the watch is open.
         context.send_initial_metadata(())
-        return self._stream(watcher, context)
+        return self._stream(watcher, context, end)
 
     @staticmethod
-    def _stream(watcher: Any, context: Any) -> Iterator[api_pb2.WatchEvent]:
+    def _stream(
+        watcher: Any, context: Any, end: Callable[[], None] = lambda: None
+    ) -> Iterator[api_pb2.WatchEvent]:
         try:
             for batch in watcher.batches():
                 messages = []
@@ -325,8 +369,9 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
                     )
         finally:
             watcher.stop()
+            end()
 
-    @_rpc("GetScale")
+    @_rpc("GetScale", mutating=False)
     def GetScale(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         scale = self.registry.get_scale(request.kind, request.name, request.namespace or None, who)
         rv = int(scale["metadata"].pop("resourceVersion"))
@@ -334,7 +379,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
         )
 
-    @_rpc("UpdateScale")
+    @_rpc("UpdateScale", mutating=True)
     def UpdateScale(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         scale = self.registry.update_scale(
             request.kind, request.name, request.namespace or None, int(request.replicas), who
@@ -344,7 +389,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
         )
 
-    @_rpc("Bind")
+    @_rpc("Bind", mutating=True)
     def Bind(self, request: Any, context: Any, who: Identity) -> api_pb2.BindResponse:
         bindings = []
         refused: dict[int, errors.ApiError] = {}
@@ -371,7 +416,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             ]
         )
 
-    @_rpc("CreateMany")
+    @_rpc("CreateMany", mutating=True)
     def CreateMany(self, request: Any, context: Any, who: Identity) -> api_pb2.CreateManyResponse:
         if len(request.items) > MAX_BATCH:
             raise errors.Invalid(f"items: at most {MAX_BATCH} per call, got {len(request.items)}")
