@@ -6,11 +6,8 @@ token, and one token per node (`skiff-node.<base64 node name>.<mac>`), which
 an agent obtains with Auth.Join and the join token. Several control-plane
 hosts sharing an etcd must share the secret (copy `<data-dir>/pki`).
 
-Authorization: the admin may do everything. A node credential may read
-everything, and may write only its own Node, its own Lease in
-kube-node-lease, the status of (and the final deletion of) pods bound to it,
-the creation of mirror pods (annotation kubernetes.io/config.mirror) bound to
-it, and Events. This module never touches storage or gRPC.
+Authentication only: what a request may do is `authz.Authorizer`'s
+business. This module never touches storage or gRPC.
 """
 
 from __future__ import annotations
@@ -19,25 +16,25 @@ import base64
 import hashlib
 import hmac
 from dataclasses import dataclass
-from typing import Any
 
-from controlplane.api.kinds import KindInfo
-from controlplane.client.errors import Forbidden
-
-NODE_LEASE_NAMESPACE = "kube-node-lease"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
-READ_VERBS = frozenset({"get", "list", "watch", "get_scale"})
+NODES_GROUP = "system:nodes"
+MASTERS_GROUP = "system:masters"
 
 
 @dataclass(frozen=True)
 class Identity:
+    """Who sends a request (Kubernetes' user.Info): `admin` holds every
+    permission (the system:masters group); `node` names the node of a node
+    credential (user system:node:NAME, group system:nodes)."""
+
     user: str
     admin: bool = False
     node: str | None = None
+    groups: tuple[str, ...] = ()
+    uid: str = ""
 
 
-SYSTEM = Identity("system:apiserver", admin=True)
+SYSTEM = Identity("system:apiserver", admin=True, groups=(MASTERS_GROUP,))
 
 
 CACHED = 10_000  # valid tokens remembered (one per node, plus admins)
@@ -84,7 +81,7 @@ class TokenAuthority:
     def _check(self, token: str) -> Identity | None:
         if token.startswith("skiff-admin."):
             if hmac.compare_digest(token.encode(), self.admin_token().encode()):
-                return Identity("admin", admin=True)
+                return Identity("admin", admin=True, groups=(MASTERS_GROUP,))
             return None
         if token.startswith("skiff-node."):
             parts = token.split(".")
@@ -96,50 +93,5 @@ class TokenAuthority:
             except (ValueError, UnicodeDecodeError):
                 return None
             if hmac.compare_digest(token.encode(), self.node_token(node).encode()):
-                return Identity(f"system:node:{node}", node=node)
+                return Identity(f"system:node:{node}", node=node, groups=(NODES_GROUP,))
         return None
-
-
-def _node_name(obj: dict[str, Any] | None) -> str:
-    if not obj:
-        return ""
-    return str((obj.get("spec") or {}).get("nodeName") or "")
-
-
-def _is_mirror_pod_of(obj: dict[str, Any] | None, node: str) -> bool:
-    """A mirror pod (the API's copy of a static pod) bound to `node`."""
-    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
-    return MIRROR_ANNOTATION in annotations and _node_name(obj) == node
-
-
-def authorize(
-    identity: Identity,
-    verb: str,
-    info: KindInfo,
-    namespace: str,
-    name: str,
-    old: dict[str, Any] | None = None,
-    new: dict[str, Any] | None = None,
-) -> None:
-    """Raise Forbidden unless `identity` may do `verb` on the object."""
-    if identity.admin or verb in READ_VERBS:
-        return
-    node = identity.node
-    if node is not None:
-        kind = info.kind
-        if kind == "Node" and name == node:
-            return
-        if kind == "Lease" and namespace == NODE_LEASE_NAMESPACE and name == node:
-            return
-        if kind == "Event":
-            return
-        if kind == "Pod":
-            if verb == "create" and _is_mirror_pod_of(new, node):
-                return
-            bound = _node_name(old) == node
-            if verb in ("update_status", "patch_status") and bound:
-                return
-            if verb == "delete" and bound:
-                return
-    where = f" in namespace {namespace!r}" if namespace else ""
-    raise Forbidden(f"{identity.user} may not {verb} {info.plural} {name!r}{where}")

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from controlplane.apiserver.auth import NODE_LEASE_NAMESPACE, Identity
+from controlplane.apiserver.auth import Identity
+from controlplane.apiserver.noderestriction import NODE_LEASE_NAMESPACE
 from controlplane.client.errors import TooManyRequests
 
 HEARTBEAT, SYSTEM, NODE, USER = "heartbeat", "system", "node", "user"

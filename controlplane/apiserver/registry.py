@@ -41,7 +41,8 @@ from controlplane.api.selectors import (
     parse_label_selector,
     selector_string,
 )
-from controlplane.apiserver.auth import SYSTEM, Identity, authorize
+from controlplane.apiserver.auth import SYSTEM, Identity
+from controlplane.apiserver.authz import Authorizer
 from controlplane.client.errors import (
     AlreadyExists,
     ApiError,
@@ -242,8 +243,11 @@ class Registry:
         store: Store,
         now: Callable[[], datetime.datetime] | None = None,
         admission: dict[str, Admit] | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
         self.store = store
+        # Asked on every read and write; the default knows no node graph.
+        self.authorizer = authorizer or Authorizer()
         self._now = now or (lambda: datetime.datetime.now(datetime.UTC))
         self.admission: dict[str, Admit] = dict(admission or {})
         self._read_cache: dict[tuple[str, str], tuple[int, Any]] = {}
@@ -424,7 +428,7 @@ class Registry:
         if info.has_status and info.kind not in ("Node",):
             obj.pop("status", None)
         name = str(meta["name"])
-        authorize(identity, "create", info, ns, name, None, obj)
+        self.authorizer.authorize(identity, "create", info, ns, name, None, obj)
         defaults.apply_defaults(info.kind, obj)
         self._validate(info, obj, None)
         self._check_namespace_open(info, ns)
@@ -466,7 +470,7 @@ class Registry:
     ) -> Stored:
         info = kind_info(kind)
         ns = self._namespace(info, namespace, None)
-        authorize(identity, "get", info, ns, name)
+        self.authorizer.authorize(identity, "get", info, ns, name)
         try:
             kv = self.store.get(object_key(info, ns, name))
         except KeyNotFound as err:
@@ -556,8 +560,8 @@ class Registry:
         ns = namespace or "" if info.namespaced else ""
         if namespace and not info.namespaced:
             raise Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
-        authorize(identity, "list", info, ns, "")
         selectors = Selectors.parse(label_selector, field_selector)
+        self.authorizer.authorize(identity, "list", info, ns, "", fields=selectors.fields)
         field_ns = selectors.fields.value_of("metadata.namespace")
         if field_ns is not None and info.namespaced:
             if ns and field_ns != ns:
@@ -670,11 +674,13 @@ class Registry:
             if client_rv and client_rv != cur_rev:
                 raise _conflict(info, name, cur_rev)
             full_verb = f"{verb}_status" if subresource else verb
-            authorize(identity, full_verb, info, ns, name, old)
+            self.authorizer.authorize(identity, full_verb, info, ns, name, old)
             requested = build(old)  # builders never change `old` (merge_patch copies)
             if not isinstance(requested, dict):
                 raise Invalid("object: must be a JSON object")
             new = self._prepare_update(info, old, requested, subresource)
+            if not identity.admin:  # may it make this change (NodeRestriction)?
+                self.authorizer.authorize(identity, full_verb, info, ns, name, old, new)
             if new == old:
                 return encode(old), cur_rev
             new_meta = new["metadata"]
@@ -776,7 +782,7 @@ class Registry:
             raise Invalid("metadata.name: required")
         ns = self._namespace(info, binding.namespace or None, None)
         old, cur_rev = self._read(info, ns, binding.name)
-        authorize(identity, "bind", info, ns, binding.name, old)
+        self.authorizer.authorize(identity, "bind", info, ns, binding.name, old)
         meta = old.get("metadata") or {}
         if binding.uid and binding.uid != meta.get("uid"):
             raise Conflict(
@@ -911,7 +917,7 @@ class Registry:
                     f"{options.precondition_resource_version}, ResourceVersion in object meta: "
                     f"{cur_rev}"
                 )
-            authorize(identity, "delete", info, ns, name, old, None)
+            self.authorizer.authorize(identity, "delete", info, ns, name, old, None)
             new = self._deletion_state(info, old, options, policy)
             try:
                 if new is None:
@@ -1017,7 +1023,7 @@ class Registry:
         if not info.has_scale:
             raise NotFound(f"{info.resource} have no scale subresource")
         ns = self._namespace(info, namespace, None)
-        authorize(identity, "get_scale", info, ns, name)
+        self.authorizer.authorize(identity, "get_scale", info, ns, name)
         obj, rev = self._read(info, ns, name)
         return self._scale(info, obj, rev)
 

@@ -14,15 +14,19 @@ import ipaddress
 import logging
 from concurrent import futures
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
+from controlplane.api.kinds import UnknownKind, by_kind
 from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_admission
 from controlplane.apiserver.auth import TokenAuthority
+from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
-from controlplane.apiserver.registry import Registry
+from controlplane.apiserver.nodegraph import NodeGraph
+from controlplane.apiserver.registry import Registry, decode
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.tls import Pki
 from controlplane.apiserver.watch import Broadcaster
@@ -55,7 +59,12 @@ class ApiServer:
         self.config = config
         self.pki = pki
         self.authority = TokenAuthority(pki.token_secret) if pki else None
-        self.registry = Registry(store, admission=default_admission(config.service_cidr))
+        self.graph = NodeGraph()
+        self.registry = Registry(
+            store,
+            admission=default_admission(config.service_cidr),
+            authorizer=Authorizer(self.graph, self._objects, store.current_revision),
+        )
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
         self.flow = FlowControl(Limits.for_workers(config.max_workers))
@@ -94,8 +103,25 @@ class ApiServer:
                      {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}},
             )  # fmt: skip
 
+    def _objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return [decode(d, r) for d, r in self.registry.list(kind, namespace).items]
+
+    def _load_graph(self) -> None:
+        """The node graph from the stored pods and claims; the broadcaster's
+        listener keeps it current from the revision it was built at."""
+        claims: list[bytes] = []
+        try:
+            by_kind("PersistentVolumeClaim")
+            claims = [d for d, _ in self.registry.list("PersistentVolumeClaim").items]
+        except UnknownKind:
+            pass
+        pods = self.registry.list("Pod")
+        self.graph.load([d for d, _ in pods.items], claims, pods.resource_version)
+        self.broadcaster.add_listener(self.graph.on_event)
+
     def start(self) -> int:
         self.bootstrap()
+        self._load_graph()
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import grpc
 
 from controlplane.api import jsoncodec, limits
-from controlplane.apiserver.auth import Identity, TokenAuthority, authorize
+from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.registry import (
     ListResult,
@@ -321,8 +321,10 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         namespace = request.namespace if info.namespaced else ""
         if request.namespace and not info.namespaced:
             raise errors.Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
-        authorize(who, "watch", info, namespace, "")
         selectors = Selectors.parse(request.label_selector, request.field_selector)
+        self.registry.authorizer.authorize(
+            who, "watch", info, namespace, "", fields=selectors.fields
+        )
         rv_text = request.resource_version
         rv: int | None = None
         if rv_text and rv_text != "0":

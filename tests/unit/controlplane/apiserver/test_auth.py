@@ -7,6 +7,7 @@ import pytest
 from controlplane.client.apiclient import connect, join
 from controlplane.client.config import ClientConfig
 from controlplane.client.errors import Forbidden, Unauthenticated
+from controlplane.client.interface import ListOptions
 from tests.unit.controlplane.apiserver.conftest import Cluster
 from tests.unit.controlplane.apiserver.test_objects import pod
 
@@ -57,8 +58,13 @@ def test_node_may_write_only_its_own_things(cluster: Cluster) -> None:
             node.patch("Pod", "mine", {"metadata": {"labels": {"a": "b"}}}, "default")
         with pytest.raises(Forbidden):
             node.create("Deployment", {"metadata": {"name": "d"}}, "default")
-        assert node.get("Pod", "theirs", "default")  # reads are allowed
-        assert len(node.list("Pod", "default").items) == 2
+        assert node.get("Pod", "mine", "default")  # its own pods only
+        with pytest.raises(Forbidden):
+            node.get("Pod", "theirs", "default")
+        with pytest.raises(Forbidden):
+            node.list("Pod", "default")
+        mine = node.list("Pod", options=ListOptions(field_selector="spec.nodeName=node-1"))
+        assert [p["metadata"]["name"] for p in mine.items] == ["mine"]
     finally:
         node.close()
         admin.close()
