@@ -2,7 +2,8 @@
 
 Opens the store (SQLite under --data-dir, or etcd), makes sure the PKI,
 token secret, `<data-dir>/admin.conf` (admin credential) and
-`<data-dir>/join-token` exist, serves the API over TLS on --listen, then
+`<data-dir>/join-token` exist (a bootstrap token made at first start, with
+no expiry; `skiff token delete` revokes it), serves the API over TLS on --listen, then
 starts the in-process components (scheduler, controllers) with an admin client.
 SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
 refusal to start (exit status 1), never a silent reset.
@@ -22,9 +23,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from controlplane.api.bootstraptoken import split
+from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.server import ApiServer, ApiServerConfig
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.config import ClientConfig, write_config
+from controlplane.client.errors import ApiError
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 
 log = logging.getLogger("skiff.controlplane")
@@ -121,13 +125,29 @@ def _advertise(listen: str, port: int, advertise: str) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def write_credentials(data_dir: Path, server: str, ca_pem: bytes, admin: str, join: str) -> None:
+def write_credentials(data_dir: Path, server: str, ca_pem: bytes, admin: str) -> None:
     write_config(data_dir / "admin.conf", ClientConfig(server=server, ca_pem=ca_pem, token=admin))
+
+
+def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
+    """`<data-dir>/join-token`: the bootstrap token made at first start. Kept
+    as it is afterwards, even once revoked (its Secret deleted), so deleting
+    it with `skiff token delete` stays a revocation across restarts."""
     path = data_dir / "join-token"
-    fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        existing = path.read_text().strip()
+    except FileNotFoundError:
+        existing = ""
+    if split(existing) is not None:
+        return existing
+    # First start (or a join token of the old, never-expiring HMAC kind).
+    token = joins.create(None, f"skiff controlplane's join token ({path})")
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(join + "\n")
-    os.replace(path.with_suffix(".tmp"), path)
+        f.write(token + "\n")
+    os.replace(tmp, path)
+    return token
 
 
 def start_components(client: Any, stop: threading.Event, args: argparse.Namespace) -> None:
@@ -184,12 +204,17 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     except OSError as err:
         store.close()
         raise StartError(str(err)) from err
-    assert server.authority is not None
+    assert server.authority is not None and server.joins is not None
     address = _advertise(args.listen, port, args.advertise_address)
     admin = ClientConfig(address, pki.ca_pem, server.authority.admin_token(),
                          data_dir / "admin.conf")  # fmt: skip
-    join_token = server.authority.join_token()
-    write_credentials(data_dir, address, pki.ca_pem, admin.token, join_token)
+    try:
+        join_token = ensure_join_token(data_dir, server.joins)
+    except (ApiError, OSError) as err:
+        server.stop()
+        store.close()
+        raise StartError(f"cannot make the join token: {err}") from err
+    write_credentials(data_dir, address, pki.ca_pem, admin.token)
     log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event())  # fmt: skip

@@ -1,9 +1,9 @@
 """Bearer tokens and who may do what.
 
 Tokens are derived from one secret kept in the data directory (HMAC-SHA256),
-so nothing but that secret needs storing: the admin token, the cluster join
-token, and one token per node (`skiff-node.<base64 node name>.<mac>`), which
-an agent obtains with Auth.Join and the join token. Several control-plane
+so nothing but that secret needs storing: the admin token and one token per
+node (`skiff-node.<base64 node name>.<mac>`), which an agent obtains with
+Auth.Join and a bootstrap token (apiserver/bootstrap.py). Several control-plane
 hosts sharing an etcd must share the secret (copy `<data-dir>/pki`).
 
 Authentication only: what a request may do is `authz.Authorizer`'s
@@ -57,15 +57,9 @@ class TokenAuthority:
     def admin_token(self) -> str:
         return f"skiff-admin.{self._mac('admin')}"
 
-    def join_token(self) -> str:
-        return f"skiff-join.{self._mac('join')}"
-
     def node_token(self, node: str) -> str:
         encoded = base64.urlsafe_b64encode(node.encode()).decode().rstrip("=")
         return f"skiff-node.{encoded}.{self._mac('node:' + node)}"
-
-    def check_join_token(self, token: str) -> bool:
-        return hmac.compare_digest(token.encode(), self.join_token().encode())
 
     def authenticate(self, token: str) -> Identity | None:
         known = self._known.get(token)

@@ -23,6 +23,7 @@ from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_admission
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
+from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.nodegraph import NodeGraph
@@ -66,6 +67,9 @@ class ApiServer:
             authorizer=Authorizer(self.graph, self._objects, store.current_revision),
         )
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
+        self.joins = (
+            BootstrapJoin(self.registry, self.authority.node_token) if self.authority else None
+        )
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
         self.flow = FlowControl(Limits.for_workers(config.max_workers))
         self._server: grpc.Server | None = None
@@ -139,7 +143,7 @@ class ApiServer:
             ObjectsServicer(self.registry, self.broadcaster, self.authority, self.flow), server
         )
         api_pb2_grpc.add_AuthServicer_to_server(
-            AuthServicer(self.authority, self.pki.ca_pem if self.pki else b""), server
+            AuthServicer(self.authority, self.pki.ca_pem if self.pki else b"", self.joins), server
         )
         if self.pki is not None:
             creds = grpc.ssl_server_credentials([(self.pki.key_pem, self.pki.cert_pem)])

@@ -20,6 +20,7 @@ import grpc
 
 from controlplane.api import jsoncodec, limits
 from controlplane.apiserver.auth import Identity, TokenAuthority
+from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.registry import (
     ListResult,
@@ -441,24 +442,20 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
 
 
 class AuthServicer(_Base, api_pb2_grpc.AuthServicer):
-    def __init__(self, authority: TokenAuthority | None, ca_pem: bytes) -> None:
+    def __init__(
+        self, authority: TokenAuthority | None, ca_pem: bytes, joins: BootstrapJoin | None = None
+    ) -> None:
         super().__init__(authority)
         self.ca_pem = ca_pem
+        self.joins = joins
 
     @_rpc("Join", authenticate=False)
     def Join(self, request: Any, context: Any) -> api_pb2.JoinResponse:
-        from controlplane.api.validation import is_dns_subdomain
-
-        if self.authority is None:
+        if self.joins is None:
             raise errors.Unavailable("this server runs without authentication")
-        if not self.authority.check_join_token(request.join_token):
-            raise errors.Unauthenticated("invalid join token")
-        if not is_dns_subdomain(request.node_name):
-            raise errors.Invalid(f"node_name: {request.node_name!r} must be a DNS-1123 subdomain")
+        token = self.joins.join(request.join_token, request.node_name)
         log.info("node=%s joined", request.node_name)
-        return api_pb2.JoinResponse(
-            token=self.authority.node_token(request.node_name), ca_pem=self.ca_pem
-        )
+        return api_pb2.JoinResponse(token=token, ca_pem=self.ca_pem)
 
     @_rpc("WhoAmI")
     def WhoAmI(self, request: Any, context: Any, who: Identity) -> api_pb2.WhoAmIResponse:

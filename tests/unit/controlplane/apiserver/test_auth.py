@@ -23,11 +23,11 @@ def test_requests_without_a_valid_token_are_refused(cluster: Cluster) -> None:
 
 
 def test_join_token_yields_a_node_credential(cluster: Cluster) -> None:
-    assert cluster.server.authority is not None
+    assert cluster.server.joins is not None
     with pytest.raises(Unauthenticated):
         join(cluster.address, cluster.pki.ca_pem, "skiff-join.wrong", "node-1")
     config = join(cluster.address, cluster.pki.ca_pem,
-                  cluster.server.authority.join_token(), "node-1")  # fmt: skip
+                  cluster.server.joins.create(), "node-1")  # fmt: skip
     assert config.token.startswith("skiff-node.")
     with connect(config) as node:
         assert node.whoami() == {"user": "system:node:node-1", "node": "node-1", "admin": False}
