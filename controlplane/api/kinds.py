@@ -36,6 +36,8 @@ class KindInfo:
     has_scale: bool = False
     # apiVersions also accepted in manifests (e.g. Event in v1 and events.k8s.io/v1).
     also_api_versions: tuple[str, ...] = ()
+    # Never stored: a create is answered at once (SubjectAccessReview, TokenReview).
+    create_only: bool = False
 
     @property
     def group(self) -> str:
@@ -101,6 +103,63 @@ KINDS: tuple[KindInfo, ...] = (
         "podgroups",
         "podgroup",
         ("pg",),
+    ),
+    KindInfo(
+        "ServiceAccount", "v1", "serviceaccounts", "serviceaccount", ("sa",), has_status=False
+    ),
+    KindInfo("Role", "rbac.authorization.k8s.io/v1", "roles", "role", (), has_status=False),
+    KindInfo(
+        "ClusterRole",
+        "rbac.authorization.k8s.io/v1",
+        "clusterroles",
+        "clusterrole",
+        (),
+        namespaced=False,
+        has_status=False,
+    ),
+    KindInfo(
+        "RoleBinding",
+        "rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        "rolebinding",
+        (),
+        has_status=False,
+    ),
+    KindInfo(
+        "ClusterRoleBinding",
+        "rbac.authorization.k8s.io/v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        (),
+        namespaced=False,
+        has_status=False,
+    ),
+    KindInfo(
+        "SelfSubjectAccessReview",
+        "authorization.k8s.io/v1",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        (),
+        namespaced=False,
+        create_only=True,
+    ),
+    KindInfo(
+        "SubjectAccessReview",
+        "authorization.k8s.io/v1",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        (),
+        namespaced=False,
+        create_only=True,
+    ),
+    KindInfo(
+        "TokenReview",
+        "authentication.k8s.io/v1",
+        "tokenreviews",
+        "tokenreview",
+        (),
+        namespaced=False,
+        create_only=True,
     ),
 )
 

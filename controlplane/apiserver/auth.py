@@ -1,9 +1,13 @@
 """Bearer tokens and who may do what.
 
 Tokens are derived from one secret kept in the data directory (HMAC-SHA256),
-so nothing but that secret needs storing: the admin token and one token per
+so nothing but that secret needs storing: the admin token, one token per
 node (`skiff-node.<base64 node name>.<mac>`), which an agent obtains with
-Auth.Join and a bootstrap token (apiserver/bootstrap.py). Several control-plane
+Auth.Join and a bootstrap token (apiserver/bootstrap.py), and user tokens
+(`skiff-user.<base64 JSON of name and groups>.<mac>`, written by `skiff user
+create`; like a client certificate, the token itself carries the groups).
+Every authenticated identity is in the group system:authenticated; a user
+in system:masters is an admin. Several control-plane
 hosts sharing an etcd must share the secret (copy `<data-dir>/pki`).
 
 Authentication only: what a request may do is `authz.Authorizer`'s
@@ -15,10 +19,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 from dataclasses import dataclass
 
 NODES_GROUP = "system:nodes"
 MASTERS_GROUP = "system:masters"
+AUTHENTICATED = "system:authenticated"
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,15 @@ class Identity:
     uid: str = ""
 
 
-SYSTEM = Identity("system:apiserver", admin=True, groups=(MASTERS_GROUP,))
+SYSTEM = Identity("system:apiserver", admin=True, groups=(MASTERS_GROUP, AUTHENTICATED))
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 CACHED = 10_000  # valid tokens remembered (one per node, plus admins)
@@ -58,8 +72,12 @@ class TokenAuthority:
         return f"skiff-admin.{self._mac('admin')}"
 
     def node_token(self, node: str) -> str:
-        encoded = base64.urlsafe_b64encode(node.encode()).decode().rstrip("=")
+        encoded = _b64(node.encode())
         return f"skiff-node.{encoded}.{self._mac('node:' + node)}"
+
+    def user_token(self, user: str, groups: tuple[str, ...] = ()) -> str:
+        payload = _b64(json.dumps({"u": user, "g": list(groups)}, separators=(",", ":")).encode())
+        return f"skiff-user.{payload}.{self._mac('user:' + payload)}"
 
     def authenticate(self, token: str) -> Identity | None:
         known = self._known.get(token)
@@ -75,17 +93,36 @@ class TokenAuthority:
     def _check(self, token: str) -> Identity | None:
         if token.startswith("skiff-admin."):
             if hmac.compare_digest(token.encode(), self.admin_token().encode()):
-                return Identity("admin", admin=True, groups=(MASTERS_GROUP,))
+                return Identity("admin", admin=True, groups=(MASTERS_GROUP, AUTHENTICATED))
             return None
+        if token.startswith("skiff-user."):
+            return self._user(token)
         if token.startswith("skiff-node."):
             parts = token.split(".")
             if len(parts) != 3:
                 return None
             try:
-                padded = parts[1] + "=" * (-len(parts[1]) % 4)
-                node = base64.urlsafe_b64decode(padded).decode()
+                node = _unb64(parts[1]).decode()
             except (ValueError, UnicodeDecodeError):
                 return None
             if hmac.compare_digest(token.encode(), self.node_token(node).encode()):
-                return Identity(f"system:node:{node}", node=node, groups=(NODES_GROUP,))
+                return Identity(
+                    f"system:node:{node}", node=node, groups=(NODES_GROUP, AUTHENTICATED)
+                )
         return None
+
+    def _user(self, token: str) -> Identity | None:
+        parts = token.split(".")
+        if len(parts) != 3:
+            return None
+        if not hmac.compare_digest(parts[2].encode(), self._mac("user:" + parts[1]).encode()):
+            return None
+        try:
+            data = json.loads(_unb64(parts[1]))
+            user, groups = str(data["u"]), tuple(str(g) for g in data["g"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        if not user or user.startswith(("system:node:", "system:serviceaccount:")):
+            return None  # those names belong to node and ServiceAccount credentials
+        groups = (*groups, AUTHENTICATED) if AUTHENTICATED not in groups else groups
+        return Identity(user, admin=MASTERS_GROUP in groups, groups=groups)

@@ -88,32 +88,17 @@ class NodeGraph:
         self._pods: dict[str, tuple[str, frozenset[Ref]]] = {}  # pod key -> (node, refs)
         self._refs: dict[str, Counter[Ref]] = {}  # node -> referenced objects
         self._claims: dict[tuple[str, str], str] = {}  # (ns, pvc) -> bound PV name
-        self._revision = 0  # the store revision the graph is current up to
-        self._advanced = threading.Condition(self._lock)
 
     # -- feeding -----------------------------------------------------------------
 
-    def load(self, pods: Iterable[bytes], claims: Iterable[bytes] = (), revision: int = 0) -> None:
-        """Fill the graph from a List read at `revision`."""
+    def load(self, pods: Iterable[bytes], claims: Iterable[bytes] = ()) -> None:
+        """Fill the graph from a List."""
         for data in claims:
             self._set_claim(jsoncodec.loads(data))
         for data in pods:
             pod = jsoncodec.loads(data)
             meta = pod.get("metadata") or {}
             self._set_pod(f"{POD_PREFIX}{meta.get('namespace')}/{meta.get('name')}", pod)
-        self._advance(revision)
-
-    def _advance(self, revision: int) -> None:
-        with self._lock:
-            if revision > self._revision:
-                self._revision = revision
-                self._advanced.notify_all()
-
-    def catch_up(self, revision: int, timeout: float) -> bool:
-        """Wait (at most `timeout` s) until the graph has seen every write up to
-        `revision`; whether it has."""
-        with self._lock:
-            return self._advanced.wait_for(lambda: self._revision >= revision, timeout)
 
     def on_event(self, event: Event) -> None:
         """Broadcaster listener: cheap, never blocks."""
@@ -130,7 +115,6 @@ class NodeGraph:
                     self._claims.pop((ns, name), None)
             else:
                 self._set_claim(jsoncodec.loads(event.value))
-        self._advance(event.rev)
 
     def _set_claim(self, pvc: dict[str, Any]) -> None:
         meta = pvc.get("metadata") or {}

@@ -248,6 +248,8 @@ class Registry:
         self.store = store
         # Asked on every read and write; the default knows no node graph.
         self.authorizer = authorizer or Authorizer()
+        # Create-only kinds (reviews): kind -> fills in the answer, never stored.
+        self.reviews: dict[str, Callable[[Object, Identity], Object]] = {}
         self._now = now or (lambda: datetime.datetime.now(datetime.UTC))
         self.admission: dict[str, Admit] = dict(admission or {})
         self._read_cache: dict[tuple[str, str], tuple[int, Any]] = {}
@@ -354,7 +356,28 @@ class Registry:
         copy_input: bool = True,
     ) -> Stored:
         """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one."""
+        info = kind_info(kind)
+        if info.create_only:
+            return self._review(info, obj, identity)
         return self._store_new(self._prepare_create(kind, obj, namespace, identity, copy_input))
+
+    def _review(self, info: KindInfo, obj: Object, identity: Identity) -> Stored:
+        """A create-only kind: authorized, answered, never stored (revision 0)."""
+        if not isinstance(obj, dict):
+            raise Invalid("object: must be a JSON object")
+        handler = self.reviews.get(info.kind)
+        if handler is None:
+            raise NotFound(f"{info.resource} are not served by this server")
+        self.authorizer.authorize(identity, "create", info, "", "")
+        obj = jsoncodec.clone(obj)
+        obj["kind"], obj["apiVersion"] = info.kind, info.api_version
+        obj.pop("status", None)
+        return encode(handler(obj, identity)), 0
+
+    @staticmethod
+    def _stored(info: KindInfo) -> None:
+        if info.create_only:
+            raise Invalid(f"{info.resource} support create only: they are answered, never stored")
 
     def create_many(
         self, items: Sequence[tuple[str, Object, str | None]], identity: Identity = SYSTEM
@@ -404,6 +427,7 @@ class Registry:
     ) -> _NewObject:
         """Everything a create checks and fills in, up to the write."""
         info = kind_info(kind)
+        self._stored(info)
         if not isinstance(obj, dict):
             raise Invalid("object: must be a JSON object")
         if copy_input:
@@ -469,6 +493,7 @@ class Registry:
         self, kind: str, name: str, namespace: str | None = None, identity: Identity = SYSTEM
     ) -> Stored:
         info = kind_info(kind)
+        self._stored(info)
         ns = self._namespace(info, namespace, None)
         self.authorizer.authorize(identity, "get", info, ns, name)
         try:
@@ -557,6 +582,7 @@ class Registry:
         """The key prefix and selectors of a List, checked and authorized; None
         when the selectors rule out every object (another namespace's field)."""
         info = kind_info(kind)
+        self._stored(info)
         ns = namespace or "" if info.namespaced else ""
         if namespace and not info.namespaced:
             raise Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
@@ -664,6 +690,7 @@ class Registry:
         identity: Identity,
         verb: str,
     ) -> Stored:
+        self._stored(info)
         if subresource not in ("", "status"):
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
         if subresource == "status" and not info.has_status:
@@ -886,6 +913,7 @@ class Registry:
         identity: Identity = SYSTEM,
     ) -> Stored | None:
         info = kind_info(kind)
+        self._stored(info)
         options = options or DeleteOptions()
         ns = self._namespace(info, namespace, None)
         policy = options.propagation_policy or "Background"

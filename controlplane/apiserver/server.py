@@ -27,7 +27,11 @@ from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.nodegraph import NodeGraph
+from controlplane.apiserver.progress import IndexProgress
+from controlplane.apiserver.rbacdefaults import ensure_defaults
+from controlplane.apiserver.rbacindex import RbacIndex
 from controlplane.apiserver.registry import Registry, decode
+from controlplane.apiserver.reviews import Reviews
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.tls import Pki
 from controlplane.apiserver.watch import Broadcaster
@@ -61,11 +65,18 @@ class ApiServer:
         self.pki = pki
         self.authority = TokenAuthority(pki.token_secret) if pki else None
         self.graph = NodeGraph()
-        self.registry = Registry(
-            store,
-            admission=default_admission(config.service_cidr),
-            authorizer=Authorizer(self.graph, self._objects, store.current_revision),
+        self.rbac = RbacIndex()
+        self.progress = IndexProgress()
+        self.authorizer = Authorizer(
+            self.graph, self._objects, store.current_revision, self.rbac, self.progress
         )
+        self.registry = Registry(
+            store, admission=default_admission(config.service_cidr), authorizer=self.authorizer
+        )
+        self.reviews = Reviews(
+            self.authorizer, self.authority.authenticate if self.authority else lambda _: None
+        )
+        self.registry.reviews = self.reviews.handlers
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
         self.joins = (
             BootstrapJoin(self.registry, self.authority.node_token) if self.authority else None
@@ -77,6 +88,7 @@ class ApiServer:
 
     def bootstrap(self) -> None:
         """Create the built-in objects that are missing."""
+        ensure_defaults(self.registry)
         for name in BUILTIN_NAMESPACES:
             try:
                 self.registry.create("Namespace", {"metadata": {"name": name}})
@@ -110,9 +122,15 @@ class ApiServer:
     def _objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         return [decode(d, r) for d, r in self.registry.list(kind, namespace).items]
 
-    def _load_graph(self) -> None:
-        """The node graph from the stored pods and claims; the broadcaster's
-        listener keeps it current from the revision it was built at."""
+    def _load_indexes(self) -> None:
+        """The node graph (from the stored pods and claims) and the RBAC index;
+        the broadcaster's listeners keep them current from then on."""
+        self.rbac.load(
+            (kind, d)
+            for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+            for d, _ in self.registry.list(kind).items
+        )
+        self.broadcaster.add_listener(self.rbac.on_event)
         claims: list[bytes] = []
         try:
             by_kind("PersistentVolumeClaim")
@@ -120,12 +138,15 @@ class ApiServer:
         except UnknownKind:
             pass
         pods = self.registry.list("Pod")
-        self.graph.load([d for d, _ in pods.items], claims, pods.resource_version)
+        self.graph.load([d for d, _ in pods.items], claims)
         self.broadcaster.add_listener(self.graph.on_event)
+        # Last: once it has seen a revision, every index has applied it.
+        self.progress.advance(self.broadcaster.last_revision)
+        self.broadcaster.add_listener(self.progress.on_event)
 
     def start(self) -> int:
         self.bootstrap()
-        self._load_graph()
+        self._load_indexes()
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()

@@ -42,6 +42,7 @@ InitFunc = Callable[[ControllerContext], Controller | None]
 
 def _registry() -> dict[str, InitFunc]:
     from controlplane.controllers import (
+        clusterroleaggregation,
         cronjob,
         daemonset,
         deployment,
@@ -71,6 +72,7 @@ def _registry() -> dict[str, InitFunc]:
         "namespace": namespace.init,
         "garbagecollector": garbagecollector.init,
         "podgc": podgc.init,
+        "clusterrole-aggregation": clusterroleaggregation.init,
     }
 
 

@@ -1,0 +1,99 @@
+"""The create-only review kinds: access reviews and token reviews.
+
+SelfSubjectAccessReview ("may I?", what `kubectl auth can-i` asks),
+SubjectAccessReview ("may they?") and TokenReview ("who is this token?"),
+answered at once and never stored, as Kubernetes does. Who may create
+which is RBAC's decision (system:basic-user grants the first to everyone,
+system:auth-delegator the other two); the registry authorizes the create
+and hands the object here to fill in its status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.api.rbac import Attributes
+from controlplane.apiserver.auth import AUTHENTICATED, MASTERS_GROUP, Identity
+from controlplane.apiserver.authz import Authorizer
+from controlplane.client.errors import Invalid
+
+Object = dict[str, Any]
+
+
+def _attributes(spec: Any) -> Attributes:
+    if not isinstance(spec, dict):
+        raise Invalid("spec: required")
+    resource = spec.get("resourceAttributes")
+    non_resource = spec.get("nonResourceAttributes")
+    if isinstance(resource, dict) and not non_resource:
+        verb = str(resource.get("verb") or "")
+        if not verb:
+            raise Invalid("spec.resourceAttributes.verb: required")
+        return Attributes(
+            verb,
+            str(resource.get("group") or ""),
+            str(resource.get("resource") or ""),
+            str(resource.get("subresource") or ""),
+            str(resource.get("namespace") or ""),
+            str(resource.get("name") or ""),
+        )
+    if isinstance(non_resource, dict) and not resource:
+        path, verb = str(non_resource.get("path") or ""), str(non_resource.get("verb") or "")
+        if not path or not verb:
+            raise Invalid("spec.nonResourceAttributes: path and verb are required")
+        return Attributes(verb, path=path)
+    raise Invalid("spec: exactly one of resourceAttributes and nonResourceAttributes")
+
+
+class Reviews:
+    """Fills in the status of a review; see the module docstring."""
+
+    def __init__(
+        self, authorizer: Authorizer, authenticate: Callable[[str], Identity | None]
+    ) -> None:
+        self.authorizer = authorizer
+        self.authenticate = authenticate
+        self.handlers: dict[str, Callable[[Object, Identity], Object]] = {
+            "SelfSubjectAccessReview": self.self_subject_access_review,
+            "SubjectAccessReview": self.subject_access_review,
+            "TokenReview": self.token_review,
+        }
+
+    def _access(self, obj: Object, who: Identity) -> Object:
+        attrs = _attributes(obj.get("spec"))
+        allowed = self.authorizer.allows(who, attrs)
+        obj["status"] = {
+            "allowed": allowed,
+            "reason": "allowed by RBAC" if allowed else "no RBAC rule allows it",
+        }
+        return obj
+
+    def self_subject_access_review(self, obj: Object, identity: Identity) -> Object:
+        return self._access(obj, identity)
+
+    def subject_access_review(self, obj: Object, identity: Identity) -> Object:
+        spec = obj.get("spec") or {}
+        user = str(spec.get("user") or "")
+        groups = tuple(str(g) for g in spec.get("groups") or [])
+        if not user and not groups:
+            raise Invalid("spec.user: required (or spec.groups)")
+        who = Identity(user, admin=MASTERS_GROUP in groups, groups=groups,
+                       uid=str(spec.get("uid") or ""))  # fmt: skip
+        return self._access(obj, who)
+
+    def token_review(self, obj: Object, identity: Identity) -> Object:
+        token = str((obj.get("spec") or {}).get("token") or "")
+        if not token:
+            raise Invalid("spec.token: required")
+        found = self.authenticate(token)
+        if found is None:
+            obj["status"] = {"authenticated": False, "error": "invalid bearer token"}
+            return obj
+        groups = list(found.groups) if AUTHENTICATED in found.groups else [
+            *found.groups, AUTHENTICATED]  # fmt: skip
+        obj["status"] = {
+            "authenticated": True,
+            "user": {"username": found.user, "uid": found.uid, "groups": groups},
+        }
+        return obj
