@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "ctl": ("controlplane.cli.main", "main", "the skiffctl CLI"),
     "image": ("runtime.image.cli", "main", "import or export images for the runtime"),
     "token": ("controlplane.tokencmd", "main", "create, list or delete bootstrap tokens"),
+    "user": ("controlplane.usercmd", "main", "write a credential for a user"),
 }
 
 NOT_IMPLEMENTED_EXIT = 3
