@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from controlplane.api import jsoncodec
 from controlplane.api.selectors import SelectorError, from_structured
@@ -60,9 +60,9 @@ def parse_rules(rules: Any) -> tuple[PolicyRule, ...]:
     return tuple(PolicyRule.parse(r) for r in rules or [] if isinstance(r, dict))
 
 
-@dataclass(frozen=True)
-class Attributes:
-    """One request: a resource request (resource set) or a non-resource one (path set)."""
+class Attributes(NamedTuple):
+    """One request: a resource request (resource set) or a non-resource one (path
+    set). A tuple: cheap to build and hash, once per request."""
 
     verb: str
     group: str = ""

@@ -30,6 +30,7 @@ PREFIXES = {
 }
 SA_PREFIX = "system:serviceaccount:"
 CACHED = 4096  # identities whose rules are remembered
+DECISIONS = 1024  # decisions remembered per identity
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,21 @@ class RuleSet:
 
     cluster: tuple[PolicyRule, ...] = ()
     by_namespace: dict[str, tuple[PolicyRule, ...]] = field(default_factory=dict)
+    # Decisions already made (the same few requests repeat): a dict lookup
+    # instead of a rule scan. Dropped with the RuleSet when RBAC changes.
+    _decided: dict[Attributes, bool] = field(default_factory=dict, compare=False)
 
     def allows(self, a: Attributes) -> bool:
-        if allows(self.cluster, a):
-            return True
-        return bool(a.namespace) and allows(self.by_namespace.get(a.namespace, ()), a)
+        decided = self._decided.get(a)
+        if decided is not None:
+            return decided
+        decided = allows(self.cluster, a) or (
+            bool(a.namespace) and allows(self.by_namespace.get(a.namespace, ()), a)
+        )
+        if len(self._decided) >= DECISIONS:
+            self._decided.clear()
+        self._decided[a] = decided
+        return decided
 
     def rules_in(self, namespace: str) -> list[PolicyRule]:
         """The rules that apply in `namespace` ("" : cluster-wide only)."""
