@@ -153,6 +153,14 @@ KINDS: tuple[KindInfo, ...] = (
         create_only=True,
     ),
     KindInfo(
+        "TokenRequest",
+        "authentication.k8s.io/v1",
+        "tokenrequests",
+        "tokenrequest",
+        (),
+        create_only=True,
+    ),
+    KindInfo(
         "TokenReview",
         "authentication.k8s.io/v1",
         "tokenreviews",

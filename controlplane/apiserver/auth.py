@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass
+from typing import Any
 
 NODES_GROUP = "system:nodes"
 MASTERS_GROUP = "system:masters"
@@ -64,6 +65,8 @@ class TokenAuthority:
         # Tokens already checked (a few per client): the HMAC once per token,
         # not once per request. Only valid tokens are kept, at most CACHED.
         self._known: dict[str, Identity] = {}
+        # ServiceAccount tokens (JWTs) are checked there (satokens.py).
+        self.service_accounts: Any = None
 
     def _mac(self, purpose: str) -> str:
         return hmac.new(self._secret, purpose.encode(), hashlib.sha256).hexdigest()[:40]
@@ -80,6 +83,9 @@ class TokenAuthority:
         return f"skiff-user.{payload}.{self._mac('user:' + payload)}"
 
     def authenticate(self, token: str) -> Identity | None:
+        if token.startswith("eyJ"):  # a JWT: a ServiceAccount token
+            accounts = self.service_accounts
+            return accounts.authenticate(token) if accounts is not None else None
         known = self._known.get(token)
         if known is not None:
             return known

@@ -230,6 +230,20 @@ def refusal(
         return f'node "{node}" may not {verb} lease {namespace}/{name}: only its own Lease'
     if kind == "Pod":
         return _pod_write(node, verb, namespace, name, old, new, lookup)
+    if kind == "ServiceAccount" and verb == "create" and (new or {}).get("kind") == "TokenRequest":
+        # serviceaccounts/token: only for an account its pods use, bound to such a pod.
+        bound = (_spec(new).get("boundObjectRef") or {}) if new else {}
+        if (
+            graph is not None
+            and graph.may_read(node, "ServiceAccount", namespace, name)
+            and bound.get("kind") == "Pod"
+            and graph.pod_on(node, namespace, str(bound.get("name") or ""))
+        ):
+            return None
+        return (
+            f'node "{node}" may not request a token of serviceaccount {namespace}/{name}: only '
+            "for the accounts of its own pods, bound to such a pod"
+        )
     if kind == "Event" and verb in ("create", "update", "patch"):
         if verb != "create" and not _about_own(graph, node, old):
             return f'node "{node}" may not {verb} event {namespace}/{name}: not about its objects'

@@ -358,20 +358,33 @@ class Registry:
         """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one."""
         info = kind_info(kind)
         if info.create_only:
-            return self._review(info, obj, identity)
+            return self._review(info, obj, namespace, identity)
         return self._store_new(self._prepare_create(kind, obj, namespace, identity, copy_input))
 
-    def _review(self, info: KindInfo, obj: Object, identity: Identity) -> Stored:
-        """A create-only kind: authorized, answered, never stored (revision 0)."""
+    def _review(
+        self, info: KindInfo, obj: Object, namespace: str | None, identity: Identity
+    ) -> Stored:
+        """A create-only kind: authorized, answered, never stored (revision 0).
+        A TokenRequest is authorized as Kubernetes has it: create on the
+        serviceaccounts/token subresource of the account it names."""
         if not isinstance(obj, dict):
             raise Invalid("object: must be a JSON object")
         handler = self.reviews.get(info.kind)
         if handler is None:
             raise NotFound(f"{info.resource} are not served by this server")
-        self.authorizer.authorize(identity, "create", info, "", "")
         obj = jsoncodec.clone(obj)
+        ns = self._namespace(info, namespace, obj)
+        meta = _meta(obj)
+        if ns:
+            meta["namespace"] = ns
         obj["kind"], obj["apiVersion"] = info.kind, info.api_version
         obj.pop("status", None)
+        if info.kind == "TokenRequest":
+            name = str(meta.get("name") or "")
+            self.authorizer.authorize(identity, "create", by_kind("ServiceAccount"), ns, name,
+                                      None, obj, subresource="token")  # fmt: skip
+        else:
+            self.authorizer.authorize(identity, "create", info, ns, "")
         return encode(handler(obj, identity)), 0
 
     @staticmethod

@@ -1,8 +1,9 @@
-"""The create-only review kinds: access reviews and token reviews.
+"""The create-only kinds: access reviews, token reviews and token requests.
 
 SelfSubjectAccessReview ("may I?", what `kubectl auth can-i` asks),
-SubjectAccessReview ("may they?") and TokenReview ("who is this token?"),
-answered at once and never stored, as Kubernetes does. Who may create
+SubjectAccessReview ("may they?"), TokenReview ("who is this token?") and
+TokenRequest (serviceaccounts/token: a bound, expiring ServiceAccount
+token), answered at once and never stored, as Kubernetes does. Who may create
 which is RBAC's decision (system:basic-user grants the first to everyone,
 system:auth-delegator the other two); the registry authorizes the create
 and hands the object here to fill in its status.
@@ -16,7 +17,14 @@ from typing import Any
 from controlplane.api.rbac import Attributes
 from controlplane.apiserver.auth import AUTHENTICATED, MASTERS_GROUP, Identity
 from controlplane.apiserver.authz import Authorizer
-from controlplane.client.errors import Invalid
+from controlplane.apiserver.satokens import (
+    API_AUDIENCES,
+    Lookup,
+    ServiceAccountTokens,
+    expiration,
+    rfc3339,
+)
+from controlplane.client.errors import Invalid, NotFound, Unavailable
 
 Object = dict[str, Any]
 
@@ -50,14 +58,21 @@ class Reviews:
     """Fills in the status of a review; see the module docstring."""
 
     def __init__(
-        self, authorizer: Authorizer, authenticate: Callable[[str], Identity | None]
+        self,
+        authorizer: Authorizer,
+        authenticate: Callable[[str], Identity | None],
+        tokens: ServiceAccountTokens | None = None,
+        lookup: Lookup | None = None,
     ) -> None:
         self.authorizer = authorizer
         self.authenticate = authenticate
+        self.tokens = tokens
+        self.lookup = lookup
         self.handlers: dict[str, Callable[[Object, Identity], Object]] = {
             "SelfSubjectAccessReview": self.self_subject_access_review,
             "SubjectAccessReview": self.subject_access_review,
             "TokenReview": self.token_review,
+            "TokenRequest": self.token_request,
         }
 
     def _access(self, obj: Object, who: Identity) -> Object:
@@ -81,6 +96,40 @@ class Reviews:
         who = Identity(user, admin=MASTERS_GROUP in groups, groups=groups,
                        uid=str(spec.get("uid") or ""))  # fmt: skip
         return self._access(obj, who)
+
+    def token_request(self, obj: Object, identity: Identity) -> Object:
+        if self.tokens is None or self.lookup is None:
+            raise Unavailable("this server issues no ServiceAccount tokens")
+        meta = obj.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        account = self.lookup("ServiceAccount", ns, name)
+        if account is None:
+            raise NotFound(f'serviceaccounts "{name}" not found')
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            raise Invalid("spec: must be an object")
+        audiences = spec.get("audiences") or list(API_AUDIENCES)
+        if not isinstance(audiences, list) or not all(isinstance(a, str) and a for a in audiences):
+            raise Invalid("spec.audiences: must be a list of non-empty strings")
+        try:
+            seconds = expiration(spec.get("expirationSeconds"))
+        except ValueError as err:
+            raise Invalid(str(err)) from err
+        pod = None
+        bound = spec.get("boundObjectRef")
+        if bound:
+            if not isinstance(bound, dict) or bound.get("kind") != "Pod":
+                raise Invalid("spec.boundObjectRef.kind: only Pod is supported")
+            pod = self.lookup("Pod", ns, str(bound.get("name") or ""))
+            if pod is None:
+                raise NotFound(f'pods "{bound.get("name")}" not found')
+            uid = (pod.get("metadata") or {}).get("uid")
+            if bound.get("uid") and bound["uid"] != uid:
+                raise Invalid(f"spec.boundObjectRef.uid: {bound['uid']!r} is not the pod's ({uid})")
+        issued = self.tokens.issue(ns, account, audiences, seconds, pod)
+        spec["audiences"], spec["expirationSeconds"] = audiences, seconds
+        obj["status"] = {"token": issued.token, "expirationTimestamp": rfc3339(issued.expires)}
+        return obj
 
     def token_review(self, obj: Object, identity: Identity) -> Object:
         token = str((obj.get("spec") or {}).get("token") or "")

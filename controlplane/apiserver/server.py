@@ -32,6 +32,7 @@ from controlplane.apiserver.rbacdefaults import ensure_defaults
 from controlplane.apiserver.rbacindex import RbacIndex
 from controlplane.apiserver.registry import Registry, decode
 from controlplane.apiserver.reviews import Reviews
+from controlplane.apiserver.satokens import ServiceAccountTokens
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.tls import Pki
 from controlplane.apiserver.watch import Broadcaster
@@ -73,8 +74,16 @@ class ApiServer:
         self.registry = Registry(
             store, admission=default_admission(config.service_cidr), authorizer=self.authorizer
         )
+        self.sa_tokens = (
+            ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
+        )
+        if self.authority is not None:
+            self.authority.service_accounts = self.sa_tokens
         self.reviews = Reviews(
-            self.authorizer, self.authority.authenticate if self.authority else lambda _: None
+            self.authorizer,
+            self.authority.authenticate if self.authority else lambda _: None,
+            self.sa_tokens,
+            self._lookup,
         )
         self.registry.reviews = self.reviews.handlers
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
@@ -118,6 +127,12 @@ class ApiServer:
                      {"name": "dns", "port": 53, "protocol": "UDP"},
                      {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}},
             )  # fmt: skip
+
+    def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.registry.get_object(kind, name, namespace or None)
+        except NotFound:
+            return None
 
     def _objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         return [decode(d, r) for d, r in self.registry.list(kind, namespace).items]

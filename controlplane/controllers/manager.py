@@ -55,6 +55,7 @@ def _registry() -> dict[str, InitFunc]:
         nodelifecycle,
         podgc,
         replicaset,
+        serviceaccount,
         statefulset,
     )
 
@@ -73,6 +74,8 @@ def _registry() -> dict[str, InitFunc]:
         "garbagecollector": garbagecollector.init,
         "podgc": podgc.init,
         "clusterrole-aggregation": clusterroleaggregation.init,
+        "serviceaccount": serviceaccount.init,
+        "root-ca-cert-publisher": serviceaccount.init_root_ca,
     }
 
 
