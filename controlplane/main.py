@@ -96,6 +96,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="do not start this component (e.g. scheduler)",
     )
+    p.add_argument(
+        "--audit-log-path", default="", help="write an audit log (JSON lines) here; off when empty"
+    )
+    p.add_argument(
+        "--audit-log-maxsize", type=int, default=100, help="MB after which the audit log is rotated"
+    )
+    p.add_argument(
+        "--audit-log-maxbackup", type=int, default=5, help="rotated audit log files kept"
+    )
+    p.add_argument(
+        "--audit-policy-file",
+        default="",
+        help="audit.k8s.io/v1 Policy (default: every request at Metadata)",
+    )
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     from controlplane.controllers import manager
 
@@ -197,8 +211,16 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         raise StartError(str(err)) from err
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
                              bookmark_interval=args.bookmark_interval,
-                             max_workers=args.max_workers)  # fmt: skip
-    server = ApiServer(store, config, pki)
+                             max_workers=args.max_workers,
+                             audit_log_path=args.audit_log_path,
+                             audit_log_max_bytes=args.audit_log_maxsize << 20,
+                             audit_log_backups=args.audit_log_maxbackup,
+                             audit_policy_file=args.audit_policy_file)  # fmt: skip
+    try:
+        server = ApiServer(store, config, pki)
+    except ValueError as err:  # a bad audit policy
+        store.close()
+        raise StartError(str(err)) from err
     try:
         port = server.start()
     except OSError as err:

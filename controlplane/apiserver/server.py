@@ -14,6 +14,7 @@ import ipaddress
 import logging
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -21,6 +22,7 @@ import grpc
 from controlplane.api.kinds import UnknownKind, by_kind
 from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_admission
+from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.bootstrap import BootstrapJoin
@@ -57,6 +59,10 @@ class ApiServerConfig:
     watch_queue: int = 10_000
     bookmark_interval: float = 5.0
     namespace_retry: float = 1.0
+    audit_log_path: str = ""  # "": no audit log (the default)
+    audit_log_max_bytes: int = 100 << 20
+    audit_log_backups: int = 5
+    audit_policy_file: str = ""  # "": every request at Metadata
 
 
 class ApiServer:
@@ -92,6 +98,13 @@ class ApiServer:
         )
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
         self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        self.audit: AuditLog | None = None
+        if config.audit_log_path:
+            policy = (
+                load_policy(Path(config.audit_policy_file)) if config.audit_policy_file else None
+            )
+            self.audit = AuditLog(Path(config.audit_log_path), config.audit_log_max_bytes,
+                                  config.audit_log_backups, policy)  # fmt: skip
         self._server: grpc.Server | None = None
         self.port = 0
 
@@ -176,10 +189,14 @@ class ApiServer:
             ],
         )
         api_pb2_grpc.add_ObjectsServicer_to_server(
-            ObjectsServicer(self.registry, self.broadcaster, self.authority, self.flow), server
+            ObjectsServicer(self.registry, self.broadcaster, self.authority, self.flow, self.audit),
+            server,
         )
         api_pb2_grpc.add_AuthServicer_to_server(
-            AuthServicer(self.authority, self.pki.ca_pem if self.pki else b"", self.joins), server
+            AuthServicer(
+                self.authority, self.pki.ca_pem if self.pki else b"", self.joins, self.audit
+            ),
+            server,
         )
         if self.pki is not None:
             creds = grpc.ssl_server_credentials([(self.pki.key_pem, self.pki.cert_pem)])

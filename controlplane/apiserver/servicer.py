@@ -9,6 +9,7 @@ codes. Objects travel as JSON bytes with their resourceVersion beside them
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import logging
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 import grpc
 
 from controlplane.api import jsoncodec, limits
+from controlplane.apiserver.audit import AuditLog, http_status
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.flowcontrol import FlowControl
@@ -114,10 +116,40 @@ def _json(data: bytes, what: str = "object") -> Any:
 
 
 class _Base:
-    def __init__(self, authority: TokenAuthority | None, flow: FlowControl | None = None) -> None:
+    def __init__(
+        self,
+        authority: TokenAuthority | None,
+        flow: FlowControl | None = None,
+        audit: AuditLog | None = None,
+    ) -> None:
         # None: no authentication (in-process tests); everyone is admin.
         self.authority = authority
         self.flow = flow
+        self.audit = audit
+
+    def _in_lane(
+        self,
+        func: Callable[..., R],
+        request: Any,
+        context: grpc.ServicerContext,
+        who: Identity,
+        mutating: bool,
+    ) -> R:
+        """func, holding a slot of its flow-control lane (a stream holds it to its end)."""
+        flow = self.flow
+        assert flow is not None
+        lane = flow.acquire(who, getattr(request, "kind", ""), getattr(request, "namespace", ""),
+                            mutating)  # fmt: skip
+        streaming = False
+        try:
+            result = func(self, request, context, who)
+            if isinstance(result, Iterator):
+                streaming = True
+                return _released(result, lambda: flow.release(lane, mutating))  # type: ignore[return-value]
+            return result
+        finally:
+            if not streaming:
+                flow.release(lane, mutating)
 
     def identify(self, context: grpc.ServicerContext) -> Identity:
         if self.authority is None:
@@ -139,6 +171,53 @@ def _released(stream: Iterator[Any], release: Callable[[], None]) -> Iterator[An
         release()
 
 
+# RPC -> (Kubernetes verb, subresource) for the audit log.
+AUDITED: dict[str, tuple[str, str]] = {
+    "Create": ("create", ""), "Get": ("get", ""), "List": ("list", ""),
+    "ListStream": ("list", ""), "Update": ("update", ""), "Patch": ("patch", ""),
+    "Delete": ("delete", ""), "Watch": ("watch", ""), "GetScale": ("get", "scale"),
+    "UpdateScale": ("update", "scale"), "Bind": ("create", "binding"),
+    "CreateMany": ("create", ""), "Join": ("create", "join"),
+}  # fmt: skip
+ANONYMOUS = Identity("system:anonymous", groups=("system:unauthenticated",))
+
+
+def _audit(
+    audit: AuditLog,
+    name: str,
+    request: Any,
+    who: Identity | None,
+    outcome: Exception | None,
+    start: float,
+) -> None:
+    verb, sub = AUDITED[name]
+    kind = getattr(request, "kind", "") or ("Pod" if name == "Bind" else "")
+    if name == "Join":
+        kind = "Node"
+    try:
+        info = kind_info(kind) if kind else None
+    except errors.Invalid:
+        info = None
+    subresource = getattr(request, "subresource", "") or sub
+    code = 200 if outcome is None else http_status(outcome)
+    elapsed = time.monotonic() - start
+    audit.record(
+        who or ANONYMOUS,
+        verb,
+        {
+            "resource": info.plural if info else kind,
+            "apiGroup": info.group if info else "",
+            "namespace": getattr(request, "namespace", ""),
+            "name": getattr(request, "name", "") or getattr(request, "node_name", ""),
+            "subresource": subresource,
+        },
+        code,
+        datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=elapsed),
+        elapsed * 1000,
+        getattr(request, "json", b"") or getattr(request, "patch", b"") or None,
+    )
+
+
 def _rpc(
     name: str, authenticate: bool = True, mutating: bool | None = None
 ) -> Callable[[Callable[..., R]], Callable[[Any, Any, grpc.ServicerContext], R]]:
@@ -148,6 +227,8 @@ def _rpc(
         @functools.wraps(func)
         def handler(self: _Base, request: Any, context: grpc.ServicerContext) -> R:
             start = time.monotonic()
+            who: Identity | None = None
+            outcome: Exception | None = None
             try:
                 limits.check_size(request.ByteSize(), "request")
                 if not authenticate:
@@ -155,29 +236,19 @@ def _rpc(
                 who = self.identify(context)
                 if self.flow is None or mutating is None:
                     return func(self, request, context, who)
-                kind = getattr(request, "kind", "")
-                lane = self.flow.acquire(who, kind, getattr(request, "namespace", ""), mutating)
-                streaming = False
-                try:
-                    result = func(self, request, context, who)
-                    if isinstance(result, Iterator):
-                        streaming = True
-                        flow = self.flow
-                        return _released(  # type: ignore[return-value]
-                            result, lambda: flow.release(lane, mutating)
-                        )
-                    return result
-                finally:
-                    if not streaming:
-                        self.flow.release(lane, mutating)
+                return self._in_lane(func, request, context, who, mutating)
             except errors.ApiError as err:
+                outcome = err
                 code = status_code(err)
                 log.debug("rpc=%s code=%s error=%s", name, code.name, err)
                 context.abort(code, str(err))
             except Exception as err:
+                outcome = err
                 log.exception("rpc=%s failed", name)
                 context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
             finally:
+                if self.audit is not None and name in AUDITED:
+                    _audit(self.audit, name, request, who, outcome, start)
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug("rpc=%s ms=%.2f", name, (time.monotonic() - start) * 1000)
             raise AssertionError("unreachable")
@@ -194,8 +265,9 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         broadcaster: Broadcaster,
         authority: TokenAuthority | None,
         flow: FlowControl | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
-        super().__init__(authority, flow)
+        super().__init__(authority, flow, audit)
         self.registry = registry
         self.broadcaster = broadcaster
 
@@ -443,9 +515,13 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
 
 class AuthServicer(_Base, api_pb2_grpc.AuthServicer):
     def __init__(
-        self, authority: TokenAuthority | None, ca_pem: bytes, joins: BootstrapJoin | None = None
+        self,
+        authority: TokenAuthority | None,
+        ca_pem: bytes,
+        joins: BootstrapJoin | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
-        super().__init__(authority)
+        super().__init__(authority, audit=audit)
         self.ca_pem = ca_pem
         self.joins = joins
 
