@@ -1,8 +1,9 @@
 """The gRPC servicers: thin delegation to the registry and the broadcaster.
 
-Every RPC goes through `_rpc`, the one place that authenticates the bearer
-token, logs the call once, and turns API errors into gRPC status codes
-(`STATUS_CODES`, the one table). Nothing else in the server touches status
+Every RPC goes through `_rpc`, the one place that checks the request size,
+authenticates the bearer token, takes a flow-control slot (flowcontrol.py),
+logs the call once (and to the audit log when there is one), and turns API
+errors into gRPC status codes (`STATUS_CODES`, the one table). Nothing else in the server touches status
 codes. Objects travel as JSON bytes with their resourceVersion beside them
 (see proto/controlplane/v1/api.proto).
 """
