@@ -244,6 +244,8 @@ def refusal(
             f'node "{node}" may not request a token of serviceaccount {namespace}/{name}: only '
             "for the accounts of its own pods, bound to such a pod"
         )
+    if kind in ("TokenReview", "SubjectAccessReview") and verb == "create":
+        return None  # a node checks its own callers (Kubernetes' webhook authn/authz)
     if kind == "Event" and verb in ("create", "update", "patch"):
         if verb != "create" and not _about_own(graph, node, old):
             return f'node "{node}" may not {verb} event {namespace}/{name}: not about its objects'

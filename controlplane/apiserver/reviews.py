@@ -132,10 +132,22 @@ class Reviews:
         return obj
 
     def token_review(self, obj: Object, identity: Identity) -> Object:
-        token = str((obj.get("spec") or {}).get("token") or "")
+        """Who a token is, for the audiences asked about (spec.audiences; the
+        API server's own by default): a ServiceAccount token counts only for
+        the audiences it was issued for, every other token only for the API
+        server, as Kubernetes' TokenReview has it."""
+        spec = obj.get("spec") or {}
+        token = str(spec.get("token") or "")
         if not token:
             raise Invalid("spec.token: required")
-        found = self.authenticate(token)
+        audiences = [str(a) for a in spec.get("audiences") or []] or list(API_AUDIENCES)
+        if token.startswith("eyJ") and self.tokens is not None:
+            found = self.tokens.authenticate(token, audiences)
+            issued_for = (self.tokens.claims(token) or {}).get("aud") or []
+            granted = [a for a in audiences if a in issued_for]
+        else:
+            granted = [a for a in audiences if a in API_AUDIENCES]
+            found = self.authenticate(token) if granted else None
         if found is None:
             obj["status"] = {"authenticated": False, "error": "invalid bearer token"}
             return obj
@@ -144,5 +156,6 @@ class Reviews:
         obj["status"] = {
             "authenticated": True,
             "user": {"username": found.user, "uid": found.uid, "groups": groups},
+            "audiences": granted,
         }
         return obj

@@ -21,7 +21,7 @@ import datetime
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,17 +147,20 @@ class ServiceAccountTokens:
             return None
         return claims
 
-    def authenticate(self, token: str) -> Identity | None:
+    def authenticate(self, token: str, audiences: Sequence[str] = API_AUDIENCES) -> Identity | None:
+        """The account a token authenticates for one of `audiences` (the API
+        server's own unless a TokenReview asks about others), or None."""
         now = self._now()
+        key = token if tuple(audiences) == API_AUDIENCES else f"{token} {' '.join(audiences)}"
         with self._lock:
-            hit = self._checked.get(token)
+            hit = self._checked.get(key)
             if hit is not None and hit[0] > now:
                 return hit[1]
         claims = self.claims(token)
         if claims is None:
             return None
-        audiences = claims.get("aud") or []
-        if not isinstance(audiences, list) or not set(audiences) & set(API_AUDIENCES):
+        granted = claims.get("aud") or []
+        if not isinstance(granted, list) or not set(granted) & set(audiences):
             return None  # a token for someone else
         identity = self._still_valid(claims)
         if identity is None:
@@ -165,7 +168,7 @@ class ServiceAccountTokens:
         with self._lock:
             if len(self._checked) >= CACHED:
                 self._checked.clear()
-            self._checked[token] = (min(now + RECHECK, float(claims["exp"])), identity)
+            self._checked[key] = (min(now + RECHECK, float(claims["exp"])), identity)
         return identity
 
     def _still_valid(self, claims: dict[str, Any]) -> Identity | None:

@@ -83,6 +83,19 @@ def test_tokens_are_audience_scoped_and_bounded(cluster: Cluster, admin: GrpcApi
     other = admin.create("TokenRequest", token_request(["vault"]), "default")["status"]["token"]
     with cluster.client(other) as c, pytest.raises(Unauthenticated):
         c.whoami()  # meant for vault, not for the API server
+    # ...but vault (or an agent, for its own audience) can have it reviewed.
+    assert cluster.server.authority is not None
+    with cluster.client(cluster.server.authority.node_token("n1")) as node:
+        review = node.create("TokenReview", {"spec": {"token": other, "audiences": ["vault"]}})
+        assert review["status"]["authenticated"] is True
+        assert review["status"]["audiences"] == ["vault"]
+        plain = node.create("TokenReview", {"spec": {"token": other}})
+        assert plain["status"]["authenticated"] is False
+        admin_token = cluster.server.authority.admin_token()
+        scoped = node.create(
+            "TokenReview", {"spec": {"token": admin_token, "audiences": ["vault"]}}
+        )
+        assert scoped["status"]["authenticated"] is False  # not an audience-bound token
     with pytest.raises(Invalid, match="expirationSeconds"):
         admin.create("TokenRequest", token_request(seconds=60), "default")
     with pytest.raises(NotFound):
