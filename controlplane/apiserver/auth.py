@@ -1,4 +1,4 @@
-"""Bearer tokens and who may do what.
+"""Bearer tokens: who sends a request.
 
 Tokens are derived from one secret kept in the data directory (HMAC-SHA256),
 so nothing but that secret needs storing: the admin token, one token per
@@ -7,8 +7,9 @@ Auth.Join and a bootstrap token (apiserver/bootstrap.py), and user tokens
 (`skiff-user.<base64 JSON of name and groups>.<mac>`, written by `skiff user
 create`; like a client certificate, the token itself carries the groups).
 Every authenticated identity is in the group system:authenticated; a user
-in system:masters is an admin. Several control-plane
-hosts sharing an etcd must share the secret (copy `<data-dir>/pki`).
+in system:masters is an admin. ServiceAccount tokens (JWTs) are checked by
+satokens.py. Several control-plane hosts sharing an etcd must share the
+secret (copy `<data-dir>/pki`).
 
 Authentication only: what a request may do is `authz.Authorizer`'s
 business. This module never touches storage or gRPC.
