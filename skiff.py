@@ -24,6 +24,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "up": ("agent.up", "main", "run control plane, runtime and agent on this machine"),
     "ctl": ("controlplane.cli.main", "main", "the skiffctl CLI"),
     "image": ("runtime.image.cli", "main", "import or export images for the runtime"),
+    "token": ("controlplane.tokencmd", "main", "create, list or delete bootstrap tokens"),
+    "user": ("controlplane.usercmd", "main", "write a credential for a user"),
 }
 
 

@@ -32,7 +32,7 @@ from agent.local_path import LocalPathAgent
 from agent.network import NetworkConfigurator, NetworkSettings, node_ip, peers
 from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
 from agent.pod_cgroups import remove_pod_cgroup, sweep_pod_cgroups
-from agent.pod_config import NodeSettings, secret_data
+from agent.pod_config import ConfigError, NodeSettings, secret_data
 from agent.pod_status import PodObservation, compute_pod_status
 from agent.pod_sync import PodSyncer, SyncDeps
 from agent.probes import ProbeManager, ProbeTarget, RealProbeRunner
@@ -46,11 +46,12 @@ from agent.proxy import (
     service_env,
 )
 from agent.runtime_view import PodRecord, RuntimeView
+from agent.sa_tokens import TokenManager
 from agent.server import AgentServicer, TokenChecker
 from agent.static_pods import MirrorPods, StaticPodSource, is_static, mirror_of
 from agent.status_manager import StatusManager
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
-from agent.volumes import VolumeSources, teardown_volumes
+from agent.volumes import VolumeSources, refresh_token_volumes, teardown_volumes
 from controlplane.client import errors
 from controlplane.client.clock import Clock, RealClock
 from controlplane.client.config import ClientConfig
@@ -111,6 +112,7 @@ class Agent:
         self.api = api
         self.cri = runtime
         self.clock: Clock = clock or RealClock()
+        self.tokens = TokenManager(api, self.clock.now)
         self.stop_event = threading.Event()
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
         self.view = RuntimeView(runtime)
@@ -150,6 +152,7 @@ class Agent:
                     secrets=self._get_secret,
                     node=cfg.pod_settings,
                     claims=self.claims.path,
+                    tokens=self.tokens.get,
                 ),
                 config_data=lambda ns, n: (self._get_configmap(ns, n) or {}).get("data"),
                 secret_data=lambda ns, n: (lambda s: secret_data(s) if s else None)(
@@ -475,6 +478,18 @@ class Agent:
     def _resync(self) -> None:
         for pod in self.pods.store.list():
             self.queue.add(mirror_of(pod) or pod["metadata"]["uid"])
+        self._refresh_tokens()
+
+    def _refresh_tokens(self) -> None:
+        """Renew the ServiceAccount tokens projected into running pods (each is
+        asked for anew past 80% of its life) and forget those of gone pods."""
+        pods = self.pods.store.list()
+        self.tokens.forget({p["metadata"]["uid"] for p in pods})
+        for pod in pods:
+            try:
+                refresh_token_volumes(self.cfg.root, pod, self.syncer.d.volumes)
+            except (OSError, ConfigError) as err:
+                log.warning("pod=%s token refresh failed: %s", pod["metadata"].get("name"), err)
 
     # workers
     def _worker(self) -> None:

@@ -39,35 +39,66 @@ from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent.server")
 
-TOKEN_TTL = 60.0
+TOKEN_TTL = 60.0  # a token the API server vouched for is asked about again after this
+INVALID_TTL = 5.0  # a refused one only this long: never forever
+MAX_CACHED = 1024  # tokens remembered at most (answers, not secrets, are the point)
+MAX_ASKING = 4  # questions to the API server at once; past that, refused at once
 
 
 class TokenChecker:
-    """Admin-only access, decided by the API server for each new token."""
+    """Admin-only access, decided by the API server for each new token.
 
-    def __init__(self, api_config: ClientConfig, now: Callable[[], float] = time.monotonic) -> None:
+    Answers are cached (valid tokens TOKEN_TTL, invalid ones only
+    INVALID_TTL), at most MAX_CACHED of them, and at most MAX_ASKING
+    questions are in flight: a flood of made-up tokens costs the API server
+    a bounded number of calls and the agent a bounded amount of memory."""
+
+    def __init__(
+        self,
+        api_config: ClientConfig,
+        now: Callable[[], float] = time.monotonic,
+        ask: Callable[[str], bool] | None = None,
+    ) -> None:
         self._config = api_config
         self._now = now
+        self._ask = ask or self._whoami
         self._cache: dict[str, tuple[float, bool]] = {}
         self._lock = threading.Lock()
+        self._asking = threading.BoundedSemaphore(MAX_ASKING)
 
-    def allowed(self, token: str) -> bool:
-        if not token:
-            return False
-        with self._lock:
-            hit = self._cache.get(token)
-            if hit is not None and self._now() - hit[0] < TOKEN_TTL:
-                return hit[1]
+    def _whoami(self, token: str) -> bool:
         try:
             with connect(
                 ClientConfig(self._config.server, self._config.ca_pem, token), timeout=5
             ) as c:
-                ok = bool(c.whoami().get("admin"))
+                return bool(c.whoami().get("admin"))
         except errors.ApiError:
-            ok = False
+            return False
+
+    def allowed(self, token: str) -> bool:
+        if not token:
+            return False
+        now = self._now()
         with self._lock:
-            self._cache[token] = (self._now(), ok)
+            hit = self._cache.get(token)
+            if hit is not None and now < hit[0]:
+                return hit[1]
+        if not self._asking.acquire(blocking=False):
+            return False  # too many questions at once: refuse rather than queue
+        try:
+            ok = self._ask(token)
+        finally:
+            self._asking.release()
+        with self._lock:
+            if len(self._cache) >= MAX_CACHED:
+                live = {k: v for k, v in self._cache.items() if v[0] > now}
+                self._cache = live if len(live) < MAX_CACHED else {}
+            self._cache[token] = (now + (TOKEN_TTL if ok else INVALID_TTL), ok)
         return ok
+
+    def cached(self) -> int:
+        with self._lock:
+            return len(self._cache)
 
 
 def _u64(v: Any) -> int:

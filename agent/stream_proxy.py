@@ -291,6 +291,9 @@ class StreamProxyConfig:
     listen: str = "127.0.0.1:0"  # host:port; "0.0.0.0:10250" to share the agent's port
     request_timeout: float = 30.0  # for the request line and headers, and for dialing
     idle_timeout: float | None = 4 * 3600.0  # no traffic either way ends a relay
+    # Connections served at once; more are closed on accept, before a thread
+    # or a byte of work is spent on them.
+    max_connections: int = 256
 
 
 def _split_listen(listen: str) -> tuple[str, int]:
@@ -308,6 +311,17 @@ class _TCPServer(socketserver.ThreadingTCPServer):
         if ":" in addr[0]:
             self.address_family = socket.AF_INET6
         super().__init__(addr, _Handler)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Refuse a connection past max_connections (socketserver then closes it)."""
+        owner = self.owner
+        with owner._lock:
+            if owner._handlers >= owner.config.max_connections:
+                log.warning("agent endpoint: %d connections open, refusing one more",
+                            owner._handlers)  # fmt: skip
+                return False
+            owner._handlers += 1  # reserved here, released by the handler's finish()
+        return True
 
 
 class StreamProxy:
@@ -417,8 +431,11 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("http: " + format, *args)
 
     def setup(self) -> None:
-        self.server.owner._handler(+1)
-        super().setup()
+        try:
+            super().setup()
+        except BaseException:
+            self.server.owner._handler(-1)
+            raise
         self.connection.settimeout(self.server.owner.config.request_timeout)
         self.server.owner._track(self.connection, True)
 

@@ -30,6 +30,8 @@ ObjectLookup = Callable[[str, str], Mapping[str, Any] | None]
 # (pod, volume) -> the host path of a persistentVolumeClaim volume (agent/claims.py);
 # raises ConfigError while the claim cannot be used yet.
 ClaimLookup = Callable[[Mapping[str, Any], Mapping[str, Any]], str]
+# (pod, audience, expirationSeconds) -> a ServiceAccount token, or None for now.
+TokenSource = Callable[[Mapping[str, Any], str, int], str | None]
 
 _PROPAGATION = {
     None: cri.PROPAGATION_PRIVATE,
@@ -45,6 +47,7 @@ class VolumeSources:
     secrets: ObjectLookup
     node: NodeSettings
     claims: ClaimLookup | None = None
+    tokens: TokenSource | None = None  # projected serviceAccountToken sources
 
 
 def pod_dir(root: Path, pod: Mapping[str, Any]) -> Path:
@@ -167,9 +170,54 @@ def volume_files(
             files.update(fetch("secret", source["secret"], src.secrets, True))
         elif "downwardAPI" in source:
             files.update(_downward_files(pod, source["downwardAPI"].get("items") or [], src.node))
+        elif "serviceAccountToken" in source:
+            files.update(_token_file(pod, source["serviceAccountToken"] or {}, src))
         else:
             raise ConfigError(f"volume {name}: unsupported projected source {sorted(source)}")
     return files
+
+
+def _token_file(
+    pod: Mapping[str, Any], source: Mapping[str, Any], src: VolumeSources
+) -> dict[str, tuple[str, int | None]]:
+    """A projected ServiceAccount token (none yet when it cannot be had: the
+    refresh writes it later)."""
+    path = str(source.get("path") or "")
+    if not path:
+        raise ConfigError("serviceAccountToken: path is required")
+    if src.tokens is None:
+        return {}
+    token = src.tokens(pod, str(source.get("audience") or ""),
+                       int(source.get("expirationSeconds") or 3600))  # fmt: skip
+    return {path: (token, None)} if token else {}
+
+
+def refresh_token_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> int:
+    """Rewrite the projected volumes holding a ServiceAccount token whose
+    token changed (renewed before it expires); how many were rewritten."""
+    paths = volume_paths(root, pod)
+    done = 0
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        sources = (volume.get("projected") or {}).get("sources") or []
+        if not any("serviceAccountToken" in s for s in sources):
+            continue
+        target = Path(paths[volume["name"]])
+        if not (target / "..data").is_symlink():
+            continue  # not set up on this node (yet)
+        files = volume_files(pod, volume, src)
+        current: dict[str, str | None] = {}
+        for rel in files:
+            try:
+                current[rel] = (target / rel).read_text()
+            except OSError:
+                current[rel] = None
+        tops = {Path(rel).parts[0] for rel in files}
+        present = {e.name for e in target.iterdir() if not e.name.startswith("..")}
+        if tops == present and all(current[r] == c for r, (c, _) in files.items()):
+            continue
+        write_atomic_dir(target, files, volume["projected"].get("defaultMode", 0o644))
+        done += 1
+    return done
 
 
 def write_atomic_dir(

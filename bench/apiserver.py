@@ -11,10 +11,14 @@ measures from client processes:
 - watch delivery latency p50/p99 with 100 watchers (time from just before the
   write is sent to the event arriving at each watcher);
 - a List of 100,000 pods: client-side time (request to decoded dicts) and the
-  server's memory (RSS) per stored pod, plus the RSS the List itself costs.
+  server's memory (RSS) per stored pod, plus the RSS the List itself costs;
+- with --authz: the cost of authorization, the same creates/s (10 clients)
+  and watch p99 as the admin (system:masters, no RBAC lookup) and as a user
+  granted `edit` through a RoleBinding (RBAC evaluated on every request),
+  interleaved over a few rounds on one server, medians compared.
 
 Prints a table, then as its last line one JSON object of figure -> number.
-Usage: python -m bench.apiserver [--stores sqlite,etcd] [--pods 100000] [--quick]
+Usage: python -m bench.apiserver [--stores sqlite,etcd] [--pods 100000] [--quick] [--authz]
 """
 
 from __future__ import annotations
@@ -238,6 +242,7 @@ def watch_latency(conf: Path, watchers: int = 100, events: int = 200,
     for _ in procs:
         ready.get(timeout=120)
     client = connect(load_config(conf))
+    tag = uuid.uuid4().hex[:6]  # several runs on one server
     interval = 1.0 / rate
     next_at = time.perf_counter()
     for i in range(events):
@@ -245,7 +250,7 @@ def watch_latency(conf: Path, watchers: int = 100, events: int = 200,
         delay = next_at - time.perf_counter()
         if delay > 0:
             time.sleep(delay)  # pacing the writer at `rate`, not waiting for an effect
-        client.create("ConfigMap", {"metadata": {"name": f"w-{i}",
+        client.create("ConfigMap", {"metadata": {"name": f"w-{tag}-{i}",
                                                  "annotations": {"sent": repr(time.time())}}},
                       "watch")  # fmt: skip
     latencies: list[float] = []
@@ -424,11 +429,70 @@ def bench_store(store_kind: str, work: Path, etcd: str, pods: int, quick: bool) 
     return figures
 
 
+def user_conf(server: Server, name: str) -> Path:
+    """A credential for user `name`, bound to ClusterRole edit in bench and watch."""
+    from controlplane.usercmd import create
+
+    conf = server.data_dir.parent / f"{name}.conf"
+    create(name, ["bench-users"], server.data_dir, "", conf)
+    with connect(load_config(server.conf)) as admin:
+        for ns in ("bench", "watch"):
+            admin.create("RoleBinding", {
+                "metadata": {"name": "bench-users-edit"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": "edit"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                              "name": "bench-users"}]}, ns)  # fmt: skip
+    return conf
+
+
+def bench_authz(store_kind: str, work: Path, etcd: str, quick: bool) -> dict[str, float]:
+    """Creates/s and watch p99, admin vs an RBAC-authorized user, interleaved."""
+    rounds = 2 if quick else 4
+    calls = 20 if quick else 100
+    events = 50 if quick else 200
+    prefix = f"/bench-{uuid.uuid4().hex[:8]}"
+    runs: dict[str, list[float]] = {}
+    with control_plane(store_kind, work, etcd, prefix) as server:
+        with connect(load_config(server.conf)) as client:
+            for ns in ("bench", "watch"):
+                client.create("Namespace", {"metadata": {"name": ns}})
+        confs = {"admin": server.conf, "rbac": user_conf(server, "bench-user")}
+        for i in range(rounds):
+            # Alternate who goes first: on a shared machine the second run of a
+            # pair is not slower or faster by its position.
+            for who, conf in sorted(confs.items(), reverse=bool(i % 2)):
+                rate = throughput(conf, "create", 10, calls)
+                runs.setdefault(f"{who}_create", []).append(rate)
+                _, p99 = watch_latency(conf, 100, events)
+                runs.setdefault(f"{who}_watch_p99", []).append(p99)
+                print(f"  {store_kind:6} {who:5} create 10 clients {rate:8.1f} objects/s, "
+                      f"watch p99 {p99:7.1f} ms", flush=True)  # fmt: skip
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    figures = {
+        f"{store_kind}_authz_admin_create_10c_per_s": round(med["admin_create"], 1),
+        f"{store_kind}_authz_rbac_create_10c_per_s": round(med["rbac_create"], 1),
+        f"{store_kind}_authz_admin_watch_p99_ms": round(med["admin_watch_p99"], 2),
+        f"{store_kind}_authz_rbac_watch_p99_ms": round(med["rbac_watch_p99"], 2),
+        f"{store_kind}_authz_create_cost_pct": round(
+            100 * (1 - med["rbac_create"] / med["admin_create"]), 1),
+        f"{store_kind}_authz_watch_p99_cost_pct": round(
+            100 * (med["rbac_watch_p99"] / med["admin_watch_p99"] - 1), 1),
+    }  # fmt: skip
+    print(f"  {store_kind:6} RBAC vs admin (medians of {rounds}): creates "
+          f"{figures[f'{store_kind}_authz_create_cost_pct']:+.1f}% slower, watch p99 "
+          f"{figures[f'{store_kind}_authz_watch_p99_cost_pct']:+.1f}% higher "
+          "(target: within 5%)", flush=True)  # fmt: skip
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--stores", default="sqlite,etcd")
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--quick", action="store_true", help="fewer requests (smoke run)")
+    parser.add_argument("--authz", action="store_true",
+                        help="only the cost of authorization: admin vs an RBAC user")  # fmt: skip
     args = parser.parse_args(argv)
     figures: dict[str, float] = {}
     with ExitStack() as stack:
@@ -439,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
             if store_kind == "etcd" and not etcd_endpoint:
                 etcd_endpoint = stack.enter_context(running_etcd()).endpoint
             print(f"== {store_kind}", flush=True)
+            if args.authz:
+                figures.update(bench_authz(store_kind, work, etcd_endpoint, args.quick))
+                continue
             figures.update(bench_store(store_kind, work, etcd_endpoint, args.pods, args.quick))
     print()
     print(f"{'figure':40} {'value':>12}")

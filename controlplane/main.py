@@ -3,10 +3,11 @@
 Opens the store (SQLite under --data-dir, or etcd), makes sure the PKI,
 token secret, `<data-dir>/admin.conf` (admin credential for skiff's
 clients), `<data-dir>/kubeconfig` (the same credential as a standard
-kubeconfig, for kubectl) and `<data-dir>/join-token` exist, serves the API
-over TLS on --listen (the Kubernetes REST API, and skiff's gRPC API on the
-same port; --grpc-listen adds a port of gRPC's own), then starts the
-in-process components (scheduler, controllers) with an admin client.
+kubeconfig, for kubectl) and `<data-dir>/join-token` exist (a bootstrap
+token made at first start, with no expiry; `skiff token delete` revokes it),
+serves the API over TLS on --listen (the Kubernetes REST API, and skiff's
+gRPC API on the same port; --grpc-listen adds a port of gRPC's own), then
+starts the in-process components (scheduler, controllers) with an admin client.
 SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
 refusal to start (exit status 1), never a silent reset.
 """
@@ -25,9 +26,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from controlplane.api.bootstraptoken import split
+from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.server import ApiServer, ApiServerConfig
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.config import ClientConfig, write_config
+from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 
@@ -105,6 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="do not start this component (e.g. scheduler)",
     )
+    p.add_argument(
+        "--audit-log-path", default="", help="write an audit log (JSON lines) here; off when empty"
+    )
+    p.add_argument(
+        "--audit-log-maxsize", type=int, default=100, help="MB after which the audit log is rotated"
+    )
+    p.add_argument(
+        "--audit-log-maxbackup", type=int, default=5, help="rotated audit log files kept"
+    )
+    p.add_argument(
+        "--audit-policy-file",
+        default="",
+        help="audit.k8s.io/v1 Policy (default: every request at Metadata)",
+    )
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     from controlplane.controllers import manager
 
@@ -135,18 +153,34 @@ def _advertise(listen: str, port: int, advertise: str) -> str:
 
 
 def write_credentials(
-    data_dir: Path, server: str, ca_pem: bytes, admin: str, join: str, grpc: str = ""
+    data_dir: Path, server: str, ca_pem: bytes, admin: str, grpc: str = ""
 ) -> None:
     """admin.conf names the gRPC address, the kubeconfig the REST one."""
     write_config(
         data_dir / "admin.conf", ClientConfig(server=grpc or server, ca_pem=ca_pem, token=admin)
     )
     write_kubeconfig(data_dir / "kubeconfig", server, ca_pem, admin, grpc)
+
+
+def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
+    """`<data-dir>/join-token`: the bootstrap token made at first start. Kept
+    as it is afterwards, even once revoked (its Secret deleted), so deleting
+    it with `skiff token delete` stays a revocation across restarts."""
     path = data_dir / "join-token"
-    fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        existing = path.read_text().strip()
+    except FileNotFoundError:
+        existing = ""
+    if split(existing) is not None:
+        return existing
+    # First start (or a join token of the old, never-expiring HMAC kind).
+    token = joins.create(None, f"skiff controlplane's join token ({path})")
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(join + "\n")
-    os.replace(path.with_suffix(".tmp"), path)
+        f.write(token + "\n")
+    os.replace(tmp, path)
+    return token
 
 
 def start_components(client: Any, stop: threading.Event, args: argparse.Namespace) -> None:
@@ -197,14 +231,22 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
                              bookmark_interval=args.bookmark_interval,
                              max_workers=args.max_workers, rest=True,
-                             grpc_listen=args.grpc_listen)  # fmt: skip
-    server = ApiServer(store, config, pki)
+                             grpc_listen=args.grpc_listen,
+                             audit_log_path=args.audit_log_path,
+                             audit_log_max_bytes=args.audit_log_maxsize << 20,
+                             audit_log_backups=args.audit_log_maxbackup,
+                             audit_policy_file=args.audit_policy_file)  # fmt: skip
+    try:
+        server = ApiServer(store, config, pki)
+    except ValueError as err:  # a bad audit policy
+        store.close()
+        raise StartError(str(err)) from err
     try:
         port = server.start()
     except OSError as err:
         store.close()
         raise StartError(str(err)) from err
-    assert server.authority is not None
+    assert server.authority is not None and server.joins is not None
     address = _advertise(args.listen, port, args.advertise_address)
     grpc_address = ""
     if args.grpc_listen:
@@ -212,8 +254,13 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         grpc_address = f"{grpc_host}:{server.grpc_port}"
     admin = ClientConfig(grpc_address or address, pki.ca_pem, server.authority.admin_token(),
                          data_dir / "admin.conf")  # fmt: skip
-    join_token = server.authority.join_token()
-    write_credentials(data_dir, address, pki.ca_pem, admin.token, join_token, grpc_address)
+    try:
+        join_token = ensure_join_token(data_dir, server.joins)
+    except (ApiError, OSError) as err:
+        server.stop()
+        store.close()
+        raise StartError(f"cannot make the join token: {err}") from err
+    write_credentials(data_dir, address, pki.ca_pem, admin.token, grpc_address)
     log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event())  # fmt: skip

@@ -59,6 +59,9 @@ class KindInfo:
         """The first segment of this kind's storage keys."""
         return f"{self.plural}.{self.group}" if self.qualified else self.plural
 
+    # Never stored: a create is answered at once (SubjectAccessReview, TokenReview).
+    create_only: bool = False
+
     @property
     def group(self) -> str:
         """The API group ("" for the core group)."""
@@ -156,6 +159,71 @@ KINDS: tuple[KindInfo, ...] = (
         "podgroups",
         "podgroup",
         ("pg",),
+    ),
+    KindInfo(
+        "ServiceAccount", "v1", "serviceaccounts", "serviceaccount", ("sa",), has_status=False
+    ),
+    KindInfo("Role", "rbac.authorization.k8s.io/v1", "roles", "role", (), has_status=False),
+    KindInfo(
+        "ClusterRole",
+        "rbac.authorization.k8s.io/v1",
+        "clusterroles",
+        "clusterrole",
+        (),
+        namespaced=False,
+        has_status=False,
+    ),
+    KindInfo(
+        "RoleBinding",
+        "rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        "rolebinding",
+        (),
+        has_status=False,
+    ),
+    KindInfo(
+        "ClusterRoleBinding",
+        "rbac.authorization.k8s.io/v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        (),
+        namespaced=False,
+        has_status=False,
+    ),
+    KindInfo(
+        "SelfSubjectAccessReview",
+        "authorization.k8s.io/v1",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        (),
+        namespaced=False,
+        create_only=True,
+    ),
+    KindInfo(
+        "SubjectAccessReview",
+        "authorization.k8s.io/v1",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        (),
+        namespaced=False,
+        create_only=True,
+    ),
+    KindInfo(
+        "TokenRequest",
+        "authentication.k8s.io/v1",
+        "tokenrequests",
+        "tokenrequest",
+        (),
+        create_only=True,
+    ),
+    KindInfo(
+        "TokenReview",
+        "authentication.k8s.io/v1",
+        "tokenreviews",
+        "tokenreview",
+        (),
+        namespaced=False,
+        create_only=True,
     ),
 )
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.api import crd, crd_validation, jsoncodec
+from controlplane.api import crd, crd_validation, jsoncodec, rbac
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.quantity import parse_quantity
 from controlplane.api.selectors import SelectorError, from_structured
@@ -33,6 +33,8 @@ _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
 
 # Kinds whose names are DNS-1123 labels rather than subdomains.
 _LABEL_NAMED = {"Namespace", "Service"}
+# Named by any path segment, as Kubernetes' RBAC objects are ("system:node").
+_PATH_SEGMENT_NAMED = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 
 
 class Errors:
@@ -163,7 +165,10 @@ def validate_metadata(e: Errors, info: KindInfo, obj: Object) -> None:
         return
     assert isinstance(meta, dict)
     name: Any = meta.get("name")
-    if name or not meta.get("generateName"):
+    if info.kind in _PATH_SEGMENT_NAMED and (name or not meta.get("generateName")):
+        if not isinstance(name, str) or not rbac.is_path_segment_name(name):
+            e.add("metadata.name", f"{name!r} must be a path segment (no '/' or '%')")
+    elif name or not meta.get("generateName"):
         _check_name(e, "metadata.name", name, label=info.kind in _LABEL_NAMED)
     namespace: Any = meta.get("namespace")
     if info.namespaced:
@@ -1068,6 +1073,10 @@ def _statefulset_claims(e: Errors, spec: Object) -> None:
                   ("Retain", "Delete"))  # fmt: skip
 
 
+def _rbac(e: Errors, obj: Object, old: Object | None) -> None:
+    e.items.extend(rbac.problems(str(obj.get("kind") or ""), obj, old))
+
+
 VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
     "CustomResourceDefinition": _crd,
     "Pod": _pod,
@@ -1091,6 +1100,10 @@ VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
     "PersistentVolume": _persistentvolume,
     "PersistentVolumeClaim": _persistentvolumeclaim,
     "StorageClass": _storageclass,
+    "Role": _rbac,
+    "ClusterRole": _rbac,
+    "RoleBinding": _rbac,
+    "ClusterRoleBinding": _rbac,
 }
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from controlplane.api.kinds import KindInfo
 from controlplane.api.quantity import parse_quantity
-from controlplane.apiserver import storage_admission
+from controlplane.apiserver import serviceaccounts, storage_admission
 from controlplane.apiserver.registry import Admit, Object, Registry, decode
 from controlplane.client.errors import Forbidden, Invalid, NotFound
 
@@ -64,6 +64,7 @@ def _qos_class(spec: Object) -> str:
 def admit_pod(registry: Registry, info: KindInfo, obj: Object, old: Object | None) -> None:
     if old is not None:
         return
+    serviceaccounts.admit(obj)
     spec = obj.setdefault("spec", {})
     obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
     class_name = spec.get("priorityClassName")

@@ -1,17 +1,18 @@
-"""Bearer tokens and who may do what.
+"""Bearer tokens: who sends a request.
 
 Tokens are derived from one secret kept in the data directory (HMAC-SHA256),
-so nothing but that secret needs storing: the admin token, the cluster join
-token, and one token per node (`skiff-node.<base64 node name>.<mac>`), which
-an agent obtains with Auth.Join and the join token. Several control-plane
-hosts sharing an etcd must share the secret (copy `<data-dir>/pki`).
+so nothing but that secret needs storing: the admin token, one token per
+node (`skiff-node.<base64 node name>.<mac>`), which an agent obtains with
+Auth.Join and a bootstrap token (apiserver/bootstrap.py), and user tokens
+(`skiff-user.<base64 JSON of name and groups>.<mac>`, written by `skiff user
+create`; like a client certificate, the token itself carries the groups).
+Every authenticated identity is in the group system:authenticated; a user
+in system:masters is an admin. ServiceAccount tokens (JWTs) are checked by
+satokens.py. Several control-plane hosts sharing an etcd must share the
+secret (copy `<data-dir>/pki`).
 
-Authorization: the admin may do everything. A node credential may read
-everything, and may write only its own Node, its own Lease in
-kube-node-lease, the status of (and the final deletion of) pods bound to it,
-the creation of mirror pods (annotation kubernetes.io/config.mirror) bound to
-it, Events, and the metadata (annotations, finalizers) of the local-path
-PersistentVolumes pinned to it. This module never touches storage or gRPC.
+Authentication only: what a request may do is `authz.Authorizer`'s
+business. This module never touches storage or gRPC.
 """
 
 from __future__ import annotations
@@ -19,27 +20,37 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 from dataclasses import dataclass
 from typing import Any
 
-from controlplane.api import volumes
-from controlplane.api.kinds import KindInfo
-from controlplane.client.errors import Forbidden
-
-NODE_LEASE_NAMESPACE = "kube-node-lease"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
-READ_VERBS = frozenset({"get", "list", "watch", "get_scale"})
+NODES_GROUP = "system:nodes"
+MASTERS_GROUP = "system:masters"
+AUTHENTICATED = "system:authenticated"
 
 
 @dataclass(frozen=True)
 class Identity:
+    """Who sends a request (Kubernetes' user.Info): `admin` holds every
+    permission (the system:masters group); `node` names the node of a node
+    credential (user system:node:NAME, group system:nodes)."""
+
     user: str
     admin: bool = False
     node: str | None = None
+    groups: tuple[str, ...] = ()
+    uid: str = ""
 
 
-SYSTEM = Identity("system:apiserver", admin=True)
+SYSTEM = Identity("system:apiserver", admin=True, groups=(MASTERS_GROUP, AUTHENTICATED))
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 CACHED = 10_000  # valid tokens remembered (one per node, plus admins)
@@ -55,6 +66,8 @@ class TokenAuthority:
         # Tokens already checked (a few per client): the HMAC once per token,
         # not once per request. Only valid tokens are kept, at most CACHED.
         self._known: dict[str, Identity] = {}
+        # ServiceAccount tokens (JWTs) are checked there (satokens.py).
+        self.service_accounts: Any = None
 
     def _mac(self, purpose: str) -> str:
         return hmac.new(self._secret, purpose.encode(), hashlib.sha256).hexdigest()[:40]
@@ -62,17 +75,18 @@ class TokenAuthority:
     def admin_token(self) -> str:
         return f"skiff-admin.{self._mac('admin')}"
 
-    def join_token(self) -> str:
-        return f"skiff-join.{self._mac('join')}"
-
     def node_token(self, node: str) -> str:
-        encoded = base64.urlsafe_b64encode(node.encode()).decode().rstrip("=")
+        encoded = _b64(node.encode())
         return f"skiff-node.{encoded}.{self._mac('node:' + node)}"
 
-    def check_join_token(self, token: str) -> bool:
-        return hmac.compare_digest(token.encode(), self.join_token().encode())
+    def user_token(self, user: str, groups: tuple[str, ...] = ()) -> str:
+        payload = _b64(json.dumps({"u": user, "g": list(groups)}, separators=(",", ":")).encode())
+        return f"skiff-user.{payload}.{self._mac('user:' + payload)}"
 
     def authenticate(self, token: str) -> Identity | None:
+        if token.startswith("eyJ"):  # a JWT: a ServiceAccount token
+            accounts = self.service_accounts
+            return accounts.authenticate(token) if accounts is not None else None
         known = self._known.get(token)
         if known is not None:
             return known
@@ -86,68 +100,36 @@ class TokenAuthority:
     def _check(self, token: str) -> Identity | None:
         if token.startswith("skiff-admin."):
             if hmac.compare_digest(token.encode(), self.admin_token().encode()):
-                return Identity("admin", admin=True)
+                return Identity("admin", admin=True, groups=(MASTERS_GROUP, AUTHENTICATED))
             return None
+        if token.startswith("skiff-user."):
+            return self._user(token)
         if token.startswith("skiff-node."):
             parts = token.split(".")
             if len(parts) != 3:
                 return None
             try:
-                padded = parts[1] + "=" * (-len(parts[1]) % 4)
-                node = base64.urlsafe_b64decode(padded).decode()
+                node = _unb64(parts[1]).decode()
             except (ValueError, UnicodeDecodeError):
                 return None
             if hmac.compare_digest(token.encode(), self.node_token(node).encode()):
-                return Identity(f"system:node:{node}", node=node)
+                return Identity(
+                    f"system:node:{node}", node=node, groups=(NODES_GROUP, AUTHENTICATED)
+                )
         return None
 
-
-def _node_name(obj: dict[str, Any] | None) -> str:
-    if not obj:
-        return ""
-    return str((obj.get("spec") or {}).get("nodeName") or "")
-
-
-def _is_mirror_pod_of(obj: dict[str, Any] | None, node: str) -> bool:
-    """A mirror pod (the API's copy of a static pod) bound to `node`."""
-    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
-    return MIRROR_ANNOTATION in annotations and _node_name(obj) == node
-
-
-def authorize(
-    identity: Identity,
-    verb: str,
-    info: KindInfo,
-    namespace: str,
-    name: str,
-    old: dict[str, Any] | None = None,
-    new: dict[str, Any] | None = None,
-) -> None:
-    """Raise Forbidden unless `identity` may do `verb` on the object."""
-    if identity.admin or verb in READ_VERBS:
-        return
-    node = identity.node
-    if node is not None:
-        kind = info.kind
-        if kind == "Node" and name == node:
-            return
-        if kind == "Lease" and namespace == NODE_LEASE_NAMESPACE and name == node:
-            return
-        if kind == "Event":
-            return
-        if (
-            kind == "PersistentVolume"
-            and verb in ("update", "patch")
-            and (volumes.local_path_node_writable(old, new, node))
-        ):
-            return
-        if kind == "Pod":
-            if verb == "create" and _is_mirror_pod_of(new, node):
-                return
-            bound = _node_name(old) == node
-            if verb in ("update_status", "patch_status") and bound:
-                return
-            if verb == "delete" and bound:
-                return
-    where = f" in namespace {namespace!r}" if namespace else ""
-    raise Forbidden(f"{identity.user} may not {verb} {info.plural} {name!r}{where}")
+    def _user(self, token: str) -> Identity | None:
+        parts = token.split(".")
+        if len(parts) != 3:
+            return None
+        if not hmac.compare_digest(parts[2].encode(), self._mac("user:" + parts[1]).encode()):
+            return None
+        try:
+            data = json.loads(_unb64(parts[1]))
+            user, groups = str(data["u"]), tuple(str(g) for g in data["g"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        if not user or user.startswith(("system:node:", "system:serviceaccount:")):
+            return None  # those names belong to node and ServiceAccount credentials
+        groups = (*groups, AUTHENTICATED) if AUTHENTICATED not in groups else groups
+        return Identity(user, admin=MASTERS_GROUP in groups, groups=groups)

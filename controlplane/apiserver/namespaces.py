@@ -96,7 +96,7 @@ class NamespaceCleaner:
             return True
         remaining = 0
         for info in all_kinds():
-            if not info.namespaced:
+            if not info.namespaced or info.create_only:  # create-only: never stored
                 continue
             for item, _ in self.registry.list(info.key, name).items:
                 remaining += 1

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from controlplane.api import defaults, jsoncodec, validation
+from controlplane.api import defaults, jsoncodec, limits, validation
 from controlplane.api.kinds import KindInfo, UnknownKind, by_kind
 from controlplane.api.merge_patch import merge_patch
 from controlplane.api.selectors import (
@@ -41,7 +41,8 @@ from controlplane.api.selectors import (
     parse_label_selector,
     selector_string,
 )
-from controlplane.apiserver.auth import SYSTEM, Identity, authorize
+from controlplane.apiserver.auth import SYSTEM, Identity
+from controlplane.apiserver.authz import Authorizer
 from controlplane.client.errors import (
     AlreadyExists,
     ApiError,
@@ -242,8 +243,13 @@ class Registry:
         store: Store,
         now: Callable[[], datetime.datetime] | None = None,
         admission: dict[str, Admit] | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
         self.store = store
+        # Asked on every read and write; the default knows no node graph.
+        self.authorizer = authorizer or Authorizer()
+        # Create-only kinds (reviews): kind -> fills in the answer, never stored.
+        self.reviews: dict[str, Callable[[Object, Identity], Object]] = {}
         self._now = now or (lambda: datetime.datetime.now(datetime.UTC))
         self.admission: dict[str, Admit] = dict(admission or {})
         self._read_cache: dict[tuple[str, str], tuple[int, Any]] = {}
@@ -354,10 +360,44 @@ class Registry:
     ) -> Stored:
         """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one.
         dry_run: every check and default, nothing stored (revision 0)."""
+        info = kind_info(kind)
+        if info.create_only:
+            return self._review(info, obj, namespace, identity)
         new = self._prepare_create(kind, obj, namespace, identity, copy_input)
         if dry_run:
             return encode(new.obj), 0
         return self._store_new(new)
+
+    def _review(
+        self, info: KindInfo, obj: Object, namespace: str | None, identity: Identity
+    ) -> Stored:
+        """A create-only kind: authorized, answered, never stored (revision 0).
+        A TokenRequest is authorized as Kubernetes has it: create on the
+        serviceaccounts/token subresource of the account it names."""
+        if not isinstance(obj, dict):
+            raise Invalid("object: must be a JSON object")
+        handler = self.reviews.get(info.kind)
+        if handler is None:
+            raise NotFound(f"{info.resource} are not served by this server")
+        obj = jsoncodec.clone(obj)
+        ns = self._namespace(info, namespace, obj)
+        meta = _meta(obj)
+        if ns:
+            meta["namespace"] = ns
+        obj["kind"], obj["apiVersion"] = info.kind, info.api_version
+        obj.pop("status", None)
+        if info.kind == "TokenRequest":
+            name = str(meta.get("name") or "")
+            self.authorizer.authorize(identity, "create", by_kind("ServiceAccount"), ns, name,
+                                      None, obj, subresource="token")  # fmt: skip
+        else:
+            self.authorizer.authorize(identity, "create", info, ns, "")
+        return encode(handler(obj, identity)), 0
+
+    @staticmethod
+    def _stored(info: KindInfo) -> None:
+        if info.create_only:
+            raise Invalid(f"{info.resource} support create only: they are answered, never stored")
 
     def create_many(
         self, items: Sequence[tuple[str, Object, str | None]], identity: Identity = SYSTEM
@@ -373,6 +413,13 @@ class Registry:
             except ApiError as err:
                 outcomes[i] = err
         datas = [encode(new.obj) for _, new in ready]
+        for (i, new), data in zip(ready, datas, strict=True):
+            try:
+                limits.check_stored(len(data), new.info.resource, new.name)
+            except ApiError as err:
+                outcomes[i] = err
+        kept = [(r, d) for r, d in zip(ready, datas, strict=True) if outcomes[r[0]] is None]
+        ready, datas = [r for r, _ in kept], [d for _, d in kept]
         try:
             written = self.store.create_many(
                 [(object_key(new.info, new.ns, new.name), data)
@@ -400,6 +447,7 @@ class Registry:
     ) -> _NewObject:
         """Everything a create checks and fills in, up to the write."""
         info = kind_info(kind)
+        self._stored(info)
         if not isinstance(obj, dict):
             raise Invalid("object: must be a JSON object")
         if copy_input:
@@ -424,7 +472,7 @@ class Registry:
         if info.has_status and info.kind not in ("Node",):
             obj.pop("status", None)
         name = str(meta["name"])
-        authorize(identity, "create", info, ns, name, None, obj)
+        self.authorizer.authorize(identity, "create", info, ns, name, None, obj)
         defaults.apply_defaults(info.key, obj)
         self._validate(info, obj, None)
         self._check_namespace_open(info, ns)
@@ -436,6 +484,7 @@ class Registry:
     def _store_new(self, new: _NewObject) -> Stored:
         for attempt in range(8):
             data = encode(new.obj)
+            limits.check_stored(len(data), new.info.resource, new.name)
             try:
                 rev = self.store.create(object_key(new.info, new.ns, new.name), data)
                 return data, rev
@@ -464,8 +513,9 @@ class Registry:
         self, kind: str, name: str, namespace: str | None = None, identity: Identity = SYSTEM
     ) -> Stored:
         info = kind_info(kind)
+        self._stored(info)
         ns = self._namespace(info, namespace, None)
-        authorize(identity, "get", info, ns, name)
+        self.authorizer.authorize(identity, "get", info, ns, name)
         try:
             kv = self.store.get(object_key(info, ns, name))
         except KeyNotFound as err:
@@ -552,11 +602,12 @@ class Registry:
         """The key prefix and selectors of a List, checked and authorized; None
         when the selectors rule out every object (another namespace's field)."""
         info = kind_info(kind)
+        self._stored(info)
         ns = namespace or "" if info.namespaced else ""
         if namespace and not info.namespaced:
             raise Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
-        authorize(identity, "list", info, ns, "")
         selectors = Selectors.parse(label_selector, field_selector)
+        self.authorizer.authorize(identity, "list", info, ns, "", fields=selectors.fields)
         field_ns = selectors.fields.value_of("metadata.namespace")
         if field_ns is not None and info.namespaced:
             if ns and field_ns != ns:
@@ -682,6 +733,7 @@ class Registry:
     ) -> Stored:
         """client_rv: the resourceVersion the write must find (0: any); -1: the
         one the built object names, if any (patches)."""
+        self._stored(info)
         if subresource not in ("", "status"):
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
         if subresource == "status" and not info.has_status:
@@ -692,11 +744,10 @@ class Registry:
             if client_rv > 0 and client_rv != cur_rev:
                 raise _conflict(info, name, cur_rev)
             full_verb = f"{verb}_status" if subresource else verb
+            self.authorizer.authorize(identity, full_verb, info, ns, name, old)
             requested = build(old)  # builders never change `old` (merge_patch copies)
             if not isinstance(requested, dict):
                 raise Invalid("object: must be a JSON object")
-            # The requested object too: some node writes are allowed for what they change.
-            authorize(identity, full_verb, info, ns, name, old, requested)
             precondition = client_rv
             if client_rv < 0:
                 wanted = _meta(requested).get("resourceVersion")
@@ -704,6 +755,8 @@ class Registry:
                 if precondition and precondition != cur_rev:
                     raise _conflict(info, name, cur_rev)
             new = self._prepare_update(info, old, requested, subresource)
+            if not identity.admin:  # may it make this change (NodeRestriction)?
+                self.authorizer.authorize(identity, full_verb, info, ns, name, old, new)
             if new == old or dry_run:
                 return encode(new), cur_rev
             new_meta = new["metadata"]
@@ -719,6 +772,7 @@ class Registry:
                     rev = self.store.delete(key, cur_rev)
                     return encode(new), rev
                 data = encode(new)
+                limits.check_stored(len(data), info.resource, name)
                 return data, self.store.update(key, data, cur_rev)
             except RevisionMismatch as err:
                 if precondition > 0:
@@ -804,7 +858,7 @@ class Registry:
             raise Invalid("metadata.name: required")
         ns = self._namespace(info, binding.namespace or None, None)
         old, cur_rev = self._read(info, ns, binding.name)
-        authorize(identity, "bind", info, ns, binding.name, old)
+        self.authorizer.authorize(identity, "bind", info, ns, binding.name, old)
         meta = old.get("metadata") or {}
         if binding.uid and binding.uid != meta.get("uid"):
             raise Conflict(
@@ -838,7 +892,9 @@ class Registry:
                 raise Invalid(f'Pod "{binding.name}" is invalid: ' + "; ".join(problems.items))
         if assigned != binding.node:  # a spec change, as update counts it
             new_meta["generation"] = int(new_meta.get("generation") or 1) + 1
-        return object_key(info, ns, binding.name), encode(new), cur_rev
+        data = encode(new)
+        limits.check_stored(len(data), info.resource, binding.name)
+        return object_key(info, ns, binding.name), data, cur_rev
 
     def _prepare_update(
         self, info: KindInfo, old: Object, requested: Object, subresource: str
@@ -908,6 +964,7 @@ class Registry:
     ) -> Stored | None:
         """The object as it stays (being deleted), or None when it is gone."""
         info = kind_info(kind)
+        self._stored(info)
         options = options or DeleteOptions()
         ns = self._namespace(info, namespace, None)
         policy = options.propagation_policy or "Background"
@@ -939,7 +996,7 @@ class Registry:
                     f"{options.precondition_resource_version}, ResourceVersion in object meta: "
                     f"{cur_rev}"
                 )
-            authorize(identity, "delete", info, ns, name, old, None)
+            self.authorizer.authorize(identity, "delete", info, ns, name, old, None)
             new = self._deletion_state(info, old, options, policy)
             if dry_run:
                 return None if new is None else (encode(new), cur_rev)
@@ -973,9 +1030,15 @@ class Registry:
     def _deletion_state(
         self, info: KindInfo, old: Object, options: DeleteOptions, policy: str
     ) -> Object | None:
-        """The object as it must be stored after this delete, or None to remove it now."""
-        new = jsoncodec.clone(old)
-        meta = _meta(new)
+        """The object as it must be stored after this delete, or None to remove it now.
+
+        Only metadata (and a namespace's status) change: the rest is shared
+        with `old`, never deep-copied, so an object too deeply nested to copy
+        (stored before the depth limit) can still be deleted."""
+        new = dict(old)
+        meta = new["metadata"] = dict(_meta(old))
+        if info.kind == "Namespace":
+            new["status"] = dict(old.get("status") or {})
         finalizers: list[str] = list(meta.get("finalizers") or [])
         if info.kind == "Namespace":
             if not meta.get("deletionTimestamp"):
@@ -1041,7 +1104,7 @@ class Registry:
         if not info.has_scale:
             raise NotFound(f"{info.resource} have no scale subresource")
         ns = self._namespace(info, namespace, None)
-        authorize(identity, "get_scale", info, ns, name)
+        self.authorizer.authorize(identity, "get_scale", info, ns, name)
         obj, rev = self._read(info, ns, name)
         return self._scale(info, obj, rev)
 

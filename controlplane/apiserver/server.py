@@ -20,14 +20,28 @@ import shutil
 import tempfile
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import grpc
 
+from controlplane.api.kinds import UnknownKind, by_kind
+from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_admission
+from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
+from controlplane.apiserver.authz import Authorizer
+from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
-from controlplane.apiserver.registry import Registry
+from controlplane.apiserver.nodegraph import NodeGraph
+from controlplane.apiserver.progress import IndexProgress
+from controlplane.apiserver.rbacdefaults import ensure_defaults
+from controlplane.apiserver.rbacindex import RbacIndex
+from controlplane.apiserver.registry import Registry, decode
 from controlplane.apiserver.rest.server import RestServer
+from controlplane.apiserver.reviews import Reviews
+from controlplane.apiserver.satokens import ServiceAccountTokens
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.storage_admission import ensure_local_path_class
 from controlplane.apiserver.tls import Pki
@@ -40,6 +54,9 @@ log = logging.getLogger(__name__)
 
 BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 MAX_MESSAGE = 1 << 30
+# Requests past MAX_BODY are refused with INVALID_ARGUMENT by the handlers
+# (naming the limit); gRPC itself drops anything beyond this, undecoded.
+MAX_RECEIVE = MAX_BODY + (1 << 20)
 
 
 @dataclass(frozen=True)
@@ -52,6 +69,10 @@ class ApiServerConfig:
     namespace_retry: float = 1.0
     rest: bool = False  # serve the Kubernetes REST API on `listen` (gRPC behind it)
     grpc_listen: str = ""  # with rest: also serve gRPC directly here
+    audit_log_path: str = ""  # "": no audit log (the default)
+    audit_log_max_bytes: int = 100 << 20
+    audit_log_backups: int = 5
+    audit_policy_file: str = ""  # "": every request at Metadata
 
 
 class ApiServer:
@@ -60,9 +81,40 @@ class ApiServer:
         self.config = config
         self.pki = pki
         self.authority = TokenAuthority(pki.token_secret) if pki else None
-        self.registry = Registry(store, admission=default_admission(config.service_cidr))
+        self.graph = NodeGraph()
+        self.rbac = RbacIndex()
+        self.progress = IndexProgress()
+        self.authorizer = Authorizer(
+            self.graph, self._objects, store.current_revision, self.rbac, self.progress
+        )
+        self.registry = Registry(
+            store, admission=default_admission(config.service_cidr), authorizer=self.authorizer
+        )
+        self.sa_tokens = (
+            ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
+        )
+        if self.authority is not None:
+            self.authority.service_accounts = self.sa_tokens
+        self.reviews = Reviews(
+            self.authorizer,
+            self.authority.authenticate if self.authority else lambda _: None,
+            self.sa_tokens,
+            self._lookup,
+        )
+        self.registry.reviews = self.reviews.handlers
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
+        self.joins = (
+            BootstrapJoin(self.registry, self.authority.node_token) if self.authority else None
+        )
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
+        self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        self.audit: AuditLog | None = None
+        if config.audit_log_path:
+            policy = (
+                load_policy(Path(config.audit_policy_file)) if config.audit_policy_file else None
+            )
+            self.audit = AuditLog(Path(config.audit_log_path), config.audit_log_max_bytes,
+                                  config.audit_log_backups, policy)  # fmt: skip
         self._server: grpc.Server | None = None
         self.rest: RestServer | None = None
         self.port = 0
@@ -72,6 +124,7 @@ class ApiServer:
 
     def bootstrap(self) -> None:
         """Create the built-in objects that are missing."""
+        ensure_defaults(self.registry)
         for name in BUILTIN_NAMESPACES:
             try:
                 self.registry.create("Namespace", {"metadata": {"name": name}})
@@ -103,8 +156,40 @@ class ApiServer:
                      {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}},
             )  # fmt: skip
 
+    def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.registry.get_object(kind, name, namespace or None)
+        except NotFound:
+            return None
+
+    def _objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return [decode(d, r) for d, r in self.registry.list(kind, namespace).items]
+
+    def _load_indexes(self) -> None:
+        """The node graph (from the stored pods and claims) and the RBAC index;
+        the broadcaster's listeners keep them current from then on."""
+        self.rbac.load(
+            (kind, d)
+            for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+            for d, _ in self.registry.list(kind).items
+        )
+        self.broadcaster.add_listener(self.rbac.on_event)
+        claims: list[bytes] = []
+        try:
+            by_kind("PersistentVolumeClaim")
+            claims = [d for d, _ in self.registry.list("PersistentVolumeClaim").items]
+        except UnknownKind:
+            pass
+        pods = self.registry.list("Pod")
+        self.graph.load([d for d, _ in pods.items], claims)
+        self.broadcaster.add_listener(self.graph.on_event)
+        # Last: once it has seen a revision, every index has applied it.
+        self.progress.advance(self.broadcaster.last_revision)
+        self.broadcaster.add_listener(self.progress.on_event)
+
     def start(self) -> int:
         self.bootstrap()
+        self._load_indexes()
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()
@@ -113,16 +198,20 @@ class ApiServer:
                 max_workers=self.config.max_workers, thread_name_prefix="api"
             ),
             options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE),
+                ("grpc.max_receive_message_length", MAX_RECEIVE),
                 ("grpc.max_send_message_length", MAX_MESSAGE),
                 ("grpc.so_reuseport", 0),
             ],
         )
         api_pb2_grpc.add_ObjectsServicer_to_server(
-            ObjectsServicer(self.registry, self.broadcaster, self.authority), server
+            ObjectsServicer(self.registry, self.broadcaster, self.authority, self.flow, self.audit),
+            server,
         )
         api_pb2_grpc.add_AuthServicer_to_server(
-            AuthServicer(self.authority, self.pki.ca_pem if self.pki else b""), server
+            AuthServicer(
+                self.authority, self.pki.ca_pem if self.pki else b"", self.joins, self.audit
+            ),
+            server,
         )
         if self.config.rest:
             self._socket_dir = tempfile.mkdtemp(prefix="skiff-grpc-")  # mode 0700

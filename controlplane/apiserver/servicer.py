@@ -1,14 +1,16 @@
 """The gRPC servicers: thin delegation to the registry and the broadcaster.
 
-Every RPC goes through `_rpc`, the one place that authenticates the bearer
-token, logs the call once, and turns API errors into gRPC status codes
-(`STATUS_CODES`, the one table). Nothing else in the server touches status
+Every RPC goes through `_rpc`, the one place that checks the request size,
+authenticates the bearer token, takes a flow-control slot (flowcontrol.py),
+logs the call once (and to the audit log when there is one), and turns API
+errors into gRPC status codes (`STATUS_CODES`, the one table). Nothing else in the server touches status
 codes. Objects travel as JSON bytes with their resourceVersion beside them
 (see proto/controlplane/v1/api.proto).
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import logging
@@ -18,9 +20,12 @@ from typing import Any, TypeVar
 
 import grpc
 
-from controlplane.api import jsoncodec
-from controlplane.apiserver.auth import Identity, TokenAuthority, authorize
+from controlplane.api import jsoncodec, limits
+from controlplane.apiserver.audit import AuditLog, http_status
+from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
+from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.registry import (
     ListResult,
     PodBinding,
@@ -46,6 +51,7 @@ STATUS_CODES: dict[type[errors.ApiError], grpc.StatusCode] = {
     errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     errors.Forbidden: grpc.StatusCode.PERMISSION_DENIED,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
+    errors.TooManyRequests: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 
 R = TypeVar("R")
@@ -102,6 +108,7 @@ def _list_message(
 
 
 def _json(data: bytes, what: str = "object") -> Any:
+    limits.check_body(data, what)
     try:
         return jsoncodec.loads(data)
     except (ValueError, UnicodeDecodeError, jsoncodec.DecodeError) as err:
@@ -109,33 +116,131 @@ def _json(data: bytes, what: str = "object") -> Any:
 
 
 class _Base:
-    def __init__(self, authority: TokenAuthority | None) -> None:
+    def __init__(
+        self,
+        authority: TokenAuthority | None,
+        flow: FlowControl | None = None,
+        audit: AuditLog | None = None,
+    ) -> None:
         # None: no authentication (in-process tests); everyone is admin.
         self.authority = authority
+        self.flow = flow
+        self.audit = audit
+
+    def _in_lane(
+        self,
+        func: Callable[..., R],
+        request: Any,
+        context: grpc.ServicerContext,
+        who: Identity,
+        mutating: bool,
+    ) -> R:
+        """func, holding a slot of its flow-control lane (a stream holds it to its end)."""
+        flow = self.flow
+        assert flow is not None
+        lane = flow.acquire(who, getattr(request, "kind", ""), getattr(request, "namespace", ""),
+                            mutating)  # fmt: skip
+        streaming = False
+        try:
+            result = func(self, request, context, who)
+            if isinstance(result, Iterator):
+                streaming = True
+                return _released(result, lambda: flow.release(lane, mutating))  # type: ignore[return-value]
+            return result
+        finally:
+            if not streaming:
+                flow.release(lane, mutating)
 
     def identify(self, context: grpc.ServicerContext) -> Identity:
         return authenticate(self.authority, _token(context))
 
 
+def _released(stream: Iterator[Any], release: Callable[[], None]) -> Iterator[Any]:
+    """A streamed answer that holds its flow-control slot until it ends."""
+    try:
+        yield from stream
+    finally:
+        release()
+
+
+# RPC -> (Kubernetes verb, subresource) for the audit log.
+AUDITED: dict[str, tuple[str, str]] = {
+    "Create": ("create", ""), "Get": ("get", ""), "List": ("list", ""),
+    "ListStream": ("list", ""), "Update": ("update", ""), "Patch": ("patch", ""),
+    "Delete": ("delete", ""), "Watch": ("watch", ""), "GetScale": ("get", "scale"),
+    "UpdateScale": ("update", "scale"), "Bind": ("create", "binding"),
+    "CreateMany": ("create", ""), "Join": ("create", "join"),
+}  # fmt: skip
+ANONYMOUS = Identity("system:anonymous", groups=("system:unauthenticated",))
+
+
+def _audit(
+    audit: AuditLog,
+    name: str,
+    request: Any,
+    who: Identity | None,
+    outcome: Exception | None,
+    start: float,
+) -> None:
+    verb, sub = AUDITED[name]
+    kind = getattr(request, "kind", "") or ("Pod" if name == "Bind" else "")
+    if name == "Join":
+        kind = "Node"
+    try:
+        info = kind_info(kind) if kind else None
+    except errors.Invalid:
+        info = None
+    subresource = getattr(request, "subresource", "") or sub
+    code = 200 if outcome is None else http_status(outcome)
+    elapsed = time.monotonic() - start
+    audit.record(
+        who or ANONYMOUS,
+        verb,
+        {
+            "resource": info.plural if info else kind,
+            "apiGroup": info.group if info else "",
+            "namespace": getattr(request, "namespace", ""),
+            "name": getattr(request, "name", "") or getattr(request, "node_name", ""),
+            "subresource": subresource,
+        },
+        code,
+        datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=elapsed),
+        elapsed * 1000,
+        getattr(request, "json", b"") or getattr(request, "patch", b"") or None,
+    )
+
+
 def _rpc(
-    name: str, authenticate: bool = True
+    name: str, authenticate: bool = True, mutating: bool | None = None
 ) -> Callable[[Callable[..., R]], Callable[[Any, Any, grpc.ServicerContext], R]]:
+    """mutating: which in-flight cap the call counts against (None: not counted)."""
+
     def wrap(func: Callable[..., R]) -> Callable[[Any, Any, grpc.ServicerContext], R]:
         @functools.wraps(func)
         def handler(self: _Base, request: Any, context: grpc.ServicerContext) -> R:
             start = time.monotonic()
+            who: Identity | None = None
+            outcome: Exception | None = None
             try:
-                if authenticate:
-                    return func(self, request, context, self.identify(context))
-                return func(self, request, context)
+                limits.check_size(request.ByteSize(), "request")
+                if not authenticate:
+                    return func(self, request, context)
+                who = self.identify(context)
+                if self.flow is None or mutating is None:
+                    return func(self, request, context, who)
+                return self._in_lane(func, request, context, who, mutating)
             except errors.ApiError as err:
+                outcome = err
                 code = status_code(err)
                 log.debug("rpc=%s code=%s error=%s", name, code.name, err)
                 context.abort(code, str(err))
             except Exception as err:
+                outcome = err
                 log.exception("rpc=%s failed", name)
                 context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
             finally:
+                if self.audit is not None and name in AUDITED:
+                    _audit(self.audit, name, request, who, outcome, start)
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug("rpc=%s ms=%.2f", name, (time.monotonic() - start) * 1000)
             raise AssertionError("unreachable")
@@ -147,13 +252,18 @@ def _rpc(
 
 class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     def __init__(
-        self, registry: Registry, broadcaster: Broadcaster, authority: TokenAuthority | None
+        self,
+        registry: Registry,
+        broadcaster: Broadcaster,
+        authority: TokenAuthority | None,
+        flow: FlowControl | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
-        super().__init__(authority)
+        super().__init__(authority, flow, audit)
         self.registry = registry
         self.broadcaster = broadcaster
 
-    @_rpc("Create")
+    @_rpc("Create", mutating=True)
     def Create(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
         stored = self.registry.create(
@@ -161,12 +271,12 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         )
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("Get")
+    @_rpc("Get", mutating=False)
     def Get(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         stored = self.registry.get(request.kind, request.name, request.namespace or None, who)
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("List")
+    @_rpc("List", mutating=False)
     def List(self, request: Any, context: Any, who: Identity) -> api_pb2.ListResponse:
         with jsoncodec.paused_gc():
             return self._list(request, who)
@@ -186,7 +296,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             who,
         )
 
-    @_rpc("ListStream")
+    @_rpc("ListStream", mutating=False)
     def ListStream(
         self, request: Any, context: Any, who: Identity
     ) -> Iterator[api_pb2.ListResponse]:
@@ -239,13 +349,13 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
                 chunk, resource_version if last else "", continue_token if last else ""
             )
 
-    @_rpc("Update")
+    @_rpc("Update", mutating=True)
     def Update(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
         stored = self.registry.update(request.kind, obj, request.subresource, who, copy_input=False)
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("Patch")
+    @_rpc("Patch", mutating=True)
     def Patch(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         patch = _json(request.patch, "patch")
         stored = self.registry.patch(
@@ -253,7 +363,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         )
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("Delete")
+    @_rpc("Delete", mutating=True)
     def Delete(self, request: Any, context: Any, who: Identity) -> api_pb2.DeleteResponse:
         options = DeleteOptions(
             grace_period_seconds=(
@@ -276,8 +386,10 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         namespace = request.namespace if info.namespaced else ""
         if request.namespace and not info.namespaced:
             raise errors.Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
-        authorize(who, "watch", info, namespace, "")
         selectors = Selectors.parse(request.label_selector, request.field_selector)
+        self.registry.authorizer.authorize(
+            who, "watch", info, namespace, "", fields=selectors.fields
+        )
         rv_text = request.resource_version
         rv: int | None = None
         if rv_text and rv_text != "0":
@@ -285,16 +397,24 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
                 rv = int(rv_text)
             except ValueError as err:
                 raise errors.Invalid(f"resourceVersion: {rv_text!r} is not valid") from err
-        watcher = self.broadcaster.watch(
-            info, namespace, selectors, rv, bool(request.allow_bookmarks)
-        )
+        end = self.flow.watch(who) if self.flow is not None else (lambda: None)
+        try:
+            watcher = self.broadcaster.watch(
+                info, namespace, selectors, rv, bool(request.allow_bookmarks)
+            )
+        except BaseException:
+            end()
+            raise
         context.add_callback(watcher.stop)
+        context.add_callback(end)
         # Headers now, so the client learns at once that the watch is open.
         context.send_initial_metadata(())
-        return self._stream(watcher, context)
+        return self._stream(watcher, context, end)
 
     @staticmethod
-    def _stream(watcher: Any, context: Any) -> Iterator[api_pb2.WatchEvent]:
+    def _stream(
+        watcher: Any, context: Any, end: Callable[[], None] = lambda: None
+    ) -> Iterator[api_pb2.WatchEvent]:
         try:
             for batch in watcher.batches():
                 messages = []
@@ -316,8 +436,9 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
                     )
         finally:
             watcher.stop()
+            end()
 
-    @_rpc("GetScale")
+    @_rpc("GetScale", mutating=False)
     def GetScale(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         scale = self.registry.get_scale(request.kind, request.name, request.namespace or None, who)
         rv = int(scale["metadata"].pop("resourceVersion"))
@@ -325,7 +446,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
         )
 
-    @_rpc("UpdateScale")
+    @_rpc("UpdateScale", mutating=True)
     def UpdateScale(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         scale = self.registry.update_scale(
             request.kind, request.name, request.namespace or None, int(request.replicas), who
@@ -335,7 +456,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
         )
 
-    @_rpc("Bind")
+    @_rpc("Bind", mutating=True)
     def Bind(self, request: Any, context: Any, who: Identity) -> api_pb2.BindResponse:
         bindings = []
         refused: dict[int, errors.ApiError] = {}
@@ -362,7 +483,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             ]
         )
 
-    @_rpc("CreateMany")
+    @_rpc("CreateMany", mutating=True)
     def CreateMany(self, request: Any, context: Any, who: Identity) -> api_pb2.CreateManyResponse:
         if len(request.items) > MAX_BATCH:
             raise errors.Invalid(f"items: at most {MAX_BATCH} per call, got {len(request.items)}")
@@ -385,24 +506,24 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
 
 
 class AuthServicer(_Base, api_pb2_grpc.AuthServicer):
-    def __init__(self, authority: TokenAuthority | None, ca_pem: bytes) -> None:
-        super().__init__(authority)
+    def __init__(
+        self,
+        authority: TokenAuthority | None,
+        ca_pem: bytes,
+        joins: BootstrapJoin | None = None,
+        audit: AuditLog | None = None,
+    ) -> None:
+        super().__init__(authority, audit=audit)
         self.ca_pem = ca_pem
+        self.joins = joins
 
     @_rpc("Join", authenticate=False)
     def Join(self, request: Any, context: Any) -> api_pb2.JoinResponse:
-        from controlplane.api.validation import is_dns_subdomain
-
-        if self.authority is None:
+        if self.joins is None:
             raise errors.Unavailable("this server runs without authentication")
-        if not self.authority.check_join_token(request.join_token):
-            raise errors.Unauthenticated("invalid join token")
-        if not is_dns_subdomain(request.node_name):
-            raise errors.Invalid(f"node_name: {request.node_name!r} must be a DNS-1123 subdomain")
+        token = self.joins.join(request.join_token, request.node_name)
         log.info("node=%s joined", request.node_name)
-        return api_pb2.JoinResponse(
-            token=self.authority.node_token(request.node_name), ca_pem=self.ca_pem
-        )
+        return api_pb2.JoinResponse(token=token, ca_pem=self.ca_pem)
 
     @_rpc("WhoAmI")
     def WhoAmI(self, request: Any, context: Any, who: Identity) -> api_pb2.WhoAmIResponse:

@@ -3,8 +3,8 @@
 Under `<data-dir>/pki/`: `ca.crt`/`ca.key` (a self-signed ECDSA P-256 CA),
 `server.crt`/`server.key` (the API server's serving certificate, signed by
 the CA, valid for `skiff-apiserver`, `localhost`, the host name, 127.0.0.1,
-::1 and every extra SAN given), and `token-secret` (the HMAC key of every
-bearer token). Existing files are reused; the serving certificate is re-issued
+::1 and every extra SAN given), `token-secret` (the HMAC key of every
+bearer token) and `sa.key` (the ECDSA key that signs ServiceAccount tokens). Existing files are reused; the serving certificate is re-issued
 when a requested SAN is missing. Private files are written 0600 atomically.
 """
 
@@ -34,6 +34,7 @@ class Pki:
     cert_pem: bytes
     key_pem: bytes
     token_secret: bytes
+    sa_key_pem: bytes = b""
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:
@@ -154,4 +155,8 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
     secret_path = pki / "token-secret"
     if not secret_path.exists():
         _write(secret_path, secrets.token_hex(32).encode(), 0o600)
-    return Pki(ca_pem, crt.read_bytes(), key.read_bytes(), secret_path.read_bytes().strip())
+    sa_key = pki / "sa.key"
+    if not sa_key.exists():
+        _write(sa_key, _key_pem(ec.generate_private_key(ec.SECP256R1())), 0o600)
+    return Pki(ca_pem, crt.read_bytes(), key.read_bytes(), secret_path.read_bytes().strip(),
+               sa_key.read_bytes())  # fmt: skip

@@ -266,9 +266,10 @@ class Broadcaster:
         return self._last
 
     def add_listener(self, listener: Callable[[Event], None]) -> None:
-        """An in-process callback for every event (namespace cleanup); must not block."""
+        """An in-process callback for every event (namespace cleanup, the node
+        graph), called before any watcher sees the event; must not block."""
         with self._lock:
-            self._listeners.append(listener)
+            self._listeners = [*self._listeners, listener]  # replaced, never changed in place
 
     def _run(self) -> None:
         backoff = 0.1
@@ -305,6 +306,13 @@ class Broadcaster:
             w.stop()
 
     def _dispatch(self, event: Event) -> None:
+        # Listeners first: a watcher that reacts to the event (an agent to its
+        # new pod) finds the server's own indexes (the node graph) current.
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:
+                log.exception("watch listener failed")
         dispatch = _Dispatch(event)
         key = event.key
         slash = key.find("/", len(ROOT))
@@ -327,12 +335,6 @@ class Broadcaster:
                         self._offer(group, dispatch)
             if event.rev > self._last:
                 self._last = event.rev
-            listeners = list(self._listeners)
-        for listener in listeners:
-            try:
-                listener(event)
-            except Exception:
-                log.exception("watch listener failed")
 
     @staticmethod
     def _offer(watchers: list[Watcher], dispatch: _Dispatch) -> None:

@@ -55,6 +55,7 @@ VERBS: dict[str, Verb] = {
     "attach": Verb("attach", "attach to a running container"),
     "port-forward": Verb("port_forward", "forward local ports to a pod"),
     "top": Verb("top", "show resource usage of nodes or pods"),
+    "auth": Verb("auth", "inspect authorization: can-i VERB RESOURCE, whoami"),
 }
 
 

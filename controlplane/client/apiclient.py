@@ -52,6 +52,7 @@ ERRORS: dict[grpc.StatusCode, type[errors.ApiError]] = {
     grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
     grpc.StatusCode.PERMISSION_DENIED: errors.Forbidden,
     grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: errors.TooManyRequests,
     grpc.StatusCode.DEADLINE_EXCEEDED: errors.Unavailable,
 }
 

@@ -42,5 +42,10 @@ class Forbidden(ApiError):
     """The credential may not do this. gRPC PERMISSION_DENIED."""
 
 
+class TooManyRequests(ApiError):
+    """A limit on what one client may hold at once (watches, requests in
+    flight) is reached: retry later. gRPC RESOURCE_EXHAUSTED, HTTP 429."""
+
+
 class Unavailable(ApiError):
     """The API server could not be reached. gRPC UNAVAILABLE."""

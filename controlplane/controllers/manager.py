@@ -42,6 +42,7 @@ InitFunc = Callable[[ControllerContext], Controller | None]
 
 def _registry() -> dict[str, InitFunc]:
     from controlplane.controllers import (
+        clusterroleaggregation,
         cronjob,
         daemonset,
         deployment,
@@ -55,6 +56,7 @@ def _registry() -> dict[str, InitFunc]:
         persistentvolume,
         podgc,
         replicaset,
+        serviceaccount,
         statefulset,
         volume_protection,
     )
@@ -76,6 +78,9 @@ def _registry() -> dict[str, InitFunc]:
         "persistentvolume-binder": persistentvolume.init,
         "pvc-protection": volume_protection.init_pvc,
         "pv-protection": volume_protection.init_pv,
+        "clusterrole-aggregation": clusterroleaggregation.init,
+        "serviceaccount": serviceaccount.init,
+        "root-ca-cert-publisher": serviceaccount.init_root_ca,
     }
 
 

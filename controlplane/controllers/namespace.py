@@ -53,7 +53,7 @@ class NamespaceController(Controller):
                 return None
         remaining = 0
         for info in kinds.all_kinds():
-            if not info.namespaced:
+            if not info.namespaced or info.create_only:  # create-only: never stored
                 continue
             try:
                 items = self.client.list(info.key, name).items

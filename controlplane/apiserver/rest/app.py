@@ -180,7 +180,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
             return reviews.whoami(who)
         if request.method == "POST" and request.path == reviews.ACCESS_PATH:
-            return await reviews.access_review(request, who)
+            authorizer = request.app[SERVER].registry.authorizer
+            return await reviews.access_review(request, who, authorizer)
         target = resolve(segments)
         if target is None:
             return _discovery(request, segments)

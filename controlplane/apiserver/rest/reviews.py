@@ -14,7 +14,8 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
-from controlplane.apiserver.auth import Identity, authorize
+from controlplane.apiserver.auth import Identity
+from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.rest import body
 from controlplane.apiserver.rest.paths import every_kind
 from controlplane.client.errors import Forbidden
@@ -55,7 +56,7 @@ def whoami(who: Identity) -> web.Response:
     })  # fmt: skip
 
 
-def allowed(who: Identity, attributes: dict[str, Any]) -> tuple[bool, str]:
+def allowed(authorizer: Authorizer, who: Identity, attributes: dict[str, Any]) -> tuple[bool, str]:
     """Whether `who` may do what resourceAttributes describe, and why not."""
     group = str(attributes.get("group") or "")
     resource = str(attributes.get("resource") or "")
@@ -70,19 +71,21 @@ def allowed(who: Identity, attributes: dict[str, Any]) -> tuple[bool, str]:
     if sub:
         verb = f"{verb}_{sub}"
     try:
-        authorize(who, verb, info, str(attributes.get("namespace") or ""),
+        authorizer.authorize(who, verb, info, str(attributes.get("namespace") or ""),
                   str(attributes.get("name") or ""))  # fmt: skip
     except Forbidden as err:
         return False, str(err)
     return True, ""
 
 
-async def access_review(request: web.Request, who: Identity) -> web.Response:
+async def access_review(
+    request: web.Request, who: Identity, authorizer: Authorizer
+) -> web.Response:
     doc = body.as_object(body.decode(await body.read(request), body.media_type(request)))
     spec = doc.get("spec") or {}
     attributes = spec.get("resourceAttributes") if isinstance(spec, dict) else None
     if isinstance(attributes, dict):
-        ok, reason = allowed(who, attributes)
+        ok, reason = allowed(authorizer, who, attributes)
     else:
         ok, reason = False, "only resourceAttributes are answered"
     status: dict[str, Any] = {"allowed": ok}

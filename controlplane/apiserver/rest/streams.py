@@ -25,7 +25,6 @@ import grpc
 import grpc.aio
 from aiohttp import web
 
-from controlplane.apiserver.auth import authorize
 from controlplane.apiserver.registry import decode
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.status import BadRequest
@@ -56,7 +55,7 @@ CHUNK = 1 << 16
 def _pod_node(call: Call, verb: str) -> tuple[dict[str, Any], str]:
     """The pod (authorized for `verb`) and its agent's address (on the executor)."""
     t = call.target
-    authorize(call.who, verb, t.info, t.namespace, t.name)
+    call.registry.authorizer.authorize(call.who, verb, t.info, t.namespace, t.name)
     pod = decode(*call.registry.get("Pod", t.name, t.namespace, call.who))
     node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name:

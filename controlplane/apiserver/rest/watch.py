@@ -24,7 +24,6 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
-from controlplane.apiserver.auth import authorize
 from controlplane.apiserver.registry import Selectors, decode, with_version
 from controlplane.apiserver.rest import optional
 from controlplane.apiserver.rest.context import Call
@@ -166,7 +165,7 @@ def _start(
     (on the executor: the history replay reads the store)."""
     t = call.target
     initial: list[WatchItem] = []
-    authorize(call.who, "watch", t.info, t.namespace, "")
+    call.registry.authorizer.authorize(call.who, "watch", t.info, t.namespace, "")
     if rv is None:
         result = call.registry.list(
             t.info.kind, call.namespace, call.query("labelSelector"), call.query("fieldSelector"),

@@ -7,6 +7,7 @@ import pytest
 from controlplane.client.apiclient import connect, join
 from controlplane.client.config import ClientConfig
 from controlplane.client.errors import Forbidden, Unauthenticated
+from controlplane.client.interface import ListOptions
 from tests.unit.controlplane.apiserver.conftest import Cluster
 from tests.unit.controlplane.apiserver.test_objects import pod
 
@@ -22,11 +23,11 @@ def test_requests_without_a_valid_token_are_refused(cluster: Cluster) -> None:
 
 
 def test_join_token_yields_a_node_credential(cluster: Cluster) -> None:
-    assert cluster.server.authority is not None
+    assert cluster.server.joins is not None
     with pytest.raises(Unauthenticated):
         join(cluster.address, cluster.pki.ca_pem, "skiff-join.wrong", "node-1")
     config = join(cluster.address, cluster.pki.ca_pem,
-                  cluster.server.authority.join_token(), "node-1")  # fmt: skip
+                  cluster.server.joins.create(), "node-1")  # fmt: skip
     assert config.token.startswith("skiff-node.")
     with connect(config) as node:
         assert node.whoami() == {"user": "system:node:node-1", "node": "node-1", "admin": False}
@@ -57,8 +58,13 @@ def test_node_may_write_only_its_own_things(cluster: Cluster) -> None:
             node.patch("Pod", "mine", {"metadata": {"labels": {"a": "b"}}}, "default")
         with pytest.raises(Forbidden):
             node.create("Deployment", {"metadata": {"name": "d"}}, "default")
-        assert node.get("Pod", "theirs", "default")  # reads are allowed
-        assert len(node.list("Pod", "default").items) == 2
+        assert node.get("Pod", "mine", "default")  # its own pods only
+        with pytest.raises(Forbidden):
+            node.get("Pod", "theirs", "default")
+        with pytest.raises(Forbidden):
+            node.list("Pod", "default")
+        mine = node.list("Pod", options=ListOptions(field_selector="spec.nodeName=node-1"))
+        assert [p["metadata"]["name"] for p in mine.items] == ["mine"]
     finally:
         node.close()
         admin.close()

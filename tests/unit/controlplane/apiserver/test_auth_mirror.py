@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from controlplane.api.kinds import by_kind
-from controlplane.apiserver.auth import Identity, authorize
+from controlplane.apiserver.auth import Identity
+from controlplane.apiserver.authz import Authorizer
 from controlplane.client.errors import Forbidden
 from controlplane.client.interface import DeleteOptions
 from tests.unit.controlplane.apiserver.conftest import Cluster
@@ -16,6 +17,7 @@ from tests.unit.controlplane.apiserver.test_objects import pod
 
 NODE = Identity("system:node:n1", node="n1")
 POD = by_kind("Pod")
+authorize = Authorizer().authorize
 
 
 def mirror(name: str, node: str) -> dict[str, Any]:

@@ -1,0 +1,89 @@
+"""Joining a node with a bootstrap token (see controlplane/api/bootstraptoken.py).
+
+`BootstrapJoin.join(token, node)` checks the token against its Secret in
+kube-system (exists, secret matches in constant time, unexpired, allowed to
+authenticate) and that no Node of that name exists yet, then hands out the
+credential of exactly that node. A node that already exists re-joins only
+with its own credential (kept in its node.conf), never with a bootstrap
+token, so a token holder cannot take over a running node's name. Deleting
+the token's Secret stops new joins and touches nothing else.
+
+Refusals say why, without telling whether a token id exists. This module
+reaches storage only through the Registry.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hmac
+from collections.abc import Callable
+
+from controlplane.api import bootstraptoken as bt
+from controlplane.api.validation import is_dns_subdomain
+from controlplane.apiserver.registry import Registry
+from controlplane.client.errors import Forbidden, Invalid, NotFound, Unauthenticated
+
+
+class BootstrapJoin:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        node_credential: Callable[[str], str],
+        now: Callable[[], datetime.datetime] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.node_credential = node_credential
+        self.now = now or (lambda: datetime.datetime.now(datetime.UTC))
+
+    def create(
+        self, ttl: datetime.timedelta | None = None, description: str = "", token: str = ""
+    ) -> str:
+        """Store a bootstrap token (a random one unless given); return it."""
+        token = token or bt.generate()
+        self.registry.create(
+            "Secret", bt.token_secret(token, self.now(), ttl, description), bt.NAMESPACE
+        )
+        return token
+
+    def check(self, token: str) -> str:
+        """The id of a valid bootstrap token; Unauthenticated (saying why) otherwise."""
+        parts = bt.split(token)
+        if parts is None:
+            raise Unauthenticated(
+                "invalid bootstrap token: expected <6>.<16> characters of [a-z0-9]"
+            )
+        token_id, token_secret = parts
+        try:
+            stored = self.registry.get_object("Secret", bt.secret_name(token_id), bt.NAMESPACE)
+        except NotFound:
+            stored = {}
+        found = bt.info(stored)
+        if (
+            found is None
+            or found.token_id != token_id
+            or not hmac.compare_digest(
+                bt.field(stored, "token-secret").encode(), token_secret.encode()
+            )
+        ):
+            raise Unauthenticated("invalid bootstrap token (unknown, deleted or wrong secret)")
+        if "authentication" not in found.usages:
+            raise Unauthenticated(f"bootstrap token {token_id} may not be used to authenticate")
+        if bt.expired(found.expiration, self.now()):
+            raise Unauthenticated(f"bootstrap token {token_id} expired at {found.expiration}")
+        return token_id
+
+    def join(self, token: str, node: str) -> str:
+        """The credential of the new node `node`."""
+        token_id = self.check(token)
+        if not is_dns_subdomain(node):
+            raise Invalid(f"node_name: {node!r} must be a DNS-1123 subdomain")
+        try:
+            self.registry.get("Node", node)
+        except NotFound:
+            return self.node_credential(node)
+        raise Forbidden(
+            f'node "{node}" already exists: bootstrap token {token_id} joins new nodes only; '
+            "re-join with that node's own credential, or delete the Node first"
+        )

@@ -1,0 +1,218 @@
+"""The default ClusterRoles and ClusterRoleBindings, as Kubernetes bootstraps them.
+
+cluster-admin (everything; bound to the group system:masters), the
+user-facing admin, edit and view (aggregated from the
+system:aggregate-to-{admin,edit,view} roles and from any ClusterRole a user
+labels rbac.authorization.k8s.io/aggregate-to-{admin,edit,view}: "true"),
+system:basic-user (SelfSubjectAccessReview for everyone authenticated),
+system:discovery and system:public-info-viewer (discovery and health
+paths), system:auth-delegator (TokenReview, SubjectAccessReview),
+system:node (what the node authorizer grants, for reference: nodes are
+authorized by the node authorizer, as in Kubernetes), and the roles of
+skiff's own control-plane components.
+
+`ensure_defaults` creates the missing ones (existing ones are left as an
+admin may have changed them), filling aggregated roles once; the
+clusterrole-aggregation controller keeps them current afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from controlplane.api.rbac import GROUP, aggregated_rules
+from controlplane.apiserver.registry import Registry
+from controlplane.client.errors import AlreadyExists, ApiError
+
+READ = ["get", "list", "watch"]
+WRITE = ["create", "delete", "deletecollection", "patch", "update"]
+AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
+BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
+
+
+def _rule(verbs: list[str], groups: list[str], resources: list[str]) -> dict[str, Any]:
+    return {"verbs": verbs, "apiGroups": groups, "resources": resources}
+
+
+VIEW_RULES = [
+    _rule(READ, [""], ["pods", "pods/log", "pods/status", "configmaps", "endpoints",
+                       "persistentvolumeclaims", "persistentvolumeclaims/status",
+                       "replicationcontrollers", "replicationcontrollers/scale",
+                       "replicationcontrollers/status", "serviceaccounts", "services",
+                       "services/status", "bindings", "events", "limitranges",
+                       "namespaces", "namespaces/status", "resourcequotas",
+                       "resourcequotas/status"]),
+    _rule(READ, ["apps"], ["controllerrevisions", "daemonsets", "daemonsets/status",
+                           "deployments", "deployments/scale", "deployments/status",
+                           "replicasets", "replicasets/scale", "replicasets/status",
+                           "statefulsets", "statefulsets/scale", "statefulsets/status"]),
+    _rule(READ, ["autoscaling"], ["horizontalpodautoscalers", "horizontalpodautoscalers/status"]),
+    _rule(READ, ["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"]),
+    _rule(READ, ["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
+    _rule(READ, ["networking.k8s.io"], ["ingresses", "ingresses/status", "networkpolicies"]),
+    _rule(READ, ["discovery.k8s.io"], ["endpointslices"]),
+    _rule(READ, ["scheduling.skiff.dev"], ["podgroups", "podgroups/status"]),
+]  # fmt: skip
+
+EDIT_RULES = [
+    _rule([*READ, *WRITE], [""], ["pods/attach", "pods/exec", "pods/portforward", "pods/proxy",
+                                  "secrets", "services/proxy"]),
+    _rule(["impersonate"], [""], ["serviceaccounts"]),
+    _rule(WRITE, [""], ["pods", "configmaps", "endpoints", "persistentvolumeclaims",
+                        "replicationcontrollers", "replicationcontrollers/scale",
+                        "serviceaccounts", "services", "services/proxy"]),
+    _rule(["create"], [""], ["serviceaccounts/token", "pods/eviction"]),
+    _rule(WRITE, ["apps"], ["daemonsets", "deployments", "deployments/rollback",
+                            "deployments/scale", "replicasets", "replicasets/scale",
+                            "statefulsets", "statefulsets/scale"]),
+    _rule(WRITE, ["autoscaling"], ["horizontalpodautoscalers"]),
+    _rule(WRITE, ["batch"], ["cronjobs", "jobs"]),
+    _rule(WRITE, ["policy"], ["poddisruptionbudgets"]),
+    _rule(WRITE, ["networking.k8s.io"], ["ingresses", "networkpolicies"]),
+    _rule(WRITE, ["discovery.k8s.io"], ["endpointslices"]),
+    _rule(WRITE, ["scheduling.skiff.dev"], ["podgroups"]),
+]  # fmt: skip
+
+ADMIN_RULES = [
+    _rule(["create"], ["authorization.k8s.io"], ["localsubjectaccessreviews"]),
+    _rule([*READ, *WRITE], [GROUP], ["rolebindings", "roles"]),
+]
+
+DISCOVERY_URLS = ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz",
+                  "/version", "/version/", "/openapi", "/openapi/*"]  # fmt: skip
+PUBLIC_URLS = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
+
+NODE_RULES = [
+    _rule(READ, [""], ["nodes", "services", "endpoints"]),
+    _rule(["create", "update", "patch", "delete"], [""], ["nodes", "nodes/status"]),
+    _rule(["get"], [""], ["pods", "secrets", "configmaps", "persistentvolumeclaims",
+                          "persistentvolumes", "serviceaccounts"]),
+    _rule(["list", "watch"], [""], ["pods"]),
+    _rule(["create", "delete"], [""], ["pods"]),
+    _rule(["update", "patch"], [""], ["pods/status"]),
+    _rule(["create", "update", "patch"], ["", "events.k8s.io"], ["events"]),
+    _rule(["get", "create", "update", "patch", "delete"], ["coordination.k8s.io"], ["leases"]),
+    _rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+    _rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+]  # fmt: skip
+
+# The control plane's own components (kube-scheduler's and
+# kube-controller-manager's roles, in small).
+SCHEDULER_RULES = [
+    _rule(READ, ["", "apps", "policy", "storage.k8s.io", "scheduling.k8s.io",
+                 "scheduling.skiff.dev"], ["*"]),
+    _rule(["create"], [""], ["pods/binding", "bindings", "events"]),
+    _rule(["update", "patch"], [""], ["pods/status"]),
+    _rule(["create", "patch", "update"], ["events.k8s.io"], ["events"]),
+    _rule(["get", "create", "update", "patch"], ["coordination.k8s.io"], ["leases"]),
+    _rule(["update", "patch"], ["scheduling.skiff.dev"], ["podgroups", "podgroups/status"]),
+]  # fmt: skip
+
+
+def _cluster_role(name: str, rules: list[dict[str, Any]] | None = None,
+                  labels: dict[str, str] | None = None,
+                  aggregate_from: str = "") -> dict[str, Any]:  # fmt: skip
+    role: dict[str, Any] = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": {**BOOTSTRAP_LABELS, **(labels or {})}},
+        "rules": rules or [],
+    }
+    if aggregate_from:
+        role["aggregationRule"] = {
+            "clusterRoleSelectors": [{"matchLabels": {AGGREGATE + aggregate_from: "true"}}]
+        }
+    return role
+
+
+def _binding(
+    name: str, role: str, groups: Sequence[str] = (), users: Sequence[str] = ()
+) -> dict[str, Any]:
+    subjects = [{"apiGroup": GROUP, "kind": "Group", "name": g} for g in groups]
+    subjects += [{"apiGroup": GROUP, "kind": "User", "name": u} for u in users]
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name, "labels": dict(BOOTSTRAP_LABELS)},
+        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role},
+        "subjects": subjects,
+    }
+
+
+def cluster_roles() -> list[dict[str, Any]]:
+    everything = [
+        {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+        {"verbs": ["*"], "nonResourceURLs": ["*"]},
+    ]
+    return [
+        _cluster_role("cluster-admin", everything),
+        _cluster_role("admin", aggregate_from="admin"),
+        _cluster_role("edit", labels={AGGREGATE + "admin": "true"}, aggregate_from="edit"),
+        _cluster_role("view", labels={AGGREGATE + "edit": "true"}, aggregate_from="view"),
+        _cluster_role("system:aggregate-to-admin", ADMIN_RULES, {AGGREGATE + "admin": "true"}),
+        _cluster_role("system:aggregate-to-edit", EDIT_RULES, {AGGREGATE + "edit": "true"}),
+        _cluster_role("system:aggregate-to-view", VIEW_RULES, {AGGREGATE + "view": "true"}),
+        _cluster_role(
+            "system:basic-user",
+            [
+                _rule(
+                    ["create"],
+                    ["authorization.k8s.io"],
+                    ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                )
+            ],
+        ),
+        _cluster_role("system:discovery", [{"verbs": ["get"], "nonResourceURLs": DISCOVERY_URLS}]),
+        _cluster_role(
+            "system:public-info-viewer", [{"verbs": ["get"], "nonResourceURLs": PUBLIC_URLS}]
+        ),
+        _cluster_role(
+            "system:auth-delegator",
+            [
+                _rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+                _rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+            ],
+        ),
+        _cluster_role("system:node", NODE_RULES),
+        _cluster_role("system:kube-scheduler", SCHEDULER_RULES),
+    ]
+
+
+def cluster_role_bindings() -> list[dict[str, Any]]:
+    return [
+        _binding("cluster-admin", "cluster-admin", groups=["system:masters"]),
+        _binding("system:basic-user", "system:basic-user", groups=["system:authenticated"]),
+        _binding("system:discovery", "system:discovery", groups=["system:authenticated"]),
+        _binding(
+            "system:public-info-viewer",
+            "system:public-info-viewer",
+            groups=["system:authenticated", "system:unauthenticated"],
+        ),
+        _binding("system:kube-scheduler", "system:kube-scheduler", users=["system:kube-scheduler"]),
+    ]
+
+
+def fill_aggregated(roles: list[dict[str, Any]]) -> None:
+    """Give every aggregated role its rules, chains included (edit into admin)."""
+    for _ in range(len(roles)):
+        changed = False
+        for role in roles:
+            rules = aggregated_rules(role, roles)
+            if rules is not None and rules != role["rules"]:
+                role["rules"] = rules
+                changed = True
+        if not changed:
+            return
+
+
+def ensure_defaults(registry: Registry) -> None:
+    """Create the default ClusterRoles and ClusterRoleBindings that are missing
+    (in one batch: one durable commit, not one per object)."""
+    roles = cluster_roles()
+    fill_aggregated(roles)
+    items: list[tuple[str, dict[str, Any], str | None]] = [("ClusterRole", r, None) for r in roles]
+    items += [("ClusterRoleBinding", b, None) for b in cluster_role_bindings()]
+    for outcome in registry.create_many(items):
+        if isinstance(outcome, ApiError) and not isinstance(outcome, AlreadyExists):
+            raise outcome

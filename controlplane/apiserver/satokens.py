@@ -1,0 +1,213 @@
+"""ServiceAccount tokens: bound, expiring, audience-scoped JWTs (TokenRequest).
+
+Issued as Kubernetes issues them: an ES256 JWT signed with `pki/sa.key`,
+claims iss, sub (`system:serviceaccount:NS:NAME`), aud, iat, nbf, exp and
+`kubernetes.io` (namespace, the ServiceAccount's name and uid, and the pod
+it is bound to, if any). The API server accepts a token only when its
+signature and times are valid, its audiences include the API server's,
+the ServiceAccount still exists with the same uid and, for a bound token,
+the pod still exists with the same uid and is not being deleted: deleting
+either revokes the token. A token for another audience is refused here
+(it is meant for someone else).
+
+Checked tokens are remembered for at most `RECHECK` seconds (bounded), so
+a request does not cost a signature check and two lookups every time.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import (
+    decode_dss_signature,
+    encode_dss_signature,
+)
+
+from controlplane.apiserver.auth import AUTHENTICATED, Identity
+
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+API_AUDIENCES = (ISSUER,)
+SA_PREFIX = "system:serviceaccount:"
+MIN_EXPIRATION = 600  # seconds, as Kubernetes has it
+MAX_EXPIRATION = 48 * 3600
+RECHECK = 10.0
+CACHED = 10_000
+
+# (kind, namespace, name) -> the object, or None when it does not exist.
+Lookup = Callable[[str, str, str], dict[str, Any] | None]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass(frozen=True)
+class Issued:
+    token: str
+    expires: int  # unix seconds
+
+
+class ServiceAccountTokens:
+    """See the module docstring."""
+
+    def __init__(
+        self, key_pem: bytes, lookup: Lookup, now: Callable[[], float] | None = None
+    ) -> None:
+        key = serialization.load_pem_private_key(key_pem, None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise ValueError("sa.key: not an EC private key")
+        self._key = key
+        self._public = key.public_key()
+        der = self._public.public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        digest = hashes.Hash(hashes.SHA256())
+        digest.update(der)
+        self.kid = _b64(digest.finalize())[:32]
+        self._lookup = lookup
+        self._now = now or time.time
+        self._lock = threading.Lock()
+        self._checked: dict[str, tuple[float, Identity]] = {}
+
+    def issue(
+        self,
+        namespace: str,
+        account: dict[str, Any],
+        audiences: list[str],
+        expiration_seconds: int,
+        pod: dict[str, Any] | None = None,
+    ) -> Issued:
+        now = int(self._now())
+        name = str(account["metadata"]["name"])
+        claims: dict[str, Any] = {
+            "iss": ISSUER,
+            "sub": f"{SA_PREFIX}{namespace}:{name}",
+            "aud": audiences,
+            "iat": now,
+            "nbf": now,
+            "exp": now + expiration_seconds,
+            "kubernetes.io": {
+                "namespace": namespace,
+                "serviceaccount": {"name": name, "uid": account["metadata"].get("uid", "")},
+            },
+        }
+        if pod is not None:
+            claims["kubernetes.io"]["pod"] = {
+                "name": pod["metadata"]["name"], "uid": pod["metadata"].get("uid", "")}  # fmt: skip
+        header = {"alg": "ES256", "kid": self.kid, "typ": "JWT"}
+        signing_input = (
+            _b64(json.dumps(header, separators=(",", ":")).encode())
+            + "."
+            + _b64(json.dumps(claims, separators=(",", ":")).encode())
+        )
+        der = self._key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
+        r, s = decode_dss_signature(der)
+        signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
+        return Issued(f"{signing_input}.{_b64(signature)}", now + expiration_seconds)
+
+    def claims(self, token: str) -> dict[str, Any] | None:
+        """The claims of a token this server signed and that has not expired."""
+        parts = token.split(".")
+        if len(parts) != 3:
+            return None
+        try:
+            header = json.loads(_unb64(parts[0]))
+            raw = _unb64(parts[2])
+            if header.get("alg") != "ES256" or len(raw) != 64:
+                return None
+            signature = encode_dss_signature(
+                int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")
+            )
+            self._public.verify(
+                signature, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256())
+            )
+            claims: dict[str, Any] = json.loads(_unb64(parts[1]))
+        except (ValueError, InvalidSignature, TypeError):
+            return None
+        now = self._now()
+        if claims.get("iss") != ISSUER:
+            return None
+        if not isinstance(claims.get("exp"), int) or claims["exp"] <= now:
+            return None
+        if isinstance(claims.get("nbf"), int) and claims["nbf"] > now + 60:
+            return None
+        return claims
+
+    def authenticate(self, token: str, audiences: Sequence[str] = API_AUDIENCES) -> Identity | None:
+        """The account a token authenticates for one of `audiences` (the API
+        server's own unless a TokenReview asks about others), or None."""
+        now = self._now()
+        key = token if tuple(audiences) == API_AUDIENCES else f"{token} {' '.join(audiences)}"
+        with self._lock:
+            hit = self._checked.get(key)
+            if hit is not None and hit[0] > now:
+                return hit[1]
+        claims = self.claims(token)
+        if claims is None:
+            return None
+        granted = claims.get("aud") or []
+        if not isinstance(granted, list) or not set(granted) & set(audiences):
+            return None  # a token for someone else
+        identity = self._still_valid(claims)
+        if identity is None:
+            return None
+        with self._lock:
+            if len(self._checked) >= CACHED:
+                self._checked.clear()
+            self._checked[key] = (min(now + RECHECK, float(claims["exp"])), identity)
+        return identity
+
+    def _still_valid(self, claims: dict[str, Any]) -> Identity | None:
+        info = claims.get("kubernetes.io") or {}
+        namespace = str(info.get("namespace") or "")
+        account = info.get("serviceaccount") or {}
+        name = str(account.get("name") or "")
+        if claims.get("sub") != f"{SA_PREFIX}{namespace}:{name}":
+            return None
+        found = self._lookup("ServiceAccount", namespace, name)
+        if found is None or (found.get("metadata") or {}).get("uid") != account.get("uid"):
+            return None
+        pod = info.get("pod")
+        if pod:
+            live = self._lookup("Pod", namespace, str(pod.get("name") or ""))
+            meta = (live or {}).get("metadata") or {}
+            if live is None or meta.get("uid") != pod.get("uid") or meta.get("deletionTimestamp"):
+                return None
+        return Identity(
+            f"{SA_PREFIX}{namespace}:{name}",
+            groups=(
+                "system:serviceaccounts",
+                f"system:serviceaccounts:{namespace}",
+                AUTHENTICATED,
+            ),
+            uid=str(account.get("uid") or ""),
+        )
+
+
+def expiration(requested: Any) -> int:
+    """A TokenRequest's expirationSeconds, defaulted (1 h) and bounded."""
+    if requested is None:
+        return 3600
+    if isinstance(requested, bool) or not isinstance(requested, int):
+        raise ValueError(f"spec.expirationSeconds: must be an integer, not {requested!r}")
+    if requested < MIN_EXPIRATION:
+        raise ValueError(f"spec.expirationSeconds: may not be less than {MIN_EXPIRATION}")
+    return min(requested, MAX_EXPIRATION)
+
+
+def rfc3339(unix: int) -> str:
+    return datetime.datetime.fromtimestamp(unix, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
