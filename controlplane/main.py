@@ -197,7 +197,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
                              bookmark_interval=args.bookmark_interval,
                              max_workers=args.max_workers, rest=True,
-                             grpc_listen=args.grpc_listen)  # fmt: skip
+                             grpc_listen=args.grpc_listen,
+                             socket_dir=str(data_dir))  # fmt: skip
     server = ApiServer(store, config, pki)
     try:
         port = server.start()
