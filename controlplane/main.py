@@ -232,6 +232,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                              bookmark_interval=args.bookmark_interval,
                              max_workers=args.max_workers, rest=True,
                              grpc_listen=args.grpc_listen,
+                             socket_dir=str(data_dir),
                              audit_log_path=args.audit_log_path,
                              audit_log_max_bytes=args.audit_log_maxsize << 20,
                              audit_log_backups=args.audit_log_maxbackup,

@@ -14,8 +14,10 @@ never opens the store or writes credentials (see controlplane.main).
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import os
 import shutil
 import tempfile
 from concurrent import futures
@@ -73,6 +75,7 @@ class ApiServerConfig:
     audit_log_max_bytes: int = 100 << 20
     audit_log_backups: int = 5
     audit_policy_file: str = ""  # "": every request at Metadata
+    socket_dir: str = ""  # with rest: a private directory for the gRPC socket (else one in /tmp)
 
 
 class ApiServer:
@@ -214,8 +217,7 @@ class ApiServer:
             server,
         )
         if self.config.rest:
-            self._socket_dir = tempfile.mkdtemp(prefix="skiff-grpc-")  # mode 0700
-            self.grpc_socket = f"{self._socket_dir}/grpc.sock"
+            self.grpc_socket = self._socket_path()
             server.add_insecure_port(f"unix:{self.grpc_socket}")
             if self.config.grpc_listen:
                 self.grpc_port = self._add_port(server, self.config.grpc_listen)
@@ -231,6 +233,18 @@ class ApiServer:
             self.port = self.rest.start()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)
         return self.port
+
+    def _socket_path(self) -> str:
+        """The gRPC server's unix socket: in the (private) data directory when
+        its path fits a socket address, else in a fresh 0700 directory."""
+        if self.config.socket_dir:
+            path = os.path.join(os.path.abspath(self.config.socket_dir), "grpc.sock")
+            if len(path.encode()) < 100:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)  # left by a killed predecessor
+                return path
+        self._socket_dir = tempfile.mkdtemp(prefix="skiff-grpc-")
+        return f"{self._socket_dir}/grpc.sock"
 
     def _add_port(self, server: grpc.Server, listen: str) -> int:
         if self.pki is not None:
@@ -262,3 +276,6 @@ class ApiServer:
         if self._socket_dir:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = ""
+        elif self.grpc_socket:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.grpc_socket)
