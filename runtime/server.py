@@ -24,6 +24,7 @@ from runtime import errors
 from runtime.config import Config
 from runtime.cri.service import Images, Network, RuntimeService
 from runtime.cri.servicer import RuntimeServicer
+from runtime.host import LinuxHost
 from runtime.linux.pause import ensure_pause
 from runtime.process import spawn
 from runtime.recover import recover
@@ -138,12 +139,13 @@ class Server:
         os.chmod(cfg.root, 0o711)
         os.chmod(cfg.state, 0o711)
         images, image_servicer = build_images(cfg)
-        self.svc = RuntimeService(cfg, images, build_network(cfg))
+        self.host = LinuxHost(cfg.cgroup_root)
+        self.svc = RuntimeService(cfg, images, build_network(cfg), self.host)
         recover(self.svc)
         self.svc.janitor.start()
         self.svc.pause = ensure_pause(str(cfg.state / "pause"))
-        self.svc.zygote = spawn.Zygote(cfg.state / "zygote")
-        self.svc.zygote.start(cfg.state / "zygote" / "zygote.log")
+        self.host.zygote = spawn.Zygote(cfg.state / "zygote")
+        self.host.zygote.start(cfg.state / "zygote" / "zygote.log")
         self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
         api_pb2_grpc.add_RuntimeServiceServicer_to_server(RuntimeServicer(self.svc), self.grpc)  # type: ignore[abstract]
         if image_servicer is not None:
@@ -174,6 +176,6 @@ class Server:
             self.image_grpc.stop(grace).wait()
         if self.streaming is not None:
             self.streaming.stop()
-        if self.svc.zygote is not None:
-            self.svc.zygote.stop()
+        if self.host.zygote is not None:
+            self.host.zygote.stop()
         self.stopped.set()

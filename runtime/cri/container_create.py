@@ -6,17 +6,18 @@ save the spec. StartContainer starts the monitor from it, as containerd
 runs `runc create` and `runc start` in its StartContainer.
 
 Each step pushes its undo on an ExitStack; a failure leaves no directory,
-cgroup, monitor or image hold behind.
+cgroup, monitor or image hold behind (tests/unit/runtime/test_undo.py fails
+each host step in turn). Reaches the host only through `svc.host`.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import logging
 import os
 import secrets
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -28,7 +29,6 @@ from runtime.cri import container_spec, sandbox_status
 from runtime.cri.seccomp_profiles import compile_profile
 from runtime.cri.service import RuntimeService
 from runtime.linux import cgroups
-from runtime.store import checkpoint
 from runtime.store.records import Container, SandboxState
 
 log = logging.getLogger("skiff.runtime.container")
@@ -100,16 +100,21 @@ def run(
         for kind in ("net", "ipc", "uts")
     }
     shm = svc.sandbox_state(s.id) / "shm"
+    host = svc.host
+    images = svc.images
     with contextlib.ExitStack() as undo:
         svc.containers.reserve(c)
         undo.callback(svc.containers.delete, cid)
         root = svc.container_root(cid)
         state = svc.container_state(cid)
+        host.make_dir(root)
+        undo.callback(host.remove_tree, root)
+        host.make_dir(state)
+        undo.callback(host.remove_tree, state)
         for d in (root / "upper", root / "work", state / "rootfs"):
-            d.mkdir(parents=True)
-        undo.callback(shutil.rmtree, state, True)
-        svc.images.hold(image.id, cid)
-        undo.callback(_quiet, lambda: svc.images.release(image.id, cid))
+            host.make_dir(d)
+        images.hold(image.id, cid)
+        undo.callback(_quiet, lambda: images.release(image.id, cid))
         cg = svc.cgroup(c.cgroup)
         cg.create()
         undo.callback(_quiet, cg.destroy)
@@ -124,8 +129,8 @@ def run(
             cg.apply(res)
         except OSError as exc:
             raise errors.InvalidArgument(f"resources refused by the kernel: {exc}") from None
-        if log_path:
-            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        if log_path and host.ensure_dir(Path(log_path).parent):
+            undo.callback(host.remove_tree, Path(log_path).parent)
         spec = {
             "id": cid,
             "state_dir": str(state),
@@ -171,7 +176,7 @@ def run(
         }
         # the monitor starts in StartContainer (where containerd runs runc
         # create and start): a created container is its spec, cgroup and dirs
-        checkpoint.save(root / "spec.json", spec)
+        host.write_file(root / "spec.json", json.dumps(spec, sort_keys=True))
         svc.containers.save(c)
         undo.pop_all()
     log.info("rpc=CreateContainer sandbox=%s container_id=%s name=%s", s.id, cid, c.name)
