@@ -25,7 +25,7 @@ from typing import Any
 
 from proto.runtime.v1 import api_pb2
 from runtime import errors
-from runtime.cri import container_spec, sandbox_status
+from runtime.cri import container_spec, sandbox_status, validate
 from runtime.cri.seccomp_profiles import compile_profile
 from runtime.cri.service import RuntimeService
 from runtime.linux import cgroups
@@ -42,6 +42,7 @@ def run(
         raise errors.InvalidArgument("container metadata.name is required")
     if not cfg.image.image:
         raise errors.InvalidArgument("container image is required")
+    validate.container_config(cfg)
     s = sandbox_status.refresh(svc, svc.sandboxes.get(req.pod_sandbox_id))
     if s.state != SandboxState.READY:
         raise errors.FailedPrecondition(f"sandbox {s.id} is not ready")

@@ -22,6 +22,7 @@ from typing import Any
 
 from proto.runtime.v1 import api_pb2
 from runtime import errors
+from runtime.cri import validate
 from runtime.cri.service import RuntimeService
 from runtime.linux import libc
 from runtime.process import spawn
@@ -83,6 +84,7 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
     md = cfg.metadata
     if not md.name or not md.uid or not md.namespace:
         raise errors.InvalidArgument("sandbox metadata needs name, uid and namespace")
+    validate.sandbox_config(cfg)
     if req.runtime_handler not in svc.cfg.runtime_handlers:
         raise errors.InvalidArgument(f"runtime handler {req.runtime_handler!r} is not supported")
     opts = cfg.linux.security_context.namespace_options
