@@ -92,8 +92,9 @@ def test_bad_container_fields(tmp_path: Path, field: str, kw: dict[str, str]) ->
     cfg = api_pb2.ContainerConfig(
         metadata=api_pb2.ContainerMetadata(name=kw.pop("name", "c")),
         image=api_pb2.ImageSpec(image="busybox"),
-        **kw,
     )
+    for key, value in kw.items():
+        setattr(cfg, key, value)
     with pytest.raises(errors.InvalidArgument, match=field):
         container_create.run(svc, api_pb2.CreateContainerRequest(pod_sandbox_id="any", config=cfg))
 
