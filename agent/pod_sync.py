@@ -37,7 +37,13 @@ from agent.probes import DIRECT
 from agent.qos import qos_class
 from agent.resources import container_resources
 from agent.runtime_view import PodRecord
-from agent.volumes import VolumeSources, container_mounts, setup_volumes, volume_paths
+from agent.volumes import (
+    VolumeSources,
+    container_mounts,
+    pod_dir,
+    setup_volumes,
+    volume_paths,
+)
 from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent.sync")
@@ -204,7 +210,11 @@ class PodSyncer:
                 self.d.secret_data,
                 self.d.service_env(pod),
             )
-            mounts = container_mounts(spec, volume_paths(self.d.root, pod))
+            mounts = container_mounts(
+                spec,
+                volume_paths(self.d.root, pod),
+                pod_dir(self.d.root, pod) / "volume-subpaths",
+            )
         except ConfigError as err:
             result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
             return

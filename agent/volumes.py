@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent import subpath
 from agent.pod_config import ConfigError, NodeSettings, field_ref
 from proto.runtime.v1 import api_pb2 as cri
 
@@ -239,10 +240,15 @@ def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dic
 
 
 def container_mounts(
-    container: Mapping[str, Any], volume_paths: Mapping[str, str]
+    container: Mapping[str, Any],
+    volume_paths: Mapping[str, str],
+    subpath_dir: Path | None = None,
 ) -> list[cri.Mount]:
+    """The CRI mounts of a container. A subPath is resolved inside its
+    volume and bound under `subpath_dir` (agent.subpath); without one, only
+    checked."""
     mounts = []
-    for vm in container.get("volumeMounts") or []:
+    for index, vm in enumerate(container.get("volumeMounts") or []):
         name = vm["name"]
         if name not in volume_paths:
             raise ConfigError(
@@ -251,13 +257,18 @@ def container_mounts(
         host = volume_paths[name]
         sub = vm.get("subPath")
         if sub:
-            if sub.startswith("/") or ".." in Path(sub).parts:
+            try:
+                if subpath_dir is None:
+                    host = subpath.checked_path(host, sub)
+                else:
+                    target = subpath_dir / name / str(container["name"]) / str(index)
+                    host = subpath.prepare(host, sub, target)
+            except ConfigError as err:
+                raise ConfigError(f"container {container['name']}: {err}") from None
+            except OSError as err:
                 raise ConfigError(
-                    f"container {container['name']}: subPath {sub!r} must be relative without '..'"
-                )
-            host = os.path.join(host, sub)
-            if not os.path.lexists(host):
-                os.makedirs(host, exist_ok=True)
+                    f"container {container['name']}: subPath {sub!r}: {err.strerror}"
+                ) from None
         mounts.append(
             cri.Mount(
                 container_path=vm["mountPath"],
