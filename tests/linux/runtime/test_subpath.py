@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,17 +43,20 @@ def test_subpath_symlink_to_host_root_refused(runtime: Runtime, tmp_path: Path) 
     subpaths = agent_root / "pods" / "u1" / "volume-subpaths"
     try:
         # the escape: `x` leads to the host's /
-        spec = {"name": "app", "volumeMounts": [{"name": "v", "mountPath": "/m", "subPath": "x"}]}
+        def spec(sub: str) -> dict[str, Any]:
+            return {
+                "name": "app",
+                "volumeMounts": [{"name": "v", "mountPath": "/m", "subPath": sub}],
+            }
+
         with pytest.raises(ConfigError, match="outside its volume"):
-            container_mounts(spec, {"v": str(vol)}, subpaths)
+            container_mounts(spec("x"), {"v": str(vol)}, subpaths)
         # nested: x/<host path>
-        nested = {**spec, "volumeMounts": [{**spec["volumeMounts"][0], "subPath": "x/etc"}]}
         with pytest.raises(ConfigError, match="outside its volume"):
-            container_mounts(nested, {"v": str(vol)}, subpaths)
+            container_mounts(spec("x/etc"), {"v": str(vol)}, subpaths)
         # a symlink that stays inside the volume is fine, and bound from an
         # agent-owned directory nothing in the container can change
-        ok = {**spec, "volumeMounts": [{**spec["volumeMounts"][0], "subPath": "ok"}]}
-        mounts = container_mounts(ok, {"v": str(vol)}, subpaths)
+        mounts = container_mounts(spec("ok"), {"v": str(vol)}, subpaths)
         assert mounts[0].host_path == str(subpaths / "v" / "app" / "0")
         cfg = container_config("app", ["sleep", "1000"])
         cfg.mounts.extend(mounts)
@@ -61,8 +65,7 @@ def test_subpath_symlink_to_host_root_refused(runtime: Runtime, tmp_path: Path) 
         assert res.stdout.decode().split() == ["in"]
         assert exec_sync(r, cid, ["cat", f"/m{host_secret}"]).exit_code != 0
         # a subPath that does not exist yet is made inside the volume
-        new = {**spec, "volumeMounts": [{**spec["volumeMounts"][0], "subPath": "made/here"}]}
-        container_mounts(new, {"v": str(vol)}, subpaths)
+        container_mounts(spec("made/here"), {"v": str(vol)}, subpaths)
         assert (vol / "made" / "here").is_dir()
     finally:
         teardown_volumes(agent_root, "u1")
