@@ -181,8 +181,11 @@ def write_atomic_dir(
             raise ConfigError(f"volume file path {rel!r} must be relative without '..'")
         dest = new / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(content)
-        dest.chmod(mode if mode is not None else default_mode)
+        # created with its final mode, never readable before a chmod
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0)
+        with open(fd, "w") as f:
+            os.fchmod(fd, mode if mode is not None else default_mode)
+            f.write(content)
     new.chmod(0o755)
     link_tmp = target / "..data_tmp"
     link_tmp.unlink(missing_ok=True)
@@ -201,6 +204,14 @@ def write_atomic_dir(
         shutil.rmtree(target / old, ignore_errors=True)
 
 
+def _ensure_tmpfs(path: Path) -> None:
+    path.mkdir(mode=0o750, parents=True, exist_ok=True)
+    if not os.path.ismount(path):
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "mode=0755,size=16m", "tmpfs", str(path)], check=True
+        )
+
+
 def volume_paths(root: Path, pod: Mapping[str, Any]) -> dict[str, str]:
     """Volume name -> host path, without making anything."""
     base = pod_dir(root, pod) / "volumes"
@@ -216,6 +227,8 @@ def volume_paths(root: Path, pod: Mapping[str, Any]) -> dict[str, str]:
 def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dict[str, str]:
     """Make every volume of the pod; return volume name -> host path."""
     paths = volume_paths(root, pod)
+    pod_dir(root, pod).mkdir(mode=0o750, parents=True, exist_ok=True)
+    os.chmod(pod_dir(root, pod), 0o750)  # its volumes are the pod's, not every host user's
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         name = volume["name"]
         if "hostPath" in volume:
@@ -235,6 +248,9 @@ def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dic
                 k for k in ("configMap", "secret", "downwardAPI", "projected") if k in volume
             )
             default_mode = (volume[kind] or {}).get("defaultMode", 0o644)
+            if kind in ("secret", "projected"):
+                # credentials never touch persistent disk (the kubelet's way)
+                _ensure_tmpfs(path)
             write_atomic_dir(path, volume_files(pod, volume, src), default_mode)
     return paths
 

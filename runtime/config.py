@@ -28,6 +28,7 @@ class Config:
     stream_address: str = "127.0.0.1"
     stream_port: int = 0
     runtime_handlers: tuple[str, ...] = field(default=("", "skiff", "runc"))
+    max_layer_expansion: int = 10
 
     @property
     def socket_path(self) -> Path:
@@ -56,6 +57,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--disable-default-registry-endpoint", action="store_true")
     p.add_argument("--image-listen", default="", help="also serve the ImageService here")
+    p.add_argument(
+        "--max-layer-expansion",
+        type=int,
+        default=Config.max_layer_expansion,
+        help="refuse a layer that decompresses to more than this many times its size",
+    )
     p.add_argument("--stream-address", default="127.0.0.1", help="streaming server address")
     p.add_argument("--stream-port", type=int, default=0, help="streaming server port (0: any)")
     # test hook: "module:function" returning (ImageStore, servicer | None)
@@ -81,4 +88,5 @@ def from_args(argv: Sequence[str]) -> Config:
         image_store_factory=a.image_store_factory,
         stream_address=a.stream_address,
         stream_port=a.stream_port,
+        max_layer_expansion=a.max_layer_expansion,
     )

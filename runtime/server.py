@@ -46,7 +46,10 @@ def build_images(cfg: Config) -> tuple[Images | None, Any]:
         log.warning("runtime.image is not available: ImageService answers UNIMPLEMENTED")
         return None, None
     store, servicer = build(
-        cfg.root / "images", cfg.registry_config, cfg.disable_default_registry_endpoint
+        cfg.root / "images",
+        cfg.registry_config,
+        cfg.disable_default_registry_endpoint,
+        cfg.max_layer_expansion,
     )
     return store, servicer
 
@@ -136,8 +139,11 @@ class Server:
         self.cfg = cfg
         for d in (cfg.root, cfg.state, cfg.root / "sandboxes", cfg.root / "containers"):
             d.mkdir(parents=True, exist_ok=True)
-        os.chmod(cfg.root, 0o711)
-        os.chmod(cfg.state, 0o711)
+        # private: container upper dirs, rootfs mounts and state must be
+        # unreachable to host users (a setuid file made in a root container
+        # would run as root for them: the CVE-2021-41091 class)
+        os.chmod(cfg.root, 0o700)
+        os.chmod(cfg.state, 0o700)
         images, image_servicer = build_images(cfg)
         self.host = LinuxHost(cfg.cgroup_root)
         self.svc = RuntimeService(cfg, images, build_network(cfg), self.host)

@@ -108,9 +108,9 @@ def run(
         undo.callback(svc.containers.delete, cid)
         root = svc.container_root(cid)
         state = svc.container_state(cid)
-        host.make_dir(root)
+        host.make_dir(root, 0o700)
         undo.callback(host.remove_tree, root)
-        host.make_dir(state)
+        host.make_dir(state, 0o700)
         undo.callback(host.remove_tree, state)
         for d in (root / "upper", root / "work", state / "rootfs"):
             host.make_dir(d)

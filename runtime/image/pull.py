@@ -38,7 +38,7 @@ from runtime.image.layers import chain_ids
 from runtime.image.readahead import Readahead
 from runtime.image.registry import PullSettings, RepositoryClient
 from runtime.image.store import ImageRecord, ImageStore, LayerRef
-from runtime.image.unpack import unpack_layer
+from runtime.image.unpack import Limits, unpack_layer
 
 log = logging.getLogger("skiff.runtime.image.pull")
 
@@ -90,6 +90,7 @@ def fetch_layer(
     *,
     unpack: bool,
     pipelined: bool = False,
+    limits: Limits | None = None,
 ) -> None:
     """Stream one layer blob into the content store and (if `unpack`) into its
     layer directory, verifying blob digest, size and diff ID before publishing.
@@ -114,7 +115,9 @@ def fetch_layer(
                         if pipelined:
                             fetched = stack.enter_context(Readahead(raw, name="layer-fetch"))
                         try:
-                            stats, diff_id = unpack_layer(fetched, tmp / "fs", readahead=pipelined)
+                            stats, diff_id = unpack_layer(
+                                fetched, tmp / "fs", readahead=pipelined, limits=limits
+                            )
                         except BadContent as exc:
                             _drain(fetched)
                             if raw.digest != layer.digest:
@@ -171,6 +174,11 @@ def parse_manifest(
     except (ValueError, KeyError, TypeError) as exc:
         raise BadContent(f"image config {config_digest} has no rootfs.diff_ids") from exc
     layers = doc.get("layers") or []
+    for layer in layers:
+        # the download is capped at the declared size: without one it is not
+        size = layer.get("size") if isinstance(layer, dict) else None
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise BadContent(f"manifest layer {layer!r:.120} has no valid size")
     if len(diff_ids) != len(layers):
         raise BadContent(
             f"manifest lists {len(layers)} layers but the config has {len(diff_ids)} diff IDs"
@@ -308,6 +316,7 @@ class Puller:
                         lr,
                         unpack=unpack,
                         pipelined=pipelined,
+                        limits=Limits.for_blob(lr.size, self.settings.max_layer_expansion),
                     )
                 return True
 

@@ -45,6 +45,8 @@ class PullSettings:
 
     timeout: float = 30.0
     max_concurrent_downloads: int = 3
+    # a layer may decompress to this many times its compressed size
+    max_layer_expansion: int = 10
 
 
 class Response:

@@ -20,6 +20,11 @@ device `NAME`, `.wh..wh..opq` the xattr `trusted.overlay.opaque=y` on its
 directory. It must never write outside `dest`, and callers extract into a
 private temporary directory that is renamed into place only when the layer's
 digests have been verified.
+
+It also bounds what a layer can take (`Limits`): header bodies (PAX records,
+GNU long names) are read into memory only up to a cap per entry and per
+layer (a small gzip layer can declare a 512 MiB PAX body), decompressed
+bytes up to a multiple of the compressed size, and inodes up to a count.
 """
 
 from __future__ import annotations
@@ -49,6 +54,42 @@ _XATTR_PAX = "SCHILY.xattr."
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one layer may take; exceeding any is a BadContent error."""
+
+    header_bytes: int = 1 << 20  # one PAX or GNU long-name body (Go's archive/tar: 1 MiB)
+    header_total: int = 16 << 20  # all of them in a layer
+    bytes: int = 1 << 62  # decompressed tar bytes
+    inodes: int = 2_000_000
+
+    @staticmethod
+    def for_blob(size: int, expansion: int, inodes: int = 2_000_000) -> Limits:
+        """The default: `expansion` times the compressed `size`, never less
+        than 64 MiB (tar headers and padding of a tiny layer compress far
+        better than any ratio)."""
+        return Limits(bytes=max(size * expansion, 64 << 20), inodes=inodes)
+
+
+class _Capped:
+    """A reader that fails past `limit` bytes."""
+
+    def __init__(self, source: Readable, limit: int) -> None:
+        self._source = source
+        self._left = limit
+        self._limit = limit
+
+    def read(self, n: int = -1, /) -> bytes:
+        data = self._source.read(n)
+        self._left -= len(data)
+        if self._left < 0:
+            raise BadContent(
+                f"layer decompresses to more than {self._limit} bytes "
+                "(raise --max-layer-expansion if the image is genuine)"
+            )
+        return data
 
 
 @dataclass
@@ -214,11 +255,23 @@ class TarReader:
     unpacking close to the speed of the disk. Headers are parsed (and their
     checksums checked) by `tarfile.TarInfo.frombuf`."""
 
-    def __init__(self, source: Readable) -> None:
+    def __init__(self, source: Readable, limits: Limits | None = None) -> None:
         self._src = source
         self._buf = memoryview(b"")
         self._pending = 0  # data + padding of the current member not yet consumed
         self._global: dict[str, str] = {}
+        self._limits = limits or Limits()
+        self._header_total = 0
+
+    def _header_body(self, info: tarfile.TarInfo) -> bytes:
+        """A PAX or GNU long-name body, read only within the limits."""
+        size = info.size
+        if size > self._limits.header_bytes:
+            raise BadContent(f"tar header body of {size} bytes exceeds {self._limits.header_bytes}")
+        self._header_total += size
+        if self._header_total > self._limits.header_total:
+            raise BadContent(f"tar header bodies exceed {self._limits.header_total} bytes in all")
+        return self._read(self._padded(size))[:size]
 
     def _fill(self) -> None:
         chunk = self._src.read(CHUNK)
@@ -280,14 +333,14 @@ class TarReader:
                 return None
             info = tarfile.TarInfo.frombuf(header, "utf-8", "surrogateescape")
             if info.type in _PAX_TYPES or info.type == tarfile.XGLTYPE:
-                records = _parse_pax(self._read(self._padded(info.size))[: info.size])
+                records = _parse_pax(self._header_body(info))
                 if info.type == tarfile.XGLTYPE:
                     self._global.update(records)
                 else:
                     pax.update(records)
                 continue
             if info.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK):
-                data = self._read(self._padded(info.size))[: info.size]
+                data = self._header_body(info)
                 text = data.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
                 if info.type == tarfile.GNUTYPE_LONGNAME:
                     long_name = text
@@ -333,7 +386,10 @@ def _apply_pax(info: tarfile.TarInfo, headers: dict[str, str]) -> None:
         info.linkname = headers["linkpath"]
     for key in ("size", "uid", "gid"):
         if key in headers:
-            setattr(info, key, int(headers[key]))
+            value = int(headers[key])
+            if value < 0:
+                raise BadContent(f"tar entry {info.name!r}: negative PAX {key}")
+            setattr(info, key, value)
     if "mtime" in headers:
         info.mtime = float(headers["mtime"])
     if info.type == tarfile.AREGTYPE and info.name.endswith("/"):
@@ -367,7 +423,11 @@ class _DirMeta:
 class Extractor:
     """Extracts one tar stream into `dest` (an empty private directory)."""
 
-    def __init__(self, dest: Path, *, preserve_owner: bool | None = None) -> None:
+    def __init__(
+        self, dest: Path, *, preserve_owner: bool | None = None, limits: Limits | None = None
+    ) -> None:
+        self.limits = limits or Limits()
+        self.entries = 0
         self.dest = dest
         self.root = str(dest)
         self.preserve_owner = os.geteuid() == 0 if preserve_owner is None else preserve_owner
@@ -433,9 +493,12 @@ class Extractor:
         return False
 
     def extract(self, stream: Readable) -> LayerStats:
-        reader = TarReader(stream)
+        reader = TarReader(stream, self.limits)
         try:
             while (member := reader.next()) is not None:
+                self.entries += 1
+                if self.entries > self.limits.inodes:
+                    raise BadContent(f"layer has more than {self.limits.inodes} entries")
                 self._entry(reader, member)
         except (tarfile.TarError, UnicodeError, ValueError) as exc:
             raise BadContent(f"layer tar is corrupt: {exc}") from exc
@@ -590,18 +653,21 @@ def extract(stream: Readable, dest: Path) -> LayerStats:
     return Extractor(dest).extract(stream)
 
 
-def unpack_layer(source: Readable, dest: Path, *, readahead: bool = True) -> tuple[LayerStats, str]:
+def unpack_layer(
+    source: Readable, dest: Path, *, readahead: bool = True, limits: Limits | None = None
+) -> tuple[LayerStats, str]:
     """Decompress the layer blob `source` and extract it into the empty
     directory `dest`; returns what it occupies and the sha256 of its tar (to
     check against the diff ID). With `readahead`, inflate and the tar's
     digest run in a thread of their own, ahead of extraction and its file
     writes. `source` is read to the end of the compressed stream, not beyond."""
-    plain = HashingReader(decompressed(source))
+    limits = limits or Limits()
+    plain = HashingReader(_Capped(decompressed(source), limits.bytes))
     with contextlib.ExitStack() as stack:
         tar: Readable = plain
         if readahead:
             tar = stack.enter_context(Readahead(plain, chunk=_OUT, depth=8, name="layer-inflate"))
-        stats = Extractor(dest).extract(tar)
+        stats = Extractor(dest, limits=limits).extract(tar)
         while tar.read(CHUNK):  # what follows the end-of-archive blocks is in the digest too
             pass
     return stats, plain.digest

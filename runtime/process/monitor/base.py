@@ -67,7 +67,9 @@ class MonitorBase:
 
     def _open_log(self) -> Any:
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
-        return open(self.log_path, "ab", buffering=0)
+        # 0640: container output is not for every host user
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o640)
+        return open(fd, "ab", buffering=0)
 
     def _reply(self, conn: socket.socket, obj: Any) -> None:
         control.reply(conn, obj)
