@@ -216,7 +216,10 @@ class Puller:
         target = ref.digest or ref.tag or reference.DEFAULT_TAG
         failures: list[Exception] = []
         for endpoint in self.registries.endpoints(ref.domain, ref.path):
-            client = RepositoryClient(endpoint, creds, self.settings)
+            # credentials given for the image's registry go to it, not to a
+            # mirror on another host (a mirror has its own, from the config)
+            own = not endpoint.is_mirror or endpoint.host == ref.domain
+            client = RepositoryClient(endpoint, creds if own else Credentials(), self.settings)
             try:
                 body, media_type, _ = client.get_manifest(target)
             except (NotFound, Unavailable) as exc:
