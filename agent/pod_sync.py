@@ -30,6 +30,7 @@ from agent.pod_config import (
     NodeSettings,
     container_config,
     resolve_env,
+    run_as_non_root_error,
     sandbox_config,
 )
 from agent.pod_status import ContainerInfo, Waiting
@@ -201,6 +202,13 @@ class PodSyncer:
         image_ref = self._ensure_image(pod, spec, sb_config, result)
         if image_ref is None:
             return
+        if (spec.get("securityContext") or {}).get("runAsNonRoot") or (
+            (pod.get("spec") or {}).get("securityContext") or {}
+        ).get("runAsNonRoot"):
+            refused = run_as_non_root_error(pod, spec, self.d.runtime.image_status(image_ref))
+            if refused:
+                result.waiting[name] = Waiting("CreateContainerConfigError", refused)
+                return
         try:
             env = resolve_env(
                 pod,

@@ -29,6 +29,7 @@ class Config:
     stream_port: int = 0
     runtime_handlers: tuple[str, ...] = field(default=("", "skiff", "runc"))
     max_layer_expansion: int = 10
+    seccomp_profile_root: Path = Path("/var/lib/skiff/seccomp")
 
     @property
     def socket_path(self) -> Path:
@@ -57,6 +58,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--disable-default-registry-endpoint", action="store_true")
     p.add_argument("--image-listen", default="", help="also serve the ImageService here")
+    p.add_argument(
+        "--seccomp-profile-root",
+        type=Path,
+        default=Config.seccomp_profile_root,
+        help="localhost/ seccomp profiles are read from here only",
+    )
     p.add_argument(
         "--max-layer-expansion",
         type=int,
@@ -89,4 +96,5 @@ def from_args(argv: Sequence[str]) -> Config:
         stream_address=a.stream_address,
         stream_port=a.stream_port,
         max_layer_expansion=a.max_layer_expansion,
+        seccomp_profile_root=a.seccomp_profile_root.absolute(),
     )

@@ -66,8 +66,9 @@ def run(
     masked, ro_paths = container_spec.masked_readonly(sc)
     res = container_spec.resources(cfg.linux.resources, svc.cfg.pids_limit)
     profile = container_spec.seccomp_profile(sc)
-    bpf = compile_profile(profile, caps) if profile else b""
+    bpf = compile_profile(profile, caps, svc.cfg.seccomp_profile_root) if profile else b""
     stop_signal = _stop_signal(cfg, image_config)
+    apparmor = container_spec.apparmor_profile(sc, container_spec.host_has_apparmor())
 
     cid = secrets.token_hex(32)
     log_path = ""
@@ -168,6 +169,7 @@ def run(
                 "user": user,
                 "caps": caps,
                 "no_new_privs": sc.no_new_privs,
+                "apparmor": apparmor,
                 "oom_score_adj": cfg.linux.resources.oom_score_adj,
                 "seccomp_bpf": base64.b64encode(bpf).decode() if bpf else "",
                 "tty": cfg.tty,

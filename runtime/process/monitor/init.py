@@ -61,6 +61,10 @@ def _exec_process(proc: Spec, creds: users.Creds, args: list[str]) -> None:
         # without no_new_privs the filter needs CAP_SYS_ADMIN: load it while
         # we still hold it (as runc does)
         seccomp.load(bpf, no_new_privs=False)
+    if proc.get("apparmor"):
+        # the profile the next exec runs under (as runc applies it)
+        with open("/proc/self/attr/apparmor/exec", "w") as f:
+            f.write(f"exec {proc['apparmor']}")
     keep = list(proc.get("caps") or [])
     caps.drop_bounding(keep)
     libc.prctl(libc.PR_SET_KEEPCAPS, 1)
