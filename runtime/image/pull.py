@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -163,22 +164,58 @@ class ParsedImage:
     layers: tuple[LayerRef, ...]
 
 
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def _descriptor(desc: Any, what: str) -> None:
+    if not isinstance(desc, dict):
+        raise BadContent(f"{what}: a descriptor is not a JSON object")
+    digest, size = desc.get("digest"), desc.get("size")
+    if not isinstance(digest, str) or not _DIGEST.match(digest):
+        raise BadContent(f"{what}: descriptor digest {str(digest)[:80]!r} is not sha256:<hex>")
+    # downloads are capped at the declared size: a descriptor without one is refused
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 1 << 50:
+        raise BadContent(f"{what}: descriptor {digest} has no valid size")
+    if not isinstance(desc.get("mediaType", ""), str):
+        raise BadContent(f"{what}: descriptor {digest} has a non-string mediaType")
+    plat = desc.get("platform", {})
+    if not isinstance(plat, dict) or not all(isinstance(v, str | list) for v in plat.values()):
+        raise BadContent(f"{what}: descriptor {digest} has a malformed platform")
+
+
+def validate_manifest_doc(doc: Any, what: str) -> None:
+    """The shape of a manifest or index, before anything reads its fields:
+    lists of descriptors, each with a sha256 digest and a size."""
+    if not isinstance(doc, dict):
+        raise BadContent(f"{what} is not a JSON object")
+    for key in ("layers", "manifests"):
+        if key in doc:
+            if not isinstance(doc[key], list):
+                raise BadContent(f"{what}: {key} is not a list")
+            for desc in doc[key]:
+                _descriptor(desc, what)
+    if "config" in doc:
+        _descriptor(doc["config"], f"{what} config")
+    if not isinstance(doc.get("mediaType", ""), str):
+        raise BadContent(f"{what}: mediaType is not a string")
+
+
 def parse_manifest(
     manifest: bytes, media_type: str, config: bytes, config_digest: str
 ) -> ParsedImage:
     """Check a platform manifest against its config; LayerRefs with chain IDs."""
-    doc = json.loads(manifest)
+    doc = _json(manifest, "manifest")
+    validate_manifest_doc(doc, "manifest")
     try:
         cfg = json.loads(config)
         diff_ids = list(cfg["rootfs"]["diff_ids"])
     except (ValueError, KeyError, TypeError) as exc:
         raise BadContent(f"image config {config_digest} has no rootfs.diff_ids") from exc
     layers = doc.get("layers") or []
-    for layer in layers:
-        # the download is capped at the declared size: without one it is not
-        size = layer.get("size") if isinstance(layer, dict) else None
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            raise BadContent(f"manifest layer {layer!r:.120} has no valid size")
+    if not isinstance(diff_ids, list) or not all(
+        isinstance(d, str) and _DIGEST.match(d) for d in diff_ids
+    ):
+        raise BadContent(f"image config {config_digest}: diff_ids are not sha256 digests")
     if len(diff_ids) != len(layers):
         raise BadContent(
             f"manifest lists {len(layers)} layers but the config has {len(diff_ids)} diff IDs"
@@ -248,6 +285,7 @@ class Puller:
         if ref.digest is not None and top_digest != ref.digest:
             raise BadContent(f"manifest for {ref} has digest {top_digest}")
         doc = _json(body, f"manifest of {ref}")
+        validate_manifest_doc(doc, f"manifest of {ref}")
         kind = mediatypes.detect_type(doc, media_type)
         extra: dict[str, bytes] = {}
         if kind in mediatypes.INDEX_TYPES:
@@ -262,6 +300,7 @@ class Puller:
                     f"manifest {desc['digest']} of {ref}: content has digest {sha256_of(body)}"
                 )
             doc = _json(body, f"manifest {desc['digest']}")
+            validate_manifest_doc(doc, f"manifest {desc['digest']}")
             kind = mediatypes.detect_type(doc, media_type or str(desc.get("mediaType", "")))
         if kind in mediatypes.DOCKER_SCHEMA1:
             raise Unimplemented(f"{ref}: Docker schema 1 manifests are not supported")

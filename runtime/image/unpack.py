@@ -391,12 +391,21 @@ def _apply_pax(info: tarfile.TarInfo, headers: dict[str, str]) -> None:
                 raise BadContent(f"tar entry {info.name!r}: negative PAX {key}")
             setattr(info, key, value)
     if "mtime" in headers:
-        info.mtime = float(headers["mtime"])
+        mtime = float(headers["mtime"])
+        if not -(2**33) < mtime < 2**33:  # also NaN and infinities
+            raise BadContent(f"tar entry {info.name[:200]!r}: PAX mtime {mtime} is out of range")
+        info.mtime = mtime
     if info.type == tarfile.AREGTYPE and info.name.endswith("/"):
         info.type = tarfile.DIRTYPE
 
 
 # -- extraction --------------------------------------------------------------
+
+_ENTRY_ERRNOS = {
+    errno.ENOENT, errno.EEXIST, errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM,
+    errno.ENAMETOOLONG, errno.EINVAL, errno.ELOOP, errno.ENOTEMPTY, errno.EMLINK,
+    errno.EOPNOTSUPP, errno.ERANGE, errno.E2BIG, errno.EXDEV,
+}  # fmt: skip
 
 
 def _clean(name: str, what: str = "entry") -> str:
@@ -499,7 +508,16 @@ class Extractor:
                 self.entries += 1
                 if self.entries > self.limits.inodes:
                     raise BadContent(f"layer has more than {self.limits.inodes} entries")
-                self._entry(reader, member)
+                try:
+                    self._entry(reader, member)
+                except OSError as exc:
+                    # what the entry asks for cannot be made (an empty symlink
+                    # target, a name too long or clashing with an earlier
+                    # entry, an xattr the filesystem refuses); the host's own
+                    # failures (no space, I/O errors) stay what they are
+                    if exc.errno not in _ENTRY_ERRNOS:
+                        raise
+                    raise BadContent(f"tar entry {member.name[:200]!r}: {exc.strerror}") from exc
         except (tarfile.TarError, UnicodeError, ValueError) as exc:
             raise BadContent(f"layer tar is corrupt: {exc}") from exc
         self._finish_dirs()
