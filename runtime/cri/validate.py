@@ -31,7 +31,7 @@ def no_control(field: str, value: str) -> None:
 
 
 def name(field: str, value: str) -> None:
-    if not value or len(value) > 253 or not _NAME.match(value):
+    if not value or len(value) > 253 or not _NAME.fullmatch(value):
         raise errors.InvalidArgument(
             f"{field} {value!r} is not a valid name (letters, digits, '-', '.' and '_', "
             "starting and ending with a letter or digit, at most 253 characters)"
@@ -54,7 +54,7 @@ def ip_address(field: str, value: str) -> None:
 
 def hostname(field: str, value: str) -> None:
     """Written into /etc/hosts and set with sethostname(2) (64 bytes)."""
-    if len(value) > 64 or not _NAME.match(value):
+    if len(value) > 64 or not _NAME.fullmatch(value):
         raise errors.InvalidArgument(
             f"{field} {value!r} is not a valid hostname "
             "(letters, digits, '-', '.' and '_', at most 64 characters)"
@@ -79,7 +79,7 @@ def sandbox_config(cfg: api_pb2.PodSandboxConfig) -> None:
     md = cfg.metadata
     name("metadata.name", md.name)
     name("metadata.namespace", md.namespace)
-    if not _UID.match(md.uid):
+    if not _UID.fullmatch(md.uid):
         raise errors.InvalidArgument(
             f"metadata.uid {md.uid!r} may hold only letters, digits, '.', '_' and '-'"
         )

@@ -171,7 +171,7 @@ def _descriptor(desc: Any, what: str) -> None:
     if not isinstance(desc, dict):
         raise BadContent(f"{what}: a descriptor is not a JSON object")
     digest, size = desc.get("digest"), desc.get("size")
-    if not isinstance(digest, str) or not _DIGEST.match(digest):
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
         raise BadContent(f"{what}: descriptor digest {str(digest)[:80]!r} is not sha256:<hex>")
     # downloads are capped at the declared size: a descriptor without one is refused
     if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 1 << 50:
@@ -213,7 +213,7 @@ def parse_manifest(
         raise BadContent(f"image config {config_digest} has no rootfs.diff_ids") from exc
     layers = doc.get("layers") or []
     if not isinstance(diff_ids, list) or not all(
-        isinstance(d, str) and _DIGEST.match(d) for d in diff_ids
+        isinstance(d, str) and _DIGEST.fullmatch(d) for d in diff_ids
     ):
         raise BadContent(f"image config {config_digest}: diff_ids are not sha256 digests")
     if len(diff_ids) != len(layers):

@@ -44,6 +44,7 @@ BAD_SANDBOXES = [
     # (field named in the error, the config)
     ("metadata.name", pod(metadata__name="p;IP=10.0.0.9")),
     ("metadata.name", pod(metadata__name="../../etc")),
+    ("metadata.name", pod(metadata__name="web\n")),  # (found by the fuzz run: `$` before a newline)
     ("metadata.namespace", pod(metadata__namespace="ns;K8S_POD_NAME=x")),
     ("metadata.uid", pod(metadata__uid="u/../../x")),
     ("hostname", pod(hostname="web\n10.0.0.1 evil.example")),
