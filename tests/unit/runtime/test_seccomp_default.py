@@ -83,5 +83,7 @@ def test_runtime_default_is_an_allow_list() -> None:
 
 def test_sys_admin_may_clone_namespaces() -> None:
     got = run_filtered(["SYS_ADMIN"])
-    assert got["clone_newuser"] == 0 and got["unshare"] == 0
+    # not refused by the filter (EPERM); the kernel may still say no for its
+    # own reasons (unshare: EINVAL in a process whose root was changed)
+    assert got["clone_newuser"] != errno.EPERM and got["unshare"] != errno.EPERM, got
     assert got["io_uring"] == errno.EPERM
