@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import zstandard
 from hypothesis import strategies as st
 
 from agent.proxy import dns_wire
@@ -93,7 +94,7 @@ _entry = st.tuples(
 )
 tar_inputs = st.tuples(
     st.lists(_entry, max_size=6),
-    st.sampled_from(["plain", "gzip", "gzip2", "trunc", "flip"]),
+    st.sampled_from(["plain", "gzip", "gzip2", "trunc", "flip", "zstd", "zstd-trunc"]),
     st.integers(0, 1 << 16),
 )
 
@@ -122,6 +123,10 @@ def check_tar(inp: tuple[list[tuple[Any, ...]], str, int]) -> str:
         data = gzip.compress(data[: len(data) // 2]) + gzip.compress(data[len(data) // 2 :])
     elif shape == "trunc":
         data = gzip.compress(data)[: knob % max(1, len(data))]
+    elif shape.startswith("zstd"):
+        data = zstandard.ZstdCompressor().compress(data)
+        if shape == "zstd-trunc":
+            data = data[: knob % max(1, len(data))]
     elif shape == "flip" and data:
         pos = knob % len(data)
         data = data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1 :]
