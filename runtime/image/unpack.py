@@ -1,9 +1,8 @@
 """Layer unpacking: decompress a layer stream and extract its tar into a
 fresh directory, in overlayfs form.
 
-Decompression is chosen by the stream's magic bytes (gzip, possibly
-multi-member; zstd; or plain tar), so a mislabelled media type still works.
-Extraction runs in-process and trusts nothing in the archive:
+Decompression (runtime.image.decompress) is chosen by the stream's magic
+bytes. Extraction runs in-process and trusts nothing in the archive:
 
 - entry names that are absolute or contain a `..` component are refused;
 - no path is ever resolved through a symlink: every parent directory of an
@@ -35,25 +34,23 @@ import os
 import shutil
 import stat
 import tarfile
-import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-import zstandard
+from typing import Any
 
 from runtime.image.content import CHUNK, HashingReader, Readable
+from runtime.image.decompress import INFLATE_BACKEND, OUT_CHUNK, decompressed
 from runtime.image.errors import BadContent, UnsafeEntry
 from runtime.image.readahead import Readahead
+
+__all__ = ["INFLATE_BACKEND", "Extractor", "LayerStats", "Limits", "decompressed", "extract",
+           "unpack_layer"]  # fmt: skip
 
 WHITEOUT_PREFIX = ".wh."
 OPAQUE_MARKER = ".wh..wh..opq"
 OPAQUE_XATTR = "trusted.overlay.opaque"
 _XATTR_PAX = "SCHILY.xattr."
-
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 @dataclass(frozen=True)
@@ -98,148 +95,6 @@ class LayerStats:
 
     bytes: int = 0
     inodes: int = 0
-
-
-# -- decompression ---------------------------------------------------------
-
-# Decompressed bytes handed out per call. Larger outputs are slower, not
-# faster: every call allocates a fresh buffer, and past a few hundred KiB
-# those come from mmap and pay page faults, where a 256 KiB one stays warm
-# in the allocator and the cache.
-_OUT = 256 << 10
-_IN = 256 << 10
-
-
-class _Inflater(Protocol):
-    @property
-    def unconsumed_tail(self) -> bytes: ...
-    @property
-    def unused_data(self) -> bytes: ...
-    @property
-    def eof(self) -> bool: ...
-
-    def decompress(self, data: bytes | memoryview, max_length: int = 0, /) -> bytes: ...
-
-
-def _stdlib_inflater() -> _Inflater:
-    return zlib.decompressobj(wbits=31)
-
-
-_new_inflater: Callable[[], _Inflater] = _stdlib_inflater
-_inflate_errors: tuple[type[BaseException], ...] = (zlib.error,)
-INFLATE_BACKEND = "zlib"
-try:
-    # zlib-ng inflates (and CRCs) several times faster than the stdlib's zlib
-    # 1.2 on the same input, with the same API; the stdlib is the fallback.
-    from zlib_ng import zlib_ng as _zng
-except ImportError:  # pragma: no cover - depends on what is installed
-    pass
-else:
-
-    def _zng_inflater() -> _Inflater:
-        return _zng.decompressobj(wbits=31)
-
-    _new_inflater = _zng_inflater
-    _inflate_errors = (zlib.error, _zng.error)  # type: ignore[assignment]
-    INFLATE_BACKEND = "zlib-ng"
-
-
-class _Prefixed:
-    """`source` with `head` (already read from it) put back in front."""
-
-    def __init__(self, head: bytes, source: Readable) -> None:
-        self._head = head
-        self._source = source
-
-    def read(self, n: int = -1, /) -> bytes:
-        if self._head:
-            if n < 0 or n >= len(self._head):
-                out, self._head = self._head, b""
-                return out
-            out, self._head = self._head[:n], self._head[n:]
-            return out
-        return self._source.read(n)
-
-
-class _GzipReader:
-    """Streaming gzip (multi-member) decompression; truncation is an error.
-
-    Input goes to the inflater in slices of at most `_IN` bytes: handing it
-    a whole 1 MiB read with an output limit makes it copy the unconsumed
-    rest of the input on every call, which cost more than inflating."""
-
-    def __init__(self, source: Readable) -> None:
-        self._source = source
-        self._d = _new_inflater()
-        self._pending = memoryview(b"")  # read from the source, not yet inflated
-        self._tail = b""  # input the inflater handed back; goes before _pending
-        self._in_member = False
-
-    def _piece(self) -> bytes | memoryview:
-        if self._tail:
-            piece: bytes | memoryview = self._tail
-            self._tail = b""
-            return piece
-        if not self._pending:
-            self._pending = memoryview(self._source.read(CHUNK))
-        piece, self._pending = self._pending[:_IN], self._pending[_IN:]
-        return piece
-
-    def read(self, n: int = -1, /) -> bytes:
-        limit = min(n, _OUT) if n > 0 else _OUT
-        while True:
-            data = self._piece()
-            if not data:
-                if self._in_member:
-                    raise BadContent("layer is truncated: gzip stream ends early")
-                return b""
-            if not self._in_member:
-                if not bytes(data).strip(b"\0"):
-                    continue  # zero padding after the last member
-                self._d = _new_inflater()
-                self._in_member = True
-            try:
-                out = self._d.decompress(data, limit)
-            except _inflate_errors as exc:
-                raise BadContent(f"layer is not valid gzip: {exc}") from exc
-            self._tail = self._d.unconsumed_tail
-            if self._d.eof:
-                self._in_member = False
-                self._tail = self._d.unused_data
-            if out:
-                return out
-
-
-class _ZstdReader:
-    def __init__(self, source: Readable) -> None:
-        self._r = zstandard.ZstdDecompressor().stream_reader(
-            source,  # type: ignore[arg-type]  # any object with read() will do
-            read_size=CHUNK,
-            read_across_frames=True,
-        )
-
-    def read(self, n: int = -1, /) -> bytes:
-        try:
-            out: bytes = self._r.read(min(n, _OUT) if n > 0 else _OUT)
-        except zstandard.ZstdError as exc:
-            raise BadContent(f"layer is not valid zstd: {exc}") from exc
-        return out
-
-
-def decompressed(source: Readable) -> Readable:
-    """A reader of the uncompressed tar inside `source` (gzip/zstd/plain)."""
-    head = b""
-    while len(head) < 4:
-        more = source.read(4 - len(head))
-        if not more:
-            break
-        head += more
-    prefixed = _Prefixed(head, source)
-    if head.startswith(_GZIP_MAGIC):
-        return _GzipReader(prefixed)
-    if head.startswith(_ZSTD_MAGIC):
-        return _ZstdReader(prefixed)
-    return prefixed
 
 
 # -- tar reading -------------------------------------------------------------
@@ -684,7 +539,9 @@ def unpack_layer(
     with contextlib.ExitStack() as stack:
         tar: Readable = plain
         if readahead:
-            tar = stack.enter_context(Readahead(plain, chunk=_OUT, depth=8, name="layer-inflate"))
+            tar = stack.enter_context(
+                Readahead(plain, chunk=OUT_CHUNK, depth=8, name="layer-inflate")
+            )
         stats = Extractor(dest, limits=limits).extract(tar)
         while tar.read(CHUNK):  # what follows the end-of-archive blocks is in the digest too
             pass
