@@ -292,7 +292,9 @@ def secret_data(secret: Mapping[str, Any]) -> dict[str, str]:
 
 def _seccomp(sc: Mapping[str, Any], pod_sc: Mapping[str, Any]) -> tuple[cri.SecurityProfile, str]:
     prof = sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}
-    kind = prof.get("type", "Unconfined")
+    # RuntimeDefault unless the pod asks for Unconfined (the kubelet's
+    # --seccomp-default, on for every pod skiff runs)
+    kind = prof.get("type", "RuntimeDefault")
     if kind == "RuntimeDefault":
         return cri.SecurityProfile(
             profile_type=cri.SecurityProfile.RuntimeDefault
@@ -304,6 +306,34 @@ def _seccomp(sc: Mapping[str, Any], pod_sc: Mapping[str, Any]) -> tuple[cri.Secu
             f"localhost/{ref}",
         )
     return cri.SecurityProfile(profile_type=cri.SecurityProfile.Unconfined), "unconfined"
+
+
+def run_as_non_root_error(
+    pod: Mapping[str, Any], container: Mapping[str, Any], image: cri.Image | None
+) -> str | None:
+    """Why `runAsNonRoot` refuses this container (the kubelet's messages),
+    or None: a runAsUser of 0, or an image user that is root or a name whose
+    uid cannot be known before the container runs."""
+    pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
+    sc = container.get("securityContext") or {}
+    if not sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")):
+        return None
+    uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
+    if uid is not None:
+        return "container's runAsUser breaks non-root policy" if int(uid) == 0 else None
+    if image is not None and image.HasField("uid"):
+        return (
+            "container has runAsNonRoot and image will run as root"
+            if image.uid.value == 0
+            else None
+        )
+    name = image.username if image is not None else ""
+    if name:
+        return (
+            f"container has runAsNonRoot and image has non-numeric user ({name}), "
+            "cannot verify user is non-root"
+        )
+    return "container has runAsNonRoot and image will run as root"
 
 
 def container_security(
@@ -334,6 +364,17 @@ def container_security(
         out.run_as_user.value = int(user)
     if group is not None:
         out.run_as_group.value = int(group)
+    # passed on, never dropped: a host without AppArmor refuses a Localhost profile
+    aa = sc.get("appArmorProfile") or pod_sc.get("appArmorProfile") or {}
+    if aa.get("type") == "Localhost":
+        out.apparmor.CopyFrom(
+            cri.SecurityProfile(
+                profile_type=cri.SecurityProfile.Localhost,
+                localhost_ref=str(aa.get("localhostProfile") or ""),
+            )
+        )
+    elif aa.get("type") == "Unconfined":
+        out.apparmor.CopyFrom(cri.SecurityProfile(profile_type=cri.SecurityProfile.Unconfined))
     return out
 
 

@@ -31,6 +31,7 @@ from agent.pod_config import (
     NodeSettings,
     container_config,
     resolve_env,
+    run_as_non_root_error,
     sandbox_config,
 )
 from agent.pod_status import ContainerInfo, Waiting
@@ -38,7 +39,13 @@ from agent.probes import DIRECT
 from agent.qos import qos_class
 from agent.resources import container_resources
 from agent.runtime_view import PodRecord
-from agent.volumes import VolumeSources, container_mounts, setup_volumes, volume_paths
+from agent.volumes import (
+    VolumeSources,
+    container_mounts,
+    pod_dir,
+    setup_volumes,
+    volume_paths,
+)
 from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent.sync")
@@ -196,6 +203,13 @@ class PodSyncer:
         image_ref = self._ensure_image(pod, spec, sb_config, result)
         if image_ref is None:
             return
+        if (spec.get("securityContext") or {}).get("runAsNonRoot") or (
+            (pod.get("spec") or {}).get("securityContext") or {}
+        ).get("runAsNonRoot"):
+            refused = run_as_non_root_error(pod, spec, self.d.runtime.image_status(image_ref))
+            if refused:
+                result.waiting[name] = Waiting("CreateContainerConfigError", refused)
+                return
         try:
             env = resolve_env(
                 pod,
@@ -205,7 +219,11 @@ class PodSyncer:
                 self.d.secret_data,
                 self.d.service_env(pod),
             )
-            mounts = container_mounts(spec, volume_paths(self.d.root, pod, self.d.volumes.claims))
+            mounts = container_mounts(
+                spec,
+                volume_paths(self.d.root, pod, self.d.volumes.claims),
+                pod_dir(self.d.root, pod) / "volume-subpaths",
+            )
             read_only_mounts(pod, spec, mounts)
         except ConfigError as err:
             result.waiting[name] = Waiting("CreateContainerConfigError", str(err))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent import subpath
 from agent.pod_config import ConfigError, NodeSettings, field_ref
 from proto.runtime.v1 import api_pb2 as cri
 
@@ -233,8 +234,11 @@ def write_atomic_dir(
             raise ConfigError(f"volume file path {rel!r} must be relative without '..'")
         dest = new / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(content)
-        dest.chmod(mode if mode is not None else default_mode)
+        # created with its final mode, never readable before a chmod
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0)
+        with open(fd, "w") as f:
+            os.fchmod(fd, mode if mode is not None else default_mode)
+            f.write(content)
     new.chmod(0o755)
     link_tmp = target / "..data_tmp"
     link_tmp.unlink(missing_ok=True)
@@ -251,6 +255,14 @@ def write_atomic_dir(
             entry.unlink()
     if old and old != new.name:
         shutil.rmtree(target / old, ignore_errors=True)
+
+
+def _ensure_tmpfs(path: Path) -> None:
+    path.mkdir(mode=0o750, parents=True, exist_ok=True)
+    if not os.path.ismount(path):
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "mode=0755,size=16m", "tmpfs", str(path)], check=True
+        )
 
 
 def volume_paths(
@@ -274,6 +286,8 @@ def volume_paths(
 def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dict[str, str]:
     """Make every volume of the pod; return volume name -> host path."""
     paths = volume_paths(root, pod, src.claims)
+    pod_dir(root, pod).mkdir(mode=0o750, parents=True, exist_ok=True)
+    os.chmod(pod_dir(root, pod), 0o750)  # its volumes are the pod's, not every host user's
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         name = volume["name"]
         if "persistentVolumeClaim" in volume:
@@ -295,15 +309,23 @@ def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dic
                 k for k in ("configMap", "secret", "downwardAPI", "projected") if k in volume
             )
             default_mode = (volume[kind] or {}).get("defaultMode", 0o644)
+            if kind in ("secret", "projected"):
+                # credentials never touch persistent disk (the kubelet's way)
+                _ensure_tmpfs(path)
             write_atomic_dir(path, volume_files(pod, volume, src), default_mode)
     return paths
 
 
 def container_mounts(
-    container: Mapping[str, Any], volume_paths: Mapping[str, str]
+    container: Mapping[str, Any],
+    volume_paths: Mapping[str, str],
+    subpath_dir: Path | None = None,
 ) -> list[cri.Mount]:
+    """The CRI mounts of a container. A subPath is resolved inside its
+    volume and bound under `subpath_dir` (agent.subpath); without one, only
+    checked."""
     mounts = []
-    for vm in container.get("volumeMounts") or []:
+    for index, vm in enumerate(container.get("volumeMounts") or []):
         name = vm["name"]
         if name not in volume_paths:
             raise ConfigError(
@@ -312,13 +334,18 @@ def container_mounts(
         host = volume_paths[name]
         sub = vm.get("subPath")
         if sub:
-            if sub.startswith("/") or ".." in Path(sub).parts:
+            try:
+                if subpath_dir is None:
+                    host = subpath.checked_path(host, sub)
+                else:
+                    target = subpath_dir / name / str(container["name"]) / str(index)
+                    host = subpath.prepare(host, sub, target)
+            except ConfigError as err:
+                raise ConfigError(f"container {container['name']}: {err}") from None
+            except OSError as err:
                 raise ConfigError(
-                    f"container {container['name']}: subPath {sub!r} must be relative without '..'"
-                )
-            host = os.path.join(host, sub)
-            if not os.path.lexists(host):
-                os.makedirs(host, exist_ok=True)
+                    f"container {container['name']}: subPath {sub!r}: {err.strerror}"
+                ) from None
         mounts.append(
             cri.Mount(
                 container_path=vm["mountPath"],

@@ -28,6 +28,8 @@ class Config:
     stream_address: str = "127.0.0.1"
     stream_port: int = 0
     runtime_handlers: tuple[str, ...] = field(default=("", "skiff", "runc"))
+    max_layer_expansion: int = 10
+    seccomp_profile_root: Path = Path("/var/lib/skiff/seccomp")
 
     @property
     def socket_path(self) -> Path:
@@ -56,6 +58,18 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--disable-default-registry-endpoint", action="store_true")
     p.add_argument("--image-listen", default="", help="also serve the ImageService here")
+    p.add_argument(
+        "--seccomp-profile-root",
+        type=Path,
+        default=Config.seccomp_profile_root,
+        help="localhost/ seccomp profiles are read from here only",
+    )
+    p.add_argument(
+        "--max-layer-expansion",
+        type=int,
+        default=Config.max_layer_expansion,
+        help="refuse a layer that decompresses to more than this many times its size",
+    )
     p.add_argument("--stream-address", default="127.0.0.1", help="streaming server address")
     p.add_argument("--stream-port", type=int, default=0, help="streaming server port (0: any)")
     # test hook: "module:function" returning (ImageStore, servicer | None)
@@ -81,4 +95,6 @@ def from_args(argv: Sequence[str]) -> Config:
         image_store_factory=a.image_store_factory,
         stream_address=a.stream_address,
         stream_port=a.stream_port,
+        max_layer_expansion=a.max_layer_expansion,
+        seccomp_profile_root=a.seccomp_profile_root.absolute(),
     )

@@ -24,6 +24,7 @@ from runtime import errors
 from runtime.config import Config
 from runtime.cri.service import Images, Network, RuntimeService
 from runtime.cri.servicer import RuntimeServicer
+from runtime.host import LinuxHost
 from runtime.linux.pause import ensure_pause
 from runtime.process import spawn
 from runtime.recover import recover
@@ -45,7 +46,10 @@ def build_images(cfg: Config) -> tuple[Images | None, Any]:
         log.warning("runtime.image is not available: ImageService answers UNIMPLEMENTED")
         return None, None
     store, servicer = build(
-        cfg.root / "images", cfg.registry_config, cfg.disable_default_registry_endpoint
+        cfg.root / "images",
+        cfg.registry_config,
+        cfg.disable_default_registry_endpoint,
+        cfg.max_layer_expansion,
     )
     return store, servicer
 
@@ -135,15 +139,19 @@ class Server:
         self.cfg = cfg
         for d in (cfg.root, cfg.state, cfg.root / "sandboxes", cfg.root / "containers"):
             d.mkdir(parents=True, exist_ok=True)
-        os.chmod(cfg.root, 0o711)
-        os.chmod(cfg.state, 0o711)
+        # private: container upper dirs, rootfs mounts and state must be
+        # unreachable to host users (a setuid file made in a root container
+        # would run as root for them: the CVE-2021-41091 class)
+        os.chmod(cfg.root, 0o700)
+        os.chmod(cfg.state, 0o700)
         images, image_servicer = build_images(cfg)
-        self.svc = RuntimeService(cfg, images, build_network(cfg))
+        self.host = LinuxHost(cfg.cgroup_root)
+        self.svc = RuntimeService(cfg, images, build_network(cfg), self.host)
         recover(self.svc)
         self.svc.janitor.start()
         self.svc.pause = ensure_pause(str(cfg.state / "pause"))
-        self.svc.zygote = spawn.Zygote(cfg.state / "zygote")
-        self.svc.zygote.start(cfg.state / "zygote" / "zygote.log")
+        self.host.zygote = spawn.Zygote(cfg.state / "zygote")
+        self.host.zygote.start(cfg.state / "zygote" / "zygote.log")
         self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
         api_pb2_grpc.add_RuntimeServiceServicer_to_server(RuntimeServicer(self.svc), self.grpc)  # type: ignore[abstract]
         if image_servicer is not None:
@@ -174,6 +182,6 @@ class Server:
             self.image_grpc.stop(grace).wait()
         if self.streaming is not None:
             self.streaming.stop()
-        if self.svc.zygote is not None:
-            self.svc.zygote.stop()
+        if self.host.zygote is not None:
+            self.host.zygote.stop()
         self.stopped.set()

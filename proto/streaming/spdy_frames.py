@@ -27,6 +27,7 @@ FLAG_UNIDIRECTIONAL = 0x02
 
 SETTINGS_INITIAL_WINDOW_SIZE = 7
 
+MAX_HEADER_BLOCK = 256 << 10  # one inflated header block (Go's net/http caps headers at 1 MiB)
 MAX_FRAME_LENGTH = (1 << 24) - 1
 
 # The SPDY/3 header compression dictionary (draft 3, section 2.6.10.1): a run
@@ -212,9 +213,12 @@ class Framer:
 
     def _unpack_headers(self, payload: bytes) -> Headers:
         try:
-            block = self._decompress.decompress(payload)
+            # bounded: a few KiB of compressed zeros must not inflate to GiBs
+            block = self._decompress.decompress(payload, MAX_HEADER_BLOCK + 1)
         except zlib.error as exc:
             raise ProtocolError(f"header decompression failed: {exc}") from exc
+        if len(block) > MAX_HEADER_BLOCK or self._decompress.unconsumed_tail:
+            raise ProtocolError(f"header block inflates to more than {MAX_HEADER_BLOCK} bytes")
         return decode_header_block(block)
 
     @staticmethod

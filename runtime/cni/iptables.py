@@ -80,6 +80,30 @@ def masquerade_lines(cid: str, note: str, ip: str, no_masq: list[str]) -> list[s
     return lines
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def is_ip(s: str) -> bool:
+    """An IPv4 or IPv6 address (the plugin does not import ipaddress: see
+    runtime/cni/__init__). Anything else, a newline included, is refused."""
+    if ":" not in s:
+        parts = s.split(".")
+        return len(parts) == 4 and all(
+            p.isdigit() and p.isascii() and len(p) <= 3 and int(p) <= 255 for p in parts
+        )
+    head, sep, tail = s.rpartition(":")
+    if "." in tail:  # an embedded IPv4 tail (::ffff:1.2.3.4)
+        if not is_ip(tail):
+            return False
+        s = head + sep + "0:0"
+    if s.count("::") > 1 or len(s) > 39:
+        return False
+    groups = s.split(":")
+    if "::" not in s and len(groups) != 8:
+        return False
+    return len(groups) <= 8 and all(len(g) <= 4 and set(g) <= _HEX for g in groups)
+
+
 def hostport_lines(cid: str, note: str, ip: str, mappings: list[dict[str, Any]]) -> list[str]:
     """DNAT host ports to the pod (also for locally generated traffic) and
     masquerade loopback and hairpin sources so that replies come back."""
@@ -98,6 +122,9 @@ def hostport_lines(cid: str, note: str, ip: str, mappings: list[dict[str, Any]])
         if proto not in ("tcp", "udp", "sctp"):
             raise CNIError(GENERIC, f"invalid protocol {proto!r} in port mapping")
         host_ip = str(m.get("hostIP") or "")
+        # spliced into an iptables-restore script: only a parsed address
+        if host_ip and not is_ip(host_ip):
+            raise CNIError(GENERIC, f"portMappings: hostIP {host_ip!r} is not an IP address")
         if host_ip and (":" in host_ip) != v6:
             continue
         dst = f" -d {host_ip}/{plen}" if host_ip and host_ip not in ("0.0.0.0", "::") else ""

@@ -117,7 +117,7 @@ def parse_cni_args(value: str) -> dict[str, str]:
         if not pair:
             continue
         key, sep, val = pair.partition("=")
-        if not sep or not key:
+        if not sep or not key or not pair.isprintable():
             raise CNIError(INVALID_ENV, f"CNI_ARGS: invalid pair {pair!r}")
         out[key] = val
     return out

@@ -6,17 +6,18 @@ save the spec. StartContainer starts the monitor from it, as containerd
 runs `runc create` and `runc start` in its StartContainer.
 
 Each step pushes its undo on an ExitStack; a failure leaves no directory,
-cgroup, monitor or image hold behind.
+cgroup, monitor or image hold behind (tests/unit/runtime/test_undo.py fails
+each host step in turn). Reaches the host only through `svc.host`.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import logging
 import os
 import secrets
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -24,11 +25,10 @@ from typing import Any
 
 from proto.runtime.v1 import api_pb2
 from runtime import errors
-from runtime.cri import container_spec, sandbox_status
+from runtime.cri import container_spec, sandbox_status, validate
 from runtime.cri.seccomp_profiles import compile_profile
 from runtime.cri.service import RuntimeService
 from runtime.linux import cgroups
-from runtime.store import checkpoint
 from runtime.store.records import Container, SandboxState
 
 log = logging.getLogger("skiff.runtime.container")
@@ -42,6 +42,7 @@ def run(
         raise errors.InvalidArgument("container metadata.name is required")
     if not cfg.image.image:
         raise errors.InvalidArgument("container image is required")
+    validate.container_config(cfg)
     s = sandbox_status.refresh(svc, svc.sandboxes.get(req.pod_sandbox_id))
     if s.state != SandboxState.READY:
         raise errors.FailedPrecondition(f"sandbox {s.id} is not ready")
@@ -65,8 +66,9 @@ def run(
     masked, ro_paths = container_spec.masked_readonly(sc)
     res = container_spec.resources(cfg.linux.resources, svc.cfg.pids_limit)
     profile = container_spec.seccomp_profile(sc)
-    bpf = compile_profile(profile, caps) if profile else b""
+    bpf = compile_profile(profile, caps, svc.cfg.seccomp_profile_root) if profile else b""
     stop_signal = _stop_signal(cfg, image_config)
+    apparmor = container_spec.apparmor_profile(sc, container_spec.host_has_apparmor())
 
     cid = secrets.token_hex(32)
     log_path = ""
@@ -100,16 +102,21 @@ def run(
         for kind in ("net", "ipc", "uts")
     }
     shm = svc.sandbox_state(s.id) / "shm"
+    host = svc.host
+    images = svc.images
     with contextlib.ExitStack() as undo:
         svc.containers.reserve(c)
         undo.callback(svc.containers.delete, cid)
         root = svc.container_root(cid)
         state = svc.container_state(cid)
+        host.make_dir(root, 0o700)
+        undo.callback(host.remove_tree, root)
+        host.make_dir(state, 0o700)
+        undo.callback(host.remove_tree, state)
         for d in (root / "upper", root / "work", state / "rootfs"):
-            d.mkdir(parents=True)
-        undo.callback(shutil.rmtree, state, True)
-        svc.images.hold(image.id, cid)
-        undo.callback(_quiet, lambda: svc.images.release(image.id, cid))
+            host.make_dir(d)
+        images.hold(image.id, cid)
+        undo.callback(_quiet, lambda: images.release(image.id, cid))
         cg = svc.cgroup(c.cgroup)
         cg.create()
         undo.callback(_quiet, cg.destroy)
@@ -124,8 +131,8 @@ def run(
             cg.apply(res)
         except OSError as exc:
             raise errors.InvalidArgument(f"resources refused by the kernel: {exc}") from None
-        if log_path:
-            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        if log_path and host.ensure_dir(Path(log_path).parent):
+            undo.callback(host.remove_tree, Path(log_path).parent)
         spec = {
             "id": cid,
             "state_dir": str(state),
@@ -162,6 +169,7 @@ def run(
                 "user": user,
                 "caps": caps,
                 "no_new_privs": sc.no_new_privs,
+                "apparmor": apparmor,
                 "oom_score_adj": cfg.linux.resources.oom_score_adj,
                 "seccomp_bpf": base64.b64encode(bpf).decode() if bpf else "",
                 "tty": cfg.tty,
@@ -171,7 +179,7 @@ def run(
         }
         # the monitor starts in StartContainer (where containerd runs runc
         # create and start): a created container is its spec, cgroup and dirs
-        checkpoint.save(root / "spec.json", spec)
+        host.write_file(root / "spec.json", json.dumps(spec, sort_keys=True))
         svc.containers.save(c)
         undo.pop_all()
     log.info("rpc=CreateContainer sandbox=%s container_id=%s name=%s", s.id, cid, c.name)

@@ -17,7 +17,7 @@ def run(
     if c.state != ContainerState.RUNNING:
         raise errors.FailedPrecondition(f"container {c.id} is not running")
     try:
-        reply = spawn.call(svc.container_state(c.id), {"op": "reopen"})
+        reply = svc.host.call_monitor(svc.container_state(c.id), {"op": "reopen"}, 10)
     except (OSError, spawn.MonitorError) as exc:
         raise errors.Unknown(f"reopen log of {c.id}: {exc}") from None
     if "error" in reply:

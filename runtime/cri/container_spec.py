@@ -185,6 +185,41 @@ def seccomp_profile(sc: api_pb2.LinuxContainerSecurityContext) -> str:
     raise errors.InvalidArgument(f"unsupported seccomp profile {path!r}")
 
 
+APPARMOR_ENABLED = Path("/sys/module/apparmor/parameters/enabled")
+
+
+def host_has_apparmor() -> bool:
+    try:
+        return APPARMOR_ENABLED.read_text().strip() == "Y"
+    except OSError:
+        return False
+
+
+def apparmor_profile(sc: api_pb2.LinuxContainerSecurityContext, host_has: bool) -> str:
+    """The AppArmor profile to run the process under ("" for none). A
+    Localhost profile on a host without AppArmor is refused rather than
+    ignored; RuntimeDefault there means none (as containerd does)."""
+    name = ""
+    if sc.HasField("apparmor"):
+        if sc.apparmor.profile_type == api_pb2.SecurityProfile.Localhost:
+            name = sc.apparmor.localhost_ref.removeprefix("localhost/")
+            if not name:
+                raise errors.InvalidArgument("apparmor: a Localhost profile needs localhost_ref")
+    elif sc.apparmor_profile.startswith("localhost/"):
+        name = sc.apparmor_profile.removeprefix("localhost/")
+    elif sc.apparmor_profile not in ("", "unconfined", "runtime/default"):
+        raise errors.InvalidArgument(f"apparmor_profile {sc.apparmor_profile!r} is not supported")
+    if not name or sc.privileged:
+        return ""
+    if not name.isprintable() or len(name) > 255:
+        raise errors.InvalidArgument(f"apparmor profile name {name!r} is not valid")
+    if not host_has:
+        raise errors.InvalidArgument(
+            f"apparmor profile {name!r} requested, but AppArmor is not enabled on this host"
+        )
+    return name
+
+
 def image_file(layers: list[Path], path: str) -> str:
     """Read `path` from the topmost image layer that has it (resolving
     symlinks inside that layer only); "" if none does. Reads, never writes."""

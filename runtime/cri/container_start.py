@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import time
 from typing import Any
 
 from proto.runtime.v1 import api_pb2
 from runtime import errors
-from runtime.cri.service import RuntimeService, wait_exit
+from runtime.cri.service import RuntimeService
 from runtime.process import spawn
 from runtime.store.records import ContainerState
 
 
 def run(svc: RuntimeService, req: api_pb2.StartContainerRequest) -> api_pb2.StartContainerResponse:
     c = svc.containers.get(req.container_id)
+    host = svc.host
     with svc.lock(c.id):
         svc.refresh(c)
         if c.state != ContainerState.CREATED:
@@ -29,12 +31,9 @@ def run(svc: RuntimeService, req: api_pb2.StartContainerRequest) -> api_pb2.Star
             try:
                 # the monitor starts the init as soon as its root is ready
                 # and reports the outcome with its pids
-                rep = spawn.spawn(
-                    "container-start",
-                    None,  # CreateContainer wrote it
-                    root / "spec.json",
-                    root / "monitor.log",
-                    zygote=svc.zygote,
+                # (CreateContainer wrote the spec)
+                rep = host.spawn_monitor(
+                    "container-start", root / "spec.json", root / "monitor.log"
                 )
                 if rep.get("start_error"):
                     reply = {"error": rep["start_error"]}
@@ -42,7 +41,7 @@ def run(svc: RuntimeService, req: api_pb2.StartContainerRequest) -> api_pb2.Star
                     reply = rep
                 with svc.containers.lock:
                     c.monitor_pid = int(rep["pid"])
-                    c.monitor_start = spawn.start_time(c.monitor_pid)
+                    c.monitor_start = host.start_time(c.monitor_pid)
                     c.init_pid = int(rep["init_pid"])
                     if not reply:  # (otherwise saved below with the outcome)
                         svc.containers.save(c)
@@ -50,11 +49,15 @@ def run(svc: RuntimeService, req: api_pb2.StartContainerRequest) -> api_pb2.Star
                 reply = {"error": str(exc)}
         if not reply:
             try:
-                reply = spawn.call(svc.container_state(c.id), {"op": "start"}, timeout=30)
+                reply = host.call_monitor(svc.container_state(c.id), {"op": "start"}, 30)
             except (OSError, spawn.MonitorError) as exc:
                 reply = {"error": f"monitor unreachable: {exc}"}
         if "error" in reply:
-            wait_exit(c.monitor_pid, 5)
+            if c.monitor_pid and not host.wait_exit(c.monitor_pid, 5):
+                # a monitor still waiting for "start" gets none: end it
+                host.kill(c.init_pid, signal.SIGKILL)
+                host.kill(c.monitor_pid, signal.SIGKILL)
+                host.wait_exit(c.monitor_pid, 5)
             message = str(reply["error"])
             with contextlib.suppress(OSError, ValueError):
                 info = json.loads((svc.container_root(c.id) / "exit.json").read_text())

@@ -3,7 +3,9 @@
 the config's cgroup_parent, and the network through CNI.
 
 Every finished step pushes its undo on an ExitStack; a failure leaves
-nothing behind. Never forks or enters a namespace itself (the monitor does).
+nothing behind (tests/unit/runtime/test_undo.py fails each host step in
+turn). Reaches the host only through `svc.host`; never forks or enters a
+namespace itself (the monitor does).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
-import os
 import secrets
+import signal
 import socket
 import time
 from pathlib import Path
@@ -20,8 +22,9 @@ from typing import Any
 
 from proto.runtime.v1 import api_pb2
 from runtime import errors
-from runtime.cri.service import RuntimeService, unmount_quiet
-from runtime.linux import libc, namespaces
+from runtime.cri import validate
+from runtime.cri.service import RuntimeService
+from runtime.linux import libc
 from runtime.process import spawn
 from runtime.store.records import Sandbox
 
@@ -81,6 +84,7 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
     md = cfg.metadata
     if not md.name or not md.uid or not md.namespace:
         raise errors.InvalidArgument("sandbox metadata needs name, uid and namespace")
+    validate.sandbox_config(cfg)
     if req.runtime_handler not in svc.cfg.runtime_handlers:
         raise errors.InvalidArgument(f"runtime handler {req.runtime_handler!r} is not supported")
     opts = cfg.linux.security_context.namespace_options
@@ -105,28 +109,30 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
     )
     parent = cfg.linux.cgroup_parent or svc.cfg.cgroup_parent
     s.cgroup = f"{parent.rstrip('/')}/{sid}"
+    host = svc.host
     with contextlib.ExitStack() as undo:
         svc.sandboxes.reserve(s)
         undo.callback(svc.sandboxes.delete, sid)
         root = svc.sandbox_root(sid)
         state = svc.sandbox_state(sid)
-        root.mkdir(parents=True)
-        state.mkdir(parents=True)
-        undo.callback(_rmtree, state)
-        (root / "hostname").write_text(hostname + "\n")
-        (root / "resolv.conf").write_text(resolv_conf(cfg.dns_config))
-        (root / "hosts").write_text(
-            Path("/etc/hosts").read_text() if host_net else hosts_file(hostname, "")
+        host.make_dir(root, 0o700)
+        undo.callback(host.remove_tree, root)
+        host.make_dir(state, 0o700)
+        undo.callback(host.remove_tree, state)
+        host.write_file(root / "hostname", hostname + "\n")
+        host.write_file(root / "resolv.conf", resolv_conf(cfg.dns_config))
+        host.write_file(
+            root / "hosts", Path("/etc/hosts").read_text() if host_net else hosts_file(hostname, "")
         )
         cg = svc.cgroup(s.cgroup)
         cg.create()
         undo.callback(_quiet, cg.destroy)
         if not host_ipc:
             shm = state / "shm"
-            shm.mkdir()
-            libc.mount("shm", str(shm), "tmpfs", libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC,
-                       "mode=1777,size=65536k")  # fmt: skip
-            undo.callback(unmount_quiet, shm)
+            host.make_dir(shm)
+            host.mount_tmpfs(shm, libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC,
+                             "mode=1777,size=65536k")  # fmt: skip
+            undo.callback(_quiet, lambda: host.unmount(shm))
         spec: dict[str, Any] = {
             "namespaces": {
                 "net": not host_net,
@@ -145,9 +151,7 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
         # joins the cgroup while we pin them and run CNI; `finish` below
         # waits for the rest of its setup
         try:
-            pending = spawn.start(
-                "sandbox", spec, root / "spec.json", root / "monitor.log", zygote=svc.zygote
-            )
+            pending = host.start_monitor("sandbox", spec, root / "spec.json", root / "monitor.log")
         except spawn.MonitorError as exc:
             raise errors.InvalidArgument(f"sandbox setup failed: {exc}") from None
         undo.callback(pending.close)
@@ -159,15 +163,17 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
         # monitor exits); otherwise the monitor stays and holds the namespaces
         s.pid1 = int(rep.get("pid1") or 0)
         s.monitor_pid = s.pid1 or int(rep["pid"])
-        s.monitor_start = spawn.start_time(s.monitor_pid)
-        undo.callback(_kill, s.monitor_pid)
+        undo.callback(host.kill, s.monitor_pid, signal.SIGKILL)
+        s.monitor_start = host.start_time(s.monitor_pid)
         for kind, own in (("net", not host_net), ("ipc", not host_ipc), ("uts", not host_net)):
             if own:
-                namespaces.pin(s.monitor_pid, kind, svc.ns_path(sid, kind))
-                undo.callback(namespaces.unpin, svc.ns_path(sid, kind))
+                target = svc.ns_path(sid, kind)
+                host.pin_namespace(s.monitor_pid, kind, target)
+                undo.callback(_quiet, lambda t=target: host.unpin_namespace(t))
         if s.pid1:
-            namespaces.pin(s.pid1, "pid", svc.ns_path(sid, "pid"))
-            undo.callback(namespaces.unpin, svc.ns_path(sid, "pid"))
+            target = svc.ns_path(sid, "pid")
+            host.pin_namespace(s.pid1, "pid", target)
+            undo.callback(_quiet, lambda t=target: host.unpin_namespace(t))
         if not host_net and svc.network is not None and svc.network.status() is None:
             ports = [
                 {
@@ -180,16 +186,18 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
                 if p.host_port
             ]
             netns = str(svc.ns_path(sid, "net"))
+            network = svc.network
+            # a failed ADD may have made part of the network: DEL it too
+            undo.callback(_quiet, lambda: network.teardown(sid, netns, **svc.cni_args(s)))
             try:
-                result = svc.network.setup(sid, netns, port_mappings=ports, **svc.cni_args(s))
+                result = network.setup(sid, netns, port_mappings=ports, **svc.cni_args(s))
             except Exception as exc:
                 raise errors.Unknown(f"failed to set up network for sandbox {sid}: {exc}") from None
             s.network_ready = True
-            undo.callback(_quiet, lambda: svc.network.teardown(sid, netns, **svc.cni_args(s)))
             ips = [ip.split("/")[0] for ip in getattr(result, "ips", [])]
             if ips:
                 s.ip, s.additional_ips = ips[0], ips[1:]
-                (root / "hosts").write_text(hosts_file(hostname, s.ip))
+                host.write_file(root / "hosts", hosts_file(hostname, s.ip))
         try:
             pending.finish()
         except spawn.MonitorError as exc:
@@ -198,17 +206,6 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
         undo.pop_all()
     log.info("rpc=RunPodSandbox pod=%s/%s uid=%s sandbox=%s", md.namespace, md.name, md.uid, sid)
     return api_pb2.RunPodSandboxResponse(pod_sandbox_id=sid)
-
-
-def _rmtree(p: Path) -> None:
-    import shutil
-
-    shutil.rmtree(p, ignore_errors=True)
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, 9)
 
 
 def _quiet(fn: Any) -> None:

@@ -9,7 +9,6 @@ import json
 
 from proto.runtime.v1 import api_pb2
 from runtime.cri.service import RuntimeService
-from runtime.process import spawn
 from runtime.store.records import Sandbox, SandboxState
 
 
@@ -20,7 +19,7 @@ def refresh(svc: RuntimeService, s: Sandbox) -> Sandbox:
     if (
         s.state == SandboxState.READY
         and s.monitor_pid
-        and not spawn.alive(s.monitor_pid, s.monitor_start)
+        and not svc.host.alive(s.monitor_pid, s.monitor_start)
     ):
         with svc.sandboxes.lock:
             s.transition(SandboxState.NOTREADY)

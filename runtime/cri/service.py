@@ -2,9 +2,11 @@
 needs: where things live on disk, refreshing a container from its monitor's
 exit file, stopping a container, stopping a sandbox.
 
-The service holds its dependencies as small interfaces (`Images`, `Network`)
-so handler logic can run against fakes. It never touches gRPC status codes
-(handlers raise `runtime.errors`), never forks, and never enters a namespace.
+The service holds its dependencies as small interfaces (`Images`, `Network`,
+and `runtime.host.Host` for everything it leaves on the machine) so handler
+logic, undo paths included, can run against fakes. It never touches gRPC
+status codes (handlers raise `runtime.errors`), never forks, never enters a
+namespace, and never calls the host except through `self.host`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import contextlib
 import json
 import logging
 import os
-import select
 import signal
 import threading
 import time
@@ -23,8 +24,8 @@ from typing import Any, Protocol
 
 from runtime import errors
 from runtime.config import Config
+from runtime.host import Host, LinuxHost
 from runtime.linux import cgroups, namespaces
-from runtime.process import spawn
 from runtime.store.records import Container, ContainerState, Sandbox, SandboxState, Store
 
 log = logging.getLogger("skiff.runtime")
@@ -51,14 +52,20 @@ class Network(Protocol):
 
 
 class RuntimeService:
-    def __init__(self, cfg: Config, images: Images | None, network: Network | None) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        images: Images | None,
+        network: Network | None,
+        host: Host | None = None,
+    ) -> None:
         self.cfg = cfg
         self.images = images
         self.network = network
+        self.host: Host = host if host is not None else LinuxHost(cfg.cgroup_root)
         self.sandboxes: Store[Sandbox] = Store(cfg.root / "sandboxes")
         self.containers: Store[Container] = Store(cfg.root / "containers")
         self.pod_cidr = ""
-        self.zygote: spawn.Zygote | None = None
         self.janitor = Janitor(cfg.root / "trash")
         self.pause: str | None = None
         self.streaming: Any = None  # runtime.streaming.StreamingServer, set by the server
@@ -87,7 +94,7 @@ class RuntimeService:
             return self.locks.setdefault(id_, threading.Lock())
 
     def cgroup(self, rel: str) -> cgroups.Cgroup:
-        return cgroups.open_cgroup(rel, self.cfg.cgroup_root)
+        return self.host.cgroup(rel)
 
     # --- containers ----------------------------------------------------------
     def refresh(self, c: Container) -> Container:
@@ -102,7 +109,7 @@ class RuntimeService:
         info: dict[str, Any] | None = None
         with contextlib.suppress(FileNotFoundError, ValueError):
             info = json.loads(exit_file.read_text())
-        if info is None and spawn.alive(c.monitor_pid, c.monitor_start):
+        if info is None and self.host.alive(c.monitor_pid, c.monitor_start):
             return c
         with self.containers.lock:
             if is_exited(c):
@@ -139,22 +146,21 @@ class RuntimeService:
             return
         if c.state == ContainerState.CREATED and not c.monitor_pid:
             return  # never started: nothing to stop (containerd does the same)
-        mon_alive = spawn.alive(c.monitor_pid, c.monitor_start)
+        host = self.host
+        mon_alive = host.alive(c.monitor_pid, c.monitor_start)
         if mon_alive and timeout > 0 and c.state == ContainerState.RUNNING and c.init_pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(c.init_pid, c.stop_signal or signal.SIGTERM)
-            if wait_exit(c.init_pid, timeout):
-                wait_exit(c.monitor_pid, 5)
+            host.kill(c.init_pid, c.stop_signal or signal.SIGTERM)
+            if host.wait_exit(c.init_pid, timeout):
+                host.wait_exit(c.monitor_pid, 5)
                 self.refresh(c)
                 if is_exited(c):
                     return
         cg = self.cgroup(c.cgroup)
         if c.init_pid and mon_alive:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(c.init_pid, signal.SIGKILL)
+            host.kill(c.init_pid, signal.SIGKILL)
         cg.kill_all()
         if mon_alive:
-            wait_exit(c.monitor_pid, 10)
+            host.wait_exit(c.monitor_pid, 10)
         self.refresh(c)
 
     def destroy_container(self, c: Container) -> None:
@@ -190,17 +196,15 @@ class RuntimeService:
                     f"failed to tear down network of sandbox {s.id}: {exc}"
                 ) from None
             s.network_ready = False
-        if spawn.alive(s.monitor_pid, s.monitor_start):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(s.monitor_pid, signal.SIGKILL)
+        host = self.host
+        if host.alive(s.monitor_pid, s.monitor_start):
+            host.kill(s.monitor_pid, signal.SIGKILL)
             if s.pid1:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(s.pid1, signal.SIGKILL)
-            wait_exit(s.monitor_pid, 5)
+                host.kill(s.pid1, signal.SIGKILL)
+            host.wait_exit(s.monitor_pid, 5)
         for kind in namespaces.KINDS:
-            namespaces.unpin(self.ns_path(s.id, kind))
-        shm = self.sandbox_state(s.id) / "shm"
-        unmount_quiet(shm)
+            host.unpin_namespace(self.ns_path(s.id, kind))
+        host.unmount(self.sandbox_state(s.id) / "shm")
         with self.sandboxes.lock:
             s.transition(SandboxState.NOTREADY)
             self.sandboxes.save(s)
@@ -213,29 +217,6 @@ def is_exited(c: Container) -> bool:
     """(A function, so type checkers do not narrow the state across calls
     that change it.)"""
     return c.state == ContainerState.EXITED
-
-
-def unmount_quiet(path: Path) -> None:
-    from runtime.linux import libc
-
-    with contextlib.suppress(OSError):
-        libc.umount2(str(path), libc.MNT_DETACH)
-
-
-def wait_exit(pid: int, timeout: float) -> bool:
-    """Wait (on a pidfd) until `pid` has exited; True if it did in time."""
-    if pid <= 0:
-        return True
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        p = select.poll()
-        p.register(fd, select.POLLIN)
-        return bool(p.poll(int(timeout * 1000)))
-    finally:
-        os.close(fd)
 
 
 class Janitor:

@@ -52,7 +52,7 @@ class MonitorSession:
         req: dict[str, object] = {"width": width, "height": height}
         req.update({"op": "resize_init"} if self.attach else {"op": "resize", "pid": self.pid})
         with contextlib.suppress(OSError, spawn.MonitorError):
-            spawn.call(self.svc.container_state(self.cid), req)
+            self.svc.host.call_monitor(self.svc.container_state(self.cid), req, 10)
 
     def cancel(self) -> None:
         with contextlib.suppress(OSError):
@@ -136,9 +136,7 @@ class RuntimeStreamingBackend:
         netns = self.svc.ns_path(s.id, "net")
         if s.host_network or not netns.exists():
             return socket.create_connection(("127.0.0.1", port), timeout=10)
-        if self.svc.zygote is None or not self.svc.zygote.alive():
-            raise errors.Unavailable("the monitor zygote is not running")
         try:
-            return self.svc.zygote.dial(str(netns), port)
+            return self.svc.host.dial(str(netns), port)
         except (OSError, spawn.MonitorError) as exc:
             raise errors.Unavailable(f"port-forward to {sandbox_id}:{port}: {exc}") from None

@@ -22,6 +22,7 @@ def build(
     root: Path,
     registry_config: Path | None,
     disable_default_endpoint: bool,
+    max_layer_expansion: int = 10,
 ) -> tuple[ImageStore, ImageServicer]:
     """The image store under `root` and the CRI ImageService servicer over it.
 
@@ -31,8 +32,10 @@ def build(
     from runtime.cri.image_servicer import ImageServicer
     from runtime.image import config
     from runtime.image.pull import Puller
+    from runtime.image.registry import PullSettings
     from runtime.image.store import ImageStore
 
     store = ImageStore(root)
     registries = config.load(registry_config, disable_default_endpoint)
-    return store, ImageServicer(store, Puller(store, registries))
+    settings = PullSettings(max_layer_expansion=max_layer_expansion)
+    return store, ImageServicer(store, Puller(store, registries, settings))

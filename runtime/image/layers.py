@@ -48,6 +48,9 @@ class LayerStore:
     def __init__(self, root: Path) -> None:
         self.dir = root / "layers"
         self.dir.mkdir(parents=True, exist_ok=True)
+        # private: a setuid file in a layer must not be reachable, let alone
+        # executable, by a host user (the CVE-2021-41091 class)
+        os.chmod(self.dir, 0o700)
 
     def clean_tmp(self) -> None:
         """Drop half-unpacked layers of killed processes (a live process's stay)."""
@@ -87,7 +90,6 @@ class LayerStore:
             "inodes": stats.inodes,
         }
         (tmp / "layer.json").write_text(json.dumps(meta))
-        os.chmod(tmp, 0o755)
         try:
             os.rename(tmp, self.path(chain_id))
         except OSError:

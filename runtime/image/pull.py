@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -38,7 +39,7 @@ from runtime.image.layers import chain_ids
 from runtime.image.readahead import Readahead
 from runtime.image.registry import PullSettings, RepositoryClient
 from runtime.image.store import ImageRecord, ImageStore, LayerRef
-from runtime.image.unpack import unpack_layer
+from runtime.image.unpack import Limits, unpack_layer
 
 log = logging.getLogger("skiff.runtime.image.pull")
 
@@ -90,6 +91,7 @@ def fetch_layer(
     *,
     unpack: bool,
     pipelined: bool = False,
+    limits: Limits | None = None,
 ) -> None:
     """Stream one layer blob into the content store and (if `unpack`) into its
     layer directory, verifying blob digest, size and diff ID before publishing.
@@ -114,7 +116,9 @@ def fetch_layer(
                         if pipelined:
                             fetched = stack.enter_context(Readahead(raw, name="layer-fetch"))
                         try:
-                            stats, diff_id = unpack_layer(fetched, tmp / "fs", readahead=pipelined)
+                            stats, diff_id = unpack_layer(
+                                fetched, tmp / "fs", readahead=pipelined, limits=limits
+                            )
                         except BadContent as exc:
                             _drain(fetched)
                             if raw.digest != layer.digest:
@@ -160,17 +164,58 @@ class ParsedImage:
     layers: tuple[LayerRef, ...]
 
 
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def _descriptor(desc: Any, what: str) -> None:
+    if not isinstance(desc, dict):
+        raise BadContent(f"{what}: a descriptor is not a JSON object")
+    digest, size = desc.get("digest"), desc.get("size")
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        raise BadContent(f"{what}: descriptor digest {str(digest)[:80]!r} is not sha256:<hex>")
+    # downloads are capped at the declared size: a descriptor without one is refused
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 1 << 50:
+        raise BadContent(f"{what}: descriptor {digest} has no valid size")
+    if not isinstance(desc.get("mediaType", ""), str):
+        raise BadContent(f"{what}: descriptor {digest} has a non-string mediaType")
+    plat = desc.get("platform", {})
+    if not isinstance(plat, dict) or not all(isinstance(v, str | list) for v in plat.values()):
+        raise BadContent(f"{what}: descriptor {digest} has a malformed platform")
+
+
+def validate_manifest_doc(doc: Any, what: str) -> None:
+    """The shape of a manifest or index, before anything reads its fields:
+    lists of descriptors, each with a sha256 digest and a size."""
+    if not isinstance(doc, dict):
+        raise BadContent(f"{what} is not a JSON object")
+    for key in ("layers", "manifests"):
+        if key in doc:
+            if not isinstance(doc[key], list):
+                raise BadContent(f"{what}: {key} is not a list")
+            for desc in doc[key]:
+                _descriptor(desc, what)
+    if "config" in doc:
+        _descriptor(doc["config"], f"{what} config")
+    if not isinstance(doc.get("mediaType", ""), str):
+        raise BadContent(f"{what}: mediaType is not a string")
+
+
 def parse_manifest(
     manifest: bytes, media_type: str, config: bytes, config_digest: str
 ) -> ParsedImage:
     """Check a platform manifest against its config; LayerRefs with chain IDs."""
-    doc = json.loads(manifest)
+    doc = _json(manifest, "manifest")
+    validate_manifest_doc(doc, "manifest")
     try:
         cfg = json.loads(config)
         diff_ids = list(cfg["rootfs"]["diff_ids"])
     except (ValueError, KeyError, TypeError) as exc:
         raise BadContent(f"image config {config_digest} has no rootfs.diff_ids") from exc
     layers = doc.get("layers") or []
+    if not isinstance(diff_ids, list) or not all(
+        isinstance(d, str) and _DIGEST.fullmatch(d) for d in diff_ids
+    ):
+        raise BadContent(f"image config {config_digest}: diff_ids are not sha256 digests")
     if len(diff_ids) != len(layers):
         raise BadContent(
             f"manifest lists {len(layers)} layers but the config has {len(diff_ids)} diff IDs"
@@ -208,7 +253,10 @@ class Puller:
         target = ref.digest or ref.tag or reference.DEFAULT_TAG
         failures: list[Exception] = []
         for endpoint in self.registries.endpoints(ref.domain, ref.path):
-            client = RepositoryClient(endpoint, creds, self.settings)
+            # credentials given for the image's registry go to it, not to a
+            # mirror on another host (a mirror has its own, from the config)
+            own = not endpoint.is_mirror or endpoint.host == ref.domain
+            client = RepositoryClient(endpoint, creds if own else Credentials(), self.settings)
             try:
                 body, media_type, _ = client.get_manifest(target)
             except (NotFound, Unavailable) as exc:
@@ -237,6 +285,7 @@ class Puller:
         if ref.digest is not None and top_digest != ref.digest:
             raise BadContent(f"manifest for {ref} has digest {top_digest}")
         doc = _json(body, f"manifest of {ref}")
+        validate_manifest_doc(doc, f"manifest of {ref}")
         kind = mediatypes.detect_type(doc, media_type)
         extra: dict[str, bytes] = {}
         if kind in mediatypes.INDEX_TYPES:
@@ -251,6 +300,7 @@ class Puller:
                     f"manifest {desc['digest']} of {ref}: content has digest {sha256_of(body)}"
                 )
             doc = _json(body, f"manifest {desc['digest']}")
+            validate_manifest_doc(doc, f"manifest {desc['digest']}")
             kind = mediatypes.detect_type(doc, media_type or str(desc.get("mediaType", "")))
         if kind in mediatypes.DOCKER_SCHEMA1:
             raise Unimplemented(f"{ref}: Docker schema 1 manifests are not supported")
@@ -308,6 +358,7 @@ class Puller:
                         lr,
                         unpack=unpack,
                         pipelined=pipelined,
+                        limits=Limits.for_blob(lr.size, self.settings.max_layer_expansion),
                     )
                 return True
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import base64
 import http.client
+import ipaddress
 import json
 import logging
 import re
+import socket
 import ssl
 import threading
 from dataclasses import dataclass
@@ -45,6 +47,8 @@ class PullSettings:
 
     timeout: float = 30.0
     max_concurrent_downloads: int = 3
+    # a layer may decompress to this many times its compressed size
+    max_layer_expansion: int = 10
 
 
 class Response:
@@ -93,20 +97,64 @@ def _parse_challenge(header: str) -> tuple[str, dict[str, str]]:
     return scheme.lower(), params
 
 
+def _sanitize(text: object, limit: int = 200) -> str:
+    """Printable ASCII only, at most `limit` characters."""
+    return "".join(c for c in str(text) if " " <= c <= "~")[:limit]
+
+
 def _error_message(body: bytes, fallback: str) -> str:
-    """The registry's own words: `errors[].code: message` of the v2 error body."""
+    """The registry's own words, `errors[].code: message` of a v2 error body,
+    sanitized; never any other body text (a redirect to an internal service
+    must not have its answer reflected into an error): else `fallback`."""
     try:
         doc = json.loads(body)
         parts = [
-            f"{e.get('code', '')}: {e.get('message', '')}".strip(": ")
-            for e in doc.get("errors", [])
+            f"{_sanitize(e.get('code', ''), 64)}: {_sanitize(e.get('message', ''))}".strip(": ")
+            for e in doc.get("errors", [])[:5]
+            if isinstance(e, dict)
         ]
-        if parts:
-            return "; ".join(parts)
-    except (ValueError, AttributeError):
+        if any(parts):
+            return "; ".join(p for p in parts if p)
+    except (ValueError, AttributeError, TypeError, RecursionError):
         pass
-    text = body[:200].decode(errors="replace").strip()
-    return text or fallback
+    return fallback
+
+
+_METADATA_HOSTS = ("metadata", "metadata.google.internal", "metadata.azure.internal")
+
+
+def _is_loopback_host(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _addresses(host: str) -> list[str]:
+    """The addresses `host` resolves to ([] if it does not)."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return []  # unresolvable: the request itself fails with a clear error
+    return [str(info[4][0]).split("%")[0] for info in infos]
+
+
+def _refuse_internal_redirect(url: str, resolve: Any = _addresses) -> None:
+    """A registry may redirect blobs to storage elsewhere, never to a
+    link-local or cloud metadata address (an SSRF into the node)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host in _METADATA_HOSTS:
+        raise Unavailable(f"redirect to {host!r} refused: a metadata service")
+    try:
+        addrs = [ipaddress.ip_address(host)]
+    except ValueError:
+        addrs = [ipaddress.ip_address(a) for a in resolve(host)]
+    for addr in addrs:
+        if addr.is_link_local or str(addr) in ("100.100.100.200", "fd00:ec2::254"):
+            raise Unavailable(f"redirect to {host!r} ({addr}) refused: a link-local address")
 
 
 class RepositoryClient:
@@ -123,6 +171,7 @@ class RepositoryClient:
             self._auth_header = f"Bearer {self.credentials.registry_token}"
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
+        self.resolve: Any = _addresses  # host -> addresses (tests: a fake, no DNS)
 
     # -- public API -----------------------------------------------------
 
@@ -144,16 +193,29 @@ class RepositoryClient:
 
     # -- HTTP -------------------------------------------------------------
 
+    def may_send_credentials(self, url: str) -> bool:
+        """Credentials go only over TLS, except to loopback or to the
+        endpoint itself when it is configured as plain http."""
+        parts = urlsplit(url)
+        if parts.scheme == "https":
+            return True
+        host = parts.hostname or ""
+        if _is_loopback_host(host):
+            return True
+        return self.endpoint.scheme == "http" and parts.netloc == self.endpoint.host
+
     def _get(self, url: str, headers: dict[str, str], *, what: str) -> Response:
         challenged = False
         redirects = 0
-        origin = urlsplit(url).netloc
+        origin = urlsplit(url)
         while True:
             hdrs = {"User-Agent": USER_AGENT, **headers}
-            same_host = urlsplit(url).netloc == origin
+            parts = urlsplit(url)
+            # same scheme too: an https -> http redirect keeps no credentials
+            same_origin = (parts.scheme, parts.netloc) == (origin.scheme, origin.netloc)
             with self._lock:
                 auth = self._auth_header
-            if auth and same_host:
+            if auth and same_origin and self.may_send_credentials(url):
                 hdrs["Authorization"] = auth
             resp = self._raw("GET", url, hdrs)
             if resp.status in (301, 302, 303, 307, 308):
@@ -161,10 +223,13 @@ class RepositoryClient:
                 resp.close()
                 redirects += 1
                 if not location or redirects > MAX_REDIRECTS:
-                    raise Unavailable(f"{url}: too many or empty redirects")
+                    raise Unavailable(f"{what}: too many or empty redirects")
                 url = urljoin(url, location)
+                if urlsplit(url).scheme not in ("http", "https"):
+                    raise Unavailable(f"{what}: redirect to a non-http URL refused")
+                _refuse_internal_redirect(url, self.resolve)
                 continue
-            if resp.status == 401 and not challenged and same_host:
+            if resp.status == 401 and not challenged and same_origin:
                 challenge = resp.headers.get("WWW-Authenticate") or ""
                 resp.read()
                 resp.close()
@@ -213,6 +278,8 @@ class RepositoryClient:
         if scheme == "basic":
             if not creds.username:
                 raise Unauthorized(f"{url}: registry wants basic auth and no credentials are set")
+            if not self.may_send_credentials(url):
+                raise Unauthorized(f"{url}: basic auth over plain http refused")
             token = base64.b64encode(f"{creds.username}:{creds.password}".encode()).decode()
             with self._lock:
                 self._auth_header = f"Basic {token}"
@@ -253,18 +320,25 @@ class RepositoryClient:
                 basic = base64.b64encode(f"{creds.username}:{creds.password}".encode()).decode()
                 headers["Authorization"] = f"Basic {basic}"
         if urlsplit(url).scheme not in ("http", "https"):
-            raise Unauthorized(f"token realm {realm!r} is not an http(s) URL")
+            raise Unauthorized(f"token realm {_sanitize(realm)!r} is not an http(s) URL")
+        if not self.may_send_credentials(url):
+            # a realm over plain http would get Basic credentials in clear,
+            # and its token could be swapped on the way
+            raise Unauthorized(
+                f"token realm {_sanitize(realm)!r} must be https "
+                "(or the registry configured as plain http)"
+            )
         with self._raw(method, url, headers, body) as resp:
             data = resp.read(1 << 20)
             if resp.status != 200:
                 raise Unauthorized(
-                    f"token server {realm} refused: HTTP {resp.status}: {_error_message(data, '')}"
+                    f"token server {_sanitize(realm)} refused: HTTP {resp.status}: {_error_message(data, '')}"
                 )
         try:
             doc: Any = json.loads(data)
             token = doc.get("token") or doc.get("access_token")
         except (ValueError, AttributeError) as exc:
-            raise Unauthorized(f"token server {realm}: answer is not JSON") from exc
+            raise Unauthorized(f"token server {_sanitize(realm)}: answer is not JSON") from exc
         if not isinstance(token, str) or not token:
-            raise Unauthorized(f"token server {realm}: no token in the answer")
+            raise Unauthorized(f"token server {_sanitize(realm)}: no token in the answer")
         return token

@@ -1,9 +1,8 @@
 """Layer unpacking: decompress a layer stream and extract its tar into a
 fresh directory, in overlayfs form.
 
-Decompression is chosen by the stream's magic bytes (gzip, possibly
-multi-member; zstd; or plain tar), so a mislabelled media type still works.
-Extraction runs in-process and trusts nothing in the archive:
+Decompression (runtime.image.decompress) is chosen by the stream's magic
+bytes. Extraction runs in-process and trusts nothing in the archive:
 
 - entry names that are absolute or contain a `..` component are refused;
 - no path is ever resolved through a symlink: every parent directory of an
@@ -20,6 +19,11 @@ device `NAME`, `.wh..wh..opq` the xattr `trusted.overlay.opaque=y` on its
 directory. It must never write outside `dest`, and callers extract into a
 private temporary directory that is renamed into place only when the layer's
 digests have been verified.
+
+It also bounds what a layer can take (`Limits`): header bodies (PAX records,
+GNU long names) are read into memory only up to a cap per entry and per
+layer (a small gzip layer can declare a 512 MiB PAX body), decompressed
+bytes up to a multiple of the compressed size, and inodes up to a count.
 """
 
 from __future__ import annotations
@@ -30,25 +34,59 @@ import os
 import shutil
 import stat
 import tarfile
-import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-import zstandard
+from typing import Any
 
 from runtime.image.content import CHUNK, HashingReader, Readable
+from runtime.image.decompress import INFLATE_BACKEND, OUT_CHUNK, decompressed
 from runtime.image.errors import BadContent, UnsafeEntry
 from runtime.image.readahead import Readahead
+
+__all__ = ["INFLATE_BACKEND", "Extractor", "LayerStats", "Limits", "decompressed", "extract",
+           "unpack_layer"]  # fmt: skip
 
 WHITEOUT_PREFIX = ".wh."
 OPAQUE_MARKER = ".wh..wh..opq"
 OPAQUE_XATTR = "trusted.overlay.opaque"
 _XATTR_PAX = "SCHILY.xattr."
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+@dataclass(frozen=True)
+class Limits:
+    """What one layer may take; exceeding any is a BadContent error."""
+
+    header_bytes: int = 1 << 20  # one PAX or GNU long-name body (Go's archive/tar: 1 MiB)
+    header_total: int = 16 << 20  # all of them in a layer
+    bytes: int = 1 << 62  # decompressed tar bytes
+    inodes: int = 2_000_000
+
+    @staticmethod
+    def for_blob(size: int, expansion: int, inodes: int = 2_000_000) -> Limits:
+        """The default: `expansion` times the compressed `size`, never less
+        than 64 MiB (tar headers and padding of a tiny layer compress far
+        better than any ratio)."""
+        return Limits(bytes=max(size * expansion, 64 << 20), inodes=inodes)
+
+
+class _Capped:
+    """A reader that fails past `limit` bytes."""
+
+    def __init__(self, source: Readable, limit: int) -> None:
+        self._source = source
+        self._left = limit
+        self._limit = limit
+
+    def read(self, n: int = -1, /) -> bytes:
+        data = self._source.read(n)
+        self._left -= len(data)
+        if self._left < 0:
+            raise BadContent(
+                f"layer decompresses to more than {self._limit} bytes "
+                "(raise --max-layer-expansion if the image is genuine)"
+            )
+        return data
 
 
 @dataclass
@@ -57,148 +95,6 @@ class LayerStats:
 
     bytes: int = 0
     inodes: int = 0
-
-
-# -- decompression ---------------------------------------------------------
-
-# Decompressed bytes handed out per call. Larger outputs are slower, not
-# faster: every call allocates a fresh buffer, and past a few hundred KiB
-# those come from mmap and pay page faults, where a 256 KiB one stays warm
-# in the allocator and the cache.
-_OUT = 256 << 10
-_IN = 256 << 10
-
-
-class _Inflater(Protocol):
-    @property
-    def unconsumed_tail(self) -> bytes: ...
-    @property
-    def unused_data(self) -> bytes: ...
-    @property
-    def eof(self) -> bool: ...
-
-    def decompress(self, data: bytes | memoryview, max_length: int = 0, /) -> bytes: ...
-
-
-def _stdlib_inflater() -> _Inflater:
-    return zlib.decompressobj(wbits=31)
-
-
-_new_inflater: Callable[[], _Inflater] = _stdlib_inflater
-_inflate_errors: tuple[type[BaseException], ...] = (zlib.error,)
-INFLATE_BACKEND = "zlib"
-try:
-    # zlib-ng inflates (and CRCs) several times faster than the stdlib's zlib
-    # 1.2 on the same input, with the same API; the stdlib is the fallback.
-    from zlib_ng import zlib_ng as _zng
-except ImportError:  # pragma: no cover - depends on what is installed
-    pass
-else:
-
-    def _zng_inflater() -> _Inflater:
-        return _zng.decompressobj(wbits=31)
-
-    _new_inflater = _zng_inflater
-    _inflate_errors = (zlib.error, _zng.error)  # type: ignore[assignment]
-    INFLATE_BACKEND = "zlib-ng"
-
-
-class _Prefixed:
-    """`source` with `head` (already read from it) put back in front."""
-
-    def __init__(self, head: bytes, source: Readable) -> None:
-        self._head = head
-        self._source = source
-
-    def read(self, n: int = -1, /) -> bytes:
-        if self._head:
-            if n < 0 or n >= len(self._head):
-                out, self._head = self._head, b""
-                return out
-            out, self._head = self._head[:n], self._head[n:]
-            return out
-        return self._source.read(n)
-
-
-class _GzipReader:
-    """Streaming gzip (multi-member) decompression; truncation is an error.
-
-    Input goes to the inflater in slices of at most `_IN` bytes: handing it
-    a whole 1 MiB read with an output limit makes it copy the unconsumed
-    rest of the input on every call, which cost more than inflating."""
-
-    def __init__(self, source: Readable) -> None:
-        self._source = source
-        self._d = _new_inflater()
-        self._pending = memoryview(b"")  # read from the source, not yet inflated
-        self._tail = b""  # input the inflater handed back; goes before _pending
-        self._in_member = False
-
-    def _piece(self) -> bytes | memoryview:
-        if self._tail:
-            piece: bytes | memoryview = self._tail
-            self._tail = b""
-            return piece
-        if not self._pending:
-            self._pending = memoryview(self._source.read(CHUNK))
-        piece, self._pending = self._pending[:_IN], self._pending[_IN:]
-        return piece
-
-    def read(self, n: int = -1, /) -> bytes:
-        limit = min(n, _OUT) if n > 0 else _OUT
-        while True:
-            data = self._piece()
-            if not data:
-                if self._in_member:
-                    raise BadContent("layer is truncated: gzip stream ends early")
-                return b""
-            if not self._in_member:
-                if not bytes(data).strip(b"\0"):
-                    continue  # zero padding after the last member
-                self._d = _new_inflater()
-                self._in_member = True
-            try:
-                out = self._d.decompress(data, limit)
-            except _inflate_errors as exc:
-                raise BadContent(f"layer is not valid gzip: {exc}") from exc
-            self._tail = self._d.unconsumed_tail
-            if self._d.eof:
-                self._in_member = False
-                self._tail = self._d.unused_data
-            if out:
-                return out
-
-
-class _ZstdReader:
-    def __init__(self, source: Readable) -> None:
-        self._r = zstandard.ZstdDecompressor().stream_reader(
-            source,  # type: ignore[arg-type]  # any object with read() will do
-            read_size=CHUNK,
-            read_across_frames=True,
-        )
-
-    def read(self, n: int = -1, /) -> bytes:
-        try:
-            out: bytes = self._r.read(min(n, _OUT) if n > 0 else _OUT)
-        except zstandard.ZstdError as exc:
-            raise BadContent(f"layer is not valid zstd: {exc}") from exc
-        return out
-
-
-def decompressed(source: Readable) -> Readable:
-    """A reader of the uncompressed tar inside `source` (gzip/zstd/plain)."""
-    head = b""
-    while len(head) < 4:
-        more = source.read(4 - len(head))
-        if not more:
-            break
-        head += more
-    prefixed = _Prefixed(head, source)
-    if head.startswith(_GZIP_MAGIC):
-        return _GzipReader(prefixed)
-    if head.startswith(_ZSTD_MAGIC):
-        return _ZstdReader(prefixed)
-    return prefixed
 
 
 # -- tar reading -------------------------------------------------------------
@@ -214,11 +110,23 @@ class TarReader:
     unpacking close to the speed of the disk. Headers are parsed (and their
     checksums checked) by `tarfile.TarInfo.frombuf`."""
 
-    def __init__(self, source: Readable) -> None:
+    def __init__(self, source: Readable, limits: Limits | None = None) -> None:
         self._src = source
         self._buf = memoryview(b"")
         self._pending = 0  # data + padding of the current member not yet consumed
         self._global: dict[str, str] = {}
+        self._limits = limits or Limits()
+        self._header_total = 0
+
+    def _header_body(self, info: tarfile.TarInfo) -> bytes:
+        """A PAX or GNU long-name body, read only within the limits."""
+        size = info.size
+        if size > self._limits.header_bytes:
+            raise BadContent(f"tar header body of {size} bytes exceeds {self._limits.header_bytes}")
+        self._header_total += size
+        if self._header_total > self._limits.header_total:
+            raise BadContent(f"tar header bodies exceed {self._limits.header_total} bytes in all")
+        return self._read(self._padded(size))[:size]
 
     def _fill(self) -> None:
         chunk = self._src.read(CHUNK)
@@ -280,14 +188,14 @@ class TarReader:
                 return None
             info = tarfile.TarInfo.frombuf(header, "utf-8", "surrogateescape")
             if info.type in _PAX_TYPES or info.type == tarfile.XGLTYPE:
-                records = _parse_pax(self._read(self._padded(info.size))[: info.size])
+                records = _parse_pax(self._header_body(info))
                 if info.type == tarfile.XGLTYPE:
                     self._global.update(records)
                 else:
                     pax.update(records)
                 continue
             if info.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK):
-                data = self._read(self._padded(info.size))[: info.size]
+                data = self._header_body(info)
                 text = data.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
                 if info.type == tarfile.GNUTYPE_LONGNAME:
                     long_name = text
@@ -333,14 +241,26 @@ def _apply_pax(info: tarfile.TarInfo, headers: dict[str, str]) -> None:
         info.linkname = headers["linkpath"]
     for key in ("size", "uid", "gid"):
         if key in headers:
-            setattr(info, key, int(headers[key]))
+            value = int(headers[key])
+            if value < 0:
+                raise BadContent(f"tar entry {info.name!r}: negative PAX {key}")
+            setattr(info, key, value)
     if "mtime" in headers:
-        info.mtime = float(headers["mtime"])
+        mtime = float(headers["mtime"])
+        if not -(2**33) < mtime < 2**33:  # also NaN and infinities
+            raise BadContent(f"tar entry {info.name[:200]!r}: PAX mtime {mtime} is out of range")
+        info.mtime = mtime
     if info.type == tarfile.AREGTYPE and info.name.endswith("/"):
         info.type = tarfile.DIRTYPE
 
 
 # -- extraction --------------------------------------------------------------
+
+_ENTRY_ERRNOS = {
+    errno.ENOENT, errno.EEXIST, errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM,
+    errno.ENAMETOOLONG, errno.EINVAL, errno.ELOOP, errno.ENOTEMPTY, errno.EMLINK,
+    errno.EOPNOTSUPP, errno.ERANGE, errno.E2BIG, errno.EXDEV,
+}  # fmt: skip
 
 
 def _clean(name: str, what: str = "entry") -> str:
@@ -367,7 +287,11 @@ class _DirMeta:
 class Extractor:
     """Extracts one tar stream into `dest` (an empty private directory)."""
 
-    def __init__(self, dest: Path, *, preserve_owner: bool | None = None) -> None:
+    def __init__(
+        self, dest: Path, *, preserve_owner: bool | None = None, limits: Limits | None = None
+    ) -> None:
+        self.limits = limits or Limits()
+        self.entries = 0
         self.dest = dest
         self.root = str(dest)
         self.preserve_owner = os.geteuid() == 0 if preserve_owner is None else preserve_owner
@@ -433,10 +357,22 @@ class Extractor:
         return False
 
     def extract(self, stream: Readable) -> LayerStats:
-        reader = TarReader(stream)
+        reader = TarReader(stream, self.limits)
         try:
             while (member := reader.next()) is not None:
-                self._entry(reader, member)
+                self.entries += 1
+                if self.entries > self.limits.inodes:
+                    raise BadContent(f"layer has more than {self.limits.inodes} entries")
+                try:
+                    self._entry(reader, member)
+                except OSError as exc:
+                    # what the entry asks for cannot be made (an empty symlink
+                    # target, a name too long or clashing with an earlier
+                    # entry, an xattr the filesystem refuses); the host's own
+                    # failures (no space, I/O errors) stay what they are
+                    if exc.errno not in _ENTRY_ERRNOS:
+                        raise
+                    raise BadContent(f"tar entry {member.name[:200]!r}: {exc.strerror}") from exc
         except (tarfile.TarError, UnicodeError, ValueError) as exc:
             raise BadContent(f"layer tar is corrupt: {exc}") from exc
         self._finish_dirs()
@@ -590,18 +526,23 @@ def extract(stream: Readable, dest: Path) -> LayerStats:
     return Extractor(dest).extract(stream)
 
 
-def unpack_layer(source: Readable, dest: Path, *, readahead: bool = True) -> tuple[LayerStats, str]:
+def unpack_layer(
+    source: Readable, dest: Path, *, readahead: bool = True, limits: Limits | None = None
+) -> tuple[LayerStats, str]:
     """Decompress the layer blob `source` and extract it into the empty
     directory `dest`; returns what it occupies and the sha256 of its tar (to
     check against the diff ID). With `readahead`, inflate and the tar's
     digest run in a thread of their own, ahead of extraction and its file
     writes. `source` is read to the end of the compressed stream, not beyond."""
-    plain = HashingReader(decompressed(source))
+    limits = limits or Limits()
+    plain = HashingReader(_Capped(decompressed(source), limits.bytes))
     with contextlib.ExitStack() as stack:
         tar: Readable = plain
         if readahead:
-            tar = stack.enter_context(Readahead(plain, chunk=_OUT, depth=8, name="layer-inflate"))
-        stats = Extractor(dest).extract(tar)
+            tar = stack.enter_context(
+                Readahead(plain, chunk=OUT_CHUNK, depth=8, name="layer-inflate")
+            )
+        stats = Extractor(dest, limits=limits).extract(tar)
         while tar.read(CHUNK):  # what follows the end-of-archive blocks is in the digest too
             pass
     return stats, plain.digest

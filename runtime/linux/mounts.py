@@ -15,9 +15,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from typing import Any
 
-from runtime.linux import libc
+from runtime.linux import libc, safepath
 
 DEVICES = ["null", "zero", "full", "random", "urandom", "tty"]
 
@@ -85,6 +86,51 @@ def ensure_target(root: str, path: str, is_dir: bool) -> str:
             fd = os.open(dest, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
             os.close(fd)
     return dest
+
+
+def bind_into(
+    source: str,
+    root: str,
+    target: str,
+    readonly: bool = False,
+    recursive: bool = True,
+    propagation: str = "",
+) -> None:
+    """Bind `source` (a host path) onto `target` inside `root`. The target
+    (and any directory missing on the way) is resolved and made inside the
+    root as file descriptors (runtime.linux.safepath) and mounted through
+    /proc/self/fd/N, so neither `..`, a symlink, nor one swapped in meanwhile
+    by another container sharing a volume can redirect it; the read-only
+    remount and propagation change go to the new mount, checked to be it."""
+    o_path = os.O_PATH | os.O_CLOEXEC
+    src = os.open(source, o_path)
+    root_fd = os.open(root, o_path | os.O_DIRECTORY)
+    try:
+        is_dir = stat.S_ISDIR(os.fstat(src).st_mode)
+        ensure = safepath.ensure_dir_in_root if is_dir else safepath.ensure_file_in_root
+        dst = ensure(root_fd, target)
+        flags = libc.MS_BIND | (libc.MS_REC if recursive else 0)
+        try:
+            libc.mount(safepath.proc_path(src), safepath.proc_path(dst), None, flags)
+        finally:
+            os.close(dst)
+        if not readonly and not propagation:
+            return
+        new = safepath.open_in_root(root_fd, target)
+        try:
+            a, b = os.fstat(new), os.fstat(src)
+            if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+                raise OSError(errno.EXDEV, f"mount target {target!r} changed while mounting")
+            if readonly:
+                libc.mount(None, safepath.proc_path(new), None,
+                           flags | libc.MS_REMOUNT | libc.MS_RDONLY)  # fmt: skip
+            if propagation:
+                libc.mount(None, safepath.proc_path(new), None, PROPAGATION[propagation])
+        finally:
+            os.close(new)
+    finally:
+        os.close(src)
+        os.close(root_fd)
 
 
 def bind(source: str, dest: str, readonly: bool = False, recursive: bool = True) -> None:
@@ -230,10 +276,8 @@ def cri_mount(root: str, m: dict[str, Any]) -> None:
     source = os.path.realpath(m["source"])
     if not os.path.exists(source):
         raise FileNotFoundError(errno.ENOENT, f"mount source {m['source']!r} does not exist")
-    dest = ensure_target(root, m["target"], os.path.isdir(source))
-    bind(source, dest, readonly=bool(m.get("readonly")))
     prop = m.get("propagation") or "rprivate"
-    libc.mount(None, dest, None, PROPAGATION[prop])
+    bind_into(source, root, m["target"], readonly=bool(m.get("readonly")), propagation=prop)
 
 
 def pivot(root: str) -> None:
@@ -270,15 +314,19 @@ def build_rootfs(spec: dict[str, Any]) -> str:
     setup_dev(root, spec.get("shm"))
     for dev in spec.get("devices") or []:
         # a host device node, bound onto a file under the container's /dev
-        bind(dev["host"], ensure_target(root, dev["container"], False), recursive=False)
+        bind_into(dev["host"], root, dev["container"], recursive=False)
     for dest, src in (spec.get("etc") or {}).items():
         if src and os.path.exists(src):
-            bind(src, ensure_target(root, dest, False), readonly=False, recursive=False)
+            bind_into(src, root, dest, recursive=False)
     for m in spec.get("mounts") or []:
         cri_mount(root, m)
     cwd = spec["process"].get("cwd") or "/"
     with contextlib.suppress(OSError):
-        os.makedirs(secure_join(root, cwd), exist_ok=True)
+        root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.close(safepath.ensure_dir_in_root(root_fd, cwd))
+        finally:
+            os.close(root_fd)
     if not spec.get("privileged"):
         mask_paths(root, spec.get("masked_paths", DEFAULT_MASKED))
         readonly_paths(root, spec.get("readonly_paths", DEFAULT_READONLY))

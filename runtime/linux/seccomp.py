@@ -150,48 +150,9 @@ def build(profile: dict[str, Any], caps: list[str] | None = None) -> bytes:
         lib.seccomp_release(ctx)
 
 
-# Refused by Docker's default profile unless the capability is held.
-_DENY_ALWAYS = [
-    "acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module",
-    "delete_module", "finit_module", "fsconfig", "fsmount", "fsopen", "fspick",
-    "get_kernel_syms", "get_mempolicy", "init_module", "ioperm", "iopl", "kcmp",
-    "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie", "mbind", "mount",
-    "mount_setattr", "move_mount", "move_pages", "name_to_handle_at", "nfsservctl",
-    "open_by_handle_at", "open_tree", "perf_event_open", "pivot_root",
-    "process_vm_readv", "process_vm_writev", "ptrace", "query_module", "quotactl",
-    "quotactl_fd", "reboot", "request_key", "set_mempolicy", "setdomainname",
-    "sethostname", "setns", "settimeofday", "stime", "swapoff", "swapon", "syslog",
-    "_sysctl", "sysfs", "umount", "umount2", "unshare", "uselib", "userfaultfd",
-    "ustat", "vm86", "vm86old",
-]  # fmt: skip
-_ALLOWED_BY_CAP = {
-    "SYS_ADMIN": ["bpf", "fsconfig", "fsmount", "fsopen", "fspick", "mount", "mount_setattr",
-                  "move_mount", "name_to_handle_at", "open_tree", "perf_event_open", "quotactl",
-                  "quotactl_fd", "setdomainname", "sethostname", "setns", "syslog", "umount",
-                  "umount2", "unshare", "lookup_dcookie", "pivot_root"],
-    "SYS_BOOT": ["reboot"],
-    "SYS_CHROOT": [],
-    "SYS_MODULE": ["delete_module", "init_module", "finit_module"],
-    "SYS_PACCT": ["acct"],
-    "SYS_PTRACE": ["kcmp", "process_vm_readv", "process_vm_writev", "ptrace"],
-    "SYS_RAWIO": ["iopl", "ioperm"],
-    "SYS_TIME": ["settimeofday", "stime", "clock_settime", "clock_adjtime"],
-    "SYS_NICE": ["get_mempolicy", "mbind", "set_mempolicy"],
-    "SYSLOG": ["syslog"],
-    "BPF": ["bpf"],
-    "PERFMON": ["perf_event_open"],
-    "DAC_READ_SEARCH": ["open_by_handle_at"],
-}  # fmt: skip
-
-
 def default_profile(caps: list[str]) -> dict[str, Any]:
-    """skiff's runtime/default: allow everything except what Docker's
-    default profile refuses, minus what the granted capabilities allow."""
-    allowed: set[str] = set()
-    for cap in caps:
-        allowed.update(_ALLOWED_BY_CAP.get(cap, []))
-    deny = [n for n in _DENY_ALWAYS if n not in allowed]
-    return {
-        "defaultAction": "SCMP_ACT_ALLOW",
-        "syscalls": [{"names": deny, "action": "SCMP_ACT_ERRNO", "errnoRet": errno_mod.EPERM}],
-    }
+    """RuntimeDefault: containerd's default profile, an allow-list
+    (runtime.linux.seccomp_default)."""
+    from runtime.linux import seccomp_default
+
+    return seccomp_default.profile(caps)

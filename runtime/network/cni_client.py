@@ -407,6 +407,10 @@ class CNIClient:
         args.append(("K8S_POD_INFRA_CONTAINER_ID", sandbox_id))
         if pod_uid:
             args.append(("K8S_POD_UID", pod_uid))
+        for key, value in args:
+            # `;` or `=` in a value would add pairs of the caller's choosing
+            if not value.isprintable() or any(c in value for c in ";= "):
+                raise ValueError(f"CNI_ARGS: {key} {value!r} may not hold ';', '=' or spaces")
         return args
 
     @staticmethod

@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from runtime.image import unpack
+from runtime.image import decompress, unpack
 from runtime.image.errors import BadContent
 from runtime.image.readahead import Readahead
 
@@ -91,7 +91,7 @@ def _gunzip_all(data: bytes, n: int = 1 << 20) -> bytes:
 @pytest.fixture(params=["default", "stdlib"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "stdlib":
-        monkeypatch.setattr(unpack, "_new_inflater", unpack._stdlib_inflater)
+        monkeypatch.setattr(decompress, "_new_inflater", decompress._stdlib_inflater)
     return str(request.param)
 
 

@@ -73,7 +73,15 @@ def test_secure_join_never_leaves_root(tmp_path: Path) -> None:
 def test_seccomp_build_produces_bpf() -> None:
     bpf = seccomp.build(seccomp.default_profile(["CHOWN"]), ["CHOWN"])
     assert bpf and len(bpf) % 8 == 0
-    with_admin = seccomp.build(seccomp.default_profile(["SYS_ADMIN"]), ["SYS_ADMIN"])
-    assert len(with_admin) < len(bpf)
+    # an allow-list: a capability adds syscalls (and drops the clone guard)
+    prof = seccomp.default_profile(["CHOWN"])
+    assert prof["defaultAction"] == "SCMP_ACT_ERRNO"
+    allowed = {n for r in prof["syscalls"] if r["action"] == "SCMP_ACT_ALLOW" for n in r["names"]}
+    assert {"read", "execve", "clone"} <= allowed
+    assert not {"unshare", "mount", "io_uring_setup", "keyctl", "bpf"} & allowed
+    admin = seccomp.default_profile(["SYS_ADMIN"])
+    assert "unshare" in {n for r in admin["syscalls"] for n in r["names"]}
+    with_admin = seccomp.build(admin, ["SYS_ADMIN"])
+    assert with_admin != bpf
     with pytest.raises(ValueError):
         seccomp.build({"defaultAction": "SCMP_ACT_WHATEVER"})
