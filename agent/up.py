@@ -35,7 +35,6 @@ and the free pages startup leaves returned once Ready (malloc_trim).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import ipaddress
 import logging
 import os
@@ -47,13 +46,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
 from agent import main as agent_main
 from agent.cri_client import CRIClient, CRIError
+from agent.layout import Layout
 from agent.pod_cgroups import remove_empty_tree
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
@@ -128,73 +127,6 @@ def log_to_files(lay: Layout, level: str) -> None:
         handler.setFormatter(fmt)
         handler.addFilter(AgentLogs(agent))
         root.addHandler(handler)
-
-
-@dataclass(frozen=True)
-class Layout:
-    data_dir: Path
-    controlplane_dir: Path
-    runtime_root: Path
-    runtime_state: Path
-    cri_socket: Path
-    agent_root: Path
-    pod_logs: Path
-    cni_conf_dir: Path
-    cni_bin_dir: Path
-    log_dir: Path
-    cgroup_root: str
-    cni_bridge: str
-    manifests: Path
-    # Host-global names beside the bridge and the cgroups: the runtime's
-    # fallback cgroup parent, the CNI network, the service proxy's iptables
-    # chains and the dummy interface of the cluster DNS address.
-    runtime_cgroup: str = "/skiff"
-    cni_network: str = "skiff"
-    chain_prefix: str = "SKIFF"
-    dns_interface: str = "skiff-dns"
-
-    @staticmethod
-    def standard() -> Layout:
-        base = Path("/var/lib/skiff")
-        return Layout(
-            data_dir=base,
-            controlplane_dir=base / "controlplane",
-            runtime_root=base / "runtime",
-            runtime_state=Path("/run/skiff/runtime"),
-            cri_socket=Path("/run/skiff/cri.sock"),
-            agent_root=base / "agent",
-            pod_logs=Path("/var/log/pods"),
-            cni_conf_dir=Path("/etc/cni/net.d"),
-            cni_bin_dir=Path("/opt/cni/bin"),
-            log_dir=Path("/var/log/skiff"),
-            cgroup_root="/skiff/pods",
-            cni_bridge="skiff0",
-            manifests=Path("/etc/skiff/manifests"),
-        )
-
-    @staticmethod
-    def under(data_dir: Path) -> Layout:
-        d = data_dir.resolve()
-        tag = hashlib.sha256(str(d).encode()).hexdigest()[:6]
-        return Layout(
-            data_dir=d,
-            controlplane_dir=d / "controlplane",
-            runtime_root=d / "runtime",
-            runtime_state=d / "run" / "runtime",
-            cri_socket=d / "run" / "cri.sock",
-            agent_root=d / "agent",
-            pod_logs=d / "logs" / "pods",
-            cni_conf_dir=d / "cni" / "net.d",
-            cni_bin_dir=d / "cni" / "bin",
-            log_dir=d / "logs",
-            cgroup_root=f"/skiff-{tag}/pods",
-            cni_bridge=f"skiff{tag[:5]}",
-            manifests=d / "manifests",
-            runtime_cgroup=f"/skiff-{tag}",
-            cni_network=f"skiff-{tag[:5]}",
-            chain_prefix=f"SKIFF{tag[:5]}",
-            dns_interface=f"skiff{tag[:5]}-dns",
-        )
 
 
 def build_parser() -> argparse.ArgumentParser:
