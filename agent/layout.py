@@ -79,3 +79,30 @@ class Layout:
             chain_prefix=f"SKIFF{tag[:5]}",
             dns_interface=f"skiff{tag[:5]}-dns",
         )
+
+
+def unsafe_data_dir(path: Path) -> str:
+    """Why `path` (or one of its parents) is not safe as skiff up's data dir,
+    or "" if it is. skiff up runs as root what lies there (static pod
+    manifests, CNI plugins in cni/bin), so the directory and every parent must
+    belong to root and be writable by nobody else; a parent writable by others
+    is fine with the sticky bit (as /tmp: nobody can rename root's entries)."""
+    path = path.absolute()
+    chain = [p for p in (path, *path.parents) if p.exists()]
+    for p in chain:
+        st = p.stat()
+        fix = f"`chown root:root {p} && chmod go-w {p}`, or choose another --data-dir"
+        if st.st_uid != 0:
+            return (
+                f"--data-dir {path}: {p} is owned by uid {st.st_uid}, not root, and skiff up"
+                f" would run its manifests/ and cni/bin as root: {fix}"
+            )
+        writable = st.st_mode & 0o022
+        sticky = st.st_mode & 0o1000 and p != path
+        if writable and not sticky:
+            return (
+                f"--data-dir {path}: {p} is writable by group or others (mode"
+                f" {st.st_mode & 0o7777:o}), and skiff up would run its manifests/ and cni/bin"
+                f" as root: {fix}"
+            )
+    return ""

@@ -20,7 +20,11 @@ run side by side once the second also gets its own ports and address ranges:
 --cluster-cidr and --service-cidr (the cluster DNS address follows it, as the
 kube-dns Service's cluster IP does: its tenth address). Ctrl-C (or SIGTERM) stops the agent, removes the
 pods it ran (unless --keep-pods), then stops the runtime and the control
-plane. The logs of the control plane and the agent go to controlplane.log
+plane, and removes what the instance made on the host (host_state.teardown;
+with --keep-pods only what the kept pods do not need). At start it takes the
+data dir (root's, writable by nobody else, one instance at a time), adopts
+or removes what a previous instance of the same names left, and refuses a
+host route or address inside its CIDRs that is not its own (prepare_host). The logs of the control plane and the agent go to controlplane.log
 and agent.log under the log directory, by logger name (the shared client
 library, controlplane.client, logs into controlplane.log).
 
@@ -35,10 +39,10 @@ and the free pages startup leaves returned once Ready (malloc_trim).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -50,10 +54,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
+from agent import host_state
 from agent import main as agent_main
 from agent.cri_client import CRIClient, CRIError
-from agent.layout import Layout
-from agent.pod_cgroups import remove_empty_tree
+from agent.host_state import Instance
+from agent.instance_lock import Busy, InstanceLock
+from agent.layout import Layout, unsafe_data_dir
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
@@ -312,6 +318,92 @@ def remove_all_pods(endpoint: str) -> None:
         client.close()
 
 
+def take_data_dir(lay: Layout, given: bool) -> InstanceLock:
+    """Check the data dir is safe to run from (root's, writable by nobody
+    else), make it, and lock it for this instance; RuntimeError if not."""
+    if given:
+        why = unsafe_data_dir(lay.data_dir)
+        if why:
+            raise RuntimeError(why)
+    lay.data_dir.mkdir(parents=True, exist_ok=True, mode=0o755)
+    if given:
+        why = unsafe_data_dir(lay.data_dir)
+        if why:
+            raise RuntimeError(why)
+    lock = InstanceLock(lay.data_dir)
+    try:
+        lock.acquire()
+    except Busy as err:
+        raise RuntimeError(f"{err}: stop it first, or give another --data-dir") from None
+    return lock
+
+
+def prepare_host(inst: Instance) -> None:
+    """Deal with what a previous instance of the same names left (a crash,
+    kill -9, --keep-pods): a runtime still running is stopped; pods still
+    running are adopted with their network, cgroups and mounts (the runtime
+    and the agent take them over); with no pod left, everything goes. Then
+    refuse (RuntimeError) if a route or address that is not ours lies in the
+    pod or service CIDR."""
+    stopped = host_state.stop_runtime(inst)
+    if stopped:
+        log.info("stopped the runtime a previous instance left running")
+    found = host_state.leftovers(inst)
+    if found and host_state.processes(inst):
+        log.info("adopting the pods a previous instance left: %s", "; ".join(found))
+    elif found:
+        log.info("removing what a previous instance left: %s", "; ".join(found))
+        host_state.teardown(inst)
+    vxlan = host_state.vxlan_device(host_state.written_conf(inst))
+    clashes = host_state.conflicts(inst, vxlan)
+    if clashes:
+        raise RuntimeError("\n  ".join(["refusing to start:", *(c.message() for c in clashes)]))
+    inst.save()
+
+
+def clean_host(inst: Instance, keep_pods: bool) -> None:
+    """After stopping: remove everything of the instance from the host, or
+    with --keep-pods only what the pods left running do not need."""
+    if keep_pods:
+        log.info(
+            "--keep-pods: kept for the pods left running: bridge %s and its route, the CNI"
+            " config and IPAM state, cgroups under %s, their mounts and network namespaces"
+            " under %s; `skiff down%s` removes them",
+            inst.bridge,
+            inst.cgroup,
+            inst.data_dir,
+            "" if inst.data_dir == Layout.standard().data_dir else f" --data-dir {inst.data_dir}",
+        )
+        return
+    try:
+        removed = host_state.teardown(inst)
+    except (OSError, RuntimeError) as err:
+        log.warning("could not remove everything from the host: %s", err)
+        return
+    if removed:
+        log.info("removed from the host: %s", "; ".join(removed))
+
+
+def copy_private(src: Path, dst: Path) -> None:
+    """Copy a credential file: created 0600 under a new name (O_EXCL) and
+    renamed into place, so it is never readable by others, even briefly."""
+    data = src.read_bytes()
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dst)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
 def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | None = None) -> int:
     """`skiff up`. With `controlplane`, the control plane runs in this
     process (what the `skiff` command does); without, as a child process."""
@@ -328,6 +420,13 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
     dns_ip = cluster_dns(args)
     limit_malloc_arenas()
     lay = Layout.under(Path(args.data_dir)) if args.data_dir else Layout.standard()
+    inst = Instance.of(lay, args.cluster_cidr, args.service_cidr, dns_ip)
+    try:
+        lock = take_data_dir(lay, bool(args.data_dir))
+        prepare_host(inst)
+    except (RuntimeError, OSError) as err:
+        print(f"skiff up: {err}", file=sys.stderr)
+        return 1
     for d in (
         lay.controlplane_dir,
         lay.runtime_root,
@@ -442,8 +541,7 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
             )
 
         _wait(f"node {args.node_name} to be Ready", node_ready, rt.check, stop)
-        shutil.copyfile(admin_conf, lay.data_dir / "admin.conf")
-        os.chmod(lay.data_dir / "admin.conf", 0o600)
+        copy_private(admin_conf, lay.data_dir / "admin.conf")
         print(
             f"skiff is up: node {args.node_name} is Ready.\n"
             f"  export SKIFF_CONFIG={lay.data_dir / 'admin.conf'}\n"
@@ -468,21 +566,16 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         if ag is not None:
             ag.stop()
             log.info("agent stopped")
-        pods_removed = False
         if not args.keep_pods and rt.alive():
             try:
                 remove_all_pods(f"unix://{lay.cri_socket}")
-                pods_removed = True
             except CRIError as err:
                 log.warning("could not remove pods: %s", err)
         rt.stop()
-        if pods_removed:
-            # The runtime's cgroup tree, the pods' root included (it lies
-            # under it), now empty: only empty directories go, so anything
-            # still running keeps its own.
-            remove_empty_tree(lay.runtime_cgroup)
         if cp is not None:
             cp.stop()
             log.info("controlplane stopped")
         if cp_child is not None:
             cp_child.stop()
+        clean_host(inst, args.keep_pods)
+        lock.release()

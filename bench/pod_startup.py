@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.up import Layout
+from agent.layout import Layout
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.client.interface import DeleteOptions, ListOptions
