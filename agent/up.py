@@ -39,7 +39,6 @@ and the free pages startup leaves returned once Ready (malloc_trim).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ipaddress
 import logging
 import os
@@ -54,12 +53,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
-from agent import host_state
 from agent import main as agent_main
 from agent.cri_client import CRIClient, CRIError
 from agent.host_state import Instance
-from agent.instance_lock import Busy, InstanceLock
-from agent.layout import Layout, unsafe_data_dir
+from agent.layout import Layout
+from agent.up_host import clean_host, copy_private, prepare_host, take_data_dir
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
@@ -318,90 +316,206 @@ def remove_all_pods(endpoint: str) -> None:
         client.close()
 
 
-def take_data_dir(lay: Layout, given: bool) -> InstanceLock:
-    """Check the data dir is safe to run from (root's, writable by nobody
-    else), make it, and lock it for this instance; RuntimeError if not."""
-    if given:
-        why = unsafe_data_dir(lay.data_dir)
-        if why:
-            raise RuntimeError(why)
-    lay.data_dir.mkdir(parents=True, exist_ok=True, mode=0o755)
-    if given:
-        why = unsafe_data_dir(lay.data_dir)
-        if why:
-            raise RuntimeError(why)
-    lock = InstanceLock(lay.data_dir)
-    try:
-        lock.acquire()
-    except Busy as err:
-        raise RuntimeError(f"{err}: stop it first, or give another --data-dir") from None
-    return lock
+def prepare_dirs(lay: Layout) -> None:
+    """The instance's directories and its CNI plugins."""
+    for d in (
+        lay.controlplane_dir,
+        lay.runtime_root,
+        lay.runtime_state,
+        lay.agent_root,
+        lay.cni_conf_dir,
+        lay.log_dir,
+    ):
+        d.mkdir(parents=True, exist_ok=True)
+    lay.cri_socket.parent.mkdir(parents=True, exist_ok=True)
+    install_cni(lay.cni_bin_dir)
 
 
-def prepare_host(inst: Instance) -> None:
-    """Deal with what a previous instance of the same names left (a crash,
-    kill -9, --keep-pods): a runtime still running is stopped; pods still
-    running are adopted with their network, cgroups and mounts (the runtime
-    and the agent take them over); with no pod left, everything goes. Then
-    refuse (RuntimeError) if a route or address that is not ours lies in the
-    pod or service CIDR."""
-    stopped = host_state.stop_runtime(inst)
-    if stopped:
-        log.info("stopped the runtime a previous instance left running")
-    found = host_state.leftovers(inst)
-    if found and host_state.processes(inst):
-        log.info("adopting the pods a previous instance left: %s", "; ".join(found))
-    elif found:
-        log.info("removing what a previous instance left: %s", "; ".join(found))
-        host_state.teardown(inst)
-    vxlan = host_state.vxlan_device(host_state.written_conf(inst))
-    clashes = host_state.conflicts(inst, vxlan)
-    if clashes:
-        raise RuntimeError("\n  ".join(["refusing to start:", *(c.message() for c in clashes)]))
-    inst.save()
+def controlplane_argv(args: argparse.Namespace, lay: Layout, server: str) -> list[str]:
+    """The `skiff controlplane` flags of skiff up's control plane."""
+    return [
+        "--listen",
+        f"0.0.0.0:{args.api_port}",
+        "--advertise-address",
+        server,
+        "--data-dir",
+        str(lay.controlplane_dir),
+        "--service-cidr",
+        args.service_cidr,
+        "--cluster-cidr",
+        args.cluster_cidr,
+        "--log-level",
+        args.log_level.upper(),
+    ]
 
 
-def clean_host(inst: Instance, keep_pods: bool) -> None:
-    """After stopping: remove everything of the instance from the host, or
-    with --keep-pods only what the pods left running do not need."""
-    if keep_pods:
-        log.info(
-            "--keep-pods: kept for the pods left running: bridge %s and its route, the CNI"
-            " config and IPAM state, cgroups under %s, their mounts and network namespaces"
-            " under %s; `skiff down%s` removes them",
-            inst.bridge,
-            inst.cgroup,
-            inst.data_dir,
-            "" if inst.data_dir == Layout.standard().data_dir else f" --data-dir {inst.data_dir}",
+def runtime_argv(args: argparse.Namespace, lay: Layout) -> list[str]:
+    """The `skiff runtime` command line of skiff up's runtime."""
+    argv = [
+        sys.executable,
+        "-m",
+        "skiff",
+        "runtime",
+        "--listen",
+        f"unix://{lay.cri_socket}",
+        "--root",
+        str(lay.runtime_root),
+        "--state",
+        str(lay.runtime_state),
+        "--cni-conf-dir",
+        str(lay.cni_conf_dir),
+        "--cni-bin-dir",
+        str(lay.cni_bin_dir),
+        "--cgroup-parent",
+        lay.runtime_cgroup,
+        "--log-level",
+        args.log_level.lower(),
+    ]
+    if args.registry_config:
+        argv += ["--registry-config", args.registry_config]
+    if args.disable_default_registry_endpoint:
+        argv.append("--disable-default-registry-endpoint")
+    return argv
+
+
+def stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT (Ctrl-C) set."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop
+
+
+class Parts:
+    """The parts of one skiff up and the steps that start and stop them:
+    control plane (in this process, or a child without `embed`), runtime
+    (a child), agent (in this process)."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        lay: Layout,
+        dns_ip: str,
+        embed: EmbedControlPlane | None,
+        stop: threading.Event,
+    ) -> None:
+        self.args = args
+        self.lay = lay
+        self.stop = stop
+        self.embed = embed
+        server = f"127.0.0.1:{args.api_port}"
+        self.cp_args = controlplane_argv(args, lay, server)
+        py = [sys.executable, "-m", "skiff"]
+        self.cp_child = (
+            Child(
+                "controlplane",
+                [*py, "controlplane", *self.cp_args],
+                lay.log_dir / "controlplane.log",
+            )
+            if embed is None
+            else None
         )
-        return
-    try:
-        removed = host_state.teardown(inst)
-    except (OSError, RuntimeError) as err:
-        log.warning("could not remove everything from the host: %s", err)
-        return
-    if removed:
-        log.info("removed from the host: %s", "; ".join(removed))
+        self.rt = Child("runtime", runtime_argv(args, lay), lay.log_dir / "runtime.log")
+        for child in (self.rt, self.cp_child):
+            if child is not None:
+                child.env = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(ARENA_MAX))}
+        self.ag_args = agent_argv(args, lay, dns_ip, server)
+        self.admin_conf = lay.controlplane_dir / "admin.conf"
+        self.cp: Running | None = None
+        self.ag: agent_main.RunningAgent | None = None
 
+    def start_controlplane(self) -> None:
+        if self.cp_child is not None:
+            self.cp_child.start()
 
-def copy_private(src: Path, dst: Path) -> None:
-    """Copy a credential file: created 0600 under a new name (O_EXCL) and
-    renamed into place, so it is never readable by others, even briefly."""
-    data = src.read_bytes()
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+            def api_ready() -> bool:
+                with connect(load_config(self.admin_conf), timeout=2) as c:
+                    c.whoami()
+                return True
+
+            _wait("the control plane API", api_ready, self.cp_child.check, self.stop)
+        else:
+            assert self.embed is not None
+            self.cp = self.embed(self.cp_args)
+            log.info(
+                "controlplane serving in this process, log %s",
+                self.lay.log_dir / "controlplane.log",
+            )
+
+    def start_runtime(self) -> None:
+        self.rt.start()
+
+        def runtime_ready() -> bool:
+            c = CRIClient(f"unix://{self.lay.cri_socket}", timeout=2)
+            try:
+                c.version()
+            finally:
+                c.close()
+            return True
+
+        _wait("the runtime socket", runtime_ready, self.rt.check, self.stop)
+
+    def start_agent(self) -> None:
+        token = (self.lay.controlplane_dir / "join-token").read_text().strip()
+        self.ag_args[self.ag_args.index("--token") + 1] = token
+        self.ag = agent_main.start(agent_main.build_parser().parse_args(self.ag_args), self.stop)
+        if self.stop.is_set():
+            raise Interrupted("stopped while starting the agent")
+        log.info("agent started in this process, log %s", self.lay.log_dir / "agent.log")
+
+    def wait_node_ready(self) -> None:
+        name = self.args.node_name
+
+        def node_ready() -> bool:
+            with connect(load_config(self.admin_conf), timeout=2) as c:
+                node = c.get("Node", name)
+            return any(
+                x["type"] == "Ready" and x["status"] == "True" for x in node["status"]["conditions"]
+            )
+
+        _wait(f"node {name} to be Ready", node_ready, self.rt.check, self.stop)
+
+    def announce(self) -> None:
+        """Hand the admin credential over and say how to use skiff."""
+        lay = self.lay
+        copy_private(self.admin_conf, lay.data_dir / "admin.conf")
+        print(
+            f"skiff is up: node {self.args.node_name} is Ready.\n"
+            f"  export SKIFF_CONFIG={lay.data_dir / 'admin.conf'}\n"
+            f"  skiffctl get nodes\n"
+            f"  skiffctl apply -f examples/nginx-deployment.yaml\n"
+            f"Logs: {lay.log_dir}/{{controlplane,runtime,agent}}.log. Ctrl-C stops skiff.",
+            flush=True,
+        )
+
+    def serve(self) -> None:
+        """Until Ctrl-C or SIGTERM; RuntimeError if a child process exits."""
+        release_free_memory()
+        while not self.stop.wait(1.0):
+            for child in (self.cp_child, self.rt):
+                if child is not None and not child.alive():
+                    raise RuntimeError(f"{child.name} exited unexpectedly (see {child.log_path})")
+
+    def shutdown(self) -> None:
+        """Agent, pods (unless --keep-pods), runtime, control plane."""
+        if self.ag is not None:
+            self.ag.stop()
+            log.info("agent stopped")
+        if not self.args.keep_pods and self.rt.alive():
+            try:
+                remove_all_pods(f"unix://{self.lay.cri_socket}")
+            except CRIError as err:
+                log.warning("could not remove pods: %s", err)
+        self.rt.stop()
+        if self.cp is not None:
+            self.cp.stop()
+            log.info("controlplane stopped")
+        if self.cp_child is not None:
+            self.cp_child.stop()
 
 
 def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | None = None) -> int:
@@ -427,134 +541,16 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
     except (RuntimeError, OSError) as err:
         print(f"skiff up: {err}", file=sys.stderr)
         return 1
-    for d in (
-        lay.controlplane_dir,
-        lay.runtime_root,
-        lay.runtime_state,
-        lay.agent_root,
-        lay.cni_conf_dir,
-        lay.log_dir,
-    ):
-        d.mkdir(parents=True, exist_ok=True)
-    lay.cri_socket.parent.mkdir(parents=True, exist_ok=True)
-    install_cni(lay.cni_bin_dir)
+    prepare_dirs(lay)
     log_to_files(lay, args.log_level)
-    py = [sys.executable, "-m", "skiff"]
-    level = args.log_level
-    server = f"127.0.0.1:{args.api_port}"
-    cp_args = [
-        "--listen",
-        f"0.0.0.0:{args.api_port}",
-        "--advertise-address",
-        server,
-        "--data-dir",
-        str(lay.controlplane_dir),
-        "--service-cidr",
-        args.service_cidr,
-        "--cluster-cidr",
-        args.cluster_cidr,
-        "--log-level",
-        level.upper(),
-    ]
-    cp_child = (
-        Child("controlplane", [*py, "controlplane", *cp_args], lay.log_dir / "controlplane.log")
-        if controlplane is None
-        else None
-    )
-    rt_args = [
-        *py,
-        "runtime",
-        "--listen",
-        f"unix://{lay.cri_socket}",
-        "--root",
-        str(lay.runtime_root),
-        "--state",
-        str(lay.runtime_state),
-        "--cni-conf-dir",
-        str(lay.cni_conf_dir),
-        "--cni-bin-dir",
-        str(lay.cni_bin_dir),
-        "--cgroup-parent",
-        lay.runtime_cgroup,
-        "--log-level",
-        level.lower(),
-    ]
-    if args.registry_config:
-        rt_args += ["--registry-config", args.registry_config]
-    if args.disable_default_registry_endpoint:
-        rt_args.append("--disable-default-registry-endpoint")
-    rt = Child("runtime", rt_args, lay.log_dir / "runtime.log")
-    for child in (rt, cp_child):
-        if child is not None:
-            child.env = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(ARENA_MAX))}
-    ag_args = agent_argv(args, lay, dns_ip, server)
-
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    admin_conf = lay.controlplane_dir / "admin.conf"
-    cp: Running | None = None
-    ag: agent_main.RunningAgent | None = None
+    parts = Parts(args, lay, dns_ip, controlplane, stop_on_signals())
     try:
-        if cp_child is not None:
-            cp_child.start()
-
-            def api_ready() -> bool:
-                with connect(load_config(admin_conf), timeout=2) as c:
-                    c.whoami()
-                return True
-
-            _wait("the control plane API", api_ready, cp_child.check, stop)
-        else:
-            assert controlplane is not None
-            cp = controlplane(cp_args)
-            log.info(
-                "controlplane serving in this process, log %s", lay.log_dir / "controlplane.log"
-            )
-        rt.start()
-
-        def runtime_ready() -> bool:
-            c = CRIClient(f"unix://{lay.cri_socket}", timeout=2)
-            try:
-                c.version()
-            finally:
-                c.close()
-            return True
-
-        _wait("the runtime socket", runtime_ready, rt.check, stop)
-        token = (lay.controlplane_dir / "join-token").read_text().strip()
-        ag_args[ag_args.index("--token") + 1] = token
-        ag = agent_main.start(agent_main.build_parser().parse_args(ag_args), stop)
-        if stop.is_set():
-            raise Interrupted("stopped while starting the agent")
-        log.info("agent started in this process, log %s", lay.log_dir / "agent.log")
-
-        def node_ready() -> bool:
-            with connect(load_config(admin_conf), timeout=2) as c:
-                node = c.get("Node", args.node_name)
-            return any(
-                x["type"] == "Ready" and x["status"] == "True" for x in node["status"]["conditions"]
-            )
-
-        _wait(f"node {args.node_name} to be Ready", node_ready, rt.check, stop)
-        copy_private(admin_conf, lay.data_dir / "admin.conf")
-        print(
-            f"skiff is up: node {args.node_name} is Ready.\n"
-            f"  export SKIFF_CONFIG={lay.data_dir / 'admin.conf'}\n"
-            f"  skiffctl get nodes\n"
-            f"  skiffctl apply -f examples/nginx-deployment.yaml\n"
-            f"Logs: {lay.log_dir}/{{controlplane,runtime,agent}}.log. Ctrl-C stops skiff.",
-            flush=True,
-        )
-        release_free_memory()
-        while not stop.wait(1.0):
-            for child in (cp_child, rt):
-                if child is not None and not child.alive():
-                    raise RuntimeError(f"{child.name} exited unexpectedly (see {child.log_path})")
+        parts.start_controlplane()
+        parts.start_runtime()
+        parts.start_agent()
+        parts.wait_node_ready()
+        parts.announce()
+        parts.serve()
         return 0
     except Interrupted as err:
         log.info("%s", err)
@@ -563,19 +559,6 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         print(f"skiff up: {err}", file=sys.stderr)
         return 1
     finally:
-        if ag is not None:
-            ag.stop()
-            log.info("agent stopped")
-        if not args.keep_pods and rt.alive():
-            try:
-                remove_all_pods(f"unix://{lay.cri_socket}")
-            except CRIError as err:
-                log.warning("could not remove pods: %s", err)
-        rt.stop()
-        if cp is not None:
-            cp.stop()
-            log.info("controlplane stopped")
-        if cp_child is not None:
-            cp_child.stop()
+        parts.shutdown()
         clean_host(inst, args.keep_pods)
         lock.release()
