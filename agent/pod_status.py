@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.qos import qos_class
+from controlplane.api.qos import qos_class
 
 
 def rfc3339(ts: float) -> str:

@@ -34,10 +34,10 @@ from agent.pod_config import (
 )
 from agent.pod_status import ContainerInfo, Waiting
 from agent.probes import DIRECT
-from agent.qos import qos_class
 from agent.resources import container_resources
 from agent.runtime_view import PodRecord
 from agent.volumes import VolumeSources, container_mounts, setup_volumes, volume_paths
+from controlplane.api.qos import qos_class
 from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent.sync")
