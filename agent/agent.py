@@ -185,6 +185,7 @@ class Agent:
             runtime_name=lambda: self.runtime_name,
             static=self.static,
             mirrors=self.mirrors,
+            node=lambda: self.nodes.store.get(cfg.node.name),
         )
 
     @property

@@ -9,10 +9,12 @@ the same queue.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agent.admission import Rejection, admit
 from agent.pleg import Pleg
 from agent.pod_cgroups import remove_pod_cgroup
 from agent.pod_status import PodObservation, compute_pod_status
@@ -53,6 +55,7 @@ class PodWorkers:
         runtime_name: Callable[[], str],
         static: StaticPodSource | None = None,
         mirrors: MirrorPods | None = None,
+        node: Callable[[], Mapping[str, Any] | None] = lambda: None,
     ) -> None:
         self.queue = queue
         self.pods = pods
@@ -69,6 +72,13 @@ class PodWorkers:
         self.static = static
         self.mirrors = mirrors
         self._last_seen: dict[str, Object] = {}  # uid -> last pod object, for deleted pods
+        self.node = node  # this node's Node object, for admission
+        self._admitted: set[str] = set()
+        # uid -> (reason, message, grace): pods stopped for good (rejected at
+        # admission, evicted) and whoever waits for their containers to go.
+        self._failed: dict[str, tuple[str, str, int]] = {}
+        self._failed_done: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
 
     # static pods
     def poll_static(self) -> None:
@@ -128,6 +138,74 @@ class PodWorkers:
         for pod in self.pods.store.list():
             self.queue.add(mirror_of(pod) or pod["metadata"]["uid"])
 
+    # pods stopped for good
+    def fail(self, uid: str, reason: str, message: str, grace: int = 0) -> threading.Event:
+        """Stop pod `uid` for good: its containers are killed (after `grace`
+        seconds) by its worker and it ends Failed with `reason` and `message`
+        (an eviction). The event is set once its containers are gone."""
+        with self._lock:
+            done = self._failed_done.setdefault(uid, threading.Event())
+            self._failed.setdefault(uid, (reason, message, grace))
+        self.queue.add(uid)
+        return done
+
+    def failed(self) -> set[str]:
+        with self._lock:
+            return set(self._failed)
+
+    def admitted_pods(self) -> list[Object]:
+        """The active pods this node runs: admitted, not failed, not finished."""
+        with self._lock:
+            admitted, failed = set(self._admitted), set(self._failed)
+        out: list[Object] = []
+        pods = list(self.pods.store.list()) + (self.static.list() if self.static else [])
+        for p in pods:
+            uid = p["metadata"].get("uid")
+            phase = (p.get("status") or {}).get("phase")
+            active = phase not in ("Succeeded", "Failed") and not mirror_of(p)
+            if uid in admitted and uid not in failed and active:
+                out.append(p)
+        return out
+
+    def _admit(self, pod: Object, rec: PodRecord | None) -> Rejection | None:
+        """Node admission, once per pod: a pod the runtime already holds, or
+        that already ran, is admitted as it is (an agent restart)."""
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            if uid in self._admitted:
+                return None
+        phase = (pod.get("status") or {}).get("phase") or "Pending"
+        node = self.node()
+        rejection = None
+        if rec is None and phase == "Pending" and node is not None:
+            others = [p for p in self.admitted_pods() if p["metadata"].get("uid") != uid]
+            rejection = admit(pod, node, others)
+        with self._lock:
+            if rejection is None:
+                self._admitted.add(uid)
+            else:
+                self._failed.setdefault(uid, (rejection.reason, rejection.message, 0))
+        return rejection
+
+    def _finish_failed(self, pod: Object, rec: PodRecord | None) -> None:
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            reason, message, grace = self._failed[uid]
+        if rec is not None:
+            self.syncer.kill_pod(pod, rec, grace)
+            rec = self.view.relist(uid).get(uid)
+        obs = PodObservation(
+            containers=tuple(rec.containers) if rec else (), runtime_name=self.runtime_name()
+        )
+        status = compute_pod_status(pod, obs, self.clock.now(), self.node_address)
+        status.update(phase="Failed", reason=reason, message=message)
+        self.status.set_status(pod, status)
+        self.probes.remove_pod(uid)
+        with self._lock:
+            done = self._failed_done.pop(uid, None)
+        if done is not None:
+            done.set()
+
     # workers
     def run(self) -> None:
         while True:
@@ -170,6 +248,13 @@ class PodWorkers:
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and (
             rec is None or not any(c.state == "running" for c in rec.containers)
         ):
+            with self._lock:  # already finished: nothing left to stop
+                done = self._failed_done.pop(uid, None)
+            if done is not None:
+                done.set()
+            return
+        if uid in self._failed or self._admit(pod, rec) is not None:
+            self._finish_failed(pod, rec)
             return
         _, _, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
         result = self.syncer.sync(pod, rec, liveness_failed)
@@ -277,3 +362,9 @@ class PodWorkers:
         self.status.forget(uid)
         teardown_volumes(self.root, uid)
         self.pleg.forget(uid)
+        with self._lock:
+            self._admitted.discard(uid)
+            self._failed.pop(uid, None)
+            done = self._failed_done.pop(uid, None)
+        if done is not None:
+            done.set()

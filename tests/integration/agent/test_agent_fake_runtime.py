@@ -24,6 +24,7 @@ from controlplane.client.apiclient import connect, join
 from controlplane.client.config import load_config
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
+from proto.runtime.v1 import api_pb2 as cri
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
@@ -204,3 +205,45 @@ def test_logs_endpoint(cluster: Any, tmp_path: Path) -> None:
                 )
             )
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_pod_that_does_not_fit_is_rejected_on_the_node(cluster: Any) -> None:
+    """Node admission (issue 20): a pod bound by nodeName whose requests
+    exceed the node's allocatable never starts; it ends Failed, OutOfcpu."""
+    cp, fake, _ = cluster
+    admin = cp.client()
+    wait_for(lambda: admin.get("Node", "n1"), timeout=10)
+    big = pod("big")
+    big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "4096"}}
+    admin.create("Pod", big, "default")
+
+    def failed() -> dict[str, Any]:
+        st: dict[str, Any] = admin.get("Pod", "big", "default").get("status") or {}
+        return st if st.get("phase") == "Failed" else {}
+
+    st = wait_for(failed, timeout=15, message="pod big Failed")
+    assert st["reason"] == "OutOfcpu", st
+    assert "cpu" in st["message"]
+    assert not fake.sandboxes and "RunPodSandbox" not in fake.call_names()
+
+
+def test_an_evicted_pod_ends_failed_and_stays_stopped(cluster: Any) -> None:
+    cp, fake, agent = cluster
+    admin = cp.client()
+    uid = admin.create("Pod", pod("victim"), "default")["metadata"]["uid"]
+    wait_for(
+        lambda: (
+            (admin.get("Pod", "victim", "default").get("status") or {}).get("phase") == "Running"
+        ),
+        timeout=15,
+    )
+    done = agent.workers.fail(uid, "Evicted", "The node was low on resource: memory.")
+    assert done.wait(15)
+    st = wait_for(
+        lambda: (lambda s: s if s.get("phase") == "Failed" else {})(
+            admin.get("Pod", "victim", "default").get("status") or {}
+        ),
+        timeout=15,
+    )
+    assert st["reason"] == "Evicted" and "memory" in st["message"]
+    assert not any(c.state == cri.CONTAINER_RUNNING for c in fake.containers.values())
