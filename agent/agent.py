@@ -29,7 +29,8 @@ from agent.backoff import Backoff
 from agent.cri_client import CRIClient
 from agent.network import NetworkConfigurator, NetworkSettings
 from agent.node_loops import NodeLoops
-from agent.node_status import NodeConfig, NodeStatusReporter, Readings
+from agent.node_resources import NodeResources, ResourceSettings
+from agent.node_status import NodeConfig, NodeStatusReporter, Readings, allocatable_memory
 from agent.pleg import Pleg
 from agent.pod_cgroups import sweep_pod_cgroups
 from agent.pod_config import NodeSettings, secret_data
@@ -80,6 +81,8 @@ class AgentConfig:
     # Static pods (--pod-manifest-path); None = off. The directory is re-read every period.
     pod_manifest_path: Path | None = None
     static_period: float = 5.0
+    # Eviction, image GC and container GC (node resource management).
+    resources: ResourceSettings = field(default_factory=ResourceSettings)
 
 
 def _uid_index(obj: Object) -> list[str]:
@@ -166,9 +169,6 @@ class Agent:
                 lambda: self.nodes.store.get(cfg.node.name),
             )
             self.pods.add_indexers({MIRROR_INDEX: _mirror_index})
-        self.loops = NodeLoops(
-            cfg.node, runtime, self.reporter, self.nodes, self.network, self.clock, self._stop_event
-        )
         self.pleg = Pleg(self.view, self.queue.add)
         self.workers = PodWorkers(
             queue=self.queue,
@@ -186,6 +186,26 @@ class Agent:
             static=self.static,
             mirrors=self.mirrors,
             node=lambda: self.nodes.store.get(cfg.node.name),
+        )
+        self.resources = NodeResources(
+            cfg.resources,
+            runtime,
+            self.workers,
+            cfg.node.fs_path,
+            cfg.pod_settings.cgroup_root,
+            cfg.pod_settings.log_root,
+            lambda: allocatable_memory(cfg.node, self._memory),
+        )
+        self.loops = NodeLoops(
+            cfg.node,
+            runtime,
+            self.reporter,
+            self.nodes,
+            self.network,
+            self.clock,
+            self._stop_event,
+            self.pleg,
+            self.resources,
         )
 
     @property
@@ -259,6 +279,13 @@ class Agent:
         self._spawn("resync", self._every(self.cfg.resync_period, self.workers.resync))
         self._spawn("pod-cgroups", self._every(POD_CGROUP_SWEEP, self._sweep_pod_cgroups))
         self._spawn("node-status", self._every(self.cfg.lease_period, self.loops.heartbeat))
+        res = self.cfg.resources
+        if res.eviction is not None:
+            self._spawn("eviction", lambda: self.resources.run_eviction(self.stop_event))
+        self._spawn(
+            "container-gc", self._every(res.container_gc_period, self.resources.container_gc)
+        )
+        self._spawn("image-gc", self._every(res.image_gc_period, self.resources.image_gc))
         self.loops.on_nodes()
         if self.cfg.listen:
             tokens = TokenChecker(self._api_config) if self._api_config else None
@@ -281,6 +308,7 @@ class Agent:
 
     def stop(self) -> None:
         self.stop_event.set()
+        self.resources.stop()
         if self._endpoint is not None:
             self._endpoint.stop(grace=1)
         if self.dns is not None:

@@ -16,7 +16,9 @@ from typing import Any
 
 from agent.cri_client import CRIClient, CRIError
 from agent.network import NetworkConfigurator, node_ip, peers
+from agent.node_resources import NodeResources, node_pressure_taints
 from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
+from agent.pleg import Pleg
 from controlplane.client import errors
 from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer
@@ -34,6 +36,8 @@ class NodeLoops:
         network: NetworkConfigurator | None,
         clock: Clock,
         stop_event: threading.Event,
+        pleg: Pleg | None = None,
+        resources: NodeResources | None = None,
     ) -> None:
         self.node = node
         self.cri = cri
@@ -44,6 +48,8 @@ class NodeLoops:
         self.stop_event = stop_event
         self.runtime_version = ""
         self.runtime_name = ""
+        self.pleg = pleg
+        self.resources = resources
 
     def wait_for_runtime(self) -> None:
         delay = 0.2
@@ -81,6 +87,9 @@ class NodeLoops:
             delay = min(delay * 2, 10.0)
 
     def runtime_not_ready(self) -> str | None:
+        unhealthy = self.pleg.health() if self.pleg is not None else None
+        if unhealthy:
+            return unhealthy
         try:
             conds = {c.type: c for c in self.cri.status().status.conditions}
         except CRIError as err:
@@ -102,6 +111,7 @@ class NodeLoops:
             ]
         except CRIError:
             images = []
+        res = self.resources
         return node_status(
             self.node,
             Readings.take(self.node.fs_path),
@@ -109,6 +119,8 @@ class NodeLoops:
             self.runtime_not_ready(),
             images,
             old,
+            pressures=res.pressures() if res is not None and res.manager is not None else None,
+            problems=dict(res.problems) if res is not None else None,
         )
 
     def heartbeat(self) -> None:
@@ -118,6 +130,7 @@ class NodeLoops:
             self.reporter.maybe_update(
                 self.node_status((node or {}).get("status")), self.clock.now()
             )
+            self.sync_pressure_taints(node)
         except errors.ApiError as err:
             log.warning("node=%s heartbeat failed: %s", self.node.name, err)
 
@@ -138,3 +151,14 @@ class NodeLoops:
                 self.cri.update_runtime_config(cidr)
             except CRIError as err:
                 log.warning("UpdateRuntimeConfig failed: %s", err)
+
+    def sync_pressure_taints(self, node: Mapping[str, Any] | None) -> None:
+        """The node taints itself with the pressure taints of its conditions."""
+        res = self.resources
+        if node is None or res is None or res.manager is None:
+            return
+        taints = list((node.get("spec") or {}).get("taints") or [])
+        new = node_pressure_taints(taints, res.pressures())
+        if new is not None:
+            self.reporter.api.patch("Node", self.node.name, {"spec": {"taints": new}})
+            log.info("node=%s taints now %s", self.node.name, [x["key"] for x in new])

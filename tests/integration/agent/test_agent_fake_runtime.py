@@ -247,3 +247,34 @@ def test_an_evicted_pod_ends_failed_and_stays_stopped(cluster: Any) -> None:
     )
     assert st["reason"] == "Evicted" and "memory" in st["message"]
     assert not any(c.state == cri.CONTAINER_RUNNING for c in fake.containers.values())
+
+
+def test_a_runtime_failing_image_fs_info_or_list_containers_is_a_node_condition(
+    cluster: Any,
+) -> None:
+    """Bad input (issue 20): the fake runtime has no ImageFsInfo and then
+    fails ListContainers; the agent reports both in a Node condition and
+    keeps serving the pods it knows."""
+    cp, fake, agent = cluster
+    admin = cp.client()
+    admin.create("Pod", pod("steady"), "default")
+    wait_for(
+        lambda: (
+            (admin.get("Pod", "steady", "default").get("status") or {}).get("phase") == "Running"
+        ),
+        timeout=15,
+    )
+    fake.fail_next["ListContainers"] = (grpc.StatusCode.UNAVAILABLE, "runtime busy")
+    agent.resources.container_gc()
+
+    def reported() -> str:
+        node = admin.get("Node", "n1")
+        for c in node["status"]["conditions"]:
+            if c["type"] == "ContainerRuntimeUnhealthy" and c["status"] == "True":
+                return str(c["reason"])
+        return ""
+
+    reason = wait_for(reported, timeout=15, message="ContainerRuntimeUnhealthy")
+    assert "ImageFsInfoFailed" in reason or "ListContainersFailed" in reason
+    assert agent.resources.problems.keys() >= {"ImageFsInfoFailed"}
+    assert (admin.get("Pod", "steady", "default").get("status") or {}).get("phase") == "Running"

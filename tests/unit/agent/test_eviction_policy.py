@@ -113,3 +113,19 @@ def test_pid_and_disk_ranking() -> None:
 def test_the_message_names_the_signal() -> None:
     msg = eviction_message(t.MEMORY_AVAILABLE, "100Mi", 80 * MI, PodUsage("x", memory=300 * MI))
     assert "low on resource: memory" in msg and "memory.available" in msg and "100Mi" in msg
+
+
+def test_an_invalid_threshold_flag_stops_the_agent_at_start() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    res = subprocess.run(
+        [sys.executable, str(repo / "skiff.py"), "agent", "--eviction-hard", "memory.available<abc",
+         "--server", "127.0.0.1:1", "--token", "x", "--ca-file", "/nonexistent"],
+        capture_output=True, text=True, timeout=60, cwd=repo, check=False,
+    )  # fmt: skip
+    assert res.returncode != 0
+    assert "--eviction-hard" in res.stderr and "abc" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
