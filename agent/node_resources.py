@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -297,7 +297,7 @@ class NodeResources:
 
 
 def node_pressure_taints(
-    taints: list[Mapping[str, Any]], pressures: Mapping[str, str]
+    taints: Sequence[Mapping[str, Any]], pressures: Mapping[str, str]
 ) -> list[dict[str, Any]] | None:
     """The Node's taints with the pressure taints matching `pressures`
     (NoSchedule, as TaintNodesByCondition); None if nothing changes."""
