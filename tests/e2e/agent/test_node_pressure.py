@@ -1,0 +1,136 @@
+"""Node-pressure eviction on real cgroups (issue 20), on skiff's runtime and
+on containerd.
+
+The node gets a small allocatable memory (--system-reserved: all but 700Mi
+of this machine) and a hard threshold on what its pods may use
+(allocatableMemory.available<350Mi): the test never exhausts the machine.
+A Guaranteed pod idles; a BestEffort pod reads 500 MB into a shell
+variable. The BestEffort pod is evicted (phase Failed, reason Evicted, a
+message naming the signal) within 10 s of the pods' working set crossing
+the threshold; the Guaranteed pod keeps running; the node reports
+MemoryPressure and taints itself; the agent and runtime survive.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent.eviction.signals import meminfo, memory_hierarchy, working_set
+from controlplane.client.apiclient import GrpcApiClient
+from tests.e2e.agent.conftest import E2EImages, delete_node_pods, dump
+from tests.e2e.agent.helpers import pod, status, wait_running
+from tests.harness.nodeprocs import Node, RuntimeKind, running_node
+from tests.harness.registry import Registry
+from tests.harness.wait import wait_for
+from tests.integration.controlplane.conftest import ControlPlane
+
+pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
+
+MI = 1 << 20
+ALLOCATABLE = 700 * MI
+THRESHOLD = 350 * MI
+
+
+@pytest.fixture
+def small_node(
+    control_plane: ControlPlane,
+    admin: GrpcApiClient,
+    registry: Registry,
+    e2e_images: E2EImages,
+    runtime_kind: RuntimeKind,
+) -> Iterator[Node]:
+    hier = memory_hierarchy()
+    if hier is None:
+        pytest.skip("no memory cgroup controller")
+    reserved = meminfo()["MemTotal"] - ALLOCATABLE
+    args = (
+        "--system-reserved", f"memory={reserved}",
+        "--eviction-hard", f"allocatableMemory.available<{THRESHOLD >> 20}Mi",
+        "--eviction-pressure-transition-period", "30s",
+    )  # fmt: skip
+    with running_node(
+        f"127.0.0.1:{control_plane.port}",
+        control_plane.data_dir,
+        runtime_kind,
+        registry.url,
+        agent_args=args,
+    ) as n:
+        try:
+            n.wait_ready(admin)
+            yield n
+        except BaseException:
+            dump(admin, n)
+            raise
+        finally:
+            delete_node_pods(admin, n.spec.name)
+
+
+def pods_working_set(node: Node) -> int:
+    hier = memory_hierarchy()
+    assert hier is not None
+    return working_set(hier[0] / node.pod_cgroup_root.strip("/"), hier[1]) or 0
+
+
+def test_besteffort_hog_is_evicted_before_guaranteed(
+    small_node: Node, admin: GrpcApiClient, e2e_images: E2EImages
+) -> None:
+    n = small_node
+    node = admin.get("Node", n.spec.name)
+    alloc = node["status"]["allocatable"]["memory"]
+    assert alloc == f"{ALLOCATABLE >> 10}Ki", alloc
+    guaranteed: dict[str, Any] = {
+        "name": "c",
+        "image": e2e_images.busybox,
+        "command": ["sleep", "3600"],
+        "resources": {"limits": {"cpu": "100m", "memory": "32Mi"}},
+    }
+    admin.create("Pod", pod("guaranteed", n, [guaranteed]), "default")
+    wait_running(admin, "guaranteed")
+    hog = {
+        "name": "c",
+        "image": e2e_images.busybox,
+        "command": ["sh", "-c", "x=$(head -c 500000000 /dev/zero | tr '\\0' a); sleep 3600"],
+    }
+    admin.create("Pod", pod("hog", n, [hog]), "default")
+
+    peak = [0]
+
+    def crossed() -> float:
+        ws = pods_working_set(n)
+        peak[0] = max(peak[0], ws)
+        if ws > ALLOCATABLE - THRESHOLD:
+            return time.monotonic()
+        st = status(admin, "hog") if int(time.monotonic() * 10) % 5 == 0 else {}
+        assert st.get("phase") != "Failed", f"hog ended before crossing (peak {peak[0]}): {st}"
+        return 0.0
+
+    def evicted() -> dict[str, Any]:
+        st = status(admin, "hog")
+        return st if st.get("phase") == "Failed" else {}
+
+    t_cross = wait_for(
+        crossed, timeout=90, interval=0.05, message="pods' memory past the threshold"
+    )
+    st = wait_for(evicted, timeout=30, interval=0.1, message="hog evicted")
+    took = time.monotonic() - t_cross
+    assert st["reason"] == "Evicted", st
+    assert "allocatableMemory.available" in st["message"] and "memory" in st["message"], st
+    assert took < 10.0, f"evicted {took:.1f}s after crossing the threshold"
+    assert status(admin, "guaranteed")["phase"] == "Running"
+    assert n.agent is not None and n.agent.running()
+    assert n.runtime is None or n.runtime.running()
+
+    def pressure() -> bool:
+        node = admin.get("Node", n.spec.name)
+        conds = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+        taints = {t["key"] for t in (node.get("spec") or {}).get("taints") or []}
+        return (
+            conds.get("MemoryPressure") == "True" and "node.kubernetes.io/memory-pressure" in taints
+        )
+
+    wait_for(pressure, timeout=30, interval=0.2, message="MemoryPressure and its taint")
+    print(f"hog evicted {took:.2f}s after the pods crossed {THRESHOLD >> 20}Mi left")
