@@ -32,16 +32,22 @@ def _quantity(value: Any) -> float:
         return 0.0
 
 
+def _requests(container: Mapping[str, Any]) -> dict[str, Any]:
+    res = container.get("resources") or {}
+    return {**(res.get("limits") or {}), **(res.get("requests") or {})}
+
+
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, float]:
     """The pod's effective requests: the sum over its containers or the
-    largest init container's, whichever is larger, plus its overhead."""
+    largest init container's, whichever is larger, plus its overhead. A
+    container's request defaults to its limit (the API's defaulting)."""
     spec = pod.get("spec") or {}
     total: dict[str, float] = {}
     for c in spec.get("containers") or []:
-        for name, v in ((c.get("resources") or {}).get("requests") or {}).items():
+        for name, v in _requests(c).items():
             total[name] = total.get(name, 0.0) + _quantity(v)
     for c in spec.get("initContainers") or []:
-        for name, v in ((c.get("resources") or {}).get("requests") or {}).items():
+        for name, v in _requests(c).items():
             total[name] = max(total.get(name, 0.0), _quantity(v))
     for name, v in (spec.get("overhead") or {}).items():
         total[name] = total.get(name, 0.0) + _quantity(v)

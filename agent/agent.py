@@ -18,6 +18,7 @@ run while it is away.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +47,7 @@ from agent.proxy import (
     remove_local_address,
     service_env,
 )
+from agent.qos_cgroups import QOSCgroups
 from agent.runtime_view import RuntimeView
 from agent.server import AgentServicer, TokenChecker
 from agent.static_pods import MirrorPods, StaticPodSource, mirror_of
@@ -83,6 +85,10 @@ class AgentConfig:
     static_period: float = 5.0
     # Eviction, image GC and container GC (node resource management).
     resources: ResourceSettings = field(default_factory=ResourceSettings)
+    # The QoS cgroup tree under the pods' root (--cgroups-per-qos), capped
+    # at allocatable with --enforce-node-allocatable=pods.
+    qos_cgroups: bool = False
+    enforce_node_allocatable: bool = True
 
 
 def _uid_index(obj: Object) -> list[str]:
@@ -196,6 +202,11 @@ class Agent:
             cfg.pod_settings.log_root,
             lambda: allocatable_memory(cfg.node, self._memory),
         )
+        self.qos = (
+            QOSCgroups(cfg.pod_settings.cgroup_root, cfg.enforce_node_allocatable)
+            if cfg.qos_cgroups
+            else None
+        )
         self.loops = NodeLoops(
             cfg.node,
             runtime,
@@ -247,6 +258,7 @@ class Agent:
     # lifecycle
     def start(self) -> None:
         self.loops.wait_for_runtime()
+        self._sync_qos()
         # Workers start before the API is reached, so static pods run without it.
         for i in range(self.cfg.workers):
             self._spawn(f"pod-worker-{i}", self.workers.run)
@@ -360,6 +372,16 @@ class Agent:
         if self.static is not None:
             keep |= {p["metadata"]["uid"] for p in self.static.list()}
         sweep_pod_cgroups(self.cfg.pod_settings.cgroup_root, keep)
+        self._sync_qos()
+
+    def _sync_qos(self) -> None:
+        """The QoS cgroup tree for the pods admitted now."""
+        if self.qos is None:
+            return
+        node = self.cfg.node
+        cpu = max(0, (os.cpu_count() or 1) * 1000 - node.reserved_cpu_milli)
+        memory = max(0, self._memory - node.reserved_memory)
+        self.qos.sync(cpu, memory, self.workers.admitted_pods())
 
 
 def run_forever(agent: Agent) -> None:

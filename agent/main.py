@@ -118,6 +118,12 @@ def add_resource_flags(p: argparse.ArgumentParser) -> None:
         "--kube-reserved", default="", help="cpu=100m,memory=256Mi kept for skiff from allocatable"
     )
     p.add_argument(
+        "--cgroups-per-qos",
+        default="true",
+        choices=("true", "false"),
+        help="keep the QoS cgroup tree (burstable, besteffort) under --cgroup-root",
+    )
+    p.add_argument(
         "--enforce-node-allocatable",
         default="pods",
         help="'pods': the pods' cgroup is capped at allocatable; 'none': not",
@@ -376,6 +382,8 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
         ),
         workers=args.workers,
         resources=resources,
+        qos_cgroups=args.cgroups_per_qos == "true",
+        enforce_node_allocatable=args.enforce_node_allocatable == "pods",
         pod_manifest_path=Path(args.pod_manifest_path) if args.pod_manifest_path else None,
         runtime_name=args.runtime_name,
         listen=args.listen,
