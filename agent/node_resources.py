@@ -220,13 +220,22 @@ class NodeResources:
                 if not err.not_found:
                     log.warning("container GC: removing %s: %s", c.id[:12], err)
                 continue
-            if log_path:
+            for path in self._log_files(c.pod_uid, log_path):
                 with contextlib.suppress(OSError):
-                    os.unlink(log_path)
+                    os.unlink(path)
             removed += 1
         if removed:
             log.info("container GC removed %d dead containers", removed)
         return removed
+
+    def _log_files(self, pod_uid: str, log_path: str) -> list[Path]:
+        """The container's log file: CRI gives it absolute (containerd) or
+        relative to the pod's log directory (<log root>/<ns>_<name>_<uid>)."""
+        if not log_path:
+            return []
+        if os.path.isabs(log_path):
+            return [Path(log_path)]
+        return [d / log_path for d in Path(self.log_root).glob(f"*_{pod_uid}") if d.is_dir()]
 
     def image_gc(self, force: bool = False) -> int:
         """Remove unused images, least recently used first, when the image

@@ -82,6 +82,16 @@ def test_besteffort_hog_is_evicted_before_guaranteed(
     node = admin.get("Node", n.spec.name)
     alloc = node["status"]["allocatable"]["memory"]
     assert alloc == f"{ALLOCATABLE >> 10}Ki", alloc
+    # kubepods (the pods' root) is capped at allocatable, its cpu shares the
+    # allocatable cpu's (--enforce-node-allocatable=pods, the default).
+    hier = memory_hierarchy()
+    assert hier is not None
+    if not hier[1]:
+        kubepods = hier[0] / n.pod_cgroup_root.strip("/")
+        assert int((kubepods / "memory.limit_in_bytes").read_text()) == ALLOCATABLE
+        cpu = hier[0].parent / "cpu" / n.pod_cgroup_root.strip("/")
+        cpus = int(node["status"]["allocatable"]["cpu"].rstrip("m")) // 1000
+        assert int((cpu / "cpu.shares").read_text()) == cpus * 1024
     guaranteed: dict[str, Any] = {
         "name": "c",
         "image": e2e_images.busybox,
