@@ -26,6 +26,8 @@ from agent.pod_cgroups import cgroup_mounts
 
 log = logging.getLogger("skiff.agent.eviction")
 
+REARM_SLACK = 16 << 20  # bytes the threshold may drift before it is set again
+
 
 @dataclass(frozen=True)
 class Observation:
@@ -161,8 +163,9 @@ class ThresholdNotifier:
 
     def arm(self, cgroup: Path, usage: int) -> bool:
         """(Re)arm at `usage` bytes; False where the kernel has no such notification."""
-        if self._armed == (cgroup, usage):
-            return True
+        armed = self._armed
+        if armed is not None and armed[0] == cgroup and abs(armed[1] - usage) < REARM_SLACK:
+            return True  # inactive file pages move all the time: not worth a re-arm
         control = cgroup / "cgroup.event_control"
         if not control.exists():
             return False
