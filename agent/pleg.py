@@ -14,6 +14,7 @@ fails (ListContainers or ListPodSandbox) is kept in `last_error`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,9 @@ from agent.cri_client import CRIError
 from agent.runtime_view import RuntimeView
 
 RELIST_THRESHOLD = 180.0  # seconds: the kubelet's relistThreshold
+SLOW_RELIST = 1.0  # seconds: a relist longer than this is logged
+
+log = logging.getLogger("skiff.agent.pleg")
 
 
 class Pleg:
@@ -71,6 +75,8 @@ class Pleg:
         end = self.now()
         self.last_duration = end - start
         self.last_active = end
+        if self.last_duration > SLOW_RELIST:
+            log.info("PLEG relist took %.2fs (%d pods)", self.last_duration, len(records))
 
     def known(self) -> set[str]:
         """UIDs of the pods the runtime held at the last relist."""
