@@ -41,7 +41,7 @@ from tests.e2e.agent.test_up_side_by_side import (
 from tests.harness import hoststate
 from tests.harness.images import TestImages
 from tests.harness.images.catalog import WEB_BODY
-from tests.harness.nodeprocs import REPO, short_tempdir
+from tests.harness.nodeprocs import REPO, Daemon, short_tempdir
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
@@ -86,10 +86,18 @@ def pair(images: TestImages) -> Iterator[Pair]:
             raise errors[0]
 
 
-def serve_web(up: Up, registries: Path) -> tuple[GrpcApiClient, str, str]:
+def serve_web(
+    up: Up, registries: Path, extra: tuple[str, ...] = ()
+) -> tuple[GrpcApiClient, str, str]:
     """Start `up`, run the web pod and its Service; wait until both answer
     from this host. Returns the client, the pod IP and the cluster IP."""
-    up.start(registries)
+    if extra:
+        up.daemon = Daemon(
+            f"skiff up {up.name}", [*up.argv(registries), *extra], up.data_dir.parent / "up.log"
+        )
+        up.daemon.start()
+    else:
+        up.start(registries)
     api = up.wait_ready()
     api.create("Pod", web_pod())
     svc = api.create("Service", web_service())["spec"]["clusterIP"]
@@ -207,3 +215,22 @@ def test_after_kill_9_the_same_skiff_up_adopts_its_pods(pair: Pair) -> None:
     api.close()
     assert a.daemon is not None and a.daemon.stop(signal.SIGINT, timeout=90) == 0
     assert leftovers(pair.instance(a)) == []
+
+
+def test_keep_pods_keeps_what_the_pod_needs_and_skiff_down_removes_it(pair: Pair) -> None:
+    a = pair.a
+    api, pod_ip, _ = serve_web(a, pair.registries, ("--keep-pods",))
+    api.close()
+    assert a.daemon is not None and a.daemon.stop(signal.SIGINT, timeout=90) == 0
+    log = a.daemon.log_tail(20000) if a.daemon else ""
+    a.daemon = None
+    assert (
+        "--keep-pods: kept for the pods left running" in (a.data_dir.parent / "up.log").read_text()
+    )
+    assert http_get(pod_ip) == WEB_BODY  # the pod, its bridge and route live on
+    left = leftovers(pair.instance(a))
+    assert any(x.startswith(f"link {a.layout.cni_bridge}") for x in left), left
+    assert not any("iptables" in x for x in left), left  # the Services' rules are the agent's
+    res = skiff("down", "--data-dir", str(a.data_dir))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert leftovers(pair.instance(a)) == [], log
