@@ -145,3 +145,19 @@ def test_admin_conf_is_never_readable_by_others(tmp_path: Path) -> None:
     assert dst.read_text() == "token: secret\n"
     assert stat.S_IMODE(dst.stat().st_mode) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["admin.conf", "src.conf"]
+
+
+@pytest.mark.root
+def test_skiff_up_refuses_an_unsafe_data_dir_before_starting_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent import up
+
+    os.chmod(tmp_path, 0o755)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 1000, 1000)
+    assert up.main(["--data-dir", str(theirs), "--api-port", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "owned by uid 1000" in err and "chown root" in err
+    assert sorted(p.name for p in theirs.iterdir()) == []  # nothing made, nothing run
