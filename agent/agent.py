@@ -74,6 +74,8 @@ class AgentConfig:
     workers: int = 4
     resync_period: float = 10.0
     relist_period: float = 1.0
+    # No relist completed for this long: NotReady, "PLEG is not healthy" (the kubelet's 3m).
+    pleg_threshold: float = 180.0
     lease_period: float = 10.0
     runtime_name: str = ""  # containerID prefix; "" = the runtime's own name
     listen: str = ""  # the agent endpoint (logs, stats), e.g. "0.0.0.0:10250"; "" = none
@@ -175,7 +177,7 @@ class Agent:
                 lambda: self.nodes.store.get(cfg.node.name),
             )
             self.pods.add_indexers({MIRROR_INDEX: _mirror_index})
-        self.pleg = Pleg(self.view, self.queue.add)
+        self.pleg = Pleg(self.view, self.queue.add, threshold=cfg.pleg_threshold)
         self.workers = PodWorkers(
             queue=self.queue,
             pods=self.pods,

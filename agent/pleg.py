@@ -34,8 +34,10 @@ class Pleg:
         view: RuntimeView,
         enqueue: Callable[[str], None],
         now: Callable[[], float] = time.monotonic,
+        threshold: float = RELIST_THRESHOLD,
     ) -> None:
         self.view = view
+        self.threshold = threshold
         self.enqueue = enqueue
         self.now = now
         self._fingerprints: dict[str, Any] = {}
@@ -46,9 +48,12 @@ class Pleg:
     def health(self) -> str | None:
         """None if healthy, else why not (the kubelet's words)."""
         idle = self.now() - self.last_active
-        if idle <= RELIST_THRESHOLD:
+        if idle <= self.threshold:
             return None
-        why = f"PLEG is not healthy: pleg was last seen active {_go(idle)} ago; threshold is {_go(RELIST_THRESHOLD)}"
+        why = (
+            f"PLEG is not healthy: pleg was last seen active {_go(idle)} ago;"
+            f" threshold is {_go(self.threshold)}"
+        )
         return f"{why}; last relist error: {self.last_error}" if self.last_error else why
 
     def relist(self) -> None:

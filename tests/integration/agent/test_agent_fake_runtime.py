@@ -278,3 +278,56 @@ def test_a_runtime_failing_image_fs_info_or_list_containers_is_a_node_condition(
     assert "ImageFsInfoFailed" in reason or "ListContainersFailed" in reason
     assert agent.resources.problems.keys() >= {"ImageFsInfoFailed"}
     assert (admin.get("Pod", "steady", "default").get("status") or {}).get("phase") == "Running"
+
+
+def test_a_wedged_runtime_turns_the_node_not_ready(tmp_path: Path) -> None:
+    """PLEG health (issue 20): no relist completes (ListContainers fails
+    every time) for longer than the threshold (3 min in the kubelet, 2 s
+    here): the Node goes NotReady with "PLEG is not healthy", and Ready
+    again once the runtime answers."""
+    cp = ControlPlane(tmp_path / "cp", ["--store", "sqlite"]).start()
+    sock_dir = Path(tempfile.mkdtemp(prefix="skagent", dir="/tmp"))
+    try:
+        with serve_fake_runtime(sock_dir / "cri.sock") as fake:
+            token = (cp.data_dir / "join-token").read_text().strip()
+            ca = (cp.data_dir / "pki" / "ca.crt").read_bytes()
+            creds = join(f"127.0.0.1:{cp.port}", ca, token, "n2")
+            api = connect(creds)
+            runtime = CRIClient(f"unix://{sock_dir}/cri.sock", timeout=5)
+            cfg = AgentConfig(
+                node=NodeConfig(name="n2", address="127.0.0.1", fs_path=str(tmp_path)),
+                root=tmp_path / "agent",
+                pod_settings=NodeSettings(log_root=str(tmp_path / "logs"), node_name="n2"),
+                network=None,
+                relist_period=0.2,
+                lease_period=0.5,
+                pleg_threshold=2.0,
+            )
+            agent = Agent(cfg, api, runtime, api_config=creds)
+            agent.start()
+            admin = cp.client()
+
+            def ready() -> tuple[str, str]:
+                node = admin.get("Node", "n2")
+                c = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+                return str(c["status"]), str(c["message"])
+
+            try:
+                wait_for(lambda: ready()[0] == "True", timeout=15, message="Ready")
+                fake.fail_always["ListContainers"] = (grpc.StatusCode.DEADLINE_EXCEEDED, "wedged")
+                _, message = wait_for(
+                    lambda: (lambda r: r if r[0] == "False" else None)(ready()),
+                    timeout=20,
+                    message="NotReady",
+                )
+                assert message.startswith("PLEG is not healthy: pleg was last seen active")
+                assert "wedged" in message
+                del fake.fail_always["ListContainers"]
+                wait_for(lambda: ready()[0] == "True", timeout=15, message="Ready again")
+            finally:
+                agent.stop()
+                runtime.close()
+                api.close()
+    finally:
+        cp.close()
+        shutil.rmtree(sock_dir, ignore_errors=True)
