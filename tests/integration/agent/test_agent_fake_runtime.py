@@ -315,8 +315,8 @@ def test_a_wedged_runtime_turns_the_node_not_ready(tmp_path: Path) -> None:
             try:
                 wait_for(lambda: ready()[0] == "True", timeout=15, message="Ready")
                 fake.fail_always["ListContainers"] = (grpc.StatusCode.DEADLINE_EXCEEDED, "wedged")
-                _, message = wait_for(
-                    lambda: (lambda r: r if r[0] == "False" else None)(ready()),
+                message = wait_for(
+                    lambda: ready()[1] if ready()[0] == "False" else "",
                     timeout=20,
                     message="NotReady",
                 )
