@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "agent": ("agent.main", "main", "run the node agent"),
     "controlplane": ("controlplane.main", "main", "serve the control plane API"),
     "up": ("agent.up", "main", "run control plane, runtime and agent on this machine"),
+    "down": ("agent.down", "main", "remove what a stopped skiff up left on this host"),
     "ctl": ("controlplane.cli.main", "main", "the skiffctl CLI"),
     "image": ("runtime.image.cli", "main", "import or export images for the runtime"),
     "token": ("controlplane.tokencmd", "main", "create, list or delete bootstrap tokens"),

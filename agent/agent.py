@@ -3,21 +3,22 @@
 Sources of work, each only enqueueing a pod UID: the pods informer (pods
 bound to this node), the static pod source (manifest files, see
 agent/static_pods.py; mirror pod events map to their static pod), the PLEG
-relist (a container or sandbox changed state in the runtime, or the runtime
-holds a pod the API no longer has), probe result flips, backoff expiries and
-a periodic resync. Workers pop UIDs from one rate-limited queue (a UID is
-handled by one worker at a time) and run `sync_pod(uid)`: terminate and
-clean up pods that are deleted or gone, otherwise carry out SyncPod and write
-the status. Beside them run the node loops: Lease heartbeat, Node status,
-and the CNI configuration from the Node's podCIDR and its peers. On restart
-the agent rebuilds everything from CRI and the API; it never restarts a
-healthy container. Workers start before the API server is reached, so static
-pods run while it is away.
+relist (pleg.py: a container or sandbox changed state in the runtime, or the
+runtime holds a pod the API no longer has), probe result flips, backoff
+expiries and a periodic resync. The pod workers (pod_workers.py) pop UIDs
+from one rate-limited queue and sync each pod. Beside them run the node
+loops (node_loops.py): registration, Lease heartbeat, Node status, and the
+CNI configuration from the Node's podCIDR and its peers. This module only
+builds these parts, connects them and runs their threads. On restart the
+agent rebuilds everything from CRI and the API; it never restarts a healthy
+container. Workers start before the API server is reached, so static pods
+run while it is away.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -27,15 +28,18 @@ from typing import Any
 
 from agent.backoff import Backoff
 from agent.claims import ClaimVolumes
-from agent.cri_client import CRIClient, CRIError
+from agent.cri_client import CRIClient
 from agent.local_path import LocalPathAgent
-from agent.network import NetworkConfigurator, NetworkSettings, node_ip, peers
-from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
-from agent.pod_cgroups import remove_pod_cgroup, sweep_pod_cgroups
+from agent.network import NetworkConfigurator, NetworkSettings
+from agent.node_loops import NodeLoops
+from agent.node_resources import NodeResources, ResourceSettings
+from agent.node_status import NodeConfig, NodeStatusReporter, Readings, allocatable_memory
+from agent.pleg import Pleg
+from agent.pod_cgroups import sweep_pod_cgroups
 from agent.pod_config import ConfigError, NodeSettings, secret_data
-from agent.pod_status import PodObservation, compute_pod_status
 from agent.pod_sync import PodSyncer, SyncDeps
-from agent.probes import ProbeManager, ProbeTarget, RealProbeRunner
+from agent.pod_workers import MIRROR_INDEX, UID_INDEX, PodWorkers
+from agent.probes import ProbeManager, RealProbeRunner
 from agent.proxy import (
     DnsServer,
     DnsSettings,
@@ -45,26 +49,23 @@ from agent.proxy import (
     remove_local_address,
     service_env,
 )
-from agent.runtime_view import PodRecord, RuntimeView
+from agent.qos_cgroups import QOSCgroups
+from agent.runtime_view import RuntimeView
 from agent.sa_tokens import TokenManager
 from agent.server import AgentServicer, TokenChecker
-from agent.static_pods import MirrorPods, StaticPodSource, is_static, mirror_of
+from agent.static_pods import MirrorPods, StaticPodSource, mirror_of
 from agent.status_manager import StatusManager
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
-from agent.volumes import VolumeSources, refresh_token_volumes, teardown_volumes
+from agent.volumes import VolumeSources, refresh_token_volumes
 from controlplane.client import errors
 from controlplane.client.clock import Clock, RealClock
 from controlplane.client.config import ClientConfig
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
-from controlplane.client.workqueue import RateLimitingQueue, ShutDown
-from proto.runtime.v1 import api_pb2 as cri
+from controlplane.client.workqueue import RateLimitingQueue
 
 log = logging.getLogger("skiff.agent")
 POD_CGROUP_SWEEP = 5.0  # seconds between sweeps of leftover pod cgroups
-
-UID_INDEX = "uid"
-MIRROR_INDEX = "mirror"  # static pod UID -> its mirror pods in the API
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class AgentConfig:
     workers: int = 4
     resync_period: float = 10.0
     relist_period: float = 1.0
+    # No relist completed for this long: NotReady, "PLEG is not healthy" (the kubelet's 3m).
+    pleg_threshold: float = 180.0
     lease_period: float = 10.0
     runtime_name: str = ""  # containerID prefix; "" = the runtime's own name
     listen: str = ""  # the agent endpoint (logs, stats), e.g. "0.0.0.0:10250"; "" = none
@@ -85,6 +88,12 @@ class AgentConfig:
     # Static pods (--pod-manifest-path); None = off. The directory is re-read every period.
     pod_manifest_path: Path | None = None
     static_period: float = 5.0
+    # Eviction, image GC and container GC (node resource management).
+    resources: ResourceSettings = field(default_factory=ResourceSettings)
+    # The QoS cgroup tree under the pods' root (--cgroups-per-qos), capped
+    # at allocatable with --enforce-node-allocatable=pods.
+    qos_cgroups: bool = False
+    enforce_node_allocatable: bool = True
     # The local-path provisioner's volumes (agent/local_path.py); None = <root>/local-path.
     local_path_root: Path | None = None
 
@@ -113,7 +122,7 @@ class Agent:
         self.cri = runtime
         self.clock: Clock = clock or RealClock()
         self.tokens = TokenManager(api, self.clock.now)
-        self.stop_event = threading.Event()
+        self._stop_event = threading.Event()
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
         self.view = RuntimeView(runtime)
         self.status = StatusManager(api)
@@ -163,11 +172,7 @@ class Agent:
                 service_env=self._service_env,
             )
         )
-        self._last_seen: dict[str, Object] = {}  # uid -> last pod object, for deleted pods
-        self._fingerprints: dict[str, Any] = {}
         self._threads: list[threading.Thread] = []
-        self._runtime_version = ""
-        self.runtime_name = cfg.runtime_name
         self._api_config = api_config
         self._endpoint: AgentEndpoint | None = None
         self.endpoint_port = 0
@@ -185,6 +190,64 @@ class Agent:
                 lambda: self.nodes.store.get(cfg.node.name),
             )
             self.pods.add_indexers({MIRROR_INDEX: _mirror_index})
+        self.pleg = Pleg(self.view, self.queue.add, threshold=cfg.pleg_threshold)
+        self.workers = PodWorkers(
+            queue=self.queue,
+            pods=self.pods,
+            view=self.view,
+            pleg=self.pleg,
+            syncer=self.syncer,
+            probes=self.probes,
+            status=self.status,
+            clock=self.clock,
+            root=cfg.root,
+            cgroup_root=cfg.pod_settings.cgroup_root,
+            node_address=cfg.node.address,
+            runtime_name=lambda: self.runtime_name,
+            static=self.static,
+            mirrors=self.mirrors,
+            node=lambda: self.nodes.store.get(cfg.node.name),
+        )
+        self.resources = NodeResources(
+            cfg.resources,
+            runtime,
+            self.workers,
+            cfg.node.fs_path,
+            cfg.pod_settings.cgroup_root,
+            cfg.pod_settings.log_root,
+            lambda: allocatable_memory(cfg.node, self._memory),
+        )
+        self.qos = (
+            QOSCgroups(cfg.pod_settings.cgroup_root, cfg.enforce_node_allocatable)
+            if cfg.qos_cgroups
+            else None
+        )
+        self.loops = NodeLoops(
+            cfg.node,
+            runtime,
+            self.reporter,
+            self.nodes,
+            self.network,
+            self.clock,
+            self._stop_event,
+            self.pleg,
+            self.resources,
+        )
+
+    @property
+    def stop_event(self) -> threading.Event:
+        return self._stop_event
+
+    @stop_event.setter
+    def stop_event(self, event: threading.Event) -> None:
+        """Embedders (skiff up) hand the agent their own stop event."""
+        self._stop_event = event
+        self.loops.stop_event = event
+
+    @property
+    def runtime_name(self) -> str:
+        """The containerID prefix: the flag, else the runtime's own name."""
+        return self.cfg.runtime_name or self.loops.runtime_name
 
     def _service_env(self, pod: Mapping[str, Any]) -> Mapping[str, str]:
         links = (pod.get("spec") or {}).get("enableServiceLinks", True)
@@ -209,25 +272,27 @@ class Agent:
 
     # lifecycle
     def start(self) -> None:
-        self._wait_for_runtime()
+        self.loops.wait_for_runtime()
+        self._sync_qos()
         # Workers start before the API is reached, so static pods run without it.
         for i in range(self.cfg.workers):
-            self._spawn(f"pod-worker-{i}", self._worker)
+            self._spawn(f"pod-worker-{i}", self.workers.run)
         if self.static is not None:
-            self._poll_static()
+            self.workers.poll_static()
             self._spawn(
-                "static-pods", self._every(min(1.0, self.cfg.static_period), self._poll_static)
+                "static-pods",
+                self._every(min(1.0, self.cfg.static_period), self.workers.poll_static),
             )
-        self._register()
+        self.loops.register()
         self.pods.add_event_handler(
-            on_add=self._on_pod,
-            on_update=lambda old, new: self._on_pod(new),
-            on_delete=self._on_pod_delete,
+            on_add=self.workers.on_pod,
+            on_update=lambda old, new: self.workers.on_pod(new),
+            on_delete=self.workers.on_pod_delete,
         )
         self.nodes.add_event_handler(
-            on_add=lambda n: self._on_nodes(),
-            on_update=lambda o, n: self._on_nodes(),
-            on_delete=lambda n: self._on_nodes(),
+            on_add=lambda n: self.loops.on_nodes(),
+            on_update=lambda o, n: self.loops.on_nodes(),
+            on_delete=lambda n: self.loops.on_nodes(),
         )
         if self.dns is not None:
             ensure_local_address(self.dns.settings.listen_host, self.dns.settings.interface)
@@ -238,11 +303,18 @@ class Agent:
         while not self.factory.wait_for_cache_sync(timeout=5) and not self.stop_event.is_set():
             log.info("waiting for the pod and node caches to sync")
         self.local_path.start()
-        self._spawn("pleg", self._every(self.cfg.relist_period, self.relist))
+        self._spawn("pleg", self._every(self.cfg.relist_period, self.pleg.relist))
         self._spawn("resync", self._every(self.cfg.resync_period, self._resync))
         self._spawn("pod-cgroups", self._every(POD_CGROUP_SWEEP, self._sweep_pod_cgroups))
-        self._spawn("node-status", self._every(self.cfg.lease_period, self._heartbeat))
-        self._on_nodes()
+        self._spawn("node-status", self._every(self.cfg.lease_period, self.loops.heartbeat))
+        res = self.cfg.resources
+        if res.eviction is not None:
+            self._spawn("eviction", lambda: self.resources.run_eviction(self.stop_event))
+        self._spawn(
+            "container-gc", self._every(res.container_gc_period, self.resources.container_gc)
+        )
+        self._spawn("image-gc", self._every(res.image_gc_period, self.resources.image_gc))
+        self.loops.on_nodes()
         if self.cfg.listen:
             tokens = TokenChecker(self._api_config) if self._api_config else None
             servicer = AgentServicer(
@@ -264,6 +336,7 @@ class Agent:
 
     def stop(self) -> None:
         self.stop_event.set()
+        self.resources.stop()
         if self._endpoint is not None:
             self._endpoint.stop(grace=1)
         if self.dns is not None:
@@ -294,126 +367,12 @@ class Agent:
 
         return loop
 
-    def _wait_for_runtime(self) -> None:
-        delay = 0.2
-        while not self.stop_event.is_set():
-            try:
-                v = self.cri.version()
-                self._runtime_version = f"{v.runtime_name}://{v.runtime_version}"
-                self.runtime_name = self.runtime_name or v.runtime_name
-                return
-            except CRIError as err:
-                log.warning(
-                    "runtime at %s not reachable (%s); retrying in %.1fs",
-                    self.cri.endpoint,
-                    err,
-                    delay,
-                )
-            self.stop_event.wait(delay)
-            delay = min(delay * 2, 10.0)
+    def relist(self) -> None:
+        """One PLEG relist (the pleg thread runs it every relist period)."""
+        self.pleg.relist()
 
-    def _register(self) -> None:
-        delay = 0.2
-        while not self.stop_event.is_set():
-            try:
-                self.reporter.register(self._node_status(None))
-                self.reporter.renew_lease()
-                return
-            except errors.ApiError as err:
-                log.warning(
-                    "cannot register node %s with the control plane (%s); retrying in %.1fs",
-                    self.cfg.node.name,
-                    err,
-                    delay,
-                )
-            self.stop_event.wait(delay)
-            delay = min(delay * 2, 10.0)
-
-    # node
-    def _runtime_not_ready(self) -> str | None:
-        try:
-            conds = {c.type: c for c in self.cri.status().status.conditions}
-        except CRIError as err:
-            return f"container runtime is down: {err.message}"
-        for kind in ("RuntimeReady", "NetworkReady"):
-            c = conds.get(kind)
-            if c is None or not c.status:
-                return (
-                    f"{kind}=false reason:{c.reason if c else ''} message:{c.message if c else ''}"
-                )
-        return None
-
-    def _node_status(self, old: Mapping[str, Any] | None) -> dict[str, Any]:
-        try:
-            images = [
-                {"names": [*i.repo_tags, *i.repo_digests], "sizeBytes": i.size}
-                for i in self.cri.list_images()
-                if i.repo_tags or i.repo_digests
-            ]
-        except CRIError:
-            images = []
-        return node_status(
-            self.cfg.node,
-            Readings.take(self.cfg.node.fs_path),
-            self._runtime_version,
-            self._runtime_not_ready(),
-            images,
-            old,
-        )
-
-    def _heartbeat(self) -> None:
-        try:
-            self.reporter.renew_lease()
-            node = self.nodes.store.get(self.cfg.node.name)
-            self.reporter.maybe_update(
-                self._node_status((node or {}).get("status")), self.clock.now()
-            )
-        except errors.ApiError as err:
-            log.warning("node=%s heartbeat failed: %s", self.cfg.node.name, err)
-
-    def _on_nodes(self) -> None:
-        if self.network is None:
-            return
-        me = self.nodes.store.get(self.cfg.node.name)
-        cidr = ((me or {}).get("spec") or {}).get("podCIDR")
-        if not me or not cidr:
-            return
-        changed = self.network.apply(
-            cidr,
-            node_ip(me) or self.cfg.node.address,
-            peers(self.nodes.store.list(), self.cfg.node.name),
-        )
-        if changed:
-            try:
-                self.cri.update_runtime_config(cidr)
-            except CRIError as err:
-                log.warning("UpdateRuntimeConfig failed: %s", err)
-
-    # static pods
-    def _poll_static(self) -> None:
-        """Re-read the manifest directory when due; enqueue every static pod (their resync)."""
-        assert self.static is not None
-        changes = self.static.poll()
-        if changes is None:
-            return
-        for pod in changes.removed:
-            self._last_seen[pod["metadata"]["uid"]] = pod
-        for pod in [*changes.removed, *self.static.list()]:
-            self.queue.add(pod["metadata"]["uid"])
-
-    def _sync_mirror(self, pod: Object) -> bool:
-        """Keep the static pod's mirror in the API; True if its status may go there
-        (by name). Retried by the static resync, not sooner, while the API is away."""
-        assert self.mirrors is not None
-        try:
-            state = self.mirrors.ensure(pod)
-        except errors.ApiError as err:
-            log.warning("pod=%s/%s mirror pod not synced: %s",
-                        pod["metadata"]["namespace"], pod["metadata"]["name"], err)  # fmt: skip
-            return False
-        if state == "created":
-            self.status.forget(pod["metadata"]["uid"])
-        return state != "blocked"
+    def sync_pod(self, uid: str) -> None:
+        self.workers.sync_pod(uid)
 
     def _endpoint_pod(self, namespace: str, name: str) -> Object | None:
         """The pod the agent endpoint serves: a static pod rather than its mirror."""
@@ -425,59 +384,8 @@ class Agent:
                 return static
         return pod
 
-    def _drop_mirrors(self, uid: str) -> None:
-        """Static pod `uid` is gone: so are its mirrors."""
-        if self.mirrors is None:
-            return
-        try:
-            self.mirrors.delete_orphans(uid, self.pods.store.by_index(MIRROR_INDEX, uid))
-        except errors.ApiError as err:
-            log.warning("uid=%s orphaned mirror pod not deleted: %s", uid, err)
-
-    # pod events
-    def _on_pod(self, pod: Object) -> None:
-        if mirror_of(pod):  # a mirror stands for its static pod
-            self.queue.add(mirror_of(pod))
-            return
-        uid = pod["metadata"].get("uid")
-        if uid:
-            self._last_seen[uid] = pod
-            self.queue.add(uid)
-
-    def _on_pod_delete(self, pod: Object) -> None:
-        if mirror_of(pod):
-            self.queue.add(mirror_of(pod))
-            return
-        uid = pod["metadata"].get("uid")
-        if uid:
-            self._last_seen[uid] = pod
-            self.queue.add(uid)
-
-    def relist(self) -> None:
-        """PLEG: enqueue pods whose runtime state changed, and orphans."""
-        records = self.view.relist()
-        seen = set()
-        for uid, rec in records.items():
-            seen.add(uid)
-            fp = (
-                tuple((s.id, s.state) for s in rec.sandboxes),
-                tuple((c.id, c.state) for c in rec.containers),
-            )
-            if self._fingerprints.get(uid) != fp:
-                self._fingerprints[uid] = fp
-                self.queue.add(uid)
-        for uid in set(self._fingerprints) - seen:
-            del self._fingerprints[uid]
-
-    def _sweep_pod_cgroups(self) -> None:
-        keep = {p["metadata"]["uid"] for p in self.pods.store.list()} | set(self._fingerprints)
-        if self.static is not None:
-            keep |= {p["metadata"]["uid"] for p in self.static.list()}
-        sweep_pod_cgroups(self.cfg.pod_settings.cgroup_root, keep)
-
     def _resync(self) -> None:
-        for pod in self.pods.store.list():
-            self.queue.add(mirror_of(pod) or pod["metadata"]["uid"])
+        self.workers.resync()
         self._refresh_tokens()
 
     def _refresh_tokens(self) -> None:
@@ -491,155 +399,21 @@ class Agent:
             except (OSError, ConfigError) as err:
                 log.warning("pod=%s token refresh failed: %s", pod["metadata"].get("name"), err)
 
-    # workers
-    def _worker(self) -> None:
-        while True:
-            try:
-                uid = self.queue.get()
-            except ShutDown:
-                return
-            try:
-                self.sync_pod(uid)
-                self.queue.forget(uid)
-            except Exception:
-                log.exception("uid=%s sync failed; will retry", uid)
-                self.queue.add_rate_limited(uid)
-            finally:
-                self.queue.done(uid)
+    def _sweep_pod_cgroups(self) -> None:
+        keep = {p["metadata"]["uid"] for p in self.pods.store.list()} | self.pleg.known()
+        if self.static is not None:
+            keep |= {p["metadata"]["uid"] for p in self.static.list()}
+        sweep_pod_cgroups(self.cfg.pod_settings.cgroup_root, keep)
+        self._sync_qos()
 
-    def _pod(self, uid: str) -> Object | None:
-        static = self.static.get(uid) if self.static is not None else None
-        if static is not None:
-            return static
-        found = [p for p in self.pods.store.by_index(UID_INDEX, uid) if not mirror_of(p)]
-        return found[0] if found else None
-
-    def sync_pod(self, uid: str) -> None:
-        pod = self._pod(uid)
-        rec = self.view.relist(uid).get(uid)
-        if pod is None:
-            gone = self._last_seen.pop(uid, None)
-            if gone is not None and rec is not None and is_static(gone):  # graceful, as kubelet
-                grace = (gone.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-                self.syncer.kill_pod(gone, rec, int(grace))
-                rec = self.view.relist(uid).get(uid)
-            self._cleanup(uid, gone, rec)
-            self._drop_mirrors(uid)
+    def _sync_qos(self) -> None:
+        """The QoS cgroup tree for the pods admitted now."""
+        if self.qos is None:
             return
-        md = pod["metadata"]
-        if md.get("deletionTimestamp"):
-            self._terminate(pod, rec)
-            return
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and (
-            rec is None or not any(c.state == "running" for c in rec.containers)
-        ):
-            return
-        _, _, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
-        result = self.syncer.sync(pod, rec, liveness_failed)
-        a = result.actions
-        acted = a is None or bool(
-            a.kill_pod
-            or a.create_sandbox
-            or a.containers_to_start
-            or a.containers_to_kill
-            or a.next_init_container is not None
-        )
-        if acted or rec is None:  # the runtime changed: look again before reporting
-            rec = self.view.relist(uid).get(uid) or PodRecord(uid)
-        self._sync_probes(pod, rec, result.pod_ips)
-        running = self._running_specs(pod, rec)
-        ready, started, _ = self.probes.results(uid, running)
-        unready = {c["name"] for c in running} - ready
-        probe_messages = {
-            n: m for n in unready if (m := self.probes.message(uid, n, "readinessProbe"))
-        }
-        sb = rec.current_sandbox()
-        obs = PodObservation(
-            sandbox_ready=sb is not None and sb.state == cri.SANDBOX_READY,
-            pod_ips=result.pod_ips,
-            containers=tuple(rec.containers),
-            waiting=result.waiting,
-            ready=ready,
-            started=started,
-            runtime_name=self.runtime_name,
-            probe_messages=probe_messages,
-        )
-        status = compute_pod_status(
-            pod, obs, self.clock.now(), self.cfg.node.address, result.init_failed
-        )
-        if self.mirrors is not None and self.static is not None and self.static.get(uid):
-            if self._sync_mirror(pod):
-                self.status.set_status(pod, status)
-        else:
-            self.status.set_status(pod, status)
-        for w in result.waiting.values():
-            if w.reason in (
-                "CrashLoopBackOff",
-                "ImagePullBackOff",
-                "ErrImagePull",
-                "ContainerCreating",
-            ):
-                self.queue.add_after(uid, 1.0)
-                break
-
-    def _running_specs(
-        self, pod: Mapping[str, Any], rec: PodRecord | None
-    ) -> list[Mapping[str, Any]]:
-        running = {c.name for c in (rec.containers if rec else []) if c.state == "running"}
-        return [c for c in (pod.get("spec") or {}).get("containers") or [] if c["name"] in running]
-
-    def _sync_probes(
-        self, pod: Mapping[str, Any], rec: PodRecord, pod_ips: tuple[str, ...]
-    ) -> None:
-        uid = pod["metadata"]["uid"]
-        latest: dict[str, Any] = {}
-        for c in rec.containers:
-            latest.setdefault(c.name, c)
-        for spec in (pod.get("spec") or {}).get("containers") or []:
-            info = latest.get(spec["name"])
-            if info is None or info.state != "running":
-                self.probes.remove_container(uid, spec["name"])
-                continue
-            named = {
-                p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")
-            }
-            ip = pod_ips[0] if pod_ips else ""
-            self.probes.sync_container(uid, spec, ProbeTarget(info.id, ip, named), info.started_at)
-
-    def _terminate(self, pod: Object, rec: PodRecord | None) -> None:
-        md = pod["metadata"]
-        grace = md.get("deletionGracePeriodSeconds")
-        if grace is None:
-            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-        if rec is not None:
-            self.syncer.kill_pod(pod, rec, int(grace))
-            rec = self.view.relist(md["uid"]).get(md["uid"])
-            obs = PodObservation(
-                containers=tuple(rec.containers) if rec else (), runtime_name=self.runtime_name
-            )
-            self.status.set_status(
-                pod, compute_pod_status(pod, obs, self.clock.now(), self.cfg.node.address)
-            )
-        self._cleanup(md["uid"], pod, rec)
-        self.status.delete_terminated(pod)
-
-    def _cleanup(self, uid: str, pod: Object | None, rec: PodRecord | None) -> None:
-        """The pod is gone from the API (or finishing): nothing of it may stay."""
-        if rec is not None:
-            if pod is not None:
-                self.syncer.kill_pod(pod, rec, 0)
-            else:
-                stub = {"metadata": {"name": uid, "uid": uid}, "spec": {}}
-                self.syncer.kill_pod(stub, rec, 0)
-            fresh = self.view.relist(uid).get(uid)
-            if fresh is not None:
-                self.syncer.remove_pod(fresh)
-        # The pod's own cgroup (its sandboxes' parent), as the kubelet removes it.
-        remove_pod_cgroup(self.cfg.pod_settings.cgroup_root, uid)
-        self.probes.remove_pod(uid)
-        self.status.forget(uid)
-        teardown_volumes(self.cfg.root, uid)
-        self._fingerprints.pop(uid, None)
+        node = self.cfg.node
+        cpu = max(0, (os.cpu_count() or 1) * 1000 - node.reserved_cpu_milli)
+        memory = max(0, self._memory - node.reserved_memory)
+        self.qos.sync(cpu, memory, self.workers.admitted_pods())
 
 
 def run_forever(agent: Agent) -> None:

@@ -190,3 +190,8 @@ class CRIClient:
     def remove_image(self, image: str) -> None:
         req = cri.RemoveImageRequest(image=cri.ImageSpec(image=image))
         self._call("RemoveImage", self.images.RemoveImage, req)
+
+    def image_fs_info(self) -> list[cri.FilesystemUsage]:
+        """The filesystems holding images (mount point, bytes and inodes used)."""
+        resp = self._call("ImageFsInfo", self.images.ImageFsInfo, cri.ImageFsInfoRequest())
+        return list(resp.image_filesystems)

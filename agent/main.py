@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -21,9 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+import psutil
+
 from agent.agent import Agent, AgentConfig
+from agent.container_gc import ContainerGCPolicy
 from agent.cri_client import CRIClient
+from agent.eviction import thresholds
+from agent.image_gc import ImageGCPolicy
 from agent.network import NetworkSettings
+from agent.node_resources import ResourceSettings
 from agent.node_status import NodeConfig
 from agent.pod_config import NodeSettings
 from agent.proxy import DnsSettings, ProxySettings
@@ -105,8 +112,83 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="directory of static pod manifests, re-read every 5 s ('' for none)",
     )
+    add_resource_flags(p)
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     return p
+
+
+def add_resource_flags(p: argparse.ArgumentParser) -> None:
+    """The kubelet's node resource management flags, with its defaults."""
+    p.add_argument(
+        "--kube-reserved", default="", help="cpu=100m,memory=256Mi kept for skiff from allocatable"
+    )
+    p.add_argument(
+        "--cgroups-per-qos",
+        default="true",
+        choices=("true", "false"),
+        help="keep the QoS cgroup tree (burstable, besteffort) under --cgroup-root",
+    )
+    p.add_argument(
+        "--enforce-node-allocatable",
+        default="pods",
+        help="'pods': the pods' cgroup is capped at allocatable; 'none': not",
+    )
+    p.add_argument(
+        "--eviction-hard",
+        default=None,
+        help=f"signal<quantity|percent,... (default {thresholds.DEFAULT_HARD})",
+    )
+    p.add_argument("--eviction-soft", default="", help="signal<quantity|percent,...")
+    p.add_argument("--eviction-soft-grace-period", default="", help="signal=duration,...")
+    p.add_argument("--eviction-minimum-reclaim", default="", help="signal=quantity|percent,...")
+    p.add_argument("--eviction-pressure-transition-period", default="5m0s")
+    p.add_argument("--eviction-max-pod-grace-period", type=int, default=0)
+    p.add_argument("--image-gc-high-threshold", type=int, default=85)
+    p.add_argument("--image-gc-low-threshold", type=int, default=80)
+    p.add_argument("--image-minimum-gc-age", default="2m0s")
+    p.add_argument("--maximum-dead-containers-per-container", type=int, default=1)
+    p.add_argument("--maximum-dead-containers", type=int, default=-1)
+    p.add_argument("--minimum-container-ttl-duration", default="0s")
+
+
+def resource_settings(args: argparse.Namespace) -> ResourceSettings:
+    """The flags above, checked; SystemExit naming the flag if one is bad."""
+    try:
+        eviction = thresholds.parse_config(
+            hard=args.eviction_hard,
+            soft=args.eviction_soft,
+            soft_grace=args.eviction_soft_grace_period,
+            minimum_reclaim=args.eviction_minimum_reclaim,
+            pressure_transition=args.eviction_pressure_transition_period,
+            max_pod_grace_period=args.eviction_max_pod_grace_period,
+        )
+        image_gc = ImageGCPolicy(
+            high_threshold=args.image_gc_high_threshold,
+            low_threshold=args.image_gc_low_threshold,
+            minimum_age=_duration("--image-minimum-gc-age", args.image_minimum_gc_age),
+        )
+        container_gc = ContainerGCPolicy(
+            max_per_container=args.maximum_dead_containers_per_container,
+            min_age=_duration(
+                "--minimum-container-ttl-duration", args.minimum_container_ttl_duration
+            ),
+            max_containers=args.maximum_dead_containers,
+        )
+    except ValueError as err:
+        raise SystemExit(f"skiff agent: {err}") from None
+    if args.enforce_node_allocatable not in ("pods", "none", ""):
+        raise SystemExit(
+            f"skiff agent: --enforce-node-allocatable {args.enforce_node_allocatable!r}:"
+            " want pods or none"
+        )
+    return ResourceSettings(eviction=eviction, image_gc=image_gc, container_gc=container_gc)
+
+
+def _duration(flag: str, text: str) -> float:
+    try:
+        return thresholds.parse_duration(text)
+    except ValueError as err:
+        raise ValueError(f"{flag}: {err}") from None
 
 
 def _pairs(text: str, what: str) -> dict[str, str]:
@@ -130,6 +212,46 @@ def _taints(text: str) -> list[dict[str, str]]:
         key, _, value = kv.partition("=")
         taints.append({"key": key, "value": value, "effect": effect})
     return taints
+
+
+def reservations(args: argparse.Namespace) -> tuple[int, int]:
+    """(millicpu, memory bytes) of --system-reserved plus --kube-reserved."""
+    cpu = mem = 0
+    for flag, text in (
+        ("--system-reserved", args.system_reserved),
+        ("--kube-reserved", args.kube_reserved),
+    ):
+        for name, value in _pairs(text, flag).items():
+            if name not in ("cpu", "memory", "ephemeral-storage", "pid"):
+                raise SystemExit(f"skiff agent: {flag}: unknown resource {name!r}")
+            try:
+                q = parse_quantity(value)
+            except ValueError as err:
+                raise SystemExit(f"skiff agent: {flag}: {name}={value}: {err}") from None
+            if name == "cpu":
+                cpu += int(q * 1000)
+            elif name == "memory":
+                mem += int(q)
+    return cpu, mem
+
+
+def hard_memory(res: ResourceSettings) -> int:
+    """The hard memory.available threshold in bytes (taken from allocatable)."""
+    th = res.eviction.hard(thresholds.MEMORY_AVAILABLE) if res.eviction else None
+    return th.value.of(psutil.virtual_memory().total) if th else 0
+
+
+def hard_nodefs_fraction(res: ResourceSettings, root: str) -> float:
+    th = res.eviction.hard(thresholds.NODEFS_AVAILABLE) if res.eviction else None
+    if th is None:
+        return 0.0
+    if th.value.percentage is not None:
+        return th.value.percentage
+    path = root
+    while not os.path.exists(path):
+        path = os.path.dirname(path) or "/"
+    total = shutil.disk_usage(path).total
+    return th.value.of(total) / total if total else 0.0
 
 
 def listen_port(listen: str) -> int:
@@ -221,9 +343,10 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
         raise SystemExit(f"skiff agent: --iptables-chain-prefix: {err}") from None
     if not 0 < len(args.dns_interface) <= 15:
         raise SystemExit(f"skiff agent: --dns-interface {args.dns_interface!r}: 1-15 characters")
+    resources = resource_settings(args)
     root = Path(args.root_dir)
+    reserved = reservations(args)
     creds = obtain_credentials(args, root, stop)
-    reserved = _pairs(args.system_reserved, "--system-reserved")
     dns_ips = [ip for ip in args.cluster_dns.split(",") if ip]
     node_ip = args.node_ip or route_source(creds.server)
     dns_servers, dns_searches = host_dns()
@@ -234,8 +357,10 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
             labels=_pairs(args.node_labels, "--node-labels"),
             taints=_taints(args.register_with_taints),
             max_pods=args.max_pods,
-            reserved_cpu_milli=int(parse_quantity(reserved.get("cpu", "0")) * 1000),
-            reserved_memory=int(parse_quantity(reserved.get("memory", "0"))),
+            reserved_cpu_milli=reserved[0],
+            reserved_memory=reserved[1],
+            eviction_memory_available=hard_memory(resources),
+            eviction_nodefs_available=hard_nodefs_fraction(resources, str(root)),
             fs_path=str(root),
             agent_port=listen_port(args.listen),
         ),
@@ -261,6 +386,9 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
             name=args.cni_network_name,
         ),
         workers=args.workers,
+        resources=resources,
+        qos_cgroups=args.cgroups_per_qos == "true",
+        enforce_node_allocatable=args.enforce_node_allocatable == "pods",
         pod_manifest_path=Path(args.pod_manifest_path) if args.pod_manifest_path else None,
         runtime_name=args.runtime_name,
         local_path_root=Path(args.local_path_root) if args.local_path_root else None,

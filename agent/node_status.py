@@ -116,32 +116,45 @@ def node_status(
     runtime_ready: str | None,
     images: Sequence[Mapping[str, Any]],
     old: Mapping[str, Any] | None = None,
+    pressures: Mapping[str, str] | None = None,
+    problems: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """`runtime_ready` is None when the runtime and network are ready, else why not."""
+    """`runtime_ready` is None when the runtime and network are ready, else
+    why not. `pressures` (condition -> message), from the eviction manager,
+    decides the pressure conditions when given; `problems` (reason ->
+    message) are the runtime's failures the agent works around, reported as
+    the ContainerRuntimeUnhealthy condition (node-problem-detector's)."""
     prev = {c["type"]: c for c in (old or {}).get("conditions") or []}
-    mem_pressure = r.memory_available < cfg.eviction_memory_available
-    disk_pressure = r.fs_total > 0 and r.fs_free / r.fs_total < cfg.eviction_nodefs_available
-    pid_pressure = r.pids_used > 0.9 * r.pid_max
+    if pressures is None:
+        mem_pressure = r.memory_available < cfg.eviction_memory_available
+        disk_pressure = r.fs_total > 0 and r.fs_free / r.fs_total < cfg.eviction_nodefs_available
+        pid_pressure = r.pids_used > 0.9 * r.pid_max
+        pressures = {}
+    else:
+        mem_pressure = "MemoryPressure" in pressures
+        disk_pressure = "DiskPressure" in pressures
+        pid_pressure = "PIDPressure" in pressures
     conditions = [
         _condition(
             "MemoryPressure",
             mem_pressure,
             "AgentHasInsufficientMemory" if mem_pressure else "AgentHasSufficientMemory",
-            f"{r.memory_available >> 20} MiB available",
+            pressures.get("MemoryPressure") or f"{r.memory_available >> 20} MiB available",
             prev.get("MemoryPressure"),
         ),
         _condition(
             "DiskPressure",
             disk_pressure,
             "AgentHasDiskPressure" if disk_pressure else "AgentHasNoDiskPressure",
-            f"{r.fs_free >> 30} GiB free of {r.fs_total >> 30} GiB",
+            pressures.get("DiskPressure")
+            or f"{r.fs_free >> 30} GiB free of {r.fs_total >> 30} GiB",
             prev.get("DiskPressure"),
         ),
         _condition(
             "PIDPressure",
             pid_pressure,
             "AgentHasInsufficientPID" if pid_pressure else "AgentHasSufficientPID",
-            f"{r.pids_used} of {r.pid_max} pids in use",
+            pressures.get("PIDPressure") or f"{r.pids_used} of {r.pid_max} pids in use",
             prev.get("PIDPressure"),
         ),
         _condition(
@@ -152,6 +165,16 @@ def node_status(
             prev.get("Ready"),
         ),
     ]
+    if problems or "ContainerRuntimeUnhealthy" in prev:
+        conditions.append(
+            _condition(
+                "ContainerRuntimeUnhealthy",
+                bool(problems),
+                ",".join(sorted(problems)) if problems else "ContainerRuntimeIsHealthy",
+                "; ".join(problems[k] for k in sorted(problems)) if problems else "",
+                prev.get("ContainerRuntimeUnhealthy"),
+            )
+        )
     capacity = {
         "cpu": str(r.cpus),
         "memory": f"{r.memory_total >> 10}Ki",
@@ -160,7 +183,7 @@ def node_status(
     }
     allocatable = {
         "cpu": f"{max(0, r.cpus * 1000 - cfg.reserved_cpu_milli)}m",
-        "memory": f"{max(0, r.memory_total - cfg.reserved_memory - cfg.eviction_memory_available) >> 10}Ki",
+        "memory": f"{allocatable_memory(cfg, r.memory_total) >> 10}Ki",
         "pods": str(cfg.max_pods),
         "ephemeral-storage": f"{int(r.fs_total * (1 - cfg.eviction_nodefs_available)) >> 10}Ki",
     }
@@ -186,6 +209,11 @@ def node_status(
         },
         "images": [dict(i) for i in images],
     }
+
+
+def allocatable_memory(cfg: NodeConfig, total: int) -> int:
+    """Capacity less what the flags reserve and the hard eviction threshold."""
+    return max(0, total - cfg.reserved_memory - cfg.eviction_memory_available)
 
 
 def _read(path: str) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.pod_actions import container_hash
-from agent.qos import QOSClass, qos_class
+from controlplane.api.qos import QOSClass, qos_class
 from controlplane.api.quantity import parse_quantity
 from proto.runtime.v1 import api_pb2 as cri
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import urllib.error
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +36,7 @@ from agent.pod_config import (
     sandbox_config,
 )
 from agent.pod_status import ContainerInfo, Waiting
-from agent.probes import DIRECT
-from agent.qos import qos_class
+from agent.probes import DIRECT, resolve_port
 from agent.resources import container_resources
 from agent.runtime_view import PodRecord
 from agent.volumes import (
@@ -46,9 +46,11 @@ from agent.volumes import (
     setup_volumes,
     volume_paths,
 )
+from controlplane.api.qos import qos_class
 from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent.sync")
+POST_START_TIMEOUT = 30  # seconds a postStart hook may run
 
 DataLookup = Callable[[str, str], Mapping[str, str] | None]
 
@@ -249,6 +251,70 @@ class PodSyncer:
             cid[:12],
             restart_count,
         )
+        hook = (spec.get("lifecycle") or {}).get("postStart")
+        if hook:
+            ips = self._sandbox_ips(sandbox_id)
+            self._post_start(pod, name, cid, hook, ips, _ports(spec), result)
+
+    def _post_start(
+        self,
+        pod: Mapping[str, Any],
+        name: str,
+        cid: str,
+        hook: Mapping[str, Any],
+        ips: tuple[str, ...],
+        ports: Mapping[str, int],
+        result: SyncResult,
+    ) -> None:
+        """Run the postStart hook as the kubelet does, right after the start;
+        if it fails, kill the container (FailedPostStartHook): its restart
+        policy decides what comes next."""
+        err = self._hook(cid, hook, POST_START_TIMEOUT, ips, ports)
+        if err is None:
+            return
+        log.warning("pod=%s container=%s FailedPostStartHook: %s", _name(pod), name, err)
+        grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+        try:
+            self.d.runtime.stop_container(cid, grace)
+        except CRIError as stop_err:
+            log.warning("pod=%s container_id=%s stop failed: %s", _name(pod), cid[:12], stop_err)
+        result.waiting[name] = Waiting("PostStartHookError", f"FailedPostStartHook: {err}")
+
+    def _hook(
+        self,
+        cid: str,
+        hook: Mapping[str, Any],
+        timeout: int,
+        ips: tuple[str, ...],
+        ports: Mapping[str, int],
+    ) -> str | None:
+        """Run a lifecycle hook (exec or httpGet); None if it succeeded, else why not."""
+        try:
+            if "exec" in hook:
+                cmd = hook["exec"]["command"]
+                resp = self.d.runtime.exec_sync(cid, cmd, max(1, timeout))
+                if resp.exit_code != 0:
+                    out = (resp.stdout + resp.stderr).decode(errors="replace").strip()
+                    return f"Exec lifecycle hook ({cmd}) exited with {resp.exit_code}: {out}"
+                return None
+            if "httpGet" in hook:
+                h = hook["httpGet"]
+                host = h.get("host") or (ips or ("127.0.0.1",))[0]
+                port = resolve_port(h["port"], ports)
+                path = h.get("path", "/")
+                path = path if path.startswith("/") else "/" + path
+                url = f"{h.get('scheme', 'HTTP').lower()}://{host}:{port}{path}"
+                try:
+                    with DIRECT.open(url, timeout=max(1, timeout)) as resp_http:
+                        code = resp_http.status
+                except urllib.error.HTTPError as http_err:
+                    code = http_err.code
+                return None if code < 400 else f"HTTP lifecycle hook ({path}) returned {code}"
+            return "lifecycle hook has no handler (exec or httpGet)"
+        except CRIError as cri_err:
+            return cri_err.message
+        except (OSError, ValueError) as os_err:
+            return str(os_err)
 
     def _ensure_image(
         self,
@@ -343,16 +409,8 @@ class PodSyncer:
     def _run_hook(
         self, pod: Mapping[str, Any], cid: str, hook: Mapping[str, Any], grace: int
     ) -> None:
-        try:
-            if "exec" in hook:
-                self.d.runtime.exec_sync(cid, hook["exec"]["command"], max(1, grace))
-            elif "httpGet" in hook:
-                h = hook["httpGet"]
-                host = h.get("host") or (self._ips_for(pod) or ("127.0.0.1",))[0]
-                url = f"{h.get('scheme', 'HTTP').lower()}://{host}:{h['port']}{h.get('path', '/')}"
-                with DIRECT.open(url, timeout=max(1, grace)):
-                    pass
-        except Exception as err:  # a failed hook does not stop the kill
+        err = self._hook(cid, hook, grace, self._ips_for(pod), {})
+        if err is not None:  # a failed preStop hook does not stop the kill
             log.info("pod=%s container_id=%s preStop hook failed: %s", _name(pod), cid[:12], err)
 
     def _ips_for(self, pod: Mapping[str, Any]) -> tuple[str, ...]:
@@ -390,6 +448,10 @@ def _latest(containers: list[ContainerInfo]) -> dict[str, ContainerInfo]:
     for c in containers:
         out.setdefault(c.name, c)
     return out
+
+
+def _ports(spec: Mapping[str, Any]) -> dict[str, int]:
+    return {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
 
 
 def _name(pod: Mapping[str, Any]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agent.qos import QOSClass
+from controlplane.api.qos import QOSClass
 from controlplane.api.quantity import parse_quantity
 from proto.runtime.v1 import api_pb2
 

@@ -20,7 +20,11 @@ run side by side once the second also gets its own ports and address ranges:
 --cluster-cidr and --service-cidr (the cluster DNS address follows it, as the
 kube-dns Service's cluster IP does: its tenth address). Ctrl-C (or SIGTERM) stops the agent, removes the
 pods it ran (unless --keep-pods), then stops the runtime and the control
-plane. The logs of the control plane and the agent go to controlplane.log
+plane, and removes what the instance made on the host (host_state.teardown;
+with --keep-pods only what the kept pods do not need). At start it takes the
+data dir (root's, writable by nobody else, one instance at a time), adopts
+or removes what a previous instance of the same names left, and refuses a
+host route or address inside its CIDRs that is not its own (prepare_host). The logs of the control plane and the agent go to controlplane.log
 and agent.log under the log directory, by logger name (the shared client
 library, controlplane.client, logs into controlplane.log).
 
@@ -35,11 +39,9 @@ and the free pages startup leaves returned once Ready (malloc_trim).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import ipaddress
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -47,18 +49,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
 from agent import main as agent_main
 from agent.cri_client import CRIClient, CRIError
-from agent.pod_cgroups import remove_empty_tree
+from agent.host_state import Instance
+from agent.layout import Layout
+from agent.up_host import clean_host, copy_private, prepare_host, take_data_dir
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
-from controlplane.client.kubeconfig import write_private
 
 log = logging.getLogger("skiff.up")
 
@@ -129,73 +131,6 @@ def log_to_files(lay: Layout, level: str) -> None:
         handler.setFormatter(fmt)
         handler.addFilter(AgentLogs(agent))
         root.addHandler(handler)
-
-
-@dataclass(frozen=True)
-class Layout:
-    data_dir: Path
-    controlplane_dir: Path
-    runtime_root: Path
-    runtime_state: Path
-    cri_socket: Path
-    agent_root: Path
-    pod_logs: Path
-    cni_conf_dir: Path
-    cni_bin_dir: Path
-    log_dir: Path
-    cgroup_root: str
-    cni_bridge: str
-    manifests: Path
-    # Host-global names beside the bridge and the cgroups: the runtime's
-    # fallback cgroup parent, the CNI network, the service proxy's iptables
-    # chains and the dummy interface of the cluster DNS address.
-    runtime_cgroup: str = "/skiff"
-    cni_network: str = "skiff"
-    chain_prefix: str = "SKIFF"
-    dns_interface: str = "skiff-dns"
-
-    @staticmethod
-    def standard() -> Layout:
-        base = Path("/var/lib/skiff")
-        return Layout(
-            data_dir=base,
-            controlplane_dir=base / "controlplane",
-            runtime_root=base / "runtime",
-            runtime_state=Path("/run/skiff/runtime"),
-            cri_socket=Path("/run/skiff/cri.sock"),
-            agent_root=base / "agent",
-            pod_logs=Path("/var/log/pods"),
-            cni_conf_dir=Path("/etc/cni/net.d"),
-            cni_bin_dir=Path("/opt/cni/bin"),
-            log_dir=Path("/var/log/skiff"),
-            cgroup_root="/skiff/pods",
-            cni_bridge="skiff0",
-            manifests=Path("/etc/skiff/manifests"),
-        )
-
-    @staticmethod
-    def under(data_dir: Path) -> Layout:
-        d = data_dir.resolve()
-        tag = hashlib.sha256(str(d).encode()).hexdigest()[:6]
-        return Layout(
-            data_dir=d,
-            controlplane_dir=d / "controlplane",
-            runtime_root=d / "runtime",
-            runtime_state=d / "run" / "runtime",
-            cri_socket=d / "run" / "cri.sock",
-            agent_root=d / "agent",
-            pod_logs=d / "logs" / "pods",
-            cni_conf_dir=d / "cni" / "net.d",
-            cni_bin_dir=d / "cni" / "bin",
-            log_dir=d / "logs",
-            cgroup_root=f"/skiff-{tag}/pods",
-            cni_bridge=f"skiff{tag[:5]}",
-            manifests=d / "manifests",
-            runtime_cgroup=f"/skiff-{tag}",
-            cni_network=f"skiff-{tag[:5]}",
-            chain_prefix=f"SKIFF{tag[:5]}",
-            dns_interface=f"skiff{tag[:5]}-dns",
-        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -381,6 +316,209 @@ def remove_all_pods(endpoint: str) -> None:
         client.close()
 
 
+def prepare_dirs(lay: Layout) -> None:
+    """The instance's directories and its CNI plugins."""
+    for d in (
+        lay.controlplane_dir,
+        lay.runtime_root,
+        lay.runtime_state,
+        lay.agent_root,
+        lay.cni_conf_dir,
+        lay.log_dir,
+    ):
+        d.mkdir(parents=True, exist_ok=True)
+    lay.cri_socket.parent.mkdir(parents=True, exist_ok=True)
+    install_cni(lay.cni_bin_dir)
+
+
+def controlplane_argv(args: argparse.Namespace, lay: Layout, server: str) -> list[str]:
+    """The `skiff controlplane` flags of skiff up's control plane."""
+    return [
+        "--listen",
+        f"0.0.0.0:{args.api_port}",
+        "--advertise-address",
+        server,
+        "--data-dir",
+        str(lay.controlplane_dir),
+        "--service-cidr",
+        args.service_cidr,
+        "--cluster-cidr",
+        args.cluster_cidr,
+        "--log-level",
+        args.log_level.upper(),
+    ]
+
+
+def runtime_argv(args: argparse.Namespace, lay: Layout) -> list[str]:
+    """The `skiff runtime` command line of skiff up's runtime."""
+    argv = [
+        sys.executable,
+        "-m",
+        "skiff",
+        "runtime",
+        "--listen",
+        f"unix://{lay.cri_socket}",
+        "--root",
+        str(lay.runtime_root),
+        "--state",
+        str(lay.runtime_state),
+        "--cni-conf-dir",
+        str(lay.cni_conf_dir),
+        "--cni-bin-dir",
+        str(lay.cni_bin_dir),
+        "--cgroup-parent",
+        lay.runtime_cgroup,
+        "--log-level",
+        args.log_level.lower(),
+    ]
+    if args.registry_config:
+        argv += ["--registry-config", args.registry_config]
+    if args.disable_default_registry_endpoint:
+        argv.append("--disable-default-registry-endpoint")
+    return argv
+
+
+def stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT (Ctrl-C) set."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop
+
+
+class Parts:
+    """The parts of one skiff up and the steps that start and stop them:
+    control plane (in this process, or a child without `embed`), runtime
+    (a child), agent (in this process)."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        lay: Layout,
+        dns_ip: str,
+        embed: EmbedControlPlane | None,
+        stop: threading.Event,
+    ) -> None:
+        self.args = args
+        self.lay = lay
+        self.stop = stop
+        self.embed = embed
+        server = f"127.0.0.1:{args.api_port}"
+        self.cp_args = controlplane_argv(args, lay, server)
+        py = [sys.executable, "-m", "skiff"]
+        self.cp_child = (
+            Child(
+                "controlplane",
+                [*py, "controlplane", *self.cp_args],
+                lay.log_dir / "controlplane.log",
+            )
+            if embed is None
+            else None
+        )
+        self.rt = Child("runtime", runtime_argv(args, lay), lay.log_dir / "runtime.log")
+        for child in (self.rt, self.cp_child):
+            if child is not None:
+                child.env = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(ARENA_MAX))}
+        self.ag_args = agent_argv(args, lay, dns_ip, server)
+        self.admin_conf = lay.controlplane_dir / "admin.conf"
+        self.cp: Running | None = None
+        self.ag: agent_main.RunningAgent | None = None
+
+    def start_controlplane(self) -> None:
+        if self.cp_child is not None:
+            self.cp_child.start()
+
+            def api_ready() -> bool:
+                with connect(load_config(self.admin_conf), timeout=2) as c:
+                    c.whoami()
+                return True
+
+            _wait("the control plane API", api_ready, self.cp_child.check, self.stop)
+        else:
+            assert self.embed is not None
+            self.cp = self.embed(self.cp_args)
+            log.info(
+                "controlplane serving in this process, log %s",
+                self.lay.log_dir / "controlplane.log",
+            )
+
+    def start_runtime(self) -> None:
+        self.rt.start()
+
+        def runtime_ready() -> bool:
+            c = CRIClient(f"unix://{self.lay.cri_socket}", timeout=2)
+            try:
+                c.version()
+            finally:
+                c.close()
+            return True
+
+        _wait("the runtime socket", runtime_ready, self.rt.check, self.stop)
+
+    def start_agent(self) -> None:
+        token = (self.lay.controlplane_dir / "join-token").read_text().strip()
+        self.ag_args[self.ag_args.index("--token") + 1] = token
+        self.ag = agent_main.start(agent_main.build_parser().parse_args(self.ag_args), self.stop)
+        if self.stop.is_set():
+            raise Interrupted("stopped while starting the agent")
+        log.info("agent started in this process, log %s", self.lay.log_dir / "agent.log")
+
+    def wait_node_ready(self) -> None:
+        name = self.args.node_name
+
+        def node_ready() -> bool:
+            with connect(load_config(self.admin_conf), timeout=2) as c:
+                node = c.get("Node", name)
+            return any(
+                x["type"] == "Ready" and x["status"] == "True" for x in node["status"]["conditions"]
+            )
+
+        _wait(f"node {name} to be Ready", node_ready, self.rt.check, self.stop)
+
+    def announce(self) -> None:
+        """Hand the admin credential over and say how to use skiff."""
+        lay = self.lay
+        copy_private(self.admin_conf, lay.data_dir / "admin.conf")
+        copy_private(self.admin_conf.parent / "kubeconfig", lay.data_dir / "kubeconfig")
+        print(
+            f"skiff is up: node {self.args.node_name} is Ready.\n"
+            f"  export KUBECONFIG={lay.data_dir / 'kubeconfig'}\n"
+            f"  kubectl get nodes\n"
+            f"  kubectl apply -f examples/nginx-deployment.yaml   (skiffctl reads it too)\n"
+            f"Logs: {lay.log_dir}/{{controlplane,runtime,agent}}.log. Ctrl-C stops skiff.",
+            flush=True,
+        )
+
+    def serve(self) -> None:
+        """Until Ctrl-C or SIGTERM; RuntimeError if a child process exits."""
+        release_free_memory()
+        while not self.stop.wait(1.0):
+            for child in (self.cp_child, self.rt):
+                if child is not None and not child.alive():
+                    raise RuntimeError(f"{child.name} exited unexpectedly (see {child.log_path})")
+
+    def shutdown(self) -> None:
+        """Agent, pods (unless --keep-pods), runtime, control plane."""
+        if self.ag is not None:
+            self.ag.stop()
+            log.info("agent stopped")
+        if not self.args.keep_pods and self.rt.alive():
+            try:
+                remove_all_pods(f"unix://{self.lay.cri_socket}")
+            except CRIError as err:
+                log.warning("could not remove pods: %s", err)
+        self.rt.stop()
+        if self.cp is not None:
+            self.cp.stop()
+            log.info("controlplane stopped")
+        if self.cp_child is not None:
+            self.cp_child.stop()
+
+
 def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | None = None) -> int:
     """`skiff up`. With `controlplane`, the control plane runs in this
     process (what the `skiff` command does); without, as a child process."""
@@ -397,136 +535,23 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
     dns_ip = cluster_dns(args)
     limit_malloc_arenas()
     lay = Layout.under(Path(args.data_dir)) if args.data_dir else Layout.standard()
-    for d in (
-        lay.controlplane_dir,
-        lay.runtime_root,
-        lay.runtime_state,
-        lay.agent_root,
-        lay.cni_conf_dir,
-        lay.log_dir,
-    ):
-        d.mkdir(parents=True, exist_ok=True)
-    lay.cri_socket.parent.mkdir(parents=True, exist_ok=True)
-    install_cni(lay.cni_bin_dir)
-    log_to_files(lay, args.log_level)
-    py = [sys.executable, "-m", "skiff"]
-    level = args.log_level
-    server = f"127.0.0.1:{args.api_port}"
-    cp_args = [
-        "--listen",
-        f"0.0.0.0:{args.api_port}",
-        "--advertise-address",
-        server,
-        "--data-dir",
-        str(lay.controlplane_dir),
-        "--service-cidr",
-        args.service_cidr,
-        "--cluster-cidr",
-        args.cluster_cidr,
-        "--log-level",
-        level.upper(),
-    ]
-    cp_child = (
-        Child("controlplane", [*py, "controlplane", *cp_args], lay.log_dir / "controlplane.log")
-        if controlplane is None
-        else None
-    )
-    rt_args = [
-        *py,
-        "runtime",
-        "--listen",
-        f"unix://{lay.cri_socket}",
-        "--root",
-        str(lay.runtime_root),
-        "--state",
-        str(lay.runtime_state),
-        "--cni-conf-dir",
-        str(lay.cni_conf_dir),
-        "--cni-bin-dir",
-        str(lay.cni_bin_dir),
-        "--cgroup-parent",
-        lay.runtime_cgroup,
-        "--log-level",
-        level.lower(),
-    ]
-    if args.registry_config:
-        rt_args += ["--registry-config", args.registry_config]
-    if args.disable_default_registry_endpoint:
-        rt_args.append("--disable-default-registry-endpoint")
-    rt = Child("runtime", rt_args, lay.log_dir / "runtime.log")
-    for child in (rt, cp_child):
-        if child is not None:
-            child.env = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(ARENA_MAX))}
-    ag_args = agent_argv(args, lay, dns_ip, server)
-
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    admin_conf = lay.controlplane_dir / "admin.conf"
-    cp: Running | None = None
-    ag: agent_main.RunningAgent | None = None
+    inst = Instance.of(lay, args.cluster_cidr, args.service_cidr, dns_ip)
     try:
-        if cp_child is not None:
-            cp_child.start()
-
-            def api_ready() -> bool:
-                with connect(load_config(admin_conf), timeout=2) as c:
-                    c.whoami()
-                return True
-
-            _wait("the control plane API", api_ready, cp_child.check, stop)
-        else:
-            assert controlplane is not None
-            cp = controlplane(cp_args)
-            log.info(
-                "controlplane serving in this process, log %s", lay.log_dir / "controlplane.log"
-            )
-        rt.start()
-
-        def runtime_ready() -> bool:
-            c = CRIClient(f"unix://{lay.cri_socket}", timeout=2)
-            try:
-                c.version()
-            finally:
-                c.close()
-            return True
-
-        _wait("the runtime socket", runtime_ready, rt.check, stop)
-        token = (lay.controlplane_dir / "join-token").read_text().strip()
-        ag_args[ag_args.index("--token") + 1] = token
-        ag = agent_main.start(agent_main.build_parser().parse_args(ag_args), stop)
-        if stop.is_set():
-            raise Interrupted("stopped while starting the agent")
-        log.info("agent started in this process, log %s", lay.log_dir / "agent.log")
-
-        def node_ready() -> bool:
-            with connect(load_config(admin_conf), timeout=2) as c:
-                node = c.get("Node", args.node_name)
-            return any(
-                x["type"] == "Ready" and x["status"] == "True" for x in node["status"]["conditions"]
-            )
-
-        _wait(f"node {args.node_name} to be Ready", node_ready, rt.check, stop)
-        shutil.copyfile(admin_conf, lay.data_dir / "admin.conf")
-        os.chmod(lay.data_dir / "admin.conf", 0o600)
-        write_private(lay.data_dir / "kubeconfig", (admin_conf.parent / "kubeconfig").read_text())
-        print(
-            f"skiff is up: node {args.node_name} is Ready.\n"
-            f"  export KUBECONFIG={lay.data_dir / 'kubeconfig'}\n"
-            f"  kubectl get nodes\n"
-            f"  kubectl apply -f examples/nginx-deployment.yaml   (skiffctl reads it too)\n"
-            f"Logs: {lay.log_dir}/{{controlplane,runtime,agent}}.log. Ctrl-C stops skiff.",
-            flush=True,
-        )
-        release_free_memory()
-        while not stop.wait(1.0):
-            for child in (cp_child, rt):
-                if child is not None and not child.alive():
-                    raise RuntimeError(f"{child.name} exited unexpectedly (see {child.log_path})")
+        lock = take_data_dir(lay, bool(args.data_dir))
+        prepare_host(inst)
+    except (RuntimeError, OSError) as err:
+        print(f"skiff up: {err}", file=sys.stderr)
+        return 1
+    prepare_dirs(lay)
+    log_to_files(lay, args.log_level)
+    parts = Parts(args, lay, dns_ip, controlplane, stop_on_signals())
+    try:
+        parts.start_controlplane()
+        parts.start_runtime()
+        parts.start_agent()
+        parts.wait_node_ready()
+        parts.announce()
+        parts.serve()
         return 0
     except Interrupted as err:
         log.info("%s", err)
@@ -535,24 +560,6 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         print(f"skiff up: {err}", file=sys.stderr)
         return 1
     finally:
-        if ag is not None:
-            ag.stop()
-            log.info("agent stopped")
-        pods_removed = False
-        if not args.keep_pods and rt.alive():
-            try:
-                remove_all_pods(f"unix://{lay.cri_socket}")
-                pods_removed = True
-            except CRIError as err:
-                log.warning("could not remove pods: %s", err)
-        rt.stop()
-        if pods_removed:
-            # The runtime's cgroup tree, the pods' root included (it lies
-            # under it), now empty: only empty directories go, so anything
-            # still running keeps its own.
-            remove_empty_tree(lay.runtime_cgroup)
-        if cp is not None:
-            cp.stop()
-            log.info("controlplane stopped")
-        if cp_child is not None:
-            cp_child.stop()
+        parts.shutdown()
+        clean_host(inst, args.keep_pods)
+        lock.release()

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.up import Layout
+from agent.layout import Layout
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.client.interface import DeleteOptions, ListOptions
@@ -412,6 +412,7 @@ def bench_runtime(
             out[f"{kind}_{phase}_max_s"] = max(lat)
             if phase == "burst":
                 loaded = memory(cp, node)
+                out[f"{kind}_agent_cpu_pct_{pods}pods"] = cpu_percent(node.agent.pid, 10.0)
             delete_run(api, phase, node, timeout=120 + pods)
         for label, m in (("rest", rest), (f"{pods}pods", loaded)):
             out[f"{kind}_controlplane_rss_mb_{label}"] = m.controlplane / MiB
@@ -422,6 +423,20 @@ def bench_runtime(
             out[f"{kind}_total_pss_mb_{label}"] = m.daemons_pss / MiB
         api.close()
     return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_percent(pid: int, window: float) -> float:
+    """The process's CPU use over `window` seconds, in percent of one core."""
+    start, t0 = cpu_seconds(pid), time.monotonic()
+    time.sleep(window)
+    return 100.0 * (cpu_seconds(pid) - start) / (time.monotonic() - t0)
 
 
 def settle_memory(cp: ControlPlane, node: Node) -> Memory:
@@ -629,6 +644,10 @@ def main(argv: list[str] | None = None) -> int:
                 f" {f['runtime']:>8.1f} {f['total']:>7.1f} {total_pss:>8.1f}"
                 f" {f['per_container']:>8.1f}"
             )
+    print()
+    for kind in kinds:
+        cpu = figures[f"{kind}_agent_cpu_pct_{args.pods}pods"]
+        print(f"agent CPU at rest with {args.pods} pods running ({kind}): {cpu:.1f}% of one core")
     if up_lines:
         print()
         print("`skiff up` memory, MB: RSS, PSS per process")

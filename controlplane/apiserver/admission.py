@@ -20,7 +20,7 @@ import threading
 from typing import Any
 
 from controlplane.api.kinds import KindInfo
-from controlplane.api.quantity import parse_quantity
+from controlplane.api.qos import qos_class
 from controlplane.apiserver import serviceaccounts, storage_admission
 from controlplane.apiserver.registry import Admit, Object, Registry, decode
 from controlplane.client.errors import Forbidden, Invalid, NotFound
@@ -33,40 +33,12 @@ SYSTEM_PRIORITY_CLASSES = {
 NODE_PORT_RANGE = (30000, 32767)
 
 
-def _qos_class(spec: Object) -> str:
-    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-    requests_any = limits_any = False
-    guaranteed = True
-    for c in containers:
-        resources = c.get("resources") or {}
-        requests = dict(resources.get("requests") or {})
-        limits = resources.get("limits") or {}
-        for key, value in limits.items():
-            requests.setdefault(key, value)
-        if requests:
-            requests_any = True
-        if limits:
-            limits_any = True
-        for res in ("cpu", "memory"):
-            if res not in limits or res not in requests:
-                guaranteed = False
-                continue
-            try:
-                if parse_quantity(limits[res]) != parse_quantity(requests[res]):
-                    guaranteed = False
-            except ValueError:
-                guaranteed = False
-    if not requests_any and not limits_any:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
-
-
 def admit_pod(registry: Registry, info: KindInfo, obj: Object, old: Object | None) -> None:
     if old is not None:
         return
     serviceaccounts.admit(obj)
     spec = obj.setdefault("spec", {})
-    obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+    obj["status"] = {"phase": "Pending", "qosClass": str(qos_class(obj))}
     class_name = spec.get("priorityClassName")
     value: int | None = None
     policy: str | None = None

@@ -17,6 +17,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.api.taints import tolerates
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.client.selectors import Requirement
@@ -80,7 +81,7 @@ def node_eligible(pod_spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     for taint in podutil.spec(node).get("taints") or []:
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
-        if not any(node_health.tolerates(t, taint) for t in tolerations):
+        if not any(tolerates(t, taint) for t in tolerations):
             return False
     return True
 

@@ -5,8 +5,8 @@ Three steps, each a pure function of its inputs and an explicit `now`:
 1. `replicas_for_resource()` — the replica calculator: the usage ratio over
    the *ready* pods that reported metrics; within the tolerance (10%) keep
    the current count; otherwise, when pods are missing metrics or unready,
-   assume missing pods use 0 on a scale-up and exactly the target on a
-   scale-down, unready pods use 0 on a scale-up, and recompute; a
+   assume missing pods use 0 on a scale-up and on a scale-down max(100%,
+   target) of their request (Utilization) or the target (AverageValue), unready pods use 0 on a scale-up, and recompute; a
    recomputation that flips direction or lands within tolerance keeps the
    current count (kube-controller-manager's `calcPlainMetricReplicas`).
 2. `Recommendations` — the stabilization window: remember each
@@ -178,7 +178,10 @@ def replicas_for_resource(
     for name in missing:
         if usage_ratio < 1.0:
             if target_utilization is not None:
-                adjusted[name] = requests.get(name, 0.0) * target_utilization / 100.0
+                # GetResourceReplicas: max(100%, target) of its request, so
+                # that a pod without metrics never argues for a scale-down.
+                fallback = max(100, target_utilization)
+                adjusted[name] = requests.get(name, 0.0) * fallback / 100.0
             else:
                 assert target_average_value is not None
                 adjusted[name] = target_average_value

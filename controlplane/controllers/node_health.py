@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.api.taints import tolerates
+
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
@@ -94,21 +96,6 @@ def merge_taints(
         (t.get("key"), t.get("effect")) for t in out
     }
     return None if same and len(out) == len(current) else out
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    effect = toleration.get("effect")
-    if effect and effect != taint.get("effect"):
-        return False
-    op = toleration.get("operator") or "Equal"
-    key = toleration.get("key")
-    if not key:
-        return op == "Exists"
-    if key != taint.get("key"):
-        return False
-    if op == "Exists":
-        return True
-    return str(toleration.get("value") or "") == str(taint.get("value") or "")
 
 
 def eviction_delay(

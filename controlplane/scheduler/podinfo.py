@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.api import rfc3339
+from controlplane.api.qos import QOSClass, qos_class
 from controlplane.scheduler import resources
 
 Obj = dict[str, Any]
@@ -293,11 +294,7 @@ class PodInfo:
         group = labels.get(POD_GROUP_LABEL) or (meta.get("annotations") or {}).get(
             VOLCANO_GROUP_ANNOTATION, ""
         )
-        all_containers = containers + list(spec.get("initContainers") or ())
-        best_effort = not any(
-            (c.get("resources") or {}).get("requests") or (c.get("resources") or {}).get("limits")
-            for c in all_containers
-        )
+        best_effort = qos_class(pod) == QOSClass.BEST_EFFORT
         return cls(
             pod=pod,
             key=f"{ns}/{name}",

@@ -73,6 +73,8 @@ class FakeRuntime(_RuntimeBase, _ImageBase):  # type: ignore[misc]
         self.images: dict[str, str] = {}  # reference -> image id
         self.calls: list[tuple[str, Any]] = []
         self.fail_next: dict[str, tuple[grpc.StatusCode, str]] = {}
+        # Every call of these RPCs fails until the entry is removed (a wedged runtime).
+        self.fail_always: dict[str, tuple[grpc.StatusCode, str]] = {}
         self.missing_images: set[str] = set()
         self.exec_results: dict[tuple[str, ...], tuple[int, bytes, bytes]] = {}
         self.start_failures: dict[str, str] = {}  # container name -> message
@@ -85,7 +87,7 @@ class FakeRuntime(_RuntimeBase, _ImageBase):  # type: ignore[misc]
     def _record(self, name: str, request: Any, context: grpc.ServicerContext) -> None:
         with self.lock:
             self.calls.append((name, request))
-            failure = self.fail_next.pop(name, None)
+            failure = self.fail_next.pop(name, None) or self.fail_always.get(name)
         if failure is not None:
             context.abort(*failure)
 

@@ -38,12 +38,12 @@ from typing import Any
 
 import pytest
 
+from agent.layout import Layout
 from agent.proxy import dns_wire as w
 from agent.proxy.iptables import CommandIptables
 from agent.proxy.local_address import remove_local_address
 from agent.proxy.proxy import cleanup as proxy_cleanup
 from agent.proxy.rules import Chains
-from agent.up import Layout
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from tests.harness.images import TestImages
@@ -212,6 +212,19 @@ class Up:
         return f"=== skiff up {self.name} ===\n" + "\n".join(out)
 
 
+def offline_web_image(base: Path, images: TestImages) -> tuple[Path, Path]:
+    """The web image as an archive for `skiff image import`, and a
+    registries.yaml with no mirror and no default endpoint (offline)."""
+    layout = images.layout(base / "layout", {IMAGE: images.web(port=80)})
+    archive = base / "web.tar"
+    with tarfile.open(archive, "w") as tf:
+        for entry in sorted(layout.rglob("*")):
+            tf.add(entry, arcname=str(entry.relative_to(layout)), recursive=False)
+    registries = base / "registries.yaml"
+    registries.write_text("mirrors: {}\ndisable_default_endpoint: true\n")
+    return archive, registries
+
+
 @pytest.fixture
 def two_ups(images: TestImages) -> Iterator[tuple[Up, Up]]:
     base = short_tempdir("skup-")
@@ -222,13 +235,7 @@ def two_ups(images: TestImages) -> Iterator[tuple[Up, Up]]:
         Up("b", base / "b", clusters[1], services[1]),
     )
     try:
-        layout = images.layout(base / "layout", {IMAGE: images.web(port=80)})
-        archive = base / "web.tar"
-        with tarfile.open(archive, "w") as tf:
-            for entry in sorted(layout.rglob("*")):
-                tf.add(entry, arcname=str(entry.relative_to(layout)), recursive=False)
-        registries = base / "registries.yaml"  # no mirrors, no default endpoint: offline
-        registries.write_text("mirrors: {}\ndisable_default_endpoint: true\n")
+        archive, registries = offline_web_image(base, images)
         for up in ups:
             up.data_dir.mkdir()
             up.import_image(archive)

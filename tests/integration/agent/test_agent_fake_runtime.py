@@ -24,6 +24,7 @@ from controlplane.client.apiclient import connect, join
 from controlplane.client.config import load_config
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
+from proto.runtime.v1 import api_pb2 as cri
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
@@ -204,3 +205,129 @@ def test_logs_endpoint(cluster: Any, tmp_path: Path) -> None:
                 )
             )
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_pod_that_does_not_fit_is_rejected_on_the_node(cluster: Any) -> None:
+    """Node admission (issue 20): a pod bound by nodeName whose requests
+    exceed the node's allocatable never starts; it ends Failed, OutOfcpu."""
+    cp, fake, _ = cluster
+    admin = cp.client()
+    wait_for(lambda: admin.get("Node", "n1"), timeout=10)
+    big = pod("big")
+    big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "4096"}}
+    admin.create("Pod", big, "default")
+
+    def failed() -> dict[str, Any]:
+        st: dict[str, Any] = admin.get("Pod", "big", "default").get("status") or {}
+        return st if st.get("phase") == "Failed" else {}
+
+    st = wait_for(failed, timeout=15, message="pod big Failed")
+    assert st["reason"] == "OutOfcpu", st
+    assert "cpu" in st["message"]
+    assert not fake.sandboxes and "RunPodSandbox" not in fake.call_names()
+
+
+def test_an_evicted_pod_ends_failed_and_stays_stopped(cluster: Any) -> None:
+    cp, fake, agent = cluster
+    admin = cp.client()
+    uid = admin.create("Pod", pod("victim"), "default")["metadata"]["uid"]
+    wait_for(
+        lambda: (
+            (admin.get("Pod", "victim", "default").get("status") or {}).get("phase") == "Running"
+        ),
+        timeout=15,
+    )
+    done = agent.workers.fail(uid, "Evicted", "The node was low on resource: memory.")
+    assert done.wait(15)
+    st = wait_for(
+        lambda: (lambda s: s if s.get("phase") == "Failed" else {})(
+            admin.get("Pod", "victim", "default").get("status") or {}
+        ),
+        timeout=15,
+    )
+    assert st["reason"] == "Evicted" and "memory" in st["message"]
+    assert not any(c.state == cri.CONTAINER_RUNNING for c in fake.containers.values())
+
+
+def test_a_runtime_failing_image_fs_info_or_list_containers_is_a_node_condition(
+    cluster: Any,
+) -> None:
+    """Bad input (issue 20): the fake runtime has no ImageFsInfo and then
+    fails ListContainers; the agent reports both in a Node condition and
+    keeps serving the pods it knows."""
+    cp, fake, agent = cluster
+    admin = cp.client()
+    admin.create("Pod", pod("steady"), "default")
+    wait_for(
+        lambda: (
+            (admin.get("Pod", "steady", "default").get("status") or {}).get("phase") == "Running"
+        ),
+        timeout=15,
+    )
+    fake.fail_next["ListContainers"] = (grpc.StatusCode.UNAVAILABLE, "runtime busy")
+    agent.resources.container_gc()
+
+    def reported() -> str:
+        node = admin.get("Node", "n1")
+        for c in node["status"]["conditions"]:
+            if c["type"] == "ContainerRuntimeUnhealthy" and c["status"] == "True":
+                return str(c["reason"])
+        return ""
+
+    reason = wait_for(reported, timeout=15, message="ContainerRuntimeUnhealthy")
+    assert "ImageFsInfoFailed" in reason or "ListContainersFailed" in reason
+    assert agent.resources.problems.keys() >= {"ImageFsInfoFailed"}
+    assert (admin.get("Pod", "steady", "default").get("status") or {}).get("phase") == "Running"
+
+
+def test_a_wedged_runtime_turns_the_node_not_ready(tmp_path: Path) -> None:
+    """PLEG health (issue 20): no relist completes (ListContainers fails
+    every time) for longer than the threshold (3 min in the kubelet, 2 s
+    here): the Node goes NotReady with "PLEG is not healthy", and Ready
+    again once the runtime answers."""
+    cp = ControlPlane(tmp_path / "cp", ["--store", "sqlite"]).start()
+    sock_dir = Path(tempfile.mkdtemp(prefix="skagent", dir="/tmp"))
+    try:
+        with serve_fake_runtime(sock_dir / "cri.sock") as fake:
+            token = (cp.data_dir / "join-token").read_text().strip()
+            ca = (cp.data_dir / "pki" / "ca.crt").read_bytes()
+            creds = join(f"127.0.0.1:{cp.port}", ca, token, "n2")
+            api = connect(creds)
+            runtime = CRIClient(f"unix://{sock_dir}/cri.sock", timeout=5)
+            cfg = AgentConfig(
+                node=NodeConfig(name="n2", address="127.0.0.1", fs_path=str(tmp_path)),
+                root=tmp_path / "agent",
+                pod_settings=NodeSettings(log_root=str(tmp_path / "logs"), node_name="n2"),
+                network=None,
+                relist_period=0.2,
+                lease_period=0.5,
+                pleg_threshold=2.0,
+            )
+            agent = Agent(cfg, api, runtime, api_config=creds)
+            agent.start()
+            admin = cp.client()
+
+            def ready() -> tuple[str, str]:
+                node = admin.get("Node", "n2")
+                c = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+                return str(c["status"]), str(c["message"])
+
+            try:
+                wait_for(lambda: ready()[0] == "True", timeout=15, message="Ready")
+                fake.fail_always["ListContainers"] = (grpc.StatusCode.DEADLINE_EXCEEDED, "wedged")
+                message = wait_for(
+                    lambda: ready()[1] if ready()[0] == "False" else "",
+                    timeout=20,
+                    message="NotReady",
+                )
+                assert message.startswith("PLEG is not healthy: pleg was last seen active")
+                assert "wedged" in message
+                del fake.fail_always["ListContainers"]
+                wait_for(lambda: ready()[0] == "True", timeout=15, message="Ready again")
+            finally:
+                agent.stop()
+                runtime.close()
+                api.close()
+    finally:
+        cp.close()
+        shutil.rmtree(sock_dir, ignore_errors=True)

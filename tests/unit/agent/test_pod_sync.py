@@ -266,3 +266,42 @@ def test_sandbox_failure_reported(h: Harness) -> None:
     assert (
         r.waiting["c"].reason == "ContainerCreating" and "no IP addresses" in r.waiting["c"].message
     )
+
+
+def test_post_start_hook_runs_after_start_and_a_failure_kills_the_container(h: Harness) -> None:
+    hook = {"postStart": {"exec": {"command": ["touch", "/ready"]}}}
+    pod = make_pod({"name": "c", "image": "busybox:1", "lifecycle": hook})
+    r = h.sync(pod)
+    assert r.waiting == {}
+    names = h.fake.call_names()
+    assert names.index("StartContainer") < names.index("ExecSync")
+    (c,) = h.fake.container_by_name("c")
+    assert c.state == cri.CONTAINER_RUNNING
+
+    failing = make_pod(
+        {
+            "name": "c",
+            "image": "busybox:1",
+            "lifecycle": {"postStart": {"exec": {"command": ["false"]}}},
+        }
+    )
+    failing["metadata"]["uid"] = "uid-2"
+    h.fake.exec_results[("false",)] = (1, b"", b"nope")
+    r = h.sync(failing)
+    assert r.waiting["c"].reason == "PostStartHookError"
+    assert (
+        r.waiting["c"].message.startswith("FailedPostStartHook:")
+        and "nope" in r.waiting["c"].message
+    )
+    dead = [
+        x
+        for x in h.fake.container_by_name("c")
+        if x.config.labels["io.kubernetes.pod.uid"] == "uid-2"
+    ]
+    assert dead and dead[0].state == cri.CONTAINER_EXITED
+
+
+def test_post_start_http_hook_failure(h: Harness) -> None:
+    hook = {"postStart": {"httpGet": {"host": "127.0.0.1", "port": 1, "path": "/hook"}}}
+    r = h.sync(make_pod({"name": "c", "image": "busybox:1", "lifecycle": hook}))
+    assert r.waiting["c"].reason == "PostStartHookError"

@@ -3,8 +3,8 @@ from typing import Any
 import pytest
 
 from agent.backoff import Backoff
-from agent.qos import QOSClass, qos_class
 from agent.resources import container_resources, cpu_quota, cpu_shares, oom_score_adj
+from controlplane.api.qos import QOSClass, qos_class
 
 
 def pod_with(*resources: dict[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from agent import main as agent_main
+from agent.layout import Layout
 from agent.proxy.rules import Chains
-from agent.up import Layout, agent_argv, build_parser, cluster_dns
+from agent.up import agent_argv, build_parser, cluster_dns
 
 HOST_GLOBAL = (
     "cni_bridge",

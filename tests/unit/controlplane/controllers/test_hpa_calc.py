@@ -54,13 +54,25 @@ def test_missing_metrics_scale_up_assumes_zero():
     assert got.replicas == 6
 
 
-def test_missing_metrics_scale_down_assumes_target():
-    # 4 pods, 1 missing; 3 report 10%, target 50% -> ratio 0.2
-    # missing counted at target 50% -> (0.3 + 0.5)/4 = 20% -> ratio 0.4 -> ceil(1.6) = 2
-    ps = pods(4)
-    ms = metrics({"p0": 0.1, "p1": 0.1, "p2": 0.1})
-    got = h.replicas_for_resource(4, ps, ms, "cpu", NOW, target_utilization=50)
-    assert got.replicas == 2
+@pytest.mark.parametrize(
+    ("n", "usage", "target", "want"),
+    [
+        # The issue's case, as Kubernetes' GetResourceReplicas computes it:
+        # 10 pods, target 50%, 9 at 10%, 1 missing counted at max(100%, 50%):
+        # (9 * 0.1 + 1.0) / 10 = 19% -> ratio 0.38 -> ceil(3.8) = 4 (not 3).
+        (10, 0.1, 50, 4),
+        # 4 pods, 3 at 10%, target 50%: (0.3 + 1.0) / 4 = 32.5% -> 0.65 -> 3.
+        (4, 0.1, 50, 3),
+        # A target above 100% is the fallback itself: (0.3 + 1.5) / 4 = 45%
+        # -> ratio 0.3 -> ceil(1.2) = 2.
+        (4, 0.1, 150, 2),
+    ],
+)
+def test_missing_metrics_scale_down_assume_max_of_100_and_target(n, usage, target, want):
+    ps = pods(n)
+    ms = metrics({f"p{i}": usage for i in range(n - 1)})
+    got = h.replicas_for_resource(n, ps, ms, "cpu", NOW, target_utilization=target)
+    assert got.replicas == want
 
 
 def test_missing_metric_flipping_direction_keeps_current():

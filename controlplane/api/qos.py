@@ -1,14 +1,18 @@
-"""Pod QoS classes, computed as the kubelet does.
+"""Pod QoS classes, computed as the kubelet does (GetPodQOS), in one place
+for every part: admission writes status.qosClass with it, the scheduler
+treats BestEffort pods by it under MemoryPressure, the agent picks the
+pod's cgroup parent, its containers' oom_score_adj and its eviction rank.
 
 Guaranteed: every container (init containers included) sets cpu and memory
 limits, and requests equal limits where given. BestEffort: no container sets
-any cpu or memory request or limit. Everything else is Burstable. The class
-picks the pod's cgroup parent and the containers' oom_score_adj.
+any cpu or memory request or limit. Everything else is Burstable. Only cpu
+and memory count: a pod asking only for ephemeral-storage or an extended
+resource is BestEffort, as in Kubernetes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -23,13 +27,13 @@ class QOSClass(StrEnum):
     BEST_EFFORT = "BestEffort"
 
 
-def _containers(pod: dict[str, Any]) -> Iterable[dict[str, Any]]:
+def _containers(pod: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     spec = pod.get("spec") or {}
     yield from spec.get("initContainers") or []
     yield from spec.get("containers") or []
 
 
-def qos_class(pod: dict[str, Any]) -> QOSClass:
+def qos_class(pod: Mapping[str, Any]) -> QOSClass:
     any_set = False
     guaranteed = True
     for c in _containers(pod):
@@ -45,7 +49,10 @@ def qos_class(pod: dict[str, Any]) -> QOSClass:
             guaranteed = False
             continue
         for name in COMPUTE:
-            if parse_quantity(requests[name]) != parse_quantity(limits[name]):
+            try:
+                if parse_quantity(requests[name]) != parse_quantity(limits[name]):
+                    guaranteed = False
+            except ValueError:  # validation refuses it; never Guaranteed by accident
                 guaranteed = False
     if not any_set:
         return QOSClass.BEST_EFFORT

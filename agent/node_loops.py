@@ -1,0 +1,164 @@
+"""The node loops: the runtime's version, registration of the Node, Lease
+heartbeat and Node status, and the CNI configuration from the Node's
+podCIDR and its peers.
+
+`wait_for_runtime` and `register` retry with backoff until they succeed or
+the agent stops; `heartbeat` runs every lease period; `on_nodes` runs on
+every Node event (the informer's handler).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from agent.cri_client import CRIClient, CRIError
+from agent.network import NetworkConfigurator, node_ip, peers
+from agent.node_resources import NodeResources, node_pressure_taints
+from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
+from agent.pleg import Pleg
+from controlplane.client import errors
+from controlplane.client.clock import Clock
+from controlplane.client.informer import SharedInformer
+
+log = logging.getLogger("skiff.agent")
+
+
+class NodeLoops:
+    def __init__(
+        self,
+        node: NodeConfig,
+        cri: CRIClient,
+        reporter: NodeStatusReporter,
+        nodes: SharedInformer,
+        network: NetworkConfigurator | None,
+        clock: Clock,
+        stop_event: threading.Event,
+        pleg: Pleg | None = None,
+        resources: NodeResources | None = None,
+    ) -> None:
+        self.node = node
+        self.cri = cri
+        self.reporter = reporter
+        self.nodes = nodes
+        self.network = network
+        self.clock = clock
+        self.stop_event = stop_event
+        self.runtime_version = ""
+        self.runtime_name = ""
+        self.pleg = pleg
+        self.resources = resources
+
+    def wait_for_runtime(self) -> None:
+        delay = 0.2
+        while not self.stop_event.is_set():
+            try:
+                v = self.cri.version()
+                self.runtime_version = f"{v.runtime_name}://{v.runtime_version}"
+                self.runtime_name = v.runtime_name
+                return
+            except CRIError as err:
+                log.warning(
+                    "runtime at %s not reachable (%s); retrying in %.1fs",
+                    self.cri.endpoint,
+                    err,
+                    delay,
+                )
+            self.stop_event.wait(delay)
+            delay = min(delay * 2, 10.0)
+
+    def register(self) -> None:
+        delay = 0.2
+        while not self.stop_event.is_set():
+            try:
+                self.reporter.register(self.node_status(None))
+                self.reporter.renew_lease()
+                return
+            except errors.ApiError as err:
+                log.warning(
+                    "cannot register node %s with the control plane (%s); retrying in %.1fs",
+                    self.node.name,
+                    err,
+                    delay,
+                )
+            self.stop_event.wait(delay)
+            delay = min(delay * 2, 10.0)
+
+    def runtime_not_ready(self) -> str | None:
+        unhealthy = self.pleg.health() if self.pleg is not None else None
+        if unhealthy:
+            return unhealthy
+        try:
+            conds = {c.type: c for c in self.cri.status().status.conditions}
+        except CRIError as err:
+            return f"container runtime is down: {err.message}"
+        for kind in ("RuntimeReady", "NetworkReady"):
+            c = conds.get(kind)
+            if c is None or not c.status:
+                return (
+                    f"{kind}=false reason:{c.reason if c else ''} message:{c.message if c else ''}"
+                )
+        return None
+
+    def node_status(self, old: Mapping[str, Any] | None) -> dict[str, Any]:
+        try:
+            images = [
+                {"names": [*i.repo_tags, *i.repo_digests], "sizeBytes": i.size}
+                for i in self.cri.list_images()
+                if i.repo_tags or i.repo_digests
+            ]
+        except CRIError:
+            images = []
+        res = self.resources
+        return node_status(
+            self.node,
+            Readings.take(self.node.fs_path),
+            self.runtime_version,
+            self.runtime_not_ready(),
+            images,
+            old,
+            pressures=res.pressures() if res is not None and res.manager is not None else None,
+            problems=dict(res.problems) if res is not None else None,
+        )
+
+    def heartbeat(self) -> None:
+        try:
+            self.reporter.renew_lease()
+            node = self.nodes.store.get(self.node.name)
+            self.reporter.maybe_update(
+                self.node_status((node or {}).get("status")), self.clock.now()
+            )
+            self.sync_pressure_taints(node)
+        except errors.ApiError as err:
+            log.warning("node=%s heartbeat failed: %s", self.node.name, err)
+
+    def on_nodes(self) -> None:
+        if self.network is None:
+            return
+        me = self.nodes.store.get(self.node.name)
+        cidr = ((me or {}).get("spec") or {}).get("podCIDR")
+        if not me or not cidr:
+            return
+        changed = self.network.apply(
+            cidr,
+            node_ip(me) or self.node.address,
+            peers(self.nodes.store.list(), self.node.name),
+        )
+        if changed:
+            try:
+                self.cri.update_runtime_config(cidr)
+            except CRIError as err:
+                log.warning("UpdateRuntimeConfig failed: %s", err)
+
+    def sync_pressure_taints(self, node: Mapping[str, Any] | None) -> None:
+        """The node taints itself with the pressure taints of its conditions."""
+        res = self.resources
+        if node is None or res is None or res.manager is None:
+            return
+        taints = list((node.get("spec") or {}).get("taints") or [])
+        new = node_pressure_taints(taints, res.pressures())
+        if new is not None:
+            self.reporter.api.patch("Node", self.node.name, {"spec": {"taints": new}})
+            log.info("node=%s taints now %s", self.node.name, [x["key"] for x in new])
