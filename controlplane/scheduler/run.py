@@ -36,7 +36,7 @@ from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
 from controlplane.scheduler import config as sched_config
-from controlplane.scheduler.binder import ApiClusterWriter, ThreadExecutor
+from controlplane.scheduler.binder import ApiClusterWriter, BindError, ThreadExecutor
 from controlplane.scheduler.scheduler import Scheduler, from_config
 
 log = logging.getLogger("skiff.scheduler")
@@ -50,6 +50,24 @@ def load_config(path: str | None = None) -> sched_config.SchedulerConfig:
         return sched_config.parse(None)
     with open(path, encoding="utf-8") as f:
         return sched_config.load(f.read())
+
+
+class _NoWriter:
+    """A writer for a scheduler built only to check its configuration."""
+
+    def bind(self, pod: Obj, node: str, annotations: dict[str, str] | None = None) -> None:
+        raise BindError("not running")
+
+    def set_nominated_node(self, pod: Obj, node: str) -> None: ...
+
+    def evict(self, pod: Obj, grace_seconds: int) -> None: ...
+
+    def report_unschedulable(self, pod: Obj, message: str) -> None: ...
+
+
+def check(cfg: sched_config.SchedulerConfig) -> None:
+    """Build every profile's plugins once: a factory refusing its args raises ConfigError."""
+    from_config(cfg, _NoWriter())
 
 
 class SchedulerService:
@@ -141,7 +159,7 @@ def run(
 def start(client: ApiClient, stop: threading.Event) -> None:
     """The component hook: validate the configuration now, then run in the background."""
     cfg = load_config()
-    sched_config.build_profiles(cfg)  # refuse a bad profile at start, with the reason
+    check(cfg)  # refuse a bad profile at start, with the reason
     threading.Thread(target=run, args=(client, stop, cfg), name="scheduler", daemon=True).start()
 
 
@@ -157,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         cfg = load_config(args.config)
-        sched_config.build_profiles(cfg)
+        check(cfg)
     except (OSError, sched_config.ConfigError) as e:
         print(f"scheduler: refusing to start: {e}", file=sys.stderr)
         return 2

@@ -16,49 +16,38 @@ always put them back.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from controlplane.scheduler import names
+from controlplane.scheduler.cache import NodeInfo
 from controlplane.scheduler.framework import Diagnosis
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import Code, CycleState, Status, unschedulable
 
-if TYPE_CHECKING:
-    from controlplane.scheduler.cache import NodeInfo
-    from controlplane.scheduler.framework import Framework
-    from controlplane.scheduler.scheduler import Scheduler
-
-NAME = "DefaultPreemption"
+NAME = names.DEFAULT_PREEMPTION
 
 
 class DefaultPreemption:
     name = NAME
 
     def __init__(
-        self, min_candidate_percentage: int = 10, min_candidate_absolute: int = 100
+        self, handle: Handle, min_candidate_percentage: int = 10, min_candidate_absolute: int = 100
     ) -> None:
+        self.handle = handle
         self.min_pct = min_candidate_percentage
         self.min_abs = min_candidate_absolute
-        self.scheduler: Scheduler | None = None
         self.rng = random.Random(0)
-
-    def attach(self, scheduler: Scheduler) -> None:
-        self.scheduler = scheduler
-
-    def _framework(self, pod: PodInfo) -> Framework:
-        assert self.scheduler is not None
-        return self.scheduler.profiles[pod.scheduler_name]
 
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[Status, str]:
-        s = self.scheduler
-        if s is None:
-            return unschedulable("preemption is not attached to a scheduler"), ""
+        h = self.handle
         if (pod.pod.get("spec") or {}).get("preemptionPolicy") == "Never":
             return unschedulable("not eligible due to preemptionPolicy=Never."), ""
-        cache = s.cache
+        cache = h.cache
         if pod.nominated_node and self._victims_terminating(pod):
             return Status(Code.SUCCESS), pod.nominated_node
         unresolvable = diagnosis.unresolvable_slots()
@@ -93,36 +82,30 @@ class DefaultPreemption:
             ), ""
         _, node, victims = best
         for v in victims:
-            s.writer.evict(v.pod, v.grace_seconds)
-        for key, (other, other_node) in list(cache.nominated.items()):
+            h.evict(v)
+        for other, other_node in list(cache.nominated.values()):
             if other_node == node and other.priority < pod.priority:
-                cache.remove_nominated(key)
-                s.writer.set_nominated_node(other.pod, "")
-        s.writer.set_nominated_node(pod.pod, node)
-        cache.add_nominated(pod, node)
+                h.clear_nomination(other)
+        h.nominate(pod, node)
         return Status(Code.SUCCESS), node
 
     def _victims_terminating(self, pod: PodInfo) -> bool:
-        assert self.scheduler is not None
-        for other in self.scheduler.cache.pods_on(pod.nominated_node):
+        for other in self.handle.cache.pods_on(pod.nominated_node):
             meta = other.pod.get("metadata") or {}
             if meta.get("deletionTimestamp") and other.priority < pod.priority:
                 return True
         return False
 
     def _fits(self, pod: PodInfo, node: NodeInfo) -> bool:
-        assert self.scheduler is not None
-        fw = self._framework(pod)
         state = CycleState()
-        if not fw.run_pre_filter(state, pod, self.scheduler.cache).ok:
+        if not self.handle.run_pre_filter(state, pod).ok:
             return False
         slots = np.array([node.slot], np.intp)
-        return len(fw.run_filters(state, pod, self.scheduler.cache, slots, None)) == 1
+        return len(self.handle.run_filters(state, pod, slots)) == 1
 
     def select_victims(self, pod: PodInfo, node: NodeInfo) -> list[PodInfo] | None:
         """The fewest, least important pods on `node` whose removal lets `pod` fit."""
-        assert self.scheduler is not None
-        cache = self.scheduler.cache
+        cache = self.handle.cache
         lower = [
             p
             for p in node.pods.values()
@@ -150,8 +133,9 @@ class DefaultPreemption:
                     cache._place(p, node)
 
 
-def new(args: dict[str, Any]) -> DefaultPreemption:
+def new(args: dict[str, Any], handle: Handle) -> DefaultPreemption:
     return DefaultPreemption(
+        handle,
         int(args.get("minCandidateNodesPercentage", 10)),
         int(args.get("minCandidateNodesAbsolute", 100)),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controlplane.scheduler.objects import make_node, make_pod
+from tests.fakes.scheduler_objects import make_node, make_pod
 
 from .harness import Env
 
@@ -45,7 +45,7 @@ def test_partial_gang_holds_nothing() -> None:
     env.sched.on_pod_group(group("job", 3))
     env.add(member("m0"), member("m1"), member("m2"))
     assert all(env.node_of(f"m{i}") is None for i in range(3))
-    assert not env.sched.waiting
+    assert not env.sched.waiting.pods
     assert not env.sched.cache.assumed
     assert env.cluster.binds == []
 
@@ -58,11 +58,11 @@ def test_waiting_members_are_released_on_timeout() -> None:
     for kind, type_, obj in env.cluster.drain_events():
         env.sched.handle(kind, type_, obj)
     assert env.sched.schedule_one()  # m0 finds a node and waits at Permit
-    assert set(env.sched.waiting) == {"default/m0"}
+    assert set(env.sched.waiting.pods) == {"default/m0"}
     assert env.sched.cache.is_assumed("default/m0")
     env.clock.step(6)
     env.sched.tick()
-    assert not env.sched.waiting
+    assert not env.sched.waiting.pods
     assert env.sched.cache.node_of("default/m0") is None
     assert "timed out" in env.message("m0")
     env.step(2.0)
