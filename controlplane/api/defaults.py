@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.api import volcano
+
 Object = dict[str, Any]
 
 
@@ -215,11 +217,6 @@ def priorityclass(obj: Object) -> None:
     obj.setdefault("globalDefault", False)
 
 
-def podgroup(obj: Object) -> None:
-    spec = _d(obj, "spec")
-    spec.setdefault("minMember", 1)
-
-
 DEFAULTERS: dict[str, Callable[[Object], None]] = {
     "Pod": pod,
     "ReplicaSet": replicaset,
@@ -234,7 +231,9 @@ DEFAULTERS: dict[str, Callable[[Object], None]] = {
     "Namespace": namespace,
     "Secret": secret,
     "PriorityClass": priorityclass,
-    "PodGroup": podgroup,
+    "PodGroup": volcano.default_podgroup,
+    "Queue": volcano.default_queue,
+    volcano.JOB_KEY: volcano.default_job,
 }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from controlplane.api.kinds import KindInfo
 from controlplane.api.quantity import parse_quantity
+from controlplane.apiserver import admission_volcano
 from controlplane.apiserver.registry import Admit, Object, Registry, decode
 from controlplane.client.errors import Forbidden, Invalid, NotFound
 
@@ -221,4 +222,5 @@ def default_admission(service_cidr: str = "10.43.0.0/16") -> dict[str, Admit]:
         "Job": admit_job,
         "Secret": admit_secret,
         "Service": allocator.admit,
+        **admission_volcano.ADMISSION,
     }
