@@ -53,8 +53,10 @@ def _registry() -> dict[str, InitFunc]:
         nodeipam,
         nodelifecycle,
         podgc,
+        podgroup,
         replicaset,
         statefulset,
+        vcjob,
     )
 
     return {
@@ -71,6 +73,8 @@ def _registry() -> dict[str, InitFunc]:
         "namespace": namespace.init,
         "garbagecollector": garbagecollector.init,
         "podgc": podgc.init,
+        "volcano-job": vcjob.init,
+        "volcano-podgroup": podgroup.init,
     }
 
 
