@@ -6,7 +6,8 @@ A plugin factory is `new(args, handle) -> plugin`; the plugin keeps the
 - the snapshot: `cache` (node infos as arrays and `NodeInfo`s, pods placed or
   assumed, `node_of`, `pods_on`); read it under `cache.lock` (the scheduling
   cycle already holds it when a plugin runs);
-- pod groups: `pod_group(key)` and `group_members(key)`;
+- pods and pod groups: `pod_info(key)` (a pending or placed pod),
+  `pod_group(key)` and `group_members(key)`;
 - waiting pods (Permit): `is_waiting`, `allow`, `reject`, and `activate` to
   pull pods forward in the queue;
 - the plugins runner: `run_pre_filter` and `run_filters` of the pod's own
@@ -41,7 +42,11 @@ class Handle(Protocol):
         """The scheduler's cache: the snapshot plugins filter and score against."""
         ...
 
-    # ---- pod groups ---------------------------------------------------------
+    # ---- pods and pod groups ----------------------------------------------------
+
+    def pod_info(self, key: str) -> PodInfo | None:
+        """The pod `namespace/name` as this scheduler knows it (pending or placed)."""
+        ...
 
     def pod_group(self, key: str) -> Obj | None:
         """The PodGroup object named `namespace/name`, if the scheduler has seen it."""

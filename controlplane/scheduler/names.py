@@ -38,8 +38,11 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (INTER_POD_AFFINITY, 2),
     (BALANCED_ALLOCATION, 1),
     (IMAGE_LOCALITY, 1),
-    (DEFAULT_PREEMPTION, 0),
+    # Coscheduling's PostFilter runs before preemption: a member that fits
+    # nowhere releases its waiting siblings first, so preemption sees the
+    # whole gang and never evicts for a gang that would still not fit.
     (COSCHEDULING, 0),
+    (DEFAULT_PREEMPTION, 0),
     (DEFAULT_BINDER, 0),
 )
 

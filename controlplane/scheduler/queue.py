@@ -333,9 +333,11 @@ class SchedulingQueue:
             self.backoff.push(qp.backoff_until, qp)
 
     def activate(self, key: str) -> None:
-        """Move a parked pod straight to activeQ (e.g. gang siblings)."""
+        """Move a parked pod straight to activeQ (e.g. gang siblings). A pod in
+        backoff stays there: a gang released after a failed attempt must not
+        come straight back (each member pulling the others forward again)."""
         with self.cond:
-            qp = self._unpark(key) or self.backoff.remove(key)
+            qp = self._unpark(key)
             if qp is not None:
                 self._push_active(qp)
 

@@ -495,6 +495,14 @@ class SchedulerHandle:
     def cache(self) -> Cache:
         return self._s.cache
 
+    def pod_info(self, key: str) -> PodInfo | None:
+        pending = self._s.pending_pods.get(key)
+        if pending is not None:
+            return pending
+        node = self._s.cache.node_of(key)
+        info = self._s.cache.nodes.get(node) if node is not None else None
+        return info.pods.get(key) if info is not None else None
+
     def pod_group(self, key: str) -> Obj | None:
         return self._s.groups.get(key)
 

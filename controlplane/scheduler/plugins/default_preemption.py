@@ -9,6 +9,12 @@ with their own terminationGracePeriodSeconds, lower-priority pods nominated to
 that node lose their nomination, and the preemptor gets nominatedNodeName so
 the space is held for it while the victims terminate.
 
+A member of a pod group is preempted for only if the whole gang fits after
+it: with the victims gone and the member on its node, every other member
+not yet placed must find a node (a dry run that places them one by one).
+Coscheduling's PostFilter runs first and has released the waiting siblings,
+so they count as not placed.
+
 The dry runs temporarily remove pods from the live cache under its lock and
 always put them back.
 """
@@ -81,6 +87,10 @@ class DefaultPreemption:
                 f"0/{diagnosis.num_nodes} nodes are available: no preemption victims found."
             ), ""
         _, node, victims = best
+        if pod.pod_group and not self._gang_fits_after(pod, cache.nodes[node], victims):
+            return unschedulable(
+                f'preemption is not helpful: pod group "{pod.pod_group}" would still not fit'
+            ), ""
         for v in victims:
             h.evict(v)
         for other, other_node in list(cache.nominated.values()):
@@ -95,6 +105,39 @@ class DefaultPreemption:
             if meta.get("deletionTimestamp") and other.priority < pod.priority:
                 return True
         return False
+
+    def _gang_fits_after(self, pod: PodInfo, node: NodeInfo, victims: list[PodInfo]) -> bool:
+        cache = self.handle.cache
+        placed: list[tuple[PodInfo, NodeInfo]] = []
+        with cache.lock:
+            for v in victims:
+                cache._unplace(v, node)
+            try:
+                cache._place(pod, node)
+                placed.append((pod, node))
+                for key in sorted(self.handle.group_members(pod.pod_group)):
+                    if key == pod.key or cache.node_of(key) is not None:
+                        continue
+                    sibling = self.handle.pod_info(key)
+                    if sibling is None:
+                        continue
+                    state = CycleState()
+                    if not self.handle.run_pre_filter(state, sibling).ok:
+                        return False
+                    ok = self.handle.run_filters(state, sibling, cache.valid_slots())
+                    if len(ok) == 0:
+                        return False
+                    name = cache.slot_names[int(ok[0])]
+                    assert name is not None
+                    cache._place(sibling, cache.nodes[name])
+                    placed.append((sibling, cache.nodes[name]))
+                return True
+            finally:
+                for p, info in reversed(placed):
+                    cache._unplace(p, info)
+                for v in victims:
+                    if v.key not in node.pods:
+                        cache._place(v, node)
 
     def _fits(self, pod: PodInfo, node: NodeInfo) -> bool:
         state = CycleState()
