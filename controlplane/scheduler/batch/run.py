@@ -20,6 +20,7 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from controlplane.api import volcano
@@ -81,11 +82,16 @@ class BatchService:
             ("Queue", s.on_queue),
             ("PriorityClass", s.on_priority_class),
         ):
-            self.factory.informer_for(kind).add_event_handler(
-                handler,
-                lambda old, new, h=handler: h(new),
-                lambda obj, h=handler: h(obj, deleted=True),
-            )
+            self._subscribe(kind, handler)
+
+    def _subscribe(self, kind: str, handler: Callable[..., None]) -> None:
+        def update(old: Obj, new: Obj) -> None:
+            handler(new)
+
+        def delete(obj: Obj) -> None:
+            handler(obj, deleted=True)
+
+        self.factory.informer_for(kind).add_event_handler(handler, update, delete)
 
     def run(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         self.factory.start()
