@@ -302,17 +302,28 @@ class VolcanoJobController(Controller):
 
     def _create_missing(self, job: Object, pods: list[Object], version: int) -> list[Object]:
         have = {podutil.name_of(p) for p in pods}
+        ns = podutil.namespace_of(job)
+        missing = [
+            vcjob_pods.task_pod(job, t, i, version)
+            for t in vcjob_pods.tasks(job)
+            for i in range(int(t.get("replicas") or 0))
+            if vcjob_pods.pod_name(job, str(t["name"]), i) not in have
+        ]
         out = list(pods)
-        for t in vcjob_pods.tasks(job):
-            for i in range(int(t.get("replicas") or 0)):
-                name = vcjob_pods.pod_name(job, str(t["name"]), i)
-                if name in have:
-                    continue
-                pod = vcjob_pods.task_pod(job, t, i, version)
-                try:
-                    out.append(self.client.create("Pod", pod, podutil.namespace_of(job)))
-                except errors.AlreadyExists:
-                    pass
+        many = getattr(self.client, "create_many", None)
+        if callable(many) and len(missing) > 1:
+            # A gang's pods in one call: they are scheduled together anyway.
+            for result in many([("Pod", pod, ns) for pod in missing]):
+                if isinstance(result, dict):
+                    out.append(result)
+                elif not isinstance(result, errors.AlreadyExists):
+                    self.enqueue_after(object_key(job), 1.0)
+            return out
+        for pod in missing:
+            try:
+                out.append(self.client.create("Pod", pod, ns))
+            except errors.AlreadyExists:
+                pass
         return out
 
     @staticmethod

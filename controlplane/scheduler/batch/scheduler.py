@@ -72,7 +72,7 @@ class BatchWriter(Protocol):
 class SessionStats:
     seconds: float = 0.0
     jobs: int = 0
-    pending: int = 0
+    pending: int = 0  # pods pending when the session began
     bound: int = 0
     evicted: int = 0
     enqueued: int = 0
@@ -173,7 +173,7 @@ class BatchScheduler:
         writer: BatchWriter,
         clock: Clock | None = None,
         registry: Mapping[str, Factory] = REGISTRY,
-        session_budget: float = 0.8,
+        session_budget: float = 0.5,
     ) -> None:
         self.conf = conf
         self.writer = writer
@@ -336,6 +336,7 @@ class BatchScheduler:
         start = self.clock.monotonic()
         with self.lock:
             jobs, queues, total = self._snapshot()
+            pending = sum(len(j.pending) for j in jobs.values())
             ssn = Session(
                 self.cache, self.framework, jobs, queues, total,
                 deadline=start + self.session_budget, clock=self.clock.monotonic,
@@ -377,7 +378,7 @@ class BatchScheduler:
         stats = SessionStats(
             self.clock.monotonic() - start,
             len(jobs),
-            sum(len(j.pending) for j in jobs.values()),
+            pending,
             len(binds),
             len(ssn.evictions),
             len(ssn.enqueued),

@@ -36,7 +36,11 @@ def add(a: Res, b: Res, sign: int = 1) -> None:
 
 
 def req(p: PodInfo) -> Res:
-    return {d: p.requests.get(d, 0) for d in DIMS}
+    """The pod's cpu and memory request (computed once per parsed pod; do not modify)."""
+    r: Res | None = p.extra.get("_vreq")
+    if r is None:
+        r = p.extra["_vreq"] = {d: p.requests.get(d, 0) for d in DIMS}
+    return r
 
 
 def le(a: Res, b: Res, dims: Iterable[str] = DIMS) -> bool:

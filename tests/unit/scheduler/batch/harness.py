@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.client.clock import FakeClock
+from controlplane.client.clock import Clock, FakeClock
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from tests.fakes.scheduler_objects import make_node, make_pod
@@ -58,9 +58,13 @@ class Cluster:
 
 
 class Env:
-    def __init__(self, conf_text: str = batch_conf.DEFAULT_CONF) -> None:
+    def __init__(
+        self, conf_text: str = batch_conf.DEFAULT_CONF, clock: Clock | None = None
+    ) -> None:
         self.cluster = Cluster()
-        self.sched = BatchScheduler(batch_conf.load(conf_text), self.cluster, clock=FakeClock())
+        self.sched = BatchScheduler(
+            batch_conf.load(conf_text), self.cluster, clock=clock or FakeClock()
+        )
         self.cluster.sched = self.sched
         self.queue("default")
 
