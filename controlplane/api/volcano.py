@@ -33,6 +33,8 @@ TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
 JOB_VERSION = "volcano.sh/job-version"
 TASK_INDEX_ENV = "VK_TASK_INDEX"
+# A user's command to the Job controller (AbortJob, ResumeJob, ...), consumed once.
+COMMAND_ANNOTATION = "volcano.sh/command"
 
 BATCH_API = "batch.volcano.sh/v1alpha1"
 SCHEDULING_API = "scheduling.volcano.sh/v1beta1"

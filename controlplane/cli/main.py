@@ -55,6 +55,10 @@ VERBS: dict[str, Verb] = {
     "attach": Verb("attach", "attach to a running container"),
     "port-forward": Verb("port_forward", "forward local ports to a pod"),
     "top": Verb("top", "show resource usage of nodes or pods"),
+    "job": Verb("vcjob", "Volcano jobs, as vcctl: list, view, suspend, resume"),
+    "queue": Verb(
+        "queue", "Volcano queues, as vcctl: create, list, get, operate --action open|close"
+    ),
 }
 
 

@@ -42,7 +42,7 @@ from controlplane.controllers.base import (
 )
 from controlplane.controllers.refmanager import ControllerRefManager
 
-COMMAND_ANNOTATION = "volcano.sh/command"
+COMMAND_ANNOTATION = volcano.COMMAND_ANNOTATION
 FINISHED = ("Completed", "Failed", "Aborted", "Terminated")
 # Phases in which every pod is killed, and where each ends once they are gone.
 KILLING = {
@@ -171,7 +171,6 @@ class VolcanoJobController(Controller):
         command = podutil.annotations_of(job).get(COMMAND_ANNOTATION)
         action = ""
         if command:
-            self._clear_command(job)
             action, reason = command, f"command {command}"
         if not action and phase not in FINISHED and phase not in KILLING:
             action, reason = self._policy_action(job, events, pods, version)
@@ -204,7 +203,10 @@ class VolcanoJobController(Controller):
                     retries += 1
                     version += 1
                 phase = KILLING[phase]
-        if phase in ("Pending", "Running"):
+        restarted = phase == "Pending" and str(state.get("phase")) == "Restarting"
+        if phase in ("Pending", "Running") and not restarted:
+            # (Not in the sync that ends a restart: the new pods come once the new
+            # version is stored, or a sync reading the old state would kill them.)
             self._ensure_group(job)
             self._ensure_plugins(job)
             pods = self._create_missing(job, pods, version)
@@ -220,7 +222,11 @@ class VolcanoJobController(Controller):
             if counts["succeeded"] + counts["failed"] >= total > 0:
                 done = counts["succeeded"] >= int(spec.get("minAvailable") or 0)
                 phase = "Completed" if done else "Failed"
-        self._write_status(job, phase, reason, version, retries, counts, pods)
+        if self._write_status(job, phase, reason, version, retries, counts, pods) and command:
+            self._clear_command(job)  # only once the state it led to is stored
+        elif command:
+            with self._lock:  # not stored: this sync's events are seen again
+                self.events.setdefault(key, [])[:0] = events
         return self._ttl(job, phase)
 
     def _clear_command(self, job: Object) -> None:
@@ -347,7 +353,8 @@ class VolcanoJobController(Controller):
     def _write_status(
         self, job: Object, phase: str, reason: str, version: int, retries: int,
         counts: dict[str, int], pods: list[Object],
-    ) -> None:  # fmt: skip
+    ) -> bool:  # fmt: skip
+        """Store the status if it changed; False when the write failed (retried)."""
         old = dict(podutil.status(job))
         old_state = old.get("state") or {}
         per_task: dict[str, dict[str, dict[str, int]]] = {}
@@ -377,11 +384,13 @@ class VolcanoJobController(Controller):
             "controlledResources": {f"plugin-{n}": n for n in plugins if n in ("svc", "ssh")},
         }
         if all(old.get(k) == v for k, v in status.items()):
-            return
+            return True
         try:
             self.client.update_status(volcano.JOB_KEY, {**job, "status": status})
         except (errors.NotFound, errors.Conflict):
             self.enqueue_after(object_key(job), 0.5)
+            return False
+        return True
 
     def _ttl(self, job: Object, phase: str) -> float | None:
         ttl = podutil.spec(job).get("ttlSecondsAfterFinished")

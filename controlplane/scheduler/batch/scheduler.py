@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from controlplane.api import volcano
 from controlplane.client.clock import Clock, RealClock
+from controlplane.client.errors import NotFound
 from controlplane.scheduler import names, resources
 from controlplane.scheduler.batch import actions, binpack, plugins
 from controlplane.scheduler.batch.conf import Conf
@@ -485,6 +486,8 @@ class BatchScheduler:
             try:
                 self.writer.write_status("PodGroup", job.group, stamped)
                 self._reported.pod_groups[job.key] = status
+            except NotFound:
+                pass  # deleted meanwhile; its DELETED event follows
             except Exception:
                 log.exception("status of PodGroup %s", job.key)
         for name, q in queues.items():
