@@ -43,6 +43,7 @@ from controlplane.controllers.base import (
 from controlplane.controllers.refmanager import ControllerRefManager
 
 COMMAND_ANNOTATION = volcano.COMMAND_ANNOTATION
+STATUS_DELAY = 0.5  # seconds a pod's status change may wait to reach its job
 FINISHED = ("Completed", "Failed", "Aborted", "Terminated")
 # Phases in which every pod is killed, and where each ends once they are gone.
 KILLING = {
@@ -105,6 +106,7 @@ class VolcanoJobController(Controller):
         task = podutil.annotations_of(pod).get(volcano.TASK_SPEC, "")
         with self._lock:
             self.events.setdefault(key, []).append((event, task, podutil.name_of(pod)))
+        self.enqueue_key(key)
 
     def _pod_changed(self, new: Object, old: Object | None = None) -> None:
         key = self._job_key(new)
@@ -126,7 +128,9 @@ class VolcanoJobController(Controller):
                 ours = podutil.uid_of(new) in self.killed
             if not ours:
                 self._event(key, "PodEvicted", new)
-        self.enqueue_key(key)
+        # Other changes (a pod starting) only move counts: fold a gang's worth
+        # of them into one sync and one status write.
+        self.enqueue_after(key, STATUS_DELAY)
 
     def _pod_deleted(self, pod: Object) -> None:
         key = self._job_key(pod)

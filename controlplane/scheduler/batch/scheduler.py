@@ -201,7 +201,18 @@ class BatchScheduler:
         return p.scheduler_name == volcano.SCHEDULER_NAME
 
     def on_pod(self, pod: Obj, deleted: bool = False) -> None:
+        meta = pod.get("metadata") or {}
+        node = (pod.get("spec") or {}).get("nodeName")
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         with self.lock:
+            if (
+                not deleted
+                and node
+                and self.cache.node_of(key) == node
+                and not meta.get("deletionTimestamp")
+                and self.cache.refresh_pod(key, pod)
+            ):
+                return  # a status write of a placed pod: nothing it counts changed
             p = PodInfo.of(pod, self.priority_classes)
             if p.pod_group:
                 if deleted:
