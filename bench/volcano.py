@@ -141,8 +141,14 @@ def e2e(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
         t_created = time.monotonic()
         print(f"e2e: {jobs} jobs created in {t_created - t0:.1f}s", flush=True)
 
+        last = [0.0]
+
         def all_bound() -> bool:
-            _created, bound, _running = hollow.pod_counts()
+            created, bound, running = hollow.pod_counts()
+            if time.monotonic() - last[0] >= 5:
+                last[0] = time.monotonic()
+                print(f"  {last[0] - t0:6.1f}s pods created {created} bound {bound} "
+                      f"running {running}", flush=True)  # fmt: skip
             return bool(bound >= total)
 
         wait_for(all_bound, timeout=1800, interval=1, message="every pod bound")

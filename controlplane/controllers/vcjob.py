@@ -68,7 +68,7 @@ def _is_volcano_job_ref(ref: Mapping[str, Any]) -> bool:
 
 class VolcanoJobController(Controller):
     name = "volcano-job"
-    default_workers = 5
+    default_workers = 10
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
@@ -211,7 +211,6 @@ class VolcanoJobController(Controller):
         if phase in ("Pending", "Running") and not restarted:
             # (Not in the sync that ends a restart: the new pods come once the new
             # version is stored, or a sync reading the old state would kill them.)
-            self._ensure_group(job)
             self._ensure_plugins(job)
             pods = self._create_missing(job, pods, version)
         counts = self._counts(pods)
@@ -296,11 +295,6 @@ class VolcanoJobController(Controller):
         except errors.AlreadyExists:
             pass
 
-    def _ensure_group(self, job: Object) -> None:
-        name = vcjob_pods.group_name(job)
-        if self.groups.store.get(name, podutil.namespace_of(job)) is None:
-            self._create("PodGroup", vcjob_pods.pod_group(job))
-
     def _ensure_plugins(self, job: Object) -> None:
         plugins = podutil.spec(job).get("plugins") or {}
         status = podutil.status(job).get("controlledResources") or {}
@@ -320,15 +314,23 @@ class VolcanoJobController(Controller):
             if vcjob_pods.pod_name(job, str(t["name"]), i) not in have
         ]
         out = list(pods)
+        group = None
+        if self.groups.store.get(vcjob_pods.group_name(job), ns) is None:
+            group = vcjob_pods.pod_group(job)
         many = getattr(self.client, "create_many", None)
-        if callable(many) and len(missing) > 1:
-            # A gang's pods in one call: they are scheduled together anyway.
-            for result in many([("Pod", pod, ns) for pod in missing]):
+        if callable(many) and len(missing) + (group is not None) > 1:
+            # The PodGroup and a gang's pods in one call: they go together anyway.
+            items = [("PodGroup", group, ns)] if group is not None else []
+            items += [("Pod", pod, ns) for pod in missing]
+            for (kind, _, _), result in zip(items, many(items), strict=True):
                 if isinstance(result, dict):
-                    out.append(result)
+                    if kind == "Pod":
+                        out.append(result)
                 elif not isinstance(result, errors.AlreadyExists):
                     self.enqueue_after(object_key(job), 1.0)
             return out
+        if group is not None:
+            self._create("PodGroup", group)
         for pod in missing:
             try:
                 out.append(self.client.create("Pod", pod, ns))

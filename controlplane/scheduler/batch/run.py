@@ -72,7 +72,7 @@ class BatchService:
     """One term of batch scheduling."""
 
     def __init__(self, client: ApiClient, conf: batch_conf.Conf) -> None:
-        self.scheduler = BatchScheduler(conf, ApiBatchWriter(client))
+        self.scheduler = BatchScheduler(conf, ApiBatchWriter(client), status_writers=8)
         self.factory = SharedInformerFactory(client)
         s = self.scheduler
         for kind, handler in (
@@ -101,6 +101,7 @@ class BatchService:
             self.scheduler.run(stop)
         finally:
             self.factory.shutdown()
+            self.scheduler.close()
 
 
 def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Collection, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -175,6 +176,7 @@ class BatchScheduler:
         clock: Clock | None = None,
         registry: Mapping[str, Factory] = REGISTRY,
         session_budget: float = 0.5,
+        status_writers: int = 0,
     ) -> None:
         self.conf = conf
         self.writer = writer
@@ -192,6 +194,14 @@ class BatchScheduler:
         # Victims evicted for a job, until they are gone: it does not preempt again.
         self.evicted_for: dict[str, set[str]] = {}
         self._reported = _Reported()
+        self._status_lock = threading.Lock()
+        self._status_inflight: set[tuple[str, str]] = set()
+        # None: written inline (tests); the component writes from a small pool.
+        self._status_pool: ThreadPoolExecutor | None = (
+            ThreadPoolExecutor(status_writers, thread_name_prefix="volcano-status")
+            if status_writers
+            else None
+        )
         self.dirty = threading.Event()
         self.stats: list[SessionStats] = []
 
@@ -494,25 +504,45 @@ class BatchScheduler:
                         }
                     )
                 stamped["conditions"] = conds
-            try:
-                self.writer.write_status("PodGroup", job.group, stamped)
-                self._reported.pod_groups[job.key] = status
-            except NotFound:
-                pass  # deleted meanwhile; its DELETED event follows
-            except Exception:
-                log.exception("status of PodGroup %s", job.key)
+            self._submit_status("PodGroup", job.key, job.group, stamped, status)
         for name, q in queues.items():
             status = {**q_counts[name], "allocated": {d: str(v) for d, v in q.allocated.items()}}
             status["allocated"]["cpu"] = f"{q.allocated.get('cpu', 0)}m"
             if self._reported.queues.get(name) == status:
                 continue
+            self._submit_status("Queue", name, self.queues[name], status, status)
+
+    def _submit_status(self, kind: str, key: str, obj: Obj, stamped: Obj, status: Obj) -> None:
+        """Write a status off the session's thread (a few writes in flight, one per
+        object at a time: a newer status waits for the next session)."""
+        reported = self._reported.pod_groups if kind == "PodGroup" else self._reported.queues
+        with self._status_lock:
+            if (kind, key) in self._status_inflight:
+                return
+            self._status_inflight.add((kind, key))
+
+        def write() -> None:
             try:
-                self.writer.write_status("Queue", self.queues[name], status)
-                self._reported.queues[name] = status
+                self.writer.write_status(kind, obj, stamped)
+                reported[key] = status
+            except NotFound:
+                pass  # deleted meanwhile; its DELETED event follows
             except Exception:
-                log.exception("status of Queue %s", name)
+                log.exception("status of %s %s", kind, key)
+            finally:
+                with self._status_lock:
+                    self._status_inflight.discard((kind, key))
+
+        if self._status_pool is None:
+            write()
+        else:
+            self._status_pool.submit(write)
 
     # ---- loop ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._status_pool is not None:
+            self._status_pool.shutdown(wait=True, cancel_futures=True)
 
     def run(self, stop: threading.Event, period: float = 1.0, min_gap: float = 0.02) -> None:
         """A session when something changed (at most every `min_gap`), at least every `period`."""
