@@ -454,8 +454,8 @@ class BatchScheduler:
             if phase.lower() in counts:
                 counts[phase.lower()] += 1
         phase = job.phase
-        if ssn.job_ready(job) and phase != "Pending":
-            phase = "Running"
+        if ssn.job_ready(job) and job.placed:
+            phase = "Running"  # a placed gang runs, whatever was written before
         if counts["succeeded"] >= job.min_member > 0 and not job.pending:
             phase = "Completed"
         status: Obj = {"phase": phase, **counts}
