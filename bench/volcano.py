@@ -8,9 +8,9 @@ wall time to bind them all. Then the share test: two queues weighted 1:3
 each submitting twice what the cluster holds; the largest error between a
 queue's share of the cluster and its weight's share once nothing more binds.
 
-End to end (`--e2e`, default on): a control plane in this process (SQLite in
-a temp dir; the batch scheduler and the Volcano controllers as
-`skiff controlplane` starts them), hollow nodes, then the Jobs created
+End to end (`--e2e`, default on): `skiff controlplane` in its own process
+(SQLite in a temp dir; the batch scheduler and the Volcano controllers as
+it starts them), hollow nodes in this process, then the Jobs created
 through the API: pods bound per second from the first Job created to the
 last pod bound, and the time from the last Job created to the last PodGroup
 Running.
@@ -34,10 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.hollow import HollowConfig, HollowNodes
-from controlplane import main as cp_main
 from controlplane.api import volcano
-from controlplane.client.apiclient import connect
 from controlplane.client.clock import RealClock
+from tests.harness.cluster import ClusterControlPlane
 from tests.harness.wait import wait_for
 from tests.unit.scheduler.batch.harness import Env
 
@@ -117,13 +116,14 @@ def vcjob(name: str, tasks: int) -> Obj:
 
 def e2e(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
     base = Path(tempfile.mkdtemp(prefix="skiff-bench-volcano-"))
-    args = cp_main.build_parser().parse_args(
-        ["--listen", "127.0.0.1:0", "--data-dir", str(base / "cp"), "--max-workers", "4096",
-         "--controllers", "volcano-job,volcano-podgroup,garbagecollector",
-         "--disable", "scheduler"]
+    # The control plane in its own process (API server, controllers, batch
+    # scheduler), the hollow nodes and the submitting clients in this one.
+    cp = ClusterControlPlane(
+        base / "cp", "127.0.0.1", ["--max-workers", "4096", "--disable", "scheduler"],
+        ["--controllers", "volcano-job,volcano-podgroup,garbagecollector"],
     )  # fmt: skip
-    running = cp_main.start(args)
-    api = connect(running.admin, timeout=120)
+    cp.start()
+    api = cp.client(timeout=120)
     hollow = HollowNodes(api, HollowConfig(nodes=nodes, cpu="32", memory="128Gi", workers=8))
     try:
         hollow.start()
@@ -170,7 +170,7 @@ def e2e(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
     finally:
         hollow.stop()
         api.close()
-        running.stop()
+        cp.stop()
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -124,7 +124,13 @@ def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None
         Callbacks(on_started_leading=lead),
     )
     while not stop.is_set():
-        elector.run(stop)
+        try:
+            elector.run(stop)
+        except Exception:  # the API going away at shutdown, or a failed renewal
+            if stop.is_set():
+                return
+            log.exception("batch scheduler: leader election failed; campaigning again")
+            stop.wait(1.0)
 
 
 def start(client: ApiClient, stop: threading.Event) -> None:
