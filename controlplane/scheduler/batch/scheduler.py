@@ -175,7 +175,7 @@ class BatchScheduler:
         writer: BatchWriter,
         clock: Clock | None = None,
         registry: Mapping[str, Factory] = REGISTRY,
-        session_budget: float = 0.5,
+        session_budget: float = 0.4,
         status_writers: int = 0,
     ) -> None:
         self.conf = conf
