@@ -56,6 +56,8 @@ FILTERS = (
     names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY,
 )  # fmt: skip
 SCORES = (names.BALANCED_ALLOCATION, names.IMAGE_LOCALITY)
+COUNTS = ("running", "succeeded", "failed")
+COUNTS_PERIOD = 2.0  # seconds between status writes that only move a PodGroup's counts
 
 
 class BatchWriter(Protocol):
@@ -194,6 +196,7 @@ class BatchScheduler:
         # Victims evicted for a job, until they are gone: it does not preempt again.
         self.evicted_for: dict[str, set[str]] = {}
         self._reported = _Reported()
+        self._count_written: dict[str, float] = {}
         self._status_lock = threading.Lock()
         self._status_inflight: set[tuple[str, str]] = set()
         # None: written inline (tests); the component writes from a small pool.
@@ -259,6 +262,7 @@ class BatchScheduler:
             if deleted:
                 self.groups.pop(key, None)
                 self._reported.pod_groups.pop(key, None)
+                self._count_written.pop(key, None)
             else:
                 self.groups[key] = group
         self.dirty.set()
@@ -485,8 +489,18 @@ class BatchScheduler:
             q_counts[job.queue][status["phase"].lower()] = (
                 q_counts[job.queue].get(status["phase"].lower(), 0) + 1
             )
-            if self._reported.pod_groups.get(job.key) == status:
+            last = self._reported.pod_groups.get(job.key)
+            if last == status:
                 continue
+            now = self.clock.monotonic()
+            if (
+                last is not None
+                and {k: v for k, v in last.items() if k not in COUNTS}
+                == {k: v for k, v in status.items() if k not in COUNTS}
+                and now - self._count_written.get(job.key, 0.0) < COUNTS_PERIOD
+            ):
+                continue  # only the pod counts moved: at most one such write per period
+            self._count_written[job.key] = now
             old = job.group.get("status") or {}
             stamped = dict(status)
             if "conditions" in status:
