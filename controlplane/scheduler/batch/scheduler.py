@@ -57,7 +57,7 @@ FILTERS = (
 )  # fmt: skip
 SCORES = (names.BALANCED_ALLOCATION, names.IMAGE_LOCALITY)
 COUNTS = ("running", "succeeded", "failed")
-COUNTS_PERIOD = 2.0  # seconds between status writes that only move a PodGroup's counts
+COUNTS_PERIOD = 10.0  # seconds between status writes that only move its pod counts
 
 
 class BatchWriter(Protocol):
@@ -365,7 +365,7 @@ class BatchScheduler:
             pending = sum(len(j.pending) for j in jobs.values())
             ssn = Session(
                 self.cache, self.framework, jobs, queues, total,
-                deadline=start + self.session_budget, clock=self.clock.monotonic,
+                deadline=self.clock.monotonic() + self.session_budget, clock=self.clock.monotonic,
             )  # fmt: skip
             for tier_conf in self.conf.tiers:
                 tier = Tier()
