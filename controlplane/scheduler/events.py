@@ -41,7 +41,7 @@ def _relevant(old: Obj, new: Obj) -> bool:
     )
 
 
-def _changed_for_cache(old: Obj, new: Obj) -> bool:
+def changed_for_cache(old: Obj, new: Obj) -> bool:
     """Whether a bound pod's change can matter to the cache (not a status write)."""
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
     return (
@@ -100,7 +100,7 @@ class EventHandlers:
                 # counts: keep the newer object without re-parsing it.
                 if (
                     old is not None
-                    and not _changed_for_cache(old, pod)
+                    and not changed_for_cache(old, pod)
                     and self.cache.refresh_pod(key, pod)
                 ):
                     return

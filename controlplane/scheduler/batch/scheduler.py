@@ -41,6 +41,7 @@ from controlplane.scheduler.batch.session import (
     req,
 )
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
+from controlplane.scheduler.events import changed_for_cache
 from controlplane.scheduler.framework import Framework, ProfilePlugin
 from controlplane.scheduler.handle import Slots
 from controlplane.scheduler.podinfo import PodInfo, parse_time
@@ -218,11 +219,12 @@ class BatchScheduler:
         node = (pod.get("spec") or {}).get("nodeName")
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         with self.lock:
+            placed = self.cache.nodes.get(node) if node and not deleted else None
+            old = placed.pods.get(key) if placed is not None else None
             if (
-                not deleted
-                and node
-                and self.cache.node_of(key) == node
-                and not meta.get("deletionTimestamp")
+                old is not None
+                and not self.cache.is_assumed(key)
+                and not changed_for_cache(old.pod, pod)
                 and self.cache.refresh_pod(key, pod)
             ):
                 return  # a status write of a placed pod: nothing it counts changed
