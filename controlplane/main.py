@@ -202,7 +202,11 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         from controlplane.client.apiclient import connect
 
         running.client = connect(admin)
-        start_components(running.client, running.stop_event, args)
+        try:
+            start_components(running.client, running.stop_event, args)
+        except StartError:
+            running.stop()  # nothing half-started is left serving
+            raise
     return running
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import io
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -214,3 +215,18 @@ def test_skiffctl_queues_and_job_commands(api: GrpcApiClient) -> None:
     code, text = ctl(api, "job", "list")
     assert code == 0 and "pausable" in text
     finish(api, "pausable")
+
+
+def test_bad_batch_configuration_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gangg\n')
+    monkeypatch.setenv(batch_run.CONFIG_ENV, str(conf))
+    args = cp_main.build_parser().parse_args(
+        ["--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "cp"), "--controllers", "job"]
+    )
+    with pytest.raises(cp_main.StartError) as err:
+        cp_main.start(args).stop()
+    assert "volcano-scheduler: refusing to start" in str(err.value)
+    assert f"{conf}: line 4: unknown plugin 'gangg'" in str(err.value)
