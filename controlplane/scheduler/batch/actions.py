@@ -214,12 +214,16 @@ def _reclaimable_queue(ssn: Session, job: JobInfo, victim: JobInfo) -> bool:
     return victim.queue != job.queue and ssn.queues[victim.queue].reclaimable
 
 
-def _starving(ssn: Session, enabled: set[str], waiting: set[str]) -> list[JobInfo]:
+def _starving(
+    ssn: Session, enabled: set[str], waiting: set[str], ready_too: bool = False
+) -> list[JobInfo]:
+    """Jobs that want room: not ready (preempt), or with any task pending (reclaim:
+    a queue below its deserved share takes back task by task)."""
     return sorted(
         (
             j
             for j in _schedulable_jobs(ssn, "enqueue" in enabled)
-            if not ssn.job_ready(j) and j.key not in waiting
+            if (ready_too or not ssn.job_ready(j)) and j.key not in waiting
         ),
         key=ssn.job_key,
     )
@@ -231,11 +235,15 @@ def _take(
     owner: dict[str, JobInfo],
     candidate: Candidate,
     select: VictimFilter,
+    until_ready: bool = True,
 ) -> None:
     stmt = ssn.statement()
+    q = ssn.queues[job.queue]
     for task in sorted((t for t in job.pending if not t.best_effort), key=ssn.task_key):
-        if ssn.job_ready(job):
+        if until_ready and ssn.job_ready(job):
             break
+        if not until_ready and not ssn.allocatable(q, task):
+            break  # reclaim: the queue's deserved share is reached, nothing beyond it
         placed = not _place(ssn, stmt, job, task)
         if not placed and not _make_room(ssn, stmt, job, task, owner, candidate, select):
             break
@@ -255,10 +263,10 @@ def preempt(ssn: Session, enabled: set[str], waiting: set[str], owner: dict[str,
 
 
 def reclaim(ssn: Session, enabled: set[str], waiting: set[str], owner: dict[str, JobInfo]) -> None:
-    for job in _starving(ssn, enabled, waiting):
+    for job in _starving(ssn, enabled, waiting, ready_too=True):
         if ssn.out_of_time():
             return
         q = ssn.queues[job.queue]
         if ssn.overused(q):
             continue
-        _take(ssn, job, owner, _reclaimable_queue, ssn.reclaimable)
+        _take(ssn, job, owner, _reclaimable_queue, ssn.reclaimable, until_ready=False)

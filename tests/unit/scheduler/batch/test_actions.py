@@ -156,3 +156,17 @@ def test_binpack_fills_nodes() -> None:
         env.job(f"j{i}", 1)
         env.run(1)
     assert len(set(env.bound().values())) == 1
+
+
+def test_reclaim_stops_at_a_queue_guarantee() -> None:
+    env = Env(RECLAIM)
+    env.nodes(4)  # 16 cpus
+    env.queue("a", guarantee={"resource": {"cpu": "12"}})
+    env.queue("b")
+    for i in range(4):
+        env.job(f"a{i}", 4, min_member=1, queue="a")
+    env.run()
+    assert _share(env, "a") == 16
+    env.job("b0", 8, min_member=1, queue="b")
+    env.run(4)
+    assert _share(env, "a") == 12 and _share(env, "b0") == 4
