@@ -55,9 +55,10 @@ from typing import Any
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.scheduler import config
-from controlplane.scheduler.binder import ApiClusterWriter, BindError, InMemoryCluster
-from controlplane.scheduler.objects import make_node, make_pod
+from controlplane.scheduler.binder import ApiClusterWriter, BindError
 from controlplane.scheduler.scheduler import Scheduler, from_config
+from tests.fakes.scheduler_cluster import InMemoryCluster
+from tests.fakes.scheduler_objects import make_node, make_pod
 
 Obj = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"

@@ -52,9 +52,11 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
     """The in-process components, built from the flags."""
     from controlplane.controllers import manager
     from controlplane.scheduler import run as scheduler
+    from controlplane.scheduler.batch import run as batch_scheduler
 
     return [
         ("scheduler", scheduler.start),
+        ("volcano-scheduler", batch_scheduler.start),
         ("controllers", manager.component(manager.config_from_args(args),
                                           args.controller_metrics_listen)),
     ]  # fmt: skip
@@ -189,7 +191,10 @@ def start_components(client: Any, stop: threading.Event, args: argparse.Namespac
             log.info("component=%s disabled", name)
             continue
         log.info("component=%s starting", name)
-        func(client, stop)
+        try:
+            func(client, stop)
+        except ValueError as err:  # a component's configuration refused, with the reason
+            raise StartError(f"{name}: refusing to start: {err}") from err
 
 
 class StartError(Exception):
@@ -270,7 +275,11 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
 
         # In-process components reach the gRPC server on its private socket.
         running.client = connect(ClientConfig(f"unix:{server.grpc_socket}", token=admin.token))
-        start_components(running.client, running.stop_event, args)
+        try:
+            start_components(running.client, running.stop_event, args)
+        except StartError:
+            running.stop()  # nothing half-started is left serving
+            raise
     return running
 
 

@@ -499,6 +499,30 @@ def _storageclass_row(obj: Object, now: float, wide: bool) -> list[str]:
     ]
 
 
+def _queue_row(obj: Object, now: float, wide: bool) -> list[str]:
+    st = status(obj)
+    return [
+        name(obj),
+        str(spec(obj).get("weight", 1)),
+        str(st.get("state") or "Open"),
+        *(str(st.get(k) or 0) for k in ("inqueue", "pending", "running")),
+        age(obj, now),
+    ]
+
+
+def _vcjob_row(obj: Object, now: float, wide: bool) -> list[str]:
+    st = status(obj)
+    replicas = sum(int(t.get("replicas") or 0) for t in spec(obj).get("tasks") or ())
+    return [
+        name(obj),
+        str((st.get("state") or {}).get("phase") or "Pending"),
+        str(spec(obj).get("minAvailable", "")),
+        str(replicas),
+        *(str(st.get(k) or 0) for k in ("running", "succeeded", "failed", "retryCount")),
+        age(obj, now),
+    ]
+
+
 def _default_row(obj: Object, now: float, wide: bool) -> list[str]:
     return [name(obj), age(obj, now)]
 
@@ -553,6 +577,12 @@ COLUMNS: dict[str, tuple[list[str], list[str], Row]] = {
     "Lease": (["NAME", "HOLDER", "AGE"], [], _lease_row),
     "PriorityClass": (["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE"], [], _priorityclass_row),
     "PodGroup": (["NAME", "MIN-MEMBER", "PHASE", "AGE"], [], _podgroup_row),
+    "Queue": (["NAME", "WEIGHT", "STATE", "INQUEUE", "PENDING", "RUNNING", "AGE"], [], _queue_row),
+    "Job.batch.volcano.sh": (
+        ["NAME", "PHASE", "MIN", "REPLICAS", "RUNNING", "SUCCEEDED", "FAILED", "RETRIES", "AGE"],
+        [],
+        _vcjob_row,
+    ),
     "PersistentVolume": (
         [
             "NAME",

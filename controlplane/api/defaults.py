@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.api import crd, crd_validation
+from controlplane.api import crd, crd_validation, volcano
 
 Object = dict[str, Any]
 
@@ -218,11 +218,6 @@ def priorityclass(obj: Object) -> None:
     obj.setdefault("globalDefault", False)
 
 
-def podgroup(obj: Object) -> None:
-    spec = _d(obj, "spec")
-    spec.setdefault("minMember", 1)
-
-
 def persistentvolume(obj: Object) -> None:
     spec = _d(obj, "spec")
     spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
@@ -266,10 +261,12 @@ DEFAULTERS: dict[str, Callable[[Object], None]] = {
     "Namespace": namespace,
     "Secret": secret,
     "PriorityClass": priorityclass,
-    "PodGroup": podgroup,
     "PersistentVolume": persistentvolume,
     "PersistentVolumeClaim": persistentvolumeclaim,
     "StorageClass": storageclass,
+    "PodGroup": volcano.default_podgroup,
+    "Queue": volcano.default_queue,
+    volcano.JOB_KEY: volcano.default_job,
 }
 
 

@@ -120,6 +120,9 @@ KINDS: tuple[KindInfo, ...] = (
         namespaced=False,
         has_status=False,
     ),
+    # Volcano's kinds (batch scheduling). PodGroup is Volcano's, which also
+    # serves the default scheduler's Coscheduling; skiff's earlier
+    # scheduling.skiff.dev/v1alpha1 manifests are still accepted.
     KindInfo(
         "CustomResourceDefinition",
         "apiextensions.k8s.io/v1",
@@ -155,10 +158,27 @@ KINDS: tuple[KindInfo, ...] = (
     ),
     KindInfo(
         "PodGroup",
-        "scheduling.skiff.dev/v1alpha1",
+        "scheduling.volcano.sh/v1beta1",
         "podgroups",
         "podgroup",
-        ("pg",),
+        ("pg", "podgroup-v1beta1"),
+        also_api_versions=("scheduling.skiff.dev/v1alpha1",),
+    ),
+    KindInfo(
+        "Queue",
+        "scheduling.volcano.sh/v1beta1",
+        "queues",
+        "queue",
+        ("q", "queue-v1beta1"),
+        namespaced=False,
+    ),
+    KindInfo(
+        "Job",
+        "batch.volcano.sh/v1alpha1",
+        "jobs",
+        "job",
+        ("vcjob", "vj"),
+        qualified=True,
     ),
     KindInfo(
         "ServiceAccount", "v1", "serviceaccounts", "serviceaccount", ("sa",), has_status=False

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.api import crd, crd_validation, jsoncodec, rbac
+from controlplane.api import crd, crd_validation, jsoncodec, rbac, volcano
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.quantity import parse_quantity
 from controlplane.api.selectors import SelectorError, from_structured
@@ -801,15 +801,19 @@ def _namespace(e: Errors, obj: Object, old: Object | None) -> None:
 
 
 def _podgroup(e: Errors, obj: Object, old: Object | None) -> None:
-    spec: Any = obj.get("spec")
-    if not _dict(e, "spec", spec, required=True):
-        return
-    _int(e, "spec.minMember", spec.get("minMember"), 1)
-    _int(e, "spec.scheduleTimeoutSeconds", spec.get("scheduleTimeoutSeconds"), 1)
-    resources: Any = spec.get("minResources")
-    if _dict(e, "spec.minResources", resources):
-        for key, value in resources.items():
-            _quantity(e, f"spec.minResources.{key}", value)
+    volcano.validate_podgroup(e, obj, old, parse_quantity)
+
+
+def _queue(e: Errors, obj: Object, old: Object | None) -> None:
+    volcano.validate_queue(e, obj, old, parse_quantity)
+
+
+def _vcjob(e: Errors, obj: Object, old: Object | None) -> None:
+    def pod_spec(e: volcano.Errors, path: str, spec: Any) -> None:
+        assert isinstance(e, Errors)
+        validate_pod_spec(e, path, spec, ("Always", "OnFailure", "Never"))
+
+    volcano.validate_job(e, obj, old, pod_spec, is_dns_label, parse_quantity)
 
 
 def _crd(e: Errors, obj: Object, old: Object | None) -> None:
@@ -1104,6 +1108,8 @@ VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
     "ClusterRole": _rbac,
     "RoleBinding": _rbac,
     "ClusterRoleBinding": _rbac,
+    "Queue": _queue,
+    volcano.JOB_KEY: _vcjob,
 }
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from controlplane.api.kinds import KindInfo
 from controlplane.api.qos import qos_class
-from controlplane.apiserver import serviceaccounts, storage_admission
+from controlplane.apiserver import admission_volcano, serviceaccounts, storage_admission
 from controlplane.apiserver.registry import Admit, Object, Registry, decode
 from controlplane.client.errors import Forbidden, Invalid, NotFound
 
@@ -196,4 +196,5 @@ def default_admission(service_cidr: str = "10.43.0.0/16") -> dict[str, Admit]:
         "Secret": admit_secret,
         "Service": allocator.admit,
         **storage_admission.ADMISSION,
+        **admission_volcano.ADMISSION,
     }

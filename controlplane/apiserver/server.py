@@ -143,6 +143,13 @@ class ApiServer:
             except AlreadyExists:
                 pass
         ensure_local_path_class(self.registry)
+        try:  # Volcano's default queue: Jobs and PodGroups name it unless told otherwise
+            self.registry.create(
+                "Queue",
+                {"metadata": {"name": "default"}, "spec": {"weight": 1, "reclaimable": True}},
+            )
+        except AlreadyExists:
+            pass
         # The cluster DNS address (the tenth of the service range, as
         # kube-dns has it), reserved so no user Service takes it; every
         # agent answers DNS on it for its own pods.

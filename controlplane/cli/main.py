@@ -56,6 +56,10 @@ VERBS: dict[str, Verb] = {
     "port-forward": Verb("port_forward", "forward local ports to a pod"),
     "top": Verb("top", "show resource usage of nodes or pods"),
     "auth": Verb("auth", "inspect authorization: can-i VERB RESOURCE, whoami"),
+    "job": Verb("vcjob", "Volcano jobs, as vcctl: list, view, suspend, resume"),
+    "queue": Verb(
+        "queue", "Volcano queues, as vcctl: create, list, get, operate --action open|close"
+    ),
 }
 
 

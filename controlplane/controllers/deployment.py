@@ -34,6 +34,7 @@ from controlplane.controllers.base import (
     controller_uid_index,
     ensure_indexer,
 )
+from controlplane.controllers.refmanager import ControllerRefManager
 from controlplane.controllers.rollout import RS
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class DeploymentController(Controller):
         super().__init__(ctx)
         self.deployments = self.watch("Deployment")
         self.rss = self.watch("ReplicaSet")
+        self.refs = ControllerRefManager(ctx.client, "Deployment", "ReplicaSet")
         self.pods = self.watch("Pod")
         ensure_indexer(self.rss, CONTROLLER_UID, controller_uid_index)
         ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
@@ -132,47 +134,17 @@ class DeploymentController(Controller):
     # ---- claiming -------------------------------------------------------------
 
     def _claim(self, d: Object) -> list[Object]:
+        """The ReplicaSets `d` controls, through the shared ControllerRefManager
+        (adoption re-checks the Deployment live, with a resourceVersion precondition)."""
         selector = podutil.selector_of(d)
-        uid = podutil.uid_of(d)
         ns = podutil.namespace_of(d)
-        owned: list[Object] = []
-        for rs in self.rss.store.by_index(CONTROLLER_UID, uid):
-            if podutil.namespace_of(rs) != ns:
-                continue
-            if selector.matches(podutil.labels_of(rs)):
-                owned.append(rs)
-            elif not podutil.is_deleting(d):
-                refs = [
-                    r for r in podutil.meta(rs).get("ownerReferences") or [] if r.get("uid") != uid
-                ]
-                try:
-                    self.client.patch(
-                        "ReplicaSet",
-                        podutil.name_of(rs),
-                        {"metadata": {"ownerReferences": refs}},
-                        ns,
-                    )
-                except errors.NotFound:
-                    pass
-        if not podutil.is_deleting(d) and not selector.empty():
-            for rs in self.rss.store.list(ns, selector):
-                if podutil.controller_ref(rs) is None and not podutil.is_deleting(rs):
-                    refs = [
-                        *list(podutil.meta(rs).get("ownerReferences") or []),
-                        podutil.owner_ref(d),
-                    ]
-                    try:
-                        owned.append(
-                            self.client.patch(
-                                "ReplicaSet",
-                                podutil.name_of(rs),
-                                {"metadata": {"ownerReferences": refs}},
-                                ns,
-                            )
-                        )
-                    except errors.NotFound:
-                        pass
-        return owned
+        orphans = [] if selector.empty() else self.rss.store.list(ns, selector)
+        return self.refs.claim(
+            d,
+            self.rss.store.by_index(CONTROLLER_UID, podutil.uid_of(d)),
+            orphans,
+            lambda rs: selector.matches(podutil.labels_of(rs)),
+        )
 
     # ---- sync -------------------------------------------------------------------
 

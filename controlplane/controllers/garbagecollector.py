@@ -52,7 +52,19 @@ GC_KINDS = (
     "HorizontalPodAutoscaler",
     "PodGroup",
     "PersistentVolumeClaim",
+    "Job.batch.volcano.sh",
 )
+
+
+def ref_kind(ref: Mapping[str, Any]) -> str:
+    """The kind key an ownerReference names (its apiVersion tells batch/v1
+    Job from Volcano's Job.batch.volcano.sh)."""
+    kind = str(ref.get("kind", ""))
+    try:
+        return kinds.for_object(str(ref.get("apiVersion", "")), kind).key
+    except kinds.UnknownKind:
+        return kind
+
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
@@ -108,7 +120,7 @@ class GarbageCollector(Controller):
         for ref in refs:
             if not isinstance(ref, dict):
                 return False
-            kind = str(ref.get("kind", ""))
+            kind = ref_kind(ref)
             owner = self._cached(kind, ns if self._namespaced(kind) else "", str(ref.get("name")))
             if owner is None or podutil.uid_of(owner) != ref.get("uid"):
                 return False
@@ -135,7 +147,7 @@ class GarbageCollector(Controller):
                 self.enqueue_key(self._key(dependent_kind, dep))
         # An owner waiting in the foreground may be unblocked by this deletion.
         for ref in podutil.meta(obj).get("ownerReferences") or []:
-            owner_kind = str(ref.get("kind", ""))
+            owner_kind = ref_kind(ref)
             if owner_kind in self.by_kind:
                 ns = "" if not self._namespaced(owner_kind) else podutil.namespace_of(obj)
                 self.enqueue_key(f"{owner_kind}|{ns}|{ref.get('name')}")
@@ -156,7 +168,7 @@ class GarbageCollector(Controller):
 
     def _owner_state(self, ref: Mapping[str, Any], ns: str) -> tuple[str, Object | None]:
         """("live" | "absent" | "foreground", the owner)."""
-        kind = str(ref.get("kind", ""))
+        kind = ref_kind(ref)
         name = str(ref.get("name", ""))
         owner_ns = ns if self._namespaced(kind) else ""
         uid = str(ref.get("uid", ""))

@@ -55,9 +55,11 @@ def _registry() -> dict[str, InitFunc]:
         nodelifecycle,
         persistentvolume,
         podgc,
+        podgroup,
         replicaset,
         serviceaccount,
         statefulset,
+        vcjob,
         volume_protection,
     )
 
@@ -81,6 +83,8 @@ def _registry() -> dict[str, InitFunc]:
         "clusterrole-aggregation": clusterroleaggregation.init,
         "serviceaccount": serviceaccount.init,
         "root-ca-cert-publisher": serviceaccount.init_root_ca,
+        "volcano-job": vcjob.init,
+        "volcano-podgroup": podgroup.init,
     }
 
 

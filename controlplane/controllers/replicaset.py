@@ -31,6 +31,7 @@ from controlplane.controllers.base import (
     ensure_indexer,
     orphan_index,
 )
+from controlplane.controllers.refmanager import ControllerRefManager
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class PodOwnerController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.expectations = Expectations(ctx.clock)
+        self.refs = ControllerRefManager(ctx.client, self.owner_kind, "Pod")
         self.owners = self.watch(self.owner_kind)
         self.pods = self.watch("Pod")
         ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
@@ -167,64 +169,16 @@ class PodOwnerController(Controller):
         """Pods `owner` controls after adopting matching orphans and releasing
         pods that stopped matching (ControllerRefManager.ClaimPods)."""
         selector = podutil.selector_of(owner)
-        uid = podutil.uid_of(owner)
         ns = podutil.namespace_of(owner)
-        owned: list[Object] = []
-        deleting = podutil.is_deleting(owner)
-        for pod in self.pods.store.by_index(CONTROLLER_UID, uid):
-            if podutil.namespace_of(pod) != ns:
-                continue
-            if selector.matches(podutil.labels_of(pod)):
-                owned.append(pod)
-            elif not deleting:
-                self._release(pod, uid)
-        if not deleting and not selector.empty():
-            # Only orphans can be adopted: the index spares a walk over every
-            # pod of the namespace on each sync.
-            for pod in self.pods.store.by_index(ORPHANS, ns):
-                if not podutil.is_deleting(pod) and selector.matches(podutil.labels_of(pod)):
-                    adopted = self._adopt(owner, pod)
-                    if adopted is not None:
-                        owned.append(adopted)
-        return owned
-
-    def _adopt(self, owner: Object, pod: Object) -> Object | None:
-        # Re-check the owner live: never adopt for an owner that is gone.
-        try:
-            fresh = self.client.get(
-                self.owner_kind, podutil.name_of(owner), podutil.namespace_of(owner)
-            )
-        except errors.NotFound:
-            return None
-        if podutil.uid_of(fresh) != podutil.uid_of(owner) or podutil.is_deleting(fresh):
-            return None
-        refs = [*list(podutil.meta(pod).get("ownerReferences") or []), podutil.owner_ref(owner)]
-        try:
-            return self.client.patch(
-                "Pod",
-                podutil.name_of(pod),
-                {
-                    "metadata": {
-                        "ownerReferences": refs,
-                        "resourceVersion": podutil.meta(pod).get("resourceVersion"),
-                    }
-                },
-                podutil.namespace_of(pod),
-            )
-        except (errors.NotFound, errors.Conflict):
-            return None
-
-    def _release(self, pod: Object, uid: str) -> None:
-        refs = [r for r in podutil.meta(pod).get("ownerReferences") or [] if r.get("uid") != uid]
-        try:
-            self.client.patch(
-                "Pod",
-                podutil.name_of(pod),
-                {"metadata": {"ownerReferences": refs}},
-                podutil.namespace_of(pod),
-            )
-        except errors.NotFound:
-            pass
+        # Only orphans can be adopted: the index spares a walk over every pod
+        # of the namespace on each sync.
+        orphans = [] if selector.empty() else self.pods.store.by_index(ORPHANS, ns)
+        return self.refs.claim(
+            owner,
+            self.pods.store.by_index(CONTROLLER_UID, podutil.uid_of(owner)),
+            orphans,
+            lambda pod: selector.matches(podutil.labels_of(pod)),
+        )
 
     # ---- creating and deleting ------------------------------------------------
 

@@ -17,23 +17,24 @@ profiles:
 
 kube-scheduler's shape (`plugins: {multiPoint: {enabled: [...], disabled:
 [...]}, score: {enabled: [{name, weight}]}}`) is accepted too. An unknown
-plugin, a negative weight, a bad strategy or a duplicate schedulerName is a
-`ConfigError` whose message says what and where. Config values are frozen
-dataclasses; nothing here is global.
+plugin, a negative weight or a duplicate schedulerName is a `ConfigError`
+whose message says what and where. Config values are frozen dataclasses;
+nothing here is global. This module only parses: it checks plugin names
+against `names.ALL` (or the names given) and imports no plugin; building the
+profiles (where a plugin refuses its args) is `profile.py`.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from controlplane.scheduler.framework import Framework, ProfilePlugin
+from controlplane.scheduler import names
+from controlplane.scheduler.names import DEFAULT_PLUGINS
 from controlplane.scheduler.podinfo import DEFAULT_SCHEDULER
-from controlplane.scheduler.registry import DEFAULT_PLUGINS, REGISTRY, Factory
 
 
 class ConfigError(ValueError):
@@ -82,7 +83,7 @@ def _entries(raw: Any, where: str) -> list[tuple[str, int | None]]:
     return out
 
 
-def _profile(raw: Mapping[str, Any], index: int, registry: Mapping[str, Factory]) -> ProfileConfig:
+def _profile(raw: Mapping[str, Any], index: int, registry: Collection[str]) -> ProfileConfig:
     name = str(raw.get("schedulerName") or DEFAULT_SCHEDULER)
     where = f"profile {index} ({name})"
     plugins_raw = raw.get("plugins")
@@ -137,9 +138,9 @@ def _check_pct(pct: Any, where: str) -> None:
         )
 
 
-def parse(
-    raw: Mapping[str, Any] | None, registry: Mapping[str, Factory] = REGISTRY
-) -> SchedulerConfig:
+def parse(raw: Mapping[str, Any] | None, registry: Collection[str] = names.ALL) -> SchedulerConfig:
+    """A validated configuration; `registry` is the plugin names known (a
+    registry mapping works too: its keys)."""
     raw = raw or {}
     if not isinstance(raw, Mapping):
         raise ConfigError("the scheduler configuration must be a mapping")
@@ -169,27 +170,9 @@ def parse(
     return SchedulerConfig(profiles, int(pct or 0), order, initial, maximum, annotate)
 
 
-def load(text: str, registry: Mapping[str, Factory] = REGISTRY) -> SchedulerConfig:
+def load(text: str, registry: Collection[str] = names.ALL) -> SchedulerConfig:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"invalid YAML: {e}") from e
     return parse(raw, registry)
-
-
-def build_profiles(
-    config: SchedulerConfig, registry: Mapping[str, Factory] = REGISTRY, seed: int = 0
-) -> dict[str, Framework]:
-    """One Framework per profile; a factory refusing its args is a ConfigError."""
-    out: dict[str, Framework] = {}
-    for prof in config.profiles:
-        plugins = []
-        for spec in prof.plugins:
-            try:
-                plugin = registry[spec.name](dict(spec.args))
-            except (ValueError, KeyError, TypeError) as e:
-                raise ConfigError(f"profile {prof.scheduler_name}: plugin {spec.name}: {e}") from e
-            plugins.append(ProfilePlugin(plugin, spec.weight))
-        pct = prof.percentage_of_nodes_to_score or config.percentage_of_nodes_to_score
-        out[prof.scheduler_name] = Framework(prof.scheduler_name, plugins, pct, random.Random(seed))
-    return out

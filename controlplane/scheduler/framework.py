@@ -15,6 +15,21 @@ to reason about one node at a time subclasses `NodeFilterPlugin` and writes
 
 Plugins return Status values, never raise for "does not fit". This module does
 not pick nodes or bind: `scheduler.py` drives it.
+
+The plugin interface (changed from `SchedulerAware.attach(Scheduler)`):
+
+- A factory is `new(args: dict, handle: Handle) -> plugin`, registered by
+  name in `registry.REGISTRY` (names in `names.py`). A plugin that needs more
+  than its extension-point arguments keeps the `handle` (handle.py) — the
+  cache/snapshot, pod groups, waiting pods, the queue's `activate`, the
+  plugins runner (`run_pre_filter`/`run_filters` of the pod's profile), the
+  nominator, the evictor and the binder — and never the concrete Scheduler.
+- To port a plugin written against `attach`: add the `handle` parameter to
+  `new`, store it in `__init__`, and replace `self.scheduler.X` by the
+  handle's method (`scheduler.pod_groups.get(k)` -> `handle.pod_group(k)`,
+  `scheduler.writer.evict(p, g)` -> `handle.evict(podinfo)`,
+  `scheduler.profiles[...].run_filters(...)` -> `handle.run_filters(...)`).
+- Extension-point method signatures are unchanged.
 """
 
 from __future__ import annotations
@@ -22,19 +37,17 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from controlplane.scheduler.cache import Cache, NodeInfo
+from controlplane.scheduler.handle import Slots
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import SUCCESS, ClusterEvent, Code, CycleState, Status
 
-if TYPE_CHECKING:
-    from controlplane.scheduler.scheduler import Scheduler
-
-Slots = npt.NDArray[np.intp]
+__all__ = ["Slots"]
 Scores = npt.NDArray[np.int64]
 MAX_NODE_SCORE = 100
 _INT64_MIN = int(np.iinfo(np.int64).min)  # np.iinfo() builds an object each call
@@ -158,11 +171,6 @@ class EnqueueExtensions(Protocol):
     name: str
 
     def events_to_register(self) -> Sequence[ClusterEvent]: ...
-
-
-@runtime_checkable
-class SchedulerAware(Protocol):
-    def attach(self, scheduler: Scheduler) -> None: ...
 
 
 def gather(state: CycleState, cache: Cache, array: str, col: int, slots: Slots) -> npt.NDArray[Any]:

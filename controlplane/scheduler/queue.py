@@ -184,7 +184,7 @@ class SchedulingQueue:
             if old is not None:
                 self._update(old, info)
                 return
-            self._push_active(QueuedPodInfo(info, self.clock.now()))
+            self._push_active(QueuedPodInfo(info, self.clock.monotonic()))
 
     def _park(self, qp: QueuedPodInfo) -> None:
         self._unpark(qp.key)
@@ -251,13 +251,13 @@ class SchedulingQueue:
         return d
 
     def _requeue(self, qp: QueuedPodInfo) -> None:
-        if qp.backoff_until > self.clock.now():
+        if qp.backoff_until > self.clock.monotonic():
             self.backoff.push(qp.backoff_until, qp)
         else:
             self._push_active(qp)
 
     def _flush_backoff(self) -> None:
-        now = self.clock.now()
+        now = self.clock.monotonic()
         while True:
             head = self.backoff.peek()
             if head is None or head[0] > now:
@@ -267,7 +267,7 @@ class SchedulingQueue:
             self._push_active(qp)
 
     def _flush_unschedulable(self) -> None:
-        now = self.clock.now()
+        now = self.clock.monotonic()
         while True:
             qp = self._oldest_parked()
             if qp is None or now - qp.parked_at < self.max_unschedulable_seconds:
@@ -303,7 +303,7 @@ class SchedulingQueue:
                 wait = timeout
                 head = self.backoff.peek()
                 if head is not None:
-                    until = max(head[0] - self.clock.now(), 0.001)
+                    until = max(head[0] - self.clock.monotonic(), 0.001)
                     wait = until if wait is None else min(wait, until)
                 self.cond.wait(wait)
                 waited = timeout is not None
@@ -313,7 +313,7 @@ class SchedulingQueue:
         with self.cond:
             if self._find(qp.key) is not None:
                 return  # a newer version was queued meanwhile
-            now = self.clock.now()
+            now = self.clock.monotonic()
             qp.unschedulable_plugins = set(plugins)
             qp.message = message
             qp.backoff_until = now + self.backoff_duration(qp.attempts)
@@ -329,13 +329,15 @@ class SchedulingQueue:
         with self.cond:
             if self._find(qp.key) is not None:
                 return
-            qp.backoff_until = self.clock.now() + self.backoff_duration(qp.attempts)
+            qp.backoff_until = self.clock.monotonic() + self.backoff_duration(qp.attempts)
             self.backoff.push(qp.backoff_until, qp)
 
     def activate(self, key: str) -> None:
-        """Move a parked pod straight to activeQ (e.g. gang siblings)."""
+        """Move a parked pod straight to activeQ (e.g. gang siblings). A pod in
+        backoff stays there: a gang released after a failed attempt must not
+        come straight back (each member pulling the others forward again)."""
         with self.cond:
-            qp = self._unpark(key) or self.backoff.remove(key)
+            qp = self._unpark(key)
             if qp is not None:
                 self._push_active(qp)
 

@@ -1,7 +1,8 @@
-"""Plugin registry: a plain dict from plugin name to factory(args) -> plugin.
+"""Plugin registry: a plain dict from plugin name to factory(args, handle) -> plugin.
 
 Out-of-tree plugins are added by putting a factory in a copy of `REGISTRY`
-and passing it to `config.build_profiles`.
+and passing it to `profile.build_profiles` (or `scheduler.from_config`).
+The names and the default profile live in `names.py`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.names import DEFAULT_PLUGINS
 from controlplane.scheduler.plugins import (
     balanced_allocation,
     coscheduling,
@@ -22,17 +25,13 @@ from controlplane.scheduler.plugins import (
     node_ports,
     node_resources_fit,
     node_unschedulable,
-    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     selector_spread,
     taint_toleration,
-    volume_binding,
-    volume_restrictions,
-    volume_zone,
 )
 
-Factory = Callable[[dict[str, Any]], Any]
+Factory = Callable[[dict[str, Any], Handle], Any]
 
 REGISTRY: dict[str, Factory] = {
     priority_sort.NAME: priority_sort.new,
@@ -51,31 +50,6 @@ REGISTRY: dict[str, Factory] = {
     default_preemption.NAME: default_preemption.new,
     coscheduling.NAME: coscheduling.new,
     default_binder.NAME: default_binder.new,
-    volume_binding.NAME: volume_binding.new,
-    volume_restrictions.NAME: volume_restrictions.new,
-    node_volume_limits.NAME: node_volume_limits.new,
-    volume_zone.NAME: volume_zone.new,
 }
 
-# The default profile, in filter order, with kube-scheduler's default score weights.
-DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
-    ("PrioritySort", 0),
-    ("NodeUnschedulable", 0),
-    ("NodeName", 0),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("NodePorts", 0),
-    ("NodeResourcesFit", 1),
-    ("NodeConditions", 0),
-    ("VolumeRestrictions", 0),
-    ("NodeVolumeLimits", 0),
-    ("VolumeBinding", 0),
-    ("VolumeZone", 0),
-    ("PodTopologySpread", 2),
-    ("InterPodAffinity", 2),
-    ("NodeResourcesBalancedAllocation", 1),
-    ("ImageLocality", 1),
-    ("DefaultPreemption", 0),
-    ("Coscheduling", 0),
-    ("DefaultBinder", 0),
-)
+__all__ = ["DEFAULT_PLUGINS", "REGISTRY", "Factory"]

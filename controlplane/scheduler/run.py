@@ -3,8 +3,8 @@
 `start(client, stop)` is the `skiff controlplane` component hook (see
 controlplane/main.py COMPONENTS): it starts a thread that campaigns for the
 `kube-system/skiff-scheduler` Lease and, while leading, runs a
-`SchedulerService` — shared informers for Pods, Nodes, PodGroups and the
-storage kinds feeding the scheduler's handlers, the scheduling loop, binds on a thread pool through
+`SchedulerService` — shared informers for Pods, Nodes and PodGroups feeding
+the scheduler's handlers, the scheduling loop, binds on a thread pool through
 `ApiClusterWriter`. Losing the lease stops the service; a new term starts a
 fresh one (fresh cache, relisted state).
 
@@ -26,7 +26,7 @@ import socket
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
@@ -36,10 +36,8 @@ from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
 from controlplane.scheduler import config as sched_config
-from controlplane.scheduler.binder import ApiClusterWriter, ThreadExecutor
+from controlplane.scheduler.binder import ApiClusterWriter, BindError, ThreadExecutor
 from controlplane.scheduler.scheduler import Scheduler, from_config
-from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
-from controlplane.scheduler.volume_state import ApiVolumeWriter
 
 log = logging.getLogger("skiff.scheduler")
 Obj = dict[str, Any]
@@ -54,19 +52,22 @@ def load_config(path: str | None = None) -> sched_config.SchedulerConfig:
         return sched_config.load(f.read())
 
 
-def _storage_handlers(
-    s: Scheduler, kind: str
-) -> tuple[Callable[[Obj], None], Callable[[Obj, Obj], None], Callable[[Obj], None]]:
-    def added(obj: Obj) -> None:
-        s.on_storage(kind, "ADDED", obj)
+class _NoWriter:
+    """A writer for a scheduler built only to check its configuration."""
 
-    def updated(old: Obj, new: Obj) -> None:
-        s.on_storage(kind, "MODIFIED", new)
+    def bind(self, pod: Obj, node: str, annotations: dict[str, str] | None = None) -> None:
+        raise BindError("not running")
 
-    def deleted(obj: Obj) -> None:
-        s.on_storage(kind, "DELETED", obj)
+    def set_nominated_node(self, pod: Obj, node: str) -> None: ...
 
-    return added, updated, deleted
+    def evict(self, pod: Obj, grace_seconds: int) -> None: ...
+
+    def report_unschedulable(self, pod: Obj, message: str) -> None: ...
+
+
+def check(cfg: sched_config.SchedulerConfig) -> None:
+    """Build every profile's plugins once: a factory refusing its args raises ConfigError."""
+    from_config(cfg, _NoWriter())
 
 
 class SchedulerService:
@@ -113,10 +114,6 @@ class SchedulerService:
             lambda old, new: s.on_pod_group(new),
             lambda obj: s.on_pod_group(obj, deleted=True),
         )
-        # Claims, volumes and classes for the volume plugins, which write through the client.
-        s.volumes.writer = ApiVolumeWriter(client)
-        for kind in STORAGE_KINDS:
-            self.factory.informer_for(kind).add_event_handler(*_storage_handlers(s, kind))
 
     def run(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         """Sync the informers, then schedule until `stop` is set."""
@@ -162,7 +159,7 @@ def run(
 def start(client: ApiClient, stop: threading.Event) -> None:
     """The component hook: validate the configuration now, then run in the background."""
     cfg = load_config()
-    sched_config.build_profiles(cfg)  # refuse a bad profile at start, with the reason
+    check(cfg)  # refuse a bad profile at start, with the reason
     threading.Thread(target=run, args=(client, stop, cfg), name="scheduler", daemon=True).start()
 
 
@@ -178,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         cfg = load_config(args.config)
-        sched_config.build_profiles(cfg)
+        check(cfg)
     except (OSError, sched_config.ConfigError) as e:
         print(f"scheduler: refusing to start: {e}", file=sys.stderr)
         return 2

@@ -1,8 +1,9 @@
 """The scheduler: informer events in, one pod at a time through its profile, binds out.
 
 `Scheduler` wires the queue, the cache, the profiles (one `Framework` per
-schedulerName) and a `ClusterWriter`. Event handlers (`on_pod_*`,
-`on_node_*`, `on_pod_group`) only update the cache and the queue.
+schedulerName, built by profile.py with this scheduler's `Handle`), the
+waiting pods (waiting.py) and a `ClusterWriter`. Event handlers (events.py:
+`on_pod_*`, `on_node_*`, `on_pod_group`) only update the cache and the queue.
 `schedule_one()` is kube-scheduler's scheduleOne: pop, filter+score against
 the cache (assumed pods included), assume, Reserve, Permit, then the binding
 cycle (PreBind, Bind, PostBind) on the executor. A pod that fits nowhere gets
@@ -16,42 +17,37 @@ This module never talks to the API server itself; the writer does.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.scheduler import explain
 from controlplane.scheduler.binder import BindError, ClusterWriter, Executor, InlineExecutor
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
-from controlplane.scheduler.config import SchedulerConfig, build_profiles
-from controlplane.scheduler.framework import FitError, Framework, SchedulerAware
-from controlplane.scheduler.plugins.default_binder import NAME as DEFAULT_BINDER
+from controlplane.scheduler.config import SchedulerConfig
+from controlplane.scheduler.events import EventHandlers
+from controlplane.scheduler.framework import FitError, Framework
+from controlplane.scheduler.groups import PodGroups
+from controlplane.scheduler.handle import Slots
+from controlplane.scheduler.names import DEFAULT_BINDER
 from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.profile import build_profiles
 from controlplane.scheduler.queue import QueuedPodInfo, SchedulingQueue
 from controlplane.scheduler.registry import REGISTRY, Factory
 from controlplane.scheduler.types import (
-    NODE_ADD,
-    NODE_DELETE,
-    NODE_UPDATE,
-    POD_ADD,
     POD_DELETE,
-    POD_GROUP_CHANGE,
-    Action,
     Clock,
     ClusterEvent,
     Code,
     CycleState,
     RealClock,
-    Resource,
     Status,
 )
-from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
-from controlplane.scheduler.volume_state import VolumeState
+from controlplane.scheduler.waiting import WaitingPod, WaitingPods
 
 log = logging.getLogger("skiff.scheduler")
 SCORES_ANNOTATION = explain.SCORES_ANNOTATION
@@ -80,15 +76,6 @@ Obj = dict[str, Any]
 
 
 @dataclass
-class WaitingPod:
-    qp: QueuedPodInfo
-    framework: Framework
-    state: CycleState
-    node: str
-    deadline: float
-
-
-@dataclass
 class Decision:
     """The last scheduling decision for a pod: explanation or score breakdown."""
 
@@ -98,24 +85,7 @@ class Decision:
     nominated: str = ""
 
 
-def _relevant(old: Obj, new: Obj) -> bool:
-    """Whether a pending pod's change can change where it fits (not status, not our writes)."""
-    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
-    return (
-        old.get("spec") != new.get("spec")
-        or om.get("labels") != nm.get("labels")
-        or om.get("annotations") != nm.get("annotations")
-        or bool(nm.get("deletionTimestamp"))
-    )
-
-
 _Binding = tuple[Framework, CycleState, QueuedPodInfo, str]
-
-
-def _needs_pre_bind(plugin: object, state: CycleState) -> bool:
-    """Whether a PreBind plugin has work for this cycle (True unless it can tell)."""
-    check = getattr(plugin, "needs_pre_bind", None)
-    return check is None or bool(check(state))
 
 
 class _BindLoop:
@@ -166,226 +136,89 @@ class _BindLoop:
                 t.join(timeout)
 
 
-def _changed_for_cache(old: Obj, new: Obj) -> bool:
-    """Whether a bound pod's change can matter to the cache (not a status write)."""
-    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
-    return (
-        old.get("spec") != new.get("spec")
-        or om.get("labels") != nm.get("labels")
-        or om.get("annotations") != nm.get("annotations")
-        or om.get("ownerReferences") != nm.get("ownerReferences")
-        or om.get("deletionTimestamp") != nm.get("deletionTimestamp")
-        or om.get("uid") != nm.get("uid")
-    )
-
-
 class Scheduler:
     TICK_INTERVAL = 0.01  # seconds between ticks while pods keep coming (see run)
 
     def __init__(
         self,
-        profiles: dict[str, Framework],
+        config: SchedulerConfig,
         writer: ClusterWriter,
         clock: Clock | None = None,
         cache: Cache | None = None,
-        queue: SchedulingQueue | None = None,
         executor: Executor | None = None,
-        drf: bool = False,
-        initial_backoff: float = 1.0,
-        max_backoff: float = 10.0,
+        registry: Mapping[str, Factory] = REGISTRY,
+        seed: int = 0,
         priority_classes: dict[str, int] | None = None,
-        score_annotation: bool = True,
         bind_batch_threads: int = 0,
     ) -> None:
-        if not profiles:
-            raise ValueError("at least one profile is needed")
         self.clock = clock or RealClock()
-        self.profiles = profiles
         self.writer = writer
         self.cache = cache or Cache(self.clock)
         self.executor = executor or InlineExecutor()
         self.priority_classes = priority_classes or {}
-        self.score_annotation = score_annotation
-        first = next(iter(profiles.values()))
+        self.score_annotation = config.score_annotation
+        self.groups = PodGroups()
+        self.plugin_handle = SchedulerHandle(self)
+        self.profiles = build_profiles(config, self.plugin_handle, registry, seed=seed)
+        if not self.profiles:
+            raise ValueError("at least one profile is needed")
+        first = next(iter(self.profiles.values()))
         sorter = first.queue_sort
         events: dict[str, list[ClusterEvent]] = {}
-        for fw in profiles.values():
+        for fw in self.profiles.values():
             events.update(fw.events())
-        self.queue = queue or SchedulingQueue(
+        self.queue = SchedulingQueue(
             sorter.sort_key if sorter else (lambda p, added: (-p.priority, p.created or added)),
             self.clock,
-            initial_backoff=initial_backoff,
-            max_backoff=max_backoff,
+            initial_backoff=config.initial_backoff,
+            max_backoff=config.max_backoff,
             plugin_events=events,
-            drf_share=self.dominant_share if drf else None,
+            drf_share=self.dominant_share if config.queue_order == "DRF" else None,
         )
-        self.waiting: dict[str, WaitingPod] = {}
-        self.waiting_lock = threading.RLock()
+        self.waiting = WaitingPods(
+            self.cache,
+            self.queue,
+            lambda w: self._start_binding(w.framework, w.state, w.qp, w.node),
+            lambda key, message: self._record(key, Decision(message=message)),
+        )
+        self.events = EventHandlers(
+            self.cache,
+            self.queue,
+            self.groups,
+            self.waiting,
+            self.pod_info,
+            lambda p: p.scheduler_name in self.profiles,
+        )
+        self.pending_pods = self.events.pending_pods
+        self.reported = self.events.reported
+        self.on_pod_add = self.events.on_pod_add
+        self.on_pod_update = self.events.on_pod_update
+        self.on_pod_delete = self.events.on_pod_delete
+        self.on_node_add = self.events.on_node_add
+        self.on_node_update = self.events.on_node_update
+        self.on_node_delete = self.events.on_node_delete
+        self.on_pod_group = self.events.on_pod_group
         self.decisions: OrderedDict[str, Decision] = OrderedDict()
         self.max_decisions = 10000
-        self.pod_groups: dict[str, Obj] = {}
-        self.group_members: dict[str, set[str]] = {}
-        self.pending_pods: dict[str, PodInfo] = {}
-        self.reported: dict[str, str] = {}  # pod key -> last explanation written
-        # Claims, volumes and classes for the volume plugins (fed like the cache).
-        self.volumes = VolumeState()
         self._stats_lock = threading.Lock()
         self.stats = {"scheduled": 0, "unschedulable": 0, "bind_failures": 0, "preemptions": 0}
-        for fw in profiles.values():
-            for p in fw.plugins:
-                if isinstance(p, SchedulerAware):
-                    p.attach(self)
         # Profiles whose binding cycle is only DefaultBinder's write: with a
         # writer that binds many pods per call, their binds go in batches.
-        # A PreBind plugin that can say it has nothing to do for a pod
-        # (`needs_pre_bind`, VolumeBinding for pods without claims to bind)
-        # does not keep the profile's other pods out of the batches.
         self._batchable = {
             name
-            for name, fw in profiles.items()
-            if all(callable(getattr(p, "needs_pre_bind", None)) for p in fw.pre_binds)
-            and [b.name for b in fw.binders] == [DEFAULT_BINDER]
+            for name, fw in self.profiles.items()
+            if not fw.pre_binds and [b.name for b in fw.binders] == [DEFAULT_BINDER]
         }
         self._bind_loop: _BindLoop | None = None
         if bind_batch_threads > 0:
             self._bind_loop = _BindLoop(self, bind_batch_threads)
 
-    # ---- informer handlers ----------------------------------------------------
-
     def pod_info(self, pod: Obj) -> PodInfo:
         return PodInfo.of(pod, self.priority_classes)
 
-    def _responsible(self, p: PodInfo) -> bool:
-        return p.scheduler_name in self.profiles
-
-    def on_pod_add(self, pod: Obj) -> None:
-        with self.cache.lock:
-            p = self.pod_info(pod)
-            if p.pod_group:
-                self.group_members.setdefault(p.pod_group, set()).add(p.key)
-            if p.node_name:
-                self.pending_pods.pop(p.key, None)
-                self.reported.pop(p.key, None)
-                self.queue.delete(p.key)
-                self.cache.add_pod(p)
-                self.queue.move_on_event(POD_ADD)
-            elif self._responsible(p) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
-                self.pending_pods[p.key] = p
-                if self.cache.node_of(p.key) is None:
-                    self.queue.add(p)
-
-    def on_pod_update(self, pod: Obj, old: Obj | None = None) -> None:
-        """A changed pod. Status-only changes of a pending pod do not requeue it."""
-        with self.cache.lock:
-            meta = pod.get("metadata") or {}
-            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-            bound = bool((pod.get("spec") or {}).get("nodeName"))
-            if bound and self.cache.node_of(key) is not None and not self.cache.is_assumed(key):
-                # A status write (Running, Ready, ...) changes nothing the cache
-                # counts: keep the newer object without re-parsing it.
-                if (
-                    old is not None
-                    and not _changed_for_cache(old, pod)
-                    and self.cache.refresh_pod(key, pod)
-                ):
-                    return
-                self.cache.update_pod(self.pod_info(pod))  # e.g. now terminating
-                return
-            if bound and self.cache.is_assumed(key):
-                confirmed = self._confirmed(key, pod)
-                if confirmed is not None:
-                    # Our own bind coming back: reuse the parsed pod.
-                    self.pending_pods.pop(key, None)
-                    self.cache.confirm_pod(confirmed)
-                    self.queue.move_on_event(POD_ADD)
-                    return
-            if (
-                not bound
-                and old is not None
-                and key in self.pending_pods
-                and not _relevant(old, pod)
-            ):
-                return
-            self.on_pod_add(pod)
-
-    def _confirmed(self, key: str, pod: Obj) -> PodInfo | None:
-        """The assumed PodInfo, now bound, if `pod` differs from it only by the bind."""
-        assumed = self.cache.assumed_info(key)
-        if assumed is None:
-            return None
-        node = pod["spec"]["nodeName"]
-        before = assumed.pod.get("spec") or {}
-        after = pod.get("spec") or {}
-        if before.keys() | {"nodeName"} != after.keys() | {"nodeName"}:
-            return None
-        if any(before[k] != after[k] for k in before if k != "nodeName"):
-            return None
-        if (assumed.pod.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get(
-            "labels"
-        ):
-            return None
-        return dataclasses.replace(assumed, pod=pod, node_name=node)
-
-    def on_pod_delete(self, pod: Obj) -> None:
-        with self.cache.lock:
-            p = self.pod_info(pod)
-            self.pending_pods.pop(p.key, None)
-            self.reported.pop(p.key, None)
-            if p.pod_group:
-                self.group_members.get(p.pod_group, set()).discard(p.key)
-            self.queue.delete(p.key)
-            self._reject_waiting(p.key, "pod deleted", requeue=False)
-            self.cache.remove_pod(p.key)
-            self.queue.move_on_event(POD_DELETE)
-
-    def on_node_add(self, node: Obj) -> None:
-        with self.cache.lock:
-            self.cache.add_node(node)
-            self.queue.move_on_event(NODE_ADD)
-
-    def on_node_update(self, node: Obj) -> None:
-        with self.cache.lock:
-            self.cache.update_node(node)
-            self.queue.move_on_event(NODE_UPDATE)
-
-    def on_node_delete(self, node: Obj) -> None:
-        with self.cache.lock:
-            self.cache.remove_node(node["metadata"]["name"])
-            self.queue.move_on_event(NODE_DELETE)
-
-    def on_pod_group(self, group: Obj, deleted: bool = False) -> None:
-        meta = group["metadata"]
-        key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
-        if deleted:
-            self.pod_groups.pop(key, None)
-        else:
-            self.pod_groups[key] = group
-        self.queue.move_on_event(POD_GROUP_CHANGE)
-
     def handle(self, kind: str, type_: str, obj: Obj) -> None:
         """Dispatch one watch event (kind, ADDED/MODIFIED/DELETED, object)."""
-        if kind == "Pod":
-            {
-                "ADDED": self.on_pod_add,
-                "MODIFIED": self.on_pod_update,
-                "DELETED": self.on_pod_delete,
-            }[type_](obj)
-        elif kind == "Node":
-            {
-                "ADDED": self.on_node_add,
-                "MODIFIED": self.on_node_update,
-                "DELETED": self.on_node_delete,
-            }[type_](obj)
-        elif kind == "PodGroup":
-            self.on_pod_group(obj, deleted=type_ == "DELETED")
-        elif kind in STORAGE_KINDS:
-            self.on_storage(kind, type_, obj)
-
-    def on_storage(self, kind: str, type_: str, obj: Obj) -> None:
-        """A claim, volume or class changed: pods waiting on volumes may fit now."""
-        self.volumes.on_event(kind, type_, obj)
-        action = {"ADDED": Action.ADD, "DELETED": Action.DELETE}.get(type_, Action.UPDATE)
-        self.queue.move_on_event(ClusterEvent(Resource(kind), action))
+        self.events.handle(kind, type_, obj)
 
     # ---- DRF bookkeeping -------------------------------------------------------
 
@@ -413,7 +246,7 @@ class Scheduler:
             self._schedule(qp)
         except Exception:
             log.exception("scheduling %s failed", qp.key, extra={"pod": qp.key})
-            if self.cache.is_assumed(qp.key) and self.waiting_pod(qp.key) is None:
+            if self.cache.is_assumed(qp.key) and self.waiting.get(qp.key) is None:
                 self.cache.forget_pod(qp.key)
             self._record(qp.key, Decision(message="internal error while scheduling; retrying"))
             self.queue.add_backoff(qp)
@@ -440,10 +273,9 @@ class Scheduler:
             return True
         st, timeout_s = fw.run_permit(state, pod, result.node)
         if st.code == Code.WAIT:
-            with self.waiting_lock:
-                self.waiting[pod.key] = WaitingPod(
-                    qp, fw, state, result.node, self.clock.now() + timeout_s
-                )
+            self.waiting.add(
+                WaitingPod(qp, fw, state, result.node, self.clock.monotonic() + timeout_s)
+            )
             return True
         if not st.ok:
             fw.run_unreserve(state, pod, result.node)
@@ -461,7 +293,6 @@ class Scheduler:
             loop is not None
             and qp.info.scheduler_name in self._batchable
             and callable(getattr(self.writer, "bind_many", None))
-            and not any(_needs_pre_bind(p, state) for p in fw.pre_binds)
         ):
             loop.submit((fw, state, qp, node))
         else:
@@ -592,50 +423,15 @@ class Scheduler:
             return Status(Code.ERROR, (str(e),))
         return Status()
 
-    # ---- Permit waiting -------------------------------------------------------
-
-    def waiting_pod(self, key: str) -> WaitingPod | None:
-        with self.waiting_lock:
-            return self.waiting.get(key)
-
-    def allow(self, key: str) -> None:
-        """A Permit plugin lets a waiting pod go on to bind."""
-        with self.waiting_lock:
-            w = self.waiting.pop(key, None)
-        if w is not None:
-            self._start_binding(w.framework, w.state, w.qp, w.node)
-
-    def reject(self, key: str, message: str) -> None:
-        self._reject_waiting(key, message, requeue=True)
-
-    def _reject_waiting(self, key: str, message: str, requeue: bool) -> None:
-        with self.waiting_lock:
-            w = self.waiting.pop(key, None)
-        if w is None:
-            return
-        w.framework.run_unreserve(w.state, w.qp.info, w.node)
-        self.cache.forget_pod(key)
-        self._record(key, Decision(message=message))
-        if requeue:
-            self.queue.add_unschedulable(w.qp, {"Coscheduling"}, message)
-            self.queue.move_on_event(POD_DELETE)
-
     def tick(self) -> float | None:
         """Time-driven work: permit timeouts, assumed-pod expiry. Returns the next deadline."""
-        now = self.clock.now()
-        with self.waiting_lock:
-            expired = [k for k, w in self.waiting.items() if w.deadline <= now]
-        for key in expired:
-            self.reject(key, "rejected at Permit: timed out waiting for the pod group")
+        now = self.clock.monotonic()
+        waiting = self.waiting.expire(now)
         for key in self.cache.cleanup_expired():
             p = self.pending_pods.get(key)
             if p is not None:
                 self.queue.add(p)
-        with self.waiting_lock:
-            deadlines = [w.deadline for w in self.waiting.values()]
-        nxt = self.queue.next_deadline()
-        if nxt is not None:
-            deadlines.append(nxt)
+        deadlines = [d for d in (waiting, self.queue.next_deadline()) if d is not None]
         return min(deadlines) if deadlines else None
 
     def run(self, stop: threading.Event) -> None:
@@ -646,7 +442,7 @@ class Scheduler:
         """
         next_tick = deadline = None
         while not stop.is_set():
-            now = self.clock.now()
+            now = self.clock.monotonic()
             if next_tick is None or now >= next_tick or (deadline is not None and now >= deadline):
                 deadline = self.tick()
                 next_tick = now + self.TICK_INTERVAL
@@ -679,13 +475,70 @@ def from_config(
 ) -> Scheduler:
     """A scheduler built from a validated configuration (see config.py)."""
     return Scheduler(
-        build_profiles(config, registry, seed=seed),
+        config,
         writer,
         clock=clock,
         executor=executor,
-        drf=config.queue_order == "DRF",
-        initial_backoff=config.initial_backoff,
-        max_backoff=config.max_backoff,
-        score_annotation=config.score_annotation,
+        registry=registry,
+        seed=seed,
         bind_batch_threads=bind_batch_threads,
     )
+
+
+class SchedulerHandle:
+    """The `Handle` (handle.py) the scheduler gives its plugins: narrow views of its parts."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._s = scheduler
+
+    @property
+    def cache(self) -> Cache:
+        return self._s.cache
+
+    def pod_info(self, key: str) -> PodInfo | None:
+        pending = self._s.pending_pods.get(key)
+        if pending is not None:
+            return pending
+        node = self._s.cache.node_of(key)
+        info = self._s.cache.nodes.get(node) if node is not None else None
+        return info.pods.get(key) if info is not None else None
+
+    def pod_group(self, key: str) -> Obj | None:
+        return self._s.groups.get(key)
+
+    def group_members(self, key: str) -> Collection[str]:
+        return self._s.groups.members_of(key)
+
+    def is_waiting(self, key: str) -> bool:
+        return self._s.waiting.get(key) is not None
+
+    def allow(self, key: str) -> None:
+        self._s.waiting.allow(key)
+
+    def reject(self, key: str, message: str) -> None:
+        self._s.waiting.reject(key, message)
+
+    def activate(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self._s.queue.activate(key)
+
+    def run_pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        return self._s.profiles[pod.scheduler_name].run_pre_filter(state, pod, self._s.cache)
+
+    def run_filters(self, state: CycleState, pod: PodInfo, slots: Slots) -> Slots:
+        fw = self._s.profiles[pod.scheduler_name]
+        return fw.run_filters(state, pod, self._s.cache, slots, None)
+
+    def nominate(self, pod: PodInfo, node: str) -> None:
+        self._s.writer.set_nominated_node(pod.pod, node)
+        self._s.cache.add_nominated(pod, node)
+
+    def clear_nomination(self, pod: PodInfo) -> None:
+        self._s.cache.remove_nominated(pod.key)
+        self._s.writer.set_nominated_node(pod.pod, "")
+
+    def evict(self, pod: PodInfo) -> None:
+        self._s.writer.evict(pod.pod, pod.grace_seconds)
+
+    def bind(self, pod: PodInfo, node: str) -> Status:
+        return self._s.bind_with_writer(pod, node)

@@ -4,16 +4,21 @@
 so "why was this node rejected" is data. `ClusterEvent` names the changes that
 can make an unschedulable pod schedulable. `CycleState` carries what a plugin's
 PreFilter/PreScore computed to its later extension points within one
-scheduling cycle. `Clock` is the injected time source. Nothing here imports
-the rest of the scheduler.
+scheduling cycle. `Clock` is the injected time source: the client library's
+one clock interface (controlplane/client/clock.py); the scheduler measures
+durations and deadlines with its `monotonic()` and stamps objects with its
+`utcnow()`. Nothing here imports the rest of the scheduler.
 """
 
 from __future__ import annotations
 
 import enum
-import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
+
+from controlplane.client.clock import Clock, RealClock
+
+__all__ = ["Clock", "RealClock"]
 
 
 class Code(enum.IntEnum):
@@ -106,27 +111,3 @@ class CycleState:
     data: dict[str, Any] = field(default_factory=dict)
     skip_filter: set[str] = field(default_factory=set)
     skip_score: set[str] = field(default_factory=set)
-
-
-class Clock(Protocol):
-    def now(self) -> float: ...
-
-
-class RealClock:
-    """Monotonic seconds."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-
-class FakeClock:
-    """A clock tests move by hand."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.t = start
-
-    def now(self) -> float:
-        return self.t
-
-    def step(self, seconds: float) -> None:
-        self.t += seconds

@@ -207,6 +207,7 @@ def components_main(argv: list[str]) -> int:
 
     from controlplane.controllers import manager
     from controlplane.scheduler import run as scheduler
+    from controlplane.scheduler.batch import run as batch_scheduler
 
     parser = argparse.ArgumentParser(prog="python -m tests.harness.cluster components")
     parser.add_argument("--credentials", required=True)
@@ -218,6 +219,7 @@ def components_main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     scheduler.start(client, stop)
+    batch_scheduler.start(client, stop)
     manager.component(manager.config_from_args(args))(client, stop)
     stop.wait()
     client.close()

@@ -12,13 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from controlplane.scheduler import resources
+from controlplane.scheduler import names, resources
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots, gather
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState
 
-NAME = "NodeResourcesBalancedAllocation"
+NAME = names.BALANCED_ALLOCATION
 
 
 class BalancedAllocation:
@@ -40,7 +41,7 @@ class BalancedAllocation:
         return out
 
 
-def new(args: dict[str, Any]) -> BalancedAllocation:
+def new(args: dict[str, Any], handle: Handle) -> BalancedAllocation:
     names = tuple(r["name"] for r in args.get("resources") or ()) or (
         resources.CPU,
         resources.MEMORY,

@@ -17,9 +17,12 @@ Pods join a group by the `scheduling.skiff.dev/pod-group` label (or Volcano's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from controlplane.scheduler import names
+from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import Diagnosis
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     POD_ADD,
@@ -34,39 +37,31 @@ from controlplane.scheduler.types import (
     unschedulable,
 )
 
-if TYPE_CHECKING:
-    from controlplane.scheduler.cache import Cache
-    from controlplane.scheduler.scheduler import Scheduler
-
-NAME = "Coscheduling"
+NAME = names.COSCHEDULING
 
 
 class Coscheduling:
     name = NAME
 
-    def __init__(self, default_timeout: float = 60.0) -> None:
+    def __init__(self, handle: Handle, default_timeout: float = 60.0) -> None:
+        self.handle = handle
         self.default_timeout = default_timeout
-        self.scheduler: Scheduler | None = None
         self._releasing: set[str] = set()
 
-    def attach(self, scheduler: Scheduler) -> None:
-        self.scheduler = scheduler
-
     def _group(self, pod: PodInfo) -> dict[str, Any] | None:
-        assert self.scheduler is not None
-        return self.scheduler.pod_groups.get(pod.pod_group)
+        return self.handle.pod_group(pod.pod_group)
 
     def _min_member(self, group: dict[str, Any]) -> int:
         return int((group.get("spec") or {}).get("minMember", 1))
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
-        if not pod.pod_group or self.scheduler is None:
+        if not pod.pod_group:
             return SKIP
         group = self._group(pod)
         name = pod.pod_group.split("/", 1)[1]
         if group is None:
             return unschedulable(f'pod group "{name}" not found', unresolvable=True)
-        members = len(self.scheduler.group_members.get(pod.pod_group, ()))
+        members = len(self.handle.group_members(pod.pod_group))
         need = self._min_member(group)
         if members < need:
             return unschedulable(
@@ -76,29 +71,24 @@ class Coscheduling:
         return SUCCESS
 
     def _placed(self, pod: PodInfo) -> int:
-        assert self.scheduler is not None
-        cache = self.scheduler.cache
+        cache = self.handle.cache
         return sum(
-            1
-            for k in self.scheduler.group_members.get(pod.pod_group, ())
-            if cache.node_of(k) is not None
+            1 for k in self.handle.group_members(pod.pod_group) if cache.node_of(k) is not None
         )
 
     def permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[Status, float]:
-        if not pod.pod_group or self.scheduler is None:
+        if not pod.pod_group:
             return SUCCESS, 0.0
         group = self._group(pod)
         if group is None:
             return unschedulable("pod group gone"), 0.0
         if self._placed(pod) >= self._min_member(group):
-            for key in list(self.scheduler.group_members.get(pod.pod_group, ())):
-                if key != pod.key and self.scheduler.waiting_pod(key) is not None:
-                    self.scheduler.allow(key)
+            for key in list(self.handle.group_members(pod.pod_group)):
+                if key != pod.key and self.handle.is_waiting(key):
+                    self.handle.allow(key)
             return SUCCESS, 0.0
         # Pull the siblings forward so the gang is tried together.
-        for key in self.scheduler.group_members.get(pod.pod_group, ()):
-            if key != pod.key:
-                self.scheduler.queue.activate(key)
+        self.handle.activate(k for k in self.handle.group_members(pod.pod_group) if k != pod.key)
         timeout = float(
             (group.get("spec") or {}).get("scheduleTimeoutSeconds") or self.default_timeout
         )
@@ -124,13 +114,13 @@ class Coscheduling:
 
     def _release(self, pod: PodInfo, message: str) -> None:
         """Reject every waiting sibling (once; rejecting them calls back here)."""
-        if self.scheduler is None or pod.pod_group in self._releasing:
+        if pod.pod_group in self._releasing:
             return
         self._releasing.add(pod.pod_group)
         try:
-            for key in list(self.scheduler.group_members.get(pod.pod_group, ())):
-                if key != pod.key and self.scheduler.waiting_pod(key) is not None:
-                    self.scheduler.reject(key, message)
+            for key in list(self.handle.group_members(pod.pod_group)):
+                if key != pod.key and self.handle.is_waiting(key):
+                    self.handle.reject(key, message)
         finally:
             self._releasing.discard(pod.pod_group)
 
@@ -138,5 +128,5 @@ class Coscheduling:
         return [POD_ADD, POD_DELETE, POD_GROUP_CHANGE]
 
 
-def new(args: dict[str, Any]) -> Coscheduling:
-    return Coscheduling(float(args.get("permitWaitingTimeSeconds", 60)))
+def new(args: dict[str, Any], handle: Handle) -> Coscheduling:
+    return Coscheduling(handle, float(args.get("permitWaitingTimeSeconds", 60)))

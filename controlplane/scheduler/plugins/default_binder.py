@@ -1,32 +1,26 @@
-"""DefaultBinder: bind through the scheduler's ClusterWriter (spec.nodeName / Binding)."""
+"""DefaultBinder: bind through the handle's binder (spec.nodeName / Binding)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from controlplane.scheduler import names
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
-from controlplane.scheduler.types import CycleState, Status, error
+from controlplane.scheduler.types import CycleState, Status
 
-if TYPE_CHECKING:
-    from controlplane.scheduler.scheduler import Scheduler
-
-NAME = "DefaultBinder"
+NAME = names.DEFAULT_BINDER
 
 
 class DefaultBinder:
     name = NAME
 
-    def __init__(self) -> None:
-        self.scheduler: Scheduler | None = None
-
-    def attach(self, scheduler: Scheduler) -> None:
-        self.scheduler = scheduler
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
 
     def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        if self.scheduler is None:
-            return error("DefaultBinder is not attached to a scheduler")
-        return self.scheduler.bind_with_writer(pod, node)
+        return self.handle.bind(pod, node)
 
 
-def new(args: dict[str, Any]) -> DefaultBinder:
-    return DefaultBinder()
+def new(args: dict[str, Any], handle: Handle) -> DefaultBinder:
+    return DefaultBinder(handle)

@@ -9,6 +9,12 @@ with their own terminationGracePeriodSeconds, lower-priority pods nominated to
 that node lose their nomination, and the preemptor gets nominatedNodeName so
 the space is held for it while the victims terminate.
 
+A member of a pod group is preempted for only if the whole gang fits after
+it: with the victims gone and the member on its node, every other member
+not yet placed must find a node (a dry run that places them one by one).
+Coscheduling's PostFilter runs first and has released the waiting siblings,
+so they count as not placed.
+
 The dry runs temporarily remove pods from the live cache under its lock and
 always put them back.
 """
@@ -16,49 +22,38 @@ always put them back.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from controlplane.scheduler import names
+from controlplane.scheduler.cache import NodeInfo
 from controlplane.scheduler.framework import Diagnosis
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import Code, CycleState, Status, unschedulable
 
-if TYPE_CHECKING:
-    from controlplane.scheduler.cache import NodeInfo
-    from controlplane.scheduler.framework import Framework
-    from controlplane.scheduler.scheduler import Scheduler
-
-NAME = "DefaultPreemption"
+NAME = names.DEFAULT_PREEMPTION
 
 
 class DefaultPreemption:
     name = NAME
 
     def __init__(
-        self, min_candidate_percentage: int = 10, min_candidate_absolute: int = 100
+        self, handle: Handle, min_candidate_percentage: int = 10, min_candidate_absolute: int = 100
     ) -> None:
+        self.handle = handle
         self.min_pct = min_candidate_percentage
         self.min_abs = min_candidate_absolute
-        self.scheduler: Scheduler | None = None
         self.rng = random.Random(0)
-
-    def attach(self, scheduler: Scheduler) -> None:
-        self.scheduler = scheduler
-
-    def _framework(self, pod: PodInfo) -> Framework:
-        assert self.scheduler is not None
-        return self.scheduler.profiles[pod.scheduler_name]
 
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[Status, str]:
-        s = self.scheduler
-        if s is None:
-            return unschedulable("preemption is not attached to a scheduler"), ""
+        h = self.handle
         if (pod.pod.get("spec") or {}).get("preemptionPolicy") == "Never":
             return unschedulable("not eligible due to preemptionPolicy=Never."), ""
-        cache = s.cache
+        cache = h.cache
         if pod.nominated_node and self._victims_terminating(pod):
             return Status(Code.SUCCESS), pod.nominated_node
         unresolvable = diagnosis.unresolvable_slots()
@@ -92,37 +87,68 @@ class DefaultPreemption:
                 f"0/{diagnosis.num_nodes} nodes are available: no preemption victims found."
             ), ""
         _, node, victims = best
+        if pod.pod_group and not self._gang_fits_after(pod, cache.nodes[node], victims):
+            return unschedulable(
+                f'preemption is not helpful: pod group "{pod.pod_group}" would still not fit'
+            ), ""
         for v in victims:
-            s.writer.evict(v.pod, v.grace_seconds)
-        for key, (other, other_node) in list(cache.nominated.items()):
+            h.evict(v)
+        for other, other_node in list(cache.nominated.values()):
             if other_node == node and other.priority < pod.priority:
-                cache.remove_nominated(key)
-                s.writer.set_nominated_node(other.pod, "")
-        s.writer.set_nominated_node(pod.pod, node)
-        cache.add_nominated(pod, node)
+                h.clear_nomination(other)
+        h.nominate(pod, node)
         return Status(Code.SUCCESS), node
 
     def _victims_terminating(self, pod: PodInfo) -> bool:
-        assert self.scheduler is not None
-        for other in self.scheduler.cache.pods_on(pod.nominated_node):
+        for other in self.handle.cache.pods_on(pod.nominated_node):
             meta = other.pod.get("metadata") or {}
             if meta.get("deletionTimestamp") and other.priority < pod.priority:
                 return True
         return False
 
+    def _gang_fits_after(self, pod: PodInfo, node: NodeInfo, victims: list[PodInfo]) -> bool:
+        cache = self.handle.cache
+        placed: list[tuple[PodInfo, NodeInfo]] = []
+        with cache.lock:
+            for v in victims:
+                cache._unplace(v, node)
+            try:
+                cache._place(pod, node)
+                placed.append((pod, node))
+                for key in sorted(self.handle.group_members(pod.pod_group)):
+                    if key == pod.key or cache.node_of(key) is not None:
+                        continue
+                    sibling = self.handle.pod_info(key)
+                    if sibling is None:
+                        continue
+                    state = CycleState()
+                    if not self.handle.run_pre_filter(state, sibling).ok:
+                        return False
+                    ok = self.handle.run_filters(state, sibling, cache.valid_slots())
+                    if len(ok) == 0:
+                        return False
+                    name = cache.slot_names[int(ok[0])]
+                    assert name is not None
+                    cache._place(sibling, cache.nodes[name])
+                    placed.append((sibling, cache.nodes[name]))
+                return True
+            finally:
+                for p, info in reversed(placed):
+                    cache._unplace(p, info)
+                for v in victims:
+                    if v.key not in node.pods:
+                        cache._place(v, node)
+
     def _fits(self, pod: PodInfo, node: NodeInfo) -> bool:
-        assert self.scheduler is not None
-        fw = self._framework(pod)
         state = CycleState()
-        if not fw.run_pre_filter(state, pod, self.scheduler.cache).ok:
+        if not self.handle.run_pre_filter(state, pod).ok:
             return False
         slots = np.array([node.slot], np.intp)
-        return len(fw.run_filters(state, pod, self.scheduler.cache, slots, None)) == 1
+        return len(self.handle.run_filters(state, pod, slots)) == 1
 
     def select_victims(self, pod: PodInfo, node: NodeInfo) -> list[PodInfo] | None:
         """The fewest, least important pods on `node` whose removal lets `pod` fit."""
-        assert self.scheduler is not None
-        cache = self.scheduler.cache
+        cache = self.handle.cache
         lower = [
             p
             for p in node.pods.values()
@@ -150,8 +176,9 @@ class DefaultPreemption:
                     cache._place(p, node)
 
 
-def new(args: dict[str, Any]) -> DefaultPreemption:
+def new(args: dict[str, Any], handle: Handle) -> DefaultPreemption:
     return DefaultPreemption(
+        handle,
         int(args.get("minCandidateNodesPercentage", 10)),
         int(args.get("minCandidateNodesAbsolute", 100)),
     )

@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import SKIP, SUCCESS, CycleState, Status
 
-NAME = "ImageLocality"
+NAME = names.IMAGE_LOCALITY
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
@@ -47,5 +49,5 @@ class ImageLocality:
         ).astype(np.int64)
 
 
-def new(args: dict[str, Any]) -> ImageLocality:
+def new(args: dict[str, Any], handle: Handle) -> ImageLocality:
     return ImageLocality()

@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, FilterResult, Scores, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -38,7 +40,7 @@ from controlplane.scheduler.types import (
     Status,
 )
 
-NAME = "InterPodAffinity"
+NAME = names.INTER_POD_AFFINITY
 R_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
 R_ANTI = "node(s) didn't match pod anti-affinity rules"
 R_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -132,5 +134,5 @@ class InterPodAffinity:
         return [POD_ADD, POD_UPDATE, POD_DELETE, NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, Any]) -> InterPodAffinity:
+def new(args: dict[str, Any], handle: Handle) -> InterPodAffinity:
     return InterPodAffinity()

@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, FilterResult, Scores, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import NodeSelectorTerm, PodInfo, Requirement
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -29,7 +31,7 @@ from controlplane.scheduler.types import (
     Status,
 )
 
-NAME = "NodeAffinity"
+NAME = names.NODE_AFFINITY
 REASON = "node(s) didn't match Pod's node affinity/selector"
 Mask = npt.NDArray[np.bool_]
 
@@ -160,5 +162,5 @@ def default_normalize(scores: Scores, reverse: bool) -> Scores:
     return (MAX_NODE_SCORE - out) if reverse else out
 
 
-def new(args: dict[str, Any]) -> NodeAffinity:
+def new(args: dict[str, Any], handle: Handle) -> NodeAffinity:
     return NodeAffinity()

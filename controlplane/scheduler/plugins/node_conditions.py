@@ -12,12 +12,14 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import NODE_ADD, NODE_UPDATE, ClusterEvent, Code, CycleState
 
-NAME = "NodeConditions"
+NAME = names.NODE_CONDITIONS
 CHECKS = (
     ("not_ready", "node.kubernetes.io/not-ready", "node(s) were not ready"),
     ("memory_pressure", "node.kubernetes.io/memory-pressure", "node(s) had memory pressure"),
@@ -50,5 +52,5 @@ class NodeConditions:
         return [NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, object]) -> NodeConditions:
+def new(args: dict[str, object], handle: Handle) -> NodeConditions:
     return NodeConditions()

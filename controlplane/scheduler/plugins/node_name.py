@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -17,7 +19,7 @@ from controlplane.scheduler.types import (
     Status,
 )
 
-NAME = "NodeName"
+NAME = names.NODE_NAME
 REASON = "node(s) didn't match the requested node name"
 
 
@@ -36,5 +38,5 @@ class NodeName:
         return [NODE_ADD]
 
 
-def new(args: dict[str, object]) -> NodeName:
+def new(args: dict[str, object], handle: Handle) -> NodeName:
     return NodeName()

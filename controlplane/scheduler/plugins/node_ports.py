@@ -10,8 +10,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -23,7 +25,7 @@ from controlplane.scheduler.types import (
     Status,
 )
 
-NAME = "NodePorts"
+NAME = names.NODE_PORTS
 REASON = "node(s) didn't have free ports for the requested pod ports"
 
 
@@ -49,5 +51,5 @@ class NodePorts:
         return [NODE_ADD, POD_DELETE]
 
 
-def new(args: dict[str, object]) -> NodePorts:
+def new(args: dict[str, object], handle: Handle) -> NodePorts:
     return NodePorts()

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from controlplane.scheduler import resources
+from controlplane.scheduler import names, resources
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, PODS_COL, Cache
 from controlplane.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -30,6 +30,7 @@ from controlplane.scheduler.framework import (
     Slots,
     gather,
 )
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -40,7 +41,7 @@ from controlplane.scheduler.types import (
     CycleState,
 )
 
-NAME = "NodeResourcesFit"
+NAME = names.NODE_RESOURCES_FIT
 STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 
 
@@ -155,7 +156,7 @@ class NodeResourcesFit:
         return [NODE_ADD, NODE_UPDATE, POD_DELETE]
 
 
-def new(args: dict[str, Any]) -> NodeResourcesFit:
+def new(args: dict[str, Any], handle: Handle) -> NodeResourcesFit:
     strategy = args.get("scoringStrategy") or {}
     kind = strategy.get("type", "LeastAllocated")
     res = strategy.get("resources") or [

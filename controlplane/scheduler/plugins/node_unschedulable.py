@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import NODE_ADD, NODE_UPDATE, ClusterEvent, Code, CycleState
 
-NAME = "NodeUnschedulable"
+NAME = names.NODE_UNSCHEDULABLE
 REASON = "node(s) were unschedulable"
 TAINT = "node.kubernetes.io/unschedulable"
 
@@ -32,5 +34,5 @@ class NodeUnschedulable:
         return [NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, object]) -> NodeUnschedulable:
+def new(args: dict[str, object], handle: Handle) -> NodeUnschedulable:
     return NodeUnschedulable()

@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, FilterResult, Scores, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.plugins.node_affinity import required_mask
 from controlplane.scheduler.podinfo import PodInfo, SpreadConstraint
 from controlplane.scheduler.types import (
@@ -37,7 +39,7 @@ from controlplane.scheduler.types import (
     Status,
 )
 
-NAME = "PodTopologySpread"
+NAME = names.POD_TOPOLOGY_SPREAD
 R_SKEW = "node(s) didn't match pod topology spread constraints"
 R_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 Mask = npt.NDArray[np.bool_]
@@ -167,5 +169,5 @@ class PodTopologySpread:
         return [POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, Any]) -> PodTopologySpread:
+def new(args: dict[str, Any], handle: Handle) -> PodTopologySpread:
     return PodTopologySpread()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.scheduler import names
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 
-NAME = "PrioritySort"
+NAME = names.PRIORITY_SORT
 
 
 class PrioritySort:
@@ -16,5 +18,5 @@ class PrioritySort:
         return (-pod.priority, pod.created or added)
 
 
-def new(args: dict[str, object]) -> PrioritySort:
+def new(args: dict[str, object], handle: Handle) -> PrioritySort:
     return PrioritySort()

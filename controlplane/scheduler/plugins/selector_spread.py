@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import SKIP, SUCCESS, CycleState, Status
 
-NAME = "SelectorSpread"
+NAME = names.SELECTOR_SPREAD
 ZONE = "topology.kubernetes.io/zone"
 ZONE_WEIGHT = 2.0 / 3.0
 
@@ -52,5 +54,5 @@ class SelectorSpread:
         return node_score.astype(np.int64)
 
 
-def new(args: dict[str, Any]) -> SelectorSpread:
+def new(args: dict[str, Any], handle: Handle) -> SelectorSpread:
     return SelectorSpread()

@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Scores, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.plugins.node_affinity import default_normalize
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
@@ -29,7 +31,7 @@ from controlplane.scheduler.types import (
     Status,
 )
 
-NAME = "TaintToleration"
+NAME = names.TAINT_TOLERATION
 
 
 def untolerated(pod: PodInfo, cache: Cache, effects: tuple[str, ...]) -> list[tuple[int, str, str]]:
@@ -80,5 +82,5 @@ class TaintToleration:
         return [NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, Any]) -> TaintToleration:
+def new(args: dict[str, Any], handle: Handle) -> TaintToleration:
     return TaintToleration()

@@ -7,15 +7,22 @@ from typing import Any
 
 import numpy as np
 
+from controlplane.client.clock import FakeClock
 from controlplane.scheduler import config
-from controlplane.scheduler.binder import InMemoryCluster
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.scheduler import Scheduler, from_config
-from controlplane.scheduler.types import CycleState, FakeClock
+from controlplane.scheduler.types import CycleState
+from tests.fakes.scheduler_cluster import InMemoryCluster
 
 Obj = dict[str, Any]
+
+
+def plugin_handle() -> Handle:
+    """A scheduler's plugin handle, for building a plugin alone with its factory."""
+    return from_config(config.parse(None), InMemoryCluster()).plugin_handle
 
 
 def cache_of(nodes: Sequence[Obj], pods: Sequence[Obj] = ()) -> Cache:

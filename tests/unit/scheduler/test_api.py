@@ -14,10 +14,10 @@ from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import ClientConfig
 from controlplane.client.interface import DeleteOptions
-from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.run import SchedulerService
 from controlplane.scheduler.scheduler import SCORES_ANNOTATION
 from controlplane.storage.sqlite import SqliteStore
+from tests.fakes.scheduler_objects import make_node, make_pod
 from tests.harness.wait import wait_for
 
 

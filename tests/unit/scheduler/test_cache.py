@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from controlplane.client.clock import FakeClock
 from controlplane.scheduler.cache import CPU_COL, PODS_COL, Cache
-from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.podinfo import PodInfo
-from controlplane.scheduler.types import FakeClock
+from tests.fakes.scheduler_objects import make_node, make_pod
 
 
 def test_assume_forget_confirm() -> None:

@@ -5,12 +5,19 @@ from __future__ import annotations
 import pytest
 
 from controlplane.scheduler import config
-from controlplane.scheduler.framework import num_feasible_nodes_to_find
+from controlplane.scheduler.framework import Framework, num_feasible_nodes_to_find
 from controlplane.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from controlplane.scheduler.scheduler import from_config
+from tests.fakes.scheduler_cluster import InMemoryCluster
+
+
+def build(cfg: config.SchedulerConfig) -> dict[str, Framework]:
+    """The profiles a scheduler builds from `cfg` (plugins get its handle)."""
+    return from_config(cfg, InMemoryCluster()).profiles
 
 
 def test_default_profile() -> None:
-    fws = config.build_profiles(config.parse(None))
+    fws = build(config.parse(None))
     fw = fws["default-scheduler"]
     assert [p.name for p in fw.filters][:3] == ["NodeUnschedulable", "NodeName", "TaintToleration"]
     assert fw.weights["TaintToleration"] == 3 and fw.weights["NodeResourcesFit"] == 1
@@ -34,7 +41,7 @@ profiles:
 """
     cfg = config.load(text)
     assert cfg.queue_order == "DRF"
-    fws = config.build_profiles(cfg)
+    fws = build(cfg)
     assert set(fws) == {"default-scheduler", "binpack"}
     assert fws["default-scheduler"].plugin("ImageLocality") is None
     assert fws["binpack"].percentage == 30
@@ -93,7 +100,7 @@ def test_bad_plugin_args_are_refused_at_build() -> None:
         }
     )
     with pytest.raises(config.ConfigError, match="unknown scoring strategy"):
-        config.build_profiles(cfg)
+        build(cfg)
 
 
 def test_bad_yaml() -> None:

@@ -6,9 +6,11 @@ import random
 from typing import Any
 
 from controlplane.scheduler import config, resources
-from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.scheduler import from_config
 from controlplane.scheduler.types import CycleState
+from tests.fakes.scheduler_cluster import InMemoryCluster
+from tests.fakes.scheduler_objects import make_node, make_pod
 
 from .harness import cache_of
 
@@ -45,7 +47,7 @@ def reference_fits(pod: Obj, node: Obj, pods_on_node: list[Obj]) -> bool:
 
 def test_random_clusters_match_reference() -> None:
     rng = random.Random(7)
-    fw = config.build_profiles(config.parse(None))["default-scheduler"]
+    fw = from_config(config.parse(None), InMemoryCluster()).profiles["default-scheduler"]
     for _ in range(30):
         nodes = []
         for i in range(rng.randint(1, 40)):

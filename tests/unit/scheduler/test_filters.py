@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.plugins import (
     inter_pod_affinity,
     node_affinity,
@@ -18,6 +17,7 @@ from controlplane.scheduler.plugins import (
     pod_topology_spread,
     taint_toleration,
 )
+from tests.fakes.scheduler_objects import make_node, make_pod
 
 from .harness import run_filter
 

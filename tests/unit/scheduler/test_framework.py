@@ -6,14 +6,14 @@ import json
 from typing import Any
 
 from controlplane.scheduler import config
-from controlplane.scheduler.binder import InMemoryCluster
 from controlplane.scheduler.cache import NodeInfo
 from controlplane.scheduler.framework import NodeFilterPlugin
-from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.registry import REGISTRY, Factory
 from controlplane.scheduler.scheduler import SCORES_ANNOTATION, from_config
 from controlplane.scheduler.types import ANY_EVENT, SUCCESS, CycleState, Status, unschedulable
+from tests.fakes.scheduler_cluster import InMemoryCluster
+from tests.fakes.scheduler_objects import make_node, make_pod
 
 from .harness import Env
 
@@ -51,7 +51,7 @@ class Gate:
 
 
 def _factory(plugin: Any) -> Factory:
-    return lambda args: plugin
+    return lambda args, handle: plugin
 
 
 def env_with(plugins: dict[str, Any], names: list[str]) -> tuple[Env, InMemoryCluster]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controlplane.scheduler.objects import make_node, make_pod
+from tests.fakes.scheduler_objects import make_node, make_pod
 
 from .harness import Env
 

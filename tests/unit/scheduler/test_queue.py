@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from controlplane.scheduler.objects import make_pod
+from controlplane.client.clock import FakeClock
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.queue import SchedulingQueue
-from controlplane.scheduler.types import NODE_ADD, NODE_UPDATE, POD_DELETE, FakeClock
+from controlplane.scheduler.types import NODE_ADD, NODE_UPDATE, POD_DELETE
+from tests.fakes.scheduler_objects import make_pod
 
 
 def key(pod: PodInfo, added: float) -> tuple[int, float]:

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from controlplane.scheduler import resources
-from controlplane.scheduler.objects import make_pod
+from tests.fakes.scheduler_objects import make_pod
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.types import ANY_EVENT
+from tests.fakes.scheduler_objects import make_node, make_pod
 
 from .harness import Env
 
@@ -203,10 +203,10 @@ def test_unchanged_explanation_is_written_once() -> None:
 
 
 def test_batched_binds_write_every_pod_and_requeue_a_failed_one() -> None:
+    from controlplane.client.clock import FakeClock
     from controlplane.scheduler import config
-    from controlplane.scheduler.binder import InMemoryCluster
     from controlplane.scheduler.scheduler import SCORES_ANNOTATION, from_config
-    from controlplane.scheduler.types import FakeClock
+    from tests.fakes.scheduler_cluster import InMemoryCluster
     from tests.harness.wait import wait_for
 
     clock = FakeClock()

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from controlplane.scheduler.objects import make_node, make_pod
 from controlplane.scheduler.plugins import (
     balanced_allocation,
     image_locality,
@@ -17,8 +16,11 @@ from controlplane.scheduler.plugins import (
     selector_spread,
     taint_toleration,
 )
+from tests.fakes.scheduler_objects import make_node, make_pod
 
-from .harness import run_score
+from .harness import plugin_handle, run_score
+
+NO_HANDLE = plugin_handle()
 
 Obj = dict[str, Any]
 NODES = [make_node("n", cpu="4", memory="10000"), make_node("empty", cpu="4", memory="10000")]
@@ -58,7 +60,7 @@ POD = make_pod("p", cpu="2", memory="3000")
     ],
 )
 def test_node_resources_fit_strategies(args: Obj, expected: dict[str, int]) -> None:
-    assert run_score(node_resources_fit.new(args), POD, NODES, EXISTING) == expected
+    assert run_score(node_resources_fit.new(args, NO_HANDLE), POD, NODES, EXISTING) == expected
 
 
 def test_least_allocated_uses_non_zero_defaults() -> None:
@@ -69,7 +71,7 @@ def test_least_allocated_uses_non_zero_defaults() -> None:
 
 def test_unknown_strategy_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown scoring strategy"):
-        node_resources_fit.new({"scoringStrategy": {"type": "Random"}})
+        node_resources_fit.new({"scoringStrategy": {"type": "Random"}}, NO_HANDLE)
 
 
 def test_balanced_allocation() -> None:

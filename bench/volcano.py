@@ -1,0 +1,199 @@
+"""Batch scheduling (Volcano's model) at scale.
+
+In process (the batch scheduler against its cache, binds applied at once,
+no API server): 500 nodes (32 cpu) x 1,000 Jobs of 10 tasks (1 cpu): every
+pod pending at the start (10,000), sessions run back to back until all are
+bound; figures: session length p50/p99 while pods are pending, sessions and
+wall time to bind them all. Then the share test: two queues weighted 1:3
+each submitting twice what the cluster holds; the largest error between a
+queue's share of the cluster and its weight's share once nothing more binds.
+
+End to end (`--e2e`, default on): `skiff controlplane` in its own process
+(SQLite in a temp dir; the batch scheduler and the Volcano controllers as
+it starts them), hollow nodes in this process, then the Jobs created
+through the API: pods bound per second from the first Job created to the
+last pod bound, and the time from the last Job created to the last PodGroup
+Running.
+
+    .venv/bin/python -m bench.volcano [--nodes 500] [--jobs 1000] [--tasks 10] [--no-e2e]
+
+Prints a table; the last line is one JSON object of figure -> number.
+Volcano itself publishes no comparable figure for this workload; the
+targets are the issue's: >= 500 pods/s end to end, session p99 <= 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from agent.hollow import HollowConfig, HollowNodes
+from controlplane.api import volcano
+from controlplane.client.clock import RealClock
+from tests.harness.cluster import ClusterControlPlane
+from tests.harness.wait import wait_for
+from tests.unit.scheduler.batch.harness import Env
+
+Obj = dict[str, Any]
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def in_process(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
+    env = Env(clock=RealClock())
+    env.nodes(nodes, cpu="32", memory="128Gi")
+    for i in range(jobs):
+        env.job(f"j{i:04d}", tasks)
+    sessions: list[float] = []
+    t0 = time.perf_counter()
+    total = jobs * tasks
+    while len(env.cluster.pods) < total and len(sessions) < 500:
+        st = env.sched.run_session()
+        if st.pending:
+            sessions.append(st.seconds)
+    wall = time.perf_counter() - t0
+    figures["session_p50_s"] = round(pct(sessions, 50), 4)
+    figures["session_p99_s"] = round(pct(sessions, 99), 4)
+    figures["sessions_to_bind_all"] = len(sessions)
+    figures["inprocess_pods_per_s"] = round(len(env.cluster.pods) / wall, 1)
+    figures["inprocess_bound"] = len(env.cluster.pods)
+    print(f"in process: {nodes} nodes x {jobs} jobs of {tasks}: {len(env.cluster.pods)} bound "
+          f"in {wall:.2f}s over {len(sessions)} sessions; session p50 "
+          f"{figures['session_p50_s']:.3f}s p99 {figures['session_p99_s']:.3f}s")  # fmt: skip
+
+
+def shares(nodes: int, figures: dict[str, float]) -> None:
+    env = Env()
+    env.nodes(nodes, cpu="4", memory="16Gi")
+    env.queue("light", weight=1)
+    env.queue("heavy", weight=3)
+    capacity = nodes * 4
+    per_queue = capacity // 2  # each queue asks for the whole cluster: 2 x 2-cpu tasks per job
+    for i in range(per_queue):
+        env.job(f"l{i:04d}", 2, queue="light")
+        env.job(f"h{i:04d}", 2, queue="heavy")
+    for _ in range(50):
+        if not env.sched.run_session().bound:
+            break
+    light = len(env.bound("l")) / capacity
+    heavy = len(env.bound("h")) / capacity
+    err = max(abs(light - 0.25), abs(heavy - 0.75))
+    figures["share_light"] = round(light, 4)
+    figures["share_heavy"] = round(heavy, 4)
+    figures["share_error_max"] = round(err, 4)
+    print(f"shares 1:3 on {nodes} nodes: light {light:.3f} heavy {heavy:.3f} "
+          f"(largest error {err:.3f})")  # fmt: skip
+
+
+def vcjob(name: str, tasks: int) -> Obj:
+    return {
+        "apiVersion": volcano.BATCH_API,
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "minAvailable": tasks,
+            "schedulerName": "volcano",
+            "tasks": [{
+                "name": "t", "replicas": tasks,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{
+                    "name": "c", "image": "registry.k8s.io/pause:3.9",
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}},
+            }],
+        },
+    }  # fmt: skip
+
+
+def e2e(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
+    base = Path(tempfile.mkdtemp(prefix="skiff-bench-volcano-"))
+    # The control plane in its own process (API server, controllers, batch
+    # scheduler), the hollow nodes and the submitting clients in this one.
+    cp = ClusterControlPlane(
+        base / "cp", "127.0.0.1", ["--max-workers", "4096", "--disable", "scheduler"],
+        ["--controllers", "volcano-job,volcano-podgroup,garbagecollector"],
+    )  # fmt: skip
+    cp.start()
+    api = cp.client(timeout=120)
+    hollow = HollowNodes(api, HollowConfig(nodes=nodes, cpu="32", memory="128Gi", workers=8))
+    try:
+        hollow.start()
+        wait_for(lambda: len(api.list("Node").items) >= nodes, timeout=300, interval=1)
+        total = jobs * tasks
+        t0 = time.monotonic()
+        # Submitted by 8 clients at once, as many users (or a workflow engine) would.
+        with ThreadPoolExecutor(8) as pool:
+            list(
+                pool.map(
+                    lambda i: api.create(volcano.JOB_KEY, vcjob(f"b{i:04d}", tasks), "default"),
+                    range(jobs),
+                )
+            )
+        t_created = time.monotonic()
+        print(f"e2e: {jobs} jobs created in {t_created - t0:.1f}s", flush=True)
+
+        last = [0.0]
+
+        def all_bound() -> bool:
+            created, bound, running = hollow.pod_counts()
+            if time.monotonic() - last[0] >= 5:
+                last[0] = time.monotonic()
+                print(f"  {last[0] - t0:6.1f}s pods created {created} bound {bound} "
+                      f"running {running}", flush=True)  # fmt: skip
+            return bool(bound >= total)
+
+        wait_for(all_bound, timeout=1800, interval=1, message="every pod bound")
+        t_bound = time.monotonic()
+
+        def all_running() -> bool:
+            groups = api.list("PodGroup", "default").items
+            return len(groups) >= jobs and all(
+                (g.get("status") or {}).get("phase") == "Running" for g in groups
+            )
+
+        wait_for(all_running, timeout=600, interval=1, message="every PodGroup Running")
+        t_running = time.monotonic()
+        figures["e2e_pods_per_s"] = round(total / (t_bound - t0), 1)
+        figures["e2e_last_job_to_last_gang_running_s"] = round(t_running - t_created, 2)
+        print(f"e2e: {total} pods bound in {t_bound - t0:.1f}s "
+              f"({figures['e2e_pods_per_s']:.0f} pods/s); last job created -> last gang Running "
+              f"{t_running - t_created:.1f}s")  # fmt: skip
+    finally:
+        hollow.stop()
+        api.close()
+        cp.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.volcano")
+    p.add_argument("--nodes", type=int, default=500)
+    p.add_argument("--jobs", type=int, default=1000)
+    p.add_argument("--tasks", type=int, default=10)
+    p.add_argument("--e2e", action=argparse.BooleanOptionalAction, default=True)
+    args = p.parse_args(argv)
+    figures: dict[str, float] = {}
+    in_process(args.nodes, args.jobs, args.tasks, figures)
+    shares(min(args.nodes, 100), figures)
+    if args.e2e:
+        e2e(args.nodes, args.jobs, args.tasks, figures)
+    print()
+    print(f"{'figure':40} {'value':>10}  target")
+    targets = {"session_p99_s": "<= 1", "e2e_pods_per_s": ">= 500", "share_error_max": "<= 0.05"}
+    for k, v in figures.items():
+        print(f"{k:40} {v:>10}  {targets.get(k, '')}")
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

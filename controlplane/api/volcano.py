@@ -1,0 +1,281 @@
+"""Volcano's batch kinds: their constants, defaults and validation (its webhook's rules).
+
+Kinds (kinds.py rows): `scheduling.volcano.sh/v1beta1` Queue (cluster-scoped)
+and PodGroup, and `batch.volcano.sh/v1alpha1` Job (key
+"Job.batch.volcano.sh"). Field names and rules are Volcano's, so its
+example manifests apply unchanged and its invalid ones
+(example/invalid_jobs/) are refused naming the field:
+
+- a Job needs at least one task; task names are unique DNS labels;
+- `minAvailable` is not above the sum of the tasks' replicas, a task's
+  `minAvailable` not above its replicas;
+- one event appears in one policy only; an action is one Volcano knows;
+- plugins are `env`, `svc`, `ssh`.
+
+Whether the queue named exists and is Open needs the store: that is
+admission (apiserver/admission_volcano.py). This module is pure data and
+functions; it imports nothing of the server or the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+Object = dict[str, Any]
+
+# Annotations and labels Volcano's controllers put on pods.
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+JOB_NAME = "volcano.sh/job-name"
+JOB_NAMESPACE = "volcano.sh/job-namespace"
+QUEUE_NAME = "volcano.sh/queue-name"
+TASK_SPEC = "volcano.sh/task-spec"
+TASK_INDEX = "volcano.sh/task-index"
+JOB_VERSION = "volcano.sh/job-version"
+TASK_INDEX_ENV = "VK_TASK_INDEX"
+# A user's command to the Job controller (AbortJob, ResumeJob, ...), consumed once.
+COMMAND_ANNOTATION = "volcano.sh/command"
+
+BATCH_API = "batch.volcano.sh/v1alpha1"
+SCHEDULING_API = "scheduling.volcano.sh/v1beta1"
+JOB_KEY = "Job.batch.volcano.sh"
+DEFAULT_QUEUE = "default"
+SCHEDULER_NAME = "volcano"
+
+QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
+PODGROUP_PHASES = ("Pending", "Running", "Unknown", "Inqueue", "Completed")
+JOB_PHASES = (
+    "Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing", "Completed",
+    "Terminating", "Terminated", "Failed",
+)  # fmt: skip
+# Policy events (Volcano's bus events; "Unknown" is its JobUnknown, both spellings taken).
+EVENTS = (
+    "*", "PodFailed", "PodEvicted", "PodPending", "PodRunning", "Unknown", "JobUnknown",
+    "TaskCompleted", "TaskFailed", "OutOfSync", "CommandIssued", "JobUpdated",
+)  # fmt: skip
+ACTIONS = (
+    "AbortJob", "RestartJob", "RestartTask", "RestartPod", "TerminateJob", "CompleteJob",
+    "ResumeJob",
+)  # fmt: skip
+JOB_PLUGINS = ("env", "svc", "ssh")
+
+
+class Errors(Protocol):
+    def add(self, path: str, problem: str) -> None: ...
+
+
+PodSpecCheck = Callable[[Errors, str, Any], None]
+
+
+def _nonneg_int(e: Errors, path: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        e.add(path, f"must be an integer, not {value!r}")
+        return None
+    if value < 0:
+        e.add(path, "must be >= 0")
+        return None
+    return value
+
+
+def _resources(e: Errors, path: str, value: Any, quantity: Callable[[Any], Any]) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        e.add(path, "must be an object of resource quantities")
+        return
+    for key, v in value.items():
+        try:
+            if quantity(v) < 0:
+                e.add(f"{path}.{key}", "must be >= 0")
+        except ValueError as err:
+            e.add(f"{path}.{key}", str(err))
+
+
+def _policies(e: Errors, path: str, policies: Any) -> None:
+    if policies is None:
+        return
+    if not isinstance(policies, list):
+        e.add(path, "must be a list")
+        return
+    seen: set[str] = set()
+    for i, pol in enumerate(policies):
+        where = f"{path}[{i}]"
+        if not isinstance(pol, dict):
+            e.add(where, "must be an object")
+            continue
+        events = list(pol.get("events") or [])
+        if pol.get("event"):
+            events.append(pol["event"])
+        if not events and pol.get("exitCode") is None:
+            e.add(f"{where}.event", "either event or exitCode is required")
+        if events and pol.get("exitCode") is not None:
+            e.add(f"{where}.exitCode", "must not be set together with event")
+        for ev in events:
+            if ev not in EVENTS:
+                e.add(f"{where}.event", f"invalid policy event {ev!r}")
+            elif ev in seen:
+                e.add(f"{where}.event", f"duplicate event {ev} across different policy")
+            seen.add(str(ev))
+        action = pol.get("action")
+        if action is not None and action not in ACTIONS:
+            e.add(f"{where}.action", f"invalid policy action {action!r}")
+
+
+def validate_job(
+    e: Errors,
+    obj: Object,
+    old: Object | None,
+    pod_spec: PodSpecCheck,
+    is_label: Callable[[str], bool],
+    quantity: Callable[[Any], Any],
+) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        e.add("spec", "required")
+        return
+    min_available = _nonneg_int(e, "spec.minAvailable", spec.get("minAvailable"))
+    _nonneg_int(e, "spec.maxRetry", spec.get("maxRetry"))
+    _nonneg_int(e, "spec.ttlSecondsAfterFinished", spec.get("ttlSecondsAfterFinished"))
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        e.add("spec.tasks", "No task specified in job spec")
+        return
+    names: set[str] = set()
+    total = 0
+    for i, task in enumerate(tasks):
+        where = f"spec.tasks[{i}]"
+        if not isinstance(task, dict):
+            e.add(where, "must be an object")
+            continue
+        name = task.get("name")
+        if not isinstance(name, str) or not is_label(name):
+            e.add(f"{where}.name", f"{name!r} must be a DNS-1123 label")
+        elif name in names:
+            e.add(f"{where}.name", f"duplicated task name {name}")
+        else:
+            names.add(name)
+        replicas = _nonneg_int(e, f"{where}.replicas", task.get("replicas"))
+        total += replicas or 0
+        task_min = _nonneg_int(e, f"{where}.minAvailable", task.get("minAvailable"))
+        if task_min is not None and replicas is not None and task_min > replicas:
+            e.add(f"{where}.minAvailable", "'minAvailable' is greater than 'replicas'")
+        _nonneg_int(e, f"{where}.maxRetry", task.get("maxRetry"))
+        _policies(e, f"{where}.policies", task.get("policies"))
+        template = task.get("template")
+        if not isinstance(template, dict):
+            e.add(f"{where}.template", "required")
+        else:
+            pod_spec(e, f"{where}.template.spec", template.get("spec"))
+    if min_available is not None and min_available > total:
+        e.add(
+            "spec.minAvailable",
+            "job 'minAvailable' should not be greater than total replicas in tasks",
+        )
+    _policies(e, "spec.policies", spec.get("policies"))
+    plugins = spec.get("plugins")
+    if plugins is not None:
+        if not isinstance(plugins, dict):
+            e.add("spec.plugins", "must be an object of plugin name -> arguments")
+        else:
+            for name in plugins:
+                if name not in JOB_PLUGINS:
+                    e.add(f"spec.plugins.{name}", f"unable to find job plugin: {name}")
+    queue = spec.get("queue")
+    if queue is not None and (not isinstance(queue, str) or not queue):
+        e.add("spec.queue", "must be a queue name")
+
+
+def validate_queue(
+    e: Errors, obj: Object, old: Object | None, quantity: Callable[[Any], Any]
+) -> None:
+    spec = obj.get("spec") or {}
+    if not isinstance(spec, dict):
+        e.add("spec", "must be an object")
+        return
+    weight = spec.get("weight")
+    if weight is not None and (
+        isinstance(weight, bool) or not isinstance(weight, int) or weight <= 0
+    ):
+        e.add("spec.weight", f"queue weight must be a positive integer, not {weight!r}")
+    for field in ("capability", "deserved"):
+        _resources(e, f"spec.{field}", spec.get(field), quantity)
+    guarantee = spec.get("guarantee")
+    if guarantee is not None:
+        if not isinstance(guarantee, dict):
+            e.add("spec.guarantee", "must be an object with `resource`")
+        else:
+            _resources(e, "spec.guarantee.resource", guarantee.get("resource"), quantity)
+    if "reclaimable" in spec and not isinstance(spec["reclaimable"], bool):
+        e.add("spec.reclaimable", "must be a boolean")
+    state = (obj.get("status") or {}).get("state")
+    if state is not None and state not in QUEUE_STATES:
+        e.add("status.state", f"unsupported value {state!r}: supported: {', '.join(QUEUE_STATES)}")
+
+
+def validate_podgroup(
+    e: Errors, obj: Object, old: Object | None, quantity: Callable[[Any], Any]
+) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        e.add("spec", "required")
+        return
+    _nonneg_int(e, "spec.minMember", spec.get("minMember"))
+    timeout = spec.get("scheduleTimeoutSeconds")  # skiff's Coscheduling extension
+    if timeout is not None and (_nonneg_int(e, "spec.scheduleTimeoutSeconds", timeout) or 0) < 1:
+        e.add("spec.scheduleTimeoutSeconds", "must be >= 1")
+    tm = spec.get("minTaskMember")
+    if tm is not None:
+        if not isinstance(tm, dict):
+            e.add("spec.minTaskMember", "must be an object of task name -> count")
+        else:
+            for k, v in tm.items():
+                _nonneg_int(e, f"spec.minTaskMember.{k}", v)
+    _resources(e, "spec.minResources", spec.get("minResources"), quantity)
+    phase = (obj.get("status") or {}).get("phase")
+    if phase is not None and phase not in PODGROUP_PHASES:
+        e.add(
+            "status.phase", f"unsupported value {phase!r}: supported: {', '.join(PODGROUP_PHASES)}"
+        )
+
+
+# ---- defaults -------------------------------------------------------------------
+
+
+def default_queue(obj: Object) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("weight", 1)
+    spec.setdefault("reclaimable", True)
+    obj.setdefault("status", {}).setdefault("state", "Open")
+
+
+def default_podgroup(obj: Object) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("minMember", 1)
+    spec.setdefault("queue", DEFAULT_QUEUE)
+    obj.setdefault("status", {}).setdefault("phase", "Pending")
+
+
+def default_job(obj: Object) -> None:
+    """Volcano's mutating webhook: queue, scheduler, maxRetry, task names and minAvailable."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("queue", DEFAULT_QUEUE)
+    spec.setdefault("schedulerName", SCHEDULER_NAME)
+    spec.setdefault("maxRetry", 3)
+    tasks = spec.get("tasks")
+    total = 0
+    if isinstance(tasks, list):
+        for i, task in enumerate(tasks):
+            if not isinstance(task, dict):
+                continue
+            if not task.get("name"):
+                task["name"] = f"default{i}"
+            replicas = task.setdefault("replicas", 1)
+            if isinstance(replicas, int):
+                total += replicas
+                task.setdefault("minAvailable", replicas)
+    if not spec.get("minAvailable"):
+        spec["minAvailable"] = total
+    status = obj.setdefault("status", {})
+    status.setdefault("state", {"phase": "Pending"})

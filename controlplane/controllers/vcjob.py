@@ -1,0 +1,419 @@
+"""Volcano's Job controller: a PodGroup and task pods per Job, its state machine and policies.
+
+A Job (batch.volcano.sh/v1alpha1) gets its PodGroup (gang: minAvailable,
+per-task minimums, queue), what its plugins need (svc, ssh) and one pod per
+task replica, `<job>-<task>-<index>` (vcjob_pods.py builds them). Pods are
+claimed through the shared ControllerRefManager.
+
+States (status.state.phase): Pending until minAvailable pods run, then
+Running; Completed when every pod finished and at least minAvailable
+succeeded, else Failed. Pod events become policy actions (task policies
+first, then the job's; `*` matches any event): PodFailed, PodEvicted (a pod
+deleted or evicted that the controller did not kill), Unknown (JobUnknown),
+TaskCompleted, OutOfSync -> RestartJob, RestartTask, RestartPod, AbortJob,
+CompleteJob, TerminateJob. RestartJob kills every pod (Restarting), counts
+a retry and starts over (a new job version) once they are gone, or fails
+the job when retryCount reaches maxRetry. AbortJob -> Aborting -> Aborted,
+CompleteJob -> Completing -> Completed, TerminateJob -> Terminating ->
+Terminated. The `volcano.sh/command` annotation carries a user's command
+(skiffctl job suspend/resume: AbortJob/ResumeJob), consumed once.
+ttlSecondsAfterFinished deletes a finished Job.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.api import volcano
+from controlplane.client import errors
+from controlplane.client.interface import DeleteOptions, Object
+from controlplane.client.store import object_key
+from controlplane.controllers import podutil, vcjob_pods
+from controlplane.controllers.base import (
+    CONTROLLER_UID,
+    ORPHANS,
+    Controller,
+    ControllerContext,
+    controller_uid_index,
+    ensure_indexer,
+    orphan_index,
+)
+from controlplane.controllers.refmanager import ControllerRefManager
+
+COMMAND_ANNOTATION = volcano.COMMAND_ANNOTATION
+STATUS_DELAY = 0.5  # seconds a pod's status change may wait to reach its job
+FINISHED = ("Completed", "Failed", "Aborted", "Terminated")
+# Phases in which every pod is killed, and where each ends once they are gone.
+KILLING = {
+    "Restarting": "Pending",
+    "Aborting": "Aborted",
+    "Completing": "Completed",
+    "Terminating": "Terminated",
+}
+ACTION_PHASE = {
+    "RestartJob": "Restarting",
+    "AbortJob": "Aborting",
+    "CompleteJob": "Completing",
+    "TerminateJob": "Terminating",
+}
+
+
+def _is_volcano_job_ref(ref: Mapping[str, Any]) -> bool:
+    return ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith(
+        "batch.volcano.sh/"
+    )
+
+
+class VolcanoJobController(Controller):
+    name = "volcano-job"
+    default_workers = 10
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.jobs = self.watch(volcano.JOB_KEY)
+        self.pods = self.watch("Pod")
+        self.groups = self.watch("PodGroup")
+        ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
+        ensure_indexer(self.pods, ORPHANS, orphan_index)
+        self.refs = ControllerRefManager(ctx.client, volcano.JOB_KEY, "Pod")
+        self._lock = threading.Lock()
+        self.killed: set[str] = set()  # uids of pods this controller deleted
+        self.events: dict[str, list[tuple[str, str, str]]] = {}  # job key -> (event, task, pod)
+        self.fired: set[tuple[str, int, str]] = set()  # (job uid, version, task) TaskCompleted
+        self.jobs.add_event_handler(
+            on_add=self.enqueue,
+            on_update=lambda old, new: self.enqueue(new),
+            on_delete=self.enqueue,
+        )
+        self.pods.add_event_handler(
+            on_add=self._pod_changed,
+            on_update=lambda old, new: self._pod_changed(new, old),
+            on_delete=self._pod_deleted,
+        )
+        self.groups.add_event_handler(on_add=None, on_update=None, on_delete=self._group_deleted)
+
+    # ---- handlers -----------------------------------------------------------------
+
+    def _job_key(self, pod: Mapping[str, Any]) -> str | None:
+        ref = podutil.controller_ref(pod)
+        if ref is None or not _is_volcano_job_ref(ref):
+            return None
+        return f"{podutil.namespace_of(pod)}/{ref.get('name')}"
+
+    def _event(self, key: str, event: str, pod: Mapping[str, Any]) -> None:
+        task = podutil.annotations_of(pod).get(volcano.TASK_SPEC, "")
+        with self._lock:
+            self.events.setdefault(key, []).append((event, task, podutil.name_of(pod)))
+        self.enqueue_key(key)
+
+    def _pod_changed(self, new: Object, old: Object | None = None) -> None:
+        key = self._job_key(new)
+        if key is None:
+            return
+        phase = podutil.status(new).get("phase")
+        old_phase = podutil.status(old).get("phase") if old is not None else None
+        if phase == "Failed" and old_phase != "Failed":
+            self._event(key, "PodFailed", new)
+        elif phase == "Unknown" and old_phase != "Unknown":
+            self._event(key, "Unknown", new)
+        if (
+            old is not None
+            and podutil.is_deleting(new)
+            and not podutil.is_deleting(old)
+            and phase not in ("Succeeded", "Failed")
+        ):
+            with self._lock:
+                ours = podutil.uid_of(new) in self.killed
+            if not ours:
+                self._event(key, "PodEvicted", new)
+        # Other changes (a pod starting) only move counts: fold a gang's worth
+        # of them into one sync and one status write.
+        self.enqueue_after(key, STATUS_DELAY)
+
+    def _pod_deleted(self, pod: Object) -> None:
+        key = self._job_key(pod)
+        if key is None:
+            return
+        with self._lock:
+            ours = podutil.uid_of(pod) in self.killed
+            self.killed.discard(podutil.uid_of(pod))
+        phase = podutil.status(pod).get("phase")
+        if not ours and not podutil.is_deleting(pod) and phase not in ("Succeeded", "Failed"):
+            self._event(key, "PodEvicted", pod)
+        self.enqueue_key(key)
+
+    def _group_deleted(self, group: Object) -> None:
+        name = podutil.annotations_of(group).get(volcano.JOB_NAME)
+        if name:
+            self.enqueue_key(f"{podutil.namespace_of(group)}/{name}")
+
+    # ---- sync ---------------------------------------------------------------------
+
+    def sync(self, key: str) -> float | None:
+        job = self.jobs.store.get_by_key(key)
+        with self._lock:
+            events = self.events.pop(key, [])
+        if job is None or podutil.is_deleting(job):
+            return None
+        status = dict(podutil.status(job))
+        state = dict(status.get("state") or {})
+        phase = str(state.get("phase") or "Pending")
+        version = int(status.get("version") or 0)
+        retries = int(status.get("retryCount") or 0)
+        spec = podutil.spec(job)
+        max_retry = int(spec.get("maxRetry", 3))
+        uid = podutil.uid_of(job)
+        pods = self.refs.claim(
+            job,
+            self.pods.store.by_index(CONTROLLER_UID, uid),
+            (),  # a Volcano Job adopts nothing: its pods are its own by name
+            lambda pod: podutil.labels_of(pod).get(volcano.JOB_NAME) == podutil.name_of(job),
+        )
+        reason = ""
+        command = podutil.annotations_of(job).get(COMMAND_ANNOTATION)
+        action = ""
+        if command:
+            action, reason = command, f"command {command}"
+        if not action and phase not in FINISHED and phase not in KILLING:
+            action, reason = self._policy_action(job, events, pods, version)
+        if action == "ResumeJob":
+            if phase in ("Aborted", "Aborting"):
+                phase, version = "Pending", version + 1
+        elif action in ("RestartTask", "RestartPod"):
+            target = [
+                p for p in pods
+                if (action == "RestartTask" and podutil.annotations_of(p).get(volcano.TASK_SPEC) == reason)
+                or (action == "RestartPod" and podutil.name_of(p) == reason)
+            ]  # fmt: skip
+            self._kill(target)
+        elif action in ACTION_PHASE:
+            if action == "RestartJob" and retries >= max_retry:
+                phase, reason = "Failed", f"retried {retries} times, maxRetry {max_retry}"
+            else:
+                phase = ACTION_PHASE[action]
+        if phase in KILLING or phase == "Failed":
+            live = [p for p in pods if not podutil.is_deleting(p)]
+            if phase == "Completing":
+                live = [p for p in live if podutil.status(p).get("phase") not in ("Succeeded",)]
+            self._kill(live)
+            if phase in KILLING and not any(
+                podutil.status(p).get("phase") not in ("Succeeded", "Failed")
+                or phase == "Restarting"
+                for p in pods
+            ):
+                if phase == "Restarting":
+                    retries += 1
+                    version += 1
+                phase = KILLING[phase]
+        restarted = phase == "Pending" and str(state.get("phase")) == "Restarting"
+        if phase in ("Pending", "Running") and not restarted:
+            # (Not in the sync that ends a restart: the new pods come once the new
+            # version is stored, or a sync reading the old state would kill them.)
+            self._ensure_plugins(job)
+            pods = self._create_missing(job, pods, version)
+        counts = self._counts(pods)
+        if (
+            phase == "Pending"
+            and counts["running"] + counts["succeeded"] >= int(spec.get("minAvailable") or 0)
+            and counts["running"] + counts["succeeded"] > 0
+        ):
+            phase = "Running"
+        if phase == "Running":
+            total = sum(int(t.get("replicas") or 0) for t in vcjob_pods.tasks(job))
+            if counts["succeeded"] + counts["failed"] >= total > 0:
+                done = counts["succeeded"] >= int(spec.get("minAvailable") or 0)
+                phase = "Completed" if done else "Failed"
+        if self._write_status(job, phase, reason, version, retries, counts, pods) and command:
+            self._clear_command(job)  # only once the state it led to is stored
+        elif command:
+            with self._lock:  # not stored: this sync's events are seen again
+                self.events.setdefault(key, [])[:0] = events
+        return self._ttl(job, phase)
+
+    def _clear_command(self, job: Object) -> None:
+        try:
+            self.client.patch(
+                volcano.JOB_KEY,
+                podutil.name_of(job),
+                {"metadata": {"annotations": {COMMAND_ANNOTATION: None}}},
+                podutil.namespace_of(job),
+            )
+        except errors.NotFound:
+            pass
+
+    def _policy_action(
+        self, job: Object, events: list[tuple[str, str, str]], pods: list[Object], version: int
+    ) -> tuple[str, str]:
+        """The first event of this sync that a policy maps to an action."""
+        spec = podutil.spec(job)
+        uid = podutil.uid_of(job)
+        by_task = {str(t.get("name")): t for t in vcjob_pods.tasks(job)}
+        for tname, t in by_task.items():
+            replicas = int(t.get("replicas") or 0)
+            done = sum(
+                1 for p in pods
+                if podutil.annotations_of(p).get(volcano.TASK_SPEC) == tname
+                and podutil.status(p).get("phase") == "Succeeded"
+            )  # fmt: skip
+            if replicas and done >= replicas and (uid, version, tname) not in self.fired:
+                self.fired.add((uid, version, tname))
+                events = [*events, ("TaskCompleted", tname, "")]
+        for event, task, pod in events:
+            policies = [
+                *((by_task.get(task) or {}).get("policies") or []),
+                *(spec.get("policies") or []),
+            ]
+            for pol in policies:
+                names = [*(pol.get("events") or []), *([pol["event"]] if pol.get("event") else [])]
+                names = ["Unknown" if n == "JobUnknown" else n for n in names]
+                if event in names or "*" in names:
+                    action = str(pol.get("action") or "")
+                    target = task if action == "RestartTask" else pod
+                    return action, target if action in ("RestartTask", "RestartPod") else (
+                        f"{event} of {pod or task}"
+                    )
+        return "", ""
+
+    def _kill(self, pods: list[Object]) -> None:
+        for pod in pods:
+            if podutil.is_deleting(pod):
+                continue
+            with self._lock:
+                self.killed.add(podutil.uid_of(pod))
+            try:
+                self.client.delete(
+                    "Pod", podutil.name_of(pod), podutil.namespace_of(pod), DeleteOptions()
+                )
+            except errors.NotFound:
+                pass
+
+    def _create(self, kind: str, obj: Object) -> None:
+        try:
+            self.client.create(kind, obj, podutil.namespace_of(obj))
+        except errors.AlreadyExists:
+            pass
+
+    def _ensure_plugins(self, job: Object) -> None:
+        plugins = podutil.spec(job).get("plugins") or {}
+        status = podutil.status(job).get("controlledResources") or {}
+        if "svc" in plugins and "plugin-svc" not in status:
+            for kind, obj in vcjob_pods.svc_objects(job):
+                self._create(kind, obj)
+        if "ssh" in plugins and "plugin-ssh" not in status:
+            self._create("Secret", vcjob_pods.ssh_secret(job))
+
+    def _create_missing(self, job: Object, pods: list[Object], version: int) -> list[Object]:
+        have = {podutil.name_of(p) for p in pods}
+        ns = podutil.namespace_of(job)
+        missing = [
+            vcjob_pods.task_pod(job, t, i, version)
+            for t in vcjob_pods.tasks(job)
+            for i in range(int(t.get("replicas") or 0))
+            if vcjob_pods.pod_name(job, str(t["name"]), i) not in have
+        ]
+        out = list(pods)
+        group = None
+        if self.groups.store.get(vcjob_pods.group_name(job), ns) is None:
+            group = vcjob_pods.pod_group(job)
+        many = getattr(self.client, "create_many", None)
+        if callable(many) and len(missing) + (group is not None) > 1:
+            # The PodGroup and a gang's pods in one call: they go together anyway.
+            items = [("PodGroup", group, ns)] if group is not None else []
+            items += [("Pod", pod, ns) for pod in missing]
+            for (kind, _, _), result in zip(items, many(items), strict=True):
+                if isinstance(result, dict):
+                    if kind == "Pod":
+                        out.append(result)
+                elif not isinstance(result, errors.AlreadyExists):
+                    self.enqueue_after(object_key(job), 1.0)
+            return out
+        if group is not None:
+            self._create("PodGroup", group)
+        for pod in missing:
+            try:
+                out.append(self.client.create("Pod", pod, ns))
+            except errors.AlreadyExists:
+                pass
+        return out
+
+    @staticmethod
+    def _counts(pods: list[Object]) -> dict[str, int]:
+        c = {
+            "pending": 0,
+            "running": 0,
+            "succeeded": 0,
+            "failed": 0,
+            "terminating": 0,
+            "unknown": 0,
+        }
+        for p in pods:
+            if podutil.is_deleting(p):
+                c["terminating"] += 1
+                continue
+            phase = str(podutil.status(p).get("phase") or "Pending").lower()
+            c[phase if phase in c else "unknown"] += 1
+        return c
+
+    def _write_status(
+        self, job: Object, phase: str, reason: str, version: int, retries: int,
+        counts: dict[str, int], pods: list[Object],
+    ) -> bool:  # fmt: skip
+        """Store the status if it changed; False when the write failed (retried)."""
+        old = dict(podutil.status(job))
+        old_state = old.get("state") or {}
+        per_task: dict[str, dict[str, dict[str, int]]] = {}
+        for p in pods:
+            t = podutil.annotations_of(p).get(volcano.TASK_SPEC, "")
+            ph = str(podutil.status(p).get("phase") or "Pending")
+            per_task.setdefault(t, {"phase": {}})["phase"][ph] = (
+                per_task.get(t, {"phase": {}})["phase"].get(ph, 0) + 1
+            )
+        plugins = podutil.spec(job).get("plugins") or {}
+        status: Object = {
+            "state": {
+                "phase": phase,
+                "reason": reason
+                if phase != old_state.get("phase")
+                else old_state.get("reason", ""),
+                "message": "",
+                "lastTransitionTime": old_state.get("lastTransitionTime")
+                if phase == old_state.get("phase")
+                else podutil.format_time(self.clock.now()),
+            },
+            "minAvailable": int(podutil.spec(job).get("minAvailable") or 0),
+            **counts,
+            "version": version,
+            "retryCount": retries,
+            "taskStatusCount": per_task,
+            "controlledResources": {f"plugin-{n}": n for n in plugins if n in ("svc", "ssh")},
+        }
+        if all(old.get(k) == v for k, v in status.items()):
+            return True
+        try:
+            self.client.update_status(volcano.JOB_KEY, {**job, "status": status})
+        except (errors.NotFound, errors.Conflict):
+            self.enqueue_after(object_key(job), 0.5)
+            return False
+        return True
+
+    def _ttl(self, job: Object, phase: str) -> float | None:
+        ttl = podutil.spec(job).get("ttlSecondsAfterFinished")
+        if phase not in FINISHED or ttl is None:
+            return None
+        since = podutil.parse_time(
+            (podutil.status(job).get("state") or {}).get("lastTransitionTime")
+        )
+        left = (since or self.clock.now()) + int(ttl) - self.clock.now()
+        if left > 0:
+            return left
+        try:
+            self.client.delete(volcano.JOB_KEY, podutil.name_of(job), podutil.namespace_of(job))
+        except errors.NotFound:
+            pass
+        return None
+
+
+def init(ctx: ControllerContext) -> Controller:
+    return VolcanoJobController(ctx)

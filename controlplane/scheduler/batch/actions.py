@@ -1,0 +1,272 @@
+"""The batch scheduler's actions, run in the configured order each session.
+
+- enqueue: a Pending PodGroup becomes Inqueue when it is valid and every
+  plugin's `enqueueable` agrees (queue capability, cluster overcommit).
+- allocate: queues by share, then jobs by the plugins' order; a job's
+  pending tasks are placed through one Statement (filters and scores of the
+  Framework, each placement assumed in the cache so the next task sees it);
+  committed when the job is ready (gang), discarded otherwise.
+- preempt: inside a queue, a starving job takes the room of lower-ranked
+  jobs' tasks (plugins' `preemptable`), node by node; the victims are
+  evicted only if the whole gang fits afterwards, and the gang waits for them
+  to go (nothing is bound on top of a terminating pod).
+- reclaim: the same across queues: a queue below its deserved share takes
+  back from reclaimable queues above theirs (plugins' `reclaimable`).
+- backfill: best-effort tasks (no requests) go wherever the filters allow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from controlplane.scheduler.batch.session import JobInfo, Session, Statement
+from controlplane.scheduler.framework import FitError
+from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.types import CycleState
+
+RUNNABLE = ("Inqueue", "Running")
+
+
+def _schedulable_jobs(ssn: Session, enqueue: bool) -> list[JobInfo]:
+    out = []
+    for job in ssn.jobs.values():
+        if job.phase == "Pending" and enqueue:
+            continue
+        if not any(not t.best_effort for t in job.pending):
+            continue
+        reason = ssn.job_valid(job)
+        if reason:
+            job.unschedulable = reason
+            continue
+        out.append(job)
+    return out
+
+
+def _round_robin(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
+    """Jobs in the order enqueue considers them: one at a time from the queue
+    that has taken the fewest for its weight, each queue's in job order."""
+    by_queue: dict[str, list[JobInfo]] = {}
+    for j in sorted(jobs, key=ssn.job_key, reverse=True):
+        by_queue.setdefault(j.queue, []).append(j)
+    taken: dict[str, int] = {}
+    out = []
+    while by_queue:
+        name = min(by_queue, key=lambda n: (taken.get(n, 0) / max(ssn.queues[n].weight, 1), n))
+        out.append(by_queue[name].pop())
+        taken[name] = taken.get(name, 0) + 1
+        if not by_queue[name]:
+            del by_queue[name]
+    return out
+
+
+def enqueue(ssn: Session, enabled: set[str]) -> None:
+    jobs = _round_robin(ssn, [j for j in ssn.jobs.values() if j.phase == "Pending"])
+    for job in jobs:
+        reason = ssn.job_valid(job)
+        if reason:
+            job.unschedulable = reason
+            continue
+        if ssn.enqueueable(job):
+            job.phase = "Inqueue"
+            ssn.enqueued.append(job)
+        else:
+            job.unschedulable = "queue resource quota insufficient to enqueue the pod group"
+
+
+def _place(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo) -> str:
+    """Place one task through the statement; '' or why it fits nowhere."""
+    state = CycleState()
+    try:
+        result = ssn.framework.schedule(state, task, ssn.cache)
+    except FitError as e:
+        return str(e)
+    if not ssn.allocatable(ssn.queues[job.queue], task):
+        return f"queue {job.queue} has no room left within its deserved share"
+    stmt.allocate(job, task, result.node)
+    return ""
+
+
+def _gang_message(job: JobInfo, reason: str) -> str:
+    total = len(job.pending) + len(job.placed)
+    return (
+        f"{len(job.pending)}/{total} tasks in gang unschedulable: pod group is not ready, "
+        f"{len(job.placed)} placed, {job.min_member} minAvailable; {reason}"
+    )
+
+
+def allocate(ssn: Session, enabled: set[str]) -> None:
+    by_queue: dict[str, list[JobInfo]] = {}
+    for job in _schedulable_jobs(ssn, "enqueue" in enabled):
+        if job.queue in ssn.queues:
+            by_queue.setdefault(job.queue, []).append(job)
+    for jobs in by_queue.values():
+        jobs.sort(key=ssn.job_key, reverse=True)  # pop() takes the first
+    while by_queue and not ssn.out_of_time():
+        name = min(by_queue, key=lambda n: ssn.queue_key(ssn.queues[n]))
+        q = ssn.queues[name]
+        jobs = by_queue[name]
+        if ssn.overused(q) or not jobs:
+            del by_queue[name]
+            continue
+        job = jobs.pop()
+        _allocate_job(ssn, job)
+        if not jobs:
+            del by_queue[name]
+
+
+def _allocate_job(ssn: Session, job: JobInfo) -> None:
+    stmt = ssn.statement()
+    reason = ""
+    for task in sorted((t for t in job.pending if not t.best_effort), key=ssn.task_key):
+        reason = _place(ssn, stmt, job, task)
+        if reason:
+            break
+    if ssn.job_ready(job):
+        stmt.commit()
+        job.unschedulable = ""
+    else:
+        stmt.discard()
+        job.unschedulable = _gang_message(job, reason)
+
+
+def backfill(ssn: Session, enabled: set[str]) -> None:
+    for job in sorted(ssn.jobs.values(), key=ssn.job_key):
+        if job.phase == "Pending" and "enqueue" in enabled:
+            continue
+        for task in [t for t in job.pending if t.best_effort]:
+            stmt = ssn.statement()
+            if not _place(ssn, stmt, job, task):
+                stmt.commit()
+
+
+# ---- preempt and reclaim ------------------------------------------------------
+
+
+def _fits_on(ssn: Session, task: PodInfo, slot: int) -> bool:
+    fw, cache = ssn.framework, ssn.cache
+    state = CycleState()
+    if not fw.run_pre_filter(state, task, cache).ok:
+        return False
+    return len(fw.run_filters(state, task, cache, np.array([slot], np.intp), None)) == 1
+
+
+Victims = list[tuple[JobInfo, PodInfo]]
+VictimFilter = Callable[[JobInfo, PodInfo, Victims], Victims]
+
+
+def _make_room(
+    ssn: Session,
+    stmt: Statement,
+    job: JobInfo,
+    task: PodInfo,
+    owner: dict[str, JobInfo],
+    candidate: Candidate,
+    select: VictimFilter,
+) -> bool:
+    """Evict (in the statement) the fewest lowest-ranked victims on one node so
+    that `task` fits there, and place it; False when no node can be freed."""
+    for info in list(ssn.cache.nodes.values()):
+        cands = [
+            (owner[k], p)
+            for k, p in info.pods.items()
+            if k in owner
+            and owner[k] is not job
+            and candidate(ssn, job, owner[k])
+            and not (p.pod.get("metadata") or {}).get("deletionTimestamp")
+            and not ssn.cache.is_assumed(k)
+        ]
+        if not cands:
+            continue
+        pool = select(job, task, cands)
+        taken: Victims = []
+        while pool:
+            # Lowest priority first; among equals, from the job with most to spare.
+            vj, v = min(
+                pool,
+                key=lambda jv: (
+                    jv[1].priority,
+                    jv[0].min_member - len(jv[0].placed),
+                    -jv[1].created,
+                ),
+            )
+            pool.remove((vj, v))
+            stmt.evict(vj, v)
+            taken.append((vj, v))
+            if _fits_on(ssn, task, info.slot):
+                stmt.allocate(job, task, info.name)
+                return True
+        # Not enough here: put this node's victims back.
+        for vj, v in reversed(taken):
+            stmt.undo_evict(vj, v, info.name)
+    return False
+
+
+Candidate = Callable[[Session, JobInfo, JobInfo], bool]
+
+
+def _same_queue(ssn: Session, job: JobInfo, victim: JobInfo) -> bool:
+    return victim.queue == job.queue
+
+
+def _reclaimable_queue(ssn: Session, job: JobInfo, victim: JobInfo) -> bool:
+    return victim.queue != job.queue and ssn.queues[victim.queue].reclaimable
+
+
+def _starving(
+    ssn: Session, enabled: set[str], waiting: set[str], ready_too: bool = False
+) -> list[JobInfo]:
+    """Jobs that want room: not ready (preempt), or with any task pending (reclaim:
+    a queue below its deserved share takes back task by task)."""
+    return sorted(
+        (
+            j
+            for j in _schedulable_jobs(ssn, "enqueue" in enabled)
+            if (ready_too or not ssn.job_ready(j)) and j.key not in waiting
+        ),
+        key=ssn.job_key,
+    )
+
+
+def _take(
+    ssn: Session,
+    job: JobInfo,
+    owner: dict[str, JobInfo],
+    candidate: Candidate,
+    select: VictimFilter,
+    until_ready: bool = True,
+) -> None:
+    stmt = ssn.statement()
+    q = ssn.queues[job.queue]
+    for task in sorted((t for t in job.pending if not t.best_effort), key=ssn.task_key):
+        if until_ready and ssn.job_ready(job):
+            break
+        if not until_ready and not ssn.allocatable(q, task):
+            break  # reclaim: the queue's deserved share is reached, nothing beyond it
+        placed = not _place(ssn, stmt, job, task)
+        if not placed and not _make_room(ssn, stmt, job, task, owner, candidate, select):
+            break
+    if ssn.job_ready(job) and stmt.evicted:
+        stmt.commit_evictions()  # the gang binds once its room is free
+    elif ssn.job_ready(job):
+        stmt.commit()
+    else:
+        stmt.discard()  # never evict for a gang that would still not fit
+
+
+def preempt(ssn: Session, enabled: set[str], waiting: set[str], owner: dict[str, JobInfo]) -> None:
+    for job in _starving(ssn, enabled, waiting):
+        if ssn.out_of_time():
+            return
+        _take(ssn, job, owner, _same_queue, ssn.preemptable)
+
+
+def reclaim(ssn: Session, enabled: set[str], waiting: set[str], owner: dict[str, JobInfo]) -> None:
+    for job in _starving(ssn, enabled, waiting, ready_too=True):
+        if ssn.out_of_time():
+            return
+        q = ssn.queues[job.queue]
+        if ssn.overused(q):
+            continue
+        _take(ssn, job, owner, _reclaimable_queue, ssn.reclaimable, until_ready=False)

@@ -1,0 +1,287 @@
+"""The batch scheduler's plugins: each registers its functions into the session's tiers.
+
+Volcano's semantics, our code:
+
+- priority: jobs and tasks by priority (higher first); a preemptor may only
+  evict tasks of lower priority (inside its own job: of lower task priority).
+- gang: a job is valid with at least minMember pods and ready with minMember
+  placed (and each task's minTaskMember); not-ready jobs go first; victims
+  only from a job's surplus above minMember (a job of minMember 1 entirely).
+- conformance: never evicts kube-system pods nor the system-* priority classes.
+- drf: jobs by dominant resource share (lowest first); a victim's job must keep
+  a larger share than the preemptor's job gets.
+- proportion: each queue's deserved share of the cluster by weight (water
+  filling, capped by capability and by what it asks, at least its guarantee);
+  queues by share of deserved; an overused queue gets nothing; a task fits its
+  queue only within deserved; victims only from reclaimable queues above
+  their deserved share (and never below their guarantee); a job is enqueued
+  only into an Open queue, within its capability and its deserved share (or
+  when it outranks a running job of its queue: it may preempt).
+- overcommit: a job is enqueued while the cluster's allocatable times
+  `overcommit-factor` (1.2) covers what is placed and inqueue plus its minResources.
+- predicates, nodeorder, binpack: the filters and scores, run through the
+  Framework (scheduler.py builds it from these options).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from controlplane.scheduler.batch.conf import PluginOption
+from controlplane.scheduler.batch.session import (
+    DIMS,
+    JobInfo,
+    QueueInfo,
+    Res,
+    Session,
+    Tier,
+    add,
+    le,
+    req,
+)
+from controlplane.scheduler.podinfo import PodInfo
+
+Victims = list[tuple[JobInfo, PodInfo]]
+SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+def _share(used: Res, total: Res) -> float:
+    return max((used.get(d, 0) / total[d] for d in DIMS if total.get(d)), default=0.0)
+
+
+def priority(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+    if opt.enabled("enableJobOrder"):
+        tier.job_order.append(lambda j: -j.priority)
+    if opt.enabled("enableTaskOrder"):
+        tier.task_order.append(lambda t: -t.priority)
+
+    def victims(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
+        out = []
+        for vj, v in cands:
+            if vj is job:
+                if v.priority < task.priority:
+                    out.append((vj, v))
+            elif vj.priority < job.priority:
+                out.append((vj, v))
+        return out
+
+    if opt.enabled("enablePreemptable"):
+        tier.preemptable.append(victims)
+
+
+def _ready(job: JobInfo) -> bool:
+    if len(job.placed) < job.min_member:
+        return False
+    if job.min_task_member:
+        per = job.placed_per_task()
+        return all(per.get(t, 0) >= n for t, n in job.min_task_member.items())
+    return True
+
+
+def gang(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+    def valid(job: JobInfo) -> str:
+        n = len(job.pending) + len(job.placed)
+        if n < job.min_member:
+            return f"Not enough valid tasks for gang-scheduling, valid: {n}, min: {job.min_member}"
+        return ""
+
+    ssn.job_valid_fns.append(valid)
+    if opt.enabled("enableJobReady"):
+        ssn.job_ready_fns.append(_ready)
+    if opt.enabled("enableJobPipelined"):
+        ssn.pipelined_fns.append(_ready)
+    if opt.enabled("enableJobOrder"):
+        tier.job_order.append(lambda j: 1 if _ready(j) else 0)
+
+    def surplus(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
+        taken: dict[str, int] = {}
+        out = []
+        for vj, v in cands:
+            n = taken.get(vj.key, 0)
+            if vj.min_member <= 1 or len(vj.placed) - n - 1 >= vj.min_member:
+                taken[vj.key] = n + 1
+                out.append((vj, v))
+        return out
+
+    if opt.enabled("enablePreemptable"):
+        tier.preemptable.append(surplus)
+    if opt.enabled("enableReclaimable"):
+        tier.reclaimable.append(surplus)
+
+
+def conformance(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+    def allowed(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
+        return [
+            (vj, v)
+            for vj, v in cands
+            if v.namespace != "kube-system"
+            and (v.pod.get("spec") or {}).get("priorityClassName") not in SYSTEM_CLASSES
+        ]
+
+    if opt.enabled("enablePreemptable"):
+        tier.preemptable.append(allowed)
+    if opt.enabled("enableReclaimable"):
+        tier.reclaimable.append(allowed)
+
+
+def drf(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+    total = ssn.total
+    if opt.enabled("enableJobOrder"):
+        tier.job_order.append(lambda j: _share(j.allocated, total))
+
+    def fairer(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
+        mine = dict(job.allocated)
+        add(mine, req(task))
+        ls = _share(mine, total)
+        out = []
+        for vj, v in cands:
+            theirs = dict(vj.allocated)
+            add(theirs, req(v), -1)
+            if ls < _share(theirs, total) or vj is job:
+                out.append((vj, v))
+        return out
+
+    if opt.enabled("enablePreemptable"):
+        tier.preemptable.append(fairer)
+
+
+def deserved_shares(queues: dict[str, QueueInfo], total: Res) -> None:
+    """Water-filling by weight: each round gives every unmet queue its weight's
+    part of what remains, capped by capability and by its request."""
+    for q in queues.values():
+        q.deserved = {d: 0 for d in DIMS}
+    remaining = {d: total.get(d, 0) for d in DIMS}
+    unmet = {n for n, q in queues.items() if q.state == "Open" or q.allocated}
+    for _ in range(16):
+        weight = sum(queues[n].weight for n in unmet)
+        if not weight or all(v <= 0 for v in remaining.values()):
+            break
+        given = {d: 0 for d in DIMS}
+        for n in sorted(unmet):
+            q = queues[n]
+            for d in DIMS:
+                want = q.deserved[d] + remaining[d] * q.weight // weight
+                cap = q.capability.get(d) if q.capability else None
+                if cap is not None:
+                    want = min(want, cap)
+                want = min(want, q.request.get(d, 0))
+                given[d] += max(want - q.deserved[d], 0)
+                q.deserved[d] = max(want, q.deserved[d])
+            if le(q.request, q.deserved) or (
+                q.capability is not None and le(q.capability, q.deserved, q.capability)
+            ):
+                unmet.discard(n)
+        if not any(given.values()):
+            break
+        for d in DIMS:
+            remaining[d] -= given[d]
+    for q in queues.values():
+        for d, v in q.guarantee.items():
+            if d in q.deserved:
+                q.deserved[d] = max(q.deserved[d], v)
+
+
+def proportion(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+    deserved_shares(ssn.queues, ssn.total)
+    if opt.enabled("enableQueueOrder"):
+        tier.queue_order.append(lambda q: _share(q.allocated, q.deserved))
+
+    def overused(q: QueueInfo) -> bool:
+        return le(q.deserved, q.allocated)
+
+    def allocatable(q: QueueInfo, task: PodInfo) -> bool:
+        r = req(task)
+        dims = [d for d in DIMS if r.get(d)]
+        future = dict(q.allocated)
+        add(future, r)
+        return le(future, q.deserved, dims)
+
+    def reclaim(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
+        left: dict[str, Res] = {}
+        out = []
+        for vj, v in cands:
+            q = ssn.queues[vj.queue]
+            if not q.reclaimable or vj.queue == job.queue:
+                continue
+            alloc = left.setdefault(q.name, dict(q.allocated))
+            after = dict(alloc)
+            add(after, req(v), -1)
+            dims = [d for d in DIMS if req(v).get(d)]
+            if le(q.deserved, after, dims) and le(q.guarantee, after, q.guarantee):
+                left[q.name] = after
+                out.append((vj, v))
+        return out
+
+    lowest: dict[str, int] = {}  # per queue, the lowest priority of a running job
+    for j in ssn.jobs.values():
+        if j.placed:
+            lowest[j.queue] = min(lowest.get(j.queue, j.priority), j.priority)
+
+    def enqueueable(job: JobInfo) -> bool:
+        q = ssn.queues.get(job.queue)
+        if q is None or q.state != "Open":
+            return False
+        future = dict(q.allocated)
+        add(future, q.inqueue)
+        add(future, job.min_resources)
+        if q.capability is not None and not le(future, q.capability, q.capability):
+            return False
+        # Within the deserved share, so that jobs a queue could not run anyway
+        # do not hold the cluster's enqueue room; a queue with nothing running
+        # or inqueue takes one job whatever its size.
+        idle = not any(q.allocated.values()) and not any(q.inqueue.values())
+        preemptor = job.priority > lowest.get(job.queue, job.priority)
+        if (
+            idle
+            or preemptor
+            or le(future, q.deserved, [d for d in DIMS if job.min_resources.get(d)])
+        ):
+            add(q.inqueue, job.min_resources)
+            return True
+        return False
+
+    if opt.enabled("enableOverused"):
+        ssn.overused_fns.append(overused)
+    if opt.enabled("enableAllocatable"):
+        ssn.allocatable_fns.append(allocatable)
+    if opt.enabled("enableReclaimable"):
+        tier.reclaimable.append(reclaim)
+    if opt.enabled("enableJobEnqueued"):
+        ssn.enqueueable_fns.append(enqueueable)
+
+
+def overcommit(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+    factor = float(opt.arguments.get("overcommit-factor", 1.2))
+    used: Res = {}
+    for q in ssn.queues.values():
+        add(used, q.allocated)
+        add(used, q.inqueue)
+
+    def enqueueable(job: JobInfo) -> bool:
+        future = dict(used)
+        add(future, job.min_resources)
+        room = {d: int(ssn.total.get(d, 0) * factor) for d in DIMS}
+        if le(future, room):
+            add(used, job.min_resources)  # later jobs of this session see it
+            return True
+        return False
+
+    if opt.enabled("enableJobEnqueued"):
+        ssn.enqueueable_fns.append(enqueueable)
+
+
+def _none(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+    """predicates, nodeorder, binpack: the Framework carries them (scheduler.py)."""
+
+
+PLUGINS: dict[str, Callable[[Session, Tier, PluginOption], None]] = {
+    "priority": priority,
+    "gang": gang,
+    "conformance": conformance,
+    "drf": drf,
+    "proportion": proportion,
+    "overcommit": overcommit,
+    "predicates": _none,
+    "nodeorder": _none,
+    "binpack": _none,
+}

@@ -1,0 +1,141 @@
+"""The batch scheduler as a control-plane component: informers in, leader-elected sessions.
+
+`start(client, stop)` is the `skiff controlplane` component hook, beside the
+default scheduler's: it campaigns for the `kube-system/volcano` Lease (its
+own, so the two schedulers lead independently) and, while leading, runs a
+`BatchService`: shared informers for Pods, Nodes, PodGroups, Queues and
+PriorityClasses feeding a `BatchScheduler`, and a session whenever something
+changed (at least every second). Writes go through the API client: binds in
+batches, evictions, PodGroup and Queue status.
+
+The configuration is Volcano's volcano-scheduler.conf, from the file named
+by `SKIFF_VOLCANO_CONFIG` when set (conf.py's default otherwise); a bad file
+refuses to start, naming the line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.api import volcano
+from controlplane.client.informer import SharedInformerFactory
+from controlplane.client.interface import ApiClient
+from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
+from controlplane.scheduler.batch import conf as batch_conf
+from controlplane.scheduler.batch.scheduler import BatchScheduler
+from controlplane.scheduler.binder import ApiClusterWriter
+
+log = logging.getLogger("skiff.scheduler.batch")
+Obj = dict[str, Any]
+CONFIG_ENV = "SKIFF_VOLCANO_CONFIG"
+
+
+def load_conf(path: str | None = None) -> batch_conf.Conf:
+    path = path or os.environ.get(CONFIG_ENV)
+    if not path:
+        return batch_conf.load(batch_conf.DEFAULT_CONF)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        return batch_conf.validate(batch_conf.load(text))
+    except batch_conf.ConfError as e:
+        raise batch_conf.ConfError(f"{path}: {e}") from e
+
+
+class ApiBatchWriter:
+    """Binds (batched), evictions and status merges through the API client."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self.client = client
+        self.pods = ApiClusterWriter(client, component=volcano.SCHEDULER_NAME)
+
+    def bind_many(
+        self, items: list[tuple[Obj, str, dict[str, str] | None]]
+    ) -> list[Exception | None]:
+        return list(self.pods.bind_many(items))
+
+    def evict(self, pod: Obj, grace_seconds: int) -> None:
+        self.pods.evict(pod, grace_seconds)
+
+    def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
+        meta = obj["metadata"]
+        self.client.patch(kind, meta["name"], {"status": status}, meta.get("namespace"), "status")
+
+
+class BatchService:
+    """One term of batch scheduling."""
+
+    def __init__(self, client: ApiClient, conf: batch_conf.Conf) -> None:
+        self.scheduler = BatchScheduler(conf, ApiBatchWriter(client), status_writers=8)
+        self.factory = SharedInformerFactory(client)
+        s = self.scheduler
+        for kind, handler in (
+            ("Node", s.on_node),
+            ("Pod", s.on_pod),
+            ("PodGroup", s.on_pod_group),
+            ("Queue", s.on_queue),
+            ("PriorityClass", s.on_priority_class),
+        ):
+            self._subscribe(kind, handler)
+
+    def _subscribe(self, kind: str, handler: Callable[..., None]) -> None:
+        def update(old: Obj, new: Obj) -> None:
+            handler(new)
+
+        def delete(obj: Obj) -> None:
+            handler(obj, deleted=True)
+
+        self.factory.informer_for(kind).add_event_handler(handler, update, delete)
+
+    def run(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
+        self.factory.start()
+        try:
+            if not self.factory.wait_for_cache_sync(sync_timeout):
+                log.error("batch scheduler: informers did not sync within %ss", sync_timeout)
+            self.scheduler.run(stop)
+        finally:
+            self.factory.shutdown()
+            self.scheduler.close()
+
+
+def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None:
+    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+    def lead(leading: threading.Event) -> None:
+        both = threading.Event()
+
+        def relay() -> None:
+            while not both.is_set():
+                if leading.wait(0.5) or stop.is_set():
+                    both.set()
+
+        threading.Thread(target=relay, name="volcano-term", daemon=True).start()
+        BatchService(client, conf).run(both)
+
+    elector = LeaderElector(
+        client,
+        LeaderElectionConfig(name="volcano", namespace="kube-system", identity=identity),
+        Callbacks(on_started_leading=lead),
+    )
+    while not stop.is_set():
+        try:
+            elector.run(stop)
+        except Exception:  # the API going away at shutdown, or a failed renewal
+            if stop.is_set():
+                return
+            log.exception("batch scheduler: leader election failed; campaigning again")
+            stop.wait(1.0)
+
+
+def start(client: ApiClient, stop: threading.Event) -> None:
+    """The component hook: read the configuration now (refusing a bad one), then run."""
+    conf = load_conf()
+    threading.Thread(
+        target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
+    ).start()

@@ -1,0 +1,574 @@
+"""The batch scheduler: informer events in, a session per period, binds and status out.
+
+`BatchScheduler` keeps the default scheduler's `Cache` (nodes and placed
+pods as arrays), the PodGroups and Queues, and the pending pods whose
+`schedulerName` is `volcano`. `run_session()` snapshots jobs and queues,
+opens the plugins of the configuration tier by tier, runs its actions in
+order, then writes what the session decided: binds (batched), evictions,
+and the PodGroups' and Queues' status (phase, Unschedulable condition with
+the reason, counts) when it changed.
+
+Filters and scores are the default scheduler's plugins, built by their
+factories with this scheduler's `Handle` into one Framework: `predicates`
+brings every filter (without it only NodeResourcesFit and
+NodeUnschedulable), `nodeorder` the default scores with their default
+weights, `binpack` its own score with weight `binpack.weight`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Collection, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from controlplane.api import volcano
+from controlplane.client.clock import Clock, RealClock
+from controlplane.client.errors import NotFound
+from controlplane.scheduler import names, resources
+from controlplane.scheduler.batch import actions, binpack, plugins
+from controlplane.scheduler.batch.conf import Conf
+from controlplane.scheduler.batch.session import (
+    DIMS,
+    JobInfo,
+    QueueInfo,
+    Res,
+    Session,
+    Tier,
+    add,
+    req,
+)
+from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
+from controlplane.scheduler.events import changed_for_cache
+from controlplane.scheduler.framework import Framework, ProfilePlugin
+from controlplane.scheduler.handle import Slots
+from controlplane.scheduler.podinfo import PodInfo, parse_time
+from controlplane.scheduler.registry import REGISTRY, Factory
+from controlplane.scheduler.types import CycleState, Status, error
+
+log = logging.getLogger("skiff.scheduler.batch")
+Obj = dict[str, Any]
+
+FILTERS = (
+    names.NODE_UNSCHEDULABLE, names.NODE_NAME, names.TAINT_TOLERATION, names.NODE_AFFINITY,
+    names.NODE_PORTS, names.NODE_RESOURCES_FIT, names.NODE_CONDITIONS,
+    names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY,
+)  # fmt: skip
+SCORES = (names.BALANCED_ALLOCATION, names.IMAGE_LOCALITY)
+COUNTS = ("running", "succeeded", "failed")
+COUNTS_PERIOD = 10.0  # seconds between status writes that only move its pod counts
+
+
+class BatchWriter(Protocol):
+    def bind_many(
+        self, items: list[tuple[Obj, str, dict[str, str] | None]]
+    ) -> list[Exception | None]: ...
+
+    def evict(self, pod: Obj, grace_seconds: int) -> None: ...
+
+    def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
+        """Replace the status fields given (a merge patch of the status subresource)."""
+        ...
+
+
+@dataclass
+class SessionStats:
+    seconds: float = 0.0
+    jobs: int = 0
+    pending: int = 0  # pods pending when the session began
+    bound: int = 0
+    evicted: int = 0
+    enqueued: int = 0
+
+
+@dataclass
+class _Reported:
+    pod_groups: dict[str, Obj] = field(default_factory=dict)
+    queues: dict[str, Obj] = field(default_factory=dict)
+
+
+def _key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def _res(raw: Any) -> Res:
+    rl = resources.resource_list(raw) if isinstance(raw, dict) else {}
+    return {d: rl[d] for d in DIMS if d in rl}
+
+
+class BatchHandle:
+    """The Handle the batch scheduler's filter and score plugins get."""
+
+    def __init__(self, s: BatchScheduler) -> None:
+        self._s = s
+
+    @property
+    def cache(self) -> Cache:
+        return self._s.cache
+
+    def pod_info(self, key: str) -> PodInfo | None:
+        pending = self._s.pending.get(key)
+        if pending is not None:
+            return pending
+        node = self._s.cache.node_of(key)
+        info = self._s.cache.nodes.get(node) if node is not None else None
+        return info.pods.get(key) if info is not None else None
+
+    def pod_group(self, key: str) -> Obj | None:
+        return self._s.groups.get(key)
+
+    def group_members(self, key: str) -> Collection[str]:
+        return self._s.members.get(key, set())
+
+    def is_waiting(self, key: str) -> bool:
+        return False
+
+    def allow(self, key: str) -> None: ...
+
+    def reject(self, key: str, message: str) -> None: ...
+
+    def activate(self, keys: Iterable[str]) -> None: ...
+
+    def run_pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        return self._s.framework.run_pre_filter(state, pod, self._s.cache)
+
+    def run_filters(self, state: CycleState, pod: PodInfo, slots: Slots) -> Slots:
+        return self._s.framework.run_filters(state, pod, self._s.cache, slots, None)
+
+    def nominate(self, pod: PodInfo, node: str) -> None: ...
+
+    def clear_nomination(self, pod: PodInfo) -> None: ...
+
+    def evict(self, pod: PodInfo) -> None:
+        self._s.writer.evict(pod.pod, pod.grace_seconds)
+
+    def bind(self, pod: PodInfo, node: str) -> Status:
+        errs = self._s.writer.bind_many([(pod.pod, node, None)])
+        return error(str(errs[0])) if errs[0] is not None else Status()
+
+
+def build_framework(
+    conf: Conf, handle: BatchHandle, registry: Mapping[str, Factory] = REGISTRY
+) -> Framework:
+    predicates = conf.plugin("predicates") is not None
+    nodeorder = conf.plugin("nodeorder") is not None
+    weights = dict(names.DEFAULT_PLUGINS)
+    chosen = FILTERS if predicates else (names.NODE_UNSCHEDULABLE, names.NODE_RESOURCES_FIT)
+    plugin_list = [
+        ProfilePlugin(registry[n]({}, handle), weights.get(n, 1) if nodeorder else 0)
+        for n in chosen
+    ]
+    if nodeorder:
+        plugin_list += [ProfilePlugin(registry[n]({}, handle), weights.get(n, 1)) for n in SCORES]
+    bp = conf.plugin("binpack")
+    if bp is not None:
+        weight = int(bp.arguments.get("binpack.weight", 1))
+        plugin_list.append(ProfilePlugin(binpack.new(dict(bp.arguments)), weight))
+    return Framework(volcano.SCHEDULER_NAME, plugin_list, record_breakdown=False)
+
+
+class BatchScheduler:
+    def __init__(
+        self,
+        conf: Conf,
+        writer: BatchWriter,
+        clock: Clock | None = None,
+        registry: Mapping[str, Factory] = REGISTRY,
+        session_budget: float = 0.4,
+        status_writers: int = 0,
+    ) -> None:
+        self.conf = conf
+        self.writer = writer
+        self.clock = clock or RealClock()
+        self.cache = Cache(self.clock)
+        self.lock = self.cache.lock
+        self.groups: dict[str, Obj] = {}
+        self.members: dict[str, set[str]] = {}
+        self.queues: dict[str, Obj] = {}
+        self.pending: dict[str, PodInfo] = {}
+        self.priority_classes: dict[str, int] = {}
+        self.handle = BatchHandle(self)
+        self.framework = build_framework(conf, self.handle, registry)
+        self.session_budget = session_budget
+        # Victims evicted for a job, until they are gone: it does not preempt again.
+        self.evicted_for: dict[str, set[str]] = {}
+        self._reported = _Reported()
+        self._count_written: dict[str, float] = {}
+        self._status_lock = threading.Lock()
+        self._status_inflight: set[tuple[str, str]] = set()
+        # None: written inline (tests); the component writes from a small pool.
+        self._status_pool: ThreadPoolExecutor | None = (
+            ThreadPoolExecutor(status_writers, thread_name_prefix="volcano-status")
+            if status_writers
+            else None
+        )
+        self.dirty = threading.Event()
+        self.stats: list[SessionStats] = []
+
+    # ---- informer handlers ---------------------------------------------------------
+
+    def _mine(self, p: PodInfo) -> bool:
+        return p.scheduler_name == volcano.SCHEDULER_NAME
+
+    def on_pod(self, pod: Obj, deleted: bool = False) -> None:
+        meta = pod.get("metadata") or {}
+        node = (pod.get("spec") or {}).get("nodeName")
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        with self.lock:
+            placed = self.cache.nodes.get(node) if node and not deleted else None
+            old = placed.pods.get(key) if placed is not None else None
+            if (
+                old is not None
+                and not self.cache.is_assumed(key)
+                and not changed_for_cache(old.pod, pod)
+                and self.cache.refresh_pod(key, pod)
+            ):
+                return  # a status write of a placed pod: nothing it counts changed
+            p = PodInfo.of(pod, self.priority_classes)
+            if p.pod_group:
+                if deleted:
+                    self.members.get(p.pod_group, set()).discard(p.key)
+                else:
+                    self.members.setdefault(p.pod_group, set()).add(p.key)
+            if deleted:
+                self.pending.pop(p.key, None)
+                self.cache.remove_pod(p.key)
+            elif p.node_name:
+                self.pending.pop(p.key, None)
+                if self.cache.is_assumed(p.key) or self.cache.node_of(p.key) != p.node_name:
+                    self.cache.add_pod(p)
+                else:
+                    self.cache.update_pod(p)
+            elif self._mine(p) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+                if not self.cache.is_assumed(p.key):
+                    self.pending[p.key] = p
+            else:
+                self.pending.pop(p.key, None)
+        self.dirty.set()
+
+    def on_node(self, node: Obj, deleted: bool = False) -> None:
+        with self.lock:
+            if deleted:
+                self.cache.remove_node(node["metadata"]["name"])
+            else:
+                self.cache.add_node(node)
+        self.dirty.set()
+
+    def on_pod_group(self, group: Obj, deleted: bool = False) -> None:
+        with self.lock:
+            key = _key(group)
+            if deleted:
+                self.groups.pop(key, None)
+                self._reported.pod_groups.pop(key, None)
+                self._count_written.pop(key, None)
+            else:
+                self.groups[key] = group
+        self.dirty.set()
+
+    def on_queue(self, queue: Obj, deleted: bool = False) -> None:
+        with self.lock:
+            name = queue["metadata"]["name"]
+            if deleted:
+                self.queues.pop(name, None)
+            else:
+                self.queues[name] = queue
+        self.dirty.set()
+
+    def on_priority_class(self, pc: Obj, deleted: bool = False) -> None:
+        name = pc["metadata"]["name"]
+        if deleted:
+            self.priority_classes.pop(name, None)
+        else:
+            self.priority_classes[name] = int(pc.get("value", 0))
+
+    def handle_event(self, kind: str, type_: str, obj: Obj) -> None:
+        deleted = type_ == "DELETED"
+        {
+            "Pod": self.on_pod,
+            "Node": self.on_node,
+            "PodGroup": self.on_pod_group,
+            "Queue": self.on_queue,
+            "PriorityClass": self.on_priority_class,
+        }[kind](obj, deleted)
+
+    # ---- the session -----------------------------------------------------------------
+
+    def _snapshot(self) -> tuple[dict[str, JobInfo], dict[str, QueueInfo], Res]:
+        cache = self.cache
+        valid = cache.valid[: cache.n]
+        alloc = cache.alloc[: cache.n][valid]
+        total = {"cpu": int(alloc[:, CPU_COL].sum()), "memory": int(alloc[:, MEM_COL].sum())}
+        queues: dict[str, QueueInfo] = {}
+        for name, q in self.queues.items():
+            spec = q.get("spec") or {}
+            queues[name] = QueueInfo(
+                name,
+                weight=int(spec.get("weight") or 1),
+                capability=_res(spec["capability"]) if spec.get("capability") else None,
+                guarantee=_res((spec.get("guarantee") or {}).get("resource")),
+                reclaimable=spec.get("reclaimable", True) is not False,
+                state=(q.get("status") or {}).get("state") or "Open",
+            )
+        jobs: dict[str, JobInfo] = {}
+        for key, g in self.groups.items():
+            spec = g.get("spec") or {}
+            qname = spec.get("queue") or volcano.DEFAULT_QUEUE
+            if qname not in queues:
+                continue
+            pcn = spec.get("priorityClassName")
+            job = JobInfo(
+                key, g, qname,
+                min_member=int(spec.get("minMember", 1)),
+                min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
+                min_resources=_res(spec.get("minResources")),
+                priority=self.priority_classes.get(pcn, 0) if pcn else 0,
+                created=parse_time((g.get("metadata") or {}).get("creationTimestamp")) or 0.0,
+                phase=(g.get("status") or {}).get("phase") or "Pending",
+            )  # fmt: skip
+            best = None
+            for pk in self.members.get(key, ()):
+                node = cache.node_of(pk)
+                if node is not None:
+                    info = cache.nodes.get(node)
+                    p = info.pods.get(pk) if info is not None else None
+                    if p is None or (p.pod.get("status") or {}).get("phase") in (
+                        "Succeeded", "Failed",
+                    ):  # fmt: skip
+                        continue
+                    job.placed[pk] = p
+                    add(job.allocated, req(p))
+                elif pk in self.pending:
+                    p = self.pending[pk]
+                    job.pending.append(p)
+                else:
+                    continue
+                best = p.priority if best is None else max(best, p.priority)
+            if not pcn and best is not None:
+                job.priority = best
+            job.request = dict(job.allocated)
+            for p in job.pending:
+                add(job.request, req(p))
+            qi = queues[qname]
+            add(qi.allocated, job.allocated)
+            add(qi.request, job.request)
+            if job.phase == "Inqueue" and len(job.placed) < job.min_member:
+                add(qi.inqueue, job.min_resources)
+            jobs[key] = job
+        return jobs, queues, total
+
+    def run_session(self) -> SessionStats:
+        start = self.clock.monotonic()
+        with self.lock:
+            jobs, queues, total = self._snapshot()
+            pending = sum(len(j.pending) for j in jobs.values())
+            ssn = Session(
+                self.cache, self.framework, jobs, queues, total,
+                deadline=self.clock.monotonic() + self.session_budget, clock=self.clock.monotonic,
+            )  # fmt: skip
+            for tier_conf in self.conf.tiers:
+                tier = Tier()
+                ssn.tiers.append(tier)
+                for opt in tier_conf:
+                    plugins.PLUGINS[opt.name](ssn, tier, opt)
+            for gone in [k for k, vs in self.evicted_for.items() if not any(
+                self.cache.node_of(v) for v in vs
+            )]:  # fmt: skip
+                del self.evicted_for[gone]
+            waiting = set(self.evicted_for)
+            owner = {pk: j for j in jobs.values() for pk in j.placed}
+            enabled = set(self.conf.actions)
+            for name in self.conf.actions:
+                if name == "enqueue":
+                    actions.enqueue(ssn, enabled)
+                elif name == "allocate":
+                    actions.allocate(ssn, enabled)
+                elif name == "backfill":
+                    actions.backfill(ssn, enabled)
+                elif name == "preempt":
+                    actions.preempt(ssn, enabled, waiting, owner)
+                elif name == "reclaim":
+                    actions.reclaim(ssn, enabled, waiting, owner)
+            binds = list(ssn.binds)
+            for p, _node in binds:
+                self.pending.pop(p.key, None)
+        self._write_binds(binds)
+        for victim in ssn.evictions:
+            try:
+                self.writer.evict(victim.pod, victim.grace_seconds)
+            except Exception:
+                log.exception("evicting %s", victim.key)
+        self._note_victims(ssn, jobs)
+        self._write_status(jobs, queues, ssn)
+        stats = SessionStats(
+            self.clock.monotonic() - start,
+            len(jobs),
+            pending,
+            len(binds),
+            len(ssn.evictions),
+            len(ssn.enqueued),
+        )
+        self.stats.append(stats)
+        if len(self.stats) > 10_000:
+            del self.stats[:5_000]
+        return stats
+
+    def _note_victims(self, ssn: Session, jobs: dict[str, JobInfo]) -> None:
+        """Remember which starving job the session's victims were evicted for."""
+        if not ssn.evictions:
+            return
+        victims = {v.key for v in ssn.evictions}
+        for job in jobs.values():
+            if job.pending and not ssn.job_ready(job) and job.key not in self.evicted_for:
+                self.evicted_for[job.key] = victims
+                return
+
+    def _write_binds(self, binds: list[tuple[PodInfo, str]]) -> None:
+        if not binds:
+            return
+        try:
+            results = self.writer.bind_many([(p.pod, node, None) for p, node in binds])
+        except Exception as e:
+            log.exception("binding %d pods failed", len(binds))
+            results = [e] * len(binds)
+        with self.lock:
+            done = []
+            for (p, _node), err in zip(binds, results, strict=True):
+                if err is None:
+                    done.append(p.key)
+                else:
+                    log.warning("bind of %s failed: %s", p.key, err)
+                    self.cache.forget_pod(p.key)
+                    self.pending[p.key] = p
+            self.cache.finish_binding_many(done)
+
+    # ---- status --------------------------------------------------------------------
+
+    def _now(self) -> str:
+        return self.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _group_status(self, job: JobInfo, ssn: Session) -> Obj:
+        counts = {"running": 0, "succeeded": 0, "failed": 0}
+        for pk in self.members.get(job.key, ()):
+            node = self.cache.node_of(pk)
+            info = self.cache.nodes.get(node) if node else None
+            p = info.pods.get(pk) if info is not None else None
+            phase = ((p.pod.get("status") or {}).get("phase") if p is not None else None) or ""
+            if phase.lower() in counts:
+                counts[phase.lower()] += 1
+        phase = job.phase
+        if ssn.job_ready(job) and job.placed:
+            phase = "Running"  # a placed gang runs, whatever was written before
+        if counts["succeeded"] >= job.min_member > 0 and not job.pending:
+            phase = "Completed"
+        status: Obj = {"phase": phase, **counts}
+        if job.unschedulable and phase != "Running":
+            status["conditions"] = [{
+                "type": "Unschedulable", "status": "True",
+                "reason": "NotEnoughResources" if "tasks in gang" in job.unschedulable
+                else "NotEnoughTasks",
+                "message": job.unschedulable, "transitionID": "",
+            }]  # fmt: skip
+        elif phase == "Running":
+            status["conditions"] = [{
+                "type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
+                "message": "", "transitionID": "",
+            }]  # fmt: skip
+        return status
+
+    def _write_status(
+        self, jobs: dict[str, JobInfo], queues: dict[str, QueueInfo], ssn: Session
+    ) -> None:
+        q_counts: dict[str, dict[str, int]] = {
+            n: {"pending": 0, "running": 0, "inqueue": 0, "completed": 0, "unknown": 0}
+            for n in queues
+        }
+        for job in jobs.values():
+            status = self._group_status(job, ssn)
+            q_counts[job.queue][status["phase"].lower()] = (
+                q_counts[job.queue].get(status["phase"].lower(), 0) + 1
+            )
+            last = self._reported.pod_groups.get(job.key)
+            if last == status:
+                continue
+            now = self.clock.monotonic()
+            if (
+                last is not None
+                and {k: v for k, v in last.items() if k not in COUNTS}
+                == {k: v for k, v in status.items() if k not in COUNTS}
+                and now - self._count_written.get(job.key, 0.0) < COUNTS_PERIOD
+            ):
+                continue  # only the pod counts moved: at most one such write per period
+            self._count_written[job.key] = now
+            old = job.group.get("status") or {}
+            stamped = dict(status)
+            if "conditions" in status:
+                prev = {c.get("type"): c for c in old.get("conditions") or ()}
+                conds = []
+                for c in status["conditions"]:
+                    p = prev.get(c["type"])
+                    same = p is not None and p.get("message") == c["message"]
+                    conds.append(
+                        {
+                            **c,
+                            "lastTransitionTime": p.get("lastTransitionTime")
+                            if same and p
+                            else self._now(),
+                        }
+                    )
+                stamped["conditions"] = conds
+            self._submit_status("PodGroup", job.key, job.group, stamped, status)
+        for name, q in queues.items():
+            status = {**q_counts[name], "allocated": {d: str(v) for d, v in q.allocated.items()}}
+            status["allocated"]["cpu"] = f"{q.allocated.get('cpu', 0)}m"
+            if self._reported.queues.get(name) == status:
+                continue
+            self._submit_status("Queue", name, self.queues[name], status, status)
+
+    def _submit_status(self, kind: str, key: str, obj: Obj, stamped: Obj, status: Obj) -> None:
+        """Write a status off the session's thread (a few writes in flight, one per
+        object at a time: a newer status waits for the next session)."""
+        reported = self._reported.pod_groups if kind == "PodGroup" else self._reported.queues
+        with self._status_lock:
+            if (kind, key) in self._status_inflight:
+                return
+            self._status_inflight.add((kind, key))
+
+        def write() -> None:
+            try:
+                self.writer.write_status(kind, obj, stamped)
+                reported[key] = status
+            except NotFound:
+                pass  # deleted meanwhile; its DELETED event follows
+            except Exception:
+                log.exception("status of %s %s", kind, key)
+            finally:
+                with self._status_lock:
+                    self._status_inflight.discard((kind, key))
+
+        if self._status_pool is None:
+            write()
+        else:
+            self._status_pool.submit(write)
+
+    # ---- loop ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._status_pool is not None:
+            self._status_pool.shutdown(wait=True, cancel_futures=True)
+
+    def run(self, stop: threading.Event, period: float = 1.0, min_gap: float = 0.02) -> None:
+        """A session when something changed (at most every `min_gap`), at least every `period`."""
+        while not stop.is_set():
+            self.dirty.wait(period)
+            if stop.is_set():
+                return
+            self.dirty.clear()
+            try:
+                self.run_session()
+            except Exception:
+                log.exception("batch scheduling session failed")
+            stop.wait(min_gap)

@@ -1,0 +1,101 @@
+"""What a plugin may use of the scheduler that runs it: kube-scheduler's framework.Handle.
+
+A plugin factory is `new(args, handle) -> plugin`; the plugin keeps the
+`Handle` and never sees the concrete `Scheduler`. The handle offers:
+
+- the snapshot: `cache` (node infos as arrays and `NodeInfo`s, pods placed or
+  assumed, `node_of`, `pods_on`); read it under `cache.lock` (the scheduling
+  cycle already holds it when a plugin runs);
+- pods and pod groups: `pod_info(key)` (a pending or placed pod),
+  `pod_group(key)` and `group_members(key)`;
+- waiting pods (Permit): `is_waiting`, `allow`, `reject`, and `activate` to
+  pull pods forward in the queue;
+- the plugins runner: `run_pre_filter` and `run_filters` of the pod's own
+  profile (what preemption's dry runs need);
+- the nominator: `nominate(pod, node)` and `clear_nomination(pod)`;
+- the evictor: `evict(pod)` with the pod's own grace period;
+- the binder: `bind(pod, node)`.
+
+Nothing here imports the framework or the scheduler: this is the bottom of
+the plugin API, beneath `framework.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from controlplane.scheduler.cache import Cache
+from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.types import CycleState, Status
+
+Slots = npt.NDArray[np.intp]
+Obj = dict[str, Any]
+
+
+class Handle(Protocol):
+    @property
+    def cache(self) -> Cache:
+        """The scheduler's cache: the snapshot plugins filter and score against."""
+        ...
+
+    # ---- pods and pod groups ----------------------------------------------------
+
+    def pod_info(self, key: str) -> PodInfo | None:
+        """The pod `namespace/name` as this scheduler knows it (pending or placed)."""
+        ...
+
+    def pod_group(self, key: str) -> Obj | None:
+        """The PodGroup object named `namespace/name`, if the scheduler has seen it."""
+        ...
+
+    def group_members(self, key: str) -> Collection[str]:
+        """Keys of the pods that name the group `namespace/name`."""
+        ...
+
+    # ---- waiting pods and the queue ----------------------------------------------
+
+    def is_waiting(self, key: str) -> bool:
+        """Whether the pod waits at Permit, holding its assumed place."""
+        ...
+
+    def allow(self, key: str) -> None:
+        """Let a waiting pod go on to bind."""
+        ...
+
+    def reject(self, key: str, message: str) -> None:
+        """Release a waiting pod's place and send it back to the queue."""
+        ...
+
+    def activate(self, keys: Iterable[str]) -> None:
+        """Move these pods to the active queue (pull gang siblings forward)."""
+        ...
+
+    # ---- plugins runner ----------------------------------------------------------
+
+    def run_pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        """PreFilter of the pod's profile against the cache as it is now."""
+        ...
+
+    def run_filters(self, state: CycleState, pod: PodInfo, slots: Slots) -> Slots:
+        """The slots that pass every Filter of the pod's profile."""
+        ...
+
+    # ---- nominator, evictor, binder ------------------------------------------------
+
+    def nominate(self, pod: PodInfo, node: str) -> None:
+        """Hold `node` for `pod` (status.nominatedNodeName and the cache's nominations)."""
+        ...
+
+    def clear_nomination(self, pod: PodInfo) -> None: ...
+
+    def evict(self, pod: PodInfo) -> None:
+        """Delete a preemption victim with its own terminationGracePeriodSeconds."""
+        ...
+
+    def bind(self, pod: PodInfo, node: str) -> Status:
+        """Write the bind (and the decision's score annotation)."""
+        ...

@@ -1,0 +1,114 @@
+"""A batch scheduler over an in-memory cluster: binds land at once, evictions delete."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from controlplane.api import volcano
+from controlplane.client.clock import Clock, FakeClock
+from controlplane.scheduler.batch import conf as batch_conf
+from controlplane.scheduler.batch.scheduler import BatchScheduler
+from tests.fakes.scheduler_objects import make_node, make_pod
+
+Obj = dict[str, Any]
+
+
+def _stamp(n: int) -> str:
+    return f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z"
+
+
+class Cluster:
+    """The writer: applies binds and evictions and feeds them back as events."""
+
+    def __init__(self) -> None:
+        self.sched: BatchScheduler | None = None
+        self.pods: dict[str, Obj] = {}
+        self.statuses: dict[tuple[str, str], Obj] = {}
+        self.evicted: list[str] = []
+
+    def bind_many(
+        self, items: list[tuple[Obj, str, dict[str, str] | None]]
+    ) -> list[Exception | None]:
+        assert self.sched is not None
+        for pod, node, _ in items:
+            bound = copy.deepcopy(pod)
+            bound["spec"]["nodeName"] = node
+            bound["status"] = {"phase": "Running"}
+            key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+            self.pods[key] = bound
+            self.sched.on_pod(bound)
+        return [None] * len(items)
+
+    def evict(self, pod: Obj, grace_seconds: int) -> None:
+        assert self.sched is not None
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        self.evicted.append(key)
+        self.pods.pop(key, None)
+        self.sched.on_pod(pod, deleted=True)
+
+    def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
+        assert self.sched is not None
+        self.statuses[(kind, obj["metadata"]["name"])] = status
+        new = {**obj, "status": {**(obj.get("status") or {}), **status}}
+        if kind == "PodGroup":
+            self.sched.on_pod_group(new)
+        else:
+            self.sched.on_queue(new)
+
+
+class Env:
+    def __init__(
+        self, conf_text: str = batch_conf.DEFAULT_CONF, clock: Clock | None = None
+    ) -> None:
+        self.cluster = Cluster()
+        self.sched = BatchScheduler(
+            batch_conf.load(conf_text), self.cluster, clock=clock or FakeClock()
+        )
+        self.cluster.sched = self.sched
+        self.queue("default")
+
+    def nodes(self, n: int, cpu: str = "4", memory: str = "8Gi") -> None:
+        for i in range(n):
+            self.sched.on_node(make_node(f"n{i}", cpu=cpu, memory=memory))
+
+    def queue(self, name: str, weight: int = 1, **spec: Any) -> None:
+        self.sched.on_queue({
+            "metadata": {"name": name},
+            "spec": {"weight": weight, "reclaimable": True, **spec},
+            "status": {"state": "Open"},
+        })  # fmt: skip
+
+    def job(self, name: str, tasks: int, cpu: str = "1", min_member: int | None = None,
+            queue: str = "default", priority: int = 0, namespace: str = "default",
+            best_effort: bool = False) -> None:  # fmt: skip
+        mm = tasks if min_member is None else min_member
+        self.sched.on_pod_group({
+            "apiVersion": volcano.SCHEDULING_API, "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace,
+                         "creationTimestamp": _stamp(len(self.sched.groups))},
+            "spec": {"minMember": mm, "queue": queue,
+                     "minResources": {"cpu": str(int(float(cpu) * mm))}},
+            "status": {"phase": "Pending"},
+        })  # fmt: skip
+        for i in range(tasks):
+            pod = make_pod(
+                f"{name}-t-{i}", cpu=None if best_effort else cpu, namespace=namespace,
+                scheduler_name="volcano", priority=priority,
+                annotations={volcano.GROUP_NAME_ANNOTATION: name, volcano.TASK_SPEC: "t"},
+            )  # fmt: skip
+            self.sched.on_pod(pod)
+
+    def run(self, sessions: int = 3) -> None:
+        for _ in range(sessions):
+            self.sched.run_session()
+
+    def bound(self, prefix: str = "") -> dict[str, str]:
+        return {
+            k: p["spec"]["nodeName"]
+            for k, p in self.cluster.pods.items()
+            if k.split("/", 1)[1].startswith(prefix)
+        }
+
+    def group_status(self, name: str) -> Obj:
+        return self.cluster.statuses.get(("PodGroup", name), {})

@@ -1,0 +1,172 @@
+"""The batch scheduler's actions and plugins on an in-memory cluster (Volcano's semantics)."""
+
+from __future__ import annotations
+
+from tests.fakes.scheduler_objects import make_node
+
+from .harness import Env
+
+
+def test_gang_is_all_or_nothing() -> None:
+    env = Env()
+    env.nodes(5, cpu="1")
+    env.job("big", 6)
+    env.run()
+    assert env.bound() == {}
+    st = env.group_status("big")
+    assert st["phase"] == "Inqueue"
+    (cond,) = st["conditions"]
+    assert cond["type"] == "Unschedulable" and "6/6 tasks in gang unschedulable" in cond["message"]
+    assert "Insufficient cpu" in cond["message"]
+    env.sched.on_node(make_node("n5", cpu="1"))  # room for the sixth: the gang starts whole
+    env.run()
+    assert len(env.bound("big")) == 6
+    assert env.group_status("big")["phase"] == "Running"
+
+
+def _share(env: Env, prefix: str) -> int:
+    return len(env.bound(prefix))
+
+
+def test_two_weighted_queues_share_a_full_cluster_one_to_three() -> None:
+    env = Env()
+    env.nodes(20)  # 80 cpus
+    env.queue("a", weight=1)
+    env.queue("b", weight=3)
+    for i in range(40):
+        env.job(f"a{i}", 2, queue="a")
+        env.job(f"b{i}", 2, queue="b")
+    env.run(6)
+    a, b = _share(env, "a"), _share(env, "b")
+    assert a + b == 80
+    assert abs(a / 80 - 0.25) <= 0.05 and abs(b / 80 - 0.75) <= 0.05, (a, b)
+
+
+RECLAIM = """
+actions: "enqueue, allocate, reclaim, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+def test_reclaim_gives_a_new_queue_its_deserved_share() -> None:
+    env = Env(RECLAIM)
+    env.nodes(4)  # 16 cpus
+    env.queue("a")
+    env.queue("b")
+    for i in range(8):
+        env.job(f"a{i}", 4, min_member=1, queue="a")  # surplus above minMember 1
+    env.run()
+    assert _share(env, "a") == 16
+    env.job("b0", 8, min_member=8, queue="b")
+    env.run(4)
+    assert _share(env, "b0") == 8 and _share(env, "a") == 8
+    # Each of queue a's running gangs (a0..a3) kept at least its minMember.
+    placed = env.bound("a")
+    assert all(any(k.startswith(f"default/a{i}-") for k in placed) for i in range(4))
+
+
+def test_reclaim_respects_reclaimable_false() -> None:
+    env = Env(RECLAIM)
+    env.nodes(2)
+    env.queue("a", reclaimable=False)
+    env.queue("b")
+    for i in range(4):
+        env.job(f"a{i}", 2, min_member=1, queue="a")
+    env.run()
+    env.job("b0", 2, queue="b")
+    env.run(3)
+    assert env.cluster.evicted == [] and _share(env, "b0") == 0
+
+
+def test_drf_orders_jobs_by_dominant_share() -> None:
+    env = Env()
+    env.nodes(1, cpu="6")
+    env.job("rich", 3, min_member=1)
+    env.run()
+    # rich holds 3 cpus; of two new jobs wanting the last 3, the one whose
+    # job has the smaller dominant share goes first.
+    env.job("rich2", 1, cpu="3")  # newer owner job, share 0
+    env.sched.on_pod(  # one more task of `rich`, pending, older job, share 0.5
+        __import__("tests.fakes.scheduler_objects", fromlist=["make_pod"]).make_pod(
+            "rich-t-9", cpu="3", scheduler_name="volcano",
+            annotations={"scheduling.k8s.io/group-name": "rich", "volcano.sh/task-spec": "t"},
+        )
+    )  # fmt: skip
+    env.run()
+    assert "default/rich2-t-0" in env.bound() and "default/rich-t-9" not in env.bound()
+
+
+PREEMPT = """
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf, enablePreemptable: false}, {name: predicates}, {name: proportion},
+            {name: nodeorder}]
+"""
+
+
+def test_preempt_by_priority_inside_a_queue() -> None:
+    env = Env(PREEMPT)
+    env.nodes(2)  # 8 cpus
+    env.job("low", 8, min_member=1, priority=1)
+    env.run()
+    assert _share(env, "low") == 8
+    env.job("high", 3, priority=100)
+    env.run(3)
+    assert _share(env, "high") == 3
+    assert len(env.cluster.evicted) == 3 and all("low" in k for k in env.cluster.evicted)
+
+
+def test_no_eviction_for_a_gang_that_would_still_not_fit() -> None:
+    env = Env(PREEMPT)
+    env.nodes(2)
+    env.job("low", 4, min_member=4, priority=1)  # a running gang: no surplus
+    env.job("low2", 4, min_member=1, priority=1)
+    env.run()
+    assert _share(env, "low") == 8
+    env.job("huge", 6, priority=100)  # could free only low2's 3 surplus + 1
+    env.run(3)
+    assert env.cluster.evicted == [] and _share(env, "huge") == 0
+
+
+def test_backfill_places_best_effort_pods() -> None:
+    env = Env()
+    env.nodes(1, cpu="1")
+    env.job("full", 1)
+    env.job("be", 3, best_effort=True, min_member=0)
+    env.run()
+    assert len(env.bound("be")) == 3
+
+
+BINPACK = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder},
+            {name: binpack, arguments: {binpack.weight: 10}}]
+"""
+
+
+def test_binpack_fills_nodes() -> None:
+    env = Env(BINPACK)
+    env.nodes(4)
+    for i in range(4):
+        env.job(f"j{i}", 1)
+        env.run(1)
+    assert len(set(env.bound().values())) == 1
+
+
+def test_reclaim_stops_at_a_queue_guarantee() -> None:
+    env = Env(RECLAIM)
+    env.nodes(4)  # 16 cpus
+    env.queue("a", guarantee={"resource": {"cpu": "12"}})
+    env.queue("b")
+    for i in range(4):
+        env.job(f"a{i}", 4, min_member=1, queue="a")
+    env.run()
+    assert _share(env, "a") == 16
+    env.job("b0", 8, min_member=1, queue="b")
+    env.run(4)
+    assert _share(env, "a") == 12 and _share(env, "b0") == 4
