@@ -16,7 +16,7 @@ from typing import Any
 
 from agent.cri_client import CRIClient, CRIError
 from agent.network import NetworkConfigurator, node_ip, peers
-from agent.node_resources import NodeResources, node_pressure_taints
+from agent.node_resources import NodeResources
 from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
 from agent.pleg import Pleg
 from controlplane.client import errors
@@ -130,7 +130,6 @@ class NodeLoops:
             self.reporter.maybe_update(
                 self.node_status((node or {}).get("status")), self.clock.now()
             )
-            self.sync_pressure_taints(node)
         except errors.ApiError as err:
             log.warning("node=%s heartbeat failed: %s", self.node.name, err)
 
@@ -151,14 +150,3 @@ class NodeLoops:
                 self.cri.update_runtime_config(cidr)
             except CRIError as err:
                 log.warning("UpdateRuntimeConfig failed: %s", err)
-
-    def sync_pressure_taints(self, node: Mapping[str, Any] | None) -> None:
-        """The node taints itself with the pressure taints of its conditions."""
-        res = self.resources
-        if node is None or res is None or res.manager is None:
-            return
-        taints = list((node.get("spec") or {}).get("taints") or [])
-        new = node_pressure_taints(taints, res.pressures())
-        if new is not None:
-            self.reporter.api.patch("Node", self.node.name, {"spec": {"taints": new}})
-            log.info("node=%s taints now %s", self.node.name, [x["key"] for x in new])

@@ -17,10 +17,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agent.admission import pod_requests
 from agent.container_gc import ContainerGCPolicy, DeadContainer, containers_to_remove
@@ -303,19 +302,3 @@ class NodeResources:
     def stop(self) -> None:
         self.wake.set()
         self.notifier.disarm()
-
-
-def node_pressure_taints(
-    taints: Sequence[Mapping[str, Any]], pressures: Mapping[str, str]
-) -> list[dict[str, Any]] | None:
-    """The Node's taints with the pressure taints matching `pressures`
-    (NoSchedule, as TaintNodesByCondition); None if nothing changes."""
-    from agent.eviction.manager import TAINT_OF
-
-    want = {TAINT_OF[c] for c in pressures if c in TAINT_OF}
-    ours = set(TAINT_OF.values())
-    kept = [dict(x) for x in taints if x.get("key") not in ours or x.get("key") in want]
-    have = {x.get("key") for x in kept}
-    added = [{"key": k, "effect": "NoSchedule"} for k in sorted(want - have)]
-    out = kept + added
-    return None if len(out) == len(taints) and not added else out

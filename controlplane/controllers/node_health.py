@@ -29,6 +29,13 @@ from controlplane.api.taints import tolerates
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+# TaintNodesByCondition: a pressure condition that is True puts its NoSchedule
+# taint on the node (the node itself may not change its taints).
+PRESSURE_TAINTS = {
+    "MemoryPressure": "node.kubernetes.io/memory-pressure",
+    "DiskPressure": "node.kubernetes.io/disk-pressure",
+    "PIDPressure": "node.kubernetes.io/pid-pressure",
+}
 DEFAULT_GRACE = 40.0
 DEFAULT_TOLERATION_SECONDS = 300
 UNHEALTHY_ZONE_THRESHOLD = 0.55
@@ -55,7 +62,12 @@ def node_health(
     return Health(ready_status or "Unknown", False, stale_at)
 
 
-def wanted_taints(ready: str, unschedulable: bool) -> list[dict[str, str]]:
+def wanted_taints(
+    ready: str, unschedulable: bool, pressures: Sequence[str] = ()
+) -> list[dict[str, str]]:
+    """The taints this controller manages that the node should carry:
+    not-ready/unreachable (NoSchedule and NoExecute), unschedulable, and the
+    NoSchedule taint of each pressure condition in `pressures` that is True."""
     taints: list[dict[str, str]] = []
     if ready == "False":
         taints += [
@@ -69,10 +81,21 @@ def wanted_taints(ready: str, unschedulable: bool) -> list[dict[str, str]]:
         ]
     if unschedulable:
         taints.append({"key": UNSCHEDULABLE, "effect": "NoSchedule"})
+    taints += [{"key": PRESSURE_TAINTS[c], "effect": "NoSchedule"} for c in pressures]
     return taints
 
 
-MANAGED_KEYS = (NOT_READY, UNREACHABLE, UNSCHEDULABLE)
+def pressures(node: Mapping[str, Any]) -> list[str]:
+    """The pressure conditions of `node` that are True."""
+    conds = (node.get("status") or {}).get("conditions") or []
+    return [
+        str(c["type"])
+        for c in conds
+        if c.get("type") in PRESSURE_TAINTS and c.get("status") == "True"
+    ]
+
+
+MANAGED_KEYS = (NOT_READY, UNREACHABLE, UNSCHEDULABLE, *PRESSURE_TAINTS.values())
 
 
 def merge_taints(

@@ -246,7 +246,12 @@ class NodeLifecycleController(Controller):
 
     def _taint(self, node: Object, ready: str, now: float) -> float | None:
         spec = podutil.spec(node)
-        wanted = node_health.wanted_taints(ready, bool(spec.get("unschedulable")))
+        # Conditions a node no longer reports (Unknown after a lost heartbeat)
+        # keep none of their taints, as Kubernetes' TaintNodesByCondition.
+        stale = ready == "Unknown"
+        wanted = node_health.wanted_taints(
+            ready, bool(spec.get("unschedulable")), [] if stale else node_health.pressures(node)
+        )
         if node_health.merge_taints(list(spec.get("taints") or []), wanted, "") is None:
             return None  # nothing to change (as far as the cache knows)
         # A change is due: decide on the node as the API server has it now, so

@@ -8,7 +8,7 @@ A Guaranteed pod idles; a BestEffort pod fills shell variables, 10 MB
 at a time, up to 450 MB (the pods' root is capped at allocatable, 700Mi). The BestEffort pod is evicted (phase Failed, reason Evicted, a
 message naming the signal) within 10 s of the pods' working set crossing
 the threshold; the Guaranteed pod keeps running; the node reports
-MemoryPressure and taints itself; the agent and runtime survive.
+MemoryPressure (the node lifecycle controller taints it); the agent and runtime survive.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ import grpc
 import pytest
 
 from agent.cri_client import CRIError
-from agent.node_resources import node_pressure_taints
 from agent.node_status import NodeConfig, Readings, node_status
 from agent.pleg import Pleg
 from agent.runtime_view import PodRecord
@@ -74,12 +73,3 @@ def test_conditions_from_the_eviction_manager_and_runtime_problems() -> None:
     assert "ContainerRuntimeUnhealthy" not in conds(plain)
     wedged = node_status(cfg, READINGS, "x://1", "PLEG is not healthy: ...", [])
     assert conds(wedged)["Ready"][:2] == ("False", "AgentNotReady")
-
-
-def test_pressure_taints() -> None:
-    mine = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
-    added = node_pressure_taints([mine], {"MemoryPressure": "m"})
-    assert added == [mine, {"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"}]
-    assert node_pressure_taints(added, {"MemoryPressure": "m"}) is None
-    assert node_pressure_taints(added, {}) == [mine]
-    assert node_pressure_taints([mine], {}) is None

@@ -160,6 +160,41 @@ def test_not_ready_node_gets_not_ready_taints(env):
     e.wait(lambda: (node_health.NOT_READY, "NoExecute") in taint_keys(e, "n1"))
 
 
+def test_pressure_conditions_taint_the_node_and_clear(env):
+    """TaintNodesByCondition: the controller, not the node, puts a pressure
+    condition's NoSchedule taint on and takes it off; taints of others stay."""
+    e = env("nodelifecycle")
+    now = format_time(e.clock.now())
+    n = node("n1", now=now)
+    n["spec"]["taints"] = [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]
+    n["status"]["conditions"].append(
+        {"type": "MemoryPressure", "status": "True", "lastHeartbeatTime": now}
+    )
+    e.client.create("Node", n)
+    e.client.create("Lease", lease("n1", now))
+    pressure = ("node.kubernetes.io/memory-pressure", "NoSchedule")
+    e.wait(lambda: pressure in taint_keys(e, "n1"))
+    assert ("dedicated", "NoSchedule") in taint_keys(e, "n1")
+    cur = e.client.get("Node", "n1")
+    for c in cur["status"]["conditions"]:
+        if c["type"] == "MemoryPressure":
+            c["status"] = "False"
+    e.client.update_status("Node", cur)
+    e.wait(lambda: taint_keys(e, "n1") == {("dedicated", "NoSchedule")})
+
+
+def test_pressure_taints_follow_conditions() -> None:
+    wanted = node_health.wanted_taints("True", False, ["MemoryPressure", "PIDPressure"])
+    assert wanted == [
+        {"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/pid-pressure", "effect": "NoSchedule"},
+    ]
+    assert node_health.pressures(
+        {"status": {"conditions": [{"type": "DiskPressure", "status": "True"},
+                                   {"type": "MemoryPressure", "status": "False"}]}}
+    ) == ["DiskPressure"]  # fmt: skip
+
+
 def test_eviction_is_rate_limited_in_full_disruption(env):
     e = env("nodelifecycle")
     now = format_time(e.clock.now())
