@@ -26,7 +26,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.api import volcano
+from controlplane.api import rfc3339, volcano
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions, Object
 from controlplane.client.store import object_key
@@ -380,7 +380,7 @@ class VolcanoJobController(Controller):
                 "message": "",
                 "lastTransitionTime": old_state.get("lastTransitionTime")
                 if phase == old_state.get("phase")
-                else podutil.format_time(self.clock.now()),
+                else rfc3339.format_time(self.clock.now()),
             },
             "minAvailable": int(podutil.spec(job).get("minAvailable") or 0),
             **counts,
@@ -402,7 +402,7 @@ class VolcanoJobController(Controller):
         ttl = podutil.spec(job).get("ttlSecondsAfterFinished")
         if phase not in FINISHED or ttl is None:
             return None
-        since = podutil.parse_time(
+        since = rfc3339.parse_time(
             (podutil.status(job).get("state") or {}).get("lastTransitionTime")
         )
         left = (since or self.clock.now()) + int(ttl) - self.clock.now()
