@@ -45,10 +45,10 @@ from controlplane.api import volumes as v
 from controlplane.client.apiclient import connect, join
 from controlplane.client.interface import ListOptions
 from controlplane.scheduler import config
-from controlplane.scheduler.binder import InMemoryCluster
 from controlplane.scheduler.scheduler import from_config
 from controlplane.scheduler.volume_state import InMemoryVolumeWriter
 from tests.fakes.fake_runtime import serve_fake_runtime
+from tests.fakes.scheduler_cluster import InMemoryCluster
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
 

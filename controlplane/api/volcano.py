@@ -185,6 +185,43 @@ def validate_job(
     queue = spec.get("queue")
     if queue is not None and (not isinstance(queue, str) or not queue):
         e.add("spec.queue", "must be a queue name")
+    _volumes(e, spec.get("volumes"))
+
+
+def _volumes(e: Errors, volumes: Any) -> None:
+    """Volcano's job IO check: each volume has a unique mountPath and names an
+    existing claim (volumeClaimName) or describes a new one (volumeClaim), not both."""
+    if volumes is None:
+        return
+    if not isinstance(volumes, list):
+        e.add("spec.volumes", "must be a list")
+        return
+    paths: set[str] = set()
+    for i, vol in enumerate(volumes):
+        where = f"spec.volumes[{i}]"
+        if not isinstance(vol, dict):
+            e.add(where, "must be an object")
+            continue
+        path = vol.get("mountPath")
+        if not isinstance(path, str) or not path:
+            e.add(f"{where}.mountPath", "mountPath is required")
+        elif path in paths:
+            e.add(f"{where}.mountPath", f"duplicated mountPath: {path}")
+        else:
+            paths.add(path)
+        name, claim = vol.get("volumeClaimName"), vol.get("volumeClaim")
+        if name is not None and (not isinstance(name, str) or not name):
+            e.add(f"{where}.volumeClaimName", "must be a claim name")
+        if claim is not None and not isinstance(claim, dict):
+            e.add(f"{where}.volumeClaim", "must be a PersistentVolumeClaim spec")
+        if not name and claim is None:
+            e.add(where, "either volumeClaim or volumeClaimName must be specified")
+        elif name and claim is not None:
+            e.add(
+                where,
+                "conflict: to use an existing claim give only volumeClaimName; "
+                "to create one give only volumeClaim",
+            )
 
 
 def validate_queue(

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.api import volcano
+from controlplane.api import rfc3339, volcano
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions, Object
 from controlplane.client.store import object_key
@@ -75,6 +75,7 @@ class VolcanoJobController(Controller):
         self.jobs = self.watch(volcano.JOB_KEY)
         self.pods = self.watch("Pod")
         self.groups = self.watch("PodGroup")
+        self.claims = self.watch("PersistentVolumeClaim")
         ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
         ensure_indexer(self.pods, ORPHANS, orphan_index)
         self.refs = ControllerRefManager(ctx.client, volcano.JOB_KEY, "Pod")
@@ -212,7 +213,11 @@ class VolcanoJobController(Controller):
             # (Not in the sync that ends a restart: the new pods come once the new
             # version is stored, or a sync reading the old state would kill them.)
             self._ensure_plugins(job)
-            pods = self._create_missing(job, pods, version)
+            waiting = self._ensure_volumes(job)
+            if waiting:  # as Volcano: the job stays Pending until its claims exist
+                self.enqueue_after(key, 1.0)
+            else:
+                pods = self._create_missing(job, pods, version)
         counts = self._counts(pods)
         if (
             phase == "Pending"
@@ -304,6 +309,19 @@ class VolcanoJobController(Controller):
         if "ssh" in plugins and "plugin-ssh" not in status:
             self._create("Secret", vcjob_pods.ssh_secret(job))
 
+    def _ensure_volumes(self, job: Object) -> str:
+        """Create the claims of the job's volumes; the first named claim missing, if any."""
+        ns = podutil.namespace_of(job)
+        for i, vol in enumerate(vcjob_pods.volumes(job)):
+            name = vcjob_pods.claim_name(job, i, vol)
+            if self.claims.store.get(name, ns) is not None:
+                continue
+            claim = vcjob_pods.job_claim(job, i, vol)
+            if claim is None:
+                return name
+            self._create("PersistentVolumeClaim", claim)
+        return ""
+
     def _create_missing(self, job: Object, pods: list[Object], version: int) -> list[Object]:
         have = {podutil.name_of(p) for p in pods}
         ns = podutil.namespace_of(job)
@@ -380,14 +398,23 @@ class VolcanoJobController(Controller):
                 "message": "",
                 "lastTransitionTime": old_state.get("lastTransitionTime")
                 if phase == old_state.get("phase")
-                else podutil.format_time(self.clock.now()),
+                else rfc3339.format_time(self.clock.now()),
             },
             "minAvailable": int(podutil.spec(job).get("minAvailable") or 0),
             **counts,
             "version": version,
             "retryCount": retries,
             "taskStatusCount": per_task,
-            "controlledResources": {f"plugin-{n}": n for n in plugins if n in ("svc", "ssh")},
+            "controlledResources": {
+                **{f"plugin-{n}": n for n in plugins if n in ("svc", "ssh")},
+                **{
+                    f"volume-pvc-{c}": c
+                    for c in (
+                        vcjob_pods.claim_name(job, i, vol)
+                        for i, vol in enumerate(vcjob_pods.volumes(job))
+                    )
+                },
+            },
         }
         if all(old.get(k) == v for k, v in status.items()):
             return True
@@ -402,7 +429,7 @@ class VolcanoJobController(Controller):
         ttl = podutil.spec(job).get("ttlSecondsAfterFinished")
         if phase not in FINISHED or ttl is None:
             return None
-        since = podutil.parse_time(
+        since = rfc3339.parse_time(
             (podutil.status(job).get("state") or {}).get("lastTransitionTime")
         )
         left = (since or self.clock.now()) + int(ttl) - self.clock.now()

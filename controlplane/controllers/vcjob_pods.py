@@ -1,6 +1,14 @@
 """What a Volcano Job owns, built as plain objects: its PodGroup, its task pods,
-and what its plugins add (svc: a headless Service and a hosts ConfigMap; env:
-the task index; ssh: a key pair in a Secret). Pure: no client, no clock.
+the claims of its `spec.volumes`, and what its plugins add (svc: a headless
+Service and a hosts ConfigMap; env: the task index; ssh: a key pair in a
+Secret). Pure: no client, no clock.
+
+Job volumes are Volcano's: a volume with `volumeClaim` (a claim spec) gets a
+claim `<job>-volume-<suffix>` owned by the job, one with `volumeClaimName`
+uses that existing claim; every task pod mounts each at its `mountPath`.
+Volcano draws the suffix at random and writes it back into the job; ours is
+derived from the job's uid and the volume's index, so every sync names the
+same claim without a write to the job.
 
 Names are Volcano's: pods `<job>-<task>-<index>`, the PodGroup
 `<job>-<job uid>`, the Service `<job>`, ConfigMap `<job>-svc`, Secret
@@ -11,6 +19,7 @@ index, queue, job version, and `scheduling.k8s.io/group-name`).
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -78,6 +87,52 @@ def pod_group(job: Mapping[str, Any]) -> Object:
     }
 
 
+def volumes(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [v for v in podutil.spec(job).get("volumes") or [] if isinstance(v, dict)]
+
+
+def claim_name(job: Mapping[str, Any], index: int, volume: Mapping[str, Any]) -> str:
+    """The claim a job volume mounts: the one it names, or the one made for it."""
+    given = volume.get("volumeClaimName")
+    if given:
+        return str(given)
+    digest = hashlib.sha256(f"{podutil.uid_of(job)}/{index}".encode()).hexdigest()
+    return f"{podutil.name_of(job)}-volume-{digest[:12]}"
+
+
+def job_claim(job: Mapping[str, Any], index: int, volume: Mapping[str, Any]) -> Object | None:
+    """The claim to create for a job volume (None when it names an existing claim)."""
+    spec = volume.get("volumeClaim")
+    if volume.get("volumeClaimName") or not isinstance(spec, dict):
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": claim_name(job, index, volume),
+            "namespace": podutil.namespace_of(job),
+            "ownerReferences": [podutil.owner_ref(job)],
+        },
+        "spec": copy.deepcopy(spec),
+    }
+
+
+def _mount_claims(job: Mapping[str, Any], pod_spec: Object) -> None:
+    """Each job volume's claim as a pod volume, mounted in every container."""
+    by_claim: dict[str, str] = {}
+    for i, vol in enumerate(volumes(job)):
+        claim = claim_name(job, i, vol)
+        name = by_claim.setdefault(claim, f"volcano-volume-{i}")
+        if name == f"volcano-volume-{i}":
+            pod_spec.setdefault("volumes", []).append(
+                {"name": name, "persistentVolumeClaim": {"claimName": claim}}
+            )
+        for c in _containers(pod_spec):
+            c.setdefault("volumeMounts", []).append(
+                {"name": name, "mountPath": str(vol.get("mountPath"))}
+            )
+
+
 def task_pod(job: Mapping[str, Any], task: Mapping[str, Any], index: int, version: int) -> Object:
     spec = podutil.spec(job)
     name = podutil.name_of(job)
@@ -108,6 +163,7 @@ def task_pod(job: Mapping[str, Any], task: Mapping[str, Any], index: int, versio
         pod_spec["schedulerName"] = spec.get("schedulerName") or volcano.SCHEDULER_NAME
     if spec.get("priorityClassName") and not pod_spec.get("priorityClassName"):
         pod_spec["priorityClassName"] = spec["priorityClassName"]
+    _mount_claims(job, pod_spec)
     plugins = spec.get("plugins") or {}
     if "env" in plugins:
         _env(pod_spec, [("VK_TASK_INDEX", str(index)), ("VC_TASK_INDEX", str(index))])

@@ -3,8 +3,9 @@
 `EventHandlers` is kube-scheduler's eventhandlers.go: a bound pod goes to the
 cache (our own bind coming back confirms its assumption without re-parsing
 it), a pending pod this scheduler is responsible for goes to the queue, a
-deleted pod leaves both and releases a Permit wait, and node or PodGroup
-changes move unschedulable pods that may now fit.
+deleted pod leaves both and releases a Permit wait, claims, volumes and
+classes go to the volume state, and node, PodGroup or storage changes move
+unschedulable pods that may now fit.
 """
 
 from __future__ import annotations
@@ -24,10 +25,16 @@ from controlplane.scheduler.types import (
     POD_ADD,
     POD_DELETE,
     POD_GROUP_CHANGE,
+    Action,
+    ClusterEvent,
+    Resource,
 )
+from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
+from controlplane.scheduler.volume_state import VolumeState
 from controlplane.scheduler.waiting import WaitingPods
 
 Obj = dict[str, Any]
+_ACTIONS = {"ADDED": Action.ADD, "DELETED": Action.DELETE}
 
 
 def _relevant(old: Obj, new: Obj) -> bool:
@@ -60,6 +67,7 @@ class EventHandlers:
         cache: Cache,
         queue: SchedulingQueue,
         groups: PodGroups,
+        volumes: VolumeState,
         waiting: WaitingPods,
         pod_info: Callable[[Obj], PodInfo],
         responsible: Callable[[PodInfo], bool],
@@ -67,6 +75,7 @@ class EventHandlers:
         self.cache = cache
         self.queue = queue
         self.groups = groups
+        self.volumes = volumes
         self.waiting = waiting
         self.pod_info = pod_info
         self.responsible = responsible
@@ -172,6 +181,13 @@ class EventHandlers:
         self.groups.put(group, deleted)
         self.queue.move_on_event(POD_GROUP_CHANGE)
 
+    def on_storage(self, kind: str, type_: str, obj: Obj) -> None:
+        """A claim, volume or class changed (ADDED/MODIFIED/DELETED): pods waiting on
+        volumes may fit now."""
+        self.volumes.on_event(kind, type_, obj)
+        action = _ACTIONS.get(type_, Action.UPDATE)
+        self.queue.move_on_event(ClusterEvent(Resource(kind), action))
+
     def handle(self, kind: str, type_: str, obj: Obj) -> None:
         """Dispatch one watch event (kind, ADDED/MODIFIED/DELETED, object)."""
         if kind == "Pod":
@@ -188,3 +204,5 @@ class EventHandlers:
             }[type_](obj)
         elif kind == "PodGroup":
             self.on_pod_group(obj, deleted=type_ == "DELETED")
+        elif kind in STORAGE_KINDS:
+            self.on_storage(kind, type_, obj)

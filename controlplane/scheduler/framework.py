@@ -29,6 +29,12 @@ The plugin interface (changed from `SchedulerAware.attach(Scheduler)`):
   handle's method (`scheduler.pod_groups.get(k)` -> `handle.pod_group(k)`,
   `scheduler.writer.evict(p, g)` -> `handle.evict(podinfo)`,
   `scheduler.profiles[...].run_filters(...)` -> `handle.run_filters(...)`).
+  Storage: `scheduler.volumes` -> `handle.volumes` (read-only, for
+  PreFilter/Filter) and `handle.volume_binder` (assume, hold, bind, wait:
+  for Reserve/Unreserve/PreBind).
+- A PreBind plugin that can tell it has nothing to do for a pod defines
+  `pre_bind_pre_flight` returning SKIP; profiles whose PreBind plugins all do
+  keep the batched binder for such pods.
 - Extension-point method signatures are unchanged.
 """
 
@@ -150,6 +156,16 @@ class PreBindPlugin(Protocol):
     name: str
 
     def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+
+@runtime_checkable
+class PreBindPreFlightPlugin(Protocol):
+    """A PreBind plugin that can tell beforehand it has nothing to do (kube-scheduler's
+    PreBindPreFlight): SKIP means its PreBind would do nothing for this pod."""
+
+    name: str
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
 
 
 @runtime_checkable
@@ -529,6 +545,19 @@ class Framework:
             if not st.ok:
                 return st.with_plugin(p.name)
         return SUCCESS
+
+    def pre_binds_skippable(self) -> bool:
+        """Whether every PreBind plugin can say beforehand that it has nothing to do."""
+        return all(isinstance(p, PreBindPreFlightPlugin) for p in self.pre_binds)
+
+    def pre_bind_has_work(self, state: CycleState, pod: PodInfo, node: str) -> bool:
+        """Whether some PreBind plugin has work for this pod (True unless all say SKIP)."""
+        for p in self.pre_binds:
+            if not isinstance(p, PreBindPreFlightPlugin):
+                return True
+            if p.pre_bind_pre_flight(state, pod, node).code != Code.SKIP:
+                return True
+        return False
 
     def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         for p in self.binders:

@@ -14,7 +14,11 @@ A plugin factory is `new(args, handle) -> plugin`; the plugin keeps the
   profile (what preemption's dry runs need);
 - the nominator: `nominate(pod, node)` and `clear_nomination(pod)`;
 - the evictor: `evict(pod)` with the pod's own grace period;
-- the binder: `bind(pod, node)`.
+- the binder: `bind(pod, node)`;
+- storage: `volumes` (claims, volumes, classes: read-only, all PreFilter and
+  Filter may use) and `volume_binder` (assume volumes, hold claims in
+  flight, write claimRefs and selected nodes, wait for the PV controller:
+  for Reserve, Unreserve and PreBind).
 
 Nothing here imports the framework or the scheduler: this is the bottom of
 the plugin API, beneath `framework.py`.
@@ -31,6 +35,7 @@ import numpy.typing as npt
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState, Status
+from controlplane.scheduler.volume_state import VolumeBinder, VolumeLister
 
 Slots = npt.NDArray[np.intp]
 Obj = dict[str, Any]
@@ -98,4 +103,16 @@ class Handle(Protocol):
 
     def bind(self, pod: PodInfo, node: str) -> Status:
         """Write the bind (and the decision's score annotation)."""
+        ...
+
+    # ---- storage -------------------------------------------------------------------
+
+    @property
+    def volumes(self) -> VolumeLister:
+        """Claims, volumes and classes as the informers last saw them (read-only)."""
+        ...
+
+    @property
+    def volume_binder(self) -> VolumeBinder:
+        """Assume, provision and bind claims (Reserve, Unreserve, PreBind only)."""
         ...

@@ -23,6 +23,10 @@ SELECTOR_SPREAD = "SelectorSpread"
 DEFAULT_PREEMPTION = "DefaultPreemption"
 COSCHEDULING = "Coscheduling"
 DEFAULT_BINDER = "DefaultBinder"
+VOLUME_RESTRICTIONS = "VolumeRestrictions"
+NODE_VOLUME_LIMITS = "NodeVolumeLimits"
+VOLUME_BINDING = "VolumeBinding"
+VOLUME_ZONE = "VolumeZone"
 
 # The default profile, in filter order, with kube-scheduler's default score weights.
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
@@ -34,6 +38,10 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (NODE_PORTS, 0),
     (NODE_RESOURCES_FIT, 1),
     (NODE_CONDITIONS, 0),
+    (VOLUME_RESTRICTIONS, 0),
+    (NODE_VOLUME_LIMITS, 0),
+    (VOLUME_BINDING, 0),
+    (VOLUME_ZONE, 0),
     (POD_TOPOLOGY_SPREAD, 2),
     (INTER_POD_AFFINITY, 2),
     (BALANCED_ALLOCATION, 1),

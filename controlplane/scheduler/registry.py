@@ -25,10 +25,14 @@ from controlplane.scheduler.plugins import (
     node_ports,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     selector_spread,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 Factory = Callable[[dict[str, Any], Handle], Any]
@@ -50,6 +54,10 @@ REGISTRY: dict[str, Factory] = {
     default_preemption.NAME: default_preemption.new,
     coscheduling.NAME: coscheduling.new,
     default_binder.NAME: default_binder.new,
+    volume_restrictions.NAME: volume_restrictions.new,
+    node_volume_limits.NAME: node_volume_limits.new,
+    volume_binding.NAME: volume_binding.new,
+    volume_zone.NAME: volume_zone.new,
 }
 
 __all__ = ["DEFAULT_PLUGINS", "REGISTRY", "Factory"]

@@ -3,8 +3,8 @@
 `start(client, stop)` is the `skiff controlplane` component hook (see
 controlplane/main.py COMPONENTS): it starts a thread that campaigns for the
 `kube-system/skiff-scheduler` Lease and, while leading, runs a
-`SchedulerService` — shared informers for Pods, Nodes and PodGroups feeding
-the scheduler's handlers, the scheduling loop, binds on a thread pool through
+`SchedulerService` — shared informers for Pods, Nodes, PodGroups and the
+storage kinds (claims, volumes, classes) feeding the scheduler's handlers, the scheduling loop, binds on a thread pool through
 `ApiClusterWriter`. Losing the lease stops the service; a new term starts a
 fresh one (fresh cache, relisted state).
 
@@ -38,6 +38,8 @@ from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, 
 from controlplane.scheduler import config as sched_config
 from controlplane.scheduler.binder import ApiClusterWriter, BindError, ThreadExecutor
 from controlplane.scheduler.scheduler import Scheduler, from_config
+from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
+from controlplane.scheduler.volume_state import ApiVolumeWriter
 
 log = logging.getLogger("skiff.scheduler")
 Obj = dict[str, Any]
@@ -113,6 +115,18 @@ class SchedulerService:
             s.on_pod_group,
             lambda old, new: s.on_pod_group(new),
             lambda obj: s.on_pod_group(obj, deleted=True),
+        )
+        # Claims, volumes and classes for the volume plugins, which write through the client.
+        s.volumes.writer = ApiVolumeWriter(client)
+        for kind in STORAGE_KINDS:
+            self._watch_storage(kind)
+
+    def _watch_storage(self, kind: str) -> None:
+        on = self.scheduler.on_storage
+        self.factory.informer_for(kind).add_event_handler(
+            lambda obj: on(kind, "ADDED", obj),
+            lambda old, new: on(kind, "MODIFIED", new),
+            lambda obj: on(kind, "DELETED", obj),
         )
 
     def run(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:

@@ -47,6 +47,7 @@ from controlplane.scheduler.types import (
     RealClock,
     Status,
 )
+from controlplane.scheduler.volume_state import VolumeBinder, VolumeLister, VolumeState
 from controlplane.scheduler.waiting import WaitingPod, WaitingPods
 
 log = logging.getLogger("skiff.scheduler")
@@ -158,6 +159,8 @@ class Scheduler:
         self.priority_classes = priority_classes or {}
         self.score_annotation = config.score_annotation
         self.groups = PodGroups()
+        # Claims, volumes and classes for the volume plugins (fed by events.py).
+        self.volumes = VolumeState()
         self.plugin_handle = SchedulerHandle(self)
         self.profiles = build_profiles(config, self.plugin_handle, registry, seed=seed)
         if not self.profiles:
@@ -185,6 +188,7 @@ class Scheduler:
             self.cache,
             self.queue,
             self.groups,
+            self.volumes,
             self.waiting,
             self.pod_info,
             lambda p: p.scheduler_name in self.profiles,
@@ -198,16 +202,20 @@ class Scheduler:
         self.on_node_update = self.events.on_node_update
         self.on_node_delete = self.events.on_node_delete
         self.on_pod_group = self.events.on_pod_group
+        self.on_storage = self.events.on_storage
         self.decisions: OrderedDict[str, Decision] = OrderedDict()
         self.max_decisions = 10000
         self._stats_lock = threading.Lock()
         self.stats = {"scheduled": 0, "unschedulable": 0, "bind_failures": 0, "preemptions": 0}
-        # Profiles whose binding cycle is only DefaultBinder's write: with a
-        # writer that binds many pods per call, their binds go in batches.
+        # Profiles whose binding cycle may be only DefaultBinder's write: with a
+        # writer that binds many pods per call, their binds go in batches. A
+        # PreBind plugin that can say it has nothing to do for a pod (its
+        # pre-flight SKIPs, as VolumeBinding's for a pod without claims to
+        # bind) keeps only the pods it has work for out of the batches.
         self._batchable = {
             name
             for name, fw in self.profiles.items()
-            if not fw.pre_binds and [b.name for b in fw.binders] == [DEFAULT_BINDER]
+            if fw.pre_binds_skippable() and [b.name for b in fw.binders] == [DEFAULT_BINDER]
         }
         self._bind_loop: _BindLoop | None = None
         if bind_batch_threads > 0:
@@ -293,6 +301,7 @@ class Scheduler:
             loop is not None
             and qp.info.scheduler_name in self._batchable
             and callable(getattr(self.writer, "bind_many", None))
+            and not fw.pre_bind_has_work(state, qp.info, node)
         ):
             loop.submit((fw, state, qp, node))
         else:
@@ -378,7 +387,7 @@ class Scheduler:
         self.queue.move_on_event(POD_DELETE)
 
     def _bind_batch(self, batch: list[_Binding]) -> None:
-        """The binding cycles of DefaultBinder-only profiles (no PreBind), with
+        """The binding cycles of DefaultBinder-only profiles (no PreBind work), with
         every bind of the batch written in one `bind_many` call: what
         `_binding_cycle` does per pod, without a thread hand-off and an API call
         for each."""
@@ -542,3 +551,11 @@ class SchedulerHandle:
 
     def bind(self, pod: PodInfo, node: str) -> Status:
         return self._s.bind_with_writer(pod, node)
+
+    @property
+    def volumes(self) -> VolumeLister:
+        return self._s.volumes
+
+    @property
+    def volume_binder(self) -> VolumeBinder:
+        return self._s.volumes

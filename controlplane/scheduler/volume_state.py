@@ -1,7 +1,10 @@
 """The scheduler's view of storage: claims, volumes and classes, and the volumes it assumed.
 
-`VolumeState` is fed by informers (`on_event(kind, type, obj)`) and read by
-the volume plugins. Between Reserve and the end of PreBind a plugin
+`VolumeState` is fed by informers (`on_event(kind, type, obj)`, through
+events.py) and reaches the volume plugins through the plugin `Handle` as two
+narrow views: `VolumeLister` (reads, all that PreFilter/Filter may use) and
+`VolumeBinder` (what Reserve/Unreserve/PreBind need to assume, provision
+and bind claims). Between Reserve and the end of PreBind a plugin
 *assumes* a free volume for a claim, so two pods scheduled one after the
 other never pick the same volume. `wait_bound` blocks a binding cycle until
 the PV controller has bound every claim of a pod (or its deadline passes),
@@ -42,6 +45,50 @@ class VolumeWriter(Protocol):
         ...
 
 
+class VolumeLister(Protocol):
+    """Read-only: claims, volumes and classes as the informers last saw them."""
+
+    def claim(self, namespace: str, name: str) -> Obj | None: ...
+
+    def volume(self, name: str) -> Obj | None: ...
+
+    def storage_class(self, name: str) -> Obj | None: ...
+
+    def free_volumes(self, claim_key: str) -> list[Obj]:
+        """Volumes no claim holds yet (or only this one), not assumed for another claim."""
+        ...
+
+    def in_flight(self, claim_key: str) -> tuple[str, str] | None:
+        """(pod key, node) of a pod between Reserve and PreBind's end holding this unbound claim."""
+        ...
+
+
+class VolumeBinder(Protocol):
+    """Reserve/Unreserve/PreBind: assume volumes, hold claims in flight, write the binds."""
+
+    def assume(self, volume: str, claim_key: str) -> bool: ...
+
+    def forget(self, volumes: Iterable[str]) -> None: ...
+
+    def hold(self, claim_keys: Iterable[str], pod_key: str, node: str) -> None:
+        """Mark unbound claims as taken by `pod_key` on `node` until `release`."""
+        ...
+
+    def release(self, claim_keys: Iterable[str]) -> None: ...
+
+    def bind_volume(self, volume: Obj, claim: Obj) -> None:
+        """Set the volume's claimRef (raises when no writer is set or the write fails)."""
+        ...
+
+    def select_node(self, claim: Obj, node: str) -> None:
+        """Annotate the claim for provisioning on `node` (raises like `bind_volume`)."""
+        ...
+
+    def wait_bound(
+        self, keys: list[str], deadline: float, now: Callable[[], float] = time.monotonic
+    ) -> list[str]: ...
+
+
 def _key(obj: Obj) -> str:
     m = obj.get("metadata") or {}
     ns = m.get("namespace")
@@ -59,7 +106,7 @@ class VolumeState:
         self.assumed: dict[str, str] = {}  # volume name -> claim key
         self.unclaimed: set[str] = set()  # volumes without a claimRef uid (may be bound)
         # Unbound claims of pods between Reserve and the end of PreBind: (pod key, node).
-        self.in_flight: dict[str, tuple[str, str]] = {}
+        self.flights: dict[str, tuple[str, str]] = {}
         self.writer = writer
         self.generation = 0
 
@@ -102,6 +149,9 @@ class VolumeState:
                 if self.assumed.get(n, claim_key) == claim_key
             ]
 
+    def in_flight(self, claim_key: str) -> tuple[str, str] | None:
+        return self.flights.get(claim_key)
+
     # ---- assumptions ----------------------------------------------------------
 
     def assume(self, volume: str, claim_key: str) -> bool:
@@ -117,7 +167,28 @@ class VolumeState:
             for name in volumes:
                 self.assumed.pop(name, None)
 
+    def hold(self, claim_keys: Iterable[str], pod_key: str, node: str) -> None:
+        with self.cond:
+            for key in claim_keys:
+                self.flights[key] = (pod_key, node)
+
+    def release(self, claim_keys: Iterable[str]) -> None:
+        with self.cond:
+            for key in claim_keys:
+                self.flights.pop(key, None)
+
     # ---- binding ---------------------------------------------------------------
+
+    def _writer(self) -> VolumeWriter:
+        if self.writer is None:
+            raise RuntimeError("the scheduler has no volume writer")
+        return self.writer
+
+    def bind_volume(self, volume: Obj, claim: Obj) -> None:
+        self._writer().bind_volume(volume, claim)
+
+    def select_node(self, claim: Obj, node: str) -> None:
+        self._writer().select_node(claim, node)
 
     def wait_bound(
         self, keys: list[str], deadline: float, now: Callable[[], float] = time.monotonic

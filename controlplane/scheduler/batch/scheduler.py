@@ -47,6 +47,7 @@ from controlplane.scheduler.handle import Slots
 from controlplane.scheduler.podinfo import PodInfo, parse_time
 from controlplane.scheduler.registry import REGISTRY, Factory
 from controlplane.scheduler.types import CycleState, Status, error
+from controlplane.scheduler.volume_state import VolumeBinder, VolumeLister, VolumeState
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -150,6 +151,16 @@ class BatchHandle:
         errs = self._s.writer.bind_many([(pod.pod, node, None)])
         return error(str(errs[0])) if errs[0] is not None else Status()
 
+    # The session's predicates do not include the volume plugins: an empty,
+    # writerless volume state satisfies the Handle without storage informers.
+    @property
+    def volumes(self) -> VolumeLister:
+        return self._s.volumes
+
+    @property
+    def volume_binder(self) -> VolumeBinder:
+        return self._s.volumes
+
 
 def build_framework(
     conf: Conf, handle: BatchHandle, registry: Mapping[str, Factory] = REGISTRY
@@ -185,6 +196,7 @@ class BatchScheduler:
         self.writer = writer
         self.clock = clock or RealClock()
         self.cache = Cache(self.clock)
+        self.volumes = VolumeState()
         self.lock = self.cache.lock
         self.groups: dict[str, Obj] = {}
         self.members: dict[str, set[str]] = {}

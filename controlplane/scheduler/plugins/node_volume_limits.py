@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from controlplane.api import volumes as v
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache, NodeInfo
 from controlplane.scheduler.framework import NodeFilterPlugin
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -27,7 +29,7 @@ from controlplane.scheduler.types import (
     Status,
 )
 
-NAME = "NodeVolumeLimits"
+NAME = names.NODE_VOLUME_LIMITS
 REASON = "node(s) exceed max volume count"
 LIMIT_PREFIX = "attachable-volumes-"
 
@@ -77,5 +79,5 @@ class NodeVolumeLimits(NodeFilterPlugin):
         return [NODE_ADD, NODE_UPDATE, POD_DELETE]
 
 
-def new(args: dict[str, object]) -> NodeVolumeLimits:
+def new(args: dict[str, object], handle: Handle) -> NodeVolumeLimits:
     return NodeVolumeLimits()

@@ -26,14 +26,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from controlplane.api import volumes as v
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache, NodeInfo
 from controlplane.scheduler.framework import FilterResult, NodeFilterPlugin, Slots
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo, node_selector_term
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -49,12 +51,9 @@ from controlplane.scheduler.types import (
     error,
     unschedulable,
 )
-from controlplane.scheduler.volume_state import VolumeState
+from controlplane.scheduler.volume_state import VolumeLister
 
-if TYPE_CHECKING:
-    from controlplane.scheduler.scheduler import Scheduler
-
-NAME = "VolumeBinding"
+NAME = names.VOLUME_BINDING
 R_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 R_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 R_NO_VOLUME = "node(s) didn't find available persistent volumes to bind"
@@ -87,7 +86,7 @@ def claim_key(claim: Obj) -> str:
     return f"{m.get('namespace') or 'default'}/{m.get('name')}"
 
 
-def check_claims(pod: PodInfo, state: VolumeState) -> tuple[ClaimCheck | None, Status]:
+def check_claims(pod: PodInfo, state: VolumeLister) -> tuple[ClaimCheck | None, Status]:
     """PreFilter's decision: None + SKIP for a pod without claims."""
     names = v.pod_claim_names(pod.pod)
     if not names:
@@ -204,7 +203,9 @@ def only_local_provisioning(check: ClaimCheck) -> bool:
     )
 
 
-def node_plan(check: ClaimCheck, node: NodeInfo, state: VolumeState) -> tuple[NodePlan | None, str]:
+def node_plan(
+    check: ClaimCheck, node: NodeInfo, state: VolumeLister
+) -> tuple[NodePlan | None, str]:
     """Filter's decision for one node: a plan, or None and the reason."""
     ok = volume_node_ok(node)
     for _claim, volume in check.bound:
@@ -242,12 +243,10 @@ def node_plan(check: ClaimCheck, node: NodeInfo, state: VolumeState) -> tuple[No
 class VolumeBinding(NodeFilterPlugin):
     name = NAME
 
-    def __init__(self, bind_timeout: float = 600.0) -> None:
+    def __init__(self, handle: Handle, bind_timeout: float = 600.0) -> None:
         self.bind_timeout = bind_timeout
-        self.state = VolumeState()
-
-    def attach(self, scheduler: Scheduler) -> None:
-        self.state = scheduler.volumes
+        self.state = handle.volumes  # read-only: PreFilter and Filter
+        self.binder = handle.volume_binder  # Reserve, Unreserve, PreBind
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
         check, st = check_claims(pod, self.state)
@@ -289,9 +288,10 @@ class VolumeBinding(NodeFilterPlugin):
         state.data[NAME + "/plans"][node.name] = plan
         return SUCCESS
 
-    def needs_pre_bind(self, state: CycleState) -> bool:
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """SKIP when the pod has no claim to bind (its bind may then go in a batch)."""
         check: ClaimCheck | None = state.data.get(NAME)
-        return check is not None and bool(check.to_bind)
+        return SUCCESS if check is not None and check.to_bind else SKIP
 
     def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         check: ClaimCheck | None = state.data.get(NAME)
@@ -305,21 +305,20 @@ class VolumeBinding(NodeFilterPlugin):
         held: list[str] = []
         for key, pv in plan.volumes.items():
             name = str(v.meta(pv)["name"])
-            if not self.state.assume(name, key):
-                self.state.forget(held)
+            if not self.binder.assume(name, key):
+                self.binder.forget(held)
                 return unschedulable(f"persistentvolume {name!r} was taken by another pod")
             held.append(name)
         state.data[NAME + "/assumed"] = held
         state.data[NAME + "/plan"] = plan
-        for claim, _ in check.to_bind:
-            self.state.in_flight[claim_key(claim)] = (pod.key, node)
+        self.binder.hold((claim_key(c) for c, _ in check.to_bind), pod.key, node)
         return SUCCESS
 
     def _done(self, state: CycleState) -> None:
-        self.state.forget(state.data.pop(NAME + "/assumed", []))
+        self.binder.forget(state.data.pop(NAME + "/assumed", []))
         check: ClaimCheck | None = state.data.get(NAME)
-        for claim, _ in check.to_bind if check is not None else ():
-            self.state.in_flight.pop(claim_key(claim), None)
+        if check is not None:
+            self.binder.release(claim_key(c) for c, _ in check.to_bind)
 
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         self._done(state)
@@ -329,9 +328,7 @@ class VolumeBinding(NodeFilterPlugin):
         plan: NodePlan | None = state.data.get(NAME + "/plan")
         if check is None or plan is None:
             return SUCCESS
-        writer = self.state.writer
-        if writer is None:
-            return error("the scheduler has no volume writer")
+        writer = self.binder
         try:
             for claim, _sc in check.to_bind:
                 key = claim_key(claim)
@@ -339,10 +336,11 @@ class VolumeBinding(NodeFilterPlugin):
                     writer.bind_volume(plan.volumes[key], claim)
             for claim in plan.provision:
                 writer.select_node(claim, node)
-        except Exception as err:  # a conflict: another writer got there first
+        except Exception as err:  # no writer, or a conflict: another writer got there first
+            self._done(state)
             return error(f"binding volumes: {err}")
         keys = [claim_key(c) for c, _ in check.to_bind]
-        left = self.state.wait_bound(keys, time.monotonic() + self.bind_timeout)
+        left = self.binder.wait_bound(keys, time.monotonic() + self.bind_timeout)
         self._done(state)
         if left:
             return error(f"timed out waiting for claims {', '.join(left)} to be bound")
@@ -358,6 +356,6 @@ class VolumeBinding(NodeFilterPlugin):
         ]
 
 
-def new(args: dict[str, object]) -> VolumeBinding:
+def new(args: dict[str, object], handle: Handle) -> VolumeBinding:
     timeout = args.get("bindTimeoutSeconds", 600)
-    return VolumeBinding(float(timeout) if isinstance(timeout, int | float) else 600.0)
+    return VolumeBinding(handle, float(timeout) if isinstance(timeout, int | float) else 600.0)

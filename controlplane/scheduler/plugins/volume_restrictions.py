@@ -15,11 +15,13 @@ The decisions are plain functions over the cache's pods (`claim_users`,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from controlplane.api import volumes as v
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache, NodeInfo
 from controlplane.scheduler.framework import NodeFilterPlugin
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     POD_DELETE,
@@ -33,12 +35,9 @@ from controlplane.scheduler.types import (
     Status,
     unschedulable,
 )
-from controlplane.scheduler.volume_state import VolumeState
+from controlplane.scheduler.volume_state import VolumeLister
 
-if TYPE_CHECKING:
-    from controlplane.scheduler.scheduler import Scheduler
-
-NAME = "VolumeRestrictions"
+NAME = names.VOLUME_RESTRICTIONS
 R_RWOP = (
     "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 )
@@ -76,7 +75,7 @@ def claim_modes(claim: dict[str, Any]) -> set[str]:
 
 
 def exclusive_nodes(
-    pod: PodInfo, users: Users, state: VolumeState
+    pod: PodInfo, users: Users, state: VolumeLister
 ) -> tuple[Status, dict[str, tuple[str, str, str]]]:
     """PreFilter's decision, and for RWO claims in use: claim -> (pod, node, reason)."""
     held: dict[str, tuple[str, str, str]] = {}
@@ -103,13 +102,10 @@ def exclusive_nodes(
 class VolumeRestrictions(NodeFilterPlugin):
     name = NAME
 
-    def __init__(self) -> None:
-        self.state = VolumeState()
+    def __init__(self, handle: Handle) -> None:
+        self.state = handle.volumes
         # The claim names of the pods seen, by their spec object (specs do not change).
         self._names: dict[int, tuple[object, tuple[str, ...]]] = {}
-
-    def attach(self, scheduler: Scheduler) -> None:
-        self.state = scheduler.volumes
 
     def _unbound(self, namespace: str, name: str) -> bool:
         claim = self.state.claim(namespace, name)
@@ -134,7 +130,7 @@ class VolumeRestrictions(NodeFilterPlugin):
             # Only a pod between Reserve and PreBind can use an unbound claim.
             users: Users = {n: [] for n in names}
             for n in names:
-                flight = self.state.in_flight.get(f"{pod.namespace}/{n}")
+                flight = self.state.in_flight(f"{pod.namespace}/{n}")
                 if flight is not None and flight[0] != pod.key:
                     users[n].append(flight)
         else:
@@ -158,5 +154,5 @@ class VolumeRestrictions(NodeFilterPlugin):
         return [POD_DELETE, ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ALL)]
 
 
-def new(args: dict[str, object]) -> VolumeRestrictions:
-    return VolumeRestrictions()
+def new(args: dict[str, object], handle: Handle) -> VolumeRestrictions:
+    return VolumeRestrictions(handle)

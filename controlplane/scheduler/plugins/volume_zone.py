@@ -10,11 +10,13 @@ check is a plain function (`zone_conflict`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from controlplane.api import volumes as v
+from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache, NodeInfo
 from controlplane.scheduler.framework import NodeFilterPlugin
+from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -28,12 +30,8 @@ from controlplane.scheduler.types import (
     Resource,
     Status,
 )
-from controlplane.scheduler.volume_state import VolumeState
 
-if TYPE_CHECKING:
-    from controlplane.scheduler.scheduler import Scheduler
-
-NAME = "VolumeZone"
+NAME = names.VOLUME_ZONE
 REASON = "node(s) had no available volume zone"
 TOPOLOGY_LABELS = (*v.ZONE_LABELS, *v.REGION_LABELS)
 
@@ -61,11 +59,8 @@ def zone_conflict(constraints: list[tuple[str, set[str]]], node_labels: dict[str
 class VolumeZone(NodeFilterPlugin):
     name = NAME
 
-    def __init__(self) -> None:
-        self.state = VolumeState()
-
-    def attach(self, scheduler: Scheduler) -> None:
-        self.state = scheduler.volumes
+    def __init__(self, handle: Handle) -> None:
+        self.state = handle.volumes
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
         names = v.pod_claim_names(pod.pod)
@@ -93,5 +88,5 @@ class VolumeZone(NodeFilterPlugin):
         return [NODE_ADD, NODE_UPDATE, ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ALL)]
 
 
-def new(args: dict[str, object]) -> VolumeZone:
-    return VolumeZone()
+def new(args: dict[str, object], handle: Handle) -> VolumeZone:
+    return VolumeZone(handle)

@@ -230,3 +230,55 @@ def test_bad_batch_configuration_refuses_to_start(
         cp_main.start(args).stop()
     assert "volcano-scheduler: refusing to start" in str(err.value)
     assert f"{conf}: line 4: unknown plugin 'gangg'" in str(err.value)
+
+
+def test_job_volumes_become_claims_the_task_pods_mount(api: GrpcApiClient) -> None:
+    """As Volcano's job controller: a `volumeClaim` becomes a claim the job owns, a
+    `volumeClaimName` must exist before any pod is made, and every pod mounts both."""
+    claim_spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    both = {"mountPath": "/a", "volumeClaimName": "x", "volumeClaim": claim_spec}
+    with pytest.raises(Invalid) as err:
+        api.create(volcano.JOB_KEY, job("vols-bad", volumes=[both]), "default")
+    assert "spec.volumes[0]" in str(err.value) and "conflict" in str(err.value)
+    vols = [
+        {"mountPath": "/scratch", "volumeClaim": claim_spec},
+        {"mountPath": "/shared", "volumeClaimName": "vols-shared"},
+    ]
+    body = job("vols", volumes=vols, plugins={}, policies=[], minAvailable=2)
+    body["spec"]["tasks"][0]["replicas"] = 2
+    created = api.create(volcano.JOB_KEY, body, "default")
+    wait_for(
+        lambda: any(
+            c["metadata"]["name"].startswith("vols-volume-")
+            for c in api.list("PersistentVolumeClaim", "default").items
+        ),
+        timeout=30,
+        message="the job's own claim",
+    )
+    assert not pods_of(api, "vols")  # vols-shared does not exist yet
+    api.create(
+        "PersistentVolumeClaim",
+        {"metadata": {"name": "vols-shared"}, "spec": claim_spec},
+        "default",
+    )
+    wait_for(lambda: len(pods_of(api, "vols")) == 2, timeout=30, message="pods of vols")
+    [own] = [
+        c
+        for c in api.list("PersistentVolumeClaim", "default").items
+        if c["metadata"]["name"].startswith("vols-volume-")
+    ]
+    assert own["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+    for pod in pods_of(api, "vols"):
+        claims = {
+            v["persistentVolumeClaim"]["claimName"]: v["name"]
+            for v in pod["spec"]["volumes"]
+            if "persistentVolumeClaim" in v
+        }
+        assert set(claims) == {own["metadata"]["name"], "vols-shared"}
+        mounts = {m["mountPath"]: m["name"] for m in pod["spec"]["containers"][0]["volumeMounts"]}
+        assert mounts["/scratch"] == claims[own["metadata"]["name"]]
+        assert mounts["/shared"] == claims["vols-shared"]
+    status = api.get(volcano.JOB_KEY, "vols", "default")["status"]["controlledResources"]
+    assert status["volume-pvc-vols-shared"] == "vols-shared"
+    finish(api, "vols")
+    api.delete("PersistentVolumeClaim", "vols-shared", "default")

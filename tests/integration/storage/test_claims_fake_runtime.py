@@ -10,6 +10,7 @@ Bad input is refused or explained.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -308,7 +309,11 @@ def test_sub_path_read_only_fs_group_and_waiting_for_a_claim(cluster: Any) -> No
         if c.config.labels.get("io.kubernetes.pod.name") == "p4"
     ][:1]
     mounts = {m.container_path: m for m in container.config.mounts}
-    assert mounts["/data"].host_path == str(path / "sub") and not mounts["/data"].readonly
+    # subPath reaches the runtime as the agent's own bind of the volume's "sub"
+    # (agent/subpath.py), never as a path inside the volume a container could swap.
+    data = mounts["/data"]
+    assert "/volume-subpaths/data/" in data.host_path and not data.readonly
+    assert os.path.samestat(os.stat(data.host_path), (path / "sub").stat())
     assert mounts["/whole"].host_path == str(path) and mounts["/whole"].readonly
     assert path.stat().st_gid == 2345 and path.stat().st_mode & 0o2000
     assert 2345 in container.config.linux.security_context.supplemental_groups

@@ -203,3 +203,39 @@ def test_bound_and_new_claims_together() -> None:
     message = e.message("q")
     assert "2 node(s) had volume node affinity conflict" in message
     assert "1 node(s) did not run the skiff.io/local-path provisioner" in message
+
+
+def test_pods_without_claims_to_bind_keep_batched_binds() -> None:
+    """VolumeBinding's PreBind in the default profile does not push every pod off
+    the batched binder: only a pod with a claim to bind takes the per-pod cycle."""
+    from controlplane.client.clock import FakeClock
+    from controlplane.scheduler import config
+    from controlplane.scheduler.scheduler import from_config
+    from tests.fakes.scheduler_cluster import InMemoryCluster
+    from tests.harness.wait import wait_for
+
+    batched: list[str] = []
+
+    class Recording(InMemoryCluster):
+        def bind_many(self, items: Any) -> Any:
+            batched.extend(f"default/{p['metadata']['name']}" for p, _, _ in items)
+            return super().bind_many(items)
+
+    cluster = Recording(FakeClock())
+    sched = from_config(config.parse(None), cluster, clock=cluster.clock, bind_batch_threads=1)
+    try:
+        sched.volumes.writer = InMemoryVolumeWriter(sched.volumes)
+        sched.on_storage("StorageClass", "ADDED", sc("local-path"))
+        sched.on_storage("PersistentVolumeClaim", "ADDED", claim("data"))
+        n = node("n1")
+        cluster.add_node(n)
+        sched.on_node_add(n)
+        for p in (pod("plain"), pod("claimed", "data")):
+            cluster.add_pod(p)
+            sched.on_pod_add(p)
+        assert sched.schedule_pending() == 2
+        wait_for(lambda: sched.stats["scheduled"] == 2, timeout=10)
+        assert batched == ["default/plain"]
+        assert cluster.pods["default/claimed"]["spec"]["nodeName"] == "n1"
+    finally:
+        sched.shutdown_binds()
