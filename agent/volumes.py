@@ -196,13 +196,13 @@ def _token_file(
 def refresh_token_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> int:
     """Rewrite the projected volumes holding a ServiceAccount token whose
     token changed (renewed before it expires); how many were rewritten."""
-    paths = volume_paths(root, pod)
+    base = pod_dir(root, pod) / "volumes"
     done = 0
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         sources = (volume.get("projected") or {}).get("sources") or []
         if not any("serviceAccountToken" in s for s in sources):
             continue
-        target = Path(paths[volume["name"]])
+        target = base / _plugin_dir(volume) / volume["name"]
         if not (target / "..data").is_symlink():
             continue  # not set up on this node (yet)
         files = volume_files(pod, volume, src)

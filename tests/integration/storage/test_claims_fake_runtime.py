@@ -27,6 +27,7 @@ from controlplane.api import volumes as v
 from controlplane.client import errors
 from controlplane.client.apiclient import GrpcApiClient, connect, join
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
+from tests.harness.mounts import unmount_all
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
 
@@ -71,6 +72,7 @@ def cluster(
     finally:
         cp.close()
         shutil.rmtree(sock_dir, ignore_errors=True)
+        unmount_all(tmp)  # subPath binds and tmpfs volumes of pods left running
 
 
 def claim(name: str, size: str = "64Mi", **spec: Any) -> dict[str, Any]:

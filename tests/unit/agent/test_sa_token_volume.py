@@ -68,3 +68,23 @@ def test_no_token_yet_does_not_block_the_pod(tmp_path: Path) -> None:
     paths = setup_volumes(tmp_path, pod(), src)
     assert sorted(p.name for p in Path(paths["kube-api-access"]).iterdir()
                   if not p.name.startswith("..")) == ["namespace"]  # fmt: skip
+
+
+def test_token_refresh_of_a_pod_with_a_claim(tmp_path: Path) -> None:
+    """The renewal looks only at token volumes: a pod that also mounts a
+    PersistentVolumeClaim has its token renewed (it failed with
+    'persistentVolumeClaim not supported' on every resync)."""
+    api, now = Api(), [1000.0]
+    tokens = TokenManager(api, lambda: now[0])  # type: ignore[arg-type]
+    src = VolumeSources(lambda ns, n: None, lambda ns, n: None, NodeSettings(node_name="n1"),
+                        claims=lambda p, v: str(tmp_path / "claim"), tokens=tokens.get)  # fmt: skip
+    with_claim = pod()
+    with_claim["spec"]["volumes"].append(
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+    )
+    setup_volumes(tmp_path, with_claim, src)
+    now[0] += 0.81 * 3607
+    src_without_claims = VolumeSources(
+        src.configmaps, src.secrets, src.node, tokens=tokens.get
+    )  # the resync's view: no claim lookup needed
+    assert refresh_token_volumes(tmp_path, with_claim, src_without_claims) == 1
