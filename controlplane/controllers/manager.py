@@ -381,11 +381,12 @@ def component(
     """A `skiff controlplane` component function running a manager with `config`."""
 
     def start_component(client: ApiClient, stop: threading.Event) -> None:
-        # The HPA reads pod usage from the agents, with the control plane's token.
+        # The HPA reads pod usage through the API server (nodes/stats), never from agents.
+        from controlplane.client.config import ClientConfig
         from controlplane.controllers.agent_metrics import AgentMetrics
 
-        token = str(getattr(getattr(client, "config", None), "token", "") or "")
-        manager = ControllerManager(client, config, metrics_source=AgentMetrics(client, token))
+        api = getattr(client, "config", None) or ClientConfig("127.0.0.1:6443")
+        manager = ControllerManager(client, config, metrics_source=AgentMetrics(client, api))
         manager.start()
         if metrics_listen:
             host, _, port = metrics_listen.rpartition(":")
