@@ -99,7 +99,7 @@ class Sampler:
         sample = NodeSample(printers.name(node))
         try:
             sample.response = apirest.node_stats(
-                self.config, sample.node, self.request.namespace, STATS_TIMEOUT
+                self.config, sample.node, self.request.namespace, STATS_TIMEOUT, self.request.pod
             )
         except errors.ApiError as err:
             sample.error = api_failure(err)

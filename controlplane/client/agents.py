@@ -101,14 +101,13 @@ class AgentTLS:
 
 
 def node_stats(
-    address: str, node: str, tls: AgentTLS, namespace: str = "", timeout: float = 5.0
-) -> pb.StatsResponse:
+    address: str, node: str, tls: AgentTLS, request: pb.StatsRequest | None = None,
+    timeout: float = 5.0,
+) -> pb.StatsResponse:  # fmt: skip
     """One Stats call to node `node`'s agent at `address` (raises AgentUnreachable)."""
     with tls.channel(address, node) as channel:
         try:
-            return pb_grpc.AgentStub(channel).Stats(
-                pb.StatsRequest(namespace=namespace), timeout=timeout
-            )
+            return pb_grpc.AgentStub(channel).Stats(request or pb.StatsRequest(), timeout=timeout)
         except grpc.RpcError as err:
             code, details = rpc_status(err)
             raise AgentUnreachable(

@@ -97,10 +97,11 @@ def pod_path(namespace: str, pod: str, subresource: str) -> str:
 
 
 def node_stats(
-    config: ClientConfig, node: str, namespace: str = "", timeout: float = 10.0
+    config: ClientConfig, node: str, namespace: str = "", timeout: float = 10.0, pod: str = ""
 ) -> pb.StatsResponse:
     """The Stats of node `node`'s agent, through the API server (nodes/stats)."""
-    query = f"?{urlencode({'namespace': namespace})}" if namespace else ""
+    params = {k: v for k, v in (("namespace", namespace), ("pod", pod)) if v}
+    query = f"?{urlencode(params)}" if params else ""
     response = get(config, f"/api/v1/nodes/{quote(node)}/stats{query}", timeout)
     try:
         data = json.loads(response.read())

@@ -23,6 +23,7 @@ from controlplane.client.apirest import node_stats
 from controlplane.client.config import ClientConfig
 from controlplane.client.interface import ApiClient
 from controlplane.controllers.hpa_calc import MetricSample
+from proto.agent.v1 import agent_pb2 as pb
 
 log = logging.getLogger("skiff.controllers.metrics")
 
@@ -37,12 +38,16 @@ class AgentMetrics:
         max_age: float = 10.0,
         timeout: float = 5.0,
         now: Callable[[], float] = time.monotonic,
+        fetch: Callable[[str], pb.StatsResponse] | None = None,
     ) -> None:
+        """`fetch(node)` reads one node's stats (default: nodes/<node>/stats
+        on the API server in `config`)."""
         self._client = client
         self._config = config
         self._max_age = max_age
         self._timeout = timeout
         self._now = now
+        self._fetch = fetch or (lambda n: node_stats(config, n, timeout=self._timeout))
         self._lock = threading.Lock()
         self._snapshot: Snapshot = {}
         self._taken = float("-inf")
@@ -67,7 +72,7 @@ class AgentMetrics:
         meta = node.get("metadata")
         name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
         try:
-            resp = node_stats(self._config, name, timeout=self._timeout)
+            resp = self._fetch(name)
         except errors.ApiError as err:
             log.info("no metrics from a node: %s", err)
             return {}

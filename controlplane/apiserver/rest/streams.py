@@ -8,7 +8,7 @@ its own client certificate (`AgentTLS`), checking that the agent's serving
 certificate names that node. No token of any identity goes to an agent, so
 a Node whose address points elsewhere collects nothing.
 
-nodes/stats (`GET /api/v1/nodes/<name>/stats`, `?namespace=` to narrow)
+nodes/stats (`GET /api/v1/nodes/<name>/stats`, `?namespace=&pod=` to narrow)
 answers the agent's Stats as JSON (proto field names in camelCase): what
 `skiffctl top` and the HPA's metrics read.
 
@@ -133,7 +133,9 @@ async def log(call: Call, tls: AgentTLS | None) -> web.StreamResponse:
             if response.prepared:
                 return response
             cls = GRPC_CODES.get(err.code(), errors.Unavailable)
-            raise cls(f"agent at {address}: {err.details() or err.code().name}") from None
+            raise cls(
+                f"agent of node {node} at {address}: {err.details() or err.code().name}"
+            ) from None
         finally:
             stream.cancel()
     if not response.prepared:
@@ -265,7 +267,8 @@ def _stats(call: Call, tls: AgentTLS) -> dict[str, Any]:
     call.registry.authorizer.authorize(call.who, "get", t.info, "", t.name, subresource="stats")
     node = call.registry.get_object("Node", t.name)
     try:
-        resp = node_stats(agent_address(node), t.name, tls, call.query("namespace"))
+        request = pb.StatsRequest(namespace=call.query("namespace"), pod=call.query("pod"))
+        resp = node_stats(agent_address(node), t.name, tls, request)
     except AgentUnreachable as err:
         raise errors.Unavailable(str(err)) from err
     return MessageToDict(resp)
