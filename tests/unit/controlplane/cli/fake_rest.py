@@ -1,4 +1,5 @@
-"""A stand-in for the API server's pods/log and nodes/stats, for skiffctl's unit tests.
+"""Stand-ins for the API server's pods/log, nodes/stats (FakeRest) and
+pods/exec, attach, portforward (UpgradeFront), for skiffctl's unit tests.
 
 It resolves the pod or node through the fake API client, calls the node's
 in-test agent (FakeAgent) over gRPC as the real API server does (without
@@ -10,6 +11,7 @@ header skiffctl sent it.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -18,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import grpc
 from google.protobuf.json_format import MessageToDict
 
+from agent.stream_proxy import relay
 from controlplane.client import errors
 from controlplane.client.agents import AgentUnreachable, agent_address
 from proto.agent.v1 import agent_pb2 as pb
@@ -114,3 +117,60 @@ class FakeRest:
         h.send_header("Content-Length", str(len(body)))
         h.end_headers()
         h.wfile.write(body)
+
+
+class UpgradeFront:
+    """A stand-in for the API server's pods/exec, pods/attach and
+    pods/portforward in front of an agent stream proxy (plain text, unit
+    tests only): it checks skiffctl's bearer token (401 otherwise), drops it,
+    rewrites the path to the agent's and relays the bytes both ways."""
+
+    def __init__(self, agent_port: int, token: str) -> None:
+        self.agent_port = agent_port
+        self.token = token
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stop(self) -> None:
+        self.sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = conn.recv(4096)
+                if not data:
+                    return
+                head += data
+            raw, _, rest = head.partition(b"\r\n\r\n")
+            first, *lines = raw.decode("latin-1").split("\r\n")
+            method, target, version = first.split(" ")
+            auth = [
+                v for k, _, v in (h.partition(": ") for h in lines) if k.lower() == "authorization"
+            ]
+            if auth != [f"Bearer {self.token}"]:
+                body = json.dumps({"kind": "Status", "code": 401, "message": "Unauthorized"})
+                conn.sendall(
+                    f"HTTP/1.1 401 Unauthorized\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
+                )
+                return
+            url = urlsplit(target)
+            _, _, _, ns, _, pod, kind = url.path.strip("/").split("/")
+            q = parse_qs(url.query)
+            path = f"/{kind}/{ns}/{pod}"
+            if kind != "portforward":
+                path += f"/{q.get('container', [''])[-1]}"
+            kept = [h for h in lines if not h.lower().startswith("authorization:")]
+            out = "\r\n".join([f"{method} {path}?{url.query} {version}", *kept]) + "\r\n\r\n"
+            with socket.create_connection(("127.0.0.1", self.agent_port)) as upstream:
+                upstream.sendall(out.encode("latin-1") + rest)
+                relay(conn, None, upstream)
