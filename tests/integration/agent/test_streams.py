@@ -51,6 +51,7 @@ from proto.streaming.remotecommand import SPDY_PROTOCOLS
 from runtime.streaming import StreamingConfig, StreamingServer
 from runtime.streaming.testing import HostProcessBackend
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
+from tests.harness.mounts import unmount_all
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
 
@@ -138,6 +139,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     finally:
         backend.close()
         cp.close()
+        unmount_all(base)  # the agent's projected-token tmpfs mounts
         shutil.rmtree(sock_dir, ignore_errors=True)
 
 

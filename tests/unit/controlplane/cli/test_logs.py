@@ -69,10 +69,13 @@ class FakeAgent(pb_grpc.AgentServicer):
                 return self.stats_queue.pop(0)
         return self.stats
 
-    def start(self) -> FakeAgent:
+    def start(self, credentials: grpc.ServerCredentials | None = None) -> FakeAgent:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         pb_grpc.add_AgentServicer_to_server(self, self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        if credentials is not None:
+            self.port = self.server.add_secure_port("127.0.0.1:0", credentials)
+        else:
+            self.port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()
         return self
 
