@@ -88,9 +88,10 @@ class Listener:
             first = conn.recv(5, socket.MSG_PEEK)
             if first[:1] == b"\x16":  # a TLS ClientHello: answer as the rogue node
                 tls = self.tls.wrap_socket(conn, server_side=True)
-                subject = dict(x[0] for x in (tls.getpeercert() or {}).get("subject", ()))
+                cert: Any = tls.getpeercert() or {}
+                names = [v for rdn in cert.get("subject", ()) for k, v in rdn if k == "commonName"]
                 with self.lock:
-                    self.client_certs.append(str(subject.get("commonName", "")))
+                    self.client_certs.append(str(names[0]) if names else "")
                 conn, h2 = tls, tls.selected_alpn_protocol() == "h2"
             else:
                 with self.lock:
