@@ -182,7 +182,9 @@ def test_a_rogue_node_collects_no_token(rogue: Rogue) -> None:
     rogue.ctl("top", "nodes")
     admin = load_config(rogue.cp.data_dir / "admin.conf")
     with connect(admin) as client:
-        AgentMetrics(client, admin, timeout=5).pod_metrics("default", "cpu")
+        # As `skiff controlplane` runs it: the REST API named by the kubeconfig.
+        rest = load_config(rogue.cp.data_dir / "kubeconfig")
+        assert AgentMetrics(client, rest, timeout=5).pod_metrics("default", "cpu") == {}
 
     seen = rogue.listener
     assert seen.connections > 0, "nothing dialled the rogue's address: the test proves nothing"
