@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent import serving_tls
 from agent.backoff import Backoff
 from agent.claims import ClaimVolumes
 from agent.cri_client import CRIClient
@@ -52,7 +54,7 @@ from agent.proxy import (
 from agent.qos_cgroups import QOSCgroups
 from agent.runtime_view import RuntimeView
 from agent.sa_tokens import TokenManager
-from agent.server import AgentServicer, TokenChecker
+from agent.server import AgentServicer
 from agent.static_pods import MirrorPods, StaticPodSource, mirror_of
 from agent.status_manager import StatusManager
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
@@ -316,23 +318,28 @@ class Agent:
         self._spawn("image-gc", self._every(res.image_gc_period, self.resources.image_gc))
         self.loops.on_nodes()
         if self.cfg.listen:
-            tokens = TokenChecker(self._api_config) if self._api_config else None
-            servicer = AgentServicer(
-                self.cfg.node.name,
-                self._endpoint_pod,
-                self.cri,
-                Path(self.cfg.pod_settings.log_root),
-                tokens,
-            )
-            self._endpoint = serve_endpoint(
-                servicer,
-                self.cfg.listen,
-                self._endpoint_pod,
-                self.cri,
-                tokens,
-            )
-            self.endpoint_port = self._endpoint.port
+            self._serve_endpoint()
         log.info("node=%s agent running", self.cfg.node.name)
+
+    def _serve_endpoint(self) -> None:
+        """The agent endpoint, TLS only (agent/serving_tls.py); plain text
+        only without an API credential (tests that embed the agent)."""
+        tls = None
+        if self._api_config is not None:
+            try:
+                tls = serving_tls.server_context(self.cfg.root, self._api_config.ca_pem)
+            except (serving_tls.NoServingCertificate, OSError, ssl.SSLError) as err:
+                log.error("node=%s agent endpoint not served: %s", self.cfg.node.name, err)
+                return
+        servicer = AgentServicer(
+            self.cfg.node.name, self._endpoint_pod, self.cri, Path(self.cfg.pod_settings.log_root)
+        )
+        self.cfg.root.mkdir(parents=True, exist_ok=True)
+        self._endpoint = serve_endpoint(
+            servicer, self.cfg.listen, self._endpoint_pod, self.cri, tls,
+            str(self.cfg.root / "agent-grpc.sock"),
+        )  # fmt: skip
+        self.endpoint_port = self._endpoint.port
 
     def stop(self) -> None:
         self.stop_event.set()

@@ -24,6 +24,7 @@ from types import FrameType
 
 import psutil
 
+from agent import serving_tls
 from agent.agent import Agent, AgentConfig
 from agent.container_gc import ContainerGCPolicy
 from agent.cri_client import CRIClient
@@ -38,7 +39,8 @@ from agent.proxy.local_address import DEFAULT_IFNAME
 from agent.proxy.rules import DEFAULT_PREFIX, Chains
 from controlplane.api.quantity import parse_quantity
 from controlplane.client import errors
-from controlplane.client.apiclient import connect, join
+from controlplane.client.agents import agent_csr
+from controlplane.client.apiclient import connect, join_node
 from controlplane.client.config import ClientConfig, ConfigError, load_config, write_config
 
 log = logging.getLogger("skiff.agent")
@@ -305,8 +307,13 @@ def obtain_credentials(args: argparse.Namespace, root: Path, stop: threading.Eve
     delay = 0.5
     while True:
         try:
-            cfg = join(args.server, ca_pem, args.token, args.node_name)
+            # The agent endpoint's serving certificate comes with the credential.
+            address = args.node_ip or route_source(args.server)
+            csr, key = agent_csr(args.node_name, [address])
+            cfg, cert = join_node(args.server, ca_pem, args.token, args.node_name, csr)
             root.mkdir(parents=True, exist_ok=True)
+            if cert:
+                serving_tls.save(root, cert, key)
             write_config(saved, cfg)
             log.info("node=%s joined the cluster at %s", args.node_name, args.server)
             return cfg

@@ -1,8 +1,8 @@
 """The agent's gRPC endpoint (default :10250): container logs and stats.
 
-`skiffctl logs` and `skiffctl top` call it directly, with the same bearer
-token they give the API server; the agent asks the API server who the token
-belongs to (Auth.WhoAmI, cached for a minute) and serves only the admin.
+Only the API server calls it (pods/log, node stats), through the TLS
+front of agent/stream_proxy.py, which has checked the API server's client
+certificate before relaying the connection to this server's unix socket.
 Logs come from the CRI log files under the pod log directory; stats from
 CRI ListContainerStats grouped per pod, plus node readings. It never
 changes anything on the node.
@@ -30,75 +30,11 @@ from agent.pod_config import (
     POD_UID_LABEL,
 )
 from controlplane.api import rfc3339
-from controlplane.client import errors
-from controlplane.client.apiclient import connect
-from controlplane.client.config import ClientConfig
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent.server")
-
-TOKEN_TTL = 60.0  # a token the API server vouched for is asked about again after this
-INVALID_TTL = 5.0  # a refused one only this long: never forever
-MAX_CACHED = 1024  # tokens remembered at most (answers, not secrets, are the point)
-MAX_ASKING = 4  # questions to the API server at once; past that, refused at once
-
-
-class TokenChecker:
-    """Admin-only access, decided by the API server for each new token.
-
-    Answers are cached (valid tokens TOKEN_TTL, invalid ones only
-    INVALID_TTL), at most MAX_CACHED of them, and at most MAX_ASKING
-    questions are in flight: a flood of made-up tokens costs the API server
-    a bounded number of calls and the agent a bounded amount of memory."""
-
-    def __init__(
-        self,
-        api_config: ClientConfig,
-        now: Callable[[], float] = time.monotonic,
-        ask: Callable[[str], bool] | None = None,
-    ) -> None:
-        self._config = api_config
-        self._now = now
-        self._ask = ask or self._whoami
-        self._cache: dict[str, tuple[float, bool]] = {}
-        self._lock = threading.Lock()
-        self._asking = threading.BoundedSemaphore(MAX_ASKING)
-
-    def _whoami(self, token: str) -> bool:
-        try:
-            with connect(
-                ClientConfig(self._config.server, self._config.ca_pem, token), timeout=5
-            ) as c:
-                return bool(c.whoami().get("admin"))
-        except errors.ApiError:
-            return False
-
-    def allowed(self, token: str) -> bool:
-        if not token:
-            return False
-        now = self._now()
-        with self._lock:
-            hit = self._cache.get(token)
-            if hit is not None and now < hit[0]:
-                return hit[1]
-        if not self._asking.acquire(blocking=False):
-            return False  # too many questions at once: refuse rather than queue
-        try:
-            ok = self._ask(token)
-        finally:
-            self._asking.release()
-        with self._lock:
-            if len(self._cache) >= MAX_CACHED:
-                live = {k: v for k, v in self._cache.items() if v[0] > now}
-                self._cache = live if len(live) < MAX_CACHED else {}
-            self._cache[token] = (now + (TOKEN_TTL if ok else INVALID_TTL), ok)
-        return ok
-
-    def cached(self) -> int:
-        with self._lock:
-            return len(self._cache)
 
 
 def _u64(v: Any) -> int:
@@ -112,27 +48,15 @@ class AgentServicer(pb_grpc.AgentServicer):
         pods: Callable[[str, str], Mapping[str, Any] | None],
         runtime: CRIClient,
         log_root: Path,
-        tokens: TokenChecker | None,
     ) -> None:
         self._node = node_name
         self._pods = pods
         self._cri = runtime
         self._log_root = log_root
-        self._tokens = tokens
-
-    def _auth(self, context: grpc.ServicerContext) -> None:
-        if self._tokens is None:
-            return
-        md = dict(context.invocation_metadata())
-        header = str(md.get("authorization", ""))
-        token = header[7:] if header.lower().startswith("bearer ") else ""
-        if not self._tokens.allowed(token):
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid admin token is required")
 
     def ContainerLogs(
         self, request: pb.LogsRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.LogChunk]:
-        self._auth(context)
         pod = self._pods(request.namespace or "default", request.pod)
         if pod is None:
             context.abort(
@@ -206,7 +130,6 @@ class AgentServicer(pb_grpc.AgentServicer):
                 return
 
     def Stats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.StatsResponse:
-        self._auth(context)
         try:
             stats = self._cri.list_container_stats()
         except CRIError as err:
@@ -267,10 +190,10 @@ class AgentServicer(pb_grpc.AgentServicer):
 def serve(servicer: AgentServicer, listen: str) -> tuple[grpc.Server, int]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent-rpc"))
     pb_grpc.add_AgentServicer_to_server(servicer, server)
-    port = server.add_insecure_port(listen)
+    port = server.add_insecure_port(listen)  # a unix socket behind the TLS front
     server.start()
     log.info("agent endpoint on %s (port %d)", listen, port)
     return server, port
 
 
-__all__ = ["AgentServicer", "TokenChecker", "serve"]
+__all__ = ["AgentServicer", "serve"]

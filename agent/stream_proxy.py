@@ -6,9 +6,12 @@ As kubelet does, the agent serves
     POST /attach/<namespace>/<pod>/<container>?stdin=1&stdout=1&stderr=1&tty=1
     POST /portforward/<namespace>/<pod>?port=80&port=443
 
-(GET too, for WebSocket clients) with `Authorization: Bearer <token>`
-checked by the API server (the `TokenChecker` of agent/server.py: admins
-only). It finds the running container (labels io.kubernetes.pod.uid and
+(GET too, for WebSocket clients) over TLS only. The serving certificate was
+issued by the cluster CA at join (agent/serving_tls.py); the only caller
+served is the API server, which presents its client certificate (CN
+`system:apiserver`, chained to the same CA). The TLS handshake, with a
+deadline, and that check come before any other work; plain text and every
+other caller are refused, and no bearer token is read or needed. It finds the running container (labels io.kubernetes.pod.uid and
 io.kubernetes.container.name) or the ready sandbox of the pod through CRI,
 asks the runtime for a streaming URL (CRI Exec, Attach, PortForward), dials
 that URL, forwards the client's upgrade request with the path rewritten to
@@ -17,11 +20,12 @@ until both sides have closed. The agent never parses SPDY or WebSocket:
 whatever the runtime answers (101 and the session, or an error) goes back
 to the client as it is.
 
-The endpoint can share one port with the agent's gRPC server: a connection
-that opens with the HTTP/2 preface (`PRI * HTTP/2.0`, which gRPC sends
-first) is relayed byte for byte to `grpc_upstream`, so skiffctl reaches
-logs, stats and streams at the one address a Node advertises;
-`serve_endpoint` starts both that way. This module
+The endpoint shares one port with the agent's gRPC server: a connection
+that negotiated ALPN `h2` (or, without TLS in unit tests, opens with the
+HTTP/2 preface) is relayed byte for byte to `grpc_upstream`, a unix socket
+in the agent's root directory, so the API server reaches logs, stats and
+streams at the one address a Node advertises; `serve_endpoint` starts both
+that way. This module
 never runs anything on the node itself and never holds a connection after
 `stop()`.
 """
@@ -29,8 +33,11 @@ never runs anything on the node itself and never holds a connection after
 from __future__ import annotations
 
 import logging
+import os
+import select
 import socket
 import socketserver
+import ssl
 import struct
 import threading
 from collections.abc import Callable, Mapping
@@ -59,8 +66,8 @@ PodLookup = Callable[[str, str], Object | None]
 """(namespace, name) -> the pod as the agent's informer has it, or None."""
 
 
-class Tokens(Protocol):
-    def allowed(self, token: str) -> bool: ...
+# The one caller the agent serves (controlplane.apiserver.tls.AGENT_CLIENT_CN).
+API_SERVER_CN = "system:apiserver"
 
 
 class StreamRuntime(Protocol):
@@ -283,6 +290,40 @@ def relay(client: socket.socket, client_reader: Buffered | None, upstream: socke
     thread.join()
 
 
+def pump(client: socket.socket, upstream: socket.socket, idle: float | None) -> None:
+    """relay for a TLS client, in one thread (an SSL connection must not be
+    read and written from two threads at once): copy bytes both ways until
+    the upstream closes, an error, or `idle` seconds without traffic. The
+    client's half-close passes through to the upstream."""
+    client.settimeout(idle)
+    upstream.settimeout(idle)
+    reading_client = True
+    try:
+        while True:
+            if isinstance(client, ssl.SSLSocket) and client.pending():
+                ready: list[socket.socket] = [client]
+            else:
+                watch = [upstream, client] if reading_client else [upstream]
+                ready = select.select(watch, [], [], idle)[0]
+                if not ready:
+                    return
+            for sock in ready:
+                if sock is upstream:
+                    data = upstream.recv(_CHUNK)
+                    if not data:
+                        return
+                    client.sendall(data)
+                else:
+                    data = client.recv(_CHUNK)
+                    if data:
+                        upstream.sendall(data)
+                    else:
+                        reading_client = False
+                        _shutdown(upstream, socket.SHUT_WR)
+    except (OSError, ValueError):
+        return
+
+
 # ---------------------------------------------------------------- the server
 
 
@@ -290,6 +331,7 @@ def relay(client: socket.socket, client_reader: Buffered | None, upstream: socke
 class StreamProxyConfig:
     listen: str = "127.0.0.1:0"  # host:port; "0.0.0.0:10250" to share the agent's port
     request_timeout: float = 30.0  # for the request line and headers, and for dialing
+    handshake_timeout: float = 10.0  # the TLS handshake, before anything else
     idle_timeout: float | None = 4 * 3600.0  # no traffic either way ends a relay
     # Connections served at once; more are closed on accept, before a thread
     # or a byte of work is spent on them.
@@ -323,6 +365,9 @@ class _TCPServer(socketserver.ThreadingTCPServer):
             owner._handlers += 1  # reserved here, released by the handler's finish()
         return True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("agent endpoint: connection from %s failed", client_address, exc_info=True)
+
 
 class StreamProxy:
     """The HTTP endpoint; start() binds, stop() closes every connection it holds."""
@@ -331,15 +376,16 @@ class StreamProxy:
         self,
         pods: PodLookup,
         runtime: StreamRuntime,
-        tokens: Tokens | None,
+        tls: ssl.SSLContext | None,
         config: StreamProxyConfig | None = None,
         grpc_upstream: str = "",
     ) -> None:
-        """`tokens` None serves anyone (tests only); `grpc_upstream` (host:port)
-        receives the HTTP/2 connections, "" refuses them."""
+        """`tls` (agent/serving_tls.py) None serves plain text to anyone
+        (unit tests only); `grpc_upstream` (host:port or unix:PATH) receives
+        the HTTP/2 connections, "" refuses them."""
         self.pods = pods
         self.runtime = runtime
-        self.tokens = tokens
+        self.tls = tls
         self.config = config or StreamProxyConfig()
         self.grpc_upstream = grpc_upstream
         self._tcp: _TCPServer | None = None
@@ -409,9 +455,41 @@ class StreamProxy:
         self._track(sock, True)
         return sock
 
+    def dial_unix(self, path: str) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.config.request_timeout)
+        try:
+            sock.connect(path)
+        except OSError:
+            sock.close()
+            raise
+        self._track(sock, True)
+        return sock
+
     def hang_up(self, sock: socket.socket) -> None:
         self._track(sock, False)
         sock.close()
+
+
+def _common_name(cert: Mapping[str, Any] | None) -> str:
+    for rdn in (cert or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return ""
+
+
+def _accept_tls(context: ssl.SSLContext, sock: socket.socket, timeout: float) -> ssl.SSLSocket:
+    """The TLS handshake within `timeout`, then the caller must be the API
+    server; raises (the connection is then closed) otherwise."""
+    sock.settimeout(timeout)
+    tls = context.wrap_socket(sock, server_side=True)
+    caller = _common_name(tls.getpeercert())
+    if caller != API_SERVER_CN:
+        log.warning("agent endpoint: refused a caller presenting %r", caller)
+        tls.close()
+        raise PermissionError(f"caller {caller!r} is not {API_SERVER_CN}")
+    return tls
 
 
 def _peek(sock: socket.socket, n: int) -> bytes:
@@ -431,8 +509,14 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("http: " + format, *args)
 
     def setup(self) -> None:
+        owner = self.server.owner
         try:
+            if owner.tls is not None:
+                self.request = _accept_tls(owner.tls, self.request, owner.config.handshake_timeout)
             super().setup()
+            if owner.tls is not None:  # unbuffered: no bytes hidden in a buffer when pump starts
+                self.rfile.close()
+                self.rfile = self.connection.makefile("rb", 0)
         except BaseException:
             self.server.owner._handler(-1)
             raise
@@ -446,11 +530,17 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
         finally:
+            if isinstance(self.connection, ssl.SSLSocket):
+                self.connection.close()  # wrap_socket detached the socket socketserver closes
             self.server.owner._handler(-1)
 
     def handle(self) -> None:
-        head = _peek(self.connection, len(HTTP2_PREFACE))
-        if head == HTTP2_PREFACE:
+        conn = self.connection
+        if isinstance(conn, ssl.SSLSocket):
+            h2 = conn.selected_alpn_protocol() == "h2"
+        else:
+            h2 = _peek(conn, len(HTTP2_PREFACE)) == HTTP2_PREFACE
+        if h2:
             self._relay_grpc()
             return
         super().handle()
@@ -476,13 +566,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         if not owner.grpc_upstream:
             return
-        host, port = _split_listen(owner.grpc_upstream)
         try:
-            upstream = owner.dial("127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
+            if owner.grpc_upstream.startswith("unix:"):
+                upstream = owner.dial_unix(owner.grpc_upstream[5:])
+            else:
+                host, port = _split_listen(owner.grpc_upstream)
+                upstream = owner.dial("127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
         except OSError as exc:
             log.warning("agent gRPC endpoint unreachable: %s", exc)
             return
         try:
+            if isinstance(self.connection, ssl.SSLSocket):
+                pump(self.connection, upstream, None)
+                return
             upstream.settimeout(None)
             self.connection.settimeout(None)
             relay(self.connection, None, upstream)
@@ -494,11 +590,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         try:
             target = parse_target(self.path)
-            if owner.tokens is not None:
-                header = self.headers.get("Authorization", "")
-                token = header[7:].strip() if header.lower().startswith("bearer ") else ""
-                if not owner.tokens.allowed(token):
-                    raise RequestError(401, "Unauthorized: a valid admin token is required")
             url = runtime_url(target, owner.pods, owner.runtime)
         except RequestError as err:
             log.info("stream refused", extra={"path": self.path, "code": err.code})
@@ -526,6 +617,9 @@ class _Handler(BaseHTTPRequestHandler):
             lines.append("Content-Length: 0")
             upstream.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
             timeout = owner.config.idle_timeout
+            if isinstance(self.connection, ssl.SSLSocket):
+                pump(self.connection, upstream, timeout)
+                return
             upstream.settimeout(timeout)
             self.connection.settimeout(timeout)
             relay(self.connection, self.rfile, upstream)
@@ -538,23 +632,21 @@ class _Handler(BaseHTTPRequestHandler):
 def serve_streams(
     pods: PodLookup,
     runtime: CRIClient | StreamRuntime,
-    tokens: Tokens | None,
+    tls: ssl.SSLContext | None,
     listen: str,
     grpc_upstream: str = "",
 ) -> StreamProxy:
     """Start the streaming endpoint on `listen`; see the module docstring."""
     streams: StreamRuntime = CRIStreams(runtime) if isinstance(runtime, CRIClient) else runtime
-    return StreamProxy(
-        pods, streams, tokens, StreamProxyConfig(listen=listen), grpc_upstream
-    ).start()
+    return StreamProxy(pods, streams, tls, StreamProxyConfig(listen=listen), grpc_upstream).start()
 
 
 @dataclass
 class AgentEndpoint:
-    """The agent's one advertised port: streams served here, gRPC relayed to loopback."""
+    """The agent's one advertised port: streams served here, gRPC relayed to a unix socket."""
 
     grpc_server: grpc.Server
-    grpc_port: int
+    grpc_socket: str
     proxy: StreamProxy
 
     @property
@@ -571,14 +663,20 @@ def serve_endpoint(
     listen: str,
     pods: PodLookup,
     runtime: CRIClient | StreamRuntime,
-    tokens: Tokens | None,
+    tls: ssl.SSLContext | None,
+    socket_path: str,
 ) -> AgentEndpoint:
-    """Serve the gRPC `servicer` on an ephemeral 127.0.0.1 port and the
-    streaming endpoint on `listen`, relaying gRPC connections to the former."""
-    grpc_server, grpc_port = serve(servicer, "127.0.0.1:0")
+    """Serve the gRPC `servicer` on the unix socket `socket_path` (0600) and
+    the streaming endpoint on `listen`, relaying gRPC connections to the former."""
     try:
-        proxy = serve_streams(pods, runtime, tokens, listen, f"127.0.0.1:{grpc_port}")
+        os.unlink(socket_path)
+    except FileNotFoundError:
+        pass
+    grpc_server, _ = serve(servicer, f"unix:{socket_path}")
+    try:
+        os.chmod(socket_path, 0o600)
+        proxy = serve_streams(pods, runtime, tls, listen, f"unix:{socket_path}")
     except BaseException:
         grpc_server.stop(None)
         raise
-    return AgentEndpoint(grpc_server, grpc_port, proxy)
+    return AgentEndpoint(grpc_server, socket_path, proxy)

@@ -58,7 +58,8 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
         ("scheduler", scheduler.start),
         ("volcano-scheduler", batch_scheduler.start),
         ("controllers", manager.component(manager.config_from_args(args),
-                                          args.controller_metrics_listen)),
+                                          args.controller_metrics_listen,
+                                          Path(args.data_dir) / "kubeconfig")),
     ]  # fmt: skip
 
 

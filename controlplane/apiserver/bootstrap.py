@@ -8,6 +8,11 @@ with its own credential (kept in its node.conf), never with a bootstrap
 token, so a token holder cannot take over a running node's name. Deleting
 the token's Secret stops new joins and touches nothing else.
 
+With the join comes the agent endpoint's serving certificate: the agent
+sends a certificate request, `sign_serving(node, csr)` (the cluster CA)
+issues it for that node's name, so the API server can tell the real agent
+of a node from any listener the Node's address points at.
+
 Refusals say why, without telling whether a token id exists. This module
 reaches storage only through the Registry.
 """
@@ -32,9 +37,11 @@ class BootstrapJoin:
         registry: Registry,
         node_credential: Callable[[str], str],
         now: Callable[[], datetime.datetime] | None = None,
+        sign_serving: Callable[[str, bytes], bytes] | None = None,
     ) -> None:
         self.registry = registry
         self.node_credential = node_credential
+        self.sign_serving = sign_serving
         self.now = now or (lambda: datetime.datetime.now(datetime.UTC))
 
     def create(
@@ -74,16 +81,27 @@ class BootstrapJoin:
             raise Unauthenticated(f"bootstrap token {token_id} expired at {found.expiration}")
         return token_id
 
-    def join(self, token: str, node: str) -> str:
-        """The credential of the new node `node`."""
+    def join(self, token: str, node: str, csr_pem: bytes = b"") -> tuple[str, bytes]:
+        """The credential of the new node `node`, and its agent's serving
+        certificate when `csr_pem` asks for one."""
         token_id = self.check(token)
         if not is_dns_subdomain(node):
             raise Invalid(f"node_name: {node!r} must be a DNS-1123 subdomain")
         try:
             self.registry.get("Node", node)
         except NotFound:
-            return self.node_credential(node)
+            return self.node_credential(node), self._serving(node, csr_pem)
         raise Forbidden(
             f'node "{node}" already exists: bootstrap token {token_id} joins new nodes only; '
             "re-join with that node's own credential, or delete the Node first"
         )
+
+    def _serving(self, node: str, csr_pem: bytes) -> bytes:
+        if not csr_pem:
+            return b""
+        if self.sign_serving is None:
+            raise Invalid("serving_csr_pem: this server issues no agent certificates")
+        try:
+            return self.sign_serving(node, csr_pem)
+        except ValueError as err:
+            raise Invalid(str(err)) from None

@@ -46,7 +46,7 @@ from controlplane.apiserver.reviews import Reviews
 from controlplane.apiserver.satokens import ServiceAccountTokens
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.storage_admission import ensure_local_path_class
-from controlplane.apiserver.tls import Pki
+from controlplane.apiserver.tls import Pki, sign_agent_csr
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client.errors import AlreadyExists, NotFound
 from controlplane.storage.interface import Store
@@ -106,8 +106,11 @@ class ApiServer:
         )
         self.registry.reviews = self.reviews.handlers
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
+        signer = (lambda n, c: sign_agent_csr(pki, n, c)) if pki else None  # agent serving certs
         self.joins = (
-            BootstrapJoin(self.registry, self.authority.node_token) if self.authority else None
+            BootstrapJoin(self.registry, self.authority.node_token, sign_serving=signer)
+            if self.authority
+            else None
         )
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
         self.flow = FlowControl(Limits.for_workers(config.max_workers))

@@ -521,9 +521,11 @@ class AuthServicer(_Base, api_pb2_grpc.AuthServicer):
     def Join(self, request: Any, context: Any) -> api_pb2.JoinResponse:
         if self.joins is None:
             raise errors.Unavailable("this server runs without authentication")
-        token = self.joins.join(request.join_token, request.node_name)
+        token, cert = self.joins.join(
+            request.join_token, request.node_name, request.serving_csr_pem
+        )
         log.info("node=%s joined", request.node_name)
-        return api_pb2.JoinResponse(token=token, ca_pem=self.ca_pem)
+        return api_pb2.JoinResponse(token=token, ca_pem=self.ca_pem, serving_cert_pem=cert)
 
     @_rpc("WhoAmI")
     def WhoAmI(self, request: Any, context: Any, who: Identity) -> api_pb2.WhoAmIResponse:

@@ -4,8 +4,15 @@ Under `<data-dir>/pki/`: `ca.crt`/`ca.key` (a self-signed ECDSA P-256 CA),
 `server.crt`/`server.key` (the API server's serving certificate, signed by
 the CA, valid for `skiff-apiserver`, `localhost`, the host name, 127.0.0.1,
 ::1 and every extra SAN given), `token-secret` (the HMAC key of every
-bearer token) and `sa.key` (the ECDSA key that signs ServiceAccount tokens). Existing files are reused; the serving certificate is re-issued
-when a requested SAN is missing. Private files are written 0600 atomically.
+bearer token), `sa.key` (the ECDSA key that signs ServiceAccount tokens) and
+`apiserver-agent-client.crt`/`.key` (the API server's client certificate
+towards node agents, CN `system:apiserver`, the only caller agents serve).
+Existing files are reused; the serving certificate is re-issued when a
+requested SAN is missing. Private files are written 0600 atomically.
+
+`sign_agent_csr` issues a node agent's serving certificate at join: DNS SAN
+the node's name (what the API server checks when it dials the agent) plus
+the addresses the agent asked for.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ from cryptography.x509.oid import NameOID
 
 # Clients pin the CA and ask for this name, whatever address they dial.
 SERVER_NAME = "skiff-apiserver"
+# The identity agents accept: the API server's client certificate.
+AGENT_CLIENT_CN = "system:apiserver"
+MAX_AGENT_SANS = 16
 VALIDITY = datetime.timedelta(days=3650)
 
 
@@ -35,6 +45,9 @@ class Pki:
     key_pem: bytes
     token_secret: bytes
     sa_key_pem: bytes = b""
+    agent_client_cert_pem: bytes = b""
+    agent_client_key_pem: bytes = b""
+    ca_key_pem: bytes = b""  # for sign_agent_csr
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:
@@ -68,29 +81,75 @@ def _sans(extra: list[str]) -> tuple[set[str], set[str]]:
     return dns, ips
 
 
+def _sign(
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_cert: x509.Certificate,
+    subject: str,
+    public_key: ec.EllipticCurvePublicKey,
+    usage: x509.ObjectIdentifier,
+    names: list[x509.GeneralName],
+) -> bytes:
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    return builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
 def _issue_server(
     ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, dns: set[str], ips: set[str]
 ) -> tuple[bytes, bytes]:
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
     names: list[x509.GeneralName] = [x509.DNSName(d) for d in sorted(dns)]
     names += [x509.IPAddress(ipaddress.ip_address(i)) for i in sorted(ips)]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, SERVER_NAME)]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH
+    cert = _sign(ca_key, ca_cert, SERVER_NAME, key.public_key(), usage, names)
+    return cert, _key_pem(key)
+
+
+def sign_agent_csr(pki: Pki, node: str, csr_pem: bytes) -> bytes:
+    """The serving certificate of node `node`'s agent, for the key in `csr_pem`.
+
+    Its DNS SANs are `node` and the CSR's DNS names; its IP SANs the CSR's
+    addresses (at most MAX_AGENT_SANS in all). Raises ValueError naming the
+    problem for a CSR that does not parse, is not self-signed by its key, or
+    is not an EC P-256 key."""
+    try:
+        csr = x509.load_pem_x509_csr(csr_pem)
+    except ValueError as err:
+        raise ValueError(f"serving_csr_pem: not a PEM certificate request ({err})") from None
+    if not csr.is_signature_valid:
+        raise ValueError("serving_csr_pem: the request is not signed by its own key")
+    public = csr.public_key()
+    if not isinstance(public, ec.EllipticCurvePublicKey) or public.curve.name != "secp256r1":
+        raise ValueError("serving_csr_pem: the key must be ECDSA P-256")
+    dns, ips = {node}, set()
+    try:
+        san = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        dns |= set(san.get_values_for_type(x509.DNSName))
+        ips = {str(i) for i in san.get_values_for_type(x509.IPAddress)}
+    except x509.ExtensionNotFound:
+        pass
+    if len(dns) + len(ips) > MAX_AGENT_SANS:
+        raise ValueError(f"serving_csr_pem: more than {MAX_AGENT_SANS} names asked for")
+    names: list[x509.GeneralName] = [x509.DNSName(d) for d in sorted(dns)]
+    names += [x509.IPAddress(ipaddress.ip_address(i)) for i in sorted(ips)]
+    ca_key = serialization.load_pem_private_key(pki.ca_key_pem, None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("the cluster CA key is not an EC private key")
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_pem)
+    usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH
+    return _sign(ca_key, ca_cert, f"system:node:{node}", public, usage, names)
 
 
 def _covers(cert_pem: bytes, dns: set[str], ips: set[str]) -> bool:
@@ -138,7 +197,7 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
         )
         _write(ca_key_path, _key_pem(ca_key), 0o600)
         _write(ca_crt, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
-        for stale in ("server.crt", "server.key"):
+        for stale in ("server.crt", "server.key", "apiserver-agent-client.crt"):
             (pki / stale).unlink(missing_ok=True)
     ca_pem = ca_crt.read_bytes()
     loaded_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), None)
@@ -158,5 +217,14 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
     sa_key = pki / "sa.key"
     if not sa_key.exists():
         _write(sa_key, _key_pem(ec.generate_private_key(ec.SECP256R1())), 0o600)
+    client_crt, client_key = pki / "apiserver-agent-client.crt", pki / "apiserver-agent-client.key"
+    if not client_crt.exists() or not client_key.exists():
+        ckey = ec.generate_private_key(ec.SECP256R1())
+        usage = x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
+        ca_cert = x509.load_pem_x509_certificate(ca_pem)
+        _write(client_key, _key_pem(ckey), 0o600)
+        _write(client_crt, _sign(loaded_key, ca_cert, AGENT_CLIENT_CN, ckey.public_key(), usage, []),
+               0o644)  # fmt: skip
     return Pki(ca_pem, crt.read_bytes(), key.read_bytes(), secret_path.read_bytes().strip(),
-               sa_key.read_bytes())  # fmt: skip
+               sa_key.read_bytes(), client_crt.read_bytes(), client_key.read_bytes(),
+               ca_key_path.read_bytes())  # fmt: skip

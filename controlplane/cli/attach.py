@@ -1,8 +1,8 @@
-"""skiffctl attach: connect to the stdio of a running container, through its node's agent.
+"""skiffctl attach: connect to the stdio of a running container, through the API server.
 
-`attach [-i] [-t] [-q] POD|TYPE/NAME [-c CONTAINER]`. The pod, node and
-credential are found as `exec` finds them; the agent's
-`/attach/<ns>/<pod>/<container>` endpoint is upgraded to SPDY/3.1. As
+`attach [-i] [-t] [-q] POD|TYPE/NAME [-c CONTAINER]`. The pod and
+credential are found as `exec` finds them; the API server's pods/attach
+subresource is upgraded to SPDY/3.1 (the API server relays it to the agent). As
 kubectl does, -t is used only when the container was created with `tty`
 (else a warning) and stdin is a terminal; with a tty there is no separate
 stderr. Detaching (the client going away) leaves the container running.

@@ -1,10 +1,12 @@
-"""skiffctl exec: run a command in a container, through the agent of the pod's node.
+"""skiffctl exec: run a command in a container, through the API server.
 
 `exec [-i] [-t] [-q] POD|TYPE/NAME [-c CONTAINER] -- COMMAND [ARG...]`.
-The pod and its node are found as `logs` finds them (the node's agent
-address and port, the API credential's bearer token); the agent's
-`/exec/<ns>/<pod>/<container>` endpoint is upgraded to SPDY/3.1 and spoken
-to by controlplane/cli/streamclient.py. With -t on a real terminal the
+The pod is found as `logs` finds it; the API server's pods/exec subresource
+(`POST /api/v1/namespaces/<ns>/pods/<pod>/exec?command=..&container=..`,
+with skiffctl's bearer token) is upgraded to SPDY/3.1 and spoken to by
+controlplane/cli/streamclient.py. The API server authorizes the call and
+relays it to the node's agent with its own certificate; skiffctl never
+dials an agent. With -t on a real terminal the
 terminal is put in raw mode (and restored on every way out) and window
 size changes (SIGWINCH) are sent as resize events; -t without a terminal
 on stdin is dropped with kubectl's warning. skiffctl exits with the
@@ -28,8 +30,9 @@ from typing import TextIO
 
 from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
-from controlplane.cli.logs import agent_token, choose
+from controlplane.cli.logs import api_config, choose
 from controlplane.cli.streamclient import (
+    CONNECT_TIMEOUT,
     CommandIO,
     Upgraded,
     UpgradeRefused,
@@ -37,7 +40,8 @@ from controlplane.cli.streamclient import (
     run_remote_command,
     upgrade,
 )
-from controlplane.client.agents import AgentUnreachable, agent_address
+from controlplane.client import apirest, errors
+from controlplane.client.config import ClientConfig
 from controlplane.client.interface import Object
 from proto.streaming.remotecommand import SPDY_PROTOCOLS
 
@@ -92,8 +96,7 @@ class Resolved:
     namespace: str
     name: str
     container: str
-    address: str
-    token: str
+    config: ClientConfig  # the API server and skiffctl's credential
 
 
 def resolve(ctx: Context, target: str, container: str, need_container: bool = True) -> Resolved:
@@ -108,28 +111,33 @@ def resolve(ctx: Context, target: str, container: str, need_container: bool = Tr
     picked = chosen.container or (names[0] if names else "")
     if need_container and picked not in names:
         raise CliError(f"container {picked} is not valid for pod {name}")
-    node_name = str(printers.spec(pod).get("nodeName") or "")
-    try:
-        address = agent_address(ctx.client.get("Node", node_name))
-    except AgentUnreachable as err:
-        raise CliError(str(err)) from None
     namespace = str(printers.meta(pod).get("namespace") or "default")
-    return Resolved(pod, namespace, name, picked, address, agent_token(ctx))
+    return Resolved(pod, namespace, name, picked, api_config(ctx))
 
 
 def dial(where: Resolved, path: str, protocols: tuple[str, ...]) -> Upgraded:
-    """The agent's endpoint at `path` upgraded to one of `protocols`; a
-    refusal or an unreachable agent is a CliError in kubectl's words."""
+    """The API server's `path` upgraded to one of `protocols`; a refusal or
+    an unreachable server is a CliError in kubectl's words."""
+    config = where.config
     try:
-        return upgrade(where.address, path, where.token, protocols)
+        return upgrade(
+            config.server,
+            path,
+            config.token,
+            protocols,
+            connect=lambda: apirest.open_socket(config, CONNECT_TIMEOUT),
+        )
     except UpgradeRefused as err:
+        message = apirest.failure(err.status, err.body.encode())
         if err.status == 401:
             raise CliError(
-                f"You must be logged in to the server (Unauthorized): {err.body}"
+                f"You must be logged in to the server (Unauthorized): {message}"
             ) from None
-        raise CliError(f"unable to upgrade connection: {err.body}") from None
-    except OSError as err:
-        raise CliError(f"cannot reach the agent at {where.address}: {err}") from None
+        if err.status == 403:
+            raise CliError(f"Error from server (Forbidden): {message}") from None
+        raise CliError(f"unable to upgrade connection: {message}") from None
+    except (OSError, errors.ApiError) as err:
+        raise CliError(f"cannot reach the API server at {config.server}: {err}") from None
 
 
 def _writer(stream: TextIO) -> Callable[[bytes], None]:

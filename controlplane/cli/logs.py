@@ -1,21 +1,19 @@
-"""skiffctl logs: print a container's log, read from the agent of the pod's node.
+"""skiffctl logs: print a container's log, through the API server.
 
 `logs [-f] [-c CONTAINER] [--tail N] [--since 5m] [-p|--previous]
 [--timestamps] [--limit-bytes N] POD [CONTAINER] | pod/POD | TYPE/NAME`.
-The pod is read from the API server; its node (spec.nodeName) is read for
-the agent's address (status.addresses InternalIP, else Hostname) and port
-(status.daemonEndpoints.kubeletEndpoint.Port, default 10250); the log is
-streamed from that agent's ContainerLogs RPC (proto/agent/v1/agent.proto)
-with the API credential's bearer token in the `authorization` metadata.
-As kubectl does, stdout and stderr lines of the container both go to
-stdout, byte for byte. Without -c, a pod with several containers uses the
-`kubectl.kubernetes.io/default-container` annotation or its first container
-and says so on stderr; `TYPE/NAME` of a workload picks one of its pods.
+The pod is read from the API server and its log streamed from the pods/log
+subresource (`GET .../pods/<name>/log?container=&follow=..`), which
+authorizes the caller and reads the node's agent with the API server's own
+credential: skiffctl never dials an agent and its token never leaves the
+API server. As kubectl does, stdout and stderr lines of the container both
+go to stdout, byte for byte. Without -c, a pod with several containers uses
+the `kubectl.kubernetes.io/default-container` annotation or its first
+container and says so on stderr; `TYPE/NAME` of a workload picks one of its
+pods.
 
-`agent_token` and `agent_failure` are shared with `top` and `exec`; finding
-and dialling a node's agent is controlplane.client.agents'. The agent
-endpoint is plain gRPC for now (an insecure channel); this module never
-imports the agent itself, only its protobuf stubs.
+`api_config` and `api_failure` are shared with `top`, `exec`, `attach` and
+`port-forward`; the REST connection is controlplane.client.apirest's.
 """
 
 from __future__ import annotations
@@ -23,29 +21,29 @@ from __future__ import annotations
 import argparse
 import codecs
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
-
-import grpc
+from urllib.parse import urlencode
 
 from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
 from controlplane.cli.resources import parse_targets
 from controlplane.cli.wait import parse_duration
+from controlplane.client import apirest, errors
 from controlplane.client import config as client_config
-from controlplane.client.agents import AgentConnection, AgentUnreachable, agent_address
+from controlplane.client.apirest import pod_path
+from controlplane.client.config import ClientConfig
 from controlplane.client.interface import ListOptions, Object
 from proto.agent.v1 import agent_pb2 as pb
-from proto.rpc_errors import rpc_status
 
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
-# Reasons kubectl prints for API errors, by the agent's gRPC status code.
-REASONS = {
-    grpc.StatusCode.INVALID_ARGUMENT: "BadRequest",
-    grpc.StatusCode.NOT_FOUND: "NotFound",
-    grpc.StatusCode.PERMISSION_DENIED: "Forbidden",
-    grpc.StatusCode.FAILED_PRECONDITION: "BadRequest",
-    grpc.StatusCode.UNIMPLEMENTED: "MethodNotAllowed",
+LOG_TIMEOUT = 30.0  # for the answer, and between chunks unless following
+CHUNK = 65536
+# Reasons kubectl prints for API errors.
+REASONS: dict[type[errors.ApiError], str] = {
+    errors.Invalid: "BadRequest",
+    errors.NotFound: "NotFound",
+    errors.Forbidden: "Forbidden",
+    errors.TooManyRequests: "TooManyRequests",
 }
 
 
@@ -60,39 +58,28 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit-bytes", type=int, default=0, help="stop after this many bytes")
 
 
-# ---- reaching a node's agent (shared with top) -------------------------------------
+# ---- reaching the API server's streams (shared with top and exec) ----------------------
 
 
-def agent_token(ctx: Context) -> str:
-    """The bearer token of the API credential skiffctl uses (empty if it has none)."""
+def api_config(ctx: Context) -> ClientConfig:
+    """The API server and credential skiffctl uses."""
     config = getattr(ctx.client, "config", None)
-    token = getattr(config, "token", None)
-    if isinstance(token, str):
-        return token
+    if isinstance(config, ClientConfig):
+        return config
     try:
-        return client_config.load_config(getattr(ctx.args, "config", None)).token
-    except client_config.ConfigError:
-        return ""
+        return client_config.load_config(getattr(ctx.args, "config", None))
+    except client_config.ConfigError as err:
+        raise CliError(str(err)) from None
 
 
-def connect_node(ctx: Context, node_name: str) -> AgentConnection:
-    node = ctx.client.get("Node", node_name)
-    return AgentConnection(agent_address(node), agent_token(ctx), node_name)
-
-
-def agent_failure(err: grpc.RpcError, node: str, address: str) -> str:
-    """What to print for a failed agent call, in kubectl's words where it has some."""
-    code, details = rpc_status(err)
-    details = details or str(code)
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-        return f"error: cannot reach the agent of node {node} at {address}: {details}"
-    if code == grpc.StatusCode.UNAUTHENTICATED:
-        return (
-            f"error: You must be logged in to the server (Unauthorized): the agent of node "
-            f"{node} refused the credential: {details}"
-        )
-    reason = REASONS.get(code, "InternalError")
-    return f"Error from server ({reason}): {details}"
+def api_failure(err: errors.ApiError) -> str:
+    """What to print for a refused request, in kubectl's words."""
+    if isinstance(err, errors.Unavailable):
+        return f"error: {err}"
+    if isinstance(err, errors.Unauthenticated):
+        return f"error: You must be logged in to the server (Unauthorized): {err}"
+    reason = REASONS.get(type(err), "InternalError")
+    return f"Error from server ({reason}): {err}"
 
 
 # ---- choosing the pod and container --------------------------------------------------
@@ -216,13 +203,22 @@ class Output:
             self.text.flush()
 
 
-def stream(conn: AgentConnection, request: pb.LogsRequest) -> Iterator[pb.LogChunk]:
-    """The chunks of one ContainerLogs call; cancelled when the caller stops early."""
-    call = conn.stub.ContainerLogs(request, metadata=conn.metadata)
-    try:
-        yield from call
-    finally:
-        call.cancel()
+def query(request: pb.LogsRequest) -> str:
+    """The pods/log query of a ContainerLogs request."""
+    q: list[tuple[str, str]] = [("container", request.container)]
+    if request.follow:
+        q.append(("follow", "true"))
+    if request.tail_lines:
+        q.append(("tailLines", str(max(0, request.tail_lines))))
+    for name, value in (("sinceSeconds", request.since_seconds),
+                        ("limitBytes", request.limit_bytes)):  # fmt: skip
+        if value:
+            q.append((name, str(value)))
+    if request.previous:
+        q.append(("previous", "true"))
+    if request.timestamps:
+        q.append(("timestamps", "true"))
+    return urlencode(q)
 
 
 def run(ctx: Context) -> int:
@@ -240,18 +236,21 @@ def run(ctx: Context) -> int:
             f'pod "{pod_name}" is not scheduled to a node yet (phase {phase}); '
             "it has no logs until it runs"
         )
+    path = pod_path(request.namespace, request.pod, "log") + "?" + query(request)
+    body_timeout = None if request.follow else LOG_TIMEOUT
     try:
-        conn = connect_node(ctx, str(node_name))
-    except AgentUnreachable as err:
-        raise CliError(str(err)) from None
-    with conn:
-        out = Output(ctx)
-        try:
-            for chunk in stream(conn, request):
-                out.write(chunk.data)
-        except grpc.RpcError as err:
-            ctx.err(agent_failure(err, conn.node, conn.address))
-            return 1
-        finally:
-            out.close()
+        response = apirest.get(api_config(ctx), path, LOG_TIMEOUT, body_timeout)
+    except errors.ApiError as err:
+        ctx.err(api_failure(err))
+        return 1
+    out = Output(ctx)
+    try:
+        while chunk := response.read1(CHUNK):
+            out.write(chunk)
+    except OSError as err:
+        ctx.err(f"error: the log stream ended: {err}")
+        return 1
+    finally:
+        out.close()
+        response.close()
     return 0

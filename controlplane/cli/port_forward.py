@@ -1,8 +1,8 @@
-"""skiffctl port-forward: forward local ports to a pod, through its node's agent.
+"""skiffctl port-forward: forward local ports to a pod, through the API server.
 
 `port-forward [--address 127.0.0.1] POD|pod/POD|TYPE/NAME [LOCAL:]REMOTE...`
 (`:REMOTE` picks a free local port). One SPDY/3.1 connection
-(`portforward.k8s.io`) to the agent's `/portforward/<ns>/<pod>` endpoint
+(`portforward.k8s.io`) to the API server's pods/portforward (relayed to the agent)
 carries every forwarded connection as its own (error, data) stream pair,
 as kubectl does. It listens only on the given address (127.0.0.1 by
 default), prints `Forwarding from ADDR:LOCAL -> REMOTE` for each port and

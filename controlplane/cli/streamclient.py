@@ -1,7 +1,8 @@
 """skiffctl's client of the Kubernetes streaming protocols, as client-go speaks them.
 
 `upgrade` sends one HTTP/1.1 request with `Upgrade: SPDY/3.1` (and the
-bearer token) to a node's agent and returns the upgraded connection as a
+bearer token) to the API server's pods/exec, pods/attach or pods/portforward
+(on the connection `connect` opens, TLS in skiffctl) and returns the upgraded connection as a
 client `SpdySession` (proto/streaming/spdy.py), or raises `UpgradeRefused`
 with the agent's or the runtime's answer. On it:
 
@@ -13,8 +14,7 @@ with the agent's or the runtime's answer. On it:
   (`portforward.k8s.io`, with a `requestID` per pair) and copies bytes both
   ways, half-closes included.
 
-This module knows nothing about pods or the API server (the verbs find the
-node and build the path) and never touches the terminal's mode.
+This module knows nothing about pods (the verbs find them and build the path) and never touches the terminal's mode.
 """
 
 from __future__ import annotations
@@ -59,10 +59,20 @@ class Upgraded:
         self.rfile.close()
 
 
-def upgrade(address: str, path: str, token: str, protocols: tuple[str, ...]) -> Upgraded:
-    """POST `path` to `address` (host:port) asking for SPDY/3.1 with `protocols`."""
-    host, _, port = address.rpartition(":")
-    sock = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT)
+def upgrade(
+    address: str,
+    path: str,
+    token: str,
+    protocols: tuple[str, ...],
+    connect: Callable[[], socket.socket] | None = None,
+) -> Upgraded:
+    """POST `path` to `address` (host:port) asking for SPDY/3.1 with
+    `protocols`, on the connection `connect` opens (default: plain TCP)."""
+    if connect is None:
+        host, _, port = address.rpartition(":")
+        sock = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT)
+    else:
+        sock = connect()
     try:
         lines = [
             f"POST {path} HTTP/1.1",
@@ -117,7 +127,7 @@ def command_path(
     stderr: bool,
     tty: bool,
 ) -> str:
-    """The agent path of an exec or attach request."""
+    """The API path of an exec or attach request (pods/exec, pods/attach)."""
     query = [("command", c) for c in command] + [("container", container)]
     query += [
         (name, "true")
@@ -125,12 +135,13 @@ def command_path(
         if on
     ]
     qs = "&".join(f"{k}={quote(v, safe='')}" for k, v in query)
-    return f"/{kind}/{quote(namespace)}/{quote(pod)}/{quote(container)}?{qs}"
+    return f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod)}/{kind}?{qs}"
 
 
 def port_forward_path(namespace: str, pod: str, ports: list[int]) -> str:
     qs = "&".join(f"port={p}" for p in ports)
-    return f"/portforward/{quote(namespace)}/{quote(pod)}" + (f"?{qs}" if qs else "")
+    path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod)}/portforward"
+    return path + (f"?{qs}" if qs else "")
 
 
 # ---------------------------------------------------------------- remote command

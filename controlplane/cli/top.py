@@ -5,12 +5,13 @@
 [--no-headers]` print kubectl's columns (`NAME  CPU(cores)  CPU(%)
 MEMORY(bytes)  MEMORY(%)` for nodes; `NAME  CPU(cores)  MEMORY(bytes)` for
 pods, with NAMESPACE under -A and POD under --containers). Usage comes from
-the Stats RPC of the agent on each node (in parallel): CPU as
+each node's agent through the API server's nodes/<name>/stats (in
+parallel; skiffctl never dials an agent): CPU as
 cpu_usage_nano_cores in millicores, memory as the working set in Mi, node
 percentages against the Node's allocatable. Where an agent reports only the
 cumulative CPU counter, a second sample one interval later (on the injected
 clock) gives the rate, as metrics-server does. An agent that cannot be
-reached is a warning on stderr and `<unknown>` in its node's row.
+read is a warning on stderr and `<unknown>` in its node's row.
 Read-only: nothing is written anywhere.
 """
 
@@ -21,15 +22,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import grpc
-
 from controlplane.api import kinds, quantity
 from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
 from controlplane.cli.get import list_all
-from controlplane.cli.logs import agent_failure, agent_token
-from controlplane.client import errors
-from controlplane.client.agents import AgentConnection, AgentUnreachable, agent_address
+from controlplane.cli.logs import api_config, api_failure
+from controlplane.client import apirest, errors
 from controlplane.client.interface import Object
 from proto.agent.v1 import agent_pb2 as pb
 
@@ -95,22 +93,16 @@ class Sampler:
     def __init__(self, ctx: Context, request: pb.StatsRequest) -> None:
         self.ctx = ctx
         self.request = request
-        self.token = agent_token(ctx)
+        self.config = api_config(ctx)
 
     def _one(self, node: Object) -> NodeSample:
         sample = NodeSample(printers.name(node))
         try:
-            sample.address = agent_address(node)
-        except AgentUnreachable as err:
-            sample.error = str(err)
-            return sample
-        with AgentConnection(sample.address, self.token, sample.node) as conn:
-            try:
-                sample.response = conn.stub.Stats(
-                    self.request, metadata=conn.metadata, timeout=STATS_TIMEOUT
-                )
-            except grpc.RpcError as err:
-                sample.error = agent_failure(err, sample.node, sample.address)
+            sample.response = apirest.node_stats(
+                self.config, sample.node, self.request.namespace, STATS_TIMEOUT, self.request.pod
+            )
+        except errors.ApiError as err:
+            sample.error = api_failure(err)
         return sample
 
     def sample(self, nodes: list[Object]) -> list[NodeSample]:

@@ -1,17 +1,31 @@
-"""Reaching a node's agent endpoint: its address, a channel, its Stats.
+"""Reaching a node's agent endpoint: its address, its TLS, its Stats.
 
 A Node advertises its agent as status.addresses (InternalIP, else Hostname)
-and status.daemonEndpoints.kubeletEndpoint.Port (10250 by default). skiffctl
-(logs, exec, top) and the HPA's metrics source dial it with the same bearer
-token they give the API server. This module only reads Node objects and
-calls the agent; it never writes anything.
+and status.daemonEndpoints.kubeletEndpoint.Port (10250 by default). Only the
+API server dials it: over TLS, presenting its client certificate
+(`AgentTLS`, CN system:apiserver) and checking that the agent's serving
+certificate was issued by the cluster CA for that Node's name, whatever
+address the Node claims. No bearer token is ever sent to an agent. Users
+reach logs, exec, attach, port-forward and stats through the API server.
+
+`agent_csr` makes the key and certificate request an agent sends at join.
+This module only reads Node objects and calls the agent.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
@@ -43,38 +57,82 @@ def agent_address(node: dict[str, Any]) -> str:
     return f"{host}:{port}"
 
 
-class AgentConnection:
-    """One channel to one node's agent, with the credential on every call
-    (`metadata`); `node` names the node in messages."""
+def load_chain(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """context.load_cert_chain from PEM bytes (it reads files only)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+        cert.write_bytes(cert_pem)
+        key.touch(0o600)
+        key.write_bytes(key_pem)
+        context.load_cert_chain(cert, key)
 
-    def __init__(self, address: str, token: str, node: str = "") -> None:
-        self.node = node
-        self.address = address
-        self.metadata: tuple[tuple[str, str], ...] = (
-            (("authorization", f"Bearer {token}"),) if token else ()
-        )
-        self.channel = grpc.insecure_channel(address)
-        self.stub = pb_grpc.AgentStub(self.channel)
 
-    def close(self) -> None:
-        self.channel.close()
+@dataclass(frozen=True)
+class AgentTLS:
+    """The API server's credential towards agents and the CA their serving
+    certificates must chain to."""
 
-    def __enter__(self) -> AgentConnection:
-        return self
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def channel(self, address: str, node: str) -> grpc.Channel:
+        creds = grpc.ssl_channel_credentials(self.ca_pem, self.key_pem, self.cert_pem)
+        return grpc.secure_channel(address, creds, options=self.options(node))
+
+    def aio_channel(self, address: str, node: str) -> grpc.aio.Channel:
+        creds = grpc.ssl_channel_credentials(self.ca_pem, self.key_pem, self.cert_pem)
+        return grpc.aio.secure_channel(address, creds, options=self.options(node))
+
+    @staticmethod
+    def options(node: str) -> list[tuple[str, str]]:
+        """The agent's certificate must name `node`, whatever address was dialed."""
+        return [("grpc.ssl_target_name_override", node)]
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """For HTTP/1.1 upgrades (exec, attach, portforward); pass
+        server_hostname=<node name> when connecting."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_verify_locations(cadata=self.ca_pem.decode())
+        load_chain(context, self.cert_pem, self.key_pem)
+        context.set_alpn_protocols(["http/1.1"])
+        return context
 
 
 def node_stats(
-    address: str, token: str, namespace: str = "", timeout: float = 5.0
-) -> pb.StatsResponse:
-    """One Stats call to the agent at `address` (raises AgentUnreachable)."""
-    with AgentConnection(address, token) as conn:
+    address: str, node: str, tls: AgentTLS, request: pb.StatsRequest | None = None,
+    timeout: float = 5.0,
+) -> pb.StatsResponse:  # fmt: skip
+    """One Stats call to node `node`'s agent at `address` (raises AgentUnreachable)."""
+    with tls.channel(address, node) as channel:
         try:
-            return conn.stub.Stats(
-                pb.StatsRequest(namespace=namespace), timeout=timeout, metadata=conn.metadata
-            )
+            return pb_grpc.AgentStub(channel).Stats(request or pb.StatsRequest(), timeout=timeout)
         except grpc.RpcError as err:
             code, details = rpc_status(err)
-            raise AgentUnreachable(f"agent at {address}: {details or code.name}") from None
+            raise AgentUnreachable(
+                f"agent of node {node} at {address}: {details or code.name}"
+            ) from None
+
+
+def agent_csr(node: str, addresses: list[str]) -> tuple[bytes, bytes]:
+    """(CSR PEM, private key PEM) an agent sends at join for its serving certificate."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = [x509.DNSName(node)]
+    for a in addresses:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(a)))
+        except ValueError:
+            if a and a != node:
+                names.append(x509.DNSName(a))
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node}")])
+    csr = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(subject)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return csr.public_bytes(serialization.Encoding.PEM), key_pem

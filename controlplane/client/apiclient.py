@@ -330,16 +330,26 @@ def connect(config: ClientConfig, timeout: float = DEFAULT_TIMEOUT) -> GrpcApiCl
 
 def join(server: str, ca_pem: bytes, join_token: str, node_name: str) -> ClientConfig:
     """Exchange the cluster join token for a node credential (a ClientConfig)."""
+    return join_node(server, ca_pem, join_token, node_name)[0]
+
+
+def join_node(
+    server: str, ca_pem: bytes, join_token: str, node_name: str, serving_csr_pem: bytes = b""
+) -> tuple[ClientConfig, bytes]:
+    """join, also asking for the agent's serving certificate (returned, or b"")."""
     channel = open_channel(ClientConfig(server=server, ca_pem=ca_pem))
     try:
         stub = api_pb2_grpc.AuthStub(channel)
         try:
             resp = stub.Join(
-                api_pb2.JoinRequest(join_token=join_token, node_name=node_name),
+                api_pb2.JoinRequest(
+                    join_token=join_token, node_name=node_name, serving_csr_pem=serving_csr_pem
+                ),
                 timeout=DEFAULT_TIMEOUT,
             )
         except grpc.RpcError as err:
             raise map_error(err) from err
     finally:
         channel.close()
-    return ClientConfig(server=server, ca_pem=resp.ca_pem or ca_pem, token=resp.token)
+    config = ClientConfig(server=server, ca_pem=resp.ca_pem or ca_pem, token=resp.token)
+    return config, resp.serving_cert_pem

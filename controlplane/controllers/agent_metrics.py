@@ -1,8 +1,10 @@
 """The HPA's MetricsSource backed by the node agents (metrics-server's job).
 
 Every agent serves Stats (per-pod CPU usage in nanocores and memory working
-set, from CRI stats) on its endpoint. `AgentMetrics.pod_metrics` polls every
-Node's agent in parallel, at most once per `max_age` seconds, and answers
+set, from CRI stats); the API server relays them as nodes/<name>/stats,
+authorizing the caller and calling the agent with its own certificate (the
+controllers' token never reaches a node). `AgentMetrics.pod_metrics` reads
+every Node's stats in parallel, at most once per `max_age` seconds, and answers
 from that snapshot: cpu in cores, memory in bytes, timestamped by the agent.
 An agent that cannot be reached only leaves its pods out (the HPA treats
 them as pods without metrics). It never writes anything.
@@ -16,9 +18,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from controlplane.client.agents import AgentUnreachable, agent_address, node_stats
+from controlplane.client import errors
+from controlplane.client.apirest import node_stats
+from controlplane.client.config import ClientConfig
 from controlplane.client.interface import ApiClient
 from controlplane.controllers.hpa_calc import MetricSample
+from proto.agent.v1 import agent_pb2 as pb
 
 log = logging.getLogger("skiff.controllers.metrics")
 
@@ -29,16 +34,20 @@ class AgentMetrics:
     def __init__(
         self,
         client: ApiClient,
-        token: str,
+        config: ClientConfig,
         max_age: float = 10.0,
         timeout: float = 5.0,
         now: Callable[[], float] = time.monotonic,
+        fetch: Callable[[str], pb.StatsResponse] | None = None,
     ) -> None:
+        """`fetch(node)` reads one node's stats (default: nodes/<node>/stats
+        on the API server in `config`)."""
         self._client = client
-        self._token = token
+        self._config = config
         self._max_age = max_age
         self._timeout = timeout
         self._now = now
+        self._fetch = fetch or (lambda n: node_stats(config, n, timeout=self._timeout))
         self._lock = threading.Lock()
         self._snapshot: Snapshot = {}
         self._taken = float("-inf")
@@ -60,9 +69,11 @@ class AgentMetrics:
         return snap
 
     def _one(self, node: dict[str, object]) -> Snapshot:
+        meta = node.get("metadata")
+        name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
         try:
-            resp = node_stats(agent_address(node), self._token, timeout=self._timeout)
-        except AgentUnreachable as err:
+            resp = self._fetch(name)
+        except errors.ApiError as err:
             log.info("no metrics from a node: %s", err)
             return {}
         out: Snapshot = {}

@@ -28,6 +28,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from controlplane.client.clock import Clock, RealClock
 from controlplane.client.informer import SharedInformerFactory
@@ -380,16 +381,20 @@ def config_from_args(args: argparse.Namespace) -> ManagerConfig:
 
 
 def component(
-    config: ManagerConfig, metrics_listen: str = ""
+    config: ManagerConfig, metrics_listen: str = "", rest_config: Path | None = None
 ) -> Callable[[ApiClient, threading.Event], None]:
-    """A `skiff controlplane` component function running a manager with `config`."""
+    """A `skiff controlplane` component function running a manager with `config`;
+    `rest_config` (the kubeconfig) names the REST API the HPA reads stats from."""
 
     def start_component(client: ApiClient, stop: threading.Event) -> None:
-        # The HPA reads pod usage from the agents, with the control plane's token.
+        # The HPA reads pod usage through the API server (nodes/stats), never from agents.
+        from controlplane.client.config import ClientConfig, load_config
         from controlplane.controllers.agent_metrics import AgentMetrics
 
-        token = str(getattr(getattr(client, "config", None), "token", "") or "")
-        manager = ControllerManager(client, config, metrics_source=AgentMetrics(client, token))
+        api = getattr(client, "config", None) or ClientConfig("127.0.0.1:6443")
+        if rest_config is not None:  # the components' own client is on a gRPC-only socket
+            api = load_config(rest_config)
+        manager = ControllerManager(client, config, metrics_source=AgentMetrics(client, api))
         manager.start()
         if metrics_listen:
             host, _, port = metrics_listen.rpartition(":")

@@ -143,6 +143,8 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
         return _log, True
     elif sub in STREAMS and target.info.kind == "Pod" and method in ("GET", "POST"):
         return _upgrade, True
+    elif sub == "stats" and target.info.kind == "Node" and method == "GET":
+        return _stats, False
     else:
         raise errors.NotFound(
             f"the server could not find the requested resource: {target.info.plural}/{sub}"
@@ -154,11 +156,15 @@ STREAMS = frozenset({"exec", "attach", "portforward"})
 
 
 async def _log(call: Call) -> web.StreamResponse:
-    return await streams.log(call, call.server.agent_token)
+    return await streams.log(call, call.server.agent_tls)
 
 
 async def _upgrade(call: Call) -> web.StreamResponse:
-    return await streams.upgrade(call, call.server.agent_token)
+    return await streams.upgrade(call, call.server.agent_tls)
+
+
+async def _stats(call: Call) -> web.StreamResponse:
+    return await streams.stats(call, call.server.agent_tls)
 
 
 async def _watch(call: Call) -> web.StreamResponse:

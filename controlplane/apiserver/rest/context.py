@@ -17,6 +17,7 @@ from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.paths import Target
 from controlplane.apiserver.rest.status import BadRequest
 from controlplane.apiserver.watch import Broadcaster
+from controlplane.client.agents import AgentTLS
 
 T = TypeVar("T")
 
@@ -29,7 +30,7 @@ class Server:
     broadcaster: Broadcaster
     executor: ThreadPoolExecutor
     min_watch_timeout: float = 1800.0
-    agent_token: str = ""  # the API server's own credential towards agents
+    agent_tls: AgentTLS | None = None  # the API server's own credential towards agents
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """func(*args, **kwargs) on the executor: registry calls block."""

@@ -27,6 +27,7 @@ from controlplane.apiserver.rest.frontdoor import ALPN, FrontDoor
 from controlplane.apiserver.rest.watch import LoopFeed
 from controlplane.apiserver.tls import Pki
 from controlplane.apiserver.watch import Broadcaster
+from controlplane.client.agents import AgentTLS
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +64,9 @@ class RestServer:
         self.authority = authority
         self.max_in_flight = max_in_flight
         self.executor = ThreadPoolExecutor(workers, thread_name_prefix="rest")
-        # Towards agents the API server uses its own credential (the admin's
-        # until the trust work gives it one of its own), never the caller's.
-        agent_token = authority.admin_token() if authority is not None else ""
-        self.server = Server(registry, broadcaster, self.executor, min_watch_timeout, agent_token)
+        # Towards agents the API server uses its own client certificate, never a token.
+        agent_tls = AgentTLS(pki.ca_pem, pki.agent_client_cert_pem, pki.agent_client_key_pem) if pki else None  # fmt: skip
+        self.server = Server(registry, broadcaster, self.executor, min_watch_timeout, agent_tls)
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self._thread = threading.Thread(target=self.loop.run_forever, name="rest", daemon=True)

@@ -1,9 +1,16 @@
-"""pods/log, pods/exec, pods/attach and pods/portforward, proxied to the node's agent.
+"""pods/log, pods/exec, pods/attach, pods/portforward and nodes/stats, proxied to agents.
 
 The user's credential stays here: the API server authorizes the request
 (`get_log`, `create_exec`, `create_attach`, `create_portforward` on the
-pod), finds the pod's node and the agent endpoint that Node advertises
-(controlplane.client.agents), and calls the agent with its own credential.
+pod, `get` on nodes/stats), finds the node and the agent endpoint that Node
+advertises (controlplane.client.agents), and calls the agent over TLS with
+its own client certificate (`AgentTLS`), checking that the agent's serving
+certificate names that node. No token of any identity goes to an agent, so
+a Node whose address points elsewhere collects nothing.
+
+nodes/stats (`GET /api/v1/nodes/<name>/stats`, `?namespace=&pod=` to narrow)
+answers the agent's Stats as JSON (proto field names in camelCase): what
+`skiffctl top` and the HPA's metrics read.
 
 log streams the agent's ContainerLogs RPC (grpc.aio: no thread per
 follower) as text/plain. exec, attach and portforward are upgraded
@@ -24,12 +31,13 @@ from urllib.parse import quote, urlencode
 import grpc
 import grpc.aio
 from aiohttp import web
+from google.protobuf.json_format import MessageToDict
 
 from controlplane.apiserver.registry import decode
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.status import BadRequest
 from controlplane.client import errors
-from controlplane.client.agents import AgentUnreachable, agent_address
+from controlplane.client.agents import AgentTLS, AgentUnreachable, agent_address, node_stats
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 
@@ -52,8 +60,8 @@ GRPC_CODES = {
 CHUNK = 1 << 16
 
 
-def _pod_node(call: Call, verb: str) -> tuple[dict[str, Any], str]:
-    """The pod (authorized for `verb`) and its agent's address (on the executor)."""
+def _pod_node(call: Call, verb: str) -> tuple[dict[str, Any], str, str]:
+    """The pod (authorized for `verb`), its node and its agent's address (on the executor)."""
     t = call.target
     call.registry.authorizer.authorize(call.who, verb, t.info, t.namespace, t.name)
     pod = decode(*call.registry.get("Pod", t.name, t.namespace, call.who))
@@ -61,7 +69,7 @@ def _pod_node(call: Call, verb: str) -> tuple[dict[str, Any], str]:
     if not node_name:
         raise BadRequest(f"pod {t.name} does not have a host assigned")
     try:
-        return pod, agent_address(call.registry.get_object("Node", node_name))
+        return pod, node_name, agent_address(call.registry.get_object("Node", node_name))
     except AgentUnreachable as err:
         raise errors.Unavailable(str(err)) from err
 
@@ -95,9 +103,16 @@ def _true(call: Call, name: str) -> bool:
     return call.query(name) in ("true", "1")
 
 
-async def log(call: Call, agent_token: str) -> web.StreamResponse:
+def _tls(tls: AgentTLS | None) -> AgentTLS:
+    if tls is None:
+        raise errors.Unavailable("this API server has no credential towards agents (no PKI)")
+    return tls
+
+
+async def log(call: Call, tls: AgentTLS | None) -> web.StreamResponse:
     t = call.target
-    pod, address = await call.server.run(_pod_node, call, "get_log")
+    creds = _tls(tls)
+    pod, node, address = await call.server.run(_pod_node, call, "get_log")
     tail = _int(call, "tailLines") if call.query("tailLines") else 0
     request = pb.LogsRequest(
         namespace=t.namespace, pod=t.name, container=_container(pod, call.query("container")),
@@ -106,10 +121,9 @@ async def log(call: Call, agent_token: str) -> web.StreamResponse:
         since_seconds=_int(call, "sinceSeconds"), previous=_true(call, "previous"),
         timestamps=_true(call, "timestamps"), limit_bytes=_int(call, "limitBytes"),
     )  # fmt: skip
-    metadata = (("authorization", f"Bearer {agent_token}"),) if agent_token else None
     response = web.StreamResponse(headers={"Content-Type": "text/plain"})
-    async with grpc.aio.insecure_channel(address) as channel:
-        stream = pb_grpc.AgentStub(channel).ContainerLogs(request, metadata=metadata)
+    async with creds.aio_channel(address, node) as channel:
+        stream = pb_grpc.AgentStub(channel).ContainerLogs(request)
         try:
             async for chunk in stream:
                 if not response.prepared:
@@ -119,7 +133,9 @@ async def log(call: Call, agent_token: str) -> web.StreamResponse:
             if response.prepared:
                 return response
             cls = GRPC_CODES.get(err.code(), errors.Unavailable)
-            raise cls(f"agent at {address}: {err.details() or err.code().name}") from None
+            raise cls(
+                f"agent of node {node} at {address}: {err.details() or err.code().name}"
+            ) from None
         finally:
             stream.cancel()
     if not response.prepared:
@@ -182,22 +198,26 @@ class _ToAgent:
         self.done.set()
 
 
-async def upgrade(call: Call, agent_token: str) -> web.StreamResponse:
+async def upgrade(call: Call, tls: AgentTLS | None) -> web.StreamResponse:
     t = call.target
     request = call.request
     if "upgrade" not in request.headers.get("Connection", "").lower():
         raise BadRequest(f"{t.subresource} needs an upgraded connection (SPDY/3.1 or WebSocket)")
-    pod, address = await call.server.run(_pod_node, call, f"create_{t.subresource}")
+    creds = _tls(tls)
+    pod, node, address = await call.server.run(_pod_node, call, f"create_{t.subresource}")
     path = _agent_path(call, pod)
     host, _, port = address.rpartition(":")
     try:
-        reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
-    except OSError as err:
-        raise errors.Unavailable(f"agent at {address}: {err}") from None
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(
+                host.strip("[]"), int(port), ssl=creds.ssl_context(), server_hostname=node
+            ),
+            timeout=30.0,
+        )
+    except (OSError, TimeoutError) as err:
+        raise errors.Unavailable(f"agent of node {node} at {address}: {err}") from None
     try:
         forwarded = [(k, v) for k in UPGRADE_HEADERS for v in request.headers.getall(k, [])]
-        if agent_token:
-            forwarded.append(("Authorization", f"Bearer {agent_token}"))
         writer.write(_head(request.method, path, address, forwarded))
         status, headers = await _read_head(reader)
         if status != 101:
@@ -240,3 +260,20 @@ async def _relay(
     finally:
         agent_side.cancel()
         client_side.cancel()
+
+
+def _stats(call: Call, tls: AgentTLS) -> dict[str, Any]:
+    t = call.target
+    call.registry.authorizer.authorize(call.who, "get", t.info, "", t.name, subresource="stats")
+    node = call.registry.get_object("Node", t.name)
+    try:
+        request = pb.StatsRequest(namespace=call.query("namespace"), pod=call.query("pod"))
+        resp = node_stats(agent_address(node), t.name, tls, request)
+    except AgentUnreachable as err:
+        raise errors.Unavailable(str(err)) from err
+    return MessageToDict(resp)
+
+
+async def stats(call: Call, tls: AgentTLS | None) -> web.StreamResponse:
+    """GET nodes/<name>/stats: the agent's Stats, as JSON."""
+    return web.json_response(await call.server.run(_stats, call, _tls(tls)))

@@ -606,17 +606,23 @@ class JoinRequest(_message.Message):
 
     JOIN_TOKEN_FIELD_NUMBER: _builtins.int
     NODE_NAME_FIELD_NUMBER: _builtins.int
+    SERVING_CSR_PEM_FIELD_NUMBER: _builtins.int
     join_token: _builtins.str
     node_name: _builtins.str
+    serving_csr_pem: _builtins.bytes
+    """PEM certificate request (ECDSA P-256) for the agent endpoint's serving
+    certificate; its SANs are the addresses the node will advertise.
+    """
     def __init__(
         self,
         *,
         join_token: _builtins.str = ...,
         node_name: _builtins.str = ...,
+        serving_csr_pem: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["join_token", b"join_token", "node_name", b"node_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["join_token", b"join_token", "node_name", b"node_name", "serving_csr_pem", b"serving_csr_pem"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -628,18 +634,24 @@ class JoinResponse(_message.Message):
 
     TOKEN_FIELD_NUMBER: _builtins.int
     CA_PEM_FIELD_NUMBER: _builtins.int
+    SERVING_CERT_PEM_FIELD_NUMBER: _builtins.int
     token: _builtins.str
     ca_pem: _builtins.bytes
     """base64-free PEM of the cluster CA."""
+    serving_cert_pem: _builtins.bytes
+    """The agent's serving certificate (DNS SAN the node name), signed by the
+    cluster CA, when the request carried serving_csr_pem.
+    """
     def __init__(
         self,
         *,
         token: _builtins.str = ...,
         ca_pem: _builtins.bytes = ...,
+        serving_cert_pem: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ca_pem", b"ca_pem", "token", b"token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ca_pem", b"ca_pem", "serving_cert_pem", b"serving_cert_pem", "token", b"token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

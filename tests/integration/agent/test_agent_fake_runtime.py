@@ -15,17 +15,20 @@ from typing import Any
 import grpc
 import pytest
 
+from agent import serving_tls
 from agent.agent import Agent, AgentConfig
 from agent.cri_client import CRIClient
 from agent.node_status import NodeConfig
 from agent.pod_config import NodeSettings
 from controlplane.client import errors
-from controlplane.client.apiclient import connect, join
+from controlplane.client.agents import AgentTLS, agent_csr
+from controlplane.client.apiclient import connect, join, join_node
 from controlplane.client.config import load_config
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.runtime.v1 import api_pb2 as cri
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
+from tests.harness.mounts import unmount_all
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
 
@@ -40,7 +43,9 @@ def cluster(tmp_path: Path) -> Iterator[tuple[ControlPlane, FakeRuntime, Agent]]
         with serve_fake_runtime(sock_dir / "cri.sock") as fake:
             token = (cp.data_dir / "join-token").read_text().strip()
             ca = (cp.data_dir / "pki" / "ca.crt").read_bytes()
-            creds = join(f"127.0.0.1:{cp.port}", ca, token, "n1")
+            csr, key = agent_csr("n1", ["127.0.0.1"])
+            creds, cert = join_node(f"127.0.0.1:{cp.port}", ca, token, "n1", csr)
+            serving_tls.save(tmp_path / "agent", cert, key)  # as `skiff agent` does at join
             api = connect(creds)
             runtime = CRIClient(f"unix://{sock_dir}/cri.sock", timeout=5)
             cfg = AgentConfig(
@@ -65,6 +70,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[ControlPlane, FakeRuntime, Agent]]
                 api.close()
     finally:
         cp.close()
+        unmount_all(tmp_path)  # the agent's projected-token tmpfs mounts
         shutil.rmtree(sock_dir, ignore_errors=True)
 
 
@@ -164,47 +170,37 @@ def test_logs_endpoint(cluster: Any, tmp_path: Path) -> None:
     (cdir / "1.log").write_text(
         "2026-01-01T00:00:01Z stdout F one\n2026-01-01T00:00:02Z stderr P tw\n2026-01-01T00:00:02Z stderr F o\n"
     )
-    token = load_config(cp.data_dir / "admin.conf").token
-    with grpc.insecure_channel(f"127.0.0.1:{agent.endpoint_port}") as ch:
+    pki = cp.data_dir / "pki"
+    tls = AgentTLS(*(
+        (pki / f).read_bytes()
+        for f in ("ca.crt", "apiserver-agent-client.crt", "apiserver-agent-client.key")
+    ))  # fmt: skip
+    # As the API server calls it: TLS, its client certificate, the node's name checked.
+    with tls.channel(f"127.0.0.1:{agent.endpoint_port}", "n1") as ch:
         stub = pb_grpc.AgentStub(ch)
-        md: tuple[tuple[str, str | bytes], ...] = (("authorization", f"Bearer {token}"),)
-        chunks = list(
-            stub.ContainerLogs(pb.LogsRequest(namespace="default", pod="logme"), metadata=md)
-        )
+        chunks = list(stub.ContainerLogs(pb.LogsRequest(namespace="default", pod="logme")))
         assert [(c.stream, c.data) for c in chunks] == [("stdout", b"one\n"), ("stderr", b"two\n")]
         tail = list(
-            stub.ContainerLogs(
-                pb.LogsRequest(namespace="default", pod="logme", tail_lines=1), metadata=md
-            )
+            stub.ContainerLogs(pb.LogsRequest(namespace="default", pod="logme", tail_lines=1))
         )
         assert [c.data for c in tail] == [b"two\n"]
         prev = list(
-            stub.ContainerLogs(
-                pb.LogsRequest(namespace="default", pod="logme", previous=True), metadata=md
-            )
+            stub.ContainerLogs(pb.LogsRequest(namespace="default", pod="logme", previous=True))
         )
         assert [c.data for c in prev] == [b"before restart\n"]
         with pytest.raises(grpc.RpcError) as err:
-            list(stub.ContainerLogs(pb.LogsRequest(namespace="default", pod="nope"), metadata=md))
+            list(stub.ContainerLogs(pb.LogsRequest(namespace="default", pod="nope")))
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
-        node_md: tuple[tuple[str, str | bytes], ...] = (
-            ("authorization", f"Bearer {agent._api_config.token}"),
-        )
-        with pytest.raises(grpc.RpcError) as err:
+    # Plain text, even with the admin's token, is refused.
+    token = load_config(cp.data_dir / "admin.conf").token
+    with grpc.insecure_channel(f"127.0.0.1:{agent.endpoint_port}") as ch:
+        md = (("authorization", f"Bearer {token}"),)
+        with pytest.raises(grpc.RpcError):
             list(
-                stub.ContainerLogs(
-                    pb.LogsRequest(namespace="default", pod="logme"), metadata=node_md
+                pb_grpc.AgentStub(ch).ContainerLogs(
+                    pb.LogsRequest(namespace="default", pod="logme"), metadata=md, timeout=5
                 )
             )
-        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        with pytest.raises(grpc.RpcError) as err:
-            list(
-                stub.ContainerLogs(
-                    pb.LogsRequest(namespace="default", pod="logme"),
-                    metadata=(("authorization", "Bearer bad"),),
-                )
-            )
-        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_a_pod_that_does_not_fit_is_rejected_on_the_node(cluster: Any) -> None:

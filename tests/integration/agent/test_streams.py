@@ -1,9 +1,12 @@
-"""skiffctl exec and port-forward through a real agent to a runtime's streaming server.
+"""skiffctl exec and port-forward through the API server and a real agent to a
+runtime's streaming server.
 
 A `skiff controlplane` process (SQLite, 127.0.0.1), the agent (agent.agent)
 against the in-memory fake CRI runtime, and the agent's streaming endpoint
-(agent.stream_proxy) on the port the Node advertises, sharing it with the
-agent's gRPC endpoint (AgentServicer) as `serve_endpoint` starts them. The
+(agent.stream_proxy, TLS with the serving certificate issued at join) on the
+port the Node advertises, sharing it with the agent's gRPC endpoint
+(AgentServicer) as `serve_endpoint` starts them. skiffctl talks to the API
+server only; the API server calls the agent with its client certificate. The
 fake runtime's Exec/Attach/PortForward hand out URLs of runtime.streaming's
 server with its host-process backend, so commands run as host processes
 and port-forward dials 127.0.0.1 here; no root needed. skiffctl runs
@@ -30,15 +33,17 @@ from typing import Any
 import grpc
 import pytest
 
+from agent import serving_tls
 from agent.agent import Agent, AgentConfig
 from agent.cri_client import CRIClient
 from agent.node_status import NodeConfig
 from agent.pod_config import NodeSettings
-from agent.server import AgentServicer, TokenChecker
+from agent.server import AgentServicer
 from agent.stream_proxy import StreamProxy, serve_endpoint
 from controlplane.cli.main import main
-from controlplane.cli.streamclient import UpgradeRefused, command_path, upgrade
-from controlplane.client.apiclient import connect, join
+from controlplane.cli.streamclient import UpgradeRefused, upgrade
+from controlplane.client.agents import AgentTLS, agent_csr, node_stats
+from controlplane.client.apiclient import connect, join_node
 from controlplane.client.config import ClientConfig, load_config
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
@@ -46,6 +51,7 @@ from proto.streaming.remotecommand import SPDY_PROTOCOLS
 from runtime.streaming import StreamingConfig, StreamingServer
 from runtime.streaming.testing import HostProcessBackend
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
+from tests.harness.mounts import unmount_all
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
 
@@ -91,7 +97,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             fake.streaming = streaming
             token = (cp.data_dir / "join-token").read_text().strip()
             ca = (cp.data_dir / "pki" / "ca.crt").read_bytes()
-            creds = join(f"127.0.0.1:{cp.port}", ca, token, "n1")
+            csr, key = agent_csr("n1", ["127.0.0.1"])
+            creds, cert = join_node(f"127.0.0.1:{cp.port}", ca, token, "n1", csr)
+            serving_tls.save(base / "agent", cert, key)
             api = connect(creds)
             runtime = CRIClient(f"unix://{sock_dir}/cri.sock", timeout=5)
             holder: dict[str, Agent] = {}
@@ -100,10 +108,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 return holder["agent"].pods.store.get(name, ns)
 
             # As the agent is meant to run it: the streaming endpoint on the
-            # advertised port, the gRPC servicer relayed to a loopback port.
-            tokens = TokenChecker(creds)
-            servicer = AgentServicer("n1", pods, runtime, base / "logs", tokens)
-            endpoint = serve_endpoint(servicer, "127.0.0.1:0", pods, runtime, tokens)
+            # advertised port (TLS), the gRPC servicer relayed to a unix socket.
+            tls = serving_tls.server_context(base / "agent", ca)
+            servicer = AgentServicer("n1", pods, runtime, base / "logs")
+            endpoint = serve_endpoint(
+                servicer, "127.0.0.1:0", pods, runtime, tls, str(base / "agent" / "grpc.sock")
+            )
             cfg = AgentConfig(
                 node=NodeConfig(
                     name="n1", address="127.0.0.1", fs_path=str(base), agent_port=endpoint.port
@@ -129,6 +139,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     finally:
         backend.close()
         cp.close()
+        unmount_all(base)  # the agent's projected-token tmpfs mounts
         shutil.rmtree(sock_dir, ignore_errors=True)
 
 
@@ -223,27 +234,16 @@ def test_port_forward_to_a_local_http_server(cluster: Cluster) -> None:
     assert list(forwards[-1].port) == [remote]
 
 
-def test_bad_tokens_are_refused(cluster: Cluster) -> None:
+def test_tokens_and_plain_text_are_refused(cluster: Cluster) -> None:
+    """Even the admin's token opens nothing at the agent: it serves TLS to the
+    API server's certificate only."""
     running_pod(cluster, "guarded")
-    path = command_path(
-        "exec",
-        "default",
-        "guarded",
-        "c",
-        ["echo", "hi"],
-        stdin=False,
-        stdout=True,
-        stderr=True,
-        tty=False,
-    )
+    path = "/exec/default/guarded/c?command=echo&command=hi&stdout=1"
     address = f"127.0.0.1:{cluster.proxy.port}"
-    for token in ("not-a-token", cluster.node_creds.token, ""):  # the node's own is no admin's
-        with pytest.raises(UpgradeRefused) as err:
-            upgrade(address, path, token, SPDY_PROTOCOLS)
-        assert err.value.status == 401
     admin = load_config(cluster.cp.data_dir / "admin.conf").token
-    conn = upgrade(address, path, admin, SPDY_PROTOCOLS)
-    conn.close()
+    for token in (admin, cluster.node_creds.token):
+        with pytest.raises((UpgradeRefused, OSError)):
+            upgrade(address, path, token, SPDY_PROTOCOLS).close()
 
 
 def test_grpc_shares_the_advertised_port(cluster: Cluster) -> None:
@@ -253,9 +253,16 @@ def test_grpc_shares_the_advertised_port(cluster: Cluster) -> None:
     cdir.mkdir(parents=True, exist_ok=True)
     (cdir / "0.log").write_text("2026-01-01T00:00:00Z stdout F logged line\n")
     assert cluster.ctl("logs", "logged") == (0, "logged line\n", "")
-    admin = load_config(cluster.cp.data_dir / "admin.conf").token
-    with grpc.insecure_channel(f"127.0.0.1:{cluster.proxy.port}") as channel:
-        stub = pb_grpc.AgentStub(channel)
-        md = (("authorization", f"Bearer {admin}"),)
-        reply = stub.Stats(pb.StatsRequest(), metadata=md, timeout=10)
-        assert reply.node.node_name == "n1"
+    pki = cluster.cp.data_dir / "pki"
+    tls = AgentTLS(
+        (pki / "ca.crt").read_bytes(),
+        (pki / "apiserver-agent-client.crt").read_bytes(),
+        (pki / "apiserver-agent-client.key").read_bytes(),
+    )
+    reply = node_stats(f"127.0.0.1:{cluster.proxy.port}", "n1", tls, timeout=10)
+    assert reply.node.node_name == "n1"
+    with (
+        grpc.insecure_channel(f"127.0.0.1:{cluster.proxy.port}") as channel,
+        pytest.raises(grpc.RpcError),
+    ):
+        pb_grpc.AgentStub(channel).Stats(pb.StatsRequest(), timeout=5)

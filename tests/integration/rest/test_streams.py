@@ -1,6 +1,7 @@
 """kubectl logs and exec through the API server, which proxies them to the
-node's real agent endpoint (agent.stream_proxy + agent.server, with their
-real token check) in front of the runtime's real streaming server (host
+node's real agent endpoint (agent.stream_proxy + agent.server, TLS with a
+serving certificate from the cluster CA, the API server's client
+certificate required) in front of the runtime's real streaming server (host
 process backend: commands run as host processes, no root needed). The API
 server reaches the agent with its own credential; kubectl only ever talks
 to the API server."""
@@ -19,12 +20,12 @@ from typing import Any, cast
 import pytest
 
 from agent.cri_client import CRIClient
-from agent.server import AgentServicer, TokenChecker
+from agent.server import AgentServicer
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
-from controlplane.client.config import load_config
 from controlplane.client.errors import NotFound
 from runtime.streaming import StreamingConfig, StreamingServer
 from runtime.streaming.testing import HostProcessBackend
+from tests.harness.agent_tls import agent_server_context
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import KUBECTL, Cluster
@@ -55,10 +56,13 @@ def agent(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     backend = HostProcessBackend(env={"PATH": "/usr/bin:/bin", "LANG": "C"})
     backend.add_container(CID)
     config = StreamingConfig(port=0, stream_creation_timeout=5.0, drain_timeout=1.0, linger=2.0)
-    tokens = TokenChecker(load_config(cluster.running.data_dir / "admin.conf"))
+    root = tmp_path_factory.mktemp("agent")
+    tls = agent_server_context(cluster.running.data_dir, NODE, root)
     with StreamingServer(backend, config) as server:
-        servicer = AgentServicer(NODE, lookup, cast(CRIClient, None), log_root, tokens)
-        endpoint = serve_endpoint(servicer, "127.0.0.1:0", lookup, ServerRuntime(server), tokens)
+        servicer = AgentServicer(NODE, lookup, cast(CRIClient, None), log_root)
+        endpoint = serve_endpoint(
+            servicer, "127.0.0.1:0", lookup, ServerRuntime(server), tls, str(root / "grpc.sock")
+        )
         try:
             registry.create("Node", {
                 "metadata": {"name": NODE},

@@ -1,17 +1,19 @@
 """skiffctl logs and top against a real control plane and the agent's real endpoint.
 
 A `skiff controlplane` process (SQLite, 127.0.0.1) holds a Node whose
-address and port point at the agent's gRPC endpoint (`agent.server`) served
-in this process on 127.0.0.1:0, with its real token check (the agent asks
-the API server whether skiffctl's bearer token is the admin's). Logs are
-CRI log files the test writes under a temporary pod log root, as the
-runtime's monitor would. `top` uses the in-test FakeAgent (the real Stats
-needs a CRI runtime). skiffctl runs in-process with its real client
+address and port point at the agent's endpoint (`agent.stream_proxy` in
+front of `agent.server`) served in this process on 127.0.0.1:0, TLS with a
+serving certificate from the cluster CA. skiffctl reads pods/log and
+nodes/stats from the API server, which calls the agent with its client
+certificate. Logs are CRI log files the test writes under a temporary pod
+log root, as the runtime's monitor would. `top` uses the in-test FakeAgent
+behind the same kind of TLS (the real Stats needs a CRI runtime). skiffctl runs in-process with its real client
 factory and once as a real process, so the bytes a user sees are checked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 import sys
@@ -23,14 +25,17 @@ from typing import Any, cast
 import grpc
 import pytest
 
+from agent import serving_tls
 from agent.cri_client import CRIClient
-from agent.server import AgentServicer, TokenChecker, serve
-from controlplane.cli.logs import agent_failure, stream
-from controlplane.client.agents import AgentConnection
+from agent.server import AgentServicer
+from agent.stream_proxy import AgentEndpoint, serve_endpoint
+from controlplane.apiserver.tls import ensure_pki, sign_agent_csr
+from controlplane.client.agents import agent_csr
 from controlplane.client.apiclient import GrpcApiClient
-from controlplane.client.config import load_config
+from controlplane.client.config import load_config, write_config
 from controlplane.client.informer import SharedInformer
 from proto.agent.v1 import agent_pb2 as pb
+from tests.harness.agent_tls import agent_server_context
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
 from tests.unit.controlplane.cli.test_logs import FakeAgent
@@ -86,25 +91,27 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     cp = ControlPlane(base / "data", ["--store", "sqlite"])
     cp.start()
     pods: SharedInformer | None = None
-    server: grpc.Server | None = None
+    endpoint: AgentEndpoint | None = None
     try:
         client = cp.client()
         pods = SharedInformer(cp.client(), "Pod", field_selector=f"spec.nodeName={NODE}")
         pods.start()
         assert pods.wait_for_sync(10)
-        servicer = AgentServicer(
-            NODE,
-            lambda ns, name: pods.store.get(name, ns),
-            cast(CRIClient, None),  # not reached without --follow
-            base / "pods",
-            TokenChecker(load_config(cp.data_dir / "admin.conf")),
+
+        def lookup(ns: str, name: str) -> Any:
+            return pods.store.get(name, ns) if pods is not None else None
+
+        runtime = cast(CRIClient, None)  # not reached without --follow
+        servicer = AgentServicer(NODE, lookup, runtime, base / "pods")
+        tls = agent_server_context(cp.data_dir, NODE, base / "agent")
+        endpoint = serve_endpoint(
+            servicer, "127.0.0.1:0", lookup, runtime, tls, str(base / "agent" / "grpc.sock")
         )
-        server, port = serve(servicer, "127.0.0.1:0")
-        client.create("Node", node_body(NODE, port))
-        yield Setup(cp, client, base / "pods", port)
+        client.create("Node", node_body(NODE, endpoint.port))
+        yield Setup(cp, client, base / "pods", endpoint.port)
     finally:
-        if server is not None:
-            server.stop(None)
+        if endpoint is not None:
+            endpoint.stop()
         if pods is not None:
             pods.stop()
         cp.close()
@@ -172,23 +179,29 @@ def test_logs_through_the_real_agent_endpoint(setup: Setup) -> None:
     assert p.stdout == "app line 1\napp warning \u00e9\napp line 3\n".encode()
 
 
-def test_logs_refused_without_the_admin_token(setup: Setup) -> None:
-    """The agent asks the API server about the token; a wrong one is Unauthorized."""
+def test_logs_refused_without_a_valid_token(setup: Setup, tmp_path: Path) -> None:
+    """The API server judges skiffctl's token; the agent never sees it."""
     make_pod(setup, "locked")
     wait_for(lambda: setup.ctl("logs", "locked").code == 0)
-    address = f"127.0.0.1:{setup.port}"
-    with (
-        AgentConnection(address, "not-the-token", NODE) as conn,
-        pytest.raises(grpc.RpcError) as caught,
-    ):
-        list(stream(conn, pb.LogsRequest(namespace="default", pod="locked")))
-    message = agent_failure(caught.value, NODE, address)
-    assert message.startswith("error: You must be logged in to the server (Unauthorized)")
-    assert NODE in message
+    bad = tmp_path / "bad.conf"
+    write_config(bad, dataclasses.replace(load_config(setup.config), token="not-the-token"))
+    from controlplane.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--config", str(bad), "logs", "locked"], stdout=out, stderr=err)
+    assert code == 1 and "Unauthorized" in err.getvalue()
 
 
-def test_logs_agent_down_and_top(setup: Setup) -> None:
-    fake = FakeAgent().start()
+def test_logs_agent_down_and_top(setup: Setup, tmp_path: Path) -> None:
+    pki = ensure_pki(setup.cp.data_dir)
+    csr, key = agent_csr("node-b", ["127.0.0.1"])
+    serving_tls.save(tmp_path, sign_agent_csr(pki, "node-b", csr), key)
+    credentials = grpc.ssl_server_credentials(
+        [((tmp_path / "serving.key").read_bytes(), (tmp_path / "serving.crt").read_bytes())],
+        root_certificates=pki.ca_pem,
+        require_client_auth=True,
+    )
+    fake = FakeAgent().start(credentials)
     try:
         setup.client.create("Node", node_body("node-b", fake.port))
         fake.stats = pb.StatsResponse(
@@ -202,8 +215,7 @@ def test_logs_agent_down_and_top(setup: Setup) -> None:
         r = setup.ctl("top", "nodes", "node-b")
         assert r.code == 0, r.err
         assert r.out.splitlines()[1].split() == ["node-b", "1000m", "25%", "1024Mi", "12%"]
-        token = load_config(setup.config).token
-        assert fake.seen[-1].metadata["authorization"] == f"Bearer {token}"
+        assert "authorization" not in fake.seen[-1].metadata  # no token reaches an agent
     finally:
         fake.stop()
     setup.client.create(
@@ -218,6 +230,4 @@ def test_logs_agent_down_and_top(setup: Setup) -> None:
     )
     r = setup.ctl("logs", "orphan")
     assert r.code == 1
-    assert r.err.startswith(
-        f"error: cannot reach the agent of node node-b at 127.0.0.1:{fake.port}"
-    )
+    assert r.err.startswith(f"error: agent of node node-b at 127.0.0.1:{fake.port}")

@@ -3,8 +3,9 @@
 The stack is all in-process and needs no root: runtime.streaming's server
 with its host-process backend (commands run as host processes), the
 agent's `StreamProxy` in front of it with a fake `StreamRuntime` that hands
-out the server's URLs, and the fake API client whose Node points at the
-proxy. The streaming client (controlplane/cli/streamclient.py) is also
+out the server's URLs, a stand-in for the API server's pods/exec
+(fake_rest.UpgradeFront) in front of the proxy, and the fake API client
+whose Node points at the proxy. The streaming client (controlplane/cli/streamclient.py) is also
 checked against the server directly. test_attach.py and
 test_port_forward.py use the same stack.
 """
@@ -34,6 +35,7 @@ from proto.streaming.status import outcome
 from runtime.streaming import StreamingConfig, StreamingServer
 from runtime.streaming.testing import HostProcessBackend
 from tests.unit.controlplane.cli.conftest import Ctl
+from tests.unit.controlplane.cli.fake_rest import UpgradeFront
 from tests.unit.controlplane.cli.test_logs import node
 from tests.unit.streaming.clients import WsClient
 
@@ -69,11 +71,6 @@ class ServerRuntime:
         return self.server.get_port_forward(request)
 
 
-class Tokens:
-    def allowed(self, token: str) -> bool:
-        return token == TOKEN
-
-
 @dataclass
 class Stack:
     ctl: Ctl
@@ -99,11 +96,15 @@ def stack() -> Iterator[Stack]:
                 except Exception:
                     return None
 
-            with StreamProxy(lookup, runtime, Tokens()) as proxy:
-                ctl.client.config = ClientConfig(server="127.0.0.1:6443", token=TOKEN)  # type: ignore[attr-defined]
-                node(ctl, "n1", proxy.port)
-                make_pod(ctl, "web")
-                yield Stack(ctl, backend, server, runtime, proxy)
+            with StreamProxy(lookup, runtime, None) as proxy:
+                front = UpgradeFront(proxy.port, TOKEN)
+                try:
+                    ctl.client.config = ClientConfig(f"127.0.0.1:{front.port}", token=TOKEN)  # type: ignore[attr-defined]
+                    node(ctl, "n1", proxy.port)
+                    make_pod(ctl, "web")
+                    yield Stack(ctl, backend, server, runtime, proxy)
+                finally:
+                    front.stop()
     finally:
         backend.close()
 
@@ -226,7 +227,8 @@ def test_exec_refusals(stack: Stack) -> None:
     make_pod(stack.ctl, "pending", phase="Pending")
     r = stack.ctl("exec", "pending", "--", "ls")
     assert r.code == 1 and "not running" in r.err
-    stack.ctl.client.config = ClientConfig(server="127.0.0.1:6443", token="bad")  # type: ignore[attr-defined]
+    server = stack.ctl.client.config.server  # type: ignore[attr-defined]
+    stack.ctl.client.config = ClientConfig(server=server, token="bad")  # type: ignore[attr-defined]
     r = stack.ctl("exec", "web", "--", "echo", "hi")
     assert r.code == 1 and "Unauthorized" in r.err and r.out == ""
 

@@ -72,7 +72,8 @@ def test_parse_ports() -> None:
 
 def start(stack: Stack, specs: list[PortSpec]) -> tuple[Forwarding, list[str], threading.Thread]:
     path = port_forward_path("default", "web", [s.remote for s in specs])
-    conn = upgrade(f"127.0.0.1:{stack.proxy.port}", path, TOKEN, (PROTOCOL,))
+    server = stack.ctl.client.config.server  # type: ignore[attr-defined]
+    conn = upgrade(server, path, TOKEN, (PROTOCOL,))  # through the stand-in API server
     said: list[str] = []
     forwarding = Forwarding(conn, specs, "127.0.0.1", said.append, said.append)
     result: list[bool] = []
@@ -124,6 +125,7 @@ def test_forwarding_ends_when_the_connection_is_lost(stack: Stack, web: int) -> 
 def test_port_forward_verb_refusals(stack: Stack) -> None:
     r = stack.ctl("port-forward", "web", "nope")
     assert r.code == 1 and "invalid port specification" in r.err
-    stack.ctl.client.config = ClientConfig(server="127.0.0.1:6443", token="bad")  # type: ignore[attr-defined]
+    server = stack.ctl.client.config.server  # type: ignore[attr-defined]
+    stack.ctl.client.config = ClientConfig(server=server, token="bad")  # type: ignore[attr-defined]
     r = stack.ctl("port-forward", "pod/web", "8080:80")
     assert r.code == 1 and "Unauthorized" in r.err

@@ -1,0 +1,52 @@
+"""The agent endpoint's TLS: the serving certificate from join, the cluster CA.
+
+At join the agent sends a certificate request (controlplane.client.agents.
+agent_csr) and keeps the certificate the control plane's CA returns, with
+its key, as `serving.crt` and `serving.key` (0600) in its root directory.
+`server_context` builds the endpoint's TLS: that certificate, TLS 1.2 at
+least, ALPN h2 (gRPC) or http/1.1 (streams), and a client certificate
+required and chained to the cluster CA (agent/stream_proxy.py then accepts
+only the API server's).
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from pathlib import Path
+
+CERT_FILE = "serving.crt"
+KEY_FILE = "serving.key"
+
+
+class NoServingCertificate(Exception):
+    """The agent has no serving certificate (it did not join with a CSR)."""
+
+
+def save(root: Path, cert_pem: bytes, key_pem: bytes) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, data, mode in ((KEY_FILE, key_pem, 0o600), (CERT_FILE, cert_pem, 0o644)):
+        tmp = root / (name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, root / name)
+
+
+def have(root: Path) -> bool:
+    return (root / CERT_FILE).exists() and (root / KEY_FILE).exists()
+
+
+def server_context(root: Path, ca_pem: bytes) -> ssl.SSLContext:
+    if not have(root):
+        raise NoServingCertificate(
+            f"no {CERT_FILE}/{KEY_FILE} in {root}: the agent endpoint serves TLS only, "
+            "with a certificate issued at join (join again with a join token)"
+        )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(root / CERT_FILE, root / KEY_FILE)
+    context.load_verify_locations(cadata=ca_pem.decode())
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.set_alpn_protocols(["h2", "http/1.1"])
+    return context
