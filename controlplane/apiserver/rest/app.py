@@ -15,14 +15,13 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec
+from controlplane.api import jsoncodec, openapi
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
     discovery,
     lists,
     objects,
-    optional,
     patch,
     reviews,
     streams,
@@ -95,11 +94,7 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
 
 
 def _openapi(segments: list[str], path: str) -> web.StreamResponse:
-    """/openapi/v2, /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>, made by
-    controlplane.api.openapi when this build has it."""
-    openapi = optional.module(optional.OPENAPI)
-    if openapi is None:
-        raise _not_found(path)
+    """/openapi/v2, /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>."""
     if segments == ["v2"]:
         return _json(openapi.v2())
     if segments == ["v3"]:
@@ -135,13 +130,13 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
             return table[method], False
     elif sub == "scale" and target.info.has_scale:
         return subresources.scale, False
-    elif sub == "binding" and target.info.kind == "Pod" and method == "POST":
+    elif sub == "binding" and target.info.key == "Pod" and method == "POST":
         return subresources.binding, False
-    elif sub == "eviction" and target.info.kind == "Pod" and method == "POST":
+    elif sub == "eviction" and target.info.key == "Pod" and method == "POST":
         return subresources.eviction, False
-    elif sub == "log" and target.info.kind == "Pod" and method == "GET":
+    elif sub == "log" and target.info.key == "Pod" and method == "GET":
         return _log, True
-    elif sub in STREAMS and target.info.kind == "Pod" and method in ("GET", "POST"):
+    elif sub in STREAMS and target.info.key == "Pod" and method in ("GET", "POST"):
         return _upgrade, True
     else:
         raise errors.NotFound(

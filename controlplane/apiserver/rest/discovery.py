@@ -109,7 +109,7 @@ def _resource(info: KindInfo) -> dict[str, Any]:
     }
     if info.short_names:
         entry["shortNames"] = list(info.short_names)
-    if info.kind in CATEGORY_ALL:
+    if info.key in CATEGORY_ALL:
         entry["categories"] = ["all"]
     return entry
 
@@ -149,7 +149,7 @@ def resource_list(group_version: str) -> dict[str, Any] | None:
                 )
             )
         for (kind, sub), (verbs, grp, ver, sub_kind) in EXTRA_SUBRESOURCES.items():
-            if kind == info.kind:
+            if kind == info.key:
                 resources.append(_subresource(info, sub, verbs, grp, ver, sub_kind))
     return {
         "kind": "APIResourceList",

@@ -48,7 +48,7 @@ def request_object(call: Call, doc: Any) -> dict[str, Any]:
 
 async def get(call: Call) -> web.StreamResponse:
     t = call.target
-    stored = await call.server.run(call.registry.get, t.info.kind, t.name, call.namespace, call.who)
+    stored = await call.server.run(call.registry.get, t.info.key, t.name, call.namespace, call.who)
     return object_response(stored, 200, t.conversion)
 
 
@@ -58,7 +58,7 @@ async def create(call: Call) -> web.StreamResponse:
     obj = request_object(call, doc)
     dry_run = call.dry_run()
     stored = await call.server.run(
-        call.registry.create, t.info.kind, obj, call.namespace, call.who, False, dry_run
+        call.registry.create, t.info.key, obj, call.namespace, call.who, False, dry_run
     )
     return object_response(stored, 201, t.conversion)
 
@@ -85,7 +85,7 @@ async def update(call: Call) -> web.StreamResponse:
         meta["namespace"] = t.namespace
     dry_run = call.dry_run()
     stored = await call.server.run(
-        call.registry.update, t.info.kind, obj, t.subresource, call.who, False, dry_run
+        call.registry.update, t.info.key, obj, t.subresource, call.who, False, dry_run
     )
     return object_response(stored, 200, t.conversion)
 
@@ -126,7 +126,7 @@ async def delete(call: Call) -> web.StreamResponse:
     options = await delete_options(call)
     dry_run = call.dry_run()
     stored = await call.server.run(
-        call.registry.delete, t.info.kind, t.name, call.namespace, options, call.who, dry_run
+        call.registry.delete, t.info.key, t.name, call.namespace, options, call.who, dry_run
     )
     if stored is not None:  # still there: finalizers or a grace period hold it
         return object_response(stored, 200, t.conversion)
@@ -141,12 +141,12 @@ async def delete_collection(call: Call) -> web.StreamResponse:
     field = call.query("fieldSelector")
 
     def delete_all() -> None:
-        result = call.registry.list(t.info.kind, call.namespace, label, field, 0, "", call.who)
+        result = call.registry.list(t.info.key, call.namespace, label, field, 0, "", call.who)
         for data, _rev in result.items:
             meta = decode(data).get("metadata") or {}
             try:
                 call.registry.delete(
-                    t.info.kind, meta.get("name", ""), meta.get("namespace") or None,
+                    t.info.key, meta.get("name", ""), meta.get("namespace") or None,
                     options, call.who, dry_run,
                 )  # fmt: skip
             except NotFound:

@@ -38,7 +38,7 @@ async def scale(call: Call) -> web.StreamResponse:
     ns = call.namespace
     method = call.request.method
     if method == "GET":
-        current = await call.server.run(reg.get_scale, t.info.kind, t.name, ns, call.who)
+        current = await call.server.run(reg.get_scale, t.info.key, t.name, ns, call.who)
         return json_response(jsoncodec.dumps(current))
     if method == "PUT":
         doc = body.as_object(
@@ -50,11 +50,11 @@ async def scale(call: Call) -> web.StreamResponse:
         if media not in PATCH_TYPES:
             builder(call, media, None)
         doc = body.decode(await body.read(call.request), media)
-        current = await call.server.run(reg.get_scale, t.info.kind, t.name, ns, call.who)
+        current = await call.server.run(reg.get_scale, t.info.key, t.name, ns, call.who)
         replicas = _replicas(builder(call, media, doc)(current))
     else:
         raise MethodNotAllowed(f"{method} is not allowed on {t.info.plural}/scale")
-    result = await call.server.run(reg.update_scale, t.info.kind, t.name, ns, replicas, call.who)
+    result = await call.server.run(reg.update_scale, t.info.key, t.name, ns, replicas, call.who)
     return json_response(jsoncodec.dumps(result))
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.apiserver.rest import optional
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import KUBECTL, Cluster
 
@@ -37,7 +36,6 @@ spec:
 
 # Until controlplane.api.openapi is in the tree kubectl cannot fetch a schema
 # to validate against; the server validates either way.
-VALIDATE = [] if optional.module(optional.OPENAPI) else ["--validate=false"]
 
 
 def manifest(image: str) -> str:
@@ -75,10 +73,10 @@ def test_get_describe_label_annotate_delete(cluster: Cluster) -> None:
 def test_apply_twice_scale_rollout_undo_wait(cluster: Cluster, tmp_path: Path) -> None:
     path = tmp_path / "web.yaml"
     path.write_text(manifest("nginx:1.25"))
-    assert "created" in cluster.kubectl("apply", *VALIDATE, "-f", str(path)).stdout
+    assert "created" in cluster.kubectl("apply", "-f", str(path)).stdout
     cluster.kubectl("rollout", "status", "deploy/web", "--timeout=60s")
     path.write_text(manifest("nginx:1.26"))
-    assert "configured" in cluster.kubectl("apply", *VALIDATE, "-f", str(path)).stdout
+    assert "configured" in cluster.kubectl("apply", "-f", str(path)).stdout
     image = cluster.kubectl(
         "get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"
     ).stdout
@@ -105,7 +103,7 @@ def test_apply_twice_scale_rollout_undo_wait(cluster: Cluster, tmp_path: Path) -
 def test_scale_subresource(cluster: Cluster, tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(manifest("nginx:1").replace("name: web", "name: scaled"))
-    cluster.kubectl("apply", *VALIDATE, "-f", str(path))
+    cluster.kubectl("apply", "-f", str(path))
     cluster.kubectl("scale", "deploy/scaled", "--replicas=3")
     assert (
         cluster.kubectl("get", "deploy", "scaled", "-o", "jsonpath={.spec.replicas}").stdout == "3"
@@ -142,7 +140,7 @@ def test_edit_with_kube_editor(cluster: Cluster, tmp_path: Path) -> None:
     """)
     )
     env = {"KUBE_EDITOR": f"{sys.executable} {editor}"}
-    cluster.kubectl("edit", *VALIDATE, "cm", "edited", env=env)
+    cluster.kubectl("edit", "cm", "edited", env=env)
     assert cluster.kubectl("get", "cm", "edited", "-o", "jsonpath={.data.a}").stdout == "changed"
 
 
@@ -185,9 +183,9 @@ def test_auth_whoami_can_i_and_bad_token(cluster: Cluster, tmp_path: Path) -> No
 def test_apply_server_side(cluster: Cluster, tmp_path: Path) -> None:
     path = tmp_path / "ssa.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '1'}\n")
-    cluster.kubectl("apply", "--server-side", *VALIDATE, "-f", str(path))
+    cluster.kubectl("apply", "--server-side", "-f", str(path))
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '2'}\n")
-    cluster.kubectl("apply", "--server-side", *VALIDATE, "-f", str(path))
+    cluster.kubectl("apply", "--server-side", "-f", str(path))
     assert cluster.kubectl("get", "cm", "ssa", "-o", "jsonpath={.data.a}").stdout == "2"
 
 
