@@ -109,6 +109,11 @@ def _openapi(segments: list[str], path: str) -> web.StreamResponse:
 def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler, bool]:
     """The handler of a resource request, and whether it is long-running."""
     sub = target.subresource
+    if target.info.create_only:
+        # Answered at once, never stored: only a create of the collection.
+        if sub or target.name or method != "POST":
+            raise MethodNotAllowed(f"{target.info.resource} support create only")
+        return objects.create, False
     if sub == "":
         if not target.name:
             if method == "GET":
@@ -134,6 +139,8 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
         return subresources.binding, False
     elif sub == "eviction" and target.info.key == "Pod" and method == "POST":
         return subresources.eviction, False
+    elif sub == "token" and target.info.key == "ServiceAccount" and method == "POST":
+        return subresources.token_request, False
     elif sub == "log" and target.info.key == "Pod" and method == "GET":
         return _log, True
     elif sub in STREAMS and target.info.key == "Pod" and method in ("GET", "POST"):
@@ -174,9 +181,6 @@ async def handle(request: web.Request) -> web.StreamResponse:
         who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
         if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
             return reviews.whoami(who)
-        if request.method == "POST" and request.path == reviews.ACCESS_PATH:
-            authorizer = request.app[SERVER].registry.authorizer
-            return await reviews.access_review(request, who, authorizer)
         target = resolve(segments)
         if target is None:
             return _discovery(request, segments)

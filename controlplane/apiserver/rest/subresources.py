@@ -1,11 +1,14 @@
-"""Subresources beyond status: scale (autoscaling/v1 Scale), binding, eviction.
+"""Subresources beyond status: scale (autoscaling/v1 Scale), binding, eviction
+and serviceaccounts/token.
 
 status goes through objects/patch with the subresource named (the registry
 knows it). scale reads and writes the owner's spec.replicas through the
 registry's scale methods; a PATCH of a Scale is applied to the Scale and
 its replicas written. binding is the scheduler's pods/binding; eviction
 deletes the pod with the Eviction's DeleteOptions (skiff has no
-PodDisruptionBudgets to honour).
+PodDisruptionBudgets to honour). serviceaccounts/NAME/token creates a
+TokenRequest named after the account through the registry's create, which
+authorizes and answers it (controlplane.apiserver.reviews).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from controlplane.api import jsoncodec
 from controlplane.apiserver.registry import PodBinding
 from controlplane.apiserver.rest import body
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import json_response, parse_delete_options
+from controlplane.apiserver.rest.objects import json_response, object_response, parse_delete_options
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
 from controlplane.apiserver.rest.status import BadRequest, MethodNotAllowed, success
 from controlplane.client.errors import ApiError, Invalid
@@ -90,3 +93,20 @@ async def eviction(call: Call) -> web.StreamResponse:
         call.registry.delete, "Pod", t.name, call.namespace, options, call.who, dry_run
     )
     return json_response(jsoncodec.dumps(success("pods", t.name)), 201)
+
+
+async def token_request(call: Call) -> web.StreamResponse:
+    t = call.target
+    doc = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    meta = doc.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise BadRequest("metadata: must be an object")
+    if meta.get("name") not in (None, "", t.name):
+        raise BadRequest(
+            f"metadata.name: {meta.get('name')!r} does not match the service account ({t.name})"
+        )
+    meta["name"] = t.name
+    stored = await call.server.run(
+        call.registry.create, "TokenRequest", doc, call.namespace, call.who, False, call.dry_run()
+    )
+    return object_response(stored, 201, None)

@@ -180,6 +180,26 @@ def test_auth_whoami_can_i_and_bad_token(cluster: Cluster, tmp_path: Path) -> No
     assert denied.returncode != 0 and "must be logged in" in denied.stderr
 
 
+def test_service_account_token_and_reviews(cluster: Cluster, tmp_path: Path) -> None:
+    """`kubectl create token` asks serviceaccounts/NAME/token (a TokenRequest the
+    registry answers); the token it prints authenticates as that account, and
+    a SubjectAccessReview about the account is answered, not stored."""
+    cluster.kubectl("create", "serviceaccount", "robot")
+    token = cluster.kubectl("create", "token", "robot").stdout.strip()
+    as_robot = tmp_path / "robot"
+    as_robot.write_text(cluster.kubeconfig.read_text().replace(cluster.running.admin.token, token))
+    who = json.loads(cluster.kubectl("--kubeconfig", str(as_robot), "auth", "whoami",
+                                     "-o", "json").stdout)  # fmt: skip
+    assert who["status"]["userInfo"]["username"] == "system:serviceaccount:default:robot"
+    review = ("apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\n"
+              "spec: {user: 'system:serviceaccount:default:robot', "
+              "resourceAttributes: {verb: delete, resource: nodes}}\n")  # fmt: skip
+    answer = json.loads(cluster.kubectl("create", "-f", "-", "-o", "json", input=review).stdout)
+    assert answer["status"]["allowed"] is False
+    listed = cluster.kubectl("get", "subjectaccessreviews", check=False)
+    assert listed.returncode != 0
+
+
 def test_apply_server_side(cluster: Cluster, tmp_path: Path) -> None:
     path = tmp_path / "ssa.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '1'}\n")
