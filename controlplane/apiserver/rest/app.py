@@ -79,7 +79,7 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     if path == "/apis":
         return _json(discovery.group_list())
     if segments[:1] == ["openapi"]:
-        return _openapi(segments[1:], path)
+        return _openapi(segments[1:], path, request.headers.get("Accept", ""))
     if segments[:1] == ["api"] and len(segments) == 2:
         found = discovery.resource_list(segments[1])
     elif segments[:1] == ["apis"] and len(segments) == 2:
@@ -93,9 +93,14 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     return _json(found)
 
 
-def _openapi(segments: list[str], path: str) -> web.StreamResponse:
-    """/openapi/v2, /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>."""
+def _openapi(segments: list[str], path: str, accept: str) -> web.StreamResponse:
+    """/openapi/v2 (as protobuf when the client asks, as kubectl does),
+    /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>."""
     if segments == ["v2"]:
+        if openapi.PROTOBUF_ACCEPT in accept:
+            response = web.Response(body=openapi.v2_protobuf())
+            response.headers["Content-Type"] = openapi.PROTOBUF_CONTENT_TYPE
+            return response
         return _json(openapi.v2())
     if segments == ["v3"]:
         return _json(openapi.v3_paths())

@@ -12,9 +12,9 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec
+from controlplane.api import jsoncodec, server_side_apply
 from controlplane.apiserver.registry import Stored, decode, with_version
-from controlplane.apiserver.rest import body
+from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.conversion import Conversion
 from controlplane.apiserver.rest.status import BadRequest, success
@@ -55,12 +55,15 @@ async def get(call: Call) -> web.StreamResponse:
 async def create(call: Call) -> web.StreamResponse:
     t = call.target
     doc = body.decode(await body.read(call.request), body.media_type(call.request))
+    write = fields.Write(call)
     obj = request_object(call, doc)
+    if not t.info.create_only:  # answered, never stored: nothing to manage
+        obj = write.updated(None, obj)
     dry_run = call.dry_run()
     stored = await call.server.run(
         call.registry.create, t.info.key, obj, call.namespace, call.who, False, dry_run
     )
-    return object_response(stored, 201, t.conversion)
+    return write.headers(object_response(stored, 201, t.conversion))
 
 
 async def update(call: Call) -> web.StreamResponse:
@@ -84,10 +87,15 @@ async def update(call: Call) -> web.StreamResponse:
             )
         meta["namespace"] = t.namespace
     dry_run = call.dry_run()
+    write = fields.Write(call)
+    write.check(obj)
     stored = await call.server.run(
-        call.registry.update, t.info.key, obj, t.subresource, call.who, False, dry_run
-    )
-    return object_response(stored, 200, t.conversion)
+        call.registry.update, t.info.key, obj, t.subresource, call.who, False, dry_run,
+        lambda old, new: server_side_apply.record_update(
+            old, new, write.manager, kind=t.info.key, subresource=t.subresource
+        ),
+    )  # fmt: skip
+    return write.headers(object_response(stored, 200, t.conversion))
 
 
 async def delete_options(call: Call) -> DeleteOptions:

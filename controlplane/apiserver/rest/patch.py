@@ -15,9 +15,9 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import json_patch, server_side_apply, strategic_merge
+from controlplane.api import crd, json_patch, server_side_apply, strategic_merge
 from controlplane.api.merge_patch import merge_patch
-from controlplane.apiserver.rest import body
+from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.objects import object_response
 from controlplane.apiserver.rest.status import BadRequest, UnsupportedMediaType
@@ -44,6 +44,11 @@ def builder(call: Call, media: str, doc: Any) -> Callable[[Object | None], Objec
             raise BadRequest("a JSON patch must be a JSON array of operations")
         return lambda old: json_patch.apply(old, doc)
     if media == STRATEGIC:
+        if crd.is_custom(kind):
+            raise UnsupportedMediaType(
+                "strategic merge patch is not supported for custom resources: use one of "
+                f"{', '.join(p for p in PATCH_TYPES if p != STRATEGIC)}"
+            )
         if not isinstance(doc, dict):
             raise BadRequest("a strategic merge patch must be a JSON object")
         return lambda old: strategic_merge.apply(old or {}, doc, kind)
@@ -53,6 +58,7 @@ def builder(call: Call, media: str, doc: Any) -> Callable[[Object | None], Objec
         manager = call.query("fieldManager")
         if not manager:
             raise BadRequest("fieldManager: required for apply patches")
+        fields.manager(call)  # its length checked
         force = call.query("force") == "true"
         return lambda old: server_side_apply.apply(old, doc, manager, force, kind)
     raise UnsupportedMediaType(
@@ -67,17 +73,23 @@ async def patch(call: Call) -> web.StreamResponse:
         builder(call, media, None)  # raises the 415
     doc = body.decode(await body.read(call.request), media)
     build = builder(call, media, doc)
+    write = fields.Write(call)
     dry_run = call.dry_run()
     conversion = t.conversion
 
     def checked(old: Object | None) -> Object:
         # The patch applies to the object as the client's group/version has it.
+        stored_old = old
         if conversion is not None and old is not None:
             old = conversion.from_stored(old)
         new = build(old)
         if not isinstance(new, dict):
             raise Invalid("the patched object must be a JSON object")
-        return new if conversion is None else conversion.to_stored(new)
+        new = new if conversion is None else conversion.to_stored(new)
+        if media == APPLY:  # apply records its own managedFields entry
+            write.check(new)
+            return new
+        return write.updated(stored_old, new)
 
     try:
         stored = await call.server.run(
@@ -92,5 +104,5 @@ async def patch(call: Call) -> web.StreamResponse:
         stored = await call.server.run(
             call.registry.create, t.info.key, created, call.namespace, call.who, False, dry_run
         )
-        return object_response(stored, 201, conversion)
-    return object_response(stored, 200, conversion)
+        return write.headers(object_response(stored, 201, conversion))
+    return write.headers(object_response(stored, 200, conversion))

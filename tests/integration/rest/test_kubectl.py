@@ -209,6 +209,23 @@ def test_apply_server_side(cluster: Cluster, tmp_path: Path) -> None:
     assert cluster.kubectl("get", "cm", "ssa", "-o", "jsonpath={.data.a}").stdout == "2"
 
 
+def test_managed_fields_and_strict_field_validation(cluster: Cluster) -> None:
+    """Every write records its manager; kubectl's fieldValidation=Strict refuses
+    an unknown field and nothing is stored."""
+    cluster.kubectl("create", "configmap", "managed", "--from-literal=a=1")
+    cluster.kubectl("label", "configmap", "managed", "tier=web")
+    got = json.loads(cluster.kubectl("get", "cm", "managed", "-o", "json",
+                                     "--show-managed-fields").stdout)  # fmt: skip
+    managers = {e["manager"]: e for e in got["metadata"]["managedFields"]}
+    assert managers["kubectl-create"]["operation"] == "Update"
+    assert "f:data" in managers["kubectl-create"]["fieldsV1"]
+    assert "f:metadata" in managers["kubectl-label"]["fieldsV1"]
+    bad = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: strict}\ndta: {a: '1'}\n"
+    refused = cluster.kubectl("apply", "-f", "-", input=bad, check=False)
+    assert refused.returncode != 0 and "dta" in refused.stderr, refused.stderr
+    assert cluster.kubectl("get", "cm", "strict", check=False).returncode != 0
+
+
 def test_tables_for_get_and_get_watch(cluster: Cluster) -> None:
     assert KUBECTL is not None
     cluster.kubectl("create", "configmap", "tabled")
