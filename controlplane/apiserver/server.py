@@ -34,6 +34,7 @@ from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.nodegraph import NodeGraph
@@ -106,6 +107,9 @@ class ApiServer:
         )
         self.registry.reviews = self.reviews.handlers
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
+        # CustomResourceDefinitions: a created CRD's kind is served at once.
+        self.crd_kinds = CrdKinds(self.registry)
+        self.registry.admission["CustomResourceDefinition"] = self.crd_kinds.admit
         self.joins = (
             BootstrapJoin(self.registry, self.authority.node_token) if self.authority else None
         )
@@ -193,6 +197,8 @@ class ApiServer:
     def start(self) -> int:
         self.bootstrap()
         self._load_indexes()
+        self.crd_kinds.start()
+        self.broadcaster.add_listener(self.crd_kinds.on_event)
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()

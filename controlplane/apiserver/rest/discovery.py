@@ -107,8 +107,9 @@ def _resource(info: KindInfo) -> dict[str, Any]:
     }
     if info.short_names:
         entry["shortNames"] = list(info.short_names)
-    if info.key in CATEGORY_ALL:
-        entry["categories"] = ["all"]
+    categories = [*(["all"] if info.key in CATEGORY_ALL else []), *info.categories]
+    if categories:
+        entry["categories"] = list(dict.fromkeys(categories))
     return entry
 
 

@@ -43,7 +43,7 @@ class Target:
 
 
 def every_kind() -> tuple[KindInfo, ...]:
-    return tuple(kinds.KINDS)
+    return kinds.all_kinds()
 
 
 def served_versions(info: KindInfo) -> tuple[str, ...]:

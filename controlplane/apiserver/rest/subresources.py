@@ -17,14 +17,14 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec
-from controlplane.apiserver.registry import PodBinding
+from controlplane.api import crd, jsoncodec
+from controlplane.apiserver.registry import PodBinding, decode
 from controlplane.apiserver.rest import body
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.objects import json_response, object_response, parse_delete_options
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
 from controlplane.apiserver.rest.status import BadRequest, MethodNotAllowed, success
-from controlplane.client.errors import ApiError, Invalid
+from controlplane.client.errors import ApiError, Invalid, NotFound
 
 
 def _replicas(scale: Any) -> int:
@@ -35,13 +35,37 @@ def _replicas(scale: Any) -> int:
     return replicas
 
 
+def _custom_scale(call: Call) -> Any:
+    """The Scale of a custom object (its CRD's scale paths)."""
+    t = call.target
+    data, rev = call.registry.get(t.info.key, t.name, call.namespace, call.who)
+    found = crd.scale_of(t.info.key, decode(data, rev))
+    if found is None:
+        raise NotFound(f"{t.info.resource} have no scale subresource")
+    return found
+
+
+def _custom_rescale(call: Call, replicas: int) -> Any:
+    t = call.target
+    if replicas < 0:
+        raise Invalid(f'Scale "{t.name}" is invalid: spec.replicas: must be >= 0')
+    patch = crd.replicas_patch(t.info.key, replicas)
+    if patch is None:
+        raise NotFound(f"{t.info.resource} have no scale subresource")
+    data, rev = call.registry.patch(t.info.key, t.name, patch, call.namespace, "", call.who)
+    return crd.scale_of(t.info.key, decode(data, rev))
+
+
 async def scale(call: Call) -> web.StreamResponse:
     t = call.target
     reg = call.registry
     ns = call.namespace
     method = call.request.method
+    custom = crd.is_custom(t.info.key)
+    get_scale = (lambda: _custom_scale(call)) if custom else (
+        lambda: reg.get_scale(t.info.key, t.name, ns, call.who))  # fmt: skip
     if method == "GET":
-        current = await call.server.run(reg.get_scale, t.info.key, t.name, ns, call.who)
+        current = await call.server.run(get_scale)
         return json_response(jsoncodec.dumps(current))
     if method == "PUT":
         doc = body.as_object(
@@ -53,11 +77,14 @@ async def scale(call: Call) -> web.StreamResponse:
         if media not in PATCH_TYPES:
             builder(call, media, None)
         doc = body.decode(await body.read(call.request), media)
-        current = await call.server.run(reg.get_scale, t.info.key, t.name, ns, call.who)
+        current = await call.server.run(get_scale)
         replicas = _replicas(builder(call, media, doc)(current))
     else:
         raise MethodNotAllowed(f"{method} is not allowed on {t.info.plural}/scale")
-    result = await call.server.run(reg.update_scale, t.info.key, t.name, ns, replicas, call.who)
+    if custom:
+        result = await call.server.run(_custom_rescale, call, replicas)
+    else:
+        result = await call.server.run(reg.update_scale, t.info.key, t.name, ns, replicas, call.who)
     return json_response(jsoncodec.dumps(result))
 
 
