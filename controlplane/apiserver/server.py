@@ -233,8 +233,8 @@ class ApiServer:
         self._server = server
         if self.config.rest:
             self.rest = RestServer(
-                self.registry, self.broadcaster, self.authority, self.config.listen, self.pki,
-                self.grpc_socket,
+                self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
+                self.audit, self.pki, self.grpc_socket,
             )  # fmt: skip
             self.port = self.rest.start()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)

@@ -1,24 +1,28 @@
 """The aiohttp application: one route, one wrapper, dispatch by path and verb.
 
-The wrapper authenticates (authn.authenticate, as the gRPC side does),
-bounds the requests in flight (429 with Retry-After beyond it; watches are
-not counted, as kube-apiserver counts long-running requests apart), logs
+The wrapper authenticates (authn.authenticate, as the gRPC side does), holds
+a slot of the request's FlowControl lane (the gRPC API's lanes: 429 with
+Retry-After when full; a watch counts against the watch caps instead, other
+long-running streams are not counted, as kube-apiserver counts them apart),
+writes one event to the API server's AuditLog per resource request, logs
 each request once and turns every API error into a metav1.Status. Handlers
 raise; nothing else writes an error response.
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec, openapi
-from controlplane.apiserver.auth import TokenAuthority
+from controlplane.api import jsoncodec, limits, openapi
+from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
+    auditing,
     discovery,
     lists,
     objects,
@@ -28,13 +32,11 @@ from controlplane.apiserver.rest import (
     subresources,
     watch,
 )
-from controlplane.apiserver.rest.body import MAX_BODY
 from controlplane.apiserver.rest.context import Call, Server
 from controlplane.apiserver.rest.paths import Target, resolve
 from controlplane.apiserver.rest.status import (
     HttpError,
     MethodNotAllowed,
-    TooManyRequests,
     error_response,
 )
 from controlplane.client import errors
@@ -47,17 +49,6 @@ AUTHORITY = web.AppKey("authority", object)
 FEED = web.AppKey("feed", watch.LoopFeed)
 
 Handler = Callable[[Call], Awaitable[web.StreamResponse]]
-
-
-class Limiter:
-    """Counts requests in flight; beyond `limit` a request is refused (429)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.current = 0
-
-
-LIMITER = web.AppKey("limiter", Limiter)
 
 
 def _json(doc: object) -> web.Response:
@@ -169,58 +160,89 @@ async def _upgrade(call: Call) -> web.StreamResponse:
 
 
 async def _watch(call: Call) -> web.StreamResponse:
-    return await watch.watch(call, call.request.app[FEED])
+    """A watch counts against the same caps as a gRPC Watch while it is open."""
+    end = call.server.flow.watch(call.who)
+    try:
+        return await watch.watch(call, call.request.app[FEED])
+    finally:
+        end()
+
+
+class _Seen:
+    """What the audit event of a request needs from its handling."""
+
+    who: Identity | None = None
+    target: Target | None = None
+
+
+async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
+    segments = [s for s in request.path.split("/") if s]
+    if request.path in PUBLIC:
+        return _discovery(request, segments)
+    authority = request.app[AUTHORITY]
+    assert authority is None or isinstance(authority, TokenAuthority)
+    who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+    seen.who = who
+    if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
+        return reviews.whoami(who)
+    target = resolve(segments)
+    if target is None:
+        return _discovery(request, segments)
+    seen.target = target
+    handler, long_running = _handler(target, request.method, request)
+    call = Call(request.app[SERVER], request, target, who)
+    if long_running:  # watches are capped apart; streams are not counted, as in kube
+        return await handler(call)
+    mutating = request.method not in ("GET", "HEAD")
+    # The same priority lanes as the gRPC API (flowcontrol.lane).
+    lane = call.server.flow.acquire(who, target.info.key, target.namespace, mutating)
+    try:
+        return await handler(call)
+    finally:
+        call.server.flow.release(lane, mutating)
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
     start = time.monotonic()
-    target: Target | None = None
-    limiter: Limiter = request.app[LIMITER]
-    counted = False
+    received = datetime.datetime.now(datetime.UTC)
+    seen = _Seen()
+    code = 500
     try:
-        segments = [s for s in request.path.split("/") if s]
-        if request.path in PUBLIC:
-            return _discovery(request, segments)
-        authority = request.app[AUTHORITY]
-        assert authority is None or isinstance(authority, TokenAuthority)
-        who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
-        if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
-            return reviews.whoami(who)
-        target = resolve(segments)
-        if target is None:
-            return _discovery(request, segments)
-        handler, long_running = _handler(target, request.method, request)
-        if not long_running:
-            if limiter.current >= limiter.limit:
-                raise TooManyRequests("too many requests in flight; try again later")
-            limiter.current += 1
-            counted = True
-        return await handler(Call(request.app[SERVER], request, target, who))
+        response = await _serve(request, seen)
+        code = response.status
+        return response
     except errors.ApiError as err:
         log.debug("http %s %s: %s", request.method, request.path_qs, err)
-        if target is not None:
-            return error_response(err, target.info.plural, target.name, target.group)
-        return error_response(err)
+        target = seen.target
+        answer = (
+            error_response(err, target.info.plural, target.name, target.group)
+            if target is not None
+            else error_response(err)
+        )
+        code = answer.status
+        return answer
     except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
         log.exception("http %s %s failed", request.method, request.path_qs)
         return error_response(HttpError(f"internal error: {err}"))
     finally:
-        if counted:
-            limiter.current -= 1
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "http %s %s ms=%.2f", request.method, request.path_qs,
-                (time.monotonic() - start) * 1000,
+        elapsed_ms = (time.monotonic() - start) * 1000
+        server = request.app[SERVER]
+        if server.audit is not None and seen.target is not None:
+            await server.run(
+                auditing.record, server.audit, request, seen.who, seen.target, code, received,
+                elapsed_ms,
             )  # fmt: skip
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("http %s %s ms=%.2f", request.method, request.path_qs, elapsed_ms)
 
 
 def make_app(
-    server: Server, authority: TokenAuthority | None, feed: watch.LoopFeed, max_in_flight: int
+    server: Server, authority: TokenAuthority | None, feed: watch.LoopFeed
 ) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY + 1)
+    # Bodies are read by body.read, which refuses past limits.MAX_BODY itself.
+    app = web.Application(client_max_size=limits.MAX_BODY + 1)
     app[SERVER] = server
     app[AUTHORITY] = authority
     app[FEED] = feed
-    app[LIMITER] = Limiter(max_in_flight)
     app.router.add_route("*", "/{tail:.*}", handle)
     return app
