@@ -49,7 +49,7 @@ from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.storage_admission import ensure_local_path_class
 from controlplane.apiserver.tls import Pki
 from controlplane.apiserver.watch import Broadcaster
-from controlplane.client.errors import AlreadyExists, NotFound
+from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage.interface import Store
 from proto.controlplane.v1 import api_pb2_grpc
 
@@ -77,6 +77,9 @@ class ApiServerConfig:
     audit_log_backups: int = 5
     audit_policy_file: str = ""  # "": every request at Metadata
     socket_dir: str = ""  # with rest: a private directory for the gRPC socket (else one in /tmp)
+    # The address pods reach this server at (the `kubernetes` Service's
+    # endpoint); "": the listen host (127.0.0.1 when it is a wildcard).
+    advertise_address: str = ""
 
 
 class ApiServer:
@@ -237,8 +240,43 @@ class ApiServer:
                 self.audit, self.pki, self.grpc_socket,
             )  # fmt: skip
             self.port = self.rest.start()
+        self._master_service()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)
         return self.port
+
+    def _master_service(self) -> None:
+        """The `kubernetes` Service in `default`: the first address of the
+        service range, port 443, its Endpoints this server's address (as
+        kube-apiserver keeps them), so in-cluster clients find the API."""
+        cluster_ip = str(ipaddress.ip_network(self.config.service_cidr)[1])
+        host = _host(self.config.advertise_address or self.config.listen)
+        if host in ("", "0.0.0.0", "::"):
+            host = "127.0.0.1"
+        port = {"name": "https", "port": self.port, "protocol": "TCP"}
+        service_ports = [{"name": "https", "port": 443, "targetPort": self.port, "protocol": "TCP"}]
+        service: dict[str, Any] = {
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"clusterIP": cluster_ip, "type": "ClusterIP", "ports": service_ports},
+        }  # fmt: skip
+        endpoints: dict[str, Any] = {
+            "metadata": {"name": "kubernetes", "namespace": "default"},
+            "subsets": [{"addresses": [{"ip": host}], "ports": [port]}],
+        }
+        for kind, obj in (("Service", service), ("Endpoints", endpoints)):
+            try:
+                try:
+                    current = self.registry.get_object(kind, "kubernetes", "default")
+                except NotFound:
+                    self.registry.create(kind, obj)
+                    continue
+                wanted = {**current, **{k: v for k, v in obj.items() if k != "metadata"}}
+                if kind == "Service":
+                    wanted["spec"] = {**current.get("spec", {}), "ports": service_ports}
+                if wanted != current:
+                    self.registry.update(kind, wanted)
+            except ApiError as err:  # e.g. a user Service already holds the address
+                log.warning("the kubernetes %s in default could not be written: %s", kind, err)
 
     def _socket_path(self) -> str:
         """The gRPC server's unix socket: in the (private) data directory when
@@ -285,3 +323,12 @@ class ApiServer:
         elif self.grpc_socket:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.grpc_socket)
+
+
+def _host(address: str) -> str:
+    """The host of `host`, `host:port`, `[v6]` or `[v6]:port`."""
+    if address.startswith("["):
+        return address[1:].partition("]")[0]
+    if address.count(":") == 1:
+        return address.partition(":")[0]
+    return address
