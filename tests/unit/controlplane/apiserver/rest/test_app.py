@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
+from controlplane.api import openapi
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
@@ -24,6 +25,7 @@ from controlplane.storage.sqlite import SqliteStore
 def run(
     tmp_path: Path, readonly: int, requests: list[tuple[str, str]], limits: Limits | None = None,
     audit: AuditLog | None = None, method: str = "GET", body: bytes = b"",
+    accept: str = "",
 ) -> list[Any]:  # fmt: skip
     store = SqliteStore(tmp_path / "state.db")
     registry = Registry(store)
@@ -39,9 +41,14 @@ def run(
             answers = []
             for path, token in requests:
                 headers = {"Authorization": f"Bearer {token}"} if token else {}
+                if accept:
+                    headers["Accept"] = accept
                 response = await client.request(method, path, headers=headers, data=body or None)
-                answers.append((response.status, response.headers.get("Retry-After"),
-                                await response.json()))  # fmt: skip
+                if response.content_type == "application/json":
+                    doc = await response.json()
+                else:
+                    doc = (response.content_type, await response.read())
+                answers.append((response.status, response.headers.get("Retry-After"), doc))
             return answers
 
     try:
@@ -84,3 +91,11 @@ def test_deep_body_refused_before_decoding_and_audited(tmp_path: Path) -> None:
     (event,) = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
     assert event["verb"] == "create" and event["objectRef"]["resource"] == "configmaps"
     assert event["responseStatus"]["code"] == 422 and event["user"]["username"] == "admin"
+
+
+def test_openapi_v2_as_protobuf_when_asked(tmp_path: Path) -> None:
+    admin = TokenAuthority(b"0123456789abcdef0123").admin_token()
+    ((code, _, (media, data)),) = run(tmp_path, 10, [("/openapi/v2", admin)],
+                                      accept=openapi.PROTOBUF_ACCEPT)  # fmt: skip
+    assert code == 200 and media == openapi.PROTOBUF_CONTENT_TYPE
+    assert data == openapi.v2_protobuf()
