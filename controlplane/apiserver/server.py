@@ -19,7 +19,9 @@ import ipaddress
 import logging
 import os
 import shutil
+import socket
 import tempfile
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,9 +251,7 @@ class ApiServer:
         service range, port 443, its Endpoints this server's address (as
         kube-apiserver keeps them), so in-cluster clients find the API."""
         cluster_ip = str(ipaddress.ip_network(self.config.service_cidr)[1])
-        host = _host(self.config.advertise_address or self.config.listen)
-        if host in ("", "0.0.0.0", "::"):
-            host = "127.0.0.1"
+        host = endpoint_host(self.config.advertise_address, self.config.listen)
         port = {"name": "https", "port": self.port, "protocol": "TCP"}
         service_ports = [{"name": "https", "port": 443, "targetPort": self.port, "protocol": "TCP"}]
         service: dict[str, Any] = {
@@ -323,6 +323,41 @@ class ApiServer:
         elif self.grpc_socket:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.grpc_socket)
+
+
+WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+
+
+def _primary_address() -> str:
+    """This host's address on its default route ("" without one). A UDP
+    connect only looks the route up: nothing is sent."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: never answered, never sent to
+            return str(probe.getsockname()[0])
+    except OSError:
+        return ""
+
+
+def endpoint_host(
+    advertise: str, listen: str, primary: Callable[[], str] = _primary_address
+) -> str:
+    """The address the `kubernetes` Endpoints publish: the advertised host,
+    else the listen host. Pods cannot reach a loopback address, so when the
+    server listens on every address, a wildcard or loopback one becomes the
+    address of the default route's interface (as kube-apiserver picks it)."""
+    host = _host(advertise or listen)
+    wildcard = _host(listen) in WILDCARDS
+    if host in WILDCARDS or (wildcard and _loopback(host)):
+        return primary() or "127.0.0.1"
+    return host
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _host(address: str) -> str:
