@@ -7,11 +7,13 @@ objects (defaulted and pruned by the CRD's schema)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from controlplane.api import crd as crd_module
 from tests.integration.rest.conftest import Cluster
 
 kubernetes = pytest.importorskip("kubernetes")
@@ -21,7 +23,7 @@ watch: Any = kubernetes.watch
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("need_kubectl")]
 
-GROUP, VERSION, PLURAL = "example.skiff.dev", "v1", "widgets"
+GROUP, VERSION, PLURAL = "rest-test.skiff.dev", "v1", "widgets"
 CRD = f"""apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {{name: {PLURAL}.{GROUP}}}
@@ -56,10 +58,16 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def crd(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> None:
+def crd(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     path = tmp_path_factory.mktemp("crd") / "crd.yaml"
     path.write_text(CRD)
     assert "created" in cluster.kubectl("apply", "-f", str(path)).stdout
+    try:
+        yield
+    finally:
+        cluster.kubectl("delete", "-f", str(path), check=False)
+        # The served kinds are this process's: leave none to later tests.
+        crd_module.unregister(f"{PLURAL}.{GROUP}")
 
 
 def test_kubectl_apply_get_scale(cluster: Cluster, crd: None, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.api import crd
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import Cluster
 
@@ -81,3 +82,5 @@ def test_kopf_operator_reconciles(cluster: Cluster, tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        # The served kinds are this process's: leave none to later tests.
+        crd.unregister("notes.kopf.skiff.dev")
