@@ -46,7 +46,6 @@ sys.path.insert(0, str(REPO))
 
 from bench.apiserver import Server, pod, preload_pods, throughput, watch_latency  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
-from controlplane.apiserver.rest import optional  # noqa: E402
 
 TARGETS = {
     "rest_watch_p99_ms": 50.0,
@@ -341,11 +340,8 @@ def main(argv: list[str] | None = None) -> int:
         with control_plane(work / "b") as server:
             seconds = kubectl_get_all(server.data_dir / "kubeconfig", args.kubectl_pods)
             figures["kubectl_get_pods_A_s"] = round(seconds, 3)
-            # Without server-side Tables kubectl decodes every whole pod itself.
-            tables = optional.module(optional.TABLES) is not None
-            figures["kubectl_server_tables"] = float(tables)
             print(f"  kubectl get pods -A, {args.kubectl_pods} pods: {seconds:.2f} s "
-                  f"(server-side Tables: {'yes' if tables else 'no'})", flush=True)  # fmt: skip
+                  "(server-side Tables)", flush=True)  # fmt: skip
         (work / "c" / "cp").mkdir(parents=True)
         preload_pods("sqlite", work / "c" / "cp", "", "", args.pods)
         with control_plane(work / "c") as server:

@@ -242,7 +242,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                              audit_log_path=args.audit_log_path,
                              audit_log_max_bytes=args.audit_log_maxsize << 20,
                              audit_log_backups=args.audit_log_maxbackup,
-                             audit_policy_file=args.audit_policy_file)  # fmt: skip
+                             audit_policy_file=args.audit_policy_file,
+                             advertise_address=args.advertise_address)  # fmt: skip
     try:
         server = ApiServer(store, config, pki)
     except ValueError as err:  # a bad audit policy

@@ -460,8 +460,9 @@ class Registry:
         meta = _meta(obj)
         if ns:
             meta["namespace"] = ns
+        # managedFields stay: the REST layer computes them (server-side apply).
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
-                      "selfLink", "managedFields"):  # fmt: skip
+                      "selfLink"):  # fmt: skip
             meta.pop(field, None)
         meta["uid"] = new_uid()
         meta["creationTimestamp"] = self.timestamp()
@@ -662,8 +663,10 @@ class Registry:
         identity: Identity = SYSTEM,
         copy_input: bool = True,
         dry_run: bool = False,
+        rewrite: Callable[[Object, Object], Object] | None = None,
     ) -> Stored:
-        """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one."""
+        """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one.
+        rewrite(old, obj) -> the object to write (the REST layer's managedFields)."""
         info = kind_info(kind)
         if not isinstance(obj, dict):
             raise Invalid("object: must be a JSON object")
@@ -674,8 +677,10 @@ class Registry:
         ns = self._namespace(info, None, obj)
         client_rv = _rv(meta["resourceVersion"]) if meta.get("resourceVersion") else 0
         return self._write_loop(
-            info, ns, name, lambda _old: jsoncodec.clone(obj) if copy_input else obj, subresource,
-            client_rv, identity, "update", dry_run,
+            info, ns, name,
+            (lambda old: rewrite(old, obj)) if rewrite else
+            (lambda _old: jsoncodec.clone(obj) if copy_input else obj),
+            subresource, client_rv, identity, "update", dry_run,
         )  # fmt: skip
 
     def patch(

@@ -19,7 +19,9 @@ import ipaddress
 import logging
 import os
 import shutil
+import socket
 import tempfile
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,7 @@ from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.nodegraph import NodeGraph
@@ -48,7 +51,7 @@ from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.storage_admission import ensure_local_path_class
 from controlplane.apiserver.tls import Pki, sign_agent_csr
 from controlplane.apiserver.watch import Broadcaster
-from controlplane.client.errors import AlreadyExists, NotFound
+from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage.interface import Store
 from proto.controlplane.v1 import api_pb2_grpc
 
@@ -76,6 +79,9 @@ class ApiServerConfig:
     audit_log_backups: int = 5
     audit_policy_file: str = ""  # "": every request at Metadata
     socket_dir: str = ""  # with rest: a private directory for the gRPC socket (else one in /tmp)
+    # The address pods reach this server at (the `kubernetes` Service's
+    # endpoint); "": the listen host (127.0.0.1 when it is a wildcard).
+    advertise_address: str = ""
 
 
 class ApiServer:
@@ -107,6 +113,9 @@ class ApiServer:
         self.registry.reviews = self.reviews.handlers
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
         signer = (lambda n, c: sign_agent_csr(pki, n, c)) if pki else None  # agent serving certs
+        # CustomResourceDefinitions: a created CRD's kind is served at once.
+        self.crd_kinds = CrdKinds(self.registry)
+        self.registry.admission["CustomResourceDefinition"] = self.crd_kinds.admit
         self.joins = (
             BootstrapJoin(self.registry, self.authority.node_token, sign_serving=signer)
             if self.authority
@@ -203,6 +212,8 @@ class ApiServer:
     def start(self) -> int:
         self.bootstrap()
         self._load_indexes()
+        self.crd_kinds.start()
+        self.broadcaster.add_listener(self.crd_kinds.on_event)
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()
@@ -237,12 +248,45 @@ class ApiServer:
         self._server = server
         if self.config.rest:
             self.rest = RestServer(
-                self.registry, self.broadcaster, self.authority, self.config.listen, self.pki,
-                self.grpc_socket,
+                self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
+                self.audit, self.pki, self.grpc_socket,
             )  # fmt: skip
             self.port = self.rest.start()
+        self._master_service()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)
         return self.port
+
+    def _master_service(self) -> None:
+        """The `kubernetes` Service in `default`: the first address of the
+        service range, port 443, its Endpoints this server's address (as
+        kube-apiserver keeps them), so in-cluster clients find the API."""
+        cluster_ip = str(ipaddress.ip_network(self.config.service_cidr)[1])
+        host = endpoint_host(self.config.advertise_address, self.config.listen)
+        port = {"name": "https", "port": self.port, "protocol": "TCP"}
+        service_ports = [{"name": "https", "port": 443, "targetPort": self.port, "protocol": "TCP"}]
+        service: dict[str, Any] = {
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"clusterIP": cluster_ip, "type": "ClusterIP", "ports": service_ports},
+        }  # fmt: skip
+        endpoints: dict[str, Any] = {
+            "metadata": {"name": "kubernetes", "namespace": "default"},
+            "subsets": [{"addresses": [{"ip": host}], "ports": [port]}],
+        }
+        for kind, obj in (("Service", service), ("Endpoints", endpoints)):
+            try:
+                try:
+                    current = self.registry.get_object(kind, "kubernetes", "default")
+                except NotFound:
+                    self.registry.create(kind, obj)
+                    continue
+                wanted = {**current, **{k: v for k, v in obj.items() if k != "metadata"}}
+                if kind == "Service":
+                    wanted["spec"] = {**current.get("spec", {}), "ports": service_ports}
+                if wanted != current:
+                    self.registry.update(kind, wanted)
+            except ApiError as err:  # e.g. a user Service already holds the address
+                log.warning("the kubernetes %s in default could not be written: %s", kind, err)
 
     def _socket_path(self) -> str:
         """The gRPC server's unix socket: in the (private) data directory when
@@ -289,3 +333,47 @@ class ApiServer:
         elif self.grpc_socket:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.grpc_socket)
+
+
+WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+
+
+def _primary_address() -> str:
+    """This host's address on its default route ("" without one). A UDP
+    connect only looks the route up: nothing is sent."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: never answered, never sent to
+            return str(probe.getsockname()[0])
+    except OSError:
+        return ""
+
+
+def endpoint_host(
+    advertise: str, listen: str, primary: Callable[[], str] = _primary_address
+) -> str:
+    """The address the `kubernetes` Endpoints publish: the advertised host,
+    else the listen host. Pods cannot reach a loopback address, so when the
+    server listens on every address, a wildcard or loopback one becomes the
+    address of the default route's interface (as kube-apiserver picks it)."""
+    host = _host(advertise or listen)
+    wildcard = _host(listen) in WILDCARDS
+    if host in WILDCARDS or (wildcard and _loopback(host)):
+        return primary() or "127.0.0.1"
+    return host
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _host(address: str) -> str:
+    """The host of `host`, `host:port`, `[v6]` or `[v6]:port`."""
+    if address.startswith("["):
+        return address[1:].partition("]")[0]
+    if address.count(":") == 1:
+        return address.partition(":")[0]
+    return address

@@ -1,41 +1,42 @@
 """The aiohttp application: one route, one wrapper, dispatch by path and verb.
 
-The wrapper authenticates (authn.authenticate, as the gRPC side does),
-bounds the requests in flight (429 with Retry-After beyond it; watches are
-not counted, as kube-apiserver counts long-running requests apart), logs
+The wrapper authenticates (authn.authenticate, as the gRPC side does), holds
+a slot of the request's FlowControl lane (the gRPC API's lanes: 429 with
+Retry-After when full; a watch counts against the watch caps instead, other
+long-running streams are not counted, as kube-apiserver counts them apart),
+writes one event to the API server's AuditLog per resource request, logs
 each request once and turns every API error into a metav1.Status. Handlers
 raise; nothing else writes an error response.
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec
-from controlplane.apiserver.auth import TokenAuthority
+from controlplane.api import jsoncodec, limits, openapi
+from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
+    auditing,
     discovery,
     lists,
     objects,
-    optional,
     patch,
     reviews,
     streams,
     subresources,
     watch,
 )
-from controlplane.apiserver.rest.body import MAX_BODY
 from controlplane.apiserver.rest.context import Call, Server
 from controlplane.apiserver.rest.paths import Target, resolve
 from controlplane.apiserver.rest.status import (
     HttpError,
     MethodNotAllowed,
-    TooManyRequests,
     error_response,
 )
 from controlplane.client import errors
@@ -48,17 +49,6 @@ AUTHORITY = web.AppKey("authority", object)
 FEED = web.AppKey("feed", watch.LoopFeed)
 
 Handler = Callable[[Call], Awaitable[web.StreamResponse]]
-
-
-class Limiter:
-    """Counts requests in flight; beyond `limit` a request is refused (429)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.current = 0
-
-
-LIMITER = web.AppKey("limiter", Limiter)
 
 
 def _json(doc: object) -> web.Response:
@@ -80,7 +70,7 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     if path == "/apis":
         return _json(discovery.group_list())
     if segments[:1] == ["openapi"]:
-        return _openapi(segments[1:], path)
+        return _openapi(segments[1:], path, request.headers.get("Accept", ""))
     if segments[:1] == ["api"] and len(segments) == 2:
         found = discovery.resource_list(segments[1])
     elif segments[:1] == ["apis"] and len(segments) == 2:
@@ -94,13 +84,14 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     return _json(found)
 
 
-def _openapi(segments: list[str], path: str) -> web.StreamResponse:
-    """/openapi/v2, /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>, made by
-    controlplane.api.openapi when this build has it."""
-    openapi = optional.module(optional.OPENAPI)
-    if openapi is None:
-        raise _not_found(path)
+def _openapi(segments: list[str], path: str, accept: str) -> web.StreamResponse:
+    """/openapi/v2 (as protobuf when the client asks, as kubectl does),
+    /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>."""
     if segments == ["v2"]:
+        if openapi.PROTOBUF_ACCEPT in accept:
+            response = web.Response(body=openapi.v2_protobuf())
+            response.headers["Content-Type"] = openapi.PROTOBUF_CONTENT_TYPE
+            return response
         return _json(openapi.v2())
     if segments == ["v3"]:
         return _json(openapi.v3_paths())
@@ -114,6 +105,11 @@ def _openapi(segments: list[str], path: str) -> web.StreamResponse:
 def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler, bool]:
     """The handler of a resource request, and whether it is long-running."""
     sub = target.subresource
+    if target.info.create_only:
+        # Answered at once, never stored: only a create of the collection.
+        if sub or target.name or method != "POST":
+            raise MethodNotAllowed(f"{target.info.resource} support create only")
+        return objects.create, False
     if sub == "":
         if not target.name:
             if method == "GET":
@@ -135,13 +131,15 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
             return table[method], False
     elif sub == "scale" and target.info.has_scale:
         return subresources.scale, False
-    elif sub == "binding" and target.info.kind == "Pod" and method == "POST":
+    elif sub == "binding" and target.info.key == "Pod" and method == "POST":
         return subresources.binding, False
-    elif sub == "eviction" and target.info.kind == "Pod" and method == "POST":
+    elif sub == "eviction" and target.info.key == "Pod" and method == "POST":
         return subresources.eviction, False
-    elif sub == "log" and target.info.kind == "Pod" and method == "GET":
+    elif sub == "token" and target.info.key == "ServiceAccount" and method == "POST":
+        return subresources.token_request, False
+    elif sub == "log" and target.info.key == "Pod" and method == "GET":
         return _log, True
-    elif sub in STREAMS and target.info.kind == "Pod" and method in ("GET", "POST"):
+    elif sub in STREAMS and target.info.key == "Pod" and method in ("GET", "POST"):
         return _upgrade, True
     elif sub == "stats" and target.info.kind == "Node" and method == "GET":
         return _stats, False
@@ -168,61 +166,89 @@ async def _stats(call: Call) -> web.StreamResponse:
 
 
 async def _watch(call: Call) -> web.StreamResponse:
-    return await watch.watch(call, call.request.app[FEED])
+    """A watch counts against the same caps as a gRPC Watch while it is open."""
+    end = call.server.flow.watch(call.who)
+    try:
+        return await watch.watch(call, call.request.app[FEED])
+    finally:
+        end()
+
+
+class _Seen:
+    """What the audit event of a request needs from its handling."""
+
+    who: Identity | None = None
+    target: Target | None = None
+
+
+async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
+    segments = [s for s in request.path.split("/") if s]
+    if request.path in PUBLIC:
+        return _discovery(request, segments)
+    authority = request.app[AUTHORITY]
+    assert authority is None or isinstance(authority, TokenAuthority)
+    who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+    seen.who = who
+    if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
+        return reviews.whoami(who)
+    target = resolve(segments)
+    if target is None:
+        return _discovery(request, segments)
+    seen.target = target
+    handler, long_running = _handler(target, request.method, request)
+    call = Call(request.app[SERVER], request, target, who)
+    if long_running:  # watches are capped apart; streams are not counted, as in kube
+        return await handler(call)
+    mutating = request.method not in ("GET", "HEAD")
+    # The same priority lanes as the gRPC API (flowcontrol.lane).
+    lane = call.server.flow.acquire(who, target.info.key, target.namespace, mutating)
+    try:
+        return await handler(call)
+    finally:
+        call.server.flow.release(lane, mutating)
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
     start = time.monotonic()
-    target: Target | None = None
-    limiter: Limiter = request.app[LIMITER]
-    counted = False
+    received = datetime.datetime.now(datetime.UTC)
+    seen = _Seen()
+    code = 500
     try:
-        segments = [s for s in request.path.split("/") if s]
-        if request.path in PUBLIC:
-            return _discovery(request, segments)
-        authority = request.app[AUTHORITY]
-        assert authority is None or isinstance(authority, TokenAuthority)
-        who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
-        if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
-            return reviews.whoami(who)
-        if request.method == "POST" and request.path == reviews.ACCESS_PATH:
-            authorizer = request.app[SERVER].registry.authorizer
-            return await reviews.access_review(request, who, authorizer)
-        target = resolve(segments)
-        if target is None:
-            return _discovery(request, segments)
-        handler, long_running = _handler(target, request.method, request)
-        if not long_running:
-            if limiter.current >= limiter.limit:
-                raise TooManyRequests("too many requests in flight; try again later")
-            limiter.current += 1
-            counted = True
-        return await handler(Call(request.app[SERVER], request, target, who))
+        response = await _serve(request, seen)
+        code = response.status
+        return response
     except errors.ApiError as err:
         log.debug("http %s %s: %s", request.method, request.path_qs, err)
-        if target is not None:
-            return error_response(err, target.info.plural, target.name, target.group)
-        return error_response(err)
+        target = seen.target
+        answer = (
+            error_response(err, target.info.plural, target.name, target.group)
+            if target is not None
+            else error_response(err)
+        )
+        code = answer.status
+        return answer
     except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
         log.exception("http %s %s failed", request.method, request.path_qs)
         return error_response(HttpError(f"internal error: {err}"))
     finally:
-        if counted:
-            limiter.current -= 1
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "http %s %s ms=%.2f", request.method, request.path_qs,
-                (time.monotonic() - start) * 1000,
+        elapsed_ms = (time.monotonic() - start) * 1000
+        server = request.app[SERVER]
+        if server.audit is not None and seen.target is not None:
+            await server.run(
+                auditing.record, server.audit, request, seen.who, seen.target, code, received,
+                elapsed_ms,
             )  # fmt: skip
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("http %s %s ms=%.2f", request.method, request.path_qs, elapsed_ms)
 
 
 def make_app(
-    server: Server, authority: TokenAuthority | None, feed: watch.LoopFeed, max_in_flight: int
+    server: Server, authority: TokenAuthority | None, feed: watch.LoopFeed
 ) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY + 1)
+    # Bodies are read by body.read, which refuses past limits.MAX_BODY itself.
+    app = web.Application(client_max_size=limits.MAX_BODY + 1)
     app[SERVER] = server
     app[AUTHORITY] = authority
     app[FEED] = feed
-    app[LIMITER] = Limiter(max_in_flight)
     app.router.add_route("*", "/{tail:.*}", handle)
     return app

@@ -1,8 +1,10 @@
 """Request bodies: read with a size limit, decoded as JSON or YAML.
 
-A body over MAX_BODY (3 MiB, as kube-apiserver) is refused with 413 before it
-is all read; malformed JSON or YAML is a 400 naming the position; a document
-nested deeper than MAX_DEPTH is a 422. Nothing here touches the registry.
+A body over limits.MAX_BODY (3 MiB, as kube-apiserver) is refused with 413
+before it is all read; every body then passes limits.check_body (the gRPC
+API's check) before it is decoded; malformed JSON or YAML is a 400 naming the
+position; a document nested deeper than limits.MAX_DEPTH is a 422 (YAML's
+nesting is checked once decoded). Nothing here touches the registry.
 """
 
 from __future__ import annotations
@@ -13,12 +15,11 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from controlplane.api import jsoncodec
+from controlplane.api import jsoncodec, limits
+from controlplane.apiserver.rest.auditing import BODY
 from controlplane.apiserver.rest.status import BadRequest, TooLarge, UnsupportedMediaType
 from controlplane.client.errors import Invalid
 
-MAX_BODY = 3 * 1024 * 1024
-MAX_DEPTH = 100
 YAML_TYPES = frozenset({"application/yaml", "application/apply-patch+yaml", "text/yaml"})
 JSON_TYPES = frozenset(
     {
@@ -36,16 +37,19 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 async def read(request: web.Request) -> bytes:
     length = request.content_length
-    if length is not None and length > MAX_BODY:
-        raise TooLarge(f"the request body is {length} bytes, more than the limit {MAX_BODY}")
+    if length is not None and length > limits.MAX_BODY:
+        raise TooLarge(f"the request body is {length} bytes, more than the limit {limits.MAX_BODY}")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.content.iter_chunked(1 << 16):
         size += len(chunk)
-        if size > MAX_BODY:
-            raise TooLarge(f"the request body is more than the limit of {MAX_BODY} bytes")
+        if size > limits.MAX_BODY:
+            raise TooLarge(f"the request body is more than the limit of {limits.MAX_BODY} bytes")
         chunks.append(chunk)
-    return b"".join(chunks)
+    data = b"".join(chunks)
+    request[BODY] = data  # for the audit log's requestObject
+    limits.check_body(data)
+    return data
 
 
 def media_type(request: web.Request) -> str:
@@ -80,7 +84,7 @@ def _json_problem(data: bytes) -> str:
     try:
         json.loads(data)
     except RecursionError:
-        raise Invalid(f"the document is nested more than {MAX_DEPTH} levels deep") from None
+        raise Invalid(f"the document is nested more than {limits.MAX_DEPTH} levels deep") from None
     except json.JSONDecodeError as err:
         return (
             f"malformed JSON at line {err.lineno}, column {err.colno} (byte {err.pos}): {err.msg}"
@@ -94,8 +98,8 @@ def check_depth(doc: Any) -> None:
     stack: list[tuple[Any, int]] = [(doc, 1)]
     while stack:
         value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise Invalid(f"the document is nested more than {MAX_DEPTH} levels deep")
+        if depth > limits.MAX_DEPTH:
+            raise Invalid(f"the document is nested more than {limits.MAX_DEPTH} levels deep")
         if isinstance(value, dict):
             stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list))
         elif isinstance(value, list):

@@ -12,7 +12,9 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
+from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
+from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.paths import Target
 from controlplane.apiserver.rest.status import BadRequest
@@ -29,6 +31,8 @@ class Server:
     registry: Registry
     broadcaster: Broadcaster
     executor: ThreadPoolExecutor
+    flow: FlowControl
+    audit: AuditLog | None = None
     min_watch_timeout: float = 1800.0
     agent_tls: AgentTLS | None = None  # the API server's own credential towards agents
 

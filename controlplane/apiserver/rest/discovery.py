@@ -12,8 +12,8 @@ import sys
 from typing import Any
 
 from controlplane.api.kinds import KindInfo
+from controlplane.apiserver.rest import reviews
 from controlplane.apiserver.rest.paths import every_kind, kinds_at, served_versions
-from controlplane.apiserver.rest.reviews import RESOURCES
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 # The kinds Kubernetes puts in the `all` category (`kubectl get all`).
@@ -38,6 +38,7 @@ EXTRA_SUBRESOURCES: dict[tuple[str, str], tuple[list[str], str, str, str]] = {
     ("Pod", "exec"): (["create", "get"], "", "", "PodExecOptions"),
     ("Pod", "attach"): (["create", "get"], "", "", "PodAttachOptions"),
     ("Pod", "portforward"): (["create", "get"], "", "", "PodPortForwardOptions"),
+    ("ServiceAccount", "token"): (["create"], "authentication.k8s.io", "v1", "TokenRequest"),
 }
 
 
@@ -73,9 +74,6 @@ def _groups() -> dict[str, list[str]]:
                 versions = groups.setdefault(group, [])
                 if ver not in versions:
                     versions.append(ver)
-    for group_version in RESOURCES:
-        name, _, ver = group_version.partition("/")
-        groups.setdefault(name, [ver])
     return groups
 
 
@@ -105,12 +103,13 @@ def _resource(info: KindInfo) -> dict[str, Any]:
         "singularName": info.singular,
         "namespaced": info.namespaced,
         "kind": info.kind,
-        "verbs": VERBS,
+        "verbs": ["create"] if info.create_only else VERBS,
     }
     if info.short_names:
         entry["shortNames"] = list(info.short_names)
-    if info.kind in CATEGORY_ALL:
-        entry["categories"] = ["all"]
+    categories = [*(["all"] if info.key in CATEGORY_ALL else []), *info.categories]
+    if categories:
+        entry["categories"] = list(dict.fromkeys(categories))
     return entry
 
 
@@ -130,17 +129,13 @@ def _subresource(
 
 
 def resource_list(group_version: str) -> dict[str, Any] | None:
-    review = RESOURCES.get(group_version)
-    if review is not None:
-        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
-                "resources": [review]}  # fmt: skip
     served = kinds_at(group_version)
     if not served:
         return None
     resources = []
     for info in served:
         resources.append(_resource(info))
-        if info.has_status:
+        if info.has_status and not info.create_only:
             resources.append(_subresource(info, "status", ["get", "patch", "update"]))
         if info.has_scale:
             resources.append(
@@ -149,8 +144,10 @@ def resource_list(group_version: str) -> dict[str, Any] | None:
                 )
             )
         for (kind, sub), (verbs, grp, ver, sub_kind) in EXTRA_SUBRESOURCES.items():
-            if kind == info.kind:
+            if kind == info.key:
                 resources.append(_subresource(info, sub, verbs, grp, ver, sub_kind))
+    if group_version == reviews.AUTHENTICATION:
+        resources.append(reviews.RESOURCE)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",

@@ -16,10 +16,11 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
+from controlplane.apiserver import tables
 from controlplane.apiserver.registry import ListResult, Stored, decode, with_version
-from controlplane.apiserver.rest import optional
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.objects import json_response, served
+from controlplane.apiserver.rest.status import BadRequest
 from controlplane.client.errors import Invalid
 
 PAGE = 1000
@@ -84,16 +85,13 @@ async def list_(call: Call) -> web.StreamResponse:
     cont = call.query("continue")
     label, field = call.query("labelSelector"), call.query("fieldSelector")
     if wants_table(call.request):
-        tables = optional.module(optional.TABLES)
-        if tables is not None:
-            result = await call.server.run(
-                call.registry.list, t.info.kind, call.namespace, label, field, limit, cont,
-                call.who,
-            )  # fmt: skip
-            return await call.server.run(_table, tables, call, result)
+        result = await call.server.run(
+            call.registry.list, t.info.key, call.namespace, label, field, limit, cont, call.who
+        )
+        return await call.server.run(_table, call, result)
     if limit or cont:
         result = await call.server.run(
-            call.registry.list, t.info.kind, call.namespace, label, field, limit, cont, call.who
+            call.registry.list, t.info.key, call.namespace, label, field, limit, cont, call.who
         )
         return json_response(await call.server.run(_document, call, result))
     return await _stream(call, label, field)
@@ -111,20 +109,32 @@ def _document(call: Call, result: ListResult) -> bytes:
     return _head(call, result.resource_version, result.continue_token) + items + b"]}"
 
 
-def _table(tables: Any, call: Call, result: ListResult) -> web.Response:
+def include_object(call: Call) -> str:
+    """The request's includeObject (None, Metadata, Object), checked."""
+    value = call.query("includeObject", "Metadata")
+    if value not in tables.INCLUDE_OBJECT:
+        raise BadRequest(
+            f"includeObject: unsupported value {value!r}: supported values: "
+            f"{', '.join(tables.INCLUDE_OBJECT)}"
+        )
+    return value
+
+
+def _table(call: Call, result: ListResult) -> web.Response:
     objects = [decode(d, r) for d, r in result.items]
-    table: dict[str, Any] = tables.table(call.target.info.kind, objects)
-    meta = table.setdefault("metadata", {})
-    meta["resourceVersion"] = str(result.resource_version)
+    meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
     if result.continue_token:
         meta["continue"] = result.continue_token
+    table = tables.table(
+        call.target.info.key, objects, include_object=include_object(call), list_metadata=meta
+    )
     return json_response(jsoncodec.dumps(table))
 
 
 async def _stream(call: Call, label: str, field: str) -> web.StreamResponse:
     t = call.target
     pages = await call.server.run(
-        call.registry.list_pages, t.info.kind, call.namespace, label, field, call.who, PAGE
+        call.registry.list_pages, t.info.key, call.namespace, label, field, call.who, PAGE
     )
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
     loop = asyncio.get_running_loop()

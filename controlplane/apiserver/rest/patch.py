@@ -15,8 +15,9 @@ from typing import Any
 
 from aiohttp import web
 
+from controlplane.api import crd, json_patch, server_side_apply, strategic_merge
 from controlplane.api.merge_patch import merge_patch
-from controlplane.apiserver.rest import body, optional
+from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.objects import object_response
 from controlplane.apiserver.rest.status import BadRequest, UnsupportedMediaType
@@ -31,16 +32,9 @@ PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC, APPLY)
 Object = dict[str, Any]
 
 
-def _needed(name: str, what: str) -> Any:
-    mod = optional.module(name)
-    if mod is None:
-        raise UnsupportedMediaType(f"{what} is not supported by this server yet")
-    return mod
-
-
 def builder(call: Call, media: str, doc: Any) -> Callable[[Object | None], Object]:
     """The function old -> new that this patch is (old None: no object yet)."""
-    kind = call.target.info.kind
+    kind = call.target.info.key
     if media == MERGE:
         if not isinstance(doc, dict):
             raise BadRequest("a JSON merge patch must be a JSON object")
@@ -48,22 +42,25 @@ def builder(call: Call, media: str, doc: Any) -> Callable[[Object | None], Objec
     if media == JSON_PATCH:
         if not isinstance(doc, list):
             raise BadRequest("a JSON patch must be a JSON array of operations")
-        mod = _needed(optional.JSON_PATCH, "JSON patch")
-        return lambda old: mod.apply(old, doc)
+        return lambda old: json_patch.apply(old, doc)
     if media == STRATEGIC:
+        if crd.is_custom(kind):
+            raise UnsupportedMediaType(
+                "strategic merge patch is not supported for custom resources: use one of "
+                f"{', '.join(p for p in PATCH_TYPES if p != STRATEGIC)}"
+            )
         if not isinstance(doc, dict):
             raise BadRequest("a strategic merge patch must be a JSON object")
-        mod = _needed(optional.STRATEGIC_MERGE, "strategic merge patch")
-        return lambda old: mod.apply(old or {}, doc, kind)
+        return lambda old: strategic_merge.apply(old or {}, doc, kind)
     if media == APPLY:
         if not isinstance(doc, dict):
             raise BadRequest("an apply patch must be an object")
         manager = call.query("fieldManager")
         if not manager:
             raise BadRequest("fieldManager: required for apply patches")
+        fields.manager(call)  # its length checked
         force = call.query("force") == "true"
-        mod = _needed(optional.SERVER_SIDE_APPLY, "server-side apply")
-        return lambda old: mod.apply(old, doc, manager, force, kind)
+        return lambda old: server_side_apply.apply(old, doc, manager, force, kind)
     raise UnsupportedMediaType(
         f"the patch's media type {media!r} is not supported: use one of {', '.join(PATCH_TYPES)}"
     )
@@ -76,21 +73,27 @@ async def patch(call: Call) -> web.StreamResponse:
         builder(call, media, None)  # raises the 415
     doc = body.decode(await body.read(call.request), media)
     build = builder(call, media, doc)
+    write = fields.Write(call)
     dry_run = call.dry_run()
     conversion = t.conversion
 
     def checked(old: Object | None) -> Object:
         # The patch applies to the object as the client's group/version has it.
+        stored_old = old
         if conversion is not None and old is not None:
             old = conversion.from_stored(old)
         new = build(old)
         if not isinstance(new, dict):
             raise Invalid("the patched object must be a JSON object")
-        return new if conversion is None else conversion.to_stored(new)
+        new = new if conversion is None else conversion.to_stored(new)
+        if media == APPLY:  # apply records its own managedFields entry
+            write.check(new)
+            return new
+        return write.updated(stored_old, new)
 
     try:
         stored = await call.server.run(
-            call.registry.patch_with, t.info.kind, t.name, checked, call.namespace,
+            call.registry.patch_with, t.info.key, t.name, checked, call.namespace,
             t.subresource, call.who, dry_run,
         )  # fmt: skip
     except NotFound:
@@ -99,7 +102,7 @@ async def patch(call: Call) -> web.StreamResponse:
         created = checked(None)
         created.setdefault("metadata", {}).setdefault("name", t.name)
         stored = await call.server.run(
-            call.registry.create, t.info.kind, created, call.namespace, call.who, False, dry_run
+            call.registry.create, t.info.key, created, call.namespace, call.who, False, dry_run
         )
-        return object_response(stored, 201, conversion)
-    return object_response(stored, 200, conversion)
+        return write.headers(object_response(stored, 201, conversion))
+    return write.headers(object_response(stored, 200, conversion))

@@ -39,16 +39,16 @@ class Target:
     @property
     def conversion(self) -> Conversion | None:
         """How objects change shape between the stored version and the URL's."""
-        return conversion.find(self.info.kind, self.group_version)
+        return conversion.find(self.info.key, self.group_version)
 
 
 def every_kind() -> tuple[KindInfo, ...]:
-    return tuple(kinds.KINDS)
+    return kinds.all_kinds()
 
 
 def served_versions(info: KindInfo) -> tuple[str, ...]:
     """Every group/version a kind is served at, its own first."""
-    extra = conversion.extra_versions(info.kind)
+    extra = conversion.extra_versions(info.key)
     return tuple(dict.fromkeys((info.api_version, *info.also_api_versions, *extra)))
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from aiohttp import web
 
+from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import TokenAuthority
+from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.app import make_app
 from controlplane.apiserver.rest.context import Server
@@ -52,21 +54,23 @@ class RestServer:
         broadcaster: Broadcaster,
         authority: TokenAuthority | None,
         listen: str,
+        flow: FlowControl,
+        audit: AuditLog | None = None,
         pki: Pki | None = None,
         grpc_socket: str = "",
         workers: int = 32,
-        max_in_flight: int = 400,
         min_watch_timeout: float = 1800.0,
     ) -> None:
         self.listen = listen
         self.pki = pki
         self.grpc_socket = grpc_socket
         self.authority = authority
-        self.max_in_flight = max_in_flight
         self.executor = ThreadPoolExecutor(workers, thread_name_prefix="rest")
         # Towards agents the API server uses its own client certificate, never a token.
         agent_tls = AgentTLS(pki.ca_pem, pki.agent_client_cert_pem, pki.agent_client_key_pem) if pki else None  # fmt: skip
-        self.server = Server(registry, broadcaster, self.executor, min_watch_timeout, agent_tls)
+        self.server = Server(
+            registry, broadcaster, self.executor, flow, audit, min_watch_timeout, agent_tls
+        )
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self._thread = threading.Thread(target=self.loop.run_forever, name="rest", daemon=True)
@@ -79,7 +83,7 @@ class RestServer:
         return self.port
 
     async def _start(self) -> None:
-        app = make_app(self.server, self.authority, LoopFeed(self.loop), self.max_in_flight)
+        app = make_app(self.server, self.authority, LoopFeed(self.loop))
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
         await runner.setup()
         self._runner = runner

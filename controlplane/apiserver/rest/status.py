@@ -22,6 +22,7 @@ CODES: dict[type[errors.ApiError], tuple[int, str]] = {
     errors.Unauthenticated: (401, "Unauthorized"),
     errors.Forbidden: (403, "Forbidden"),
     errors.Unavailable: (503, "ServiceUnavailable"),
+    errors.TooManyRequests: (429, "TooManyRequests"),
 }
 
 
@@ -53,8 +54,11 @@ class UnsupportedMediaType(HttpError):
     code, reason = 415, "UnsupportedMediaType"
 
 
-class TooManyRequests(HttpError):
-    code, reason, retry_after = 429, "TooManyRequests", 1
+def retry_after(err: errors.ApiError) -> int:
+    """Seconds a client should wait before retrying (0: no advice)."""
+    if isinstance(err, HttpError):
+        return err.retry_after
+    return 1 if isinstance(err, errors.TooManyRequests) else 0
 
 
 def code_and_reason(err: errors.ApiError) -> tuple[int, str]:
@@ -96,8 +100,8 @@ def status_object(
         details["kind"] = kind
     if isinstance(err, errors.Invalid):
         details["causes"] = _causes(err)
-    if isinstance(err, HttpError) and err.retry_after:
-        details["retryAfterSeconds"] = err.retry_after
+    if retry_after(err):
+        details["retryAfterSeconds"] = retry_after(err)
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -117,8 +121,8 @@ def error_response(
 ) -> web.Response:
     code, body = status_object(err, kind, name, group)
     headers = {}
-    if isinstance(err, HttpError) and err.retry_after:
-        headers["Retry-After"] = str(err.retry_after)
+    if retry_after(err):
+        headers["Retry-After"] = str(retry_after(err))
     return web.Response(
         status=code, body=jsoncodec.dumps(body), content_type="application/json", headers=headers
     )

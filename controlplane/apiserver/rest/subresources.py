@@ -1,11 +1,14 @@
-"""Subresources beyond status: scale (autoscaling/v1 Scale), binding, eviction.
+"""Subresources beyond status: scale (autoscaling/v1 Scale), binding, eviction
+and serviceaccounts/token.
 
 status goes through objects/patch with the subresource named (the registry
 knows it). scale reads and writes the owner's spec.replicas through the
 registry's scale methods; a PATCH of a Scale is applied to the Scale and
 its replicas written. binding is the scheduler's pods/binding; eviction
 deletes the pod with the Eviction's DeleteOptions (skiff has no
-PodDisruptionBudgets to honour).
+PodDisruptionBudgets to honour). serviceaccounts/NAME/token creates a
+TokenRequest named after the account through the registry's create, which
+authorizes and answers it (controlplane.apiserver.reviews).
 """
 
 from __future__ import annotations
@@ -14,14 +17,14 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec
-from controlplane.apiserver.registry import PodBinding
+from controlplane.api import crd, jsoncodec
+from controlplane.apiserver.registry import PodBinding, decode
 from controlplane.apiserver.rest import body
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import json_response, parse_delete_options
+from controlplane.apiserver.rest.objects import json_response, object_response, parse_delete_options
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
 from controlplane.apiserver.rest.status import BadRequest, MethodNotAllowed, success
-from controlplane.client.errors import ApiError, Invalid
+from controlplane.client.errors import ApiError, Invalid, NotFound
 
 
 def _replicas(scale: Any) -> int:
@@ -32,13 +35,37 @@ def _replicas(scale: Any) -> int:
     return replicas
 
 
+def _custom_scale(call: Call) -> Any:
+    """The Scale of a custom object (its CRD's scale paths)."""
+    t = call.target
+    data, rev = call.registry.get(t.info.key, t.name, call.namespace, call.who)
+    found = crd.scale_of(t.info.key, decode(data, rev))
+    if found is None:
+        raise NotFound(f"{t.info.resource} have no scale subresource")
+    return found
+
+
+def _custom_rescale(call: Call, replicas: int) -> Any:
+    t = call.target
+    if replicas < 0:
+        raise Invalid(f'Scale "{t.name}" is invalid: spec.replicas: must be >= 0')
+    patch = crd.replicas_patch(t.info.key, replicas)
+    if patch is None:
+        raise NotFound(f"{t.info.resource} have no scale subresource")
+    data, rev = call.registry.patch(t.info.key, t.name, patch, call.namespace, "", call.who)
+    return crd.scale_of(t.info.key, decode(data, rev))
+
+
 async def scale(call: Call) -> web.StreamResponse:
     t = call.target
     reg = call.registry
     ns = call.namespace
     method = call.request.method
+    custom = crd.is_custom(t.info.key)
+    get_scale = (lambda: _custom_scale(call)) if custom else (
+        lambda: reg.get_scale(t.info.key, t.name, ns, call.who))  # fmt: skip
     if method == "GET":
-        current = await call.server.run(reg.get_scale, t.info.kind, t.name, ns, call.who)
+        current = await call.server.run(get_scale)
         return json_response(jsoncodec.dumps(current))
     if method == "PUT":
         doc = body.as_object(
@@ -50,11 +77,14 @@ async def scale(call: Call) -> web.StreamResponse:
         if media not in PATCH_TYPES:
             builder(call, media, None)
         doc = body.decode(await body.read(call.request), media)
-        current = await call.server.run(reg.get_scale, t.info.kind, t.name, ns, call.who)
+        current = await call.server.run(get_scale)
         replicas = _replicas(builder(call, media, doc)(current))
     else:
         raise MethodNotAllowed(f"{method} is not allowed on {t.info.plural}/scale")
-    result = await call.server.run(reg.update_scale, t.info.kind, t.name, ns, replicas, call.who)
+    if custom:
+        result = await call.server.run(_custom_rescale, call, replicas)
+    else:
+        result = await call.server.run(reg.update_scale, t.info.key, t.name, ns, replicas, call.who)
     return json_response(jsoncodec.dumps(result))
 
 
@@ -90,3 +120,20 @@ async def eviction(call: Call) -> web.StreamResponse:
         call.registry.delete, "Pod", t.name, call.namespace, options, call.who, dry_run
     )
     return json_response(jsoncodec.dumps(success("pods", t.name)), 201)
+
+
+async def token_request(call: Call) -> web.StreamResponse:
+    t = call.target
+    doc = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    meta = doc.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise BadRequest("metadata: must be an object")
+    if meta.get("name") not in (None, "", t.name):
+        raise BadRequest(
+            f"metadata.name: {meta.get('name')!r} does not match the service account ({t.name})"
+        )
+    meta["name"] = t.name
+    stored = await call.server.run(
+        call.registry.create, "TokenRequest", doc, call.namespace, call.who, False, call.dry_run()
+    )
+    return object_response(stored, 201, None)

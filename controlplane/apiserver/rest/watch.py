@@ -24,10 +24,10 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
+from controlplane.apiserver import tables
 from controlplane.apiserver.registry import Selectors, decode, with_version
-from controlplane.apiserver.rest import optional
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.lists import wants_table
+from controlplane.apiserver.rest.lists import include_object, wants_table
 from controlplane.apiserver.rest.objects import served
 from controlplane.apiserver.rest.status import status_object
 from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem, _Dispatch
@@ -121,9 +121,11 @@ class AsyncWatcher(Watcher):
         return items
 
 
-def _table_line(tables: Any, call: Call, item: WatchItem) -> bytes:
+def _table_line(call: Call, item: WatchItem) -> bytes:
     """The event with its object as a one-row Table (kubectl get -w asks so)."""
-    table = tables.table(call.target.info.kind, [decode(item.data, item.rev)])
+    table = tables.table(
+        call.target.info.key, [decode(item.data, item.rev)], include_object=include_object(call)
+    )
     table.setdefault("metadata", {})["resourceVersion"] = str(item.rev)
     return jsoncodec.dumps({"type": item.type, "object": table}) + b"\n"
 
@@ -168,7 +170,7 @@ def _start(
     call.registry.authorizer.authorize(call.who, "watch", t.info, t.namespace, "")
     if rv is None:
         result = call.registry.list(
-            t.info.kind, call.namespace, call.query("labelSelector"), call.query("fieldSelector"),
+            t.info.key, call.namespace, call.query("labelSelector"), call.query("fieldSelector"),
             0, "", call.who,
         )  # fmt: skip
         initial = [WatchItem("ADDED", d, r) for d, r in result.items]
@@ -191,13 +193,13 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
         except ValueError:
             raise Invalid(f"resourceVersion: {rv_text!r} is not valid") from None
     bookmarks = call.query("allowWatchBookmarks") == "true"
-    tables = optional.module(optional.TABLES) if wants_table(call.request) else None
+    as_table = wants_table(call.request)
 
     conversion = call.target.conversion
 
     def line(item: WatchItem) -> bytes:
-        if tables is not None:
-            return _table_line(tables, call, item)
+        if as_table:
+            return _table_line(call, item)
         if conversion is not None:
             obj = served(item.data, item.rev, conversion)
             return b'{"type":"%s","object":%s}\n' % (item.type.encode(), obj)

@@ -16,7 +16,6 @@ import pytest
 
 from controlplane import main as cp_main
 from tests.harness.ports import free_port
-from tests.integration.rest import standins
 
 KUBECTL = shutil.which("kubectl")
 
@@ -59,13 +58,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         ["--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
          "--bookmark-interval", "0.5"]
     )  # fmt: skip
-    made = standins.install()
     running = cp_main.start(args)
     try:
         yield Cluster(running, data_dir / "kubeconfig", port, base)
     finally:
         running.stop()
-        standins.uninstall(made)
 
 
 @pytest.fixture(scope="module")

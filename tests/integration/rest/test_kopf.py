@@ -1,5 +1,6 @@
 """kopf, an operator framework from PyPI, unchanged against the REST API:
-its operator reconciles labelled ConfigMaps into copies (kopf_operator.py)."""
+its operator reconciles the objects of a CustomResourceDefinition into
+ConfigMaps (kopf_operator.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.api import crd
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import Cluster
 
@@ -19,12 +21,33 @@ pytest.importorskip("kopf")
 pytestmark = pytest.mark.slow
 
 OPERATOR = Path(__file__).with_name("kopf_operator.py")
+KIND = "Note.kopf.skiff.dev"
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "notes.kopf.skiff.dev"},
+    "spec": {
+        "group": "kopf.skiff.dev",
+        "scope": "Namespaced",
+        "names": {"plural": "notes", "singular": "note", "kind": "Note"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {"text": {"type": "string"}}},
+                # kopf records its progress in status and annotations.
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            }}},
+        }],
+    },
+}  # fmt: skip
 
 
 def test_kopf_operator_reconciles(cluster: Cluster, tmp_path: Path) -> None:
     kopf = shutil.which("kopf", path=str(Path(sys.executable).parent))
     assert kopf is not None
     registry = cluster.running.server.registry
+    registry.create("CustomResourceDefinition", CRD)
     log = (tmp_path / "kopf.log").open("wb")
     proc = subprocess.Popen(
         [kopf, "run", str(OPERATOR), "--standalone", "--namespace", "default"],
@@ -32,24 +55,26 @@ def test_kopf_operator_reconciles(cluster: Cluster, tmp_path: Path) -> None:
     )  # fmt: skip
     log.close()
 
-    def copy_data() -> Any:
+    def made_data() -> Any:
         assert proc.poll() is None, (tmp_path / "kopf.log").read_text()[-3000:]
         try:
-            return registry.get_object("ConfigMap", "src-copy", "default").get("data")
+            return registry.get_object("ConfigMap", "hello-note", "default").get("data")
         except Exception:
             return None
 
     try:
-        registry.create("ConfigMap", {
-            "metadata": {"name": "src", "namespace": "default",
-                         "labels": {"skiff-test": "source"}},
-            "data": {"a": "1"},
+        registry.create(KIND, {
+            "apiVersion": "kopf.skiff.dev/v1", "kind": "Note",
+            "metadata": {"name": "hello", "namespace": "default"}, "spec": {"text": "one"},
         })  # fmt: skip
-        wait_for(lambda: copy_data() == {"a": "1"}, timeout=60, message="kopf to make the copy")
-        owner = registry.get_object("ConfigMap", "src-copy", "default")["metadata"]
-        assert owner["ownerReferences"][0]["name"] == "src"
-        registry.patch("ConfigMap", "src", {"data": {"a": "2"}}, "default")
-        wait_for(lambda: copy_data() == {"a": "2"}, timeout=60, message="kopf to update it")
+        wait_for(lambda: made_data() == {"text": "one"}, timeout=60,
+                 message="kopf to make the ConfigMap")  # fmt: skip
+        owner = registry.get_object("ConfigMap", "hello-note", "default")["metadata"]
+        assert owner["ownerReferences"][0]["name"] == "hello"
+        assert owner["ownerReferences"][0]["kind"] == "Note"
+        registry.patch(KIND, "hello", {"spec": {"text": "two"}}, "default")
+        wait_for(lambda: made_data() == {"text": "two"}, timeout=60,
+                 message="kopf to update it")  # fmt: skip
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -57,3 +82,5 @@ def test_kopf_operator_reconciles(cluster: Cluster, tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        # The served kinds are this process's: leave none to later tests.
+        crd.unregister("notes.kopf.skiff.dev")

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.apiserver.rest import optional
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import KUBECTL, Cluster
 
@@ -37,7 +36,6 @@ spec:
 
 # Until controlplane.api.openapi is in the tree kubectl cannot fetch a schema
 # to validate against; the server validates either way.
-VALIDATE = [] if optional.module(optional.OPENAPI) else ["--validate=false"]
 
 
 def manifest(image: str) -> str:
@@ -75,10 +73,10 @@ def test_get_describe_label_annotate_delete(cluster: Cluster) -> None:
 def test_apply_twice_scale_rollout_undo_wait(cluster: Cluster, tmp_path: Path) -> None:
     path = tmp_path / "web.yaml"
     path.write_text(manifest("nginx:1.25"))
-    assert "created" in cluster.kubectl("apply", *VALIDATE, "-f", str(path)).stdout
+    assert "created" in cluster.kubectl("apply", "-f", str(path)).stdout
     cluster.kubectl("rollout", "status", "deploy/web", "--timeout=60s")
     path.write_text(manifest("nginx:1.26"))
-    assert "configured" in cluster.kubectl("apply", *VALIDATE, "-f", str(path)).stdout
+    assert "configured" in cluster.kubectl("apply", "-f", str(path)).stdout
     image = cluster.kubectl(
         "get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"
     ).stdout
@@ -105,7 +103,7 @@ def test_apply_twice_scale_rollout_undo_wait(cluster: Cluster, tmp_path: Path) -
 def test_scale_subresource(cluster: Cluster, tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(manifest("nginx:1").replace("name: web", "name: scaled"))
-    cluster.kubectl("apply", *VALIDATE, "-f", str(path))
+    cluster.kubectl("apply", "-f", str(path))
     cluster.kubectl("scale", "deploy/scaled", "--replicas=3")
     assert (
         cluster.kubectl("get", "deploy", "scaled", "-o", "jsonpath={.spec.replicas}").stdout == "3"
@@ -142,7 +140,7 @@ def test_edit_with_kube_editor(cluster: Cluster, tmp_path: Path) -> None:
     """)
     )
     env = {"KUBE_EDITOR": f"{sys.executable} {editor}"}
-    cluster.kubectl("edit", *VALIDATE, "cm", "edited", env=env)
+    cluster.kubectl("edit", "cm", "edited", env=env)
     assert cluster.kubectl("get", "cm", "edited", "-o", "jsonpath={.data.a}").stdout == "changed"
 
 
@@ -182,13 +180,50 @@ def test_auth_whoami_can_i_and_bad_token(cluster: Cluster, tmp_path: Path) -> No
     assert denied.returncode != 0 and "must be logged in" in denied.stderr
 
 
+def test_service_account_token_and_reviews(cluster: Cluster, tmp_path: Path) -> None:
+    """`kubectl create token` asks serviceaccounts/NAME/token (a TokenRequest the
+    registry answers); the token it prints authenticates as that account, and
+    a SubjectAccessReview about the account is answered, not stored."""
+    cluster.kubectl("create", "serviceaccount", "robot")
+    token = cluster.kubectl("create", "token", "robot").stdout.strip()
+    as_robot = tmp_path / "robot"
+    as_robot.write_text(cluster.kubeconfig.read_text().replace(cluster.running.admin.token, token))
+    who = json.loads(cluster.kubectl("--kubeconfig", str(as_robot), "auth", "whoami",
+                                     "-o", "json").stdout)  # fmt: skip
+    assert who["status"]["userInfo"]["username"] == "system:serviceaccount:default:robot"
+    review = ("apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\n"
+              "spec: {user: 'system:serviceaccount:default:robot', "
+              "resourceAttributes: {verb: delete, resource: nodes}}\n")  # fmt: skip
+    answer = json.loads(cluster.kubectl("create", "-f", "-", "-o", "json", input=review).stdout)
+    assert answer["status"]["allowed"] is False
+    listed = cluster.kubectl("get", "subjectaccessreviews", check=False)
+    assert listed.returncode != 0
+
+
 def test_apply_server_side(cluster: Cluster, tmp_path: Path) -> None:
     path = tmp_path / "ssa.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '1'}\n")
-    cluster.kubectl("apply", "--server-side", *VALIDATE, "-f", str(path))
+    cluster.kubectl("apply", "--server-side", "-f", str(path))
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '2'}\n")
-    cluster.kubectl("apply", "--server-side", *VALIDATE, "-f", str(path))
+    cluster.kubectl("apply", "--server-side", "-f", str(path))
     assert cluster.kubectl("get", "cm", "ssa", "-o", "jsonpath={.data.a}").stdout == "2"
+
+
+def test_managed_fields_and_strict_field_validation(cluster: Cluster) -> None:
+    """Every write records its manager; kubectl's fieldValidation=Strict refuses
+    an unknown field and nothing is stored."""
+    cluster.kubectl("create", "configmap", "managed", "--from-literal=a=1")
+    cluster.kubectl("label", "configmap", "managed", "tier=web")
+    got = json.loads(cluster.kubectl("get", "cm", "managed", "-o", "json",
+                                     "--show-managed-fields").stdout)  # fmt: skip
+    managers = {e["manager"]: e for e in got["metadata"]["managedFields"]}
+    assert managers["kubectl-create"]["operation"] == "Update"
+    assert "f:data" in managers["kubectl-create"]["fieldsV1"]
+    assert "f:metadata" in managers["kubectl-label"]["fieldsV1"]
+    bad = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: strict}\ndta: {a: '1'}\n"
+    refused = cluster.kubectl("apply", "-f", "-", input=bad, check=False)
+    assert refused.returncode != 0 and "dta" in refused.stderr, refused.stderr
+    assert cluster.kubectl("get", "cm", "strict", check=False).returncode != 0
 
 
 def test_tables_for_get_and_get_watch(cluster: Cluster) -> None:

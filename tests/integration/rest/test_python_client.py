@@ -177,3 +177,17 @@ def test_eviction_and_binding(api: Any) -> None:
     with pytest.raises(client.ApiException) as gone:
         core.read_namespaced_pod("evicted", "default")
     assert gone.value.status == 404
+
+
+def test_kubernetes_service_points_at_the_api_server(api: Any, cluster: Cluster) -> None:
+    """The `kubernetes` Service in default (the first service address, port
+    443) and its Endpoints (this API server), as in-cluster clients expect."""
+    core = client.CoreV1Api(api)
+    svc = core.read_namespaced_service("kubernetes", "default")
+    assert svc.spec.cluster_ip == "10.43.0.1"
+    assert [(p.name, p.port, p.target_port) for p in svc.spec.ports] == [
+        ("https", 443, cluster.port)
+    ]
+    ep = core.read_namespaced_endpoints("kubernetes", "default")
+    assert [a.ip for a in ep.subsets[0].addresses] == ["127.0.0.1"]
+    assert ep.subsets[0].ports[0].port == cluster.port

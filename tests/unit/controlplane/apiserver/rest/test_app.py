@@ -1,15 +1,19 @@
-"""The request wrapper: authentication and the in-flight bound (429 + Retry-After)."""
+"""The request wrapper: authentication and the FlowControl lanes (429 + Retry-After)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
+from controlplane.api import openapi
+from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import TokenAuthority
+from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.app import make_app
 from controlplane.apiserver.rest.context import Server
@@ -18,7 +22,11 @@ from controlplane.apiserver.watch import Broadcaster
 from controlplane.storage.sqlite import SqliteStore
 
 
-def run(tmp_path: Path, max_in_flight: int, requests: list[tuple[str, str]]) -> list[Any]:
+def run(
+    tmp_path: Path, readonly: int, requests: list[tuple[str, str]], limits: Limits | None = None,
+    audit: AuditLog | None = None, method: str = "GET", body: bytes = b"",
+    accept: str = "",
+) -> list[Any]:  # fmt: skip
     store = SqliteStore(tmp_path / "state.db")
     registry = Registry(store)
     registry.create("Namespace", {"metadata": {"name": "default"}})
@@ -26,15 +34,21 @@ def run(tmp_path: Path, max_in_flight: int, requests: list[tuple[str, str]]) -> 
     executor = ThreadPoolExecutor(2)
 
     async def go() -> list[Any]:
-        server = Server(registry, Broadcaster(store), executor)
-        app = make_app(server, authority, LoopFeed(asyncio.get_running_loop()), max_in_flight)
+        flow = FlowControl(limits or Limits(system_readonly=readonly))
+        server = Server(registry, Broadcaster(store), executor, flow, audit)
+        app = make_app(server, authority, LoopFeed(asyncio.get_running_loop()))
         async with TestClient(TestServer(app)) as client:
             answers = []
             for path, token in requests:
                 headers = {"Authorization": f"Bearer {token}"} if token else {}
-                response = await client.get(path, headers=headers)
-                answers.append((response.status, response.headers.get("Retry-After"),
-                                await response.json()))  # fmt: skip
+                if accept:
+                    headers["Accept"] = accept
+                response = await client.request(method, path, headers=headers, data=body or None)
+                if response.content_type == "application/json":
+                    doc = await response.json()
+                else:
+                    doc = (response.content_type, await response.read())
+                answers.append((response.status, response.headers.get("Retry-After"), doc))
             return answers
 
     try:
@@ -53,7 +67,35 @@ def test_tokens_are_checked(tmp_path: Path) -> None:
     assert answers[2][2]["kind"] == "NamespaceList"
 
 
-def test_beyond_the_in_flight_bound_is_429_with_retry_after(tmp_path: Path) -> None:
+def test_a_full_lane_is_429_with_retry_after(tmp_path: Path) -> None:
     admin = TokenAuthority(b"0123456789abcdef0123").admin_token()
     ((code, retry, status),) = run(tmp_path, 0, [("/api/v1/namespaces", admin)])
     assert (code, retry, status["reason"]) == (429, "1", "TooManyRequests")
+
+
+def test_watches_count_against_the_watch_caps(tmp_path: Path) -> None:
+    admin = TokenAuthority(b"0123456789abcdef0123").admin_token()
+    ((code, retry, status),) = run(tmp_path, 10, [("/api/v1/namespaces?watch=true", admin)],
+                                   limits=Limits(watches_total=0))  # fmt: skip
+    assert (code, retry, status["reason"]) == (429, "1", "TooManyRequests")
+    assert "watches" in status["message"]
+
+
+def test_deep_body_refused_before_decoding_and_audited(tmp_path: Path) -> None:
+    admin = TokenAuthority(b"0123456789abcdef0123").admin_token()
+    audit = AuditLog(tmp_path / "audit.log")
+    deep = b'{"metadata": {"name": "deep"}, "data": ' + b"[" * 150 + b"]" * 150 + b"}"
+    ((code, _, status),) = run(tmp_path, 10, [("/api/v1/namespaces/default/configmaps", admin)],
+                               audit=audit, method="POST", body=deep)  # fmt: skip
+    assert code == 422 and "nested" in status["message"]
+    (event,) = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+    assert event["verb"] == "create" and event["objectRef"]["resource"] == "configmaps"
+    assert event["responseStatus"]["code"] == 422 and event["user"]["username"] == "admin"
+
+
+def test_openapi_v2_as_protobuf_when_asked(tmp_path: Path) -> None:
+    admin = TokenAuthority(b"0123456789abcdef0123").admin_token()
+    ((code, _, (media, data)),) = run(tmp_path, 10, [("/openapi/v2", admin)],
+                                      accept=openapi.PROTOBUF_ACCEPT)  # fmt: skip
+    assert code == 200 and media == openapi.PROTOBUF_CONTENT_TYPE
+    assert data == openapi.v2_protobuf()

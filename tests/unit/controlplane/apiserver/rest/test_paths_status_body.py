@@ -6,7 +6,7 @@ import pytest
 
 from controlplane.apiserver.rest import body, discovery
 from controlplane.apiserver.rest.paths import resolve
-from controlplane.apiserver.rest.status import BadRequest, TooManyRequests, status_object
+from controlplane.apiserver.rest.status import BadRequest, status_object
 from controlplane.client import errors
 
 
@@ -70,7 +70,7 @@ def test_invalid_status_carries_every_cause() -> None:
         (errors.Unauthenticated("x"), 401, "Unauthorized"),
         (errors.Forbidden("x"), 403, "Forbidden"),
         (BadRequest("x"), 400, "BadRequest"),
-        (TooManyRequests("x"), 429, "TooManyRequests"),
+        (errors.TooManyRequests("x"), 429, "TooManyRequests"),
     ],
 )
 def test_codes_and_reasons(err: errors.ApiError, code: int, reason: str) -> None:
