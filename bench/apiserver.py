@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from controlplane.api.kinds import by_kind  # noqa: E402
-from controlplane.apiserver.registry import encode, object_key  # noqa: E402
+from controlplane.apiserver.codec import encode, object_key  # noqa: E402
 from controlplane.client.apiclient import connect  # noqa: E402
 from controlplane.client.config import load_config  # noqa: E402
 from controlplane.client.interface import ListOptions  # noqa: E402

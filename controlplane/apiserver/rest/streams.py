@@ -25,7 +25,7 @@ import grpc
 import grpc.aio
 from aiohttp import web
 
-from controlplane.apiserver.registry import decode
+from controlplane.apiserver.codec import decode
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.status import BadRequest
 from controlplane.client import errors

@@ -24,7 +24,8 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
-from controlplane.apiserver.registry import Selectors, decode, with_version
+from controlplane.apiserver.codec import decode, with_version
+from controlplane.apiserver.listing import Selectors
 from controlplane.apiserver.rest import optional
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.lists import wants_table
