@@ -158,14 +158,8 @@ class DiskStore:
             posix.write(fd, (container_id.strip() + LINE_BREAK + ifname).encode())
         finally:
             posix.close(fd)
-        self._write_atomic("last_reserved_ip." + range_id, ip)
+        oslib.write_atomic(self._path("last_reserved_ip." + range_id), ip.encode())
         return True
-
-    def _write_atomic(self, name: str, content: str) -> None:
-        tmp = self._path(name + ".tmp")
-        with open(tmp, "w") as f:
-            f.write(content)
-        posix.replace(tmp, self._path(name))
 
     def last_reserved(self, range_id: str) -> str | None:
         try:

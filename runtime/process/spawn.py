@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.store.atomicfile import write_atomic
+
 # the monitor package, run as a script (its __main__.py) where no zygote runs
 MONITOR = Path(__file__).with_name("monitor")
 # The zygote imports the monitor as a module instead of running it as a
@@ -203,9 +205,7 @@ def start(
 
 
 def _write_spec(spec: dict[str, Any], spec_path: Path) -> None:
-    tmp = spec_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(spec))
-    os.replace(tmp, spec_path)
+    write_atomic(spec_path, json.dumps(spec), durable=False)  # made again by each spawn
 
 
 def spawn(
