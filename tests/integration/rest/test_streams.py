@@ -24,7 +24,7 @@ from agent.stream_proxy import AgentEndpoint, serve_endpoint
 from controlplane.client.config import load_config
 from controlplane.client.errors import NotFound
 from runtime.streaming import StreamingConfig, StreamingServer
-from runtime.streaming.testing import HostProcessBackend
+from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import KUBECTL, Cluster
