@@ -23,7 +23,7 @@ from __future__ import annotations
 import builtins
 import datetime
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from controlplane.api import defaults, jsoncodec, limits
@@ -45,14 +45,12 @@ from controlplane.apiserver.codec import (
     parse_rv,
     spec_part,
 )
-from controlplane.apiserver.listing import ListResult
 from controlplane.apiserver.registry_base import (
     MAX_RETRIES,
     RegistryBase,
     conflict,
     too_many_writers,
 )
-from controlplane.apiserver.subresources import PodBinding
 from controlplane.client.errors import (
     AlreadyExists,
     ApiError,
@@ -62,7 +60,6 @@ from controlplane.client.errors import (
     NotFound,
     Unavailable,
 )
-from controlplane.client.interface import DeleteOptions
 from controlplane.storage.interface import (
     KeyExists,
     KeyNotFound,
@@ -288,33 +285,14 @@ class Registry(RegistryBase):
         data, rev = self.get(kind, name, namespace)
         return decode(data, rev)
 
-    def list(
-        self,
-        kind: str,
-        namespace: str | None = None,
-        label_selector: str = "",
-        field_selector: str = "",
-        limit: int = 0,
-        continue_token: str = "",
-        identity: Identity = SYSTEM,
-    ) -> ListResult:
-        return listing.list_objects(
-            self, kind, namespace, label_selector, field_selector, limit, continue_token, identity
-        )
-
-    def list_pages(
-        self,
-        kind: str,
-        namespace: str | None = None,
-        label_selector: str = "",
-        field_selector: str = "",
-        identity: Identity = SYSTEM,
-        page: int = 1000,
-    ) -> Iterator[ListResult]:
-        """See `listing.list_pages`."""
-        return listing.list_pages(
-            self, kind, namespace, label_selector, field_selector, identity, page
-        )
+    # Lists, delete, binding and scale live in their own modules; these are
+    # methods of Registry all the same (their first parameter is the registry).
+    list = listing.list_objects
+    list_pages = listing.list_pages
+    delete = deletion.delete
+    remove_finalized_namespace = deletion.remove_finalized_namespace
+    bind_many = subresources.bind_many
+    get_scale = subresources.get_scale
 
     # -- update / status / patch ------------------------------------------------------
 
@@ -501,35 +479,6 @@ class Registry(RegistryBase):
         if admit is not None:
             admit(self, info, new, old)
         return new
-
-    # -- delete, binding and scale: their own modules ----------------------------------
-
-    def delete(
-        self,
-        kind: str,
-        name: str,
-        namespace: str | None = None,
-        options: DeleteOptions | None = None,
-        identity: Identity = SYSTEM,
-        dry_run: bool = False,
-    ) -> Stored | None:
-        """The object as it stays (being deleted), or None when it is gone."""
-        return deletion.delete(self, kind, name, namespace, options, identity, dry_run)
-
-    def remove_finalized_namespace(self, name: str) -> None:
-        """Remove a terminating namespace whose contents are gone (namespace controller)."""
-        deletion.remove_finalized_namespace(self, name)
-
-    def bind_many(
-        self, bindings: Sequence[PodBinding], identity: Identity = SYSTEM
-    ) -> builtins.list[Stored | ApiError]:
-        """See `subresources.bind_many`."""
-        return subresources.bind_many(self, bindings, identity)
-
-    def get_scale(
-        self, kind: str, name: str, namespace: str | None = None, identity: Identity = SYSTEM
-    ) -> Object:
-        return subresources.get_scale(self, kind, name, namespace, identity)
 
     def update_scale(
         self,
