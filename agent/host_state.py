@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.atomicfile import write_atomic
 from agent.layout import Layout
 from agent.network import CONF_NAME
 from agent.pod_cgroups import cgroup_mounts, remove_empty_tree
@@ -108,9 +109,7 @@ class Instance:
             k: (list(map(str, v)) if isinstance(v, tuple) else str(v))
             for k, v in asdict(self).items()
         }
-        tmp = self.record.with_name(RECORD + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
-        os.replace(tmp, self.record)
+        write_atomic(self.record, json.dumps(data, indent=2) + "\n", durable=True)
 
     @staticmethod
     def load(path: Path) -> Instance:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from agent.atomicfile import write_atomic
 
 log = logging.getLogger("skiff.agent.network")
 
@@ -105,9 +106,7 @@ class NetworkConfigurator:
         if conf == self._written and self.path.exists():
             return False
         self.settings.conf_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(conf, indent=2) + "\n")
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(conf, indent=2) + "\n", durable=True)
         self._written = conf
         log.info("cni config %s written: podCIDR=%s peers=%d", self.path, pod_cidr, len(peer_list))
         plugin = self.settings.bin_dir / "skiff-cni"

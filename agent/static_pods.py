@@ -39,11 +39,12 @@ from typing import Any, Literal
 
 import yaml
 
+from agent.status_manager import delete_now
 from controlplane.api.defaults import apply_defaults
 from controlplane.api.validation import validate
 from controlplane.client import errors
 from controlplane.client.clock import Clock
-from controlplane.client.interface import ApiClient, DeleteOptions, Object
+from controlplane.client.interface import ApiClient, Object
 
 log = logging.getLogger("skiff.agent.static")
 
@@ -335,17 +336,9 @@ class MirrorPods:
                 self._delete(m)
 
     def _delete(self, mirror: Mapping[str, Any]) -> None:
-        md = mirror["metadata"]
-        try:
-            self._api.delete(
-                "Pod",
-                md["name"],
-                namespace=md.get("namespace"),
-                options=DeleteOptions(grace_period_seconds=0, precondition_uid=md["uid"]),
-            )
+        if delete_now(self._api, mirror):
+            md = mirror["metadata"]
             log.info("pod=%s/%s mirror pod deleted", md.get("namespace"), md["name"])
-        except (errors.NotFound, errors.Conflict):
-            pass
 
 
 __all__ = [

@@ -55,18 +55,25 @@ class StatusManager:
         return True
 
     def delete_terminated(self, pod: Mapping[str, Any]) -> None:
-        md = pod["metadata"]
-        try:
-            self._api.delete(
-                "Pod",
-                md["name"],
-                namespace=md.get("namespace"),
-                options=DeleteOptions(grace_period_seconds=0, precondition_uid=md["uid"]),
-            )
-        except (errors.NotFound, errors.Conflict):
-            pass
-        self.forget(md["uid"])
+        delete_now(self._api, pod)
+        self.forget(pod["metadata"]["uid"])
 
     def forget(self, uid: str) -> None:
         with self._lock:
             self._sent.pop(uid, None)
+
+
+def delete_now(api: ApiClient, pod: Mapping[str, Any]) -> bool:
+    """Delete this very pod (its uid) with no grace period; False when it is
+    gone already or was replaced by another of the same name."""
+    md = pod["metadata"]
+    try:
+        api.delete(
+            "Pod",
+            md["name"],
+            namespace=md.get("namespace"),
+            options=DeleteOptions(grace_period_seconds=0, precondition_uid=md["uid"]),
+        )
+    except (errors.NotFound, errors.Conflict):
+        return False
+    return True

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import shutil
 import signal
@@ -46,8 +45,9 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
 from controlplane.api.kinds import by_kind  # noqa: E402
-from controlplane.apiserver.registry import encode, object_key  # noqa: E402
+from controlplane.apiserver.codec import encode, object_key  # noqa: E402
 from controlplane.client.apiclient import connect  # noqa: E402
 from controlplane.client.config import load_config  # noqa: E402
 from controlplane.client.interface import ListOptions  # noqa: E402
@@ -161,46 +161,21 @@ def _client_proc(conf: str, op: str, threads: int, per_client: int, tag: str,
         with lock:
             results.append((start, end, n))
 
-    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-    for w in workers:
-        w.start()
-    ready.put(threads)
-    for w in workers:
-        w.join()
-    out.put(results)
+    in_threads(work, threads, ready, results, out)
     client.close()
 
 
 def throughput(conf: Path, op: str, clients: int, per_client: int) -> float:
-    ctx = mp.get_context("spawn")
-    procs_n = min(clients, 4)
-    shares = [clients // procs_n + (1 if i < clients % procs_n else 0) for i in range(procs_n)]
-    ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     tag = uuid.uuid4().hex[:6]
-    procs = [
-        ctx.Process(
-            target=_client_proc, args=(str(conf), op, n, per_client, f"{tag}{i}", ready, go, out)
-        )
-        for i, n in enumerate(shares)
-    ]
-    for p in procs:
-        p.start()
-    for _ in procs:
-        ready.get(timeout=120)
-    time.sleep(0.2)  # let every thread reach go.wait(); not a wait for an effect
-    go.set()
-    results: list[tuple[float, float, int]] = []
-    for _ in procs:
-        results += out.get(timeout=600)
-    for p in procs:
-        p.join(30)
-    # Every client runs the same span; time.perf_counter is system-wide (CLOCK_MONOTONIC).
-    start = min(r[0] for r in results)
-    end = max(r[1] for r in results)
-    return sum(r[2] for r in results) / (end - start)
+    crowd = Crowd(
+        _client_proc,
+        [(str(conf), op, n, per_client, f"{tag}{i}") for i, n in enumerate(shares(clients))],
+    )
+    crowd.start(settle=0.2)
+    return ops_per_second(crowd.results(600))
 
 
-def _watch_proc(conf: str, watchers: int, expect: int, ready: Any, out: Any) -> None:
+def _watch_proc(conf: str, watchers: int, expect: int, ready: Any, _go: Any, out: Any) -> None:
     client = connect(load_config(conf), timeout=60)
     latencies: list[float] = []
     lock = threading.Lock()
@@ -219,13 +194,7 @@ def _watch_proc(conf: str, watchers: int, expect: int, ready: Any, out: Any) -> 
         with lock:
             latencies.extend(mine)
 
-    threads = [threading.Thread(target=read, args=(w,)) for w in opened]
-    for t in threads:
-        t.start()
-    ready.put(watchers)
-    for t in threads:
-        t.join(300)
-    out.put(latencies)
+    in_threads(lambda i: read(opened[i]), len(opened), ready, latencies, out, join_timeout=300)
     for w in opened:
         w.stop()
     client.close()
@@ -233,36 +202,20 @@ def _watch_proc(conf: str, watchers: int, expect: int, ready: Any, out: Any) -> 
 
 def watch_latency(conf: Path, watchers: int = 100, events: int = 200,
                   rate: float = 50.0) -> tuple[float, float]:  # fmt: skip
-    ctx = mp.get_context("spawn")
-    ready, out = ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=_watch_proc, args=(str(conf), watchers // 2, events, ready, out))
-             for _ in range(2)]  # fmt: skip
-    for p in procs:
-        p.start()
-    for _ in procs:
-        ready.get(timeout=120)
+    crowd = Crowd(_watch_proc, [(str(conf), watchers // 2, events)] * 2)
+    crowd.start()
     client = connect(load_config(conf))
     tag = uuid.uuid4().hex[:6]  # several runs on one server
-    interval = 1.0 / rate
-    next_at = time.perf_counter()
-    for i in range(events):
-        next_at += interval
-        delay = next_at - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)  # pacing the writer at `rate`, not waiting for an effect
+
+    def send(i: int) -> None:
         client.create("ConfigMap", {"metadata": {"name": f"w-{tag}-{i}",
                                                  "annotations": {"sent": repr(time.time())}}},
                       "watch")  # fmt: skip
-    latencies: list[float] = []
-    for _ in procs:
-        latencies += out.get(timeout=300)
-    for p in procs:
-        p.join(30)
+
+    paced(events, rate, send)
+    latencies = crowd.results(300)
     client.close()
-    latencies.sort()
-    p50 = statistics.median(latencies) * 1000
-    p99 = latencies[int(len(latencies) * 0.99) - 1] * 1000
-    return p50, p99
+    return p50_p99_ms(latencies)
 
 
 # -- big list --------------------------------------------------------------------------------

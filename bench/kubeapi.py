@@ -22,12 +22,10 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import multiprocessing as mp
 import os
 import shutil
 import socket
 import ssl
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.apiserver import Server, pod, preload_pods, throughput, watch_latency  # noqa: E402
+from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
 
 TARGETS = {
@@ -133,43 +132,22 @@ def _rest_create_proc(kubeconfig: str, threads: int, per_client: int, tag: str,
         with lock:
             results.append((start, end, per_client))
 
-    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-    for w in workers:
-        w.start()
-    ready.put(threads)
-    for w in workers:
-        w.join()
-    out.put(results)
+    in_threads(work, threads, ready, results, out)
 
 
 def rest_creates(kubeconfig: Path, clients: int, per_client: int) -> float:
-    ctx = mp.get_context("spawn")
-    procs_n = min(clients, 4)
-    shares = [clients // procs_n + (1 if i < clients % procs_n else 0) for i in range(procs_n)]
-    ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     tag = uuid.uuid4().hex[:6]
-    procs = [
-        ctx.Process(target=_rest_create_proc,
-                    args=(str(kubeconfig), n, per_client, f"r{tag}{i}", ready, go, out))
-        for i, n in enumerate(shares)
-    ]  # fmt: skip
-    for p in procs:
-        p.start()
-    for _ in procs:
-        ready.get(timeout=120)
-    time.sleep(0.5)  # let every thread reach go.wait(); not a wait for an effect
-    go.set()
-    results: list[tuple[float, float, int]] = []
-    for _ in procs:
-        results += out.get(timeout=600)
-    for p in procs:
-        p.join(30)
-    start = min(r[0] for r in results)
-    end = max(r[1] for r in results)
-    return sum(r[2] for r in results) / (end - start)
+    crowd = Crowd(
+        _rest_create_proc,
+        [(str(kubeconfig), n, per_client, f"r{tag}{i}") for i, n in enumerate(shares(clients))],
+    )
+    crowd.start(settle=0.5)
+    return ops_per_second(crowd.results(600))
 
 
-def _rest_watch_proc(kubeconfig: str, watchers: int, expect: int, ready: Any, out: Any) -> None:
+def _rest_watch_proc(
+    kubeconfig: str, watchers: int, expect: int, ready: Any, _go: Any, out: Any
+) -> None:
     latencies: list[float] = []
     lock = threading.Lock()
     opened = []
@@ -196,49 +174,28 @@ def _rest_watch_proc(kubeconfig: str, watchers: int, expect: int, ready: Any, ou
         with lock:
             latencies.extend(mine)
 
-    threads = [threading.Thread(target=read, args=(r,)) for r in opened]
-    for t in threads:
-        t.start()
-    ready.put(watchers)
-    for t in threads:
-        t.join(300)
-    out.put(latencies)
+    in_threads(lambda i: read(opened[i]), len(opened), ready, latencies, out, join_timeout=300)
     for r in opened:
         r.close()
 
 
 def rest_watch_latency(kubeconfig: Path, watchers: int, events: int,
                        rate: float = 50.0) -> tuple[float, float]:  # fmt: skip
-    ctx = mp.get_context("spawn")
-    ready, out = ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=_rest_watch_proc,
-                         args=(str(kubeconfig), watchers // 2, events, ready, out))
-             for _ in range(2)]  # fmt: skip
-    for p in procs:
-        p.start()
-    for _ in procs:
-        ready.get(timeout=120)
+    crowd = Crowd(_rest_watch_proc, [(str(kubeconfig), watchers // 2, events)] * 2)
+    crowd.start()
     rest = Rest(str(kubeconfig))
-    interval = 1.0 / rate
-    next_at = time.perf_counter()
-    for i in range(events):
-        next_at += interval
-        delay = next_at - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)  # pacing the writer at `rate`, not waiting for an effect
+
+    def send(i: int) -> None:
         code, _ = rest.request(
             "POST", "/api/v1/namespaces/rwatch/configmaps",
             {"metadata": {"name": f"w-{i}", "annotations": {"sent": repr(time.time())}}},
         )  # fmt: skip
         assert code == 201
-    latencies: list[float] = []
-    for _ in procs:
-        latencies += out.get(timeout=300)
-    for p in procs:
-        p.join(30)
-    latencies.sort()
+
+    paced(events, rate, send)
+    latencies = crowd.results(300)
     assert len(latencies) == watchers * events, (len(latencies), watchers * events)
-    return statistics.median(latencies) * 1000, latencies[int(len(latencies) * 0.99) - 1] * 1000
+    return p50_p99_ms(latencies)
 
 
 def kubectl_get_all(kubeconfig: Path, expect: int) -> float:

@@ -51,6 +51,16 @@ from pathlib import Path
 from typing import Any
 
 from agent.layout import Layout
+from bench.host_usage import (
+    comm,
+    cpu_percent,
+    descendants,
+    in_pod_cgroup,
+    pss,
+    rss,
+    settle,
+    tree_memory,
+)
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.client.interface import DeleteOptions, ListOptions
@@ -71,67 +81,6 @@ from tests.integration.controlplane.conftest import ControlPlane
 
 IMAGE = "skiff-bench/busybox:1.36"
 MiB = 1 << 20
-
-
-def rss(pid: int) -> int:
-    """VmRSS of `pid` in bytes (0 if gone)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def children(pid: int) -> list[int]:
-    out: list[int] = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += [int(p) for p in f.read().split()]
-    except OSError:
-        pass
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    todo, seen = children(pid), []
-    while todo:
-        p = todo.pop()
-        seen.append(p)
-        todo += children(p)
-    return seen
-
-
-def pss(pid: int) -> int:
-    """Proportional set size of `pid` in bytes: shared pages divided among
-    their sharers (monitors forked from the runtime's zygote share most)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def comm(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-def in_pod_cgroup(pid: int, name: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/cgroup") as f:
-            return f"/{name}/pods" in f.read()
-    except OSError:
-        return False
 
 
 def skiff_monitor_pids(node: Node) -> list[int]:
@@ -181,6 +130,11 @@ def memory(cp: ControlPlane, node: Node) -> Memory:
         pc = sum(pss(p) for p in c.shim_pids())
     daemons_pss = pss(cp.proc.pid) + pss(node.agent.proc.pid) + rt_pss
     return Memory(rss(cp.proc.pid), rss(node.agent.proc.pid), rt, pc, daemons_pss)
+
+
+def settle_memory(cp: ControlPlane, node: Node) -> Memory:
+    """Memory once the node has been idle briefly (a steady reading)."""
+    return settle(lambda: memory(cp, node))
 
 
 def bench_pod(name: str, node: Node, run: str) -> dict[str, Any]:
@@ -425,73 +379,6 @@ def bench_runtime(
     return out
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of `pid` so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_percent(pid: int, window: float) -> float:
-    """The process's CPU use over `window` seconds, in percent of one core."""
-    start, t0 = cpu_seconds(pid), time.monotonic()
-    time.sleep(window)
-    return 100.0 * (cpu_seconds(pid) - start) / (time.monotonic() - t0)
-
-
-def settle_memory(cp: ControlPlane, node: Node) -> Memory:
-    """Memory once the node has been idle briefly (a steady reading)."""
-    deadline = time.monotonic() + 3
-    m = memory(cp, node)
-    while time.monotonic() < deadline:
-        time.sleep(0.5)  # sampling interval of a steady-state reading
-        m = memory(cp, node)
-    return m
-
-
-@dataclass
-class TreeMemory:
-    rows: list[tuple[int, str, int, int]]  # pid, command, RSS, PSS
-
-    @property
-    def rss(self) -> int:
-        return sum(r[2] for r in self.rows)
-
-    @property
-    def pss(self) -> int:
-        return sum(r[3] for r in self.rows)
-
-
-def tree_memory(root: int) -> TreeMemory:
-    """RSS and PSS of `root` and every descendant, but containers and their
-    monitors (none at rest)."""
-    rows = []
-    for pid in [root, *descendants(root)]:
-        if comm(pid) in ("skiff-monitor", "skiff-sandbox"):
-            continue
-        try:
-            with open(f"/proc/{pid}/cgroup") as f:
-                if "/pods" in f.read():
-                    continue
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        what = " ".join(a.decode(errors="replace") for a in argv[1:5])
-        rows.append((pid, what, rss(pid), pss(pid)))
-    return TreeMemory(rows)
-
-
-def settle_tree(root: int) -> TreeMemory:
-    """A steady reading of the tree after a few idle seconds."""
-    deadline = time.monotonic() + 3
-    m = tree_memory(root)
-    while time.monotonic() < deadline:
-        time.sleep(0.5)  # sampling interval of a steady-state reading
-        m = tree_memory(root)
-    return m
-
-
 def up_pod(name: str, node_name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -545,7 +432,7 @@ def bench_up(registry: Registry) -> tuple[dict[str, float], list[str]]:
                                                  if comm(p) == "skiff-sandbox"]  # fmt: skip
 
                     wait_for(gone, timeout=60, interval=0.2, message="warm pod removed")
-            m = settle_tree(proc.pid)
+            m = settle(lambda: tree_memory(proc.pid))
             out[f"up_total_rss_mb_{label}"] = m.rss / MiB
             out[f"up_total_pss_mb_{label}"] = m.pss / MiB
             out[f"up_processes_{label}"] = len(m.rows)

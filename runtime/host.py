@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from runtime import errors
 from runtime.linux import cgroups, libc, namespaces
 from runtime.process import spawn
+from runtime.store.atomicfile import write_atomic
 
 
 class PendingMonitor(Protocol):
@@ -109,11 +110,7 @@ class LinuxHost:
         return True
 
     def write_file(self, path: Path, data: str, mode: int = 0o644) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
-        with open(fd, "w") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        write_atomic(path, data, durable=False, mode=mode)  # a pod's files: made again
 
     def remove_tree(self, path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)

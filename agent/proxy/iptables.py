@@ -4,8 +4,8 @@
 (`iptables-save -t`), apply one transaction (`iptables-restore --noflush`,
 atomic per table), set a sysctl. `CommandIptables` runs the binaries, optionally
 behind a command prefix such as `ip netns exec NAME` (tests run it inside a
-namespace of their own; the agent runs it with no prefix). `FakeIptables`
-records transactions for unit tests. This module never decides what the rules
+namespace of their own; the agent runs it with no prefix); the unit tests'
+stand-in is `tests.fakes.iptables.FakeIptables`. This module never decides what the rules
 are (see rules.py) and never flushes a table or a chain it was not told to.
 """
 
@@ -113,32 +113,3 @@ class CommandIptables:
             proc.returncode == 1 and "flow entries have been deleted" not in proc.stderr
         ):
             raise IptablesError(f"conntrack -D failed ({proc.returncode}): {proc.stderr.strip()}")
-
-
-class FakeIptables:
-    """In-memory stand-in: `save()` answers from `tables`, `restore()` records
-    the text (and fails `fail_restores` times when asked to)."""
-
-    def __init__(self) -> None:
-        self.tables: dict[str, str] = {"filter": "", "nat": ""}
-        self.restores: list[str] = []
-        self.sysctls: dict[str, str] = {}
-        self.conntrack_deletes: list[tuple[str, ...]] = []
-        self.saves = 0
-        self.fail_restores = 0
-
-    def save(self, table: str) -> str:
-        self.saves += 1
-        return self.tables.get(table, "")
-
-    def restore(self, text: str) -> None:
-        if self.fail_restores:
-            self.fail_restores -= 1
-            raise IptablesError("iptables-restore failed (injected)")
-        self.restores.append(text)
-
-    def sysctl(self, key: str, value: str) -> None:
-        self.sysctls[key] = value
-
-    def delete_conntrack(self, filters: Sequence[str]) -> None:
-        self.conntrack_deletes.append(tuple(filters))

@@ -18,12 +18,11 @@ import re
 from typing import Any
 
 from controlplane.api import jsonpath, kinds, structural
+from controlplane.api.dnsnames import DNS1123_LABEL, DNS1123_SUBDOMAIN
 from controlplane.api.jsoncodec import clone
 
 Object = dict[str, Any]
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _KIND_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _TYPES = ("object", "array", "string", "integer", "number", "boolean")
 _COLUMN_TYPES = ("integer", "number", "string", "boolean", "date")
@@ -43,7 +42,7 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
     group = spec.get("group")
     if not isinstance(group, str) or not group:
         e.add("spec.group", "required")
-    elif not _DNS_SUBDOMAIN.match(group) or "." not in group:
+    elif not DNS1123_SUBDOMAIN.match(group) or "." not in group:
         e.add("spec.group", "must be a DNS subdomain with at least one dot (example.com)")
     names = spec.get("names")
     if not isinstance(names, dict):
@@ -52,7 +51,7 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
     plural = names.get("plural")
     for key in ("plural", "singular"):
         value = names.get(key)
-        if value is not None and (not isinstance(value, str) or not _DNS_LABEL.match(value)):
+        if value is not None and (not isinstance(value, str) or not DNS1123_LABEL.match(value)):
             e.add(f"spec.names.{key}", "must be a lowercase DNS label")
     if not plural:
         e.add("spec.names.plural", "required")
@@ -67,7 +66,7 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
     for key in ("shortNames", "categories"):
         values = names.get(key, [])
         if not isinstance(values, list) or not all(
-            isinstance(v, str) and _DNS_LABEL.match(v) for v in values
+            isinstance(v, str) and DNS1123_LABEL.match(v) for v in values
         ):
             e.add(f"spec.names.{key}", "must be a list of lowercase DNS labels")
     if plural and group and metadata_name != f"{plural}.{group}":
@@ -93,7 +92,7 @@ def _versions(e: _Errors, spec: Object) -> None:
             e.add(path, "must be an object")
             continue
         name = v.get("name")
-        if not isinstance(name, str) or not _DNS_LABEL.match(name):
+        if not isinstance(name, str) or not DNS1123_LABEL.match(name):
             e.add(f"{path}.name", "must be a DNS label (v1, v1beta1, ...)")
         elif name in seen:
             e.add(f"{path}.name", f"duplicate version {name}")

@@ -22,7 +22,8 @@ from typing import Any
 from controlplane.api.kinds import KindInfo
 from controlplane.api.qos import qos_class
 from controlplane.apiserver import admission_volcano, serviceaccounts, storage_admission
-from controlplane.apiserver.registry import Admit, Object, Registry, decode
+from controlplane.apiserver.codec import Object, decode
+from controlplane.apiserver.registry import Admit, Registry
 from controlplane.client.errors import Forbidden, Invalid, NotFound
 
 SYSTEM_PRIORITY_CLASSES = {

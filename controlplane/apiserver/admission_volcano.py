@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from controlplane.api import volcano
 from controlplane.api.kinds import KindInfo
-from controlplane.apiserver.registry import Object, Registry
+from controlplane.apiserver.codec import Object
+from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import Invalid, NotFound
 
 

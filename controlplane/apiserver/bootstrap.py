@@ -24,7 +24,7 @@ import hmac
 from collections.abc import Callable
 
 from controlplane.api import bootstraptoken as bt
-from controlplane.api.validation import is_dns_subdomain
+from controlplane.api.dnsnames import is_dns_subdomain
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import Forbidden, Invalid, NotFound, Unauthenticated
 

@@ -22,7 +22,8 @@ import threading
 
 from controlplane.api import crd
 from controlplane.api.kinds import KindInfo, by_kind
-from controlplane.apiserver.registry import ROOT, Object, Registry, decode
+from controlplane.apiserver.codec import ROOT, Object, decode
+from controlplane.apiserver.registry import Registry
 from controlplane.storage.interface import Event, EventType, StorageError
 
 log = logging.getLogger(__name__)

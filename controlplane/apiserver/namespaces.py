@@ -17,7 +17,8 @@ import logging
 import threading
 
 from controlplane.api.kinds import all_kinds
-from controlplane.apiserver.registry import ROOT, Registry, decode
+from controlplane.apiserver.codec import ROOT, decode
+from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import ApiError, NotFound
 from controlplane.storage.interface import Event, EventType
 

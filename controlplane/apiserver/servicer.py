@@ -25,16 +25,11 @@ from controlplane.apiserver.audit import AuditLog, http_status
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.codec import Stored, kind_info, with_version
 from controlplane.apiserver.flowcontrol import FlowControl
-from controlplane.apiserver.registry import (
-    ListResult,
-    PodBinding,
-    Registry,
-    Selectors,
-    Stored,
-    kind_info,
-    with_version,
-)
+from controlplane.apiserver.listing import ListResult, Selectors
+from controlplane.apiserver.registry import Registry
+from controlplane.apiserver.subresources import PodBinding
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from controlplane.api import volumes
 from controlplane.api.kinds import KindInfo
-from controlplane.apiserver.registry import Object, Registry
+from controlplane.apiserver.codec import Object
+from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import AlreadyExists, Forbidden
 
 

@@ -27,13 +27,8 @@ from typing import Any
 
 from controlplane.api.kinds import KindInfo
 from controlplane.api.selectors import field_value
-from controlplane.apiserver.registry import (
-    ROOT,
-    Selectors,
-    decode,
-    kind_prefix,
-    list_prefix,
-)
+from controlplane.apiserver.codec import ROOT, decode, kind_prefix, list_prefix
+from controlplane.apiserver.listing import Selectors
 from controlplane.client.errors import Gone, Unavailable
 from controlplane.storage.interface import Compacted, Event, EventType, StorageError, Store
 

@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 from proto.streaming import portforward as pf
 from proto.streaming import remotecommand as rc
+from proto.streaming.pump import socket_to_stream, stream_to_socket
 from proto.streaming.spdy import SpdySession, SpdyStream
 from proto.streaming.spdy_frames import Headers
 from proto.streaming.status import Outcome, outcome
@@ -308,24 +309,13 @@ class PortForwarder:
         error_reader.start()
 
         def local_to_remote() -> None:
-            try:
-                while True:
-                    chunk = local.recv(32768)
-                    if not chunk:
-                        break
-                    data.write(chunk)
-            except OSError:
-                pass
+            socket_to_stream(local, data)
             data.close()
 
         upstream = threading.Thread(target=local_to_remote, daemon=True, name="skiffctl-fwd-in")
         upstream.start()
         try:
-            while True:
-                chunk = data.read()
-                if not chunk:
-                    break
-                local.sendall(chunk)
+            stream_to_socket(data, local)
         except OSError:
             data.cancel()
         try:

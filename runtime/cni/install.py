@@ -18,6 +18,7 @@ import os
 import sys
 
 import runtime
+from runtime.store.atomicfile import write_atomic
 
 ENTRY_POINTS = {"skiff-cni": "runtime.cni.main", "skiff-ipam": "runtime.cni.ipam_main"}
 
@@ -46,11 +47,7 @@ def install(bin_dir: str, python: str | None = None) -> list[str]:
     written = []
     for name, module in ENTRY_POINTS.items():
         dest = os.path.join(bin_dir, name)
-        tmp = dest + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(launcher_text(module, python, root))
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, dest)
+        write_atomic(dest, launcher_text(module, python, root), durable=True, mode=0o755)
         written.append(dest)
     return written
 

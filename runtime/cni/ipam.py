@@ -158,14 +158,8 @@ class DiskStore:
             posix.write(fd, (container_id.strip() + LINE_BREAK + ifname).encode())
         finally:
             posix.close(fd)
-        self._write_atomic("last_reserved_ip." + range_id, ip)
+        oslib.write_atomic(self._path("last_reserved_ip." + range_id), ip.encode())
         return True
-
-    def _write_atomic(self, name: str, content: str) -> None:
-        tmp = self._path(name + ".tmp")
-        with open(tmp, "w") as f:
-            f.write(content)
-        posix.replace(tmp, self._path(name))
 
     def last_reserved(self, range_id: str) -> str | None:
         try:
@@ -317,15 +311,25 @@ def _allocate_in_set(
     raise CNIError(TRY_AGAIN_LATER, f"no IP addresses available in range set: {subnets}")
 
 
+def _existing_store(conf: dict[str, Any], store: Store | None) -> Store | None:
+    """`store`, or the network's own store if it exists; None when nothing was
+    ever allocated on this network (DEL and GC then have nothing to free)."""
+    if store is not None:
+        return store
+    ipam = conf.get("ipam") or {}
+    data_dir = str(ipam.get("dataDir") or DEFAULT_DATA_DIR)
+    if not oslib.isdir(oslib.join(data_dir, str(conf.get("name", "")))):
+        return None
+    return store_for(conf)
+
+
 def release(
     conf: dict[str, Any], container_id: str, ifname: str, store: Store | None = None
 ) -> list[str]:
     """DEL: free whatever the container holds; nothing held is fine."""
-    ipam = conf.get("ipam") or {}
-    data_dir = str(ipam.get("dataDir") or DEFAULT_DATA_DIR)
-    if store is None and not oslib.isdir(oslib.join(data_dir, str(conf.get("name", "")))):
+    st = _existing_store(conf, store)
+    if st is None:
         return []
-    st = store if store is not None else store_for(conf)
     st.lock()
     try:
         return st.release_by_id(container_id, ifname)
@@ -352,11 +356,9 @@ def gc(conf: dict[str, Any], store: Store | None = None) -> list[str]:
         (str(a.get("containerID", "")).strip(), str(a.get("ifname", "")))
         for a in conf.get("cni.dev/valid-attachments") or []
     }
-    ipam = conf.get("ipam") or {}
-    data_dir = str(ipam.get("dataDir") or DEFAULT_DATA_DIR)
-    if store is None and not oslib.isdir(oslib.join(data_dir, str(conf.get("name", "")))):
+    st = _existing_store(conf, store)
+    if st is None:
         return []
-    st = store if store is not None else store_for(conf)
     st.lock()
     try:
         freed = []

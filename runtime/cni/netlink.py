@@ -201,6 +201,19 @@ class Netlink:
         self.sock.send(msg)
         return self.seq
 
+    def _request_unless(
+        self, errnos: tuple[int, ...], msg_type: int, flags: int, body: bytes
+    ) -> bool:
+        """request(); False when the kernel answers one of `errnos` (the
+        thing is already there, or already gone)."""
+        try:
+            self.request(msg_type, flags, body)
+        except NetlinkError as exc:
+            if exc.errno in errnos:
+                return False
+            raise
+        return True
+
     def request(self, mtype: int, flags: int, body: bytes) -> list[tuple[int, bytes]]:
         """Send one request; return the (type, payload) replies. A dump reads
         until DONE; anything else until the ACK or error (raised)."""
@@ -336,13 +349,7 @@ class Netlink:
         body = _IFINFO.pack(AF_UNSPEC, 0, index, 0, 0)
         if name is not None:
             body += attr(IFLA_IFNAME, cstr(name))
-        try:
-            self.request(RTM_DELLINK, 0, body)
-        except NetlinkError as exc:
-            if exc.errno in (19, 6):
-                return False
-            raise
-        return True
+        return self._request_unless((19, 6), RTM_DELLINK, 0, body)
 
     # -- addresses ---------------------------------------------------------
 
@@ -355,13 +362,7 @@ class Netlink:
         flags = IFA_F_NODAD if fam == AF_INET6 else 0
         body = _IFADDR.pack(fam, prefixlen, flags, RT_SCOPE_UNIVERSE, index)
         body += attr(IFA_LOCAL, raw) + attr(IFA_ADDRESS, raw)
-        try:
-            self.request(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, body)
-        except NetlinkError as exc:
-            if exc.errno == 17:  # EEXIST
-                return False
-            raise
-        return True
+        return self._request_unless((17,), RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, body)  # EEXIST
 
     def addresses(self, index: int = 0, family: int = AF_UNSPEC) -> list[tuple[int, str, int]]:
         """(ifindex, address, prefixlen) of every address, or of one link."""
@@ -431,13 +432,7 @@ class Netlink:
         scope = RT_SCOPE_UNIVERSE if gateway else RT_SCOPE_LINK
         body = self._route_body(dst, gateway, oif, protocol, scope, onlink, family)
         flags = NLM_F_CREATE | (NLM_F_REPLACE if replace else NLM_F_EXCL)
-        try:
-            self.request(RTM_NEWROUTE, flags, body)
-        except NetlinkError as exc:
-            if exc.errno == 17:
-                return False
-            raise
-        return True
+        return self._request_unless((17,), RTM_NEWROUTE, flags, body)
 
     def delete_route(
         self,
@@ -448,13 +443,7 @@ class Netlink:
         family: int = AF_INET,
     ) -> bool:
         body = self._route_body(dst, gateway, oif, protocol, RT_SCOPE_UNIVERSE, False, family)
-        try:
-            self.request(RTM_DELROUTE, 0, body)
-        except NetlinkError as exc:
-            if exc.errno in (3, 19):  # ESRCH, ENODEV
-                return False
-            raise
-        return True
+        return self._request_unless((3, 19), RTM_DELROUTE, 0, body)  # ESRCH, ENODEV
 
     def routes(self, family: int = AF_INET) -> list[Route]:
         out = []
@@ -483,13 +472,7 @@ class Netlink:
 
     def delete_neighbour(self, index: int, ip: str) -> bool:
         body = _NDMSG.pack(family_of(ip), index, 0, 0, 0) + attr(NDA_DST, pton(ip))
-        try:
-            self.request(RTM_DELNEIGH, 0, body)
-        except NetlinkError as exc:
-            if exc.errno in (2, 19):
-                return False
-            raise
-        return True
+        return self._request_unless((2, 19), RTM_DELNEIGH, 0, body)
 
     def neighbours(self, index: int, family: int = AF_INET) -> Iterator[tuple[str, str, int]]:
         """(ip or vtep ip, mac, state) for one link; family AF_BRIDGE gives FDB."""
@@ -514,13 +497,7 @@ class Netlink:
     def delete_fdb(self, index: int, mac: str, dst_ip: str) -> bool:
         body = _NDMSG.pack(AF_BRIDGE, index, 0, NTF_SELF, 0)
         body += attr(NDA_LLADDR, mac_from_str(mac)) + attr(NDA_DST, pton(dst_ip))
-        try:
-            self.request(RTM_DELNEIGH, 0, body)
-        except NetlinkError as exc:
-            if exc.errno in (2, 19):
-                return False
-            raise
-        return True
+        return self._request_unless((2, 19), RTM_DELNEIGH, 0, body)
 
 
 def vxlan_data(vni: int, local: str, port: int, underlay_index: int) -> bytes:

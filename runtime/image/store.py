@@ -33,6 +33,7 @@ from runtime.errors import NotFound
 from runtime.image import reference
 from runtime.image.content import ContentStore, pid_alive
 from runtime.image.layers import LayerStore
+from runtime.store.atomicfile import write_atomic
 
 log = logging.getLogger("skiff.runtime.image.store")
 
@@ -149,15 +150,8 @@ class ImageStore:
         self._stamp = stamp
 
     def _save(self) -> None:
-        tmp = self._index_path.with_suffix(".json.tmp")
-        data = json.dumps(self._index.to_json(), indent=1, sort_keys=True).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self._index_path)
+        data = json.dumps(self._index.to_json(), indent=1, sort_keys=True)
+        write_atomic(self._index_path, data, durable=True, mode=0o600)
         st = os.stat(self._index_path)
         self._stamp = (st.st_ino, st.st_mtime_ns)
 
@@ -284,9 +278,8 @@ class ImageStore:
             key = self._lease_seq
             self._leases[key] = (blob_set, chain_set)
         path = self._lease_dir / f"{os.getpid()}-{key}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"blobs": sorted(blob_set), "chains": sorted(chain_set)}))
-        os.replace(tmp, path)
+        lease = {"blobs": sorted(blob_set), "chains": sorted(chain_set)}
+        write_atomic(path, json.dumps(lease), durable=False)  # lives as long as this process
         try:
             yield
         finally:

@@ -9,9 +9,10 @@ Writes one file; never runs anything.
 
 from __future__ import annotations
 
-import os
 import platform
 import struct
+
+from runtime.store.atomicfile import write_atomic
 
 BASE = 0x400000
 
@@ -56,9 +57,5 @@ def ensure_pause(path: str) -> str | None:
                 return path
     except OSError:
         pass
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, path)
+    write_atomic(path, data, durable=False, mode=0o755)  # made again when missing
     return path

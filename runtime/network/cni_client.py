@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime.store.atomicfile import write_atomic
+
 CACHE_KIND = "cniCacheV1"
 CONF_EXTENSIONS = (".conf", ".conflist", ".json")
 CRI_PROTOCOLS = {0: "tcp", 1: "udp", 2: "sctp"}  # runtime.v1 Protocol enum
@@ -491,9 +493,7 @@ class CNIClient:
             "capabilityArgs": caps,
             "result": result,
         }
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(entry))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(entry), durable=True)
 
     def _read_cache(
         self, sandbox_id: str, ifname: str

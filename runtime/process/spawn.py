@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.store.atomicfile import write_atomic
+
 # the monitor package, run as a script (its __main__.py) where no zygote runs
 MONITOR = Path(__file__).with_name("monitor")
 # The zygote imports the monitor as a module instead of running it as a
@@ -189,8 +191,16 @@ def start(
         pending = Pending(sock.makefile("rb"), log_path, None)
         pending.closers.append(sock)
         return pending
+    proc = _start_monitor(mode, spec_path, log_path)
+    assert proc.stdout is not None
+    return Pending(proc.stdout, log_path, proc)
+
+
+def _start_monitor(mode: str, spec_path: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    """A monitor started directly (no zygote): its report on stdout, its
+    errors appended to the log, in a session of its own."""
     with open(log_path, "ab") as err:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-S", "-E", "-B", str(MONITOR), mode, str(spec_path)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -198,14 +208,10 @@ def start(
             close_fds=True,
             start_new_session=True,
         )
-    assert proc.stdout is not None
-    return Pending(proc.stdout, log_path, proc)
 
 
 def _write_spec(spec: dict[str, Any], spec_path: Path) -> None:
-    tmp = spec_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(spec))
-    os.replace(tmp, spec_path)
+    write_atomic(spec_path, json.dumps(spec), durable=False)  # made again by each spawn
 
 
 def spawn(
@@ -227,15 +233,7 @@ def spawn(
         except OSError as exc:
             raise MonitorError(f"monitor zygote: {exc}") from None
         return _parse_report(out, log_path)
-    with open(log_path, "ab") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-S", "-E", "-B", str(MONITOR), mode, str(spec_path)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            close_fds=True,
-            start_new_session=True,
-        )
+    proc = _start_monitor(mode, spec_path, log_path)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

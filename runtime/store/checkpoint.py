@@ -1,26 +1,20 @@
-"""Atomic JSON checkpoints: write a temporary file, then `os.replace`.
-
-A reader, or a runtime restarted after `kill -9`, sees the old or the new
-file, never a torn one. There is no fsync: it cost more than any other step
-of CreateContainer, and after a power loss every container is gone anyway,
-so a lost last checkpoint only forgets an object that no longer runs.
-Nothing here knows what a sandbox or container is.
+"""Atomic, durable JSON checkpoints (`atomicfile.write_atomic`): a reader,
+or a runtime restarted after `kill -9` or a power loss, sees the old or the
+new file, never a torn one. Nothing here knows what a sandbox or container is.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from runtime.store.atomicfile import write_atomic
 
 
 def save(path: Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, sort_keys=True)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(obj, sort_keys=True), durable=True)
 
 
 def load(path: Path) -> Any:

@@ -3,7 +3,7 @@
 The server speaks the wire protocols; a `StreamingBackend` does the work:
 start a command in a container, attach to a container's stdio, or dial a port
 inside a pod's network namespace. The runtime implements it (through the
-per-container monitor); `runtime.streaming.testing` implements it with plain
+per-container monitor); `tests.fakes.streaming_backend` implements it with plain
 host processes for tests.
 
 File descriptors, not Python streams, cross the seam so the runtime can pass

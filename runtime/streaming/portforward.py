@@ -27,6 +27,7 @@ from proto.streaming.portforward import (
     STREAM_DATA,
     STREAM_ERROR,
 )
+from proto.streaming.pump import socket_to_stream, stream_to_socket
 from proto.streaming.spdy import PROTOCOL_ERROR, SpdySession, SpdyStream
 
 log = logging.getLogger("skiff.runtime.streaming")
@@ -166,11 +167,7 @@ def _forward(pair: _Pair, dial: Dialer, forwards: _Forwards, sandbox_id: str) ->
 
     def client_to_pod() -> None:
         try:
-            while True:
-                chunk = data.read()
-                if not chunk:
-                    break
-                sock.sendall(chunk)
+            stream_to_socket(data, sock)
             sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass
@@ -178,13 +175,7 @@ def _forward(pair: _Pair, dial: Dialer, forwards: _Forwards, sandbox_id: str) ->
     upstream = threading.Thread(target=client_to_pod, daemon=True, name="port-forward-in")
     upstream.start()
     try:
-        while True:
-            chunk = sock.recv(32768)
-            if not chunk:
-                break
-            data.write(chunk)
-    except OSError:
-        pass
+        socket_to_stream(sock, data)
     finally:
         data.close()
         error.close()

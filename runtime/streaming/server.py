@@ -22,18 +22,15 @@ from __future__ import annotations
 
 import logging
 import socket
-import socketserver
-import struct
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from proto.runtime.v1 import api_pb2
 from proto.streaming import websocket
 from proto.streaming.spdy import SpdySession
+from proto.streaming.upgrade import UpgradeHandler, UpgradeServer, header_values
 from runtime import errors
 from runtime.streaming import portforward, remotecommand
 from runtime.streaming.backend import Session, Stdio, StreamingBackend, TermSize
@@ -58,16 +55,6 @@ class StreamingConfig:
     )  # no traffic either way: end the session (kubelet's default)
 
 
-class _TCPServer(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    block_on_close = True
-
-    def __init__(self, addr: tuple[str, int], owner: StreamingServer) -> None:
-        self.owner = owner
-        super().__init__(addr, _Handler)
-
-
 class StreamingServer:
     def __init__(
         self,
@@ -78,43 +65,18 @@ class StreamingServer:
         self.backend = backend
         self.config = config or StreamingConfig()
         self.cache = RequestCache(self.config.token_ttl, self.config.max_in_flight, clock)
-        self._tcp: _TCPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._conns_lock = threading.Lock()
-        self._conns: dict[socket.socket, list[Callable[[], None]]] = {}
+        self._http = UpgradeServer(
+            _Handler, self, request_timeout=self.config.request_timeout, name="streaming server"
+        )
 
     # -- lifecycle
 
     def start(self) -> None:
-        self._tcp = _TCPServer((self.config.address, self.config.port), self)
-        self._thread = threading.Thread(
-            target=self._tcp.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="streaming-server",
-            daemon=True,
-        )
-        self._thread.start()
+        self._http.start(self.config.address, self.config.port)
         log.info("streaming server listening", extra={"url": self.base_url})
 
     def stop(self) -> None:
-        if self._tcp is None:
-            return
-        self._tcp.shutdown()
-        with self._conns_lock:
-            live = list(self._conns.items())
-        for conn, closers in live:
-            try:
-                # abort, do not linger: the peer learns at once (RST on close)
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            for closer in closers:
-                closer()
-        self._tcp.server_close()  # joins the connection threads (block_on_close)
-        if self._thread is not None:
-            self._thread.join()
-        self._tcp = None
+        self._http.stop()
 
     def __enter__(self) -> StreamingServer:
         self.start()
@@ -125,9 +87,7 @@ class StreamingServer:
 
     @property
     def port(self) -> int:
-        if self._tcp is None:
-            raise RuntimeError("streaming server is not started")
-        return int(self._tcp.server_address[1])
+        return self._http.port
 
     @property
     def base_url(self) -> str:
@@ -157,21 +117,6 @@ class StreamingServer:
             raise errors.InvalidArgument("missing required pod_sandbox_id")
         return f"{self.base_url}/portforward/{self.cache.insert(req)}"
 
-    # -- connection bookkeeping
-
-    def _track(self, conn: socket.socket, live: bool) -> None:
-        with self._conns_lock:
-            if live:
-                self._conns[conn] = []
-            else:
-                self._conns.pop(conn, None)
-
-    def _on_stop(self, conn: socket.socket, closer: Callable[[], None]) -> None:
-        """Have `stop()` also call `closer` for this connection (to unblock readers)."""
-        with self._conns_lock:
-            if conn in self._conns:
-                self._conns[conn].append(closer)
-
 
 def _validate_stdio(tty: bool, stdin: bool, stdout: bool, stderr: bool) -> None:
     if tty and stderr:
@@ -192,98 +137,54 @@ _KINDS: dict[str, type[Any]] = {
 }
 
 
-def _header_values(values: list[str]) -> list[str]:
-    out: list[str] = []
-    for value in values:
-        out.extend(v.strip() for v in value.split(",") if v.strip())
-    return out
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _TCPServer
-    protocol_version = "HTTP/1.1"
+class _Handler(UpgradeHandler):
     server_version = "skiff-streaming"
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("http: " + format, *args)
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.server.owner.config.request_timeout)
-        self.server.owner._track(self.connection, True)
-
-    def finish(self) -> None:
-        self.server.owner._track(self.connection, False)
-        try:
-            super().finish()
-        except OSError:
-            pass
-
-    def do_GET(self) -> None:
-        self._dispatch()
-
-    def do_POST(self) -> None:
-        self._dispatch()
-
-    # -- responses
-
-    def _plain(self, code: int, text: str, extra: dict[str, list[str]] | None = None) -> None:
-        body = (text + "\n").encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        for name, values in (extra or {}).items():
-            for value in values:
-                self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-        self.close_connection = True
+    @property
+    def owner(self) -> StreamingServer:
+        owner: StreamingServer = self.server.owner
+        return owner
 
     def _switch(self, headers: list[tuple[str, str]]) -> None:
-        lines = ["HTTP/1.1 101 Switching Protocols"] + [f"{k}: {v}" for k, v in headers]
-        self.connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-        self.close_connection = True
-        # From here a read or write that waits longer than this ends the session.
-        self.connection.settimeout(self.server.owner.config.idle_timeout)
+        self.switch_protocols(headers, self.owner.config.idle_timeout)
 
     # -- routing
 
-    def _dispatch(self) -> None:
+    def dispatch(self) -> None:
         path = self.path.split("?", 1)[0]
         parts = [p for p in path.split("/") if p]
         if len(parts) != 2 or parts[0] not in _KINDS:
-            self._plain(404, "404 page not found")
+            self.plain(404, "404 page not found")
             return
         kind, token = parts
-        request = self.server.owner.cache.consume(token)
+        request = self.owner.cache.consume(token)
         if request is None or not isinstance(request, _KINDS[kind]):
-            self._plain(404, "404 page not found")
+            self.plain(404, "404 page not found")
             return
         upgrade = self.headers.get("Upgrade", "").lower()
         if upgrade == "websocket":
             if kind == "portforward":
-                self._plain(400, "port-forward over WebSocket is not supported; use SPDY/3.1")
+                self.plain(400, "port-forward over WebSocket is not supported; use SPDY/3.1")
                 return
             self._websocket_remote_command(request)
         elif upgrade.startswith("spdy/3.1"):
             self._spdy(kind, request)
         else:
-            self._plain(400, "unable to upgrade: missing upgrade headers in request")
+            self.plain(400, "unable to upgrade: missing upgrade headers in request")
 
     # -- SPDY
 
     def _spdy(self, kind: str, request: StreamRequest) -> None:
-        offered = _header_values(self.headers.get_all("X-Stream-Protocol-Version") or [])
+        offered = header_values(self.headers.get_all("X-Stream-Protocol-Version") or [])
         supported = (
             (portforward.PROTOCOL,) if kind == "portforward" else remotecommand.SPDY_PROTOCOLS
         )
         if not offered:
-            self._plain(400, "unable to upgrade: X-Stream-Protocol-Version is required")
+            self.plain(400, "unable to upgrade: X-Stream-Protocol-Version is required")
             return
         chosen = next((p for p in offered if p in supported), None)
         if chosen is None:
-            self._plain(
+            self.plain(
                 403,
                 f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
                 f"server accepts {list(supported)}",
@@ -297,9 +198,9 @@ class _Handler(BaseHTTPRequestHandler):
                 ("X-Stream-Protocol-Version", chosen),
             ]
         )
-        owner = self.server.owner
+        owner = self.owner
         session = SpdySession(self.rfile, self.connection, client=False, name=f"spdy-{kind}")
-        owner._on_stop(self.connection, session.abort_streams)
+        self.on_stop(session.abort_streams)
         session.start()
         try:
             if isinstance(request, api_pb2.PortForwardRequest):
@@ -321,7 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
         protocol: str,
         request: api_pb2.ExecRequest | api_pb2.AttachRequest,
     ) -> None:
-        owner = self.server.owner
+        owner = self.owner
         opts = remotecommand.Options(request.stdin, request.stdout, request.stderr, request.tty)
         expected = opts.expected_streams(protocol)
         streams: dict[str, Any] = {}
@@ -357,13 +258,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _websocket_remote_command(self, request: StreamRequest) -> None:
         assert isinstance(request, api_pb2.ExecRequest | api_pb2.AttachRequest)
         key = self.headers.get("Sec-WebSocket-Key", "")
-        offered = _header_values(self.headers.get_all("Sec-WebSocket-Protocol") or [])
+        offered = header_values(self.headers.get_all("Sec-WebSocket-Protocol") or [])
         chosen = next((p for p in remotecommand.WEBSOCKET_PROTOCOLS if p in offered), None)
         if not key or self.headers.get("Sec-WebSocket-Version", "").strip() != "13":
-            self._plain(400, "bad WebSocket handshake")
+            self.plain(400, "bad WebSocket handshake")
             return
         if chosen is None:
-            self._plain(
+            self.plain(
                 403,
                 f"unable to upgrade: client supports {offered}, server accepts "
                 f"{list(remotecommand.WEBSOCKET_PROTOCOLS)}",
@@ -380,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
         ws = websocket.WebSocket(self.rfile, self.connection, client=False)
         inputs = (websocket.STDIN, websocket.RESIZE)
         conn = websocket.ChannelConnection(ws, inputs, v5=chosen == remotecommand.V5)
-        self.server.owner._on_stop(self.connection, conn.abort_inputs)
+        self.on_stop(conn.abort_inputs)
         conn.start()
         tty = request.tty
 
@@ -400,7 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._run_remote_command(request, ch)
         finally:
             ws.send_close()
-            conn.gone.wait(self.server.owner.config.linger)
+            conn.gone.wait(self.owner.config.linger)
             try:
                 self.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -412,7 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _run_remote_command(
         self, request: api_pb2.ExecRequest | api_pb2.AttachRequest, ch: remotecommand.Channels
     ) -> None:
-        owner = self.server.owner
+        owner = self.owner
         backend = owner.backend
         cid = request.container_id
         if isinstance(request, api_pb2.ExecRequest):

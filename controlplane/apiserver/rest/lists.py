@@ -17,7 +17,8 @@ from aiohttp import web
 
 from controlplane.api import jsoncodec
 from controlplane.apiserver import tables
-from controlplane.apiserver.registry import ListResult, Stored, decode, with_version
+from controlplane.apiserver.codec import Stored, decode, with_version
+from controlplane.apiserver.listing import ListResult
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.objects import json_response, served
 from controlplane.apiserver.rest.status import BadRequest

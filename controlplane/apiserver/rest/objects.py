@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
-from controlplane.apiserver.registry import Stored, decode, with_version
+from controlplane.apiserver.codec import Stored, decode, with_version
 from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.conversion import Conversion

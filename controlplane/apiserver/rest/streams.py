@@ -33,7 +33,7 @@ import grpc.aio
 from aiohttp import web
 from google.protobuf.json_format import MessageToDict
 
-from controlplane.apiserver.registry import decode
+from controlplane.apiserver.codec import decode
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.status import BadRequest
 from controlplane.client import errors

@@ -18,12 +18,13 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import crd, jsoncodec
-from controlplane.apiserver.registry import PodBinding, decode
+from controlplane.apiserver.codec import decode
 from controlplane.apiserver.rest import body
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.objects import json_response, object_response, parse_delete_options
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
 from controlplane.apiserver.rest.status import BadRequest, MethodNotAllowed, success
+from controlplane.apiserver.subresources import PodBinding
 from controlplane.client.errors import ApiError, Invalid, NotFound
 
 

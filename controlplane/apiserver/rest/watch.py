@@ -25,7 +25,8 @@ from aiohttp import web
 
 from controlplane.api import jsoncodec
 from controlplane.apiserver import tables
-from controlplane.apiserver.registry import Selectors, decode, with_version
+from controlplane.apiserver.codec import decode, with_version
+from controlplane.apiserver.listing import Selectors
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.lists import include_object, wants_table
 from controlplane.apiserver.rest.objects import served

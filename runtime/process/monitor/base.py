@@ -10,14 +10,11 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime.process.logs import LineWriter
 from runtime.process.monitor import control
 from runtime.process.monitor.plumbing import Spec
-
-if TYPE_CHECKING:
-    from runtime.process.monitor.execs import ExecJob, StreamJob
 
 
 class Attacher:
@@ -35,6 +32,33 @@ class Attacher:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self.out = self.err = self.inp = -1
+
+
+class ExecJob:
+    def __init__(
+        self, conn: socket.socket, pid: int, fds: tuple[int, int, int], deadline: float | None
+    ) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.out_r, self.err_r, self.rep_r = fds
+        self.fds = {fd: bytearray() for fd in fds}
+        self.deadline = deadline
+        self.status: int | None = None
+        self.timed_out = False
+
+
+class StreamJob:
+    """An exec for the streaming server: stdio fds came over SCM_RIGHTS; with
+    a tty the monitor relays between the pty master and them."""
+
+    def __init__(self, conn: socket.socket, pid: int, rep_r: int) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.rep_r = rep_r
+        self.status: int | None = None
+        self.master = -1
+        self.out_fd = -1
+        self.in_fd = -1
 
 
 class MonitorBase:

@@ -16,38 +16,11 @@ import signal
 import socket
 import time
 
-from runtime.process.monitor.base import MonitorBase
+from runtime.process.monitor.base import ExecJob, MonitorBase, StreamJob
 from runtime.process.monitor.init import container_pty, exec_child, run_child, set_size
 from runtime.process.monitor.plumbing import Spec
 
 EXEC_OUTPUT_MAX = 16 << 20  # per stream of an ExecSync, as containerd caps it
-
-
-class ExecJob:
-    def __init__(
-        self, conn: socket.socket, pid: int, fds: tuple[int, int, int], deadline: float | None
-    ) -> None:
-        self.conn = conn
-        self.pid = pid
-        self.out_r, self.err_r, self.rep_r = fds
-        self.fds = {fd: bytearray() for fd in fds}
-        self.deadline = deadline
-        self.status: int | None = None
-        self.timed_out = False
-
-
-class StreamJob:
-    """An exec for the streaming server: stdio fds came over SCM_RIGHTS; with
-    a tty the monitor relays between the pty master and them."""
-
-    def __init__(self, conn: socket.socket, pid: int, rep_r: int) -> None:
-        self.conn = conn
-        self.pid = pid
-        self.rep_r = rep_r
-        self.status: int | None = None
-        self.master = -1
-        self.out_fd = -1
-        self.in_fd = -1
 
 
 class ExecMixin(MonitorBase):

@@ -83,9 +83,9 @@ def _exec_process(proc: Spec, creds: users.Creds, args: list[str]) -> None:
         raise OSError(exc.errno, f"exec {args[0]!r}: {exc.strerror}") from None
 
 
-def container_child(
-    spec: Spec, out_w: int, err_w: int, report_w: int, start_r: int, in_r: int, tty: int
-) -> None:
+def _new_session(in_r: int, out_w: int, err_w: int, tty: int) -> None:
+    """A session of our own, with stdio from the given fds (-1: /dev/null) or,
+    when `tty` is given, that terminal as the controlling one for all three."""
     os.setsid()
     null = os.open(os.devnull, os.O_RDWR)
     if tty >= 0:
@@ -94,8 +94,14 @@ def container_child(
             os.dup2(tty, fd)
     else:
         os.dup2(in_r if in_r >= 0 else null, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
+        os.dup2(out_w if out_w >= 0 else null, 1)
+        os.dup2(err_w if err_w >= 0 else null, 2)
+
+
+def container_child(
+    spec: Spec, out_w: int, err_w: int, report_w: int, start_r: int, in_r: int, tty: int
+) -> None:
+    _new_session(in_r, out_w, err_w, tty)
     # single threaded, we join cheaply ourselves (cgroup v1 `tasks`);
     # otherwise the monitor puts us in meanwhile (ContainerMonitor.join_cgroup)
     for f in spec.get("cgroup_self") or []:
@@ -129,16 +135,7 @@ def exec_child(
 ) -> None:
     """An exec'd process: stdio from the given fds (-1: /dev/null), or a
     controlling terminal `tty` for all three."""
-    os.setsid()
-    null = os.open(os.devnull, os.O_RDWR)
-    if tty >= 0:
-        fcntl.ioctl(tty, termios.TIOCSCTTY, 0)
-        for fd in (0, 1, 2):
-            os.dup2(tty, fd)
-    else:
-        os.dup2(in_r if in_r >= 0 else null, 0)
-        os.dup2(out_w if out_w >= 0 else null, 1)
-        os.dup2(err_w if err_w >= 0 else null, 2)
+    _new_session(in_r, out_w, err_w, tty)
     for f in spec.get("cgroup_self") or spec.get("cgroup_procs") or []:
         with contextlib.suppress(OSError), open(f, "w") as fh:
             fh.write("0")

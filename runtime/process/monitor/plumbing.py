@@ -12,16 +12,13 @@ import os
 import signal
 from typing import Any
 
+from runtime.store.atomicfile import write_atomic
+
 Spec = dict[str, Any]
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(obj), durable=True)
 
 
 def reset_signals() -> None:

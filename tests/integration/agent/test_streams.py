@@ -49,8 +49,8 @@ from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.streaming.remotecommand import SPDY_PROTOCOLS
 from runtime.streaming import StreamingConfig, StreamingServer
-from runtime.streaming.testing import HostProcessBackend
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
+from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.mounts import unmount_all
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane

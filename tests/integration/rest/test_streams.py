@@ -24,7 +24,7 @@ from agent.server import AgentServicer
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
 from controlplane.client.errors import NotFound
 from runtime.streaming import StreamingConfig, StreamingServer
-from runtime.streaming.testing import HostProcessBackend
+from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.agent_tls import agent_server_context
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for

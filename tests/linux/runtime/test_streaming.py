@@ -14,7 +14,12 @@ from tests.harness.wait import wait_for
 from tests.linux.runtime.harness import Runtime, container_config
 from tests.linux.runtime.test_containers import started
 from tests.linux.runtime.test_lifecycle import exec_sync, run_pod, status
-from tests.unit.streaming.clients import PortForwardClient, RemoteCommand, read_to_eof, spdy_exec
+from tests.unit.runtime.streaming.clients import (
+    PortForwardClient,
+    RemoteCommand,
+    read_to_eof,
+    spdy_exec,
+)
 
 pytestmark = pytest.mark.root
 

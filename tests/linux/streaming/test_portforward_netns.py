@@ -19,8 +19,8 @@ import pytest
 from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.streaming import StreamingConfig, StreamingServer
-from runtime.streaming.testing import HostProcessBackend
-from tests.unit.streaming.clients import PortForwardClient, read_to_eof
+from tests.fakes.streaming_backend import HostProcessBackend
+from tests.unit.runtime.streaming.clients import PortForwardClient, read_to_eof
 
 pytestmark = [pytest.mark.root, pytest.mark.netns]
 

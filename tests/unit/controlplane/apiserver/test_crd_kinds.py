@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from controlplane.api import crd, jsoncodec, kinds
+from controlplane.apiserver.codec import ROOT, decode
 from controlplane.apiserver.crd_kinds import CrdKinds
-from controlplane.apiserver.registry import ROOT, Registry, decode
+from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import Invalid
 from controlplane.storage.interface import Event, EventType
 from controlplane.storage.sqlite import SqliteStore

@@ -12,8 +12,8 @@ import pytest
 from controlplane.api.kinds import by_kind
 from controlplane.api.limits import MAX_BODY, MAX_DEPTH, check_body, json_depth
 from controlplane.apiserver.auth import Identity
+from controlplane.apiserver.codec import object_key
 from controlplane.apiserver.flowcontrol import HEARTBEAT, FlowControl, Limits
-from controlplane.apiserver.registry import object_key
 from controlplane.client.apiclient import open_channel
 from controlplane.client.config import ClientConfig
 from controlplane.client.errors import ApiError, Invalid, TooManyRequests

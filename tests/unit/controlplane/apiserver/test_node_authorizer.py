@@ -60,7 +60,7 @@ def test_pod_references_cover_volumes_env_and_service_account() -> None:
 def test_graph_forgets_a_reference_when_its_last_pod_goes() -> None:
     graph = NodeGraph()
     graph.load([])
-    from controlplane.apiserver.registry import encode
+    from controlplane.apiserver.codec import encode
     from controlplane.storage.interface import Event, EventType
 
     one = with_secret("a", "n1", "s1")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver.registry import decode, encode, new_uid, with_version
+from controlplane.apiserver.codec import decode, encode, new_uid, with_version
 
 
 def test_encode_puts_apiversion_kind_metadata_first_and_drops_resource_version() -> None:

@@ -33,11 +33,11 @@ from proto.runtime.v1 import api_pb2 as cri
 from proto.streaming.remotecommand import SPDY_PROTOCOLS, V2, V4
 from proto.streaming.status import outcome
 from runtime.streaming import StreamingConfig, StreamingServer
-from runtime.streaming.testing import HostProcessBackend
+from tests.fakes.streaming_backend import HostProcessBackend
 from tests.unit.controlplane.cli.conftest import Ctl
 from tests.unit.controlplane.cli.fake_rest import UpgradeFront
 from tests.unit.controlplane.cli.test_logs import node
-from tests.unit.streaming.clients import WsClient
+from tests.unit.runtime.streaming.clients import WsClient
 
 TOKEN = "admin-secret"
 CID = "c1"

@@ -10,9 +10,9 @@ import pytest
 
 from proto.runtime.v1 import api_pb2
 from runtime.streaming import StreamingConfig, StreamingServer
-from runtime.streaming.testing import HostProcessBackend
+from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.wait import wait_for
-from tests.unit.streaming.clients import PortForwardClient, read_to_eof
+from tests.unit.runtime.streaming.clients import PortForwardClient, read_to_eof
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from agent.proxy.iptables import FakeIptables
 from agent.proxy.proxy import ProxySettings, ServiceProxy
 from controlplane.client.informer import SharedInformerFactory
 from tests.fakes.fake_apiclient import FakeApiClient
+from tests.fakes.iptables import FakeIptables
 from tests.harness.wait import wait_for
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from runtime.streaming import StreamingConfig, StreamingServer
-from runtime.streaming.testing import HostProcessBackend
+from tests.fakes.streaming_backend import HostProcessBackend
 
 
 @pytest.fixture

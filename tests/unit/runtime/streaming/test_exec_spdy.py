@@ -9,9 +9,9 @@ import pytest
 from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.streaming import StreamingConfig, StreamingServer
-from runtime.streaming.testing import HostProcessBackend
+from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.wait import wait_for
-from tests.unit.streaming.clients import RemoteCommand, SpdyClient, http_get, spdy_exec
+from tests.unit.runtime.streaming.clients import RemoteCommand, SpdyClient, http_get, spdy_exec
 
 
 def exec_url(server: StreamingServer, cmd: list[str], **kw: bool) -> str:

@@ -8,9 +8,14 @@ import threading
 
 from proto.runtime.v1 import api_pb2
 from runtime.streaming import StreamingConfig, StreamingServer
-from runtime.streaming.testing import HostProcessBackend
+from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.wait import wait_for
-from tests.unit.streaming.clients import PortForwardClient, RemoteCommand, SpdyClient, WsClient
+from tests.unit.runtime.streaming.clients import (
+    PortForwardClient,
+    RemoteCommand,
+    SpdyClient,
+    WsClient,
+)
 
 
 def fd_count() -> int:

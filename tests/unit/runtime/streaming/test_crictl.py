@@ -26,7 +26,7 @@ import pytest
 
 from proto.runtime.v1 import api_pb2, api_pb2_grpc
 from runtime.streaming import StreamingServer
-from runtime.streaming.testing import HostProcessBackend
+from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.wait import wait_for
 
 CRICTL = shutil.which("crictl")

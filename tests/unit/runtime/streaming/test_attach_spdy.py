@@ -8,9 +8,9 @@ import termios
 
 from proto.runtime.v1 import api_pb2
 from runtime.streaming import StreamingServer
-from runtime.streaming.testing import HostProcessBackend
+from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.wait import wait_for
-from tests.unit.streaming.clients import RemoteCommand, spdy_exec
+from tests.unit.runtime.streaming.clients import RemoteCommand, spdy_exec
 
 
 def attach_url(server: StreamingServer, cid: str, **kw: bool) -> str:

@@ -15,7 +15,7 @@ import pytest
 import proto
 from proto import generate
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _copy_sources(dest: Path) -> Path:

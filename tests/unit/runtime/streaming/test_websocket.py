@@ -7,8 +7,8 @@ import json
 from proto.runtime.v1 import api_pb2
 from proto.streaming import websocket
 from runtime.streaming import StreamingServer
-from runtime.streaming.testing import HostProcessBackend
-from tests.unit.streaming.clients import WsClient
+from tests.fakes.streaming_backend import HostProcessBackend
+from tests.unit.runtime.streaming.clients import WsClient
 
 STDOUT, STDERR, ERROR = websocket.STDOUT, websocket.STDERR, websocket.ERROR
 

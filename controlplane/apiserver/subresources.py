@@ -1,0 +1,176 @@
+"""The subresources beside an object's own verbs: pods/binding (many bindings
+per call, sharing one durable commit) and scale."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from controlplane.api import jsoncodec, limits, validation
+from controlplane.api.kinds import KindInfo, by_kind
+from controlplane.api.selectors import selector_string
+from controlplane.apiserver.auth import SYSTEM, Identity
+from controlplane.apiserver.codec import Object, Stored, encode, kind_info, meta_of, object_key
+from controlplane.apiserver.registry_base import MAX_RETRIES, RegistryBase, too_many_writers
+from controlplane.client.errors import ApiError, Conflict, Invalid, NotFound, Unavailable
+from controlplane.storage.interface import KeyNotFound, RevisionMismatch, StoreUnavailable
+
+
+@dataclass(frozen=True)
+class PodBinding:
+    """One pods/binding request: put pod namespace/name on node (Kubernetes' Binding)."""
+
+    namespace: str
+    name: str
+    node: str
+    uid: str = ""
+    annotations: dict[str, str] | None = None
+
+
+def bind_many(
+    base: RegistryBase, bindings: Sequence[PodBinding], identity: Identity = SYSTEM
+) -> list[Stored | ApiError]:
+    """Bind each pod to its node, as Kubernetes' pods/binding subresource does.
+
+    The result of a binding is exactly what a merge patch of spec.nodeName
+    and the annotations would store, but a pod that is already assigned to
+    another node, or is being deleted, is refused (Conflict) as Kubernetes
+    refuses it. Bindings are independent: each gets its stored pod or its
+    error, in order. Their writes go to the store together
+    (`Store.update_many`), so they share one durable commit.
+    """
+    results: list[Stored | ApiError] = [Invalid("binding: not processed")] * len(bindings)
+    pending: list[tuple[int, str, bytes, int]] = []
+    for i, binding in enumerate(bindings):
+        try:
+            prepared = _prepare_binding(base, binding, identity)
+        except ApiError as err:
+            results[i] = err
+            continue
+        if isinstance(prepared[0], bytes):
+            results[i] = (prepared[0], prepared[1])  # nothing to change
+        else:
+            key, data, cur_rev = prepared
+            pending.append((i, key, data, cur_rev))
+    if not pending:
+        return results
+    try:
+        outcomes = base.store.update_many([(k, d, r) for _, k, d, r in pending])
+    except StoreUnavailable as err:
+        outcomes = [err] * len(pending)
+    for (i, _key, data, _rev), outcome in zip(pending, outcomes, strict=True):
+        if isinstance(outcome, int):
+            results[i] = (data, outcome)
+        elif isinstance(outcome, RevisionMismatch):
+            results[i] = _bind_one(base, bindings[i], identity)  # raced: try again alone
+        elif isinstance(outcome, KeyNotFound):
+            results[i] = NotFound(f'pods "{bindings[i].name}" not found')
+        else:
+            results[i] = Unavailable(str(outcome))
+    return results
+
+
+def _bind_one(base: RegistryBase, binding: PodBinding, identity: Identity) -> Stored | ApiError:
+    for _ in range(MAX_RETRIES):
+        try:
+            prepared = _prepare_binding(base, binding, identity)
+            if isinstance(prepared[0], bytes):
+                return prepared[0], prepared[1]
+            key, data, cur_rev = prepared
+            return data, base.store.update(key, data, cur_rev)
+        except ApiError as err:
+            return err
+        except RevisionMismatch:
+            continue
+        except KeyNotFound:
+            return NotFound(f'pods "{binding.name}" not found')
+        except StoreUnavailable as err:
+            return Unavailable(str(err))
+    return too_many_writers(by_kind("Pod"), binding.name)
+
+
+def _prepare_binding(
+    base: RegistryBase, binding: PodBinding, identity: Identity
+) -> tuple[str, bytes, int] | tuple[bytes, int]:
+    """(key, data, expected revision) to write, or (data, revision) when bound already."""
+    info = by_kind("Pod")
+    if not binding.node:
+        raise Invalid("target.name: required")
+    if not binding.name:
+        raise Invalid("metadata.name: required")
+    ns = base.namespace_of(info, binding.namespace or None, None)
+    old, cur_rev = base.read(info, ns, binding.name)
+    base.authorizer.authorize(identity, "bind", info, ns, binding.name, old)
+    meta = old.get("metadata") or {}
+    if binding.uid and binding.uid != meta.get("uid"):
+        raise Conflict(
+            f"Precondition failed: UID in precondition: {binding.uid}, "
+            f"UID in object meta: {meta.get('uid')}"
+        )
+    if meta.get("deletionTimestamp"):
+        raise Conflict(f'pod "{binding.name}" is being deleted, cannot be assigned to a host')
+    assigned = (old.get("spec") or {}).get("nodeName")
+    if assigned and assigned != binding.node:
+        raise Conflict(f'pod "{binding.name}" is already assigned to node "{assigned}"')
+    if assigned == binding.node and all(
+        (meta.get("annotations") or {}).get(k) == v for k, v in (binding.annotations or {}).items()
+    ):
+        return encode(old), cur_rev
+    # What a merge patch of spec.nodeName and the annotations stores, without
+    # the full update path: as in Kubernetes' binding storage, only the
+    # fields it sets are checked (the rest was validated when written).
+    new = jsoncodec.clone(old)
+    new_meta = meta_of(new)
+    new.setdefault("spec", {})["nodeName"] = binding.node
+    if binding.annotations:
+        annotations = new_meta.get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = new_meta["annotations"] = {}
+        annotations.update(binding.annotations)
+        problems = validation.Errors()
+        validation.validate_metadata(problems, info, new)
+        if problems:
+            raise Invalid(f'Pod "{binding.name}" is invalid: ' + "; ".join(problems.items))
+    if assigned != binding.node:  # a spec change, as update counts it
+        new_meta["generation"] = int(new_meta.get("generation") or 1) + 1
+    data = encode(new)
+    limits.check_stored(len(data), info.resource, binding.name)
+    return object_key(info, ns, binding.name), data, cur_rev
+
+
+def get_scale(
+    base: RegistryBase,
+    kind: str,
+    name: str,
+    namespace: str | None = None,
+    identity: Identity = SYSTEM,
+) -> Object:
+    info = kind_info(kind)
+    if not info.has_scale:
+        raise NotFound(f"{info.resource} have no scale subresource")
+    ns = base.namespace_of(info, namespace, None)
+    base.authorizer.authorize(identity, "get_scale", info, ns, name)
+    obj, rev = base.read(info, ns, name)
+    return scale_of(info, obj, rev)
+
+
+def scale_of(info: KindInfo, obj: Object, rev: int) -> Object:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    return {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "resourceVersion": str(rev),
+            "creationTimestamp": meta.get("creationTimestamp"),
+        },
+        "spec": {"replicas": int(spec.get("replicas", 0))},
+        "status": {
+            "replicas": int(status.get("replicas", 0)),
+            "selector": selector_string(spec.get("selector")),
+        },
+    }
