@@ -23,6 +23,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from controlplane.client.privatefile import write_private
+
 # Clients pin the CA and ask for this name, whatever address they dial.
 SERVER_NAME = "skiff-apiserver"
 VALIDITY = datetime.timedelta(days=3650)
@@ -35,16 +37,6 @@ class Pki:
     key_pem: bytes
     token_secret: bytes
     sa_key_pem: bytes = b""
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -136,8 +128,8 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
             )
             .sign(ca_key, hashes.SHA256())
         )
-        _write(ca_key_path, _key_pem(ca_key), 0o600)
-        _write(ca_crt, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+        write_private(ca_key_path, _key_pem(ca_key), 0o600)
+        write_private(ca_crt, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
         for stale in ("server.crt", "server.key"):
             (pki / stale).unlink(missing_ok=True)
     ca_pem = ca_crt.read_bytes()
@@ -150,13 +142,13 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
         cert_pem, key_pem = _issue_server(
             loaded_key, x509.load_pem_x509_certificate(ca_pem), dns, ips
         )
-        _write(key, key_pem, 0o600)
-        _write(crt, cert_pem, 0o644)
+        write_private(key, key_pem, 0o600)
+        write_private(crt, cert_pem, 0o644)
     secret_path = pki / "token-secret"
     if not secret_path.exists():
-        _write(secret_path, secrets.token_hex(32).encode(), 0o600)
+        write_private(secret_path, secrets.token_hex(32).encode(), 0o600)
     sa_key = pki / "sa.key"
     if not sa_key.exists():
-        _write(sa_key, _key_pem(ec.generate_private_key(ec.SECP256R1())), 0o600)
+        write_private(sa_key, _key_pem(ec.generate_private_key(ec.SECP256R1())), 0o600)
     return Pki(ca_pem, crt.read_bytes(), key.read_bytes(), secret_path.read_bytes().strip(),
                sa_key.read_bytes())  # fmt: skip

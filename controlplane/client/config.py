@@ -30,6 +30,8 @@ from pathlib import Path
 
 import yaml
 
+from controlplane.client.privatefile import write_private
+
 ENV_VAR = "SKIFF_CONFIG"
 KUBECONFIG_VAR = "KUBECONFIG"
 USER_CONFIG = Path("~/.skiff/config")
@@ -147,6 +149,4 @@ def dump_config(config: ClientConfig) -> str:
 
 def write_config(path: Path, config: ClientConfig) -> None:
     """Write atomically with mode 0600 (the file holds a secret)."""
-    from controlplane.client.kubeconfig import write_private
-
     write_private(path, dump_config(config))
