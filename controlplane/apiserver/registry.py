@@ -100,7 +100,9 @@ def encode(obj: Object) -> bytes:
     head = [k for k in _HEAD if k in obj]
     if list(obj)[: len(head)] != head:
         obj = {**{k: obj[k] for k in head}, **{k: v for k, v in obj.items() if k not in _HEAD}}
-    return jsoncodec.dumps(obj)
+    data = jsoncodec.dumps(obj)
+    limits.check_integers(data, obj)
+    return data
 
 
 def with_version(data: bytes, rev: int) -> bytes:
@@ -471,7 +473,7 @@ class Registry:
             meta["name"] = self._generated_name(str(meta["generateName"]))
         if info.has_status and info.kind not in ("Node",):
             obj.pop("status", None)
-        name = str(meta["name"])
+        name = str(meta.get("name") or "")  # validation refuses a missing one
         self.authorizer.authorize(identity, "create", info, ns, name, None, obj)
         defaults.apply_defaults(info.key, obj)
         self._validate(info, obj, None)
