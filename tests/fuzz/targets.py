@@ -1,6 +1,8 @@
 """Fuzz targets for every parser that takes outside input (issue 17): tar
-layers, image manifests and indexes, registry responses, CRI request fields,
-CNI configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames.
+layers, image manifests, registry responses, CRI request fields, CNI
+configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames here; image
+indexes (image_index.py), API objects and patches (api_objects.py) and the
+agent endpoint's HTTP (agent_http.py) in modules of their own.
 
 Each target is a Hypothesis strategy and a `check(input)` that returns
 "ok" (a correct result, its invariants checked) or "rejected" (a clear
