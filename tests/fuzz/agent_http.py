@@ -150,9 +150,17 @@ _header = st.one_of(
         lambda kv: f"{kv[0]}: {kv[1]}"
     ),
 )  # fmt: skip
+_good_paths = st.sampled_from([
+    "/exec/default/web/c?command=ls&stdout=1", "/attach/default/web/c?stdin=1&tty=1",
+    "/portforward/default/web?port=80", "/exec/default/web?container=c&command=sh&stderr=1",
+])  # fmt: skip
 http_inputs = st.one_of(
     st.tuples(_methods, _paths, _versions, st.lists(_header, max_size=6), st.binary(max_size=40),
               st.sampled_from([0, 0, 0, 150])),
+    # the admin's own requests, with fuzzed headers: these reach the runtime
+    st.tuples(st.sampled_from(["GET", "POST"]), _good_paths, st.just("HTTP/1.1"),
+              st.lists(_header, max_size=4).map(lambda h: [f"Authorization: Bearer {TOKEN}", *h]),
+              st.binary(max_size=40), st.just(0)),
     st.binary(max_size=200).map(lambda b: ("", "", "", [], b, -1)),
     st.just(("", "", "", [], b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", -1)),
 )  # fmt: skip
