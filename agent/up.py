@@ -57,10 +57,11 @@ from agent import main as agent_main
 from agent.cri_client import CRIClient, CRIError
 from agent.host_state import Instance
 from agent.layout import Layout
-from agent.up_host import clean_host, copy_private, prepare_host, take_data_dir
+from agent.up_host import clean_host, prepare_host, take_data_dir
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
+from controlplane.client.privatefile import copy_private
 
 log = logging.getLogger("skiff.up")
 

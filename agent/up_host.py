@@ -5,10 +5,7 @@ credential files. What an instance leaves and how it goes is host_state's.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-from pathlib import Path
 
 from agent import host_state
 from agent.host_state import Instance
@@ -82,23 +79,3 @@ def clean_host(inst: Instance, keep_pods: bool) -> None:
         return
     if removed:
         log.info("removed from the host: %s", "; ".join(removed))
-
-
-def copy_private(src: Path, dst: Path) -> None:
-    """Copy a credential file: created 0600 under a new name (O_EXCL) and
-    renamed into place, so it is never readable by others, even briefly."""
-    data = src.read_bytes()
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise

@@ -1,6 +1,7 @@
 """The fuzz campaign of issue 17: at least 10,000 generated inputs per target
 (tar layers, image manifests and indexes, registry responses, CRI request
-fields, CNI configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames),
+fields, CNI configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames,
+API objects and patches, the agent endpoint's HTTP),
 each of which must get a clear error or a correct result.
 
 Per target it prints inputs tried, rejections (clear errors), crashes
@@ -46,7 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         for c in cols:
             figures[f"{t.name}.{c}"] = row[c]
         figures[f"{t.name}.seconds"] = round(took, 1)
-        if stats.crashes or stats.hangs or stats.leaked_fds or stats.leaked_threads:
+        if (
+            stats.crashes
+            or stats.hangs
+            or stats.leaked_fds
+            or stats.leaked_threads
+            or stats.leaked_mounts
+        ):
             failed = True
             if stats.first_crash:
                 print(f"  first crash of {t.name}:\n{stats.first_crash}", file=sys.stderr)

@@ -33,6 +33,7 @@ from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
+from controlplane.client.privatefile import write_private
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 
 log = logging.getLogger("skiff.controlplane")
@@ -178,11 +179,7 @@ def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
         return existing
     # First start (or a join token of the old, never-expiring HMAC kind).
     token = joins.create(None, f"skiff controlplane's join token ({path})")
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    os.replace(tmp, path)
+    write_private(path, token + "\n")
     return token
 
 

@@ -33,6 +33,11 @@ def _d(obj: Object, key: str) -> Object:
     return value
 
 
+def _items(value: Any) -> list[Any]:
+    """A list field's items; a value of another type is left to validation."""
+    return value if isinstance(value, list) else []
+
+
 def _probe(probe: Any) -> None:
     if isinstance(probe, dict):
         probe.setdefault("timeoutSeconds", 1)
@@ -53,7 +58,7 @@ def _container(c: Any) -> None:
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
     c.setdefault("resources", {})
-    for port in c.get("ports") or []:
+    for port in _items(c.get("ports")):
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
     for name in ("livenessProbe", "readinessProbe", "startupProbe"):
@@ -68,7 +73,7 @@ def pod_spec(spec: Object) -> None:
     spec.setdefault("securityContext", {})
     spec.setdefault("enableServiceLinks", True)
     for key in ("containers", "initContainers"):
-        for c in spec.get(key) or []:
+        for c in _items(spec.get(key)):
             _container(c)
 
 
@@ -173,7 +178,7 @@ def service(obj: Object) -> None:
     spec.setdefault("internalTrafficPolicy", "Cluster")
     if spec["type"] in ("NodePort", "LoadBalancer"):
         spec.setdefault("externalTrafficPolicy", "Cluster")
-    for port in spec.get("ports") or []:
+    for port in _items(spec.get("ports")):
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
             if "port" in port:
@@ -181,9 +186,9 @@ def service(obj: Object) -> None:
 
 
 def endpoints(obj: Object) -> None:
-    for subset in obj.get("subsets") or []:
+    for subset in _items(obj.get("subsets")):
         if isinstance(subset, dict):
-            for port in subset.get("ports") or []:
+            for port in _items(subset.get("ports")):
                 if isinstance(port, dict):
                     port.setdefault("protocol", "TCP")
 
@@ -241,7 +246,7 @@ def statefulset_claims(obj: Object) -> None:
     policy = _d(spec, "persistentVolumeClaimRetentionPolicy")
     policy.setdefault("whenDeleted", "Retain")
     policy.setdefault("whenScaled", "Retain")
-    for template in spec.get("volumeClaimTemplates") or []:
+    for template in _items(spec.get("volumeClaimTemplates")):
         if isinstance(template, dict):
             _d(template, "spec").setdefault("volumeMode", "Filesystem")
 

@@ -15,6 +15,7 @@ module never decodes JSON and never touches a transport.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from controlplane.client.errors import Invalid
 
@@ -27,6 +28,9 @@ _STRING = re.compile(rb'"[^"]*"')
 _KEEP = frozenset(b'{}[]"')
 _DROP = bytes(b for b in range(256) if b not in _KEEP)
 _OPEN = frozenset(b"{[")
+# Kubernetes' integers are int64 at most; a run of 19 digits may be past it.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 def _mib(n: int) -> str:
@@ -84,3 +88,35 @@ def check_stored(size: int, resource: str, name: str) -> None:
             f'{resource} "{name}" is too large: {size} bytes ({_mib(size)}) exceeds the '
             f"limit of {MAX_OBJECT} bytes ({_mib(MAX_OBJECT)}) per stored object"
         )
+
+
+def check_integers(data: bytes, obj: Any, what: str = "object") -> None:
+    """Refuse an object holding an integer outside int64 (a number past 2^64
+    would otherwise be stored as it is and break every Go client that reads
+    it). `data` is the object's JSON: only a run of 19 digits in it makes
+    the check walk `obj` to name the field."""
+    if _LONG_DIGITS.search(data) is None:
+        return
+    found = _out_of_range(obj, "")
+    if found is not None:
+        path, value = found
+        raise Invalid(
+            f"{path or what}: the integer {str(value)[:40]} is out of range "
+            f"(integers must fit in 64 bits: {INT_MIN} to {INT_MAX})"
+        )
+
+
+def _out_of_range(value: Any, path: str) -> tuple[str, int] | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None if INT_MIN <= value <= INT_MAX else (path, value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _out_of_range(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _out_of_range(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None

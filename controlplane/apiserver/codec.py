@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from controlplane.api import jsoncodec
+from controlplane.api import jsoncodec, limits
 from controlplane.api.kinds import KindInfo, UnknownKind, by_kind
 from controlplane.client.errors import Invalid
 
@@ -36,7 +36,9 @@ def encode(obj: Object) -> bytes:
     head = [k for k in _HEAD if k in obj]
     if list(obj)[: len(head)] != head:
         obj = {**{k: obj[k] for k in head}, **{k: v for k, v in obj.items() if k not in _HEAD}}
-    return jsoncodec.dumps(obj)
+    data = jsoncodec.dumps(obj)
+    limits.check_integers(data, obj)
+    return data
 
 
 def with_version(data: bytes, rev: int) -> bytes:

@@ -229,7 +229,7 @@ class Registry(RegistryBase):
             meta["name"] = self._generated_name(str(meta["generateName"]))
         if info.has_status and info.kind not in ("Node",):
             obj.pop("status", None)
-        name = str(meta["name"])
+        name = str(meta.get("name") or "")  # validation refuses a missing one
         self.authorizer.authorize(identity, "create", info, ns, name, None, obj)
         defaults.apply_defaults(info.key, obj)
         self.validate(info, obj, None)

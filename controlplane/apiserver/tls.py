@@ -30,6 +30,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from controlplane.client.privatefile import write_private
+
 # Clients pin the CA and ask for this name, whatever address they dial.
 SERVER_NAME = "skiff-apiserver"
 # The identity agents accept: the API server's client certificate.
@@ -48,16 +50,6 @@ class Pki:
     agent_client_cert_pem: bytes = b""
     agent_client_key_pem: bytes = b""
     ca_key_pem: bytes = b""  # for sign_agent_csr
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -195,8 +187,8 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
             )
             .sign(ca_key, hashes.SHA256())
         )
-        _write(ca_key_path, _key_pem(ca_key), 0o600)
-        _write(ca_crt, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+        write_private(ca_key_path, _key_pem(ca_key), 0o600)
+        write_private(ca_crt, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
         for stale in ("server.crt", "server.key", "apiserver-agent-client.crt"):
             (pki / stale).unlink(missing_ok=True)
     ca_pem = ca_crt.read_bytes()
@@ -209,22 +201,22 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
         cert_pem, key_pem = _issue_server(
             loaded_key, x509.load_pem_x509_certificate(ca_pem), dns, ips
         )
-        _write(key, key_pem, 0o600)
-        _write(crt, cert_pem, 0o644)
+        write_private(key, key_pem, 0o600)
+        write_private(crt, cert_pem, 0o644)
     secret_path = pki / "token-secret"
     if not secret_path.exists():
-        _write(secret_path, secrets.token_hex(32).encode(), 0o600)
+        write_private(secret_path, secrets.token_hex(32).encode(), 0o600)
     sa_key = pki / "sa.key"
     if not sa_key.exists():
-        _write(sa_key, _key_pem(ec.generate_private_key(ec.SECP256R1())), 0o600)
+        write_private(sa_key, _key_pem(ec.generate_private_key(ec.SECP256R1())), 0o600)
     client_crt, client_key = pki / "apiserver-agent-client.crt", pki / "apiserver-agent-client.key"
     if not client_crt.exists() or not client_key.exists():
         ckey = ec.generate_private_key(ec.SECP256R1())
         usage = x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
         ca_cert = x509.load_pem_x509_certificate(ca_pem)
-        _write(client_key, _key_pem(ckey), 0o600)
-        _write(client_crt, _sign(loaded_key, ca_cert, AGENT_CLIENT_CN, ckey.public_key(), usage, []),
-               0o644)  # fmt: skip
+        write_private(client_key, _key_pem(ckey), 0o600)
+        write_private(client_crt, _sign(loaded_key, ca_cert, AGENT_CLIENT_CN, ckey.public_key(),
+                                        usage, []), 0o644)  # fmt: skip
     return Pki(ca_pem, crt.read_bytes(), key.read_bytes(), secret_path.read_bytes().strip(),
                sa_key.read_bytes(), client_crt.read_bytes(), client_key.read_bytes(),
                ca_key_path.read_bytes())  # fmt: skip

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from controlplane.client.kubeconfig import GRPC_EXTENSION
+from controlplane.client.privatefile import write_private
 
 ENV_VAR = "SKIFF_CONFIG"
 KUBECONFIG_VAR = "KUBECONFIG"
@@ -203,6 +204,4 @@ def dump_config(config: ClientConfig) -> str:
 
 def write_config(path: Path, config: ClientConfig) -> None:
     """Write atomically with mode 0600 (the file holds a secret)."""
-    from controlplane.client.kubeconfig import write_private
-
     write_private(path, dump_config(config))

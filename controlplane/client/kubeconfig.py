@@ -5,21 +5,20 @@ context, with the CA inline (certificate-authority-data), naming the REST
 API as `https://host:port`. The cluster's `extensions` entry
 `skiff.dev/grpc` carries the address of skiff's gRPC API (the same
 host:port unless the control plane serves gRPC on a port of its own), so
-skiffctl reads the same file (`parse_kubeconfig`). `write_private` writes
-any credential file: 0600 from its creation (O_EXCL on a fresh temporary
-name), then an atomic rename; never readable by others, not even briefly.
-This module only reads and writes text; it opens no connection.
+skiffctl reads the same file (`controlplane.client.config.parse_kubeconfig`).
+The file is written 0600 by controlplane.client.privatefile, never readable
+by others. This module only writes text; it opens no connection.
 """
 
 from __future__ import annotations
 
 import base64
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from controlplane.client.privatefile import write_private
 
 GRPC_EXTENSION = "skiff.dev/grpc"  # the cluster extension naming the gRPC address
 NAME = "skiff"
@@ -44,22 +43,6 @@ def dump_kubeconfig(
         "preferences": {},
     }
     return yaml.safe_dump(doc, sort_keys=False)
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write `text` to `path` with mode 0600 atomically (see the module docstring)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def write_kubeconfig(

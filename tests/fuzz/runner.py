@@ -80,7 +80,8 @@ def run(target: Target, n: int, rng_seed: int, time_limit: float = 5.0) -> Stats
             signal.setitimer(signal.ITIMER_REAL, 0)
 
     try:
-        feed()
+        with target.session():
+            feed()
     finally:
         signal.signal(signal.SIGALRM, old)
     stats.leaked_fds = max(0, open_fds() - fds)

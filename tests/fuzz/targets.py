@@ -1,6 +1,8 @@
 """Fuzz targets for every parser that takes outside input (issue 17): tar
-layers, image manifests and indexes, registry responses, CRI request fields,
-CNI configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames.
+layers, image manifests, registry responses, CRI request fields, CNI
+configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames here; image
+indexes (image_index.py), API objects and patches (api_objects.py) and the
+agent endpoint's HTTP (agent_http.py) in modules of their own.
 
 Each target is a Hypothesis strategy and a `check(input)` that returns
 "ok" (a correct result, its invariants checked) or "rejected" (a clear
@@ -12,6 +14,7 @@ and leaked fds, threads and mounts.
 
 from __future__ import annotations
 
+import contextlib
 import email.message
 import gzip
 import io
@@ -24,6 +27,7 @@ import tarfile
 import tempfile
 import zlib
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,15 +48,23 @@ from runtime.image.errors import BadContent, Unauthorized
 from runtime.image.pull import parse_manifest, validate_manifest_doc
 from runtime.image.registry import PullSettings, RepositoryClient
 from runtime.image.unpack import Limits, unpack_layer
+from tests.fuzz.agent_http import check_http, http_inputs, http_session
+from tests.fuzz.api_objects import api_inputs, api_session, check_api
+from tests.fuzz.image_index import check_index, index_inputs
 
 Check = Callable[[Any], str]
 
 
 @dataclass(frozen=True)
 class Target:
+    """`session`, when given, is entered around a run: the resources the
+    checks share (a registry, a live endpoint), released before leaks are
+    counted."""
+
     name: str
     strategy: st.SearchStrategy[Any]
     check: Check
+    session: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
 
 
 # -- tar layers -----------------------------------------------------------------
@@ -530,6 +542,9 @@ TARGETS = [
     Target("dns_message", dns_inputs, check_dns),
     Target("spdy_frame", spdy_inputs, check_spdy),
     Target("websocket_frame", ws_inputs, check_ws),
+    Target("image_index", index_inputs, check_index),
+    Target("api_object", api_inputs, check_api, api_session),
+    Target("agent_http", http_inputs, check_http, http_session),
 ]
 
 

@@ -9,7 +9,7 @@ import pytest
 from tests.fuzz.runner import run
 from tests.fuzz.targets import TARGETS, Target
 
-SHORT = {"tar_layer": 40, "registry_response": 60}
+SHORT = {"tar_layer": 40, "registry_response": 60, "api_object": 60}
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
