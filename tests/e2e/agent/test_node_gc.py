@@ -49,7 +49,9 @@ def tuned_node(
         control_plane.data_dir,
         runtime_kind,
         registry.url,
-        agent_args=args,
+        # No cluster DNS (none of these tests resolve names): its default
+        # address is one per host, taken by any other e2e node running now.
+        agent_args=(*args, "--cluster-dns", ""),
     ) as n:
         try:
             n.wait_ready(admin)
