@@ -72,8 +72,9 @@ class CRIClient:
     def version(self) -> cri.VersionResponse:
         return self._call("Version", self.runtime.Version, cri.VersionRequest(version="v1"))
 
-    def status(self, verbose: bool = False) -> cri.StatusResponse:
-        return self._call("Status", self.runtime.Status, cri.StatusRequest(verbose=verbose))
+    def status(self, verbose: bool = False, timeout: float | None = None) -> cri.StatusResponse:
+        req = cri.StatusRequest(verbose=verbose)
+        return self._call("Status", self.runtime.Status, req, timeout)
 
     def update_runtime_config(self, pod_cidr: str) -> None:
         req = cri.UpdateRuntimeConfigRequest(
@@ -182,10 +183,9 @@ class CRIClient:
         resp = self._call("ImageStatus", self.images.ImageStatus, req)
         return resp.image if resp.HasField("image") else None
 
-    def list_images(self) -> list[cri.Image]:
-        return list(
-            self._call("ListImages", self.images.ListImages, cri.ListImagesRequest()).images
-        )
+    def list_images(self, timeout: float | None = None) -> list[cri.Image]:
+        req = cri.ListImagesRequest()
+        return list(self._call("ListImages", self.images.ListImages, req, timeout).images)
 
     def remove_image(self, image: str) -> None:
         req = cri.RemoveImageRequest(image=cri.ImageSpec(image=image))

@@ -151,6 +151,13 @@ def add_resource_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--maximum-dead-containers-per-container", type=int, default=1)
     p.add_argument("--maximum-dead-containers", type=int, default=-1)
     p.add_argument("--minimum-container-ttl-duration", default="0s")
+    p.add_argument("--container-gc-period", default="1m0s", help="how often dead containers go")
+    p.add_argument("--image-gc-period", default="5m0s", help="how often image GC looks")
+    p.add_argument(
+        "--pleg-unhealthy-threshold",
+        default="3m0s",
+        help="no relist completed for this long: the node is NotReady (PLEG is not healthy)",
+    )
 
 
 def resource_settings(args: argparse.Namespace) -> ResourceSettings:
@@ -176,6 +183,8 @@ def resource_settings(args: argparse.Namespace) -> ResourceSettings:
             ),
             max_containers=args.maximum_dead_containers,
         )
+        container_gc_period = _period("--container-gc-period", args.container_gc_period)
+        image_gc_period = _period("--image-gc-period", args.image_gc_period)
     except ValueError as err:
         raise SystemExit(f"skiff agent: {err}") from None
     if args.enforce_node_allocatable not in ("pods", "none", ""):
@@ -183,7 +192,29 @@ def resource_settings(args: argparse.Namespace) -> ResourceSettings:
             f"skiff agent: --enforce-node-allocatable {args.enforce_node_allocatable!r}:"
             " want pods or none"
         )
-    return ResourceSettings(eviction=eviction, image_gc=image_gc, container_gc=container_gc)
+    return ResourceSettings(
+        eviction=eviction,
+        image_gc=image_gc,
+        container_gc=container_gc,
+        container_gc_period=container_gc_period,
+        image_gc_period=image_gc_period,
+    )
+
+
+def _period(flag: str, text: str) -> float:
+    """A positive duration (a period of zero would spin)."""
+    seconds = _duration(flag, text)
+    if seconds <= 0:
+        raise ValueError(f"{flag} {text!r}: must be more than 0s")
+    return seconds
+
+
+def pleg_threshold(args: argparse.Namespace) -> float:
+    """--pleg-unhealthy-threshold in seconds; SystemExit naming the flag if bad."""
+    try:
+        return _period("--pleg-unhealthy-threshold", args.pleg_unhealthy_threshold)
+    except ValueError as err:
+        raise SystemExit(f"skiff agent: {err}") from None
 
 
 def _duration(flag: str, text: str) -> float:
@@ -394,6 +425,7 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
         ),
         workers=args.workers,
         resources=resources,
+        pleg_threshold=pleg_threshold(args),
         qos_cgroups=args.cgroups_per_qos == "true",
         enforce_node_allocatable=args.enforce_node_allocatable == "pods",
         pod_manifest_path=Path(args.pod_manifest_path) if args.pod_manifest_path else None,

@@ -24,6 +24,9 @@ from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer
 
 log = logging.getLogger("skiff.agent")
+# The heartbeat's runtime calls (Status, ListImages) wait this long at most: a
+# wedged runtime must not hold the node status back by the CRI default (30 s).
+STATUS_CALL_TIMEOUT = 5.0
 
 
 class NodeLoops:
@@ -91,7 +94,8 @@ class NodeLoops:
         if unhealthy:
             return unhealthy
         try:
-            conds = {c.type: c for c in self.cri.status().status.conditions}
+            status = self.cri.status(timeout=STATUS_CALL_TIMEOUT)
+            conds = {c.type: c for c in status.status.conditions}
         except CRIError as err:
             return f"container runtime is down: {err.message}"
         for kind in ("RuntimeReady", "NetworkReady"):
@@ -103,20 +107,25 @@ class NodeLoops:
         return None
 
     def node_status(self, old: Mapping[str, Any] | None) -> dict[str, Any]:
-        try:
-            images = [
-                {"names": [*i.repo_tags, *i.repo_digests], "sizeBytes": i.size}
-                for i in self.cri.list_images()
-                if i.repo_tags or i.repo_digests
-            ]
-        except CRIError:
-            images = []
+        # Readiness first: a wedged runtime (PLEG unhealthy) is not asked for
+        # its images, whose call would hold the heartbeat (and NotReady) back.
+        not_ready = self.runtime_not_ready()
+        images: list[dict[str, Any]] = list((old or {}).get("images") or [])
+        if not_ready is None:
+            try:
+                images = [
+                    {"names": [*i.repo_tags, *i.repo_digests], "sizeBytes": i.size}
+                    for i in self.cri.list_images(timeout=STATUS_CALL_TIMEOUT)
+                    if i.repo_tags or i.repo_digests
+                ]
+            except CRIError:
+                pass
         res = self.resources
         return node_status(
             self.node,
             Readings.take(self.node.fs_path),
             self.runtime_version,
-            self.runtime_not_ready(),
+            not_ready,
             images,
             old,
             pressures=res.pressures() if res is not None and res.manager is not None else None,

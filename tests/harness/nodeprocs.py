@@ -342,6 +342,14 @@ class Node:
         return f"unix://{self.base}/rt/cri.sock"
 
     @property
+    def runtime_pid(self) -> int:
+        """The pid of the runtime process this node started (skiff or containerd)."""
+        if self._containerd is not None:
+            return self._containerd.pid
+        assert self.runtime is not None
+        return self.runtime.pid
+
+    @property
     def pod_cgroup_root(self) -> str:
         return f"/{self.spec.cgroup_name}/pods"
 

@@ -3,12 +3,14 @@ management (issue 20)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import grpc
 import pytest
 
 from agent.cri_client import CRIError
+from agent.node_loops import NodeLoops
 from agent.node_status import NodeConfig, Readings, node_status
 from agent.pleg import Pleg
 from agent.runtime_view import PodRecord
@@ -73,3 +75,37 @@ def test_conditions_from_the_eviction_manager_and_runtime_problems() -> None:
     assert "ContainerRuntimeUnhealthy" not in conds(plain)
     wedged = node_status(cfg, READINGS, "x://1", "PLEG is not healthy: ...", [])
     assert conds(wedged)["Ready"][:2] == ("False", "AgentNotReady")
+
+
+class WedgedRuntime:
+    """A CRI client whose every call would hang: the test fails if one is made."""
+
+    def status(self, **kw: Any) -> Any:
+        raise AssertionError("Status asked of a wedged runtime")
+
+    def list_images(self, **kw: Any) -> Any:
+        raise AssertionError("ListImages asked of a wedged runtime")
+
+
+def test_node_status_with_pleg_unhealthy_asks_the_runtime_nothing() -> None:
+    """The heartbeat reports NotReady without waiting on the wedged runtime,
+    and keeps the image list it last reported."""
+    clock = [0.0]
+    view = View()
+    pleg = Pleg(view, lambda uid: None, now=lambda: clock[0], threshold=3.0)  # type: ignore[arg-type]
+    pleg.relist()
+    clock[0] = 4.0
+    loops = NodeLoops(
+        NodeConfig(name="n"),
+        WedgedRuntime(),  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        None,
+        None,  # type: ignore[arg-type]
+        threading.Event(),
+        pleg=pleg,
+    )
+    old = {"images": [{"names": ["busybox:1.36"], "sizeBytes": 1}]}
+    st = loops.node_status(old)
+    assert conds(st)["Ready"][0] == "False" and "PLEG is not healthy" in conds(st)["Ready"][2]
+    assert st["images"] == old["images"]
