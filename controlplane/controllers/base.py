@@ -287,6 +287,18 @@ class Controller:
             self.informers.append(informer)
         return informer
 
+    def follow(
+        self,
+        informer: SharedInformer,
+        on_change: Callable[[Object], None],
+        on_delete: Callable[[Object], None] | None = None,
+    ) -> None:
+        """Call `on_change` with each added object and each update's new object,
+        and `on_delete` (if any) with each deleted one."""
+        informer.add_event_handler(
+            on_add=on_change, on_update=lambda _old, new: on_change(new), on_delete=on_delete
+        )
+
     def enqueue(self, obj: Object) -> None:
         self.queue.add(object_key(obj))
 

@@ -42,14 +42,8 @@ class CronJobController(Controller):
         self.cronjobs = self.watch("CronJob")
         self.jobs = self.watch("Job")
         ensure_indexer(self.jobs, CONTROLLER_UID, controller_uid_index)
-        self.cronjobs.add_event_handler(
-            on_add=self.enqueue, on_update=lambda o, n: self.enqueue(n), on_delete=self.enqueue
-        )
-        self.jobs.add_event_handler(
-            on_add=self._job_changed,
-            on_update=lambda o, n: self._job_changed(n),
-            on_delete=self._job_changed,
-        )
+        self.follow(self.cronjobs, self.enqueue, self.enqueue)
+        self.follow(self.jobs, self._job_changed, self._job_changed)
 
     def _job_changed(self, job: Object) -> None:
         ref = podutil.controller_ref(job)

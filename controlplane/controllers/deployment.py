@@ -78,11 +78,7 @@ class DeploymentController(Controller):
         self.pods = self.watch("Pod")
         ensure_indexer(self.rss, CONTROLLER_UID, controller_uid_index)
         ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
-        self.deployments.add_event_handler(
-            on_add=self.enqueue,
-            on_update=lambda o, n: self.enqueue(n),
-            on_delete=self.enqueue,
-        )
+        self.follow(self.deployments, self.enqueue, self.enqueue)
         self.rss.add_event_handler(
             on_add=self._rs_changed,
             on_update=self._rs_updated,

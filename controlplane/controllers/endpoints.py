@@ -106,9 +106,7 @@ class EndpointsController(Controller):
         self.services = self.watch("Service")
         self.pods = self.watch("Pod")
         self.endpoints = self.watch("Endpoints")
-        self.services.add_event_handler(
-            on_add=self.enqueue, on_update=lambda o, n: self.enqueue(n), on_delete=self.enqueue
-        )
+        self.follow(self.services, self.enqueue, self.enqueue)
         self.pods.add_event_handler(
             on_add=self._pod,
             on_update=self._pod_updated,

@@ -30,9 +30,7 @@ class NamespaceController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.namespaces = self.watch("Namespace")
-        self.namespaces.add_event_handler(
-            on_add=self._changed, on_update=lambda o, n: self._changed(n)
-        )
+        self.follow(self.namespaces, self._changed)
 
     def _changed(self, ns: Object) -> None:
         if podutil.is_deleting(ns):

@@ -69,8 +69,8 @@ class NodeLifecycleController(Controller):
         self.nodes.add_event_handler(
             on_add=self.enqueue, on_update=self._node_updated, on_delete=self._node_deleted
         )
-        self.leases.add_event_handler(on_add=self._lease, on_update=lambda o, n: self._lease(n))
-        self.pods.add_event_handler(on_add=self._pod, on_update=lambda o, n: self._pod(n))
+        self.follow(self.leases, self._lease)
+        self.follow(self.pods, self._pod)
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[str, float]] = {}  # node -> (heartbeat text, when we saw it)
         self._buckets: dict[str, _Bucket] = {}

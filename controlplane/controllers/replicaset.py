@@ -71,11 +71,7 @@ class PodOwnerController(Controller):
         self.pods = self.watch("Pod")
         ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
         ensure_indexer(self.pods, ORPHANS, orphan_index)
-        self.owners.add_event_handler(
-            on_add=self.enqueue,
-            on_update=lambda old, new: self.enqueue(new),
-            on_delete=self._owner_deleted,
-        )
+        self.follow(self.owners, self.enqueue, self._owner_deleted)
         self.pods.add_event_handler(
             on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted
         )

@@ -83,11 +83,7 @@ class VolcanoJobController(Controller):
         self.killed: set[str] = set()  # uids of pods this controller deleted
         self.events: dict[str, list[tuple[str, str, str]]] = {}  # job key -> (event, task, pod)
         self.fired: set[tuple[str, int, str]] = set()  # (job uid, version, task) TaskCompleted
-        self.jobs.add_event_handler(
-            on_add=self.enqueue,
-            on_update=lambda old, new: self.enqueue(new),
-            on_delete=self.enqueue,
-        )
+        self.follow(self.jobs, self.enqueue, self.enqueue)
         self.pods.add_event_handler(
             on_add=self._pod_changed,
             on_update=lambda old, new: self._pod_changed(new, old),
