@@ -56,6 +56,12 @@ SUCCESS = Status()
 SKIP = Status(Code.SKIP)
 
 
+def relevant(applies: object) -> Status:
+    """A PreFilter/PreScore answer: SUCCESS when `applies` is truthy (the plugin has
+    work for the pod), else SKIP."""
+    return SUCCESS if applies else SKIP
+
+
 def unschedulable(*reasons: str, unresolvable: bool = False) -> Status:
     code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
     return Status(code, tuple(reasons))
