@@ -287,6 +287,13 @@ class Controller:
             self.informers.append(informer)
         return informer
 
+    def watch_primary(self, kind: str) -> SharedInformer:
+        """Watch the kind this controller reconciles: every add, update and
+        delete of one of its objects queues that object's key."""
+        informer = self.watch(kind)
+        self.follow(informer, self.enqueue, self.enqueue)
+        return informer
+
     def follow(
         self,
         informer: SharedInformer,

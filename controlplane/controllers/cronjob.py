@@ -39,10 +39,9 @@ class CronJobController(Controller):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.cronjobs = self.watch("CronJob")
+        self.cronjobs = self.watch_primary("CronJob")
         self.jobs = self.watch("Job")
         ensure_indexer(self.jobs, CONTROLLER_UID, controller_uid_index)
-        self.follow(self.cronjobs, self.enqueue, self.enqueue)
         self.follow(self.jobs, self._job_changed, self._job_changed)
 
     def _job_changed(self, job: Object) -> None:

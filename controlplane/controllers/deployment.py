@@ -72,13 +72,12 @@ class DeploymentController(Controller):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.deployments = self.watch("Deployment")
+        self.deployments = self.watch_primary("Deployment")
         self.rss = self.watch("ReplicaSet")
         self.refs = ControllerRefManager(ctx.client, "Deployment", "ReplicaSet")
         self.pods = self.watch("Pod")
         ensure_indexer(self.rss, CONTROLLER_UID, controller_uid_index)
         ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
-        self.follow(self.deployments, self.enqueue, self.enqueue)
         self.rss.add_event_handler(
             on_add=self._rs_changed,
             on_update=self._rs_updated,

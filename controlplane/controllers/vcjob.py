@@ -72,7 +72,7 @@ class VolcanoJobController(Controller):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.jobs = self.watch(volcano.JOB_KEY)
+        self.jobs = self.watch_primary(volcano.JOB_KEY)
         self.pods = self.watch("Pod")
         self.groups = self.watch("PodGroup")
         self.claims = self.watch("PersistentVolumeClaim")
@@ -83,7 +83,6 @@ class VolcanoJobController(Controller):
         self.killed: set[str] = set()  # uids of pods this controller deleted
         self.events: dict[str, list[tuple[str, str, str]]] = {}  # job key -> (event, task, pod)
         self.fired: set[tuple[str, int, str]] = set()  # (job uid, version, task) TaskCompleted
-        self.follow(self.jobs, self.enqueue, self.enqueue)
         self.pods.add_event_handler(
             on_add=self._pod_changed,
             on_update=lambda old, new: self._pod_changed(new, old),
