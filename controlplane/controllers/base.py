@@ -33,7 +33,7 @@ from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
-from controlplane.client.interface import ApiClient, Object
+from controlplane.client.interface import ApiClient, DeleteOptions, Object
 from controlplane.client.store import IndexFunc, object_key
 from controlplane.client.workqueue import (
     ItemExponentialFailureRateLimiter,
@@ -392,6 +392,19 @@ class Controller:
         return snap
 
     # ---- helpers for subclasses ----------------------------------------------
+
+    def delete_pod(self, pod: Object, grace_period_seconds: int | None = None) -> None:
+        """Delete this very pod: the UID precondition makes the API server
+        refuse (Conflict) when a new pod has taken its name meanwhile."""
+        self.client.delete(
+            "Pod",
+            podutil.name_of(pod),
+            podutil.namespace_of(pod),
+            DeleteOptions(
+                grace_period_seconds=grace_period_seconds,
+                precondition_uid=podutil.uid_of(pod) or None,
+            ),
+        )
 
     def run_parallel(self, fn: Callable[[T], Any], items: Iterable[T]) -> list[BaseException]:
         """Run `fn` over items on the shared API pool; the errors, in no order."""

@@ -24,7 +24,7 @@ from typing import Any
 
 from controlplane.api import rfc3339
 from controlplane.client import errors
-from controlplane.client.interface import DeleteOptions, Object
+from controlplane.client.interface import Object
 from controlplane.client.store import pod_node_index
 from controlplane.controllers import node_health, podutil
 from controlplane.controllers.base import Controller, ControllerContext, ensure_indexer
@@ -324,12 +324,7 @@ class NodeLifecycleController(Controller):
             due = added + delay
             if due <= now:
                 try:
-                    self.client.delete(
-                        "Pod",
-                        podutil.name_of(pod),
-                        podutil.namespace_of(pod),
-                        DeleteOptions(precondition_uid=podutil.uid_of(pod) or None),
-                    )
+                    self.delete_pod(pod)
                     self.recorder.event(
                         pod,
                         "Normal",

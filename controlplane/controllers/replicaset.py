@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.client import errors
-from controlplane.client.interface import DeleteOptions, Object
+from controlplane.client.interface import Object
 from controlplane.client.store import object_key
 from controlplane.controllers import podutil, ranking
 from controlplane.controllers.base import (
@@ -227,12 +227,7 @@ class PodOwnerController(Controller):
 
         def delete(pod: Object) -> None:
             try:
-                self.client.delete(
-                    "Pod",
-                    podutil.name_of(pod),
-                    podutil.namespace_of(pod),
-                    DeleteOptions(precondition_uid=podutil.uid_of(pod) or None),
-                )
+                self.delete_pod(pod)
             except Exception:
                 self.expectations.deletion_observed(key, podutil.uid_of(pod))
                 raise
