@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -182,6 +182,8 @@ def orphan_index(obj: Object) -> list[str]:
 CONTROLLER_UID = "controller-uid"
 OWNER_UID = "owner-uid"
 ORPHANS = "orphans"
+# What an owner's claiming looks up: its own objects and the adoptable ones.
+CLAIMABLE: Mapping[str, IndexFunc] = {CONTROLLER_UID: controller_uid_index, ORPHANS: orphan_index}
 
 
 @dataclass
@@ -281,8 +283,12 @@ class Controller:
 
     # ---- wiring ---------------------------------------------------------------
 
-    def watch(self, kind: str) -> SharedInformer:
+    def watch(self, kind: str, indexers: Mapping[str, IndexFunc] | None = None) -> SharedInformer:
+        """The shared informer of `kind`, started with this controller and
+        given `indexers` unless an indexer of that name is there already."""
         informer = self.ctx.informer(kind)
+        for name, func in (indexers or {}).items():
+            ensure_indexer(informer, name, func)
         if informer not in self.informers:
             self.informers.append(informer)
         return informer

@@ -26,7 +26,6 @@ from controlplane.controllers.base import (
     Controller,
     ControllerContext,
     controller_uid_index,
-    ensure_indexer,
 )
 from controlplane.controllers.job import finished_condition
 
@@ -40,8 +39,7 @@ class CronJobController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.cronjobs = self.watch_primary("CronJob")
-        self.jobs = self.watch("Job")
-        ensure_indexer(self.jobs, CONTROLLER_UID, controller_uid_index)
+        self.jobs = self.watch("Job", {CONTROLLER_UID: controller_uid_index})
         self.follow(self.jobs, self._job_changed, self._job_changed)
 
     def _job_changed(self, job: Object) -> None:

@@ -27,7 +27,7 @@ from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.client.store import pod_node_index
 from controlplane.controllers import node_health, podutil
-from controlplane.controllers.base import Controller, ControllerContext, ensure_indexer
+from controlplane.controllers.base import Controller, ControllerContext
 
 LEASE_NAMESPACE = "kube-node-lease"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -64,8 +64,7 @@ class NodeLifecycleController(Controller):
         super().__init__(ctx)
         self.nodes = self.watch("Node")
         self.leases = self.watch("Lease")
-        self.pods = self.watch("Pod")
-        ensure_indexer(self.pods, NODE_INDEX, pod_node_index)
+        self.pods = self.watch("Pod", {NODE_INDEX: pod_node_index})
         self.nodes.add_event_handler(
             on_add=self.enqueue, on_update=self._node_updated, on_delete=self._node_deleted
         )

@@ -22,14 +22,12 @@ from controlplane.client.interface import Object
 from controlplane.client.store import object_key
 from controlplane.controllers import podutil, ranking
 from controlplane.controllers.base import (
+    CLAIMABLE,
     CONTROLLER_UID,
     ORPHANS,
     Controller,
     ControllerContext,
     Expectations,
-    controller_uid_index,
-    ensure_indexer,
-    orphan_index,
 )
 from controlplane.controllers.refmanager import ControllerRefManager
 
@@ -68,9 +66,7 @@ class PodOwnerController(Controller):
         self.expectations = Expectations(ctx.clock)
         self.refs = ControllerRefManager(ctx.client, self.owner_kind, "Pod")
         self.owners = self.watch(self.owner_kind)
-        self.pods = self.watch("Pod")
-        ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
-        ensure_indexer(self.pods, ORPHANS, orphan_index)
+        self.pods = self.watch("Pod", CLAIMABLE)
         self.follow(self.owners, self.enqueue, self._owner_deleted)
         self.pods.add_event_handler(
             on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted

@@ -17,7 +17,7 @@ from controlplane.api import volumes as v
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.controllers import podutil, pv_plan
-from controlplane.controllers.base import Controller, ControllerContext, ensure_indexer
+from controlplane.controllers.base import Controller, ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,7 @@ class PvcProtectionController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.claims = self.watch("PersistentVolumeClaim")
-        self.pods = self.watch("Pod")
-        ensure_indexer(self.pods, CLAIMS_INDEX, claims_index)
+        self.pods = self.watch("Pod", {CLAIMS_INDEX: claims_index})
         self.follow(self.claims, self._claim)
         self.pods.add_event_handler(
             on_add=lambda p: None,
