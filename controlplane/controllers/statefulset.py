@@ -53,9 +53,7 @@ class StatefulSetController(PodOwnerController):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.claims = self.watch("PersistentVolumeClaim")
-        self.claims.add_event_handler(
-            on_add=lambda c: None, on_update=lambda old, new: None, on_delete=self._claim_gone
-        )
+        self.claims.add_event_handler(on_delete=self._claim_gone)
 
     def _claim_gone(self, claim: Object) -> None:
         for sts in self.owners.store.list(podutil.namespace_of(claim)):

@@ -38,7 +38,6 @@ class PvcProtectionController(Controller):
         self.pods = self.watch("Pod", {CLAIMS_INDEX: claims_index})
         self.follow(self.claims, self._claim)
         self.pods.add_event_handler(
-            on_add=lambda p: None,
             on_update=lambda old, new: self._pod(new),
             on_delete=self._pod,
         )
