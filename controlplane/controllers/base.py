@@ -21,6 +21,7 @@ This module never talks to the API server itself except through
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -398,6 +399,24 @@ class Controller:
         return snap
 
     # ---- helpers for subclasses ----------------------------------------------
+
+    def write_status(
+        self, kind: str, obj: Object, status: Mapping[str, Any], *, at_read_version: bool = False
+    ) -> bool:
+        """Write `status` as obj's status unless it has that status already.
+        The write is unconditional unless `at_read_version` (then a newer
+        object gets Conflict and the sync retries). False when obj is gone."""
+        if status == podutil.status(obj):
+            return True
+        body = copy.deepcopy(obj)
+        body["status"] = status
+        if not at_read_version:
+            body["metadata"].pop("resourceVersion", None)
+        try:
+            self.client.update_status(kind, body)
+        except errors.NotFound:
+            return False
+        return True
 
     def delete_pod(self, pod: Object, grace_period_seconds: int | None = None) -> None:
         """Delete this very pod: the UID precondition makes the API server

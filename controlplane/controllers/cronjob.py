@@ -171,13 +171,8 @@ class CronJobController(Controller):
             st["active"] = refs
         else:
             st.pop("active", None)
-        if st != podutil.status(cj):
-            cj["status"] = st
-            # At the resourceVersion read (lastScheduleTime must never go back).
-            try:
-                self.client.update_status("CronJob", cj)
-            except errors.NotFound:
-                pass
+        # At the resourceVersion read (lastScheduleTime must never go back).
+        self.write_status("CronJob", cj, st, at_read_version=True)
 
 
 def init(ctx: ControllerContext) -> Controller:

@@ -179,15 +179,11 @@ class JobController(PodOwnerController):
         st["conditions"] = conds
         if not st["conditions"]:
             st.pop("conditions")
-        if st != podutil.status(job):
-            job["status"] = st
-            # Written at the resourceVersion read: a cache behind the server
-            # (say, without the startTime we wrote) gets Conflict and a retry,
-            # never a lost startTime.
-            try:
-                self.client.update_status("Job", job)
-            except errors.NotFound:
-                return None
+        # Written at the resourceVersion read: a cache behind the server
+        # (say, without the startTime we wrote) gets Conflict and a retry,
+        # never a lost startTime.
+        if not self.write_status("Job", job, st, at_read_version=True):
+            return None
         return requeue
 
 

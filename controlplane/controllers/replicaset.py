@@ -315,14 +315,8 @@ class ReplicaSetController(PodOwnerController):
                 "observedGeneration": podutil.meta(rs).get("generation", 0),
             }
         )
-        if new != old:
-            body = copy.deepcopy(rs)
-            body["status"] = new
-            body["metadata"].pop("resourceVersion", None)
-            try:
-                self.client.update_status("ReplicaSet", body)
-            except errors.NotFound:
-                return None
+        if not self.write_status("ReplicaSet", rs, new):
+            return None
         if mrs > 0 and len(ready) > len(available):
             return float(mrs)
         return None

@@ -238,13 +238,7 @@ class StatefulSetController(PodOwnerController):
                 "updateRevision": revision,
             }
         )
-        if st != old:
-            sts["status"] = st
-            sts["metadata"].pop("resourceVersion", None)
-            try:
-                self.client.update_status("StatefulSet", sts)
-            except errors.NotFound:
-                pass
+        self.write_status("StatefulSet", sts, st)
 
 
 def init(ctx: ControllerContext) -> Controller:
