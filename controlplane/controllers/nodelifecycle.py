@@ -193,8 +193,7 @@ class NodeLifecycleController(Controller):
         for pod in self.pods.store.by_index(NODE_INDEX, node_name):
             if not podutil.is_ready(pod) or podutil.is_terminated(pod):
                 continue
-            body = copy.deepcopy(pod)
-            body["status"]["conditions"] = podutil.set_condition(
+            conditions = podutil.set_condition(
                 podutil.status(pod).get("conditions"),
                 "Ready",
                 "False",
@@ -202,11 +201,7 @@ class NodeLifecycleController(Controller):
                 "",
                 self.clock.now(),
             )
-            body["metadata"].pop("resourceVersion", None)
-            try:
-                self.client.update_status("Pod", body)
-            except errors.NotFound:
-                pass
+            self.write_status("Pod", pod, {**podutil.status(pod), "conditions": conditions})
 
     def _stale(self, name: str, now: float) -> bool:
         """Whether our own observation says the node stopped heartbeating."""
