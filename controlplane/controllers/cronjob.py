@@ -27,7 +27,7 @@ from controlplane.controllers.base import (
     ControllerContext,
     controller_uid_index,
 )
-from controlplane.controllers.job import finished_condition
+from controlplane.controllers.job import delete_job, finished_condition
 
 SCHEDULED_AT = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
@@ -146,15 +146,7 @@ class CronJobController(Controller):
                 key=lambda j: (podutil.created_at(j), podutil.name_of(j)),
             )
             for j in done[: max(0, len(done) - limit)]:
-                try:
-                    self.client.delete(
-                        "Job",
-                        podutil.name_of(j),
-                        podutil.namespace_of(j),
-                        DeleteOptions(propagation_policy="Background"),
-                    )
-                except errors.NotFound:
-                    pass
+                delete_job(self.client, j)
 
     def _write_status(self, cj: Object, st: dict[str, Any], active: list[Object]) -> None:
         refs = [
