@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -52,6 +51,7 @@ from controlplane.client.apiclient import connect  # noqa: E402
 from controlplane.client.config import load_config  # noqa: E402
 from controlplane.client.interface import ListOptions  # noqa: E402
 from tests.harness.ports import free_port  # noqa: E402
+from tests.harness.registry import stop_process  # noqa: E402
 from tests.harness.wait import wait_for  # noqa: E402
 from tests.unit.controlplane.storage.etcd_server import running_etcd  # noqa: E402
 
@@ -115,13 +115,7 @@ class Server:
         return int(self.ps.memory_info().rss)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_process(self.proc, timeout=30)
 
 
 # -- client processes ------------------------------------------------------------------

@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -46,6 +44,7 @@ from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.client.interface import DeleteOptions, ListOptions
 from tests.harness.ports import free_port
+from tests.harness.registry import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,13 +86,8 @@ class ControlPlaneProcess:
         return connect(load_config(self.data_dir / "admin.conf"), timeout=30)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc, timeout=20)
 
 
 class RemoteMetrics:

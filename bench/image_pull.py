@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -45,7 +44,7 @@ from runtime.image.registry import PullSettings
 from runtime.image.unpack import INFLATE_BACKEND, Extractor, decompressed, unpack_layer
 from tests.harness.images import MiB, TestImages
 from tests.harness.mounts import unmount_all
-from tests.harness.registry import Registry, run_registry
+from tests.harness.registry import Registry, run_registry, stop_process
 from tests.harness.wait import wait_for
 
 MIRRORED_HOST = "bench.skiff.local"
@@ -112,13 +111,7 @@ def run_containerd(base: Path, registry: Registry) -> Iterator[grpc.Channel]:
         yield channel
     finally:
         channel.close()
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=20)
+        stop_process(proc, timeout=20)
         log.close()
         unmount_all(base)
 

@@ -21,10 +21,11 @@ This module never talks to the API server itself except through
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -33,7 +34,7 @@ from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
-from controlplane.client.interface import ApiClient, Object
+from controlplane.client.interface import ApiClient, DeleteOptions, Object
 from controlplane.client.store import IndexFunc, object_key
 from controlplane.client.workqueue import (
     ItemExponentialFailureRateLimiter,
@@ -182,6 +183,8 @@ def orphan_index(obj: Object) -> list[str]:
 CONTROLLER_UID = "controller-uid"
 OWNER_UID = "owner-uid"
 ORPHANS = "orphans"
+# What an owner's claiming looks up: its own objects and the adoptable ones.
+CLAIMABLE: Mapping[str, IndexFunc] = {CONTROLLER_UID: controller_uid_index, ORPHANS: orphan_index}
 
 
 @dataclass
@@ -281,11 +284,34 @@ class Controller:
 
     # ---- wiring ---------------------------------------------------------------
 
-    def watch(self, kind: str) -> SharedInformer:
+    def watch(self, kind: str, indexers: Mapping[str, IndexFunc] | None = None) -> SharedInformer:
+        """The shared informer of `kind`, started with this controller and
+        given `indexers` unless an indexer of that name is there already."""
         informer = self.ctx.informer(kind)
+        for name, func in (indexers or {}).items():
+            ensure_indexer(informer, name, func)
         if informer not in self.informers:
             self.informers.append(informer)
         return informer
+
+    def watch_primary(self, kind: str) -> SharedInformer:
+        """Watch the kind this controller reconciles: every add, update and
+        delete of one of its objects queues that object's key."""
+        informer = self.watch(kind)
+        self.follow(informer, self.enqueue, self.enqueue)
+        return informer
+
+    def follow(
+        self,
+        informer: SharedInformer,
+        on_change: Callable[[Object], None],
+        on_delete: Callable[[Object], None] | None = None,
+    ) -> None:
+        """Call `on_change` with each added object and each update's new object,
+        and `on_delete` (if any) with each deleted one."""
+        informer.add_event_handler(
+            on_add=on_change, on_update=lambda _old, new: on_change(new), on_delete=on_delete
+        )
 
     def enqueue(self, obj: Object) -> None:
         self.queue.add(object_key(obj))
@@ -373,6 +399,37 @@ class Controller:
         return snap
 
     # ---- helpers for subclasses ----------------------------------------------
+
+    def write_status(
+        self, kind: str, obj: Object, status: Mapping[str, Any], *, at_read_version: bool = False
+    ) -> bool:
+        """Write `status` as obj's status unless it has that status already.
+        The write is unconditional unless `at_read_version` (then a newer
+        object gets Conflict and the sync retries). False when obj is gone."""
+        if status == podutil.status(obj):
+            return True
+        body = copy.deepcopy(obj)
+        body["status"] = status
+        if not at_read_version:
+            body["metadata"].pop("resourceVersion", None)
+        try:
+            self.client.update_status(kind, body)
+        except errors.NotFound:
+            return False
+        return True
+
+    def delete_pod(self, pod: Object, grace_period_seconds: int | None = None) -> None:
+        """Delete this very pod: the UID precondition makes the API server
+        refuse (Conflict) when a new pod has taken its name meanwhile."""
+        self.client.delete(
+            "Pod",
+            podutil.name_of(pod),
+            podutil.namespace_of(pod),
+            DeleteOptions(
+                grace_period_seconds=grace_period_seconds,
+                precondition_uid=podutil.uid_of(pod) or None,
+            ),
+        )
 
     def run_parallel(self, fn: Callable[[T], Any], items: Iterable[T]) -> list[BaseException]:
         """Run `fn` over items on the shared API pool; the errors, in no order."""

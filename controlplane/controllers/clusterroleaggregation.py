@@ -24,9 +24,7 @@ class ClusterRoleAggregationController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.roles = self.watch("ClusterRole")
-        self.roles.add_event_handler(
-            on_add=self._changed, on_update=lambda o, n: self._changed(n), on_delete=self._changed
-        )
+        self.follow(self.roles, self._changed, self._changed)
 
     def _changed(self, obj: Object) -> None:
         for role in self.roles.store.list():

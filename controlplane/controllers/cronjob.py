@@ -26,9 +26,8 @@ from controlplane.controllers.base import (
     Controller,
     ControllerContext,
     controller_uid_index,
-    ensure_indexer,
 )
-from controlplane.controllers.job import finished_condition
+from controlplane.controllers.job import delete_job, finished_condition
 
 SCHEDULED_AT = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
@@ -39,17 +38,9 @@ class CronJobController(Controller):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.cronjobs = self.watch("CronJob")
-        self.jobs = self.watch("Job")
-        ensure_indexer(self.jobs, CONTROLLER_UID, controller_uid_index)
-        self.cronjobs.add_event_handler(
-            on_add=self.enqueue, on_update=lambda o, n: self.enqueue(n), on_delete=self.enqueue
-        )
-        self.jobs.add_event_handler(
-            on_add=self._job_changed,
-            on_update=lambda o, n: self._job_changed(n),
-            on_delete=self._job_changed,
-        )
+        self.cronjobs = self.watch_primary("CronJob")
+        self.jobs = self.watch("Job", {CONTROLLER_UID: controller_uid_index})
+        self.follow(self.jobs, self._job_changed, self._job_changed)
 
     def _job_changed(self, job: Object) -> None:
         ref = podutil.controller_ref(job)
@@ -155,15 +146,7 @@ class CronJobController(Controller):
                 key=lambda j: (podutil.created_at(j), podutil.name_of(j)),
             )
             for j in done[: max(0, len(done) - limit)]:
-                try:
-                    self.client.delete(
-                        "Job",
-                        podutil.name_of(j),
-                        podutil.namespace_of(j),
-                        DeleteOptions(propagation_policy="Background"),
-                    )
-                except errors.NotFound:
-                    pass
+                delete_job(self.client, j)
 
     def _write_status(self, cj: Object, st: dict[str, Any], active: list[Object]) -> None:
         refs = [
@@ -180,13 +163,8 @@ class CronJobController(Controller):
             st["active"] = refs
         else:
             st.pop("active", None)
-        if st != podutil.status(cj):
-            cj["status"] = st
-            # At the resourceVersion read (lastScheduleTime must never go back).
-            try:
-                self.client.update_status("CronJob", cj)
-            except errors.NotFound:
-                pass
+        # At the resourceVersion read (lastScheduleTime must never go back).
+        self.write_status("CronJob", cj, st, at_read_version=True)
 
 
 def init(ctx: ControllerContext) -> Controller:

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.api.taints import tolerates
-from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.client.selectors import Requirement
 from controlplane.controllers import node_health, podutil, rollout
@@ -247,8 +246,7 @@ class DaemonSetController(PodOwnerController):
             for n in scheduled
             if any(podutil.labels_of(p).get(REVISION_LABEL) == revision for p in by_node[n])
         ]
-        old = dict(podutil.status(ds))
-        st = dict(old)
+        st = dict(podutil.status(ds))
         st.update(
             {
                 "observedGeneration": podutil.meta(ds).get("generation", 0),
@@ -263,13 +261,7 @@ class DaemonSetController(PodOwnerController):
                 "updatedNumberScheduled": len(updated),
             }
         )
-        if st != old:
-            ds["status"] = st
-            ds["metadata"].pop("resourceVersion", None)
-            try:
-                self.client.update_status("DaemonSet", ds)
-            except errors.NotFound:
-                pass
+        self.write_status("DaemonSet", ds, st)
 
 
 def init(ctx: ControllerContext) -> Controller:

@@ -32,7 +32,6 @@ from controlplane.controllers.base import (
     Controller,
     ControllerContext,
     controller_uid_index,
-    ensure_indexer,
 )
 from controlplane.controllers.refmanager import ControllerRefManager
 from controlplane.controllers.rollout import RS
@@ -72,17 +71,10 @@ class DeploymentController(Controller):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.deployments = self.watch("Deployment")
-        self.rss = self.watch("ReplicaSet")
+        self.deployments = self.watch_primary("Deployment")
+        self.rss = self.watch("ReplicaSet", {CONTROLLER_UID: controller_uid_index})
         self.refs = ControllerRefManager(ctx.client, "Deployment", "ReplicaSet")
-        self.pods = self.watch("Pod")
-        ensure_indexer(self.rss, CONTROLLER_UID, controller_uid_index)
-        ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
-        self.deployments.add_event_handler(
-            on_add=self.enqueue,
-            on_update=lambda o, n: self.enqueue(n),
-            on_delete=self.enqueue,
-        )
+        self.pods = self.watch("Pod", {CONTROLLER_UID: controller_uid_index})
         self.rss.add_event_handler(
             on_add=self._rs_changed,
             on_update=self._rs_updated,

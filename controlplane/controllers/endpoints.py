@@ -103,12 +103,9 @@ class EndpointsController(Controller):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.services = self.watch("Service")
+        self.services = self.watch_primary("Service")
         self.pods = self.watch("Pod")
         self.endpoints = self.watch("Endpoints")
-        self.services.add_event_handler(
-            on_add=self.enqueue, on_update=lambda o, n: self.enqueue(n), on_delete=self.enqueue
-        )
         self.pods.add_event_handler(
             on_add=self._pod,
             on_update=self._pod_updated,

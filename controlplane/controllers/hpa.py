@@ -321,13 +321,7 @@ class HPAController(Controller):
     def _write(self, hpa: Object, st: dict[str, Any], conds: list[Object] | None) -> None:
         st["conditions"] = conds
         st = {k: v for k, v in st.items() if v is not None}
-        if st != podutil.status(hpa):
-            hpa["status"] = st
-            hpa["metadata"].pop("resourceVersion", None)
-            try:
-                self.client.update_status("HorizontalPodAutoscaler", hpa)
-            except errors.NotFound:
-                pass
+        self.write_status("HorizontalPodAutoscaler", hpa, st)
 
 
 def _quantity(value: float, resource: str) -> str:

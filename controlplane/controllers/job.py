@@ -19,7 +19,7 @@ from typing import Any
 
 from controlplane.api import rfc3339
 from controlplane.client import errors
-from controlplane.client.interface import DeleteOptions, Object
+from controlplane.client.interface import ApiClient, DeleteOptions, Object
 from controlplane.controllers import job_calc, podutil, ranking
 from controlplane.controllers.base import Controller, ControllerContext
 from controlplane.controllers.replicaset import PodOwnerController, pod_from_template
@@ -33,6 +33,19 @@ def job_selector(job: Object) -> Object:
     if sel:
         return dict(sel)
     return {"matchLabels": {CONTROLLER_UID_LABEL: podutil.uid_of(job)}}
+
+
+def delete_job(client: ApiClient, job: Object) -> None:
+    """Delete a Job and, in the background, its pods; one already gone is fine."""
+    try:
+        client.delete(
+            "Job",
+            podutil.name_of(job),
+            podutil.namespace_of(job),
+            DeleteOptions(propagation_policy="Background"),
+        )
+    except errors.NotFound:
+        pass
 
 
 def finished_condition(job: Object) -> tuple[str, float | None]:
@@ -99,15 +112,7 @@ class JobController(PodOwnerController):
                 podutil.spec(job), job_calc.JobCounts(0, 0, 0), None, now, finished_at, finished
             )
             if plan.delete_job:
-                try:
-                    self.client.delete(
-                        "Job",
-                        podutil.name_of(job),
-                        podutil.namespace_of(job),
-                        DeleteOptions(propagation_policy="Background"),
-                    )
-                except errors.NotFound:
-                    pass
+                delete_job(self.client, job)
                 return None
             # A finished Job keeps no running pods (one created just before it
             # failed, or seen only after the final sync, is removed here).
@@ -179,15 +184,11 @@ class JobController(PodOwnerController):
         st["conditions"] = conds
         if not st["conditions"]:
             st.pop("conditions")
-        if st != podutil.status(job):
-            job["status"] = st
-            # Written at the resourceVersion read: a cache behind the server
-            # (say, without the startTime we wrote) gets Conflict and a retry,
-            # never a lost startTime.
-            try:
-                self.client.update_status("Job", job)
-            except errors.NotFound:
-                return None
+        # Written at the resourceVersion read: a cache behind the server
+        # (say, without the startTime we wrote) gets Conflict and a retry,
+        # never a lost startTime.
+        if not self.write_status("Job", job, st, at_read_version=True):
+            return None
         return requeue
 
 

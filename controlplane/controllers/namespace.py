@@ -30,9 +30,7 @@ class NamespaceController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.namespaces = self.watch("Namespace")
-        self.namespaces.add_event_handler(
-            on_add=self._changed, on_update=lambda o, n: self._changed(n)
-        )
+        self.follow(self.namespaces, self._changed)
 
     def _changed(self, ns: Object) -> None:
         if podutil.is_deleting(ns):
@@ -43,14 +41,8 @@ class NamespaceController(Controller):
         if ns is None or not podutil.is_deleting(ns):
             return None
         name = podutil.name_of(ns)
-        if podutil.status(ns).get("phase") != "Terminating":
-            body = copy.deepcopy(ns)
-            body.setdefault("status", {})["phase"] = "Terminating"
-            body["metadata"].pop("resourceVersion", None)
-            try:
-                self.client.update_status("Namespace", body)
-            except errors.NotFound:
-                return None
+        if not self.write_status("Namespace", ns, {**podutil.status(ns), "phase": "Terminating"}):
+            return None
         remaining = 0
         for info in kinds.all_kinds():
             if not info.namespaced or info.create_only:  # create-only: never stored

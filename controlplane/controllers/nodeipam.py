@@ -29,9 +29,7 @@ class NodeIpamController(Controller):
         self._lock = threading.Lock()
         self._assigned: dict[str, str] = {}
         self.nodes = self.watch("Node")
-        self.nodes.add_event_handler(
-            on_add=self._added, on_update=lambda o, n: self._added(n), on_delete=self._deleted
-        )
+        self.follow(self.nodes, self._added, self._deleted)
 
     def _cidr(self, node: Object) -> str:
         return str(podutil.spec(node).get("podCIDR") or "")

@@ -24,10 +24,10 @@ from typing import Any
 
 from controlplane.api import rfc3339
 from controlplane.client import errors
-from controlplane.client.interface import DeleteOptions, Object
+from controlplane.client.interface import Object
 from controlplane.client.store import pod_node_index
 from controlplane.controllers import node_health, podutil
-from controlplane.controllers.base import Controller, ControllerContext, ensure_indexer
+from controlplane.controllers.base import Controller, ControllerContext
 
 LEASE_NAMESPACE = "kube-node-lease"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -64,13 +64,12 @@ class NodeLifecycleController(Controller):
         super().__init__(ctx)
         self.nodes = self.watch("Node")
         self.leases = self.watch("Lease")
-        self.pods = self.watch("Pod")
-        ensure_indexer(self.pods, NODE_INDEX, pod_node_index)
+        self.pods = self.watch("Pod", {NODE_INDEX: pod_node_index})
         self.nodes.add_event_handler(
             on_add=self.enqueue, on_update=self._node_updated, on_delete=self._node_deleted
         )
-        self.leases.add_event_handler(on_add=self._lease, on_update=lambda o, n: self._lease(n))
-        self.pods.add_event_handler(on_add=self._pod, on_update=lambda o, n: self._pod(n))
+        self.follow(self.leases, self._lease)
+        self.follow(self.pods, self._pod)
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[str, float]] = {}  # node -> (heartbeat text, when we saw it)
         self._buckets: dict[str, _Bucket] = {}
@@ -194,8 +193,7 @@ class NodeLifecycleController(Controller):
         for pod in self.pods.store.by_index(NODE_INDEX, node_name):
             if not podutil.is_ready(pod) or podutil.is_terminated(pod):
                 continue
-            body = copy.deepcopy(pod)
-            body["status"]["conditions"] = podutil.set_condition(
+            conditions = podutil.set_condition(
                 podutil.status(pod).get("conditions"),
                 "Ready",
                 "False",
@@ -203,11 +201,7 @@ class NodeLifecycleController(Controller):
                 "",
                 self.clock.now(),
             )
-            body["metadata"].pop("resourceVersion", None)
-            try:
-                self.client.update_status("Pod", body)
-            except errors.NotFound:
-                pass
+            self.write_status("Pod", pod, {**podutil.status(pod), "conditions": conditions})
 
     def _stale(self, name: str, now: float) -> bool:
         """Whether our own observation says the node stopped heartbeating."""
@@ -324,12 +318,7 @@ class NodeLifecycleController(Controller):
             due = added + delay
             if due <= now:
                 try:
-                    self.client.delete(
-                        "Pod",
-                        podutil.name_of(pod),
-                        podutil.namespace_of(pod),
-                        DeleteOptions(precondition_uid=podutil.uid_of(pod) or None),
-                    )
+                    self.delete_pod(pod)
                     self.recorder.event(
                         pod,
                         "Normal",

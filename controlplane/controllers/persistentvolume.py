@@ -46,26 +46,10 @@ class PersistentVolumeController(Controller):
         self.classes = self.watch("StorageClass")
         self.nodes = self.watch("Node")
         self._said: dict[str, tuple[str, str]] = {}  # claim key -> last (reason, message)
-        self.claims.add_event_handler(
-            on_add=self._claim_changed,
-            on_update=lambda old, new: self._claim_changed(new),
-            on_delete=self._claim_deleted,
-        )
-        self.volumes.add_event_handler(
-            on_add=self._volume_changed,
-            on_update=lambda old, new: self._volume_changed(new),
-            on_delete=self._volume_changed,
-        )
-        self.classes.add_event_handler(
-            on_add=lambda sc: self._all_pending(),
-            on_update=lambda old, new: None,
-            on_delete=lambda sc: None,
-        )
-        self.nodes.add_event_handler(
-            on_add=lambda n: None,
-            on_update=self._node_updated,
-            on_delete=lambda n: None,
-        )
+        self.follow(self.claims, self._claim_changed, self._claim_deleted)
+        self.follow(self.volumes, self._volume_changed, self._volume_changed)
+        self.classes.add_event_handler(on_add=lambda sc: self._all_pending())
+        self.nodes.add_event_handler(on_update=self._node_updated)
 
     # ---- handlers -------------------------------------------------------------
 

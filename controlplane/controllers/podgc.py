@@ -11,7 +11,7 @@ a live node.
 from __future__ import annotations
 
 from controlplane.client import errors
-from controlplane.client.interface import DeleteOptions, Object
+from controlplane.client.interface import Object
 from controlplane.controllers import podutil
 from controlplane.controllers.base import Controller, ControllerContext
 
@@ -31,12 +31,7 @@ class PodGCController(Controller):
 
     def _force(self, pod: Object, reason: str) -> None:
         try:
-            self.client.delete(
-                "Pod",
-                podutil.name_of(pod),
-                podutil.namespace_of(pod),
-                DeleteOptions(grace_period_seconds=0, precondition_uid=podutil.uid_of(pod) or None),
-            )
+            self.delete_pod(pod, grace_period_seconds=0)
             self.deleted.append(f"{podutil.namespace_of(pod)}/{podutil.name_of(pod)}:{reason}")
         except (errors.NotFound, errors.Conflict):
             pass

@@ -72,7 +72,7 @@ class PodGroupController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.pods = self.watch("Pod")
-        self.pods.add_event_handler(on_add=self._maybe, on_update=lambda old, new: self._maybe(new))
+        self.follow(self.pods, self._maybe)
 
     def _maybe(self, pod: Object) -> None:
         if _wants_group(pod):

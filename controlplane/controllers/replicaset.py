@@ -18,18 +18,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.client import errors
-from controlplane.client.interface import DeleteOptions, Object
+from controlplane.client.interface import Object
 from controlplane.client.store import object_key
 from controlplane.controllers import podutil, ranking
 from controlplane.controllers.base import (
+    CLAIMABLE,
     CONTROLLER_UID,
     ORPHANS,
     Controller,
     ControllerContext,
     Expectations,
-    controller_uid_index,
-    ensure_indexer,
-    orphan_index,
 )
 from controlplane.controllers.refmanager import ControllerRefManager
 
@@ -68,14 +66,8 @@ class PodOwnerController(Controller):
         self.expectations = Expectations(ctx.clock)
         self.refs = ControllerRefManager(ctx.client, self.owner_kind, "Pod")
         self.owners = self.watch(self.owner_kind)
-        self.pods = self.watch("Pod")
-        ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
-        ensure_indexer(self.pods, ORPHANS, orphan_index)
-        self.owners.add_event_handler(
-            on_add=self.enqueue,
-            on_update=lambda old, new: self.enqueue(new),
-            on_delete=self._owner_deleted,
-        )
+        self.pods = self.watch("Pod", CLAIMABLE)
+        self.follow(self.owners, self.enqueue, self._owner_deleted)
         self.pods.add_event_handler(
             on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted
         )
@@ -231,12 +223,7 @@ class PodOwnerController(Controller):
 
         def delete(pod: Object) -> None:
             try:
-                self.client.delete(
-                    "Pod",
-                    podutil.name_of(pod),
-                    podutil.namespace_of(pod),
-                    DeleteOptions(precondition_uid=podutil.uid_of(pod) or None),
-                )
+                self.delete_pod(pod)
             except Exception:
                 self.expectations.deletion_observed(key, podutil.uid_of(pod))
                 raise
@@ -328,14 +315,8 @@ class ReplicaSetController(PodOwnerController):
                 "observedGeneration": podutil.meta(rs).get("generation", 0),
             }
         )
-        if new != old:
-            body = copy.deepcopy(rs)
-            body["status"] = new
-            body["metadata"].pop("resourceVersion", None)
-            try:
-                self.client.update_status("ReplicaSet", body)
-            except errors.NotFound:
-                return None
+        if not self.write_status("ReplicaSet", rs, new):
+            return None
         if mrs > 0 and len(ready) > len(available):
             return float(mrs)
         return None

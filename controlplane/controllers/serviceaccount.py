@@ -37,9 +37,7 @@ class _PerNamespace(Controller):
         super().__init__(ctx)
         self.namespaces = self.watch("Namespace")
         self.objects = self.watch(self.kind)
-        self.namespaces.add_event_handler(
-            on_add=self.enqueue, on_update=lambda o, n: self.enqueue(n)
-        )
+        self.follow(self.namespaces, self.enqueue)
         self.objects.add_event_handler(
             on_update=lambda o, n: self._object(n), on_delete=self._object
         )

@@ -53,9 +53,7 @@ class StatefulSetController(PodOwnerController):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.claims = self.watch("PersistentVolumeClaim")
-        self.claims.add_event_handler(
-            on_add=lambda c: None, on_update=lambda old, new: None, on_delete=self._claim_gone
-        )
+        self.claims.add_event_handler(on_delete=self._claim_gone)
 
     def _claim_gone(self, claim: Object) -> None:
         for sts in self.owners.store.list(podutil.namespace_of(claim)):
@@ -240,13 +238,7 @@ class StatefulSetController(PodOwnerController):
                 "updateRevision": revision,
             }
         )
-        if st != old:
-            sts["status"] = st
-            sts["metadata"].pop("resourceVersion", None)
-            try:
-                self.client.update_status("StatefulSet", sts)
-            except errors.NotFound:
-                pass
+        self.write_status("StatefulSet", sts, st)
 
 
 def init(ctx: ControllerContext) -> Controller:

@@ -32,13 +32,10 @@ from controlplane.client.interface import DeleteOptions, Object
 from controlplane.client.store import object_key
 from controlplane.controllers import podutil, vcjob_pods
 from controlplane.controllers.base import (
+    CLAIMABLE,
     CONTROLLER_UID,
-    ORPHANS,
     Controller,
     ControllerContext,
-    controller_uid_index,
-    ensure_indexer,
-    orphan_index,
 )
 from controlplane.controllers.refmanager import ControllerRefManager
 
@@ -72,22 +69,15 @@ class VolcanoJobController(Controller):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.jobs = self.watch(volcano.JOB_KEY)
-        self.pods = self.watch("Pod")
+        self.jobs = self.watch_primary(volcano.JOB_KEY)
+        self.pods = self.watch("Pod", CLAIMABLE)
         self.groups = self.watch("PodGroup")
         self.claims = self.watch("PersistentVolumeClaim")
-        ensure_indexer(self.pods, CONTROLLER_UID, controller_uid_index)
-        ensure_indexer(self.pods, ORPHANS, orphan_index)
         self.refs = ControllerRefManager(ctx.client, volcano.JOB_KEY, "Pod")
         self._lock = threading.Lock()
         self.killed: set[str] = set()  # uids of pods this controller deleted
         self.events: dict[str, list[tuple[str, str, str]]] = {}  # job key -> (event, task, pod)
         self.fired: set[tuple[str, int, str]] = set()  # (job uid, version, task) TaskCompleted
-        self.jobs.add_event_handler(
-            on_add=self.enqueue,
-            on_update=lambda old, new: self.enqueue(new),
-            on_delete=self.enqueue,
-        )
         self.pods.add_event_handler(
             on_add=self._pod_changed,
             on_update=lambda old, new: self._pod_changed(new, old),

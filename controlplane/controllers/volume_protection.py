@@ -17,7 +17,7 @@ from controlplane.api import volumes as v
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.controllers import podutil, pv_plan
-from controlplane.controllers.base import Controller, ControllerContext, ensure_indexer
+from controlplane.controllers.base import Controller, ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -35,15 +35,9 @@ class PvcProtectionController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.claims = self.watch("PersistentVolumeClaim")
-        self.pods = self.watch("Pod")
-        ensure_indexer(self.pods, CLAIMS_INDEX, claims_index)
-        self.claims.add_event_handler(
-            on_add=self._claim,
-            on_update=lambda old, new: self._claim(new),
-            on_delete=lambda c: None,
-        )
+        self.pods = self.watch("Pod", {CLAIMS_INDEX: claims_index})
+        self.follow(self.claims, self._claim)
         self.pods.add_event_handler(
-            on_add=lambda p: None,
             on_update=lambda old, new: self._pod(new),
             on_delete=self._pod,
         )
@@ -87,11 +81,7 @@ class PvProtectionController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.volumes = self.watch("PersistentVolume")
-        self.volumes.add_event_handler(
-            on_add=self.enqueue,
-            on_update=lambda old, new: self.enqueue(new),
-            on_delete=lambda pv: None,
-        )
+        self.follow(self.volumes, self.enqueue)
 
     def sync(self, key: str) -> float | None:
         pv = self.volumes.store.get_by_key(key)

@@ -56,6 +56,12 @@ SUCCESS = Status()
 SKIP = Status(Code.SKIP)
 
 
+def relevant(applies: object) -> Status:
+    """A PreFilter/PreScore answer: SUCCESS when `applies` is truthy (the plugin has
+    work for the pod), else SKIP."""
+    return SUCCESS if applies else SKIP
+
+
 def unschedulable(*reasons: str, unresolvable: bool = False) -> Status:
     code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
     return Status(code, tuple(reasons))
@@ -111,3 +117,11 @@ class CycleState:
     data: dict[str, Any] = field(default_factory=dict)
     skip_filter: set[str] = field(default_factory=set)
     skip_score: set[str] = field(default_factory=set)
+
+    def keep(self, key: str, value: object) -> Status:
+        """A PreFilter/PreScore's last step: SKIP when `value` is empty (nothing
+        left for the later points), else keep it under `key` and SUCCESS."""
+        if not value:
+            return SKIP
+        self.data[key] = value
+        return SUCCESS

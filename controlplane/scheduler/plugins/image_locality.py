@@ -17,7 +17,7 @@ from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots
 from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
-from controlplane.scheduler.types import SKIP, SUCCESS, CycleState, Status
+from controlplane.scheduler.types import CycleState, Status, relevant
 
 NAME = names.IMAGE_LOCALITY
 MB = 1024 * 1024
@@ -29,7 +29,7 @@ class ImageLocality:
     name = NAME
 
     def pre_score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Status:
-        return SUCCESS if any(i in cache.image_cols for i in pod.images) else SKIP
+        return relevant(any(i in cache.image_cols for i in pod.images))
 
     def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
         total_nodes = max(cache.node_count(), 1)

@@ -23,12 +23,11 @@ from controlplane.scheduler.podinfo import NodeSelectorTerm, PodInfo, Requiremen
 from controlplane.scheduler.types import (
     NODE_ADD,
     NODE_UPDATE,
-    SKIP,
-    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
     Status,
+    relevant,
 )
 
 NAME = names.NODE_AFFINITY
@@ -129,7 +128,7 @@ class NodeAffinity:
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
-        return SUCCESS if pod.node_selector or pod.required_node_terms is not None else SKIP
+        return relevant(pod.node_selector or pod.required_node_terms is not None)
 
     def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
         return FilterResult.reject(
@@ -137,7 +136,7 @@ class NodeAffinity:
         )
 
     def pre_score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Status:
-        return SUCCESS if pod.preferred_node_terms else SKIP
+        return relevant(pod.preferred_node_terms)
 
     def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
         total = np.zeros(len(slots), np.int64)

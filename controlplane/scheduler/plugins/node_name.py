@@ -11,12 +11,11 @@ from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
-    SKIP,
-    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
     Status,
+    relevant,
 )
 
 NAME = names.NODE_NAME
@@ -27,7 +26,7 @@ class NodeName:
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
-        return SUCCESS if pod.node_name else SKIP
+        return relevant(pod.node_name)
 
     def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
         info = cache.nodes.get(pod.node_name)

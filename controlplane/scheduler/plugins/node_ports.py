@@ -18,11 +18,10 @@ from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
     POD_DELETE,
-    SKIP,
-    SUCCESS,
     ClusterEvent,
     CycleState,
     Status,
+    relevant,
 )
 
 NAME = names.NODE_PORTS
@@ -37,7 +36,7 @@ class NodePorts:
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
-        return SUCCESS if pod.host_ports else SKIP
+        return relevant(pod.host_ports)
 
     def filter(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> FilterResult:
         bad = np.zeros(len(slots), bool)

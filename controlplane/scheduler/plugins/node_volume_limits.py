@@ -21,12 +21,12 @@ from controlplane.scheduler.types import (
     NODE_ADD,
     NODE_UPDATE,
     POD_DELETE,
-    SKIP,
     SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
     Status,
+    relevant,
 )
 
 NAME = names.NODE_VOLUME_LIMITS
@@ -66,9 +66,7 @@ class NodeVolumeLimits(NodeFilterPlugin):
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
         # The cache gives every allocatable resource a column: no limit column, no limits.
         limited = any(name.startswith(LIMIT_PREFIX) for name in cache.res_cols)
-        if not limited or not v.pod_claim_names(pod.pod):
-            return SKIP
-        return SUCCESS
+        return relevant(limited and v.pod_claim_names(pod.pod))
 
     def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if over_limit(pod, node):

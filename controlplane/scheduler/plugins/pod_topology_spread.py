@@ -31,12 +31,11 @@ from controlplane.scheduler.types import (
     NODE_UPDATE,
     POD_ADD,
     POD_DELETE,
-    SKIP,
-    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
     Status,
+    relevant,
 )
 
 NAME = names.POD_TOPOLOGY_SPREAD
@@ -77,7 +76,7 @@ class PodTopologySpread:
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
-        return SUCCESS if any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.spread) else SKIP
+        return relevant(any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.spread))
 
     def _allowed_tables(
         self, state: CycleState, pod: PodInfo, cache: Cache
@@ -131,9 +130,7 @@ class PodTopologySpread:
         return FilterResult(ok, reasons)
 
     def pre_score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Status:
-        return (
-            SUCCESS if any(c.when_unsatisfiable == "ScheduleAnyway" for c in pod.spread) else SKIP
-        )
+        return relevant(any(c.when_unsatisfiable == "ScheduleAnyway" for c in pod.spread))
 
     def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
         soft = [c for c in pod.spread if c.when_unsatisfiable == "ScheduleAnyway"]

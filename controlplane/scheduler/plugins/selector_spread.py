@@ -17,7 +17,7 @@ from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots
 from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
-from controlplane.scheduler.types import SKIP, SUCCESS, CycleState, Status
+from controlplane.scheduler.types import CycleState, Status, relevant
 
 NAME = names.SELECTOR_SPREAD
 ZONE = "topology.kubernetes.io/zone"
@@ -28,7 +28,7 @@ class SelectorSpread:
     name = NAME
 
     def pre_score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Status:
-        return SUCCESS if pod.owner and pod.owner in cache.owner_counts else SKIP
+        return relevant(pod.owner and pod.owner in cache.owner_counts)
 
     def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
         per_node = cache.owner_counts[pod.owner][: cache.n].astype(np.int64)

@@ -23,8 +23,6 @@ from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
     NODE_UPDATE,
-    SKIP,
-    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -65,10 +63,7 @@ class TaintToleration:
 
     def pre_score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Status:
         cols = [c for c, _, _ in untolerated(pod, cache, ("PreferNoSchedule",))]
-        if not cols:
-            return SKIP
-        state.data[NAME] = cols
-        return SUCCESS
+        return state.keep(NAME, cols)
 
     def score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> Scores:
         cols = state.data.get(NAME) or []

@@ -49,6 +49,7 @@ from controlplane.scheduler.types import (
     Resource,
     Status,
     error,
+    relevant,
     unschedulable,
 )
 from controlplane.scheduler.volume_state import VolumeLister
@@ -291,7 +292,7 @@ class VolumeBinding(NodeFilterPlugin):
     def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """SKIP when the pod has no claim to bind (its bind may then go in a batch)."""
         check: ClaimCheck | None = state.data.get(NAME)
-        return SUCCESS if check is not None and check.to_bind else SKIP
+        return relevant(check is not None and check.to_bind)
 
     def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         check: ClaimCheck | None = state.data.get(NAME)

@@ -138,10 +138,7 @@ class VolumeRestrictions(NodeFilterPlugin):
         st, held = exclusive_nodes(pod, users, self.state)
         if not st.ok:
             return st
-        if not held:
-            return SKIP
-        state.data[NAME] = held
-        return SUCCESS
+        return state.keep(NAME, held)
 
     def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         held: dict[str, tuple[str, str, str]] = state.data.get(NAME) or {}

@@ -73,11 +73,7 @@ class VolumeZone(NodeFilterPlugin):
             volume = self.state.volume(str(volume_name)) if volume_name else None
             if volume is not None:
                 bound.append(volume)
-        constraints = volume_topology(bound)
-        if not constraints:
-            return SKIP
-        state.data[NAME] = constraints
-        return SUCCESS
+        return state.keep(NAME, volume_topology(bound))
 
     def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if zone_conflict(state.data.get(NAME) or [], node.labels):
