@@ -72,7 +72,16 @@ def endpoints_subsets(svc: Mapping[str, Any], pods: Sequence[Mapping[str, Any]])
                 "uid": podutil.uid_of(pod),
             },
         }
-        node = podutil.spec(pod).get("nodeName")
+        pspec = podutil.spec(pod)
+        # A pod naming this Service as its subdomain is found by its hostname
+        # (`<hostname>.<svc>.<ns>.svc`): StatefulSet pods, Volcano svc-plugin pods.
+        if (
+            pspec.get("hostname")
+            and pspec.get("subdomain") == podutil.name_of(svc)
+            and podutil.namespace_of(pod) == podutil.namespace_of(svc)
+        ):
+            address["hostname"] = pspec["hostname"]
+        node = pspec.get("nodeName")
         if node:
             address["nodeName"] = node
         bucket = groups.setdefault(tuple(ports), {"addresses": [], "notReadyAddresses": []})

@@ -84,6 +84,17 @@ def test_endpoints_subsets_pure():
     assert sorted(s["ports"][0]["port"] for s in subsets) == [8080, 9090]
 
 
+def test_endpoints_name_pods_whose_subdomain_is_the_service():
+    """`<hostname>.<svc>` resolves only if the address carries the hostname:
+    set for a pod whose subdomain names this Service, not for another."""
+    mine, other, bare = (pod(n, {}, f"10.0.0.{i}", True) for i, n in enumerate("abc", 1))
+    mine["spec"].update(hostname="job-a-0", subdomain="web")
+    other["spec"].update(hostname="job-b-0", subdomain="elsewhere")
+    bare["spec"]["subdomain"] = "web"
+    addresses = endpoints_subsets(service(), [mine, other, bare])[0]["addresses"]
+    assert [a.get("hostname") for a in addresses] == ["job-a-0", None, None]
+
+
 def test_endpoints_follow_pods(env):
     e = env("endpoint,replicaset")
     e.client.create("Service", service())
