@@ -38,7 +38,7 @@ from controlplane.api import volcano
 from controlplane.client.clock import RealClock
 from tests.harness.cluster import ClusterControlPlane
 from tests.harness.wait import wait_for
-from tests.unit.scheduler.batch.harness import Env
+from tests.unit.controlplane.scheduler.batch.harness import Env
 
 Obj = dict[str, Any]
 

@@ -154,12 +154,15 @@ def test_get_table_names_and_json(cluster: Cluster) -> None:
     lines = r.out.splitlines()
     assert lines[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
     assert [ln.split()[0] for ln in lines[1:]] == ["web"]
+    # `kubernetes` is the API server's own Service in default, as on Kubernetes.
     assert cluster.ctl("get", "deploy,svc", "-o", "name").out.splitlines() == [
         "deployment.apps/web",
+        "service/kubernetes",
         "service/web",
     ]
     listed = json.loads(cluster.ctl("get", "svc", "-o", "json").out)
-    assert listed["kind"] == "List" and listed["items"][0]["metadata"]["name"] == "web"
+    assert listed["kind"] == "List"
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["kubernetes", "web"]
     r = cluster.ctl("get", "ns")
     assert "default" in r.out.split()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from controlplane.api import volumes as v
 from controlplane.scheduler.volume_state import InMemoryVolumeWriter
-from tests.unit.scheduler.harness import Env
+from tests.unit.controlplane.scheduler.harness import Env
 
 Obj = dict[str, Any]
 
