@@ -22,7 +22,8 @@ import pytest
 
 from agent.cri_client import CRIError
 from agent.pod_config import CONTAINER_NAME_LABEL, POD_UID_LABEL
-from agent.stream_proxy import RequestError, StreamProxy, StreamProxyConfig, parse_target
+from agent.stream_proxy import StreamProxy, StreamProxyConfig
+from agent.stream_targets import RequestError, parse_target
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.runtime.v1 import api_pb2 as cri
