@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Start the control plane on this VM and publish what nodes and the host need
 # (join token, CA certificate, admin credential) in the synced folder:
-# /skiff/vagrant/.cluster/. Usage: controlplane.sh ADVERTISE_IP
+# /skiff/vagrant/.cluster/. Usage: controlplane.sh ADVERTISE_IP [PORT]
 set -euo pipefail
 
-IP=${1:?usage: controlplane.sh ADVERTISE_IP}
+IP=${1:?usage: controlplane.sh ADVERTISE_IP [PORT]}
+PORT=${2:-6443}
 DATA=/var/lib/skiff/controlplane
 OUT=${SKIFF_SYNCED:-/skiff}/vagrant/.cluster
 
 cat > /etc/skiff/controlplane.env <<CONF
 SKIFF_ADVERTISE_ADDRESS=$IP
+SKIFF_API_PORT=$PORT
 CONF
 
 systemctl enable skiff-controlplane.service
@@ -37,4 +39,4 @@ mv -f "$OUT/ca.crt.tmp" "$OUT/ca.crt"
 mv -f "$OUT/admin.conf.tmp" "$OUT/admin.conf"
 mv -f "$OUT/join-token.tmp" "$OUT/join-token"
 install -m 0600 "$DATA/admin.conf" /etc/skiff/admin.conf
-echo "controlplane.sh: serving on $IP:6443; credentials in $OUT"
+echo "controlplane.sh: serving on $IP:$PORT; credentials in $OUT"
