@@ -18,7 +18,9 @@
 #                       boots a kernel, else qemu (TCG); cached per boot
 #
 # Env: SKIFF_VM_NS (namespace), SKIFF_NET (private network's first three
-# octets, default 192.168.56), SKIFF_VM_CACHE (default /var/cache/skiff/vm).
+# octets, default 192.168.56), SKIFF_MGMT_NET (the management network's, default
+# 192.168.121), SKIFF_VM_CACHE (default /var/cache/skiff/vm), SKIFF_LIBVIRTD
+# (the libvirtd binary).
 # Names shared with the Vagrantfile: networks skiff-mgmt and skiff-private,
 # pool skiff.
 set -euo pipefail
@@ -30,6 +32,7 @@ CACHE=${SKIFF_VM_CACHE:-/var/cache/skiff/vm}
 STATE=/run/skiff-vm/$NS
 POOL_DIR=$CACHE/pool
 HERE=$(cd "$(dirname "$0")" && pwd)
+LIBVIRTD=${SKIFF_LIBVIRTD:-libvirtd}
 
 die() { echo "vmnet.sh: $*" >&2; exit 1; }
 in_ns() { ip netns exec "$NS" "$@"; }
@@ -75,7 +78,10 @@ cmd_up() {
     # Daemons inside the namespace; `ip netns exec` also gives them a /sys of
     # the namespace, where libvirt finds its bridges.
     in_ns nice -n 10 virtlogd -d -p "$STATE/virtlogd.pid"
-    in_ns nice -n 10 libvirtd -d -p "$STATE/libvirtd.pid"
+    if ! in_ns nice -n 10 "$LIBVIRTD" -d -p "$STATE/libvirtd.pid"; then
+        cmd_down >&2
+        die "libvirt not running: $LIBVIRTD did not start (see /var/log/libvirt/libvirtd.log; is another libvirtd running?)"
+    fi
     local i
     for i in $(seq 1 100); do
         virsh_ns version >/dev/null 2>&1 && break

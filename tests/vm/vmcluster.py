@@ -247,6 +247,14 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
     cluster = VmCluster(workdir, env, cp_ip=f"{NET}.10")
     cluster.nodes = [VmNode(f"node{i}", f"{NET}.{10 + i}", cluster) for i in range(1, nodes + 1)]
     with ExitStack() as stack:
+        if os.environ.get("SKIFF_VM_KEEP") == "1":
+            # Debugging: leave the cluster up, to be removed by hand.
+            stack.callback(
+                say,
+                f"SKIFF_VM_KEEP=1: cluster left up (VAGRANT_DOTFILE_PATH={workdir}/dot); "
+                "remove it with `make -C vagrant down` and `rm -rf vagrant/.cluster`",
+            )
+            stack = ExitStack()
         stack.callback(shutil.rmtree, workdir, True)
         stack.callback(shutil.rmtree, CREDENTIALS, True)
         vmnet("up", env=env)
@@ -269,8 +277,8 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
         cluster.write_ssh_config()
         with timed("provision"):
             cluster.vagrant("provision", "controlplane")
-            fetch_env = _in_ns_env(env, workdir)
-            _run([str(VAGRANT_DIR / "fetch-credentials.sh")], fetch_env, 300, "fetch")
+            fetch = VAGRANT_DIR / "fetch-credentials.sh"
+            _run(["ip", "netns", "exec", NS, str(fetch)], env, 300, "fetch-credentials.sh")
             names = [n.name for n in cluster.nodes]
             cluster.vagrant("rsync", *names)
             _parallel_provision(cluster, names)
@@ -291,19 +299,6 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
                     message=f"nodes {names} Ready",
                 )
         yield cluster
-
-
-def _in_ns_env(env: dict[str, str], workdir: Path) -> dict[str, str]:
-    """fetch-credentials.sh runs `vagrant ssh`: inside the namespace."""
-    bindir = workdir / "bin"
-    bindir.mkdir(exist_ok=True)
-    shim = bindir / "vagrant"
-    real = shutil.which("vagrant") or "/usr/bin/vagrant"
-    shim.write_text(f'#!/bin/sh\nexec ip netns exec {NS} {real} "$@"\n')
-    shim.chmod(0o755)
-    out = dict(env)
-    out["PATH"] = f"{bindir}:{env.get('PATH', '/usr/bin:/bin')}"
-    return out
 
 
 def _parallel_provision(cluster: VmCluster, names: list[str]) -> None:

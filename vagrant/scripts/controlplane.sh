@@ -8,6 +8,7 @@ IP=${1:?usage: controlplane.sh ADVERTISE_IP [PORT]}
 PORT=${2:-6443}
 DATA=/var/lib/skiff/controlplane
 OUT=${SKIFF_SYNCED:-/skiff}/vagrant/.cluster
+WAIT=${SKIFF_CP_WAIT:-600}  # seconds; a VM under software emulation (TCG) starts slowly
 
 cat > /etc/skiff/controlplane.env <<CONF
 SKIFF_ADVERTISE_ADDRESS=$IP
@@ -18,14 +19,14 @@ systemctl enable skiff-controlplane.service
 systemctl restart skiff-controlplane.service  # re-provisioning picks up new code
 
 # The control plane writes its credentials once it serves.
-for _ in $(seq 1 120); do
+for _ in $(seq 1 "$WAIT"); do
     if [ -s "$DATA/join-token" ] && [ -s "$DATA/admin.conf" ] && [ -s "$DATA/pki/ca.crt" ]; then
         break
     fi
     sleep 1
 done
 if [ ! -s "$DATA/join-token" ]; then
-    echo "controlplane.sh: no join token after 120 s; see journalctl -u skiff-controlplane" >&2
+    echo "controlplane.sh: no join token after $WAIT s; see journalctl -u skiff-controlplane" >&2
     exit 1
 fi
 
