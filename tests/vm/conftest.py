@@ -5,6 +5,7 @@ phase times printed at the end."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Generator, Iterator
 from typing import Any
@@ -14,7 +15,20 @@ import pytest
 from controlplane.client.apiclient import GrpcApiClient
 from tests.harness.images import TestImages
 from tests.harness.registry import Registry
+from tests.vm import vmcluster
 from tests.vm.vmcluster import PHASES, VmCluster, VmError, vm_cluster
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    capman = config.pluginmanager.getplugin("capturemanager")
+
+    def uncaptured(line: str) -> None:
+        with capman.global_and_fixture_disabled():
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+    if capman is not None:
+        vmcluster.WRITE[0] = uncaptured
 
 
 @pytest.fixture(scope="session")

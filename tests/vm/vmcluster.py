@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,12 +61,18 @@ class VmError(RuntimeError):
     """A step of the VM cluster failed; the message says which and how to fix it."""
 
 
+def _write(line: str) -> None:
+    sys.stderr.write(line)
+    sys.stderr.flush()
+
+
+# Where progress lines go; conftest points it past pytest's output capture.
+WRITE: list[Callable[[str], None]] = [_write]
+
+
 def say(line: str) -> None:
-    """Print past pytest's capture: progress of a run that takes many minutes."""
-    out = sys.__stderr__
-    if out is not None:
-        out.write(f"[vm] {line}\n")
-        out.flush()
+    """Progress of a run that takes many minutes, shown as it happens."""
+    WRITE[0](f"[vm] {line}\n")
 
 
 def phase_done(name: str, started: float) -> None:

@@ -10,7 +10,7 @@
 # provisioning (`make deps venv`) needs no network.
 #
 # Idempotent and cached by its inputs: the box file is named by a hash of
-# the scripts here, the apt package list, pyproject.toml and the insecure key; a
+# the recipe (RECIPE below, customize.sh, Vagrantfile.box), the apt package list, pyproject.toml and the insecure key; a
 # box with that hash is reused, and `vagrant box add` runs only when Vagrant
 # does not hold that hash already.
 #
@@ -27,6 +27,12 @@ NAME=${SKIFF_BOX_NAME:-skiff-bookworm}
 DISK=${SKIFF_BOX_DISK:-8G}
 PYTHON=${PYTHON:-python3}
 
+# Bump when the image steps below change (the cache key holds it, with
+# customize.sh, the box's Vagrantfile, the package lists, pyproject.toml and
+# the key; not this whole file, so that a change of its other parts does not
+# cost a rebuild).
+RECIPE=skiff-box-1
+
 die() { echo "box/build.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (mmdebstrap and mkfs need it)"
 for tool in mmdebstrap mkfs.ext4 qemu-img vagrant; do
@@ -42,7 +48,7 @@ KEY_PUB=$(find /usr/share/rubygems-integration /usr/share/vagrant /opt/vagrant \
     -path '*/keys/vagrant.pub' 2>/dev/null | head -n1 || true)
 [ -n "$KEY_PUB" ] || die "Vagrant's insecure public key (keys/vagrant.pub) not found: is vagrant installed?"
 
-HASH=$( { cat "$HERE/build.sh" "$HERE/customize.sh" "$HERE/Vagrantfile.box"; echo "$APT_RUN $BOX_PKGS"; cat "$REPO/pyproject.toml" "$KEY_PUB"; } \
+HASH=$( { echo "$RECIPE"; cat "$HERE/customize.sh" "$HERE/Vagrantfile.box"; echo "$APT_RUN $BOX_PKGS"; cat "$REPO/pyproject.toml" "$KEY_PUB"; } \
     | sha256sum | cut -c1-16)
 BOX="$CACHE/$NAME-$HASH.box"
 
@@ -54,7 +60,14 @@ fi
 mkdir -p "$CACHE"
 if [ ! -s "$BOX" ]; then
     WORK=$(mktemp -d "$CACHE/build.XXXXXX")
-    trap 'rm -rf "$WORK"' EXIT
+    # On any exit: unmount what an interrupted mmdebstrap left mounted in the
+    # root (proc, sys, dev/pts), deepest first, then remove the work dir.
+    cleanup() {
+        findmnt -n -l -o TARGET | grep "^$WORK/" | sort -r | xargs -r -n1 umount -l || true
+        rm -rf --one-file-system "$WORK"
+    }
+    trap cleanup EXIT
+    trap 'exit 1' INT TERM
     MIRROR=${SKIFF_MIRROR:-$(grep -h -o -m1 -E 'https?://[^ ]+/debian/?$' \
         /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n1 || true)}
     MIRROR=${MIRROR:-http://deb.debian.org/debian}
@@ -92,6 +105,8 @@ PY
     cp "$HERE/Vagrantfile.box" "$WORK/box/Vagrantfile"
     tar -C "$WORK/box" -cf "$BOX.tmp" metadata.json Vagrantfile box.img vmlinuz initrd.img
     mv -f "$BOX.tmp" "$BOX"
+    # Boxes of other inputs are of no use any more.
+    find "$CACHE" -maxdepth 1 -name "$NAME-*.box" ! -name "$(basename "$BOX")" -delete
     echo "box/build.sh: built $BOX"
 else
     echo "box/build.sh: cached $BOX"
@@ -102,7 +117,11 @@ fi
 VHOME=${VAGRANT_HOME:-$HOME/.vagrant.d}
 MARK="$VHOME/boxes/$NAME/0/libvirt/skiff-build-hash"
 if [ "$(cat "$MARK" 2>/dev/null || true)" != "$HASH" ]; then
-    vagrant box add --force --name "$NAME" "$BOX"
+    # (from / : in a directory with a Vagrantfile, vagrant would make .vagrant/)
+    (cd / && vagrant box add --force --name "$NAME" "$BOX")
+    # A new box gets a new base volume in the libvirt pool (vagrant-libvirt
+    # names it by the box's time); the old ones are of no use any more.
+    find "$CACHE/pool" -maxdepth 1 -name "${NAME}_vagrant_box_image_*" -delete 2>/dev/null || true
     echo "$HASH" > "$MARK"
 fi
 echo "box/build.sh: box $NAME ready ($HASH)"
