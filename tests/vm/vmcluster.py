@@ -278,8 +278,9 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
             )
             stack.callback(relay.close)
         say(f"libvirt driver: {env['SKIFF_LIBVIRT_DRIVER']}")
+        everything = ["controlplane", *(n.name for n in cluster.nodes)]
         with timed("boot"):
-            cluster.vagrant("up", "--no-provision")
+            _each_machine(cluster, ["up", "--no-provision"], everything)
         cluster.write_ssh_config()
         with timed("provision"):
             cluster.vagrant("provision", "controlplane")
@@ -287,7 +288,7 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
             _run(["ip", "netns", "exec", NS, str(fetch)], env, 300, "fetch-credentials.sh")
             names = [n.name for n in cluster.nodes]
             cluster.vagrant("rsync", *names)
-            _parallel_provision(cluster, names)
+            _each_machine(cluster, ["provision"], names)
         with timed("join"):
             api_relay = TcpRelay(
                 "127.0.0.1",
@@ -307,23 +308,31 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
         yield cluster
 
 
-def _parallel_provision(cluster: VmCluster, names: list[str]) -> None:
-    procs = {
-        name: subprocess.Popen(
-            ["ip", "netns", "exec", NS, "vagrant", "provision", name],
-            cwd=VAGRANT_DIR,
-            env=cluster.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+def _each_machine(cluster: VmCluster, args: list[str], names: list[str]) -> None:
+    """`vagrant ARGS NAME` for every machine at once, one process each (one
+    vagrant process bringing up several libvirt machines in its own threads
+    stalled here for minutes before starting any domain). Output goes to
+    WORKDIR/NAME-ARG0.log, readable while it runs."""
+    procs = {}
+    for name in names:
+        log = (cluster.workdir / f"{name}-{args[0]}.log").open("w")
+        procs[name] = (
+            subprocess.Popen(
+                ["ip", "netns", "exec", NS, "vagrant", *args, name],
+                cwd=VAGRANT_DIR,
+                env=cluster.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            ),
+            log,
         )
-        for name in names
-    }
     failed = []
-    for name, proc in procs.items():
-        out, _ = proc.communicate(timeout=1800)
+    for name, (proc, log) in procs.items():
+        proc.wait(timeout=3600)
+        log.close()
         if proc.returncode != 0:
-            failed.append(f"vagrant provision {name} failed:\n{out[-3000:]}")
+            out = (cluster.workdir / f"{name}-{args[0]}.log").read_text(errors="replace")
+            failed.append(f"vagrant {' '.join(args)} {name} failed:\n{out[-3000:]}")
     if failed:
         raise VmError("\n".join(failed))
 
