@@ -5,6 +5,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 VENV ?= .venv
+# Optional dependencies the venv gets: the dev tools by default; the VMs of
+# vagrant/ run skiff without them (`make venv EXTRAS=`).
+EXTRAS ?= [dev]
 PY := $(VENV)/bin/python
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 STAMP := $(VENV)/.installed
@@ -53,7 +56,7 @@ deps-vm: deps-test
 $(STAMP): pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.$(EXTRAS)'
 	@touch $@
 
 venv: $(STAMP)

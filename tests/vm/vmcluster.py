@@ -280,15 +280,20 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
         say(f"libvirt driver: {env['SKIFF_LIBVIRT_DRIVER']}")
         everything = ["controlplane", *(n.name for n in cluster.nodes)]
         with timed("boot"):
-            _each_machine(cluster, ["up", "--no-provision"], everything)
+            _each_machine(cluster, ["up", "--no-provision"], everything, "up")
         cluster.write_ssh_config()
         with timed("provision"):
-            cluster.vagrant("provision", "controlplane")
+            # install.sh on every VM at once, then the control plane, then
+            # (with its credentials) the nodes.
+            _each_machine(
+                cluster, ["provision", "--provision-with", "install"], everything, "install"
+            )
+            cluster.vagrant("provision", "--provision-with", "controlplane", "controlplane")
             fetch = VAGRANT_DIR / "fetch-credentials.sh"
             _run(["ip", "netns", "exec", NS, str(fetch)], env, 300, "fetch-credentials.sh")
             names = [n.name for n in cluster.nodes]
             cluster.vagrant("rsync", *names)
-            _each_machine(cluster, ["provision"], names)
+            _each_machine(cluster, ["provision", "--provision-with", "node"], names, "node")
         with timed("join"):
             api_relay = TcpRelay(
                 "127.0.0.1",
@@ -308,14 +313,14 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
         yield cluster
 
 
-def _each_machine(cluster: VmCluster, args: list[str], names: list[str]) -> None:
+def _each_machine(cluster: VmCluster, args: list[str], names: list[str], label: str) -> None:
     """`vagrant ARGS NAME` for every machine at once, one process each (one
     vagrant process bringing up several libvirt machines in its own threads
     stalled here for minutes before starting any domain). Output goes to
-    WORKDIR/NAME-ARG0.log, readable while it runs."""
+    WORKDIR/NAME-LABEL.log, readable while it runs."""
     procs = {}
     for name in names:
-        log = (cluster.workdir / f"{name}-{args[0]}.log").open("w")
+        log = (cluster.workdir / f"{name}-{label}.log").open("w")
         procs[name] = (
             subprocess.Popen(
                 ["ip", "netns", "exec", NS, "vagrant", *args, name],
@@ -331,7 +336,7 @@ def _each_machine(cluster: VmCluster, args: list[str], names: list[str]) -> None
         proc.wait(timeout=3600)
         log.close()
         if proc.returncode != 0:
-            out = (cluster.workdir / f"{name}-{args[0]}.log").read_text(errors="replace")
+            out = (cluster.workdir / f"{name}-{label}.log").read_text(errors="replace")
             failed.append(f"vagrant {' '.join(args)} {name} failed:\n{out[-3000:]}")
     if failed:
         raise VmError("\n".join(failed))
