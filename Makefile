@@ -5,6 +5,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 VENV ?= .venv
+# Optional dependencies the venv gets: the dev tools by default; the VMs of
+# vagrant/ run skiff without them (`make venv EXTRAS=`).
+EXTRAS ?= [dev]
 PY := $(VENV)/bin/python
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 STAMP := $(VENV)/.installed
@@ -18,13 +21,23 @@ APT_RUN := iproute2 iptables nftables conntrack kmod procps libseccomp2 ca-certi
 APT_TEST := busybox-static docker-registry skopeo umoci etcd-server etcd-client \
 	containerd runc containernetworking-plugins shellcheck psmisc jq \
 	vagrant vagrant-libvirt
+# What `make test-vm` needs on top: QEMU, libvirt (its daemons are started by
+# vagrant/vmnet.sh inside the VM cluster's network namespace), mmdebstrap to
+# build the box, rsync and ssh for Vagrant.
+APT_VM := qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base \
+	mmdebstrap e2fsprogs rsync openssh-client vagrant vagrant-libvirt
 
-.PHONY: help up test lint typecheck proto proto-check deps deps-test venv check-host clean
+.PHONY: print-apt-run help up test test-vm deps-vm lint typecheck proto proto-check deps deps-test venv check-host clean
 
 help:
 	@echo "make up    install skiff and run it on this machine (skiff up)"
 	@echo "make test  install everything, then lint, type-check and run the test suite"
+	@echo "make test-vm  build the VM box, boot the Vagrant cluster (QEMU/libvirt) and run tests/vm"
 	@echo "make lint  ruff + mypy + import contracts;  make proto  regenerate gRPC stubs"
+
+# The run-time package list, for vagrant/box/build.sh (one home for it).
+print-apt-run:
+	@echo $(APT_RUN)
 
 check-host:
 	@[ "$$(id -u)" = 0 ] || { echo "skiff: run this as root (it installs packages and manages namespaces, mounts and cgroups)" >&2; exit 1; }
@@ -37,10 +50,13 @@ deps: check-host
 deps-test: deps
 	@dpkg -s $(APT_TEST) >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_TEST); }
 
+deps-vm: deps-test
+	@dpkg -s $(APT_VM) >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_VM); }
+
 $(STAMP): pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.$(EXTRAS)'
 	@touch $@
 
 venv: $(STAMP)
@@ -63,6 +79,11 @@ up: deps venv
 # pytest exits 5 when it collected nothing; that is not a failure of the suite.
 test: deps-test venv lint
 	$(PY) -m pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+# The Vagrant cluster for real (tests/vm, marker vm): box build (cached),
+# boot, provision, join, the multi-node scenarios, destroy; each phase timed.
+test-vm: deps-vm venv
+	$(PY) -m pytest -m vm tests/vm -p no:cacheprovider $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

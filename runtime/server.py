@@ -149,7 +149,9 @@ class Server:
         self.svc = RuntimeService(cfg, images, build_network(cfg), self.host)
         recover(self.svc)
         self.svc.janitor.start()
-        self.svc.pause = ensure_pause(str(cfg.state / "pause"))
+        # under root, not state: state is usually on /run, which systemd
+        # mounts noexec (on a VM with systemd every pod sandbox failed)
+        self.svc.pause = ensure_pause(str(cfg.root / "pause"))
         self.host.zygote = spawn.Zygote(cfg.state / "zygote")
         self.host.zygote.start(cfg.state / "zygote" / "zygote.log")
         self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=32))

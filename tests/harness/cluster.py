@@ -37,7 +37,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,11 +131,23 @@ def free_subnet() -> ipaddress.IPv4Network:
 
 
 class TcpRelay:
-    """Accepts on (host, port) and copies bytes both ways to `target`."""
+    """Accepts on (host, port) and copies bytes both ways to `target`.
+    `listener` (a listening socket on host:port) and `connect` (makes the
+    upstream connection) let either side live in another network namespace
+    (see tests.harness.netns.NetnsSockets)."""
 
-    def __init__(self, host: str, port: int, target: tuple[str, int]) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        target: tuple[str, int],
+        *,
+        listener: socket.socket | None = None,
+        connect: Callable[[tuple[str, int]], socket.socket] | None = None,
+    ) -> None:
         self.target = target
-        self.sock = socket.create_server((host, port), reuse_port=False)
+        self._connect = connect or (lambda addr: socket.create_connection(addr, timeout=10))
+        self.sock = listener or socket.create_server((host, port), reuse_port=False)
         self.sock.settimeout(0.5)
         self.address = f"{host}:{port}"
         self._stop = threading.Event()
@@ -153,7 +165,7 @@ class TcpRelay:
             except OSError:
                 return
             try:
-                upstream = socket.create_connection(self.target, timeout=10)
+                upstream = self._connect(self.target)
             except OSError:
                 conn.close()
                 continue
@@ -252,7 +264,7 @@ class ClusterControlPlane:
     def argv(self) -> list[str]:
         return unit_command(
             "skiff-controlplane.service",
-            {"SKIFF_ADVERTISE_ADDRESS": self.host},
+            {"SKIFF_ADVERTISE_ADDRESS": self.host, "SKIFF_API_PORT": str(self.port)},
             {
                 "--listen": self.server,
                 "--data-dir": str(self.data_dir),

@@ -6,10 +6,13 @@ never collide with each other or with the host's own links.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
+import socket
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -64,3 +67,38 @@ def temp_veth(peer_netns: str | None = None, prefix: str = "skv") -> Iterator[Ve
         yield VethPair(host=host, peer=peer, peer_netns=peer_netns)
     finally:
         _ip("link", "del", host, check=False)
+
+
+_CLONE_NEWNET = 0x40000000
+
+
+def _enter_netns(name: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(netns_path(name), os.O_RDONLY)
+    try:
+        if libc.setns(fd, _CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns into network namespace {name}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
+class NetnsSockets:
+    """Makes TCP sockets inside the named network namespace `name`: one
+    worker thread enters it (setns acts on the calling thread only) and
+    creates sockets on request. A socket stays in the namespace it was made
+    in, whichever thread then uses it, so the rest of the process never
+    leaves its own namespace."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._pool = ThreadPoolExecutor(1, initializer=_enter_netns, initargs=(name,))
+
+    def connect(self, address: tuple[str, int], timeout: float = 10.0) -> socket.socket:
+        return self._pool.submit(socket.create_connection, address, timeout).result()
+
+    def listen(self, address: tuple[str, int]) -> socket.socket:
+        return self._pool.submit(socket.create_server, address).result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)

@@ -25,6 +25,7 @@ UNITS = VAGRANT_DIR / "systemd"
 # What the provisioning scripts write into the env files, for parsing units.
 UNIT_ENV = {
     "SKIFF_ADVERTISE_ADDRESS": "192.168.56.10",
+    "SKIFF_API_PORT": "6443",
     "SKIFF_SERVER": "192.168.56.10:6443",
     "SKIFF_NODE_NAME": "node1",
     "SKIFF_NODE_IP": "192.168.56.11",

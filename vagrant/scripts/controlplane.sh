@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
 # Start the control plane on this VM and publish what nodes and the host need
 # (join token, CA certificate, admin credential, kubeconfig) in the synced folder:
-# /skiff/vagrant/.cluster/. Usage: controlplane.sh ADVERTISE_IP
+# /skiff/vagrant/.cluster/. Usage: controlplane.sh ADVERTISE_IP [PORT]
 set -euo pipefail
 
-IP=${1:?usage: controlplane.sh ADVERTISE_IP}
+IP=${1:?usage: controlplane.sh ADVERTISE_IP [PORT]}
+PORT=${2:-6443}
 DATA=/var/lib/skiff/controlplane
 OUT=${SKIFF_SYNCED:-/skiff}/vagrant/.cluster
+WAIT=${SKIFF_CP_WAIT:-600}  # seconds; a VM under software emulation (TCG) starts slowly
 
 cat > /etc/skiff/controlplane.env <<CONF
 SKIFF_ADVERTISE_ADDRESS=$IP
+SKIFF_API_PORT=$PORT
 CONF
 
 systemctl enable skiff-controlplane.service
 systemctl restart skiff-controlplane.service  # re-provisioning picks up new code
 
 # The control plane writes its credentials once it serves.
-for _ in $(seq 1 120); do
+for _ in $(seq 1 "$WAIT"); do
     if [ -s "$DATA/join-token" ] && [ -s "$DATA/admin.conf" ] && [ -s "$DATA/pki/ca.crt" ]; then
         break
     fi
     sleep 1
 done
 if [ ! -s "$DATA/join-token" ]; then
-    echo "controlplane.sh: no join token after 120 s; see journalctl -u skiff-controlplane" >&2
+    echo "controlplane.sh: no join token after $WAIT s; see journalctl -u skiff-controlplane" >&2
     exit 1
 fi
 
@@ -41,4 +44,4 @@ mv -f "$OUT/join-token.tmp" "$OUT/join-token"
 install -m 0600 "$DATA/admin.conf" /etc/skiff/admin.conf
 install -d -m 0700 /root/.kube
 install -m 0600 "$DATA/kubeconfig" /root/.kube/config
-echo "controlplane.sh: serving on $IP:6443 (Kubernetes REST and gRPC); credentials in $OUT"
+echo "controlplane.sh: serving on $IP:$PORT (Kubernetes REST and gRPC); credentials in $OUT"

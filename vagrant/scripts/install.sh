@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install skiff from the synced folder (/skiff) into /opt/skiff/src with the
-# same steps as `make up` — the Makefile's `deps` and `venv` targets — then
+# same steps as `make up` — the Makefile's `deps` and `venv` targets (without
+# the dev tools) — then
 # the skiff systemd units. Idempotent: re-running updates the copy and the venv.
 # Never writes into /skiff (it is the host's working tree).
 set -euo pipefail
@@ -28,7 +29,9 @@ tar -C "$SRC" \
     --exclude=./vagrant/.vagrant --exclude=./vagrant/.cluster \
     -cf - . | tar -C "$DEST" -xf -
 
-make -C "$DEST" deps venv
+# The VM runs skiff, it does not develop it: no dev tools in its venv (they
+# cost minutes to unpack under software emulation).
+make -C "$DEST" deps venv EXTRAS=
 
 # Kernel settings a node needs (pod routing, service rules on bridged traffic).
 modprobe br_netfilter 2>/dev/null || true

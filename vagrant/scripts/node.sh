@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Join this VM to the cluster: wait for the control plane's join token and CA
 # in the synced folder, then start the runtime and the agent.
-# Usage: node.sh NODE_NAME NODE_IP CONTROL_PLANE_IP
+# Usage: node.sh NODE_NAME NODE_IP CONTROL_PLANE_IP:PORT
+# With SKIFF_REGISTRY_MIRROR set (a URL), the runtime pulls docker.io images
+# from that registry only (for a cluster without internet access).
 set -euo pipefail
 
-NAME=${1:?usage: node.sh NODE_NAME NODE_IP CONTROL_PLANE_IP}
-IP=${2:?usage: node.sh NODE_NAME NODE_IP CONTROL_PLANE_IP}
-CP=${3:?usage: node.sh NODE_NAME NODE_IP CONTROL_PLANE_IP}
+USAGE="usage: node.sh NODE_NAME NODE_IP CONTROL_PLANE_IP:PORT"
+NAME=${1:?$USAGE}
+IP=${2:?$USAGE}
+CP=${3:?$USAGE}
+case "$CP" in
+    *:*) ;;
+    *) CP="$CP:6443" ;;  # an address without a port: the default port
+esac
 IN=${SKIFF_SYNCED:-/skiff}/vagrant/.cluster
 WAIT=${SKIFF_JOIN_WAIT:-900}
 
@@ -27,14 +34,24 @@ install -m 0644 "$IN/ca.crt" /etc/skiff/ca.crt
 TOKEN=$(tr -d '[:space:]' < "$IN/join-token")
 umask 077
 cat > /etc/skiff/agent.env <<CONF
-SKIFF_SERVER=$CP:6443
+SKIFF_SERVER=$CP
 SKIFF_JOIN_TOKEN=$TOKEN
 SKIFF_NODE_NAME=$NAME
 SKIFF_NODE_IP=$IP
 CONF
 
+if [ -n "${SKIFF_REGISTRY_MIRROR:-}" ]; then
+    umask 022
+    cat > /etc/skiff/registries.yaml <<CONF
+mirrors:
+  "docker.io":
+    endpoint: ["$SKIFF_REGISTRY_MIRROR"]
+disable_default_endpoint: true
+CONF
+fi
+
 systemctl enable skiff-runtime.service skiff-agent.service
 # restart, not start: re-provisioning picks up new code and a new token
 # (containers outlive a runtime restart: the unit kills only the main process).
 systemctl restart skiff-runtime.service skiff-agent.service
-echo "node.sh: $NAME ($IP) joining $CP:6443"
+echo "node.sh: $NAME ($IP) joining $CP"
