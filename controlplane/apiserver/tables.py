@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from controlplane.api import columns, crd, jsonpath
+from controlplane.api import columns, crd, display, jsonpath
 
 Object = dict[str, Any]
 
@@ -103,7 +103,7 @@ def _cell(column: dict[str, Any], obj: Object, now: float) -> Any:
     value = found[0]
     column_type = column.get("type")
     if column_type == "date":
-        return columns.since(value, now)
+        return display.since(value, now)
     if column_type in ("integer", "number", "boolean"):
         return value
     if isinstance(value, (dict, list)):
@@ -125,7 +125,7 @@ def _custom(
         }
         for c in cols
     ]
-    rows = [[columns.name(o)] + [_cell(c, o, now) for c in cols] for o in objects]
+    rows = [[display.name(o)] + [_cell(c, o, now) for c in cols] for o in objects]
     return definitions, rows
 
 

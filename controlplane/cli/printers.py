@@ -16,18 +16,14 @@ from typing import Any
 
 import yaml
 
-from controlplane.api.columns import (
+from controlplane.api.columns import event_time, headers_for, node_roles, pod_status_reason, row_for
+from controlplane.api.display import (
     NONE,
     age,
-    event_time,
-    headers_for,
     human_duration,
     labels_string,
     meta,
     name,
-    node_roles,
-    pod_status_reason,
-    row_for,
     selector_string,
     spec,
     status,
