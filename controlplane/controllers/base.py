@@ -67,6 +67,9 @@ class ManagerConfig:
     hpa_sync_period: float = 15.0
     hpa_downscale_stabilization: float = 300.0
     hpa_tolerance: float = 0.1
+    # --root-ca-file: the CA published as kube-root-ca.crt in every namespace
+    # (empty: the controller client's own CA, if it has one).
+    root_ca_pem: bytes = b""
     terminated_pod_gc_threshold: int = 12500
     pod_gc_period: float = 20.0
     burst_replicas: int = 500

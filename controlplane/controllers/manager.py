@@ -22,6 +22,7 @@ The manager never imports the API server or storage.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import socket
@@ -392,9 +393,12 @@ def component(
         from controlplane.controllers.agent_metrics import AgentMetrics
 
         api = getattr(client, "config", None) or ClientConfig("127.0.0.1:6443")
+        settings = config
         if rest_config is not None:  # the components' own client is on a gRPC-only socket
             api = load_config(rest_config)
-        manager = ControllerManager(client, config, metrics_source=AgentMetrics(client, api))
+            if not config.root_ca_pem:  # ... with no CA of its own to publish
+                settings = dataclasses.replace(config, root_ca_pem=api.ca_pem)
+        manager = ControllerManager(client, settings, metrics_source=AgentMetrics(client, api))
         manager.start()
         if metrics_listen:
             host, _, port = metrics_listen.rpartition(":")

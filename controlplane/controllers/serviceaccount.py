@@ -105,7 +105,7 @@ def init(ctx: ControllerContext) -> Controller:
 
 def init_root_ca(ctx: ControllerContext) -> Controller | None:
     config = getattr(ctx.client, "config", None)
-    ca_pem = getattr(config, "ca_pem", b"") or b""
+    ca_pem = ctx.config.root_ca_pem or getattr(config, "ca_pem", b"") or b""
     if not ca_pem:
         return None  # no CA to publish (an in-memory or plaintext client)
     return RootCAPublisher(ctx, ca_pem.decode())
