@@ -66,8 +66,14 @@ def test_kubepods_limits_equal_allocatable_on_real_cgroups() -> None:
             assert int((cpu / "podg" / "cpu.cfs_quota_us").read_text()) == 100_000
             assert q.sync(1500, 300 * MI, [pod("g", limits={"cpu": "1", "memory": "64Mi"})]) == 0
         finally:
-            for p in cg.paths:
+            # The tree is made in every hierarchy the runtime's cgroup code
+            # uses (devices too), not only in those temp_cgroup made.
+            for hierarchy in CGROUP_ROOT.iterdir():
+                top = hierarchy / cg.name
+                if not top.is_dir() or hierarchy.is_symlink():
+                    continue
                 for child in sorted(
-                    (d for d in p.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)
+                    (d for d in top.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)
                 ):
                     remove_cgroup_tree(Path(child))
+                remove_cgroup_tree(top)
