@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import copy
 import logging
+import socket
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -227,3 +229,42 @@ class LeaderElector:
             if self.clock.sleep(self.config.retry_period, stop):
                 return True
         return True
+
+
+def serve_while_leading(
+    client: ApiClient,
+    stop: threading.Event,
+    name: str,
+    serve: Callable[[threading.Event], None],
+    namespace: str = "kube-system",
+) -> None:
+    """Campaign for the Lease `namespace/name` until `stop`; while leading, run
+    `serve(done)`, where `done` is set when leadership is lost or `stop` is set.
+    A failed election (the API going away, a failed renewal) is logged and the
+    campaign starts again a second later."""
+    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+    def lead(leading: threading.Event) -> None:
+        done = threading.Event()
+
+        def relay() -> None:
+            while not done.is_set():
+                if leading.wait(0.5) or stop.is_set():
+                    done.set()
+
+        threading.Thread(target=relay, name=f"{name}-term", daemon=True).start()
+        serve(done)
+
+    elector = LeaderElector(
+        client,
+        LeaderElectionConfig(name=name, namespace=namespace, identity=identity),
+        Callbacks(on_started_leading=lead),
+    )
+    while not stop.is_set():
+        try:
+            elector.run(stop)
+        except Exception:
+            if stop.is_set():
+                return
+            log.exception("lease %s/%s: leader election failed; campaigning again", namespace, name)
+            stop.wait(1.0)

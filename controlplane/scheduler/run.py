@@ -22,10 +22,8 @@ import argparse
 import logging
 import os
 import signal
-import socket
 import sys
 import threading
-import uuid
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any
@@ -34,7 +32,7 @@ from controlplane.client.apiclient import connect
 from controlplane.client.config import load_config as load_credentials
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
-from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
+from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler import config as sched_config
 from controlplane.scheduler.binder import ApiClusterWriter, BindError, ThreadExecutor
 from controlplane.scheduler.scheduler import Scheduler, from_config
@@ -148,26 +146,9 @@ def run(
 ) -> None:
     """Campaign for the lease until `stop`; schedule while leading."""
     cfg = cfg or load_config()
-    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-
-    def lead(leading: threading.Event) -> None:
-        both = threading.Event()
-
-        def relay() -> None:
-            while not both.is_set():
-                if leading.wait(0.5) or stop.is_set():
-                    both.set()
-
-        threading.Thread(target=relay, name="scheduler-term", daemon=True).start()
-        SchedulerService(client, cfg).run(both)
-
-    elector = LeaderElector(
-        client,
-        LeaderElectionConfig(name="skiff-scheduler", namespace="kube-system", identity=identity),
-        Callbacks(on_started_leading=lead),
+    serve_while_leading(
+        client, stop, "skiff-scheduler", lambda done: SchedulerService(client, cfg).run(done)
     )
-    while not stop.is_set():
-        elector.run(stop)
 
 
 def start(client: ApiClient, stop: threading.Event) -> None:

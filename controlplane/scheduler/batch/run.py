@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from controlplane.api import volcano
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
-from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
+from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from controlplane.scheduler.binder import ApiClusterWriter
@@ -105,32 +103,8 @@ class BatchService:
 
 
 def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None:
-    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-
-    def lead(leading: threading.Event) -> None:
-        both = threading.Event()
-
-        def relay() -> None:
-            while not both.is_set():
-                if leading.wait(0.5) or stop.is_set():
-                    both.set()
-
-        threading.Thread(target=relay, name="volcano-term", daemon=True).start()
-        BatchService(client, conf).run(both)
-
-    elector = LeaderElector(
-        client,
-        LeaderElectionConfig(name="volcano", namespace="kube-system", identity=identity),
-        Callbacks(on_started_leading=lead),
-    )
-    while not stop.is_set():
-        try:
-            elector.run(stop)
-        except Exception:  # the API going away at shutdown, or a failed renewal
-            if stop.is_set():
-                return
-            log.exception("batch scheduler: leader election failed; campaigning again")
-            stop.wait(1.0)
+    """Campaign for the `volcano` lease until `stop`; schedule while leading."""
+    serve_while_leading(client, stop, "volcano", lambda done: BatchService(client, conf).run(done))
 
 
 def start(client: ApiClient, stop: threading.Event) -> None:
