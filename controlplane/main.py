@@ -7,7 +7,11 @@ kubeconfig, for kubectl) and `<data-dir>/join-token` exist (a bootstrap
 token made at first start, with no expiry; `skiff token delete` revokes it),
 serves the API over TLS on --listen (the Kubernetes REST API, and skiff's
 gRPC API on the same port; --grpc-listen adds a port of gRPC's own), then
-starts the in-process components (scheduler, controllers) with an admin client.
+starts the in-process components (scheduler, batch scheduler, controllers),
+each with its own identity and least-privilege role, never the admin's
+(apiserver/rbaccomponents.py): `<data-dir>/{scheduler,volcano-scheduler,
+controller-manager}.conf` are their kubeconfigs (0600), which the same
+components read when run as processes of their own (`--kubeconfig`).
 SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
 refusal to start (exit status 1), never a silent reset.
 """
@@ -21,13 +25,15 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from controlplane.api.bootstraptoken import split
+from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.rbaccomponents import COMPONENTS, CONTROLLER_MANAGER
 from controlplane.apiserver.server import ApiServer, ApiServerConfig
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.config import ClientConfig, write_config
@@ -60,7 +66,7 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
         ("volcano-scheduler", batch_scheduler.start),
         ("controllers", manager.component(manager.config_from_args(args),
                                           args.controller_metrics_listen,
-                                          Path(args.data_dir) / "kubeconfig")),
+                                          Path(args.data_dir) / CONTROLLER_MANAGER.kubeconfig)),
     ]  # fmt: skip
 
 
@@ -166,6 +172,19 @@ def write_credentials(
     write_kubeconfig(data_dir / "kubeconfig", server, ca_pem, admin, grpc)
 
 
+def write_component_credentials(
+    data_dir: Path, server: str, ca_pem: bytes, authority: TokenAuthority, grpc: str = ""
+) -> dict[str, str]:
+    """Each component's kubeconfig (its own user's token, 0600) in the data
+    directory; returns component name -> token."""
+    tokens: dict[str, str] = {}
+    for c in COMPONENTS:
+        token = authority.user_token(c.user)
+        write_kubeconfig(data_dir / c.kubeconfig, server, ca_pem, token, grpc, user=c.user)
+        tokens[c.component] = token
+    return tokens
+
+
 def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
     """`<data-dir>/join-token`: the bootstrap token made at first start. Kept
     as it is afterwards, even once revoked (its Secret deleted), so deleting
@@ -183,14 +202,17 @@ def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
     return token
 
 
-def start_components(client: Any, stop: threading.Event, args: argparse.Namespace) -> None:
+def start_components(
+    clients: dict[str, Any], stop: threading.Event, args: argparse.Namespace
+) -> None:
+    """Start each component not disabled with its own client (`clients` by name)."""
     for name, func in components(args):
         if name in args.disable:
             log.info("component=%s disabled", name)
             continue
         log.info("component=%s starting", name)
         try:
-            func(client, stop)
+            func(clients[name], stop)
         except ValueError as err:  # a component's configuration refused, with the reason
             raise StartError(f"{name}: refusing to start: {err}") from err
 
@@ -210,13 +232,14 @@ class RunningControlPlane:
     join_token: str
     data_dir: Path
     stop_event: threading.Event
-    client: Any = None
+    # The in-process components' clients, by component name, each with its identity.
+    clients: dict[str, Any] = field(default_factory=dict)
 
     def stop(self) -> None:
         self.stop_event.set()
         self.server.stop()
-        if self.client is not None:
-            self.client.close()
+        for client in self.clients.values():
+            client.close()
         self.store.close()
 
 
@@ -266,16 +289,24 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         store.close()
         raise StartError(f"cannot make the join token: {err}") from err
     write_credentials(data_dir, address, pki.ca_pem, admin.token, grpc_address)
+    tokens = write_component_credentials(
+        data_dir, address, pki.ca_pem, server.authority, grpc_address
+    )
     log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event())  # fmt: skip
-    if not {"scheduler", "controllers"} <= set(args.disable):
+    enabled = [name for name, _ in components(args) if name not in args.disable]
+    if enabled:
         from controlplane.client.apiclient import connect
 
-        # In-process components reach the gRPC server on its private socket.
-        running.client = connect(ClientConfig(f"unix:{server.grpc_socket}", token=admin.token))
+        # In-process components reach the gRPC server on its private socket,
+        # each as itself.
+        for name in enabled:
+            running.clients[name] = connect(
+                ClientConfig(f"unix:{server.grpc_socket}", token=tokens[name])
+            )
         try:
-            start_components(running.client, running.stop_event, args)
+            start_components(running.clients, running.stop_event, args)
         except StartError:
             running.stop()  # nothing half-started is left serving
             raise

@@ -9,7 +9,8 @@ system:discovery and system:public-info-viewer (discovery and health
 paths), system:auth-delegator (TokenReview, SubjectAccessReview),
 system:node (what the node authorizer grants, for reference: nodes are
 authorized by the node authorizer, as in Kubernetes), and the roles of
-skiff's own control-plane components.
+skiff's own control-plane components (rbaccomponents.py), each bound to
+that component's user.
 
 `ensure_defaults` creates the missing ones (existing ones are left as an
 admin may have changed them), filling aggregated roles once; the
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from controlplane.api.rbac import GROUP, aggregated_rules
+from controlplane.apiserver import rbaccomponents as components
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import AlreadyExists, ApiError
 
@@ -29,6 +31,9 @@ READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "deletecollection", "patch", "update"]
 AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
+# A component role's binding is named after the role, except where the
+# project that defines the role names it otherwise (Volcano's helm chart).
+BINDING_NAMES = {"volcano-scheduler": "volcano-scheduler-role"}
 
 
 def _rule(verbs: list[str], groups: list[str], resources: list[str]) -> dict[str, Any]:
@@ -97,18 +102,6 @@ NODE_RULES = [
     _rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
 ]  # fmt: skip
 
-# The control plane's own components (kube-scheduler's and
-# kube-controller-manager's roles, in small).
-SCHEDULER_RULES = [
-    _rule(READ, ["", "apps", "policy", "storage.k8s.io", "scheduling.k8s.io",
-                 "scheduling.skiff.dev"], ["*"]),
-    _rule(["create"], [""], ["pods/binding", "bindings", "events"]),
-    _rule(["update", "patch"], [""], ["pods/status"]),
-    _rule(["create", "patch", "update"], ["events.k8s.io"], ["events"]),
-    _rule(["get", "create", "update", "patch"], ["coordination.k8s.io"], ["leases"]),
-    _rule(["update", "patch"], ["scheduling.skiff.dev"], ["podgroups", "podgroups/status"]),
-]  # fmt: skip
-
 
 def _cluster_role(name: str, rules: list[dict[str, Any]] | None = None,
                   labels: dict[str, str] | None = None,
@@ -175,7 +168,7 @@ def cluster_roles() -> list[dict[str, Any]]:
             ],
         ),
         _cluster_role("system:node", NODE_RULES),
-        _cluster_role("system:kube-scheduler", SCHEDULER_RULES),
+        *(_cluster_role(name, rules) for name, rules in components.ROLES.items()),
     ]
 
 
@@ -189,7 +182,10 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
             "system:public-info-viewer",
             groups=["system:authenticated", "system:unauthenticated"],
         ),
-        _binding("system:kube-scheduler", "system:kube-scheduler", users=["system:kube-scheduler"]),
+        *(
+            _binding(BINDING_NAMES.get(role, role), role, users=users)
+            for role, users in components.role_users().items()
+        ),
     ]
 
 

@@ -161,7 +161,13 @@ def start(client: ApiClient, stop: threading.Event) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the scheduler alone against an API server until SIGINT/SIGTERM."""
     parser = argparse.ArgumentParser(prog="python -m controlplane.scheduler.run")
-    parser.add_argument("--credentials", default=None, help="client credential file (admin.conf)")
+    parser.add_argument(
+        "--kubeconfig",
+        "--credentials",
+        dest="kubeconfig",
+        default=None,
+        help="the scheduler's kubeconfig (skiff controlplane writes <data-dir>/scheduler.conf)",
+    )
     parser.add_argument("--config", default=None, help="scheduler profiles YAML")
     parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -174,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, sched_config.ConfigError) as e:
         print(f"scheduler: refusing to start: {e}", file=sys.stderr)
         return 2
-    client = connect(load_credentials(args.credentials))
+    client = connect(load_credentials(args.kubeconfig))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

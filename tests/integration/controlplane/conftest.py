@@ -72,8 +72,10 @@ class ControlPlane:
             c.whoami()
         return True
 
-    def client(self) -> GrpcApiClient:
-        c = connect(load_config(self.data_dir / "admin.conf"), timeout=10)
+    def client(self, credentials: str = "admin.conf") -> GrpcApiClient:
+        """A client with the credential file `credentials` of the data directory
+        (a component's kubeconfig, such as controller-manager.conf, or the admin's)."""
+        c = connect(load_config(self.data_dir / credentials), timeout=10)
         self.clients.append(c)
         return c
 

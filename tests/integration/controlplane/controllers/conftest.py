@@ -2,7 +2,8 @@
 
 One control-plane process per module, stopped by its pid; each test gets
 its own namespace and its own in-process ControllerManager connected over
-gRPC/TLS with the admin credential. Tests that need time to pass give the
+gRPC/TLS with the controller manager's own credential (controller-manager.conf),
+so every controller here runs inside its role. Tests that need time to pass give the
 manager a FakeClock that starts at the real time (the API server stamps
 objects with real time) and step it; nothing sleeps.
 """
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from controlplane.api.rfc3339 import format_time
+from controlplane.apiserver.rbaccomponents import CONTROLLER_MANAGER
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.clock import Clock, FakeClock, RealClock
 from controlplane.controllers.base import ManagerConfig
@@ -52,7 +54,8 @@ class Cluster:
 
     def start(self, controllers: str, **config: Any) -> ControllerManager:
         cfg = ManagerConfig(controllers=tuple(controllers.split(",")), **config)
-        m = ControllerManager(self.cp.client(), cfg, clock=self.clock, metrics_source=self.metrics)
+        client = self.cp.client(CONTROLLER_MANAGER.kubeconfig)  # its own role, not the admin's
+        m = ControllerManager(client, cfg, clock=self.clock, metrics_source=self.metrics)
         m.start_controllers(10.0)
         self.managers.append(m)
         return m

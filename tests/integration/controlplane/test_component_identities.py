@@ -1,0 +1,192 @@
+"""The control plane's components act as themselves, never as the admin (issue 16).
+
+A real control plane (in this process, SQLite in a temp dir) with one
+hollow node: a Deployment goes through the controller manager and the
+default scheduler, a Volcano Job through the controllers and the batch
+scheduler, and the audit log names who made each write. The components'
+kubeconfigs in the data directory are 0600 and hold credentials their
+roles bound: the scheduler reads no Secret and deletes no Namespace, the
+controller manager cannot bind itself to cluster-admin. On the old code
+every component wrote as "admin" and no such kubeconfig existed.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agent.hollow import HollowConfig, HollowNodes
+from controlplane import main as cp_main
+from controlplane.api import volcano
+from controlplane.apiserver.rbaccomponents import (
+    BATCH_SCHEDULER,
+    COMPONENTS,
+    CONTROLLER_MANAGER,
+    SCHEDULER,
+)
+from controlplane.client.apiclient import GrpcApiClient, connect
+from controlplane.client.config import load_config
+from controlplane.client.errors import Forbidden
+from tests.harness.wait import wait_for
+from tests.unit.controlplane.apiserver.test_volcano_api import EXAMPLE_JOB
+
+pytestmark = pytest.mark.slow
+RBAC = "rbac.authorization.k8s.io"
+
+
+@dataclass
+class Plane:
+    running: cp_main.RunningControlPlane
+    admin: GrpcApiClient
+    audit: Path
+
+    def as_component(self, kubeconfig: str) -> GrpcApiClient:
+        return connect(load_config(self.running.data_dir / kubeconfig), timeout=10)
+
+    def writers(self, verb: str, resource: str, subresource: str = "") -> set[str]:
+        """Who did `verb` on `resource` (successfully), by the audit log."""
+        found = set()
+        for line in self.audit.read_text().splitlines():
+            event = json.loads(line)
+            ref = event.get("objectRef") or {}
+            if (
+                event["verb"] == verb
+                and ref.get("resource") == resource
+                and ref.get("subresource", "") == subresource
+                and event["responseStatus"]["code"] < 300
+            ):
+                found.add(event["user"]["username"])
+        return found
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
+    base = tmp_path_factory.mktemp("identities")
+    audit = base / "audit.log"
+    args = cp_main.build_parser().parse_args(
+        ["--listen", "127.0.0.1:0", "--data-dir", str(base / "cp"),
+         "--audit-log-path", str(audit), "--controllers", "*,-podgc"]
+    )  # fmt: skip
+    running = cp_main.start(args)
+    admin = connect(running.admin, timeout=30)
+    nodes = HollowNodes(admin, HollowConfig(nodes=1, cpu="8", memory="16Gi", prefix="idn"))
+    try:
+        nodes.start()
+        wait_for(lambda: len(admin.list("Node").items) == 1, timeout=60)
+        yield Plane(running, admin, audit)
+    finally:
+        nodes.stop()
+        admin.close()
+        running.stop()
+
+
+def deployment(name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+
+
+def test_each_component_writes_as_itself(plane: Plane) -> None:
+    api = plane.admin
+    api.create("Deployment", deployment("web"), "default")
+
+    def bound() -> bool:
+        pods = api.list("Pod", "default").items
+        return any(p["spec"].get("nodeName") for p in pods if p["metadata"]["name"][:4] == "web-")
+
+    wait_for(bound, timeout=30, message="the Deployment's pod bound")
+    job = yaml.safe_load(EXAMPLE_JOB)
+    job["metadata"]["name"] = "idjob"
+    job["spec"]["tasks"][0]["replicas"] = 2
+    job["spec"]["minAvailable"] = 2
+    api.create(volcano.JOB_KEY, job, "default")
+
+    def batch_bound() -> bool:
+        pods = api.list("Pod", "default").items
+        ours = [p for p in pods if (p["metadata"].get("labels") or {}).get(volcano.JOB_NAME)]
+        return len(ours) == 2 and all(p["spec"].get("nodeName") for p in ours)
+
+    wait_for(batch_bound, timeout=30, message="the Volcano Job's pods bound")
+    assert plane.writers("create", "replicasets") == {CONTROLLER_MANAGER.user}
+    assert plane.writers("create", "pods") == {CONTROLLER_MANAGER.user}
+    assert plane.writers("create", "pods", "binding") == {SCHEDULER.user, BATCH_SCHEDULER.user}
+    assert plane.writers("patch", "podgroups", "status") == {BATCH_SCHEDULER.user}
+    assert plane.writers("patch", "queues", "status") == {BATCH_SCHEDULER.user}
+    # The admin wrote only what this test asked for.
+    assert "admin" not in plane.writers("create", "pods", "binding")
+
+
+def test_kubeconfigs_are_private_and_name_their_user(plane: Plane) -> None:
+    admin_token = plane.running.admin.token
+    for c in COMPONENTS:
+        path = plane.running.data_dir / c.kubeconfig
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+        doc = yaml.safe_load(path.read_text())
+        assert doc["users"][0]["name"] == c.user
+        assert doc["users"][0]["user"]["token"] != admin_token
+
+
+def test_scheduler_is_refused_outside_its_role(plane: Plane) -> None:
+    plane.admin.create("Namespace", {"metadata": {"name": "keep"}})
+    plane.admin.create("Secret", {"metadata": {"name": "s1"}, "stringData": {"k": "v"}}, "keep")
+    for kubeconfig in (SCHEDULER.kubeconfig, BATCH_SCHEDULER.kubeconfig):
+        with plane.as_component(kubeconfig) as sched:
+            assert sched.list("Node").items  # inside its role
+            with pytest.raises(Forbidden, match="cannot get secrets"):
+                sched.get("Secret", "s1", "keep")
+            with pytest.raises(Forbidden, match="cannot list secrets"):
+                sched.list("Secret", "keep")
+            with pytest.raises(Forbidden, match="cannot delete namespaces"):
+                sched.delete("Namespace", "keep")
+            with pytest.raises(Forbidden, match="cannot create deployments"):
+                sched.create("Deployment", deployment("nope"), "default")
+    assert "deletionTimestamp" not in plane.admin.get("Namespace", "keep")["metadata"]
+
+
+def test_controller_manager_cannot_make_itself_cluster_admin(plane: Plane) -> None:
+    me = {"apiGroup": RBAC, "kind": "User", "name": CONTROLLER_MANAGER.user}
+    escalate: dict[str, Any] = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "kcm-admin"},
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [me],
+    }
+    with plane.as_component(CONTROLLER_MANAGER.kubeconfig) as kcm:
+        with pytest.raises(Forbidden, match="cannot create clusterrolebindings"):
+            kcm.create("ClusterRoleBinding", escalate)
+        # Nor by adding itself to the existing binding of cluster-admin ...
+        held = kcm.get("ClusterRoleBinding", "cluster-admin")
+        held["subjects"].append(me)
+        with pytest.raises(Forbidden, match="may not bind"):
+            kcm.update("ClusterRoleBinding", held)
+        # ... nor by widening its own role (escalate covers the aggregated roles only).
+        role = kcm.get("ClusterRole", CONTROLLER_MANAGER.roles[0])
+        role["rules"].append({"apiGroups": [RBAC], "resources": ["clusterrolebindings"],
+                              "verbs": ["create"]})  # fmt: skip
+        with pytest.raises(Forbidden, match="escalation"):
+            kcm.update("ClusterRole", role)
+    binding = plane.admin.get("ClusterRoleBinding", "cluster-admin")
+    assert CONTROLLER_MANAGER.user not in [s["name"] for s in binding["subjects"]]
+    assert (
+        len(plane.admin.get("ClusterRole", CONTROLLER_MANAGER.roles[0])["rules"])
+        == len(role["rules"]) - 1
+    )
