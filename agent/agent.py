@@ -59,6 +59,7 @@ from agent.static_pods import MirrorPods, StaticPodSource, mirror_of
 from agent.status_manager import StatusManager
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
 from agent.volumes import VolumeSources, refresh_token_volumes
+from agent.webhook_auth import ApiReviewer, WebhookAuth
 from controlplane.client import errors
 from controlplane.client.clock import Clock, RealClock
 from controlplane.client.config import ClientConfig
@@ -324,10 +325,12 @@ class Agent:
     def _serve_endpoint(self) -> None:
         """The agent endpoint, TLS only (agent/serving_tls.py); plain text
         only without an API credential (tests that embed the agent)."""
-        tls = None
+        tls, callers = None, None
         if self._api_config is not None:
+            # Callers other than the API server: checked as the kubelet's webhook authn/authz.
+            callers = WebhookAuth(ApiReviewer(self.api), self.cfg.node.name)
             try:
-                tls = serving_tls.server_context(self.cfg.root, self._api_config.ca_pem)
+                tls = serving_tls.server_context(self.cfg.root, self._api_config.ca_pem, True)
             except (serving_tls.NoServingCertificate, OSError, ssl.SSLError) as err:
                 log.error("node=%s agent endpoint not served: %s", self.cfg.node.name, err)
                 return
@@ -337,7 +340,7 @@ class Agent:
         self.cfg.root.mkdir(parents=True, exist_ok=True)
         self._endpoint = serve_endpoint(
             servicer, self.cfg.listen, self._endpoint_pod, self.cri, tls,
-            str(self.cfg.root / "agent-grpc.sock"),
+            str(self.cfg.root / "agent-grpc.sock"), callers,
         )  # fmt: skip
         self.endpoint_port = self._endpoint.port
 

@@ -131,9 +131,13 @@ class AgentServicer(pb_grpc.AgentServicer):
 
     def Stats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.StatsResponse:
         try:
-            stats = self._cri.list_container_stats()
+            return self.collect_stats(request)
         except CRIError as err:
             context.abort(grpc.StatusCode.UNAVAILABLE, f"runtime stats: {err.message}")
+
+    def collect_stats(self, request: pb.StatsRequest) -> pb.StatsResponse:
+        """The node's and its pods' usage (CRIError when the runtime cannot say)."""
+        stats = self._cri.list_container_stats()
         pods: dict[str, pb.PodStats] = {}
         for s in stats:
             labels = s.attributes.labels

@@ -5,8 +5,9 @@ agent_csr) and keeps the certificate the control plane's CA returns, with
 its key, as `serving.crt` and `serving.key` (0600) in its root directory.
 `server_context` builds the endpoint's TLS: that certificate, TLS 1.2 at
 least, ALPN h2 (gRPC) or http/1.1 (streams), and a client certificate
-required and chained to the cluster CA (agent/stream_proxy.py then accepts
-only the API server's).
+chained to the cluster CA, required unless callers with bearer tokens are
+served too (agent/stream_proxy.py accepts only the API server's certificate,
+and checks the tokens of the others with agent/webhook_auth.py).
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ def have(root: Path) -> bool:
     return (root / CERT_FILE).exists() and (root / KEY_FILE).exists()
 
 
-def server_context(root: Path, ca_pem: bytes) -> ssl.SSLContext:
+def server_context(root: Path, ca_pem: bytes, token_callers: bool = False) -> ssl.SSLContext:
+    """The endpoint's TLS; with `token_callers` a client certificate is
+    optional (callers without one bring a bearer token instead), though one
+    that is presented must still chain to the cluster CA."""
     if not have(root):
         raise NoServingCertificate(
             f"no {CERT_FILE}/{KEY_FILE} in {root}: the agent endpoint serves TLS only, "
@@ -47,6 +51,6 @@ def server_context(root: Path, ca_pem: bytes) -> ssl.SSLContext:
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(root / CERT_FILE, root / KEY_FILE)
     context.load_verify_locations(cadata=ca_pem.decode())
-    context.verify_mode = ssl.CERT_REQUIRED
+    context.verify_mode = ssl.CERT_OPTIONAL if token_callers else ssl.CERT_REQUIRED
     context.set_alpn_protocols(["h2", "http/1.1"])
     return context

@@ -7,11 +7,16 @@ As kubelet does, the agent serves
     POST /portforward/<namespace>/<pod>?port=80&port=443
 
 (GET too, for WebSocket clients) over TLS only. The serving certificate was
-issued by the cluster CA at join (agent/serving_tls.py); the only caller
-served is the API server, which presents its client certificate (CN
-`system:apiserver`, chained to the same CA). The TLS handshake, with a
-deadline, and that check come before any other work; plain text and every
-other caller are refused, and no bearer token is read or needed. It finds the running container (labels io.kubernetes.pod.uid and
+issued by the cluster CA at join (agent/serving_tls.py). The API server
+presents its client certificate (CN `system:apiserver`, chained to the same
+CA) and is served everything. Any other caller presents no certificate and
+a bearer token, which agent/webhook_auth.py checks as the kubelet's webhook
+authn/authz does (TokenReview, then SubjectAccessReview on nodes/proxy,
+nodes/stats, ...); such callers also get `GET /stats/summary` (the
+kubelet's Summary API) but never the relayed gRPC service. The TLS
+handshake, with a deadline, and those checks come before any other work;
+plain text, certificates of anyone but the API server and callers without
+a valid, authorized token are refused. It finds the running container (labels io.kubernetes.pod.uid and
 io.kubernetes.container.name) or the ready sandbox of the pod through CRI,
 asks the runtime for a streaming URL (CRI Exec, Attach, PortForward), dials
 that URL, forwards the client's upgrade request with the path rewritten to
@@ -32,6 +37,7 @@ never runs anything on the node itself and never holds a connection after
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import select
@@ -40,7 +46,7 @@ import socketserver
 import ssl
 import struct
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
@@ -50,6 +56,7 @@ import grpc
 
 from agent.cri_client import CRIClient
 from agent.server import AgentServicer, serve
+from agent.stats_summary import summary
 from agent.stream_targets import (
     CRIStreams,
     PodLookup,
@@ -58,6 +65,8 @@ from agent.stream_targets import (
     parse_target,
     runtime_url,
 )
+from agent.webhook_auth import WebhookAuth
+from proto.agent.v1.agent_pb2 import StatsRequest
 
 log = logging.getLogger("skiff.agent.streams")
 
@@ -67,8 +76,9 @@ _CHUNK = 65536
 _DROPPED = {"host", "authorization", "content-length", "transfer-encoding", "proxy-authorization"}
 
 
-# The one caller the agent serves (controlplane.apiserver.tls.AGENT_CLIENT_CN).
+# The API server's client certificate (controlplane.apiserver.tls.AGENT_CLIENT_CN).
 API_SERVER_CN = "system:apiserver"
+SUMMARY_PATH = "/stats/summary"
 
 
 def _shutdown(sock: socket.socket, how: int) -> None:
@@ -207,15 +217,21 @@ class StreamProxy:
         tls: ssl.SSLContext | None,
         config: StreamProxyConfig | None = None,
         grpc_upstream: str = "",
+        callers: WebhookAuth | None = None,
+        stats: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         """`tls` (agent/serving_tls.py) None serves plain text to anyone
         (unit tests only); `grpc_upstream` (host:port or unix:PATH) receives
-        the HTTP/2 connections, "" refuses them."""
+        the HTTP/2 connections, "" refuses them; `callers` checks the tokens
+        of callers without a certificate (None refuses them); `stats` answers
+        /stats/summary (None: 404)."""
         self.pods = pods
         self.runtime = runtime
         self.tls = tls
         self.config = config or StreamProxyConfig()
         self.grpc_upstream = grpc_upstream
+        self.callers = callers
+        self.stats = stats
         self._tcp: _TCPServer | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Condition()
@@ -307,17 +323,24 @@ def _common_name(cert: Mapping[str, Any] | None) -> str:
     return ""
 
 
-def _accept_tls(context: ssl.SSLContext, sock: socket.socket, timeout: float) -> ssl.SSLSocket:
-    """The TLS handshake within `timeout`, then the caller must be the API
-    server; raises (the connection is then closed) otherwise."""
+def _accept_tls(
+    context: ssl.SSLContext, sock: socket.socket, timeout: float, tokens: bool
+) -> tuple[ssl.SSLSocket, bool]:
+    """The TLS handshake within `timeout`; then the socket and whether the
+    caller is the API server. A certificate of anyone else, or none when
+    token callers are not served (`tokens`), raises (the connection is then
+    closed)."""
     sock.settimeout(timeout)
     tls = context.wrap_socket(sock, server_side=True)
-    caller = _common_name(tls.getpeercert())
-    if caller != API_SERVER_CN:
-        log.warning("agent endpoint: refused a caller presenting %r", caller)
-        tls.close()
-        raise PermissionError(f"caller {caller!r} is not {API_SERVER_CN}")
-    return tls
+    cert = tls.getpeercert()
+    caller = _common_name(cert)
+    if caller == API_SERVER_CN:
+        return tls, True
+    if not cert and tokens:
+        return tls, False  # a bearer token decides, per request
+    log.warning("agent endpoint: refused a caller presenting %r", caller)
+    tls.close()
+    raise PermissionError(f"caller {caller!r} is not {API_SERVER_CN}")
 
 
 def _peek(sock: socket.socket, n: int) -> bytes:
@@ -336,11 +359,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("http: " + format, *args)
 
+    # Whether the caller proved to be the API server (without TLS, in unit
+    # tests, everyone is).
+    apiserver = True
+
     def setup(self) -> None:
         owner = self.server.owner
         try:
             if owner.tls is not None:
-                self.request = _accept_tls(owner.tls, self.request, owner.config.handshake_timeout)
+                self.request, self.apiserver = _accept_tls(
+                    owner.tls, self.request, owner.config.handshake_timeout,
+                    owner.callers is not None,
+                )  # fmt: skip
             super().setup()
             if owner.tls is not None:  # unbuffered: no bytes hidden in a buffer when pump starts
                 self.rfile.close()
@@ -369,7 +399,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             h2 = _peek(conn, len(HTTP2_PREFACE)) == HTTP2_PREFACE
         if h2:
-            self._relay_grpc()
+            if self.apiserver:  # the gRPC service is the API server's alone
+                self._relay_grpc()
             return
         super().handle()
 
@@ -413,9 +444,46 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             owner.hang_up(upstream)
 
+    def _authorized(self) -> bool:
+        """Whether the request may go on; answers the refusal when not."""
+        if self.apiserver:
+            return True
+        callers = self.server.owner.callers
+        if callers is None:
+            self._plain(401, "Unauthorized")
+            return False
+        decision = callers.check(self.headers.get("Authorization", ""), self.command, self.path)
+        if decision.code != 200:
+            log.info("agent endpoint: %d for %s %s", decision.code, self.command, self.path)
+            self._plain(decision.code, decision.message)
+            return False
+        return True
+
+    def _summary(self) -> None:
+        stats = self.server.owner.stats
+        if stats is None:
+            self._plain(404, f"{SUMMARY_PATH} is not served here")
+            return
+        try:
+            body = (json.dumps(stats()) + "\n").encode()
+        except Exception as exc:  # the runtime cannot say: the caller hears why
+            self._plain(503, f"stats unavailable: {exc}")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
     def _dispatch(self) -> None:
         owner = self.server.owner
         self.close_connection = True
+        if not self._authorized():
+            return
+        if self.path.split("?", 1)[0] == SUMMARY_PATH and self.command == "GET":
+            self._summary()
+            return
         try:
             target = parse_target(self.path)
             url = runtime_url(target, owner.pods, owner.runtime)
@@ -463,10 +531,13 @@ def serve_streams(
     tls: ssl.SSLContext | None,
     listen: str,
     grpc_upstream: str = "",
+    callers: WebhookAuth | None = None,
+    stats: Callable[[], dict[str, Any]] | None = None,
 ) -> StreamProxy:
     """Start the streaming endpoint on `listen`; see the module docstring."""
     streams: StreamRuntime = CRIStreams(runtime) if isinstance(runtime, CRIClient) else runtime
-    return StreamProxy(pods, streams, tls, StreamProxyConfig(listen=listen), grpc_upstream).start()
+    config = StreamProxyConfig(listen=listen)
+    return StreamProxy(pods, streams, tls, config, grpc_upstream, callers, stats).start()
 
 
 @dataclass
@@ -493,9 +564,11 @@ def serve_endpoint(
     runtime: CRIClient | StreamRuntime,
     tls: ssl.SSLContext | None,
     socket_path: str,
+    callers: WebhookAuth | None = None,
 ) -> AgentEndpoint:
     """Serve the gRPC `servicer` on the unix socket `socket_path` (0600) and
-    the streaming endpoint on `listen`, relaying gRPC connections to the former."""
+    the streaming endpoint on `listen`, relaying gRPC connections to the former;
+    `callers` checks the bearer tokens of callers other than the API server."""
     try:
         os.unlink(socket_path)
     except FileNotFoundError:
@@ -503,7 +576,8 @@ def serve_endpoint(
     grpc_server, _ = serve(servicer, f"unix:{socket_path}")
     try:
         os.chmod(socket_path, 0o600)
-        proxy = serve_streams(pods, runtime, tls, listen, f"unix:{socket_path}")
+        proxy = serve_streams(pods, runtime, tls, listen, f"unix:{socket_path}", callers,
+                              lambda: summary(servicer.collect_stats(StatsRequest())))  # fmt: skip
     except BaseException:
         grpc_server.stop(None)
         raise
