@@ -19,6 +19,7 @@ refusal to start (exit status 1), never a silent reset.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import signal
@@ -162,6 +163,25 @@ def _advertise(listen: str, port: int, advertise: str) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def in_cluster_names(service_cidr: str, advertise: str = "") -> list[str]:
+    """The serving certificate's names for in-cluster clients, as
+    kube-apiserver has them: the `kubernetes` Service's address (the first of
+    the service CIDR, where KUBERNETES_SERVICE_HOST points), its DNS names,
+    and the advertised address (the `kubernetes` Endpoints)."""
+    try:
+        service_ip = str(ipaddress.ip_network(service_cidr, strict=False)[1])
+    except ValueError:
+        return []  # the API server refuses the bad CIDR itself, with the reason
+    names = [service_ip, "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+             "kubernetes.default.svc.cluster.local"]  # fmt: skip
+    host = advertise
+    if host.startswith("["):  # [v6]:port
+        host = host[1:].split("]", 1)[0]
+    elif host.count(":") == 1:  # v4 or name, with a port
+        host = host.split(":", 1)[0]
+    return [*names, host] if host else names
+
+
 def write_credentials(
     data_dir: Path, server: str, ca_pem: bytes, admin: str, grpc: str = ""
 ) -> None:
@@ -250,7 +270,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     os.chmod(data_dir, 0o700)  # the database holds Secrets; pki/ holds keys
     listen_host = args.listen.rsplit(":", 1)[0].strip("[]")
     try:
-        pki = ensure_pki(data_dir, [listen_host, *args.tls_san])
+        pki = ensure_pki(data_dir, [listen_host, *args.tls_san,
+                                    *in_cluster_names(args.service_cidr, args.advertise_address)])  # fmt: skip
         store = open_store(args, data_dir)
     except (CorruptStore, StoreUnavailable) as err:
         raise StartError(str(err)) from err

@@ -1,4 +1,5 @@
-"""Request bodies: read with a size limit, decoded as JSON or YAML.
+"""Request bodies: read with a size limit, decoded as JSON or YAML (or, for
+the review kinds kubectl sends that way, Kubernetes' protobuf: api/k8sprotobuf.py).
 
 A body over limits.MAX_BODY (3 MiB, as kube-apiserver) is refused with 413
 before it is all read; every body then passes limits.check_body (the gRPC
@@ -15,7 +16,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from controlplane.api import jsoncodec, limits
+from controlplane.api import jsoncodec, k8sprotobuf, limits
 from controlplane.apiserver.rest.auditing import BODY
 from controlplane.apiserver.rest.status import BadRequest, TooLarge, UnsupportedMediaType
 from controlplane.client.errors import Invalid
@@ -74,6 +75,11 @@ def decode(data: bytes, content_type: str) -> Any:
             doc = jsoncodec.loads(data)
         except (ValueError, UnicodeDecodeError, jsoncodec.DecodeError):
             raise BadRequest(_json_problem(data)) from None
+    elif content_type == k8sprotobuf.MEDIA_TYPE:  # the review kinds only (kubectl in a pod)
+        try:
+            doc = k8sprotobuf.decode(data)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise UnsupportedMediaType(f"protobuf body: {err}") from None
     else:
         raise UnsupportedMediaType(f"the body's media type {content_type!r} is not supported")
     check_depth(doc)
