@@ -26,8 +26,9 @@ import dataclasses
 import logging
 import os
 import socket
+import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -416,3 +417,31 @@ def component(
 def start(client: ApiClient, stop: threading.Event) -> None:
     """The component entry point with default settings (leader-elected)."""
     component(ManagerConfig(leader_elect=True))(client, stop)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m controlplane.controllers.manager --kubeconfig FILE [flags]`: the
+    controller manager alone, with its own identity (`<data-dir>/controller-manager.conf`;
+    the HPA reads node stats through the REST API that file names)."""
+    from controlplane.client.component import run_component
+
+    parser = argparse.ArgumentParser(prog="python -m controlplane.controllers.manager")
+    parser.add_argument("--kubeconfig", required=True,
+                        help="the controller manager's kubeconfig (controller-manager.conf)")  # fmt: skip
+    parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
+    add_flags(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    try:
+        config = config_from_args(args)
+    except ValueError as err:
+        print(f"controller manager: refusing to start: {err}", file=sys.stderr)
+        return 2
+    start = component(config, args.controller_metrics_listen, Path(args.kubeconfig))
+    return run_component("controller manager", args.kubeconfig, start)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -13,7 +13,7 @@ The profile configuration comes from the file named by `SKIFF_SCHEDULER_CONFIG`
 
 Alone, against a running API server:
 
-    python -m controlplane.scheduler.run [--credentials admin.conf] [--config profiles.yaml]
+    python -m controlplane.scheduler.run --kubeconfig scheduler.conf [--config profiles.yaml]
 """
 
 from __future__ import annotations
@@ -21,15 +21,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 from typing import Any
 
-from controlplane.client.apiclient import connect
-from controlplane.client.config import load_config as load_credentials
+from controlplane.client.component import run_component
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
@@ -165,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--kubeconfig",
         "--credentials",
         dest="kubeconfig",
-        default=None,
+        required=True,
         help="the scheduler's kubeconfig (skiff controlplane writes <data-dir>/scheduler.conf)",
     )
     parser.add_argument("--config", default=None, help="scheduler profiles YAML")
@@ -180,19 +177,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, sched_config.ConfigError) as e:
         print(f"scheduler: refusing to start: {e}", file=sys.stderr)
         return 2
-    client = connect(load_credentials(args.kubeconfig))
-    stop = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+    def start_alone(client: ApiClient, stop: threading.Event) -> None:
+        threading.Thread(
+            target=run, args=(client, stop, cfg), name="scheduler", daemon=True
+        ).start()
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    try:
-        run(client, stop, cfg)
-    finally:
-        client.close()
-    return 0
+    return run_component("scheduler", args.kubeconfig, start_alone)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,16 @@ refuses to start, naming the line.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.api import volcano
+from controlplane.client.component import run_component
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
@@ -113,3 +116,33 @@ def start(client: ApiClient, stop: threading.Event) -> None:
     threading.Thread(
         target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
     ).start()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m controlplane.scheduler.batch.run --kubeconfig FILE`: the batch
+    scheduler alone, with its own identity (`<data-dir>/volcano-scheduler.conf`)."""
+    parser = argparse.ArgumentParser(prog="python -m controlplane.scheduler.batch.run")
+    parser.add_argument("--kubeconfig", required=True,
+                        help="the batch scheduler's kubeconfig (volcano-scheduler.conf)")  # fmt: skip
+    parser.add_argument("--config", default=None, help=f"volcano-scheduler.conf (or ${CONFIG_ENV})")
+    parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    try:
+        conf = load_conf(args.config)
+    except (OSError, batch_conf.ConfError) as err:
+        print(f"batch scheduler: refusing to start: {err}", file=sys.stderr)
+        return 2
+
+    def start_alone(client: ApiClient, stop: threading.Event) -> None:
+        threading.Thread(
+            target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
+        ).start()
+
+    return run_component("batch scheduler", args.kubeconfig, start_alone)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

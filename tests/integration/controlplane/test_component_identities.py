@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +35,10 @@ from controlplane.apiserver.rbaccomponents import (
 )
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
-from controlplane.client.errors import Forbidden
+from controlplane.client.errors import Forbidden, NotFound
+from tests.harness.registry import stop_process
 from tests.harness.wait import wait_for
+from tests.integration.controlplane.conftest import REPO, ControlPlane
 from tests.unit.controlplane.apiserver.test_volcano_api import EXAMPLE_JOB
 
 pytestmark = pytest.mark.slow
@@ -190,3 +194,61 @@ def test_controller_manager_cannot_make_itself_cluster_admin(plane: Plane) -> No
         len(plane.admin.get("ClusterRole", CONTROLLER_MANAGER.roles[0])["rules"])
         == len(role["rules"]) - 1
     )
+
+
+def test_each_component_runs_alone_with_its_kubeconfig(tmp_path: Path) -> None:
+    """`skiff controlplane` with no schedulers and no controllers; each runs as
+    a process of its own with `--kubeconfig` (kube-scheduler's and
+    kube-controller-manager's flag) and acts as its own user."""
+    cp = ControlPlane(tmp_path / "cp", ["--disable", "scheduler", "--disable", "volcano-scheduler",
+                                        "--disable", "controllers"])  # fmt: skip
+    cp.start()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        log = (tmp_path / "components.log").open("ab")
+        for module, c in (("controlplane.scheduler.run", SCHEDULER),
+                          ("controlplane.scheduler.batch.run", BATCH_SCHEDULER),
+                          ("controlplane.controllers.manager", CONTROLLER_MANAGER)):  # fmt: skip
+            argv = [sys.executable, "-m", module, "--kubeconfig", str(cp.data_dir / c.kubeconfig)]
+            procs.append(subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=log))
+        log.close()
+        admin = cp.client()
+        for name, c in (("skiff-scheduler", SCHEDULER), ("volcano", BATCH_SCHEDULER),
+                        ("skiff-controller-manager", CONTROLLER_MANAGER)):  # fmt: skip
+            wait_for(lambda name=name: lease_holder(admin, name), timeout=60,  # type: ignore[misc]
+                     message=f"{c.component} holds its Lease")  # fmt: skip
+            with cp.client(c.kubeconfig) as own:
+                assert own.whoami()["user"] == c.user
+        admin.create("Node", {"metadata": {"name": "alone"}, "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}]}})  # fmt: skip
+        admin.create("Deployment", deployment("solo"), "default")
+
+        def bound() -> bool:
+            pods = admin.list("Pod", "default").items
+            return any(p["spec"].get("nodeName") == "alone" for p in pods)
+
+        wait_for(
+            bound, timeout=60, message="the controller manager made a pod, the scheduler bound it"
+        )
+    finally:
+        for proc in procs:
+            stop_process(proc, timeout=20)
+        cp.close()
+
+
+def lease_holder(api: GrpcApiClient, name: str) -> str:
+    try:
+        return str(api.get("Lease", name, "kube-system")["spec"].get("holderIdentity") or "")
+    except NotFound:
+        return ""
+
+
+def test_a_component_without_a_kubeconfig_refuses_to_start(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "controlplane.scheduler.batch.run", "--kubeconfig",
+         str(tmp_path / "missing.conf")],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--kubeconfig" in done.stderr and "missing.conf" in done.stderr
