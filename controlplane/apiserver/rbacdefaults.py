@@ -14,7 +14,9 @@ that component's user.
 
 `ensure_defaults` creates the missing ones (existing ones are left as an
 admin may have changed them), filling aggregated roles once; the
-clusterrole-aggregation controller keeps them current afterwards.
+clusterrole-aggregation controller keeps them current afterwards. The
+components' roles alone are reconciled to this version's at every start
+(`reconcile_components`), unless annotated autoupdate "false".
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from controlplane.api.rbac import GROUP, aggregated_rules
 from controlplane.apiserver import rbaccomponents as components
 from controlplane.apiserver.registry import Registry
-from controlplane.client.errors import AlreadyExists, ApiError
+from controlplane.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 
 READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "deletecollection", "patch", "update"]
@@ -212,3 +214,28 @@ def ensure_defaults(registry: Registry) -> None:
     for outcome in registry.create_many(items):
         if isinstance(outcome, ApiError) and not isinstance(outcome, AlreadyExists):
             raise outcome
+    reconcile_components(registry)
+
+
+AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
+
+
+def reconcile_components(registry: Registry) -> None:
+    """Bring the components' ClusterRoles to what this version's components
+    need (an older data dir has older rules: the scheduler's once read every
+    core kind), as Kubernetes reconciles its bootstrap roles at start; a role
+    annotated `rbac.authorization.kubernetes.io/autoupdate: "false"` is left
+    as its admin wrote it."""
+    for name, rules in components.ROLES.items():
+        try:
+            stored = registry.get_object("ClusterRole", name)
+        except NotFound:
+            continue
+        annotations = (stored.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(AUTOUPDATE) == "false" or stored.get("rules") == rules:
+            continue
+        stored["rules"] = rules
+        try:
+            registry.update("ClusterRole", stored)
+        except Conflict:
+            pass  # another control plane on the same etcd reconciled it meanwhile

@@ -236,3 +236,26 @@ def test_rbac_objects_are_validated(admin: GrpcApiClient) -> None:
     admin.create("RoleBinding", binding("b", "ClusterRole", "view", "User", "u"), "a")
     with pytest.raises(Invalid, match="roleRef: field is immutable"):
         admin.patch("RoleBinding", "b", {"roleRef": {"name": "edit"}}, "a")
+
+
+def test_component_roles_are_reconciled_at_start(cluster: Cluster, admin: GrpcApiClient) -> None:
+    """An older data dir's scheduler role (it read every core kind, Secrets
+    included) becomes this version's at the next start; an admin's
+    autoupdate "false" keeps theirs."""
+    from controlplane.apiserver.rbaccomponents import ROLES
+    from controlplane.apiserver.rbacdefaults import AUTOUPDATE, ensure_defaults
+
+    old = [{"apiGroups": [""], "resources": ["*"], "verbs": ["get", "list", "watch"]}]
+    role = admin.get("ClusterRole", "system:kube-scheduler")
+    role["rules"] = old
+    admin.update("ClusterRole", role)
+    ensure_defaults(cluster.server.registry)
+    assert (
+        admin.get("ClusterRole", "system:kube-scheduler")["rules"] == ROLES["system:kube-scheduler"]
+    )
+    role = admin.get("ClusterRole", "volcano-scheduler")
+    role["rules"] = old
+    role["metadata"].setdefault("annotations", {})[AUTOUPDATE] = "false"
+    admin.update("ClusterRole", role)
+    ensure_defaults(cluster.server.registry)
+    assert admin.get("ClusterRole", "volcano-scheduler")["rules"] == old
