@@ -171,3 +171,16 @@ def test_a_flood_of_random_tokens_costs_a_bounded_number_of_reviews(endpoint: En
     wait_for(lambda: endpoint.token_reviews() - before == codes.count(401), timeout=5)
     assert codes.count(401) <= BURST + RATE * elapsed + 1
     assert codes.count(429) >= 60 - (BURST + RATE * elapsed + 1)
+
+
+def test_plain_text_is_still_refused(endpoint: Endpoint) -> None:
+    token = endpoint.users.user_token("alice")
+    with socket.create_connection(("127.0.0.1", endpoint.port), timeout=10) as raw:
+        raw.sendall(
+            f"GET /stats/summary HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+        )
+        try:
+            answer = raw.recv(100)
+        except ConnectionResetError:
+            answer = b""
+    assert not answer.startswith(b"HTTP")  # a TLS alert or nothing: no HTTP is spoken
