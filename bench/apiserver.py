@@ -17,7 +17,9 @@ measures from client processes:
   granted `edit` through a RoleBinding (RBAC evaluated on every request) and
   as the controller manager with its own credential (controller-manager.conf,
   its component ClusterRole), interleaved over a few rounds on one server,
-  medians compared.
+  medians compared, with how far each identity's own rounds spread; and the
+  CPU cost of one authorization decision in process (bench/authz_cost.py),
+  which bounds what RBAC can cost where the end-to-end rounds are too noisy.
 
 Prints a table, then as its last line one JSON object of figure -> number.
 Usage: python -m bench.apiserver [--stores sqlite,etcd] [--pods 100000] [--quick] [--authz]
@@ -46,6 +48,7 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.authz_cost import authorize_us  # noqa: E402
 from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
 from controlplane.api.kinds import by_kind  # noqa: E402
 from controlplane.apiserver.codec import encode, object_key  # noqa: E402
@@ -439,6 +442,19 @@ def bench_authz(store_kind: str, work: Path, etcd: str, quick: bool) -> dict[str
         f"{store_kind}_authz_kcm_create_cost_pct": round(
             100 * (1 - med["kcm_create"] / med["admin_create"]), 1),
     }  # fmt: skip
+    # The decision itself, in process: the registry asks twice per write, so
+    # at the admin's measured rate this share of one core (the API server's
+    # GIL) goes to authorizing; the throughput cost cannot exceed it.
+    decision = authorize_us()
+    for who, us in decision.items():
+        figures[f"{store_kind}_authz_decision_{who}_us"] = round(us, 2)
+    for who in ("rbac", "kcm"):
+        share = 100 * 2 * decision[who] * med["admin_create"] / 1e6
+        figures[f"{store_kind}_authz_decision_{who}_share_pct"] = round(share, 2)
+    print(f"  {store_kind:6} one authorization decision: admin {decision['admin']:.2f} us, "
+          f"RBAC user {decision['rbac']:.2f} us, controller manager {decision['kcm']:.2f} us "
+          f"(x2 per create = {figures[f'{store_kind}_authz_decision_rbac_share_pct']:.2f}% of a "
+          "core at the admin's rate)", flush=True)  # fmt: skip
     # Honest about a shared machine: how far one identity's own rounds spread
     # (max - min over the median); a difference smaller than that is noise.
     for key, values in sorted(runs.items()):
