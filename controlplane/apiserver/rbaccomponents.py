@@ -81,7 +81,7 @@ def _rule(verbs: list[str], groups: list[str], resources: list[str]) -> dict[str
 # What both schedulers do to pods, Events and their Lease.
 _SCHEDULING = [
     _rule(["create", "patch", "update"], ["", "events.k8s.io"], ["events"]),
-    _rule(["create", "get", "update", "patch"], ["coordination.k8s.io"], ["leases"]),
+    _rule(["create"], ["coordination.k8s.io"], ["leases"]),
     _rule(READ, [""], ["nodes", "pods", "namespaces"]),
     _rule(["delete"], [""], ["pods"]),  # preemption
     _rule(["create"], [""], ["bindings", "pods/binding"]),
@@ -89,8 +89,16 @@ _SCHEDULING = [
     _rule(READ, ["scheduling.k8s.io"], ["priorityclasses"]),
 ]
 
+
+def _lease(name: str) -> dict[str, Any]:
+    """Its own leader-election Lease only (kube-scheduler's role names its Lease too)."""
+    return {**_rule(["get", "update", "patch"], ["coordination.k8s.io"], ["leases"]),
+            "resourceNames": [name]}  # fmt: skip
+
+
 SCHEDULER_RULES = [
     *_SCHEDULING,
+    _lease("skiff-scheduler"),
     _rule(READ, [""], ["services", "replicationcontrollers"]),
     _rule(READ, ["apps"], ["replicasets", "statefulsets"]),
     _rule(READ, ["policy"], ["poddisruptionbudgets"]),
@@ -105,6 +113,7 @@ VOLUME_SCHEDULER_RULES = [
 
 BATCH_SCHEDULER_RULES = [
     *_SCHEDULING,
+    _lease("volcano"),
     _rule(READ, ["scheduling.volcano.sh"], ["podgroups", "queues"]),
     _rule(WRITE, ["scheduling.volcano.sh"], ["podgroups", "podgroups/status", "queues",
                                               "queues/status"]),

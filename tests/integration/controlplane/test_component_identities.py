@@ -129,11 +129,17 @@ def test_each_component_writes_as_itself(plane: Plane) -> None:
         return len(ours) == 2 and all(p["spec"].get("nodeName") for p in ours)
 
     wait_for(batch_bound, timeout=30, message="the Volcano Job's pods bound")
-    assert plane.writers("create", "replicasets") == {CONTROLLER_MANAGER.user}
-    assert plane.writers("create", "pods") == {CONTROLLER_MANAGER.user}
-    assert plane.writers("create", "pods", "binding") == {SCHEDULER.user, BATCH_SCHEDULER.user}
-    assert plane.writers("patch", "podgroups", "status") == {BATCH_SCHEDULER.user}
-    assert plane.writers("patch", "queues", "status") == {BATCH_SCHEDULER.user}
+    # Audit lines are written as each request completes, a moment after its effect shows.
+    for verb, resource, sub, users in (
+        ("create", "replicasets", "", {CONTROLLER_MANAGER.user}),
+        ("create", "pods", "", {CONTROLLER_MANAGER.user}),
+        ("create", "pods", "binding", {SCHEDULER.user, BATCH_SCHEDULER.user}),
+        # The batch scheduler writes PodGroup and Queue status after its session.
+        ("patch", "podgroups", "status", {BATCH_SCHEDULER.user}),
+        ("patch", "queues", "status", {BATCH_SCHEDULER.user}),
+    ):
+        wait_for(lambda a=(verb, resource, sub), u=users: plane.writers(*a) == u,  # type: ignore[misc]
+                 timeout=30, message=f"{verb} {resource}/{sub} by {users} only")  # fmt: skip
     # The admin wrote only what this test asked for.
     assert "admin" not in plane.writers("create", "pods", "binding")
 
@@ -162,6 +168,9 @@ def test_scheduler_is_refused_outside_its_role(plane: Plane) -> None:
                 sched.delete("Namespace", "keep")
             with pytest.raises(Forbidden, match="cannot create deployments"):
                 sched.create("Deployment", deployment("nope"), "default")
+            # Its own Lease only: it cannot take over the controller manager's.
+            with pytest.raises(Forbidden, match="cannot get leases"):
+                sched.get("Lease", "skiff-controller-manager", "kube-system")
     assert "deletionTimestamp" not in plane.admin.get("Namespace", "keep")["metadata"]
 
 
