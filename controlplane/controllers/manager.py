@@ -62,6 +62,7 @@ def _registry() -> dict[str, InitFunc]:
         serviceaccount,
         statefulset,
         vcjob,
+        vcqueue,
         volume_protection,
     )
 
@@ -87,6 +88,7 @@ def _registry() -> dict[str, InitFunc]:
         "root-ca-cert-publisher": serviceaccount.init_root_ca,
         "volcano-job": vcjob.init,
         "volcano-podgroup": podgroup.init,
+        "volcano-queue": vcqueue.init,
     }
 
 

@@ -13,6 +13,10 @@ that dotted name as it stands (the cluster DNS answers it under the pod's
 search list), and fetch the peer's page with busybox's wget, whose lookup
 goes through libc's getaddrinfo (which applies the search list itself). The
 Job and its PodGroup end Completed and every task's log shows both lookups.
+
+Before that, vcctl's `queue operate` by hand: a bus.volcano.sh Command made
+with `kubectl create` closes the default queue, kubectl's apply of the Job
+is refused with Volcano's admission message, and another Command opens it.
 """
 
 from __future__ import annotations
@@ -97,14 +101,33 @@ class Kubectl:
     def __init__(self, kubeconfig: Path, home: Path) -> None:
         self.env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "KUBECONFIG": str(kubeconfig)}
 
-    def __call__(self, *args: str, input: str | None = None) -> str:
+    def run(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
         assert KUBECTL is not None
-        done = subprocess.run(
+        return subprocess.run(
             [KUBECTL, *args], input=input, capture_output=True, text=True, timeout=60,
             env=self.env, check=False,
         )  # fmt: skip
+
+    def __call__(self, *args: str, input: str | None = None) -> str:
+        done = self.run(*args, input=input)
         assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
         return done.stdout
+
+
+def queue_command(action: str) -> str:
+    """What vcctl's `queue operate` creates (without the ownerReference)."""
+    return f"""\
+apiVersion: bus.volcano.sh/v1alpha1
+kind: Command
+metadata:
+  generateName: default-{action.lower()}-
+  namespace: default
+action: {action}
+target:
+  apiVersion: scheduling.volcano.sh/v1beta1
+  kind: Queue
+  name: default
+"""
 
 
 @pytest.fixture
@@ -133,6 +156,17 @@ def up(images: TestImages, registry: Registry) -> Iterator[Up]:
 def test_example_job_runs_to_completed_on_skiff_up(up: Up) -> None:
     api = up.wait_ready()
     kubectl = Kubectl(up.data_dir / "kubeconfig", up.data_dir)
+
+    def queue_state() -> str:
+        return kubectl("get", "queue", "default", "-o", "jsonpath={.status.state}")
+
+    assert "created" in kubectl("create", "-f", "-", input=queue_command("CloseQueue"))
+    wait_for(lambda: queue_state() == "Closed", timeout=30, message="queue default Closed")
+    refused = kubectl.run("apply", "-f", "-", input=JOB_YAML)
+    assert refused.returncode != 0
+    assert "can only submit job to queue with state `Open`" in refused.stderr, refused.stderr
+    kubectl("create", "-f", "-", input=queue_command("OpenQueue"))
+    wait_for(lambda: queue_state() == "Open", timeout=30, message="queue default Open")
     assert "created" in kubectl("apply", "-f", "-", input=JOB_YAML)
 
     def phase() -> str:
