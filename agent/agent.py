@@ -106,6 +106,20 @@ def _uid_index(obj: Object) -> list[str]:
     return [uid] if uid else []
 
 
+POD_IP_INDEX = "podIP"
+
+
+def _pod_ip_index(obj: Object) -> list[str]:
+    """A pod's own addresses (not a host-network pod's, which are the node's)."""
+    if (obj.get("spec") or {}).get("hostNetwork"):
+        return []
+    status = obj.get("status") or {}
+    ips = {str(p.get("ip")) for p in status.get("podIPs") or [] if p.get("ip")}
+    if status.get("podIP"):
+        ips.add(str(status["podIP"]))
+    return sorted(ips)
+
+
 def _mirror_index(obj: Object) -> list[str]:
     uid = mirror_of(obj)
     return [uid] if uid else []
@@ -135,7 +149,7 @@ class Agent:
         self.pods = self.factory.informer_for(
             "Pod", field_selector=f"spec.nodeName={cfg.node.name}"
         )
-        self.pods.add_indexers({UID_INDEX: _uid_index})
+        self.pods.add_indexers({UID_INDEX: _uid_index, POD_IP_INDEX: _pod_ip_index})
         self.nodes = self.factory.informer_for("Node")
         self.services = self.factory.informer_for("Service")
         self.proxy = (
@@ -143,7 +157,11 @@ class Agent:
             if cfg.proxy is not None
             else None
         )
-        self.dns = DnsServer(api, cfg.dns, informers=self.factory) if cfg.dns is not None else None
+        self.dns = (
+            DnsServer(api, cfg.dns, informers=self.factory, pod_namespace=self._pod_namespace)
+            if cfg.dns is not None
+            else None
+        )
         self._probe_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe")
         self.probes = ProbeManager(
             RealProbeRunner(runtime), self.clock, self._probe_pool, self.queue.add
@@ -261,6 +279,12 @@ class Agent:
         )
 
     # API lookups for env and volumes
+    def _pod_namespace(self, ip: str) -> str | None:
+        """The namespace of this node's pod at `ip` (for the DNS search list)."""
+        for pod in self.pods.store.by_index(POD_IP_INDEX, ip):
+            return str(pod["metadata"].get("namespace") or "default")
+        return None
+
     def _get_configmap(self, ns: str, name: str) -> Mapping[str, Any] | None:
         try:
             return self.api.get("ConfigMap", name, ns)

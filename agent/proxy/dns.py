@@ -10,6 +10,11 @@ every upstream fails the answer is SERVFAIL. UDP replies that do not fit
 (512 bytes, or the client's EDNS size) are truncated with TC set, so the
 client retries over TCP.
 
+A query from a pod of this node (its address known to `pod_namespace`) for
+a relative name with dots that is not in the domain is first tried under
+that pod's search list (`ClusterResolver.search`), since busybox's nslookup
+sends such names without applying the search list itself.
+
 One thread waits on the sockets; queries are handled on a small pool, so a
 slow upstream never stalls cluster answers. This module never writes to the
 API server, never answers for a name outside the cluster domain itself, and
@@ -24,7 +29,7 @@ import selectors
 import socket
 import struct
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,8 +152,11 @@ class DnsServer:
         informers: SharedInformerFactory | None = None,
         clock: Clock | None = None,
         lookup: Lookup | None = None,
+        pod_namespace: Callable[[str], str | None] | None = None,
     ) -> None:
         self.settings = settings or DnsSettings()
+        # a client address -> the namespace of the pod of this node that has it
+        self.pod_namespace = pod_namespace
         self._factory: SharedInformerFactory | None = None
         self._own_factory = False
         if lookup is None:
@@ -261,7 +269,7 @@ class DnsServer:
             sel.close()
 
     def _udp_query(self, data: bytes, peer: Any) -> None:
-        reply = self.handle(data, tcp=False)
+        reply = self.handle(data, tcp=False, client=str(peer[0]))
         if reply is not None and self._udp is not None:
             with contextlib.suppress(OSError):
                 self._udp.sendto(reply, peer)
@@ -271,9 +279,10 @@ class DnsServer:
             self._conns.add(conn)
         try:
             conn.settimeout(TCP_IDLE)
+            client = str(conn.getpeername()[0])
             while not self._stop.is_set():
                 (size,) = struct.unpack("!H", _recv_exact(conn, 2))
-                reply = self.handle(_recv_exact(conn, size), tcp=True)
+                reply = self.handle(_recv_exact(conn, size), tcp=True, client=client)
                 if reply is None:
                     return
                 conn.sendall(struct.pack("!H", len(reply)) + reply)
@@ -284,8 +293,8 @@ class DnsServer:
                 self._conns.discard(conn)
             conn.close()
 
-    def handle(self, data: bytes, tcp: bool) -> bytes | None:
-        """The reply to one query (None: drop it)."""
+    def handle(self, data: bytes, tcp: bool, client: str | None = None) -> bytes | None:
+        """The reply to one query from address `client` (None: drop it)."""
         try:
             query = w.parse(data)
         except w.FormatError:
@@ -302,9 +311,21 @@ class DnsServer:
             reply = self.resolver.reply(query, w.SERVFAIL)
         else:
             reply = self.resolver.answer(query)  # None: not ours to answer
+            if reply is None and not in_domain:
+                reply = self._search(query, client)
         if reply is None:
             return self._forward(query, data, tcp)
         return reply.to_wire() if tcp else _fit_udp(reply, query)
+
+    def _search(self, query: w.Message, client: str | None) -> w.Message | None:
+        """The answer under the asking pod's search list, if it has one."""
+        if client is None or self.pod_namespace is None:
+            return None
+        ready = getattr(self.lookup, "ready", None)
+        if ready is not None and not ready():
+            return None
+        namespace = self.pod_namespace(client)
+        return self.resolver.search(query, namespace) if namespace else None
 
     # ---- forwarding ------------------------------------------------------------
 

@@ -17,6 +17,14 @@
 
 It returns None for names outside the cluster domain: the server decides
 whether to forward them. Nothing here does I/O or mutates the objects.
+
+`search(query, namespace)` is the server side of a pod's search list (what
+CoreDNS's autopath does): a relative name with dots, asked as it stands, is
+tried under `<ns>.svc.<domain>`, `svc.<domain>` and `<domain>`, and the first
+that exists is answered with a CNAME to it (and its records). A pod's
+resolv.conf (ndots:5) makes glibc try those suffixes itself, but busybox's
+nslookup applies the search list only to names without a dot, so it sends
+`<host>.<subdomain>` bare; without this the name left the cluster and failed.
 """
 
 from __future__ import annotations
@@ -98,6 +106,28 @@ class ClusterResolver:
 
     # ---- the answer ----------------------------------------------------------
 
+    def search(self, query: w.Message, namespace: str, ndots: int = 5) -> w.Message | None:
+        """The answer for a relative name (1 to ndots-1 dots, outside the
+        domain) under the search list of a pod in `namespace`, as a CNAME to
+        the first expansion that exists; None when none does."""
+        if query.opcode != 0 or len(query.questions) != 1:
+            return None
+        q = query.questions[0]
+        name = q.name.rstrip(".")
+        if self.in_domain(name) or not 0 < name.count(".") < ndots:
+            return None
+        if q.qclass not in (w.IN, w.ANY) or q.qtype in (w.PTR, w.CNAME):
+            return None
+        for suffix in (f"{namespace}.svc.{self.domain}", f"svc.{self.domain}", self.domain):
+            target = f"{name}.{suffix}"
+            found = self._ask(query, target, q.qtype)
+            if not found and (q.qtype == w.A or not self._ask(query, target, w.A)):
+                continue  # no such name (or only an empty non-terminal)
+            reply = self.reply(query)
+            reply.answers = [self._rec(q.name, w.CNAME, w.name_rdata(target)), *found]
+            return reply
+        return None
+
     def answer(self, query: w.Message) -> w.Message | None:
         """The reply, or None when the name is not in the cluster domain."""
         if query.opcode != 0:
@@ -132,6 +162,12 @@ class ClusterResolver:
             reply.answers.append(self._rec(q.name, w.A, w.a_rdata(ip)))
             return reply
         return self._negative(query, w.NXDOMAIN)
+
+    def _ask(self, query: w.Message, name: str, qtype: int) -> list[w.Record]:
+        """The answer records this resolver has for `name` and `qtype`."""
+        asked = w.Message(id=query.id, rd=query.rd, questions=[w.Question(name, qtype)])
+        found = self.answer(asked)
+        return found.answers if found is not None and found.rcode == w.NOERROR else []
 
     def _reverse(self, query: w.Message, q: w.Question) -> w.Message | None:
         name = q.name.rstrip(".").lower()

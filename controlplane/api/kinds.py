@@ -180,6 +180,7 @@ KINDS: tuple[KindInfo, ...] = (
         ("vcjob", "vj"),
         qualified=True,
     ),
+    KindInfo("Command", "bus.volcano.sh/v1alpha1", "commands", "command", (), has_status=False),
     KindInfo(
         "ServiceAccount", "v1", "serviceaccounts", "serviceaccount", ("sa",), has_status=False
     ),

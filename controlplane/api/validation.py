@@ -805,6 +805,10 @@ def _vcjob(e: Errors, obj: Object, old: Object | None) -> None:
     volcano.validate_job(e, obj, old, pod_spec, is_dns_label, parse_quantity)
 
 
+def _command(e: Errors, obj: Object, old: Object | None) -> None:
+    volcano.validate_command(e, obj, old)
+
+
 def _crd(e: Errors, obj: Object, old: Object | None) -> None:
     e.items.extend(crd_validation.validate_crd(obj, old))
 
@@ -1099,6 +1103,7 @@ VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
     "ClusterRoleBinding": _rbac,
     "Queue": _queue,
     volcano.JOB_KEY: _vcjob,
+    "Command": _command,
 }
 
 

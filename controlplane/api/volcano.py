@@ -1,8 +1,11 @@
 """Volcano's batch kinds: their constants, defaults and validation (its webhook's rules).
 
 Kinds (kinds.py rows): `scheduling.volcano.sh/v1beta1` Queue (cluster-scoped)
-and PodGroup, and `batch.volcano.sh/v1alpha1` Job (key
-"Job.batch.volcano.sh"). Field names and rules are Volcano's, so its
+and PodGroup, `batch.volcano.sh/v1alpha1` Job (key "Job.batch.volcano.sh"),
+and `bus.volcano.sh/v1alpha1` Command (a user's one-shot order to the Job
+or Queue controller: `action`, `target` (an ownerReference), `reason`,
+`message`, top-level fields as Volcano has them; vcctl's job
+suspend/resume and queue operate create them). Field names and rules are Volcano's, so its
 example manifests apply unchanged and its invalid ones
 (example/invalid_jobs/) are refused naming the field:
 
@@ -33,11 +36,10 @@ TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
 JOB_VERSION = "volcano.sh/job-version"
 TASK_INDEX_ENV = "VK_TASK_INDEX"
-# A user's command to the Job controller (AbortJob, ResumeJob, ...), consumed once.
-COMMAND_ANNOTATION = "volcano.sh/command"
 
 BATCH_API = "batch.volcano.sh/v1alpha1"
 SCHEDULING_API = "scheduling.volcano.sh/v1beta1"
+BUS_API = "bus.volcano.sh/v1alpha1"
 JOB_KEY = "Job.batch.volcano.sh"
 DEFAULT_QUEUE = "default"
 SCHEDULER_NAME = "volcano"
@@ -48,6 +50,7 @@ JOB_PHASES = (
     "Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing", "Completed",
     "Terminating", "Terminated", "Failed",
 )  # fmt: skip
+JOB_FINISHED = ("Completed", "Failed", "Aborted", "Terminated")  # a Job's end phases
 # Policy events (Volcano's bus events; "Unknown" is its JobUnknown, both spellings taken).
 EVENTS = (
     "*", "PodFailed", "PodEvicted", "PodPending", "PodRunning", "Unknown", "JobUnknown",
@@ -58,6 +61,9 @@ ACTIONS = (
     "ResumeJob",
 )  # fmt: skip
 JOB_PLUGINS = ("env", "svc", "ssh")
+# What a Command may order, by the kind of its target.
+JOB_COMMANDS = ("AbortJob", "ResumeJob", "RestartJob", "CompleteJob", "TerminateJob")
+QUEUE_COMMANDS = ("OpenQueue", "CloseQueue")
 
 
 class Errors(Protocol):
@@ -275,6 +281,80 @@ def validate_podgroup(
         e.add(
             "status.phase", f"unsupported value {phase!r}: supported: {', '.join(PODGROUP_PHASES)}"
         )
+
+
+def command_target(obj: Object) -> tuple[str, str] | None:
+    """("Job" or "Queue", name) of the object a Command targets, if one of those."""
+    target = obj.get("target")
+    if not isinstance(target, dict):
+        return None
+    group = str(target.get("apiVersion") or "").split("/", 1)[0]
+    kind, name = target.get("kind"), target.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    if (kind, group) == ("Job", "batch.volcano.sh"):
+        return "Job", name
+    if (kind, group) == ("Queue", "scheduling.volcano.sh"):
+        return "Queue", name
+    return None
+
+
+def command_for(target: Object, action: str, namespace: str) -> Object:
+    """A Command ordering `action` on `target` (a Job or Queue as stored), as
+    vcctl makes it: generateName `<name>-<action>-`, the target as its
+    controller ownerReference (so it goes with its target)."""
+    meta = target["metadata"]
+    ref = {
+        "apiVersion": target.get("apiVersion")
+        or (BATCH_API if target.get("kind") == "Job" else SCHEDULING_API),
+        "kind": target["kind"],
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": BUS_API,
+        "kind": "Command",
+        "metadata": {
+            "generateName": f"{meta['name']}-{action.lower()}-",
+            "namespace": namespace,
+            "ownerReferences": [ref],
+        },
+        "action": action,
+        "target": ref,
+    }
+
+
+def validate_command(e: Errors, obj: Object, old: Object | None) -> None:
+    target = obj.get("target")
+    if not isinstance(target, dict):
+        e.add("target", "required: the ownerReference of the Job or Queue to act on")
+        return
+    for field in ("apiVersion", "kind", "name"):
+        if not isinstance(target.get(field), str) or not target.get(field):
+            e.add(f"target.{field}", "required")
+    found = command_target(obj)
+    if found is None:
+        if all(isinstance(target.get(f), str) and target.get(f) for f in ("apiVersion", "kind")):
+            e.add(
+                "target",
+                f"{target.get('kind')} ({target.get('apiVersion')}) takes no commands: "
+                f"a target is a Job ({BATCH_API}) or a Queue ({SCHEDULING_API})",
+            )
+        return
+    allowed = JOB_COMMANDS if found[0] == "Job" else QUEUE_COMMANDS
+    action = obj.get("action")
+    if action not in allowed:
+        e.add("action", f"unsupported value {action!r} for a {found[0]}: supported: "
+                        f"{', '.join(allowed)}")  # fmt: skip
+    for field in ("reason", "message"):
+        if obj.get(field) is not None and not isinstance(obj.get(field), str):
+            e.add(field, "must be a string")
+    if old is not None:
+        for field in ("action", "target"):
+            if obj.get(field) != old.get(field):
+                e.add(field, "field is immutable")
 
 
 # ---- defaults -------------------------------------------------------------------

@@ -4,8 +4,11 @@
     skiffctl queue list | get -N NAME
     skiffctl queue operate -N NAME --action open|close
 
-A closed queue takes no new Job or PodGroup (admission refuses them with the
-reason); what already runs keeps running.
+operate creates a bus.volcano.sh Command (OpenQueue/CloseQueue) in the
+default namespace, as vcctl does; the queue controller carries it out. A
+closing or closed queue takes no new Job or PodGroup (admission refuses them
+with the reason); what already runs keeps running, and a Closing queue is
+Closed once it has finished.
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ def run(ctx: Context) -> int:
         return 0
     if not a.operation:
         raise CliError("queue operate needs --action open|close")
-    state = "Open" if a.operation == "open" else "Closed"
-    _state(ctx, a.name, state)
-    ctx.out(f"queue.scheduling.volcano.sh/{a.name} {state.lower()}")
+    action = "OpenQueue" if a.operation == "open" else "CloseQueue"
+    queue = ctx.client.get("Queue", a.name)
+    ctx.client.create("Command", volcano.command_for(queue, action, "default"), "default")
+    ctx.out(f"queue.scheduling.volcano.sh/{a.name} {action} command created")
     return 0

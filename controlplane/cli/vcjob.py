@@ -5,9 +5,8 @@
     skiffctl job suspend -N NAME       abort it (pods killed, phase Aborted)
     skiffctl job resume -N NAME        start an aborted job again
 
-suspend and resume are commands for the Job controller, carried by the
-`volcano.sh/command` annotation (vcctl writes a bus.volcano.sh Command for
-the same purpose); the controller consumes it once.
+suspend and resume create a bus.volcano.sh Command (AbortJob/ResumeJob)
+targeting the job, as vcctl does; the Job controller consumes it once.
 """
 
 from __future__ import annotations
@@ -49,11 +48,6 @@ def run(ctx: Context) -> int:
             ctx.out(printers.TablePrinter(pod_info, ctx.now()).table(pods).rstrip("\n"))
         return 0
     command = "AbortJob" if action == "suspend" else "ResumeJob"
-    ctx.client.patch(
-        volcano.JOB_KEY,
-        name,
-        {"metadata": {"annotations": {volcano.COMMAND_ANNOTATION: command}}},
-        ctx.namespace,
-    )
+    ctx.client.create("Command", volcano.command_for(job, command, ctx.namespace), ctx.namespace)
     ctx.out(f"job.batch.volcano.sh/{name} {'suspended' if action == 'suspend' else 'resumed'}")
     return 0

@@ -63,6 +63,7 @@ def _registry() -> dict[str, InitFunc]:
         serviceaccount,
         statefulset,
         vcjob,
+        vcqueue,
         volume_protection,
     )
 
@@ -88,6 +89,7 @@ def _registry() -> dict[str, InitFunc]:
         "root-ca-cert-publisher": serviceaccount.init_root_ca,
         "volcano-job": vcjob.init,
         "volcano-podgroup": podgroup.init,
+        "volcano-queue": vcqueue.init,
     }
 
 

@@ -15,8 +15,10 @@ CompleteJob, TerminateJob. RestartJob kills every pod (Restarting), counts
 a retry and starts over (a new job version) once they are gone, or fails
 the job when retryCount reaches maxRetry. AbortJob -> Aborting -> Aborted,
 CompleteJob -> Completing -> Completed, TerminateJob -> Terminating ->
-Terminated. The `volcano.sh/command` annotation carries a user's command
-(skiffctl job suspend/resume: AbortJob/ResumeJob), consumed once.
+Terminated. A bus.volcano.sh Command targeting the Job carries a user's
+order (vcctl or skiffctl job suspend/resume: AbortJob/ResumeJob; also
+RestartJob, CompleteJob, TerminateJob), taken oldest first and deleted once
+the state it led to is stored, as Volcano's controller consumes them.
 ttlSecondsAfterFinished deletes a finished Job.
 """
 
@@ -39,9 +41,9 @@ from controlplane.controllers.base import (
 )
 from controlplane.controllers.refmanager import ControllerRefManager
 
-COMMAND_ANNOTATION = volcano.COMMAND_ANNOTATION
+COMMAND_TARGET = "volcano/command-target"  # Command index: "<ns>/<job>" it targets
 STATUS_DELAY = 0.5  # seconds a pod's status change may wait to reach its job
-FINISHED = ("Completed", "Failed", "Aborted", "Terminated")
+FINISHED = volcano.JOB_FINISHED
 # Phases in which every pod is killed, and where each ends once they are gone.
 KILLING = {
     "Restarting": "Pending",
@@ -63,6 +65,17 @@ def _is_volcano_job_ref(ref: Mapping[str, Any]) -> bool:
     )
 
 
+def _command_target(cmd: Object) -> list[str]:
+    found = volcano.command_target(cmd)
+    if found is None or found[0] != "Job":
+        return []
+    return [f"{podutil.namespace_of(cmd)}/{found[1]}"]
+
+
+def _order(cmd: Object) -> tuple[str, str]:
+    return (str(cmd["metadata"].get("creationTimestamp") or ""), podutil.name_of(cmd))
+
+
 class VolcanoJobController(Controller):
     name = "volcano-job"
     default_workers = 10
@@ -73,6 +86,9 @@ class VolcanoJobController(Controller):
         self.pods = self.watch("Pod", CLAIMABLE)
         self.groups = self.watch("PodGroup")
         self.claims = self.watch("PersistentVolumeClaim")
+        self.commands = self.watch("Command", {COMMAND_TARGET: _command_target})
+        self.follow(self.commands, self._command_added, self._command_deleted)
+        self.consumed: set[str] = set()  # uids of Commands deleted, until their event
         self.refs = ControllerRefManager(ctx.client, volcano.JOB_KEY, "Pod")
         self._lock = threading.Lock()
         self.killed: set[str] = set()  # uids of pods this controller deleted
@@ -135,6 +151,35 @@ class VolcanoJobController(Controller):
             self._event(key, "PodEvicted", pod)
         self.enqueue_key(key)
 
+    def _command_added(self, cmd: Object) -> None:
+        for key in _command_target(cmd):
+            self.enqueue_key(key)
+
+    def _command_deleted(self, cmd: Object) -> None:
+        with self._lock:
+            self.consumed.discard(podutil.uid_of(cmd))
+
+    def _command(self, key: str, job: Object) -> Object | None:
+        """The oldest Command for this Job not yet consumed; ones for an
+        earlier Job of the same name are deleted unread."""
+        for cmd in sorted(self.commands.store.by_index(COMMAND_TARGET, key), key=_order):
+            with self._lock:
+                if podutil.uid_of(cmd) in self.consumed:
+                    continue
+            uid = (cmd.get("target") or {}).get("uid")
+            if not uid or uid == podutil.uid_of(job):
+                return cmd
+            self._consume(cmd)
+        return None
+
+    def _consume(self, cmd: Object) -> None:
+        with self._lock:
+            self.consumed.add(podutil.uid_of(cmd))
+        try:
+            self.client.delete("Command", podutil.name_of(cmd), podutil.namespace_of(cmd))
+        except errors.NotFound:
+            pass  # gone already; its delete event clears `consumed`
+
     def _group_deleted(self, group: Object) -> None:
         name = podutil.annotations_of(group).get(volcano.JOB_NAME)
         if name:
@@ -163,10 +208,11 @@ class VolcanoJobController(Controller):
             lambda pod: podutil.labels_of(pod).get(volcano.JOB_NAME) == podutil.name_of(job),
         )
         reason = ""
-        command = podutil.annotations_of(job).get(COMMAND_ANNOTATION)
+        command = self._command(key, job)
         action = ""
-        if command:
-            action, reason = command, f"command {command}"
+        if command is not None:
+            action = str(command.get("action") or "")
+            reason = str(command.get("reason") or f"command {action}")
         if not action and phase not in FINISHED and phase not in KILLING:
             action, reason = self._policy_action(job, events, pods, version)
         if action == "ResumeJob":
@@ -220,23 +266,14 @@ class VolcanoJobController(Controller):
             if counts["succeeded"] + counts["failed"] >= total > 0:
                 done = counts["succeeded"] >= int(spec.get("minAvailable") or 0)
                 phase = "Completed" if done else "Failed"
-        if self._write_status(job, phase, reason, version, retries, counts, pods) and command:
-            self._clear_command(job)  # only once the state it led to is stored
-        elif command:
+        if self._write_status(job, phase, reason, version, retries, counts, pods):
+            if command is not None:
+                self._consume(command)  # only once the state it led to is stored
+                self.enqueue_key(key)  # the next Command, if any
+        elif command is not None:
             with self._lock:  # not stored: this sync's events are seen again
                 self.events.setdefault(key, [])[:0] = events
         return self._ttl(job, phase)
-
-    def _clear_command(self, job: Object) -> None:
-        try:
-            self.client.patch(
-                volcano.JOB_KEY,
-                podutil.name_of(job),
-                {"metadata": {"annotations": {COMMAND_ANNOTATION: None}}},
-                podutil.namespace_of(job),
-            )
-        except errors.NotFound:
-            pass
 
     def _policy_action(
         self, job: Object, events: list[tuple[str, str, str]], pods: list[Object], version: int

@@ -31,17 +31,16 @@ FINISHED = ("Completed", "Failed", "Aborted", "Terminated")
 
 
 def peer_check(other: str) -> list[str]:
-    """Serve this pod's hostname, fetch the other task's by its svc-plugin
-    name until it answers (DNS and the pod network both work), then stay up a
-    few seconds so the other task can reach this one too."""
-    # (busybox's nslookup did not resolve the short `<pod>.<job>` form here
-    # and busybox-static's wget has no working resolver: nslookup the name
-    # in full, then fetch the address it gives)
+    """Serve this pod's hostname, look the other task up by its svc-plugin
+    short name `<pod>.<job>` with busybox's nslookup (which sends it as it
+    stands: the node's DNS applies the pod's search list) and fetch its page
+    by that name with wget (libc's getaddrinfo applies the search list
+    itself) until it answers, then stay up a few seconds so the other task
+    can reach this one too."""
     script = (
         f"mkdir -p /w && hostname > /w/index.html && httpd -p {PORT} -h /w; "
-        "i=0; until ip=$(nslookup "
-        f"{other} | awk '/^Address/ {{a=$NF}} END {{print a}}') && "
-        f'wget -q -O /tmp/peer "http://$ip:{PORT}/"; do '
+        f"i=0; until nslookup {other} > /dev/null && "
+        f"wget -q -O /tmp/peer http://{other}:{PORT}/; do "
         "i=$((i+1)); [ $i -ge 60 ] && exit 1; sleep 0.5; done; "
         "cat /tmp/peer; sleep 5"
     )
@@ -86,8 +85,8 @@ def example_job() -> dict[str, Any]:
             "maxRetry": 5,
             "queue": "default",
             "tasks": [
-                task("ping", f"{JOB}-pong-0.{JOB}.default.svc.cluster.local"),
-                task("pong", f"{JOB}-ping-0.{JOB}.default.svc.cluster.local"),
+                task("ping", f"{JOB}-pong-0.{JOB}"),
+                task("pong", f"{JOB}-ping-0.{JOB}"),
             ],
         },
     }

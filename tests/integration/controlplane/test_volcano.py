@@ -192,14 +192,28 @@ def ctl(api: GrpcApiClient, *argv: str) -> tuple[int, str]:
     return code, out.getvalue() + err.getvalue()
 
 
+def queue_state(api: GrpcApiClient, name: str) -> str:
+    return str(api.get("Queue", name)["status"].get("state"))
+
+
+def commands(api: GrpcApiClient) -> list[dict[str, Any]]:
+    return list(api.list("Command", "default").items)
+
+
 def test_skiffctl_queues_and_job_commands(api: GrpcApiClient) -> None:
+    """vcctl's verbs: queue operate and job suspend/resume create Commands
+    that the queue and Job controllers consume; a closed queue refuses new
+    jobs, a closing one (a job still running) too, and is Closed once the
+    job finishes."""
     assert ctl(api, "queue", "create", "-N", "batch", "--weight", "3")[0] == 0
     code, text = ctl(api, "get", "q")
     assert code == 0 and "batch" in text and "WEIGHT" in text
     assert ctl(api, "queue", "operate", "-N", "batch", "--action", "close")[0] == 0
+    wait_for(lambda: queue_state(api, "batch") == "Closed", timeout=30)
     with pytest.raises(Invalid, match="queue `batch` status is `Closed`"):
         api.create(volcano.JOB_KEY, job("shut-out", queue="batch", plugins={}), "default")
     assert ctl(api, "queue", "operate", "-N", "batch", "--action", "open")[0] == 0
+    wait_for(lambda: queue_state(api, "batch") == "Open", timeout=30)
     api.create(volcano.JOB_KEY, job("pausable", queue="batch", plugins={}), "default")
     wait_for(
         lambda: api.get(volcano.JOB_KEY, "pausable", "default")["status"].get("running") == 6,
@@ -212,8 +226,19 @@ def test_skiffctl_queues_and_job_commands(api: GrpcApiClient) -> None:
     assert not [p for p in pods_of(api, "pausable") if not p["metadata"].get("deletionTimestamp")]
     assert ctl(api, "job", "resume", "-N", "pausable")[0] == 0
     wait_for(lambda: phase(api, "pausable") == "Running", timeout=30)
+    wait_for(lambda: not commands(api), timeout=10, message="the Commands consumed")
     code, text = ctl(api, "job", "list")
     assert code == 0 and "pausable" in text
+
+    assert ctl(api, "queue", "operate", "-N", "batch", "--action", "close")[0] == 0
+    wait_for(lambda: queue_state(api, "batch") == "Closing", timeout=30)
+    with pytest.raises(Invalid, match="queue `batch` status is `Closing`"):
+        api.create(volcano.JOB_KEY, job("shut-out", queue="batch", plugins={}), "default")
+    target = api.get(volcano.JOB_KEY, "pausable", "default")
+    api.create("Command", volcano.command_for(target, "CompleteJob", "default"), "default")
+    wait_for(lambda: phase(api, "pausable") == "Completed", timeout=30)
+    wait_for(lambda: queue_state(api, "batch") == "Closed", timeout=30)
+    assert phase(api, "pausable") == "Completed"
     finish(api, "pausable")
 
 

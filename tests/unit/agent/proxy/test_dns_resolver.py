@@ -186,3 +186,45 @@ def test_reverse_lookup_of_a_cluster_ip(resolver: ClusterResolver) -> None:
     assert resolver.answer(q) is None
     q = w.Message(questions=[w.Question("20.0.43.10.in-addr.arpa", w.A)])
     assert resolver.answer(q) is None
+
+
+def search(
+    resolver: ClusterResolver, name: str, qtype: int = w.A, namespace: str = "prod"
+) -> w.Message | None:
+    return resolver.search(w.Message(id=7, rd=True, questions=[w.Question(name, qtype)]), namespace)
+
+
+def test_a_relative_name_with_dots_is_answered_under_the_pods_search_list(
+    resolver: ClusterResolver,
+) -> None:
+    """What busybox's nslookup sends for `db-0.db` (it applies the search list
+    only to names without a dot): a CNAME to the first expansion that exists."""
+    reply = search(resolver, "db-0.db")
+    assert reply is not None and reply.rcode == w.NOERROR and reply.id == 7
+    cname, a = reply.answers
+    assert cname.name == "db-0.db" and w.read_name(cname) == "db-0.db.prod.svc.cluster.local"
+    assert a.name == "db-0.db.prod.svc.cluster.local" and w.read_a(a) == "10.244.1.5"
+    # <svc>.<ns> under svc.<domain>; the AAAA of a name that exists: the CNAME alone
+    reply = search(resolver, "web.default", namespace="other")
+    assert reply is not None
+    cname, a = reply.answers
+    assert w.read_name(cname) == "web.default.svc.cluster.local" and w.read_a(a) == "10.43.0.20"
+    reply = search(resolver, "db-0.db", w.AAAA)
+    assert reply is not None and [r.rtype for r in reply.answers] == [w.CNAME]
+
+
+@pytest.mark.parametrize(
+    ("name", "namespace"),
+    [
+        ("db-0.db", "default"),  # another namespace's pod: not its search list
+        ("example.com", "prod"),  # no such expansion: forwarded as before
+        ("db", "prod"),  # no dot: the client's own search list applies
+        ("a.b.c.d.e", "prod"),  # ndots (5) dots or more: absolute
+        ("db-0.db.prod.svc.cluster.local", "prod"),  # in the domain already
+        ("default.svc", "prod"),  # only an empty non-terminal
+    ],
+)
+def test_names_the_search_list_does_not_answer(
+    resolver: ClusterResolver, name: str, namespace: str
+) -> None:
+    assert search(resolver, name, namespace=namespace) is None

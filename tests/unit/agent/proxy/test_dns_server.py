@@ -211,3 +211,29 @@ def test_upstream_parsing(tmp_path: Any) -> None:
         lookup=object(),  # type: ignore[arg-type]
     )
     assert s.upstreams() == [("10.0.0.2", 53), ("fe80::1", 53)]
+
+
+def test_a_pods_relative_name_with_dots_resolves_under_its_search_list(
+    api: FakeApiClient, upstream: DnsServer
+) -> None:
+    """busybox's nslookup sends `<host>.<svc>` as it stands: the server tries
+    it under the asking pod's search list; other clients go upstream."""
+    host, port = upstream.address
+    pods = {"127.0.0.1": "default"}
+    s = DnsServer(api, local(forward=True, upstreams=(f"{host}:{port}",)), pod_namespace=pods.get)
+    s.start()
+    try:
+        addr = s.address
+        wait_for(lambda: udp(addr, q("web.default.svc.cluster.local")).rcode == w.NOERROR)
+        reply = udp(addr, q("10-244-0-1.big"))
+        assert reply.rcode == w.NOERROR
+        assert [w.read_name(r) for r in reply.answers if r.rtype == w.CNAME] == [
+            "10-244-0-1.big.default.svc.cluster.local"
+        ]
+        assert [w.read_a(r) for r in reply.answers if r.rtype == w.A] == ["10.244.0.1"]
+        [over_tcp] = tcp(addr, q("web.default", w.AAAA))
+        assert [r.rtype for r in over_tcp.answers] == [w.CNAME]
+        pods.clear()  # not a pod of this node: forwarded (the stub refuses it)
+        assert udp(addr, q("10-244-0-1.big")).rcode == w.REFUSED
+    finally:
+        s.stop()

@@ -124,3 +124,25 @@ def test_closed_queue_refuses_jobs_and_podgroups(client: GrpcApiClient) -> None:
     old = {"apiVersion": "scheduling.skiff.dev/v1alpha1", "kind": "PodGroup",
            "metadata": {"name": "g"}, "spec": {"minMember": 2}}  # fmt: skip
     assert client.create("PodGroup", old, "default")["spec"]["queue"] == "default"
+
+
+def test_commands_are_validated_naming_the_field(client: GrpcApiClient) -> None:
+    """A bus.volcano.sh Command: an action its target's kind takes, a
+    target naming a Job or a Queue; once made, neither changes."""
+    queue = client.get("Queue", "default")
+    made = client.create("Command", volcano.command_for(queue, "CloseQueue", "default"), "default")
+    assert made["metadata"]["name"].startswith("default-closequeue-")
+    assert made["target"]["uid"] == queue["metadata"]["uid"]
+    with pytest.raises(Invalid, match="field is immutable"):
+        client.update("Command", {**made, "action": "OpenQueue"})
+    bad = volcano.command_for(queue, "AbortJob", "default")
+    with pytest.raises(Invalid, match="action: unsupported value 'AbortJob' for a Queue"):
+        client.create("Command", bad, "default")
+    with pytest.raises(Invalid, match=r"target\.name: required"):
+        client.create("Command", {**bad, "target": {"kind": "Pod", "apiVersion": "v1"}}, "default")
+    with pytest.raises(Invalid, match="Pod \\(v1\\) takes no commands"):
+        client.create(
+            "Command",
+            {**bad, "target": {"kind": "Pod", "apiVersion": "v1", "name": "p"}},
+            "default",
+        )

@@ -1,0 +1,137 @@
+"""Volcano's queue controller: a Queue's state (Open, Closing, Closed).
+
+A bus.volcano.sh Command targeting a Queue (vcctl or skiffctl `queue operate
+--action open|close`) orders OpenQueue or CloseQueue; the Commands are taken
+oldest first and deleted once the state they led to is stored. A closed
+queue that still has unfinished PodGroups is Closing, and becomes Closed
+when the last of them finishes or goes away; a state written as Closed
+directly while PodGroups run becomes Closing too, as Volcano's queue
+controller syncs it. A PodGroup is finished when Completed or when its
+Volcano Job has finished (Completed, Failed, Aborted, Terminated). (Volcano
+waits for the PodGroups to be deleted, which its Job controller does when
+it kills a job; here a finished one no longer holds the queue.)
+
+Admission refuses new Jobs and PodGroups for a queue that is not Open, and
+the batch scheduler enqueues nothing from it; what runs keeps running. Only
+`status.state` is written, as a merge patch of the status subresource: the
+counts in the status belong to the batch scheduler.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from controlplane.api import volcano
+from controlplane.client import errors
+from controlplane.client.interface import Object
+from controlplane.controllers import podutil
+from controlplane.controllers.base import Controller, ControllerContext
+
+GROUP_QUEUE = "volcano/queue"  # PodGroup index: the queue it is in
+COMMAND_TARGET = "volcano/queue-command"  # Command index: the queue it targets
+CLOSED = ("Closed", "Closing")
+FINISHED = volcano.JOB_FINISHED
+
+
+def _group_queue(group: Object) -> list[str]:
+    return [str(podutil.spec(group).get("queue") or volcano.DEFAULT_QUEUE)]
+
+
+def _queue_target(cmd: Object) -> list[str]:
+    found = volcano.command_target(cmd)
+    return [found[1]] if found is not None and found[0] == "Queue" else []
+
+
+def _job_queue(job: Object) -> list[str]:
+    return [str(podutil.spec(job).get("queue") or volcano.DEFAULT_QUEUE)]
+
+
+def _order(cmd: Object) -> tuple[str, str]:
+    return (str(cmd["metadata"].get("creationTimestamp") or ""), podutil.name_of(cmd))
+
+
+def next_state(state: str, actions: list[str], busy: bool) -> str:
+    """The state after `actions` (OpenQueue/CloseQueue, in order), given
+    whether the queue has unfinished PodGroups."""
+    for action in actions:
+        state = "Open" if action == "OpenQueue" else "Closed"
+    if state in CLOSED:
+        return "Closing" if busy else "Closed"
+    return state
+
+
+class QueueController(Controller):
+    name = "volcano-queue"
+    default_workers = 2
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.queues = self.watch_primary("Queue")
+        self.groups = self.watch("PodGroup", {GROUP_QUEUE: _group_queue})
+        self.follow(self.groups, self._group_changed, self._group_changed)
+        self.jobs = self.watch(volcano.JOB_KEY)
+        self.follow(self.jobs, self._job_changed)
+        self.commands = self.watch("Command", {COMMAND_TARGET: _queue_target})
+        self.follow(self.commands, self._command_added, self._command_deleted)
+        self._lock = threading.Lock()
+        self.consumed: set[str] = set()  # uids of Commands deleted, until their event
+
+    def _group_changed(self, group: Object) -> None:
+        for name in _group_queue(group):
+            self.enqueue_key(name)
+
+    def _job_changed(self, job: Object) -> None:
+        phase = (podutil.status(job).get("state") or {}).get("phase")
+        if phase in FINISHED:
+            for name in _job_queue(job):
+                self.enqueue_key(name)
+
+    def _unfinished(self, group: Object) -> bool:
+        if podutil.status(group).get("phase") == "Completed" or podutil.is_deleting(group):
+            return False
+        name = podutil.annotations_of(group).get(volcano.JOB_NAME)
+        job = self.jobs.store.get(name, podutil.namespace_of(group)) if name else None
+        return job is None or (podutil.status(job).get("state") or {}).get("phase") not in FINISHED
+
+    def _command_added(self, cmd: Object) -> None:
+        for name in _queue_target(cmd):
+            self.enqueue_key(name)
+
+    def _command_deleted(self, cmd: Object) -> None:
+        with self._lock:
+            self.consumed.discard(podutil.uid_of(cmd))
+
+    def sync(self, key: str) -> float | None:
+        queue = self.queues.store.get_by_key(key)
+        if queue is None or podutil.is_deleting(queue):
+            return None
+        name = podutil.name_of(queue)
+        with self._lock:
+            commands = [
+                c
+                for c in sorted(self.commands.store.by_index(COMMAND_TARGET, name), key=_order)
+                if podutil.uid_of(c) not in self.consumed
+            ]
+        busy = any(self._unfinished(g) for g in self.groups.store.by_index(GROUP_QUEUE, name))
+        state = str(podutil.status(queue).get("state") or "Open")
+        want = next_state(state, [str(c.get("action")) for c in commands], busy)
+        if want != state:
+            try:
+                self.client.patch("Queue", name, {"status": {"state": want}}, None, "status")
+            except errors.NotFound:
+                return None
+        for cmd in commands:
+            self._consume(cmd)
+        return None
+
+    def _consume(self, cmd: Object) -> None:
+        with self._lock:
+            self.consumed.add(podutil.uid_of(cmd))
+        try:
+            self.client.delete("Command", podutil.name_of(cmd), podutil.namespace_of(cmd))
+        except errors.NotFound:
+            pass  # gone already; its delete event clears `consumed`
+
+
+def init(ctx: ControllerContext) -> Controller:
+    return QueueController(ctx)
