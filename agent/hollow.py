@@ -192,6 +192,9 @@ class HollowNodes:
         self._lease_pool = ThreadPoolExecutor(lease_workers, thread_name_prefix="hollow-lease")
         self._renewing: set[str] = set()
         self._inflight: set[str] = set()
+        # A deletion seen while the pod's earlier work was in flight: run
+        # after it, never dropped (else a pod deleted while starting stays Running).
+        self._deferred: dict[str, Object] = {}
         self._lock = threading.Lock()
         self._factory = SharedInformerFactory(api)
         self._threads: list[threading.Thread] = []
@@ -304,15 +307,22 @@ class HollowNodes:
             return
         with self._lock:
             if key in self._inflight:
+                if meta.get("deletionTimestamp"):
+                    self._deferred[key] = pod
                 return
             self._inflight.add(key)
 
         def run() -> None:
-            try:
-                work()
-            finally:
-                with self._lock:
-                    self._inflight.discard(key)
+            nxt: Callable[[], None] | None = work
+            while nxt is not None:
+                try:
+                    nxt()
+                finally:
+                    with self._lock:
+                        deferred = self._deferred.pop(key, None)
+                        if deferred is None:
+                            self._inflight.discard(key)
+                    nxt = None if deferred is None else functools.partial(self._finish, deferred)
 
         self._pool.submit(run)
 

@@ -48,7 +48,6 @@ import struct
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -67,6 +66,7 @@ from agent.stream_targets import (
 )
 from agent.webhook_auth import WebhookAuth
 from proto.agent.v1.agent_pb2 import StatsRequest
+from proto.streaming.upgrade import StrictRequestHandler
 
 log = logging.getLogger("skiff.agent.streams")
 
@@ -351,9 +351,10 @@ def _peek(sock: socket.socket, n: int) -> bytes:
         return b""
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(StrictRequestHandler):
+    """One connection; request heads are read strictly (proto/streaming/upgrade.py)."""
+
     server: _TCPServer
-    protocol_version = "HTTP/1.1"
     server_version = "skiff-agent"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -410,16 +411,6 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._dispatch()
 
-    def _plain(self, code: int, text: str) -> None:
-        body = (text + "\n").encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-        self.close_connection = True
-
     def _relay_grpc(self) -> None:
         owner = self.server.owner
         self.close_connection = True
@@ -450,24 +441,24 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         callers = self.server.owner.callers
         if callers is None:
-            self._plain(401, "Unauthorized")
+            self.plain(401, "Unauthorized")
             return False
         decision = callers.check(self.headers.get("Authorization", ""), self.command, self.path)
         if decision.code != 200:
             log.info("agent endpoint: %d for %s %s", decision.code, self.command, self.path)
-            self._plain(decision.code, decision.message)
+            self.plain(decision.code, decision.message)
             return False
         return True
 
     def _summary(self) -> None:
         stats = self.server.owner.stats
         if stats is None:
-            self._plain(404, f"{SUMMARY_PATH} is not served here")
+            self.plain(404, f"{SUMMARY_PATH} is not served here")
             return
         try:
             body = (json.dumps(stats()) + "\n").encode()
         except Exception as exc:  # the runtime cannot say: the caller hears why
-            self._plain(503, f"stats unavailable: {exc}")
+            self.plain(503, f"stats unavailable: {exc}")
             return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -489,16 +480,16 @@ class _Handler(BaseHTTPRequestHandler):
             url = runtime_url(target, owner.pods, owner.runtime)
         except RequestError as err:
             log.info("stream refused", extra={"path": self.path, "code": err.code})
-            self._plain(err.code, str(err))
+            self.plain(err.code, str(err))
             return
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
-            self._plain(500, f"runtime returned a streaming URL the agent cannot dial: {url}")
+            self.plain(500, f"runtime returned a streaming URL the agent cannot dial: {url}")
             return
         try:
             upstream = owner.dial(parts.hostname, parts.port or 80)
         except OSError as exc:
-            self._plain(502, f"cannot reach the runtime's streaming server: {exc}")
+            self.plain(502, f"cannot reach the runtime's streaming server: {exc}")
             return
         log.info(
             "stream",

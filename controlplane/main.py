@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--grpc-listen",
         default="",
-        help="HOST:PORT to serve skiff's gRPC API on directly as well (admin.conf names it)",
+        help="HOST:PORT to serve skiff's gRPC API on directly as well (admin.conf names it beside --listen)",
     )
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="state directory")
     p.add_argument("--store", choices=("sqlite", "etcd"), default="sqlite")
@@ -185,10 +185,10 @@ def in_cluster_names(service_cidr: str, advertise: str = "") -> list[str]:
 def write_credentials(
     data_dir: Path, server: str, ca_pem: bytes, admin: str, grpc: str = ""
 ) -> None:
-    """admin.conf names the gRPC address, the kubeconfig the REST one."""
-    write_config(
-        data_dir / "admin.conf", ClientConfig(server=grpc or server, ca_pem=ca_pem, token=admin)
-    )
+    """Both name the REST address (`server`, which serves gRPC too) and, with
+    --grpc-listen, the gRPC-only one beside it (admin.conf's grpc-server, the
+    kubeconfig's skiff.dev/grpc extension)."""
+    write_config(data_dir / "admin.conf", ClientConfig(server, ca_pem, admin, grpc_server=grpc))
     write_kubeconfig(data_dir / "kubeconfig", server, ca_pem, admin, grpc)
 
 
@@ -301,8 +301,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     if args.grpc_listen:
         grpc_host = _advertise(args.listen, port, args.advertise_address).rsplit(":", 1)[0]
         grpc_address = f"{grpc_host}:{server.grpc_port}"
-    admin = ClientConfig(grpc_address or address, pki.ca_pem, server.authority.admin_token(),
-                         data_dir / "admin.conf")  # fmt: skip
+    admin = ClientConfig(address, pki.ca_pem, server.authority.admin_token(),
+                         data_dir / "admin.conf", grpc_address)  # fmt: skip
     try:
         join_token = ensure_join_token(data_dir, server.joins)
     except (ApiError, OSError) as err:

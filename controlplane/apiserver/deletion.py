@@ -37,6 +37,7 @@ def delete(
     base.check_stored(info)
     options = options or DeleteOptions()
     ns = base.namespace_of(info, namespace, None)
+    decided = base.authorize_request(identity, "delete", info, ns, name)
     policy = options.propagation_policy or "Background"
     if policy not in ("Background", "Foreground", "Orphan"):
         raise Invalid(
@@ -45,11 +46,13 @@ def delete(
         )
     if options.grace_period_seconds is not None and options.grace_period_seconds < 0:
         raise Invalid("gracePeriodSeconds: must be >= 0")
-    if info.kind == "Namespace" and name in PROTECTED_NAMESPACES:
-        raise Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
     key = object_key(info, ns, name)
     for _ in range(MAX_RETRIES):
         old, cur_rev = base.read(info, ns, name)
+        if not decided:
+            base.authorizer.authorize(identity, "delete", info, ns, name, old, None)
+        if info.kind == "Namespace" and name in PROTECTED_NAMESPACES:
+            raise Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
         meta = old.get("metadata") or {}
         if options.precondition_uid and options.precondition_uid != meta.get("uid"):
             raise Conflict(
@@ -66,7 +69,6 @@ def delete(
                 f"{options.precondition_resource_version}, ResourceVersion in object meta: "
                 f"{cur_rev}"
             )
-        base.authorizer.authorize(identity, "delete", info, ns, name, old, None)
         new = _deletion_state(base, info, old, options, policy)
         if dry_run:
             return None if new is None else (encode(new), cur_rev)

@@ -386,12 +386,14 @@ class Registry(RegistryBase):
         if subresource == "status" and not info.has_status:
             raise NotFound(f"{info.resource} have no status subresource")
         key = object_key(info, ns, name)
+        full_verb = f"{verb}_status" if subresource else verb
+        decided = self.authorize_request(identity, full_verb, info, ns, name)
         for _ in range(MAX_RETRIES):
             old, cur_rev = self.read(info, ns, name)
+            if not decided:
+                self.authorizer.authorize(identity, full_verb, info, ns, name, old)
             if client_rv > 0 and client_rv != cur_rev:
                 raise conflict(info, name, cur_rev)
-            full_verb = f"{verb}_status" if subresource else verb
-            self.authorizer.authorize(identity, full_verb, info, ns, name, old)
             requested = build(old)  # builders never change `old` (merge_patch copies)
             if not isinstance(requested, dict):
                 raise Invalid("object: must be a JSON object")

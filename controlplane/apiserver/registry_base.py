@@ -13,6 +13,7 @@ from typing import Any
 
 from controlplane.api import validation
 from controlplane.api.kinds import KindInfo, by_kind
+from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.codec import ROOT, Object, decode, meta_of, object_key
 from controlplane.client.errors import Conflict, Forbidden, Invalid, NotFound, Unavailable
@@ -60,6 +61,19 @@ class RegistryBase:
         return text
 
     # -- helpers ------------------------------------------------------------------
+
+    def authorize_request(
+        self, identity: Identity, verb: str, info: KindInfo, namespace: str, name: str
+    ) -> bool:
+        """Authorize from the request alone, before the object is read and
+        before any admission rule, precondition or existence check speaks (as
+        Kubernetes authorizes in its filter chain, before the handler). True
+        when that decided it; False for a node, whose authorizer needs the
+        stored object: the caller authorizes again once it has read it."""
+        if identity.node is not None:
+            return False
+        self.authorizer.authorize(identity, verb, info, namespace, name)
+        return True
 
     def namespace_of(self, info: KindInfo, requested: str | None, obj: Object | None) -> str:
         meta_ns = ""

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import grpc
 
 from controlplane.api import jsoncodec, limits
-from controlplane.apiserver.audit import AuditLog, http_status
+from controlplane.apiserver.audit import HTTP_STATUS, AuditLog, http_status
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.bootstrap import BootstrapJoin
@@ -169,6 +169,21 @@ AUDITED: dict[str, tuple[str, str]] = {
 ANONYMOUS = Identity("system:anonymous", groups=("system:unauthenticated",))
 
 
+# A batch item's gRPC code (CreateResult.code) -> the HTTP status of that error.
+_ITEM_HTTP: dict[int, int] = {
+    grpc_code.value[0]: HTTP_STATUS[cls] for cls, grpc_code in STATUS_CODES.items()
+}
+
+
+def _object_name(data: bytes) -> str:
+    """metadata.name of a create's body, "" when it has none or is not JSON."""
+    try:
+        meta = jsoncodec.loads(data).get("metadata")
+    except (ValueError, UnicodeDecodeError, AttributeError, jsoncodec.DecodeError):
+        return ""
+    return str(meta.get("name") or "") if isinstance(meta, dict) else ""
+
+
 def _audit(
     audit: AuditLog,
     name: str,
@@ -176,32 +191,66 @@ def _audit(
     who: Identity | None,
     outcome: Exception | None,
     start: float,
+    result: Any = None,
 ) -> None:
+    """One audit line per call; CreateMany writes one per item, as Kubernetes
+    logs each create (its objectRef and, when the call itself succeeded, its
+    own result's code)."""
     verb, sub = AUDITED[name]
+    code = 200 if outcome is None else http_status(outcome)
+    elapsed = time.monotonic() - start
+    received = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=elapsed)
+    if name == "CreateMany":
+        results = list(getattr(result, "results", ()))
+        for i, item in enumerate(request.items):
+            item_code = code
+            if outcome is None and i < len(results):
+                item_code = _ITEM_HTTP.get(results[i].code, 500) if results[i].code else 200
+            _audit_line(audit, who, verb, item.kind, item.namespace, _object_name(item.json),
+                        "", item_code, received, elapsed, item.json)  # fmt: skip
+        return
     kind = getattr(request, "kind", "") or ("Pod" if name == "Bind" else "")
     if name == "Join":
         kind = "Node"
+    _audit_line(
+        audit, who, verb, kind, getattr(request, "namespace", ""),
+        getattr(request, "name", "") or getattr(request, "node_name", ""),
+        getattr(request, "subresource", "") or sub, code, received, elapsed,
+        getattr(request, "json", b"") or getattr(request, "patch", b"") or None,
+    )  # fmt: skip
+
+
+def _audit_line(
+    audit: AuditLog,
+    who: Identity | None,
+    verb: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    subresource: str,
+    code: int,
+    received: datetime.datetime,
+    elapsed: float,
+    body: bytes | None,
+) -> None:
     try:
         info = kind_info(kind) if kind else None
     except errors.Invalid:
         info = None
-    subresource = getattr(request, "subresource", "") or sub
-    code = 200 if outcome is None else http_status(outcome)
-    elapsed = time.monotonic() - start
     audit.record(
         who or ANONYMOUS,
         verb,
         {
             "resource": info.plural if info else kind,
             "apiGroup": info.group if info else "",
-            "namespace": getattr(request, "namespace", ""),
-            "name": getattr(request, "name", "") or getattr(request, "node_name", ""),
+            "namespace": namespace,
+            "name": name,
             "subresource": subresource,
         },
         code,
-        datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=elapsed),
+        received,
         elapsed * 1000,
-        getattr(request, "json", b"") or getattr(request, "patch", b"") or None,
+        body or None,
     )
 
 
@@ -216,14 +265,18 @@ def _rpc(
             start = time.monotonic()
             who: Identity | None = None
             outcome: Exception | None = None
+            result: Any = None
             try:
                 limits.check_size(request.ByteSize(), "request")
                 if not authenticate:
-                    return func(self, request, context)
+                    result = func(self, request, context)
+                    return result  # type: ignore[no-any-return]
                 who = self.identify(context)
                 if self.flow is None or mutating is None:
-                    return func(self, request, context, who)
-                return self._in_lane(func, request, context, who, mutating)
+                    result = func(self, request, context, who)
+                else:
+                    result = self._in_lane(func, request, context, who, mutating)
+                return result  # type: ignore[no-any-return]
             except errors.ApiError as err:
                 outcome = err
                 code = status_code(err)
@@ -235,7 +288,7 @@ def _rpc(
                 context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
             finally:
                 if self.audit is not None and name in AUDITED:
-                    _audit(self.audit, name, request, who, outcome, start)
+                    _audit(self.audit, name, request, who, outcome, start, result)
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug("rpc=%s ms=%.2f", name, (time.monotonic() - start) * 1000)
             raise AssertionError("unreachable")

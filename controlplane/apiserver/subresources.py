@@ -99,8 +99,10 @@ def _prepare_binding(
     if not binding.name:
         raise Invalid("metadata.name: required")
     ns = base.namespace_of(info, binding.namespace or None, None)
+    decided = base.authorize_request(identity, "bind", info, ns, binding.name)
     old, cur_rev = base.read(info, ns, binding.name)
-    base.authorizer.authorize(identity, "bind", info, ns, binding.name, old)
+    if not decided:
+        base.authorizer.authorize(identity, "bind", info, ns, binding.name, old)
     meta = old.get("metadata") or {}
     if binding.uid and binding.uid != meta.get("uid"):
         raise Conflict(

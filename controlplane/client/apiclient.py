@@ -95,7 +95,7 @@ def _obj(pb: Any) -> Object:
 
 
 def open_channel(config: ClientConfig) -> grpc.Channel:
-    """A channel to config.server: TLS + token when the config has a CA, else plaintext."""
+    """A channel to config.grpc_target: TLS + token when the config has a CA, else plaintext."""
     options: list[tuple[str, Any]] = [
         ("grpc.max_receive_message_length", MAX_MESSAGE),
         ("grpc.max_send_message_length", MAX_MESSAGE),
@@ -103,12 +103,12 @@ def open_channel(config: ClientConfig) -> grpc.Channel:
         ("grpc.keepalive_permit_without_calls", 1),
     ]
     if not config.ca_pem:
-        return grpc.insecure_channel(config.server, options=options)
+        return grpc.insecure_channel(config.grpc_target, options=options)
     # The token travels as per-call metadata (see GrpcApiClient), not as call
     # credentials: a Python auth plugin costs a thread hop per call.
     creds = grpc.ssl_channel_credentials(root_certificates=config.ca_pem)
     options.append(("grpc.ssl_target_name_override", SERVER_NAME))
-    return grpc.secure_channel(config.server, creds, options=options)
+    return grpc.secure_channel(config.grpc_target, creds, options=options)
 
 
 class GrpcWatch:
@@ -152,7 +152,7 @@ class GrpcApiClient:
         self._channel = open_channel(config)
         # Sent only over TLS or a unix socket (the control plane's own
         # components): a plaintext network channel carries no token.
-        private = bool(config.ca_pem) or config.server.startswith("unix:")
+        private = bool(config.ca_pem) or config.grpc_target.startswith("unix:")
         self._metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {config.token}"),) if config.token and private else ()
         )

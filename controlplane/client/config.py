@@ -5,10 +5,15 @@ Format (YAML, one mapping):
     server: "127.0.0.1:6443"
     certificate-authority-data: <base64 of the CA certificate PEM>
     token: <bearer token>
+    grpc-server: "127.0.0.1:6444"   # optional
 
-A standard kubeconfig (what kubectl reads) is accepted too: its current
-context's cluster, CA and token, and the gRPC address its `skiff.dev/grpc`
-extension names (controlplane.client.kubeconfig).
+`server` is the API server's main port: the Kubernetes REST API (logs,
+exec, top go there) and skiff's gRPC API behind it. `grpc-server`, when
+the control plane serves gRPC on a port of its own (--grpc-listen), is
+where gRPC clients go instead. A standard kubeconfig (what kubectl reads)
+is accepted too: its current context's cluster (the REST address), CA and
+token, and the gRPC address its `skiff.dev/grpc` extension names
+(controlplane.client.kubeconfig).
 
 `find_config_path()` applies the lookup order skiffctl and every client use:
 an explicit `--config FILE`, else `$SKIFF_CONFIG`, else `$KUBECONFIG` (its
@@ -51,9 +56,15 @@ class ClientConfig:
     ca_pem: bytes = b""  # PEM of the CA that signed the server certificate; empty = insecure
     token: str = ""
     path: Path | None = None  # where it was read from, for messages
+    grpc_server: str = ""  # "host:port" of a gRPC-only port, when there is one
+
+    @property
+    def grpc_target(self) -> str:
+        """Where gRPC clients connect: the gRPC-only port, else `server`."""
+        return self.grpc_server or self.server
 
     def with_server(self, server: str | None) -> ClientConfig:
-        """A copy with the address overridden (`--server`)."""
+        """A copy with the address overridden (`--server`): both APIs go there."""
         if not server:
             return self
         return ClientConfig(server=server, ca_pem=self.ca_pem, token=self.token, path=self.path)
@@ -119,7 +130,10 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Client
     token = data.get("token", "")
     if not isinstance(token, str):
         raise ConfigError(f"token: must be a string{where}")
-    return ClientConfig(server=server, ca_pem=ca_pem, token=token, path=path)
+    grpc_server = data.get("grpc-server", "")
+    if not isinstance(grpc_server, str):
+        raise ConfigError(f"grpc-server: must be host:port{where}")
+    return ClientConfig(server, ca_pem, token, path, grpc_server)
 
 
 def is_kubeconfig(data: Mapping[str, Any]) -> bool:
@@ -136,7 +150,8 @@ def _named(entries: Any, name: str, what: str, where: str) -> dict[str, Any]:
 
 
 def parse_kubeconfig(data: Mapping[str, Any], path: Path | None = None) -> ClientConfig:
-    """The current context's cluster and user as a ClientConfig (the gRPC address)."""
+    """The current context's cluster and user as a ClientConfig (the REST
+    address, and the gRPC address of the skiff.dev/grpc extension)."""
     where = f" in {path}" if path else ""
     current = data.get("current-context")
     contexts = data.get("contexts") or []
@@ -147,13 +162,13 @@ def parse_kubeconfig(data: Mapping[str, Any], path: Path | None = None) -> Clien
     context = _named(contexts, str(current), "context", where)
     cluster = _named(data.get("clusters"), str(context.get("cluster")), "cluster", where)
     user = _named(data.get("users"), str(context.get("user")), "user", where)
-    server = str(cluster.get("server") or "")
-    for ext in cluster.get("extensions") or []:
-        if isinstance(ext, dict) and ext.get("name") == GRPC_EXTENSION:
-            server = str((ext.get("extension") or {}).get("server") or server)
-    server = server.removeprefix("https://").removeprefix("http://").rstrip("/")
+    server = _host_port(str(cluster.get("server") or ""))
     if not server:
         raise ConfigError(f"cluster server: required{where}")
+    grpc_server = ""
+    for ext in cluster.get("extensions") or []:
+        if isinstance(ext, dict) and ext.get("name") == GRPC_EXTENSION:
+            grpc_server = _host_port(str((ext.get("extension") or {}).get("server") or ""))
     ca_pem = b""
     ca_data = cluster.get("certificate-authority-data")
     if ca_data:
@@ -174,7 +189,11 @@ def parse_kubeconfig(data: Mapping[str, Any], path: Path | None = None) -> Clien
             raise ConfigError(f"tokenFile: cannot read it{where}: {err}") from err
     if not isinstance(token, str):
         raise ConfigError(f"user token: must be a string{where}")
-    return ClientConfig(server=server, ca_pem=ca_pem, token=token, path=path)
+    return ClientConfig(server, ca_pem, token, path, "" if grpc_server == server else grpc_server)
+
+
+def _host_port(url: str) -> str:
+    return url.removeprefix("https://").removeprefix("http://").rstrip("/")
 
 
 def load_config(
@@ -199,6 +218,8 @@ def dump_config(config: ClientConfig) -> str:
         "certificate-authority-data": base64.b64encode(config.ca_pem).decode(),
         "token": config.token,
     }
+    if config.grpc_server:
+        data["grpc-server"] = config.grpc_server
     return yaml.safe_dump(data, sort_keys=False)
 
 

@@ -11,19 +11,32 @@ thread it started.
 A server subclasses `UpgradeHandler` and implements `dispatch()`; what it
 serves (the owner: a streaming server, a proxy) is `self.server.owner`.
 Standard library only; used by the runtime's streaming server.
+
+`StrictRequestHandler`, its base, is the one reader of request heads for
+every HTTP/1.1 endpoint that takes requests from outside (here, and the
+agent's stream proxy): a request line that is not `METHOD SP target SP
+HTTP/1.x` is answered 400 (505 for another HTTP version; never an HTTP/0.9
+answer without a status line), and so are obsolete line folding, a bare CR
+or LF, control characters in a field, duplicate Host, Transfer-Encoding
+and Content-Length that is not one agreed 0 (an upgrade request carries no
+body; a second framing is how requests are smuggled); a head over
+`MAX_HEAD` bytes or `MAX_FIELDS` fields is 431.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
+import io
 import logging
+import re
 import socket
 import socketserver
 import struct
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger("skiff.streaming.http")
 
@@ -34,6 +47,138 @@ def header_values(values: list[str]) -> list[str]:
     for value in values:
         out.extend(v.strip() for v in value.split(",") if v.strip())
     return out
+
+
+MAX_HEAD = 32 * 1024  # request line and header fields, bytes
+MAX_FIELDS = 100
+
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token (method, field name)
+_TARGET = re.compile(rb"[\x21-\x7e]+")  # visible ASCII, no space or control
+_VERSION = re.compile(rb"HTTP/([0-9])\.[0-9]")
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # controls but HTAB, in a field value
+
+
+class BadHead(Exception):
+    """A request head refused with an HTTP status; the message names the part."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def request_line(line: bytes) -> tuple[str, str, str]:
+    """(method, target, version) of `METHOD SP target SP HTTP/1.x CRLF`."""
+    if not line.endswith(b"\r\n") or b"\r" in line[:-2]:
+        raise BadHead(400, "request line: must end with CRLF, without a bare CR")
+    words = line[:-2].split(b" ")
+    if len(words) != 3:
+        raise BadHead(400, "request line: must be METHOD SP request-target SP HTTP/1.x")
+    method, target, version = words
+    if not _TOKEN.fullmatch(method):
+        raise BadHead(400, "request line: method: not a token")
+    if not _TARGET.fullmatch(target):
+        raise BadHead(400, "request line: request-target: only visible ASCII is allowed")
+    matched = _VERSION.fullmatch(version)
+    if matched is None:
+        raise BadHead(400, "request line: version: must be HTTP/1.x")
+    if matched.group(1) != b"1":
+        raise BadHead(505, f"HTTP version not supported: {version.decode('latin-1')}")
+    return method.decode(), target.decode(), version.decode()
+
+
+class _Lines(Protocol):
+    def readline(self, size: int = ..., /) -> bytes: ...
+
+
+def header_fields(rfile: _Lines, budget: int) -> list[tuple[str, str]]:
+    """The header fields up to the empty line, read from `rfile` within
+    `budget` bytes; BadHead for anything RFC 9112 lets a server refuse."""
+    fields: list[tuple[str, str]] = []
+    while True:
+        if budget < 0:
+            raise BadHead(431, "request header fields too large")
+        line = rfile.readline(budget + 1)
+        budget -= len(line)
+        if budget < 0 or len(fields) > MAX_FIELDS:
+            raise BadHead(431, "request header fields too large")
+        if not line.endswith(b"\r\n"):
+            raise BadHead(400, "header: every line must end with CRLF (no bare LF)")
+        text = line[:-2]
+        if not text:
+            return fields
+        if text[:1] in (b" ", b"\t"):
+            raise BadHead(400, "header: obsolete line folding is not allowed")
+        name, colon, value = text.partition(b":")
+        if not colon or not _TOKEN.fullmatch(name):
+            raise BadHead(400, f"header {name[:64]!r}: not a field name followed by a colon")
+        value = value.strip(b" \t")
+        if _CONTROL.search(value):
+            raise BadHead(400, f"header {name.decode()}: control character (bare CR?) in value")
+        fields.append((name.decode(), value.decode("latin-1")))
+
+
+def check_framing(fields: list[tuple[str, str]]) -> None:
+    """No body, one way of saying so, and at most one Host."""
+    names = [name.lower() for name, _ in fields]
+    if names.count("host") > 1:
+        raise BadHead(400, "Host: more than one")
+    if "transfer-encoding" in names:
+        raise BadHead(400, "Transfer-Encoding: not accepted (this request carries no body)")
+    lengths = {
+        part.strip()
+        for name, value in fields
+        if name.lower() == "content-length"
+        for part in value.split(",")
+    }
+    if len(lengths) > 1:
+        raise BadHead(400, f"Content-Length: conflicting values {sorted(lengths)}")
+    if lengths and lengths != {"0"}:
+        (length,) = lengths
+        if not length.isdigit():
+            raise BadHead(400, f"Content-Length: {length!r} is not a number")
+        raise BadHead(400, "Content-Length: must be 0 (this request carries no body)")
+
+
+class StrictRequestHandler(BaseHTTPRequestHandler):
+    """A BaseHTTPRequestHandler whose request heads are read strictly (see
+    the module docstring); `plain()` answers in short text."""
+
+    protocol_version = "HTTP/1.1"
+    raw_requestline: bytes  # set by handle_one_request before parse_request
+
+    def parse_request(self) -> bool:
+        self.request_version = "HTTP/1.1"  # so that even a refusal has a status line
+        self.close_connection = True
+        line = self.raw_requestline
+        self.requestline = line.rstrip(b"\r\n").decode("latin-1")
+        try:
+            method, target, version = request_line(line)
+            fields = header_fields(self.rfile, MAX_HEAD - len(line))
+            check_framing(fields)
+        except BadHead as err:
+            log.info("http: refused a request head: %d %s", err.code, err)
+            self.plain(err.code, str(err))
+            return False
+        self.command, self.path, self.request_version = method, target, version
+        block = "".join(f"{name}: {value}\r\n" for name, value in fields) + "\r\n"
+        self.headers = http.client.parse_headers(io.BytesIO(block.encode("latin-1")))
+        connection = {v.lower() for v in header_values(self.headers.get_all("Connection") or [])}
+        self.close_connection = "close" in connection or version == "HTTP/1.0"
+        return True
+
+    def plain(self, code: int, text: str, extra: dict[str, list[str]] | None = None) -> None:
+        """A short text/plain answer, and the connection closes after it."""
+        body = (text + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        for name, values in (extra or {}).items():
+            for value in values:
+                self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
 
 
 class _TCPServer(socketserver.ThreadingTCPServer):
@@ -49,11 +194,10 @@ class _TCPServer(socketserver.ThreadingTCPServer):
         super().__init__(addr, handler)
 
 
-class UpgradeHandler(BaseHTTPRequestHandler):
+class UpgradeHandler(StrictRequestHandler):
     """One connection: GET and POST go to `dispatch()`."""
 
     server: _TCPServer
-    protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("http: " + format, *args)
@@ -76,20 +220,6 @@ class UpgradeHandler(BaseHTTPRequestHandler):
 
     def dispatch(self) -> None:
         raise NotImplementedError
-
-    def plain(self, code: int, text: str, extra: dict[str, list[str]] | None = None) -> None:
-        """A short text/plain answer, and the connection closes after it."""
-        body = (text + "\n").encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        for name, values in (extra or {}).items():
-            for value in values:
-                self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-        self.close_connection = True
 
     def switch_protocols(self, headers: list[tuple[str, str]], idle_timeout: float | None) -> None:
         """Answer 101 with `headers`; the socket is the session's from here, and

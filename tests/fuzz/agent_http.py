@@ -28,7 +28,6 @@ from proto.runtime.v1 import api_pb2 as cri
 
 TOKEN = "good-admin-token"
 _STATUS = re.compile(rb"^HTTP/1\.[01] [1-5][0-9][0-9] [^\r\n]*\r\n")
-_HTTP1 = re.compile(rb"^[A-Z]+ /[!-~]* HTTP/1\.[01]\r\n")
 
 
 class _Upstream:
@@ -175,9 +174,9 @@ def _one_clean_head(sent: bytes) -> None:
     """The head the upstream got (what follows it is the stream's data)."""
     head, blank, _ = sent.partition(b"\r\n\r\n")
     assert blank, "the upstream request was cut"
-    # obs-fold continuation lines (a leading space) are forwarded as they
-    # came: one header to both sides, no line of the client's own
-    lines = head.decode("latin-1").replace("\r\n ", " ").replace("\r\n\t", " ").split("\r\n")
+    # obs-fold continuation lines (a leading space) are refused, never forwarded
+    lines = head.decode("latin-1").split("\r\n")
+    assert not any(ln[:1] in (" ", "\t") for ln in lines), lines
     assert re.fullmatch(r"(GET|POST) /(exec|attach|portforward)/tok\?x=1 HTTP/1\.1", lines[0]), (
         lines[0]
     )
@@ -200,11 +199,9 @@ def check_http(inp: tuple[str, str, str, list[str], bytes, int]) -> str:
             while chunk := sock.recv(65536):
                 answer += chunk
     relayed = upstream.heads[seen:]
-    if answer and not _STATUS.match(answer):
-        # http.server answers a request without an HTTP/1.x version (or one
-        # it cannot read) as HTTP/0.9: no status line (agent/stream_proxy.py
-        # inherits it); a well-formed HTTP/1.x request always gets one.
-        assert not _HTTP1.match(data), f"no status line for an HTTP/1.x request: {answer[:200]!r}"
+    # Every answer has a status line, also to a request that is not HTTP/1.x
+    # (never an HTTP/0.9 answer: proto/streaming/upgrade.py reads the head).
+    assert not answer or _STATUS.match(answer), f"no status line: {answer[:200]!r}"
     if relayed:
         assert len(relayed) == 1, "one request became several upstream"
         _one_clean_head(relayed[0])

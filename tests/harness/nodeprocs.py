@@ -8,7 +8,14 @@ undoes everything the node made, also after a failure: it stops the agent,
 removes every pod sandbox through CRI (so CNI DEL runs), stops the runtime,
 kills by pid whatever is left in the node's cgroups (pids the cgroups list,
 never names), removes those cgroups, the NAT chains skiff-cni made for the
-node's pod CIDR, the node's bridge, and every mount under its directory.
+node's pod CIDR, the node's bridge, its service proxy's chains and cluster
+DNS interface, and every mount under its directory.
+
+Agents of two test runs on one machine share the root network namespace:
+each node takes its own DNS interface and iptables chain prefix, and each
+run its own service CIDR (`run_service_cidr`: its control planes'
+--service-cidr, and the tenth address its nodes' --cluster-dns), never
+skiff's default 10.43.0.0/16 and 10.43.0.10, which the other run may hold.
 
 The network stays on the machine: pods live on the node's own bridge, and
 the registry mirrors in `registries_yaml` and the containerd hosts.toml point
@@ -18,6 +25,7 @@ only at the local test registry.
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import json
 import os
@@ -34,6 +42,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent.cri_client import CRIClient
+from agent.proxy.iptables import CommandIptables
+from agent.proxy.local_address import remove_local_address
+from agent.proxy.proxy import cleanup as proxy_cleanup
+from agent.proxy.rules import Chains
 from controlplane.client import errors
 from controlplane.client.apiclient import GrpcApiClient
 from runtime.cni import install
@@ -82,6 +94,49 @@ def used_routes() -> set[ipaddress.IPv4Network]:
     return nets
 
 
+def used_addresses() -> set[ipaddress.IPv4Address]:
+    """Every IPv4 address an interface of this network namespace holds."""
+    out = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=False
+    ).stdout
+    held = set()
+    for line in out.split("\n"):
+        words = line.split()
+        if "inet" in words[:-1]:
+            with contextlib.suppress(ValueError):
+                held.add(ipaddress.IPv4Address(words[words.index("inet") + 1].split("/")[0]))
+    return held
+
+
+def free_service_cidrs(n: int) -> list[str]:
+    """`n` distinct 10.X.0.0/16 (X in 100..199) that no route of this
+    machine overlaps and no address of it lies in (another run's cluster
+    DNS address is such an address, on its dummy interface)."""
+    used = [u for u in used_routes() if u.prefixlen > 0]
+    held = used_addresses()
+    out: list[str] = []
+    for _ in range(500):
+        net = ipaddress.IPv4Network(f"10.{100 + secrets.randbelow(100)}.0.0/16")
+        if str(net) in out or any(net.overlaps(u) for u in used):
+            continue
+        if not any(a in net for a in held):
+            out.append(str(net))
+            if len(out) == n:
+                return out
+    raise RuntimeError("no free 10.X.0.0/16 for the service CIDRs")
+
+
+@functools.cache
+def run_service_cidr() -> str:
+    """This test run's service CIDR, chosen once (see the module docstring)."""
+    return free_service_cidrs(1)[0]
+
+
+def cluster_dns_ip(service_cidr: str) -> str:
+    """The cluster DNS address of a service CIDR: its tenth, as skiff's default."""
+    return str(ipaddress.ip_network(service_cidr)[10])
+
+
 def free_pod_cidr() -> str:
     """A 10.250.X.0/24 no route on this machine uses yet."""
     used = used_routes()
@@ -112,7 +167,7 @@ def controlplane_args() -> list[str]:
     CIDR when it runs the node-IPAM controller."""
     from controlplane import main as cp_main
 
-    args = ["--store", "sqlite"]
+    args = ["--store", "sqlite", "--service-cidr", run_service_cidr()]
     if "--cluster-cidr" in cp_main.build_parser().format_help():
         args += ["--cluster-cidr", free_cluster_cidr(), "--node-cidr-mask-size", "24"]
     return args
@@ -296,6 +351,8 @@ class NodeSpec:
     pod_cidr: str
     bridge: str
     cgroup_name: str  # top-level cgroup of the node: pods and runtime below it
+    dns_interface: str = ""  # the dummy interface holding the cluster DNS address
+    chain_prefix: str = ""  # the service proxy's iptables chains
 
     @classmethod
     def unique(cls, prefix: str = "e2e") -> NodeSpec:
@@ -305,6 +362,8 @@ class NodeSpec:
             pod_cidr=free_pod_cidr(),
             bridge=f"ske{tag}",
             cgroup_name=f"skiff-e2e-{tag}",
+            dns_interface=f"skd{tag}",
+            chain_prefix=f"E{tag.upper()}",
         )
 
 
@@ -447,8 +506,17 @@ class Node:
             "--cni-bin-dir", str(self.cni_bin_dir),
             "--cni-bridge", self.spec.bridge,
             "--listen", f"127.0.0.1:{self.agent_port}",
+            # The run's DNS address on the node's own interface, and the
+            # node's own chains; the test's agent_args may override them.
+            "--cluster-dns", self.dns_ip,
+            "--dns-interface", self.spec.dns_interface,
+            "--iptables-chain-prefix", self.spec.chain_prefix,
             *self.agent_args,
         ]  # fmt: skip
+
+    @property
+    def dns_ip(self) -> str:
+        return cluster_dns_ip(run_service_cidr())
 
     def start_agent(self) -> None:
         self.agent = Daemon("skiff agent", self.agent_argv(), self.base / "agent.log")
@@ -531,6 +599,10 @@ class Node:
         attempt(remove_cgroups, self.spec.cgroup_name)
         attempt(remove_nat_for, self.spec.pod_cidr)
         attempt(delete_link, self.spec.bridge)
+        if self.spec.chain_prefix:
+            attempt(proxy_cleanup, CommandIptables(), Chains(self.spec.chain_prefix))
+        if self.spec.dns_interface:
+            attempt(remove_local_address, self.dns_ip, self.spec.dns_interface)
         attempt(unmount_all, self.base)
         shutil.rmtree(self.base, ignore_errors=True)
         if errors_seen:

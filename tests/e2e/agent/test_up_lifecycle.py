@@ -31,7 +31,6 @@ from controlplane.client.apiclient import GrpcApiClient
 from tests.e2e.agent.test_up_side_by_side import (
     Up,
     free_cluster_cidrs,
-    free_service_cidrs,
     http_get,
     offline_web_image,
     running_ip,
@@ -41,7 +40,7 @@ from tests.e2e.agent.test_up_side_by_side import (
 from tests.harness import hoststate
 from tests.harness.images import TestImages
 from tests.harness.images.catalog import WEB_BODY
-from tests.harness.nodeprocs import REPO, Daemon, short_tempdir
+from tests.harness.nodeprocs import REPO, Daemon, free_service_cidrs, short_tempdir
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]

@@ -54,11 +54,11 @@ from tests.harness.nodeprocs import (
     Daemon,
     delete_link,
     free_cluster_cidr,
+    free_service_cidrs,
     kill_runtime_monitors,
     remove_cgroups,
     remove_nat_for,
     short_tempdir,
-    used_routes,
 )
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
@@ -67,19 +67,6 @@ pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
 
 IMAGE = "docker.io/skiff-e2e/web:1"
 NODE = socket.gethostname().split(".")[0].lower()  # skiff up's default node name
-
-
-def free_service_cidrs(n: int) -> list[str]:
-    """`n` distinct 10.X.0.0/16 (X in 100..199) no route of this machine overlaps."""
-    used = [u for u in used_routes() if u.prefixlen > 0]
-    out: list[str] = []
-    for _ in range(500):
-        net = ipaddress.IPv4Network(f"10.{100 + secrets.randbelow(100)}.0.0/16")
-        if str(net) not in out and not any(net.overlaps(u) for u in used):
-            out.append(str(net))
-            if len(out) == n:
-                return out
-    raise RuntimeError("no free 10.X.0.0/16 for the service CIDRs")
 
 
 def free_cluster_cidrs(n: int) -> list[str]:

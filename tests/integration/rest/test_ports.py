@@ -1,6 +1,8 @@
 """Where the APIs listen: REST and gRPC share --listen (ALPN picks), and
---grpc-listen adds a direct gRPC port that admin.conf and the kubeconfig's
-skiff.dev/grpc extension name."""
+--grpc-listen adds a direct gRPC port that admin.conf (grpc-server) and the
+kubeconfig's skiff.dev/grpc extension name beside the REST address, which
+both files always name as their server: skiffctl's logs, exec and top go
+through REST and failed when admin.conf named the gRPC-only port."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 import yaml
 
 from controlplane import main as cp_main
+from controlplane.client import apirest
 from controlplane.client.apiclient import connect
 from controlplane.client.config import load_config
 from tests.harness.ports import free_port
@@ -27,12 +30,23 @@ def test_grpc_listen_is_named_in_both_credential_files(tmp_path: Path) -> None:
     running = cp_main.start(args)
     try:
         admin = load_config(tmp_path / "cp" / "admin.conf")
-        assert admin.server == f"127.0.0.1:{grpc_port}"
+        assert (admin.server, admin.grpc_server) == (f"127.0.0.1:{port}", f"127.0.0.1:{grpc_port}")
         kube_path = tmp_path / "cp" / "kubeconfig"
         assert stat.S_IMODE(kube_path.stat().st_mode) == 0o600
         kube = yaml.safe_load(kube_path.read_text())
         assert kube["clusters"][0]["cluster"]["server"] == f"https://127.0.0.1:{port}"
-        assert load_config(kube_path).server == f"127.0.0.1:{grpc_port}"
+        kube_config = load_config(kube_path)
+        assert (kube_config.server, kube_config.grpc_target) == (admin.server, admin.grpc_server)
+        for config in (admin, kube_config):
+            # REST (what skiffctl logs/exec/top speak) at the file's server ...
+            response = apirest.get(config, "/api/v1/namespaces/default", timeout=10)
+            try:
+                assert response.status == 200
+            finally:
+                response.close()
+            # ... and gRPC at its gRPC-only port.
+            with connect(config, timeout=10) as client:
+                assert client.whoami()["admin"]
         # gRPC answers on both ports: directly, and relayed behind the REST port.
         for server in (f"127.0.0.1:{grpc_port}", f"127.0.0.1:{port}"):
             with connect(admin.with_server(server), timeout=10) as client:

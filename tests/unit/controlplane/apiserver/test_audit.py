@@ -89,3 +89,25 @@ def test_a_bad_policy_names_the_field(tmp_path: Path) -> None:
     bad.write_text("kind: Policy\nrules:\n- level: Everything\n")
     with pytest.raises(ValueError, match=r"rules\[0\].level"):
         load_policy(bad)
+
+
+def test_create_many_logs_each_object(audited: tuple[ApiServer, str, Path]) -> None:
+    """A batched create is audited as Kubernetes logs creates: one line per
+    object, naming its resource, namespace and name, with its own result."""
+    server, address, log = audited
+    assert server.authority is not None and server.pki is not None
+    with connect(ClientConfig(address, server.pki.ca_pem, server.authority.admin_token())) as admin:
+        admin.create("Namespace", {"metadata": {"name": "other"}})
+        results = admin.create_many([
+            ("ConfigMap", {"metadata": {"name": "a"}}, "default"),
+            ("Secret", {"metadata": {"name": "b"}}, "other"),
+            ("ConfigMap", {"metadata": {"name": "a"}}, "default"),
+        ])  # fmt: skip
+    assert not isinstance(results[0], Exception) and isinstance(results[2], Exception)
+    batch = [e for e in lines(log) if e["objectRef"].get("resource") != "namespaces"]
+    assert [(e["verb"], e["objectRef"], e["responseStatus"]["code"]) for e in batch] == [
+        ("create", {"resource": "configmaps", "namespace": "default", "name": "a"}, 200),
+        ("create", {"resource": "secrets", "namespace": "other", "name": "b"}, 200),
+        ("create", {"resource": "configmaps", "namespace": "default", "name": "a"}, 409),
+    ]
+    assert batch[0]["requestObject"]["metadata"]["name"] == "a"  # level Request for configmaps

@@ -1,0 +1,67 @@
+"""Hollow nodes: a pod's deletion is never lost while its start is in flight."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from agent.hollow import HollowConfig, HollowNodes
+from controlplane.client.interface import DeleteOptions, Object
+from tests.fakes.fake_apiclient import FakeApiClient
+from tests.harness.wait import wait_for
+
+
+class _SlowStatus(FakeApiClient):
+    """Pod status patches wait until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(graceful_pod_delete=True)
+        self.patching = threading.Event()
+        self.release = threading.Event()
+
+    def patch(
+        self, kind: str, name: str, patch: Object, namespace: str | None = None,
+        subresource: str = "",
+    ) -> Object:  # fmt: skip
+        if kind == "Pod" and subresource == "status":
+            self.patching.set()
+            assert self.release.wait(10)
+        return super().patch(kind, name, patch, namespace, subresource)
+
+
+@pytest.fixture
+def hollow() -> Iterator[tuple[HollowNodes, _SlowStatus]]:
+    api = _SlowStatus()
+    nodes = HollowNodes(api, HollowConfig(nodes=1, workers=2))
+    try:
+        yield nodes, api
+    finally:
+        api.release.set()
+        nodes.stop()
+
+
+def test_deletion_while_starting_finishes_the_pod(hollow: tuple[HollowNodes, _SlowStatus]) -> None:
+    nodes, api = hollow
+    node = next(iter(nodes.nodes))
+    pod = api.create(
+        "Pod",
+        {"metadata": {"name": "p", "namespace": "default"},
+         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]}},
+    )  # fmt: skip
+    nodes._on_pod(pod)  # the informer's add: the start is now in flight
+    assert api.patching.wait(10)
+    api.delete("Pod", "p", "default", DeleteOptions(grace_period_seconds=30))
+    deleting = api.get("Pod", "p", "default")
+    assert deleting["metadata"].get("deletionTimestamp")
+    nodes._on_pod(deleting)  # the informer's update, while the start still runs
+    api.release.set()
+
+    # The fake drops the marked pod on any write; what the agent owes is its
+    # last step, the delete with grace 0, after the start it was busy with.
+    wait_for(
+        lambda: len(api.calls_of("delete", "Pod")) == 2,
+        timeout=10,
+        message="the hollow node never finished the deleted pod",
+    )
