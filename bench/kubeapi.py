@@ -15,6 +15,7 @@ bench.apiserver does and measures from client processes:
 
 Prints a table, then as its last line one JSON object of figure -> number.
 Usage: python -m bench.kubeapi [--pods 100000] [--kubectl-pods 10000] [--quick]
+                                [--only creates,watch,kubectl,list]
 """
 
 from __future__ import annotations
@@ -262,12 +263,58 @@ def control_plane(work: Path) -> Iterator[Server]:
         server.stop()
 
 
+PARTS = ("creates", "watch", "kubectl", "list")
+
+
+def creates(kubeconfig: Path, conf: Path, per_client: int, figures: dict[str, float]) -> None:
+    grpc_rate = throughput(conf, "create", 10, per_client)
+    rest_rate = rest_creates(kubeconfig, 10, per_client)
+    figures["grpc_create_10c_per_s"] = round(grpc_rate, 1)
+    figures["rest_create_10c_per_s"] = round(rest_rate, 1)
+    print(f"  creates, one pod per call, 10 clients: REST {rest_rate:8.1f}/s   "
+          f"gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
+
+
+def watches(kubeconfig: Path, conf: Path, events: int, figures: dict[str, float]) -> None:
+    p50, p99 = rest_watch_latency(kubeconfig, 100, events)
+    figures["rest_watch_p50_ms"] = round(p50, 2)
+    figures["rest_watch_p99_ms"] = round(p99, 2)
+    g50, g99 = watch_latency(conf, 100, events)
+    figures["grpc_watch_p50_ms"] = round(g50, 2)
+    figures["grpc_watch_p99_ms"] = round(g99, 2)
+    print(f"  watch delivery, 100 watchers: REST p50 {p50:.1f} ms  p99 {p99:.1f} ms;  "
+          f"gRPC p50 {g50:.1f} ms  p99 {g99:.1f} ms", flush=True)  # fmt: skip
+
+
+def kubectl_figures(kubeconfig: Path, pods: int, figures: dict[str, float]) -> None:
+    seconds = kubectl_get_all(kubeconfig, pods)
+    figures["kubectl_get_pods_A_s"] = round(seconds, 3)
+    print(f"  kubectl get pods -A, {pods} pods: {seconds:.2f} s (server-side Tables)",
+          flush=True)  # fmt: skip
+
+
+def list_figures(kubeconfig: Path, pods: int, figures: dict[str, float]) -> None:
+    lists = paged_list(kubeconfig, pods)
+    figures.update({k: round(v, 3) for k, v in lists.items()})
+    print(f"  List of {pods} pods: paged by 500 {lists['rest_list_paged_s']:.2f} s "
+          f"({lists['rest_list_paged_decoded_s']:.2f} s decoded), one streamed "
+          f"response {lists['rest_list_unpaged_s']:.2f} s "
+          f"({lists['rest_list_unpaged_decoded_s']:.2f} s decoded)", flush=True)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--kubectl-pods", type=int, default=10_000)
     parser.add_argument("--quick", action="store_true", help="fewer requests (smoke run)")
+    parser.add_argument(
+        "--only", default=",".join(PARTS),
+        help=f"comma-separated parts to run, of {','.join(PARTS)} (default: all)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    only = set(args.only.split(","))
+    if not only <= set(PARTS):
+        parser.error(f"--only: unknown part(s) {','.join(sorted(only - set(PARTS)))}")
     per_client = 20 if args.quick else 150
     events = 50 if args.quick else 200
     figures: dict[str, float] = {}
@@ -278,43 +325,27 @@ def main(argv: list[str] | None = None) -> int:
             rest = Rest(str(kubeconfig))
             for ns in ("bench", "watch", "rwatch"):
                 rest.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
-            grpc_rate = throughput(server.conf, "create", 10, per_client)
-            rest_rate = rest_creates(kubeconfig, 10, per_client)
-            figures["grpc_create_10c_per_s"] = round(grpc_rate, 1)
-            figures["rest_create_10c_per_s"] = round(rest_rate, 1)
-            print(f"  creates, one pod per call, 10 clients: REST {rest_rate:8.1f}/s   "
-                  f"gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
-            p50, p99 = rest_watch_latency(kubeconfig, 100, events)
-            figures["rest_watch_p50_ms"] = round(p50, 2)
-            figures["rest_watch_p99_ms"] = round(p99, 2)
-            g50, g99 = watch_latency(server.conf, 100, events)
-            figures["grpc_watch_p50_ms"] = round(g50, 2)
-            figures["grpc_watch_p99_ms"] = round(g99, 2)
-            print(f"  watch delivery, 100 watchers: REST p50 {p50:.1f} ms  p99 {p99:.1f} ms;  "
-                  f"gRPC p50 {g50:.1f} ms  p99 {g99:.1f} ms", flush=True)  # fmt: skip
-        (work / "b" / "cp").mkdir(parents=True)
-        preload_pods("sqlite", work / "b" / "cp", "", "", args.kubectl_pods)
-        with control_plane(work / "b") as server:
-            seconds = kubectl_get_all(server.data_dir / "kubeconfig", args.kubectl_pods)
-            figures["kubectl_get_pods_A_s"] = round(seconds, 3)
-            print(f"  kubectl get pods -A, {args.kubectl_pods} pods: {seconds:.2f} s "
-                  "(server-side Tables)", flush=True)  # fmt: skip
-        (work / "c" / "cp").mkdir(parents=True)
-        preload_pods("sqlite", work / "c" / "cp", "", "", args.pods)
-        with control_plane(work / "c") as server:
-            lists = paged_list(server.data_dir / "kubeconfig", args.pods)
-            figures.update({k: round(v, 3) for k, v in lists.items()})
-            print(f"  List of {args.pods} pods: paged by 500 {lists['rest_list_paged_s']:.2f} s "
-                  f"({lists['rest_list_paged_decoded_s']:.2f} s decoded), one streamed "
-                  f"response {lists['rest_list_unpaged_s']:.2f} s "
-                  f"({lists['rest_list_unpaged_decoded_s']:.2f} s decoded)", flush=True)  # fmt: skip
+            if "creates" in only:
+                creates(kubeconfig, server.conf, per_client, figures)
+            if "watch" in only:
+                watches(kubeconfig, server.conf, events, figures)
+        if "kubectl" in only:
+            (work / "b" / "cp").mkdir(parents=True)
+            preload_pods("sqlite", work / "b" / "cp", "", "", args.kubectl_pods)
+            with control_plane(work / "b") as server:
+                kubectl_figures(server.data_dir / "kubeconfig", args.kubectl_pods, figures)
+        if "list" in only:
+            (work / "c" / "cp").mkdir(parents=True)
+            preload_pods("sqlite", work / "c" / "cp", "", "", args.pods)
+            with control_plane(work / "c") as server:
+                list_figures(server.data_dir / "kubeconfig", args.pods, figures)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()
     print(f"{'figure':32} {'value':>12} {'target':>10}")
     for key, value in figures.items():
         target = TARGETS.get(key)
-        if key == "rest_create_10c_per_s":
+        if key == "rest_create_10c_per_s" and "grpc_create_10c_per_s" in figures:
             target = figures["grpc_create_10c_per_s"]
         mark = "" if target is None else f"{target:10.2f}"
         print(f"{key:32} {value:12.2f} {mark}")
