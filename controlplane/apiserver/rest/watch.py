@@ -28,6 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http_writer import StreamWriter
 
 from controlplane.api import jsoncodec
 from controlplane.apiserver import tables
@@ -235,14 +237,14 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
         await response.write_eof()
         return response
     try:
-        await response.prepare(call.request)
+        writer = await response.prepare(call.request)
         if initial:
             await response.write(b"".join(line(i) for i in initial))
         backlog, watcher.backlog = watcher.backlog, []
         if backlog:
             watcher.sent_rev = backlog[-1].rev
             await response.write(b"".join(line(i) for i in backlog))
-        await _follow(call, watcher, response, deadline, line)
+        await _follow(call, watcher, response, writer, deadline, line)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
@@ -254,49 +256,54 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
     return response
 
 
-def _write_now(response: web.StreamResponse, data: bytes) -> bool:
-    """Write `data` without yielding to the loop: True when written. The
-    caller checked that the connection is not paused for writing, and then
-    StreamResponse.write never suspends (it awaits only a paused drain)."""
-    pending = response.write(data)
+def _write_now(writer: StreamWriter, data: bytes) -> None:
+    """Write `data` to the stream without yielding to the loop. With
+    drain=False (and no compression) StreamWriter.write never awaits: it only
+    hands the chunk to the transport, which buffers what the socket does not
+    take; the task's next write waits for that buffer to drain."""
+    pending = writer.write(data, drain=False)
     try:
         pending.send(None)
     except StopIteration:
-        return True
-    pending.close()  # suspended after all: the data is written, the drain is the task's
-    return False
+        return
+    pending.close()
+    raise RuntimeError("the stream writer waited where it never does")
 
 
 def _direct(
-    watcher: AsyncWatcher, response: web.StreamResponse, protocol: Any,
+    watcher: AsyncWatcher, writer: StreamWriter, protocol: Any,
     line: Callable[[WatchItem], bytes],
 ) -> Callable[[], bool]:  # fmt: skip
     """The in-place delivery of an idle stream (AsyncWatcher.direct)."""
 
     def deliver() -> bool:
-        if watcher.stopped or protocol is None or protocol.writing_paused:
+        if watcher.stopped or protocol.writing_paused:
             return False  # the task ends the stream, or waits for the drain
         items = watcher.take()
         if not items:
             return True
         watcher.sent_rev = items[-1].rev
         try:
-            return _write_now(response, b"".join(line(i) for i in items))
+            _write_now(writer, b"".join(line(i) for i in items))
         except Exception as err:  # the connection went away (or a bug): end this stream only
             log.debug("watch stream ended: %s", err)
             watcher.stopped = True
             return False
+        return True
 
     return deliver
 
 
 async def _follow(
-    call: Call, watcher: AsyncWatcher, response: web.StreamResponse, deadline: float,
-    line: Callable[[WatchItem], bytes],
+    call: Call, watcher: AsyncWatcher, response: web.StreamResponse,
+    writer: AbstractStreamWriter | None, deadline: float, line: Callable[[WatchItem], bytes],
 ) -> None:  # fmt: skip
     loop = asyncio.get_running_loop()
     interval = call.server.broadcaster.bookmark_interval
-    deliver = _direct(watcher, response, call.request.protocol, line)
+    deliver = None
+    protocol = call.request.protocol
+    if isinstance(writer, StreamWriter) and protocol is not None:
+        deliver = _direct(watcher, writer, protocol, line)
     while not watcher.stopped:
         items = watcher.take()
         if items:
