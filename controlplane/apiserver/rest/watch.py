@@ -138,10 +138,10 @@ class AsyncWatcher(Watcher):
         return items
 
 
-def _table_line(call: Call, item: WatchItem) -> bytes:
+def _table_line(call: Call, item: WatchItem, include: str) -> bytes:
     """The event with its object as a one-row Table (kubectl get -w asks so)."""
     table = tables.table(
-        call.target.info.key, [decode(item.data, item.rev)], include_object=include_object(call)
+        call.target.info.key, [decode(item.data, item.rev)], include_object=include
     )
     table.setdefault("metadata", {})["resourceVersion"] = str(item.rev)
     return jsoncodec.dumps({"type": item.type, "object": table}) + b"\n"
@@ -211,12 +211,13 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
             raise Invalid(f"resourceVersion: {rv_text!r} is not valid") from None
     bookmarks = call.query("allowWatchBookmarks") == "true"
     as_table = wants_table(call.request)
+    include = include_object(call) if as_table else ""  # checked before the stream starts
 
     conversion = call.target.conversion
 
     def line(item: WatchItem) -> bytes:
         if as_table:
-            return _table_line(call, item)
+            return _table_line(call, item, include)
         if conversion is not None:
             obj = served(item.data, item.rev, conversion)
             return b'{"type":"%s","object":%s}\n' % (item.type.encode(), obj)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import ssl
 import time
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -73,3 +74,20 @@ def test_a_stalled_reader_gets_every_event_and_holds_up_no_one(cluster: Cluster)
         ("ADDED", n) for n in names
     ]
     assert all(e["object"]["data"]["f"] == filler for e in late)
+
+
+def test_a_bad_include_object_is_refused_before_the_stream(cluster: Cluster) -> None:
+    context = ssl.create_default_context(cadata=cluster.running.admin.ca_pem.decode())
+    context.check_hostname = False
+    request = urllib.request.Request(
+        f"{cluster.url}/api/v1/namespaces/default/configmaps?watch=true&includeObject=Bogus",
+        headers={"Authorization": f"Bearer {cluster.running.admin.token}",
+                 "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+    )  # fmt: skip
+    try:
+        urllib.request.urlopen(request, context=context, timeout=10)
+    except urllib.error.HTTPError as err:
+        status = json.loads(err.read())
+        assert err.code == 400 and "includeObject" in status["message"]
+    else:
+        raise AssertionError("the watch started")
