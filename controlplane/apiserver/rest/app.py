@@ -12,6 +12,7 @@ raise; nothing else writes an error response.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -65,10 +66,8 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
         return web.Response(text="ok")
     if path == "/version":
         return _json(discovery.version())
-    if path == "/api":
-        return _json(discovery.core_versions())
-    if path == "/apis":
-        return _json(discovery.group_list())
+    if path in ("/api", "/apis"):
+        return _root(path, request.headers.get("Accept", ""), request.headers.get("If-None-Match"))
     if segments[:1] == ["openapi"]:
         return _openapi(segments[1:], path, request.headers.get("Accept", ""))
     if segments[:1] == ["api"] and len(segments) == 2:
@@ -82,6 +81,29 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     if found is None:
         raise _not_found(path)
     return _json(found)
+
+
+def _root(path: str, accept: str, if_none_match: str | None) -> web.StreamResponse:
+    """/api or /apis: aggregated discovery when the client asks for it first
+    (kubectl does), else the legacy version or group list. The answer differs
+    by Accept, so caches are told so; an unchanged document is a 304 to a
+    client that sends the ETag it has (kubectl's HTTP cache does)."""
+    version = discovery.aggregated_version(accept)
+    if version is None:
+        doc = discovery.core_versions() if path == "/api" else discovery.group_list()
+        response = _json(doc)
+        response.headers["Vary"] = "Accept"
+        return response
+    body = jsoncodec.dumps(discovery.aggregated(path == "/api", version))
+    etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+    if if_none_match == etag:
+        response = web.Response(status=304)
+    else:
+        response = web.Response(body=body)
+        response.headers["Content-Type"] = discovery.aggregated_content_type(version)
+    response.headers["ETag"] = etag
+    response.headers["Vary"] = "Accept"
+    return response
 
 
 def _openapi(segments: list[str], path: str, accept: str) -> web.StreamResponse:

@@ -154,3 +154,103 @@ def resource_list(group_version: str) -> dict[str, Any] | None:
         "groupVersion": group_version,
         "resources": resources,
     }
+
+
+# -- aggregated discovery (apidiscovery.k8s.io/v2) -----------------------------------
+#
+# kubectl and client-go since 1.26 ask /api and /apis for every group's
+# resources in one document (`Accept: application/json;g=apidiscovery.k8s.io;
+# v=v2;as=APIGroupDiscoveryList, ... ,application/json`), which spares them
+# a request per group/version. Built from the same per-version lists as the
+# legacy documents, so the two always agree.
+
+AGGREGATED_GROUP = "apidiscovery.k8s.io"
+AGGREGATED_VERSIONS = ("v2", "v2beta1")
+
+
+def aggregated_version(accept: str) -> str | None:
+    """The apidiscovery version the Accept header asks for first (before any
+    plain JSON), or None for the legacy documents."""
+    for entry in accept.split(","):
+        kind, *params = (part.strip() for part in entry.split(";"))
+        values = dict(p.partition("=")[::2] for p in params)
+        if kind not in ("application/json", "application/*", "*/*"):
+            continue
+        if values.get("g") == AGGREGATED_GROUP and values.get("as") == "APIGroupDiscoveryList":
+            if values.get("v") in AGGREGATED_VERSIONS:
+                return values["v"]
+            continue
+        if not values.get("as"):
+            return None  # plain JSON is preferred to what follows
+    return None
+
+
+def aggregated_content_type(version: str) -> str:
+    return f"application/json;g={AGGREGATED_GROUP};v={version};as=APIGroupDiscoveryList"
+
+
+def _gvk(group_version: str, kind: str) -> dict[str, str]:
+    group, _, ver = group_version.rpartition("/")
+    return {"group": group, "version": ver, "kind": kind}
+
+
+def _aggregated_resources(group_version: str) -> list[dict[str, Any]]:
+    listed = resource_list(group_version)
+    if listed is None:
+        return []
+    resources: dict[str, dict[str, Any]] = {}
+    for entry in listed["resources"]:
+        plural, _, sub = entry["name"].partition("/")
+        gv = group_version  # a subresource's own group/version when it names one
+        if entry.get("version"):
+            gv = f"{entry['group']}/{entry['version']}" if entry.get("group") else entry["version"]
+        kind = _gvk(gv, entry["kind"])
+        if not sub:
+            resource: dict[str, Any] = {
+                "resource": plural,
+                "responseKind": kind,
+                "scope": "Namespaced" if entry["namespaced"] else "Cluster",
+                "singularResource": entry["singularName"],
+                "verbs": entry["verbs"],
+            }
+            for key in ("shortNames", "categories"):
+                if key in entry:
+                    resource[key] = entry[key]
+            resources[plural] = resource
+            continue
+        parent = resources.get(plural)
+        if parent is not None:
+            parent.setdefault("subresources", []).append(
+                {"subresource": sub, "responseKind": kind, "verbs": entry["verbs"]}
+            )
+    return list(resources.values())
+
+
+def _aggregated_group(name: str, versions: list[str], version: str) -> dict[str, Any]:
+    del version  # the same shape in v2 and v2beta1
+    return {
+        "metadata": {"name": name} if name else {},
+        "versions": [
+            {
+                "version": v,
+                "resources": _aggregated_resources(f"{name}/{v}" if name else v),
+                "freshness": "Current",
+            }
+            for v in versions
+        ],
+    }
+
+
+def aggregated(core: bool, version: str) -> dict[str, Any]:
+    """The APIGroupDiscoveryList of /api (core=True: the legacy group "")
+    or of /apis (every named group, in the order /apis lists them)."""
+    if core:
+        items = [_aggregated_group("", ["v1"], version)]
+    else:
+        items = [_aggregated_group(g, vs, version) for g, vs in sorted(_groups().items())]
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"{AGGREGATED_GROUP}/{version}",
+        "metadata": {},
+        "items": items,
+    }

@@ -86,15 +86,25 @@ async def list_(call: Call) -> web.StreamResponse:
     cont = call.query("continue")
     label, field = call.query("labelSelector"), call.query("fieldSelector")
     if wants_table(call.request):
-        result = await call.server.run(
-            call.registry.list, t.info.key, call.namespace, label, field, limit, cont, call.who
-        )
-        return await call.server.run(_table, call, result)
+        include = include_object(call)
+
+        def table() -> bytes:  # one executor hop: read, build, encode
+            result = call.registry.list(
+                t.info.key, call.namespace, label, field, limit, cont, call.who
+            )
+            with jsoncodec.paused_gc():
+                return _table(call, result, include)
+
+        return json_response(await call.server.run(table))
     if limit or cont:
-        result = await call.server.run(
-            call.registry.list, t.info.key, call.namespace, label, field, limit, cont, call.who
-        )
-        return json_response(await call.server.run(_document, call, result))
+
+        def document() -> bytes:
+            result = call.registry.list(
+                t.info.key, call.namespace, label, field, limit, cont, call.who
+            )
+            return _document(call, result)
+
+        return json_response(await call.server.run(document))
     return await _stream(call, label, field)
 
 
@@ -121,15 +131,17 @@ def include_object(call: Call) -> str:
     return value
 
 
-def _table(call: Call, result: ListResult) -> web.Response:
+def _table(call: Call, result: ListResult, include: str) -> bytes:
+    """The page as an encoded Table. Its decoded objects are garbage once it
+    returns: the caller pauses the cyclic collector around it, so building
+    a page of many objects is not interrupted by collections that would
+    find nothing to free."""
     objects = [decode(d, r) for d, r in result.items]
     meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
     if result.continue_token:
         meta["continue"] = result.continue_token
-    table = tables.table(
-        call.target.info.key, objects, include_object=include_object(call), list_metadata=meta
-    )
-    return json_response(jsoncodec.dumps(table))
+    table = tables.table(call.target.info.key, objects, include_object=include, list_metadata=meta)
+    return jsoncodec.dumps(table)
 
 
 async def _stream(call: Call, label: str, field: str) -> web.StreamResponse:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -51,6 +52,18 @@ def test_discovery_lists_every_kind(cluster: Cluster) -> None:
     assert "v1.30" in cluster.kubectl("version", "-o", "json").stdout.replace(
         '"minor": "30"', "v1.30"
     )
+
+
+def test_cold_discovery_is_two_requests(cluster: Cluster, tmp_path: Path) -> None:
+    """kubectl asks /api and /apis for aggregated discovery and needs no request
+    per group/version (18 of them before) when the server answers it."""
+    cache = str(tmp_path / "cache")
+    done = cluster.kubectl("api-resources", "--cache-dir", cache, "-v=6")
+    asked = re.findall(r"GET https://\S+?(/\S*?)(?:\?\S*)? 200", done.stderr)
+    assert asked == ["/api", "/apis"], asked
+    assert "deployments" in done.stdout and "cronjobs" in done.stdout
+    rows = cluster.kubectl("get", "deployments.apps", "-A", "--cache-dir", cache)
+    assert rows.returncode == 0
 
 
 def test_get_describe_label_annotate_delete(cluster: Cluster) -> None:

@@ -191,3 +191,52 @@ def test_kubernetes_service_points_at_the_api_server(api: Any, cluster: Cluster)
     ep = core.read_namespaced_endpoints("kubernetes", "default")
     assert [a.ip for a in ep.subsets[0].addresses] == ["127.0.0.1"]
     assert ep.subsets[0].ports[0].port == cluster.port
+
+
+AGGREGATED = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+)
+
+
+def _get(api: Any, path: str, **headers: str) -> Any:
+    """The client's raw answer to GET path, with its own auth and TLS."""
+    request = api.param_serialize("GET", path, header_params=headers,
+                                  auth_settings=["BearerToken"])  # fmt: skip
+    answer = api.call_api(*request)
+    answer.read()
+    return answer
+
+
+def test_aggregated_discovery_agrees_with_the_per_version_lists(api: Any) -> None:
+    """What kubectl gets from /api and /apis in one document each is what the
+    legacy documents list per group/version; plain JSON still gets those."""
+    assert json.loads(_get(api, "/apis", Accept="application/json").data)["kind"] == "APIGroupList"
+    for root in ("/api", "/apis"):
+        answer = _get(api, root, Accept=AGGREGATED)
+        assert answer.headers["Content-Type"] == (
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        )
+        doc = json.loads(answer.data)
+        assert doc["kind"] == "APIGroupDiscoveryList" and doc["items"]
+        for group in doc["items"]:
+            name = group["metadata"].get("name", "")
+            for version in group["versions"]:
+                gv = f"{name}/{version['version']}" if name else version["version"]
+                legacy = json.loads(_get(api, f"/apis/{gv}" if name else f"/api/{gv}").data)
+                listed = {
+                    r["name"]: (r["kind"], r["namespaced"], sorted(r["verbs"]))
+                    for r in legacy["resources"]
+                }
+                aggregated = {}
+                for r in version["resources"]:
+                    scoped = r["scope"] == "Namespaced"
+                    aggregated[r["resource"]] = (r["responseKind"]["kind"], scoped,
+                                                 sorted(r["verbs"]))  # fmt: skip
+                    for sub in r.get("subresources", []):
+                        aggregated[f"{r['resource']}/{sub['subresource']}"] = (
+                            sub["responseKind"]["kind"], scoped, sorted(sub["verbs"]))  # fmt: skip
+                assert aggregated == listed, gv
+        # An unchanged document is not sent again to a client that has it.
+        again = _get(api, root, Accept=AGGREGATED, **{"If-None-Match": answer.headers["ETag"]})
+        assert again.status == 304 and not again.data
