@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api import kinds, rfc3339
-from controlplane.api.jsoncodec import clone
+from controlplane.api.jsoncodec import clone, dumps, loads
 from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Conflict, Invalid
 
@@ -81,12 +81,20 @@ class _Entry:
 # ---- field sets ------------------------------------------------------------------
 
 
+def _json(value: Any) -> str:
+    """Compact JSON with sorted keys, as FieldsV1 element names spell values
+    (scalars, the common case, through the fast codec)."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return dumps(value).decode()
+
+
 def _key_element(meta_key: str, item: Any) -> str:
-    return "k:" + json.dumps({meta_key: item.get(meta_key)}, separators=(",", ":"), sort_keys=True)
+    return f"k:{{{_json(meta_key)}:{_json(item.get(meta_key))}}}"
 
 
 def _value_element(value: Any) -> str:
-    return "v:" + json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return "v:" + _json(value)
 
 
 def _join(meta_path: str, key: str) -> str:
@@ -140,6 +148,71 @@ def _flatten(kind: str, obj: Object | None) -> dict[Path, Any]:
     out: dict[Path, Any] = {}
     _leaves(kind, _body(obj), (), "", out)
     return out
+
+
+def _fields_doc(kind: str, value: Object, meta_path: str) -> dict[str, Any]:
+    """The FieldsV1 document of every owned field under a map, built in one
+    walk: what `to_fields_v1(set(_flatten(...)))` gives, without the path set
+    (a create's entry, on the hot path of every create)."""
+    doc: dict[str, Any] = {}
+    for key, child in value.items():
+        if child is None:
+            continue
+        node: dict[str, Any] | None = {}  # a leaf
+        if isinstance(child, dict):
+            if child:  # a map of nulls owns nothing
+                node = _fields_doc(kind, child, f"{meta_path}.{key}") or None
+        elif isinstance(child, list):
+            node = _list_node(kind, child, f"{meta_path}.{key}")
+        if node is not None:
+            doc[f"f:{key}"] = node
+    return doc
+
+
+_NODES: dict[tuple[str, str, bytes], bytes] = {}  # (kind, field, its JSON) -> its node's JSON
+_NODES_MAX = 512
+
+
+def _created_doc(kind: str, body: Object) -> dict[str, Any]:
+    """`_fields_doc` of a created object. The nodes of its big parts (spec,
+    data, status) come from a small cache keyed by their JSON: the pods a
+    ReplicaSet, Job or StatefulSet creates share one template, so most
+    creates walk only their metadata. Cached as JSON, so no two objects
+    share a dict."""
+    doc: dict[str, Any] = {}
+    for key, child in body.items():
+        if key != "metadata" and isinstance(child, dict) and child:
+            raw = dumps(child)
+            cache_key = (kind, key, raw)
+            hit = _NODES.get(cache_key)
+            if hit is None:
+                hit = dumps(_fields_doc(kind, child, f".{key}") or None)
+                if len(_NODES) >= _NODES_MAX:
+                    _NODES.clear()
+                _NODES[cache_key] = hit
+            node = loads(hit)
+        else:
+            node = _fields_doc(kind, {key: child}, "").get(f"f:{key}")
+        if node is not None:
+            doc[f"f:{key}"] = node
+    return doc
+
+
+def _list_node(kind: str, items: list[Any], meta_path: str) -> dict[str, Any] | None:
+    """A list's FieldsV1 node: a leaf when atomic, else its items (None: an
+    empty merged list owns nothing)."""
+    meta = field_meta(kind, meta_path[1:])
+    if meta is None or not meta.merges:
+        return {}
+    key = meta.merge_key
+    doc: dict[str, Any] = {}
+    for item in items:
+        if not key:
+            doc[_value_element(item)] = {}
+        elif isinstance(item, dict) and key in item:
+            children = _fields_doc(kind, item, meta_path)
+            doc[_key_element(key, item)] = {".": {}, **children} if children else {}
+    return doc or None
 
 
 def _diff(
@@ -320,17 +393,10 @@ def _render(entries: list[_Entry]) -> list[dict[str, Any]]:
     for e in entries:
         if not e.fields:
             continue
-        entry: dict[str, Any] = {
-            "manager": e.manager,
-            "operation": e.operation,
-            "apiVersion": e.api_version,
-            "time": e.time,
-            "fieldsType": "FieldsV1",
-            "fieldsV1": to_fields_v1(e.fields),
-        }
-        if e.subresource:
-            entry["subresource"] = e.subresource
-        out.append(entry)
+        out.append(
+            _raw(e.manager, e.operation, e.api_version, e.time, e.subresource,
+                 to_fields_v1(e.fields))
+        )  # fmt: skip
     return out
 
 
@@ -356,36 +422,61 @@ def record_update(
     subresource: str = "",
     now: str | None = None,
 ) -> Object:
-    """`new` with managedFields updated for a non-apply write by `manager`
-    (`kind`: the kinds key, when the object's Kind name is not enough).
+    """`new` (a copy) with managedFields updated for a non-apply write by
+    `manager`: see `updated_entries`."""
+    result = clone(new)
+    entries = updated_entries(old, new, manager, kind=kind, subresource=subresource, now=now)
+    metadata = result.setdefault("metadata", {})
+    if entries:
+        metadata["managedFields"] = entries
+    else:
+        metadata.pop("managedFields", None)
+    return result
+
+
+def updated_entries(
+    old: Object | None,
+    new: Object,
+    manager: str,
+    *,
+    kind: str = "",
+    subresource: str = "",
+    now: str | None = None,
+) -> list[dict[str, Any]]:
+    """The managedFields of `new` after a non-apply write by `manager`
+    (`kind`: the kinds key, when the object's Kind name is not enough;
+    `subresource`: the one written through, recorded in the entry).
 
     The writer owns the fields it added or changed; every other manager
-    loses those, and fields the write removed leave every set. Managed
-    fields the client sent changed on purpose are kept as sent (an empty
-    list clears them), as Kubernetes does.
+    loses those, and fields the write removed leave every set. A write that
+    changes no field changes no entry (nor its time). Managed fields the
+    client sent changed on purpose are kept as sent (an empty list clears
+    them), as Kubernetes does. Entries nobody's field set changes are
+    kept as stored, not parsed; neither `old` nor `new` is changed.
     """
-    result = clone(new)
     sent = (new.get("metadata") or {}).get("managedFields")
-    stored = (old or {}).get("metadata", {}).get("managedFields") if old else None
+    stored = (old.get("metadata") or {}).get("managedFields") if old else None
     if old is not None and sent is not None and sent != stored:
-        _entries(result)  # validates the client's list
-        if not sent:
-            result["metadata"].pop("managedFields", None)
-        return result
+        _entries(new)  # validates the client's list
+        return list(sent)
     kind = kind or str(new.get("kind", ""))
+    api_version = str(new.get("apiVersion", ""))
+    if old is None:  # a create: the writer owns every field, in one walk
+        doc = _created_doc(kind, _body(new))
+        if not doc:
+            return []
+        return [_raw(manager, UPDATE, api_version, now or rfc3339.now(), subresource, doc)]
     present: set[Path] = set()
     gone: set[Path] = set()
-    if old is None:
-        present = set(_flatten(kind, new))
-    else:
-        _diff(kind, _body(old), _body(new), (), "", present, gone)
+    _diff(kind, _body(old), _body(new), (), "", present, gone)
     changed = present | gone
-    mine = _Entry(
-        manager, UPDATE, str(new.get("apiVersion", "")), now or rfc3339.now(), present, subresource
-    )
+    raws = _raw_entries(old)
+    if not changed:
+        return list(raws)
+    mine = _Entry(manager, UPDATE, api_version, now or rfc3339.now(), present, subresource)
     kept: list[dict[str, Any]] = []
     found = False
-    for raw in _raw_entries(old):
+    for raw in raws:
         if not found and _entry_key(raw) == mine.owner:
             found = True
             mine.fields = (_entry(raw).fields - changed) | present
@@ -399,12 +490,23 @@ def record_update(
             kept.append(raw)  # untouched: kept as stored, not parsed
     if not found:
         kept += _render([mine])
-    metadata = result.setdefault("metadata", {})
-    if kept:
-        metadata["managedFields"] = kept
-    else:
-        metadata.pop("managedFields", None)
-    return result
+    return kept
+
+
+def _raw(
+    manager: str, operation: str, api_version: str, time: str, subresource: str, doc: Any
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": api_version,
+        "time": time,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": doc,
+    }
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
 
 
 def _entry_key(raw: dict[str, Any]) -> tuple[str, str, str, str]:

@@ -355,3 +355,65 @@ def test_the_ownership_diff_matches_a_full_comparison(
     ssa._diff("Deployment", ssa._body(old), ssa._body(new), (), "", present, gone)
     assert present == {p for p, v in after.items() if p not in before or before[p] != v}
     assert gone == before.keys() - after.keys()
+
+
+def _shapes() -> list[dict[str, Any]]:
+    with_lists = deployment(env=[{"name": "A", "value": "1"}, {"name": "B"}])
+    with_lists["metadata"]["finalizers"] = ["a.example/x", "b.example/y"]
+    with_lists["metadata"]["ownerReferences"] = [{"uid": "u1", "kind": "X", "name": "x"}]
+    with_lists["metadata"]["annotations"] = {"nulls": None}
+    with_lists["spec"]["template"]["spec"]["volumes"] = []
+    with_lists["spec"]["template"]["spec"]["securityContext"] = {}
+    with_lists["spec"]["template"]["spec"]["containers"][0]["args"] = ["a", "b"]
+    with_lists["spec"]["strategy"] = {"rollingUpdate": None}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80, "protocol": "TCP"}], "selector": {"app": "web"}},
+    }
+    return [deployment(), with_lists, service]
+
+
+@pytest.mark.parametrize("obj", _shapes())
+def test_a_create_entry_is_the_field_set_of_the_whole_object(obj: dict[str, Any]) -> None:
+    """The one-walk (and cached) FieldsV1 of a create is the path-set one."""
+    kind = obj["kind"]
+    for _ in range(2):  # the second from the cache
+        out = ssa.record_update(None, obj, "creator", now=T)
+        assert entry(out, "creator")["fieldsV1"] == ssa.to_fields_v1(set(ssa._flatten(kind, obj)))
+
+
+def test_creates_from_one_template_share_no_field_sets() -> None:
+    a = ssa.record_update(None, deployment(), "rs", now=T)
+    b = ssa.record_update(None, deployment(), "rs", now=T)
+    entry(a, "rs")["fieldsV1"]["f:spec"]["f:replicas"]["mutated"] = {}
+    assert "mutated" not in entry(b, "rs")["fieldsV1"]["f:spec"]["f:replicas"]
+
+
+def test_a_write_that_changes_nothing_changes_no_entry() -> None:
+    live = ssa.record_update(None, deployment(), "a", now=T)
+    same = copy.deepcopy(live)
+    del same["metadata"]["managedFields"]  # a client that never saw them
+    later = "2026-01-01T00:05:00Z"
+    assert ssa.updated_entries(live, same, "b", now=later) == live["metadata"]["managedFields"]
+
+
+def test_status_writes_keep_the_entries_and_update_their_own() -> None:
+    live = ssa.record_update(None, deployment(), "creator", now=T)
+    status = copy.deepcopy(live)
+    status["status"] = {"replicas": 1}
+    one = ssa.record_update(live, status, "agent", subresource="status", now=T)
+    assert entry(one, "creator") == entry(live, "creator")
+    mine = entry(one, "agent")
+    assert mine["subresource"] == "status"
+    assert mine["fieldsV1"] == {"f:status": {"f:replicas": {}}}
+    again = copy.deepcopy(one)
+    again["status"] = {"replicas": 2, "readyReplicas": 2}
+    later = "2026-01-01T00:05:00Z"
+    two = ssa.record_update(one, again, "agent", subresource="status", now=later)
+    assert [e["manager"] for e in two["metadata"]["managedFields"]] == ["creator", "agent"]
+    assert entry(two, "agent")["time"] == later
+    assert entry(two, "agent")["fieldsV1"] == {
+        "f:status": {"f:readyReplicas": {}, "f:replicas": {}}
+    }
