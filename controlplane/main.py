@@ -183,14 +183,23 @@ def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
     return token
 
 
+# The name each component's writes are recorded for in managedFields.
+FIELD_MANAGERS = {
+    "scheduler": "kube-scheduler",
+    "volcano-scheduler": "vc-scheduler",
+    "controllers": "kube-controller-manager",
+}
+
+
 def start_components(client: Any, stop: threading.Event, args: argparse.Namespace) -> None:
     for name, func in components(args):
         if name in args.disable:
             log.info("component=%s disabled", name)
             continue
         log.info("component=%s starting", name)
+        named = getattr(client, "named", None)  # a shared gRPC client: one name each
         try:
-            func(client, stop)
+            func(named(FIELD_MANAGERS.get(name, name)) if named else client, stop)
         except ValueError as err:  # a component's configuration refused, with the reason
             raise StartError(f"{name}: refusing to start: {err}") from err
 

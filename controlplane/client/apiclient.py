@@ -20,6 +20,7 @@ This module never imports the server side.
 from __future__ import annotations
 
 import builtins
+import copy
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
@@ -163,6 +164,15 @@ class GrpcApiClient:
         self._metadata: tuple[tuple[str, str], ...] = (*token, *named)
         self._stub = api_pb2_grpc.ObjectsStub(self._channel)
         self._auth = api_pb2_grpc.AuthStub(self._channel)
+
+    def named(self, field_manager: str) -> GrpcApiClient:
+        """A client on this one's channel whose writes are recorded for
+        `field_manager` (components sharing one connection, each under its
+        own name). Close the original, not the views."""
+        view = copy.copy(self)
+        kept = [item for item in self._metadata if item[0] != FIELD_MANAGER_KEY]
+        view._metadata = (*kept, (FIELD_MANAGER_KEY, field_manager))
+        return view
 
     def close(self) -> None:
         self._channel.close()

@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, sched_config.ConfigError) as e:
         print(f"scheduler: refusing to start: {e}", file=sys.stderr)
         return 2
-    client = connect(load_credentials(args.credentials))
+    client = connect(load_credentials(args.credentials), field_manager="kube-scheduler")
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
