@@ -449,7 +449,8 @@ def updated_entries(
 
     The writer owns the fields it added or changed; every other manager
     loses those, and fields the write removed leave every set. A write that
-    changes no field changes no entry (nor its time). Managed fields the
+    changes no field changes no entry (nor its time); an object with no
+    entries gets none (see below). Managed fields the
     client sent changed on purpose are kept as sent (an empty list clears
     them), as Kubernetes does. Entries nobody's field set changes are
     kept as stored, not parsed; neither `old` nor `new` is changed.
@@ -466,11 +467,16 @@ def updated_entries(
         if not doc:
             return []
         return [_raw(manager, UPDATE, api_version, now or rfc3339.now(), subresource, doc)]
+    raws = _raw_entries(old)
+    if not raws:
+        # As kube-apiserver skips them: an object whose writes were never
+        # tracked (stored before managedFields, or cleared) stays untracked
+        # until its first apply, which gives its fields to before-first-apply.
+        return []
     present: set[Path] = set()
     gone: set[Path] = set()
     _diff(kind, _body(old), _body(new), (), "", present, gone)
     changed = present | gone
-    raws = _raw_entries(old)
     if not changed:
         return list(raws)
     mine = _Entry(manager, UPDATE, api_version, now or rfc3339.now(), present, subresource)

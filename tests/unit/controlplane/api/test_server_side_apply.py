@@ -417,3 +417,13 @@ def test_status_writes_keep_the_entries_and_update_their_own() -> None:
     assert entry(two, "agent")["fieldsV1"] == {
         "f:status": {"f:readyReplicas": {}, "f:replicas": {}}
     }
+
+
+def test_an_untracked_object_stays_untracked_until_its_first_apply() -> None:
+    legacy = deployment()  # stored before managedFields, or with them cleared
+    changed = deployment(replicas=5)
+    updated = ssa.record_update(legacy, changed, "controller", now=T)
+    assert "managedFields" not in updated["metadata"]
+    applied = do_apply(updated, deployment(replicas=5))
+    assert owns(applied, ssa.BEFORE_FIRST_APPLY, ".spec.replicas")
+    assert owns(applied, "kubectl", ".spec.replicas")
