@@ -319,6 +319,59 @@ def to_fields_v1(paths: set[Path]) -> dict[str, Any]:
     return root
 
 
+def edited(doc: Any, removed: set[Path], added: set[Path]) -> dict[str, Any]:
+    """A copy of a FieldsV1 document listing (its paths - removed) | added,
+    shaped as `to_fields_v1` shapes it: the few paths a write changed are
+    edited in, instead of parsing the whole set and rendering it again."""
+    out: dict[str, Any] = clone(doc) if isinstance(doc, dict) else {}
+    for path in removed - added:
+        _drop(out, path)
+    for path in added:
+        _put(out, path)
+    return out
+
+
+def _drop(doc: dict[str, Any], path: Path) -> None:
+    trail: list[dict[str, Any]] = [doc]
+    for element in path:
+        child = trail[-1].get(element)
+        if not isinstance(child, dict):
+            return  # not listed
+        trail.append(child)
+    node = trail[-1]
+    if len(node) > (1 if "." in node else 0):  # it has children: it stays, unlisted
+        node.pop(".", None)
+        return
+    # A leaf goes; so does every parent it leaves empty that was not listed
+    # itself, and a listed parent left with no children is a leaf again.
+    for depth in range(len(path) - 1, -1, -1):
+        parent = trail[depth]
+        del parent[path[depth]]
+        if depth == 0 or parent:
+            if depth and list(parent) == ["."]:
+                parent.clear()
+            return
+        # `parent` is empty now: it was only a container; it goes too.
+
+
+def _put(doc: dict[str, Any], path: Path) -> None:
+    node = doc
+    for i, element in enumerate(path):
+        child = node.get(element)
+        last = i == len(path) - 1
+        if not isinstance(child, dict):
+            child = node[element] = {}
+            if last:
+                return
+        elif last:
+            if child and "." not in child:
+                child["."] = {}
+            return
+        elif not child:  # a listed leaf that now has children
+            child["."] = {}
+        node = child
+
+
 def from_fields_v1(doc: Any, prefix: Path = ()) -> set[Path]:
     """The set of paths a FieldsV1 document lists."""
     out: set[Path] = set()
@@ -479,23 +532,25 @@ def updated_entries(
     changed = present | gone
     if not changed:
         return list(raws)
-    mine = _Entry(manager, UPDATE, api_version, now or rfc3339.now(), present, subresource)
+    stamp = now or rfc3339.now()
+    owner = (manager, UPDATE, api_version, subresource)
     kept: list[dict[str, Any]] = []
     found = False
     for raw in raws:
-        if not found and _entry_key(raw) == mine.owner:
+        if not found and _entry_key(raw) == owner:
+            # The writer's own entry: what it owned but this write removed
+            # goes, what it set comes in (edited, not parsed and rebuilt).
             found = True
-            mine.fields = (_entry(raw).fields - changed) | present
-            kept += _render([mine])
+            doc = edited(raw.get("fieldsV1"), gone, present)
+            kept += [_raw(manager, UPDATE, api_version, stamp, subresource, doc)] if doc else []
         elif any(_owns(raw.get("fieldsV1"), p) for p in changed):
             # Another manager loses what this write changed.
-            entry = _entry(raw)
-            entry.fields -= changed
-            kept += [{**raw, "fieldsV1": to_fields_v1(entry.fields)}] if entry.fields else []
+            doc = edited(raw.get("fieldsV1"), changed, set())
+            kept += [{**raw, "fieldsV1": doc}] if doc else []
         else:
             kept.append(raw)  # untouched: kept as stored, not parsed
-    if not found:
-        kept += _render([mine])
+    if not found and present:
+        kept.append(_raw(manager, UPDATE, api_version, stamp, subresource, to_fields_v1(present)))
     return kept
 
 

@@ -427,3 +427,19 @@ def test_an_untracked_object_stays_untracked_until_its_first_apply() -> None:
     applied = do_apply(updated, deployment(replicas=5))
     assert owns(applied, ssa.BEFORE_FIRST_APPLY, ".spec.replicas")
     assert owns(applied, "kubectl", ".spec.replicas")
+
+
+_ELEMENTS = st.sampled_from(["f:a", "f:b", 'k:{"name":"x"}', "v:1"])
+_PATHS = st.sets(st.lists(_ELEMENTS, min_size=1, max_size=3).map(tuple), max_size=8)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(old=_PATHS, removed=_PATHS, added=_PATHS)
+def test_editing_a_fields_v1_document_is_editing_its_set(
+    old: set[tuple[str, ...]], removed: set[tuple[str, ...]], added: set[tuple[str, ...]]
+) -> None:
+    doc = ssa.to_fields_v1(old)
+    before = copy.deepcopy(doc)
+    out = ssa.edited(doc, removed, added)
+    assert doc == before, "edited must not change its input"
+    assert out == ssa.to_fields_v1((old - removed) | added)
