@@ -68,10 +68,10 @@ def test_a_known_object_is_left_as_it_was() -> None:
 
 
 def test_kinds_the_schema_does_not_describe_are_left_alone() -> None:
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "rulez": []}
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "spec": {"x": 1}}
     custom = {"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"anything": 1}}
     other_version = {"apiVersion": "apps/v1beta9", "kind": "Deployment", "foo": 1}
-    for obj in (role, custom, other_version):
+    for obj in (queue, custom, other_version):
         before = dict(obj)
         assert pruning.prune(obj) == []
         assert obj == before
@@ -89,3 +89,20 @@ def test_maps_of_typed_values_and_wrong_types_are_walked_safely() -> None:
         "spec.volumes[0].nope",
     ]
     assert pod["spec"]["containers"] == "not-a-list"  # validation reports it
+
+
+def test_rbac_accounts_and_storage_kinds_are_pruned_too() -> None:
+    binding: dict[str, Any] = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r", "x": 1},
+        "subjects": [{"kind": "User", "name": "alice", "nmespace": "typo"}],
+    }
+    assert sorted(pruning.prune(binding)) == ["roleRef.x", "subjects[0].nmespace"]
+    volume: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "spec": {"local": {"path": "/x"}, "capacity": {"storage": "1Gi"}, "sizee": 1},
+    }
+    assert pruning.prune(volume) == ["spec.sizee"]
+    assert volume["spec"] == {"local": {"path": "/x"}, "capacity": {"storage": "1Gi"}}
