@@ -13,9 +13,12 @@ configuration into the live object. A field the configuration changes that
 another manager owns is a conflict (errors.Conflict, worded as
 kube-apiserver words it) unless `force`, which takes the field over. A field
 that the manager applied before and no longer applies is removed, unless
-another manager owns it too. `record_update(old, new, manager)` is what every
-other write (create, update, patch) calls: the writer owns what it changed,
-and the others lose it.
+another manager owns it too. `updated_entries(old, new, manager)` (and
+`record_update`, its copy-returning form) is what the registry calls on every
+other write (create, update, patch, status and scale): the writer owns what
+it changed, and the others lose it; an untracked object stays untracked until
+its first apply (before-first-apply); Update entries are capped at ten (the
+oldest merged into ancient-changes).
 
 Pure: no storage, no I/O; inputs are never modified.
 """
@@ -37,6 +40,8 @@ Path = tuple[str, ...]  # FieldsV1 keys from the root: ("f:spec", "f:replicas")
 APPLY = "Apply"
 UPDATE = "Update"
 BEFORE_FIRST_APPLY = "before-first-apply"
+ANCIENT_CHANGES = "ancient-changes"
+MAX_UPDATE_MANAGERS = 10  # kube-apiserver's cap on Update entries
 
 # Metadata the server owns: never part of anyone's field set.
 _SERVER_METADATA = (
@@ -551,7 +556,44 @@ def updated_entries(
             kept.append(raw)  # untouched: kept as stored, not parsed
     if not found and present:
         kept.append(_raw(manager, UPDATE, api_version, stamp, subresource, to_fields_v1(present)))
+        return _capped(kept)
     return kept
+
+
+def _capped(raws: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """At most MAX_UPDATE_MANAGERS Update entries, as kube-apiserver keeps
+    them: the oldest are merged, per apiVersion, into `ancient-changes`
+    entries, so no client grows an object by naming ever new managers."""
+    updates = [e for e in raws if e.get("operation", UPDATE) == UPDATE]
+    if len(updates) <= MAX_UPDATE_MANAGERS:
+        return raws
+    oldest = sorted(updates, key=lambda e: str(e.get("time", "")))
+    first: dict[str, dict[str, Any]] = {}  # apiVersion -> the oldest entry of it
+    buckets: dict[str, dict[str, Any]] = {}  # apiVersion -> its ancient-changes entry
+    replaced: dict[int, dict[str, Any] | None] = {}  # id(entry) -> its bucket, or None: merged
+    count = len(updates)
+    for e in oldest:
+        if count <= MAX_UPDATE_MANAGERS:
+            break
+        version = str(e.get("apiVersion", ""))
+        if version not in first:
+            first[version] = e  # renamed only when another of its version joins it
+            continue
+        bucket = buckets.get(version)
+        if bucket is None:
+            bucket = buckets[version] = {**first[version], "manager": ANCIENT_CHANGES}
+            bucket.pop("subresource", None)
+            replaced[id(first[version])] = bucket
+        fields = from_fields_v1(bucket.get("fieldsV1")) | from_fields_v1(e.get("fieldsV1"))
+        bucket.update(fieldsV1=to_fields_v1(fields), time=e.get("time", bucket.get("time")))
+        replaced[id(e)] = None
+        count -= 1
+    out = []
+    for e in raws:
+        kept = replaced.get(id(e), e)
+        if kept is not None:
+            out.append(kept)
+    return out
 
 
 def _raw(

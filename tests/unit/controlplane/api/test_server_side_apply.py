@@ -443,3 +443,18 @@ def test_editing_a_fields_v1_document_is_editing_its_set(
     out = ssa.edited(doc, removed, added)
     assert doc == before, "edited must not change its input"
     assert out == ssa.to_fields_v1((old - removed) | added)
+
+
+def test_update_managers_are_capped_into_ancient_changes() -> None:
+    live = ssa.record_update(None, deployment(), "creator", now="2026-01-01T00:00:00Z")
+    for i in range(12):  # twelve more managers, each setting its own label
+        changed = copy.deepcopy(live)
+        changed["metadata"]["labels"][f"l{i}"] = "x"
+        live = ssa.record_update(live, changed, f"m{i:02d}", now=f"2026-01-01T00:{i + 1:02d}:00Z")
+    managers = [e["manager"] for e in live["metadata"]["managedFields"]]
+    assert len(managers) == ssa.MAX_UPDATE_MANAGERS
+    assert ssa.ANCIENT_CHANGES in managers and "creator" not in managers
+    assert "m11" in managers and "m00" not in managers
+    # Nothing is lost: the oldest managers' fields live on in ancient-changes.
+    assert owns(live, ssa.ANCIENT_CHANGES, ".spec.replicas")
+    assert owns(live, ssa.ANCIENT_CHANGES, ".metadata.labels.l0")
