@@ -22,6 +22,7 @@ import functools
 from typing import Any, NamedTuple
 
 from controlplane.api import schema
+from controlplane.api.jsoncodec import dumps
 
 Object = dict[str, Any]
 
@@ -71,16 +72,32 @@ def type_of(obj: Object) -> str | None:
     return _kinds().get((group, version, str(obj.get("kind", ""))))
 
 
-def prune(obj: Object) -> list[str]:
-    """Remove the unknown fields of a built-in kind's object in place; their paths."""
+def prune(obj: Object, stored: Object | None = None) -> list[str]:
+    """Remove the unknown fields of a built-in kind's object in place; their
+    paths. `stored`: the object as stored before this write, whose parts
+    `obj` left unchanged are known to hold no unknown field (an update that
+    changes a label does not walk the spec). A create's spec that an earlier
+    create had as it is (one template's pods) is known clean by its JSON."""
     name = type_of(obj)
     removed: list[str] = []
     if name is not None:
-        _walk(_shapes(), name, obj, "", removed)
+        _walk(_shapes(), name, obj, "", removed, stored, top=True)
     return removed
 
 
-def _walk(shapes: dict[str, _Shape], name: str, value: Object, path: str, out: list[str]) -> None:
+_CLEAN: set[tuple[str, bytes]] = set()  # (type, JSON) of parts found to hold no unknown field
+_CLEAN_MAX = 512
+
+
+def _walk(
+    shapes: dict[str, _Shape],
+    name: str,
+    value: Object,
+    path: str,
+    out: list[str],
+    stored: Object | None = None,
+    top: bool = False,
+) -> None:
     shape = shapes[name]
     unknown = value.keys() - shape.known
     if unknown:
@@ -91,10 +108,18 @@ def _walk(shapes: dict[str, _Shape], name: str, value: Object, path: str, out: l
         child = value.get(field)
         if child is None:
             continue
+        before = stored.get(field) if stored is not None else None
+        if before is not None and before == child:
+            continue  # as stored: pruned when it was written
         where = f"{path}.{field}" if path else field
         if kind == _ONE:
-            if isinstance(child, dict):
-                _walk(shapes, child_type, child, where, out)
+            if not isinstance(child, dict):
+                continue
+            if top and before is None and field != "metadata":
+                _walk_shared(shapes, child_type, child, where, out)
+            else:
+                _walk(shapes, child_type, child, where, out,
+                      before if isinstance(before, dict) else None)  # fmt: skip
         elif kind == _LIST:
             if isinstance(child, list):
                 for i, item in enumerate(child):
@@ -104,3 +129,18 @@ def _walk(shapes: dict[str, _Shape], name: str, value: Object, path: str, out: l
             for key, item in child.items():
                 if isinstance(item, dict):
                     _walk(shapes, child_type, item, f"{where}.{key}", out)
+
+
+def _walk_shared(
+    shapes: dict[str, _Shape], name: str, value: Object, path: str, out: list[str]
+) -> None:
+    """_walk of a part many objects share (a spec), skipped when one like it was clean."""
+    key = (name, dumps(value))
+    if key in _CLEAN:
+        return
+    found = len(out)
+    _walk(shapes, name, value, path, out)
+    if len(out) == found:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN.add(key)

@@ -244,7 +244,7 @@ class Registry(RegistryBase):
             obj.pop("status", None)
         name = str(meta.get("name") or "")  # validation refuses a missing one
         self.authorizer.authorize(identity, "create", info, ns, name, None, obj)
-        self._decoded(info, obj)
+        self._decoded(info, obj, None)
         self.validate(info, obj, None)
         self.check_namespace_open(info, ns)
         admit = self.admission.get(info.key)
@@ -254,10 +254,11 @@ class Registry(RegistryBase):
         return _NewObject(info, ns, name, obj, generate)
 
     @staticmethod
-    def _decoded(info: KindInfo, obj: Object) -> None:
+    def _decoded(info: KindInfo, obj: Object, old: Object | None) -> None:
         """What Kubernetes' decoding does to a written object, in place: fields
-        the kind's schema does not know dropped, defaults filled in."""
-        pruning.prune(obj)
+        the kind's schema does not know dropped (the parts unchanged from
+        `old`, the stored object, hold none), defaults filled in."""
+        pruning.prune(obj, old)
         defaults.apply_defaults(info.key, obj)
 
     def _record(
@@ -523,7 +524,7 @@ class Registry(RegistryBase):
                 new["status"] = old["status"]
             else:
                 new.pop("status", None)
-        self._decoded(info, new)
+        self._decoded(info, new, old)
         old_generation = int(old_meta.get("generation") or 1)
         if spec_part(new) != spec_part(old):
             meta["generation"] = old_generation + 1

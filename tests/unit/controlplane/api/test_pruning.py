@@ -106,3 +106,31 @@ def test_rbac_accounts_and_storage_kinds_are_pruned_too() -> None:
     }
     assert pruning.prune(volume) == ["spec.sizee"]
     assert volume["spec"] == {"local": {"path": "/x"}, "capacity": {"storage": "1Gi"}}
+
+
+def test_parts_unchanged_from_the_stored_object_are_not_walked_again() -> None:
+    stored = deployment()
+    pruning.prune(stored)
+    update = deployment()
+    pruning.prune(update)
+    update["metadata"]["labels"]["new"] = "label"
+    update["metadata"]["bogus"] = 1
+    # A stored part is trusted as it is (it was pruned when written) ...
+    update["spec"]["template"]["spec"]["containers"][0]["hidden"] = 1
+    stored["spec"]["template"]["spec"]["containers"][0]["hidden"] = 1
+    assert pruning.prune(update, stored) == ["metadata.bogus"]
+    # ... and a changed part is walked.
+    update["spec"]["template"]["spec"]["containers"][0]["image"] = "z"
+    assert pruning.prune(update, stored) == ["spec.template.spec.containers[0].hidden"]
+
+
+def test_a_spec_seen_clean_before_is_trusted_only_as_it_was() -> None:
+    first = deployment()
+    del first["spec"]["foo"]
+    for container in first["spec"]["template"]["spec"]["containers"]:
+        container.pop("imagee", None)
+        for port in container.get("ports", []):
+            port.pop("hostt", None)
+    pruning.prune(first)  # clean: remembered
+    second = deployment()
+    assert "spec.foo" in pruning.prune(second)  # another spec: walked
