@@ -59,7 +59,6 @@ class Write:
 
     def __init__(self, call: Call) -> None:
         self.key = call.target.info.key
-        self.subresource = call.target.subresource
         self.manager = manager(call)
         self.mode = validation(call)
         self.warnings: list[str] = []
