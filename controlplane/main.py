@@ -222,6 +222,14 @@ def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
     return token
 
 
+# The name each component's writes are recorded for in managedFields.
+FIELD_MANAGERS = {
+    "scheduler": "kube-scheduler",
+    "volcano-scheduler": "vc-scheduler",
+    "controllers": "kube-controller-manager",
+}
+
+
 def start_components(
     clients: dict[str, Any], stop: threading.Event, args: argparse.Namespace
 ) -> None:
@@ -324,7 +332,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         # each as itself.
         for name in enabled:
             running.clients[name] = connect(
-                ClientConfig(f"unix:{server.grpc_socket}", token=tokens[name])
+                ClientConfig(f"unix:{server.grpc_socket}", token=tokens[name]),
+                field_manager=FIELD_MANAGERS.get(name, name),
             )
         try:
             start_components(running.clients, running.stop_event, args)

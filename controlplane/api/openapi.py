@@ -468,9 +468,10 @@ def v3_paths() -> dict[str, Any]:
 
 
 def validate(obj: Any) -> list[str]:
-    """Unknown fields and wrong types in a built-in kind's object, each as
-    `path: problem` (what `fieldValidation=Strict` reports). [] for custom
-    kinds and kinds the schema does not know: those validate elsewhere."""
+    """Unknown fields and wrong types in a built-in kind's object, as
+    `unknown field "spec.foo"` and `path: problem` (what `fieldValidation=Strict`
+    reports). [] for custom kinds and kinds the schema does not know: those
+    validate elsewhere."""
     if not isinstance(obj, dict):
         return ["object: must be a JSON object"]
     group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
@@ -501,7 +502,7 @@ def _check_type(name: str, value: dict[str, Any], path: str, problems: list[str]
     for key, child in value.items():
         where = f"{path}.{key}" if path else key
         if key not in fields:
-            problems.append(f'{where}: unknown field "{key}"')
+            problems.append(f'unknown field "{where}"')  # as kube-apiserver words it
         elif child is not None:
             _check_expr(fields[key][0], child, where, problems)
 

@@ -23,6 +23,7 @@ CORE = "io.k8s.api.core.v1"
 APPS = "io.k8s.api.apps.v1"
 BATCH = "io.k8s.api.batch.v1"
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
+RBAC = "io.k8s.api.rbac.v1"
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,13 @@ def _kind(
     }
     return Type(package, description, base | dict(fields), required, (group_version_kind,))
 
+
+_PV_SOURCES = (
+    "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "csi", "fc",
+    "flexVolume", "flocker", "gcePersistentDisk", "glusterfs", "hostPath", "iscsi", "local",
+    "nfs", "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos",
+    "vsphereVolume",
+)  # fmt: skip
 
 TYPES: dict[str, Type] = {
     # ---- meta --------------------------------------------------------------
@@ -649,6 +657,125 @@ TYPES: dict[str, Type] = {
         globalDefault=("boolean", "Whether this is the default class for pods without one."),
         description=("string", "When this priority class should be used."),
         preemptionPolicy=("string", "PreemptLowerPriority or Never."),
+    ),
+    # ---- accounts, RBAC and storage --------------------------------------------
+    "ServiceAccount": _kind(
+        CORE,
+        "ServiceAccount binds together a name, a principal and a set of secrets.",
+        ("", "v1", "ServiceAccount"),
+        secrets=("[]object", "Secrets pods running as this account may use."),
+        imagePullSecrets=("[]object", "Secrets used to pull images for pods of this account."),
+        automountServiceAccountToken=("boolean", "Whether pods mount its token by default."),
+    ),
+    "PolicyRule": _t(
+        RBAC,
+        "PolicyRule holds information that describes a policy rule.",
+        ("verbs",),
+        verbs=("[]string", "The verbs the rule allows ('*' for all)."),
+        apiGroups=("[]string", "The API groups of the resources ('' is core)."),
+        resources=("[]string", "The resources the rule applies to ('*' for all)."),
+        resourceNames=("[]string", "An optional allow list of object names."),
+        nonResourceURLs=("[]string", "Non-resource URLs (cluster roles only)."),
+    ),
+    "Role": _kind(
+        RBAC,
+        "Role is a namespaced set of PolicyRules.",
+        ("rbac.authorization.k8s.io", "v1", "Role"),
+        rules=("[]PolicyRule", "The PolicyRules of this Role."),
+    ),
+    "ClusterRole": _kind(
+        RBAC,
+        "ClusterRole is a cluster-level set of PolicyRules.",
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+        rules=("[]PolicyRule", "The PolicyRules of this ClusterRole."),
+        aggregationRule=("object", "How to build the rules from other ClusterRoles."),
+    ),
+    "Subject": _t(
+        RBAC,
+        "Subject names a user, group or service account a binding grants a role to.",
+        ("kind", "name"),
+        kind=("string", "User, Group or ServiceAccount."),
+        apiGroup=("string", "The API group of the subject's kind."),
+        name=("string", "The name of the subject."),
+        namespace=("string", "The namespace of a ServiceAccount subject."),
+    ),
+    "RoleRef": _t(
+        RBAC,
+        "RoleRef names the role a binding grants.",
+        ("apiGroup", "kind", "name"),
+        apiGroup=("string", "The API group of the role."),
+        kind=("string", "Role or ClusterRole."),
+        name=("string", "The name of the role."),
+    ),
+    "RoleBinding": _kind(
+        RBAC,
+        "RoleBinding grants the permissions of a role to subjects within a namespace.",
+        ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+        ("roleRef",),
+        subjects=("[]Subject", "Who the role is granted to."),
+        roleRef=("RoleRef", "The Role or ClusterRole granted."),
+    ),
+    "ClusterRoleBinding": _kind(
+        RBAC,
+        "ClusterRoleBinding grants the permissions of a ClusterRole to subjects cluster-wide.",
+        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+        ("roleRef",),
+        subjects=("[]Subject", "Who the role is granted to."),
+        roleRef=("RoleRef", "The ClusterRole granted."),
+    ),
+    "PersistentVolumeClaim": _kind(
+        CORE,
+        "PersistentVolumeClaim is a user's request for and claim to a persistent volume.",
+        ("", "v1", "PersistentVolumeClaim"),
+        spec=("PersistentVolumeClaimSpec", _SPEC),
+        status=("object", _STATUS),
+    ),
+    "PersistentVolumeClaimSpec": _t(
+        CORE,
+        "PersistentVolumeClaimSpec describes the storage a claim asks for.",
+        accessModes=("[]string", "The access modes the volume should have."),
+        selector=("LabelSelector", "A label query over volumes to consider for binding."),
+        resources=("object", "The minimum resources the volume should have (requests, limits)."),
+        volumeName=("string", "The binding reference to the volume backing this claim."),
+        storageClassName=("string", "The name of the StorageClass required by the claim."),
+        volumeMode=("string", "Filesystem or Block."),
+        dataSource=("object", "An existing object to populate the volume from."),
+        dataSourceRef=("object", "An object to populate the volume from (any group)."),
+        volumeAttributesClassName=("string", "The VolumeAttributesClass used by this claim."),
+    ),
+    "PersistentVolume": _kind(
+        CORE,
+        "PersistentVolume is a storage resource provisioned by an administrator or a provisioner.",
+        ("", "v1", "PersistentVolume"),
+        spec=("PersistentVolumeSpec", _SPEC),
+        status=("object", _STATUS),
+    ),
+    "PersistentVolumeSpec": _t(
+        CORE,
+        "PersistentVolumeSpec is the specification of a persistent volume.",
+        capacity=("map[quantity]", "The volume's capacity (storage)."),
+        accessModes=("[]string", "The ways the volume can be mounted."),
+        claimRef=("object", "The claim bound to this volume."),
+        persistentVolumeReclaimPolicy=("string", "Retain, Delete or Recycle."),
+        storageClassName=("string", "The StorageClass this volume belongs to."),
+        mountOptions=("[]string", "Mount options, e.g. ro, soft."),
+        volumeMode=("string", "Filesystem or Block."),
+        nodeAffinity=("object", "The nodes this volume can be accessed from."),
+        volumeAttributesClassName=("string", "The VolumeAttributesClass this volume belongs to."),
+        **{source: ("object", f"A {source} volume source.") for source in _PV_SOURCES},
+    ),
+    "StorageClass": _kind(
+        "io.k8s.api.storage.v1",
+        "StorageClass describes the parameters for a class of storage.",
+        ("storage.k8s.io", "v1", "StorageClass"),
+        ("provisioner",),
+        provisioner=("string", "The provisioner of volumes of this class."),
+        parameters=("map", "Parameters for the provisioner."),
+        reclaimPolicy=("string", "Delete or Retain, for volumes this class provisions."),
+        mountOptions=("[]string", "Mount options of volumes this class provisions."),
+        allowVolumeExpansion=("boolean", "Whether claims of this class may grow."),
+        volumeBindingMode=("string", "Immediate or WaitForFirstConsumer."),
+        allowedTopologies=("[]object", "Where volumes of this class can be provisioned."),
     ),
     "PodGroup": _kind(
         "dev.skiff.scheduling.v1alpha1",

@@ -13,9 +13,12 @@ configuration into the live object. A field the configuration changes that
 another manager owns is a conflict (errors.Conflict, worded as
 kube-apiserver words it) unless `force`, which takes the field over. A field
 that the manager applied before and no longer applies is removed, unless
-another manager owns it too. `record_update(old, new, manager)` is what every
-other write (create, update, patch) calls: the writer owns what it changed,
-and the others lose it.
+another manager owns it too. `updated_entries(old, new, manager)` (and
+`record_update`, its copy-returning form) is what the registry calls on every
+other write (create, update, patch, status and scale): the writer owns what
+it changed, and the others lose it; an untracked object stays untracked until
+its first apply (before-first-apply); Update entries are capped at ten (the
+oldest merged into ancient-changes).
 
 Pure: no storage, no I/O; inputs are never modified.
 """
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api import kinds, rfc3339
-from controlplane.api.jsoncodec import clone
+from controlplane.api.jsoncodec import clone, dumps, loads
 from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Conflict, Invalid
 
@@ -37,6 +40,8 @@ Path = tuple[str, ...]  # FieldsV1 keys from the root: ("f:spec", "f:replicas")
 APPLY = "Apply"
 UPDATE = "Update"
 BEFORE_FIRST_APPLY = "before-first-apply"
+ANCIENT_CHANGES = "ancient-changes"
+MAX_UPDATE_MANAGERS = 10  # kube-apiserver's cap on Update entries
 
 # Metadata the server owns: never part of anyone's field set.
 _SERVER_METADATA = (
@@ -81,12 +86,20 @@ class _Entry:
 # ---- field sets ------------------------------------------------------------------
 
 
+def _json(value: Any) -> str:
+    """Compact JSON with sorted keys, as FieldsV1 element names spell values
+    (scalars, the common case, through the fast codec)."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return dumps(value).decode()
+
+
 def _key_element(meta_key: str, item: Any) -> str:
-    return "k:" + json.dumps({meta_key: item.get(meta_key)}, separators=(",", ":"), sort_keys=True)
+    return f"k:{{{_json(meta_key)}:{_json(item.get(meta_key))}}}"
 
 
 def _value_element(value: Any) -> str:
-    return "v:" + json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return "v:" + _json(value)
 
 
 def _join(meta_path: str, key: str) -> str:
@@ -140,6 +153,71 @@ def _flatten(kind: str, obj: Object | None) -> dict[Path, Any]:
     out: dict[Path, Any] = {}
     _leaves(kind, _body(obj), (), "", out)
     return out
+
+
+def _fields_doc(kind: str, value: Object, meta_path: str) -> dict[str, Any]:
+    """The FieldsV1 document of every owned field under a map, built in one
+    walk: what `to_fields_v1(set(_flatten(...)))` gives, without the path set
+    (a create's entry, on the hot path of every create)."""
+    doc: dict[str, Any] = {}
+    for key, child in value.items():
+        if child is None:
+            continue
+        node: dict[str, Any] | None = {}  # a leaf
+        if isinstance(child, dict):
+            if child:  # a map of nulls owns nothing
+                node = _fields_doc(kind, child, f"{meta_path}.{key}") or None
+        elif isinstance(child, list):
+            node = _list_node(kind, child, f"{meta_path}.{key}")
+        if node is not None:
+            doc[f"f:{key}"] = node
+    return doc
+
+
+_NODES: dict[tuple[str, str, bytes], bytes] = {}  # (kind, field, its JSON) -> its node's JSON
+_NODES_MAX = 512
+
+
+def _created_doc(kind: str, body: Object) -> dict[str, Any]:
+    """`_fields_doc` of a created object. The nodes of its big parts (spec,
+    data, status) come from a small cache keyed by their JSON: the pods a
+    ReplicaSet, Job or StatefulSet creates share one template, so most
+    creates walk only their metadata. Cached as JSON, so no two objects
+    share a dict."""
+    doc: dict[str, Any] = {}
+    for key, child in body.items():
+        if key != "metadata" and isinstance(child, dict) and child:
+            raw = dumps(child)
+            cache_key = (kind, key, raw)
+            hit = _NODES.get(cache_key)
+            if hit is None:
+                hit = dumps(_fields_doc(kind, child, f".{key}") or None)
+                if len(_NODES) >= _NODES_MAX:
+                    _NODES.clear()
+                _NODES[cache_key] = hit
+            node = loads(hit)
+        else:
+            node = _fields_doc(kind, {key: child}, "").get(f"f:{key}")
+        if node is not None:
+            doc[f"f:{key}"] = node
+    return doc
+
+
+def _list_node(kind: str, items: list[Any], meta_path: str) -> dict[str, Any] | None:
+    """A list's FieldsV1 node: a leaf when atomic, else its items (None: an
+    empty merged list owns nothing)."""
+    meta = field_meta(kind, meta_path[1:])
+    if meta is None or not meta.merges:
+        return {}
+    key = meta.merge_key
+    doc: dict[str, Any] = {}
+    for item in items:
+        if not key:
+            doc[_value_element(item)] = {}
+        elif isinstance(item, dict) and key in item:
+            children = _fields_doc(kind, item, meta_path)
+            doc[_key_element(key, item)] = {".": {}, **children} if children else {}
+    return doc or None
 
 
 def _diff(
@@ -246,6 +324,59 @@ def to_fields_v1(paths: set[Path]) -> dict[str, Any]:
     return root
 
 
+def edited(doc: Any, removed: set[Path], added: set[Path]) -> dict[str, Any]:
+    """A copy of a FieldsV1 document listing (its paths - removed) | added,
+    shaped as `to_fields_v1` shapes it: the few paths a write changed are
+    edited in, instead of parsing the whole set and rendering it again."""
+    out: dict[str, Any] = clone(doc) if isinstance(doc, dict) else {}
+    for path in removed - added:
+        _drop(out, path)
+    for path in added:
+        _put(out, path)
+    return out
+
+
+def _drop(doc: dict[str, Any], path: Path) -> None:
+    trail: list[dict[str, Any]] = [doc]
+    for element in path:
+        child = trail[-1].get(element)
+        if not isinstance(child, dict):
+            return  # not listed
+        trail.append(child)
+    node = trail[-1]
+    if len(node) > (1 if "." in node else 0):  # it has children: it stays, unlisted
+        node.pop(".", None)
+        return
+    # A leaf goes; so does every parent it leaves empty that was not listed
+    # itself, and a listed parent left with no children is a leaf again.
+    for depth in range(len(path) - 1, -1, -1):
+        parent = trail[depth]
+        del parent[path[depth]]
+        if depth == 0 or parent:
+            if depth and list(parent) == ["."]:
+                parent.clear()
+            return
+        # `parent` is empty now: it was only a container; it goes too.
+
+
+def _put(doc: dict[str, Any], path: Path) -> None:
+    node = doc
+    for i, element in enumerate(path):
+        child = node.get(element)
+        last = i == len(path) - 1
+        if not isinstance(child, dict):
+            child = node[element] = {}
+            if last:
+                return
+        elif last:
+            if child and "." not in child:
+                child["."] = {}
+            return
+        elif not child:  # a listed leaf that now has children
+            child["."] = {}
+        node = child
+
+
 def from_fields_v1(doc: Any, prefix: Path = ()) -> set[Path]:
     """The set of paths a FieldsV1 document lists."""
     out: set[Path] = set()
@@ -320,17 +451,10 @@ def _render(entries: list[_Entry]) -> list[dict[str, Any]]:
     for e in entries:
         if not e.fields:
             continue
-        entry: dict[str, Any] = {
-            "manager": e.manager,
-            "operation": e.operation,
-            "apiVersion": e.api_version,
-            "time": e.time,
-            "fieldsType": "FieldsV1",
-            "fieldsV1": to_fields_v1(e.fields),
-        }
-        if e.subresource:
-            entry["subresource"] = e.subresource
-        out.append(entry)
+        out.append(
+            _raw(e.manager, e.operation, e.api_version, e.time, e.subresource,
+                 to_fields_v1(e.fields))
+        )  # fmt: skip
     return out
 
 
@@ -356,55 +480,136 @@ def record_update(
     subresource: str = "",
     now: str | None = None,
 ) -> Object:
-    """`new` with managedFields updated for a non-apply write by `manager`
-    (`kind`: the kinds key, when the object's Kind name is not enough).
-
-    The writer owns the fields it added or changed; every other manager
-    loses those, and fields the write removed leave every set. Managed
-    fields the client sent changed on purpose are kept as sent (an empty
-    list clears them), as Kubernetes does.
-    """
+    """`new` (a copy) with managedFields updated for a non-apply write by
+    `manager`: see `updated_entries`."""
     result = clone(new)
-    sent = (new.get("metadata") or {}).get("managedFields")
-    stored = (old or {}).get("metadata", {}).get("managedFields") if old else None
-    if old is not None and sent is not None and sent != stored:
-        _entries(result)  # validates the client's list
-        if not sent:
-            result["metadata"].pop("managedFields", None)
-        return result
-    kind = kind or str(new.get("kind", ""))
-    present: set[Path] = set()
-    gone: set[Path] = set()
-    if old is None:
-        present = set(_flatten(kind, new))
-    else:
-        _diff(kind, _body(old), _body(new), (), "", present, gone)
-    changed = present | gone
-    mine = _Entry(
-        manager, UPDATE, str(new.get("apiVersion", "")), now or rfc3339.now(), present, subresource
-    )
-    kept: list[dict[str, Any]] = []
-    found = False
-    for raw in _raw_entries(old):
-        if not found and _entry_key(raw) == mine.owner:
-            found = True
-            mine.fields = (_entry(raw).fields - changed) | present
-            kept += _render([mine])
-        elif any(_owns(raw.get("fieldsV1"), p) for p in changed):
-            # Another manager loses what this write changed.
-            entry = _entry(raw)
-            entry.fields -= changed
-            kept += [{**raw, "fieldsV1": to_fields_v1(entry.fields)}] if entry.fields else []
-        else:
-            kept.append(raw)  # untouched: kept as stored, not parsed
-    if not found:
-        kept += _render([mine])
+    entries = updated_entries(old, new, manager, kind=kind, subresource=subresource, now=now)
     metadata = result.setdefault("metadata", {})
-    if kept:
-        metadata["managedFields"] = kept
+    if entries:
+        metadata["managedFields"] = entries
     else:
         metadata.pop("managedFields", None)
     return result
+
+
+def updated_entries(
+    old: Object | None,
+    new: Object,
+    manager: str,
+    *,
+    kind: str = "",
+    subresource: str = "",
+    now: str | None = None,
+) -> list[dict[str, Any]]:
+    """The managedFields of `new` after a non-apply write by `manager`
+    (`kind`: the kinds key, when the object's Kind name is not enough;
+    `subresource`: the one written through, recorded in the entry).
+
+    The writer owns the fields it added or changed; every other manager
+    loses those, and fields the write removed leave every set. A write that
+    changes no field changes no entry (nor its time); an object with no
+    entries gets none (see below). Managed fields the
+    client sent changed on purpose are kept as sent (an empty list clears
+    them), as Kubernetes does. Entries nobody's field set changes are
+    kept as stored, not parsed; neither `old` nor `new` is changed.
+    """
+    sent = (new.get("metadata") or {}).get("managedFields")
+    stored = (old.get("metadata") or {}).get("managedFields") if old else None
+    if old is not None and sent is not None and sent != stored:
+        _entries(new)  # validates the client's list
+        return list(sent)
+    kind = kind or str(new.get("kind", ""))
+    api_version = str(new.get("apiVersion", ""))
+    if old is None:  # a create: the writer owns every field, in one walk
+        doc = _created_doc(kind, _body(new))
+        if not doc:
+            return []
+        return [_raw(manager, UPDATE, api_version, now or rfc3339.now(), subresource, doc)]
+    raws = _raw_entries(old)
+    if not raws:
+        # As kube-apiserver skips them: an object whose writes were never
+        # tracked (stored before managedFields, or cleared) stays untracked
+        # until its first apply, which gives its fields to before-first-apply.
+        return []
+    present: set[Path] = set()
+    gone: set[Path] = set()
+    _diff(kind, _body(old), _body(new), (), "", present, gone)
+    changed = present | gone
+    if not changed:
+        return list(raws)
+    stamp = now or rfc3339.now()
+    owner = (manager, UPDATE, api_version, subresource)
+    kept: list[dict[str, Any]] = []
+    found = False
+    for raw in raws:
+        if not found and _entry_key(raw) == owner:
+            # The writer's own entry: what it owned but this write removed
+            # goes, what it set comes in (edited, not parsed and rebuilt).
+            found = True
+            doc = edited(raw.get("fieldsV1"), gone, present)
+            kept += [_raw(manager, UPDATE, api_version, stamp, subresource, doc)] if doc else []
+        elif any(_owns(raw.get("fieldsV1"), p) for p in changed):
+            # Another manager loses what this write changed.
+            doc = edited(raw.get("fieldsV1"), changed, set())
+            kept += [{**raw, "fieldsV1": doc}] if doc else []
+        else:
+            kept.append(raw)  # untouched: kept as stored, not parsed
+    if not found and present:
+        kept.append(_raw(manager, UPDATE, api_version, stamp, subresource, to_fields_v1(present)))
+        return _capped(kept)
+    return kept
+
+
+def _capped(raws: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """At most MAX_UPDATE_MANAGERS Update entries, as kube-apiserver keeps
+    them: the oldest are merged, per apiVersion, into `ancient-changes`
+    entries, so no client grows an object by naming ever new managers."""
+    updates = [e for e in raws if e.get("operation", UPDATE) == UPDATE]
+    if len(updates) <= MAX_UPDATE_MANAGERS:
+        return raws
+    oldest = sorted(updates, key=lambda e: str(e.get("time", "")))
+    first: dict[str, dict[str, Any]] = {}  # apiVersion -> the oldest entry of it
+    buckets: dict[str, dict[str, Any]] = {}  # apiVersion -> its ancient-changes entry
+    replaced: dict[int, dict[str, Any] | None] = {}  # id(entry) -> its bucket, or None: merged
+    count = len(updates)
+    for e in oldest:
+        if count <= MAX_UPDATE_MANAGERS:
+            break
+        version = str(e.get("apiVersion", ""))
+        if version not in first:
+            first[version] = e  # renamed only when another of its version joins it
+            continue
+        bucket = buckets.get(version)
+        if bucket is None:
+            bucket = buckets[version] = {**first[version], "manager": ANCIENT_CHANGES}
+            bucket.pop("subresource", None)
+            replaced[id(first[version])] = bucket
+        fields = from_fields_v1(bucket.get("fieldsV1")) | from_fields_v1(e.get("fieldsV1"))
+        bucket.update(fieldsV1=to_fields_v1(fields), time=e.get("time", bucket.get("time")))
+        replaced[id(e)] = None
+        count -= 1
+    out = []
+    for e in raws:
+        kept = replaced.get(id(e), e)
+        if kept is not None:
+            out.append(kept)
+    return out
+
+
+def _raw(
+    manager: str, operation: str, api_version: str, time: str, subresource: str, doc: Any
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": api_version,
+        "time": time,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": doc,
+    }
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
 
 
 def _entry_key(raw: dict[str, Any]) -> tuple[str, str, str, str]:

@@ -26,7 +26,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from controlplane.api import defaults, jsoncodec, limits
+from controlplane.api import defaults, jsoncodec, limits, pruning, server_side_apply
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch
 from controlplane.apiserver import deletion, listing, subresources
@@ -45,6 +45,7 @@ from controlplane.apiserver.codec import (
     parse_rv,
     spec_part,
 )
+from controlplane.apiserver.fieldmanager import FieldManager, default
 from controlplane.apiserver.registry_base import (
     MAX_RETRIES,
     RegistryBase,
@@ -119,13 +120,15 @@ class Registry(RegistryBase):
         identity: Identity = SYSTEM,
         copy_input: bool = True,
         dry_run: bool = False,
+        manager: FieldManager | None = None,
     ) -> Stored:
         """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one.
-        dry_run: every check and default, nothing stored (revision 0)."""
+        dry_run: every check and default, nothing stored (revision 0).
+        manager: who managedFields record the write for (default: from `identity`)."""
         info = kind_info(kind)
         if info.create_only:
             return self._review(info, obj, namespace, identity)
-        new = self._prepare_create(kind, obj, namespace, identity, copy_input)
+        new = self._prepare_create(kind, obj, namespace, identity, copy_input, manager)
         if dry_run:
             return encode(new.obj), 0
         return self._store_new(new)
@@ -157,7 +160,10 @@ class Registry(RegistryBase):
         return encode(handler(obj, identity)), 0
 
     def create_many(
-        self, items: Sequence[tuple[str, Object, str | None]], identity: Identity = SYSTEM
+        self,
+        items: Sequence[tuple[str, Object, str | None]],
+        identity: Identity = SYSTEM,
+        manager: FieldManager | None = None,
     ) -> builtins.list[Stored | ApiError]:
         """Independent creates of (kind, object, namespace), as many create()s would
         do them (the objects are used and changed), but written together so they
@@ -166,7 +172,9 @@ class Registry(RegistryBase):
         ready: builtins.list[tuple[int, _NewObject]] = []
         for i, (kind, obj, namespace) in enumerate(items):
             try:
-                ready.append((i, self._prepare_create(kind, obj, namespace, identity, False)))
+                ready.append(
+                    (i, self._prepare_create(kind, obj, namespace, identity, False, manager))
+                )
             except ApiError as err:
                 outcomes[i] = err
         datas = [encode(new.obj) for _, new in ready]
@@ -200,7 +208,13 @@ class Registry(RegistryBase):
         return [o for o in outcomes if o is not None]
 
     def _prepare_create(
-        self, kind: str, obj: Object, namespace: str | None, identity: Identity, copy_input: bool
+        self,
+        kind: str,
+        obj: Object,
+        namespace: str | None,
+        identity: Identity,
+        copy_input: bool,
+        manager: FieldManager | None,
     ) -> _NewObject:
         """Everything a create checks and fills in, up to the write."""
         info = kind_info(kind)
@@ -217,7 +231,6 @@ class Registry(RegistryBase):
         meta = meta_of(obj)
         if ns:
             meta["namespace"] = ns
-        # managedFields stay: the REST layer computes them (server-side apply).
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                       "selfLink"):  # fmt: skip
             meta.pop(field, None)
@@ -231,13 +244,39 @@ class Registry(RegistryBase):
             obj.pop("status", None)
         name = str(meta.get("name") or "")  # validation refuses a missing one
         self.authorizer.authorize(identity, "create", info, ns, name, None, obj)
-        defaults.apply_defaults(info.key, obj)
+        self._decoded(info, obj, None)
         self.validate(info, obj, None)
         self.check_namespace_open(info, ns)
         admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, obj, None)  # server-made changes: not validated again
+        self._record(info, None, obj, manager or default(identity), "")
         return _NewObject(info, ns, name, obj, generate)
+
+    @staticmethod
+    def _decoded(info: KindInfo, obj: Object, old: Object | None) -> None:
+        """What Kubernetes' decoding does to a written object, in place: fields
+        the kind's schema does not know dropped (the parts unchanged from
+        `old`, the stored object, hold none), defaults filled in."""
+        pruning.prune(obj, old)
+        defaults.apply_defaults(info.key, obj)
+
+    def _record(
+        self, info: KindInfo, old: Object | None, new: Object, manager: FieldManager,
+        subresource: str,
+    ) -> None:  # fmt: skip
+        """metadata.managedFields of `new` with this write recorded for its
+        manager (an apply recorded its own)."""
+        if manager.applied:
+            return
+        entries = server_side_apply.updated_entries(
+            old, new, manager.name, kind=info.key, subresource=subresource, now=self.timestamp()
+        )
+        meta = new["metadata"]
+        if entries:
+            meta["managedFields"] = entries
+        else:
+            meta.pop("managedFields", None)
 
     def _store_new(self, new: _NewObject) -> Stored:
         for attempt in range(8):
@@ -305,10 +344,10 @@ class Registry(RegistryBase):
         identity: Identity = SYSTEM,
         copy_input: bool = True,
         dry_run: bool = False,
-        rewrite: Callable[[Object, Object], Object] | None = None,
+        manager: FieldManager | None = None,
     ) -> Stored:
         """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one.
-        rewrite(old, obj) -> the object to write (the REST layer's managedFields)."""
+        manager: who managedFields record the write for (default: from `identity`)."""
         info = kind_info(kind)
         if not isinstance(obj, dict):
             raise Invalid("object: must be a JSON object")
@@ -319,10 +358,8 @@ class Registry(RegistryBase):
         ns = self.namespace_of(info, None, obj)
         client_rv = parse_rv(meta["resourceVersion"]) if meta.get("resourceVersion") else 0
         return self._write_loop(
-            info, ns, name,
-            (lambda old: rewrite(old, obj)) if rewrite else
-            (lambda _old: jsoncodec.clone(obj) if copy_input else obj),
-            subresource, client_rv, identity, "update", dry_run,
+            info, ns, name, lambda _old: jsoncodec.clone(obj) if copy_input else obj,
+            subresource, client_rv, identity, "update", dry_run, manager,
         )  # fmt: skip
 
     def patch(
@@ -334,6 +371,7 @@ class Registry(RegistryBase):
         subresource: str = "",
         identity: Identity = SYSTEM,
         dry_run: bool = False,
+        manager: FieldManager | None = None,
     ) -> Stored:
         """A JSON merge patch (RFC 7386)."""
         if not isinstance(patch, dict):
@@ -343,7 +381,9 @@ class Registry(RegistryBase):
             merged: Object = merge_patch(old, patch)
             return merged
 
-        return self.patch_with(kind, name, build, namespace, subresource, identity, dry_run)
+        return self.patch_with(
+            kind, name, build, namespace, subresource, identity, dry_run, manager
+        )
 
     def patch_with(
         self,
@@ -354,6 +394,7 @@ class Registry(RegistryBase):
         subresource: str = "",
         identity: Identity = SYSTEM,
         dry_run: bool = False,
+        manager: FieldManager | None = None,
     ) -> Stored:
         """Any patch, given as `build(old) -> new` (which must not change `old`).
 
@@ -364,7 +405,9 @@ class Registry(RegistryBase):
         """
         info = kind_info(kind)
         ns = self.namespace_of(info, namespace, None)
-        return self._write_loop(info, ns, name, build, subresource, -1, identity, "patch", dry_run)
+        return self._write_loop(
+            info, ns, name, build, subresource, -1, identity, "patch", dry_run, manager
+        )
 
     def _write_loop(
         self,
@@ -377,9 +420,12 @@ class Registry(RegistryBase):
         identity: Identity,
         verb: str,
         dry_run: bool = False,
+        manager: FieldManager | None = None,
+        recorded_as: str | None = None,
     ) -> Stored:
         """client_rv: the resourceVersion the write must find (0: any); -1: the
-        one the built object names, if any (patches)."""
+        one the built object names, if any (patches). recorded_as: the
+        subresource managedFields name, when not the one written (scale)."""
         self.check_stored(info)
         if subresource not in ("", "status"):
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
@@ -403,7 +449,10 @@ class Registry(RegistryBase):
                 precondition = parse_rv(wanted) if wanted else 0
                 if precondition and precondition != cur_rev:
                     raise conflict(info, name, cur_rev)
-            new = self._prepare_update(info, old, requested, subresource)
+            new = self._prepare_update(
+                info, old, requested, subresource, manager or default(identity),
+                subresource if recorded_as is None else recorded_as,
+            )  # fmt: skip
             if not identity.admin:  # may it make this change (NodeRestriction)?
                 self.authorizer.authorize(identity, full_verb, info, ns, name, old, new)
             if new == old or dry_run:
@@ -433,7 +482,13 @@ class Registry(RegistryBase):
         raise too_many_writers(info, name)
 
     def _prepare_update(
-        self, info: KindInfo, old: Object, requested: Object, subresource: str
+        self,
+        info: KindInfo,
+        old: Object,
+        requested: Object,
+        subresource: str,
+        manager: FieldManager,
+        recorded_as: str,
     ) -> Object:
         if requested.get("kind") not in (None, "", info.kind):
             raise Invalid(f"kind: {requested.get('kind')!r} does not match {info.kind}")
@@ -450,7 +505,10 @@ class Registry(RegistryBase):
                 new["status"] = requested["status"]
             else:
                 new.pop("status", None)
+            # Not pruned: every schema declares status free-form, and the
+            # rest is the stored object.
             self.validate(info, new, old)
+            self._record(info, old, new, manager, recorded_as)
             return new
         new = requested
         new["kind"] = info.kind
@@ -468,7 +526,7 @@ class Registry(RegistryBase):
                 new["status"] = old["status"]
             else:
                 new.pop("status", None)
-        defaults.apply_defaults(info.key, new)
+        self._decoded(info, new, old)
         old_generation = int(old_meta.get("generation") or 1)
         if spec_part(new) != spec_part(old):
             meta["generation"] = old_generation + 1
@@ -485,6 +543,7 @@ class Registry(RegistryBase):
         admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, new, old)
+        self._record(info, old, new, manager, recorded_as)
         return new
 
     def update_scale(
@@ -494,12 +553,18 @@ class Registry(RegistryBase):
         namespace: str | None,
         replicas: int,
         identity: Identity = SYSTEM,
+        manager: FieldManager | None = None,
     ) -> Object:
+        """spec.replicas written through the scale subresource (recorded so)."""
         info = kind_info(kind)
         if not info.has_scale:
             raise NotFound(f"{info.resource} have no scale subresource")
         if replicas < 0:
             raise Invalid(f'Scale "{name}" is invalid: spec.replicas: must be >= 0')
         ns = self.namespace_of(info, namespace, None)
-        data, rev = self.patch(info.kind, name, {"spec": {"replicas": replicas}}, ns, "", identity)
+        patch = {"spec": {"replicas": replicas}}
+        data, rev = self._write_loop(
+            info, ns, name, lambda old: merge_patch(old, patch), "", -1, identity, "patch",
+            False, manager, "scale",
+        )  # fmt: skip
         return subresources.scale_of(info, decode(data), rev)

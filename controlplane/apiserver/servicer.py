@@ -5,7 +5,9 @@ authenticates the bearer token, takes a flow-control slot (flowcontrol.py),
 logs the call once (and to the audit log when there is one), and turns API
 errors into gRPC status codes (`STATUS_CODES`, the one table). Nothing else in the server touches status
 codes. Objects travel as JSON bytes with their resourceVersion beside them
-(see proto/controlplane/v1/api.proto).
+(see proto/controlplane/v1/api.proto). Writes name their field manager in
+the `field-manager` metadata key (else it comes from the caller's identity or
+User-Agent: fieldmanager.for_grpc); the registry records it in managedFields.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from typing import Any, TypeVar
 import grpc
 
 from controlplane.api import jsoncodec, limits
+from controlplane.apiserver import fieldmanager
 from controlplane.apiserver.audit import HTTP_STATUS, AuditLog, http_status
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.codec import Stored, kind_info, with_version
+from controlplane.apiserver.fieldmanager import FieldManager
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.listing import ListResult, Selectors
 from controlplane.apiserver.registry import Registry
@@ -68,6 +72,17 @@ def _token(context: grpc.ServicerContext) -> str:
         if key == "authorization":
             return bearer_token(value.decode() if isinstance(value, bytes) else str(value))
     return ""
+
+
+def _manager(context: grpc.ServicerContext, who: Identity) -> FieldManager:
+    """Who a write is recorded for in managedFields (fieldmanager.for_grpc)."""
+    explicit = agent = ""
+    for key, value in context.invocation_metadata():
+        if key == fieldmanager.GRPC_KEY:
+            explicit = value.decode() if isinstance(value, bytes) else str(value)
+        elif key == "user-agent":
+            agent = value.decode() if isinstance(value, bytes) else str(value)
+    return fieldmanager.for_grpc(explicit, agent, who)
 
 
 def _obj(stored: Stored) -> api_pb2.Object:
@@ -315,8 +330,9 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     def Create(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
         stored = self.registry.create(
-            request.kind, obj, request.namespace or None, who, copy_input=False
-        )
+            request.kind, obj, request.namespace or None, who, copy_input=False,
+            manager=_manager(context, who),
+        )  # fmt: skip
         return api_pb2.ObjectResponse(object=_obj(stored))
 
     @_rpc("Get", mutating=False)
@@ -400,15 +416,19 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     @_rpc("Update", mutating=True)
     def Update(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
-        stored = self.registry.update(request.kind, obj, request.subresource, who, copy_input=False)
+        stored = self.registry.update(
+            request.kind, obj, request.subresource, who, copy_input=False,
+            manager=_manager(context, who),
+        )  # fmt: skip
         return api_pb2.ObjectResponse(object=_obj(stored))
 
     @_rpc("Patch", mutating=True)
     def Patch(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         patch = _json(request.patch, "patch")
         stored = self.registry.patch(
-            request.kind, request.name, patch, request.namespace or None, request.subresource, who
-        )
+            request.kind, request.name, patch, request.namespace or None, request.subresource, who,
+            manager=_manager(context, who),
+        )  # fmt: skip
         return api_pb2.ObjectResponse(object=_obj(stored))
 
     @_rpc("Delete", mutating=True)
@@ -497,8 +517,9 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
     @_rpc("UpdateScale", mutating=True)
     def UpdateScale(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         scale = self.registry.update_scale(
-            request.kind, request.name, request.namespace or None, int(request.replicas), who
-        )
+            request.kind, request.name, request.namespace or None, int(request.replicas), who,
+            _manager(context, who),
+        )  # fmt: skip
         rv = int(scale["metadata"].pop("resourceVersion"))
         return api_pb2.ObjectResponse(
             object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
@@ -542,7 +563,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
                 work.append((item.kind, _json(item.json), item.namespace or None))
             except errors.Invalid as err:
                 refused[i] = err
-        outcomes = iter(self.registry.create_many(work, who))
+        outcomes = iter(self.registry.create_many(work, who, _manager(context, who)))
         return api_pb2.CreateManyResponse(
             results=[
                 api_pb2.CreateResult(**_failure(o))

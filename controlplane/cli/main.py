@@ -111,8 +111,14 @@ def default_client_factory(args: argparse.Namespace) -> ApiClient:
         apiclient = importlib.import_module("controlplane.client.apiclient")
     except ModuleNotFoundError:
         raise CliError("the API client is not available in this build") from None
-    client: ApiClient = apiclient.connect(cfg)
+    client: ApiClient = apiclient.connect(cfg, field_manager=field_manager(args.verb))
     return client
+
+
+def field_manager(verb: str) -> str:
+    """Who a verb's writes are recorded for in managedFields, named as kubectl
+    names its own (kubectl-create, kubectl-client-side-apply)."""
+    return "skiffctl-client-side-apply" if verb == "apply" else f"skiffctl-{verb}"
 
 
 def _report(ctx: Context, err: errors.ApiError) -> int:

@@ -3,7 +3,9 @@
 `connect(config)` opens a channel to the API server named in a ClientConfig
 (see config.py): TLS pinned to the cluster CA (the server certificate is
 checked for the name `skiff-apiserver`, whatever address is dialled) and the
-bearer token on every call. Objects are plain dicts; each call maps gRPC
+bearer token on every call, and the field manager its writes are recorded
+for in managedFields (the `field-manager` metadata key) when the client
+names one. Objects are plain dicts; each call maps gRPC
 status codes back to the exceptions of controlplane.client.errors (the one
 table is `ERRORS`). `join(...)` exchanges a join token for a node credential.
 
@@ -40,6 +42,7 @@ from proto.rpc_errors import rpc_status
 
 SERVER_NAME = "skiff-apiserver"
 DEFAULT_TIMEOUT = 30.0
+FIELD_MANAGER_KEY = "field-manager"  # the server's fieldmanager.GRPC_KEY
 MAX_MESSAGE = 1 << 30
 
 ERRORS: dict[grpc.StatusCode, type[errors.ApiError]] = {
@@ -146,16 +149,18 @@ class GrpcWatch:
 class GrpcApiClient:
     """ApiClient over gRPC. Thread-safe; share one per process."""
 
-    def __init__(self, config: ClientConfig, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, config: ClientConfig, timeout: float = DEFAULT_TIMEOUT, field_manager: str = ""
+    ) -> None:
         self.config = config
         self.timeout = timeout
         self._channel = open_channel(config)
         # Sent only over TLS or a unix socket (the control plane's own
         # components): a plaintext network channel carries no token.
         private = bool(config.ca_pem) or config.grpc_target.startswith("unix:")
-        self._metadata: tuple[tuple[str, str], ...] = (
-            (("authorization", f"Bearer {config.token}"),) if config.token and private else ()
-        )
+        token = (("authorization", f"Bearer {config.token}"),) if config.token and private else ()
+        named = ((FIELD_MANAGER_KEY, field_manager),) if field_manager else ()
+        self._metadata: tuple[tuple[str, str], ...] = (*token, *named)
         self._stub = api_pb2_grpc.ObjectsStub(self._channel)
         self._auth = api_pb2_grpc.AuthStub(self._channel)
 
@@ -323,9 +328,13 @@ class GrpcApiClient:
         return {"user": resp.user, "node": resp.node_name, "admin": resp.admin}
 
 
-def connect(config: ClientConfig, timeout: float = DEFAULT_TIMEOUT) -> GrpcApiClient:
-    """An ApiClient for the server in `config` (the channel connects lazily)."""
-    return GrpcApiClient(config, timeout)
+def connect(
+    config: ClientConfig, timeout: float = DEFAULT_TIMEOUT, field_manager: str = ""
+) -> GrpcApiClient:
+    """An ApiClient for the server in `config` (the channel connects lazily);
+    `field_manager`: who its writes are recorded for (default: the server
+    picks from the credential or the User-Agent)."""
+    return GrpcApiClient(config, timeout, field_manager)
 
 
 def join(server: str, ca_pem: bytes, join_token: str, node_name: str) -> ClientConfig:

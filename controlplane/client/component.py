@@ -24,8 +24,10 @@ from controlplane.client.interface import ApiClient
 Start = Callable[[ApiClient, threading.Event], None]
 
 
-def run_component(prog: str, kubeconfig: str, start: Start) -> int:
-    """Run `start` with a client for `kubeconfig` until a signal; the exit status."""
+def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str = "") -> int:
+    """Run `start` with a client for `kubeconfig` until a signal; the exit status.
+
+    `field_manager` names the component's writes in managedFields."""
     try:
         config = load_config(kubeconfig)
     except ConfigError as err:
@@ -38,7 +40,7 @@ def run_component(prog: str, kubeconfig: str, start: Start) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    client = connect(config, timeout=30)
+    client = connect(config, timeout=30, field_manager=field_manager)
     try:
         try:
             start(client, stop)

@@ -442,7 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"controller manager: refusing to start: {err}", file=sys.stderr)
         return 2
     start = component(config, args.controller_metrics_listen, Path(args.kubeconfig))
-    return run_component("controller manager", args.kubeconfig, start)
+    return run_component("controller manager", args.kubeconfig, start, "kube-controller-manager")
 
 
 if __name__ == "__main__":

@@ -183,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             target=run, args=(client, stop, cfg), name="scheduler", daemon=True
         ).start()
 
-    return run_component("scheduler", args.kubeconfig, start_alone)
+    return run_component("scheduler", args.kubeconfig, start_alone, "kube-scheduler")
 
 
 if __name__ == "__main__":

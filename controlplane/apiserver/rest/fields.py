@@ -1,9 +1,9 @@
 """Field managers and field validation of a write, as Kubernetes has them.
 
 Every write but an apply records an Update entry in metadata.managedFields
-for its manager (`server_side_apply.record_update`): the `fieldManager`
-query parameter, else the program name the User-Agent starts with (as
-kube-apiserver derives it). `fieldValidation=Strict|Warn|Ignore` decides what
+for its manager, which the registry records (whatever the transport): the
+`fieldManager` query parameter, else the program name the User-Agent starts
+with (as kube-apiserver derives it; controlplane.apiserver.fieldmanager). `fieldValidation=Strict|Warn|Ignore` decides what
 unknown or mistyped fields do: refused (400), reported in `Warning` headers,
 or dropped silently. Built-in kinds are checked against the OpenAPI schema,
 custom kinds against their CRD's structural schema.
@@ -15,23 +15,26 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import crd, openapi, server_side_apply
+from controlplane.api import crd, openapi
+from controlplane.apiserver import fieldmanager
+from controlplane.apiserver.fieldmanager import FieldManager
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.status import BadRequest
+from controlplane.client.errors import Invalid
 
 Object = dict[str, Any]
 VALIDATION = ("Strict", "Warn", "Ignore")
-MAX_MANAGER = 128  # kube-apiserver's limit on a fieldManager's length
 
 
 def manager(call: Call) -> str:
     name = call.query("fieldManager")
     if not name:
-        agent = call.request.headers.get("User-Agent", "")
-        name = agent.split("/", 1)[0].strip() or "unknown"
-    if len(name) > MAX_MANAGER:
-        raise BadRequest(f"fieldManager: must not be longer than {MAX_MANAGER} characters")
-    return name
+        name = fieldmanager.from_user_agent(call.request.headers.get("User-Agent", ""))
+        return name or "unknown"
+    try:
+        return fieldmanager.checked(name)
+    except Invalid as err:
+        raise BadRequest(str(err)) from None
 
 
 def validation(call: Call) -> str:
@@ -47,7 +50,7 @@ def validation(call: Call) -> str:
 def problems(key: str, obj: Object) -> list[str]:
     """The unknown (and, for built-ins, mistyped) fields of `obj`."""
     if crd.is_custom(key):
-        return [f"unknown field {path!r}" for path in crd.unknown_fields(key, obj)]
+        return [f'unknown field "{path}"' for path in crd.unknown_fields(key, obj)]
     return openapi.validate(obj)
 
 
@@ -56,7 +59,6 @@ class Write:
 
     def __init__(self, call: Call) -> None:
         self.key = call.target.info.key
-        self.subresource = call.target.subresource
         self.manager = manager(call)
         self.mode = validation(call)
         self.warnings: list[str] = []
@@ -69,15 +71,13 @@ class Write:
             raise BadRequest(f"strict decoding error: {', '.join(found)}")
         self.warnings = found
 
-    def updated(self, old: Object | None, new: Object) -> Object:
-        """`new`, checked, with managedFields recording this write."""
-        self.check(new)
-        return server_side_apply.record_update(
-            old, new, self.manager, kind=self.key, subresource=self.subresource
-        )
+    def field_manager(self, applied: bool = False) -> FieldManager:
+        """Who the registry records this write for (an apply records its own entry)."""
+        return FieldManager(self.manager, applied)
 
     def headers(self, response: web.StreamResponse) -> web.StreamResponse:
         for text in self.warnings[:50]:
-            clean = text.replace('"', "'").replace("\n", " ")
+            # A quoted-string (RFC 9110): kubectl prints it unescaped.
+            clean = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
             response.headers.add("Warning", f'299 - "{clean}"')
         return response

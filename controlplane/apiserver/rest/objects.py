@@ -60,8 +60,10 @@ async def create(call: Call) -> web.StreamResponse:
     dry_run = call.dry_run()
 
     def create() -> Stored:  # on the executor: the field checks cost CPU too
-        managed = obj if t.info.create_only else write.updated(None, obj)  # reviews: not stored
-        return call.registry.create(t.info.key, managed, call.namespace, call.who, False, dry_run)
+        if not t.info.create_only:  # reviews: not stored
+            write.check(obj)
+        return call.registry.create(t.info.key, obj, call.namespace, call.who, False, dry_run,
+                                    write.field_manager())  # fmt: skip
 
     stored = await call.server.run(create)
     return write.headers(object_response(stored, 201, t.conversion))
@@ -89,10 +91,13 @@ async def update(call: Call) -> web.StreamResponse:
         meta["namespace"] = t.namespace
     dry_run = call.dry_run()
     write = fields.Write(call)
-    stored = await call.server.run(
-        call.registry.update, t.info.key, obj, t.subresource, call.who, False, dry_run,
-        lambda old, new: write.updated(old, new),
-    )  # fmt: skip
+
+    def update() -> Stored:  # on the executor: the field checks cost CPU too
+        write.check(obj)
+        return call.registry.update(t.info.key, obj, t.subresource, call.who, False, dry_run,
+                                    write.field_manager())  # fmt: skip
+
+    stored = await call.server.run(update)
     return write.headers(object_response(stored, 200, t.conversion))
 
 

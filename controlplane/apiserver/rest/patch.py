@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import crd, json_patch, server_side_apply, strategic_merge
+from controlplane.api import crd, json_patch, pruning, server_side_apply, strategic_merge
 from controlplane.api.merge_patch import merge_patch
 from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
@@ -74,27 +74,30 @@ async def patch(call: Call) -> web.StreamResponse:
     doc = body.decode(await body.read(call.request), media)
     build = builder(call, media, doc)
     write = fields.Write(call)
+    if media == APPLY:
+        # Unknown fields are reported, then dropped before the applier owns them.
+        write.check(doc)
+        pruning.prune(doc)
     dry_run = call.dry_run()
     conversion = t.conversion
 
     def checked(old: Object | None) -> Object:
         # The patch applies to the object as the client's group/version has it.
-        stored_old = old
         if conversion is not None and old is not None:
             old = conversion.from_stored(old)
         new = build(old)
         if not isinstance(new, dict):
             raise Invalid("the patched object must be a JSON object")
         new = new if conversion is None else conversion.to_stored(new)
-        if media == APPLY:  # apply records its own managedFields entry
+        if media != APPLY:
             write.check(new)
-            return new
-        return write.updated(stored_old, new)
+        return new
 
+    manager = write.field_manager(applied=media == APPLY)
     try:
         stored = await call.server.run(
             call.registry.patch_with, t.info.key, t.name, checked, call.namespace,
-            t.subresource, call.who, dry_run,
+            t.subresource, call.who, dry_run, manager,
         )  # fmt: skip
     except NotFound:
         if media != APPLY or t.subresource:
@@ -102,7 +105,8 @@ async def patch(call: Call) -> web.StreamResponse:
         created = checked(None)
         created.setdefault("metadata", {}).setdefault("name", t.name)
         stored = await call.server.run(
-            call.registry.create, t.info.key, created, call.namespace, call.who, False, dry_run
-        )
+            call.registry.create, t.info.key, created, call.namespace, call.who, False, dry_run,
+            manager,
+        )  # fmt: skip
         return write.headers(object_response(stored, 201, conversion))
     return write.headers(object_response(stored, 200, conversion))

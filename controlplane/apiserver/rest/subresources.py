@@ -19,7 +19,7 @@ from aiohttp import web
 
 from controlplane.api import crd, jsoncodec
 from controlplane.apiserver.codec import decode
-from controlplane.apiserver.rest import body
+from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.objects import json_response, object_response, parse_delete_options
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
@@ -53,7 +53,8 @@ def _custom_rescale(call: Call, replicas: int) -> Any:
     patch = crd.replicas_patch(t.info.key, replicas)
     if patch is None:
         raise NotFound(f"{t.info.resource} have no scale subresource")
-    data, rev = call.registry.patch(t.info.key, t.name, patch, call.namespace, "", call.who)
+    data, rev = call.registry.patch(t.info.key, t.name, patch, call.namespace, "", call.who,
+                                    manager=fields.Write(call).field_manager())  # fmt: skip
     return crd.scale_of(t.info.key, decode(data, rev))
 
 
@@ -85,7 +86,10 @@ async def scale(call: Call) -> web.StreamResponse:
     if custom:
         result = await call.server.run(_custom_rescale, call, replicas)
     else:
-        result = await call.server.run(reg.update_scale, t.info.key, t.name, ns, replicas, call.who)
+        result = await call.server.run(
+            reg.update_scale, t.info.key, t.name, ns, replicas, call.who,
+            fields.Write(call).field_manager(),
+        )  # fmt: skip
     return json_response(jsoncodec.dumps(result))
 
 

@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
         ).start()
 
-    return run_component("batch scheduler", args.kubeconfig, start_alone)
+    return run_component("batch scheduler", args.kubeconfig, start_alone, "vc-scheduler")
 
 
 if __name__ == "__main__":

@@ -30,11 +30,11 @@ from pathlib import Path
 import pytest
 
 from controlplane.api import volcano
-from tests.e2e.agent.test_up_side_by_side import Up, free_cluster_cidrs, free_service_cidrs
+from tests.e2e.agent.test_up_side_by_side import Up, free_cluster_cidrs
 from tests.harness.images import TestImages
 from tests.harness.images.manifest import ImageConfig
 from tests.harness.images.tree import Tree
-from tests.harness.nodeprocs import registries_yaml, short_tempdir
+from tests.harness.nodeprocs import free_service_cidrs, registries_yaml, short_tempdir
 from tests.harness.registry import Registry
 from tests.harness.wait import wait_for
 

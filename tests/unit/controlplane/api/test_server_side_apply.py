@@ -355,3 +355,106 @@ def test_the_ownership_diff_matches_a_full_comparison(
     ssa._diff("Deployment", ssa._body(old), ssa._body(new), (), "", present, gone)
     assert present == {p for p, v in after.items() if p not in before or before[p] != v}
     assert gone == before.keys() - after.keys()
+
+
+def _shapes() -> list[dict[str, Any]]:
+    with_lists = deployment(env=[{"name": "A", "value": "1"}, {"name": "B"}])
+    with_lists["metadata"]["finalizers"] = ["a.example/x", "b.example/y"]
+    with_lists["metadata"]["ownerReferences"] = [{"uid": "u1", "kind": "X", "name": "x"}]
+    with_lists["metadata"]["annotations"] = {"nulls": None}
+    with_lists["spec"]["template"]["spec"]["volumes"] = []
+    with_lists["spec"]["template"]["spec"]["securityContext"] = {}
+    with_lists["spec"]["template"]["spec"]["containers"][0]["args"] = ["a", "b"]
+    with_lists["spec"]["strategy"] = {"rollingUpdate": None}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80, "protocol": "TCP"}], "selector": {"app": "web"}},
+    }
+    return [deployment(), with_lists, service]
+
+
+@pytest.mark.parametrize("obj", _shapes())
+def test_a_create_entry_is_the_field_set_of_the_whole_object(obj: dict[str, Any]) -> None:
+    """The one-walk (and cached) FieldsV1 of a create is the path-set one."""
+    kind = obj["kind"]
+    for _ in range(2):  # the second from the cache
+        out = ssa.record_update(None, obj, "creator", now=T)
+        assert entry(out, "creator")["fieldsV1"] == ssa.to_fields_v1(set(ssa._flatten(kind, obj)))
+
+
+def test_creates_from_one_template_share_no_field_sets() -> None:
+    a = ssa.record_update(None, deployment(), "rs", now=T)
+    b = ssa.record_update(None, deployment(), "rs", now=T)
+    entry(a, "rs")["fieldsV1"]["f:spec"]["f:replicas"]["mutated"] = {}
+    assert "mutated" not in entry(b, "rs")["fieldsV1"]["f:spec"]["f:replicas"]
+
+
+def test_a_write_that_changes_nothing_changes_no_entry() -> None:
+    live = ssa.record_update(None, deployment(), "a", now=T)
+    same = copy.deepcopy(live)
+    del same["metadata"]["managedFields"]  # a client that never saw them
+    later = "2026-01-01T00:05:00Z"
+    assert ssa.updated_entries(live, same, "b", now=later) == live["metadata"]["managedFields"]
+
+
+def test_status_writes_keep_the_entries_and_update_their_own() -> None:
+    live = ssa.record_update(None, deployment(), "creator", now=T)
+    status = copy.deepcopy(live)
+    status["status"] = {"replicas": 1}
+    one = ssa.record_update(live, status, "agent", subresource="status", now=T)
+    assert entry(one, "creator") == entry(live, "creator")
+    mine = entry(one, "agent")
+    assert mine["subresource"] == "status"
+    assert mine["fieldsV1"] == {"f:status": {"f:replicas": {}}}
+    again = copy.deepcopy(one)
+    again["status"] = {"replicas": 2, "readyReplicas": 2}
+    later = "2026-01-01T00:05:00Z"
+    two = ssa.record_update(one, again, "agent", subresource="status", now=later)
+    assert [e["manager"] for e in two["metadata"]["managedFields"]] == ["creator", "agent"]
+    assert entry(two, "agent")["time"] == later
+    assert entry(two, "agent")["fieldsV1"] == {
+        "f:status": {"f:readyReplicas": {}, "f:replicas": {}}
+    }
+
+
+def test_an_untracked_object_stays_untracked_until_its_first_apply() -> None:
+    legacy = deployment()  # stored before managedFields, or with them cleared
+    changed = deployment(replicas=5)
+    updated = ssa.record_update(legacy, changed, "controller", now=T)
+    assert "managedFields" not in updated["metadata"]
+    applied = do_apply(updated, deployment(replicas=5))
+    assert owns(applied, ssa.BEFORE_FIRST_APPLY, ".spec.replicas")
+    assert owns(applied, "kubectl", ".spec.replicas")
+
+
+_ELEMENTS = st.sampled_from(["f:a", "f:b", 'k:{"name":"x"}', "v:1"])
+_PATHS = st.sets(st.lists(_ELEMENTS, min_size=1, max_size=3).map(tuple), max_size=8)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(old=_PATHS, removed=_PATHS, added=_PATHS)
+def test_editing_a_fields_v1_document_is_editing_its_set(
+    old: set[tuple[str, ...]], removed: set[tuple[str, ...]], added: set[tuple[str, ...]]
+) -> None:
+    doc = ssa.to_fields_v1(old)
+    before = copy.deepcopy(doc)
+    out = ssa.edited(doc, removed, added)
+    assert doc == before, "edited must not change its input"
+    assert out == ssa.to_fields_v1((old - removed) | added)
+
+
+def test_update_managers_are_capped_into_ancient_changes() -> None:
+    live = ssa.record_update(None, deployment(), "creator", now="2026-01-01T00:00:00Z")
+    for i in range(12):  # twelve more managers, each setting its own label
+        changed = copy.deepcopy(live)
+        changed["metadata"]["labels"][f"l{i}"] = "x"
+        live = ssa.record_update(live, changed, f"m{i:02d}", now=f"2026-01-01T00:{i + 1:02d}:00Z")
+    managers = [e["manager"] for e in live["metadata"]["managedFields"]]
+    assert len(managers) == ssa.MAX_UPDATE_MANAGERS
+    assert ssa.ANCIENT_CHANGES in managers and "creator" not in managers
+    assert "m11" in managers and "m00" not in managers
+    # Nothing is lost: the oldest managers' fields live on in ancient-changes.
+    assert owns(live, ssa.ANCIENT_CHANGES, ".spec.replicas")
+    assert owns(live, ssa.ANCIENT_CHANGES, ".metadata.labels.l0")

@@ -34,12 +34,16 @@ def test_bind_sets_node_and_annotations_like_a_merge_patch(client: GrpcApiClient
     assert bound_a["metadata"]["annotations"] == {"scheduler/score": "7"}
     assert bound_b["spec"]["nodeName"] == "node-2"
     assert str(results[0]) == bound_a["metadata"]["resourceVersion"]
-    # What the old merge-patch bind stored, field for field.
-    client.create("Pod", pod("c"), "default")
+    # What the old merge-patch bind stored, field for field, but for
+    # managedFields: as in Kubernetes, a binding records no entry (the
+    # creator's stays as it was), where a patch records its manager's.
+    created_c = client.create("Pod", pod("c"), "default")
     patched = client.patch("Pod", "c", {"spec": {"nodeName": "node-1"}}, "default")
+    assert bound_a["metadata"]["managedFields"] == a["metadata"]["managedFields"]
+    assert patched["metadata"]["managedFields"] != created_c["metadata"]["managedFields"]
     for obj in (bound_b, patched):
         obj["metadata"].pop("resourceVersion")
-        for key in ("name", "uid", "creationTimestamp"):
+        for key in ("name", "uid", "creationTimestamp", "managedFields"):
             obj["metadata"].pop(key)
     assert bound_b["spec"].pop("nodeName") == "node-2"
     assert patched["spec"].pop("nodeName") == "node-1"

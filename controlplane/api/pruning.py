@@ -1,0 +1,146 @@
+"""Dropping the fields a built-in kind's schema does not know, as Kubernetes
+does when it decodes a request: `spec.foo`, `spec.containers[0].imagePolicy`
+or a stray top-level key never reach storage.
+
+`prune(obj)` removes them in place and returns their paths
+(`spec.containers[0].foo`), which the REST front door words as warnings or
+refusals (`fieldValidation`); gRPC writes are pruned silently. The schema
+is schema.TYPES, the one the OpenAPI documents and `openapi.validate` read:
+only the structures it declares field by field are pruned; `object` fields
+(status, and deeper structures skiff does not interpret) keep what they
+hold, and kinds the schema does not describe are left alone. Custom
+resources are pruned by their CRD's structural schema (crd.default_object).
+
+The walk visits only the typed structures an object has (a pod: about a
+dozen maps), with one set difference per map, so every write can afford it.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+from controlplane.api import schema
+from controlplane.api.jsoncodec import dumps
+
+Object = dict[str, Any]
+
+_ONE, _LIST, _MAP = 0, 1, 2
+
+
+class _Shape(NamedTuple):
+    """One type of the schema, ready for the walk: the fields it knows, and
+    those holding another declared type (field, _ONE/_LIST/_MAP, type name)."""
+
+    known: frozenset[str]
+    typed: tuple[tuple[str, int, str], ...]
+
+
+def _typed(expr: str) -> tuple[int, str] | None:
+    """(shape, type name) when a field expression holds declared types."""
+    if expr.startswith("[]"):
+        shape, name = _LIST, expr[2:]
+    elif expr.startswith("map[") and expr.endswith("]"):
+        shape, name = _MAP, expr[4:-1]
+    else:
+        shape, name = _ONE, expr
+    return (shape, name) if name in schema.TYPES else None
+
+
+@functools.cache
+def _kinds() -> dict[tuple[str, str, str], str]:
+    return schema.kind_types()
+
+
+@functools.cache
+def _shapes() -> dict[str, _Shape]:
+    out: dict[str, _Shape] = {}
+    for name, t in schema.TYPES.items():
+        typed = []
+        for field, (expr, _description) in t.fields.items():
+            found = _typed(expr)
+            if found is not None:
+                typed.append((field, *found))
+        out[name] = _Shape(frozenset(t.fields), tuple(typed))
+    return out
+
+
+def type_of(obj: Object) -> str | None:
+    """The schema type of an object, by its apiVersion and kind (None: not described)."""
+    group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+    return _kinds().get((group, version, str(obj.get("kind", ""))))
+
+
+def prune(obj: Object, stored: Object | None = None) -> list[str]:
+    """Remove the unknown fields of a built-in kind's object in place; their
+    paths. `stored`: the object as stored before this write, whose parts
+    `obj` left unchanged are known to hold no unknown field (an update that
+    changes a label does not walk the spec). A create's spec that an earlier
+    create had as it is (one template's pods) is known clean by its JSON."""
+    name = type_of(obj)
+    removed: list[str] = []
+    if name is not None:
+        _walk(_shapes(), name, obj, "", removed, stored, top=True)
+    return removed
+
+
+_CLEAN: set[tuple[str, bytes]] = set()  # (type, JSON) of parts found to hold no unknown field
+_CLEAN_MAX = 512
+
+
+def _walk(
+    shapes: dict[str, _Shape],
+    name: str,
+    value: Object,
+    path: str,
+    out: list[str],
+    stored: Object | None = None,
+    top: bool = False,
+) -> None:
+    shape = shapes[name]
+    unknown = value.keys() - shape.known
+    if unknown:
+        for key in sorted(unknown):
+            del value[key]
+            out.append(f"{path}.{key}" if path else key)
+    for field, kind, child_type in shape.typed:
+        child = value.get(field)
+        if child is None:
+            continue
+        before = stored.get(field) if stored is not None else None
+        if before is not None and before == child:
+            continue  # as stored: pruned when it was written
+        where = f"{path}.{field}" if path else field
+        if kind == _ONE:
+            if not isinstance(child, dict):
+                continue
+            if top and before is None and field != "metadata":
+                _walk_shared(shapes, child_type, child, where, out)
+            else:
+                _walk(shapes, child_type, child, where, out,
+                      before if isinstance(before, dict) else None)  # fmt: skip
+        elif kind == _LIST:
+            if isinstance(child, list):
+                for i, item in enumerate(child):
+                    if isinstance(item, dict):
+                        _walk(shapes, child_type, item, f"{where}[{i}]", out)
+        elif isinstance(child, dict):
+            for key, item in child.items():
+                if isinstance(item, dict):
+                    _walk(shapes, child_type, item, f"{where}.{key}", out)
+
+
+def _walk_shared(
+    shapes: dict[str, _Shape], name: str, value: Object, path: str, out: list[str]
+) -> None:
+    """_walk of a part many objects share (a spec), skipped when one like it was clean."""
+    key = (name, dumps(value))
+    if key in _CLEAN:
+        return
+    found = len(out)
+    _walk(shapes, name, value, path, out)
+    if len(out) == found:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN.add(key)
