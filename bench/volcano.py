@@ -180,10 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--tasks", type=int, default=10)
     p.add_argument("--e2e", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--in-process", action=argparse.BooleanOptionalAction, default=True)
     args = p.parse_args(argv)
     figures: dict[str, float] = {}
-    in_process(args.nodes, args.jobs, args.tasks, figures)
-    shares(min(args.nodes, 100), figures)
+    if args.in_process:
+        in_process(args.nodes, args.jobs, args.tasks, figures)
+        shares(min(args.nodes, 100), figures)
     if args.e2e:
         e2e(args.nodes, args.jobs, args.tasks, figures)
     print()

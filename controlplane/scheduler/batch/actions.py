@@ -132,9 +132,13 @@ def _allocate_job(ssn: Session, job: JobInfo) -> None:
 
 
 def backfill(ssn: Session, enabled: set[str]) -> None:
-    for job in sorted(ssn.jobs.values(), key=ssn.job_key):
-        if job.phase == "Pending" and "enqueue" in enabled:
-            continue
+    wanting = [
+        j
+        for j in ssn.jobs.values()
+        if any(t.best_effort for t in j.pending)
+        and not (j.phase == "Pending" and "enqueue" in enabled)
+    ]
+    for job in sorted(wanting, key=ssn.job_key):
         for task in [t for t in job.pending if t.best_effort]:
             stmt = ssn.statement()
             if not _place(ssn, stmt, job, task):

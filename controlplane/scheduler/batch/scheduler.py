@@ -27,24 +27,16 @@ from typing import Any, Protocol
 from controlplane.api import volcano
 from controlplane.client.clock import Clock, RealClock
 from controlplane.client.errors import NotFound
-from controlplane.scheduler import names, resources
+from controlplane.scheduler import names
 from controlplane.scheduler.batch import actions, binpack, plugins
 from controlplane.scheduler.batch.conf import Conf
-from controlplane.scheduler.batch.session import (
-    DIMS,
-    JobInfo,
-    QueueInfo,
-    Res,
-    Session,
-    Tier,
-    add,
-    req,
-)
-from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
+from controlplane.scheduler.batch.session import JobInfo, QueueInfo, Session, Tier
+from controlplane.scheduler.batch.snapshot import Snapshots
+from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.events import changed_for_cache
 from controlplane.scheduler.framework import Framework, ProfilePlugin
 from controlplane.scheduler.handle import Slots
-from controlplane.scheduler.podinfo import PodInfo, parse_time
+from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.registry import REGISTRY, Factory
 from controlplane.scheduler.types import CycleState, Status, error
 from controlplane.scheduler.volume_state import VolumeBinder, VolumeLister, VolumeState
@@ -94,11 +86,6 @@ def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
-
-
-def _res(raw: Any) -> Res:
-    rl = resources.resource_list(raw) if isinstance(raw, dict) else {}
-    return {d: rl[d] for d in DIMS if d in rl}
 
 
 class BatchHandle:
@@ -203,6 +190,14 @@ class BatchScheduler:
         self.queues: dict[str, Obj] = {}
         self.pending: dict[str, PodInfo] = {}
         self.priority_classes: dict[str, int] = {}
+        self.snapshots = Snapshots(
+            self.cache, self.groups, self.members, self.queues, self.pending, self.priority_classes
+        )
+        # Per group, the phase of the last status computed and until when it
+        # needs no computing again (for ever when it equals the one written; the
+        # end of the counts period when only its pod counts moved) unless the
+        # group or its pods change meanwhile.
+        self._settled: dict[str, tuple[str, float]] = {}
         self.handle = BatchHandle(self)
         self.framework = build_framework(conf, self.handle, registry)
         self.session_budget = session_budget
@@ -239,8 +234,14 @@ class BatchScheduler:
                 and not changed_for_cache(old.pod, pod)
                 and self.cache.refresh_pod(key, pod)
             ):
-                return  # a status write of a placed pod: nothing it counts changed
+                # A status write of a placed pod: nothing it counts changed, but
+                # its phase counts in its group's status (and ends its place).
+                self._changed(old.pod_group)
+                return
             p = PodInfo.of(pod, self.priority_classes)
+            if old is not None and old.pod_group != p.pod_group:
+                self._changed(old.pod_group)
+            self._changed(p.pod_group)
             if p.pod_group:
                 if deleted:
                     self.members.get(p.pod_group, set()).discard(p.key)
@@ -262,10 +263,21 @@ class BatchScheduler:
                 self.pending.pop(p.key, None)
         self.dirty.set()
 
+    def _changed(self, group: str) -> None:
+        """Something about this group's pods changed: its snapshot and status are stale."""
+        if group:
+            self.snapshots.invalidate(group)
+            self._settled.pop(group, None)
+
     def on_node(self, node: Obj, deleted: bool = False) -> None:
         with self.lock:
+            name = node["metadata"]["name"]
+            if deleted or name not in self.cache.nodes:
+                # Pods placed on it are lost, or orphans find their node.
+                self.snapshots.invalidate_all()
+                self._settled.clear()
             if deleted:
-                self.cache.remove_node(node["metadata"]["name"])
+                self.cache.remove_node(name)
             else:
                 self.cache.add_node(node)
         self.dirty.set()
@@ -273,8 +285,10 @@ class BatchScheduler:
     def on_pod_group(self, group: Obj, deleted: bool = False) -> None:
         with self.lock:
             key = _key(group)
+            self._settled.pop(key, None)
             if deleted:
                 self.groups.pop(key, None)
+                self.snapshots.forget(key)
                 self._reported.pod_groups.pop(key, None)
                 self._count_written.pop(key, None)
             else:
@@ -292,10 +306,12 @@ class BatchScheduler:
 
     def on_priority_class(self, pc: Obj, deleted: bool = False) -> None:
         name = pc["metadata"]["name"]
-        if deleted:
-            self.priority_classes.pop(name, None)
-        else:
-            self.priority_classes[name] = int(pc.get("value", 0))
+        with self.lock:
+            if deleted:
+                self.priority_classes.pop(name, None)
+            else:
+                self.priority_classes[name] = int(pc.get("value", 0))
+            self.snapshots.invalidate_all()
 
     def handle_event(self, kind: str, type_: str, obj: Obj) -> None:
         deleted = type_ == "DELETED"
@@ -309,73 +325,10 @@ class BatchScheduler:
 
     # ---- the session -----------------------------------------------------------------
 
-    def _snapshot(self) -> tuple[dict[str, JobInfo], dict[str, QueueInfo], Res]:
-        cache = self.cache
-        valid = cache.valid[: cache.n]
-        alloc = cache.alloc[: cache.n][valid]
-        total = {"cpu": int(alloc[:, CPU_COL].sum()), "memory": int(alloc[:, MEM_COL].sum())}
-        queues: dict[str, QueueInfo] = {}
-        for name, q in self.queues.items():
-            spec = q.get("spec") or {}
-            queues[name] = QueueInfo(
-                name,
-                weight=int(spec.get("weight") or 1),
-                capability=_res(spec["capability"]) if spec.get("capability") else None,
-                guarantee=_res((spec.get("guarantee") or {}).get("resource")),
-                reclaimable=spec.get("reclaimable", True) is not False,
-                state=(q.get("status") or {}).get("state") or "Open",
-            )
-        jobs: dict[str, JobInfo] = {}
-        for key, g in self.groups.items():
-            spec = g.get("spec") or {}
-            qname = spec.get("queue") or volcano.DEFAULT_QUEUE
-            if qname not in queues:
-                continue
-            pcn = spec.get("priorityClassName")
-            job = JobInfo(
-                key, g, qname,
-                min_member=int(spec.get("minMember", 1)),
-                min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
-                min_resources=_res(spec.get("minResources")),
-                priority=self.priority_classes.get(pcn, 0) if pcn else 0,
-                created=parse_time((g.get("metadata") or {}).get("creationTimestamp")) or 0.0,
-                phase=(g.get("status") or {}).get("phase") or "Pending",
-            )  # fmt: skip
-            best = None
-            for pk in self.members.get(key, ()):
-                node = cache.node_of(pk)
-                if node is not None:
-                    info = cache.nodes.get(node)
-                    p = info.pods.get(pk) if info is not None else None
-                    if p is None or (p.pod.get("status") or {}).get("phase") in (
-                        "Succeeded", "Failed",
-                    ):  # fmt: skip
-                        continue
-                    job.placed[pk] = p
-                    add(job.allocated, req(p))
-                elif pk in self.pending:
-                    p = self.pending[pk]
-                    job.pending.append(p)
-                else:
-                    continue
-                best = p.priority if best is None else max(best, p.priority)
-            if not pcn and best is not None:
-                job.priority = best
-            job.request = dict(job.allocated)
-            for p in job.pending:
-                add(job.request, req(p))
-            qi = queues[qname]
-            add(qi.allocated, job.allocated)
-            add(qi.request, job.request)
-            if job.phase == "Inqueue" and len(job.placed) < job.min_member:
-                add(qi.inqueue, job.min_resources)
-            jobs[key] = job
-        return jobs, queues, total
-
     def run_session(self) -> SessionStats:
         start = self.clock.monotonic()
         with self.lock:
-            jobs, queues, total = self._snapshot()
+            jobs, queues, total = self.snapshots.take()
             pending = sum(len(j.pending) for j in jobs.values())
             ssn = Session(
                 self.cache, self.framework, jobs, queues, total,
@@ -391,7 +344,11 @@ class BatchScheduler:
             )]:  # fmt: skip
                 del self.evicted_for[gone]
             waiting = set(self.evicted_for)
-            owner = {pk: j for j in jobs.values() for pk in j.placed}
+            owner = (
+                {pk: j for j in jobs.values() for pk in j.placed}
+                if {"preempt", "reclaim"} & set(self.conf.actions)
+                else {}
+            )
             enabled = set(self.conf.actions)
             for name in self.conf.actions:
                 if name == "enqueue":
@@ -407,6 +364,8 @@ class BatchScheduler:
             binds = list(ssn.binds)
             for p, _node in binds:
                 self.pending.pop(p.key, None)
+            for key in ssn.touched:
+                self._changed(key)
         self._write_binds(binds)
         for victim in ssn.evictions:
             try:
@@ -414,7 +373,8 @@ class BatchScheduler:
             except Exception:
                 log.exception("evicting %s", victim.key)
         self._note_victims(ssn, jobs)
-        self._write_status(jobs, queues, ssn)
+        with self.lock:  # against handlers unsettling a group while it is settled here
+            self._write_status(jobs, queues, ssn)
         stats = SessionStats(
             self.clock.monotonic() - start,
             len(jobs),
@@ -455,6 +415,7 @@ class BatchScheduler:
                     log.warning("bind of %s failed: %s", p.key, err)
                     self.cache.forget_pod(p.key)
                     self.pending[p.key] = p
+                    self._changed(p.pod_group)
             self.cache.finish_binding_many(done)
 
     # ---- status --------------------------------------------------------------------
@@ -498,22 +459,33 @@ class BatchScheduler:
             n: {"pending": 0, "running": 0, "inqueue": 0, "completed": 0, "unknown": 0}
             for n in queues
         }
+        now = self.clock.monotonic()
         for job in jobs.values():
+            settled = self._settled.get(job.key)
+            if settled is not None and not job.pending and now < settled[1]:
+                phase = settled[0]
+                q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
+                continue
             status = self._group_status(job, ssn)
-            q_counts[job.queue][status["phase"].lower()] = (
-                q_counts[job.queue].get(status["phase"].lower(), 0) + 1
-            )
+            phase = status["phase"].lower()
+            q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
             last = self._reported.pod_groups.get(job.key)
             if last == status:
+                self._settled[job.key] = (phase, float("inf"))
                 continue
-            now = self.clock.monotonic()
+            self._settled.pop(job.key, None)
             if (
                 last is not None
                 and {k: v for k, v in last.items() if k not in COUNTS}
                 == {k: v for k, v in status.items() if k not in COUNTS}
                 and now - self._count_written.get(job.key, 0.0) < COUNTS_PERIOD
             ):
-                continue  # only the pod counts moved: at most one such write per period
+                # Only the pod counts moved: at most one such write per period.
+                self._settled[job.key] = (
+                    phase,
+                    self._count_written.get(job.key, 0.0) + COUNTS_PERIOD,
+                )
+                continue
             self._count_written[job.key] = now
             old = job.group.get("status") or {}
             stamped = dict(status)

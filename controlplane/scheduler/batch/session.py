@@ -49,7 +49,12 @@ def le(a: Res, b: Res, dims: Iterable[str] = DIMS) -> bool:
 
 
 def task_name(p: PodInfo) -> str:
-    return str(((p.pod.get("metadata") or {}).get("annotations") or {}).get(volcano.TASK_SPEC, ""))
+    """The pod's task in its job (computed once per parsed pod)."""
+    t: str | None = p.extra.get("_vtask")
+    if t is None:
+        annotations = (p.pod.get("metadata") or {}).get("annotations") or {}
+        t = p.extra["_vtask"] = str(annotations.get(volcano.TASK_SPEC, ""))
+    return t
 
 
 @dataclass
@@ -107,6 +112,7 @@ class Statement:
     def allocate(self, job: JobInfo, task: PodInfo, node: str) -> None:
         ssn = self.ssn
         ssn.cache.assume_pod(task, node)
+        ssn.touched.add(job.key)
         job.pending.remove(task)
         job.placed[task.key] = task
         r = req(task)
@@ -120,6 +126,7 @@ class Statement:
         info = ssn.cache.nodes.get(node)
         if info is not None:
             ssn.cache._unplace(victim, info)
+        ssn.touched.add(job.key)
         job.placed.pop(victim.key, None)
         r = req(victim)
         add(job.allocated, r, -1)
@@ -224,6 +231,8 @@ class Session:
         self.binds: list[tuple[PodInfo, str]] = []
         self.evictions: list[PodInfo] = []
         self.enqueued: list[JobInfo] = []
+        # Jobs whose pods a statement placed or evicted (even if discarded since).
+        self.touched: set[str] = set()
         self.deadline = deadline
         self._clock = clock
 
