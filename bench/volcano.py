@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import tempfile
 import time
@@ -48,6 +50,18 @@ def pct(values: list[float], p: float) -> float:
         return 0.0
     s = sorted(values)
     return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def in_process(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
@@ -129,6 +143,9 @@ def e2e(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
         hollow.start()
         wait_for(lambda: len(api.list("Node").items) >= nodes, timeout=300, interval=1)
         total = jobs * tasks
+        assert cp.daemon is not None
+        cp_cpu0, own_cpu0 = cpu_seconds(cp.daemon.pid), own_cpu_seconds()
+        figures["e2e_load_avg_1m"] = round(os.getloadavg()[0], 1)
         t0 = time.monotonic()
         # Submitted by 8 clients at once, as many users (or a workflow engine) would.
         with ThreadPoolExecutor(8) as pool:
@@ -162,8 +179,16 @@ def e2e(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
 
         wait_for(all_running, timeout=600, interval=1, message="every PodGroup Running")
         t_running = time.monotonic()
+        cp_cpu = cpu_seconds(cp.daemon.pid) - cp_cpu0
+        own_cpu = own_cpu_seconds() - own_cpu0
         figures["e2e_pods_per_s"] = round(total / (t_bound - t0), 1)
         figures["e2e_last_job_to_last_gang_running_s"] = round(t_running - t_created, 2)
+        # CPU time is steadier than wall time on a shared machine: what the
+        # control plane (and this process: hollow nodes, clients) spent per 1,000 pods.
+        figures["e2e_controlplane_cpu_s_per_1k_pods"] = round(cp_cpu * 1000 / total, 2)
+        figures["e2e_hollow_cpu_s_per_1k_pods"] = round(own_cpu * 1000 / total, 2)
+        print(f"e2e: CPU control plane {cp_cpu:.1f}s, hollow nodes and clients {own_cpu:.1f}s "
+              f"(load average {figures['e2e_load_avg_1m']} at the start)")  # fmt: skip
         print(f"e2e: {total} pods bound in {t_bound - t0:.1f}s "
               f"({figures['e2e_pods_per_s']:.0f} pods/s); last job created -> last gang Running "
               f"{t_running - t_created:.1f}s")  # fmt: skip

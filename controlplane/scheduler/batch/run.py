@@ -3,10 +3,12 @@
 `start(client, stop)` is the `skiff controlplane` component hook, beside the
 default scheduler's: it campaigns for the `kube-system/volcano` Lease (its
 own, so the two schedulers lead independently) and, while leading, runs a
-`BatchService`: shared informers for Pods, Nodes, PodGroups, Queues and
-PriorityClasses feeding a `BatchScheduler`, and a session whenever something
+`BatchService`: shared informers for Pods, Nodes, PodGroups, Queues,
+PriorityClasses and the storage kinds (claims, volumes, classes) feeding a
+`BatchScheduler`, and a session whenever something
 changed (at least every second). Writes go through the API client: binds in
-batches, evictions, PodGroup and Queue status.
+batches, evictions, PodGroup and Queue status, and the volume plugins'
+claimRefs and selected nodes.
 
 The configuration is Volcano's volcano-scheduler.conf, from the file named
 by `SKIFF_VOLCANO_CONFIG` when set (conf.py's default otherwise); a bad file
@@ -28,6 +30,8 @@ from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from controlplane.scheduler.binder import ApiClusterWriter
+from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
+from controlplane.scheduler.volume_state import ApiVolumeWriter
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -70,9 +74,15 @@ class BatchService:
     """One term of batch scheduling."""
 
     def __init__(self, client: ApiClient, conf: batch_conf.Conf) -> None:
-        self.scheduler = BatchScheduler(conf, ApiBatchWriter(client), status_writers=8)
+        self.scheduler = BatchScheduler(
+            conf, ApiBatchWriter(client), status_writers=8, volume_binders=4
+        )
         self.factory = SharedInformerFactory(client)
         s = self.scheduler
+        # Claims, volumes and classes for the volume plugins, which write through the client.
+        s.volumes.writer = ApiVolumeWriter(client)
+        for kind in STORAGE_KINDS:
+            self._watch_storage(kind)
         for kind, handler in (
             ("Node", s.on_node),
             ("Pod", s.on_pod),
@@ -90,6 +100,14 @@ class BatchService:
             handler(obj, deleted=True)
 
         self.factory.informer_for(kind).add_event_handler(handler, update, delete)
+
+    def _watch_storage(self, kind: str) -> None:
+        on = self.scheduler.on_storage
+        self.factory.informer_for(kind).add_event_handler(
+            lambda obj: on(kind, "ADDED", obj),
+            lambda old, new: on(kind, "MODIFIED", new),
+            lambda obj: on(kind, "DELETED", obj),
+        )
 
     def run(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         self.factory.start()

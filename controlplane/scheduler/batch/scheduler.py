@@ -35,11 +35,12 @@ from controlplane.scheduler.batch.snapshot import Snapshots
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.events import changed_for_cache
 from controlplane.scheduler.framework import Framework, ProfilePlugin
-from controlplane.scheduler.handle import Slots
+from controlplane.scheduler.handle import CacheHandle, Slots
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.registry import REGISTRY, Factory
 from controlplane.scheduler.types import CycleState, Status, error
-from controlplane.scheduler.volume_state import VolumeBinder, VolumeLister, VolumeState
+from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
+from controlplane.scheduler.volume_state import VolumeState
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -47,6 +48,7 @@ Obj = dict[str, Any]
 FILTERS = (
     names.NODE_UNSCHEDULABLE, names.NODE_NAME, names.TAINT_TOLERATION, names.NODE_AFFINITY,
     names.NODE_PORTS, names.NODE_RESOURCES_FIT, names.NODE_CONDITIONS,
+    names.VOLUME_RESTRICTIONS, names.NODE_VOLUME_LIMITS, names.VOLUME_BINDING, names.VOLUME_ZONE,
     names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY,
 )  # fmt: skip
 SCORES = (names.BALANCED_ALLOCATION, names.IMAGE_LOCALITY)
@@ -88,23 +90,12 @@ def _key(obj: Obj) -> str:
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
 
 
-class BatchHandle:
+class BatchHandle(CacheHandle):
     """The Handle the batch scheduler's filter and score plugins get."""
 
     def __init__(self, s: BatchScheduler) -> None:
+        super().__init__(s.cache, s.volumes, s.pending.get)
         self._s = s
-
-    @property
-    def cache(self) -> Cache:
-        return self._s.cache
-
-    def pod_info(self, key: str) -> PodInfo | None:
-        pending = self._s.pending.get(key)
-        if pending is not None:
-            return pending
-        node = self._s.cache.node_of(key)
-        info = self._s.cache.nodes.get(node) if node is not None else None
-        return info.pods.get(key) if info is not None else None
 
     def pod_group(self, key: str) -> Obj | None:
         return self._s.groups.get(key)
@@ -138,16 +129,6 @@ class BatchHandle:
         errs = self._s.writer.bind_many([(pod.pod, node, None)])
         return error(str(errs[0])) if errs[0] is not None else Status()
 
-    # The session's predicates do not include the volume plugins: an empty,
-    # writerless volume state satisfies the Handle without storage informers.
-    @property
-    def volumes(self) -> VolumeLister:
-        return self._s.volumes
-
-    @property
-    def volume_binder(self) -> VolumeBinder:
-        return self._s.volumes
-
 
 def build_framework(
     conf: Conf, handle: BatchHandle, registry: Mapping[str, Factory] = REGISTRY
@@ -178,6 +159,7 @@ class BatchScheduler:
         registry: Mapping[str, Factory] = REGISTRY,
         session_budget: float = 0.4,
         status_writers: int = 0,
+        volume_binders: int = 0,
     ) -> None:
         self.conf = conf
         self.writer = writer
@@ -193,11 +175,11 @@ class BatchScheduler:
         self.snapshots = Snapshots(
             self.cache, self.groups, self.members, self.queues, self.pending, self.priority_classes
         )
-        # Per group, the phase of the last status computed and until when it
-        # needs no computing again (for ever when it equals the one written; the
-        # end of the counts period when only its pod counts moved) unless the
-        # group or its pods change meanwhile.
-        self._settled: dict[str, tuple[str, float]] = {}
+        # Per group, the phase of the last status computed, until when it needs
+        # no computing again (for ever when it equals the one written; the end
+        # of the counts period when only its pod counts moved) unless the group
+        # or its pods change meanwhile, and what else of its job it depends on.
+        self._settled: dict[str, tuple[str, float, tuple[Any, ...]]] = {}
         self.handle = BatchHandle(self)
         self.framework = build_framework(conf, self.handle, registry)
         self.session_budget = session_budget
@@ -211,6 +193,13 @@ class BatchScheduler:
         self._status_pool: ThreadPoolExecutor | None = (
             ThreadPoolExecutor(status_writers, thread_name_prefix="volcano-status")
             if status_writers
+            else None
+        )
+        # Binds whose PreBind has work (claims to bind or provision, then a wait
+        # for the PV controller) go one by one from this pool; None: inline.
+        self._volume_pool: ThreadPoolExecutor | None = (
+            ThreadPoolExecutor(volume_binders, thread_name_prefix="volcano-volumes")
+            if volume_binders
             else None
         )
         self.dirty = threading.Event()
@@ -313,8 +302,16 @@ class BatchScheduler:
                 self.priority_classes[name] = int(pc.get("value", 0))
             self.snapshots.invalidate_all()
 
+    def on_storage(self, kind: str, type_: str, obj: Obj) -> None:
+        """A claim, volume or class (for the volume plugins; wakes PreBind's waits)."""
+        self.volumes.on_event(kind, type_, obj)
+        self.dirty.set()
+
     def handle_event(self, kind: str, type_: str, obj: Obj) -> None:
         deleted = type_ == "DELETED"
+        if kind in STORAGE_KINDS:
+            self.on_storage(kind, type_, obj)
+            return
         {
             "Pod": self.on_pod,
             "Node": self.on_node,
@@ -366,7 +363,7 @@ class BatchScheduler:
                 self.pending.pop(p.key, None)
             for key in ssn.touched:
                 self._changed(key)
-        self._write_binds(binds)
+        self._write_binds(binds, ssn.bind_states)
         for victim in ssn.evictions:
             try:
                 self.writer.evict(victim.pod, victim.grace_seconds)
@@ -398,7 +395,19 @@ class BatchScheduler:
                 self.evicted_for[job.key] = victims
                 return
 
-    def _write_binds(self, binds: list[tuple[PodInfo, str]]) -> None:
+    def _write_binds(
+        self, all_binds: list[tuple[PodInfo, str]], states: Mapping[str, CycleState]
+    ) -> None:
+        binds = []
+        for p, node in all_binds:
+            state = states.get(p.key)
+            if state is not None and self.framework.pre_bind_has_work(state, p, node):
+                if self._volume_pool is None:
+                    self._bind_with_volumes(p, node, state)
+                else:
+                    self._volume_pool.submit(self._bind_with_volumes, p, node, state)
+            else:
+                binds.append((p, node))
         if not binds:
             return
         try:
@@ -417,6 +426,28 @@ class BatchScheduler:
                     self.pending[p.key] = p
                     self._changed(p.pod_group)
             self.cache.finish_binding_many(done)
+
+    def _bind_with_volumes(self, p: PodInfo, node: str, state: CycleState) -> None:
+        """PreBind (bind or provision the pod's claims, wait for the PV controller), then bind."""
+        err: Exception | str | None
+        try:
+            st = self.framework.run_pre_bind(state, p, node)
+            err = "; ".join(st.reasons) or "PreBind failed" if not st.ok else None
+            if err is None:
+                err = self.writer.bind_many([(p.pod, node, None)])[0]
+        except Exception as e:
+            log.exception("binding %s with its volumes", p.key)
+            err = e
+        with self.lock:
+            if err is None:
+                self.cache.finish_binding(p.key)
+            else:
+                log.warning("bind of %s failed: %s", p.key, err)
+                self.framework.run_unreserve(state, p, node)
+                self.cache.forget_pod(p.key)
+                self.pending[p.key] = p
+                self._changed(p.pod_group)
+        self.dirty.set()
 
     # ---- status --------------------------------------------------------------------
 
@@ -462,7 +493,8 @@ class BatchScheduler:
         now = self.clock.monotonic()
         for job in jobs.values():
             settled = self._settled.get(job.key)
-            if settled is not None and not job.pending and now < settled[1]:
+            sig = (job.phase, job.unschedulable, len(job.placed), bool(job.pending))
+            if settled is not None and now < settled[1] and sig == settled[2]:
                 phase = settled[0]
                 q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
                 continue
@@ -471,7 +503,7 @@ class BatchScheduler:
             q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
             last = self._reported.pod_groups.get(job.key)
             if last == status:
-                self._settled[job.key] = (phase, float("inf"))
+                self._settled[job.key] = (phase, float("inf"), sig)
                 continue
             self._settled.pop(job.key, None)
             if (
@@ -481,10 +513,8 @@ class BatchScheduler:
                 and now - self._count_written.get(job.key, 0.0) < COUNTS_PERIOD
             ):
                 # Only the pod counts moved: at most one such write per period.
-                self._settled[job.key] = (
-                    phase,
-                    self._count_written.get(job.key, 0.0) + COUNTS_PERIOD,
-                )
+                until = self._count_written.get(job.key, 0.0) + COUNTS_PERIOD
+                self._settled[job.key] = (phase, until, sig)
                 continue
             self._count_written[job.key] = now
             old = job.group.get("status") or {}
@@ -541,18 +571,26 @@ class BatchScheduler:
     # ---- loop ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._status_pool is not None:
-            self._status_pool.shutdown(wait=True, cancel_futures=True)
+        for pool in (self._status_pool, self._volume_pool):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
-    def run(self, stop: threading.Event, period: float = 1.0, min_gap: float = 0.02) -> None:
-        """A session when something changed (at most every `min_gap`), at least every `period`."""
+    def run(self, stop: threading.Event, period: float = 1.0, min_gap: float = 0.05) -> None:
+        """A session when something changed, at least every `period`.
+
+        Between two sessions at least `min_gap`, and at least half as long as
+        the last session took: while events keep coming the sessions take at
+        most two thirds of a core and each gathers more pods, and the API
+        server and controllers beside it keep the rest.
+        """
         while not stop.is_set():
             self.dirty.wait(period)
             if stop.is_set():
                 return
             self.dirty.clear()
+            took = 0.0
             try:
-                self.run_session()
+                took = self.run_session().seconds
             except Exception:
                 log.exception("batch scheduling session failed")
-            stop.wait(min_gap)
+            stop.wait(max(min_gap, took / 2))
