@@ -30,8 +30,7 @@ from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from controlplane.scheduler.binder import ApiClusterWriter
-from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
-from controlplane.scheduler.volume_state import ApiVolumeWriter
+from controlplane.scheduler.volume_state import watch_storage
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -80,9 +79,7 @@ class BatchService:
         self.factory = SharedInformerFactory(client)
         s = self.scheduler
         # Claims, volumes and classes for the volume plugins, which write through the client.
-        s.volumes.writer = ApiVolumeWriter(client)
-        for kind in STORAGE_KINDS:
-            self._watch_storage(kind)
+        watch_storage(self.factory, client, s.volumes, s.on_storage)
         for kind, handler in (
             ("Node", s.on_node),
             ("Pod", s.on_pod),
@@ -100,14 +97,6 @@ class BatchService:
             handler(obj, deleted=True)
 
         self.factory.informer_for(kind).add_event_handler(handler, update, delete)
-
-    def _watch_storage(self, kind: str) -> None:
-        on = self.scheduler.on_storage
-        self.factory.informer_for(kind).add_event_handler(
-            lambda obj: on(kind, "ADDED", obj),
-            lambda old, new: on(kind, "MODIFIED", new),
-            lambda obj: on(kind, "DELETED", obj),
-        )
 
     def run(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         self.factory.start()
