@@ -31,7 +31,7 @@ from controlplane.scheduler import names
 from controlplane.scheduler.batch import actions, binpack, plugins
 from controlplane.scheduler.batch.conf import Conf
 from controlplane.scheduler.batch.session import JobInfo, QueueInfo, Session, Tier
-from controlplane.scheduler.batch.snapshot import Snapshots
+from controlplane.scheduler.batch.snapshot import DONE, Snapshots
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.events import changed_for_cache
 from controlplane.scheduler.framework import Framework, ProfilePlugin
@@ -82,6 +82,10 @@ class SessionStats:
 class _Reported:
     pod_groups: dict[str, Obj] = field(default_factory=dict)
     queues: dict[str, Obj] = field(default_factory=dict)
+
+
+def _state(queue: Obj) -> Any:
+    return (queue.get("status") or {}).get("state")
 
 
 def _key(obj: Obj) -> str:
@@ -211,6 +215,8 @@ class BatchScheduler:
         return p.scheduler_name == volcano.SCHEDULER_NAME
 
     def on_pod(self, pod: Obj, deleted: bool = False) -> None:
+        """Track a pod; a session follows unless the event changes nothing a
+        session could act on (a running pod's status write, a bind confirmed)."""
         meta = pod.get("metadata") or {}
         node = (pod.get("spec") or {}).get("nodeName")
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
@@ -226,6 +232,8 @@ class BatchScheduler:
                 # A status write of a placed pod: nothing it counts changed, but
                 # its phase counts in its group's status (and ends its place).
                 self._changed(old.pod_group)
+                if (pod.get("status") or {}).get("phase") in DONE:
+                    self.dirty.set()
                 return
             p = PodInfo.of(pod, self.priority_classes)
             if old is not None and old.pod_group != p.pod_group:
@@ -241,7 +249,11 @@ class BatchScheduler:
                 self.cache.remove_pod(p.key)
             elif p.node_name:
                 self.pending.pop(p.key, None)
-                if self.cache.is_assumed(p.key) or self.cache.node_of(p.key) != p.node_name:
+                assumed = self.cache.assumed_info(p.key)
+                if assumed is not None and self.cache.node_of(p.key) == p.node_name:
+                    self.cache.confirm_pod(p)  # our own bind, counted already
+                    return
+                if assumed is not None or self.cache.node_of(p.key) != p.node_name:
                     self.cache.add_pod(p)
                 else:
                     self.cache.update_pod(p)
@@ -275,6 +287,10 @@ class BatchScheduler:
         with self.lock:
             key = _key(group)
             self._settled.pop(key, None)
+            old = self.groups.get(key)
+            if old is not None and not deleted and old.get("spec") == group.get("spec"):
+                self.groups[key] = group  # a status write (ours, mostly): no session for it
+                return
             if deleted:
                 self.groups.pop(key, None)
                 self.snapshots.forget(key)
@@ -287,10 +303,16 @@ class BatchScheduler:
     def on_queue(self, queue: Obj, deleted: bool = False) -> None:
         with self.lock:
             name = queue["metadata"]["name"]
+            old = self.queues.get(name)
             if deleted:
                 self.queues.pop(name, None)
             else:
                 self.queues[name] = queue
+                if old is not None and (old.get("spec"), _state(old)) == (
+                    queue.get("spec"),
+                    _state(queue),
+                ):
+                    return  # only its counts moved (our own status write)
         self.dirty.set()
 
     def on_priority_class(self, pc: Obj, deleted: bool = False) -> None:
