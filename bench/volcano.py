@@ -13,9 +13,12 @@ End to end (`--e2e`, default on): `skiff controlplane` in its own process
 it starts them), hollow nodes in this process, then the Jobs created
 through the API: pods bound per second from the first Job created to the
 last pod bound, and the time from the last Job created to the last PodGroup
-Running.
+Running; and the CPU seconds per 1,000 pods the control plane process
+spent meanwhile (and this one: hollow nodes, clients), with the load average
+at the start: on a shared machine CPU time moves less than wall time.
 
-    .venv/bin/python -m bench.volcano [--nodes 500] [--jobs 1000] [--tasks 10] [--no-e2e]
+    .venv/bin/python -m bench.volcano [--nodes 500] [--jobs 1000] [--tasks 10]
+                                      [--no-e2e] [--no-in-process]
 
 Prints a table; the last line is one JSON object of figure -> number.
 Volcano itself publishes no comparable figure for this workload; the

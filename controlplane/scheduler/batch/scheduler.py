@@ -2,17 +2,20 @@
 
 `BatchScheduler` keeps the default scheduler's `Cache` (nodes and placed
 pods as arrays), the PodGroups and Queues, and the pending pods whose
-`schedulerName` is `volcano`. `run_session()` snapshots jobs and queues,
-opens the plugins of the configuration tier by tier, runs its actions in
-order, then writes what the session decided: binds (batched), evictions,
-and the PodGroups' and Queues' status (phase, Unschedulable condition with
-the reason, counts) when it changed.
+`schedulerName` is `volcano`. `run_session()` snapshots jobs and queues
+(snapshot.py: rebuilt per group only where something changed), opens the
+plugins of the configuration tier by tier, runs its actions in order, then
+writes what the session decided: binds (batched; one by one after PreBind
+for pods with claims to bind), evictions, and the PodGroups' and Queues'
+status (phase, Unschedulable condition with the reason, counts) when it
+changed, computed again only for groups that changed.
 
 Filters and scores are the default scheduler's plugins, built by their
 factories with this scheduler's `Handle` into one Framework: `predicates`
-brings every filter (without it only NodeResourcesFit and
-NodeUnschedulable), `nodeorder` the default scores with their default
-weights, `binpack` its own score with weight `binpack.weight`.
+brings every filter, the volume plugins included (without it only
+NodeResourcesFit and NodeUnschedulable), `nodeorder` the default scores with
+their default weights, `binpack` its own score with weight `binpack.weight`.
+A placement runs Reserve; its cycle state goes with the bind to PreBind.
 """
 
 from __future__ import annotations
