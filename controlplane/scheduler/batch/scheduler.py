@@ -190,6 +190,9 @@ class BatchScheduler:
         self.members: dict[str, set[str]] = {}
         self.queues: dict[str, Obj] = {}
         self.pending: dict[str, PodInfo] = {}
+        # Pods that ran to Succeeded or Failed: out of the cache (their room is
+        # free, as kube-scheduler's informer drops them), kept for the counts.
+        self.finished: dict[str, Obj] = {}
         self.priority_classes: dict[str, int] = {}
         self.snapshots = Snapshots(
             self.cache, self.groups, self.members, self.queues, self.pending, self.priority_classes
@@ -236,6 +239,11 @@ class BatchScheduler:
         node = (pod.get("spec") or {}).get("nodeName")
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         with self.lock:
+            if deleted:
+                self.finished.pop(key, None)
+            elif node and (pod.get("status") or {}).get("phase") in DONE:
+                self._finish(key, pod)
+                return
             placed = self.cache.nodes.get(node) if node and not deleted else None
             old = placed.pods.get(key) if placed is not None else None
             if (
@@ -245,10 +253,8 @@ class BatchScheduler:
                 and self.cache.refresh_pod(key, pod)
             ):
                 # A status write of a placed pod: nothing it counts changed, but
-                # its phase counts in its group's status (and ends its place).
+                # its phase counts in its group's status.
                 self._changed(old.pod_group)
-                if (pod.get("status") or {}).get("phase") in DONE:
-                    self.dirty.set()
                 return
             if old is not None and self.cache.is_assumed(key) and _bound_as_assumed(old.pod, pod):
                 # Our own bind coming back: the pod as parsed, on the node we chose.
@@ -285,6 +291,20 @@ class BatchScheduler:
                     self.pending[p.key] = p
             else:
                 self.pending.pop(p.key, None)
+        self.dirty.set()
+
+    def _finish(self, key: str, pod: Obj) -> None:
+        """A bound pod ran to its end: its room is free, its group counts it."""
+        p = self.pending.pop(key, None)
+        known = self.cache.node_of(key)
+        info = self.cache.nodes.get(known) if known is not None else None
+        old = info.pods.get(key) if info is not None else None
+        self.cache.remove_pod(key)
+        self.finished[key] = pod
+        group = (old or p or PodInfo.of(pod, self.priority_classes)).pod_group
+        if group:
+            self.members.setdefault(group, set()).add(key)
+        self._changed(group)
         self.dirty.set()
 
     def _changed(self, group: str) -> None:
@@ -506,7 +526,8 @@ class BatchScheduler:
             node = self.cache.node_of(pk)
             info = self.cache.nodes.get(node) if node else None
             p = info.pods.get(pk) if info is not None else None
-            phase = ((p.pod.get("status") or {}).get("phase") if p is not None else None) or ""
+            obj = p.pod if p is not None else self.finished.get(pk)
+            phase = ((obj.get("status") or {}).get("phase") if obj is not None else None) or ""
             if phase.lower() in counts:
                 counts[phase.lower()] += 1
         phase = job.phase
