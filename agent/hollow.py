@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.node_status import AGENT_VERSION, LEASE_DURATION, LEASE_NAMESPACE
-from controlplane.api import rfc3339
+from controlplane.api import rfc3339, volumes
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import load_config
@@ -62,6 +62,10 @@ class HollowConfig:
     # second, 1,000 nodes and 30,000 pods saw gaps of 30 s against a 40 s grace).
     lease_workers: int = 0
     base_ip: str = "10.128.0.0"  # node i gets base + i (never routed; API only)
+    # Non-empty: the nodes say their agent runs the local-path provisioner with
+    # this root (label and annotation, as an agent with --local-path-root), so
+    # WaitForFirstConsumer claims of the local-path class are provisioned on them.
+    local_path_root: str = ""
 
 
 @dataclass
@@ -98,18 +102,20 @@ def node_object(cfg: HollowConfig, name: str, ip: str) -> Object:
         "lastTransitionTime": now,
     }
     resources = {"cpu": cfg.cpu, "memory": cfg.memory, "pods": str(cfg.max_pods)}
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "skiff.io/hollow": "true",
+    }
+    meta: Object = {"name": name, "labels": labels}
+    if cfg.local_path_root:
+        labels[volumes.LOCAL_PATH_LABEL] = "true"
+        meta["annotations"] = {volumes.LOCAL_PATH_ROOT_ANNOTATION: cfg.local_path_root}
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "skiff.io/hollow": "true",
-            },
-        },
+        "metadata": meta,
         "spec": {},
         "status": {
             "capacity": resources,

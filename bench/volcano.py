@@ -3,8 +3,9 @@
 In process (the batch scheduler against its cache, binds applied at once,
 no API server): 500 nodes (32 cpu) x 1,000 Jobs of 10 tasks (1 cpu): every
 pod pending at the start (10,000), sessions run back to back until all are
-bound; figures: session length p50/p99 while pods are pending, sessions and
-wall time to bind them all. Then the share test: two queues weighted 1:3
+bound; figures: session length p50/p99 while pods are pending (wall time,
+and the session thread's CPU time, which the machine's load does not
+stretch), sessions and wall time to bind them all. Then the share test: two queues weighted 1:3
 each submitting twice what the cluster holds; the largest error between a
 queue's share of the cluster and its weight's share once nothing more binds.
 
@@ -13,9 +14,12 @@ End to end (`--e2e`, default on): `skiff controlplane` in its own process
 it starts them), hollow nodes in this process, then the Jobs created
 through the API: pods bound per second from the first Job created to the
 last pod bound, and the time from the last Job created to the last PodGroup
-Running.
+Running; and the CPU seconds per 1,000 pods the control plane process
+spent meanwhile (and this one: hollow nodes, clients), with the load average
+at the start: on a shared machine CPU time moves less than wall time.
 
-    .venv/bin/python -m bench.volcano [--nodes 500] [--jobs 1000] [--tasks 10] [--no-e2e]
+    .venv/bin/python -m bench.volcano [--nodes 500] [--jobs 1000] [--tasks 10]
+                                      [--no-e2e] [--no-in-process]
 
 Prints a table; the last line is one JSON object of figure -> number.
 Volcano itself publishes no comparable figure for this workload; the
@@ -26,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import tempfile
 import time
@@ -50,27 +56,45 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def in_process(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
     env = Env(clock=RealClock())
     env.nodes(nodes, cpu="32", memory="128Gi")
     for i in range(jobs):
         env.job(f"j{i:04d}", tasks)
     sessions: list[float] = []
+    cpu: list[float] = []
     t0 = time.perf_counter()
     total = jobs * tasks
     while len(env.cluster.pods) < total and len(sessions) < 500:
         st = env.sched.run_session()
         if st.pending:
             sessions.append(st.seconds)
+            cpu.append(st.cpu_seconds)
     wall = time.perf_counter() - t0
     figures["session_p50_s"] = round(pct(sessions, 50), 4)
     figures["session_p99_s"] = round(pct(sessions, 99), 4)
+    figures["session_cpu_p50_s"] = round(pct(cpu, 50), 4)
+    figures["session_cpu_p99_s"] = round(pct(cpu, 99), 4)
     figures["sessions_to_bind_all"] = len(sessions)
     figures["inprocess_pods_per_s"] = round(len(env.cluster.pods) / wall, 1)
     figures["inprocess_bound"] = len(env.cluster.pods)
     print(f"in process: {nodes} nodes x {jobs} jobs of {tasks}: {len(env.cluster.pods)} bound "
           f"in {wall:.2f}s over {len(sessions)} sessions; session p50 "
-          f"{figures['session_p50_s']:.3f}s p99 {figures['session_p99_s']:.3f}s")  # fmt: skip
+          f"{figures['session_p50_s']:.3f}s p99 {figures['session_p99_s']:.3f}s (CPU p50 "
+          f"{figures['session_cpu_p50_s']:.3f}s p99 {figures['session_cpu_p99_s']:.3f}s; load "
+          f"average {os.getloadavg()[0]:.1f})")  # fmt: skip
 
 
 def shares(nodes: int, figures: dict[str, float]) -> None:
@@ -129,6 +153,9 @@ def e2e(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
         hollow.start()
         wait_for(lambda: len(api.list("Node").items) >= nodes, timeout=300, interval=1)
         total = jobs * tasks
+        assert cp.daemon is not None
+        cp_cpu0, own_cpu0 = cpu_seconds(cp.daemon.pid), own_cpu_seconds()
+        figures["e2e_load_avg_1m"] = round(os.getloadavg()[0], 1)
         t0 = time.monotonic()
         # Submitted by 8 clients at once, as many users (or a workflow engine) would.
         with ThreadPoolExecutor(8) as pool:
@@ -162,8 +189,16 @@ def e2e(nodes: int, jobs: int, tasks: int, figures: dict[str, float]) -> None:
 
         wait_for(all_running, timeout=600, interval=1, message="every PodGroup Running")
         t_running = time.monotonic()
+        cp_cpu = cpu_seconds(cp.daemon.pid) - cp_cpu0
+        own_cpu = own_cpu_seconds() - own_cpu0
         figures["e2e_pods_per_s"] = round(total / (t_bound - t0), 1)
         figures["e2e_last_job_to_last_gang_running_s"] = round(t_running - t_created, 2)
+        # CPU time is steadier than wall time on a shared machine: what the
+        # control plane (and this process: hollow nodes, clients) spent per 1,000 pods.
+        figures["e2e_controlplane_cpu_s_per_1k_pods"] = round(cp_cpu * 1000 / total, 2)
+        figures["e2e_hollow_cpu_s_per_1k_pods"] = round(own_cpu * 1000 / total, 2)
+        print(f"e2e: CPU control plane {cp_cpu:.1f}s, hollow nodes and clients {own_cpu:.1f}s "
+              f"(load average {figures['e2e_load_avg_1m']} at the start)")  # fmt: skip
         print(f"e2e: {total} pods bound in {t_bound - t0:.1f}s "
               f"({figures['e2e_pods_per_s']:.0f} pods/s); last job created -> last gang Running "
               f"{t_running - t_created:.1f}s")  # fmt: skip
@@ -180,10 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--tasks", type=int, default=10)
     p.add_argument("--e2e", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--in-process", action=argparse.BooleanOptionalAction, default=True)
     args = p.parse_args(argv)
     figures: dict[str, float] = {}
-    in_process(args.nodes, args.jobs, args.tasks, figures)
-    shares(min(args.nodes, 100), figures)
+    if args.in_process:
+        in_process(args.nodes, args.jobs, args.tasks, figures)
+        shares(min(args.nodes, 100), figures)
     if args.e2e:
         e2e(args.nodes, args.jobs, args.tasks, figures)
     print()

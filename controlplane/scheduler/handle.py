@@ -20,13 +20,16 @@ A plugin factory is `new(args, handle) -> plugin`; the plugin keeps the
   flight, write claimRefs and selected nodes, wait for the PV controller:
   for Reserve, Unreserve and PreBind).
 
+`CacheHandle` answers the part every scheduler answers alike (the cache,
+`pod_info`, storage); the default and the batch scheduler's handles extend it.
+
 Nothing here imports the framework or the scheduler: this is the bottom of
 the plugin API, beneath `framework.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
 import numpy as np
@@ -35,7 +38,7 @@ import numpy.typing as npt
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState, Status
-from controlplane.scheduler.volume_state import VolumeBinder, VolumeLister
+from controlplane.scheduler.volume_state import VolumeBinder, VolumeLister, VolumeState
 
 Slots = npt.NDArray[np.intp]
 Obj = dict[str, Any]
@@ -116,3 +119,35 @@ class Handle(Protocol):
     def volume_binder(self) -> VolumeBinder:
         """Assume, provision and bind claims (Reserve, Unreserve, PreBind only)."""
         ...
+
+
+class CacheHandle:
+    """The Handle's answers that come from a scheduler's cache, its pending pods
+    and its volume state; the rest is each scheduler's own."""
+
+    def __init__(
+        self, cache: Cache, volumes: VolumeState, pending: Callable[[str], PodInfo | None]
+    ) -> None:
+        self._cache = cache
+        self._volumes = volumes
+        self._pending = pending
+
+    @property
+    def cache(self) -> Cache:
+        return self._cache
+
+    def pod_info(self, key: str) -> PodInfo | None:
+        pending = self._pending(key)
+        if pending is not None:
+            return pending
+        node = self._cache.node_of(key)
+        info = self._cache.nodes.get(node) if node is not None else None
+        return info.pods.get(key) if info is not None else None
+
+    @property
+    def volumes(self) -> VolumeLister:
+        return self._volumes
+
+    @property
+    def volume_binder(self) -> VolumeBinder:
+        return self._volumes

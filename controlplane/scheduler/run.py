@@ -33,8 +33,7 @@ from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler import config as sched_config
 from controlplane.scheduler.binder import ApiClusterWriter, BindError, ThreadExecutor
 from controlplane.scheduler.scheduler import Scheduler, from_config
-from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
-from controlplane.scheduler.volume_state import ApiVolumeWriter
+from controlplane.scheduler.volume_state import watch_storage
 
 log = logging.getLogger("skiff.scheduler")
 Obj = dict[str, Any]
@@ -112,17 +111,7 @@ class SchedulerService:
             lambda obj: s.on_pod_group(obj, deleted=True),
         )
         # Claims, volumes and classes for the volume plugins, which write through the client.
-        s.volumes.writer = ApiVolumeWriter(client)
-        for kind in STORAGE_KINDS:
-            self._watch_storage(kind)
-
-    def _watch_storage(self, kind: str) -> None:
-        on = self.scheduler.on_storage
-        self.factory.informer_for(kind).add_event_handler(
-            lambda obj: on(kind, "ADDED", obj),
-            lambda old, new: on(kind, "MODIFIED", new),
-            lambda obj: on(kind, "DELETED", obj),
-        )
+        watch_storage(self.factory, client, s.volumes, s.on_storage)
 
     def run(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         """Sync the informers, then schedule until `stop` is set."""

@@ -32,7 +32,7 @@ from controlplane.scheduler.config import SchedulerConfig
 from controlplane.scheduler.events import EventHandlers
 from controlplane.scheduler.framework import FitError, Framework
 from controlplane.scheduler.groups import PodGroups
-from controlplane.scheduler.handle import Slots
+from controlplane.scheduler.handle import CacheHandle, Slots
 from controlplane.scheduler.names import DEFAULT_BINDER
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.profile import build_profiles
@@ -47,7 +47,7 @@ from controlplane.scheduler.types import (
     RealClock,
     Status,
 )
-from controlplane.scheduler.volume_state import VolumeBinder, VolumeLister, VolumeState
+from controlplane.scheduler.volume_state import VolumeState
 from controlplane.scheduler.waiting import WaitingPod, WaitingPods
 
 log = logging.getLogger("skiff.scheduler")
@@ -494,23 +494,15 @@ def from_config(
     )
 
 
-class SchedulerHandle:
+class SchedulerHandle(CacheHandle):
     """The `Handle` (handle.py) the scheduler gives its plugins: narrow views of its parts."""
 
     def __init__(self, scheduler: Scheduler) -> None:
+        # (pending_pods is made after the profiles, which need this handle)
+        super().__init__(
+            scheduler.cache, scheduler.volumes, lambda key: scheduler.pending_pods.get(key)
+        )
         self._s = scheduler
-
-    @property
-    def cache(self) -> Cache:
-        return self._s.cache
-
-    def pod_info(self, key: str) -> PodInfo | None:
-        pending = self._s.pending_pods.get(key)
-        if pending is not None:
-            return pending
-        node = self._s.cache.node_of(key)
-        info = self._s.cache.nodes.get(node) if node is not None else None
-        return info.pods.get(key) if info is not None else None
 
     def pod_group(self, key: str) -> Obj | None:
         return self._s.groups.get(key)
@@ -551,11 +543,3 @@ class SchedulerHandle:
 
     def bind(self, pod: PodInfo, node: str) -> Status:
         return self._s.bind_with_writer(pod, node)
-
-    @property
-    def volumes(self) -> VolumeLister:
-        return self._s.volumes
-
-    @property
-    def volume_binder(self) -> VolumeBinder:
-        return self._s.volumes

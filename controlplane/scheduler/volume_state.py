@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from controlplane.api import volumes as v
+from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 
 Obj = dict[str, Any]
@@ -223,6 +224,29 @@ class ApiVolumeWriter:
             {"metadata": {"annotations": {v.SELECTED_NODE_ANNOTATION: node}}},
             m.get("namespace") or "default",
         )
+
+
+def watch_storage(
+    factory: SharedInformerFactory,
+    client: ApiClient,
+    state: VolumeState,
+    on_storage: Callable[[str, str, Obj], None],
+) -> None:
+    """A running scheduler's storage: claims, volumes and classes from `factory`'s
+    informers to `on_storage(kind, type, obj)`, writes through `client`."""
+    state.writer = ApiVolumeWriter(client)
+    for kind in KINDS:
+
+        def added(obj: Obj, kind: str = kind) -> None:
+            on_storage(kind, "ADDED", obj)
+
+        def modified(old: Obj, new: Obj, kind: str = kind) -> None:
+            on_storage(kind, "MODIFIED", new)
+
+        def deleted(obj: Obj, kind: str = kind) -> None:
+            on_storage(kind, "DELETED", obj)
+
+        factory.informer_for(kind).add_event_handler(added, modified, deleted)
 
 
 class InMemoryVolumeWriter:

@@ -84,8 +84,16 @@ def _place(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo) -> str:
         return str(e)
     if not ssn.allocatable(ssn.queues[job.queue], task):
         return f"queue {job.queue} has no room left within its deserved share"
-    stmt.allocate(job, task, result.node)
-    return ""
+    reason = _reserve(ssn, state, task, result.node)
+    if not reason:
+        stmt.allocate(job, task, result.node, state)
+    return reason
+
+
+def _reserve(ssn: Session, state: CycleState, task: PodInfo, node: str) -> str:
+    """Reserve (the volume plugins assume the node's volumes); '' or why not."""
+    st = ssn.framework.run_reserve(state, task, node)
+    return "" if st.ok else "; ".join(st.reasons) or f"reserve on {node} failed"
 
 
 def _gang_message(job: JobInfo, reason: str) -> str:
@@ -132,9 +140,13 @@ def _allocate_job(ssn: Session, job: JobInfo) -> None:
 
 
 def backfill(ssn: Session, enabled: set[str]) -> None:
-    for job in sorted(ssn.jobs.values(), key=ssn.job_key):
-        if job.phase == "Pending" and "enqueue" in enabled:
-            continue
+    wanting = [
+        j
+        for j in ssn.jobs.values()
+        if any(t.best_effort for t in j.pending)
+        and not (j.phase == "Pending" and "enqueue" in enabled)
+    ]
+    for job in sorted(wanting, key=ssn.job_key):
         for task in [t for t in job.pending if t.best_effort]:
             stmt = ssn.statement()
             if not _place(ssn, stmt, job, task):
@@ -144,12 +156,15 @@ def backfill(ssn: Session, enabled: set[str]) -> None:
 # ---- preempt and reclaim ------------------------------------------------------
 
 
-def _fits_on(ssn: Session, task: PodInfo, slot: int) -> bool:
+def _fits_on(ssn: Session, task: PodInfo, slot: int) -> CycleState | None:
+    """The filters' cycle state when `task` fits the node in `slot`, else None."""
     fw, cache = ssn.framework, ssn.cache
     state = CycleState()
     if not fw.run_pre_filter(state, task, cache).ok:
-        return False
-    return len(fw.run_filters(state, task, cache, np.array([slot], np.intp), None)) == 1
+        return None
+    if len(fw.run_filters(state, task, cache, np.array([slot], np.intp), None)) != 1:
+        return None
+    return state
 
 
 Victims = list[tuple[JobInfo, PodInfo]]
@@ -194,8 +209,9 @@ def _make_room(
             pool.remove((vj, v))
             stmt.evict(vj, v)
             taken.append((vj, v))
-            if _fits_on(ssn, task, info.slot):
-                stmt.allocate(job, task, info.name)
+            state = _fits_on(ssn, task, info.slot)
+            if state is not None and not _reserve(ssn, state, task, info.name):
+                stmt.allocate(job, task, info.name, state)
                 return True
         # Not enough here: put this node's victims back.
         for vj, v in reversed(taken):

@@ -3,10 +3,12 @@
 `start(client, stop)` is the `skiff controlplane` component hook, beside the
 default scheduler's: it campaigns for the `kube-system/volcano` Lease (its
 own, so the two schedulers lead independently) and, while leading, runs a
-`BatchService`: shared informers for Pods, Nodes, PodGroups, Queues and
-PriorityClasses feeding a `BatchScheduler`, and a session whenever something
+`BatchService`: shared informers for Pods, Nodes, PodGroups, Queues,
+PriorityClasses and the storage kinds (claims, volumes, classes) feeding a
+`BatchScheduler`, and a session whenever something
 changed (at least every second). Writes go through the API client: binds in
-batches, evictions, PodGroup and Queue status.
+batches, evictions, PodGroup and Queue status, and the volume plugins'
+claimRefs and selected nodes.
 
 The configuration is Volcano's volcano-scheduler.conf, from the file named
 by `SKIFF_VOLCANO_CONFIG` when set (conf.py's default otherwise); a bad file
@@ -31,6 +33,7 @@ from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from controlplane.scheduler.binder import ApiClusterWriter
+from controlplane.scheduler.volume_state import watch_storage
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -73,9 +76,13 @@ class BatchService:
     """One term of batch scheduling."""
 
     def __init__(self, client: ApiClient, conf: batch_conf.Conf) -> None:
-        self.scheduler = BatchScheduler(conf, ApiBatchWriter(client), status_writers=8)
+        self.scheduler = BatchScheduler(
+            conf, ApiBatchWriter(client), status_writers=8, volume_binders=4
+        )
         self.factory = SharedInformerFactory(client)
         s = self.scheduler
+        # Claims, volumes and classes for the volume plugins, which write through the client.
+        watch_storage(self.factory, client, s.volumes, s.on_storage)
         for kind, handler in (
             ("Node", s.on_node),
             ("Pod", s.on_pod),

@@ -2,23 +2,28 @@
 
 `BatchScheduler` keeps the default scheduler's `Cache` (nodes and placed
 pods as arrays), the PodGroups and Queues, and the pending pods whose
-`schedulerName` is `volcano`. `run_session()` snapshots jobs and queues,
-opens the plugins of the configuration tier by tier, runs its actions in
-order, then writes what the session decided: binds (batched), evictions,
-and the PodGroups' and Queues' status (phase, Unschedulable condition with
-the reason, counts) when it changed.
+`schedulerName` is `volcano`. `run_session()` snapshots jobs and queues
+(snapshot.py: rebuilt per group only where something changed), opens the
+plugins of the configuration tier by tier, runs its actions in order, then
+writes what the session decided: binds (batched; one by one after PreBind
+for pods with claims to bind), evictions, and the PodGroups' and Queues'
+status (phase, Unschedulable condition with the reason, counts) when it
+changed, computed again only for groups that changed.
 
 Filters and scores are the default scheduler's plugins, built by their
 factories with this scheduler's `Handle` into one Framework: `predicates`
-brings every filter (without it only NodeResourcesFit and
-NodeUnschedulable), `nodeorder` the default scores with their default
-weights, `binpack` its own score with weight `binpack.weight`.
+brings every filter, the volume plugins included (without it only
+NodeResourcesFit and NodeUnschedulable), `nodeorder` the default scores with
+their default weights, `binpack` its own score with weight `binpack.weight`.
+A placement runs Reserve; its cycle state goes with the bind to PreBind.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,27 +32,20 @@ from typing import Any, Protocol
 from controlplane.api import volcano
 from controlplane.client.clock import Clock, RealClock
 from controlplane.client.errors import NotFound
-from controlplane.scheduler import names, resources
+from controlplane.scheduler import names
 from controlplane.scheduler.batch import actions, binpack, plugins
 from controlplane.scheduler.batch.conf import Conf
-from controlplane.scheduler.batch.session import (
-    DIMS,
-    JobInfo,
-    QueueInfo,
-    Res,
-    Session,
-    Tier,
-    add,
-    req,
-)
-from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
+from controlplane.scheduler.batch.session import JobInfo, QueueInfo, Session, Tier
+from controlplane.scheduler.batch.snapshot import DONE, Snapshots
+from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.events import changed_for_cache
 from controlplane.scheduler.framework import Framework, ProfilePlugin
-from controlplane.scheduler.handle import Slots
-from controlplane.scheduler.podinfo import PodInfo, parse_time
+from controlplane.scheduler.handle import CacheHandle, Slots
+from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.registry import REGISTRY, Factory
 from controlplane.scheduler.types import CycleState, Status, error
-from controlplane.scheduler.volume_state import VolumeBinder, VolumeLister, VolumeState
+from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
+from controlplane.scheduler.volume_state import VolumeState
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -55,6 +53,7 @@ Obj = dict[str, Any]
 FILTERS = (
     names.NODE_UNSCHEDULABLE, names.NODE_NAME, names.TAINT_TOLERATION, names.NODE_AFFINITY,
     names.NODE_PORTS, names.NODE_RESOURCES_FIT, names.NODE_CONDITIONS,
+    names.VOLUME_RESTRICTIONS, names.NODE_VOLUME_LIMITS, names.VOLUME_BINDING, names.VOLUME_ZONE,
     names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY,
 )  # fmt: skip
 SCORES = (names.BALANCED_ALLOCATION, names.IMAGE_LOCALITY)
@@ -82,6 +81,7 @@ class SessionStats:
     bound: int = 0
     evicted: int = 0
     enqueued: int = 0
+    cpu_seconds: float = 0.0  # of the session's thread (what the machine's load does not stretch)
 
 
 @dataclass
@@ -90,34 +90,29 @@ class _Reported:
     queues: dict[str, Obj] = field(default_factory=dict)
 
 
+def _bound_as_assumed(before: Obj, after: Obj) -> bool:
+    """Whether `after` is `before` bound to a node, with nothing else the cache counts changed."""
+    spec = dict(after.get("spec") or {})
+    spec.pop("nodeName", None)
+    return not changed_for_cache(before, {**after, "spec": spec})
+
+
+def _state(queue: Obj) -> Any:
+    return (queue.get("status") or {}).get("state")
+
+
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
 
 
-def _res(raw: Any) -> Res:
-    rl = resources.resource_list(raw) if isinstance(raw, dict) else {}
-    return {d: rl[d] for d in DIMS if d in rl}
-
-
-class BatchHandle:
+class BatchHandle(CacheHandle):
     """The Handle the batch scheduler's filter and score plugins get."""
 
     def __init__(self, s: BatchScheduler) -> None:
+        super().__init__(s.cache, s.volumes, s.pending.get)
         self._s = s
-
-    @property
-    def cache(self) -> Cache:
-        return self._s.cache
-
-    def pod_info(self, key: str) -> PodInfo | None:
-        pending = self._s.pending.get(key)
-        if pending is not None:
-            return pending
-        node = self._s.cache.node_of(key)
-        info = self._s.cache.nodes.get(node) if node is not None else None
-        return info.pods.get(key) if info is not None else None
 
     def pod_group(self, key: str) -> Obj | None:
         return self._s.groups.get(key)
@@ -151,16 +146,6 @@ class BatchHandle:
         errs = self._s.writer.bind_many([(pod.pod, node, None)])
         return error(str(errs[0])) if errs[0] is not None else Status()
 
-    # The session's predicates do not include the volume plugins: an empty,
-    # writerless volume state satisfies the Handle without storage informers.
-    @property
-    def volumes(self) -> VolumeLister:
-        return self._s.volumes
-
-    @property
-    def volume_binder(self) -> VolumeBinder:
-        return self._s.volumes
-
 
 def build_framework(
     conf: Conf, handle: BatchHandle, registry: Mapping[str, Factory] = REGISTRY
@@ -189,8 +174,11 @@ class BatchScheduler:
         writer: BatchWriter,
         clock: Clock | None = None,
         registry: Mapping[str, Factory] = REGISTRY,
-        session_budget: float = 0.4,
+        # Seconds the actions may place pods for; the binds and status writes
+        # after them take about as long again, within the 1 s a session may last.
+        session_budget: float = 0.25,
         status_writers: int = 0,
+        volume_binders: int = 0,
     ) -> None:
         self.conf = conf
         self.writer = writer
@@ -202,7 +190,18 @@ class BatchScheduler:
         self.members: dict[str, set[str]] = {}
         self.queues: dict[str, Obj] = {}
         self.pending: dict[str, PodInfo] = {}
+        # Pods that ran to Succeeded or Failed: out of the cache (their room is
+        # free, as kube-scheduler's informer drops them), kept for the counts.
+        self.finished: dict[str, Obj] = {}
         self.priority_classes: dict[str, int] = {}
+        self.snapshots = Snapshots(
+            self.cache, self.groups, self.members, self.queues, self.pending, self.priority_classes
+        )
+        # Per group, the phase of the last status computed, until when it needs
+        # no computing again (for ever when it equals the one written; the end
+        # of the counts period when only its pod counts moved) unless the group
+        # or its pods change meanwhile, and what else of its job it depends on.
+        self._settled: dict[str, tuple[str, float, tuple[Any, ...]]] = {}
         self.handle = BatchHandle(self)
         self.framework = build_framework(conf, self.handle, registry)
         self.session_budget = session_budget
@@ -218,6 +217,13 @@ class BatchScheduler:
             if status_writers
             else None
         )
+        # Binds whose PreBind has work (claims to bind or provision, then a wait
+        # for the PV controller) go one by one from this pool; None: inline.
+        self._volume_pool: ThreadPoolExecutor | None = (
+            ThreadPoolExecutor(volume_binders, thread_name_prefix="volcano-volumes")
+            if volume_binders
+            else None
+        )
         self.dirty = threading.Event()
         self.stats: list[SessionStats] = []
 
@@ -227,10 +233,17 @@ class BatchScheduler:
         return p.scheduler_name == volcano.SCHEDULER_NAME
 
     def on_pod(self, pod: Obj, deleted: bool = False) -> None:
+        """Track a pod; a session follows unless the event changes nothing a
+        session could act on (a running pod's status write, a bind confirmed)."""
         meta = pod.get("metadata") or {}
         node = (pod.get("spec") or {}).get("nodeName")
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         with self.lock:
+            if deleted:
+                self.finished.pop(key, None)
+            elif node and (pod.get("status") or {}).get("phase") in DONE:
+                self._finish(key, pod)
+                return
             placed = self.cache.nodes.get(node) if node and not deleted else None
             old = placed.pods.get(key) if placed is not None else None
             if (
@@ -239,8 +252,22 @@ class BatchScheduler:
                 and not changed_for_cache(old.pod, pod)
                 and self.cache.refresh_pod(key, pod)
             ):
-                return  # a status write of a placed pod: nothing it counts changed
+                # A status write of a placed pod: nothing it counts changed, but
+                # its phase counts in its group's status.
+                self._changed(old.pod_group)
+                return
+            if old is not None and self.cache.is_assumed(key) and _bound_as_assumed(old.pod, pod):
+                # Our own bind coming back: the pod as parsed, on the node we chose.
+                nominated = (pod.get("status") or {}).get("nominatedNodeName") or ""
+                self.cache.confirm_pod(
+                    dataclasses.replace(old, pod=pod, node_name=str(node), nominated_node=nominated)
+                )
+                self._changed(old.pod_group)
+                return
             p = PodInfo.of(pod, self.priority_classes)
+            if old is not None and old.pod_group != p.pod_group:
+                self._changed(old.pod_group)
+            self._changed(p.pod_group)
             if p.pod_group:
                 if deleted:
                     self.members.get(p.pod_group, set()).discard(p.key)
@@ -251,7 +278,11 @@ class BatchScheduler:
                 self.cache.remove_pod(p.key)
             elif p.node_name:
                 self.pending.pop(p.key, None)
-                if self.cache.is_assumed(p.key) or self.cache.node_of(p.key) != p.node_name:
+                assumed = self.cache.assumed_info(p.key)
+                if assumed is not None and self.cache.node_of(p.key) == p.node_name:
+                    self.cache.confirm_pod(p)  # our own bind, counted already
+                    return
+                if assumed is not None or self.cache.node_of(p.key) != p.node_name:
                     self.cache.add_pod(p)
                 else:
                     self.cache.update_pod(p)
@@ -262,10 +293,35 @@ class BatchScheduler:
                 self.pending.pop(p.key, None)
         self.dirty.set()
 
+    def _finish(self, key: str, pod: Obj) -> None:
+        """A bound pod ran to its end: its room is free, its group counts it."""
+        p = self.pending.pop(key, None)
+        known = self.cache.node_of(key)
+        info = self.cache.nodes.get(known) if known is not None else None
+        old = info.pods.get(key) if info is not None else None
+        self.cache.remove_pod(key)
+        self.finished[key] = pod
+        group = (old or p or PodInfo.of(pod, self.priority_classes)).pod_group
+        if group:
+            self.members.setdefault(group, set()).add(key)
+        self._changed(group)
+        self.dirty.set()
+
+    def _changed(self, group: str) -> None:
+        """Something about this group's pods changed: its snapshot and status are stale."""
+        if group:
+            self.snapshots.invalidate(group)
+            self._settled.pop(group, None)
+
     def on_node(self, node: Obj, deleted: bool = False) -> None:
         with self.lock:
+            name = node["metadata"]["name"]
+            if deleted or name not in self.cache.nodes:
+                # Pods placed on it are lost, or orphans find their node.
+                self.snapshots.invalidate_all()
+                self._settled.clear()
             if deleted:
-                self.cache.remove_node(node["metadata"]["name"])
+                self.cache.remove_node(name)
             else:
                 self.cache.add_node(node)
         self.dirty.set()
@@ -273,8 +329,14 @@ class BatchScheduler:
     def on_pod_group(self, group: Obj, deleted: bool = False) -> None:
         with self.lock:
             key = _key(group)
+            self._settled.pop(key, None)
+            old = self.groups.get(key)
+            if old is not None and not deleted and old.get("spec") == group.get("spec"):
+                self.groups[key] = group  # a status write (ours, mostly): no session for it
+                return
             if deleted:
                 self.groups.pop(key, None)
+                self.snapshots.forget(key)
                 self._reported.pod_groups.pop(key, None)
                 self._count_written.pop(key, None)
             else:
@@ -284,21 +346,37 @@ class BatchScheduler:
     def on_queue(self, queue: Obj, deleted: bool = False) -> None:
         with self.lock:
             name = queue["metadata"]["name"]
+            old = self.queues.get(name)
             if deleted:
                 self.queues.pop(name, None)
             else:
                 self.queues[name] = queue
+                if old is not None and (old.get("spec"), _state(old)) == (
+                    queue.get("spec"),
+                    _state(queue),
+                ):
+                    return  # only its counts moved (our own status write)
         self.dirty.set()
 
     def on_priority_class(self, pc: Obj, deleted: bool = False) -> None:
         name = pc["metadata"]["name"]
-        if deleted:
-            self.priority_classes.pop(name, None)
-        else:
-            self.priority_classes[name] = int(pc.get("value", 0))
+        with self.lock:
+            if deleted:
+                self.priority_classes.pop(name, None)
+            else:
+                self.priority_classes[name] = int(pc.get("value", 0))
+            self.snapshots.invalidate_all()
+
+    def on_storage(self, kind: str, type_: str, obj: Obj) -> None:
+        """A claim, volume or class (for the volume plugins; wakes PreBind's waits)."""
+        self.volumes.on_event(kind, type_, obj)
+        self.dirty.set()
 
     def handle_event(self, kind: str, type_: str, obj: Obj) -> None:
         deleted = type_ == "DELETED"
+        if kind in STORAGE_KINDS:
+            self.on_storage(kind, type_, obj)
+            return
         {
             "Pod": self.on_pod,
             "Node": self.on_node,
@@ -309,73 +387,10 @@ class BatchScheduler:
 
     # ---- the session -----------------------------------------------------------------
 
-    def _snapshot(self) -> tuple[dict[str, JobInfo], dict[str, QueueInfo], Res]:
-        cache = self.cache
-        valid = cache.valid[: cache.n]
-        alloc = cache.alloc[: cache.n][valid]
-        total = {"cpu": int(alloc[:, CPU_COL].sum()), "memory": int(alloc[:, MEM_COL].sum())}
-        queues: dict[str, QueueInfo] = {}
-        for name, q in self.queues.items():
-            spec = q.get("spec") or {}
-            queues[name] = QueueInfo(
-                name,
-                weight=int(spec.get("weight") or 1),
-                capability=_res(spec["capability"]) if spec.get("capability") else None,
-                guarantee=_res((spec.get("guarantee") or {}).get("resource")),
-                reclaimable=spec.get("reclaimable", True) is not False,
-                state=(q.get("status") or {}).get("state") or "Open",
-            )
-        jobs: dict[str, JobInfo] = {}
-        for key, g in self.groups.items():
-            spec = g.get("spec") or {}
-            qname = spec.get("queue") or volcano.DEFAULT_QUEUE
-            if qname not in queues:
-                continue
-            pcn = spec.get("priorityClassName")
-            job = JobInfo(
-                key, g, qname,
-                min_member=int(spec.get("minMember", 1)),
-                min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
-                min_resources=_res(spec.get("minResources")),
-                priority=self.priority_classes.get(pcn, 0) if pcn else 0,
-                created=parse_time((g.get("metadata") or {}).get("creationTimestamp")) or 0.0,
-                phase=(g.get("status") or {}).get("phase") or "Pending",
-            )  # fmt: skip
-            best = None
-            for pk in self.members.get(key, ()):
-                node = cache.node_of(pk)
-                if node is not None:
-                    info = cache.nodes.get(node)
-                    p = info.pods.get(pk) if info is not None else None
-                    if p is None or (p.pod.get("status") or {}).get("phase") in (
-                        "Succeeded", "Failed",
-                    ):  # fmt: skip
-                        continue
-                    job.placed[pk] = p
-                    add(job.allocated, req(p))
-                elif pk in self.pending:
-                    p = self.pending[pk]
-                    job.pending.append(p)
-                else:
-                    continue
-                best = p.priority if best is None else max(best, p.priority)
-            if not pcn and best is not None:
-                job.priority = best
-            job.request = dict(job.allocated)
-            for p in job.pending:
-                add(job.request, req(p))
-            qi = queues[qname]
-            add(qi.allocated, job.allocated)
-            add(qi.request, job.request)
-            if job.phase == "Inqueue" and len(job.placed) < job.min_member:
-                add(qi.inqueue, job.min_resources)
-            jobs[key] = job
-        return jobs, queues, total
-
     def run_session(self) -> SessionStats:
-        start = self.clock.monotonic()
+        start, cpu_start = self.clock.monotonic(), time.thread_time()
         with self.lock:
-            jobs, queues, total = self._snapshot()
+            jobs, queues, total = self.snapshots.take()
             pending = sum(len(j.pending) for j in jobs.values())
             ssn = Session(
                 self.cache, self.framework, jobs, queues, total,
@@ -391,7 +406,11 @@ class BatchScheduler:
             )]:  # fmt: skip
                 del self.evicted_for[gone]
             waiting = set(self.evicted_for)
-            owner = {pk: j for j in jobs.values() for pk in j.placed}
+            owner = (
+                {pk: j for j in jobs.values() for pk in j.placed}
+                if {"preempt", "reclaim"} & set(self.conf.actions)
+                else {}
+            )
             enabled = set(self.conf.actions)
             for name in self.conf.actions:
                 if name == "enqueue":
@@ -407,14 +426,17 @@ class BatchScheduler:
             binds = list(ssn.binds)
             for p, _node in binds:
                 self.pending.pop(p.key, None)
-        self._write_binds(binds)
+            for key in ssn.touched:
+                self._changed(key)
+        self._write_binds(binds, ssn.bind_states)
         for victim in ssn.evictions:
             try:
                 self.writer.evict(victim.pod, victim.grace_seconds)
             except Exception:
                 log.exception("evicting %s", victim.key)
         self._note_victims(ssn, jobs)
-        self._write_status(jobs, queues, ssn)
+        with self.lock:  # against handlers unsettling a group while it is settled here
+            self._write_status(jobs, queues, ssn)
         stats = SessionStats(
             self.clock.monotonic() - start,
             len(jobs),
@@ -422,6 +444,7 @@ class BatchScheduler:
             len(binds),
             len(ssn.evictions),
             len(ssn.enqueued),
+            time.thread_time() - cpu_start,
         )
         self.stats.append(stats)
         if len(self.stats) > 10_000:
@@ -438,7 +461,19 @@ class BatchScheduler:
                 self.evicted_for[job.key] = victims
                 return
 
-    def _write_binds(self, binds: list[tuple[PodInfo, str]]) -> None:
+    def _write_binds(
+        self, all_binds: list[tuple[PodInfo, str]], states: Mapping[str, CycleState]
+    ) -> None:
+        binds = []
+        for p, node in all_binds:
+            state = states.get(p.key)
+            if state is not None and self.framework.pre_bind_has_work(state, p, node):
+                if self._volume_pool is None:
+                    self._bind_with_volumes(p, node, state)
+                else:
+                    self._volume_pool.submit(self._bind_with_volumes, p, node, state)
+            else:
+                binds.append((p, node))
         if not binds:
             return
         try:
@@ -455,7 +490,30 @@ class BatchScheduler:
                     log.warning("bind of %s failed: %s", p.key, err)
                     self.cache.forget_pod(p.key)
                     self.pending[p.key] = p
+                    self._changed(p.pod_group)
             self.cache.finish_binding_many(done)
+
+    def _bind_with_volumes(self, p: PodInfo, node: str, state: CycleState) -> None:
+        """PreBind (bind or provision the pod's claims, wait for the PV controller), then bind."""
+        err: Exception | str | None
+        try:
+            st = self.framework.run_pre_bind(state, p, node)
+            err = "; ".join(st.reasons) or "PreBind failed" if not st.ok else None
+            if err is None:
+                err = self.writer.bind_many([(p.pod, node, None)])[0]
+        except Exception as e:
+            log.exception("binding %s with its volumes", p.key)
+            err = e
+        with self.lock:
+            if err is None:
+                self.cache.finish_binding(p.key)
+            else:
+                log.warning("bind of %s failed: %s", p.key, err)
+                self.framework.run_unreserve(state, p, node)
+                self.cache.forget_pod(p.key)
+                self.pending[p.key] = p
+                self._changed(p.pod_group)
+        self.dirty.set()
 
     # ---- status --------------------------------------------------------------------
 
@@ -468,7 +526,8 @@ class BatchScheduler:
             node = self.cache.node_of(pk)
             info = self.cache.nodes.get(node) if node else None
             p = info.pods.get(pk) if info is not None else None
-            phase = ((p.pod.get("status") or {}).get("phase") if p is not None else None) or ""
+            obj = p.pod if p is not None else self.finished.get(pk)
+            phase = ((obj.get("status") or {}).get("phase") if obj is not None else None) or ""
             if phase.lower() in counts:
                 counts[phase.lower()] += 1
         phase = job.phase
@@ -498,22 +557,32 @@ class BatchScheduler:
             n: {"pending": 0, "running": 0, "inqueue": 0, "completed": 0, "unknown": 0}
             for n in queues
         }
+        now = self.clock.monotonic()
         for job in jobs.values():
+            settled = self._settled.get(job.key)
+            sig = (job.phase, job.unschedulable, len(job.placed), bool(job.pending))
+            if settled is not None and now < settled[1] and sig == settled[2]:
+                phase = settled[0]
+                q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
+                continue
             status = self._group_status(job, ssn)
-            q_counts[job.queue][status["phase"].lower()] = (
-                q_counts[job.queue].get(status["phase"].lower(), 0) + 1
-            )
+            phase = status["phase"].lower()
+            q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
             last = self._reported.pod_groups.get(job.key)
             if last == status:
+                self._settled[job.key] = (phase, float("inf"), sig)
                 continue
-            now = self.clock.monotonic()
+            self._settled.pop(job.key, None)
             if (
                 last is not None
                 and {k: v for k, v in last.items() if k not in COUNTS}
                 == {k: v for k, v in status.items() if k not in COUNTS}
                 and now - self._count_written.get(job.key, 0.0) < COUNTS_PERIOD
             ):
-                continue  # only the pod counts moved: at most one such write per period
+                # Only the pod counts moved: at most one such write per period.
+                until = self._count_written.get(job.key, 0.0) + COUNTS_PERIOD
+                self._settled[job.key] = (phase, until, sig)
+                continue
             self._count_written[job.key] = now
             old = job.group.get("status") or {}
             stamped = dict(status)
@@ -569,18 +638,26 @@ class BatchScheduler:
     # ---- loop ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._status_pool is not None:
-            self._status_pool.shutdown(wait=True, cancel_futures=True)
+        for pool in (self._status_pool, self._volume_pool):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
-    def run(self, stop: threading.Event, period: float = 1.0, min_gap: float = 0.02) -> None:
-        """A session when something changed (at most every `min_gap`), at least every `period`."""
+    def run(self, stop: threading.Event, period: float = 1.0, min_gap: float = 0.05) -> None:
+        """A session when something changed, at least every `period`.
+
+        Between two sessions at least `min_gap`, and at least half as long as
+        the last session took: while events keep coming the sessions take at
+        most two thirds of a core and each gathers more pods, and the API
+        server and controllers beside it keep the rest.
+        """
         while not stop.is_set():
             self.dirty.wait(period)
             if stop.is_set():
                 return
             self.dirty.clear()
+            took = 0.0
             try:
-                self.run_session()
+                took = self.run_session().seconds
             except Exception:
                 log.exception("batch scheduling session failed")
-            stop.wait(min_gap)
+            stop.wait(max(min_gap, took / 2))

@@ -24,6 +24,7 @@ from controlplane.api import volcano
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import Framework
 from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.types import CycleState
 
 Obj = dict[str, Any]
 Res = dict[str, int]
@@ -49,7 +50,12 @@ def le(a: Res, b: Res, dims: Iterable[str] = DIMS) -> bool:
 
 
 def task_name(p: PodInfo) -> str:
-    return str(((p.pod.get("metadata") or {}).get("annotations") or {}).get(volcano.TASK_SPEC, ""))
+    """The pod's task in its job (computed once per parsed pod)."""
+    t: str | None = p.extra.get("_vtask")
+    if t is None:
+        annotations = (p.pod.get("metadata") or {}).get("annotations") or {}
+        t = p.extra["_vtask"] = str(annotations.get(volcano.TASK_SPEC, ""))
+    return t
 
 
 @dataclass
@@ -97,16 +103,27 @@ class JobInfo:
 
 
 class Statement:
-    """Placements and evictions of one gang, committed or discarded together."""
+    """Placements and evictions of one gang, committed or discarded together.
+
+    A placement may carry the cycle state its filters and Reserve left (the
+    volume plugins' plans): discarded, it is unreserved; committed, it goes
+    with the bind, whose PreBind needs it.
+    """
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.placed: list[tuple[JobInfo, PodInfo, str]] = []
         self.evicted: list[tuple[JobInfo, PodInfo, str]] = []
+        self.states: dict[str, CycleState] = {}
 
-    def allocate(self, job: JobInfo, task: PodInfo, node: str) -> None:
+    def allocate(
+        self, job: JobInfo, task: PodInfo, node: str, state: CycleState | None = None
+    ) -> None:
         ssn = self.ssn
+        if state is not None:
+            self.states[task.key] = state
         ssn.cache.assume_pod(task, node)
+        ssn.touched.add(job.key)
         job.pending.remove(task)
         job.placed[task.key] = task
         r = req(task)
@@ -120,6 +137,7 @@ class Statement:
         info = ssn.cache.nodes.get(node)
         if info is not None:
             ssn.cache._unplace(victim, info)
+        ssn.touched.add(job.key)
         job.placed.pop(victim.key, None)
         r = req(victim)
         add(job.allocated, r, -1)
@@ -137,8 +155,15 @@ class Statement:
         add(job.allocated, req(victim))
         add(ssn.queues[job.queue].allocated, req(victim))
 
+    def _unreserve(self) -> None:
+        for _job, task, node in reversed(self.placed):
+            state = self.states.pop(task.key, None)
+            if state is not None:
+                self.ssn.framework.run_unreserve(state, task, node)
+
     def discard(self) -> None:
         ssn = self.ssn
+        self._unreserve()
         for job, task, _node in reversed(self.placed):
             ssn.cache.forget_pod(task.key)
             job.placed.pop(task.key, None)
@@ -164,7 +189,9 @@ class Statement:
     def commit(self) -> None:
         """The placements become binds, the evictions deletions (after the session)."""
         self.ssn.binds.extend((task, node) for _job, task, node in self.placed)
+        self.ssn.bind_states.update(self.states)
         self.ssn.evictions.extend(victim for _job, victim, _node in self.evicted)
+        self.states = {}
         self.placed = []
         self.evicted = []
 
@@ -172,6 +199,7 @@ class Statement:
         """Evict the victims but place nobody yet: the preemptor waits for the room
         to be free (the victims still count until they are gone)."""
         victims = [v for _j, v, _n in self.evicted]
+        self._unreserve()
         for job, task, _node in reversed(self.placed):
             self.ssn.cache.forget_pod(task.key)
             job.placed.pop(task.key, None)
@@ -222,8 +250,11 @@ class Session:
         self.enqueueable_fns: list[Callable[[JobInfo], bool]] = []
         self.pipelined_fns: list[Callable[[JobInfo], bool]] = []
         self.binds: list[tuple[PodInfo, str]] = []
+        self.bind_states: dict[str, CycleState] = {}  # pod key -> its placement's cycle state
         self.evictions: list[PodInfo] = []
         self.enqueued: list[JobInfo] = []
+        # Jobs whose pods a statement placed or evicted (even if discarded since).
+        self.touched: set[str] = set()
         self.deadline = deadline
         self._clock = clock
 

@@ -81,7 +81,8 @@ class Env:
 
     def job(self, name: str, tasks: int, cpu: str = "1", min_member: int | None = None,
             queue: str = "default", priority: int = 0, namespace: str = "default",
-            best_effort: bool = False) -> None:  # fmt: skip
+            best_effort: bool = False, claim: str = "") -> None:  # fmt: skip
+        """A PodGroup and its pods; `claim`: each pod i mounts the claim `<claim>-<i>`."""
         mm = tasks if min_member is None else min_member
         self.sched.on_pod_group({
             "apiVersion": volcano.SCHEDULING_API, "kind": "PodGroup",
@@ -97,6 +98,10 @@ class Env:
                 scheduler_name="volcano", priority=priority,
                 annotations={volcano.GROUP_NAME_ANNOTATION: name, volcano.TASK_SPEC: "t"},
             )  # fmt: skip
+            if claim:
+                pod["spec"]["volumes"] = [
+                    {"name": "data", "persistentVolumeClaim": {"claimName": f"{claim}-{i}"}}
+                ]
             self.sched.on_pod(pod)
 
     def run(self, sessions: int = 3) -> None:
