@@ -211,6 +211,19 @@ def base_env() -> dict[str, str]:
     return env
 
 
+def libvirt_driver(env: dict[str, str]) -> str:
+    """`vmnet.sh driver`: kvm or qemu, with why (its probe boots) said."""
+    with timed("driver probe"):
+        proc = subprocess.run(
+            [str(VMNET), "driver"], env=env, capture_output=True, text=True, timeout=600
+        )
+    if proc.returncode != 0:
+        raise VmError(f"vagrant/vmnet.sh driver failed: {proc.stderr.strip()}")
+    why = proc.stderr.strip().removeprefix("vmnet.sh driver: ")
+    say(f"libvirt driver {why}")
+    return proc.stdout.strip()
+
+
 def build_box(env: dict[str, str]) -> None:
     """The box, built or taken from the cache (phase `box build`)."""
     with timed("box build"):
@@ -241,7 +254,7 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
     preflight()
     env = base_env()
     build_box(env)
-    env["SKIFF_LIBVIRT_DRIVER"] = vmnet("driver", env=env).strip()
+    env["SKIFF_LIBVIRT_DRIVER"] = libvirt_driver(env)
     workdir = Path(tempfile.mkdtemp(prefix="skiff-vm-"))
     env.update(
         VAGRANT_DOTFILE_PATH=str(workdir / "dot"),
@@ -277,7 +290,6 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
                 listener=sockets.listen((f"{NET}.1", REGISTRY_PORT)),
             )
             stack.callback(relay.close)
-        say(f"libvirt driver: {env['SKIFF_LIBVIRT_DRIVER']}")
         everything = ["controlplane", *(n.name for n in cluster.nodes)]
         with timed("boot"):
             _each_machine(cluster, ["up", "--no-provision"], everything, "up")
