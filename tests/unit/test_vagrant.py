@@ -29,6 +29,7 @@ UNIT_ENV = {
     "SKIFF_SERVER": "192.168.56.10:6443",
     "SKIFF_NODE_NAME": "node1",
     "SKIFF_NODE_IP": "192.168.56.11",
+    "SKIFF_CNI_BACKEND": "vxlan",
 }
 
 
@@ -103,6 +104,7 @@ def test_vagrant_validate(tmp_path: Path) -> None:
             "SKIFF_NODES": "5",
             "SKIFF_CP_NODE": "1",
             "SKIFF_SYNC": "rsync",
+            "SKIFF_CNI_BACKEND": "vxlan",
         },
     }
     procs = {}
@@ -168,6 +170,7 @@ def test_agent_unit_flags_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     assert args.node_name == "node1" and args.node_ip == "192.168.56.11"
     assert args.ca_file == "/etc/skiff/ca.crt"
     assert args.runtime_endpoint == "unix:///run/skiff/cri.sock"
+    assert args.cni_backend == "vxlan"
     # The join token comes from the environment file, not the command line.
     assert args.token == "join-token-from-env"
     assert "join-token-from-env" not in argv

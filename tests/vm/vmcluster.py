@@ -159,6 +159,25 @@ class VmCluster:
             f"ssh {machine} {command!r}",
         )
 
+    def kubectl(self, *args: str, timeout: float = 120) -> str:
+        """kubectl on the host, inside the VM network's namespace (where the
+        control-plane VM's address routes), with the fetched kubeconfig."""
+        kubeconfig = str(CREDENTIALS / "kubeconfig")
+        return _run(
+            ["ip", "netns", "exec", NS, "kubectl", "--kubeconfig", kubeconfig, *args],
+            self.env,
+            timeout,
+            "kubectl " + " ".join(args),
+        )
+
+    def provision_nodes(self, **settings: str) -> None:
+        """The node provisioner again on every node at once, with `settings`
+        (SKIFF_* variables) changed: as a user changes a running cluster
+        (`SKIFF_X=... vagrant provision`); later vagrant commands keep them."""
+        self.env.update(settings)
+        names = [n.name for n in self.nodes]
+        _each_machine(self, ["provision", "--provision-with", "node"], names, "reprovision")
+
     def write_ssh_config(self) -> None:
         names = ["controlplane", *(n.name for n in self.nodes)]
         (self.workdir / "ssh_config").write_text(self.vagrant("ssh-config", *names, timeout=300))
@@ -205,7 +224,8 @@ def base_env() -> dict[str, str]:
         SKIFF_NET=NET,
         SKIFF_BOX=BOX,
     )
-    for key in ("SKIFF_MGMT_NET", "SKIFF_LIBVIRT_DRIVER", "SKIFF_CPUS", "SKIFF_MEMORY"):
+    passed = ("SKIFF_MGMT_NET", "SKIFF_LIBVIRT_DRIVER", "SKIFF_CPUS", "SKIFF_MEMORY")
+    for key in (*passed, "SKIFF_CNI_BACKEND"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
