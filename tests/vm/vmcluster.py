@@ -23,6 +23,7 @@ their recorded pids, the namespace), the relays, the credentials it wrote.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -312,7 +313,13 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
             stack.callback(relay.close)
         everything = ["controlplane", *(n.name for n in cluster.nodes)]
         with timed("boot"):
-            _each_machine(cluster, ["up", "--no-provision"], everything, "up")
+            # The first machine alone until its disk exists: a new box's base
+            # volume is uploaded into the pool by whichever `vagrant up` gets
+            # there first, and the others made their disks on the half-copied
+            # volume (their kernels found no root: an initramfs shell).
+            _each_machine(
+                cluster, ["up", "--no-provision"], everything, "up", first_until="Creating image"
+            )
         cluster.write_ssh_config()
         with timed("provision"):
             # install.sh on every VM at once, then the control plane, then
@@ -345,24 +352,33 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
         yield cluster
 
 
-def _each_machine(cluster: VmCluster, args: list[str], names: list[str], label: str) -> None:
+def _each_machine(
+    cluster: VmCluster, args: list[str], names: list[str], label: str, first_until: str = ""
+) -> None:
     """`vagrant ARGS NAME` for every machine at once, one process each (one
     vagrant process bringing up several libvirt machines in its own threads
     stalled here for minutes before starting any domain). Output goes to
-    WORKDIR/NAME-LABEL.log, readable while it runs."""
+    WORKDIR/NAME-LABEL.log, readable while it runs. With `first_until`, the
+    others start once the first machine's output shows that text (or it ended)."""
     procs = {}
-    for name in names:
-        log = (cluster.workdir / f"{name}-{label}.log").open("w")
-        procs[name] = (
-            subprocess.Popen(
-                ["ip", "netns", "exec", NS, "vagrant", *args, name],
-                cwd=VAGRANT_DIR,
-                env=cluster.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            ),
-            log,
+    for i, name in enumerate(names):
+        path = cluster.workdir / f"{name}-{label}.log"
+        log = path.open("w")
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", NS, "vagrant", *args, name],
+            cwd=VAGRANT_DIR,
+            env=cluster.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
+        procs[name] = (proc, log)
+        if i == 0 and first_until:
+            wait_for(
+                functools.partial(_ended_or_said, proc, path, first_until),
+                timeout=1800,
+                interval=1,
+                message=f"vagrant {' '.join(args)} {name}: {first_until!r}",
+            )
     failed = []
     for name, (proc, log) in procs.items():
         proc.wait(timeout=3600)
@@ -372,6 +388,10 @@ def _each_machine(cluster: VmCluster, args: list[str], names: list[str], label: 
             failed.append(f"vagrant {' '.join(args)} {name} failed:\n{out[-3000:]}")
     if failed:
         raise VmError("\n".join(failed))
+
+
+def _ended_or_said(proc: subprocess.Popen[bytes], log: Path, text: str) -> bool:
+    return proc.poll() is not None or text in log.read_text(errors="replace")
 
 
 def _api_port() -> int:
