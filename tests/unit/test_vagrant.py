@@ -26,6 +26,7 @@ UNITS = VAGRANT_DIR / "systemd"
 UNIT_ENV = {
     "SKIFF_ADVERTISE_ADDRESS": "192.168.56.10",
     "SKIFF_API_PORT": "6443",
+    "SKIFF_NODE_GRACE": "120",
     "SKIFF_SERVER": "192.168.56.10:6443",
     "SKIFF_NODE_NAME": "node1",
     "SKIFF_NODE_IP": "192.168.56.11",
@@ -146,6 +147,7 @@ def test_controlplane_unit_flags_parse() -> None:
     assert args.listen == "0.0.0.0:6443"
     assert args.advertise_address == "192.168.56.10"
     assert args.tls_san == ["192.168.56.10"]
+    assert args.node_monitor_grace_period == 120
 
 
 def test_runtime_unit_flags_parse() -> None:

@@ -34,7 +34,6 @@ pytestmark = [
     pytest.mark.timeout(5400),
 ]
 
-GRACE = 40  # the controllers' default --node-monitor-grace-period (the units pass none)
 TOLERATION = 4  # the pods' tolerationSeconds for not-ready/unreachable
 TOLERATIONS = [
     {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": TOLERATION}
@@ -284,7 +283,7 @@ def test_node_powered_off_pods_run_on_the_other(
     vm.virsh("destroy", vm.domain(victim.name))  # power off
     wait_for(
         lambda: node_ready(api, victim.name) != "True",
-        timeout=GRACE + 60,
+        timeout=vm.node_grace + 60,
         interval=1,
         message=f"{victim.name} NotReady",
     )
@@ -295,7 +294,7 @@ def test_node_powered_off_pods_run_on_the_other(
         names = {p["metadata"]["name"] for p in ready}
         return ready if len(ready) == 2 and not (names & lost) else []
 
-    budget = GRACE + TOLERATION + 90
+    budget = vm.node_grace + TOLERATION + 90
     ready = wait_for(moved, timeout=budget, interval=1, message="fo pods on the other node")
     elapsed = time.monotonic() - started
     assert {p["spec"]["nodeName"] for p in ready} == {other.name}

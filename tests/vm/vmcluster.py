@@ -183,6 +183,11 @@ class VmCluster:
         names = ["controlplane", *(n.name for n in self.nodes)]
         (self.workdir / "ssh_config").write_text(self.vagrant("ssh-config", *names, timeout=300))
 
+    @property
+    def node_grace(self) -> int:
+        """Seconds without a heartbeat before a node is NotReady (SKIFF_NODE_GRACE)."""
+        return int(self.env["SKIFF_NODE_GRACE"])
+
     def client(self, timeout: float = 30.0) -> GrpcApiClient:
         return connect(load_config(CREDENTIALS / "admin.conf", server=self.api_address), timeout)
 
@@ -226,7 +231,7 @@ def base_env() -> dict[str, str]:
         SKIFF_BOX=BOX,
     )
     passed = ("SKIFF_MGMT_NET", "SKIFF_LIBVIRT_DRIVER", "SKIFF_CPUS", "SKIFF_MEMORY")
-    for key in (*passed, "SKIFF_CNI_BACKEND"):
+    for key in (*passed, "SKIFF_CNI_BACKEND", "SKIFF_NODE_GRACE"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
@@ -276,6 +281,12 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
     env = base_env()
     build_box(env)
     env["SKIFF_LIBVIRT_DRIVER"] = libvirt_driver(env)
+    # Kubernetes' 40 s without a heartbeat before NotReady: under TCG on a
+    # loaded 2-core host the VMs' agents (and the control plane's own
+    # controller) get a fraction of a CPU, and both nodes went NotReady and
+    # lost their pods in the first scenario.
+    tcg = env["SKIFF_LIBVIRT_DRIVER"] == "qemu"
+    env.setdefault("SKIFF_NODE_GRACE", "120" if tcg else "40")
     workdir = Path(tempfile.mkdtemp(prefix="skiff-vm-"))
     env.update(
         VAGRANT_DOTFILE_PATH=str(workdir / "dot"),
