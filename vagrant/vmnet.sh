@@ -14,8 +14,9 @@
 #                       the networks, the pool (its box volume stays: cache),
 #                       stop the daemons by the pids recorded at `up`, delete
 #                       the namespace. Safe to repeat, also after a failed up.
-#   vmnet.sh driver     print the libvirt domain type to use: kvm when /dev/kvm
-#                       boots a kernel, else qemu (TCG); cached per boot
+#   vmnet.sh driver     print the libvirt domain type to use: kvm when the box's
+#                       kernel boots under KVM, else qemu (TCG), and on stderr
+#                       why (what the bounded probe boots saw); cached per box
 #
 # Env: SKIFF_VM_NS (namespace), SKIFF_NET (private network's first three
 # octets, default 192.168.56), SKIFF_MGMT_NET (the management network's, default
@@ -154,33 +155,82 @@ cmd_down() {
     echo "vmnet.sh: namespace $NS down"
 }
 
+# The probe's marker: the last line a kernel prints when it has run all of
+# its boot and finds no root disk (it then panics; panic=-1 and -no-reboot
+# make QEMU exit at once). Seeing it proves the guest ran, not just started.
+PROBE_MARKER='VFS: Unable to mount root fs'
+
+# probe_boot ACCEL SECONDS KERNEL OUT: boot KERNEL (no disk, no initrd) under
+# ACCEL for at most SECONDS with its serial console in OUT. Sets PROBE_SAID
+# to how it went: "reached the end of its boot in N s", "printed nothing in
+# N s" or "printed N console lines in N s but did not reach the end";
+# returns 0 only in the first case.
+probe_boot() {
+    local accel=$1 bound=$2 kernel=$3 out=$4 started ms lines
+    started=$(date +%s%N)
+    timeout "$bound" nice -n 10 qemu-system-x86_64 -accel "$accel" -m 256 -nodefaults \
+        -display none -no-reboot -serial "file:$out" -kernel "$kernel" \
+        -append "console=ttyS0 panic=-1" 2> "$out.err" || true
+    ms=$(( ($(date +%s%N) - started) / 1000000 ))
+    lines=$(wc -l < "$out" 2>/dev/null || echo 0)
+    if grep -q "$PROBE_MARKER" "$out" 2>/dev/null; then
+        PROBE_SAID="reached the end of its boot in $((ms / 1000)).$(( (ms % 1000) / 100 )) s"
+        return 0
+    fi
+    if [ "$lines" = 0 ]; then
+        PROBE_SAID="printed nothing in $bound s"
+    else
+        PROBE_SAID="printed $lines console lines in $bound s but did not reach the end"
+    fi
+    if [ -s "$out.err" ]; then
+        PROBE_SAID="$PROBE_SAID (qemu said: $(grep -v 'terminating on signal' "$out.err" \
+            | head -n 1 | sed 's/^qemu-system-x86_64: //'))"
+    fi
+    return 1
+}
+
+# Which libvirt domain type runs guests here, and why: prints the driver on
+# stdout and "vmnet.sh driver: DRIVER: WHY" on stderr. /dev/kvm can exist and
+# still not run a guest (nested virtualisation that hangs, with no output at
+# all), while TCG is merely slow: so the box's kernel is booted for real under
+# KVM, bounded (SKIFF_KVM_PROBE_SECONDS, default 20; a working KVM needs about
+# one), and when KVM fails the same kernel under TCG, to tell a broken KVM
+# from a host that boots nothing. Cached per box under /run/skiff-vm.
 cmd_driver() {
     if [ -n "${SKIFF_LIBVIRT_DRIVER:-}" ]; then
+        echo "vmnet.sh driver: $SKIFF_LIBVIRT_DRIVER: set by SKIFF_LIBVIRT_DRIVER (not probed)" >&2
         echo "$SKIFF_LIBVIRT_DRIVER"
         return
     fi
-    local cached=/run/skiff-vm/kvm-probe
+    local box cached driver why work bound=${SKIFF_KVM_PROBE_SECONDS:-20}
+    box=$("$HERE/box/build.sh" --print-path)
+    [ -s "$box" ] || die "missing box: $box (the probe boots its kernel); build it with 'make -C vagrant box'"
+    mkdir -p /run/skiff-vm
+    cached=/run/skiff-vm/kvm-probe-$(basename "$box" .box)
     if [ ! -s "$cached" ]; then
-        # /dev/kvm can exist and still not run a guest (nested virtualisation
-        # that hangs): boot the box's kernel under KVM, without a root disk,
-        # and look for its first console line within 20 s.
-        local kernel box
-        mkdir -p /run/skiff-vm
-        box=$("$HERE/box/build.sh" --print-path)
-        kernel=$(mktemp)
-        echo qemu > "$cached.tmp"
-        if [ -w /dev/kvm ] && [ -s "$box" ] && tar -xzOf "$box" vmlinuz > "$kernel" 2>/dev/null; then
-            timeout 20 nice -n 10 qemu-system-x86_64 -accel kvm -m 256 -display none \
-                -no-reboot -serial stdio -kernel "$kernel" -append "console=ttyS0 panic=-1" \
-                > "$kernel.out" 2>&1 || true
-            if grep -q 'Linux version' "$kernel.out"; then
-                echo kvm > "$cached.tmp"
+        work=$(mktemp -d)
+        tar -xOf "$box" vmlinuz > "$work/vmlinuz" || { rm -rf "$work"; die "$box holds no vmlinuz: rebuild it with 'make -C vagrant box'"; }
+        if [ ! -c /dev/kvm ]; then
+            driver=qemu why="no /dev/kvm on this host: software emulation (TCG)"
+        elif [ ! -w /dev/kvm ]; then
+            driver=qemu why="/dev/kvm is not writable by uid $(id -u): software emulation (TCG)"
+        elif probe_boot kvm "$bound" "$work/vmlinuz" "$work/kvm.out"; then
+            driver=kvm why="the box's kernel under KVM $PROBE_SAID"
+        else
+            why="/dev/kvm is broken: the box's kernel under KVM $PROBE_SAID"
+            if ! probe_boot tcg 300 "$work/vmlinuz" "$work/tcg.out"; then
+                rm -rf "$work"
+                die "no way to run guests: $why, and under TCG it $PROBE_SAID"
             fi
+            driver=qemu why="$why; under TCG it $PROBE_SAID: software emulation (TCG)"
         fi
+        rm -rf "$work"
+        printf '%s\n%s\n' "$driver" "$why" > "$cached.tmp"
         mv -f "$cached.tmp" "$cached"
-        rm -f "$kernel" "$kernel.out"
     fi
-    cat "$cached"
+    driver=$(sed -n 1p "$cached")
+    echo "vmnet.sh driver: $driver: $(sed -n 2p "$cached")" >&2
+    echo "$driver"
 }
 
 case "${1:-}" in

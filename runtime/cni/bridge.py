@@ -106,6 +106,10 @@ def ensure_bridge(sock: nl.Netlink, conf: NetConf) -> nl.Link:
             raise CNIError(GENERIC, f"bridge {conf.bridge} vanished after creation")
     if br.kind and br.kind != "bridge":
         raise CNIError(INVALID_CONFIG, f"{conf.bridge} already exists but is not a bridge")
+    if conf.mtu and br.mtu > conf.mtu:
+        # The bridge predates a smaller MTU (the backend became vxlan): it
+        # must not pass frames its new pods' links cannot take.
+        sock.set_link(br.index, mtu=conf.mtu)
     if not br.flags & nl.IFF_UP:
         sock.set_link(br.index, up=True)
     return br
@@ -154,6 +158,11 @@ def add(args: Args) -> dict[str, Any]:
             pending = _start_rules(args, conf, cid, ips)
         host = nl.Netlink()
         try:
+            backend = args.conf.get("backend")
+            if isinstance(backend, dict) and backend.get("type") == "vxlan":
+                from runtime.cni import routes
+
+                conf.mtu = routes.pod_mtu(host, backend, conf.mtu)
             result = _add_links(args, conf, ns, host, ips, ipam_result, undo)
             if conf.port_mappings:
                 oslib.write_sysctl(f"net/ipv4/conf/{conf.bridge}/route_localnet", "1")

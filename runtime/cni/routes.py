@@ -95,6 +95,25 @@ def _local_ip(sock: nl.Netlink, backend: dict[str, Any], peers: list[Peer]) -> t
     raise CNIError(INVALID_CONFIG, "backend: cannot find the local node IP; set backend.localIP")
 
 
+def pod_mtu(sock: nl.Netlink, backend: dict[str, Any], mtu: int) -> int:
+    """The MTU for the bridge and the pods' links: with `vxlan`, at most the
+    underlay link's MTU less VXLAN_OVERHEAD (a pod's full-size packet must
+    fit in one encapsulated frame; a larger one is dropped on the way, and
+    the bridge drops oversized frames without telling the sender), else
+    `mtu` as configured (0: the kernel's default)."""
+    if backend.get("type") != "vxlan":
+        return mtu
+    try:
+        _, underlay = _local_ip(sock, backend, parse_peers(backend))
+    except CNIError:
+        return mtu  # no local IP known yet: the next ADD after the first peer caps it
+    under = sock.get_link(index=underlay) if underlay else None
+    if under is None or not under.mtu:
+        return mtu
+    cap = under.mtu - VXLAN_OVERHEAD
+    return min(mtu, cap) if mtu else cap
+
+
 def no_masquerade_cidrs(conf: dict[str, Any]) -> list[str]:
     """Pod subnets of peers: traffic to them keeps its pod source address."""
     backend = conf.get("backend")

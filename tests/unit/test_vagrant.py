@@ -26,9 +26,11 @@ UNITS = VAGRANT_DIR / "systemd"
 UNIT_ENV = {
     "SKIFF_ADVERTISE_ADDRESS": "192.168.56.10",
     "SKIFF_API_PORT": "6443",
+    "SKIFF_NODE_GRACE": "120",
     "SKIFF_SERVER": "192.168.56.10:6443",
     "SKIFF_NODE_NAME": "node1",
     "SKIFF_NODE_IP": "192.168.56.11",
+    "SKIFF_CNI_BACKEND": "vxlan",
 }
 
 
@@ -103,6 +105,7 @@ def test_vagrant_validate(tmp_path: Path) -> None:
             "SKIFF_NODES": "5",
             "SKIFF_CP_NODE": "1",
             "SKIFF_SYNC": "rsync",
+            "SKIFF_CNI_BACKEND": "vxlan",
         },
     }
     procs = {}
@@ -144,6 +147,7 @@ def test_controlplane_unit_flags_parse() -> None:
     assert args.listen == "0.0.0.0:6443"
     assert args.advertise_address == "192.168.56.10"
     assert args.tls_san == ["192.168.56.10"]
+    assert args.node_monitor_grace_period == 120
 
 
 def test_runtime_unit_flags_parse() -> None:
@@ -168,6 +172,7 @@ def test_agent_unit_flags_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     assert args.node_name == "node1" and args.node_ip == "192.168.56.11"
     assert args.ca_file == "/etc/skiff/ca.crt"
     assert args.runtime_endpoint == "unix:///run/skiff/cri.sock"
+    assert args.cni_backend == "vxlan"
     # The join token comes from the environment file, not the command line.
     assert args.token == "join-token-from-env"
     assert "join-token-from-env" not in argv

@@ -64,3 +64,12 @@ def test_missing_box(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.fail("a cluster came up without its box")
     assert not netns_exists(vmcluster.NS)
     assert not CREDENTIALS.exists()
+
+
+def test_driver_probe_without_a_box(tmp_path: Path) -> None:
+    """The KVM probe boots the box's kernel: without a box it says so."""
+    env = vmcluster.base_env() | {"SKIFF_VM_CACHE": str(tmp_path)}
+    proc = subprocess.run([str(VMNET), "driver"], env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "missing box" in proc.stderr and "make -C vagrant box" in proc.stderr, proc.stderr
+    assert proc.stdout == ""

@@ -6,13 +6,16 @@ In order: both nodes joined; a Deployment spread over both nodes, pod to pod
 across VMs; a ClusterIP service and its DNS name from a pod on every node; a
 NodePort on every node from outside the cluster; a rolling update with no
 unavailable replica; a node VM powered off, its pods Running on the other
-node within the node-lifecycle budget; the VM powered on again, rejoining.
+node within the node-lifecycle budget; the VM powered on again, rejoining;
+then the nodes switched to the VXLAN backend (re-provisioned, as a user
+would), pods across VMs and a ClusterIP again, with the VXLAN MTU.
 `make test-vm` runs this (marker `vm`, excluded from `make test`).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import threading
 import time
 from typing import Any
@@ -22,7 +25,7 @@ import pytest
 from controlplane.client.apiclient import GrpcApiClient
 from tests.e2e.cluster import helpers as h
 from tests.harness.wait import wait_for
-from tests.vm.vmcluster import VmCluster, VmError, timed
+from tests.vm.vmcluster import VmCluster, VmError, VmNode, timed
 
 pytestmark = [
     pytest.mark.vm,
@@ -31,7 +34,6 @@ pytestmark = [
     pytest.mark.timeout(5400),
 ]
 
-GRACE = 40  # the controllers' default --node-monitor-grace-period (the units pass none)
 TOLERATION = 4  # the pods' tolerationSeconds for not-ready/unreachable
 TOLERATIONS = [
     {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": TOLERATION}
@@ -92,6 +94,10 @@ def node_ready(api: GrpcApiClient, name: str) -> str:
     return str(conds.get("Ready"))
 
 
+def node_is_ready(api: GrpcApiClient, name: str) -> bool:
+    return node_ready(api, name) == "True"
+
+
 @pytest.fixture(scope="module")
 def clients(vm: VmCluster, api: GrpcApiClient) -> list[dict[str, Any]]:
     """A client pod bound to each node."""
@@ -133,6 +139,24 @@ def test_pods_spread_over_both_nodes_and_reach_each_other(
             url = f"http://{dst['status']['podIP']}/"
             got = retrying(fetch_many, vm, client, url, 1, message=f"{client} -> {url}")
             assert got == [dst["metadata"]["name"]]
+
+
+def test_kubectl_from_the_host(vm: VmCluster, clients: list[dict[str, Any]]) -> None:
+    """kubectl on the host, through the VM network's namespace, with the
+    kubeconfig fetch-credentials.sh copied out: the REST API on the control
+    plane's port, and `exec` into a pod on each node (the API server calls
+    each agent over TLS, its serving certificate issued at join by CSR)."""
+    nodes = json.loads(vm.kubectl("get", "nodes", "-o", "json"))["items"]
+    ready = {
+        n["metadata"]["name"]
+        for n in nodes
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
+    }
+    assert {n.name for n in vm.nodes} <= ready, ready
+    for client in clients:
+        name = client["metadata"]["name"]
+        out = vm.kubectl("exec", name, "--", "hostname")
+        assert out.strip() == name
 
 
 def test_clusterip_and_dns_from_every_node(
@@ -259,7 +283,7 @@ def test_node_powered_off_pods_run_on_the_other(
     vm.virsh("destroy", vm.domain(victim.name))  # power off
     wait_for(
         lambda: node_ready(api, victim.name) != "True",
-        timeout=GRACE + 60,
+        timeout=vm.node_grace + 60,
         interval=1,
         message=f"{victim.name} NotReady",
     )
@@ -270,7 +294,7 @@ def test_node_powered_off_pods_run_on_the_other(
         names = {p["metadata"]["name"] for p in ready}
         return ready if len(ready) == 2 and not (names & lost) else []
 
-    budget = GRACE + TOLERATION + 90
+    budget = vm.node_grace + TOLERATION + 90
     ready = wait_for(moved, timeout=budget, interval=1, message="fo pods on the other node")
     elapsed = time.monotonic() - started
     assert {p["spec"]["nodeName"] for p in ready} == {other.name}
@@ -314,3 +338,82 @@ def test_node_vm_back_rejoins(
         assert retrying(fetch_many, vm, client, url, 1, timeout=120, message=url) == [name]
     finally:
         h.delete(api, "Pod", name)
+
+
+VXLAN_DEVICE = "skiff.1"  # the agent's default VNI 1
+BIG = 1_000_000  # bytes: hundreds of full-size frames across the tunnel
+
+
+def vxlan_state(vm: VmCluster, node: VmNode, peer: VmNode, peer_cidr: str) -> list[str]:
+    """[underlay MTU, VXLAN device MTU, route to the peer's pod subnet] on
+    `node`, or [] while the device is not there yet."""
+    script = (
+        f"dev=$(ip -o route get {peer.ip} | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p'); "
+        f"cat /sys/class/net/$dev/mtu /sys/class/net/{VXLAN_DEVICE}/mtu 2>/dev/null "
+        f"&& ip -o route show {peer_cidr}"
+    )
+    try:
+        lines = vm.ssh(node.name, script, timeout=60).strip().splitlines()
+    except VmError:
+        return []
+    return lines if len(lines) == 3 and VXLAN_DEVICE in lines[2] else []
+
+
+def test_vxlan_backend_across_vms(vm: VmCluster, api: GrpcApiClient) -> None:
+    """The nodes re-provisioned with SKIFF_CNI_BACKEND=vxlan: pod subnets now
+    cross the VMs encapsulated; the VXLAN device and every new pod's link
+    carry the underlay's MTU less 50; pods reach each other across VMs (also
+    a response of many full-size frames) and a ClusterIP from each node."""
+    with timed("switch to vxlan (node provisioner again)"):
+        vm.provision_nodes(SKIFF_CNI_BACKEND="vxlan")
+        for n in vm.nodes:
+            ready = functools.partial(node_is_ready, api, n.name)
+            wait_for(ready, timeout=300, interval=2, message=f"{n.name} Ready")
+    cidrs = {n["metadata"]["name"]: n["spec"]["podCIDR"] for n in api.list("Node").items}
+    mtu = 0
+    for node, peer in ((vm.nodes[0], vm.nodes[1]), (vm.nodes[1], vm.nodes[0])):
+        state = wait_for(
+            functools.partial(vxlan_state, vm, node, peer, cidrs[peer.name]),
+            timeout=120,
+            interval=2,
+            message=f"{node.name}: {VXLAN_DEVICE} and its route to {peer.name}'s pods",
+        )
+        assert int(state[1]) == int(state[0]) - 50, state
+        mtu = int(state[1])
+
+    big = h.WHOAMI[2].replace("exec", f"head -c {BIG} /dev/zero >/w/big && exec")
+    serve = [*h.WHOAMI[:2], big]
+    dep = web("vx", 2)
+    dep["spec"]["template"]["spec"]["containers"][0]["command"] = serve
+    names = [f"vxclient-{n.name}" for n in vm.nodes]
+    try:
+        api.create("Deployment", dep, "default")
+        api.create("Service", service("vx"), "default")
+        for n, name in zip(vm.nodes, names, strict=True):
+            api.create("Pod", h.pod(name, h.SLEEPER, node=n.name), "default")
+        clients = [h.wait_pod_running(api, name, timeout=300) for name in names]
+        servers = h.wait_ready_pods(api, {"app": "vx"}, 2, timeout=300)
+        assert {p["spec"]["nodeName"] for p in servers} == {n.name for n in vm.nodes}
+        for client in clients:
+            node = vm.node(client["spec"]["nodeName"])
+            pod_mtu = node.exec(client["metadata"]["name"], ["cat", "/sys/class/net/eth0/mtu"])
+            assert int(pod_mtu) == mtu, f"{node.name}: pod MTU {pod_mtu}, VXLAN {mtu}"
+            for dst in servers:
+                url = f"http://{dst['status']['podIP']}/"
+                got = retrying(fetch_many, vm, client, url, 1, message=f"{client} -> {url}")
+                assert got == [dst["metadata"]["name"]]
+                if dst["spec"]["nodeName"] != node.name:
+                    size = node.exec(
+                        client["metadata"]["name"],
+                        ["sh", "-c", f"wget -q -O - {url}big | wc -c"],
+                        timeout=60,
+                    )
+                    assert int(size) == BIG, f"{node.name} got {size} of {BIG} bytes"
+            ip = api.get("Service", "vx", "default")["spec"]["clusterIP"]
+            seen = retrying(fetch_many, vm, client, f"http://{ip}/", 12, message="ClusterIP")
+            assert set(seen) == {p["metadata"]["name"] for p in servers}, seen
+    finally:
+        for name in names:
+            h.delete(api, "Pod", name)
+        h.delete(api, "Service", "vx")
+        h.delete(api, "Deployment", "vx")

@@ -23,6 +23,7 @@ their recorded pids, the namespace), the relays, the credentials it wrote.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -159,9 +160,33 @@ class VmCluster:
             f"ssh {machine} {command!r}",
         )
 
+    def kubectl(self, *args: str, timeout: float = 120) -> str:
+        """kubectl on the host, inside the VM network's namespace (where the
+        control-plane VM's address routes), with the fetched kubeconfig."""
+        kubeconfig = str(CREDENTIALS / "kubeconfig")
+        return _run(
+            ["ip", "netns", "exec", NS, "kubectl", "--kubeconfig", kubeconfig, *args],
+            self.env,
+            timeout,
+            "kubectl " + " ".join(args),
+        )
+
+    def provision_nodes(self, **settings: str) -> None:
+        """The node provisioner again on every node at once, with `settings`
+        (SKIFF_* variables) changed: as a user changes a running cluster
+        (`SKIFF_X=... vagrant provision`); later vagrant commands keep them."""
+        self.env.update(settings)
+        names = [n.name for n in self.nodes]
+        _each_machine(self, ["provision", "--provision-with", "node"], names, "reprovision")
+
     def write_ssh_config(self) -> None:
         names = ["controlplane", *(n.name for n in self.nodes)]
         (self.workdir / "ssh_config").write_text(self.vagrant("ssh-config", *names, timeout=300))
+
+    @property
+    def node_grace(self) -> int:
+        """Seconds without a heartbeat before a node is NotReady (SKIFF_NODE_GRACE)."""
+        return int(self.env["SKIFF_NODE_GRACE"])
 
     def client(self, timeout: float = 30.0) -> GrpcApiClient:
         return connect(load_config(CREDENTIALS / "admin.conf", server=self.api_address), timeout)
@@ -205,10 +230,24 @@ def base_env() -> dict[str, str]:
         SKIFF_NET=NET,
         SKIFF_BOX=BOX,
     )
-    for key in ("SKIFF_MGMT_NET", "SKIFF_LIBVIRT_DRIVER", "SKIFF_CPUS", "SKIFF_MEMORY"):
+    passed = ("SKIFF_MGMT_NET", "SKIFF_LIBVIRT_DRIVER", "SKIFF_CPUS", "SKIFF_MEMORY")
+    for key in (*passed, "SKIFF_CNI_BACKEND", "SKIFF_NODE_GRACE"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
+
+
+def libvirt_driver(env: dict[str, str]) -> str:
+    """`vmnet.sh driver`: kvm or qemu, with why (its probe boots) said."""
+    with timed("driver probe"):
+        proc = subprocess.run(
+            [str(VMNET), "driver"], env=env, capture_output=True, text=True, timeout=600
+        )
+    if proc.returncode != 0:
+        raise VmError(f"vagrant/vmnet.sh driver failed: {proc.stderr.strip()}")
+    why = proc.stderr.strip().removeprefix("vmnet.sh driver: ")
+    say(f"libvirt driver {why}")
+    return proc.stdout.strip()
 
 
 def build_box(env: dict[str, str]) -> None:
@@ -241,7 +280,13 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
     preflight()
     env = base_env()
     build_box(env)
-    env["SKIFF_LIBVIRT_DRIVER"] = vmnet("driver", env=env).strip()
+    env["SKIFF_LIBVIRT_DRIVER"] = libvirt_driver(env)
+    # Kubernetes' 40 s without a heartbeat before NotReady: under TCG on a
+    # loaded 2-core host the VMs' agents (and the control plane's own
+    # controller) get a fraction of a CPU, and both nodes went NotReady and
+    # lost their pods in the first scenario.
+    tcg = env["SKIFF_LIBVIRT_DRIVER"] == "qemu"
+    env.setdefault("SKIFF_NODE_GRACE", "120" if tcg else "40")
     workdir = Path(tempfile.mkdtemp(prefix="skiff-vm-"))
     env.update(
         VAGRANT_DOTFILE_PATH=str(workdir / "dot"),
@@ -277,10 +322,15 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
                 listener=sockets.listen((f"{NET}.1", REGISTRY_PORT)),
             )
             stack.callback(relay.close)
-        say(f"libvirt driver: {env['SKIFF_LIBVIRT_DRIVER']}")
         everything = ["controlplane", *(n.name for n in cluster.nodes)]
         with timed("boot"):
-            _each_machine(cluster, ["up", "--no-provision"], everything, "up")
+            # The first machine alone until its disk exists: a new box's base
+            # volume is uploaded into the pool by whichever `vagrant up` gets
+            # there first, and the others made their disks on the half-copied
+            # volume (their kernels found no root: an initramfs shell).
+            _each_machine(
+                cluster, ["up", "--no-provision"], everything, "up", first_until="Creating image"
+            )
         cluster.write_ssh_config()
         with timed("provision"):
             # install.sh on every VM at once, then the control plane, then
@@ -313,24 +363,33 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
         yield cluster
 
 
-def _each_machine(cluster: VmCluster, args: list[str], names: list[str], label: str) -> None:
+def _each_machine(
+    cluster: VmCluster, args: list[str], names: list[str], label: str, first_until: str = ""
+) -> None:
     """`vagrant ARGS NAME` for every machine at once, one process each (one
     vagrant process bringing up several libvirt machines in its own threads
     stalled here for minutes before starting any domain). Output goes to
-    WORKDIR/NAME-LABEL.log, readable while it runs."""
+    WORKDIR/NAME-LABEL.log, readable while it runs. With `first_until`, the
+    others start once the first machine's output shows that text (or it ended)."""
     procs = {}
-    for name in names:
-        log = (cluster.workdir / f"{name}-{label}.log").open("w")
-        procs[name] = (
-            subprocess.Popen(
-                ["ip", "netns", "exec", NS, "vagrant", *args, name],
-                cwd=VAGRANT_DIR,
-                env=cluster.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            ),
-            log,
+    for i, name in enumerate(names):
+        path = cluster.workdir / f"{name}-{label}.log"
+        log = path.open("w")
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", NS, "vagrant", *args, name],
+            cwd=VAGRANT_DIR,
+            env=cluster.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
+        procs[name] = (proc, log)
+        if i == 0 and first_until:
+            wait_for(
+                functools.partial(_ended_or_said, proc, path, first_until),
+                timeout=1800,
+                interval=1,
+                message=f"vagrant {' '.join(args)} {name}: {first_until!r}",
+            )
     failed = []
     for name, (proc, log) in procs.items():
         proc.wait(timeout=3600)
@@ -340,6 +399,10 @@ def _each_machine(cluster: VmCluster, args: list[str], names: list[str], label: 
             failed.append(f"vagrant {' '.join(args)} {name} failed:\n{out[-3000:]}")
     if failed:
         raise VmError("\n".join(failed))
+
+
+def _ended_or_said(proc: subprocess.Popen[bytes], log: Path, text: str) -> bool:
+    return proc.poll() is not None or text in log.read_text(errors="replace")
 
 
 def _api_port() -> int:

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Start the control plane on this VM and publish what nodes and the host need
 # (join token, CA certificate, admin credential, kubeconfig) in the synced folder:
-# /skiff/vagrant/.cluster/. Usage: controlplane.sh ADVERTISE_IP [PORT]
+# /skiff/vagrant/.cluster/. Usage: controlplane.sh ADVERTISE_IP [PORT [NODE_GRACE]]
+# (NODE_GRACE: seconds without a node heartbeat before the node is NotReady.)
 set -euo pipefail
 
-IP=${1:?usage: controlplane.sh ADVERTISE_IP [PORT]}
+IP=${1:?usage: controlplane.sh ADVERTISE_IP [PORT [NODE_GRACE]]}
 PORT=${2:-6443}
+GRACE=${3:-40}
 DATA=/var/lib/skiff/controlplane
 OUT=${SKIFF_SYNCED:-/skiff}/vagrant/.cluster
 WAIT=${SKIFF_CP_WAIT:-600}  # seconds; a VM under software emulation (TCG) starts slowly
@@ -13,6 +15,7 @@ WAIT=${SKIFF_CP_WAIT:-600}  # seconds; a VM under software emulation (TCG) start
 cat > /etc/skiff/controlplane.env <<CONF
 SKIFF_ADVERTISE_ADDRESS=$IP
 SKIFF_API_PORT=$PORT
+SKIFF_NODE_GRACE=$GRACE
 CONF
 
 systemctl enable skiff-controlplane.service

@@ -4,6 +4,7 @@
 # Usage: node.sh NODE_NAME NODE_IP CONTROL_PLANE_IP:PORT
 # With SKIFF_REGISTRY_MIRROR set (a URL), the runtime pulls docker.io images
 # from that registry only (for a cluster without internet access).
+# SKIFF_CNI_BACKEND: host-gw (default) or vxlan, how pod subnets cross VMs.
 set -euo pipefail
 
 USAGE="usage: node.sh NODE_NAME NODE_IP CONTROL_PLANE_IP:PORT"
@@ -15,6 +16,11 @@ case "$CP" in
     *) CP="$CP:6443" ;;  # an address without a port: the default port
 esac
 IN=${SKIFF_SYNCED:-/skiff}/vagrant/.cluster
+BACKEND=${SKIFF_CNI_BACKEND:-host-gw}
+case "$BACKEND" in
+    host-gw|vxlan) ;;
+    *) echo "node.sh: SKIFF_CNI_BACKEND=$BACKEND: want host-gw or vxlan" >&2; exit 1 ;;
+esac
 WAIT=${SKIFF_JOIN_WAIT:-900}
 
 # The control-plane VM may still be provisioning (providers bring VMs up in
@@ -38,6 +44,7 @@ SKIFF_SERVER=$CP
 SKIFF_JOIN_TOKEN=$TOKEN
 SKIFF_NODE_NAME=$NAME
 SKIFF_NODE_IP=$IP
+SKIFF_CNI_BACKEND=$BACKEND
 CONF
 
 if [ -n "${SKIFF_REGISTRY_MIRROR:-}" ]; then
@@ -54,4 +61,4 @@ systemctl enable skiff-runtime.service skiff-agent.service
 # restart, not start: re-provisioning picks up new code and a new token
 # (containers outlive a runtime restart: the unit kills only the main process).
 systemctl restart skiff-runtime.service skiff-agent.service
-echo "node.sh: $NAME ($IP) joining $CP"
+echo "node.sh: $NAME ($IP) joining $CP, pod network over $BACKEND"

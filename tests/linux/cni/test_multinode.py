@@ -91,7 +91,7 @@ def test_pods_on_different_nodes_talk(
                 tmp_path / f"n{n}",
                 f"10.251.{x + n}.0/24",
                 backend=backend,
-                mtu=1450 if mode == "vxlan" else 1500,
+                mtu=1500,  # what the agent writes for either backend
             )
             conf["name"] = "cluster"
             if n == 2:
@@ -130,6 +130,11 @@ def test_pods_on_different_nodes_talk(
                 (f"10.251.{x + 3}.0", vtep_mac("10.250.9.3")),
             }
 
+        # With vxlan the pods' links and the bridge carry the underlay's MTU
+        # less the encapsulation (1500 - 50), whatever the config says.
+        want_mtu = 1450 if mode == "vxlan" else 1500
+        assert ip_json("link", "show", "eth0", netns=pods[0])[0]["mtu"] == want_mtu
+        assert ip_json("link", "show", confs[0]["bridge"], netns=nodes[0])[0]["mtu"] == want_mtu
         for i, j in ((0, 1), (1, 2), (2, 0)):
             assert ping(pods[i], ips[j]), f"pod{i + 1} -> pod{j + 1}"
         with tcp_server(pods[1], 8080, "pod2"):

@@ -156,3 +156,16 @@ def test_bad_backends_are_config_errors(backend: dict[str, Any]) -> None:
     with pytest.raises(CNIError) as exc:
         routes.reconcile(FakeNetlink(), {"backend": backend}, [])  # type: ignore[arg-type]
     assert exc.value.code == 7
+
+
+def test_vxlan_pod_mtu_leaves_room_for_the_encapsulation() -> None:
+    sock = FakeNetlink()  # eth0 (MTU 1500) holds 10.250.9.1
+    vxlan: dict[str, Any] = {"type": "vxlan", "localIP": "10.250.9.1", "peers": PEERS}
+    assert routes.pod_mtu(sock, vxlan, 1500) == 1450  # type: ignore[arg-type]
+    assert routes.pod_mtu(sock, vxlan, 0) == 1450  # type: ignore[arg-type]
+    assert routes.pod_mtu(sock, vxlan, 1400) == 1400  # type: ignore[arg-type]
+    host_gw = {"type": "host-gw", "peers": PEERS}
+    assert routes.pod_mtu(sock, host_gw, 1500) == 1500  # type: ignore[arg-type]
+    # No local IP to be found (no peer on a local subnet): as configured.
+    lost = {"type": "vxlan", "peers": [{"nodeIP": "192.0.2.1", "podCIDR": "10.9.0.0/24"}]}
+    assert routes.pod_mtu(sock, lost, 1500) == 1500  # type: ignore[arg-type]
