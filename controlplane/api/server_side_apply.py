@@ -29,7 +29,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from controlplane.api import kinds, rfc3339
+from controlplane.api import crd, kinds, rfc3339
 from controlplane.api.jsoncodec import clone, dumps, loads
 from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Conflict, Invalid
@@ -185,8 +185,9 @@ def _created_doc(kind: str, body: Object) -> dict[str, Any]:
     creates walk only their metadata. Cached as JSON, so no two objects
     share a dict."""
     doc: dict[str, Any] = {}
+    cached = not crd.is_custom(kind)  # a custom kind's list facts change with its CRD
     for key, child in body.items():
-        if key != "metadata" and isinstance(child, dict) and child:
+        if cached and key != "metadata" and isinstance(child, dict) and child:
             raw = dumps(child)
             cache_key = (kind, key, raw)
             hit = _NODES.get(cache_key)
