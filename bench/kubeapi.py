@@ -11,7 +11,8 @@ bench.apiserver does and measures from client processes:
 - `kubectl get pods -A` wall time with 10,000 pods stored (kubectl included),
   beside the server's time for the same Table pages asked back to back and
   the least time kubectl's own rate limiter (5/s after a burst of 10) spreads
-  its page requests over;
+  its page requests over; and the same command with `--chunk-size=0` (one
+  request, so no page waits on the rate limiter);
 - a List of 100,000 pods: paged as client-go's pager does (limit=500, every
   continue token) and unpaged (one streamed response), each read as bytes
   (the server's cost) and read and decoded into dicts.
@@ -204,14 +205,17 @@ def rest_watch_latency(kubeconfig: Path, watchers: int, events: int,
     return p50_p99_ms(latencies)
 
 
-def kubectl_get_all(kubeconfig: Path, expect: int) -> float:
+def kubectl_get_all(kubeconfig: Path, expect: int, *flags: str) -> float:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None, "kubectl is not installed"
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(kubeconfig.parent)}
     subprocess.run([kubectl, "get", "ns"], env=env, check=True, capture_output=True)  # warm
     t0 = time.perf_counter()
     done = subprocess.run(
-        [kubectl, "get", "pods", "-A", "--no-headers"], env=env, check=True, capture_output=True
+        [kubectl, "get", "pods", "-A", "--no-headers", *flags],
+        env=env,
+        check=True,
+        capture_output=True,
     )
     elapsed = time.perf_counter() - t0
     assert done.stdout.count(b"\n") == expect, done.stdout.count(b"\n")
@@ -350,7 +354,10 @@ def kubectl_figures(server: Server, pods: int, figures: dict[str, float]) -> Non
     server_cpu = cpu_seconds(server) - start
     server_wall = table_pages(kubeconfig, pods)
     floor = throttle_floor(pods)
+    # One request for the whole Table: no page waits on the rate limiter.
+    unchunked = kubectl_get_all(kubeconfig, pods, "--chunk-size=0")
     figures["kubectl_get_pods_A_s"] = round(seconds, 3)
+    figures["kubectl_get_pods_A_chunk0_s"] = round(unchunked, 3)
     figures["kubectl_server_cpu_s"] = round(server_cpu, 3)
     figures["kubectl_table_pages_server_s"] = round(server_wall, 3)
     figures["kubectl_throttle_floor_s"] = round(floor, 3)
@@ -358,6 +365,7 @@ def kubectl_figures(server: Server, pods: int, figures: dict[str, float]) -> Non
           f"server CPU {server_cpu:.2f} s); the server answers its "
           f"{-(-pods // KUBECTL_CHUNK)} pages back to back in {server_wall:.2f} s; kubectl's "
           f"rate limiter alone spreads them over {floor:.2f} s", flush=True)  # fmt: skip
+    print(f"  kubectl get pods -A --chunk-size=0 (one request): {unchunked:.2f} s", flush=True)
 
 
 def list_figures(server: Server, pods: int, figures: dict[str, float]) -> None:
