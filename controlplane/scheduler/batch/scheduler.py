@@ -97,6 +97,20 @@ def _bound_as_assumed(before: Obj, after: Obj) -> bool:
     return not changed_for_cache(before, {**after, "spec": spec})
 
 
+def _gone(err: Exception | str) -> bool:
+    """Whether a bind failed because the pod is gone (deleted, replaced by
+    another of the same name, or being deleted): nothing to retry."""
+    chain: list[BaseException] = []
+    e: BaseException | None = err if isinstance(err, BaseException) else None
+    while e is not None and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__
+    if any(isinstance(x, NotFound) for x in chain):
+        return True
+    text = str(err)
+    return "Precondition failed: UID" in text or "is being deleted" in text
+
+
 def _state(queue: Obj) -> Any:
     return (queue.get("status") or {}).get("state")
 
@@ -489,9 +503,20 @@ class BatchScheduler:
                 else:
                     log.warning("bind of %s failed: %s", p.key, err)
                     self.cache.forget_pod(p.key)
-                    self.pending[p.key] = p
+                    self._requeue(p, err)
                     self._changed(p.pod_group)
             self.cache.finish_binding_many(done)
+
+    def _requeue(self, p: PodInfo, err: Exception | str) -> None:
+        """A pod whose bind failed is pending again, unless it is gone: deleted
+        (NotFound), replaced by a pod of another UID or being deleted (the UID
+        precondition or the deletion refused the bind), or its DELETED event
+        came meanwhile (it is no member of its group any more)."""
+        if _gone(err) or (p.pod_group and p.key not in self.members.get(p.pod_group, ())):
+            return
+        now = self.pending.get(p.key)
+        if now is None or now.uid == p.uid:
+            self.pending[p.key] = p
 
     def _bind_with_volumes(self, p: PodInfo, node: str, state: CycleState) -> None:
         """PreBind (bind or provision the pod's claims, wait for the PV controller), then bind."""
@@ -511,7 +536,7 @@ class BatchScheduler:
                 log.warning("bind of %s failed: %s", p.key, err)
                 self.framework.run_unreserve(state, p, node)
                 self.cache.forget_pod(p.key)
-                self.pending[p.key] = p
+                self._requeue(p, err)
                 self._changed(p.pod_group)
         self.dirty.set()
 
