@@ -85,6 +85,12 @@ class SessionStats:
 
 
 @dataclass
+class _Hold:
+    victims: dict[str, str]  # pod key -> uid
+    placements: list[tuple[str, str]]  # (task key, node)
+
+
+@dataclass
 class _Reported:
     pod_groups: dict[str, Obj] = field(default_factory=dict)
     queues: dict[str, Obj] = field(default_factory=dict)
@@ -219,8 +225,10 @@ class BatchScheduler:
         self.handle = BatchHandle(self)
         self.framework = build_framework(conf, self.handle, registry)
         self.session_budget = session_budget
-        # Victims evicted for a job, until they are gone: it does not preempt again.
-        self.evicted_for: dict[str, set[str]] = {}
+        # Per job, the victims evicted for it (by UID: a Volcano Job re-creates
+        # them under the same names) and where its tasks go once they are gone;
+        # meanwhile it does not preempt again and that room is held for it.
+        self.evicted_for: dict[str, _Hold] = {}
         self._reported = _Reported()
         self._count_written: dict[str, float] = {}
         self._status_lock = threading.Lock()
@@ -415,10 +423,7 @@ class BatchScheduler:
                 ssn.tiers.append(tier)
                 for opt in tier_conf:
                     plugins.PLUGINS[opt.name](ssn, tier, opt)
-            for gone in [k for k, vs in self.evicted_for.items() if not any(
-                self.cache.node_of(v) for v in vs
-            )]:  # fmt: skip
-                del self.evicted_for[gone]
+            self._hold_room(ssn, jobs)
             waiting = set(self.evicted_for)
             owner = (
                 {pk: j for j in jobs.values() for pk in j.placed}
@@ -440,6 +445,12 @@ class BatchScheduler:
             binds = list(ssn.binds)
             for p, _node in binds:
                 self.pending.pop(p.key, None)
+            for job, stmt in reversed(ssn.pipelined):
+                self.evicted_for[job.key] = _Hold(
+                    {v.key: v.uid for _j, v, _n in stmt.evicted},
+                    [(t.key, n) for _j, t, n in stmt.placed],
+                )
+                stmt.discard()
             for key in ssn.touched:
                 self._changed(key)
         self._write_binds(binds, ssn.bind_states)
@@ -448,7 +459,6 @@ class BatchScheduler:
                 self.writer.evict(victim.pod, victim.grace_seconds)
             except Exception:
                 log.exception("evicting %s", victim.key)
-        self._note_victims(ssn, jobs)
         with self.lock:  # against handlers unsettling a group while it is settled here
             self._write_status(jobs, queues, ssn)
         stats = SessionStats(
@@ -465,15 +475,35 @@ class BatchScheduler:
             del self.stats[:5_000]
         return stats
 
-    def _note_victims(self, ssn: Session, jobs: dict[str, JobInfo]) -> None:
-        """Remember which starving job the session's victims were evicted for."""
-        if not ssn.evictions:
-            return
-        victims = {v.key for v in ssn.evictions}
-        for job in jobs.values():
-            if job.pending and not ssn.job_ready(job) and job.key not in self.evicted_for:
-                self.evicted_for[job.key] = victims
-                return
+    def _placed(self, key: str, uid: str) -> PodInfo | None:
+        """The pod placed under `key` when it is still the one with `uid`."""
+        node = self.cache.node_of(key)
+        info = self.cache.nodes.get(node) if node is not None else None
+        p = info.pods.get(key) if info is not None else None
+        return p if p is not None and p.uid == uid else None
+
+    def _hold_room(self, ssn: Session, jobs: dict[str, JobInfo]) -> None:
+        """Room freed for a preemptor is its own: while some of its victims still
+        terminate its tasks are placed there for the session (pipelined, not
+        bound); once all are gone they are bound there. A hold that no longer
+        fits is dropped (the job may preempt again)."""
+        owner: dict[str, JobInfo] | None = None
+        for key, hold in list(self.evicted_for.items()):
+            job = jobs.get(key)
+            if job is None:
+                del self.evicted_for[key]
+                continue
+            left = [p for k, uid in hold.victims.items() if (p := self._placed(k, uid)) is not None]
+            if owner is None:
+                owner = {pk: j for j in jobs.values() for pk in j.placed}
+            stmt = actions.pipeline(ssn, job, left, hold.placements, owner)
+            if stmt is None:
+                del self.evicted_for[key]
+            elif left:
+                ssn.pipelined.append((job, stmt))
+            else:
+                stmt.commit()
+                del self.evicted_for[key]
 
     def _write_binds(
         self, all_binds: list[tuple[PodInfo, str]], states: Mapping[str, CycleState]

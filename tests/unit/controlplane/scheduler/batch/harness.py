@@ -26,6 +26,8 @@ class Cluster:
         self.pods: dict[str, Obj] = {}
         self.statuses: dict[tuple[str, str], Obj] = {}
         self.evicted: list[str] = []
+        # Graceful: an evicted pod terminates (deletionTimestamp) until `finish`.
+        self.graceful = False
 
     def bind_many(
         self, items: list[tuple[Obj, str, dict[str, str] | None]]
@@ -44,8 +46,28 @@ class Cluster:
         assert self.sched is not None
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         self.evicted.append(key)
+        if self.graceful:
+            going = copy.deepcopy(self.pods[key])
+            going["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z"
+            self.pods[key] = going
+            self.sched.on_pod(going)
+            return
         self.pods.pop(key, None)
         self.sched.on_pod(pod, deleted=True)
+
+    def finish(self, key: str, recreate: bool = False) -> None:
+        """A terminating pod is gone; `recreate`: its controller makes it again
+        under the same name (a new UID, pending)."""
+        assert self.sched is not None
+        pod = self.pods.pop(key)
+        self.sched.on_pod(pod, deleted=True)
+        if recreate:
+            again = copy.deepcopy(pod)
+            again["metadata"].pop("deletionTimestamp", None)
+            again["metadata"]["uid"] += "-again"
+            again["spec"].pop("nodeName", None)
+            again["status"] = {}
+            self.sched.on_pod(again)
 
     def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         assert self.sched is not None

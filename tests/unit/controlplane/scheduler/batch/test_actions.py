@@ -119,6 +119,29 @@ def test_preempt_by_priority_inside_a_queue() -> None:
     assert len(env.cluster.evicted) == 3 and all("low" in k for k in env.cluster.evicted)
 
 
+def test_preempt_when_the_victims_are_made_again_under_their_names() -> None:
+    """A Volcano Job re-creates its evicted pods under the same names: the
+    preemptor is not fooled into waiting for ever, and the room freed one
+    victim at a time is held for it, not given to the re-made pods."""
+    env = Env(PREEMPT)
+    env.cluster.graceful = True
+    env.nodes(2)  # 8 cpus
+    env.job("low", 8, min_member=1, priority=1)
+    env.run()
+    assert _share(env, "low") == 8
+    env.job("high", 3, priority=100)
+    env.run()
+    victims = list(env.cluster.evicted)
+    assert len(victims) == 3 and not env.bound("high")
+    for key in victims:
+        env.cluster.finish(key, recreate=True)
+        env.run(2)
+        if key != victims[-1]:
+            assert not env.bound("high")
+    assert len(env.bound("high")) == 3
+    assert len(env.bound("low")) == 5 and len(env.cluster.evicted) == 3
+
+
 def test_no_eviction_for_a_gang_that_would_still_not_fit() -> None:
     env = Env(PREEMPT)
     env.nodes(2)
