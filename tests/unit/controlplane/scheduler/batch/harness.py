@@ -103,7 +103,8 @@ class Env:
 
     def job(self, name: str, tasks: int, cpu: str = "1", min_member: int | None = None,
             queue: str = "default", priority: int = 0, namespace: str = "default",
-            best_effort: bool = False, claim: str = "") -> None:  # fmt: skip
+            best_effort: bool = False, claim: str = "", memory: str | None = None,
+            ) -> None:  # fmt: skip
         """A PodGroup and its pods; `claim`: each pod i mounts the claim `<claim>-<i>`."""
         mm = tasks if min_member is None else min_member
         self.sched.on_pod_group({
@@ -117,6 +118,7 @@ class Env:
         for i in range(tasks):
             pod = make_pod(
                 f"{name}-t-{i}", cpu=None if best_effort else cpu, namespace=namespace,
+                memory=None if best_effort else memory,
                 scheduler_name="volcano", priority=priority,
                 annotations={volcano.GROUP_NAME_ANNOTATION: name, volcano.TASK_SPEC: "t"},
             )  # fmt: skip

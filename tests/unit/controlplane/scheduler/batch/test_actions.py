@@ -67,6 +67,25 @@ def test_reclaim_gives_a_new_queue_its_deserved_share() -> None:
     assert all(any(k.startswith(f"default/a{i}-") for k in placed) for i in range(4))
 
 
+def test_reclaim_one_to_three_with_memory_requests() -> None:
+    """Queue a fills the cluster; b (weight 3) comes: a is over its cpu share
+    but at its memory share (b asks less memory than 3/4 of it, so a's share
+    of memory grows), and reclaim still gives b its 75% of the cpus."""
+    env = Env(RECLAIM)
+    env.nodes(8)  # 32 cpus, 64Gi
+    env.queue("a", weight=1)
+    env.queue("b", weight=3)
+    for i in range(16):
+        env.job(f"a{i}", 2, min_member=1, queue="a", memory="1Gi")
+    env.run()
+    assert _share(env, "a") == 32
+    for i in range(16):
+        env.job(f"b{i}", 2, queue="b", memory="1Gi")
+    env.run(8)
+    a, b = _share(env, "a"), _share(env, "b")
+    assert abs(a / 32 - 0.25) <= 0.05 and abs(b / 32 - 0.75) <= 0.05, (a, b)
+
+
 def test_reclaim_respects_reclaimable_false() -> None:
     env = Env(RECLAIM)
     env.nodes(2)
