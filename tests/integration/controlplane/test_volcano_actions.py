@@ -11,6 +11,7 @@ end to end. Every test removes its Jobs and waits for their pods to go.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -273,6 +274,9 @@ def test_priority_preempts_a_volcano_job_that_makes_its_pods_again(
                 and p["metadata"].get("deletionTimestamp")
             ]
 
+        def placed(name: str) -> bool:
+            return bool(api.get("Pod", name, "default")["spec"].get("nodeName"))
+
         wait_for(lambda: len(terminating()) == 3, timeout=60, message="three victims evicted")
         for i, victim in enumerate(terminating()):
             name, uid = victim["metadata"]["name"], victim["metadata"]["uid"]
@@ -280,7 +284,7 @@ def test_priority_preempts_a_volcano_job_that_makes_its_pods_again(
 
             def made_again(name: str = name, uid: str = uid) -> bool:
                 try:
-                    return api.get("Pod", name, "default")["metadata"]["uid"] != uid
+                    return bool(api.get("Pod", name, "default")["metadata"]["uid"] != uid)
                 except NotFound:
                     return False
 
@@ -288,11 +292,7 @@ def test_priority_preempts_a_volcano_job_that_makes_its_pods_again(
             mark = {**low_pod(1000 + i), "metadata": {"name": f"mark-{i}", "namespace": "default"}}
             mark["spec"]["containers"][0]["resources"] = {}
             api.create("Pod", mark, "default")
-            wait_for(
-                lambda i=i: bool(api.get("Pod", f"mark-{i}", "default")["spec"].get("nodeName")),
-                timeout=30,
-                message="a session after it",
-            )
+            wait_for(functools.partial(placed, f"mark-{i}"), timeout=30, message="a session after")
         wait_for(lambda: len(bound(api, "high")) == 3, timeout=30, message="high placed")
         assert len(bound(api, "low")) == total - 3
     finally:
