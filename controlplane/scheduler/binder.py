@@ -69,6 +69,13 @@ class ThreadExecutor:
         self.pool.shutdown(wait=True)
 
 
+def _refused(cause: Exception) -> BindError:
+    """The BindError of one refused binding, its API error kept as the cause."""
+    err = BindError(str(cause))
+    err.__cause__ = cause
+    return err
+
+
 def bind_each(
     bind: Callable[[Obj, str, dict[str, str] | None], None],
     items: list[tuple[Obj, str, dict[str, str] | None]],
@@ -190,7 +197,7 @@ class ApiClusterWriter:
                 err = e if isinstance(e, BindError) else BindError(str(e))
                 out.extend([err] * len(chunk))
                 continue
-            out.extend(BindError(str(r)) if isinstance(r, Exception) else None for r in results)
+            out.extend(_refused(r) if isinstance(r, Exception) else None for r in results)
         return out
 
     def set_nominated_node(self, pod: Obj, node: str) -> None:

@@ -9,7 +9,8 @@
 - preempt: inside a queue, a starving job takes the room of lower-ranked
   jobs' tasks (plugins' `preemptable`), node by node; the victims are
   evicted only if the whole gang fits afterwards, and the gang waits for them
-  to go (nothing is bound on top of a terminating pod).
+  to go (nothing is bound on top of a terminating pod), its room held for it
+  (`pipeline`: its tasks placed there each session, not bound).
 - reclaim: the same across queues: a queue below its deserved share takes
   back from reclaimable queues above theirs (plugins' `reclaimable`).
 - backfill: best-effort tasks (no requests) go wherever the filters allow.
@@ -222,6 +223,34 @@ def _make_room(
 Candidate = Callable[[Session, JobInfo, JobInfo], bool]
 
 
+def pipeline(
+    ssn: Session,
+    job: JobInfo,
+    victims: list[PodInfo],
+    placements: list[tuple[str, str]],
+    owner: dict[str, JobInfo],
+) -> Statement | None:
+    """Place `job`'s tasks again where room was freed for them, taking its
+    victims still terminating out of the way (in the statement returned, which
+    the caller commits or keeps pipelined); None when that no longer fits."""
+    stmt = ssn.statement()
+    for v in victims:
+        vj = owner.get(v.key)
+        if vj is None:
+            stmt.discard()
+            return None
+        stmt.evict(vj, v)
+    pending = {t.key: t for t in job.pending}
+    for key, node in placements:
+        task, info = pending.get(key), ssn.cache.nodes.get(node)
+        state = _fits_on(ssn, task, info.slot) if task and info else None
+        if task is None or state is None or _reserve(ssn, state, task, node):
+            stmt.discard()
+            return None
+        stmt.allocate(job, task, node, state)
+    return stmt
+
+
 def _same_queue(ssn: Session, job: JobInfo, victim: JobInfo) -> bool:
     return victim.queue == job.queue
 
@@ -264,7 +293,7 @@ def _take(
         if not placed and not _make_room(ssn, stmt, job, task, owner, candidate, select):
             break
     if ssn.job_ready(job) and stmt.evicted:
-        stmt.commit_evictions()  # the gang binds once its room is free
+        stmt.commit_evictions(job)  # the gang binds once its room is free
     elif ssn.job_ready(job):
         stmt.commit()
     else:

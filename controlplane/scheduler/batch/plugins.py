@@ -13,8 +13,9 @@ Volcano's semantics, our code:
 - proportion: each queue's deserved share of the cluster by weight (water
   filling, capped by capability and by what it asks, at least its guarantee);
   queues by share of deserved; an overused queue gets nothing; a task fits its
-  queue only within deserved; victims only from reclaimable queues above
-  their deserved share (and never below their guarantee); a job is enqueued
+  queue only within deserved; victims only from reclaimable queues over
+  their deserved share in a dimension the victim requests (never below
+  their guarantee); a job is enqueued
   only into an Open queue, within its capability and its deserved share (or
   when it outranks a running job of its queue: it may preempt).
 - overcommit: a job is enqueued while the cluster's allocatable times
@@ -206,8 +207,11 @@ def proportion(ssn: Session, tier: Tier, opt: PluginOption) -> None:
             alloc = left.setdefault(q.name, dict(q.allocated))
             after = dict(alloc)
             add(after, req(v), -1)
+            # Over its deserved share in some dimension the victim holds (as
+            # Volcano: not allocated <= deserved in those), so a queue over its
+            # cpu share but under its memory share still gives back.
             dims = [d for d in DIMS if req(v).get(d)]
-            if le(q.deserved, after, dims) and le(q.guarantee, after, q.guarantee):
+            if not le(alloc, q.deserved, dims) and le(q.guarantee, after, q.guarantee):
                 left[q.name] = after
                 out.append((vj, v))
         return out

@@ -85,6 +85,12 @@ class SessionStats:
 
 
 @dataclass
+class _Hold:
+    victims: dict[str, str]  # pod key -> uid
+    placements: list[tuple[str, str]]  # (task key, node)
+
+
+@dataclass
 class _Reported:
     pod_groups: dict[str, Obj] = field(default_factory=dict)
     queues: dict[str, Obj] = field(default_factory=dict)
@@ -95,6 +101,20 @@ def _bound_as_assumed(before: Obj, after: Obj) -> bool:
     spec = dict(after.get("spec") or {})
     spec.pop("nodeName", None)
     return not changed_for_cache(before, {**after, "spec": spec})
+
+
+def _gone(err: Exception | str) -> bool:
+    """Whether a bind failed because the pod is gone (deleted, replaced by
+    another of the same name, or being deleted): nothing to retry."""
+    chain: list[BaseException] = []
+    e: BaseException | None = err if isinstance(err, BaseException) else None
+    while e is not None and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__
+    if any(isinstance(x, NotFound) for x in chain):
+        return True
+    text = str(err)
+    return "Precondition failed: UID" in text or "is being deleted" in text
 
 
 def _state(queue: Obj) -> Any:
@@ -205,8 +225,10 @@ class BatchScheduler:
         self.handle = BatchHandle(self)
         self.framework = build_framework(conf, self.handle, registry)
         self.session_budget = session_budget
-        # Victims evicted for a job, until they are gone: it does not preempt again.
-        self.evicted_for: dict[str, set[str]] = {}
+        # Per job, the victims evicted for it (by UID: a Volcano Job re-creates
+        # them under the same names) and where its tasks go once they are gone;
+        # meanwhile it does not preempt again and that room is held for it.
+        self.evicted_for: dict[str, _Hold] = {}
         self._reported = _Reported()
         self._count_written: dict[str, float] = {}
         self._status_lock = threading.Lock()
@@ -401,10 +423,7 @@ class BatchScheduler:
                 ssn.tiers.append(tier)
                 for opt in tier_conf:
                     plugins.PLUGINS[opt.name](ssn, tier, opt)
-            for gone in [k for k, vs in self.evicted_for.items() if not any(
-                self.cache.node_of(v) for v in vs
-            )]:  # fmt: skip
-                del self.evicted_for[gone]
+            self._hold_room(ssn, jobs)
             waiting = set(self.evicted_for)
             owner = (
                 {pk: j for j in jobs.values() for pk in j.placed}
@@ -426,6 +445,12 @@ class BatchScheduler:
             binds = list(ssn.binds)
             for p, _node in binds:
                 self.pending.pop(p.key, None)
+            for job, stmt in reversed(ssn.pipelined):
+                self.evicted_for[job.key] = _Hold(
+                    {v.key: v.uid for _j, v, _n in stmt.evicted},
+                    [(t.key, n) for _j, t, n in stmt.placed],
+                )
+                stmt.discard()
             for key in ssn.touched:
                 self._changed(key)
         self._write_binds(binds, ssn.bind_states)
@@ -434,7 +459,6 @@ class BatchScheduler:
                 self.writer.evict(victim.pod, victim.grace_seconds)
             except Exception:
                 log.exception("evicting %s", victim.key)
-        self._note_victims(ssn, jobs)
         with self.lock:  # against handlers unsettling a group while it is settled here
             self._write_status(jobs, queues, ssn)
         stats = SessionStats(
@@ -451,15 +475,35 @@ class BatchScheduler:
             del self.stats[:5_000]
         return stats
 
-    def _note_victims(self, ssn: Session, jobs: dict[str, JobInfo]) -> None:
-        """Remember which starving job the session's victims were evicted for."""
-        if not ssn.evictions:
-            return
-        victims = {v.key for v in ssn.evictions}
-        for job in jobs.values():
-            if job.pending and not ssn.job_ready(job) and job.key not in self.evicted_for:
-                self.evicted_for[job.key] = victims
-                return
+    def _placed(self, key: str, uid: str) -> PodInfo | None:
+        """The pod placed under `key` when it is still the one with `uid`."""
+        node = self.cache.node_of(key)
+        info = self.cache.nodes.get(node) if node is not None else None
+        p = info.pods.get(key) if info is not None else None
+        return p if p is not None and p.uid == uid else None
+
+    def _hold_room(self, ssn: Session, jobs: dict[str, JobInfo]) -> None:
+        """Room freed for a preemptor is its own: while some of its victims still
+        terminate its tasks are placed there for the session (pipelined, not
+        bound); once all are gone they are bound there. A hold that no longer
+        fits is dropped (the job may preempt again)."""
+        owner: dict[str, JobInfo] | None = None
+        for key, hold in list(self.evicted_for.items()):
+            job = jobs.get(key)
+            if job is None:
+                del self.evicted_for[key]
+                continue
+            left = [p for k, uid in hold.victims.items() if (p := self._placed(k, uid)) is not None]
+            if owner is None:
+                owner = {pk: j for j in jobs.values() for pk in j.placed}
+            stmt = actions.pipeline(ssn, job, left, hold.placements, owner)
+            if stmt is None:
+                del self.evicted_for[key]
+            elif left:
+                ssn.pipelined.append((job, stmt))
+            else:
+                stmt.commit()
+                del self.evicted_for[key]
 
     def _write_binds(
         self, all_binds: list[tuple[PodInfo, str]], states: Mapping[str, CycleState]
@@ -489,9 +533,20 @@ class BatchScheduler:
                 else:
                     log.warning("bind of %s failed: %s", p.key, err)
                     self.cache.forget_pod(p.key)
-                    self.pending[p.key] = p
+                    self._requeue(p, err)
                     self._changed(p.pod_group)
             self.cache.finish_binding_many(done)
+
+    def _requeue(self, p: PodInfo, err: Exception | str) -> None:
+        """A pod whose bind failed is pending again, unless it is gone: deleted
+        (NotFound), replaced by a pod of another UID or being deleted (the UID
+        precondition or the deletion refused the bind), or its DELETED event
+        came meanwhile (it is no member of its group any more)."""
+        if _gone(err) or (p.pod_group and p.key not in self.members.get(p.pod_group, ())):
+            return
+        now = self.pending.get(p.key)
+        if now is None or now.uid == p.uid:
+            self.pending[p.key] = p
 
     def _bind_with_volumes(self, p: PodInfo, node: str, state: CycleState) -> None:
         """PreBind (bind or provision the pod's claims, wait for the PV controller), then bind."""
@@ -511,7 +566,7 @@ class BatchScheduler:
                 log.warning("bind of %s failed: %s", p.key, err)
                 self.framework.run_unreserve(state, p, node)
                 self.cache.forget_pod(p.key)
-                self.pending[p.key] = p
+                self._requeue(p, err)
                 self._changed(p.pod_group)
         self.dirty.set()
 

@@ -195,20 +195,14 @@ class Statement:
         self.placed = []
         self.evicted = []
 
-    def commit_evictions(self) -> None:
-        """Evict the victims but place nobody yet: the preemptor waits for the room
-        to be free (the victims still count until they are gone)."""
-        victims = [v for _j, v, _n in self.evicted]
-        self._unreserve()
-        for job, task, _node in reversed(self.placed):
-            self.ssn.cache.forget_pod(task.key)
-            job.placed.pop(task.key, None)
-            job.pending.append(task)
-            add(job.allocated, req(task), -1)
-            add(self.ssn.queues[job.queue].allocated, req(task), -1)
-        self.placed = []
-        self._restore_victims()
-        self.ssn.evictions.extend(victims)
+    def commit_evictions(self, job: JobInfo) -> None:
+        """Evict the victims but bind nobody yet: the preemptor's tasks stay placed
+        for the rest of the session (Volcano's pipelined tasks), so that the room
+        is not given to anyone else nor its victims chosen again; the scheduler
+        discards the statement when the session ends and holds the room for the
+        job until its victims are gone."""
+        self.ssn.evictions.extend(v for _j, v, _n in self.evicted)
+        self.ssn.pipelined.append((job, self))
 
 
 KeyFn = Callable[[Any], Any]
@@ -253,6 +247,9 @@ class Session:
         self.bind_states: dict[str, CycleState] = {}  # pod key -> its placement's cycle state
         self.evictions: list[PodInfo] = []
         self.enqueued: list[JobInfo] = []
+        # Jobs waiting for room being freed for them, their tasks placed there
+        # until the session ends (never bound in this session).
+        self.pipelined: list[tuple[JobInfo, Statement]] = []
         # Jobs whose pods a statement placed or evicted (even if discarded since).
         self.touched: set[str] = set()
         self.deadline = deadline

@@ -11,6 +11,7 @@ end to end. Every test removes its Jobs and waits for their pods to go.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -216,11 +217,8 @@ def low_pod(i: int) -> dict[str, Any]:
 
 def test_priority_preempts_inside_a_queue(api: GrpcApiClient, jobs: list[str]) -> None:
     """A gang of higher priority evicts three low-priority pods of the same
-    (default) queue and runs whole. The victims are plain pods: a Volcano
-    Job would make its evicted pods again under the same names, and the
-    scheduler, which follows its victims by name, then waits for them to go
-    forever while the room they left goes back to the lower priority
-    (reported, not changed here: the scheduler is another engineer's)."""
+    (default) queue and runs whole. The victims are plain pods (a Volcano Job
+    as the victim: the test after this one)."""
     for i in range(NODES * CPUS):
         api.create("Pod", low_pod(i), "default")
 
@@ -237,6 +235,69 @@ def test_priority_preempts_inside_a_queue(api: GrpcApiClient, jobs: list[str]) -
     create(api, jobs, vcjob("high", 3, 3, priority="vc-high"))
     wait_for(lambda: len(bound(api, "high")) == 3, timeout=60, message="high placed")
     assert len(low()) == NODES * CPUS - 3
+
+
+HOLD = "skiff.test/hold"
+
+
+def _hold(api: GrpcApiClient, name: str, on: bool) -> None:
+    """A finalizer keeps a deleted pod terminating until the test lets it go."""
+    try:
+        api.patch("Pod", name, {"metadata": {"finalizers": [HOLD] if on else None}}, "default")
+    except NotFound:
+        pass
+
+
+def test_priority_preempts_a_volcano_job_that_makes_its_pods_again(
+    api: GrpcApiClient, jobs: list[str]
+) -> None:
+    """The victims belong to a Volcano Job, which makes its evicted pods again
+    under the same names. The victims go one at a time (a finalizer holds
+    each), and after each a session runs (a best-effort pod made then is
+    bound): the room each leaves is held for the gang of higher priority, not
+    given to the re-made low-priority pods, and the gang, which follows its
+    victims by UID, runs whole once they are gone."""
+    total = NODES * CPUS
+    create(api, jobs, vcjob("low", total, 1, priority="vc-low"))
+    wait_for(lambda: len(bound(api, "low")) == total, timeout=60, message="low fills")
+    names = [p["metadata"]["name"] for p in bound(api, "low")]
+    try:
+        for name in names:
+            _hold(api, name, True)
+        create(api, jobs, vcjob("high", 3, 3, priority="vc-high"))
+
+        def terminating() -> list[dict[str, Any]]:
+            return [
+                p
+                for p in api.list("Pod", "default").items
+                if p["metadata"]["name"].startswith("low-")
+                and p["metadata"].get("deletionTimestamp")
+            ]
+
+        def placed(name: str) -> bool:
+            return bool(api.get("Pod", name, "default")["spec"].get("nodeName"))
+
+        wait_for(lambda: len(terminating()) == 3, timeout=60, message="three victims evicted")
+        for i, victim in enumerate(terminating()):
+            name, uid = victim["metadata"]["name"], victim["metadata"]["uid"]
+            _hold(api, name, False)
+
+            def made_again(name: str = name, uid: str = uid) -> bool:
+                try:
+                    return bool(api.get("Pod", name, "default")["metadata"]["uid"] != uid)
+                except NotFound:
+                    return False
+
+            wait_for(made_again, timeout=30, message=f"{name} made again")
+            mark = {**low_pod(1000 + i), "metadata": {"name": f"mark-{i}", "namespace": "default"}}
+            mark["spec"]["containers"][0]["resources"] = {}
+            api.create("Pod", mark, "default")
+            wait_for(functools.partial(placed, f"mark-{i}"), timeout=30, message="a session after")
+        wait_for(lambda: len(bound(api, "high")) == 3, timeout=30, message="high placed")
+        assert len(bound(api, "low")) == total - 3
+    finally:
+        for name in names:
+            _hold(api, name, False)
 
 
 def test_backfill_places_best_effort_pods_on_a_full_cluster(

@@ -26,6 +26,8 @@ class Cluster:
         self.pods: dict[str, Obj] = {}
         self.statuses: dict[tuple[str, str], Obj] = {}
         self.evicted: list[str] = []
+        # Graceful: an evicted pod terminates (deletionTimestamp) until `finish`.
+        self.graceful = False
 
     def bind_many(
         self, items: list[tuple[Obj, str, dict[str, str] | None]]
@@ -44,8 +46,28 @@ class Cluster:
         assert self.sched is not None
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         self.evicted.append(key)
+        if self.graceful:
+            going = copy.deepcopy(self.pods[key])
+            going["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z"
+            self.pods[key] = going
+            self.sched.on_pod(going)
+            return
         self.pods.pop(key, None)
         self.sched.on_pod(pod, deleted=True)
+
+    def finish(self, key: str, recreate: bool = False) -> None:
+        """A terminating pod is gone; `recreate`: its controller makes it again
+        under the same name (a new UID, pending)."""
+        assert self.sched is not None
+        pod = self.pods.pop(key)
+        self.sched.on_pod(pod, deleted=True)
+        if recreate:
+            again = copy.deepcopy(pod)
+            again["metadata"].pop("deletionTimestamp", None)
+            again["metadata"]["uid"] += "-again"
+            again["spec"].pop("nodeName", None)
+            again["status"] = {}
+            self.sched.on_pod(again)
 
     def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         assert self.sched is not None
@@ -81,7 +103,8 @@ class Env:
 
     def job(self, name: str, tasks: int, cpu: str = "1", min_member: int | None = None,
             queue: str = "default", priority: int = 0, namespace: str = "default",
-            best_effort: bool = False, claim: str = "") -> None:  # fmt: skip
+            best_effort: bool = False, claim: str = "", memory: str | None = None,
+            ) -> None:  # fmt: skip
         """A PodGroup and its pods; `claim`: each pod i mounts the claim `<claim>-<i>`."""
         mm = tasks if min_member is None else min_member
         self.sched.on_pod_group({
@@ -95,6 +118,7 @@ class Env:
         for i in range(tasks):
             pod = make_pod(
                 f"{name}-t-{i}", cpu=None if best_effort else cpu, namespace=namespace,
+                memory=None if best_effort else memory,
                 scheduler_name="volcano", priority=priority,
                 annotations={volcano.GROUP_NAME_ANNOTATION: name, volcano.TASK_SPEC: "t"},
             )  # fmt: skip

@@ -67,6 +67,25 @@ def test_reclaim_gives_a_new_queue_its_deserved_share() -> None:
     assert all(any(k.startswith(f"default/a{i}-") for k in placed) for i in range(4))
 
 
+def test_reclaim_one_to_three_with_memory_requests() -> None:
+    """Queue a fills the cluster; b (weight 3) comes: a is over its cpu share
+    but at its memory share (b asks less memory than 3/4 of it, so a's share
+    of memory grows), and reclaim still gives b its 75% of the cpus."""
+    env = Env(RECLAIM)
+    env.nodes(8)  # 32 cpus, 64Gi
+    env.queue("a", weight=1)
+    env.queue("b", weight=3)
+    for i in range(16):
+        env.job(f"a{i}", 2, min_member=1, queue="a", memory="1Gi")
+    env.run()
+    assert _share(env, "a") == 32
+    for i in range(16):
+        env.job(f"b{i}", 2, queue="b", memory="1Gi")
+    env.run(8)
+    a, b = _share(env, "a"), _share(env, "b")
+    assert abs(a / 32 - 0.25) <= 0.05 and abs(b / 32 - 0.75) <= 0.05, (a, b)
+
+
 def test_reclaim_respects_reclaimable_false() -> None:
     env = Env(RECLAIM)
     env.nodes(2)
@@ -117,6 +136,29 @@ def test_preempt_by_priority_inside_a_queue() -> None:
     env.run(3)
     assert _share(env, "high") == 3
     assert len(env.cluster.evicted) == 3 and all("low" in k for k in env.cluster.evicted)
+
+
+def test_preempt_when_the_victims_are_made_again_under_their_names() -> None:
+    """A Volcano Job re-creates its evicted pods under the same names: the
+    preemptor is not fooled into waiting for ever, and the room freed one
+    victim at a time is held for it, not given to the re-made pods."""
+    env = Env(PREEMPT)
+    env.cluster.graceful = True
+    env.nodes(2)  # 8 cpus
+    env.job("low", 8, min_member=1, priority=1)
+    env.run()
+    assert _share(env, "low") == 8
+    env.job("high", 3, priority=100)
+    env.run()
+    victims = list(env.cluster.evicted)
+    assert len(victims) == 3 and not env.bound("high")
+    for key in victims:
+        env.cluster.finish(key, recreate=True)
+        env.run(2)
+        if key != victims[-1]:
+            assert not env.bound("high")
+    assert len(env.bound("high")) == 3
+    assert len(env.bound("low")) == 5 and len(env.cluster.evicted) == 3
 
 
 def test_no_eviction_for_a_gang_that_would_still_not_fit() -> None:

@@ -1,0 +1,101 @@
+"""Failed binds: a pod gone meanwhile is dropped, not retried every session."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.client.errors import Conflict, NotFound
+from controlplane.scheduler.binder import ApiClusterWriter
+
+from .harness import Cluster, Env
+
+Obj = dict[str, Any]
+
+
+class Refusing(Cluster):
+    """Binds pods as the harness does, except those named in `refuse`: its
+    function runs (what happened meanwhile) and its error is returned, nothing bound."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refuse: dict[str, Callable[[], Exception]] = {}
+        self.asked: list[str] = []
+
+    def bind_many(
+        self, items: list[tuple[Obj, str, dict[str, str] | None]]
+    ) -> list[Exception | None]:
+        out: list[Exception | None] = []
+        for item in items:
+            name = item[0]["metadata"]["name"]
+            self.asked.append(name)
+            refuse = self.refuse.get(name)
+            out.append(refuse() if refuse is not None else super().bind_many([item])[0])
+        return out
+
+
+def _env() -> tuple[Env, Refusing]:
+    env = Env()
+    cluster = Refusing()
+    cluster.sched = env.sched
+    env.sched.writer = cluster
+    env.cluster = cluster
+    env.nodes(1)
+    return env, cluster
+
+
+def _as_api_writer_returns(err: Exception) -> Exception:
+    """The error as ApiClusterWriter.bind_many hands it back for one refused binding."""
+
+    class Client:
+        def bind(self, bindings: list[Any]) -> list[Any]:
+            return [err for _ in bindings]
+
+    writer = ApiClusterWriter(Client())  # type: ignore[arg-type]
+    (out,) = writer.bind_many([({"metadata": {"name": "p", "uid": "u"}}, "n0", None)])
+    assert out is not None
+    return out
+
+
+def test_a_pod_deleted_before_its_bind_is_dropped() -> None:
+    env, cluster = _env()
+    env.job("j", 2, min_member=1)
+    gone = _as_api_writer_returns(NotFound('pods "j-t-1" not found'))
+    cluster.refuse["j-t-1"] = lambda: gone
+    env.run(1)
+    assert "default/j-t-1" not in env.sched.pending  # its DELETED event may come later
+    env.run(3)
+    assert cluster.asked.count("j-t-1") == 1 and list(env.bound()) == ["default/j-t-0"]
+
+
+def test_a_pod_made_again_under_its_name_is_bound_not_the_old_one() -> None:
+    env, cluster = _env()
+    env.job("j", 1)
+    old = env.sched.pending["default/j-t-0"].pod
+
+    def recreated() -> Exception:
+        del cluster.refuse["j-t-0"]
+        env.sched.on_pod(old, deleted=True)
+        again = copy.deepcopy(old)
+        again["metadata"]["uid"] = "uid-again"
+        env.sched.on_pod(again)
+        return Conflict("Precondition failed: UID in precondition: x, UID in object meta: y")
+
+    cluster.refuse["j-t-0"] = recreated
+    env.run(1)
+    assert env.sched.pending["default/j-t-0"].uid == "uid-again"
+    env.run(1)
+    assert env.cluster.pods["default/j-t-0"]["metadata"]["uid"] == "uid-again"
+
+
+def test_a_bind_that_failed_for_another_reason_is_retried() -> None:
+    env, cluster = _env()
+    env.job("j", 1)
+    busy = _as_api_writer_returns(Conflict("the object has been modified"))
+    cluster.refuse["j-t-0"] = lambda: busy
+    env.run(1)
+    assert "default/j-t-0" in env.sched.pending
+    del cluster.refuse["j-t-0"]
+    env.run(1)
+    assert "default/j-t-0" in env.bound()
