@@ -642,13 +642,16 @@ class BatchScheduler:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
 
-    def run(self, stop: threading.Event, period: float = 1.0, min_gap: float = 0.05) -> None:
-        """A session when something changed, at least every `period`.
+    def run(self, stop: threading.Event, period: float = 1.0, min_gap: float = 0.2) -> None:
+        """A session when something changed, at least every `period` (Volcano's
+        schedulePeriod is 1 s).
 
         Between two sessions at least `min_gap`, and at least half as long as
-        the last session took: while events keep coming the sessions take at
-        most two thirds of a core and each gathers more pods, and the API
-        server and controllers beside it keep the rest.
+        the last session took: while events keep coming (they do, a few per pod)
+        each session gathers more pods, its fixed cost (the snapshot of every
+        group, some milliseconds per thousand) is paid a few times a second
+        rather than at every event, and the API server and controllers that
+        share the process (and its GIL) keep the rest.
         """
         while not stop.is_set():
             self.dirty.wait(period)
