@@ -317,10 +317,11 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         server.stop()
         store.close()
         raise StartError(f"cannot make the join token: {err}") from err
-    write_credentials(data_dir, address, pki.ca_pem, admin.token, grpc_address)
+    # admin.conf last: readers take it to mean the other credentials are there.
     tokens = write_component_credentials(
         data_dir, address, pki.ca_pem, server.authority, grpc_address
     )
+    write_credentials(data_dir, address, pki.ca_pem, admin.token, grpc_address)
     log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event())  # fmt: skip

@@ -264,7 +264,13 @@ class ClusterControlPlane:
     def argv(self) -> list[str]:
         return unit_command(
             "skiff-controlplane.service",
-            {"SKIFF_ADVERTISE_ADDRESS": self.host, "SKIFF_API_PORT": str(self.port)},
+            # The unit's grace is Kubernetes' 40 s; a test's controller_args,
+            # given after it, win.
+            {
+                "SKIFF_ADVERTISE_ADDRESS": self.host,
+                "SKIFF_API_PORT": str(self.port),
+                "SKIFF_NODE_GRACE": "40",
+            },
             {
                 "--listen": self.server,
                 "--data-dir": str(self.data_dir),
@@ -431,6 +437,7 @@ class ClusterNode:
             "SKIFF_SERVER": self.cp.server,
             "SKIFF_NODE_NAME": self.name,
             "SKIFF_NODE_IP": self.ip,
+            "SKIFF_CNI_BACKEND": self.backend,
         }
         return unit_command(
             "skiff-agent.service",
