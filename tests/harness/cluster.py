@@ -264,7 +264,11 @@ class ClusterControlPlane:
     def argv(self) -> list[str]:
         return unit_command(
             "skiff-controlplane.service",
-            {"SKIFF_ADVERTISE_ADDRESS": self.host, "SKIFF_API_PORT": str(self.port)},
+            {
+                "SKIFF_ADVERTISE_ADDRESS": self.host,
+                "SKIFF_API_PORT": str(self.port),
+                "SKIFF_NODE_GRACE": "40",
+            },
             {
                 "--listen": self.server,
                 "--data-dir": str(self.data_dir),
