@@ -242,3 +242,11 @@ def test_lean_watch_omits_managed_fields_only_for_the_client_that_asks(cluster: 
         assert "managedFields" in plain.get("Pod", "a", "default")["metadata"]
     finally:
         lean.close()
+
+
+def test_omit_managed_fields_refuses_a_value_other_than_true_or_false(
+    client: GrpcApiClient,
+) -> None:
+    client._watch_metadata = (*client._metadata, ("omit-managed-fields", "yes"))
+    with pytest.raises(Invalid, match="omit-managed-fields: must be true or false, not 'yes'"):
+        client.watch("Pod", "default")
