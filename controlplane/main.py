@@ -335,6 +335,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
             running.clients[name] = connect(
                 ClientConfig(f"unix:{server.grpc_socket}", token=tokens[name]),
                 field_manager=FIELD_MANAGERS.get(name, name),
+                lean_watches=True,  # no component reads managedFields
             )
         try:
             start_components(running.clients, running.stop_event, args)

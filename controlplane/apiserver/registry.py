@@ -500,7 +500,10 @@ class Registry(RegistryBase):
                 f"UID of the stored object: {old_meta.get('uid')}"
             )
         if subresource == "status":
-            new = jsoncodec.clone(old)
+            # `old` is this attempt's own decoded copy, never changed below:
+            # `new` shares its parts but for the metadata (managedFields are
+            # written in) and the status, taken from the request.
+            new = {**old, "metadata": dict(old_meta)}
             if "status" in requested:
                 new["status"] = requested["status"]
             else:

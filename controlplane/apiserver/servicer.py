@@ -85,6 +85,23 @@ def _manager(context: grpc.ServicerContext, who: Identity) -> FieldManager:
     return fieldmanager.for_grpc(explicit, agent, who)
 
 
+# A Watch call's metadata key: "true" asks for objects without
+# metadata.managedFields (the client's apiclient.OMIT_MANAGED_FIELDS_KEY).
+OMIT_MANAGED_FIELDS_KEY = "omit-managed-fields"
+
+
+def _omits_managed_fields(context: grpc.ServicerContext) -> bool:
+    for key, value in context.invocation_metadata():
+        if key == OMIT_MANAGED_FIELDS_KEY:
+            text = value.decode() if isinstance(value, bytes) else str(value)
+            if text not in ("true", "false"):
+                raise errors.Invalid(
+                    f"{OMIT_MANAGED_FIELDS_KEY}: must be true or false, not {text!r}"
+                )
+            return text == "true"
+    return False
+
+
 def _obj(stored: Stored) -> api_pb2.Object:
     return api_pb2.Object(json=stored[0], resource_version=stored[1])
 
@@ -465,11 +482,13 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
                 rv = int(rv_text)
             except ValueError as err:
                 raise errors.Invalid(f"resourceVersion: {rv_text!r} is not valid") from err
+        omit = _omits_managed_fields(context)
         end = self.flow.watch(who) if self.flow is not None else (lambda: None)
         try:
             watcher = self.broadcaster.watch(
-                info, namespace, selectors, rv, bool(request.allow_bookmarks)
-            )
+                info, namespace, selectors, rv, bool(request.allow_bookmarks),
+                omit_managed_fields=omit,
+            )  # fmt: skip
         except BaseException:
             end()
             raise

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from controlplane.api import jsoncodec, limits, validation
+from controlplane.api import limits, validation
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.selectors import selector_string
 from controlplane.apiserver.auth import SYSTEM, Identity
-from controlplane.apiserver.codec import Object, Stored, encode, kind_info, meta_of, object_key
+from controlplane.apiserver.codec import Object, Stored, encode, kind_info, object_key
 from controlplane.apiserver.registry_base import MAX_RETRIES, RegistryBase, too_many_writers
 from controlplane.client.errors import ApiError, Conflict, Invalid, NotFound, Unavailable
 from controlplane.storage.interface import KeyNotFound, RevisionMismatch, StoreUnavailable
@@ -121,14 +121,17 @@ def _prepare_binding(
     # What a merge patch of spec.nodeName and the annotations stores, without
     # the full update path: as in Kubernetes' binding storage, only the
     # fields it sets are checked (the rest was validated when written).
-    new = jsoncodec.clone(old)
-    new_meta = meta_of(new)
-    new.setdefault("spec", {})["nodeName"] = binding.node
+    # `old` is this call's own decoded copy: `new` shares its parts but for
+    # the ones the binding changes (metadata, spec and the annotations).
+    new_meta = dict(meta)
+    new = {**old, "metadata": new_meta, "spec": {**(old.get("spec") or {})}}
+    new["spec"]["nodeName"] = binding.node
     if binding.annotations:
         annotations = new_meta.get("annotations")
-        if not isinstance(annotations, dict):
-            annotations = new_meta["annotations"] = {}
-        annotations.update(binding.annotations)
+        new_meta["annotations"] = {
+            **(annotations if isinstance(annotations, dict) else {}),
+            **binding.annotations,
+        }
         problems = validation.Errors()
         validation.validate_metadata(problems, info, new)
         if problems:

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.client.apiclient import GrpcApiClient
+from controlplane.client.apiclient import GrpcApiClient, connect
+from controlplane.client.config import ClientConfig
 from controlplane.client.errors import Gone, Invalid
 from controlplane.client.interface import ListOptions, WatchEvent
 from tests.harness.wait import wait_for
@@ -207,3 +208,45 @@ def test_node_watchers_get_their_own_pods_and_the_transitions(
         w.stop()
     wait_for(lambda: cluster.server.broadcaster.watcher_count() == before, timeout=10)
     assert not any(cluster.server.broadcaster._by_node.values())  # no empty groups kept
+
+
+def test_lean_watch_omits_managed_fields_only_for_the_client_that_asks(cluster: Cluster) -> None:
+    """A component's caches never read managedFields: its watches get the
+    objects without them (live and replayed), and every other watcher, and
+    the stored object, keep them."""
+    plain = cluster.client()
+    assert cluster.server.authority is not None
+    lean = connect(
+        ClientConfig(cluster.address, cluster.pki.ca_pem, cluster.server.authority.admin_token()),
+        timeout=10,
+        lean_watches=True,
+    )
+    try:
+        start = plain.list("Pod", "default").resource_version
+        full_watch = plain.watch("Pod", "default", ListOptions(resource_version=start))
+        lean_watch = lean.watch("Pod", "default", ListOptions(resource_version=start))
+        full, slim = Collector(iter(full_watch)), Collector(iter(lean_watch))
+        plain.create("Pod", pod("a"), "default")
+        plain.patch("Pod", "a", {"metadata": {"labels": {"x": "1"}}}, "default")
+        full_events, slim_events = full.wait(2), slim.wait(2)
+        replayed_watch = lean.watch("Pod", "default", ListOptions(resource_version=start))
+        replayed = Collector(iter(replayed_watch)).wait(2)
+        for w in (full_watch, lean_watch, replayed_watch):
+            w.stop()
+        assert all("managedFields" in e.object["metadata"] for e in full_events)
+        for got in (slim_events, replayed):
+            assert [e.object["metadata"].get("managedFields") for e in got] == [None, None]
+            assert summary(got) == summary(full_events)
+            assert got[1].object["metadata"]["labels"] == {"x": "1"}
+            assert [rv(e.object) for e in got] == [rv(e.object) for e in full_events]
+        assert "managedFields" in plain.get("Pod", "a", "default")["metadata"]
+    finally:
+        lean.close()
+
+
+def test_omit_managed_fields_refuses_a_value_other_than_true_or_false(
+    client: GrpcApiClient,
+) -> None:
+    client._watch_metadata = (*client._metadata, ("omit-managed-fields", "yes"))
+    with pytest.raises(Invalid, match="omit-managed-fields: must be true or false, not 'yes'"):
+        client.watch("Pod", "default")
