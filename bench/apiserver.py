@@ -96,7 +96,7 @@ class Server:
              "--data-dir", str(data_dir), "--log-level", "WARNING",
              # The API server alone: no in-process scheduler or controllers
              # listing and watching the pods under measurement.
-             "--disable", "scheduler", "--disable", "controllers", *store_args],
+             "--disable", "scheduler", "--disable", "volcano-scheduler", "--disable", "controllers", *store_args],
             cwd=REPO, stdout=log, stderr=log,
         )  # fmt: skip
         log.close()
