@@ -29,34 +29,30 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from controlplane.api import crd, kinds, rfc3339
-from controlplane.api.jsoncodec import clone, dumps, loads
+from controlplane.api import kinds, rfc3339
+from controlplane.api.fieldsets import (
+    Object,
+    Path,
+    created_doc,
+    diff,
+    edited,
+    flatten,
+    from_fields_v1,
+    join,
+    key_element,
+    managed_part,
+    path_string,
+    to_fields_v1,
+)
+from controlplane.api.jsoncodec import clone
 from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Conflict, Invalid
-
-Object = dict[str, Any]
-Path = tuple[str, ...]  # FieldsV1 keys from the root: ("f:spec", "f:replicas")
 
 APPLY = "Apply"
 UPDATE = "Update"
 BEFORE_FIRST_APPLY = "before-first-apply"
 ANCIENT_CHANGES = "ancient-changes"
 MAX_UPDATE_MANAGERS = 10  # kube-apiserver's cap on Update entries
-
-# Metadata the server owns: never part of anyone's field set.
-_SERVER_METADATA = (
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-)
-_MEMBER = object()  # the value of a path that is an item or a set value
 
 
 class ApplyConflict(Conflict):
@@ -81,329 +77,6 @@ class _Entry:
     def owner(self) -> tuple[str, str, str, str]:
         """What identifies an entry: manager, operation, apiVersion, subresource."""
         return (self.manager, self.operation, self.api_version, self.subresource)
-
-
-# ---- field sets ------------------------------------------------------------------
-
-
-def _json(value: Any) -> str:
-    """Compact JSON with sorted keys, as FieldsV1 element names spell values
-    (scalars, the common case, through the fast codec)."""
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-    return dumps(value).decode()
-
-
-def _key_element(meta_key: str, item: Any) -> str:
-    return f"k:{{{_json(meta_key)}:{_json(item.get(meta_key))}}}"
-
-
-def _value_element(value: Any) -> str:
-    return "v:" + _json(value)
-
-
-def _join(meta_path: str, key: str) -> str:
-    return f"{meta_path}.{key}" if meta_path else key
-
-
-def _leaves(kind: str, value: Any, path: Path, meta_path: str, out: dict[Path, Any]) -> None:
-    """Add to `out` (path -> value) every owned node under `value`: map
-    leaves, atomic lists, list items (value _MEMBER) and their fields, set
-    values. Null map values are no fields."""
-    if isinstance(value, dict):
-        if not value and path:
-            out[path] = {}
-        for key, child in value.items():
-            if child is not None:
-                _leaves(kind, child, (*path, f"f:{key}"), f"{meta_path}.{key}", out)
-        return
-    if isinstance(value, list):
-        meta = field_meta(kind, meta_path[1:])
-        if meta is not None and meta.merges:
-            key_field = meta.merge_key
-            for item in value:
-                if not key_field:
-                    out[(*path, _value_element(item))] = _MEMBER
-                elif isinstance(item, dict) and key_field in item:
-                    item_path = (*path, _key_element(key_field, item))
-                    out[item_path] = _MEMBER
-                    for key, child in item.items():
-                        if child is not None:
-                            _leaves(
-                                kind, child, (*item_path, f"f:{key}"), f"{meta_path}.{key}", out
-                            )
-            return
-    out[path] = value
-
-
-def _body(obj: Object | None) -> Object:
-    """The part of an object managers own: no apiVersion, kind or server metadata."""
-    if not obj:
-        return {}
-    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-    metadata = body.get("metadata")
-    if isinstance(metadata, dict):
-        body["metadata"] = {k: v for k, v in metadata.items() if k not in _SERVER_METADATA}
-        if not body["metadata"]:
-            del body["metadata"]
-    return body
-
-
-def _flatten(kind: str, obj: Object | None) -> dict[Path, Any]:
-    out: dict[Path, Any] = {}
-    _leaves(kind, _body(obj), (), "", out)
-    return out
-
-
-def _fields_doc(kind: str, value: Object, meta_path: str) -> dict[str, Any]:
-    """The FieldsV1 document of every owned field under a map, built in one
-    walk: what `to_fields_v1(set(_flatten(...)))` gives, without the path set
-    (a create's entry, on the hot path of every create)."""
-    doc: dict[str, Any] = {}
-    for key, child in value.items():
-        if child is None:
-            continue
-        node: dict[str, Any] | None = {}  # a leaf
-        if isinstance(child, dict):
-            if child:  # a map of nulls owns nothing
-                node = _fields_doc(kind, child, f"{meta_path}.{key}") or None
-        elif isinstance(child, list):
-            node = _list_node(kind, child, f"{meta_path}.{key}")
-        if node is not None:
-            doc[f"f:{key}"] = node
-    return doc
-
-
-_NODES: dict[tuple[str, str, bytes], bytes] = {}  # (kind, field, its JSON) -> its node's JSON
-_NODES_MAX = 512
-
-
-def _created_doc(kind: str, body: Object) -> dict[str, Any]:
-    """`_fields_doc` of a created object. The nodes of its big parts (spec,
-    data, status) come from a small cache keyed by their JSON: the pods a
-    ReplicaSet, Job or StatefulSet creates share one template, so most
-    creates walk only their metadata. Cached as JSON, so no two objects
-    share a dict."""
-    doc: dict[str, Any] = {}
-    cached = not crd.is_custom(kind)  # a custom kind's list facts change with its CRD
-    for key, child in body.items():
-        if cached and key != "metadata" and isinstance(child, dict) and child:
-            raw = dumps(child)
-            cache_key = (kind, key, raw)
-            hit = _NODES.get(cache_key)
-            if hit is None:
-                hit = dumps(_fields_doc(kind, child, f".{key}") or None)
-                if len(_NODES) >= _NODES_MAX:
-                    _NODES.clear()
-                _NODES[cache_key] = hit
-            node = loads(hit)
-        else:
-            node = _fields_doc(kind, {key: child}, "").get(f"f:{key}")
-        if node is not None:
-            doc[f"f:{key}"] = node
-    return doc
-
-
-def _list_node(kind: str, items: list[Any], meta_path: str) -> dict[str, Any] | None:
-    """A list's FieldsV1 node: a leaf when atomic, else its items (None: an
-    empty merged list owns nothing)."""
-    meta = field_meta(kind, meta_path[1:])
-    if meta is None or not meta.merges:
-        return {}
-    key = meta.merge_key
-    doc: dict[str, Any] = {}
-    for item in items:
-        if not key:
-            doc[_value_element(item)] = {}
-        elif isinstance(item, dict) and key in item:
-            children = _fields_doc(kind, item, meta_path)
-            doc[_key_element(key, item)] = {".": {}, **children} if children else {}
-    return doc or None
-
-
-def _diff(
-    kind: str, old: Any, new: Any, path: Path, meta_path: str, present: set[Path], gone: set[Path]
-) -> None:
-    """The owned paths a write changed: `present` gets those set or changed in
-    `new`, `gone` those only `old` has. Equal subtrees are skipped whole (one
-    C-speed comparison), so a status update never walks the spec."""
-    if old == new:
-        return
-    if isinstance(old, dict) and isinstance(new, dict) and (not path or (old and new)):
-        for key in old.keys() | new.keys():
-            o, n = old.get(key), new.get(key)
-            if o != n:
-                _diff(kind, o, n, (*path, f"f:{key}"), f"{meta_path}.{key}", present, gone)
-        return
-    if isinstance(old, list) and isinstance(new, list):
-        meta = field_meta(kind, meta_path[1:])
-        if meta is not None and meta.merges and meta.merge_key:
-            _diff_items(kind, old, new, meta.merge_key, path, meta_path, present, gone)
-            return
-        if meta is not None and meta.merges:
-            before = {_value_element(v) for v in old}
-            after = {_value_element(v) for v in new}
-            present.update((*path, e) for e in after - before)
-            gone.update((*path, e) for e in before - after)
-            return
-    _diff_leaves(kind, old, new, path, meta_path, present, gone)
-
-
-def _diff_leaves(
-    kind: str, old: Any, new: Any, path: Path, meta_path: str, present: set[Path], gone: set[Path]
-) -> None:
-    before: dict[Path, Any] = {}
-    after: dict[Path, Any] = {}
-    if old is not None:
-        _leaves(kind, old, path, meta_path, before)
-    if new is not None:
-        _leaves(kind, new, path, meta_path, after)
-    present.update(p for p, v in after.items() if p not in before or before[p] != v)
-    gone.update(before.keys() - after.keys())
-
-
-def _diff_items(
-    kind: str,
-    old: list[Any],
-    new: list[Any],
-    key: str,
-    path: Path,
-    meta_path: str,
-    present: set[Path],
-    gone: set[Path],
-) -> None:
-    """`_diff` of a list merged by `key`, item by item."""
-
-    def index(items: list[Any]) -> dict[str, Any] | None:
-        out = {}
-        for item in items:
-            if isinstance(item, dict) and key in item:
-                element = _key_element(key, item)
-                if element in out:
-                    return None  # duplicate keys: compare the whole lists
-                out[element] = item
-        return out
-
-    before, after = index(old), index(new)
-    if before is None or after is None:
-        _diff_leaves(kind, old, new, path, meta_path, present, gone)
-        return
-    for element in before.keys() | after.keys():
-        o, n = before.get(element), after.get(element)
-        if o == n:
-            continue
-        if o is None or n is None:
-            _diff_leaves(kind, [o] if o else [], [n] if n else [], path, meta_path, present, gone)
-            continue
-        item_path = (*path, element)
-        for field in o.keys() | n.keys():
-            if o.get(field) != n.get(field):
-                _diff(
-                    kind,
-                    o.get(field),
-                    n.get(field),
-                    (*item_path, f"f:{field}"),
-                    f"{meta_path}.{field}",
-                    present,
-                    gone,
-                )
-
-
-def to_fields_v1(paths: set[Path]) -> dict[str, Any]:
-    """A FieldsV1 document for a set of paths."""
-    root: dict[str, Any] = {}
-    for path in sorted(paths):
-        node = root
-        for element in path:
-            node = node.setdefault(element, {})
-    for path in paths:
-        node = root
-        for element in path:
-            node = node[element]
-        if node:
-            node["."] = {}
-    return root
-
-
-def edited(doc: Any, removed: set[Path], added: set[Path]) -> dict[str, Any]:
-    """A copy of a FieldsV1 document listing (its paths - removed) | added,
-    shaped as `to_fields_v1` shapes it: the few paths a write changed are
-    edited in, instead of parsing the whole set and rendering it again."""
-    out: dict[str, Any] = clone(doc) if isinstance(doc, dict) else {}
-    for path in removed - added:
-        _drop(out, path)
-    for path in added:
-        _put(out, path)
-    return out
-
-
-def _drop(doc: dict[str, Any], path: Path) -> None:
-    trail: list[dict[str, Any]] = [doc]
-    for element in path:
-        child = trail[-1].get(element)
-        if not isinstance(child, dict):
-            return  # not listed
-        trail.append(child)
-    node = trail[-1]
-    if len(node) > (1 if "." in node else 0):  # it has children: it stays, unlisted
-        node.pop(".", None)
-        return
-    # A leaf goes; so does every parent it leaves empty that was not listed
-    # itself, and a listed parent left with no children is a leaf again.
-    for depth in range(len(path) - 1, -1, -1):
-        parent = trail[depth]
-        del parent[path[depth]]
-        if depth == 0 or parent:
-            if depth and list(parent) == ["."]:
-                parent.clear()
-            return
-        # `parent` is empty now: it was only a container; it goes too.
-
-
-def _put(doc: dict[str, Any], path: Path) -> None:
-    node = doc
-    for i, element in enumerate(path):
-        child = node.get(element)
-        last = i == len(path) - 1
-        if not isinstance(child, dict):
-            child = node[element] = {}
-            if last:
-                return
-        elif last:
-            if child and "." not in child:
-                child["."] = {}
-            return
-        elif not child:  # a listed leaf that now has children
-            child["."] = {}
-        node = child
-
-
-def from_fields_v1(doc: Any, prefix: Path = ()) -> set[Path]:
-    """The set of paths a FieldsV1 document lists."""
-    out: set[Path] = set()
-    if not isinstance(doc, dict):
-        return out
-    if prefix and (not doc or "." in doc):
-        out.add(prefix)
-    for key, child in doc.items():
-        if key != ".":
-            out |= from_fields_v1(child, (*prefix, key))
-    return out
-
-
-def path_string(path: Path) -> str:
-    """`.spec.template.spec.containers[name="nginx"].image`, as conflicts print paths."""
-    out = ""
-    for element in path:
-        tag, _, rest = element.partition(":")
-        if tag == "f":
-            out += f".{rest}"
-        elif tag == "k":
-            keys = json.loads(rest)
-            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in keys.items()) + "]"
-        else:
-            out += f"[={rest}]"
-    return out
 
 
 # ---- managedFields ---------------------------------------------------------------------
@@ -522,7 +195,7 @@ def updated_entries(
     kind = kind or str(new.get("kind", ""))
     api_version = str(new.get("apiVersion", ""))
     if old is None:  # a create: the writer owns every field, in one walk
-        doc = _created_doc(kind, _body(new))
+        doc = created_doc(kind, managed_part(new))
         if not doc:
             return []
         return [_raw(manager, UPDATE, api_version, now or rfc3339.now(), subresource, doc)]
@@ -534,7 +207,7 @@ def updated_entries(
         return []
     present: set[Path] = set()
     gone: set[Path] = set()
-    _diff(kind, _body(old), _body(new), (), "", present, gone)
+    diff(kind, managed_part(old), managed_part(new), (), "", present, gone)
     changed = present | gone
     if not changed:
         return list(raws)
@@ -646,11 +319,11 @@ def apply(
     (config.get("metadata") or {}).pop("managedFields", None)
     api_version = str(config["apiVersion"])
     stamp = now or rfc3339.now()
-    wanted = _flatten(kind, config)
+    wanted = flatten(kind, config)
     me = _Entry(manager, APPLY, api_version, stamp, set(wanted), subresource)
     if live is None:
         return _with_entries(_merge(kind, {}, config), [me])
-    current = _flatten(kind, live)
+    current = flatten(kind, live)
     entries = _entries(live)
     if not entries and current:
         # As Kubernetes does for an object nobody has applied or updated with
@@ -779,7 +452,7 @@ def _merge_value(kind: str, live: Any, config: Any, meta_path: str) -> Any:
         for key, value in config.items():
             if value is None:
                 continue
-            out[key] = _merge_value(kind, out.get(key), value, _join(meta_path, key))
+            out[key] = _merge_value(kind, out.get(key), value, join(meta_path, key))
         return out
     if isinstance(config, list):
         meta = field_meta(kind, meta_path)
@@ -792,7 +465,7 @@ def _merge_value(kind: str, live: Any, config: Any, meta_path: str) -> Any:
         for item in config:
             at = None
             if isinstance(item, dict):
-                at = _find_item(out_list, _key_element(meta.merge_key, item))
+                at = _find_item(out_list, key_element(meta.merge_key, item))
             if at is None:
                 out_list.append(clone(item))
             else:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from controlplane.api import fieldsets
 from controlplane.api import server_side_apply as ssa
 from controlplane.client.errors import Conflict, Invalid
 
@@ -47,7 +48,9 @@ def entry(obj: dict[str, Any], manager: str) -> dict[str, Any]:
 
 
 def owns(obj: dict[str, Any], manager: str, path: str) -> bool:
-    fields = {ssa.path_string(p) for p in ssa.from_fields_v1(entry(obj, manager)["fieldsV1"])}
+    fields = {
+        fieldsets.path_string(p) for p in fieldsets.from_fields_v1(entry(obj, manager)["fieldsV1"])
+    }
     return path in fields
 
 
@@ -203,8 +206,8 @@ def test_record_update_on_create_owns_everything_but_server_metadata() -> None:
     obj["metadata"]["uid"] = "u"
     obj["metadata"]["resourceVersion"] = "1"
     out = ssa.record_update(None, obj, "skiffctl", now=T)
-    fields = ssa.from_fields_v1(entry(out, "skiffctl")["fieldsV1"])
-    shown = {ssa.path_string(p) for p in fields}
+    fields = fieldsets.from_fields_v1(entry(out, "skiffctl")["fieldsV1"])
+    shown = {fieldsets.path_string(p) for p in fields}
     assert (
         ".metadata.uid" not in shown and ".metadata.name" not in shown and ".spec.replicas" in shown
     )
@@ -233,10 +236,13 @@ def test_fields_v1_round_trip_and_paths() -> None:
         ("f:spec", 'k:{"name":"a"}'),
         ("f:spec", 'k:{"name":"a"}', "f:image"),
     }
-    doc = ssa.to_fields_v1(paths)
+    doc = fieldsets.to_fields_v1(paths)
     assert doc == {"f:spec": {"f:replicas": {}, 'k:{"name":"a"}': {".": {}, "f:image": {}}}}
-    assert ssa.from_fields_v1(doc) == paths
-    assert ssa.path_string(("f:metadata", "f:finalizers", 'v:"x"')) == '.metadata.finalizers[="x"]'
+    assert fieldsets.from_fields_v1(doc) == paths
+    assert (
+        fieldsets.path_string(("f:metadata", "f:finalizers", 'v:"x"'))
+        == '.metadata.finalizers[="x"]'
+    )
 
 
 @pytest.mark.parametrize(
@@ -349,10 +355,18 @@ _objects = st.fixed_dictionaries(
 def test_the_ownership_diff_matches_a_full_comparison(
     old: dict[str, Any], new: dict[str, Any]
 ) -> None:
-    before, after = ssa._flatten("Deployment", old), ssa._flatten("Deployment", new)
-    present: set[ssa.Path] = set()
-    gone: set[ssa.Path] = set()
-    ssa._diff("Deployment", ssa._body(old), ssa._body(new), (), "", present, gone)
+    before, after = fieldsets.flatten("Deployment", old), fieldsets.flatten("Deployment", new)
+    present: set[fieldsets.Path] = set()
+    gone: set[fieldsets.Path] = set()
+    fieldsets.diff(
+        "Deployment",
+        fieldsets.managed_part(old),
+        fieldsets.managed_part(new),
+        (),
+        "",
+        present,
+        gone,
+    )
     assert present == {p for p, v in after.items() if p not in before or before[p] != v}
     assert gone == before.keys() - after.keys()
 
@@ -381,7 +395,9 @@ def test_a_create_entry_is_the_field_set_of_the_whole_object(obj: dict[str, Any]
     kind = obj["kind"]
     for _ in range(2):  # the second from the cache
         out = ssa.record_update(None, obj, "creator", now=T)
-        assert entry(out, "creator")["fieldsV1"] == ssa.to_fields_v1(set(ssa._flatten(kind, obj)))
+        assert entry(out, "creator")["fieldsV1"] == fieldsets.to_fields_v1(
+            set(fieldsets.flatten(kind, obj))
+        )
 
 
 def test_creates_from_one_template_share_no_field_sets() -> None:
@@ -438,11 +454,11 @@ _PATHS = st.sets(st.lists(_ELEMENTS, min_size=1, max_size=3).map(tuple), max_siz
 def test_editing_a_fields_v1_document_is_editing_its_set(
     old: set[tuple[str, ...]], removed: set[tuple[str, ...]], added: set[tuple[str, ...]]
 ) -> None:
-    doc = ssa.to_fields_v1(old)
+    doc = fieldsets.to_fields_v1(old)
     before = copy.deepcopy(doc)
-    out = ssa.edited(doc, removed, added)
+    out = fieldsets.edited(doc, removed, added)
     assert doc == before, "edited must not change its input"
-    assert out == ssa.to_fields_v1((old - removed) | added)
+    assert out == fieldsets.to_fields_v1((old - removed) | added)
 
 
 def test_update_managers_are_capped_into_ancient_changes() -> None:
