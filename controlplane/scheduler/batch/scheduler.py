@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controlplane.api import volcano
@@ -35,8 +35,9 @@ from controlplane.client.errors import NotFound
 from controlplane.scheduler import names
 from controlplane.scheduler.batch import actions, binpack, plugins
 from controlplane.scheduler.batch.conf import Conf
-from controlplane.scheduler.batch.session import JobInfo, QueueInfo, Session, Tier
+from controlplane.scheduler.batch.session import JobInfo, Session, Tier
 from controlplane.scheduler.batch.snapshot import DONE, Snapshots
+from controlplane.scheduler.batch.status import StatusReporter, StatusWriter
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.events import changed_for_cache
 from controlplane.scheduler.framework import Framework, ProfilePlugin
@@ -57,20 +58,14 @@ FILTERS = (
     names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY,
 )  # fmt: skip
 SCORES = (names.BALANCED_ALLOCATION, names.IMAGE_LOCALITY)
-COUNTS = ("running", "succeeded", "failed")
-COUNTS_PERIOD = 10.0  # seconds between status writes that only move its pod counts
 
 
-class BatchWriter(Protocol):
+class BatchWriter(StatusWriter, Protocol):
     def bind_many(
         self, items: list[tuple[Obj, str, dict[str, str] | None]]
     ) -> list[Exception | None]: ...
 
     def evict(self, pod: Obj, grace_seconds: int) -> None: ...
-
-    def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
-        """Replace the status fields given (a merge patch of the status subresource)."""
-        ...
 
 
 @dataclass
@@ -89,12 +84,6 @@ class SessionStats:
 class _Hold:
     victims: dict[str, str]  # pod key -> uid
     placements: list[tuple[str, str]]  # (task key, node)
-
-
-@dataclass
-class _Reported:
-    pod_groups: dict[str, Obj] = field(default_factory=dict)
-    queues: dict[str, Obj] = field(default_factory=dict)
 
 
 def _bound_as_assumed(before: Obj, after: Obj) -> bool:
@@ -218,11 +207,6 @@ class BatchScheduler:
         self.snapshots = Snapshots(
             self.cache, self.groups, self.members, self.queues, self.pending, self.priority_classes
         )
-        # Per group, the phase of the last status computed, until when it needs
-        # no computing again (for ever when it equals the one written; the end
-        # of the counts period when only its pod counts moved) unless the group
-        # or its pods change meanwhile, and what else of its job it depends on.
-        self._settled: dict[str, tuple[str, float, tuple[Any, ...]]] = {}
         self.handle = BatchHandle(self)
         self.framework = build_framework(conf, self.handle, registry)
         self.session_budget = session_budget
@@ -230,16 +214,7 @@ class BatchScheduler:
         # them under the same names) and where its tasks go once they are gone;
         # meanwhile it does not preempt again and that room is held for it.
         self.evicted_for: dict[str, _Hold] = {}
-        self._reported = _Reported()
-        self._count_written: dict[str, float] = {}
-        self._status_lock = threading.Lock()
-        self._status_inflight: set[tuple[str, str]] = set()
-        # None: written inline (tests); the component writes from a small pool.
-        self._status_pool: ThreadPoolExecutor | None = (
-            ThreadPoolExecutor(status_writers, thread_name_prefix="volcano-status")
-            if status_writers
-            else None
-        )
+        self.status = StatusReporter(writer, self.clock, status_writers)
         # Binds whose PreBind has work (claims to bind or provision, then a wait
         # for the PV controller) go one by one from this pool; None: inline.
         self._volume_pool: ThreadPoolExecutor | None = (
@@ -334,7 +309,7 @@ class BatchScheduler:
         """Something about this group's pods changed: its snapshot and status are stale."""
         if group:
             self.snapshots.invalidate(group)
-            self._settled.pop(group, None)
+            self.status.stale(group)
 
     def on_node(self, node: Obj, deleted: bool = False) -> None:
         with self.lock:
@@ -342,7 +317,7 @@ class BatchScheduler:
             if deleted or name not in self.cache.nodes:
                 # Pods placed on it are lost, or orphans find their node.
                 self.snapshots.invalidate_all()
-                self._settled.clear()
+                self.status.all_stale()
             if deleted:
                 self.cache.remove_node(name)
             else:
@@ -352,7 +327,7 @@ class BatchScheduler:
     def on_pod_group(self, group: Obj, deleted: bool = False) -> None:
         with self.lock:
             key = _key(group)
-            self._settled.pop(key, None)
+            self.status.stale(key)
             old = self.groups.get(key)
             if old is not None and not deleted and old.get("spec") == group.get("spec"):
                 self.groups[key] = group  # a status write (ours, mostly): no session for it
@@ -360,8 +335,7 @@ class BatchScheduler:
             if deleted:
                 self.groups.pop(key, None)
                 self.snapshots.forget(key)
-                self._reported.pod_groups.pop(key, None)
-                self._count_written.pop(key, None)
+                self.status.forget(key)
             else:
                 self.groups[key] = group
         self.dirty.set()
@@ -461,7 +435,7 @@ class BatchScheduler:
             except Exception:
                 log.exception("evicting %s", victim.key)
         with self.lock:  # against handlers unsettling a group while it is settled here
-            self._write_status(jobs, queues, ssn)
+            self.status.report(jobs, queues, self.queues, lambda job: self._group_status(job, ssn))
         stats = SessionStats(
             self.clock.monotonic() - start,
             len(jobs),
@@ -574,9 +548,6 @@ class BatchScheduler:
 
     # ---- status --------------------------------------------------------------------
 
-    def _now(self) -> str:
-        return self.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-
     def _group_status(self, job: JobInfo, ssn: Session) -> Obj:
         counts = {"running": 0, "succeeded": 0, "failed": 0}
         for pk in self.members.get(job.key, ()):
@@ -607,97 +578,12 @@ class BatchScheduler:
             }]  # fmt: skip
         return status
 
-    def _write_status(
-        self, jobs: dict[str, JobInfo], queues: dict[str, QueueInfo], ssn: Session
-    ) -> None:
-        q_counts: dict[str, dict[str, int]] = {
-            n: {"pending": 0, "running": 0, "inqueue": 0, "completed": 0, "unknown": 0}
-            for n in queues
-        }
-        now = self.clock.monotonic()
-        for job in jobs.values():
-            settled = self._settled.get(job.key)
-            sig = (job.phase, job.unschedulable, len(job.placed), bool(job.pending))
-            if settled is not None and now < settled[1] and sig == settled[2]:
-                phase = settled[0]
-                q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
-                continue
-            status = self._group_status(job, ssn)
-            phase = status["phase"].lower()
-            q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
-            last = self._reported.pod_groups.get(job.key)
-            if last == status:
-                self._settled[job.key] = (phase, float("inf"), sig)
-                continue
-            self._settled.pop(job.key, None)
-            if (
-                last is not None
-                and {k: v for k, v in last.items() if k not in COUNTS}
-                == {k: v for k, v in status.items() if k not in COUNTS}
-                and now - self._count_written.get(job.key, 0.0) < COUNTS_PERIOD
-            ):
-                # Only the pod counts moved: at most one such write per period.
-                until = self._count_written.get(job.key, 0.0) + COUNTS_PERIOD
-                self._settled[job.key] = (phase, until, sig)
-                continue
-            self._count_written[job.key] = now
-            old = job.group.get("status") or {}
-            stamped = dict(status)
-            if "conditions" in status:
-                prev = {c.get("type"): c for c in old.get("conditions") or ()}
-                conds = []
-                for c in status["conditions"]:
-                    p = prev.get(c["type"])
-                    same = p is not None and p.get("message") == c["message"]
-                    conds.append(
-                        {
-                            **c,
-                            "lastTransitionTime": p.get("lastTransitionTime")
-                            if same and p
-                            else self._now(),
-                        }
-                    )
-                stamped["conditions"] = conds
-            self._submit_status("PodGroup", job.key, job.group, stamped, status)
-        for name, q in queues.items():
-            status = {**q_counts[name], "allocated": {d: str(v) for d, v in q.allocated.items()}}
-            status["allocated"]["cpu"] = f"{q.allocated.get('cpu', 0)}m"
-            if self._reported.queues.get(name) == status:
-                continue
-            self._submit_status("Queue", name, self.queues[name], status, status)
-
-    def _submit_status(self, kind: str, key: str, obj: Obj, stamped: Obj, status: Obj) -> None:
-        """Write a status off the session's thread (a few writes in flight, one per
-        object at a time: a newer status waits for the next session)."""
-        reported = self._reported.pod_groups if kind == "PodGroup" else self._reported.queues
-        with self._status_lock:
-            if (kind, key) in self._status_inflight:
-                return
-            self._status_inflight.add((kind, key))
-
-        def write() -> None:
-            try:
-                self.writer.write_status(kind, obj, stamped)
-                reported[key] = status
-            except NotFound:
-                pass  # deleted meanwhile; its DELETED event follows
-            except Exception:
-                log.exception("status of %s %s", kind, key)
-            finally:
-                with self._status_lock:
-                    self._status_inflight.discard((kind, key))
-
-        if self._status_pool is None:
-            write()
-        else:
-            self._status_pool.submit(write)
-
     # ---- loop ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        for pool in (self._status_pool, self._volume_pool):
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+        self.status.close()
+        if self._volume_pool is not None:
+            self._volume_pool.shutdown(wait=True, cancel_futures=True)
 
     def run(self, stop: threading.Event, period: float = 1.0, min_gap: float = 0.2) -> None:
         """A session when something changed, at least every `period` (Volcano's

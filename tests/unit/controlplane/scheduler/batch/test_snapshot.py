@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 from controlplane.client.clock import FakeClock
-from controlplane.scheduler.batch.scheduler import COUNTS_PERIOD
+from controlplane.scheduler.batch.status import COUNTS_PERIOD
 
 from .harness import Env
 

@@ -1,0 +1,171 @@
+"""What the batch scheduler reports: PodGroup and Queue status.
+
+After each session the scheduler hands every job and queue it saw to
+`StatusReporter.report`. A PodGroup's status is written only when it
+changed, and a change of its pod counts alone at most once per
+COUNTS_PERIOD; a status that needs no computing (the same job signature,
+within its period) is not computed again until the scheduler says the
+group is `stale`. Writes go off the session's thread, a few at a time and
+one per object: a newer status waits for the next session.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from controlplane.client.clock import Clock
+from controlplane.client.errors import NotFound
+from controlplane.scheduler.batch.session import JobInfo, QueueInfo
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+COUNTS = ("running", "succeeded", "failed")
+COUNTS_PERIOD = 10.0  # seconds between status writes that only move its pod counts
+
+
+class StatusWriter(Protocol):
+    def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
+        """Replace the status fields given (a merge patch of the status subresource)."""
+        ...
+
+
+@dataclass
+class _Reported:
+    pod_groups: dict[str, Obj] = field(default_factory=dict)
+    queues: dict[str, Obj] = field(default_factory=dict)
+
+
+class StatusReporter:
+    def __init__(self, writer: StatusWriter, clock: Clock, workers: int = 0) -> None:
+        self.writer = writer
+        self.clock = clock
+        # Per group, the phase of the last status computed, until when it needs
+        # no computing again (for ever when it equals the one written; the end
+        # of the counts period when only its pod counts moved) unless the group
+        # or its pods change meanwhile, and what else of its job it depends on.
+        self._settled: dict[str, tuple[str, float, tuple[Any, ...]]] = {}
+        self._reported = _Reported()
+        self._count_written: dict[str, float] = {}
+        self._status_lock = threading.Lock()
+        self._status_inflight: set[tuple[str, str]] = set()
+        # None: written inline (tests); the component writes from a small pool.
+        self._status_pool: ThreadPoolExecutor | None = (
+            ThreadPoolExecutor(workers, thread_name_prefix="volcano-status") if workers else None
+        )
+
+    def stale(self, group: str) -> None:
+        """The group or its pods changed: compute its status again."""
+        self._settled.pop(group, None)
+
+    def all_stale(self) -> None:
+        self._settled.clear()
+
+    def forget(self, group: str) -> None:
+        """The group is gone."""
+        self._settled.pop(group, None)
+        self._reported.pod_groups.pop(group, None)
+        self._count_written.pop(group, None)
+
+    def close(self) -> None:
+        if self._status_pool is not None:
+            self._status_pool.shutdown(wait=True, cancel_futures=True)
+
+    def _now(self) -> str:
+        return self.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def report(
+        self,
+        jobs: dict[str, JobInfo],
+        queues: dict[str, QueueInfo],
+        queue_objects: Mapping[str, Obj],
+        group_status: Callable[[JobInfo], Obj],
+    ) -> None:
+        """Write what changed of each job's PodGroup status (`group_status`
+        computes one) and of each queue's, under the scheduler's lock."""
+        q_counts: dict[str, dict[str, int]] = {
+            n: {"pending": 0, "running": 0, "inqueue": 0, "completed": 0, "unknown": 0}
+            for n in queues
+        }
+        now = self.clock.monotonic()
+        for job in jobs.values():
+            settled = self._settled.get(job.key)
+            sig = (job.phase, job.unschedulable, len(job.placed), bool(job.pending))
+            if settled is not None and now < settled[1] and sig == settled[2]:
+                phase = settled[0]
+                q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
+                continue
+            status = group_status(job)
+            phase = status["phase"].lower()
+            q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
+            last = self._reported.pod_groups.get(job.key)
+            if last == status:
+                self._settled[job.key] = (phase, float("inf"), sig)
+                continue
+            self._settled.pop(job.key, None)
+            if (
+                last is not None
+                and {k: v for k, v in last.items() if k not in COUNTS}
+                == {k: v for k, v in status.items() if k not in COUNTS}
+                and now - self._count_written.get(job.key, 0.0) < COUNTS_PERIOD
+            ):
+                # Only the pod counts moved: at most one such write per period.
+                until = self._count_written.get(job.key, 0.0) + COUNTS_PERIOD
+                self._settled[job.key] = (phase, until, sig)
+                continue
+            self._count_written[job.key] = now
+            old = job.group.get("status") or {}
+            stamped = dict(status)
+            if "conditions" in status:
+                prev = {c.get("type"): c for c in old.get("conditions") or ()}
+                conds = []
+                for c in status["conditions"]:
+                    p = prev.get(c["type"])
+                    same = p is not None and p.get("message") == c["message"]
+                    conds.append(
+                        {
+                            **c,
+                            "lastTransitionTime": p.get("lastTransitionTime")
+                            if same and p
+                            else self._now(),
+                        }
+                    )
+                stamped["conditions"] = conds
+            self._submit_status("PodGroup", job.key, job.group, stamped, status)
+        for name, q in queues.items():
+            status = {**q_counts[name], "allocated": {d: str(v) for d, v in q.allocated.items()}}
+            status["allocated"]["cpu"] = f"{q.allocated.get('cpu', 0)}m"
+            if self._reported.queues.get(name) == status:
+                continue
+            self._submit_status("Queue", name, queue_objects[name], status, status)
+
+    def _submit_status(self, kind: str, key: str, obj: Obj, stamped: Obj, status: Obj) -> None:
+        """Write a status off the session's thread (a few writes in flight, one per
+        object at a time: a newer status waits for the next session)."""
+        reported = self._reported.pod_groups if kind == "PodGroup" else self._reported.queues
+        with self._status_lock:
+            if (kind, key) in self._status_inflight:
+                return
+            self._status_inflight.add((kind, key))
+
+        def write() -> None:
+            try:
+                self.writer.write_status(kind, obj, stamped)
+                reported[key] = status
+            except NotFound:
+                pass  # deleted meanwhile; its DELETED event follows
+            except Exception:
+                log.exception("status of %s %s", kind, key)
+            finally:
+                with self._status_lock:
+                    self._status_inflight.discard((kind, key))
+
+        if self._status_pool is None:
+            write()
+        else:
+            self._status_pool.submit(write)
