@@ -5,7 +5,9 @@
 - allocate: queues by share, then jobs by the plugins' order; a job's
   pending tasks are placed through one Statement (filters and scores of the
   Framework, each placement assumed in the cache so the next task sees it);
-  committed when the job is ready (gang), discarded otherwise.
+  committed when the job is ready (gang), discarded otherwise. A ready job
+  with tasks left goes back in line after each task, so the job order
+  (DRF's dominant shares) interleaves elastic jobs.
 - preempt: inside a queue, a starving job takes the room of lower-ranked
   jobs' tasks (plugins' `preemptable`), node by node; the victims are
   evicted only if the whole gang fits afterwards, and the gang waits for them
@@ -18,7 +20,9 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -106,31 +110,42 @@ def _gang_message(job: JobInfo, reason: str) -> str:
 
 
 def allocate(ssn: Session, enabled: set[str]) -> None:
-    by_queue: dict[str, list[JobInfo]] = {}
+    by_queue: dict[str, list[tuple[tuple[Any, ...], JobInfo]]] = {}
     for job in _schedulable_jobs(ssn, "enqueue" in enabled):
         if job.queue in ssn.queues:
-            by_queue.setdefault(job.queue, []).append(job)
-    for jobs in by_queue.values():
-        jobs.sort(key=ssn.job_key, reverse=True)  # pop() takes the first
+            by_queue.setdefault(job.queue, []).append((ssn.job_key(job), job))
+    for line in by_queue.values():
+        heapq.heapify(line)
     while by_queue and not ssn.out_of_time():
         name = min(by_queue, key=lambda n: ssn.queue_key(ssn.queues[n]))
         q = ssn.queues[name]
-        jobs = by_queue[name]
-        if ssn.overused(q) or not jobs:
+        line = by_queue[name]
+        if ssn.overused(q) or not line:
             del by_queue[name]
             continue
-        job = jobs.pop()
-        _allocate_job(ssn, job)
-        if not jobs:
+        _, job = heapq.heappop(line)
+        if _allocate_job(ssn, job):
+            heapq.heappush(line, (ssn.job_key(job), job))
+        if not line:
             del by_queue[name]
 
 
-def _allocate_job(ssn: Session, job: JobInfo) -> None:
+def _allocate_job(ssn: Session, job: JobInfo) -> bool:
+    """Place the job's pending tasks through one statement, committed if the
+    job is ready. Once it is ready with tasks left, it stops after each task
+    and says so (True): it goes back in line, so that the job order is asked
+    again (DRF's shares have moved), as Volcano's allocate does. Otherwise
+    the oldest of two elastic jobs would take all the room."""
     stmt = ssn.statement()
     reason = ""
-    for task in sorted((t for t in job.pending if not t.best_effort), key=ssn.task_key):
+    tasks = sorted((t for t in job.pending if not t.best_effort), key=ssn.task_key)
+    again = False
+    for i, task in enumerate(tasks):
         reason = _place(ssn, stmt, job, task)
         if reason:
+            break
+        if i + 1 < len(tasks) and len(job.placed) >= job.min_member and ssn.job_ready(job):
+            again = True
             break
     if ssn.job_ready(job):
         stmt.commit()
@@ -138,6 +153,7 @@ def _allocate_job(ssn: Session, job: JobInfo) -> None:
     else:
         stmt.discard()
         job.unschedulable = _gang_message(job, reason)
+    return again
 
 
 def backfill(ssn: Session, enabled: set[str]) -> None:

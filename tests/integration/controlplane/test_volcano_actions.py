@@ -317,33 +317,51 @@ def test_binpack_fills_one_node_first(api: GrpcApiClient, jobs: list[str]) -> No
 
 
 def test_drf_gives_the_job_with_the_smaller_dominant_share_the_room(
-    api: GrpcApiClient, jobs: list[str]
+    api: GrpcApiClient, queues: list[str], jobs: list[str]
 ) -> None:
-    """Two elastic jobs wait on a full cluster: `fat` tasks take 1 cpu and
-    8Gi (1/16 of the cluster's memory each, their dominant share), `thin`
-    ones 1 cpu and 1Gi (1/32 of the cpus). When the blocker goes, DRF keeps
-    their dominant shares close, so thin ends with more tasks than fat; in
-    arrival order fat, the older, would take its 16 first (all the memory).
-    (The room frees a pod at a time and nodes whose memory fat tasks fill
-    keep cpus idle, so the split is not exact.) Last in the file: its pods
-    deleted while the scheduler binds them come back to the scheduler as
-    pending ghosts (a failed bind re-queues even a pod that is gone), which
-    can keep the next test's pods from their nodes."""
+    """Two elastic jobs wait in their own queue while a gang fills the
+    cluster: `fat` tasks take 2 cpus (1/16 of the cluster, their dominant
+    share), `thin` ones 1 cpu (1/32). Both are Inqueue before the gang goes
+    (an idle queue takes its first job whatever its size, and the second fits
+    its deserved half). As the room frees, the job with the smaller dominant
+    share takes each place, so fat ends near 8 tasks and thin near 16; in
+    arrival order fat, the older, would take all 32 cpus with its 16.
+    (The jobs wait in a queue of their own so that both are admitted while
+    the cluster is full: in the gang's queue only the oldest would be, and
+    would take the room as it frees, before the other is admitted.)"""
+    api.create("Queue", {"metadata": {"name": "qdrf"}, "spec": {"weight": 1}})
+    queues.append("qdrf")
     create(api, jobs, vcjob("block", NODES * CPUS, NODES * CPUS))
     wait_for(lambda: len(bound(api, "block")) == NODES * CPUS, timeout=60, message="blocked")
-    create(api, jobs, vcjob("fat", 40, 1, memory="8Gi"))
-    create(api, jobs, vcjob("thin", 40, 1, memory="1Gi"))
+    create(api, jobs, vcjob("fat", 40, 1, queue="qdrf", cpu="2"))
+    create(api, jobs, vcjob("thin", 40, 1, queue="qdrf"))
+
+    def admitted() -> bool:
+        pods = [
+            p
+            for p in api.list("Pod", "default").items
+            if (p["metadata"].get("labels") or {}).get(volcano.JOB_NAME) in ("fat", "thin")
+        ]
+        groups = [
+            (g.get("status") or {}).get("phase")
+            for g in api.list("PodGroup", "default").items
+            if g["spec"].get("queue") == "qdrf"
+        ]
+        return len(pods) == 80 and groups == ["Inqueue", "Inqueue"]
+
+    wait_for(admitted, timeout=60, interval=0.2, message="fat and thin Inqueue, their pods made")
     api.delete(volcano.JOB_KEY, "block", "default")
     seen: list[tuple[int, int]] = []
 
-    def mostly_taken() -> bool:  # (nodes full of fat tasks' memory keep some cpus idle)
+    def taken() -> bool:
         fat, thin = len(bound(api, "fat")), len(bound(api, "thin"))
         seen.append((fat, thin))
-        return fat + thin >= NODES * CPUS * 3 // 4
+        return 2 * fat + thin == NODES * CPUS
 
     try:
-        wait_for(mostly_taken, timeout=60, interval=0.5, message="the room taken again")
+        wait_for(taken, timeout=60, interval=0.5, message="the room taken again")
     finally:
         print("bound (fat, thin):", seen[::10], seen[-1:])
     fat, thin = seen[-1]
-    assert fat <= 12 and thin > fat, (fat, thin)
+    # Fat takes a place only while its share is at most thin's (fat/16 <= thin/32).
+    assert fat <= 9 and thin >= 14, (fat, thin)

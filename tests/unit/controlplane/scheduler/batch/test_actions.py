@@ -55,16 +55,15 @@ def test_reclaim_gives_a_new_queue_its_deserved_share() -> None:
     env.nodes(4)  # 16 cpus
     env.queue("a")
     env.queue("b")
-    for i in range(8):
-        env.job(f"a{i}", 4, min_member=1, queue="a")  # surplus above minMember 1
+    for i in range(4):
+        env.job(f"a{i}", 4, min_member=2, queue="a")  # two tasks of surplus each
     env.run()
     assert _share(env, "a") == 16
     env.job("b0", 8, min_member=8, queue="b")
     env.run(4)
     assert _share(env, "b0") == 8 and _share(env, "a") == 8
-    # Each of queue a's running gangs (a0..a3) kept at least its minMember.
-    placed = env.bound("a")
-    assert all(any(k.startswith(f"default/a{i}-") for k in placed) for i in range(4))
+    # The surplus went: every one of queue a's gangs kept its minMember.
+    assert all(_share(env, f"a{i}-") == 2 for i in range(4)), env.bound("a")
 
 
 def test_reclaim_one_to_three_with_memory_requests() -> None:
@@ -116,6 +115,22 @@ def test_drf_orders_jobs_by_dominant_share() -> None:
     env.run()
     assert "default/rich2-t-0" in env.bound() and "default/rich-t-9" not in env.bound()
 
+
+
+def test_drf_interleaves_two_elastic_jobs_in_one_session() -> None:
+    """Both jobs wait when the room appears at once: `fat` tasks take 2 cpus
+    (1/16 of the cluster each), `thin` ones 1 (1/32). The job with the
+    smaller dominant share takes each place, so thin ends with about twice
+    fat's tasks; taking each job whole in turn, fat, the older, would fill
+    all 32 cpus with 16 tasks."""
+    env = Env()
+    env.job("fat", 40, cpu="2", min_member=1)
+    env.job("thin", 40, min_member=1)
+    env.run(1)  # enqueued on an empty cluster, nothing placed
+    env.nodes(8)  # 32 cpus
+    env.run(1)
+    fat, thin = len(env.bound("fat")), len(env.bound("thin"))
+    assert 2 * fat + thin == 32 and 7 <= fat <= 9, (fat, thin)
 
 PREEMPT = """
 actions: "enqueue, allocate, preempt, backfill"
