@@ -116,7 +116,6 @@ def test_drf_orders_jobs_by_dominant_share() -> None:
     assert "default/rich2-t-0" in env.bound() and "default/rich-t-9" not in env.bound()
 
 
-
 def test_drf_interleaves_two_elastic_jobs_in_one_session() -> None:
     """Both jobs wait when the room appears at once: `fat` tasks take 2 cpus
     (1/16 of the cluster each), `thin` ones 1 (1/32). The job with the
@@ -131,6 +130,7 @@ def test_drf_interleaves_two_elastic_jobs_in_one_session() -> None:
     env.run(1)
     fat, thin = len(env.bound("fat")), len(env.bound("thin"))
     assert 2 * fat + thin == 32 and 7 <= fat <= 9, (fat, thin)
+
 
 PREEMPT = """
 actions: "enqueue, allocate, preempt, backfill"
