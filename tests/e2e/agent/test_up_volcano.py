@@ -31,6 +31,7 @@ import pytest
 
 from controlplane.api import volcano
 from tests.e2e.agent.test_up_side_by_side import Up, free_cluster_cidrs
+from tests.fakes.volcano_examples import example_job_yaml
 from tests.harness.images import TestImages
 from tests.harness.images.manifest import ImageConfig
 from tests.harness.images.tree import Tree
@@ -61,40 +62,8 @@ echo "wget $peer: $(cat /tmp/peer)"
 sleep 20
 """
 
-# example/job.yaml with the image and the CPU request swapped (our own text).
-JOB_YAML = f"""\
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata:
-  name: {JOB}
-spec:
-  minAvailable: 3
-  schedulerName: volcano
-  policies:
-    - event: PodEvicted
-      action: RestartJob
-  plugins:
-    ssh: []
-    env: []
-    svc: []
-  maxRetry: 5
-  queue: default
-  tasks:
-    - replicas: {REPLICAS}
-      name: "{TASK}"
-      template:
-        metadata:
-          name: web
-        spec:
-          containers:
-            - image: {IMAGE}
-              imagePullPolicy: IfNotPresent
-              name: nginx
-              resources:
-                requests:
-                  cpu: "100m"
-          restartPolicy: OnFailure
-"""
+# example/job.yaml with the image and the CPU request swapped.
+JOB_YAML = example_job_yaml(name=JOB, task=TASK, replicas=REPLICAS, image=IMAGE, cpu="100m")
 
 
 class Kubectl:

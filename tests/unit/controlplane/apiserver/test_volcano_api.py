@@ -12,41 +12,9 @@ import yaml
 from controlplane.api import volcano
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.errors import Invalid
+from tests.fakes.volcano_examples import example_job_yaml
 
-# Volcano's example/job.yaml (its volume section is commented out there too).
-EXAMPLE_JOB = """
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata:
-  name: test-job
-spec:
-  minAvailable: 3
-  schedulerName: volcano
-  policies:
-    - event: PodEvicted
-      action: RestartJob
-  plugins:
-    ssh: []
-    env: []
-    svc: []
-  maxRetry: 5
-  queue: default
-  tasks:
-    - replicas: 6
-      name: "default-nginx"
-      template:
-        metadata:
-          name: web
-        spec:
-          containers:
-            - image: nginx
-              imagePullPolicy: IfNotPresent
-              name: nginx
-              resources:
-                requests:
-                  cpu: "1"
-          restartPolicy: OnFailure
-"""
+EXAMPLE_JOB = example_job_yaml()
 
 QUEUE = """
 apiVersion: scheduling.volcano.sh/v1beta1

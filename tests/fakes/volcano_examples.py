@@ -1,0 +1,53 @@
+"""Volcano's example/job.yaml, one home for the tests that apply it.
+
+Every field of the example is kept: a gang of minAvailable 3 over 6 replicas
+of one task, schedulerName volcano, the PodEvicted -> RestartJob policy, the
+ssh/env/svc plugins, maxRetry 5, queue default (its volume section is
+commented out there too). A test may swap the name, the task's name and
+replicas, the image and the CPU request (scaled to its nodes); the defaults
+are the example's own.
+"""
+
+from __future__ import annotations
+
+
+def example_job_yaml(
+    name: str = "test-job",
+    task: str = "default-nginx",
+    replicas: int = 6,
+    image: str = "nginx",
+    cpu: str = "1",
+) -> str:
+    return f"""\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: {name}
+spec:
+  minAvailable: 3
+  schedulerName: volcano
+  policies:
+    - event: PodEvicted
+      action: RestartJob
+  plugins:
+    ssh: []
+    env: []
+    svc: []
+  maxRetry: 5
+  queue: default
+  tasks:
+    - replicas: {replicas}
+      name: "{task}"
+      template:
+        metadata:
+          name: web
+        spec:
+          containers:
+            - image: {image}
+              imagePullPolicy: IfNotPresent
+              name: nginx
+              resources:
+                requests:
+                  cpu: "{cpu}"
+          restartPolicy: OnFailure
+"""
