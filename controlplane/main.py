@@ -12,6 +12,11 @@ each with its own identity and least-privilege role, never the admin's
 (apiserver/rbaccomponents.py): `<data-dir>/{scheduler,volcano-scheduler,
 controller-manager}.conf` are their kubeconfigs (0600), which the same
 components read when run as processes of their own (`--kubeconfig`).
+With --component-processes each component runs so, as a child process of
+this one (as kubeadm runs kube-scheduler and kube-controller-manager beside
+kube-apiserver), started once the API server answers, restarted with a
+backoff when it exits, stopped with it (supervisor.py): the components
+then use more cores than the one this process's GIL allows.
 SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
 refusal to start (exit status 1), never a silent reset.
 """
@@ -34,14 +39,22 @@ from typing import Any
 from controlplane.api.bootstraptoken import split
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.bootstrap import BootstrapJoin
-from controlplane.apiserver.rbaccomponents import COMPONENTS, CONTROLLER_MANAGER
+from controlplane.apiserver.rbaccomponents import (
+    BATCH_SCHEDULER,
+    COMPONENTS,
+    CONTROLLER_MANAGER,
+    SCHEDULER,
+    ComponentIdentity,
+)
 from controlplane.apiserver.server import ApiServer, ApiServerConfig
 from controlplane.apiserver.tls import ensure_pki
+from controlplane.client.component import SOCKET_ENV
 from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
 from controlplane.client.privatefile import write_private
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
+from controlplane.supervisor import ProcessSpec, Supervisor
 
 log = logging.getLogger("skiff.controlplane")
 
@@ -119,6 +132,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="do not start this component (e.g. scheduler)",
+    )
+    p.add_argument(
+        "--component-processes",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="run the scheduler, the batch scheduler and the controller manager as child "
+        "processes, each with its kubeconfig in --data-dir (restarted when they exit, stopped "
+        "with the control plane), so that they use more than one core; default: threads of "
+        "this process",
     )
     p.add_argument(
         "--audit-log-path", default="", help="write an audit log (JSON lines) here; off when empty"
@@ -245,6 +267,65 @@ def start_components(
             raise StartError(f"{name}: refusing to start: {err}") from err
 
 
+# How each component runs as a process: `python -m MODULE --kubeconfig FILE`.
+PROCESS_MODULES: dict[str, tuple[str, ComponentIdentity]] = {
+    "scheduler": ("controlplane.scheduler.run", SCHEDULER),
+    "volcano-scheduler": ("controlplane.scheduler.batch.run", BATCH_SCHEDULER),
+    "controllers": ("controlplane.controllers.manager", CONTROLLER_MANAGER),
+}
+
+
+def manager_argv(args: argparse.Namespace) -> list[str]:
+    """The controller manager's flags (manager.add_flags) as given to `skiff controlplane`."""
+    from controlplane.controllers import manager
+
+    own = argparse.ArgumentParser(add_help=False)
+    manager.add_flags(own)
+    argv: list[str] = []
+    for dest in vars(own.parse_args([])):
+        flag, value = dest.replace("_", "-"), getattr(args, dest)
+        if isinstance(value, bool):
+            argv.append(f"--{flag}" if value else f"--no-{flag}")
+        else:
+            argv.append(f"--{flag}={value}")
+    return argv
+
+
+def check_components(names: list[str], args: argparse.Namespace) -> None:
+    """Refuse now, with the reason, a configuration a component process would
+    refuse at its start (as the in-process components refuse theirs)."""
+    from controlplane.controllers import manager
+    from controlplane.scheduler import run as scheduler
+    from controlplane.scheduler.batch import run as batch_scheduler
+
+    checks: dict[str, Callable[[], object]] = {
+        "scheduler": lambda: scheduler.check(scheduler.load_config()),
+        "volcano-scheduler": batch_scheduler.load_conf,
+        "controllers": lambda: manager.config_from_args(args),
+    }
+    for name in names:
+        try:
+            checks[name]()
+        except (OSError, ValueError) as err:
+            raise StartError(f"{name}: refusing to start: {err}") from err
+
+
+def component_processes(
+    names: list[str], args: argparse.Namespace, data_dir: Path, socket: str
+) -> list[ProcessSpec]:
+    """The child process of each component in `names`, with its own
+    kubeconfig, reaching the API server on its private socket `socket`."""
+    specs = []
+    for name in names:
+        module, identity = PROCESS_MODULES[name]
+        argv = [sys.executable, "-m", module, "--kubeconfig", str(data_dir / identity.kubeconfig),
+                "--log-level", args.log_level]  # fmt: skip
+        if name == "controllers":
+            argv += manager_argv(args)
+        specs.append(ProcessSpec(name, argv, {SOCKET_ENV: socket}))
+    return specs
+
+
 class StartError(Exception):
     """The control plane cannot start (damaged database, store unreachable, port taken)."""
 
@@ -262,8 +343,12 @@ class RunningControlPlane:
     stop_event: threading.Event
     # The in-process components' clients, by component name, each with its identity.
     clients: dict[str, Any] = field(default_factory=dict)
+    # With --component-processes: the components' processes.
+    supervisor: Supervisor | None = None
 
     def stop(self) -> None:
+        if self.supervisor is not None:  # while the API still serves their last writes
+            self.supervisor.stop()
         self.stop_event.set()
         self.server.stop()
         for client in self.clients.values():
@@ -326,7 +411,18 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event())  # fmt: skip
     enabled = [name for name, _ in components(args) if name not in args.disable]
-    if enabled:
+    if enabled and args.component_processes:
+        try:
+            check_components(enabled, args)
+            answers(server.grpc_socket, admin.token)
+        except StartError:
+            running.stop()
+            raise
+        running.supervisor = Supervisor(
+            component_processes(enabled, args, data_dir, server.grpc_socket)
+        )
+        running.supervisor.start()
+    elif enabled:
         from controlplane.client.apiclient import connect
 
         # In-process components reach the gRPC server on its private socket,
@@ -343,6 +439,17 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
             running.stop()  # nothing half-started is left serving
             raise
     return running
+
+
+def answers(socket: str, token: str) -> None:
+    """Wait until the API server answers on its private socket (StartError if it does not)."""
+    from controlplane.client.apiclient import connect
+
+    with connect(ClientConfig(f"unix:{socket}", token=token), timeout=30) as client:
+        try:
+            client.whoami()
+        except ApiError as err:
+            raise StartError(f"the API server does not answer: {err}") from err
 
 
 def main(argv: Sequence[str] | None = None) -> int:
