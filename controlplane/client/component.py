@@ -85,9 +85,11 @@ def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str =
     return 0
 
 
-def watch_lifeline(prog: str, stop: threading.Event) -> None:
+def watch_lifeline(
+    prog: str, stop: threading.Event, exit: Callable[[int], object] = os._exit
+) -> None:
     """With LIFELINE_ENV set: set `stop` when the pipe it names reaches end of
-    file (its writer, the control plane, is gone), and exit LIFELINE_GRACE
+    file (its writer, the control plane, is gone), and `exit(1)` LIFELINE_GRACE
     seconds later if the process is still there."""
     value = os.environ.pop(LIFELINE_ENV, "")
     if not value:
@@ -112,6 +114,6 @@ def watch_lifeline(prog: str, stop: threading.Event) -> None:
         log.warning("%s: the control plane is gone: stopping", prog)
         stop.set()
         threading.Event().wait(LIFELINE_GRACE)
-        os._exit(1)  # still here: a thread did not stop
+        exit(1)  # still here: a thread did not stop
 
     threading.Thread(target=watch, name="lifeline", daemon=True).start()
