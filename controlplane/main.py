@@ -1,4 +1,4 @@
-"""`skiff controlplane`: run the API server (and, later, scheduler and controllers).
+"""`skiff controlplane`: run the API server, the schedulers and the controller manager.
 
 Opens the store (SQLite under --data-dir, or etcd), makes sure the PKI,
 token secret, `<data-dir>/admin.conf` (admin credential for skiff's
@@ -7,16 +7,17 @@ kubeconfig, for kubectl) and `<data-dir>/join-token` exist (a bootstrap
 token made at first start, with no expiry; `skiff token delete` revokes it),
 serves the API over TLS on --listen (the Kubernetes REST API, and skiff's
 gRPC API on the same port; --grpc-listen adds a port of gRPC's own), then
-starts the in-process components (scheduler, batch scheduler, controllers),
+starts the components (scheduler, batch scheduler, controllers),
 each with its own identity and least-privilege role, never the admin's
 (apiserver/rbaccomponents.py): `<data-dir>/{scheduler,volcano-scheduler,
 controller-manager}.conf` are their kubeconfigs (0600), which the same
 components read when run as processes of their own (`--kubeconfig`).
-With --component-processes each component runs so, as a child process of
-this one (as kubeadm runs kube-scheduler and kube-controller-manager beside
-kube-apiserver), started once the API server answers, restarted with a
-backoff when it exits, stopped with it (supervisor.py): the components
-then use more cores than the one this process's GIL allows.
+By default (--component-processes) each component runs so, as a child
+process of this one (as kubeadm runs kube-scheduler and
+kube-controller-manager beside kube-apiserver), started once the API server
+answers, restarted with a backoff when it exits, stopped with it
+(supervisor.py): the components then use more cores than the one this
+process's GIL allows. --no-component-processes runs them as threads here.
 SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
 refusal to start (exit status 1), never a silent reset.
 """
@@ -136,11 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--component-processes",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=True,
         help="run the scheduler, the batch scheduler and the controller manager as child "
         "processes, each with its kubeconfig in --data-dir (restarted when they exit, stopped "
-        "with the control plane), so that they use more than one core; default: threads of "
-        "this process",
+        "with the control plane), so that they use more than one core (the default); "
+        "--no-component-processes: as threads of this process",
     )
     p.add_argument(
         "--audit-log-path", default="", help="write an audit log (JSON lines) here; off when empty"
@@ -315,6 +316,9 @@ def component_processes(
 ) -> list[ProcessSpec]:
     """The child process of each component in `names`, with its own
     kubeconfig, reaching the API server on its private socket `socket`."""
+    # The children import the components from where this process found them.
+    root = str(Path(__file__).resolve().parent.parent)
+    pythonpath = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     specs = []
     for name in names:
         module, identity = PROCESS_MODULES[name]
@@ -322,7 +326,7 @@ def component_processes(
                 "--log-level", args.log_level]  # fmt: skip
         if name == "controllers":
             argv += manager_argv(args)
-        specs.append(ProcessSpec(name, argv, {SOCKET_ENV: socket}))
+        specs.append(ProcessSpec(name, argv, {SOCKET_ENV: socket, "PYTHONPATH": pythonpath}))
     return specs
 
 

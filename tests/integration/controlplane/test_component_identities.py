@@ -1,9 +1,10 @@
 """The control plane's components act as themselves, never as the admin (issue 16).
 
-A real control plane (in this process, SQLite in a temp dir) with one
-hollow node: a Deployment goes through the controller manager and the
-default scheduler, a Volcano Job through the controllers and the batch
-scheduler, and the audit log names who made each write. The components'
+A real control plane (in this process, its components as threads, SQLite
+in a temp dir) with one hollow node: a Deployment goes through the
+controller manager and the default scheduler, a Volcano Job through the
+controllers and the batch scheduler, and the audit log names who made each
+write. The components'
 kubeconfigs in the data directory are 0600 and hold credentials their
 roles bound: the scheduler reads no Secret and deletes no Namespace, the
 controller manager cannot bind itself to cluster-admin. On the old code
@@ -80,7 +81,8 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
     audit = base / "audit.log"
     args = cp_main.build_parser().parse_args(
         ["--listen", "127.0.0.1:0", "--data-dir", str(base / "cp"),
-         "--audit-log-path", str(audit), "--controllers", "*,-podgc"]
+         "--audit-log-path", str(audit), "--controllers", "*,-podgc",
+         "--no-component-processes"]  # threads here; test_component_processes.py: processes
     )  # fmt: skip
     running = cp_main.start(args)
     admin = connect(running.admin, timeout=30)
