@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.hollow import HollowConfig, HollowNodes
+from bench.host_usage import children
 from controlplane.api import volcano
 from controlplane.client.clock import RealClock
 from tests.harness.cluster import ClusterControlPlane
@@ -85,18 +86,12 @@ def tree_cpu_seconds(pid: int) -> dict[str, float]:
     """CPU time so far of `pid` (with its reaped children's) and of each live
     child, by "controlplane" and the child's component module."""
     out = {"controlplane": cpu_seconds(pid, children=True)}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for child in children(pid):
         try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid != pid:
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
-            name = argv[argv.index(b"-m") + 1].decode() if b"-m" in argv else entry
-            out[name] = out.get(name, 0.0) + cpu_seconds(int(entry), children=True)
+            name = argv[argv.index(b"-m") + 1].decode() if b"-m" in argv else str(child)
+            out[name] = out.get(name, 0.0) + cpu_seconds(child, children=True)
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile: its time is in the parent's by now
     return out

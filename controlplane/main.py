@@ -12,12 +12,13 @@ each with its own identity and least-privilege role, never the admin's
 (apiserver/rbaccomponents.py): `<data-dir>/{scheduler,volcano-scheduler,
 controller-manager}.conf` are their kubeconfigs (0600), which the same
 components read when run as processes of their own (`--kubeconfig`).
-By default (--component-processes) each component runs so, as a child
-process of this one (as kubeadm runs kube-scheduler and
-kube-controller-manager beside kube-apiserver), started once the API server
-answers, restarted with a backoff when it exits, stopped with it
-(supervisor.py): the components then use more cores than the one this
-process's GIL allows. --no-component-processes runs them as threads here.
+With --component-processes (the default where this process may use 2 CPUs
+or more) each component runs so, as a child process of this one (as kubeadm
+runs kube-scheduler and kube-controller-manager beside kube-apiserver),
+started once the API server answers, restarted with a backoff when it
+exits, stopped with it (supervisor.py): the components then use more cores
+than the one this process's GIL allows. --no-component-processes (the
+default on one CPU) runs them as threads here.
 SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
 refusal to start (exit status 1), never a silent reset.
 """
@@ -137,11 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--component-processes",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=None,
         help="run the scheduler, the batch scheduler and the controller manager as child "
         "processes, each with its kubeconfig in --data-dir (restarted when they exit, stopped "
-        "with the control plane), so that they use more than one core (the default); "
-        "--no-component-processes: as threads of this process",
+        "with the control plane), so that they use more than one core; "
+        "--no-component-processes: as threads of this process; default: processes when this "
+        "process may run on 2 CPUs or more, else threads",
     )
     p.add_argument(
         "--audit-log-path", default="", help="write an audit log (JSON lines) here; off when empty"
@@ -292,6 +294,14 @@ def manager_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
+def use_processes(flag: bool | None) -> bool:
+    """--component-processes as given, else whether this process may use 2
+    CPUs or more: on one, processes bring no parallelism, only their memory."""
+    if flag is not None:
+        return flag
+    return len(os.sched_getaffinity(0)) >= 2
+
+
 def check_components(names: list[str], args: argparse.Namespace) -> None:
     """Refuse now, with the reason, a configuration a component process would
     refuse at its start (as the in-process components refuse theirs)."""
@@ -415,7 +425,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event())  # fmt: skip
     enabled = [name for name, _ in components(args) if name not in args.disable]
-    if enabled and args.component_processes:
+    if enabled and use_processes(args.component_processes):
         try:
             check_components(enabled, args)
             answers(server.grpc_socket, admin.token)
