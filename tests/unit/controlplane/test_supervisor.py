@@ -150,9 +150,9 @@ def test_signals_go_to_started_children_only(output: Output) -> None:
 
 def test_processes_by_default_only_with_two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cp_main.build_parser().parse_args([]).component_processes is None
-    monkeypatch.setattr(cp_main.os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert not cp_main.use_processes(None)
     assert cp_main.use_processes(True)
-    monkeypatch.setattr(cp_main.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert cp_main.use_processes(None)
     assert not cp_main.use_processes(False)
