@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from controlplane import componentprocs
 from controlplane import main as cp_main
 from controlplane.client import component
 from controlplane.controllers import manager
@@ -134,7 +135,7 @@ def test_the_controller_managers_flags_reach_its_process() -> None:
     args = cp_main.build_parser().parse_args(argv)
     own = argparse.ArgumentParser()
     manager.add_flags(own)
-    again = own.parse_args(cp_main.manager_argv(args))
+    again = own.parse_args(componentprocs.manager_argv(args))
     for dest, value in vars(again).items():
         assert getattr(args, dest) == value, dest
     assert manager.config_from_args(again) == manager.config_from_args(args)
@@ -151,8 +152,8 @@ def test_signals_go_to_started_children_only(output: Output) -> None:
 def test_processes_by_default_only_with_two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cp_main.build_parser().parse_args([]).component_processes is None
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
-    assert not cp_main.use_processes(None)
-    assert cp_main.use_processes(True)
+    assert not componentprocs.use_processes(None)
+    assert componentprocs.use_processes(True)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert cp_main.use_processes(None)
-    assert not cp_main.use_processes(False)
+    assert componentprocs.use_processes(None)
+    assert not componentprocs.use_processes(False)
