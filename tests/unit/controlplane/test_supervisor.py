@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -157,3 +158,18 @@ def test_processes_by_default_only_with_two_cpus(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert componentprocs.use_processes(None)
     assert not componentprocs.use_processes(False)
+
+
+def test_a_component_processs_bad_configuration_is_refused_before_it_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bad = tmp_path / "volcano-scheduler.conf"
+    bad.write_text("actions: enqueue, nosuchaction\n")
+    monkeypatch.setenv("SKIFF_VOLCANO_CONFIG", str(bad))
+    args = cp_main.build_parser().parse_args([])
+    with pytest.raises(ValueError, match=r"volcano-scheduler: refusing to start: .*nosuchaction"):
+        componentprocs.check_components(["scheduler", "volcano-scheduler"], args)
+    with pytest.raises(ValueError, match="controllers: refusing to start"):
+        componentprocs.check_components(
+            ["controllers"], cp_main.build_parser().parse_args(["--controllers", "nosuch"])
+        )
