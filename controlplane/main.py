@@ -1,4 +1,4 @@
-"""`skiff controlplane`: run the API server (and, later, scheduler and controllers).
+"""`skiff controlplane`: run the API server, the schedulers and the controller manager.
 
 Opens the store (SQLite under --data-dir, or etcd), makes sure the PKI,
 token secret, `<data-dir>/admin.conf` (admin credential for skiff's
@@ -7,11 +7,18 @@ kubeconfig, for kubectl) and `<data-dir>/join-token` exist (a bootstrap
 token made at first start, with no expiry; `skiff token delete` revokes it),
 serves the API over TLS on --listen (the Kubernetes REST API, and skiff's
 gRPC API on the same port; --grpc-listen adds a port of gRPC's own), then
-starts the in-process components (scheduler, batch scheduler, controllers),
+starts the components (scheduler, batch scheduler, controllers),
 each with its own identity and least-privilege role, never the admin's
 (apiserver/rbaccomponents.py): `<data-dir>/{scheduler,volcano-scheduler,
 controller-manager}.conf` are their kubeconfigs (0600), which the same
 components read when run as processes of their own (`--kubeconfig`).
+With --component-processes (the default where this process may use 2 CPUs
+or more) each component runs so, as a child process of this one (as kubeadm
+runs kube-scheduler and kube-controller-manager beside kube-apiserver),
+started once the API server answers, restarted with a backoff when it
+exits, stopped with it (supervisor.py): the components then use more cores
+than the one this process's GIL allows. --no-component-processes (the
+default on one CPU) runs them as threads here.
 SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
 refusal to start (exit status 1), never a silent reset.
 """
@@ -41,7 +48,9 @@ from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
 from controlplane.client.privatefile import write_private
+from controlplane.componentprocs import check_components, component_processes, use_processes
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
+from controlplane.supervisor import Supervisor
 
 log = logging.getLogger("skiff.controlplane")
 
@@ -119,6 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="do not start this component (e.g. scheduler)",
+    )
+    p.add_argument(
+        "--component-processes",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the scheduler, the batch scheduler and the controller manager as child "
+        "processes, each with its kubeconfig in --data-dir (restarted when they exit, stopped "
+        "with the control plane), so that they use more than one core; "
+        "--no-component-processes: as threads of this process; default: processes when this "
+        "process may run on 2 CPUs or more, else threads",
     )
     p.add_argument(
         "--audit-log-path", default="", help="write an audit log (JSON lines) here; off when empty"
@@ -262,8 +281,12 @@ class RunningControlPlane:
     stop_event: threading.Event
     # The in-process components' clients, by component name, each with its identity.
     clients: dict[str, Any] = field(default_factory=dict)
+    # With --component-processes: the components' processes.
+    supervisor: Supervisor | None = None
 
     def stop(self) -> None:
+        if self.supervisor is not None:  # while the API still serves their last writes
+            self.supervisor.stop()
         self.stop_event.set()
         self.server.stop()
         for client in self.clients.values():
@@ -326,7 +349,21 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event())  # fmt: skip
     enabled = [name for name, _ in components(args) if name not in args.disable]
-    if enabled:
+    if enabled and use_processes(args.component_processes):
+        try:
+            try:
+                check_components(enabled, args)
+            except ValueError as err:  # as the in-process components refuse theirs
+                raise StartError(str(err)) from err
+            answers(server.grpc_socket, admin.token)
+        except StartError:
+            running.stop()
+            raise
+        running.supervisor = Supervisor(
+            component_processes(enabled, args, data_dir, server.grpc_socket)
+        )
+        running.supervisor.start()
+    elif enabled:
         from controlplane.client.apiclient import connect
 
         # In-process components reach the gRPC server on its private socket,
@@ -343,6 +380,17 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
             running.stop()  # nothing half-started is left serving
             raise
     return running
+
+
+def answers(socket: str, token: str) -> None:
+    """Wait until the API server answers on its private socket (StartError if it does not)."""
+    from controlplane.client.apiclient import connect
+
+    with connect(ClientConfig(f"unix:{socket}", token=token), timeout=30) as client:
+        try:
+            client.whoami()
+        except ApiError as err:
+            raise StartError(f"the API server does not answer: {err}") from err
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,21 +7,42 @@ controller-manager}.conf`, each with that component's own identity), starts
 the component hook `start(client, stop)` the control plane would call, and
 returns once SIGINT or SIGTERM has stopped it. A missing or malformed
 kubeconfig is a clear refusal (status 2), never an admin fallback.
+
+As a child of `skiff controlplane --component-processes`
+(controlplane/supervisor.py) it finds two more things in its environment:
+LIFELINE_ENV, a pipe whose end of file means the control plane is gone
+(the component then stops as on SIGTERM, and exits at once if that takes
+longer than LIFELINE_GRACE seconds), and SOCKET_ENV, the control plane's
+private gRPC socket, which it reaches as the in-process components do
+instead of the kubeconfig's address; the kubeconfig's token stays its
+identity.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 
 from controlplane.client.apiclient import connect
-from controlplane.client.config import ConfigError, load_config
+from controlplane.client.config import ClientConfig, ConfigError, load_config
 from controlplane.client.interface import ApiClient
 
+log = logging.getLogger("skiff.component")
+
 Start = Callable[[ApiClient, threading.Event], None]
+
+# Set in the environment by `skiff controlplane --component-processes`.
+LIFELINE_ENV = "SKIFF_LIFELINE_FD"
+SOCKET_ENV = "SKIFF_CONTROLPLANE_SOCKET"
+LIFELINE_GRACE = 10.0
+# How long the component's threads get to stop before its connection closes.
+STOP_GRACE = 5.0
 
 
 def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str = "") -> int:
@@ -40,7 +61,13 @@ def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str =
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    client = connect(config, timeout=30, field_manager=field_manager)
+    watch_lifeline(prog, stop)
+    socket = os.environ.get(SOCKET_ENV, "")
+    if socket:  # the control plane's own socket: plaintext, in its private data directory
+        config = ClientConfig(f"unix:{socket}", token=config.token)
+    # No component reads managedFields: its watches leave them out (as in process).
+    client = connect(config, timeout=30, field_manager=field_manager, lean_watches=True)
+    before = set(threading.enumerate())
     try:
         try:
             start(client, stop)
@@ -48,6 +75,45 @@ def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str =
             print(f"{prog}: refusing to start: {err}", file=sys.stderr)
             return 2
         stop.wait()
+        # The component's own threads finish their last writes (a Lease
+        # released) before the connection goes.
+        deadline = time.monotonic() + STOP_GRACE
+        for thread in set(threading.enumerate()) - before:
+            thread.join(max(0.0, deadline - time.monotonic()))
     finally:
         client.close()
     return 0
+
+
+def watch_lifeline(
+    prog: str, stop: threading.Event, exit: Callable[[int], object] = os._exit
+) -> None:
+    """With LIFELINE_ENV set: set `stop` when the pipe it names reaches end of
+    file (its writer, the control plane, is gone), and `exit(1)` LIFELINE_GRACE
+    seconds later if the process is still there."""
+    value = os.environ.pop(LIFELINE_ENV, "")
+    if not value:
+        return
+    try:
+        fd = int(value)
+        os.fstat(fd)
+    except (ValueError, OSError) as err:
+        print(f"{prog}: ${LIFELINE_ENV}={value!r}: not an open file descriptor ({err})",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(2) from err
+
+    def watch() -> None:
+        while True:
+            try:
+                if not os.read(fd, 512):  # nobody writes: only end of file returns
+                    break
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        log.warning("%s: the control plane is gone: stopping", prog)
+        stop.set()
+        threading.Event().wait(LIFELINE_GRACE)
+        exit(1)  # still here: a thread did not stop
+
+    threading.Thread(target=watch, name="lifeline", daemon=True).start()

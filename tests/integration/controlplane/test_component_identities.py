@@ -1,9 +1,10 @@
 """The control plane's components act as themselves, never as the admin (issue 16).
 
-A real control plane (in this process, SQLite in a temp dir) with one
-hollow node: a Deployment goes through the controller manager and the
-default scheduler, a Volcano Job through the controllers and the batch
-scheduler, and the audit log names who made each write. The components'
+A real control plane (in this process, its components as threads, SQLite
+in a temp dir) with one hollow node: a Deployment goes through the
+controller manager and the default scheduler, a Volcano Job through the
+controllers and the batch scheduler, and the audit log names who made each
+write. The components'
 kubeconfigs in the data directory are 0600 and hold credentials their
 roles bound: the scheduler reads no Secret and deletes no Namespace, the
 controller manager cannot bind itself to cluster-admin. On the old code
@@ -55,19 +56,23 @@ class Plane:
         return connect(load_config(self.running.data_dir / kubeconfig), timeout=10)
 
     def writers(self, verb: str, resource: str, subresource: str = "") -> set[str]:
-        """Who did `verb` on `resource` (successfully), by the audit log."""
-        found = set()
-        for line in self.audit.read_text().splitlines():
-            event = json.loads(line)
-            ref = event.get("objectRef") or {}
-            if (
-                event["verb"] == verb
-                and ref.get("resource") == resource
-                and ref.get("subresource", "") == subresource
-                and event["responseStatus"]["code"] < 300
-            ):
-                found.add(event["user"]["username"])
-        return found
+        return writers(self.audit, verb, resource, subresource)
+
+
+def writers(audit: Path, verb: str, resource: str, subresource: str = "") -> set[str]:
+    """Who did `verb` on `resource` (successfully), by the audit log."""
+    found = set()
+    for line in audit.read_text().splitlines():
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        if (
+            event["verb"] == verb
+            and ref.get("resource") == resource
+            and ref.get("subresource", "") == subresource
+            and event["responseStatus"]["code"] < 300
+        ):
+            found.add(event["user"]["username"])
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +81,8 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
     audit = base / "audit.log"
     args = cp_main.build_parser().parse_args(
         ["--listen", "127.0.0.1:0", "--data-dir", str(base / "cp"),
-         "--audit-log-path", str(audit), "--controllers", "*,-podgc"]
+         "--audit-log-path", str(audit), "--controllers", "*,-podgc",
+         "--no-component-processes"]  # threads here; test_component_processes.py: processes
     )  # fmt: skip
     running = cp_main.start(args)
     admin = connect(running.admin, timeout=30)
@@ -109,7 +115,13 @@ def deployment(name: str) -> dict[str, Any]:
 
 
 def test_each_component_writes_as_itself(plane: Plane) -> None:
-    api = plane.admin
+    components_write_as_themselves(plane.admin, plane.audit)
+
+
+def components_write_as_themselves(api: GrpcApiClient, audit: Path) -> None:
+    """A Deployment's pod bound by the default scheduler and a Volcano Job's
+    pods by the batch scheduler (a node with room being there); the audit log
+    `audit` names each component for its writes, never the admin."""
     api.create("Deployment", deployment("web"), "default")
 
     def bound() -> bool:
@@ -138,10 +150,10 @@ def test_each_component_writes_as_itself(plane: Plane) -> None:
         ("patch", "podgroups", "status", {BATCH_SCHEDULER.user}),
         ("patch", "queues", "status", {BATCH_SCHEDULER.user}),
     ):
-        wait_for(lambda a=(verb, resource, sub), u=users: plane.writers(*a) == u,  # type: ignore[misc]
+        wait_for(lambda a=(verb, resource, sub), u=users: writers(audit, *a) == u,  # type: ignore[misc]
                  timeout=30, message=f"{verb} {resource}/{sub} by {users} only")  # fmt: skip
     # The admin wrote only what this test asked for.
-    assert "admin" not in plane.writers("create", "pods", "binding")
+    assert "admin" not in writers(audit, "create", "pods", "binding")
 
 
 def test_kubeconfigs_are_private_and_name_their_user(plane: Plane) -> None:

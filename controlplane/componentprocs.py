@@ -1,0 +1,92 @@
+"""The control plane's components as processes of their own: the command
+of each (`python -m MODULE --kubeconfig FILE` with the flags `skiff
+controlplane` was given), the check of their configuration before they
+start, and whether to run them so by default (controlplane/main.py starts
+them under supervisor.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from controlplane.apiserver.rbaccomponents import (
+    BATCH_SCHEDULER,
+    CONTROLLER_MANAGER,
+    SCHEDULER,
+    ComponentIdentity,
+)
+from controlplane.client.component import SOCKET_ENV
+from controlplane.supervisor import ProcessSpec
+
+# How each component runs as a process: `python -m MODULE --kubeconfig FILE`.
+PROCESS_MODULES: dict[str, tuple[str, ComponentIdentity]] = {
+    "scheduler": ("controlplane.scheduler.run", SCHEDULER),
+    "volcano-scheduler": ("controlplane.scheduler.batch.run", BATCH_SCHEDULER),
+    "controllers": ("controlplane.controllers.manager", CONTROLLER_MANAGER),
+}
+
+
+def manager_argv(args: argparse.Namespace) -> list[str]:
+    """The controller manager's flags (manager.add_flags) as given to `skiff controlplane`."""
+    from controlplane.controllers import manager
+
+    own = argparse.ArgumentParser(add_help=False)
+    manager.add_flags(own)
+    argv: list[str] = []
+    for dest in vars(own.parse_args([])):
+        flag, value = dest.replace("_", "-"), getattr(args, dest)
+        if isinstance(value, bool):
+            argv.append(f"--{flag}" if value else f"--no-{flag}")
+        else:
+            argv.append(f"--{flag}={value}")
+    return argv
+
+
+def use_processes(flag: bool | None) -> bool:
+    """--component-processes as given, else whether this process may use 2
+    CPUs or more: on one, processes bring no parallelism, only their memory."""
+    if flag is not None:
+        return flag
+    return len(os.sched_getaffinity(0)) >= 2
+
+
+def check_components(names: list[str], args: argparse.Namespace) -> None:
+    """ValueError, with the reason, for a configuration a component process
+    would refuse at its start: `skiff controlplane` refuses it at once."""
+    from controlplane.controllers import manager
+    from controlplane.scheduler import run as scheduler
+    from controlplane.scheduler.batch import run as batch_scheduler
+
+    checks: dict[str, Callable[[], object]] = {
+        "scheduler": lambda: scheduler.check(scheduler.load_config()),
+        "volcano-scheduler": batch_scheduler.load_conf,
+        "controllers": lambda: manager.config_from_args(args),
+    }
+    for name in names:
+        try:
+            checks[name]()
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{name}: refusing to start: {err}") from err
+
+
+def component_processes(
+    names: list[str], args: argparse.Namespace, data_dir: Path, socket: str
+) -> list[ProcessSpec]:
+    """The child process of each component in `names`, with its own
+    kubeconfig, reaching the API server on its private socket `socket`."""
+    # The children import the components from where this process found them.
+    root = str(Path(__file__).resolve().parent.parent)
+    pythonpath = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    specs = []
+    for name in names:
+        module, identity = PROCESS_MODULES[name]
+        argv = [sys.executable, "-m", module, "--kubeconfig", str(data_dir / identity.kubeconfig),
+                "--log-level", args.log_level]  # fmt: skip
+        if name == "controllers":
+            argv += manager_argv(args)
+        specs.append(ProcessSpec(name, argv, {SOCKET_ENV: socket, "PYTHONPATH": pythonpath}))
+    return specs
