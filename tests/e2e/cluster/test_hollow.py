@@ -49,15 +49,21 @@ def test_hollow_nodes_run_a_deployment(api: GrpcApiClient) -> None:
             )
         renewed = hollow.stats.leases
         wait_for(lambda: hollow.stats.leases >= renewed + NODES, timeout=10, message="heartbeats")
+        # Node IPAM (the controller manager, a process of its own by default)
+        # gives each node its range; pods started before take a fallback IP.
+        wait_for(
+            lambda: all(n["spec"].get("podCIDR") for n in api.list("Node").items),
+            timeout=60,
+            message="every node's podCIDR",
+        )
 
         api.create("Deployment", h.deployment("hd", 60, h.SLEEPER), "default")
         pods = h.wait_ready_pods(api, {"app": "hd"}, 60, timeout=120)
         assert {p["spec"]["nodeName"] for p in pods} <= set(hollow.nodes)
         cidrs = {n["metadata"]["name"]: n["spec"].get("podCIDR") for n in api.list("Node").items}
-        for p in pods:
+        for p in pods:  # the fake IP is from the node's range
             cidr = cidrs[p["spec"]["nodeName"]]
-            if cidr:  # node IPAM ran: the fake IP is from the node's range
-                assert ipaddress.ip_address(p["status"]["podIP"]) in ipaddress.ip_network(cidr)
+            assert ipaddress.ip_address(p["status"]["podIP"]) in ipaddress.ip_network(cidr)
         assert len({p["status"]["podIP"] for p in pods}) == 60
 
         h.delete(api, "Deployment", "hd")
