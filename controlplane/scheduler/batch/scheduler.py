@@ -329,6 +329,7 @@ class BatchScheduler:
             key = _key(group)
             self.status.stale(key)
             old = self.groups.get(key)
+            self.snapshots.group_changed(key)
             if old is not None and not deleted and old.get("spec") == group.get("spec"):
                 self.groups[key] = group  # a status write (ours, mostly): no session for it
                 return
@@ -387,24 +388,20 @@ class BatchScheduler:
     def run_session(self) -> SessionStats:
         start, cpu_start = self.clock.monotonic(), time.thread_time()
         with self.lock:
-            jobs, queues, total = self.snapshots.take()
+            jobs, queues, total = self.snapshots.take(self.status.wanted())
             pending = sum(len(j.pending) for j in jobs.values())
             ssn = Session(
                 self.cache, self.framework, jobs, queues, total,
                 deadline=self.clock.monotonic() + self.session_budget, clock=self.clock.monotonic,
+                more=self.snapshots.more,
             )  # fmt: skip
             for tier_conf in self.conf.tiers:
                 tier = Tier()
                 ssn.tiers.append(tier)
                 for opt in tier_conf:
                     plugins.PLUGINS[opt.name](ssn, tier, opt)
-            self._hold_room(ssn, jobs)
+            self._hold_room(ssn)
             waiting = set(self.evicted_for)
-            owner = (
-                {pk: j for j in jobs.values() for pk in j.placed}
-                if {"preempt", "reclaim"} & set(self.conf.actions)
-                else {}
-            )
             enabled = set(self.conf.actions)
             for name in self.conf.actions:
                 if name == "enqueue":
@@ -414,9 +411,9 @@ class BatchScheduler:
                 elif name == "backfill":
                     actions.backfill(ssn, enabled)
                 elif name == "preempt":
-                    actions.preempt(ssn, enabled, waiting, owner)
+                    actions.preempt(ssn, enabled, waiting)
                 elif name == "reclaim":
-                    actions.reclaim(ssn, enabled, waiting, owner)
+                    actions.reclaim(ssn, enabled, waiting)
             binds = list(ssn.binds)
             for p, _node in binds:
                 self.pending.pop(p.key, None)
@@ -458,21 +455,18 @@ class BatchScheduler:
         p = info.pods.get(key) if info is not None else None
         return p if p is not None and p.uid == uid else None
 
-    def _hold_room(self, ssn: Session, jobs: dict[str, JobInfo]) -> None:
+    def _hold_room(self, ssn: Session) -> None:
         """Room freed for a preemptor is its own: while some of its victims still
         terminate its tasks are placed there for the session (pipelined, not
         bound); once all are gone they are bound there. A hold that no longer
         fits is dropped (the job may preempt again)."""
-        owner: dict[str, JobInfo] | None = None
         for key, hold in list(self.evicted_for.items()):
-            job = jobs.get(key)
+            job = ssn.all_jobs().get(key)
             if job is None:
                 del self.evicted_for[key]
                 continue
             left = [p for k, uid in hold.victims.items() if (p := self._placed(k, uid)) is not None]
-            if owner is None:
-                owner = {pk: j for j in jobs.values() for pk in j.placed}
-            stmt = actions.pipeline(ssn, job, left, hold.placements, owner)
+            stmt = actions.pipeline(ssn, job, left, hold.placements)
             if stmt is None:
                 del self.evicted_for[key]
             elif left:

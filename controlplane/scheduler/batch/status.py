@@ -1,16 +1,20 @@
 """What the batch scheduler reports: PodGroup and Queue status.
 
-After each session the scheduler hands every job and queue it saw to
-`StatusReporter.report`. A PodGroup's status is written only when it
-changed, and a change of its pod counts alone at most once per
-COUNTS_PERIOD; a status that needs no computing (the same job signature,
-within its period) is not computed again until the scheduler says the
-group is `stale`. Writes go off the session's thread, a few at a time and
-one per object: a newer status waits for the next session.
+After each session the scheduler hands the jobs it saw to
+`StatusReporter.report`: the session's active jobs and those `wanted()`
+(stale or due). A PodGroup's status is written only when it changed, and a
+change of its pod counts alone at most once per COUNTS_PERIOD; a status that
+needs no computing (the same job signature, within its period) is *settled*:
+not wanted, nor computed again, until the scheduler says the group is
+`stale` or its period ends. Each queue's counts of jobs by phase are kept
+up to date as its jobs' phases are computed, not counted again over every
+job. Writes go off the session's thread, a few at a time and one per
+object: a newer status waits for the next session.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -50,6 +54,12 @@ class StatusReporter:
         # of the counts period when only its pod counts moved) unless the group
         # or its pods change meanwhile, and what else of its job it depends on.
         self._settled: dict[str, tuple[str, float, tuple[Any, ...]]] = {}
+        # Every group is settled or unsettled (wanted at the next report).
+        self._unsettled: set[str] = set()
+        self._until: list[tuple[float, str]] = []  # settled for a period: when it ends
+        # Per group its queue and phase as last computed; per queue its jobs by phase.
+        self._phase: dict[str, tuple[str, str]] = {}
+        self._per_queue: dict[str, dict[str, int]] = {}
         self._reported = _Reported()
         self._count_written: dict[str, float] = {}
         self._status_lock = threading.Lock()
@@ -62,15 +72,45 @@ class StatusReporter:
     def stale(self, group: str) -> None:
         """The group or its pods changed: compute its status again."""
         self._settled.pop(group, None)
+        self._unsettled.add(group)
 
     def all_stale(self) -> None:
+        self._unsettled.update(self._settled)
         self._settled.clear()
 
     def forget(self, group: str) -> None:
         """The group is gone."""
         self._settled.pop(group, None)
+        self._unsettled.discard(group)
         self._reported.pod_groups.pop(group, None)
         self._count_written.pop(group, None)
+        self._set_phase(group, None)
+
+    def wanted(self) -> set[str]:
+        """The groups whose status must be computed at the next report: stale,
+        or settled for a period that has ended."""
+        now = self.clock.monotonic()
+        while self._until and self._until[0][0] <= now:
+            _, key = heapq.heappop(self._until)
+            settled = self._settled.get(key)
+            if settled is not None and settled[1] <= now:
+                self.stale(key)
+        return set(self._unsettled)
+
+    def _set_phase(self, group: str, queue_phase: tuple[str, str] | None) -> None:
+        old = self._phase.pop(group, None)
+        if old is not None:
+            self._per_queue[old[0]][old[1]] -= 1
+        if queue_phase is not None:
+            self._phase[group] = queue_phase
+            counts = self._per_queue.setdefault(queue_phase[0], {})
+            counts[queue_phase[1]] = counts.get(queue_phase[1], 0) + 1
+
+    def _settle(self, group: str, phase: str, until: float, sig: tuple[Any, ...]) -> None:
+        self._settled[group] = (phase, until, sig)
+        self._unsettled.discard(group)
+        if until != float("inf"):
+            heapq.heappush(self._until, (until, group))
 
     def close(self) -> None:
         if self._status_pool is not None:
@@ -87,27 +127,23 @@ class StatusReporter:
         group_status: Callable[[JobInfo], Obj],
     ) -> None:
         """Write what changed of each job's PodGroup status (`group_status`
-        computes one) and of each queue's, under the scheduler's lock."""
-        q_counts: dict[str, dict[str, int]] = {
-            n: {"pending": 0, "running": 0, "inqueue": 0, "completed": 0, "unknown": 0}
-            for n in queues
-        }
+        computes one) and of each queue's, under the scheduler's lock. `jobs`
+        holds at least the groups `wanted()` (a group that is not there and
+        has no queue any more stays wanted)."""
         now = self.clock.monotonic()
         for job in jobs.values():
             settled = self._settled.get(job.key)
             sig = (job.phase, job.unschedulable, len(job.placed), bool(job.pending))
             if settled is not None and now < settled[1] and sig == settled[2]:
-                phase = settled[0]
-                q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
                 continue
             status = group_status(job)
             phase = status["phase"].lower()
-            q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
+            self._set_phase(job.key, (job.queue, phase))
             last = self._reported.pod_groups.get(job.key)
             if last == status:
-                self._settled[job.key] = (phase, float("inf"), sig)
+                self._settle(job.key, phase, float("inf"), sig)
                 continue
-            self._settled.pop(job.key, None)
+            self.stale(job.key)
             if (
                 last is not None
                 and {k: v for k, v in last.items() if k not in COUNTS}
@@ -116,7 +152,7 @@ class StatusReporter:
             ):
                 # Only the pod counts moved: at most one such write per period.
                 until = self._count_written.get(job.key, 0.0) + COUNTS_PERIOD
-                self._settled[job.key] = (phase, until, sig)
+                self._settle(job.key, phase, until, sig)
                 continue
             self._count_written[job.key] = now
             old = job.group.get("status") or {}
@@ -138,7 +174,9 @@ class StatusReporter:
                 stamped["conditions"] = conds
             self._submit_status("PodGroup", job.key, job.group, stamped, status)
         for name, q in queues.items():
-            status = {**q_counts[name], "allocated": {d: str(v) for d, v in q.allocated.items()}}
+            counts = {p: 0 for p in ("pending", "running", "inqueue", "completed", "unknown")}
+            counts.update((p, n) for p, n in self._per_queue.get(name, {}).items() if n)
+            status = {**counts, "allocated": {d: str(v) for d, v in q.allocated.items()}}
             status["allocated"]["cpu"] = f"{q.allocated.get('cpu', 0)}m"
             if self._reported.queues.get(name) == status:
                 continue
