@@ -84,7 +84,7 @@ def _place(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo) -> str:
     """Place one task through the statement; '' or why it fits nowhere."""
     state = CycleState()
     try:
-        result = ssn.framework.schedule(state, task, ssn.cache)
+        result = ssn.placer.schedule(state, task)
     except FitError as e:
         return str(e)
     if not ssn.allocatable(ssn.queues[job.queue], task):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.api import volcano
+from controlplane.scheduler.batch.placement import Placer
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import Framework
 from controlplane.scheduler.podinfo import PodInfo
@@ -235,6 +236,7 @@ class Session:
     ) -> None:
         self.cache = cache
         self.framework = framework
+        self.placer = Placer(cache, framework)
         # The jobs the actions may place or enqueue (and those whose status is
         # due); `all_jobs()` adds the others, placed and settled, when asked.
         self.jobs = jobs
