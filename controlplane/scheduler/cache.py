@@ -13,7 +13,6 @@ All methods take the cache lock. The cache never talks to the API server.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -112,7 +111,7 @@ class Cache(NodeTable):
                 return False
             if (pod.get("spec") or {}).get("nodeName") != info.name:
                 return False
-            info.pods[key] = dataclasses.replace(p, pod=pod)
+            info.pods[key] = p.with_changes(pod=pod)
             return True
 
     def _remove_from(self, key: str, node: str) -> PodInfo | None:

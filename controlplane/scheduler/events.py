@@ -10,7 +10,6 @@ unschedulable pods that may now fit.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -148,7 +147,7 @@ class EventHandlers:
             "labels"
         ):
             return None
-        return dataclasses.replace(assumed, pod=pod, node_name=node)
+        return assumed.with_changes(pod=pod, node_name=node)
 
     def on_pod_delete(self, pod: Obj) -> None:
         with self.cache.lock:

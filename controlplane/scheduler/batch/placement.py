@@ -17,6 +17,10 @@ and any pod that fits nowhere (for the diagnosis), goes through
 `Framework.schedule` as before. Scores here are taken over every feasible
 node rather than a sample of them (percentageOfNodesToScore), since the
 template pays for it once; ties are broken by the Framework's random choice.
+Of those plugins, the ones that read only the node's own facts (conditions,
+taints, labels, images) cannot change their verdict within a session; a
+node judged again after a placement is judged by the others only (its
+resources and ports).
 
 A `Placer` lives for one session: the cache does not change under it but
 through the session's own statements.
@@ -47,13 +51,27 @@ NODE_LOCAL_FILTERS = frozenset((
 NODE_LOCAL_SCORES = frozenset(
     (names.NODE_RESOURCES_FIT, names.BALANCED_ALLOCATION, names.IMAGE_LOCALITY, binpack.NAME)
 )
+# Of those, the ones whose answer depends on the pods placed on the node.
+POD_FILTERS = frozenset((names.NODE_PORTS, names.NODE_RESOURCES_FIT))
+POD_SCORES = frozenset((names.NODE_RESOURCES_FIT, names.BALANCED_ALLOCATION, binpack.NAME))
 
 
 @dataclass
 class _Template:
     gen: npt.NDArray[np.int64]  # per slot, its generation when last judged
+    fixed_ok: npt.NDArray[np.bool_]  # per slot, whether the node's own facts let the pod in
     ok: npt.NDArray[np.bool_]  # per slot, whether the pod fits there
+    fixed_score: npt.NDArray[np.int64]  # per slot, the node's facts' part of its score
     score: npt.NDArray[np.int64]  # per slot, its weighted score (where ok)
+
+
+def _view(state: CycleState, filters: frozenset[str], scores: frozenset[str]) -> CycleState:
+    """The cycle state with only these filters and scores left to run."""
+    return CycleState(
+        state.data,
+        state.skip_filter | (NODE_LOCAL_FILTERS - filters),
+        state.skip_score | (NODE_LOCAL_SCORES - scores),
+    )
 
 
 def _simple(p: PodInfo) -> bool:
@@ -122,12 +140,18 @@ class Placer:
         return (_facts(pod), frozenset(filters), frozenset(scores))
 
     def _judge(self, state: CycleState, pod: PodInfo, slots: npt.NDArray[np.intp]) -> _Template:
-        cache = self.cache
+        fw, cache = self.framework, self.cache
         n = cache.n
         t = _Template(
-            cache.slot_gen[:n].copy(), np.zeros(n, bool), np.zeros(n, np.int64)
+            cache.slot_gen[:n].copy(), np.zeros(n, bool), np.zeros(n, bool),
+            np.zeros(n, np.int64), np.zeros(n, np.int64),
         )  # fmt: skip
-        self._judge_slots(state, pod, t, slots)
+        fixed = _view(state, NODE_LOCAL_FILTERS - POD_FILTERS, NODE_LOCAL_SCORES - POD_SCORES)
+        fits = fw.run_filters(fixed, pod, cache, slots, None)
+        t.fixed_ok[fits] = True
+        if len(fits):
+            t.fixed_score[fits] = fw.score_only(fixed, pod, cache, fits)[0]
+        self._judge_slots(state, pod, t, fits)
         return t
 
     def _update(self, state: CycleState, pod: PodInfo, t: _Template) -> None:
@@ -136,16 +160,18 @@ class Placer:
         changed = np.flatnonzero(now != t.gen)
         if len(changed):
             t.gen[changed] = now[changed]
-            self._judge_slots(state, pod, t, changed[cache.valid[changed]])
+            self._judge_slots(state, pod, t, changed[t.fixed_ok[changed]])
 
     def _judge_slots(
         self, state: CycleState, pod: PodInfo, t: _Template, slots: npt.NDArray[np.intp]
     ) -> None:
+        """Judge these slots (the node's facts let the pod in) by the pods on them."""
         fw, cache = self.framework, self.cache
         t.ok[slots] = False
         if not len(slots):
             return
-        fits = fw.run_filters(state, pod, cache, slots, None)
+        view = _view(state, POD_FILTERS, POD_SCORES)
+        fits = fw.run_filters(view, pod, cache, slots, None)
         t.ok[fits] = True
         if len(fits):
-            t.score[fits] = fw.score_only(state, pod, cache, fits)[0]
+            t.score[fits] = t.fixed_score[fits] + fw.score_only(view, pod, cache, fits)[0]

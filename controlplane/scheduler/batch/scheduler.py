@@ -20,7 +20,6 @@ A placement runs Reserve; its cycle state goes with the bind to PreBind.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -258,7 +257,7 @@ class BatchScheduler:
                 # Our own bind coming back: the pod as parsed, on the node we chose.
                 nominated = (pod.get("status") or {}).get("nominatedNodeName") or ""
                 self.cache.confirm_pod(
-                    dataclasses.replace(old, pod=pod, node_name=str(node), nominated_node=nominated)
+                    old.with_changes(pod=pod, node_name=str(node), nominated_node=nominated)
                 )
                 self._changed(old.pod_group)
                 return

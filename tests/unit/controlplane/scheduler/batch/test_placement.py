@@ -29,10 +29,12 @@ def _env(nodes: int = 12) -> Env:
     return env
 
 
-def _task(i: int, cpu: str = "500m", memory: str = "1Gi", **spec: Any) -> PodInfo:
+def _task(i: int, cpu: str = "500m", memory: str = "1Gi") -> PodInfo:
     pod = make_pod(f"t-{i}", cpu=cpu, memory=memory, scheduler_name="volcano",
                    labels={"task-index": str(i)})  # fmt: skip
-    pod["spec"].update(spec)
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "pool", "operator": "NotIn", "values": ["other"]}]}]}}}  # fmt: skip
     return PodInfo.of(pod)
 
 
@@ -61,12 +63,18 @@ class _Counting:
 
 def test_each_task_of_a_template_lands_on_a_node_a_full_evaluation_ranks_first() -> None:
     env = _env()
+    # Roomy nodes the pod may not use: cordoned, tainted, labelled for others.
+    taint = [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]
+    env.sched.on_node(make_node("cordoned", cpu="64", unschedulable=True))
+    env.sched.on_node(make_node("tainted", cpu="64", taints=taint))
+    env.sched.on_node(make_node("other", cpu="64", labels={"pool": "other"}))
     placer = Placer(env.sched.cache, env.sched.framework)
     for i in range(30):
         p = _task(i)
         best = _best_nodes(env, p)
         node = placer.schedule(CycleState(), p).node
         assert node in best, (i, node, best)
+        assert node not in ("cordoned", "tainted", "other")
         env.sched.cache.assume_pod(p, node)
 
 
