@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.scheduler.cache import Cache
+from controlplane.scheduler.cache import Cache, finished
 from controlplane.scheduler.groups import PodGroups
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.queue import SchedulingQueue
@@ -113,6 +113,8 @@ class EventHandlers:
                 ):
                     return
                 self.cache.update_pod(self.pod_info(pod))  # e.g. now terminating
+                if finished(pod):
+                    self.queue.move_on_event(POD_DELETE)  # its room is free
                 return
             if bound and self.cache.is_assumed(key):
                 confirmed = self._confirmed(key, pod)

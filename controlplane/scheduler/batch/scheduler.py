@@ -35,9 +35,9 @@ from controlplane.scheduler import names
 from controlplane.scheduler.batch import actions, binpack, plugins
 from controlplane.scheduler.batch.conf import Conf
 from controlplane.scheduler.batch.session import JobInfo, Session, Tier
-from controlplane.scheduler.batch.snapshot import DONE, Snapshots
+from controlplane.scheduler.batch.snapshot import Snapshots
 from controlplane.scheduler.batch.status import StatusReporter, StatusWriter
-from controlplane.scheduler.cache import Cache
+from controlplane.scheduler.cache import Cache, finished
 from controlplane.scheduler.events import changed_for_cache
 from controlplane.scheduler.framework import Framework, ProfilePlugin
 from controlplane.scheduler.handle import CacheHandle, Slots
@@ -94,7 +94,7 @@ def _bound_as_assumed(before: Obj, after: Obj) -> bool:
 
 def _gone(err: Exception | str) -> bool:
     """Whether a bind failed because the pod is gone (deleted, replaced by
-    another of the same name, or being deleted): nothing to retry."""
+    another of the same name, or being deleted) or bound already: nothing to retry."""
     chain: list[BaseException] = []
     e: BaseException | None = err if isinstance(err, BaseException) else None
     while e is not None and len(chain) < 8:
@@ -103,7 +103,11 @@ def _gone(err: Exception | str) -> bool:
     if any(isinstance(x, NotFound) for x in chain):
         return True
     text = str(err)
-    return "Precondition failed: UID" in text or "is being deleted" in text
+    return (
+        "Precondition failed: UID" in text
+        or "is being deleted" in text
+        or "is already assigned to node" in text  # bound after all: its event will tell
+    )
 
 
 def _state(queue: Obj) -> Any:
@@ -238,7 +242,7 @@ class BatchScheduler:
         with self.lock:
             if deleted:
                 self.finished.pop(key, None)
-            elif node and (pod.get("status") or {}).get("phase") in DONE:
+            elif node and finished(pod):
                 self._finish(key, pod)
                 return
             placed = self.cache.nodes.get(node) if node and not deleted else None
@@ -387,6 +391,7 @@ class BatchScheduler:
     def run_session(self) -> SessionStats:
         start, cpu_start = self.clock.monotonic(), time.thread_time()
         with self.lock:
+            self._expire_assumed()
             jobs, queues, total = self.snapshots.take(self.status.wanted())
             pending = sum(len(j.pending) for j in jobs.values())
             ssn = Session(
@@ -446,6 +451,16 @@ class BatchScheduler:
         if len(self.stats) > 10_000:
             del self.stats[:5_000]
         return stats
+
+    def _expire_assumed(self) -> None:
+        """Binds that finished but never showed up in the informer within the
+        cache's TTL (kube-scheduler's 15 minutes): their room is freed and
+        the pods are pending again, as the default scheduler does; a pod that
+        was bound after all refuses the next bind and its event comes."""
+        for p in self.cache.expire_assumed():
+            log.warning("bind of %s never confirmed by the informer: pending again", p.key)
+            self._changed(p.pod_group)
+            self._requeue(p, "bind never confirmed")
 
     def _placed(self, key: str, uid: str) -> PodInfo | None:
         """The pod placed under `key` when it is still the one with `uid`."""

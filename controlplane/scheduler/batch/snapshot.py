@@ -37,11 +37,10 @@ from typing import Any
 from controlplane.api import volcano
 from controlplane.scheduler import resources
 from controlplane.scheduler.batch.session import DIMS, JobInfo, QueueInfo, Res, add, req
-from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
+from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache, finished
 from controlplane.scheduler.podinfo import PodInfo, parse_time
 
 Obj = dict[str, Any]
-DONE = ("Succeeded", "Failed")
 
 
 def res(raw: Any) -> Res:
@@ -204,7 +203,7 @@ class Snapshots:
             if node is not None:
                 info = cache.nodes.get(node)
                 p = info.pods.get(pk) if info is not None else None
-                if p is None or (p.pod.get("status") or {}).get("phase") in DONE:
+                if p is None or finished(p.pod):
                     continue
                 placed[pk] = p
                 add(allocated, req(p))
