@@ -3,7 +3,8 @@
 `BatchScheduler` keeps the default scheduler's `Cache` (nodes and placed
 pods as arrays), the PodGroups and Queues, and the pending pods whose
 `schedulerName` is `volcano`. `run_session()` snapshots jobs and queues
-(snapshot.py: rebuilt per group only where something changed), opens the
+(snapshot.py: kept between sessions, rebuilt per group only where something
+changed; the session gets the jobs it may act on), opens the
 plugins of the configuration tier by tier, runs its actions in order, then
 writes what the session decided: binds (batched; one by one after PreBind
 for pods with claims to bind), evictions, and the PodGroups' and Queues'
@@ -15,7 +16,10 @@ factories with this scheduler's `Handle` into one Framework: `predicates`
 brings every filter, the volume plugins included (without it only
 NodeResourcesFit and NodeUnschedulable), `nodeorder` the default scores with
 their default weights, `binpack` its own score with weight `binpack.weight`.
-A placement runs Reserve; its cycle state goes with the bind to PreBind.
+The tasks of one template are judged on every node once per session, then
+only where a node changed (placement.py). A placement runs Reserve; its cycle
+state goes with the bind to PreBind. Binds whose informer event never comes
+expire after the cache's TTL, as the default scheduler's do.
 """
 
 from __future__ import annotations
@@ -600,10 +604,10 @@ class BatchScheduler:
         Between two sessions at least `min_gap`, and at least half the CPU time
         the last session took (not its wall time: that includes the bind call,
         the API server's time): while events keep coming (they do, a few per pod)
-        each session gathers more pods, its fixed cost (the snapshot of every
-        group, some milliseconds per thousand) is paid a few times a second
-        rather than at every event, and the API server and controllers that
-        share the process (and its GIL) keep the rest. A session cut short by
+        each session gathers more pods, its fixed cost (the snapshot's queues,
+        the plugins' set-up, each task template judged on every node) is paid
+        a few times a second rather than at every event, and the API server
+        and controllers that share the process (and its GIL) keep the rest. A session cut short by
         its budget is followed at once (`backlog_gap`): pods are waiting.
         """
         backlog_gap = 0.02
