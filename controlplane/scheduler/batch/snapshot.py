@@ -121,20 +121,15 @@ def queue_info(name: str, q: Obj) -> QueueInfo:
 
 
 def _copy(job: JobInfo) -> JobInfo:
-    """A job the session may change (its lists and dicts its own)."""
-    return JobInfo(
-        job.key, job.group, job.queue,
-        min_member=job.min_member,
-        min_task_member=job.min_task_member,
-        min_resources=job.min_resources,
-        priority=job.priority,
-        created=job.created,
-        phase=job.phase,
-        pending=list(job.pending),
-        placed=dict(job.placed),
-        allocated=dict(job.allocated),
-        request=dict(job.request),
-    )  # fmt: skip
+    """A job the session may change (its lists and dicts its own). Without the
+    dataclass's __init__: a session copies every job waiting for room."""
+    new = object.__new__(JobInfo)
+    new.__dict__.update(job.__dict__)
+    new.pending = list(job.pending)
+    new.placed = dict(job.placed)
+    new.allocated = dict(job.allocated)
+    new.request = dict(job.request)
+    return new
 
 
 class Snapshots:
