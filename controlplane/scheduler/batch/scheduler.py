@@ -258,8 +258,10 @@ class BatchScheduler:
                 and self.cache.refresh_pod(key, pod)
             ):
                 # A status write of a placed pod: nothing it counts changed, but
-                # its phase counts in its group's status.
-                self._changed(old.pod_group)
+                # its phase counts in its group's status (by the counts' period).
+                if old.pod_group:
+                    self.snapshots.invalidate(old.pod_group)
+                    self.status.counts_moved(old.pod_group)
                 return
             if old is not None and self.cache.is_assumed(key) and _bound_as_assumed(old.pod, pod):
                 # Our own bind coming back: the pod as parsed, on the node we chose.

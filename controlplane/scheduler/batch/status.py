@@ -64,6 +64,7 @@ class StatusReporter:
         self._count_written: dict[str, float] = {}
         self._status_lock = threading.Lock()
         self._status_inflight: set[tuple[str, str]] = set()
+        self._failed: list[str] = []  # groups whose write failed (written by the pool)
         # None: written inline (tests); the component writes from a small pool.
         self._status_pool: ThreadPoolExecutor | None = (
             ThreadPoolExecutor(workers, thread_name_prefix="volcano-status") if workers else None
@@ -86,9 +87,25 @@ class StatusReporter:
         self._count_written.pop(group, None)
         self._set_phase(group, None)
 
+    def counts_moved(self, group: str) -> None:
+        """Only a member pod's phase moved (its status written, nothing the
+        cache counts): the group's counts are due by the end of their period,
+        not computed again at once."""
+        settled = self._settled.get(group)
+        if settled is None:
+            return  # computed at the next report anyway
+        until = min(settled[1], self._count_written.get(group, 0.0) + COUNTS_PERIOD)
+        if until != settled[1]:
+            self._settled[group] = (settled[0], until, settled[2])
+            heapq.heappush(self._until, (until, group))
+
     def wanted(self) -> set[str]:
         """The groups whose status must be computed at the next report: stale,
-        or settled for a period that has ended."""
+        or settled for a period that has ended, or whose write failed."""
+        with self._status_lock:
+            failed, self._failed = self._failed, []
+        for key in failed:
+            self.stale(key)
         now = self.clock.monotonic()
         while self._until and self._until[0][0] <= now:
             _, key = heapq.heappop(self._until)
@@ -172,7 +189,10 @@ class StatusReporter:
                         }
                     )
                 stamped["conditions"] = conds
-            self._submit_status("PodGroup", job.key, job.group, stamped, status)
+            if self._submit_status("PodGroup", job.key, job.group, stamped, status):
+                # Written (or being written): nothing to compute until its echo
+                # or a change makes it stale, or the write fails.
+                self._settle(job.key, phase, float("inf"), sig)
         for name, q in queues.items():
             counts = {p: 0 for p in ("pending", "running", "inqueue", "completed", "unknown")}
             counts.update((p, n) for p, n in self._per_queue.get(name, {}).items() if n)
@@ -182,13 +202,13 @@ class StatusReporter:
                 continue
             self._submit_status("Queue", name, queue_objects[name], status, status)
 
-    def _submit_status(self, kind: str, key: str, obj: Obj, stamped: Obj, status: Obj) -> None:
+    def _submit_status(self, kind: str, key: str, obj: Obj, stamped: Obj, status: Obj) -> bool:
         """Write a status off the session's thread (a few writes in flight, one per
-        object at a time: a newer status waits for the next session)."""
+        object at a time: a newer status waits for the next session; False)."""
         reported = self._reported.pod_groups if kind == "PodGroup" else self._reported.queues
         with self._status_lock:
             if (kind, key) in self._status_inflight:
-                return
+                return False
             self._status_inflight.add((kind, key))
 
         def write() -> None:
@@ -199,6 +219,9 @@ class StatusReporter:
                 pass  # deleted meanwhile; its DELETED event follows
             except Exception:
                 log.exception("status of %s %s", kind, key)
+                if kind == "PodGroup":
+                    with self._status_lock:
+                        self._failed.append(key)  # computed and written again
             finally:
                 with self._status_lock:
                     self._status_inflight.discard((kind, key))
@@ -207,3 +230,4 @@ class StatusReporter:
             write()
         else:
             self._status_pool.submit(write)
+        return True

@@ -5,12 +5,15 @@ cost it a rebuild."""
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from controlplane.client.clock import FakeClock
 from controlplane.scheduler.batch.snapshot import Snapshots
 from controlplane.scheduler.batch.status import COUNTS_PERIOD
 
 from .harness import Env
+
+Obj = dict[str, Any]
 
 
 def finish(env: Env, prefix: str, phase: str = "Succeeded") -> None:
@@ -82,8 +85,7 @@ def test_a_session_copies_only_the_jobs_it_may_act_on() -> None:
     st = env.sched.run_session()
     assert st.bound == 2
     assert st.jobs == 1  # the new one; the six running groups were not copied
-    assert env.sched.run_session().jobs == 1  # its bind came back: its status is due
-    assert env.sched.run_session().jobs == 0
+    assert env.sched.run_session().jobs == 0  # its status written: settled
 
 
 def _sums(env: Env) -> dict[str, tuple[object, ...]]:
@@ -131,3 +133,50 @@ def test_queue_counts_of_jobs_by_phase_follow_each_job() -> None:
     env.run(3)
     queue = env.cluster.statuses[("Queue", "default")]
     assert (queue["running"], queue["inqueue"] + queue["pending"]) == (1, 0)
+
+
+def test_a_failed_status_write_is_made_again_at_the_next_session() -> None:
+    env = Env()
+    env.nodes(1, cpu="4")
+    fail = ["default/a"]
+    write = env.cluster.write_status
+
+    def flaky(kind: str, obj: Obj, status: Obj) -> None:
+        key = f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+        if kind == "PodGroup" and key in fail:
+            fail.remove(key)
+            raise RuntimeError("the API server is busy")
+        write(kind, obj, status)
+
+    env.cluster.write_status = flaky  # type: ignore[method-assign]
+    env.job("a", 2)
+    env.sched.run_session()
+    assert not env.group_status("a")
+    env.sched.run_session()
+    assert env.group_status("a")["phase"] == "Running"
+
+
+def test_member_pods_status_writes_do_not_recompute_their_groups_status_each_session() -> None:
+    clock = FakeClock()
+    env = Env(clock=clock)
+    env.nodes(2, cpu="4")
+    env.job("a", 4)
+    env.run(2)
+    computed: list[str] = []
+    group_status = env.sched._group_status
+
+    def counting(job: Any, ssn: Any) -> Obj:
+        computed.append(job.key)
+        return group_status(job, ssn)
+
+    env.sched._group_status = counting  # type: ignore[method-assign]
+    for key, pod in list(env.cluster.pods.items()):  # the agents write each pod's status
+        ready = copy.deepcopy(pod)
+        ready["status"] = {"phase": "Running", "podIP": "10.0.0.1"}
+        env.cluster.pods[key] = ready
+        env.sched.on_pod(ready)
+        env.sched.run_session()
+    assert computed == []
+    clock.step(COUNTS_PERIOD)
+    env.run(2)
+    assert computed == ["default/a"]
