@@ -257,10 +257,10 @@ class BatchScheduler:
                 and not changed_for_cache(old.pod, pod)
                 and self.cache.refresh_pod(key, pod)
             ):
-                # A status write of a placed pod: nothing it counts changed, but
-                # its phase counts in its group's status (by the counts' period).
+                # A status write of a placed pod: nothing it counts changed (the
+                # snapshot's job keeps the pod as it was parsed: the same facts),
+                # but its phase counts in its group's status (by the counts' period).
                 if old.pod_group:
-                    self.snapshots.invalidate(old.pod_group)
                     self.status.counts_moved(old.pod_group)
                 return
             if old is not None and self.cache.is_assumed(key) and _bound_as_assumed(old.pod, pod):

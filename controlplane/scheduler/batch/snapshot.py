@@ -11,8 +11,9 @@ or not, and sessions come a few times a second while pods keep arriving; so
   creation time), parsed again only when the object is replaced;
 - its members as last seen (placed pods, pending pods, allocated and
   requested resources), rebuilt only after `invalidate(key)`: the scheduler
-  calls it when a member pod changes, a bind fails, or a session placed or
-  evicted one of its pods; `invalidate_all()` when nodes come or go or
+  calls it when a member pod changes what the cache counts of it (not for a
+  status write of a running pod), comes, goes or finishes, a bind fails, or
+  a session placed or evicted one of its pods; `invalidate_all()` when nodes come or go or
   priority classes change; `group_changed(key)` when only the PodGroup
   object was replaced (its status: the job's phase);
 - the job built from both, and what it adds to its queue (allocated,
