@@ -73,7 +73,7 @@ def pod(job: str, index: int) -> Obj:
     labels = {"volcano.sh/job-name": job, "volcano.sh/job-namespace": "default",
               "volcano.sh/queue-name": "default", "volcano.sh/task-spec": "t",
               "volcano.sh/task-index": str(index)}  # fmt: skip
-    fields = {f"f:{k}": {} for k in labels}
+    fields: Obj = {f"f:{k}": {} for k in labels}
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
@@ -119,7 +119,7 @@ def pod(job: str, index: int) -> Obj:
 
 
 def running(bound: Obj) -> Obj:
-    out = json.loads(json.dumps(bound))
+    out: Obj = json.loads(json.dumps(bound))
     out["status"] = {
         "phase": "Running", "qosClass": "Burstable", "hostIP": "10.128.0.1",
         "podIP": "100.64.0.2", "podIPs": [{"ip": "100.64.0.2"}], "startTime": STAMP,
