@@ -13,7 +13,6 @@ All methods take the cache lock. The cache never talks to the API server.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,8 +33,18 @@ from controlplane.scheduler.nodetable import (
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import Clock, RealClock
 
-__all__ = ["CPU_COL", "EPH_COL", "FIXED_RESOURCES", "MEM_COL", "PODS_COL", "Cache", "NodeInfo"]
+__all__ = [
+    "CPU_COL", "EPH_COL", "FIXED_RESOURCES", "MEM_COL", "PODS_COL", "Cache", "NodeInfo", "finished",
+]  # fmt: skip
 Obj = dict[str, Any]
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def finished(pod: Obj) -> bool:
+    """Whether the pod ran to its end (Succeeded or Failed): it holds no room on
+    its node, and the cache does not count it (kube-scheduler's informer drops
+    terminal pods)."""
+    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
 @dataclass
@@ -64,8 +73,12 @@ class Cache(NodeTable):
         return self.assumed.pop(key, None) is not None
 
     def add_pod(self, p: PodInfo) -> None:
-        """A pod bound to p.node_name (from the informer); confirms an assumption."""
+        """A pod bound to p.node_name (from the informer); confirms an assumption.
+        A finished pod is removed instead."""
         with self.lock:
+            if finished(p.pod):
+                self.remove_pod(p.key)
+                return
             self.nominated.pop(p.key, None)
             old_assumed = self.assumed.pop(p.key, None)
             current = self.pod_nodes.get(p.key)
@@ -91,7 +104,13 @@ class Cache(NodeTable):
         with self.lock:
             a = self.assumed.get(p.key)
             info = self.nodes.get(p.node_name)
-            if a is None or a.node != p.node_name or info is None or p.key not in info.pods:
+            if (
+                a is None
+                or a.node != p.node_name
+                or info is None
+                or p.key not in info.pods
+                or finished(p.pod)
+            ):
                 self.add_pod(p)
                 return
             del self.assumed[p.key]
@@ -103,16 +122,16 @@ class Cache(NodeTable):
     def refresh_pod(self, key: str, pod: Obj) -> bool:
         """Swap in a newer object of a bound pod whose counted facts did not
         change (a status write); False when the pod is not placed on a known
-        node here (the caller then updates it the long way)."""
+        node here or has finished (the caller then updates it the long way)."""
         with self.lock:
             node = self.pod_nodes.get(key)
             info = self.nodes.get(node) if node is not None else None
             p = info.pods.get(key) if info is not None else None
-            if info is None or p is None or key in self.assumed:
+            if info is None or p is None or key in self.assumed or finished(pod):
                 return False
             if (pod.get("spec") or {}).get("nodeName") != info.name:
                 return False
-            info.pods[key] = dataclasses.replace(p, pod=pod)
+            info.pods[key] = p.with_changes(pod=pod)
             return True
 
     def _remove_from(self, key: str, node: str) -> PodInfo | None:
@@ -174,15 +193,19 @@ class Cache(NodeTable):
 
     def cleanup_expired(self) -> list[str]:
         """Forget assumed pods whose bind finished long ago but never showed up."""
+        return [p.key for p in self.expire_assumed()]
+
+    def expire_assumed(self) -> list[PodInfo]:
+        """`cleanup_expired`, giving the pods forgotten (as they were assumed)."""
         now = self.clock.monotonic()
-        expired: list[str] = []
+        expired: list[PodInfo] = []
         with self.lock:
             while self._expiry and self._expiry[0][0] <= now:
                 deadline, key = self._expiry.popleft()
                 a = self.assumed.get(key)
                 if a is not None and a.deadline == deadline:
                     self.forget_pod(key)
-                    expired.append(key)
+                    expired.append(a.info)
             return expired
 
     # ---- nominated pods (preemptors waiting for their victims to go) ---------

@@ -10,11 +10,10 @@ unschedulable pods that may now fit.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.scheduler.cache import Cache
+from controlplane.scheduler.cache import Cache, finished
 from controlplane.scheduler.groups import PodGroups
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.queue import SchedulingQueue
@@ -114,6 +113,8 @@ class EventHandlers:
                 ):
                     return
                 self.cache.update_pod(self.pod_info(pod))  # e.g. now terminating
+                if finished(pod):
+                    self.queue.move_on_event(POD_DELETE)  # its room is free
                 return
             if bound and self.cache.is_assumed(key):
                 confirmed = self._confirmed(key, pod)
@@ -148,7 +149,7 @@ class EventHandlers:
             "labels"
         ):
             return None
-        return dataclasses.replace(assumed, pod=pod, node_name=node)
+        return assumed.with_changes(pod=pod, node_name=node)
 
     def on_pod_delete(self, pod: Obj) -> None:
         with self.cache.lock:

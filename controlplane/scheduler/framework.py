@@ -446,12 +446,21 @@ class Framework:
     def run_scores(
         self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots
     ) -> tuple[Scores, dict[str, Scores]]:
-        total = np.zeros(len(slots), np.int64)
-        parts: dict[str, Scores] = {}
+        self.run_pre_score(state, pod, cache, slots)
+        return self.score_only(state, pod, cache, slots)
+
+    def run_pre_score(self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots) -> None:
         for pre in self.pre_scores:
             st = pre.pre_score(state, pod, cache, slots)
             if st.code == Code.SKIP:
                 state.skip_score.add(pre.name)
+
+    def score_only(
+        self, state: CycleState, pod: PodInfo, cache: Cache, slots: Slots
+    ) -> tuple[Scores, dict[str, Scores]]:
+        """The weighted scores (and each plugin's) of a cycle whose PreScore ran."""
+        total = np.zeros(len(slots), np.int64)
+        parts: dict[str, Scores] = {}
         for sp in self.scorers:
             if sp.name in state.skip_score:
                 continue

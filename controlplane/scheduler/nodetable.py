@@ -60,6 +60,9 @@ class NodeTable:
         self.cap = capacity
         self.res_cols: dict[str, int] = {r: i for i, r in enumerate(FIXED_RESOURCES)}
         self.valid: BoolArray = np.zeros(capacity, bool)
+        # Per slot, bumped whenever its row changes (a node written, a pod
+        # counted or uncounted): who kept results per node sees which are stale.
+        self.slot_gen: IntArray = np.zeros(capacity, np.int64)
         # 2-D arrays are column-major so that one resource (or label signature,
         # or taint) over all nodes is a contiguous vector.
         nres = len(FIXED_RESOURCES)
@@ -110,7 +113,7 @@ class NodeTable:
     # ---- array plumbing -------------------------------------------------
 
     _ROW_ARRAYS = (
-        "valid", "alloc", "req", "free", "nz", "unschedulable", "not_ready", "memory_pressure",
+        "valid", "slot_gen", "alloc", "req", "free", "nz", "unschedulable", "not_ready", "memory_pressure",
         "disk_pressure", "pid_pressure", "taint_mat", "image_size", "sigs", "anti", "pref",
     )  # fmt: skip
 
@@ -321,6 +324,7 @@ class NodeTable:
 
     def _write_node(self, info: NodeInfo, node: Obj) -> None:
         slot = info.slot
+        self.slot_gen[slot] += 1
         status = node.get("status") or {}
         spec = node.get("spec") or {}
         alloc = resources.resource_list(status.get("allocatable") or status.get("capacity"))
@@ -381,6 +385,7 @@ class NodeTable:
                 self.pod_nodes[pinfo.key] = name
             slot = info.slot
             self.valid[slot] = False
+            self.slot_gen[slot] += 1
             self.node_set_version += 1
             for key in info.labels:
                 self.label_codes[key][slot] = -1
@@ -400,6 +405,7 @@ class NodeTable:
     # ---- pods -------------------------------------------------------------
 
     def _account(self, p: PodInfo, slot: int, sign: int) -> None:
+        self.slot_gen[slot] += 1
         for rname, v in p.requests.items():
             col = self.res_col(rname)
             self.req[slot, col] += sign * v

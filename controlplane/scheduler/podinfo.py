@@ -216,6 +216,14 @@ class PodInfo:
     nominated_node: str
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def with_changes(self, **changes: Any) -> PodInfo:
+        """A copy with `changes` (a newer object of the same pod, its node):
+        `dataclasses.replace` without its checks, which cost several times
+        more and come a few times per pod (each bind and status write)."""
+        new = object.__new__(PodInfo)
+        new.__dict__.update(self.__dict__, **changes)
+        return new
+
     @classmethod
     def of(cls, pod: Obj, priority_classes: dict[str, int] | None = None) -> PodInfo:
         meta = pod.get("metadata") or {}

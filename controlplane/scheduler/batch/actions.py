@@ -84,7 +84,7 @@ def _place(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo) -> str:
     """Place one task through the statement; '' or why it fits nowhere."""
     state = CycleState()
     try:
-        result = ssn.framework.schedule(state, task, ssn.cache)
+        result = ssn.placer.schedule(state, task)
     except FitError as e:
         return str(e)
     if not ssn.allocatable(ssn.queues[job.queue], task):
@@ -193,12 +193,12 @@ def _make_room(
     stmt: Statement,
     job: JobInfo,
     task: PodInfo,
-    owner: dict[str, JobInfo],
     candidate: Candidate,
     select: VictimFilter,
 ) -> bool:
     """Evict (in the statement) the fewest lowest-ranked victims on one node so
     that `task` fits there, and place it; False when no node can be freed."""
+    owner = ssn.owner()
     for info in list(ssn.cache.nodes.values()):
         cands = [
             (owner[k], p)
@@ -244,12 +244,12 @@ def pipeline(
     job: JobInfo,
     victims: list[PodInfo],
     placements: list[tuple[str, str]],
-    owner: dict[str, JobInfo],
 ) -> Statement | None:
     """Place `job`'s tasks again where room was freed for them, taking its
     victims still terminating out of the way (in the statement returned, which
     the caller commits or keeps pipelined); None when that no longer fits."""
     stmt = ssn.statement()
+    owner = ssn.owner() if victims else {}
     for v in victims:
         vj = owner.get(v.key)
         if vj is None:
@@ -293,7 +293,6 @@ def _starving(
 def _take(
     ssn: Session,
     job: JobInfo,
-    owner: dict[str, JobInfo],
     candidate: Candidate,
     select: VictimFilter,
     until_ready: bool = True,
@@ -306,7 +305,7 @@ def _take(
         if not until_ready and not ssn.allocatable(q, task):
             break  # reclaim: the queue's deserved share is reached, nothing beyond it
         placed = not _place(ssn, stmt, job, task)
-        if not placed and not _make_room(ssn, stmt, job, task, owner, candidate, select):
+        if not placed and not _make_room(ssn, stmt, job, task, candidate, select):
             break
     if ssn.job_ready(job) and stmt.evicted:
         stmt.commit_evictions(job)  # the gang binds once its room is free
@@ -316,18 +315,18 @@ def _take(
         stmt.discard()  # never evict for a gang that would still not fit
 
 
-def preempt(ssn: Session, enabled: set[str], waiting: set[str], owner: dict[str, JobInfo]) -> None:
+def preempt(ssn: Session, enabled: set[str], waiting: set[str]) -> None:
     for job in _starving(ssn, enabled, waiting):
         if ssn.out_of_time():
             return
-        _take(ssn, job, owner, _same_queue, ssn.preemptable)
+        _take(ssn, job, _same_queue, ssn.preemptable)
 
 
-def reclaim(ssn: Session, enabled: set[str], waiting: set[str], owner: dict[str, JobInfo]) -> None:
+def reclaim(ssn: Session, enabled: set[str], waiting: set[str]) -> None:
     for job in _starving(ssn, enabled, waiting, ready_too=True):
         if ssn.out_of_time():
             return
         q = ssn.queues[job.queue]
         if ssn.overused(q):
             continue
-        _take(ssn, job, owner, _reclaimable_queue, ssn.reclaimable, until_ready=False)
+        _take(ssn, job, _reclaimable_queue, ssn.reclaimable, until_ready=False)

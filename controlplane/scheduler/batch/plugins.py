@@ -216,11 +216,6 @@ def proportion(ssn: Session, tier: Tier, opt: PluginOption) -> None:
                 out.append((vj, v))
         return out
 
-    lowest: dict[str, int] = {}  # per queue, the lowest priority of a running job
-    for j in ssn.jobs.values():
-        if j.placed:
-            lowest[j.queue] = min(lowest.get(j.queue, j.priority), j.priority)
-
     def enqueueable(job: JobInfo) -> bool:
         q = ssn.queues.get(job.queue)
         if q is None or q.state != "Open":
@@ -234,7 +229,7 @@ def proportion(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         # do not hold the cluster's enqueue room; a queue with nothing running
         # or inqueue takes one job whatever its size.
         idle = not any(q.allocated.values()) and not any(q.inqueue.values())
-        preemptor = job.priority > lowest.get(job.queue, job.priority)
+        preemptor = q.lowest is not None and job.priority > q.lowest
         if (
             idle
             or preemptor

@@ -3,7 +3,8 @@
 `BatchScheduler` keeps the default scheduler's `Cache` (nodes and placed
 pods as arrays), the PodGroups and Queues, and the pending pods whose
 `schedulerName` is `volcano`. `run_session()` snapshots jobs and queues
-(snapshot.py: rebuilt per group only where something changed), opens the
+(snapshot.py: kept between sessions, rebuilt per group only where something
+changed; the session gets the jobs it may act on), opens the
 plugins of the configuration tier by tier, runs its actions in order, then
 writes what the session decided: binds (batched; one by one after PreBind
 for pods with claims to bind), evictions, and the PodGroups' and Queues'
@@ -15,12 +16,14 @@ factories with this scheduler's `Handle` into one Framework: `predicates`
 brings every filter, the volume plugins included (without it only
 NodeResourcesFit and NodeUnschedulable), `nodeorder` the default scores with
 their default weights, `binpack` its own score with weight `binpack.weight`.
-A placement runs Reserve; its cycle state goes with the bind to PreBind.
+The tasks of one template are judged on every node once per session, then
+only where a node changed (placement.py). A placement runs Reserve; its cycle
+state goes with the bind to PreBind. Binds whose informer event never comes
+expire after the cache's TTL, as the default scheduler's do.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -36,9 +39,9 @@ from controlplane.scheduler import names
 from controlplane.scheduler.batch import actions, binpack, plugins
 from controlplane.scheduler.batch.conf import Conf
 from controlplane.scheduler.batch.session import JobInfo, Session, Tier
-from controlplane.scheduler.batch.snapshot import DONE, Snapshots
+from controlplane.scheduler.batch.snapshot import Snapshots
 from controlplane.scheduler.batch.status import StatusReporter, StatusWriter
-from controlplane.scheduler.cache import Cache
+from controlplane.scheduler.cache import Cache, finished
 from controlplane.scheduler.events import changed_for_cache
 from controlplane.scheduler.framework import Framework, ProfilePlugin
 from controlplane.scheduler.handle import CacheHandle, Slots
@@ -95,7 +98,7 @@ def _bound_as_assumed(before: Obj, after: Obj) -> bool:
 
 def _gone(err: Exception | str) -> bool:
     """Whether a bind failed because the pod is gone (deleted, replaced by
-    another of the same name, or being deleted): nothing to retry."""
+    another of the same name, or being deleted) or bound already: nothing to retry."""
     chain: list[BaseException] = []
     e: BaseException | None = err if isinstance(err, BaseException) else None
     while e is not None and len(chain) < 8:
@@ -104,7 +107,11 @@ def _gone(err: Exception | str) -> bool:
     if any(isinstance(x, NotFound) for x in chain):
         return True
     text = str(err)
-    return "Precondition failed: UID" in text or "is being deleted" in text
+    return (
+        "Precondition failed: UID" in text
+        or "is being deleted" in text
+        or "is already assigned to node" in text  # bound after all: its event will tell
+    )
 
 
 def _state(queue: Obj) -> Any:
@@ -239,7 +246,7 @@ class BatchScheduler:
         with self.lock:
             if deleted:
                 self.finished.pop(key, None)
-            elif node and (pod.get("status") or {}).get("phase") in DONE:
+            elif node and finished(pod):
                 self._finish(key, pod)
                 return
             placed = self.cache.nodes.get(node) if node and not deleted else None
@@ -250,15 +257,17 @@ class BatchScheduler:
                 and not changed_for_cache(old.pod, pod)
                 and self.cache.refresh_pod(key, pod)
             ):
-                # A status write of a placed pod: nothing it counts changed, but
-                # its phase counts in its group's status.
-                self._changed(old.pod_group)
+                # A status write of a placed pod: nothing it counts changed (the
+                # snapshot's job keeps the pod as it was parsed: the same facts),
+                # but its phase counts in its group's status (by the counts' period).
+                if old.pod_group:
+                    self.status.counts_moved(old.pod_group)
                 return
             if old is not None and self.cache.is_assumed(key) and _bound_as_assumed(old.pod, pod):
                 # Our own bind coming back: the pod as parsed, on the node we chose.
                 nominated = (pod.get("status") or {}).get("nominatedNodeName") or ""
                 self.cache.confirm_pod(
-                    dataclasses.replace(old, pod=pod, node_name=str(node), nominated_node=nominated)
+                    old.with_changes(pod=pod, node_name=str(node), nominated_node=nominated)
                 )
                 self._changed(old.pod_group)
                 return
@@ -329,6 +338,7 @@ class BatchScheduler:
             key = _key(group)
             self.status.stale(key)
             old = self.groups.get(key)
+            self.snapshots.group_changed(key)
             if old is not None and not deleted and old.get("spec") == group.get("spec"):
                 self.groups[key] = group  # a status write (ours, mostly): no session for it
                 return
@@ -387,24 +397,21 @@ class BatchScheduler:
     def run_session(self) -> SessionStats:
         start, cpu_start = self.clock.monotonic(), time.thread_time()
         with self.lock:
-            jobs, queues, total = self.snapshots.take()
+            self._expire_assumed()
+            jobs, queues, total = self.snapshots.take(self.status.wanted())
             pending = sum(len(j.pending) for j in jobs.values())
             ssn = Session(
                 self.cache, self.framework, jobs, queues, total,
                 deadline=self.clock.monotonic() + self.session_budget, clock=self.clock.monotonic,
+                more=self.snapshots.more,
             )  # fmt: skip
             for tier_conf in self.conf.tiers:
                 tier = Tier()
                 ssn.tiers.append(tier)
                 for opt in tier_conf:
                     plugins.PLUGINS[opt.name](ssn, tier, opt)
-            self._hold_room(ssn, jobs)
+            self._hold_room(ssn)
             waiting = set(self.evicted_for)
-            owner = (
-                {pk: j for j in jobs.values() for pk in j.placed}
-                if {"preempt", "reclaim"} & set(self.conf.actions)
-                else {}
-            )
             enabled = set(self.conf.actions)
             for name in self.conf.actions:
                 if name == "enqueue":
@@ -414,9 +421,9 @@ class BatchScheduler:
                 elif name == "backfill":
                     actions.backfill(ssn, enabled)
                 elif name == "preempt":
-                    actions.preempt(ssn, enabled, waiting, owner)
+                    actions.preempt(ssn, enabled, waiting)
                 elif name == "reclaim":
-                    actions.reclaim(ssn, enabled, waiting, owner)
+                    actions.reclaim(ssn, enabled, waiting)
             binds = list(ssn.binds)
             for p, _node in binds:
                 self.pending.pop(p.key, None)
@@ -451,6 +458,16 @@ class BatchScheduler:
             del self.stats[:5_000]
         return stats
 
+    def _expire_assumed(self) -> None:
+        """Binds that finished but never showed up in the informer within the
+        cache's TTL (kube-scheduler's 15 minutes): their room is freed and
+        the pods are pending again, as the default scheduler does; a pod that
+        was bound after all refuses the next bind and its event comes."""
+        for p in self.cache.expire_assumed():
+            log.warning("bind of %s never confirmed by the informer: pending again", p.key)
+            self._changed(p.pod_group)
+            self._requeue(p, "bind never confirmed")
+
     def _placed(self, key: str, uid: str) -> PodInfo | None:
         """The pod placed under `key` when it is still the one with `uid`."""
         node = self.cache.node_of(key)
@@ -458,21 +475,18 @@ class BatchScheduler:
         p = info.pods.get(key) if info is not None else None
         return p if p is not None and p.uid == uid else None
 
-    def _hold_room(self, ssn: Session, jobs: dict[str, JobInfo]) -> None:
+    def _hold_room(self, ssn: Session) -> None:
         """Room freed for a preemptor is its own: while some of its victims still
         terminate its tasks are placed there for the session (pipelined, not
         bound); once all are gone they are bound there. A hold that no longer
         fits is dropped (the job may preempt again)."""
-        owner: dict[str, JobInfo] | None = None
         for key, hold in list(self.evicted_for.items()):
-            job = jobs.get(key)
+            job = ssn.all_jobs().get(key)
             if job is None:
                 del self.evicted_for[key]
                 continue
             left = [p for k, uid in hold.victims.items() if (p := self._placed(k, uid)) is not None]
-            if owner is None:
-                owner = {pk: j for j in jobs.values() for pk in j.placed}
-            stmt = actions.pipeline(ssn, job, left, hold.placements, owner)
+            stmt = actions.pipeline(ssn, job, left, hold.placements)
             if stmt is None:
                 del self.evicted_for[key]
             elif left:
@@ -592,10 +606,10 @@ class BatchScheduler:
         Between two sessions at least `min_gap`, and at least half the CPU time
         the last session took (not its wall time: that includes the bind call,
         the API server's time): while events keep coming (they do, a few per pod)
-        each session gathers more pods, its fixed cost (the snapshot of every
-        group, some milliseconds per thousand) is paid a few times a second
-        rather than at every event, and the API server and controllers that
-        share the process (and its GIL) keep the rest. A session cut short by
+        each session gathers more pods, its fixed cost (the snapshot's queues,
+        the plugins' set-up, each task template judged on every node) is paid
+        a few times a second rather than at every event, and the API server
+        and controllers that share the process (and its GIL) keep the rest. A session cut short by
         its budget is followed at once (`backlog_gap`): pods are waiting.
         """
         backlog_gap = 0.02

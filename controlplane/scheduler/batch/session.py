@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.api import volcano
+from controlplane.scheduler.batch.placement import Placer
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import Framework
 from controlplane.scheduler.podinfo import PodInfo
@@ -70,6 +71,7 @@ class QueueInfo:
     allocated: Res = field(default_factory=dict)
     request: Res = field(default_factory=dict)
     inqueue: Res = field(default_factory=dict)  # minResources of its Inqueue jobs not yet running
+    lowest: int | None = None  # the lowest priority of its jobs with pods placed
 
 
 @dataclass
@@ -230,10 +232,16 @@ class Session:
         total: Res,
         deadline: float | None = None,
         clock: Callable[[], float] | None = None,
+        more: Callable[[dict[str, JobInfo]], None] | None = None,
     ) -> None:
         self.cache = cache
         self.framework = framework
+        self.placer = Placer(cache, framework)
+        # The jobs the actions may place or enqueue (and those whose status is
+        # due); `all_jobs()` adds the others, placed and settled, when asked.
         self.jobs = jobs
+        self._more = more
+        self._owner: dict[str, JobInfo] | None = None
         self.queues = queues
         self.total = total  # the cluster's allocatable
         self.tiers: list[Tier] = []
@@ -254,6 +262,19 @@ class Session:
         self.touched: set[str] = set()
         self.deadline = deadline
         self._clock = clock
+
+    def all_jobs(self) -> dict[str, JobInfo]:
+        """Every job (the snapshot's others added to `jobs` once)."""
+        if self._more is not None:
+            more, self._more = self._more, None
+            more(self.jobs)
+        return self.jobs
+
+    def owner(self) -> dict[str, JobInfo]:
+        """Per placed pod's key, its job (built once, the first time a victim is sought)."""
+        if self._owner is None:
+            self._owner = {pk: j for j in self.all_jobs().values() for pk in j.placed}
+        return self._owner
 
     def out_of_time(self) -> bool:
         return (

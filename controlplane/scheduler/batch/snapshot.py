@@ -1,37 +1,47 @@
-"""The session's jobs and queues, rebuilt per PodGroup only where something changed.
+"""The session's jobs and queues, kept between sessions and rebuilt per PodGroup only where something changed.
 
-A session starts from a snapshot: every PodGroup as a `JobInfo` (its spec's
-facts, its placed and pending pods, what they request) and every Queue as
-a `QueueInfo` adding them up. Building each job from its pods every session
-made the session cost grow with every pod in the cluster, running or not;
-so `Snapshots` keeps, per group,
+A session starts from a snapshot: the PodGroups as `JobInfo`s (their spec's
+facts, their placed and pending pods, what they request) and the Queues as
+`QueueInfo`s adding them up. Building every job from its pods at each
+session made a session's cost grow with every group in the cluster, running
+or not, and sessions come a few times a second while pods keep arriving; so
+`Snapshots` keeps, per group,
 
 - the facts parsed from the PodGroup object (queue, minMember, minResources,
   creation time), parsed again only when the object is replaced;
 - its members as last seen (placed pods, pending pods, allocated and
   requested resources), rebuilt only after `invalidate(key)`: the scheduler
-  calls it when a member pod changes, a bind fails, or a session placed or
-  evicted one of its pods; `invalidate_all()` when nodes come or go or
-  priority classes change.
+  calls it when a member pod changes what the cache counts of it (not for a
+  status write of a running pod), comes, goes or finishes, a bind fails, or
+  a session placed or evicted one of its pods; `invalidate_all()` when nodes come or go or
+  priority classes change; `group_changed(key)` when only the PodGroup
+  object was replaced (its status: the job's phase);
+- the job built from both, and what it adds to its queue (allocated,
+  requested, inqueue, its priority when it has pods placed): each queue's
+  sums move by a group's old and new part when the group is rebuilt.
 
-`take()` then copies what the session may change (each job's dicts and
-lists) and adds the queues up: a cost per job, not per pod.
+`take(want)` then hands the session copies of the *active* jobs only (those
+with pods pending, or a Pending phase: the ones the actions may place or
+enqueue) and of the jobs in `want` (those whose status is due), and the
+queues with their sums: a cost per changed or active group, not per group.
+The other jobs, placed and settled, come only when an action asks for every
+job (`more`: preempt and reclaim pick victims among them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.api import volcano
 from controlplane.scheduler import resources
 from controlplane.scheduler.batch.session import DIMS, JobInfo, QueueInfo, Res, add, req
-from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache
+from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache, finished
 from controlplane.scheduler.podinfo import PodInfo, parse_time
 
 Obj = dict[str, Any]
-DONE = ("Succeeded", "Failed")
 
 
 def res(raw: Any) -> Res:
@@ -59,6 +69,34 @@ class _Members:
     best: int | None  # the highest priority of its pods
 
 
+@dataclass(frozen=True)
+class _Part:
+    """What one job adds to its queue's sums."""
+
+    queue: str
+    allocated: Res
+    request: Res
+    inqueue: Res
+    priority: int | None  # the job's, when it has pods placed
+
+
+@dataclass
+class _Sums:
+    allocated: Res = field(default_factory=dict)
+    request: Res = field(default_factory=dict)
+    inqueue: Res = field(default_factory=dict)
+    priorities: Counter[int] = field(default_factory=Counter)  # of jobs with pods placed
+
+    def move(self, part: _Part, sign: int) -> None:
+        add(self.allocated, part.allocated, sign)
+        add(self.request, part.request, sign)
+        add(self.inqueue, part.inqueue, sign)
+        if part.priority is not None:
+            self.priorities[part.priority] += sign
+            if not self.priorities[part.priority]:
+                del self.priorities[part.priority]
+
+
 def _facts(group: Obj) -> _Facts:
     spec = group.get("spec") or {}
     return _Facts(
@@ -83,6 +121,18 @@ def queue_info(name: str, q: Obj) -> QueueInfo:
     )
 
 
+def _copy(job: JobInfo) -> JobInfo:
+    """A job the session may change (its lists and dicts its own). Without the
+    dataclass's __init__: a session copies every job waiting for room."""
+    new = object.__new__(JobInfo)
+    new.__dict__.update(job.__dict__)
+    new.pending = list(job.pending)
+    new.placed = dict(job.placed)
+    new.allocated = dict(job.allocated)
+    new.request = dict(job.request)
+    return new
+
+
 class Snapshots:
     """Per-group memory of the last snapshot; see the module docstring."""
 
@@ -103,16 +153,28 @@ class Snapshots:
         self.priority_classes = priority_classes
         self._facts: dict[str, tuple[Obj, _Facts]] = {}
         self._members: dict[str, _Members] = {}
+        self._jobs: dict[str, tuple[JobInfo, _Part]] = {}  # never handed out: copies are
+        self._sums: dict[str, _Sums] = {}  # per queue name
+        self._active: set[str] = set()
+        self._dirty: set[str] = set()
 
     def invalidate(self, key: str) -> None:
         self._members.pop(key, None)
+        self._dirty.add(key)
 
     def invalidate_all(self) -> None:
         self._members.clear()
+        self._dirty.update(self.groups)
+        self._dirty.update(self._jobs)
+
+    def group_changed(self, key: str) -> None:
+        """The PodGroup object was replaced (a new status, or spec)."""
+        self._dirty.add(key)
 
     def forget(self, key: str) -> None:
         self._members.pop(key, None)
         self._facts.pop(key, None)
+        self._dirty.add(key)
 
     def _facts_of(self, key: str, group: Obj) -> _Facts:
         known = self._facts.get(key)
@@ -137,7 +199,7 @@ class Snapshots:
             if node is not None:
                 info = cache.nodes.get(node)
                 p = info.pods.get(pk) if info is not None else None
-                if p is None or (p.pod.get("status") or {}).get("phase") in DONE:
+                if p is None or finished(p.pod):
                     continue
                 placed[pk] = p
                 add(allocated, req(p))
@@ -154,39 +216,75 @@ class Snapshots:
         self._members[key] = made
         return made
 
-    def take(self) -> tuple[dict[str, JobInfo], dict[str, QueueInfo], Res]:
-        """Jobs, queues and the cluster's allocatable cpu and memory (call under the cache lock)."""
+    def _build(self, key: str, g: Obj) -> tuple[JobInfo, _Part]:
+        f = self._facts_of(key, g)
+        m = self._members_of(key)
+        priority = self.priority_classes.get(f.priority_class, 0) if f.priority_class else 0
+        if not f.priority_class and m.best is not None:
+            priority = m.best
+        job = JobInfo(
+            key, g, f.queue,
+            min_member=f.min_member,
+            min_task_member=f.min_task_member,
+            min_resources=f.min_resources,
+            priority=priority,
+            created=f.created,
+            phase=(g.get("status") or {}).get("phase") or "Pending",
+            pending=m.pending,
+            placed=m.placed,
+            allocated=m.allocated,
+            request=m.request,
+        )  # fmt: skip
+        inqueue = f.min_resources if job.phase == "Inqueue" and len(m.placed) < f.min_member else {}
+        part = _Part(f.queue, m.allocated, m.request, inqueue, priority if m.placed else None)
+        return job, part
+
+    def _refresh(self) -> None:
+        """Rebuild the changed groups, moving their parts of the queues' sums."""
+        for key in self._dirty:
+            old = self._jobs.pop(key, None)
+            if old is not None:
+                self._sums[old[1].queue].move(old[1], -1)
+            self._active.discard(key)
+            g = self.groups.get(key)
+            if g is None:
+                continue
+            job, part = self._build(key, g)
+            self._jobs[key] = (job, part)
+            self._sums.setdefault(part.queue, _Sums()).move(part, +1)
+            if job.pending or job.phase == "Pending":
+                self._active.add(key)
+        self._dirty.clear()
+
+    def take(
+        self, want: Iterable[str] = ()
+    ) -> tuple[dict[str, JobInfo], dict[str, QueueInfo], Res]:
+        """The active jobs and those in `want`, the queues, and the cluster's
+        allocatable cpu and memory (call under the cache lock)."""
+        self._refresh()
         cache = self.cache
         valid = cache.valid[: cache.n]
         alloc = cache.alloc[: cache.n][valid]
         total = {"cpu": int(alloc[:, CPU_COL].sum()), "memory": int(alloc[:, MEM_COL].sum())}
-        queues = {name: queue_info(name, q) for name, q in self.queues.items()}
+        queues: dict[str, QueueInfo] = {}
+        for name, q in self.queues.items():
+            qi = queues[name] = queue_info(name, q)
+            sums = self._sums.get(name)
+            if sums is not None:
+                qi.allocated = {d: v for d, v in sums.allocated.items() if v}
+                qi.request = {d: v for d, v in sums.request.items() if v}
+                qi.inqueue = {d: v for d, v in sums.inqueue.items() if v}
+                qi.lowest = min(sums.priorities) if sums.priorities else None
         jobs: dict[str, JobInfo] = {}
-        for key, g in self.groups.items():
-            f = self._facts_of(key, g)
-            qi = queues.get(f.queue)
-            if qi is None:
-                continue
-            m = self._members_of(key)
-            priority = self.priority_classes.get(f.priority_class, 0) if f.priority_class else 0
-            if not f.priority_class and m.best is not None:
-                priority = m.best
-            job = JobInfo(
-                key, g, f.queue,
-                min_member=f.min_member,
-                min_task_member=f.min_task_member,
-                min_resources=f.min_resources,
-                priority=priority,
-                created=f.created,
-                phase=(g.get("status") or {}).get("phase") or "Pending",
-                pending=list(m.pending),
-                placed=dict(m.placed),
-                allocated=dict(m.allocated),
-                request=dict(m.request),
-            )  # fmt: skip
-            add(qi.allocated, m.allocated)
-            add(qi.request, m.request)
-            if job.phase == "Inqueue" and len(m.placed) < job.min_member:
-                add(qi.inqueue, job.min_resources)
-            jobs[key] = job
+        for keys in (self._active, want):
+            for key in keys:
+                known = self._jobs.get(key)
+                if known is not None and key not in jobs and known[0].queue in queues:
+                    jobs[key] = _copy(known[0])
         return jobs, queues, total
+
+    def more(self, jobs: dict[str, JobInfo]) -> None:
+        """Add every other job of an existing queue to `jobs` (copies)."""
+        for key, (job, _part) in self._jobs.items():
+            if key not in jobs and job.queue in self.queues:
+                jobs[key] = _copy(job)

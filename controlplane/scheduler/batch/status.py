@@ -1,16 +1,20 @@
 """What the batch scheduler reports: PodGroup and Queue status.
 
-After each session the scheduler hands every job and queue it saw to
-`StatusReporter.report`. A PodGroup's status is written only when it
-changed, and a change of its pod counts alone at most once per
-COUNTS_PERIOD; a status that needs no computing (the same job signature,
-within its period) is not computed again until the scheduler says the
-group is `stale`. Writes go off the session's thread, a few at a time and
-one per object: a newer status waits for the next session.
+After each session the scheduler hands the jobs it saw to
+`StatusReporter.report`: the session's active jobs and those `wanted()`
+(stale or due). A PodGroup's status is written only when it changed, and a
+change of its pod counts alone at most once per COUNTS_PERIOD; a status that
+needs no computing (the same job signature, within its period) is *settled*:
+not wanted, nor computed again, until the scheduler says the group is
+`stale` or its period ends. Each queue's counts of jobs by phase are kept
+up to date as its jobs' phases are computed, not counted again over every
+job. Writes go off the session's thread, a few at a time and one per
+object: a newer status waits for the next session.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -50,10 +54,17 @@ class StatusReporter:
         # of the counts period when only its pod counts moved) unless the group
         # or its pods change meanwhile, and what else of its job it depends on.
         self._settled: dict[str, tuple[str, float, tuple[Any, ...]]] = {}
+        # Every group is settled or unsettled (wanted at the next report).
+        self._unsettled: set[str] = set()
+        self._until: list[tuple[float, str]] = []  # settled for a period: when it ends
+        # Per group its queue and phase as last computed; per queue its jobs by phase.
+        self._phase: dict[str, tuple[str, str]] = {}
+        self._per_queue: dict[str, dict[str, int]] = {}
         self._reported = _Reported()
         self._count_written: dict[str, float] = {}
         self._status_lock = threading.Lock()
         self._status_inflight: set[tuple[str, str]] = set()
+        self._failed: list[str] = []  # groups whose write failed (written by the pool)
         # None: written inline (tests); the component writes from a small pool.
         self._status_pool: ThreadPoolExecutor | None = (
             ThreadPoolExecutor(workers, thread_name_prefix="volcano-status") if workers else None
@@ -62,15 +73,61 @@ class StatusReporter:
     def stale(self, group: str) -> None:
         """The group or its pods changed: compute its status again."""
         self._settled.pop(group, None)
+        self._unsettled.add(group)
 
     def all_stale(self) -> None:
+        self._unsettled.update(self._settled)
         self._settled.clear()
 
     def forget(self, group: str) -> None:
         """The group is gone."""
         self._settled.pop(group, None)
+        self._unsettled.discard(group)
         self._reported.pod_groups.pop(group, None)
         self._count_written.pop(group, None)
+        self._set_phase(group, None)
+
+    def counts_moved(self, group: str) -> None:
+        """Only a member pod's phase moved (its status written, nothing the
+        cache counts): the group's counts are due by the end of their period,
+        not computed again at once."""
+        settled = self._settled.get(group)
+        if settled is None:
+            return  # computed at the next report anyway
+        until = min(settled[1], self._count_written.get(group, 0.0) + COUNTS_PERIOD)
+        if until != settled[1]:
+            self._settled[group] = (settled[0], until, settled[2])
+            heapq.heappush(self._until, (until, group))
+
+    def wanted(self) -> set[str]:
+        """The groups whose status must be computed at the next report: stale,
+        or settled for a period that has ended, or whose write failed."""
+        with self._status_lock:
+            failed, self._failed = self._failed, []
+        for key in failed:
+            self.stale(key)
+        now = self.clock.monotonic()
+        while self._until and self._until[0][0] <= now:
+            _, key = heapq.heappop(self._until)
+            settled = self._settled.get(key)
+            if settled is not None and settled[1] <= now:
+                self.stale(key)
+        return set(self._unsettled)
+
+    def _set_phase(self, group: str, queue_phase: tuple[str, str] | None) -> None:
+        old = self._phase.pop(group, None)
+        if old is not None:
+            self._per_queue[old[0]][old[1]] -= 1
+        if queue_phase is not None:
+            self._phase[group] = queue_phase
+            counts = self._per_queue.setdefault(queue_phase[0], {})
+            counts[queue_phase[1]] = counts.get(queue_phase[1], 0) + 1
+
+    def _settle(self, group: str, phase: str, until: float, sig: tuple[Any, ...]) -> None:
+        self._settled[group] = (phase, until, sig)
+        self._unsettled.discard(group)
+        if until != float("inf"):
+            heapq.heappush(self._until, (until, group))
 
     def close(self) -> None:
         if self._status_pool is not None:
@@ -87,27 +144,23 @@ class StatusReporter:
         group_status: Callable[[JobInfo], Obj],
     ) -> None:
         """Write what changed of each job's PodGroup status (`group_status`
-        computes one) and of each queue's, under the scheduler's lock."""
-        q_counts: dict[str, dict[str, int]] = {
-            n: {"pending": 0, "running": 0, "inqueue": 0, "completed": 0, "unknown": 0}
-            for n in queues
-        }
+        computes one) and of each queue's, under the scheduler's lock. `jobs`
+        holds at least the groups `wanted()` (a group that is not there and
+        has no queue any more stays wanted)."""
         now = self.clock.monotonic()
         for job in jobs.values():
             settled = self._settled.get(job.key)
             sig = (job.phase, job.unschedulable, len(job.placed), bool(job.pending))
             if settled is not None and now < settled[1] and sig == settled[2]:
-                phase = settled[0]
-                q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
                 continue
             status = group_status(job)
             phase = status["phase"].lower()
-            q_counts[job.queue][phase] = q_counts[job.queue].get(phase, 0) + 1
+            self._set_phase(job.key, (job.queue, phase))
             last = self._reported.pod_groups.get(job.key)
             if last == status:
-                self._settled[job.key] = (phase, float("inf"), sig)
+                self._settle(job.key, phase, float("inf"), sig)
                 continue
-            self._settled.pop(job.key, None)
+            self.stale(job.key)
             if (
                 last is not None
                 and {k: v for k, v in last.items() if k not in COUNTS}
@@ -116,7 +169,7 @@ class StatusReporter:
             ):
                 # Only the pod counts moved: at most one such write per period.
                 until = self._count_written.get(job.key, 0.0) + COUNTS_PERIOD
-                self._settled[job.key] = (phase, until, sig)
+                self._settle(job.key, phase, until, sig)
                 continue
             self._count_written[job.key] = now
             old = job.group.get("status") or {}
@@ -136,21 +189,26 @@ class StatusReporter:
                         }
                     )
                 stamped["conditions"] = conds
-            self._submit_status("PodGroup", job.key, job.group, stamped, status)
+            if self._submit_status("PodGroup", job.key, job.group, stamped, status):
+                # Written (or being written): nothing to compute until its echo
+                # or a change makes it stale, or the write fails.
+                self._settle(job.key, phase, float("inf"), sig)
         for name, q in queues.items():
-            status = {**q_counts[name], "allocated": {d: str(v) for d, v in q.allocated.items()}}
+            counts = {p: 0 for p in ("pending", "running", "inqueue", "completed", "unknown")}
+            counts.update((p, n) for p, n in self._per_queue.get(name, {}).items() if n)
+            status = {**counts, "allocated": {d: str(v) for d, v in q.allocated.items()}}
             status["allocated"]["cpu"] = f"{q.allocated.get('cpu', 0)}m"
             if self._reported.queues.get(name) == status:
                 continue
             self._submit_status("Queue", name, queue_objects[name], status, status)
 
-    def _submit_status(self, kind: str, key: str, obj: Obj, stamped: Obj, status: Obj) -> None:
+    def _submit_status(self, kind: str, key: str, obj: Obj, stamped: Obj, status: Obj) -> bool:
         """Write a status off the session's thread (a few writes in flight, one per
-        object at a time: a newer status waits for the next session)."""
+        object at a time: a newer status waits for the next session; False)."""
         reported = self._reported.pod_groups if kind == "PodGroup" else self._reported.queues
         with self._status_lock:
             if (kind, key) in self._status_inflight:
-                return
+                return False
             self._status_inflight.add((kind, key))
 
         def write() -> None:
@@ -161,6 +219,9 @@ class StatusReporter:
                 pass  # deleted meanwhile; its DELETED event follows
             except Exception:
                 log.exception("status of %s %s", kind, key)
+                if kind == "PodGroup":
+                    with self._status_lock:
+                        self._failed.append(key)  # computed and written again
             finally:
                 with self._status_lock:
                     self._status_inflight.discard((kind, key))
@@ -169,3 +230,4 @@ class StatusReporter:
             write()
         else:
             self._status_pool.submit(write)
+        return True

@@ -108,3 +108,25 @@ def test_signatures_ignore_labels_no_selector_looks_at() -> None:
     cache.remove_pod("default/p4")
     assert cache.count_term(one).tolist() == [0, 0, 0]
     assert cache.count_term(web).tolist() == [5, 4, 5]
+
+
+def test_a_finished_pod_is_not_counted_however_it_arrives() -> None:
+    cache = Cache(FakeClock())
+    cache.add_node(make_node("n", cpu="4"))
+    slot = cache.nodes["n"].slot
+
+    def pod(name: str, phase: str) -> PodInfo:
+        obj = make_pod(name, cpu="1", node_name="n")
+        obj["status"] = {"phase": phase}
+        return PodInfo.of(obj)
+
+    running = pod("a", "Running")
+    cache.add_pod(running)
+    assert not cache.refresh_pod(running.key, pod("a", "Succeeded").pod)  # the long way, then:
+    cache.update_pod(pod("a", "Succeeded"))
+    cache.add_pod(pod("b", "Failed"))  # first seen finished
+    assumed = pod("c", "Pending")
+    cache.assume_pod(assumed, "n")
+    cache.confirm_pod(pod("c", "Succeeded"))  # bound and done before its event came
+    assert cache.req[slot, CPU_COL] == 0 and cache.req[slot, PODS_COL] == 0
+    assert not cache.is_assumed(assumed.key) and cache.node_of("default/a") is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from controlplane.scheduler.cache import CPU_COL
 from controlplane.scheduler.types import ANY_EVENT
 from tests.fakes.scheduler_objects import make_node, make_pod
 
@@ -238,3 +239,22 @@ def test_batched_binds_write_every_pod_and_requeue_a_failed_one() -> None:
         assert cluster.pods["default/p7"]["spec"]["nodeName"]
     finally:
         sched.shutdown_binds()
+
+
+def test_a_finished_pod_frees_its_nodes_room() -> None:
+    """A pod that ran to Succeeded or Failed holds nothing on its node, as
+    kube-scheduler's informer drops terminal pods."""
+    env = Env(nodes=[make_node("n", cpu="2")])
+    running = [make_pod(f"job-{i}", cpu="1", node_name="n") for i in range(2)]
+    for pod in running:
+        pod["status"] = {"phase": "Running"}
+    env.add(*running)
+    env.add(make_pod("waiter", cpu="1"))
+    assert env.node_of("waiter") is None
+    for pod, phase in zip(running, ("Succeeded", "Failed"), strict=True):
+        done = {**pod, "status": {"phase": phase}}
+        env.sched.events.on_pod_update(done, pod)  # a status write, as the informer hands it
+    slot = env.sched.cache.nodes["n"].slot
+    assert env.sched.cache.req[slot, CPU_COL] == 0
+    env.step(2.0)
+    assert env.node_of("waiter") == "n"

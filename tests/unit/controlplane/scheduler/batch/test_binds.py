@@ -6,6 +6,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.client.clock import FakeClock
 from controlplane.client.errors import Conflict, NotFound
 from controlplane.scheduler.binder import ApiClusterWriter
 
@@ -99,3 +100,41 @@ def test_a_bind_that_failed_for_another_reason_is_retried() -> None:
     del cluster.refuse["j-t-0"]
     env.run(1)
     assert "default/j-t-0" in env.bound()
+
+
+class Unheard(Refusing):
+    """Binds succeed but their events never reach the scheduler."""
+
+    def bind_many(
+        self, items: list[tuple[Obj, str, dict[str, str] | None]]
+    ) -> list[Exception | None]:
+        self.asked.extend(item[0]["metadata"]["name"] for item in items)
+        return [None] * len(items)
+
+
+def test_a_bind_never_confirmed_is_forgotten_after_the_ttl_and_tried_again() -> None:
+    clock = FakeClock()
+    env = Env(clock=clock)
+    cluster = Unheard()
+    cluster.sched = env.sched
+    env.sched.writer = env.cluster = cluster
+    env.nodes(1, cpu="1")
+    env.job("j", 1)
+    env.run(1)
+    clock.step(env.sched.cache.assumed_ttl - 1)
+    env.run(2)
+    assert cluster.asked == ["j-t-0"]  # still assumed: its room held, not asked again
+    assert env.sched.cache.is_assumed("default/j-t-0")
+    clock.step(2)
+    env.run(1)
+    assert cluster.asked == ["j-t-0", "j-t-0"]  # expired: pending again, bound again
+
+
+def test_a_pod_bound_already_is_not_retried() -> None:
+    env, cluster = _env()
+    env.job("j", 1)
+    taken = _as_api_writer_returns(Conflict('pod "j-t-0" is already assigned to node "n9"'))
+    cluster.refuse["j-t-0"] = lambda: taken
+    env.run(2)
+    assert cluster.asked == ["j-t-0"]
+    assert "default/j-t-0" not in env.sched.pending
