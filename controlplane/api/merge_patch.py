@@ -14,7 +14,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     (lists included) replaces the value.
     """
     if not isinstance(patch, dict):
-        return clone(patch)
+        return clone(patch) if isinstance(patch, list) else patch
     result: dict[str, Any] = clone(target) if isinstance(target, dict) else {}
     _merge_into(result, patch)
     return result
@@ -31,7 +31,7 @@ def _merge_into(result: dict[str, Any], patch: dict[str, Any]) -> None:
                 current = result[key] = {}
             _merge_into(current, value)
         else:
-            result[key] = clone(value)
+            result[key] = clone(value) if isinstance(value, list) else value  # scalars: immutable
 
 
 def merge_patch_shared(target: Any, patch: Any) -> Any:
