@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from controlplane.api import crd
-from controlplane.api.jsoncodec import clone, dumps, loads
+from controlplane.api.jsoncodec import dumps, loads
 from controlplane.api.patch_meta import field_meta
 
 Object = dict[str, Any]
@@ -283,15 +283,33 @@ def to_fields_v1(paths: set[Path]) -> dict[str, Any]:
 
 
 def edited(doc: Any, removed: set[Path], added: set[Path]) -> dict[str, Any]:
-    """A copy of a FieldsV1 document listing (its paths - removed) | added,
-    shaped as `to_fields_v1` shapes it: the few paths a write changed are
-    edited in, instead of parsing the whole set and rendering it again."""
-    out: dict[str, Any] = clone(doc) if isinstance(doc, dict) else {}
+    """A FieldsV1 document listing (doc's paths - removed) | added, shaped as
+    `to_fields_v1` shapes it: the few paths a write changed are edited in,
+    instead of parsing the whole set and rendering it again. `doc` is not
+    changed: only the nodes along the edited paths are copied, the rest is
+    shared with it (so the result is read, never changed, as doc is)."""
+    out: dict[str, Any] = dict(doc) if isinstance(doc, dict) else {}
+    own = {id(out)}  # the nodes copied (or made) here, which may change
     for path in removed - added:
+        _owned(out, path, own)
         _drop(out, path)
     for path in added:
+        _owned(out, path, own)
         _put(out, path)
     return out
+
+
+def _owned(doc: dict[str, Any], path: Path, own: set[int]) -> None:
+    """Copy the nodes along path that are still doc's source's (not in `own`)."""
+    node = doc
+    for element in path:
+        child = node.get(element)
+        if not isinstance(child, dict):
+            return
+        if id(child) not in own:
+            child = node[element] = dict(child)
+            own.add(id(child))
+        node = child
 
 
 def _drop(doc: dict[str, Any], path: Path) -> None:

@@ -14,7 +14,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     (lists included) replaces the value.
     """
     if not isinstance(patch, dict):
-        return clone(patch)
+        return clone(patch) if isinstance(patch, list) else patch
     result: dict[str, Any] = clone(target) if isinstance(target, dict) else {}
     _merge_into(result, patch)
     return result
@@ -31,4 +31,22 @@ def _merge_into(result: dict[str, Any], patch: dict[str, Any]) -> None:
                 current = result[key] = {}
             _merge_into(current, value)
         else:
-            result[key] = clone(value)
+            result[key] = clone(value) if isinstance(value, list) else value  # scalars: immutable
+
+
+def merge_patch_shared(target: Any, patch: Any) -> Any:
+    """merge_patch without copying what the patch leaves alone: the result
+    shares those parts with `target` (so it must be read, never changed, as
+    `target` must not be). Neither is modified; the cost follows the patch,
+    not the object."""
+    if not isinstance(patch, dict):
+        return clone(patch) if isinstance(patch, list) else patch
+    result: dict[str, Any] = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict):
+            result[key] = merge_patch_shared(result.get(key), value)
+        else:
+            result[key] = clone(value) if isinstance(value, list) else value
+    return result

@@ -26,6 +26,7 @@ from controlplane.api import jsoncodec
 from controlplane.storage.interface import Event, EventType
 
 POD_PREFIX = "/registry/pods/"
+_NODE_NAME = b'"nodeName"'  # absent from a pod's JSON: spec.nodeName is unset
 PVC_PREFIX = "/registry/persistentvolumeclaims/"
 
 Ref = tuple[str, str, str]  # (kind, namespace, name); namespace "" for cluster-scoped
@@ -104,8 +105,8 @@ class NodeGraph:
         """Broadcaster listener: cheap, never blocks."""
         key = event.key
         if key.startswith(POD_PREFIX):
-            if event.type is EventType.DELETE:
-                self._set_pod(key, None)
+            if event.type is EventType.DELETE or _NODE_NAME not in event.value:
+                self._set_pod(key, None)  # gone, or bound to no node: not decoded
             else:
                 self._set_pod(key, jsoncodec.loads(event.value))
         elif key.startswith(PVC_PREFIX):

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from controlplane.api import defaults, jsoncodec, limits, pruning, server_side_apply
 from controlplane.api.kinds import KindInfo, by_kind
-from controlplane.api.merge_patch import merge_patch
+from controlplane.api.merge_patch import merge_patch, merge_patch_shared
 from controlplane.apiserver import deletion, listing, subresources
 from controlplane.apiserver.auth import SYSTEM, Identity
 from controlplane.apiserver.authz import Authorizer
@@ -376,9 +376,13 @@ class Registry(RegistryBase):
         """A JSON merge patch (RFC 7386)."""
         if not isinstance(patch, dict):
             raise Invalid("patch: a JSON merge patch must be a JSON object")
+        # A status write takes only the result's status (and its preconditions)
+        # and changes none of it: the result may share with `old` what the
+        # patch leaves alone, instead of a copy of the whole object.
+        merge = merge_patch_shared if subresource == "status" else merge_patch
 
         def build(old: Object) -> Object:
-            merged: Object = merge_patch(old, patch)
+            merged: Object = merge(old, patch)
             return merged
 
         return self.patch_with(
@@ -502,7 +506,9 @@ class Registry(RegistryBase):
         if subresource == "status":
             # `old` is this attempt's own decoded copy, never changed below:
             # `new` shares its parts but for the metadata (managedFields are
-            # written in) and the status, taken from the request.
+            # written in) and the status, taken from the request, which may
+            # share parts with `old` too (Registry.patch): nothing here
+            # changes either.
             new = {**old, "metadata": dict(old_meta)}
             if "status" in requested:
                 new["status"] = requested["status"]

@@ -29,6 +29,7 @@ from typing import Any
 
 import grpc
 
+from controlplane.api import jsoncodec
 from controlplane.api.kinds import UnknownKind, by_kind
 from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_admission
@@ -83,6 +84,9 @@ class ApiServerConfig:
     # The address pods reach this server at (the `kubernetes` Service's
     # endpoint); "": the listen host (127.0.0.1 when it is a wildcard).
     advertise_address: str = ""
+    # The process's garbage collector thresholds, set at start (see
+    # jsoncodec.SERVER_GC_THRESHOLDS); None: left as they are.
+    gc_thresholds: tuple[int, int, int] | None = jsoncodec.SERVER_GC_THRESHOLDS
 
 
 class ApiServer:
@@ -211,6 +215,8 @@ class ApiServer:
         self.broadcaster.add_listener(self.progress.on_event)
 
     def start(self) -> int:
+        if self.config.gc_thresholds is not None:
+            jsoncodec.tune_gc(self.config.gc_thresholds)
         self.bootstrap()
         self._load_indexes()
         self.crd_kinds.start()

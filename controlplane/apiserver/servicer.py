@@ -583,11 +583,14 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             except errors.Invalid as err:
                 refused[i] = err
         outcomes = iter(self.registry.create_many(work, who, _manager(context, who)))
+        brief = bool(request.omit_objects)  # the caller keeps what it sent
         return api_pb2.CreateManyResponse(
             results=[
                 api_pb2.CreateResult(**_failure(o))
                 if isinstance(o, errors.ApiError)
-                else api_pb2.CreateResult(object=_obj(o))
+                else api_pb2.CreateResult(resource_version=o[1])
+                if brief
+                else api_pb2.CreateResult(object=_obj(o), resource_version=o[1])
                 for o in _in_order(len(request.items), refused, outcomes)
             ]
         )

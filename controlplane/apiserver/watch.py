@@ -264,6 +264,10 @@ class Broadcaster:
         # pods so), by prefix then node: an event is offered to the watchers of
         # its old and new node only, not to one watcher per node in the cluster.
         self._by_node: dict[str, dict[str, list[Watcher]]] = {}
+        # The node (spec.nodeName) of each key's last event, for the keys whose
+        # watchers are by node: the next event's old node without decoding its
+        # previous value. Only ever the immediately preceding event's.
+        self._nodes: dict[str, str] = {}
         self._listeners: list[Callable[[Event], None]] = []
         self._last = store.current_revision()
         self._stop = threading.Event()
@@ -316,6 +320,7 @@ class Broadcaster:
         with self._lock:
             watchers = self._all()
             self._last = rev
+            self._nodes.clear()  # events are skipped: no key's last one is known
         for w in watchers:
             w.stop()
 
@@ -336,13 +341,21 @@ class Broadcaster:
             if watchers:
                 self._offer(watchers, dispatch)
             by_node = self._by_node.get(prefix)
-            if by_node:
+            if not by_node:
+                self._nodes.pop(key, None)  # not followed: the next event decodes
+            else:
                 new_node = _node_of(dispatch.new())
                 group = by_node.get(new_node)
                 if group:
                     self._offer(group, dispatch)
-                old = dispatch.old()
-                old_node = _node_of(old) if old is not None else new_node
+                old_node = self._nodes.get(key)
+                if old_node is None:
+                    old = dispatch.old()
+                    old_node = _node_of(old) if old is not None else new_node
+                if event.type is EventType.DELETE:
+                    self._nodes.pop(key, None)
+                else:
+                    self._nodes[key] = new_node
                 if old_node != new_node:
                     group = by_node.get(old_node)
                     if group:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 import grpc
 
@@ -318,18 +318,36 @@ class GrpcApiClient:
         resp = self._call(self._stub.Bind, req)
         return [_item_error(r) or int(r.resource_version) for r in resp.results]
 
+    @overload
     def create_many(
-        self, items: Sequence[tuple[str, Object, str | None]]
-    ) -> builtins.list[Object | errors.ApiError]:
+        self,
+        items: Sequence[tuple[str, Object, str | None]],
+        *,
+        omit_objects: Literal[False] = False,
+    ) -> builtins.list[Object | errors.ApiError]: ...
+
+    @overload
+    def create_many(
+        self, items: Sequence[tuple[str, Object, str | None]], *, omit_objects: Literal[True]
+    ) -> builtins.list[int | errors.ApiError]: ...
+
+    def create_many(
+        self, items: Sequence[tuple[str, Object, str | None]], *, omit_objects: bool = False
+    ) -> builtins.list[Object | errors.ApiError] | builtins.list[int | errors.ApiError]:
         """Create many objects, each (kind, object, namespace), in one call; per
-        item, the created object or the error that refused it. Not a transaction."""
+        item, the created object (with omit_objects: only its resourceVersion,
+        the server sends no object back) or the error that refused it. Not a
+        transaction (interface.BatchCreator)."""
         req = api_pb2.CreateManyRequest(
             items=[
                 api_pb2.CreateRequest(kind=kind, namespace=ns or "", json=jsoncodec.dumps(obj))
                 for kind, obj, ns in items
-            ]
+            ],
+            omit_objects=omit_objects,
         )
         resp = self._call(self._stub.CreateMany, req)
+        if omit_objects:
+            return [_item_error(r) or int(r.resource_version) for r in resp.results]
         return [_item_error(r) or _obj(r.object) for r in resp.results]
 
     def whoami(self) -> dict[str, Any]:

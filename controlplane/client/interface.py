@@ -9,9 +9,11 @@ metadata, spec, status). `kind` arguments are the Kind name ("Pod",
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, overload, runtime_checkable
+
+from controlplane.client.errors import ApiError
 
 Object = dict[str, Any]
 
@@ -113,3 +115,31 @@ class ApiClient(Protocol):
     def get_scale(self, kind: str, name: str, namespace: str) -> Object: ...
 
     def update_scale(self, kind: str, name: str, namespace: str, replicas: int) -> Object: ...
+
+
+@runtime_checkable
+class BatchCreator(Protocol):
+    """A client that creates many objects in one call (the gRPC client; the
+    fakes may not: callers fall back to `create`)."""
+
+    @overload
+    def create_many(
+        self,
+        items: Sequence[tuple[str, Object, str | None]],
+        *,
+        omit_objects: Literal[False] = False,
+    ) -> list[Object | ApiError]: ...
+
+    @overload
+    def create_many(
+        self, items: Sequence[tuple[str, Object, str | None]], *, omit_objects: Literal[True]
+    ) -> list[int | ApiError]: ...
+
+    def create_many(
+        self, items: Sequence[tuple[str, Object, str | None]], *, omit_objects: bool = False
+    ) -> list[Object | ApiError] | list[int | ApiError]:
+        """Per item (kind, object, namespace), in order: the created object, or
+        with omit_objects only its resourceVersion (for callers that keep
+        what they sent: nothing to send back and decode); or the error that
+        refused it. Not a transaction."""
+        ...

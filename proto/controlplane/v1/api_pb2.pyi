@@ -534,16 +534,22 @@ class CreateManyRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ITEMS_FIELD_NUMBER: _builtins.int
+    OMIT_OBJECTS_FIELD_NUMBER: _builtins.int
+    omit_objects: _builtins.bool
+    """True: the results carry no object, only its resource_version (for
+    callers that keep what they sent); errors per item are unchanged.
+    """
     @_builtins.property
     def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreateRequest]: ...
     def __init__(
         self,
         *,
         items: _abc.Iterable[Global___CreateRequest] | None = ...,
+        omit_objects: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "omit_objects", b"omit_objects"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -556,12 +562,17 @@ class CreateResult(_message.Message):
     CODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     OBJECT_FIELD_NUMBER: _builtins.int
+    RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     code: _builtins.int
     """A gRPC status code (0 = OK) and its message, per item."""
     message: _builtins.str
+    resource_version: _builtins.int
+    """The created object's resourceVersion (when code is 0), in both shapes."""
     @_builtins.property
     def object(self) -> Global___Object:
-        """The created object (when code is 0), as Create answers it."""
+        """The created object (when code is 0), as Create answers it; absent
+        when the request set omit_objects.
+        """
 
     def __init__(
         self,
@@ -569,10 +580,11 @@ class CreateResult(_message.Message):
         code: _builtins.int = ...,
         message: _builtins.str = ...,
         object: Global___Object | None = ...,
+        resource_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "object", b"object"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "object", b"object", "resource_version", b"resource_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
