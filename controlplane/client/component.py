@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from types import FrameType
 
+from controlplane.api import jsoncodec
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ClientConfig, ConfigError, load_config
 from controlplane.client.interface import ApiClient
@@ -65,6 +66,9 @@ def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str =
     socket = os.environ.get(SOCKET_ENV, "")
     if socket:  # the control plane's own socket: plaintext, in its private data directory
         config = ClientConfig(f"unix:{socket}", token=config.token)
+    # Informer caches keep many decoded objects and every event makes short-lived
+    # ones: the collector's thresholds of the API server's process (jsoncodec).
+    jsoncodec.tune_gc()
     # No component reads managedFields: its watches leave them out (as in process).
     client = connect(config, timeout=30, field_manager=field_manager, lean_watches=True)
     before = set(threading.enumerate())
