@@ -10,6 +10,10 @@ are the example's own.
 
 from __future__ import annotations
 
+from typing import Any
+
+import yaml
+
 
 def example_job_yaml(
     name: str = "test-job",
@@ -51,3 +55,13 @@ spec:
                   cpu: "{cpu}"
           restartPolicy: OnFailure
 """
+
+
+def example_job(
+    name: str = "test-job", replicas: int = 6, min_available: int = 3
+) -> dict[str, Any]:
+    """The example as an object, with its gang resized: `replicas` of the
+    task, `min_available` of them at once."""
+    job: dict[str, Any] = yaml.safe_load(example_job_yaml(name=name, replicas=replicas))
+    job["spec"]["minAvailable"] = min_available
+    return job

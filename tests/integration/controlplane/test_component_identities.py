@@ -37,10 +37,10 @@ from controlplane.apiserver.rbaccomponents import (
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.client.errors import Forbidden, NotFound
+from tests.fakes.volcano_examples import example_job
 from tests.harness.registry import stop_process
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import REPO, ControlPlane
-from tests.unit.controlplane.apiserver.test_volcano_api import EXAMPLE_JOB
 
 pytestmark = pytest.mark.slow
 RBAC = "rbac.authorization.k8s.io"
@@ -129,11 +129,7 @@ def components_write_as_themselves(api: GrpcApiClient, audit: Path) -> None:
         return any(p["spec"].get("nodeName") for p in pods if p["metadata"]["name"][:4] == "web-")
 
     wait_for(bound, timeout=30, message="the Deployment's pod bound")
-    job = yaml.safe_load(EXAMPLE_JOB)
-    job["metadata"]["name"] = "idjob"
-    job["spec"]["tasks"][0]["replicas"] = 2
-    job["spec"]["minAvailable"] = 2
-    api.create(volcano.JOB_KEY, job, "default")
+    api.create(volcano.JOB_KEY, example_job("idjob", replicas=2, min_available=2), "default")
 
     def batch_bound() -> bool:
         pods = api.list("Pod", "default").items

@@ -17,16 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from agent.hollow import HollowConfig, HollowNodes
 from controlplane.api import volcano
+from tests.fakes.volcano_examples import example_job
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
 from tests.integration.controlplane.test_component_identities import (
     components_write_as_themselves,
 )
-from tests.unit.controlplane.apiserver.test_volcano_api import EXAMPLE_JOB
 
 pytestmark = pytest.mark.slow
 MODULES = {
@@ -129,11 +128,7 @@ def test_a_killed_component_is_started_again(plane: tuple[ControlPlane, Path]) -
     assert f"component=volcano-scheduler pid={old} exited (signal 9)" in cp.log_path.read_text()
     # The new one leads again and schedules: another Job's pods are bound.
     api = cp.client()
-    job = yaml.safe_load(EXAMPLE_JOB)
-    job["metadata"]["name"] = "again"
-    job["spec"]["tasks"][0]["replicas"] = 1
-    job["spec"]["minAvailable"] = 1
-    api.create(volcano.JOB_KEY, job, "default")
+    api.create(volcano.JOB_KEY, example_job("again", replicas=1, min_available=1), "default")
 
     def bound() -> bool:
         pods = api.list("Pod", "default").items

@@ -7,14 +7,12 @@ Running and finish deleted ones, as agents would.
 
 from __future__ import annotations
 
-import copy
 import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from agent.hollow import HollowConfig, HollowNodes
 from controlplane import main as cp_main
@@ -23,8 +21,8 @@ from controlplane.cli import main as skiffctl
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.errors import Invalid
 from controlplane.scheduler.batch import run as batch_run
+from tests.fakes.volcano_examples import example_job
 from tests.harness.wait import wait_for
-from tests.unit.controlplane.apiserver.test_volcano_api import EXAMPLE_JOB
 
 pytestmark = pytest.mark.slow
 NODES = 5  # of 4 cpus each
@@ -70,8 +68,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcApiClient]:
 
 
 def job(name: str, **spec: Any) -> dict[str, Any]:
-    obj: dict[str, Any] = yaml.safe_load(EXAMPLE_JOB)
-    obj["metadata"]["name"] = name
+    obj = example_job(name)
     obj["spec"].update(spec)
     return obj
 
@@ -170,7 +167,7 @@ def test_pod_evicted_restarts_the_job_and_counts_retries(api: GrpcApiClient) -> 
 
 
 def test_plain_pod_with_scheduler_volcano_gets_a_podgroup(api: GrpcApiClient) -> None:
-    pod = copy.deepcopy(yaml.safe_load(EXAMPLE_JOB)["spec"]["tasks"][0]["template"])
+    pod = example_job()["spec"]["tasks"][0]["template"]
     pod.update({"apiVersion": "v1", "kind": "Pod"})
     pod["metadata"] = {"name": "lonely", "namespace": "default"}
     pod["spec"]["schedulerName"] = "volcano"
