@@ -59,8 +59,8 @@ from tests.harness.nodeprocs import (
     wait_runtime_ready,
 )
 from tests.harness.ports import free_port
+from tests.harness.systemd_units import UNITS, unit_argv
 from tests.harness.wait import wait_for
-from tests.unit.test_vagrant import UNITS, unit_argv
 
 REPO = Path(__file__).resolve().parents[2]
 Backend = Literal["host-gw", "vxlan"]

@@ -57,7 +57,7 @@ from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
 if TYPE_CHECKING:
-    from tests.integration.controlplane.conftest import ControlPlane
+    from tests.harness.controlplane import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 CGROUP_FS = Path("/sys/fs/cgroup")
@@ -187,7 +187,7 @@ def controlplane_runs_controllers() -> bool:
 def start_controlplane(base: Path) -> ControlPlane:
     """`skiff controlplane` under `base` with its scheduler and controllers
     (when it has them) and its own cluster CIDR."""
-    from tests.integration.controlplane.conftest import ControlPlane
+    from tests.harness.controlplane import ControlPlane
 
     cp = ControlPlane(base / "cp", controlplane_args())
     if hasattr(cp, "components"):

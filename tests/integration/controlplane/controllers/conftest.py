@@ -27,8 +27,8 @@ from controlplane.client.clock import Clock, FakeClock, RealClock
 from controlplane.controllers.base import ManagerConfig
 from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
+from tests.harness.controlplane import ControlPlane
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 _ns = itertools.count(1)
 
