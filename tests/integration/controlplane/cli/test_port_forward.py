@@ -9,6 +9,7 @@ thread and is stopped through its own `stop()`, never by a signal.
 from __future__ import annotations
 
 import http.server
+import signal
 import socket
 import threading
 import urllib.request
@@ -115,3 +116,46 @@ def test_port_forward_verb_refusals(stack: Stack) -> None:
     stack.ctl.client.config = ClientConfig(server=server, token="bad")  # type: ignore[attr-defined]
     r = stack.ctl("port-forward", "pod/web", "8080:80")
     assert r.code == 1 and "Unauthorized" in r.err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_on_any_thread_stops_forwarding_promptly(
+    stack: Stack, web: int, signum: int
+) -> None:
+    """skiffctl port-forward under load: Ctrl-C may be delivered to any of
+    its threads, and the accept loop in the main thread must still wake and
+    end the session, with a forwarded connection still open. The watchdog
+    only keeps a broken build from hanging the suite; it must not be what
+    ends the loop."""
+    path = port_forward_path("default", "web", [web])
+    server = stack.ctl.client.config.server  # type: ignore[attr-defined]
+    said: list[str] = []
+    forwarding = Forwarding(upgrade(server, path, TOKEN, (PROTOCOL,)), [PortSpec(0, web)],
+                            "127.0.0.1", said.append, said.append)  # fmt: skip
+    [local] = forwarding.local_ports
+    held = socket.create_connection(("127.0.0.1", local), timeout=10)  # left open
+    watchdog_fired = threading.Event()
+
+    def watchdog() -> None:
+        if not forwarding.stopped.wait(30):
+            watchdog_fired.set()
+            forwarding.stop()
+
+    def ctrl_c_on_this_thread() -> None:
+        wait_for(lambda: any("Handling connection" in line for line in said), timeout=10)
+        signal.pthread_kill(threading.get_ident(), signum)
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (watchdog, ctrl_c_on_this_thread)]
+    previous = signal.getsignal(signum)
+    try:
+        for t in threads:
+            t.start()
+        with forwarding.stopped_by_signals():
+            lost = forwarding.serve()
+    finally:
+        held.close()
+        forwarding.stop()
+    assert not watchdog_fired.is_set() and not lost
+    assert signal.getsignal(signum) == previous  # the handlers are put back
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", local), timeout=2).close()  # listener closed
