@@ -76,9 +76,17 @@ lint: venv
 up: deps venv
 	$(VENV)/bin/skiff up $(ARGS)
 
-# pytest exits 5 when it collected nothing; that is not a failure of the suite.
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist; a module's tests
+# stay on one worker, so its fixtures start once); ports, networks and names
+# are reserved machine-wide (tests/README.md), so the root layers share the
+# machine too. Bytecode is cached for the run even where the environment says
+# PYTHONDONTWRITEBYTECODE: every worker and every daemon a test starts would
+# otherwise compile each module again. pytest exits 5 when it collected
+# nothing; that is not a failure of the suite. The report ends with the time
+# per layer.
+PYTEST_WORKERS ?= 4
 test: deps-test venv lint
-	$(PY) -m pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The Vagrant cluster for real (tests/vm, marker vm): box build (cached),
 # boot, provision, join, the multi-node scenarios, destroy; each phase timed.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import layer_timing, shared_registry
 from tests.harness.cgroup import TempCgroup, temp_cgroup
 from tests.harness.images import TestImages
 from tests.harness.mounts import scratch_dir
@@ -22,6 +23,11 @@ from tests.harness.netns import VethPair, temp_netns, temp_veth
 from tests.harness.registry import Registry, run_registry
 
 IS_ROOT = os.geteuid() == 0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    layer_timing.register(config)
+    shared_registry.register(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -62,10 +68,15 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def registry() -> Iterator[Registry]:
+def registry(pytestconfig: pytest.Config) -> Iterator[Registry]:
     """One local docker-registry for the whole session (127.0.0.1, free port),
-    stopped by pid and removed at the end. Push into `registry_repo` or
+    stopped by pid and removed at the end; in a parallel run, one for all the
+    workers (tests/harness/shared_registry.py). Push into `registry_repo` or
     `registry.unique_repository()` so tests never share a repository."""
+    shared = shared_registry.from_controller(pytestconfig)
+    if shared is not None:
+        yield shared
+        return
     with run_registry() as reg:
         yield reg
 
