@@ -27,7 +27,7 @@ APT_TEST := busybox-static docker-registry skopeo umoci etcd-server etcd-client 
 APT_VM := qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base \
 	mmdebstrap e2fsprogs rsync openssh-client vagrant vagrant-libvirt
 
-.PHONY: print-apt-run help up test test-vm deps-vm lint typecheck proto proto-check deps deps-test venv check-host clean
+.PHONY: print-apt-run help up test pytest test-vm deps-vm lint typecheck proto proto-check deps deps-test venv check-host clean
 
 help:
 	@echo "make up    install skiff and run it on this machine (skiff up)"
@@ -84,8 +84,14 @@ up: deps venv
 # otherwise compile each module again. pytest exits 5 when it collected
 # nothing; that is not a failure of the suite. The report ends with the time
 # per layer.
+# Lint (mypy alone takes a minute of CPU on a clean clone) runs beside the
+# tests, which mostly wait; each one's output is printed whole when it ends,
+# and either failing fails `make test`.
 PYTEST_WORKERS ?= 4
-test: deps-test venv lint
+test: deps-test venv
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint pytest
+
+pytest: venv
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The Vagrant cluster for real (tests/vm, marker vm): box build (cached),
