@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,16 @@ IS_ROOT = os.geteuid() == 0
 def pytest_configure(config: pytest.Config) -> None:
     layer_timing.register(config)
     shared_registry.register(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadscope, with the modules of xdist_scopes.SPREAD spread."""
+    if config.getvalue("dist") == "loadscope":
+        from tests.harness.xdist_scopes import ModuleScheduling
+
+        return ModuleScheduling(config, log)
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
