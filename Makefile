@@ -76,17 +76,17 @@ lint: venv
 up: deps venv
 	$(VENV)/bin/skiff up $(ARGS)
 
+# `make test` runs lint beside the tests (mypy alone takes a minute of CPU
+# on a clean clone, and the tests mostly wait on daemons); each one's output
+# is printed whole when it ends, and either failing fails `make test`.
 # The suite runs in PYTEST_WORKERS processes (pytest-xdist; a module's tests
-# stay on one worker, so its fixtures start once); ports, networks and names
-# are reserved machine-wide (tests/README.md), so the root layers share the
+# stay on one worker, so its fixtures start once: tests/README.md); ports,
+# networks and names are reserved machine-wide, so the root layers share the
 # machine too. Bytecode is cached for the run even where the environment says
 # PYTHONDONTWRITEBYTECODE: every worker and every daemon a test starts would
 # otherwise compile each module again. pytest exits 5 when it collected
 # nothing; that is not a failure of the suite. The report ends with the time
 # per layer.
-# Lint (mypy alone takes a minute of CPU on a clean clone) runs beside the
-# tests, which mostly wait; each one's output is printed whole when it ends,
-# and either failing fails `make test`.
 PYTEST_WORKERS ?= 4
 test: deps-test venv
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint pytest
