@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.api import crd, crd_validation, kinds, volcano
+from controlplane.api.kinds.shared.podspec import defaults as pod_spec
+from controlplane.api.kinds.shared.podspec import template_defaults as _template
 
 Object = dict[str, Any]
 
@@ -36,67 +38,6 @@ def _d(obj: Object, key: str) -> Object:
 def _items(value: Any) -> list[Any]:
     """A list field's items; a value of another type is left to validation."""
     return value if isinstance(value, list) else []
-
-
-def _probe(probe: Any) -> None:
-    if isinstance(probe, dict):
-        probe.setdefault("timeoutSeconds", 1)
-        probe.setdefault("periodSeconds", 10)
-        probe.setdefault("successThreshold", 1)
-        probe.setdefault("failureThreshold", 3)
-
-
-def _container(c: Any) -> None:
-    if not isinstance(c, dict):
-        return
-    image = str(c.get("image", ""))
-    if "imagePullPolicy" not in c:
-        last = image.rsplit("/", 1)[-1]
-        tagged = ":" in last or "@" in image
-        latest = last.endswith(":latest") or not tagged
-        c["imagePullPolicy"] = "Always" if latest and "@" not in image else "IfNotPresent"
-    c.setdefault("terminationMessagePath", "/dev/termination-log")
-    c.setdefault("terminationMessagePolicy", "File")
-    c.setdefault("resources", {})
-    for port in _items(c.get("ports")):
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
-    for name in ("livenessProbe", "readinessProbe", "startupProbe"):
-        _probe(c.get(name))
-
-
-def pod_spec(spec: Object) -> None:
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
-    for key in ("containers", "initContainers"):
-        for c in _items(spec.get(key)):
-            _container(c)
-
-
-def _template(obj: Object, *path: str) -> None:
-    current = obj
-    for key in path:
-        current = _d(current, key)
-    pod_spec(_d(_d(current, "template"), "spec"))
-
-
-def pod(obj: Object) -> None:
-    spec = _d(obj, "spec")
-    pod_spec(spec)
-    # DefaultTolerationSeconds: tolerate a not-ready/unreachable node for 300 s.
-    tolerations = spec.setdefault("tolerations", [])
-    if isinstance(tolerations, list):
-        keys = {t.get("key") for t in tolerations if isinstance(t, dict)}
-        for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
-            if key not in keys:
-                tolerations.append(
-                    {"key": key, "operator": "Exists", "effect": "NoExecute",
-                     "tolerationSeconds": 300}
-                )  # fmt: skip
 
 
 def replicaset(obj: Object) -> None:
@@ -169,58 +110,6 @@ def cronjob(obj: Object) -> None:
     job_spec(_d(job_template, "spec"))
 
 
-def service(obj: Object) -> None:
-    spec = _d(obj, "spec")
-    spec.setdefault("type", "ClusterIP")
-    if spec["type"] == "ExternalName":
-        return
-    spec.setdefault("sessionAffinity", "None")
-    spec.setdefault("internalTrafficPolicy", "Cluster")
-    if spec["type"] in ("NodePort", "LoadBalancer"):
-        spec.setdefault("externalTrafficPolicy", "Cluster")
-    for port in _items(spec.get("ports")):
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
-            if "port" in port:
-                port.setdefault("targetPort", port["port"])
-
-
-def endpoints(obj: Object) -> None:
-    for subset in _items(obj.get("subsets")):
-        if isinstance(subset, dict):
-            for port in _items(subset.get("ports")):
-                if isinstance(port, dict):
-                    port.setdefault("protocol", "TCP")
-
-
-def namespace(obj: Object) -> None:
-    spec = _d(obj, "spec")
-    spec.setdefault("finalizers", ["kubernetes"])
-    _d(obj, "status").setdefault("phase", "Active")
-
-
-def secret(obj: Object) -> None:
-    obj.setdefault("type", "Opaque")
-
-
-def priorityclass(obj: Object) -> None:
-    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    obj.setdefault("globalDefault", False)
-
-
-def persistentvolume(obj: Object) -> None:
-    spec = _d(obj, "spec")
-    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
-    spec.setdefault("volumeMode", "Filesystem")
-    _d(obj, "status").setdefault("phase", "Pending")
-
-
-def persistentvolumeclaim(obj: Object) -> None:
-    spec = _d(obj, "spec")
-    spec.setdefault("volumeMode", "Filesystem")
-    _d(obj, "status").setdefault("phase", "Pending")
-
-
 def storageclass(obj: Object) -> None:
     obj.setdefault("reclaimPolicy", "Delete")
     obj.setdefault("volumeBindingMode", "Immediate")
@@ -238,20 +127,12 @@ def statefulset_claims(obj: Object) -> None:
 
 DEFAULTERS: dict[str, Callable[[Object], None]] = {
     "CustomResourceDefinition": crd_validation.default_crd,
-    "Pod": pod,
     "ReplicaSet": replicaset,
     "Deployment": deployment,
     "StatefulSet": statefulset,
     "DaemonSet": daemonset,
     "Job": job,
     "CronJob": cronjob,
-    "Service": service,
-    "Endpoints": endpoints,
-    "Namespace": namespace,
-    "Secret": secret,
-    "PriorityClass": priorityclass,
-    "PersistentVolume": persistentvolume,
-    "PersistentVolumeClaim": persistentvolumeclaim,
     "StorageClass": storageclass,
     "PodGroup": volcano.default_podgroup,
     "Queue": volcano.default_queue,

@@ -31,8 +31,9 @@ import grpc
 
 from controlplane.api import jsoncodec
 from controlplane.api.kinds import UnknownKind, by_kind
+from controlplane.api.kinds.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
 from controlplane.api.limits import MAX_BODY
-from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_admission
+from controlplane.apiserver.admission import default_admission
 from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
@@ -103,7 +104,7 @@ class ApiServer:
         )
         self.registry = Registry(
             store,
-            admission=default_admission(config.service_cidr),
+            admission=default_admission(),
             authorizer=self.authorizer,
             service_cidr=config.service_cidr,
         )
