@@ -16,124 +16,16 @@ from typing import Any
 
 from controlplane.api import kinds, volumes
 from controlplane.api.display import (
-    NONE,
     age,
-    human_duration,
-    labels_string,
     name,
-    selector_string,
-    since,
     spec,
     status,
 )
 from controlplane.api.kinds.definition import Printer, columns
-from controlplane.api.rfc3339 import parse_time
 
 Object = dict[str, Any]
 
 Row = Callable[[Object, float, bool], list[str]]
-
-
-def _containers(obj: Object) -> list[dict[str, Any]]:
-    return list(spec(obj).get("containers") or [])
-
-
-def _images(obj: Object, path: Callable[[Object], dict[str, Any]]) -> list[str]:
-    containers = ((path(obj).get("template") or {}).get("spec") or {}).get("containers") or []
-    return [
-        ",".join(str(c.get("name", "")) for c in containers) or NONE,
-        ",".join(str(c.get("image", "")) for c in containers) or NONE,
-    ]
-
-
-def _deployment_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    desired = spec(obj).get("replicas", 1)
-    row = [
-        name(obj),
-        f"{st.get('readyReplicas', 0)}/{desired}",
-        str(st.get("updatedReplicas", 0)),
-        str(st.get("availableReplicas", 0)),
-        age(obj, now),
-    ]
-    if wide:
-        row += [*_images(obj, spec), selector_string(spec(obj).get("selector"))]
-    return row
-
-
-def _replicaset_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    row = [
-        name(obj),
-        str(spec(obj).get("replicas", 1)),
-        str(st.get("replicas", 0)),
-        str(st.get("readyReplicas", 0)),
-        age(obj, now),
-    ]
-    if wide:
-        row += [*_images(obj, spec), selector_string(spec(obj).get("selector"))]
-    return row
-
-
-def _statefulset_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    row = [name(obj), f"{st.get('readyReplicas', 0)}/{spec(obj).get('replicas', 1)}", age(obj, now)]
-    if wide:
-        row += _images(obj, spec)
-    return row
-
-
-def _daemonset_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    node_selector = ((spec(obj).get("template") or {}).get("spec") or {}).get("nodeSelector")
-    row = [
-        name(obj),
-        str(st.get("desiredNumberScheduled", 0)),
-        str(st.get("currentNumberScheduled", 0)),
-        str(st.get("numberReady", 0)),
-        str(st.get("updatedNumberScheduled", 0)),
-        str(st.get("numberAvailable", 0)),
-        labels_string(node_selector),
-        age(obj, now),
-    ]
-    if wide:
-        row += [*_images(obj, spec), selector_string(spec(obj).get("selector"))]
-    return row
-
-
-def _job_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    conditions = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
-    if conditions.get("Complete") == "True":
-        state = "Complete"
-    elif conditions.get("Failed") == "True":
-        state = "Failed"
-    elif conditions.get("Suspended") == "True":
-        state = "Suspended"
-    else:
-        state = "Running"
-    completions = spec(obj).get("completions")
-    shown = f"{st.get('succeeded', 0)}/{completions if completions is not None else 1}"
-    start, end = parse_time(st.get("startTime")), parse_time(st.get("completionTime"))
-    duration = "" if start is None else human_duration((end if end is not None else now) - start)
-    row = [name(obj), state, shown, duration, age(obj, now)]
-    if wide:
-        row += [*_images(obj, spec), selector_string(spec(obj).get("selector"))]
-    return row
-
-
-def _cronjob_row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    last = st.get("lastScheduleTime")
-    return [
-        name(obj),
-        str(spec(obj).get("schedule", "")),
-        str(spec(obj).get("timeZone") or NONE),
-        "True" if spec(obj).get("suspend") else "False",
-        str(len(st.get("active") or [])),
-        since(last, now) if last else NONE,
-        age(obj, now),
-    ]
 
 
 def _podgroup_row(obj: Object, now: float, wide: bool) -> list[str]:
@@ -187,28 +79,8 @@ def _default_row(obj: Object, now: float, wide: bool) -> list[str]:
 DEFAULT = Printer(columns(("NAME", "AGE")), _default_row)
 
 
-_WIDE_IMAGES = ["CONTAINERS", "IMAGES", "SELECTOR"]
-
 # Kind -> (headers, wide extra headers, row function)
 COLUMNS: dict[str, tuple[list[str], list[str], Row]] = {
-    "Deployment": (
-        ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
-        _WIDE_IMAGES,
-        _deployment_row,
-    ),
-    "ReplicaSet": (["NAME", "DESIRED", "CURRENT", "READY", "AGE"], _WIDE_IMAGES, _replicaset_row),
-    "StatefulSet": (["NAME", "READY", "AGE"], ["CONTAINERS", "IMAGES"], _statefulset_row),
-    "DaemonSet": (
-        ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"],
-        _WIDE_IMAGES,
-        _daemonset_row,
-    ),
-    "Job": (["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"], _WIDE_IMAGES, _job_row),
-    "CronJob": (
-        ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"],
-        [],
-        _cronjob_row,
-    ),
     "PodGroup": (["NAME", "MIN-MEMBER", "PHASE", "AGE"], [], _podgroup_row),
     "Queue": (["NAME", "WEIGHT", "STATE", "INQUEUE", "PENDING", "RUNNING", "AGE"], [], _queue_row),
     "Job.batch.volcano.sh": (

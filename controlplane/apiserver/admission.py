@@ -14,37 +14,13 @@ create); it raises API errors.
 from __future__ import annotations
 
 from controlplane.api import kinds
-from controlplane.api.kinds import KindInfo
 from controlplane.apiserver import admission_volcano
-from controlplane.apiserver.codec import Object
-from controlplane.apiserver.registry import Admit, Registry
-
-
-def admit_job(registry: Registry, info: KindInfo, obj: Object, old: Object | None) -> None:
-    if old is not None:
-        return
-    spec = obj.setdefault("spec", {})
-    if spec.get("manualSelector"):
-        return
-    meta = obj["metadata"]
-    uid, name = meta["uid"], meta["name"]
-    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
-    template = spec.setdefault("template", {})
-    labels = template.setdefault("metadata", {}).setdefault("labels", {})
-    labels.update(
-        {
-            "batch.kubernetes.io/controller-uid": uid,
-            "batch.kubernetes.io/job-name": name,
-            "controller-uid": uid,
-            "job-name": name,
-        }
-    )
+from controlplane.apiserver.registry import Admit
 
 
 def default_admission() -> dict[str, Admit]:
     """kind key -> admission hook: each built-in kind's definition's `admit`."""
     hooks: dict[str, Admit] = {
-        "Job": admit_job,
         **admission_volcano.ADMISSION,
     }
     for definition in kinds.builtin_definitions():
