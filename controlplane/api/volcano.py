@@ -16,7 +16,7 @@ example manifests apply unchanged and its invalid ones
 - plugins are `env`, `svc`, `ssh`.
 
 Whether the queue named exists and is Open needs the store: that is
-admission (apiserver/admission_volcano.py). This module is pure data and
+admission (kinds/volcano/queue.py, check_open). This module is pure data and
 functions; it imports nothing of the server or the client.
 """
 

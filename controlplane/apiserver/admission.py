@@ -14,16 +14,9 @@ create); it raises API errors.
 from __future__ import annotations
 
 from controlplane.api import kinds
-from controlplane.apiserver import admission_volcano
 from controlplane.apiserver.registry import Admit
 
 
 def default_admission() -> dict[str, Admit]:
     """kind key -> admission hook: each built-in kind's definition's `admit`."""
-    hooks: dict[str, Admit] = {
-        **admission_volcano.ADMISSION,
-    }
-    for definition in kinds.builtin_definitions():
-        if definition.admit is not None:
-            hooks[definition.key] = definition.admit
-    return hooks
+    return {d.key: d.admit for d in kinds.builtin_definitions() if d.admit is not None}
