@@ -1,8 +1,8 @@
 """How skiffctl shows objects: tables with kubectl's columns, YAML, JSON, names.
 
 The columns themselves (which ones each kind has and how a cell is computed)
-live in controlplane/api/columns.py, shared with the API server's Table
-responses; the accessors skiffctl's commands use (`printers.name`,
+are each kind's definition's printer (controlplane/api/kinds/, read through
+controlplane/api/columns.py), shared with the API server's Table responses; the accessors skiffctl's commands use (`printers.name`,
 `printers.meta`, ...) are re-exported from there. Tables are padded like
 kubectl's tabwriter (three spaces between columns) so they line up. Pure
 formatting: nothing here calls the API.
