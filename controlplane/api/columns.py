@@ -27,7 +27,7 @@ from controlplane.api.display import (
     spec,
     status,
 )
-from controlplane.api.rfc3339 import parse_time
+from machinery.rfc3339 import parse_time
 
 Object = dict[str, Any]
 

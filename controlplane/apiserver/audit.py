@@ -35,6 +35,7 @@ import yaml
 from controlplane.apiserver.auth import Identity
 from controlplane.client import errors
 from machinery.atomicfile import move_aside
+from machinery.rfc3339 import format_micro_datetime
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +134,6 @@ def http_status(err: Exception) -> int:
     return 500
 
 
-def _stamp(moment: datetime.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 class AuditLog:
     """See the module docstring. Thread-safe."""
 
@@ -179,8 +176,8 @@ class AuditLog:
             "user": {"username": who.user, "groups": list(who.groups)},
             "objectRef": {k: v for k, v in object_ref.items() if v},
             "responseStatus": {"code": code},
-            "requestReceivedTimestamp": _stamp(received),
-            "stageTimestamp": _stamp(datetime.datetime.now(datetime.UTC)),
+            "requestReceivedTimestamp": format_micro_datetime(received),
+            "stageTimestamp": format_micro_datetime(datetime.datetime.now(datetime.UTC)),
             "latencyMs": round(latency_ms, 3),
         }
         if level != "Metadata" and request_object and len(request_object) <= MAX_REQUEST_OBJECT:

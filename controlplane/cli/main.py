@@ -22,8 +22,8 @@ from typing import Any, TextIO
 
 from controlplane.cli.context import ClientFactory, CliError, Context
 from controlplane.client import errors
-from controlplane.client.clock import Clock, RealClock
 from controlplane.client.interface import ApiClient
+from machinery.clock import Clock, RealClock
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controlplane.api import volcano
-from controlplane.client.clock import Clock, RealClock
 from controlplane.client.errors import NotFound
 from controlplane.scheduler import names
 from controlplane.scheduler.batch import actions, binpack, plugins
@@ -50,6 +49,7 @@ from controlplane.scheduler.registry import REGISTRY, Factory
 from controlplane.scheduler.types import CycleState, Status, error
 from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
 from controlplane.scheduler.volume_state import VolumeState
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]

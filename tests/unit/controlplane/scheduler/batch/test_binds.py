@@ -6,9 +6,9 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.client.clock import FakeClock
 from controlplane.client.errors import Conflict, NotFound
 from controlplane.scheduler.binder import ApiClusterWriter
+from machinery.clock import FakeClock
 
 from .harness import Cluster, Env
 
