@@ -43,7 +43,7 @@ from controlplane.cli.streamclient import (
 from controlplane.client import apirest, errors
 from controlplane.client.config import ClientConfig
 from controlplane.client.interface import Object
-from proto.streaming.remotecommand import SPDY_PROTOCOLS
+from machinery.streaming.remotecommand import SPDY_PROTOCOLS
 
 NO_TTY_WARNING = "Unable to use a TTY - input is not a terminal or the right kind of file"
 

@@ -37,8 +37,8 @@ from controlplane.client.interface import (
     ObjectList,
     WatchEvent,
 )
+from machinery.rpc_errors import rpc_status
 from proto.controlplane.v1 import api_pb2, api_pb2_grpc
-from proto.rpc_errors import rpc_status
 
 SERVER_NAME = "skiff-apiserver"
 DEFAULT_TIMEOUT = 30.0

@@ -36,9 +36,9 @@ from controlplane.storage.interface import (
     StoreUnavailable,
     prefix_end,
 )
+from machinery.rpc_errors import rpc_status
 from proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 from proto.etcd.mvccpb import kv_pb2
-from proto.rpc_errors import rpc_status
 
 log = logging.getLogger(__name__)
 

@@ -1,13 +1,13 @@
 """The Failure statuses the streaming server writes for runtime errors.
 
-The metav1.Status bodies themselves are wire format (proto/streaming/status.py,
+The metav1.Status bodies themselves are wire format (machinery/streaming/status.py,
 re-exported here); this module only decides which runtime error becomes
 which reason and code, as kubelet does. It must never write to a stream.
 """
 
 from __future__ import annotations
 
-from proto.streaming.status import (
+from machinery.streaming.status import (
     EXIT_CODE_CAUSE,
     NON_ZERO_EXIT_CODE,
     dump,
