@@ -33,7 +33,6 @@ from typing import Any
 import yaml
 
 from controlplane.apiserver.auth import Identity
-from controlplane.client import errors
 from machinery.atomicfile import move_aside
 from machinery.rfc3339 import format_micro_datetime
 
@@ -110,28 +109,6 @@ def load_policy(path: Path) -> Policy:
             frozenset(str(n) for n in raw.get("namespaces") or []),
         ))  # fmt: skip
     return Policy(tuple(rules))
-
-
-# The HTTP status Kubernetes answers each API error with.
-HTTP_STATUS: dict[type[errors.ApiError], int] = {
-    errors.NotFound: 404,
-    errors.AlreadyExists: 409,
-    errors.Conflict: 409,
-    errors.Invalid: 422,
-    errors.Gone: 410,
-    errors.Unauthenticated: 401,
-    errors.Forbidden: 403,
-    errors.TooManyRequests: 429,
-    errors.Unavailable: 503,
-}
-
-
-def http_status(err: Exception) -> int:
-    for cls in type(err).__mro__:
-        code = HTTP_STATUS.get(cls)
-        if code is not None:
-            return code
-    return 500
 
 
 class AuditLog:

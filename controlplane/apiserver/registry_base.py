@@ -32,7 +32,11 @@ def conflict(info: KindInfo, name: str, current: int) -> Conflict:
 
 
 def too_many_writers(info: KindInfo, name: str) -> Conflict:
-    return Conflict(f'{info.resource} "{name}": too many concurrent writers, try again')
+    """A Conflict the same request may pass if retried (it carries retry
+    advice), unlike one refused because of what the object is."""
+    return Conflict(
+        f'{info.resource} "{name}": too many concurrent writers, try again', retry_after=1
+    )
 
 
 class RegistryBase:

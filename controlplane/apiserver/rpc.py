@@ -21,7 +21,7 @@ from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.flowcontrol import FlowControl
-from controlplane.apiserver.grpc_status import status_code
+from controlplane.apiserver.grpc_status import abort, status_code
 from controlplane.apiserver.rpc_audit import AUDITED, audit_call
 from controlplane.client import errors
 
@@ -112,11 +112,11 @@ def rpc(
                 outcome = err
                 code = status_code(err)
                 log.debug("rpc=%s code=%s error=%s", name, code.name, err)
-                context.abort(code, str(err))
+                abort(context, err)
             except Exception as err:
                 outcome = err
                 log.exception("rpc=%s failed", name)
-                context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
+                abort(context, errors.InternalError(f"internal error: {err}"))
             finally:
                 if self.audit is not None and name in AUDITED:
                     audit_call(self.audit, name, request, who, outcome, start, result)

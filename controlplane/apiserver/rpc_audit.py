@@ -11,11 +11,12 @@ import time
 from typing import Any
 
 from controlplane.api import jsoncodec
-from controlplane.apiserver.audit import AuditLog, http_status
+from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.codec import kind_info
-from controlplane.apiserver.grpc_status import ITEM_HTTP
+from controlplane.apiserver.grpc_status import item_http_status
 from controlplane.client import errors
+from machinery.apierrors import http_status
 
 # RPC -> (Kubernetes verb, subresource) for the audit log.
 AUDITED: dict[str, tuple[str, str]] = {
@@ -58,7 +59,7 @@ def audit_call(
         for i, item in enumerate(request.items):
             item_code = code
             if outcome is None and i < len(results):
-                item_code = ITEM_HTTP.get(results[i].code, 500) if results[i].code else 200
+                item_code = item_http_status(results[i]) if results[i].code else 200
             _audit_line(audit, who, verb, item.kind, item.namespace, _object_name(item.json),
                         "", item_code, received, elapsed, item.json)  # fmt: skip
         return

@@ -26,7 +26,7 @@ from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.codec import Stored, kind_info, with_version
 from controlplane.apiserver.fieldmanager import FieldManager
 from controlplane.apiserver.flowcontrol import FlowControl
-from controlplane.apiserver.grpc_status import status_code
+from controlplane.apiserver.grpc_status import abort, item_failure
 from controlplane.apiserver.listing import ListResult, Selectors
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rpc import RpcBase, rpc
@@ -81,11 +81,6 @@ def _in_order(
     reaching the registry, the registry's answers for the others."""
     for i in range(n):
         yield refused.get(i) or next(outcomes)
-
-
-def _failure(err: errors.ApiError) -> dict[str, Any]:
-    """A batch item's status: its gRPC code and message."""
-    return {"code": status_code(err).value[0], "message": str(err)}
 
 
 def _list_message(
@@ -193,7 +188,7 @@ class ObjectsServicer(RpcBase, api_pb2_grpc.ObjectsServicer):
         except errors.ApiError as err:
             # The pages are read while streaming, past the handler's wrapper:
             # a failure ends the stream with the error's own status.
-            context.abort(status_code(err), str(err))
+            abort(context, err)
         finally:
             close = getattr(pages, "close", None)
             if close is not None:
@@ -344,7 +339,7 @@ class ObjectsServicer(RpcBase, api_pb2_grpc.ObjectsServicer):
         outcomes: Iterator[Stored | errors.ApiError] = iter(self.registry.bind_many(valid, who))
         return api_pb2.BindResponse(
             results=[
-                api_pb2.BindResult(**_failure(o))
+                api_pb2.BindResult(**item_failure(o))
                 if isinstance(o, errors.ApiError)
                 else api_pb2.BindResult(resource_version=o[1])
                 for o in _in_order(len(bindings), refused, outcomes)
@@ -366,7 +361,7 @@ class ObjectsServicer(RpcBase, api_pb2_grpc.ObjectsServicer):
         brief = bool(request.omit_objects)  # the caller keeps what it sent
         return api_pb2.CreateManyResponse(
             results=[
-                api_pb2.CreateResult(**_failure(o))
+                api_pb2.CreateResult(**item_failure(o))
                 if isinstance(o, errors.ApiError)
                 else api_pb2.CreateResult(resource_version=o[1])
                 if brief

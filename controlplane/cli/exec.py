@@ -129,11 +129,11 @@ def dial(where: Resolved, path: str, protocols: tuple[str, ...]) -> Upgraded:
         )
     except UpgradeRefused as err:
         message = apirest.failure(err.status, err.body.encode())
-        if err.status == 401:
+        if isinstance(message, errors.Unauthenticated):
             raise CliError(
                 f"You must be logged in to the server (Unauthorized): {message}"
             ) from None
-        if err.status == 403:
+        if isinstance(message, errors.Forbidden):
             raise CliError(f"Error from server (Forbidden): {message}") from None
         raise CliError(f"unable to upgrade connection: {message}") from None
     except (OSError, errors.ApiError) as err:
