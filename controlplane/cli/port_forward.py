@@ -39,7 +39,7 @@ from controlplane.cli.streamclient import (
     Upgraded,
     port_forward_path,
 )
-from proto.streaming.portforward import PROTOCOL
+from machinery.streaming.portforward import PROTOCOL
 
 CLOSE_GRACE = 2.0  # seconds the teardown waits for the forwarded connections
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.cli.main import main
-from controlplane.client.clock import FakeClock
 from controlplane.client.config import ClientConfig
+from machinery.clock import FakeClock
 from tests.fakes.fake_apiclient import FakeApiClient
 
 TOKEN = "s3cret-admin-token"  # the admin token the fake client carries after with_token

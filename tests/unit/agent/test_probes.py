@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from agent.probes import ProbeManager, ProbeTarget
-from controlplane.client.clock import FakeClock
+from machinery.clock import FakeClock
 
 
 class InlineExecutor(Executor):

@@ -27,9 +27,9 @@ from controlplane.cli.exec import local_io
 from controlplane.cli.main import main
 from controlplane.cli.streamclient import CommandIO, UpgradeRefused, run_remote_command, upgrade
 from controlplane.client.config import ClientConfig
+from machinery.streaming.remotecommand import SPDY_PROTOCOLS, V2, V4
+from machinery.streaming.status import outcome
 from proto.runtime.v1 import api_pb2 as cri
-from proto.streaming.remotecommand import SPDY_PROTOCOLS, V2, V4
-from proto.streaming.status import outcome
 from tests.fakes.stream_stack import CID, Stack, make_pod
 from tests.harness.streaming_clients import WsClient
 

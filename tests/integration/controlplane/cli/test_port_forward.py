@@ -21,7 +21,7 @@ import pytest
 from controlplane.cli.port_forward import Forwarding, PortSpec
 from controlplane.cli.streamclient import port_forward_path, upgrade
 from controlplane.client.config import ClientConfig
-from proto.streaming.portforward import PROTOCOL
+from machinery.streaming.portforward import PROTOCOL
 from tests.fakes.stream_stack import TOKEN, Stack
 from tests.harness.wait import wait_for
 
