@@ -178,8 +178,15 @@ class Forwarding:
         finally:
             self._close_listeners()
             self.forwarder.close(CLOSE_GRACE)
+            self._unset_wakeup_fd()  # before its fd number can be reused
             os.close(self._wake_r)
             os.close(self._wake_w)
+
+    def _unset_wakeup_fd(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            current = signal.set_wakeup_fd(-1)
+            if current != self._wake_w:
+                signal.set_wakeup_fd(current)
 
     def _close_listeners(self) -> None:
         for sock, _ in self.listeners:

@@ -157,5 +157,6 @@ def test_a_signal_on_any_thread_stops_forwarding_promptly(
         forwarding.stop()
     assert not watchdog_fired.is_set() and not lost
     assert signal.getsignal(signum) == previous  # the handlers are put back
+    assert signal.set_wakeup_fd(-1) == -1  # and no wakeup fd is left on a closed pipe
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", local), timeout=2).close()  # listener closed
