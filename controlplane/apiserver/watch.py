@@ -48,6 +48,7 @@ class WatchItem:
     rev: int
     wire: Any = None  # the gRPC message, built once
     line: bytes | None = None  # the REST watch event line, built once
+    frame: bytes | None = None  # the REST protobuf watch frame, built once
 
 
 class _Dispatch:

@@ -28,6 +28,7 @@ from controlplane.apiserver.rest import (
     lists,
     objects,
     patch,
+    respond,
     reviews,
     streams,
     subresources,
@@ -243,9 +244,9 @@ async def handle(request: web.Request) -> web.StreamResponse:
         log.debug("http %s %s: %s", request.method, request.path_qs, err)
         target = seen.target
         answer = (
-            error_response(err, target.info.plural, target.name, target.group)
+            respond.error(request, err, target.info.plural, target.name, target.group)
             if target is not None
-            else error_response(err)
+            else respond.error(request, err)
         )
         code = answer.status
         return answer
