@@ -30,8 +30,9 @@ from controlplane.client.errors import ApiError, Invalid, NotFound
 
 
 def _replicas(scale: Any) -> int:
+    """spec.replicas; left out is 0, as Go writes a Scale of 0 replicas."""
     spec = scale.get("spec") if isinstance(scale, dict) else None
-    replicas = (spec or {}).get("replicas") if isinstance(spec, dict) else None
+    replicas = (spec or {}).get("replicas", 0) if isinstance(spec, dict) else None
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         raise Invalid(f"spec.replicas: must be an integer, got {replicas!r}")
     return replicas
@@ -130,7 +131,7 @@ async def eviction(call: Call) -> web.StreamResponse:
 
 async def token_request(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(await read(call, "authentication/v1", "TokenRequest"))
+    doc = body.as_object(await read(call, "authentication.k8s.io/v1", "TokenRequest"))
     meta = doc.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise BadRequest("metadata: must be an object")
