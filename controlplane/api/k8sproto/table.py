@@ -302,7 +302,7 @@ batch/v1.CronJobStatus 1,active,[]core/v1.ObjectReference 4,lastScheduleTime,met
 batch/v1.Job 1,metadata,meta/v1.ObjectMeta 2,spec,JobSpec 3,status,JobStatus
 batch/v1.JobCondition 1,type,s,p 2,status,s,p 3,lastProbeTime,meta/v1.Time 4,lastTransitionTime,meta/v1.Time 5,reason,s 6,message,s
 batch/v1.JobList 1,metadata,meta/v1.ListMeta 2,items,[]Job
-batch/v1.JobSchedulingConfiguration 
+batch/v1.JobSchedulingConfiguration
 batch/v1.JobSpec 1,parallelism,i32,p 2,completions,i32,p 3,activeDeadlineSeconds,i64,p 11,podFailurePolicy,PodFailurePolicy,p 16,successPolicy,SuccessPolicy,p 7,backoffLimit,i32,p 12,backoffLimitPerIndex,i32,p 13,maxFailedIndexes,i32,p 4,selector,meta/v1.LabelSelector,p 5,manualSelector,b,p 6,template,core/v1.PodTemplateSpec 8,ttlSecondsAfterFinished,i32,p 9,completionMode,s,p 10,suspend,b,p 14,podReplacementPolicy,s,p 15,managedBy,s,p 17,scheduling,JobSchedulingConfiguration,p
 batch/v1.JobStatus 1,conditions,[]JobCondition 2,startTime,meta/v1.Time,p 3,completionTime,meta/v1.Time,p 4,active,i32 5,succeeded,i32 6,failed,i32 11,terminating,i32,p 7,completedIndexes,s 10,failedIndexes,s,p 8,uncountedTerminatedPods,UncountedTerminatedPods,p 9,ready,i32,p
 batch/v1.JobTemplateSpec 1,metadata,meta/v1.ObjectMeta 2,spec,JobSpec
@@ -525,7 +525,7 @@ meta/v1.ObjectMeta 1,name,s 2,generateName,s 3,namespace,s 4,selfLink,s 5,uid,s 
 meta/v1.OwnerReference 5,apiVersion,s,p 1,kind,s,p 3,name,s,p 4,uid,s,p 6,controller,b,p 7,blockOwnerDeletion,b,p
 meta/v1.PartialObjectMetadata 1,metadata,ObjectMeta
 meta/v1.PartialObjectMetadataList 1,metadata,ListMeta 2,items,[]PartialObjectMetadata
-meta/v1.Patch 
+meta/v1.Patch
 meta/v1.PatchOptions 1,dryRun,[]s 2,force,b,p 3,fieldManager,s 4,fieldValidation,s
 meta/v1.Preconditions 1,uid,s,p 2,resourceVersion,s,p
 meta/v1.RootPaths 1,paths,[]s,p
