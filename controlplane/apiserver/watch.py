@@ -284,6 +284,12 @@ class Broadcaster:
     def last_revision(self) -> int:
         return self._last
 
+    @property
+    def ready(self) -> bool:
+        """Whether watches are served: the store's watch was opened and the
+        broadcaster still runs (the API server's informer-sync check)."""
+        return self._healthy.is_set() and self._thread.is_alive() and not self._stop.is_set()
+
     def add_listener(self, listener: Callable[[Event], None]) -> None:
         """An in-process callback for every event (namespace cleanup, the node
         graph), called before any watcher sees the event; must not block."""

@@ -24,7 +24,9 @@ from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
     auditing,
+    compression,
     discovery,
+    health,
     lists,
     objects,
     patch,
@@ -32,6 +34,7 @@ from controlplane.apiserver.rest import (
     reviews,
     streams,
     subresources,
+    version,
     watch,
 )
 from controlplane.apiserver.rest.context import Call, Server
@@ -63,10 +66,8 @@ def _not_found(path: str) -> errors.NotFound:
 
 def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     path = request.path.rstrip("/") or "/"
-    if path in ("/healthz", "/livez", "/readyz"):
-        return web.Response(text="ok")
     if path == "/version":
-        return _json(discovery.version())
+        return _json(version.version())
     if path in ("/api", "/apis"):
         return _root(path, request.headers.get("Accept", ""), request.headers.get("If-None-Match"))
     if segments[:1] == ["openapi"]:
@@ -206,6 +207,10 @@ class _Seen:
 
 async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     segments = [s for s in request.path.split("/") if s]
+    if segments[:1] and segments[0] in health.ENDPOINTS:  # public, as the checks' names are
+        found = await health.answer(request, request.app[SERVER], segments)
+        if found is not None:
+            return found
     if request.path in PUBLIC:
         return _discovery(request, segments)
     authority = request.app[AUTHORITY]
@@ -239,6 +244,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     try:
         response = await _serve(request, seen)
         code = response.status
+        await compression.compress(request, response, request.app[SERVER])
         return response
     except errors.ApiError as err:
         log.debug("http %s %s: %s", request.method, request.path_qs, err)

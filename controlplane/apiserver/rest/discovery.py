@@ -7,8 +7,6 @@ what `kubectl api-resources` and clients' RESTMappers read.
 
 from __future__ import annotations
 
-import platform
-import sys
 from typing import Any
 
 from controlplane.api.kinds import KindInfo
@@ -40,20 +38,6 @@ EXTRA_SUBRESOURCES: dict[tuple[str, str], tuple[list[str], str, str, str]] = {
     ("Pod", "portforward"): (["create", "get"], "", "", "PodPortForwardOptions"),
     ("ServiceAccount", "token"): (["create"], "authentication.k8s.io", "v1", "TokenRequest"),
 }
-
-
-def version() -> dict[str, Any]:
-    return {
-        "major": "1",
-        "minor": "30",
-        "gitVersion": "v1.30.0-skiff",
-        "gitCommit": "",
-        "gitTreeState": "clean",
-        "buildDate": "",
-        "goVersion": f"python{sys.version_info.major}.{sys.version_info.minor}",
-        "compiler": "cpython",
-        "platform": f"{platform.system().lower()}/{platform.machine()}",
-    }
 
 
 def core_versions() -> dict[str, Any]:

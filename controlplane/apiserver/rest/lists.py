@@ -22,6 +22,7 @@ from controlplane.api.k8sproto import envelope
 from controlplane.apiserver import tables
 from controlplane.apiserver.codec import Stored, decode, with_version
 from controlplane.apiserver.listing import ListResult
+from controlplane.apiserver.rest import compression
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.respond import (
     json_response,
@@ -192,8 +193,9 @@ async def _stream(call: Call, label: str, field: str) -> web.StreamResponse:
                     chunk = b"," + chunk
                 items = items or bool(chunk)
                 if first:
-                    asyncio.run_coroutine_threadsafe(response.prepare(call.request), loop).result()
                     chunk = _head(call, page.resource_version) + chunk
+                    compression.stream(call.request, response, chunk)
+                    asyncio.run_coroutine_threadsafe(response.prepare(call.request), loop).result()
                     first = False
                 if chunk:
                     asyncio.run_coroutine_threadsafe(response.write(chunk), loop).result()
