@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from controlplane.api import jsoncodec, rfc3339
+from controlplane.api.k8sproto import fast
 from controlplane.api.k8sproto.duration import format_duration, parse_duration
 from controlplane.api.k8sproto.schema import (
     ARRAY,
@@ -42,6 +43,7 @@ from controlplane.api.k8sproto.schema import (
     QUANTITY,
     RAW,
     REPEATED,
+    SINGLE,
     STRING,
     TIME,
     Field,
@@ -349,6 +351,9 @@ def unwrap(data: bytes) -> tuple[str, str, bytes]:
     end = len(data)
     if end == len(MAGIC):
         raise ProtobufError("empty body after the k8s\\x00 magic")
+    found = _usual_envelope(data)
+    if found is not None:
+        return found
     parts = fields_of(data, len(MAGIC), end)
     meta = parts.get(1)
     api_version, kind = _type_meta(data, *meta) if isinstance(meta, tuple) else ("", "")
@@ -363,6 +368,33 @@ def unwrap(data: bytes) -> tuple[str, str, bytes]:
     if not api_version:
         raise ProtobufError(f"the envelope's typeMeta names no apiVersion for {kind}")
     return api_version, kind, body
+
+
+_TAILS = (b"", b"\x1a\x00\x22\x00", b"\x1a\x00", b"\x22\x00")
+
+
+def _usual_envelope(data: bytes) -> tuple[str, str, bytes] | None:
+    """The envelope as Go writes it (short typeMeta, raw, empty encodings),
+    read at once; None for any other shape (read field by field)."""
+    try:
+        if data[4] != 10 or data[6] != 10 or data[5] >= 128 or data[7] >= 128:
+            return None
+        meta_end = 6 + data[5]
+        version_end = 8 + data[7]
+        if data[version_end] != 18 or data[version_end + 1] >= 128:
+            return None
+        if version_end + 2 + data[version_end + 1] != meta_end or data[meta_end] != 18:
+            return None
+        size, start = _varint(data, meta_end + 1, len(data))
+        if start + size > len(data) or data[start + size :] not in _TAILS:
+            return None
+        api_version = data[8:version_end].decode()
+        kind = data[version_end + 2 : meta_end].decode()
+    except (IndexError, UnicodeDecodeError, ProtobufError):
+        return None
+    if not api_version or not kind:
+        return None
+    return api_version, kind, data[start : start + size]
 
 
 def message_of(api_version: str, kind: str) -> Message:
@@ -407,7 +439,18 @@ def put_bytes(out: bytearray, tag: bytes, data: bytes | bytearray) -> None:
 
 
 def encode(obj: Any, message: Message) -> bytes:
-    """The message's bytes for `obj` (the object as JSON has it)."""
+    """The message's bytes for `obj` (the object as JSON has it): written by
+    protobuf's C runtime when it can take the object (fast.py), else here."""
+    if obj.__class__ is dict:
+        data = fast.encode(obj, message)
+        if data is not None:
+            return data
+    return encode_here(obj, message)
+
+
+def encode_here(obj: Any, message: Message) -> bytes:
+    """The same bytes, written field by field in Python: skips a value its
+    field cannot carry rather than fail."""
     out = bytearray()
     _write(out, obj, message)
     return bytes(out)
@@ -418,7 +461,7 @@ def _write(out: bytearray, obj: Any, m: Message) -> None:
     if special != MESSAGE:
         _write_special(out, obj, special)
         return
-    if not isinstance(obj, dict):
+    if obj.__class__ is not dict:
         return
     by_name = m.by_name
     inline: dict[str, Any] | None = {} if m.inline is not None else None
@@ -430,22 +473,63 @@ def _write(out: bytearray, obj: Any, m: Message) -> None:
             continue
         if value is None:
             continue
+        # The common cases written here, without a call each (a pod has ~100).
         mode = f.mode
-        if mode == REPEATED:
-            if isinstance(value, list):
+        code = f.code
+        cls = value.__class__
+        if mode == SINGLE:
+            if code == STRING and cls is str:
+                data = value.encode()
+                size = len(data)
+                out += f.tag
+                if size < 0x80:
+                    out.append(size)
+                else:
+                    put_varint(out, size)
+                out += data
+            elif code == MESSAGE and cls is dict:
+                assert f.message is not None
+                sub = bytearray()
+                _write(sub, value, f.message)
+                size = len(sub)
+                out += f.tag
+                if size < 0x80:
+                    out.append(size)
+                else:
+                    put_varint(out, size)
+                out += sub
+            elif code == INT and cls is int and 0 <= value < 0x80:
+                out += f.tag
+                out.append(value)
+            else:
+                _write_one(out, f, value)
+        elif mode == REPEATED:
+            if cls is list:
                 for item in value:
                     _write_one(out, f, item)
-        elif mode == MAP:
-            if isinstance(value, dict):
-                for k, v in value.items():
-                    if v is None:
-                        continue
-                    entry = bytearray()
-                    put_bytes(entry, b"\n", str(k).encode())
-                    _write_one(entry, f, v, b"\x12" if f.code not in (BOOL, INT) else b"\x10")
-                    put_bytes(out, f.tag, entry)
-        else:
-            _write_one(out, f, value)
+        elif cls is dict:  # MAP
+            scalar_tag = b"\x10" if code in (BOOL, INT) else b"\x12"
+            for k, v in value.items():
+                if v is None:
+                    continue
+                entry = bytearray(b"\n")
+                key = str(k).encode()
+                size = len(key)
+                if size < 0x80:
+                    entry.append(size)
+                else:
+                    put_varint(entry, size)
+                entry += key
+                if code == STRING and v.__class__ is str:
+                    data = v.encode()
+                    entry += b"\x12"
+                    put_varint(entry, len(data))
+                    entry += data
+                else:
+                    _write_one(entry, f, v, scalar_tag)
+                out += f.tag
+                put_varint(out, len(entry))
+                out += entry
     if inline:
         assert m.inline is not None and m.inline.message is not None
         sub = bytearray()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from controlplane.api.k8sproto import codec, schema
+from controlplane.api.k8sproto import codec, compiled, schema
 from controlplane.api.k8sproto.codec import MAGIC, ProtobufError
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -31,7 +31,15 @@ MAX_FRAME = 16 * 1024 * 1024
 Unsupported = codec.Unsupported
 unwrap = codec.unwrap
 message_of = codec.message_of
-decode = codec.decode_document
+
+
+def decode(data: bytes, depth: int = 0) -> dict[str, Any]:
+    """The object of a protobuf document, with its apiVersion and kind, read
+    by its message's compiled decoder (compiled.py)."""
+    api_version, kind, raw = codec.unwrap(data)
+    message = codec.message_of(api_version, kind)
+    obj = compiled.decoder(message)(raw, 0, len(raw), depth)
+    return {"apiVersion": api_version, "kind": kind, **obj}
 
 
 def wrap(api_version: str, kind: str, raw: bytes | bytearray) -> bytes:

@@ -65,7 +65,9 @@ async def create(call: Call) -> web.StreamResponse:
                                     write.field_manager())  # fmt: skip
 
     stored = await call.server.run(create)
-    return write.headers(object_response(call, stored, 201))
+    # The registry filled `obj` in place (copy_input=False) and stored it as it is.
+    written = obj if typed and not t.info.create_only else None
+    return write.headers(object_response(call, stored, 201, written))
 
 
 async def update(call: Call) -> web.StreamResponse:

@@ -50,15 +50,23 @@ def wants_protobuf(call: Call, api_version: str, kind: str) -> bool:
     return negotiation.choose(accept(call), ok) == negotiation.PROTOBUF
 
 
-def object_response(call: Call, stored: Stored, status: int = 200) -> web.Response:
-    """The target's object, as stored (and converted to the URL's version)."""
+def object_response(
+    call: Call, stored: Stored, status: int = 200, written: dict[str, Any] | None = None
+) -> web.Response:
+    """The target's object, as stored (and converted to the URL's version).
+    `written`: the very dict the registry stored (a create's own request
+    object, which it fills in place), spared a decode of the stored JSON."""
     t = call.target
-    data = served(stored[0], stored[1], t.conversion)
     if wants_protobuf(call, t.group_version, t.info.kind):
-        return protobuf_response(
-            envelope.encode(jsoncodec.loads(data), t.group_version, t.info.kind), status
-        )
-    return json_response(data, status)
+        if written is not None and t.conversion is None:
+            meta = written.get("metadata")
+            if isinstance(meta, dict) and stored[1]:
+                written = {**written, "metadata": {**meta, "resourceVersion": str(stored[1])}}
+            obj = written
+        else:
+            obj = jsoncodec.loads(served(stored[0], stored[1], t.conversion))
+        return protobuf_response(envelope.encode(obj, t.group_version, t.info.kind), status)
+    return json_response(served(stored[0], stored[1], t.conversion), status)
 
 
 def document_response(call: Call, doc: dict[str, Any], status: int = 200) -> web.Response:
