@@ -192,14 +192,14 @@ def decoder(m: Message) -> Decoder:
                 _U64=_U64, _I63=_I63,
             )  # fmt: skip
         names: dict[str, object] = {}
-        sources = [
-            _source(message, names)
-            for message in _reachable(m)
-            if _ident(message) not in _namespace
-        ]
         scope = dict(_namespace)
-        scope.update(names)
-        exec(compile("".join(sources), f"<k8sproto {m.name}>", "exec"), scope)
+        # One message at a time: a small syntax tree each, not one for all.
+        for message in _reachable(m):
+            if _ident(message) in _namespace:
+                continue
+            source = _source(message, names)
+            scope.update(names)
+            exec(compile(source, f"<k8sproto {message.name}>", "exec"), scope)  # noqa: S102
         for key, value in scope.items():
             if key.startswith("d_") and key not in _namespace:
                 _namespace[key] = value
