@@ -199,7 +199,7 @@ def decoder(m: Message) -> Decoder:
                 continue
             source = _source(message, names)
             scope.update(names)
-            exec(compile(source, f"<k8sproto {message.name}>", "exec"), scope)  # noqa: S102
+            exec(compile(source, f"<k8sproto {message.name}>", "exec"), scope)
         for key, value in scope.items():
             if key.startswith("d_") and key not in _namespace:
                 _namespace[key] = value
