@@ -1,34 +1,31 @@
-"""One converter between Kubernetes' protobuf messages and skiff's dict objects.
+"""One converter between Kubernetes' protobuf messages and skiff's dict objects
+(its reading half here, its writing half in writer.py).
 
 `decode(data, message)` reads a message's bytes straight into the object as
 JSON has it (JSON names, RFC 3339 times, quantities as strings, IntOrString
-as int or string, bytes as base64, RawExtension and FieldsV1 as their JSON);
-`encode(obj, message)` writes such an object back. Both walk the compiled
-table (schema.py), field by field, with no intermediate message objects.
+as int or string, bytes as base64, RawExtension and FieldsV1 as their JSON),
+walking the compiled table (schema.py) field by field with no intermediate
+message objects; compiled.py makes the same reader into code per message,
+which the server uses, and this one is the reference it is held to.
 
 Decoding keeps what JSON would carry: a non-pointer scalar at its zero value
-("", 0, false) is what Go writes for "unset", so it is left out, as Go's JSON
-leaves it out; a pointer field's zero is kept (replicas: 0, a false
-automountServiceAccountToken). Unknown fields are skipped, as Kubernetes
-skips them. Every length is checked against what is left before anything is
-read or allocated, nesting is bounded, and a malformed message raises
-ProtobufError naming the field and the problem.
-
-Encoding writes only the keys the object has (a Go reader takes a missing
-field as its zero) and skips a value whose type the field cannot carry
-rather than fail: it writes objects the registry already validated.
+("", 0, false) that Go's JSON omits is what Go writes for "unset", so it is
+left out; a pointer field's zero (replicas: 0, a false
+automountServiceAccountToken), or one Go's JSON always writes, is kept.
+Unknown fields are skipped, as Kubernetes skips them. Every length is
+checked against what is left before anything is read or allocated, nesting
+is bounded, and a malformed message raises ProtobufError naming the field
+and the problem. Documents (the `k8s\\x00` envelope) are unwrapped here too.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import time
 from typing import Any
 
 from controlplane.api import jsoncodec, rfc3339
-from controlplane.api.k8sproto import fast
-from controlplane.api.k8sproto.duration import format_duration, parse_duration
+from controlplane.api.k8sproto.duration import format_duration
 from controlplane.api.k8sproto.schema import (
     ARRAY,
     BOOL,
@@ -43,13 +40,13 @@ from controlplane.api.k8sproto.schema import (
     QUANTITY,
     RAW,
     REPEATED,
-    SINGLE,
     STRING,
     TIME,
     Field,
     Message,
     kind_message,
 )
+from controlplane.api.k8sproto.writer import encode, encode_here, put_bytes, put_varint
 
 MAX_NESTING = 100  # as Kubernetes' decoders
 _U64 = 1 << 64
@@ -416,189 +413,4 @@ def decode_document(data: bytes, depth: int = 0) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": kind, **obj}
 
 
-# -- writing ----------------------------------------------------------------------
-
-
-def put_varint(out: bytearray, value: int) -> None:
-    if value < 0:
-        value += _U64
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def put_bytes(out: bytearray, tag: bytes, data: bytes | bytearray) -> None:
-    out += tag
-    size = len(data)
-    if size < 0x80:
-        out.append(size)
-    else:
-        put_varint(out, size)
-    out += data
-
-
-def encode(obj: Any, message: Message) -> bytes:
-    """The message's bytes for `obj` (the object as JSON has it): written by
-    protobuf's C runtime when it can take the object (fast.py), else here."""
-    if obj.__class__ is dict:
-        data = fast.encode(obj, message)
-        if data is not None:
-            return data
-    return encode_here(obj, message)
-
-
-def encode_here(obj: Any, message: Message) -> bytes:
-    """The same bytes, written field by field in Python: skips a value its
-    field cannot carry rather than fail."""
-    out = bytearray()
-    _write(out, obj, message)
-    return bytes(out)
-
-
-def _write(out: bytearray, obj: Any, m: Message) -> None:
-    special = m.special
-    if special != MESSAGE:
-        _write_special(out, obj, special)
-        return
-    if obj.__class__ is not dict:
-        return
-    by_name = m.by_name
-    inline: dict[str, Any] | None = {} if m.inline is not None else None
-    for name, value in obj.items():
-        f = by_name.get(name)
-        if f is None:
-            if inline is not None:
-                inline[name] = value
-            continue
-        if value is None:
-            continue
-        # The common cases written here, without a call each (a pod has ~100).
-        mode = f.mode
-        code = f.code
-        cls = value.__class__
-        if mode == SINGLE:
-            if code == STRING and cls is str:
-                data = value.encode()
-                size = len(data)
-                out += f.tag
-                if size < 0x80:
-                    out.append(size)
-                else:
-                    put_varint(out, size)
-                out += data
-            elif code == MESSAGE and cls is dict:
-                assert f.message is not None
-                sub = bytearray()
-                _write(sub, value, f.message)
-                size = len(sub)
-                out += f.tag
-                if size < 0x80:
-                    out.append(size)
-                else:
-                    put_varint(out, size)
-                out += sub
-            elif code == INT and cls is int and 0 <= value < 0x80:
-                out += f.tag
-                out.append(value)
-            else:
-                _write_one(out, f, value)
-        elif mode == REPEATED:
-            if cls is list:
-                for item in value:
-                    _write_one(out, f, item)
-        elif cls is dict:  # MAP
-            scalar_tag = b"\x10" if code in (BOOL, INT) else b"\x12"
-            for k, v in value.items():
-                if v is None:
-                    continue
-                entry = bytearray(b"\n")
-                key = str(k).encode()
-                size = len(key)
-                if size < 0x80:
-                    entry.append(size)
-                else:
-                    put_varint(entry, size)
-                entry += key
-                if code == STRING and v.__class__ is str:
-                    data = v.encode()
-                    entry += b"\x12"
-                    put_varint(entry, len(data))
-                    entry += data
-                else:
-                    _write_one(entry, f, v, scalar_tag)
-                out += f.tag
-                put_varint(out, len(entry))
-                out += entry
-    if inline:
-        assert m.inline is not None and m.inline.message is not None
-        sub = bytearray()
-        _write(sub, inline, m.inline.message)
-        put_bytes(out, m.inline.tag, sub)
-
-
-def _write_one(out: bytearray, f: Field, value: Any, tag: bytes | None = None) -> None:
-    code = f.code
-    tag = f.tag if tag is None else tag
-    if code == STRING:
-        if isinstance(value, str):
-            put_bytes(out, tag, value.encode())
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            put_bytes(out, tag, str(value).encode())
-    elif code == INT:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            out += tag
-            put_varint(out, int(value))
-    elif code == BOOL:
-        if isinstance(value, bool):
-            out += tag
-            out.append(1 if value else 0)
-    elif code == BYTES:
-        if isinstance(value, str):
-            try:
-                put_bytes(out, tag, base64.b64decode(value))
-            except (binascii.Error, ValueError):
-                pass
-    else:
-        assert f.message is not None
-        sub = bytearray()
-        _write(sub, value, f.message)
-        if (code in (TIME, MICRO_TIME)) and not sub:
-            return  # a null time: left out
-        put_bytes(out, tag, sub)
-
-
-def _write_special(out: bytearray, value: Any, special: int) -> None:
-    if special in (TIME, MICRO_TIME):
-        if isinstance(value, str) and value:
-            try:
-                ns = rfc3339.parse_nano(value)
-            except ValueError:
-                return
-            seconds, nanos = divmod(ns, 1_000_000_000)
-            out.append(8)
-            put_varint(out, seconds)
-            if nanos:
-                out.append(16)
-                put_varint(out, nanos)
-    elif special == QUANTITY:
-        if isinstance(value, str | int | float) and not isinstance(value, bool):
-            put_bytes(out, b"\n", str(value).encode())
-    elif special == INT_OR_STRING:
-        if isinstance(value, str):
-            out += b"\x08\x01"
-            put_bytes(out, b"\x1a", value.encode())
-        elif isinstance(value, int) and not isinstance(value, bool):
-            out += b"\x08\x00\x10"
-            put_varint(out, value)
-    elif special in (RAW, FIELDS_V1):
-        put_bytes(out, b"\n", jsoncodec.dumps(value))
-    elif special == DURATION:
-        length = parse_duration(value) if isinstance(value, str) else None
-        if length is not None:
-            out.append(8)
-            put_varint(out, length)
-    elif special == ARRAY and isinstance(value, list):
-        for item in value:
-            if isinstance(item, str):
-                put_bytes(out, b"\n", item.encode())
+__all__ = ["encode", "encode_here", "put_bytes", "put_varint"]

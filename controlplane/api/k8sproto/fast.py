@@ -115,9 +115,11 @@ def _plan(m: Message, seen: frozenset[str] = frozenset()) -> dict[str, Field]:
         if (
             f.code == BYTES
             or f.code > MESSAGE
-            or (sub is not None
-            and sub.name not in seen
-            and (_plan(sub, seen | {m.name}) or sub.inline is not None))
+            or (
+                sub is not None
+                and sub.name not in seen
+                and (_plan(sub, seen | {m.name}) or sub.inline is not None)
+            )
         ):
             plan[f.name] = f
     _plans[m.name] = plan
