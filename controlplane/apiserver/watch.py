@@ -48,7 +48,7 @@ class WatchItem:
     rev: int
     wire: Any = None  # the gRPC message, built once
     line: bytes | None = None  # the REST watch event line, built once
-    frame: bytes | None = None  # the REST protobuf watch frame, built once
+    frame: tuple[str, bytes] | None = None  # the REST protobuf watch frame (its group/version)
 
 
 class _Dispatch:

@@ -14,9 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
+from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import envelope
 from controlplane.apiserver.codec import Stored, decode
 from controlplane.apiserver.rest import body, fields
+from controlplane.apiserver.rest.auditing import BODY
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.respond import document_response, object_response
 from controlplane.apiserver.rest.status import BadRequest, UnsupportedMediaType, success
@@ -41,7 +43,10 @@ async def read(call: Call, api_version: str = "", kind: str = "") -> Any:
         raise UnsupportedMediaType(
             f"{kind} ({api_version}) has no protobuf serialization: send application/json"
         )
-    return body.decode(await body.read(call.request), media, kind)
+    doc = body.decode(await body.read(call.request), media, kind)
+    if media == envelope.MEDIA_TYPE and call.server.audit is not None:
+        call.request[BODY] = jsoncodec.dumps(doc)  # the audit log's requestObject, as JSON
+    return doc
 
 
 async def get(call: Call) -> web.StreamResponse:

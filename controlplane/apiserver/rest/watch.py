@@ -175,14 +175,15 @@ def _frame(call: Call, item: WatchItem) -> bytes:
     """The event as a protobuf frame; shared by every watcher of the stored version."""
     t = call.target
     conversion = t.conversion
-    if conversion is None and item.frame is not None:
-        return item.frame
+    cached = item.frame
+    if conversion is None and cached is not None and cached[0] == t.group_version:
+        return cached[1]
     obj = decode(item.data, item.rev)
     if conversion is not None:
         obj = conversion.from_stored(obj)
     frame = envelope.watch_frame(item.type, envelope.encode(obj, t.group_version, t.info.kind))
     if conversion is None:
-        item.frame = frame
+        item.frame = (t.group_version, frame)
     return frame
 
 
