@@ -28,6 +28,7 @@ from controlplane.api.k8sproto.schema import (
     INT_OR_STRING,
     MAP,
     MESSAGE,
+    QUANTITY,
     REPEATED,
     SINGLE,
     STRING,
@@ -73,8 +74,28 @@ def _length_delimited(f: Field, key: int, m: Message, names: dict[str, object]) 
                 "    v, p = _varint(buf, p, stop)",
                 f"    items.append({conv})"]  # fmt: skip
     if f.mode == MAP:
-        return [f"k, v = _entry(buf, pos, stop, {field_ref}, depth)",
-                f"out.setdefault({name}, {{}})[k] = v"]  # fmt: skip
+        if f.code not in (STRING, QUANTITY):
+            return [f"k, v = _entry(buf, pos, stop, {field_ref}, depth)",
+                    f"out.setdefault({name}, {{}})[k] = v"]  # fmt: skip
+        # map<string, string|Quantity> (labels, resources): the usual entry
+        # {key = 1, value = 2 (Quantity {string = 1})} read at once.
+        inner = "v0 = kend + 2" if f.code == STRING else (
+            "v0 = kend + 4 if stop - kend > 3 and buf[kend + 2] == 10 "
+            "and buf[kend + 3] == stop - kend - 4 else -1")  # fmt: skip
+        return ["kend = pos + 2 + buf[pos + 1] if stop - pos > 3 and buf[pos] == 10 "
+                "and buf[pos + 1] < 128 else -1",
+                "v0 = -1",
+                "if 0 < kend < stop - 1 and buf[kend] == 18 and buf[kend + 1] == stop - kend - 2:",
+                f"    {inner}",
+                "if v0 > 0:",
+                "    try:",
+                f"        out.setdefault({name}, {{}})[buf[pos + 2 : kend].decode()] = "
+                "buf[v0:stop].decode()",
+                "    except UnicodeDecodeError:",
+                f"        _utf8({name})",
+                "else:",
+                f"    k, v = _entry(buf, pos, stop, {field_ref}, depth)",
+                f"    out.setdefault({name}, {{}})[k] = v"]  # fmt: skip
     code = f.code
     if code == STRING:
         value = ["try:", "    v = buf[pos:stop].decode()",
@@ -89,6 +110,11 @@ def _length_delimited(f: Field, key: int, m: Message, names: dict[str, object]) 
         message_ref = f"M{len(names)}"
         names[message_ref] = f.message
         value = [f"v = _message(buf, pos, stop, {message_ref}, depth + 1)"]
+        if code == QUANTITY:  # the usual {string = 1}, read at once
+            value = ["if stop - pos > 1 and buf[pos] == 10 and buf[pos + 1] == stop - pos - 2:",
+                     "    try:", "        v = buf[pos + 2 : stop].decode()",
+                     "    except UnicodeDecodeError:", f"        _utf8({name})",
+                     "else:", f"    {value[0]}"]  # fmt: skip
     if f.mode == REPEATED:
         return [*value, f"out.setdefault({name}, []).append(v)"]
     if f is m.inline:

@@ -18,6 +18,7 @@ a message, and raises Unsupported for the rest (custom resources).
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import Any
 
 from controlplane.api.k8sproto import codec, compiled, schema
@@ -42,16 +43,28 @@ def decode(data: bytes, depth: int = 0) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": kind, **obj}
 
 
-def wrap(api_version: str, kind: str, raw: bytes | bytearray) -> bytes:
-    """The whole document: magic, Unknown{typeMeta, raw, "", ""}."""
+@lru_cache(maxsize=512)
+def _head(api_version: str, kind: str) -> bytes:
+    """The magic and the typeMeta field of every document of this kind."""
     meta = bytearray()
     codec.put_bytes(meta, b"\n", api_version.encode())
     codec.put_bytes(meta, b"\x12", kind.encode())
     out = bytearray(MAGIC)
     codec.put_bytes(out, b"\n", meta)
-    codec.put_bytes(out, b"\x12", raw)
-    out += b"\x1a\x00\x22\x00"  # contentEncoding, contentType: "" as Go writes them
     return bytes(out)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    codec.put_varint(out, value)
+    return bytes(out)
+
+
+def wrap(api_version: str, kind: str, raw: bytes | bytearray) -> bytes:
+    """The whole document: magic, Unknown{typeMeta, raw, "", ""} (contentEncoding
+    and contentType empty, as Go writes them)."""
+    return b"".join((_head(api_version, kind), b"\x12", _varint(len(raw)), raw,
+                     b"\x1a\x00\x22\x00"))  # fmt: skip
 
 
 def encode(obj: dict[str, Any], api_version: str = "", kind: str = "") -> bytes:
