@@ -63,9 +63,8 @@ class Kubectl:
     def __call__(self, *args: str, check: bool = True, input: str | None = None,
                  env: dict[str, str] | None = None, namespaced: bool = True,
                  ) -> subprocess.CompletedProcess[str]:  # fmt: skip
-        argv = [self.path, *args]
-        if namespaced:
-            argv += ["-n", self.ns]
+        # The namespace first: anything after `--` is the container's command.
+        argv = [self.path, *(["-n", self.ns] if namespaced else []), *args]
         done = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=90,
                               env=self.cluster.env(**(env or {})))  # fmt: skip
         if check and done.returncode != 0:
