@@ -132,3 +132,6 @@ def read_frames(data: bytes) -> list[tuple[str, dict[str, Any]]]:
         document = data[raw[0] : raw[1]]
         events.append((data[type_span[0] : type_span[1]].decode(), decode(document)))
     return events
+
+
+__all__ = ["MAGIC", "ProtobufError", "Unsupported"]

@@ -56,7 +56,7 @@ def test_update_and_every_patch_leave_the_object(api: Api) -> None:
     changed = json.loads(json.dumps(before))
     changed["spec"]["replicas"] = 7
     assert api.call("PUT", f"{DEPLOY}/web?dryRun=All", changed).json()["spec"]["replicas"] == 7
-    patches = [
+    patches: list[tuple[str, Any]] = [
         ("application/merge-patch+json", {"spec": {"replicas": 8}}),
         ("application/strategic-merge-patch+json", {"spec": {"replicas": 9}}),
         ("application/json-patch+json", [{"op": "replace", "path": "/spec/replicas", "value": 3}]),
