@@ -4,10 +4,11 @@
 - `validate_crd(obj, old)`: names, scope, versions (exactly one storage
   version, at least one served), structural openAPIV3Schema (a default
   must be valid against its own schema), subresources, printer columns,
-  conversion None only. Wired into validation.VALIDATORS.
+  conversion None only. The CustomResourceDefinition kind's definition
+  (kinds/apiextensions/customresourcedefinition.py) uses them.
 - `default_crd(obj)`: the defaults and status kube-apiserver fills in
   (singular, listKind, conversion, acceptedNames, storedVersions, the
-  NamesAccepted and Established conditions). Wired into defaults.
+  NamesAccepted and Established conditions).
 
 Pure: the served CRDs are controlplane.api.crd's.
 """
@@ -71,7 +72,7 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
             e.add(f"spec.names.{key}", "must be a list of lowercase DNS labels")
     if plural and group and metadata_name != f"{plural}.{group}":
         e.add("metadata.name", f"must be spec.names.plural + '.' + spec.group ({plural}.{group})")
-    for k in kinds.KINDS:
+    for k in kinds.builtin_kinds():
         if k.group == group and k.plural == plural:
             e.add("spec.names.plural", f"{plural}.{group} is a built-in resource")
         if k.group == group and k.kind == names.get("kind"):

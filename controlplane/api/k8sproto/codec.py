@@ -24,7 +24,7 @@ import base64
 import time
 from typing import Any
 
-from controlplane.api import jsoncodec, rfc3339
+from controlplane.api import jsoncodec
 from controlplane.api.k8sproto.duration import format_duration
 from controlplane.api.k8sproto.schema import (
     ARRAY,
@@ -47,6 +47,7 @@ from controlplane.api.k8sproto.schema import (
     kind_message,
 )
 from controlplane.api.k8sproto.writer import encode, encode_here, put_bytes, put_varint
+from machinery import rfc3339
 
 MAX_NESTING = 100  # as Kubernetes' decoders
 _U64 = 1 << 64

@@ -24,7 +24,7 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-from controlplane.api import jsoncodec, rfc3339
+from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import schema
 from controlplane.api.k8sproto.duration import parse_duration
 from controlplane.api.k8sproto.schema import (
@@ -47,6 +47,7 @@ from controlplane.api.k8sproto.schema import (
     Field,
     Message,
 )
+from machinery import rfc3339
 
 INLINE = "inline_"  # the descriptor's name of a field Go inlines (its JSON name is "")
 _lock = threading.Lock()

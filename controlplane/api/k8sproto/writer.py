@@ -14,7 +14,7 @@ import base64
 import binascii
 from typing import Any
 
-from controlplane.api import jsoncodec, rfc3339
+from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import fast
 from controlplane.api.k8sproto.duration import parse_duration
 from controlplane.api.k8sproto.schema import (
@@ -36,6 +36,7 @@ from controlplane.api.k8sproto.schema import (
     Field,
     Message,
 )
+from machinery import rfc3339
 
 _U64 = 1 << 64
 

@@ -15,10 +15,10 @@ from aiohttp import web
 
 from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import envelope
+from controlplane.api.kinds.definition import Conversion
 from controlplane.apiserver.codec import Stored, decode, with_version
 from controlplane.apiserver.rest import negotiation
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.conversion import Conversion
 from controlplane.apiserver.rest.status import error_response, status_object
 from controlplane.client import errors
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from controlplane.api import schema
+from controlplane.api.kinds.registry import schema_types
 from controlplane.apiserver.rest import discovery
 
 OLDEST = 27  # the oldest kubectl skiff is tested with
@@ -26,7 +26,7 @@ OLDEST = 27  # the oldest kubectl skiff is tested with
 
 def _field(kind_type: str, name: str) -> Callable[[], bool]:
     def check() -> bool:
-        found = schema.TYPES.get(kind_type)
+        found = schema_types().get(kind_type)
         return found is not None and name in found.fields
 
     return check

@@ -293,6 +293,7 @@ EXAMPLES: list[dict[str, Any]] = [
      "spec": {"audiences": ["api"], "expirationSeconds": 3600,
               "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "u"}},
      "status": {"token": "abc", "expirationTimestamp": T}},
+    {"apiVersion": "v1", "kind": "PodTemplate", "metadata": META, "template": TEMPLATE},
     {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": META,
      "spec": {"replicas": 4}, "status": {"replicas": 2, "selector": "app=web"}},
     {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": META,
