@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from controlplane.apiserver.rest import discovery, version
-from tests.unit.controlplane.apiserver.rest.wire_harness import Api, serve
+from tests.harness.rest_wire import Api, serve
 
 
 @pytest.fixture

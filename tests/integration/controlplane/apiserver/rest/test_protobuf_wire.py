@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from controlplane.api.k8sproto import envelope
-from tests.unit.controlplane.apiserver.rest.wire_harness import PROTOBUF, Api, serve
+from tests.harness.rest_wire import PROTOBUF, Api, serve
 
 CMS = "/api/v1/namespaces/default/configmaps"
 DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
