@@ -117,9 +117,11 @@ def free_service_cidrs(n: int) -> list[str]:
     used = [u for u in used_routes() if u.prefixlen > 0]
     held = used_addresses()
     out: list[str] = []
-    for _ in range(500):
-        net = ipaddress.IPv4Network(f"10.{100 + secrets.randbelow(100)}.0.0/16")
-        if str(net) in out or any(net.overlaps(u) for u in used):
+    candidates = list(range(100, 200))
+    secrets.SystemRandom().shuffle(candidates)  # every /16 is tried once, in a random order
+    for x in candidates:
+        net = ipaddress.IPv4Network(f"10.{x}.0.0/16")
+        if any(net.overlaps(u) for u in used):
             continue
         if not any(a in net for a in held) and try_reserve_network(net) is not None:
             out.append(str(net))
