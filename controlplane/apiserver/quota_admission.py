@@ -30,7 +30,14 @@ from typing import Any
 
 from controlplane.api import quota
 from controlplane.api.kinds import KindInfo, by_kind
-from controlplane.apiserver.codec import decode, encode, list_prefix, meta_of, object_key
+from controlplane.apiserver.codec import (
+    decode,
+    encode,
+    list_prefix,
+    meta_of,
+    object_key,
+    parse_rv,
+)
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import ApiError, Conflict, Forbidden, Unavailable
 from controlplane.storage.interface import KeyNotFound, RevisionMismatch, StoreUnavailable
@@ -134,11 +141,11 @@ class QuotaAdmission:
     def _run(self, reg: Registry, namespace: str, batch: list[_Ask]) -> None:
         info = by_kind("ResourceQuota")
         for _ in range(_ATTEMPTS):
+            # The read cache answers a fresh list: it is stamped with the
+            # revision of the namespace's quotas, which every write moves.
             states = {
-                str(meta_of(q).get("name")): _state(q, rev)
-                for q, rev in (
-                    (decode(d, r), r) for d, r in reg.list("ResourceQuota", namespace).items
-                )
+                str(meta_of(q).get("name")): _state(q, parse_rv(meta_of(q)["resourceVersion"]))
+                for q in self.quotas(reg, namespace)
             }
             for ask in batch:
                 ask.error = None
