@@ -57,3 +57,33 @@ def _parse_text(value: str) -> Fraction:
     if suffix not in _SUFFIXES:
         raise ValueError(f"{value!r}: unknown suffix {suffix!r}")
     return number * _SUFFIXES[suffix]
+
+
+_BINARY = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
+_DECIMAL = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def is_binary(value: object) -> bool:
+    """Whether a quantity is written with a binary suffix (64Mi): sums keep
+    the format of their first term, as resource.Quantity.Add does."""
+    return isinstance(value, str) and value.strip()[-2:] in {s for s, _ in _BINARY}
+
+
+def format_quantity(value: Fraction, binary: bool = False) -> str:
+    """The canonical form Kubernetes writes a quantity in (resource.Quantity's
+    String()): binary suffixes for a whole binary value of 1Ki and more,
+    else the smallest decimal exponent (a multiple of 3) that keeps it whole,
+    rounded up to nano units as Kubernetes does."""
+    if binary and value.denominator == 1 and abs(value) >= 1024:
+        n = int(value)
+        for suffix, shift in _BINARY:
+            if n % (1 << shift) == 0:
+                return f"{n >> shift}{suffix}"
+    nanos = -((-value * 10**9) // 1)  # ceiling, in nano units
+    if nanos == 0:
+        return "0"
+    exponent = -9
+    while nanos % 1000 == 0 and exponent < 18:
+        nanos //= 1000
+        exponent += 3
+    return f"{nanos}{_DECIMAL[exponent]}"

@@ -85,6 +85,9 @@ class _NewObject(NamedTuple):
 
 # Admission hook: (registry, info, obj, old) -> None, may mutate obj, raises API errors.
 Admit = Callable[["Registry", KindInfo, Object, Object | None], None]
+# Admission of every kind after the kind's own (LimitRanger, RuntimeClass,
+# ResourceQuota): (registry, info, obj, old, dry_run); a dry run changes nothing.
+Plugin = Callable[["Registry", KindInfo, Object, Object | None, bool], None]
 
 
 class Registry(RegistryBase):
@@ -103,6 +106,7 @@ class Registry(RegistryBase):
         # Create-only kinds (reviews): kind -> fills in the answer, never stored.
         self.reviews: dict[str, Callable[[Object, Identity], Object]] = {}
         self.admission: dict[str, Admit] = dict(admission or {})
+        self.plugins: builtins.list[Plugin] = []
 
     def cached_objects(self, kind: str) -> builtins.list[Object]:
         """Every object of a cluster-scoped kind, decoded (PriorityClasses for pod
@@ -130,7 +134,7 @@ class Registry(RegistryBase):
         info = kind_info(kind)
         if info.create_only:
             return self._review(info, obj, namespace, identity)
-        new = self._prepare_create(kind, obj, namespace, identity, copy_input, manager)
+        new = self._prepare_create(kind, obj, namespace, identity, copy_input, manager, dry_run)
         if dry_run:
             return encode(new.obj), 0
         return self._store_new(new)
@@ -217,6 +221,7 @@ class Registry(RegistryBase):
         identity: Identity,
         copy_input: bool,
         manager: FieldManager | None,
+        dry_run: bool = False,
     ) -> _NewObject:
         """Everything a create checks and fills in, up to the write."""
         info = kind_info(kind)
@@ -252,6 +257,8 @@ class Registry(RegistryBase):
         admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, obj, None)  # server-made changes: not validated again
+        for plugin in self.plugins:
+            plugin(self, info, obj, None, dry_run)
         self._record(info, None, obj, manager or default(identity), "")
         return _NewObject(info, ns, name, obj, generate)
 
@@ -457,7 +464,7 @@ class Registry(RegistryBase):
                     raise conflict(info, name, cur_rev)
             new = self._prepare_update(
                 info, old, requested, subresource, manager or default(identity),
-                subresource if recorded_as is None else recorded_as,
+                subresource if recorded_as is None else recorded_as, dry_run,
             )  # fmt: skip
             if not identity.admin:  # may it make this change (NodeRestriction)?
                 self.authorizer.authorize(identity, full_verb, info, ns, name, old, new)
@@ -495,6 +502,7 @@ class Registry(RegistryBase):
         subresource: str,
         manager: FieldManager,
         recorded_as: str,
+        dry_run: bool = False,
     ) -> Object:
         if requested.get("kind") not in (None, "", info.kind):
             raise Invalid(f"kind: {requested.get('kind')!r} does not match {info.kind}")
@@ -554,6 +562,8 @@ class Registry(RegistryBase):
         admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, new, old)
+        for plugin in self.plugins:
+            plugin(self, info, new, old, dry_run)
         self._record(info, old, new, manager, recorded_as)
         return new
 

@@ -34,7 +34,7 @@ from controlplane.api.kinds import UnknownKind, by_kind
 from controlplane.api.kinds.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
 from controlplane.api.kinds.storage.storageclass import local_path_class
 from controlplane.api.limits import MAX_BODY
-from controlplane.apiserver.admission import default_admission
+from controlplane.apiserver.admission import default_admission, default_plugins
 from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
@@ -108,6 +108,7 @@ class ApiServer:
             authorizer=self.authorizer,
             service_cidr=config.service_cidr,
         )
+        self.registry.plugins = default_plugins()
         self.sa_tokens = (
             ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
         )

@@ -4,8 +4,9 @@ Pods are classified first (nothing is deleted if any blocks the drain):
 mirror pods are skipped; DaemonSet pods block unless `--ignore-daemonsets`
 (then they are skipped with a warning); pods with no controller block unless
 `--force`; pods with emptyDir volumes block unless `--delete-emptydir-data`;
-finished pods are always deletable. Then each pod is deleted (skiff has no
-eviction subresource yet, so PodDisruptionBudgets are not consulted) with
+finished pods are always deletable. Then each pod is deleted (skiffctl
+deletes; `kubectl drain` evicts through pods/eviction, which honours
+PodDisruptionBudgets) with
 `--grace-period`, and drain waits (watching, not polling) until they are gone
 or `--timeout` seconds pass (0: no limit). The node stays cordoned either way.
 """

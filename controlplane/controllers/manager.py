@@ -49,6 +49,7 @@ def _registry() -> dict[str, InitFunc]:
         cronjob,
         daemonset,
         deployment,
+        disruption,
         endpoints,
         garbagecollector,
         hpa,
@@ -60,6 +61,8 @@ def _registry() -> dict[str, InitFunc]:
         podgc,
         podgroup,
         replicaset,
+        replicationcontroller,
+        resourcequota,
         serviceaccount,
         statefulset,
         vcjob,
@@ -69,6 +72,9 @@ def _registry() -> dict[str, InitFunc]:
 
     return {
         "replicaset": replicaset.init,
+        "replicationcontroller": replicationcontroller.init,
+        "resourcequota": resourcequota.init,
+        "disruption": disruption.init,
         "deployment": deployment.init,
         "statefulset": statefulset.init,
         "daemonset": daemonset.init,

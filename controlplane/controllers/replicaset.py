@@ -19,6 +19,7 @@ from typing import Any
 
 from controlplane.client import errors
 from controlplane.client.interface import Object
+from controlplane.client.selectors import Selector
 from controlplane.client.store import object_key
 from controlplane.controllers import podutil, ranking
 from controlplane.controllers.base import (
@@ -72,6 +73,10 @@ class PodOwnerController(Controller):
             on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted
         )
 
+    def selector(self, owner: Mapping[str, Any]) -> Selector:
+        """The owner's pod selector (a LabelSelector at spec.selector)."""
+        return podutil.selector_of(owner)
+
     # ---- handlers ---------------------------------------------------------
 
     def _owner_deleted(self, obj: Object) -> None:
@@ -93,7 +98,7 @@ class PodOwnerController(Controller):
         return [
             object_key(o)
             for o in self.owners.store.list(podutil.namespace_of(pod))
-            if podutil.selector_of(o).matches(labels)
+            if self.selector(o).matches(labels)
         ]
 
     def _pod_added(self, pod: Object) -> None:
@@ -160,7 +165,7 @@ class PodOwnerController(Controller):
     def claim_pods(self, owner: Object) -> list[Object]:
         """Pods `owner` controls after adopting matching orphans and releasing
         pods that stopped matching (ControllerRefManager.ClaimPods)."""
-        selector = podutil.selector_of(owner)
+        selector = self.selector(owner)
         ns = podutil.namespace_of(owner)
         # Only orphans can be adopted: the index spares a walk over every pod
         # of the namespace on each sync.
@@ -180,7 +185,7 @@ class PodOwnerController(Controller):
         """Pods made from the template must match the selector, or the owner
         would create them forever; report it once per sync instead."""
         labels = podutil.pod_template_labels(owner) if labels is None else labels
-        if podutil.selector_of(owner).matches(labels) and not podutil.selector_of(owner).empty():
+        if self.selector(owner).matches(labels) and not self.selector(owner).empty():
             return True
         self.recorder.event(
             owner,
@@ -315,7 +320,7 @@ class ReplicaSetController(PodOwnerController):
                 "observedGeneration": podutil.meta(rs).get("generation", 0),
             }
         )
-        if not self.write_status("ReplicaSet", rs, new):
+        if not self.write_status(self.owner_kind, rs, new):
             return None
         if mrs > 0 and len(ready) > len(available):
             return float(mrs)

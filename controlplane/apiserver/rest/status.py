@@ -79,6 +79,8 @@ def status_object(
         details["kind"] = kind
     if isinstance(err, errors.Invalid):
         details["causes"] = _causes(err)
+    elif getattr(err, "status_causes", None):  # typed causes (an eviction's DisruptionBudget)
+        details["causes"] = list(err.status_causes)  # type: ignore[attr-defined]
     if retry_after(err):
         details["retryAfterSeconds"] = retry_after(err)
     body: dict[str, Any] = {

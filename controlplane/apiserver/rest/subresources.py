@@ -5,8 +5,8 @@ status goes through objects/patch with the subresource named (the registry
 knows it). scale reads and writes the owner's spec.replicas through the
 registry's scale methods; a PATCH of a Scale is applied to the Scale and
 its replicas written. binding is the scheduler's pods/binding; eviction
-deletes the pod with the Eviction's DeleteOptions (skiff has no
-PodDisruptionBudgets to honour). serviceaccounts/NAME/token creates a
+deletes the pod with the Eviction's DeleteOptions when its
+PodDisruptionBudget allows (controlplane/apiserver/eviction.py). serviceaccounts/NAME/token creates a
 TokenRequest named after the account through the registry's create, which
 authorizes and answers it (controlplane.apiserver.reviews).
 """
@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import crd
+from controlplane.apiserver import eviction as eviction_api
 from controlplane.apiserver.codec import decode
 from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
@@ -124,7 +125,7 @@ async def eviction(call: Call) -> web.StreamResponse:
     options = parse_delete_options(opts, {})
     dry_run = call.dry_run(opts.get("dryRun"))
     await call.server.run(
-        call.registry.delete, "Pod", t.name, call.namespace, options, call.who, dry_run
+        eviction_api.evict, call.registry, call.namespace, t.name, options, call.who, dry_run
     )
     return document_response(call, success("pods", t.name), 201)
 

@@ -1,0 +1,1 @@
+"""policy: PodDisruptionBudget (policy/v1)."""

@@ -1,0 +1,224 @@
+"""The ResourceQuota admission plugin, as kube-apiserver's: a write that
+would take a namespace past any of its quotas' hard limits is refused, and
+one that fits is charged to the quotas' status.used before it is stored.
+
+For each quota of the namespace whose scopes select the object and whose
+status.hard limits something the object uses (controlplane/api/quota.py):
+a pod must set every compute resource the quota limits (`failed quota: q:
+must specify limits.cpu for: c`); a quota the controller has not yet
+counted refuses (`status unknown for quota: q, resources: pods`); and used
+plus the request may not pass hard (`exceeded quota: q, requested:
+pods=1, used: pods=1, limited: pods=1`), all 403. Creates of every kind are
+counted; updates of Services and PersistentVolumeClaims by what they add.
+
+Charging writes the quotas' status.used with compare-and-swap, so two API
+server threads never both take the last unit. As Kubernetes' quota
+evaluator, the writes are batched per namespace: the first caller of a
+namespace evaluates and charges every request that arrived while it
+worked, in order, with one write per quota, so concurrent creates share a
+quota write instead of queueing behind one each. The quota controller
+recomputes status.used from the objects themselves (an object refused
+after its charge is given back there). A dry run is checked, never charged.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from controlplane.api import quota
+from controlplane.api.kinds import KindInfo, by_kind
+from controlplane.apiserver.codec import (
+    decode,
+    encode,
+    list_prefix,
+    meta_of,
+    object_key,
+    parse_rv,
+)
+from controlplane.apiserver.registry import Registry
+from controlplane.client.errors import ApiError, Conflict, Forbidden, Unavailable
+from controlplane.storage.interface import KeyNotFound, RevisionMismatch, StoreUnavailable
+
+Object = dict[str, Any]
+
+_UPDATED = ("Service", "PersistentVolumeClaim")  # kinds whose updates can use more
+_ATTEMPTS = 8
+
+
+@dataclass
+class _Ask:
+    info: KindInfo
+    name: str
+    obj: Object
+    delta: quota.Usage
+    error: ApiError | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class _Quota:
+    obj: Object
+    rev: int
+    hard: dict[str, Fraction]
+    used: quota.Usage
+    changed: bool = False
+
+
+class QuotaAdmission:
+    """The plugin (Registry.plugins); one per API server."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[_Ask]] = {}
+        self._busy: set[str] = set()
+
+    @staticmethod
+    def quotas(reg: Registry, namespace: str) -> list[Object]:
+        """The namespace's quotas as last read (shared: read only)."""
+        info = by_kind("ResourceQuota")
+        found: list[Object] = reg.cached(
+            list_prefix(info, namespace), namespace,
+            lambda: [decode(d, r) for d, r in reg.list("ResourceQuota", namespace).items],
+        )  # fmt: skip
+        return found
+
+    def __call__(
+        self, reg: Registry, info: KindInfo, obj: Object, old: Object | None, dry_run: bool
+    ) -> None:
+        if not info.namespaced or (old is not None and info.key not in _UPDATED):
+            return
+        namespace = str(meta_of(obj).get("namespace") or "")
+        current = self.quotas(reg, namespace)
+        if not current:
+            return
+        delta = quota.usage(info, obj)
+        if old is not None:
+            delta.merge(quota.usage(info, old), -1)
+            delta.values = {r: v for r, v in delta.values.items() if v > 0}
+            if not delta.values:
+                return
+        ask = _Ask(info, str(meta_of(obj).get("name") or ""), obj, delta)
+        if not any(_limits(q, ask) for q in current):
+            return
+        if dry_run:  # checked against the quotas as they are, never charged
+            self._evaluate(ask, {str(meta_of(q).get("name")): _state(q, 0) for q in current})
+        else:
+            self._charge(reg, namespace, ask)
+        if ask.error is not None:
+            raise ask.error
+
+    # ---- batching ---------------------------------------------------------------
+
+    def _charge(self, reg: Registry, namespace: str, ask: _Ask) -> None:
+        with self._lock:
+            self._pending.setdefault(namespace, []).append(ask)
+            leader = namespace not in self._busy
+            self._busy.add(namespace)
+        if not leader:
+            ask.done.wait()
+            return
+        while True:
+            with self._lock:
+                batch = self._pending.pop(namespace, [])
+                if not batch:
+                    self._busy.discard(namespace)
+                    return
+            try:
+                self._run(reg, namespace, batch)
+            except ApiError as err:
+                for each in batch:
+                    each.error = each.error or err
+            except Exception as err:  # never leave a waiter hanging
+                for each in batch:
+                    each.error = each.error or Unavailable(f"quota admission: {err}")
+            finally:
+                for each in batch:
+                    each.done.set()
+
+    def _run(self, reg: Registry, namespace: str, batch: list[_Ask]) -> None:
+        info = by_kind("ResourceQuota")
+        for _ in range(_ATTEMPTS):
+            # The read cache answers a fresh list: it is stamped with the
+            # revision of the namespace's quotas, which every write moves.
+            states = {
+                str(meta_of(q).get("name")): _state(q, parse_rv(meta_of(q)["resourceVersion"]))
+                for q in self.quotas(reg, namespace)
+            }
+            for ask in batch:
+                ask.error = None
+                self._evaluate(ask, states)
+            try:
+                for name, state in states.items():
+                    if state.changed:
+                        updated = dict(state.obj)
+                        status = dict(updated.get("status") or {})
+                        status["used"] = state.used.formatted(
+                            set(state.used.values) | set(status.get("used") or {})
+                        )
+                        updated["status"] = status
+                        reg.store.update(
+                            object_key(info, namespace, name), encode(updated), state.rev
+                        )
+                return
+            except RevisionMismatch:
+                continue  # a quota changed under us (the controller): evaluate again
+            except KeyNotFound:
+                continue
+            except StoreUnavailable as err:
+                raise Unavailable(str(err)) from err
+        raise Conflict("Operation cannot be fulfilled on resourcequotas: the quotas are being "
+                       "written by others; try again", retry_after=1)  # fmt: skip
+
+    # ---- evaluation ---------------------------------------------------------------
+
+    @staticmethod
+    def _evaluate(ask: _Ask, states: dict[str, _Quota]) -> None:
+        """Check `ask` against every quota, and charge it to their states when it fits."""
+        relevant = [(n, s) for n, s in sorted(states.items()) if _limits(s.obj, ask)]
+        prefix = f'{ask.info.resource} "{ask.name}" is forbidden: '
+        for name, state in relevant:
+            if ask.info.key == "Pod":
+                missing = quota.missing_constraints(state.hard, ask.obj)
+                if missing:
+                    ask.error = Forbidden(f"{prefix}failed quota: {name}: {missing}")
+                    return
+            requested = [r for r in state.hard if r in ask.delta.values]
+            unknown = sorted(
+                r for r in state.hard
+                if quota.matches(ask.info, r) and r not in state.used.values
+            )  # fmt: skip
+            if unknown:
+                ask.error = Forbidden(f"{prefix}status unknown for quota: {name}, resources: "
+                                      + ", ".join(unknown))  # fmt: skip
+                return
+            exceeded = [
+                r for r in requested
+                if state.used.values[r] + ask.delta.values[r] > state.hard[r]
+            ]  # fmt: skip
+            if exceeded:
+                binary = state.used.binary | ask.delta.binary
+                ask.error = Forbidden(
+                    f"{prefix}exceeded quota: {name}, "
+                    f"requested: {quota.pretty(ask.delta.values, exceeded, binary)}, "
+                    f"used: {quota.pretty(state.used.values, exceeded, binary)}, "
+                    f"limited: {quota.pretty(state.hard, exceeded, binary)}"
+                )
+                return
+        for _name, state in relevant:
+            for r in state.hard:
+                if r in ask.delta.values:
+                    state.used.add(r, ask.delta.values[r], r in ask.delta.binary)
+                    state.changed = True
+
+
+def _state(obj: Object, rev: int) -> _Quota:
+    return _Quota(obj, rev, quota.hard_of(obj), quota.used_of(obj))
+
+
+def _limits(q: Object, ask: _Ask) -> bool:
+    """Whether quota `q` selects the object and limits something its kind counts."""
+    hard = (q.get("status") or {}).get("hard") or {}
+    return any(quota.matches(ask.info, r) for r in hard) and quota.applies(q, ask.info, ask.obj)
