@@ -1,5 +1,8 @@
 """The batch scheduler's actions, run in the configured order each session.
 
+Each is `action(session)`, registered by name (builtin.py); what the
+configuration enables is `session.actions`.
+
 - enqueue: a Pending PodGroup becomes Inqueue when it is valid and every
   plugin's `enqueueable` agrees (queue capability, cluster overcommit).
 - allocate: queues by share, then jobs by the plugins' order; a job's
@@ -26,7 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from controlplane.scheduler.batch.session import JobInfo, Session, Statement
+from controlplane.scheduler.batch.info import JobInfo
+from controlplane.scheduler.batch.session import Session, Victims
+from controlplane.scheduler.batch.statement import Statement
 from controlplane.scheduler.framework import FitError
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState
@@ -66,7 +71,7 @@ def _round_robin(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
     return out
 
 
-def enqueue(ssn: Session, enabled: set[str]) -> None:
+def enqueue(ssn: Session) -> None:
     jobs = _round_robin(ssn, [j for j in ssn.jobs.values() if j.phase == "Pending"])
     for job in jobs:
         reason = ssn.job_valid(job)
@@ -75,7 +80,7 @@ def enqueue(ssn: Session, enabled: set[str]) -> None:
             continue
         if ssn.enqueueable(job):
             job.phase = "Inqueue"
-            ssn.enqueued.append(job)
+            ssn.outcome.enqueued.append(job)
         else:
             job.unschedulable = "queue resource quota insufficient to enqueue the pod group"
 
@@ -109,9 +114,9 @@ def _gang_message(job: JobInfo, reason: str) -> str:
     )
 
 
-def allocate(ssn: Session, enabled: set[str]) -> None:
+def allocate(ssn: Session) -> None:
     by_queue: dict[str, list[tuple[tuple[Any, ...], JobInfo]]] = {}
-    for job in _schedulable_jobs(ssn, "enqueue" in enabled):
+    for job in _schedulable_jobs(ssn, "enqueue" in ssn.actions):
         if job.queue in ssn.queues:
             by_queue.setdefault(job.queue, []).append((ssn.job_key(job), job))
     for line in by_queue.values():
@@ -156,12 +161,12 @@ def _allocate_job(ssn: Session, job: JobInfo) -> bool:
     return again
 
 
-def backfill(ssn: Session, enabled: set[str]) -> None:
+def backfill(ssn: Session) -> None:
     wanting = [
         j
         for j in ssn.jobs.values()
         if any(t.best_effort for t in j.pending)
-        and not (j.phase == "Pending" and "enqueue" in enabled)
+        and not (j.phase == "Pending" and "enqueue" in ssn.actions)
     ]
     for job in sorted(wanting, key=ssn.job_key):
         for task in [t for t in job.pending if t.best_effort]:
@@ -184,7 +189,6 @@ def _fits_on(ssn: Session, task: PodInfo, slot: int) -> CycleState | None:
     return state
 
 
-Victims = list[tuple[JobInfo, PodInfo]]
 VictimFilter = Callable[[JobInfo, PodInfo, Victims], Victims]
 
 
@@ -275,16 +279,14 @@ def _reclaimable_queue(ssn: Session, job: JobInfo, victim: JobInfo) -> bool:
     return victim.queue != job.queue and ssn.queues[victim.queue].reclaimable
 
 
-def _starving(
-    ssn: Session, enabled: set[str], waiting: set[str], ready_too: bool = False
-) -> list[JobInfo]:
+def _starving(ssn: Session, ready_too: bool = False) -> list[JobInfo]:
     """Jobs that want room: not ready (preempt), or with any task pending (reclaim:
     a queue below its deserved share takes back task by task)."""
     return sorted(
         (
             j
-            for j in _schedulable_jobs(ssn, "enqueue" in enabled)
-            if (ready_too or not ssn.job_ready(j)) and j.key not in waiting
+            for j in _schedulable_jobs(ssn, "enqueue" in ssn.actions)
+            if (ready_too or not ssn.job_ready(j)) and j.key not in ssn.waiting
         ),
         key=ssn.job_key,
     )
@@ -315,15 +317,15 @@ def _take(
         stmt.discard()  # never evict for a gang that would still not fit
 
 
-def preempt(ssn: Session, enabled: set[str], waiting: set[str]) -> None:
-    for job in _starving(ssn, enabled, waiting):
+def preempt(ssn: Session) -> None:
+    for job in _starving(ssn):
         if ssn.out_of_time():
             return
         _take(ssn, job, _same_queue, ssn.preemptable)
 
 
-def reclaim(ssn: Session, enabled: set[str], waiting: set[str]) -> None:
-    for job in _starving(ssn, enabled, waiting, ready_too=True):
+def reclaim(ssn: Session) -> None:
+    for job in _starving(ssn, ready_too=True):
         if ssn.out_of_time():
             return
         q = ssn.queues[job.queue]

@@ -1,6 +1,8 @@
-"""The batch scheduler's plugins: each registers its functions into the session's tiers.
+"""The batch scheduler's plugins: what each adds to a session (or to its Framework).
 
-Volcano's semantics, our code:
+Each is registered by name with its extension points (builtin.py); when a
+session opens it adds its functions through `Extensions` (session.py), one
+method per point. Volcano's semantics, our code:
 
 - priority: jobs and tasks by priority (higher first); a preemptor may only
   evict tasks of lower priority (inside its own job: of lower task priority).
@@ -21,28 +23,18 @@ Volcano's semantics, our code:
 - overcommit: a job is enqueued while the cluster's allocatable times
   `overcommit-factor` (1.2) covers what is placed and inqueue plus its minResources.
 - predicates, nodeorder, binpack: the filters and scores, run through the
-  Framework (scheduler.py builds it from these options).
+  Framework: they add them when it is built (nodeplugins.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from controlplane.scheduler.batch import binpack as binpack_score
 from controlplane.scheduler.batch.conf import PluginOption
-from controlplane.scheduler.batch.session import (
-    DIMS,
-    JobInfo,
-    QueueInfo,
-    Res,
-    Session,
-    Tier,
-    add,
-    le,
-    req,
-)
+from controlplane.scheduler.batch.info import DIMS, JobInfo, QueueInfo, Res, add, le, req
+from controlplane.scheduler.batch.nodeplugins import DEFAULT_WEIGHTS, FILTERS, SCORES, NodeAdder
+from controlplane.scheduler.batch.session import Extensions, Victims
 from controlplane.scheduler.podinfo import PodInfo
 
-Victims = list[tuple[JobInfo, PodInfo]]
 SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
 
 
@@ -50,11 +42,11 @@ def _share(used: Res, total: Res) -> float:
     return max((used.get(d, 0) / total[d] for d in DIMS if total.get(d)), default=0.0)
 
 
-def priority(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+def priority(ext: Extensions, opt: PluginOption) -> None:
     if opt.enabled("enableJobOrder"):
-        tier.job_order.append(lambda j: -j.priority)
+        ext.job_order(lambda j: -j.priority)
     if opt.enabled("enableTaskOrder"):
-        tier.task_order.append(lambda t: -t.priority)
+        ext.task_order(lambda t: -t.priority)
 
     def victims(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
         out = []
@@ -67,7 +59,7 @@ def priority(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         return out
 
     if opt.enabled("enablePreemptable"):
-        tier.preemptable.append(victims)
+        ext.preemptable(victims)
 
 
 def _ready(job: JobInfo) -> bool:
@@ -79,20 +71,20 @@ def _ready(job: JobInfo) -> bool:
     return True
 
 
-def gang(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+def gang(ext: Extensions, opt: PluginOption) -> None:
     def valid(job: JobInfo) -> str:
         n = len(job.pending) + len(job.placed)
         if n < job.min_member:
             return f"Not enough valid tasks for gang-scheduling, valid: {n}, min: {job.min_member}"
         return ""
 
-    ssn.job_valid_fns.append(valid)
+    ext.job_valid(valid)
     if opt.enabled("enableJobReady"):
-        ssn.job_ready_fns.append(_ready)
+        ext.job_ready(_ready)
     if opt.enabled("enableJobPipelined"):
-        ssn.pipelined_fns.append(_ready)
+        ext.job_pipelined(_ready)
     if opt.enabled("enableJobOrder"):
-        tier.job_order.append(lambda j: 1 if _ready(j) else 0)
+        ext.job_order(lambda j: 1 if _ready(j) else 0)
 
     def surplus(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
         taken: dict[str, int] = {}
@@ -105,12 +97,12 @@ def gang(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         return out
 
     if opt.enabled("enablePreemptable"):
-        tier.preemptable.append(surplus)
+        ext.preemptable(surplus)
     if opt.enabled("enableReclaimable"):
-        tier.reclaimable.append(surplus)
+        ext.reclaimable(surplus)
 
 
-def conformance(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+def conformance(ext: Extensions, opt: PluginOption) -> None:
     def allowed(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
         return [
             (vj, v)
@@ -120,15 +112,15 @@ def conformance(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         ]
 
     if opt.enabled("enablePreemptable"):
-        tier.preemptable.append(allowed)
+        ext.preemptable(allowed)
     if opt.enabled("enableReclaimable"):
-        tier.reclaimable.append(allowed)
+        ext.reclaimable(allowed)
 
 
-def drf(ssn: Session, tier: Tier, opt: PluginOption) -> None:
-    total = ssn.total
+def drf(ext: Extensions, opt: PluginOption) -> None:
+    total = ext.session.total
     if opt.enabled("enableJobOrder"):
-        tier.job_order.append(lambda j: _share(j.allocated, total))
+        ext.job_order(lambda j: _share(j.allocated, total))
 
     def fairer(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
         mine = dict(job.allocated)
@@ -143,7 +135,7 @@ def drf(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         return out
 
     if opt.enabled("enablePreemptable"):
-        tier.preemptable.append(fairer)
+        ext.preemptable(fairer)
 
 
 def deserved_shares(queues: dict[str, QueueInfo], total: Res) -> None:
@@ -182,10 +174,11 @@ def deserved_shares(queues: dict[str, QueueInfo], total: Res) -> None:
                 q.deserved[d] = max(q.deserved[d], v)
 
 
-def proportion(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+def proportion(ext: Extensions, opt: PluginOption) -> None:
+    ssn = ext.session
     deserved_shares(ssn.queues, ssn.total)
     if opt.enabled("enableQueueOrder"):
-        tier.queue_order.append(lambda q: _share(q.allocated, q.deserved))
+        ext.queue_order(lambda q: _share(q.allocated, q.deserved))
 
     def overused(q: QueueInfo) -> bool:
         return le(q.deserved, q.allocated)
@@ -240,16 +233,17 @@ def proportion(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         return False
 
     if opt.enabled("enableOverused"):
-        ssn.overused_fns.append(overused)
+        ext.overused(overused)
     if opt.enabled("enableAllocatable"):
-        ssn.allocatable_fns.append(allocatable)
+        ext.allocatable(allocatable)
     if opt.enabled("enableReclaimable"):
-        tier.reclaimable.append(reclaim)
+        ext.reclaimable(reclaim)
     if opt.enabled("enableJobEnqueued"):
-        ssn.enqueueable_fns.append(enqueueable)
+        ext.job_enqueueable(enqueueable)
 
 
-def overcommit(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+def overcommit(ext: Extensions, opt: PluginOption) -> None:
+    ssn = ext.session
     factor = float(opt.arguments.get("overcommit-factor", 1.2))
     used: Res = {}
     for q in ssn.queues.values():
@@ -266,21 +260,22 @@ def overcommit(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         return False
 
     if opt.enabled("enableJobEnqueued"):
-        ssn.enqueueable_fns.append(enqueueable)
+        ext.job_enqueueable(enqueueable)
 
 
-def _none(ssn: Session, tier: Tier, opt: PluginOption) -> None:
-    """predicates, nodeorder, binpack: the Framework carries them (scheduler.py)."""
+# ---- the Framework's: filters and scores --------------------------------------------
 
 
-PLUGINS: dict[str, Callable[[Session, Tier, PluginOption], None]] = {
-    "priority": priority,
-    "gang": gang,
-    "conformance": conformance,
-    "drf": drf,
-    "proportion": proportion,
-    "overcommit": overcommit,
-    "predicates": _none,
-    "nodeorder": _none,
-    "binpack": _none,
-}
+def predicates(node: NodeAdder, opt: PluginOption) -> None:
+    for name in FILTERS:
+        node.filter(name)
+
+
+def nodeorder(node: NodeAdder, opt: PluginOption) -> None:
+    for name in (*node.scoring_filters(), *SCORES):
+        node.score(name, DEFAULT_WEIGHTS.get(name, 1))
+
+
+def binpack(node: NodeAdder, opt: PluginOption) -> None:
+    weight = int(opt.arguments.get("binpack.weight", 1))
+    node.plugin(binpack_score.new(dict(opt.arguments)), weight)

@@ -5,7 +5,7 @@ default scheduler's: it campaigns for the `kube-system/volcano` Lease (its
 own, so the two schedulers lead independently) and, while leading, runs a
 `BatchService`: shared informers for Pods, Nodes, PodGroups, Queues,
 PriorityClasses and the storage kinds (claims, volumes, classes) feeding a
-`BatchScheduler`, and a session whenever something
+`BatchScheduler`'s cache, and a session whenever something
 changed (at least every second). Writes go through the API client: binds in
 batches, evictions, PodGroup and Queue status, and the volume plugins'
 claimRefs and selected nodes.
@@ -30,6 +30,7 @@ from controlplane.client.component import run_component
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
+from controlplane.scheduler.batch import builtin
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from controlplane.scheduler.binder import ApiClusterWriter
@@ -43,11 +44,11 @@ CONFIG_ENV = "SKIFF_VOLCANO_CONFIG"
 def load_conf(path: str | None = None) -> batch_conf.Conf:
     path = path or os.environ.get(CONFIG_ENV)
     if not path:
-        return batch_conf.load(batch_conf.DEFAULT_CONF)
+        return builtin.load(batch_conf.DEFAULT_CONF)
     with open(path, encoding="utf-8") as f:
         text = f.read()
     try:
-        return batch_conf.validate(batch_conf.load(text))
+        return builtin.load(text)
     except batch_conf.ConfError as e:
         raise batch_conf.ConfError(f"{path}: {e}") from e
 
@@ -80,7 +81,7 @@ class BatchService:
             conf, ApiBatchWriter(client), status_writers=8, volume_binders=4
         )
         self.factory = SharedInformerFactory(client)
-        s = self.scheduler
+        s = self.scheduler.cache
         # Claims, volumes and classes for the volume plugins, which write through the client.
         watch_storage(self.factory, client, s.volumes, s.on_storage)
         for kind, handler in (

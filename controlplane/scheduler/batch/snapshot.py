@@ -37,7 +37,7 @@ from typing import Any
 
 from controlplane.api import volcano
 from controlplane.scheduler import resources
-from controlplane.scheduler.batch.session import DIMS, JobInfo, QueueInfo, Res, add, req
+from controlplane.scheduler.batch.info import DIMS, JobInfo, QueueInfo, Res, add, req
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache, finished
 from controlplane.scheduler.podinfo import PodInfo, parse_time
 

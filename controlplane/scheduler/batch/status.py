@@ -1,8 +1,11 @@
-"""What the batch scheduler reports: PodGroup and Queue status.
+"""The status writer: what the batch scheduler reports of PodGroups and Queues.
 
-After each session the scheduler hands the jobs it saw to
-`StatusReporter.report`: the session's active jobs and those `wanted()`
-(stale or due). A PodGroup's status is written only when it changed, and a
+A PodGroup's status is its phase (a placed gang is Running; one whose
+minMember pods succeeded, Completed), its member pods' counts by phase, and
+an Unschedulable condition with the session's reason while it is not
+running (`group_status`). After each session the scheduler hands the
+session to `StatusReporter.report`: its active jobs and those `wanted()`
+(stale or due; the cache says which became stale, as a `GroupListener`). A PodGroup's status is written only when it changed, and a
 change of its pod counts alone at most once per COUNTS_PERIOD; a status that
 needs no computing (the same job signature, within its period) is *settled*:
 not wanted, nor computed again, until the scheduler says the group is
@@ -24,7 +27,8 @@ from typing import Any, Protocol
 
 from controlplane.client.clock import Clock
 from controlplane.client.errors import NotFound
-from controlplane.scheduler.batch.session import JobInfo, QueueInfo
+from controlplane.scheduler.batch.info import JobInfo
+from controlplane.scheduler.batch.session import Session
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -136,24 +140,46 @@ class StatusReporter:
     def _now(self) -> str:
         return self.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
 
+    def group_status(self, job: JobInfo, ready: bool, counts: Mapping[str, int]) -> Obj:
+        """The PodGroup status of a job after a session (`ready`: the session's
+        plugins say so) with its member pods' `counts` by phase."""
+        phase = job.phase
+        if ready and job.placed:
+            phase = "Running"  # a placed gang runs, whatever was written before
+        if counts["succeeded"] >= job.min_member > 0 and not job.pending:
+            phase = "Completed"
+        status: Obj = {"phase": phase, **counts}
+        if job.unschedulable and phase != "Running":
+            status["conditions"] = [{
+                "type": "Unschedulable", "status": "True",
+                "reason": "NotEnoughResources" if "tasks in gang" in job.unschedulable
+                else "NotEnoughTasks",
+                "message": job.unschedulable, "transitionID": "",
+            }]  # fmt: skip
+        elif phase == "Running":
+            status["conditions"] = [{
+                "type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
+                "message": "", "transitionID": "",
+            }]  # fmt: skip
+        return status
+
     def report(
         self,
-        jobs: dict[str, JobInfo],
-        queues: dict[str, QueueInfo],
+        ssn: Session,
         queue_objects: Mapping[str, Obj],
-        group_status: Callable[[JobInfo], Obj],
+        phase_counts: Callable[[str], Mapping[str, int]],
     ) -> None:
-        """Write what changed of each job's PodGroup status (`group_status`
-        computes one) and of each queue's, under the scheduler's lock. `jobs`
-        holds at least the groups `wanted()` (a group that is not there and
-        has no queue any more stays wanted)."""
+        """Write what changed of each job's PodGroup status and of each queue's,
+        under the scheduler's lock (`phase_counts`: a group's member pods by phase).
+        The session's jobs hold at least the groups `wanted()` (a group that
+        is not there and has no queue any more stays wanted)."""
         now = self.clock.monotonic()
-        for job in jobs.values():
+        for job in ssn.jobs.values():
             settled = self._settled.get(job.key)
             sig = (job.phase, job.unschedulable, len(job.placed), bool(job.pending))
             if settled is not None and now < settled[1] and sig == settled[2]:
                 continue
-            status = group_status(job)
+            status = self.group_status(job, ssn.job_ready(job), phase_counts(job.key))
             phase = status["phase"].lower()
             self._set_phase(job.key, (job.queue, phase))
             last = self._reported.pod_groups.get(job.key)
@@ -193,7 +219,7 @@ class StatusReporter:
                 # Written (or being written): nothing to compute until its echo
                 # or a change makes it stale, or the write fails.
                 self._settle(job.key, phase, float("inf"), sig)
-        for name, q in queues.items():
+        for name, q in ssn.queues.items():
             counts = {p: 0 for p in ("pending", "running", "inqueue", "completed", "unknown")}
             counts.update((p, n) for p, n in self._per_queue.get(name, {}).items() if n)
             status = {**counts, "allocated": {d: str(v) for d, v in q.allocated.items()}}

@@ -18,7 +18,7 @@ def test_gang_is_all_or_nothing() -> None:
     (cond,) = st["conditions"]
     assert cond["type"] == "Unschedulable" and "6/6 tasks in gang unschedulable" in cond["message"]
     assert "Insufficient cpu" in cond["message"]
-    env.sched.on_node(make_node("n5", cpu="1"))  # room for the sixth: the gang starts whole
+    env.sched.cache.on_node(make_node("n5", cpu="1"))  # room for the sixth: the gang starts whole
     env.run()
     assert len(env.bound("big")) == 6
     assert env.group_status("big")["phase"] == "Running"
@@ -106,7 +106,7 @@ def test_drf_orders_jobs_by_dominant_share() -> None:
     # rich holds 3 cpus; of two new jobs wanting the last 3, the one whose
     # job has the smaller dominant share goes first.
     env.job("rich2", 1, cpu="3")  # newer owner job, share 0
-    env.sched.on_pod(  # one more task of `rich`, pending, older job, share 0.5
+    env.sched.cache.on_pod(  # one more task of `rich`, pending, older job, share 0.5
         __import__("tests.fakes.scheduler_objects", fromlist=["make_pod"]).make_pod(
             "rich-t-9", cpu="3", scheduler_name="volcano",
             annotations={"scheduling.k8s.io/group-name": "rich", "volcano.sh/task-spec": "t"},

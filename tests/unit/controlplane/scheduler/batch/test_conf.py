@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controlplane.scheduler.batch import conf
-from controlplane.scheduler.batch.scheduler import BatchScheduler, build_framework
+from controlplane.scheduler.batch import builtin, conf
+from controlplane.scheduler.batch.scheduler import BatchScheduler
 
 from .harness import Cluster
 
@@ -31,7 +31,7 @@ tiers:
 
 
 def test_volcano_default_configuration_is_read() -> None:
-    c = conf.validate(conf.load(VOLCANO_DEFAULT))
+    c = builtin.load(VOLCANO_DEFAULT)
     assert c.actions == ("enqueue", "allocate", "backfill")
     assert [p.name for p in c.tiers[0]] == ["priority", "gang", "conformance"]
     gang = c.plugin("gang")
@@ -40,7 +40,7 @@ def test_volcano_default_configuration_is_read() -> None:
         and not gang.enabled("enablePreemptable")
         and gang.enabled("enableJobReady")
     )
-    fw = build_framework(c, BatchScheduler(c, Cluster()).handle)
+    fw = BatchScheduler(c, Cluster()).framework
     assert fw.weights["BinPack"] == 10 and fw.plugin("NodeAffinity") is not None
 
 
@@ -62,7 +62,7 @@ def test_volcano_default_configuration_is_read() -> None:
 )  # fmt: skip
 def test_bad_configuration_is_refused_naming_the_line(text: str, where: str, what: str) -> None:
     with pytest.raises(conf.ConfError) as err:
-        conf.load(text)
+        builtin.load(text)
     assert str(err.value).startswith(where) and what in str(err.value)
 
 
