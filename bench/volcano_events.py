@@ -151,6 +151,9 @@ class Writer:
     def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         self.statuses.append((kind, obj, status))
 
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        pass
+
 
 def replay(nodes: int, jobs: int, tasks: int, per_session: int) -> tuple[float, float, int]:
     """Session and handler CPU seconds, and sessions run, to bind every pod."""

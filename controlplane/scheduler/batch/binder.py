@@ -7,7 +7,8 @@ fails forgets the pod's assumed place and makes it pending again, unless it
 failed because the pod is gone: deleted (NotFound), replaced by a pod of
 another UID or being deleted (the UID precondition or the deletion refused
 the bind), or bound already (its event will tell). Evictions delete each
-victim with its own grace period.
+victim with its own grace period, with an Evict event on it and on its
+PodGroup.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 
 from controlplane.client.errors import NotFound
 from controlplane.scheduler.batch.cache import BatchCache
+from controlplane.scheduler.batch.statement import Eviction
 from controlplane.scheduler.framework import Framework
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState
@@ -33,6 +35,8 @@ class BindWriter(Protocol):
     ) -> list[Exception | None]: ...
 
     def evict(self, pod: Obj, grace_seconds: int) -> None: ...
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None: ...
 
 
 def gone(err: Exception | str) -> bool:
@@ -125,9 +129,16 @@ class Binder:
                 self._failed(p, err)
         self.cache.dirty.set()
 
-    def evict(self, victims: list[PodInfo]) -> None:
-        for victim in victims:
+    def evict(self, evictions: list[Eviction]) -> None:
+        """Delete each victim with its grace period; an Evict event on it
+        and on its PodGroup, as Volcano's cache records them."""
+        for e in evictions:
+            victim = e.pod
             try:
                 self.writer.evict(victim.pod, victim.grace_seconds)
             except Exception:
                 log.exception("evicting %s", victim.key)
+                continue
+            self.writer.event(victim.pod, "Warning", "Evict",
+                              f"Pod is evicted, because of {e.reason}")  # fmt: skip
+            self.writer.event(e.group, "Normal", "Evict", e.reason)

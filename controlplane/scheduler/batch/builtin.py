@@ -37,10 +37,12 @@ def registry() -> Registry:
     r.register_plugin("drf", (P.JOB_ORDER, P.PREEMPTABLE), on_open=plugins.drf)
     r.register_plugin(
         "proportion",
-        (P.QUEUE_ORDER, P.OVERUSED, P.ALLOCATABLE, P.RECLAIMABLE, P.JOB_ENQUEUEABLE),
+        (P.QUEUE_ORDER, P.OVERUSED, P.ALLOCATABLE, P.RECLAIMABLE, P.JOB_ENQUEUEABLE,
+         P.JOB_ENQUEUED),
         on_open=plugins.proportion,
-    )
-    r.register_plugin("overcommit", (P.JOB_ENQUEUEABLE,), on_open=plugins.overcommit)
+    )  # fmt: skip
+    r.register_plugin("overcommit", (P.JOB_ENQUEUEABLE, P.JOB_ENQUEUED), on_open=plugins.overcommit)
+    r.register_plugin("sla", (P.JOB_ORDER, P.JOB_ENQUEUEABLE), on_open=plugins.sla)
     r.register_plugin("predicates", (P.PREDICATE,), build=plugins.predicates)
     r.register_plugin("nodeorder", (P.NODE_ORDER,), build=plugins.nodeorder)
     r.register_plugin("binpack", (P.NODE_ORDER,), build=plugins.binpack)

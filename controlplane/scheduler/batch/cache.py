@@ -79,7 +79,7 @@ class BatchCache:
         self.priority_classes: dict[str, int] = {}
         self.snapshots = Snapshots(
             self.cluster, self.groups, self.members, self.queues, self.pending,
-            self.priority_classes,
+            self.priority_classes, self.finished,
         )  # fmt: skip
         self.dirty = threading.Event()  # something changed that a session could act on
 

@@ -25,6 +25,7 @@ registry's to say (registry.py `check`, with the line kept here).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,6 +181,32 @@ def load(text: str) -> Conf:
     if not actions:
         raise _fail(root, "actions is required")
     return Conf(actions, tuple(tiers), actions_line)
+
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+          "h": 3600.0}  # fmt: skip
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(value: Any) -> float | None:
+    """Go's time.ParseDuration ("1h2m3s4ms5us6ns", "3s", "1.5h") in seconds;
+    None when absent, not positive or not a duration (Volcano logs and
+    ignores a bad one)."""
+    if not isinstance(value, str) or not value:
+        return None
+    text, sign = value, 1.0
+    if text[0] in "+-":
+        sign, text = (-1.0 if text[0] == "-" else 1.0), text[1:]
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(text):
+        if m.start() != pos:
+            return None
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(text) or pos == 0:
+        return None
+    total *= sign
+    return total if total > 0 else None
 
 
 def _check_argument(conf: Conf, plugin: str, arg: str, lo: float, hi: float) -> None:

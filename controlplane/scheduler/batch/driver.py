@@ -5,8 +5,9 @@ on and those whose status is due, the queues, the cluster's allocatable),
 lets each plugin of the configuration add its functions tier by tier, then
 places again the tasks of jobs whose room is being freed (below); the
 actions run in the configuration's order within the session's budget;
-`close` hands the decisions on (the binds and evictions to write) and marks
-the groups the session touched as changed.
+`close` hands the decisions on (the binds and evictions to write), marks
+the groups the session touched as changed, and gives every job that is not
+ready the gang's message (as gang's OnSessionClose does).
 
 Room freed for a preemptor is its own (Volcano's pipelined tasks): while
 some of its victims still terminate, its tasks are placed there for the
@@ -23,6 +24,7 @@ from controlplane.client.clock import Clock
 from controlplane.scheduler.batch import actions
 from controlplane.scheduler.batch.cache import BatchCache
 from controlplane.scheduler.batch.conf import Conf
+from controlplane.scheduler.batch.info import NOT_ENOUGH_RESOURCES, gang_message
 from controlplane.scheduler.batch.registry import Registry
 from controlplane.scheduler.batch.session import Session
 from controlplane.scheduler.framework import Framework
@@ -63,7 +65,7 @@ class SessionDriver:
         ssn = Session(
             cache.cluster, self.framework, jobs, queues, total,
             deadline=self.clock.monotonic() + self.budget, clock=self.clock.monotonic,
-            more=cache.snapshots.more, actions=self.conf.actions,
+            more=cache.snapshots.more, actions=self.conf.actions, now=self.clock.now,
         )  # fmt: skip
         self.registry.open_session(ssn, self.conf)
         self._hold_room(ssn)
@@ -103,3 +105,11 @@ class SessionDriver:
             stmt.discard()
         for key in out.touched:
             self.cache.changed(key)
+        if not ssn.out_of_time():
+            # gang's session close: a job with tasks that is not ready says why,
+            # even if no action got to it (its queue overused, say).
+            for job in ssn.jobs.values():
+                has_tasks = job.placed or job.pending or job.succeeded or job.failed
+                if not job.unschedulable and has_tasks and not ssn.job_ready(job):
+                    job.unschedulable_reason = NOT_ENOUGH_RESOURCES
+                    job.unschedulable = gang_message(job)

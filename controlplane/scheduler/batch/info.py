@@ -19,6 +19,11 @@ from controlplane.scheduler.podinfo import PodInfo
 Obj = dict[str, Any]
 Res = dict[str, int]
 DIMS = ("cpu", "memory")
+# Volcano's PodGroup states and condition reason (scheduling/v1beta1).
+POD_GROUP_READY = "pod group is ready"
+POD_GROUP_NOT_READY = "pod group is not ready"
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+QUEUE_QUOTA = "queue resource quota insufficient"
 
 
 def add(a: Res, b: Res, sign: int = 1) -> None:
@@ -78,12 +83,49 @@ class JobInfo:
     placed: dict[str, PodInfo] = field(default_factory=dict)
     allocated: Res = field(default_factory=dict)
     request: Res = field(default_factory=dict)
-    # Set by actions: why the gang could not be placed this session.
+    # Member pods that ran to their end, per task (Succeeded) and in all (Failed).
+    succeeded: dict[str, int] = field(default_factory=dict)
+    failed: int = 0
+    # Set by actions: why the gang could not be placed this session (the
+    # PodGroup's Unschedulable condition: its reason and message).
     unschedulable: str = ""
+    unschedulable_reason: str = ""
+    enqueue_refusal: str = ""  # set by a plugin refusing to enqueue it: why
+    waiting_time: float | None = None  # its sla-waiting-time (seconds), if it has one
 
     @property
     def namespace(self) -> str:
         return self.key.split("/", 1)[0]
+
+    @property
+    def min_task_total(self) -> int:
+        return sum(self.min_task_member.values())
+
+    def tasks_checked(self) -> bool:
+        """Whether the per-task minimums count: only where the job's own
+        minAvailable covers them all (Volcano's JobInfo: a job whose
+        minAvailable is below their sum is elastic, its tasks are not)."""
+        return bool(self.min_task_member) and self.min_member >= self.min_task_total
+
+    def ready_num(self) -> int:
+        """Tasks placed or succeeded, and pending best-effort ones (ReadyTaskNum
+        plus PendingBestEffortTaskNum): what minAvailable is held against."""
+        n = len(self.placed) + sum(self.succeeded.values())
+        if n < self.min_member:
+            n += sum(1 for t in self.pending if t.best_effort)
+        return n
+
+    def occupied_per_task(self, pending: bool = False) -> dict[str, int]:
+        """Per task, its pods placed or succeeded and its pending best-effort
+        ones (`pending`: every pending pod, which makes it valid)."""
+        out = self.placed_per_task()
+        for t, n in self.succeeded.items():
+            out[t] = out.get(t, 0) + n
+        for p in self.pending:
+            if pending or p.best_effort:
+                t = task_name(p)
+                out[t] = out.get(t, 0) + 1
+        return out
 
     def placed_per_task(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -91,3 +133,41 @@ class JobInfo:
             t = task_name(p)
             out[t] = out.get(t, 0) + 1
         return out
+
+
+def _task_status(p: PodInfo) -> str:
+    """The pod's status as Volcano's TaskStatus names it."""
+    if (p.pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "Releasing"
+    if (p.pod.get("status") or {}).get("phase") == "Running":
+        return "Running"
+    return "Bound" if (p.pod.get("spec") or {}).get("nodeName") else "Allocated"
+
+
+def _histogram(counts: dict[str, int]) -> str:
+    return ", ".join(sorted(f"{n} {what}" for what, n in counts.items() if n))
+
+
+def gang_message(job: JobInfo, tentative: int = 0, origin: str = "") -> str:
+    """Why the gang is not placed, in Volcano's words (gang's session close
+    and JobInfo.FitError): `<unready>/<tasks> tasks in gang unschedulable:
+    pod group is not ready, <tasks by status>, <n> minAvailable; Pending:
+    <pending tasks by reason>. Origin reason is <pod>: <why>`. `tentative`:
+    pending tasks a statement could place before the gang fell short."""
+    statuses: dict[str, int] = {}
+    for p in job.placed.values():
+        st = _task_status(p)
+        statuses[st] = statuses.get(st, 0) + 1
+    done = sum(job.succeeded.values())
+    statuses.update(Pending=len(job.pending), Succeeded=done, Failed=job.failed)
+    statuses["minAvailable"] = job.min_member
+    ready = job.ready_num() >= job.min_member
+    text = f"{POD_GROUP_READY if ready else POD_GROUP_NOT_READY}, {_histogram(statuses)}"
+    if job.pending:
+        reasons = {"Schedulable": tentative, "Unschedulable": len(job.pending) - tentative}
+        text += f"; Pending: {_histogram(reasons)}"
+    if origin:
+        text += f". Origin reason is {origin}"
+    unready = max(job.min_member - tentative - job.ready_num(), 0)
+    total = len(job.placed) + len(job.pending) + done + job.failed
+    return f"{unready}/{total} tasks in gang unschedulable: {text}"

@@ -6,9 +6,11 @@ method per point. Volcano's semantics, our code:
 
 - priority: jobs and tasks by priority (higher first); a preemptor may only
   evict tasks of lower priority (inside its own job: of lower task priority).
-- gang: a job is valid with at least minMember pods and ready with minMember
-  placed (and each task's minTaskMember); not-ready jobs go first; victims
-  only from a job's surplus above minMember (a job of minMember 1 entirely).
+- gang: Volcano's JobInfo checks. A job is valid with at least minMember
+  pods, ready with minMember placed (or succeeded, or pending best-effort);
+  each task's minTaskMember counts only where minMember covers their sum (a
+  job of minAvailable 2 over tasks of 16 replicas is elastic: 2 will do).
+  Not-ready jobs go first; victims only from a job's pods above minMember.
 - conformance: never evicts kube-system pods nor the system-* priority classes.
 - drf: jobs by dominant resource share (lowest first); a victim's job must keep
   a larger share than the preemptor's job gets.
@@ -29,13 +31,26 @@ method per point. Volcano's semantics, our code:
 from __future__ import annotations
 
 from controlplane.scheduler.batch import binpack as binpack_score
-from controlplane.scheduler.batch.conf import PluginOption
-from controlplane.scheduler.batch.info import DIMS, JobInfo, QueueInfo, Res, add, le, req
+from controlplane.scheduler.batch.conf import PluginOption, parse_duration
+from controlplane.scheduler.batch.info import (
+    DIMS,
+    QUEUE_QUOTA,
+    JobInfo,
+    QueueInfo,
+    Res,
+    add,
+    le,
+    req,
+)
 from controlplane.scheduler.batch.nodeplugins import DEFAULT_WEIGHTS, FILTERS, SCORES, NodeAdder
-from controlplane.scheduler.batch.session import Extensions, Victims
+from controlplane.scheduler.batch.session import ABSTAIN, PERMIT, REJECT, Extensions, Victims
 from controlplane.scheduler.podinfo import PodInfo
 
 SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
+SLA_WAITING_TIME = "sla-waiting-time"  # sla's argument (a PodGroup's annotation: snapshot.py)
+# Volcano's PodGroup condition reasons (scheduling/v1beta1).
+NOT_ENOUGH_PODS = "NotEnoughTasks"
+NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 
 
 def _share(used: Res, total: Res) -> float:
@@ -62,37 +77,53 @@ def priority(ext: Extensions, opt: PluginOption) -> None:
         ext.preemptable(victims)
 
 
-def _ready(job: JobInfo) -> bool:
-    if len(job.placed) < job.min_member:
-        return False
-    if job.min_task_member:
-        per = job.placed_per_task()
-        return all(per.get(t, 0) >= n for t, n in job.min_task_member.items())
-    return True
+def tasks_ready(job: JobInfo) -> bool:
+    """Each task has its minimum placed (Volcano's CheckTaskReady): checked
+    only where the job's minAvailable covers the tasks' minimums."""
+    if not job.tasks_checked():
+        return True
+    per = job.occupied_per_task()
+    return all(per.get(t, 0) >= n for t, n in job.min_task_member.items())
+
+
+def ready(job: JobInfo) -> bool:
+    """minAvailable tasks placed (or done), and each task's minimum where it counts."""
+    return job.ready_num() >= job.min_member and tasks_ready(job)
+
+
+def invalid(job: JobInfo) -> tuple[str, str] | None:
+    """Why the job cannot be gang-scheduled at all (Volcano's gang JobValid):
+    a task with fewer pods than its minimum, or fewer pods than minAvailable."""
+    if job.tasks_checked():
+        per = job.occupied_per_task(pending=True)
+        if any(n and per.get(t, 0) < n for t, n in job.min_task_member.items()):
+            return NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
+    n = len(job.placed) + len(job.pending) + sum(job.succeeded.values())
+    if n < job.min_member:
+        return NOT_ENOUGH_PODS, (
+            f"Not enough valid tasks for gang-scheduling, valid: {n}, min: {job.min_member}"
+        )
+    return None
 
 
 def gang(ext: Extensions, opt: PluginOption) -> None:
-    def valid(job: JobInfo) -> str:
-        n = len(job.pending) + len(job.placed)
-        if n < job.min_member:
-            return f"Not enough valid tasks for gang-scheduling, valid: {n}, min: {job.min_member}"
-        return ""
-
-    ext.job_valid(valid)
+    ext.job_valid(invalid)
     if opt.enabled("enableJobReady"):
-        ext.job_ready(_ready)
+        ext.job_ready(ready)
     if opt.enabled("enableJobPipelined"):
-        ext.job_pipelined(_ready)
+        ext.job_pipelined(ready)
     if opt.enabled("enableJobOrder"):
-        ext.job_order(lambda j: 1 if _ready(j) else 0)
+        ext.job_order(lambda j: 1 if j.ready_num() >= j.min_member else 0)
 
     def surplus(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
-        taken: dict[str, int] = {}
+        """Victims only from a job's pods above its minAvailable (Volcano's
+        gang preemptable: ready tasks > minAvailable)."""
+        occupied: dict[str, int] = {}
         out = []
         for vj, v in cands:
-            n = taken.get(vj.key, 0)
-            if vj.min_member <= 1 or len(vj.placed) - n - 1 >= vj.min_member:
-                taken[vj.key] = n + 1
+            n = occupied.setdefault(vj.key, len(vj.placed) + sum(vj.succeeded.values()))
+            if n > vj.min_member:
+                occupied[vj.key] = n - 1
                 out.append((vj, v))
         return out
 
@@ -209,28 +240,33 @@ def proportion(ext: Extensions, opt: PluginOption) -> None:
                 out.append((vj, v))
         return out
 
-    def enqueueable(job: JobInfo) -> bool:
+    def enqueueable(job: JobInfo) -> int:
         q = ssn.queues.get(job.queue)
         if q is None or q.state != "Open":
-            return False
+            return REJECT
         future = dict(q.allocated)
         add(future, q.inqueue)
         add(future, job.min_resources)
         if q.capability is not None and not le(future, q.capability, q.capability):
-            return False
+            job.enqueue_refusal = QUEUE_QUOTA
+            return REJECT
         # Within the deserved share, so that jobs a queue could not run anyway
         # do not hold the cluster's enqueue room; a queue with nothing running
         # or inqueue takes one job whatever its size.
         idle = not any(q.allocated.values()) and not any(q.inqueue.values())
-        preemptor = q.lowest is not None and job.priority > q.lowest
         if (
             idle
-            or preemptor
+            or _preemptor(ext, q, job)
             or le(future, q.deserved, [d for d in DIMS if job.min_resources.get(d)])
         ):
+            return PERMIT
+        job.enqueue_refusal = QUEUE_QUOTA
+        return REJECT
+
+    def enqueued(job: JobInfo) -> None:
+        q = ssn.queues.get(job.queue)
+        if q is not None:
             add(q.inqueue, job.min_resources)
-            return True
-        return False
 
     if opt.enabled("enableOverused"):
         ext.overused(overused)
@@ -240,6 +276,13 @@ def proportion(ext: Extensions, opt: PluginOption) -> None:
         ext.reclaimable(reclaim)
     if opt.enabled("enableJobEnqueued"):
         ext.job_enqueueable(enqueueable)
+        ext.job_enqueued(enqueued)
+
+
+def _preemptor(ext: Extensions, q: QueueInfo, job: JobInfo) -> bool:
+    """The job outranks a job placed in its own queue and preempt runs: its
+    room may come from its queue's own pods rather than from idle resources."""
+    return "preempt" in ext.session.actions and q.lowest is not None and job.priority > q.lowest
 
 
 def overcommit(ext: Extensions, opt: PluginOption) -> None:
@@ -250,15 +293,45 @@ def overcommit(ext: Extensions, opt: PluginOption) -> None:
         add(used, q.allocated)
         add(used, q.inqueue)
 
-    def enqueueable(job: JobInfo) -> bool:
+    def enqueueable(job: JobInfo) -> int:
         future = dict(used)
         add(future, job.min_resources)
         room = {d: int(ssn.total.get(d, 0) * factor) for d in DIMS}
-        if le(future, room):
-            add(used, job.min_resources)  # later jobs of this session see it
-            return True
-        return False
+        q = ssn.queues.get(job.queue)
+        if le(future, room) or (q is not None and _preemptor(ext, q, job)):
+            return PERMIT
+        job.enqueue_refusal = "resource in cluster is overused"
+        return REJECT
 
+    def enqueued(job: JobInfo) -> None:
+        add(used, job.min_resources)  # later jobs of this session see it
+
+    if opt.enabled("enableJobEnqueued"):
+        ext.job_enqueueable(enqueueable)
+        ext.job_enqueued(enqueued)
+
+
+def sla(ext: Extensions, opt: PluginOption) -> None:
+    """Volcano's sla: a job may wait for room at most its `sla-waiting-time`
+    (the PodGroup's annotation, else the plugin's argument): jobs go by the
+    end of their waiting time (those with none last), and a job past it is
+    enqueued whatever the other plugins say."""
+    default = parse_duration(opt.arguments.get(SLA_WAITING_TIME))
+    now = ext.session.now()
+
+    def limit(job: JobInfo) -> float | None:
+        return job.waiting_time if job.waiting_time is not None else default
+
+    def deadline(job: JobInfo) -> float:
+        w = limit(job)
+        return job.created + w if w is not None else float("inf")
+
+    def enqueueable(job: JobInfo) -> int:
+        w = limit(job)
+        return PERMIT if w is not None and now - job.created >= w else ABSTAIN
+
+    if opt.enabled("enableJobOrder"):
+        ext.job_order(deadline)
     if opt.enabled("enableJobEnqueued"):
         ext.job_enqueueable(enqueueable)
 

@@ -12,13 +12,15 @@ A `Registry` is a plain map from name to what to run (Volcano's
   not register is a `RegistrationError` too, so a plugin's declaration is
   always what it does.
 
-`check(conf)` refuses a configuration naming an action or plugin the
-registry does not know (`ConfError` with the line). builtin.py registers
-skiff's own.
+`check(conf)` refuses a configuration naming an action the registry does
+not know (`ConfError` with the line) and leaves out, with a warning, a
+plugin it does not know. builtin.py registers skiff's own.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
@@ -34,6 +36,8 @@ from controlplane.scheduler.batch.session import (
 )
 from controlplane.scheduler.framework import Framework
 from controlplane.scheduler.handle import NodeHandle
+
+log = logging.getLogger("skiff.scheduler.batch")
 
 Opener = Callable[[Extensions, PluginOption], None]
 Builder = Callable[[NodeAdder, PluginOption], None]
@@ -90,17 +94,26 @@ class Registry:
         return self._plugins
 
     def check(self, conf: Conf) -> Conf:
-        """The configuration, when it names only registered actions and plugins."""
+        """The configuration with only registered plugins: an unknown action is
+        refused (`ConfError`), an unknown plugin is logged and left out, as
+        Volcano's scheduler does ("failed to find Action", "Failed to get
+        plugin"), so that its own configurations load as they stand."""
         for name in conf.actions:
             if name not in self._actions:
                 raise ConfError(f"line {conf.actions_line}: unknown action {name!r}; "
                                 f"known: {', '.join(self._actions)}")  # fmt: skip
+        tiers = []
         for tier in conf.tiers:
+            known = []
             for opt in tier:
-                if opt.name not in self._plugins:
-                    raise ConfError(f"line {opt.line}: unknown plugin {opt.name!r}; "
-                                    f"known: {', '.join(self._plugins)}")  # fmt: skip
-        return conf
+                if opt.name in self._plugins:
+                    known.append(opt)
+                else:
+                    log.warning("volcano-scheduler.conf line %d: plugin %r is not built in "
+                                "(known: %s): skipped", opt.line, opt.name,
+                                ", ".join(self._plugins))  # fmt: skip
+            tiers.append(tuple(known))
+        return dataclasses.replace(conf, tiers=tuple(tiers))
 
     def framework(self, conf: Conf, handle: NodeHandle) -> Framework:
         """The Framework of the configuration's filter and score plugins."""

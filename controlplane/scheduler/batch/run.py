@@ -22,10 +22,11 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controlplane.api import volcano
+from controlplane.api import rfc3339, volcano
 from controlplane.client.component import run_component
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
@@ -71,6 +72,27 @@ class ApiBatchWriter:
     def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         meta = obj["metadata"]
         self.client.patch(kind, meta["name"], {"status": status}, meta.get("namespace"), "status")
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        """A core/v1 Event from `volcano` (Volcano's scheduler's source) about `obj`."""
+        meta = obj.get("metadata") or {}
+        ns = str(meta.get("namespace") or "default")
+        now = rfc3339.format_time(time.time())
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name', 'object')}.", "namespace": ns},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""),
+                "name": meta.get("name", ""), "namespace": ns, "uid": meta.get("uid", ""),
+            },
+            "reason": reason, "message": message, "type": type_,
+            "source": {"component": volcano.SCHEDULER_NAME},
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }  # fmt: skip
+        try:
+            self.client.create("Event", body, ns)
+        except Exception as err:  # events are best effort
+            log.debug("could not record event %s: %s", reason, err)
 
 
 class BatchService:

@@ -11,13 +11,15 @@ point; a plugin may add only at the points it registered (registry.py).
 Order keys (job, queue, task) are compared tier by tier: the first plugin
 that tells two apart decides. A victim must be let go by every victim filter
 of every tier (none if no plugin speaks). `ready`, `pipelined`,
-`allocatable` and `enqueueable` are the AND of the plugins' answers,
-`overused` their OR, `valid` the first reason given.
+`allocatable` are the AND of the plugins' answers, `overused` their OR,
+`valid` the first (reason, message) given; `enqueueable` counts votes tier
+by tier as Volcano does.
 """
 
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +43,7 @@ class Point(enum.Enum):
     JOB_PIPELINED = "jobPipelined"
     JOB_VALID = "jobValid"
     JOB_ENQUEUEABLE = "jobEnqueueable"
+    JOB_ENQUEUED = "jobEnqueued"
     OVERUSED = "overused"
     ALLOCATABLE = "allocatable"
     PREEMPTABLE = "preemptable"
@@ -51,6 +54,9 @@ class Point(enum.Enum):
 
 FRAMEWORK_POINTS = frozenset((Point.PREDICATE, Point.NODE_ORDER))
 SESSION_POINTS = frozenset(Point) - FRAMEWORK_POINTS
+
+# A plugin's vote on enqueueing a job (Volcano's util.Permit, Abstain, Reject).
+PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 KeyFn = Callable[[Any], Any]
 Victims = list[tuple[JobInfo, PodInfo]]
@@ -64,6 +70,7 @@ class Tier:
     task_order: list[KeyFn] = field(default_factory=list)
     preemptable: list[VictimFn] = field(default_factory=list)
     reclaimable: list[VictimFn] = field(default_factory=list)
+    job_enqueueable: list[Callable[[JobInfo], int]] = field(default_factory=list)
 
 
 class RegistrationError(ValueError):
@@ -85,6 +92,7 @@ class Session:
         more: Callable[[dict[str, JobInfo]], None] | None = None,
         actions: Collection[str] = (),
         waiting: Collection[str] = (),
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.cache = cache
         self.framework = framework
@@ -100,14 +108,15 @@ class Session:
         self.waiting = frozenset(waiting)  # jobs whose room is held while their victims go
         self.tiers: list[Tier] = []
         self.job_ready_fns: list[Callable[[JobInfo], bool]] = []
-        self.job_valid_fns: list[Callable[[JobInfo], str]] = []
+        self.job_valid_fns: list[Callable[[JobInfo], tuple[str, str] | None]] = []
         self.overused_fns: list[Callable[[QueueInfo], bool]] = []
         self.allocatable_fns: list[Callable[[QueueInfo, PodInfo], bool]] = []
-        self.enqueueable_fns: list[Callable[[JobInfo], bool]] = []
+        self.enqueued_fns: list[Callable[[JobInfo], None]] = []
         self.pipelined_fns: list[Callable[[JobInfo], bool]] = []
         self.outcome = Outcome()
         self.deadline = deadline
         self._clock = clock
+        self.now = now  # wall-clock seconds (jobs' creation times are on it)
 
     def all_jobs(self) -> dict[str, JobInfo]:
         """Every job (the snapshot's others added to `jobs` once)."""
@@ -173,12 +182,13 @@ class Session:
     def job_pipelined(self, job: JobInfo) -> bool:
         return all(f(job) for f in self.pipelined_fns)
 
-    def job_valid(self, job: JobInfo) -> str:
+    def job_valid(self, job: JobInfo) -> tuple[str, str] | None:
+        """None, or the first (reason, message) a plugin gives for the job being invalid."""
         for f in self.job_valid_fns:
-            reason = f(job)
-            if reason:
-                return reason
-        return ""
+            invalid = f(job)
+            if invalid is not None:
+                return invalid
+        return None
 
     def overused(self, q: QueueInfo) -> bool:
         return any(f(q) for f in self.overused_fns)
@@ -187,7 +197,23 @@ class Session:
         return all(f(q, task) for f in self.allocatable_fns)
 
     def enqueueable(self, job: JobInfo) -> bool:
-        return all(f(job) for f in self.enqueueable_fns)
+        """Volcano's tiers of votes: any REJECT refuses; a tier where some plugin
+        says PERMIT (and none REJECT) admits without asking the next tiers."""
+        for tier in self.tiers:
+            permit = False
+            for f in tier.job_enqueueable:
+                vote = f(job)
+                if vote < 0:
+                    return False
+                permit = permit or vote > 0
+            if permit:
+                return True
+        return True
+
+    def enqueued(self, job: JobInfo) -> None:
+        """The job is enqueued: each plugin counts it (its minResources now held)."""
+        for f in self.enqueued_fns:
+            f(job)
 
     def statement(self) -> Statement:
         return Statement(self.cache, self.framework, self.queues, self.outcome)
@@ -238,13 +264,18 @@ class Extensions:
         self._at(Point.JOB_PIPELINED)
         self.session.pipelined_fns.append(fn)
 
-    def job_valid(self, fn: Callable[[JobInfo], str]) -> None:
+    def job_valid(self, fn: Callable[[JobInfo], tuple[str, str] | None]) -> None:
         self._at(Point.JOB_VALID)
         self.session.job_valid_fns.append(fn)
 
-    def job_enqueueable(self, fn: Callable[[JobInfo], bool]) -> None:
+    def job_enqueueable(self, fn: Callable[[JobInfo], int]) -> None:
+        """`fn` votes PERMIT, ABSTAIN or REJECT."""
         self._at(Point.JOB_ENQUEUEABLE)
-        self.session.enqueueable_fns.append(fn)
+        self._tier.job_enqueueable.append(fn)
+
+    def job_enqueued(self, fn: Callable[[JobInfo], None]) -> None:
+        self._at(Point.JOB_ENQUEUED)
+        self.session.enqueued_fns.append(fn)
 
     def overused(self, fn: Callable[[QueueInfo], bool]) -> None:
         self._at(Point.OVERUSED)

@@ -37,11 +37,13 @@ from typing import Any
 
 from controlplane.api import volcano
 from controlplane.scheduler import resources
+from controlplane.scheduler.batch.conf import parse_duration
 from controlplane.scheduler.batch.info import DIMS, JobInfo, QueueInfo, Res, add, req
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache, finished
 from controlplane.scheduler.podinfo import PodInfo, parse_time
 
 Obj = dict[str, Any]
+SLA_WAITING_TIME = "sla-waiting-time"  # a PodGroup's own limit for the sla plugin
 
 
 def res(raw: Any) -> Res:
@@ -58,6 +60,7 @@ class _Facts:
     min_resources: Res
     priority_class: str
     created: float
+    waiting_time: float | None  # its sla-waiting-time annotation, in seconds
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class _Members:
     allocated: Res
     request: Res
     best: int | None  # the highest priority of its pods
+    succeeded: dict[str, int]  # per task, its pods that succeeded
+    failed: int
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,11 @@ class _Sums:
                 del self.priorities[part.priority]
 
 
+def _task_of(pod: Obj) -> str:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(volcano.TASK_SPEC, ""))
+
+
 def _facts(group: Obj) -> _Facts:
     spec = group.get("spec") or {}
     return _Facts(
@@ -106,6 +116,9 @@ def _facts(group: Obj) -> _Facts:
         min_resources=res(spec.get("minResources")),
         priority_class=spec.get("priorityClassName") or "",
         created=parse_time((group.get("metadata") or {}).get("creationTimestamp")) or 0.0,
+        waiting_time=parse_duration(
+            ((group.get("metadata") or {}).get("annotations") or {}).get(SLA_WAITING_TIME)
+        ),
     )
 
 
@@ -144,8 +157,10 @@ class Snapshots:
         queues: Mapping[str, Obj],
         pending: Mapping[str, PodInfo],
         priority_classes: Mapping[str, int],
+        finished: Mapping[str, Obj],
     ) -> None:
         self.cache = cache
+        self.finished = finished
         self.groups = groups
         self.members = members
         self.queues = queues
@@ -193,6 +208,8 @@ class Snapshots:
         pending: list[PodInfo] = []
         allocated: Res = {}
         best: int | None = None
+        succeeded: dict[str, int] = {}
+        failed = 0
         for pk in self.members.get(key, ()):
             node = cache.node_of(pk)
             p: PodInfo | None
@@ -206,13 +223,20 @@ class Snapshots:
             else:
                 p = self.pending.get(pk)
                 if p is None:
+                    done = self.finished.get(pk)
+                    if done is not None:
+                        if (done.get("status") or {}).get("phase") == "Succeeded":
+                            task = _task_of(done)
+                            succeeded[task] = succeeded.get(task, 0) + 1
+                        else:
+                            failed += 1
                     continue
                 pending.append(p)
             best = p.priority if best is None else max(best, p.priority)
         request = dict(allocated)
         for p in pending:
             add(request, req(p))
-        made = _Members(placed, pending, allocated, request, best)
+        made = _Members(placed, pending, allocated, request, best, succeeded, failed)
         self._members[key] = made
         return made
 
@@ -234,6 +258,9 @@ class Snapshots:
             placed=m.placed,
             allocated=m.allocated,
             request=m.request,
+            succeeded=m.succeeded,
+            failed=m.failed,
+            waiting_time=f.waiting_time,
         )  # fmt: skip
         inqueue = f.min_resources if job.phase == "Inqueue" and len(m.placed) < f.min_member else {}
         part = _Part(f.queue, m.allocated, m.request, inqueue, priority if m.placed else None)

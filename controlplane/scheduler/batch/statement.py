@@ -15,12 +15,22 @@ the bind, whose PreBind needs it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from controlplane.scheduler.batch.info import JobInfo, QueueInfo, add, req
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import Framework
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Eviction:
+    pod: PodInfo
+    reason: str  # the action's: preempt, reclaim
+    group: Obj  # the victim's PodGroup
 
 
 @dataclass
@@ -29,7 +39,7 @@ class Outcome:
 
     binds: list[tuple[PodInfo, str]] = field(default_factory=list)
     bind_states: dict[str, CycleState] = field(default_factory=dict)  # pod key -> cycle state
-    evictions: list[PodInfo] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
     # Jobs waiting for room being freed for them, their tasks placed there
     # until the session ends (never bound in this session).
     pipelined: list[tuple[JobInfo, Statement]] = field(default_factory=list)
@@ -48,6 +58,7 @@ class Statement:
         self.outcome = outcome
         self.placed: list[tuple[JobInfo, PodInfo, str]] = []
         self.evicted: list[tuple[JobInfo, PodInfo, str]] = []
+        self.reasons: dict[str, str] = {}  # victim key -> why it is evicted
         self.states: dict[str, CycleState] = {}
 
     def _account(self, job: JobInfo, p: PodInfo, sign: int) -> None:
@@ -67,7 +78,8 @@ class Statement:
         self._account(job, task, 1)
         self.placed.append((job, task, node))
 
-    def evict(self, job: JobInfo, victim: PodInfo) -> None:
+    def evict(self, job: JobInfo, victim: PodInfo, reason: str) -> None:
+        self.reasons[victim.key] = reason
         node = self.cache.node_of(victim.key) or ""
         info = self.cache.nodes.get(node)
         if info is not None:
@@ -108,7 +120,7 @@ class Statement:
         """The placements become binds, the evictions deletions (after the session)."""
         self.outcome.binds.extend((task, node) for _job, task, node in self.placed)
         self.outcome.bind_states.update(self.states)
-        self.outcome.evictions.extend(victim for _job, victim, _node in self.evicted)
+        self._evictions()
         self.states = {}
         self.placed = []
         self.evicted = []
@@ -119,5 +131,10 @@ class Statement:
         is not given to anyone else nor its victims chosen again; the scheduler
         discards the statement when the session ends and holds the room for the
         job until its victims are gone."""
-        self.outcome.evictions.extend(v for _j, v, _n in self.evicted)
+        self._evictions()
         self.outcome.pipelined.append((job, self))
+
+    def _evictions(self) -> None:
+        self.outcome.evictions.extend(
+            Eviction(v, self.reasons.get(v.key, ""), j.group) for j, v, _n in self.evicted
+        )

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from controlplane.client.clock import Clock
 from controlplane.client.errors import NotFound
-from controlplane.scheduler.batch.info import JobInfo
+from controlplane.scheduler.batch.info import NOT_ENOUGH_RESOURCES, POD_GROUP_READY, JobInfo
 from controlplane.scheduler.batch.session import Session
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,31 @@ class StatusWriter(Protocol):
     def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         """Replace the status fields given (a merge patch of the status subresource)."""
         ...
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        """Record a core/v1 Event about `obj` (best effort: never raises)."""
+        ...
+
+
+def group_events(last: Obj | None, status: Obj) -> list[tuple[str, str, str]]:
+    """The Events a PodGroup status written after `last` brings (Volcano's
+    RecordJobStatusEvent): Warning Unschedulable with the gang's message when
+    that message is new and the group waits (Pending, Inqueue, Unknown),
+    Normal Scheduled when the gang starts running."""
+    out = []
+    cond = {c["type"]: c for c in status.get("conditions") or ()}
+    before = {c["type"]: c for c in (last or {}).get("conditions") or ()}
+    gang = cond.get("Unschedulable")
+    waiting = status["phase"] in ("Pending", "Inqueue", "Unknown")
+    if (
+        waiting
+        and gang is not None
+        and gang["message"] != (before.get("Unschedulable") or {}).get("message")
+    ):
+        out.append(("Warning", "Unschedulable", str(gang["message"])))
+    if status["phase"] == "Running" and (last or {}).get("phase") != "Running":
+        out.append(("Normal", "Scheduled", POD_GROUP_READY))
+    return out
 
 
 @dataclass
@@ -142,18 +167,28 @@ class StatusReporter:
 
     def group_status(self, job: JobInfo, ready: bool, counts: Mapping[str, int]) -> Obj:
         """The PodGroup status of a job after a session (`ready`: the session's
-        plugins say so) with its member pods' `counts` by phase."""
-        phase = job.phase
-        if ready and job.placed:
-            phase = "Running"  # a placed gang runs, whatever was written before
-        if counts["succeeded"] >= job.min_member > 0 and not job.pending:
-            phase = "Completed"
+        plugins say so) with its member pods' `counts` by phase.
+
+        The phase is Volcano's (framework's jobStatus): Unknown while some of
+        its pods run but the gang is unschedulable (a member gone and not
+        placed again); Running once minMember pods are placed or finished,
+        Completed when all of those finished (succeeded or failed); else
+        Inqueue if enqueued, Pending. The condition is gang's: Unschedulable
+        with why while the gang is not ready, Scheduled once it is."""
+        unschedulable = bool(job.unschedulable) and not ready
+        done = sum(job.succeeded.values()) + job.failed
+        scheduled = len(job.placed) + done
+        if counts["running"] and unschedulable:
+            phase = "Unknown"
+        elif scheduled >= job.min_member and scheduled:
+            phase = "Completed" if scheduled == done else "Running"
+        else:
+            phase = "Inqueue" if job.phase == "Inqueue" else "Pending"
         status: Obj = {"phase": phase, **counts}
-        if job.unschedulable and phase != "Running":
+        if unschedulable:
             status["conditions"] = [{
                 "type": "Unschedulable", "status": "True",
-                "reason": "NotEnoughResources" if "tasks in gang" in job.unschedulable
-                else "NotEnoughTasks",
+                "reason": job.unschedulable_reason or NOT_ENOUGH_RESOURCES,
                 "message": job.unschedulable, "transitionID": "",
             }]  # fmt: skip
         elif phase == "Running":
@@ -240,7 +275,11 @@ class StatusReporter:
         def write() -> None:
             try:
                 self.writer.write_status(kind, obj, stamped)
+                last = reported.get(key)
                 reported[key] = status
+                if kind == "PodGroup":
+                    for type_, reason, message in group_events(last, status):
+                        self.writer.event(obj, type_, reason, message)
             except NotFound:
                 pass  # deleted meanwhile; its DELETED event follows
             except Exception:

@@ -26,6 +26,9 @@ class Cluster:
         self.pods: dict[str, Obj] = {}
         self.statuses: dict[tuple[str, str], Obj] = {}
         self.evicted: list[str] = []
+        self.events: list[
+            tuple[str, str, str, str, str]
+        ] = []  # (kind, name, type, reason, message)
         # Graceful: an evicted pod terminates (deletionTimestamp) until `finish`.
         self.graceful = False
 
@@ -69,6 +72,9 @@ class Cluster:
             again["status"] = {}
             self.sched.cache.on_pod(again)
 
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        self.events.append((obj.get("kind", ""), obj["metadata"]["name"], type_, reason, message))
+
     def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         assert self.sched is not None
         self.statuses[(kind, obj["metadata"]["name"])] = status
@@ -104,15 +110,19 @@ class Env:
     def job(self, name: str, tasks: int, cpu: str = "1", min_member: int | None = None,
             queue: str = "default", priority: int = 0, namespace: str = "default",
             best_effort: bool = False, claim: str = "", memory: str | None = None,
+            min_task: int | None = None, annotations: dict[str, str] | None = None,
             ) -> None:  # fmt: skip
-        """A PodGroup and its pods; `claim`: each pod i mounts the claim `<claim>-<i>`."""
+        """A PodGroup and its pods; `claim`: each pod i mounts the claim `<claim>-<i>`;
+        `min_task`: its task's minTaskMember (as Volcano's Job controller sets it)."""
         mm = tasks if min_member is None else min_member
         self.sched.cache.on_pod_group({
             "apiVersion": volcano.SCHEDULING_API, "kind": "PodGroup",
             "metadata": {"name": name, "namespace": namespace,
-                         "creationTimestamp": _stamp(len(self.sched.cache.groups))},
+                         "creationTimestamp": _stamp(len(self.sched.cache.groups)),
+                         "annotations": annotations or {}},
             "spec": {"minMember": mm, "queue": queue,
-                     "minResources": {"cpu": str(int(float(cpu) * mm))}},
+                     "minResources": {"cpu": str(int(float(cpu) * mm))},
+                     **({"minTaskMember": {"t": min_task}} if min_task is not None else {})},
             "status": {"phase": "Pending"},
         })  # fmt: skip
         for i in range(tasks):

@@ -108,11 +108,14 @@ def test_registered_plugins_and_actions_run_by_name() -> None:
     assert "default/a" in seen
 
 
-def test_the_configuration_names_only_registered_actions_and_plugins() -> None:
+def test_an_unknown_action_is_refused_an_unknown_plugin_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with pytest.raises(conf.ConfError, match=r"^line 2: unknown action 'audit'"):
         BatchScheduler(conf.load('\nactions: "audit"\n'), Cluster())
-    with pytest.raises(conf.ConfError, match=r"^line 6: unknown plugin 'mine'"):
-        BatchScheduler(conf.load(CONF), Cluster())
+    sched = BatchScheduler(conf.load(CONF), Cluster())
+    assert "line 6: plugin 'mine' is not built in" in caplog.text
+    assert [p.name for p in sched.driver.conf.tiers[0]] == ["gang"]
 
 
 def test_every_builtin_plugin_adds_only_at_its_registered_points() -> None:

@@ -111,7 +111,7 @@ def test_queue_sums_kept_across_sessions_equal_a_rebuild_from_scratch() -> None:
         kept = _sums(env)
         c = env.sched.cache
         fresh = Snapshots(
-            c.cluster, c.groups, c.members, c.queues, c.pending, c.priority_classes
+            c.cluster, c.groups, c.members, c.queues, c.pending, c.priority_classes, c.finished
         )  # fmt: skip
         fresh.invalidate_all()
         _jobs, queues, _total = fresh.take()
