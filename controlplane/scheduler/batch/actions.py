@@ -312,7 +312,7 @@ def _take(
     for task in sorted((t for t in job.pending if not t.best_effort), key=ssn.task_key):
         if until_ready and not _starving(job) and ssn.job_ready(job):
             break
-        if not until_ready and not ssn.allocatable(q, task):
+        if not until_ready and not (ssn.allocatable(q, task) and ssn.preemptive(q, task)):
             break  # reclaim: the queue's deserved share is reached, nothing beyond it
         placed = not _place(ssn, stmt, job, task)
         if not placed and not _make_room(ssn, stmt, job, task, candidate, select, reason):

@@ -7,7 +7,7 @@ and checks it against this registry.
 
 from __future__ import annotations
 
-from controlplane.scheduler.batch import actions, plugins
+from controlplane.scheduler.batch import actions, capacity, plugins
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.registry import Registry
 from controlplane.scheduler.batch.session import Point
@@ -42,6 +42,12 @@ def registry() -> Registry:
         on_open=plugins.proportion,
     )  # fmt: skip
     r.register_plugin("overcommit", (P.JOB_ENQUEUEABLE, P.JOB_ENQUEUED), on_open=plugins.overcommit)
+    r.register_plugin(
+        "capacity",
+        (P.QUEUE_ORDER, P.ALLOCATABLE, P.JOB_ENQUEUEABLE, P.JOB_ENQUEUED, P.RECLAIMABLE,
+         P.PREEMPTIVE),
+        on_open=capacity.capacity,
+    )  # fmt: skip
     r.register_plugin("sla", (P.JOB_ORDER, P.JOB_ENQUEUEABLE), on_open=plugins.sla)
     r.register_plugin("predicates", (P.PREDICATE,), build=plugins.predicates)
     r.register_plugin("nodeorder", (P.NODE_ORDER,), build=plugins.nodeorder)

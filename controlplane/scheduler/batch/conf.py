@@ -226,4 +226,8 @@ def validate(conf: Conf) -> Conf:
     _check_argument(conf, "binpack", "binpack.cpu", 0, 100)
     _check_argument(conf, "binpack", "binpack.memory", 0, 100)
     _check_argument(conf, "overcommit", "overcommit-factor", 1, 100)
+    for arg in ("leastrequested.weight", "mostrequested.weight", "balancedresource.weight",
+                "nodeaffinity.weight", "podaffinity.weight", "tainttoleration.weight",
+                "imagelocality.weight", "podtopologyspread.weight"):  # fmt: skip
+        _check_argument(conf, "nodeorder", arg, 0, 100)
     return conf

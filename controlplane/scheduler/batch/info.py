@@ -66,6 +66,8 @@ class QueueInfo:
     request: Res = field(default_factory=dict)
     inqueue: Res = field(default_factory=dict)  # minResources of its Inqueue jobs not yet running
     lowest: int | None = None  # the lowest priority of its jobs with pods placed
+    parent: str = ""  # spec.parent ("" or "root": a top-level queue)
+    spec_deserved: Res | None = None  # spec.deserved (the capacity plugin's share)
 
 
 @dataclass

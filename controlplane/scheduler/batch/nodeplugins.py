@@ -8,7 +8,8 @@ becomes the session's `Framework` (kube-scheduler's, built once):
   included; without it the Framework has NodeUnschedulable and
   NodeResourcesFit only;
 - nodeorder (Point.NODE_ORDER) weighs the filters that also score, and
-  BalancedAllocation and ImageLocality, with their default weights;
+  BalancedAllocation and ImageLocality, with Volcano's nodeorder weights
+  (its arguments `leastrequested.weight`, ..., else the defaults);
 - binpack (Point.NODE_ORDER) adds its own score (binpack.py).
 
 A plugin object added must be a Framework plugin of the point its adder
@@ -108,9 +109,12 @@ class NodeAdder:
             if isinstance(self._plugins._get(n).plugin, ScorePlugin)
         ]
 
-    def score(self, name: str, weight: int) -> None:
-        """The default scheduler's plugin `name` scores with `weight`."""
+    def score(self, name: str, weight: int, args: dict[str, Any] | None = None) -> None:
+        """The default scheduler's plugin `name` scores with `weight` (built
+        again with `args` when given: its scoring strategy, say)."""
         p = self._plugins._get(name)
+        if args is not None:
+            p.plugin = self._plugins.registry[name](args, self._plugins.handle)
         self._check(Point.NODE_ORDER, p.plugin)
         p.weight = weight
 

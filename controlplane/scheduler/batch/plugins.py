@@ -30,6 +30,7 @@ method per point. Volcano's semantics, our code:
 
 from __future__ import annotations
 
+from controlplane.scheduler import names
 from controlplane.scheduler.batch import binpack as binpack_score
 from controlplane.scheduler.batch.conf import PluginOption, parse_duration
 from controlplane.scheduler.batch.info import (
@@ -344,9 +345,35 @@ def predicates(node: NodeAdder, opt: PluginOption) -> None:
         node.filter(name)
 
 
+# Volcano's nodeorder arguments: the weight of each score, by the plugin giving it.
+NODEORDER_WEIGHTS = {
+    "leastrequested.weight": names.NODE_RESOURCES_FIT,
+    "balancedresource.weight": names.BALANCED_ALLOCATION,
+    "nodeaffinity.weight": names.NODE_AFFINITY,
+    "podaffinity.weight": names.INTER_POD_AFFINITY,
+    "tainttoleration.weight": names.TAINT_TOLERATION,
+    "imagelocality.weight": names.IMAGE_LOCALITY,
+    "podtopologyspread.weight": names.POD_TOPOLOGY_SPREAD,
+}
+MOST_REQUESTED = "mostrequested.weight"
+
+
 def nodeorder(node: NodeAdder, opt: PluginOption) -> None:
-    for name in (*node.scoring_filters(), *SCORES):
-        node.score(name, DEFAULT_WEIGHTS.get(name, 1))
+    """The scores, weighted by Volcano's nodeorder arguments (defaults: least
+    requested 1, balanced 1, node affinity 2, pod affinity 2, taint
+    toleration 3, image locality 1, topology spread 2, most requested 0).
+    `mostrequested.weight` scores NodeResourcesFit by MostAllocated where
+    `leastrequested.weight` is 0 (one NodeResourcesFit scores one way)."""
+    weights = {n: DEFAULT_WEIGHTS.get(n, 1) for n in (*node.scoring_filters(), *SCORES)}
+    for arg, name in NODEORDER_WEIGHTS.items():
+        if name in weights and arg in opt.arguments:
+            weights[name] = int(opt.arguments[arg])
+    most = int(opt.arguments.get(MOST_REQUESTED, 0) or 0)
+    for name, weight in weights.items():
+        if name == names.NODE_RESOURCES_FIT and most and not weight:
+            node.score(name, most, {"scoringStrategy": {"type": "MostAllocated"}})
+        else:
+            node.score(name, weight)
 
 
 def binpack(node: NodeAdder, opt: PluginOption) -> None:

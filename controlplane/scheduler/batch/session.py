@@ -11,7 +11,7 @@ point; a plugin may add only at the points it registered (registry.py).
 Order keys (job, queue, task) are compared tier by tier: the first plugin
 that tells two apart decides. A victim must be let go by every victim filter
 of every tier (none if no plugin speaks). `ready`, `pipelined`,
-`allocatable` are the AND of the plugins' answers, `overused` their OR,
+`allocatable`, `preemptive` are the AND of the plugins' answers, `overused` their OR,
 `valid` the first (reason, message) given; `enqueueable` counts votes tier
 by tier as Volcano does.
 """
@@ -45,6 +45,7 @@ class Point(enum.Enum):
     JOB_ENQUEUEABLE = "jobEnqueueable"
     JOB_ENQUEUED = "jobEnqueued"
     OVERUSED = "overused"
+    PREEMPTIVE = "preemptive"
     ALLOCATABLE = "allocatable"
     PREEMPTABLE = "preemptable"
     RECLAIMABLE = "reclaimable"
@@ -111,6 +112,7 @@ class Session:
         self.job_valid_fns: list[Callable[[JobInfo], tuple[str, str] | None]] = []
         self.overused_fns: list[Callable[[QueueInfo], bool]] = []
         self.allocatable_fns: list[Callable[[QueueInfo, PodInfo], bool]] = []
+        self.preemptive_fns: list[Callable[[QueueInfo, PodInfo], bool]] = []
         self.enqueued_fns: list[Callable[[JobInfo], None]] = []
         self.pipelined_fns: list[Callable[[JobInfo], bool]] = []
         self.outcome = Outcome()
@@ -195,6 +197,10 @@ class Session:
 
     def allocatable(self, q: QueueInfo, task: PodInfo) -> bool:
         return all(f(q, task) for f in self.allocatable_fns)
+
+    def preemptive(self, q: QueueInfo, task: PodInfo) -> bool:
+        """Whether the queue may take room back from others for the task."""
+        return all(f(q, task) for f in self.preemptive_fns)
 
     def enqueueable(self, job: JobInfo) -> bool:
         """Volcano's tiers of votes: any REJECT refuses; a tier where some plugin
@@ -284,3 +290,7 @@ class Extensions:
     def allocatable(self, fn: Callable[[QueueInfo, PodInfo], bool]) -> None:
         self._at(Point.ALLOCATABLE)
         self.session.allocatable_fns.append(fn)
+
+    def preemptive(self, fn: Callable[[QueueInfo, PodInfo], bool]) -> None:
+        self._at(Point.PREEMPTIVE)
+        self.session.preemptive_fns.append(fn)

@@ -44,6 +44,7 @@ from controlplane.scheduler.podinfo import PodInfo, parse_time
 
 Obj = dict[str, Any]
 SLA_WAITING_TIME = "sla-waiting-time"  # a PodGroup's own limit for the sla plugin
+ROOT_QUEUE = "root"  # Volcano's top of the queue hierarchy
 
 
 def res(raw: Any) -> Res:
@@ -131,6 +132,8 @@ def queue_info(name: str, q: Obj) -> QueueInfo:
         guarantee=res((spec.get("guarantee") or {}).get("resource")),
         reclaimable=spec.get("reclaimable", True) is not False,
         state=(q.get("status") or {}).get("state") or "Open",
+        parent="" if spec.get("parent") in (None, "", ROOT_QUEUE) else str(spec["parent"]),
+        spec_deserved=res(spec["deserved"]) if spec.get("deserved") else None,
     )
 
 
