@@ -49,7 +49,7 @@ def _schedulable_jobs(ssn: Session, enqueue: bool) -> list[JobInfo]:
     for job in ssn.jobs.values():
         if job.phase == "Pending" and enqueue:
             continue
-        if not any(not t.best_effort for t in job.pending):
+        if len(job.pending) <= job.best_effort:  # nothing but best-effort pods wait
             continue
         invalid = ssn.job_valid(job)
         if invalid is not None:
@@ -165,8 +165,7 @@ def backfill(ssn: Session) -> None:
     wanting = [
         j
         for j in ssn.jobs.values()
-        if any(t.best_effort for t in j.pending)
-        and not (j.phase == "Pending" and "enqueue" in ssn.actions)
+        if j.best_effort and not (j.phase == "Pending" and "enqueue" in ssn.actions)
     ]
     for job in sorted(wanting, key=ssn.job_key):
         for task in [t for t in job.pending if t.best_effort]:

@@ -88,6 +88,12 @@ class JobInfo:
     # Member pods that ran to their end, per task (Succeeded) and in all (Failed).
     succeeded: dict[str, int] = field(default_factory=dict)
     failed: int = 0
+    best_effort: int = 0  # of its pending pods, those that request nothing
+    # Counted when the snapshot builds it (the checks read them, never its pods):
+    min_task_total: int = 0  # the sum of min_task_member
+    done: int = 0  # its pods that succeeded
+    members: dict[str, int] = field(default_factory=dict)  # per task, placed+pending+done
+    placed_tasks: dict[str, int] = field(default_factory=dict)  # per task, placed (kept current)
     # Set by actions: why the gang could not be placed this session (the
     # PodGroup's Unschedulable condition: its reason and message).
     unschedulable: str = ""
@@ -99,10 +105,6 @@ class JobInfo:
     def namespace(self) -> str:
         return self.key.split("/", 1)[0]
 
-    @property
-    def min_task_total(self) -> int:
-        return sum(self.min_task_member.values())
-
     def tasks_checked(self) -> bool:
         """Whether the per-task minimums count: only where the job's own
         minAvailable covers them all (Volcano's JobInfo: a job whose
@@ -112,29 +114,20 @@ class JobInfo:
     def ready_num(self) -> int:
         """Tasks placed or succeeded, and pending best-effort ones (ReadyTaskNum
         plus PendingBestEffortTaskNum): what minAvailable is held against."""
-        n = len(self.placed) + sum(self.succeeded.values())
-        if n < self.min_member:
-            n += sum(1 for t in self.pending if t.best_effort)
+        return len(self.placed) + self.done + self.best_effort
+
+    def task_ready(self, task: str) -> int:
+        """The task's pods placed or succeeded, and its pending best-effort ones."""
+        n = self.placed_tasks.get(task, 0) + self.succeeded.get(task, 0)
+        if self.best_effort:
+            n += sum(1 for p in self.pending if p.best_effort and task_name(p) == task)
         return n
 
-    def occupied_per_task(self, pending: bool = False) -> dict[str, int]:
-        """Per task, its pods placed or succeeded and its pending best-effort
-        ones (`pending`: every pending pod, which makes it valid)."""
-        out = self.placed_per_task()
-        for t, n in self.succeeded.items():
-            out[t] = out.get(t, 0) + n
-        for p in self.pending:
-            if pending or p.best_effort:
-                t = task_name(p)
-                out[t] = out.get(t, 0) + 1
-        return out
-
-    def placed_per_task(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for p in self.placed.values():
-            t = task_name(p)
-            out[t] = out.get(t, 0) + 1
-        return out
+    def place(self, task: PodInfo, sign: int) -> None:
+        """Count a pod placed (1) or taken off (-1) in its task (the statement
+        keeps the count as it goes)."""
+        t = task_name(task)
+        self.placed_tasks[t] = self.placed_tasks.get(t, 0) + sign
 
 
 def _task_status(p: PodInfo) -> str:
@@ -160,7 +153,7 @@ def gang_message(job: JobInfo, tentative: int = 0, origin: str = "") -> str:
     for p in job.placed.values():
         st = _task_status(p)
         statuses[st] = statuses.get(st, 0) + 1
-    done = sum(job.succeeded.values())
+    done = job.done
     statuses.update(Pending=len(job.pending), Succeeded=done, Failed=job.failed)
     statuses["minAvailable"] = job.min_member
     ready = job.ready_num() >= job.min_member

@@ -83,8 +83,7 @@ def tasks_ready(job: JobInfo) -> bool:
     only where the job's minAvailable covers the tasks' minimums."""
     if not job.tasks_checked():
         return True
-    per = job.occupied_per_task()
-    return all(per.get(t, 0) >= n for t, n in job.min_task_member.items())
+    return all(job.task_ready(t) >= n for t, n in job.min_task_member.items())
 
 
 def ready(job: JobInfo) -> bool:
@@ -95,11 +94,11 @@ def ready(job: JobInfo) -> bool:
 def invalid(job: JobInfo) -> tuple[str, str] | None:
     """Why the job cannot be gang-scheduled at all (Volcano's gang JobValid):
     a task with fewer pods than its minimum, or fewer pods than minAvailable."""
-    if job.tasks_checked():
-        per = job.occupied_per_task(pending=True)
-        if any(n and per.get(t, 0) < n for t, n in job.min_task_member.items()):
-            return NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
-    n = len(job.placed) + len(job.pending) + sum(job.succeeded.values())
+    if job.tasks_checked() and any(
+        n and job.members.get(t, 0) < n for t, n in job.min_task_member.items()
+    ):
+        return NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
+    n = len(job.placed) + len(job.pending) + job.done
     if n < job.min_member:
         return NOT_ENOUGH_PODS, (
             f"Not enough valid tasks for gang-scheduling, valid: {n}, min: {job.min_member}"
@@ -122,7 +121,7 @@ def gang(ext: Extensions, opt: PluginOption) -> None:
         occupied: dict[str, int] = {}
         out = []
         for vj, v in cands:
-            n = occupied.setdefault(vj.key, len(vj.placed) + sum(vj.succeeded.values()))
+            n = occupied.setdefault(vj.key, len(vj.placed) + vj.done)
             if n > vj.min_member:
                 occupied[vj.key] = n - 1
                 out.append((vj, v))

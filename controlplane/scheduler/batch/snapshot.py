@@ -38,7 +38,7 @@ from typing import Any
 from controlplane.api import volcano
 from controlplane.scheduler import resources
 from controlplane.scheduler.batch.conf import parse_duration
-from controlplane.scheduler.batch.info import DIMS, JobInfo, QueueInfo, Res, add, req
+from controlplane.scheduler.batch.info import DIMS, JobInfo, QueueInfo, Res, add, req, task_name
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache, finished
 from controlplane.scheduler.podinfo import PodInfo, parse_time
 
@@ -73,6 +73,9 @@ class _Members:
     best: int | None  # the highest priority of its pods
     succeeded: dict[str, int]  # per task, its pods that succeeded
     failed: int
+    best_effort: int  # its pending pods that request nothing
+    placed_tasks: dict[str, int]  # per task, its pods placed
+    per_task: dict[str, int]  # per task, its pods placed, pending or succeeded
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,7 @@ def _copy(job: JobInfo) -> JobInfo:
     new.placed = dict(job.placed)
     new.allocated = dict(job.allocated)
     new.request = dict(job.request)
+    new.placed_tasks = dict(job.placed_tasks)
     return new
 
 
@@ -239,7 +243,19 @@ class Snapshots:
         request = dict(allocated)
         for p in pending:
             add(request, req(p))
-        made = _Members(placed, pending, allocated, request, best, succeeded, failed)
+        best_effort = sum(1 for p in pending if p.best_effort)
+        placed_tasks: dict[str, int] = {}
+        for p in placed.values():
+            t = task_name(p)
+            placed_tasks[t] = placed_tasks.get(t, 0) + 1
+        per_task = dict(placed_tasks)
+        for p in pending:
+            t = task_name(p)
+            per_task[t] = per_task.get(t, 0) + 1
+        for t, n in succeeded.items():
+            per_task[t] = per_task.get(t, 0) + n
+        made = _Members(placed, pending, allocated, request, best, succeeded, failed, best_effort,
+                        placed_tasks, per_task)  # fmt: skip
         self._members[key] = made
         return made
 
@@ -263,7 +279,12 @@ class Snapshots:
             request=m.request,
             succeeded=m.succeeded,
             failed=m.failed,
+            best_effort=m.best_effort,
             waiting_time=f.waiting_time,
+            min_task_total=sum(f.min_task_member.values()),
+            done=sum(m.succeeded.values()),
+            members=m.per_task,
+            placed_tasks=m.placed_tasks,
         )  # fmt: skip
         inqueue = f.min_resources if job.phase == "Inqueue" and len(m.placed) < f.min_member else {}
         part = _Part(f.queue, m.allocated, m.request, inqueue, priority if m.placed else None)

@@ -75,6 +75,8 @@ class Statement:
         self.outcome.touched.add(job.key)
         job.pending.remove(task)
         job.placed[task.key] = task
+        job.place(task, 1)
+        job.best_effort -= task.best_effort
         self._account(job, task, 1)
         self.placed.append((job, task, node))
 
@@ -85,7 +87,8 @@ class Statement:
         if info is not None:
             self.cache._unplace(victim, info)
         self.outcome.touched.add(job.key)
-        job.placed.pop(victim.key, None)
+        if job.placed.pop(victim.key, None) is not None:
+            job.place(victim, -1)
         self._account(job, victim, -1)
         self.evicted.append((job, victim, node))
 
@@ -98,7 +101,9 @@ class Statement:
         info = self.cache.nodes.get(node)
         if info is not None and victim.key not in info.pods:
             self.cache._place(victim, info)
-        job.placed[victim.key] = victim
+        if victim.key not in job.placed:
+            job.placed[victim.key] = victim
+            job.place(victim, 1)
         self._account(job, victim, 1)
 
     def discard(self) -> None:
@@ -108,8 +113,10 @@ class Statement:
                 self.framework.run_unreserve(state, task, node)
         for job, task, _node in reversed(self.placed):
             self.cache.forget_pod(task.key)
-            job.placed.pop(task.key, None)
+            if job.placed.pop(task.key, None) is not None:
+                job.place(task, -1)
             job.pending.append(task)
+            job.best_effort += task.best_effort
             self._account(job, task, -1)
         for job, victim, node in reversed(self.evicted):
             self._put_back(job, victim, node)

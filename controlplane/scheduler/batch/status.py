@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from controlplane.client.clock import Clock
 from controlplane.client.errors import NotFound
-from controlplane.scheduler.batch.info import NOT_ENOUGH_RESOURCES, POD_GROUP_READY, JobInfo
+from controlplane.scheduler.batch.info import NOT_ENOUGH_RESOURCES, JobInfo
 from controlplane.scheduler.batch.session import Session
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,9 @@ class StatusWriter(Protocol):
 def group_events(last: Obj | None, status: Obj) -> list[tuple[str, str, str]]:
     """The Events a PodGroup status written after `last` brings (Volcano's
     RecordJobStatusEvent): Warning Unschedulable with the gang's message when
-    that message is new and the group waits (Pending, Inqueue, Unknown),
-    Normal Scheduled when the gang starts running."""
+    that message is new and the group waits (Pending, Inqueue, Unknown).
+    (Volcano's Normal Scheduled on a running group is not written: one more
+    write per gang, that nothing reads.)"""
     out = []
     cond = {c["type"]: c for c in status.get("conditions") or ()}
     before = {c["type"]: c for c in (last or {}).get("conditions") or ()}
@@ -63,8 +64,6 @@ def group_events(last: Obj | None, status: Obj) -> list[tuple[str, str, str]]:
         and gang["message"] != (before.get("Unschedulable") or {}).get("message")
     ):
         out.append(("Warning", "Unschedulable", str(gang["message"])))
-    if status["phase"] == "Running" and (last or {}).get("phase") != "Running":
-        out.append(("Normal", "Scheduled", POD_GROUP_READY))
     return out
 
 
@@ -176,7 +175,7 @@ class StatusReporter:
         Inqueue if enqueued, Pending. The condition is gang's: Unschedulable
         with why while the gang is not ready, Scheduled once it is."""
         unschedulable = bool(job.unschedulable) and not ready
-        done = sum(job.succeeded.values()) + job.failed
+        done = job.done + job.failed
         scheduled = len(job.placed) + done
         if counts["running"] and unschedulable:
             phase = "Unknown"
