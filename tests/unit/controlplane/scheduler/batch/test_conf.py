@@ -6,6 +6,7 @@ import pytest
 
 from controlplane.scheduler.batch import builtin, conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
+from tests.fakes.volcano_examples import VOLCANO_CI_CONF
 
 from .harness import Cluster
 
@@ -72,29 +73,6 @@ def test_bad_argument_is_refused() -> None:
         conf.validate(c)
 
 
-# Volcano's installer/helm/chart/volcano/config/volcano-scheduler-ci.conf, as it stands.
-VOLCANO_CI = """actions: "enqueue, allocate, backfill, reclaim, preempt"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-  - name: sla
-- plugins:
-  - name: overcommit
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-    arguments:
-      predicate.DynamicResourceAllocationEnable: true
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-  - name: network-topology-aware
-"""
-
-
 def test_volcano_ci_configuration_loads_unknown_plugins_skipped_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -102,7 +80,7 @@ def test_volcano_ci_configuration_loads_unknown_plugins_skipped_with_a_warning(
     with) is accepted: sla is built; network-topology-aware is not, and is
     left out with a warning naming its line, as Volcano's OpenSession logs
     "Failed to get plugin" and goes on."""
-    c = builtin.load(VOLCANO_CI)
+    c = builtin.load(VOLCANO_CI_CONF)
     assert c.actions == ("enqueue", "allocate", "backfill", "reclaim", "preempt")
     assert [p.name for p in c.tiers[0]] == ["priority", "gang", "conformance", "sla"]
     assert "network-topology-aware" not in [p.name for p in c.tiers[1]]

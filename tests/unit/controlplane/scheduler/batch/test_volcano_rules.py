@@ -136,3 +136,66 @@ def test_sla_orders_jobs_by_their_waiting_limit_and_enqueues_a_job_past_it() -> 
     env.job("fast", 4, annotations={"sla-waiting-time": "30m"})
     env.run()
     assert len(env.bound("fast")) == 4 and not env.bound("slow")
+
+
+NODEORDER_WEIGHTS = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+    arguments:
+      leastrequested.weight: 0
+      balancedresource.weight: 0
+  - name: binpack
+"""
+
+
+def test_binpack_wins_where_nodeorder_weights_let_it() -> None:
+    """schedulingbase "support binpack policy", with Volcano's nodeorder
+    arguments: spreading weighed to nothing, the half-cpu pods fill the node
+    the base pod is on (its binpack score is highest); with nodeorder's
+    defaults they would spread."""
+    env = Env(NODEORDER_WEIGHTS)
+    env.nodes(4, cpu="4", memory="8Gi")
+    env.job("base", 1, cpu="1")
+    env.run(2)
+    (node,) = env.bound("base").values()
+    env.job("pack", 6, cpu="0.5")
+    env.run(2)
+    assert set(env.bound("pack").values()) == {node}
+
+
+CAPACITY = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: capacity
+    enableHierarchy: true
+  - name: nodeorder
+"""
+
+
+def test_capacity_hierarchy_limits_a_child_by_its_parent_and_refuses_non_leaf_queues() -> None:
+    """Volcano's capacity plugin with enableHierarchy: a child queue's jobs fit
+    its parent's capability too (the child's own is larger), and a queue
+    with children takes no job."""
+    env = Env(CAPACITY)
+    env.nodes(4, cpu="4")
+    env.queue("parent", capability={"cpu": "4"})
+    env.queue("child", parent="parent", capability={"cpu": "16"})
+    for i in range(6):
+        env.job(f"c{i}", 1, queue="child")
+    env.job("p0", 1, queue="parent")
+    env.run(3)
+    assert len(env.bound("c")) == 4  # the parent's 4 cpus
+    assert not env.bound("p0")
+    assert env.group_status("p0")["phase"] == "Pending"
