@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.api import crd, crd_validation, jsoncodec, kinds, rbac, volcano
+from controlplane.api import crd, crd_validation, jsoncodec, kinds, rbac
 from controlplane.api.checks import Errors, is_qualified_name
 from controlplane.api.checks import enum as _enum
 from controlplane.api.checks import integer as _int
@@ -566,26 +566,6 @@ def _namespace(e: Errors, obj: Object, old: Object | None) -> None:
         _enum(e, "status.phase", status.get("phase"), ("Active", "Terminating"))
 
 
-def _podgroup(e: Errors, obj: Object, old: Object | None) -> None:
-    volcano.validate_podgroup(e, obj, old, parse_quantity)
-
-
-def _queue(e: Errors, obj: Object, old: Object | None) -> None:
-    volcano.validate_queue(e, obj, old, parse_quantity)
-
-
-def _vcjob(e: Errors, obj: Object, old: Object | None) -> None:
-    def pod_spec(e: volcano.Errors, path: str, spec: Any) -> None:
-        assert isinstance(e, Errors)
-        validate_pod_spec(e, path, spec, ("Always", "OnFailure", "Never"))
-
-    volcano.validate_job(e, obj, old, pod_spec, is_dns_label, parse_quantity)
-
-
-def _command(e: Errors, obj: Object, old: Object | None) -> None:
-    volcano.validate_command(e, obj, old)
-
-
 def _crd(e: Errors, obj: Object, old: Object | None) -> None:
     e.items.extend(crd_validation.validate_crd(obj, old))
 
@@ -868,7 +848,6 @@ VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
     "Event": _event,
     "PriorityClass": _priorityclass,
     "Namespace": _namespace,
-    "PodGroup": _podgroup,
     "PersistentVolume": _persistentvolume,
     "PersistentVolumeClaim": _persistentvolumeclaim,
     "StorageClass": _storageclass,
@@ -876,9 +855,6 @@ VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
     "ClusterRole": _rbac,
     "RoleBinding": _rbac,
     "ClusterRoleBinding": _rbac,
-    "Queue": _queue,
-    volcano.JOB_KEY: _vcjob,
-    "Command": _command,
 }
 
 

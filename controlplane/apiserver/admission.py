@@ -22,7 +22,7 @@ from typing import Any
 from controlplane.api import kinds
 from controlplane.api.kinds import KindInfo
 from controlplane.api.qos import qos_class
-from controlplane.apiserver import admission_volcano, serviceaccounts, storage_admission
+from controlplane.apiserver import serviceaccounts, storage_admission
 from controlplane.apiserver.codec import Object, decode
 from controlplane.apiserver.registry import Admit, Registry
 from controlplane.client.errors import Forbidden, Invalid, NotFound
@@ -199,7 +199,6 @@ def default_admission(service_cidr: str = "10.43.0.0/16") -> dict[str, Admit]:
         "Secret": admit_secret,
         "Service": allocator.admit,
         **storage_admission.ADMISSION,
-        **admission_volcano.ADMISSION,
     }
     for definition in kinds.builtin_definitions():
         if definition.admit is not None:

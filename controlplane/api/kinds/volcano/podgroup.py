@@ -1,12 +1,59 @@
 """Volcano's PodGroup (scheduling.volcano.sh/v1beta1), which also serves the default
 scheduler's Coscheduling; skiff's earlier scheduling.skiff.dev/v1alpha1 manifests are
-still accepted."""
+still accepted.
+
+Validation: counts >= 0 (minMember, each task's minTaskMember; skiff's
+scheduleTimeoutSeconds, Coscheduling's, >= 1), minResources quantities,
+the phase one of Volcano's. Admission: on create the queue it names must
+exist and be Open (a plain pod's PodGroup, made by the pg-controller,
+names the default queue); a running group whose queue closes keeps running.
+"""
 
 from __future__ import annotations
 
-from controlplane.api.kinds.definition import KindDef
+from typing import Any
+
+from controlplane.api import volcano
+from controlplane.api.checks import Errors
+from controlplane.api.kinds.definition import AdmissionApi, KindDef
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
+from controlplane.api.kinds.volcano.queue import check_queue
+from controlplane.api.quantity import parse_quantity
+
+Object = dict[str, Any]
+
+
+def validate(e: Errors, obj: Object, old: Object | None) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        e.add("spec", "required")
+        return
+    volcano.nonneg_int(e, "spec.minMember", spec.get("minMember"))
+    timeout = spec.get("scheduleTimeoutSeconds")  # skiff's Coscheduling extension
+    if timeout is not None:
+        seconds = volcano.nonneg_int(e, "spec.scheduleTimeoutSeconds", timeout)
+        if seconds is not None and seconds < 1:
+            e.add("spec.scheduleTimeoutSeconds", "must be >= 1")
+    tm = spec.get("minTaskMember")
+    if tm is not None:
+        if not isinstance(tm, dict):
+            e.add("spec.minTaskMember", "must be an object of task name -> count")
+        else:
+            for k, v in tm.items():
+                volcano.nonneg_int(e, f"spec.minTaskMember.{k}", v)
+    volcano.resources(e, "spec.minResources", spec.get("minResources"), parse_quantity)
+    phase = (obj.get("status") or {}).get("phase")
+    if phase is not None and phase not in volcano.PODGROUP_PHASES:
+        e.add("status.phase",
+              f"unsupported value {phase!r}: supported: {', '.join(volcano.PODGROUP_PHASES)}")  # fmt: skip
+
+
+def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:
+    if old is None:
+        spec = obj.get("spec") or {}
+        check_queue(api, "spec.queue", str(spec.get("queue") or volcano.DEFAULT_QUEUE))
+
 
 DEFINITION = KindDef(
     KindInfo(
@@ -18,4 +65,6 @@ DEFINITION = KindDef(
         also_api_versions=("scheduling.skiff.dev/v1alpha1",),
     ),
     patch_meta=facts(status=CONDITIONS),
+    validate=validate,
+    admit=admit,
 )
