@@ -111,6 +111,17 @@ def _task_of(pod: Obj) -> str:
     return str(annotations.get(volcano.TASK_SPEC, ""))
 
 
+def _same_source(old: Obj, new: Obj) -> bool:
+    """The two objects give the same facts: same spec, creation time, annotations."""
+    if old.get("spec") != new.get("spec"):
+        return False
+    a, b = old.get("metadata") or {}, new.get("metadata") or {}
+    return bool(
+        a.get("creationTimestamp") == b.get("creationTimestamp")
+        and a.get("annotations") == b.get("annotations")
+    )
+
+
 def _facts(group: Obj) -> _Facts:
     spec = group.get("spec") or {}
     return _Facts(
@@ -199,8 +210,11 @@ class Snapshots:
         self._dirty.add(key)
 
     def _facts_of(self, key: str, group: Obj) -> _Facts:
+        """The group's facts, parsed again only when what they come from changed
+        (a status write, the scheduler's own mostly, changes none of them)."""
         known = self._facts.get(key)
-        if known is not None and known[0] is group:
+        if known is not None and (known[0] is group or _same_source(known[0], group)):
+            self._facts[key] = (group, known[1])
             return known[1]
         facts = _facts(group)
         self._facts[key] = (group, facts)
