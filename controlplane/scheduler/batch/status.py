@@ -1,12 +1,14 @@
 """The status writer: what the batch scheduler reports of PodGroups and Queues.
 
-A PodGroup's status is its phase (a placed gang is Running; one whose
-minMember pods succeeded, Completed), its member pods' counts by phase, and
-an Unschedulable condition with the session's reason while it is not
-running (`group_status`). After each session the scheduler hands the
-session to `StatusReporter.report`: its active jobs and those `wanted()`
-(stale or due; the cache says which became stale, as a `GroupListener`). A PodGroup's status is written only when it changed, and a
-change of its pod counts alone at most once per COUNTS_PERIOD; a status that
+A PodGroup's status is its phase (Volcano's: Pending, Inqueue, Running,
+Unknown, Completed), its member pods' counts by phase, and the gang's
+Unschedulable condition while it is not ready (`group_status`), with a
+Warning Unschedulable Event when that message is new (`group_events`).
+After each session the scheduler hands the session to
+`StatusReporter.report`: its active jobs and those `wanted()` (stale or
+due; the cache says which became stale, as a `GroupListener`). A
+PodGroup's status is written only when it changed, and a change of its pod
+counts alone at most once per COUNTS_PERIOD; a status that
 needs no computing (the same job signature, within its period) is *settled*:
 not wanted, nor computed again, until the scheduler says the group is
 `stale` or its period ends. Each queue's counts of jobs by phase are kept
