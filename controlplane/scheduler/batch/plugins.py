@@ -23,9 +23,16 @@ method per point. Volcano's semantics, our code:
   only into an Open queue, within its capability and its deserved share (or
   when it outranks a running job of its queue: it may preempt).
 - overcommit: a job is enqueued while the cluster's allocatable times
-  `overcommit-factor` (1.2) covers what is placed and inqueue plus its minResources.
+  `overcommit-factor` (1.2) covers what is placed and inqueue plus its
+  minResources, or when it outranks a job placed in its own queue and
+  preempt runs (its room comes from that queue).
+- sla: jobs by the end of their sla-waiting-time; one past it is enqueued
+  whatever the next tiers say (enqueue votes go tier by tier, session.py).
+- capacity (capacity.py): queues by their own deserved and capability,
+  in a hierarchy with enableHierarchy.
 - predicates, nodeorder, binpack: the filters and scores, run through the
-  Framework: they add them when it is built (nodeplugins.py).
+  Framework: they add them when it is built (nodeplugins.py), nodeorder
+  with Volcano's weight arguments.
 """
 
 from __future__ import annotations
