@@ -93,6 +93,7 @@ class JobInfo:
     min_task_total: int = 0  # the sum of min_task_member
     done: int = 0  # its pods that succeeded
     members: dict[str, int] = field(default_factory=dict)  # per task, placed+pending+done
+    valid_tasks: bool = True  # each task has as many members as its minimum, where it counts
     placed_tasks: dict[str, int] = field(default_factory=dict)  # per task, placed (kept current)
     # Set by actions: why the gang could not be placed this session (the
     # PodGroup's Unschedulable condition: its reason and message).
@@ -118,7 +119,9 @@ class JobInfo:
 
     def task_ready(self, task: str) -> int:
         """The task's pods placed or succeeded, and its pending best-effort ones."""
-        n = self.placed_tasks.get(task, 0) + self.succeeded.get(task, 0)
+        n = self.placed_tasks.get(task, 0)
+        if self.succeeded:
+            n += self.succeeded.get(task, 0)
         if self.best_effort:
             n += sum(1 for p in self.pending if p.best_effort and task_name(p) == task)
         return n

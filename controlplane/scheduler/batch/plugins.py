@@ -59,6 +59,7 @@ SLA_WAITING_TIME = "sla-waiting-time"  # sla's argument (a PodGroup's annotation
 # Volcano's PodGroup condition reasons (scheduling/v1beta1).
 NOT_ENOUGH_PODS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
+INVALID_TASKS = "Not enough valid pods of each task for gang-scheduling"
 
 
 def _share(used: Res, total: Res) -> float:
@@ -101,10 +102,8 @@ def ready(job: JobInfo) -> bool:
 def invalid(job: JobInfo) -> tuple[str, str] | None:
     """Why the job cannot be gang-scheduled at all (Volcano's gang JobValid):
     a task with fewer pods than its minimum, or fewer pods than minAvailable."""
-    if job.tasks_checked() and any(
-        n and job.members.get(t, 0) < n for t, n in job.min_task_member.items()
-    ):
-        return NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
+    if not job.valid_tasks:  # counted when the snapshot built the job
+        return NOT_ENOUGH_PODS_OF_TASK, INVALID_TASKS
     n = len(job.placed) + len(job.pending) + job.done
     if n < job.min_member:
         return NOT_ENOUGH_PODS, (

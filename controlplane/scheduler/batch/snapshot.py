@@ -300,6 +300,10 @@ class Snapshots:
             members=m.per_task,
             placed_tasks=m.placed_tasks,
         )  # fmt: skip
+        if job.tasks_checked():
+            job.valid_tasks = all(
+                not n or m.per_task.get(t, 0) >= n for t, n in f.min_task_member.items()
+            )
         inqueue = f.min_resources if job.phase == "Inqueue" and len(m.placed) < f.min_member else {}
         part = _Part(f.queue, m.allocated, m.request, inqueue, priority if m.placed else None)
         return job, part
