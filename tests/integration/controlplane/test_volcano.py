@@ -244,8 +244,10 @@ def test_skiffctl_queues_and_job_commands(api: GrpcApiClient) -> None:
 def test_bad_batch_configuration_refuses_to_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """An unknown action is refused naming its line, as Volcano's scheduler
+    refuses it ("failed to find Action"); an unknown plugin is only skipped."""
     conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gangg\n')
+    conf.write_text('tiers:\n- plugins:\n  - name: gang\nactions: "enqueue, allocatte"\n')
     monkeypatch.setenv(batch_run.CONFIG_ENV, str(conf))
     args = cp_main.build_parser().parse_args(
         ["--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "cp"), "--controllers", "job"]
@@ -253,7 +255,7 @@ def test_bad_batch_configuration_refuses_to_start(
     with pytest.raises(cp_main.StartError) as err:
         cp_main.start(args).stop()
     assert "volcano-scheduler: refusing to start" in str(err.value)
-    assert f"{conf}: line 4: unknown plugin 'gangg'" in str(err.value)
+    assert f"{conf}: line 4: unknown action 'allocatte'" in str(err.value)
 
 
 def test_job_volumes_become_claims_the_task_pods_mount(api: GrpcApiClient) -> None:
