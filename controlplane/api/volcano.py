@@ -1,8 +1,9 @@
 """Volcano's batch kinds: the constants and defaults controllers, scheduler and kinds share.
 
-Kinds (kinds.py rows): `scheduling.volcano.sh/v1beta1` Queue (cluster-scoped)
-and PodGroup, `batch.volcano.sh/v1alpha1` Job (key "Job.batch.volcano.sh"),
-and `bus.volcano.sh/v1alpha1` Command (a user's one-shot order to the Job
+Kinds (their modules: controlplane/api/kinds/volcano/):
+`scheduling.volcano.sh/v1beta1` Queue (cluster-scoped) and PodGroup,
+`batch.volcano.sh/v1alpha1` Job (key "Job.batch.volcano.sh"), and
+`bus.volcano.sh/v1alpha1` Command (a user's one-shot order to the Job
 or Queue controller: `action`, `target` (an ownerReference), `reason`,
 `message`, top-level fields as Volcano has them; vcctl's job
 suspend/resume and queue operate create them). Each kind's validation and

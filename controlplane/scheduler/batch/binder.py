@@ -4,9 +4,9 @@ Binds go in one batch (`BindWriter.bind_many`); a pod with claims to bind or
 provision first runs PreBind, one by one, from a small pool (inline when
 there is none), since PreBind may wait for the PV controller. A bind that
 fails forgets the pod's assumed place and makes it pending again, unless it
-failed because the pod is gone: deleted (NotFound), replaced by a pod of
-another UID or being deleted (the UID precondition or the deletion refused
-the bind), or bound already (its event will tell). Evictions delete each
+failed because the pod is gone: deleted (NotFound), or not the pod that was
+scheduled (a Conflict without retry advice: replaced by a pod of another
+UID, being deleted, or bound already; its event will tell). Evictions delete each
 victim with its own grace period, with an Evict event on it and on its
 PodGroup.
 """
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from controlplane.client.errors import NotFound
+from controlplane.client.errors import Conflict, NotFound
 from controlplane.scheduler.batch.cache import BatchCache
 from controlplane.scheduler.batch.statement import Eviction
 from controlplane.scheduler.framework import Framework
@@ -40,21 +40,19 @@ class BindWriter(Protocol):
 
 
 def gone(err: Exception | str) -> bool:
-    """Whether a bind failed because the pod is gone (deleted, replaced by
-    another of the same name, or being deleted) or bound already: nothing to retry."""
-    chain: list[BaseException] = []
+    """Whether a bind failed because the pod is gone (NotFound) or is not the
+    pod that was scheduled (a Conflict without retry advice: replaced by
+    another of the same name, being deleted, or bound already; its event
+    will tell): nothing to retry. A Conflict the server says to retry (too
+    many concurrent writers) is not."""
     e: BaseException | None = err if isinstance(err, BaseException) else None
-    while e is not None and len(chain) < 8:
-        chain.append(e)
+    for _ in range(8):
+        if e is None:
+            return False
+        if isinstance(e, NotFound) or (isinstance(e, Conflict) and not e.retry_after):
+            return True
         e = e.__cause__
-    if any(isinstance(x, NotFound) for x in chain):
-        return True
-    text = str(err)
-    return (
-        "Precondition failed: UID" in text
-        or "is being deleted" in text
-        or "is already assigned to node" in text  # bound after all: its event will tell
-    )
+    return False
 
 
 class Binder:

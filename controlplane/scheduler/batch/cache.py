@@ -23,7 +23,6 @@ import threading
 from typing import Any, Protocol
 
 from controlplane.api import volcano
-from controlplane.client.clock import Clock
 from controlplane.scheduler.batch.snapshot import Snapshots
 from controlplane.scheduler.batch.status import COUNTS
 from controlplane.scheduler.cache import Cache, finished
@@ -31,6 +30,7 @@ from controlplane.scheduler.events import changed_for_cache
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
 from controlplane.scheduler.volume_state import VolumeState
+from machinery.clock import Clock
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]

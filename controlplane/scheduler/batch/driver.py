@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controlplane.client.clock import Clock
 from controlplane.scheduler.batch import actions
 from controlplane.scheduler.batch.cache import BatchCache
 from controlplane.scheduler.batch.conf import Conf
@@ -28,6 +27,7 @@ from controlplane.scheduler.batch.info import NOT_ENOUGH_RESOURCES, gang_message
 from controlplane.scheduler.batch.registry import Registry
 from controlplane.scheduler.batch.session import Session
 from controlplane.scheduler.framework import Framework
+from machinery.clock import Clock
 
 
 @dataclass

@@ -22,11 +22,10 @@ import logging
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controlplane.api import rfc3339, volcano
+from controlplane.api import volcano
 from controlplane.client.component import run_component
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
@@ -36,6 +35,7 @@ from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from controlplane.scheduler.binder import ApiClusterWriter
 from controlplane.scheduler.volume_state import watch_storage
+from machinery import rfc3339
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -77,7 +77,7 @@ class ApiBatchWriter:
         """A core/v1 Event from `volcano` (Volcano's scheduler's source) about `obj`."""
         meta = obj.get("metadata") or {}
         ns = str(meta.get("namespace") or "default")
-        now = rfc3339.format_time(time.time())
+        now = rfc3339.now()
         body = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": f"{meta.get('name', 'object')}.", "namespace": ns},

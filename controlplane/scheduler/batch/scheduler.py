@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from controlplane.client.clock import Clock, RealClock
 from controlplane.scheduler.batch.binder import Binder, BindWriter
 from controlplane.scheduler.batch.builtin import REGISTRY
 from controlplane.scheduler.batch.cache import BatchCache
@@ -41,6 +40,7 @@ from controlplane.scheduler.batch.driver import SessionDriver
 from controlplane.scheduler.batch.registry import Registry
 from controlplane.scheduler.batch.status import StatusReporter, StatusWriter
 from controlplane.scheduler.handle import CacheHandle
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.scheduler.batch")
 

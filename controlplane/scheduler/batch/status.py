@@ -27,10 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from controlplane.client.clock import Clock
 from controlplane.client.errors import NotFound
 from controlplane.scheduler.batch.info import NOT_ENOUGH_RESOURCES, JobInfo
 from controlplane.scheduler.batch.session import Session
+from machinery import rfc3339
+from machinery.clock import Clock
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -164,7 +165,7 @@ class StatusReporter:
             self._status_pool.shutdown(wait=True, cancel_futures=True)
 
     def _now(self) -> str:
-        return self.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+        return rfc3339.format_datetime(self.clock.utcnow())
 
     def group_status(self, job: JobInfo, ready: bool, counts: Mapping[str, int]) -> Obj:
         """The PodGroup status of a job after a session (`ready`: the session's

@@ -17,7 +17,9 @@ refused naming the field, in Volcano's words:
 Admission: on create the queue must exist, be Open and be a leaf (no child
 queues; not `root`); an update may change only `minAvailable`, the tasks'
 `replicas` (and their `minAvailable`) and `priorityClassName`: it may not
-add or remove tasks nor move the job to another queue.
+add or remove tasks nor move the job to another queue. Defaults:
+controlplane/api/volcano.py's. Columns: NAME PHASE MIN REPLICAS RUNNING
+SUCCEEDED FAILED RETRIES AGE.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ from typing import Any
 
 from controlplane.api import volcano
 from controlplane.api.checks import Errors
+from controlplane.api.display import age, name, spec, status
 from controlplane.api.dnsnames import is_dns_label
-from controlplane.api.kinds.definition import AdmissionApi, KindDef
+from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.kinds.volcano.queue import ROOT, check_queue, children
-from controlplane.api.validation import validate_pod_spec
+from controlplane.api.kinds.shared import podspec
+from controlplane.api.kinds.volcano.queue import ROOT, check_open, children
 from controlplane.client.errors import Invalid
 
 Object = dict[str, Any]
@@ -163,7 +166,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         if not isinstance(template, dict):
             e.add(f"{where}.template", "required")
         else:
-            validate_pod_spec(e, f"{where}.template.spec", template.get("spec"), RESTART_POLICIES)
+            podspec.validate(e, f"{where}.template.spec", template.get("spec"), RESTART_POLICIES)
     if min_available is not None and min_available > total:
         e.add("spec.minAvailable",
               "job 'minAvailable' should not be greater than total replicas in tasks")  # fmt: skip
@@ -202,7 +205,7 @@ def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) ->
     spec = obj.get("spec") or {}
     if old is None:
         name = str(spec.get("queue") or volcano.DEFAULT_QUEUE)
-        check_queue(api, "spec.queue", name)
+        check_open(api, "spec.queue", name)
         if name == ROOT:
             raise Invalid("spec.queue: can not submit job to root queue")
         kids = children(api, name)
@@ -225,6 +228,19 @@ def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) ->
         raise Invalid(f"spec: job updates may not change fields other than {MUTABLE}")
 
 
+def row(obj: Object, now: float, wide: bool) -> list[str]:
+    st = status(obj)
+    replicas = sum(int(t.get("replicas") or 0) for t in spec(obj).get("tasks") or ())
+    return [
+        name(obj),
+        str((st.get("state") or {}).get("phase") or "Pending"),
+        str(spec(obj).get("minAvailable", "")),
+        str(replicas),
+        *(str(st.get(k) or 0) for k in ("running", "succeeded", "failed", "retryCount")),
+        age(obj, now),
+    ]
+
+
 DEFINITION = KindDef(
     KindInfo(
         "Job",
@@ -234,6 +250,13 @@ DEFINITION = KindDef(
         ("vcjob", "vj"),
         qualified=True,
     ),
+    defaults=volcano.default_job,
     validate=validate,
     admit=admit,
+    printer=Printer(
+        columns(
+            ("NAME", "PHASE", "MIN", "REPLICAS", "RUNNING", "SUCCEEDED", "FAILED", "RETRIES", "AGE")
+        ),
+        row,
+    ),
 )

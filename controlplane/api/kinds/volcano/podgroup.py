@@ -1,12 +1,14 @@
-"""Volcano's PodGroup (scheduling.volcano.sh/v1beta1), which also serves the default
-scheduler's Coscheduling; skiff's earlier scheduling.skiff.dev/v1alpha1 manifests are
-still accepted.
+"""Volcano's PodGroup (scheduling.volcano.sh/v1beta1): a set of pods
+scheduled together (gang scheduling); it also serves the default
+scheduler's Coscheduling, and skiff's earlier scheduling.skiff.dev/v1alpha1
+manifests are still accepted (and described by the OpenAPI documents).
 
 Validation: counts >= 0 (minMember, each task's minTaskMember; skiff's
 scheduleTimeoutSeconds, Coscheduling's, >= 1), minResources quantities,
-the phase one of Volcano's. Admission: on create the queue it names must
-exist and be Open (a plain pod's PodGroup, made by the pg-controller,
-names the default queue); a running group whose queue closes keeps running.
+the phase one of Volcano's; defaults (minMember 1, the default queue,
+Pending): controlplane/api/volcano.py's. Admission on create: its queue
+exists and is Open (a running group whose queue closes keeps running).
+Columns: NAME MIN-MEMBER PHASE AGE.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from typing import Any
 
 from controlplane.api import volcano
 from controlplane.api.checks import Errors
-from controlplane.api.kinds.definition import AdmissionApi, KindDef
+from controlplane.api.display import age, name, spec, status
+from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
-from controlplane.api.kinds.volcano.queue import check_queue
+from controlplane.api.kinds.volcano.queue import check_open
 from controlplane.api.quantity import parse_quantity
+from controlplane.api.schema import STATUS, kind
 
 Object = dict[str, Any]
 
@@ -51,8 +55,17 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
 
 def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:
     if old is None:
-        spec = obj.get("spec") or {}
-        check_queue(api, "spec.queue", str(spec.get("queue") or volcano.DEFAULT_QUEUE))
+        pg_spec = obj.get("spec") or {}
+        check_open(api, "spec.queue", str(pg_spec.get("queue") or volcano.DEFAULT_QUEUE))
+
+
+def row(obj: Object, now: float, wide: bool) -> list[str]:
+    return [
+        name(obj),
+        str(spec(obj).get("minMember", "")),
+        str(status(obj).get("phase") or "Pending"),
+        age(obj, now),
+    ]
 
 
 DEFINITION = KindDef(
@@ -64,7 +77,18 @@ DEFINITION = KindDef(
         ("pg", "podgroup-v1beta1"),
         also_api_versions=("scheduling.skiff.dev/v1alpha1",),
     ),
-    patch_meta=facts(status=CONDITIONS),
+    types={
+        "PodGroup": kind(
+            "dev.skiff.scheduling.v1alpha1",
+            "PodGroup is a set of pods scheduled together (gang scheduling).",
+            ("scheduling.skiff.dev", "v1alpha1", "PodGroup"),
+            spec=("object", "minMember, minResources, scheduleTimeoutSeconds, ..."),
+            status=("object", STATUS),
+        ),
+    },
+    defaults=volcano.default_podgroup,
     validate=validate,
     admit=admit,
+    printer=Printer(columns(("NAME", "MIN-MEMBER", "PHASE", "AGE")), row),
+    patch_meta=facts(status=CONDITIONS),
 )

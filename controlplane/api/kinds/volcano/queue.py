@@ -3,9 +3,11 @@
 Validation: a positive weight; capability, deserved and guarantee are
 resource quantities >= 0; reclaimable is a boolean; the state is one of
 Volcano's. Admission (Volcano's queue webhook): a queue's `spec.parent`
-(none or `root`: the top) is not itself and exists. `check_queue` and
+(none or `root`: the top) is not itself and exists. `check_open` and
 `children` serve the Job's and PodGroup's admission: the queue they name
-must exist and be Open, and a Job's must be a leaf.
+must exist and be Open, and a Job's must be a leaf. Defaults (weight 1,
+reclaimable, Open): controlplane/api/volcano.py's. Columns: NAME WEIGHT
+STATE INQUEUE PENDING RUNNING AGE.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 
 from controlplane.api import volcano
 from controlplane.api.checks import Errors
-from controlplane.api.kinds.definition import AdmissionApi, KindDef
+from controlplane.api.display import age, name, spec, status
+from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.quantity import parse_quantity
 from controlplane.client.errors import Invalid, NotFound
@@ -62,7 +65,7 @@ def children(api: AdmissionApi, name: str) -> list[str]:
     ]
 
 
-def check_queue(api: AdmissionApi, field: str, name: str) -> None:
+def check_open(api: AdmissionApi, field: str, name: str) -> None:
     """The queue exists and is Open (Volcano's webhooks' words otherwise)."""
     try:
         queue = api.get_object("Queue", name, None)
@@ -88,6 +91,17 @@ def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) ->
         raise Invalid(f"spec.parent: failed to get parent queue of queue {name}: {err}") from None
 
 
+def row(obj: Object, now: float, wide: bool) -> list[str]:
+    st = status(obj)
+    return [
+        name(obj),
+        str(spec(obj).get("weight", 1)),
+        str(st.get("state") or "Open"),
+        *(str(st.get(k) or 0) for k in ("inqueue", "pending", "running")),
+        age(obj, now),
+    ]
+
+
 DEFINITION = KindDef(
     KindInfo(
         "Queue",
@@ -97,6 +111,10 @@ DEFINITION = KindDef(
         ("q", "queue-v1beta1"),
         namespaced=False,
     ),
+    defaults=volcano.default_queue,
     validate=validate,
     admit=admit,
+    printer=Printer(
+        columns(("NAME", "WEIGHT", "STATE", "INQUEUE", "PENDING", "RUNNING", "AGE")), row
+    ),
 )

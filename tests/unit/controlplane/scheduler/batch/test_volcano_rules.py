@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from controlplane.api import rfc3339
-from controlplane.client.clock import FakeClock
+from machinery import rfc3339
+from machinery.clock import FakeClock
 
 from .harness import Env
 
