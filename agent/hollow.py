@@ -16,6 +16,7 @@ What this module must never do: touch the machine (namespaces, cgroups,
 iptables) or report anything but bound pods on its own nodes.
 
     python -m agent.hollow --credentials admin.conf --nodes 1000 [--prefix hollow]
+                           [--cpu 32] [--memory 128Gi] [--max-pods 110]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.node_status import AGENT_VERSION, LEASE_DURATION, LEASE_NAMESPACE
-from controlplane.api import volumes
+from controlplane.api import quantity, volumes
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import load_config
@@ -404,20 +405,52 @@ class HollowNodes:
         self._lease_pool.shutdown(wait=True, cancel_futures=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _quantity(text: str) -> str:
+    """A positive resource quantity ("4", "500m", "16Gi"), as given."""
+    try:
+        value = quantity.parse_quantity(text)
+    except (TypeError, ValueError) as err:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a quantity: {err}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than zero")
+    return text
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, HollowConfig]:
+    """The command line and the hollow nodes it asks for (a bad value exits, naming it)."""
     p = argparse.ArgumentParser(prog="python -m agent.hollow", description=__doc__)
     p.add_argument("--credentials", required=True, help="client config (admin.conf)")
     p.add_argument("--nodes", type=int, default=100)
     p.add_argument("--prefix", default="hollow")
+    p.add_argument(
+        "--cpu",
+        type=_quantity,
+        default=HollowConfig.cpu,
+        help="each node's cpu capacity and allocatable (default %(default)s)",
+    )
+    p.add_argument(
+        "--memory",
+        type=_quantity,
+        default=HollowConfig.memory,
+        help="each node's memory capacity and allocatable (default %(default)s)",
+    )
+    p.add_argument("--max-pods", type=int, default=HollowConfig.max_pods,
+                   help="pods each node takes (default %(default)s)")  # fmt: skip
     p.add_argument("--lease-period", type=float, default=10.0)
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--log-level", default="INFO")
     args = p.parse_args(argv)
+    cfg = HollowConfig(
+        nodes=args.nodes, prefix=args.prefix, lease_period=args.lease_period, workers=args.workers,
+        cpu=args.cpu, memory=args.memory, max_pods=args.max_pods,
+    )  # fmt: skip
+    return args, cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, cfg = parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
-    cfg = HollowConfig(
-        nodes=args.nodes, prefix=args.prefix, lease_period=args.lease_period, workers=args.workers
     )
     api = connect(load_config(Path(args.credentials)), timeout=30)
     stop = threading.Event()

@@ -151,15 +151,18 @@ class Writer:
     def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         self.statuses.append((kind, obj, status))
 
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        pass
+
 
 def replay(nodes: int, jobs: int, tasks: int, per_session: int) -> tuple[float, float, int]:
     """Session and handler CPU seconds, and sessions run, to bind every pod."""
     w = Writer()
     s = BatchScheduler(batch_conf.load(batch_conf.DEFAULT_CONF), w, clock=RealClock())
-    s.on_queue({"metadata": {"name": "default"}, "spec": {"weight": 1, "reclaimable": True},
+    s.cache.on_queue({"metadata": {"name": "default"}, "spec": {"weight": 1, "reclaimable": True},
                 "status": {"state": "Open"}})  # fmt: skip
     for i in range(nodes):
-        s.on_node(json.loads(node(i)))
+        s.cache.on_node(json.loads(node(i)))
     handlers = session = 0.0
     created = bound = sessions = 0
     to_confirm: list[str] = []
@@ -169,14 +172,14 @@ def replay(nodes: int, jobs: int, tasks: int, per_session: int) -> tuple[float, 
         for _ in range(per_session):
             if created < jobs:
                 job = f"b{created:04d}"
-                events.append((s.on_pod_group, json.dumps(group(job, tasks))))
-                events += [(s.on_pod, json.dumps(pod(job, t))) for t in range(tasks)]
+                events.append((s.cache.on_pod_group, json.dumps(group(job, tasks))))
+                events += [(s.cache.on_pod, json.dumps(pod(job, t))) for t in range(tasks)]
                 created += 1
-        events += [(s.on_pod, text) for text in to_run]
+        events += [(s.cache.on_pod, text) for text in to_run]
         to_run = [json.dumps(running(json.loads(text))) for text in to_confirm]
-        events += [(s.on_pod, text) for text in to_confirm]
+        events += [(s.cache.on_pod, text) for text in to_confirm]
         for kind, obj, status in w.statuses:
-            handler = s.on_pod_group if kind == "PodGroup" else s.on_queue
+            handler = s.cache.on_pod_group if kind == "PodGroup" else s.cache.on_queue
             events.append((handler, json.dumps({**obj, "status": {**obj["status"], **status}})))
         w.statuses = []
         for handler, text in events:

@@ -74,9 +74,24 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
         e.add("metadata.name", f"must be spec.names.plural + '.' + spec.group ({plural}.{group})")
     for k in kinds.builtin_kinds():
         if k.group == group and k.plural == plural:
-            e.add("spec.names.plural", f"{plural}.{group} is a built-in resource")
+            e.add("spec.names.plural", f"{plural}.{group} is a built-in resource{_why(group)}")
         if k.group == group and k.kind == names.get("kind"):
             e.add("spec.names.kind", f"{k.kind} is a built-in kind of {group}")
+
+
+# Volcano's API groups skiff serves itself (its batch scheduler and Volcano's
+# controllers run in the control plane): what a second Volcano's install is told.
+VOLCANO_GROUPS = ("scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh")
+
+
+def _why(group: str) -> str:
+    if group not in VOLCANO_GROUPS:
+        return ""
+    return (
+        ": skiff serves Volcano's API and runs its scheduler and controllers itself, "
+        "so a second Volcano is not needed beside it (its scheduler would compete with "
+        "skiff's for the same pods)"
+    )
 
 
 def _versions(e: _Errors, spec: Object) -> None:

@@ -31,8 +31,11 @@ def delete(
     options: DeleteOptions | None = None,
     identity: Identity = SYSTEM,
     dry_run: bool = False,
+    return_deleted: bool = False,
 ) -> Stored | None:
-    """The object as it stays (being deleted), or None when it is gone."""
+    """The object as it stays (being deleted), or None when it is gone
+    (`return_deleted`: as it was, for the kinds whose DELETE answers the
+    object either way, as Kubernetes' ReturnDeletedObject stores do)."""
     info = kind_info(kind)
     base.check_stored(info)
     options = options or DeleteOptions()
@@ -70,12 +73,13 @@ def delete(
                 f"{cur_rev}"
             )
         new = _deletion_state(base, info, old, options, policy)
+        gone: Stored | None = (encode(old), cur_rev) if return_deleted else None
         if dry_run:
-            return None if new is None else (encode(new), cur_rev)
+            return gone if new is None else (encode(new), cur_rev)
         try:
             if new is None:
                 base.store.delete(key, cur_rev)
-                return None
+                return gone
             if new == old:
                 return encode(old), cur_rev
             data = encode(new)

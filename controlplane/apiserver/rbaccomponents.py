@@ -10,11 +10,14 @@ components actually call:
   It reads no Secret or ConfigMap and deletes nothing but pods. Volume
   binding is `system:volume-scheduler` (PVs and PVCs: read, update, patch),
   bound to both schedulers as Kubernetes binds it to kube-scheduler.
-- `volcano-scheduler`: the ClusterRole Volcano's helm chart installs for its
-  scheduler, there bound to the ServiceAccount volcano-system/volcano-scheduler
-  of the scheduler's pod. skiff runs the batch scheduler inside the control
-  plane, with no pod and no ServiceAccount, so the same role is bound to the
-  user `system:volcano-scheduler` (the way kube-scheduler is a user).
+- `system:volcano-scheduler`: the rules of the ClusterRole Volcano's helm
+  chart installs for its scheduler (`volcano-scheduler`, bound by
+  `volcano-scheduler-role` to the ServiceAccount of the scheduler's pod).
+  skiff runs the batch scheduler inside the control plane, with no pod and
+  no ServiceAccount, so the role is bound to the user
+  `system:volcano-scheduler` (the way kube-scheduler is a user), under
+  names of skiff's own: Volcano's manifest applied next to skiff replaces
+  its own objects, never skiff's.
 - `system:kube-controller-manager` (user system:kube-controller-manager):
   skiff runs every controller under this one identity (kube-controller-manager
   without --use-service-account-credentials), so the role is the union of
@@ -62,7 +65,7 @@ SCHEDULER = ComponentIdentity(
 BATCH_SCHEDULER = ComponentIdentity(
     "volcano-scheduler",
     "system:volcano-scheduler",
-    ("volcano-scheduler", "system:volume-scheduler"),
+    ("system:volcano-scheduler", "system:volume-scheduler"),
     "volcano-scheduler.conf",
 )
 CONTROLLER_MANAGER = ComponentIdentity(
@@ -144,7 +147,7 @@ CONTROLLER_MANAGER_RULES = [
 ROLES: dict[str, list[dict[str, Any]]] = {
     "system:kube-scheduler": SCHEDULER_RULES,
     "system:volume-scheduler": VOLUME_SCHEDULER_RULES,
-    "volcano-scheduler": BATCH_SCHEDULER_RULES,
+    "system:volcano-scheduler": BATCH_SCHEDULER_RULES,
     "system:kube-controller-manager": CONTROLLER_MANAGER_RULES,
 }
 

@@ -15,13 +15,19 @@ that component's user.
 `ensure_defaults` creates the missing ones (existing ones are left as an
 admin may have changed them), filling aggregated roles once; the
 clusterrole-aggregation controller keeps them current afterwards. The
-components' roles alone are reconciled to this version's at every start
-(`reconcile_components`), unless annotated autoupdate "false".
+components' roles and bindings alone are reconciled to this version's at
+every start (`reconcile_components`), unless annotated autoupdate "false":
+a role's rules, a binding's role and its component's user; and the objects
+older versions named as Volcano's chart names its own (ClusterRole
+`volcano-scheduler`, ClusterRoleBinding `volcano-scheduler-role`) are
+removed when they are still skiff's (its bootstrapping label), so that an
+upstream Volcano installed beside skiff owns those names alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.api.rbac import GROUP, aggregated_rules
@@ -33,9 +39,9 @@ READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "deletecollection", "patch", "update"]
 AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
-# A component role's binding is named after the role, except where the
-# project that defines the role names it otherwise (Volcano's helm chart).
-BINDING_NAMES = {"volcano-scheduler": "volcano-scheduler-role"}
+# What skiff before this version named its batch scheduler's role and binding:
+# the names Volcano's helm chart gives its own.
+LEGACY = (("ClusterRoleBinding", "volcano-scheduler-role"), ("ClusterRole", "volcano-scheduler"))
 
 
 def _rule(verbs: list[str], groups: list[str], resources: list[str]) -> dict[str, Any]:
@@ -184,10 +190,7 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
             "system:public-info-viewer",
             groups=["system:authenticated", "system:unauthenticated"],
         ),
-        *(
-            _binding(BINDING_NAMES.get(role, role), role, users=users)
-            for role, users in components.role_users().items()
-        ),
+        *(_binding(role, role, users=users) for role, users in components.role_users().items()),
     ]
 
 
@@ -221,21 +224,59 @@ AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
 
 
 def reconcile_components(registry: Registry) -> None:
-    """Bring the components' ClusterRoles to what this version's components
-    need (an older data dir has older rules: the scheduler's once read every
-    core kind), as Kubernetes reconciles its bootstrap roles at start; a role
-    annotated `rbac.authorization.kubernetes.io/autoupdate: "false"` is left
-    as its admin wrote it."""
+    """Bring the components' ClusterRoles and bindings to what this version's
+    components need (an older data dir has older rules: the scheduler's once
+    read every core kind), as Kubernetes reconciles its bootstrap roles at
+    start; a role or binding annotated `rbac.authorization.kubernetes.io/autoupdate:
+    "false"` is left as its admin wrote it."""
     for name, rules in components.ROLES.items():
+        _reconcile(registry, "ClusterRole", name, functools.partial(_set, key="rules", value=rules))
+    for binding in cluster_role_bindings():
+        name = binding["metadata"]["name"]
+        if name in components.ROLES:
+            _reconcile(registry, "ClusterRoleBinding", name, functools.partial(_bind, want=binding))
+    for kind, name in LEGACY:
         try:
-            stored = registry.get_object("ClusterRole", name)
+            stored = registry.get_object(kind, name)
         except NotFound:
             continue
-        annotations = (stored.get("metadata") or {}).get("annotations") or {}
-        if annotations.get(AUTOUPDATE) == "false" or stored.get("rules") == rules:
-            continue
-        stored["rules"] = rules
-        try:
-            registry.update("ClusterRole", stored)
-        except Conflict:
-            pass  # another control plane on the same etcd reconciled it meanwhile
+        labels = (stored.get("metadata") or {}).get("labels") or {}
+        if all(labels.get(k) == v for k, v in BOOTSTRAP_LABELS.items()):
+            try:
+                registry.delete(kind, name)
+            except NotFound:
+                pass
+
+
+def _set(obj: dict[str, Any], key: str, value: Any) -> bool:
+    changed: bool = obj.get(key) != value
+    obj[key] = value
+    return changed
+
+
+def _bind(stored: dict[str, Any], want: dict[str, Any]) -> bool:
+    """The binding's role and its component's users (others' subjects kept)."""
+    changed = _set(stored, "roleRef", want["roleRef"])
+    subjects = list(stored.get("subjects") or [])
+    for subject in want["subjects"]:
+        if subject not in subjects:
+            subjects.append(subject)
+            changed = True
+    stored["subjects"] = subjects
+    return changed
+
+
+def _reconcile(
+    registry: Registry, kind: str, name: str, fix: Callable[[dict[str, Any]], bool]
+) -> None:
+    try:
+        stored = registry.get_object(kind, name)
+    except NotFound:
+        return
+    annotations = (stored.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(AUTOUPDATE) == "false" or not fix(stored):
+        return
+    try:
+        registry.update(kind, stored)
+    except Conflict:
+        pass  # another control plane on the same etcd reconciled it meanwhile

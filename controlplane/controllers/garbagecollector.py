@@ -1,8 +1,14 @@
 """The garbage collector: cascading deletion along ownerReferences.
 
-It watches every kind that owns or is owned (workloads, pods, services,
-endpoints, config maps, secrets, HPAs, jobs, pod groups) and indexes each
-by the uids of its owners. Keys are `Kind|namespace|name`.
+It watches every kind the API serves that can be deleted, as Kubernetes'
+collector monitors every deletable resource (Events aside): the kinds that
+commonly own or are owned (workloads, pods, services, endpoints, config
+maps, secrets, HPAs, jobs, pod groups) from the start, every other built-in
+kind (Queues, Nodes, RBAC objects, ...) too, and each custom resource's
+kind once its CustomResourceDefinition appears; so a Queue or a custom
+object deleted in the foreground or orphaning its dependents has its
+finalizer taken off. Each kind is indexed by the uids of its objects'
+owners. Keys are `Kind|namespace|name`.
 
 - A dependent whose owners are all gone (absent, or present under a
   different uid: checked live against the API server before acting, so a
@@ -24,7 +30,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.api import kinds
+from controlplane.api import crd, kinds
 from controlplane.client import errors
 from controlplane.client.informer import SharedInformer
 from controlplane.client.interface import DeleteOptions, Object
@@ -56,6 +62,19 @@ GC_KINDS = (
 )
 
 
+# Never watched: Events (as Kubernetes' collector ignores them: many, short-lived, owning nothing).
+IGNORED = ("Event",)
+
+
+def other_kinds() -> list[str]:
+    """Every other deletable built-in kind, by key."""
+    return [
+        k.key
+        for k in kinds.all_kinds()
+        if not k.create_only and k.key not in GC_KINDS and k.kind not in IGNORED
+    ]
+
+
 def ref_kind(ref: Mapping[str, Any]) -> str:
     """The kind key an ownerReference names (its apiVersion tells batch/v1
     Job from Volcano's Job.batch.volcano.sh)."""
@@ -79,11 +98,37 @@ class GarbageCollector(Controller):
         self.by_kind: dict[str, SharedInformer] = {}
         self._absent: set[str] = set()  # owner uids confirmed gone
         self._absent_lock = threading.Lock()
-        for kind in GC_KINDS:
+        self._kinds_lock = threading.Lock()
+        for kind in (*GC_KINDS, *other_kinds()):
+            self._monitor(kind)
+        self.crds = self.by_kind["CustomResourceDefinition"]
+        self.crds.add_event_handler(
+            on_add=self._crd_changed, on_update=lambda _o, new: self._crd_changed(new)
+        )
+
+    def _monitor(self, kind: str, start: bool = False) -> None:
+        with self._kinds_lock:
+            if kind in self.by_kind:
+                return
             informer = self.watch(kind)
             ensure_indexer(informer, OWNER_UID, owner_uid_index)
             self.by_kind[kind] = informer
-            self._subscribe(informer, kind)
+        self._subscribe(informer, kind)
+        if start and not informer.started():
+            informer.start()
+
+    def _crd_changed(self, obj: Object) -> None:
+        """A custom resource's kind: watched from now on (known to this process's
+        kinds table too, for its scope, when the API server is another process)."""
+        try:
+            info = crd.kind_info(obj)
+        except (KeyError, TypeError, ValueError):
+            return
+        try:
+            kinds.by_kind(info.key)
+        except kinds.UnknownKind:
+            kinds.register(info)
+        self._monitor(info.key, start=True)
 
     def _subscribe(self, informer: SharedInformer, kind: str) -> None:
         def add(obj: Object) -> None:
@@ -142,7 +187,7 @@ class GarbageCollector(Controller):
 
     def _deleted(self, kind: str, obj: Object) -> None:
         uid = podutil.uid_of(obj)
-        for dependent_kind, informer in self.by_kind.items():
+        for dependent_kind, informer in list(self.by_kind.items()):
             for dep in informer.store.by_index(OWNER_UID, uid):
                 self.enqueue_key(self._key(dependent_kind, dep))
         # An owner waiting in the foreground may be unblocked by this deletion.
@@ -197,7 +242,7 @@ class GarbageCollector(Controller):
     def _dependents(self, owner: Object) -> list[tuple[str, Object]]:
         uid = podutil.uid_of(owner)
         out = []
-        for kind, informer in self.by_kind.items():
+        for kind, informer in list(self.by_kind.items()):
             for dep in informer.store.by_index(OWNER_UID, uid):
                 out.append((kind, dep))
         return out

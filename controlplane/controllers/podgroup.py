@@ -7,6 +7,10 @@ minMember 1, the pod's queue (annotation `scheduling.volcano.sh/queue-name`,
 else `default`), its priorityClassName and its requests as minResources,
 owned by the same owner; then the pod is annotated with
 `scheduling.k8s.io/group-name` so the batch scheduler takes it.
+
+A ReplicaSet or StatefulSet scaled to zero has its PodGroup deleted, as
+Volcano's pg-controller does: when a Deployment rolls to a new ReplicaSet,
+the old one's group goes with its last pod.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from controlplane.controllers.base import Controller, ControllerContext
 from controlplane.scheduler import resources
 
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+SCALED = ("ReplicaSet", "StatefulSet")  # workloads whose scale-down to zero ends their group
 
 
 def _wants_group(pod: Object) -> bool:
@@ -73,6 +78,19 @@ class PodGroupController(Controller):
         super().__init__(ctx)
         self.pods = self.watch("Pod")
         self.follow(self.pods, self._maybe)
+        self.groups = self.watch("PodGroup")
+        for kind in SCALED:
+            self.follow(self.watch(kind), self._scaled)
+
+    def _scaled(self, owner: Object) -> None:
+        """A workload at zero replicas: its PodGroup goes."""
+        name, ns = f"podgroup-{podutil.uid_of(owner)}", podutil.namespace_of(owner)
+        if podutil.spec(owner).get("replicas") != 0 or self.groups.store.get(name, ns) is None:
+            return
+        try:
+            self.client.delete("PodGroup", name, ns)
+        except errors.NotFound:
+            pass
 
     def _maybe(self, pod: Object) -> None:
         if _wants_group(pod):

@@ -1,24 +1,22 @@
 """Volcano's Job controller: a PodGroup and task pods per Job, its state machine and policies.
 
 A Job (batch.volcano.sh/v1alpha1) gets its PodGroup (gang: minAvailable,
-per-task minimums, queue), what its plugins need (svc, ssh) and one pod per
-task replica, `<job>-<task>-<index>` (vcjob_pods.py builds them). Pods are
-claimed through the shared ControllerRefManager.
+per-task minimums, queue, the Job's annotations and labels), what its
+plugins need (svc, ssh) and one pod per task replica,
+`<job>-<task>-<index>` (vcjob_pods.py builds them). Pods are claimed
+through the shared ControllerRefManager.
 
-States (status.state.phase): Pending until minAvailable pods run, then
-Running; Completed when every pod finished and at least minAvailable
-succeeded, else Failed. Pod events become policy actions (task policies
-first, then the job's; `*` matches any event): PodFailed, PodEvicted (a pod
-deleted or evicted that the controller did not kill), Unknown (JobUnknown),
-TaskCompleted, OutOfSync -> RestartJob, RestartTask, RestartPod, AbortJob,
-CompleteJob, TerminateJob. RestartJob kills every pod (Restarting), counts
-a retry and starts over (a new job version) once they are gone, or fails
-the job when retryCount reaches maxRetry. AbortJob -> Aborting -> Aborted,
-CompleteJob -> Completing -> Completed, TerminateJob -> Terminating ->
-Terminated. A bus.volcano.sh Command targeting the Job carries a user's
-order (vcctl or skiffctl job suspend/resume: AbortJob/ResumeJob; also
-RestartJob, CompleteJob, TerminateJob), taken oldest first and deleted once
-the state it led to is stored, as Volcano's controller consumes them.
+Each sync runs one action on the job's state, as Volcano's controller: the
+action of the oldest Command targeting the Job (vcctl or skiffctl job
+suspend/resume: AbortJob/ResumeJob; also RestartJob, CompleteJob,
+TerminateJob), taken oldest first and deleted once the state it led to is
+stored; else the first event of this sync a lifecycle policy maps to an
+action (vcjob_policy.py: PodFailed with its exit code, PodEvicted,
+TaskFailed, TaskCompleted, Unknown when the PodGroup turns Unknown); else a
+plain sync. The states and what each action does in them are
+vcjob_state.py's (Volcano's controllers/job/state). Every action but a
+sync is recorded as a Normal `ExecuteAction` Event on the Job ("Start to
+execute action RestartJob "), a Command as `CommandIssued`.
 ttlSecondsAfterFinished deletes a finished Job.
 """
 
@@ -32,7 +30,7 @@ from controlplane.api import volcano
 from controlplane.client import errors
 from controlplane.client.interface import BatchCreator, DeleteOptions, Object
 from controlplane.client.store import object_key
-from controlplane.controllers import podutil, vcjob_pods
+from controlplane.controllers import podutil, vcjob_pods, vcjob_state
 from controlplane.controllers.base import (
     CLAIMABLE,
     CONTROLLER_UID,
@@ -40,29 +38,34 @@ from controlplane.controllers.base import (
     ControllerContext,
 )
 from controlplane.controllers.refmanager import ControllerRefManager
+from controlplane.controllers.vcjob_policy import (
+    PodEvent,
+    action_for,
+    exit_code,
+    task_completed,
+    task_failed,
+    task_of,
+)
 from machinery import rfc3339
 
 COMMAND_TARGET = "volcano/command-target"  # Command index: "<ns>/<job>" it targets
 STATUS_DELAY = 0.5  # seconds a pod's status change may wait to reach its job
 FINISHED = volcano.JOB_FINISHED
-# Phases in which every pod is killed, and where each ends once they are gone.
-KILLING = {
-    "Restarting": "Pending",
-    "Aborting": "Aborted",
-    "Completing": "Completed",
-    "Terminating": "Terminated",
-}
-ACTION_PHASE = {
-    "RestartJob": "Restarting",
-    "AbortJob": "Aborting",
-    "CompleteJob": "Completing",
-    "TerminateJob": "Terminating",
-}
 
 
 def _is_volcano_job_ref(ref: Mapping[str, Any]) -> bool:
     return ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith(
         "batch.volcano.sh/"
+    )
+
+
+def _restarted(pod: Mapping[str, Any]) -> bool:
+    """Some container of the pod restarted (what can make its task TaskFailed)."""
+    st = podutil.status(pod)
+    return any(
+        isinstance(c, Mapping) and int(c.get("restartCount") or 0) > 0
+        for key in ("initContainerStatuses", "containerStatuses")
+        for c in st.get(key) or ()
     )
 
 
@@ -93,14 +96,16 @@ class VolcanoJobController(Controller):
         self.refs = ControllerRefManager(ctx.client, volcano.JOB_KEY, "Pod")
         self._lock = threading.Lock()
         self.killed: set[str] = set()  # uids of pods this controller deleted
-        self.events: dict[str, list[tuple[str, str, str]]] = {}  # job key -> (event, task, pod)
+        self.events: dict[str, list[PodEvent]] = {}  # job key -> events not yet acted on
         self.fired: set[tuple[str, int, str]] = set()  # (job uid, version, task) TaskCompleted
         self.pods.add_event_handler(
             on_add=self._pod_changed,
             on_update=lambda old, new: self._pod_changed(new, old),
             on_delete=self._pod_deleted,
         )
-        self.groups.add_event_handler(on_add=None, on_update=None, on_delete=self._group_deleted)
+        self.groups.add_event_handler(
+            on_add=None, on_update=self._group_updated, on_delete=self._group_deleted
+        )
 
     # ---- handlers -----------------------------------------------------------------
 
@@ -110,11 +115,14 @@ class VolcanoJobController(Controller):
             return None
         return f"{podutil.namespace_of(pod)}/{ref.get('name')}"
 
-    def _event(self, key: str, event: str, pod: Mapping[str, Any]) -> None:
-        task = podutil.annotations_of(pod).get(volcano.TASK_SPEC, "")
+    def _event(self, key: str, event: PodEvent) -> None:
         with self._lock:
-            self.events.setdefault(key, []).append((event, task, podutil.name_of(pod)))
+            self.events.setdefault(key, []).append(event)
         self.enqueue_key(key)
+
+    def _siblings(self, pod: Mapping[str, Any]) -> list[Object]:
+        ref = podutil.controller_ref(pod) or {}
+        return self.pods.store.by_index(CONTROLLER_UID, str(ref.get("uid") or ""))
 
     def _pod_changed(self, new: Object, old: Object | None = None) -> None:
         key = self._job_key(new)
@@ -122,10 +130,13 @@ class VolcanoJobController(Controller):
             return
         phase = podutil.status(new).get("phase")
         old_phase = podutil.status(old).get("phase") if old is not None else None
+        task, name = task_of(new), podutil.name_of(new)
         if phase == "Failed" and old_phase != "Failed":
-            self._event(key, "PodFailed", new)
-        elif phase == "Unknown" and old_phase != "Unknown":
-            self._event(key, "Unknown", new)
+            self._event(key, PodEvent("PodFailed", task, name, exit_code(new)))
+        elif phase in ("Running", "Pending") and old is not None and _restarted(new):
+            job = self.jobs.store.get_by_key(key)
+            if job is not None and task_failed(job, task, self._siblings(new)):
+                self._event(key, PodEvent("TaskFailed", task, name))
         if (
             old is not None
             and podutil.is_deleting(new)
@@ -135,7 +146,7 @@ class VolcanoJobController(Controller):
             with self._lock:
                 ours = podutil.uid_of(new) in self.killed
             if not ours:
-                self._event(key, "PodEvicted", new)
+                self._event(key, PodEvent("PodEvicted", task, name))
         # Other changes (a pod starting) only move counts: fold a gang's worth
         # of them into one sync and one status write.
         self.enqueue_after(key, STATUS_DELAY)
@@ -149,8 +160,16 @@ class VolcanoJobController(Controller):
             self.killed.discard(podutil.uid_of(pod))
         phase = podutil.status(pod).get("phase")
         if not ours and not podutil.is_deleting(pod) and phase not in ("Succeeded", "Failed"):
-            self._event(key, "PodEvicted", pod)
+            self._event(key, PodEvent("PodEvicted", task_of(pod), podutil.name_of(pod)))
         self.enqueue_key(key)
+
+    def _group_updated(self, old: Object, new: Object) -> None:
+        """The PodGroup turning Unknown (the batch scheduler's: pods run but the
+        gang cannot be placed whole) is the job's Unknown event."""
+        name = podutil.annotations_of(new).get(volcano.JOB_NAME)
+        phase = podutil.status(new).get("phase")
+        if name and phase == "Unknown" and podutil.status(old).get("phase") != "Unknown":
+            self._event(f"{podutil.namespace_of(new)}/{name}", PodEvent("Unknown", ""))
 
     def _command_added(self, cmd: Object) -> None:
         for key in _command_target(cmd):
@@ -195,12 +214,9 @@ class VolcanoJobController(Controller):
         if job is None or podutil.is_deleting(job):
             return None
         status = dict(podutil.status(job))
-        state = dict(status.get("state") or {})
-        phase = str(state.get("phase") or "Pending")
+        before = str((status.get("state") or {}).get("phase") or "Pending")
         version = int(status.get("version") or 0)
         retries = int(status.get("retryCount") or 0)
-        spec = podutil.spec(job)
-        max_retry = int(spec.get("maxRetry", 3))
         uid = podutil.uid_of(job)
         pods = self.refs.claim(
             job,
@@ -208,44 +224,27 @@ class VolcanoJobController(Controller):
             (),  # a Volcano Job adopts nothing: its pods are its own by name
             lambda pod: podutil.labels_of(pod).get(volcano.JOB_NAME) == podutil.name_of(job),
         )
-        reason = ""
+        reason, target = "", ""
         command = self._command(key, job)
         action = ""
         if command is not None:
             action = str(command.get("action") or "")
             reason = str(command.get("reason") or f"command {action}")
-        if not action and phase not in FINISHED and phase not in KILLING:
-            action, reason = self._policy_action(job, events, pods, version)
-        if action == "ResumeJob":
-            if phase in ("Aborted", "Aborting"):
-                phase, version = "Pending", version + 1
-        elif action in ("RestartTask", "RestartPod"):
-            target = [
-                p for p in pods
-                if (action == "RestartTask" and podutil.annotations_of(p).get(volcano.TASK_SPEC) == reason)
-                or (action == "RestartPod" and podutil.name_of(p) == reason)
-            ]  # fmt: skip
-            self._kill(target)
-        elif action in ACTION_PHASE:
-            if action == "RestartJob" and retries >= max_retry:
-                phase, reason = "Failed", f"retried {retries} times, maxRetry {max_retry}"
-            else:
-                phase = ACTION_PHASE[action]
-        if phase in KILLING or phase == "Failed":
-            live = [p for p in pods if not podutil.is_deleting(p)]
-            if phase == "Completing":
-                live = [p for p in live if podutil.status(p).get("phase") not in ("Succeeded",)]
-            self._kill(live)
-            if phase in KILLING and not any(
-                podutil.status(p).get("phase") not in ("Succeeded", "Failed")
-                or phase == "Restarting"
-                for p in pods
-            ):
-                if phase == "Restarting":
-                    retries += 1
-                    version += 1
-                phase = KILLING[phase]
-        restarted = phase == "Pending" and str(state.get("phase")) == "Restarting"
+        elif before not in FINISHED:
+            action, target, reason = self._policy_action(job, events, pods, version)
+        if action:
+            self.recorder.event(
+                job, "Normal", "ExecuteAction", f"Start to execute action {action} "
+            )
+        step = vcjob_state.act(job, before, action, target, pods, version, retries)
+        self._kill(list(step.kill))
+        phase = step.phase
+        counts = vcjob_state.counts(pods, step.kill)
+        if step.settle:
+            phase = vcjob_state.settle(job, phase, counts, step.retries, pods, step.kill)
+        if phase == "Failed" and before == "Restarting" and not reason:
+            reason = f"retried {step.retries} times, maxRetry {vcjob_state.max_retry(job)}"
+        restarted = phase == "Pending" and before == "Restarting"
         if phase in ("Pending", "Running") and not restarted:
             # (Not in the sync that ends a restart: the new pods come once the new
             # version is stored, or a sync reading the old state would kill them.)
@@ -254,60 +253,38 @@ class VolcanoJobController(Controller):
             if waiting:  # as Volcano: the job stays Pending until its claims exist
                 self.enqueue_after(key, 1.0)
             else:
-                pods = self._create_missing(job, pods, version)
-        counts = self._counts(pods)
-        if (
-            phase == "Pending"
-            and counts["running"] + counts["succeeded"] >= int(spec.get("minAvailable") or 0)
-            and counts["running"] + counts["succeeded"] > 0
-        ):
-            phase = "Running"
-        if phase == "Running":
-            total = sum(int(t.get("replicas") or 0) for t in vcjob_pods.tasks(job))
-            if counts["succeeded"] + counts["failed"] >= total > 0:
-                done = counts["succeeded"] >= int(spec.get("minAvailable") or 0)
-                phase = "Completed" if done else "Failed"
-        if self._write_status(job, phase, reason, version, retries, counts, pods):
+                pods = self._create_missing(job, pods, step.version)
+                counts = vcjob_state.counts(pods, step.kill)
+        live = [p for p in pods if p not in step.kill]
+        if self._write_status(job, phase, reason, step.version, step.retries, counts, live):
             if command is not None:
                 self._consume(command)  # only once the state it led to is stored
+                self.recorder.event(job, "Normal", "CommandIssued",
+                                    f"Start to execute command {action}, and clean it up "
+                                    "to make sure executed not more than once.")  # fmt: skip
                 self.enqueue_key(key)  # the next Command, if any
-        elif command is not None:
+            if phase != before:
+                self.enqueue_key(key)  # the next state may settle at once
+        else:
             with self._lock:  # not stored: this sync's events are seen again
                 self.events.setdefault(key, [])[:0] = events
         return self._ttl(job, phase)
 
     def _policy_action(
-        self, job: Object, events: list[tuple[str, str, str]], pods: list[Object], version: int
-    ) -> tuple[str, str]:
-        """The first event of this sync that a policy maps to an action."""
-        spec = podutil.spec(job)
+        self, job: Object, events: list[PodEvent], pods: list[Object], version: int
+    ) -> tuple[str, str, str]:
+        """(action, target, reason) of the first event of this sync a policy maps to."""
         uid = podutil.uid_of(job)
-        by_task = {str(t.get("name")): t for t in vcjob_pods.tasks(job)}
-        for tname, t in by_task.items():
-            replicas = int(t.get("replicas") or 0)
-            done = sum(
-                1 for p in pods
-                if podutil.annotations_of(p).get(volcano.TASK_SPEC) == tname
-                and podutil.status(p).get("phase") == "Succeeded"
-            )  # fmt: skip
-            if replicas and done >= replicas and (uid, version, tname) not in self.fired:
+        for t in vcjob_pods.tasks(job):
+            tname = str(t.get("name"))
+            if task_completed(job, tname, pods) and (uid, version, tname) not in self.fired:
                 self.fired.add((uid, version, tname))
-                events = [*events, ("TaskCompleted", tname, "")]
-        for event, task, pod in events:
-            policies = [
-                *((by_task.get(task) or {}).get("policies") or []),
-                *(spec.get("policies") or []),
-            ]
-            for pol in policies:
-                names = [*(pol.get("events") or []), *([pol["event"]] if pol.get("event") else [])]
-                names = ["Unknown" if n == "JobUnknown" else n for n in names]
-                if event in names or "*" in names:
-                    action = str(pol.get("action") or "")
-                    target = task if action == "RestartTask" else pod
-                    return action, target if action in ("RestartTask", "RestartPod") else (
-                        f"{event} of {pod or task}"
-                    )
-        return "", ""
+                events = [*events, PodEvent("TaskCompleted", tname)]
+        for ev in events:
+            action, target = action_for(job, ev)
+            if action:
+                return action, target, f"{ev.event} of {ev.pod or ev.task or 'the job'}"
+        return "", "", ""
 
     def _kill(self, pods: list[Object]) -> None:
         for pod in pods:
@@ -385,24 +362,6 @@ class VolcanoJobController(Controller):
             except errors.AlreadyExists:
                 pass
         return out
-
-    @staticmethod
-    def _counts(pods: list[Object]) -> dict[str, int]:
-        c = {
-            "pending": 0,
-            "running": 0,
-            "succeeded": 0,
-            "failed": 0,
-            "terminating": 0,
-            "unknown": 0,
-        }
-        for p in pods:
-            if podutil.is_deleting(p):
-                c["terminating"] += 1
-                continue
-            phase = str(podutil.status(p).get("phase") or "Pending").lower()
-            c[phase if phase in c else "unknown"] += 1
-        return c
 
     def _write_status(
         self, job: Object, phase: str, reason: str, version: int, retries: int,

@@ -49,8 +49,9 @@ def _env_name(task: str) -> str:
 
 
 def pod_group(job: Mapping[str, Any]) -> Object:
-    """The job's PodGroup: minMember, per-task minimums, queue, priority and the
-    resources of the first minAvailable tasks (what enqueue reserves)."""
+    """The job's PodGroup: minMember, per-task minimums, queue, priority, the
+    resources of the first minAvailable tasks (what enqueue reserves), and
+    the job's annotations and labels."""
     spec = podutil.spec(job)
     min_available = int(spec.get("minAvailable") or 0)
     need: dict[str, int] = {}
@@ -74,17 +75,17 @@ def pod_group(job: Mapping[str, Any]) -> Object:
     }
     if spec.get("priorityClassName"):
         pg_spec["priorityClassName"] = spec["priorityClassName"]
-    return {
-        "apiVersion": volcano.SCHEDULING_API,
-        "kind": "PodGroup",
-        "metadata": {
-            "name": group_name(job),
-            "namespace": podutil.namespace_of(job),
-            "ownerReferences": [podutil.owner_ref(job)],
-            "annotations": {volcano.JOB_NAME: podutil.name_of(job)},
-        },
-        "spec": pg_spec,
+    meta: Object = {
+        "name": group_name(job),
+        "namespace": podutil.namespace_of(job),
+        "ownerReferences": [podutil.owner_ref(job)],
+        # The Job's own (sla-waiting-time, say), as Volcano's controller copies them.
+        "annotations": {**podutil.annotations_of(job), volcano.JOB_NAME: podutil.name_of(job)},
     }
+    if podutil.labels_of(job):
+        meta["labels"] = dict(podutil.labels_of(job))
+    return {"apiVersion": volcano.SCHEDULING_API, "kind": "PodGroup", "metadata": meta,
+            "spec": pg_spec}  # fmt: skip
 
 
 def volumes(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -11,10 +11,20 @@ Volcano Job has finished (Completed, Failed, Aborted, Terminated). (Volcano
 waits for the PodGroups to be deleted, which its Job controller does when
 it kills a job; here a finished one no longer holds the queue.)
 
+Queues form a hierarchy by `spec.parent` (none or `root`: top level), as
+Volcano's queue controller keeps it: closing a queue closes each open child
+too, marked `volcano.sh/closed-by-parent: "true"`; opening it again opens
+the children it closed (the mark set back to "false"); a queue whose parent
+is closed or closing cannot be opened (a Warning `OpenQueue` Event says
+"Failed to open queue <q> because its parent queue <p> is closing or
+closed. Open the parent queue first.") and is closed when created or moved
+under a closed parent.
+
 Admission refuses new Jobs and PodGroups for a queue that is not Open, and
 the batch scheduler enqueues nothing from it; what runs keeps running. Only
-`status.state` is written, as a merge patch of the status subresource: the
-counts in the status belong to the batch scheduler.
+`status.state` (and the closed-by-parent mark) is written, the state as a
+merge patch of the status subresource: the counts in the status belong to
+the batch scheduler.
 """
 
 from __future__ import annotations
@@ -28,6 +38,9 @@ from controlplane.controllers import podutil
 from controlplane.controllers.base import Controller, ControllerContext
 
 GROUP_QUEUE = "volcano/queue"  # PodGroup index: the queue it is in
+QUEUE_PARENT = "volcano/parent"  # Queue index: its parent
+CLOSED_BY_PARENT = "volcano.sh/closed-by-parent"
+ROOT = "root"
 COMMAND_TARGET = "volcano/queue-command"  # Command index: the queue it targets
 CLOSED = ("Closed", "Closing")
 FINISHED = volcano.JOB_FINISHED
@@ -40,6 +53,17 @@ def _group_queue(group: Object) -> list[str]:
 def _queue_target(cmd: Object) -> list[str]:
     found = volcano.command_target(cmd)
     return [found[1]] if found is not None and found[0] == "Queue" else []
+
+
+def parent_of(queue: Object) -> str:
+    """The queue's parent, "" at the top level (no parent, or Volcano's `root`)."""
+    parent = str(podutil.spec(queue).get("parent") or "")
+    return "" if parent == ROOT else parent
+
+
+def _queue_parent(queue: Object) -> list[str]:
+    parent = parent_of(queue)
+    return [parent] if parent else []
 
 
 def _job_queue(job: Object) -> list[str]:
@@ -66,7 +90,8 @@ class QueueController(Controller):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.queues = self.watch_primary("Queue")
+        self.queues = self.watch("Queue", {QUEUE_PARENT: _queue_parent})
+        self.follow(self.queues, self._queue_changed, self._queue_changed)
         self.groups = self.watch("PodGroup", {GROUP_QUEUE: _group_queue})
         self.follow(self.groups, self._group_changed, self._group_changed)
         self.jobs = self.watch(volcano.JOB_KEY)
@@ -75,6 +100,12 @@ class QueueController(Controller):
         self.follow(self.commands, self._command_added, self._command_deleted)
         self._lock = threading.Lock()
         self.consumed: set[str] = set()  # uids of Commands deleted, until their event
+
+    def _queue_changed(self, queue: Object) -> None:
+        """A queue and its children (whose state may follow its own)."""
+        self.enqueue(queue)
+        for child in self.queues.store.by_index(QUEUE_PARENT, podutil.name_of(queue)):
+            self.enqueue(child)
 
     def _group_changed(self, group: Object) -> None:
         for name in _group_queue(group):
@@ -114,15 +145,49 @@ class QueueController(Controller):
             ]
         busy = any(self._unfinished(g) for g in self.groups.store.by_index(GROUP_QUEUE, name))
         state = str(podutil.status(queue).get("state") or "Open")
-        want = next_state(state, [str(c.get("action")) for c in commands], busy)
+        actions = [str(c.get("action")) for c in commands]
+        parent = self.queues.store.get(parent_of(queue)) if parent_of(queue) else None
+        parent_closed = parent is not None and podutil.status(parent).get("state") in CLOSED
+        marked = podutil.annotations_of(queue).get(CLOSED_BY_PARENT) == "true"
+        if parent is not None and not commands:
+            if parent_closed and state not in CLOSED:
+                actions, marked = ["CloseQueue"], self._mark(queue, "true")
+            elif not parent_closed and state in CLOSED and marked:
+                actions = ["OpenQueue"]  # its parent closed it and is open again
+        want = next_state(state, actions, busy)
+        if want == "Open" and state != "Open" and parent_closed:
+            assert parent is not None
+            self.recorder.event(queue, "Warning", "OpenQueue",
+                                f"Failed to open queue {name} because its parent queue "
+                                f"{podutil.name_of(parent)} is closing or closed. "
+                                "Open the parent queue first.")  # fmt: skip
+            want = state
         if want != state:
             try:
                 self.client.patch("Queue", name, {"status": {"state": want}}, None, "status")
             except errors.NotFound:
                 return None
+            if want == "Open" and marked:
+                self._mark(queue, "false")
+        if want in CLOSED:
+            for child in self.queues.store.by_index(QUEUE_PARENT, name):
+                if podutil.status(child).get("state") not in CLOSED:
+                    self._mark(child, "true")
         for cmd in commands:
             self._consume(cmd)
         return None
+
+    def _mark(self, queue: Object, value: str) -> bool:
+        """Set the closed-by-parent mark; whether it is "true" now."""
+        if podutil.annotations_of(queue).get(CLOSED_BY_PARENT) != value:
+            try:
+                self.client.patch(
+                    "Queue", podutil.name_of(queue),
+                    {"metadata": {"annotations": {CLOSED_BY_PARENT: value}}}, None,
+                )  # fmt: skip
+            except errors.NotFound:
+                pass
+        return value == "true"
 
     def _consume(self, cmd: Object) -> None:
         with self._lock:

@@ -20,8 +20,11 @@ A plugin factory is `new(args, handle) -> plugin`; the plugin keeps the
   flight, write claimRefs and selected nodes, wait for the PV controller:
   for Reserve, Unreserve and PreBind).
 
-`CacheHandle` answers the part every scheduler answers alike (the cache,
-`pod_info`, storage); the default and the batch scheduler's handles extend it.
+`NodeHandle` is the part a plugin that judges nodes needs (the cache,
+`pod_info`, storage): the filters and scores take it, which is all the batch
+scheduler, with no Permit stage, nominator or per-pod binder, offers them.
+`CacheHandle` answers it from a scheduler's cache; the default scheduler's
+handle extends it to the whole `Handle`.
 
 Nothing here imports the framework or the scheduler: this is the bottom of
 the plugin API, beneath `framework.py`.
@@ -44,17 +47,33 @@ Slots = npt.NDArray[np.intp]
 Obj = dict[str, Any]
 
 
-class Handle(Protocol):
+class NodeHandle(Protocol):
+    """What a filter or score plugin may use: the cache, pods, storage."""
+
     @property
     def cache(self) -> Cache:
         """The scheduler's cache: the snapshot plugins filter and score against."""
         ...
 
-    # ---- pods and pod groups ----------------------------------------------------
-
     def pod_info(self, key: str) -> PodInfo | None:
         """The pod `namespace/name` as this scheduler knows it (pending or placed)."""
         ...
+
+    @property
+    def volumes(self) -> VolumeLister:
+        """Claims, volumes and classes as the informers last saw them (read-only)."""
+        ...
+
+    @property
+    def volume_binder(self) -> VolumeBinder:
+        """Assume, provision and bind claims (Reserve, Unreserve and PreBind only)."""
+        ...
+
+
+class Handle(NodeHandle, Protocol):
+    """The whole Handle: a NodeHandle and the scheduling cycle's other services."""
+
+    # ---- pod groups -----------------------------------------------------------------
 
     def pod_group(self, key: str) -> Obj | None:
         """The PodGroup object named `namespace/name`, if the scheduler has seen it."""
@@ -108,22 +127,10 @@ class Handle(Protocol):
         """Write the bind (and the decision's score annotation)."""
         ...
 
-    # ---- storage -------------------------------------------------------------------
-
-    @property
-    def volumes(self) -> VolumeLister:
-        """Claims, volumes and classes as the informers last saw them (read-only)."""
-        ...
-
-    @property
-    def volume_binder(self) -> VolumeBinder:
-        """Assume, provision and bind claims (Reserve, Unreserve, PreBind only)."""
-        ...
-
 
 class CacheHandle:
-    """The Handle's answers that come from a scheduler's cache, its pending pods
-    and its volume state; the rest is each scheduler's own."""
+    """A NodeHandle answered from a scheduler's cache, its pending pods and its
+    volume state; the rest of the Handle is each scheduler's own."""
 
     def __init__(
         self, cache: Cache, volumes: VolumeState, pending: Callable[[str], PodInfo | None]

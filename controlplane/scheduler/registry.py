@@ -1,5 +1,8 @@
 """Plugin registry: a plain dict from plugin name to factory(args, handle) -> plugin.
 
+`NODE_REGISTRY` holds the plugins that judge nodes (filters and scores) and
+need only a `NodeHandle`: what the batch scheduler builds its Framework from.
+
 Out-of-tree plugins are added by putting a factory in a copy of `REGISTRY`
 and passing it to `profile.build_profiles` (or `scheduler.from_config`).
 The names and the default profile live in `names.py`.
@@ -10,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import Handle, NodeHandle
 from controlplane.scheduler.names import DEFAULT_PLUGINS
 from controlplane.scheduler.plugins import (
     balanced_allocation,
@@ -36,9 +39,9 @@ from controlplane.scheduler.plugins import (
 )
 
 Factory = Callable[[dict[str, Any], Handle], Any]
+NodeFactory = Callable[[dict[str, Any], NodeHandle], Any]
 
-REGISTRY: dict[str, Factory] = {
-    priority_sort.NAME: priority_sort.new,
+NODE_REGISTRY: dict[str, NodeFactory] = {
     node_unschedulable.NAME: node_unschedulable.new,
     node_name.NAME: node_name.new,
     node_ports.NAME: node_ports.new,
@@ -50,14 +53,19 @@ REGISTRY: dict[str, Factory] = {
     taint_toleration.NAME: taint_toleration.new,
     inter_pod_affinity.NAME: inter_pod_affinity.new,
     pod_topology_spread.NAME: pod_topology_spread.new,
-    selector_spread.NAME: selector_spread.new,
-    default_preemption.NAME: default_preemption.new,
-    coscheduling.NAME: coscheduling.new,
-    default_binder.NAME: default_binder.new,
     volume_restrictions.NAME: volume_restrictions.new,
     node_volume_limits.NAME: node_volume_limits.new,
     volume_binding.NAME: volume_binding.new,
     volume_zone.NAME: volume_zone.new,
 }
 
-__all__ = ["DEFAULT_PLUGINS", "REGISTRY", "Factory"]
+REGISTRY: dict[str, Factory] = {
+    priority_sort.NAME: priority_sort.new,
+    **NODE_REGISTRY,
+    selector_spread.NAME: selector_spread.new,
+    default_preemption.NAME: default_preemption.new,
+    coscheduling.NAME: coscheduling.new,
+    default_binder.NAME: default_binder.new,
+}
+
+__all__ = ["DEFAULT_PLUGINS", "NODE_REGISTRY", "REGISTRY", "Factory", "NodeFactory"]

@@ -65,3 +65,27 @@ def example_job(
     job: dict[str, Any] = yaml.safe_load(example_job_yaml(name=name, replicas=replicas))
     job["spec"]["minAvailable"] = min_available
     return job
+
+
+# Volcano's installer/helm/chart/volcano/config/volcano-scheduler-ci.conf as it
+# stands: the scheduler configuration its e2e suites run with.
+VOLCANO_CI_CONF = """actions: "enqueue, allocate, backfill, reclaim, preempt"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+  - name: sla
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+    arguments:
+      predicate.DynamicResourceAllocationEnable: true
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+  - name: network-topology-aware
+"""

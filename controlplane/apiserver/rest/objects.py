@@ -146,13 +146,19 @@ def parse_delete_options(opts: dict[str, Any], q: Mapping[str, str]) -> DeleteOp
     )
 
 
+# Kinds whose DELETE answers the object even when it is gone at once
+# (Kubernetes' registries with ReturnDeletedObject: client libraries expect one).
+RETURN_DELETED = frozenset(("Pod", "ServiceAccount", "StorageClass"))
+
+
 async def delete(call: Call) -> web.StreamResponse:
     t = call.target
     options, dry_run = await delete_options(call)
     stored = await call.server.run(
-        call.registry.delete, t.info.key, t.name, call.namespace, options, call.who, dry_run
-    )
-    if stored is not None:  # still there: finalizers or a grace period hold it
+        call.registry.delete, t.info.key, t.name, call.namespace, options, call.who, dry_run,
+        t.info.key in RETURN_DELETED,
+    )  # fmt: skip
+    if stored is not None:  # still there (finalizers, a grace period), or a RETURN_DELETED kind
         return object_response(call, stored)
     return document_response(call, success(t.info.plural, t.name, t.group))
 

@@ -1,7 +1,10 @@
 """The batch scheduler's actions, run in the configured order each session.
 
-- enqueue: a Pending PodGroup becomes Inqueue when it is valid and every
-  plugin's `enqueueable` agrees (queue capability, cluster overcommit).
+Each is `action(session)`, registered by name (builtin.py); what the
+configuration enables is `session.actions`.
+
+- enqueue: a Pending PodGroup becomes Inqueue when the plugins' votes admit
+  it (queue capability, cluster overcommit, sla), pods or not.
 - allocate: queues by share, then jobs by the plugins' order; a job's
   pending tasks are placed through one Statement (filters and scores of the
   Framework, each placement assumed in the cache so the next task sees it);
@@ -26,7 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from controlplane.scheduler.batch.session import JobInfo, Session, Statement
+from controlplane.scheduler.batch.info import (
+    NOT_ENOUGH_RESOURCES,
+    QUEUE_QUOTA,
+    JobInfo,
+    gang_message,
+)
+from controlplane.scheduler.batch.session import Session, Victims
+from controlplane.scheduler.batch.statement import Statement
 from controlplane.scheduler.framework import FitError
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState
@@ -39,11 +49,11 @@ def _schedulable_jobs(ssn: Session, enqueue: bool) -> list[JobInfo]:
     for job in ssn.jobs.values():
         if job.phase == "Pending" and enqueue:
             continue
-        if not any(not t.best_effort for t in job.pending):
+        if len(job.pending) <= job.best_effort:  # nothing but best-effort pods wait
             continue
-        reason = ssn.job_valid(job)
-        if reason:
-            job.unschedulable = reason
+        invalid = ssn.job_valid(job)
+        if invalid is not None:
+            job.unschedulable_reason, job.unschedulable = invalid
             continue
         out.append(job)
     return out
@@ -66,18 +76,18 @@ def _round_robin(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
     return out
 
 
-def enqueue(ssn: Session, enabled: set[str]) -> None:
+def enqueue(ssn: Session) -> None:
     jobs = _round_robin(ssn, [j for j in ssn.jobs.values() if j.phase == "Pending"])
     for job in jobs:
-        reason = ssn.job_valid(job)
-        if reason:
-            job.unschedulable = reason
-            continue
-        if ssn.enqueueable(job):
+        # Whether it has its pods yet does not matter: a PodGroup made before
+        # its pods is enqueued too (Volcano's enqueue asks no validity).
+        if not job.min_resources or ssn.enqueueable(job):
             job.phase = "Inqueue"
-            ssn.enqueued.append(job)
-        else:
-            job.unschedulable = "queue resource quota insufficient to enqueue the pod group"
+            ssn.enqueued(job)
+            ssn.outcome.enqueued.append(job)
+        elif not job.unschedulable:
+            job.unschedulable_reason = NOT_ENOUGH_RESOURCES
+            job.unschedulable = gang_message(job, origin=job.enqueue_refusal or QUEUE_QUOTA)
 
 
 def _place(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo) -> str:
@@ -101,17 +111,9 @@ def _reserve(ssn: Session, state: CycleState, task: PodInfo, node: str) -> str:
     return "" if st.ok else "; ".join(st.reasons) or f"reserve on {node} failed"
 
 
-def _gang_message(job: JobInfo, reason: str) -> str:
-    total = len(job.pending) + len(job.placed)
-    return (
-        f"{len(job.pending)}/{total} tasks in gang unschedulable: pod group is not ready, "
-        f"{len(job.placed)} placed, {job.min_member} minAvailable; {reason}"
-    )
-
-
-def allocate(ssn: Session, enabled: set[str]) -> None:
+def allocate(ssn: Session) -> None:
     by_queue: dict[str, list[tuple[tuple[Any, ...], JobInfo]]] = {}
-    for job in _schedulable_jobs(ssn, "enqueue" in enabled):
+    for job in _schedulable_jobs(ssn, "enqueue" in ssn.actions):
         if job.queue in ssn.queues:
             by_queue.setdefault(job.queue, []).append((ssn.job_key(job), job))
     for line in by_queue.values():
@@ -137,31 +139,33 @@ def _allocate_job(ssn: Session, job: JobInfo) -> bool:
     again (DRF's shares have moved), as Volcano's allocate does. Otherwise
     the oldest of two elastic jobs would take all the room."""
     stmt = ssn.statement()
-    reason = ""
+    origin = ""
     tasks = sorted((t for t in job.pending if not t.best_effort), key=ssn.task_key)
     again = False
     for i, task in enumerate(tasks):
         reason = _place(ssn, stmt, job, task)
         if reason:
+            origin = f"{task.key.split('/', 1)[1]}: {reason}"
             break
         if i + 1 < len(tasks) and len(job.placed) >= job.min_member and ssn.job_ready(job):
             again = True
             break
     if ssn.job_ready(job):
         stmt.commit()
-        job.unschedulable = ""
+        job.unschedulable = job.unschedulable_reason = ""
     else:
+        tentative = len(stmt.placed)
         stmt.discard()
-        job.unschedulable = _gang_message(job, reason)
+        job.unschedulable_reason = NOT_ENOUGH_RESOURCES
+        job.unschedulable = gang_message(job, tentative, origin)
     return again
 
 
-def backfill(ssn: Session, enabled: set[str]) -> None:
+def backfill(ssn: Session) -> None:
     wanting = [
         j
         for j in ssn.jobs.values()
-        if any(t.best_effort for t in j.pending)
-        and not (j.phase == "Pending" and "enqueue" in enabled)
+        if j.best_effort and not (j.phase == "Pending" and "enqueue" in ssn.actions)
     ]
     for job in sorted(wanting, key=ssn.job_key):
         for task in [t for t in job.pending if t.best_effort]:
@@ -184,7 +188,6 @@ def _fits_on(ssn: Session, task: PodInfo, slot: int) -> CycleState | None:
     return state
 
 
-Victims = list[tuple[JobInfo, PodInfo]]
 VictimFilter = Callable[[JobInfo, PodInfo, Victims], Victims]
 
 
@@ -195,6 +198,7 @@ def _make_room(
     task: PodInfo,
     candidate: Candidate,
     select: VictimFilter,
+    reason: str,
 ) -> bool:
     """Evict (in the statement) the fewest lowest-ranked victims on one node so
     that `task` fits there, and place it; False when no node can be freed."""
@@ -224,7 +228,7 @@ def _make_room(
                 ),
             )
             pool.remove((vj, v))
-            stmt.evict(vj, v)
+            stmt.evict(vj, v, reason)
             taken.append((vj, v))
             state = _fits_on(ssn, task, info.slot)
             if state is not None and not _reserve(ssn, state, task, info.name):
@@ -255,7 +259,7 @@ def pipeline(
         if vj is None:
             stmt.discard()
             return None
-        stmt.evict(vj, v)
+        stmt.evict(vj, v, "preempt")
     pending = {t.key: t for t in job.pending}
     for key, node in placements:
         task, info = pending.get(key), ssn.cache.nodes.get(node)
@@ -275,16 +279,20 @@ def _reclaimable_queue(ssn: Session, job: JobInfo, victim: JobInfo) -> bool:
     return victim.queue != job.queue and ssn.queues[victim.queue].reclaimable
 
 
-def _starving(
-    ssn: Session, enabled: set[str], waiting: set[str], ready_too: bool = False
-) -> list[JobInfo]:
-    """Jobs that want room: not ready (preempt), or with any task pending (reclaim:
+def _starving(job: JobInfo) -> bool:
+    """Fewer than minAvailable tasks placed (Volcano's gang JobStarving: the
+    tasks' own minimums do not count when preempting)."""
+    return job.ready_num() < job.min_member
+
+
+def _wanting(ssn: Session, ready_too: bool = False) -> list[JobInfo]:
+    """Jobs that want room: starving (preempt), or with any task pending (reclaim:
     a queue below its deserved share takes back task by task)."""
     return sorted(
         (
             j
-            for j in _schedulable_jobs(ssn, "enqueue" in enabled)
-            if (ready_too or not ssn.job_ready(j)) and j.key not in waiting
+            for j in _schedulable_jobs(ssn, "enqueue" in ssn.actions)
+            if (ready_too or _starving(j)) and j.key not in ssn.waiting
         ),
         key=ssn.job_key,
     )
@@ -295,17 +303,18 @@ def _take(
     job: JobInfo,
     candidate: Candidate,
     select: VictimFilter,
+    reason: str,
     until_ready: bool = True,
 ) -> None:
     stmt = ssn.statement()
     q = ssn.queues[job.queue]
     for task in sorted((t for t in job.pending if not t.best_effort), key=ssn.task_key):
-        if until_ready and ssn.job_ready(job):
+        if until_ready and not _starving(job) and ssn.job_ready(job):
             break
-        if not until_ready and not ssn.allocatable(q, task):
+        if not until_ready and not (ssn.allocatable(q, task) and ssn.preemptive(q, task)):
             break  # reclaim: the queue's deserved share is reached, nothing beyond it
         placed = not _place(ssn, stmt, job, task)
-        if not placed and not _make_room(ssn, stmt, job, task, candidate, select):
+        if not placed and not _make_room(ssn, stmt, job, task, candidate, select, reason):
             break
     if ssn.job_ready(job) and stmt.evicted:
         stmt.commit_evictions(job)  # the gang binds once its room is free
@@ -315,18 +324,18 @@ def _take(
         stmt.discard()  # never evict for a gang that would still not fit
 
 
-def preempt(ssn: Session, enabled: set[str], waiting: set[str]) -> None:
-    for job in _starving(ssn, enabled, waiting):
+def preempt(ssn: Session) -> None:
+    for job in _wanting(ssn):
         if ssn.out_of_time():
             return
-        _take(ssn, job, _same_queue, ssn.preemptable)
+        _take(ssn, job, _same_queue, ssn.preemptable, "preempt")
 
 
-def reclaim(ssn: Session, enabled: set[str], waiting: set[str]) -> None:
-    for job in _starving(ssn, enabled, waiting, ready_too=True):
+def reclaim(ssn: Session) -> None:
+    for job in _wanting(ssn, ready_too=True):
         if ssn.out_of_time():
             return
         q = ssn.queues[job.queue]
         if ssn.overused(q):
             continue
-        _take(ssn, job, _reclaimable_queue, ssn.reclaimable, until_ready=False)
+        _take(ssn, job, _reclaimable_queue, ssn.reclaimable, "reclaim", until_ready=False)

@@ -18,23 +18,20 @@ tiers:
 ```
 
 Every `enable*` switch of a plugin option is a boolean (absent: on). An
-unknown action, plugin or key, a duplicate plugin, a bad value: `ConfError`
-whose message starts with `line N:`.
+unknown key, a duplicate plugin or action, a bad value: `ConfError` whose
+message starts with `line N:`. Which actions and plugins exist is the
+registry's to say (registry.py `check`, with the line kept here).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
-PLUGINS = (
-    "priority", "gang", "conformance", "drf", "proportion", "predicates", "nodeorder",
-    "binpack", "overcommit",
-)  # fmt: skip
 SWITCHES = (
     "enableJobOrder", "enableNamespaceOrder", "enableHierarchy", "enableJobReady",
     "enableJobPipelined", "enableTaskOrder", "enablePreemptable", "enableReclaimable",
@@ -70,6 +67,7 @@ class PluginOption:
     name: str
     switches: Mapping[str, bool] = field(default_factory=dict)
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    line: int = field(default=0, compare=False)  # where the configuration names it
 
     def enabled(self, switch: str) -> bool:
         return self.switches.get(switch, True)
@@ -79,6 +77,7 @@ class PluginOption:
 class Conf:
     actions: tuple[str, ...]
     tiers: tuple[tuple[PluginOption, ...], ...]
+    actions_line: int = field(default=0, compare=False)
 
     def plugin(self, name: str) -> PluginOption | None:
         for tier in self.tiers:
@@ -113,14 +112,15 @@ def _value(node: yaml.Node) -> Any:
 
 def _plugin(node: yaml.Node, seen: set[str]) -> PluginOption:
     name = ""
+    line = _line(node)
     switches: dict[str, bool] = {}
     arguments: dict[str, Any] = {}
     for k, v in _mapping(node, "a plugin"):
         key = k.value
         if key == "name":
-            if not isinstance(v, yaml.ScalarNode) or v.value not in PLUGINS:
-                raise _fail(v, f"unknown plugin {_value(v)!r}; known: {', '.join(PLUGINS)}")
-            name = v.value
+            if not isinstance(v, yaml.ScalarNode) or not isinstance(_value(v), str):
+                raise _fail(v, f"a plugin's name must be a string, not {_value(v)!r}")
+            name, line = v.value, _line(v)
             if name in seen:
                 raise _fail(v, f"plugin {name!r} appears twice")
             seen.add(name)
@@ -138,7 +138,7 @@ def _plugin(node: yaml.Node, seen: set[str]) -> PluginOption:
             raise _fail(k, f"unknown plugin option {key!r}")
     if not name:
         raise _fail(node, "a plugin needs a name")
-    return PluginOption(name, switches, arguments)
+    return PluginOption(name, switches, arguments, line)
 
 
 def load(text: str) -> Conf:
@@ -151,6 +151,7 @@ def load(text: str) -> Conf:
     if root is None:
         return load(DEFAULT_CONF)
     actions: tuple[str, ...] = ()
+    actions_line = 0
     tiers: list[tuple[PluginOption, ...]] = []
     seen: set[str] = set()
     for k, v in _mapping(root, "the configuration"):
@@ -158,12 +159,9 @@ def load(text: str) -> Conf:
             if not isinstance(v, yaml.ScalarNode):
                 raise _fail(v, 'actions must be a string such as "enqueue, allocate, backfill"')
             names = [a.strip() for a in str(v.value).split(",") if a.strip()]
-            for a in names:
-                if a not in ACTIONS:
-                    raise _fail(v, f"unknown action {a!r}; known: {', '.join(ACTIONS)}")
             if len(set(names)) != len(names):
                 raise _fail(v, "an action appears twice")
-            actions = tuple(names)
+            actions, actions_line = tuple(names), _line(v)
         elif k.value == "tiers":
             if not isinstance(v, yaml.SequenceNode):
                 raise _fail(v, "tiers must be a list of {plugins: [...]}")
@@ -182,7 +180,33 @@ def load(text: str) -> Conf:
             raise _fail(k, f"unknown key {k.value!r} (actions, tiers, configurations)")
     if not actions:
         raise _fail(root, "actions is required")
-    return Conf(actions, tuple(tiers))
+    return Conf(actions, tuple(tiers), actions_line)
+
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+          "h": 3600.0}  # fmt: skip
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(value: Any) -> float | None:
+    """Go's time.ParseDuration ("1h2m3s4ms5us6ns", "3s", "1.5h") in seconds;
+    None when absent, not positive or not a duration (Volcano logs and
+    ignores a bad one)."""
+    if not isinstance(value, str) or not value:
+        return None
+    text, sign = value, 1.0
+    if text[0] in "+-":
+        sign, text = (-1.0 if text[0] == "-" else 1.0), text[1:]
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(text):
+        if m.start() != pos:
+            return None
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(text) or pos == 0:
+        return None
+    total *= sign
+    return total if total > 0 else None
 
 
 def _check_argument(conf: Conf, plugin: str, arg: str, lo: float, hi: float) -> None:
@@ -202,4 +226,8 @@ def validate(conf: Conf) -> Conf:
     _check_argument(conf, "binpack", "binpack.cpu", 0, 100)
     _check_argument(conf, "binpack", "binpack.memory", 0, 100)
     _check_argument(conf, "overcommit", "overcommit-factor", 1, 100)
+    for arg in ("leastrequested.weight", "mostrequested.weight", "balancedresource.weight",
+                "nodeaffinity.weight", "podaffinity.weight", "tainttoleration.weight",
+                "imagelocality.weight", "podtopologyspread.weight"):  # fmt: skip
+        _check_argument(conf, "nodeorder", arg, 0, 100)
     return conf

@@ -1,12 +1,16 @@
-"""The batch scheduler's plugins: each registers its functions into the session's tiers.
+"""The batch scheduler's plugins: what each adds to a session (or to its Framework).
 
-Volcano's semantics, our code:
+Each is registered by name with its extension points (builtin.py); when a
+session opens it adds its functions through `Extensions` (session.py), one
+method per point. Volcano's semantics, our code:
 
 - priority: jobs and tasks by priority (higher first); a preemptor may only
   evict tasks of lower priority (inside its own job: of lower task priority).
-- gang: a job is valid with at least minMember pods and ready with minMember
-  placed (and each task's minTaskMember); not-ready jobs go first; victims
-  only from a job's surplus above minMember (a job of minMember 1 entirely).
+- gang: Volcano's JobInfo checks. A job is valid with at least minMember
+  pods, ready with minMember placed (or succeeded, or pending best-effort);
+  each task's minTaskMember counts only where minMember covers their sum (a
+  job of minAvailable 2 over tasks of 16 replicas is elastic: 2 will do).
+  Not-ready jobs go first; victims only from a job's pods above minMember.
 - conformance: never evicts kube-system pods nor the system-* priority classes.
 - drf: jobs by dominant resource share (lowest first); a victim's job must keep
   a larger share than the preemptor's job gets.
@@ -19,42 +23,54 @@ Volcano's semantics, our code:
   only into an Open queue, within its capability and its deserved share (or
   when it outranks a running job of its queue: it may preempt).
 - overcommit: a job is enqueued while the cluster's allocatable times
-  `overcommit-factor` (1.2) covers what is placed and inqueue plus its minResources.
+  `overcommit-factor` (1.2) covers what is placed and inqueue plus its
+  minResources, or when it outranks a job placed in its own queue and
+  preempt runs (its room comes from that queue).
+- sla: jobs by the end of their sla-waiting-time; one past it is enqueued
+  whatever the next tiers say (enqueue votes go tier by tier, session.py).
+- capacity (capacity.py): queues by their own deserved and capability,
+  in a hierarchy with enableHierarchy.
 - predicates, nodeorder, binpack: the filters and scores, run through the
-  Framework (scheduler.py builds it from these options).
+  Framework: they add them when it is built (nodeplugins.py), nodeorder
+  with Volcano's weight arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from controlplane.scheduler.batch.conf import PluginOption
-from controlplane.scheduler.batch.session import (
+from controlplane.scheduler import names
+from controlplane.scheduler.batch import binpack as binpack_score
+from controlplane.scheduler.batch.conf import PluginOption, parse_duration
+from controlplane.scheduler.batch.info import (
     DIMS,
+    QUEUE_QUOTA,
     JobInfo,
     QueueInfo,
     Res,
-    Session,
-    Tier,
     add,
     le,
     req,
 )
+from controlplane.scheduler.batch.nodeplugins import DEFAULT_WEIGHTS, FILTERS, SCORES, NodeAdder
+from controlplane.scheduler.batch.session import ABSTAIN, PERMIT, REJECT, Extensions, Victims
 from controlplane.scheduler.podinfo import PodInfo
 
-Victims = list[tuple[JobInfo, PodInfo]]
 SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
+SLA_WAITING_TIME = "sla-waiting-time"  # sla's argument (a PodGroup's annotation: snapshot.py)
+# Volcano's PodGroup condition reasons (scheduling/v1beta1).
+NOT_ENOUGH_PODS = "NotEnoughTasks"
+NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
+INVALID_TASKS = "Not enough valid pods of each task for gang-scheduling"
 
 
 def _share(used: Res, total: Res) -> float:
     return max((used.get(d, 0) / total[d] for d in DIMS if total.get(d)), default=0.0)
 
 
-def priority(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+def priority(ext: Extensions, opt: PluginOption) -> None:
     if opt.enabled("enableJobOrder"):
-        tier.job_order.append(lambda j: -j.priority)
+        ext.job_order(lambda j: -j.priority)
     if opt.enabled("enableTaskOrder"):
-        tier.task_order.append(lambda t: -t.priority)
+        ext.task_order(lambda t: -t.priority)
 
     def victims(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
         out = []
@@ -67,50 +83,63 @@ def priority(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         return out
 
     if opt.enabled("enablePreemptable"):
-        tier.preemptable.append(victims)
+        ext.preemptable(victims)
 
 
-def _ready(job: JobInfo) -> bool:
-    if len(job.placed) < job.min_member:
-        return False
-    if job.min_task_member:
-        per = job.placed_per_task()
-        return all(per.get(t, 0) >= n for t, n in job.min_task_member.items())
-    return True
+def tasks_ready(job: JobInfo) -> bool:
+    """Each task has its minimum placed (Volcano's CheckTaskReady): checked
+    only where the job's minAvailable covers the tasks' minimums."""
+    if not job.tasks_checked():
+        return True
+    return all(job.task_ready(t) >= n for t, n in job.min_task_member.items())
 
 
-def gang(ssn: Session, tier: Tier, opt: PluginOption) -> None:
-    def valid(job: JobInfo) -> str:
-        n = len(job.pending) + len(job.placed)
-        if n < job.min_member:
-            return f"Not enough valid tasks for gang-scheduling, valid: {n}, min: {job.min_member}"
-        return ""
+def ready(job: JobInfo) -> bool:
+    """minAvailable tasks placed (or done), and each task's minimum where it counts."""
+    return job.ready_num() >= job.min_member and tasks_ready(job)
 
-    ssn.job_valid_fns.append(valid)
+
+def invalid(job: JobInfo) -> tuple[str, str] | None:
+    """Why the job cannot be gang-scheduled at all (Volcano's gang JobValid):
+    a task with fewer pods than its minimum, or fewer pods than minAvailable."""
+    if not job.valid_tasks:  # counted when the snapshot built the job
+        return NOT_ENOUGH_PODS_OF_TASK, INVALID_TASKS
+    n = len(job.placed) + len(job.pending) + job.done
+    if n < job.min_member:
+        return NOT_ENOUGH_PODS, (
+            f"Not enough valid tasks for gang-scheduling, valid: {n}, min: {job.min_member}"
+        )
+    return None
+
+
+def gang(ext: Extensions, opt: PluginOption) -> None:
+    ext.job_valid(invalid)
     if opt.enabled("enableJobReady"):
-        ssn.job_ready_fns.append(_ready)
+        ext.job_ready(ready)
     if opt.enabled("enableJobPipelined"):
-        ssn.pipelined_fns.append(_ready)
+        ext.job_pipelined(ready)
     if opt.enabled("enableJobOrder"):
-        tier.job_order.append(lambda j: 1 if _ready(j) else 0)
+        ext.job_order(lambda j: 1 if j.ready_num() >= j.min_member else 0)
 
     def surplus(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
-        taken: dict[str, int] = {}
+        """Victims only from a job's pods above its minAvailable (Volcano's
+        gang preemptable: ready tasks > minAvailable)."""
+        occupied: dict[str, int] = {}
         out = []
         for vj, v in cands:
-            n = taken.get(vj.key, 0)
-            if vj.min_member <= 1 or len(vj.placed) - n - 1 >= vj.min_member:
-                taken[vj.key] = n + 1
+            n = occupied.setdefault(vj.key, len(vj.placed) + vj.done)
+            if n > vj.min_member:
+                occupied[vj.key] = n - 1
                 out.append((vj, v))
         return out
 
     if opt.enabled("enablePreemptable"):
-        tier.preemptable.append(surplus)
+        ext.preemptable(surplus)
     if opt.enabled("enableReclaimable"):
-        tier.reclaimable.append(surplus)
+        ext.reclaimable(surplus)
 
 
-def conformance(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+def conformance(ext: Extensions, opt: PluginOption) -> None:
     def allowed(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
         return [
             (vj, v)
@@ -120,15 +149,15 @@ def conformance(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         ]
 
     if opt.enabled("enablePreemptable"):
-        tier.preemptable.append(allowed)
+        ext.preemptable(allowed)
     if opt.enabled("enableReclaimable"):
-        tier.reclaimable.append(allowed)
+        ext.reclaimable(allowed)
 
 
-def drf(ssn: Session, tier: Tier, opt: PluginOption) -> None:
-    total = ssn.total
+def drf(ext: Extensions, opt: PluginOption) -> None:
+    total = ext.session.total
     if opt.enabled("enableJobOrder"):
-        tier.job_order.append(lambda j: _share(j.allocated, total))
+        ext.job_order(lambda j: _share(j.allocated, total))
 
     def fairer(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
         mine = dict(job.allocated)
@@ -143,7 +172,7 @@ def drf(ssn: Session, tier: Tier, opt: PluginOption) -> None:
         return out
 
     if opt.enabled("enablePreemptable"):
-        tier.preemptable.append(fairer)
+        ext.preemptable(fairer)
 
 
 def deserved_shares(queues: dict[str, QueueInfo], total: Res) -> None:
@@ -182,10 +211,11 @@ def deserved_shares(queues: dict[str, QueueInfo], total: Res) -> None:
                 q.deserved[d] = max(q.deserved[d], v)
 
 
-def proportion(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+def proportion(ext: Extensions, opt: PluginOption) -> None:
+    ssn = ext.session
     deserved_shares(ssn.queues, ssn.total)
     if opt.enabled("enableQueueOrder"):
-        tier.queue_order.append(lambda q: _share(q.allocated, q.deserved))
+        ext.queue_order(lambda q: _share(q.allocated, q.deserved))
 
     def overused(q: QueueInfo) -> bool:
         return le(q.deserved, q.allocated)
@@ -216,71 +246,141 @@ def proportion(ssn: Session, tier: Tier, opt: PluginOption) -> None:
                 out.append((vj, v))
         return out
 
-    def enqueueable(job: JobInfo) -> bool:
+    def enqueueable(job: JobInfo) -> int:
         q = ssn.queues.get(job.queue)
         if q is None or q.state != "Open":
-            return False
+            return REJECT
         future = dict(q.allocated)
         add(future, q.inqueue)
         add(future, job.min_resources)
         if q.capability is not None and not le(future, q.capability, q.capability):
-            return False
+            job.enqueue_refusal = QUEUE_QUOTA
+            return REJECT
         # Within the deserved share, so that jobs a queue could not run anyway
         # do not hold the cluster's enqueue room; a queue with nothing running
         # or inqueue takes one job whatever its size.
         idle = not any(q.allocated.values()) and not any(q.inqueue.values())
-        preemptor = q.lowest is not None and job.priority > q.lowest
         if (
             idle
-            or preemptor
+            or _preemptor(ext, q, job)
             or le(future, q.deserved, [d for d in DIMS if job.min_resources.get(d)])
         ):
+            return PERMIT
+        job.enqueue_refusal = QUEUE_QUOTA
+        return REJECT
+
+    def enqueued(job: JobInfo) -> None:
+        q = ssn.queues.get(job.queue)
+        if q is not None:
             add(q.inqueue, job.min_resources)
-            return True
-        return False
 
     if opt.enabled("enableOverused"):
-        ssn.overused_fns.append(overused)
+        ext.overused(overused)
     if opt.enabled("enableAllocatable"):
-        ssn.allocatable_fns.append(allocatable)
+        ext.allocatable(allocatable)
     if opt.enabled("enableReclaimable"):
-        tier.reclaimable.append(reclaim)
+        ext.reclaimable(reclaim)
     if opt.enabled("enableJobEnqueued"):
-        ssn.enqueueable_fns.append(enqueueable)
+        ext.job_enqueueable(enqueueable)
+        ext.job_enqueued(enqueued)
 
 
-def overcommit(ssn: Session, tier: Tier, opt: PluginOption) -> None:
+def _preemptor(ext: Extensions, q: QueueInfo, job: JobInfo) -> bool:
+    """The job outranks a job placed in its own queue and preempt runs: its
+    room may come from its queue's own pods rather than from idle resources."""
+    return "preempt" in ext.session.actions and q.lowest is not None and job.priority > q.lowest
+
+
+def overcommit(ext: Extensions, opt: PluginOption) -> None:
+    ssn = ext.session
     factor = float(opt.arguments.get("overcommit-factor", 1.2))
     used: Res = {}
     for q in ssn.queues.values():
         add(used, q.allocated)
         add(used, q.inqueue)
 
-    def enqueueable(job: JobInfo) -> bool:
+    def enqueueable(job: JobInfo) -> int:
         future = dict(used)
         add(future, job.min_resources)
         room = {d: int(ssn.total.get(d, 0) * factor) for d in DIMS}
-        if le(future, room):
-            add(used, job.min_resources)  # later jobs of this session see it
-            return True
-        return False
+        q = ssn.queues.get(job.queue)
+        if le(future, room) or (q is not None and _preemptor(ext, q, job)):
+            return PERMIT
+        job.enqueue_refusal = "resource in cluster is overused"
+        return REJECT
+
+    def enqueued(job: JobInfo) -> None:
+        add(used, job.min_resources)  # later jobs of this session see it
 
     if opt.enabled("enableJobEnqueued"):
-        ssn.enqueueable_fns.append(enqueueable)
+        ext.job_enqueueable(enqueueable)
+        ext.job_enqueued(enqueued)
 
 
-def _none(ssn: Session, tier: Tier, opt: PluginOption) -> None:
-    """predicates, nodeorder, binpack: the Framework carries them (scheduler.py)."""
+def sla(ext: Extensions, opt: PluginOption) -> None:
+    """Volcano's sla: a job may wait for room at most its `sla-waiting-time`
+    (the PodGroup's annotation, else the plugin's argument): jobs go by the
+    end of their waiting time (those with none last), and a job past it is
+    enqueued whatever the other plugins say."""
+    default = parse_duration(opt.arguments.get(SLA_WAITING_TIME))
+    now = ext.session.now()
+
+    def limit(job: JobInfo) -> float | None:
+        return job.waiting_time if job.waiting_time is not None else default
+
+    def deadline(job: JobInfo) -> float:
+        w = limit(job)
+        return job.created + w if w is not None else float("inf")
+
+    def enqueueable(job: JobInfo) -> int:
+        w = limit(job)
+        return PERMIT if w is not None and now - job.created >= w else ABSTAIN
+
+    if opt.enabled("enableJobOrder"):
+        ext.job_order(deadline)
+    if opt.enabled("enableJobEnqueued"):
+        ext.job_enqueueable(enqueueable)
 
 
-PLUGINS: dict[str, Callable[[Session, Tier, PluginOption], None]] = {
-    "priority": priority,
-    "gang": gang,
-    "conformance": conformance,
-    "drf": drf,
-    "proportion": proportion,
-    "overcommit": overcommit,
-    "predicates": _none,
-    "nodeorder": _none,
-    "binpack": _none,
+# ---- the Framework's: filters and scores --------------------------------------------
+
+
+def predicates(node: NodeAdder, opt: PluginOption) -> None:
+    for name in FILTERS:
+        node.filter(name)
+
+
+# Volcano's nodeorder arguments: the weight of each score, by the plugin giving it.
+NODEORDER_WEIGHTS = {
+    "leastrequested.weight": names.NODE_RESOURCES_FIT,
+    "balancedresource.weight": names.BALANCED_ALLOCATION,
+    "nodeaffinity.weight": names.NODE_AFFINITY,
+    "podaffinity.weight": names.INTER_POD_AFFINITY,
+    "tainttoleration.weight": names.TAINT_TOLERATION,
+    "imagelocality.weight": names.IMAGE_LOCALITY,
+    "podtopologyspread.weight": names.POD_TOPOLOGY_SPREAD,
 }
+MOST_REQUESTED = "mostrequested.weight"
+
+
+def nodeorder(node: NodeAdder, opt: PluginOption) -> None:
+    """The scores, weighted by Volcano's nodeorder arguments (defaults: least
+    requested 1, balanced 1, node affinity 2, pod affinity 2, taint
+    toleration 3, image locality 1, topology spread 2, most requested 0).
+    `mostrequested.weight` scores NodeResourcesFit by MostAllocated where
+    `leastrequested.weight` is 0 (one NodeResourcesFit scores one way)."""
+    weights = {n: DEFAULT_WEIGHTS.get(n, 1) for n in (*node.scoring_filters(), *SCORES)}
+    for arg, name in NODEORDER_WEIGHTS.items():
+        if name in weights and arg in opt.arguments:
+            weights[name] = int(opt.arguments[arg])
+    most = int(opt.arguments.get(MOST_REQUESTED, 0) or 0)
+    for name, weight in weights.items():
+        if name == names.NODE_RESOURCES_FIT and most and not weight:
+            node.score(name, most, {"scoringStrategy": {"type": "MostAllocated"}})
+        else:
+            node.score(name, weight)
+
+
+def binpack(node: NodeAdder, opt: PluginOption) -> None:
+    weight = int(opt.arguments.get("binpack.weight", 1))
+    node.plugin(binpack_score.new(dict(opt.arguments)), weight)

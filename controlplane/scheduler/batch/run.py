@@ -5,7 +5,7 @@ default scheduler's: it campaigns for the `kube-system/volcano` Lease (its
 own, so the two schedulers lead independently) and, while leading, runs a
 `BatchService`: shared informers for Pods, Nodes, PodGroups, Queues,
 PriorityClasses and the storage kinds (claims, volumes, classes) feeding a
-`BatchScheduler`, and a session whenever something
+`BatchScheduler`'s cache, and a session whenever something
 changed (at least every second). Writes go through the API client: binds in
 batches, evictions, PodGroup and Queue status, and the volume plugins'
 claimRefs and selected nodes.
@@ -30,10 +30,12 @@ from controlplane.client.component import run_component
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
+from controlplane.scheduler.batch import builtin
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from controlplane.scheduler.binder import ApiClusterWriter
 from controlplane.scheduler.volume_state import watch_storage
+from machinery import rfc3339
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -43,11 +45,11 @@ CONFIG_ENV = "SKIFF_VOLCANO_CONFIG"
 def load_conf(path: str | None = None) -> batch_conf.Conf:
     path = path or os.environ.get(CONFIG_ENV)
     if not path:
-        return batch_conf.load(batch_conf.DEFAULT_CONF)
+        return builtin.load(batch_conf.DEFAULT_CONF)
     with open(path, encoding="utf-8") as f:
         text = f.read()
     try:
-        return batch_conf.validate(batch_conf.load(text))
+        return builtin.load(text)
     except batch_conf.ConfError as e:
         raise batch_conf.ConfError(f"{path}: {e}") from e
 
@@ -71,6 +73,27 @@ class ApiBatchWriter:
         meta = obj["metadata"]
         self.client.patch(kind, meta["name"], {"status": status}, meta.get("namespace"), "status")
 
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        """A core/v1 Event from `volcano` (Volcano's scheduler's source) about `obj`."""
+        meta = obj.get("metadata") or {}
+        ns = str(meta.get("namespace") or "default")
+        now = rfc3339.now()
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name', 'object')}.", "namespace": ns},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""),
+                "name": meta.get("name", ""), "namespace": ns, "uid": meta.get("uid", ""),
+            },
+            "reason": reason, "message": message, "type": type_,
+            "source": {"component": volcano.SCHEDULER_NAME},
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }  # fmt: skip
+        try:
+            self.client.create("Event", body, ns)
+        except Exception as err:  # events are best effort
+            log.debug("could not record event %s: %s", reason, err)
+
 
 class BatchService:
     """One term of batch scheduling."""
@@ -80,7 +103,7 @@ class BatchService:
             conf, ApiBatchWriter(client), status_writers=8, volume_binders=4
         )
         self.factory = SharedInformerFactory(client)
-        s = self.scheduler
+        s = self.scheduler.cache
         # Claims, volumes and classes for the volume plugins, which write through the client.
         watch_storage(self.factory, client, s.volumes, s.on_storage)
         for kind, handler in (

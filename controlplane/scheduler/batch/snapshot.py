@@ -37,11 +37,14 @@ from typing import Any
 
 from controlplane.api import volcano
 from controlplane.scheduler import resources
-from controlplane.scheduler.batch.session import DIMS, JobInfo, QueueInfo, Res, add, req
+from controlplane.scheduler.batch.conf import parse_duration
+from controlplane.scheduler.batch.info import DIMS, JobInfo, QueueInfo, Res, add, req, task_name
 from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache, finished
 from controlplane.scheduler.podinfo import PodInfo, parse_time
 
 Obj = dict[str, Any]
+SLA_WAITING_TIME = "sla-waiting-time"  # a PodGroup's own limit for the sla plugin
+ROOT_QUEUE = "root"  # Volcano's top of the queue hierarchy
 
 
 def res(raw: Any) -> Res:
@@ -58,6 +61,7 @@ class _Facts:
     min_resources: Res
     priority_class: str
     created: float
+    waiting_time: float | None  # its sla-waiting-time annotation, in seconds
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,11 @@ class _Members:
     allocated: Res
     request: Res
     best: int | None  # the highest priority of its pods
+    succeeded: dict[str, int]  # per task, its pods that succeeded
+    failed: int
+    best_effort: int  # its pending pods that request nothing
+    placed_tasks: dict[str, int]  # per task, its pods placed
+    per_task: dict[str, int]  # per task, its pods placed, pending or succeeded
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,22 @@ class _Sums:
                 del self.priorities[part.priority]
 
 
+def _task_of(pod: Obj) -> str:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(volcano.TASK_SPEC, ""))
+
+
+def _same_source(old: Obj, new: Obj) -> bool:
+    """The two objects give the same facts: same spec, creation time, annotations."""
+    if old.get("spec") != new.get("spec"):
+        return False
+    a, b = old.get("metadata") or {}, new.get("metadata") or {}
+    return bool(
+        a.get("creationTimestamp") == b.get("creationTimestamp")
+        and a.get("annotations") == b.get("annotations")
+    )
+
+
 def _facts(group: Obj) -> _Facts:
     spec = group.get("spec") or {}
     return _Facts(
@@ -106,6 +131,9 @@ def _facts(group: Obj) -> _Facts:
         min_resources=res(spec.get("minResources")),
         priority_class=spec.get("priorityClassName") or "",
         created=parse_time((group.get("metadata") or {}).get("creationTimestamp")) or 0.0,
+        waiting_time=parse_duration(
+            ((group.get("metadata") or {}).get("annotations") or {}).get(SLA_WAITING_TIME)
+        ),
     )
 
 
@@ -118,6 +146,8 @@ def queue_info(name: str, q: Obj) -> QueueInfo:
         guarantee=res((spec.get("guarantee") or {}).get("resource")),
         reclaimable=spec.get("reclaimable", True) is not False,
         state=(q.get("status") or {}).get("state") or "Open",
+        parent="" if spec.get("parent") in (None, "", ROOT_QUEUE) else str(spec["parent"]),
+        spec_deserved=res(spec["deserved"]) if spec.get("deserved") else None,
     )
 
 
@@ -130,6 +160,7 @@ def _copy(job: JobInfo) -> JobInfo:
     new.placed = dict(job.placed)
     new.allocated = dict(job.allocated)
     new.request = dict(job.request)
+    new.placed_tasks = dict(job.placed_tasks)
     return new
 
 
@@ -144,8 +175,10 @@ class Snapshots:
         queues: Mapping[str, Obj],
         pending: Mapping[str, PodInfo],
         priority_classes: Mapping[str, int],
+        finished: Mapping[str, Obj],
     ) -> None:
         self.cache = cache
+        self.finished = finished
         self.groups = groups
         self.members = members
         self.queues = queues
@@ -177,8 +210,11 @@ class Snapshots:
         self._dirty.add(key)
 
     def _facts_of(self, key: str, group: Obj) -> _Facts:
+        """The group's facts, parsed again only when what they come from changed
+        (a status write, the scheduler's own mostly, changes none of them)."""
         known = self._facts.get(key)
-        if known is not None and known[0] is group:
+        if known is not None and (known[0] is group or _same_source(known[0], group)):
+            self._facts[key] = (group, known[1])
             return known[1]
         facts = _facts(group)
         self._facts[key] = (group, facts)
@@ -193,6 +229,8 @@ class Snapshots:
         pending: list[PodInfo] = []
         allocated: Res = {}
         best: int | None = None
+        succeeded: dict[str, int] = {}
+        failed = 0
         for pk in self.members.get(key, ()):
             node = cache.node_of(pk)
             p: PodInfo | None
@@ -206,13 +244,32 @@ class Snapshots:
             else:
                 p = self.pending.get(pk)
                 if p is None:
+                    done = self.finished.get(pk)
+                    if done is not None:
+                        if (done.get("status") or {}).get("phase") == "Succeeded":
+                            task = _task_of(done)
+                            succeeded[task] = succeeded.get(task, 0) + 1
+                        else:
+                            failed += 1
                     continue
                 pending.append(p)
             best = p.priority if best is None else max(best, p.priority)
         request = dict(allocated)
         for p in pending:
             add(request, req(p))
-        made = _Members(placed, pending, allocated, request, best)
+        best_effort = sum(1 for p in pending if p.best_effort)
+        placed_tasks: dict[str, int] = {}
+        for p in placed.values():
+            t = task_name(p)
+            placed_tasks[t] = placed_tasks.get(t, 0) + 1
+        per_task = dict(placed_tasks)
+        for p in pending:
+            t = task_name(p)
+            per_task[t] = per_task.get(t, 0) + 1
+        for t, n in succeeded.items():
+            per_task[t] = per_task.get(t, 0) + n
+        made = _Members(placed, pending, allocated, request, best, succeeded, failed, best_effort,
+                        placed_tasks, per_task)  # fmt: skip
         self._members[key] = made
         return made
 
@@ -234,7 +291,19 @@ class Snapshots:
             placed=m.placed,
             allocated=m.allocated,
             request=m.request,
+            succeeded=m.succeeded,
+            failed=m.failed,
+            best_effort=m.best_effort,
+            waiting_time=f.waiting_time,
+            min_task_total=sum(f.min_task_member.values()),
+            done=sum(m.succeeded.values()),
+            members=m.per_task,
+            placed_tasks=m.placed_tasks,
         )  # fmt: skip
+        if job.tasks_checked():
+            job.valid_tasks = all(
+                not n or m.per_task.get(t, 0) >= n for t, n in f.min_task_member.items()
+            )
         inqueue = f.min_resources if job.phase == "Inqueue" and len(m.placed) < f.min_member else {}
         part = _Part(f.queue, m.allocated, m.request, inqueue, priority if m.placed else None)
         return job, part

@@ -1,9 +1,14 @@
-"""What the batch scheduler reports: PodGroup and Queue status.
+"""The status writer: what the batch scheduler reports of PodGroups and Queues.
 
-After each session the scheduler hands the jobs it saw to
-`StatusReporter.report`: the session's active jobs and those `wanted()`
-(stale or due). A PodGroup's status is written only when it changed, and a
-change of its pod counts alone at most once per COUNTS_PERIOD; a status that
+A PodGroup's status is its phase (Volcano's: Pending, Inqueue, Running,
+Unknown, Completed), its member pods' counts by phase, and the gang's
+Unschedulable condition while it is not ready (`group_status`), with a
+Warning Unschedulable Event when that message is new (`group_events`).
+After each session the scheduler hands the session to
+`StatusReporter.report`: its active jobs and those `wanted()` (stale or
+due; the cache says which became stale, as a `GroupListener`). A
+PodGroup's status is written only when it changed, and a change of its pod
+counts alone at most once per COUNTS_PERIOD; a status that
 needs no computing (the same job signature, within its period) is *settled*:
 not wanted, nor computed again, until the scheduler says the group is
 `stale` or its period ends. Each queue's counts of jobs by phase are kept
@@ -23,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from controlplane.client.errors import NotFound
-from controlplane.scheduler.batch.session import JobInfo, QueueInfo
+from controlplane.scheduler.batch.info import NOT_ENOUGH_RESOURCES, JobInfo
+from controlplane.scheduler.batch.session import Session
 from machinery import rfc3339
 from machinery.clock import Clock
 
@@ -38,6 +44,30 @@ class StatusWriter(Protocol):
     def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         """Replace the status fields given (a merge patch of the status subresource)."""
         ...
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        """Record a core/v1 Event about `obj` (best effort: never raises)."""
+        ...
+
+
+def group_events(last: Obj | None, status: Obj) -> list[tuple[str, str, str]]:
+    """The Events a PodGroup status written after `last` brings (Volcano's
+    RecordJobStatusEvent): Warning Unschedulable with the gang's message when
+    that message is new and the group waits (Pending, Inqueue, Unknown).
+    (Volcano's Normal Scheduled on a running group is not written: one more
+    write per gang, that nothing reads.)"""
+    out = []
+    cond = {c["type"]: c for c in status.get("conditions") or ()}
+    before = {c["type"]: c for c in (last or {}).get("conditions") or ()}
+    gang = cond.get("Unschedulable")
+    waiting = status["phase"] in ("Pending", "Inqueue", "Unknown")
+    if (
+        waiting
+        and gang is not None
+        and gang["message"] != (before.get("Unschedulable") or {}).get("message")
+    ):
+        out.append(("Warning", "Unschedulable", str(gang["message"])))
+    return out
 
 
 @dataclass
@@ -137,24 +167,56 @@ class StatusReporter:
     def _now(self) -> str:
         return rfc3339.format_datetime(self.clock.utcnow())
 
+    def group_status(self, job: JobInfo, ready: bool, counts: Mapping[str, int]) -> Obj:
+        """The PodGroup status of a job after a session (`ready`: the session's
+        plugins say so) with its member pods' `counts` by phase.
+
+        The phase is Volcano's (framework's jobStatus): Unknown while some of
+        its pods run but the gang is unschedulable (a member gone and not
+        placed again); Running once minMember pods are placed or finished,
+        Completed when all of those finished (succeeded or failed); else
+        Inqueue if enqueued, Pending. The condition is gang's: Unschedulable
+        with why while the gang is not ready, Scheduled once it is."""
+        unschedulable = bool(job.unschedulable) and not ready
+        done = job.done + job.failed
+        scheduled = len(job.placed) + done
+        if counts["running"] and unschedulable:
+            phase = "Unknown"
+        elif scheduled >= job.min_member and scheduled:
+            phase = "Completed" if scheduled == done else "Running"
+        else:
+            phase = "Inqueue" if job.phase == "Inqueue" else "Pending"
+        status: Obj = {"phase": phase, **counts}
+        if unschedulable:
+            status["conditions"] = [{
+                "type": "Unschedulable", "status": "True",
+                "reason": job.unschedulable_reason or NOT_ENOUGH_RESOURCES,
+                "message": job.unschedulable, "transitionID": "",
+            }]  # fmt: skip
+        elif phase == "Running":
+            status["conditions"] = [{
+                "type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
+                "message": "", "transitionID": "",
+            }]  # fmt: skip
+        return status
+
     def report(
         self,
-        jobs: dict[str, JobInfo],
-        queues: dict[str, QueueInfo],
+        ssn: Session,
         queue_objects: Mapping[str, Obj],
-        group_status: Callable[[JobInfo], Obj],
+        phase_counts: Callable[[str], Mapping[str, int]],
     ) -> None:
-        """Write what changed of each job's PodGroup status (`group_status`
-        computes one) and of each queue's, under the scheduler's lock. `jobs`
-        holds at least the groups `wanted()` (a group that is not there and
-        has no queue any more stays wanted)."""
+        """Write what changed of each job's PodGroup status and of each queue's,
+        under the scheduler's lock (`phase_counts`: a group's member pods by phase).
+        The session's jobs hold at least the groups `wanted()` (a group that
+        is not there and has no queue any more stays wanted)."""
         now = self.clock.monotonic()
-        for job in jobs.values():
+        for job in ssn.jobs.values():
             settled = self._settled.get(job.key)
             sig = (job.phase, job.unschedulable, len(job.placed), bool(job.pending))
             if settled is not None and now < settled[1] and sig == settled[2]:
                 continue
-            status = group_status(job)
+            status = self.group_status(job, ssn.job_ready(job), phase_counts(job.key))
             phase = status["phase"].lower()
             self._set_phase(job.key, (job.queue, phase))
             last = self._reported.pod_groups.get(job.key)
@@ -194,7 +256,7 @@ class StatusReporter:
                 # Written (or being written): nothing to compute until its echo
                 # or a change makes it stale, or the write fails.
                 self._settle(job.key, phase, float("inf"), sig)
-        for name, q in queues.items():
+        for name, q in ssn.queues.items():
             counts = {p: 0 for p in ("pending", "running", "inqueue", "completed", "unknown")}
             counts.update((p, n) for p, n in self._per_queue.get(name, {}).items() if n)
             status = {**counts, "allocated": {d: str(v) for d, v in q.allocated.items()}}
@@ -215,7 +277,11 @@ class StatusReporter:
         def write() -> None:
             try:
                 self.writer.write_status(kind, obj, stamped)
+                last = reported.get(key)
                 reported[key] = status
+                if kind == "PodGroup":
+                    for type_, reason, message in group_events(last, status):
+                        self.writer.event(obj, type_, reason, message)
             except NotFound:
                 pass  # deleted meanwhile; its DELETED event follows
             except Exception:

@@ -15,7 +15,7 @@ import numpy as np
 from controlplane.scheduler import names, resources
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots, gather
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState
 
@@ -41,7 +41,7 @@ class BalancedAllocation:
         return out
 
 
-def new(args: dict[str, Any], handle: Handle) -> BalancedAllocation:
+def new(args: dict[str, Any], handle: NodeHandle) -> BalancedAllocation:
     names = tuple(r["name"] for r in args.get("resources") or ()) or (
         resources.CPU,
         resources.MEMORY,

@@ -15,7 +15,7 @@ import numpy as np
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, Scores, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import CycleState, Status, relevant
 
@@ -49,5 +49,5 @@ class ImageLocality:
         ).astype(np.int64)
 
 
-def new(args: dict[str, Any], handle: Handle) -> ImageLocality:
+def new(args: dict[str, Any], handle: NodeHandle) -> ImageLocality:
     return ImageLocality()

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, FilterResult, Scores, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -134,5 +134,5 @@ class InterPodAffinity:
         return [POD_ADD, POD_UPDATE, POD_DELETE, NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, Any], handle: Handle) -> InterPodAffinity:
+def new(args: dict[str, Any], handle: NodeHandle) -> InterPodAffinity:
     return InterPodAffinity()

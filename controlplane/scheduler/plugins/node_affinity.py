@@ -18,7 +18,7 @@ import numpy.typing as npt
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, FilterResult, Scores, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import NodeSelectorTerm, PodInfo, Requirement
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -161,5 +161,5 @@ def default_normalize(scores: Scores, reverse: bool) -> Scores:
     return (MAX_NODE_SCORE - out) if reverse else out
 
 
-def new(args: dict[str, Any], handle: Handle) -> NodeAffinity:
+def new(args: dict[str, Any], handle: NodeHandle) -> NodeAffinity:
     return NodeAffinity()

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import NODE_ADD, NODE_UPDATE, ClusterEvent, Code, CycleState
 
@@ -52,5 +52,5 @@ class NodeConditions:
         return [NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, object], handle: Handle) -> NodeConditions:
+def new(args: dict[str, object], handle: NodeHandle) -> NodeConditions:
     return NodeConditions()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -37,5 +37,5 @@ class NodeName:
         return [NODE_ADD]
 
 
-def new(args: dict[str, object], handle: Handle) -> NodeName:
+def new(args: dict[str, object], handle: NodeHandle) -> NodeName:
     return NodeName()

@@ -13,7 +13,7 @@ import numpy as np
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -50,5 +50,5 @@ class NodePorts:
         return [NODE_ADD, POD_DELETE]
 
 
-def new(args: dict[str, object], handle: Handle) -> NodePorts:
+def new(args: dict[str, object], handle: NodeHandle) -> NodePorts:
     return NodePorts()

@@ -30,7 +30,7 @@ from controlplane.scheduler.framework import (
     Slots,
     gather,
 )
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -156,7 +156,7 @@ class NodeResourcesFit:
         return [NODE_ADD, NODE_UPDATE, POD_DELETE]
 
 
-def new(args: dict[str, Any], handle: Handle) -> NodeResourcesFit:
+def new(args: dict[str, Any], handle: NodeHandle) -> NodeResourcesFit:
     strategy = args.get("scoringStrategy") or {}
     kind = strategy.get("type", "LeastAllocated")
     res = strategy.get("resources") or [

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import NODE_ADD, NODE_UPDATE, ClusterEvent, Code, CycleState
 
@@ -34,5 +34,5 @@ class NodeUnschedulable:
         return [NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, object], handle: Handle) -> NodeUnschedulable:
+def new(args: dict[str, object], handle: NodeHandle) -> NodeUnschedulable:
     return NodeUnschedulable()

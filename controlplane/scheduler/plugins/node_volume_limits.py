@@ -15,7 +15,7 @@ from controlplane.api import volumes as v
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache, NodeInfo
 from controlplane.scheduler.framework import NodeFilterPlugin
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -77,5 +77,5 @@ class NodeVolumeLimits(NodeFilterPlugin):
         return [NODE_ADD, NODE_UPDATE, POD_DELETE]
 
 
-def new(args: dict[str, object], handle: Handle) -> NodeVolumeLimits:
+def new(args: dict[str, object], handle: NodeHandle) -> NodeVolumeLimits:
     return NodeVolumeLimits()

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import MAX_NODE_SCORE, FilterResult, Scores, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.plugins.node_affinity import required_mask
 from controlplane.scheduler.podinfo import PodInfo, SpreadConstraint
 from controlplane.scheduler.types import (
@@ -166,5 +166,5 @@ class PodTopologySpread:
         return [POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, Any], handle: Handle) -> PodTopologySpread:
+def new(args: dict[str, Any], handle: NodeHandle) -> PodTopologySpread:
     return PodTopologySpread()

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import FilterResult, Scores, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.plugins.node_affinity import default_normalize
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
@@ -77,5 +77,5 @@ class TaintToleration:
         return [NODE_ADD, NODE_UPDATE]
 
 
-def new(args: dict[str, Any], handle: Handle) -> TaintToleration:
+def new(args: dict[str, Any], handle: NodeHandle) -> TaintToleration:
     return TaintToleration()

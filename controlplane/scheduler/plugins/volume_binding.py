@@ -35,7 +35,7 @@ from controlplane.api import volumes as v
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache, NodeInfo
 from controlplane.scheduler.framework import FilterResult, NodeFilterPlugin, Slots
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo, node_selector_term
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -244,7 +244,7 @@ def node_plan(
 class VolumeBinding(NodeFilterPlugin):
     name = NAME
 
-    def __init__(self, handle: Handle, bind_timeout: float = 600.0) -> None:
+    def __init__(self, handle: NodeHandle, bind_timeout: float = 600.0) -> None:
         self.bind_timeout = bind_timeout
         self.state = handle.volumes  # read-only: PreFilter and Filter
         self.binder = handle.volume_binder  # Reserve, Unreserve, PreBind
@@ -357,6 +357,6 @@ class VolumeBinding(NodeFilterPlugin):
         ]
 
 
-def new(args: dict[str, object], handle: Handle) -> VolumeBinding:
+def new(args: dict[str, object], handle: NodeHandle) -> VolumeBinding:
     timeout = args.get("bindTimeoutSeconds", 600)
     return VolumeBinding(handle, float(timeout) if isinstance(timeout, int | float) else 600.0)

@@ -21,7 +21,7 @@ from controlplane.api import volumes as v
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache, NodeInfo
 from controlplane.scheduler.framework import NodeFilterPlugin
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     POD_DELETE,
@@ -102,7 +102,7 @@ def exclusive_nodes(
 class VolumeRestrictions(NodeFilterPlugin):
     name = NAME
 
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: NodeHandle) -> None:
         self.state = handle.volumes
         # The claim names of the pods seen, by their spec object (specs do not change).
         self._names: dict[int, tuple[object, tuple[str, ...]]] = {}
@@ -151,5 +151,5 @@ class VolumeRestrictions(NodeFilterPlugin):
         return [POD_DELETE, ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ALL)]
 
 
-def new(args: dict[str, object], handle: Handle) -> VolumeRestrictions:
+def new(args: dict[str, object], handle: NodeHandle) -> VolumeRestrictions:
     return VolumeRestrictions(handle)

@@ -16,7 +16,7 @@ from controlplane.api import volumes as v
 from controlplane.scheduler import names
 from controlplane.scheduler.cache import Cache, NodeInfo
 from controlplane.scheduler.framework import NodeFilterPlugin
-from controlplane.scheduler.handle import Handle
+from controlplane.scheduler.handle import NodeHandle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.types import (
     NODE_ADD,
@@ -59,7 +59,7 @@ def zone_conflict(constraints: list[tuple[str, set[str]]], node_labels: dict[str
 class VolumeZone(NodeFilterPlugin):
     name = NAME
 
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: NodeHandle) -> None:
         self.state = handle.volumes
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cache: Cache) -> Status:
@@ -84,5 +84,5 @@ class VolumeZone(NodeFilterPlugin):
         return [NODE_ADD, NODE_UPDATE, ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ALL)]
 
 
-def new(args: dict[str, object], handle: Handle) -> VolumeZone:
+def new(args: dict[str, object], handle: NodeHandle) -> VolumeZone:
     return VolumeZone(handle)

@@ -45,6 +45,24 @@ def test_create_get_patch_list_delete(api: Any) -> None:
     assert gone.value.status == 404
 
 
+def test_deleting_an_unbound_pod_answers_the_pod(api: Any) -> None:
+    """A pod no node holds goes at once; its DELETE still answers the Pod, as
+    Kubernetes' pod registry (ReturnDeletedObject) does: the client reads the
+    answer as a V1Pod and refuses a Status."""
+    core = client.CoreV1Api(api)
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="gone-at-once"),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")],
+                              node_selector={"no-such": "node"}),
+    )  # fmt: skip
+    core.create_namespaced_pod("default", pod)
+    answer = core.delete_namespaced_pod("gone-at-once", "default")
+    assert isinstance(answer, client.V1Pod) and answer.metadata.name == "gone-at-once"
+    with pytest.raises(client.ApiException) as gone:
+        core.read_namespaced_pod("gone-at-once", "default")
+    assert gone.value.status == 404
+
+
 def test_paged_list(api: Any) -> None:
     core = client.CoreV1Api(api)
     for i in range(5):

@@ -65,3 +65,22 @@ def test_deletion_while_starting_finishes_the_pod(hollow: tuple[HollowNodes, _Sl
         timeout=10,
         message="the hollow node never finished the deleted pod",
     )
+
+
+def test_the_command_sizes_its_nodes() -> None:
+    """`python -m agent.hollow --cpu/--memory/--max-pods`: nodes of the size a
+    case's arithmetic needs (the config always had the fields)."""
+    from agent.hollow import node_object, parse_args
+
+    _args, cfg = parse_args(["--credentials", "x", "--cpu", "4", "--memory", "16Gi",
+                             "--max-pods", "20"])  # fmt: skip
+    node = node_object(cfg, "h-0", "10.128.0.1")
+    assert node["status"]["allocatable"] == {"cpu": "4", "memory": "16Gi", "pods": "20"}
+
+
+def test_a_bad_size_is_refused_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from agent.hollow import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--credentials", "x", "--cpu", "lots"])
+    assert "argument --cpu: 'lots' is not a quantity" in capsys.readouterr().err

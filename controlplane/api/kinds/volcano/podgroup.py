@@ -3,9 +3,11 @@ scheduled together (gang scheduling); it also serves the default
 scheduler's Coscheduling, and skiff's earlier scheduling.skiff.dev/v1alpha1
 manifests are still accepted (and described by the OpenAPI documents).
 
-Validation and defaults are Volcano's (controlplane/api/volcano.py:
-minMember, minTaskMember, minResources, phase; minMember 1, the default
-queue, Pending). Admission on create: its queue exists and is Open.
+Validation: counts >= 0 (minMember, each task's minTaskMember; skiff's
+scheduleTimeoutSeconds, Coscheduling's, >= 1), minResources quantities,
+the phase one of Volcano's; defaults (minMember 1, the default queue,
+Pending): controlplane/api/volcano.py's. Admission on create: its queue
+exists and is Open (a running group whose queue closes keeps running).
 Columns: NAME MIN-MEMBER PHASE AGE.
 """
 
@@ -27,7 +29,28 @@ Object = dict[str, Any]
 
 
 def validate(e: Errors, obj: Object, old: Object | None) -> None:
-    volcano.validate_podgroup(e, obj, old, parse_quantity)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        e.add("spec", "required")
+        return
+    volcano.nonneg_int(e, "spec.minMember", spec.get("minMember"))
+    timeout = spec.get("scheduleTimeoutSeconds")  # skiff's Coscheduling extension
+    if timeout is not None:
+        seconds = volcano.nonneg_int(e, "spec.scheduleTimeoutSeconds", timeout)
+        if seconds is not None and seconds < 1:
+            e.add("spec.scheduleTimeoutSeconds", "must be >= 1")
+    tm = spec.get("minTaskMember")
+    if tm is not None:
+        if not isinstance(tm, dict):
+            e.add("spec.minTaskMember", "must be an object of task name -> count")
+        else:
+            for k, v in tm.items():
+                volcano.nonneg_int(e, f"spec.minTaskMember.{k}", v)
+    volcano.resources(e, "spec.minResources", spec.get("minResources"), parse_quantity)
+    phase = (obj.get("status") or {}).get("phase")
+    if phase is not None and phase not in volcano.PODGROUP_PHASES:
+        e.add("status.phase",
+              f"unsupported value {phase!r}: supported: {', '.join(volcano.PODGROUP_PHASES)}")  # fmt: skip
 
 
 def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:

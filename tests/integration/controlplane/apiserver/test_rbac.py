@@ -15,7 +15,7 @@ import pytest
 
 from controlplane.api.rbac import Attributes, PolicyRule, allows, covers, parse_rules
 from controlplane.client.apiclient import GrpcApiClient
-from controlplane.client.errors import Forbidden, Invalid
+from controlplane.client.errors import Forbidden, Invalid, NotFound
 from controlplane.client.interface import ListOptions
 from tests.fakes.api_objects import pod
 from tests.harness.apiserver import Cluster
@@ -253,9 +253,54 @@ def test_component_roles_are_reconciled_at_start(cluster: Cluster, admin: GrpcAp
     assert (
         admin.get("ClusterRole", "system:kube-scheduler")["rules"] == ROLES["system:kube-scheduler"]
     )
-    role = admin.get("ClusterRole", "volcano-scheduler")
+    role = admin.get("ClusterRole", "system:volcano-scheduler")
     role["rules"] = old
     role["metadata"].setdefault("annotations", {})[AUTOUPDATE] = "false"
     admin.update("ClusterRole", role)
     ensure_defaults(cluster.server.registry)
-    assert admin.get("ClusterRole", "volcano-scheduler")["rules"] == old
+    assert admin.get("ClusterRole", "system:volcano-scheduler")["rules"] == old
+
+
+def test_upstream_volcano_rbac_leaves_the_batch_schedulers_own_alone(
+    cluster: Cluster, admin: GrpcApiClient
+) -> None:
+    """Volcano's helm chart names its scheduler's ClusterRole `volcano-scheduler`
+    and binding `volcano-scheduler-role`, bound to its ServiceAccount: applied
+    beside skiff they are Volcano's alone; skiff's are `system:volcano-scheduler`,
+    reconciled at start (a subject removed comes back), and what an older skiff
+    made under Volcano's names (its bootstrapping label) is removed then."""
+    from controlplane.apiserver.rbacdefaults import ensure_defaults
+
+    admin.create("ClusterRole", {"metadata": {"name": "volcano-scheduler"}, "rules": []})
+    admin.create("ClusterRoleBinding", {
+        "metadata": {"name": "volcano-scheduler-role"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "volcano-scheduler"},
+        "subjects": [{"kind": "ServiceAccount", "name": "volcano-scheduler",
+                      "namespace": "volcano-system"}],
+    })  # fmt: skip
+    ours = admin.get("ClusterRoleBinding", "system:volcano-scheduler")
+    assert ours["subjects"] == [
+        {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "User",
+            "name": "system:volcano-scheduler",
+        }
+    ]
+    ours["subjects"] = []
+    admin.update("ClusterRoleBinding", ours)
+    ensure_defaults(cluster.server.registry)
+    assert admin.get("ClusterRoleBinding", "system:volcano-scheduler")["subjects"][0]["name"] == (
+        "system:volcano-scheduler"
+    )
+    assert admin.get("ClusterRoleBinding", "volcano-scheduler-role")["subjects"][0]["kind"] == (
+        "ServiceAccount"
+    )
+    # An older skiff's objects under Volcano's names go at the next start.
+    legacy = admin.get("ClusterRole", "volcano-scheduler")
+    legacy["metadata"]["labels"] = {"kubernetes.io/bootstrapping": "rbac-defaults"}
+    admin.update("ClusterRole", legacy)
+    ensure_defaults(cluster.server.registry)
+    with pytest.raises(NotFound):
+        admin.get("ClusterRole", "volcano-scheduler")
+    assert admin.get("ClusterRoleBinding", "volcano-scheduler-role")  # not ours: kept

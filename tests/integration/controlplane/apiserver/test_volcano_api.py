@@ -68,7 +68,29 @@ def test_example_job_applies_with_volcano_defaults(client: GrpcApiClient) -> Non
          "invalid policy action"),
         ({"plugins": {"mystery": []}}, "spec.plugins.mystery", "unable to find job plugin"),
         ({"tasks": []}, "spec.tasks", "No task specified"),
-        ({"queue": "nowhere"}, "spec.queue", "unable to find job queue: nowhere"),
+        ({"queue": "nowhere"}, "spec.queue",
+         'unable to find job queue: queues.scheduling.volcano.sh "nowhere" not found'),
+        # test/e2e/admission/job_validation_test.go, in Volcano's words:
+        ({"minAvailable": -1}, "spec.minAvailable", "should be greater than or equal to 0"),
+        ({"tasks": [{**task("task-1"), "minAvailable": 3}]}, "spec.tasks[0].minAvailable",
+         "'minAvailable' is greater than 'replicas' in task: task-1, job: test-job"),
+        ({"tasks": [task("Task_1")]}, "spec.tasks[0].name", "should match"),
+        ({"policies": [{"exitCode": 0, "action": "RestartJob"}]}, "spec.policies[0].exitCode",
+         "0 is not a valid error code"),
+        ({"policies": [{"exitCode": 3, "action": "RestartJob"},
+                       {"exitCode": 3, "action": "AbortJob"}]}, "spec.policies[1].exitCode",
+         "duplicate exitCode 3"),
+        ({"policies": [{"event": "*", "action": "RestartJob"},
+                       {"event": "PodFailed", "action": "AbortJob"}]}, "spec.policies",
+         "if there's * here, no other policy should be here"),
+        ({"policies": [{"event": "PodFailed", "exitCode": 3, "action": "AbortJob"}]},
+         "spec.policies[0]", "must not specify event and exitCode simultaneously"),
+        ({"policies": [{"action": "AbortJob"}]}, "spec.policies[0]",
+         "either event and exitCode should be specified"),
+        ({"volumes": [{"mountPath": "/data"}]}, "spec.volumes[0]",
+         "either VolumeClaim or VolumeClaimName must be specified"),
+        ({"volumes": [{"mountPath": "", "volumeClaimName": "c"}]}, "spec.volumes[0].mountPath",
+         "should be at least 1 chars long"),
     ],
 )  # fmt: skip
 def test_invalid_jobs_are_refused_naming_the_field(
@@ -77,6 +99,45 @@ def test_invalid_jobs_are_refused_naming_the_field(
     with pytest.raises(Invalid) as err:
         client.create(volcano.JOB_KEY, job(**spec), "default")
     assert field in str(err.value) and reason in str(err.value)
+
+
+def test_a_duplicate_event_within_one_policy_counts_once(client: GrpcApiClient) -> None:
+    """Volcano's getEventList de-duplicates a policy's events: accepted."""
+    policies = [{"events": ["PodFailed", "PodFailed"], "event": "PodFailed", "action": "AbortJob"}]
+    assert client.create(volcano.JOB_KEY, job(policies=policies), "default")
+
+
+def test_job_updates_may_change_only_sizes_and_priority(client: GrpcApiClient) -> None:
+    """test/e2e/admission/job_validation_test.go: "Should allow job update with
+    valid changes to minAvailable and replicas", "Should reject job update
+    attempting to add new tasks", "... to change queue name"."""
+    made = client.create(volcano.JOB_KEY, job(), "default")
+    made["spec"]["minAvailable"] = 2
+    made["spec"]["tasks"][0]["replicas"] = 8
+    made = client.update(volcano.JOB_KEY, made)
+    with pytest.raises(Invalid, match="job updates may not add or remove tasks"):
+        client.update(volcano.JOB_KEY, {**made, "spec": {
+            **made["spec"], "tasks": [*made["spec"]["tasks"], task("new-task")]}})  # fmt: skip
+    client.create("Queue", {"metadata": {"name": "elsewhere"}})
+    with pytest.raises(Invalid, match="job updates may not change fields other than"):
+        client.update(volcano.JOB_KEY, {**made, "spec": {**made["spec"], "queue": "elsewhere"}})
+    with pytest.raises(Invalid, match="not be greater than total replicas"):
+        client.update(volcano.JOB_KEY, {**made, "spec": {**made["spec"], "minAvailable": 99}})
+
+
+def test_a_job_goes_only_to_a_leaf_queue(client: GrpcApiClient) -> None:
+    """Volcano's job webhook: "can only submit job to leaf queue"; a queue's
+    parent must exist and not be itself (its queue webhook)."""
+    client.create("Queue", {"metadata": {"name": "trunk"}, "spec": {"parent": "root"}})
+    client.create("Queue", {"metadata": {"name": "leaf"}, "spec": {"parent": "trunk"}})
+    with pytest.raises(Invalid, match="can only submit job to leaf queue, queue `trunk` has 1 "
+                                      "child queues"):  # fmt: skip
+        client.create(volcano.JOB_KEY, job(queue="trunk"), "default")
+    assert client.create(volcano.JOB_KEY, job(queue="leaf"), "default")
+    with pytest.raises(Invalid, match="cannot use itself as parent"):
+        client.create("Queue", {"metadata": {"name": "loop"}, "spec": {"parent": "loop"}})
+    with pytest.raises(Invalid, match="failed to get parent queue of queue orphan"):
+        client.create("Queue", {"metadata": {"name": "orphan"}, "spec": {"parent": "nowhere"}})
 
 
 def test_closed_queue_refuses_jobs_and_podgroups(client: GrpcApiClient) -> None:
@@ -114,3 +175,21 @@ def test_commands_are_validated_naming_the_field(client: GrpcApiClient) -> None:
             {**bad, "target": {"kind": "Pod", "apiVersion": "v1", "name": "p"}},
             "default",
         )
+
+
+def test_a_second_volcano_is_told_why_its_crds_are_refused(client: GrpcApiClient) -> None:
+    """Volcano's installer applies its CustomResourceDefinitions (here its
+    queues.scheduling.volcano.sh, cut down): skiff serves that kind itself, and
+    the refusal says so, not only that the name is taken."""
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "queues.scheduling.volcano.sh"},
+        "spec": {"group": "scheduling.volcano.sh", "scope": "Cluster",
+                 "names": {"kind": "Queue", "listKind": "QueueList", "plural": "queues",
+                           "singular": "queue", "shortNames": ["q"]},
+                 "versions": [{"name": "v1beta1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+    }  # fmt: skip
+    with pytest.raises(Invalid, match="skiff serves Volcano's API and runs its scheduler and "
+                                      "controllers itself, so a second Volcano is not needed"):  # fmt: skip
+        client.create("CustomResourceDefinition", crd)

@@ -213,3 +213,19 @@ def test_namespace_controller_empties_then_releases(env):
     e.settle(lambda: e.client.get("Namespace", "doomed")["spec"]["finalizers"] == [], step=1.0)
     assert e.client.get("Namespace", "doomed")["status"]["phase"] == "Terminating"
     assert [c["metadata"]["name"] for c in e.client.objects("ConfigMap", "default")] == ["keep"]
+
+
+def test_gc_releases_a_queue_deleted_in_the_foreground(env):
+    """As Kubernetes' collector, which monitors every deletable resource: a
+    Queue (a kind the collector once did not list) deleted with
+    propagationPolicy Foreground loses the finalizer once it has no
+    dependents, and goes; so does a kind of no built-in list at all."""
+    e = env("garbagecollector")
+    e.client.create("Queue", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                              "metadata": {"name": "q"}, "spec": {"weight": 1}})  # fmt: skip
+    e.client.delete("Queue", "q", options=DeleteOptions(propagation_policy="Foreground"))
+    assert "foregroundDeletion" in e.client.get("Queue", "q")["metadata"]["finalizers"]
+    e.wait(lambda: not e.client.objects("Queue"))
+    e.client.create("ClusterRole", {"metadata": {"name": "r"}, "rules": []})
+    e.client.delete("ClusterRole", "r", options=DeleteOptions(propagation_policy="Foreground"))
+    e.wait(lambda: not [r for r in e.client.objects("ClusterRole") if r["metadata"]["name"] == "r"])

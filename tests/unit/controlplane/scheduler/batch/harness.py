@@ -26,6 +26,9 @@ class Cluster:
         self.pods: dict[str, Obj] = {}
         self.statuses: dict[tuple[str, str], Obj] = {}
         self.evicted: list[str] = []
+        self.events: list[
+            tuple[str, str, str, str, str]
+        ] = []  # (kind, name, type, reason, message)
         # Graceful: an evicted pod terminates (deletionTimestamp) until `finish`.
         self.graceful = False
 
@@ -39,7 +42,7 @@ class Cluster:
             bound["status"] = {"phase": "Running"}
             key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
             self.pods[key] = bound
-            self.sched.on_pod(bound)
+            self.sched.cache.on_pod(bound)
         return [None] * len(items)
 
     def evict(self, pod: Obj, grace_seconds: int) -> None:
@@ -50,33 +53,36 @@ class Cluster:
             going = copy.deepcopy(self.pods[key])
             going["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z"
             self.pods[key] = going
-            self.sched.on_pod(going)
+            self.sched.cache.on_pod(going)
             return
         self.pods.pop(key, None)
-        self.sched.on_pod(pod, deleted=True)
+        self.sched.cache.on_pod(pod, deleted=True)
 
     def finish(self, key: str, recreate: bool = False) -> None:
         """A terminating pod is gone; `recreate`: its controller makes it again
         under the same name (a new UID, pending)."""
         assert self.sched is not None
         pod = self.pods.pop(key)
-        self.sched.on_pod(pod, deleted=True)
+        self.sched.cache.on_pod(pod, deleted=True)
         if recreate:
             again = copy.deepcopy(pod)
             again["metadata"].pop("deletionTimestamp", None)
             again["metadata"]["uid"] += "-again"
             again["spec"].pop("nodeName", None)
             again["status"] = {}
-            self.sched.on_pod(again)
+            self.sched.cache.on_pod(again)
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        self.events.append((obj.get("kind", ""), obj["metadata"]["name"], type_, reason, message))
 
     def write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         assert self.sched is not None
         self.statuses[(kind, obj["metadata"]["name"])] = status
         new = {**obj, "status": {**(obj.get("status") or {}), **status}}
         if kind == "PodGroup":
-            self.sched.on_pod_group(new)
+            self.sched.cache.on_pod_group(new)
         else:
-            self.sched.on_queue(new)
+            self.sched.cache.on_queue(new)
 
 
 class Env:
@@ -92,10 +98,10 @@ class Env:
 
     def nodes(self, n: int, cpu: str = "4", memory: str = "8Gi") -> None:
         for i in range(n):
-            self.sched.on_node(make_node(f"n{i}", cpu=cpu, memory=memory))
+            self.sched.cache.on_node(make_node(f"n{i}", cpu=cpu, memory=memory))
 
     def queue(self, name: str, weight: int = 1, **spec: Any) -> None:
-        self.sched.on_queue({
+        self.sched.cache.on_queue({
             "metadata": {"name": name},
             "spec": {"weight": weight, "reclaimable": True, **spec},
             "status": {"state": "Open"},
@@ -104,15 +110,19 @@ class Env:
     def job(self, name: str, tasks: int, cpu: str = "1", min_member: int | None = None,
             queue: str = "default", priority: int = 0, namespace: str = "default",
             best_effort: bool = False, claim: str = "", memory: str | None = None,
+            min_task: int | None = None, annotations: dict[str, str] | None = None,
             ) -> None:  # fmt: skip
-        """A PodGroup and its pods; `claim`: each pod i mounts the claim `<claim>-<i>`."""
+        """A PodGroup and its pods; `claim`: each pod i mounts the claim `<claim>-<i>`;
+        `min_task`: its task's minTaskMember (as Volcano's Job controller sets it)."""
         mm = tasks if min_member is None else min_member
-        self.sched.on_pod_group({
+        self.sched.cache.on_pod_group({
             "apiVersion": volcano.SCHEDULING_API, "kind": "PodGroup",
             "metadata": {"name": name, "namespace": namespace,
-                         "creationTimestamp": _stamp(len(self.sched.groups))},
+                         "creationTimestamp": _stamp(len(self.sched.cache.groups)),
+                         "annotations": annotations or {}},
             "spec": {"minMember": mm, "queue": queue,
-                     "minResources": {"cpu": str(int(float(cpu) * mm))}},
+                     "minResources": {"cpu": str(int(float(cpu) * mm))},
+                     **({"minTaskMember": {"t": min_task}} if min_task is not None else {})},
             "status": {"phase": "Pending"},
         })  # fmt: skip
         for i in range(tasks):
@@ -126,7 +136,7 @@ class Env:
                 pod["spec"]["volumes"] = [
                     {"name": "data", "persistentVolumeClaim": {"claimName": f"{claim}-{i}"}}
                 ]
-            self.sched.on_pod(pod)
+            self.sched.cache.on_pod(pod)
 
     def run(self, sessions: int = 3) -> None:
         for _ in range(sessions):

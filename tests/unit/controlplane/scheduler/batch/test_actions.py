@@ -8,6 +8,8 @@ from .harness import Env
 
 
 def test_gang_is_all_or_nothing() -> None:
+    """The Unschedulable condition in Volcano's words (gang's OnSessionClose,
+    JobInfo.FitError): five tasks could be placed, the sixth not."""
     env = Env()
     env.nodes(5, cpu="1")
     env.job("big", 6)
@@ -16,9 +18,14 @@ def test_gang_is_all_or_nothing() -> None:
     st = env.group_status("big")
     assert st["phase"] == "Inqueue"
     (cond,) = st["conditions"]
-    assert cond["type"] == "Unschedulable" and "6/6 tasks in gang unschedulable" in cond["message"]
-    assert "Insufficient cpu" in cond["message"]
-    env.sched.on_node(make_node("n5", cpu="1"))  # room for the sixth: the gang starts whole
+    assert (cond["type"], cond["reason"]) == ("Unschedulable", "NotEnoughResources")
+    assert cond["message"] == (
+        "1/6 tasks in gang unschedulable: pod group is not ready, 6 Pending, 6 minAvailable; "
+        "Pending: 1 Unschedulable, 5 Schedulable. Origin reason is big-t-5: "
+        "0/5 nodes are available: 5 Insufficient cpu."
+    )
+    assert ("PodGroup", "big", "Warning", "Unschedulable", cond["message"]) in env.cluster.events
+    env.sched.cache.on_node(make_node("n5", cpu="1"))  # room for the sixth: the gang starts whole
     env.run()
     assert len(env.bound("big")) == 6
     assert env.group_status("big")["phase"] == "Running"
@@ -69,13 +76,14 @@ def test_reclaim_gives_a_new_queue_its_deserved_share() -> None:
 def test_reclaim_one_to_three_with_memory_requests() -> None:
     """Queue a fills the cluster; b (weight 3) comes: a is over its cpu share
     but at its memory share (b asks less memory than 3/4 of it, so a's share
-    of memory grows), and reclaim still gives b its 75% of the cpus."""
+    of memory grows), and reclaim still gives b its 75% of the cpus (each of
+    a's elastic jobs keeps its minAvailable: Volcano's gang reclaimable)."""
     env = Env(RECLAIM)
     env.nodes(8)  # 32 cpus, 64Gi
     env.queue("a", weight=1)
     env.queue("b", weight=3)
-    for i in range(16):
-        env.job(f"a{i}", 2, min_member=1, queue="a", memory="1Gi")
+    for i in range(8):
+        env.job(f"a{i}", 4, min_member=1, queue="a", memory="1Gi")
     env.run()
     assert _share(env, "a") == 32
     for i in range(16):
@@ -106,7 +114,7 @@ def test_drf_orders_jobs_by_dominant_share() -> None:
     # rich holds 3 cpus; of two new jobs wanting the last 3, the one whose
     # job has the smaller dominant share goes first.
     env.job("rich2", 1, cpu="3")  # newer owner job, share 0
-    env.sched.on_pod(  # one more task of `rich`, pending, older job, share 0.5
+    env.sched.cache.on_pod(  # one more task of `rich`, pending, older job, share 0.5
         __import__("tests.fakes.scheduler_objects", fromlist=["make_pod"]).make_pod(
             "rich-t-9", cpu="3", scheduler_name="volcano",
             annotations={"scheduling.k8s.io/group-name": "rich", "volcano.sh/task-spec": "t"},

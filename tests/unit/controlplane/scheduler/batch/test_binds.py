@@ -40,7 +40,7 @@ def _env() -> tuple[Env, Refusing]:
     env = Env()
     cluster = Refusing()
     cluster.sched = env.sched
-    env.sched.writer = cluster
+    env.sched.binder.writer = env.sched.status.writer = cluster
     env.cluster = cluster
     env.nodes(1)
     return env, cluster
@@ -65,7 +65,7 @@ def test_a_pod_deleted_before_its_bind_is_dropped() -> None:
     gone = _as_api_writer_returns(NotFound('pods "j-t-1" not found'))
     cluster.refuse["j-t-1"] = lambda: gone
     env.run(1)
-    assert "default/j-t-1" not in env.sched.pending  # its DELETED event may come later
+    assert "default/j-t-1" not in env.sched.cache.pending  # its DELETED event may come later
     env.run(3)
     assert cluster.asked.count("j-t-1") == 1 and list(env.bound()) == ["default/j-t-0"]
 
@@ -73,19 +73,19 @@ def test_a_pod_deleted_before_its_bind_is_dropped() -> None:
 def test_a_pod_made_again_under_its_name_is_bound_not_the_old_one() -> None:
     env, cluster = _env()
     env.job("j", 1)
-    old = env.sched.pending["default/j-t-0"].pod
+    old = env.sched.cache.pending["default/j-t-0"].pod
 
     def recreated() -> Exception:
         del cluster.refuse["j-t-0"]
-        env.sched.on_pod(old, deleted=True)
+        env.sched.cache.on_pod(old, deleted=True)
         again = copy.deepcopy(old)
         again["metadata"]["uid"] = "uid-again"
-        env.sched.on_pod(again)
+        env.sched.cache.on_pod(again)
         return Conflict("Precondition failed: UID in precondition: x, UID in object meta: y")
 
     cluster.refuse["j-t-0"] = recreated
     env.run(1)
-    assert env.sched.pending["default/j-t-0"].uid == "uid-again"
+    assert env.sched.cache.pending["default/j-t-0"].uid == "uid-again"
     env.run(1)
     assert env.cluster.pods["default/j-t-0"]["metadata"]["uid"] == "uid-again"
 
@@ -99,7 +99,7 @@ def test_a_bind_that_failed_for_another_reason_is_retried() -> None:
     )
     cluster.refuse["j-t-0"] = lambda: busy
     env.run(1)
-    assert "default/j-t-0" in env.sched.pending
+    assert "default/j-t-0" in env.sched.cache.pending
     del cluster.refuse["j-t-0"]
     env.run(1)
     assert "default/j-t-0" in env.bound()
@@ -120,14 +120,14 @@ def test_a_bind_never_confirmed_is_forgotten_after_the_ttl_and_tried_again() -> 
     env = Env(clock=clock)
     cluster = Unheard()
     cluster.sched = env.sched
-    env.sched.writer = env.cluster = cluster
+    env.sched.binder.writer = env.sched.status.writer = env.cluster = cluster
     env.nodes(1, cpu="1")
     env.job("j", 1)
     env.run(1)
-    clock.step(env.sched.cache.assumed_ttl - 1)
+    clock.step(env.sched.cache.cluster.assumed_ttl - 1)
     env.run(2)
     assert cluster.asked == ["j-t-0"]  # still assumed: its room held, not asked again
-    assert env.sched.cache.is_assumed("default/j-t-0")
+    assert env.sched.cache.cluster.is_assumed("default/j-t-0")
     clock.step(2)
     env.run(1)
     assert cluster.asked == ["j-t-0", "j-t-0"]  # expired: pending again, bound again
@@ -140,4 +140,4 @@ def test_a_pod_bound_already_is_not_retried() -> None:
     cluster.refuse["j-t-0"] = lambda: taken
     env.run(2)
     assert cluster.asked == ["j-t-0"]
-    assert "default/j-t-0" not in env.sched.pending
+    assert "default/j-t-0" not in env.sched.cache.pending

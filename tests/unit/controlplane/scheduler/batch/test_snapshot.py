@@ -23,7 +23,7 @@ def finish(env: Env, prefix: str, phase: str = "Succeeded") -> None:
             done = copy.deepcopy(pod)
             done["status"] = {"phase": phase}
             env.cluster.pods[key] = done
-            env.sched.on_pod(done)
+            env.sched.cache.on_pod(done)
 
 
 def test_finished_pods_free_their_room_and_complete_their_group() -> None:
@@ -47,7 +47,7 @@ def test_a_running_group_is_not_rebuilt_by_sessions_that_do_not_touch_it() -> No
     env.nodes(2, cpu="4")
     env.job("a", 4)
     env.run(2)
-    snapshots = env.sched.snapshots
+    snapshots = env.sched.cache.snapshots
     kept = snapshots._members_of("default/a")
     env.job("b", 2)
     env.run(2)
@@ -89,7 +89,7 @@ def test_a_session_copies_only_the_jobs_it_may_act_on() -> None:
 
 
 def _sums(env: Env) -> dict[str, tuple[object, ...]]:
-    _jobs, queues, _total = env.sched.snapshots.take()
+    _jobs, queues, _total = env.sched.cache.snapshots.take()
     return {n: (q.allocated, q.request, q.inqueue, q.lowest) for n, q in queues.items()}
 
 
@@ -103,13 +103,15 @@ def test_queue_sums_kept_across_sessions_equal_a_rebuild_from_scratch() -> None:
     env.run(2)
     finish(env, "a-t-0")
     env.run(1)
-    env.sched.on_pod_group({**env.sched.groups["default/c"], "status": {"phase": "Inqueue"}})
-    env.sched.on_pod_group(env.sched.groups["default/b"], deleted=True)
+    env.sched.cache.on_pod_group(
+        {**env.sched.cache.groups["default/c"], "status": {"phase": "Inqueue"}}
+    )
+    env.sched.cache.on_pod_group(env.sched.cache.groups["default/b"], deleted=True)
     for step in range(3):
         kept = _sums(env)
+        c = env.sched.cache
         fresh = Snapshots(
-            env.sched.cache, env.sched.groups, env.sched.members, env.sched.queues,
-            env.sched.pending, env.sched.priority_classes,
+            c.cluster, c.groups, c.members, c.queues, c.pending, c.priority_classes, c.finished
         )  # fmt: skip
         fresh.invalidate_all()
         _jobs, queues, _total = fresh.take()
@@ -127,7 +129,7 @@ def test_queue_counts_of_jobs_by_phase_follow_each_job() -> None:
     env.run(3)
     queue = env.cluster.statuses[("Queue", "default")]
     assert (queue["running"], queue["inqueue"] + queue["pending"]) == (1, 1)
-    env.sched.on_pod_group(env.sched.groups["default/a"], deleted=True)
+    env.sched.cache.on_pod_group(env.sched.cache.groups["default/a"], deleted=True)
     for key in [k for k in env.cluster.pods if k.startswith("default/a-")]:
         env.cluster.finish(key)
     env.run(3)
@@ -163,18 +165,18 @@ def test_member_pods_status_writes_do_not_recompute_their_groups_status_each_ses
     env.job("a", 4)
     env.run(2)
     computed: list[str] = []
-    group_status = env.sched._group_status
+    group_status = env.sched.status.group_status
 
-    def counting(job: Any, ssn: Any) -> Obj:
+    def counting(job: Any, ready: bool, counts: Any) -> Obj:
         computed.append(job.key)
-        return group_status(job, ssn)
+        return group_status(job, ready, counts)
 
-    env.sched._group_status = counting  # type: ignore[method-assign]
+    env.sched.status.group_status = counting  # type: ignore[method-assign]
     for key, pod in list(env.cluster.pods.items()):  # the agents write each pod's status
         ready = copy.deepcopy(pod)
         ready["status"] = {"phase": "Running", "podIP": "10.0.0.1"}
         env.cluster.pods[key] = ready
-        env.sched.on_pod(ready)
+        env.sched.cache.on_pod(ready)
         env.sched.run_session()
     assert computed == []
     clock.step(COUNTS_PERIOD)
