@@ -39,6 +39,7 @@ from agent.node_status import NodeConfig, NodeStatusReporter, Readings, allocata
 from agent.pleg import Pleg
 from agent.pod_cgroups import sweep_pod_cgroups
 from agent.pod_config import ConfigError, NodeSettings, secret_data
+from agent.pod_events import PodEvents
 from agent.pod_sync import PodSyncer, SyncDeps
 from agent.pod_workers import MIRROR_INDEX, UID_INDEX, PodWorkers
 from agent.probes import ProbeManager, RealProbeRunner
@@ -58,7 +59,8 @@ from agent.server import AgentServicer
 from agent.static_pods import MirrorPods, StaticPodSource, mirror_of
 from agent.status_manager import StatusManager
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
-from agent.volumes import VolumeSources, refresh_token_volumes
+from agent.volume_files import file_kind
+from agent.volumes import VolumeSources, refresh_volumes
 from agent.webhook_auth import ApiReviewer, WebhookAuth
 from controlplane.client import errors
 from controlplane.client.clock import Clock, RealClock
@@ -139,6 +141,7 @@ class Agent:
         self.cri = runtime
         self.clock: Clock = clock or RealClock()
         self.tokens = TokenManager(api, self.clock.now)
+        self.events = PodEvents(api, cfg.node.name)
         self._stop_event = threading.Event()
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
         self.view = RuntimeView(runtime)
@@ -420,18 +423,31 @@ class Agent:
 
     def _resync(self) -> None:
         self.workers.resync()
-        self._refresh_tokens()
+        self._refresh_volumes()
 
-    def _refresh_tokens(self) -> None:
-        """Renew the ServiceAccount tokens projected into running pods (each is
-        asked for anew past 80% of its life) and forget those of gone pods."""
-        pods = self.pods.store.list()
-        self.tokens.forget({p["metadata"]["uid"] for p in pods})
+    def _refresh_volumes(self) -> None:
+        """Each sync period, as the kubelet's volume manager: bring the
+        configMap, secret, downwardAPI and projected volumes of running pods
+        to their sources (ServiceAccount tokens are asked for anew past 80%
+        of their life). A source deleted under a running pod leaves the
+        volume's last content and a FailedMount event; the pod runs on."""
+        pods = [p for p in self.pods.store.list() if _running(p)]
+        uids = {p["metadata"]["uid"] for p in pods}
+        self.tokens.forget(uids)
+        self.events.forget(uids)
         for pod in pods:
             try:
-                refresh_token_volumes(self.cfg.root, pod, self.syncer.d.volumes)
+                _, failed = refresh_volumes(self.cfg.root, pod, self.syncer.d.volumes)
             except (OSError, ConfigError) as err:
-                log.warning("pod=%s token refresh failed: %s", pod["metadata"].get("name"), err)
+                log.warning("pod=%s volume refresh failed: %s", pod["metadata"].get("name"), err)
+                continue
+            for volume in _file_volumes(pod):
+                key = f"volume/{volume}"
+                if volume in failed:
+                    msg = f'MountVolume.SetUp failed for volume "{volume}" : {failed[volume]}'
+                    self.events.warn_once(pod, key, "FailedMount", msg)
+                else:
+                    self.events.clear(pod, key)
 
     def _sweep_pod_cgroups(self) -> None:
         keep = {p["metadata"]["uid"] for p in self.pods.store.list()} | self.pleg.known()
@@ -448,6 +464,17 @@ class Agent:
         cpu = max(0, (os.cpu_count() or 1) * 1000 - node.reserved_cpu_milli)
         memory = max(0, self._memory - node.reserved_memory)
         self.qos.sync(cpu, memory, self.workers.admitted_pods())
+
+
+def _running(pod: Object) -> bool:
+    phase = (pod.get("status") or {}).get("phase")
+    return phase not in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp")
+
+
+def _file_volumes(pod: Object) -> list[str]:
+    return [
+        v["name"] for v in (pod.get("spec") or {}).get("volumes") or [] if file_kind(v) is not None
+    ]
 
 
 def run_forever(agent: Agent) -> None:

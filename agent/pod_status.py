@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.pod_actions import is_sidecar
 from controlplane.api import rfc3339
 from controlplane.api.qos import qos_class
 
@@ -115,19 +116,41 @@ def container_statuses(
         }
         if latest is not None:
             status["containerID"] = f"{obs.runtime_name}://{latest.id}"
-        if not init:
-            status["started"] = (
-                latest is not None and latest.state == "running" and (name in obs.started)
-            )
+        # started: running and past its startup probe; init containers
+        # carry it too (a native sidecar's is what lets the next one start).
+        status["started"] = (
+            latest is not None and latest.state == "running" and (name in obs.started)
+        )
         if waiting is not None and latest is not None and latest.state == "exited":
             # Backing off or failing to restart: the last run is the last state.
             status["lastState"] = {"terminated": _terminated(latest, obs.runtime_name)}
         elif previous is not None and previous.state == "exited":
             status["lastState"] = {"terminated": _terminated(previous, obs.runtime_name)}
-        if init and latest is not None and latest.state == "exited" and latest.exit_code == 0:
-            status["ready"] = True
+        if init and not is_sidecar(spec) and latest is not None:
+            # A regular init container is ready once it has exited 0; a
+            # sidecar, like an app container, while running and ready.
+            status["ready"] = latest.state == "exited" and latest.exit_code == 0
         out.append(status)
     return out
+
+
+def _initialized(init: list[dict[str, Any]], sidecars: set[str], app: list[dict[str, Any]]) -> bool:
+    """The Initialized condition, as the kubelet's: every regular init
+    container exited 0 and every native sidecar started; or an app
+    container has run already (a sidecar restarting later does not take
+    the pod back to initializing)."""
+    if any(
+        "running" in s["state"] or "terminated" in s["state"] or s["lastState"].get("terminated")
+        for s in app
+    ):
+        return True
+    for s in init:
+        if s["name"] in sidecars:
+            if not s["started"]:
+                return False
+        elif "terminated" not in s["state"] or s["state"]["terminated"]["exitCode"] != 0:
+            return False
+    return True
 
 
 def _phase(
@@ -207,18 +230,18 @@ def compute_pod_status(
     init_specs = spec.get("initContainers") or []
     init = container_statuses(init_specs, obs, init=True)
     app = container_statuses(spec.get("containers") or [], obs)
-    init_done = all(
-        "terminated" in s["state"] and s["state"]["terminated"]["exitCode"] == 0 for s in init
-    )
+    sidecars = {c["name"] for c in init_specs if is_sidecar(c)}
+    init_done = _initialized(init, sidecars, app)
     phase = _phase(pod, init_done, init_failed, app)
+    counted = [s for s in init if s["name"] in sidecars] + app  # readiness counts sidecars
     if phase == "Failed" or phase == "Succeeded":
-        for s in app:
+        for s in counted:
             s["ready"] = False
-    containers_ready = bool(app) and all(s["ready"] for s in app)
+    containers_ready = bool(app) and all(s["ready"] for s in counted)
     stamp = rfc3339.format_time(now)
     previous = {c["type"]: c for c in old.get("conditions") or []}
     conditions = []
-    not_ready = _unready_message(app, "unready", obs.probe_messages)
+    not_ready = _unready_message(counted, "unready", obs.probe_messages)
     for kind, ok, reason, message in (
         ("PodScheduled", True, "", ""),
         ("Initialized", init_done, "ContainersNotInitialized",

@@ -3,14 +3,16 @@
 1. kill the pod (all containers, then the sandbox) if the plan says so;
 2. kill the containers the plan names;
 3. create the sandbox (volumes first) if needed;
-4. start the next init container, or the app containers to start, each
+4. start the init containers the plan names (the next one of the init
+   sequence, native sidecars to restart), or the app containers, each
    through: crash-loop backoff, image pull per imagePullPolicy (with its own
    backoff), env and volume mounts, CreateContainer, StartContainer.
 Failures do not raise: they become the waiting reason and message of the
 container (ErrImagePull, ImagePullBackOff, CrashLoopBackOff,
 CreateContainerConfigError, CreateContainerError, RunContainerError), which
-compute_pod_status reports. Termination runs preStop hooks, then stops every
-container within the grace period, then the sandbox.
+compute_pod_status reports. Termination runs preStop hooks, then stops the
+app containers within the grace period, then the native sidecars in reverse
+order, then the sandbox.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 from agent.backoff import Backoff
 from agent.claims import read_only_mounts
 from agent.cri_client import CRIClient, CRIError
-from agent.pod_actions import PodActions, compute_pod_actions
+from agent.pod_actions import PodActions, compute_pod_actions, is_sidecar
 from agent.pod_config import (
     ConfigError,
     NodeSettings,
@@ -109,9 +111,10 @@ class PodSyncer:
         pod: Mapping[str, Any],
         record: PodRecord | None,
         liveness_failed: frozenset[str] = frozenset(),
+        started: frozenset[str] | None = None,
     ) -> SyncResult:
         rec = record or PodRecord(pod["metadata"]["uid"])
-        actions = compute_pod_actions(dict(pod), rec.actions_state(), liveness_failed)
+        actions = compute_pod_actions(dict(pod), rec.actions_state(), liveness_failed, started)
         result = SyncResult(init_failed=actions.init_failed, actions=actions)
         grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
 
@@ -141,9 +144,11 @@ class PodSyncer:
 
         # 4: containers
         latest = _latest(rec.containers)
-        if actions.next_init_container is not None:
-            spec = self._spec(pod, actions.next_init_container, init=True)
-            self._start(pod, spec, latest.get(spec["name"]), sandbox_id, sb_config, result)
+        for name in actions.init_containers_to_start:
+            spec = self._spec(pod, name, init=True)
+            self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
+            if name in result.waiting and not is_sidecar(spec):
+                return result  # the pod waits for this init container
         for name in actions.containers_to_start:
             spec = self._spec(pod, name, init=False)
             self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
@@ -363,15 +368,31 @@ class PodSyncer:
 
     # termination
     def kill_pod(self, pod: Mapping[str, Any], rec: PodRecord, grace: int) -> None:
+        """Stop every container, then the sandboxes. As the kubelet: the
+        app containers (and regular init containers) stop together first,
+        then the native sidecars one by one in reverse spec order, each
+        with what is left of the grace period, so the app keeps its
+        sidecars (a proxy, a log shipper) until it has stopped."""
         running = [c for c in rec.containers if c.state in ("running", "created")]
+        order = [c["name"] for c in self._sidecars(pod)]
+        sidecars = sorted(
+            (c for c in running if c.name in order),
+            key=lambda c: order.index(c.name),
+            reverse=True,
+        )
+        started = self.d.now()
         threads = [
             threading.Thread(target=self._stop_container, args=(pod, rec, c.id, grace), daemon=True)
             for c in running
+            if c not in sidecars
         ]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        for c in sidecars:
+            left = max(0, grace - int(self.d.now() - started))
+            self._stop_container(pod, rec, c.id, left)
         for sb in rec.sandboxes:
             # NOTREADY ones too, as the kubelet does: a sandbox whose holder
             # died (or that the runtime gave up on) still has its network
@@ -431,6 +452,9 @@ class PodSyncer:
             self._stopped_sandboxes.discard(sb.id)
 
     # helpers
+    def _sidecars(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        return [c for c in (pod.get("spec") or {}).get("initContainers") or [] if is_sidecar(c)]
+
     def _all_specs(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         spec = pod.get("spec") or {}
         return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]

@@ -16,6 +16,7 @@ from typing import Any
 
 from agent.admission import Rejection, admit
 from agent.pleg import Pleg
+from agent.pod_actions import is_sidecar
 from agent.pod_cgroups import remove_pod_cgroup
 from agent.pod_status import PodObservation, compute_pod_status
 from agent.pod_sync import PodSyncer
@@ -35,6 +36,12 @@ log = logging.getLogger("skiff.agent")
 
 UID_INDEX = "uid"
 MIRROR_INDEX = "mirror"  # static pod UID -> its mirror pods in the API
+
+
+def _probed_specs(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    spec = pod.get("spec") or {}
+    sidecars = [c for c in spec.get("initContainers") or [] if is_sidecar(c)]
+    return [*sidecars, *(spec.get("containers") or [])]
 
 
 class PodWorkers:
@@ -201,6 +208,8 @@ class PodWorkers:
         status.update(phase="Failed", reason=reason, message=message)
         self.status.set_status(pod, status)
         self.probes.remove_pod(uid)
+        if rec is None or not any(c.state == "running" for c in rec.containers):
+            teardown_volumes(self.root, uid, keep_pod_dir=True)  # the disk it held comes back
         with self._lock:
             done = self._failed_done.pop(uid, None)
         if done is not None:
@@ -250,22 +259,30 @@ class PodWorkers:
         ):
             with self._lock:  # already finished: nothing left to stop
                 done = self._failed_done.pop(uid, None)
+            # Its volumes go now, not when the pod is deleted (the kubelet's
+            # default): an evicted pod's emptyDir frees the disk it filled.
+            teardown_volumes(self.root, uid, keep_pod_dir=True)
             if done is not None:
                 done.set()
             return
         if uid in self._failed or self._admit(pod, rec) is not None:
             self._finish_failed(pod, rec)
             return
-        _, _, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
-        result = self.syncer.sync(pod, rec, liveness_failed)
+        _, started_before, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
+        result = self.syncer.sync(pod, rec, liveness_failed, started_before)
         a = result.actions
         acted = a is None or bool(
             a.kill_pod
             or a.create_sandbox
             or a.containers_to_start
             or a.containers_to_kill
-            or a.next_init_container is not None
+            or a.init_containers_to_start
         )
+        if a is not None and self._sidecar_started(pod, a.init_containers_to_start, result):
+            # A sidecar without a startup probe counts as started once it
+            # runs: the next sync starts what follows it without waiting
+            # for the PLEG to notice.
+            self.queue.add(uid)
         if acted or rec is None:  # the runtime changed: look again before reporting
             rec = self.view.relist(uid).get(uid) or PodRecord(uid)
         self._sync_probes(pod, rec, result.pod_ips)
@@ -304,11 +321,22 @@ class PodWorkers:
                 self.queue.add_after(uid, 1.0)
                 break
 
+    @staticmethod
+    def _sidecar_started(pod: Mapping[str, Any], names: list[str], result: Any) -> bool:
+        specs = {c["name"]: c for c in (pod.get("spec") or {}).get("initContainers") or []}
+        return any(
+            is_sidecar(specs[n]) and not specs[n].get("startupProbe") and n not in result.waiting
+            for n in names
+            if n in specs
+        )
+
     def _running_specs(
         self, pod: Mapping[str, Any], rec: PodRecord | None
     ) -> list[Mapping[str, Any]]:
+        """The running containers that are probed and count for readiness:
+        the app containers and the native sidecars."""
         running = {c.name for c in (rec.containers if rec else []) if c.state == "running"}
-        return [c for c in (pod.get("spec") or {}).get("containers") or [] if c["name"] in running]
+        return [c for c in _probed_specs(pod) if c["name"] in running]
 
     def _sync_probes(
         self, pod: Mapping[str, Any], rec: PodRecord, pod_ips: tuple[str, ...]
@@ -317,7 +345,7 @@ class PodWorkers:
         latest: dict[str, Any] = {}
         for c in rec.containers:
             latest.setdefault(c.name, c)
-        for spec in (pod.get("spec") or {}).get("containers") or []:
+        for spec in _probed_specs(pod):
             info = latest.get(spec["name"])
             if info is None or info.state != "running":
                 self.probes.remove_container(uid, spec["name"])

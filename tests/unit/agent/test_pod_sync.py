@@ -67,6 +67,13 @@ class Harness:
             pod_ips=result.pod_ips,
             containers=tuple(rec.containers) if rec else (),
             waiting=result.waiting,
+            # no probes here: every running container is started and ready
+            ready=frozenset(c.name for c in rec.containers if c.state == "running")
+            if rec
+            else frozenset(),
+            started=frozenset(c.name for c in rec.containers if c.state == "running")
+            if rec
+            else frozenset(),
         )
         return compute_pod_status(pod, obs, self.clock())
 
@@ -305,3 +312,59 @@ def test_post_start_http_hook_failure(h: Harness) -> None:
     hook = {"postStart": {"httpGet": {"host": "127.0.0.1", "port": 1, "path": "/hook"}}}
     r = h.sync(make_pod({"name": "c", "image": "busybox:1", "lifecycle": hook}))
     assert r.waiting["c"].reason == "PostStartHookError"
+
+
+SIDECARS = (
+    {"name": "s1", "image": "busybox:1", "restartPolicy": "Always"},
+    {"name": "s2", "image": "busybox:1", "restartPolicy": "Always"},
+)
+
+
+def test_sidecars_start_in_order_and_the_app_runs_beside_them(h: Harness) -> None:
+    pod = make_pod(init=SIDECARS)
+    for _ in range(3):
+        h.sync(pod)
+    started = [n for n, req in h.fake.calls if n == "CreateContainer"]
+    assert len(started) == 3
+    order = [req.config.metadata.name for n, req in h.fake.calls if n == "CreateContainer"]
+    assert order == ["s1", "s2", "c"]
+    for name in ("s1", "s2", "c"):
+        assert h.fake.container_by_name(name)[0].state == cri.CONTAINER_RUNNING
+    st = h.status(pod, h.sync(pod))
+    assert st["phase"] == "Running"
+    init = {s["name"]: s for s in st["initContainerStatuses"]}
+    assert init["s1"]["started"] is True and "running" in init["s1"]["state"]
+
+
+def test_sidecars_stop_after_the_app_in_reverse_order(h: Harness) -> None:
+    pod = make_pod(init=SIDECARS)
+    for _ in range(3):
+        h.sync(pod)
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    h.syncer.kill_pod(pod, h.view.relist()["uid-1"], grace=7)
+    ids = {c.id: c.config.metadata.name for c in h.fake.containers.values()}
+    stops = [ids[req.container_id] for n, req in h.fake.calls if n == "StopContainer"]
+    assert stops == ["c", "s2", "s1"]
+
+
+def test_a_job_pod_completes_while_its_sidecar_runs(h: Harness) -> None:
+    pod = make_pod(policy="Never", init=SIDECARS[:1])
+    h.sync(pod)
+    h.sync(pod)
+    h.fake.exit_container(h.fake.container_by_name("c")[0].id, 0)
+    r = h.sync(pod)
+    assert r.actions is not None and r.actions.kill_pod
+    assert h.fake.container_by_name("s1")[0].state == cri.CONTAINER_EXITED
+    assert h.status(pod, r)["phase"] == "Succeeded"
+
+
+def test_an_exited_sidecar_restarts_under_restart_policy_never(h: Harness) -> None:
+    pod = make_pod(policy="Never", init=SIDECARS[:1])
+    h.sync(pod)
+    h.sync(pod)
+    first = h.fake.container_by_name("s1")[0]
+    h.fake.exit_container(first.id, 1)
+    h.sync(pod)
+    latest = h.fake.container_by_name("s1")[0]
+    assert latest.id != first.id and latest.state == cri.CONTAINER_RUNNING
+    assert h.fake.container_by_name("c")[0].state == cri.CONTAINER_RUNNING
