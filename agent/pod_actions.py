@@ -7,7 +7,8 @@ init containers one at a time in order, then start or restart app containers
 per restartPolicy (native sidecars, init containers with restartPolicy
 Always, start in the init sequence and keep running beside the app
 containers, restarted whatever the pod's restartPolicy), kill containers whose spec changed, that failed liveness,
-or that the spec no longer names. It never calls CRI and never looks at the
+or that the spec no longer names; start each ephemeral container (kubectl
+debug) once. It never calls CRI and never looks at the
 clock: crash-loop backoff is applied by the caller that carries out the plan.
 """
 
@@ -91,6 +92,8 @@ class PodActions:
     # The pod has failed for good: an init container failed under Never.
     init_failed: bool = False
     containers_to_start: list[str] = field(default_factory=list)
+    # Ephemeral containers (kubectl debug) that never ran: each runs once.
+    ephemeral_to_start: list[str] = field(default_factory=list)
     # container id -> why it is being killed (shown in events and status)
     containers_to_kill: dict[str, str] = field(default_factory=dict)
 
@@ -134,6 +137,10 @@ def compute_pod_actions(
 
     actions.sandbox_id = sandbox.id
     actions.attempt = sandbox.attempt
+    # Ephemeral containers start even while the pod initializes, and are
+    # never restarted.
+    ephemeral = spec.get("ephemeralContainers") or []
+    actions.ephemeral_to_start = [c["name"] for c in ephemeral if c["name"] not in latest]
 
     initialized = _init_actions(
         actions, init_specs, app_specs, latest, policy, liveness_failed, started
@@ -167,7 +174,7 @@ def compute_pod_actions(
         if _should_restart(policy, st.exit_code):
             actions.containers_to_start.append(name)
 
-    init_names = {c["name"] for c in init_specs}
+    init_names = {c["name"] for c in init_specs} | {c["name"] for c in ephemeral}
     for name, st in latest.items():
         if st.state == "running" and name not in wanted and name not in init_names:
             actions.containers_to_kill[st.id] = f"container {name} is not in the pod spec"
@@ -175,9 +182,10 @@ def compute_pod_actions(
     if keep == 0 and not actions.containers_to_start:
         # Everything has finished and nothing restarts: release the sandbox,
         # sidecars too (they do not keep a finished pod alive: a Job's pod
-        # completes while its sidecars still run).
+        # completes while its sidecars still run), ephemeral containers too.
         actions.kill_pod = True
         actions.init_containers_to_start = []
+        actions.ephemeral_to_start = []
     return actions
 
 

@@ -264,6 +264,13 @@ def compute_pod_status(
     }
     if init_specs:
         status["initContainerStatuses"] = init
+    ephemeral = spec.get("ephemeralContainers") or []
+    if ephemeral:
+        # Run once, never probed, never ready (the kubelet's own view).
+        status["ephemeralContainerStatuses"] = container_statuses(ephemeral, obs, init=True)
+        for s in status["ephemeralContainerStatuses"]:
+            s["ready"] = False
+            del s["started"]
     if obs.pod_ips:
         status["podIP"] = obs.pod_ips[0]
         status["podIPs"] = [{"ip": ip} for ip in obs.pod_ips]

@@ -144,6 +144,9 @@ class PodSyncer:
 
         # 4: containers
         latest = _latest(rec.containers)
+        for name in actions.ephemeral_to_start:
+            spec = self._spec(pod, name, init=False, key="ephemeralContainers")
+            self._start(pod, spec, None, sandbox_id, sb_config, result, latest)
         for name in actions.init_containers_to_start:
             spec = self._spec(pod, name, init=True)
             self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
@@ -189,7 +192,10 @@ class PodSyncer:
         sandbox_id: str,
         sb_config: cri.PodSandboxConfig,
         result: SyncResult,
+        latest: Mapping[str, ContainerInfo] | None = None,
     ) -> None:
+        """Start one container; `latest` is given for an ephemeral one (its
+        targetContainerName's running container shares its PID namespace)."""
         name = spec["name"]
         uid = pod["metadata"]["uid"]
         key = f"{uid}/{name}"
@@ -237,6 +243,17 @@ class PodSyncer:
             return
         resources = container_resources(dict(spec), qos_class(dict(pod)), self.d.memory_capacity)
         cfg = container_config(pod, spec, restart_count, env, mounts, resources, image_ref)
+        target = str(spec.get("targetContainerName") or "")
+        if latest is not None and target:
+            running = latest.get(target)
+            if running is None or running.state != "running":
+                result.waiting[name] = Waiting(
+                    "CreateContainerConfigError", f"target container {target} is not running"
+                )
+                return
+            opts = cfg.linux.security_context.namespace_options
+            opts.pid = cri.TARGET
+            opts.target_id = running.id
         try:
             cid = self.d.runtime.create_container(sandbox_id, cfg, sb_config)
         except CRIError as err:
@@ -459,8 +476,10 @@ class PodSyncer:
         spec = pod.get("spec") or {}
         return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
 
-    def _spec(self, pod: Mapping[str, Any], name: str, init: bool) -> Mapping[str, Any]:
-        key = "initContainers" if init else "containers"
+    def _spec(
+        self, pod: Mapping[str, Any], name: str, init: bool, key: str = ""
+    ) -> Mapping[str, Any]:
+        key = key or ("initContainers" if init else "containers")
         for c in (pod.get("spec") or {}).get(key) or []:
             if c["name"] == name:
                 return dict(c)

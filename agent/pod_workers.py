@@ -277,6 +277,7 @@ class PodWorkers:
             or a.containers_to_start
             or a.containers_to_kill
             or a.init_containers_to_start
+            or a.ephemeral_to_start
         )
         if a is not None and self._sidecar_started(pod, a.init_containers_to_start, result):
             # A sidecar without a startup probe counts as started once it

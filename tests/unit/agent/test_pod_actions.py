@@ -235,3 +235,19 @@ def test_regular_init_after_sidecar_is_not_rerun_once_initialized() -> None:
     st = PodRuntimeState((READY,), (running(SIDECAR), exited(INIT1, 0), running(WEB)))
     a = compute_pod_actions(p, st)
     assert a.init_containers_to_start == [] and not a.containers_to_start and not a.kill_pod
+
+
+def test_ephemeral_containers_start_once_and_are_never_restarted() -> None:
+    p = pod(WEB, init=(INIT1,))
+    p["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "busybox"}]
+    a = compute_pod_actions(p, PodRuntimeState((READY,), (running(INIT1),)))
+    assert a.ephemeral_to_start == ["debugger"]  # even while the pod initializes
+    dbg = {"name": "debugger", "image": "busybox"}
+    a = compute_pod_actions(
+        p, PodRuntimeState((READY,), (exited(dbg, 1), exited(INIT1, 0), running(WEB)))
+    )
+    assert a.ephemeral_to_start == [] and not a.containers_to_kill and not a.kill_pod
+    a = compute_pod_actions(
+        p, PodRuntimeState((READY,), (running(dbg), exited(INIT1, 0), running(WEB)))
+    )
+    assert not a.containers_to_kill  # a running ephemeral container is not a stray

@@ -368,3 +368,24 @@ def test_an_exited_sidecar_restarts_under_restart_policy_never(h: Harness) -> No
     latest = h.fake.container_by_name("s1")[0]
     assert latest.id != first.id and latest.state == cri.CONTAINER_RUNNING
     assert h.fake.container_by_name("c")[0].state == cri.CONTAINER_RUNNING
+
+
+def test_an_ephemeral_container_shares_its_targets_process_namespace(h: Harness) -> None:
+    pod = make_pod()
+    h.sync(pod)
+    pod["spec"]["ephemeralContainers"] = [
+        {"name": "dbg", "image": "busybox:1", "targetContainerName": "c"},
+        {"name": "lost", "image": "busybox:1", "targetContainerName": "gone"},
+    ]
+    r = h.sync(pod)
+    (dbg,) = h.fake.container_by_name("dbg")
+    opts = dbg.config.linux.security_context.namespace_options
+    assert opts.pid == cri.TARGET and opts.target_id == h.fake.container_by_name("c")[0].id
+    assert r.waiting["lost"].reason == "CreateContainerConfigError"
+    st = h.status(pod, r)
+    (eph, lost) = st["ephemeralContainerStatuses"]
+    assert "running" in eph["state"] and eph["ready"] is False and "started" not in eph
+    assert lost["state"]["waiting"]["reason"] == "CreateContainerConfigError"
+    h.fake.exit_container(dbg.id, 0)
+    h.sync(pod)
+    assert len(h.fake.container_by_name("dbg")) == 1  # never restarted
