@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.pod_actions import is_sidecar
+from agent.termination_message import cap_pod_messages
 from controlplane.api import rfc3339
 from controlplane.api.qos import qos_class
 
@@ -271,6 +272,7 @@ def compute_pod_status(
         for s in status["ephemeralContainerStatuses"]:
             s["ready"] = False
             del s["started"]
+    cap_pod_messages([*init, *app, *status.get("ephemeralContainerStatuses", [])])
     if obs.pod_ips:
         status["podIP"] = obs.pod_ips[0]
         status["podIPs"] = [{"ip": ip} for ip in obs.pod_ips]

@@ -41,6 +41,7 @@ from agent.pod_status import ContainerInfo, Waiting
 from agent.probes import DIRECT, resolve_port
 from agent.resources import container_resources
 from agent.runtime_view import PodRecord
+from agent.termination_message import message_mount
 from agent.volumes import (
     VolumeSources,
     container_mounts,
@@ -238,6 +239,12 @@ class PodSyncer:
                 pod_dir(self.d.root, pod) / "volume-subpaths",
             )
             read_only_mounts(pod, spec, mounts)
+            message_file = message_mount(pod_dir(self.d.root, pod), spec)
+            if message_file is not None:
+                mounts.append(message_file)
+        except OSError as err:
+            result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
+            return
         except ConfigError as err:
             result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
             return
