@@ -71,6 +71,9 @@ from controlplane.client.workqueue import RateLimitingQueue
 
 log = logging.getLogger("skiff.agent")
 POD_CGROUP_SWEEP = 5.0  # seconds between sweeps of leftover pod cgroups
+# The sync period: every pod is synced again, and its API-backed volumes
+# brought to their sources, this often (the kubelet's --sync-frequency).
+RESYNC_PERIOD = 10.0
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ class AgentConfig:
     pod_settings: NodeSettings = field(default_factory=NodeSettings)
     network: NetworkSettings | None = field(default_factory=NetworkSettings)
     workers: int = 4
-    resync_period: float = 10.0
+    resync_period: float = RESYNC_PERIOD
     relist_period: float = 1.0
     # No relist completed for this long: NotReady, "PLEG is not healthy" (the kubelet's 3m).
     pleg_threshold: float = 180.0
