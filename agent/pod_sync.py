@@ -160,6 +160,8 @@ class PodSyncer:
 
     # steps
     def _create_sandbox(self, pod: Mapping[str, Any], attempt: int) -> str:
+        if (pod.get("spec") or {}).get("hostUsers") is False:
+            self._check_user_namespaces()
         setup_volumes(self.d.root, pod, self.d.volumes)
         cfg = sandbox_config(pod, self.d.node, attempt)
         Path(cfg.log_directory).mkdir(parents=True, exist_ok=True)
@@ -172,6 +174,17 @@ class PodSyncer:
             attempt,
         )
         return sandbox_id
+
+    def _check_user_namespaces(self) -> None:
+        """hostUsers: false needs a runtime handler that says it supports
+        user namespaces (CRI Status runtime_handlers[].features); without
+        one the pod is refused with the kubelet's reason, never run in the
+        host's user namespace."""
+        handler = self.d.runtime_handler
+        handlers = self.d.runtime.status().runtime_handlers
+        found = next((h for h in handlers if h.name == handler), None)
+        if found is None or not found.features.user_namespaces:
+            raise ConfigError(f'RuntimeClass handler "{handler}" does not support user namespaces')
 
     def _sandbox_ips(self, sandbox_id: str) -> tuple[str, ...]:
         if sandbox_id in self._ips:

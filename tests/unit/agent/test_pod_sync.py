@@ -13,7 +13,7 @@ import pytest
 from agent.backoff import Backoff
 from agent.cri_client import CRIClient
 from agent.pod_config import NodeSettings
-from agent.pod_status import PodObservation, compute_pod_status
+from agent.pod_status import PodObservation, Waiting, compute_pod_status
 from agent.pod_sync import PodSyncer, SyncDeps, SyncResult, pull_policy
 from agent.runtime_view import RuntimeView
 from agent.volumes import VolumeSources
@@ -389,3 +389,14 @@ def test_an_ephemeral_container_shares_its_targets_process_namespace(h: Harness)
     h.fake.exit_container(dbg.id, 0)
     h.sync(pod)
     assert len(h.fake.container_by_name("dbg")) == 1  # never restarted
+
+
+def test_host_users_false_is_refused_when_the_runtime_has_no_user_namespaces(h: Harness) -> None:
+    pod = make_pod()
+    pod["spec"]["hostUsers"] = False
+    r = h.sync(pod)
+    assert r.waiting["c"] == Waiting(
+        "ContainerCreating",
+        'failed to create pod sandbox: RuntimeClass handler "" does not support user namespaces',
+    )
+    assert "RunPodSandbox" not in h.fake.call_names()
