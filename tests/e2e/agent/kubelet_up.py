@@ -21,7 +21,7 @@ from typing import Any
 from controlplane.client.apiclient import GrpcApiClient
 from tests.e2e.agent.test_up_side_by_side import Up, free_cluster_cidrs
 from tests.harness.images import Image, Index, TestImages
-from tests.harness.nodeprocs import free_service_cidrs, short_tempdir
+from tests.harness.nodeprocs import REPO, free_service_cidrs, short_tempdir
 from tests.harness.wait import wait_for
 
 KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
@@ -76,15 +76,32 @@ def archive(base: Path, images: TestImages, extra: Mapping[str, Image | Index]) 
     return out
 
 
+def _import(up: Up, path: Path) -> None:
+    """`skiff image import` of a large archive (Up.import_image allows 2 minutes)."""
+    res = subprocess.run(
+        [sys.executable, str(REPO / "skiff.py"), "image", "--root",
+         str(up.layout.runtime_root), "import", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 @contextmanager
 def skiff_up(
-    images: TestImages, extra: Mapping[str, Image | Index] | None = None, name: str = "k"
+    images: TestImages,
+    extra: Mapping[str, Image | Index] | None = None,
+    name: str = "k",
+    archives: tuple[Path, ...] = (),
 ) -> Iterator[Cluster]:
+    """`skiff up` with the test images and any other image `archives`
+    imported offline."""
     base = short_tempdir("skk-")
     up = Up(name, base / name, free_cluster_cidrs(1)[0], free_service_cidrs(1)[0])
     try:
         up.data_dir.mkdir()
         up.import_image(archive(base, images, extra or {}))
+        for more in archives:
+            _import(up, more)
         registries = base / "registries.yaml"
         registries.write_text("mirrors: {}\ndisable_default_endpoint: true\n")
         up.start(registries)
