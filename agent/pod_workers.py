@@ -24,7 +24,7 @@ from agent.probes import ProbeManager, ProbeTarget
 from agent.runtime_view import PodRecord, RuntimeView
 from agent.static_pods import MirrorPods, StaticPodSource, is_static, mirror_of
 from agent.status_manager import StatusManager
-from agent.volumes import teardown_volumes
+from agent.volumes import refresh_volumes, teardown_volumes
 from controlplane.client import errors
 from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer
@@ -36,6 +36,18 @@ log = logging.getLogger("skiff.agent")
 
 UID_INDEX = "uid"
 MIRROR_INDEX = "mirror"  # static pod UID -> its mirror pods in the API
+
+
+def _volumes(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list((pod.get("spec") or {}).get("volumes") or [])
+
+
+def _downward_only(volume: Mapping[str, Any]) -> bool:
+    """A volume made only of the pod's own fields (no API lookups)."""
+    if "downwardAPI" in volume:
+        return True
+    sources = (volume.get("projected") or {}).get("sources") or []
+    return bool(sources) and all(set(s) == {"downwardAPI"} for s in sources)
 
 
 def _probed_specs(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -270,6 +282,13 @@ class PodWorkers:
             return
         _, started_before, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
         result = self.syncer.sync(pod, rec, liveness_failed, started_before)
+        if rec is not None and any(_downward_only(v) for v in _volumes(pod)):
+            # The pod's own labels and annotations changed (a watch event):
+            # its downwardAPI files follow now, not at the next sync period.
+            try:
+                refresh_volumes(self.root, pod, self.syncer.d.volumes, _downward_only)
+            except OSError as err:
+                log.warning("uid=%s downwardAPI volume refresh failed: %s", uid, err)
         a = result.actions
         acted = a is None or bool(
             a.kill_pod
