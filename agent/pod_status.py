@@ -59,6 +59,8 @@ class PodObservation:
     # Why a running container is not ready: the last readiness probe
     # failure ("Get http://...: connection refused"), by container name.
     probe_messages: Mapping[str, str] = field(default_factory=dict)
+    # Why a running container could not be resized in place, by name.
+    resize_errors: Mapping[str, str] = field(default_factory=dict)
 
 
 def _attempts(obs: PodObservation) -> dict[str, list[ContainerInfo]]:
@@ -253,6 +255,15 @@ def compute_pod_status(
         cond = _condition(kind, ok, stamp, reason, message)
         before = previous.get(kind)
         if before is not None and before.get("status") == cond["status"]:
+            cond["lastTransitionTime"] = before.get("lastTransitionTime", stamp)
+        conditions.append(cond)
+    if obs.resize_errors:
+        # The kubelet's condition for a resize it could not carry out.
+        text = "; ".join(f"{n}: {m}" for n, m in sorted(obs.resize_errors.items()))
+        cond = {"type": "PodResizeInProgress", "status": "True", "reason": "Error",
+                "message": text, "lastTransitionTime": stamp}  # fmt: skip
+        before = previous.get("PodResizeInProgress")
+        if before is not None and before.get("status") == "True":
             cond["lastTransitionTime"] = before.get("lastTransitionTime", stamp)
         conditions.append(cond)
     status: dict[str, Any] = {

@@ -3,10 +3,12 @@
 1. kill the pod (all containers, then the sandbox) if the plan says so;
 2. kill the containers the plan names;
 3. create the sandbox (volumes first) if needed;
-4. start the init containers the plan names (the next one of the init
-   sequence, native sidecars to restart), or the app containers, each
-   through: crash-loop backoff, image pull per imagePullPolicy (with its own
-   backoff), env and volume mounts, CreateContainer, StartContainer.
+4. start the ephemeral containers, then the init containers the plan names
+   (the next one of the init sequence, native sidecars to restart), then
+   the app containers, each through: crash-loop backoff, image pull per
+   imagePullPolicy (with its own backoff), env and volume mounts,
+   CreateContainer, StartContainer;
+5. resize running containers in place (agent/resize.py).
 Failures do not raise: they become the waiting reason and message of the
 container (ErrImagePull, ImagePullBackOff, CrashLoopBackOff,
 CreateContainerConfigError, CreateContainerError, RunContainerError), which
@@ -39,6 +41,7 @@ from agent.pod_config import (
 )
 from agent.pod_status import ContainerInfo, Waiting
 from agent.probes import DIRECT, resolve_port
+from agent.resize import Resizer
 from agent.resources import container_resources
 from agent.runtime_view import PodRecord
 from agent.termination_message import message_mount
@@ -64,6 +67,8 @@ class SyncResult:
     init_failed: bool = False
     pod_ips: tuple[str, ...] = ()
     actions: PodActions | None = None
+    # container name -> why its in-place resize failed (agent/resize.py)
+    resize_errors: dict[str, str] = field(default_factory=dict)
 
 
 def pull_policy(container: Mapping[str, Any]) -> str:
@@ -106,6 +111,7 @@ class PodSyncer:
         # Image pull failures per (pod uid, container, image): when and why.
         self._pull_failed_at: dict[str, float] = {}
         self._pull_errors: dict[str, str] = {}
+        self.resizer = Resizer(deps.runtime)
 
     def sync(
         self,
@@ -156,7 +162,32 @@ class PodSyncer:
         for name in actions.containers_to_start:
             spec = self._spec(pod, name, init=False)
             self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
+
+        # 5: resize running containers in place
+        self._resize(pod, rec, actions, result)
         return result
+
+    def _resize(
+        self, pod: Mapping[str, Any], rec: PodRecord, actions: PodActions, result: SyncResult
+    ) -> None:
+        latest = _latest(rec.containers)
+        running: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        wanted: dict[str, cri.LinuxContainerResources] = {}
+        qos = qos_class(dict(pod))
+        for spec in (pod.get("spec") or {}).get("containers") or []:
+            st = latest.get(spec["name"])
+            if st is None or st.state != "running" or st.id in actions.containers_to_kill:
+                continue
+            running[spec["name"]] = (st.id, spec)
+            wanted[spec["name"]] = container_resources(dict(spec), qos, self.d.memory_capacity)
+        if not running:
+            return
+        outcome = self.resizer.sync(running, wanted)
+        result.resize_errors.update(outcome.errors)
+        grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+        for cid in outcome.restart:
+            log.info("pod=%s container_id=%s restarting to resize", _name(pod), cid[:12])
+            self._stop_container(pod, rec, cid, grace)
 
     # steps
     def _create_sandbox(self, pod: Mapping[str, Any], attempt: int) -> str:
@@ -279,6 +310,7 @@ class PodSyncer:
         except CRIError as err:
             result.waiting[name] = Waiting("CreateContainerError", err.message)
             return
+        self.resizer.created(cid, resources)
         if last is not None and last.state == "exited":
             self.d.backoff.restarted(key)
         try:
@@ -478,6 +510,7 @@ class PodSyncer:
     def remove_pod(self, rec: PodRecord) -> None:
         """Remove every container and sandbox of a terminated pod."""
         for c in rec.containers:
+            self.resizer.drop(c.id)
             try:
                 self.d.runtime.remove_container(c.id)
             except CRIError as err:

@@ -322,6 +322,7 @@ class PodWorkers:
             started=started,
             runtime_name=self.runtime_name(),
             probe_messages=probe_messages,
+            resize_errors=result.resize_errors,
         )
         status = compute_pod_status(
             pod, obs, self.clock.now(), self.node_address, result.init_failed

@@ -67,6 +67,7 @@ class Harness:
             pod_ips=result.pod_ips,
             containers=tuple(rec.containers) if rec else (),
             waiting=result.waiting,
+            resize_errors=result.resize_errors,
             # no probes here: every running container is started and ready
             ready=frozenset(c.name for c in rec.containers if c.state == "running")
             if rec
@@ -400,3 +401,53 @@ def test_host_users_false_is_refused_when_the_runtime_has_no_user_namespaces(h: 
         'failed to create pod sandbox: RuntimeClass handler "" does not support user namespaces',
     )
     assert "RunPodSandbox" not in h.fake.call_names()
+
+
+def resized(pod: dict[str, Any], cpu: str, memory: str) -> dict[str, Any]:
+    pod["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": cpu, "memory": memory},
+        "limits": {"cpu": cpu, "memory": memory},
+    }
+    return pod
+
+
+def test_a_resize_is_applied_in_place_without_a_restart(h: Harness) -> None:
+    pod = resized(make_pod(), "500m", "256Mi")
+    h.sync(pod)
+    (first,) = h.fake.container_by_name("c")
+    r = h.sync(resized(pod, "1", "512Mi"))
+    (same,) = h.fake.container_by_name("c")
+    assert same.id == first.id and same.state == cri.CONTAINER_RUNNING
+    res = same.config.linux.resources
+    assert (res.cpu_quota, res.memory_limit_in_bytes) == (100_000, 512 << 20)
+    assert r.resize_errors == {}
+    before = len(h.fake.calls)
+    h.sync(pod)  # applied: nothing more to do
+    assert "UpdateContainerResources" not in [n for n, _ in h.fake.calls[before:]]
+
+
+def test_a_resize_with_restart_container_policy_restarts_it(h: Harness) -> None:
+    pod = resized(make_pod(), "500m", "256Mi")
+    pod["spec"]["containers"][0]["resizePolicy"] = [
+        {"resourceName": "memory", "restartPolicy": "RestartContainer"}
+    ]
+    h.sync(pod)
+    (first,) = h.fake.container_by_name("c")
+    h.sync(resized(pod, "500m", "512Mi"))
+    assert first.state == cri.CONTAINER_EXITED
+    h.sync(pod)
+    latest = h.fake.container_by_name("c")[0]
+    assert (
+        latest.id != first.id and latest.config.linux.resources.memory_limit_in_bytes == 512 << 20
+    )
+
+
+def test_a_resize_the_runtime_refuses_is_reported(h: Harness) -> None:
+    pod = resized(make_pod(), "500m", "256Mi")
+    h.sync(pod)
+    h.fake.fail_next["UpdateContainerResources"] = (grpc.StatusCode.INVALID_ARGUMENT, "no way")
+    r = h.sync(resized(pod, "1", "256Mi"))
+    assert r.resize_errors == {"c": "no way"}
+    st = h.status(pod, r)
+    cond = next(c for c in st["conditions"] if c["type"] == "PodResizeInProgress")
+    assert (cond["status"], cond["reason"], cond["message"]) == ("True", "Error", "c: no way")
