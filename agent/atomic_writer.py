@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent.pod_config import ConfigError
+from machinery.atomicfile import swap_symlink
 
 DATA = "..data"
-_DATA_TMP = "..data_tmp"
 
 
 def _check_path(rel: str) -> None:
@@ -72,11 +72,8 @@ def write(target: Path, files: Mapping[str, tuple[bytes, int | None]], default_m
             os.fchmod(fd, mode if mode is not None else default_mode)
             f.write(content)
     new.chmod(0o755)
-    link_tmp = target / _DATA_TMP
-    link_tmp.unlink(missing_ok=True)
-    link_tmp.symlink_to(new.name)
     old = os.readlink(target / DATA) if (target / DATA).is_symlink() else None
-    os.replace(link_tmp, target / DATA)
+    swap_symlink(target / DATA, new.name)  # through ..data_tmp, renamed over ..data
     tops = {Path(rel).parts[0] for rel in files}
     for top in tops:
         link = target / top
