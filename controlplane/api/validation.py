@@ -14,7 +14,16 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.api import crd, crd_validation, jsoncodec, kinds, rbac, volcano
+from controlplane.api import (
+    crd,
+    crd_validation,
+    ephemeral,
+    jsoncodec,
+    kinds,
+    rbac,
+    timezone,
+    volcano,
+)
 from controlplane.api.checks import Errors, is_qualified_name
 from controlplane.api.checks import enum as _enum
 from controlplane.api.checks import integer as _int
@@ -232,6 +241,12 @@ def _pod_spec_problems(spec: Any) -> list[str]:
 
 def _pod(e: Errors, obj: Object, old: Object | None) -> None:
     e.items.extend(_pod_spec_problems(obj.get("spec")))
+    # Native sidecars and ephemeral containers (controlplane/api/ephemeral.py).
+    for path, problem in ephemeral.init_container_problems(obj) + ephemeral.ephemeral_problems(obj):
+        e.add(path, problem)
+    if old is not None:
+        for path, problem in ephemeral.ephemeral_update_problems(old, obj):
+            e.add(path, problem)
     status: Any = obj.get("status")
     if _dict(e, "status", status):
         _enum(e, "status.phase", status.get("phase"),
@@ -356,6 +371,23 @@ def _job(e: Errors, obj: Object, old: Object | None) -> None:
     )
 
 
+def _cron_time_zone(e: Errors, spec: Object, old: Object | None) -> None:
+    """spec.timeZone from the tz database; TZ= in the schedule refused on
+    new CronJobs (kept on those that had it), as Kubernetes does."""
+    problem = timezone.time_zone_problem(spec.get("timeZone"))
+    if problem:
+        e.add("spec.timeZone", problem)
+    schedule = spec.get("schedule")
+    old_schedule = ((old or {}).get("spec") or {}).get("schedule")
+    if timezone.schedule_has_tz(schedule):
+        if spec.get("timeZone") is not None:
+            e.add("spec.schedule", f'Invalid value: "{schedule}": cannot use both timeZone '
+                  "field and TZ or CRON_TZ in schedule")  # fmt: skip
+        elif not timezone.schedule_has_tz(old_schedule):
+            e.add("spec.schedule", f'Invalid value: "{schedule}": cannot use TZ or CRON_TZ in '
+                  "schedule, use timeZone field instead")  # fmt: skip
+
+
 def _cronjob(e: Errors, obj: Object, old: Object | None) -> None:
     spec: Any = obj.get("spec")
     if not _dict(e, "spec", spec, required=True):
@@ -374,6 +406,7 @@ def _cronjob(e: Errors, obj: Object, old: Object | None) -> None:
     elif schedule not in ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight",
                           "@hourly") and not schedule.startswith("@every "):  # fmt: skip
         e.add("spec.schedule", f"unknown schedule macro {schedule!r}")
+    _cron_time_zone(e, spec, old)
     _enum(
         e, "spec.concurrencyPolicy", spec.get("concurrencyPolicy"), ("Allow", "Forbid", "Replace")
     )

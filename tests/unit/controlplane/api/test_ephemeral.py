@@ -74,3 +74,41 @@ def test_init_containers_restart_policy_and_probes() -> None:
         ("spec.initContainers[2].livenessProbe",
          "Forbidden: may not be set for init containers without restartPolicy=Always"),
     ]  # fmt: skip
+
+
+def cronjob(**spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick", "namespace": "default"},
+        "spec": {"schedule": "0 9 * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}},
+    }  # fmt: skip
+    body["spec"].update(spec)
+    return body
+
+
+def test_cronjob_time_zone_is_validated_against_the_tz_database() -> None:
+    from controlplane.api.validation import validate
+
+    assert validate("CronJob", cronjob(timeZone="Europe/Berlin")) == []
+    assert validate("CronJob", cronjob(timeZone="Etc/UTC")) == []
+    assert validate("CronJob", cronjob(timeZone="Mars/Olympus")) == [
+        'spec.timeZone: Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus'
+    ]
+    assert validate("CronJob", cronjob(timeZone="../../etc/passwd")) == [
+        'spec.timeZone: Invalid value: "../../etc/passwd": unknown time zone ../../etc/passwd'
+    ]
+    assert validate("CronJob", cronjob(timeZone="Local"))[0].endswith(
+        "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
+    )
+    assert validate("CronJob", cronjob(schedule="TZ=UTC 0 9 * * *")) == [
+        'spec.schedule: Invalid value: "TZ=UTC 0 9 * * *": cannot use TZ or CRON_TZ in schedule,'
+        " use timeZone field instead"
+    ]
+
+
+def test_pod_validation_carries_the_sidecar_and_ephemeral_rules() -> None:
+    from controlplane.api.validation import validate
+
+    p = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+         **pod(ephemeralContainers=[{"name": "dbg", "image": "busybox", "targetContainerName": "x"}])}  # fmt: skip
+    assert 'spec.ephemeralContainers[0].targetContainerName: Not found: "x"' in validate("Pod", p)
