@@ -26,7 +26,15 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from controlplane.api import defaults, jsoncodec, kinds, limits, pruning, server_side_apply
+from controlplane.api import (
+    defaults,
+    ephemeral,
+    jsoncodec,
+    kinds,
+    limits,
+    pruning,
+    server_side_apply,
+)
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch, merge_patch_shared
 from controlplane.apiserver import deletion, listing, subresources
@@ -85,6 +93,9 @@ class _NewObject(NamedTuple):
 
 # Admission hook: (registry, info, obj, old) -> None, may mutate obj, raises API errors.
 Admit = Callable[["Registry", KindInfo, Object, Object | None], None]
+
+
+EPHEMERAL = "ephemeralcontainers"  # the pods/ephemeralcontainers subresource
 
 
 class Registry(RegistryBase):
@@ -433,12 +444,14 @@ class Registry(RegistryBase):
         one the built object names, if any (patches). recorded_as: the
         subresource managedFields name, when not the one written (scale)."""
         self.check_stored(info)
-        if subresource not in ("", "status"):
+        if subresource not in ("", "status", EPHEMERAL):
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
         if subresource == "status" and not info.has_status:
             raise NotFound(f"{info.resource} have no status subresource")
+        if subresource == EPHEMERAL and info.key != "Pod":
+            raise NotFound(f"{info.resource} have no {EPHEMERAL} subresource")
         key = object_key(info, ns, name)
-        full_verb = f"{verb}_status" if subresource else verb
+        full_verb = f"{verb}_{subresource}" if subresource else verb
         decided = self.authorize_request(identity, full_verb, info, ns, name)
         for _ in range(MAX_RETRIES):
             old, cur_rev = self.read(info, ns, name)
@@ -505,6 +518,15 @@ class Registry(RegistryBase):
                 f"Precondition failed: UID in object meta: {req_meta.get('uid')}, "
                 f"UID of the stored object: {old_meta.get('uid')}"
             )
+        if subresource == EPHEMERAL:
+            # pods/ephemeralcontainers (kubectl debug): only
+            # spec.ephemeralContainers is taken from the request.
+            new = ephemeral.ephemeral_update(old, requested)
+            new["metadata"] = dict(old_meta)
+            self._decoded(info, new, old)
+            self.validate(info, new, old)
+            self._record(info, old, new, manager, recorded_as)
+            return new
         if subresource == "status":
             # `old` is this attempt's own decoded copy, never changed below:
             # `new` shares its parts but for the metadata (managedFields are

@@ -16,5 +16,6 @@ DEFINITION = KindDef(
         Subresource("exec", ("create", "get"), "", "", "PodExecOptions"),
         Subresource("attach", ("create", "get"), "", "", "PodAttachOptions"),
         Subresource("portforward", ("create", "get"), "", "", "PodPortForwardOptions"),
+        Subresource("ephemeralcontainers", ("get", "patch", "update"), "", "v1", "Pod"),
     ),
 )
