@@ -30,7 +30,15 @@ from typing import Any
 from agent.backoff import Backoff
 from agent.claims import read_only_mounts
 from agent.cri_client import CRIClient, CRIError
-from agent.pod_actions import PodActions, compute_pod_actions, is_sidecar
+from agent.pod_actions import (
+    ContainerState,
+    PodActions,
+    PodRuntimeState,
+    SandboxState,
+    compute_pod_actions,
+    container_hash,
+    is_sidecar,
+)
 from agent.pod_config import (
     ConfigError,
     NodeSettings,
@@ -154,12 +162,35 @@ class PodSyncer:
         for name in actions.ephemeral_to_start:
             spec = self._spec(pod, name, init=False, key="ephemeralContainers")
             self._start(pod, spec, None, sandbox_id, sb_config, result, latest)
-        for name in actions.init_containers_to_start:
-            spec = self._spec(pod, name, init=True)
-            self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
-            if name in result.waiting and not is_sidecar(spec):
-                return result  # the pod waits for this init container
-        for name in actions.containers_to_start:
+        inits, apps = actions.init_containers_to_start, actions.containers_to_start
+        state = rec.actions_state()
+        if actions.create_sandbox:
+            made = SandboxState(id=sandbox_id, ready=True, attempt=actions.attempt)
+            state = PodRuntimeState((made, *state.sandboxes), state.containers)
+        for _ in range(len((pod.get("spec") or {}).get("initContainers") or []) + 1):
+            fresh: list[Mapping[str, Any]] = []
+            for name in inits:
+                spec = self._spec(pod, name, init=True)
+                self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
+                if name in result.waiting and not is_sidecar(spec):
+                    return result  # the pod waits for this init container
+                if name not in result.waiting and is_sidecar(spec) and not spec.get("startupProbe"):
+                    fresh.append(spec)
+            if apps or not fresh or len(fresh) != len(inits):
+                break
+            # Sidecars without a startup probe count as started once running:
+            # what follows them starts in this sync, as if in one step with
+            # them (a pod with a sidecar starts as fast as one with two
+            # containers), not at the next one.
+            state = _with_running(state, fresh)
+            started_now = (started or frozenset()) | {str(s["name"]) for s in fresh}
+            nxt = compute_pod_actions(dict(pod), state, liveness_failed, started_now)
+            if nxt.kill_pod or nxt.create_sandbox:
+                break
+            inits, apps = nxt.init_containers_to_start, nxt.containers_to_start
+            if apps:
+                result.actions = nxt
+        for name in apps:
             spec = self._spec(pod, name, init=False)
             self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
 
@@ -537,6 +568,16 @@ class PodSyncer:
             if c["name"] == name:
                 return dict(c)
         raise KeyError(name)
+
+
+def _with_running(state: PodRuntimeState, specs: list[Mapping[str, Any]]) -> PodRuntimeState:
+    """`state` with the containers of `specs` just started (running)."""
+    now = tuple(
+        ContainerState(id=f"started/{s['name']}", name=str(s["name"]), state="running",
+                       hash=container_hash(s))
+        for s in specs
+    )  # fmt: skip
+    return PodRuntimeState(state.sandboxes, now + state.containers)
 
 
 def _latest(containers: list[ContainerInfo]) -> dict[str, ContainerInfo]:

@@ -298,11 +298,7 @@ class PodWorkers:
             or a.init_containers_to_start
             or a.ephemeral_to_start
         )
-        if a is not None and self._sidecar_started(pod, a.init_containers_to_start, result):
-            # A sidecar without a startup probe counts as started once it
-            # runs: the next sync starts what follows it without waiting
-            # for the PLEG to notice.
-            self.queue.add(uid)
+
         if acted or rec is None:  # the runtime changed: look again before reporting
             rec = self.view.relist(uid).get(uid) or PodRecord(uid)
         self._sync_probes(pod, rec, result.pod_ips)
@@ -341,15 +337,6 @@ class PodWorkers:
             ):
                 self.queue.add_after(uid, 1.0)
                 break
-
-    @staticmethod
-    def _sidecar_started(pod: Mapping[str, Any], names: list[str], result: Any) -> bool:
-        specs = {c["name"]: c for c in (pod.get("spec") or {}).get("initContainers") or []}
-        return any(
-            is_sidecar(specs[n]) and not specs[n].get("startupProbe") and n not in result.waiting
-            for n in names
-            if n in specs
-        )
 
     def _running_specs(
         self, pod: Mapping[str, Any], rec: PodRecord | None

@@ -451,3 +451,18 @@ def test_a_resize_the_runtime_refuses_is_reported(h: Harness) -> None:
     st = h.status(pod, r)
     cond = next(c for c in st["conditions"] if c["type"] == "PodResizeInProgress")
     assert (cond["status"], cond["reason"], cond["message"]) == ("True", "Error", "c: no way")
+
+
+def test_sidecars_without_startup_probes_and_the_app_start_in_one_sync(h: Harness) -> None:
+    pod = make_pod(init=SIDECARS)
+    h.sync(pod)
+    for name in ("s1", "s2", "c"):
+        assert h.fake.container_by_name(name)[0].state == cri.CONTAINER_RUNNING
+    probed = make_pod(init=({**SIDECARS[0], "startupProbe": {"exec": {"command": ["true"]}}},))
+    probed["metadata"]["uid"] = "uid-2"
+    h.sync(probed)
+    assert not [
+        c
+        for c in h.fake.container_by_name("c")
+        if c.config.labels["io.kubernetes.pod.uid"] == "uid-2"
+    ]
