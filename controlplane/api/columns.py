@@ -45,8 +45,11 @@ def pod_status_reason(pod: Object) -> str:
     reason = str(st.get("reason") or st.get("phase") or "Pending")
     init_statuses = st.get("initContainerStatuses") or []
     init_total = len(spec(pod).get("initContainers") or [])
+    sidecars = _sidecar_names(pod)
     initializing = False
     for i, cs in enumerate(init_statuses):
+        if cs.get("name") in sidecars and cs.get("started"):
+            continue  # a native sidecar that has started
         state = cs.get("state") or {}
         term = state.get("terminated")
         if term and term.get("exitCode") == 0:
@@ -59,7 +62,11 @@ def pod_status_reason(pod: Object) -> str:
         else:
             reason = f"Init:{i}/{init_total}"
         break
-    if not initializing:
+    initialized = any(
+        c.get("type") == "Initialized" and c.get("status") == "True"
+        for c in st.get("conditions") or []
+    )
+    if not initializing or initialized:
         has_running = False
         for cs in reversed(st.get("containerStatuses") or []):
             state = cs.get("state") or {}
@@ -81,11 +88,22 @@ def pod_status_reason(pod: Object) -> str:
     return reason
 
 
+def _sidecar_names(pod: Object) -> set[str]:
+    return {
+        str(c.get("name"))
+        for c in spec(pod).get("initContainers") or []
+        if isinstance(c, dict) and c.get("restartPolicy") == "Always"
+    }
+
+
 def _pod_row(obj: Object, now: float, wide: bool) -> list[str]:
     st = status(obj)
-    statuses = st.get("containerStatuses") or []
+    sidecars = _sidecar_names(obj)
+    # As kubectl's printer: native sidecars count in READY and RESTARTS.
+    side = [c for c in st.get("initContainerStatuses") or [] if c.get("name") in sidecars]
+    statuses = [*side, *(st.get("containerStatuses") or [])]
     ready = sum(1 for c in statuses if c.get("ready"))
-    total = len(_containers(obj)) or len(statuses)
+    total = (len(_containers(obj)) + len(sidecars)) or len(statuses)
     restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
     row = [name(obj), f"{ready}/{total}", pod_status_reason(obj), str(restarts), age(obj, now)]
     if wide:
