@@ -45,7 +45,7 @@ PACKAGES = (
     "procps",
 )
 # Bump when the recipe below changes what an image holds.
-RECIPE = 1
+RECIPE = 2
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 REPOSITORY = "docker.io/skiff-debian"
 BUILD_TIMEOUT = 1800.0
@@ -90,6 +90,8 @@ APPS: tuple[App, ...] = (
             "config_file=/etc/postgresql/15/main/postgresql.conf",
             "-c",
             "listen_addresses=*",
+            "-c",
+            "ssl=off",  # Debian's config wants the snakeoil key, made at install on a host
         ),
         user="postgres",
         workdir="/var/lib/postgresql",
@@ -170,6 +172,9 @@ def _build(work: Path, packages: Sequence[str], apps: Sequence[App]) -> None:
         "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
         "--dpkgopt=path-exclude=/usr/share/locale/*",
         "--customize-hook=rm -f $1/etc/machine-id $1/var/cache/apt/*.bin",
+        # /run is the image's (no tmpfs over it): postgres' socket and pid dir,
+        # as the package's tmpfiles.d makes it at boot.
+        '--customize-hook=chroot "$1" install -d -o postgres -g postgres -m 2775 /run/postgresql',
         SUITE, str(rootfs), MIRROR,
         timeout=BUILD_TIMEOUT,
     )  # fmt: skip
