@@ -72,7 +72,7 @@ def pod_spec(spec: Object) -> None:
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("securityContext", {})
     spec.setdefault("enableServiceLinks", True)
-    for key in ("containers", "initContainers"):
+    for key in ("containers", "initContainers", "ephemeralContainers"):
         for c in _items(spec.get(key)):
             _container(c)
 
