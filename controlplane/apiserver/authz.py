@@ -44,6 +44,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "patch_status": ("patch", "status"),
     "update_ephemeralcontainers": ("update", "ephemeralcontainers"),
     "patch_ephemeralcontainers": ("patch", "ephemeralcontainers"),
+    "update_resize": ("update", "resize"),
+    "patch_resize": ("patch", "resize"),
     "bind": ("create", "binding"),
     "get_scale": ("get", "scale"),
 }

@@ -33,6 +33,7 @@ from controlplane.api import (
     kinds,
     limits,
     pruning,
+    resize,
     server_side_apply,
 )
 from controlplane.api.kinds import KindInfo, by_kind
@@ -96,6 +97,8 @@ Admit = Callable[["Registry", KindInfo, Object, Object | None], None]
 
 
 EPHEMERAL = "ephemeralcontainers"  # the pods/ephemeralcontainers subresource
+RESIZE = "resize"  # pods/resize: in-place resize of the containers' resources
+POD_SPEC_SUBRESOURCES = (EPHEMERAL, RESIZE)
 
 
 class Registry(RegistryBase):
@@ -444,12 +447,12 @@ class Registry(RegistryBase):
         one the built object names, if any (patches). recorded_as: the
         subresource managedFields name, when not the one written (scale)."""
         self.check_stored(info)
-        if subresource not in ("", "status", EPHEMERAL):
+        if subresource not in ("", "status", *POD_SPEC_SUBRESOURCES):
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
         if subresource == "status" and not info.has_status:
             raise NotFound(f"{info.resource} have no status subresource")
-        if subresource == EPHEMERAL and info.key != "Pod":
-            raise NotFound(f"{info.resource} have no {EPHEMERAL} subresource")
+        if subresource in POD_SPEC_SUBRESOURCES and info.key != "Pod":
+            raise NotFound(f"{info.resource} have no {subresource} subresource")
         key = object_key(info, ns, name)
         full_verb = f"{verb}_{subresource}" if subresource else verb
         decided = self.authorize_request(identity, full_verb, info, ns, name)
@@ -518,13 +521,23 @@ class Registry(RegistryBase):
                 f"Precondition failed: UID in object meta: {req_meta.get('uid')}, "
                 f"UID of the stored object: {old_meta.get('uid')}"
             )
-        if subresource == EPHEMERAL:
+        if subresource in POD_SPEC_SUBRESOURCES:
             # pods/ephemeralcontainers (kubectl debug): only
-            # spec.ephemeralContainers is taken from the request.
-            new = ephemeral.ephemeral_update(old, requested)
+            # spec.ephemeralContainers is taken from the request; pods/resize
+            # only the containers' resources and resizePolicy.
+            if subresource == EPHEMERAL:
+                new = ephemeral.ephemeral_update(old, requested)
+            else:
+                new = resize.resize_update(old, requested)
             new["metadata"] = dict(old_meta)
             self._decoded(info, new, old)
             self.validate(info, new, old)
+            if subresource == RESIZE:
+                bad = [f"{path}: {problem}" for path, problem in resize.resize_problems(old, new)]
+                if bad:
+                    err = Invalid(f'Pod "{old_meta.get("name")}" is invalid: ' + "; ".join(bad))
+                    err.causes = bad  # type: ignore[attr-defined]  # as validate() gives them
+                    raise err
             self._record(info, old, new, manager, recorded_as)
             return new
         if subresource == "status":

@@ -148,7 +148,7 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
             if method in table:
                 return table[method], False
     elif (sub == "status" and target.info.has_status) or (
-        sub == "ephemeralcontainers" and target.info.key == "Pod"  # kubectl debug
+        sub in ("ephemeralcontainers", "resize") and target.info.key == "Pod"  # kubectl debug
     ):
         table = {"GET": objects.get, "PUT": objects.update, "PATCH": patch.patch}
         if method in table:

@@ -17,5 +17,6 @@ DEFINITION = KindDef(
         Subresource("attach", ("create", "get"), "", "", "PodAttachOptions"),
         Subresource("portforward", ("create", "get"), "", "", "PodPortForwardOptions"),
         Subresource("ephemeralcontainers", ("get", "patch", "update"), "", "v1", "Pod"),
+        Subresource("resize", ("get", "patch", "update"), "", "v1", "Pod"),
     ),
 )

@@ -55,3 +55,23 @@ def test_only_pods_have_it(registry: Registry) -> None:
     registry.create("ConfigMap", {"metadata": {"name": "m", "namespace": "default"}})
     with pytest.raises(NotFound):
         registry.patch("ConfigMap", "m", {"data": {"a": "b"}}, "default", "ephemeralcontainers")
+
+
+def guaranteed(cpu: str, memory: str) -> dict[str, dict[str, str]]:
+    return {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}
+
+
+def test_pods_resize_takes_only_resources_and_keeps_the_qos_class(registry: Registry) -> None:
+    registry.create("Pod", {
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": guaranteed("1", "1Gi")}]},
+    })  # fmt: skip
+    patch = {"spec": {"containers": [{"name": "c", "image": "nginx",
+                                      "resources": guaranteed("2", "2Gi")}]}}  # fmt: skip
+    stored = decode(registry.patch("Pod", "g", patch, "default", "resize")[0])
+    c = stored["spec"]["containers"][0]
+    assert c["image"] == "busybox" and c["resources"] == guaranteed("2", "2Gi")
+    burstable = {"spec": {"containers": [{"name": "c", "resources": {
+        "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}}]}}  # fmt: skip
+    with pytest.raises(Invalid, match="Pod QOS Class may not change as a result of resizing"):
+        registry.patch("Pod", "g", burstable, "default", "resize")
