@@ -447,7 +447,8 @@ class Agent:
             for volume in _file_volumes(pod):
                 key = f"volume/{volume}"
                 if volume in failed:
-                    msg = f'MountVolume.SetUp failed for volume "{volume}" : {failed[volume]}'
+                    why = failed[volume].removeprefix(f"volume {volume}: ")
+                    msg = f'MountVolume.SetUp failed for volume "{volume}" : {why}'
                     self.events.warn_once(pod, key, "FailedMount", msg)
                 else:
                     self.events.clear(pod, key)
