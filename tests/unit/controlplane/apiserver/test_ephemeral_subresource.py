@@ -75,3 +75,12 @@ def test_pods_resize_takes_only_resources_and_keeps_the_qos_class(registry: Regi
         "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}}]}}  # fmt: skip
     with pytest.raises(Invalid, match="Pod QOS Class may not change as a result of resizing"):
         registry.patch("Pod", "g", burstable, "default", "resize")
+
+
+def test_attach_and_logs_accept_an_ephemeral_container() -> None:
+    from controlplane.apiserver.rest.streams import _container
+
+    pod = {"metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "c"}], "ephemeralContainers": [{"name": "debugger-x"}]}}  # fmt: skip
+    assert _container(pod, "debugger-x") == "debugger-x"
+    assert _container(pod, "") == "c"
