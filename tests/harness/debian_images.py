@@ -45,7 +45,7 @@ PACKAGES = (
     "procps",
 )
 # Bump when the recipe below changes what an image holds.
-RECIPE = 2
+RECIPE = 3
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 REPOSITORY = "docker.io/skiff-debian"
 BUILD_TIMEOUT = 1800.0
@@ -172,8 +172,11 @@ def _build(work: Path, packages: Sequence[str], apps: Sequence[App]) -> None:
         "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
         "--dpkgopt=path-exclude=/usr/share/locale/*",
         "--customize-hook=rm -f $1/etc/machine-id $1/var/cache/apt/*.bin",
-        # /run is the image's (no tmpfs over it): postgres' socket and pid dir,
+        # /run is the image's (no tmpfs over it): emptied here (mmdebstrap's own
+        # cleanup of it is skipped), with postgres' socket and pid dir in it,
         # as the package's tmpfiles.d makes it at boot.
+        "--skip=cleanup/run",
+        '--customize-hook=find "$1/run" -mindepth 1 -maxdepth 1 ! -name lock -exec rm -rf {} +',
         '--customize-hook=chroot "$1" install -d -o postgres -g postgres -m 2775 /run/postgresql',
         SUITE, str(rootfs), MIRROR,
         timeout=BUILD_TIMEOUT,
