@@ -298,7 +298,6 @@ class PodWorkers:
             or a.init_containers_to_start
             or a.ephemeral_to_start
         )
-
         if acted or rec is None:  # the runtime changed: look again before reporting
             rec = self.view.relist(uid).get(uid) or PodRecord(uid)
         self._sync_probes(pod, rec, result.pod_ips)

@@ -228,11 +228,12 @@ def teardown_volumes(root: Path, pod_uid: str, *, keep_pod_dir: bool = False) ->
     if not base.exists():
         return
     parts = [base / "volumes", base / "volume-subpaths"] if keep_pod_dir else [base]
+    parts = [part for part in parts if part.exists()]
+    if not parts:
+        return  # gone already (a finished pod's sync period)
     with open("/proc/self/mountinfo") as f:
         points = [line.split()[4] for line in f]
     for part in parts:
-        if not part.exists():
-            continue
         prefix = str(part.resolve()) + "/"
         for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
             subprocess.run(["umount", point], check=False, capture_output=True)
