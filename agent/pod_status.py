@@ -16,8 +16,8 @@ from typing import Any
 
 from agent.pod_actions import is_sidecar
 from agent.termination_message import cap_pod_messages
-from controlplane.api import rfc3339
 from controlplane.api.qos import qos_class
+from machinery import rfc3339
 
 
 @dataclass(frozen=True)

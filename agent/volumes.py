@@ -12,10 +12,10 @@ volumes unmounts tmpfs first and never follows symlinks out of the pod dir.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
-import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from agent import atomic_writer, subpath
 from agent.pod_config import ConfigError
 from agent.volume_files import ClaimLookup, VolumeSources, file_kind, volume_files
+from machinery import libc
 from proto.runtime.v1 import api_pb2 as cri
 
 _PROPAGATION = {
@@ -123,9 +124,7 @@ def write_atomic_dir(
 def _ensure_tmpfs(path: Path) -> None:
     path.mkdir(mode=0o750, parents=True, exist_ok=True)
     if not os.path.ismount(path):
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "mode=0755,size=16m", "tmpfs", str(path)], check=True
-        )
+        libc.mount("tmpfs", str(path), "tmpfs", 0, "mode=0755,size=16m")
 
 
 def volume_paths(
@@ -165,8 +164,7 @@ def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dic
             path.chmod(0o777)
             if (volume["emptyDir"] or {}).get("medium") == "Memory" and not os.path.ismount(path):
                 size = (volume["emptyDir"] or {}).get("sizeLimit")
-                opts = ["-o", f"size={size}"] if size else []
-                subprocess.run(["mount", "-t", "tmpfs", *opts, "tmpfs", str(path)], check=True)
+                libc.mount("tmpfs", str(path), "tmpfs", 0, f"size={size}" if size else None)
         else:
             kind = file_kind(volume) or ""
             default_mode = (volume[kind] or {}).get("defaultMode", 0o644)
@@ -236,7 +234,8 @@ def teardown_volumes(root: Path, pod_uid: str, *, keep_pod_dir: bool = False) ->
     for part in parts:
         prefix = str(part.resolve()) + "/"
         for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
-            subprocess.run(["umount", point], check=False, capture_output=True)
+            with contextlib.suppress(OSError):  # as `umount` did, whose failure was ignored
+                libc.umount2(point)
         shutil.rmtree(part, ignore_errors=True)
 
 

@@ -20,7 +20,6 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions, Object
 from controlplane.controllers import cron, podutil
@@ -31,6 +30,7 @@ from controlplane.controllers.base import (
     controller_uid_index,
 )
 from controlplane.controllers.job import delete_job, finished_condition
+from machinery import rfc3339
 
 SCHEDULED_AT = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 

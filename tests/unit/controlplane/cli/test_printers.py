@@ -83,8 +83,6 @@ def test_pod_status_reason(pod: dict[str, object], want: str) -> None:
 
 
 def test_pod_row_counts_native_sidecars_as_kubectl_does() -> None:
-    from controlplane.api.columns import pod_status_reason
-
     pod = {
         "metadata": {"name": "fed"},
         "spec": {
@@ -101,6 +99,6 @@ def test_pod_row_counts_native_sidecars_as_kubectl_does() -> None:
         },
     }  # fmt: skip
     assert pod_status_reason(pod) == "Running"
-    from controlplane.api.columns import _pod_row
+    from controlplane.api.kinds.core.pod import row
 
-    assert _pod_row(pod, 0.0, False)[1:4] == ["2/2", "Running", "2"]
+    assert row(pod, 0.0, False)[1:4] == ["2/2", "Running", "2"]
