@@ -283,7 +283,10 @@ def compute_pod_status(
         for s in status["ephemeralContainerStatuses"]:
             s["ready"] = False
             del s["started"]
-    cap_pod_messages([*init, *app, *status.get("ephemeralContainerStatuses", [])])
+    cap_pod_messages(
+        [*init, *app, *status.get("ephemeralContainerStatuses", [])],
+        len(init_specs) + len(spec.get("containers") or []),
+    )
     if obs.pod_ips:
         status["podIP"] = obs.pod_ips[0]
         status["podIPs"] = [{"ip": ip} for ip in obs.pod_ips]

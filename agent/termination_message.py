@@ -9,8 +9,12 @@ FallbackToLogsOnError, when the file is empty or missing and the container
 failed (exit code not 0, and it did run), the last 80 lines of its log,
 at most their last 2048 bytes (MaxContainerTerminationMessageLogLines and
 ...LogLength). A runtime's own message (OOMKilled's) comes first, joined
-by ": ". The pod's status then caps the sum at 12 KiB, each container
-getting an equal share (the kubelet's MaxPodTerminationMessageLogLength).
+by ": ". The pod's status then caps each terminated state's message
+(state and lastState, of init, app and ephemeral containers) at an equal
+share of 12 KiB per container of the spec (init and app containers), its
+first bytes kept: the kubelet's status manager does this to every status it
+writes (normalizeStatus, MaxPodTerminationMessageLogLength), whatever the
+messages add up to.
 """
 
 from __future__ import annotations
@@ -90,19 +94,13 @@ def read_message(status: cri.ContainerStatus) -> str:
     return f"{status.message}: {text}" if status.message else text
 
 
-def cap_pod_messages(statuses: list[dict[str, Any]]) -> None:
-    """Cut terminated containers' messages so that together they fit
-    12 KiB, each to an equal share (in place)."""
-    terms = [
-        t
-        for s in statuses
-        for t in (s["state"].get("terminated"), s["lastState"].get("terminated"))
-        if t and t.get("message")
-    ]
-    if sum(len(t["message"].encode()) for t in terms) <= MAX_POD_MESSAGES or not terms:
-        return
-    share = MAX_POD_MESSAGES // len(terms)
-    for t in terms:
-        raw = t["message"].encode()
-        if len(raw) > share:
-            t["message"] = raw[-share:].decode(errors="ignore")
+def cap_pod_messages(statuses: list[dict[str, Any]], containers: int) -> None:
+    """Cut every terminated state's message to 12 KiB / `containers` (the
+    pod's init and app containers) bytes, keeping its start (in place); a
+    character the cut splits is dropped."""
+    share = MAX_POD_MESSAGES // containers if containers > 0 else MAX_POD_MESSAGES
+    for s in statuses:
+        for t in (s["state"].get("terminated"), s["lastState"].get("terminated")):
+            raw = (t or {}).get("message", "").encode()
+            if len(raw) > share:
+                t["message"] = raw[:share].decode(errors="ignore")

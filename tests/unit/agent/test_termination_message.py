@@ -1,7 +1,7 @@
 """Termination messages as the kubelet reads them: the file's last 4 KiB,
 FallbackToLogsOnError's last 80 log lines (2 KiB at most) only for a failed
 container with an empty file, the runtime's reason text first, and the
-pod's 12 KiB cap shared evenly."""
+pod's 12 KiB shared evenly by its containers (the kubelet's normalizeStatus)."""
 
 from pathlib import Path
 
@@ -63,10 +63,28 @@ def test_the_runtime_reason_text_comes_first(tmp_path: Path) -> None:
     assert read_message(st) == "OOMKilled: bye"
 
 
-def test_the_pod_caps_all_messages_at_12_kib_evenly() -> None:
-    def term(msg: str) -> dict[str, object]:
-        return {"state": {"terminated": {"message": msg}}, "lastState": {}}
+def test_each_message_is_cut_to_its_share_of_12_kib_keeping_its_start() -> None:
+    """As the kubelet's status manager: 12 KiB / (init + app containers)
+    per terminated state, state and lastState alike, the start kept, even
+    when the messages together are under 12 KiB."""
 
-    statuses = [term("a" * 4096), term("b" * 4096), term("c" * 4096), term("d" * 4096)]
-    cap_pod_messages(statuses)
-    assert [len(s["state"]["terminated"]["message"]) for s in statuses] == [3072] * 4  # type: ignore[index]
+    def term(msg: str, last: str = "") -> dict[str, object]:
+        return {"state": {"terminated": {"message": msg}},
+                "lastState": {"terminated": {"message": last}} if last else {}}  # fmt: skip
+
+    statuses = [term("a" * 4000 + "tail", "z" * 3100), term("b" * 100), term("c" * 3072)]
+    cap_pod_messages(statuses, 4)  # 3072 bytes each
+    msgs = [s["state"]["terminated"]["message"] for s in statuses]  # type: ignore[index]
+    assert msgs == ["a" * 3072, "b" * 100, "c" * 3072]
+    assert statuses[0]["lastState"]["terminated"]["message"] == "z" * 3072  # type: ignore[index]
+    # 6 containers: 2048 bytes each although the two messages add up to 6 KiB
+    two = [term("x" * 3072), term("y" * 3072)]
+    cap_pod_messages(two, 6)
+    assert [len(s["state"]["terminated"]["message"]) for s in two] == [2048, 2048]  # type: ignore[index]
+    # a multi-byte character the cut splits is dropped, not mangled
+    wide = [term("é" * 2000)]
+    cap_pod_messages(wide, 3)  # 4096 bytes: 2048 characters fit, 2000 do
+    assert wide[0]["state"]["terminated"]["message"] == "é" * 2000  # type: ignore[index]
+    odd = [term("x" + "é" * 3000)]
+    cap_pod_messages(odd, 3)  # 4096 bytes: x + 2047 é + half of one
+    assert odd[0]["state"]["terminated"]["message"] == "x" + "é" * 2047  # type: ignore[index]
