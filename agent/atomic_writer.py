@@ -8,7 +8,8 @@ at it by renaming a `..data_tmp` symlink over it (one rename, atomic), and
 each top-level name of the payload is a symlink through `..data`
 (`key -> ..data/key`). Names no longer in the payload lose their symlink,
 and the previous timestamped directory is removed. Nothing is written when
-the payload is what the volume already holds. A container that mounts a
+the payload is what the volume already holds. Writes are serialised on
+the node (`LOCK`). A container that mounts a
 single key with subPath gets a bind mount of that one file at start
 (agent/subpath.py) and, as in Kubernetes, does not see later updates.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +28,10 @@ from agent.pod_config import ConfigError
 from machinery.atomicfile import swap_symlink
 
 DATA = "..data"
+# One writer at a time on this node (the pod workers' set-up, the refresh
+# worker, the sync period's pass; teardown holds it too), so two writers
+# never race on one volume's ..data nor a refresh remake a removed one.
+LOCK = threading.RLock()
 
 
 def _check_path(rel: str) -> None:
@@ -53,14 +59,31 @@ def _stamp() -> str:
     return time.strftime("..%Y_%m_%d_%H_%M_%S.", time.gmtime())
 
 
-def write(target: Path, files: Mapping[str, tuple[bytes, int | None]], default_mode: int) -> bool:
+def write(
+    target: Path,
+    files: Mapping[str, tuple[bytes, int | None]],
+    default_mode: int,
+    *,
+    refresh: bool = False,
+) -> bool:
     """Publish `files` (relative path -> (bytes, mode or None)) under
-    `target`; False when the volume already held exactly them."""
+    `target`; False when the volume already held exactly them, or, for a
+    `refresh`, when the volume is not (or no longer) set up."""
     for rel in files:
         _check_path(rel)
     wanted = {str(Path(rel)): content for rel, (content, _) in files.items()}
-    if current(target) == wanted:
-        return False
+    with LOCK:
+        if refresh and not (target / DATA).is_symlink():
+            return False  # torn down meanwhile: never made again by a refresh
+        if current(target) == wanted:
+            return False
+        _publish(target, files, default_mode)
+    return True
+
+
+def _publish(
+    target: Path, files: Mapping[str, tuple[bytes, int | None]], default_mode: int
+) -> None:
     target.mkdir(parents=True, exist_ok=True)
     new = Path(tempfile.mkdtemp(prefix=_stamp(), dir=target))
     for rel, (content, mode) in files.items():
@@ -84,4 +107,3 @@ def write(target: Path, files: Mapping[str, tuple[bytes, int | None]], default_m
             entry.unlink()
     if old and old != new.name:
         shutil.rmtree(target / old, ignore_errors=True)
-    return True

@@ -97,10 +97,22 @@ def refresh_volumes(
         try:
             files = volume_files(pod, volume, src)
             mode = (volume[kind] or {}).get("defaultMode", 0o644)
-            done += atomic_writer.write(target, files, mode)
+            done += atomic_writer.write(target, files, mode, refresh=True)
         except ConfigError as err:
             failed[volume["name"]] = str(err)
     return done, failed
+
+
+def volumes_set_up(root: Path, pod: Mapping[str, Any]) -> bool:
+    """Whether every configMap, secret, downwardAPI and projected volume of
+    the pod has been written on this node (its sandbox was made)."""
+    base = pod_dir(root, pod) / "volumes"
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        if file_kind(volume) is None:
+            continue
+        if not (base / _plugin_dir(volume) / volume["name"] / atomic_writer.DATA).is_symlink():
+            return False
+    return True
 
 
 def refresh_token_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> int:
@@ -231,12 +243,13 @@ def teardown_volumes(root: Path, pod_uid: str, *, keep_pod_dir: bool = False) ->
         return  # gone already (a finished pod's sync period)
     with open("/proc/self/mountinfo") as f:
         points = [line.split()[4] for line in f]
-    for part in parts:
-        prefix = str(part.resolve()) + "/"
-        for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
-            with contextlib.suppress(OSError):  # as `umount` did, whose failure was ignored
-                libc.umount2(point)
-        shutil.rmtree(part, ignore_errors=True)
+    with atomic_writer.LOCK:  # no refresh writes into what is being removed
+        for part in parts:
+            prefix = str(part.resolve()) + "/"
+            for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+                with contextlib.suppress(OSError):  # as `umount` did, whose failure was ignored
+                    libc.umount2(point)
+            shutil.rmtree(part, ignore_errors=True)
 
 
 __all__ = [
@@ -249,5 +262,6 @@ __all__ = [
     "teardown_volumes",
     "volume_files",
     "volume_paths",
+    "volumes_set_up",
     "write_atomic_dir",
 ]
