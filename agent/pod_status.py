@@ -61,6 +61,11 @@ class PodObservation:
     probe_messages: Mapping[str, str] = field(default_factory=dict)
     # Why a running container could not be resized in place, by name.
     resize_errors: Mapping[str, str] = field(default_factory=dict)
+    # Why a resize waits (reason Infeasible or Deferred, message), if one does.
+    resize_pending: tuple[str, str] | None = None
+    # status.containerStatuses[].resources by name, for the containers the
+    # runtime has: what is allocated, with what is applied while running.
+    resources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def _attempts(obs: PodObservation) -> dict[str, list[ContainerInfo]]:
@@ -119,6 +124,8 @@ def container_statuses(
         }
         if latest is not None:
             status["containerID"] = f"{obs.runtime_name}://{latest.id}"
+            if name in obs.resources:
+                status["resources"] = dict(obs.resources[name])
         # started: running and past its startup probe; init containers
         # carry it too (a native sidecar's is what lets the next one start).
         status["started"] = (
@@ -134,6 +141,30 @@ def container_statuses(
             # sidecar, like an app container, while running and ready.
             status["ready"] = latest.state == "exited" and latest.exit_code == 0
         out.append(status)
+    return out
+
+
+def _resize_conditions(
+    obs: PodObservation, previous: Mapping[str, Mapping[str, Any]], stamp: str
+) -> list[dict[str, Any]]:
+    """The kubelet's resize conditions: PodResizePending (Infeasible or
+    Deferred: not allocated) and PodResizeInProgress with reason Error (the
+    runtime refused it); each keeps its transition time while its reason
+    stays."""
+    out = []
+    found = []
+    if obs.resize_pending is not None:
+        found.append(("PodResizePending", *obs.resize_pending))
+    if obs.resize_errors:
+        text = "; ".join(f"{n}: {m}" for n, m in sorted(obs.resize_errors.items()))
+        found.append(("PodResizeInProgress", "Error", text))
+    for kind, reason, message in found:
+        cond = {"type": kind, "status": "True", "reason": reason, "message": message,
+                "lastTransitionTime": stamp}  # fmt: skip
+        before = previous.get(kind)
+        if before is not None and before.get("reason") == reason:
+            cond["lastTransitionTime"] = before.get("lastTransitionTime", stamp)
+        out.append(cond)
     return out
 
 
@@ -257,15 +288,7 @@ def compute_pod_status(
         if before is not None and before.get("status") == cond["status"]:
             cond["lastTransitionTime"] = before.get("lastTransitionTime", stamp)
         conditions.append(cond)
-    if obs.resize_errors:
-        # The kubelet's condition for a resize it could not carry out.
-        text = "; ".join(f"{n}: {m}" for n, m in sorted(obs.resize_errors.items()))
-        cond = {"type": "PodResizeInProgress", "status": "True", "reason": "Error",
-                "message": text, "lastTransitionTime": stamp}  # fmt: skip
-        before = previous.get("PodResizeInProgress")
-        if before is not None and before.get("status") == "True":
-            cond["lastTransitionTime"] = before.get("lastTransitionTime", stamp)
-        conditions.append(cond)
+    conditions.extend(_resize_conditions(obs, previous, stamp))
     status: dict[str, Any] = {
         "phase": phase,
         "conditions": conditions,

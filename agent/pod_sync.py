@@ -205,7 +205,7 @@ class PodSyncer:
         running: dict[str, tuple[str, Mapping[str, Any]]] = {}
         wanted: dict[str, cri.LinuxContainerResources] = {}
         qos = qos_class(dict(pod))
-        for spec in (pod.get("spec") or {}).get("containers") or []:
+        for spec in [*self._sidecars(pod), *((pod.get("spec") or {}).get("containers") or [])]:
             st = latest.get(spec["name"])
             if st is None or st.state != "running" or st.id in actions.containers_to_kill:
                 continue
@@ -341,7 +341,7 @@ class PodSyncer:
         except CRIError as err:
             result.waiting[name] = Waiting("CreateContainerError", err.message)
             return
-        self.resizer.created(cid, resources)
+        self.resizer.created(cid, resources, spec.get("resources") or {})
         if last is not None and last.state == "exited":
             self.d.backoff.restarted(key)
         try:

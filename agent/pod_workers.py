@@ -8,6 +8,7 @@ the same queue.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.admission import Rejection, admit
+from agent.allocation import Allocations
 from agent.pleg import Pleg
 from agent.pod_actions import is_sidecar
 from agent.pod_cgroups import remove_pod_cgroup
@@ -98,6 +100,8 @@ class PodWorkers:
         self._failed: dict[str, tuple[str, str, int]] = {}
         self._failed_done: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        # What each pod's containers are granted (in-place resize).
+        self.allocations = Allocations()
 
     # static pods
     def poll_static(self) -> None:
@@ -197,8 +201,7 @@ class PodWorkers:
         node = self.node()
         rejection = None
         if rec is None and phase == "Pending" and node is not None:
-            others = [p for p in self.admitted_pods() if p["metadata"].get("uid") != uid]
-            rejection = admit(pod, node, others)
+            rejection = admit(pod, node, self._others(uid))
         with self._lock:
             if rejection is None:
                 self._admitted.add(uid)
@@ -281,7 +284,8 @@ class PodWorkers:
             self._finish_failed(pod, rec)
             return
         _, started_before, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
-        result = self.syncer.sync(pod, rec, liveness_failed, started_before)
+        allocated, pending = self.allocations.sync(pod, self.node(), lambda: self._others(uid))
+        result = self.syncer.sync(allocated, rec, liveness_failed, started_before)
         if rec is not None and any(_downward_only(v) for v in _volumes(pod)):
             # The pod's own labels and annotations changed (a watch event):
             # its downwardAPI files follow now, not at the next sync period.
@@ -318,6 +322,8 @@ class PodWorkers:
             runtime_name=self.runtime_name(),
             probe_messages=probe_messages,
             resize_errors=result.resize_errors,
+            resize_pending=(pending.reason, pending.message) if pending else None,
+            resources=self._status_resources(allocated, rec),
         )
         status = compute_pod_status(
             pod, obs, self.clock.now(), self.node_address, result.init_failed
@@ -336,6 +342,41 @@ class PodWorkers:
             ):
                 self.queue.add_after(uid, 1.0)
                 break
+
+    def _others(self, uid: str) -> list[Object]:
+        """The other admitted pods, as allocated (a resize must fit beside them)."""
+        return [
+            self.allocations.allocated(p)
+            for p in self.admitted_pods()
+            if p["metadata"].get("uid") != uid
+        ]
+
+    def _status_resources(
+        self, allocated: Mapping[str, Any], rec: PodRecord
+    ) -> dict[str, dict[str, Any]]:
+        """status.containerStatuses[].resources, as the kubelet 1.33 reports
+        them for the containers the runtime has: the allocated resources,
+        with the cpu and memory limits and the cpu request a running
+        container's cgroup has (they differ while a resize was refused)."""
+        latest: dict[str, Any] = {}
+        for c in rec.containers:
+            latest.setdefault(c.name, c)
+        spec = allocated.get("spec") or {}
+        out: dict[str, dict[str, Any]] = {}
+        for key in ("initContainers", "containers", "ephemeralContainers"):
+            for c in spec.get(key) or []:
+                info = latest.get(c["name"])
+                if info is None:
+                    continue
+                res = copy.deepcopy(dict(c.get("resources") or {}))
+                applied = self.syncer.resizer.applied(info.id) if info.state == "running" else None
+                for part, names in (("limits", ("cpu", "memory")), ("requests", ("cpu",))):
+                    have = (applied or {}).get(part) or {}
+                    for name in names:
+                        if part in res and name in have:
+                            res[part][name] = have[name]
+                out[c["name"]] = res
+        return out
 
     def _running_specs(
         self, pod: Mapping[str, Any], rec: PodRecord | None
@@ -393,6 +434,7 @@ class PodWorkers:
                 self.syncer.remove_pod(fresh)
         # The pod's own cgroup (its sandboxes' parent), as the kubelet removes it.
         remove_pod_cgroup(self.cgroup_root, uid)
+        self.allocations.forget(uid)
         self.probes.remove_pod(uid)
         self.status.forget(uid)
         teardown_volumes(self.root, uid)

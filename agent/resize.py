@@ -1,6 +1,6 @@
 """In-place pod resize (InPlacePodVerticalScaling, beta in 1.33), the
-kubelet's part: a running app container whose spec resources (changed
-through pods/resize, or an update) differ from those its cgroup has gets
+kubelet's part: a running app container or native sidecar whose resources (as
+allocated, agent/allocation.py) differ from those its cgroup has gets
 them in place, through CRI UpdateContainerResources, when the resizePolicy
 of every changed resource is NotRequired (the default); a container with
 RestartContainer for a changed resource is restarted with them instead.
@@ -14,6 +14,7 @@ kept as applied.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,12 +56,27 @@ class Resizer:
     def __init__(self, runtime: CRIClient) -> None:
         self.runtime = runtime
         self._applied: dict[str, cri.LinuxContainerResources] = {}
+        # container id -> the spec resources its cgroup has (for its status)
+        self._applied_spec: dict[str, dict[str, Any]] = {}
 
-    def created(self, cid: str, resources: cri.LinuxContainerResources) -> None:
+    def created(
+        self,
+        cid: str,
+        resources: cri.LinuxContainerResources,
+        spec_resources: Mapping[str, Any] | None = None,
+    ) -> None:
         self._applied[cid] = resources
+        if spec_resources is not None:
+            self._applied_spec[cid] = copy.deepcopy(dict(spec_resources))
 
     def drop(self, cid: str) -> None:
         self._applied.pop(cid, None)
+        self._applied_spec.pop(cid, None)
+
+    def applied(self, cid: str) -> dict[str, Any] | None:
+        """The spec resources the container runs with, when this agent set them."""
+        found = self._applied_spec.get(cid)
+        return copy.deepcopy(found) if found is not None else None
 
     def _have(self, cid: str) -> cri.LinuxContainerResources | None:
         if cid not in self._applied:
@@ -96,4 +112,5 @@ class Resizer:
                 out.errors[name] = err.message
                 continue
             self._applied[cid] = want
+            self._applied_spec[cid] = copy.deepcopy(dict(spec.get("resources") or {}))
         return out

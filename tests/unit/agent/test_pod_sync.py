@@ -451,6 +451,26 @@ def test_a_resize_the_runtime_refuses_is_reported(h: Harness) -> None:
     st = h.status(pod, r)
     cond = next(c for c in st["conditions"] if c["type"] == "PodResizeInProgress")
     assert (cond["status"], cond["reason"], cond["message"]) == ("True", "Error", "c: no way")
+    # What the container's status reports: the resources it still runs with.
+    (c,) = h.fake.container_by_name("c")
+    assert h.syncer.resizer.applied(c.id) == {
+        "requests": {"cpu": "500m", "memory": "256Mi"},
+        "limits": {"cpu": "500m", "memory": "256Mi"},
+    }
+    h.sync(resized(pod, "1", "256Mi"))  # retried at the next sync, now accepted
+    assert h.syncer.resizer.applied(c.id)["limits"]["cpu"] == "1"  # type: ignore[index]
+
+
+def test_a_native_sidecar_is_resized_in_place_too(h: Harness) -> None:
+    sidecar = {"name": "s", "image": "busybox:1.36", "restartPolicy": "Always",
+               "resources": {"limits": {"cpu": "500m"}}}  # fmt: skip
+    pod = make_pod(init=(sidecar,))
+    h.sync(pod)
+    (first,) = h.fake.container_by_name("s")
+    pod["spec"]["initContainers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    h.sync(pod)
+    (same,) = h.fake.container_by_name("s")
+    assert same.id == first.id and same.config.linux.resources.cpu_quota == 100_000
 
 
 def test_sidecars_without_startup_probes_and_the_app_start_in_one_sync(h: Harness) -> None:
