@@ -25,7 +25,8 @@ class Rejection:
     message: str
 
 
-def _quantity(value: Any) -> float:
+def quantity(value: Any) -> float:
+    """A quantity as a number (cpu in cores); 0 when it does not parse."""
     try:
         return float(parse_quantity(value))
     except (ValueError, TypeError):
@@ -37,20 +38,41 @@ def _requests(container: Mapping[str, Any]) -> dict[str, Any]:
     return {**(res.get("limits") or {}), **(res.get("requests") or {})}
 
 
+def _add(total: dict[str, float], more: Mapping[str, float]) -> None:
+    for name, v in more.items():
+        total[name] = total.get(name, 0.0) + v
+
+
+def _peak(total: dict[str, float], other: Mapping[str, float]) -> None:
+    for name, v in other.items():
+        total[name] = max(total.get(name, 0.0), v)
+
+
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, float]:
-    """The pod's effective requests: the sum over its containers or the
-    largest init container's, whichever is larger, plus its overhead. A
-    container's request defaults to its limit (the API's defaulting)."""
+    """The pod's effective requests, as the kubelet's resource helper: its
+    containers add up; init containers run one at a time before them, so
+    the largest counts, but a native sidecar (restartPolicy Always) keeps
+    running and adds to every later init container and to the containers;
+    overhead on top. A container's request defaults to its limit (the API's
+    defaulting)."""
     spec = pod.get("spec") or {}
     total: dict[str, float] = {}
     for c in spec.get("containers") or []:
-        for name, v in _requests(c).items():
-            total[name] = total.get(name, 0.0) + _quantity(v)
+        _add(total, {name: quantity(v) for name, v in _requests(c).items()})
+    sidecars: dict[str, float] = {}
+    init_peak: dict[str, float] = {}
     for c in spec.get("initContainers") or []:
-        for name, v in _requests(c).items():
-            total[name] = max(total.get(name, 0.0), _quantity(v))
-    for name, v in (spec.get("overhead") or {}).items():
-        total[name] = total.get(name, 0.0) + _quantity(v)
+        req = {name: quantity(v) for name, v in _requests(c).items()}
+        if c.get("restartPolicy") == "Always":
+            _add(sidecars, req)
+            _peak(init_peak, sidecars)
+        else:
+            step = dict(sidecars)
+            _add(step, req)
+            _peak(init_peak, step)
+    _add(total, sidecars)
+    _peak(total, init_peak)
+    _add(total, {name: quantity(v) for name, v in (spec.get("overhead") or {}).items()})
     return total
 
 
@@ -71,7 +93,8 @@ def _ports_clash(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
 
 
 def _fmt(name: str, v: float) -> str:
-    return f"{int(v * 1000)}m" if name == "cpu" else str(int(v))
+    """As the kubelet's InsufficientResourceError: cpu in millicores, the rest in units."""
+    return str(round(v * 1000)) if name == "cpu" else str(int(v))
 
 
 def admit(
@@ -79,7 +102,7 @@ def admit(
 ) -> Rejection | None:
     """None if `pod` may run beside the `admitted` (active) pods on `node`."""
     allocatable = (node.get("status") or {}).get("allocatable") or {}
-    if "pods" in allocatable and len(admitted) + 1 > _quantity(allocatable["pods"]):
+    if "pods" in allocatable and len(admitted) + 1 > quantity(allocatable["pods"]):
         return Rejection(
             "OutOfpods",
             f"Node didn't have enough resource: pods, requested: 1, used: {len(admitted)},"
@@ -90,7 +113,7 @@ def admit(
         if want.get(name, 0.0) <= 0 or name not in allocatable:
             continue
         used = sum(pod_requests(p).get(name, 0.0) for p in admitted)
-        capacity = _quantity(allocatable[name])
+        capacity = quantity(allocatable[name])
         if used + want[name] > capacity:
             return Rejection(
                 f"OutOf{name}",

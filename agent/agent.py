@@ -36,9 +36,11 @@ from agent.network import NetworkConfigurator, NetworkSettings
 from agent.node_loops import NodeLoops
 from agent.node_resources import NodeResources, ResourceSettings
 from agent.node_status import NodeConfig, NodeStatusReporter, Readings, allocatable_memory
+from agent.object_cache import ObjectCache
 from agent.pleg import Pleg
 from agent.pod_cgroups import sweep_pod_cgroups
-from agent.pod_config import ConfigError, NodeSettings, secret_data
+from agent.pod_config import NodeSettings, secret_data
+from agent.pod_events import PodEvents
 from agent.pod_sync import PodSyncer, SyncDeps
 from agent.pod_workers import MIRROR_INDEX, UID_INDEX, PodWorkers
 from agent.probes import ProbeManager, RealProbeRunner
@@ -58,9 +60,9 @@ from agent.server import AgentServicer
 from agent.static_pods import MirrorPods, StaticPodSource, mirror_of
 from agent.status_manager import StatusManager
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
-from agent.volumes import VolumeSources, refresh_token_volumes
+from agent.volume_refresh import VolumeRefresher, running
+from agent.volumes import VolumeSources
 from agent.webhook_auth import ApiReviewer, WebhookAuth
-from controlplane.client import errors
 from controlplane.client.config import ClientConfig
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
@@ -69,6 +71,9 @@ from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.agent")
 POD_CGROUP_SWEEP = 5.0  # seconds between sweeps of leftover pod cgroups
+# The sync period: every pod is synced again, and its API-backed volumes
+# brought to their sources, this often (the kubelet's --sync-frequency).
+RESYNC_PERIOD = 10.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ class AgentConfig:
     pod_settings: NodeSettings = field(default_factory=NodeSettings)
     network: NetworkSettings | None = field(default_factory=NetworkSettings)
     workers: int = 4
-    resync_period: float = 10.0
+    resync_period: float = RESYNC_PERIOD
     relist_period: float = 1.0
     # No relist completed for this long: NotReady, "PLEG is not healthy" (the kubelet's 3m).
     pleg_threshold: float = 180.0
@@ -139,6 +144,10 @@ class Agent:
         self.cri = runtime
         self.clock: Clock = clock or RealClock()
         self.tokens = TokenManager(api, self.clock.now)
+        self.events = PodEvents(api, cfg.node.name)
+        # The Secrets and ConfigMaps the node's pods use, each watched; a
+        # change queues the pods using it for a volume refresh.
+        self.objects = ObjectCache(api, self.clock, self._object_changed)
         self._stop_event = threading.Event()
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
         self.view = RuntimeView(runtime)
@@ -212,6 +221,9 @@ class Agent:
             )
             self.pods.add_indexers({MIRROR_INDEX: _mirror_index})
         self.pleg = Pleg(self.view, self.queue.add, threshold=cfg.pleg_threshold)
+        self.refresher = VolumeRefresher(
+            cfg.root, self.syncer.d.volumes, self.events, self._active_pod, self.queue.add
+        )
         self.workers = PodWorkers(
             queue=self.queue,
             pods=self.pods,
@@ -286,16 +298,26 @@ class Agent:
         return None
 
     def _get_configmap(self, ns: str, name: str) -> Mapping[str, Any] | None:
-        try:
-            return self.api.get("ConfigMap", name, ns)
-        except errors.NotFound:
-            return None
+        return self.objects.get("ConfigMap", ns, name)
 
     def _get_secret(self, ns: str, name: str) -> Mapping[str, Any] | None:
-        try:
-            return self.api.get("Secret", name, ns)
-        except errors.NotFound:
-            return None
+        return self.objects.get("Secret", ns, name)
+
+    def _object_changed(self, kind: str, ns: str, name: str) -> None:
+        self.refresher.changed(self.objects.users(kind, ns, name))
+
+    def _active_pod(self, uid: str) -> Object | None:
+        found = [p for p in self.pods.store.by_index(UID_INDEX, uid) if not mirror_of(p)]
+        return found[0] if found else None
+
+    def _track_objects(self, pod: Object) -> None:
+        """Watch what an active pod uses; stop once it has finished."""
+        if mirror_of(pod):
+            return
+        if running(pod):
+            self.objects.register(pod)
+        else:
+            self.objects.unregister(str(pod["metadata"].get("uid") or ""))
 
     # lifecycle
     def start(self) -> None:
@@ -316,6 +338,12 @@ class Agent:
             on_update=lambda old, new: self.workers.on_pod(new),
             on_delete=self.workers.on_pod_delete,
         )
+        self.pods.add_event_handler(
+            on_add=self._track_objects,
+            on_update=lambda old, new: self._track_objects(new),
+            on_delete=lambda pod: self.objects.unregister(str(pod["metadata"].get("uid") or "")),
+        )
+        self._spawn("volume-refresh", self.refresher.run)
         self.nodes.add_event_handler(
             on_add=lambda n: self.loops.on_nodes(),
             on_update=lambda o, n: self.loops.on_nodes(),
@@ -379,6 +407,8 @@ class Agent:
         if self.proxy is not None:
             self.proxy.stop()
         self.queue.shut_down()
+        self.refresher.stop()
+        self.objects.stop()
         self.local_path.stop()
         self.factory.shutdown()
         for t in self._threads:
@@ -420,18 +450,16 @@ class Agent:
 
     def _resync(self) -> None:
         self.workers.resync()
-        self._refresh_tokens()
+        self._refresh_volumes()
 
-    def _refresh_tokens(self) -> None:
-        """Renew the ServiceAccount tokens projected into running pods (each is
-        asked for anew past 80% of its life) and forget those of gone pods."""
+    def _refresh_volumes(self) -> None:
+        """Each sync period, as the kubelet's volume manager: bring the
+        API-backed volumes of running pods to their sources (a watched
+        change does so at once, agent/volume_refresh.py); ServiceAccount
+        tokens are asked for anew past 80% of their life."""
         pods = self.pods.store.list()
-        self.tokens.forget({p["metadata"]["uid"] for p in pods})
-        for pod in pods:
-            try:
-                refresh_token_volumes(self.cfg.root, pod, self.syncer.d.volumes)
-            except (OSError, ConfigError) as err:
-                log.warning("pod=%s token refresh failed: %s", pod["metadata"].get("name"), err)
+        self.tokens.forget({p["metadata"]["uid"] for p in pods if running(p)})
+        self.refresher.refresh_all(pods)
 
     def _sweep_pod_cgroups(self) -> None:
         keep = {p["metadata"]["uid"] for p in self.pods.store.list()} | self.pleg.known()

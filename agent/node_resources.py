@@ -152,7 +152,12 @@ class NodeResources:
                     priority=int((pod.get("spec") or {}).get("priority") or 0),
                     memory=ws or 0,
                     memory_request=int(requests.get("memory", 0)),
-                    disk=signals.dir_bytes(Path(pod_log_dir(pod, self.log_root))),
+                    # Its logs and its emptyDir volumes (under the agent's
+                    # root, the nodefs), as the kubelet counts a pod's disk.
+                    disk=signals.dir_bytes(Path(pod_log_dir(pod, self.log_root)))
+                    + signals.dir_bytes(
+                        Path(self.fs_path) / "pods" / uid / "volumes" / "kubernetes.io~empty-dir"
+                    ),
                     disk_request=int(requests.get("ephemeral-storage", 0)),
                     processes=signals.cgroup_processes(rel),
                     critical=is_static(pod),

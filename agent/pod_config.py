@@ -31,6 +31,7 @@ HASH_ANNOTATION = "io.kubernetes.container.hash"
 RESTART_COUNT_ANNOTATION = "io.kubernetes.container.restartCount"
 GRACE_ANNOTATION = "io.kubernetes.pod.terminationGracePeriod"
 TERMINATION_MESSAGE_PATH_ANNOTATION = "io.kubernetes.container.terminationMessagePath"
+TERMINATION_MESSAGE_POLICY_ANNOTATION = "io.kubernetes.container.terminationMessagePolicy"
 
 # Lookups for valueFrom sources: (namespace, name) -> data, or None if missing.
 DataLookup = Callable[[str, str], Mapping[str, str] | None]
@@ -401,6 +402,7 @@ def container_config(
         TERMINATION_MESSAGE_PATH_ANNOTATION: container.get(
             "terminationMessagePath", "/dev/termination-log"
         ),
+        TERMINATION_MESSAGE_POLICY_ANNOTATION: container.get("terminationMessagePolicy", "File"),
     }
     return cri.ContainerConfig(
         metadata=cri.ContainerMetadata(name=container["name"], attempt=restart_count),

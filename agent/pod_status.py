@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.pod_actions import is_sidecar
+from agent.termination_message import cap_pod_messages
 from controlplane.api.qos import qos_class
 from machinery import rfc3339
 
@@ -57,6 +59,13 @@ class PodObservation:
     # Why a running container is not ready: the last readiness probe
     # failure ("Get http://...: connection refused"), by container name.
     probe_messages: Mapping[str, str] = field(default_factory=dict)
+    # Why a running container could not be resized in place, by name.
+    resize_errors: Mapping[str, str] = field(default_factory=dict)
+    # Why a resize waits (reason Infeasible or Deferred, message), if one does.
+    resize_pending: tuple[str, str] | None = None
+    # status.containerStatuses[].resources by name, for the containers the
+    # runtime has: what is allocated, with what is applied while running.
+    resources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def _attempts(obs: PodObservation) -> dict[str, list[ContainerInfo]]:
@@ -115,19 +124,67 @@ def container_statuses(
         }
         if latest is not None:
             status["containerID"] = f"{obs.runtime_name}://{latest.id}"
-        if not init:
-            status["started"] = (
-                latest is not None and latest.state == "running" and (name in obs.started)
-            )
+            if name in obs.resources:
+                status["resources"] = dict(obs.resources[name])
+        # started: running and past its startup probe; init containers
+        # carry it too (a native sidecar's is what lets the next one start).
+        status["started"] = (
+            latest is not None and latest.state == "running" and (name in obs.started)
+        )
         if waiting is not None and latest is not None and latest.state == "exited":
             # Backing off or failing to restart: the last run is the last state.
             status["lastState"] = {"terminated": _terminated(latest, obs.runtime_name)}
         elif previous is not None and previous.state == "exited":
             status["lastState"] = {"terminated": _terminated(previous, obs.runtime_name)}
-        if init and latest is not None and latest.state == "exited" and latest.exit_code == 0:
-            status["ready"] = True
+        if init and not is_sidecar(spec) and latest is not None:
+            # A regular init container is ready once it has exited 0; a
+            # sidecar, like an app container, while running and ready.
+            status["ready"] = latest.state == "exited" and latest.exit_code == 0
         out.append(status)
     return out
+
+
+def _resize_conditions(
+    obs: PodObservation, previous: Mapping[str, Mapping[str, Any]], stamp: str
+) -> list[dict[str, Any]]:
+    """The kubelet's resize conditions: PodResizePending (Infeasible or
+    Deferred: not allocated) and PodResizeInProgress with reason Error (the
+    runtime refused it); each keeps its transition time while its reason
+    stays."""
+    out = []
+    found = []
+    if obs.resize_pending is not None:
+        found.append(("PodResizePending", *obs.resize_pending))
+    if obs.resize_errors:
+        text = "; ".join(f"{n}: {m}" for n, m in sorted(obs.resize_errors.items()))
+        found.append(("PodResizeInProgress", "Error", text))
+    for kind, reason, message in found:
+        cond = {"type": kind, "status": "True", "reason": reason, "message": message,
+                "lastTransitionTime": stamp}  # fmt: skip
+        before = previous.get(kind)
+        if before is not None and before.get("reason") == reason:
+            cond["lastTransitionTime"] = before.get("lastTransitionTime", stamp)
+        out.append(cond)
+    return out
+
+
+def _initialized(init: list[dict[str, Any]], sidecars: set[str], app: list[dict[str, Any]]) -> bool:
+    """The Initialized condition, as the kubelet's: every regular init
+    container exited 0 and every native sidecar started; or an app
+    container has run already (a sidecar restarting later does not take
+    the pod back to initializing)."""
+    if any(
+        "running" in s["state"] or "terminated" in s["state"] or s["lastState"].get("terminated")
+        for s in app
+    ):
+        return True
+    for s in init:
+        if s["name"] in sidecars:
+            if not s["started"]:
+                return False
+        elif "terminated" not in s["state"] or s["state"]["terminated"]["exitCode"] != 0:
+            return False
+    return True
 
 
 def _phase(
@@ -207,18 +264,18 @@ def compute_pod_status(
     init_specs = spec.get("initContainers") or []
     init = container_statuses(init_specs, obs, init=True)
     app = container_statuses(spec.get("containers") or [], obs)
-    init_done = all(
-        "terminated" in s["state"] and s["state"]["terminated"]["exitCode"] == 0 for s in init
-    )
+    sidecars = {c["name"] for c in init_specs if is_sidecar(c)}
+    init_done = _initialized(init, sidecars, app)
     phase = _phase(pod, init_done, init_failed, app)
+    counted = [s for s in init if s["name"] in sidecars] + app  # readiness counts sidecars
     if phase == "Failed" or phase == "Succeeded":
-        for s in app:
+        for s in counted:
             s["ready"] = False
-    containers_ready = bool(app) and all(s["ready"] for s in app)
+    containers_ready = bool(app) and all(s["ready"] for s in counted)
     stamp = rfc3339.format_time(now)
     previous = {c["type"]: c for c in old.get("conditions") or []}
     conditions = []
-    not_ready = _unready_message(app, "unready", obs.probe_messages)
+    not_ready = _unready_message(counted, "unready", obs.probe_messages)
     for kind, ok, reason, message in (
         ("PodScheduled", True, "", ""),
         ("Initialized", init_done, "ContainersNotInitialized",
@@ -231,6 +288,7 @@ def compute_pod_status(
         if before is not None and before.get("status") == cond["status"]:
             cond["lastTransitionTime"] = before.get("lastTransitionTime", stamp)
         conditions.append(cond)
+    conditions.extend(_resize_conditions(obs, previous, stamp))
     status: dict[str, Any] = {
         "phase": phase,
         "conditions": conditions,
@@ -241,6 +299,17 @@ def compute_pod_status(
     }
     if init_specs:
         status["initContainerStatuses"] = init
+    ephemeral = spec.get("ephemeralContainers") or []
+    if ephemeral:
+        # Run once, never probed, never ready (the kubelet's own view).
+        status["ephemeralContainerStatuses"] = container_statuses(ephemeral, obs, init=True)
+        for s in status["ephemeralContainerStatuses"]:
+            s["ready"] = False
+            del s["started"]
+    cap_pod_messages(
+        [*init, *app, *status.get("ephemeralContainerStatuses", [])],
+        len(init_specs) + len(spec.get("containers") or []),
+    )
     if obs.pod_ips:
         status["podIP"] = obs.pod_ips[0]
         status["podIPs"] = [{"ip": ip} for ip in obs.pod_ips]

@@ -3,14 +3,18 @@
 1. kill the pod (all containers, then the sandbox) if the plan says so;
 2. kill the containers the plan names;
 3. create the sandbox (volumes first) if needed;
-4. start the next init container, or the app containers to start, each
-   through: crash-loop backoff, image pull per imagePullPolicy (with its own
-   backoff), env and volume mounts, CreateContainer, StartContainer.
+4. start the ephemeral containers, then the init containers the plan names
+   (the next one of the init sequence, native sidecars to restart), then
+   the app containers, each through: crash-loop backoff, image pull per
+   imagePullPolicy (with its own backoff), env and volume mounts,
+   CreateContainer, StartContainer;
+5. resize running containers in place (agent/resize.py).
 Failures do not raise: they become the waiting reason and message of the
 container (ErrImagePull, ImagePullBackOff, CrashLoopBackOff,
 CreateContainerConfigError, CreateContainerError, RunContainerError), which
-compute_pod_status reports. Termination runs preStop hooks, then stops every
-container within the grace period, then the sandbox.
+compute_pod_status reports. Termination runs preStop hooks, then stops the
+app containers within the grace period, then the native sidecars in reverse
+order, then the sandbox.
 """
 
 from __future__ import annotations
@@ -26,7 +30,15 @@ from typing import Any
 from agent.backoff import Backoff
 from agent.claims import read_only_mounts
 from agent.cri_client import CRIClient, CRIError
-from agent.pod_actions import PodActions, compute_pod_actions
+from agent.pod_actions import (
+    ContainerState,
+    PodActions,
+    PodRuntimeState,
+    SandboxState,
+    compute_pod_actions,
+    container_hash,
+    is_sidecar,
+)
 from agent.pod_config import (
     ConfigError,
     NodeSettings,
@@ -37,8 +49,10 @@ from agent.pod_config import (
 )
 from agent.pod_status import ContainerInfo, Waiting
 from agent.probes import DIRECT, resolve_port
+from agent.resize import Resizer
 from agent.resources import container_resources
 from agent.runtime_view import PodRecord
+from agent.termination_message import message_mount
 from agent.volumes import (
     VolumeSources,
     container_mounts,
@@ -61,6 +75,8 @@ class SyncResult:
     init_failed: bool = False
     pod_ips: tuple[str, ...] = ()
     actions: PodActions | None = None
+    # container name -> why its in-place resize failed (agent/resize.py)
+    resize_errors: dict[str, str] = field(default_factory=dict)
 
 
 def pull_policy(container: Mapping[str, Any]) -> str:
@@ -103,15 +119,17 @@ class PodSyncer:
         # Image pull failures per (pod uid, container, image): when and why.
         self._pull_failed_at: dict[str, float] = {}
         self._pull_errors: dict[str, str] = {}
+        self.resizer = Resizer(deps.runtime)
 
     def sync(
         self,
         pod: Mapping[str, Any],
         record: PodRecord | None,
         liveness_failed: frozenset[str] = frozenset(),
+        started: frozenset[str] | None = None,
     ) -> SyncResult:
         rec = record or PodRecord(pod["metadata"]["uid"])
-        actions = compute_pod_actions(dict(pod), rec.actions_state(), liveness_failed)
+        actions = compute_pod_actions(dict(pod), rec.actions_state(), liveness_failed, started)
         result = SyncResult(init_failed=actions.init_failed, actions=actions)
         grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
 
@@ -141,16 +159,71 @@ class PodSyncer:
 
         # 4: containers
         latest = _latest(rec.containers)
-        if actions.next_init_container is not None:
-            spec = self._spec(pod, actions.next_init_container, init=True)
-            self._start(pod, spec, latest.get(spec["name"]), sandbox_id, sb_config, result)
-        for name in actions.containers_to_start:
+        for name in actions.ephemeral_to_start:
+            spec = self._spec(pod, name, init=False, key="ephemeralContainers")
+            self._start(pod, spec, None, sandbox_id, sb_config, result, latest)
+        inits, apps = actions.init_containers_to_start, actions.containers_to_start
+        state = rec.actions_state()
+        if actions.create_sandbox:
+            made = SandboxState(id=sandbox_id, ready=True, attempt=actions.attempt)
+            state = PodRuntimeState((made, *state.sandboxes), state.containers)
+        for _ in range(len((pod.get("spec") or {}).get("initContainers") or []) + 1):
+            fresh: list[Mapping[str, Any]] = []
+            for name in inits:
+                spec = self._spec(pod, name, init=True)
+                self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
+                if name in result.waiting and not is_sidecar(spec):
+                    return result  # the pod waits for this init container
+                if name not in result.waiting and is_sidecar(spec) and not spec.get("startupProbe"):
+                    fresh.append(spec)
+            if apps or not fresh or len(fresh) != len(inits):
+                break
+            # Sidecars without a startup probe count as started once running:
+            # what follows them starts in this sync, as if in one step with
+            # them (a pod with a sidecar starts as fast as one with two
+            # containers), not at the next one.
+            state = _with_running(state, fresh)
+            started_now = (started or frozenset()) | {str(s["name"]) for s in fresh}
+            nxt = compute_pod_actions(dict(pod), state, liveness_failed, started_now)
+            if nxt.kill_pod or nxt.create_sandbox:
+                break
+            inits, apps = nxt.init_containers_to_start, nxt.containers_to_start
+            if apps:
+                result.actions = nxt
+        for name in apps:
             spec = self._spec(pod, name, init=False)
             self._start(pod, spec, latest.get(name), sandbox_id, sb_config, result)
+
+        # 5: resize running containers in place
+        self._resize(pod, rec, actions, result)
         return result
+
+    def _resize(
+        self, pod: Mapping[str, Any], rec: PodRecord, actions: PodActions, result: SyncResult
+    ) -> None:
+        latest = _latest(rec.containers)
+        running: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        wanted: dict[str, cri.LinuxContainerResources] = {}
+        qos = qos_class(dict(pod))
+        for spec in [*self._sidecars(pod), *((pod.get("spec") or {}).get("containers") or [])]:
+            st = latest.get(spec["name"])
+            if st is None or st.state != "running" or st.id in actions.containers_to_kill:
+                continue
+            running[spec["name"]] = (st.id, spec)
+            wanted[spec["name"]] = container_resources(dict(spec), qos, self.d.memory_capacity)
+        if not running:
+            return
+        outcome = self.resizer.sync(running, wanted)
+        result.resize_errors.update(outcome.errors)
+        grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+        for cid in outcome.restart:
+            log.info("pod=%s container_id=%s restarting to resize", _name(pod), cid[:12])
+            self._stop_container(pod, rec, cid, grace)
 
     # steps
     def _create_sandbox(self, pod: Mapping[str, Any], attempt: int) -> str:
+        if (pod.get("spec") or {}).get("hostUsers") is False:
+            self._check_user_namespaces()
         setup_volumes(self.d.root, pod, self.d.volumes)
         cfg = sandbox_config(pod, self.d.node, attempt)
         Path(cfg.log_directory).mkdir(parents=True, exist_ok=True)
@@ -163,6 +236,17 @@ class PodSyncer:
             attempt,
         )
         return sandbox_id
+
+    def _check_user_namespaces(self) -> None:
+        """hostUsers: false needs a runtime handler that says it supports
+        user namespaces (CRI Status runtime_handlers[].features); without
+        one the pod is refused with the kubelet's reason, never run in the
+        host's user namespace."""
+        handler = self.d.runtime_handler
+        handlers = self.d.runtime.status().runtime_handlers
+        found = next((h for h in handlers if h.name == handler), None)
+        if found is None or not found.features.user_namespaces:
+            raise ConfigError(f'RuntimeClass handler "{handler}" does not support user namespaces')
 
     def _sandbox_ips(self, sandbox_id: str) -> tuple[str, ...]:
         if sandbox_id in self._ips:
@@ -184,7 +268,10 @@ class PodSyncer:
         sandbox_id: str,
         sb_config: cri.PodSandboxConfig,
         result: SyncResult,
+        latest: Mapping[str, ContainerInfo] | None = None,
     ) -> None:
+        """Start one container; `latest` is given for an ephemeral one (its
+        targetContainerName's running container shares its PID namespace)."""
         name = spec["name"]
         uid = pod["metadata"]["uid"]
         key = f"{uid}/{name}"
@@ -227,16 +314,34 @@ class PodSyncer:
                 pod_dir(self.d.root, pod) / "volume-subpaths",
             )
             read_only_mounts(pod, spec, mounts)
+            message_file = message_mount(pod_dir(self.d.root, pod), spec)
+            if message_file is not None:
+                mounts.append(message_file)
+        except OSError as err:
+            result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
+            return
         except ConfigError as err:
             result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
             return
         resources = container_resources(dict(spec), qos_class(dict(pod)), self.d.memory_capacity)
         cfg = container_config(pod, spec, restart_count, env, mounts, resources, image_ref)
+        target = str(spec.get("targetContainerName") or "")
+        if latest is not None and target:
+            running = latest.get(target)
+            if running is None or running.state != "running":
+                result.waiting[name] = Waiting(
+                    "CreateContainerConfigError", f"target container {target} is not running"
+                )
+                return
+            opts = cfg.linux.security_context.namespace_options
+            opts.pid = cri.TARGET
+            opts.target_id = running.id
         try:
             cid = self.d.runtime.create_container(sandbox_id, cfg, sb_config)
         except CRIError as err:
             result.waiting[name] = Waiting("CreateContainerError", err.message)
             return
+        self.resizer.created(cid, resources, spec.get("resources") or {})
         if last is not None and last.state == "exited":
             self.d.backoff.restarted(key)
         try:
@@ -363,15 +468,31 @@ class PodSyncer:
 
     # termination
     def kill_pod(self, pod: Mapping[str, Any], rec: PodRecord, grace: int) -> None:
+        """Stop every container, then the sandboxes. As the kubelet: the
+        app containers (and regular init containers) stop together first,
+        then the native sidecars one by one in reverse spec order, each
+        with what is left of the grace period, so the app keeps its
+        sidecars (a proxy, a log shipper) until it has stopped."""
         running = [c for c in rec.containers if c.state in ("running", "created")]
+        order = [c["name"] for c in self._sidecars(pod)]
+        sidecars = sorted(
+            (c for c in running if c.name in order),
+            key=lambda c: order.index(c.name),
+            reverse=True,
+        )
+        started = self.d.now()
         threads = [
             threading.Thread(target=self._stop_container, args=(pod, rec, c.id, grace), daemon=True)
             for c in running
+            if c not in sidecars
         ]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        for c in sidecars:
+            left = max(0, grace - int(self.d.now() - started))
+            self._stop_container(pod, rec, c.id, left)
         for sb in rec.sandboxes:
             # NOTREADY ones too, as the kubelet does: a sandbox whose holder
             # died (or that the runtime gave up on) still has its network
@@ -420,6 +541,7 @@ class PodSyncer:
     def remove_pod(self, rec: PodRecord) -> None:
         """Remove every container and sandbox of a terminated pod."""
         for c in rec.containers:
+            self.resizer.drop(c.id)
             try:
                 self.d.runtime.remove_container(c.id)
             except CRIError as err:
@@ -431,16 +553,31 @@ class PodSyncer:
             self._stopped_sandboxes.discard(sb.id)
 
     # helpers
+    def _sidecars(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        return [c for c in (pod.get("spec") or {}).get("initContainers") or [] if is_sidecar(c)]
+
     def _all_specs(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         spec = pod.get("spec") or {}
         return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
 
-    def _spec(self, pod: Mapping[str, Any], name: str, init: bool) -> Mapping[str, Any]:
-        key = "initContainers" if init else "containers"
+    def _spec(
+        self, pod: Mapping[str, Any], name: str, init: bool, key: str = ""
+    ) -> Mapping[str, Any]:
+        key = key or ("initContainers" if init else "containers")
         for c in (pod.get("spec") or {}).get(key) or []:
             if c["name"] == name:
                 return dict(c)
         raise KeyError(name)
+
+
+def _with_running(state: PodRuntimeState, specs: list[Mapping[str, Any]]) -> PodRuntimeState:
+    """`state` with the containers of `specs` just started (running)."""
+    now = tuple(
+        ContainerState(id=f"started/{s['name']}", name=str(s["name"]), state="running",
+                       hash=container_hash(s))
+        for s in specs
+    )  # fmt: skip
+    return PodRuntimeState(state.sandboxes, now + state.containers)
 
 
 def _latest(containers: list[ContainerInfo]) -> dict[str, ContainerInfo]:

@@ -8,6 +8,7 @@ the same queue.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.admission import Rejection, admit
+from agent.allocation import Allocations
 from agent.pleg import Pleg
+from agent.pod_actions import is_sidecar
 from agent.pod_cgroups import remove_pod_cgroup
 from agent.pod_status import PodObservation, compute_pod_status
 from agent.pod_sync import PodSyncer
@@ -23,7 +26,7 @@ from agent.probes import ProbeManager, ProbeTarget
 from agent.runtime_view import PodRecord, RuntimeView
 from agent.static_pods import MirrorPods, StaticPodSource, is_static, mirror_of
 from agent.status_manager import StatusManager
-from agent.volumes import teardown_volumes
+from agent.volumes import refresh_volumes, teardown_volumes
 from controlplane.client import errors
 from controlplane.client.informer import SharedInformer
 from controlplane.client.interface import Object
@@ -35,6 +38,24 @@ log = logging.getLogger("skiff.agent")
 
 UID_INDEX = "uid"
 MIRROR_INDEX = "mirror"  # static pod UID -> its mirror pods in the API
+
+
+def _volumes(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list((pod.get("spec") or {}).get("volumes") or [])
+
+
+def _downward_only(volume: Mapping[str, Any]) -> bool:
+    """A volume made only of the pod's own fields (no API lookups)."""
+    if "downwardAPI" in volume:
+        return True
+    sources = (volume.get("projected") or {}).get("sources") or []
+    return bool(sources) and all(set(s) == {"downwardAPI"} for s in sources)
+
+
+def _probed_specs(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    spec = pod.get("spec") or {}
+    sidecars = [c for c in spec.get("initContainers") or [] if is_sidecar(c)]
+    return [*sidecars, *(spec.get("containers") or [])]
 
 
 class PodWorkers:
@@ -79,6 +100,8 @@ class PodWorkers:
         self._failed: dict[str, tuple[str, str, int]] = {}
         self._failed_done: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        # What each pod's containers are granted (in-place resize).
+        self.allocations = Allocations()
 
     # static pods
     def poll_static(self) -> None:
@@ -178,8 +201,7 @@ class PodWorkers:
         node = self.node()
         rejection = None
         if rec is None and phase == "Pending" and node is not None:
-            others = [p for p in self.admitted_pods() if p["metadata"].get("uid") != uid]
-            rejection = admit(pod, node, others)
+            rejection = admit(pod, node, self._others(uid))
         with self._lock:
             if rejection is None:
                 self._admitted.add(uid)
@@ -201,6 +223,8 @@ class PodWorkers:
         status.update(phase="Failed", reason=reason, message=message)
         self.status.set_status(pod, status)
         self.probes.remove_pod(uid)
+        if rec is None or not any(c.state == "running" for c in rec.containers):
+            teardown_volumes(self.root, uid, keep_pod_dir=True)  # the disk it held comes back
         with self._lock:
             done = self._failed_done.pop(uid, None)
         if done is not None:
@@ -250,21 +274,33 @@ class PodWorkers:
         ):
             with self._lock:  # already finished: nothing left to stop
                 done = self._failed_done.pop(uid, None)
+            # Its volumes go now, not when the pod is deleted (the kubelet's
+            # default): an evicted pod's emptyDir frees the disk it filled.
+            teardown_volumes(self.root, uid, keep_pod_dir=True)
             if done is not None:
                 done.set()
             return
         if uid in self._failed or self._admit(pod, rec) is not None:
             self._finish_failed(pod, rec)
             return
-        _, _, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
-        result = self.syncer.sync(pod, rec, liveness_failed)
+        _, started_before, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
+        allocated, pending = self.allocations.sync(pod, self.node(), lambda: self._others(uid))
+        result = self.syncer.sync(allocated, rec, liveness_failed, started_before)
+        if rec is not None and any(_downward_only(v) for v in _volumes(pod)):
+            # The pod's own labels and annotations changed (a watch event):
+            # its downwardAPI files follow now, not at the next sync period.
+            try:
+                refresh_volumes(self.root, pod, self.syncer.d.volumes, _downward_only)
+            except OSError as err:
+                log.warning("uid=%s downwardAPI volume refresh failed: %s", uid, err)
         a = result.actions
         acted = a is None or bool(
             a.kill_pod
             or a.create_sandbox
             or a.containers_to_start
             or a.containers_to_kill
-            or a.next_init_container is not None
+            or a.init_containers_to_start
+            or a.ephemeral_to_start
         )
         if acted or rec is None:  # the runtime changed: look again before reporting
             rec = self.view.relist(uid).get(uid) or PodRecord(uid)
@@ -285,6 +321,9 @@ class PodWorkers:
             started=started,
             runtime_name=self.runtime_name(),
             probe_messages=probe_messages,
+            resize_errors=result.resize_errors,
+            resize_pending=(pending.reason, pending.message) if pending else None,
+            resources=self._status_resources(allocated, rec),
         )
         status = compute_pod_status(
             pod, obs, self.clock.now(), self.node_address, result.init_failed
@@ -304,11 +343,48 @@ class PodWorkers:
                 self.queue.add_after(uid, 1.0)
                 break
 
+    def _others(self, uid: str) -> list[Object]:
+        """The other admitted pods, as allocated (a resize must fit beside them)."""
+        return [
+            self.allocations.allocated(p)
+            for p in self.admitted_pods()
+            if p["metadata"].get("uid") != uid
+        ]
+
+    def _status_resources(
+        self, allocated: Mapping[str, Any], rec: PodRecord
+    ) -> dict[str, dict[str, Any]]:
+        """status.containerStatuses[].resources, as the kubelet 1.33 reports
+        them for the containers the runtime has: the allocated resources,
+        with the cpu and memory limits and the cpu request a running
+        container's cgroup has (they differ while a resize was refused)."""
+        latest: dict[str, Any] = {}
+        for c in rec.containers:
+            latest.setdefault(c.name, c)
+        spec = allocated.get("spec") or {}
+        out: dict[str, dict[str, Any]] = {}
+        for key in ("initContainers", "containers", "ephemeralContainers"):
+            for c in spec.get(key) or []:
+                info = latest.get(c["name"])
+                if info is None:
+                    continue
+                res = copy.deepcopy(dict(c.get("resources") or {}))
+                applied = self.syncer.resizer.applied(info.id) if info.state == "running" else None
+                for part, names in (("limits", ("cpu", "memory")), ("requests", ("cpu",))):
+                    have = (applied or {}).get(part) or {}
+                    for name in names:
+                        if part in res and name in have:
+                            res[part][name] = have[name]
+                out[c["name"]] = res
+        return out
+
     def _running_specs(
         self, pod: Mapping[str, Any], rec: PodRecord | None
     ) -> list[Mapping[str, Any]]:
+        """The running containers that are probed and count for readiness:
+        the app containers and the native sidecars."""
         running = {c.name for c in (rec.containers if rec else []) if c.state == "running"}
-        return [c for c in (pod.get("spec") or {}).get("containers") or [] if c["name"] in running]
+        return [c for c in _probed_specs(pod) if c["name"] in running]
 
     def _sync_probes(
         self, pod: Mapping[str, Any], rec: PodRecord, pod_ips: tuple[str, ...]
@@ -317,7 +393,7 @@ class PodWorkers:
         latest: dict[str, Any] = {}
         for c in rec.containers:
             latest.setdefault(c.name, c)
-        for spec in (pod.get("spec") or {}).get("containers") or []:
+        for spec in _probed_specs(pod):
             info = latest.get(spec["name"])
             if info is None or info.state != "running":
                 self.probes.remove_container(uid, spec["name"])
@@ -358,6 +434,7 @@ class PodWorkers:
                 self.syncer.remove_pod(fresh)
         # The pod's own cgroup (its sandboxes' parent), as the kubelet removes it.
         remove_pod_cgroup(self.cgroup_root, uid)
+        self.allocations.forget(uid)
         self.probes.remove_pod(uid)
         self.status.forget(uid)
         teardown_volumes(self.root, uid)

@@ -187,7 +187,7 @@ class ProbeManager:
             for c in containers:
                 name = c["name"]
                 startup = self._workers.get((uid, name, "startupProbe"))
-                is_started = startup is None or startup.result
+                is_started = startup.result if startup is not None else not c.get("startupProbe")
                 if is_started:
                     started.add(name)
                 live = self._workers.get((uid, name, "livenessProbe"))

@@ -17,6 +17,7 @@ from agent.cri_client import CRIClient, CRIError
 from agent.pod_actions import ContainerState, PodRuntimeState, SandboxState
 from agent.pod_config import HASH_ANNOTATION, POD_UID_LABEL
 from agent.pod_status import ContainerInfo
+from agent.termination_message import read_message
 from proto.runtime.v1 import api_pb2 as cri
 
 _STATE = {
@@ -127,6 +128,9 @@ class RuntimeView:
                 if err.not_found:
                     return None
                 raise
+            if status.state == cri.CONTAINER_EXITED:
+                # Read once: the termination message file or the log's tail.
+                status.message = read_message(status)
             self._status[c.id] = status
         return ContainerInfo(
             id=c.id,

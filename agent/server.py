@@ -64,6 +64,7 @@ class AgentServicer(pb_grpc.AgentServicer):
             )
         names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
         names += [c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []]
+        names += [c["name"] for c in (pod.get("spec") or {}).get("ephemeralContainers") or []]
         container = request.container
         if not container:
             if len(names) != 1:

@@ -8,7 +8,11 @@ pod, so every measured pod finds its image present. Then N pods
 (`sleep 3600`, bound to the node by spec.nodeName) are created
 
 - paced: one every 1/--qps seconds, as the Kubernetes density test does;
-- burst: all at once (what the node does with a queue of N pods).
+- burst: all at once (what the node does with a queue of N pods);
+- sidecar / two: max(10, N/5) pods paced, each with a native sidecar (an
+  init container with restartPolicy Always) beside its app, against the
+  same pods with the sidecar as a plain second container, two alternating
+  rounds each (target: the sidecar pods' p50 within 10% of the others').
 
 Latency is from the Create call returning to a watch event showing the pod
 Running with an IP (observed by this process, like the SLO's "watch"
@@ -137,16 +141,26 @@ def settle_memory(cp: ControlPlane, node: Node) -> Memory:
     return settle(lambda: memory(cp, node))
 
 
-def bench_pod(name: str, node: Node, run: str) -> dict[str, Any]:
+def bench_pod(name: str, node: Node, run: str, shape: str = "one") -> dict[str, Any]:
+    """One `sleep` container; shape "sidecar" adds a native sidecar (an init
+    container with restartPolicy Always), "two" the same second container
+    as a plain one (what a sidecar was before native sidecars)."""
+    app = {"name": "c", "image": IMAGE, "command": ["sleep", "3600"]}
+    side = {"name": "side", "image": IMAGE, "command": ["sleep", "3600"]}
+    spec: dict[str, Any] = {
+        "nodeName": node.spec.name,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [app],
+    }
+    if shape == "sidecar":
+        spec["initContainers"] = [{**side, "restartPolicy": "Always"}]
+    elif shape == "two":
+        spec["containers"] = [side, app]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "labels": {"bench": run}},
-        "spec": {
-            "nodeName": node.spec.name,
-            "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "c", "image": IMAGE, "command": ["sleep", "3600"]}],
-        },
+        "spec": spec,
     }
 
 
@@ -275,7 +289,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_pods(
-    api: GrpcApiClient, node: Node, run: str, count: int, qps: float, timeout: float
+    api: GrpcApiClient,
+    node: Node,
+    run: str,
+    count: int,
+    qps: float,
+    timeout: float,
+    shape: str = "one",
 ) -> list[float]:
     """Create `count` pods (paced at `qps`, or all at once if qps <= 0);
     return each one's created -> Running latency in seconds."""
@@ -291,7 +311,7 @@ def run_pods(
                 if delay > 0:
                     time.sleep(delay)  # pacing the load, not waiting for an effect
             name = f"{run}-{i}"
-            api.create("Pod", bench_pod(name, node, run), "default")
+            api.create("Pod", bench_pod(name, node, run, shape), "default")
             created[name] = time.monotonic()
         wait_for(
             lambda: len(watcher.running_at) >= count,
@@ -368,6 +388,19 @@ def bench_runtime(
                 loaded = memory(cp, node)
                 out[f"{kind}_agent_cpu_pct_{pods}pods"] = cpu_percent(node.agent.pid, 10.0)
             delete_run(api, phase, node, timeout=120 + pods)
+        # A native sidecar against the same container as a plain one,
+        # paced, alternating runs so the machine's drift hits both alike.
+        side_pods = max(10, pods // 5)
+        lats: dict[str, list[float]] = {"sidecar": [], "two": []}
+        for rnd in range(2):
+            for shape in ("two", "sidecar") if rnd else ("sidecar", "two"):
+                run = f"{shape}{rnd}"
+                lats[shape] += run_pods(api, node, run, side_pods, qps, 60 + side_pods * 3, shape)
+                delete_run(api, run, node, timeout=120 + side_pods)
+        for shape, lat in lats.items():
+            out[f"{kind}_{shape}_p50_s"] = statistics.median(lat)
+            out[f"{kind}_{shape}_p99_s"] = percentile(lat, 99)
+        out[f"{kind}_sidecar_vs_two_p50"] = out[f"{kind}_sidecar_p50_s"] / out[f"{kind}_two_p50_s"]
         for label, m in (("rest", rest), (f"{pods}pods", loaded)):
             out[f"{kind}_controlplane_rss_mb_{label}"] = m.controlplane / MiB
             out[f"{kind}_agent_rss_mb_{label}"] = m.agent / MiB
@@ -515,6 +548,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"{kind:<11} {label:<16} {figures[p + '_p50_s']:>7.2f}"
                 f" {figures[p + '_p99_s']:>7.2f} {figures[p + '_max_s']:>7.2f}"
             )
+    for kind in kinds:
+        for shape, label in (("two", "2 containers"), ("sidecar", "native sidecar")):
+            p = f"{kind}_{shape}"
+            print(
+                f"{kind:<11} {label:<16} {figures[p + '_p50_s']:>7.2f} {figures[p + '_p99_s']:>7.2f}"
+            )
+        ratio = figures[f"{kind}_sidecar_vs_two_p50"]
+        print(f"{kind}: a pod with a native sidecar starts in {ratio:.2f}x the time (p50) of the"
+              " same pod with its sidecar as a plain container (target <= 1.10)")  # fmt: skip
     print()
     print("RSS MB (runtime: daemon and helpers; per-container: monitors or shims)")
     print(

@@ -42,6 +42,10 @@ CATCH_UP = 0.5  # seconds a refusal waits at most for the indexes to catch up
 VERBS: dict[str, tuple[str, str]] = {
     "update_status": ("update", "status"),
     "patch_status": ("patch", "status"),
+    "update_ephemeralcontainers": ("update", "ephemeralcontainers"),
+    "patch_ephemeralcontainers": ("patch", "ephemeralcontainers"),
+    "update_resize": ("update", "resize"),
+    "patch_resize": ("patch", "resize"),
     "bind": ("create", "binding"),
     "get_scale": ("get", "scale"),
 }

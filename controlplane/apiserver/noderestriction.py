@@ -6,7 +6,9 @@ plugin have them:
 - Reads: its own Lease; the pods bound to it (a List or Watch of pods must
   carry the field selector `spec.nodeName=<node>`); the Secrets, ConfigMaps,
   PersistentVolumeClaims (and their PersistentVolumes) and ServiceAccounts
-  those pods reference (`NodeGraph`); Services, Endpoints and EndpointSlices
+  those pods reference (`NodeGraph`), and a List or Watch of one such Secret
+  or ConfigMap (field selector `metadata.name=<name>`, as the kubelet
+  watches each one its pods use); Services, Endpoints and EndpointSlices
   (the service proxy's inputs). Nodes: every node may read every Node,
   because skiff's agent is also the network plugin and routes to its peers'
   pod CIDRs (Kubernetes grants the same to flannel's ServiceAccount).
@@ -56,6 +58,8 @@ PROXY_KINDS = frozenset({"Service", "Endpoints", "EndpointSlice"})
 REFERENCED_KINDS = frozenset(
     {"Secret", "ConfigMap", "PersistentVolumeClaim", "PersistentVolume", "ServiceAccount"}
 )
+# Referenced kinds a node may also list and watch, one object at a time.
+WATCHED_KINDS = frozenset({"Secret", "ConfigMap"})
 
 # (kind, namespace) -> the objects of that kind in the namespace.
 Lookup = Callable[[str, str], list[dict[str, Any]]]
@@ -227,6 +231,22 @@ def refusal(
             return (
                 f'node "{node}" may not get {info.plural} {name!r}{where}: no pod bound to '
                 "it references it"
+            )
+        if kind in WATCHED_KINDS and verb in ("list", "watch"):
+            # One object at a time, named by the field selector (Kubernetes
+            # takes a List's or Watch's name from metadata.name=): the
+            # kubelet watches each Secret and ConfigMap its pods use.
+            pinned = fields.value_of("metadata.name") if fields is not None else None
+            if pinned and namespace and graph is not None:
+                if graph.may_read(node, kind, namespace, pinned):
+                    return None
+                return (
+                    f'node "{node}" may not {verb} {info.plural} {pinned!r}{where}: no pod '
+                    "bound to it references it"
+                )
+            return (
+                f'node "{node}" may {verb} {info.plural} only one at a time, in its namespace '
+                "(field selector metadata.name=<name>)"
             )
         return f'node "{node}" may not {verb} {info.plural}{where}'
     if kind == "Node":

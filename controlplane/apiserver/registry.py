@@ -26,7 +26,16 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from controlplane.api import defaults, jsoncodec, kinds, limits, pruning, server_side_apply
+from controlplane.api import (
+    defaults,
+    ephemeral,
+    jsoncodec,
+    kinds,
+    limits,
+    pruning,
+    resize,
+    server_side_apply,
+)
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch, merge_patch_shared
 from controlplane.apiserver import deletion, listing, subresources
@@ -88,6 +97,11 @@ Admit = Callable[["Registry", KindInfo, Object, Object | None], None]
 # Admission of every kind after the kind's own (LimitRanger, RuntimeClass,
 # ResourceQuota): (registry, info, obj, old, dry_run); a dry run changes nothing.
 Plugin = Callable[["Registry", KindInfo, Object, Object | None, bool], None]
+
+
+EPHEMERAL = "ephemeralcontainers"  # the pods/ephemeralcontainers subresource
+RESIZE = "resize"  # pods/resize: in-place resize of the containers' resources
+POD_SPEC_SUBRESOURCES = (EPHEMERAL, RESIZE)
 
 
 class Registry(RegistryBase):
@@ -440,12 +454,14 @@ class Registry(RegistryBase):
         one the built object names, if any (patches). recorded_as: the
         subresource managedFields name, when not the one written (scale)."""
         self.check_stored(info)
-        if subresource not in ("", "status"):
+        if subresource not in ("", "status", *POD_SPEC_SUBRESOURCES):
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
         if subresource == "status" and not info.has_status:
             raise NotFound(f"{info.resource} have no status subresource")
+        if subresource in POD_SPEC_SUBRESOURCES and info.key != "Pod":
+            raise NotFound(f"{info.resource} have no {subresource} subresource")
         key = object_key(info, ns, name)
-        full_verb = f"{verb}_status" if subresource else verb
+        full_verb = f"{verb}_{subresource}" if subresource else verb
         decided = self.authorize_request(identity, full_verb, info, ns, name)
         for _ in range(MAX_RETRIES):
             old, cur_rev = self.read(info, ns, name)
@@ -513,6 +529,25 @@ class Registry(RegistryBase):
                 f"Precondition failed: UID in object meta: {req_meta.get('uid')}, "
                 f"UID of the stored object: {old_meta.get('uid')}"
             )
+        if subresource in POD_SPEC_SUBRESOURCES:
+            # pods/ephemeralcontainers (kubectl debug): only
+            # spec.ephemeralContainers is taken from the request; pods/resize
+            # only the containers' resources and resizePolicy.
+            if subresource == EPHEMERAL:
+                new = ephemeral.ephemeral_update(old, requested)
+            else:
+                new = resize.resize_update(old, requested)
+            new["metadata"] = dict(old_meta)
+            self._decoded(info, new, old)
+            self.validate(info, new, old)
+            if subresource == RESIZE:
+                bad = [f"{path}: {problem}" for path, problem in resize.resize_problems(old, new)]
+                if bad:
+                    err = Invalid(f'Pod "{old_meta.get("name")}" is invalid: ' + "; ".join(bad))
+                    err.causes = bad  # type: ignore[attr-defined]  # as validate() gives them
+                    raise err
+            self._record(info, old, new, manager, recorded_as)
+            return new
         if subresource == "status":
             # `old` is this attempt's own decoded copy, never changed below:
             # `new` shares its parts but for the metadata (managedFields are

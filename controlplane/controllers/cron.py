@@ -17,7 +17,7 @@ from __future__ import annotations
 import calendar
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 MAX_MISSED = 100
@@ -123,9 +123,13 @@ class Schedule:
             return dom and dow
         return dom or dow
 
-    def next_after(self, when: datetime) -> datetime:
-        """The first fire time strictly after `when` (UTC)."""
-        t = when.astimezone(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    def next_after(self, when: datetime, tz: tzinfo = UTC) -> datetime:
+        """The first fire time strictly after `when`, reading the schedule
+        in zone `tz` (returned aware, in UTC)."""
+        after = when.astimezone(UTC)
+        # Walk the zone's wall clock (naive), then place each match in the zone.
+        t = after.astimezone(tz).replace(second=0, microsecond=0, tzinfo=None)
+        t += timedelta(minutes=1)
         limit = t + timedelta(days=366 * 5)
         while t < limit:
             if t.month not in self.months:
@@ -141,8 +145,21 @@ class Schedule:
             if t.minute not in self.minutes:
                 t += timedelta(minutes=1)
                 continue
-            return t
+            found = _place(t, tz)
+            if found is not None and found > after:
+                return found
+            t += timedelta(minutes=1)
         raise ScheduleError("schedule never fires")
+
+
+def _place(wall: datetime, tz: tzinfo) -> datetime | None:
+    """The instant of wall time `wall` in `tz` (its first, for a time the
+    fall-back repeats), or None for one the spring-forward gap skips."""
+    aware = wall.replace(tzinfo=tz, fold=0)
+    utc = aware.astimezone(UTC)
+    if utc.astimezone(tz).replace(tzinfo=None) != wall:
+        return None
+    return utc
 
 
 def _dt(ts: float) -> datetime:
@@ -163,11 +180,12 @@ def most_recent_unmet(
     schedule: Schedule,
     earliest: float,
     now: float,
+    tz: tzinfo = UTC,
 ) -> tuple[float | None, int]:
     """(the latest schedule time in (earliest, now], how many fell there)."""
     if earliest > now:
         return None, 0
-    t = schedule.next_after(_dt(earliest))
+    t = schedule.next_after(_dt(earliest), tz)
     last: float | None = None
     count = 0
     end = _dt(now)
@@ -178,12 +196,12 @@ def most_recent_unmet(
             # Jump: only the most recent matters.
             prev = t
             while True:
-                nxt = schedule.next_after(prev)
+                nxt = schedule.next_after(prev, tz)
                 if nxt > end:
                     return prev.timestamp(), count
                 prev = nxt
                 count += 1
-        t = schedule.next_after(t)
+        t = schedule.next_after(t, tz)
     return last, count
 
 
@@ -194,16 +212,17 @@ def plan_cronjob(
     last_schedule: float | None,
     active_jobs: int,
     now: float,
+    tz: tzinfo = UTC,
 ) -> CronPlan:
     """Whether to start a Job now, and when to look again."""
-    next_check = schedule.next_after(_dt(now)).timestamp()
+    next_check = schedule.next_after(_dt(now), tz).timestamp()
     if spec.get("suspend"):
         return CronPlan(skip_reason="Suspended", next_check=next_check)
     earliest = last_schedule if last_schedule is not None else created
     deadline = spec.get("startingDeadlineSeconds")
     if deadline is not None:
         earliest = max(earliest, now - int(deadline))
-    scheduled, count = most_recent_unmet(schedule, earliest, now)
+    scheduled, count = most_recent_unmet(schedule, earliest, now, tz)
     if scheduled is None:
         return CronPlan(next_check=next_check)
     if count > MAX_MISSED and deadline is None:

@@ -8,14 +8,17 @@ by startingDeadlineSeconds; concurrencyPolicy Allow/Forbid/Replace;
 suspend) and create the Job `<cronjob>-<minutes since epoch>` from the
 jobTemplate. The key is re-queued for the next schedule time on the
 injected clock, so tests step a FakeClock instead of waiting. A schedule
-that does not parse is reported with an event and not retried until the
-CronJob changes.
+that does not parse, or a timeZone this host's tz database does not know
+(UnknownTimeZone), is reported with an event and not retried until the
+CronJob changes. Schedules are read in spec.timeZone (UTC without one).
 """
 
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions, Object
@@ -79,8 +82,22 @@ class CronJobController(Controller):
             )
             self._write_status(cj, st, active)
             return None
+        zone_name = spec.get("timeZone")
+        try:
+            zone = ZoneInfo(str(zone_name)) if zone_name is not None else UTC
+        except (ZoneInfoNotFoundError, ValueError):
+            # Validation refuses these; a zone removed from this host's tz
+            # database since is Kubernetes' UnknownTimeZone, not a guess.
+            self.recorder.event(
+                cj, "Warning", "UnknownTimeZone",
+                f'invalid timeZone: "{zone_name}": unknown time zone {zone_name}',
+            )  # fmt: skip
+            self._write_status(cj, st, active)
+            return None
         last = rfc3339.parse_time(st.get("lastScheduleTime"))
-        plan = cron.plan_cronjob(spec, schedule, podutil.created_at(cj), last, len(active), now)
+        plan = cron.plan_cronjob(
+            spec, schedule, podutil.created_at(cj), last, len(active), now, zone
+        )
         if plan.skip_reason == "MissedDeadline":
             self.recorder.event(
                 cj, "Warning", "MissSchedule", "Missed scheduled time to start a job"
@@ -101,7 +118,7 @@ class CronJobController(Controller):
                         cj, "Normal", "SuccessfulDelete", f"Deleted job {podutil.name_of(j)}"
                     )
                 active = []
-            job = self._job_from_template(cj, plan.run_at)
+            job = self._job_from_template(cj, plan.run_at, zone)
             try:
                 created = self.client.create("Job", job, ns)
                 self.recorder.event(
@@ -116,11 +133,16 @@ class CronJobController(Controller):
             return None
         return max(0.0, plan.next_check - now)
 
-    def _job_from_template(self, cj: Object, scheduled: float) -> Object:
+    def _job_from_template(self, cj: Object, scheduled: float, zone: tzinfo = UTC) -> Object:
         template = copy.deepcopy(podutil.spec(cj).get("jobTemplate") or {})
         tmeta = template.get("metadata") or {}
         annotations = dict(tmeta.get("annotations") or {})
-        annotations[SCHEDULED_AT] = rfc3339.format_time(scheduled)
+        # RFC 3339 in the CronJob's zone, as Kubernetes writes it.
+        annotations[SCHEDULED_AT] = (
+            rfc3339.format_time(scheduled)
+            if zone is UTC
+            else datetime.fromtimestamp(scheduled, zone).isoformat(timespec="seconds")
+        )
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",

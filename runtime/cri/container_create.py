@@ -1,7 +1,8 @@
 """CreateContainer: resolve the image, build the monitor spec (rootfs overlay
 of the image layers plus a writable upper dir, mounts, user, capabilities,
 seccomp...), check what can be checked (command, user, mount sources,
-seccomp profile, resources), make the cgroup and the writable layer, and
+seccomp profile, resources; a TARGET pid namespace joins that running
+container's), make the cgroup and the writable layer, and
 save the spec. StartContainer starts the monitor from it, as containerd
 runs `runc create` and `runc start` in its StartContainer.
 
@@ -29,9 +30,22 @@ from runtime.cri import container_spec, sandbox_status, validate
 from runtime.cri.seccomp_profiles import compile_profile
 from runtime.cri.service import RuntimeService
 from runtime.linux import cgroups
-from runtime.store.records import Container, SandboxState
+from runtime.store.records import Container, ContainerState, SandboxState
 
 log = logging.getLogger("skiff.runtime.container")
+
+
+def _target_pid_namespace(svc: RuntimeService, sandbox_id: str, target_id: str) -> str:
+    """NamespaceMode TARGET (an ephemeral container's targetContainerName):
+    the PID namespace of a running container of the same sandbox."""
+    if not target_id:
+        raise errors.InvalidArgument("pid namespace TARGET needs a target_id")
+    target = svc.refresh(svc.containers.get(target_id))
+    if target.sandbox_id != sandbox_id:
+        raise errors.InvalidArgument(f"target container {target_id} is not in sandbox {sandbox_id}")
+    if target.state != ContainerState.RUNNING or not target.init_pid:
+        raise errors.FailedPrecondition(f"target container {target_id} is not running")
+    return f"/proc/{target.init_pid}/ns/pid"
 
 
 def run(
@@ -96,6 +110,8 @@ def run(
         pid_mode = "host"
     elif opts.pid == api_pb2.POD and s.pid1:
         pid_mode = str(svc.ns_path(s.id, "pid"))
+    elif opts.pid == api_pb2.TARGET:
+        pid_mode = _target_pid_namespace(svc, s.id, opts.target_id)
     sb_root = svc.sandbox_root(s.id)
     ns = {
         kind: (str(svc.ns_path(s.id, kind)) if svc.ns_path(s.id, kind).exists() else None)

@@ -320,8 +320,21 @@ class FakeRuntime(_RuntimeBase, _ImageBase):  # type: ignore[misc]
                     labels=c.config.labels,
                     annotations=c.config.annotations,
                     log_path=c.config.log_path,
+                    mounts=c.config.mounts,
+                    resources=cri.ContainerResources(linux=c.config.linux.resources),
                 )
             )
+
+    def UpdateContainerResources(
+        self, request: cri.UpdateContainerResourcesRequest, context: grpc.ServicerContext
+    ) -> cri.UpdateContainerResourcesResponse:
+        self._record("UpdateContainerResources", request, context)
+        with self.lock:
+            c = self._container(request.container_id, context)
+            if c.state != cri.CONTAINER_RUNNING:
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"container {c.id} has exited")
+            c.config.linux.resources.CopyFrom(request.linux)
+        return cri.UpdateContainerResourcesResponse()
 
     def ExecSync(
         self, request: cri.ExecSyncRequest, context: grpc.ServicerContext

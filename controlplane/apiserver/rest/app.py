@@ -149,7 +149,9 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
                      "DELETE": objects.delete}  # fmt: skip
             if method in table:
                 return table[method], False
-    elif sub == "status" and target.info.has_status:
+    elif (sub == "status" and target.info.has_status) or (
+        sub in ("ephemeralcontainers", "resize") and target.info.key == "Pod"  # kubectl debug
+    ):
         table = {"GET": objects.get, "PUT": objects.update, "PATCH": patch.patch}
         if method in table:
             return table[method], False

@@ -77,7 +77,9 @@ def _pod_node(call: Call, verb: str) -> tuple[dict[str, Any], str, str]:
 def _container(pod: dict[str, Any], requested: str) -> str:
     spec = pod.get("spec") or {}
     names = [c.get("name", "") for c in spec.get("containers") or []]
-    every = names + [c.get("name", "") for c in spec.get("initContainers") or []]
+    # Init and ephemeral containers too (kubectl attach/logs to kubectl debug's).
+    others = ("initContainers", "ephemeralContainers")
+    every = names + [c.get("name", "") for key in others for c in spec.get(key) or []]
     if requested:
         if requested not in every:
             name = (pod.get("metadata") or {}).get("name")

@@ -13,7 +13,7 @@ import pytest
 from agent.backoff import Backoff
 from agent.cri_client import CRIClient
 from agent.pod_config import NodeSettings
-from agent.pod_status import PodObservation, compute_pod_status
+from agent.pod_status import PodObservation, Waiting, compute_pod_status
 from agent.pod_sync import PodSyncer, SyncDeps, SyncResult
 from agent.runtime_view import RuntimeView
 from agent.volumes import VolumeSources
@@ -67,6 +67,14 @@ class Harness:
             pod_ips=result.pod_ips,
             containers=tuple(rec.containers) if rec else (),
             waiting=result.waiting,
+            resize_errors=result.resize_errors,
+            # no probes here: every running container is started and ready
+            ready=frozenset(c.name for c in rec.containers if c.state == "running")
+            if rec
+            else frozenset(),
+            started=frozenset(c.name for c in rec.containers if c.state == "running")
+            if rec
+            else frozenset(),
         )
         return compute_pod_status(pod, obs, self.clock())
 
@@ -291,3 +299,176 @@ def test_post_start_http_hook_failure(h: Harness) -> None:
     hook = {"postStart": {"httpGet": {"host": "127.0.0.1", "port": 1, "path": "/hook"}}}
     r = h.sync(make_pod({"name": "c", "image": "busybox:1", "lifecycle": hook}))
     assert r.waiting["c"].reason == "PostStartHookError"
+
+
+SIDECARS = (
+    {"name": "s1", "image": "busybox:1", "restartPolicy": "Always"},
+    {"name": "s2", "image": "busybox:1", "restartPolicy": "Always"},
+)
+
+
+def test_sidecars_start_in_order_and_the_app_runs_beside_them(h: Harness) -> None:
+    pod = make_pod(init=SIDECARS)
+    for _ in range(3):
+        h.sync(pod)
+    started = [n for n, req in h.fake.calls if n == "CreateContainer"]
+    assert len(started) == 3
+    order = [req.config.metadata.name for n, req in h.fake.calls if n == "CreateContainer"]
+    assert order == ["s1", "s2", "c"]
+    for name in ("s1", "s2", "c"):
+        assert h.fake.container_by_name(name)[0].state == cri.CONTAINER_RUNNING
+    st = h.status(pod, h.sync(pod))
+    assert st["phase"] == "Running"
+    init = {s["name"]: s for s in st["initContainerStatuses"]}
+    assert init["s1"]["started"] is True and "running" in init["s1"]["state"]
+
+
+def test_sidecars_stop_after_the_app_in_reverse_order(h: Harness) -> None:
+    pod = make_pod(init=SIDECARS)
+    for _ in range(3):
+        h.sync(pod)
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    h.syncer.kill_pod(pod, h.view.relist()["uid-1"], grace=7)
+    ids = {c.id: c.config.metadata.name for c in h.fake.containers.values()}
+    stops = [ids[req.container_id] for n, req in h.fake.calls if n == "StopContainer"]
+    assert stops == ["c", "s2", "s1"]
+
+
+def test_a_job_pod_completes_while_its_sidecar_runs(h: Harness) -> None:
+    pod = make_pod(policy="Never", init=SIDECARS[:1])
+    h.sync(pod)
+    h.sync(pod)
+    h.fake.exit_container(h.fake.container_by_name("c")[0].id, 0)
+    r = h.sync(pod)
+    assert r.actions is not None and r.actions.kill_pod
+    assert h.fake.container_by_name("s1")[0].state == cri.CONTAINER_EXITED
+    assert h.status(pod, r)["phase"] == "Succeeded"
+
+
+def test_an_exited_sidecar_restarts_under_restart_policy_never(h: Harness) -> None:
+    pod = make_pod(policy="Never", init=SIDECARS[:1])
+    h.sync(pod)
+    h.sync(pod)
+    first = h.fake.container_by_name("s1")[0]
+    h.fake.exit_container(first.id, 1)
+    h.sync(pod)
+    latest = h.fake.container_by_name("s1")[0]
+    assert latest.id != first.id and latest.state == cri.CONTAINER_RUNNING
+    assert h.fake.container_by_name("c")[0].state == cri.CONTAINER_RUNNING
+
+
+def test_an_ephemeral_container_shares_its_targets_process_namespace(h: Harness) -> None:
+    pod = make_pod()
+    h.sync(pod)
+    pod["spec"]["ephemeralContainers"] = [
+        {"name": "dbg", "image": "busybox:1", "targetContainerName": "c"},
+        {"name": "lost", "image": "busybox:1", "targetContainerName": "gone"},
+    ]
+    r = h.sync(pod)
+    (dbg,) = h.fake.container_by_name("dbg")
+    opts = dbg.config.linux.security_context.namespace_options
+    assert opts.pid == cri.TARGET and opts.target_id == h.fake.container_by_name("c")[0].id
+    assert r.waiting["lost"].reason == "CreateContainerConfigError"
+    st = h.status(pod, r)
+    (eph, lost) = st["ephemeralContainerStatuses"]
+    assert "running" in eph["state"] and eph["ready"] is False and "started" not in eph
+    assert lost["state"]["waiting"]["reason"] == "CreateContainerConfigError"
+    h.fake.exit_container(dbg.id, 0)
+    h.sync(pod)
+    assert len(h.fake.container_by_name("dbg")) == 1  # never restarted
+
+
+def test_host_users_false_is_refused_when_the_runtime_has_no_user_namespaces(h: Harness) -> None:
+    pod = make_pod()
+    pod["spec"]["hostUsers"] = False
+    r = h.sync(pod)
+    assert r.waiting["c"] == Waiting(
+        "ContainerCreating",
+        'failed to create pod sandbox: RuntimeClass handler "" does not support user namespaces',
+    )
+    assert "RunPodSandbox" not in h.fake.call_names()
+
+
+def resized(pod: dict[str, Any], cpu: str, memory: str) -> dict[str, Any]:
+    pod["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": cpu, "memory": memory},
+        "limits": {"cpu": cpu, "memory": memory},
+    }
+    return pod
+
+
+def test_a_resize_is_applied_in_place_without_a_restart(h: Harness) -> None:
+    pod = resized(make_pod(), "500m", "256Mi")
+    h.sync(pod)
+    (first,) = h.fake.container_by_name("c")
+    r = h.sync(resized(pod, "1", "512Mi"))
+    (same,) = h.fake.container_by_name("c")
+    assert same.id == first.id and same.state == cri.CONTAINER_RUNNING
+    res = same.config.linux.resources
+    assert (res.cpu_quota, res.memory_limit_in_bytes) == (100_000, 512 << 20)
+    assert r.resize_errors == {}
+    before = len(h.fake.calls)
+    h.sync(pod)  # applied: nothing more to do
+    assert "UpdateContainerResources" not in [n for n, _ in h.fake.calls[before:]]
+
+
+def test_a_resize_with_restart_container_policy_restarts_it(h: Harness) -> None:
+    pod = resized(make_pod(), "500m", "256Mi")
+    pod["spec"]["containers"][0]["resizePolicy"] = [
+        {"resourceName": "memory", "restartPolicy": "RestartContainer"}
+    ]
+    h.sync(pod)
+    (first,) = h.fake.container_by_name("c")
+    h.sync(resized(pod, "500m", "512Mi"))
+    assert first.state == cri.CONTAINER_EXITED
+    h.sync(pod)
+    latest = h.fake.container_by_name("c")[0]
+    assert (
+        latest.id != first.id and latest.config.linux.resources.memory_limit_in_bytes == 512 << 20
+    )
+
+
+def test_a_resize_the_runtime_refuses_is_reported(h: Harness) -> None:
+    pod = resized(make_pod(), "500m", "256Mi")
+    h.sync(pod)
+    h.fake.fail_next["UpdateContainerResources"] = (grpc.StatusCode.INVALID_ARGUMENT, "no way")
+    r = h.sync(resized(pod, "1", "256Mi"))
+    assert r.resize_errors == {"c": "no way"}
+    st = h.status(pod, r)
+    cond = next(c for c in st["conditions"] if c["type"] == "PodResizeInProgress")
+    assert (cond["status"], cond["reason"], cond["message"]) == ("True", "Error", "c: no way")
+    # What the container's status reports: the resources it still runs with.
+    (c,) = h.fake.container_by_name("c")
+    assert h.syncer.resizer.applied(c.id) == {
+        "requests": {"cpu": "500m", "memory": "256Mi"},
+        "limits": {"cpu": "500m", "memory": "256Mi"},
+    }
+    h.sync(resized(pod, "1", "256Mi"))  # retried at the next sync, now accepted
+    assert h.syncer.resizer.applied(c.id)["limits"]["cpu"] == "1"  # type: ignore[index]
+
+
+def test_a_native_sidecar_is_resized_in_place_too(h: Harness) -> None:
+    sidecar = {"name": "s", "image": "busybox:1.36", "restartPolicy": "Always",
+               "resources": {"limits": {"cpu": "500m"}}}  # fmt: skip
+    pod = make_pod(init=(sidecar,))
+    h.sync(pod)
+    (first,) = h.fake.container_by_name("s")
+    pod["spec"]["initContainers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    h.sync(pod)
+    (same,) = h.fake.container_by_name("s")
+    assert same.id == first.id and same.config.linux.resources.cpu_quota == 100_000
+
+
+def test_sidecars_without_startup_probes_and_the_app_start_in_one_sync(h: Harness) -> None:
+    pod = make_pod(init=SIDECARS)
+    h.sync(pod)
+    for name in ("s1", "s2", "c"):
+        assert h.fake.container_by_name(name)[0].state == cri.CONTAINER_RUNNING
+    probed = make_pod(init=({**SIDECARS[0], "startupProbe": {"exec": {"command": ["true"]}}},))
+    probed["metadata"]["uid"] = "uid-2"
+    h.sync(probed)
+    assert not [
+        c
+        for c in h.fake.container_by_name("c")
+        if c.config.labels["io.kubernetes.pod.uid"] == "uid-2"
+    ]

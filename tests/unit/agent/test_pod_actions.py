@@ -172,3 +172,82 @@ def test_hash_ignores_resources_and_probes() -> None:
     }
     assert container_hash(a) == container_hash(WEB)
     assert container_hash({**WEB, "env": [{"name": "A", "value": "1"}]}) != container_hash(WEB)
+
+
+# Native sidecars: init containers with restartPolicy Always.
+SIDECAR = {"name": "proxy", "image": "busybox", "restartPolicy": "Always"}
+PROBED = {**SIDECAR, "startupProbe": {"exec": {"command": ["true"]}}}
+
+
+def test_sidecar_started_lets_the_next_init_container_start() -> None:
+    p = pod(WEB, init=(SIDECAR, INIT1))
+    a = compute_pod_actions(p, PodRuntimeState((READY,), (running(SIDECAR),)))
+    assert a.init_containers_to_start == ["init1"] and not a.containers_to_start
+
+
+def test_sidecar_last_in_init_lets_the_app_start_while_it_runs() -> None:
+    p = pod(WEB, init=(INIT1, SIDECAR))
+    a = compute_pod_actions(p, PodRuntimeState((READY,), (running(SIDECAR), exited(INIT1, 0))))
+    assert a.init_containers_to_start == [] and a.containers_to_start == ["web"]
+    assert not a.kill_pod
+
+
+def test_sidecar_with_startup_probe_holds_the_sequence_until_started() -> None:
+    p = pod(WEB, init=(PROBED, INIT1))
+    st = PodRuntimeState((READY,), (running(PROBED),))
+    a = compute_pod_actions(p, st, started=frozenset())
+    assert a.init_containers_to_start == [] and not a.containers_to_start
+    a = compute_pod_actions(p, st, started=frozenset({"proxy"}))
+    assert a.init_containers_to_start == ["init1"]
+    failed = compute_pod_actions(p, st, liveness_failed=frozenset({"proxy"}), started=frozenset())
+    assert failed.init_containers_to_start == ["proxy"]
+    assert "failed startup probe" in failed.containers_to_kill["proxy-id"]
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure", "Always"])
+def test_sidecar_restarts_on_exit_whatever_the_pod_policy(policy: str) -> None:
+    p = pod(WEB, init=(SIDECAR,), policy=policy)
+    a = compute_pod_actions(p, PodRuntimeState((READY,), (exited(SIDECAR, 0), running(WEB))))
+    assert a.init_containers_to_start == ["proxy"] and not a.kill_pod
+    assert not a.containers_to_start
+
+
+def test_sidecar_failed_liveness_or_changed_spec_restarts_it() -> None:
+    p = pod(WEB, init=(SIDECAR,))
+    st = PodRuntimeState((READY,), (running(SIDECAR), running(WEB)))
+    a = compute_pod_actions(p, st, liveness_failed=frozenset({"proxy"}))
+    assert (
+        a.init_containers_to_start == ["proxy"] and "liveness" in a.containers_to_kill["proxy-id"]
+    )
+    changed = pod(WEB, init=({**SIDECAR, "image": "busybox:2"},))
+    a = compute_pod_actions(changed, st)
+    assert a.init_containers_to_start == ["proxy"] and "changed" in a.containers_to_kill["proxy-id"]
+
+
+def test_job_pod_ends_when_its_app_exits_while_the_sidecar_runs() -> None:
+    p = pod(WEB, init=(SIDECAR,), policy="Never")
+    a = compute_pod_actions(p, PodRuntimeState((READY,), (running(SIDECAR), exited(WEB, 0))))
+    assert a.kill_pod and a.init_containers_to_start == [] and not a.containers_to_start
+
+
+def test_regular_init_after_sidecar_is_not_rerun_once_initialized() -> None:
+    p = pod(WEB, init=(SIDECAR, INIT1))
+    st = PodRuntimeState((READY,), (running(SIDECAR), exited(INIT1, 0), running(WEB)))
+    a = compute_pod_actions(p, st)
+    assert a.init_containers_to_start == [] and not a.containers_to_start and not a.kill_pod
+
+
+def test_ephemeral_containers_start_once_and_are_never_restarted() -> None:
+    p = pod(WEB, init=(INIT1,))
+    p["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "busybox"}]
+    a = compute_pod_actions(p, PodRuntimeState((READY,), (running(INIT1),)))
+    assert a.ephemeral_to_start == ["debugger"]  # even while the pod initializes
+    dbg = {"name": "debugger", "image": "busybox"}
+    a = compute_pod_actions(
+        p, PodRuntimeState((READY,), (exited(dbg, 1), exited(INIT1, 0), running(WEB)))
+    )
+    assert a.ephemeral_to_start == [] and not a.containers_to_kill and not a.kill_pod
+    a = compute_pod_actions(
+        p, PodRuntimeState((READY,), (running(dbg), exited(INIT1, 0), running(WEB)))
+    )
+    assert not a.containers_to_kill  # a running ephemeral container is not a stray

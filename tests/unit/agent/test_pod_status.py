@@ -152,3 +152,32 @@ def test_transition_time_kept_when_unchanged() -> None:
     ready = next(c for c in s["conditions"] if c["type"] == "Ready")
     assert ready["lastTransitionTime"] == "2020-01-01T00:00:00Z"
     assert s["startTime"] == "2020-01-01T00:00:00Z"
+
+
+def sidecar_pod(policy: str = "Always") -> dict[str, Any]:
+    pod = make_pod(policy)
+    pod["spec"]["initContainers"] = [{"name": "s", "image": "busybox", "restartPolicy": "Always"}]
+    return pod
+
+
+def test_a_started_sidecar_initializes_the_pod_and_its_readiness_counts() -> None:
+    s = status(sidecar_pod(), run("s"), started=frozenset())
+    assert s["phase"] == "Pending" and cond(s, "Initialized") == "False"
+    assert s["initContainerStatuses"][0]["started"] is False
+    everyone = frozenset({"s", "a", "b"})
+    s = status(sidecar_pod(), run("s"), run("a"), run("b"), started=everyone,
+               ready=frozenset({"a", "b"}))  # fmt: skip
+    assert s["phase"] == "Running" and cond(s, "Initialized") == "True"
+    assert s["initContainerStatuses"][0]["started"] is True
+    assert cond(s, "Ready") == "False"
+    ready = next(c for c in s["conditions"] if c["type"] == "Ready")
+    assert ready["message"] == "containers with unready status: [s]"
+    s = status(sidecar_pod(), run("s"), run("a"), run("b"), started=everyone, ready=everyone)
+    assert cond(s, "Ready") == "True" and s["initContainerStatuses"][0]["ready"] is True
+
+
+def test_a_job_pod_succeeds_by_its_app_containers_whatever_its_sidecar() -> None:
+    s = status(sidecar_pod("Never"), done("s", 137), done("a", 0), done("b", 0))
+    assert s["phase"] == "Succeeded" and cond(s, "Initialized") == "True"
+    s = status(sidecar_pod("Never"), run("s"), done("a", 0), done("b", 1), started=frozenset("s"))
+    assert s["phase"] == "Failed"

@@ -1,6 +1,7 @@
 """CronJob (batch/v1): Jobs on a schedule.
 
-- Validation: a standard 5-field cron schedule (an optional TZ= or CRON_TZ=
+- Validation: spec.timeZone from the tz database (controlplane/api/timezone.py);
+  a standard 5-field cron schedule (an optional TZ= or CRON_TZ=
   prefix) or a macro (@hourly ... @yearly, @every), concurrencyPolicy,
   deadlines and history limits, the jobTemplate's spec as a Job's.
 - Defaults: Allow, not suspended, 3 successful and 1 failed Jobs kept, the
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from controlplane.api import timezone
 from controlplane.api.checks import Errors, enum, integer, mapping
 from controlplane.api.display import NONE, age, name, since, spec, status
 from controlplane.api.kinds.batch import job
@@ -26,6 +28,23 @@ Object = dict[str, Any]
 
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+
+
+def _time_zone(e: Errors, cj_spec: Object, old: Object | None) -> None:
+    """spec.timeZone from the tz database; TZ= in the schedule refused on
+    new CronJobs (kept on those that had it), as Kubernetes does."""
+    problem = timezone.time_zone_problem(cj_spec.get("timeZone"))
+    if problem:
+        e.add("spec.timeZone", problem)
+    schedule = cj_spec.get("schedule")
+    old_schedule = ((old or {}).get("spec") or {}).get("schedule")
+    if timezone.schedule_has_tz(schedule):
+        if cj_spec.get("timeZone") is not None:
+            e.add("spec.schedule", f'Invalid value: "{schedule}": cannot use both timeZone '
+                  "field and TZ or CRON_TZ in schedule")  # fmt: skip
+        elif not timezone.schedule_has_tz(old_schedule):
+            e.add("spec.schedule", f'Invalid value: "{schedule}": cannot use TZ or CRON_TZ in '
+                  "schedule, use timeZone field instead")  # fmt: skip
 
 
 def validate(e: Errors, obj: Object, old: Object | None) -> None:
@@ -45,6 +64,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
             e.add("spec.schedule", f"{schedule!r} is not a standard 5-field cron schedule")
     elif schedule not in _MACROS and not schedule.startswith("@every "):
         e.add("spec.schedule", f"unknown schedule macro {schedule!r}")
+    _time_zone(e, cj_spec, old)
     enum(
         e,
         "spec.concurrencyPolicy",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api import jsoncodec, serviceaccounts
+from controlplane.api import ephemeral, jsoncodec, serviceaccounts
 from controlplane.api.checks import Errors, enum, mapping
 from controlplane.api.display import NONE, age, meta, name, spec, status
 from controlplane.api.kinds.definition import (
@@ -60,6 +60,12 @@ def _spec_problems(pod_spec: Any) -> list[str]:
 
 def validate(e: Errors, obj: Object, old: Object | None) -> None:
     e.items.extend(_spec_problems(obj.get("spec")))
+    # Native sidecars and ephemeral containers (controlplane/api/ephemeral.py).
+    for path, problem in ephemeral.init_container_problems(obj) + ephemeral.ephemeral_problems(obj):
+        e.add(path, problem)
+    if old is not None:
+        for path, problem in ephemeral.ephemeral_update_problems(old, obj):
+            e.add(path, problem)
     pod_status: Any = obj.get("status")
     if mapping(e, "status", pod_status):
         enum(e, "status.phase", pod_status.get("phase"),
@@ -142,8 +148,11 @@ def status_reason(pod: Object) -> str:
     reason = str(st.get("reason") or st.get("phase") or "Pending")
     init_statuses = st.get("initContainerStatuses") or []
     init_total = len(spec(pod).get("initContainers") or [])
+    sidecars = _sidecar_names(pod)
     initializing = False
     for i, cs in enumerate(init_statuses):
+        if cs.get("name") in sidecars and cs.get("started"):
+            continue  # a native sidecar that has started
         state = cs.get("state") or {}
         term = state.get("terminated")
         if term and term.get("exitCode") == 0:
@@ -156,7 +165,11 @@ def status_reason(pod: Object) -> str:
         else:
             reason = f"Init:{i}/{init_total}"
         break
-    if not initializing:
+    initialized = any(
+        c.get("type") == "Initialized" and c.get("status") == "True"
+        for c in st.get("conditions") or []
+    )
+    if not initializing or initialized:
         has_running = False
         for cs in reversed(st.get("containerStatuses") or []):
             state = cs.get("state") or {}
@@ -178,11 +191,22 @@ def status_reason(pod: Object) -> str:
     return reason
 
 
+def _sidecar_names(pod: Object) -> set[str]:
+    return {
+        str(c.get("name"))
+        for c in spec(pod).get("initContainers") or []
+        if isinstance(c, dict) and c.get("restartPolicy") == "Always"
+    }
+
+
 def row(obj: Object, now: float, wide: bool) -> list[str]:
     st = status(obj)
-    statuses = st.get("containerStatuses") or []
+    sidecars = _sidecar_names(obj)
+    # As kubectl's printer: native sidecars count in READY and RESTARTS.
+    side = [c for c in st.get("initContainerStatuses") or [] if c.get("name") in sidecars]
+    statuses = [*side, *(st.get("containerStatuses") or [])]
     ready = sum(1 for c in statuses if c.get("ready"))
-    total = len(spec(obj).get("containers") or []) or len(statuses)
+    total = (len(spec(obj).get("containers") or []) + len(sidecars)) or len(statuses)
     restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
     cells = [name(obj), f"{ready}/{total}", status_reason(obj), str(restarts), age(obj, now)]
     if wide:
@@ -226,5 +250,7 @@ DEFINITION = KindDef(
         Subresource("exec", ("create", "get"), "", "", "PodExecOptions"),
         Subresource("attach", ("create", "get"), "", "", "PodAttachOptions"),
         Subresource("portforward", ("create", "get"), "", "", "PodPortForwardOptions"),
+        Subresource("ephemeralcontainers", ("get", "patch", "update"), "", "v1", "Pod"),
+        Subresource("resize", ("get", "patch", "update"), "", "v1", "Pod"),
     ),
 )

@@ -264,7 +264,7 @@ def defaults(spec: Object) -> None:
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("securityContext", {})
     spec.setdefault("enableServiceLinks", True)
-    for key in ("containers", "initContainers"):
+    for key in ("containers", "initContainers", "ephemeralContainers"):
         for c in listed(spec.get(key)):
             _container_defaults(c)
 

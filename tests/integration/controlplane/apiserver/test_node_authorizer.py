@@ -62,6 +62,36 @@ def test_a_node_reads_only_the_secrets_its_pods_reference(
             n1.get("Secret", "unused", "default")
 
 
+def test_a_node_watches_one_referenced_secret_or_configmap_by_name(
+    cluster: Cluster, admin: GrpcApiClient
+) -> None:
+    """As Kubernetes' node authorizer: list and watch of a Secret or
+    ConfigMap its pods reference, one at a time (metadata.name=), so the
+    agent sees a change as it happens, not at its next periodic read."""
+    for name in ("mine", "theirs"):
+        admin.create("Secret", secret(name), "default")
+    admin.create("ConfigMap", {"metadata": {"name": "cfg"}, "data": {"a": "1"}}, "default")
+    body = with_secret("p1", "n1", "mine")
+    body["spec"]["volumes"].append({"name": "c", "configMap": {"name": "cfg"}})
+    admin.create("Pod", body, "default")
+    with node_client(cluster, "n1") as n1:
+        one = ListOptions(field_selector="metadata.name=mine")
+        assert [s["metadata"]["name"] for s in n1.list("Secret", "default", one).items] == ["mine"]
+        for kind, name in (("Secret", "mine"), ("ConfigMap", "cfg")):
+            w = n1.watch(kind, "default", ListOptions(field_selector=f"metadata.name={name}"))
+            admin.patch(kind, name, {"metadata": {"labels": {"seen": "yes"}}}, "default")
+            admin.patch("Secret", "theirs", {"metadata": {"labels": {"seen": "no"}}}, "default")
+            event = next(e for e in w if e.type != "BOOKMARK")
+            w.stop()
+            assert (event.type, event.object["metadata"]["name"]) == ("MODIFIED", name)
+        with pytest.raises(Forbidden, match="may not watch secrets 'theirs'"):
+            n1.watch("Secret", "default", ListOptions(field_selector="metadata.name=theirs"))
+        with pytest.raises(Forbidden, match="only one at a time"):
+            n1.list("ConfigMap", "default")
+        with pytest.raises(Forbidden, match="only one at a time"):
+            n1.watch("Secret", None, ListOptions(field_selector="metadata.name=mine"))
+
+
 def test_a_node_sees_only_its_own_pods(cluster: Cluster, admin: GrpcApiClient) -> None:
     admin.create("Pod", pod("a", node="n1"), "default")
     admin.create("Pod", pod("b", node="n2"), "default")

@@ -80,3 +80,25 @@ def test_table_pads_three_spaces_and_strips_trailing() -> None:
 )
 def test_pod_status_reason(pod: dict[str, object], want: str) -> None:
     assert pod_status_reason(pod) == want
+
+
+def test_pod_row_counts_native_sidecars_as_kubectl_does() -> None:
+    pod = {
+        "metadata": {"name": "fed"},
+        "spec": {
+            "initContainers": [{"name": "feeder", "image": "b", "restartPolicy": "Always"}],
+            "containers": [{"name": "app", "image": "b"}],
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Initialized", "status": "True"}],
+            "initContainerStatuses": [{"name": "feeder", "ready": True, "started": True,
+                                       "restartCount": 2, "state": {"running": {}}}],
+            "containerStatuses": [{"name": "app", "ready": True, "restartCount": 0,
+                                   "state": {"running": {}}}],
+        },
+    }  # fmt: skip
+    assert pod_status_reason(pod) == "Running"
+    from controlplane.api.kinds.core.pod import row
+
+    assert row(pod, 0.0, False)[1:4] == ["2/2", "Running", "2"]

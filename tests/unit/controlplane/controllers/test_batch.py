@@ -198,3 +198,27 @@ def test_cronjob_bad_schedule(env):
     e.wait(
         lambda: "UnparseableSchedule" in e.controller("cronjob").recorder.reasons("default/tick")
     )
+
+
+def test_cronjob_runs_in_its_time_zone(env):
+    """ "0 9 * * *" in Asia/Tokyo (UTC+9, no DST) fires at 00:00 UTC, not 09:00;
+    the scheduled-timestamp annotation is written in the zone."""
+    e = env("cronjob")
+    e.clock.set(datetime(2030, 1, 1, 23, 0, tzinfo=UTC).timestamp())
+    e.client.create("CronJob", cronjob(schedule="0 9 * * *", timeZone="Asia/Tokyo"))
+    e.wait(e.idle)
+    e.clock.step(3600)  # 2030-01-02 00:00 UTC = 09:00 in Tokyo
+    e.wait(lambda: len(e.client.objects("Job")) == 1)
+    (j,) = e.client.objects("Job")
+    stamp = j["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"]
+    assert stamp == "2030-01-02T09:00:00+09:00"
+
+
+def test_cronjob_unknown_time_zone(env):
+    e = env("cronjob")
+    start_clock(e)
+    e.client.create("CronJob", cronjob(timeZone="Mars/Olympus_Mons"))
+    e.wait(lambda: "UnknownTimeZone" in e.controller("cronjob").recorder.reasons("default/tick"))
+    e.clock.step(600)
+    e.wait(e.idle)
+    assert e.client.objects("Job") == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -168,6 +169,19 @@ def utc(*a: int) -> datetime:
 )
 def test_cron_next(expr, after, want):
     assert cron.Schedule.parse(expr).next_after(after) == want
+
+
+def test_cron_in_a_time_zone_follows_its_daylight_saving_time():
+    berlin = ZoneInfo("Europe/Berlin")
+    nine = cron.Schedule.parse("0 9 * * *")
+    assert nine.next_after(utc(2024, 1, 10), berlin) == utc(2024, 1, 10, 8)  # CET, UTC+1
+    assert nine.next_after(utc(2024, 7, 10), berlin) == utc(2024, 7, 10, 7)  # CEST, UTC+2
+    # 02:30 does not exist on 2024-03-31 in Berlin (02:00 -> 03:00): no run that day.
+    half_two = cron.Schedule.parse("30 2 * * *")
+    assert half_two.next_after(utc(2024, 3, 30, 12), berlin) == utc(2024, 4, 1, 0, 30)
+    # 02:30 happens twice on 2024-10-27 (03:00 -> 02:00): it runs once, the first.
+    assert half_two.next_after(utc(2024, 10, 26, 12), berlin) == utc(2024, 10, 27, 0, 30)
+    assert half_two.next_after(utc(2024, 10, 27, 0, 30), berlin) == utc(2024, 10, 28, 1, 30)
 
 
 @pytest.mark.parametrize(

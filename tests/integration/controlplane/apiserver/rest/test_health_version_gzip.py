@@ -59,9 +59,9 @@ def test_the_version_is_the_newest_minor_whose_surface_skiff_serves(api: Api) ->
     lacking = version.missing()
     assert all(m > minor for m, _ in lacking)  # nothing of this minor or older is missing
     assert all(m != minor + 1 for m, _, check in version.FEATURES if check()) or lacking
-    # Today: everything through 1.32; 1.33's pods/resize is not served yet.
-    assert minor == 32
-    assert [m for m, _ in lacking] == [33]
+    # Today: everything through 1.33 (its pods/resize is served, issue 33).
+    assert minor == 33
+    assert lacking == []
 
 
 def test_the_version_follows_what_is_served(monkeypatch: pytest.MonkeyPatch) -> None:
