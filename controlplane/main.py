@@ -153,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="audit.k8s.io/v1 Policy (default: every request at Metadata)",
     )
+    p.add_argument(
+        "--admission-control-config-file",
+        default="",
+        help="AdmissionConfiguration file (apiserver.config.k8s.io/v1) with the PodSecurity "
+        "plugin's defaults and exemptions (default: privileged everywhere, kube-system exempt)",
+    )
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     from controlplane.controllers import manager
 
@@ -315,7 +321,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                              audit_log_max_bytes=args.audit_log_maxsize << 20,
                              audit_log_backups=args.audit_log_maxbackup,
                              audit_policy_file=args.audit_policy_file,
-                             advertise_address=args.advertise_address)  # fmt: skip
+                             advertise_address=args.advertise_address,
+                             admission_config_file=args.admission_control_config_file)  # fmt: skip
     try:
         server = ApiServer(store, config, pki)
     except ValueError as err:  # a bad audit policy

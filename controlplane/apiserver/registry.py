@@ -30,6 +30,7 @@ from controlplane.api import defaults, jsoncodec, limits, pruning, server_side_a
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch, merge_patch_shared
 from controlplane.apiserver import deletion, listing, subresources
+from controlplane.apiserver.admission_context import CREATE, UPDATE, Attributes
 from controlplane.apiserver.auth import SYSTEM, Identity
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.codec import (
@@ -85,6 +86,8 @@ class _NewObject(NamedTuple):
 
 # Admission hook: (registry, info, obj, old) -> None, may mutate obj, raises API errors.
 Admit = Callable[["Registry", KindInfo, Object, Object | None], None]
+# Validating admission (PodSecurity): sees the final object, never changes it.
+Validate = Callable[[Attributes], None]
 
 
 class Registry(RegistryBase):
@@ -101,6 +104,8 @@ class Registry(RegistryBase):
         # Create-only kinds (reviews): kind -> fills in the answer, never stored.
         self.reviews: dict[str, Callable[[Object, Identity], Object]] = {}
         self.admission: dict[str, Admit] = dict(admission or {})
+        # Run after every kind's admission, on every create and update.
+        self.validating: builtins.list[Validate] = []
 
     def cached_objects(self, kind: str) -> builtins.list[Object]:
         """Every object of a cluster-scoped kind, decoded (PriorityClasses for pod
@@ -250,6 +255,8 @@ class Registry(RegistryBase):
         admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, obj, None)  # server-made changes: not validated again
+        for validate in self.validating:
+            validate(Attributes(CREATE, info.key, ns, name, "", identity, obj))
         self._record(info, None, obj, manager or default(identity), "")
         return _NewObject(info, ns, name, obj, generate)
 
@@ -459,6 +466,8 @@ class Registry(RegistryBase):
             )  # fmt: skip
             if not identity.admin:  # may it make this change (NodeRestriction)?
                 self.authorizer.authorize(identity, full_verb, info, ns, name, old, new)
+            for validate in self.validating:
+                validate(Attributes(UPDATE, info.key, ns, name, subresource, identity, new, old))
             if new == old or dry_run:
                 return encode(new), cur_rev
             new_meta = new["metadata"]

@@ -37,11 +37,13 @@ from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.bootstrap import BootstrapJoin
-from controlplane.apiserver.codec import decode
+from controlplane.apiserver.codec import ROOT, decode
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.nodegraph import NodeGraph
+from controlplane.apiserver.podsecurity import config as podsecurity_config
+from controlplane.apiserver.podsecurity.plugin import PodSecurity
 from controlplane.apiserver.progress import IndexProgress
 from controlplane.apiserver.rbacdefaults import ensure_defaults
 from controlplane.apiserver.rbacindex import RbacIndex
@@ -84,6 +86,9 @@ class ApiServerConfig:
     # The address pods reach this server at (the `kubernetes` Service's
     # endpoint); "": the listen host (127.0.0.1 when it is a wildcard).
     advertise_address: str = ""
+    # kube-apiserver's --admission-control-config-file (PodSecurity's
+    # defaults and exemptions); "": privileged by default, kube-system exempt.
+    admission_config_file: str = ""
     # The process's garbage collector thresholds, set at start (see
     # jsoncodec.SERVER_GC_THRESHOLDS); None: left as they are.
     gc_thresholds: tuple[int, int, int] | None = jsoncodec.SERVER_GC_THRESHOLDS
@@ -104,6 +109,14 @@ class ApiServer:
         self.registry = Registry(
             store, admission=default_admission(config.service_cidr), authorizer=self.authorizer
         )
+        self.pod_security = PodSecurity(
+            podsecurity_config.load(
+                Path(config.admission_config_file) if config.admission_config_file else None
+            ),
+            self._namespace,
+            lambda ns: self._objects("Pod", ns),
+        )
+        self.registry.validating.append(self.pod_security)
         self.sa_tokens = (
             ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
         )
@@ -188,6 +201,13 @@ class ApiServer:
             return self.registry.get_object(kind, name, namespace or None)
         except NotFound:
             return None
+
+    def _namespace(self, name: str) -> dict[str, Any] | None:
+        """The Namespace `name` as last read (shared: never changed by the caller)."""
+        found: dict[str, Any] | None = self.registry.cached(
+            f"{ROOT}namespaces/", name, lambda: self.registry.read_or_none("Namespace", name)
+        )
+        return found
 
     def _objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         return [decode(d, r) for d, r in self.registry.list(kind, namespace).items]
