@@ -22,6 +22,7 @@ import pytest
 
 from agent.cri_client import CRIError
 from agent.pod_config import CONTAINER_NAME_LABEL, POD_UID_LABEL
+from agent.request_target import parse
 from agent.stream_proxy import StreamProxy, StreamProxyConfig
 from agent.stream_targets import RequestError, parse_target
 from proto.agent.v1 import agent_pb2 as pb
@@ -186,13 +187,13 @@ def read_all(sock: socket.socket) -> bytes:
 
 def test_parse_target() -> None:
     t = parse_target(
-        "/exec/ns1/p%201/c?command=sh&command=-c&command=echo%20hi&stdin=1&stdout=true&tty=1"
+        parse("/exec/ns1/p%201/c?command=sh&command=-c&command=echo%20hi&stdin=1&stdout=true&tty=1")
     )
     assert (t.kind, t.namespace, t.pod, t.container) == ("exec", "ns1", "p 1", "c")
     assert t.command == ("sh", "-c", "echo hi")
     assert (t.stdin, t.stdout, t.stderr, t.tty) == (True, True, False, True)
-    assert parse_target("/attach/ns/p?container=c&stdout=1").container == "c"
-    assert parse_target("/portforward/ns/p?port=80&port=8080").ports == (80, 8080)
+    assert parse_target(parse("/attach/ns/p?container=c&stdout=1")).container == "c"
+    assert parse_target(parse("/portforward/ns/p?port=80&port=8080")).ports == (80, 8080)
     for path, code in [
         ("/nope/a/b", 404),
         ("/exec/ns/p/c?stdout=1", 400),  # no command
@@ -202,7 +203,7 @@ def test_parse_target() -> None:
         ("/portforward/ns/p?port=x", 400),
     ]:
         with pytest.raises(RequestError) as err:
-            parse_target(path)
+            parse_target(parse(path))
         assert err.value.code == code, path
 
 
