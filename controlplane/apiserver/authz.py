@@ -31,7 +31,7 @@ from controlplane.api.rbac import GROUP, Attributes, PolicyRule, covers, parse_r
 from controlplane.api.selectors import FieldSelector
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.nodegraph import NodeGraph
-from controlplane.apiserver.noderestriction import Lookup, refusal
+from controlplane.apiserver.noderestriction import AddressCheck, Lookup, refusal
 from controlplane.apiserver.progress import IndexProgress
 from controlplane.apiserver.rbacindex import RbacIndex
 from controlplane.client.errors import Forbidden
@@ -90,6 +90,8 @@ class Authorizer:
         # request right after a write is answered as of that write.
         self.revision = revision
         self.progress = progress
+        # (node, ip) -> why the node may not claim it (node_addresses.py); set by the server.
+        self.address_problem: AddressCheck | None = None
 
     def _caught_up(self) -> bool:
         """Whether the indexes moved on (after waiting for them); False when
@@ -152,7 +154,8 @@ class Authorizer:
         new: dict[str, Any] | None,
         fields: FieldSelector | None,
     ) -> str | None:
-        args = (node, verb, info, namespace, name, old, new, fields, self.lookup)
+        args = (node, verb, info, namespace, name, old, new, fields, self.lookup,
+                self.address_problem)  # fmt: skip
         reason = refusal(self.graph, *args)
         if reason is not None and self._caught_up():
             reason = refusal(self.graph, *args)

@@ -11,7 +11,10 @@ plugin have them:
   because skiff's agent is also the network plugin and routes to its peers'
   pod CIDRs (Kubernetes grants the same to flannel's ServiceAccount).
 - Writes: its own Node (never setting or changing spec.podCIDR(s) or taints
-  after registration, nor labels under node-role.kubernetes.io/,
+  after registration, nor status addresses the API server would dial that
+  are not its own (node_addresses.py: loopback, the Service range, the API
+  server's, another node's), nor an agent port outside 1-65535, nor labels
+  under node-role.kubernetes.io/,
   node-restriction.kubernetes.io/ or any other kubernetes.io/ and k8s.io/
   label outside the kubelet's own set), its own Lease, the status of (and
   the deletion of) pods bound to it, mirror pods of its static pods (bound to
@@ -28,10 +31,12 @@ Services of a namespace, for a mirror pod's create).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from typing import Any
 
 from controlplane.api import volumes
+from controlplane.api.dnsnames import is_dns_subdomain
 from controlplane.api.kinds import KindInfo
 from controlplane.api.selectors import FieldSelector
 from controlplane.apiserver.nodegraph import NodeGraph, pod_references
@@ -59,6 +64,45 @@ REFERENCED_KINDS = frozenset(
 
 # (kind, namespace) -> the objects of that kind in the namespace.
 Lookup = Callable[[str, str], list[dict[str, Any]]]
+# (node, ip) -> why the node may not claim that address (node_addresses.py), or None.
+AddressCheck = Callable[[str, ipaddress.IPv4Address | ipaddress.IPv6Address], str | None]
+IP_ADDRESS_TYPES = frozenset({"InternalIP", "ExternalIP"})
+
+
+def _status_addresses(
+    node: str, old: dict[str, Any] | None, new: dict[str, Any] | None, check: AddressCheck | None
+) -> str | None:
+    """Why the addresses and agent port in `new`'s status may not be written
+    (only what changed is checked): the API server dials them."""
+    status, old_status = (new or {}).get("status") or {}, (old or {}).get("status") or {}
+    endpoint = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+    if endpoint != ((old_status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}):
+        port = endpoint.get("Port", endpoint.get("port"))
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int)
+                                 or not 0 < port < 65536):  # fmt: skip
+            return (f'node "{node}" may not set status.daemonEndpoints.kubeletEndpoint.Port '
+                    f"{port!r}: must be a port number (1-65535)")  # fmt: skip
+    addresses = status.get("addresses") or []
+    if addresses == (old_status.get("addresses") or []):
+        return None
+    if not isinstance(addresses, list):
+        return f'node "{node}" may not set status.addresses: must be a list'
+    for i, entry in enumerate(addresses):
+        where = f'node "{node}" may not set status.addresses[{i}]'
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        value = str(entry.get("address") or "") if isinstance(entry, dict) else ""
+        if kind in IP_ADDRESS_TYPES:
+            try:
+                ip = ipaddress.ip_address(value)
+            except ValueError:
+                return f"{where}: {kind} {value!r} is not an IP address"
+            problem = check(node, ip) if check is not None else None
+            if problem:
+                return f"{where}: {ip} is {problem}" if problem.startswith(("an ", "in ")) \
+                    else f"{where}: {ip}: {problem}"  # fmt: skip
+        elif not is_dns_subdomain(value):
+            return f"{where}: {kind} {value!r} is not a DNS name"
+    return None
 
 
 def forbidden_label(key: str) -> bool:
@@ -91,12 +135,16 @@ def _protected_labels(obj: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _node_write(
-    node: str, verb: str, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None
-) -> str | None:
+    node: str, verb: str, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None,
+    check: AddressCheck | None = None,
+) -> str | None:  # fmt: skip
     if name != node:
         return f'node "{node}" may not {verb} node "{name}": only its own Node'
-    if new is None or verb in STATUS_VERBS or verb == "delete":
+    if new is None or verb == "delete":
         return None
+    problem = _status_addresses(node, old, new, check)
+    if problem is not None or verb in STATUS_VERBS:
+        return problem
     spec, old_spec = _spec(new), _spec(old)
     if verb == "create":
         if spec.get("podCIDR") or spec.get("podCIDRs"):
@@ -197,6 +245,7 @@ def refusal(
     new: dict[str, Any] | None = None,
     fields: FieldSelector | None = None,
     lookup: Lookup | None = None,
+    addresses: AddressCheck | None = None,
 ) -> str | None:
     """Why node `node` may not do this (None: it may). See the module docstring."""
     kind = info.kind
@@ -230,7 +279,7 @@ def refusal(
             )
         return f'node "{node}" may not {verb} {info.plural}{where}'
     if kind == "Node":
-        return _node_write(node, verb, name, old, new)
+        return _node_write(node, verb, name, old, new, addresses)
     if kind == "Lease":
         if namespace == NODE_LEASE_NAMESPACE and name == node:
             return None

@@ -41,6 +41,7 @@ from controlplane.apiserver.codec import ROOT, decode
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
+from controlplane.apiserver.node_addresses import NodeAddresses
 from controlplane.apiserver.nodegraph import NodeGraph
 from controlplane.apiserver.podsecurity import config as podsecurity_config
 from controlplane.apiserver.podsecurity.plugin import PodSecurity
@@ -130,7 +131,14 @@ class ApiServer:
         )
         self.registry.reviews = self.reviews.handlers
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
-        signer = (lambda n, c: sign_agent_csr(pki, n, c)) if pki else None  # agent serving certs
+        # Agent serving certificates: the node's name and addresses no one else has.
+        self.node_addresses = NodeAddresses(lambda: self._objects("Node", ""), config.service_cidr)
+        self.authorizer.address_problem = self.node_addresses.status_problem
+        signer = (
+            (lambda n, c: sign_agent_csr(pki, n, c, lambda ip: self.node_addresses.problem(n, ip)))
+            if pki
+            else None
+        )
         # CustomResourceDefinitions: a created CRD's kind is served at once.
         self.crd_kinds = CrdKinds(self.registry)
         self.registry.admission["CustomResourceDefinition"] = self.crd_kinds.admit
