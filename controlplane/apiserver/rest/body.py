@@ -4,8 +4,11 @@ the review kinds kubectl sends that way, Kubernetes' protobuf: api/k8sprotobuf.p
 A body over limits.MAX_BODY (3 MiB, as kube-apiserver) is refused with 413
 before it is all read; every body then passes limits.check_body (the gRPC
 API's check) before it is decoded; malformed JSON or YAML is a 400 naming the
-position; a document nested deeper than limits.MAX_DEPTH is a 422 (YAML's
-nesting is checked once decoded). Nothing here touches the registry.
+position; a document nested deeper than limits.MAX_DEPTH is a 422. YAML is
+decoded by api/yamlcodec.py with Kubernetes' bound on alias expansion (an
+alias bomb is a 400, `yaml: document contains excessive aliasing`). Decoding
+is CPU work: handlers run `decode` on the executor (intake.py). Nothing here
+touches the registry.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from controlplane.api import jsoncodec, k8sprotobuf, limits
+from controlplane.api import jsoncodec, k8sprotobuf, limits, yamlcodec
 from controlplane.apiserver.rest.auditing import BODY
 from controlplane.apiserver.rest.status import BadRequest, TooLarge, UnsupportedMediaType
 from controlplane.client.errors import Invalid
@@ -33,7 +36,6 @@ JSON_TYPES = frozenset(
         "text/plain",
     }
 )
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 async def read(request: web.Request) -> bytes:
@@ -63,7 +65,12 @@ def decode(data: bytes, content_type: str) -> Any:
         raise BadRequest("the request body is empty")
     if content_type in YAML_TYPES:
         try:
-            doc = yaml.load(data, Loader=_Loader)  # a safe loader (CSafeLoader or SafeLoader)
+            # Bounded: alias expansion as Kubernetes' decoder, nesting as the API's limit.
+            doc = yamlcodec.loads(data, limits.MAX_DEPTH)
+        except yamlcodec.YAMLDecodeError as err:
+            if "nested more than" in str(err):
+                raise Invalid(str(err)) from None
+            raise BadRequest(f"malformed YAML: {err}") from None
         except yaml.MarkedYAMLError as err:
             mark = err.problem_mark
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

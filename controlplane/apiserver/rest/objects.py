@@ -14,7 +14,7 @@ from aiohttp import web
 
 from controlplane.api import jsoncodec
 from controlplane.apiserver.codec import Stored, decode, with_version
-from controlplane.apiserver.rest import body, fields
+from controlplane.apiserver.rest import body, fields, intake
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.conversion import Conversion
 from controlplane.apiserver.rest.status import BadRequest, success
@@ -54,7 +54,7 @@ async def get(call: Call) -> web.StreamResponse:
 
 async def create(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.decode(await body.read(call.request), body.media_type(call.request))
+    doc = await intake.document(call, "create")
     write = fields.Write(call)
     obj = request_object(call, doc)
     dry_run = call.dry_run()
@@ -71,7 +71,7 @@ async def create(call: Call) -> web.StreamResponse:
 
 async def update(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.decode(await body.read(call.request), body.media_type(call.request))
+    doc = await intake.document(call, intake.write_verb(call, "update"))
     obj = request_object(call, doc)
     meta = obj.setdefault("metadata", {})
     if not isinstance(meta, dict):
@@ -101,12 +101,18 @@ async def update(call: Call) -> web.StreamResponse:
     return write.headers(object_response(stored, 200, t.conversion))
 
 
-async def delete_options(call: Call) -> DeleteOptions:
-    """DeleteOptions from the body (if any) and the query (which wins)."""
+async def delete_options(call: Call, verb: str = "") -> DeleteOptions:
+    """DeleteOptions from the body (if any) and the query (which wins); `verb`
+    is authorized first (intake.document)."""
+    if verb:
+        t = call.target
+        await call.server.run(call.registry.authorize_request, call.who, verb, t.info,
+                              t.namespace or "", t.name)  # fmt: skip
     raw = await body.read(call.request)
     opts: dict[str, Any] = {}
     if raw.strip():
-        opts = body.as_object(body.decode(raw, body.media_type(call.request)), "DeleteOptions")
+        doc = await call.server.run(body.decode, raw, body.media_type(call.request))
+        opts = body.as_object(doc, "DeleteOptions")
     return parse_delete_options(opts, call.request.query)
 
 
@@ -134,7 +140,7 @@ def parse_delete_options(opts: dict[str, Any], q: Mapping[str, str]) -> DeleteOp
 
 async def delete(call: Call) -> web.StreamResponse:
     t = call.target
-    options = await delete_options(call)
+    options = await delete_options(call, "delete")
     dry_run = call.dry_run()
     stored = await call.server.run(
         call.registry.delete, t.info.key, t.name, call.namespace, options, call.who, dry_run

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from controlplane.api import crd, jsoncodec
 from controlplane.apiserver.codec import decode
-from controlplane.apiserver.rest import body, fields
+from controlplane.apiserver.rest import body, fields, intake
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.objects import json_response, object_response, parse_delete_options
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
@@ -70,15 +70,13 @@ async def scale(call: Call) -> web.StreamResponse:
         current = await call.server.run(get_scale)
         return json_response(jsoncodec.dumps(current))
     if method == "PUT":
-        doc = body.as_object(
-            body.decode(await body.read(call.request), body.media_type(call.request))
-        )
+        doc = body.as_object(await intake.document(call))
         replicas = _replicas(doc)
     elif method == "PATCH":
         media = body.media_type(call.request)
         if media not in PATCH_TYPES:
             builder(call, media, None)
-        doc = body.decode(await body.read(call.request), media)
+        doc = await intake.document(call, media=media)
         current = await call.server.run(get_scale)
         replicas = _replicas(builder(call, media, doc)(current))
     else:
@@ -95,7 +93,7 @@ async def scale(call: Call) -> web.StreamResponse:
 
 async def binding(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    doc = body.as_object(await intake.document(call))
     target = doc.get("target") or {}
     meta = doc.get("metadata") or {}
     if not isinstance(target, dict) or not isinstance(meta, dict):
@@ -115,7 +113,7 @@ async def binding(call: Call) -> web.StreamResponse:
 
 async def eviction(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    doc = body.as_object(await intake.document(call))
     opts = doc.get("deleteOptions") or {}
     if not isinstance(opts, dict):
         raise BadRequest("deleteOptions: must be an object")
@@ -129,7 +127,7 @@ async def eviction(call: Call) -> web.StreamResponse:
 
 async def token_request(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    doc = body.as_object(await intake.document(call))
     meta = doc.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise BadRequest("metadata: must be an object")
