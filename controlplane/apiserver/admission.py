@@ -19,6 +19,7 @@ import ipaddress
 import threading
 from typing import Any
 
+from controlplane.api import kinds
 from controlplane.api.kinds import KindInfo
 from controlplane.api.qos import qos_class
 from controlplane.apiserver import admission_volcano, serviceaccounts, storage_admission
@@ -189,8 +190,9 @@ class ServiceAllocator:
 
 
 def default_admission(service_cidr: str = "10.43.0.0/16") -> dict[str, Admit]:
+    """kind key -> admission hook: each built-in kind's definition's `admit`."""
     allocator = ServiceAllocator(service_cidr)
-    return {
+    hooks: dict[str, Admit] = {
         "Pod": admit_pod,
         "PriorityClass": admit_priorityclass,
         "Job": admit_job,
@@ -199,3 +201,7 @@ def default_admission(service_cidr: str = "10.43.0.0/16") -> dict[str, Admit]:
         **storage_admission.ADMISSION,
         **admission_volcano.ADMISSION,
     }
+    for definition in kinds.builtin_definitions():
+        if definition.admit is not None:
+            hooks[definition.key] = definition.admit
+    return hooks

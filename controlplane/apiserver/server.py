@@ -108,7 +108,10 @@ class ApiServer:
             self.graph, self._objects, store.current_revision, self.rbac, self.progress
         )
         self.registry = Registry(
-            store, admission=default_admission(config.service_cidr), authorizer=self.authorizer
+            store,
+            admission=default_admission(config.service_cidr),
+            authorizer=self.authorizer,
+            service_cidr=config.service_cidr,
         )
         self.pod_security = PodSecurity(
             podsecurity_config.load(
