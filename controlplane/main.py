@@ -26,6 +26,7 @@ refusal to start (exit status 1), never a silent reset.
 from __future__ import annotations
 
 import argparse
+import datetime
 import ipaddress
 import logging
 import os
@@ -56,6 +57,7 @@ log = logging.getLogger("skiff.controlplane")
 
 DEFAULT_LISTEN = "0.0.0.0:6443"
 DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
+DEFAULT_TOKEN_TTL = datetime.timedelta(hours=24)  # kubeadm's
 
 # In-process components started once the API server serves, in this order:
 # A component is called as function(client: ApiClient, stop: threading.Event)
@@ -78,6 +80,18 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
                                           args.controller_metrics_listen,
                                           Path(args.data_dir) / CONTROLLER_MANAGER.kubeconfig)),
     ]  # fmt: skip
+
+
+def token_ttl(text: str) -> datetime.timedelta | None:
+    """--token-ttl: a duration (24h, 30m, 90s); 0 for a token that never expires."""
+    from controlplane.cli.context import CliError
+    from controlplane.cli.wait import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except CliError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 24h, 30m, 0)") from None
+    return datetime.timedelta(seconds=seconds) if seconds > 0 else None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,6 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--audit-policy-file",
         default="",
         help="audit.k8s.io/v1 Policy (default: every request at Metadata)",
+    )
+    p.add_argument(
+        "--token-ttl",
+        type=token_ttl,
+        default=DEFAULT_TOKEN_TTL,
+        help="lifetime of the join token made at first start (<data-dir>/join-token), e.g. "
+        "24h, 30m; 0: it never expires (kubeadm's --token-ttl)",
     )
     p.add_argument(
         "--admission-control-config-file",
@@ -230,10 +251,14 @@ def write_component_credentials(
     return tokens
 
 
-def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
-    """`<data-dir>/join-token`: the bootstrap token made at first start. Kept
-    as it is afterwards, even once revoked (its Secret deleted), so deleting
-    it with `skiff token delete` stays a revocation across restarts."""
+def ensure_join_token(
+    data_dir: Path, joins: BootstrapJoin, ttl: datetime.timedelta | None = DEFAULT_TOKEN_TTL
+) -> str:
+    """`<data-dir>/join-token`: the bootstrap token made at first start, expiring
+    after `ttl` (None: never), as kubeadm's first token does. Kept as it is
+    afterwards, even once expired or revoked (its Secret deleted), so deleting
+    it with `skiff token delete` stays a revocation across restarts; make
+    another with `skiff token create`."""
     path = data_dir / "join-token"
     try:
         existing = path.read_text().strip()
@@ -242,7 +267,7 @@ def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
     if split(existing) is not None:
         return existing
     # First start (or a join token of the old, never-expiring HMAC kind).
-    token = joins.create(None, f"skiff controlplane's join token ({path})")
+    token = joins.create(ttl, f"skiff controlplane's join token ({path})")
     write_private(path, token + "\n")
     return token
 
@@ -342,7 +367,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     admin = ClientConfig(address, pki.ca_pem, server.authority.admin_token(),
                          data_dir / "admin.conf", grpc_address)  # fmt: skip
     try:
-        join_token = ensure_join_token(data_dir, server.joins)
+        join_token = ensure_join_token(data_dir, server.joins, args.token_ttl)
     except (ApiError, OSError) as err:
         server.stop()
         store.close()

@@ -42,6 +42,7 @@ from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.node_addresses import NodeAddresses
+from controlplane.apiserver.nodecredentials import NodeCredentials
 from controlplane.apiserver.nodegraph import NodeGraph
 from controlplane.apiserver.podsecurity import config as podsecurity_config
 from controlplane.apiserver.podsecurity.plugin import PodSecurity
@@ -145,9 +146,19 @@ class ApiServer:
         # CustomResourceDefinitions: a created CRD's kind is served at once.
         self.crd_kinds = CrdKinds(self.registry)
         self.registry.admission["CustomResourceDefinition"] = self.crd_kinds.admit
+        # A node's credential names a recorded id: it dies with its Node, and a
+        # new join for the name supersedes it (nodecredentials.py).
+        self.node_credentials = NodeCredentials(self.registry)
+        authority = self.authority
+        if authority is not None:
+            authority.node_credentials = self.node_credentials.valid
         self.joins = (
-            BootstrapJoin(self.registry, self.authority.node_token, sign_serving=signer)
-            if self.authority
+            BootstrapJoin(
+                self.registry,
+                self.node_token,
+                sign_serving=signer,
+            )
+            if authority is not None
             else None
         )
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
@@ -213,6 +224,11 @@ class ApiServer:
         except NotFound:
             return None
 
+    def node_token(self, node: str) -> str:
+        """A new credential of node `node`, as a join hands one out (in-process callers)."""
+        assert self.authority is not None
+        return self.authority.node_token(node, self.node_credentials.issue(node))
+
     def _namespace(self, name: str) -> dict[str, Any] | None:
         """The Namespace `name` as last read (shared: never changed by the caller)."""
         found: dict[str, Any] | None = self.registry.cached(
@@ -252,6 +268,9 @@ class ApiServer:
         self._load_indexes()
         self.crd_kinds.start()
         self.broadcaster.add_listener(self.crd_kinds.on_event)
+        self.node_credentials.load()
+        self.broadcaster.add_listener(self.node_credentials.on_event)
+        self.node_credentials.start()
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()
@@ -362,6 +381,7 @@ class ApiServer:
         if self._server is not None:
             self._server.stop(grace)
         self.cleaner.stop()
+        self.node_credentials.stop()
         if self._server is not None:
             self._server.wait_for_termination(grace + 1)
             self._server = None

@@ -58,7 +58,7 @@ def test_node_may_delete_its_mirror_but_not_update_it() -> None:
 
 def test_mirror_pod_through_the_server(cluster: Cluster) -> None:
     assert cluster.server.authority is not None
-    node = cluster.client(cluster.server.authority.node_token("n1"))
+    node = cluster.client(cluster.server.node_token("n1"))
     try:
         created = node.create("Pod", mirror("web-n1", "n1"), "default")
         with pytest.raises(Forbidden):

@@ -28,7 +28,7 @@ def admin(cluster: Cluster) -> Iterator[GrpcApiClient]:
 
 def node_client(cluster: Cluster, name: str) -> GrpcApiClient:
     assert cluster.server.authority is not None
-    return cluster.client(cluster.server.authority.node_token(name))
+    return cluster.client(cluster.server.node_token(name))
 
 
 def secret(name: str) -> dict[str, Any]:
