@@ -18,7 +18,8 @@ plugin have them:
   node-restriction.kubernetes.io/ or any other kubernetes.io/ and k8s.io/
   label outside the kubelet's own set), its own Lease, the status of (and
   the deletion of) pods bound to it, mirror pods of its static pods (bound to
-  itself, the mirror annotation, no owner but its Node, no Secret,
+  itself, the mirror annotation, its Node, with its uid, as their one and
+  controlling owner, no Secret,
   ConfigMap, PVC or ServiceAccount reference, and labels that no Service in
   the namespace selects), Events about its own Node and pods, and the
   metadata of the local-path PersistentVolumes pinned to it (every PV is
@@ -176,14 +177,29 @@ def _mirror_pod_create(
     bound = _bound(pod)
     if bound != node:
         return f'node "{node}" may not create {where} bound to "{bound}": only pods bound to itself'
-    for ref in meta.get("ownerReferences") or []:
-        if not (
-            isinstance(ref, dict)
-            and ref.get("kind") == "Node"
-            and ref.get("apiVersion") == "v1"
-            and ref.get("name") == node
-        ):
-            return f'node "{node}" may not create {where}: its only owner may be Node "{node}"'
+    # Exactly one owner, its Node, as the controller (Kubernetes' NodeRestriction):
+    # no workload controller then adopts it (their adoption skips controlled pods).
+    refs = meta.get("ownerReferences") or []
+    if not refs:
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    if len(refs) > 1:
+        return f'node "{node}" can only create pods with a single owner reference set to itself'
+    ref = refs[0]
+    if not (
+        isinstance(ref, dict)
+        and ref.get("kind") == "Node"
+        and ref.get("apiVersion") == "v1"
+        and ref.get("name") == node
+    ):
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    if ref.get("controller") is not True:
+        return f'node "{node}" can only create pods with a controller owner reference set to itself'
+    if lookup is not None:
+        mine = next((n for n in lookup("Node", "") if _meta(n).get("name") == node), None)
+        uid = _meta(mine).get("uid")
+        if mine is None or ref.get("uid") != uid:
+            return (f'the UID in the owner reference ({ref.get("uid")}) does not match the '
+                    f'current UID of node "{node}" ({uid})')  # fmt: skip
     kinds = sorted({kind for kind, _, _ in pod_references(pod or {})})
     if kinds:
         return (
