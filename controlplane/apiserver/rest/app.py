@@ -251,7 +251,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if target is not None:
             # An Invalid names the Kind (kubectl: `The Namespace "x" is invalid`), the rest the resource.
             kind = target.info.kind if isinstance(err, errors.Invalid) else target.info.plural
-            answer = error_response(err, kind, target.name, target.group)
+            name = target.name or str(getattr(err, "name", "") or "")
+            answer = error_response(err, kind, name, target.group)
         code = answer.status
         return answer
     except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
