@@ -237,6 +237,7 @@ class Agent:
             cfg.pod_settings.cgroup_root,
             cfg.pod_settings.log_root,
             lambda: allocatable_memory(cfg.node, self._memory),
+            volume_root=cfg.root,
         )
         self.qos = (
             QOSCgroups(cfg.pod_settings.cgroup_root, cfg.enforce_node_allocatable)

@@ -149,6 +149,7 @@ def validate_pod_spec(
             else:
                 volumes.add(vname)
             _claim_volume_source(e, f"{path}.volumes[{i}]", vol)
+            _empty_dir(e, f"{path}.volumes[{i}]", vol)
     names: set[str] = set()
     containers: Any = spec.get("containers")
     if _list(e, f"{path}.containers", containers, required=True):
@@ -784,6 +785,26 @@ def _storageclass(e: Errors, obj: Object, old: Object | None) -> None:
         for field in ("provisioner", "parameters", "reclaimPolicy", "volumeBindingMode"):
             if old.get(field) != obj.get(field):
                 e.add(field, "field is immutable")
+
+
+def _empty_dir(e: Errors, path: str, vol: Any) -> None:
+    """emptyDir.sizeLimit: a positive quantity (it becomes a tmpfs size in
+    bytes, or the limit disk usage is evicted past)."""
+    source: Any = vol.get("emptyDir")
+    if source is None:
+        return
+    if not _dict(e, f"{path}.emptyDir", source):
+        return
+    limit: Any = source.get("sizeLimit")
+    if limit is None:
+        return
+    try:
+        value = parse_quantity(limit)
+    except ValueError as err:
+        e.add(f"{path}.emptyDir.sizeLimit", str(err))
+        return
+    if value <= 0:
+        e.add(f"{path}.emptyDir.sizeLimit", f"Invalid value: {limit!r}: must be greater than zero")
 
 
 def _claim_volume_source(e: Errors, path: str, vol: Any) -> None:
