@@ -82,6 +82,18 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
     ]  # fmt: skip
 
 
+def encryption_config(args: argparse.Namespace, data_dir: Path) -> str:
+    """The EncryptionConfiguration to use: the flag's, or with --secrets-encryption
+    the data directory's (made once with a random key), else none."""
+    if args.encryption_provider_config:
+        return str(args.encryption_provider_config)
+    if args.secrets_encryption:
+        from controlplane.storage.encryption import ensure_config
+
+        return str(ensure_config(data_dir))
+    return ""
+
+
 def token_ttl(text: str) -> datetime.timedelta | None:
     """--token-ttl: a duration (24h, 30m, 90s); 0 for a token that never expires."""
     from controlplane.cli.context import CliError
@@ -173,6 +185,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_TOKEN_TTL,
         help="lifetime of the join token made at first start (<data-dir>/join-token), e.g. "
         "24h, 30m; 0: it never expires (kubeadm's --token-ttl)",
+    )
+    p.add_argument(
+        "--encryption-provider-config",
+        default="",
+        help="EncryptionConfiguration (apiserver.config.k8s.io/v1) for encryption at rest "
+        "(aescbc, secretbox, identity), as kube-apiserver's flag",
+    )
+    p.add_argument(
+        "--secrets-encryption",
+        action="store_true",
+        help="encrypt Secrets at rest with a key made at first start in "
+        "<data-dir>/encryption-config.json (k3s' flag); --encryption-provider-config wins",
     )
     p.add_argument(
         "--admission-control-config-file",
@@ -347,10 +371,11 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                              audit_log_backups=args.audit_log_maxbackup,
                              audit_policy_file=args.audit_policy_file,
                              advertise_address=args.advertise_address,
-                             admission_config_file=args.admission_control_config_file)  # fmt: skip
+                             admission_config_file=args.admission_control_config_file,
+                             encryption_provider_config=encryption_config(args, data_dir))  # fmt: skip
     try:
         server = ApiServer(store, config, pki)
-    except ValueError as err:  # a bad audit policy
+    except ValueError as err:  # a bad audit policy, admission or encryption configuration
         store.close()
         raise StartError(str(err)) from err
     try:

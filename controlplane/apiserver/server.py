@@ -30,14 +30,14 @@ from typing import Any
 import grpc
 
 from controlplane.api import jsoncodec
-from controlplane.api.kinds import UnknownKind, by_kind
+from controlplane.api.kinds import UnknownKind, all_kinds, by_kind
 from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_admission
 from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.bootstrap import BootstrapJoin
-from controlplane.apiserver.codec import ROOT, decode
+from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
@@ -58,6 +58,8 @@ from controlplane.apiserver.storage_admission import ensure_local_path_class
 from controlplane.apiserver.tls import Pki, sign_agent_csr
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client.errors import AlreadyExists, ApiError, NotFound
+from controlplane.storage import encryption
+from controlplane.storage.encrypted import EncryptedStore
 from controlplane.storage.interface import Store
 from proto.controlplane.v1 import api_pb2_grpc
 
@@ -91,13 +93,27 @@ class ApiServerConfig:
     # kube-apiserver's --admission-control-config-file (PodSecurity's
     # defaults and exemptions); "": privileged by default, kube-system exempt.
     admission_config_file: str = ""
+    # kube-apiserver's --encryption-provider-config (encryption at rest); "": off.
+    encryption_provider_config: str = ""
     # The process's garbage collector thresholds, set at start (see
     # jsoncodec.SERVER_GC_THRESHOLDS); None: left as they are.
     gc_thresholds: tuple[int, int, int] | None = jsoncodec.SERVER_GC_THRESHOLDS
 
 
+def resource_prefix(resource: str) -> str | None:
+    """The storage prefix of a built-in resource named `plural` or `plural.group`."""
+    for info in all_kinds():
+        if resource in (info.plural, f"{info.plural}.{info.group}"):
+            return list_prefix(info, "")
+    return None
+
+
 class ApiServer:
     def __init__(self, store: Store, config: ApiServerConfig, pki: Pki | None = None) -> None:
+        if config.encryption_provider_config:  # Secrets never reach the store in the clear
+            store = EncryptedStore(
+                store, encryption.load(Path(config.encryption_provider_config), resource_prefix)
+            )
         self.store = store
         self.config = config
         self.pki = pki
