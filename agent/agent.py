@@ -38,7 +38,7 @@ from agent.node_resources import NodeResources, ResourceSettings
 from agent.node_status import NodeConfig, NodeStatusReporter, Readings, allocatable_memory
 from agent.pleg import Pleg
 from agent.pod_cgroups import sweep_pod_cgroups
-from agent.pod_config import ConfigError, NodeSettings, secret_data
+from agent.pod_config import DEFAULT_SECCOMP_ROOT, ConfigError, NodeSettings, secret_data
 from agent.pod_sync import PodSyncer, SyncDeps
 from agent.pod_workers import MIRROR_INDEX, UID_INDEX, PodWorkers
 from agent.probes import ProbeManager, RealProbeRunner
@@ -99,6 +99,8 @@ class AgentConfig:
     enforce_node_allocatable: bool = True
     # The local-path provisioner's volumes (agent/local_path.py); None = <root>/local-path.
     local_path_root: Path | None = None
+    # Where pods' seccomp localhostProfile paths resolve (the kubelet's <root-dir>/seccomp).
+    seccomp_root: Path = DEFAULT_SECCOMP_ROOT
 
 
 def _uid_index(obj: Object) -> list[str]:
@@ -191,6 +193,7 @@ class Agent:
                 backoff=Backoff(self.clock.now),
                 image_backoff=Backoff(self.clock.now),
                 service_env=self._service_env,
+                seccomp_root=cfg.seccomp_root,
             )
         )
         self._threads: list[threading.Thread] = []

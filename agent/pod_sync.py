@@ -28,6 +28,7 @@ from agent.claims import read_only_mounts
 from agent.cri_client import CRIClient, CRIError
 from agent.pod_actions import PodActions, compute_pod_actions
 from agent.pod_config import (
+    DEFAULT_SECCOMP_ROOT,
     ConfigError,
     NodeSettings,
     container_config,
@@ -91,6 +92,8 @@ class SyncDeps:
     # The service environment variables for a pod (the kubelet's service links).
     service_env: Callable[[Mapping[str, Any]], Mapping[str, str]] = lambda pod: {}
     runtime_handler: str = ""
+    # localhostProfile seccomp profiles are taken from under here only.
+    seccomp_root: Path = DEFAULT_SECCOMP_ROOT
 
 
 class PodSyncer:
@@ -227,11 +230,15 @@ class PodSyncer:
                 pod_dir(self.d.root, pod) / "volume-subpaths",
             )
             read_only_mounts(pod, spec, mounts)
+            resources = container_resources(
+                dict(spec), qos_class(dict(pod)), self.d.memory_capacity
+            )
+            cfg = container_config(
+                pod, spec, restart_count, env, mounts, resources, image_ref, self.d.seccomp_root
+            )
         except ConfigError as err:
             result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
             return
-        resources = container_resources(dict(spec), qos_class(dict(pod)), self.d.memory_capacity)
-        cfg = container_config(pod, spec, restart_count, env, mounts, resources, image_ref)
         try:
             cid = self.d.runtime.create_container(sandbox_id, cfg, sb_config)
         except CRIError as err:

@@ -305,3 +305,25 @@ def test_post_start_http_hook_failure(h: Harness) -> None:
     hook = {"postStart": {"httpGet": {"host": "127.0.0.1", "port": 1, "path": "/hook"}}}
     r = h.sync(make_pod({"name": "c", "image": "busybox:1", "lifecycle": hook}))
     assert r.waiting["c"].reason == "PostStartHookError"
+
+
+def test_seccomp_localhost_profile_confined_to_the_seccomp_root(h: Harness) -> None:
+    """The runtime loads CRI's localhost_ref as given (as containerd does), so
+    the agent confines a pod's localhostProfile to its seccomp root (issue 32):
+    relative paths join the root; absolute ones and `..` never reach the runtime."""
+
+    def with_profile(ref: str, name: str = "c") -> dict[str, Any]:
+        sc = {"seccompProfile": {"type": "Localhost", "localhostProfile": ref}}
+        return {"name": name, "image": "busybox:1.36", "securityContext": sc}
+
+    for ref in ("/etc/shadow", "../../../etc/x.json", "profiles/../../x.json", ""):
+        r = h.sync(make_pod(with_profile(ref)))
+        assert r.waiting["c"].reason == "CreateContainerConfigError", ref
+        assert "localhostProfile" in r.waiting["c"].message, ref
+        assert "CreateContainer" not in h.fake.call_names(), ref
+    r = h.sync(make_pod(with_profile("profiles/audit.json")))
+    assert r.waiting == {}
+    (c,) = h.fake.container_by_name("c")
+    sec = c.config.linux.security_context
+    assert sec.seccomp.localhost_ref == "/var/lib/skiff/seccomp/profiles/audit.json"
+    assert sec.seccomp_profile_path == "localhost//var/lib/skiff/seccomp/profiles/audit.json"
