@@ -13,8 +13,12 @@ falling to 10% at 4,000,000) the document is refused with go-yaml's message
 `yaml: document contains excessive aliasing`. An alias inside its own
 anchor is refused (`yaml: an anchor's value contains itself`), and so is
 nesting deeper than `max_depth` (the API's limit, not go-yaml's 10,000).
-So the work, and the size of the result, is bounded by the size of the
-body plus 400,000 or so nodes.
+The node count alone does not bound the result: one alias of a 2 MiB
+scalar is one node, so 20,000 of them (60 KB of `*a,`) decode to 40 GB of
+JSON. The decoded size is counted too (each scalar's text, each key, a few
+bytes per node, aliases at the full size of what they copy) and a document
+past `max_size` (four request bodies) is refused with DecodedTooLarge.
+So the work and the size of the result are bounded by the size of the body.
 
 As sigs.k8s.io/yaml converts YAML to JSON: timestamps and `!!binary`
 stay the strings they were written as, mapping keys become strings
@@ -33,6 +37,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from controlplane.api import jsoncodec
+from controlplane.api.limits import MAX_BODY
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -47,6 +52,15 @@ class YAMLDecodeError(ValueError):
     """A document refused: the message names the problem (go-yaml's words where it has them)."""
 
 
+class DecodedTooLarge(YAMLDecodeError):
+    """The document decodes to more than the size bound."""
+
+
+# A JSON request body may be 3 MiB (limits.MAX_BODY); its YAML may decode to a
+# little more (quotes, commas), never to four times that without aliases.
+MAX_DECODED = 4 * MAX_BODY
+
+
 def allowed_alias_ratio(decodes: int) -> float:
     """go-yaml's allowedAliasRatio: the share of decodes aliases may take."""
     if decodes <= ALIAS_RATIO_LOW:
@@ -57,15 +71,24 @@ def allowed_alias_ratio(decodes: int) -> float:
 
 
 class _Builder:
-    def __init__(self, max_depth: int) -> None:
+    def __init__(self, max_depth: int, max_size: int) -> None:
         self.max_depth = max_depth
+        self.max_size = max_size
+        self.size = 0  # bytes the JSON form of what was decoded takes, about
         self.decodes = 0
         self.aliased = 0
         self.alias_depth = 0
         self.scalars = SafeConstructor()
         self.open: set[int] = set()  # nodes being built (an alias to one is a cycle)
-        # Nodes built once: (value, nodes decoded for it, nesting below it).
-        self.built: dict[int, tuple[Any, int, int]] = {}
+        # Nodes built once: (value, nodes decoded for it, nesting below it, size).
+        self.built: dict[int, tuple[Any, int, int, int]] = {}
+
+    def grow(self, n: int) -> None:
+        self.size += n
+        if self.size > self.max_size:
+            raise DecodedTooLarge(
+                f"the YAML document decodes to more than {self.max_size} bytes"
+            )
 
     def count(self, n: int = 1, aliased: bool = False) -> None:
         self.decodes += n
@@ -85,19 +108,22 @@ class _Builder:
             # A node reached again is reached through an alias: it costs what
             # decoding it again would (every node in it, as alias work), and
             # the result is a copy (JSON shares nothing).
-            value, size, height = done
+            value, size, height, nbytes = done
             if depth + height > self.max_depth:
                 raise YAMLDecodeError(self.too_deep())
             self.count(size, aliased=True)
+            self.grow(nbytes)
             return (value if isinstance(node, ScalarNode) else jsoncodec.clone(value)), height
-        before = self.decodes
+        before, size_before = self.decodes, self.size
         self.count()
         if isinstance(node, ScalarNode):
             value = self.scalar(node)
-            self.built[key] = (value, 1, 0)
+            self.grow(len(node.value) + 3)
+            self.built[key] = (value, 1, 0, len(node.value) + 3)
             return value, 0
         if depth > self.max_depth:
             raise YAMLDecodeError(self.too_deep())
+        self.grow(3)
         self.open.add(key)
         try:
             made: Any
@@ -111,7 +137,7 @@ class _Builder:
                 raise YAMLDecodeError(f"yaml: cannot decode node {node!r}")
         finally:
             self.open.discard(key)
-        self.built[key] = (made, self.decodes - before, height)
+        self.built[key] = (made, self.decodes - before, height, self.size - size_before)
         return made, height
 
     def too_deep(self) -> str:
@@ -153,6 +179,7 @@ class _Builder:
                         merged.setdefault(k, v)
                 continue
             self.count()
+            self.grow(len(key_node.value) + 4 if isinstance(key_node, ScalarNode) else 4)
             value, below = self.build(value_node, depth + 1)
             out[self.key(key_node)] = value
             if isinstance(value, dict | list):
@@ -162,10 +189,10 @@ class _Builder:
         return out, height
 
 
-def loads(data: bytes | str, max_depth: int = 10_000) -> Any:
+def loads(data: bytes | str, max_depth: int = 10_000, max_size: int = MAX_DECODED) -> Any:
     """The single document in `data` as JSON values; YAMLDecodeError when refused
     (yaml.YAMLError, with its position, when it does not parse)."""
     root = yaml.compose(data, Loader=_Loader)
     if root is None:
         return None
-    return _Builder(max_depth).build(root, 1)[0]
+    return _Builder(max_depth, max_size).build(root, 1)[0]

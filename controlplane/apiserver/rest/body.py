@@ -67,6 +67,8 @@ def decode(data: bytes, content_type: str) -> Any:
         try:
             # Bounded: alias expansion as Kubernetes' decoder, nesting as the API's limit.
             doc = yamlcodec.loads(data, limits.MAX_DEPTH)
+        except yamlcodec.DecodedTooLarge as err:
+            raise TooLarge(str(err)) from None
         except yamlcodec.YAMLDecodeError as err:
             if "nested more than" in str(err):
                 raise Invalid(str(err)) from None

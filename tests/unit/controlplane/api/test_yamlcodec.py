@@ -63,3 +63,17 @@ def test_as_sigs_k8s_io_yaml_converts_to_json() -> None:
         loads("? [a, b]\n: 1\n")
     assert loads("") is None
     assert yamlcodec.loads(b"- a\n- b\n") == ["a", "b"]
+
+
+def test_the_decoded_size_is_bounded_as_aliases_copy_big_scalars() -> None:
+    """One alias of a big scalar is one node for go-yaml's count: 20,000 of a
+    2 MiB string (60 KB of `*a,`) would decode to 40 GB of JSON."""
+    big = "x" * (2 << 20)
+    small = ",".join(str(i) for i in range(300))
+    bomb = f"a: &a {big}\nc: [{small}]\nb: [{','.join(['*a'] * 20_000)}]\n"
+    with pytest.raises(yamlcodec.DecodedTooLarge, match="decodes to more than 12582912 bytes"):
+        loads(bomb)
+    # a handful of copies is within the bound (four request bodies)
+    assert len(loads(f"a: &a {big}\nb: [*a, *a, *a]\n")["b"]) == 3
+    with pytest.raises(yamlcodec.DecodedTooLarge):
+        loads(f"a: &a {big}\nb: [*a, *a, *a, *a, *a, *a]\n")
