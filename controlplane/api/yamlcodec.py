@@ -86,9 +86,7 @@ class _Builder:
     def grow(self, n: int) -> None:
         self.size += n
         if self.size > self.max_size:
-            raise DecodedTooLarge(
-                f"the YAML document decodes to more than {self.max_size} bytes"
-            )
+            raise DecodedTooLarge(f"the YAML document decodes to more than {self.max_size} bytes")
 
     def count(self, n: int = 1, aliased: bool = False) -> None:
         self.decodes += n
