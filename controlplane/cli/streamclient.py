@@ -3,7 +3,7 @@
 `upgrade` sends one HTTP/1.1 request with `Upgrade: SPDY/3.1` (and the
 bearer token) to the API server's pods/exec, pods/attach or pods/portforward
 (on the connection `connect` opens, TLS in skiffctl) and returns the upgraded connection as a
-client `SpdySession` (proto/streaming/spdy.py), or raises `UpgradeRefused`
+client `SpdySession` (machinery/streaming/spdy.py), or raises `UpgradeRefused`
 with the agent's or the runtime's answer. On it:
 
 - `run_remote_command` opens the remote-command streams (error, stdin,
@@ -23,18 +23,19 @@ import itertools
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 from urllib.parse import quote
 
-from proto.streaming import portforward as pf
-from proto.streaming import remotecommand as rc
-from proto.streaming.pump import socket_to_stream, stream_to_socket
-from proto.streaming.spdy import SpdySession, SpdyStream
-from proto.streaming.spdy_frames import Headers
-from proto.streaming.status import Outcome, outcome
-from proto.streaming.transport import StreamError
+from machinery.streaming import portforward as pf
+from machinery.streaming import remotecommand as rc
+from machinery.streaming.pump import socket_to_stream, stream_to_socket
+from machinery.streaming.spdy import SpdySession, SpdyStream
+from machinery.streaming.spdy_frames import Headers
+from machinery.streaming.status import Outcome, outcome
+from machinery.streaming.transport import StreamError
 
 CONNECT_TIMEOUT = 30.0
 
@@ -262,8 +263,9 @@ class PortForwarder:
             self._socks.add(local)
         thread.start()
 
-    def close(self) -> None:
-        """End every forwarded connection and the session; wait for the threads."""
+    def close(self, timeout: float | None = None) -> None:
+        """End every forwarded connection and the session; wait for the
+        threads, at most `timeout` seconds in all (they are daemons)."""
         with self._lock:
             socks = list(self._socks)
             threads = list(self._threads)
@@ -274,8 +276,9 @@ class PortForwarder:
                 pass
         self.conn.session.abort_streams()
         self.conn.close()
+        deadline = None if timeout is None else time.monotonic() + timeout
         for thread in threads:
-            thread.join()
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _forward(self, local: socket.socket, port: int) -> None:
         try:

@@ -2,8 +2,9 @@
 layers, image manifests, registry responses, CRI request fields, CNI
 configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames here; image
 indexes (image_index.py), API objects and patches (api_objects.py), the
-agent endpoint's HTTP (agent_http.py), and YAML request bodies and JSON
-patches with their bombs (decoders.py) in modules of their own.
+agent endpoint's HTTP (agent_http.py), Kubernetes' protobuf bodies
+(k8s_protobuf.py), and YAML request bodies and JSON patches with their
+bombs (decoders.py) in modules of their own.
 
 Each target is a Hypothesis strategy and a `check(input)` that returns
 "ok" (a correct result, its invariants checked) or "rejected" (a clear
@@ -37,8 +38,8 @@ import zstandard
 from hypothesis import strategies as st
 
 from agent.proxy import dns_wire
+from machinery.streaming import spdy_frames, websocket
 from proto.runtime.v1 import api_pb2
-from proto.streaming import spdy_frames, websocket
 from runtime import errors
 from runtime.cni import iptables
 from runtime.cni.skel import CNIError, parse, parse_cni_args
@@ -53,6 +54,7 @@ from tests.fuzz.agent_http import check_http, http_inputs, http_session
 from tests.fuzz.api_objects import api_inputs, api_session, check_api
 from tests.fuzz.decoders import check_patch, check_yaml, patch_inputs, yaml_inputs
 from tests.fuzz.image_index import check_index, index_inputs
+from tests.fuzz.k8s_protobuf import check_protobuf, protobuf_inputs
 
 Check = Callable[[Any], str]
 MEMORY_LIMIT = 128 << 20
@@ -550,6 +552,7 @@ TARGETS = [
     Target("image_index", index_inputs, check_index),
     Target("api_object", api_inputs, check_api, api_session),
     Target("agent_http", http_inputs, check_http, http_session),
+    Target("k8s_protobuf", protobuf_inputs, check_protobuf),
     # A request body is 3 MiB at most: decoding or patching one may hold a few
     # copies of it, never the gigabytes a bomb expands to.
     Target("yaml_body", yaml_inputs, check_yaml, memory_limit=MEMORY_LIMIT),

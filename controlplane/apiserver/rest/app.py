@@ -25,20 +25,24 @@ from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
     auditing,
+    compression,
     discovery,
     fields,
+    health,
     lists,
     objects,
     patch,
+    respond,
     reviews,
     streams,
     subresources,
+    version,
     watch,
 )
 from controlplane.apiserver.rest.context import Call, Server
 from controlplane.apiserver.rest.paths import Target, resolve
 from controlplane.apiserver.rest.status import (
-    HttpError,
+    InternalError,
     MethodNotAllowed,
     error_response,
 )
@@ -64,10 +68,8 @@ def _not_found(path: str) -> errors.NotFound:
 
 def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     path = request.path.rstrip("/") or "/"
-    if path in ("/healthz", "/livez", "/readyz"):
-        return web.Response(text="ok")
     if path == "/version":
-        return _json(discovery.version())
+        return _json(version.version())
     if path in ("/api", "/apis"):
         return _root(path, request.headers.get("Accept", ""), request.headers.get("If-None-Match"))
     if segments[:1] == ["openapi"]:
@@ -207,6 +209,10 @@ class _Seen:
 
 async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     segments = [s for s in request.path.split("/") if s]
+    if segments[:1] and segments[0] in health.ENDPOINTS:  # public, as the checks' names are
+        found = await health.answer(request, request.app[SERVER], segments)
+        if found is not None:
+            return found
     if request.path in PUBLIC:
         return _discovery(request, segments)
     authority = request.app[AUTHORITY]
@@ -243,21 +249,22 @@ async def handle(request: web.Request) -> web.StreamResponse:
         code = response.status
         if admitted.warnings and not response.prepared:
             fields.add_warnings(response, admitted.warnings)
+        await compression.compress(request, response, request.app[SERVER])
         return response
     except errors.ApiError as err:
         log.debug("http %s %s: %s", request.method, request.path_qs, err)
         target = seen.target
-        answer = error_response(err)
+        answer = respond.error(request, err)
         if target is not None:
             # An Invalid names the Kind (kubectl: `The Namespace "x" is invalid`), the rest the resource.
             kind = target.info.kind if isinstance(err, errors.Invalid) else target.info.plural
             name = target.name or str(getattr(err, "name", "") or "")
-            answer = error_response(err, kind, name, target.group)
+            answer = respond.error(request, err, kind, name, target.group)
         code = answer.status
         return answer
     except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
         log.exception("http %s %s failed", request.method, request.path_qs)
-        return error_response(HttpError(f"internal error: {err}"))
+        return error_response(InternalError(f"internal error: {err}"))
     finally:
         elapsed_ms = (time.monotonic() - start) * 1000
         server = request.app[SERVER]

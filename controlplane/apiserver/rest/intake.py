@@ -15,22 +15,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.api import jsoncodec
+from controlplane.api.k8sproto import envelope
 from controlplane.apiserver.rest import body
+from controlplane.apiserver.rest.auditing import BODY
 from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.status import UnsupportedMediaType
 
 
-async def document(call: Call, verb: str = "", media: str | None = None) -> Any:
+async def document(
+    call: Call, verb: str = "", media: str | None = None, api_version: str = "", kind: str = ""
+) -> Any:
     """The decoded body; `verb` (the registry's: create, update_status, ...) is
     authorized first on the URL's resource, namespace and name ("": the
-    handler's registry call authorizes it)."""
+    handler's registry call authorizes it). A protobuf body only where the
+    kind (the target's, or `api_version` and `kind`) has a protobuf message,
+    else 415."""
+    t = call.target
     if verb:
-        t = call.target
         await call.server.run(call.registry.authorize_request, call.who, verb, t.info,
                               t.namespace or "", t.name)  # fmt: skip
+    media = body.media_type(call.request) if media is None else media
+    api_version, kind = api_version or t.group_version, kind or t.info.kind
+    if media == envelope.MEDIA_TYPE and not envelope.supported(api_version, kind):
+        raise UnsupportedMediaType(
+            f"{kind} ({api_version}) has no protobuf serialization: send application/json"
+        )
     data = await body.read(call.request)
-    return await call.server.run(
-        body.decode, data, body.media_type(call.request) if media is None else media
-    )
+    doc = await call.server.run(body.decode, data, media, kind)
+    if media == envelope.MEDIA_TYPE and call.server.audit is not None:
+        call.request[BODY] = jsoncodec.dumps(doc)  # the audit log's requestObject, as JSON
+    return doc
 
 
 def write_verb(call: Call, verb: str) -> str:

@@ -1,8 +1,10 @@
 """CRUD on one object, and deletecollection: get, create, update, delete.
 
 Each handler decodes the request, calls one Registry method on the executor
-and writes its answer; the registry does every check. Objects go out as the
-stored JSON with the resourceVersion written in, never re-encoded.
+and writes its answer (respond.py: JSON or protobuf, as negotiated); the
+registry does every check. A protobuf body carries only the schema's fields,
+typed by the wire, so it skips the JSON path's field check (as Kubernetes,
+which has no strict decoding for protobuf).
 """
 
 from __future__ import annotations
@@ -12,31 +14,13 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec
-from controlplane.api.kinds.definition import Conversion
-from controlplane.apiserver.codec import Stored, decode, with_version
+from controlplane.apiserver.codec import Stored, decode
 from controlplane.apiserver.rest import body, fields, intake
 from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.respond import document_response, object_response
 from controlplane.apiserver.rest.status import BadRequest, success
 from controlplane.client.errors import NotFound
 from controlplane.client.interface import DeleteOptions
-
-
-def json_response(data: bytes, status: int = 200) -> web.Response:
-    return web.Response(status=status, body=data, content_type="application/json")
-
-
-def served(data: bytes, rev: int, conversion: Conversion | None) -> bytes:
-    """The stored object as the client's group/version has it."""
-    if conversion is None:
-        return data if rev == 0 else with_version(data, rev)  # rev 0: a dry-run create
-    return jsoncodec.dumps(conversion.from_stored(decode(data, rev or None)))
-
-
-def object_response(
-    stored: Stored, status: int = 200, conversion: Conversion | None = None
-) -> web.Response:
-    return json_response(served(stored[0], stored[1], conversion), status)
 
 
 def request_object(call: Call, doc: Any) -> dict[str, Any]:
@@ -49,7 +33,7 @@ def request_object(call: Call, doc: Any) -> dict[str, Any]:
 async def get(call: Call) -> web.StreamResponse:
     t = call.target
     stored = await call.server.run(call.registry.get, t.info.key, t.name, call.namespace, call.who)
-    return object_response(stored, 200, t.conversion)
+    return object_response(call, stored)
 
 
 async def create(call: Call) -> web.StreamResponse:
@@ -58,15 +42,18 @@ async def create(call: Call) -> web.StreamResponse:
     write = fields.Write(call)
     obj = request_object(call, doc)
     dry_run = call.dry_run()
+    typed = body.is_protobuf(call.request)
 
     def create() -> Stored:  # on the executor: the field checks cost CPU too
-        if not t.info.create_only:  # reviews: not stored
+        if not t.info.create_only and not typed:  # reviews: not stored
             write.check(obj)
         return call.registry.create(t.info.key, obj, call.namespace, call.who, False, dry_run,
                                     write.field_manager())  # fmt: skip
 
     stored = await call.server.run(create)
-    return write.headers(object_response(stored, 201, t.conversion))
+    # The registry filled `obj` in place (copy_input=False) and stored it as it is.
+    written = obj if typed and not t.info.create_only else None
+    return write.headers(object_response(call, stored, 201, written))
 
 
 async def update(call: Call) -> web.StreamResponse:
@@ -91,19 +78,22 @@ async def update(call: Call) -> web.StreamResponse:
         meta["namespace"] = t.namespace
     dry_run = call.dry_run()
     write = fields.Write(call)
+    typed = body.is_protobuf(call.request)
 
     def update() -> Stored:  # on the executor: the field checks cost CPU too
-        write.check(obj)
+        if not typed:
+            write.check(obj)
         return call.registry.update(t.info.key, obj, t.subresource, call.who, False, dry_run,
                                     write.field_manager())  # fmt: skip
 
     stored = await call.server.run(update)
-    return write.headers(object_response(stored, 200, t.conversion))
+    return write.headers(object_response(call, stored))
 
 
-async def delete_options(call: Call, verb: str = "") -> DeleteOptions:
-    """DeleteOptions from the body (if any) and the query (which wins); `verb`
-    is authorized first (intake.document)."""
+async def delete_options(call: Call, verb: str = "") -> tuple[DeleteOptions, bool]:
+    """DeleteOptions from the body (if any) and the query (which wins), and
+    whether the delete is a dry run (`dryRun` in either: kubectl sends it in
+    the body); `verb` is authorized first (intake.document)."""
     if verb:
         t = call.target
         await call.server.run(call.registry.authorize_request, call.who, verb, t.info,
@@ -111,9 +101,13 @@ async def delete_options(call: Call, verb: str = "") -> DeleteOptions:
     raw = await body.read(call.request)
     opts: dict[str, Any] = {}
     if raw.strip():
-        doc = await call.server.run(body.decode, raw, body.media_type(call.request))
+        doc = await call.server.run(
+            body.decode, raw, body.media_type(call.request), "DeleteOptions"
+        )
         opts = body.as_object(doc, "DeleteOptions")
-    return parse_delete_options(opts, call.request.query)
+        if opts.get("kind") not in (None, "DeleteOptions"):
+            raise BadRequest(f"the body is a {opts.get('kind')}, not DeleteOptions")
+    return parse_delete_options(opts, call.request.query), call.dry_run(opts.get("dryRun"))
 
 
 def parse_delete_options(opts: dict[str, Any], q: Mapping[str, str]) -> DeleteOptions:
@@ -140,20 +134,18 @@ def parse_delete_options(opts: dict[str, Any], q: Mapping[str, str]) -> DeleteOp
 
 async def delete(call: Call) -> web.StreamResponse:
     t = call.target
-    options = await delete_options(call, "delete")
-    dry_run = call.dry_run()
+    options, dry_run = await delete_options(call, "delete")
     stored = await call.server.run(
         call.registry.delete, t.info.key, t.name, call.namespace, options, call.who, dry_run
     )
     if stored is not None:  # still there: finalizers or a grace period hold it
-        return object_response(stored, 200, t.conversion)
-    return json_response(jsoncodec.dumps(success(t.info.plural, t.name, t.group)))
+        return object_response(call, stored)
+    return document_response(call, success(t.info.plural, t.name, t.group))
 
 
 async def delete_collection(call: Call) -> web.StreamResponse:
     t = call.target
-    options = await delete_options(call)
-    dry_run = call.dry_run()
+    options, dry_run = await delete_options(call)
     label = call.query("labelSelector")
     field = call.query("fieldSelector")
 
@@ -170,4 +162,4 @@ async def delete_collection(call: Call) -> web.StreamResponse:
                 pass
 
     await call.server.run(delete_all)
-    return json_response(jsoncodec.dumps(success(t.info.plural, "", t.group)))
+    return document_response(call, success(t.info.plural, "", t.group))

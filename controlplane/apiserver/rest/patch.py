@@ -19,8 +19,12 @@ from controlplane.api import crd, json_patch, pruning, server_side_apply, strate
 from controlplane.api.merge_patch import merge_patch
 from controlplane.apiserver.rest import body, fields, intake
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import object_response
-from controlplane.apiserver.rest.status import BadRequest, TooLarge, UnsupportedMediaType
+from controlplane.apiserver.rest.respond import object_response
+from controlplane.apiserver.rest.status import (
+    BadRequest,
+    RequestEntityTooLarge,
+    UnsupportedMediaType,
+)
 from controlplane.client.errors import Invalid, NotFound
 
 MERGE = "application/merge-patch+json"
@@ -43,7 +47,7 @@ def builder(call: Call, media: str, doc: Any) -> Callable[[Object | None], Objec
         if not isinstance(doc, list):
             raise BadRequest("a JSON patch must be a JSON array of operations")
         if len(doc) > json_patch.MAX_OPERATIONS:
-            raise TooLarge(
+            raise RequestEntityTooLarge(
                 f"The allowed maximum operations in a JSON patch is {json_patch.MAX_OPERATIONS}, "
                 f"got {len(doc)}"
             )
@@ -114,5 +118,5 @@ async def patch(call: Call) -> web.StreamResponse:
             call.registry.create, t.info.key, created, call.namespace, call.who, False, dry_run,
             manager,
         )  # fmt: skip
-        return write.headers(object_response(stored, 201, conversion))
-    return write.headers(object_response(stored, 200, conversion))
+        return write.headers(object_response(call, stored, 201))
+    return write.headers(object_response(call, stored))

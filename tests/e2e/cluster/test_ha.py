@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from controlplane.api import rfc3339
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e.cluster import helpers as h
+from machinery import rfc3339
+from tests.harness import cluster_workloads as h
 from tests.harness.cluster import Cluster, ClusterControlPlane, running_cluster
+from tests.harness.etcd import etcd_available, running_etcd
 from tests.harness.registry import Registry
 from tests.harness.wait import wait_for
-from tests.unit.controlplane.storage.etcd_server import etcd_available, running_etcd
 
 pytestmark = [
     pytest.mark.root,

@@ -238,6 +238,7 @@ def test_audit_mode_annotates_the_audit_log(plane: Plane) -> None:
         return None
 
     found = wait_for(annotated, 10)
+    assert found is not None
     assert found["pod-security.kubernetes.io/enforce-policy"] == "privileged:latest"
     assert found["pod-security.kubernetes.io/audit-violations"].startswith(
         'would violate PodSecurity "baseline:latest": host namespaces (hostNetwork=true'

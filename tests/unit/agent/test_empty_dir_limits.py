@@ -4,7 +4,6 @@ options), and enforced for disk-backed emptyDirs by eviction, as the kubelet."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,15 @@ from agent.eviction.manager import EvictionManager
 from agent.eviction.ranking import PodUsage
 from agent.eviction.thresholds import parse_config
 from agent.pod_config import ConfigError
-from controlplane.api.validation import Errors, validate_pod_spec
+from controlplane.api.checks import Errors
+from controlplane.api.kinds.shared import podspec
+from machinery import libc
 from tests.unit.agent.test_volumes import SRC, make_pod
 
 
 def spec_errors(source: dict[str, Any]) -> list[str]:
     e = Errors()
-    validate_pod_spec(e, "spec", {"volumes": [{"name": "v", "emptyDir": source}],
+    podspec.validate(e, "spec", {"volumes": [{"name": "v", "emptyDir": source}],
                                   "containers": [{"name": "c", "image": "i"}]})  # fmt: skip
     return [i for i in e.items if "emptyDir" in i]
 
@@ -38,12 +39,17 @@ def test_the_api_server_checks_the_size_limit() -> None:
 
 
 def test_tmpfs_gets_the_size_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    mounts: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: mounts.append(argv))
+    mounts: list[tuple[str | None, str, str | None, int, str | None]] = []
+
+    def mount(source: str | None, target: str, fstype: str | None, flags: int = 0,
+              data: str | None = None) -> None:  # fmt: skip
+        mounts.append((source, target, fstype, flags, data))
+
+    monkeypatch.setattr(libc, "mount", mount)
     pod = make_pod({"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}})
     volumes.setup_volumes(tmp_path, pod, SRC)
-    [argv] = mounts
-    assert argv[:4] == ["mount", "-t", "tmpfs", "-o"] and argv[4] == "size=1073741824"
+    [(source, _, fstype, _, data)] = mounts
+    assert (source, fstype, data) == ("tmpfs", "tmpfs", "size=1073741824")
     bad = make_pod({"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "1m,suid,dev"}})
     with pytest.raises(ConfigError, match=r"emptyDir\.sizeLimit"):
         volumes.setup_volumes(tmp_path / "b", bad, SRC)
@@ -62,9 +68,13 @@ def test_a_disk_backed_empty_dir_past_its_limit_is_evicted(tmp_path: Path) -> No
     found = local_storage.violations([usage], tmp_path)
     assert found == [(usage, 'Usage of EmptyDir volume "cache" exceeds the limit "1Ki". ')]
     evicted: list[tuple[str, str, int]] = []
+
+    def evict(v: PodUsage, m: str, g: int) -> bool:
+        evicted.append((v.uid, m, g))
+        return True
+
     manager = EvictionManager(
-        parse_config(hard="memory.available<1Mi"), lambda: {}, lambda: [usage],
-        lambda v, m, g: evicted.append((v.uid, m, g)) or True,
+        parse_config(hard="memory.available<1Mi"), lambda: {}, lambda: [usage], evict,
         local_storage=lambda: local_storage.violations([usage], tmp_path),
     )  # fmt: skip
     assert manager.synchronize() == ["uid-1"]

@@ -135,7 +135,7 @@ def test_reviews_in_flight_are_bounded() -> None:
     auth, reviewer, _ = make(WebhookSettings(max_in_flight=3, burst=1000))
     reviewer.gate = threading.Event()
     with ThreadPoolExecutor(3) as pool:
-        held = [pool.submit(auth.check, f"Bearer t{i}", "GET", "/stats") for i in range(3)]
+        held = [pool.submit(auth.check, f"Bearer t{i}", "GET", parse("/stats")) for i in range(3)]
         wait_for(lambda: reviewer.in_flight == 3, timeout=5)
         # Three reviews wait on the API server: the next caller is refused at once.
         assert auth.check("Bearer t3", "GET", parse("/stats")).code == 429

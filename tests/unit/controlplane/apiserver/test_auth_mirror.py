@@ -11,27 +11,11 @@ from controlplane.api.kinds import by_kind
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.authz import Authorizer
 from controlplane.client.errors import Forbidden
-from controlplane.client.interface import DeleteOptions
-from tests.unit.controlplane.apiserver.conftest import Cluster
-from tests.unit.controlplane.apiserver.test_objects import pod
+from tests.fakes.api_objects import mirror, pod
 
 NODE = Identity("system:node:n1", node="n1")
 POD = by_kind("Pod")
 authorize = Authorizer().authorize
-
-
-def mirror(name: str, node: str, node_uid: str = "") -> dict[str, Any]:
-    """A mirror pod as the agent makes it: its Node its controlling owner."""
-    body = pod(name, node=node)
-    body["metadata"]["annotations"] = {
-        "kubernetes.io/config.mirror": "abc",
-        "kubernetes.io/config.hash": "abc",
-        "kubernetes.io/config.source": "file",
-    }
-    body["metadata"]["ownerReferences"] = [
-        {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid, "controller": True}
-    ]
-    return body
 
 
 @pytest.mark.parametrize(
@@ -58,53 +42,3 @@ def test_node_may_delete_its_mirror_but_not_update_it() -> None:
         authorize(NODE, "delete", POD, "default", "web-n2", mirror("web-n2", "n2"), None)
     with pytest.raises(Forbidden):
         authorize(NODE, "update", POD, "default", "web-n1", mine, mine)
-
-
-def test_mirror_pod_through_the_server(cluster: Cluster) -> None:
-    assert cluster.server.authority is not None
-    node = cluster.client(cluster.server.node_token("n1"))
-    try:
-        uid = node.create("Node", {"metadata": {"name": "n1"}})["metadata"]["uid"]
-        created = node.create("Pod", mirror("web-n1", "n1", uid), "default")
-        with pytest.raises(Forbidden):
-            node.create("Pod", mirror("web-n2", "n2"), "default")
-        with pytest.raises(Forbidden):
-            node.create("Pod", pod("plain", node="n1"), "default")
-        node.delete(
-            "Pod",
-            "web-n1",
-            "default",
-            options=DeleteOptions(
-                grace_period_seconds=0, precondition_uid=created["metadata"]["uid"]
-            ),
-        )
-    finally:
-        node.close()
-
-
-@pytest.mark.parametrize(
-    ("refs", "problem"),
-    [
-        ([], "with an owner reference set to itself"),
-        ([{"apiVersion": "v1", "kind": "Node", "name": "n1", "controller": False}],
-         "with a controller owner reference set to itself"),
-        ([{"apiVersion": "v1", "kind": "Node", "name": "n1", "controller": True},
-          {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "w", "uid": "u"}],
-         "with a single owner reference set to itself"),
-        ([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "w", "uid": "u",
-           "controller": True}], "with an owner reference set to itself"),
-        ([{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "stale", "controller": True}],
-         "does not match the current UID"),
-    ],
-)  # fmt: skip
-def test_a_mirror_pod_must_be_controlled_by_its_node(
-    cluster: Cluster, refs: list[dict[str, Any]], problem: str
-) -> None:
-    """Without its Node as controller a mirror pod is adopted by any
-    ReplicaSet whose selector its labels match (issue 32)."""
-    with cluster.client(cluster.server.node_token("n1")) as node:
-        node.create("Node", {"metadata": {"name": "n1"}})
-        body = mirror("m", "n1")
-        body["metadata"]["ownerReferences"] = refs
-        with pytest.raises(Forbidden, match=problem):
-            node.create("Pod", body, "default")

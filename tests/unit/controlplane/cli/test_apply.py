@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.unit.controlplane.cli.conftest import Ctl
+from tests.fakes.skiffctl import Ctl
 
 DEPLOY = """\
 apiVersion: apps/v1

@@ -4,9 +4,11 @@ and the evaluator's versions, overrides and order."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from controlplane.apiserver.podsecurity.evaluator import Evaluator, aggregate
+from controlplane.apiserver.podsecurity.evaluator import Aggregate, Evaluator, aggregate
 from controlplane.apiserver.podsecurity.levels import LevelVersion, parse_version
 from tests.fakes.podsecurity_fixtures import CASES, Case, levels_of, minimal_pod
 
@@ -15,7 +17,7 @@ PARAMS = [pytest.param(case, level, id=f"{case.check}-{level}")
           for case in CASES for level in levels_of(case)]  # fmt: skip
 
 
-def evaluate(level: str, pod: dict, version: str = "latest"):  # type: ignore[no-untyped-def]
+def evaluate(level: str, pod: dict[str, Any], version: str = "latest") -> Aggregate:
     lv = LevelVersion(level, parse_version(version))
     return aggregate(EVALUATOR.evaluate(lv, pod.get("metadata") or {}, pod["spec"]))
 
