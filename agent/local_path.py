@@ -10,8 +10,10 @@ speaks to the control plane only through the API:
    `storage.skiff.io/local-path: "true"` for selection; retried until it works
    and put back if the Node loses it); a node without it gets no
    local-path volumes;
-2. it watches PersistentVolumes, keeping those `pv.kubernetes.io/provisioned-by:
-   skiff.io/local-path` whose nodeAffinity names this node;
+2. it watches the PersistentVolumes labelled `storage.skiff.io/local-path-node`
+   = its name (the only volumes a node may list; the controller labels them),
+   keeping those `pv.kubernetes.io/provisioned-by: skiff.io/local-path` whose
+   nodeAffinity names this node;
 3. for each live one it makes the directory (mode 0770, root's: root in a
    container writes it, and a pod's fsGroup is given the tree when it
    mounts it, agent/claims.py; never 0777 as local-path provisioners make
@@ -195,7 +197,10 @@ class LocalPathAgent:
         self.api = api
         self.node = node
         self.volumes = LocalPathVolumes(root)
-        self.informer = informers.informer_for("PersistentVolume")
+        # Only the volumes pinned to this node: the one list of volumes a node may read.
+        self.informer = informers.informer_for(
+            "PersistentVolume", label_selector=f"{v.LOCAL_PATH_NODE_LABEL}={node}"
+        )
         self.queue: RateLimitingQueue[str] = RateLimitingQueue()
         self._thread: threading.Thread | None = None
         self.informer.add_event_handler(

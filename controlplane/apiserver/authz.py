@@ -28,7 +28,7 @@ from typing import Any
 
 from controlplane.api.kinds import KindInfo
 from controlplane.api.rbac import GROUP, Attributes, PolicyRule, covers, parse_rules
-from controlplane.api.selectors import FieldSelector
+from controlplane.api.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.nodegraph import NodeGraph
 from controlplane.apiserver.noderestriction import AddressCheck, Lookup, refusal
@@ -122,13 +122,17 @@ class Authorizer:
         new: dict[str, Any] | None = None,
         fields: FieldSelector | None = None,
         subresource: str = "",
+        labels: LabelSelector | None = None,
     ) -> None:
-        """Raise Forbidden unless `identity` may do `verb` on the object."""
+        """Raise Forbidden unless `identity` may do `verb` on the object
+        (a list or watch with its field and label selectors)."""
         if identity.admin:
             return
         node_reason = None
         if identity.node is not None:
-            node_reason = self._node(identity.node, verb, info, namespace, name, old, new, fields)
+            node_reason = self._node(
+                identity.node, verb, info, namespace, name, old, new, fields, labels
+            )
             if node_reason is None:
                 return
         a = attributes(verb, info, namespace, name, subresource)
@@ -153,9 +157,10 @@ class Authorizer:
         old: dict[str, Any] | None,
         new: dict[str, Any] | None,
         fields: FieldSelector | None,
+        labels: LabelSelector | None = None,
     ) -> str | None:
         args = (node, verb, info, namespace, name, old, new, fields, self.lookup,
-                self.address_problem)  # fmt: skip
+                self.address_problem, labels)  # fmt: skip
         reason = refusal(self.graph, *args)
         if reason is not None and self._caught_up():
             reason = refusal(self.graph, *args)

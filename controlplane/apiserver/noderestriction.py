@@ -22,8 +22,11 @@ plugin have them:
   controlling owner, no Secret,
   ConfigMap, PVC or ServiceAccount reference, and labels that no Service in
   the namespace selects), Events about its own Node and pods, and the
-  metadata of the local-path PersistentVolumes pinned to it (every PV is
-  readable: the agent provisions local-path volumes for its node).
+  metadata (not labels) of the local-path PersistentVolumes pinned to it.
+- PersistentVolumes: a node gets those its pods' claims are bound to, and
+  lists or watches only with the label selector
+  `storage.skiff.io/local-path-node=<node>` (the local-path volumes pinned
+  to it, which its agent provisions; the PV controller sets the label).
 
 `refusal(...)` returns why a request is refused, or None when it is allowed;
 it never raises, writes, or reads storage except through `lookup` (the
@@ -39,7 +42,7 @@ from typing import Any
 from controlplane.api import volumes
 from controlplane.api.dnsnames import is_dns_subdomain
 from controlplane.api.kinds import KindInfo
-from controlplane.api.selectors import FieldSelector
+from controlplane.api.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver.nodegraph import NodeGraph, pod_references
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
@@ -250,6 +253,30 @@ def _about_own(graph: NodeGraph | None, node: str, event: dict[str, Any] | None)
     return False
 
 
+def _volume_read(
+    graph: NodeGraph | None, node: str, verb: str, name: str, labels: LabelSelector | None
+) -> str | None:
+    if verb in ("list", "watch"):
+        # The agent is also the local-path provisioner's node half: it watches
+        # the volumes pinned to it, and no other.
+        wanted = volumes.LOCAL_PATH_NODE_LABEL
+        if labels is not None and any(
+            r.key == wanted and r.op in ("=", "in") and r.values == (node,)
+            for r in labels.requirements
+        ):
+            return None
+        return (
+            f'node "{node}" may {verb} persistentvolumes only with the label selector '
+            f"{wanted}={node}"
+        )
+    if graph is not None and graph.may_read(node, "PersistentVolume", "", name):
+        return None
+    return (
+        f'node "{node}" may not get persistentvolumes {name!r}: no claim of a pod bound to '
+        "it is bound to it"
+    )
+
+
 def refusal(
     graph: NodeGraph | None,
     node: str,
@@ -262,6 +289,7 @@ def refusal(
     fields: FieldSelector | None = None,
     lookup: Lookup | None = None,
     addresses: AddressCheck | None = None,
+    labels: LabelSelector | None = None,
 ) -> str | None:
     """Why node `node` may not do this (None: it may). See the module docstring."""
     kind = info.kind
@@ -270,9 +298,7 @@ def refusal(
         if kind == "Node" or kind in PROXY_KINDS:
             return None
         if kind == "PersistentVolume":
-            # The agent is also the local-path provisioner's node half: it
-            # watches every PersistentVolume for those pinned to it.
-            return None
+            return _volume_read(graph, node, verb, name, labels)
         if kind == "Lease" and namespace == NODE_LEASE_NAMESPACE and name == node:
             return None
         if kind == "Pod":

@@ -206,7 +206,8 @@ def _start(
     (on the executor: the history replay reads the store)."""
     t = call.target
     initial: list[WatchItem] = []
-    call.registry.authorizer.authorize(call.who, "watch", t.info, t.namespace, "")
+    call.registry.authorizer.authorize(call.who, "watch", t.info, t.namespace, "",
+                                       fields=selectors.fields, labels=selectors.labels)  # fmt: skip
     if rv is None:
         result = call.registry.list(
             t.info.key, call.namespace, call.query("labelSelector"), call.query("fieldSelector"),
