@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO
 
 from controlplane.api.bootstraptoken import split
 from controlplane.apiserver.auth import TokenAuthority
@@ -276,13 +276,18 @@ def write_component_credentials(
 
 
 def ensure_join_token(
-    data_dir: Path, joins: BootstrapJoin, ttl: datetime.timedelta | None = DEFAULT_TOKEN_TTL
+    data_dir: Path,
+    joins: BootstrapJoin,
+    ttl: datetime.timedelta | None = DEFAULT_TOKEN_TTL,
+    announce: TextIO | None = None,
+    server: str = "",
 ) -> str:
     """`<data-dir>/join-token`: the bootstrap token made at first start, expiring
-    after `ttl` (None: never), as kubeadm's first token does. Kept as it is
-    afterwards, even once expired or revoked (its Secret deleted), so deleting
-    it with `skiff token delete` stays a revocation across restarts; make
-    another with `skiff token create`."""
+    after `ttl` (None: never), as kubeadm's first token does, and printed to
+    `announce` with the command a node joins with (as `kubeadm init` prints
+    its `kubeadm join`). Kept as it is afterwards, even once expired or
+    revoked (its Secret deleted), so deleting it with `skiff token delete`
+    stays a revocation across restarts; make another with `skiff token create`."""
     path = data_dir / "join-token"
     try:
         existing = path.read_text().strip()
@@ -293,7 +298,23 @@ def ensure_join_token(
     # First start (or a join token of the old, never-expiring HMAC kind).
     token = joins.create(ttl, f"skiff controlplane's join token ({path})")
     write_private(path, token + "\n")
+    if announce is not None:
+        lasts = f"expires in {_duration(ttl)}" if ttl else "never expires"
+        announce.write(
+            f"skiff controlplane: join nodes with this bootstrap token ({lasts}; also in {path}):\n"
+            f"  skiff agent --server {server or '<this address>'} --token {token} "
+            f"--ca-file {data_dir / 'pki' / 'ca.crt'}\n"
+        )
+        announce.flush()
     return token
+
+
+def _duration(ttl: datetime.timedelta) -> str:
+    seconds = int(ttl.total_seconds())
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
 
 
 # The name each component's writes are recorded for in managedFields.
@@ -392,7 +413,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     admin = ClientConfig(address, pki.ca_pem, server.authority.admin_token(),
                          data_dir / "admin.conf", grpc_address)  # fmt: skip
     try:
-        join_token = ensure_join_token(data_dir, server.joins, args.token_ttl)
+        join_token = ensure_join_token(data_dir, server.joins, args.token_ttl, sys.stderr, address)
     except (ApiError, OSError) as err:
         server.stop()
         store.close()

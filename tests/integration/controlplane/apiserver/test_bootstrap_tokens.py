@@ -6,6 +6,7 @@ without rotating the admin token, and could claim a running node's name."""
 from __future__ import annotations
 
 import datetime
+import io
 import re
 from pathlib import Path
 
@@ -135,7 +136,16 @@ def test_the_first_join_token_expires_in_a_day_unless_told_otherwise(
 
     default = build_parser().parse_args([]).token_ttl
     assert default == datetime.timedelta(hours=24)
-    token = ensure_join_token(tmp_path, joins(cluster), default)
+    printed = io.StringIO()
+    token = ensure_join_token(tmp_path, joins(cluster), default, printed, "10.0.0.1:6443")
+    assert printed.getvalue() == (
+        "skiff controlplane: join nodes with this bootstrap token (expires in 24h; also in "
+        f"{tmp_path / 'join-token'}):\n  skiff agent --server 10.0.0.1:6443 --token {token} "
+        f"--ca-file {tmp_path / 'pki' / 'ca.crt'}\n"
+    )
+    again = io.StringIO()
+    assert ensure_join_token(tmp_path, joins(cluster), default, again) == token
+    assert again.getvalue() == ""  # printed once, when made
     with cluster.client() as admin:
         found = bt.info(admin.get("Secret", bt.secret_name(token[:6]), bt.NAMESPACE))
     assert found is not None and found.expiration
