@@ -20,7 +20,7 @@ def pod(
     return body
 
 
-def mirror(name: str, node: str, node_uid: str = "") -> dict[str, Any]:
+def mirror(name: str, node: str, node_uid: str = "node-uid") -> dict[str, Any]:
     """A mirror pod as the agent makes it: its Node its controlling owner."""
     body = pod(name, node=node)
     body["metadata"]["annotations"] = {
