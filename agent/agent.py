@@ -39,7 +39,7 @@ from agent.node_status import NodeConfig, NodeStatusReporter, Readings, allocata
 from agent.object_cache import ObjectCache
 from agent.pleg import Pleg
 from agent.pod_cgroups import sweep_pod_cgroups
-from agent.pod_config import NodeSettings, secret_data
+from agent.pod_config import DEFAULT_SECCOMP_ROOT, NodeSettings, secret_data
 from agent.pod_events import PodEvents
 from agent.pod_sync import PodSyncer, SyncDeps
 from agent.pod_workers import MIRROR_INDEX, UID_INDEX, PodWorkers
@@ -104,6 +104,8 @@ class AgentConfig:
     enforce_node_allocatable: bool = True
     # The local-path provisioner's volumes (agent/local_path.py); None = <root>/local-path.
     local_path_root: Path | None = None
+    # Where pods' seccomp localhostProfile paths resolve (the kubelet's <root-dir>/seccomp).
+    seccomp_root: Path = DEFAULT_SECCOMP_ROOT
 
 
 def _uid_index(obj: Object) -> list[str]:
@@ -200,6 +202,7 @@ class Agent:
                 backoff=Backoff(self.clock.now),
                 image_backoff=Backoff(self.clock.now),
                 service_env=self._service_env,
+                seccomp_root=cfg.seccomp_root,
             )
         )
         self._threads: list[threading.Thread] = []
@@ -249,6 +252,7 @@ class Agent:
             cfg.pod_settings.cgroup_root,
             cfg.pod_settings.log_root,
             lambda: allocatable_memory(cfg.node, self._memory),
+            volume_root=cfg.root,
         )
         self.qos = (
             QOSCgroups(cfg.pod_settings.cgroup_root, cfg.enforce_node_allocatable)

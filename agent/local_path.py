@@ -10,11 +10,16 @@ speaks to the control plane only through the API:
    `storage.skiff.io/local-path: "true"` for selection; retried until it works
    and put back if the Node loses it); a node without it gets no
    local-path volumes;
-2. it watches PersistentVolumes, keeping those `pv.kubernetes.io/provisioned-by:
-   skiff.io/local-path` whose nodeAffinity names this node;
-3. for each live one it makes the directory (mode 0777, as local-path
-   provisioners do, so any container user can write; fsGroup narrows it
-   per pod), applies the size limit as a project quota where the
+2. it watches the PersistentVolumes labelled `storage.skiff.io/local-path-node`
+   = its name (the only volumes a node may list; the controller labels them),
+   keeping those `pv.kubernetes.io/provisioned-by: skiff.io/local-path` whose
+   nodeAffinity names this node;
+3. for each live one it makes the directory (mode 0770, root's: root in a
+   container writes it, and a pod's fsGroup is given the tree when it
+   mounts it, agent/claims.py; never 0777 as local-path provisioners make
+   it, which lets any host user who learns the path read and write a
+   pod's data; a directory an older agent made 0777 loses the other
+   bits), applies the size limit as a project quota where the
    filesystem supports one, and records the outcome in the volume's
    annotations: `storage.skiff.io/local-path-state: ready` and
    `storage.skiff.io/local-path-quota` saying how the size is enforced or
@@ -149,10 +154,12 @@ class LocalPathVolumes:
         if path.is_symlink():
             raise LocalPathError(f"{path} is a symlink")
         try:
-            path.mkdir(mode=0o777)
-            path.chmod(0o777)
+            path.mkdir(mode=0o770)
+            path.chmod(0o770)
         except FileExistsError:
-            pass
+            mode = path.lstat().st_mode & 0o7777
+            if mode & 0o007:
+                path.chmod(mode & ~0o007)
         size = v.volume_capacity(pv)
         mount = mount_of(str(path))
         tools = {t: shutil.which(t) for t in ("xfs_quota", "setquota", "chattr")}
@@ -190,7 +197,10 @@ class LocalPathAgent:
         self.api = api
         self.node = node
         self.volumes = LocalPathVolumes(root)
-        self.informer = informers.informer_for("PersistentVolume")
+        # Only the volumes pinned to this node: the one list of volumes a node may read.
+        self.informer = informers.informer_for(
+            "PersistentVolume", label_selector=f"{v.LOCAL_PATH_NODE_LABEL}={node}"
+        )
         self.queue: RateLimitingQueue[str] = RateLimitingQueue()
         self._thread: threading.Thread | None = None
         self.informer.add_event_handler(

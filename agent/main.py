@@ -33,7 +33,7 @@ from agent.image_gc import ImageGCPolicy
 from agent.network import NetworkSettings
 from agent.node_resources import ResourceSettings
 from agent.node_status import NodeConfig
-from agent.pod_config import NodeSettings
+from agent.pod_config import DEFAULT_SECCOMP_ROOT, NodeSettings
 from agent.proxy import DnsSettings, ProxySettings
 from agent.proxy.local_address import DEFAULT_IFNAME
 from agent.proxy.rules import DEFAULT_PREFIX, Chains
@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--local-path-root",
         default="",
         help="where the skiff.io/local-path provisioner keeps volumes (default <root-dir>/local-path)",
+    )
+    p.add_argument(
+        "--seccomp-profile-root",
+        default=str(DEFAULT_SECCOMP_ROOT),
+        help="a pod's seccompProfile.localhostProfile is a path under here (the runtime's"
+        " --seccomp-profile-root)",
     )
     p.add_argument("--pod-log-dir", default="/var/log/pods")
     p.add_argument("--cgroup-root", default="/skiff/pods", help="parent cgroup of every pod")
@@ -431,6 +437,7 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
         pod_manifest_path=Path(args.pod_manifest_path) if args.pod_manifest_path else None,
         runtime_name=args.runtime_name,
         local_path_root=Path(args.local_path_root) if args.local_path_root else None,
+        seccomp_root=Path(args.seccomp_profile_root).absolute(),
         listen=args.listen,
         proxy=None
         if args.no_proxy

@@ -24,7 +24,7 @@ from pathlib import Path
 from agent.admission import pod_requests
 from agent.container_gc import ContainerGCPolicy, DeadContainer, containers_to_remove
 from agent.cri_client import CRIClient, CRIError
-from agent.eviction import signals
+from agent.eviction import local_storage, signals
 from agent.eviction import thresholds as t
 from agent.eviction.manager import EvictionManager
 from agent.eviction.ranking import PodUsage
@@ -63,8 +63,10 @@ class NodeResources:
         log_root: str,
         allocatable_memory: Callable[[], int],
         now: Callable[[], float] = time.time,
+        volume_root: Path | None = None,
     ) -> None:
         self.settings = settings
+        self.volume_root = volume_root  # the agent's root: pods' emptyDirs under it
         self.cri = cri_client
         self.workers = workers
         self.fs_path = fs_path
@@ -78,7 +80,12 @@ class NodeResources:
         self.notifier = ThresholdNotifier(self.wake.set)
         self.manager = (
             EvictionManager(
-                settings.eviction, self.observe, self.pod_usages, self.evict, self.reclaim
+                settings.eviction,
+                self.observe,
+                self.pod_usages,
+                self.evict,
+                self.reclaim,
+                local_storage=self.local_storage_violations,
             )
             if settings.eviction is not None
             else None
@@ -136,6 +143,12 @@ class NodeResources:
             usage = o.capacity - th.value.of(o.capacity) + signals.inactive_file(cgroup, False)
             self.notifier.arm(cgroup, max(0, usage))
             return
+
+    def local_storage_violations(self) -> list[tuple[PodUsage, str]]:
+        """Pods whose disk-backed emptyDir is past its sizeLimit."""
+        if self.volume_root is None:
+            return []
+        return local_storage.violations(self.pod_usages(), self.volume_root)
 
     def pod_usages(self) -> list[PodUsage]:
         out = []

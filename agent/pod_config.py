@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agent.pod_actions import container_hash
@@ -291,7 +292,27 @@ def secret_data(secret: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _seccomp(sc: Mapping[str, Any], pod_sc: Mapping[str, Any]) -> tuple[cri.SecurityProfile, str]:
+DEFAULT_SECCOMP_ROOT = Path("/var/lib/skiff/seccomp")
+
+
+def localhost_profile(root: Path, ref: Any) -> str:
+    """The absolute path of a pod's `localhostProfile`, inside the seccomp root
+    (as the kubelet joins it to its seccomp directory): never absolute, never
+    `..`, never empty. The runtime loads the path it is given, as containerd
+    does (CRI's localhost_ref is the trusted kubelet's): the confinement is here."""
+    text = str(ref or "")
+    parts = text.split("/")
+    if not text or text.startswith("/") or ".." in parts or "\x00" in text:
+        raise ConfigError(
+            f"seccompProfile.localhostProfile {text!r}: must be a relative path under the "
+            "seccomp profile root, without '..'"
+        )
+    return str(root / text)
+
+
+def _seccomp(
+    sc: Mapping[str, Any], pod_sc: Mapping[str, Any], root: Path = DEFAULT_SECCOMP_ROOT
+) -> tuple[cri.SecurityProfile, str]:
     prof = sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}
     # RuntimeDefault unless the pod asks for Unconfined (the kubelet's
     # --seccomp-default, on for every pod skiff runs)
@@ -301,7 +322,7 @@ def _seccomp(sc: Mapping[str, Any], pod_sc: Mapping[str, Any]) -> tuple[cri.Secu
             profile_type=cri.SecurityProfile.RuntimeDefault
         ), "runtime/default"
     if kind == "Localhost":
-        ref = prof.get("localhostProfile", "")
+        ref = localhost_profile(root, prof.get("localhostProfile"))
         return (
             cri.SecurityProfile(profile_type=cri.SecurityProfile.Localhost, localhost_ref=ref),
             f"localhost/{ref}",
@@ -338,13 +359,14 @@ def run_as_non_root_error(
 
 
 def container_security(
-    pod: Mapping[str, Any], container: Mapping[str, Any]
-) -> cri.LinuxContainerSecurityContext:
+    pod: Mapping[str, Any], container: Mapping[str, Any],
+    seccomp_root: Path = DEFAULT_SECCOMP_ROOT,
+) -> cri.LinuxContainerSecurityContext:  # fmt: skip
     spec = pod.get("spec") or {}
     pod_sc = spec.get("securityContext") or {}
     sc = container.get("securityContext") or {}
     caps = sc.get("capabilities") or {}
-    profile, path = _seccomp(sc, pod_sc)
+    profile, path = _seccomp(sc, pod_sc, seccomp_root)
     out = cri.LinuxContainerSecurityContext(
         capabilities=cri.Capability(
             add_capabilities=list(caps.get("add") or []),
@@ -387,6 +409,7 @@ def container_config(
     mounts: list[cri.Mount],
     resources: cri.LinuxContainerResources,
     image_ref: str = "",
+    seccomp_root: Path = DEFAULT_SECCOMP_ROOT,
 ) -> cri.ContainerConfig:
     env_map = dict(env)
     labels = {
@@ -421,6 +444,7 @@ def container_config(
         stdin_once=bool(container.get("stdinOnce")),
         tty=bool(container.get("tty")),
         linux=cri.LinuxContainerConfig(
-            resources=resources, security_context=container_security(pod, container)
+            resources=resources,
+            security_context=container_security(pod, container, seccomp_root),
         ),
     )

@@ -40,6 +40,7 @@ from agent.pod_actions import (
     is_sidecar,
 )
 from agent.pod_config import (
+    DEFAULT_SECCOMP_ROOT,
     ConfigError,
     NodeSettings,
     container_config,
@@ -107,6 +108,8 @@ class SyncDeps:
     # The service environment variables for a pod (the kubelet's service links).
     service_env: Callable[[Mapping[str, Any]], Mapping[str, str]] = lambda pod: {}
     runtime_handler: str = ""
+    # localhostProfile seccomp profiles are taken from under here only.
+    seccomp_root: Path = DEFAULT_SECCOMP_ROOT
 
 
 class PodSyncer:
@@ -317,14 +320,15 @@ class PodSyncer:
             message_file = message_mount(pod_dir(self.d.root, pod), spec)
             if message_file is not None:
                 mounts.append(message_file)
-        except OSError as err:
+            resources = container_resources(
+                dict(spec), qos_class(dict(pod)), self.d.memory_capacity
+            )
+            cfg = container_config(
+                pod, spec, restart_count, env, mounts, resources, image_ref, self.d.seccomp_root
+            )
+        except (OSError, ConfigError) as err:
             result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
             return
-        except ConfigError as err:
-            result.waiting[name] = Waiting("CreateContainerConfigError", str(err))
-            return
-        resources = container_resources(dict(spec), qos_class(dict(pod)), self.d.memory_capacity)
-        cfg = container_config(pod, spec, restart_count, env, mounts, resources, image_ref)
         target = str(spec.get("targetContainerName") or "")
         if latest is not None and target:
             running = latest.get(target)

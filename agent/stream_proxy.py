@@ -54,6 +54,8 @@ from urllib.parse import urlsplit
 import grpc
 
 from agent.cri_client import CRIClient
+from agent.request_target import BadTarget, RequestTarget
+from agent.request_target import parse as parse_request_target
 from agent.server import AgentServicer, serve
 from agent.stats_summary import summary
 from agent.stream_targets import (
@@ -435,17 +437,17 @@ class _Handler(StrictRequestHandler):
         finally:
             owner.hang_up(upstream)
 
-    def _authorized(self) -> bool:
-        """Whether the request may go on; answers the refusal when not."""
+    def _authorized(self, target: RequestTarget) -> bool:
+        """Whether the request for `target` may go on; answers the refusal when not."""
         if self.apiserver:
             return True
         callers = self.server.owner.callers
         if callers is None:
             self.plain(401, "Unauthorized")
             return False
-        decision = callers.check(self.headers.get("Authorization", ""), self.command, self.path)
+        decision = callers.check(self.headers.get("Authorization", ""), self.command, target)
         if decision.code != 200:
-            log.info("agent endpoint: %d for %s %s", decision.code, self.command, self.path)
+            log.info("agent endpoint: %d for %s %s", decision.code, self.command, target.path)
             self.plain(decision.code, decision.message)
             return False
         return True
@@ -470,16 +472,22 @@ class _Handler(StrictRequestHandler):
     def _dispatch(self) -> None:
         owner = self.server.owner
         self.close_connection = True
-        if not self._authorized():
+        try:  # once: the authorizer and the router read this value, never self.path
+            request = parse_request_target(self.path)
+        except BadTarget as err:
+            log.info("agent endpoint: %d for %r: %s", err.code, self.path[:200], err)
+            self.plain(err.code, str(err))
             return
-        if self.path.split("?", 1)[0] == SUMMARY_PATH and self.command == "GET":
+        if not self._authorized(request):
+            return
+        if request.path == SUMMARY_PATH and self.command == "GET":
             self._summary()
             return
         try:
-            target = parse_target(self.path)
+            target = parse_target(request)
             url = runtime_url(target, owner.pods, owner.runtime)
         except RequestError as err:
-            log.info("stream refused", extra={"path": self.path, "code": err.code})
+            log.info("stream refused", extra={"path": request.path, "code": err.code})
             self.plain(err.code, str(err))
             return
         parts = urlsplit(url)

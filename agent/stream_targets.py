@@ -2,7 +2,7 @@
 URL for it.
 
 `parse_target` reads `/exec|attach|portforward/<namespace>/<pod>[/<container>]`
-and its query (RequestError with the HTTP status otherwise); `runtime_url`
+and its query from the target request_target.py parsed (RequestError with the HTTP status otherwise); `runtime_url`
 finds the running container (labels io.kubernetes.pod.uid and
 io.kubernetes.container.name) or the ready sandbox through CRI and asks the
 runtime for a streaming URL (CRI Exec, Attach, PortForward). No socket is
@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import grpc
 
 from agent.cri_client import CRIClient, CRIError
 from agent.pod_config import CONTAINER_NAME_LABEL, POD_UID_LABEL
+from agent.request_target import RequestTarget
 from machinery.rpc_errors import rpc_status
 from proto.runtime.v1 import api_pb2 as cri
 
@@ -104,11 +104,11 @@ class Target:
     ports: tuple[int, ...] = ()
 
 
-def parse_target(raw_path: str) -> Target:
-    """The request's target; `RequestError` for a path or query it cannot serve."""
-    parts = urlsplit(raw_path)
-    words = [unquote(p) for p in parts.path.split("/") if p]
-    query = parse_qs(parts.query, keep_blank_values=True)
+def parse_target(request: RequestTarget) -> Target:
+    """The stream a parsed request target names (request_target.py: the same
+    value the caller was authorized for); `RequestError` for one it cannot serve."""
+    words = list(request.segments)
+    query = request.params()
     if not words or words[0] not in ("exec", "attach", "portforward"):
         raise RequestError(404, "404 page not found")
     kind = words[0]

@@ -13,6 +13,7 @@ volumes unmounts tmpfs first and never follows symlinks out of the pod dir.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import stat
@@ -23,6 +24,7 @@ from typing import Any
 from agent import atomic_writer, subpath
 from agent.pod_config import ConfigError
 from agent.volume_files import ClaimLookup, VolumeSources, file_kind, volume_files
+from controlplane.api.quantity import parse_quantity
 from machinery import libc
 from proto.runtime.v1 import api_pb2 as cri
 
@@ -139,6 +141,42 @@ def _ensure_tmpfs(path: Path) -> None:
         libc.mount("tmpfs", str(path), "tmpfs", 0, "mode=0755,size=16m")
 
 
+def size_limit(volume: Mapping[str, Any]) -> int | None:
+    """An emptyDir's sizeLimit in bytes (rounded up), None when it has none;
+    ConfigError for one that is not a positive quantity (the API server
+    refuses those; a pod from elsewhere, a static one, may still carry it)."""
+    limit = (volume.get("emptyDir") or {}).get("sizeLimit")
+    if limit is None:
+        return None
+    try:
+        value = parse_quantity(limit)
+    except ValueError as err:
+        raise ConfigError(f"volume {volume.get('name')!r}: emptyDir.sizeLimit: {err}") from None
+    if value <= 0:
+        raise ConfigError(f"volume {volume.get('name')!r}: emptyDir.sizeLimit must be positive")
+    return math.ceil(value)
+
+
+def empty_dir_limits(root: Path, pod: Mapping[str, Any]) -> list[tuple[str, Path, int, str]]:
+    """(name, host path, limit in bytes, the limit as written) of each
+    disk-backed emptyDir of `pod` that has a sizeLimit: what the kubelet's
+    eviction manager measures (a Memory one is bounded by its tmpfs)."""
+    out = []
+    base = pod_dir(root, pod) / "volumes" / _plugin_dir({"emptyDir": {}})
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        source = volume.get("emptyDir") if isinstance(volume, Mapping) else None
+        if not isinstance(source, Mapping) or source.get("medium") == "Memory":
+            continue
+        try:
+            limit = size_limit(volume)
+        except ConfigError:
+            continue
+        if limit is not None:
+            out.append((str(volume["name"]), base / str(volume["name"]), limit,
+                        str(source.get("sizeLimit"))))  # fmt: skip
+    return out
+
+
 def volume_paths(
     root: Path, pod: Mapping[str, Any], claims: ClaimLookup | None = None
 ) -> dict[str, str]:
@@ -175,7 +213,7 @@ def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dic
             path.mkdir(mode=0o777, parents=True, exist_ok=True)
             path.chmod(0o777)
             if (volume["emptyDir"] or {}).get("medium") == "Memory" and not os.path.ismount(path):
-                size = (volume["emptyDir"] or {}).get("sizeLimit")
+                size = size_limit(volume)  # bytes: never the text, which reaches the options
                 libc.mount("tmpfs", str(path), "tmpfs", 0, f"size={size}" if size else None)
         else:
             kind = file_kind(volume) or ""

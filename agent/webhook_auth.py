@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from agent.request_target import RequestTarget
 from controlplane.client.errors import ApiError
 
 log = logging.getLogger("skiff.agent.webhook_auth")
@@ -83,15 +84,16 @@ class ReviewUnavailable(Exception):
     """The API server could not answer a review (not cached; the caller gets 503)."""
 
 
-def request_attributes(method: str, path: str) -> tuple[str, str]:
-    """The kubelet's (verb, subresource) of a request on resource `nodes`."""
+def request_attributes(method: str, target: RequestTarget) -> tuple[str, str]:
+    """The kubelet's (verb, subresource) of a request on resource `nodes`, read
+    from the parsed target the router serves (request_target.py), never the raw path."""
     verb = METHOD_VERBS.get(method.upper(), method.lower())
-    clean = "/" + path.split("?", 1)[0].lstrip("/")
-    if clean == "/stats" or clean.startswith("/stats/"):
+    first = target.segments[0] if target.segments else ""
+    if first == "stats":
         return verb, "stats"
-    if clean.startswith("/metrics"):
+    if first.startswith("metrics"):
         return verb, "metrics"
-    if clean == "/logs" or clean.startswith("/logs/"):
+    if first == "logs":
         return verb, "log"
     return verb, "proxy"
 
@@ -192,8 +194,8 @@ class WebhookAuth:
         self._access: TTLCache[bool] = TTLCache(s.max_entries, clock)
         self._budget = ReviewBudget(s.max_in_flight, s.reviews_per_second, s.burst, clock)
 
-    def check(self, authorization: str, method: str, path: str) -> Decision:
-        """The answer to a request with this Authorization header."""
+    def check(self, authorization: str, method: str, target: RequestTarget) -> Decision:
+        """The answer to a request for `target` with this Authorization header."""
         token = authorization[7:].strip() if authorization[:7].lower() == "bearer " else ""
         if not token:
             return Decision(401, "Unauthorized")
@@ -205,7 +207,7 @@ class WebhookAuth:
             return Decision(429, "too many token reviews in progress; retry later")
         if caller is None:
             return Decision(401, "Unauthorized")
-        verb, subresource = request_attributes(method, path)
+        verb, subresource = request_attributes(method, target)
         try:
             allowed = self._authorize(caller, verb, subresource)
         except ReviewUnavailable as err:

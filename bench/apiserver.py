@@ -28,8 +28,14 @@ measures from client processes:
   charges a quota the same way; issue 29 asks for within 10%).
 
 Prints a table, then as its last line one JSON object of figure -> number.
+With --pod-security LEVEL the control plane enforces, audits and warns that
+Pod Security Standards level in every namespace (its admission configuration
+file's defaults) and the pods created meet it (for restricted: non-root, no
+privilege escalation, capabilities dropped, RuntimeDefault seccomp).
+
 Usage: python -m bench.apiserver [--stores sqlite,etcd] [--pods 100000] [--quick] [--authz]
-       [--quota]
+                                 [--quota]
+                                 [--pod-security restricted]
 """
 
 from __future__ import annotations
@@ -68,24 +74,69 @@ from tests.harness.ports import free_port  # noqa: E402
 from tests.harness.registry import stop_process  # noqa: E402
 from tests.harness.wait import wait_for  # noqa: E402
 
+# --pod-security LEVEL: the control plane enforces (and audits and warns) the
+# Pod Security Standards level in every namespace, and the pods benched meet
+# it. An environment variable, so client processes see it too.
+POD_SECURITY_ENV = "SKIFF_BENCH_POD_SECURITY"
+_RESTRICTED_CONTAINER = {
+    "securityContext": {
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+}
+
 
 def pod(name: str, i: int = 0) -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": "registry.local/bench/app:1.0",
+        "ports": [{"containerPort": 8080}],
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+        "env": [{"name": "MODE", "value": "bench"}],
+    }
+    if os.environ.get(POD_SECURITY_ENV) == "restricted":
+        container.update(_RESTRICTED_CONTAINER)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "labels": {"app": "bench", "shard": str(i % 16)}},
-        "spec": {
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.local/bench/app:1.0",
-                    "ports": [{"containerPort": 8080}],
-                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                    "env": [{"name": "MODE", "value": "bench"}],
-                }
-            ]
-        },
+        "spec": {"containers": [container]},
     }
+
+
+def pod_security_args(data_dir: Path) -> list[str]:
+    """The admission configuration file of --pod-security (none without it)."""
+    level = os.environ.get(POD_SECURITY_ENV)
+    if not level:
+        return []
+    path = data_dir.parent / "admission.json"
+    defaults = {f"{mode}{suffix}": value for mode in ("enforce", "audit", "warn")
+                for suffix, value in (("", level), ("-version", "latest"))}  # fmt: skip
+    path.write_text(json.dumps({
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [{"name": "PodSecurity", "configuration": {
+            "apiVersion": "pod-security.admission.config.k8s.io/v1",
+            "kind": "PodSecurityConfiguration",
+            "defaults": defaults,
+            "exemptions": {"usernames": [], "runtimeClasses": [], "namespaces": []},
+        }}],
+    }))  # fmt: skip
+    return ["--admission-control-config-file", str(path)]
+
+
+def add_pod_security_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pod-security", choices=("privileged", "baseline", "restricted"), default="",
+        help="PodSecurity enforce/audit/warn at this level in every namespace",
+    )  # fmt: skip
+
+
+def set_pod_security(level: str) -> None:
+    if level:
+        os.environ[POD_SECURITY_ENV] = level
 
 
 BATCH = 10  # objects per CreateMany call in the batched rows
@@ -104,7 +155,8 @@ class Server:
              "--data-dir", str(data_dir), "--log-level", "WARNING",
              # The API server alone: no in-process scheduler or controllers
              # listing and watching the pods under measurement.
-             "--disable", "scheduler", "--disable", "volcano-scheduler", "--disable", "controllers", *store_args],
+             "--disable", "scheduler", "--disable", "volcano-scheduler", "--disable", "controllers", *store_args,
+             *pod_security_args(data_dir)],
             cwd=REPO, stdout=log, stderr=log,
         )  # fmt: skip
         log.close()
@@ -533,7 +585,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the cost of authorization: admin vs an RBAC user")  # fmt: skip
     parser.add_argument("--quota", action="store_true",
                         help="only the cost of quota admission: creates without vs with a quota")  # fmt: skip
+    add_pod_security_flag(parser)
     args = parser.parse_args(argv)
+    set_pod_security(args.pod_security)
     figures: dict[str, float] = {}
     with ExitStack() as stack:
         etcd_endpoint = ""

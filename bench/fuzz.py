@@ -2,12 +2,14 @@
 (tar layers, image manifests and indexes, registry responses, CRI request
 fields, CNI configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames,
 API objects and patches, the agent endpoint's HTTP, Kubernetes' protobuf
-bodies),
+bodies) and of issue 32 (YAML request bodies and JSON patches, bombs included),
 each of which must get a clear error or a correct result.
 
 Per target it prints inputs tried, rejections (clear errors), crashes
-(must be 0), hangs (an input over 5 s; must be 0) and leaked fds, threads
-and mounts (must be 0); the last line is one JSON object of figure ->
+(must be 0), hangs (an input over 5 s; must be 0), leaked fds, threads
+and mounts (must be 0), and for the decoders the most memory one input
+took (resident high-water mark over the resident size before it, MiB) and
+the inputs past the target's bound (must be 0); the last line is one JSON object of figure ->
 number. No peer to compare with: the figures are absolute. The targets are
 tests/fuzz/targets.py; `make test` runs a short seeded run of each
 (tests/fuzz/test_fuzz.py).
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t for t in TARGETS if not a.only or t.name in a.only]
     figures: dict[str, float] = {}
     cols = ["inputs", "rejections", "crashes", "hangs", "leaked_fds", "leaked_threads",
-            "leaked_mounts"]  # fmt: skip
+            "leaked_mounts", "peak_mib", "over_memory"]  # fmt: skip
     print(f"{'target':<20}" + "".join(f"{c:>15}" for c in cols) + f"{'seconds':>10}")
     failed = False
     for t in targets:
@@ -46,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{t.name:<20}" + "".join(f"{row[c]:>15}" for c in cols) + f"{took:>10.1f}")
         sys.stdout.flush()
         for c in cols:
-            figures[f"{t.name}.{c}"] = row[c]
+            if row[c] != "-":
+                figures[f"{t.name}.{c}"] = row[c]
         figures[f"{t.name}.seconds"] = round(took, 1)
         if (
             stats.crashes
@@ -54,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             or stats.leaked_fds
             or stats.leaked_threads
             or stats.leaked_mounts
+            or stats.over_memory
         ):
             failed = True
             if stats.first_crash:

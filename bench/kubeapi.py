@@ -25,8 +25,10 @@ bench.apiserver does and measures from client processes:
 Beside the wall times, the control plane's CPU seconds for the watch and
 kubectl parts: on a shared, busy machine they move far less than wall times.
 Prints a table, then as its last line one JSON object of figure -> number.
+With --pod-security LEVEL, PodSecurity enforces that level in every
+namespace (see bench.apiserver).
 Usage: python -m bench.kubeapi [--pods 100000] [--kubectl-pods 10000] [--quick]
-                                [--only creates,watch,kubectl,list]
+                                [--only creates,watch,kubectl,list] [--pod-security restricted]
 """
 
 from __future__ import annotations
@@ -54,7 +56,15 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.apiserver import Server, pod, preload_pods, throughput, watch_latency  # noqa: E402
+from bench.apiserver import (  # noqa: E402
+    Server,
+    add_pod_security_flag,
+    pod,
+    preload_pods,
+    set_pod_security,
+    throughput,
+    watch_latency,
+)
 from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
 from controlplane.api.k8sproto import envelope as k8sproto  # noqa: E402
@@ -418,7 +428,9 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default=",".join(PARTS),
         help=f"comma-separated parts to run, of {','.join(PARTS)} (default: all)",
     )  # fmt: skip
+    add_pod_security_flag(parser)
     args = parser.parse_args(argv)
+    set_pod_security(args.pod_security)
     only = set(args.only.split(","))
     if not only <= set(PARTS):
         parser.error(f"--only: unknown part(s) {','.join(sorted(only - set(PARTS)))}")

@@ -26,6 +26,7 @@ refusal to start (exit status 1), never a silent reset.
 from __future__ import annotations
 
 import argparse
+import datetime
 import ipaddress
 import logging
 import os
@@ -36,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO
 
 from controlplane.api.bootstraptoken import split
 from controlplane.apiserver.auth import TokenAuthority
@@ -56,6 +57,7 @@ log = logging.getLogger("skiff.controlplane")
 
 DEFAULT_LISTEN = "0.0.0.0:6443"
 DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
+DEFAULT_TOKEN_TTL = datetime.timedelta(hours=24)  # kubeadm's
 
 # In-process components started once the API server serves, in this order:
 # A component is called as function(client: ApiClient, stop: threading.Event)
@@ -78,6 +80,30 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
                                           args.controller_metrics_listen,
                                           Path(args.data_dir) / CONTROLLER_MANAGER.kubeconfig)),
     ]  # fmt: skip
+
+
+def encryption_config(args: argparse.Namespace, data_dir: Path) -> str:
+    """The EncryptionConfiguration to use: the flag's, or with --secrets-encryption
+    the data directory's (made once with a random key), else none."""
+    if args.encryption_provider_config:
+        return str(args.encryption_provider_config)
+    if args.secrets_encryption:
+        from controlplane.storage.encryption import ensure_config
+
+        return str(ensure_config(data_dir))
+    return ""
+
+
+def token_ttl(text: str) -> datetime.timedelta | None:
+    """--token-ttl: a duration (24h, 30m, 90s); 0 for a token that never expires."""
+    from controlplane.cli.context import CliError
+    from controlplane.cli.wait import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except CliError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 24h, 30m, 0)") from None
+    return datetime.timedelta(seconds=seconds) if seconds > 0 else None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,6 +179,31 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="audit.k8s.io/v1 Policy (default: every request at Metadata)",
     )
+    p.add_argument(
+        "--token-ttl",
+        type=token_ttl,
+        default=DEFAULT_TOKEN_TTL,
+        help="lifetime of the join token made at first start (<data-dir>/join-token), e.g. "
+        "24h, 30m; 0: it never expires (kubeadm's --token-ttl)",
+    )
+    p.add_argument(
+        "--encryption-provider-config",
+        default="",
+        help="EncryptionConfiguration (apiserver.config.k8s.io/v1) for encryption at rest "
+        "(aescbc, secretbox, identity), as kube-apiserver's flag",
+    )
+    p.add_argument(
+        "--secrets-encryption",
+        action="store_true",
+        help="encrypt Secrets at rest with a key made at first start in "
+        "<data-dir>/encryption-config.json (k3s' flag); --encryption-provider-config wins",
+    )
+    p.add_argument(
+        "--admission-control-config-file",
+        default="",
+        help="AdmissionConfiguration file (apiserver.config.k8s.io/v1) with the PodSecurity "
+        "plugin's defaults and exemptions (default: privileged everywhere, kube-system exempt)",
+    )
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     from controlplane.controllers import manager
 
@@ -224,10 +275,19 @@ def write_component_credentials(
     return tokens
 
 
-def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
-    """`<data-dir>/join-token`: the bootstrap token made at first start. Kept
-    as it is afterwards, even once revoked (its Secret deleted), so deleting
-    it with `skiff token delete` stays a revocation across restarts."""
+def ensure_join_token(
+    data_dir: Path,
+    joins: BootstrapJoin,
+    ttl: datetime.timedelta | None = DEFAULT_TOKEN_TTL,
+    announce: TextIO | None = None,
+    server: str = "",
+) -> str:
+    """`<data-dir>/join-token`: the bootstrap token made at first start, expiring
+    after `ttl` (None: never), as kubeadm's first token does, and printed to
+    `announce` with the command a node joins with (as `kubeadm init` prints
+    its `kubeadm join`). Kept as it is afterwards, even once expired or
+    revoked (its Secret deleted), so deleting it with `skiff token delete`
+    stays a revocation across restarts; make another with `skiff token create`."""
     path = data_dir / "join-token"
     try:
         existing = path.read_text().strip()
@@ -236,9 +296,25 @@ def ensure_join_token(data_dir: Path, joins: BootstrapJoin) -> str:
     if split(existing) is not None:
         return existing
     # First start (or a join token of the old, never-expiring HMAC kind).
-    token = joins.create(None, f"skiff controlplane's join token ({path})")
+    token = joins.create(ttl, f"skiff controlplane's join token ({path})")
     write_private(path, token + "\n")
+    if announce is not None:
+        lasts = f"expires in {_duration(ttl)}" if ttl else "never expires"
+        announce.write(
+            f"skiff controlplane: join nodes with this bootstrap token ({lasts}; also in {path}):\n"
+            f"  skiff agent --server {server or '<this address>'} --token {token} "
+            f"--ca-file {data_dir / 'pki' / 'ca.crt'}\n"
+        )
+        announce.flush()
     return token
+
+
+def _duration(ttl: datetime.timedelta) -> str:
+    seconds = int(ttl.total_seconds())
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
 
 
 # The name each component's writes are recorded for in managedFields.
@@ -315,10 +391,12 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                              audit_log_max_bytes=args.audit_log_maxsize << 20,
                              audit_log_backups=args.audit_log_maxbackup,
                              audit_policy_file=args.audit_policy_file,
-                             advertise_address=args.advertise_address)  # fmt: skip
+                             advertise_address=args.advertise_address,
+                             admission_config_file=args.admission_control_config_file,
+                             encryption_provider_config=encryption_config(args, data_dir))  # fmt: skip
     try:
         server = ApiServer(store, config, pki)
-    except ValueError as err:  # a bad audit policy
+    except ValueError as err:  # a bad audit policy, admission or encryption configuration
         store.close()
         raise StartError(str(err)) from err
     try:
@@ -335,7 +413,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     admin = ClientConfig(address, pki.ca_pem, server.authority.admin_token(),
                          data_dir / "admin.conf", grpc_address)  # fmt: skip
     try:
-        join_token = ensure_join_token(data_dir, server.joins)
+        join_token = ensure_join_token(data_dir, server.joins, args.token_ttl, sys.stderr, address)
     except (ApiError, OSError) as err:
         server.stop()
         store.close()

@@ -8,9 +8,11 @@ or a soft one has been met for its grace period, acts on the most urgent
 signal (memory first): for disk signals it first reclaims node-level
 resources (image GC, dead containers) and looks again; if the threshold
 is still met, it evicts one pod, the first by the kubelet's ranking, and
-waits until its containers are gone. Pure policy around injected
-callables; the agent runs it on a thread, woken early by the memory
-cgroup threshold notification.
+waits until its containers are gone. Before any of that, pods past a
+local storage limit (an emptyDir's sizeLimit: local_storage.py) are evicted
+at once, as the kubelet does. Pure policy around injected callables; the
+agent runs it on a thread, woken early by the memory cgroup threshold
+notification.
 """
 
 from __future__ import annotations
@@ -66,8 +68,10 @@ class EvictionManager:
         evict: Evict,
         reclaim: Callable[[str], None] = lambda signal: None,
         now: Callable[[], float] = time.monotonic,
+        local_storage: Callable[[], Sequence[tuple[PodUsage, str]]] = lambda: (),
     ) -> None:
         self.cfg = cfg
+        self.local_storage = local_storage
         self.observe = observe
         self.pods = pods
         self.evict = evict
@@ -93,6 +97,13 @@ class EvictionManager:
 
     def synchronize(self) -> list[str]:
         """One round; the UIDs of the pods evicted."""
+        evicted = []
+        for victim, message in self.local_storage():  # limits first, as the kubelet
+            log.warning("eviction: pod %s: %s", victim.uid, message)
+            if self.evict(victim, message, 0):
+                evicted.append(victim.uid)
+        if evicted:
+            return evicted
         obs = self.observe()
         self.last_observed = obs
         now = self.now()

@@ -15,23 +15,33 @@ a relative name with dots that is not in the domain is first tried under
 that pod's search list (`ClusterResolver.search`), since busybox's nslookup
 sends such names without applying the search list itself.
 
-One thread waits on the sockets; queries are handled on a small pool, so a
-slow upstream never stalls cluster answers. This module never writes to the
-API server, never answers for a name outside the cluster domain itself, and
-sends nothing anywhere but to the configured upstreams.
+One thread waits on the sockets and reads TCP connections without blocking,
+so a slow client holds no thread: a query must arrive whole within
+`tcp_read_timeout` of its first byte and a connection idle longer than
+`tcp_idle_timeout` is closed (CoreDNS' read and idle deadlines), at most
+`tcp_connections` are open at once (more are closed on accept), and a
+connection has one query in hand at a time. Whole queries go to two small
+pools, one for UDP and one for TCP, each behind a bounded queue (a UDP query
+that finds its queue full is dropped, as a busy resolver drops; the client
+asks again): eight, or eight hundred, slow TCP clients never take the
+threads or the queue UDP answers need, and a slow upstream never stalls
+cluster answers. This module never writes to the API server, never answers
+for a name outside the cluster domain itself, and sends nothing anywhere but
+to the configured upstreams.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import selectors
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +56,6 @@ log = logging.getLogger("skiff.agent.dns")
 
 MAX_UDP = 512
 MAX_EDNS = 4096
-TCP_IDLE = 5.0
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,12 @@ class DnsSettings:
     upstreams: tuple[str, ...] | None = None
     resolv_conf: str = "/etc/resolv.conf"
     upstream_timeout: float = 2.0
-    workers: int = 8
+    workers: int = 8  # UDP queries at once; TCP ones get half as many threads of their own
+    queue: int = 256  # queries waiting for a thread, per transport
+    tcp_connections: int = 128
+    tcp_read_timeout: float = 2.0  # a query's bytes, from its first to its last
+    tcp_idle_timeout: float = 10.0  # a connection with no query under way
+    tcp_write_timeout: float = 5.0
 
 
 def parse_upstream(text: str) -> tuple[str, int]:
@@ -144,6 +158,17 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
     return bytes(buf)
 
 
+@dataclass
+class _Conn:
+    """One TCP client: what it sent so far and until when it may take."""
+
+    sock: socket.socket
+    client: str
+    deadline: float
+    buffer: bytearray = field(default_factory=bytearray)
+    busy: bool = False  # a query of it is being answered
+
+
 class DnsServer:
     def __init__(
         self,
@@ -174,11 +199,16 @@ class DnsServer:
         self._udp: socket.socket | None = None
         self._tcp: socket.socket | None = None
         self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._pool = ThreadPoolExecutor(self.settings.workers, thread_name_prefix="dns")
-        self._conns: set[socket.socket] = set()
-        self._conns_lock = threading.Lock()
+        # Whole queries waiting for a thread, per transport (None: a worker's stop).
+        self._udp_jobs: queue.Queue[tuple[bytes, Any] | None] = queue.Queue(self.settings.queue)
+        self._tcp_jobs: queue.Queue[tuple[_Conn, bytes] | None] = queue.Queue(self.settings.queue)
+        self._workers: list[threading.Thread] = []
+        self._conns: dict[socket.socket, _Conn] = {}
+        self._returned: queue.SimpleQueue[_Conn] = queue.SimpleQueue()  # answered: read on
+        self.dropped = 0  # UDP queries dropped with their queue full
         self.address: tuple[str, int] = (self.settings.listen_host, self.settings.port)
 
     # ---- lifecycle -----------------------------------------------------------
@@ -222,26 +252,48 @@ class DnsServer:
             self._factory.start()
         self._thread = threading.Thread(target=self._serve, name="dns", daemon=True)
         self._thread.start()
+        tcp_workers = max(2, self.settings.workers // 2)
+        for i in range(self.settings.workers):
+            self._start_worker(self._udp_worker, f"dns-udp-{i}")
+        for i in range(tcp_workers):
+            self._start_worker(self._tcp_worker, f"dns-tcp-{i}")
         log.info("dns listening", extra={"address": f"{self.address[0]}:{self.address[1]}"})
+
+    def _start_worker(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._workers.append(thread)
 
     def stop(self) -> None:
         self._stop.set()
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"x")
+        self._wake()
         if self._thread is not None:
             self._thread.join(5)
-        with self._conns_lock:
-            for conn in list(self._conns):
-                with contextlib.suppress(OSError):
-                    conn.shutdown(socket.SHUT_RDWR)
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        for sock in (self._udp, self._tcp, self._wake_r, self._wake_w):
-            if sock is not None:
-                sock.close()
+        for client in list(self._conns):
+            with contextlib.suppress(OSError):
+                client.shutdown(socket.SHUT_RDWR)
+        for jobs in (self._udp_jobs, self._tcp_jobs):
+            with contextlib.suppress(queue.Empty):
+                while True:  # queued work is dropped; every worker finds its stop
+                    jobs.get_nowait()
+        for thread in self._workers:
+            (self._udp_jobs if thread.name.startswith("dns-udp") else self._tcp_jobs).put(None)
+        for thread in self._workers:
+            thread.join(5)
+        for client in list(self._conns):
+            client.close()
+        self._conns.clear()
+        for own in (self._udp, self._tcp, self._wake_r, self._wake_w):
+            if own is not None:
+                own.close()
         if self._own_factory and self._factory is not None:
             self._factory.shutdown()
 
     # ---- serving ---------------------------------------------------------------
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
 
     def _serve(self) -> None:
         assert self._udp is not None and self._tcp is not None
@@ -251,47 +303,148 @@ class DnsServer:
         sel.register(self._wake_r, selectors.EVENT_READ, "wake")
         try:
             while not self._stop.is_set():
-                for key, _ in sel.select():
-                    if key.data == "wake":
-                        return
+                for key, _ in sel.select(self._next_deadline()):
                     try:
-                        if key.data == "udp":
-                            data, peer = self._udp.recvfrom(65535)
-                            self._pool.submit(self._udp_query, data, peer)
+                        if key.data == "wake":
+                            with contextlib.suppress(OSError):
+                                self._wake_r.recv(4096)
+                        elif key.data == "udp":
+                            self._read_udp()
+                        elif key.data == "tcp":
+                            self._accept(sel)
                         else:
-                            conn, _peer = self._tcp.accept()
-                            self._pool.submit(self._tcp_conn, conn)
-                    except RuntimeError:
-                        return  # the pool is shutting down
+                            self._read_tcp(sel, key.data)
                     except OSError as err:
                         log.debug("dns socket error: %s", err)
+                self._take_back(sel)
+                self._expire(sel)
         finally:
             sel.close()
 
-    def _udp_query(self, data: bytes, peer: Any) -> None:
-        reply = self.handle(data, tcp=False, client=str(peer[0]))
-        if reply is not None and self._udp is not None:
-            with contextlib.suppress(OSError):
-                self._udp.sendto(reply, peer)
+    # UDP: one datagram, one job, or none when the queue is full.
 
-    def _tcp_conn(self, conn: socket.socket) -> None:
-        with self._conns_lock:
-            self._conns.add(conn)
+    def _read_udp(self) -> None:
+        assert self._udp is not None
+        data, peer = self._udp.recvfrom(65535)
         try:
-            conn.settimeout(TCP_IDLE)
-            client = str(conn.getpeername()[0])
-            while not self._stop.is_set():
-                (size,) = struct.unpack("!H", _recv_exact(conn, 2))
-                reply = self.handle(_recv_exact(conn, size), tcp=True, client=client)
-                if reply is None:
-                    return
-                conn.sendall(struct.pack("!H", len(reply)) + reply)
-        except (OSError, ConnectionError):
-            pass
-        finally:
-            with self._conns_lock:
-                self._conns.discard(conn)
-            conn.close()
+            self._udp_jobs.put_nowait((data, peer))
+        except queue.Full:
+            self.dropped += 1
+
+    def _udp_worker(self) -> None:
+        while True:
+            job = self._udp_jobs.get()
+            if job is None:
+                return
+            data, peer = job
+            try:
+                reply = self.handle(data, tcp=False, client=str(peer[0]))
+                if reply is not None and self._udp is not None:
+                    self._udp.sendto(reply, peer)
+            except Exception:  # one bad query never takes a worker down
+                log.debug("dns: a UDP query failed", exc_info=True)
+
+    # TCP: read without blocking; a whole query goes to the TCP pool.
+
+    def _accept(self, sel: selectors.BaseSelector) -> None:
+        assert self._tcp is not None
+        sock, peer = self._tcp.accept()
+        if len(self._conns) >= self.settings.tcp_connections:
+            sock.close()  # full: refused before any work is spent on it
+            return
+        sock.setblocking(False)
+        conn = _Conn(sock, str(peer[0]), time.monotonic() + self.settings.tcp_idle_timeout)
+        self._conns[sock] = conn
+        sel.register(sock, selectors.EVENT_READ, conn)
+
+    def _read_tcp(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
+        try:
+            chunk = conn.sock.recv(65537 - len(conn.buffer))
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._close(sel, conn)
+            return
+        if not conn.buffer:  # the first byte of a query: it has this long to arrive whole
+            conn.deadline = time.monotonic() + self.settings.tcp_read_timeout
+        conn.buffer += chunk
+        self._dispatch(sel, conn)
+
+    def _dispatch(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
+        if len(conn.buffer) < 2:
+            return
+        (size,) = struct.unpack("!H", conn.buffer[:2])
+        if len(conn.buffer) < 2 + size:
+            return
+        data = bytes(conn.buffer[2 : 2 + size])
+        del conn.buffer[: 2 + size]
+        try:
+            self._tcp_jobs.put_nowait((conn, data))
+        except queue.Full:
+            self._close(sel, conn)  # no room: the client asks again on a new connection
+            return
+        conn.busy = True
+        sel.unregister(conn.sock)  # one query in hand at a time
+
+    def _tcp_worker(self) -> None:
+        while True:
+            job = self._tcp_jobs.get()
+            if job is None:
+                return
+            conn, data = job
+            keep = False
+            try:
+                reply = self.handle(data, tcp=True, client=conn.client)
+                if reply is not None:
+                    conn.sock.settimeout(self.settings.tcp_write_timeout)
+                    conn.sock.sendall(struct.pack("!H", len(reply)) + reply)
+                    conn.sock.setblocking(False)
+                    keep = True
+            except Exception:
+                log.debug("dns: a TCP query failed", exc_info=True)
+            conn.busy = keep
+            if not keep:
+                with contextlib.suppress(OSError):
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+            self._returned.put(conn)
+            self._wake()
+
+    def _take_back(self, sel: selectors.BaseSelector) -> None:
+        """Connections a worker answered: read on (or close what it gave up)."""
+        while True:
+            try:
+                conn = self._returned.get_nowait()
+            except queue.Empty:
+                return
+            if conn.sock not in self._conns:
+                continue
+            if not conn.busy or self._stop.is_set():
+                self._close(sel, conn, registered=False)
+                continue
+            conn.busy = False
+            timeout = (self.settings.tcp_read_timeout if conn.buffer
+                       else self.settings.tcp_idle_timeout)  # fmt: skip
+            conn.deadline = time.monotonic() + timeout
+            sel.register(conn.sock, selectors.EVENT_READ, conn)
+            self._dispatch(sel, conn)  # a query pipelined behind the one answered
+
+    def _next_deadline(self) -> float | None:
+        waiting = [c.deadline for c in self._conns.values() if not c.busy]
+        return max(0.0, min(waiting) - time.monotonic()) if waiting else None
+
+    def _expire(self, sel: selectors.BaseSelector) -> None:
+        now = time.monotonic()
+        for conn in [c for c in self._conns.values() if not c.busy and c.deadline <= now]:
+            self._close(sel, conn)
+
+    def _close(self, sel: selectors.BaseSelector, conn: _Conn, registered: bool = True) -> None:
+        self._conns.pop(conn.sock, None)
+        if registered:
+            with contextlib.suppress(KeyError, ValueError):
+                sel.unregister(conn.sock)
+        conn.sock.close()
 
     def handle(self, data: bytes, tcp: bool, client: str | None = None) -> bytes | None:
         """The reply to one query from address `client` (None: drop it)."""

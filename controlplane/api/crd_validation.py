@@ -233,6 +233,39 @@ def _columns(e: _Errors, path: str, columns: Any) -> None:
             e.add(f"{where}.priority", "must be a non-negative integer")
 
 
+API_APPROVED = "api-approved.kubernetes.io"
+_APPROVAL_HELP = "see https://github.com/kubernetes/enhancements/pull/1111"
+
+
+def protected_group(group: str) -> bool:
+    """A group only Kubernetes' own API reviews may add kinds to."""
+    return group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))
+
+
+def _api_approval(e: _Errors, obj: Object, old: Object | None) -> None:
+    """Kubernetes' rule for CRDs of protected groups: the approval annotation,
+    a URL (the approving review) or a reason starting with "unapproved"; an
+    update that leaves a bad one as it was is let through, as Kubernetes does."""
+    group = str((obj.get("spec") or {}).get("group") or "")
+    if not protected_group(group):
+        return
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(API_APPROVED)
+    path = f"metadata.annotations[{API_APPROVED}]"
+    if value is None or value == "":
+        e.add(path, f'Required value: protected groups must have approval annotation '
+                    f'"{API_APPROVED}", {_APPROVAL_HELP}')  # fmt: skip
+        return
+    text = str(value)
+    if text.startswith("unapproved") or re.match(r"^[a-z][a-z0-9+.-]*://[^/\s]+\S*$|^/\S*$", text):
+        return
+    before = ((old or {}).get("metadata") or {}).get("annotations") or {}
+    if old is not None and before.get(API_APPROVED) == value:
+        return
+    e.add(path, f'Invalid value: "{text}": protected groups must have approval annotation '
+                f'"{API_APPROVED}" with either a URL or a reason starting with "unapproved", '
+                f"{_APPROVAL_HELP}")  # fmt: skip
+
+
 def validate_crd(obj: Object, old: Object | None = None) -> list[str]:
     """Every problem with a CustomResourceDefinition as `path: problem`."""
     e = _Errors()
@@ -249,6 +282,7 @@ def validate_crd(obj: Object, old: Object | None = None) -> list[str]:
         e.add("spec.conversion.strategy", "only None is supported (no conversion webhooks)")
     if spec.get("preserveUnknownFields") is True:
         e.add("spec.preserveUnknownFields", "must be false in apiextensions.k8s.io/v1")
+    _api_approval(e, obj, old)
     if old is not None:
         old_spec = old.get("spec") or {}
         for key in ("group", "scope"):

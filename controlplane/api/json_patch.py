@@ -6,14 +6,23 @@
 `copy`. Any failure raises errors.Invalid naming the operation's index, its
 op and path, and what went wrong; a failed `test` fails the whole patch, as
 the RFC requires (the operations are applied all or nothing).
+
+Bounded as kube-apiserver bounds it: at most MAX_OPERATIONS operations (the
+REST layer refuses more, 413, before applying any), and `copy` may add at
+most ACCUMULATED_COPY_SIZE_LIMIT bytes (of JSON) in all, with json-patch's
+message (its AccumulatedCopySizeLimit, which kube-apiserver sets to 3 MiB):
+each copy doubling a value, thirty of them would otherwise need gigabytes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.jsoncodec import clone
+from controlplane.api.jsoncodec import clone, dumps
 from controlplane.client.errors import Invalid
+
+MAX_OPERATIONS = 10_000  # kube-apiserver's maxJSONPatchOperations
+ACCUMULATED_COPY_SIZE_LIMIT = 3 * 1024 * 1024  # its JSONPatchMaxCopyBytes
 
 _OPS = ("add", "remove", "replace", "move", "copy", "test")
 
@@ -129,7 +138,23 @@ def _from(op: dict[str, Any]) -> list[str]:
     return parse_pointer(op["from"])
 
 
-def _one(doc: Any, op: dict[str, Any]) -> Any:
+class _Copies:
+    """The bytes `copy` operations added so far."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+
+    def add(self, value: Any) -> None:
+        self.total += len(dumps(value))
+        if self.total > self.limit:
+            raise _OpError(
+                "Unable to complete the copy, the accumulated size increase of copy is "
+                f"{self.total}, exceeding the limit {self.limit}"
+            )
+
+
+def _one(doc: Any, op: dict[str, Any], copies: _Copies) -> Any:
     name = op.get("op")
     if name not in _OPS:
         raise _OpError(f"unknown op {name!r} (one of {', '.join(_OPS)})")
@@ -149,7 +174,9 @@ def _one(doc: Any, op: dict[str, Any]) -> Any:
         doc, value = _remove(doc, source)
         return _add(doc, tokens, value)
     if name == "copy":
-        return _add(doc, tokens, clone(_get(doc, _from(op))))
+        value = _get(doc, _from(op))
+        copies.add(value)  # before the copy is made: its size is what is bounded
+        return _add(doc, tokens, clone(value))
     # test
     expected = _value(op)
     if not _equal(_get(doc, tokens), expected):
@@ -157,16 +184,17 @@ def _one(doc: Any, op: dict[str, Any]) -> Any:
     return doc
 
 
-def apply(doc: Any, ops: Any) -> Any:
+def apply(doc: Any, ops: Any, copy_limit: int = ACCUMULATED_COPY_SIZE_LIMIT) -> Any:
     """`doc` with the RFC 6902 operations `ops` applied; neither is modified."""
     if not isinstance(ops, list):
         raise Invalid("json patch: must be a list of operations")
     result = clone(doc)
+    copies = _Copies(copy_limit)
     for i, op in enumerate(ops):
         if not isinstance(op, dict):
             raise Invalid(f"json patch: operation {i}: must be an object")
         try:
-            result = _one(result, op)
+            result = _one(result, op, copies)
         except _OpError as exc:
             where = f"operation {i} ({op.get('op')} {op.get('path')!s})"
             raise Invalid(f"json patch: {where}: {exc}") from None

@@ -51,6 +51,10 @@ LOCAL_PATH_STATE_ANNOTATION = "storage.skiff.io/local-path-state"
 LOCAL_PATH_QUOTA_ANNOTATION = "storage.skiff.io/local-path-quota"
 # Held by a provisioned local-path PV until its node's agent removed the data.
 LOCAL_PATH_FINALIZER = "storage.skiff.io/local-path-cleanup"
+# The node a provisioned local-path PV is pinned to: its agent lists and
+# watches PersistentVolumes with this label = its name, and only so (the
+# node authorizer lets a node read no other volume but its pods' claims').
+LOCAL_PATH_NODE_LABEL = "storage.skiff.io/local-path-node"
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 ACCESS_MODE_SHORT = {
@@ -71,6 +75,10 @@ def spec(obj: Object) -> Mapping[str, Any]:
 
 def annotations_of(obj: Object) -> Mapping[str, str]:
     return meta(obj).get("annotations") or {}
+
+
+def labels_of(obj: Object) -> Mapping[str, str]:
+    return meta(obj).get("labels") or {}
 
 
 def storage_of(resources: Mapping[str, Any] | None) -> int:
@@ -298,14 +306,23 @@ def local_path_for(root: str, pv_name: str) -> str:
 def local_path_node_writable(old: Object | None, new: Object | None, node: str) -> bool:
     """Whether `node`'s agent may write this change of a PersistentVolume: one the
     local-path provisioner made on that node, whose spec stays as it was (the
-    agent records annotations and lifts its cleanup finalizer, nothing more)."""
+    agent records annotations and lifts its cleanup finalizer, nothing more:
+    its labels, which say which node may watch it, stay too)."""
     if old is None or new is None:
         return False
     if annotations_of(old).get(PROVISIONED_BY_ANNOTATION) != LOCAL_PATH_PROVISIONER:
         return False
     if (volume_node_names(old) or []) != [node]:
         return False
-    return spec(old) == spec(new)
+    return spec(old) == spec(new) and labels_of(old) == labels_of(new)
+
+
+def local_path_node(volume: Object) -> str | None:
+    """The one node a local-path provisioned volume is pinned to (None for others)."""
+    if annotations_of(volume).get(PROVISIONED_BY_ANNOTATION) != LOCAL_PATH_PROVISIONER:
+        return None
+    nodes = volume_node_names(volume) or []
+    return nodes[0] if len(nodes) == 1 else None
 
 
 def local_path_refusal(claim: Object) -> str | None:

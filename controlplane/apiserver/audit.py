@@ -4,7 +4,8 @@ Each line is Kubernetes' audit Event in small (audit.k8s.io/v1 field
 names): stage ResponseComplete, level, auditID, verb, user {username,
 groups}, objectRef {resource, apiGroup, namespace, name, subresource},
 responseStatus {code}, requestReceivedTimestamp, stageTimestamp and
-latencyMs; at level Request and RequestResponse also the requestObject
+latencyMs, the annotations admission added (PodSecurity's); at level Request
+and RequestResponse also the requestObject
 (bodies over 64 KiB are left out). Which requests are logged at which level
 is decided by a policy (audit.k8s.io/v1 Policy: the first rule whose users,
 userGroups, verbs, resources and namespaces all match gives the level; no
@@ -137,6 +138,7 @@ class AuditLog:
         received: datetime.datetime,
         latency_ms: float,
         request_object: bytes | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> None:
         level = self.policy.level(who, verb, object_ref.get("apiGroup", ""),
                                   object_ref.get("resource", ""),
@@ -157,6 +159,8 @@ class AuditLog:
             "stageTimestamp": format_micro_datetime(datetime.datetime.now(datetime.UTC)),
             "latencyMs": round(latency_ms, 3),
         }
+        if annotations:
+            event["annotations"] = dict(annotations)
         if level != "Metadata" and request_object and len(request_object) <= MAX_REQUEST_OBJECT:
             try:
                 event["requestObject"] = json.loads(request_object)

@@ -1,9 +1,10 @@
 """Bearer tokens: who sends a request.
 
-Tokens are derived from one secret kept in the data directory (HMAC-SHA256),
-so nothing but that secret needs storing: the admin token, one token per
-node (`skiff-node.<base64 node name>.<mac>`), which an agent obtains with
-Auth.Join and a bootstrap token (apiserver/bootstrap.py), and user tokens
+Tokens are derived from one secret kept in the data directory (HMAC-SHA256):
+the admin token, node tokens (`skiff-node.<base64 node name>.<credential
+id>.<mac>`), which an agent obtains with Auth.Join and a bootstrap token
+(apiserver/bootstrap.py) and which hold only while their id is the one on
+record for the node (`node_credentials`, nodecredentials.py), and user tokens
 (`skiff-user.<base64 JSON of name and groups>.<mac>`, written by `skiff user
 create`; like a client certificate, the token itself carries the groups).
 Every authenticated identity is in the group system:authenticated; a user
@@ -21,6 +22,7 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +70,8 @@ class TokenAuthority:
         self._known: dict[str, Identity] = {}
         # ServiceAccount tokens (JWTs) are checked there (satokens.py).
         self.service_accounts: Any = None
+        # (node, credential id) -> whether that node credential still holds.
+        self.node_credentials: Callable[[str, str], bool] | None = None
 
     def _mac(self, purpose: str) -> str:
         return hmac.new(self._secret, purpose.encode(), hashlib.sha256).hexdigest()[:40]
@@ -75,9 +79,10 @@ class TokenAuthority:
     def admin_token(self) -> str:
         return f"skiff-admin.{self._mac('admin')}"
 
-    def node_token(self, node: str) -> str:
+    def node_token(self, node: str, credential: str) -> str:
+        """The token of node `node`'s credential `credential` (an id on record)."""
         encoded = _b64(node.encode())
-        return f"skiff-node.{encoded}.{self._mac('node:' + node)}"
+        return f"skiff-node.{encoded}.{credential}.{self._mac(f'node:{node}:{credential}')}"
 
     def user_token(self, user: str, groups: tuple[str, ...] = ()) -> str:
         payload = _b64(json.dumps({"u": user, "g": list(groups)}, separators=(",", ":")).encode())
@@ -87,14 +92,18 @@ class TokenAuthority:
         if token.startswith("eyJ"):  # a JWT: a ServiceAccount token
             accounts = self.service_accounts
             return accounts.authenticate(token) if accounts is not None else None
-        known = self._known.get(token)
-        if known is not None:
-            return known
-        identity = self._check(token)
-        if identity is not None:
+        identity = self._known.get(token)
+        if identity is None:
+            identity = self._check(token)
+            if identity is None:
+                return None
             if len(self._known) >= CACHED:
                 self._known.clear()
             self._known[token] = identity
+        # Checked on every request: a node deleted or re-joined since is refused.
+        checker = self.node_credentials
+        if identity.node is not None and checker is not None:
+            return identity if checker(identity.node, identity.uid) else None
         return identity
 
     def _check(self, token: str) -> Identity | None:
@@ -106,16 +115,15 @@ class TokenAuthority:
             return self._user(token)
         if token.startswith("skiff-node."):
             parts = token.split(".")
-            if len(parts) != 3:
+            if len(parts) != 4 or not parts[2]:
                 return None
             try:
                 node = _unb64(parts[1]).decode()
             except (ValueError, UnicodeDecodeError):
                 return None
-            if hmac.compare_digest(token.encode(), self.node_token(node).encode()):
-                return Identity(
-                    f"system:node:{node}", node=node, groups=(NODES_GROUP, AUTHENTICATED)
-                )
+            if hmac.compare_digest(token.encode(), self.node_token(node, parts[2]).encode()):
+                return Identity(f"system:node:{node}", node=node,
+                                groups=(NODES_GROUP, AUTHENTICATED), uid=parts[2])  # fmt: skip
         return None
 
     def _user(self, token: str) -> Identity | None:

@@ -28,10 +28,10 @@ from typing import Any
 
 from controlplane.api.kinds import KindInfo
 from controlplane.api.rbac import GROUP, Attributes, PolicyRule, covers, parse_rules
-from controlplane.api.selectors import FieldSelector
+from controlplane.api.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.nodegraph import NodeGraph
-from controlplane.apiserver.noderestriction import Lookup, refusal
+from controlplane.apiserver.noderestriction import AddressCheck, Lookup, refusal
 from controlplane.apiserver.progress import IndexProgress
 from controlplane.apiserver.rbacindex import RbacIndex
 from controlplane.client.errors import Forbidden
@@ -94,6 +94,8 @@ class Authorizer:
         # request right after a write is answered as of that write.
         self.revision = revision
         self.progress = progress
+        # (node, ip) -> why the node may not claim it (node_addresses.py); set by the server.
+        self.address_problem: AddressCheck | None = None
 
     def _caught_up(self) -> bool:
         """Whether the indexes moved on (after waiting for them); False when
@@ -124,13 +126,17 @@ class Authorizer:
         new: dict[str, Any] | None = None,
         fields: FieldSelector | None = None,
         subresource: str = "",
+        labels: LabelSelector | None = None,
     ) -> None:
-        """Raise Forbidden unless `identity` may do `verb` on the object."""
+        """Raise Forbidden unless `identity` may do `verb` on the object
+        (a list or watch with its field and label selectors)."""
         if identity.admin:
             return
         node_reason = None
         if identity.node is not None:
-            node_reason = self._node(identity.node, verb, info, namespace, name, old, new, fields)
+            node_reason = self._node(
+                identity.node, verb, info, namespace, name, old, new, fields, labels
+            )
             if node_reason is None:
                 return
         a = attributes(verb, info, namespace, name, subresource)
@@ -155,8 +161,10 @@ class Authorizer:
         old: dict[str, Any] | None,
         new: dict[str, Any] | None,
         fields: FieldSelector | None,
+        labels: LabelSelector | None = None,
     ) -> str | None:
-        args = (node, verb, info, namespace, name, old, new, fields, self.lookup)
+        args = (node, verb, info, namespace, name, old, new, fields, self.lookup,
+                self.address_problem, labels)  # fmt: skip
         reason = refusal(self.graph, *args)
         if reason is not None and self._caught_up():
             reason = refusal(self.graph, *args)

@@ -10,8 +10,10 @@ the token's Secret stops new joins and touches nothing else.
 
 With the join comes the agent endpoint's serving certificate: the agent
 sends a certificate request, `sign_serving(node, csr)` (the cluster CA)
-issues it for that node's name, so the API server can tell the real agent
-of a node from any listener the Node's address points at.
+issues it for that node's name and its own addresses only (tls.py,
+node_addresses.py), for a year, so the API server can tell the real agent
+of a node from any listener the Node's address points at. A node may not
+take a name the API server or a Service is known by.
 
 Refusals say why, without telling whether a token id exists. This module
 reaches storage only through the Registry.
@@ -27,6 +29,12 @@ from controlplane.api import bootstraptoken as bt
 from controlplane.api.dnsnames import is_dns_subdomain
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import Forbidden, Invalid, NotFound, Unauthenticated
+
+# Names clients verify the API server and Services by: no node may take one,
+# or its serving certificate (signed by the cluster CA) would pose as them.
+RESERVED_NAMES = frozenset({"skiff-apiserver", "localhost", "kubernetes", "kubernetes.default",
+                            "kubernetes.default.svc"})  # fmt: skip
+RESERVED_SUFFIXES = (".svc", ".svc.cluster.local", ".cluster.local", ".localhost")
 
 
 class BootstrapJoin:
@@ -87,6 +95,11 @@ class BootstrapJoin:
         token_id = self.check(token)
         if not is_dns_subdomain(node):
             raise Invalid(f"node_name: {node!r} must be a DNS-1123 subdomain")
+        if node in RESERVED_NAMES or node.endswith(RESERVED_SUFFIXES):
+            raise Invalid(
+                f"node_name: {node!r} is a name of the API server or of a Service; a node's "
+                "serving certificate would let it pose as that"
+            )
         try:
             self.registry.get("Node", node)
         except NotFound:

@@ -133,7 +133,9 @@ def _list_scope(
     if namespace and not info.namespaced:
         raise Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
     selectors = Selectors.parse(label_selector, field_selector)
-    base.authorizer.authorize(identity, "list", info, ns, "", fields=selectors.fields)
+    base.authorizer.authorize(
+        identity, "list", info, ns, "", fields=selectors.fields, labels=selectors.labels
+    )
     field_ns = selectors.fields.value_of("metadata.namespace")
     if field_ns is not None and info.namespaced:
         if ns and field_ns != ns:

@@ -13,15 +13,22 @@ plugin have them:
   because skiff's agent is also the network plugin and routes to its peers'
   pod CIDRs (Kubernetes grants the same to flannel's ServiceAccount).
 - Writes: its own Node (never setting or changing spec.podCIDR(s) or taints
-  after registration, nor labels under node-role.kubernetes.io/,
+  after registration, nor status addresses the API server would dial that
+  are not its own (node_addresses.py: loopback, the Service range, the API
+  server's, another node's), nor an agent port outside 1-65535, nor labels
+  under node-role.kubernetes.io/,
   node-restriction.kubernetes.io/ or any other kubernetes.io/ and k8s.io/
   label outside the kubelet's own set), its own Lease, the status of (and
   the deletion of) pods bound to it, mirror pods of its static pods (bound to
-  itself, the mirror annotation, no owner but its Node, no Secret,
+  itself, the mirror annotation, its Node, with its uid, as their one and
+  controlling owner, no Secret,
   ConfigMap, PVC or ServiceAccount reference, and labels that no Service in
   the namespace selects), Events about its own Node and pods, and the
-  metadata of the local-path PersistentVolumes pinned to it (every PV is
-  readable: the agent provisions local-path volumes for its node).
+  metadata (not labels) of the local-path PersistentVolumes pinned to it.
+- PersistentVolumes: a node gets those its pods' claims are bound to, and
+  lists or watches only with the label selector
+  `storage.skiff.io/local-path-node=<node>` (the local-path volumes pinned
+  to it, which its agent provisions; the PV controller sets the label).
 
 `refusal(...)` returns why a request is refused, or None when it is allowed;
 it never raises, writes, or reads storage except through `lookup` (the
@@ -30,12 +37,14 @@ Services of a namespace, for a mirror pod's create).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from typing import Any
 
 from controlplane.api import volumes
+from controlplane.api.dnsnames import is_dns_subdomain
 from controlplane.api.kinds import KindInfo
-from controlplane.api.selectors import FieldSelector
+from controlplane.api.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver.nodegraph import NodeGraph, pod_references
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
@@ -63,6 +72,45 @@ WATCHED_KINDS = frozenset({"Secret", "ConfigMap"})
 
 # (kind, namespace) -> the objects of that kind in the namespace.
 Lookup = Callable[[str, str], list[dict[str, Any]]]
+# (node, ip) -> why the node may not claim that address (node_addresses.py), or None.
+AddressCheck = Callable[[str, ipaddress.IPv4Address | ipaddress.IPv6Address], str | None]
+IP_ADDRESS_TYPES = frozenset({"InternalIP", "ExternalIP"})
+
+
+def _status_addresses(
+    node: str, old: dict[str, Any] | None, new: dict[str, Any] | None, check: AddressCheck | None
+) -> str | None:
+    """Why the addresses and agent port in `new`'s status may not be written
+    (only what changed is checked): the API server dials them."""
+    status, old_status = (new or {}).get("status") or {}, (old or {}).get("status") or {}
+    endpoint = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+    if endpoint != ((old_status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}):
+        port = endpoint.get("Port", endpoint.get("port"))
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int)
+                                 or not 0 < port < 65536):  # fmt: skip
+            return (f'node "{node}" may not set status.daemonEndpoints.kubeletEndpoint.Port '
+                    f"{port!r}: must be a port number (1-65535)")  # fmt: skip
+    addresses = status.get("addresses") or []
+    if addresses == (old_status.get("addresses") or []):
+        return None
+    if not isinstance(addresses, list):
+        return f'node "{node}" may not set status.addresses: must be a list'
+    for i, entry in enumerate(addresses):
+        where = f'node "{node}" may not set status.addresses[{i}]'
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        value = str(entry.get("address") or "") if isinstance(entry, dict) else ""
+        if kind in IP_ADDRESS_TYPES:
+            try:
+                ip = ipaddress.ip_address(value)
+            except ValueError:
+                return f"{where}: {kind} {value!r} is not an IP address"
+            problem = check(node, ip) if check is not None else None
+            if problem:
+                return f"{where}: {ip} is {problem}" if problem.startswith(("an ", "in ")) \
+                    else f"{where}: {ip}: {problem}"  # fmt: skip
+        elif not is_dns_subdomain(value):
+            return f"{where}: {kind} {value!r} is not a DNS name"
+    return None
 
 
 def forbidden_label(key: str) -> bool:
@@ -95,12 +143,16 @@ def _protected_labels(obj: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _node_write(
-    node: str, verb: str, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None
-) -> str | None:
+    node: str, verb: str, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None,
+    check: AddressCheck | None = None,
+) -> str | None:  # fmt: skip
     if name != node:
         return f'node "{node}" may not {verb} node "{name}": only its own Node'
-    if new is None or verb in STATUS_VERBS or verb == "delete":
+    if new is None or verb == "delete":
         return None
+    problem = _status_addresses(node, old, new, check)
+    if problem is not None or verb in STATUS_VERBS:
+        return problem
     spec, old_spec = _spec(new), _spec(old)
     if verb == "create":
         if spec.get("podCIDR") or spec.get("podCIDRs"):
@@ -132,14 +184,29 @@ def _mirror_pod_create(
     bound = _bound(pod)
     if bound != node:
         return f'node "{node}" may not create {where} bound to "{bound}": only pods bound to itself'
-    for ref in meta.get("ownerReferences") or []:
-        if not (
-            isinstance(ref, dict)
-            and ref.get("kind") == "Node"
-            and ref.get("apiVersion") == "v1"
-            and ref.get("name") == node
-        ):
-            return f'node "{node}" may not create {where}: its only owner may be Node "{node}"'
+    # Exactly one owner, its Node, as the controller (Kubernetes' NodeRestriction):
+    # no workload controller then adopts it (their adoption skips controlled pods).
+    refs = meta.get("ownerReferences") or []
+    if not refs:
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    if len(refs) > 1:
+        return f'node "{node}" can only create pods with a single owner reference set to itself'
+    ref = refs[0]
+    if not (
+        isinstance(ref, dict)
+        and ref.get("kind") == "Node"
+        and ref.get("apiVersion") == "v1"
+        and ref.get("name") == node
+    ):
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    if ref.get("controller") is not True:
+        return f'node "{node}" can only create pods with a controller owner reference set to itself'
+    if lookup is not None:
+        mine = next((n for n in lookup("Node", "") if _meta(n).get("name") == node), None)
+        uid = _meta(mine).get("uid")
+        if mine is None or ref.get("uid") != uid:
+            return (f'the UID in the owner reference ({ref.get("uid")}) does not match the '
+                    f'current UID of node "{node}" ({uid})')  # fmt: skip
     kinds = sorted({kind for kind, _, _ in pod_references(pod or {})})
     if kinds:
         return (
@@ -190,6 +257,30 @@ def _about_own(graph: NodeGraph | None, node: str, event: dict[str, Any] | None)
     return False
 
 
+def _volume_read(
+    graph: NodeGraph | None, node: str, verb: str, name: str, labels: LabelSelector | None
+) -> str | None:
+    if verb in ("list", "watch"):
+        # The agent is also the local-path provisioner's node half: it watches
+        # the volumes pinned to it, and no other.
+        wanted = volumes.LOCAL_PATH_NODE_LABEL
+        if labels is not None and any(
+            r.key == wanted and r.op in ("=", "in") and r.values == (node,)
+            for r in labels.requirements
+        ):
+            return None
+        return (
+            f'node "{node}" may {verb} persistentvolumes only with the label selector '
+            f"{wanted}={node}"
+        )
+    if graph is not None and graph.may_read(node, "PersistentVolume", "", name):
+        return None
+    return (
+        f'node "{node}" may not get persistentvolumes {name!r}: no claim of a pod bound to '
+        "it is bound to it"
+    )
+
+
 def refusal(
     graph: NodeGraph | None,
     node: str,
@@ -201,6 +292,8 @@ def refusal(
     new: dict[str, Any] | None = None,
     fields: FieldSelector | None = None,
     lookup: Lookup | None = None,
+    addresses: AddressCheck | None = None,
+    labels: LabelSelector | None = None,
 ) -> str | None:
     """Why node `node` may not do this (None: it may). See the module docstring."""
     kind = info.kind
@@ -209,9 +302,7 @@ def refusal(
         if kind == "Node" or kind in PROXY_KINDS:
             return None
         if kind == "PersistentVolume":
-            # The agent is also the local-path provisioner's node half: it
-            # watches every PersistentVolume for those pinned to it.
-            return None
+            return _volume_read(graph, node, verb, name, labels)
         if kind == "Lease" and namespace == NODE_LEASE_NAMESPACE and name == node:
             return None
         if kind == "Pod":
@@ -250,7 +341,7 @@ def refusal(
             )
         return f'node "{node}" may not {verb} {info.plural}{where}'
     if kind == "Node":
-        return _node_write(node, verb, name, old, new)
+        return _node_write(node, verb, name, old, new, addresses)
     if kind == "Lease":
         if namespace == NODE_LEASE_NAMESPACE and name == node:
             return None

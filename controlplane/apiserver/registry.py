@@ -39,6 +39,7 @@ from controlplane.api import (
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch, merge_patch_shared
 from controlplane.apiserver import deletion, listing, subresources
+from controlplane.apiserver.admission_context import CREATE, UPDATE, Attributes
 from controlplane.apiserver.auth import SYSTEM, Identity
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.codec import (
@@ -97,6 +98,8 @@ Admit = Callable[["Registry", KindInfo, Object, Object | None], None]
 # Admission of every kind after the kind's own (LimitRanger, RuntimeClass,
 # ResourceQuota): (registry, info, obj, old, dry_run); a dry run changes nothing.
 Plugin = Callable[["Registry", KindInfo, Object, Object | None, bool], None]
+# Validating admission (PodSecurity): sees the final object, never changes it.
+Validate = Callable[[Attributes], None]
 
 
 EPHEMERAL = "ephemeralcontainers"  # the pods/ephemeralcontainers subresource
@@ -121,6 +124,8 @@ class Registry(RegistryBase):
         self.reviews: dict[str, Callable[[Object, Identity], Object]] = {}
         self.admission: dict[str, Admit] = dict(admission or {})
         self.plugins: builtins.list[Plugin] = []
+        # Run after every kind's admission, on every create and update.
+        self.validating: builtins.list[Validate] = []
 
     def cached_objects(self, kind: str) -> builtins.list[Object]:
         """Every object of a cluster-scoped kind, decoded (PriorityClasses for pod
@@ -271,6 +276,8 @@ class Registry(RegistryBase):
         admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, obj, None)  # server-made changes: not validated again
+        for validate in self.validating:
+            validate(Attributes(CREATE, info.key, ns, name, "", identity, obj))
         for plugin in self.plugins:
             plugin(self, info, obj, None, dry_run)
         self._record(info, None, obj, manager or default(identity), "")
@@ -484,6 +491,8 @@ class Registry(RegistryBase):
             )  # fmt: skip
             if not identity.admin:  # may it make this change (NodeRestriction)?
                 self.authorizer.authorize(identity, full_verb, info, ns, name, old, new)
+            for validate in self.validating:
+                validate(Attributes(UPDATE, info.key, ns, name, subresource, identity, new, old))
             if new == old or dry_run:
                 return encode(new), cur_rev
             new_meta = new["metadata"]

@@ -110,6 +110,7 @@ class RegistryBase:
             name = meta_of(obj).get("name") or meta_of(obj).get("generateName") or ""
             err = Invalid(f'{info.kind} "{name}" is invalid: ' + "; ".join(problems))
             err.causes = list(problems)  # type: ignore[attr-defined]  # "path: problem" each
+            err.name = str(name)  # type: ignore[attr-defined]  # a create's URL has none
             raise err
 
     def check_namespace_open(self, info: KindInfo, namespace: str) -> None:

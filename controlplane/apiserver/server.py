@@ -30,7 +30,7 @@ from typing import Any
 import grpc
 
 from controlplane.api import jsoncodec
-from controlplane.api.kinds import UnknownKind, by_kind
+from controlplane.api.kinds import UnknownKind, all_kinds, by_kind
 from controlplane.api.kinds.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
 from controlplane.api.kinds.storage.storageclass import local_path_class
 from controlplane.api.limits import MAX_BODY
@@ -39,11 +39,15 @@ from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.bootstrap import BootstrapJoin
-from controlplane.apiserver.codec import decode
+from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.namespaces import NamespaceCleaner
+from controlplane.apiserver.node_addresses import NodeAddresses
+from controlplane.apiserver.nodecredentials import NodeCredentials
 from controlplane.apiserver.nodegraph import NodeGraph
+from controlplane.apiserver.podsecurity import config as podsecurity_config
+from controlplane.apiserver.podsecurity.plugin import PodSecurity
 from controlplane.apiserver.progress import IndexProgress
 from controlplane.apiserver.rbacdefaults import ensure_defaults
 from controlplane.apiserver.rbacindex import RbacIndex
@@ -55,6 +59,8 @@ from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.tls import Pki, sign_agent_csr
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client.errors import AlreadyExists, ApiError, NotFound
+from controlplane.storage import encryption
+from controlplane.storage.encrypted import EncryptedStore
 from controlplane.storage.interface import Store
 from proto.controlplane.v1 import api_pb2_grpc
 
@@ -85,13 +91,30 @@ class ApiServerConfig:
     # The address pods reach this server at (the `kubernetes` Service's
     # endpoint); "": the listen host (127.0.0.1 when it is a wildcard).
     advertise_address: str = ""
+    # kube-apiserver's --admission-control-config-file (PodSecurity's
+    # defaults and exemptions); "": privileged by default, kube-system exempt.
+    admission_config_file: str = ""
+    # kube-apiserver's --encryption-provider-config (encryption at rest); "": off.
+    encryption_provider_config: str = ""
     # The process's garbage collector thresholds, set at start (see
     # jsoncodec.SERVER_GC_THRESHOLDS); None: left as they are.
     gc_thresholds: tuple[int, int, int] | None = jsoncodec.SERVER_GC_THRESHOLDS
 
 
+def resource_prefix(resource: str) -> str | None:
+    """The storage prefix of a built-in resource named `plural` or `plural.group`."""
+    for info in all_kinds():
+        if resource in (info.plural, f"{info.plural}.{info.group}"):
+            return list_prefix(info, "")
+    return None
+
+
 class ApiServer:
     def __init__(self, store: Store, config: ApiServerConfig, pki: Pki | None = None) -> None:
+        if config.encryption_provider_config:  # Secrets never reach the store in the clear
+            store = EncryptedStore(
+                store, encryption.load(Path(config.encryption_provider_config), resource_prefix)
+            )
         self.store = store
         self.config = config
         self.pki = pki
@@ -109,6 +132,14 @@ class ApiServer:
             service_cidr=config.service_cidr,
         )
         self.registry.plugins = default_plugins()
+        self.pod_security = PodSecurity(
+            podsecurity_config.load(
+                Path(config.admission_config_file) if config.admission_config_file else None
+            ),
+            self._namespace,
+            lambda ns: self._objects("Pod", ns),
+        )
+        self.registry.validating.append(self.pod_security)
         self.sa_tokens = (
             ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
         )
@@ -122,13 +153,30 @@ class ApiServer:
         )
         self.registry.reviews = self.reviews.handlers
         self.broadcaster = Broadcaster(store, config.watch_queue, config.bookmark_interval)
-        signer = (lambda n, c: sign_agent_csr(pki, n, c)) if pki else None  # agent serving certs
+        # Agent serving certificates: the node's name and addresses no one else has.
+        self.node_addresses = NodeAddresses(lambda: self._objects("Node", ""), config.service_cidr)
+        self.authorizer.address_problem = self.node_addresses.status_problem
+        signer = (
+            (lambda n, c: sign_agent_csr(pki, n, c, lambda ip: self.node_addresses.problem(n, ip)))
+            if pki
+            else None
+        )
         # CustomResourceDefinitions: a created CRD's kind is served at once.
         self.crd_kinds = CrdKinds(self.registry)
         self.registry.admission["CustomResourceDefinition"] = self.crd_kinds.admit
+        # A node's credential names a recorded id: it dies with its Node, and a
+        # new join for the name supersedes it (nodecredentials.py).
+        self.node_credentials = NodeCredentials(self.registry)
+        authority = self.authority
+        if authority is not None:
+            authority.node_credentials = self.node_credentials.valid
         self.joins = (
-            BootstrapJoin(self.registry, self.authority.node_token, sign_serving=signer)
-            if self.authority
+            BootstrapJoin(
+                self.registry,
+                self.node_token,
+                sign_serving=signer,
+            )
+            if authority is not None
             else None
         )
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
@@ -197,6 +245,18 @@ class ApiServer:
         except NotFound:
             return None
 
+    def node_token(self, node: str) -> str:
+        """A new credential of node `node`, as a join hands one out (in-process callers)."""
+        assert self.authority is not None
+        return self.authority.node_token(node, self.node_credentials.issue(node))
+
+    def _namespace(self, name: str) -> dict[str, Any] | None:
+        """The Namespace `name` as last read (shared: never changed by the caller)."""
+        found: dict[str, Any] | None = self.registry.cached(
+            f"{ROOT}namespaces/", name, lambda: self.registry.read_or_none("Namespace", name)
+        )
+        return found
+
     def _objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         return [decode(d, r) for d, r in self.registry.list(kind, namespace).items]
 
@@ -229,6 +289,9 @@ class ApiServer:
         self._load_indexes()
         self.crd_kinds.start()
         self.broadcaster.add_listener(self.crd_kinds.on_event)
+        self.node_credentials.load()
+        self.broadcaster.add_listener(self.node_credentials.on_event)
+        self.node_credentials.start()
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()
@@ -339,6 +402,7 @@ class ApiServer:
         if self._server is not None:
             self._server.stop(grace)
         self.cleaner.stop()
+        self.node_credentials.stop()
         if self._server is not None:
             self._server.wait_for_termination(grace + 1)
             self._server = None

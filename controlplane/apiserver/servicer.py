@@ -248,7 +248,7 @@ class ObjectsServicer(RpcBase, api_pb2_grpc.ObjectsServicer):
             raise errors.Invalid(f"metadata.namespace: not allowed: {info.kind} is cluster-scoped")
         selectors = Selectors.parse(request.label_selector, request.field_selector)
         self.registry.authorizer.authorize(
-            who, "watch", info, namespace, "", fields=selectors.fields
+            who, "watch", info, namespace, "", fields=selectors.fields, labels=selectors.labels
         )
         rv_text = request.resource_version
         rv: int | None = None

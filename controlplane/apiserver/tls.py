@@ -10,9 +10,13 @@ towards node agents, CN `system:apiserver`, the only caller agents serve).
 Existing files are reused; the serving certificate is re-issued when a
 requested SAN is missing. Private files are written 0600 atomically.
 
-`sign_agent_csr` issues a node agent's serving certificate at join: DNS SAN
-the node's name (what the API server checks when it dials the agent) plus
-the addresses the agent asked for.
+`sign_agent_csr` issues a node agent's serving certificate at join, as k3s
+signs them: DNS SAN the node's name (what the API server checks when it
+dials the agent) and the node's own addresses, nothing else (no other name,
+no wildcard; no loopback, link-local, multicast or unspecified address; the
+caller refuses what else it knows to be someone else's: the API server's
+names, the Service range, other nodes' addresses), valid for a year as
+kubelet serving certificates are.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import ipaddress
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +43,8 @@ SERVER_NAME = "skiff-apiserver"
 AGENT_CLIENT_CN = "system:apiserver"
 MAX_AGENT_SANS = 16
 VALIDITY = datetime.timedelta(days=3650)
+# A node agent's serving certificate: a year, as the kubelet's.
+AGENT_VALIDITY = datetime.timedelta(days=365)
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,7 @@ def _sign(
     public_key: ec.EllipticCurvePublicKey,
     usage: x509.ObjectIdentifier,
     names: list[x509.GeneralName],
+    validity: datetime.timedelta = VALIDITY,
 ) -> bytes:
     now = datetime.datetime.now(datetime.UTC)
     builder = (
@@ -89,7 +97,7 @@ def _sign(
         .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     )
@@ -109,13 +117,31 @@ def _issue_server(
     return cert, _key_pem(key)
 
 
-def sign_agent_csr(pki: Pki, node: str, csr_pem: bytes) -> bytes:
+def address_problem(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address, loopback: bool = False
+) -> str | None:
+    """Why no node may have `ip` in its serving certificate (None: it may);
+    `loopback`: a loopback address is acceptable (in a Node's status, where
+    a node on the control plane's own host names it)."""
+    if ip.is_loopback and not loopback:
+        return "a loopback address names every host (the API server's own among them)"
+    if ip.is_unspecified or ip.is_multicast or ip.is_link_local or ip.is_reserved:
+        return "not the address of one host"
+    return None
+
+
+def sign_agent_csr(
+    pki: Pki, node: str, csr_pem: bytes,
+    refuse: Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], str | None] | None = None,
+) -> bytes:  # fmt: skip
     """The serving certificate of node `node`'s agent, for the key in `csr_pem`.
 
-    Its DNS SANs are `node` and the CSR's DNS names; its IP SANs the CSR's
-    addresses (at most MAX_AGENT_SANS in all). Raises ValueError naming the
-    problem for a CSR that does not parse, is not self-signed by its key, or
-    is not an EC P-256 key."""
+    Its DNS SAN is `node`; its IP SANs are the CSR's addresses (at most
+    MAX_AGENT_SANS names in all), each of which must pass `address_problem`
+    and `refuse` (the caller's: addresses it knows to be someone else's).
+    Raises ValueError naming the problem for a CSR that does not parse, is
+    not self-signed by its key, is not an EC P-256 key, or asks for another
+    name or a refused address."""
     try:
         csr = x509.load_pem_x509_csr(csr_pem)
     except ValueError as err:
@@ -125,30 +151,53 @@ def sign_agent_csr(pki: Pki, node: str, csr_pem: bytes) -> bytes:
     public = csr.public_key()
     if not isinstance(public, ec.EllipticCurvePublicKey) or public.curve.name != "secp256r1":
         raise ValueError("serving_csr_pem: the key must be ECDSA P-256")
-    dns, ips = {node}, set()
+    ips: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
     try:
         san = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        dns |= set(san.get_values_for_type(x509.DNSName))
-        ips = {str(i) for i in san.get_values_for_type(x509.IPAddress)}
     except x509.ExtensionNotFound:
-        pass
-    if len(dns) + len(ips) > MAX_AGENT_SANS:
+        san = x509.SubjectAlternativeName([])
+    for name in san:
+        if isinstance(name, x509.DNSName) and name.value == node:
+            continue
+        if not isinstance(name, x509.IPAddress) or not isinstance(
+            name.value, ipaddress.IPv4Address | ipaddress.IPv6Address
+        ):
+            raise ValueError(
+                f"serving_csr_pem: {name.value!s}: a node's serving certificate names only the "
+                f'node ("{node}") and its own IP addresses'
+            )
+        if name.value not in ips:
+            ips.append(name.value)
+    if 1 + len(ips) > MAX_AGENT_SANS:
         raise ValueError(f"serving_csr_pem: more than {MAX_AGENT_SANS} names asked for")
-    names: list[x509.GeneralName] = [x509.DNSName(d) for d in sorted(dns)]
-    names += [x509.IPAddress(ipaddress.ip_address(i)) for i in sorted(ips)]
+    for ip in ips:
+        problem = address_problem(ip) or (refuse(ip) if refuse is not None else None)
+        if problem:
+            raise ValueError(f"serving_csr_pem: IP address {ip}: {problem}")
+    names: list[x509.GeneralName] = [x509.DNSName(node)]
+    names += [x509.IPAddress(i) for i in sorted(ips, key=lambda i: (i.version, int(i)))]
     ca_key = serialization.load_pem_private_key(pki.ca_key_pem, None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
         raise ValueError("the cluster CA key is not an EC private key")
     ca_cert = x509.load_pem_x509_certificate(pki.ca_pem)
     usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH
-    return _sign(ca_key, ca_cert, f"system:node:{node}", public, usage, names)
+    return _sign(ca_key, ca_cert, f"system:node:{node}", public, usage, names, AGENT_VALIDITY)
+
+
+def certificate_addresses(cert_pem: bytes) -> tuple[set[str], set[str]]:
+    """(DNS names, IP addresses) a certificate is valid for."""
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set(), set()
+    return set(san.get_values_for_type(x509.DNSName)), {
+        str(i) for i in san.get_values_for_type(x509.IPAddress)
+    }
 
 
 def _covers(cert_pem: bytes, dns: set[str], ips: set[str]) -> bool:
-    cert = x509.load_pem_x509_certificate(cert_pem)
-    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    have_dns = set(san.get_values_for_type(x509.DNSName))
-    have_ips = {str(i) for i in san.get_values_for_type(x509.IPAddress)}
+    have_dns, have_ips = certificate_addresses(cert_pem)
     return dns <= have_dns and ips <= have_ips
 
 

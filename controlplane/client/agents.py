@@ -100,6 +100,27 @@ class AgentTLS:
         return context
 
 
+def certificate_mismatch(peer: dict[str, Any] | None, host: str) -> str | None:
+    """Why an agent's verified certificate (ssl's getpeercert()) does not hold
+    for the address dialed (None: it does). The name was checked by the
+    handshake (server_hostname=node); a non-loopback IP dialed must also be
+    one the certificate was issued for (the node's own, granted at join)."""
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+    if ip.is_loopback:
+        return None  # never in a certificate: a node on the API server's own host
+    for kind, value in (peer or {}).get("subjectAltName", ()):
+        if kind == "IP Address":
+            try:
+                if ipaddress.ip_address(str(value).strip()) == ip:
+                    return None
+            except ValueError:
+                continue
+    return f"its certificate is not valid for {ip}, the address its Node names"
+
+
 def node_stats(
     address: str, node: str, tls: AgentTLS, request: pb.StatsRequest | None = None,
     timeout: float = 5.0,
@@ -116,15 +137,18 @@ def node_stats(
 
 
 def agent_csr(node: str, addresses: list[str]) -> tuple[bytes, bytes]:
-    """(CSR PEM, private key PEM) an agent sends at join for its serving certificate."""
+    """(CSR PEM, private key PEM) an agent sends at join for its serving
+    certificate: its name and its IP addresses (loopback ones left out: the
+    API server grants them to no node)."""
     key = ec.generate_private_key(ec.SECP256R1())
     names: list[x509.GeneralName] = [x509.DNSName(node)]
     for a in addresses:
         try:
-            names.append(x509.IPAddress(ipaddress.ip_address(a)))
+            ip = ipaddress.ip_address(a)
         except ValueError:
-            if a and a != node:
-                names.append(x509.DNSName(a))
+            continue  # the node's name is its only DNS name
+        if not ip.is_loopback:  # never granted: every host's
+            names.append(x509.IPAddress(ip))
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node}")])
     csr = (
         x509.CertificateSigningRequestBuilder()

@@ -20,6 +20,7 @@ import yaml
 
 from machinery.atomicfile import write_private
 
+SERVER_NAME = "skiff-apiserver"  # the API server's serving certificate's name (tls.SERVER_NAME)
 GRPC_EXTENSION = "skiff.dev/grpc"  # the cluster extension naming the gRPC address
 NAME = "skiff"
 
@@ -31,6 +32,10 @@ def dump_kubeconfig(
     cluster: dict[str, Any] = {
         "server": f"https://{server}",
         "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+        # The API server is verified by its name, whatever address is dialed:
+        # an address in some other certificate of the cluster CA (a node's) is
+        # never taken for it.
+        "tls-server-name": SERVER_NAME,
         "extensions": [{"name": GRPC_EXTENSION, "extension": {"server": grpc or server}}],
     }
     doc = {

@@ -9,12 +9,19 @@ Pods with the same resolved ports share a subset. Writes the Endpoints
 object of the same name only when it differs; deletes it with the Service.
 Services without a selector are left alone (their Endpoints are the
 user's).
+
+A pod's IP is published only where its node could have given it: inside
+the node's pod CIDR(s), or, for a hostNetwork pod, one of the node's own
+addresses. A node writes its pods' status (and may keep mirror pods), so
+without this a node could point any Service at any address by claiming it
+as a pod IP.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import ipaddress
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controlplane.client import errors
@@ -45,14 +52,55 @@ def _resolve_port(pod: Mapping[str, Any], target: Any) -> int | None:
     return None
 
 
-def endpoints_subsets(svc: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Object]:
-    """The Endpoints subsets for a Service over candidate pods (pure)."""
+NodeLookup = Callable[[str], Mapping[str, Any] | None]
+BY_NODE = "endpoints-by-node"
+
+
+def _node_of(pod: Object) -> list[str]:
+    node = podutil.spec(pod).get("nodeName")
+    return [str(node)] if node else []
+
+
+def ip_of_node(pod: Mapping[str, Any], ip: str, node: Mapping[str, Any] | None) -> bool:
+    """Whether `ip` is one `pod`'s node could have given it (see the module docstring)."""
+    if node is None:
+        return False
+    try:
+        address = ipaddress.ip_address(str(ip))
+    except ValueError:
+        return False
+    if podutil.spec(pod).get("hostNetwork"):
+        return any(
+            a.get("address") == str(address)
+            for a in (node.get("status") or {}).get("addresses") or []
+            if isinstance(a, dict) and a.get("type") in ("InternalIP", "ExternalIP")
+        )
+    nspec = node.get("spec") or {}
+    for cidr in nspec.get("podCIDRs") or [nspec.get("podCIDR")]:
+        try:
+            network = ipaddress.ip_network(str(cidr), strict=False) if cidr else None
+        except ValueError:
+            continue
+        if network is not None and address.version == network.version and address in network:
+            return True
+    return False
+
+
+def endpoints_subsets(
+    svc: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], nodes: NodeLookup | None = None
+) -> list[Object]:
+    """The Endpoints subsets for a Service over candidate pods (pure); with
+    `nodes`, only IPs their nodes could have given them (ip_of_node)."""
     spec = podutil.spec(svc)
     publish = bool(spec.get("publishNotReadyAddresses"))
     groups: dict[tuple[tuple[str, int, str], ...], dict[str, list[Object]]] = {}
     for pod in sorted(pods, key=lambda p: podutil.name_of(p)):
         ip = podutil.status(pod).get("podIP")
         if not ip or podutil.is_terminated(pod):
+            continue
+        if nodes is not None and not ip_of_node(
+            pod, str(ip), nodes(str(podutil.spec(pod).get("nodeName") or ""))
+        ):
             continue
         if podutil.is_deleting(pod) and not publish:
             continue
@@ -113,14 +161,29 @@ class EndpointsController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.services = self.watch_primary("Service")
-        self.pods = self.watch("Pod")
+        self.pods = self.watch("Pod", {BY_NODE: _node_of})
         self.endpoints = self.watch("Endpoints")
+        self.nodes = self.watch("Node")
         self.pods.add_event_handler(
             on_add=self._pod,
             on_update=self._pod_updated,
             on_delete=self._pod,
         )
         self.endpoints.add_event_handler(on_delete=self.enqueue)
+        self.nodes.add_event_handler(on_add=self._node, on_update=self._node_updated,
+                                     on_delete=self._node)  # fmt: skip
+
+    def _node_updated(self, old: Object, new: Object) -> None:
+        # Heartbeats change neither: only a new pod CIDR or address moves an IP in or out.
+        if (podutil.spec(old).get("podCIDRs"), podutil.spec(old).get("podCIDR"),
+                podutil.status(old).get("addresses")) != (
+                podutil.spec(new).get("podCIDRs"), podutil.spec(new).get("podCIDR"),
+                podutil.status(new).get("addresses")):  # fmt: skip
+            self._node(new)
+
+    def _node(self, node: Object) -> None:
+        for pod in self.pods.store.by_index(BY_NODE, podutil.name_of(node)):
+            self._pod(pod)
 
     def _pod_updated(self, old: Object, new: Object) -> None:
         self._pod(old)
@@ -147,7 +210,7 @@ class EndpointsController(Controller):
         sel = _selector(svc)
         if sel is None:
             return None
-        subsets = endpoints_subsets(svc, self.pods.store.list(ns, sel))
+        subsets = endpoints_subsets(svc, self.pods.store.list(ns, sel), self._node_named)
         labels = dict(podutil.labels_of(svc))
         current = self.endpoints.store.get_by_key(object_key(svc))
         if current is None:
@@ -171,6 +234,9 @@ class EndpointsController(Controller):
         body["metadata"].pop("resourceVersion", None)
         self.client.update("Endpoints", body)
         return None
+
+    def _node_named(self, name: str) -> Object | None:
+        return self.nodes.store.get_by_key(name) if name else None
 
 
 def init(ctx: ControllerContext) -> Controller:

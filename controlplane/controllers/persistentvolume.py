@@ -199,6 +199,15 @@ class PersistentVolumeController(Controller):
                     claim = self.client.get("PersistentVolumeClaim", str(ref["name"]), ns)
                 except errors.NotFound:
                     claim = None
+        node = pv_plan.missing_node_label(volume)
+        if node is not None:
+            labels = {v.LOCAL_PATH_NODE_LABEL: node}
+            try:
+                volume = self.client.patch(
+                    "PersistentVolume", name, {"metadata": {"labels": labels}}
+                )
+            except errors.NotFound:
+                return
         plan = pv_plan.plan_volume(volume, claim)
         if plan.delete:
             try:

@@ -208,6 +208,7 @@ def provisioned_volume(
         "kind": "PersistentVolume",
         "metadata": {
             "name": name,
+            "labels": {v.LOCAL_PATH_NODE_LABEL: node},
             "annotations": {v.PROVISIONED_BY_ANNOTATION: v.LOCAL_PATH_PROVISIONER},
             "finalizers": [v.LOCAL_PATH_FINALIZER],
         },
@@ -222,6 +223,15 @@ def provisioned_volume(
             "claimRef": v.claim_ref(claim),
         },
     }
+
+
+def missing_node_label(volume: Mapping[str, Any]) -> str | None:
+    """The node a local-path volume made before it carried its node label is
+    pinned to (its agent watches by that label), None when it has it."""
+    node = v.local_path_node(volume)
+    if node is None or v.labels_of(volume).get(v.LOCAL_PATH_NODE_LABEL) == node:
+        return None
+    return node
 
 
 def plan_volume(volume: Mapping[str, Any], claim: Mapping[str, Any] | None) -> VolumePlan:

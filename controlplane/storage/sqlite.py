@@ -20,7 +20,9 @@ processes at once on the same file (the control plane owns it).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -125,6 +127,14 @@ class SqliteStore:
         if existed:
             self._check_header()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Every Secret is in this file: 0600 from its creation (SQLite gives its
+        # -wal and -shm files the database file's mode), and an older 0644 one is
+        # narrowed.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.chmod(self.path, 0o600)
+        for extra in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(f"{self.path}{extra}", 0o600)
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")

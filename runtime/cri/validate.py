@@ -45,11 +45,22 @@ def relative_path(field: str, value: str) -> None:
         raise errors.InvalidArgument(f"{field} {value!r} must be relative, without '..'")
 
 
+_ZONE = re.compile(r"[A-Za-z0-9_.\-]{1,15}")  # an IPv6 zone: an interface name or index
+
+
 def ip_address(field: str, value: str) -> None:
+    """An IP address; an IPv6 scope zone (`fe80::1%eth0`) must be an interface
+    name (Python's parser takes any text there, a newline included, which
+    would end the resolv.conf or hosts line it is written into)."""
     try:
         ipaddress.ip_address(value)
     except ValueError:
         raise errors.InvalidArgument(f"{field} {value!r} is not an IP address") from None
+    _, percent, zone = value.partition("%")
+    if percent and not _ZONE.fullmatch(zone):
+        raise errors.InvalidArgument(
+            f"{field} {value!r}: the zone of an IPv6 address must be an interface name"
+        )
 
 
 def hostname(field: str, value: str) -> None:

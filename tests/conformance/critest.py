@@ -86,11 +86,6 @@ def run(shared: Path, extra: list[str], out: Path) -> tuple[int, str]:
                 )
             )
             sock = base / "cri.sock"
-            # critest writes its localhost/ seccomp profiles under $TMPDIR and
-            # names them by absolute path; the runtime reads such profiles only
-            # under --seccomp-profile-root (issue 17), so the two are one dir.
-            profiles = base / "tmp"
-            profiles.mkdir(mode=0o700)
             log = (base / "runtime.log").open("wb")
             proc = subprocess.Popen(
                 [
@@ -113,8 +108,6 @@ def run(shared: Path, extra: list[str], out: Path) -> tuple[int, str]:
                     "--disable-default-registry-endpoint",
                     "--cgroup-parent",
                     cgroup,
-                    "--seccomp-profile-root",
-                    str(profiles),
                 ],
                 cwd=REPO,
                 stdout=log,
@@ -122,8 +115,7 @@ def run(shared: Path, extra: list[str], out: Path) -> tuple[int, str]:
             )
             log.close()
             wait_for(sock.is_socket, timeout=60, message="skiff runtime socket")
-            env = {**os.environ, "ENDPOINT": f"unix://{sock}", "OUTDIR": str(out), "TIMEOUT": "20m",
-                   "TMPDIR": str(profiles)}  # fmt: skip
+            env = {**os.environ, "ENDPOINT": f"unix://{sock}", "OUTDIR": str(out), "TIMEOUT": "20m"}
             res = subprocess.run(
                 ["bash", str(shared / "tools" / "critest-run.sh"), *extra],
                 env=env,

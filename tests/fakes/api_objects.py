@@ -20,11 +20,15 @@ def pod(
     return body
 
 
-def mirror(name: str, node: str) -> dict[str, Any]:
+def mirror(name: str, node: str, node_uid: str = "node-uid") -> dict[str, Any]:
+    """A mirror pod as the agent makes it: its Node its controlling owner."""
     body = pod(name, node=node)
     body["metadata"]["annotations"] = {
         "kubernetes.io/config.mirror": "abc",
         "kubernetes.io/config.hash": "abc",
         "kubernetes.io/config.source": "file",
     }
+    body["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid, "controller": True}
+    ]
     return body

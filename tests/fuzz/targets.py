@@ -2,8 +2,9 @@
 layers, image manifests, registry responses, CRI request fields, CNI
 configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames here; image
 indexes (image_index.py), API objects and patches (api_objects.py), the
-agent endpoint's HTTP (agent_http.py) and Kubernetes' protobuf bodies
-(k8s_protobuf.py) in modules of their own.
+agent endpoint's HTTP (agent_http.py), Kubernetes' protobuf bodies
+(k8s_protobuf.py), and YAML request bodies and JSON patches with their
+bombs (decoders.py) in modules of their own.
 
 Each target is a Hypothesis strategy and a `check(input)` that returns
 "ok" (a correct result, its invariants checked) or "rejected" (a clear
@@ -51,22 +52,26 @@ from runtime.image.registry import PullSettings, RepositoryClient
 from runtime.image.unpack import Limits, unpack_layer
 from tests.fuzz.agent_http import check_http, http_inputs, http_session
 from tests.fuzz.api_objects import api_inputs, api_session, check_api
+from tests.fuzz.decoders import check_patch, check_yaml, patch_inputs, yaml_inputs
 from tests.fuzz.image_index import check_index, index_inputs
 from tests.fuzz.k8s_protobuf import check_protobuf, protobuf_inputs
 
 Check = Callable[[Any], str]
+MEMORY_LIMIT = 128 << 20
 
 
 @dataclass(frozen=True)
 class Target:
     """`session`, when given, is entered around a run: the resources the
     checks share (a registry, a live endpoint), released before leaks are
-    counted."""
+    counted. With `memory_limit` (bytes), the memory each input takes is
+    measured (runner.py), and an input past it counts as over_memory."""
 
     name: str
     strategy: st.SearchStrategy[Any]
     check: Check
     session: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+    memory_limit: int = 0
 
 
 # -- tar layers -----------------------------------------------------------------
@@ -548,6 +553,10 @@ TARGETS = [
     Target("api_object", api_inputs, check_api, api_session),
     Target("agent_http", http_inputs, check_http, http_session),
     Target("k8s_protobuf", protobuf_inputs, check_protobuf),
+    # A request body is 3 MiB at most: decoding or patching one may hold a few
+    # copies of it, never the gigabytes a bomb expands to.
+    Target("yaml_body", yaml_inputs, check_yaml, memory_limit=MEMORY_LIMIT),
+    Target("json_patch", patch_inputs, check_patch, memory_limit=MEMORY_LIMIT),
 ]
 
 

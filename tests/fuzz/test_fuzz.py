@@ -16,7 +16,6 @@ SHORT = {"tar_layer": 40, "registry_response": 60, "api_object": 60}
 def test_fuzz_target_short_run(target: Target) -> None:
     stats = run(target, SHORT.get(target.name, 150), rng_seed=17)
     assert stats.crashes == 0, stats.first_crash
-    assert (stats.hangs, stats.leaked_fds, stats.leaked_threads, stats.leaked_mounts) == (
-        0, 0, 0, 0,
-    ), stats.row()  # fmt: skip
+    assert (stats.hangs, stats.leaked_fds, stats.leaked_threads, stats.leaked_mounts,
+            stats.over_memory) == (0, 0, 0, 0, 0), stats.row()  # fmt: skip
     assert stats.inputs > 0

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,98 @@ def test_scripts_write_every_variable_the_units_read() -> None:
         written |= set(re.findall(r"^(SKIFF_\w+)=", script.read_text(), re.MULTILINE))
     assert wanted <= written, wanted - written
     assert "SKIFF_JOIN_TOKEN" in written
+
+
+# ---------------------------------------------------------------- credentials (issue 32)
+
+CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBdjCCAR2gAwIBAgIU\n-----END CERTIFICATE-----"
+ADMIN_TOKEN = "skiff-admin." + "ab" * 20
+
+
+def _fake_vagrant(bin_dir: Path, files: Mapping[str, str]) -> None:
+    """A `vagrant` answering `ssh controlplane ... -c "sudo cat /var/lib/skiff/controlplane/F"`
+    from `files` (what a control-plane VM would print)."""
+    store = bin_dir / "vm"
+    store.mkdir(parents=True)
+    for name, text in files.items():
+        (store / name.replace("/", "_")).write_text(text)
+    script = bin_dir / "vagrant"
+    script.write_text(
+        "#!/usr/bin/env bash\n"
+        "f=${*: -1}; f=${f##*/controlplane/}; f=${f//\\//_}\n"
+        f'cat "{store}/$f"\n'
+    )
+    script.chmod(0o755)
+
+
+def _fetch(tmp: Path, files: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    _fake_vagrant(tmp / "bin", files)
+    env = {"PATH": f"{tmp / 'bin'}:/usr/bin:/bin", "HOME": str(tmp / "home"),
+           "SKIFF_CLUSTER_DIR": str(tmp / "cluster"), "SKIFF_ADMIN_DIR": str(tmp / "admin")}  # fmt: skip
+    return subprocess.run([str(VAGRANT_DIR / "fetch-credentials.sh")], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def _vm_kubeconfig(extra: str = "") -> str:
+    return (
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: skiff\n  cluster:\n"
+        "    server: https://192.168.56.10:6443\n    certificate-authority-data: AAAA\n"
+        f"users:\n- name: admin\n  user:\n    token: {ADMIN_TOKEN}\n{extra}"
+    )
+
+
+def test_nodes_get_only_the_ca_and_a_bootstrap_token(tmp_path: Path) -> None:
+    """The admin credential never enters the tree the VMs see, and the host's
+    kubeconfig is made from checked parts: a VM's own (which may name a
+    command to run, `exec:`) is never used as it is."""
+    hostile = _vm_kubeconfig(
+        "    exec: {command: /tmp/pwn, apiVersion: client.authentication.k8s.io/v1}\n"
+    )
+    done = _fetch(tmp_path, {"pki/ca.crt": CA_PEM, "join-token": "abcdef.0123456789abcdef\n",
+                             "kubeconfig": hostile})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "cluster").iterdir()) == ["ca.crt", "join-token"]
+    assert (tmp_path / "cluster" / "join-token").read_text() == "abcdef.0123456789abcdef\n"
+    kubeconfig = (tmp_path / "admin" / "kubeconfig").read_text()
+    assert ADMIN_TOKEN in kubeconfig and "exec" not in kubeconfig and "/tmp/pwn" not in kubeconfig
+    assert "tls-server-name: skiff-apiserver" in kubeconfig
+    assert (tmp_path / "admin" / "kubeconfig").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    ("files", "problem"),
+    [
+        ({"join-token": "$(touch /tmp/x)"}, "join-token is not a bootstrap token"),
+        ({"pki/ca.crt": "not a cert"}, "pki/ca.crt is not one PEM certificate"),
+        ({"kubeconfig": _vm_kubeconfig().replace(ADMIN_TOKEN, "x; rm -rf ~")},
+         "the admin token has not the admin's format"),
+        ({"kubeconfig": _vm_kubeconfig().replace("https://192.168.56.10:6443", "file:///etc")},
+         "is not https://IP:PORT"),
+    ],
+)  # fmt: skip
+def test_what_a_vm_reports_is_checked_before_it_is_kept(
+    tmp_path: Path, files: dict[str, str], problem: str
+) -> None:
+    good = {"pki/ca.crt": CA_PEM, "join-token": "abcdef.0123456789abcdef",
+            "kubeconfig": _vm_kubeconfig()}  # fmt: skip
+    done = _fetch(tmp_path, {**good, **files})
+    assert done.returncode != 0 and problem in done.stderr, done.stderr
+    assert not (tmp_path / "admin" / "kubeconfig").exists()
+
+
+def test_the_vms_mount_the_host_tree_read_only_and_publish_nothing_into_it() -> None:
+    vagrantfile = (VAGRANT_DIR / "Vagrantfile").read_text()
+    assert 'return { mount_options: ["ro"] } if type == "default"' in vagrantfile
+    assert 'opts[:mount_options] = ["ro"] unless type == "rsync"' in vagrantfile
+    synced = re.compile(r'^"?(\$\{?(SRC|IN|OUT)\b|\$\{?SKIFF_SYNCED|/skiff\b)')
+    for script in ("controlplane.sh", "node.sh", "install.sh"):
+        targets = []
+        for line in (VAGRANT_DIR / "scripts" / script).read_text().splitlines():
+            if line.lstrip().startswith("#"):
+                continue
+            targets += re.findall(r">>?\s*(\S+)", line)  # redirections
+            words = line.split()
+            if words and words[0] in ("install", "mv", "cp", "tee", "ln", "tar") and len(words) > 1:
+                targets.append(words[-1])  # a copy's destination
+        writes = [t for t in targets if synced.match(t)]
+        assert writes == [], f"{script} writes into the synced folder: {writes}"

@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 VAGRANT_DIR = REPO / "vagrant"
 VMNET = VAGRANT_DIR / "vmnet.sh"
 BOX_BUILD = VAGRANT_DIR / "box" / "build.sh"
-CREDENTIALS = VAGRANT_DIR / ".cluster"
+CREDENTIALS = VAGRANT_DIR / ".cluster"  # what nodes get: the CA and a join token
 CACHE = Path(os.environ.get("SKIFF_VM_CACHE", "/var/cache/skiff/vm"))
 NS = os.environ.get("SKIFF_VM_NS", "skiff-vm")
 NET = os.environ.get("SKIFF_NET", "192.168.56")
@@ -163,7 +163,7 @@ class VmCluster:
     def kubectl(self, *args: str, timeout: float = 120) -> str:
         """kubectl on the host, inside the VM network's namespace (where the
         control-plane VM's address routes), with the fetched kubeconfig."""
-        kubeconfig = str(CREDENTIALS / "kubeconfig")
+        kubeconfig = str(self.admin_kubeconfig)
         return _run(
             ["ip", "netns", "exec", NS, "kubectl", "--kubeconfig", kubeconfig, *args],
             self.env,
@@ -189,7 +189,13 @@ class VmCluster:
         return int(self.env["SKIFF_NODE_GRACE"])
 
     def client(self, timeout: float = 30.0) -> GrpcApiClient:
-        return connect(load_config(CREDENTIALS / "admin.conf", server=self.api_address), timeout)
+        return connect(load_config(self.admin_kubeconfig, server=self.api_address), timeout)
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        """The admin's kubeconfig fetch-credentials.sh made on the host
+        (SKIFF_ADMIN_DIR, outside the synced tree the nodes see)."""
+        return Path(self.env["SKIFF_ADMIN_DIR"]) / "kubeconfig"
 
     def node(self, name: str) -> VmNode:
         return next(n for n in self.nodes if n.name == name)
@@ -292,6 +298,7 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
         VAGRANT_DOTFILE_PATH=str(workdir / "dot"),
         SKIFF_NODES=str(nodes),
         SKIFF_SYNC="rsync",
+        SKIFF_ADMIN_DIR=str(workdir / "admin"),
         SKIFF_LIBVIRT_POOL="skiff",
         SKIFF_REGISTRY_MIRROR=f"http://{NET}.1:{REGISTRY_PORT}" if registry_port else "",
     )
@@ -348,7 +355,7 @@ def vm_cluster(nodes: int = 2, registry_port: int | None = None) -> Iterator[VmC
             api_relay = TcpRelay(
                 "127.0.0.1",
                 free_port(),
-                (cluster.cp_ip, _api_port()),
+                (cluster.cp_ip, _api_port(cluster)),
                 connect=sockets.connect,
             )
             stack.callback(api_relay.close)
@@ -405,8 +412,8 @@ def _ended_or_said(proc: subprocess.Popen[bytes], log: Path, text: str) -> bool:
     return proc.poll() is not None or text in log.read_text(errors="replace")
 
 
-def _api_port() -> int:
-    server = load_config(CREDENTIALS / "admin.conf").server
+def _api_port(cluster: VmCluster) -> int:
+    server = load_config(cluster.admin_kubeconfig).server
     return int(server.rsplit(":", 1)[1])
 
 

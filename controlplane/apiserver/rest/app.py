@@ -20,12 +20,14 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from controlplane.api import jsoncodec, limits, openapi
+from controlplane.apiserver import admission_context
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
     auditing,
     compression,
     discovery,
+    fields,
     health,
     lists,
     objects,
@@ -243,19 +245,23 @@ async def handle(request: web.Request) -> web.StreamResponse:
     received = datetime.datetime.now(datetime.UTC)
     seen = _Seen()
     code = 500
+    admitted = admission_context.start()  # this request's task: its warnings, annotations
     try:
         response = await _serve(request, seen)
         code = response.status
+        if admitted.warnings and not response.prepared:
+            fields.add_warnings(response, admitted.warnings)
         await compression.compress(request, response, request.app[SERVER])
         return response
     except errors.ApiError as err:
         log.debug("http %s %s: %s", request.method, request.path_qs, err)
         target = seen.target
-        answer = (
-            respond.error(request, err, target.info.plural, target.name, target.group)
-            if target is not None
-            else respond.error(request, err)
-        )
+        answer = respond.error(request, err)
+        if target is not None:
+            # An Invalid names the Kind (kubectl: `The Namespace "x" is invalid`), the rest the resource.
+            kind = target.info.kind if isinstance(err, errors.Invalid) else target.info.plural
+            name = target.name or str(getattr(err, "name", "") or "")
+            answer = respond.error(request, err, kind, name, target.group)
         code = answer.status
         return answer
     except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
@@ -267,7 +273,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if server.audit is not None and seen.target is not None:
             await server.run(
                 auditing.record, server.audit, request, seen.who, seen.target, code, received,
-                elapsed_ms,
+                elapsed_ms, admitted.annotations,
             )  # fmt: skip
         if log.isEnabledFor(logging.DEBUG):
             log.debug("http %s %s ms=%.2f", request.method, request.path_qs, elapsed_ms)

@@ -9,6 +9,7 @@ deletecollection); the event is written when the answer is complete.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 
 from aiohttp import web
 
@@ -46,8 +47,10 @@ def record(
     code: int,
     received: datetime.datetime,
     latency_ms: float,
+    annotations: Mapping[str, str] | None = None,
 ) -> None:
-    """Blocking (a file write): call on the executor."""
+    """Blocking (a file write): call on the executor. `annotations`: what
+    admission added to the event (PodSecurity's)."""
     watching = request.query.get("watch") in ("true", "1")
     audit.record(
         who or ANONYMOUS,
@@ -64,4 +67,5 @@ def record(
         received,
         latency_ms,
         request.get(BODY),
+        annotations,
     )

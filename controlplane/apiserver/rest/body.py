@@ -7,10 +7,14 @@ before it is all read; every JSON or YAML body then passes
 limits.check_body (the gRPC API's check) before it is decoded, a protobuf
 body its size check (its nesting is bounded by its messages); malformed
 JSON or YAML is a 400 naming the position; a document nested deeper than
-limits.MAX_DEPTH is a 422 (YAML's nesting is checked once decoded). A
-malformed protobuf body is a 400 naming the field and the problem; one of a
-kind with no protobuf message (custom resources) or with a content encoding
-is a 415. Nothing here touches the registry.
+limits.MAX_DEPTH is a 422 (YAML's nesting is checked as it is decoded). YAML
+is decoded by api/yamlcodec.py with Kubernetes' bound on alias expansion (an
+alias bomb is a 400, `yaml: document contains excessive aliasing`) and a
+bound on the decoded size (413). A malformed protobuf body is a 400 naming
+the field and the problem; one of a kind with no protobuf message (custom
+resources) or with a content encoding is a 415. Decoding is CPU work:
+handlers run `decode` on the executor (intake.py). Nothing here touches the
+registry.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from controlplane.api import jsoncodec, limits
+from controlplane.api import jsoncodec, limits, yamlcodec
 from controlplane.api.k8sproto import envelope
 from controlplane.api.k8sproto.codec import ProtobufError
 from controlplane.apiserver.rest.auditing import BODY
@@ -44,7 +48,6 @@ JSON_TYPES = frozenset(
         "text/plain",
     }
 )
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 async def read(request: web.Request) -> bytes:
@@ -88,7 +91,14 @@ def decode(data: bytes, content_type: str, kind: str = "") -> Any:
         raise BadRequest("the request body is empty")
     if content_type in YAML_TYPES:
         try:
-            doc = yaml.load(data, Loader=_Loader)  # a safe loader (CSafeLoader or SafeLoader)
+            # Bounded: alias expansion as Kubernetes' decoder, nesting as the API's limit.
+            doc = yamlcodec.loads(data, limits.MAX_DEPTH)
+        except yamlcodec.DecodedTooLarge as err:
+            raise RequestEntityTooLarge(str(err)) from None
+        except yamlcodec.YAMLDecodeError as err:
+            if "nested more than" in str(err):
+                raise Invalid(str(err)) from None
+            raise BadRequest(f"malformed YAML: {err}") from None
         except yaml.MarkedYAMLError as err:
             mark = err.problem_mark
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -4,6 +4,7 @@ executor that runs blocking registry calls, and the caller's identity."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -39,9 +40,12 @@ class Server:
     agent_tls: AgentTLS | None = None  # the API server's own credential towards agents
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """func(*args, **kwargs) on the executor: registry calls block."""
+        """func(*args, **kwargs) on the executor: registry calls block. It runs
+        in a copy of this task's context, so admission plugins reach the
+        request's warnings and audit annotations (admission_context)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, functools.partial(func, *args, **kwargs))
+        call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
+        return await loop.run_in_executor(self.executor, call)
 
 
 @dataclass

@@ -76,8 +76,13 @@ class Write:
         return FieldManager(self.manager, applied)
 
     def headers(self, response: web.StreamResponse) -> web.StreamResponse:
-        for text in self.warnings[:50]:
-            # A quoted-string (RFC 9110): kubectl prints it unescaped.
-            clean = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
-            response.headers.add("Warning", f'299 - "{clean}"')
-        return response
+        return add_warnings(response, self.warnings)
+
+
+def add_warnings(response: web.StreamResponse, warnings: list[str]) -> web.StreamResponse:
+    """`Warning: 299 - "text"` headers, as kube-apiserver sends them (at most 50)."""
+    for text in warnings[:50]:
+        # A quoted-string (RFC 9110): kubectl prints it unescaped.
+        clean = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+        response.headers.add("Warning", f'299 - "{clean}"')
+    return response

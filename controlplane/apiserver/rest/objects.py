@@ -14,14 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec
-from controlplane.api.k8sproto import envelope
 from controlplane.apiserver.codec import Stored, decode
-from controlplane.apiserver.rest import body, fields
-from controlplane.apiserver.rest.auditing import BODY
+from controlplane.apiserver.rest import body, fields, intake
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.respond import document_response, object_response
-from controlplane.apiserver.rest.status import BadRequest, UnsupportedMediaType, success
+from controlplane.apiserver.rest.status import BadRequest, success
 from controlplane.client.errors import NotFound
 from controlplane.client.interface import DeleteOptions
 
@@ -33,22 +30,6 @@ def request_object(call: Call, doc: Any) -> dict[str, Any]:
     return obj if conversion is None else conversion.to_stored(obj)
 
 
-async def read(call: Call, api_version: str = "", kind: str = "") -> Any:
-    """The request's document; a protobuf body only where the kind (the
-    target's, or the one given) has a protobuf message, else 415."""
-    t = call.target
-    media = body.media_type(call.request)
-    api_version, kind = api_version or t.group_version, kind or t.info.kind
-    if media == envelope.MEDIA_TYPE and not envelope.supported(api_version, kind):
-        raise UnsupportedMediaType(
-            f"{kind} ({api_version}) has no protobuf serialization: send application/json"
-        )
-    doc = body.decode(await body.read(call.request), media, kind)
-    if media == envelope.MEDIA_TYPE and call.server.audit is not None:
-        call.request[BODY] = jsoncodec.dumps(doc)  # the audit log's requestObject, as JSON
-    return doc
-
-
 async def get(call: Call) -> web.StreamResponse:
     t = call.target
     stored = await call.server.run(call.registry.get, t.info.key, t.name, call.namespace, call.who)
@@ -57,7 +38,7 @@ async def get(call: Call) -> web.StreamResponse:
 
 async def create(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = await read(call)
+    doc = await intake.document(call, "create")
     write = fields.Write(call)
     obj = request_object(call, doc)
     dry_run = call.dry_run()
@@ -77,7 +58,7 @@ async def create(call: Call) -> web.StreamResponse:
 
 async def update(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = await read(call)
+    doc = await intake.document(call, intake.write_verb(call, "update"))
     obj = request_object(call, doc)
     meta = obj.setdefault("metadata", {})
     if not isinstance(meta, dict):
@@ -109,16 +90,21 @@ async def update(call: Call) -> web.StreamResponse:
     return write.headers(object_response(call, stored))
 
 
-async def delete_options(call: Call) -> tuple[DeleteOptions, bool]:
+async def delete_options(call: Call, verb: str = "") -> tuple[DeleteOptions, bool]:
     """DeleteOptions from the body (if any) and the query (which wins), and
     whether the delete is a dry run (`dryRun` in either: kubectl sends it in
-    the body)."""
+    the body); `verb` is authorized first (intake.document)."""
+    if verb:
+        t = call.target
+        await call.server.run(call.registry.authorize_request, call.who, verb, t.info,
+                              t.namespace or "", t.name)  # fmt: skip
     raw = await body.read(call.request)
     opts: dict[str, Any] = {}
     if raw.strip():
-        opts = body.as_object(
-            body.decode(raw, body.media_type(call.request), "DeleteOptions"), "DeleteOptions"
+        doc = await call.server.run(
+            body.decode, raw, body.media_type(call.request), "DeleteOptions"
         )
+        opts = body.as_object(doc, "DeleteOptions")
         if opts.get("kind") not in (None, "DeleteOptions"):
             raise BadRequest(f"the body is a {opts.get('kind')}, not DeleteOptions")
     return parse_delete_options(opts, call.request.query), call.dry_run(opts.get("dryRun"))
@@ -153,7 +139,7 @@ RETURN_DELETED = frozenset(("Pod", "ServiceAccount", "StorageClass"))
 
 async def delete(call: Call) -> web.StreamResponse:
     t = call.target
-    options, dry_run = await delete_options(call)
+    options, dry_run = await delete_options(call, "delete")
     stored = await call.server.run(
         call.registry.delete, t.info.key, t.name, call.namespace, options, call.who, dry_run,
         t.info.key in RETURN_DELETED,

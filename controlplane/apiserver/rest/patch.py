@@ -17,10 +17,14 @@ from aiohttp import web
 
 from controlplane.api import crd, json_patch, pruning, server_side_apply, strategic_merge
 from controlplane.api.merge_patch import merge_patch
-from controlplane.apiserver.rest import body, fields
+from controlplane.apiserver.rest import body, fields, intake
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.respond import object_response
-from controlplane.apiserver.rest.status import BadRequest, UnsupportedMediaType
+from controlplane.apiserver.rest.status import (
+    BadRequest,
+    RequestEntityTooLarge,
+    UnsupportedMediaType,
+)
 from controlplane.client.errors import Invalid, NotFound
 
 MERGE = "application/merge-patch+json"
@@ -42,6 +46,11 @@ def builder(call: Call, media: str, doc: Any) -> Callable[[Object | None], Objec
     if media == JSON_PATCH:
         if not isinstance(doc, list):
             raise BadRequest("a JSON patch must be a JSON array of operations")
+        if len(doc) > json_patch.MAX_OPERATIONS:
+            raise RequestEntityTooLarge(
+                f"The allowed maximum operations in a JSON patch is {json_patch.MAX_OPERATIONS}, "
+                f"got {len(doc)}"
+            )
         return lambda old: json_patch.apply(old, doc)
     if media == STRATEGIC:
         if crd.is_custom(kind):
@@ -71,7 +80,7 @@ async def patch(call: Call) -> web.StreamResponse:
     media = body.media_type(call.request)
     if media not in PATCH_TYPES:
         builder(call, media, None)  # raises the 415
-    doc = body.decode(await body.read(call.request), media)
+    doc = await intake.document(call, intake.write_verb(call, "patch"), media)
     build = builder(call, media, doc)
     write = fields.Write(call)
     if media == APPLY:
@@ -88,6 +97,7 @@ async def patch(call: Call) -> web.StreamResponse:
         new = build(old)
         if not isinstance(new, dict):
             raise Invalid("the patched object must be a JSON object")
+        body.check_depth(new)  # the result is bounded as a request body is (422)
         new = new if conversion is None else conversion.to_stored(new)
         if media != APPLY:
             write.check(new)
@@ -102,7 +112,7 @@ async def patch(call: Call) -> web.StreamResponse:
     except NotFound:
         if media != APPLY or t.subresource:
             raise
-        created = checked(None)
+        created = await call.server.run(checked, None)
         created.setdefault("metadata", {}).setdefault("name", t.name)
         stored = await call.server.run(
             call.registry.create, t.info.key, created, call.namespace, call.who, False, dry_run,

@@ -37,7 +37,13 @@ from controlplane.apiserver.codec import decode
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.status import BadRequest
 from controlplane.client import errors
-from controlplane.client.agents import AgentTLS, AgentUnreachable, agent_address, node_stats
+from controlplane.client.agents import (
+    AgentTLS,
+    AgentUnreachable,
+    agent_address,
+    certificate_mismatch,
+    node_stats,
+)
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 
@@ -218,6 +224,10 @@ async def upgrade(call: Call, tls: AgentTLS | None) -> web.StreamResponse:
         )
     except (OSError, TimeoutError) as err:
         raise errors.Unavailable(f"agent of node {node} at {address}: {err}") from None
+    problem = certificate_mismatch(writer.get_extra_info("peercert"), host)
+    if problem is not None:
+        writer.close()
+        raise errors.Unavailable(f"agent of node {node} at {address}: {problem}")
     try:
         forwarded = [(k, v) for k in UPGRADE_HEADERS for v in request.headers.getall(k, [])]
         writer.write(_head(request.method, path, address, forwarded))

@@ -20,9 +20,9 @@ from aiohttp import web
 from controlplane.api import crd
 from controlplane.apiserver import eviction as eviction_api
 from controlplane.apiserver.codec import decode
-from controlplane.apiserver.rest import body, fields
+from controlplane.apiserver.rest import body, fields, intake
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import parse_delete_options, read
+from controlplane.apiserver.rest.objects import parse_delete_options
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
 from controlplane.apiserver.rest.respond import document_response
 from controlplane.apiserver.rest.status import BadRequest, MethodNotAllowed, success
@@ -73,13 +73,15 @@ async def scale(call: Call) -> web.StreamResponse:
         current = await call.server.run(get_scale)
         return document_response(call, current)
     if method == "PUT":
-        doc = body.as_object(await read(call, "autoscaling/v1", "Scale"))
+        doc = body.as_object(
+            await intake.document(call, api_version="autoscaling/v1", kind="Scale")
+        )
         replicas = _replicas(doc)
     elif method == "PATCH":
         media = body.media_type(call.request)
         if media not in PATCH_TYPES:
             builder(call, media, None)
-        doc = body.decode(await body.read(call.request), media)
+        doc = await intake.document(call, media=media)
         current = await call.server.run(get_scale)
         replicas = _replicas(builder(call, media, doc)(current))
     else:
@@ -97,7 +99,7 @@ async def scale(call: Call) -> web.StreamResponse:
 
 async def binding(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(await read(call, "v1", "Binding"))
+    doc = body.as_object(await intake.document(call, api_version="v1", kind="Binding"))
     target = doc.get("target") or {}
     meta = doc.get("metadata") or {}
     if not isinstance(target, dict) or not isinstance(meta, dict):
@@ -118,7 +120,7 @@ async def binding(call: Call) -> web.StreamResponse:
 
 async def eviction(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(await read(call, "policy/v1", "Eviction"))
+    doc = body.as_object(await intake.document(call, api_version="policy/v1", kind="Eviction"))
     opts = doc.get("deleteOptions") or {}
     if not isinstance(opts, dict):
         raise BadRequest("deleteOptions: must be an object")
@@ -132,7 +134,9 @@ async def eviction(call: Call) -> web.StreamResponse:
 
 async def token_request(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(await read(call, "authentication.k8s.io/v1", "TokenRequest"))
+    doc = body.as_object(
+        await intake.document(call, api_version="authentication.k8s.io/v1", kind="TokenRequest")
+    )
     meta = doc.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise BadRequest("metadata: must be an object")

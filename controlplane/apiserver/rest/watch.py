@@ -206,7 +206,8 @@ def _start(
     (on the executor: the history replay reads the store)."""
     t = call.target
     initial: list[WatchItem] = []
-    call.registry.authorizer.authorize(call.who, "watch", t.info, t.namespace, "")
+    call.registry.authorizer.authorize(call.who, "watch", t.info, t.namespace, "",
+                                       fields=selectors.fields, labels=selectors.labels)  # fmt: skip
     if rv is None:
         result = call.registry.list(
             t.info.key, call.namespace, call.query("labelSelector"), call.query("fieldSelector"),
@@ -287,6 +288,15 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
     return response
 
 
+CLIENT_CHECK = 1.0  # seconds between looks at a quiet watch's connection
+
+
+def _client_gone(call: Call) -> bool:
+    """Whether the watch's client closed its connection (aiohttp ends no handler for that)."""
+    transport = call.request.transport
+    return transport is None or transport.is_closing()
+
+
 def _write_now(writer: StreamWriter, data: bytes) -> None:
     """Write `data` to the stream without yielding to the loop. With
     drain=False (and no compression) StreamWriter.write never awaits: it only
@@ -336,22 +346,32 @@ async def _follow(
     protocol = call.request.protocol
     if isinstance(writer, StreamWriter) and protocol is not None:
         deliver = _direct(watcher, writer, protocol, line)
+    next_bookmark = loop.time() + interval
     while not watcher.stopped:
         items = watcher.take()
         if items:
             watcher.sent_rev = items[-1].rev
             await response.write(b"".join(line(i) for i in items))
             continue
-        left = deadline - loop.time()
+        now = loop.time()
+        left = deadline - now
         if left <= 0:
             return
         watcher.direct = deliver
         try:
-            woken = await watcher.wait(min(interval, left))
+            # Woken at least every CLIENT_CHECK seconds: a client that went away
+            # without a word frees its watch slot then, not at the timeout.
+            woken = await watcher.wait(min(left, CLIENT_CHECK, max(0.0, next_bookmark - now)))
         finally:
             watcher.direct = None
-        if not woken and watcher.allow_bookmarks:
-            rev = call.server.broadcaster.progress(watcher)
-            if rev is not None and rev > watcher.sent_rev:
-                watcher.sent_rev = rev
-                await response.write(_bookmark(call, rev, protobuf))
+        if _client_gone(call):
+            return
+        if woken:
+            continue
+        if loop.time() >= next_bookmark:
+            next_bookmark = loop.time() + interval
+            if watcher.allow_bookmarks:
+                rev = call.server.broadcaster.progress(watcher)
+                if rev is not None and rev > watcher.sent_rev:
+                    watcher.sent_rev = rev
+                    await response.write(_bookmark(call, rev, protobuf))

@@ -19,12 +19,11 @@ from typing import Any
 import pytest
 
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e.agent.conftest import E2EImages, delete_node_pods, dump
-from tests.e2e.agent.helpers import pod, status, wait_running
+from tests.e2e.agent.helpers import E2EImages, delete_node_pods, dump, pod, status, wait_running
+from tests.harness.controlplane import ControlPlane
 from tests.harness.nodeprocs import Node, NodeSpec, short_tempdir
 from tests.harness.registry import Registry
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
 

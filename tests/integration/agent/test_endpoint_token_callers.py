@@ -54,13 +54,17 @@ class Endpoint:
     ca: bytes
     users: TokenAuthority
     audit: Path
+    looked_up: list[tuple[str, str]]  # pods the stream router looked for
 
-    def get(self, path: str, token: str = "") -> tuple[int, str]:
+    def get(self, path: str, token: str = "", method: str = "GET") -> tuple[int, str]:
         context = ssl.create_default_context(cadata=self.ca.decode())
+        # The certificate names the node and its own addresses, never a loopback one:
+        # dialed at 127.0.0.1, the chain is checked, not the name.
+        context.check_hostname = False
         conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=10)
         try:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
-            conn.request("GET", path, headers=headers)
+            conn.request(method, path, headers=headers)
             resp = conn.getresponse()
             return resp.status, resp.read().decode()
         finally:
@@ -96,7 +100,12 @@ def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
             )
             tls = serving_tls.server_context(base / "agent", ca, token_callers=True)
             servicer = AgentServicer("tc1", lambda ns, name: None, runtime, base / "logs")
-            served = serve_endpoint(servicer, "127.0.0.1:0", lambda ns, name: None, runtime,
+            looked_up: list[tuple[str, str]] = []
+
+            def pods(ns: str, name: str) -> None:
+                looked_up.append((ns, name))
+
+            served = serve_endpoint(servicer, "127.0.0.1:0", pods, runtime,
                                     tls, str(base / "agent" / "grpc.sock"), callers)  # fmt: skip
             admin = cp.client()
             admin.create("ClusterRole", {
@@ -112,7 +121,7 @@ def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
             })  # fmt: skip
             users = TokenAuthority(ensure_pki(cp.data_dir).token_secret)
             try:
-                yield Endpoint(cp, served.port, ca, users, audit)
+                yield Endpoint(cp, served.port, ca, users, audit, looked_up)
             finally:
                 served.stop()
                 runtime.close()
@@ -154,7 +163,7 @@ def test_token_callers_never_reach_the_grpc_service(endpoint: Endpoint) -> None:
     context = ssl.create_default_context(cadata=endpoint.ca.decode())
     context.set_alpn_protocols(["h2"])
     raw = socket.create_connection(("127.0.0.1", endpoint.port), timeout=10)
-    with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+    with context.wrap_socket(raw, server_hostname="tc1") as tls:
         assert tls.selected_alpn_protocol() == "h2"
         tls.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         assert tls.recv(100) == b""  # closed: no relay to the agent's gRPC socket
@@ -184,3 +193,21 @@ def test_plain_text_is_still_refused(endpoint: Endpoint) -> None:
         except ConnectionResetError:
             answer = b""
     assert not answer.startswith(b"HTTP")  # a TLS alert or nothing: no HTTP is spoken
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "//stats/exec/default/victim/c?command=id&stdout=1",
+        "/stats/../exec/default/victim/c?command=id&stdout=1",
+        "/stats/%2e%2e/exec/default/victim/c?command=id&stdout=1",
+        "/stats%2F..%2Fexec/default/victim/c?command=id&stdout=1",
+    ],
+)
+def test_a_stats_grant_cannot_reach_exec_through_the_path(endpoint: Endpoint, path: str) -> None:
+    """Authorized as nodes/stats, served as exec: refused 400 before either."""
+    before = list(endpoint.looked_up)
+    code, body = endpoint.get(path, endpoint.users.user_token("alice"), method="POST")
+    assert code == 400, body
+    assert "request target" in body
+    assert endpoint.looked_up == before  # the stream router never ran

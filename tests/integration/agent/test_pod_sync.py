@@ -472,3 +472,25 @@ def test_sidecars_without_startup_probes_and_the_app_start_in_one_sync(h: Harnes
         for c in h.fake.container_by_name("c")
         if c.config.labels["io.kubernetes.pod.uid"] == "uid-2"
     ]
+
+
+def test_seccomp_localhost_profile_confined_to_the_seccomp_root(h: Harness) -> None:
+    """The runtime loads CRI's localhost_ref as given (as containerd does), so
+    the agent confines a pod's localhostProfile to its seccomp root (issue 32):
+    relative paths join the root; absolute ones and `..` never reach the runtime."""
+
+    def with_profile(ref: str, name: str = "c") -> dict[str, Any]:
+        sc = {"seccompProfile": {"type": "Localhost", "localhostProfile": ref}}
+        return {"name": name, "image": "busybox:1.36", "securityContext": sc}
+
+    for ref in ("/etc/shadow", "../../../etc/x.json", "profiles/../../x.json", ""):
+        r = h.sync(make_pod(with_profile(ref)))
+        assert r.waiting["c"].reason == "CreateContainerConfigError", ref
+        assert "localhostProfile" in r.waiting["c"].message, ref
+        assert "CreateContainer" not in h.fake.call_names(), ref
+    r = h.sync(make_pod(with_profile("profiles/audit.json")))
+    assert r.waiting == {}
+    (c,) = h.fake.container_by_name("c")
+    sec = c.config.linux.security_context
+    assert sec.seccomp.localhost_ref == "/var/lib/skiff/seccomp/profiles/audit.json"
+    assert sec.seccomp_profile_path == "localhost//var/lib/skiff/seccomp/profiles/audit.json"

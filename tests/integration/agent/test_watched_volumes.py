@@ -24,9 +24,9 @@ from agent.pod_config import NodeSettings
 from controlplane.client.agents import agent_csr
 from controlplane.client.apiclient import GrpcApiClient, connect, join_node
 from tests.fakes.fake_runtime import serve_fake_runtime
+from tests.harness.controlplane import ControlPlane
 from tests.harness.mounts import unmount_all
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = pytest.mark.slow
 

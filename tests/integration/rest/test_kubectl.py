@@ -184,7 +184,7 @@ def test_auth_whoami_can_i_and_bad_token(cluster: Cluster, tmp_path: Path) -> No
     assert node is not None
     as_node = tmp_path / "node"
     as_node.write_text(cluster.kubeconfig.read_text().replace(
-        cluster.running.admin.token, node.node_token("n1")))  # fmt: skip
+        cluster.running.admin.token, cluster.running.server.node_token("n1")))  # fmt: skip
     denied = cluster.kubectl("--kubeconfig", str(as_node), "auth", "can-i", "delete", "pods",
                              check=False)  # fmt: skip
     assert denied.stdout.split()[0] == "no"

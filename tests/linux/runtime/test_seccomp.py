@@ -85,9 +85,11 @@ def test_seccomp_profiles(runtime: Runtime, tmp_path: Path) -> None:
     assert seccomp_mode(r, nnp) == "2"
 
 
-def test_localhost_profiles_confined_to_the_profile_root(runtime: Runtime, tmp_path: Path) -> None:
-    """seccomp `localhost/` reads only under --seccomp-profile-root (issue
-    17): not any host path, not through `..` or a symlink out."""
+def test_localhost_profiles_as_containerd_loads_them(runtime: Runtime, tmp_path: Path) -> None:
+    """seccomp `localhost/<absolute path>` is loaded as given, as containerd
+    does (critest names its profiles so; the agent confines pods' profiles,
+    issue 32); a relative one is read under --seccomp-profile-root, never
+    through `..` or a symlink out."""
     r = runtime
     sid, pcfg = run_pod(r, tmp_path, "conf")
     outside = tmp_path.parent / f"{tmp_path.name}-outside.json"
@@ -96,11 +98,14 @@ def test_localhost_profiles_confined_to_the_profile_root(runtime: Runtime, tmp_p
     (tmp_path / "ok.json").write_text(json.dumps({"defaultAction": "SCMP_ACT_ALLOW"}))
     sleep = ["sleep", "1000"]
     try:
-        for i, ref in enumerate([str(outside), f"../{outside.name}", "/etc/passwd", "link.json"]):
+        for i, ref in enumerate([f"../{outside.name}", "/etc/passwd", "link.json"]):
             with pytest.raises(grpc.RpcError) as exc:
                 create(r, sid, pcfg, container_config(f"bad{i}", sleep, linux=sec(
                     seccomp_profile_path=f"localhost/{ref}")))  # fmt: skip
             assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT, ref
+        c = started(r, sid, pcfg, container_config("abs", sleep, linux=sec(
+            seccomp_profile_path=f"localhost/{outside}")))  # fmt: skip
+        assert seccomp_mode(r, c) == "2"
         # relative to the root, as the kubelet's localhostProfile is
         c = started(r, sid, pcfg, container_config("rel", sleep, linux=sec(
             seccomp=api_pb2.SecurityProfile(

@@ -14,6 +14,7 @@ import socket
 
 import pytest
 
+from agent.request_target import parse
 from agent.stream_targets import RequestError, parse_target
 
 TOKEN = "admin-token"  # the proxy must drop it, never pass it on
@@ -38,13 +39,13 @@ def request(port: int, path: str, token: str = TOKEN, extra: bytes = b"") -> soc
 
 def test_parse_target() -> None:
     t = parse_target(
-        "/exec/ns1/p%201/c?command=sh&command=-c&command=echo%20hi&stdin=1&stdout=true&tty=1"
+        parse("/exec/ns1/p%201/c?command=sh&command=-c&command=echo%20hi&stdin=1&stdout=true&tty=1")
     )
     assert (t.kind, t.namespace, t.pod, t.container) == ("exec", "ns1", "p 1", "c")
     assert t.command == ("sh", "-c", "echo hi")
     assert (t.stdin, t.stdout, t.stderr, t.tty) == (True, True, False, True)
-    assert parse_target("/attach/ns/p?container=c&stdout=1").container == "c"
-    assert parse_target("/portforward/ns/p?port=80&port=8080").ports == (80, 8080)
+    assert parse_target(parse("/attach/ns/p?container=c&stdout=1")).container == "c"
+    assert parse_target(parse("/portforward/ns/p?port=80&port=8080")).ports == (80, 8080)
     for path, code in [
         ("/nope/a/b", 404),
         ("/exec/ns/p/c?stdout=1", 400),  # no command
@@ -54,5 +55,5 @@ def test_parse_target() -> None:
         ("/portforward/ns/p?port=x", 400),
     ]:
         with pytest.raises(RequestError) as err:
-            parse_target(path)
+            parse_target(parse(path))
         assert err.value.code == code, path

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from agent.request_target import parse
 from agent.webhook_auth import Caller, WebhookAuth, WebhookSettings, request_attributes
 from tests.harness.wait import wait_for
 
@@ -72,15 +73,15 @@ def make(settings: WebhookSettings | None = None) -> tuple[WebhookAuth, FakeRevi
     ],
 )
 def test_kubelet_request_attributes(method: str, path: str, expected: tuple[str, str]) -> None:
-    assert request_attributes(method, path) == expected
+    assert request_attributes(method, parse(path)) == expected
 
 
 def test_refusals_in_the_kubelets_words() -> None:
     auth, _, _ = make()
-    assert auth.check("", "GET", "/stats/summary").code == 401
-    assert auth.check("Bearer nope", "GET", "/stats/summary").code == 401
-    assert auth.check(f"Bearer {ALICE}", "GET", "/stats/summary").code == 200
-    denied = auth.check(f"Bearer {ALICE}", "POST", "/exec/a/b/c")
+    assert auth.check("", "GET", parse("/stats/summary")).code == 401
+    assert auth.check("Bearer nope", "GET", parse("/stats/summary")).code == 401
+    assert auth.check(f"Bearer {ALICE}", "GET", parse("/stats/summary")).code == 200
+    denied = auth.check(f"Bearer {ALICE}", "POST", parse("/exec/a/b/c"))
     assert (denied.code, denied.message) == (
         403,
         "Forbidden (user=alice, verb=create, resource=nodes, subresource=proxy)",
@@ -90,55 +91,55 @@ def test_refusals_in_the_kubelets_words() -> None:
 def test_answers_are_cached_for_the_kubelets_lifetimes() -> None:
     auth, reviewer, clock = make()
     for _ in range(3):
-        auth.check(f"Bearer {ALICE}", "GET", "/stats/summary")
-        auth.check(f"Bearer {ALICE}", "GET", "/logs/")
-        auth.check("Bearer bad", "GET", "/stats/summary")
+        auth.check(f"Bearer {ALICE}", "GET", parse("/stats/summary"))
+        auth.check(f"Bearer {ALICE}", "GET", parse("/logs/"))
+        auth.check("Bearer bad", "GET", parse("/stats/summary"))
     assert (reviewer.token_reviews, reviewer.access_reviews) == (2, 2)
     clock.now += 31  # past the unauthenticated and unauthorized lifetimes (30 s)
-    auth.check(f"Bearer {ALICE}", "GET", "/stats/summary")
-    auth.check(f"Bearer {ALICE}", "GET", "/logs/")
-    auth.check("Bearer bad", "GET", "/stats/summary")
+    auth.check(f"Bearer {ALICE}", "GET", parse("/stats/summary"))
+    auth.check(f"Bearer {ALICE}", "GET", parse("/logs/"))
+    auth.check("Bearer bad", "GET", parse("/stats/summary"))
     assert (reviewer.token_reviews, reviewer.access_reviews) == (3, 3)
     clock.now += 90  # 121 s: past the authenticated lifetime (2 min), not the authorized (5 min)
-    auth.check(f"Bearer {ALICE}", "GET", "/stats/summary")
+    auth.check(f"Bearer {ALICE}", "GET", parse("/stats/summary"))
     assert (reviewer.token_reviews, reviewer.access_reviews) == (4, 3)
     clock.now += 180  # 301 s after the first allow
-    auth.check(f"Bearer {ALICE}", "GET", "/stats/summary")
+    auth.check(f"Bearer {ALICE}", "GET", parse("/stats/summary"))
     assert reviewer.access_reviews == 4
 
 
 def test_caches_are_bounded() -> None:
     auth, reviewer, _ = make(WebhookSettings(max_entries=10, burst=1000))
     for i in range(100):
-        auth.check(f"Bearer bad-{i}", "GET", "/stats/summary")
+        auth.check(f"Bearer bad-{i}", "GET", parse("/stats/summary"))
     assert len(auth._tokens) == 10
     reviews = reviewer.token_reviews
-    auth.check("Bearer bad-99", "GET", "/stats/summary")  # recent: still cached
-    auth.check("Bearer bad-0", "GET", "/stats/summary")  # dropped: reviewed again
+    auth.check("Bearer bad-99", "GET", parse("/stats/summary"))  # recent: still cached
+    auth.check("Bearer bad-0", "GET", parse("/stats/summary"))  # dropped: reviewed again
     assert reviewer.token_reviews == reviews + 1
 
 
 def test_a_flood_of_random_tokens_costs_at_most_the_budget() -> None:
     auth, reviewer, clock = make(WebhookSettings(burst=20, reviews_per_second=5))
-    codes = [auth.check(f"Bearer r{i}", "GET", "/stats/summary").code for i in range(1000)]
+    codes = [auth.check(f"Bearer r{i}", "GET", parse("/stats/summary")).code for i in range(1000)]
     assert reviewer.token_reviews == 20
     assert codes.count(401) == 20 and codes.count(429) == 980
     clock.now += 2  # refilled: 10 more
-    codes = [auth.check(f"Bearer s{i}", "GET", "/stats/summary").code for i in range(1000)]
+    codes = [auth.check(f"Bearer s{i}", "GET", parse("/stats/summary")).code for i in range(1000)]
     assert reviewer.token_reviews == 30 and codes.count(401) == 10
     # A token already known is answered from the cache, flood or not.
-    assert auth.check("Bearer r0", "GET", "/stats/summary").code == 401
+    assert auth.check("Bearer r0", "GET", parse("/stats/summary")).code == 401
 
 
 def test_reviews_in_flight_are_bounded() -> None:
     auth, reviewer, _ = make(WebhookSettings(max_in_flight=3, burst=1000))
     reviewer.gate = threading.Event()
     with ThreadPoolExecutor(3) as pool:
-        held = [pool.submit(auth.check, f"Bearer t{i}", "GET", "/stats") for i in range(3)]
+        held = [pool.submit(auth.check, f"Bearer t{i}", "GET", parse("/stats")) for i in range(3)]
         wait_for(lambda: reviewer.in_flight == 3, timeout=5)
         # Three reviews wait on the API server: the next caller is refused at once.
-        assert auth.check("Bearer t3", "GET", "/stats").code == 429
+        assert auth.check("Bearer t3", "GET", parse("/stats")).code == 429
         reviewer.gate.set()
         assert [f.result(5).code for f in held] == [401, 401, 401]
     assert reviewer.most_in_flight == 3 and reviewer.token_reviews == 3
-    assert auth.check("Bearer t3", "GET", "/stats").code == 401  # a slot is free again
+    assert auth.check("Bearer t3", "GET", parse("/stats")).code == 401  # a slot is free again

@@ -50,9 +50,11 @@ BAD_SANDBOXES = [
     ("hostname", pod(hostname="web\n10.0.0.1 evil.example")),
     ("log_directory", pod(log_directory="/var/log/pods/../../../etc")),
     ("linux.cgroup_parent", pod(linux__cgroup_parent="/kubepods/../../system.slice")),
+    ("dns_config.servers", pod()),  # an IPv6 zone with a newline (issue 32)
     ("dns_config.servers", pod()),
     ("port_mappings[0].host_ip", pod()),
 ]
+BAD_SANDBOXES[-3][1].dns_config.servers.append("fe80::1%eth0\nnameserver 6.6.6.6")
 BAD_SANDBOXES[-2][1].dns_config.servers.append("10.0.0.10\nnameserver 6.6.6.6")
 BAD_SANDBOXES[-1][1].port_mappings.append(
     api_pb2.PortMapping(host_port=8080, container_port=80, host_ip="0.0.0.0\n-A INPUT -j ACCEPT")

@@ -5,7 +5,8 @@ it: its validation and its defaults. Its schema is podspec_schema.py.
 - `validate(e, path, spec, restart_policies)`: containers and init
   containers (unique DNS-label names, image, ports, env names, resources
   with requests <= limits, volume mounts naming a volume, probes with one
-  handler), volumes (unique names, persistentVolumeClaim sources),
+  handler), volumes (unique names, persistentVolumeClaim sources,
+  emptyDir.sizeLimit a positive quantity),
   restartPolicy (optionally narrowed: a Deployment's pods only Always),
   dnsPolicy, grace and deadline seconds, nodeSelector, nodeName,
   tolerations, host namespaces.
@@ -149,6 +150,20 @@ def _claim_volume_source(e: Errors, path: str, vol: Any) -> None:
             e.add(f"{path}.persistentVolumeClaim.readOnly", "must be a boolean")
 
 
+def _empty_dir(e: Errors, path: str, vol: Any) -> None:
+    """emptyDir.sizeLimit: a positive quantity (it becomes a tmpfs size in
+    bytes, or the limit disk usage is evicted past)."""
+    source: Any = vol.get("emptyDir")
+    if source is None or not mapping(e, f"{path}.emptyDir", source):
+        return
+    limit: Any = source.get("sizeLimit")
+    if limit is None:
+        return
+    value = quantity(e, f"{path}.emptyDir.sizeLimit", limit)
+    if value is not None and value == 0:
+        e.add(f"{path}.emptyDir.sizeLimit", f"Invalid value: {limit!r}: must be greater than zero")
+
+
 def validate(e: Errors, path: str, spec: Any, restart_policies: tuple[str, ...] = ()) -> None:
     if not mapping(e, path, spec, required=True):
         return
@@ -166,6 +181,7 @@ def validate(e: Errors, path: str, spec: Any, restart_policies: tuple[str, ...] 
             else:
                 volumes.add(vname)
             _claim_volume_source(e, f"{path}.volumes[{i}]", vol)
+            _empty_dir(e, f"{path}.volumes[{i}]", vol)
     names: set[str] = set()
     containers: Any = spec.get("containers")
     if items(e, f"{path}.containers", containers, required=True):

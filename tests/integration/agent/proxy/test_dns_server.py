@@ -219,3 +219,39 @@ def test_a_pods_relative_name_with_dots_resolves_under_its_search_list(
         assert udp(addr, q("10-244-0-1.big")).rcode == w.REFUSED
     finally:
         s.stop()
+
+
+def test_slow_tcp_clients_do_not_stop_udp_or_other_tcp_clients(api: FakeApiClient) -> None:
+    """Eight (here sixty) connections trickling a query byte by byte took every
+    worker, and UDP queries queued behind them unboundedly (issue 32)."""
+    settings = local()  # the defaults: 2 s to send a query, 128 connections
+    server = DnsServer(api, settings)
+    server.start()
+    slow: list[socket.socket] = []
+    try:
+        wait_for(lambda: udp(server.address, q("web.default.svc.cluster.local")).answers, 10)
+        for _ in range(60):
+            s = socket.create_connection(server.address, timeout=5)
+            s.sendall(b"\x00")  # the first byte of a length, and nothing more
+            slow.append(s)
+        for i in range(20):
+            reply = udp(server.address, q("web.default.svc.cluster.local", ident=i))
+            assert reply.id == i and [w.read_a(r) for r in reply.answers] == ["10.43.0.20"]
+        (reply,) = tcp(server.address, q("web.default.svc.cluster.local", ident=7))
+        assert reply.id == 7 and reply.answers
+        # Past the read deadline every slow connection is closed by the server.
+        for s in slow:
+            s.settimeout(10)
+            assert s.recv(1) == b""
+        # More connections than allowed are closed at once.
+        crowd = [socket.create_connection(server.address, timeout=5)
+                 for _ in range(settings.tcp_connections)]  # fmt: skip
+        extra = socket.create_connection(server.address, timeout=5)
+        extra.settimeout(5)
+        assert extra.recv(1) == b""
+        for s in [*crowd, extra]:
+            s.close()
+    finally:
+        for s in slow:
+            s.close()
+        server.stop()

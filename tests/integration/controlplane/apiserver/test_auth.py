@@ -36,7 +36,7 @@ def test_join_token_yields_a_node_credential(cluster: Cluster) -> None:
 def test_node_may_write_only_its_own_things(cluster: Cluster) -> None:
     assert cluster.server.authority is not None
     admin = cluster.client()
-    node = cluster.client(cluster.server.authority.node_token("node-1"))
+    node = cluster.client(cluster.server.node_token("node-1"))
     try:
         n = node.create("Node", {"metadata": {"name": "node-1"}})
         n["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}

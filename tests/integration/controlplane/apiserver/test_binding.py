@@ -85,7 +85,7 @@ def test_bind_of_a_terminating_pod_is_refused(client: GrpcApiClient) -> None:
 def test_bind_needs_admin(cluster: Cluster, client: GrpcApiClient) -> None:
     client.create("Pod", pod("p"), "default")
     assert cluster.server.authority is not None
-    node_client = cluster.client(cluster.server.authority.node_token("node-1"))
+    node_client = cluster.client(cluster.server.node_token("node-1"))
     try:
         (result,) = node_client.bind([Binding("default", "p", "node-1")])
     finally:

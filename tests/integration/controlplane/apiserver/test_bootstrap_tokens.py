@@ -6,6 +6,7 @@ without rotating the admin token, and could claim a running node's name."""
 from __future__ import annotations
 
 import datetime
+import io
 import re
 from pathlib import Path
 
@@ -125,3 +126,39 @@ def test_the_join_token_file_is_a_bootstrap_token_made_at_first_start(
     assert ensure_join_token(tmp_path, joins(cluster)) == token
     with pytest.raises(Unauthenticated):
         join(cluster.address, cluster.pki.ca_pem, token, "n1")
+
+
+def test_the_first_join_token_expires_in_a_day_unless_told_otherwise(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """As kubeadm's first token (issue 32): it never expired before."""
+    from controlplane.main import build_parser, ensure_join_token
+
+    default = build_parser().parse_args([]).token_ttl
+    assert default == datetime.timedelta(hours=24)
+    printed = io.StringIO()
+    token = ensure_join_token(tmp_path, joins(cluster), default, printed, "10.0.0.1:6443")
+    assert printed.getvalue() == (
+        "skiff controlplane: join nodes with this bootstrap token (expires in 24h; also in "
+        f"{tmp_path / 'join-token'}):\n  skiff agent --server 10.0.0.1:6443 --token {token} "
+        f"--ca-file {tmp_path / 'pki' / 'ca.crt'}\n"
+    )
+    again = io.StringIO()
+    assert ensure_join_token(tmp_path, joins(cluster), default, again) == token
+    assert again.getvalue() == ""  # printed once, when made
+    with cluster.client() as admin:
+        found = bt.info(admin.get("Secret", bt.secret_name(token[:6]), bt.NAMESPACE))
+    assert found is not None and found.expiration
+    left = datetime.datetime.fromisoformat(found.expiration.replace("Z", "+00:00")) - \
+        datetime.datetime.now(datetime.UTC)  # fmt: skip
+    assert datetime.timedelta(hours=23) < left <= datetime.timedelta(hours=24)
+    never = build_parser().parse_args(["--token-ttl", "0"]).token_ttl
+    assert never is None
+    other = tmp_path / "other"
+    other.mkdir()
+    token = ensure_join_token(other, joins(cluster), never)
+    with cluster.client() as admin:
+        found = bt.info(admin.get("Secret", bt.secret_name(token[:6]), bt.NAMESPACE))
+    assert found is not None and not found.expiration
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--token-ttl", "soon"])

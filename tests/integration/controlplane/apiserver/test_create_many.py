@@ -125,7 +125,7 @@ def test_many_items_arrive_in_order_on_a_watch(client: GrpcApiClient) -> None:
 
 def test_a_node_may_not_create_pods(cluster: Cluster, client: GrpcApiClient) -> None:
     assert cluster.server.authority is not None
-    node_client = cluster.client(cluster.server.authority.node_token("node-1"))
+    node_client = cluster.client(cluster.server.node_token("node-1"))
     try:
         (result,) = node_client.create_many([("Pod", pod("p"), "default")])
     finally:

@@ -69,11 +69,11 @@ def test_an_object_too_deep_to_copy_stored_before_the_limit_stays_deletable(
 def test_2000_watches_from_one_identity_do_not_stop_node_heartbeats(cluster: Cluster) -> None:
     authority = cluster.server.authority
     assert authority is not None
-    greedy_token = authority.node_token("greedy")
+    greedy_token = cluster.server.node_token("greedy")
     channel = open_channel(ClientConfig(cluster.address, cluster.pki.ca_pem))
     stub = api_pb2_grpc.ObjectsStub(channel)
     calls: list[Any] = []
-    heartbeat = cluster.client(authority.node_token("n1"))
+    heartbeat = cluster.client(cluster.server.node_token("n1"))
     try:
         heartbeat.create("Lease", {"metadata": {"name": "n1"}, "spec": {"holderIdentity": "n1"}},
                          "kube-node-lease")  # fmt: skip

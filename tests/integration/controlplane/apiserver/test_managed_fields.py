@@ -114,7 +114,7 @@ def test_without_a_name_the_credential_or_the_user_agent_names_the_manager(
     # kube-apiserver names a client that sends no fieldManager.
     assert made["metadata"]["managedFields"][0]["manager"] == "grpc-python"
     assert cluster.server.authority is not None
-    node_token = cluster.server.authority.node_token("n1")
+    node_token = cluster.server.node_token("n1")
     with cluster.client(node_token) as node:
         registered = node.create("Node", {"metadata": {"name": "n1", "labels": {"zone": "a"}}})
     assert registered["metadata"]["managedFields"][0]["manager"] == "skiff-agent"

@@ -25,7 +25,7 @@ def admin(cluster: Cluster) -> Iterator[GrpcApiClient]:
 
 def node_client(cluster: Cluster, name: str) -> GrpcApiClient:
     assert cluster.server.authority is not None
-    return cluster.client(cluster.server.authority.node_token(name))
+    return cluster.client(cluster.server.node_token(name))
 
 
 def secret(name: str) -> dict[str, Any]:
@@ -152,21 +152,22 @@ def test_a_mirror_pod_cannot_join_a_service_or_claim_other_owners(
                              "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
                  "default")  # fmt: skip
     with node_client(cluster, "n1") as n1:
-        sneaky = mirror("sneaky", "n1")
+        uid = n1.create("Node", {"metadata": {"name": "n1"}})["metadata"]["uid"]
+        sneaky = mirror("sneaky", "n1", uid)
         sneaky["metadata"]["labels"] = {"app": "web"}
         with pytest.raises(Forbidden, match="match Service default/web"):
             n1.create("Pod", sneaky, "default")
-        owned = mirror("owned", "n1")
+        owned = mirror("owned", "n1", uid)
         owned["metadata"]["ownerReferences"] = [
             {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u"}
         ]
-        with pytest.raises(Forbidden, match="only owner"):
+        with pytest.raises(Forbidden, match="owner reference set to itself"):
             n1.create("Pod", owned, "default")
-        leaky = mirror("leaky", "n1")
+        leaky = mirror("leaky", "n1", uid)
         leaky["spec"]["volumes"] = [{"name": "s", "secret": {"secretName": "admin-token"}}]
         with pytest.raises(Forbidden, match="may not reference Secret"):
             n1.create("Pod", leaky, "default")
-        fine = mirror("fine", "n1")
+        fine = mirror("fine", "n1", uid)
         fine["metadata"]["labels"] = {"app": "static"}
         n1.create("Pod", fine, "default")
     assert not admin.list("Pod", "default", ListOptions(label_selector="app=web")).items

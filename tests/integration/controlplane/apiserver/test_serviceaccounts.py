@@ -84,7 +84,7 @@ def test_tokens_are_audience_scoped_and_bounded(cluster: Cluster, admin: GrpcApi
         c.whoami()  # meant for vault, not for the API server
     # ...but vault (or an agent, for its own audience) can have it reviewed.
     assert cluster.server.authority is not None
-    with cluster.client(cluster.server.authority.node_token("n1")) as node:
+    with cluster.client(cluster.server.node_token("n1")) as node:
         review = node.create("TokenReview", {"spec": {"token": other, "audiences": ["vault"]}})
         assert review["status"]["authenticated"] is True
         assert review["status"]["audiences"] == ["vault"]
@@ -111,7 +111,7 @@ def test_a_node_requests_tokens_only_for_its_own_pods(
     assert cluster.server.authority is not None
     mine = admin.create("Pod", pod("mine", node="n1", serviceAccountName="builder"), "default")
     theirs = admin.create("Pod", pod("theirs", node="n2", serviceAccountName="builder"), "default")
-    with cluster.client(cluster.server.authority.node_token("n1")) as n1:
+    with cluster.client(cluster.server.node_token("n1")) as n1:
         ok = n1.create("TokenRequest", token_request(bound={
             "kind": "Pod", "name": "mine", "uid": mine["metadata"]["uid"]}), "default")  # fmt: skip
         assert ok["status"]["token"]

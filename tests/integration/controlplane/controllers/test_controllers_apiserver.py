@@ -311,6 +311,13 @@ def test_endpoints_and_node_ipam(cluster):
     }
     c.client.create("Service", svc, c.namespace)
     c.wait(lambda: len(c.pods()) == 2)
+    # The pods run on a node whose pod CIDR holds their IPs (10.244.1.x): the
+    # Endpoints controller publishes no IP the pod's node could not have given.
+    host = f"{c.namespace}-host"
+    c.client.create("Node", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": host},
+                             "spec": {"podCIDR": "10.244.1.0/24"}}, None)  # fmt: skip
+    for pod in c.pods():
+        c.client.patch("Pod", pod["metadata"]["name"], {"spec": {"nodeName": host}}, c.namespace)
     c.make_ready()
 
     def ready_ips():
@@ -337,6 +344,7 @@ def test_endpoints_and_node_ipam(cluster):
         )
     )
     c.client.delete("Node", name)
+    c.client.delete("Node", host)
 
 
 def test_node_lifecycle_with_fake_clock(cluster):

@@ -176,3 +176,14 @@ def test_never_mutates_its_input(doc: Any, patch: list[dict[str, Any]]) -> None:
     except Invalid:
         pass
     assert (doc, patch) == before
+
+
+def test_copies_are_bounded_as_kubernetes_bounds_them() -> None:
+    """Each copy doubling the document, thirty would need gigabytes (issue 32)."""
+    doc = {"data": {"a": "x" * 1000}}
+    ops = [{"op": "copy", "from": "/data", "path": f"/data/k{i}"} for i in range(30)]
+    with pytest.raises(Invalid, match="operation 11 .* the accumulated size increase of copy "
+                                      r"is \d+, exceeding the limit 3145728"):  # fmt: skip
+        json_patch.apply(doc, ops)
+    small = json_patch.apply(doc, ops[:3], copy_limit=10_000)
+    assert len(small["data"]) == 4

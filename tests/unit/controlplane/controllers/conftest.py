@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.client.errors import NotFound
 from controlplane.controllers.base import ManagerConfig
 from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
@@ -112,13 +113,25 @@ class Env:
         body["metadata"].pop("resourceVersion", None)
         self.client.update_status("Pod", body)
 
+    def ready_node(self) -> str:
+        """The Node pods made ready run on (its pod CIDR holds their IPs: the
+        Endpoints controller publishes no IP its node could not have given)."""
+        try:
+            self.client.get("Node", "n-ready")
+        except NotFound:
+            self.client.create("Node", {"metadata": {"name": "n-ready"},
+                                        "spec": {"podCIDR": "10.244.0.0/24"}})  # fmt: skip
+        return "n-ready"
+
     def make_ready(
         self,
         namespace: str = "default",
         selector: Callable[[dict[str, Any]], bool] | None = None,
         limit: int | None = None,
+        node: str | None = None,
     ) -> int:
-        """Mark Running+Ready the pods (not being deleted) that are not yet."""
+        """Mark Running+Ready the pods (not being deleted) that are not yet
+        (bound to `node` first, if given and they are not bound)."""
         n = 0
         for i, pod in enumerate(self.pods(namespace)):
             if selector is not None and not selector(pod):
@@ -128,7 +141,7 @@ class Env:
                 continue
             if limit is not None and n >= limit:
                 break
-            self.set_pod_status(pod, ip=f"10.244.0.{i + 2}")
+            self.set_pod_status(pod, ip=f"10.244.0.{i + 2}", node=node)
             n += 1
         return n
 

@@ -137,3 +137,16 @@ def test_statefulset_claims_per_ordinal_and_retention() -> None:
         c["metadata"]["name"] for c in set_claims.condemned_claims(sts, claims, {0: {}, 2: {}}, 1)
     ] == ["data-db-1"]
     assert set_claims.claims_for(sts, 0)[0]["metadata"]["ownerReferences"][0]["uid"] == "s1"
+
+
+def test_local_path_volumes_carry_their_node_label() -> None:
+    """Their node's agent lists and watches volumes by this label, the only
+    volumes a node may list (issue 32); volumes made before it get it."""
+    pv = pv_plan.provisioned_volume(claim(), WFFC, "n1", "/r")
+    assert pv["metadata"]["labels"] == {v.LOCAL_PATH_NODE_LABEL: "n1"}
+    assert pv_plan.missing_node_label(pv) is None
+    del pv["metadata"]["labels"]
+    assert pv_plan.missing_node_label(pv) == "n1"
+    pv["metadata"]["labels"] = {v.LOCAL_PATH_NODE_LABEL: "n2"}  # set by hand, wrongly
+    assert pv_plan.missing_node_label(pv) == "n1"
+    assert pv_plan.missing_node_label(volume()) is None

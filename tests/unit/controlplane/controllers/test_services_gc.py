@@ -101,7 +101,7 @@ def test_endpoints_follow_pods(env):
     e.client.create("ReplicaSet", replicaset(replicas=2))
     e.wait(lambda: len(e.pods()) == 2)
     e.wait(lambda: e.client.objects("Endpoints"))
-    e.make_ready(limit=1)
+    e.make_ready(limit=1, node=e.ready_node())
 
     def addresses():
         ep = e.client.get("Endpoints", "web")
@@ -110,7 +110,7 @@ def test_endpoints_follow_pods(env):
         return ready, not_ready
 
     e.wait(lambda: len(addresses()[0]) == 1)
-    e.make_ready()
+    e.make_ready(node=e.ready_node())
     e.wait(lambda: len(addresses()[0]) == 2 and not addresses()[1])
     assert e.client.get("Endpoints", "web")["metadata"]["labels"] == {"svc": "web"}
     e.client.delete("Service", "web")
@@ -229,3 +229,22 @@ def test_gc_releases_a_queue_deleted_in_the_foreground(env):
     e.client.create("ClusterRole", {"metadata": {"name": "r"}, "rules": []})
     e.client.delete("ClusterRole", "r", options=DeleteOptions(propagation_policy="Foreground"))
     e.wait(lambda: not [r for r in e.client.objects("ClusterRole") if r["metadata"]["name"] == "r"])
+
+
+def test_endpoints_publish_only_ips_the_pods_node_could_have_given() -> None:
+    """A node writes its pods' status: a mirror pod claiming another pod's or
+    any host's IP would otherwise take a Service's traffic (issue 32)."""
+    node = {"metadata": {"name": "n1"}, "spec": {"podCIDR": "10.244.0.0/24"},
+            "status": {"addresses": [{"type": "InternalIP", "address": "192.168.1.5"}]}}  # fmt: skip
+    nodes = {"n1": node}
+    inside = pod("inside", {"app": "rs"}, "10.244.0.7", True)
+    outside = pod("outside", {"app": "rs"}, "10.244.9.7", True)  # another node's range
+    host = pod("host", {"app": "rs"}, "192.168.1.5", True)
+    host["spec"]["hostNetwork"] = True
+    hijack = pod("hijack", {"app": "rs"}, "8.8.8.8", True)
+    hijack["spec"]["hostNetwork"] = True
+    lost = pod("lost", {"app": "rs"}, "10.244.0.8", True)
+    lost["spec"]["nodeName"] = "gone"
+    subsets = endpoints_subsets(service(), [inside, outside, host, hijack, lost], nodes.get)
+    ips = sorted(a["ip"] for s in subsets for a in s.get("addresses", []))
+    assert ips == ["10.244.0.7", "192.168.1.5"]

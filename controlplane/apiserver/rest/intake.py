@@ -1,0 +1,53 @@
+"""A request body, taken in: authorized from the URL, then read, then decoded off the loop.
+
+Kubernetes authorizes a request in its filter chain, before the handler
+reads a byte of the body: where the verb and the resource are known from
+the URL (create, update, patch, delete of a resource; a subresource's own
+verb), a caller without the right is refused 403 before its body is read,
+so no identity without a grant can make the server decode anything. A node
+is authorized later, with the objects its rules read (authorize_request).
+The body is then read with the size limit (body.read) and decoded on the
+executor, never on the event loop: a large or hostile document costs one
+worker, not every connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.api import jsoncodec
+from controlplane.api.k8sproto import envelope
+from controlplane.apiserver.rest import body
+from controlplane.apiserver.rest.auditing import BODY
+from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.status import UnsupportedMediaType
+
+
+async def document(
+    call: Call, verb: str = "", media: str | None = None, api_version: str = "", kind: str = ""
+) -> Any:
+    """The decoded body; `verb` (the registry's: create, update_status, ...) is
+    authorized first on the URL's resource, namespace and name ("": the
+    handler's registry call authorizes it). A protobuf body only where the
+    kind (the target's, or `api_version` and `kind`) has a protobuf message,
+    else 415."""
+    t = call.target
+    if verb:
+        await call.server.run(call.registry.authorize_request, call.who, verb, t.info,
+                              t.namespace or "", t.name)  # fmt: skip
+    media = body.media_type(call.request) if media is None else media
+    api_version, kind = api_version or t.group_version, kind or t.info.kind
+    if media == envelope.MEDIA_TYPE and not envelope.supported(api_version, kind):
+        raise UnsupportedMediaType(
+            f"{kind} ({api_version}) has no protobuf serialization: send application/json"
+        )
+    data = await body.read(call.request)
+    doc = await call.server.run(body.decode, data, media, kind)
+    if media == envelope.MEDIA_TYPE and call.server.audit is not None:
+        call.request[BODY] = jsoncodec.dumps(doc)  # the audit log's requestObject, as JSON
+    return doc
+
+
+def write_verb(call: Call, verb: str) -> str:
+    """update -> update_status on the status subresource (the registry's names)."""
+    return f"{verb}_status" if call.target.subresource == "status" else verb
