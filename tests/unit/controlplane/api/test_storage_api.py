@@ -143,8 +143,12 @@ def test_default_class_is_the_newest_marked_one() -> None:
 def test_node_may_write_only_metadata_of_its_own_local_path_volumes() -> None:
     mine = pv(nodeAffinity=v.node_affinity_for("n1"))
     mine["metadata"]["annotations"] = {v.PROVISIONED_BY_ANNOTATION: v.LOCAL_PATH_PROVISIONER}
-    annotated = {**mine, "metadata": {**mine["metadata"], "labels": {"x": "y"}}}
+    notes = {**mine["metadata"]["annotations"], "x": "y"}
+    annotated = {**mine, "metadata": {**mine["metadata"], "annotations": notes}}
     assert v.local_path_node_writable(mine, annotated, "n1")
+    # Its labels say which node may watch it: a node never changes them.
+    relabelled = {**mine, "metadata": {**mine["metadata"], "labels": {"x": "y"}}}
+    assert not v.local_path_node_writable(mine, relabelled, "n1")
     assert not v.local_path_node_writable(mine, annotated, "n2")
     grown = {**mine, "spec": {**mine["spec"], "capacity": {"storage": "9Gi"}}}
     assert not v.local_path_node_writable(mine, grown, "n1")
