@@ -199,11 +199,13 @@ def node_status(
         "daemonEndpoints": {"kubeletEndpoint": {"Port": cfg.agent_port}},
         "nodeInfo": {
             "machineID": _read("/etc/machine-id"),
+            "systemUUID": _read("/sys/class/dmi/id/product_uuid").lower(),
             "bootID": _read("/proc/sys/kernel/random/boot_id"),
             "kernelVersion": uname.release,
             "osImage": _os_image(),
             "containerRuntimeVersion": runtime_version,
             "kubeletVersion": AGENT_VERSION,
+            "kubeProxyVersion": AGENT_VERSION,  # the agent is the node's proxy too
             "operatingSystem": "linux",
             "architecture": node_labels(cfg)["kubernetes.io/arch"],
         },

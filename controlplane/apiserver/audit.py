@@ -137,6 +137,7 @@ class AuditLog:
         received: datetime.datetime,
         latency_ms: float,
         request_object: bytes | None = None,
+        impersonated: Identity | None = None,
     ) -> None:
         level = self.policy.level(who, verb, object_ref.get("apiGroup", ""),
                                   object_ref.get("resource", ""),
@@ -157,6 +158,11 @@ class AuditLog:
             "stageTimestamp": format_micro_datetime(datetime.datetime.now(datetime.UTC)),
             "latencyMs": round(latency_ms, 3),
         }
+        if impersonated is not None:
+            event["impersonatedUser"] = {"username": impersonated.user,
+                                         "groups": list(impersonated.groups)}  # fmt: skip
+            if impersonated.uid:
+                event["impersonatedUser"]["uid"] = impersonated.uid
         if level != "Metadata" and request_object and len(request_object) <= MAX_REQUEST_OBJECT:
             try:
                 event["requestObject"] = json.loads(request_object)

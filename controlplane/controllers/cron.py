@@ -142,7 +142,8 @@ class Schedule:
                 t += timedelta(minutes=1)
                 continue
             return t
-        raise ScheduleError("schedule never fires")
+        # Kubernetes' words for a schedule that parses but never fires (Feb 30).
+        raise ScheduleError("time difference between two schedules is less than 1 second")
 
 
 def _dt(ts: float) -> datetime:

@@ -27,9 +27,11 @@ from controlplane.apiserver.rest import (
     compression,
     discovery,
     health,
+    impersonation,
     lists,
     objects,
     patch,
+    queryparams,
     respond,
     reviews,
     streams,
@@ -137,7 +139,7 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
     if sub == "":
         if not target.name:
             if method == "GET":
-                if request.query.get("watch") in ("true", "1"):
+                if queryparams.flag(request.query, "watch"):
                     return _watch, True
                 return lists.list_, False
             if method == "POST":
@@ -201,7 +203,8 @@ async def _watch(call: Call) -> web.StreamResponse:
 class _Seen:
     """What the audit event of a request needs from its handling."""
 
-    who: Identity | None = None
+    who: Identity | None = None  # the caller, as authenticated
+    impersonated: Identity | None = None  # whom it acts as (Impersonate-User)
     target: Target | None = None
 
 
@@ -215,14 +218,25 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         return _discovery(request, segments)
     authority = request.app[AUTHORITY]
     assert authority is None or isinstance(authority, TokenAuthority)
-    who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+    try:
+        who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+    except errors.Unauthenticated as err:  # kube-apiserver says no more than this
+        log.debug("http %s %s: %s", request.method, request.path, err)
+        raise errors.Unauthenticated("Unauthorized") from None
     seen.who = who
-    if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
+    whoami = request.method == "POST" and request.path == reviews.WHOAMI_PATH
+    target = None if whoami else resolve(segments)
+    seen.target = target  # audited from here on, a refused impersonation too
+    if impersonation.requested(request.headers):
+        server = request.app[SERVER]
+        acting = await server.run(
+            impersonation.impersonate, server.registry.authorizer, who, request.headers
+        )
+        seen.who, seen.impersonated, who = who, acting, acting
+    if whoami:
         return reviews.whoami(who)
-    target = resolve(segments)
     if target is None:
         return _discovery(request, segments)
-    seen.target = target
     handler, long_running = _handler(target, request.method, request)
     call = Call(request.app[SERVER], request, target, who)
     if long_running:  # watches are capped apart; streams are not counted, as in kube
@@ -265,7 +279,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if server.audit is not None and seen.target is not None:
             await server.run(
                 auditing.record, server.audit, request, seen.who, seen.target, code, received,
-                elapsed_ms,
+                elapsed_ms, seen.impersonated,
             )  # fmt: skip
         if log.isEnabledFor(logging.DEBUG):
             log.debug("http %s %s ms=%.2f", request.method, request.path_qs, elapsed_ms)

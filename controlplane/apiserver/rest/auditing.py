@@ -14,6 +14,7 @@ from aiohttp import web
 
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
+from controlplane.apiserver.rest import queryparams
 from controlplane.apiserver.rest.paths import Target
 
 # The request body, kept by body.read for the audit log's requestObject.
@@ -46,9 +47,11 @@ def record(
     code: int,
     received: datetime.datetime,
     latency_ms: float,
+    impersonated: Identity | None = None,
 ) -> None:
-    """Blocking (a file write): call on the executor."""
-    watching = request.query.get("watch") in ("true", "1")
+    """Blocking (a file write): call on the executor. `who` is the caller;
+    `impersonated` whom it acted as (both are recorded)."""
+    watching = queryparams.is_watch(request.query)
     audit.record(
         who or ANONYMOUS,
         verb(request.method, target, watching),
@@ -64,4 +67,5 @@ def record(
         received,
         latency_ms,
         request.get(BODY),
+        impersonated=impersonated,
     )

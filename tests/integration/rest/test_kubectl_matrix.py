@@ -5,9 +5,8 @@ client- and server-side, diff, edit, patch, rollout, wait, auth, create
 token, and delete and scale with --dry-run=server leaving the object as it
 was. Each version works in a namespace of its own.
 
-Cases that fail for reasons belonging to the later part of issue 28 (tables
-for single objects, impersonation, SelfSubjectRulesReview, rollback by the
-defaulted template's hash) and kinds skiff does not serve yet are
+Cases that fail for reasons belonging to the later part of issue 28 (rollback
+by the defaulted template's hash) and kinds skiff does not serve yet are
 xfail(strict=True), so they flip when fixed.
 """
 
@@ -44,11 +43,6 @@ VERSIONS = [
     for minor in range(OLDEST, _newest() + 1)
 ]  # fmt: skip
 
-TABLES = (
-    "tables for a single object (`kubectl get KIND NAME` prints NAME and AGE only): issue 28 item 3"
-)
-IMPERSONATION = "impersonation headers are ignored: issue 28 item 4"
-RULES_REVIEW = "no SelfSubjectRulesReview: issue 28 item 4"
 ROLLBACK = "rollout undo makes a new ReplicaSet (the template hash): issue 28 item 5"
 NOT_SERVED = "{} is not served yet (the built-in kinds issue)"
 
@@ -198,7 +192,6 @@ def test_get_list_wide_and_describe(k: Kubectl) -> None:
 
 
 @matrix
-@pytest.mark.xfail(strict=True, reason=TABLES)
 def test_get_single_object_prints_its_columns(k: Kubectl) -> None:
     k("create", "deployment", "single", "--image=busybox", "--replicas=0")
     header = k("get", "deploy", "single").stdout.splitlines()[0]
@@ -334,13 +327,11 @@ def test_auth_whoami(k: Kubectl) -> None:
 
 
 @matrix
-@pytest.mark.xfail(strict=True, reason=RULES_REVIEW)
 def test_auth_can_i_list(k: Kubectl) -> None:
     assert "pods" in k("auth", "can-i", "--list").stdout
 
 
 @matrix
-@pytest.mark.xfail(strict=True, reason=IMPERSONATION)
 def test_impersonation(k: Kubectl) -> None:
     who = json.loads(k("auth", "whoami", "-o", "json", "--as=nobody").stdout)
     assert who["status"]["userInfo"]["username"] == "nobody"

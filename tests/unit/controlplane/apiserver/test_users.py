@@ -43,7 +43,10 @@ def test_user_credentials_and_can_i(cluster: Cluster, tmp_path: Path) -> None:
                        "-o", str(tmp_path / "x.conf")]) == 1  # fmt: skip
     with connect(load_config(alice_conf)) as alice:
         assert alice.whoami() == {"user": "alice", "node": "", "admin": False}
-        with pytest.raises(Forbidden, match='user "alice" cannot list pods in namespace "default"'):
+        with pytest.raises(
+            Forbidden,
+            match='User "alice" cannot list resource "pods" in API group "" in the namespace "default"',
+        ):
             alice.list("Pod", "default")
     assert can_i(alice_conf, "list", "pods") == (1, "no")
     with connect(load_config(data_dir / "admin.conf")) as admin:
