@@ -113,9 +113,11 @@ class Authorizer:
     def rules_of(self, identity: Identity, namespace: str) -> list[PolicyRule]:
         """Every rule `identity` holds in `namespace` (cluster-wide ones
         included): what a SelfSubjectRulesReview lists."""
-        if identity.admin:
-            return [EVERYTHING, PolicyRule(frozenset("*"), non_resource_urls=frozenset("*"))]
-        return self._owned(identity, namespace)
+        owned = self._owned(identity, namespace)
+        if identity.admin:  # system:masters: everything, before what its bindings grant
+            everything = [EVERYTHING, PolicyRule(frozenset("*"), non_resource_urls=frozenset("*"))]
+            return [*everything, *(r for r in owned if r not in everything)]
+        return owned
 
     def authorize(
         self,
