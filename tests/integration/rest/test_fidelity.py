@@ -255,3 +255,18 @@ def test_volume_without_a_source_is_an_empty_dir(api: Any) -> None:
         "spec": {"volumes": [{"name": "scratch"}],
                  "containers": [{"name": "c", "image": "i"}]}})  # fmt: skip
     assert status == 201 and doc["spec"]["volumes"][0] == {"name": "scratch", "emptyDir": {}}
+
+
+def test_skiff_user_create_writes_a_kubeconfig_kubectl_reads(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    from controlplane.usercmd import main as skiff_user
+
+    conf = tmp_path / "dana.conf"
+    data_dir = cluster.kubeconfig.parent
+    assert skiff_user(["create", "dana", "--group", "system:masters", "--data-dir",
+                       str(data_dir), "-o", str(conf)]) == 0  # fmt: skip
+    done = subprocess.run([str(KUBECTL), "auth", "whoami", "-o", "json"], capture_output=True,
+                          text=True, timeout=60, env=cluster.env(KUBECONFIG=str(conf)))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"]["userInfo"]["username"] == "dana"
