@@ -270,3 +270,29 @@ def test_skiff_user_create_writes_a_kubeconfig_kubectl_reads(
                           text=True, timeout=60, env=cluster.env(KUBECONFIG=str(conf)))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"]["userInfo"]["username"] == "dana"
+
+
+def test_server_side_apply_after_client_side_apply_migrates(cluster: Cluster) -> None:
+    """`kubectl apply --server-side` on what `kubectl apply` made takes over
+    the fields of the last-applied configuration (no conflict with
+    kubectl-client-side-apply), kubectl migrates their ownership, and the
+    annotation keeps up, so client-side apply works again afterwards."""
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: moved}\ndata: {a: 'A'}\n"
+    kubectl(cluster, "apply", "-f", "-", input=manifest.replace("A", "1"))
+    diff = kubectl(cluster, "diff", "--server-side", "-f", "-", input=manifest.replace("A", "2"),
+                   check=False)  # fmt: skip
+    assert diff.returncode == 1 and '+  a: "2"' in diff.stdout, diff.stderr
+    out = kubectl(cluster, "apply", "--server-side", "-f", "-", input=manifest.replace("A", "2"))
+    assert "serverside-applied" in out.stdout
+    got = json.loads(kubectl(cluster, "get", "cm", "moved", "-o", "json",
+                             "--show-managed-fields").stdout)  # fmt: skip
+    assert got["data"] == {"a": "2"}
+    managers = {e["manager"] for e in got["metadata"]["managedFields"]}
+    assert "kubectl-client-side-apply" not in managers and "kubectl" in managers
+    last = json.loads(got["metadata"]["annotations"][
+        "kubectl.kubernetes.io/last-applied-configuration"])  # fmt: skip
+    assert last["data"] == {"a": "2"}
+    kubectl(cluster, "apply", "-f", "-", input=manifest.replace("A", "3"))
+    assert json.loads(kubectl(cluster, "get", "cm", "moved", "-o", "json").stdout)["data"] == {
+        "a": "3"
+    }
