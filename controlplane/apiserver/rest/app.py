@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec, limits, openapi
+from controlplane.api import crd, jsoncodec, limits, openapi
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
@@ -245,9 +245,13 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     # The same priority lanes as the gRPC API (flowcontrol.lane).
     lane = call.server.flow.acquire(who, target.info.key, target.namespace, mutating)
     try:
-        return await handler(call)
+        response = await handler(call)
     finally:
         call.server.flow.release(lane, mutating)
+    warning = crd.deprecation_warning(target.info.key, target.group_version.rpartition("/")[2])
+    if warning and not response.prepared:  # a deprecated version of a custom kind
+        response.headers.add("Warning", f'299 - "{warning.replace(chr(34), chr(39))}"')
+    return response
 
 
 async def handle(request: web.Request) -> web.StreamResponse:

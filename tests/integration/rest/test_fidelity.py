@@ -296,3 +296,35 @@ def test_server_side_apply_after_client_side_apply_migrates(cluster: Cluster) ->
     assert json.loads(kubectl(cluster, "get", "cm", "moved", "-o", "json").stdout)["data"] == {
         "a": "3"
     }
+
+
+CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+  - name: v1beta1
+    served: true
+    storage: false
+    deprecated: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"""
+
+
+def test_a_deprecated_crd_version_warns(cluster: Cluster) -> None:
+    kubectl(cluster, "apply", "-f", "-", input=CRD)
+    kubectl(cluster, "wait", "--for=condition=Established", "crd/widgets.example.com",
+            "--timeout=30s")  # fmt: skip
+    old = "apiVersion: example.com/v1beta1\nkind: Widget\nmetadata: {name: w}\n"
+    made = kubectl(cluster, "create", "-f", "-", input=old)
+    assert "Warning: example.com/v1beta1 Widget is deprecated" in made.stderr
+    current = kubectl(cluster, "get", "widgets.v1.example.com", "w")
+    assert "deprecated" not in current.stderr
