@@ -136,7 +136,10 @@ def test_a_node_cannot_change_its_pod_cidr_taints_or_role_labels(
                 "node-role.kubernetes.io/control-plane": ""}}})  # fmt: skip
         n1.create("Node", {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
                            "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}})  # fmt: skip
-        admin.patch("Node", "n1", {"spec": {"podCIDR": "10.42.1.0/24"}})
+        # As the node lifecycle controller does once the node is Ready: the
+        # not-ready taint the Node got at creation goes.
+        admin.patch("Node", "n1", {"spec": {"podCIDR": "10.42.1.0/24",
+                                            "taints": [{"key": "k", "effect": "NoSchedule"}]}})  # fmt: skip
         with pytest.raises(Forbidden, match=r"may not change its spec.podCIDR"):
             n1.patch("Node", "n1", {"spec": {"podCIDR": "0.0.0.0/0"}})
         with pytest.raises(Forbidden, match="may not modify its taints"):
