@@ -27,7 +27,7 @@ APT_TEST := busybox-static docker-registry skopeo umoci etcd-server etcd-client 
 APT_VM := qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base \
 	mmdebstrap e2fsprogs rsync openssh-client vagrant vagrant-libvirt
 
-.PHONY: print-apt-run help up test test-vm deps-vm lint typecheck proto proto-check deps deps-test venv check-host clean
+.PHONY: print-apt-run help up test pytest test-vm deps-vm lint typecheck proto proto-check deps deps-test venv check-host clean
 
 help:
 	@echo "make up    install skiff and run it on this machine (skiff up)"
@@ -76,9 +76,23 @@ lint: venv
 up: deps venv
 	$(VENV)/bin/skiff up $(ARGS)
 
-# pytest exits 5 when it collected nothing; that is not a failure of the suite.
-test: deps-test venv lint
-	$(PY) -m pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]
+# `make test` runs lint beside the tests (mypy alone takes a minute of CPU
+# on a clean clone, and the tests mostly wait on daemons); each one's output
+# is printed whole when it ends, and either failing fails `make test`.
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist; a module's tests
+# stay on one worker, so its fixtures start once: tests/README.md); ports,
+# networks and names are reserved machine-wide, so the root layers share the
+# machine too. Bytecode is cached for the run even where the environment says
+# PYTHONDONTWRITEBYTECODE: every worker and every daemon a test starts would
+# otherwise compile each module again. pytest exits 5 when it collected
+# nothing; that is not a failure of the suite. The report ends with the time
+# per layer.
+PYTEST_WORKERS ?= 4
+test: deps-test venv
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint pytest
+
+pytest: venv
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The Vagrant cluster for real (tests/vm, marker vm): box build (cached),
 # boot, provision, join, the multi-node scenarios, destroy; each phase timed.

@@ -55,10 +55,10 @@ from controlplane.apiserver.codec import encode, object_key  # noqa: E402
 from controlplane.client.apiclient import connect  # noqa: E402
 from controlplane.client.config import load_config  # noqa: E402
 from controlplane.client.interface import ListOptions  # noqa: E402
+from tests.harness.etcd import running_etcd  # noqa: E402
 from tests.harness.ports import free_port  # noqa: E402
 from tests.harness.registry import stop_process  # noqa: E402
 from tests.harness.wait import wait_for  # noqa: E402
-from tests.unit.controlplane.storage.etcd_server import running_etcd  # noqa: E402
 
 
 def pod(name: str, i: int = 0) -> dict[str, Any]:

@@ -65,6 +65,7 @@ from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.client.interface import DeleteOptions, ListOptions
 from tests.harness import containerd as ctrd
+from tests.harness.controlplane import ControlPlane
 from tests.harness.images import TestImages
 from tests.harness.nodeprocs import (
     Node,
@@ -77,7 +78,6 @@ from tests.harness.nodeprocs import (
 from tests.harness.ports import free_port
 from tests.harness.registry import Registry, run_registry
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 IMAGE = "skiff-bench/busybox:1.36"
 MiB = 1 << 20

@@ -49,8 +49,8 @@ from controlplane.scheduler.scheduler import from_config
 from controlplane.scheduler.volume_state import InMemoryVolumeWriter
 from tests.fakes.fake_runtime import serve_fake_runtime
 from tests.fakes.scheduler_cluster import InMemoryCluster
+from tests.harness.controlplane import ControlPlane
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 Obj = dict[str, Any]
 VOLUME_PLUGINS = ["VolumeBinding", "VolumeRestrictions", "NodeVolumeLimits", "VolumeZone"]

@@ -12,9 +12,11 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.harness import layer_timing, shared_registry
 from tests.harness.cgroup import TempCgroup, temp_cgroup
 from tests.harness.images import TestImages
 from tests.harness.mounts import scratch_dir
@@ -22,6 +24,21 @@ from tests.harness.netns import VethPair, temp_netns, temp_veth
 from tests.harness.registry import Registry, run_registry
 
 IS_ROOT = os.geteuid() == 0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    layer_timing.register(config)
+    shared_registry.register(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadscope, with the modules of xdist_scopes.SPREAD spread."""
+    if config.getvalue("dist") == "loadscope":
+        from tests.harness.xdist_scopes import ModuleScheduling
+
+        return ModuleScheduling(config, log)
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -62,10 +79,15 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def registry() -> Iterator[Registry]:
+def registry(pytestconfig: pytest.Config) -> Iterator[Registry]:
     """One local docker-registry for the whole session (127.0.0.1, free port),
-    stopped by pid and removed at the end. Push into `registry_repo` or
+    stopped by pid and removed at the end; in a parallel run, one for all the
+    workers (tests/harness/shared_registry.py). Push into `registry_repo` or
     `registry.unique_repository()` so tests never share a repository."""
+    shared = shared_registry.from_controller(pytestconfig)
+    if shared is not None:
+        yield shared
+        return
     with run_registry() as reg:
         yield reg
 

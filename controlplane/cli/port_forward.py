@@ -10,6 +10,13 @@ default), prints `Forwarding from ADDR:LOCAL -> REMOTE` for each port and
 interrupted (exit 0) or until the connection to the pod is lost (exit 1).
 A failure to reach the pod's port ends that one connection and is printed.
 This module never imports the agent or the runtime.
+
+Ctrl-C (SIGINT, or SIGTERM) stops it as kubectl's stop channel does: the
+handler only wakes the accept loop, through a pipe that is also the
+interpreter's signal wakeup fd (so a signal delivered to any thread wakes
+it), and the teardown waits at most CLOSE_GRACE for the connections'
+threads; a second Ctrl-C during the teardown ends it at once. Nothing
+waits on a KeyboardInterrupt raised at an arbitrary point of a thread.
 """
 
 from __future__ import annotations
@@ -17,10 +24,13 @@ from __future__ import annotations
 import argparse
 import os
 import select
+import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 
 from controlplane.cli.context import CliError, Context
 from controlplane.cli.exec import dial, resolve
@@ -30,6 +40,9 @@ from controlplane.cli.streamclient import (
     port_forward_path,
 )
 from machinery.streaming.portforward import PROTOCOL
+
+CLOSE_GRACE = 2.0  # seconds the teardown waits for the forwarded connections
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +90,8 @@ class Forwarding:
         self._say = say
         self._complain = complain
         self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)  # a signal wakeup fd must not block
         self.forwarder = PortForwarder(conn, self._on_error)
         self.listeners: list[tuple[socket.socket, PortSpec]] = []
         self.stopped = threading.Event()
@@ -113,6 +128,35 @@ class Forwarding:
             except OSError:
                 pass
 
+    @contextmanager
+    def stopped_by_signals(self) -> Iterator[None]:
+        """While inside: SIGINT and SIGTERM stop `serve` (from the main thread
+        only, where Python runs signal handlers; elsewhere nothing changes)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            if self.stopped.is_set():
+                raise KeyboardInterrupt  # a second Ctrl-C: stop waiting
+            self.stop()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+        wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        try:
+            yield
+        finally:
+            signal.set_wakeup_fd(wakeup)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self._wake_r, 512):
+                pass
+        except BlockingIOError:
+            pass
+
     def serve(self) -> bool:
         """Accept until stopped; True if the connection to the pod was lost."""
         by_fd = {sock.fileno(): (sock, spec) for sock, spec in self.listeners}
@@ -121,6 +165,7 @@ class Forwarding:
                 ready, _, _ = select.select([self._wake_r, *by_fd], [], [])
                 for fd in ready:
                     if fd == self._wake_r:
+                        self._drain_wake()
                         continue
                     sock, spec = by_fd[fd]
                     try:
@@ -132,9 +177,16 @@ class Forwarding:
             return self.forwarder.conn.session.closed.is_set()
         finally:
             self._close_listeners()
-            self.forwarder.close()
+            self.forwarder.close(CLOSE_GRACE)
+            self._unset_wakeup_fd()  # before its fd number can be reused
             os.close(self._wake_r)
             os.close(self._wake_w)
+
+    def _unset_wakeup_fd(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            current = signal.set_wakeup_fd(-1)
+            if current != self._wake_w:
+                signal.set_wakeup_fd(current)
 
     def _close_listeners(self) -> None:
         for sock, _ in self.listeners:
@@ -150,7 +202,8 @@ def run(ctx: Context) -> int:
     conn = dial(where, path, (PROTOCOL,))
     forwarding = Forwarding(conn, specs, args.address, ctx.out, ctx.err)
     try:
-        lost = forwarding.serve()
+        with forwarding.stopped_by_signals():
+            lost = forwarding.serve()
     except KeyboardInterrupt:
         return 0
     if lost:

@@ -23,6 +23,7 @@ import itertools
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -262,8 +263,9 @@ class PortForwarder:
             self._socks.add(local)
         thread.start()
 
-    def close(self) -> None:
-        """End every forwarded connection and the session; wait for the threads."""
+    def close(self, timeout: float | None = None) -> None:
+        """End every forwarded connection and the session; wait for the
+        threads, at most `timeout` seconds in all (they are daemons)."""
         with self._lock:
             socks = list(self._socks)
             threads = list(self._threads)
@@ -274,8 +276,9 @@ class PortForwarder:
                 pass
         self.conn.session.abort_streams()
         self.conn.close()
+        deadline = None if timeout is None else time.monotonic() + timeout
         for thread in threads:
-            thread.join()
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _forward(self, local: socket.socket, port: int) -> None:
         try:

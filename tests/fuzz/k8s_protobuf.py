@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from controlplane.api.k8sproto import codec, envelope
 from controlplane.api.k8sproto.codec import ProtobufError
-from tests.unit.controlplane.api.k8sproto_examples import EXAMPLES
+from tests.fakes.k8sproto_examples import EXAMPLES
 
 _DOCS = [envelope.encode(obj) for obj in EXAMPLES]
 

@@ -59,8 +59,9 @@ from tests.harness.nodeprocs import (
     wait_runtime_ready,
 )
 from tests.harness.ports import free_port
+from tests.harness.reserve import try_reserve_network
+from tests.harness.systemd_units import UNITS, unit_argv
 from tests.harness.wait import wait_for
-from tests.unit.test_vagrant import UNITS, unit_argv
 
 REPO = Path(__file__).resolve().parents[2]
 Backend = Literal["host-gw", "vxlan"]
@@ -118,11 +119,12 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 def free_subnet() -> ipaddress.IPv4Network:
-    """A 192.168.X.0/24 (X in 200..250) that no route of this machine uses."""
+    """A 192.168.X.0/24 (X in 200..250) that no route of this machine uses,
+    reserved for this process (tests/harness/reserve.py)."""
     used = [u for u in used_routes() if u.prefixlen > 0]
     for _ in range(200):
         net = ipaddress.IPv4Network(f"192.168.{200 + secrets.randbelow(51)}.0/24")
-        if not any(net.overlaps(u) for u in used):
+        if not any(net.overlaps(u) for u in used) and try_reserve_network(net) is not None:
             return net
     raise RuntimeError("no free 192.168.X.0/24 for the test bridge")
 

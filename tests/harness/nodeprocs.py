@@ -54,10 +54,11 @@ from tests.harness import containerd as ctrd
 from tests.harness.cgroup import remove_cgroup_tree
 from tests.harness.mounts import unmount_all
 from tests.harness.ports import free_port
+from tests.harness.reserve import try_reserve_network
 from tests.harness.wait import wait_for
 
 if TYPE_CHECKING:
-    from tests.integration.controlplane.conftest import ControlPlane
+    from tests.harness.controlplane import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 CGROUP_FS = Path("/sys/fs/cgroup")
@@ -111,7 +112,8 @@ def used_addresses() -> set[ipaddress.IPv4Address]:
 def free_service_cidrs(n: int) -> list[str]:
     """`n` distinct 10.X.0.0/16 (X in 100..199) that no route of this
     machine overlaps and no address of it lies in (another run's cluster
-    DNS address is such an address, on its dummy interface)."""
+    DNS address is such an address, on its dummy interface), each reserved
+    for this process (tests/harness/reserve.py)."""
     used = [u for u in used_routes() if u.prefixlen > 0]
     held = used_addresses()
     out: list[str] = []
@@ -119,7 +121,7 @@ def free_service_cidrs(n: int) -> list[str]:
         net = ipaddress.IPv4Network(f"10.{100 + secrets.randbelow(100)}.0.0/16")
         if str(net) in out or any(net.overlaps(u) for u in used):
             continue
-        if not any(a in net for a in held):
+        if not any(a in net for a in held) and try_reserve_network(net) is not None:
             out.append(str(net))
             if len(out) == n:
                 return out
@@ -138,26 +140,31 @@ def cluster_dns_ip(service_cidr: str) -> str:
 
 
 def free_pod_cidr() -> str:
-    """A 10.250.X.0/24 no route on this machine uses yet."""
+    """A 10.250.X.0/24 no route on this machine uses yet, reserved for this
+    process (tests/harness/reserve.py)."""
     used = used_routes()
     for _ in range(200):
         net = ipaddress.IPv4Network(f"10.250.{100 + secrets.randbelow(150)}.0/24")
-        if not any(net.overlaps(u) for u in used if u.prefixlen > 0):
+        if any(net.overlaps(u) for u in used if u.prefixlen > 0):
+            continue
+        if try_reserve_network(net) is not None:
             return str(net)
     raise RuntimeError("no free 10.250.X.0/24 for a test node")
 
 
 def free_cluster_cidr() -> str:
     """A 10.248.0.0/13 sub-range (/19: 32 node subnets of /24) that no route
-    on this machine overlaps, for a control plane's node-IPAM controller:
-    its default (10.244.0.0/16) would give every test cluster's first node
-    the same subnet on this one host."""
+    on this machine overlaps, reserved for this process, for a control
+    plane's node-IPAM controller: its default (10.244.0.0/16) would give
+    every test cluster's first node the same subnet on this one host."""
     used = used_routes()
     for _ in range(200):
         net = ipaddress.IPv4Network(
             f"10.{248 + secrets.randbelow(8)}.{32 * secrets.randbelow(8)}.0/19"
         )
-        if not any(net.overlaps(u) for u in used if u.prefixlen > 0):
+        if any(net.overlaps(u) for u in used if u.prefixlen > 0):
+            continue
+        if try_reserve_network(net) is not None:
             return str(net)
     raise RuntimeError("no free 10.248.0.0/13 sub-range for a test cluster")
 
@@ -187,7 +194,7 @@ def controlplane_runs_controllers() -> bool:
 def start_controlplane(base: Path) -> ControlPlane:
     """`skiff controlplane` under `base` with its scheduler and controllers
     (when it has them) and its own cluster CIDR."""
-    from tests.integration.controlplane.conftest import ControlPlane
+    from tests.harness.controlplane import ControlPlane
 
     cp = ControlPlane(base / "cp", controlplane_args())
     if hasattr(cp, "components"):

@@ -12,6 +12,7 @@ touches a registry it did not start.
 from __future__ import annotations
 
 import ctypes
+import os
 import secrets
 import shutil
 import signal
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import yaml
 
@@ -33,13 +35,35 @@ REGISTRY_BINARY = Path("/usr/bin/docker-registry")
 _PR_SET_PDEATHSIG = 1
 
 
+class ProcessHandle(Protocol):
+    """What tests ask of the registry's process: a Popen, or `PidHandle` in
+    a worker of a parallel run, whose registry the controller started."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class PidHandle:
+    pid: int
+
+    def poll(self) -> int | None:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return -1
+        return None
+
+
 @dataclass
 class Registry:
     """A running registry. `host` is "127.0.0.1:PORT", `url` "http://host"."""
 
     host: str
     root: Path  # config.yml, storage/, registry.log
-    process: subprocess.Popen[bytes]
+    process: ProcessHandle
 
     @property
     def url(self) -> str:

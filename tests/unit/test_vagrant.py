@@ -11,16 +11,13 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import shlex
 import shutil
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-VAGRANT_DIR = Path(__file__).resolve().parents[2] / "vagrant"
-UNITS = VAGRANT_DIR / "systemd"
+from tests.harness.systemd_units import UNITS, VAGRANT_DIR, unit_argv
 
 # What the provisioning scripts write into the env files, for parsing units.
 UNIT_ENV = {
@@ -32,17 +29,6 @@ UNIT_ENV = {
     "SKIFF_NODE_IP": "192.168.56.11",
     "SKIFF_CNI_BACKEND": "vxlan",
 }
-
-
-def unit_argv(unit: Path, env: Mapping[str, str], key: str = "ExecStart") -> list[str]:
-    """The argv of a unit's ExecStart (or another Exec* key), with `${VAR}`
-    expanded from `env` as systemd expands it from the EnvironmentFile. The
-    e2e harness can start daemons with exactly these command lines."""
-    for line in unit.read_text().splitlines():
-        if line.startswith(f"{key}="):
-            text = re.sub(r"\$\{(\w+)\}", lambda m: env[m.group(1)], line.split("=", 1)[1])
-            return shlex.split(text)
-    raise KeyError(f"{unit.name} has no {key}")
 
 
 def scripts() -> list[Path]:

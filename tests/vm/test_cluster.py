@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e.cluster import helpers as h
+from tests.harness import cluster_workloads as h
 from tests.harness.wait import wait_for
 from tests.vm.vmcluster import VmCluster, VmError, VmNode, timed
 

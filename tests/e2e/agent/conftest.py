@@ -8,18 +8,16 @@ their own temporary directories, cgroups, bridge and pod CIDR.
 
 from __future__ import annotations
 
-import json
 import shutil
-import sys
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from controlplane.client.apiclient import GrpcApiClient
-from controlplane.client.interface import DeleteOptions
+from tests.e2e.agent.helpers import E2EImages, delete_node_pods, dump
 from tests.harness import containerd as ctrd
+from tests.harness.controlplane import ControlPlane
 from tests.harness.images import TestImages
 from tests.harness.nodeprocs import (
     Node,
@@ -29,17 +27,8 @@ from tests.harness.nodeprocs import (
     start_controlplane,
 )
 from tests.harness.registry import Registry
-from tests.integration.controlplane.conftest import ControlPlane
 
 RUNTIMES: list[RuntimeKind] = ["skiff", "containerd"]
-
-
-@dataclass(frozen=True)
-class E2EImages:
-    """Image names as pods use them (docker.io, through the mirror)."""
-
-    busybox: str
-    web: str
 
 
 @pytest.fixture(scope="module")
@@ -89,18 +78,6 @@ def pytest_runtest_makereport(
 FAILED = pytest.StashKey[bool]()
 
 
-def dump(admin: GrpcApiClient, n: Node) -> None:
-    """On failure: the node's daemon logs and its pods' status, on stderr."""
-    lines = [n.logs()]
-    try:
-        for p in admin.list("Pod", "default").items:
-            if (p.get("spec") or {}).get("nodeName") == n.spec.name:
-                lines.append(f"--- pod {p['metadata']['name']}: {json.dumps(p.get('status'))}")
-    except Exception as exc:  # diagnostics only
-        lines.append(f"(pods not listed: {exc})")
-    sys.stderr.write("\n".join(lines) + "\n")
-
-
 @pytest.fixture
 def node(
     request: pytest.FixtureRequest,
@@ -122,16 +99,3 @@ def node(
         if request.node.stash.get(FAILED, False):
             dump(admin, n)
         delete_node_pods(admin, n.spec.name)
-
-
-def delete_node_pods(admin: GrpcApiClient, node_name: str) -> None:
-    """Delete this node's pods while its agent still runs (so it stops them
-    as in a cluster); the node's cleanup removes anything left behind."""
-    for p in admin.list("Pod", "default").items:
-        if (p.get("spec") or {}).get("nodeName") == node_name:
-            try:
-                admin.delete(
-                    "Pod", p["metadata"]["name"], "default", DeleteOptions(grace_period_seconds=0)
-                )
-            except Exception:  # already gone is fine
-                pass

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import urllib.request
+from dataclasses import dataclass
 from typing import Any
 
 from controlplane.client.apiclient import GrpcApiClient
+from controlplane.client.interface import DeleteOptions
 from tests.harness.nodeprocs import Node
 from tests.harness.wait import wait_for
 
@@ -61,3 +65,36 @@ def http_get(url: str, timeout: float = 2.0) -> str:
     with _DIRECT.open(url, timeout=timeout) as resp:
         body: bytes = resp.read()
         return body.decode()
+
+
+@dataclass(frozen=True)
+class E2EImages:
+    """Image names as pods use them (docker.io, through the mirror)."""
+
+    busybox: str
+    web: str
+
+
+def dump(admin: GrpcApiClient, n: Node) -> None:
+    """On failure: the node's daemon logs and its pods' status, on stderr."""
+    lines = [n.logs()]
+    try:
+        for p in admin.list("Pod", "default").items:
+            if (p.get("spec") or {}).get("nodeName") == n.spec.name:
+                lines.append(f"--- pod {p['metadata']['name']}: {json.dumps(p.get('status'))}")
+    except Exception as exc:  # diagnostics only
+        lines.append(f"(pods not listed: {exc})")
+    sys.stderr.write("\n".join(lines) + "\n")
+
+
+def delete_node_pods(admin: GrpcApiClient, node_name: str) -> None:
+    """Delete this node's pods while its agent still runs (so it stops them
+    as in a cluster); the node's cleanup removes anything left behind."""
+    for p in admin.list("Pod", "default").items:
+        if (p.get("spec") or {}).get("nodeName") == node_name:
+            try:
+                admin.delete(
+                    "Pod", p["metadata"]["name"], "default", DeleteOptions(grace_period_seconds=0)
+                )
+            except Exception:  # already gone is fine
+                pass

@@ -15,8 +15,7 @@ import pytest
 
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.interface import ListOptions
-from tests.e2e.agent.conftest import E2EImages
-from tests.e2e.agent.helpers import http_get
+from tests.e2e.agent.helpers import E2EImages, http_get
 from tests.harness.nodeprocs import Node, controlplane_runs_controllers
 from tests.harness.wait import wait_for
 

@@ -26,12 +26,18 @@ import pytest
 from agent.pod_config import CONTAINER_NAME_LABEL, POD_UID_LABEL
 from controlplane.client.apiclient import GrpcApiClient
 from proto.runtime.v1 import api_pb2 as cri
-from tests.e2e.agent.conftest import E2EImages, delete_node_pods, dump
-from tests.e2e.agent.helpers import container_status, pod, wait_running
+from tests.e2e.agent.helpers import (
+    E2EImages,
+    container_status,
+    delete_node_pods,
+    dump,
+    pod,
+    wait_running,
+)
+from tests.harness.controlplane import ControlPlane
 from tests.harness.nodeprocs import Node, RuntimeKind, running_node
 from tests.harness.registry import Registry
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
 

@@ -21,12 +21,11 @@ import pytest
 
 from agent.eviction.signals import meminfo, memory_hierarchy, working_set
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e.agent.conftest import E2EImages, delete_node_pods, dump
-from tests.e2e.agent.helpers import pod, status, wait_running
+from tests.e2e.agent.helpers import E2EImages, delete_node_pods, dump, pod, status, wait_running
+from tests.harness.controlplane import ControlPlane
 from tests.harness.nodeprocs import Node, RuntimeKind, running_node
 from tests.harness.registry import Registry
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
 

@@ -22,8 +22,8 @@ import pytest
 from agent.pod_cgroups import cgroup_mounts
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.interface import ListOptions
-from tests.e2e.agent.conftest import E2EImages
 from tests.e2e.agent.helpers import (
+    E2EImages,
     condition,
     container_status,
     http_get,

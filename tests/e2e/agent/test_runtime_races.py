@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from proto.runtime.v1 import api_pb2 as cri
-from tests.e2e.agent.conftest import E2EImages
+from tests.e2e.agent.helpers import E2EImages
 from tests.harness.nodeprocs import Node, NodeSpec, RuntimeKind, short_tempdir
 from tests.harness.registry import Registry
 

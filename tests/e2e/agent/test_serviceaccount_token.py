@@ -9,8 +9,7 @@ import pytest
 
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import ClientConfig
-from tests.e2e.agent.conftest import E2EImages
-from tests.e2e.agent.helpers import pod, wait_running
+from tests.e2e.agent.helpers import E2EImages, pod, wait_running
 from tests.harness.nodeprocs import Node
 from tests.harness.wait import wait_for
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e.cluster import helpers as h
+from tests.harness import cluster_workloads as h
 from tests.harness.cluster import Cluster
 from tests.harness.wait import wait_for
 

@@ -21,11 +21,11 @@ import pytest
 
 from controlplane.client.apiclient import GrpcApiClient
 from machinery import rfc3339
-from tests.e2e.cluster import helpers as h
+from tests.harness import cluster_workloads as h
 from tests.harness.cluster import Cluster, ClusterControlPlane, running_cluster
+from tests.harness.etcd import etcd_available, running_etcd
 from tests.harness.registry import Registry
 from tests.harness.wait import wait_for
-from tests.unit.controlplane.storage.etcd_server import etcd_available, running_etcd
 
 pytestmark = [
     pytest.mark.root,

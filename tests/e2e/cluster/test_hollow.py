@@ -14,7 +14,7 @@ import pytest
 
 from agent.hollow import HollowConfig, HollowNodes
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e.cluster import helpers as h
+from tests.harness import cluster_workloads as h
 from tests.harness.cluster import ClusterControlPlane
 from tests.harness.nodeprocs import short_tempdir
 from tests.harness.wait import wait_for

@@ -18,7 +18,7 @@ from controlplane.api import volumes as v
 from controlplane.client import errors
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.scheduler.explain import describe_scheduling
-from tests.e2e.cluster import helpers as h
+from tests.harness import cluster_workloads as h
 from tests.harness.cluster import Cluster
 from tests.harness.wait import wait_for
 

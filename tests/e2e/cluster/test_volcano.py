@@ -18,7 +18,7 @@ import pytest
 from controlplane.api import volcano
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.controllers.vcjob_pods import group_name
-from tests.e2e.cluster import helpers as h
+from tests.harness import cluster_workloads as h
 from tests.harness.cluster import Cluster
 from tests.harness.wait import wait_for
 

@@ -28,9 +28,9 @@ from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.runtime.v1 import api_pb2 as cri
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
+from tests.harness.controlplane import ControlPlane
 from tests.harness.mounts import unmount_all
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = pytest.mark.slow
 

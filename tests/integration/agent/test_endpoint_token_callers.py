@@ -38,8 +38,8 @@ from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.agents import agent_csr
 from controlplane.client.apiclient import connect, join_node
 from tests.fakes.fake_runtime import serve_fake_runtime
+from tests.harness.controlplane import ControlPlane
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = pytest.mark.slow
 RBAC = "rbac.authorization.k8s.io"

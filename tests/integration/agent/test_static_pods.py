@@ -30,8 +30,8 @@ from controlplane.client.config import ClientConfig
 from controlplane.client.interface import ApiClient
 from proto.runtime.v1 import api_pb2 as cri
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
+from tests.harness.controlplane import ControlPlane
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = pytest.mark.slow
 

@@ -51,9 +51,9 @@ from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from runtime.streaming import StreamingConfig, StreamingServer
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
 from tests.fakes.streaming_backend import HostProcessBackend
+from tests.harness.controlplane import ControlPlane
 from tests.harness.mounts import unmount_all
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = pytest.mark.slow
 

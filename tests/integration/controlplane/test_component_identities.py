@@ -38,9 +38,9 @@ from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from controlplane.client.errors import Forbidden, NotFound
 from tests.fakes.volcano_examples import example_job
+from tests.harness.controlplane import REPO, ControlPlane
 from tests.harness.registry import stop_process
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import REPO, ControlPlane
 
 pytestmark = pytest.mark.slow
 RBAC = "rbac.authorization.k8s.io"

@@ -21,8 +21,8 @@ import pytest
 from agent.hollow import HollowConfig, HollowNodes
 from controlplane.api import volcano
 from tests.fakes.volcano_examples import example_job
+from tests.harness.controlplane import ControlPlane
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 from tests.integration.controlplane.test_component_identities import (
     components_write_as_themselves,
 )

@@ -16,8 +16,8 @@ from controlplane.client.apiclient import connect, join
 from controlplane.client.config import ClientConfig, load_config
 from controlplane.client.errors import ApiError, Unauthenticated
 from controlplane.client.interface import ListOptions, WatchEvent
+from tests.harness.controlplane import REPO, ControlPlane
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import REPO, ControlPlane
 
 
 def test_first_start_writes_credentials_and_serves_tls(control_plane: ControlPlane) -> None:

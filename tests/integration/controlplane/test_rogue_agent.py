@@ -34,7 +34,7 @@ from agent.stream_proxy import pump
 from controlplane.client.agents import agent_csr
 from controlplane.client.apiclient import connect, join_node
 from controlplane.client.config import load_config
-from tests.integration.controlplane.conftest import ControlPlane
+from tests.harness.controlplane import ControlPlane
 
 pytestmark = pytest.mark.slow
 

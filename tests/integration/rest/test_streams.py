@@ -24,12 +24,12 @@ from agent.server import AgentServicer
 from agent.stream_proxy import AgentEndpoint, serve_endpoint
 from controlplane.client.errors import NotFound
 from runtime.streaming import StreamingConfig, StreamingServer
+from tests.fakes.stream_stack import CID, ServerRuntime
 from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.agent_tls import agent_server_context
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import KUBECTL, Cluster
-from tests.unit.controlplane.cli.test_exec import CID, ServerRuntime
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("need_kubectl")]
 

@@ -27,9 +27,9 @@ from controlplane.api import volumes as v
 from controlplane.client import errors
 from controlplane.client.apiclient import GrpcApiClient, connect, join
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
+from tests.harness.controlplane import ControlPlane
 from tests.harness.mounts import unmount_all
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = pytest.mark.slow
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from proto.runtime.v1 import api_pb2
+from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 from tests.linux.cni.helpers import REF_BIN, bridge_conf, in_netns
 from tests.linux.runtime.harness import build_busybox_rootfs, container_config, running_runtime
@@ -44,7 +45,7 @@ def test_runtime_pod_with_host_port_on_skiff_cni(
     (conf_dir / "10-skiff.conflist").write_text(
         json.dumps({"cniVersion": "1.0.0", "name": name, "plugins": [plugin]})
     )
-    host_port = 20000 + secrets.randbelow(10000)
+    host_port = free_port()  # a reserved port, as every test takes one
     www = tmp_path / "www"
     www.mkdir()
     (www / "index.html").write_text("hello from the pod\n")

@@ -10,16 +10,16 @@ import grpc
 import pytest
 
 from proto.runtime.v1 import api_pb2
-from tests.harness.wait import wait_for
-from tests.linux.runtime.harness import Runtime, container_config
-from tests.linux.runtime.test_containers import started
-from tests.linux.runtime.test_lifecycle import exec_sync, run_pod, status
-from tests.unit.runtime.streaming.clients import (
+from tests.harness.streaming_clients import (
     PortForwardClient,
     RemoteCommand,
     read_to_eof,
     spdy_exec,
 )
+from tests.harness.wait import wait_for
+from tests.linux.runtime.harness import Runtime, container_config
+from tests.linux.runtime.test_containers import started
+from tests.linux.runtime.test_lifecycle import exec_sync, run_pod, status
 
 pytestmark = pytest.mark.root
 

@@ -20,7 +20,7 @@ from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.streaming import StreamingConfig, StreamingServer
 from tests.fakes.streaming_backend import HostProcessBackend
-from tests.unit.runtime.streaming.clients import PortForwardClient, read_to_eof
+from tests.harness.streaming_clients import PortForwardClient, read_to_eof
 
 pytestmark = [pytest.mark.root, pytest.mark.netns]
 

@@ -46,7 +46,23 @@ def test_service_cidrs_avoid_addresses_held_here(monkeypatch: pytest.MonkeyPatch
     held = {ipaddress.IPv4Address(f"10.{x}.0.10") for x in range(100, 200) if x != 150}
     monkeypatch.setattr(nodeprocs, "used_addresses", lambda: held)
     monkeypatch.setattr(nodeprocs, "used_routes", lambda: set())
+    monkeypatch.setattr(nodeprocs, "try_reserve_network", lambda net: [])
     assert nodeprocs.free_service_cidrs(1) == ["10.150.0.0/16"]
     held.add(ipaddress.IPv4Address("10.150.0.10"))
+    with pytest.raises(RuntimeError, match="no free"):
+        nodeprocs.free_service_cidrs(1)
+
+
+def test_service_cidrs_avoid_those_another_process_reserved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two runs that check the routes at the same moment, before either has
+    installed anything, still never pick the same /16."""
+    monkeypatch.setattr(nodeprocs, "used_addresses", lambda: set())
+    monkeypatch.setattr(nodeprocs, "used_routes", lambda: set())
+    free = ipaddress.IPv4Network("10.150.0.0/16")
+    monkeypatch.setattr(nodeprocs, "try_reserve_network", lambda net: [] if net == free else None)
+    assert nodeprocs.free_service_cidrs(1) == ["10.150.0.0/16"]
+    monkeypatch.setattr(nodeprocs, "try_reserve_network", lambda net: None)
     with pytest.raises(RuntimeError, match="no free"):
         nodeprocs.free_service_cidrs(1)

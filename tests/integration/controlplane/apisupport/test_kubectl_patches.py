@@ -233,7 +233,7 @@ def test_get_prints_the_table_columns(stub: Stub, tmp_path: Path) -> None:
 
 def test_custom_kind_explain_and_printer_columns(tmp_path: Path) -> None:
     from controlplane.api import crd
-    from tests.unit.controlplane.api.test_crd import widget_crd
+    from tests.fakes.crds import widget_crd
 
     crd.register(widget_crd())
     try:

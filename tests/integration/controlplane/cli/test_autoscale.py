@@ -23,9 +23,9 @@ from controlplane.controllers.base import ManagerConfig
 from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
 from machinery.clock import FakeClock
+from tests.harness.controlplane import ControlPlane
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.cli.test_rollout import Env, nginx
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = pytest.mark.slow
 

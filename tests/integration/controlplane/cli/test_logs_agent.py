@@ -35,10 +35,10 @@ from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.config import load_config, write_config
 from controlplane.client.informer import SharedInformer
 from proto.agent.v1 import agent_pb2 as pb
+from tests.fakes.fake_agent import FakeAgent
 from tests.harness.agent_tls import agent_server_context
+from tests.harness.controlplane import ControlPlane
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
-from tests.unit.controlplane.cli.test_logs import FakeAgent
 
 pytestmark = pytest.mark.slow
 

@@ -30,8 +30,8 @@ from controlplane.controllers.base import ManagerConfig
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.rollout import REVISION
 from machinery.rfc3339 import format_time
+from tests.harness.controlplane import ControlPlane
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = pytest.mark.slow
 

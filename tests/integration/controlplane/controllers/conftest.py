@@ -27,8 +27,8 @@ from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
 from machinery.clock import Clock, FakeClock, RealClock
 from machinery.rfc3339 import format_time
+from tests.harness.controlplane import ControlPlane
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 _ns = itertools.count(1)
 

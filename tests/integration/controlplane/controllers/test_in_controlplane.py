@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.controlplane import ControlPlane
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
-from tests.integration.controlplane.conftest import ControlPlane
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from controlplane.api import kinds
 from controlplane.api.k8sproto import codec, envelope, schema
 from controlplane.api.k8sproto.codec import ProtobufError
 from controlplane.api.k8sproto.duration import format_duration, parse_duration
-from tests.unit.controlplane.api.k8sproto_examples import EXAMPLES
+from tests.fakes.k8sproto_examples import EXAMPLES
 
 
 def ld(number: int, value: bytes) -> bytes:

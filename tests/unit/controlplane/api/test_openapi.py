@@ -14,7 +14,7 @@ import yaml
 
 from controlplane.api import crd, kinds, openapi
 from controlplane.client.errors import NotFound
-from tests.unit.controlplane.api.test_crd import widget_crd
+from tests.fakes.crds import widget_crd
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 

@@ -11,23 +11,11 @@ from controlplane.api.kinds import by_kind
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.authz import Authorizer
 from controlplane.client.errors import Forbidden
-from controlplane.client.interface import DeleteOptions
-from tests.unit.controlplane.apiserver.conftest import Cluster
-from tests.unit.controlplane.apiserver.test_objects import pod
+from tests.fakes.api_objects import mirror, pod
 
 NODE = Identity("system:node:n1", node="n1")
 POD = by_kind("Pod")
 authorize = Authorizer().authorize
-
-
-def mirror(name: str, node: str) -> dict[str, Any]:
-    body = pod(name, node=node)
-    body["metadata"]["annotations"] = {
-        "kubernetes.io/config.mirror": "abc",
-        "kubernetes.io/config.hash": "abc",
-        "kubernetes.io/config.source": "file",
-    }
-    return body
 
 
 @pytest.mark.parametrize(
@@ -54,24 +42,3 @@ def test_node_may_delete_its_mirror_but_not_update_it() -> None:
         authorize(NODE, "delete", POD, "default", "web-n2", mirror("web-n2", "n2"), None)
     with pytest.raises(Forbidden):
         authorize(NODE, "update", POD, "default", "web-n1", mine, mine)
-
-
-def test_mirror_pod_through_the_server(cluster: Cluster) -> None:
-    assert cluster.server.authority is not None
-    node = cluster.client(cluster.server.authority.node_token("n1"))
-    try:
-        created = node.create("Pod", mirror("web-n1", "n1"), "default")
-        with pytest.raises(Forbidden):
-            node.create("Pod", mirror("web-n2", "n2"), "default")
-        with pytest.raises(Forbidden):
-            node.create("Pod", pod("plain", node="n1"), "default")
-        node.delete(
-            "Pod",
-            "web-n1",
-            "default",
-            options=DeleteOptions(
-                grace_period_seconds=0, precondition_uid=created["metadata"]["uid"]
-            ),
-        )
-    finally:
-        node.close()

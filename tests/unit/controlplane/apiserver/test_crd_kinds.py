@@ -17,8 +17,8 @@ from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import Invalid
 from controlplane.storage.interface import Event, EventType
 from controlplane.storage.sqlite import SqliteStore
+from tests.fakes.crds import widget_crd
 from tests.harness.wait import wait_for
-from tests.unit.controlplane.api.test_crd import widget_crd
 
 CRD_KEY = f"{ROOT}customresourcedefinitions/widgets.example.com"
 KEY = "Widget.example.com"

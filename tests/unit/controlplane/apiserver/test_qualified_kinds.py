@@ -9,8 +9,6 @@ from collections.abc import Iterator
 import pytest
 
 from controlplane.api import kinds
-from controlplane.client.apiclient import GrpcApiClient
-from controlplane.client.errors import Invalid
 
 OTHER_JOB = kinds.KindInfo(
     "Job", "batch.example.com/v1", "jobs", "job", ("xj",), qualified=True, has_status=False
@@ -53,35 +51,3 @@ def test_unregistered_kind_is_unknown() -> None:
     kinds.unregister(OTHER_JOB.key)
     with pytest.raises(kinds.UnknownKind):
         kinds.by_kind("Job.batch.example.com")
-
-
-def test_same_kind_name_in_two_groups_is_stored_apart(
-    client: GrpcApiClient, other_job: kinds.KindInfo
-) -> None:
-    batch_job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "same"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "c", "image": "busybox:1.36"}],
-                }
-            }
-        },
-    }
-    other = {"apiVersion": "batch.example.com/v1", "kind": "Job", "metadata": {"name": "same"}}
-    client.create("Job", batch_job, "default")
-    client.create(other_job.key, other, "default")
-    assert client.get("Job", "same", "default")["apiVersion"] == "batch/v1"
-    assert client.get(other_job.key, "same", "default")["apiVersion"] == "batch.example.com/v1"
-    assert [o["apiVersion"] for o in client.list(other_job.key, "default").items] == [
-        "batch.example.com/v1"
-    ]
-    # The built-in's rules do not apply to the other group's kind, nor the
-    # other group's apiVersion to the built-in.
-    with pytest.raises(Invalid, match="apiVersion"):
-        client.create("Job", {**other, "metadata": {"name": "x"}}, "default")
-    client.delete(other_job.key, "same", "default")
-    assert client.get("Job", "same", "default")["metadata"]["name"] == "same"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.controlplane.cli.conftest import Ctl
+from tests.fakes.skiffctl import Ctl
 
 DEPLOY = """\
 apiVersion: apps/v1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.controlplane.cli.conftest import Ctl
+from tests.fakes.skiffctl import Ctl
 
 
 def deploy(ctl: Ctl, kind: str = "Deployment", name: str = "nginx", ns: str = "default") -> None:

@@ -2,7 +2,7 @@
 
 import json
 
-from tests.unit.controlplane.cli.conftest import Ctl
+from tests.fakes.skiffctl import Ctl
 
 
 def test_describe_pending_pod_shows_scheduler_reason(ctl: Ctl) -> None:

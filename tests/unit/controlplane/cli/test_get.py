@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
+from tests.fakes.skiffctl import Ctl
 from tests.harness.wait import wait_for
-from tests.unit.controlplane.cli.conftest import Ctl
 
 
 def make_pod(

@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from controlplane.cli.wait import parse_duration
+from tests.fakes.skiffctl import Ctl, Result
 from tests.harness.wait import wait_for
-from tests.unit.controlplane.cli.conftest import Ctl, Result
 
 
 def pod(ctl: Ctl, name: str, **labels: str) -> None:

@@ -20,8 +20,8 @@ from controlplane.cli.rollout import (
     statefulset_status,
 )
 from controlplane.controllers.rollout import POD_TEMPLATE_HASH, REVISION, template_hash
+from tests.fakes.skiffctl import Ctl, Result
 from tests.harness.wait import wait_for
-from tests.unit.controlplane.cli.conftest import Ctl, Result
 
 
 def template(image: str) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.unit.controlplane.cli.conftest import Ctl
+from tests.fakes.skiffctl import Ctl
 
 
 def test_get_and_describe_claims_and_volumes(ctl: Ctl) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from controlplane.client.interface import DeleteOptions
+from tests.fakes.skiffctl import Ctl, Result
 from tests.harness.wait import wait_for
-from tests.unit.controlplane.cli.conftest import Ctl, Result
 
 
 def deploy(ctl: Ctl, name: str = "web", replicas: int = 2) -> None:

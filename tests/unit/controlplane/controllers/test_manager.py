@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import urllib.request
 
 import pytest
 
@@ -98,20 +97,6 @@ def test_panic_is_caught_logged_and_retried_with_backoff():
         assert m.healthy()
     finally:
         m.stop_controllers()
-
-
-def test_http_healthz_and_metrics():
-    client = FakeApiClient()
-    m = ControllerManager(client, ManagerConfig(controllers=("replicaset",)))
-    m.start_controllers(5)
-    try:
-        host, port = m.serve("127.0.0.1", 0)
-        with urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=5) as r:
-            assert r.read() == b"ok"
-        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as r:
-            assert b"skiff_controller_reconciles" in r.read()
-    finally:
-        m.stop()
 
 
 def test_leader_election_only_one_manager_acts():

@@ -1,0 +1,85 @@
+"""Exec and attach over WebSocket with the v5 and v4 channel protocols."""
+
+from __future__ import annotations
+
+import json
+
+from machinery.streaming import websocket
+from proto.runtime.v1 import api_pb2
+from runtime.streaming import StreamingServer
+from tests.fakes.streaming_backend import HostProcessBackend
+from tests.harness.streaming_clients import WsClient
+
+STDOUT, STDERR, ERROR = websocket.STDOUT, websocket.STDERR, websocket.ERROR
+
+
+def exec_url(server: StreamingServer, cmd: list[str], **kw: bool) -> str:
+    kw.setdefault("stdout", True)
+    kw.setdefault("stderr", not kw.get("tty", False))
+    return server.get_exec(api_pb2.ExecRequest(container_id="c1", cmd=cmd, **kw))
+
+
+def test_v5_is_preferred_and_streams_are_separate(server: StreamingServer) -> None:
+    client = WsClient(exec_url(server, ["sh", "-c", "printf out; printf err >&2; exit 5"]))
+    assert client.reply.status == 101 and client.protocol == "v5.channel.k8s.io"
+    out = client.collect()
+    assert out[STDOUT] == b"out" and out[STDERR] == b"err"
+    status = json.loads(out[ERROR])
+    assert status["reason"] == "NonZeroExitCode"
+    assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "5"}]
+
+
+def test_v4_success_status(server: StreamingServer) -> None:
+    client = WsClient(exec_url(server, ["echo", "hi"]), ("v4.channel.k8s.io",))
+    assert client.protocol == "v4.channel.k8s.io"
+    out = client.collect()
+    assert out[STDOUT] == b"hi\n"
+    assert json.loads(out[ERROR]) == {"metadata": {}, "status": "Success"}
+
+
+def test_v5_stdin_and_close_signal(server: StreamingServer) -> None:
+    client = WsClient(exec_url(server, ["cat"], stdin=True))
+    client.send(websocket.STDIN, b"hello ")
+    client.send(websocket.STDIN, b"world")
+    client.close_stdin()
+    out = client.collect()
+    assert out[STDOUT] == b"hello world"
+    assert json.loads(out[ERROR])["status"] == "Success"
+
+
+def test_tty_resize(server: StreamingServer) -> None:
+    client = WsClient(exec_url(server, ["sh", "-c", "read x; stty size"], stdin=True, tty=True))
+    client.resize(77, 33)
+    client.send(websocket.STDIN, b"go\n")
+    out = client.collect()
+    assert b"33 77" in out[STDOUT]
+    assert STDERR not in out
+
+
+def test_error_before_start(server: StreamingServer, backend: HostProcessBackend) -> None:
+    backend.stopped.add("c1")
+    out = WsClient(exec_url(server, ["true"])).collect()
+    status = json.loads(out[ERROR])
+    assert status["status"] == "Failure" and "not running" in status["message"]
+
+
+def test_unsupported_subprotocol_is_refused(server: StreamingServer) -> None:
+    client = WsClient(exec_url(server, ["true"]), ("base64.channel.k8s.io",))
+    assert client.reply.status == 403
+
+
+def test_attach_over_websocket(server: StreamingServer, backend: HostProcessBackend) -> None:
+    backend.add_container("sh1", ["sh"], stdin=True)
+    url = server.get_attach(
+        api_pb2.AttachRequest(container_id="sh1", stdin=True, stdout=True, stderr=True)
+    )
+    client = WsClient(url)
+    outputs: dict[int, bytearray] = {}
+    client.send(websocket.STDIN, b"echo -n hello\n")
+    client.read_until(STDOUT, b"hello", outputs)
+    client.send(websocket.STDIN, b"echo bye >&2; exit 0\n")
+    client.close_stdin()
+    out = client.collect(outputs)
+    assert out[STDOUT] == b"hello"
+    assert out[STDERR] == b"bye\n"
+    assert json.loads(out[ERROR])["status"] == "Success"
