@@ -26,9 +26,11 @@ import functools
 import ipaddress
 import logging
 import math
+import os
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -127,10 +129,32 @@ def node_object(cfg: HollowConfig, name: str, ip: str) -> Object:
                 {"type": "InternalIP", "address": ip},
                 {"type": "Hostname", "address": name},
             ],
-            "nodeInfo": {"kubeletVersion": AGENT_VERSION, "containerRuntimeVersion": "hollow://0"},
+            "nodeInfo": _node_info(name),
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
         },
     }
+
+
+def _node_info(name: str) -> Object:
+    """Every NodeSystemInfo field, as a real node reports them (ids derived
+    from the node's name, so a hollow node keeps them across restarts)."""
+    ids = uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.hollow.skiff")
+    uname = os.uname()
+    return {
+        "machineID": ids.hex,
+        "systemUUID": str(ids),
+        "bootID": str(uuid.uuid5(ids, "boot")),
+        "kernelVersion": uname.release,
+        "osImage": "skiff hollow node",
+        "containerRuntimeVersion": "hollow://0",
+        "kubeletVersion": AGENT_VERSION,
+        "kubeProxyVersion": AGENT_VERSION,
+        "operatingSystem": "linux",
+        "architecture": _ARCH.get(uname.machine, uname.machine),
+    }
+
+
+_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 def running_status(pod: Object, node_ip: str, pod_ip: str) -> Object:

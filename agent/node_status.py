@@ -199,11 +199,13 @@ def node_status(
         "daemonEndpoints": {"kubeletEndpoint": {"Port": cfg.agent_port}},
         "nodeInfo": {
             "machineID": _read("/etc/machine-id"),
+            "systemUUID": _read("/sys/class/dmi/id/product_uuid").lower(),
             "bootID": _read("/proc/sys/kernel/random/boot_id"),
             "kernelVersion": uname.release,
             "osImage": _os_image(),
             "containerRuntimeVersion": runtime_version,
             "kubeletVersion": AGENT_VERSION,
+            "kubeProxyVersion": AGENT_VERSION,  # the agent is the node's proxy too
             "operatingSystem": "linux",
             "architecture": node_labels(cfg)["kubernetes.io/arch"],
         },
@@ -247,7 +249,12 @@ class NodeStatusReporter:
         self._last_write = 0.0
 
     def register(self, status: dict[str, Any]) -> dict[str, Any]:
-        """Create the Node, or take over the existing one (re-registration)."""
+        """Create the Node, or take over the existing one (re-registration).
+
+        Taints are set only when the Node is created, as the kubelet's
+        registration does: on an existing Node the node lifecycle controller
+        owns them (its not-ready/unreachable taints), and NodeRestriction
+        refuses a node that changes them."""
         node = {
             "apiVersion": "v1",
             "kind": "Node",
@@ -261,10 +268,7 @@ class NodeStatusReporter:
         except errors.AlreadyExists:
             existing = self.api.get("Node", self.cfg.name)
             labels = {**(existing["metadata"].get("labels") or {}), **node_labels(self.cfg)}
-            patch: dict[str, Any] = {"metadata": {"labels": labels}}
-            if self.cfg.taints:
-                patch["spec"] = {"taints": [dict(t) for t in self.cfg.taints]}
-            self.api.patch("Node", self.cfg.name, patch)
+            self.api.patch("Node", self.cfg.name, {"metadata": {"labels": labels}})
             created = self.api.patch(
                 "Node", self.cfg.name, {"status": status}, subresource="status"
             )

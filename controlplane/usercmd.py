@@ -2,11 +2,13 @@
 
 Run on a control-plane host (it reads `<data-dir>/pki/token-secret` and
 `ca.crt`, as kubeadm's user kubeconfigs need the cluster CA key): writes a
-credential file (0600) holding a user token that carries the name and
-groups, signed by the cluster's token secret. What the user may do is
-RBAC's business: bind roles to the user or its groups (the group
-system:masters makes an admin). The file says where the API is (the
-server of `<data-dir>/admin.conf`, or --server).
+standard kubeconfig (0600), as `kubeadm kubeconfig user` does, that kubectl
+and skiffctl both read: the cluster (the API's https address, its CA
+inline, skiff's gRPC address as an extension), the user NAME with a token
+that carries the name and groups, signed by the cluster's token secret, and
+a context joining them. What the user may do is RBAC's business: bind roles
+to the user or its groups (the group system:masters makes an admin). The
+server is that of `<data-dir>/admin.conf`, or --server.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from controlplane.apiserver.auth import TokenAuthority
-from controlplane.client.config import ClientConfig, ConfigError, load_config, write_config
+from controlplane.client.config import ConfigError, load_config
+from controlplane.client.kubeconfig import write_kubeconfig
 
 DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
 RESERVED = ("system:node:", "system:serviceaccount:")
@@ -45,10 +48,12 @@ def create(name: str, groups: Sequence[str], data_dir: Path, server: str, out: P
         ca_pem = (pki / "ca.crt").read_bytes()
     except OSError as err:
         raise ConfigError(f"cannot read the cluster's keys under {pki}: {err}") from err
+    grpc = ""
     if not server:
-        server = load_config(data_dir / "admin.conf").server
+        admin = load_config(data_dir / "admin.conf")
+        server, grpc = admin.server, admin.grpc_server
     token = TokenAuthority(secret).user_token(name, tuple(groups))
-    write_config(out, ClientConfig(server=server, ca_pem=ca_pem, token=token))
+    write_kubeconfig(out, server, ca_pem, token, grpc, user=name)
     return out
 
 

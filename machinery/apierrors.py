@@ -25,17 +25,27 @@ from dataclasses import dataclass
 class ApiError(Exception):
     """Base of every API failure. The message (`str(err)`) is safe to show
     to a user; `reason` is the Kubernetes StatusReason, `retry_after` the
-    seconds to wait before retrying (0: no advice)."""
+    seconds to wait before retrying (0: no advice), `details` the
+    StatusDetails fields (name, group, kind) the raiser knows."""
 
     default_reason = "InternalError"
     default_retry_after = 0
 
     def __init__(
-        self, message: str = "", *, reason: str = "", retry_after: int | None = None
+        self,
+        message: str = "",
+        *,
+        reason: str = "",
+        retry_after: int | None = None,
+        details: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.reason = reason or self.default_reason
         self.retry_after = self.default_retry_after if retry_after is None else retry_after
+        # metav1.StatusDetails' name/group/kind where the raiser knows them
+        # better than the request's URL does (a create's object name, an
+        # Invalid's kind): they win over the URL's.
+        self.details = dict(details or {})
 
 
 class NotFound(ApiError):

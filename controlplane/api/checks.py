@@ -2,15 +2,22 @@
 written in (integers with bounds, objects, lists, enums, names, labels,
 annotations, quantities, label selectors).
 
-Each check adds `path: problem` to an Errors (`spec.replicas: must be >= 0`)
-and, where useful, returns whether the value was there and well-formed, so a
-caller checks deeper only what it can read. The messages are the ones users
-see in a 422, so they never change casually. Pure functions: no storage, no
-registry, never mutate the value.
+Each check adds `path: problem` to an Errors and, where useful, returns
+whether the value was there and well-formed, so a caller checks deeper only
+what it can read. The problems read as Kubernetes' field errors
+(k8s.io/apimachinery/pkg/util/validation/field): `spec.replicas: Invalid
+value: -1: must be greater than or equal to 0`, `spec.selector: Required
+value`, `spec.type: Unsupported value: "X": supported values: "A", "B"`,
+`metadata.annotations: Too long: must have at most 262144 bytes`; the REST
+front door turns each into a metav1.StatusCause by that prefix
+(`cause_reason`). The messages are the ones users see in a 422, so they
+never change casually. Pure functions: no storage, no registry, never
+mutate the value.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -24,6 +31,43 @@ _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
+# Kubernetes' field.ErrorType texts -> the StatusCause reason each stands for.
+CAUSE_REASONS: tuple[tuple[str, str], ...] = (
+    ("Invalid value", "FieldValueInvalid"),
+    ("Required value", "FieldValueRequired"),
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Too long", "FieldValueTooLong"),
+    ("Too many", "FieldValueTooMany"),
+    ("Not found", "FieldValueNotFound"),
+    ("Internal error", "InternalError"),
+)
+
+
+def cause_reason(message: str) -> str:
+    """The StatusCause reason of a problem's text (FieldValueInvalid when it
+    names none of Kubernetes' error types)."""
+    for prefix, reason in CAUSE_REASONS:
+        if message.startswith(prefix):
+            return reason
+    return "FieldValueInvalid"
+
+
+def go_value(value: Any) -> str:
+    """A value as Kubernetes' field errors print it: strings quoted, numbers
+    and booleans bare, null for nothing, objects and lists as JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
 class Errors:
     """Collects `path: problem` messages."""
 
@@ -31,7 +75,29 @@ class Errors:
         self.items: list[str] = []
 
     def add(self, path: str, problem: str) -> None:
+        if problem == "required":  # the older spelling of field.Required
+            problem = "Required value"
         self.items.append(f"{path}: {problem}")
+
+    def invalid(self, path: str, value: Any, detail: str) -> None:
+        """field.Invalid: `path: Invalid value: <value>: detail`."""
+        self.add(path, f"Invalid value: {go_value(value)}: {detail}")
+
+    def required(self, path: str, detail: str = "") -> None:
+        self.add(path, f"Required value: {detail}" if detail else "Required value")
+
+    def not_supported(self, path: str, value: Any, allowed: tuple[str, ...]) -> None:
+        supported = ", ".join(go_value(a) for a in allowed)
+        self.add(path, f"Unsupported value: {go_value(value)}: supported values: {supported}")
+
+    def forbidden(self, path: str, detail: str) -> None:
+        self.add(path, f"Forbidden: {detail}")
+
+    def too_long(self, path: str, limit: int, unit: str = "bytes") -> None:
+        self.add(path, f"Too long: must have at most {limit} {unit}")
+
+    def duplicate(self, path: str, value: Any) -> None:
+        self.add(path, f"Duplicate value: {go_value(value)}")
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -45,17 +111,42 @@ def is_qualified_name(value: str) -> bool:
     return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
 
 
+DNS_LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    "regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+QUALIFIED_NAME_MESSAGE = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
+    "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+LABEL_VALUE_MESSAGE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+# The most all annotations of one object may hold, keys and values (256 KiB).
+TOTAL_ANNOTATION_SIZE = 256 * 1024
+
+
 def name(e: Errors, path: str, value: Any, label: bool = False) -> None:
     """A required DNS-1123 subdomain (or, with label=True, a DNS-1123 label)."""
     if not isinstance(value, str) or not value:
-        e.add(path, "required")
+        e.required(path, "name or generateName is required" if path == "metadata.name" else "")
     elif label and not is_dns_label(value):
-        e.add(path, f"{value!r} must be a DNS-1123 label (lower case alphanumerics and '-', <= 63)")
+        e.invalid(path, value, DNS_LABEL_MESSAGE)
     elif not label and not is_dns_subdomain(value):
-        e.add(
-            path,
-            f"{value!r} must be a DNS-1123 subdomain (lower case alphanumerics, '-' and '.', <= 253)",
-        )
+        e.invalid(path, value, DNS_SUBDOMAIN_MESSAGE)
 
 
 def integer(e: Errors, path: str, value: Any, minimum: int | None = None,
@@ -64,13 +155,13 @@ def integer(e: Errors, path: str, value: Any, minimum: int | None = None,
     if value is None:
         return False
     if isinstance(value, bool) or not isinstance(value, int):
-        e.add(path, f"must be an integer, not {value!r}")
+        e.invalid(path, value, "must be an integer")
         return False
     if minimum is not None and value < minimum:
-        e.add(path, f"must be >= {minimum}")
+        e.invalid(path, value, f"must be greater than or equal to {minimum}")
         return False
     if maximum is not None and value > maximum:
-        e.add(path, f"must be <= {maximum}")
+        e.invalid(path, value, f"must be less than or equal to {maximum}")
         return False
     return True
 
@@ -79,10 +170,10 @@ def mapping(e: Errors, path: str, value: Any, required: bool = False) -> bool:
     """An object (JSON map); True when present and one."""
     if value is None:
         if required:
-            e.add(path, "required")
+            e.required(path)
         return False
     if not isinstance(value, dict):
-        e.add(path, f"must be an object, not {type(value).__name__}")
+        e.invalid(path, value, "must be an object")
         return False
     return True
 
@@ -91,23 +182,23 @@ def items(e: Errors, path: str, value: Any, required: bool = False) -> bool:
     """A list; True when present, non-empty and one."""
     if value is None or value == []:
         if required:
-            e.add(path, "required (at least one)")
+            e.required(path)
         return False
     if not isinstance(value, list):
-        e.add(path, f"must be a list, not {type(value).__name__}")
+        e.invalid(path, value, "must be a list")
         return False
     return True
 
 
 def enum(e: Errors, path: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value is not None and value not in allowed:
-        e.add(path, f"unsupported value {value!r}: supported values: {', '.join(allowed)}")
+        e.not_supported(path, value, allowed)
 
 
 def boolean(e: Errors, obj: Object, field: str, path: str = "") -> None:
     """obj[field], when present, is a boolean."""
     if field in obj and not isinstance(obj[field], bool):
-        e.add(path or field, "must be a boolean")
+        e.invalid(path or field, obj[field], "must be a boolean")
 
 
 def label_map(e: Errors, path: str, value: Any) -> None:
@@ -115,22 +206,28 @@ def label_map(e: Errors, path: str, value: Any) -> None:
         return
     for key, label in value.items():
         if not is_qualified_name(str(key)):
-            e.add(f"{path}.{key}", "invalid label key (name or prefix/name, <= 63 characters)")
-        if not isinstance(label, str) or len(label) > 63 or not _LABEL_VALUE.match(label):
-            e.add(
-                f"{path}.{key}",
-                f"invalid label value {label!r} (<= 63 alphanumerics, '-', '_', '.')",
-            )
+            e.invalid(path, key, QUALIFIED_NAME_MESSAGE)
+        if not isinstance(label, str):
+            e.invalid(path, label, "a label value must be a string")
+        elif len(label) > 63:
+            e.invalid(path, label, "must be no more than 63 characters")
+        elif not _LABEL_VALUE.match(label):
+            e.invalid(path, label, LABEL_VALUE_MESSAGE)
 
 
 def annotation_map(e: Errors, path: str, value: Any) -> None:
     if not mapping(e, path, value):
         return
+    total = 0
     for key, text in value.items():
-        if not is_qualified_name(str(key)):
-            e.add(f"{path}.{key}", "invalid annotation key")
+        if not is_qualified_name(str(key).lower()):
+            e.invalid(path, key, QUALIFIED_NAME_MESSAGE)
         if not isinstance(text, str):
-            e.add(f"{path}.{key}", "annotation values must be strings")
+            e.invalid(f"{path}.{key}", text, "annotation values must be strings")
+        else:
+            total += len(str(key).encode()) + len(text.encode())
+    if total > TOTAL_ANNOTATION_SIZE:  # Kubernetes' ValidateAnnotationsSize
+        e.too_long(path, TOTAL_ANNOTATION_SIZE)
 
 
 def quantity(e: Errors, path: str, value: Any) -> Any:

@@ -6,7 +6,7 @@ Each kind's printer is its definition's (KindDef.printer in
 controlplane/api/kinds/<group>/<kind>.py: its columns, as Kubernetes'
 printers define them, and a row function: pods NAME READY STATUS RESTARTS
 AGE, wide adds IP NODE NOMINATED NODE READINESS GATES; ...); kinds without
-one get NAME AGE. Ages follow kubectl's `HumanDuration`. Pure functions of
+one get NAME CREATED AT, as kube-apiserver's default table. Ages follow kubectl's `HumanDuration`. Pure functions of
 the object and the current time.
 """
 
@@ -15,21 +15,35 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api import kinds
-from controlplane.api.display import age, name
-from controlplane.api.kinds.definition import Printer, columns
+from controlplane.api.display import meta, name
+from controlplane.api.kinds.definition import Column, Printer
 
 Object = dict[str, Any]
 
+CREATED_AT = (
+    "CreationTimestamp is a timestamp representing the server time when this object was "
+    "created. It is not guaranteed to be set in happens-before order across separate "
+    "operations. Clients may not set this value. It is represented in RFC3339 form and is "
+    "in UTC."
+)
+
 
 def _default_row(obj: Object, now: float, wide: bool) -> list[str]:
-    return [name(obj), age(obj, now)]
+    return [name(obj), str(meta(obj).get("creationTimestamp") or "")]
 
 
-DEFAULT = Printer(columns(("NAME", "AGE")), _default_row)
+# kube-apiserver's default table (rest.NewDefaultTableConvertor): the name and
+# the creation time as written, for kinds no printer covers (Role, ClusterRole,
+# CustomResourceDefinition, the reviews).
+DEFAULT = Printer(
+    (Column("NAME"), Column("CREATED AT", type="date",
+                            description=CREATED_AT)),
+    _default_row,
+)  # fmt: skip
 
 
 def printer_of(kind: str) -> Printer:
-    """The kind's table columns and row function (NAME, AGE when it has none)."""
+    """The kind's table columns and row function (NAME, CREATED AT when it has none)."""
     definition = kinds.find(kind)
     if definition is None or definition.printer is None:
         return DEFAULT

@@ -47,6 +47,7 @@ class ServedVersion:
     printer_columns: tuple[Object, ...] = ()
     status: bool = False
     scale: Object | None = None
+    deprecation: str = ""  # the Warning a request at a deprecated version gets ("": none)
 
 
 @dataclass
@@ -125,6 +126,14 @@ def register(obj: Object) -> kinds.KindInfo:
             printer_columns=tuple(clone(v.get("additionalPrinterColumns") or [])),
             status="status" in sub,
             scale=clone(sub["scale"]) if "scale" in sub else None,
+            deprecation=(
+                str(
+                    v.get("deprecationWarning")
+                    or f"{info.group}/{v['name']} {info.kind} is deprecated"
+                )
+                if v.get("deprecated")
+                else ""
+            ),
         )
     facts: dict[str, patch_meta.FieldMeta] = {}
     for v in crd.versions.values():
@@ -208,6 +217,15 @@ def _version(key: str, obj_or_version: Object | str | None) -> ServedVersion | N
     else:
         version = obj_or_version or crd.info.version
     return crd.versions.get(version) or crd.versions.get(crd.info.version)
+
+
+def deprecation_warning(key: str, version: str) -> str:
+    """The Warning for a request at `version` of a custom kind, when its CRD
+    marks that version deprecated (its deprecationWarning, else Kubernetes'
+    `group/version Kind is deprecated`); "" otherwise."""
+    crd = _by_key.get(key)
+    served = crd.versions.get(version) if crd is not None else None
+    return served.deprecation if served is not None else ""
 
 
 def printer_columns(key: str, version: str | None = None) -> list[Object] | None:

@@ -228,6 +228,8 @@ def parse_field_selector(text: str) -> FieldSelector:
         return FieldSelector()
     requirements: list[FieldRequirement] = []
     for part in text.split(","):
+        if not part.strip():
+            continue  # an empty term (a trailing comma) selects nothing more, as Kubernetes
         m = _FIELD_RE.match(part)
         if not m:
             raise SelectorError(

@@ -335,6 +335,12 @@ def apply(
     mine_before = next((e for e in entries if e.manager == manager and e.operation == APPLY), None)
     differing = {p for p, v in wanted.items() if p not in current or current[p] != v}
     conflicts = [(e, sorted(e.fields & differing)) for e in others if e.fields & differing]
+    if conflicts and not force and manager == KUBECTL:
+        # kube-apiserver's lastAppliedManager: `kubectl apply --server-side` on
+        # an object `kubectl apply` made may take the fields its last-applied
+        # configuration names (kubectl then migrates the ownership).
+        allowed = _last_applied_fields(kind, live)
+        force = all(set(paths) <= allowed for _, paths in conflicts)
     if conflicts and not force:
         raise _conflict_error(conflicts)
     if force:
@@ -351,10 +357,52 @@ def apply(
                 continue  # an item stays identified while it is in the list
             _remove(result, path)
     result = _merge(kind, result, config)
+    if manager == KUBECTL:
+        _sync_last_applied(result, applied)
     updated = [me if e is mine_before else e for e in entries]
     if mine_before is None:
         updated.append(me)
     return _with_entries(result, updated)
+
+
+KUBECTL = "kubectl"  # the field manager of `kubectl apply --server-side`
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _last_applied(obj: Object) -> Any:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _last_applied_fields(kind: str, live: Object) -> set[Path]:
+    """The fields the last-applied annotation of `live` names (none without one)."""
+    config = _last_applied(live)
+    return set(flatten(kind, config)) if isinstance(config, dict) else set()
+
+
+def _sync_last_applied(result: Object, applied: Object) -> None:
+    """kube-apiserver's lastAppliedUpdater: an object that has the annotation
+    keeps it equal to what kubectl last applied, server-side too, so a later
+    client-side `kubectl apply` computes its patch from the right base."""
+    if _last_applied(result) is None:
+        return
+    config = clone(applied)
+    meta = config.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED, None)
+            if not annotations:
+                meta.pop("annotations")
+    text = json.dumps(config, separators=(",", ":"), sort_keys=True)
+    result["metadata"]["annotations"][LAST_APPLIED] = text
 
 
 def _for_subresource(kind: str, config: Object, subresource: str) -> Object:

@@ -139,6 +139,7 @@ class AuditLog:
         latency_ms: float,
         request_object: bytes | None = None,
         annotations: Mapping[str, str] | None = None,
+        impersonated: Identity | None = None,
     ) -> None:
         level = self.policy.level(who, verb, object_ref.get("apiGroup", ""),
                                   object_ref.get("resource", ""),
@@ -161,6 +162,11 @@ class AuditLog:
         }
         if annotations:
             event["annotations"] = dict(annotations)
+        if impersonated is not None:
+            event["impersonatedUser"] = {"username": impersonated.user,
+                                         "groups": list(impersonated.groups)}  # fmt: skip
+            if impersonated.uid:
+                event["impersonatedUser"]["uid"] = impersonated.uid
         if level != "Metadata" and request_object and len(request_object) <= MAX_REQUEST_OBJECT:
             try:
                 event["requestObject"] = json.loads(request_object)

@@ -42,6 +42,7 @@ class Identity:
     node: str | None = None
     groups: tuple[str, ...] = ()
     uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()  # user.Info's extra, by key
 
 
 SYSTEM = Identity("system:apiserver", admin=True, groups=(MASTERS_GROUP, AUTHENTICATED))

@@ -64,15 +64,16 @@ def attributes(
 
 
 def describe(identity: Identity, a: Attributes) -> str:
-    """`user "alice" cannot list secrets in namespace "b"`."""
+    """Kubernetes' Forbidden message: `secrets "s" is forbidden: User "alice"
+    cannot get resource "secrets" in API group "" in the namespace "b"`."""
     if not a.is_resource:
-        return f'user "{identity.user}" cannot {a.verb} path "{a.path}"'
+        return f'forbidden: User "{identity.user}" cannot {a.verb} path "{a.path}"'
     resource = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
-    if a.group:
-        resource += f".{a.group}"
-    what = f'{resource} "{a.name}"' if a.name else resource
-    where = f' in namespace "{a.namespace}"' if a.namespace else ""
-    return f'user "{identity.user}" cannot {a.verb} {what}{where}'
+    qualified = f"{a.resource}.{a.group}" if a.group else a.resource
+    what = f'{qualified} "{a.name}"' if a.name else qualified
+    where = f'in the namespace "{a.namespace}"' if a.namespace else "at the cluster scope"
+    return (f'{what} is forbidden: User "{identity.user}" cannot {a.verb} resource '
+            f'"{resource}" in API group "{a.group}" {where}')  # fmt: skip
 
 
 class Authorizer:
@@ -114,6 +115,15 @@ class Authorizer:
     def allows(self, identity: Identity, a: Attributes) -> bool:
         """`allowed`, asked again once the indexes caught up before saying no."""
         return self.allowed(identity, a) or (self._caught_up() and self.allowed(identity, a))
+
+    def rules_of(self, identity: Identity, namespace: str) -> list[PolicyRule]:
+        """Every rule `identity` holds in `namespace` (cluster-wide ones
+        included): what a SelfSubjectRulesReview lists."""
+        owned = self._owned(identity, namespace)
+        if identity.admin:  # system:masters: everything, before what its bindings grant
+            everything = [EVERYTHING, PolicyRule(frozenset("*"), non_resource_urls=frozenset("*"))]
+            return [*everything, *(r for r in owned if r not in everything)]
+        return owned
 
     def authorize(
         self,

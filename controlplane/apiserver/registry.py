@@ -21,6 +21,7 @@ this module never touches gRPC.
 from __future__ import annotations
 
 import builtins
+import copy
 import datetime
 import secrets
 from collections.abc import Callable, Sequence
@@ -225,7 +226,9 @@ class Registry(RegistryBase):
                 except ApiError as err:
                     outcomes[i] = err
             elif isinstance(result, KeyExists):
-                outcomes[i] = AlreadyExists(f'{new.info.resource} "{new.name}" already exists')
+                outcomes[i] = AlreadyExists(
+                    f'{new.info.resource} "{new.name}" already exists', details={"name": new.name}
+                )
             elif isinstance(result, StorageError):
                 outcomes[i] = Unavailable(str(result))
             else:
@@ -281,6 +284,10 @@ class Registry(RegistryBase):
         for plugin in self.plugins:
             plugin(self, info, obj, None, dry_run)
         self._record(info, None, obj, manager or default(identity), "")
+        definition = kinds.definition(info.key)
+        if info.has_status and not definition.keeps_status_on_create and "status" not in obj:
+            # Kubernetes' zero status, as it serializes: never a managed field.
+            obj["status"] = copy.deepcopy(dict(definition.initial_status))
         return _NewObject(info, ns, name, obj, generate)
 
     @staticmethod
@@ -317,7 +324,10 @@ class Registry(RegistryBase):
                 return data, rev
             except KeyExists as err:
                 if not new.generate or attempt == 7:
-                    raise AlreadyExists(f'{new.info.resource} "{new.name}" already exists') from err
+                    raise AlreadyExists(
+                        f'{new.info.resource} "{new.name}" already exists',
+                        details={"name": new.name},
+                    ) from err
                 new = new._replace(name=self._rename(new))
             except StoreUnavailable as err:
                 raise Unavailable(str(err)) from err
@@ -476,15 +486,22 @@ class Registry(RegistryBase):
                 self.authorizer.authorize(identity, full_verb, info, ns, name, old)
             if client_rv > 0 and client_rv != cur_rev:
                 raise conflict(info, name, cur_rev)
-            requested = build(old)  # builders never change `old` (merge_patch copies)
+            seen = old
+            if client_rv < 0:  # a patch sees the object as a client reads it: its
+                # resourceVersion in (a JSON patch may `test` it, kopf does)
+                seen = {**old, "metadata": {**(old.get("metadata") or {}),
+                                            "resourceVersion": str(cur_rev)}}  # fmt: skip
+            requested = build(seen)  # builders never change `old` (merge_patch copies)
             if not isinstance(requested, dict):
                 raise Invalid("object: must be a JSON object")
             precondition = client_rv
+            pinned = False  # whether the patch itself names another resourceVersion
             if client_rv < 0:
                 wanted = meta_of(requested).get("resourceVersion")
                 precondition = parse_rv(wanted) if wanted else 0
                 if precondition and precondition != cur_rev:
                     raise conflict(info, name, cur_rev)
+                pinned = False if precondition == cur_rev else bool(precondition)
             new = self._prepare_update(
                 info, old, requested, subresource, manager or default(identity),
                 subresource if recorded_as is None else recorded_as, dry_run,
@@ -511,7 +528,9 @@ class Registry(RegistryBase):
                 limits.check_stored(len(data), info.resource, name)
                 return data, self.store.update(key, data, cur_rev)
             except RevisionMismatch as err:
-                if precondition > 0:
+                # A patch that left the resourceVersion as it read it is tried
+                # again on the new object (one that pinned it then conflicts).
+                if precondition > 0 and (client_rv >= 0 or pinned):
                     raise conflict(info, name, err.current) from err
             except KeyNotFound as err:
                 raise NotFound(f'{info.resource} "{name}" not found') from err

@@ -39,6 +39,19 @@ def too_many_writers(info: KindInfo, name: str) -> Conflict:
     )
 
 
+def invalid(info: KindInfo, name: str, problems: list[str]) -> Invalid:
+    """Kubernetes' NewInvalid: `Deployment.apps "web" is invalid: <problem>`
+    (several problems in brackets, comma-separated), details naming the
+    kind, its group and the object, a cause per problem."""
+    group = info.group
+    qualified = f"{info.kind}.{group}" if group else info.kind
+    text = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
+    err = Invalid(f'{qualified} "{name}" is invalid: {text}',
+                  details={"name": name, "group": group, "kind": info.kind})  # fmt: skip
+    err.causes = list(problems)  # type: ignore[attr-defined]  # "path: problem" each
+    return err
+
+
 class RegistryBase:
     """See the module docstring."""
 
@@ -108,8 +121,7 @@ class RegistryBase:
         problems = validation.validate(info.key, obj, old)
         if problems:
             name = meta_of(obj).get("name") or meta_of(obj).get("generateName") or ""
-            err = Invalid(f'{info.kind} "{name}" is invalid: ' + "; ".join(problems))
-            err.causes = list(problems)  # type: ignore[attr-defined]  # "path: problem" each
+            err = invalid(info, str(name), problems)
             err.name = str(name)  # type: ignore[attr-defined]  # a create's URL has none
             raise err
 

@@ -1,7 +1,9 @@
 """The create-only kinds: access reviews, token reviews and token requests.
 
 SelfSubjectAccessReview ("may I?", what `kubectl auth can-i` asks),
-SubjectAccessReview ("may they?"), TokenReview ("who is this token?") and
+SelfSubjectRulesReview ("what may I?", `kubectl auth can-i --list`),
+SubjectAccessReview ("may they?"), LocalSubjectAccessReview (the same in
+one namespace), TokenReview ("who is this token?") and
 TokenRequest (serviceaccounts/token: a bound, expiring ServiceAccount
 token), answered at once and never stored, as Kubernetes does. Who may create
 which is RBAC's decision (system:basic-user grants the first to everyone,
@@ -71,6 +73,8 @@ class Reviews:
         self.handlers: dict[str, Callable[[Object, Identity], Object]] = {
             "SelfSubjectAccessReview": self.self_subject_access_review,
             "SubjectAccessReview": self.subject_access_review,
+            "LocalSubjectAccessReview": self.local_subject_access_review,
+            "SelfSubjectRulesReview": self.self_subject_rules_review,
             "TokenReview": self.token_review,
             "TokenRequest": self.token_request,
         }
@@ -78,10 +82,10 @@ class Reviews:
     def _access(self, obj: Object, who: Identity) -> Object:
         attrs = _attributes(obj.get("spec"))
         allowed = self.authorizer.allows(who, attrs)
-        obj["status"] = {
-            "allowed": allowed,
-            "reason": "allowed by RBAC" if allowed else "no RBAC rule allows it",
-        }
+        # As RBAC answers: a reason when allowed, none for no matching rule
+        # (kubectl then prints a bare "no").
+        obj["status"] = {"allowed": True, "reason": "allowed by RBAC"} if allowed else {
+            "allowed": False}  # fmt: skip
         return obj
 
     def self_subject_access_review(self, obj: Object, identity: Identity) -> Object:
@@ -96,6 +100,49 @@ class Reviews:
         who = Identity(user, admin=MASTERS_GROUP in groups, groups=groups,
                        uid=str(spec.get("uid") or ""))  # fmt: skip
         return self._access(obj, who)
+
+    def local_subject_access_review(self, obj: Object, identity: Identity) -> Object:
+        """A SubjectAccessReview within the URL's namespace: its
+        resourceAttributes.namespace must be that one (empty: filled in)."""
+        ns = str((obj.get("metadata") or {}).get("namespace") or "")
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            if spec.get("nonResourceAttributes"):
+                raise Invalid("spec.nonResourceAttributes: Invalid value: "
+                              f"{spec['nonResourceAttributes']}: disallowed on this kind of "
+                              "request")  # fmt: skip
+            attrs = spec.get("resourceAttributes")
+            if isinstance(attrs, dict):
+                if attrs.get("namespace") not in (None, "", ns):
+                    raise Invalid(
+                        f'spec.resourceAttributes.namespace: Invalid value: "{attrs["namespace"]}"'
+                        f": must match metadata.namespace"
+                    )
+                attrs["namespace"] = ns
+        return self.subject_access_review(obj, identity)
+
+    def self_subject_rules_review(self, obj: Object, identity: Identity) -> Object:
+        """The rules the caller holds in spec.namespace (cluster-wide ones
+        included), as RBAC's rule resolver lists them."""
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        namespace = str(spec.get("namespace") or "")
+        rules = self.authorizer.rules_of(identity, namespace)
+        obj["status"] = {
+            "resourceRules": [
+                {k: v for k, v in r.to_dict().items() if k != "nonResourceURLs"}
+                for r in rules
+                if r.resources or not r.non_resource_urls
+            ],
+            "nonResourceRules": [
+                {"verbs": sorted(r.verbs), "nonResourceURLs": sorted(r.non_resource_urls)}
+                for r in rules
+                if r.non_resource_urls
+            ],
+            "incomplete": False,
+        }
+        return obj
 
     def token_request(self, obj: Object, identity: Identity) -> Object:
         if self.tokens is None or self.lookup is None:

@@ -2,7 +2,8 @@
 
 kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` and
 prints the columns the server defines. The columns and cells of each
-built-in kind are the ones skiffctl prints (its definition's printer, read
+built-in kind are the ones skiffctl prints (NAME, CREATED AT for a kind
+without a printer, as kube-apiserver's default table) (its definition's printer, read
 through controlplane/api/columns.py, one home for both); a column's type
 and description are its own or those every kind shares for that header
 (_COLUMN_FACTS). A custom kind shows NAME, then its CRD's
@@ -17,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from controlplane.api import columns, crd, display, jsonpath
+from controlplane.api import columns, crd, display, jsonpath, kinds
 from controlplane.api.kinds.definition import Column
 
 Object = dict[str, Any]
@@ -157,6 +158,8 @@ def table(
     if printer_columns is None and crd.is_custom(kind):
         version = str((objects[0] if objects else {}).get("apiVersion", "")).rpartition("/")[2]
         printer_columns = crd.printer_columns(kind, version or None)
+    elif printer_columns is None and kinds.find(kind) is None:
+        printer_columns = ()  # a kind not (or no longer) registered: NAME, AGE as a custom one
     if printer_columns is not None:
         definitions, cells = _custom(printer_columns, objects, at)
     else:

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from controlplane.api import kinds
+from controlplane.api import kinds, limits
 from controlplane.api.kinds import KindInfo
 from controlplane.cli.context import CliError
 from controlplane.client.interface import Object
@@ -105,8 +105,25 @@ def _files(path_text: str, recursive: bool) -> list[Path]:
     return [path]
 
 
+def _nesting(text: str) -> int:
+    """The deepest nesting of mappings and sequences in YAML text, read from
+    the parser's events (a flat loop: PyYAML's composer recurses per level)."""
+    depth = deepest = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return deepest
+
+
 def _documents(text: str, source: str) -> list[Object]:
     try:
+        depth = _nesting(text)
+        if depth > limits.MAX_DEPTH:  # what the API server refuses too, said before a crash
+            raise CliError(f"error parsing {source}: nested {depth} levels deep, more than "
+                           f"the {limits.MAX_DEPTH} levels the API accepts")  # fmt: skip
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as err:
         raise CliError(f"error parsing {source}: {err}") from None
@@ -144,7 +161,7 @@ def check_manifest(obj: Object, source: str) -> KindInfo:
             f'{source}: no matches for kind "{kind}" in version "{api_version}"; supported kinds: '
             + ", ".join(kinds.supported_kinds())
         ) from None
-    if info.key != kind or not info.accepts_api_version(api_version):
+    if info.kind != kind or not info.accepts_api_version(api_version):
         raise CliError(
             f'{source}: no matches for kind "{kind}" in version "{api_version}" '
             f"(skiff serves {info.key} as {info.api_version})"

@@ -149,7 +149,8 @@ class Schedule:
             if found is not None and found > after:
                 return found
             t += timedelta(minutes=1)
-        raise ScheduleError("schedule never fires")
+        # Kubernetes' words for a schedule that parses but never fires (Feb 30).
+        raise ScheduleError("time difference between two schedules is less than 1 second")
 
 
 def _place(wall: datetime, tz: tzinfo) -> datetime | None:

@@ -95,9 +95,17 @@ class CronJobController(Controller):
             self._write_status(cj, st, active)
             return None
         last = rfc3339.parse_time(st.get("lastScheduleTime"))
-        plan = cron.plan_cronjob(
-            spec, schedule, podutil.created_at(cj), last, len(active), now, zone
-        )
+        try:
+            plan = cron.plan_cronjob(
+                spec, schedule, podutil.created_at(cj), last, len(active), now, zone
+            )
+        except cron.ScheduleError as err:  # parses, but never fires (Feb 30): as Kubernetes
+            self.recorder.event(
+                cj, "Warning", "InvalidSchedule",
+                f"invalid schedule: {spec.get('schedule', '')} : {err}",
+            )  # fmt: skip
+            self._write_status(cj, st, active)
+            return None
         if plan.skip_reason == "MissedDeadline":
             self.recorder.event(
                 cj, "Warning", "MissSchedule", "Missed scheduled time to start a job"

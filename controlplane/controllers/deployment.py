@@ -233,6 +233,13 @@ class DeploymentController(Controller):
             ann = _annotations(new)
             changed = False
             if rollout.revision_of(ann) < revision:
+                previous = ann.get(rollout.REVISION)
+                if previous:  # a rollback to this ReplicaSet: its old revision kept
+                    history = rollout.revision_history(
+                        ann.get(rollout.REVISION_HISTORY, ""), previous
+                    )
+                    if history is not None:
+                        ann[rollout.REVISION_HISTORY] = history
                 ann[rollout.REVISION] = str(revision)
                 changed = True
             for k, v in (

@@ -181,6 +181,8 @@ class JobController(PodOwnerController):
                 self.recorder.event(job, "Warning", plan.reason, plan.message)
             ttl = podutil.spec(job).get("ttlSecondsAfterFinished")
             requeue = float(ttl) if ttl is not None else None
+        else:
+            conds = self._suspension(job, conds, now)
         st["conditions"] = conds
         if not st["conditions"]:
             st.pop("conditions")
@@ -190,6 +192,22 @@ class JobController(PodOwnerController):
         if not self.write_status("Job", job, st, at_read_version=True):
             return None
         return requeue
+
+    def _suspension(self, job: Object, conds: list[Object] | None,
+                    now: float) -> list[Object] | None:  # fmt: skip
+        """The Suspended condition as Kubernetes' job controller keeps it:
+        True (JobSuspended) while spec.suspend, False (JobResumed) after."""
+        was = any(c.get("type") == "Suspended" and c.get("status") == "True" for c in conds or [])
+        if podutil.spec(job).get("suspend"):
+            if not was:
+                self.recorder.event(job, "Normal", "Suspended", "Job suspended")
+            return podutil.set_condition(conds, "Suspended", "True", "JobSuspended",
+                                         "Job suspended", now)  # fmt: skip
+        if was:
+            self.recorder.event(job, "Normal", "Resumed", "Job resumed")
+            return podutil.set_condition(conds, "Suspended", "False", "JobResumed",
+                                         "Job resumed", now)  # fmt: skip
+        return conds
 
 
 def init(ctx: ControllerContext) -> Controller:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api.taints import tolerates
+from machinery.rfc3339 import parse_time
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -119,6 +120,19 @@ def merge_taints(
         (t.get("key"), t.get("effect")) for t in out
     }
     return None if same and len(out) == len(current) else out
+
+
+def placed_at(pod: Mapping[str, Any], default: float) -> float:
+    """When the pod was placed on its node: its PodScheduled condition's
+    transition, else its creation (a pod created bound), else `default`."""
+    status = pod.get("status") or {}
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            at = parse_time(cond.get("lastTransitionTime"))
+            if at is not None:
+                return at
+    at = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+    return default if at is None else at
 
 
 def eviction_delay(

@@ -11,8 +11,10 @@ rate-limited per zone (0.1 nodes/s normally, less or none when a large
 share of the zone is down, so a network partition does not empty the
 cluster). Pods on a NoExecute-tainted node are deleted once their
 toleration runs out (`node_health.eviction_delay`: at once without a
-toleration, else the smallest tolerationSeconds, default 300 s), so their
-controllers replace them elsewhere. All timing uses the injected clock;
+toleration, else the smallest tolerationSeconds, default 300 s, counted for
+each pod from when it met the taint: the taint's timeAdded, or the pod's
+placement on the node when that came later), so their controllers replace
+them elsewhere. All timing uses the injected clock;
 the node key is re-queued for when something next falls due.
 """
 
@@ -315,7 +317,9 @@ class NodeLifecycleController(Controller):
             )
             if delay is None:
                 continue
-            due = added + delay
+            # Counted per pod, as the taint manager does: from when the pod
+            # met the taint (placed on the node after it was added: from then).
+            due = max(added, node_health.placed_at(pod, added)) + delay
             if due <= now:
                 try:
                     self.delete_pod(pod)

@@ -255,6 +255,12 @@ def plan_volume(volume: Mapping[str, Any], claim: Mapping[str, Any] | None) -> V
     policy = v.spec(volume).get("persistentVolumeReclaimPolicy") or "Retain"
     if policy == "Retain":
         return VolumePlan()
+    if policy == "Recycle":  # deprecated; Kubernetes fails it where no recycler plugin matches
+        return VolumePlan(
+            phase="Failed",
+            message="reclaim policy Recycle: no volume plugin can recycle this volume",
+            event=("Warning", "VolumeFailedRecycle", "No recycler plugin found for the volume!"),
+        )
     if v.annotations_of(volume).get(v.PROVISIONED_BY_ANNOTATION) == v.LOCAL_PATH_PROVISIONER:
         return VolumePlan(delete=True)
     return VolumePlan(

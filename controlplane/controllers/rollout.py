@@ -92,9 +92,20 @@ def _fnv32a(data: bytes) -> int:
     return h
 
 
+def canonical_template(template: Mapping[str, Any]) -> dict[str, Any]:
+    """The template as Kubernetes' typed object holds it: metadata fields
+    sent as null (kubectl's `creationTimestamp: null`, in every template it
+    writes, `rollout undo`'s included) are no different from absent ones."""
+    out = dict(template)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        out["metadata"] = {k: v for k, v in meta.items() if v is not None}
+    return out
+
+
 def template_hash(template: Mapping[str, Any], collision_count: int | None = None) -> str:
     """The pod-template-hash for a template (and the deployment's collisionCount)."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    data = json.dumps(canonical_template(template), sort_keys=True, separators=(",", ":")).encode()
     if collision_count:
         data += struct.pack("<I", collision_count & 0xFFFFFFFF)
     digest = _fnv32a(data)
@@ -105,7 +116,7 @@ def template_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Equal ignoring the pod-template-hash label (EqualIgnoreHash)."""
 
     def strip(t: Mapping[str, Any]) -> str:
-        t2 = json.loads(json.dumps(t))
+        t2 = json.loads(json.dumps(canonical_template(t)))
         labels = (t2.get("metadata") or {}).get("labels") or {}
         labels.pop(POD_TEMPLATE_HASH, None)
         return hashlib.sha256(json.dumps(t2, sort_keys=True).encode()).hexdigest()
@@ -132,6 +143,27 @@ def revision_of(annotations: Mapping[str, str] | None) -> int:
         return int((annotations or {}).get(REVISION, "0"))
     except ValueError:
         return 0
+
+
+MAX_REVISION_HISTORY_CHARS = 2000
+
+
+def revision_history(history: str, old_revision: str) -> str | None:
+    """deployment.kubernetes.io/revision-history once a ReplicaSet that was
+    `old_revision` becomes the newest again (a rollback to it): the older
+    revisions it stood for, oldest dropped past 2000 characters; None when
+    even the newest does not fit (as Kubernetes, which then leaves it)."""
+    if not history:
+        return old_revision
+    revisions = history.split(",")
+    total = len(history) + len(old_revision) + 1
+    start = 0
+    while total > MAX_REVISION_HISTORY_CHARS and start < len(revisions):
+        total -= len(revisions[start]) + 1
+        start += 1
+    if total > MAX_REVISION_HISTORY_CHARS:
+        return None
+    return ",".join([*revisions[start:], old_revision])
 
 
 def next_revision(old: Sequence[RS]) -> int:

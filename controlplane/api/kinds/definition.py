@@ -23,7 +23,9 @@ and its printers is here one object:
 - `admit(api, info, obj, old)`: what the API server's admission does for
   this kind on create and update (may change obj, raises API errors).
 - `keeps_status_on_create`: a create keeps the status it carries (Node);
-  every other kind with a status subresource starts without one.
+  every other kind with a status subresource starts with `initial_status`
+  (what Kubernetes' zero status serializes to: a Service's
+  `{loadBalancer: {}}`, a StatefulSet's zero counts; `{}` by default).
 - `printer`: the columns of `kubectl get` and of the REST Table (as
   Kubernetes' printers define them); none: NAME, AGE.
 - `patch_meta`: how strategic merge patch and server-side apply merge its
@@ -150,6 +152,7 @@ class KindDef:
     name_rule: NameRule = "subdomain"
     admit: Admit | None = None
     keeps_status_on_create: bool = False
+    initial_status: Mapping[str, Any] = field(default_factory=dict)
     printer: Printer | None = None
     patch_meta: Mapping[str, FieldMeta] | None = None
     conversions: Mapping[str, Conversion] = field(default_factory=dict)

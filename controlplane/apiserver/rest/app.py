@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec, limits, openapi
+from controlplane.api import crd, jsoncodec, limits, openapi
 from controlplane.apiserver import admission_context
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
@@ -29,9 +29,11 @@ from controlplane.apiserver.rest import (
     discovery,
     fields,
     health,
+    impersonation,
     lists,
     objects,
     patch,
+    queryparams,
     respond,
     reviews,
     streams,
@@ -139,7 +141,7 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
     if sub == "":
         if not target.name:
             if method == "GET":
-                if request.query.get("watch") in ("true", "1"):
+                if queryparams.flag(request.query, "watch"):
                     return _watch, True
                 return lists.list_, False
             if method == "POST":
@@ -205,7 +207,8 @@ async def _watch(call: Call) -> web.StreamResponse:
 class _Seen:
     """What the audit event of a request needs from its handling."""
 
-    who: Identity | None = None
+    who: Identity | None = None  # the caller, as authenticated
+    impersonated: Identity | None = None  # whom it acts as (Impersonate-User)
     target: Target | None = None
 
 
@@ -219,14 +222,25 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         return _discovery(request, segments)
     authority = request.app[AUTHORITY]
     assert authority is None or isinstance(authority, TokenAuthority)
-    who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+    try:
+        who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+    except errors.Unauthenticated as err:  # kube-apiserver says no more than this
+        log.debug("http %s %s: %s", request.method, request.path, err)
+        raise errors.Unauthenticated("Unauthorized") from None
     seen.who = who
-    if request.method == "POST" and request.path == reviews.WHOAMI_PATH:
+    whoami = request.method == "POST" and request.path == reviews.WHOAMI_PATH
+    target = None if whoami else resolve(segments)
+    seen.target = target  # audited from here on, a refused impersonation too
+    if impersonation.requested(request.headers):
+        server = request.app[SERVER]
+        acting = await server.run(
+            impersonation.impersonate, server.registry.authorizer, who, request.headers
+        )
+        seen.who, seen.impersonated, who = who, acting, acting
+    if whoami:
         return reviews.whoami(who)
-    target = resolve(segments)
     if target is None:
         return _discovery(request, segments)
-    seen.target = target
     handler, long_running = _handler(target, request.method, request)
     call = Call(request.app[SERVER], request, target, who)
     if long_running:  # watches are capped apart; streams are not counted, as in kube
@@ -235,9 +249,13 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     # The same priority lanes as the gRPC API (flowcontrol.lane).
     lane = call.server.flow.acquire(who, target.info.key, target.namespace, mutating)
     try:
-        return await handler(call)
+        response = await handler(call)
     finally:
         call.server.flow.release(lane, mutating)
+    warning = crd.deprecation_warning(target.info.key, target.group_version.rpartition("/")[2])
+    if warning and not response.prepared:  # a deprecated version of a custom kind
+        response.headers.add("Warning", f'299 - "{warning.replace(chr(34), chr(39))}"')
+    return response
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -273,7 +291,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if server.audit is not None and seen.target is not None:
             await server.run(
                 auditing.record, server.audit, request, seen.who, seen.target, code, received,
-                elapsed_ms, admitted.annotations,
+                elapsed_ms, admitted.annotations, seen.impersonated,
             )  # fmt: skip
         if log.isEnabledFor(logging.DEBUG):
             log.debug("http %s %s ms=%.2f", request.method, request.path_qs, elapsed_ms)

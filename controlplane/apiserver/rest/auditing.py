@@ -15,6 +15,7 @@ from aiohttp import web
 
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
+from controlplane.apiserver.rest import queryparams
 from controlplane.apiserver.rest.paths import Target
 
 # The request body, kept by body.read for the audit log's requestObject.
@@ -48,10 +49,12 @@ def record(
     received: datetime.datetime,
     latency_ms: float,
     annotations: Mapping[str, str] | None = None,
+    impersonated: Identity | None = None,
 ) -> None:
-    """Blocking (a file write): call on the executor. `annotations`: what
+    """Blocking (a file write): call on the executor. `who` is the caller;
+    `impersonated` whom it acted as (both are recorded); `annotations`: what
     admission added to the event (PodSecurity's)."""
-    watching = request.query.get("watch") in ("true", "1")
+    watching = queryparams.is_watch(request.query)
     audit.record(
         who or ANONYMOUS,
         verb(request.method, target, watching),
@@ -68,4 +71,5 @@ def record(
         latency_ms,
         request.get(BODY),
         annotations,
+        impersonated=impersonated,
     )

@@ -9,6 +9,8 @@ clients' RESTMappers read.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from controlplane.api import kinds
@@ -60,6 +62,16 @@ def group(name: str) -> dict[str, Any] | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
 
 
+def storage_version_hash(api_version: str, kind: str) -> str:
+    """Kubernetes' storageversionhash: base64 of the first 8 bytes of the
+    SHA-256 of `group/version/kind` of the version objects are stored at
+    (the core group is "", so `/v1/Pod`). Clients (the storage version
+    migrator, kubectl's discovery cache) compare it to notice a change."""
+    group, _, version = api_version.rpartition("/")
+    digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
+
+
 def _resource(info: KindInfo) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": info.plural,
@@ -68,6 +80,8 @@ def _resource(info: KindInfo) -> dict[str, Any]:
         "kind": info.kind,
         "verbs": ["create"] if info.create_only else VERBS,
     }
+    if not info.create_only:  # stored: the hash of the version it is stored at
+        entry["storageVersionHash"] = storage_version_hash(info.api_version, info.kind)
     if info.short_names:
         entry["shortNames"] = list(info.short_names)
     if info.categories:

@@ -43,6 +43,19 @@ def wants_table(request: web.Request) -> bool:
     return "as=Table" in first and TABLE_GROUP in first
 
 
+def wants_metadata(request: web.Request) -> bool:
+    """Whether the client asks for metadata only (`as=PartialObjectMetadata`
+    or `...List`, group meta.k8s.io: client-go's metadata informers do)."""
+    first = request.headers.get("Accept", "").split(",", 1)[0]
+    return "as=PartialObjectMetadata" in first and TABLE_GROUP in first
+
+
+def partial(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as a meta.k8s.io/v1 PartialObjectMetadata."""
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj.get("metadata") or {}}  # fmt: skip
+
+
 def _int(call: Call, name: str) -> int:
     text = call.query(name, "0") or "0"
     try:
@@ -105,6 +118,21 @@ async def list_(call: Call) -> web.StreamResponse:
                 return _table(call, result, include)
 
         return json_response(await call.server.run(table))
+    if wants_metadata(call.request):
+
+        def metadata() -> bytes:
+            result = call.registry.list(
+                t.info.key, call.namespace, label, field, limit, cont, call.who
+            )
+            meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
+            if result.continue_token:
+                meta["continue"] = result.continue_token
+            items = [partial(decode(d, r)) for d, r in result.items]
+            return jsoncodec.dumps({"kind": "PartialObjectMetadataList",
+                                    "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+                                    "items": items})  # fmt: skip
+
+        return json_response(await call.server.run(metadata))
     if wants_protobuf(call, t.group_version, f"{t.info.kind}List"):
 
         def message() -> bytes:
@@ -170,7 +198,16 @@ def _table(call: Call, result: ListResult, include: str) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
     if result.continue_token:
         meta["continue"] = result.continue_token
-    table = tables.table(call.target.info.key, objects, include_object=include, list_metadata=meta)
+    return table_of(call, objects, include, meta)
+
+
+def table_of(
+    call: Call, objects: list[dict[str, Any]], include: str, meta: dict[str, Any] | None = None
+) -> bytes:
+    """An encoded Table of objects of the target's kind (a list's page, or
+    the one object a get names: kube-apiserver answers both as a Table)."""
+    table = tables.table(call.target.info.key, objects, include_object=include,
+                         list_metadata=meta)  # fmt: skip
     return jsoncodec.dumps(table)
 
 

@@ -14,10 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
+from controlplane.api import jsoncodec
 from controlplane.apiserver.codec import Stored, decode
-from controlplane.apiserver.rest import body, fields, intake
+from controlplane.apiserver.rest import body, fields, intake, lists
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.respond import document_response, object_response
+from controlplane.apiserver.rest.respond import document_response, json_response, object_response
 from controlplane.apiserver.rest.status import BadRequest, success
 from controlplane.client.errors import NotFound
 from controlplane.client.interface import DeleteOptions
@@ -32,6 +33,20 @@ def request_object(call: Call, doc: Any) -> dict[str, Any]:
 
 async def get(call: Call) -> web.StreamResponse:
     t = call.target
+    if lists.wants_table(call.request):  # kubectl get KIND NAME: one row
+        include = lists.include_object(call)
+
+        def table() -> bytes:
+            data, rev = call.registry.get(t.info.key, t.name, call.namespace, call.who)
+            meta = {"resourceVersion": str(rev)}  # the object's, as kube-apiserver's
+            return lists.table_of(call, [decode(data, rev)], include, meta)
+
+        return json_response(await call.server.run(table))
+    if lists.wants_metadata(call.request):
+        data, rev = await call.server.run(
+            call.registry.get, t.info.key, t.name, call.namespace, call.who
+        )
+        return json_response(jsoncodec.dumps(lists.partial(decode(data, rev))))
     stored = await call.server.run(call.registry.get, t.info.key, t.name, call.namespace, call.who)
     return object_response(call, stored)
 

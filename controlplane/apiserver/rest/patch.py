@@ -17,7 +17,7 @@ from aiohttp import web
 
 from controlplane.api import crd, json_patch, pruning, server_side_apply, strategic_merge
 from controlplane.api.merge_patch import merge_patch
-from controlplane.apiserver.rest import body, fields, intake
+from controlplane.apiserver.rest import body, fields, intake, queryparams
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.respond import object_response
 from controlplane.apiserver.rest.status import (
@@ -68,7 +68,7 @@ def builder(call: Call, media: str, doc: Any) -> Callable[[Object | None], Objec
         if not manager:
             raise BadRequest("fieldManager: required for apply patches")
         fields.manager(call)  # its length checked
-        force = call.query("force") == "true"
+        force = queryparams.flag(call.request.query, "force")
         return lambda old: server_side_apply.apply(old, doc, manager, force, kind)
     raise UnsupportedMediaType(
         f"the patch's media type {media!r} is not supported: use one of {', '.join(PATCH_TYPES)}"

@@ -40,6 +40,8 @@ def whoami(who: Identity) -> web.Response:
     user: dict[str, Any] = {"username": who.user, "groups": groups}
     if who.uid:
         user["uid"] = who.uid
+    if who.extra:
+        user["extra"] = {key: list(values) for key, values in who.extra}
     doc = {
         "kind": "SelfSubjectReview",
         "apiVersion": AUTHENTICATION,

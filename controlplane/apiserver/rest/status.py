@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
+from controlplane.api.checks import cause_reason
 from controlplane.client import errors
 from machinery.apierrors import (
     BadRequest,
@@ -51,7 +52,8 @@ def code_and_reason(err: errors.ApiError) -> tuple[int, str]:
 
 
 def _causes(err: errors.ApiError) -> list[dict[str, str]]:
-    """Field causes of an Invalid: "path: problem" each (the registry's form)."""
+    """Field causes of an Invalid: "path: problem" each (the registry's form),
+    the reason read from the problem's Kubernetes error type."""
     problems = getattr(err, "causes", None)
     if not problems:
         text = str(err)
@@ -62,7 +64,7 @@ def _causes(err: errors.ApiError) -> list[dict[str, str]]:
         field, sep, message = str(problem).partition(": ")
         if not sep:
             field, message = "", field
-        causes.append({"reason": "FieldValueInvalid", "message": message, "field": field})
+        causes.append({"reason": cause_reason(message), "message": message, "field": field})
     return causes
 
 
@@ -71,6 +73,9 @@ def status_object(
 ) -> tuple[int, dict[str, Any]]:
     code, reason = code_and_reason(err)
     details: dict[str, Any] = {}
+    name = err.details.get("name", name)
+    group = err.details.get("group", group)
+    kind = err.details.get("kind", kind)
     if name:
         details["name"] = name
     if group:

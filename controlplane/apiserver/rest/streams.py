@@ -34,6 +34,7 @@ from aiohttp import web
 from google.protobuf.json_format import MessageToDict
 
 from controlplane.apiserver.codec import decode
+from controlplane.apiserver.rest import queryparams
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.status import BadRequest
 from controlplane.client import errors
@@ -108,7 +109,7 @@ def _int(call: Call, name: str) -> int:
 
 
 def _true(call: Call, name: str) -> bool:
-    return call.query(name) in ("true", "1")
+    return queryparams.flag(call.request.query, name)
 
 
 def _tls(tls: AgentTLS | None) -> AgentTLS:

@@ -39,8 +39,9 @@ from controlplane.api.k8sproto import envelope
 from controlplane.apiserver import tables
 from controlplane.apiserver.codec import decode, with_version
 from controlplane.apiserver.listing import Selectors
+from controlplane.apiserver.rest import queryparams
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.lists import include_object, wants_table
+from controlplane.apiserver.rest.lists import include_object, partial, wants_metadata, wants_table
 from controlplane.apiserver.rest.respond import served, wants_protobuf
 from controlplane.apiserver.rest.status import status_object
 from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem, _Dispatch
@@ -232,17 +233,21 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
             rv = int(rv_text)
         except ValueError:
             raise Invalid(f"resourceVersion: {rv_text!r} is not valid") from None
-    bookmarks = call.query("allowWatchBookmarks") == "true"
+    bookmarks = queryparams.flag(call.request.query, "allowWatchBookmarks")
     as_table = wants_table(call.request)
+    as_metadata = not as_table and wants_metadata(call.request)
     include = include_object(call) if as_table else ""  # checked before the stream starts
     t = call.target
-    protobuf = not as_table and wants_protobuf(call, t.group_version, t.info.kind)
+    protobuf = not (as_table or as_metadata) and wants_protobuf(call, t.group_version, t.info.kind)
 
     conversion = call.target.conversion
 
     def line(item: WatchItem) -> bytes:
         if as_table:
             return _table_line(call, item, include)
+        if as_metadata:
+            metadata = partial(decode(item.data, item.rev))
+            return jsoncodec.dumps({"type": item.type, "object": metadata}) + b"\n"
         if protobuf:
             return _frame(call, item)
         if conversion is not None:

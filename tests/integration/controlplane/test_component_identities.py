@@ -168,16 +168,16 @@ def test_scheduler_is_refused_outside_its_role(plane: Plane) -> None:
     for kubeconfig in (SCHEDULER.kubeconfig, BATCH_SCHEDULER.kubeconfig):
         with plane.as_component(kubeconfig) as sched:
             assert sched.list("Node").items  # inside its role
-            with pytest.raises(Forbidden, match="cannot get secrets"):
+            with pytest.raises(Forbidden, match='cannot get resource "secrets"'):
                 sched.get("Secret", "s1", "keep")
-            with pytest.raises(Forbidden, match="cannot list secrets"):
+            with pytest.raises(Forbidden, match='cannot list resource "secrets"'):
                 sched.list("Secret", "keep")
-            with pytest.raises(Forbidden, match="cannot delete namespaces"):
+            with pytest.raises(Forbidden, match='cannot delete resource "namespaces"'):
                 sched.delete("Namespace", "keep")
-            with pytest.raises(Forbidden, match="cannot create deployments"):
+            with pytest.raises(Forbidden, match='cannot create resource "deployments"'):
                 sched.create("Deployment", deployment("nope"), "default")
             # Its own Lease only: it cannot take over the controller manager's.
-            with pytest.raises(Forbidden, match="cannot get leases"):
+            with pytest.raises(Forbidden, match='cannot get resource "leases"'):
                 sched.get("Lease", "skiff-controller-manager", "kube-system")
     assert "deletionTimestamp" not in plane.admin.get("Namespace", "keep")["metadata"]
 
@@ -192,7 +192,7 @@ def test_controller_manager_cannot_make_itself_cluster_admin(plane: Plane) -> No
         "subjects": [me],
     }
     with plane.as_component(CONTROLLER_MANAGER.kubeconfig) as kcm:
-        with pytest.raises(Forbidden, match="cannot create clusterrolebindings"):
+        with pytest.raises(Forbidden, match='cannot create resource "clusterrolebindings"'):
             kcm.create("ClusterRoleBinding", escalate)
         # Nor by adding itself to the existing binding of cluster-admin ...
         held = kcm.get("ClusterRoleBinding", "cluster-admin")

@@ -5,10 +5,8 @@ client- and server-side, diff, edit, patch, rollout, wait, auth, create
 token, and delete and scale with --dry-run=server leaving the object as it
 was. Each version works in a namespace of its own.
 
-Cases that fail for reasons belonging to the later part of issue 28 (tables
-for single objects, impersonation, SelfSubjectRulesReview, rollback by the
-defaulted template's hash) and kinds skiff does not serve yet are
-xfail(strict=True), so they flip when fixed.
+Cases for kinds skiff does not serve yet are xfail(strict=True), so they
+flip when fixed.
 """
 
 from __future__ import annotations
@@ -44,12 +42,6 @@ VERSIONS = [
     for minor in range(OLDEST, _newest() + 1)
 ]  # fmt: skip
 
-TABLES = (
-    "tables for a single object (`kubectl get KIND NAME` prints NAME and AGE only): issue 28 item 3"
-)
-IMPERSONATION = "impersonation headers are ignored: issue 28 item 4"
-RULES_REVIEW = "no SelfSubjectRulesReview: issue 28 item 4"
-ROLLBACK = "rollout undo makes a new ReplicaSet (the template hash): issue 28 item 5"
 NOT_SERVED = "{} is not served yet (the built-in kinds issue)"
 
 
@@ -198,7 +190,6 @@ def test_get_list_wide_and_describe(k: Kubectl) -> None:
 
 
 @matrix
-@pytest.mark.xfail(strict=True, reason=TABLES)
 def test_get_single_object_prints_its_columns(k: Kubectl) -> None:
     k("create", "deployment", "single", "--image=busybox", "--replicas=0")
     header = k("get", "deploy", "single").stdout.splitlines()[0]
@@ -304,12 +295,15 @@ def test_rollout_status_history_undo_and_wait(k: Kubectl, tmp_path: Path) -> Non
 
 
 @matrix
-@pytest.mark.xfail(strict=True, reason=ROLLBACK)
 def test_rollout_undo_reuses_the_old_replicaset(k: Kubectl, tmp_path: Path) -> None:
     _rollout_two_revisions(k, tmp_path)
     k("rollout", "undo", "deploy/rolled")
     wait_for(lambda: _image(k) == "busybox:1", timeout=30, message="the undo")
     assert len(k("get", "rs", "-l", "app=rolled", "-o", "name").stdout.split()) == 2
+    # The first revision's ReplicaSet is the newest again; it remembers being 1.
+    first = [rs for rs in k.obj("rs", "-l", "app=rolled")["items"]
+             if rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"]  # fmt: skip
+    assert first[0]["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"] == "1"
 
 
 @matrix
@@ -334,16 +328,27 @@ def test_auth_whoami(k: Kubectl) -> None:
 
 
 @matrix
-@pytest.mark.xfail(strict=True, reason=RULES_REVIEW)
 def test_auth_can_i_list(k: Kubectl) -> None:
-    assert "pods" in k("auth", "can-i", "--list").stdout
+    listed = k("auth", "can-i", "--list").stdout  # the admin: everything, then its bindings'
+    assert "*.*" in listed and "selfsubjectaccessreviews.authorization.k8s.io" in listed
 
 
-@matrix
-@pytest.mark.xfail(strict=True, reason=IMPERSONATION)
+@pytest.mark.parametrize("k", [
+    pytest.param(minor, id=f"1.{minor}", marks=[pytest.mark.skipif(
+        not (BIN / f"kubectl.1.{minor}").exists(), reason=f"kubectl 1.{minor} is not installed"),
+        *([pytest.mark.xfail(strict=True, reason=WHOAMI_BETA)] if minor < 28 else [])])
+    for minor in range(OLDEST, _newest() + 1)
+], indirect=True)  # fmt: skip
 def test_impersonation(k: Kubectl) -> None:
     who = json.loads(k("auth", "whoami", "-o", "json", "--as=nobody").stdout)
     assert who["status"]["userInfo"]["username"] == "nobody"
+
+
+@matrix
+def test_impersonated_requests_run_as_the_other_user(k: Kubectl) -> None:
+    refused = k("get", "pods", "--as=nobody", check=False)
+    assert refused.returncode != 0 and 'User "nobody" cannot list resource "pods"' in refused.stderr
+    assert k("auth", "can-i", "list", "pods", "--as=nobody", check=False).stdout.strip() == "no"
 
 
 @matrix

@@ -92,6 +92,12 @@ DEFINITION = KindDef(
         ),
     },
     defaults=defaults,
+    initial_status={
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    },  # the zero status's fields Kubernetes always writes
     validate=validate,
     printer=Printer(
         columns(

@@ -161,6 +161,10 @@ DEFINITION = KindDef(
         ),
     },
     defaults=defaults,
+    initial_status={
+        "replicas": 0,
+        "availableReplicas": 0,
+    },  # the zero status's fields Kubernetes always writes
     validate=validate,
     printer=Printer(columns(("NAME", "READY", "AGE"), ("CONTAINERS", "IMAGES")), row),
     patch_meta=facts(TEMPLATE, CONDITIONS),

@@ -249,6 +249,7 @@ DEFINITION = KindDef(
         ),
     },
     defaults=defaults,
+    initial_status={"desiredReplicas": 0},  # the zero status's fields Kubernetes always writes
     validate=validate,
     printer=Printer(
         columns(("NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE")), row

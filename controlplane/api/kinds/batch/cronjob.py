@@ -16,10 +16,11 @@ from typing import Any
 
 from controlplane.api import timezone
 from controlplane.api.checks import Errors, enum, integer, mapping
-from controlplane.api.display import NONE, age, name, since, spec, status
+from controlplane.api.display import NONE, age, name, selector_string, since, spec, status
 from controlplane.api.kinds.batch import job
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.shared import workload
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import OBJECT_META, facts, under
 from controlplane.api.schema import BATCH, LIST_META, SPEC, STATUS, kind, struct
@@ -91,7 +92,7 @@ def defaults(obj: Object) -> None:
 def row(obj: Object, now: float, wide: bool) -> list[str]:
     st = status(obj)
     last = st.get("lastScheduleTime")
-    return [
+    cells = [
         name(obj),
         str(spec(obj).get("schedule", "")),
         str(spec(obj).get("timeZone") or NONE),
@@ -100,6 +101,11 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
         since(last, now) if last else NONE,
         age(obj, now),
     ]
+    if wide:  # the job template's containers and selector, as printCronJob
+        job_spec = spec(obj).get("jobTemplate", {}).get("spec") or {}
+        cells += [*workload.images({"spec": job_spec}),
+                  selector_string(job_spec.get("selector"))]  # fmt: skip
+    return cells
 
 
 DEFINITION = KindDef(
@@ -142,7 +148,10 @@ DEFINITION = KindDef(
     defaults=defaults,
     validate=validate,
     printer=Printer(
-        columns(("NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE")),
+        columns(
+            ("NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"),
+            ("CONTAINERS", "IMAGES", "SELECTOR"),
+        ),
         row,
     ),
     patch_meta=facts(

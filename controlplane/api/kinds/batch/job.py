@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors, enum, integer, mapping, selector
-from controlplane.api.display import age, human_duration, name, selector_string, spec, status
+from controlplane.api.display import age, human_duration, meta, name, selector_string, spec, status
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import podspec, workload
@@ -118,8 +118,14 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
         state = "Complete"
     elif conditions.get("Failed") == "True":
         state = "Failed"
+    elif meta(obj).get("deletionTimestamp"):
+        state = "Terminating"
     elif conditions.get("Suspended") == "True":
         state = "Suspended"
+    elif conditions.get("FailureTarget") == "True":
+        state = "FailureTarget"
+    elif conditions.get("SuccessCriteriaMet") == "True":
+        state = "SuccessCriteriaMet"
     else:
         state = "Running"
     completions = spec(obj).get("completions")

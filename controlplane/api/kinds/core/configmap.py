@@ -24,6 +24,43 @@ Object = dict[str, Any]
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
+# The most a ConfigMap's or a Secret's data may hold (corev1.MaxSecretSize).
+MAX_DATA_SIZE = 1024 * 1024
+_LINE_BREAKS = str.maketrans("", "", "\r\n")
+
+
+def canonical_base64(data: Any) -> None:
+    """Base64 values written as Kubernetes stores them: Go's decoder skips
+    line breaks (`base64 -w 76` output), and the bytes are written back
+    without them. Values that do not decode are left for validation."""
+    if not isinstance(data, dict):
+        return
+    for key, value in data.items():
+        if isinstance(value, str) and ("\n" in value or "\r" in value):
+            flat = value.translate(_LINE_BREAKS)
+            try:
+                data[key] = base64.b64encode(base64.b64decode(flat, validate=True)).decode()
+            except (binascii.Error, ValueError):
+                pass
+
+
+def data_size(obj: Object, fields: tuple[str, ...], base64_fields: tuple[str, ...]) -> int:
+    """The bytes the data holds (base64 values by their decoded size)."""
+    total = 0
+    for field in fields:
+        data = obj.get(field)
+        if not isinstance(data, dict):
+            continue
+        for key, value in data.items():
+            if not isinstance(value, str):
+                continue
+            size = len(value.encode())
+            if field in base64_fields:
+                size = len(value) * 3 // 4 - value.count("=", -2)
+            total += len(str(key)) + size
+    return total
+
+
 def check_data(e: Errors, obj: Object, fields: tuple[str, ...], base64_field: str = "") -> None:
     """The data maps of a ConfigMap or a Secret: keys, values, base64."""
     keys: set[str] = set()
@@ -46,8 +83,14 @@ def check_data(e: Errors, obj: Object, fields: tuple[str, ...], base64_field: st
                     e.add(f"{field}.{key}", "must be base64-encoded")
 
 
+def defaults(obj: Object) -> None:
+    canonical_base64(obj.get("binaryData"))
+
+
 def validate(e: Errors, obj: Object, old: Object | None) -> None:
     check_data(e, obj, ("data", "binaryData"), "binaryData")
+    if data_size(obj, ("data", "binaryData"), ("binaryData",)) > MAX_DATA_SIZE:
+        e.too_long("", MAX_DATA_SIZE)
     if (
         old is not None
         and old.get("immutable")
@@ -73,6 +116,7 @@ DEFINITION = KindDef(
             immutable=("boolean", "If true, the data cannot be updated."),
         ),
     },
+    defaults=defaults,
     validate=validate,
     printer=Printer(columns(("NAME", "DATA", "AGE")), row),
     patch_meta=facts(),

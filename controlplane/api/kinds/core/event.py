@@ -5,7 +5,8 @@ Validation: involvedObject (or regarding) an object. events.k8s.io/v1 has
 other names for the fields that moved (regarding/note/reportingController
 ... <-> involvedObject/message/source ...); objects are stored core-shaped
 and converted on the way in and out. Columns: LAST SEEN TYPE REASON OBJECT
-MESSAGE; wide adds SOURCE before MESSAGE, as kubectl prints them.
+MESSAGE; wide adds SUBOBJECT and SOURCE before MESSAGE and FIRST SEEN, COUNT,
+NAME after it, as Kubernetes' printEvent.
 """
 
 from __future__ import annotations
@@ -65,9 +66,19 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
         involved(obj),
         str(obj.get("message") or obj.get("note") or "").strip(),
     ]
-    if wide:
+    if wide:  # printEvent's wide cells: SUBOBJECT SOURCE before MESSAGE; FIRST SEEN COUNT NAME
+        inv = obj.get("involvedObject") or obj.get("regarding") or {}
         src = obj.get("source") or {}
-        cells.insert(4, str(src.get("component") or obj.get("reportingComponent") or ""))
+        source = str(src.get("component") or obj.get("reportingComponent") or "")
+        if source and src.get("host"):
+            source += f", {src['host']}"
+        first = parse_time(obj.get("firstTimestamp"))
+        cells[4:4] = [str(inv.get("fieldPath") or ""), source]
+        cells += [
+            "<unknown>" if first is None else human_duration(now - first),
+            str(count or 1),
+            str(meta(obj).get("name", "")),
+        ]
     return cells
 
 
@@ -172,8 +183,12 @@ DEFINITION = KindDef(
     printer=Printer(
         (
             *columns(("LAST SEEN", "TYPE", "REASON", "OBJECT")),
+            Column("SUBOBJECT", 1),
             Column("SOURCE", 1),
             Column("MESSAGE"),
+            Column("FIRST SEEN", 1),
+            Column("COUNT", 1),
+            Column("NAME", 1, format="name"),
         ),
         row,
     ),

@@ -1,7 +1,9 @@
 """Node (v1, cluster-scoped): a worker; the agent registers it with its status.
 
 Validation: taints (a qualified key, an effect), podCIDR, unschedulable a
-boolean. A create keeps the status it carries. Columns: NAME STATUS ROLES
+boolean. A create keeps the status it carries, and gets the not-ready
+NoSchedule taint (Kubernetes' TaintNodesByCondition admission); nodeInfo has
+every field. Columns: NAME STATUS ROLES
 AGE VERSION; wide adds INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION
 CONTAINER-RUNTIME, as kubectl prints them.
 """
@@ -13,7 +15,7 @@ from typing import Any
 
 from controlplane.api.checks import Errors, enum, is_qualified_name, items, mapping
 from controlplane.api.display import NONE, age, meta, name, spec, status
-from controlplane.api.kinds.definition import KindDef, Printer, columns
+from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts, merge
 from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
@@ -50,6 +52,58 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
                 e.add(f"spec.{field}", f"{value!r} is not a valid CIDR")
     if "unschedulable" in node_spec and not isinstance(node_spec["unschedulable"], bool):
         e.add("spec.unschedulable", "must be a boolean")
+
+
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+# NodeSystemInfo's fields: Kubernetes writes every one (none is omitempty), and
+# client models (the official Python client, lightkube) require them all.
+NODE_INFO_FIELDS = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
+
+
+def defaults(obj: Object) -> None:
+    """status.nodeInfo with every field, empty where the node says nothing,
+    and daemonEndpoints' kubelet port, as a Kubernetes Node always has them."""
+    node_status = obj.get("status")
+    if not isinstance(node_status, dict):
+        return
+    info = node_status.setdefault("nodeInfo", {})
+    if isinstance(info, dict):
+        for field in NODE_INFO_FIELDS:
+            info.setdefault(field, "")
+    endpoints = node_status.setdefault("daemonEndpoints", {})
+    if isinstance(endpoints, dict):
+        kubelet = endpoints.setdefault("kubeletEndpoint", {})
+        if isinstance(kubelet, dict):
+            kubelet.setdefault("Port", 0)
+
+
+def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:
+    """TaintNodesByCondition's admission: a new Node carries the not-ready
+    NoSchedule taint, so no pod is scheduled to it before it reports Ready
+    (the node lifecycle controller removes the taint then)."""
+    if old is not None:
+        return
+    node_spec = obj.setdefault("spec", {})
+    if not isinstance(node_spec, dict):
+        return
+    taints = node_spec.get("taints")
+    if not isinstance(taints, list):
+        taints = node_spec["taints"] = []
+    if not any(isinstance(t, dict) and t.get("key") == NOT_READY_TAINT["key"]
+               and t.get("effect") == "NoSchedule" for t in taints):  # fmt: skip
+        taints.append(dict(NOT_READY_TAINT))
 
 
 def ready(node: Object) -> str:
@@ -116,6 +170,8 @@ DEFINITION = KindDef(
         ),
     },
     validate=validate,
+    defaults=defaults,
+    admit=admit,
     keeps_status_on_create=True,
     printer=Printer(
         columns(

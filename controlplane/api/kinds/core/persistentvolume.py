@@ -89,8 +89,9 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         return
     storage_size(e, "spec.capacity", pv_spec.get("capacity"))
     access_modes(e, "spec.accessModes", pv_spec.get("accessModes"))
+    # Recycle is deprecated, still accepted as Kubernetes does.
     enum(e, "spec.persistentVolumeReclaimPolicy", pv_spec.get("persistentVolumeReclaimPolicy"),
-         ("Retain", "Delete"))  # fmt: skip
+         ("Retain", "Delete", "Recycle"))  # fmt: skip
     enum(e, "spec.volumeMode", pv_spec.get("volumeMode"), ("Filesystem",))
     sources = [k for k in _KNOWN_VOLUME_SOURCES if k in pv_spec]
     if not sources:
@@ -158,6 +159,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
         str(status(obj).get("phase", "")),
         claim,
         volumes.volume_class(obj),
+        str(spec(obj).get("volumeAttributesClassName") or "<unset>"),
         str(status(obj).get("reason", "")),
         age(obj, now),
     ]
@@ -212,6 +214,7 @@ DEFINITION = KindDef(
                 "STATUS",
                 "CLAIM",
                 "STORAGECLASS",
+                "VOLUMEATTRIBUTESCLASS",
                 "REASON",
                 "AGE",
             ),

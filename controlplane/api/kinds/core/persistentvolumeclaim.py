@@ -102,6 +102,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
         str((status(obj).get("capacity") or {}).get("storage", "")),
         volumes.modes_text(status(obj).get("accessModes") or []),
         volumes.claim_class(obj),
+        str(spec(obj).get("volumeAttributesClassName") or "<unset>"),
         age(obj, now),
     ]
     return cells + ([str(spec(obj).get("volumeMode", "Filesystem"))] if wide else [])
@@ -145,7 +146,16 @@ DEFINITION = KindDef(
     admit=admit,
     printer=Printer(
         columns(
-            ("NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE"),
+            (
+                "NAME",
+                "STATUS",
+                "VOLUME",
+                "CAPACITY",
+                "ACCESS MODES",
+                "STORAGECLASS",
+                "VOLUMEATTRIBUTESCLASS",
+                "AGE",
+            ),
             ("VOLUMEMODE",),
         ),
         row,

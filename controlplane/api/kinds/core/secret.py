@@ -12,7 +12,12 @@ from typing import Any
 
 from controlplane.api.checks import Errors
 from controlplane.api.display import age, name
-from controlplane.api.kinds.core.configmap import check_data
+from controlplane.api.kinds.core.configmap import (
+    MAX_DATA_SIZE,
+    canonical_base64,
+    check_data,
+    data_size,
+)
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
@@ -23,12 +28,15 @@ Object = dict[str, Any]
 
 def validate(e: Errors, obj: Object, old: Object | None) -> None:
     check_data(e, obj, ("data", "stringData"), "data")
+    if data_size(obj, ("data", "stringData"), ("data",)) > MAX_DATA_SIZE:
+        e.too_long("data", MAX_DATA_SIZE)
     if old is not None and old.get("type") != obj.get("type"):
         e.add("type", "field is immutable")
 
 
 def defaults(obj: Object) -> None:
     obj.setdefault("type", "Opaque")
+    canonical_base64(obj.get("data"))
 
 
 def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:

@@ -288,6 +288,7 @@ DEFINITION = KindDef(
         ),
     },
     defaults=defaults,
+    initial_status={"loadBalancer": {}},  # the zero status's fields Kubernetes always writes
     validate=validate,
     name_rule="label",
     admit=admit,

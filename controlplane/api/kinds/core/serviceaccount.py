@@ -4,9 +4,17 @@ admission of pods is controlplane/api/serviceaccounts.py."""
 
 from __future__ import annotations
 
-from controlplane.api.kinds.definition import KindDef, Subresource
+from typing import Any
+
+from controlplane.api.display import age, name
+from controlplane.api.kinds.definition import KindDef, Printer, Subresource, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.schema import CORE, kind
+
+
+def row(obj: dict[str, Any], now: float, wide: bool) -> list[str]:
+    return [name(obj), str(len(obj.get("secrets") or [])), age(obj, now)]
+
 
 DEFINITION = KindDef(
     KindInfo(
@@ -22,6 +30,7 @@ DEFINITION = KindDef(
             automountServiceAccountToken=("boolean", "Whether pods mount its token by default."),
         ),
     },
+    printer=Printer(columns(("NAME", "SECRETS", "AGE")), row),
     subresources=(
         Subresource("token", ("create",), "authentication.k8s.io", "v1", "TokenRequest"),
     ),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.rbac.role import validate
-from controlplane.api.kinds.rbac.rolebinding import SUBJECTS
+from controlplane.api.kinds.rbac.rolebinding import PRINTER, SUBJECTS
 from controlplane.api.schema import RBAC, kind
 
 DEFINITION = KindDef(
@@ -33,4 +33,5 @@ DEFINITION = KindDef(
     },
     validate=validate,
     name_rule="path-segment",
+    printer=PRINTER,
 )

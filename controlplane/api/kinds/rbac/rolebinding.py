@@ -4,7 +4,10 @@ immutable (controlplane/api/rbac.py)."""
 
 from __future__ import annotations
 
-from controlplane.api.kinds.definition import KindDef
+from typing import Any
+
+from controlplane.api.display import age, name
+from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.rbac.role import validate
 from controlplane.api.schema import RBAC, Type, kind, struct
@@ -29,6 +32,27 @@ SUBJECTS: dict[str, Type] = {
     ),
 }
 
+
+def row(obj: dict[str, Any], now: float, wide: bool) -> list[str]:
+    """printRoleBinding: ROLE is kind/name; wide adds the subjects by kind
+    (service accounts as namespace/name), each joined by ", "."""
+    ref = obj.get("roleRef") or {}
+    cells = [name(obj), f"{ref.get('kind', '')}/{ref.get('name', '')}", age(obj, now)]
+    if wide:
+        found: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
+        for subject in obj.get("subjects") or []:
+            kind_ = str(subject.get("kind", ""))
+            who = str(subject.get("name", ""))
+            if kind_ == "ServiceAccount":
+                who = f"{subject.get('namespace', '')}/{who}"
+            if kind_ in found:
+                found[kind_].append(who)
+        cells += [", ".join(found[k]) for k in ("User", "Group", "ServiceAccount")]
+    return cells
+
+
+PRINTER = Printer(columns(("NAME", "ROLE", "AGE"), ("USERS", "GROUPS", "SERVICEACCOUNTS")), row)
+
 DEFINITION = KindDef(
     KindInfo(
         "RoleBinding",
@@ -51,4 +75,5 @@ DEFINITION = KindDef(
     },
     validate=validate,
     name_rule="path-segment",
+    printer=PRINTER,
 )

@@ -68,6 +68,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
         str(obj.get("value", 0)),
         str(bool(obj.get("globalDefault"))).lower(),
         age(obj, now),
+        str(obj.get("preemptionPolicy") or "PreemptLowerPriority"),
     ]
 
 
@@ -97,6 +98,6 @@ DEFINITION = KindDef(
     defaults=defaults,
     validate=validate,
     admit=admit,
-    printer=Printer(columns(("NAME", "VALUE", "GLOBAL-DEFAULT", "AGE")), row),
+    printer=Printer(columns(("NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY")), row),
     patch_meta=facts(),
 )

@@ -25,8 +25,10 @@ import re
 from typing import Any
 
 from controlplane.api.checks import (
+    DNS_LABEL_MESSAGE,
     Errors,
     enum,
+    go_value,
     integer,
     items,
     label_map,
@@ -41,6 +43,11 @@ from controlplane.api.selectors import SelectorError, from_structured
 Object = dict[str, Any]
 
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+ENV_NAME_MESSAGE = (
+    "a valid environment variable name must consist of alphabetic characters, digits, '_', "
+    "'-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  "
+    "or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')"
+)
 
 # ---- validation ---------------------------------------------------------------------
 
@@ -52,9 +59,9 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
     if not isinstance(cname, str) or not cname:
         e.add(f"{path}.name", "required")
     elif not is_dns_label(cname):
-        e.add(f"{path}.name", f"{cname!r} must be a DNS-1123 label")
+        e.invalid(f"{path}.name", cname, DNS_LABEL_MESSAGE)
     elif cname in names:
-        e.add(f"{path}.name", f"duplicate container name {cname!r}")
+        e.duplicate(f"{path}.name", cname)
     else:
         names.add(cname)
     if not isinstance(c.get("image"), str) or not c.get("image"):
@@ -83,7 +90,8 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
             pname: Any = port.get("name")
             if pname is not None and (not isinstance(pname, str) or len(pname) > 15
                                       or not is_dns_label(pname)):  # fmt: skip
-                e.add(f"{ppath}.name", f"{pname!r} must be a DNS-1123 label of <= 15 characters")
+                e.invalid(f"{ppath}.name", pname, "must be no more than 15 characters and a "
+                          "DNS-1123 label")  # fmt: skip
     env: Any = c.get("env")
     if items(e, f"{path}.env", env):
         for i, var in enumerate(env):
@@ -91,7 +99,7 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
                 continue
             vname: Any = var.get("name")
             if not isinstance(vname, str) or not _ENV_NAME.match(vname):
-                e.add(f"{path}.env[{i}].name", f"invalid environment variable name {vname!r}")
+                e.invalid(f"{path}.env[{i}].name", vname, ENV_NAME_MESSAGE)
     resources: Any = c.get("resources")
     if mapping(e, f"{path}.resources", resources):
         parsed: dict[str, dict[str, Any]] = {}
@@ -104,7 +112,9 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
         for key, request in parsed.get("requests", {}).items():
             limit: Any = parsed.get("limits", {}).get(key)
             if request is not None and limit is not None and request > limit:
-                e.add(f"{path}.resources.requests.{key}", f"must be <= the limit ({limit})")
+                e.invalid(f"{path}.resources.requests", resources["requests"][key],
+                          f"must be less than or equal to {key} limit of "
+                          f"{resources['limits'][key]}")  # fmt: skip
     mounts: Any = c.get("volumeMounts")
     if items(e, f"{path}.volumeMounts", mounts):
         for i, mount in enumerate(mounts):
@@ -114,7 +124,7 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
             if not mount.get("mountPath"):
                 e.add(f"{mpath}.mountPath", "required")
             if mount.get("name") not in volumes:
-                e.add(f"{mpath}.name", f"volume {mount.get('name')!r} not found in spec.volumes")
+                e.add(f"{mpath}.name", f"Not found: {go_value(mount.get('name'))}")
     for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
         probe: Any = c.get(probe_name)
         if mapping(e, f"{path}.{probe_name}", probe):
@@ -175,9 +185,9 @@ def validate(e: Errors, path: str, spec: Any, restart_policies: tuple[str, ...] 
                 continue
             vname: Any = vol.get("name")
             if not isinstance(vname, str) or not is_dns_label(vname):
-                e.add(f"{path}.volumes[{i}].name", f"{vname!r} must be a DNS-1123 label")
+                e.invalid(f"{path}.volumes[{i}].name", vname, DNS_LABEL_MESSAGE)
             elif vname in volumes:
-                e.add(f"{path}.volumes[{i}].name", f"duplicate volume name {vname!r}")
+                e.duplicate(f"{path}.volumes[{i}].name", vname)
             else:
                 volumes.add(vname)
             _claim_volume_source(e, f"{path}.volumes[{i}]", vol)
@@ -194,8 +204,7 @@ def validate(e: Errors, path: str, spec: Any, restart_policies: tuple[str, ...] 
     policy: Any = spec.get("restartPolicy")
     enum(e, f"{path}.restartPolicy", policy, ("Always", "OnFailure", "Never"))
     if restart_policies and policy is not None and policy not in restart_policies:
-        e.add(f"{path}.restartPolicy", f"unsupported value {policy!r}: supported values: "
-              f"{', '.join(restart_policies)}")  # fmt: skip
+        e.not_supported(f"{path}.restartPolicy", policy, restart_policies)
     enum(e, f"{path}.dnsPolicy", spec.get("dnsPolicy"),
          ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"))  # fmt: skip
     integer(
@@ -240,7 +249,8 @@ def validate_template(e: Errors, path: str, template: Any, selector: Any = None,
         except SelectorError:
             return
         if not sel.matches(tmeta.get("labels") or {}):
-            e.add(f"{path}.metadata.labels", "`selector` does not match template `labels`")
+            e.invalid(f"{path}.metadata.labels", tmeta.get("labels") or {},
+                      "`selector` does not match template `labels`")  # fmt: skip
 
 
 # ---- defaults -----------------------------------------------------------------------
@@ -283,6 +293,10 @@ def defaults(spec: Object) -> None:
     for key in ("containers", "initContainers", "ephemeralContainers"):
         for c in listed(spec.get(key)):
             _container_defaults(c)
+    for volume in listed(spec.get("volumes")):
+        # SetDefaults_Volume: a volume naming no source is an emptyDir.
+        if isinstance(volume, dict) and set(volume) <= {"name"}:
+            volume["emptyDir"] = {}
 
 
 def template_defaults(obj: Object, *path: str) -> None:

@@ -41,13 +41,19 @@ def test_deep_and_huge_requests_are_refused_naming_the_limit(cluster: Cluster) -
                          "default")  # fmt: skip
         with pytest.raises(ApiError):  # far past the limit: gRPC drops it undecoded
             admin.create("ConfigMap", config_map("huge", data={"a": "x" * (64 << 20)}), "default")
-        # Under the request limit but over the stored-object limit (1.5 MiB).
-        with pytest.raises(Invalid, match=r"too large.*per stored object"):
+        # Over Kubernetes' 1 MiB of ConfigMap data, under the request limit.
+        with pytest.raises(Invalid, match=r"Too long: must have at most 1048576 bytes"):
             admin.create("ConfigMap", config_map("fat", data={"a": "x" * (2 << 20)}), "default")
         admin.create("ConfigMap", config_map("ok", data={"a": "x" * 1000}), "default")
-        with pytest.raises(Invalid, match="per stored object"):
+        with pytest.raises(Invalid, match="Too long"):
             admin.patch("ConfigMap", "ok", {"data": {"b": "y" * (2 << 20)}}, "default")
         assert admin.get("ConfigMap", "ok", "default")["data"] == {"a": "x" * 1000}
+        # Under the request limit but over the stored-object limit (1.5 MiB):
+        # a kind without a data limit of its own.
+        event = {"metadata": {"name": "e"}, "message": "m" * (2 << 20),
+                 "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}}  # fmt: skip
+        with pytest.raises(Invalid, match=r"too large.*per stored object"):
+            admin.create("Event", event, "default")
 
 
 def test_an_object_too_deep_to_copy_stored_before_the_limit_stays_deletable(

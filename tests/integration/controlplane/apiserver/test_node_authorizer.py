@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agent.node_status import NodeConfig, NodeStatusReporter
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.errors import Forbidden
 from controlplane.client.interface import DeleteOptions, ListOptions
@@ -117,7 +118,10 @@ def test_a_node_cannot_change_its_pod_cidr_taints_or_role_labels(
                 "node-role.kubernetes.io/control-plane": ""}}})  # fmt: skip
         n1.create("Node", {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
                            "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}})  # fmt: skip
-        admin.patch("Node", "n1", {"spec": {"podCIDR": "10.42.1.0/24"}})
+        # As the node lifecycle controller does once the node is Ready: the
+        # not-ready taint the Node got at creation goes.
+        admin.patch("Node", "n1", {"spec": {"podCIDR": "10.42.1.0/24",
+                                            "taints": [{"key": "k", "effect": "NoSchedule"}]}})  # fmt: skip
         with pytest.raises(Forbidden, match=r"may not change its spec.podCIDR"):
             n1.patch("Node", "n1", {"spec": {"podCIDR": "0.0.0.0/0"}})
         with pytest.raises(Forbidden, match="may not modify its taints"):
@@ -136,6 +140,28 @@ def test_a_node_cannot_change_its_pod_cidr_taints_or_role_labels(
         node = admin.get("Node", "n1")
         assert node["spec"]["podCIDR"] == "10.42.1.0/24"
         assert "node-role.kubernetes.io/control-plane" not in node["metadata"]["labels"]
+
+
+def test_an_agent_re_registering_leaves_the_lifecycle_controllers_taints(
+    cluster: Cluster, admin: GrpcApiClient
+) -> None:
+    """As the kubelet: configured taints are set when the Node is created;
+    a restarted agent finding its Node keeps the taints it has (here the
+    not-ready taint the Node got at creation), which NodeRestriction would
+    refuse it to change."""
+    cfg = NodeConfig(name="n1", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}],
+                     labels={"example.com/disk": "ssd"})  # fmt: skip
+    status = {"conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]}
+    with node_client(cluster, "n1") as n1:
+        NodeStatusReporter(n1, cfg).register(status)
+        taints = admin.get("Node", "n1")["spec"]["taints"]
+        assert {(t["key"], t["effect"]) for t in taints} == {
+            ("k", "NoSchedule"), ("node.kubernetes.io/not-ready", "NoSchedule")}  # fmt: skip
+        restarted = NodeConfig(name="n1", taints=cfg.taints, labels={"example.com/disk": "nvme"})
+        NodeStatusReporter(n1, restarted).register(status)
+    node = admin.get("Node", "n1")
+    assert node["spec"]["taints"] == taints
+    assert node["metadata"]["labels"]["example.com/disk"] == "nvme"
 
 
 def test_a_node_cannot_modify_another_nodes_pods(cluster: Cluster, admin: GrpcApiClient) -> None:

@@ -88,13 +88,15 @@ def test_namespace_rules(client: GrpcApiClient) -> None:
 
 def test_invalid_objects_name_the_field_and_store_nothing(client: GrpcApiClient) -> None:
     bad = deployment("web", replicas=-1)
-    with pytest.raises(Invalid, match=r"spec\.replicas: must be >= 0"):
+    with pytest.raises(
+        Invalid, match=r"spec\.replicas: Invalid value: -1: must be greater than or equal to 0"
+    ):
         client.create("Deployment", bad, "default")
     with pytest.raises(NotFound):
         client.get("Deployment", "web", "default")
     no_image = pod("p")
     del no_image["spec"]["containers"][0]["image"]
-    with pytest.raises(Invalid, match=r"spec\.containers\[0\]\.image: required"):
+    with pytest.raises(Invalid, match=r"spec\.containers\[0\]\.image: Required value"):
         client.create("Pod", no_image, "default")
     mismatch = deployment("web")
     mismatch["spec"]["template"]["metadata"]["labels"] = {"app": "other"}

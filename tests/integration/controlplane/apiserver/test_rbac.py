@@ -94,10 +94,15 @@ def test_a_role_in_one_namespace_does_not_reach_another(
         jane.watch("Pod", "a").stop()
         with pytest.raises(Forbidden) as refused:
             jane.list("Pod", "b")
-        assert str(refused.value) == 'user "jane" cannot list pods in namespace "b"'
+        assert str(refused.value) == (
+            'pods is forbidden: User "jane" cannot list resource "pods" in API group "" '
+            'in the namespace "b"'
+        )
         with pytest.raises(Forbidden):
             jane.list("Pod")  # all namespaces needs a cluster-wide grant
-        with pytest.raises(Forbidden, match='cannot delete pods "p" in namespace "a"'):
+        with pytest.raises(
+            Forbidden, match='pods "p" is forbidden: User "jane" cannot delete resource "pods"'
+        ):
             jane.delete("Pod", "p", "a")
         with pytest.raises(Forbidden):
             jane.get("Secret", "x", "a")

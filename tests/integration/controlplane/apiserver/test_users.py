@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 
 import pytest
+import yaml
 
 from controlplane.cli.main import main as skiffctl
 from controlplane.client.apiclient import connect
@@ -39,11 +40,17 @@ def test_user_credentials_and_can_i(cluster: Cluster, tmp_path: Path) -> None:
     assert skiff_user(["create", "alice", "--group", "devs", "--data-dir", str(data_dir),
                        "-o", str(alice_conf)]) == 0  # fmt: skip
     assert alice_conf.stat().st_mode & 0o777 == 0o600
+    written = yaml.safe_load(alice_conf.read_text())  # a kubeconfig, as kubeadm's, for kubectl
+    assert written["kind"] == "Config" and written["users"][0]["name"] == "alice"
+    assert written["clusters"][0]["cluster"]["server"] == f"https://{cluster.address}"
     assert skiff_user(["create", "system:node:n1", "--data-dir", str(data_dir),
                        "-o", str(tmp_path / "x.conf")]) == 1  # fmt: skip
     with connect(load_config(alice_conf)) as alice:
         assert alice.whoami() == {"user": "alice", "node": "", "admin": False}
-        with pytest.raises(Forbidden, match='user "alice" cannot list pods in namespace "default"'):
+        with pytest.raises(
+            Forbidden,
+            match='User "alice" cannot list resource "pods" in API group "" in the namespace "default"',
+        ):
             alice.list("Pod", "default")
     assert can_i(alice_conf, "list", "pods") == (1, "no")
     with connect(load_config(data_dir / "admin.conf")) as admin:

@@ -167,7 +167,7 @@ def test_commands_are_validated_naming_the_field(client: GrpcApiClient) -> None:
     bad = volcano.command_for(queue, "AbortJob", "default")
     with pytest.raises(Invalid, match="action: unsupported value 'AbortJob' for a Queue"):
         client.create("Command", bad, "default")
-    with pytest.raises(Invalid, match=r"target\.name: required"):
+    with pytest.raises(Invalid, match=r"target\.name: Required value"):
         client.create("Command", {**bad, "target": {"kind": "Pod", "apiVersion": "v1"}}, "default")
     with pytest.raises(Invalid, match="Pod \\(v1\\) takes no commands"):
         client.create(

@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,11 +45,19 @@ def api_node(name: str, cpu: str) -> dict[str, object]:
     return {k: v for k, v in node.items() if k != "status"} | {"status": node["status"]}
 
 
+def ready(client: GrpcApiClient, created: dict[str, Any], cpu: str) -> None:
+    """The Node's status as its agent reports it, and the not-ready taint it
+    got at creation gone, as the node lifecycle controller (not running
+    here) removes it once the node is Ready."""
+    created["status"] = make_node(created["metadata"]["name"], cpu=cpu)["status"]
+    client.update_status("Node", created)
+    client.patch("Node", created["metadata"]["name"], {"spec": {"taints": None}})
+
+
 def test_schedules_through_the_api_server(client: GrpcApiClient) -> None:
     for name, cpu in [("small", "1"), ("large", "4"), ("medium", "3")]:
         created = client.create("Node", api_node(name, cpu))
-        created["status"] = make_node(name, cpu=cpu)["status"]
-        client.update_status("Node", created)
+        ready(client, created, cpu)
     service = SchedulerService(client, bind_workers=2)
     stop = threading.Event()
     thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
@@ -87,8 +96,7 @@ def test_schedules_through_the_api_server(client: GrpcApiClient) -> None:
         assert node_of("too-big") == ""
         # A bigger node arrives: the pending pod is retried and bound.
         created = client.create("Node", api_node("huge", "16"))
-        created["status"] = make_node("huge", cpu="16")["status"]
-        client.update_status("Node", created)
+        ready(client, created, "16")
         wait_for(lambda: node_of("too-big") == "huge", timeout=15)
     finally:
         stop.set()
@@ -100,8 +108,7 @@ def test_leader_elected_component(client: GrpcApiClient) -> None:
     from controlplane.scheduler.run import run
 
     created = client.create("Node", api_node("n1", "2"))
-    created["status"] = make_node("n1", cpu="2")["status"]
-    client.update_status("Node", created)
+    ready(client, created, "2")
     stop = threading.Event()
     thread = threading.Thread(target=run, args=(client, stop), daemon=True)
     thread.start()
@@ -130,8 +137,7 @@ def test_preemption_through_the_api_server(client: GrpcApiClient) -> None:
             },
         )
     created = client.create("Node", api_node("n1", "2"))
-    created["status"] = make_node("n1", cpu="2")["status"]
-    client.update_status("Node", created)
+    ready(client, created, "2")
     client.create(
         "Pod",
         make_pod(

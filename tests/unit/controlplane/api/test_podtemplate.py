@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api import columns, kinds, openapi, strategic_merge
+from controlplane.api.checks import LABEL_VALUE_MESSAGE
 from controlplane.api.defaults import apply_defaults
 from controlplane.api.validation import validate
 from controlplane.apiserver.rest import discovery
@@ -53,16 +54,15 @@ def test_template_validated_and_defaulted_as_a_pod_spec() -> None:
     bad["template"]["metadata"]["labels"] = {"app": "bad value!"}
     bad["template"]["spec"]["containers"].append({"name": "nginx"})
     assert validate("PodTemplate", bad) == [
-        "template.metadata.labels.app: invalid label value 'bad value!' "
-        "(<= 63 alphanumerics, '-', '_', '.')",
-        "template.spec.containers[1].name: duplicate container name 'nginx'",
-        "template.spec.containers[1].image: required",
-        "template.spec.restartPolicy: unsupported value 'Sometimes': supported values: "
-        "Always, OnFailure, Never",
+        'template.metadata.labels: Invalid value: "bad value!": ' + LABEL_VALUE_MESSAGE,
+        'template.spec.containers[1].name: Duplicate value: "nginx"',
+        "template.spec.containers[1].image: Required value",
+        'template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: '
+        '"Always", "OnFailure", "Never"',
     ]
     missing = template()
     del missing["template"]
-    assert validate("PodTemplate", missing) == ["template: required"]
+    assert validate("PodTemplate", missing) == ["template: Required value"]
 
 
 def test_columns_are_kubernetes_printers() -> None:

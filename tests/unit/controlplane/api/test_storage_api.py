@@ -38,15 +38,15 @@ def test_kinds_are_served_with_kubernetes_names() -> None:
     [
         ({"capacity": {"storage": "lots"}}, "spec.capacity.storage"),
         ({"capacity": {"storage": "0"}}, "spec.capacity.storage: must be greater than zero"),
-        ({"capacity": {}}, "spec.capacity.storage: required"),
+        ({"capacity": {}}, "spec.capacity.storage: Required value"),
         ({"hostPath": {"path": "relative"}}, "spec.hostPath.path: 'relative' must be an absolute"),
         (
             {"hostPath": {"path": "/srv/../etc"}},
             "spec.hostPath.path: '/srv/../etc' must not contain",
         ),
-        ({"accessModes": ["RWO"]}, "spec.accessModes[0]: unsupported value 'RWO'"),
+        ({"accessModes": ["RWO"]}, 'spec.accessModes[0]: Unsupported value: "RWO"'),
         ({"accessModes": ["ReadWriteOncePod", "ReadWriteOnce"]}, "spec.accessModes: may not use"),
-        ({"persistentVolumeReclaimPolicy": "Recycle"}, "spec.persistentVolumeReclaimPolicy"),
+        ({"persistentVolumeReclaimPolicy": "Scrub"}, "spec.persistentVolumeReclaimPolicy"),
         ({"nfs": {"server": "x"}}, "spec: may specify only one volume source"),
         ({"hostPath": None, "local": {"path": "/x"}}, "spec.nodeAffinity: required for a local"),
         ({"mountOptions": ["ro"]}, "spec.mountOptions: may not specify mount options"),
@@ -62,7 +62,7 @@ def test_bad_volumes_name_the_field(spec: Obj, field: str) -> None:
 
 def test_claim_rules_and_immutability() -> None:
     assert validate("PersistentVolumeClaim", pvc()) == []
-    assert "spec.resources.requests.storage: required" in validate(
+    assert "spec.resources.requests.storage: Required value" in validate(
         "PersistentVolumeClaim", pvc(resources={"requests": {}})
     )
     assert (

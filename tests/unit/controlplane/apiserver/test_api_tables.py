@@ -128,14 +128,16 @@ def test_deployment_defaults() -> None:
     ("kind", "obj", "problem"),
     [
         ("Pod", {"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": []}},
-         "spec.containers: required"),
+         "spec.containers: Required value"),
         ("Pod", {"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": [
             {"name": "c", "image": "i", "ports": [{"containerPort": 70000}]}]}},
-         "spec.containers[0].ports[0].containerPort: must be <= 65535"),
+         "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be less than or "
+         "equal to 65535"),
         ("Pod", {"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": [
             {"name": "c", "image": "i", "resources": {"requests": {"cpu": "2"},
                                                        "limits": {"cpu": "1"}}}]}},
-         "spec.containers[0].resources.requests.cpu: must be <= the limit"),
+         'spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal '
+         "to cpu limit of 1"),
         ("Service", {"metadata": {"name": "s", "namespace": "d"}, "spec": {"ports": [
             {"port": 80}, {"port": 81}]}}, "spec.ports[0].name: required"),
         ("HorizontalPodAutoscaler", {"metadata": {"name": "h", "namespace": "d"}, "spec": {
@@ -144,15 +146,16 @@ def test_deployment_defaults() -> None:
         ("CronJob", {"metadata": {"name": "c", "namespace": "d"}, "spec": {"schedule": "bad",
             "jobTemplate": {"spec": {"template": {"spec": {"containers": [
                 {"name": "c", "image": "i"}]}}}}}}, "spec.schedule"),
-        ("PriorityClass", {"metadata": {"name": "x"}, "value": 2000000000}, "value: must be <="),
+        ("PriorityClass", {"metadata": {"name": "x"}, "value": 2000000000}, "value: Invalid value: 2000000000: must be less than or equal to"),
         ("Node", {"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "effect": "Bad"}]}},
-         "spec.taints[0].effect: unsupported value"),
+         'spec.taints[0].effect: Unsupported value: "Bad"'),
         ("Lease", {"metadata": {"name": "l", "namespace": "d"}, "spec": {
-            "leaseDurationSeconds": 0}}, "spec.leaseDurationSeconds: must be >= 1"),
+            "leaseDurationSeconds": 0}}, "spec.leaseDurationSeconds: Invalid value: 0: must be greater than or equal to 1"),
         ("ConfigMap", {"metadata": {"name": "c", "namespace": "d"}, "data": {"bad key": "x"}},
          "data.bad key: invalid key"),
         ("Pod", {"metadata": {"name": "p", "namespace": "d", "labels": {"a": "-bad-"}},
-                 "spec": {"containers": [{"name": "c", "image": "i"}]}}, "metadata.labels.a"),
+                 "spec": {"containers": [{"name": "c", "image": "i"}]}},
+         'metadata.labels: Invalid value: "-bad-": a valid label must be'),
     ],
 )  # fmt: skip
 def test_validation_names_the_field(kind: str, obj: dict[str, Any], problem: str) -> None:

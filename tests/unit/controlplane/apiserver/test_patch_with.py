@@ -26,10 +26,11 @@ def cm(name: str = "c", **data: str) -> dict[str, Any]:
 
 
 def test_a_builder_runs_on_the_stored_object(registry: Registry) -> None:
-    registry.create("ConfigMap", cm(a="1"))
+    _, rev = registry.create("ConfigMap", cm(a="1"))
 
     def add(old: dict[str, Any]) -> dict[str, Any]:
-        assert "resourceVersion" not in old["metadata"]
+        # As a client reads it: with its resourceVersion (a JSON patch may test it).
+        assert old["metadata"]["resourceVersion"] == str(rev)
         return {**old, "data": {**old["data"], "b": "2"}}
 
     data, _ = registry.patch_with("ConfigMap", "c", add, "default")

@@ -84,14 +84,53 @@ def test_cells_match_what_skiffctl_prints() -> None:
         ),
         ("Service", ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"], ["SELECTOR"]),
         ("ConfigMap", ["NAME", "DATA", "AGE"], []),
-        ("Event", ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], ["SOURCE"]),
+        (
+            "Event",
+            ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+            ["SUBOBJECT", "SOURCE", "FIRST SEEN", "COUNT", "NAME"],
+        ),
         ("Lease", ["NAME", "HOLDER", "AGE"], []),
+        ("ServiceAccount", ["NAME", "SECRETS", "AGE"], []),
+        ("RoleBinding", ["NAME", "ROLE", "AGE"], ["USERS", "GROUPS", "SERVICEACCOUNTS"]),
+        ("ClusterRoleBinding", ["NAME", "ROLE", "AGE"], ["USERS", "GROUPS", "SERVICEACCOUNTS"]),
+        (
+            "CronJob",
+            ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"],
+            ["CONTAINERS", "IMAGES", "SELECTOR"],
+        ),
+        ("PriorityClass", ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"], []),
+        ("Role", ["NAME", "CREATED AT"], []),
+        ("ClusterRole", ["NAME", "CREATED AT"], []),
     ],
 )
 def test_columns_per_kind(kind: str, narrow: list[str], wide: list[str]) -> None:
     t = table(kind, [{"metadata": {"name": "x"}}], now=NOW)
     assert names(t, 0) == narrow and names(t, 1) == wide
     assert len(t["rows"][0]["cells"]) == len(narrow) + len(wide)
+
+
+def test_kinds_without_a_printer_get_the_default_table() -> None:
+    """kube-apiserver's default table: NAME and CREATED AT (the timestamp as
+    written, a date column), as `kubectl get clusterroles` prints them."""
+    role = {"metadata": {"name": "r", "creationTimestamp": "2026-01-01T00:59:00Z"}}
+    t = table("ClusterRole", [role], now=NOW)
+    assert t["rows"][0]["cells"] == ["r", "2026-01-01T00:59:00Z"]
+    assert t["columnDefinitions"][1]["type"] == "date"
+
+
+def test_binding_subjects_in_the_wide_columns() -> None:
+    binding = {
+        "metadata": {"name": "b"},
+        "roleRef": {"kind": "ClusterRole", "name": "view"},
+        "subjects": [
+            {"kind": "User", "name": "alice"},
+            {"kind": "User", "name": "bob"},
+            {"kind": "Group", "name": "devs"},
+            {"kind": "ServiceAccount", "name": "sa", "namespace": "ns"},
+        ],
+    }
+    cells = table("RoleBinding", [binding], now=NOW)["rows"][0]["cells"]
+    assert cells[1] == "ClusterRole/view" and cells[3:] == ["alice, bob", "devs", "ns/sa"]
 
 
 def test_include_object() -> None:
@@ -118,7 +157,7 @@ def test_unknown_kinds_get_name_and_age() -> None:
         [{"metadata": {"name": "w", "creationTimestamp": "2026-01-01T00:59:00Z"}}],
         now=NOW,
     )
-    assert names(t) == ["NAME", "AGE"] and t["rows"][0]["cells"] == ["w", "60s"]
+    assert names(t) == ["NAME", "Age"] and t["rows"][0]["cells"] == ["w", "60s"]
 
 
 def test_custom_printer_columns() -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
+
+import pytest
 
 from tests.fakes.skiffctl import Ctl
 
@@ -128,3 +131,20 @@ def test_apply_dry_run_writes_nothing(ctl: Ctl) -> None:
     assert ctl.client.get("Deployment", "web", "default")["spec"]["replicas"] == 2
     assert not ctl.client.calls_of("patch")
     assert ctl("apply", "--dry-run=server", "-f", "-", stdin=DEPLOY).code == 1
+
+
+def test_manifests_of_volcanos_own_job_and_a_deep_one(tmp_path: Path) -> None:
+    """A Volcano Job in Volcano's own apiVersion is Job.batch.volcano.sh (not
+    refused as the batch/v1 Job's), and a manifest nested past the API's
+    depth limit is refused naming its depth, before PyYAML's recursion."""
+    from controlplane.cli.context import CliError
+    from controlplane.cli.resources import check_manifest, load_manifests
+
+    vc = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"}}
+    assert check_manifest(vc, "vc.yaml").key == "Job.batch.volcano.sh"
+    plain = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}
+    assert check_manifest(plain, "job.yaml").key == "Job"
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("a: " + "[" * 900 + "]" * 900 + "\n")
+    with pytest.raises(CliError, match="nested 901 levels deep"):
+        load_manifests([str(deep)], io.StringIO())

@@ -53,6 +53,25 @@ def test_job_completions_and_parallelism(env):
     assert len(e.client.calls_of("create", "Pod")) == 3
 
 
+def test_a_suspended_job_says_so_and_prints_suspended(env):
+    """The Suspended condition, as Kubernetes' job controller keeps it, which
+    kubectl's and skiffctl's STATUS column read."""
+    from controlplane.api.columns import row_for
+
+    e = env("job")
+    e.client.create("Job", job(suspend=True))
+    e.wait(lambda: job_cond(e) == ("Suspended", "JobSuspended"))
+    assert e.pods() == []
+    assert row_for("Job", e.client.get("Job", "work"), 0, False)[1] == "Suspended"
+    e.client.patch("Job", "work", {"spec": {"suspend": False}})
+    e.wait(lambda: len(e.pods()) == 1)
+    conds = e.client.get("Job", "work")["status"]["conditions"]
+    assert [(c["type"], c["status"], c["reason"]) for c in conds] == [
+        ("Suspended", "False", "JobResumed")
+    ]
+    assert row_for("Job", e.client.get("Job", "work"), 0, False)[1] == "Running"
+
+
 def test_job_backoff_limit_with_exponential_backoff(env):
     e = env("job")
     e.client.create("Job", job(completions=1, backoffLimit=2))

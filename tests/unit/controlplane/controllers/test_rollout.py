@@ -162,3 +162,22 @@ def test_stale_old_status_never_over_scales_down():
     assert r.old_rs_scale_down(3, 0, new, old) == {"old": 1}
     # and cleanup never turns into a scale-up
     assert all(v <= 2 for v in r.old_rs_scale_down(3, 1, new, old).values())
+
+
+def test_a_template_sent_with_null_metadata_is_the_same_template() -> None:
+    """kubectl writes `creationTimestamp: null` in every template (rollout
+    undo's too): the ReplicaSet of that template is found and named the same."""
+    stored = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c"}]}}
+    sent = {"metadata": {"labels": {"app": "a"}, "creationTimestamp": None},
+            "spec": {"containers": [{"name": "c"}]}}  # fmt: skip
+    assert r.template_equal(stored, sent)
+    assert r.template_hash(stored) == r.template_hash(sent)
+
+
+def test_revision_history_keeps_the_revisions_a_replicaset_stood_for() -> None:
+    assert r.revision_history("", "1") == "1"
+    assert r.revision_history("1", "3") == "1,3"
+    long = ",".join(str(i) for i in range(1000, 1400))  # 1999 characters
+    kept = r.revision_history(long, "5000")
+    assert kept is not None and kept.endswith(",5000") and len(kept) <= 2000
+    assert not kept.startswith("1000,")
