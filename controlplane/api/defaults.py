@@ -178,6 +178,8 @@ def service(obj: Object) -> None:
     spec.setdefault("internalTrafficPolicy", "Cluster")
     if spec["type"] in ("NodePort", "LoadBalancer"):
         spec.setdefault("externalTrafficPolicy", "Cluster")
+    if spec["type"] == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
     for port in _items(spec.get("ports")):
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")

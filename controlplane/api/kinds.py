@@ -156,6 +156,26 @@ KINDS: tuple[KindInfo, ...] = (
         namespaced=False,
         has_status=False,
     ),
+    # networking.k8s.io/v1 (issue 31): enforced by the agents, served by the
+    # built-in ingress controller.
+    KindInfo(
+        "NetworkPolicy",
+        "networking.k8s.io/v1",
+        "networkpolicies",
+        "networkpolicy",
+        ("netpol",),
+        has_status=False,
+    ),
+    KindInfo("Ingress", "networking.k8s.io/v1", "ingresses", "ingress", ("ing",)),
+    KindInfo(
+        "IngressClass",
+        "networking.k8s.io/v1",
+        "ingressclasses",
+        "ingressclass",
+        (),
+        namespaced=False,
+        has_status=False,
+    ),
     KindInfo(
         "PodGroup",
         "scheduling.volcano.sh/v1beta1",

@@ -135,6 +135,8 @@ class ServiceAllocator:
             for port in spec.get("ports") or []:
                 if port.get("nodePort"):
                     ports.add(int(port["nodePort"]))
+            if spec.get("healthCheckNodePort"):
+                ports.add(int(spec["healthCheckNodePort"]))
         return ips, ports
 
     def admit(self, registry: Registry, info: KindInfo, obj: Object, old: Object | None) -> None:
@@ -157,20 +159,48 @@ class ServiceAllocator:
             if spec.get("clusterIP") and spec["clusterIP"] != "None":
                 spec["clusterIPs"] = [spec["clusterIP"]]
             if spec.get("type") in ("NodePort", "LoadBalancer"):
+                old_spec = (old or {}).get("spec") or {}
                 old_ports = {
                     (p.get("port"), p.get("protocol")): p.get("nodePort")
-                    for p in ((old or {}).get("spec") or {}).get("ports") or []
+                    for p in old_spec.get("ports") or []
                 }
+                # allocateLoadBalancerNodePorts: false keeps LoadBalancer
+                # Services without node ports unless asked for (or kept).
+                allocate = spec.get("type") == "NodePort" or spec.get(
+                    "allocateLoadBalancerNodePorts", True
+                )
                 for i, port in enumerate(spec.get("ports") or []):
                     wanted = port.get("nodePort")
                     previous = old_ports.get((port.get("port"), port.get("protocol")))
                     if wanted is None:
+                        if not (allocate or previous):
+                            continue
                         port["nodePort"] = previous or self._next_port(node_ports)
                     elif wanted != previous and wanted in node_ports:
                         raise Invalid(
                             f"spec.ports[{i}].nodePort: provided port {wanted} is already allocated"
                         )
                     node_ports.add(int(port["nodePort"]))
+                self._health_check_port(spec, old_spec, node_ports)
+            else:
+                spec.pop("healthCheckNodePort", None)
+
+    def _health_check_port(
+        self, spec: dict[str, Any], old_spec: dict[str, Any], used: set[int]
+    ) -> None:
+        """A LoadBalancer Service with externalTrafficPolicy Local gets a
+        healthCheckNodePort (kube-proxy answers there how many local
+        endpoints the node has); others have none."""
+        if not (
+            spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+        ):
+            spec.pop("healthCheckNodePort", None)
+            return
+        wanted, previous = spec.get("healthCheckNodePort"), old_spec.get("healthCheckNodePort")
+        if wanted is None:
+            spec["healthCheckNodePort"] = previous or self._next_port(used)
+        elif wanted != previous and wanted in used:
+            raise Invalid(f"spec.healthCheckNodePort: provided port {wanted} is already allocated")
 
     def _next_ip(self, used: set[str]) -> str:
         # .1 is kept for the cluster's own service, as Kubernetes does.
