@@ -37,6 +37,8 @@ from typing import Any
 
 from agent.atomicfile import write_atomic
 from agent.layout import Layout
+from agent.netpol.nft import CommandNft
+from agent.netpol.plan import netpol_table
 from agent.network import CONF_NAME
 from agent.pod_cgroups import cgroup_mounts, remove_empty_tree
 from agent.proxy.iptables import CommandIptables
@@ -305,6 +307,9 @@ def leftovers(inst: Instance) -> list[str]:
         chains = proxy_chains(inst.chain_prefix)
         if chains:
             found.append(f"{len(chains)} iptables chains {inst.chain_prefix}-*")
+    with contextlib.suppress(OSError, RuntimeError):
+        if CommandNft().has_table("inet", netpol_table(inst.chain_prefix)):
+            found.append(f"nftables table inet {netpol_table(inst.chain_prefix)}")
     for d in cgroup_dirs(inst.cgroup):
         found.append(f"cgroup {d}")
     if inst.cni_conf.exists():
@@ -513,6 +518,8 @@ def teardown(inst: Instance) -> list[str]:
         CommandIptables(),
         Chains(inst.chain_prefix),
     )
+    table = netpol_table(inst.chain_prefix)
+    step(f"nftables table inet {table}", CommandNft().delete_table, "inet", table)
     for path in (inst.cni_conf, inst.cni_conf_dir.parent / f".{CONF_NAME}.reconcile.json"):
         step(f"file {path}", _unlink, path)
     step(f"IPAM state {inst.ipam_dir}", _rmtree, inst.ipam_dir)

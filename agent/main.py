@@ -30,6 +30,8 @@ from agent.container_gc import ContainerGCPolicy
 from agent.cri_client import CRIClient
 from agent.eviction import thresholds
 from agent.image_gc import ImageGCPolicy
+from agent.netpol import NetpolSettings
+from agent.netpol.plan import netpol_table
 from agent.network import NetworkSettings
 from agent.node_resources import ResourceSettings
 from agent.node_status import NodeConfig
@@ -102,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network of the cluster")
     p.add_argument("--no-proxy", action="store_true", help="do not program service rules")
+    p.add_argument(
+        "--disable-network-policy",
+        action="store_true",
+        help="do not enforce NetworkPolicies (k3s' flag of that name)",
+    )
     p.add_argument(
         "--iptables-chain-prefix",
         default=DEFAULT_PREFIX,
@@ -439,6 +446,9 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
             local_service_ips=frozenset(dns_ips),
             chain_prefix=args.iptables_chain_prefix,
         ),
+        netpol=None
+        if args.disable_network_policy
+        else NetpolSettings(table=netpol_table(args.iptables_chain_prefix)),
         dns=DnsSettings(
             listen_host=dns_ips[0], domain=args.cluster_domain, interface=args.dns_interface
         )

@@ -43,6 +43,12 @@ DEFAULT_TABLE = "skiff-netpol"
 Direction = str  # "in" or "out"
 
 
+def netpol_table(chain_prefix: str) -> str:
+    """The table of the agent whose service chains are `<chain_prefix>-*`:
+    skiff-netpol for the default SKIFF, `<prefix>-netpol` for another."""
+    return DEFAULT_TABLE if chain_prefix == "SKIFF" else f"{chain_prefix.lower()}-netpol"
+
+
 def _hash(text: str, n: int = 12) -> str:
     return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:n].lower()
 
