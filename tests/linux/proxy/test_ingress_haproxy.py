@@ -183,9 +183,9 @@ def served_cert(ctl: IngressController, sni: str) -> str:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    with socket.create_connection(("127.0.0.1", ctl.settings.https_port), timeout=10) as raw:
-        with ctx.wrap_socket(raw, server_hostname=sni) as tls:
-            der = tls.getpeercert(binary_form=True)
+    raw = socket.create_connection(("127.0.0.1", ctl.settings.https_port), timeout=10)
+    with ctx.wrap_socket(raw, server_hostname=sni) as tls:
+        der = tls.getpeercert(binary_form=True)
     assert der is not None
     cert = x509.load_der_x509_certificate(der)
     return str(cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value)
@@ -208,7 +208,7 @@ def serves(ctl: IngressController, host: str, path: str, want: tuple[int, str]) 
 
 
 def test_routes_by_host_and_path_with_tls_and_404(env) -> None:
-    api, ctl, backends = env
+    api, ctl, _backends = env
     api.create("Secret", tls_secret("shop-tls", "shop.example.com"), "default")
     api.create("Ingress", ingress("shop", {
         "tls": [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}],
@@ -242,7 +242,7 @@ def test_routes_by_host_and_path_with_tls_and_404(env) -> None:
 
 
 def test_missing_service_or_secret_break_nothing_else(env) -> None:
-    api, ctl, backends = env
+    api, ctl, _backends = env
     api.create("Ingress", ingress("good", {"rules": [{"host": "good.test", "http": {"paths": [
         {"path": "/", "pathType": "Prefix", "backend": backend_ref("web")}]}}]}), "default")  # fmt: skip
     api.create("Ingress", ingress("bad", {
