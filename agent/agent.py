@@ -31,6 +31,8 @@ from agent import serving_tls
 from agent.backoff import Backoff
 from agent.claims import ClaimVolumes
 from agent.cri_client import CRIClient
+from agent.ingress.controller import IngressController
+from agent.ingress.haproxy import IngressSettings
 from agent.local_path import LocalPathAgent
 from agent.netpol import NetpolSettings, NetworkPolicyController
 from agent.network import NetworkConfigurator, NetworkSettings
@@ -91,6 +93,8 @@ class AgentConfig:
     dns: DnsSettings | None = None
     # NetworkPolicy enforcement (kube-router's job); None turns it off.
     netpol: NetpolSettings | None = None
+    # The built-in ingress controller's HAProxy (serves while its IngressClass exists).
+    ingress: IngressSettings | None = None
     # Static pods (--pod-manifest-path); None = off. The directory is re-read every period.
     pod_manifest_path: Path | None = None
     static_period: float = 5.0
@@ -165,6 +169,13 @@ class Agent:
                 api, cfg.node.name, cfg.netpol, clock=self.clock, informers=self.factory
             )
             if cfg.netpol is not None
+            else None
+        )
+        self.ingress = (
+            IngressController(
+                api, cfg.node.name, cfg.ingress, clock=self.clock, informers=self.factory
+            )
+            if cfg.ingress is not None
             else None
         )
         self.dns = (
@@ -338,6 +349,8 @@ class Agent:
             self.proxy.start()
         if self.netpol is not None:
             self.netpol.start()
+        if self.ingress is not None:
+            self.ingress.start()
         self.factory.start()
         while not self.factory.wait_for_cache_sync(timeout=5) and not self.stop_event.is_set():
             log.info("waiting for the pod and node caches to sync")
@@ -392,6 +405,8 @@ class Agent:
             self.proxy.stop()
         if self.netpol is not None:
             self.netpol.stop()  # its table stays: no window of open traffic
+        if self.ingress is not None:
+            self.ingress.stop()
         self.queue.shut_down()
         self.local_path.stop()
         self.factory.shutdown()

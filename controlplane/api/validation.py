@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.api import crd, crd_validation, jsoncodec, rbac, volcano
+from controlplane.api import crd, crd_validation, jsoncodec, networking, rbac, volcano
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.quantity import parse_quantity
@@ -1123,6 +1123,8 @@ def validate(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = 
     validator = VALIDATORS.get(info.key)
     if validator is not None:
         validator(e, obj, dict(old) if old is not None else None)
+    elif info.key in networking.VALIDATORS:
+        e.items.extend(networking.problems(info.key, obj))
     elif crd.is_custom(info.key):
         e.items.extend(crd.validate_object(info.key, obj))
     return e.items

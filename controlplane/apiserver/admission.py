@@ -21,7 +21,12 @@ from typing import Any
 
 from controlplane.api.kinds import KindInfo
 from controlplane.api.qos import qos_class
-from controlplane.apiserver import admission_volcano, serviceaccounts, storage_admission
+from controlplane.apiserver import (
+    admission_networking,
+    admission_volcano,
+    serviceaccounts,
+    storage_admission,
+)
 from controlplane.apiserver.codec import Object, decode
 from controlplane.apiserver.registry import Admit, Registry
 from controlplane.client.errors import Forbidden, Invalid, NotFound
@@ -228,4 +233,5 @@ def default_admission(service_cidr: str = "10.43.0.0/16") -> dict[str, Admit]:
         "Service": allocator.admit,
         **storage_admission.ADMISSION,
         **admission_volcano.ADMISSION,
+        **admission_networking.ADMISSION,
     }
