@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import ipaddress
+import socket
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -113,6 +114,7 @@ class _Resolver:
         for p in pods:
             self.by_ns[p.namespace].append(p)
         self.ns_labels: dict[str, Mapping[str, str]] = dict(namespaces)
+        self.addresses: dict[tuple[object, str], list[str]] = {}
         for ns in self.by_ns:
             self.ns_labels.setdefault(ns, {NAME_LABEL: ns})
 
@@ -134,14 +136,36 @@ class _Resolver:
 
 
 def _addresses(rule: Rule, policy: Policy, r: _Resolver) -> list[str]:
-    """The rule's peers as merged CIDRs ([] when they match no address)."""
-    nets: list[ipaddress.IPv4Network] = []
+    """The rule's peers as merged CIDRs ([] when they match no address);
+    the same peers in the same namespace are resolved once per plan."""
+    key = (rule.peers, policy.namespace)
+    cached = r.addresses.get(key)
+    if cached is not None:
+        return cached
+    blocks: list[ipaddress.IPv4Network] = []
+    singles: set[int] = set()
     for peer in rule.peers or ():
         if isinstance(peer, IpBlock):
-            nets += peer.networks()
+            blocks += peer.networks()
         else:
-            nets += [ipaddress.IPv4Network(p.ip) for p in r.peer_pods(peer, policy.namespace)]
-    return [_cidr(n) for n in ipaddress.collapse_addresses(nets)]
+            singles.update(_ip_int(p.ip) for p in r.peer_pods(peer, policy.namespace))
+    merged = list(ipaddress.collapse_addresses(blocks))
+    spans = [(int(n.network_address), int(n.broadcast_address)) for n in merged]
+    items = [(lo, _cidr(n)) for (lo, _), n in zip(spans, merged, strict=True)]
+    # Pod addresses one by one (no ipaddress objects: thousands per rule),
+    # less those an ipBlock already covers, so the interval set has no overlap.
+    items += [
+        (i, socket.inet_ntoa(i.to_bytes(4, "big")))
+        for i in singles
+        if not any(lo <= i <= hi for lo, hi in spans)
+    ]
+    out = [text for _, text in sorted(items)]
+    r.addresses[key] = out
+    return out
+
+
+def _ip_int(ip: str) -> int:
+    return int.from_bytes(socket.inet_aton(ip), "big")
 
 
 def _cidr(net: ipaddress.IPv4Network) -> str:
