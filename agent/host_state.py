@@ -35,7 +35,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.atomicfile import write_atomic
 from agent.layout import Layout
 from agent.netpol.nft import CommandNft
 from agent.netpol.plan import netpol_table
@@ -46,6 +45,7 @@ from agent.proxy.local_address import remove_local_address
 from agent.proxy.proxy import cleanup as proxy_cleanup
 from agent.proxy.proxy import read_existing
 from agent.proxy.rules import Chains
+from machinery.atomicfile import write_atomic
 
 log = logging.getLogger("skiff.up.host")
 

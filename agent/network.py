@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.atomicfile import write_atomic
+from machinery.atomicfile import write_atomic
 
 log = logging.getLogger("skiff.agent.network")
 

@@ -12,9 +12,10 @@ and checks the tokens of the others with agent/webhook_auth.py).
 
 from __future__ import annotations
 
-import os
 import ssl
 from pathlib import Path
+
+from machinery.atomicfile import write_private
 
 CERT_FILE = "serving.crt"
 KEY_FILE = "serving.key"
@@ -25,13 +26,11 @@ class NoServingCertificate(Exception):
 
 
 def save(root: Path, cert_pem: bytes, key_pem: bytes) -> None:
+    """The key through the credential writer (0600 from creation, a fresh
+    exclusive temporary, fsync), then the certificate."""
     root.mkdir(parents=True, exist_ok=True)
-    for name, data, mode in ((KEY_FILE, key_pem, 0o600), (CERT_FILE, cert_pem, 0o644)):
-        tmp = root / (name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, root / name)
+    write_private(root / KEY_FILE, key_pem)
+    write_private(root / CERT_FILE, cert_pem, mode=0o644)
 
 
 def have(root: Path) -> bool:

@@ -61,7 +61,7 @@ from agent.up_host import clean_host, prepare_host, take_data_dir
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
-from controlplane.client.privatefile import copy_private
+from machinery.atomicfile import copy_private
 
 log = logging.getLogger("skiff.up")
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from agent import subpath
 from agent.pod_config import ConfigError, NodeSettings, field_ref
+from machinery.atomicfile import swap_symlink
 from proto.runtime.v1 import api_pb2 as cri
 
 # (namespace, name) -> the object (ConfigMap or Secret) or None when missing.
@@ -240,11 +241,8 @@ def write_atomic_dir(
             os.fchmod(fd, mode if mode is not None else default_mode)
             f.write(content)
     new.chmod(0o755)
-    link_tmp = target / "..data_tmp"
-    link_tmp.unlink(missing_ok=True)
-    link_tmp.symlink_to(new.name)
     old = os.readlink(target / "..data") if (target / "..data").is_symlink() else None
-    os.replace(link_tmp, target / "..data")
+    swap_symlink(target / "..data", new.name)
     tops = {Path(rel).parts[0] for rel in files}
     for top in tops:
         link = target / top

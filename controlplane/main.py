@@ -47,10 +47,10 @@ from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
-from controlplane.client.privatefile import write_private
 from controlplane.componentprocs import check_components, component_processes, use_processes
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 from controlplane.supervisor import Supervisor
+from machinery.atomicfile import write_private
 
 log = logging.getLogger("skiff.controlplane")
 

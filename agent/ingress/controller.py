@@ -41,8 +41,8 @@ from controlplane.client import errors
 from controlplane.client.clock import Clock, RealClock, Timer
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
-from controlplane.client.privatefile import write_private
 from controlplane.client.store import object_key
+from machinery.atomicfile import write_private
 
 log = logging.getLogger("skiff.agent.ingress")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.api import volumes
+from controlplane.api import kinds, volumes
 from controlplane.api.display import (
     NONE,
     age,
@@ -27,6 +27,7 @@ from controlplane.api.display import (
     spec,
     status,
 )
+from controlplane.api.kinds.definition import Column, Printer, columns
 from controlplane.api.rfc3339 import parse_time
 
 Object = dict[str, Any]
@@ -325,41 +326,6 @@ def _event_row(obj: Object, now: float, wide: bool) -> list[str]:
     return row
 
 
-def _hpa_row(obj: Object, now: float, wide: bool) -> list[str]:
-    sp, st = spec(obj), status(obj)
-    ref = sp.get("scaleTargetRef") or {}
-    targets = []
-    current = {(m.get("resource") or {}).get("name"): m for m in st.get("currentMetrics") or []}
-    for m in sp.get("metrics") or []:
-        if m.get("type") == "Resource":
-            res = m.get("resource") or {}
-            target = res.get("target") or {}
-            cur = ((current.get(res.get("name")) or {}).get("resource") or {}).get("current") or {}
-            if "averageUtilization" in target:
-                have = cur.get("averageUtilization")
-                shown = f"{have}%" if have is not None else "<unknown>"
-                targets.append(f"{res.get('name')}: {shown}/{target['averageUtilization']}%")
-            else:
-                have = cur.get("averageValue")
-                shown = str(have) if have is not None else "<unknown>"
-                targets.append(f"{res.get('name')}: {shown}/{target.get('averageValue')}")
-        else:
-            targets.append(f"{m.get('type')}")
-    return [
-        name(obj),
-        f"{ref.get('kind', '')}/{ref.get('name', '')}",
-        ", ".join(targets) or NONE,
-        str(sp.get("minReplicas", 1)),
-        str(sp.get("maxReplicas", "")),
-        str(st.get("currentReplicas", 0)),
-        age(obj, now),
-    ]
-
-
-def _lease_row(obj: Object, now: float, wide: bool) -> list[str]:
-    return [name(obj), str(spec(obj).get("holderIdentity") or NONE), age(obj, now)]
-
-
 def _priorityclass_row(obj: Object, now: float, wide: bool) -> list[str]:
     return [
         name(obj),
@@ -451,6 +417,9 @@ def _default_row(obj: Object, now: float, wide: bool) -> list[str]:
     return [name(obj), age(obj, now)]
 
 
+DEFAULT = Printer(columns(("NAME", "AGE")), _default_row)
+
+
 _WIDE_IMAGES = ["CONTAINERS", "IMAGES", "SELECTOR"]
 
 # Kind -> (headers, wide extra headers, row function)
@@ -493,12 +462,6 @@ COLUMNS: dict[str, tuple[list[str], list[str], Row]] = {
     "ConfigMap": (["NAME", "DATA", "AGE"], [], _configmap_row),
     "Secret": (["NAME", "TYPE", "DATA", "AGE"], [], _secret_row),
     "Event": (["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], [], _event_row),
-    "HorizontalPodAutoscaler": (
-        ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"],
-        [],
-        _hpa_row,
-    ),
-    "Lease": (["NAME", "HOLDER", "AGE"], [], _lease_row),
     "PriorityClass": (["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE"], [], _priorityclass_row),
     "PodGroup": (["NAME", "MIN-MEMBER", "PHASE", "AGE"], [], _podgroup_row),
     "Queue": (["NAME", "WEIGHT", "STATE", "INQUEUE", "PENDING", "RUNNING", "AGE"], [], _queue_row),
@@ -542,13 +505,27 @@ COLUMNS: dict[str, tuple[list[str], list[str], Row]] = {
 }
 
 
+def _printer(kind: str) -> Printer | None:
+    definition = kinds.find(kind)
+    printer = definition.printer if definition is not None else None
+    if printer is None and kind in COLUMNS:
+        base, extra, row = COLUMNS[kind]
+        if kind == "Event":
+            cols = (*columns(tuple(base[:4])), Column("SOURCE", 1), Column(base[4]))
+        else:
+            cols = columns(tuple(base), tuple(extra))
+        printer = Printer(cols, row)
+    return printer
+
+
+def printer_of(kind: str) -> Printer:
+    """The kind's table columns and row function (NAME, AGE when it has none)."""
+    return _printer(kind) or DEFAULT
+
+
 def headers_for(kind: str, wide: bool) -> list[str]:
-    base, extra, _ = COLUMNS.get(kind, (["NAME", "AGE"], [], _default_row))
-    if kind == "Event" and wide:
-        return [*base[:4], "SOURCE", base[4]]
-    return base + (extra if wide else [])
+    return printer_of(kind).headers(wide)
 
 
 def row_for(kind: str, obj: Object, now: float, wide: bool) -> list[str]:
-    _, _, row = COLUMNS.get(kind, (["NAME", "AGE"], [], _default_row))
-    return row(obj, now, wide)
+    return printer_of(kind).row(obj, now, wide)

@@ -71,7 +71,7 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
             e.add(f"spec.names.{key}", "must be a list of lowercase DNS labels")
     if plural and group and metadata_name != f"{plural}.{group}":
         e.add("metadata.name", f"must be spec.names.plural + '.' + spec.group ({plural}.{group})")
-    for k in kinds.KINDS:
+    for k in kinds.builtin_kinds():
         if k.group == group and k.plural == plural:
             e.add("spec.names.plural", f"{plural}.{group} is a built-in resource")
         if k.group == group and k.kind == names.get("kind"):

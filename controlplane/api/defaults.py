@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.api import crd, crd_validation, volcano
+from controlplane.api import crd, crd_validation, kinds, volcano
 
 Object = dict[str, Any]
 
@@ -195,21 +195,6 @@ def endpoints(obj: Object) -> None:
                     port.setdefault("protocol", "TCP")
 
 
-def hpa(obj: Object) -> None:
-    spec = _d(obj, "spec")
-    spec.setdefault("minReplicas", 1)
-    if not spec.get("metrics"):
-        spec["metrics"] = [
-            {
-                "type": "Resource",
-                "resource": {
-                    "name": "cpu",
-                    "target": {"type": "Utilization", "averageUtilization": 80},
-                },
-            }
-        ]
-
-
 def namespace(obj: Object) -> None:
     spec = _d(obj, "spec")
     spec.setdefault("finalizers", ["kubernetes"])
@@ -264,7 +249,6 @@ DEFAULTERS: dict[str, Callable[[Object], None]] = {
     "CronJob": cronjob,
     "Service": service,
     "Endpoints": endpoints,
-    "HorizontalPodAutoscaler": hpa,
     "Namespace": namespace,
     "Secret": secret,
     "PriorityClass": priorityclass,
@@ -279,7 +263,8 @@ DEFAULTERS: dict[str, Callable[[Object], None]] = {
 
 def apply_defaults(kind: str, obj: Object) -> None:
     """Fill in Kubernetes defaults for `kind` in place."""
-    defaulter = DEFAULTERS.get(kind)
+    definition = kinds.find(kind)
+    defaulter = (definition.defaults if definition else None) or DEFAULTERS.get(kind)
     if defaulter is not None:
         defaulter(obj)
     elif crd.is_custom(kind):

@@ -1,4 +1,5 @@
-"""The OpenAPI documents of the Kubernetes REST API, built from schema.TYPES.
+"""The OpenAPI documents of the Kubernetes REST API, built from the kinds' schemas
+(every definition's `types`, gathered by kinds.schema_types()).
 
 - `v2()`: Swagger 2.0 (`/openapi/v2`): every kind's definition with
   `x-kubernetes-group-version-kind`, the merge facts of patch_meta as
@@ -26,8 +27,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from controlplane.api import crd, kinds, openapi_pb, schema
-from controlplane.api.patch_meta import PATCH_META, FieldMeta
+from controlplane.api import crd, kinds, openapi_pb, patch_meta
+from controlplane.api.kinds.definition import FieldMeta
+from controlplane.api.kinds.registry import kind_types, schema_types
 from controlplane.client.errors import NotFound
 
 _PRIMITIVES: dict[str, dict[str, Any]] = {
@@ -50,18 +52,21 @@ def _walk(name: str, path: str, seen: frozenset[str]) -> Iterator[tuple[str, str
     """(type name, field, kind path) for every field reachable from type `name`."""
     if name in seen:
         return
-    for fname, (expr, _) in schema.TYPES[name].fields.items():
+    types = schema_types()
+    for fname, (expr, _) in types[name].fields.items():
         fpath = f"{path}.{fname}" if path else fname
         yield name, fname, fpath
         inner = expr.removeprefix("[]")
-        if inner in schema.TYPES:
+        if inner in types:
             yield from _walk(inner, fpath, seen | {name})
 
 
+@functools.cache
 def _patch_facts() -> dict[tuple[str, str], FieldMeta]:
+    """(type, field) -> merge facts, from the kinds' patch_meta (at first use)."""
     facts: dict[tuple[str, str], FieldMeta] = {}
-    for (_, _, kind), type_name in schema.kind_types().items():
-        table = PATCH_META.get(kind, {})
+    for (_, _, kind), type_name in kind_types().items():
+        table = patch_meta.table(kind) or {}
         for owner, fname, fpath in _walk(type_name, "", frozenset()):
             meta = table.get(fpath)
             if meta is not None:
@@ -69,14 +74,16 @@ def _patch_facts() -> dict[tuple[str, str], FieldMeta]:
     return facts
 
 
-_FACTS = _patch_facts()
-
-
 # ---- schemas ----------------------------------------------------------------------
 
 
+def _full_name(name: str) -> str:
+    """The OpenAPI definition name of a type: `io.k8s.api.core.v1.PodSpec`."""
+    return schema_types()[name].full_name(name)
+
+
 def _ref(name: str, v3: bool) -> str:
-    return ("#/components/schemas/" if v3 else "#/definitions/") + schema.full_name(name)
+    return ("#/components/schemas/" if v3 else "#/definitions/") + _full_name(name)
 
 
 def _expr(expr: str, v3: bool) -> dict[str, Any]:
@@ -100,7 +107,7 @@ def _expr(expr: str, v3: bool) -> dict[str, Any]:
         return {"type": "object", "additionalProperties": _expr(expr[4:-1], v3)}
     if expr.startswith("[]"):
         return {"type": "array", "items": _expr(expr[2:], v3)}
-    if expr in schema.TYPES:
+    if expr in schema_types():
         return {"$ref": _ref(expr, v3)}
     raise ValueError(f"schema: unknown type expression {expr!r}")
 
@@ -110,7 +117,7 @@ def _property(owner: str, fname: str, expr: str, description: str, v3: bool) -> 
     if "$ref" in body and v3:
         body = {"allOf": [body]}
     body["description"] = description
-    meta = _FACTS.get((owner, fname))
+    meta = _patch_facts().get((owner, fname))
     if meta is not None:
         body["x-kubernetes-patch-strategy"] = meta.strategy
         if meta.merge_key:
@@ -123,7 +130,7 @@ def _property(owner: str, fname: str, expr: str, description: str, v3: bool) -> 
 
 
 def _definition(name: str, v3: bool) -> dict[str, Any]:
-    t = schema.TYPES[name]
+    t = schema_types()[name]
     out: dict[str, Any] = {
         "description": t.description,
         "type": "object",
@@ -142,14 +149,15 @@ def _definition(name: str, v3: bool) -> dict[str, Any]:
 
 def _refs(name: str) -> set[str]:
     """Every type reachable from `name`, itself included."""
+    types = schema_types()
     out = {name}
     todo = [name]
     while todo:
-        for expr, _ in schema.TYPES[todo.pop()].fields.values():
+        for expr, _ in types[todo.pop()].fields.values():
             inner = expr.removeprefix("[]")
             if inner.startswith("map["):
                 inner = inner[4:-1]
-            if inner in schema.TYPES and inner not in out:
+            if inner in types and inner not in out:
                 out.add(inner)
                 todo.append(inner)
     return out
@@ -162,7 +170,7 @@ def _object_fields(prefix: str) -> dict[str, Any]:
         "apiVersion": {"type": "string", "description": "APIVersion of this object."},
         "kind": {"type": "string", "description": "Kind of this object."},
         "metadata": {
-            "$ref": prefix + schema.full_name("ObjectMeta"),
+            "$ref": prefix + _full_name("ObjectMeta"),
             "description": "Standard object metadata.",
         },
     }
@@ -357,12 +365,12 @@ _SCALE_DEFINITION = {
 
 def _served() -> Iterator[tuple[str, str, kinds.KindInfo, str | None]]:
     """(group, version, kind row, schema type name) of every kind the kinds
-    table serves; the type name is None for a kind schema.TYPES does not
-    describe (custom kinds, and any kind added to the kinds table without a
+    table serves; the type name is None for a kind no schema type
+    describes (custom kinds, and any kind added to the kinds table without a
     schema): those get their CRD's schema or an open one, so that every
     served kind has its paths (kubectl looks for fieldValidation on each
     kind's PATCH operation) and a definition."""
-    builtin = schema.kind_types()
+    builtin = kind_types()
     for info in kinds.all_kinds():
         for api_version in (info.api_version, *info.also_api_versions):
             group, _, version = api_version.rpartition("/")
@@ -380,7 +388,7 @@ def _document(
     for group, version, info, type_name in entries:
         if type_name is not None:
             needed |= _refs(type_name)
-            ref = prefix + schema.full_name(type_name)
+            ref = prefix + _full_name(type_name)
         else:
             name = _crd_name(group, version, info.kind)
             definitions[name] = crd_defs.get(name) or _open_definition(group, version, info, v3)
@@ -390,7 +398,7 @@ def _document(
         if info.has_scale:
             definitions[_SCALE] = _SCALE_DEFINITION
     for name in sorted(needed):
-        definitions[schema.full_name(name)] = _definition(name, v3)
+        definitions[_full_name(name)] = _definition(name, v3)
     if v3:
         return {
             "openapi": "3.0.0",
@@ -475,7 +483,7 @@ def validate(obj: Any) -> list[str]:
     if not isinstance(obj, dict):
         return ["object: must be a JSON object"]
     group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
-    type_name = schema.kind_types().get((group, version, str(obj.get("kind", ""))))
+    type_name = kind_types().get((group, version, str(obj.get("kind", ""))))
     if type_name is None:
         return []
     problems: list[str] = []
@@ -498,7 +506,7 @@ def _json_type(value: Any) -> str:
 
 
 def _check_type(name: str, value: dict[str, Any], path: str, problems: list[str]) -> None:
-    fields = schema.TYPES[name].fields
+    fields = schema_types()[name].fields
     for key, child in value.items():
         where = f"{path}.{key}" if path else key
         if key not in fields:
@@ -535,7 +543,7 @@ def _check_expr(expr: str, value: Any, path: str, problems: list[str]) -> None:
                     _check_expr(inner, v, f"{path}.{k}", problems)
     else:
         ok, want = got == "object", "object"
-        if ok and expr in schema.TYPES:
+        if ok and expr in schema_types():
             _check_type(expr, value, path, problems)
     if not ok:
         problems.append(f"{path}: expected {want}, got {got}")

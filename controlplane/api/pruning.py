@@ -5,7 +5,8 @@ or a stray top-level key never reach storage.
 `prune(obj)` removes them in place and returns their paths
 (`spec.containers[0].foo`), which the REST front door words as warnings or
 refusals (`fieldValidation`); gRPC writes are pruned silently. The schema
-is schema.TYPES, the one the OpenAPI documents and `openapi.validate` read:
+is the kinds' (kinds.schema_types()), the one the OpenAPI documents and
+`openapi.validate` read:
 only the structures it declares field by field are pruned; `object` fields
 (status, and deeper structures skiff does not interpret) keep what they
 hold, and kinds the schema does not describe are left alone. Custom
@@ -21,8 +22,8 @@ from __future__ import annotations
 import functools
 from typing import Any, NamedTuple
 
-from controlplane.api import schema
 from controlplane.api.jsoncodec import dumps
+from controlplane.api.kinds.registry import kind_types, schema_types
 
 Object = dict[str, Any]
 
@@ -45,18 +46,13 @@ def _typed(expr: str) -> tuple[int, str] | None:
         shape, name = _MAP, expr[4:-1]
     else:
         shape, name = _ONE, expr
-    return (shape, name) if name in schema.TYPES else None
-
-
-@functools.cache
-def _kinds() -> dict[tuple[str, str, str], str]:
-    return schema.kind_types()
+    return (shape, name) if name in schema_types() else None
 
 
 @functools.cache
 def _shapes() -> dict[str, _Shape]:
     out: dict[str, _Shape] = {}
-    for name, t in schema.TYPES.items():
+    for name, t in schema_types().items():
         typed = []
         for field, (expr, _description) in t.fields.items():
             found = _typed(expr)
@@ -69,7 +65,7 @@ def _shapes() -> dict[str, _Shape]:
 def type_of(obj: Object) -> str | None:
     """The schema type of an object, by its apiVersion and kind (None: not described)."""
     group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
-    return _kinds().get((group, version, str(obj.get("kind", ""))))
+    return kind_types().get((group, version, str(obj.get("kind", ""))))
 
 
 def prune(obj: Object, stored: Object | None = None) -> list[str]:

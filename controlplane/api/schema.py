@@ -1,16 +1,20 @@
-"""The schema of every built-in kind: one declarative table of types, fields,
-field types and descriptions, from which the OpenAPI documents
-(controlplane/api/openapi.py) are built.
+"""The vocabulary kinds' schemas are written in: a `Type` is one structure of
+the Kubernetes API (its fields, their types and descriptions), from which the
+OpenAPI documents (controlplane/api/openapi.py), pruning of unknown fields
+(pruning.py) and `fieldValidation=Strict` are derived.
 
-Each type lists the real Kubernetes fields (names as the Kubernetes API
-spells them), so that clients that validate against the OpenAPI document
-accept every valid manifest. The top level of each kind, ObjectMeta, PodSpec
-and Container are complete; deeper structures skiff does not interpret are
-declared `object` (any fields accepted). Field types are small expressions:
+Each kind's module declares the types of its objects (controlplane/api/kinds/),
+shared structures live in shared modules (ObjectMeta in kinds/shared/meta.py,
+PodSpec and Container in kinds/shared/podspec_schema.py), and the kinds
+registry gathers them all (`kinds.schema_types()`). Types list the real
+Kubernetes fields (names as the Kubernetes API spells them), so that clients
+that validate against the OpenAPI document accept every valid manifest; deeper
+structures skiff does not interpret are declared `object` (any fields
+accepted). Field types are small expressions:
 
   string, integer, number, boolean, time (RFC 3339 string), quantity
   (a resource quantity), int-or-string, object (free-form), map (of strings),
-  map[T] (of T), []T (list of T), or the name of another type in TYPES.
+  map[T] (of T), []T (list of T), or the name of another type.
 
 Pure data.
 """
@@ -25,6 +29,10 @@ BATCH = "io.k8s.api.batch.v1"
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 RBAC = "io.k8s.api.rbac.v1"
 
+LIST_META = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+SPEC = "Spec defines the desired behavior. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"
+STATUS = "Status is the most recently observed status. Populated by the system. Read-only."
+
 
 @dataclass(frozen=True)
 class Type:
@@ -33,27 +41,27 @@ class Type:
     fields: dict[str, tuple[str, str]]
     required: tuple[str, ...] = ()
     kinds: tuple[tuple[str, str, str], ...] = field(default=())  # (group, version, Kind)
+    # The name in the OpenAPI document when it is not the type's key (two
+    # versions of one kind: `EventsV1Event` is published as ...events.v1.Event).
+    name: str = ""
 
-    def full_name(self, name: str) -> str:
-        return f"{self.package}.{name}"
+    def full_name(self, key: str) -> str:
+        """The OpenAPI definition name: `io.k8s.api.core.v1.PodSpec`."""
+        return f"{self.package}.{self.name or key}"
 
 
-def _t(
+def struct(
     package: str,
     description: str,
     required: tuple[str, ...] = (),
     /,
     **fields: tuple[str, str],
 ) -> Type:
+    """A structure (not a kind of its own): PodSpec, Container, ..."""
     return Type(package, description, dict(fields), required)
 
 
-_LIST_META = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
-_SPEC = "Spec defines the desired behavior. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"
-_STATUS = "Status is the most recently observed status. Populated by the system. Read-only."
-
-
-def _kind(
+def kind(
     package: str,
     description: str,
     group_version_kind: tuple[str, str, str],
@@ -71,10 +79,15 @@ def _kind(
             "string",
             "Kind is a string value representing the REST resource this object represents.",
         ),
-        "metadata": ("ObjectMeta", _LIST_META),
+        "metadata": ("ObjectMeta", LIST_META),
     }
     return Type(package, description, base | dict(fields), required, (group_version_kind,))
 
+
+_t = struct
+_kind = kind
+
+# ---- the kinds not yet in controlplane/api/kinds/ (moving there group by group) ----
 
 _PV_SOURCES = (
     "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "csi", "fc",
@@ -84,79 +97,11 @@ _PV_SOURCES = (
 )  # fmt: skip
 
 TYPES: dict[str, Type] = {
-    # ---- meta --------------------------------------------------------------
-    "ObjectMeta": _t(
-        META,
-        "ObjectMeta is metadata that all persisted resources must have, which includes all "
-        "objects users must create.",
-        name=("string", "Name must be unique within a namespace. Cannot be updated."),
-        generateName=("string", "An optional prefix used by the server to generate a unique name."),
-        namespace=("string", "Namespace defines the space within which each name must be unique."),
-        selfLink=("string", "Deprecated: selfLink is a legacy read-only field."),
-        uid=("string", "UID is the unique in time and space value for this object. Read-only."),
-        resourceVersion=(
-            "string",
-            "An opaque value that represents the internal version of this object.",
-        ),
-        generation=(
-            "integer",
-            "A sequence number representing a specific generation of the desired state.",
-        ),
-        creationTimestamp=("time", "The server time when this object was created. Read-only."),
-        deletionTimestamp=(
-            "time",
-            "RFC 3339 date and time at which this resource will be deleted.",
-        ),
-        deletionGracePeriodSeconds=(
-            "integer",
-            "Seconds allowed for this object to gracefully terminate.",
-        ),
-        labels=("map", "Map of string keys and values used to organize and categorize objects."),
-        annotations=(
-            "map",
-            "An unstructured key value map stored with a resource by external tools.",
-        ),
-        ownerReferences=("[]OwnerReference", "Objects this object depends on."),
-        finalizers=("[]string", "Must be empty before the object is deleted from the registry."),
-        managedFields=(
-            "[]ManagedFieldsEntry",
-            "Which manager owns which fields (server-side apply).",
-        ),
-    ),
-    "OwnerReference": _t(
-        META,
-        "OwnerReference contains enough information to let you identify an owning object.",
-        ("apiVersion", "kind", "name", "uid"),
-        apiVersion=("string", "API version of the referent."),
-        kind=("string", "Kind of the referent."),
-        name=("string", "Name of the referent."),
-        uid=("string", "UID of the referent."),
-        controller=("boolean", "If true, this reference points to the managing controller."),
-        blockOwnerDeletion=("boolean", "If true, the owner cannot be deleted before this object."),
-    ),
-    "ManagedFieldsEntry": _t(
-        META,
-        "ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource "
-        "that the fieldset applies to.",
-        manager=("string", "Manager is an identifier of the workflow managing these fields."),
-        operation=("string", "The type of operation which lead to this entry: Apply or Update."),
-        apiVersion=("string", "The version of the resource this field set applies to."),
-        time=("time", "When this entry was last changed."),
-        fieldsType=("string", "The format of fieldsV1: FieldsV1."),
-        fieldsV1=("object", "The set of fields this manager owns."),
-        subresource=("string", "The subresource the object was updated through."),
-    ),
-    "LabelSelector": _t(
-        META,
-        "A label selector is a label query over a set of resources.",
-        matchLabels=("map", "A map of {key,value} pairs, each ANDed with the others."),
-        matchExpressions=("[]object", "A list of label selector requirements, ANDed."),
-    ),
     # ---- pods ------------------------------------------------------------------
     "PodTemplateSpec": _t(
         CORE,
         "PodTemplateSpec describes the data a pod should have when created from a template.",
-        metadata=("ObjectMeta", _LIST_META),
+        metadata=("ObjectMeta", LIST_META),
         spec=("PodSpec", "Specification of the desired behavior of the pod."),
     ),
     "PodSpec": _t(
@@ -344,16 +289,16 @@ TYPES: dict[str, Type] = {
         CORE,
         "Pod is a collection of containers that can run on a host.",
         ("", "v1", "Pod"),
-        spec=("PodSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("PodSpec", SPEC),
+        status=("object", STATUS),
     ),
     # ---- core ------------------------------------------------------------------
     "Namespace": _kind(
         CORE,
         "Namespace provides a scope for Names.",
         ("", "v1", "Namespace"),
-        spec=("NamespaceSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("NamespaceSpec", SPEC),
+        status=("object", STATUS),
     ),
     "NamespaceSpec": _t(
         CORE,
@@ -364,8 +309,8 @@ TYPES: dict[str, Type] = {
         CORE,
         "Node is a worker node.",
         ("", "v1", "Node"),
-        spec=("NodeSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("NodeSpec", SPEC),
+        status=("object", STATUS),
     ),
     "NodeSpec": _t(
         CORE,
@@ -383,8 +328,8 @@ TYPES: dict[str, Type] = {
         "Service is a named abstraction of software service consisting of a port the proxy "
         "listens on and the selector that determines which pods answer.",
         ("", "v1", "Service"),
-        spec=("ServiceSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("ServiceSpec", SPEC),
+        status=("object", STATUS),
     ),
     "ServiceSpec": _t(
         CORE,
@@ -471,8 +416,8 @@ TYPES: dict[str, Type] = {
         APPS,
         "ReplicaSet ensures that a specified number of pod replicas are running at any given time.",
         ("apps", "v1", "ReplicaSet"),
-        spec=("ReplicaSetSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("ReplicaSetSpec", SPEC),
+        status=("object", STATUS),
     ),
     "ReplicaSetSpec": _t(
         APPS,
@@ -490,8 +435,8 @@ TYPES: dict[str, Type] = {
         APPS,
         "Deployment enables declarative updates for Pods and ReplicaSets.",
         ("apps", "v1", "Deployment"),
-        spec=("DeploymentSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("DeploymentSpec", SPEC),
+        status=("object", STATUS),
     ),
     "DeploymentSpec": _t(
         APPS,
@@ -516,8 +461,8 @@ TYPES: dict[str, Type] = {
         APPS,
         "StatefulSet represents a set of pods with consistent identities.",
         ("apps", "v1", "StatefulSet"),
-        spec=("StatefulSetSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("StatefulSetSpec", SPEC),
+        status=("object", STATUS),
     ),
     "StatefulSetSpec": _t(
         APPS,
@@ -542,8 +487,8 @@ TYPES: dict[str, Type] = {
         APPS,
         "DaemonSet represents the configuration of a daemon set.",
         ("apps", "v1", "DaemonSet"),
-        spec=("DaemonSetSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("DaemonSetSpec", SPEC),
+        status=("object", STATUS),
     ),
     "DaemonSetSpec": _t(
         APPS,
@@ -560,8 +505,8 @@ TYPES: dict[str, Type] = {
         BATCH,
         "Job represents the configuration of a single job.",
         ("batch", "v1", "Job"),
-        spec=("JobSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("JobSpec", SPEC),
+        status=("object", STATUS),
     ),
     "JobSpec": _t(
         BATCH,
@@ -591,8 +536,8 @@ TYPES: dict[str, Type] = {
         BATCH,
         "CronJob represents the configuration of a single cron job.",
         ("batch", "v1", "CronJob"),
-        spec=("CronJobSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("CronJobSpec", SPEC),
+        status=("object", STATUS),
     ),
     "CronJobSpec": _t(
         BATCH,
@@ -610,44 +555,10 @@ TYPES: dict[str, Type] = {
     "JobTemplateSpec": _t(
         BATCH,
         "JobTemplateSpec describes the data a Job should have when created from a template.",
-        metadata=("ObjectMeta", _LIST_META),
+        metadata=("ObjectMeta", LIST_META),
         spec=("JobSpec", "Specification of the desired behavior of the job."),
     ),
     # ---- others -----------------------------------------------------------------
-    "HorizontalPodAutoscaler": _kind(
-        "io.k8s.api.autoscaling.v2",
-        "HorizontalPodAutoscaler automatically manages the replica count of a scalable resource.",
-        ("autoscaling", "v2", "HorizontalPodAutoscaler"),
-        spec=("HorizontalPodAutoscalerSpec", _SPEC),
-        status=("object", _STATUS),
-    ),
-    "HorizontalPodAutoscalerSpec": _t(
-        "io.k8s.api.autoscaling.v2",
-        "HorizontalPodAutoscalerSpec describes the desired functionality of the autoscaler.",
-        ("scaleTargetRef", "maxReplicas"),
-        scaleTargetRef=("object", "The scaled resource (kind, name, apiVersion)."),
-        minReplicas=("integer", "The lower limit for the number of replicas."),
-        maxReplicas=("integer", "The upper limit for the number of replicas."),
-        metrics=("[]object", "The metrics used to calculate the desired replica count."),
-        behavior=("object", "The scaling behavior in the up and down directions."),
-    ),
-    "Lease": _kind(
-        "io.k8s.api.coordination.v1",
-        "Lease defines a lease concept.",
-        ("coordination.k8s.io", "v1", "Lease"),
-        spec=("LeaseSpec", _SPEC),
-    ),
-    "LeaseSpec": _t(
-        "io.k8s.api.coordination.v1",
-        "LeaseSpec is a specification of a Lease.",
-        holderIdentity=("string", "The identity of the holder of the current lease."),
-        leaseDurationSeconds=("integer", "Seconds candidates wait to force acquire the lease."),
-        acquireTime=("string", "When the current lease was acquired (microseconds)."),
-        renewTime=("string", "When the current holder last updated the lease (microseconds)."),
-        leaseTransitions=("integer", "The number of transitions of a lease between holders."),
-        strategy=("string", "The strategy for picking the leader."),
-        preferredHolder=("string", "The holder the lease should move to."),
-    ),
     "PriorityClass": _kind(
         "io.k8s.api.scheduling.v1",
         "PriorityClass defines a mapping from a priority class name to the priority integer value.",
@@ -727,8 +638,8 @@ TYPES: dict[str, Type] = {
         CORE,
         "PersistentVolumeClaim is a user's request for and claim to a persistent volume.",
         ("", "v1", "PersistentVolumeClaim"),
-        spec=("PersistentVolumeClaimSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("PersistentVolumeClaimSpec", SPEC),
+        status=("object", STATUS),
     ),
     "PersistentVolumeClaimSpec": _t(
         CORE,
@@ -747,8 +658,8 @@ TYPES: dict[str, Type] = {
         CORE,
         "PersistentVolume is a storage resource provisioned by an administrator or a provisioner.",
         ("", "v1", "PersistentVolume"),
-        spec=("PersistentVolumeSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("PersistentVolumeSpec", SPEC),
+        status=("object", STATUS),
     ),
     "PersistentVolumeSpec": _t(
         CORE,
@@ -782,15 +693,15 @@ TYPES: dict[str, Type] = {
         "PodGroup is a set of pods scheduled together (gang scheduling).",
         ("scheduling.skiff.dev", "v1alpha1", "PodGroup"),
         spec=("object", "minMember, minResources, scheduleTimeoutSeconds, ..."),
-        status=("object", _STATUS),
+        status=("object", STATUS),
     ),
     "CustomResourceDefinition": _kind(
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
         "CustomResourceDefinition represents a resource that should be exposed on the API server.",
         ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         ("spec",),
-        spec=("CustomResourceDefinitionSpec", _SPEC),
-        status=("object", _STATUS),
+        spec=("CustomResourceDefinitionSpec", SPEC),
+        status=("object", STATUS),
     ),
     "CustomResourceDefinitionSpec": _t(
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
@@ -849,16 +760,5 @@ TYPES["EventsV1Event"] = Type(
     },
     ("eventTime",),
     (("events.k8s.io", "v1", "Event"),),
+    name="Event",
 )
-
-
-def full_name(name: str) -> str:
-    """The OpenAPI definition name of a type: `io.k8s.api.core.v1.PodSpec`."""
-    info = TYPES[name]
-    short = "Event" if name == "EventsV1Event" else name
-    return info.full_name(short)
-
-
-def kind_types() -> dict[tuple[str, str, str], str]:
-    """(group, version, Kind) -> type name, for every built-in kind."""
-    return {gvk: name for name, t in TYPES.items() for gvk in t.kinds}

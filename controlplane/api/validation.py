@@ -14,179 +14,28 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.api import crd, crd_validation, jsoncodec, networking, rbac, volcano
-from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
-from controlplane.api.kinds import KindInfo, by_kind
+from controlplane.api import crd, crd_validation, jsoncodec, kinds, rbac, volcano
+from controlplane.api.checks import Errors, is_qualified_name
+from controlplane.api.checks import enum as _enum
+from controlplane.api.checks import integer as _int
+from controlplane.api.checks import items as _list
+from controlplane.api.checks import label_map as _labels
+from controlplane.api.checks import mapping as _dict
+from controlplane.api.checks import name as _check_name
+from controlplane.api.checks import percent_or_int as _percent_or_int
+from controlplane.api.checks import quantity as _quantity
+from controlplane.api.checks import selector as _selector
+from controlplane.api.dnsnames import is_dns_label
+from controlplane.api.kinds import KindInfo
+from controlplane.api.kinds.shared import meta
 from controlplane.api.quantity import parse_quantity
 from controlplane.api.selectors import SelectorError, from_structured
 
 Object = dict[str, Any]
 
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
-
-# Kinds whose names are DNS-1123 labels rather than subdomains.
-_LABEL_NAMED = {"Namespace", "Service"}
-# Named by any path segment, as Kubernetes' RBAC objects are ("system:node").
-_PATH_SEGMENT_NAMED = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
-
-
-class Errors:
-    """Collects `path: problem` messages."""
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, path: str, problem: str) -> None:
-        self.items.append(f"{path}: {problem}")
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-
-def is_qualified_name(value: str) -> bool:
-    """A label/annotation key: optional DNS-subdomain prefix + '/' + name (<= 63)."""
-    prefix, slash, name = value.rpartition("/")
-    if slash and not is_dns_subdomain(prefix):
-        return False
-    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
-
-
-def _check_name(e: Errors, path: str, value: Any, label: bool = False) -> None:
-    if not isinstance(value, str) or not value:
-        e.add(path, "required")
-    elif label and not is_dns_label(value):
-        e.add(path, f"{value!r} must be a DNS-1123 label (lower case alphanumerics and '-', <= 63)")
-    elif not label and not is_dns_subdomain(value):
-        e.add(
-            path,
-            f"{value!r} must be a DNS-1123 subdomain (lower case alphanumerics, '-' and '.', <= 253)",
-        )
-
-
-def _int(e: Errors, path: str, value: Any, minimum: int | None = None,
-         maximum: int | None = None) -> bool:  # fmt: skip
-    if value is None:
-        return False
-    if isinstance(value, bool) or not isinstance(value, int):
-        e.add(path, f"must be an integer, not {value!r}")
-        return False
-    if minimum is not None and value < minimum:
-        e.add(path, f"must be >= {minimum}")
-        return False
-    if maximum is not None and value > maximum:
-        e.add(path, f"must be <= {maximum}")
-        return False
-    return True
-
-
-def _dict(e: Errors, path: str, value: Any, required: bool = False) -> bool:
-    if value is None:
-        if required:
-            e.add(path, "required")
-        return False
-    if not isinstance(value, dict):
-        e.add(path, f"must be an object, not {type(value).__name__}")
-        return False
-    return True
-
-
-def _list(e: Errors, path: str, value: Any, required: bool = False) -> bool:
-    if value is None or value == []:
-        if required:
-            e.add(path, "required (at least one)")
-        return False
-    if not isinstance(value, list):
-        e.add(path, f"must be a list, not {type(value).__name__}")
-        return False
-    return True
-
-
-def _enum(e: Errors, path: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value is not None and value not in allowed:
-        e.add(path, f"unsupported value {value!r}: supported values: {', '.join(allowed)}")
-
-
-def _labels(e: Errors, path: str, labels: Any) -> None:
-    if not _dict(e, path, labels):
-        return
-    for key, value in labels.items():
-        if not is_qualified_name(str(key)):
-            e.add(f"{path}.{key}", "invalid label key (name or prefix/name, <= 63 characters)")
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-            e.add(
-                f"{path}.{key}",
-                f"invalid label value {value!r} (<= 63 alphanumerics, '-', '_', '.')",
-            )
-
-
-def _annotations(e: Errors, path: str, annotations: Any) -> None:
-    if not _dict(e, path, annotations):
-        return
-    for key, value in annotations.items():
-        if not is_qualified_name(str(key)):
-            e.add(f"{path}.{key}", "invalid annotation key")
-        if not isinstance(value, str):
-            e.add(f"{path}.{key}", "annotation values must be strings")
-
-
-def _quantity(e: Errors, path: str, value: Any) -> Any:
-    try:
-        q = parse_quantity(value)
-    except ValueError as err:
-        e.add(path, str(err))
-        return None
-    if q < 0:
-        e.add(path, "must be >= 0")
-        return None
-    return q
-
-
-# -- metadata ------------------------------------------------------------------
-
-
-def validate_metadata(e: Errors, info: KindInfo, obj: Object) -> None:
-    meta: Any = obj.get("metadata")
-    if not _dict(e, "metadata", meta, required=True):
-        return
-    assert isinstance(meta, dict)
-    name: Any = meta.get("name")
-    if info.kind in _PATH_SEGMENT_NAMED and (name or not meta.get("generateName")):
-        if not isinstance(name, str) or not rbac.is_path_segment_name(name):
-            e.add("metadata.name", f"{name!r} must be a path segment (no '/' or '%')")
-    elif name or not meta.get("generateName"):
-        _check_name(e, "metadata.name", name, label=info.kind in _LABEL_NAMED)
-    namespace: Any = meta.get("namespace")
-    if info.namespaced:
-        _check_name(e, "metadata.namespace", namespace, label=True)
-    elif namespace:
-        e.add("metadata.namespace", f"not allowed: {info.kind} is cluster-scoped")
-    if "labels" in meta:
-        _labels(e, "metadata.labels", meta["labels"])
-    if "annotations" in meta:
-        _annotations(e, "metadata.annotations", meta["annotations"])
-    refs: Any = meta.get("ownerReferences")
-    if _list(e, "metadata.ownerReferences", refs):
-        controllers = 0
-        for i, ref in enumerate(refs):
-            path = f"metadata.ownerReferences[{i}]"
-            if not _dict(e, path, ref, required=True):
-                continue
-            for field in ("apiVersion", "kind", "name", "uid"):
-                if not ref.get(field):
-                    e.add(f"{path}.{field}", "required")
-            if ref.get("controller"):
-                controllers += 1
-        if controllers > 1:
-            e.add("metadata.ownerReferences", "only one reference can have controller set to true")
-    finalizers: Any = meta.get("finalizers")
-    if _list(e, "metadata.finalizers", finalizers):
-        for i, f in enumerate(finalizers):
-            if not isinstance(f, str) or not is_qualified_name(f):
-                e.add(f"metadata.finalizers[{i}]", f"invalid finalizer name {f!r}")
 
 
 # -- pods ------------------------------------------------------------------------
@@ -359,20 +208,6 @@ def _template(e: Errors, path: str, template: Any, selector: Any = None,
             e.add(f"{path}.metadata.labels", "`selector` does not match template `labels`")
 
 
-def _selector(e: Errors, path: str, selector: Any, required: bool = True) -> None:
-    if not _dict(e, path, selector, required=required):
-        return
-    try:
-        sel = from_structured(selector)
-    except SelectorError as err:
-        e.add(path, str(err))
-        return
-    if required and sel.empty():
-        e.add(path, "empty selector is invalid")
-    if "matchLabels" in selector:
-        _labels(e, f"{path}.matchLabels", selector["matchLabels"])
-
-
 # -- kinds -----------------------------------------------------------------------
 
 
@@ -427,16 +262,6 @@ def _workload(e: Errors, obj: Object, old: Object | None, restart: tuple[str, ..
     _template(e, "spec.template", spec.get("template"), spec.get("selector"), restart)
     if old is not None and (old.get("spec") or {}).get("selector") != spec.get("selector"):
         e.add("spec.selector", "field is immutable")
-
-
-def _percent_or_int(e: Errors, path: str, value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, str):
-        if not re.match(r"^\d+%$", value):
-            e.add(path, f"{value!r} must be an integer or a percentage (e.g. 25%)")
-    else:
-        _int(e, path, value, 0)
 
 
 def _replicaset(e: Errors, obj: Object, old: Object | None) -> None:
@@ -672,54 +497,6 @@ def _node(e: Errors, obj: Object, old: Object | None) -> None:
                 e.add(f"spec.{field}", f"{value!r} is not a valid CIDR")
     if "unschedulable" in spec and not isinstance(spec["unschedulable"], bool):
         e.add("spec.unschedulable", "must be a boolean")
-
-
-def _hpa(e: Errors, obj: Object, old: Object | None) -> None:
-    spec: Any = obj.get("spec")
-    if not _dict(e, "spec", spec, required=True):
-        return
-    ref: Any = spec.get("scaleTargetRef")
-    if _dict(e, "spec.scaleTargetRef", ref, required=True):
-        for field in ("kind", "name"):
-            if not ref.get(field):
-                e.add(f"spec.scaleTargetRef.{field}", "required")
-    max_ok = _int(e, "spec.maxReplicas", spec.get("maxReplicas"), 1)
-    if spec.get("maxReplicas") is None:
-        e.add("spec.maxReplicas", "required")
-    min_ok = _int(e, "spec.minReplicas", spec.get("minReplicas"), 1)
-    if max_ok and min_ok and spec["minReplicas"] > spec["maxReplicas"]:
-        e.add("spec.minReplicas", "must be <= spec.maxReplicas")
-    metrics: Any = spec.get("metrics")
-    if _list(e, "spec.metrics", metrics):
-        for i, m in enumerate(metrics):
-            path = f"spec.metrics[{i}]"
-            if not _dict(e, path, m, required=True):
-                continue
-            mtype: Any = m.get("type")
-            _enum(e, f"{path}.type", mtype,
-                  ("Resource", "Pods", "Object", "External", "ContainerResource"))  # fmt: skip
-            if mtype == "Resource":
-                res: Any = m.get("resource")
-                if _dict(e, f"{path}.resource", res, required=True):
-                    if not res.get("name"):
-                        e.add(f"{path}.resource.name", "required")
-                    target: Any = res.get("target")
-                    if _dict(e, f"{path}.resource.target", target, required=True):
-                        ttype: Any = target.get("type")
-                        _enum(e, f"{path}.resource.target.type", ttype,
-                              ("Utilization", "AverageValue", "Value"))  # fmt: skip
-                        if ttype == "Utilization":
-                            _int(e, f"{path}.resource.target.averageUtilization",
-                                 target.get("averageUtilization"), 1)  # fmt: skip
-                            if target.get("averageUtilization") is None:
-                                e.add(f"{path}.resource.target.averageUtilization", "required")
-
-
-def _lease(e: Errors, obj: Object, old: Object | None) -> None:
-    spec: Any = obj.get("spec")
-    if _dict(e, "spec", spec):
-        _int(e, "spec.leaseDurationSeconds", spec.get("leaseDurationSeconds"), 1)
-        _int(e, "spec.leaseTransitions", spec.get("leaseTransitions"), 0)
 
 
 def _config_data(e: Errors, obj: Object, fields: tuple[str, ...], base64_field: str = "") -> None:
@@ -1086,8 +863,6 @@ VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
     "Service": _service,
     "Endpoints": _endpoints,
     "Node": _node,
-    "HorizontalPodAutoscaler": _hpa,
-    "Lease": _lease,
     "ConfigMap": _configmap,
     "Secret": _secret,
     "Event": _event,
@@ -1109,7 +884,8 @@ VALIDATORS: dict[str, Callable[[Errors, Object, Object | None], None]] = {
 
 def validate(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[str]:
     """Every problem with obj as `path: problem`; [] when valid."""
-    info = by_kind(kind)
+    definition = kinds.definition(kind)
+    info = definition.info
     e = Errors()
     if not isinstance(obj, dict):
         return ["object: must be a JSON object"]
@@ -1119,12 +895,15 @@ def validate(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = 
             "apiVersion",
             f"{api_version!r} does not serve kind {info.kind} (use {info.api_version})",
         )
-    validate_metadata(e, info, obj)
-    validator = VALIDATORS.get(info.key)
+    meta.validate(e, info, obj, definition.name_rule)
+    validator = definition.validate or VALIDATORS.get(info.key)
     if validator is not None:
         validator(e, obj, dict(old) if old is not None else None)
-    elif info.key in networking.VALIDATORS:
-        e.items.extend(networking.problems(info.key, obj))
     elif crd.is_custom(info.key):
         e.items.extend(crd.validate_object(info.key, obj))
     return e.items
+
+
+def validate_metadata(e: Errors, info: KindInfo, obj: Object) -> None:
+    """metadata's rules alone, with the kind's name rule (pods/binding)."""
+    meta.validate(e, info, obj, kinds.definition(info.key).name_rule)

@@ -19,14 +19,10 @@ import ipaddress
 import threading
 from typing import Any
 
+from controlplane.api import kinds
 from controlplane.api.kinds import KindInfo
 from controlplane.api.qos import qos_class
-from controlplane.apiserver import (
-    admission_networking,
-    admission_volcano,
-    serviceaccounts,
-    storage_admission,
-)
+from controlplane.apiserver import admission_volcano, serviceaccounts, storage_admission
 from controlplane.apiserver.codec import Object, decode
 from controlplane.apiserver.registry import Admit, Registry
 from controlplane.client.errors import Forbidden, Invalid, NotFound
@@ -224,8 +220,9 @@ class ServiceAllocator:
 
 
 def default_admission(service_cidr: str = "10.43.0.0/16") -> dict[str, Admit]:
+    """kind key -> admission hook: each built-in kind's definition's `admit`."""
     allocator = ServiceAllocator(service_cidr)
-    return {
+    hooks: dict[str, Admit] = {
         "Pod": admit_pod,
         "PriorityClass": admit_priorityclass,
         "Job": admit_job,
@@ -233,5 +230,8 @@ def default_admission(service_cidr: str = "10.43.0.0/16") -> dict[str, Admit]:
         "Service": allocator.admit,
         **storage_admission.ADMISSION,
         **admission_volcano.ADMISSION,
-        **admission_networking.ADMISSION,
     }
+    for definition in kinds.builtin_definitions():
+        if definition.admit is not None:
+            hooks[definition.key] = definition.admit
+    return hooks

@@ -34,6 +34,7 @@ import yaml
 
 from controlplane.apiserver.auth import Identity
 from controlplane.client import errors
+from machinery.atomicfile import move_aside
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +213,8 @@ class AuditLog:
         for n in range(self.backups - 1, 0, -1):
             older = self.path.with_name(f"{self.path.name}.{n}")
             if older.exists():
-                older.rename(self.path.with_name(f"{self.path.name}.{n + 1}"))
-        self.path.rename(self.path.with_name(f"{self.path.name}.1"))
+                move_aside(older, self.path.with_name(f"{self.path.name}.{n + 1}"))
+        move_aside(self.path, self.path.with_name(f"{self.path.name}.1"))
 
 
 def rotated(path: Path) -> Sequence[Path]:

@@ -26,7 +26,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from controlplane.api import defaults, jsoncodec, limits, pruning, server_side_apply
+from controlplane.api import defaults, jsoncodec, kinds, limits, pruning, server_side_apply
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch, merge_patch_shared
 from controlplane.apiserver import deletion, listing, subresources
@@ -96,8 +96,10 @@ class Registry(RegistryBase):
         now: Callable[[], datetime.datetime] | None = None,
         admission: dict[str, Admit] | None = None,
         authorizer: Authorizer | None = None,
+        service_cidr: str = "10.43.0.0/16",
     ) -> None:
         super().__init__(store, now, authorizer)
+        self.service_cidr = service_cidr  # what Service admission allocates cluster IPs from
         # Create-only kinds (reviews): kind -> fills in the answer, never stored.
         self.reviews: dict[str, Callable[[Object, Identity], Object]] = {}
         self.admission: dict[str, Admit] = dict(admission or {})
@@ -240,7 +242,7 @@ class Registry(RegistryBase):
         generate = bool(not meta.get("name") and meta.get("generateName"))
         if generate:
             meta["name"] = self._generated_name(str(meta["generateName"]))
-        if info.has_status and info.kind not in ("Node",):
+        if info.has_status and not kinds.definition(info.key).keeps_status_on_create:
             obj.pop("status", None)
         name = str(meta.get("name") or "")  # validation refuses a missing one
         self.authorizer.authorize(identity, "create", info, ns, name, None, obj)

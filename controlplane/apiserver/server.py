@@ -102,7 +102,10 @@ class ApiServer:
             self.graph, self._objects, store.current_revision, self.rbac, self.progress
         )
         self.registry = Registry(
-            store, admission=default_admission(config.service_cidr), authorizer=self.authorizer
+            store,
+            admission=default_admission(config.service_cidr),
+            authorizer=self.authorizer,
+            service_cidr=config.service_cidr,
         )
         self.sa_tokens = (
             ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None

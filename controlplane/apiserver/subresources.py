@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from controlplane.api import limits, validation
+from controlplane.api.checks import Errors
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.selectors import selector_string
 from controlplane.apiserver.auth import SYSTEM, Identity
@@ -132,7 +133,7 @@ def _prepare_binding(
             **(annotations if isinstance(annotations, dict) else {}),
             **binding.annotations,
         }
-        problems = validation.Errors()
+        problems = Errors()
         validation.validate_metadata(problems, info, new)
         if problems:
             raise Invalid(f'Pod "{binding.name}" is invalid: ' + "; ".join(problems.items))

@@ -2,8 +2,8 @@
 
 kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` and
 prints the columns the server defines. The columns and cells of each
-built-in kind are the ones skiffctl prints (controlplane/api/columns.py, one
-home for both); a custom kind shows NAME, then its CRD's
+built-in kind are the ones skiffctl prints (its definition's printer, read
+through controlplane/api/columns.py, one home for both); a custom kind shows NAME, then its CRD's
 additionalPrinterColumns (JSONPath) or else AGE. As kube-apiserver does, the
 Table always carries the wide-only columns with priority 1: kubectl hides
 them unless `-o wide`. Pure: no storage, no I/O.
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from controlplane.api import columns, crd, display, jsonpath
+from controlplane.api.kinds.definition import Column
 
 Object = dict[str, Any]
 
@@ -50,14 +51,15 @@ _COLUMN_FACTS: dict[str, tuple[str, str, str]] = {
 _AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 
-def _definition(header: str, priority: int) -> dict[str, Any]:
+def _definition(column: Column) -> dict[str, Any]:
+    header = column.name
     kind, fmt, description = _COLUMN_FACTS.get(header, ("string", "", header.capitalize()))
     return {
         "name": header,
-        "type": kind,
-        "format": fmt,
-        "description": description,
-        "priority": priority,
+        "type": column.type or kind,
+        "format": column.format or fmt,
+        "description": column.description or description,
+        "priority": column.priority,
     }
 
 
@@ -80,13 +82,12 @@ def _row_object(obj: Object, include_object: str) -> Object | None:
 
 
 def _builtin(kind: str, objects: Sequence[Object], now: float) -> tuple[list[Any], list[Any]]:
-    narrow = columns.headers_for(kind, wide=False)
-    headers = columns.headers_for(kind, wide=True)
-    definitions = [_definition(h, 0 if h in narrow else 1) for h in headers]
+    printer = columns.printer_of(kind)
+    definitions = [_definition(c) for c in printer.columns]
     integers = [i for i, d in enumerate(definitions) if d["type"] == "integer"]
     rows = []
     for obj in objects:
-        cells: list[Any] = columns.row_for(kind, obj, now, True)
+        cells: list[Any] = printer.row(obj, now, True)
         for i in integers:
             cells[i] = _typed(cells[i], "integer")
         rows.append(cells)
@@ -115,7 +116,7 @@ def _custom(
     printer_columns: Sequence[dict[str, Any]], objects: Sequence[Object], now: float
 ) -> tuple[list[Any], list[Any]]:
     cols = list(printer_columns) or [_AGE_COLUMN]
-    definitions = [_definition("NAME", 0)] + [
+    definitions = [_definition(Column("NAME"))] + [
         {
             "name": str(c.get("name", "")),
             "type": "string" if c.get("type") == "date" else str(c.get("type", "string")),

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from controlplane.client.privatefile import write_private
+from machinery.atomicfile import write_private
 
 # Clients pin the CA and ask for this name, whatever address they dial.
 SERVER_NAME = "skiff-apiserver"

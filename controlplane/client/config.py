@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from controlplane.client.kubeconfig import GRPC_EXTENSION
-from controlplane.client.privatefile import write_private
+from machinery.atomicfile import write_private
 
 ENV_VAR = "SKIFF_CONFIG"
 KUBECONFIG_VAR = "KUBECONFIG"

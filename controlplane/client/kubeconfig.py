@@ -6,7 +6,7 @@ API as `https://host:port`. The cluster's `extensions` entry
 `skiff.dev/grpc` carries the address of skiff's gRPC API (the same
 host:port unless the control plane serves gRPC on a port of its own), so
 skiffctl reads the same file (`controlplane.client.config.parse_kubeconfig`).
-The file is written 0600 by controlplane.client.privatefile, never readable
+The file is written 0600 by machinery.atomicfile.write_private, never readable
 by others. This module only writes text; it opens no connection.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from controlplane.client.privatefile import write_private
+from machinery.atomicfile import write_private
 
 GRPC_EXTENSION = "skiff.dev/grpc"  # the cluster extension naming the gRPC address
 NAME = "skiff"

@@ -26,8 +26,11 @@ Per LoadBalancer Service (key = the Service's key), as k3s decides it:
   `PortConflict` naming the holder, and gets its addresses once the port is
   free.
 
-A Service that stops being a LoadBalancer has its ingress cleared. This
-module never touches the network; `lb_ingress` is pure.
+A Service that stops being one of our LoadBalancers has the addresses we
+gave it cleared: those of a Service we served since this controller started,
+or addresses that are all nodes' (after a restart). Another writer's status
+on any other Service is never touched. This module never touches the
+network; `lb_ingress` is pure.
 """
 
 from __future__ import annotations
@@ -146,6 +149,7 @@ class ServiceLBController(Controller):
         self.nodes = self.watch("Node")
         self.endpoints = self.watch("Endpoints")
         self._conflicts: dict[str, str] = {}  # key -> the conflict last reported
+        self._served: set[str] = set()  # keys of the Services given addresses
         every = lambda *_: self._all()  # noqa: E731
         self.nodes.add_event_handler(on_add=every, on_update=self._node_updated, on_delete=every)
         self.endpoints.add_event_handler(
@@ -183,13 +187,12 @@ class ServiceLBController(Controller):
             return None
         status = podutil.status(svc)
         previous = (status.get("loadBalancer") or {}).get("ingress") or []
-        spec = podutil.spec(svc)
-        if spec.get("type") != "LoadBalancer":
-            if previous:  # no longer a LoadBalancer: its addresses go
-                self._write(svc, [])
-            return None
         if not is_ours(svc):
+            if previous and self._gave(key, previous):  # no longer ours: our addresses go
+                self._write(svc, [])
+            self._served.discard(key)
             return None
+        self._served.add(key)
         conflict = port_conflict(svc, self.services.store.list())
         if conflict and self._conflicts.get(key) != conflict:
             self.recorder.event(
@@ -224,6 +227,15 @@ class ServiceLBController(Controller):
                 "There are no available nodes for LoadBalancer",
             )
         return None
+
+    def _gave(self, key: str, ingress: list[dict[str, Any]]) -> bool:
+        """Whether these addresses are ours: the Service was served here, or
+        every address is a node's (this controller restarted since)."""
+        if key in self._served:
+            return True
+        nodes = {str(a.get("address")) for n in self.nodes.store.list()
+                 for a in podutil.status(n).get("addresses") or []}  # fmt: skip
+        return all(i.get("ip") in nodes for i in ingress)
 
     def _write(self, svc: Object, ingress: list[dict[str, str]]) -> None:
         status = copy.deepcopy(dict(podutil.status(svc)))

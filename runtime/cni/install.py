@@ -18,7 +18,7 @@ import os
 import sys
 
 import runtime
-from runtime.store.atomicfile import write_atomic
+from machinery.atomicfile import write_atomic
 
 ENTRY_POINTS = {"skiff-cni": "runtime.cni.main", "skiff-ipam": "runtime.cni.ipam_main"}
 
@@ -42,6 +42,7 @@ def install(bin_dir: str, python: str | None = None) -> list[str]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(runtime.__file__)))
     compileall.compile_dir(os.path.join(root, "runtime", "cni"), quiet=1)
     compileall.compile_file(os.path.join(root, "runtime", "__init__.py"), quiet=1)
+    compileall.compile_dir(os.path.join(root, "machinery"), quiet=1)  # the plugin's floor
     python = python or sys.executable
     os.makedirs(bin_dir, exist_ok=True)
     written = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import _socket
 import posix
 
+from machinery.atomicfile import write_atomic
 from runtime.cni import oslib
 from runtime.cni.skel import GENERIC, INVALID_CONFIG, TRY_AGAIN_LATER, CNIError
 
@@ -158,7 +159,7 @@ class DiskStore:
             posix.write(fd, (container_id.strip() + LINE_BREAK + ifname).encode())
         finally:
             posix.close(fd)
-        oslib.write_atomic(self._path("last_reserved_ip." + range_id), ip.encode())
+        write_atomic(self._path("last_reserved_ip." + range_id), ip.encode(), durable=True)
         return True
 
     def last_reserved(self, range_id: str) -> str | None:

@@ -74,26 +74,6 @@ def makedirs(path: str, mode: int = 0o755) -> None:
         pass
 
 
-def write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
-    """Replace `path` with `data` durably: `<path>.tmp`, fsync, rename, fsync
-    the directory (the plugin's copy of `runtime.store.atomicfile`, on `posix`)."""
-    tmp = path + ".tmp"
-    fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC | posix.O_CLOEXEC, mode)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[posix.write(fd, view) :]
-        posix.fsync(fd)
-    finally:
-        posix.close(fd)
-    posix.replace(tmp, path)
-    dir_fd = posix.open(path.rpartition("/")[0] or ".", posix.O_RDONLY | posix.O_DIRECTORY)
-    try:
-        posix.fsync(dir_fd)
-    finally:
-        posix.close(dir_fd)
-
-
 def digest(text: str, length: int) -> str:
     """Hex SHA-256 prefix of `text` (via `_sha256`: `hashlib` costs ~5 ms)."""
     import _sha256  # type: ignore[import-not-found]

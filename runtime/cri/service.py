@@ -15,13 +15,13 @@ import base64
 import contextlib
 import json
 import logging
-import os
 import signal
 import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from machinery.atomicfile import move_aside
 from runtime import errors
 from runtime.config import Config
 from runtime.host import Host, LinuxHost
@@ -249,7 +249,7 @@ class Janitor:
             return
         dest = self.trash / f"{path.parent.name}-{path.name}-{time.time_ns()}"
         try:
-            os.rename(path, dest)
+            move_aside(path, dest)
         except OSError:
             import shutil
 

@@ -1,7 +1,7 @@
 """The content store: blobs on disk by digest, written atomically.
 
 `blobs/sha256/<hex>` holds every manifest, config and compressed layer once.
-New content is written to `ingest/` and moved into place with `os.replace`
+New content is written to `ingest/` and moved into place (`machinery.atomicfile.publish`)
 only after its digest and size were checked, so a killed writer leaves at most
 a stray ingest file (removed at the next start), never a wrong blob. Digests
 are validated before they become paths: a manifest cannot name a file outside
@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
+from machinery.atomicfile import publish
 from runtime.image.errors import BadContent
 
 _DIGEST_RE = re.compile(r"^sha256:([a-f0-9]{64})$")
@@ -123,7 +124,7 @@ class Ingest:
         os.close(self.fd)
         self.fd = -1
         dest = self.store.path(self.digest)
-        os.replace(self.path, dest)
+        publish(self.path, dest)
         self._committed = True
         return dest
 

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from machinery.atomicfile import move_aside, publish
 from runtime.image.content import digest_hex, pid_alive
 from runtime.image.unpack import LayerStats
 
@@ -91,7 +92,7 @@ class LayerStore:
         }
         (tmp / "layer.json").write_text(json.dumps(meta))
         try:
-            os.rename(tmp, self.path(chain_id))
+            publish(tmp, self.path(chain_id))
         except OSError:
             if not self.has(chain_id):
                 raise
@@ -103,7 +104,7 @@ class LayerStore:
             return
         # Rename first so a half-deleted layer never looks complete.
         doomed = self.dir / f"{TMP_PREFIX}rm-{uuid.uuid4().hex}"
-        os.rename(path, doomed)
+        move_aside(path, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
 
     def chain_ids(self) -> list[str]:

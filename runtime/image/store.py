@@ -29,11 +29,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from machinery.atomicfile import write_atomic
 from runtime.errors import NotFound
 from runtime.image import reference
 from runtime.image.content import ContentStore, pid_alive
 from runtime.image.layers import LayerStore
-from runtime.store.atomicfile import write_atomic
 
 log = logging.getLogger("skiff.runtime.image.store")
 

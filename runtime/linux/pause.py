@@ -12,7 +12,7 @@ from __future__ import annotations
 import platform
 import struct
 
-from runtime.store.atomicfile import write_atomic
+from machinery.atomicfile import write_atomic
 
 BASE = 0x400000
 

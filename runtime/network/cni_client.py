@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime.store.atomicfile import write_atomic
+from machinery.atomicfile import write_atomic
 
 CACHE_KIND = "cniCacheV1"
 CONF_EXTENSIONS = (".conf", ".conflist", ".json")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.store.atomicfile import write_atomic
+from machinery.atomicfile import write_atomic
 
 # the monitor package, run as a script (its __main__.py) where no zygote runs
 MONITOR = Path(__file__).with_name("monitor")

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runtime.store.atomicfile import write_atomic
+from machinery.atomicfile import write_atomic
 
 
 def save(path: Path, obj: Any) -> None:

@@ -143,7 +143,7 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
             if method == "DELETE":
                 return objects.delete_collection, False
         else:
-            table = {"GET": objects.get, "PUT": objects.update, "PATCH": patch.patch,
+            table = {"GET": lists.get_one, "PUT": objects.update, "PATCH": patch.patch,
                      "DELETE": objects.delete}  # fmt: skip
             if method in table:
                 return table[method], False

@@ -1,8 +1,10 @@
 """Discovery documents: /version, /api, /api/v1, /apis, /apis/<g>[/<v>].
 
-Computed from the kind table at every request, so kinds added at run time
-appear at once. Verbs, short names, the namespaced flag and categories are
-what `kubectl api-resources` and clients' RESTMappers read.
+Computed from the kinds registry at every request, so kinds added at run
+time appear at once: each kind's names, scope, categories and subresources
+are its definition's (controlplane/api/kinds/). Verbs, short names, the
+namespaced flag and categories are what `kubectl api-resources` and
+clients' RESTMappers read.
 """
 
 from __future__ import annotations
@@ -11,35 +13,12 @@ import platform
 import sys
 from typing import Any
 
+from controlplane.api import kinds
 from controlplane.api.kinds import KindInfo
 from controlplane.apiserver.rest import reviews
 from controlplane.apiserver.rest.paths import every_kind, kinds_at, served_versions
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-# The kinds Kubernetes puts in the `all` category (`kubectl get all`).
-CATEGORY_ALL = frozenset(
-    {
-        "Pod",
-        "Service",
-        "ReplicaSet",
-        "Deployment",
-        "StatefulSet",
-        "DaemonSet",
-        "Job",
-        "CronJob",
-        "HorizontalPodAutoscaler",
-    }
-)
-# Subresources beyond status and scale: (kind, name) -> (verbs, group, version, kind).
-EXTRA_SUBRESOURCES: dict[tuple[str, str], tuple[list[str], str, str, str]] = {
-    ("Pod", "binding"): (["create"], "", "v1", "Binding"),
-    ("Pod", "eviction"): (["create"], "policy", "v1", "Eviction"),
-    ("Pod", "log"): (["get"], "", "", "Pod"),
-    ("Pod", "exec"): (["create", "get"], "", "", "PodExecOptions"),
-    ("Pod", "attach"): (["create", "get"], "", "", "PodAttachOptions"),
-    ("Pod", "portforward"): (["create", "get"], "", "", "PodPortForwardOptions"),
-    ("ServiceAccount", "token"): (["create"], "authentication.k8s.io", "v1", "TokenRequest"),
-}
 
 
 def version() -> dict[str, Any]:
@@ -107,9 +86,8 @@ def _resource(info: KindInfo) -> dict[str, Any]:
     }
     if info.short_names:
         entry["shortNames"] = list(info.short_names)
-    categories = [*(["all"] if info.key in CATEGORY_ALL else []), *info.categories]
-    if categories:
-        entry["categories"] = list(dict.fromkeys(categories))
+    if info.categories:
+        entry["categories"] = list(dict.fromkeys(info.categories))
     return entry
 
 
@@ -143,9 +121,11 @@ def resource_list(group_version: str) -> dict[str, Any] | None:
                     info, "scale", ["get", "patch", "update"], "autoscaling", "v1", "Scale"
                 )
             )
-        for (kind, sub), (verbs, grp, ver, sub_kind) in EXTRA_SUBRESOURCES.items():
-            if kind == info.key:
-                resources.append(_subresource(info, sub, verbs, grp, ver, sub_kind))
+        definition = kinds.find(info.key)
+        for sub in definition.subresources if definition is not None else ():
+            resources.append(
+                _subresource(info, sub.name, list(sub.verbs), sub.group, sub.version, sub.kind)
+            )
     if group_version == reviews.AUTHENTICATION:
         resources.append(reviews.RESOURCE)
     return {

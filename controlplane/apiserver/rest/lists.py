@@ -20,7 +20,7 @@ from controlplane.apiserver import tables
 from controlplane.apiserver.codec import Stored, decode, with_version
 from controlplane.apiserver.listing import ListResult
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import json_response, served
+from controlplane.apiserver.rest.objects import get, json_response, served
 from controlplane.apiserver.rest.status import BadRequest
 from controlplane.client.errors import Invalid
 
@@ -106,6 +106,23 @@ async def list_(call: Call) -> web.StreamResponse:
 
         return json_response(await call.server.run(document))
     return await _stream(call, label, field)
+
+
+async def get_one(call: Call) -> web.StreamResponse:
+    """GET of one object: as a one-row Table when asked (`kubectl get KIND NAME`
+    prints the kind's columns, as kube-apiserver answers it), else the object."""
+    if not wants_table(call.request):
+        return await get(call)
+    t, include = call.target, include_object(call)
+
+    def table() -> bytes:
+        data, rev = call.registry.get(t.info.key, t.name, call.namespace, call.who)
+        meta = {"resourceVersion": str(rev)}
+        one = tables.table(t.info.key, [decode(data, rev)], include_object=include,
+                           list_metadata=meta)  # fmt: skip
+        return jsoncodec.dumps(one)
+
+    return json_response(await call.server.run(table))
 
 
 def _items(call: Call, items: list[Stored]) -> bytes:

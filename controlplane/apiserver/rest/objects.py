@@ -13,10 +13,10 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
+from controlplane.api.kinds.definition import Conversion
 from controlplane.apiserver.codec import Stored, decode, with_version
 from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.conversion import Conversion
 from controlplane.apiserver.rest.status import BadRequest, success
 from controlplane.client.errors import NotFound
 from controlplane.client.interface import DeleteOptions

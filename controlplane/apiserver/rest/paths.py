@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from controlplane.api import kinds
 from controlplane.api.kinds import KindInfo
+from controlplane.api.kinds.definition import Conversion
 from controlplane.apiserver.rest import conversion
-from controlplane.apiserver.rest.conversion import Conversion
 from controlplane.client.errors import NotFound
 
 # Subresources of a namespace itself (namespaces/<name>/<sub>), as opposed
@@ -48,8 +48,10 @@ def every_kind() -> tuple[KindInfo, ...]:
 
 def served_versions(info: KindInfo) -> tuple[str, ...]:
     """Every group/version a kind is served at, its own first."""
-    extra = conversion.extra_versions(info.key)
-    return tuple(dict.fromkeys((info.api_version, *info.also_api_versions, *extra)))
+    definition = kinds.find(info.key)
+    if definition is None:
+        return (info.api_version, *info.also_api_versions)
+    return definition.served_versions()
 
 
 def kinds_at(group_version: str) -> list[KindInfo]:

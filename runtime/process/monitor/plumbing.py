@@ -12,7 +12,7 @@ import os
 import signal
 from typing import Any
 
-from runtime.store.atomicfile import write_atomic
+from machinery.atomicfile import write_atomic
 
 Spec = dict[str, Any]
 

@@ -16,7 +16,7 @@ import pytest
 from agent.host_state import Instance, find_conflicts, mounts_under, names_a_root
 from agent.instance_lock import Busy, InstanceLock
 from agent.layout import Layout, unsafe_data_dir
-from controlplane.client.privatefile import copy_private
+from machinery.atomicfile import copy_private
 
 RANGES = {"--cluster-cidr": "10.244.0.0/16", "--service-cidr": "10.43.0.0/16"}
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.api import strategic_merge
-from controlplane.api.patch_meta import PATCH_META, field_meta
+from controlplane.api import kinds, strategic_merge
+from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Invalid
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -322,7 +322,8 @@ def test_the_table_is_declarative_and_covers_the_pod_template_of_every_workload(
     meta = field_meta("Pod", "spec.volumes")
     assert meta is not None and meta.merges and meta.retains_keys
     assert field_meta("Pod", "spec.tolerations") is None
-    json.dumps({k: {p: m.strategy for p, m in v.items()} for k, v in PATCH_META.items()})
+    tables = {d.key: d.patch_meta for d in kinds.definitions() if d.patch_meta is not None}
+    json.dumps({k: {p: m.strategy for p, m in v.items()} for k, v in tables.items()})
 
 
 def test_volume_source_switch_retains_only_listed_keys() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.apiserver.admission_networking import default_class
+from controlplane.api.kinds.networking.ingress import default_class
 from controlplane.controllers.ingress import PORTS_ANNOTATION, serving_addresses
 
 

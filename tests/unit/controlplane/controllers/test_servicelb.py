@@ -140,3 +140,13 @@ def test_controller_writes_status_events_and_leaves_other_classes(env) -> None:
     svc["spec"]["type"] = "ClusterIP"
     e.client.update("Service", svc)
     e.wait(lambda: ingress("clash") == [], message="cleared")
+
+    # Another writer's addresses on a Service that was never ours stay.
+    e.client.create("Service", {**lb("plain", port=82), "spec": {
+        "type": "ClusterIP", "ports": [{"port": 82, "protocol": "TCP"}]}}, "default")  # fmt: skip
+    plain = e.client.get("Service", "plain", "default")
+    plain["status"] = {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}
+    e.client.update_status("Service", plain)
+    e.client.create("Service", lb("late", port=83), "default")
+    e.wait(lambda: len(ingress("late")) == 2, message="a later Service served (queue drained)")
+    assert ingress("plain") == [{"ip": "192.0.2.1"}]

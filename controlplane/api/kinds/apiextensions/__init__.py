@@ -1,0 +1,1 @@
+"""The `apiextensions.k8s.io/v1` group: CustomResourceDefinition."""

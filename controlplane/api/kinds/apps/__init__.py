@@ -1,0 +1,1 @@
+"""The `apps/v1` workloads: Deployment, ReplicaSet, StatefulSet, DaemonSet."""

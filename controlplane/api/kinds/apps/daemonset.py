@@ -1,0 +1,12 @@
+"""DaemonSet (apps/v1)."""
+
+from __future__ import annotations
+
+from controlplane.api.kinds.definition import FieldMeta, KindDef
+from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
+
+DEFINITION = KindDef(
+    KindInfo("DaemonSet", "apps/v1", "daemonsets", "daemonset", ("ds",), categories=("all",)),
+    patch_meta=facts(TEMPLATE, CONDITIONS, {"spec.updateStrategy": FieldMeta("retainKeys")}),
+)

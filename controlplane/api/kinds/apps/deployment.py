@@ -1,0 +1,20 @@
+"""Deployment (apps/v1)."""
+
+from __future__ import annotations
+
+from controlplane.api.kinds.definition import FieldMeta, KindDef
+from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
+
+DEFINITION = KindDef(
+    KindInfo(
+        "Deployment",
+        "apps/v1",
+        "deployments",
+        "deployment",
+        ("deploy",),
+        has_scale=True,
+        categories=("all",),
+    ),
+    patch_meta=facts(TEMPLATE, CONDITIONS, {"spec.strategy": FieldMeta("retainKeys")}),
+)

@@ -1,0 +1,1 @@
+"""The `authorization.k8s.io/v1` reviews: answered on create, never stored."""

@@ -1,0 +1,19 @@
+"""SubjectAccessReview (authorization.k8s.io/v1): may they? Answered on create
+(controlplane/apiserver/reviews.py), never stored."""
+
+from __future__ import annotations
+
+from controlplane.api.kinds.definition import KindDef
+from controlplane.api.kinds.info import KindInfo
+
+DEFINITION = KindDef(
+    KindInfo(
+        "SubjectAccessReview",
+        "authorization.k8s.io/v1",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        (),
+        namespaced=False,
+        create_only=True,
+    ),
+)

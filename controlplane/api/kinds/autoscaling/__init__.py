@@ -1,0 +1,1 @@
+"""The `autoscaling` group: HorizontalPodAutoscaler (v2, also served as v1)."""

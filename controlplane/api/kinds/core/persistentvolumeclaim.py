@@ -1,0 +1,16 @@
+"""PersistentVolumeClaim (v1)."""
+
+from __future__ import annotations
+
+from controlplane.api.kinds.definition import KindDef
+from controlplane.api.kinds.info import KindInfo
+
+DEFINITION = KindDef(
+    KindInfo(
+        "PersistentVolumeClaim",
+        "v1",
+        "persistentvolumeclaims",
+        "persistentvolumeclaim",
+        ("pvc",),
+    ),
+)

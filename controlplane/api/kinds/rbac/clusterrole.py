@@ -1,0 +1,19 @@
+"""ClusterRole (rbac.authorization.k8s.io/v1)."""
+
+from __future__ import annotations
+
+from controlplane.api.kinds.definition import KindDef
+from controlplane.api.kinds.info import KindInfo
+
+DEFINITION = KindDef(
+    KindInfo(
+        "ClusterRole",
+        "rbac.authorization.k8s.io/v1",
+        "clusterroles",
+        "clusterrole",
+        (),
+        namespaced=False,
+        has_status=False,
+    ),
+    name_rule="path-segment",
+)

@@ -1,0 +1,20 @@
+"""PriorityClass (scheduling.k8s.io/v1)."""
+
+from __future__ import annotations
+
+from controlplane.api.kinds.definition import KindDef
+from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.shared.patch_facts import facts
+
+DEFINITION = KindDef(
+    KindInfo(
+        "PriorityClass",
+        "scheduling.k8s.io/v1",
+        "priorityclasses",
+        "priorityclass",
+        ("pc",),
+        namespaced=False,
+        has_status=False,
+    ),
+    patch_meta=facts(),
+)

@@ -1,0 +1,1 @@
+"""The `storage.k8s.io/v1` group: StorageClass."""

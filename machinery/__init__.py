@@ -1,0 +1,20 @@
+"""The floor under runtime, agent and controlplane: what all three use and
+none of them owns.
+
+- `libc`: the one binding of the C library (and libseccomp) through ctypes:
+  the syscalls Python lacks, loaded lazily so the CNI plugin starts fast.
+- `atomicfile`: the one home of os.replace/os.rename: the durable atomic
+  writer, the credential writer (0600 from creation) and the renames that
+  publish a prepared file, directory or symlink.
+- `rfc3339` and `clock`: Kubernetes' time formats and the injectable clock.
+- `apierrors`: the one API error table (kind, Kubernetes reason, HTTP code,
+  gRPC code, retryable) every server and client derives its own from.
+- `rpc_errors`: what a failed gRPC call said.
+- `streaming`: the Kubernetes streaming wire protocols (SPDY/3.1, WebSocket,
+  remote command, port-forward), spoken by both of their ends.
+
+This package imports nothing of runtime, agent, controlplane or proto (an
+import-linter contract keeps it so), and nothing here decides policy: the
+callers do. Importing the package itself costs nothing: each module loads
+what it needs, so the CNI plugin pays only for what it calls.
+"""

@@ -1,0 +1,86 @@
+"""The kinds registry: one module per kind, found without a list to edit."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from controlplane.api import kinds
+from controlplane.api.kinds.definition import KindDef
+from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.registry import ORDER, discover
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Iterator[Path]:
+    """An empty package `fakekinds` on sys.path, removed afterwards."""
+    root = tmp_path / "fakekinds"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield root
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m == "fakekinds" or m.startswith("fakekinds.")]:
+            del sys.modules[name]
+
+
+def _kind_module(package: Path, group: str, module: str, kind: str, api_version: str) -> None:
+    (package / group).mkdir(exist_ok=True)
+    (package / group / "__init__.py").write_text("")
+    (package / group / f"{module}.py").write_text(
+        textwrap.dedent(f"""
+            from controlplane.api.kinds.definition import KindDef
+            from controlplane.api.kinds.info import KindInfo
+
+            DEFINITION = KindDef(KindInfo("{kind}", "{api_version}", "{module}s", "{module}"))
+        """)
+    )
+
+
+def test_a_new_module_is_a_new_kind(package: Path) -> None:
+    _kind_module(package, "widgets", "gadget", "Gadget", "widgets.example.com/v1")
+    _kind_module(package, "widgets", "doohickey", "Doohickey", "widgets.example.com/v1")
+    (package / "widgets" / "_helpers.py").write_text("raise AssertionError('not a kind')\n")
+    (package / "shared").mkdir()
+    (package / "shared" / "__init__.py").write_text("raise AssertionError('not a group')\n")
+    found = discover("fakekinds")
+    assert [d.key for d in found] == ["Doohickey", "Gadget"]  # by module name
+
+
+def test_a_kind_defined_twice_is_refused(package: Path) -> None:
+    _kind_module(package, "a", "gadget", "Gadget", "a.example.com/v1")
+    _kind_module(package, "b", "gadget", "Gadget", "b.example.com/v1")
+    with pytest.raises(ValueError, match="kinds defined twice: Gadget"):
+        discover("fakekinds")
+
+
+def test_builtin_kinds_keep_their_order_and_names() -> None:
+    keys = [info.key for info in kinds.builtin_kinds()]
+    assert keys[: len(ORDER)] == list(ORDER)
+    for d in kinds.builtin_definitions():
+        info = d.info
+        for name in (info.key, info.plural, info.singular, *info.short_names, info.resource):
+            assert kinds.lookup(name) is info or info.qualified, name
+        assert kinds.definition(info.key) is d
+    assert kinds.lookup("job").key == "Job"  # batch/v1 before Volcano's Job
+    assert kinds.lookup("vcjob").key == "Job.batch.volcano.sh"
+
+
+def test_run_time_kinds_come_and_go() -> None:
+    info = KindInfo("Gizmo", "gizmos.example.com/v1", "gizmos", "gizmo", qualified=True)
+    kinds.register(KindDef(info, validate=lambda e, obj, old: e.add("spec", "no")))
+    try:
+        assert kinds.lookup("gizmos.gizmos.example.com") is info
+        assert kinds.definition("Gizmo.gizmos.example.com").validate is not None
+    finally:
+        kinds.unregister(info.key)
+    with pytest.raises(kinds.UnknownKind):
+        kinds.lookup("gizmos.gizmos.example.com")
+    with pytest.raises(ValueError, match="built in"):
+        kinds.register(kinds.by_kind("Pod"))
