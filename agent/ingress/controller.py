@@ -38,11 +38,11 @@ from cryptography.x509.oid import NameOID
 from agent.ingress import model
 from agent.ingress.haproxy import HAProxy, IngressSettings, render
 from controlplane.client import errors
-from controlplane.client.clock import Clock, RealClock, Timer
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
 from machinery.atomicfile import write_private
+from machinery.clock import Clock, RealClock, Timer
 
 log = logging.getLogger("skiff.agent.ingress")
 

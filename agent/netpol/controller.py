@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from agent.netpol import plan as planner
 from agent.netpol.nft import CommandNft, Nft
 from agent.netpol.policy import Policy, PolicyError, namespace_labels, parse_policy, pod_info
-from controlplane.client.clock import Clock, RealClock, Timer
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
+from machinery.clock import Clock, RealClock, Timer
 
 log = logging.getLogger("skiff.agent.netpol")
 

@@ -28,10 +28,10 @@ from agent.proxy.conntrack import stale_udp_flows
 from agent.proxy.healthcheck import HealthCheckServers, health_targets
 from agent.proxy.iptables import CommandIptables, Iptables
 from agent.proxy.model import ServicePort, service_ports
-from controlplane.client.clock import Clock, RealClock, Timer
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
+from machinery.clock import Clock, RealClock, Timer
 
 log = logging.getLogger("skiff.agent.proxy")
 
