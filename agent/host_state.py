@@ -196,9 +196,11 @@ def _ancestors() -> set[int]:
 
 
 def names_a_root(argv: Sequence[str], roots: Iterable[Path]) -> bool:
-    """A python process (the runtime, a pod's monitor) with an argument that
-    names a path under one of `roots`."""
-    if not argv or not os.path.basename(argv[0]).startswith("python"):
+    """A python process (the runtime, a pod's monitor) or an HAProxy (the
+    ingress, which outlives a killed agent) with an argument that names a
+    path under one of `roots`."""
+    program = os.path.basename(argv[0]) if argv else ""
+    if not (program.startswith("python") or program == "haproxy"):
         return False
     prefixes = [str(r).rstrip("/") + "/" for r in roots]
     return any(p in arg for arg in argv[1:] for p in prefixes)
@@ -221,8 +223,8 @@ def _cgroup_pids(cgroup: str) -> set[int]:
 
 def processes(inst: Instance) -> set[int]:
     """Live processes of the instance: in its cgroup tree (pods), or python
-    processes naming its directories (runtime, monitors); never this one or
-    its ancestors."""
+    and haproxy processes naming its directories (runtime, monitors, the
+    ingress); never this one or its ancestors."""
     pids = _cgroup_pids(inst.cgroup)
     for entry in os.scandir("/proc"):
         if entry.name.isdigit() and names_a_root(_cmdline(int(entry.name)), inst.roots):

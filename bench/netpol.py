@@ -1,6 +1,6 @@
-"""NetworkPolicy enforcement: rule sync time and connection setup cost.
+"""NetworkPolicy enforcement: rule sync time, connection setup and throughput cost.
 
-`sudo .venv/bin/python -m bench.netpol [--policies 1000] [--connects 2000]`
+`sudo .venv/bin/python -m bench.netpol [--policies 1000] [--connects 2000] [--megabytes 256]`
 
 In network namespaces of its own (removed afterwards): a node namespace
 with a bridge and two pod namespaces on it (server and client, bridged as
@@ -10,10 +10,13 @@ two pods of one node are). It measures
   and applying it with one `nft -f` (the whole table replaced), with N
   policies in 100 namespaces over 2,000 pods cluster-wide;
 - TCP connection setup (connect() returning) client -> server, p50/p99 of
-  `--connects` connections, with no policy, with N policies of which one
-  selects the server and allows the client, and with N policies that all
-  select the server (one of them allowing the client: the worst case, each
-  new connection walks every policy's chain).
+  `--connects` connections, and bulk throughput (`--megabytes` sent over
+  one connection, best of three), first with bridged traffic bypassing
+  netfilter (`bridge-nf-call-iptables` 0: the node before the agent turned
+  br_netfilter on), then with it on and no policy, with N policies of which
+  one selects the server and allows the client, and with N policies that
+  all select the server (one of them allowing the client: the worst case,
+  each new connection walks every policy's chain).
 
 A table, then one JSON line of figures.
 """
@@ -50,6 +53,39 @@ for _ in range(int(sys.argv[2])):
     out.append(time.perf_counter() - t)
     c.close()
 print(json.dumps(out))
+"""
+
+
+SINK = r"""
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 8081)); s.listen(16)
+while True:
+    c, _ = s.accept()
+    n = 0
+    while True:
+        b = c.recv(1 << 20)
+        if not b:
+            break
+        n += len(b)
+    c.sendall(str(n).encode()); c.close()
+"""
+
+BULK = r"""
+import socket, sys, time, json
+size, best = int(sys.argv[2]) << 20, []
+chunk = b"x" * (1 << 20)
+for _ in range(3):
+    c = socket.create_connection((sys.argv[1], 8081), timeout=30)
+    t = time.perf_counter()
+    for _ in range(size >> 20):
+        c.sendall(chunk)
+    c.shutdown(socket.SHUT_WR)
+    got = int(c.recv(64))
+    best.append(time.perf_counter() - t)
+    c.close()
+    assert got == size, got
+print(json.dumps(size / min(best) / 1e6))
 """
 
 
@@ -110,6 +146,24 @@ def connects(client_ns: str, count: int) -> list[float]:
     return result
 
 
+def throughput(client_ns: str, megabytes: int) -> float:
+    """MB/s client -> server over one connection, best of three."""
+    out = subprocess.run(
+        ["ip", "netns", "exec", client_ns, sys.executable, "-c", BULK, "10.244.1.2", str(megabytes)],
+        check=True, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    return float(json.loads(out.stdout))
+
+
+def bridge_netfilter(node_ns: str, on: bool) -> None:
+    """br_netfilter's per-namespace switch for bridged IPv4 (what the agent turns on)."""
+    subprocess.run(
+        ["ip", "netns", "exec", node_ns, "sysctl", "-qw",
+         f"net.bridge.bridge-nf-call-iptables={int(on)}"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
 def ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
 
@@ -118,6 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.netpol")
     p.add_argument("--policies", type=int, default=1000)
     p.add_argument("--connects", type=int, default=2000)
+    p.add_argument("--megabytes", type=int, default=256)
     args = p.parse_args(argv)
     figures: dict[str, float] = {}
     with (
@@ -134,11 +189,18 @@ def main(argv: list[str] | None = None) -> None:
             ip("-n", node, "link", "set", h, "master", br, "up")
             ip("-n", ns, "addr", "add", f"{addr}/24", "dev", q)
             ip("-n", ns, "link", "set", q, "up")
-        server = subprocess.Popen(["ip", "netns", "exec", srv, sys.executable, "-c", SERVER])
+        servers = [
+            subprocess.Popen(["ip", "netns", "exec", srv, sys.executable, "-c", code])
+            for code in (SERVER, SINK)
+        ]
         try:
             nft = CommandNft(["ip", "netns", "exec", node])
             table = unique_name("sknpb")
+            bridge_netfilter(node, False)
             connects(cli, 50)  # warm up (ARP, bytecode)
+            lat = connects(cli, args.connects)
+            off = (pctl(lat, 0.5) * 1e3, pctl(lat, 0.99) * 1e3, throughput(cli, args.megabytes))
+            bridge_netfilter(node, True)
             rows = []
             for label, n, worst in (
                 ("no policy", 0, False),
@@ -147,19 +209,27 @@ def main(argv: list[str] | None = None) -> None:
             ):
                 sync = sync_once(nft, table, n, worst)
                 lat = connects(cli, args.connects)
-                rows.append((label, sync, pctl(lat, 0.5) * 1e3, pctl(lat, 0.99) * 1e3))
+                mbps = throughput(cli, args.megabytes)
+                rows.append((label, sync, pctl(lat, 0.5) * 1e3, pctl(lat, 0.99) * 1e3, mbps))
             resync = sync_once(nft, table, args.policies, False)  # replacing a full table
         finally:
-            server.kill()
-            server.wait()
-    print(
-        f"{'case':<42} {'plan s':>8} {'nft -f s':>9} {'lines':>7} {'connect p50 ms':>15} {'p99 ms':>8}"
-    )
-    for label, sync, p50, p99 in rows:
+            for server in servers:
+                server.kill()
+                server.wait()
+    print(f"{'case':<42} {'plan s':>8} {'nft -f s':>9} {'lines':>7} {'connect p50 ms':>15}"
+          f" {'p99 ms':>8} {'MB/s':>7}")  # fmt: skip
+    print(f"{'br_netfilter off, no table':<42} {'':>8} {'':>9} {'':>7} {off[0]:>15.3f}"
+          f" {off[1]:>8.3f} {off[2]:>7.0f}")  # fmt: skip
+    for label, sync, p50, p99, mbps in rows:
         print(f"{label:<42} {sync['plan_s']:>8.3f} {sync['apply_s']:>9.3f} {int(sync['lines']):>7}"
-              f" {p50:>15.3f} {p99:>8.3f}")  # fmt: skip
+              f" {p50:>15.3f} {p99:>8.3f} {mbps:>7.0f}")  # fmt: skip
     print(f"replacing the {args.policies}-policy table: {resync['total_s']:.3f} s")
     figures = {
+        "connect_p50_ms_bridge_nf_off": round(off[0], 4),
+        "connect_p99_ms_bridge_nf_off": round(off[1], 4),
+        "mbps_bridge_nf_off": round(off[2], 1),
+        "mbps_0": round(rows[0][4], 1),
+        "mbps_1000_all_select": round(rows[2][4], 1),
         "sync_s_1000": round(rows[1][1]["total_s"], 4),
         "sync_worst_s_1000": round(rows[2][1]["total_s"], 4),
         "resync_s_1000": round(resync["total_s"], 4),
