@@ -13,7 +13,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 STAMP := $(VENV)/.installed
 
 # What skiff needs to run: netlink/iptables tools, and libseccomp for seccomp.
-APT_RUN := iproute2 iptables nftables conntrack kmod procps libseccomp2 ca-certificates \
+APT_RUN := iproute2 iptables nftables conntrack kmod procps libseccomp2 ca-certificates haproxy \
 	python3 python3-venv python3-dev gcc make
 # What the test suite needs on top: test images, a local registry, image
 # tools, etcd, a peer CRI runtime and the reference CNI plugins, shellcheck,

@@ -31,7 +31,10 @@ from agent import serving_tls
 from agent.backoff import Backoff
 from agent.claims import ClaimVolumes
 from agent.cri_client import CRIClient
+from agent.ingress.controller import IngressController
+from agent.ingress.haproxy import IngressSettings
 from agent.local_path import LocalPathAgent
+from agent.netpol import NetpolSettings, NetworkPolicyController
 from agent.network import NetworkConfigurator, NetworkSettings
 from agent.node_loops import NodeLoops
 from agent.node_resources import NodeResources, ResourceSettings
@@ -93,6 +96,10 @@ class AgentConfig:
     # kube-proxy's and the cluster DNS's jobs; None turns each off (tests without root).
     proxy: ProxySettings | None = None
     dns: DnsSettings | None = None
+    # NetworkPolicy enforcement (kube-router's job); None turns it off.
+    netpol: NetpolSettings | None = None
+    # The built-in ingress controller's HAProxy (serves while its IngressClass exists).
+    ingress: IngressSettings | None = None
     # Static pods (--pod-manifest-path); None = off. The directory is re-read every period.
     pod_manifest_path: Path | None = None
     static_period: float = 5.0
@@ -166,6 +173,20 @@ class Agent:
         self.proxy = (
             ServiceProxy(api, cfg.node.name, cfg.proxy, clock=self.clock, informers=self.factory)
             if cfg.proxy is not None
+            else None
+        )
+        self.netpol = (
+            NetworkPolicyController(
+                api, cfg.node.name, cfg.netpol, clock=self.clock, informers=self.factory
+            )
+            if cfg.netpol is not None
+            else None
+        )
+        self.ingress = (
+            IngressController(
+                api, cfg.node.name, cfg.ingress, clock=self.clock, informers=self.factory
+            )
+            if cfg.ingress is not None
             else None
         )
         self.dns = (
@@ -358,6 +379,10 @@ class Agent:
             self.dns.start()
         if self.proxy is not None:
             self.proxy.start()
+        if self.netpol is not None:
+            self.netpol.start()
+        if self.ingress is not None:
+            self.ingress.start()
         self.factory.start()
         while not self.factory.wait_for_cache_sync(timeout=5) and not self.stop_event.is_set():
             log.info("waiting for the pod and node caches to sync")
@@ -410,6 +435,10 @@ class Agent:
             remove_local_address(self.dns.settings.listen_host, self.dns.settings.interface)
         if self.proxy is not None:
             self.proxy.stop()
+        if self.netpol is not None:
+            self.netpol.stop()  # its table stays: no window of open traffic
+        if self.ingress is not None:
+            self.ingress.stop()
         self.queue.shut_down()
         self.refresher.stop()
         self.objects.stop()

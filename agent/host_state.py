@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.layout import Layout
+from agent.netpol.nft import CommandNft
+from agent.netpol.plan import netpol_table
 from agent.network import CONF_NAME
 from agent.pod_cgroups import cgroup_mounts, remove_empty_tree
 from agent.proxy.iptables import CommandIptables
@@ -194,9 +196,11 @@ def _ancestors() -> set[int]:
 
 
 def names_a_root(argv: Sequence[str], roots: Iterable[Path]) -> bool:
-    """A python process (the runtime, a pod's monitor) with an argument that
-    names a path under one of `roots`."""
-    if not argv or not os.path.basename(argv[0]).startswith("python"):
+    """A python process (the runtime, a pod's monitor) or an HAProxy (the
+    ingress, which outlives a killed agent) with an argument that names a
+    path under one of `roots`."""
+    program = os.path.basename(argv[0]) if argv else ""
+    if not (program.startswith("python") or program == "haproxy"):
         return False
     prefixes = [str(r).rstrip("/") + "/" for r in roots]
     return any(p in arg for arg in argv[1:] for p in prefixes)
@@ -219,8 +223,8 @@ def _cgroup_pids(cgroup: str) -> set[int]:
 
 def processes(inst: Instance) -> set[int]:
     """Live processes of the instance: in its cgroup tree (pods), or python
-    processes naming its directories (runtime, monitors); never this one or
-    its ancestors."""
+    and haproxy processes naming its directories (runtime, monitors, the
+    ingress); never this one or its ancestors."""
     pids = _cgroup_pids(inst.cgroup)
     for entry in os.scandir("/proc"):
         if entry.name.isdigit() and names_a_root(_cmdline(int(entry.name)), inst.roots):
@@ -305,6 +309,9 @@ def leftovers(inst: Instance) -> list[str]:
         chains = proxy_chains(inst.chain_prefix)
         if chains:
             found.append(f"{len(chains)} iptables chains {inst.chain_prefix}-*")
+    with contextlib.suppress(OSError, RuntimeError):
+        if CommandNft().has_table("inet", netpol_table(inst.chain_prefix)):
+            found.append(f"nftables table inet {netpol_table(inst.chain_prefix)}")
     for d in cgroup_dirs(inst.cgroup):
         found.append(f"cgroup {d}")
     if inst.cni_conf.exists():
@@ -513,6 +520,8 @@ def teardown(inst: Instance) -> list[str]:
         CommandIptables(),
         Chains(inst.chain_prefix),
     )
+    table = netpol_table(inst.chain_prefix)
+    step(f"nftables table inet {table}", CommandNft().delete_table, "inet", table)
     for path in (inst.cni_conf, inst.cni_conf_dir.parent / f".{CONF_NAME}.reconcile.json"):
         step(f"file {path}", _unlink, path)
     step(f"IPAM state {inst.ipam_dir}", _rmtree, inst.ipam_dir)

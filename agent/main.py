@@ -30,6 +30,9 @@ from agent.container_gc import ContainerGCPolicy
 from agent.cri_client import CRIClient
 from agent.eviction import thresholds
 from agent.image_gc import ImageGCPolicy
+from agent.ingress.haproxy import IngressSettings
+from agent.netpol import NetpolSettings
+from agent.netpol.plan import netpol_table
 from agent.network import NetworkSettings
 from agent.node_resources import ResourceSettings
 from agent.node_status import NodeConfig
@@ -108,6 +111,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network of the cluster")
     p.add_argument("--no-proxy", action="store_true", help="do not program service rules")
+    p.add_argument(
+        "--ingress-http-port",
+        type=int,
+        default=80,
+        help="port of the built-in ingress controller's HTTP (0: no ingress on this node)",
+    )
+    p.add_argument("--ingress-https-port", type=int, default=443)
+    p.add_argument(
+        "--disable-network-policy",
+        action="store_true",
+        help="do not enforce NetworkPolicies (k3s' flag of that name)",
+    )
     p.add_argument(
         "--iptables-chain-prefix",
         default=DEFAULT_PREFIX,
@@ -446,6 +461,16 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
             local_service_ips=frozenset(dns_ips),
             chain_prefix=args.iptables_chain_prefix,
         ),
+        ingress=IngressSettings(
+            state_dir=root / "ingress",
+            http_port=args.ingress_http_port,
+            https_port=args.ingress_https_port,
+        )
+        if args.ingress_http_port
+        else None,
+        netpol=None
+        if args.disable_network_policy
+        else NetpolSettings(table=netpol_table(args.iptables_chain_prefix)),
         dns=DnsSettings(
             listen_host=dns_ips[0], domain=args.cluster_domain, interface=args.dns_interface
         )

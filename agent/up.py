@@ -146,6 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--registry-config", default="", help="registries.yaml for the runtime")
     p.add_argument("--disable-default-registry-endpoint", action="store_true")
     p.add_argument("--keep-pods", action="store_true", help="leave pods running when stopping")
+    p.add_argument(
+        "--disable",
+        action="append",
+        default=[],
+        choices=["ingress", "servicelb"],
+        help="do not run the built-in ingress controller or ServiceLB (k3s' --disable traefik,"
+        " --disable servicelb); repeat for both",
+    )
+    p.add_argument("--disable-network-policy", action="store_true")
+    p.add_argument("--ingress-http-port", type=int, default=80)
+    p.add_argument("--ingress-https-port", type=int, default=443)
     p.add_argument("--log-level", default="info")
     return p
 
@@ -289,6 +300,11 @@ def agent_argv(args: argparse.Namespace, lay: Layout, dns_ip: str, server: str) 
         lay.chain_prefix,
         "--listen",
         f"0.0.0.0:{args.agent_port}",
+        "--ingress-http-port",
+        str(0 if "ingress" in args.disable else args.ingress_http_port),
+        "--ingress-https-port",
+        str(args.ingress_https_port),
+        *(["--disable-network-policy"] if args.disable_network_policy else []),
         "--log-level",
         args.log_level.upper(),
     ]
@@ -340,6 +356,7 @@ def controlplane_argv(args: argparse.Namespace, lay: Layout, server: str) -> lis
         # Its components as threads, as k3s runs them: processes of their own
         # would add ~60 MB RSS each to the single node's footprint.
         "--no-component-processes",
+        *(f"--disable={name}" for name in args.disable),
     ]
 
 

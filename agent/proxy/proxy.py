@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from agent.proxy import rules
 from agent.proxy.conntrack import stale_udp_flows
+from agent.proxy.healthcheck import HealthCheckServers, health_targets
 from agent.proxy.iptables import CommandIptables, Iptables
 from agent.proxy.model import ServicePort, service_ports
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
@@ -52,6 +53,9 @@ class ProxySettings:
     # Our chains are <prefix>-SERVICES, <prefix>-SVC-..., ...: another
     # prefix for a second agent on the same host (rules.Chains).
     chain_prefix: str = rules.DEFAULT_PREFIX
+    # Serve kube-proxy's health checks on healthCheckNodePorts (LoadBalancer
+    # Services with externalTrafficPolicy Local).
+    health_checks: bool = True
 
     @property
     def chains(self) -> rules.Chains:
@@ -118,6 +122,7 @@ class ServiceProxy:
         self.last_sync_seconds = 0.0  # how long the last successful sync took
         self.last_synced_at = 0.0  # clock.now() when it finished
         self.last_error: Exception | None = None
+        self.health = HealthCheckServers() if self.settings.health_checks else None
 
     # ---- lifecycle -------------------------------------------------------
 
@@ -146,6 +151,8 @@ class ServiceProxy:
             self._thread.join(10)
         if self._own_factory:
             self.factory.shutdown()
+        if self.health is not None:
+            self.health.close()
         if self.settings.cleanup_on_stop if cleanup_rules is None else cleanup_rules:
             self.cleanup()
 
@@ -198,6 +205,9 @@ class ServiceProxy:
                 except Exception as err:  # stale flows then expire on their own
                     log.warning("conntrack -D %s failed: %s", " ".join(filters), err)
             self._applied = ports
+        if self.health is not None:
+            eps = {object_key(e): e for e in self.endpoints.store.list()}
+            self.health.sync(health_targets(self.services.store.list(), eps, self.node_name))
 
     def _prepare_host(self) -> None:
         if self.settings.localhost_nodeports:

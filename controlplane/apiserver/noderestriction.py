@@ -9,7 +9,12 @@ plugin have them:
   those pods reference (`NodeGraph`), and a List or Watch of one such Secret
   or ConfigMap (field selector `metadata.name=<name>`, as the kubelet
   watches each one its pods use); Services, Endpoints and EndpointSlices
-  (the service proxy's inputs). Nodes: every node may read every Node,
+  (the service proxy's inputs); the Secrets an Ingress names in spec.tls
+  (every node serves the built-in ingress controller; `get` only). The
+  NetworkPolicy enforcer's and the ingress controller's cluster-wide reads
+  (every pod, namespaces, policies, ingresses) are RBAC's, granted to the
+  group system:nodes by the ClusterRole system:skiff-network. Nodes: every
+  node may read every Node,
   because skiff's agent is also the network plugin and routes to its peers'
   pod CIDRs (Kubernetes grants the same to flannel's ServiceAccount).
 - Writes: its own Node (never setting or changing spec.podCIDR(s) or taints
@@ -246,6 +251,18 @@ def _pod_write(
     return f'node "{node}" may not {verb} pod {namespace}/{name}: only its status'
 
 
+def _ingress_certificate(lookup: Lookup | None, namespace: str, name: str) -> bool:
+    """Whether an Ingress of the namespace names Secret `name` in spec.tls:
+    every node serves the built-in ingress, so it reads the certificates."""
+    if lookup is None:
+        return False
+    for ing in lookup("Ingress", namespace):
+        for tls in _spec(ing).get("tls") or []:
+            if isinstance(tls, dict) and tls.get("secretName") == name:
+                return True
+    return False
+
+
 def _about_own(graph: NodeGraph | None, node: str, event: dict[str, Any] | None) -> bool:
     involved = (event or {}).get("involvedObject") or {}
     kind, name = involved.get("kind"), str(involved.get("name") or "")
@@ -318,6 +335,8 @@ def refusal(
             return f'node "{node}" may not read pod {namespace}/{name}: not bound to it'
         if kind in REFERENCED_KINDS and verb == "get":
             if graph is not None and graph.may_read(node, kind, namespace, name):
+                return None
+            if kind == "Secret" and _ingress_certificate(lookup, namespace, name):
                 return None
             return (
                 f'node "{node}" may not get {info.plural} {name!r}{where}: no pod bound to '

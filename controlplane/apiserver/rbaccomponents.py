@@ -136,6 +136,7 @@ CONTROLLER_MANAGER_RULES = [
     _rule(["create"], ["batch"], ["jobs"]),
     _rule(["create"], ["coordination.k8s.io"], ["leases"]),
     _rule(["create"], ["scheduling.volcano.sh"], ["podgroups"]),
+    _rule(["create"], ["networking.k8s.io"], ["ingressclasses"]),  # the built-in class `skiff`
     _rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
     _rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
     # The clusterrole-aggregation controller writes the union of other roles

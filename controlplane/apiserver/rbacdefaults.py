@@ -111,6 +111,16 @@ NODE_RULES = [
 ]  # fmt: skip
 
 
+# What every agent reads besides the node authorizer's grants: the
+# NetworkPolicy enforcer (peers are pods anywhere; k3s grants the same to its
+# agents' system:k3s-controller) and the built-in ingress controller.
+NETWORK_RULES = [
+    _rule(["list", "watch"], [""], ["pods"]),  # never `get` of a pod bound elsewhere
+    _rule(READ, [""], ["namespaces", "endpoints", "services"]),
+    _rule(READ, ["networking.k8s.io"], ["networkpolicies", "ingresses", "ingressclasses"]),
+]
+
+
 def _cluster_role(name: str, rules: list[dict[str, Any]] | None = None,
                   labels: dict[str, str] | None = None,
                   aggregate_from: str = "") -> dict[str, Any]:  # fmt: skip
@@ -176,6 +186,7 @@ def cluster_roles() -> list[dict[str, Any]]:
             ],
         ),
         _cluster_role("system:node", NODE_RULES),
+        _cluster_role("system:skiff-network", NETWORK_RULES),
         *(_cluster_role(name, rules) for name, rules in components.ROLES.items()),
     ]
 
@@ -184,6 +195,7 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
     return [
         _binding("cluster-admin", "cluster-admin", groups=["system:masters"]),
         _binding("system:basic-user", "system:basic-user", groups=["system:authenticated"]),
+        _binding("system:skiff-network", "system:skiff-network", groups=["system:nodes"]),
         _binding("system:discovery", "system:discovery", groups=["system:authenticated"]),
         _binding(
             "system:public-info-viewer",

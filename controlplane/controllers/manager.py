@@ -53,6 +53,7 @@ def _registry() -> dict[str, InitFunc]:
         endpoints,
         garbagecollector,
         hpa,
+        ingress,
         job,
         namespace,
         nodeipam,
@@ -64,6 +65,7 @@ def _registry() -> dict[str, InitFunc]:
         replicationcontroller,
         resourcequota,
         serviceaccount,
+        servicelb,
         statefulset,
         vcjob,
         vcqueue,
@@ -84,6 +86,8 @@ def _registry() -> dict[str, InitFunc]:
         "nodelifecycle": nodelifecycle.init,
         "nodeipam": nodeipam.init,
         "endpoint": endpoints.init,
+        "servicelb": servicelb.init,
+        "ingress": ingress.init,
         "namespace": namespace.init,
         "garbagecollector": garbagecollector.init,
         "podgc": podgc.init,
@@ -376,7 +380,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> ManagerConfig:
     return ManagerConfig(
-        controllers=parse_controllers(args.controllers),
+        # `--disable servicelb|ingress` (k3s' --disable servicelb|traefik) turns
+        # the built-in load balancer or ingress controller off.
+        controllers=parse_controllers(args.controllers)
+        + tuple(
+            f"-{n}" for n in getattr(args, "disable", []) or [] if n in ("servicelb", "ingress")
+        ),
         cluster_cidr=args.cluster_cidr,
         node_cidr_mask_size=args.node_cidr_mask_size,
         allocate_node_cidrs=args.allocate_node_cidrs,

@@ -54,6 +54,7 @@ from tests.harness.nodeprocs import (
     kill_runtime_monitors,
     registries_yaml,
     remove_cgroups,
+    remove_network_leftovers,
     short_tempdir,
     used_routes,
     wait_runtime_ready,
@@ -562,6 +563,7 @@ class ClusterNode:
                 errors_seen.append(exc)
 
         attempt(self.stop_daemons)
+        attempt(remove_network_leftovers, self.base / "agent", "")  # its table goes with the netns
         attempt(kill_runtime_monitors, self.base / "rt" / "root")
         attempt(remove_cgroups, self.cgroup_name)
         attempt(unmount_all, self.base)

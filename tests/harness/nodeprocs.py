@@ -8,8 +8,11 @@ undoes everything the node made, also after a failure: it stops the agent,
 removes every pod sandbox through CRI (so CNI DEL runs), stops the runtime,
 kills by pid whatever is left in the node's cgroups (pids the cgroups list,
 never names), removes those cgroups, the NAT chains skiff-cni made for the
-node's pod CIDR, the node's bridge, its service proxy's chains and cluster
-DNS interface, and every mount under its directory.
+node's pod CIDR, the node's bridge, its service proxy's chains, its
+NetworkPolicy table and cluster DNS interface, any HAProxy its agent left
+(`remove_network_leftovers`), and every mount under its directory. Agents
+run with the ingress off (`--ingress-http-port 0`) unless a test's
+agent_args turn it on with ports of its own, so no node takes 80 or 443.
 
 Agents of two test runs on one machine share the root network namespace:
 each node takes its own DNS interface and iptables chain prefix, and each
@@ -42,6 +45,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent.cri_client import CRIClient
+from agent.ingress.haproxy import HAProxy, IngressSettings
+from agent.netpol.nft import CommandNft
+from agent.netpol.plan import netpol_table
 from agent.proxy.iptables import CommandIptables
 from agent.proxy.local_address import remove_local_address
 from agent.proxy.proxy import cleanup as proxy_cleanup
@@ -252,6 +258,15 @@ def remove_nat_for(cidr: str) -> None:
 
 def delete_link(name: str) -> None:
     subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
+
+
+def remove_network_leftovers(agent_root: Path, chain_prefix: str) -> None:
+    """What an agent leaves on purpose when it stops (so a restart opens no
+    window): its NetworkPolicy table, and the HAProxy of its ingress (by the
+    pid file under its root, checked against the process's command line)."""
+    HAProxy(IngressSettings(state_dir=agent_root / "ingress")).stop()
+    if chain_prefix:
+        CommandNft().delete_table("inet", netpol_table(chain_prefix))
 
 
 def alive(pid: int) -> bool:
@@ -520,6 +535,7 @@ class Node:
             "--cluster-dns", self.dns_ip,
             "--dns-interface", self.spec.dns_interface,
             "--iptables-chain-prefix", self.spec.chain_prefix,
+            "--ingress-http-port", "0",
             *self.agent_args,
         ]  # fmt: skip
 
@@ -610,6 +626,7 @@ class Node:
         attempt(delete_link, self.spec.bridge)
         if self.spec.chain_prefix:
             attempt(proxy_cleanup, CommandIptables(), Chains(self.spec.chain_prefix))
+        attempt(remove_network_leftovers, self.base / "agent", self.spec.chain_prefix)
         if self.spec.dns_interface:
             attempt(remove_local_address, self.dns_ip, self.spec.dns_interface)
         attempt(unmount_all, self.base)

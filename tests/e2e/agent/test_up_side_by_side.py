@@ -58,6 +58,7 @@ from tests.harness.nodeprocs import (
     kill_runtime_monitors,
     remove_cgroups,
     remove_nat_for,
+    remove_network_leftovers,
     short_tempdir,
 )
 from tests.harness.ports import free_port
@@ -88,6 +89,10 @@ class Up:
     service_cidr: str
     api_port: int = field(default_factory=free_port)
     agent_port: int = field(default_factory=free_port)
+    # The ingress's ports: never the host's 80 and 443 (another instance, or
+    # anything else on this machine, may hold them).
+    http_port: int = field(default_factory=free_port)
+    https_port: int = field(default_factory=free_port)
     daemon: Daemon | None = None
 
     @property
@@ -108,6 +113,8 @@ class Up:
             "--data-dir", str(self.data_dir),
             "--api-port", str(self.api_port),
             "--agent-port", str(self.agent_port),
+            "--ingress-http-port", str(self.http_port),
+            "--ingress-https-port", str(self.https_port),
             "--cluster-cidr", self.cluster_cidr,
             "--service-cidr", self.service_cidr,
             "--registry-config", str(registries),
@@ -183,6 +190,7 @@ class Up:
         attempt(kill_runtime_monitors, self.layout.runtime_root)
         attempt(remove_cgroups, lay.runtime_cgroup)
         attempt(proxy_cleanup, CommandIptables(), Chains(lay.chain_prefix))
+        attempt(remove_network_leftovers, lay.agent_root, lay.chain_prefix)
         attempt(remove_nat_for, self.cluster_cidr)
         attempt(remove_local_address, self.dns_ip, lay.dns_interface)
         attempt(delete_link, lay.cni_bridge)

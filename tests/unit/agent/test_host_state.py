@@ -59,7 +59,7 @@ def test_conflicts(
         assert c.device in c.message() and c.flag in c.message()
 
 
-def test_processes_of_an_instance_are_pythons_naming_its_dirs() -> None:
+def test_processes_of_an_instance_are_pythons_and_haproxies_naming_its_dirs() -> None:
     roots = [Path("/tmp/x/a")]
     assert names_a_root(
         ["/usr/bin/python3", "-m", "skiff", "runtime", "--listen", "unix:///tmp/x/a/run/cri.sock"],
@@ -73,6 +73,11 @@ def test_processes_of_an_instance_are_pythons_naming_its_dirs() -> None:
     assert not names_a_root(["python3", "skiff.py", "up", "--data-dir", "/tmp/x/a"], roots)
     assert not names_a_root(["python3", "x", "/tmp/x/ab/run/cri.sock"], roots)
     assert not names_a_root(["tail", "-f", "/tmp/x/a/logs/agent.log"], roots)
+    # The ingress's HAProxy outlives a killed agent: it is the instance's too.
+    haproxy = ["/usr/sbin/haproxy", "-W", "-f", "/tmp/x/a/agent/ingress/haproxy.cfg", "-p",
+               "/tmp/x/a/agent/ingress/haproxy.pid"]  # fmt: skip
+    assert names_a_root(haproxy, roots)
+    assert not names_a_root(["/usr/sbin/haproxy", "-f", "/etc/haproxy/haproxy.cfg"], roots)
 
 
 def test_mounts_under_deepest_first(tmp_path: Path) -> None:

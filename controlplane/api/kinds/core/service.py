@@ -5,10 +5,14 @@
   required when several and unique, no duplicate port/protocol), selector
   labels, clusterIP an IP and immutable, sessionAffinity.
 - Defaults: type ClusterIP, sessionAffinity None, traffic policies Cluster,
-  port protocol TCP and targetPort = port.
+  allocateLoadBalancerNodePorts true for a LoadBalancer, port protocol TCP
+  and targetPort = port.
 - Admission: a clusterIP from the service CIDR and nodePorts for NodePort /
-  LoadBalancer services, allocated uniquely (under a lock; the allocator
-  reads the existing Services, so it needs no state of its own).
+  LoadBalancer services (none for a LoadBalancer with
+  allocateLoadBalancerNodePorts false), and a healthCheckNodePort for a
+  LoadBalancer with externalTrafficPolicy Local, allocated uniquely (under a
+  lock; the allocator reads the existing Services, so it needs no state of
+  its own).
 - Columns: NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE; wide adds SELECTOR.
 """
 
@@ -111,6 +115,8 @@ def defaults(obj: Object) -> None:
     svc_spec.setdefault("internalTrafficPolicy", "Cluster")
     if svc_spec["type"] in ("NodePort", "LoadBalancer"):
         svc_spec.setdefault("externalTrafficPolicy", "Cluster")
+    if svc_spec["type"] == "LoadBalancer":
+        svc_spec.setdefault("allocateLoadBalancerNodePorts", True)
     for port in listed(svc_spec.get("ports")):
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
@@ -141,6 +147,8 @@ class Allocator:
             for port in svc_spec.get("ports") or []:
                 if port.get("nodePort"):
                     ports.add(int(port["nodePort"]))
+            if svc_spec.get("healthCheckNodePort"):
+                ports.add(int(svc_spec["healthCheckNodePort"]))
         return ips, ports
 
     def admit(self, api: AdmissionApi, obj: Object, old: Object | None) -> None:
@@ -163,20 +171,49 @@ class Allocator:
             if svc_spec.get("clusterIP") and svc_spec["clusterIP"] != "None":
                 svc_spec["clusterIPs"] = [svc_spec["clusterIP"]]
             if svc_spec.get("type") in ("NodePort", "LoadBalancer"):
+                old_spec = (old or {}).get("spec") or {}
                 old_ports = {
                     (p.get("port"), p.get("protocol")): p.get("nodePort")
-                    for p in ((old or {}).get("spec") or {}).get("ports") or []
+                    for p in old_spec.get("ports") or []
                 }
+                # allocateLoadBalancerNodePorts: false keeps LoadBalancer
+                # Services without node ports unless asked for (or kept).
+                allocate = svc_spec.get("type") == "NodePort" or svc_spec.get(
+                    "allocateLoadBalancerNodePorts", True
+                )
                 for i, port in enumerate(svc_spec.get("ports") or []):
                     wanted = port.get("nodePort")
                     previous = old_ports.get((port.get("port"), port.get("protocol")))
                     if wanted is None:
+                        if not (allocate or previous):
+                            continue
                         port["nodePort"] = previous or self._next_port(node_ports)
                     elif wanted != previous and wanted in node_ports:
                         raise Invalid(
                             f"spec.ports[{i}].nodePort: provided port {wanted} is already allocated"
                         )
                     node_ports.add(int(port["nodePort"]))
+                self._health_check_port(svc_spec, old_spec, node_ports)
+            else:
+                svc_spec.pop("healthCheckNodePort", None)
+
+    def _health_check_port(
+        self, svc_spec: dict[str, Any], old_spec: dict[str, Any], used: set[int]
+    ) -> None:
+        """A LoadBalancer Service with externalTrafficPolicy Local gets a
+        healthCheckNodePort (kube-proxy answers there how many local
+        endpoints the node has); others have none."""
+        if not (
+            svc_spec.get("type") == "LoadBalancer"
+            and svc_spec.get("externalTrafficPolicy") == "Local"
+        ):
+            svc_spec.pop("healthCheckNodePort", None)
+            return
+        wanted, previous = svc_spec.get("healthCheckNodePort"), old_spec.get("healthCheckNodePort")
+        if wanted is None:
+            svc_spec["healthCheckNodePort"] = previous or self._next_port(used)
+        elif wanted != previous and wanted in used:
+            raise Invalid(f"spec.healthCheckNodePort: provided port {wanted} is already allocated")
 
     def _next_ip(self, used: set[str]) -> str:
         # .1 is kept for the cluster's own service, as Kubernetes does.

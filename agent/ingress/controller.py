@@ -1,0 +1,267 @@
+"""The built-in ingress controller's node half: HAProxy on every node.
+
+Ingresses, IngressClasses, Services and Endpoints come from shared
+informers; their handlers only wake one worker thread, which rebuilds the
+whole configuration level-triggered (`sync()`: `model.build`, then
+`haproxy.render`), at most once per `min_sync_interval`. Files are written
+only when they changed, checked by HAProxy before use, then HAProxy is
+started or reloaded without dropping a connection (see haproxy.py). A
+configuration HAProxy refuses is logged and the running one kept, so one
+bad Ingress never breaks the others. TLS Secrets are read with `get`
+(the node authorizer grants the Secrets an Ingress names) and kept for
+`secret_ttl` seconds; every `sync_period` everything is read again.
+
+The node serves only while an IngressClass of this controller exists (the
+control plane makes `skiff`, the default class, unless started with
+`--disable ingress`); then it annotates its Node with the ports it serves
+(`ingress.skiff.io/ports`), from which the control plane writes each
+Ingress's `status.loadBalancer`. Without such a class HAProxy is stopped and
+the annotation removed. `stop()` stops HAProxy with the agent.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from agent.ingress import model
+from agent.ingress.haproxy import HAProxy, IngressSettings, render
+from controlplane.client import errors
+from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
+from controlplane.client.interface import ApiClient, Object
+from controlplane.client.store import object_key
+from machinery.atomicfile import write_private
+from machinery.clock import Clock, RealClock, Timer
+
+log = logging.getLogger("skiff.agent.ingress")
+
+PORTS_ANNOTATION = "ingress.skiff.io/ports"
+
+
+@dataclass(frozen=True)
+class IngressTiming:
+    min_sync_interval: float = 0.2
+    sync_period: float = 30.0
+    retry_interval: float = 2.0
+    secret_ttl: float = 30.0
+
+
+def default_certificate() -> bytes:
+    """A self-signed certificate and key (PEM), served to hosts without their own."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "skiff ingress default certificate")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM) + key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+class IngressController:
+    def __init__(
+        self,
+        api: ApiClient,
+        node_name: str,
+        settings: IngressSettings,
+        timing: IngressTiming | None = None,
+        clock: Clock | None = None,
+        informers: SharedInformerFactory | None = None,
+    ) -> None:
+        self.api = api
+        self.node_name = node_name
+        self.settings = settings
+        self.timing = timing or IngressTiming()
+        self.clock: Clock = clock or RealClock()
+        self.factory = informers or SharedInformerFactory(api, clock=self.clock)
+        self.haproxy = HAProxy(settings)
+        self.ingresses: SharedInformer = self.factory.informer_for("Ingress")
+        self.classes: SharedInformer = self.factory.informer_for("IngressClass")
+        self.services: SharedInformer = self.factory.informer_for("Service")
+        self.endpoints: SharedInformer = self.factory.informer_for("Endpoints")
+        self._secrets: dict[tuple[str, str], tuple[float, Object | None]] = {}
+        self._written: tuple[str, str, dict[str, bytes]] | None = None
+        self._serving = False
+        self._annotated = ""
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._full = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._timer: Timer | None = None
+        self._handlers: list[tuple[SharedInformer, Handler]] = []
+        self._last_sync = float("-inf")
+        self.syncs = 0
+        self.last_config: model.Config | None = None
+        self.last_error: Exception | None = None
+
+    # ---- lifecycle -------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        for inf in (self.ingresses, self.classes, self.services, self.endpoints):
+            self._handlers.append(
+                (inf, inf.add_event_handler(self._wake_up, self._updated, self._wake_up))
+            )
+        self.factory.start()
+        self._wake.set()
+        self._thread = threading.Thread(target=self._run, name="ingress", daemon=True)
+        self._thread.start()
+        self._schedule_periodic()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for inf, handler in self._handlers:
+            inf.remove_event_handler(handler)
+        self._handlers.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._thread is not None:
+            self._thread.join(10)
+        with self._lock:
+            self.haproxy.stop()
+
+    # ---- the work --------------------------------------------------------
+
+    def _secret(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        now = self.clock.monotonic()
+        cached = self._secrets.get((namespace, name))
+        if cached is not None and now - cached[0] < self.timing.secret_ttl:
+            return cached[1]
+        try:
+            obj: Object | None = self.api.get("Secret", name, namespace)
+        except (errors.NotFound, errors.Forbidden):
+            obj = None
+        self._secrets[(namespace, name)] = (now, obj)
+        return obj
+
+    def sync(self, full: bool = False) -> None:
+        with self._lock:
+            self._last_sync = self.clock.monotonic()
+            if full:
+                self._secrets.clear()
+            classes = self.classes.store.list()
+            if not model.our_classes(classes):
+                if self._serving or self.haproxy.master_pid():
+                    self.haproxy.stop()
+                    self._written = None
+                    self._serving = False
+                self._annotate("")
+                return
+            cfg = model.build(
+                self.ingresses.store.list(),
+                classes,
+                {object_key(s): s for s in self.services.store.list()},
+                {object_key(e): e for e in self.endpoints.store.list()},
+                self._secret,
+            )
+            for ing, _, message in cfg.problems:
+                log.info("ingress %s: %s", ing, message)
+            files = render(cfg, self.settings)
+            if files != self._written or not self.haproxy.master_pid():
+                self._write(files)
+                self.haproxy.apply()
+                self._written = files
+            self._serving = True
+            self.last_config = cfg
+            self.syncs += 1
+            self._annotate(f"http={self.settings.http_port},https={self.settings.https_port}")
+
+    def _write(self, files: tuple[str, str, dict[str, bytes]]) -> None:
+        text, crt_list, certs = files
+        s = self.settings
+        s.cert_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(s.state_dir, 0o700)
+        default = s.cert_dir / "default.pem"
+        if not default.exists():
+            write_private(default, default_certificate())
+        for name, pem in certs.items():
+            write_private(s.cert_dir / name, pem)
+        write_private(s.state_dir / "certs.list", crt_list)
+        candidate = s.state_dir / "haproxy.cfg.new"
+        write_private(candidate, text)
+        self.haproxy.check(candidate)  # raises: the running configuration stays
+        candidate.replace(s.config_path)
+        keep = {*certs, "default.pem"}
+        for old in s.cert_dir.iterdir():
+            if old.name not in keep:
+                old.unlink(missing_ok=True)
+
+    def _annotate(self, value: str) -> None:
+        if value == self._annotated:
+            return
+        patch = {"metadata": {"annotations": {PORTS_ANNOTATION: value or None}}}
+        try:
+            self.api.patch("Node", self.node_name, patch)
+            self._annotated = value
+        except errors.ApiError as err:
+            log.warning("annotating node %s: %s", self.node_name, err)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.is_set():
+                return
+            if not all(
+                i.wait_for_sync(0.5)
+                for i in (self.ingresses, self.classes, self.services, self.endpoints)
+            ):
+                continue
+            wait = self._last_sync + self.timing.min_sync_interval - self.clock.monotonic()
+            if wait > 0 and self.clock.sleep(wait, self._stop):
+                return
+            self._wake.clear()
+            full = self._full.is_set()
+            self._full.clear()
+            try:
+                self.sync(full=full)
+                self.last_error = None
+            except Exception as err:
+                self.last_error = err
+                log.warning("ingress sync failed, retrying: %s", err)
+                self.clock.call_later(self.timing.retry_interval, self._wake.set)
+
+    def _schedule_periodic(self) -> None:
+        if self._stop.is_set() or self.timing.sync_period <= 0:
+            return
+
+        def fire() -> None:
+            self._full.set()
+            self._wake.set()
+            self._schedule_periodic()
+
+        self._timer = self.clock.call_later(self.timing.sync_period, fire)
+
+    def _wake_up(self, obj: Object) -> None:
+        self._wake.set()
+
+    def _updated(self, old: Object, new: Object) -> None:
+        if old is not new:
+            self._wake.set()
+
+
+def state_dir(agent_root: Path) -> Path:
+    return agent_root / "ingress"

@@ -1,0 +1,230 @@
+"""What the built-in ingress controller serves: Ingresses as routes and backends.
+
+Pure functions from the Kubernetes-shaped dicts (as informers cache them) to
+a `Config`, with `networking.k8s.io/v1` semantics:
+
+- an Ingress is ours when `spec.ingressClassName` names an IngressClass whose
+  `spec.controller` is ours (the API server gives a class-less Ingress the
+  default class at creation);
+- a rule's `host` is exact or a wildcard (`*.example.com`: one label); no
+  host matches every host. Paths: `Exact` (the whole path), `Prefix`
+  (element-wise: `/foo` matches `/foo` and `/foo/bar`, never `/foobar`) and
+  `ImplementationSpecific` (taken as Prefix, as Traefik and ingress-nginx
+  without regex annotations do);
+- precedence as Kubernetes has it: exact hosts before wildcards before the
+  catch-all host; then longer paths first, Exact before Prefix at equal
+  length; for the same host, path and type, the oldest Ingress wins;
+- `spec.defaultBackend` (the oldest Ingress's) answers what no rule matches;
+  without one, 404;
+- a backend is a Service port (by number or name), resolved to the ready
+  endpoints of the matching Endpoints port; a missing Service or port has no
+  servers (503) and a `problems` entry;
+- TLS: each `spec.tls` entry's hosts are served with its `kubernetes.io/tls`
+  Secret's certificate (SNI); a missing or malformed Secret leaves them on
+  the default certificate, with a `problems` entry.
+
+Nothing here reads the API, the disk or the network.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+
+CONTROLLER = "skiff.io/ingress-controller"
+CLASS_NAME = "skiff"
+DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str  # stable id: be_<hash of ns/service:port>
+    service: str  # ns/name:port, for people
+    servers: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Route:
+    host: str  # "" every host; "*.x" a wildcard
+    path: str
+    path_type: str  # Exact or Prefix
+    backend: str  # Backend.name
+    source: str  # ns/name of the Ingress
+
+
+@dataclass(frozen=True)
+class Certificate:
+    name: str  # crt_<hash>
+    secret: str  # ns/name
+    pem: bytes  # certificate chain then key, as HAProxy reads it
+    hosts: tuple[str, ...]
+
+
+@dataclass
+class Config:
+    routes: list[Route] = field(default_factory=list)
+    backends: dict[str, Backend] = field(default_factory=dict)
+    certificates: list[Certificate] = field(default_factory=list)
+    default_backend: str = ""  # "" -> 404
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (ingress, reason, msg)
+    ingresses: list[str] = field(default_factory=list)  # ns/name of those served
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = _meta(obj)
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def _hash(text: str) -> str:
+    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:12].lower()
+
+
+def our_classes(classes: Iterable[Mapping[str, Any]], controller: str = CONTROLLER) -> set[str]:
+    return {
+        str(_meta(c).get("name"))
+        for c in classes
+        if (c.get("spec") or {}).get("controller") == controller
+    }
+
+
+def _age(obj: Mapping[str, Any]) -> tuple[str, str]:
+    return (str(_meta(obj).get("creationTimestamp") or ""), _key(obj))
+
+
+def _host_rank(host: str) -> int:
+    return 2 if not host else 1 if host.startswith("*.") else 0
+
+
+def route_order(r: Route) -> tuple[int, str, int, int]:
+    """Kubernetes' precedence as a sort key (see the module docstring)."""
+    return (_host_rank(r.host), r.host, -len(r.path), 0 if r.path_type == "Exact" else 1)
+
+
+def _resolve(
+    namespace: str,
+    ref: Mapping[str, Any],
+    services: Mapping[str, Mapping[str, Any]],
+    endpoints: Mapping[str, Mapping[str, Any]],
+) -> tuple[str, str, tuple[tuple[str, int], ...], str]:
+    """(backend name, label, servers, problem) for a backend's service ref."""
+    svc_ref = ref.get("service") or {}
+    name = str(svc_ref.get("name") or "")
+    port_ref = svc_ref.get("port") or {}
+    port_text = str(port_ref.get("number") or port_ref.get("name") or "")
+    label = f"{namespace}/{name}:{port_text}"
+    backend = f"be_{_hash(label)}"
+    svc = services.get(f"{namespace}/{name}")
+    if svc is None:
+        return backend, label, (), f'service "{namespace}/{name}" does not exist'
+    chosen: Mapping[str, Any] | None = None
+    for p in (svc.get("spec") or {}).get("ports") or []:
+        by_number = port_ref.get("number") is not None and p.get("port") == port_ref.get("number")
+        if by_number or (port_ref.get("name") and p.get("name") == port_ref.get("name")):
+            chosen = p
+    if chosen is None:
+        return backend, label, (), f'service "{namespace}/{name}" has no port {port_text}'
+    port_name, proto = str(chosen.get("name") or ""), str(chosen.get("protocol") or "TCP")
+    servers: set[tuple[str, int]] = set()
+    for subset in (endpoints.get(f"{namespace}/{name}") or {}).get("subsets") or []:
+        numbers = [
+            int(p["port"])
+            for p in subset.get("ports") or []
+            if str(p.get("name") or "") == port_name and str(p.get("protocol") or "TCP") == proto
+        ]
+        for addr in subset.get("addresses") or []:
+            for number in numbers:
+                servers.add((str(addr.get("ip")), number))
+    return backend, label, tuple(sorted(servers)), ""
+
+
+def build(
+    ingresses: Iterable[Mapping[str, Any]],
+    classes: Iterable[Mapping[str, Any]],
+    services: Mapping[str, Mapping[str, Any]],
+    endpoints: Mapping[str, Mapping[str, Any]],
+    secret: Callable[[str, str], Mapping[str, Any] | None],
+    controller: str = CONTROLLER,
+) -> Config:
+    """Everything to serve; `services`/`endpoints` map ns/name to objects,
+    `secret(ns, name)` fetches a Secret (None when missing)."""
+    mine = our_classes(classes, controller)
+    cfg = Config()
+    seen: set[tuple[str, str, str]] = set()
+    hosts_with_cert: set[str] = set()
+
+    def backend_of(ing_key: str, namespace: str, ref: Mapping[str, Any]) -> str:
+        name, label, servers, problem = _resolve(namespace, ref, services, endpoints)
+        cfg.backends.setdefault(name, Backend(name, label, servers))
+        if problem:
+            cfg.problems.append((ing_key, "ServiceNotFound", problem))
+        return name
+
+    for ing in sorted(ingresses, key=_age):
+        spec = ing.get("spec") or {}
+        if spec.get("ingressClassName") not in mine or _meta(ing).get("deletionTimestamp"):
+            continue
+        key = _key(ing)
+        ns = str(_meta(ing).get("namespace") or "default")
+        cfg.ingresses.append(key)
+        if spec.get("defaultBackend") and not cfg.default_backend:
+            cfg.default_backend = backend_of(key, ns, spec["defaultBackend"])
+        for rule in spec.get("rules") or []:
+            host = str(rule.get("host") or "").lower()
+            for p in (rule.get("http") or {}).get("paths") or []:
+                path_type = "Exact" if p.get("pathType") == "Exact" else "Prefix"
+                path = str(p.get("path") or "/")
+                if path_type == "Prefix" and path != "/":
+                    path = path.rstrip("/") or "/"
+                if (host, path, path_type) in seen:
+                    continue  # an older Ingress has it
+                seen.add((host, path, path_type))
+                cfg.routes.append(
+                    Route(host, path, path_type, backend_of(key, ns, p.get("backend") or {}), key)
+                )
+        for tls in spec.get("tls") or []:
+            name = str(tls.get("secretName") or "")
+            hosts = tuple(
+                sorted({str(h).lower() for h in tls.get("hosts") or []} - hosts_with_cert)
+            )
+            if not name or not hosts:
+                continue
+            pem, problem = _tls_pem(secret(ns, name), f"{ns}/{name}")
+            if problem:
+                cfg.problems.append(
+                    (key, "SecretNotFound", f"{problem}; using the default certificate")
+                )
+                continue
+            hosts_with_cert.update(hosts)
+            cfg.certificates.append(
+                Certificate(f"crt_{_hash(ns + '/' + name)}", f"{ns}/{name}", pem, hosts)
+            )
+    cfg.routes.sort(key=route_order)
+    return cfg
+
+
+def _tls_pem(obj: Mapping[str, Any] | None, label: str) -> tuple[bytes, str]:
+    if obj is None:
+        return b"", f'secret "{label}" does not exist'
+    data = obj.get("data") or {}
+    try:
+        crt = base64.b64decode(data.get("tls.crt") or "", validate=True)
+        key = base64.b64decode(data.get("tls.key") or "", validate=True)
+    except (ValueError, TypeError):
+        return b"", f'secret "{label}" has undecodable tls.crt or tls.key'
+    try:
+        x509.load_pem_x509_certificate(crt)
+        serialization.load_pem_private_key(key, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return b"", f'secret "{label}" has no PEM certificate and key in tls.crt and tls.key'
+    return crt.rstrip(b"\n") + b"\n" + key.rstrip(b"\n") + b"\n", ""

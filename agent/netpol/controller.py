@@ -1,0 +1,221 @@
+"""The agent's NetworkPolicy enforcer (kube-router's netpol controller's job).
+
+NetworkPolicies, Pods (every node's: peers are anywhere) and Namespaces
+come from shared informers; their handlers only wake one worker thread.
+The worker rebuilds the node's whole table level-triggered from the stores
+(`sync()`: parse, `plan.build`, one atomic `nft -f`), at most once per
+`min_sync_interval`, skipping the kernel when the text did not change; a
+failed sync is retried after `retry_interval`, and every `sync_period` the
+table is written again whatever the text, repairing changes behind our
+back. Pods keep running through rule changes: a change only swaps the table.
+
+No window of open traffic: nothing is written before all three caches are
+filled (a table left by the previous agent keeps enforcing until the first
+sync replaces it in one transaction), and stopping the agent leaves the
+table in place (`cleanup()` removes it: `skiff down`, `skiff up`'s Ctrl-C).
+A policy the agent cannot parse is skipped and logged (the API server
+refuses such policies). This module never polls the API server and never
+touches a table but its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import threading
+from dataclasses import dataclass
+
+from agent.netpol import plan as planner
+from agent.netpol.nft import CommandNft, Nft
+from agent.netpol.policy import Policy, PolicyError, namespace_labels, parse_policy, pod_info
+from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
+from controlplane.client.interface import ApiClient, Object
+from machinery.clock import Clock, RealClock, Timer
+
+log = logging.getLogger("skiff.agent.netpol")
+
+BRIDGE_SYSCTL = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+
+
+@dataclass(frozen=True)
+class NetpolSettings:
+    table: str = planner.DEFAULT_TABLE
+    min_sync_interval: float = 0.1
+    sync_period: float = 30.0
+    retry_interval: float = 1.0
+    # Bridged traffic between pods of one node passes the forward hook only
+    # with br_netfilter (k3s and kube-router need it too).
+    prepare_bridge: bool = True
+
+
+class NetworkPolicyController:
+    def __init__(
+        self,
+        api: ApiClient,
+        node_name: str,
+        settings: NetpolSettings | None = None,
+        clock: Clock | None = None,
+        informers: SharedInformerFactory | None = None,
+        nft: Nft | None = None,
+    ) -> None:
+        self.node_name = node_name
+        self.settings = settings or NetpolSettings()
+        self.clock: Clock = clock or RealClock()
+        self._own_factory = informers is None
+        self.factory = informers or SharedInformerFactory(api, clock=self.clock)
+        self.nft: Nft = nft or CommandNft()
+        self.policies: SharedInformer = self.factory.informer_for("NetworkPolicy")
+        self.pods: SharedInformer = self.factory.informer_for("Pod")
+        self.namespaces: SharedInformer = self.factory.informer_for("Namespace")
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._full = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._timer: Timer | None = None
+        self._handlers: list[tuple[SharedInformer, Handler]] = []
+        self._last_sync = float("-inf")
+        self._applied = ""  # the text of the last applied table
+        self.syncs = 0
+        self.last_sync_seconds = 0.0
+        self.last_plan: planner.Plan | None = None
+        self.last_error: Exception | None = None
+
+    # ---- lifecycle -------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        for informer in (self.policies, self.pods, self.namespaces):
+            handler = informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
+            self._handlers.append((informer, handler))
+        self.factory.start()
+        if self.settings.prepare_bridge:
+            prepare_bridge()
+        self._wake.set()
+        self._thread = threading.Thread(target=self._run, name="netpol", daemon=True)
+        self._thread.start()
+        self._schedule_periodic()
+
+    def stop(self) -> None:
+        """Stop syncing; the table stays (see the module docstring)."""
+        self._stop.set()
+        self._wake.set()
+        for informer, handler in self._handlers:
+            informer.remove_event_handler(handler)
+        self._handlers.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._thread is not None:
+            self._thread.join(10)
+        if self._own_factory:
+            self.factory.shutdown()
+
+    def cleanup(self) -> bool:
+        with self._lock:
+            self._applied = ""
+            return self.nft.delete_table("inet", self.settings.table)
+
+    def has_synced(self) -> bool:
+        return self.syncs > 0
+
+    # ---- the work --------------------------------------------------------
+
+    def current_policies(self) -> list[Policy]:
+        out: list[Policy] = []
+        for obj in self.policies.store.list():
+            try:
+                out.append(parse_policy(obj))
+            except PolicyError as err:
+                meta = obj.get("metadata") or {}
+                log.warning(
+                    "networkpolicy %s/%s not enforced: %s",
+                    meta.get("namespace"),
+                    meta.get("name"),
+                    err,
+                )
+        return out
+
+    def plan(self) -> planner.Plan:
+        pods = [p for p in (pod_info(o) for o in self.pods.store.list()) if p is not None]
+        return planner.build(
+            self.current_policies(),
+            pods,
+            namespace_labels(self.namespaces.store.list()),
+            self.node_name,
+            self.settings.table,
+        )
+
+    def sync(self, full: bool = False) -> None:
+        """Rebuild the table from the stores; write it when it changed (or `full`)."""
+        with self._lock:
+            started = self.clock.monotonic()
+            self._last_sync = started
+            plan = self.plan()
+            text = plan.text()
+            if full or text != self._applied:
+                self._applied = ""
+                self.nft.apply(text)  # raises: retried, and the next sync writes again
+                self._applied = text
+            self.last_plan = plan
+            self.syncs += 1
+            self.last_sync_seconds = self.clock.monotonic() - started
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.is_set():
+                return
+            informers = (self.policies, self.pods, self.namespaces)
+            if not all(i.wait_for_sync(0.5) for i in informers):
+                continue  # a table from half-filled caches would open or cut traffic
+            wait = self._last_sync + self.settings.min_sync_interval - self.clock.monotonic()
+            if wait > 0 and self.clock.sleep(wait, self._stop):
+                return
+            self._wake.clear()
+            full = self._full.is_set()
+            self._full.clear()
+            try:
+                self.sync(full=full)
+                self.last_error = None
+            except Exception as err:
+                self.last_error = err
+                log.warning("network policy sync failed, retrying: %s", err)
+                self.clock.call_later(self.settings.retry_interval, self._wake.set)
+
+    def _schedule_periodic(self) -> None:
+        if self._stop.is_set() or self.settings.sync_period <= 0:
+            return
+
+        def fire() -> None:
+            self._full.set()
+            self._wake.set()
+            self._schedule_periodic()
+
+        self._timer = self.clock.call_later(self.settings.sync_period, fire)
+
+    # ---- informer handlers: wake the worker, nothing else ------------------
+
+    def _on_add(self, obj: Object) -> None:
+        self._wake.set()
+
+    def _on_update(self, old: Object, new: Object) -> None:
+        if old is not new:
+            self._wake.set()
+
+    def _on_delete(self, obj: Object) -> None:
+        self._wake.set()
+
+
+def prepare_bridge() -> None:
+    """Best effort: load br_netfilter and let bridged IPv4 pass the hooks."""
+    if not os.path.exists(BRIDGE_SYSCTL):
+        subprocess.run(["modprobe", "br_netfilter"], capture_output=True, check=False)
+    try:
+        with open(BRIDGE_SYSCTL, "w") as f:
+            f.write("1")
+    except OSError as err:
+        log.warning(
+            "%s: %s; policies between pods of one node are not enforced", BRIDGE_SYSCTL, err
+        )
