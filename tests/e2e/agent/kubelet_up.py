@@ -21,10 +21,11 @@ from typing import Any
 from controlplane.client.apiclient import GrpcApiClient
 from tests.e2e.agent.test_up_side_by_side import Up, free_cluster_cidrs
 from tests.harness.images import Image, Index, TestImages
+from tests.harness.kubectl import NEWEST
 from tests.harness.nodeprocs import REPO, free_service_cidrs, short_tempdir
 from tests.harness.wait import wait_for
 
-KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+KUBECTL = NEWEST
 BUSYBOX = "docker.io/skiff-e2e/busybox:1.36"
 WEB = "docker.io/skiff-e2e/web:1"
 

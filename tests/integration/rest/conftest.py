@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from controlplane import main as cp_main
+from tests.harness.kubectl import NEWEST
 from tests.harness.ports import free_port
 
-KUBECTL = shutil.which("kubectl")
+# The newest kubectl by its versioned path; the PATH one only where none is.
+KUBECTL = str(NEWEST) if NEWEST.exists() else shutil.which("kubectl")
 
 
 @dataclass

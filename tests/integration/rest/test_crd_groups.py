@@ -7,10 +7,11 @@ import subprocess
 
 import pytest
 
+from tests.harness.kubectl import NEWEST
 from tests.integration.rest.conftest import Cluster
 
 pytestmark = pytest.mark.slow
-KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
+KUBECTL = str(NEWEST)
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.harness.kubectl import NEWEST
 from tests.integration.rest.conftest import Cluster
 
 pytestmark = [pytest.mark.slow]
 
-KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+KUBECTL = NEWEST
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",

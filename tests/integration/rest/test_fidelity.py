@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.harness.kubectl import NEWEST
 from tests.integration.rest.conftest import Cluster
 
 kubernetes = pytest.importorskip("kubernetes")
@@ -24,7 +25,7 @@ client: Any = kubernetes.client
 config: Any = kubernetes.config
 ApiException: Any = kubernetes.client.exceptions.ApiException
 
-KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+KUBECTL = NEWEST
 pytestmark = pytest.mark.skipif(not KUBECTL.exists(), reason=f"{KUBECTL} is not installed")
 
 

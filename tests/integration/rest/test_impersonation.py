@@ -9,16 +9,11 @@ import subprocess
 
 import pytest
 
+from tests.harness.kubectl import NEWEST
 from tests.integration.rest.conftest import Cluster
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.xfail(
-        strict=True,
-        reason="impersonation headers are ignored until issue 28 (API fidelity, item 4) lands",
-    ),
-]
-KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
+pytestmark = [pytest.mark.slow]
+KUBECTL = str(NEWEST)
 RBAC = "rbac.authorization.k8s.io"
 PROXY_ROLE = f"""\
 apiVersion: {RBAC}/v1

@@ -60,7 +60,11 @@ def test_cold_discovery_is_two_requests(cluster: Cluster, tmp_path: Path) -> Non
     per group/version (18 of them before) when the server answers it."""
     cache = str(tmp_path / "cache")
     done = cluster.kubectl("api-resources", "--cache-dir", cache, "-v=6")
-    asked = re.findall(r"GET https://\S+?(/\S*?)(?:\?\S*)? 200", done.stderr)
+    # kubectl up to 1.31 logs `GET https://host/api?timeout=32s 200 OK`, newer
+    # ones `"Response" verb="GET" url="https://host/api?timeout=32s" status="200 OK"`.
+    asked = re.findall(
+        r'GET"? (?:url=")?https://[^/\s"]+(/[^?\s"]*)\S*? (?:status=")?200', done.stderr
+    )
     assert asked == ["/api", "/apis"], asked
     assert "deployments" in done.stdout and "cronjobs" in done.stdout
     rows = cluster.kubectl("get", "deployments.apps", "-A", "--cache-dir", cache)

@@ -42,8 +42,6 @@ VERSIONS = [
     for minor in range(OLDEST, _newest() + 1)
 ]  # fmt: skip
 
-NOT_SERVED = "{} is not served yet (the built-in kinds issue)"
-
 
 class Kubectl:
     def __init__(self, cluster: Cluster, minor: int) -> None:
@@ -155,13 +153,11 @@ def test_cluster_scoped_generators_and_autoscale(k: Kubectl) -> None:
 
 
 @matrix
-@pytest.mark.xfail(strict=True, reason=NOT_SERVED.format("ResourceQuota"))
 def test_create_quota(k: Kubectl) -> None:
     k("create", "quota", "q1", "--hard=pods=10")
 
 
 @matrix
-@pytest.mark.xfail(strict=True, reason=NOT_SERVED.format("PodDisruptionBudget"))
 def test_create_pdb(k: Kubectl) -> None:
     k("create", "pdb", "pdb1", "--selector=app=web", "--min-available=1")
 

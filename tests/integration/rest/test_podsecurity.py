@@ -19,6 +19,7 @@ import yaml
 
 from controlplane import main as cp_main
 from tests.fakes.podsecurity_fixtures import CASES, levels_of, minimal_pod
+from tests.harness.kubectl import NEWEST, OLDEST
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
@@ -28,8 +29,8 @@ k8s_config: Any = kubernetes.config
 
 pytestmark = pytest.mark.slow
 
-KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
-KUBECTL_OLDEST = "/usr/lib/google-cloud-sdk/bin/kubectl.1.27"
+KUBECTL = str(NEWEST)
+KUBECTL_OLDEST = str(OLDEST)
 ADMISSION = """\
 apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from tests.harness.kubectl import NEWEST
 from tests.integration.rest.conftest import Cluster
 
-KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+KUBECTL = NEWEST
 
 pytestmark = [
     pytest.mark.slow,
@@ -77,5 +77,5 @@ def test_template_validated_as_kubernetes_does(cluster: Cluster) -> None:
     refused = kubectl(cluster, "create", "-f", "-", stdin=bad, check=False)
     assert refused.returncode != 0
     assert "template.spec.containers[0].name" in refused.stderr
-    assert "template.spec.containers[1].image: required" in refused.stderr
+    assert "template.spec.containers[1].image: Required value" in refused.stderr
     assert kubectl(cluster, "get", "podtemplates", "-o", "name").stdout.strip() == ""

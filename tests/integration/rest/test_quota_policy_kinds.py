@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.harness.kubectl import NEWEST
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import Cluster
 
-KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+KUBECTL = NEWEST
 
 pytestmark = [
     pytest.mark.slow,

@@ -166,7 +166,8 @@ def to_v1(obj: Object) -> Object:
     if conditions:
         annotations[CONDITIONS_ANNOTATION] = json.dumps(conditions, separators=(",", ":"))
     if "status" in obj:
-        out["status"] = hpa_status
+        # v1's currentReplicas and desiredReplicas have no omitempty: a zero is written.
+        out["status"] = {"currentReplicas": 0, "desiredReplicas": 0, **hpa_status}
     if annotations:
         meta["annotations"] = annotations
     out["metadata"] = meta
