@@ -146,6 +146,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--registry-config", default="", help="registries.yaml for the runtime")
     p.add_argument("--disable-default-registry-endpoint", action="store_true")
     p.add_argument("--keep-pods", action="store_true", help="leave pods running when stopping")
+    p.add_argument(
+        "--scheduler-config",
+        default="",
+        metavar="FILE",
+        help="the scheduler's profiles (skiff controlplane --scheduler-config)",
+    )
+    p.add_argument(
+        "--volcano-scheduler-config",
+        default="",
+        metavar="FILE",
+        help="the batch scheduler's volcano-scheduler.conf "
+        "(skiff controlplane --volcano-scheduler-config)",
+    )
     p.add_argument("--log-level", default="info")
     return p
 
@@ -340,7 +353,11 @@ def controlplane_argv(args: argparse.Namespace, lay: Layout, server: str) -> lis
         # Its components as threads, as k3s runs them: processes of their own
         # would add ~60 MB RSS each to the single node's footprint.
         "--no-component-processes",
-    ]
+        *(["--scheduler-config", str(Path(args.scheduler_config).absolute())]
+          if args.scheduler_config else []),
+        *(["--volcano-scheduler-config", str(Path(args.volcano_scheduler_config).absolute())]
+          if args.volcano_scheduler_config else []),
+    ]  # fmt: skip
 
 
 def runtime_argv(args: argparse.Namespace, lay: Layout) -> list[str]:

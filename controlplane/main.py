@@ -72,8 +72,8 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
     from controlplane.scheduler.batch import run as batch_scheduler
 
     return [
-        ("scheduler", scheduler.start),
-        ("volcano-scheduler", batch_scheduler.start),
+        ("scheduler", scheduler.component(args.scheduler_config)),
+        ("volcano-scheduler", batch_scheduler.component(args.volcano_scheduler_config)),
         ("controllers", manager.component(manager.config_from_args(args),
                                           args.controller_metrics_listen,
                                           Path(args.data_dir) / CONTROLLER_MANAGER.kubeconfig)),
@@ -128,6 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="do not start this component (e.g. scheduler)",
+    )
+    p.add_argument(
+        "--scheduler-config",
+        default=None,
+        metavar="FILE",
+        help="the scheduler's profiles (its --config, as kube-scheduler's); "
+        "fallback: the file named by $SKIFF_SCHEDULER_CONFIG",
+    )
+    p.add_argument(
+        "--volcano-scheduler-config",
+        default=None,
+        metavar="FILE",
+        help="the batch scheduler's volcano-scheduler.conf (its --config, vc-scheduler's "
+        "--scheduler-conf); fallback: the file named by $SKIFF_VOLCANO_CONFIG",
     )
     p.add_argument(
         "--component-processes",

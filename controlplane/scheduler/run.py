@@ -8,8 +8,11 @@ storage kinds (claims, volumes, classes) feeding the scheduler's handlers, the s
 `ApiClusterWriter`. Losing the lease stops the service; a new term starts a
 fresh one (fresh cache, relisted state).
 
-The profile configuration comes from the file named by `SKIFF_SCHEDULER_CONFIG`
-(YAML, see config.py) when set; a bad file refuses to start with the reason.
+The profile configuration (YAML, see config.py) comes from the file given
+with `--config` (kube-scheduler's flag; `skiff controlplane
+--scheduler-config` passes it on), else from the file named by
+`$SKIFF_SCHEDULER_CONFIG` (the older way, kept as a fallback), else the
+defaults; a bad file refuses to start with the reason.
 
 Alone, against a running API server:
 
@@ -23,7 +26,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.client.component import run_component
@@ -41,6 +44,7 @@ CONFIG_ENV = "SKIFF_SCHEDULER_CONFIG"
 
 
 def load_config(path: str | None = None) -> sched_config.SchedulerConfig:
+    """The profiles in `path` (--config), else in $SKIFF_SCHEDULER_CONFIG's file."""
     path = path or os.environ.get(CONFIG_ENV)
     if not path:
         return sched_config.parse(None)
@@ -137,11 +141,24 @@ def run(
     )
 
 
+def component(config_path: str | None = None) -> Callable[[ApiClient, threading.Event], None]:
+    """The component hook of a scheduler configured by the file `config_path`
+    (see load_config): it validates the configuration at once (a bad profile
+    refuses to start, with the reason), then runs in the background."""
+
+    def start(client: ApiClient, stop: threading.Event) -> None:
+        cfg = load_config(config_path)
+        check(cfg)
+        threading.Thread(
+            target=run, args=(client, stop, cfg), name="scheduler", daemon=True
+        ).start()
+
+    return start
+
+
 def start(client: ApiClient, stop: threading.Event) -> None:
-    """The component hook: validate the configuration now, then run in the background."""
-    cfg = load_config()
-    check(cfg)  # refuse a bad profile at start, with the reason
-    threading.Thread(target=run, args=(client, stop, cfg), name="scheduler", daemon=True).start()
+    """The component hook with the configuration of $SKIFF_SCHEDULER_CONFIG."""
+    component()(client, stop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,7 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         required=True,
         help="the scheduler's kubeconfig (skiff controlplane writes <data-dir>/scheduler.conf)",
     )
-    parser.add_argument("--config", default=None, help="scheduler profiles YAML")
+    parser.add_argument(
+        "--config", default=None, help=f"scheduler profiles YAML (fallback: ${CONFIG_ENV})"
+    )
     parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(

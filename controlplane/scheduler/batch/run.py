@@ -10,9 +10,11 @@ changed (at least every second). Writes go through the API client: binds in
 batches, evictions, PodGroup and Queue status, and the volume plugins'
 claimRefs and selected nodes.
 
-The configuration is Volcano's volcano-scheduler.conf, from the file named
-by `SKIFF_VOLCANO_CONFIG` when set (conf.py's default otherwise); a bad file
-refuses to start, naming the line.
+The configuration is Volcano's volcano-scheduler.conf, from the file given
+with `--config` (or vc-scheduler's `--scheduler-conf`; `skiff controlplane
+--volcano-scheduler-config` passes it on), else from the file named by
+`$SKIFF_VOLCANO_CONFIG` (the older way, kept as a fallback), else conf.py's
+default; a bad file refuses to start, naming the line.
 """
 
 from __future__ import annotations
@@ -117,12 +119,23 @@ def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None
     serve_while_leading(client, stop, "volcano", lambda done: BatchService(client, conf).run(done))
 
 
+def component(conf_path: str | None = None) -> Callable[[ApiClient, threading.Event], None]:
+    """The component hook of a batch scheduler configured by the file
+    `conf_path` (see load_conf): it reads the configuration at once (refusing
+    a bad one), then runs in the background."""
+
+    def start(client: ApiClient, stop: threading.Event) -> None:
+        conf = load_conf(conf_path)
+        threading.Thread(
+            target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
+        ).start()
+
+    return start
+
+
 def start(client: ApiClient, stop: threading.Event) -> None:
-    """The component hook: read the configuration now (refusing a bad one), then run."""
-    conf = load_conf()
-    threading.Thread(
-        target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
-    ).start()
+    """The component hook with the configuration of $SKIFF_VOLCANO_CONFIG."""
+    component()(client, stop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -131,7 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m controlplane.scheduler.batch.run")
     parser.add_argument("--kubeconfig", required=True,
                         help="the batch scheduler's kubeconfig (volcano-scheduler.conf)")  # fmt: skip
-    parser.add_argument("--config", default=None, help=f"volcano-scheduler.conf (or ${CONFIG_ENV})")
+    parser.add_argument(
+        "--config",
+        "--scheduler-conf",
+        dest="config",
+        default=None,
+        help=f"volcano-scheduler.conf (fallback: ${CONFIG_ENV})",
+    )
     parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     args = parser.parse_args(argv)
     logging.basicConfig(
