@@ -19,8 +19,11 @@ started once the API server answers, restarted with a backoff when it
 exits, stopped with it (supervisor.py): the components then use more cores
 than the one this process's GIL allows. --no-component-processes (the
 default on one CPU) runs them as threads here.
-SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
-refusal to start (exit status 1), never a silent reset.
+SIGTERM/SIGINT stop everything cleanly, in reverse start order: the
+components first (each releases its Lease, so a successor need not wait it
+out), while the API server still serves their last writes, then the API
+server and the store. A damaged database is a clear refusal to start (exit
+status 1), never a silent reset.
 """
 
 from __future__ import annotations
@@ -60,9 +63,19 @@ DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
 # In-process components started once the API server serves, in this order:
 # A component is called as function(client: ApiClient, stop: threading.Event)
 # and must return promptly (starting its own threads) and stop when `stop`
-# is set. Each runs leader-elected, so several control planes on one etcd
+# is set; the thread it returns ends when it has stopped (its Lease
+# released). Each runs leader-elected, so several control planes on one etcd
 # never both act.
-Component = Callable[[Any, threading.Event], None]
+Component = Callable[[Any, threading.Event], threading.Thread | None]
+# How long stopping waits for one in-process component.
+COMPONENT_STOP_GRACE = 10.0
+
+
+@dataclass
+class StartedComponent:
+    name: str
+    stop: threading.Event
+    thread: threading.Thread | None
 
 
 def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
@@ -264,18 +277,21 @@ FIELD_MANAGERS = {
 
 
 def start_components(
-    clients: dict[str, Any], stop: threading.Event, args: argparse.Namespace
+    clients: dict[str, Any], started: list[StartedComponent], args: argparse.Namespace
 ) -> None:
-    """Start each component not disabled with its own client (`clients` by name)."""
+    """Start each component not disabled with its own client (`clients` by
+    name) and its own stop event, appending it to `started` in start order."""
     for name, func in components(args):
         if name in args.disable:
             log.info("component=%s disabled", name)
             continue
         log.info("component=%s starting", name)
+        stop = threading.Event()
         try:
-            func(clients[name], stop)
+            thread = func(clients[name], stop)
         except ValueError as err:  # a component's configuration refused, with the reason
             raise StartError(f"{name}: refusing to start: {err}") from err
+        started.append(StartedComponent(name, stop, thread))
 
 
 class StartError(Exception):
@@ -297,10 +313,23 @@ class RunningControlPlane:
     clients: dict[str, Any] = field(default_factory=dict)
     # With --component-processes: the components' processes.
     supervisor: Supervisor | None = None
+    # The in-process components, in start order.
+    components: list[StartedComponent] = field(default_factory=list)
 
     def stop(self) -> None:
-        if self.supervisor is not None:  # while the API still serves their last writes
+        """Stop in reverse start order: the components (processes or threads)
+        while the API still serves their last writes (their Leases released),
+        then the API server, then the store."""
+        if self.supervisor is not None:
             self.supervisor.stop()
+        for started in reversed(self.components):
+            started.stop.set()
+            if started.thread is not None:
+                started.thread.join(COMPONENT_STOP_GRACE)
+                if started.thread.is_alive():
+                    log.warning("component=%s did not stop within %.0fs",
+                                started.name, COMPONENT_STOP_GRACE)  # fmt: skip
+            log.info("component=%s stopped", started.name)
         self.stop_event.set()
         self.server.stop()
         for client in self.clients.values():
@@ -389,7 +418,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                 lean_watches=True,  # no component reads managedFields
             )
         try:
-            start_components(running.clients, running.stop_event, args)
+            start_components(running.clients, running.components, args)
         except StartError:
             running.stop()  # nothing half-started is left serving
             raise

@@ -36,7 +36,7 @@ from controlplane.client.interface import ApiClient
 
 log = logging.getLogger("skiff.component")
 
-Start = Callable[[ApiClient, threading.Event], None]
+Start = Callable[[ApiClient, threading.Event], object]
 
 # Set in the environment by `skiff controlplane --component-processes`.
 LIFELINE_ENV = "SKIFF_LIFELINE_FD"

@@ -141,24 +141,29 @@ def run(
     )
 
 
-def component(config_path: str | None = None) -> Callable[[ApiClient, threading.Event], None]:
+def component(
+    config_path: str | None = None,
+) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a scheduler configured by the file `config_path`
     (see load_config): it validates the configuration at once (a bad profile
-    refuses to start, with the reason), then runs in the background."""
+    refuses to start, with the reason), then runs in the background on the
+    thread it returns, which ends once `stop` is set and the Lease released."""
 
-    def start(client: ApiClient, stop: threading.Event) -> None:
+    def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
         cfg = load_config(config_path)
         check(cfg)
-        threading.Thread(
+        thread = threading.Thread(
             target=run, args=(client, stop, cfg), name="scheduler", daemon=True
-        ).start()
+        )
+        thread.start()
+        return thread
 
     return start
 
 
-def start(client: ApiClient, stop: threading.Event) -> None:
+def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
     """The component hook with the configuration of $SKIFF_SCHEDULER_CONFIG."""
-    component()(client, stop)
+    return component()(client, stop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

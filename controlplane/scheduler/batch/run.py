@@ -119,23 +119,28 @@ def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None
     serve_while_leading(client, stop, "volcano", lambda done: BatchService(client, conf).run(done))
 
 
-def component(conf_path: str | None = None) -> Callable[[ApiClient, threading.Event], None]:
+def component(
+    conf_path: str | None = None,
+) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a batch scheduler configured by the file
     `conf_path` (see load_conf): it reads the configuration at once (refusing
-    a bad one), then runs in the background."""
+    a bad one), then runs in the background on the thread it returns, which
+    ends once `stop` is set and the Lease released."""
 
-    def start(client: ApiClient, stop: threading.Event) -> None:
+    def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
         conf = load_conf(conf_path)
-        threading.Thread(
+        thread = threading.Thread(
             target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
-        ).start()
+        )
+        thread.start()
+        return thread
 
     return start
 
 
-def start(client: ApiClient, stop: threading.Event) -> None:
+def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
     """The component hook with the configuration of $SKIFF_VOLCANO_CONFIG."""
-    component()(client, stop)
+    return component()(client, stop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
