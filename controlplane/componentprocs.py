@@ -67,7 +67,7 @@ def check_components(names: list[str], args: argparse.Namespace) -> None:
     from controlplane.scheduler.batch import run as batch_scheduler
 
     checks: dict[str, Callable[[], object]] = {
-        "scheduler": lambda: scheduler.check(scheduler.load_config(args.scheduler_config)),
+        "scheduler": lambda: scheduler.checked(args.scheduler_config),
         "volcano-scheduler": lambda: batch_scheduler.load_conf(args.volcano_scheduler_config),
         "controllers": lambda: manager.config_from_args(args),
     }

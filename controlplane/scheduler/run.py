@@ -1,6 +1,6 @@
 """The scheduler as a control-plane component: informers in, leader-elected loop, API writes out.
 
-`start(client, stop)` is the `skiff controlplane` component hook (see
+`component(config_path)` is the `skiff controlplane` component hook (see
 controlplane/main.py COMPONENTS): it starts a thread that campaigns for the
 `kube-system/skiff-scheduler` Lease and, while leading, runs a
 `SchedulerService` — shared informers for Pods, Nodes, PodGroups and the
@@ -21,15 +21,13 @@ Alone, against a running API server:
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controlplane.client.component import run_component
+from controlplane.client.component import ConfiguredComponent, in_background
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
@@ -141,62 +139,36 @@ def run(
     )
 
 
+def checked(path: str | None = None) -> sched_config.SchedulerConfig:
+    """load_config(path), every profile's plugins built once to check it."""
+    cfg = load_config(path)
+    check(cfg)
+    return cfg
+
+
 def component(
     config_path: str | None = None,
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a scheduler configured by the file `config_path`
-    (see load_config): it validates the configuration at once (a bad profile
-    refuses to start, with the reason), then runs in the background on the
-    thread it returns, which ends once `stop` is set and the Lease released."""
-
-    def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
-        cfg = load_config(config_path)
-        check(cfg)
-        thread = threading.Thread(
-            target=run, args=(client, stop, cfg), name="scheduler", daemon=True
-        )
-        thread.start()
-        return thread
-
-    return start
+    (see load_config; a bad profile refuses to start, with the reason)."""
+    return in_background("scheduler", run, lambda: checked(config_path))
 
 
-def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
-    """The component hook with the configuration of $SKIFF_SCHEDULER_CONFIG."""
-    return component()(client, stop)
+ALONE = ConfiguredComponent(
+    prog="scheduler",
+    thread="scheduler",
+    field_manager="kube-scheduler",
+    kubeconfig_help="the scheduler's kubeconfig (skiff controlplane writes <data-dir>/scheduler.conf)",
+    config_flags=("--config",),
+    config_help=f"scheduler profiles YAML (fallback: ${CONFIG_ENV})",
+    load=checked,
+    run=run,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the scheduler alone against an API server until SIGINT/SIGTERM."""
-    parser = argparse.ArgumentParser(prog="python -m controlplane.scheduler.run")
-    parser.add_argument(
-        "--kubeconfig",
-        "--credentials",
-        dest="kubeconfig",
-        required=True,
-        help="the scheduler's kubeconfig (skiff controlplane writes <data-dir>/scheduler.conf)",
-    )
-    parser.add_argument(
-        "--config", default=None, help=f"scheduler profiles YAML (fallback: ${CONFIG_ENV})"
-    )
-    parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
-    try:
-        cfg = load_config(args.config)
-        check(cfg)
-    except (OSError, sched_config.ConfigError) as e:
-        print(f"scheduler: refusing to start: {e}", file=sys.stderr)
-        return 2
-
-    def start_alone(client: ApiClient, stop: threading.Event) -> None:
-        threading.Thread(
-            target=run, args=(client, stop, cfg), name="scheduler", daemon=True
-        ).start()
-
-    return run_component("scheduler", args.kubeconfig, start_alone, "kube-scheduler")
+    return ALONE.main("controlplane.scheduler.run", argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The batch scheduler as a control-plane component: informers in, leader-elected sessions.
 
-`start(client, stop)` is the `skiff controlplane` component hook, beside the
+`component(conf_path)` is the `skiff controlplane` component hook, beside the
 default scheduler's: it campaigns for the `kube-system/volcano` Lease (its
 own, so the two schedulers lead independently) and, while leading, runs a
 `BatchService`: shared informers for Pods, Nodes, PodGroups, Queues,
@@ -19,16 +19,14 @@ default; a bad file refuses to start, naming the line.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.client.component import run_component
+from controlplane.client.component import ConfiguredComponent, in_background
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
@@ -123,56 +121,26 @@ def component(
     conf_path: str | None = None,
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a batch scheduler configured by the file
-    `conf_path` (see load_conf): it reads the configuration at once (refusing
-    a bad one), then runs in the background on the thread it returns, which
-    ends once `stop` is set and the Lease released."""
-
-    def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
-        conf = load_conf(conf_path)
-        thread = threading.Thread(
-            target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
-        )
-        thread.start()
-        return thread
-
-    return start
+    `conf_path` (see load_conf; a bad one refuses to start, naming the line)."""
+    return in_background("volcano-scheduler", run, lambda: load_conf(conf_path))
 
 
-def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
-    """The component hook with the configuration of $SKIFF_VOLCANO_CONFIG."""
-    return component()(client, stop)
+ALONE = ConfiguredComponent(
+    prog="batch scheduler",
+    thread="volcano-scheduler",
+    field_manager="vc-scheduler",
+    kubeconfig_help="the batch scheduler's kubeconfig (volcano-scheduler.conf)",
+    config_flags=("--config", "--scheduler-conf"),  # vc-scheduler's name
+    config_help=f"volcano-scheduler.conf (fallback: ${CONFIG_ENV})",
+    load=load_conf,
+    run=run,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m controlplane.scheduler.batch.run --kubeconfig FILE`: the batch
     scheduler alone, with its own identity (`<data-dir>/volcano-scheduler.conf`)."""
-    parser = argparse.ArgumentParser(prog="python -m controlplane.scheduler.batch.run")
-    parser.add_argument("--kubeconfig", required=True,
-                        help="the batch scheduler's kubeconfig (volcano-scheduler.conf)")  # fmt: skip
-    parser.add_argument(
-        "--config",
-        "--scheduler-conf",
-        dest="config",
-        default=None,
-        help=f"volcano-scheduler.conf (fallback: ${CONFIG_ENV})",
-    )
-    parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
-    try:
-        conf = load_conf(args.config)
-    except (OSError, batch_conf.ConfError) as err:
-        print(f"batch scheduler: refusing to start: {err}", file=sys.stderr)
-        return 2
-
-    def start_alone(client: ApiClient, stop: threading.Event) -> None:
-        threading.Thread(
-            target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
-        ).start()
-
-    return run_component("batch scheduler", args.kubeconfig, start_alone, "vc-scheduler")
+    return ALONE.main("controlplane.scheduler.batch.run", argv)
 
 
 if __name__ == "__main__":
