@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.api import kinds, patch_meta, structural
+from controlplane.api.checks import Errors
 from controlplane.api.crd_validation import validate_crd
 from controlplane.api.jsoncodec import clone
+from controlplane.api.kinds.definition import KindDef
 
 Object = dict[str, Any]
 
@@ -133,12 +135,26 @@ def register(obj: Object) -> kinds.KindInfo:
             kinds.unregister(old.info.key)
             patch_meta.set_custom(old.info.key, {})
             _by_key.pop(old.info.key, None)
-        kinds.register(info)
+        kinds.register(_definition(info))
         patch_meta.set_custom(info.key, facts)
         _by_name[name] = crd
         _by_key[info.key] = crd
         _generation += 1
     return info
+
+
+def _definition(info: kinds.KindInfo) -> KindDef:
+    """The kinds registry's entry of a custom kind: its objects validated
+    against, defaulted and pruned by their version's structural schema."""
+    key = info.key
+
+    def validate(e: Errors, obj: Object, old: Object | None) -> None:
+        e.items.extend(validate_object(key, obj))
+
+    def defaults(obj: Object) -> None:
+        default_object(key, obj)
+
+    return KindDef(info, defaults=defaults, validate=validate)
 
 
 def _list_facts(s: Any, path: str, out: dict[str, patch_meta.FieldMeta]) -> None:

@@ -4,10 +4,11 @@
 - `validate_crd(obj, old)`: names, scope, versions (exactly one storage
   version, at least one served), structural openAPIV3Schema (a default
   must be valid against its own schema), subresources, printer columns,
-  conversion None only. Wired into validation.VALIDATORS.
+  conversion None only. The CustomResourceDefinition kind's definition
+  (kinds/apiextensions/customresourcedefinition.py) uses them.
 - `default_crd(obj)`: the defaults and status kube-apiserver fills in
   (singular, listKind, conversion, acceptedNames, storedVersions, the
-  NamesAccepted and Established conditions). Wired into defaults.
+  NamesAccepted and Established conditions).
 
 Pure: the served CRDs are controlplane.api.crd's.
 """

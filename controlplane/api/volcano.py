@@ -1,8 +1,8 @@
 """Volcano's batch kinds: their constants, defaults and validation (its webhook's rules).
 
-Kinds (kinds.py rows): `scheduling.volcano.sh/v1beta1` Queue (cluster-scoped)
-and PodGroup, `batch.volcano.sh/v1alpha1` Job (key "Job.batch.volcano.sh"),
-and `bus.volcano.sh/v1alpha1` Command (a user's one-shot order to the Job
+Kinds (their modules: controlplane/api/kinds/volcano/):
+`scheduling.volcano.sh/v1beta1` Queue (cluster-scoped) and PodGroup,
+`batch.volcano.sh/v1alpha1` Job (key "Job.batch.volcano.sh"), and `bus.volcano.sh/v1alpha1` Command (a user's one-shot order to the Job
 or Queue controller: `action`, `target` (an ownerReference), `reason`,
 `message`, top-level fields as Volcano has them; vcctl's job
 suspend/resume and queue operate create them). Field names and rules are Volcano's, so its
@@ -16,7 +16,7 @@ example manifests apply unchanged and its invalid ones
 - plugins are `env`, `svc`, `ssh`.
 
 Whether the queue named exists and is Open needs the store: that is
-admission (apiserver/admission_volcano.py). This module is pure data and
+admission (kinds/volcano/queue.py, check_open). This module is pure data and
 functions; it imports nothing of the server or the client.
 """
 

@@ -31,8 +31,10 @@ import grpc
 
 from controlplane.api import jsoncodec
 from controlplane.api.kinds import UnknownKind, by_kind
+from controlplane.api.kinds.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
+from controlplane.api.kinds.storage.storageclass import local_path_class
 from controlplane.api.limits import MAX_BODY
-from controlplane.apiserver.admission import SYSTEM_PRIORITY_CLASSES, default_admission
+from controlplane.apiserver.admission import default_admission
 from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
@@ -50,7 +52,6 @@ from controlplane.apiserver.rest.server import RestServer
 from controlplane.apiserver.reviews import Reviews
 from controlplane.apiserver.satokens import ServiceAccountTokens
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
-from controlplane.apiserver.storage_admission import ensure_local_path_class
 from controlplane.apiserver.tls import Pki, sign_agent_csr
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client.errors import AlreadyExists, ApiError, NotFound
@@ -103,7 +104,7 @@ class ApiServer:
         )
         self.registry = Registry(
             store,
-            admission=default_admission(config.service_cidr),
+            admission=default_admission(),
             authorizer=self.authorizer,
             service_cidr=config.service_cidr,
         )
@@ -162,7 +163,10 @@ class ApiServer:
                 )  # fmt: skip
             except AlreadyExists:
                 pass
-        ensure_local_path_class(self.registry)
+        try:  # the default StorageClass of the local-path provisioner
+            self.registry.create("StorageClass", local_path_class())
+        except AlreadyExists:
+            pass
         try:  # Volcano's default queue: Jobs and PodGroups name it unless told otherwise
             self.registry.create(
                 "Queue",

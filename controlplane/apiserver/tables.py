@@ -3,7 +3,9 @@
 kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` and
 prints the columns the server defines. The columns and cells of each
 built-in kind are the ones skiffctl prints (its definition's printer, read
-through controlplane/api/columns.py, one home for both); a custom kind shows NAME, then its CRD's
+through controlplane/api/columns.py, one home for both); a column's type
+and description are its own or those every kind shares for that header
+(_COLUMN_FACTS). A custom kind shows NAME, then its CRD's
 additionalPrinterColumns (JSONPath) or else AGE. As kube-apiserver does, the
 Table always carries the wide-only columns with priority 1: kubectl hides
 them unless `-o wide`. Pure: no storage, no I/O.

@@ -1,8 +1,8 @@
 """How skiffctl shows objects: tables with kubectl's columns, YAML, JSON, names.
 
 The columns themselves (which ones each kind has and how a cell is computed)
-live in controlplane/api/columns.py, shared with the API server's Table
-responses; the accessors skiffctl's commands use (`printers.name`,
+are each kind's definition's printer (controlplane/api/kinds/, read through
+controlplane/api/columns.py), shared with the API server's Table responses; the accessors skiffctl's commands use (`printers.name`,
 `printers.meta`, ...) are re-exported from there. Tables are padded like
 kubectl's tabwriter (three spaces between columns) so they line up. Pure
 formatting: nothing here calls the API.
@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from controlplane.api.columns import event_time, headers_for, node_roles, pod_status_reason, row_for
+from controlplane.api.columns import headers_for, row_for
 from controlplane.api.display import (
     NONE,
     age,
@@ -29,6 +29,9 @@ from controlplane.api.display import (
     status,
 )
 from controlplane.api.kinds import KindInfo
+from controlplane.api.kinds.core.event import last_seen as event_time
+from controlplane.api.kinds.core.node import roles as node_roles
+from controlplane.api.kinds.core.pod import status_reason as pod_status_reason
 from controlplane.client.interface import Object
 
 __all__ = [

@@ -15,7 +15,7 @@ touches terminating namespaces or objects of other names.
 
 from __future__ import annotations
 
-from controlplane.apiserver.serviceaccounts import ROOT_CA_CONFIGMAP
+from controlplane.api.serviceaccounts import ROOT_CA_CONFIGMAP
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.controllers.base import Controller, ControllerContext

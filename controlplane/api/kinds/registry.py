@@ -234,11 +234,10 @@ _types: tuple[Mapping[str, Type], Mapping[tuple[str, str, str], str]] | None = N
 def _schemas() -> tuple[Mapping[str, Type], Mapping[tuple[str, str, str], str]]:
     global _types
     if _types is None:
-        # Only the schema's readers need these (not a name lookup, as skiffctl's).
-        from controlplane.api import schema
+        # Only the schema's readers need metadata's types (not a name lookup, as skiffctl's).
         from controlplane.api.kinds.shared import meta
 
-        types: dict[str, Type] = {**meta.TYPES, **schema.TYPES}
+        types: dict[str, Type] = dict(meta.TYPES)
         for d in builtin_definitions():
             for name, t in d.types.items():
                 if types.setdefault(name, t) is not t:

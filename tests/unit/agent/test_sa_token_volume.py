@@ -10,7 +10,7 @@ from typing import Any
 from agent.pod_config import NodeSettings
 from agent.sa_tokens import TokenManager
 from agent.volumes import VolumeSources, refresh_token_volumes, setup_volumes
-from controlplane.apiserver.serviceaccounts import access_volume
+from controlplane.api.serviceaccounts import access_volume
 from controlplane.client.errors import NotFound
 
 

@@ -1,10 +1,50 @@
-"""ReplicaSet (apps/v1)."""
+"""ReplicaSet (apps/v1): a number of pods from one template.
+
+Validation: the workload's rules (shared/workload.py), pods restart Always.
+Defaults: replicas 1, the pod template's. Columns: NAME DESIRED CURRENT
+READY AGE; wide adds CONTAINERS IMAGES SELECTOR.
+"""
 
 from __future__ import annotations
 
-from controlplane.api.kinds.definition import KindDef
+from typing import Any
+
+from controlplane.api.checks import Errors
+from controlplane.api.display import age, name, selector_string, spec, status
+from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.shared import workload
+from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
+from controlplane.api.kinds.shared.podspec import template_defaults
+from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
+from controlplane.api.schema import APPS, SPEC, STATUS, kind, struct
+
+Object = dict[str, Any]
+
+
+def validate(e: Errors, obj: Object, old: Object | None) -> None:
+    workload.validate(e, obj, old, ("Always",))
+
+
+def defaults(obj: Object) -> None:
+    child(obj, "spec").setdefault("replicas", 1)
+    template_defaults(obj, "spec")
+
+
+def row(obj: Object, now: float, wide: bool) -> list[str]:
+    st = status(obj)
+    cells = [
+        name(obj),
+        str(spec(obj).get("replicas", 1)),
+        str(st.get("replicas", 0)),
+        str(st.get("readyReplicas", 0)),
+        age(obj, now),
+    ]
+    if wide:
+        cells += [*workload.images(obj), selector_string(spec(obj).get("selector"))]
+    return cells
+
 
 DEFINITION = KindDef(
     KindInfo(
@@ -16,5 +56,33 @@ DEFINITION = KindDef(
         has_scale=True,
         categories=("all",),
     ),
+    types={
+        **PODSPEC_TYPES,
+        "ReplicaSet": kind(
+            APPS,
+            "ReplicaSet ensures that a specified number of pod replicas are running at any given time.",
+            ("apps", "v1", "ReplicaSet"),
+            spec=("ReplicaSetSpec", SPEC),
+            status=("object", STATUS),
+        ),
+        "ReplicaSetSpec": struct(
+            APPS,
+            "ReplicaSetSpec is the specification of a ReplicaSet.",
+            ("selector",),
+            replicas=("integer", "Number of desired pods. Defaults to 1."),
+            minReadySeconds=("integer", "Seconds a new pod must be ready to be available."),
+            selector=(
+                "LabelSelector",
+                "A label query over pods that should match the replica count.",
+            ),
+            template=(
+                "PodTemplateSpec",
+                "The object that describes the pod created when too few exist.",
+            ),
+        ),
+    },
+    defaults=defaults,
+    validate=validate,
+    printer=Printer(columns(("NAME", "DESIRED", "CURRENT", "READY", "AGE"), workload.WIDE), row),
     patch_meta=facts(TEMPLATE, CONDITIONS),
 )

@@ -1,13 +1,60 @@
-"""Namespace (v1): a scope for names; its name is a DNS-1123 label."""
+"""Namespace (v1, cluster-scoped): a scope for names; its name is a DNS-1123 label.
+
+Defaults: spec.finalizers [kubernetes], status.phase Active. Validation:
+status.phase Active or Terminating. Columns: NAME STATUS AGE. (Its
+lifecycle, finalizing and the protected namespaces are the API server's:
+controlplane/apiserver/namespaces.py and deletion.py.)
+"""
 
 from __future__ import annotations
 
-from controlplane.api.kinds.definition import KindDef
+from typing import Any
+
+from controlplane.api.checks import Errors, enum, mapping
+from controlplane.api.display import age, name, status
+from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
+from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+
+Object = dict[str, Any]
+
+
+def validate(e: Errors, obj: Object, old: Object | None) -> None:
+    ns_status: Any = obj.get("status")
+    if mapping(e, "status", ns_status):
+        enum(e, "status.phase", ns_status.get("phase"), ("Active", "Terminating"))
+
+
+def defaults(obj: Object) -> None:
+    child(obj, "spec").setdefault("finalizers", ["kubernetes"])
+    child(obj, "status").setdefault("phase", "Active")
+
+
+def row(obj: Object, now: float, wide: bool) -> list[str]:
+    return [name(obj), str(status(obj).get("phase") or "Active"), age(obj, now)]
+
 
 DEFINITION = KindDef(
     KindInfo("Namespace", "v1", "namespaces", "namespace", ("ns",), namespaced=False),
+    types={
+        "Namespace": kind(
+            CORE,
+            "Namespace provides a scope for Names.",
+            ("", "v1", "Namespace"),
+            spec=("NamespaceSpec", SPEC),
+            status=("object", STATUS),
+        ),
+        "NamespaceSpec": struct(
+            CORE,
+            "NamespaceSpec describes the attributes on a Namespace.",
+            finalizers=("[]string", "Must be empty before the namespace is removed."),
+        ),
+    },
+    defaults=defaults,
+    validate=validate,
     name_rule="label",
+    printer=Printer(columns(("NAME", "STATUS", "AGE")), row),
     patch_meta=facts(status=CONDITIONS),
 )

@@ -1,14 +1,129 @@
-"""Node (v1): a worker; the agent registers it with its status."""
+"""Node (v1, cluster-scoped): a worker; the agent registers it with its status.
+
+Validation: taints (a qualified key, an effect), podCIDR, unschedulable a
+boolean. A create keeps the status it carries. Columns: NAME STATUS ROLES
+AGE VERSION; wide adds INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION
+CONTAINER-RUNTIME, as kubectl prints them.
+"""
 
 from __future__ import annotations
 
-from controlplane.api.kinds.definition import KindDef
+import ipaddress
+from typing import Any
+
+from controlplane.api.checks import Errors, enum, is_qualified_name, items, mapping
+from controlplane.api.display import NONE, age, meta, name, spec, status
+from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts, merge
+from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+
+Object = dict[str, Any]
+
+
+def validate(e: Errors, obj: Object, old: Object | None) -> None:
+    node_spec: Any = obj.get("spec")
+    if not mapping(e, "spec", node_spec):
+        return
+    taints: Any = node_spec.get("taints")
+    if items(e, "spec.taints", taints):
+        for i, t in enumerate(taints):
+            path = f"spec.taints[{i}]"
+            if not mapping(e, path, t, required=True):
+                continue
+            if not t.get("key") or not is_qualified_name(str(t.get("key"))):
+                e.add(f"{path}.key", "required (a qualified name)")
+            if t.get("effect") is None:
+                e.add(f"{path}.effect", "required")
+            enum(
+                e,
+                f"{path}.effect",
+                t.get("effect"),
+                ("NoSchedule", "PreferNoSchedule", "NoExecute"),
+            )
+    for field in ("podCIDR",):
+        value: Any = node_spec.get(field)
+        if value:
+            try:
+                ipaddress.ip_network(value, strict=False)
+            except ValueError:
+                e.add(f"spec.{field}", f"{value!r} is not a valid CIDR")
+    if "unschedulable" in node_spec and not isinstance(node_spec["unschedulable"], bool):
+        e.add("spec.unschedulable", "must be a boolean")
+
+
+def ready(node: Object) -> str:
+    """Ready, NotReady or Unknown, from the Ready condition."""
+    for c in status(node).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return {"True": "Ready", "False": "NotReady"}.get(str(c.get("status")), "Unknown")
+    return "Unknown"
+
+
+def roles(node: Object) -> str:
+    """The ROLES column: node-role.kubernetes.io/<role> labels (and kubernetes.io/role)."""
+    found = []
+    for key, value in (meta(node).get("labels") or {}).items():
+        if key.startswith("node-role.kubernetes.io/"):
+            found.append(key.split("/", 1)[1])
+        elif key == "kubernetes.io/role":
+            found.append(str(value))
+    return ",".join(sorted(r for r in found if r)) or NONE
+
+
+def row(obj: Object, now: float, wide: bool) -> list[str]:
+    state = ready(obj)
+    if spec(obj).get("unschedulable"):
+        state += ",SchedulingDisabled"
+    info = status(obj).get("nodeInfo") or {}
+    cells = [name(obj), state, roles(obj), age(obj, now), str(info.get("kubeletVersion") or "")]
+    if wide:
+        addrs = status(obj).get("addresses") or []
+
+        def addr(kind: str) -> str:
+            return next((str(a.get("address")) for a in addrs if a.get("type") == kind), NONE)
+
+        cells += [
+            addr("InternalIP"),
+            addr("ExternalIP"),
+            str(info.get("osImage") or "<unknown>"),
+            str(info.get("kernelVersion") or "<unknown>"),
+            str(info.get("containerRuntimeVersion") or "<unknown>"),
+        ]
+    return cells
+
 
 DEFINITION = KindDef(
     KindInfo("Node", "v1", "nodes", "node", ("no",), namespaced=False),
+    types={
+        "Node": kind(
+            CORE,
+            "Node is a worker node.",
+            ("", "v1", "Node"),
+            spec=("NodeSpec", SPEC),
+            status=("object", STATUS),
+        ),
+        "NodeSpec": struct(
+            CORE,
+            "NodeSpec describes the attributes that a node is created with.",
+            podCIDR=("string", "The pod IP range assigned to the node."),
+            podCIDRs=("[]string", "The pod IP ranges assigned to the node."),
+            providerID=("string", "ID of the node assigned by the cloud provider."),
+            unschedulable=("boolean", "Whether new pods may be scheduled on the node."),
+            taints=("[]object", "The node's taints."),
+            configSource=("object", "Deprecated."),
+            externalID=("string", "Deprecated."),
+        ),
+    },
+    validate=validate,
     keeps_status_on_create=True,
+    printer=Printer(
+        columns(
+            ("NAME", "STATUS", "ROLES", "AGE", "VERSION"),
+            ("INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"),
+        ),
+        row,
+    ),
     patch_meta=facts(
         status={**CONDITIONS, "addresses": merge("type")}, extra={"spec.podCIDRs": merge()}
     ),

@@ -1,13 +1,223 @@
-"""Pod (v1)."""
+"""Pod (v1).
+
+- Validation: the pod spec (shared/podspec.py, its results kept by the
+  spec's JSON: a ReplicaSet's pods share one spec, and a pod's spec is
+  checked again on every status update), status.phase; on update nodeName
+  is immutable once bound and containers may not be added or removed.
+- Defaults: the pod spec's, and the DefaultTolerationSeconds tolerations
+  (not-ready and unreachable nodes for 300 s).
+- Admission on create: the ServiceAccount plugin (serviceaccounts.py), the
+  status (Pending with its QoS class), the priority from
+  spec.priorityClassName or the global default PriorityClass.
+- Columns: NAME READY STATUS RESTARTS AGE; wide adds IP NODE NOMINATED NODE
+  READINESS GATES, as kubectl prints them.
+"""
 
 from __future__ import annotations
 
-from controlplane.api.kinds.definition import KindDef, Subresource
+from typing import Any
+
+from controlplane.api import jsoncodec, serviceaccounts
+from controlplane.api.checks import Errors, enum, mapping
+from controlplane.api.display import NONE, age, meta, name, spec, status
+from controlplane.api.kinds.definition import (
+    AdmissionApi,
+    KindDef,
+    Printer,
+    Subresource,
+    columns,
+)
 from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
+from controlplane.api.kinds.shared import podspec, podspec_schema
+from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import POD_STATUS, facts
+from controlplane.api.qos import qos_class
+from controlplane.api.schema import CORE, SPEC, STATUS, kind
+from controlplane.client.errors import Forbidden, NotFound
+
+Object = dict[str, Any]
+
+# ---- validation -----------------------------------------------------------------------
+
+# The problems of pod specs seen lately, by their JSON.
+_SPEC_PROBLEMS: dict[bytes, list[str]] = {}
+_SPEC_PROBLEMS_MAX = 1024
+
+
+def _spec_problems(pod_spec: Any) -> list[str]:
+    key = jsoncodec.dumps(pod_spec)
+    problems = _SPEC_PROBLEMS.get(key)
+    if problems is None:
+        found = Errors()
+        podspec.validate(found, "spec", pod_spec)
+        problems = found.items
+        if len(_SPEC_PROBLEMS) >= _SPEC_PROBLEMS_MAX:
+            _SPEC_PROBLEMS.clear()
+        _SPEC_PROBLEMS[key] = problems
+    return problems
+
+
+def validate(e: Errors, obj: Object, old: Object | None) -> None:
+    e.items.extend(_spec_problems(obj.get("spec")))
+    pod_status: Any = obj.get("status")
+    if mapping(e, "status", pod_status):
+        enum(e, "status.phase", pod_status.get("phase"),
+             ("Pending", "Running", "Succeeded", "Failed", "Unknown"))  # fmt: skip
+    if old is not None:
+        new_spec, old_spec = obj.get("spec") or {}, old.get("spec") or {}
+        old_node: Any = old_spec.get("nodeName")
+        if old_node and new_spec.get("nodeName") != old_node:
+            e.add("spec.nodeName", "field is immutable once the pod is bound")
+        old_names = [c.get("name") for c in old_spec.get("containers") or []]
+        new_names = [c.get("name") for c in new_spec.get("containers") or [] if isinstance(c, dict)]
+        if old_names != new_names:
+            e.add("spec.containers", "pod updates may not add or remove containers")
+
+
+# ---- defaults -------------------------------------------------------------------------
+
+
+def defaults(obj: Object) -> None:
+    pod_spec = child(obj, "spec")
+    podspec.defaults(pod_spec)
+    # DefaultTolerationSeconds: tolerate a not-ready/unreachable node for 300 s.
+    tolerations = pod_spec.setdefault("tolerations", [])
+    if isinstance(tolerations, list):
+        keys = {t.get("key") for t in tolerations if isinstance(t, dict)}
+        for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+            if key not in keys:
+                tolerations.append(
+                    {"key": key, "operator": "Exists", "effect": "NoExecute",
+                     "tolerationSeconds": 300}
+                )  # fmt: skip
+
+
+# ---- admission ------------------------------------------------------------------------
+
+
+def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:
+    if old is not None:
+        return
+    serviceaccounts.admit(obj)
+    pod_spec = obj.setdefault("spec", {})
+    obj["status"] = {"phase": "Pending", "qosClass": str(qos_class(obj))}
+    class_name = pod_spec.get("priorityClassName")
+    value: int | None = None
+    policy: str | None = None
+    if class_name:
+        if class_name in SYSTEM_PRIORITY_CLASSES:
+            value = SYSTEM_PRIORITY_CLASSES[class_name]
+        try:
+            pc = api.get_object("PriorityClass", str(class_name))
+            value, policy = int(pc.get("value", 0)), pc.get("preemptionPolicy")
+        except NotFound as err:
+            if value is None:
+                raise Forbidden(f"no PriorityClass with name {class_name} was found") from err
+    else:
+        for pc in api.cached_objects("PriorityClass"):
+            if pc.get("globalDefault"):
+                pod_spec["priorityClassName"] = pc["metadata"]["name"]
+                value, policy = int(pc.get("value", 0)), pc.get("preemptionPolicy")
+                break
+    if value is None:
+        value = 0
+    if pod_spec.get("priority") is not None and pod_spec["priority"] != value:
+        raise Forbidden(
+            "the integer value of priority "
+            f"({pod_spec['priority']}) must not be provided in pod spec; priority admission "
+            f"controller computed {value} from the given PriorityClass name"
+        )
+    pod_spec["priority"] = value
+    if policy:
+        pod_spec.setdefault("preemptionPolicy", policy)
+
+
+# ---- columns --------------------------------------------------------------------------
+
+
+def status_reason(pod: Object) -> str:
+    """The STATUS column kubectl computes: phase, reason, waiting/terminated reasons, Terminating."""
+    st = status(pod)
+    reason = str(st.get("reason") or st.get("phase") or "Pending")
+    init_statuses = st.get("initContainerStatuses") or []
+    init_total = len(spec(pod).get("initContainers") or [])
+    initializing = False
+    for i, cs in enumerate(init_statuses):
+        state = cs.get("state") or {}
+        term = state.get("terminated")
+        if term and term.get("exitCode") == 0:
+            continue
+        initializing = True
+        if term:
+            reason = f"Init:{term.get('reason') or 'Error'}"
+        elif (state.get("waiting") or {}).get("reason") not in (None, "", "PodInitializing"):
+            reason = f"Init:{state['waiting']['reason']}"
+        else:
+            reason = f"Init:{i}/{init_total}"
+        break
+    if not initializing:
+        has_running = False
+        for cs in reversed(st.get("containerStatuses") or []):
+            state = cs.get("state") or {}
+            waiting = state.get("waiting") or {}
+            term = state.get("terminated") or {}
+            if waiting.get("reason"):
+                reason = str(waiting["reason"])
+            elif term.get("reason"):
+                reason = str(term["reason"])
+            elif term:
+                sig = term.get("signal")
+                reason = f"Signal:{sig}" if sig else f"ExitCode:{term.get('exitCode', 0)}"
+            elif state.get("running") and cs.get("ready"):
+                has_running = True
+        if reason == "Completed" and has_running:
+            reason = "Running"
+    if meta(pod).get("deletionTimestamp"):
+        reason = "Unknown" if st.get("reason") == "NodeLost" else "Terminating"
+    return reason
+
+
+def row(obj: Object, now: float, wide: bool) -> list[str]:
+    st = status(obj)
+    statuses = st.get("containerStatuses") or []
+    ready = sum(1 for c in statuses if c.get("ready"))
+    total = len(spec(obj).get("containers") or []) or len(statuses)
+    restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
+    cells = [name(obj), f"{ready}/{total}", status_reason(obj), str(restarts), age(obj, now)]
+    if wide:
+        gates = spec(obj).get("readinessGates") or []
+        cells += [
+            str(st.get("podIP") or NONE),
+            str(spec(obj).get("nodeName") or NONE),
+            str(st.get("nominatedNodeName") or NONE),
+            f"{len(gates)}/{len(gates)}" if gates else NONE,
+        ]
+    return cells
+
 
 DEFINITION = KindDef(
     KindInfo("Pod", "v1", "pods", "pod", ("po",), categories=("all",)),
+    types={
+        **podspec_schema.TYPES,
+        "Pod": kind(
+            CORE,
+            "Pod is a collection of containers that can run on a host.",
+            ("", "v1", "Pod"),
+            spec=("PodSpec", SPEC),
+            status=("object", STATUS),
+        ),
+    },
+    defaults=defaults,
+    validate=validate,
+    admit=admit,
+    printer=Printer(
+        columns(
+            ("NAME", "READY", "STATUS", "RESTARTS", "AGE"),
+            ("IP", "NODE", "NOMINATED NODE", "READINESS GATES"),
+        ),
+        row,
+    ),
     patch_meta=facts("spec", POD_STATUS),
     subresources=(
         Subresource("binding", ("create",), "", "v1", "Binding"),

@@ -1,9 +1,14 @@
-"""ClusterRoleBinding (rbac.authorization.k8s.io/v1)."""
+"""ClusterRoleBinding (rbac.authorization.k8s.io/v1, cluster-scoped): grants
+a ClusterRole to subjects cluster-wide. Named by any path segment; roleRef
+is immutable (controlplane/api/rbac.py)."""
 
 from __future__ import annotations
 
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.rbac.role import validate
+from controlplane.api.kinds.rbac.rolebinding import SUBJECTS
+from controlplane.api.schema import RBAC, kind
 
 DEFINITION = KindDef(
     KindInfo(
@@ -15,5 +20,17 @@ DEFINITION = KindDef(
         namespaced=False,
         has_status=False,
     ),
+    types={
+        **SUBJECTS,
+        "ClusterRoleBinding": kind(
+            RBAC,
+            "ClusterRoleBinding grants the permissions of a ClusterRole to subjects cluster-wide.",
+            ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+            ("roleRef",),
+            subjects=("[]Subject", "Who the role is granted to."),
+            roleRef=("RoleRef", "The ClusterRole granted."),
+        ),
+    },
+    validate=validate,
     name_rule="path-segment",
 )

@@ -137,3 +137,11 @@ TYPES: dict[str, Type] = {
         matchExpressions=("[]object", "A list of label selector requirements, ANDed."),
     ),
 }
+
+
+def add_finalizer(obj: Object, finalizer: str) -> None:
+    """metadata.finalizers with `finalizer` added (once), in place (admission)."""
+    meta = obj.setdefault("metadata", {})
+    finalizers = meta.setdefault("finalizers", [])
+    if isinstance(finalizers, list) and finalizer not in finalizers:
+        finalizers.append(finalizer)

@@ -9,8 +9,8 @@ from typing import Any, cast
 import pytest
 
 from agent.pod_config import pod_cgroup_parent
+from controlplane.api.kinds.core.pod import admit as admit_pod
 from controlplane.api.qos import QOSClass, qos_class
-from controlplane.apiserver.admission import admit_pod
 from controlplane.scheduler.podinfo import PodInfo
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver.serviceaccounts import MOUNT_PATH
+from controlplane.api.serviceaccounts import MOUNT_PATH
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.errors import Forbidden, Invalid, NotFound, Unauthenticated
 from controlplane.client.interface import DeleteOptions
