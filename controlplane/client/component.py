@@ -50,6 +50,17 @@ LIFELINE_GRACE = 10.0
 STOP_GRACE = 5.0
 
 
+def config_file(path: str | None, env: str) -> tuple[str, str] | None:
+    """(path, text) of a component's configuration file: the one given
+    (--config), else the one named by $`env` (the older way, kept as a
+    fallback); None: neither, the defaults apply."""
+    path = path or os.environ.get(env)
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as f:
+        return path, f.read()
+
+
 def in_background(
     name: str, run: Callable[[ApiClient, threading.Event, T], None], load: Callable[[], T]
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:

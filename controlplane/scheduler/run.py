@@ -22,12 +22,11 @@ Alone, against a running API server:
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controlplane.client.component import ConfiguredComponent, in_background
+from controlplane.client.component import ConfiguredComponent, config_file, in_background
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
@@ -43,11 +42,8 @@ CONFIG_ENV = "SKIFF_SCHEDULER_CONFIG"
 
 def load_config(path: str | None = None) -> sched_config.SchedulerConfig:
     """The profiles in `path` (--config), else in $SKIFF_SCHEDULER_CONFIG's file."""
-    path = path or os.environ.get(CONFIG_ENV)
-    if not path:
-        return sched_config.parse(None)
-    with open(path, encoding="utf-8") as f:
-        return sched_config.load(f.read())
+    found = config_file(path, CONFIG_ENV)
+    return sched_config.parse(None) if found is None else sched_config.load(found[1])
 
 
 class _NoWriter:

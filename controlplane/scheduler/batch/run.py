@@ -20,13 +20,12 @@ default; a bad file refuses to start, naming the line.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.client.component import ConfiguredComponent, in_background
+from controlplane.client.component import ConfiguredComponent, config_file, in_background
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
@@ -41,15 +40,14 @@ CONFIG_ENV = "SKIFF_VOLCANO_CONFIG"
 
 
 def load_conf(path: str | None = None) -> batch_conf.Conf:
-    path = path or os.environ.get(CONFIG_ENV)
-    if not path:
+    """The configuration in `path` (--config), else in $SKIFF_VOLCANO_CONFIG's file."""
+    found = config_file(path, CONFIG_ENV)
+    if found is None:
         return batch_conf.load(batch_conf.DEFAULT_CONF)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
     try:
-        return batch_conf.validate(batch_conf.load(text))
+        return batch_conf.validate(batch_conf.load(found[1]))
     except batch_conf.ConfError as e:
-        raise batch_conf.ConfError(f"{path}: {e}") from e
+        raise batch_conf.ConfError(f"{found[0]}: {e}") from e
 
 
 class ApiBatchWriter:
