@@ -1,7 +1,8 @@
 """The fuzz campaign of issue 17: at least 10,000 generated inputs per target
 (tar layers, image manifests and indexes, registry responses, CRI request
 fields, CNI configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames,
-API objects and patches, the agent endpoint's HTTP),
+API objects and patches, the agent endpoint's HTTP, Kubernetes' protobuf
+bodies),
 each of which must get a clear error or a correct result.
 
 Per target it prints inputs tried, rejections (clear errors), crashes

@@ -3,8 +3,13 @@
 Runs `skiff controlplane` as a real process (SQLite, TLS, tokens) as
 bench.apiserver does and measures from client processes:
 
-- creates/s with 10 REST clients (one pod per POST, keep-alive HTTPS), and
-  the gRPC one-object-per-call figure with 10 clients, same machine, same run;
+- creates/s with 10 REST clients (one pod per POST, keep-alive HTTPS), with
+  JSON bodies and with protobuf bodies (client-go's default for built-in
+  kinds: `application/vnd.kubernetes.protobuf`, answered in protobuf), each
+  with the server's CPU per create, JSON and protobuf rounds alternated
+  twice after a warm-up of each (protobuf compiles its codecs at first
+  use); and the gRPC one-object-per-call figure with 10 clients, same
+  machine, same run;
 - watch delivery p50/p99 with 100 REST watchers (time from just before the
   write is sent to the event line arriving at each watcher), and the same
   with 100 gRPC watchers;
@@ -52,6 +57,7 @@ sys.path.insert(0, str(REPO))
 from bench.apiserver import Server, pod, preload_pods, throughput, watch_latency  # noqa: E402
 from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
+from controlplane.api.k8sproto import envelope as k8sproto  # noqa: E402
 
 TARGETS = {
     "rest_watch_p99_ms": 50.0,
@@ -97,11 +103,12 @@ class LeanConnection:
     figure is the server's): raw request bytes out, Content-Length read back.
     gRPC's client is C; Python's http.client would cost the shared cores more."""
 
-    def __init__(self, rest: Rest) -> None:
+    def __init__(self, rest: Rest, content_type: str = "application/json",
+                 accept: str = "application/json") -> None:  # fmt: skip
         raw = socket.create_connection((rest.host, rest.port))
         self.sock = rest.context.wrap_socket(raw, server_hostname=rest.host)
         self.head = (f"Host: {rest.host}:{rest.port}\r\nAuthorization: Bearer {rest.token}\r\n"
-                     "Content-Type: application/json\r\n").encode()  # fmt: skip
+                     f"Content-Type: {content_type}\r\nAccept: {accept}\r\n").encode()  # fmt: skip
         self.buffer = b""
 
     def post(self, path: str, body: bytes) -> tuple[int, bytes]:
@@ -121,15 +128,22 @@ class LeanConnection:
         return status, rest[:length]
 
 
-def _rest_create_proc(kubeconfig: str, threads: int, per_client: int, tag: str,
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def _rest_create_proc(kubeconfig: str, threads: int, per_client: int, tag: str, encoding: str,
                       ready: Any, go: Any, out: Any) -> None:  # fmt: skip
     results: list[tuple[float, float, int]] = []
     lock = threading.Lock()
 
     def work(t: int) -> None:
-        conn = LeanConnection(Rest(kubeconfig))
-        bodies = [json.dumps(pod(f"{tag}-{os.getpid()}-{t}-{j}", j)).encode()
-                  for j in range(per_client)]  # fmt: skip
+        names = [f"{tag}-{os.getpid()}-{t}-{j}" for j in range(per_client)]
+        if encoding == "protobuf":  # as client-go sends and accepts it
+            conn = LeanConnection(Rest(kubeconfig), PROTOBUF, f"{PROTOBUF}, application/json")
+            bodies = [k8sproto.encode(pod(name, j)) for j, name in enumerate(names)]
+        else:
+            conn = LeanConnection(Rest(kubeconfig))
+            bodies = [json.dumps(pod(name, j)).encode() for j, name in enumerate(names)]
         go.wait()
         start = time.perf_counter()
         for data in bodies:
@@ -142,12 +156,13 @@ def _rest_create_proc(kubeconfig: str, threads: int, per_client: int, tag: str,
     in_threads(work, threads, ready, results, out)
 
 
-def rest_creates(kubeconfig: Path, clients: int, per_client: int) -> float:
+def rest_creates(kubeconfig: Path, clients: int, per_client: int, encoding: str = "json") -> float:
     tag = uuid.uuid4().hex[:6]
     crowd = Crowd(
         _rest_create_proc,
-        [(str(kubeconfig), n, per_client, f"r{tag}{i}") for i, n in enumerate(shares(clients))],
-    )
+        [(str(kubeconfig), n, per_client, f"r{tag}{i}", encoding)
+         for i, n in enumerate(shares(clients))],
+    )  # fmt: skip
     crowd.start(settle=0.5)
     return ops_per_second(crowd.results(600))
 
@@ -321,11 +336,28 @@ def cpu_seconds(server: Server) -> float:
 def creates(server: Server, per_client: int, figures: dict[str, float]) -> None:
     kubeconfig = server.data_dir / "kubeconfig"
     grpc_rate = throughput(server.conf, "create", 10, per_client)
-    rest_rate = rest_creates(kubeconfig, 10, per_client)
+    # JSON and protobuf rounds alternated, so drift of a shared machine
+    # (and of the store as it grows) falls on both alike.
+    rates: dict[str, list[float]] = {"json": [], "protobuf": []}
+    cpu: dict[str, float] = {"json": 0.0, "protobuf": 0.0}
+    for encoding in ("json", "protobuf"):  # the first use of each is not a steady create
+        rest_creates(kubeconfig, 10, max(2, per_client // 10), encoding)
+    for encoding in ("json", "protobuf", "protobuf", "json"):
+        start = cpu_seconds(server)
+        rates[encoding].append(rest_creates(kubeconfig, 10, per_client, encoding))
+        cpu[encoding] += cpu_seconds(server) - start
+    made = 2 * 10 * per_client
+    rest_rate = sum(rates["json"]) / 2
+    pb_rate = sum(rates["protobuf"]) / 2
+    json_ms, pb_ms = 1000 * cpu["json"] / made, 1000 * cpu["protobuf"] / made
     figures["grpc_create_10c_per_s"] = round(grpc_rate, 1)
     figures["rest_create_10c_per_s"] = round(rest_rate, 1)
-    print(f"  creates, one pod per call, 10 clients: REST {rest_rate:8.1f}/s   "
-          f"gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
+    figures["rest_pb_create_10c_per_s"] = round(pb_rate, 1)
+    figures["rest_create_cpu_ms"] = round(json_ms, 3)
+    figures["rest_pb_create_cpu_ms"] = round(pb_ms, 3)
+    print(f"  creates, one pod per call, 10 clients: REST JSON {rest_rate:8.1f}/s "
+          f"({json_ms:.3f} ms server CPU each)   REST protobuf {pb_rate:8.1f}/s "
+          f"({pb_ms:.3f} ms)   gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
 
 
 def watches(server: Server, events: int, figures: dict[str, float]) -> None:
@@ -422,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
         target = TARGETS.get(key)
         if key == "rest_create_10c_per_s" and "grpc_create_10c_per_s" in figures:
             target = figures["grpc_create_10c_per_s"]
+        if key == "rest_pb_create_cpu_ms" and "rest_create_cpu_ms" in figures:
+            target = figures["rest_create_cpu_ms"]  # protobuf must cost less than JSON
         mark = "" if target is None else f"{target:10.2f}"
         print(f"{key:32} {value:12.2f} {mark}")
     print(json.dumps(figures))

@@ -565,8 +565,10 @@ class Registry(RegistryBase):
         replicas: int,
         identity: Identity = SYSTEM,
         manager: FieldManager | None = None,
+        dry_run: bool = False,
     ) -> Object:
-        """spec.replicas written through the scale subresource (recorded so)."""
+        """spec.replicas written through the scale subresource (recorded so);
+        dry_run: checked and answered, nothing stored."""
         info = kind_info(kind)
         if not info.has_scale:
             raise NotFound(f"{info.resource} have no scale subresource")
@@ -576,6 +578,6 @@ class Registry(RegistryBase):
         patch = {"spec": {"replicas": replicas}}
         data, rev = self._write_loop(
             info, ns, name, lambda old: merge_patch(old, patch), "", -1, identity, "patch",
-            False, manager, "scale",
+            dry_run, manager, "scale",
         )  # fmt: skip
         return subresources.scale_of(info, decode(data), rev)

@@ -29,7 +29,10 @@ class PodBinding:
 
 
 def bind_many(
-    base: RegistryBase, bindings: Sequence[PodBinding], identity: Identity = SYSTEM
+    base: RegistryBase,
+    bindings: Sequence[PodBinding],
+    identity: Identity = SYSTEM,
+    dry_run: bool = False,
 ) -> list[Stored | ApiError]:
     """Bind each pod to its node, as Kubernetes' pods/binding subresource does.
 
@@ -38,7 +41,8 @@ def bind_many(
     another node, or is being deleted, is refused (Conflict) as Kubernetes
     refuses it. Bindings are independent: each gets its stored pod or its
     error, in order. Their writes go to the store together
-    (`Store.update_many`), so they share one durable commit.
+    (`Store.update_many`), so they share one durable commit. dry_run:
+    every check, each answered with the pod as it would be, nothing stored.
     """
     results: list[Stored | ApiError] = [Invalid("binding: not processed")] * len(bindings)
     pending: list[tuple[int, str, bytes, int]] = []
@@ -50,6 +54,9 @@ def bind_many(
             continue
         if isinstance(prepared[0], bytes):
             results[i] = (prepared[0], prepared[1])  # nothing to change
+        elif dry_run:
+            _key, data, cur_rev = prepared
+            results[i] = (data, cur_rev)
         else:
             key, data, cur_rev = prepared
             pending.append((i, key, data, cur_rev))

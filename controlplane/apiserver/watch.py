@@ -48,6 +48,7 @@ class WatchItem:
     rev: int
     wire: Any = None  # the gRPC message, built once
     line: bytes | None = None  # the REST watch event line, built once
+    frame: tuple[str, bytes] | None = None  # the REST protobuf watch frame (its group/version)
 
 
 class _Dispatch:
@@ -282,6 +283,12 @@ class Broadcaster:
     @property
     def last_revision(self) -> int:
         return self._last
+
+    @property
+    def ready(self) -> bool:
+        """Whether watches are served: the store's watch was opened and the
+        broadcaster still runs (the API server's informer-sync check)."""
+        return self._healthy.is_set() and self._thread.is_alive() and not self._stop.is_set()
 
     def add_listener(self, listener: Callable[[Event], None]) -> None:
         """An in-process callback for every event (namespace cleanup, the node

@@ -1,8 +1,9 @@
 """Fuzz targets for every parser that takes outside input (issue 17): tar
 layers, image manifests, registry responses, CRI request fields, CNI
 configs and CNI_ARGS, DNS messages, SPDY and WebSocket frames here; image
-indexes (image_index.py), API objects and patches (api_objects.py) and the
-agent endpoint's HTTP (agent_http.py) in modules of their own.
+indexes (image_index.py), API objects and patches (api_objects.py), the
+agent endpoint's HTTP (agent_http.py) and Kubernetes' protobuf bodies
+(k8s_protobuf.py) in modules of their own.
 
 Each target is a Hypothesis strategy and a `check(input)` that returns
 "ok" (a correct result, its invariants checked) or "rejected" (a clear
@@ -51,6 +52,7 @@ from runtime.image.unpack import Limits, unpack_layer
 from tests.fuzz.agent_http import check_http, http_inputs, http_session
 from tests.fuzz.api_objects import api_inputs, api_session, check_api
 from tests.fuzz.image_index import check_index, index_inputs
+from tests.fuzz.k8s_protobuf import check_protobuf, protobuf_inputs
 
 Check = Callable[[Any], str]
 
@@ -545,6 +547,7 @@ TARGETS = [
     Target("image_index", index_inputs, check_index),
     Target("api_object", api_inputs, check_api, api_session),
     Target("agent_http", http_inputs, check_http, http_session),
+    Target("k8s_protobuf", protobuf_inputs, check_protobuf),
 ]
 
 

@@ -24,13 +24,17 @@ from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
     auditing,
+    compression,
     discovery,
+    health,
     lists,
     objects,
     patch,
+    respond,
     reviews,
     streams,
     subresources,
+    version,
     watch,
 )
 from controlplane.apiserver.rest.context import Call, Server
@@ -62,10 +66,8 @@ def _not_found(path: str) -> errors.NotFound:
 
 def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     path = request.path.rstrip("/") or "/"
-    if path in ("/healthz", "/livez", "/readyz"):
-        return web.Response(text="ok")
     if path == "/version":
-        return _json(discovery.version())
+        return _json(version.version())
     if path in ("/api", "/apis"):
         return _root(path, request.headers.get("Accept", ""), request.headers.get("If-None-Match"))
     if segments[:1] == ["openapi"]:
@@ -205,6 +207,10 @@ class _Seen:
 
 async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     segments = [s for s in request.path.split("/") if s]
+    if segments[:1] and segments[0] in health.ENDPOINTS:  # public, as the checks' names are
+        found = await health.answer(request, request.app[SERVER], segments)
+        if found is not None:
+            return found
     if request.path in PUBLIC:
         return _discovery(request, segments)
     authority = request.app[AUTHORITY]
@@ -238,14 +244,15 @@ async def handle(request: web.Request) -> web.StreamResponse:
     try:
         response = await _serve(request, seen)
         code = response.status
+        await compression.compress(request, response, request.app[SERVER])
         return response
     except errors.ApiError as err:
         log.debug("http %s %s: %s", request.method, request.path_qs, err)
         target = seen.target
         answer = (
-            error_response(err, target.info.plural, target.name, target.group)
+            respond.error(request, err, target.info.plural, target.name, target.group)
             if target is not None
-            else error_response(err)
+            else respond.error(request, err)
         )
         code = answer.status
         return answer

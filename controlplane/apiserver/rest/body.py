@@ -1,11 +1,16 @@
-"""Request bodies: read with a size limit, decoded as JSON or YAML (or, for
-the review kinds kubectl sends that way, Kubernetes' protobuf: api/k8sprotobuf.py).
+"""Request bodies: read with a size limit, decoded as JSON, YAML or
+Kubernetes' protobuf (api/k8sproto: every built-in kind, as client-go and
+kubectl 1.32+ send them).
 
 A body over limits.MAX_BODY (3 MiB, as kube-apiserver) is refused with 413
-before it is all read; every body then passes limits.check_body (the gRPC
-API's check) before it is decoded; malformed JSON or YAML is a 400 naming the
-position; a document nested deeper than limits.MAX_DEPTH is a 422 (YAML's
-nesting is checked once decoded). Nothing here touches the registry.
+before it is all read; every JSON or YAML body then passes
+limits.check_body (the gRPC API's check) before it is decoded, a protobuf
+body its size check (its nesting is bounded by its messages); malformed
+JSON or YAML is a 400 naming the position; a document nested deeper than
+limits.MAX_DEPTH is a 422 (YAML's nesting is checked once decoded). A
+malformed protobuf body is a 400 naming the field and the problem; one of a
+kind with no protobuf message (custom resources) or with a content encoding
+is a 415. Nothing here touches the registry.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from controlplane.api import jsoncodec, k8sprotobuf, limits
+from controlplane.api import jsoncodec, limits
+from controlplane.api.k8sproto import envelope
+from controlplane.api.k8sproto.codec import ProtobufError
 from controlplane.apiserver.rest.auditing import BODY
 from controlplane.apiserver.rest.status import (
     BadRequest,
@@ -57,16 +64,26 @@ async def read(request: web.Request) -> bytes:
         chunks.append(chunk)
     data = b"".join(chunks)
     request[BODY] = data  # for the audit log's requestObject
-    limits.check_body(data)
+    if media_type(request) == envelope.MEDIA_TYPE:
+        limits.check_size(len(data))  # binary: no JSON nesting to count
+    else:
+        limits.check_body(data)
     return data
+
+
+def is_protobuf(request: web.Request) -> bool:
+    """Whether the body is Kubernetes' protobuf: its fields are the schema's
+    and typed by the wire, so the JSON path's field check has nothing to find."""
+    return media_type(request) == envelope.MEDIA_TYPE
 
 
 def media_type(request: web.Request) -> str:
     return request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
 
 
-def decode(data: bytes, content_type: str) -> Any:
-    """The document in `data`; BadRequest with the position when malformed."""
+def decode(data: bytes, content_type: str, kind: str = "") -> Any:
+    """The document in `data`; BadRequest with the position when malformed.
+    `kind`: the resource's Kind, named when its protobuf is refused."""
     if not data.strip():
         raise BadRequest("the request body is empty")
     if content_type in YAML_TYPES:
@@ -83,15 +100,22 @@ def decode(data: bytes, content_type: str) -> Any:
             doc = jsoncodec.loads(data)
         except (ValueError, UnicodeDecodeError, jsoncodec.DecodeError):
             raise BadRequest(_json_problem(data)) from None
-    elif content_type == k8sprotobuf.MEDIA_TYPE:  # the review kinds only (kubectl in a pod)
+    elif content_type == envelope.MEDIA_TYPE:
         try:
-            doc = k8sprotobuf.decode(data)
-        except (ValueError, UnicodeDecodeError) as err:
-            raise UnsupportedMediaType(f"protobuf body: {err}") from None
+            doc = envelope.decode(data)
+        except envelope.Unsupported as err:
+            raise UnsupportedMediaType(f"the protobuf body{_of(kind)}: {err}") from None
+        except ProtobufError as err:
+            raise BadRequest(f"the protobuf body{_of(kind)} cannot be read: {err}") from None
+        return doc
     else:
         raise UnsupportedMediaType(f"the body's media type {content_type!r} is not supported")
     check_depth(doc)
     return doc
+
+
+def _of(kind: str) -> str:
+    return f" of a {kind}" if kind else ""
 
 
 def _json_problem(data: bytes) -> str:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
+from controlplane.api import jsoncodec
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.flowcontrol import FlowControl
@@ -20,6 +21,7 @@ from controlplane.apiserver.rest.paths import Target
 from controlplane.apiserver.rest.status import BadRequest
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client.agents import AgentTLS
+from controlplane.client.errors import Invalid
 
 T = TypeVar("T")
 
@@ -62,9 +64,27 @@ class Call:
     def namespace(self) -> str | None:
         return self.target.namespace or None
 
-    def dry_run(self) -> bool:
-        values = self.request.query.getall("dryRun", [])
-        for value in values:
-            if value != "All":
-                raise BadRequest(f"dryRun: unsupported value {value!r}: supported values: All")
+    def dry_run(self, from_body: Any = None) -> bool:
+        """Whether this write is a dry run: `dryRun` from the query and from the
+        options body (DeleteOptions, an Eviction's deleteOptions), the only
+        value being `All`. Anything else is refused as kube-apiserver refuses
+        it: 422 naming the options kind of the verb."""
+        values: list[Any] = list(self.request.query.getall("dryRun", []))
+        if from_body is not None:
+            if not isinstance(from_body, list):
+                raise BadRequest(
+                    f"dryRun: must be a list of strings, not {type(from_body).__name__}"
+                )
+            values += from_body
+        if any(value != "All" for value in values):
+            options = _OPTIONS.get(self.request.method, "CreateOptions")
+            raise Invalid(
+                f'{options}.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+                f'{jsoncodec.dumps(values).decode()}: supported values: "All"'
+            )
         return bool(values)
+
+
+# The options kind each verb's dryRun belongs to (its 422 names it).
+_OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions",
+            "DELETE": "DeleteOptions"}  # fmt: skip

@@ -9,8 +9,6 @@ clients' RESTMappers read.
 
 from __future__ import annotations
 
-import platform
-import sys
 from typing import Any
 
 from controlplane.api import kinds
@@ -19,20 +17,6 @@ from controlplane.apiserver.rest import reviews
 from controlplane.apiserver.rest.paths import every_kind, kinds_at, served_versions
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-
-
-def version() -> dict[str, Any]:
-    return {
-        "major": "1",
-        "minor": "30",
-        "gitVersion": "v1.30.0-skiff",
-        "gitCommit": "",
-        "gitTreeState": "clean",
-        "buildDate": "",
-        "goVersion": f"python{sys.version_info.major}.{sys.version_info.minor}",
-        "compiler": "cpython",
-        "platform": f"{platform.system().lower()}/{platform.machine()}",
-    }
 
 
 def core_versions() -> dict[str, Any]:

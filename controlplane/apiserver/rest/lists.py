@@ -5,7 +5,9 @@ without, the registry's snapshot pages are written as they are read, so a
 list of 100,000 objects is never one body in memory. Items are the stored
 JSON with their resourceVersion written in. A Table is asked for with
 `Accept: application/json;as=Table;g=meta.k8s.io` and made by
-controlplane.apiserver.tables when this build has it.
+controlplane.apiserver.tables when this build has it. A client that prefers
+protobuf gets the `<Kind>List` message (one body: client-go pages with
+`limit` anyway).
 """
 
 from __future__ import annotations
@@ -16,11 +18,18 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
+from controlplane.api.k8sproto import envelope
 from controlplane.apiserver import tables
 from controlplane.apiserver.codec import Stored, decode, with_version
 from controlplane.apiserver.listing import ListResult
+from controlplane.apiserver.rest import compression
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import json_response, served
+from controlplane.apiserver.rest.respond import (
+    json_response,
+    protobuf_response,
+    served,
+    wants_protobuf,
+)
 from controlplane.apiserver.rest.status import BadRequest
 from controlplane.client.errors import Invalid
 
@@ -96,6 +105,15 @@ async def list_(call: Call) -> web.StreamResponse:
                 return _table(call, result, include)
 
         return json_response(await call.server.run(table))
+    if wants_protobuf(call, t.group_version, f"{t.info.kind}List"):
+
+        def message() -> bytes:
+            result = call.registry.list(
+                t.info.key, call.namespace, label, field, limit, cont, call.who
+            )
+            return _protobuf(call, result)
+
+        return protobuf_response(await call.server.run(message))
     if limit or cont:
 
         def document() -> bytes:
@@ -118,6 +136,18 @@ def _items(call: Call, items: list[Stored]) -> bytes:
 def _document(call: Call, result: ListResult) -> bytes:
     items = _items(call, result.items)
     return _head(call, result.resource_version, result.continue_token) + items + b"]}"
+
+
+def _protobuf(call: Call, result: ListResult) -> bytes:
+    t = call.target
+    conversion = t.conversion
+    items = [decode(d, r) for d, r in result.items]
+    if conversion is not None:
+        items = [conversion.from_stored(item) for item in items]
+    meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
+    if result.continue_token:
+        meta["continue"] = result.continue_token
+    return envelope.encode_list(t.group_version, t.info.kind, items, meta)
 
 
 def include_object(call: Call) -> str:
@@ -163,8 +193,9 @@ async def _stream(call: Call, label: str, field: str) -> web.StreamResponse:
                     chunk = b"," + chunk
                 items = items or bool(chunk)
                 if first:
-                    asyncio.run_coroutine_threadsafe(response.prepare(call.request), loop).result()
                     chunk = _head(call, page.resource_version) + chunk
+                    compression.stream(call.request, response, chunk)
+                    asyncio.run_coroutine_threadsafe(response.prepare(call.request), loop).result()
                     first = False
                 if chunk:
                     asyncio.run_coroutine_threadsafe(response.write(chunk), loop).result()

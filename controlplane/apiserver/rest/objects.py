@@ -1,8 +1,10 @@
 """CRUD on one object, and deletecollection: get, create, update, delete.
 
 Each handler decodes the request, calls one Registry method on the executor
-and writes its answer; the registry does every check. Objects go out as the
-stored JSON with the resourceVersion written in, never re-encoded.
+and writes its answer (respond.py: JSON or protobuf, as negotiated); the
+registry does every check. A protobuf body carries only the schema's fields,
+typed by the wire, so it skips the JSON path's field check (as Kubernetes,
+which has no strict decoding for protobuf).
 """
 
 from __future__ import annotations
@@ -13,30 +15,15 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.api import jsoncodec
-from controlplane.api.kinds.definition import Conversion
-from controlplane.apiserver.codec import Stored, decode, with_version
+from controlplane.api.k8sproto import envelope
+from controlplane.apiserver.codec import Stored, decode
 from controlplane.apiserver.rest import body, fields
+from controlplane.apiserver.rest.auditing import BODY
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.status import BadRequest, success
+from controlplane.apiserver.rest.respond import document_response, object_response
+from controlplane.apiserver.rest.status import BadRequest, UnsupportedMediaType, success
 from controlplane.client.errors import NotFound
 from controlplane.client.interface import DeleteOptions
-
-
-def json_response(data: bytes, status: int = 200) -> web.Response:
-    return web.Response(status=status, body=data, content_type="application/json")
-
-
-def served(data: bytes, rev: int, conversion: Conversion | None) -> bytes:
-    """The stored object as the client's group/version has it."""
-    if conversion is None:
-        return data if rev == 0 else with_version(data, rev)  # rev 0: a dry-run create
-    return jsoncodec.dumps(conversion.from_stored(decode(data, rev or None)))
-
-
-def object_response(
-    stored: Stored, status: int = 200, conversion: Conversion | None = None
-) -> web.Response:
-    return json_response(served(stored[0], stored[1], conversion), status)
 
 
 def request_object(call: Call, doc: Any) -> dict[str, Any]:
@@ -46,32 +33,51 @@ def request_object(call: Call, doc: Any) -> dict[str, Any]:
     return obj if conversion is None else conversion.to_stored(obj)
 
 
+async def read(call: Call, api_version: str = "", kind: str = "") -> Any:
+    """The request's document; a protobuf body only where the kind (the
+    target's, or the one given) has a protobuf message, else 415."""
+    t = call.target
+    media = body.media_type(call.request)
+    api_version, kind = api_version or t.group_version, kind or t.info.kind
+    if media == envelope.MEDIA_TYPE and not envelope.supported(api_version, kind):
+        raise UnsupportedMediaType(
+            f"{kind} ({api_version}) has no protobuf serialization: send application/json"
+        )
+    doc = body.decode(await body.read(call.request), media, kind)
+    if media == envelope.MEDIA_TYPE and call.server.audit is not None:
+        call.request[BODY] = jsoncodec.dumps(doc)  # the audit log's requestObject, as JSON
+    return doc
+
+
 async def get(call: Call) -> web.StreamResponse:
     t = call.target
     stored = await call.server.run(call.registry.get, t.info.key, t.name, call.namespace, call.who)
-    return object_response(stored, 200, t.conversion)
+    return object_response(call, stored)
 
 
 async def create(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.decode(await body.read(call.request), body.media_type(call.request))
+    doc = await read(call)
     write = fields.Write(call)
     obj = request_object(call, doc)
     dry_run = call.dry_run()
+    typed = body.is_protobuf(call.request)
 
     def create() -> Stored:  # on the executor: the field checks cost CPU too
-        if not t.info.create_only:  # reviews: not stored
+        if not t.info.create_only and not typed:  # reviews: not stored
             write.check(obj)
         return call.registry.create(t.info.key, obj, call.namespace, call.who, False, dry_run,
                                     write.field_manager())  # fmt: skip
 
     stored = await call.server.run(create)
-    return write.headers(object_response(stored, 201, t.conversion))
+    # The registry filled `obj` in place (copy_input=False) and stored it as it is.
+    written = obj if typed and not t.info.create_only else None
+    return write.headers(object_response(call, stored, 201, written))
 
 
 async def update(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.decode(await body.read(call.request), body.media_type(call.request))
+    doc = await read(call)
     obj = request_object(call, doc)
     meta = obj.setdefault("metadata", {})
     if not isinstance(meta, dict):
@@ -91,23 +97,31 @@ async def update(call: Call) -> web.StreamResponse:
         meta["namespace"] = t.namespace
     dry_run = call.dry_run()
     write = fields.Write(call)
+    typed = body.is_protobuf(call.request)
 
     def update() -> Stored:  # on the executor: the field checks cost CPU too
-        write.check(obj)
+        if not typed:
+            write.check(obj)
         return call.registry.update(t.info.key, obj, t.subresource, call.who, False, dry_run,
                                     write.field_manager())  # fmt: skip
 
     stored = await call.server.run(update)
-    return write.headers(object_response(stored, 200, t.conversion))
+    return write.headers(object_response(call, stored))
 
 
-async def delete_options(call: Call) -> DeleteOptions:
-    """DeleteOptions from the body (if any) and the query (which wins)."""
+async def delete_options(call: Call) -> tuple[DeleteOptions, bool]:
+    """DeleteOptions from the body (if any) and the query (which wins), and
+    whether the delete is a dry run (`dryRun` in either: kubectl sends it in
+    the body)."""
     raw = await body.read(call.request)
     opts: dict[str, Any] = {}
     if raw.strip():
-        opts = body.as_object(body.decode(raw, body.media_type(call.request)), "DeleteOptions")
-    return parse_delete_options(opts, call.request.query)
+        opts = body.as_object(
+            body.decode(raw, body.media_type(call.request), "DeleteOptions"), "DeleteOptions"
+        )
+        if opts.get("kind") not in (None, "DeleteOptions"):
+            raise BadRequest(f"the body is a {opts.get('kind')}, not DeleteOptions")
+    return parse_delete_options(opts, call.request.query), call.dry_run(opts.get("dryRun"))
 
 
 def parse_delete_options(opts: dict[str, Any], q: Mapping[str, str]) -> DeleteOptions:
@@ -134,20 +148,18 @@ def parse_delete_options(opts: dict[str, Any], q: Mapping[str, str]) -> DeleteOp
 
 async def delete(call: Call) -> web.StreamResponse:
     t = call.target
-    options = await delete_options(call)
-    dry_run = call.dry_run()
+    options, dry_run = await delete_options(call)
     stored = await call.server.run(
         call.registry.delete, t.info.key, t.name, call.namespace, options, call.who, dry_run
     )
     if stored is not None:  # still there: finalizers or a grace period hold it
-        return object_response(stored, 200, t.conversion)
-    return json_response(jsoncodec.dumps(success(t.info.plural, t.name, t.group)))
+        return object_response(call, stored)
+    return document_response(call, success(t.info.plural, t.name, t.group))
 
 
 async def delete_collection(call: Call) -> web.StreamResponse:
     t = call.target
-    options = await delete_options(call)
-    dry_run = call.dry_run()
+    options, dry_run = await delete_options(call)
     label = call.query("labelSelector")
     field = call.query("fieldSelector")
 
@@ -164,4 +176,4 @@ async def delete_collection(call: Call) -> web.StreamResponse:
                 pass
 
     await call.server.run(delete_all)
-    return json_response(jsoncodec.dumps(success(t.info.plural, "", t.group)))
+    return document_response(call, success(t.info.plural, "", t.group))

@@ -19,7 +19,7 @@ from controlplane.api import crd, json_patch, pruning, server_side_apply, strate
 from controlplane.api.merge_patch import merge_patch
 from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import object_response
+from controlplane.apiserver.rest.respond import object_response
 from controlplane.apiserver.rest.status import BadRequest, UnsupportedMediaType
 from controlplane.client.errors import Invalid, NotFound
 
@@ -108,5 +108,5 @@ async def patch(call: Call) -> web.StreamResponse:
             call.registry.create, t.info.key, created, call.namespace, call.who, False, dry_run,
             manager,
         )  # fmt: skip
-        return write.headers(object_response(stored, 201, conversion))
-    return write.headers(object_response(stored, 200, conversion))
+        return write.headers(object_response(call, stored, 201))
+    return write.headers(object_response(call, stored))

@@ -17,20 +17,22 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import crd, jsoncodec
+from controlplane.api import crd
 from controlplane.apiserver.codec import decode
 from controlplane.apiserver.rest import body, fields
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.objects import json_response, object_response, parse_delete_options
+from controlplane.apiserver.rest.objects import parse_delete_options, read
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
+from controlplane.apiserver.rest.respond import document_response
 from controlplane.apiserver.rest.status import BadRequest, MethodNotAllowed, success
 from controlplane.apiserver.subresources import PodBinding
 from controlplane.client.errors import ApiError, Invalid, NotFound
 
 
 def _replicas(scale: Any) -> int:
+    """spec.replicas; left out is 0, as Go writes a Scale of 0 replicas."""
     spec = scale.get("spec") if isinstance(scale, dict) else None
-    replicas = (spec or {}).get("replicas") if isinstance(spec, dict) else None
+    replicas = (spec or {}).get("replicas", 0) if isinstance(spec, dict) else None
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         raise Invalid(f"spec.replicas: must be an integer, got {replicas!r}")
     return replicas
@@ -46,7 +48,7 @@ def _custom_scale(call: Call) -> Any:
     return found
 
 
-def _custom_rescale(call: Call, replicas: int) -> Any:
+def _custom_rescale(call: Call, replicas: int, dry_run: bool) -> Any:
     t = call.target
     if replicas < 0:
         raise Invalid(f'Scale "{t.name}" is invalid: spec.replicas: must be >= 0')
@@ -54,7 +56,7 @@ def _custom_rescale(call: Call, replicas: int) -> Any:
     if patch is None:
         raise NotFound(f"{t.info.resource} have no scale subresource")
     data, rev = call.registry.patch(t.info.key, t.name, patch, call.namespace, "", call.who,
-                                    manager=fields.Write(call).field_manager())  # fmt: skip
+                                    dry_run, fields.Write(call).field_manager())  # fmt: skip
     return crd.scale_of(t.info.key, decode(data, rev))
 
 
@@ -68,11 +70,9 @@ async def scale(call: Call) -> web.StreamResponse:
         lambda: reg.get_scale(t.info.key, t.name, ns, call.who))  # fmt: skip
     if method == "GET":
         current = await call.server.run(get_scale)
-        return json_response(jsoncodec.dumps(current))
+        return document_response(call, current)
     if method == "PUT":
-        doc = body.as_object(
-            body.decode(await body.read(call.request), body.media_type(call.request))
-        )
+        doc = body.as_object(await read(call, "autoscaling/v1", "Scale"))
         replicas = _replicas(doc)
     elif method == "PATCH":
         media = body.media_type(call.request)
@@ -83,19 +83,20 @@ async def scale(call: Call) -> web.StreamResponse:
         replicas = _replicas(builder(call, media, doc)(current))
     else:
         raise MethodNotAllowed(f"{method} is not allowed on {t.info.plural}/scale")
+    dry_run = call.dry_run()
     if custom:
-        result = await call.server.run(_custom_rescale, call, replicas)
+        result = await call.server.run(_custom_rescale, call, replicas, dry_run)
     else:
         result = await call.server.run(
             reg.update_scale, t.info.key, t.name, ns, replicas, call.who,
-            fields.Write(call).field_manager(),
+            fields.Write(call).field_manager(), dry_run,
         )  # fmt: skip
-    return json_response(jsoncodec.dumps(result))
+    return document_response(call, result)
 
 
 async def binding(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    doc = body.as_object(await read(call, "v1", "Binding"))
     target = doc.get("target") or {}
     meta = doc.get("metadata") or {}
     if not isinstance(target, dict) or not isinstance(meta, dict):
@@ -107,29 +108,30 @@ async def binding(call: Call) -> web.StreamResponse:
         t.namespace, t.name, str(target.get("name") or ""), str(meta.get("uid") or ""),
         annotations if isinstance(annotations, dict) else None,
     )  # fmt: skip
-    (outcome,) = await call.server.run(call.registry.bind_many, [bind], call.who)
+    dry_run = call.dry_run()
+    (outcome,) = await call.server.run(call.registry.bind_many, [bind], call.who, dry_run)
     if isinstance(outcome, ApiError):
         raise outcome
-    return json_response(jsoncodec.dumps(success("pods", t.name)), 201)
+    return document_response(call, success("pods", t.name), 201)
 
 
 async def eviction(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    doc = body.as_object(await read(call, "policy/v1", "Eviction"))
     opts = doc.get("deleteOptions") or {}
     if not isinstance(opts, dict):
         raise BadRequest("deleteOptions: must be an object")
     options = parse_delete_options(opts, {})
-    dry_run = call.dry_run()
+    dry_run = call.dry_run(opts.get("dryRun"))
     await call.server.run(
         call.registry.delete, "Pod", t.name, call.namespace, options, call.who, dry_run
     )
-    return json_response(jsoncodec.dumps(success("pods", t.name)), 201)
+    return document_response(call, success("pods", t.name), 201)
 
 
 async def token_request(call: Call) -> web.StreamResponse:
     t = call.target
-    doc = body.as_object(body.decode(await body.read(call.request), body.media_type(call.request)))
+    doc = body.as_object(await read(call, "authentication.k8s.io/v1", "TokenRequest"))
     meta = doc.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise BadRequest("metadata: must be an object")
@@ -141,4 +143,4 @@ async def token_request(call: Call) -> web.StreamResponse:
     stored = await call.server.run(
         call.registry.create, "TokenRequest", doc, call.namespace, call.who, False, call.dry_run()
     )
-    return object_response(stored, 201, None)
+    return document_response(call, decode(stored[0]), 201)

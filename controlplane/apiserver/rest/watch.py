@@ -14,7 +14,10 @@ which waits for the connection to drain. Each stream writes lines
 resourceVersion (or with "0") the stream starts with an ADDED event for
 every existing object, as kube-apiserver's does; a too old resourceVersion
 is an ERROR event carrying a 410 Expired Status. A client that asked for
-Tables (kubectl get -w) gets each object as a one-row Table.
+Tables (kubectl get -w) gets each object as a one-row Table. A client that
+prefers protobuf (client-go's default for built-in kinds) gets
+`application/vnd.kubernetes.protobuf;stream=watch`: length-prefixed
+WatchEvent frames (api/k8sproto/envelope.py), each built once too.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http_writer import StreamWriter
 
 from controlplane.api import jsoncodec
+from controlplane.api.k8sproto import envelope
 from controlplane.apiserver import tables
 from controlplane.apiserver.codec import decode, with_version
 from controlplane.apiserver.listing import Selectors
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.lists import include_object, wants_table
-from controlplane.apiserver.rest.objects import served
+from controlplane.apiserver.rest.respond import served, wants_protobuf
 from controlplane.apiserver.rest.status import status_object
 from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem, _Dispatch
 from controlplane.client.errors import Gone, Invalid
@@ -158,11 +162,29 @@ def _line(item: WatchItem) -> bytes:
     return line
 
 
-def _bookmark(call: Call, rev: int) -> bytes:
+def _bookmark(call: Call, rev: int, protobuf: bool = False) -> bytes:
     t = call.target
     obj = {"kind": t.info.kind, "apiVersion": t.group_version,
            "metadata": {"resourceVersion": str(rev)}}  # fmt: skip
+    if protobuf:
+        return envelope.watch_frame("BOOKMARK", envelope.encode(obj))
     return jsoncodec.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def _frame(call: Call, item: WatchItem) -> bytes:
+    """The event as a protobuf frame; shared by every watcher of the stored version."""
+    t = call.target
+    conversion = t.conversion
+    cached = item.frame
+    if conversion is None and cached is not None and cached[0] == t.group_version:
+        return cached[1]
+    obj = decode(item.data, item.rev)
+    if conversion is not None:
+        obj = conversion.from_stored(obj)
+    frame = envelope.watch_frame(item.type, envelope.encode(obj, t.group_version, t.info.kind))
+    if conversion is None:
+        item.frame = (t.group_version, frame)
+    return frame
 
 
 def _timeout(call: Call) -> float:
@@ -212,19 +234,24 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
     bookmarks = call.query("allowWatchBookmarks") == "true"
     as_table = wants_table(call.request)
     include = include_object(call) if as_table else ""  # checked before the stream starts
+    t = call.target
+    protobuf = not as_table and wants_protobuf(call, t.group_version, t.info.kind)
 
     conversion = call.target.conversion
 
     def line(item: WatchItem) -> bytes:
         if as_table:
             return _table_line(call, item, include)
+        if protobuf:
+            return _frame(call, item)
         if conversion is not None:
             obj = served(item.data, item.rev, conversion)
             return b'{"type":"%s","object":%s}\n' % (item.type.encode(), obj)
         return _line(item)
 
     deadline = asyncio.get_running_loop().time() + _timeout(call)
-    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    content_type = envelope.WATCH_MEDIA_TYPE if protobuf else "application/json"
+    response = web.StreamResponse(headers={"Content-Type": content_type})
     response.enable_chunked_encoding()
     broadcaster = call.server.broadcaster
     try:
@@ -234,7 +261,10 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
     except Gone as err:
         await response.prepare(call.request)
         _, status = status_object(err)
-        await response.write(jsoncodec.dumps({"type": "ERROR", "object": status}) + b"\n")
+        if protobuf:
+            await response.write(envelope.watch_frame("ERROR", envelope.status(status)))
+        else:
+            await response.write(jsoncodec.dumps({"type": "ERROR", "object": status}) + b"\n")
         await response.write_eof()
         return response
     try:
@@ -245,7 +275,7 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
         if backlog:
             watcher.sent_rev = backlog[-1].rev
             await response.write(b"".join(line(i) for i in backlog))
-        await _follow(call, watcher, response, writer, deadline, line)
+        await _follow(call, watcher, response, writer, deadline, line, protobuf)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
@@ -298,6 +328,7 @@ def _direct(
 async def _follow(
     call: Call, watcher: AsyncWatcher, response: web.StreamResponse,
     writer: AbstractStreamWriter | None, deadline: float, line: Callable[[WatchItem], bytes],
+    protobuf: bool = False,
 ) -> None:  # fmt: skip
     loop = asyncio.get_running_loop()
     interval = call.server.broadcaster.bookmark_interval
@@ -323,4 +354,4 @@ async def _follow(
             rev = call.server.broadcaster.progress(watcher)
             if rev is not None and rev > watcher.sent_rev:
                 watcher.sent_rev = rev
-                await response.write(_bookmark(call, rev))
+                await response.write(_bookmark(call, rev, protobuf))

@@ -240,3 +240,54 @@ def test_aggregated_discovery_agrees_with_the_per_version_lists(api: Any) -> Non
         # An unchanged document is not sent again to a client that has it.
         again = _get(api, root, Accept=AGGREGATED, **{"If-None-Match": answer.headers["ETag"]})
         assert again.status == 304 and not again.data
+
+
+def test_dry_run_on_every_verb_stores_nothing(api: Any) -> None:
+    """dry_run="All" on create, replace, patch, delete (also in the body's
+    DeleteOptions, where kubectl puts it), the scale and status subresources:
+    every answer as Kubernetes gives it, the stored objects unchanged."""
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    core.create_namespaced_config_map("default", configmap("dry", a="1"))
+    labels = {"app": "dry"}
+    deployment = client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="dry", labels=labels),
+        spec=client.V1DeploymentSpec(
+            replicas=1, selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")]),
+            ),
+        ),
+    )  # fmt: skip
+    apps.create_namespaced_deployment("default", deployment)
+    before_cm = core.read_namespaced_config_map("dry", "default").to_dict()
+    before_spec = apps.read_namespaced_deployment("dry", "default").spec.to_dict()
+
+    made = core.create_namespaced_config_map("default", configmap("dry-new"), dry_run="All")
+    assert made.metadata.name == "dry-new"
+    changed = core.read_namespaced_config_map("dry", "default")
+    changed.data = {"a": "2"}
+    assert core.replace_namespaced_config_map("dry", "default", changed,
+                                              dry_run="All").data == {"a": "2"}  # fmt: skip
+    core.patch_namespaced_config_map("dry", "default", {"data": {"b": "2"}}, dry_run="All")
+    core.delete_namespaced_config_map("dry", "default", dry_run="All")
+    core.delete_namespaced_config_map(
+        "dry", "default", body=client.V1DeleteOptions(dry_run=["All"]))  # fmt: skip
+    core.delete_collection_namespaced_config_map("default", dry_run="All")
+    scaled = apps.patch_namespaced_deployment_scale("dry", "default", {"spec": {"replicas": 5}},
+                                                    dry_run="All")  # fmt: skip
+    assert scaled.spec.replicas == 5
+    apps.patch_namespaced_deployment_status(
+        "dry", "default", {"status": {"observedGeneration": 99}}, dry_run="All")  # fmt: skip
+    apps.delete_namespaced_deployment("dry", "default", dry_run="All")
+
+    assert core.read_namespaced_config_map("dry", "default").to_dict() == before_cm
+    assert apps.read_namespaced_deployment("dry", "default").spec.to_dict() == before_spec
+    with pytest.raises(client.ApiException) as missing:
+        core.read_namespaced_config_map("dry-new", "default")
+    assert missing.value.status == 404
+    with pytest.raises(client.ApiException) as refused:
+        core.delete_namespaced_config_map("dry", "default", dry_run="Yes")
+    assert refused.value.status == 422
+    apps.delete_namespaced_deployment("dry", "default")
+    core.delete_namespaced_config_map("dry", "default")

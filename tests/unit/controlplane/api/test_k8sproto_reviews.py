@@ -1,12 +1,12 @@
-"""Kubernetes' protobuf bodies of the review kinds (controlplane/api/k8sprotobuf.py):
+"""Kubernetes' protobuf bodies of the review kinds (controlplane/api/k8sproto):
 what kubectl in a pod sends for `auth can-i`, decoded to the JSON shape;
-other kinds and damaged bodies refused with the reason."""
+kinds without protobuf and damaged bodies refused with the reason."""
 
 from __future__ import annotations
 
 import pytest
 
-from controlplane.api import k8sprotobuf
+from controlplane.api.k8sproto import envelope as k8sprotobuf
 
 
 def field(number: int, value: bytes) -> bytes:
@@ -22,7 +22,7 @@ def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
 
 def test_self_subject_access_review_as_kubectl_sends_it() -> None:
     attrs = field(1, b"default") + field(2, b"list") + field(5, b"pods")
-    status = field(3, bytes([1 << 3 | 0, 1]))  # status.allowed = true: ignored
+    status = field(3, bytes([1 << 3 | 0, 1]))  # status.allowed = true: the registry drops it
     body = envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview",
                     field(1, b"") + field(2, field(1, attrs)) + status)  # fmt: skip
     assert k8sprotobuf.decode(body) == {
@@ -31,6 +31,7 @@ def test_self_subject_access_review_as_kubectl_sends_it() -> None:
         "metadata": {},
         "spec": {"resourceAttributes": {"namespace": "default", "verb": "list",
                                         "resource": "pods"}},
+        "status": {"allowed": True},
     }  # fmt: skip
 
 
@@ -49,7 +50,10 @@ def test_subject_access_review_with_groups_and_a_path() -> None:
     ("body", "problem"),
     [
         (b'{"kind": "Pod"}', "magic"),
-        (envelope("v1", "Pod", field(1, field(1, b"p"))), "not Pod; send application/json"),
+        (
+            envelope("batch.volcano.sh/v1alpha1", "Job", field(1, field(1, b"j"))),
+            "no protobuf serialization: use application/json",
+        ),
         (k8sprotobuf.MAGIC + bytes([1 << 3 | 2, 50]) + b"short", "past the end"),
         (k8sprotobuf.MAGIC + bytes([1 << 3 | 3]), "wire type 3"),
     ],

@@ -1,0 +1,91 @@
+"""Writing answers: an object, a document or a Status, as JSON or protobuf.
+
+The serialization is the Accept header's choice (negotiation.choose). JSON
+objects go out as the stored JSON with the resourceVersion written in,
+never re-encoded; protobuf ones are the stored object decoded once and
+written as its kind's message in the `k8s\\x00` envelope. Errors are
+metav1.Status in whichever of the two the client prefers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from controlplane.api import jsoncodec
+from controlplane.api.k8sproto import envelope
+from controlplane.api.kinds.definition import Conversion
+from controlplane.apiserver.codec import Stored, decode, with_version
+from controlplane.apiserver.rest import negotiation
+from controlplane.apiserver.rest.context import Call
+from controlplane.apiserver.rest.status import error_response, status_object
+from controlplane.client import errors
+
+
+def json_response(data: bytes, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=data, content_type="application/json")
+
+
+def protobuf_response(data: bytes, status: int = 200) -> web.Response:
+    response = web.Response(status=status, body=data)
+    response.headers["Content-Type"] = envelope.MEDIA_TYPE
+    return response
+
+
+def served(data: bytes, rev: int, conversion: Conversion | None) -> bytes:
+    """The stored object as the client's group/version has it."""
+    if conversion is None:
+        return data if rev == 0 else with_version(data, rev)  # rev 0: a dry-run create
+    return jsoncodec.dumps(conversion.from_stored(decode(data, rev or None)))
+
+
+def accept(call: Call) -> str:
+    return call.request.headers.get("Accept", "")
+
+
+def wants_protobuf(call: Call, api_version: str, kind: str) -> bool:
+    """Whether this answer goes out as protobuf (406 when nothing acceptable)."""
+    ok = envelope.supported(api_version, kind)
+    return negotiation.choose(accept(call), ok) == negotiation.PROTOBUF
+
+
+def object_response(
+    call: Call, stored: Stored, status: int = 200, written: dict[str, Any] | None = None
+) -> web.Response:
+    """The target's object, as stored (and converted to the URL's version).
+    `written`: the very dict the registry stored (a create's own request
+    object, which it fills in place), spared a decode of the stored JSON."""
+    t = call.target
+    if wants_protobuf(call, t.group_version, t.info.kind):
+        if written is not None and t.conversion is None:
+            meta = written.get("metadata")
+            if isinstance(meta, dict) and stored[1]:
+                written = {**written, "metadata": {**meta, "resourceVersion": str(stored[1])}}
+            obj = written
+        else:
+            obj = jsoncodec.loads(served(stored[0], stored[1], t.conversion))
+        return protobuf_response(envelope.encode(obj, t.group_version, t.info.kind), status)
+    return json_response(served(stored[0], stored[1], t.conversion), status)
+
+
+def document_response(call: Call, doc: dict[str, Any], status: int = 200) -> web.Response:
+    """A document of its own apiVersion and kind (Scale, TokenRequest, Status)."""
+    api_version, kind = str(doc.get("apiVersion") or ""), str(doc.get("kind") or "")
+    if wants_protobuf(call, api_version, kind):
+        return protobuf_response(envelope.encode(doc, api_version, kind), status)
+    return json_response(jsoncodec.dumps(doc), status)
+
+
+def error(
+    request: web.Request, err: errors.ApiError, kind: str = "", name: str = "", group: str = ""
+) -> web.Response:
+    """The Status of an error, in the serialization the client prefers."""
+    answer = error_response(err, kind, name, group)
+    if negotiation.prefers_protobuf(request.headers.get("Accept", "")):
+        code, doc = status_object(err, kind, name, group)
+        pb = protobuf_response(envelope.status(doc), code)
+        if "Retry-After" in answer.headers:
+            pb.headers["Retry-After"] = answer.headers["Retry-After"]
+        return pb
+    return answer
