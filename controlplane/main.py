@@ -35,6 +35,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +68,7 @@ DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
 # released). Each runs leader-elected, so several control planes on one etcd
 # never both act.
 Component = Callable[[Any, threading.Event], threading.Thread | None]
-# How long stopping waits for one in-process component.
+# How long stopping waits for the in-process components, all together.
 COMPONENT_STOP_GRACE = 10.0
 
 
@@ -322,16 +323,20 @@ class RunningControlPlane:
         then the API server, then the store."""
         if self.supervisor is not None:
             self.supervisor.stop()
+        deadline = time.monotonic() + COMPONENT_STOP_GRACE
         for started in reversed(self.components):
+            began = time.monotonic()
             started.stop.set()
             if started.thread is not None:
-                started.thread.join(COMPONENT_STOP_GRACE)
+                started.thread.join(max(0.0, deadline - began))
                 if started.thread.is_alive():
-                    log.warning("component=%s did not stop within %.0fs",
-                                started.name, COMPONENT_STOP_GRACE)  # fmt: skip
-            log.info("component=%s stopped", started.name)
+                    log.warning("component=%s did not stop in time; stopping the rest",
+                                started.name)  # fmt: skip
+            log.info("component=%s stopped in %.1fs", started.name, time.monotonic() - began)
+        began = time.monotonic()
         self.stop_event.set()
         self.server.stop()
+        log.info("API server stopped in %.1fs", time.monotonic() - began)
         for client in self.clients.values():
             client.close()
         self.store.close()

@@ -43,7 +43,8 @@ def test_sigterm_releases_the_components_leases(tmp_path: Path, mode: str) -> No
             timeout=60,
             message="every component leads",
         )
-        assert cp.stop(signal.SIGTERM) == 0
+        log = cp.log_path
+        assert cp.stop(signal.SIGTERM) == 0, log.read_text()[-4000:]
         # The same store, served again without components: what the leases say now.
         again = ControlPlane(cp.data_dir, [], components=False)
         cp.clients.clear()
