@@ -149,13 +149,8 @@ class PodWorkers:
             self.queue.add(uid)
 
     def on_pod_delete(self, pod: Object) -> None:
-        if mirror_of(pod):
-            self.queue.add(mirror_of(pod))
-            return
-        uid = pod["metadata"].get("uid")
-        if uid:
-            self._last_seen[uid] = pod
-            self.queue.add(uid)
+        """A deleted pod is synced as any other event's (its worker finds it gone)."""
+        self.on_pod(pod)
 
     def resync(self) -> None:
         for pod in self.pods.store.list():

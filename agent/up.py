@@ -157,6 +157,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disable-network-policy", action="store_true")
     p.add_argument("--ingress-http-port", type=int, default=80)
     p.add_argument("--ingress-https-port", type=int, default=443)
+    p.add_argument(
+        "--scheduler-config",
+        default="",
+        metavar="FILE",
+        help="the scheduler's profiles (skiff controlplane --scheduler-config)",
+    )
+    p.add_argument(
+        "--volcano-scheduler-config",
+        default="",
+        metavar="FILE",
+        help="the batch scheduler's volcano-scheduler.conf "
+        "(skiff controlplane --volcano-scheduler-config)",
+    )
     p.add_argument("--log-level", default="info")
     return p
 
@@ -357,7 +370,11 @@ def controlplane_argv(args: argparse.Namespace, lay: Layout, server: str) -> lis
         # would add ~60 MB RSS each to the single node's footprint.
         "--no-component-processes",
         *(f"--disable={name}" for name in args.disable),
-    ]
+        *(["--scheduler-config", str(Path(args.scheduler_config).absolute())]
+          if args.scheduler_config else []),
+        *(["--volcano-scheduler-config", str(Path(args.volcano_scheduler_config).absolute())]
+          if args.volcano_scheduler_config else []),
+    ]  # fmt: skip
 
 
 def runtime_argv(args: argparse.Namespace, lay: Layout) -> list[str]:

@@ -105,8 +105,8 @@ class Skiff(Target):
         return subprocess.Popen(
             [
                 sys.executable,
-                str(REPO / "skiff.py"),
-                "runtime",
+                "-m",
+                "tests.fakes.image_store",  # skiff runtime with a fake image store
                 "--listen",
                 f"unix://{self.socket}",
                 "--root",
@@ -119,8 +119,6 @@ class Skiff(Target):
                 str(self.cni),
                 "--cni-bin-dir",
                 str(CNI_BIN),
-                "--image-store-factory",
-                "tests.fakes.image_store:factory",
                 "--log-level",
                 "warning",
             ],

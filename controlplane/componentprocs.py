@@ -30,6 +30,11 @@ PROCESS_MODULES: dict[str, tuple[str, ComponentIdentity]] = {
 }
 
 
+# Which `skiff controlplane` flag names the configuration file a component
+# process gets as its --config (without one, it reads its $SKIFF_*_CONFIG).
+CONFIG_FLAGS = {"scheduler": "scheduler_config", "volcano-scheduler": "volcano_scheduler_config"}
+
+
 def manager_argv(args: argparse.Namespace) -> list[str]:
     """The controller manager's flags (manager.add_flags) as given to `skiff controlplane`."""
     from controlplane.controllers import manager
@@ -62,8 +67,8 @@ def check_components(names: list[str], args: argparse.Namespace) -> None:
     from controlplane.scheduler.batch import run as batch_scheduler
 
     checks: dict[str, Callable[[], object]] = {
-        "scheduler": lambda: scheduler.check(scheduler.load_config()),
-        "volcano-scheduler": batch_scheduler.load_conf,
+        "scheduler": lambda: scheduler.checked(args.scheduler_config),
+        "volcano-scheduler": lambda: batch_scheduler.load_conf(args.volcano_scheduler_config),
         "controllers": lambda: manager.config_from_args(args),
     }
     for name in names:
@@ -88,5 +93,8 @@ def component_processes(
                 "--log-level", args.log_level]  # fmt: skip
         if name == "controllers":
             argv += manager_argv(args)
+        config = CONFIG_FLAGS.get(name)
+        if config is not None and getattr(args, config, None):
+            argv += ["--config", str(Path(getattr(args, config)).absolute())]
         specs.append(ProcessSpec(name, argv, {SOCKET_ENV: socket, "PYTHONPATH": pythonpath}))
     return specs

@@ -19,8 +19,11 @@ started once the API server answers, restarted with a backoff when it
 exits, stopped with it (supervisor.py): the components then use more cores
 than the one this process's GIL allows. --no-component-processes (the
 default on one CPU) runs them as threads here.
-SIGTERM/SIGINT stop everything cleanly. A damaged database is a clear
-refusal to start (exit status 1), never a silent reset.
+SIGTERM/SIGINT stop everything cleanly, in reverse start order: the
+components first (each releases its Lease, so a successor need not wait it
+out), while the API server still serves their last writes, then the API
+server and the store. A damaged database is a clear refusal to start (exit
+status 1), never a silent reset.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,9 +66,19 @@ DEFAULT_TOKEN_TTL = datetime.timedelta(hours=24)  # kubeadm's
 # In-process components started once the API server serves, in this order:
 # A component is called as function(client: ApiClient, stop: threading.Event)
 # and must return promptly (starting its own threads) and stop when `stop`
-# is set. Each runs leader-elected, so several control planes on one etcd
+# is set; the thread it returns ends when it has stopped (its Lease
+# released). Each runs leader-elected, so several control planes on one etcd
 # never both act.
-Component = Callable[[Any, threading.Event], None]
+Component = Callable[[Any, threading.Event], threading.Thread | None]
+# How long stopping waits for the in-process components, all together.
+COMPONENT_STOP_GRACE = 10.0
+
+
+@dataclass
+class StartedComponent:
+    name: str
+    stop: threading.Event
+    thread: threading.Thread | None
 
 
 def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
@@ -74,8 +88,8 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
     from controlplane.scheduler.batch import run as batch_scheduler
 
     return [
-        ("scheduler", scheduler.start),
-        ("volcano-scheduler", batch_scheduler.start),
+        ("scheduler", scheduler.component(args.scheduler_config)),
+        ("volcano-scheduler", batch_scheduler.component(args.volcano_scheduler_config)),
         ("controllers", manager.component(manager.config_from_args(args),
                                           args.controller_metrics_listen,
                                           Path(args.data_dir) / CONTROLLER_MANAGER.kubeconfig)),
@@ -154,6 +168,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="do not start this component (e.g. scheduler)",
+    )
+    p.add_argument(
+        "--scheduler-config",
+        default=None,
+        metavar="FILE",
+        help="the scheduler's profiles (its --config, as kube-scheduler's); "
+        "fallback: the file named by $SKIFF_SCHEDULER_CONFIG",
+    )
+    p.add_argument(
+        "--volcano-scheduler-config",
+        default=None,
+        metavar="FILE",
+        help="the batch scheduler's volcano-scheduler.conf (its --config, vc-scheduler's "
+        "--scheduler-conf); fallback: the file named by $SKIFF_VOLCANO_CONFIG",
     )
     p.add_argument(
         "--component-processes",
@@ -326,18 +354,21 @@ FIELD_MANAGERS = {
 
 
 def start_components(
-    clients: dict[str, Any], stop: threading.Event, args: argparse.Namespace
+    clients: dict[str, Any], started: list[StartedComponent], args: argparse.Namespace
 ) -> None:
-    """Start each component not disabled with its own client (`clients` by name)."""
+    """Start each component not disabled with its own client (`clients` by
+    name) and its own stop event, appending it to `started` in start order."""
     for name, func in components(args):
         if name in args.disable:
             log.info("component=%s disabled", name)
             continue
         log.info("component=%s starting", name)
+        stop = threading.Event()
         try:
-            func(clients[name], stop)
+            thread = func(clients[name], stop)
         except ValueError as err:  # a component's configuration refused, with the reason
             raise StartError(f"{name}: refusing to start: {err}") from err
+        started.append(StartedComponent(name, stop, thread))
 
 
 class StartError(Exception):
@@ -359,12 +390,29 @@ class RunningControlPlane:
     clients: dict[str, Any] = field(default_factory=dict)
     # With --component-processes: the components' processes.
     supervisor: Supervisor | None = None
+    # The in-process components, in start order.
+    components: list[StartedComponent] = field(default_factory=list)
 
     def stop(self) -> None:
-        if self.supervisor is not None:  # while the API still serves their last writes
+        """Stop in reverse start order: the components (processes or threads)
+        while the API still serves their last writes (their Leases released),
+        then the API server, then the store."""
+        if self.supervisor is not None:
             self.supervisor.stop()
+        deadline = time.monotonic() + COMPONENT_STOP_GRACE
+        for started in reversed(self.components):
+            began = time.monotonic()
+            started.stop.set()
+            if started.thread is not None:
+                started.thread.join(max(0.0, deadline - began))
+                if started.thread.is_alive():
+                    log.warning("component=%s did not stop in time; stopping the rest",
+                                started.name)  # fmt: skip
+            log.info("component=%s stopped in %.1fs", started.name, time.monotonic() - began)
+        began = time.monotonic()
         self.stop_event.set()
         self.server.stop()
+        log.info("API server stopped in %.1fs", time.monotonic() - began)
         for client in self.clients.values():
             client.close()
         self.store.close()
@@ -453,7 +501,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                 lean_watches=True,  # no component reads managedFields
             )
         try:
-            start_components(running.clients, running.stop_event, args)
+            start_components(running.clients, running.components, args)
         except StartError:
             running.stop()  # nothing half-started is left serving
             raise

@@ -104,12 +104,14 @@ class Supervisor:
         return next(c.starts for c in self._children if c.spec.name == name)
 
     def stop(self) -> None:
-        """SIGTERM to every child, SIGKILL to those left after the grace; reap them all."""
+        """SIGTERM to every child (in reverse start order), SIGKILL to those
+        left after the grace; reap them all. They stop side by side: none
+        waits for another, only the control plane waits for them."""
         with self._lock:
             if self._stopping.is_set():
                 return
             self._stopping.set()  # no restart from here on
-            procs = [c.proc for c in self._children if c.proc is not None]
+            procs = [c.proc for c in reversed(self._children) if c.proc is not None]
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)  # by pid, and only one not yet reaped

@@ -49,13 +49,30 @@ def _parent(path: str) -> str:
     return head or ("/" if path.startswith("/") else ".")
 
 
-def _write_fd(fd: int, data: bytes, mode: int, fsync: bool) -> None:
-    posix.fchmod(fd, mode)  # the umask may have narrowed it; never widens past `mode`
-    view = memoryview(data)
-    while view:
-        view = view[posix.write(fd, view) :]
-    if fsync:
-        posix.fsync(fd)
+def _write_new(path: str, flags: int, data: bytes, mode: int, fsync: bool) -> None:
+    """Open `path` (with `flags` on top of O_CREAT|O_NOFOLLOW), mode `mode`
+    whatever the umask, write all of `data`, fsync if asked, close. A write
+    that fails removes the file it opened (never one it could not open)."""
+    fd = posix.open(path, _O_TMP | flags, mode)
+    try:
+        posix.fchmod(fd, mode)  # the umask may have narrowed it; never widens past `mode`
+        view = memoryview(data)
+        while view:
+            view = view[posix.write(fd, view) :]
+        if fsync:
+            posix.fsync(fd)
+    except BaseException:
+        posix.close(fd)
+        _unlink(path)
+        raise
+    posix.close(fd)
+
+
+def _unlink(path: str) -> None:
+    try:
+        posix.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def sync_dir(path: StrPath) -> None:
@@ -72,11 +89,7 @@ def write_atomic(path: StrPath, data: bytes | str, *, durable: bool, mode: int =
     target = posix.fspath(path)
     raw = data.encode() if isinstance(data, str) else data
     tmp = target + ".tmp"
-    fd = posix.open(tmp, _O_TMP | posix.O_TRUNC, mode)
-    try:
-        _write_fd(fd, raw, mode, durable)
-    finally:
-        posix.close(fd)
+    _write_new(tmp, posix.O_TRUNC, raw, mode, durable)
     posix.replace(tmp, target)
     if durable:
         sync_dir(_parent(target))
@@ -92,18 +105,11 @@ def write_private(path: StrPath, data: bytes | str, mode: int = PRIVATE) -> None
     _makedirs(parent, 0o700)
     name = target.rpartition("/")[2]
     tmp = f"{parent}/.{name}.{posix.urandom(6).hex()}.tmp"
-    fd = posix.open(tmp, _O_TMP | posix.O_EXCL, mode)
+    _write_new(tmp, posix.O_EXCL, body, mode, True)
     try:
-        try:
-            _write_fd(fd, body, mode, True)
-        finally:
-            posix.close(fd)
         posix.replace(tmp, target)
     except BaseException:
-        try:
-            posix.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _unlink(tmp)
         raise
     sync_dir(parent)
 
@@ -138,10 +144,7 @@ def swap_symlink(link: StrPath, target: str) -> None:
     a reader follows the old target or the new one."""
     path = posix.fspath(link)
     tmp = path + "_tmp"
-    try:
-        posix.unlink(tmp)
-    except FileNotFoundError:
-        pass
+    _unlink(tmp)
     posix.symlink(target, tmp)
     posix.replace(tmp, path)
 

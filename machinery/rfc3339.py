@@ -34,6 +34,12 @@ def format_micro_time(when: float) -> str:
     return datetime.fromtimestamp(when, UTC).strftime(_SECONDS + ".%fZ")
 
 
+def format_micro_exact(seconds: int, micros: int) -> str:
+    """Whole seconds since the epoch and microseconds as a metav1.MicroTime
+    string, with no float rounding (a protobuf Timestamp's fields)."""
+    return f"{time.strftime(_SECONDS, time.gmtime(seconds))}.{micros:06d}Z"
+
+
 def _utc(moment: datetime) -> datetime:
     from datetime import UTC
 

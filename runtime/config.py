@@ -24,7 +24,6 @@ class Config:
     registry_config: Path | None = None
     disable_default_registry_endpoint: bool = False
     image_listen: str = ""
-    image_store_factory: str = ""
     stream_address: str = "127.0.0.1"
     stream_port: int = 0
     runtime_handlers: tuple[str, ...] = field(default=("", "skiff", "runc"))
@@ -72,8 +71,6 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--stream-address", default="127.0.0.1", help="streaming server address")
     p.add_argument("--stream-port", type=int, default=0, help="streaming server port (0: any)")
-    # test hook: "module:function" returning (ImageStore, servicer | None)
-    p.add_argument("--image-store-factory", default="", help=argparse.SUPPRESS)
     return p
 
 
@@ -92,7 +89,6 @@ def from_args(argv: Sequence[str]) -> Config:
         registry_config=a.registry_config,
         disable_default_registry_endpoint=a.disable_default_registry_endpoint,
         image_listen=a.image_listen,
-        image_store_factory=a.image_store_factory,
         stream_address=a.stream_address,
         stream_port=a.stream_port,
         max_layer_expansion=a.max_layer_expansion,

@@ -12,8 +12,13 @@ from types import FrameType
 
 from runtime.config import from_args
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from runtime.server import ImagesFactory
 
-def main(argv: Sequence[str]) -> int:
+
+def main(argv: Sequence[str], images_factory: ImagesFactory | None = None) -> int:
+    """`skiff runtime ARGV`; `images_factory` replaces the image store (tests)."""
     cfg = from_args(argv)
     logging.basicConfig(
         level=getattr(logging, cfg.log_level.upper()),
@@ -22,7 +27,7 @@ def main(argv: Sequence[str]) -> int:
     )
     from runtime.server import Server
 
-    server = Server(cfg)
+    server = Server(cfg) if images_factory is None else Server(cfg, images_factory)
     server.start()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

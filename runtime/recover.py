@@ -8,32 +8,37 @@ logging). Never starts or kills anything."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from runtime.cri.service import RuntimeService
 from runtime.store import checkpoint
 from runtime.store.records import container_from_json, sandbox_from_json
 
 log = logging.getLogger("skiff.runtime.recover")
+T = TypeVar("T")
+
+
+def _records(svc: RuntimeService, folder: str, what: str, from_json: Callable[[Any], T]) -> list[T]:
+    """The records of the checkpoints `<root>/<folder>/*/meta.json`; an
+    unreadable one is logged and skipped."""
+    records = []
+    for meta in sorted((svc.cfg.root / folder).glob("*/meta.json")):
+        try:
+            records.append(from_json(checkpoint.load(meta)))
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            log.warning("skipping unreadable %s checkpoint %s: %s", what, meta, exc)
+    return records
 
 
 def recover(svc: RuntimeService) -> tuple[int, int]:
-    n_s = n_c = 0
-    for meta in sorted((svc.cfg.root / "sandboxes").glob("*/meta.json")):
-        try:
-            s = sandbox_from_json(checkpoint.load(meta))
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            log.warning("skipping unreadable sandbox checkpoint %s: %s", meta, exc)
-            continue
+    sandboxes = _records(svc, "sandboxes", "sandbox", sandbox_from_json)
+    for s in sandboxes:
         svc.sandboxes.add_loaded(s)
-        n_s += 1
-    for meta in sorted((svc.cfg.root / "containers").glob("*/meta.json")):
-        try:
-            c = container_from_json(checkpoint.load(meta))
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            log.warning("skipping unreadable container checkpoint %s: %s", meta, exc)
-            continue
+    containers = _records(svc, "containers", "container", container_from_json)
+    for c in containers:
         svc.containers.add_loaded(c)
-        n_c += 1
+    n_s, n_c = len(sandboxes), len(containers)
     from runtime.cri import sandbox_status
 
     for s in svc.sandboxes.list():

@@ -1,18 +1,19 @@
-"""Wiring `skiff runtime` together: the image store and ImageService (from
-runtime.image, imported lazily and optional until it exists), the CNI client
-(optional), the RuntimeService, state recovery, and the gRPC server on a unix
-socket (mode 0660), plus the ImageService on --image-listen if asked.
+"""Wiring `skiff runtime` together: the image store and ImageService
+(runtime.image), the CNI client, the RuntimeService, state recovery, and the
+gRPC server on a unix socket (mode 0660), plus the ImageService on
+--image-listen if asked. A part that fails to import stops the runtime with
+the error; nothing is silently left out. The streaming server is imported
+on the first Exec, Attach or PortForward (LazyStreaming).
 
 Nothing here handles a request; the servicers do.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 import os
 import threading
+from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -32,19 +33,14 @@ from runtime.recover import recover
 log = logging.getLogger("skiff.runtime")
 
 
+# (image store, ImageService servicer or None) for a configuration.
+ImagesFactory = Callable[[Config], tuple[Images | None, Any]]
+
+
 def build_images(cfg: Config) -> tuple[Images | None, Any]:
-    """(image store, ImageService servicer or None)."""
-    if cfg.image_store_factory:
-        mod_name, _, fn_name = cfg.image_store_factory.partition(":")
-        factory = getattr(importlib.import_module(mod_name), fn_name)
-        store, servicer = factory(cfg.root / "images")
-        return store, servicer
-    try:
-        image = importlib.import_module("runtime.image")
-        build = image.build
-    except (ModuleNotFoundError, AttributeError):
-        log.warning("runtime.image is not available: ImageService answers UNIMPLEMENTED")
-        return None, None
+    """(image store, ImageService servicer)."""
+    from runtime.image import build
+
     store, servicer = build(
         cfg.root / "images",
         cfg.registry_config,
@@ -54,26 +50,19 @@ def build_images(cfg: Config) -> tuple[Images | None, Any]:
     return store, servicer
 
 
-def build_network(cfg: Config) -> Network | None:
-    try:
-        mod = importlib.import_module("runtime.network.cni_client")
-    except ModuleNotFoundError:
-        log.warning("runtime.network.cni_client is not available: pods get loopback only")
-        return None
+def build_network(cfg: Config) -> Network:
+    from runtime.network.cni_client import CNIClient
+
     cache = cfg.cni_cache_dir or (cfg.state / "cni-cache")
     # the sandbox monitor brings `lo` up itself: no loopback plugin exec per pod
-    client: Network = mod.CNIClient(cfg.cni_conf_dir, list(cfg.cni_bin_dirs), cache, loopback=False)
-    return client
+    # (CNIClient's setup/teardown name the keywords Network's take as **kw)
+    client: Any = CNIClient(cfg.cni_conf_dir, list(cfg.cni_bin_dirs), cache, loopback=False)
+    return client  # type: ignore[no-any-return]
 
 
 def build_streaming(svc: RuntimeService) -> Any:
-    """The streaming server for Exec/PortForward URLs, if runtime.streaming
-    is present."""
-    try:
-        streaming = importlib.import_module("runtime.streaming")
-    except ModuleNotFoundError:
-        log.warning("runtime.streaming is not available: Exec/Attach/PortForward are unimplemented")
-        return None
+    """The streaming server for Exec/Attach/PortForward URLs."""
+    from runtime import streaming
     from runtime.cri.streaming_backend import RuntimeStreamingBackend
 
     config = streaming.StreamingConfig(address=svc.cfg.stream_address, port=svc.cfg.stream_port)
@@ -97,8 +86,6 @@ class LazyStreaming:
                 if self._stopped:
                     raise errors.Unavailable("the runtime is stopping")
                 server = build_streaming(self._svc)
-                if server is None:
-                    raise errors.Unimplemented("no streaming server is configured")
                 server.start()
                 self._server = server
             return self._server
@@ -135,7 +122,9 @@ def _listen(server: grpc.Server, address: str) -> Path:
 
 
 class Server:
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, images_factory: ImagesFactory = build_images) -> None:
+        """`images_factory` builds the image store and ImageService (tests
+        give a fake, tests/fakes/image_store.py)."""
         self.cfg = cfg
         for d in (cfg.root, cfg.state, cfg.root / "sandboxes", cfg.root / "containers"):
             d.mkdir(parents=True, exist_ok=True)
@@ -144,7 +133,7 @@ class Server:
         # would run as root for them: the CVE-2021-41091 class)
         os.chmod(cfg.root, 0o700)
         os.chmod(cfg.state, 0o700)
-        images, image_servicer = build_images(cfg)
+        images, image_servicer = images_factory(cfg)
         self.host = LinuxHost(cfg.cgroup_root)
         self.svc = RuntimeService(cfg, images, build_network(cfg), self.host)
         recover(self.svc)
@@ -162,9 +151,7 @@ class Server:
         if cfg.image_listen and image_servicer is not None:
             self.image_grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
             api_pb2_grpc.add_ImageServiceServicer_to_server(image_servicer, self.image_grpc)
-        self.streaming = (
-            LazyStreaming(self.svc) if importlib.util.find_spec("runtime.streaming") else None
-        )
+        self.streaming = LazyStreaming(self.svc)
         self.socket = _listen(self.grpc, cfg.listen)
         if self.image_grpc is not None:
             _listen(self.image_grpc, cfg.image_listen)

@@ -20,14 +20,17 @@ identity.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import FrameType
+from typing import Generic, TypeVar
 
 from controlplane.api import jsoncodec
 from controlplane.client.apiclient import connect
@@ -36,7 +39,8 @@ from controlplane.client.interface import ApiClient
 
 log = logging.getLogger("skiff.component")
 
-Start = Callable[[ApiClient, threading.Event], None]
+Start = Callable[[ApiClient, threading.Event], object]
+T = TypeVar("T")
 
 # Set in the environment by `skiff controlplane --component-processes`.
 LIFELINE_ENV = "SKIFF_LIFELINE_FD"
@@ -44,6 +48,68 @@ SOCKET_ENV = "SKIFF_CONTROLPLANE_SOCKET"
 LIFELINE_GRACE = 10.0
 # How long the component's threads get to stop before its connection closes.
 STOP_GRACE = 5.0
+
+
+def config_file(path: str | None, env: str) -> tuple[str, str] | None:
+    """(path, text) of a component's configuration file: the one given
+    (--config), else the one named by $`env` (the older way, kept as a
+    fallback); None: neither, the defaults apply."""
+    path = path or os.environ.get(env)
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as f:
+        return path, f.read()
+
+
+def in_background(
+    name: str, run: Callable[[ApiClient, threading.Event, T], None], load: Callable[[], T]
+) -> Callable[[ApiClient, threading.Event], threading.Thread]:
+    """A component hook that loads its configuration at once (an error
+    refuses the start, with the reason), then runs `run(client, stop,
+    config)` on a thread named `name`, which it returns: the thread ends once
+    the component has stopped (its Lease released)."""
+
+    def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
+        config = load()
+        thread = threading.Thread(target=run, args=(client, stop, config), name=name, daemon=True)
+        thread.start()
+        return thread
+
+    return start
+
+
+@dataclass(frozen=True)
+class ConfiguredComponent(Generic[T]):
+    """A component run alone that reads one configuration file (a scheduler):
+    `python -m MODULE --kubeconfig FILE [--config FILE]`."""
+
+    prog: str  # in messages, e.g. "scheduler"
+    thread: str  # its thread's name
+    field_manager: str  # its writes' name in managedFields
+    kubeconfig_help: str
+    config_flags: tuple[str, ...]  # --config and the peer's name for it
+    config_help: str
+    load: Callable[[str | None], T]  # the configuration in a file (None: the fallback)
+    run: Callable[[ApiClient, threading.Event, T], None]
+
+    def main(self, module: str, argv: Sequence[str] | None = None) -> int:
+        """Parse the flags, refuse a bad configuration (status 2), run until a signal."""
+        parser = argparse.ArgumentParser(prog=f"python -m {module}")
+        parser.add_argument("--kubeconfig", "--credentials", dest="kubeconfig", required=True,
+                            help=self.kubeconfig_help)  # fmt: skip
+        parser.add_argument(*self.config_flags, dest="config", default=None, help=self.config_help)
+        parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        logging.basicConfig(
+            level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+        )
+        try:
+            config = self.load(args.config)
+        except (OSError, ValueError) as err:
+            print(f"{self.prog}: refusing to start: {err}", file=sys.stderr)
+            return 2
+        start = in_background(self.thread, self.run, lambda: config)
+        return run_component(self.prog, args.kubeconfig, start, self.field_manager)
 
 
 def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str = "") -> int:

@@ -401,11 +401,13 @@ def config_from_args(args: argparse.Namespace) -> ManagerConfig:
 
 def component(
     config: ManagerConfig, metrics_listen: str = "", rest_config: Path | None = None
-) -> Callable[[ApiClient, threading.Event], None]:
+) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """A `skiff controlplane` component function running a manager with `config`;
-    `rest_config` (the kubeconfig) names the REST API the HPA reads stats from."""
+    `rest_config` (the kubeconfig) names the REST API the HPA reads stats from.
+    The thread it returns ends once `stop` is set and the manager has stopped
+    (its Lease released)."""
 
-    def start_component(client: ApiClient, stop: threading.Event) -> None:
+    def start_component(client: ApiClient, stop: threading.Event) -> threading.Thread:
         # The HPA reads pod usage through the API server (nodes/stats), never from agents.
         from controlplane.client.config import ClientConfig, load_config
         from controlplane.controllers.agent_metrics import AgentMetrics
@@ -426,14 +428,16 @@ def component(
             stop.wait()
             manager.stop()
 
-        threading.Thread(target=stopper, name="controller-manager-stop", daemon=True).start()
+        thread = threading.Thread(target=stopper, name="controller-manager-stop", daemon=True)
+        thread.start()
+        return thread
 
     return start_component
 
 
-def start(client: ApiClient, stop: threading.Event) -> None:
+def start(client: ApiClient, stop: threading.Event) -> threading.Thread:
     """The component entry point with default settings (leader-elected)."""
-    component(ManagerConfig(leader_elect=True))(client, stop)
+    return component(ManagerConfig(leader_elect=True))(client, stop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """The scheduler as a control-plane component: informers in, leader-elected loop, API writes out.
 
-`start(client, stop)` is the `skiff controlplane` component hook (see
+`component(config_path)` is the `skiff controlplane` component hook (see
 controlplane/main.py COMPONENTS): it starts a thread that campaigns for the
 `kube-system/skiff-scheduler` Lease and, while leading, runs a
 `SchedulerService` — shared informers for Pods, Nodes, PodGroups and the
@@ -8,8 +8,11 @@ storage kinds (claims, volumes, classes) feeding the scheduler's handlers, the s
 `ApiClusterWriter`. Losing the lease stops the service; a new term starts a
 fresh one (fresh cache, relisted state).
 
-The profile configuration comes from the file named by `SKIFF_SCHEDULER_CONFIG`
-(YAML, see config.py) when set; a bad file refuses to start with the reason.
+The profile configuration (YAML, see config.py) comes from the file given
+with `--config` (kube-scheduler's flag; `skiff controlplane
+--scheduler-config` passes it on), else from the file named by
+`$SKIFF_SCHEDULER_CONFIG` (the older way, kept as a fallback), else the
+defaults; a bad file refuses to start with the reason.
 
 Alone, against a running API server:
 
@@ -18,15 +21,12 @@ Alone, against a running API server:
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
-import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from controlplane.client.component import run_component
+from controlplane.client.component import ConfiguredComponent, config_file, in_background
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
@@ -41,11 +41,9 @@ CONFIG_ENV = "SKIFF_SCHEDULER_CONFIG"
 
 
 def load_config(path: str | None = None) -> sched_config.SchedulerConfig:
-    path = path or os.environ.get(CONFIG_ENV)
-    if not path:
-        return sched_config.parse(None)
-    with open(path, encoding="utf-8") as f:
-        return sched_config.load(f.read())
+    """The profiles in `path` (--config), else in $SKIFF_SCHEDULER_CONFIG's file."""
+    found = config_file(path, CONFIG_ENV)
+    return sched_config.parse(None) if found is None else sched_config.load(found[1])
 
 
 class _NoWriter:
@@ -137,42 +135,36 @@ def run(
     )
 
 
-def start(client: ApiClient, stop: threading.Event) -> None:
-    """The component hook: validate the configuration now, then run in the background."""
-    cfg = load_config()
-    check(cfg)  # refuse a bad profile at start, with the reason
-    threading.Thread(target=run, args=(client, stop, cfg), name="scheduler", daemon=True).start()
+def checked(path: str | None = None) -> sched_config.SchedulerConfig:
+    """load_config(path), every profile's plugins built once to check it."""
+    cfg = load_config(path)
+    check(cfg)
+    return cfg
+
+
+def component(
+    config_path: str | None = None,
+) -> Callable[[ApiClient, threading.Event], threading.Thread]:
+    """The component hook of a scheduler configured by the file `config_path`
+    (see load_config; a bad profile refuses to start, with the reason)."""
+    return in_background("scheduler", run, lambda: checked(config_path))
+
+
+ALONE = ConfiguredComponent(
+    prog="scheduler",
+    thread="scheduler",
+    field_manager="kube-scheduler",
+    kubeconfig_help="the scheduler's kubeconfig (skiff controlplane writes <data-dir>/scheduler.conf)",
+    config_flags=("--config",),
+    config_help=f"scheduler profiles YAML (fallback: ${CONFIG_ENV})",
+    load=checked,
+    run=run,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the scheduler alone against an API server until SIGINT/SIGTERM."""
-    parser = argparse.ArgumentParser(prog="python -m controlplane.scheduler.run")
-    parser.add_argument(
-        "--kubeconfig",
-        "--credentials",
-        dest="kubeconfig",
-        required=True,
-        help="the scheduler's kubeconfig (skiff controlplane writes <data-dir>/scheduler.conf)",
-    )
-    parser.add_argument("--config", default=None, help="scheduler profiles YAML")
-    parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
-    try:
-        cfg = load_config(args.config)
-        check(cfg)
-    except (OSError, sched_config.ConfigError) as e:
-        print(f"scheduler: refusing to start: {e}", file=sys.stderr)
-        return 2
-
-    def start_alone(client: ApiClient, stop: threading.Event) -> None:
-        threading.Thread(
-            target=run, args=(client, stop, cfg), name="scheduler", daemon=True
-        ).start()
-
-    return run_component("scheduler", args.kubeconfig, start_alone, "kube-scheduler")
+    return ALONE.main("controlplane.scheduler.run", argv)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ costs ~2 ms, a tenth of an ADD).
 The plugin is its own short-lived, single-threaded executable and must start
 cheaply: it imports nothing of the runtime outside runtime/cni, and of the
 floor only the modules that load nothing heavy (machinery.libc,
-machinery.atomicfile). Switching namespaces here is safe only because the
+machinery.atomicfile), each when first needed: machinery.libc only once a
+namespace is entered, so the IPAM plugin, which never enters one, never
+loads it. Switching namespaces here is safe only because the
 plugin process has exactly one thread; never import this module into a
 long-lived, multi-threaded process (the CNI client runs the plugin as a
 subprocess instead).
@@ -17,13 +19,11 @@ from __future__ import annotations
 
 import posix
 
-from machinery import libc
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-CLONE_NEWNET = libc.CLONE_NEWNET
+CLONE_NEWNET = 0x40000000  # machinery.libc.CLONE_NEWNET, without importing it
 _S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
 
 # `os` costs ~2 ms to import on a loaded machine (collections.abc, posixpath);
@@ -84,6 +84,12 @@ def digest(text: str, length: int) -> str:
     return str(_sha256.sha256(text.encode()).hexdigest())[:length]
 
 
+def _setns(fd: int) -> None:
+    from machinery.libc import setns  # on first use (see the module docstring)
+
+    setns(fd, CLONE_NEWNET)
+
+
 class NetNS:
     """Enter a network namespace for the duration of a `with` block.
 
@@ -104,7 +110,7 @@ class NetNS:
     def __enter__(self) -> NetNS:
         self._home = posix.open("/proc/thread-self/ns/net", posix.O_RDONLY | posix.O_CLOEXEC)
         try:
-            libc.setns(self._fd, CLONE_NEWNET)
+            _setns(self._fd)
         except BaseException:
             posix.close(self._home)
             raise
@@ -112,7 +118,7 @@ class NetNS:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            libc.setns(self._home, CLONE_NEWNET)
+            _setns(self._home)
         finally:
             posix.close(self._home)
 

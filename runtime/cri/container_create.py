@@ -125,10 +125,7 @@ def run(
         undo.callback(svc.containers.delete, cid)
         root = svc.container_root(cid)
         state = svc.container_state(cid)
-        host.make_dir(root, 0o700)
-        undo.callback(host.remove_tree, root)
-        host.make_dir(state, 0o700)
-        undo.callback(host.remove_tree, state)
+        svc.private_dirs(undo, root, state)
         for d in (root / "upper", root / "work", state / "rootfs"):
             host.make_dir(d)
         images.hold(image.id, cid)

@@ -115,10 +115,7 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
         undo.callback(svc.sandboxes.delete, sid)
         root = svc.sandbox_root(sid)
         state = svc.sandbox_state(sid)
-        host.make_dir(root, 0o700)
-        undo.callback(host.remove_tree, root)
-        host.make_dir(state, 0o700)
-        undo.callback(host.remove_tree, state)
+        svc.private_dirs(undo, root, state)
         host.write_file(root / "hostname", hostname + "\n")
         host.write_file(root / "resolv.conf", resolv_conf(cfg.dns_config))
         host.write_file(

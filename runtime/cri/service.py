@@ -74,6 +74,13 @@ class RuntimeService:
         self._locks_lock = threading.Lock()
 
     # --- paths ---------------------------------------------------------------
+    def private_dirs(self, undo: contextlib.ExitStack, *dirs: Path) -> None:
+        """Make each of `dirs` (mode 0700), removed again by `undo`: a create
+        that fails leaves none of them."""
+        for d in dirs:
+            self.host.make_dir(d, 0o700)
+            undo.callback(self.host.remove_tree, d)
+
     def sandbox_root(self, sid: str) -> Path:
         return self.cfg.root / "sandboxes" / sid
 

@@ -1,18 +1,20 @@
 """A stand-in for runtime.image's ImageStore for runtime tests: images are
 plain directories described in `<root>/images.json`
 (`{ref: {"id": ..., "config": {...}, "layers": [dir, ...]}}`), so runtime
-tests need neither a registry nor the ImageService. Loaded by `skiff runtime
---image-store-factory tests.fakes.image_store:factory`."""
+tests need neither a registry nor the ImageService. `python -m
+tests.fakes.image_store FLAGS` runs `skiff runtime FLAGS` with it."""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runtime import errors
+from runtime.config import Config
 
 
 @dataclass
@@ -66,3 +68,18 @@ class FakeImageStore:
 def factory(root: Path) -> tuple[FakeImageStore, None]:
     root.mkdir(parents=True, exist_ok=True)
     return FakeImageStore(root), None
+
+
+def runtime_images(cfg: Config) -> tuple[FakeImageStore, None]:
+    return factory(cfg.root / "images")
+
+
+def main(argv: list[str]) -> int:
+    """`skiff runtime ARGV` with this store in place of runtime.image's."""
+    from runtime.main import main as runtime_main
+
+    return runtime_main(argv, runtime_images)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -21,7 +21,6 @@ and the problem. Documents (the `k8s\\x00` envelope) are unwrapped here too.
 from __future__ import annotations
 
 import base64
-import time
 from typing import Any
 
 from controlplane.api import jsoncodec
@@ -131,8 +130,7 @@ def _time(buf: bytes, pos: int, end: int, micro: bool) -> str | None:
     if not -62135596800 <= seconds <= 253402300799 or not 0 <= nanos < 1_000_000_000:
         raise ProtobufError(f"time {seconds}s {nanos}ns out of range")
     if micro:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-        return f"{text}.{nanos // 1000:06d}Z"
+        return rfc3339.format_micro_exact(seconds, nanos // 1000)
     return rfc3339.format_time(seconds)
 
 

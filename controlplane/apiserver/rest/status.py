@@ -72,16 +72,11 @@ def status_object(
     err: errors.ApiError, kind: str = "", name: str = "", group: str = ""
 ) -> tuple[int, dict[str, Any]]:
     code, reason = code_and_reason(err)
-    details: dict[str, Any] = {}
-    name = err.details.get("name", name)
-    group = err.details.get("group", group)
-    kind = err.details.get("kind", kind)
-    if name:
-        details["name"] = name
-    if group:
-        details["group"] = group
-    if kind:
-        details["kind"] = kind
+    details = _details(
+        err.details.get("kind", kind),
+        err.details.get("name", name),
+        err.details.get("group", group),
+    )
     if isinstance(err, errors.Invalid):
         details["causes"] = _causes(err)
     elif getattr(err, "status_causes", None):  # typed causes (an eviction's DisruptionBudget)
@@ -115,19 +110,16 @@ def error_response(
 
 
 def success(kind: str = "", name: str = "", group: str = "", uid: str = "") -> dict[str, Any]:
-    details: dict[str, Any] = {}
-    if name:
-        details["name"] = name
-    if group:
-        details["group"] = group
-    if kind:
-        details["kind"] = kind
-    if uid:
-        details["uid"] = uid
     return {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": details,
+        "details": _details(kind, name, group, uid),
     }
+
+
+def _details(kind: str, name: str, group: str, uid: str = "") -> dict[str, Any]:
+    """metav1.StatusDetails: the fields given, in Kubernetes' order."""
+    pairs = (("name", name), ("group", group), ("kind", kind), ("uid", uid))
+    return {key: value for key, value in pairs if value}

@@ -1,6 +1,6 @@
 """The batch scheduler as a control-plane component: informers in, leader-elected sessions.
 
-`start(client, stop)` is the `skiff controlplane` component hook, beside the
+`component(conf_path)` is the `skiff controlplane` component hook, beside the
 default scheduler's: it campaigns for the `kube-system/volcano` Lease (its
 own, so the two schedulers lead independently) and, while leading, runs a
 `BatchService`: shared informers for Pods, Nodes, PodGroups, Queues,
@@ -10,23 +10,22 @@ changed (at least every second). Writes go through the API client: binds in
 batches, evictions, PodGroup and Queue status, and the volume plugins'
 claimRefs and selected nodes.
 
-The configuration is Volcano's volcano-scheduler.conf, from the file named
-by `SKIFF_VOLCANO_CONFIG` when set (conf.py's default otherwise); a bad file
-refuses to start, naming the line.
+The configuration is Volcano's volcano-scheduler.conf, from the file given
+with `--config` (or vc-scheduler's `--scheduler-conf`; `skiff controlplane
+--volcano-scheduler-config` passes it on), else from the file named by
+`$SKIFF_VOLCANO_CONFIG` (the older way, kept as a fallback), else conf.py's
+default; a bad file refuses to start, naming the line.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.client.component import run_component
+from controlplane.client.component import ConfiguredComponent, config_file, in_background
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
@@ -43,15 +42,14 @@ CONFIG_ENV = "SKIFF_VOLCANO_CONFIG"
 
 
 def load_conf(path: str | None = None) -> batch_conf.Conf:
-    path = path or os.environ.get(CONFIG_ENV)
-    if not path:
+    """The configuration in `path` (--config), else in $SKIFF_VOLCANO_CONFIG's file."""
+    found = config_file(path, CONFIG_ENV)
+    if found is None:
         return builtin.load(batch_conf.DEFAULT_CONF)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
     try:
-        return builtin.load(text)
+        return builtin.load(found[1])
     except batch_conf.ConfError as e:
-        raise batch_conf.ConfError(f"{path}: {e}") from e
+        raise batch_conf.ConfError(f"{found[0]}: {e}") from e
 
 
 class ApiBatchWriter:
@@ -140,38 +138,30 @@ def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None
     serve_while_leading(client, stop, "volcano", lambda done: BatchService(client, conf).run(done))
 
 
-def start(client: ApiClient, stop: threading.Event) -> None:
-    """The component hook: read the configuration now (refusing a bad one), then run."""
-    conf = load_conf()
-    threading.Thread(
-        target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
-    ).start()
+def component(
+    conf_path: str | None = None,
+) -> Callable[[ApiClient, threading.Event], threading.Thread]:
+    """The component hook of a batch scheduler configured by the file
+    `conf_path` (see load_conf; a bad one refuses to start, naming the line)."""
+    return in_background("volcano-scheduler", run, lambda: load_conf(conf_path))
+
+
+ALONE = ConfiguredComponent(
+    prog="batch scheduler",
+    thread="volcano-scheduler",
+    field_manager="vc-scheduler",
+    kubeconfig_help="the batch scheduler's kubeconfig (volcano-scheduler.conf)",
+    config_flags=("--config", "--scheduler-conf"),  # vc-scheduler's name
+    config_help=f"volcano-scheduler.conf (fallback: ${CONFIG_ENV})",
+    load=load_conf,
+    run=run,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m controlplane.scheduler.batch.run --kubeconfig FILE`: the batch
     scheduler alone, with its own identity (`<data-dir>/volcano-scheduler.conf`)."""
-    parser = argparse.ArgumentParser(prog="python -m controlplane.scheduler.batch.run")
-    parser.add_argument("--kubeconfig", required=True,
-                        help="the batch scheduler's kubeconfig (volcano-scheduler.conf)")  # fmt: skip
-    parser.add_argument("--config", default=None, help=f"volcano-scheduler.conf (or ${CONFIG_ENV})")
-    parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
-    try:
-        conf = load_conf(args.config)
-    except (OSError, batch_conf.ConfError) as err:
-        print(f"batch scheduler: refusing to start: {err}", file=sys.stderr)
-        return 2
-
-    def start_alone(client: ApiClient, stop: threading.Event) -> None:
-        threading.Thread(
-            target=run, args=(client, stop, conf), name="volcano-scheduler", daemon=True
-        ).start()
-
-    return run_component("batch scheduler", args.kubeconfig, start_alone, "vc-scheduler")
+    return ALONE.main("controlplane.scheduler.batch.run", argv)
 
 
 if __name__ == "__main__":

@@ -124,8 +124,11 @@ class Runtime:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
-                str(REPO / "skiff.py"),
-                "runtime",
+                *(
+                    ["-m", "tests.fakes.image_store"]  # skiff runtime with a fake image store
+                    if self.fake_images
+                    else [str(REPO / "skiff.py"), "runtime"]
+                ),
                 "--listen",
                 f"unix://{self.socket}",
                 "--root",
@@ -136,11 +139,6 @@ class Runtime:
                 self.cgroup_parent,
                 "--cni-conf-dir",
                 str(self.base / "no-cni"),
-                *(
-                    ["--image-store-factory", "tests.fakes.image_store:factory"]
-                    if self.fake_images
-                    else []
-                ),
                 "--log-level",
                 "debug",
                 *extra,

@@ -14,6 +14,7 @@ def test_formats() -> None:
     assert rfc3339.format_micro_time(1.5) == "1970-01-01T00:00:01.500000Z"
     assert rfc3339.format_nano(1_000_000_007) == "1970-01-01T00:00:01.000000007Z"
     assert rfc3339.format_nano_trimmed(1_500_000_000) == "1970-01-01T00:00:01.5Z"
+    assert rfc3339.format_micro_exact(1, 500) == "1970-01-01T00:00:01.000500Z"
 
 
 def test_datetimes_are_written_in_utc() -> None:
