@@ -61,11 +61,11 @@ from agent.stream_proxy import AgentEndpoint, serve_endpoint
 from agent.volumes import VolumeSources, refresh_token_volumes
 from agent.webhook_auth import ApiReviewer, WebhookAuth
 from controlplane.client import errors
-from controlplane.client.clock import Clock, RealClock
 from controlplane.client.config import ClientConfig
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.workqueue import RateLimitingQueue
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.agent")
 POD_CGROUP_SWEEP = 5.0  # seconds between sweeps of leftover pod cgroups

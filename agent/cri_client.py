@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from proto.rpc_errors import rpc_status
+from machinery.rpc_errors import rpc_status
 from proto.runtime.v1 import api_pb2 as cri
 from proto.runtime.v1 import api_pb2_grpc as cri_grpc
 

@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from agent.node_status import AGENT_VERSION, LEASE_DURATION, LEASE_NAMESPACE
-from controlplane.api import rfc3339, volumes
+from controlplane.api import volumes
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import load_config
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient, DeleteOptions
+from machinery import rfc3339
 
 log = logging.getLogger("skiff.agent.hollow")
 

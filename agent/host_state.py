@@ -21,7 +21,7 @@ is plain Linux (cgroupfs, /proc, umount2, `ip`, iptables-restore).
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import errno
 import ipaddress
 import json
 import logging
@@ -43,12 +43,12 @@ from agent.proxy.local_address import remove_local_address
 from agent.proxy.proxy import cleanup as proxy_cleanup
 from agent.proxy.proxy import read_existing
 from agent.proxy.rules import Chains
+from machinery import libc
 from machinery.atomicfile import write_atomic
 
 log = logging.getLogger("skiff.up.host")
 
 RECORD = "instance.json"
-MNT_DETACH = 2
 # skiff-cni marks the routes to other nodes' pod subnets with this protocol
 # (runtime/cni/netlink.RTPROT_SKIFF; a number on the wire, not an import).
 RTPROT_SKIFF = 183
@@ -407,15 +407,15 @@ def kill_processes(inst: Instance, timeout: float = 15.0) -> int:
 
 
 def unmount_all(roots: Iterable[Path]) -> int:
-    libc = ctypes.CDLL(None, use_errno=True)
     count = 0
     for point in mounts_under(roots):
-        if libc.umount2(point.encode(), MNT_DETACH) == 0:
-            count += 1
-        else:
-            err = ctypes.get_errno()
-            if err not in (22, 2):  # EINVAL (no longer a mount), ENOENT
-                raise OSError(err, f"umount {point}: {os.strerror(err)}")
+        try:
+            libc.umount2(point, libc.MNT_DETACH)
+        except OSError as err:
+            if err.errno not in (errno.EINVAL, errno.ENOENT):  # no longer a mount, gone
+                raise OSError(err.errno, f"umount {point}: {os.strerror(err.errno or 0)}") from None
+            continue
+        count += 1
     return count
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from controlplane.api import rfc3339
+from machinery import rfc3339
 
 _LINE = re.compile(rb"^(\S+) (stdout|stderr) ([PF]) ?(.*)$", re.DOTALL)
 

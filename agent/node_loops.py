@@ -20,8 +20,8 @@ from agent.node_resources import NodeResources
 from agent.node_status import NodeConfig, NodeStatusReporter, Readings, node_status
 from agent.pleg import Pleg
 from controlplane.client import errors
-from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer
+from machinery.clock import Clock
 
 log = logging.getLogger("skiff.agent")
 # The heartbeat's runtime calls (Status, ListImages) wait this long at most: a

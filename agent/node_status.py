@@ -23,9 +23,9 @@ from typing import Any
 
 import psutil
 
-from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import ApiClient
+from machinery import rfc3339
 
 log = logging.getLogger("skiff.agent.node")
 

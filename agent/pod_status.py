@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.api import rfc3339
 from controlplane.api.qos import qos_class
+from machinery import rfc3339
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from agent.static_pods import MirrorPods, StaticPodSource, is_static, mirror_of
 from agent.status_manager import StatusManager
 from agent.volumes import teardown_volumes
 from controlplane.client import errors
-from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer
 from controlplane.client.interface import Object
 from controlplane.client.workqueue import RateLimitingQueue, ShutDown
+from machinery.clock import Clock
 from proto.runtime.v1 import api_pb2 as cri
 
 log = logging.getLogger("skiff.agent")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.cri_client import CRIClient, CRIError
-from controlplane.client.clock import Clock, Timer
+from machinery.clock import Clock, Timer
 
 log = logging.getLogger("skiff.agent.probes")
 

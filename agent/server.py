@@ -29,7 +29,7 @@ from agent.pod_config import (
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
 )
-from controlplane.api import rfc3339
+from machinery import rfc3339
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
 from proto.runtime.v1 import api_pb2 as cri

@@ -43,8 +43,8 @@ from agent.status_manager import delete_now
 from controlplane.api.defaults import apply_defaults
 from controlplane.api.validation import validate
 from controlplane.client import errors
-from controlplane.client.clock import Clock
 from controlplane.client.interface import ApiClient, Object
+from machinery.clock import Clock
 
 log = logging.getLogger("skiff.agent.static")
 

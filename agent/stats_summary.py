@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api import rfc3339
+from machinery import rfc3339
 from proto.agent.v1 import agent_pb2 as pb
 
 

@@ -65,8 +65,8 @@ from agent.stream_targets import (
     runtime_url,
 )
 from agent.webhook_auth import WebhookAuth
+from machinery.streaming.upgrade import StrictRequestHandler
 from proto.agent.v1.agent_pb2 import StatsRequest
-from proto.streaming.upgrade import StrictRequestHandler
 
 log = logging.getLogger("skiff.agent.streams")
 
@@ -352,7 +352,7 @@ def _peek(sock: socket.socket, n: int) -> bytes:
 
 
 class _Handler(StrictRequestHandler):
-    """One connection; request heads are read strictly (proto/streaming/upgrade.py)."""
+    """One connection; request heads are read strictly (machinery/streaming/upgrade.py)."""
 
     server: _TCPServer
     server_version = "skiff-agent"

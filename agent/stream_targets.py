@@ -20,7 +20,7 @@ import grpc
 
 from agent.cri_client import CRIClient, CRIError
 from agent.pod_config import CONTAINER_NAME_LABEL, POD_UID_LABEL
-from proto.rpc_errors import rpc_status
+from machinery.rpc_errors import rpc_status
 from proto.runtime.v1 import api_pb2 as cri
 
 Object = Mapping[str, Any]

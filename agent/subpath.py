@@ -16,35 +16,30 @@ can change lies on that path. Removing the pod's dir unmounts these binds
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import stat
-from functools import cache
 from pathlib import Path
 
 from agent.pod_config import ConfigError
-
-MS_BIND = 4096
-MNT_DETACH = 2
-
-
-@cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+from machinery import libc
 
 
 def _mount_bind(source: str, target: str) -> None:
-    if _libc().mount(source.encode(), target.encode(), None, MS_BIND, None) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"bind {source} on {target}: {os.strerror(err)}")
+    try:
+        libc.mount(source, target, None, libc.MS_BIND)
+    except OSError as err:
+        raise OSError(
+            err.errno, f"bind {source} on {target}: {os.strerror(err.errno or 0)}"
+        ) from None
 
 
 def _unmount(target: str) -> None:
-    if _libc().umount2(target.encode(), MNT_DETACH) != 0:
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOENT):
-            raise OSError(err, f"unmount {target}: {os.strerror(err)}")
+    try:
+        libc.umount2(target, libc.MNT_DETACH)
+    except OSError as err:
+        if err.errno not in (errno.EINVAL, errno.ENOENT):
+            raise OSError(err.errno, f"unmount {target}: {os.strerror(err.errno or 0)}") from None
 
 
 def resolve(volume: str, sub: str) -> tuple[str, str]:

@@ -61,14 +61,14 @@ from agent.up_host import clean_host, prepare_host, take_data_dir
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
+from machinery import libc
 from machinery.atomicfile import copy_private
 
 log = logging.getLogger("skiff.up")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# glibc's mallopt parameter and the arena limit for skiff up's processes.
-M_ARENA_MAX = -8
+# The glibc malloc arena limit for skiff up's processes.
 ARENA_MAX = 2
 
 
@@ -82,28 +82,18 @@ class Running(Protocol):
 EmbedControlPlane = Callable[[list[str]], Running]
 
 
-def _glibc(func: str, *args: int) -> None:
-    """Call a glibc malloc tunable; nothing on other C libraries."""
-    try:
-        import ctypes
-
-        getattr(ctypes.CDLL(None), func)(*args)
-    except (OSError, AttributeError):
-        pass
-
-
 def limit_malloc_arenas() -> None:
     """At most ARENA_MAX glibc malloc arenas in this process from now on
     (threads started later share them), as MALLOC_ARENA_MAX does for a new
     process; not if MALLOC_ARENA_MAX is set."""
     if "MALLOC_ARENA_MAX" not in os.environ:
-        _glibc("mallopt", M_ARENA_MAX, ARENA_MAX)
+        libc.mallopt(libc.M_ARENA_MAX, ARENA_MAX)
 
 
 def release_free_memory() -> None:
     """malloc_trim(0): give the pages malloc holds free (startup leaves many:
     imports, PKI, YAML) back to the kernel; free() only returns the heap's top."""
-    _glibc("malloc_trim", 0)
+    libc.release_free_memory()
 
 
 class AgentLogs(logging.Filter):

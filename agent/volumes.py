@@ -12,10 +12,10 @@ volumes unmounts tmpfs first and never follows symlinks out of the pod dir.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -24,6 +24,7 @@ from typing import Any
 
 from agent import subpath
 from agent.pod_config import ConfigError, NodeSettings, field_ref
+from machinery import libc
 from machinery.atomicfile import swap_symlink
 from proto.runtime.v1 import api_pb2 as cri
 
@@ -258,9 +259,7 @@ def write_atomic_dir(
 def _ensure_tmpfs(path: Path) -> None:
     path.mkdir(mode=0o750, parents=True, exist_ok=True)
     if not os.path.ismount(path):
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "mode=0755,size=16m", "tmpfs", str(path)], check=True
-        )
+        libc.mount("tmpfs", str(path), "tmpfs", 0, "mode=0755,size=16m")
 
 
 def volume_paths(
@@ -300,8 +299,7 @@ def setup_volumes(root: Path, pod: Mapping[str, Any], src: VolumeSources) -> dic
             path.chmod(0o777)
             if (volume["emptyDir"] or {}).get("medium") == "Memory" and not os.path.ismount(path):
                 size = (volume["emptyDir"] or {}).get("sizeLimit")
-                opts = ["-o", f"size={size}"] if size else []
-                subprocess.run(["mount", "-t", "tmpfs", *opts, "tmpfs", str(path)], check=True)
+                libc.mount("tmpfs", str(path), "tmpfs", 0, f"size={size}" if size else None)
         else:
             kind = next(
                 k for k in ("configMap", "secret", "downwardAPI", "projected") if k in volume
@@ -364,5 +362,6 @@ def teardown_volumes(root: Path, pod_uid: str) -> None:
         points = [line.split()[4] for line in f]
     prefix = str(base.resolve()) + "/"
     for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
-        subprocess.run(["umount", point], check=False, capture_output=True)
+        with contextlib.suppress(OSError):  # as `umount` did, whose failure was ignored
+            libc.umount2(point)
     shutil.rmtree(base, ignore_errors=True)

@@ -56,7 +56,7 @@ from typing import Any
 from agent.hollow import HollowConfig, HollowNodes
 from bench.host_usage import children
 from controlplane.api import volcano
-from controlplane.client.clock import RealClock
+from machinery.clock import RealClock
 from tests.harness.cluster import ClusterControlPlane
 from tests.harness.wait import wait_for
 from tests.unit.controlplane.scheduler.batch.harness import Env

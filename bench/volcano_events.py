@@ -29,9 +29,9 @@ import time
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.client.clock import RealClock
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
+from machinery.clock import RealClock
 
 Obj = dict[str, Any]
 STAMP = "2026-01-01T00:00:00Z"

@@ -21,9 +21,10 @@ import socket
 from pathlib import Path
 from typing import Any, Protocol
 
+from machinery import libc
 from machinery.atomicfile import write_atomic
 from runtime import errors
-from runtime.linux import cgroups, libc, namespaces
+from runtime.linux import cgroups, namespaces
 from runtime.process import spawn
 
 

@@ -31,7 +31,7 @@ def main(argv: Sequence[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    from runtime.linux.libc import release_free_memory
+    from machinery.libc import release_free_memory
 
     release_free_memory()  # what startup left free (about 1 MB at rest)
     while not server.stopped.wait(3600):

@@ -38,9 +38,9 @@ from typing import Any
 from agent.proxy import dns_wire as w
 from agent.proxy.dns_resolver import ClusterResolver, Lookup
 from agent.proxy.local_address import DEFAULT_IFNAME
-from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient
+from machinery.clock import Clock
 
 log = logging.getLogger("skiff.agent.dns")
 

@@ -27,10 +27,10 @@ from agent.proxy import rules
 from agent.proxy.conntrack import stale_udp_flows
 from agent.proxy.iptables import CommandIptables, Iptables
 from agent.proxy.model import ServicePort, service_ports
-from controlplane.client.clock import Clock, RealClock, Timer
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
+from machinery.clock import Clock, RealClock, Timer
 
 log = logging.getLogger("skiff.agent.proxy")
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.client.errors import Invalid
+from machinery.rfc3339 import format_datetime
 
 NAMESPACE = "kube-system"
 SECRET_TYPE = "bootstrap.kubernetes.io/token"
@@ -59,10 +60,6 @@ def secret_name(token_id: str) -> str:
     return PREFIX + token_id
 
 
-def rfc3339(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -91,7 +88,7 @@ def token_secret(
             raise Invalid(f"usages: {usage!r} is not one of {', '.join(USAGES)}")
     data = {"token-id": _b64(parts[0]), "token-secret": _b64(parts[1])}
     if ttl is not None:
-        data["expiration"] = _b64(rfc3339(now + ttl))
+        data["expiration"] = _b64(format_datetime(now + ttl))
     if description:
         data["description"] = _b64(description)
     for usage in usages:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.rfc3339 import parse_time
+from machinery.rfc3339 import parse_time
 
 Object = dict[str, Any]
 

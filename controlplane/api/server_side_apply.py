@@ -29,7 +29,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from controlplane.api import kinds, rfc3339
+from controlplane.api import kinds
 from controlplane.api.fieldsets import (
     Object,
     Path,
@@ -47,6 +47,7 @@ from controlplane.api.fieldsets import (
 from controlplane.api.jsoncodec import clone
 from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Conflict, Invalid
+from machinery import rfc3339
 
 APPLY = "Apply"
 UPDATE = "Update"

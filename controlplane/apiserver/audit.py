@@ -33,8 +33,8 @@ from typing import Any
 import yaml
 
 from controlplane.apiserver.auth import Identity
-from controlplane.client import errors
 from machinery.atomicfile import move_aside
+from machinery.rfc3339 import format_micro_datetime
 
 log = logging.getLogger(__name__)
 
@@ -111,32 +111,6 @@ def load_policy(path: Path) -> Policy:
     return Policy(tuple(rules))
 
 
-# The HTTP status Kubernetes answers each API error with.
-HTTP_STATUS: dict[type[errors.ApiError], int] = {
-    errors.NotFound: 404,
-    errors.AlreadyExists: 409,
-    errors.Conflict: 409,
-    errors.Invalid: 422,
-    errors.Gone: 410,
-    errors.Unauthenticated: 401,
-    errors.Forbidden: 403,
-    errors.TooManyRequests: 429,
-    errors.Unavailable: 503,
-}
-
-
-def http_status(err: Exception) -> int:
-    for cls in type(err).__mro__:
-        code = HTTP_STATUS.get(cls)
-        if code is not None:
-            return code
-    return 500
-
-
-def _stamp(moment: datetime.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 class AuditLog:
     """See the module docstring. Thread-safe."""
 
@@ -179,8 +153,8 @@ class AuditLog:
             "user": {"username": who.user, "groups": list(who.groups)},
             "objectRef": {k: v for k, v in object_ref.items() if v},
             "responseStatus": {"code": code},
-            "requestReceivedTimestamp": _stamp(received),
-            "stageTimestamp": _stamp(datetime.datetime.now(datetime.UTC)),
+            "requestReceivedTimestamp": format_micro_datetime(received),
+            "stageTimestamp": format_micro_datetime(datetime.datetime.now(datetime.UTC)),
             "latencyMs": round(latency_ms, 3),
         }
         if level != "Metadata" and request_object and len(request_object) <= MAX_REQUEST_OBJECT:

@@ -18,6 +18,7 @@ from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.codec import ROOT, Object, decode, meta_of, object_key
 from controlplane.client.errors import Conflict, Forbidden, Invalid, NotFound, Unavailable
 from controlplane.storage.interface import KeyNotFound, Store, StoreUnavailable
+from machinery.rfc3339 import format_datetime
 
 MAX_RETRIES = 16
 
@@ -31,7 +32,11 @@ def conflict(info: KindInfo, name: str, current: int) -> Conflict:
 
 
 def too_many_writers(info: KindInfo, name: str) -> Conflict:
-    return Conflict(f'{info.resource} "{name}": too many concurrent writers, try again')
+    """A Conflict the same request may pass if retried (it carries retry
+    advice), unlike one refused because of what the object is."""
+    return Conflict(
+        f'{info.resource} "{name}": too many concurrent writers, try again', retry_after=1
+    )
 
 
 class RegistryBase:
@@ -56,7 +61,7 @@ class RegistryBase:
         cached = self._stamp
         if cached[0] == second:
             return cached[1]
-        text = (moment + datetime.timedelta(seconds=offset_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = format_datetime(moment + datetime.timedelta(seconds=offset_seconds))
         self._stamp = (second, text)
         return text
 

@@ -22,9 +22,9 @@ from controlplane.apiserver.satokens import (
     Lookup,
     ServiceAccountTokens,
     expiration,
-    rfc3339,
 )
 from controlplane.client.errors import Invalid, NotFound, Unavailable
+from machinery.rfc3339 import format_time
 
 Object = dict[str, Any]
 
@@ -128,7 +128,7 @@ class Reviews:
                 raise Invalid(f"spec.boundObjectRef.uid: {bound['uid']!r} is not the pod's ({uid})")
         issued = self.tokens.issue(ns, account, audiences, seconds, pod)
         spec["audiences"], spec["expirationSeconds"] = audiences, seconds
-        obj["status"] = {"token": issued.token, "expirationTimestamp": rfc3339(issued.expires)}
+        obj["status"] = {"token": issued.token, "expirationTimestamp": format_time(issued.expires)}
         return obj
 
     def token_review(self, obj: Object, identity: Identity) -> Object:

@@ -17,7 +17,6 @@ a request does not cost a signature check and two lookups every time.
 from __future__ import annotations
 
 import base64
-import datetime
 import json
 import threading
 import time
@@ -207,7 +206,3 @@ def expiration(requested: Any) -> int:
     if requested < MIN_EXPIRATION:
         raise ValueError(f"spec.expirationSeconds: may not be less than {MIN_EXPIRATION}")
     return min(requested, MAX_EXPIRATION)
-
-
-def rfc3339(unix: int) -> str:
-    return datetime.datetime.fromtimestamp(unix, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,10 +1,9 @@
 """The gRPC servicers: thin delegation to the registry and the broadcaster.
 
-Every RPC goes through `_rpc`, the one place that checks the request size,
-authenticates the bearer token, takes a flow-control slot (flowcontrol.py),
-logs the call once (and to the audit log when there is one), and turns API
-errors into gRPC status codes (`STATUS_CODES`, the one table). Nothing else in the server touches status
-codes. Objects travel as JSON bytes with their resourceVersion beside them
+Every RPC goes through `rpc.rpc`, the one place that checks the request
+size, authenticates the bearer token, takes a flow-control slot, logs and
+audits the call once, and turns API errors into gRPC status codes. Objects
+travel as JSON bytes with their resourceVersion beside them
 (see proto/controlplane/v1/api.proto). Writes name their field manager in
 the `field-manager` metadata key (else it comes from the caller's identity or
 User-Agent: fieldmanager.for_grpc); the registry records it in managedFields.
@@ -12,27 +11,25 @@ User-Agent: fieldmanager.for_grpc); the registry records it in managedFields.
 
 from __future__ import annotations
 
-import datetime
-import functools
 import json
 import logging
-import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 
 from controlplane.api import jsoncodec, limits
 from controlplane.apiserver import fieldmanager
-from controlplane.apiserver.audit import HTTP_STATUS, AuditLog, http_status
+from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity, TokenAuthority
-from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.codec import Stored, kind_info, with_version
 from controlplane.apiserver.fieldmanager import FieldManager
 from controlplane.apiserver.flowcontrol import FlowControl
+from controlplane.apiserver.grpc_status import abort, item_failure
 from controlplane.apiserver.listing import ListResult, Selectors
 from controlplane.apiserver.registry import Registry
+from controlplane.apiserver.rpc import RpcBase, rpc
 from controlplane.apiserver.subresources import PodBinding
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.client import errors
@@ -41,37 +38,8 @@ from proto.controlplane.v1 import api_pb2, api_pb2_grpc
 
 log = logging.getLogger(__name__)
 
-STATUS_CODES: dict[type[errors.ApiError], grpc.StatusCode] = {
-    errors.NotFound: grpc.StatusCode.NOT_FOUND,
-    errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
-    errors.Conflict: grpc.StatusCode.ABORTED,
-    errors.Invalid: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.Gone: grpc.StatusCode.OUT_OF_RANGE,
-    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
-    errors.Forbidden: grpc.StatusCode.PERMISSION_DENIED,
-    errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
-    errors.TooManyRequests: grpc.StatusCode.RESOURCE_EXHAUSTED,
-}
-
-R = TypeVar("R")
-
 LIST_CHUNK = 1000  # items per ListStream message (about 1 MB of pods)
 MAX_BATCH = 5000  # items per CreateMany call
-
-
-def status_code(err: errors.ApiError) -> grpc.StatusCode:
-    for cls in type(err).__mro__:
-        code = STATUS_CODES.get(cls)
-        if code is not None:
-            return code
-    return grpc.StatusCode.UNKNOWN
-
-
-def _token(context: grpc.ServicerContext) -> str:
-    for key, value in context.invocation_metadata():
-        if key == "authorization":
-            return bearer_token(value.decode() if isinstance(value, bytes) else str(value))
-    return ""
 
 
 def _manager(context: grpc.ServicerContext, who: Identity) -> FieldManager:
@@ -115,11 +83,6 @@ def _in_order(
         yield refused.get(i) or next(outcomes)
 
 
-def _failure(err: errors.ApiError) -> dict[str, Any]:
-    """A batch item's status: its gRPC code and message."""
-    return {"code": status_code(err).value[0], "message": str(err)}
-
-
 def _list_message(
     items: list[Stored], resource_version: str = "", continue_token: str = ""
 ) -> api_pb2.ListResponse:
@@ -142,195 +105,7 @@ def _json(data: bytes, what: str = "object") -> Any:
         raise errors.Invalid(f"{what}: not valid JSON: {err}") from err
 
 
-class _Base:
-    def __init__(
-        self,
-        authority: TokenAuthority | None,
-        flow: FlowControl | None = None,
-        audit: AuditLog | None = None,
-    ) -> None:
-        # None: no authentication (in-process tests); everyone is admin.
-        self.authority = authority
-        self.flow = flow
-        self.audit = audit
-
-    def _in_lane(
-        self,
-        func: Callable[..., R],
-        request: Any,
-        context: grpc.ServicerContext,
-        who: Identity,
-        mutating: bool,
-    ) -> R:
-        """func, holding a slot of its flow-control lane (a stream holds it to its end)."""
-        flow = self.flow
-        assert flow is not None
-        lane = flow.acquire(who, getattr(request, "kind", ""), getattr(request, "namespace", ""),
-                            mutating)  # fmt: skip
-        streaming = False
-        try:
-            result = func(self, request, context, who)
-            if isinstance(result, Iterator):
-                streaming = True
-                return _released(result, lambda: flow.release(lane, mutating))  # type: ignore[return-value]
-            return result
-        finally:
-            if not streaming:
-                flow.release(lane, mutating)
-
-    def identify(self, context: grpc.ServicerContext) -> Identity:
-        return authenticate(self.authority, _token(context))
-
-
-def _released(stream: Iterator[Any], release: Callable[[], None]) -> Iterator[Any]:
-    """A streamed answer that holds its flow-control slot until it ends."""
-    try:
-        yield from stream
-    finally:
-        release()
-
-
-# RPC -> (Kubernetes verb, subresource) for the audit log.
-AUDITED: dict[str, tuple[str, str]] = {
-    "Create": ("create", ""), "Get": ("get", ""), "List": ("list", ""),
-    "ListStream": ("list", ""), "Update": ("update", ""), "Patch": ("patch", ""),
-    "Delete": ("delete", ""), "Watch": ("watch", ""), "GetScale": ("get", "scale"),
-    "UpdateScale": ("update", "scale"), "Bind": ("create", "binding"),
-    "CreateMany": ("create", ""), "Join": ("create", "join"),
-}  # fmt: skip
-ANONYMOUS = Identity("system:anonymous", groups=("system:unauthenticated",))
-
-
-# A batch item's gRPC code (CreateResult.code) -> the HTTP status of that error.
-_ITEM_HTTP: dict[int, int] = {
-    grpc_code.value[0]: HTTP_STATUS[cls] for cls, grpc_code in STATUS_CODES.items()
-}
-
-
-def _object_name(data: bytes) -> str:
-    """metadata.name of a create's body, "" when it has none or is not JSON."""
-    try:
-        meta = jsoncodec.loads(data).get("metadata")
-    except (ValueError, UnicodeDecodeError, AttributeError, jsoncodec.DecodeError):
-        return ""
-    return str(meta.get("name") or "") if isinstance(meta, dict) else ""
-
-
-def _audit(
-    audit: AuditLog,
-    name: str,
-    request: Any,
-    who: Identity | None,
-    outcome: Exception | None,
-    start: float,
-    result: Any = None,
-) -> None:
-    """One audit line per call; CreateMany writes one per item, as Kubernetes
-    logs each create (its objectRef and, when the call itself succeeded, its
-    own result's code)."""
-    verb, sub = AUDITED[name]
-    code = 200 if outcome is None else http_status(outcome)
-    elapsed = time.monotonic() - start
-    received = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=elapsed)
-    if name == "CreateMany":
-        results = list(getattr(result, "results", ()))
-        for i, item in enumerate(request.items):
-            item_code = code
-            if outcome is None and i < len(results):
-                item_code = _ITEM_HTTP.get(results[i].code, 500) if results[i].code else 200
-            _audit_line(audit, who, verb, item.kind, item.namespace, _object_name(item.json),
-                        "", item_code, received, elapsed, item.json)  # fmt: skip
-        return
-    kind = getattr(request, "kind", "") or ("Pod" if name == "Bind" else "")
-    if name == "Join":
-        kind = "Node"
-    _audit_line(
-        audit, who, verb, kind, getattr(request, "namespace", ""),
-        getattr(request, "name", "") or getattr(request, "node_name", ""),
-        getattr(request, "subresource", "") or sub, code, received, elapsed,
-        getattr(request, "json", b"") or getattr(request, "patch", b"") or None,
-    )  # fmt: skip
-
-
-def _audit_line(
-    audit: AuditLog,
-    who: Identity | None,
-    verb: str,
-    kind: str,
-    namespace: str,
-    name: str,
-    subresource: str,
-    code: int,
-    received: datetime.datetime,
-    elapsed: float,
-    body: bytes | None,
-) -> None:
-    try:
-        info = kind_info(kind) if kind else None
-    except errors.Invalid:
-        info = None
-    audit.record(
-        who or ANONYMOUS,
-        verb,
-        {
-            "resource": info.plural if info else kind,
-            "apiGroup": info.group if info else "",
-            "namespace": namespace,
-            "name": name,
-            "subresource": subresource,
-        },
-        code,
-        received,
-        elapsed * 1000,
-        body or None,
-    )
-
-
-def _rpc(
-    name: str, authenticate: bool = True, mutating: bool | None = None
-) -> Callable[[Callable[..., R]], Callable[[Any, Any, grpc.ServicerContext], R]]:
-    """mutating: which in-flight cap the call counts against (None: not counted)."""
-
-    def wrap(func: Callable[..., R]) -> Callable[[Any, Any, grpc.ServicerContext], R]:
-        @functools.wraps(func)
-        def handler(self: _Base, request: Any, context: grpc.ServicerContext) -> R:
-            start = time.monotonic()
-            who: Identity | None = None
-            outcome: Exception | None = None
-            result: Any = None
-            try:
-                limits.check_size(request.ByteSize(), "request")
-                if not authenticate:
-                    result = func(self, request, context)
-                    return result  # type: ignore[no-any-return]
-                who = self.identify(context)
-                if self.flow is None or mutating is None:
-                    result = func(self, request, context, who)
-                else:
-                    result = self._in_lane(func, request, context, who, mutating)
-                return result  # type: ignore[no-any-return]
-            except errors.ApiError as err:
-                outcome = err
-                code = status_code(err)
-                log.debug("rpc=%s code=%s error=%s", name, code.name, err)
-                context.abort(code, str(err))
-            except Exception as err:
-                outcome = err
-                log.exception("rpc=%s failed", name)
-                context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
-            finally:
-                if self.audit is not None and name in AUDITED:
-                    _audit(self.audit, name, request, who, outcome, start, result)
-                if log.isEnabledFor(logging.DEBUG):
-                    log.debug("rpc=%s ms=%.2f", name, (time.monotonic() - start) * 1000)
-            raise AssertionError("unreachable")
-
-        return handler
-
-    return wrap
-
-
-class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
+class ObjectsServicer(RpcBase, api_pb2_grpc.ObjectsServicer):
     def __init__(
         self,
         registry: Registry,
@@ -343,7 +118,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         self.registry = registry
         self.broadcaster = broadcaster
 
-    @_rpc("Create", mutating=True)
+    @rpc("Create", mutating=True)
     def Create(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
         stored = self.registry.create(
@@ -352,12 +127,12 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         )  # fmt: skip
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("Get", mutating=False)
+    @rpc("Get", mutating=False)
     def Get(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         stored = self.registry.get(request.kind, request.name, request.namespace or None, who)
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("List", mutating=False)
+    @rpc("List", mutating=False)
     def List(self, request: Any, context: Any, who: Identity) -> api_pb2.ListResponse:
         with jsoncodec.paused_gc():
             return self._list(request, who)
@@ -377,7 +152,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             who,
         )
 
-    @_rpc("ListStream", mutating=False)
+    @rpc("ListStream", mutating=False)
     def ListStream(
         self, request: Any, context: Any, who: Identity
     ) -> Iterator[api_pb2.ListResponse]:
@@ -413,7 +188,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         except errors.ApiError as err:
             # The pages are read while streaming, past the handler's wrapper:
             # a failure ends the stream with the error's own status.
-            context.abort(status_code(err), str(err))
+            abort(context, err)
         finally:
             close = getattr(pages, "close", None)
             if close is not None:
@@ -430,7 +205,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
                 chunk, resource_version if last else "", continue_token if last else ""
             )
 
-    @_rpc("Update", mutating=True)
+    @rpc("Update", mutating=True)
     def Update(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         obj = _json(request.json)
         stored = self.registry.update(
@@ -439,7 +214,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         )  # fmt: skip
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("Patch", mutating=True)
+    @rpc("Patch", mutating=True)
     def Patch(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         patch = _json(request.patch, "patch")
         stored = self.registry.patch(
@@ -448,7 +223,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         )  # fmt: skip
         return api_pb2.ObjectResponse(object=_obj(stored))
 
-    @_rpc("Delete", mutating=True)
+    @rpc("Delete", mutating=True)
     def Delete(self, request: Any, context: Any, who: Identity) -> api_pb2.DeleteResponse:
         options = DeleteOptions(
             grace_period_seconds=(
@@ -465,7 +240,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             return api_pb2.DeleteResponse()
         return api_pb2.DeleteResponse(object=_obj(stored))
 
-    @_rpc("Watch")
+    @rpc("Watch")
     def Watch(self, request: Any, context: Any, who: Identity) -> Iterator[api_pb2.WatchEvent]:
         info = kind_info(request.kind)
         namespace = request.namespace if info.namespaced else ""
@@ -525,7 +300,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             watcher.stop()
             end()
 
-    @_rpc("GetScale", mutating=False)
+    @rpc("GetScale", mutating=False)
     def GetScale(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         scale = self.registry.get_scale(request.kind, request.name, request.namespace or None, who)
         rv = int(scale["metadata"].pop("resourceVersion"))
@@ -533,7 +308,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
         )
 
-    @_rpc("UpdateScale", mutating=True)
+    @rpc("UpdateScale", mutating=True)
     def UpdateScale(self, request: Any, context: Any, who: Identity) -> api_pb2.ObjectResponse:
         scale = self.registry.update_scale(
             request.kind, request.name, request.namespace or None, int(request.replicas), who,
@@ -544,7 +319,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
             object=api_pb2.Object(json=json.dumps(scale).encode(), resource_version=rv)
         )
 
-    @_rpc("Bind", mutating=True)
+    @rpc("Bind", mutating=True)
     def Bind(self, request: Any, context: Any, who: Identity) -> api_pb2.BindResponse:
         bindings = []
         refused: dict[int, errors.ApiError] = {}
@@ -564,14 +339,14 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         outcomes: Iterator[Stored | errors.ApiError] = iter(self.registry.bind_many(valid, who))
         return api_pb2.BindResponse(
             results=[
-                api_pb2.BindResult(**_failure(o))
+                api_pb2.BindResult(**item_failure(o))
                 if isinstance(o, errors.ApiError)
                 else api_pb2.BindResult(resource_version=o[1])
                 for o in _in_order(len(bindings), refused, outcomes)
             ]
         )
 
-    @_rpc("CreateMany", mutating=True)
+    @rpc("CreateMany", mutating=True)
     def CreateMany(self, request: Any, context: Any, who: Identity) -> api_pb2.CreateManyResponse:
         if len(request.items) > MAX_BATCH:
             raise errors.Invalid(f"items: at most {MAX_BATCH} per call, got {len(request.items)}")
@@ -586,7 +361,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         brief = bool(request.omit_objects)  # the caller keeps what it sent
         return api_pb2.CreateManyResponse(
             results=[
-                api_pb2.CreateResult(**_failure(o))
+                api_pb2.CreateResult(**item_failure(o))
                 if isinstance(o, errors.ApiError)
                 else api_pb2.CreateResult(resource_version=o[1])
                 if brief
@@ -596,7 +371,7 @@ class ObjectsServicer(_Base, api_pb2_grpc.ObjectsServicer):
         )
 
 
-class AuthServicer(_Base, api_pb2_grpc.AuthServicer):
+class AuthServicer(RpcBase, api_pb2_grpc.AuthServicer):
     def __init__(
         self,
         authority: TokenAuthority | None,
@@ -608,7 +383,7 @@ class AuthServicer(_Base, api_pb2_grpc.AuthServicer):
         self.ca_pem = ca_pem
         self.joins = joins
 
-    @_rpc("Join", authenticate=False)
+    @rpc("Join", authenticate=False)
     def Join(self, request: Any, context: Any) -> api_pb2.JoinResponse:
         if self.joins is None:
             raise errors.Unavailable("this server runs without authentication")
@@ -618,6 +393,6 @@ class AuthServicer(_Base, api_pb2_grpc.AuthServicer):
         log.info("node=%s joined", request.node_name)
         return api_pb2.JoinResponse(token=token, ca_pem=self.ca_pem, serving_cert_pem=cert)
 
-    @_rpc("WhoAmI")
+    @rpc("WhoAmI")
     def WhoAmI(self, request: Any, context: Any, who: Identity) -> api_pb2.WhoAmIResponse:
         return api_pb2.WhoAmIResponse(user=who.user, node_name=who.node or "", admin=who.admin)

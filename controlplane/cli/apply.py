@@ -167,7 +167,7 @@ def run(ctx: Context) -> int:
         except errors.ApiError as err:
             what = printers.type_name(manifest.info, printers.name(manifest.obj))
             ctx.err(
-                f'Error from server ({type(err).__name__}): error when applying "{manifest.source}" ({what}): {err}'
+                f'Error from server ({err.reason}): error when applying "{manifest.source}" ({what}): {err}'
             )
             failed += 1
             continue

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from controlplane.client.clock import Clock, RealClock
 from controlplane.client.interface import ApiClient
+from machinery.clock import Clock, RealClock
 
 ClientFactory = Callable[[argparse.Namespace], ApiClient]
 

@@ -43,8 +43,7 @@ def run(ctx: Context) -> int:
         try:
             created = ctx.client.create(m.info.key, body, ns)
         except errors.ApiError as err:
-            kind = type(err).__name__
-            ctx.err(f'Error from server ({kind}): error when creating "{m.source}": {err}')
+            ctx.err(f'Error from server ({err.reason}): error when creating "{m.source}": {err}')
             failed += 1
             continue
         ctx.out(f"{printers.type_name(m.info, printers.name(created))} created")

@@ -43,7 +43,7 @@ from controlplane.cli.streamclient import (
 from controlplane.client import apirest, errors
 from controlplane.client.config import ClientConfig
 from controlplane.client.interface import Object
-from proto.streaming.remotecommand import SPDY_PROTOCOLS
+from machinery.streaming.remotecommand import SPDY_PROTOCOLS
 
 NO_TTY_WARNING = "Unable to use a TTY - input is not a terminal or the right kind of file"
 
@@ -129,11 +129,11 @@ def dial(where: Resolved, path: str, protocols: tuple[str, ...]) -> Upgraded:
         )
     except UpgradeRefused as err:
         message = apirest.failure(err.status, err.body.encode())
-        if err.status == 401:
+        if isinstance(message, errors.Unauthenticated):
             raise CliError(
                 f"You must be logged in to the server (Unauthorized): {message}"
             ) from None
-        if err.status == 403:
+        if isinstance(message, errors.Forbidden):
             raise CliError(f"Error from server (Forbidden): {message}") from None
         raise CliError(f"unable to upgrade connection: {message}") from None
     except (OSError, errors.ApiError) as err:

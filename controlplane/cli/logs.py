@@ -38,13 +38,6 @@ from proto.agent.v1 import agent_pb2 as pb
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 LOG_TIMEOUT = 30.0  # for the answer, and between chunks unless following
 CHUNK = 65536
-# Reasons kubectl prints for API errors.
-REASONS: dict[type[errors.ApiError], str] = {
-    errors.Invalid: "BadRequest",
-    errors.NotFound: "NotFound",
-    errors.Forbidden: "Forbidden",
-    errors.TooManyRequests: "TooManyRequests",
-}
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -78,8 +71,7 @@ def api_failure(err: errors.ApiError) -> str:
         return f"error: {err}"
     if isinstance(err, errors.Unauthenticated):
         return f"error: You must be logged in to the server (Unauthorized): {err}"
-    reason = REASONS.get(type(err), "InternalError")
-    return f"Error from server ({reason}): {err}"
+    return f"Error from server ({err.reason}): {err}"
 
 
 # ---- choosing the pod and container --------------------------------------------------

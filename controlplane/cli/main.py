@@ -22,8 +22,8 @@ from typing import Any, TextIO
 
 from controlplane.cli.context import ClientFactory, CliError, Context
 from controlplane.client import errors
-from controlplane.client.clock import Clock, RealClock
 from controlplane.client.interface import ApiClient
+from machinery.clock import Clock, RealClock
 
 
 @dataclass(frozen=True)
@@ -128,15 +128,7 @@ def _report(ctx: Context, err: errors.ApiError) -> int:
     elif isinstance(err, errors.Unauthenticated):
         ctx.err(f"error: You must be logged in to the server (Unauthorized): {message}")
     else:
-        reason = {
-            errors.NotFound: "NotFound",
-            errors.AlreadyExists: "AlreadyExists",
-            errors.Conflict: "Conflict",
-            errors.Invalid: "Invalid",
-            errors.Gone: "Expired",
-            errors.Forbidden: "Forbidden",
-        }.get(type(err), type(err).__name__)
-        ctx.err(f"Error from server ({reason}): {message}")
+        ctx.err(f"Error from server ({err.reason}): {message}")
     return 1
 
 

@@ -29,7 +29,7 @@ from controlplane.cli.streamclient import (
     Upgraded,
     port_forward_path,
 )
-from proto.streaming.portforward import PROTOCOL
+from machinery.streaming.portforward import PROTOCOL
 
 
 def register(parser: argparse.ArgumentParser) -> None:

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api.kinds import KindInfo
-from controlplane.api.rfc3339 import format_time
 from controlplane.cli import printers
 from controlplane.cli.context import CliError, Context
 from controlplane.cli.describe import Writer
@@ -49,6 +48,7 @@ from controlplane.controllers.rollout import (
     ROLLBACK_TO,
     template_equal,
 )
+from machinery.rfc3339 import format_time
 
 CHANGE_CAUSE = "kubernetes.io/change-cause"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

@@ -3,7 +3,7 @@
 `upgrade` sends one HTTP/1.1 request with `Upgrade: SPDY/3.1` (and the
 bearer token) to the API server's pods/exec, pods/attach or pods/portforward
 (on the connection `connect` opens, TLS in skiffctl) and returns the upgraded connection as a
-client `SpdySession` (proto/streaming/spdy.py), or raises `UpgradeRefused`
+client `SpdySession` (machinery/streaming/spdy.py), or raises `UpgradeRefused`
 with the agent's or the runtime's answer. On it:
 
 - `run_remote_command` opens the remote-command streams (error, stdin,
@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 from urllib.parse import quote
 
-from proto.streaming import portforward as pf
-from proto.streaming import remotecommand as rc
-from proto.streaming.pump import socket_to_stream, stream_to_socket
-from proto.streaming.spdy import SpdySession, SpdyStream
-from proto.streaming.spdy_frames import Headers
-from proto.streaming.status import Outcome, outcome
-from proto.streaming.transport import StreamError
+from machinery.streaming import portforward as pf
+from machinery.streaming import remotecommand as rc
+from machinery.streaming.pump import socket_to_stream, stream_to_socket
+from machinery.streaming.spdy import SpdySession, SpdyStream
+from machinery.streaming.spdy_frames import Headers
+from machinery.streaming.status import Outcome, outcome
+from machinery.streaming.transport import StreamError
 
 CONNECT_TIMEOUT = 30.0
 

@@ -5,9 +5,10 @@
 checked for the name `skiff-apiserver`, whatever address is dialled) and the
 bearer token on every call, and the field manager its writes are recorded
 for in managedFields (the `field-manager` metadata key) when the client
-names one. Objects are plain dicts; each call maps gRPC
-status codes back to the exceptions of controlplane.client.errors (the one
-table is `ERRORS`). `join(...)` exchanges a join token for a node credential.
+names one. Objects are plain dicts; each call maps a failed call's gRPC
+status (and the reason and retry advice in its trailing metadata) back to
+the exceptions of controlplane.client.errors through the one error table
+(machinery.apierrors.from_grpc). `join(...)` exchanges a join token for a node credential.
 
 A watch is a server stream: iterate it for WatchEvents; the iteration ends
 when the server closes the stream (shutdown, or the watcher fell too far
@@ -37,8 +38,9 @@ from controlplane.client.interface import (
     ObjectList,
     WatchEvent,
 )
+from machinery import apierrors
+from machinery.rpc_errors import rpc_status, rpc_trailers
 from proto.controlplane.v1 import api_pb2, api_pb2_grpc
-from proto.rpc_errors import rpc_status
 
 SERVER_NAME = "skiff-apiserver"
 DEFAULT_TIMEOUT = 30.0
@@ -46,22 +48,7 @@ FIELD_MANAGER_KEY = "field-manager"  # the server's fieldmanager.GRPC_KEY
 OMIT_MANAGED_FIELDS_KEY = "omit-managed-fields"  # the server's servicer.OMIT_MANAGED_FIELDS_KEY
 MAX_MESSAGE = 1 << 30
 
-ERRORS: dict[grpc.StatusCode, type[errors.ApiError]] = {
-    grpc.StatusCode.NOT_FOUND: errors.NotFound,
-    grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyExists,
-    grpc.StatusCode.ABORTED: errors.Conflict,
-    grpc.StatusCode.FAILED_PRECONDITION: errors.Conflict,
-    grpc.StatusCode.INVALID_ARGUMENT: errors.Invalid,
-    grpc.StatusCode.OUT_OF_RANGE: errors.Gone,
-    grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
-    grpc.StatusCode.PERMISSION_DENIED: errors.Forbidden,
-    grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: errors.TooManyRequests,
-    grpc.StatusCode.DEADLINE_EXCEEDED: errors.Unavailable,
-}
-
-
-_CODES: dict[int, grpc.StatusCode] = {c.value[0]: c for c in grpc.StatusCode}
+_CODES: dict[int, str] = {c.value[0]: c.name for c in grpc.StatusCode}
 
 
 class Binding(NamedTuple):
@@ -78,18 +65,22 @@ def _item_error(result: Any) -> errors.ApiError | None:
     """The error of one item of a batched answer (BindResult, CreateResult), if any."""
     if not result.code:
         return None
-    return _error(_CODES.get(result.code, grpc.StatusCode.UNKNOWN), result.message)
+    return apierrors.from_grpc(
+        _CODES.get(result.code, "UNKNOWN"), result.message, result.reason,
+        result.retry_after_seconds,
+    )  # fmt: skip
 
 
 def map_error(err: grpc.RpcError) -> errors.ApiError:
-    return _error(*rpc_status(err))
-
-
-def _error(code: grpc.StatusCode, details: str) -> errors.ApiError:
-    cls = ERRORS.get(code, errors.ApiError)
-    if cls is errors.ApiError:
-        return errors.ApiError(f"{code.name}: {details}")
-    return cls(details or code.name)
+    code, details = rpc_status(err)
+    trailers = rpc_trailers(err)
+    try:
+        retry_after = int(trailers.get(apierrors.RETRY_AFTER_KEY) or 0)
+    except ValueError:
+        retry_after = 0
+    return apierrors.from_grpc(
+        code.name, details, trailers.get(apierrors.REASON_KEY, ""), retry_after
+    )
 
 
 def _obj(pb: Any) -> Object:

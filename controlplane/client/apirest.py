@@ -5,7 +5,9 @@ Pod logs (`pods/log`), exec/attach/portforward upgrades and node stats
 caller and alone talks to agents. This module opens the connection (TLS
 pinned to the cluster CA, name skiff-apiserver, ALPN http/1.1 so the shared
 port answers REST), sends GETs with the caller's bearer token, and turns a
-refusal into the ApiError of its HTTP status with the server's message.
+refusal into the ApiError its metav1.Status stands for (its reason, else its
+HTTP status, through the one error table: machinery.apierrors.from_http),
+with the server's message and retry advice.
 """
 
 from __future__ import annotations
@@ -21,16 +23,8 @@ from google.protobuf.json_format import ParseDict
 from controlplane.client import errors
 from controlplane.client.apiclient import SERVER_NAME
 from controlplane.client.config import ClientConfig
+from machinery import apierrors
 from proto.agent.v1 import agent_pb2 as pb
-
-BY_STATUS: dict[int, type[errors.ApiError]] = {
-    400: errors.Invalid,
-    401: errors.Unauthenticated,
-    403: errors.Forbidden,
-    404: errors.NotFound,
-    409: errors.Conflict,
-    429: errors.TooManyRequests,
-}
 
 
 def split_server(server: str) -> tuple[str, int]:
@@ -60,13 +54,31 @@ def auth_headers(config: ClientConfig) -> dict[str, str]:
     return {"Authorization": f"Bearer {config.token}"} if config.token else {}
 
 
-def failure(status: int, body: bytes) -> errors.ApiError:
-    """The ApiError of a refused request, with the server's Status message."""
+def failure(status: int, body: bytes, retry_after_header: str | None = None) -> errors.ApiError:
+    """The ApiError of a refused request: the reason, message and retry
+    advice of its metav1.Status body (a body that is none: its text)."""
+    reason, message, retry_after = "", "", 0
     try:
-        message = str(json.loads(body).get("message") or "")
-    except (ValueError, AttributeError):
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        reason = str(doc.get("reason") or "")
+        message = str(doc.get("message") or "")
+        details = doc.get("details")
+        if isinstance(details, dict):
+            retry_after = _seconds(details.get("retryAfterSeconds"))
+    else:
         message = body.decode(errors="replace").strip()
-    return BY_STATUS.get(status, errors.Unavailable)(message or f"HTTP {status}")
+    retry_after = retry_after or _seconds(retry_after_header)
+    return apierrors.from_http(status, reason, message, retry_after)
+
+
+def _seconds(value: object) -> int:
+    try:
+        return max(0, int(str(value)))
+    except ValueError:
+        return 0
 
 
 def get(
@@ -88,7 +100,7 @@ def get(
     if response.status >= 400:
         body = response.read()
         conn.close()
-        raise failure(response.status, body)
+        raise failure(response.status, body, response.getheader("Retry-After"))
     return response
 
 

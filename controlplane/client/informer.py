@@ -23,10 +23,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from controlplane.client.clock import Clock, RealClock, Timer
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.reflector import Backoff, Reflector
 from controlplane.client.store import IndexFunc, Store, object_key
+from machinery.clock import Clock, RealClock, Timer
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from controlplane.api.rfc3339 import format_micro_time
 from controlplane.client import errors
-from controlplane.client.clock import Clock, RealClock
 from controlplane.client.interface import ApiClient, Object
+from machinery.clock import Clock, RealClock
+from machinery.rfc3339 import format_micro_time
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from controlplane.client import errors
-from controlplane.client.clock import Clock, RealClock
 from controlplane.client.interface import ApiClient, ListOptions, Object, Watch
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
-from controlplane.client.clock import Clock, RealClock, Timer
+from machinery.clock import Clock, RealClock, Timer
 
 T = TypeVar("T", bound=Hashable)
 

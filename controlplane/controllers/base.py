@@ -30,9 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from controlplane.api import rfc3339
 from controlplane.client import errors
-from controlplane.client.clock import Clock
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, DeleteOptions, Object
 from controlplane.client.store import IndexFunc, object_key
@@ -42,6 +40,8 @@ from controlplane.client.workqueue import (
     ShutDown,
 )
 from controlplane.controllers import podutil
+from machinery import rfc3339
+from machinery.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions, Object
 from controlplane.controllers import cron, podutil
@@ -28,6 +27,7 @@ from controlplane.controllers.base import (
     controller_uid_index,
 )
 from controlplane.controllers.job import delete_job, finished_condition
+from machinery import rfc3339
 
 SCHEDULED_AT = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 

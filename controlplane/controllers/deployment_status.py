@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controlplane.api import rfc3339
 from controlplane.controllers import podutil, rollout
+from machinery import rfc3339
 
 Object = dict[str, Any]
 

@@ -22,7 +22,6 @@ import copy
 import threading
 from typing import Any, Protocol
 
-from controlplane.api import rfc3339
 from controlplane.api.quantity import parse_quantity
 from controlplane.client import errors
 from controlplane.client.interface import Object
@@ -30,6 +29,7 @@ from controlplane.client.selectors import SelectorError, parse_label_selector
 from controlplane.controllers import hpa_calc, podutil
 from controlplane.controllers.base import Controller, ControllerContext
 from controlplane.controllers.hpa_calc import MetricSample, PodSample
+from machinery import rfc3339
 
 
 class MetricsSource(Protocol):

@@ -17,12 +17,12 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import ApiClient, DeleteOptions, Object
 from controlplane.controllers import job_calc, podutil, ranking
 from controlplane.controllers.base import Controller, ControllerContext
 from controlplane.controllers.replicaset import PodOwnerController, pod_from_template
+from machinery import rfc3339
 
 CONTROLLER_UID_LABEL = "controller-uid"
 JOB_NAME_LABEL = "job-name"

@@ -32,11 +32,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from controlplane.client.clock import Clock, RealClock
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
 from controlplane.controllers.base import Controller, ControllerContext, ManagerConfig
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
 

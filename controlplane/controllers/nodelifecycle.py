@@ -22,12 +22,12 @@ import copy
 import threading
 from typing import Any
 
-from controlplane.api import rfc3339
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.client.store import pod_node_index
 from controlplane.controllers import node_health, podutil
 from controlplane.controllers.base import Controller, ControllerContext
+from machinery import rfc3339
 
 LEASE_NAMESPACE = "kube-node-lease"
 ZONE_LABEL = "topology.kubernetes.io/zone"

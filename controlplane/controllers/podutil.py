@@ -13,8 +13,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.api.rfc3339 import format_time, parse_time
 from controlplane.client.selectors import Selector, SelectorError, from_label_selector
+from machinery.rfc3339 import format_time, parse_time
 
 Object = dict[str, Any]
 

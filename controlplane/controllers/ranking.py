@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controlplane.api import rfc3339
 from controlplane.controllers import podutil
+from machinery import rfc3339
 
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 

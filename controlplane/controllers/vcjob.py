@@ -28,7 +28,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.api import rfc3339, volcano
+from controlplane.api import volcano
 from controlplane.client import errors
 from controlplane.client.interface import BatchCreator, DeleteOptions, Object
 from controlplane.client.store import object_key
@@ -40,6 +40,7 @@ from controlplane.controllers.base import (
     ControllerContext,
 )
 from controlplane.controllers.refmanager import ControllerRefManager
+from machinery import rfc3339
 
 COMMAND_TARGET = "volcano/command-target"  # Command index: "<ns>/<job>" it targets
 STATUS_DELAY = 0.5  # seconds a pod's status change may wait to reach its job

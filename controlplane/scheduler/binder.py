@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from controlplane.client.apiclient import Binding
 from controlplane.client.interface import ApiClient, DeleteOptions
 from controlplane.scheduler.types import Clock, RealClock
+from machinery import rfc3339
 
 Obj = dict[str, Any]
 
@@ -222,7 +223,7 @@ class ApiClusterWriter:
     def report_unschedulable(self, pod: Obj, message: str) -> None:
         meta = pod["metadata"]
         ns = meta.get("namespace") or "default"
-        now = self.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = rfc3339.format_datetime(self.clock.utcnow())
         condition = {
             "type": "PodScheduled",
             "status": "False",

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.api import rfc3339
 from controlplane.api.qos import QOSClass, qos_class
 from controlplane.scheduler import resources
+from machinery import rfc3339
 
 Obj = dict[str, Any]
 

@@ -5,7 +5,7 @@ so "why was this node rejected" is data. `ClusterEvent` names the changes that
 can make an unschedulable pod schedulable. `CycleState` carries what a plugin's
 PreFilter/PreScore computed to its later extension points within one
 scheduling cycle. `Clock` is the injected time source: the client library's
-one clock interface (controlplane/client/clock.py); the scheduler measures
+one clock interface (machinery/clock.py); the scheduler measures
 durations and deadlines with its `monotonic()` and stamps objects with its
 `utcnow()`. Nothing here imports the rest of the scheduler.
 """
@@ -16,7 +16,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.client.clock import Clock, RealClock
+from machinery.clock import Clock, RealClock
 
 __all__ = ["Clock", "RealClock"]
 

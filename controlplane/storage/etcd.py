@@ -36,9 +36,9 @@ from controlplane.storage.interface import (
     StoreUnavailable,
     prefix_end,
 )
+from machinery.rpc_errors import rpc_status
 from proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 from proto.etcd.mvccpb import kv_pb2
-from proto.rpc_errors import rpc_status
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def _target(endpoints: list[str]) -> str:
 
 def _map_error(err: grpc.RpcError, what: str) -> StorageError:
     code, details = rpc_status(err)
-    if code == grpc.StatusCode.OUT_OF_RANGE or "compacted" in details:
+    if code == grpc.StatusCode.OUT_OF_RANGE:  # etcd's ErrGRPCCompacted
         return Compacted(0, 0)
     return StoreUnavailable(f"etcd {what} failed: {code}: {details}")
 
@@ -349,7 +349,7 @@ class EtcdStore:
         try:
             self._kv.Compact(rpc_pb2.CompactionRequest(revision=rev + 1), timeout=TIMEOUT)
         except grpc.RpcError as err:
-            if "compacted" not in (err.details() or ""):
+            if rpc_status(err)[0] != grpc.StatusCode.OUT_OF_RANGE:  # not compacted already
                 raise _map_error(err, "compact") from err
         self._compacted = rev
 

@@ -1,26 +1,29 @@
-"""The plugin's OS layer: `setns` (through one lazily loaded libc handle
-that raises OSError), running a helper executable with pipes via
-`posix_spawn`, per-namespace sysctls, and the few `os`/`os.path` helpers the
-plugin needs, on top of `posix` (importing `os` costs ~2 ms, a tenth of an
-ADD).
+"""The plugin's OS layer: entering a network namespace (`setns` from
+machinery.libc, which loads no ctypes for it), running a helper executable
+with pipes via `posix_spawn`, per-namespace sysctls, and the few
+`os`/`os.path` helpers the plugin needs, on top of `posix` (importing `os`
+costs ~2 ms, a tenth of an ADD).
 
-Why not `runtime/linux/`: the plugin is its own short-lived, single-threaded
-executable and must start cheaply, so it carries this small copy instead of
-importing the runtime's libc layer. Switching namespaces here is safe only
-because the plugin process has exactly one thread; never import this module
-into a long-lived, multi-threaded process (the CNI client runs the plugin as
-a subprocess instead).
+The plugin is its own short-lived, single-threaded executable and must start
+cheaply: it imports nothing of the runtime outside runtime/cni, and of the
+floor only the modules that load nothing heavy (machinery.libc,
+machinery.atomicfile). Switching namespaces here is safe only because the
+plugin process has exactly one thread; never import this module into a
+long-lived, multi-threaded process (the CNI client runs the plugin as a
+subprocess instead).
 """
 
 from __future__ import annotations
 
 import posix
 
+from machinery import libc
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-CLONE_NEWNET = 0x40000000
+CLONE_NEWNET = libc.CLONE_NEWNET
 _S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
 
 # `os` costs ~2 ms to import on a loaded machine (collections.abc, posixpath);
@@ -81,34 +84,6 @@ def digest(text: str, length: int) -> str:
     return str(_sha256.sha256(text.encode()).hexdigest())[:length]
 
 
-_setns = None
-
-
-def _setns_raw(fd: int, nstype: int) -> None:
-    """setns(2) through `_ctypes` directly: `import ctypes` costs ~5 ms on a
-    loaded machine, a third of a plugin call."""
-    global _setns
-    if _setns is None:
-        import _ctypes
-
-        class _CInt(_ctypes._SimpleCData):  # type: ignore[type-arg]
-            _type_ = "i"
-
-        class _Func(_ctypes.CFuncPtr):
-            _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
-            _restype_ = _CInt
-
-        class _Lib:
-            _handle = _ctypes.dlopen(None, posix.RTLD_NOW)  # type: ignore[arg-type]
-
-        _setns = _Func(("setns", _Lib()))  # type: ignore[arg-type]
-    if _setns(fd, nstype) != 0:
-        import _ctypes
-
-        err = _ctypes.get_errno()
-        raise OSError(err, posix.strerror(err))
-
-
 class NetNS:
     """Enter a network namespace for the duration of a `with` block.
 
@@ -129,7 +104,7 @@ class NetNS:
     def __enter__(self) -> NetNS:
         self._home = posix.open("/proc/thread-self/ns/net", posix.O_RDONLY | posix.O_CLOEXEC)
         try:
-            _setns_raw(self._fd, CLONE_NEWNET)
+            libc.setns(self._fd, CLONE_NEWNET)
         except BaseException:
             posix.close(self._home)
             raise
@@ -137,7 +112,7 @@ class NetNS:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            _setns_raw(self._home, CLONE_NEWNET)
+            libc.setns(self._home, CLONE_NEWNET)
         finally:
             posix.close(self._home)
 

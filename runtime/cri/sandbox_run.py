@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from machinery import libc
 from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.cri import validate
 from runtime.cri.service import RuntimeService
-from runtime.linux import libc
 from runtime.process import spawn
 from runtime.store.records import Sandbox
 

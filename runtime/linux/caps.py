@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
-from runtime.linux import libc
+from machinery import libc
 
 NAMES = [
     "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID",

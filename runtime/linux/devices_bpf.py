@@ -1,6 +1,6 @@
 """Device access control on cgroup v2: an eBPF program of type
 BPF_PROG_TYPE_CGROUP_DEVICE built from devices-cgroup rules, loaded with
-bpf(2) and attached to a cgroup directory.
+bpf(2) (through machinery.libc) and attached to a cgroup directory.
 
 cgroup v1 has `devices.allow`/`devices.deny` files; v2 has none. Instead the
 kernel runs every program attached to a cgroup (and, with BPF_F_ALLOW_MULTI,
@@ -21,26 +21,18 @@ a container gets; the caller does.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import struct
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
-# --- kernel ABI (include/uapi/linux/bpf.h, asm/unistd.h) ----------------------
+from machinery import libc
 
-_SYS_BPF = {"x86_64": 321, "aarch64": 280}
-
-BPF_PROG_LOAD = 5
-BPF_PROG_ATTACH = 8
-BPF_PROG_DETACH = 9
-BPF_PROG_GET_FD_BY_ID = 13
-BPF_PROG_QUERY = 16
+# --- kernel ABI (include/uapi/linux/bpf.h; bpf(2) itself is machinery.libc's) --
 
 BPF_PROG_TYPE_CGROUP_DEVICE = 15
 BPF_CGROUP_DEVICE = 6  # attach type
@@ -246,155 +238,65 @@ class DeviceFilterError(OSError):
         self.log = log
 
 
-class _ProgLoadAttr(ctypes.Structure):
-    _fields_ = [
-        ("prog_type", ctypes.c_uint32),
-        ("insn_cnt", ctypes.c_uint32),
-        ("insns", ctypes.c_uint64),
-        ("license", ctypes.c_uint64),
-        ("log_level", ctypes.c_uint32),
-        ("log_size", ctypes.c_uint32),
-        ("log_buf", ctypes.c_uint64),
-        ("kern_version", ctypes.c_uint32),
-        ("prog_flags", ctypes.c_uint32),
-        ("prog_name", ctypes.c_char * 16),
-        ("prog_ifindex", ctypes.c_uint32),
-        ("expected_attach_type", ctypes.c_uint32),
-    ]
-
-
-class _AttachAttr(ctypes.Structure):  # BPF_PROG_ATTACH and BPF_PROG_DETACH
-    _fields_ = [
-        ("target_fd", ctypes.c_uint32),
-        ("attach_bpf_fd", ctypes.c_uint32),
-        ("attach_type", ctypes.c_uint32),
-        ("attach_flags", ctypes.c_uint32),
-        ("replace_bpf_fd", ctypes.c_uint32),
-    ]
-
-
-class _QueryAttr(ctypes.Structure):
-    _fields_ = [
-        ("target_fd", ctypes.c_uint32),
-        ("attach_type", ctypes.c_uint32),
-        ("query_flags", ctypes.c_uint32),
-        ("attach_flags", ctypes.c_uint32),
-        ("prog_ids", ctypes.c_uint64),
-        ("prog_cnt", ctypes.c_uint32),
-    ]
-
-
-class _GetFdByIdAttr(ctypes.Structure):
-    _fields_ = [
-        ("prog_id", ctypes.c_uint32),
-        ("next_id", ctypes.c_uint32),
-        ("open_flags", ctypes.c_uint32),
-    ]
-
-
-@cache
-def _libc() -> ctypes.CDLL:
-    # a CDLL of our own (loaded as runtime/linux/libc.py loads its own), so
-    # setting restype on `syscall` here touches nobody else's function object
-    lib = ctypes.CDLL(None, use_errno=True)
-    lib.syscall.restype = ctypes.c_long
-    return lib
-
-
-def _bpf(cmd: int, attr: ctypes.Structure, what: str) -> int:
-    machine = os.uname().machine
-    nr = _SYS_BPF.get(machine)
-    if nr is None:
-        raise DeviceFilterError(errno.ENOSYS, f"{what}: bpf(2) number unknown on {machine}")
-    ret: int = _libc().syscall(
-        ctypes.c_long(nr),
-        ctypes.c_int(cmd),
-        ctypes.byref(attr),
-        ctypes.c_uint(ctypes.sizeof(attr)),
-    )
-    if ret < 0:
-        err = ctypes.get_errno()
-        raise DeviceFilterError(err, f"{what}: {os.strerror(err)}")
-    return ret
-
-
 _LOG_SIZE = 1 << 20
+
+
+def _refused(what: str, exc: OSError) -> DeviceFilterError:
+    err = exc.errno or errno.EINVAL
+    return DeviceFilterError(err, f"{what}: {os.strerror(err)}")
 
 
 def load_program(insns: list[Insn]) -> int:
     """Load a cgroup device program; returns its fd (the caller closes it).
     On refusal the load is repeated with a verifier log, which the raised
     DeviceFilterError carries (`log`, and in its message)."""
-    code = ctypes.create_string_buffer(assemble(insns))
-    license = ctypes.create_string_buffer(b"Apache-2.0")
-
-    def attempt(log: ctypes.Array[ctypes.c_char] | None) -> int:
-        attr = _ProgLoadAttr()
-        attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE
-        attr.insn_cnt = len(insns)
-        attr.insns = ctypes.addressof(code)
-        attr.license = ctypes.addressof(license)
-        attr.prog_name = b"skiff_devices"
-        if log is not None:
-            attr.log_level = 1
-            attr.log_size = len(log)
-            attr.log_buf = ctypes.addressof(log)
-        return _bpf(BPF_PROG_LOAD, attr, f"load device program ({len(insns)} instructions)")
-
+    code = assemble(insns)
+    what = f"load device program ({len(insns)} instructions)"
     try:
         # without a log first: a verbose log of a long program that passes
         # can overflow the buffer, which fails the load (ENOSPC)
-        return attempt(None)
-    except DeviceFilterError:
-        buf = ctypes.create_string_buffer(_LOG_SIZE)
-        try:
-            fd = attempt(buf)
-        except DeviceFilterError as exc:
-            text = buf.value.decode(errors="replace").strip()
-            detail = f"; verifier: {text}" if text else ""
-            raise DeviceFilterError(
-                exc.errno or errno.EINVAL, f"{exc.strerror}{detail}", text
-            ) from None
-        return fd  # the second try passed after all (a transient failure)
+        return libc.bpf_prog_load(
+            BPF_PROG_TYPE_CGROUP_DEVICE, code, b"Apache-2.0", b"skiff_devices"
+        )
+    except OSError:
+        pass
+    try:
+        return libc.bpf_prog_load(
+            BPF_PROG_TYPE_CGROUP_DEVICE, code, b"Apache-2.0", b"skiff_devices", log_size=_LOG_SIZE
+        )  # the second try passed after all (a transient failure)
+    except libc.BpfLoadError as exc:
+        err = exc.errno or errno.EINVAL
+        detail = f"; verifier: {exc.log}" if exc.log else ""
+        raise DeviceFilterError(err, f"{what}: {os.strerror(err)}{detail}", exc.log) from None
 
 
 def query_programs(cgroup_fd: int) -> tuple[list[int], int]:
     """The ids of the device programs attached directly to the cgroup and
     the flags they were attached with."""
-    ids = (ctypes.c_uint32 * _MAX_ATTACHED)()
-    attr = _QueryAttr()
-    attr.target_fd = cgroup_fd
-    attr.attach_type = BPF_CGROUP_DEVICE
-    attr.prog_ids = ctypes.addressof(ids)
-    attr.prog_cnt = _MAX_ATTACHED
-    _bpf(BPF_PROG_QUERY, attr, "query device programs")
-    return list(ids[: attr.prog_cnt]), attr.attach_flags
+    try:
+        return libc.bpf_prog_query(cgroup_fd, BPF_CGROUP_DEVICE, _MAX_ATTACHED)
+    except OSError as exc:
+        raise _refused("query device programs", exc) from None
 
 
 def _attach(cgroup_fd: int, prog_fd: int, flags: int) -> None:
-    attr = _AttachAttr()
-    attr.target_fd = cgroup_fd
-    attr.attach_bpf_fd = prog_fd
-    attr.attach_type = BPF_CGROUP_DEVICE
-    attr.attach_flags = flags
-    _bpf(BPF_PROG_ATTACH, attr, f"attach device program (flags {flags:#x})")
+    try:
+        libc.bpf_prog_attach(cgroup_fd, prog_fd, BPF_CGROUP_DEVICE, flags)
+    except OSError as exc:
+        raise _refused(f"attach device program (flags {flags:#x})", exc) from None
 
 
 def _detach_id(cgroup_fd: int, prog_id: int) -> None:
-    get = _GetFdByIdAttr()
-    get.prog_id = prog_id
     try:
-        prog_fd = _bpf(BPF_PROG_GET_FD_BY_ID, get, f"open device program id {prog_id}")
-    except DeviceFilterError as exc:
+        prog_fd = libc.bpf_prog_get_fd_by_id(prog_id)
+    except OSError as exc:
         if exc.errno == errno.ENOENT:
             return  # gone already
-        raise
+        raise _refused(f"open device program id {prog_id}", exc) from None
     try:
-        attr = _AttachAttr()
-        attr.target_fd = cgroup_fd
-        attr.attach_bpf_fd = prog_fd
-        attr.attach_type = BPF_CGROUP_DEVICE
-        _bpf(BPF_PROG_DETACH, attr, f"detach device program id {prog_id}")
+        libc.bpf_prog_detach(cgroup_fd, prog_fd, BPF_CGROUP_DEVICE)
+    except OSError as exc:
+        raise _refused(f"detach device program id {prog_id}", exc) from None
     finally:
         os.close(prog_fd)
 

@@ -18,7 +18,8 @@ import os
 import stat
 from typing import Any
 
-from runtime.linux import libc, safepath
+from machinery import libc
+from runtime.linux import safepath
 
 DEVICES = ["null", "zero", "full", "random", "urandom", "tty"]
 

@@ -13,7 +13,7 @@ import contextlib
 import errno
 from pathlib import Path
 
-from runtime.linux import libc
+from machinery import libc
 
 KINDS = ("net", "ipc", "uts", "pid")
 

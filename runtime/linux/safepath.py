@@ -8,19 +8,17 @@ openat2(2) with RESOLVE_IN_ROOT does the walk in the kernel where it exists
 (Linux 5.6); otherwise an O_PATH walk, one component at a time with
 O_NOFOLLOW, resolves symlinks itself as if the root were `/`. Every fd
 returned is O_PATH|O_CLOEXEC; the caller closes it. Standard library and
-`runtime.linux.libc` only (the monitor imports this).
+`machinery.libc` only (the monitor imports this).
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import stat
 
-from runtime.linux import libc
+from machinery import libc
 
-SYS_OPENAT2 = 437  # the same number on every architecture (generic table)
 RESOLVE_NO_XDEV = 0x01
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
@@ -29,29 +27,12 @@ RESOLVE_IN_ROOT = 0x10
 MAX_SYMLINKS = 40
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
-
-
 _have_openat2: bool | None = None
 
 
 def openat2(dirfd: int, path: str, flags: int, resolve: int, mode: int = 0) -> int:
     """The openat2 syscall; OSError(ENOSYS) where the kernel lacks it."""
-    how = _OpenHow(flags | os.O_CLOEXEC, mode, resolve)
-    fn = libc._libc().syscall
-    fn.restype = ctypes.c_long
-    fd = fn(
-        ctypes.c_long(SYS_OPENAT2),
-        ctypes.c_int(dirfd),
-        ctypes.c_char_p(os.fsencode(path)),
-        ctypes.byref(how),
-        ctypes.c_size_t(ctypes.sizeof(how)),
-    )
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"openat2 {path!r}: {os.strerror(err)}")
-    return int(fd)
+    return libc.openat2(dirfd, path, flags, resolve, mode)
 
 
 def has_openat2() -> bool:

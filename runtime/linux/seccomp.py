@@ -1,6 +1,6 @@
 """Seccomp: loading a prebuilt classic-BPF filter into the current process
 (in the monitor's child, right before exec), and building filters from
-profiles in the runtime through libseccomp (ctypes, `seccomp_export_bpf`).
+profiles in the runtime through libseccomp (`machinery.libc.seccomp_compile`).
 
 Loading changes the calling process irrevocably: `load` must only be called
 in a container child. Building never loads anything.
@@ -8,29 +8,15 @@ in a container child. Building never loads anything.
 
 from __future__ import annotations
 
-import ctypes
 import errno as errno_mod
-import os
-from functools import cache
 from typing import Any
 
-from runtime.linux import libc
-
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+from machinery import libc
 
 
 def load(bpf: bytes, no_new_privs: bool) -> None:
     """Install `bpf` (an array of struct sock_filter, 8 bytes each)."""
-    if len(bpf) % 8:
-        raise ValueError("seccomp program is not a whole number of instructions")
-    buf = ctypes.create_string_buffer(bpf, len(bpf))
-    prog = _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))
+    libc.seccomp_set_filter(bpf)
 
 
 ACT_KILL_PROCESS = 0x80000000
@@ -50,33 +36,6 @@ CMP = {
     "SCMP_CMP_GT": 6,
     "SCMP_CMP_MASKED_EQ": 7,
 }
-
-
-class _ArgCmp(ctypes.Structure):
-    _fields_ = [
-        ("arg", ctypes.c_uint),
-        ("op", ctypes.c_int),
-        ("datum_a", ctypes.c_uint64),
-        ("datum_b", ctypes.c_uint64),
-    ]
-
-
-@cache
-def _lib() -> ctypes.CDLL:
-    lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
-    lib.seccomp_init.restype = ctypes.c_void_p
-    lib.seccomp_init.argtypes = [ctypes.c_uint32]
-    lib.seccomp_release.argtypes = [ctypes.c_void_p]
-    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
-    lib.seccomp_rule_add_array.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_uint32,
-        ctypes.c_int,
-        ctypes.c_uint,
-        ctypes.POINTER(_ArgCmp),
-    ]
-    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
-    return lib
 
 
 def action(name: str, errno_ret: int | None) -> int:
@@ -101,53 +60,35 @@ def build(profile: dict[str, Any], caps: list[str] | None = None) -> bytes:
     architecture into classic BPF. Rules whose `includes.caps` are not all
     in `caps` (or whose `excludes.caps` are) are skipped, as Docker does;
     unknown syscall names are skipped too."""
-    lib = _lib()
     held = set(caps or [])
     default = action(
         str(profile.get("defaultAction", "SCMP_ACT_ALLOW")), profile.get("defaultErrnoRet")
     )
-    ctx = lib.seccomp_init(default)
-    if not ctx:
-        raise OSError(ctypes.get_errno(), "seccomp_init failed")
-    try:
-        for rule in profile.get("syscalls") or []:
-            inc = [
-                c.upper().removeprefix("CAP_")
-                for c in (rule.get("includes") or {}).get("caps") or []
-            ]
-            exc = [
-                c.upper().removeprefix("CAP_")
-                for c in (rule.get("excludes") or {}).get("caps") or []
-            ]
-            if any(c not in held for c in inc) or any(c in held for c in exc):
-                continue
-            act = action(rule["action"], rule.get("errnoRet"))
-            if act == default:
-                continue
-            names = list(rule.get("names") or []) + ([rule["name"]] if rule.get("name") else [])
-            args = rule.get("args") or []
-            arr = (_ArgCmp * max(1, len(args)))()
-            for i, a in enumerate(args):
-                arr[i] = _ArgCmp(
-                    int(a["index"]), CMP[a["op"]], int(a.get("value", 0)), int(a.get("valueTwo", 0))
-                )
-            for name in names:
-                nr = lib.seccomp_syscall_resolve_name(name.encode())
-                if nr < 0:
-                    continue
-                ret = lib.seccomp_rule_add_array(ctx, act, nr, len(args), arr)
-                if ret < 0 and ret != -errno_mod.EEXIST:
-                    raise OSError(-ret, f"seccomp rule for {name}: {os.strerror(-ret)}")
-        import tempfile  # here: the monitor imports this module and stays small
+    rules: list[libc.SeccompRule] = []
+    for rule in profile.get("syscalls") or []:
+        inc = [
+            c.upper().removeprefix("CAP_") for c in (rule.get("includes") or {}).get("caps") or []
+        ]
+        exc = [
+            c.upper().removeprefix("CAP_") for c in (rule.get("excludes") or {}).get("caps") or []
+        ]
+        if any(c not in held for c in inc) or any(c in held for c in exc):
+            continue
+        act = action(rule["action"], rule.get("errnoRet"))
+        if act == default:
+            continue
+        names = list(rule.get("names") or []) + ([rule["name"]] if rule.get("name") else [])
+        args = [
+            (int(a["index"]), CMP[a["op"]], int(a.get("value", 0)), int(a.get("valueTwo", 0)))
+            for a in rule.get("args") or []
+        ]
+        rules.extend((act, name, args) for name in names)
+    import tempfile  # here: the monitor imports this module and stays small
 
-        with tempfile.TemporaryFile() as f:
-            ret = lib.seccomp_export_bpf(ctx, f.fileno())
-            if ret < 0:
-                raise OSError(-ret, f"seccomp_export_bpf: {os.strerror(-ret)}")
-            f.seek(0)
-            return f.read()
-    finally:
-        lib.seccomp_release(ctx)
+    with tempfile.TemporaryFile() as f:
+        libc.seccomp_compile(default, rules, f.fileno())
+        f.seek(0)
+        return f.read()
 
 
 def default_profile(caps: list[str]) -> dict[str, Any]:

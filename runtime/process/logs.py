@@ -8,21 +8,11 @@ the monitor imports this module and must stay small.
 
 from __future__ import annotations
 
-import time
 from typing import BinaryIO
 
+from machinery.rfc3339 import format_nano_trimmed
+
 MAX_LINE = 16 * 1024
-
-
-def rfc3339nano(ns: int | None = None) -> str:
-    """UTC time as Go's time.RFC3339Nano prints it (trailing zeros trimmed)."""
-    if ns is None:
-        ns = time.time_ns()
-    secs, frac = divmod(ns, 1_000_000_000)
-    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
-    if frac:
-        base += "." + f"{frac:09d}".rstrip("0")
-    return base + "Z"
 
 
 class LineWriter:
@@ -32,7 +22,7 @@ class LineWriter:
         self.max_line = max_line
 
     def _line(self, msg: bytes, partial: bool) -> bytes:
-        ts = rfc3339nano().encode()
+        ts = format_nano_trimmed().encode()
         return b"%s %s %s %s\n" % (ts, self.tag, b"P" if partial else b"F", msg)
 
     def feed(self, data: bytes) -> bytes:

@@ -5,7 +5,7 @@ requests and serves them over HTTP upgrades: SPDY/3.1 and WebSocket, speaking
 the Kubernetes remote-command (remotecommand.py) and port-forward
 (portforward.py) protocols. The wire formats themselves (framing, header
 compression, channel and stream names, Status bodies) live in
-proto/streaming, shared with skiffctl's client. What actually runs a command, attaches
+machinery/streaming, shared with skiffctl's client. What actually runs a command, attaches
 to a container or dials a port is behind the `StreamingBackend` Protocol
 (backend.py) that the runtime implements.
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from proto.streaming.portforward import (
+from machinery.streaming.portforward import (
     HEADER_PORT,
     HEADER_REQUEST_ID,
     HEADER_STREAM_TYPE,
@@ -27,8 +27,8 @@ from proto.streaming.portforward import (
     STREAM_DATA,
     STREAM_ERROR,
 )
-from proto.streaming.pump import socket_to_stream, stream_to_socket
-from proto.streaming.spdy import PROTOCOL_ERROR, SpdySession, SpdyStream
+from machinery.streaming.pump import socket_to_stream, stream_to_socket
+from machinery.streaming.spdy import PROTOCOL_ERROR, SpdySession, SpdyStream
 
 log = logging.getLogger("skiff.runtime.streaming")
 

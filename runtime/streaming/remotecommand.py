@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from proto.streaming.remotecommand import (
+from machinery.streaming.remotecommand import (
     SPDY_PROTOCOLS,
     STREAM_ERROR,
     STREAM_RESIZE,

@@ -27,10 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from machinery.streaming import websocket
+from machinery.streaming.spdy import SpdySession
+from machinery.streaming.upgrade import UpgradeHandler, UpgradeServer, header_values
 from proto.runtime.v1 import api_pb2
-from proto.streaming import websocket
-from proto.streaming.spdy import SpdySession
-from proto.streaming.upgrade import UpgradeHandler, UpgradeServer, header_values
 from runtime import errors
 from runtime.streaming import portforward, remotecommand
 from runtime.streaming.backend import Session, Stdio, StreamingBackend, TermSize

@@ -1,13 +1,14 @@
 """The Failure statuses the streaming server writes for runtime errors.
 
-The metav1.Status bodies themselves are wire format (proto/streaming/status.py,
+The metav1.Status bodies themselves are wire format (machinery/streaming/status.py,
 re-exported here); this module only decides which runtime error becomes
 which reason and code, as kubelet does. It must never write to a stream.
 """
 
 from __future__ import annotations
 
-from proto.streaming.status import (
+from machinery.apierrors import BY_REASON
+from machinery.streaming.status import (
     EXIT_CODE_CAUSE,
     NON_ZERO_EXIT_CODE,
     dump,
@@ -28,19 +29,21 @@ __all__ = [
     "success",
 ]
 
-_REASONS: list[tuple[type[BaseException], str, int]] = [
-    (errors.NotFound, "NotFound", 404),
-    (errors.InvalidArgument, "BadRequest", 400),
-    (errors.FailedPrecondition, "BadRequest", 400),
-    (errors.Unimplemented, "MethodNotAllowed", 405),
-    (errors.DeadlineExceeded, "Timeout", 504),
+# Runtime error -> Kubernetes reason, as kubelet answers them; the HTTP
+# code is the API error table's (machinery.apierrors).
+_REASONS: list[tuple[type[BaseException], str]] = [
+    (errors.NotFound, "NotFound"),
+    (errors.InvalidArgument, "BadRequest"),
+    (errors.FailedPrecondition, "BadRequest"),
+    (errors.Unimplemented, "MethodNotAllowed"),
+    (errors.DeadlineExceeded, "Timeout"),
 ]
 
 
 def failure(exc: BaseException) -> bytes:
     """A Failure status for an error that kept the command from running."""
     message = str(exc) or type(exc).__name__
-    for cls, reason, code in _REASONS:
+    for cls, reason in _REASONS:
         if isinstance(exc, cls):
             return dump(
                 {
@@ -48,7 +51,7 @@ def failure(exc: BaseException) -> bytes:
                     "status": "Failure",
                     "message": message,
                     "reason": reason,
-                    "code": code,
+                    "code": BY_REASON[reason].http,
                 }
             )
     message = f"error executing command in container: {message}"
@@ -59,7 +62,7 @@ def failure(exc: BaseException) -> bytes:
             "message": f"Internal error occurred: {message}",
             "reason": "InternalError",
             "details": {"causes": [{"message": message}]},
-            "code": 500,
+            "code": BY_REASON["InternalError"].http,
         }
     )
 

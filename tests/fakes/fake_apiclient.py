@@ -26,7 +26,6 @@ from typing import Any
 from controlplane.api import kinds
 from controlplane.api.merge_patch import merge_patch as apply_merge_patch
 from controlplane.client import errors
-from controlplane.client.clock import Clock, RealClock
 from controlplane.client.interface import (
     DeleteOptions,
     EventType,
@@ -42,6 +41,7 @@ from controlplane.client.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from machinery.clock import Clock, RealClock
 
 Key = tuple[str, str, str]  # kind, namespace ("" if cluster-scoped), name
 

@@ -12,8 +12,8 @@ import copy
 import threading
 from typing import Any
 
-from controlplane.client.clock import Clock, RealClock
 from controlplane.scheduler.binder import BindError, bind_each
+from machinery.clock import Clock, RealClock
 
 Obj = dict[str, Any]
 

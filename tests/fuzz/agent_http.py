@@ -200,7 +200,7 @@ def check_http(inp: tuple[str, str, str, list[str], bytes, int]) -> str:
                 answer += chunk
     relayed = upstream.heads[seen:]
     # Every answer has a status line, also to a request that is not HTTP/1.x
-    # (never an HTTP/0.9 answer: proto/streaming/upgrade.py reads the head).
+    # (never an HTTP/0.9 answer: machinery/streaming/upgrade.py reads the head).
     assert not answer or _STATUS.match(answer), f"no status line: {answer[:200]!r}"
     if relayed:
         assert len(relayed) == 1, "one request became several upstream"

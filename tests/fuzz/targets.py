@@ -36,8 +36,8 @@ import zstandard
 from hypothesis import strategies as st
 
 from agent.proxy import dns_wire
+from machinery.streaming import spdy_frames, websocket
 from proto.runtime.v1 import api_pb2
-from proto.streaming import spdy_frames, websocket
 from runtime import errors
 from runtime.cni import iptables
 from runtime.cni.skel import CNIError, parse, parse_cni_args

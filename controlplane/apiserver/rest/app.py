@@ -36,7 +36,7 @@ from controlplane.apiserver.rest import (
 from controlplane.apiserver.rest.context import Call, Server
 from controlplane.apiserver.rest.paths import Target, resolve
 from controlplane.apiserver.rest.status import (
-    HttpError,
+    InternalError,
     MethodNotAllowed,
     error_response,
 )
@@ -251,7 +251,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return answer
     except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
         log.exception("http %s %s failed", request.method, request.path_qs)
-        return error_response(HttpError(f"internal error: {err}"))
+        return error_response(InternalError(f"internal error: {err}"))
     finally:
         elapsed_ms = (time.monotonic() - start) * 1000
         server = request.app[SERVER]

@@ -18,7 +18,11 @@ from aiohttp import web
 
 from controlplane.api import jsoncodec, k8sprotobuf, limits
 from controlplane.apiserver.rest.auditing import BODY
-from controlplane.apiserver.rest.status import BadRequest, TooLarge, UnsupportedMediaType
+from controlplane.apiserver.rest.status import (
+    BadRequest,
+    RequestEntityTooLarge,
+    UnsupportedMediaType,
+)
 from controlplane.client.errors import Invalid
 
 YAML_TYPES = frozenset({"application/yaml", "application/apply-patch+yaml", "text/yaml"})
@@ -39,13 +43,17 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 async def read(request: web.Request) -> bytes:
     length = request.content_length
     if length is not None and length > limits.MAX_BODY:
-        raise TooLarge(f"the request body is {length} bytes, more than the limit {limits.MAX_BODY}")
+        raise RequestEntityTooLarge(
+            f"the request body is {length} bytes, more than the limit {limits.MAX_BODY}"
+        )
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.content.iter_chunked(1 << 16):
         size += len(chunk)
         if size > limits.MAX_BODY:
-            raise TooLarge(f"the request body is more than the limit of {limits.MAX_BODY} bytes")
+            raise RequestEntityTooLarge(
+                f"the request body is more than the limit of {limits.MAX_BODY} bytes"
+            )
         chunks.append(chunk)
     data = b"".join(chunks)
     request[BODY] = data  # for the audit log's requestObject

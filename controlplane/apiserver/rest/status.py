@@ -1,7 +1,10 @@
-"""API errors as metav1.Status: the one table of HTTP codes and reasons.
+"""API errors as metav1.Status: the REST face of the one error table
+(machinery.apierrors). `error_response` is the only place that picks a
+status code; the code, reason and retry advice are the table's.
 
-Handlers raise controlplane.client.errors (the registry's) or the HTTP-only
-errors below; `error_response` is the only place that picks a status code.
+Handlers raise controlplane.client.errors (the registry's) or the errors
+only HTTP has (BadRequest, MethodNotAllowed, NotAcceptable,
+RequestEntityTooLarge, UnsupportedMediaType), all of the same table.
 """
 
 from __future__ import annotations
@@ -12,63 +15,39 @@ from aiohttp import web
 
 from controlplane.api import jsoncodec
 from controlplane.client import errors
+from machinery.apierrors import (
+    BadRequest,
+    InternalError,
+    MethodNotAllowed,
+    NotAcceptable,
+    RequestEntityTooLarge,
+    UnsupportedMediaType,
+    row_of,
+)
 
-CODES: dict[type[errors.ApiError], tuple[int, str]] = {
-    errors.NotFound: (404, "NotFound"),
-    errors.AlreadyExists: (409, "AlreadyExists"),
-    errors.Conflict: (409, "Conflict"),
-    errors.Invalid: (422, "Invalid"),
-    errors.Gone: (410, "Expired"),
-    errors.Unauthenticated: (401, "Unauthorized"),
-    errors.Forbidden: (403, "Forbidden"),
-    errors.Unavailable: (503, "ServiceUnavailable"),
-    errors.TooManyRequests: (429, "TooManyRequests"),
-}
-
-
-class HttpError(errors.ApiError):
-    """An error only HTTP has (bad body, wrong method ...): its own code and reason."""
-
-    code = 500
-    reason = "InternalError"
-    retry_after = 0
-
-
-class BadRequest(HttpError):
-    code, reason = 400, "BadRequest"
-
-
-class MethodNotAllowed(HttpError):
-    code, reason = 405, "MethodNotAllowed"
-
-
-class NotAcceptable(HttpError):
-    code, reason = 406, "NotAcceptable"
-
-
-class TooLarge(HttpError):
-    code, reason = 413, "RequestEntityTooLarge"
-
-
-class UnsupportedMediaType(HttpError):
-    code, reason = 415, "UnsupportedMediaType"
+__all__ = [
+    "BadRequest",
+    "InternalError",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "RequestEntityTooLarge",
+    "UnsupportedMediaType",
+    "code_and_reason",
+    "error_response",
+    "retry_after",
+    "status_object",
+    "success",
+]
 
 
 def retry_after(err: errors.ApiError) -> int:
     """Seconds a client should wait before retrying (0: no advice)."""
-    if isinstance(err, HttpError):
-        return err.retry_after
-    return 1 if isinstance(err, errors.TooManyRequests) else 0
+    return err.retry_after
 
 
 def code_and_reason(err: errors.ApiError) -> tuple[int, str]:
-    if isinstance(err, HttpError):
-        return err.code, err.reason
-    for cls in type(err).__mro__:
-        found = CODES.get(cls)
-        if found is not None:
-            return found
-    return 500, "InternalError"
+    row = row_of(err)
+    return row.http, row.reason
 
 
 def _causes(err: errors.ApiError) -> list[dict[str, str]]:

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controlplane.api import volcano
-from controlplane.client.clock import Clock, RealClock
-from controlplane.client.errors import NotFound
+from controlplane.client.errors import Conflict, NotFound
 from controlplane.scheduler import names
 from controlplane.scheduler.batch import actions, binpack, plugins
 from controlplane.scheduler.batch.conf import Conf
@@ -50,6 +49,7 @@ from controlplane.scheduler.registry import REGISTRY, Factory
 from controlplane.scheduler.types import CycleState, Status, error
 from controlplane.scheduler.volume_state import KINDS as STORAGE_KINDS
 from controlplane.scheduler.volume_state import VolumeState
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -97,21 +97,19 @@ def _bound_as_assumed(before: Obj, after: Obj) -> bool:
 
 
 def _gone(err: Exception | str) -> bool:
-    """Whether a bind failed because the pod is gone (deleted, replaced by
-    another of the same name, or being deleted) or bound already: nothing to retry."""
-    chain: list[BaseException] = []
+    """Whether a bind failed because the pod is gone (NotFound) or is not the
+    pod that was scheduled (a Conflict without retry advice: replaced by
+    another of the same name, being deleted, or bound already; its event
+    will tell): nothing to retry. A Conflict the server says to retry (too
+    many concurrent writers) is not."""
     e: BaseException | None = err if isinstance(err, BaseException) else None
-    while e is not None and len(chain) < 8:
-        chain.append(e)
+    for _ in range(8):
+        if e is None:
+            return False
+        if isinstance(e, NotFound) or (isinstance(e, Conflict) and not e.retry_after):
+            return True
         e = e.__cause__
-    if any(isinstance(x, NotFound) for x in chain):
-        return True
-    text = str(err)
-    return (
-        "Precondition failed: UID" in text
-        or "is being deleted" in text
-        or "is already assigned to node" in text  # bound after all: its event will tell
-    )
+    return False
 
 
 def _state(queue: Obj) -> Any:

@@ -22,9 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from controlplane.client.clock import Clock
 from controlplane.client.errors import NotFound
 from controlplane.scheduler.batch.session import JobInfo, QueueInfo
+from machinery import rfc3339
+from machinery.clock import Clock
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -134,7 +135,7 @@ class StatusReporter:
             self._status_pool.shutdown(wait=True, cancel_futures=True)
 
     def _now(self) -> str:
-        return self.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+        return rfc3339.format_datetime(self.clock.utcnow())
 
     def report(
         self,

@@ -484,6 +484,8 @@ class BindResult(_message.Message):
     CODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    RETRY_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     code: _builtins.int
     """A gRPC status code (0 = OK) and its message, per binding."""
     message: _builtins.str
@@ -492,16 +494,24 @@ class BindResult(_message.Message):
     Binding, which answers with a Status, the pod itself is not sent back:
     the binder learns it from its watch.
     """
+    reason: _builtins.str
+    """When code is not 0: the Kubernetes reason (metav1.StatusReason) and the
+    seconds to wait before retrying (0: no advice), as a failed call's
+    trailing metadata carries them.
+    """
+    retry_after_seconds: _builtins.int
     def __init__(
         self,
         *,
         code: _builtins.int = ...,
         message: _builtins.str = ...,
         resource_version: _builtins.int = ...,
+        reason: _builtins.str = ...,
+        retry_after_seconds: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "reason", b"reason", "resource_version", b"resource_version", "retry_after_seconds", b"retry_after_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -563,11 +573,16 @@ class CreateResult(_message.Message):
     MESSAGE_FIELD_NUMBER: _builtins.int
     OBJECT_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    RETRY_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     code: _builtins.int
     """A gRPC status code (0 = OK) and its message, per item."""
     message: _builtins.str
     resource_version: _builtins.int
     """The created object's resourceVersion (when code is 0), in both shapes."""
+    reason: _builtins.str
+    """When code is not 0: the Kubernetes reason and retry advice (BindResult's)."""
+    retry_after_seconds: _builtins.int
     @_builtins.property
     def object(self) -> Global___Object:
         """The created object (when code is 0), as Create answers it; absent
@@ -581,10 +596,12 @@ class CreateResult(_message.Message):
         message: _builtins.str = ...,
         object: Global___Object | None = ...,
         resource_version: _builtins.int = ...,
+        reason: _builtins.str = ...,
+        retry_after_seconds: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "object", b"object", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "object", b"object", "reason", b"reason", "resource_version", b"resource_version", "retry_after_seconds", b"retry_after_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

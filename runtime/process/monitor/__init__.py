@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 
-from runtime.linux import libc
+from machinery import libc
 from runtime.process.monitor.container import run_container
 from runtime.process.monitor.sandbox import run_sandbox
 from runtime.process.monitor.zygote import run_zygote

@@ -19,7 +19,7 @@ import signal
 import socket
 import time
 
-from runtime.linux import libc
+from machinery import libc
 from runtime.process.logs import LineWriter
 from runtime.process.monitor import control
 from runtime.process.monitor.attach import AttachMixin

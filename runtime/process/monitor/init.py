@@ -19,7 +19,8 @@ import struct
 import termios
 from typing import Any
 
-from runtime.linux import caps, libc, mounts, seccomp, users
+from machinery import libc
+from runtime.linux import caps, mounts, seccomp, users
 from runtime.process.monitor.plumbing import Spec, reset_signals
 
 

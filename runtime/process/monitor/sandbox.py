@@ -13,7 +13,8 @@ import contextlib
 import os
 import signal
 
-from runtime.linux import libc, netdev
+from machinery import libc
+from runtime.linux import netdev
 from runtime.process.monitor.plumbing import Spec, detach, report, reset_signals, write_line
 
 

@@ -15,7 +15,7 @@ import signal
 import socket
 from collections.abc import Callable
 
-from runtime.linux import libc
+from machinery import libc
 from runtime.process.monitor.plumbing import Spec, report
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.api import rfc3339
 from controlplane.client.apiclient import GrpcApiClient
+from machinery import rfc3339
 from tests.e2e.cluster import helpers as h
 from tests.harness.cluster import Cluster, ClusterControlPlane, running_cluster
 from tests.harness.registry import Registry

@@ -45,9 +45,9 @@ from controlplane.cli.streamclient import UpgradeRefused, upgrade
 from controlplane.client.agents import AgentTLS, agent_csr, node_stats
 from controlplane.client.apiclient import connect, join_node
 from controlplane.client.config import ClientConfig, load_config
+from machinery.streaming.remotecommand import SPDY_PROTOCOLS
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
-from proto.streaming.remotecommand import SPDY_PROTOCOLS
 from runtime.streaming import StreamingConfig, StreamingServer
 from tests.fakes.fake_runtime import FakeRuntime, serve_fake_runtime
 from tests.fakes.streaming_backend import HostProcessBackend

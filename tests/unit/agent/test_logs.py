@@ -2,7 +2,7 @@ import threading
 from pathlib import Path
 
 from agent.logs import parse_lines, pick_file, read_log
-from controlplane.api.rfc3339 import parse_nano as parse_timestamp
+from machinery.rfc3339 import parse_nano as parse_timestamp
 
 LOG = (
     b"2026-01-01T00:00:00.000000001Z stdout F one\n"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent.probes import ProbeManager, ProbeTarget, RealProbeRunner, resolve_port
-from controlplane.client.clock import FakeClock
+from machinery.clock import FakeClock
 
 
 class InlineExecutor(Executor):

@@ -24,8 +24,8 @@ from agent.static_pods import (
     static_uid,
 )
 from controlplane.client import errors
-from controlplane.client.clock import FakeClock
 from controlplane.client.interface import DeleteOptions
+from machinery.clock import FakeClock
 
 WEB = """\
 apiVersion: v1

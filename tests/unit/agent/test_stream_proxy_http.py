@@ -1,5 +1,5 @@
 """Hostile HTTP at the agent's stream proxy: request heads are read strictly
-(proto/streaming/upgrade.py, which the runtime's streaming server shares).
+(machinery/streaming/upgrade.py, which the runtime's streaming server shares).
 
 On the old code a request without `HTTP/1.x` got an HTTP/0.9 answer (no
 status line), folded header lines were passed on to the runtime, and a

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from machinery.rfc3339 import format_nano_trimmed
 from runtime.linux import caps, mounts, seccomp, users
-from runtime.process.logs import LineWriter, rfc3339nano
+from runtime.process.logs import LineWriter
 
 PASSWD = users.parse_passwd(
     "root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33::/var/www:/bin/false\n"
@@ -55,9 +56,10 @@ def test_log_lines() -> None:
         [b"F", b"o-long"],
     ]
     assert w.flush().split(b" ", 3)[2:] == [b"F", b"part\n"]
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z", rfc3339nano())
-    assert rfc3339nano(1_500_000_000) == "1970-01-01T00:00:01.5Z"
-    assert rfc3339nano(2_000_000_000) == "1970-01-01T00:00:02Z"
+    stamp = format_nano_trimmed()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z", stamp)
+    assert format_nano_trimmed(1_500_000_000) == "1970-01-01T00:00:01.5Z"
+    assert format_nano_trimmed(2_000_000_000) == "1970-01-01T00:00:02Z"
 
 
 def test_secure_join_never_leaves_root(tmp_path: Path) -> None:

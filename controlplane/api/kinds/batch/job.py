@@ -25,8 +25,8 @@ from controlplane.api.kinds.shared import podspec, workload
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
 from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
-from controlplane.api.rfc3339 import parse_time
 from controlplane.api.schema import BATCH, SPEC, STATUS, Type, kind, struct
+from machinery.rfc3339 import parse_time
 
 Object = dict[str, Any]
 

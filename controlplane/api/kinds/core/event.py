@@ -17,8 +17,8 @@ from controlplane.api.display import human_duration, meta
 from controlplane.api.kinds.definition import Column, Conversion, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.rfc3339 import parse_time
 from controlplane.api.schema import CORE, Type, kind
+from machinery.rfc3339 import parse_time
 
 Object = dict[str, Any]
 

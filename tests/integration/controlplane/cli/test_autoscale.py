@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane.client.clock import FakeClock
 from controlplane.controllers.base import ManagerConfig
 from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
+from machinery.clock import FakeClock
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.cli.test_rollout import Env, nginx
 from tests.integration.controlplane.conftest import ControlPlane

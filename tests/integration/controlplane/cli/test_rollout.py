@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane.api.rfc3339 import format_time
 from controlplane.cli.main import main as skiffctl
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.controllers.base import ManagerConfig
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.rollout import REVISION
+from machinery.rfc3339 import format_time
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
 

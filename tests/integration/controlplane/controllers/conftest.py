@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from controlplane.api.rfc3339 import format_time
 from controlplane.apiserver.rbaccomponents import CONTROLLER_MANAGER
 from controlplane.client.apiclient import GrpcApiClient
-from controlplane.client.clock import Clock, FakeClock, RealClock
 from controlplane.controllers.base import ManagerConfig
 from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
+from machinery.clock import Clock, FakeClock, RealClock
+from machinery.rfc3339 import format_time
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.conftest import ControlPlane
 

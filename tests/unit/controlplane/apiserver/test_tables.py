@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from controlplane.api.kinds import by_kind
-from controlplane.api.rfc3339 import parse_time
 from controlplane.apiserver.tables import table
 from controlplane.cli.printers import TablePrinter
+from machinery.rfc3339 import parse_time
 
 NOW = parse_time("2026-01-01T01:00:00Z") or 0.0
 

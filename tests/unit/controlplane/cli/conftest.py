@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from controlplane.cli.main import main
-from controlplane.client.clock import FakeClock
+from machinery.clock import FakeClock
 from tests.fakes.fake_apiclient import FakeApiClient
 
 

@@ -23,9 +23,9 @@ from google.protobuf.json_format import MessageToDict
 from agent.stream_proxy import relay
 from controlplane.client import errors
 from controlplane.client.agents import AgentUnreachable, agent_address
+from machinery.rpc_errors import rpc_status
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
-from proto.rpc_errors import rpc_status
 
 STATUS = {
     grpc.StatusCode.INVALID_ARGUMENT: 400,

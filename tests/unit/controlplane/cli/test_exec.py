@@ -29,9 +29,9 @@ from controlplane.cli.exec import local_io
 from controlplane.cli.main import main
 from controlplane.cli.streamclient import CommandIO, UpgradeRefused, run_remote_command, upgrade
 from controlplane.client.config import ClientConfig
+from machinery.streaming.remotecommand import SPDY_PROTOCOLS, V2, V4
+from machinery.streaming.status import outcome
 from proto.runtime.v1 import api_pb2 as cri
-from proto.streaming.remotecommand import SPDY_PROTOCOLS, V2, V4
-from proto.streaming.status import outcome
 from runtime.streaming import StreamingConfig, StreamingServer
 from tests.fakes.streaming_backend import HostProcessBackend
 from tests.unit.controlplane.cli.conftest import Ctl

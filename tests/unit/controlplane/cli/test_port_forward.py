@@ -21,7 +21,7 @@ from controlplane.cli.context import CliError
 from controlplane.cli.port_forward import Forwarding, PortSpec, parse_ports
 from controlplane.cli.streamclient import port_forward_path, upgrade
 from controlplane.client.config import ClientConfig
-from proto.streaming.portforward import PROTOCOL
+from machinery.streaming.portforward import PROTOCOL
 from tests.harness.wait import wait_for
 from tests.unit.controlplane.cli.test_exec import TOKEN, Stack, stack
 

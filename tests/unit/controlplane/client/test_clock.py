@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from controlplane.client.clock import FakeClock, RealClock
+from machinery.clock import FakeClock, RealClock
 from tests.harness.wait import wait_for
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from controlplane.client import errors
-from controlplane.client.clock import FakeClock
 from controlplane.client.interface import DeleteOptions, ListOptions
+from machinery.clock import FakeClock
 from tests.fakes.fake_apiclient import FakeApiClient
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.client.clock import FakeClock
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.store import pod_node_index
+from machinery.clock import FakeClock
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.harness.wait import wait_for
 

@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from controlplane.client import errors
-from controlplane.client.clock import FakeClock
 from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
+from machinery.clock import FakeClock
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.harness.wait import wait_for
 

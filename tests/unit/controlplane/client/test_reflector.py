@@ -6,9 +6,9 @@ import threading
 from typing import Any
 
 from controlplane.client import errors
-from controlplane.client.clock import FakeClock
 from controlplane.client.reflector import Backoff, Reflector
 from controlplane.client.store import Store
+from machinery.clock import FakeClock
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.harness.wait import wait_for
 

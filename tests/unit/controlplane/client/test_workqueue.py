@@ -6,7 +6,6 @@ import threading
 
 import pytest
 
-from controlplane.client.clock import FakeClock
 from controlplane.client.workqueue import (
     BucketRateLimiter,
     DelayingQueue,
@@ -16,6 +15,7 @@ from controlplane.client.workqueue import (
     RateLimitingQueue,
     ShutDown,
 )
+from machinery.clock import FakeClock
 from tests.harness.wait import wait_for
 
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from controlplane.api.rfc3339 import format_time
-from controlplane.client.clock import FakeClock
 from controlplane.controllers.base import ManagerConfig
 from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
+from machinery.clock import FakeClock
+from machinery.rfc3339 import format_time
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.harness.wait import wait_for
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api import rfc3339
 from controlplane.controllers.deployment_status import plan_status
+from machinery import rfc3339
 
 
 def deploy(want: int = 3, deadline: int | None = 600, **status: Any) -> dict[str, Any]:

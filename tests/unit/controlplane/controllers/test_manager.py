@@ -7,7 +7,6 @@ import urllib.request
 
 import pytest
 
-from controlplane.client.clock import FakeClock
 from controlplane.controllers.base import Controller, ControllerContext, ManagerConfig
 from controlplane.controllers.manager import (
     REGISTRY,
@@ -16,6 +15,7 @@ from controlplane.controllers.manager import (
     is_enabled,
     parse_controllers,
 )
+from machinery.clock import FakeClock
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.harness.wait import wait_for
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controlplane.api.rfc3339 import format_time
 from controlplane.controllers import node_health
 from controlplane.controllers.replicaset import pod_from_template
+from machinery.rfc3339 import format_time
 
 
 def node(name: str, zone: str = "", ready: str = "True", now: str = "") -> dict[str, Any]:

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from controlplane.client.clock import FakeClock
 from controlplane.scheduler import config
 from controlplane.scheduler.cache import Cache
 from controlplane.scheduler.framework import Slots
@@ -15,6 +14,7 @@ from controlplane.scheduler.handle import Handle
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.scheduler import Scheduler, from_config
 from controlplane.scheduler.types import CycleState
+from machinery.clock import FakeClock
 from tests.fakes.scheduler_cluster import InMemoryCluster
 
 Obj = dict[str, Any]

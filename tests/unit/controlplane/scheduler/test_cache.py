@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from controlplane.client.clock import FakeClock
 from controlplane.scheduler.cache import CPU_COL, PODS_COL, Cache
 from controlplane.scheduler.podinfo import PodInfo
+from machinery.clock import FakeClock
 from tests.fakes.scheduler_objects import make_node, make_pod
 
 

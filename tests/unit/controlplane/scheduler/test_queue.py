@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from controlplane.client.clock import FakeClock
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.queue import SchedulingQueue
 from controlplane.scheduler.types import NODE_ADD, NODE_UPDATE, POD_DELETE
+from machinery.clock import FakeClock
 from tests.fakes.scheduler_objects import make_pod
 
 

@@ -204,9 +204,9 @@ def test_unchanged_explanation_is_written_once() -> None:
 
 
 def test_batched_binds_write_every_pod_and_requeue_a_failed_one() -> None:
-    from controlplane.client.clock import FakeClock
     from controlplane.scheduler import config
     from controlplane.scheduler.scheduler import SCORES_ANNOTATION, from_config
+    from machinery.clock import FakeClock
     from tests.fakes.scheduler_cluster import InMemoryCluster
     from tests.harness.wait import wait_for
 

@@ -208,9 +208,9 @@ def test_bound_and_new_claims_together() -> None:
 def test_pods_without_claims_to_bind_keep_batched_binds() -> None:
     """VolumeBinding's PreBind in the default profile does not push every pod off
     the batched binder: only a pod with a claim to bind takes the per-pod cycle."""
-    from controlplane.client.clock import FakeClock
     from controlplane.scheduler import config
     from controlplane.scheduler.scheduler import from_config
+    from machinery.clock import FakeClock
     from tests.fakes.scheduler_cluster import InMemoryCluster
     from tests.harness.wait import wait_for
 

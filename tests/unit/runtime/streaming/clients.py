@@ -3,7 +3,7 @@
 `SpdyClient` speaks remote-command and port-forward over SPDY/3.1 the way
 client-go does (HTTP upgrade, one SPDY stream per channel, paired streams for
 port-forward); `WsClient` speaks the WebSocket channel protocols (v4/v5).
-They reuse the frame codecs of proto.streaming but build the HTTP requests,
+They reuse the frame codecs of machinery.streaming but build the HTTP requests,
 stream sets and channel bytes themselves.
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from proto.streaming import websocket
-from proto.streaming.spdy import SpdySession, SpdyStream
-from proto.streaming.transport import StreamError
+from machinery.streaming import websocket
+from machinery.streaming.spdy import SpdySession, SpdyStream
+from machinery.streaming.transport import StreamError
 
 
 @dataclass

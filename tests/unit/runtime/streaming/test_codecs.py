@@ -11,9 +11,9 @@ import zlib
 
 import pytest
 
+from machinery.streaming import spdy, spdy_frames, websocket
+from machinery.streaming.buffer import InboundBuffer
 from proto.runtime.v1 import api_pb2
-from proto.streaming import spdy, spdy_frames, websocket
-from proto.streaming.buffer import InboundBuffer
 from runtime import errors
 from runtime.streaming import status
 from runtime.streaming.cache import RequestCache

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from machinery.streaming import websocket
 from proto.runtime.v1 import api_pb2
-from proto.streaming import websocket
 from runtime.streaming import StreamingServer
 from tests.fakes.streaming_backend import HostProcessBackend
 from tests.unit.runtime.streaming.clients import WsClient

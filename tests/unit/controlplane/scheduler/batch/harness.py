@@ -6,9 +6,9 @@ import copy
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.client.clock import Clock, FakeClock
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
+from machinery.clock import Clock, FakeClock
 from tests.fakes.scheduler_objects import make_node, make_pod
 
 Obj = dict[str, Any]

@@ -6,9 +6,9 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.client.clock import FakeClock
 from controlplane.client.errors import Conflict, NotFound
 from controlplane.scheduler.binder import ApiClusterWriter
+from machinery.clock import FakeClock
 
 from .harness import Cluster, Env
 
@@ -93,7 +93,10 @@ def test_a_pod_made_again_under_its_name_is_bound_not_the_old_one() -> None:
 def test_a_bind_that_failed_for_another_reason_is_retried() -> None:
     env, cluster = _env()
     env.job("j", 1)
-    busy = _as_api_writer_returns(Conflict("the object has been modified"))
+    # The server's retryable Conflict carries retry advice (too many concurrent writers).
+    busy = _as_api_writer_returns(
+        Conflict('pods "j-t-0": too many concurrent writers, try again', retry_after=1)
+    )
     cluster.refuse["j-t-0"] = lambda: busy
     env.run(1)
     assert "default/j-t-0" in env.sched.pending

@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controlplane.client.clock import FakeClock
 from controlplane.scheduler.batch.snapshot import Snapshots
 from controlplane.scheduler.batch.status import COUNTS_PERIOD
+from machinery.clock import FakeClock
 
 from .harness import Env
 

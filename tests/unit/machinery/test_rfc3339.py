@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controlplane.api import rfc3339
+from machinery import rfc3339
 
 
 def test_formats() -> None:
@@ -13,6 +13,18 @@ def test_formats() -> None:
     assert rfc3339.format_time(1_700_000_000.9) == "2023-11-14T22:13:20Z"
     assert rfc3339.format_micro_time(1.5) == "1970-01-01T00:00:01.500000Z"
     assert rfc3339.format_nano(1_000_000_007) == "1970-01-01T00:00:01.000000007Z"
+    assert rfc3339.format_nano_trimmed(1_500_000_000) == "1970-01-01T00:00:01.5Z"
+
+
+def test_datetimes_are_written_in_utc() -> None:
+    import datetime
+
+    plus2 = datetime.timezone(datetime.timedelta(hours=2))
+    moment = datetime.datetime(2026, 1, 2, 5, 4, 5, 123456, tzinfo=plus2)
+    assert rfc3339.format_datetime(moment) == "2026-01-02T03:04:05Z"
+    assert rfc3339.format_micro_datetime(moment) == "2026-01-02T03:04:05.123456Z"
+    naive = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    assert rfc3339.format_datetime(naive) == "2026-01-02T03:04:05Z"
 
 
 @pytest.mark.parametrize(

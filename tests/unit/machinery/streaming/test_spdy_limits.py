@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from proto.streaming import spdy_frames as spdy
+from machinery.streaming import spdy_frames as spdy
 
 
 def test_header_block_bomb_refused() -> None:

@@ -21,8 +21,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from proto.streaming.buffer import InboundBuffer
-from proto.streaming.transport import Reader, StreamError, read_exact
+from machinery.streaming.buffer import InboundBuffer
+from machinery.streaming.transport import Reader, StreamError, read_exact
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 

@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import pytest
 
-from proto.streaming import spdy, spdy_frames, transport
+from machinery.streaming import spdy, spdy_frames, transport
 from tests.harness.wait import wait_for
 
 

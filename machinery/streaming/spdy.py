@@ -28,8 +28,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from proto.streaming.buffer import InboundBuffer
-from proto.streaming.spdy_frames import (
+from machinery.streaming.buffer import InboundBuffer
+from machinery.streaming.spdy_frames import (
     FLAG_FIN,
     FLAG_UNIDIRECTIONAL,
     SETTINGS_INITIAL_WINDOW_SIZE,
@@ -46,7 +46,7 @@ from proto.streaming.spdy_frames import (
     SynStream,
     WindowUpdate,
 )
-from proto.streaming.transport import Reader, StreamError, read_exact
+from machinery.streaming.transport import Reader, StreamError, read_exact
 
 log = logging.getLogger("skiff.streaming.spdy")
 
