@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from controlplane.api import columns, crd, display, jsonpath
+from controlplane.api import columns, crd, display
 from controlplane.api.kinds.definition import Column
 
 Object = dict[str, Any]
@@ -97,6 +97,8 @@ def _builtin(kind: str, objects: Sequence[Object], now: float) -> tuple[list[Any
 
 
 def _cell(column: dict[str, Any], obj: Object, now: float) -> Any:
+    from controlplane.api import jsonpath  # custom kinds' columns only: not held at rest
+
     try:
         found = jsonpath.values(str(column.get("jsonPath", "")), obj)
     except jsonpath.JsonPathError:
