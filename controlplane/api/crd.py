@@ -11,7 +11,9 @@ kinds users brought, and what the server does with their objects.
   (`scale_paths`, `scale_of`, `replicas_patch`).
 
 The CRD object's own validation and defaulting: controlplane.api.crd_validation;
-values against a schema: controlplane.api.structural.
+values against a schema: controlplane.api.structural. Both are imported at
+the first CRD served or custom object written: a control plane without
+CustomResourceDefinitions never holds them.
 
 Pure apart from the process-wide table of registered CRDs (thread-safe).
 """
@@ -22,9 +24,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.api import kinds, patch_meta, structural
+from controlplane.api import kinds, patch_meta
 from controlplane.api.checks import Errors
-from controlplane.api.crd_validation import validate_crd
 from controlplane.api.jsoncodec import clone
 from controlplane.api.kinds.definition import KindDef
 
@@ -107,6 +108,8 @@ def register(obj: Object) -> kinds.KindInfo:
     current = _by_name.get(name)
     if current is not None and current.spec == obj.get("spec"):
         return current.info
+    from controlplane.api.crd_validation import validate_crd  # at the first CRD (docstring)
+
     problems = validate_crd(obj)
     if problems:
         raise ValueError("; ".join(problems))
@@ -300,6 +303,8 @@ def validate_object(key: str, obj: Object) -> list[str]:
     served = crd.versions.get(version)
     if served is None:
         return [f"apiVersion: {obj.get('apiVersion')!r} is not a served version of {crd.info.kind}"]
+    from controlplane.api import structural  # at the first custom object (docstring)
+
     body = {k: val for k, val in obj.items() if k not in structural.ROOT_FIELDS}
     return structural.check(structural.root(served.schema), body)
 
@@ -310,6 +315,8 @@ def default_object(key: str, obj: Object) -> None:
     v = _version(key, obj)
     if v is None:
         return
+    from controlplane.api import structural  # at the first custom object (docstring)
+
     root = structural.root(v.schema)
     structural.apply_defaults(root, obj)
     structural.prune(root, obj, "", None)
@@ -322,5 +329,7 @@ def unknown_fields(key: str, obj: Object) -> list[str]:
     if v is None:
         return []
     found: list[str] = []
+    from controlplane.api import structural  # at the first custom object (docstring)
+
     structural.prune(structural.root(v.schema), clone(obj), "", found)
     return found

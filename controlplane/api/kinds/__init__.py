@@ -21,7 +21,9 @@ Adding a kind is one module: `kinds/<group>/<kind>.py` with a DEFINITION
 for a kind with a pod template, apps/deployment.py for a workload). The
 registry finds it by walking the group packages; modules whose name starts
 with `_` are helpers and are not walked. A new group is a new package
-(`__init__.py` with a docstring). Test it with a unit test of its rules and
+(`__init__.py` with a docstring). A kind's module may import another's
+(CronJob uses Job's spec rules) but must not look kinds up at import: the
+registry is being built then. Test it with a unit test of its rules and
 an integration test through kubectl.
 
 This package is pure data and functions: it never imports the API server,

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from controlplane.api.checks import Errors
 from controlplane.api.kinds.info import KindInfo
@@ -77,8 +77,7 @@ class FieldMeta:
 Row = Callable[[Object, float, bool], list[str]]
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(NamedTuple):
     """One column of a kind's table. type/format/description left empty take
     the facts every kind shares for that header (NAME, AGE, READY, ...)."""
 
@@ -89,8 +88,7 @@ class Column:
     description: str = ""
 
 
-@dataclass(frozen=True)
-class Printer:
+class Printer(NamedTuple):
     columns: tuple[Column, ...]
     row: Row
 
@@ -103,16 +101,14 @@ def columns(names: tuple[str, ...], wide: tuple[str, ...] = ()) -> tuple[Column,
     return (*(Column(n) for n in names), *(Column(n, 1) for n in wide))
 
 
-@dataclass(frozen=True)
-class Conversion:
+class Conversion(NamedTuple):
     """An apiVersion served in another shape than the stored one."""
 
     to_stored: Callable[[Object], Object]  # the served version's object -> the stored one
     from_stored: Callable[[Object], Object]  # and back
 
 
-@dataclass(frozen=True)
-class Subresource:
+class Subresource(NamedTuple):
     """A subresource discovery lists beyond status and scale (pods/log)."""
 
     name: str
@@ -141,7 +137,7 @@ Validate = Callable[[Errors, Object, Object | None], None]
 Default = Callable[[Object], None]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class KindDef:
     """See the module docstring."""
 
@@ -161,6 +157,9 @@ class KindDef:
     @property
     def key(self) -> str:
         return self.info.key
+
+    def __repr__(self) -> str:
+        return f"KindDef({self.info.key})"
 
     def served_versions(self) -> tuple[str, ...]:
         """Every group/version the kind is served at, its own first."""

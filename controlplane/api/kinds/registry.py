@@ -3,7 +3,7 @@
 The built-in kinds are the `DEFINITION`s of the modules of this package's
 group packages (core/, apps/, batch/, ...): they are found, not listed, so a
 new kind is one new module. They are loaded at the first lookup, not at
-import, so importing this package costs nothing until a kind is asked for.
+import: importing this package loads only the definition type.
 Kinds may be added and removed at run time (`register`, `unregister`:
 CustomResourceDefinitions); lookups always see the current table.
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api import crd_validation
 from controlplane.api.checks import Errors
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
@@ -20,8 +19,20 @@ Object = dict[str, Any]
 _PACKAGE = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
 
 
+# crd_validation (and the schema machinery under it) is imported at the first
+# CRD written: a control plane without CRDs never holds it.
+
+
 def validate(e: Errors, obj: Object, old: Object | None) -> None:
+    from controlplane.api import crd_validation
+
     e.items.extend(crd_validation.validate_crd(obj, old))
+
+
+def defaults(obj: Object) -> None:
+    from controlplane.api import crd_validation
+
+    crd_validation.default_crd(obj)
 
 
 DEFINITION = KindDef(
@@ -81,6 +92,6 @@ DEFINITION = KindDef(
             selectableFields=("[]object", "Fields that may be used as field selectors."),
         ),
     },
-    defaults=crd_validation.default_crd,
+    defaults=defaults,
     validate=validate,
 )

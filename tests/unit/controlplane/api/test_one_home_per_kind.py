@@ -20,6 +20,7 @@ GENERIC = (
     "controlplane/api/patch_meta.py",
     "controlplane/api/pruning.py",
     "controlplane/api/openapi.py",
+    "controlplane/api/openapi_doc.py",
     "controlplane/api/schema.py",
     "controlplane/api/kinds/definition.py",
     "controlplane/apiserver/admission.py",

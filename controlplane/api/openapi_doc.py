@@ -1,0 +1,466 @@
+"""The OpenAPI documents of the Kubernetes REST API, built from the kinds'
+schemas (every definition's `types`, gathered by kinds.schema_types()): what
+controlplane.api.openapi serves, loaded at the first document asked for (a
+server at rest never builds one, so it does not hold this code either).
+
+- `v2()`: Swagger 2.0 (`/openapi/v2`): every kind's definition with
+  `x-kubernetes-group-version-kind`, the merge facts of the kinds'
+  patch_meta as `x-kubernetes-patch-merge-key`/`-strategy`, and the resource
+  paths; `v2_protobuf()` is the same document in the protobuf form kubectl
+  asks for.
+- `v3_paths()` and `v3(group, version)`: OpenAPI 3.0 (`/openapi/v3` and
+  `/openapi/v3/apis/<group>/<version>`, `/openapi/v3/api/v1`). kubectl reads
+  these for `explain`, for strategic merge patch facts, and to learn that
+  the server validates fields itself (the `fieldValidation` parameter of
+  each PATCH operation): it then sends `fieldValidation=Strict` instead of
+  validating on the client.
+
+Custom resources: the documents include every served version of every
+registered CustomResourceDefinition (controlplane.api.crd) with its schema.
+Pure: built from tables, no I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from controlplane.api import crd, kinds, openapi_pb, patch_meta
+from controlplane.api.kinds.definition import FieldMeta
+from controlplane.api.kinds.registry import kind_types, schema_types
+from controlplane.client.errors import NotFound
+
+_PRIMITIVES: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "integer": {"type": "integer", "format": "int64"},
+    "number": {"type": "number", "format": "double"},
+    "boolean": {"type": "boolean"},
+    "time": {"type": "string", "format": "date-time"},
+    "quantity": {"type": "string", "format": "quantity"},
+    "int-or-string": {"type": "string", "format": "int-or-string"},
+}
+
+_VERSION_INFO = {"title": "Kubernetes", "version": "v1.32.0"}
+
+
+# ---- patch facts per type and field ----------------------------------------------------
+
+
+def _walk(name: str, path: str, seen: frozenset[str]) -> Iterator[tuple[str, str, str]]:
+    """(type name, field, kind path) for every field reachable from type `name`."""
+    if name in seen:
+        return
+    types = schema_types()
+    for fname, (expr, _) in types[name].fields.items():
+        fpath = f"{path}.{fname}" if path else fname
+        yield name, fname, fpath
+        inner = expr.removeprefix("[]")
+        if inner in types:
+            yield from _walk(inner, fpath, seen | {name})
+
+
+@functools.cache
+def _patch_facts() -> dict[tuple[str, str], FieldMeta]:
+    """(type, field) -> merge facts, from the kinds' patch_meta (at first use)."""
+    facts: dict[tuple[str, str], FieldMeta] = {}
+    for (_, _, kind), type_name in kind_types().items():
+        table = patch_meta.table(kind) or {}
+        for owner, fname, fpath in _walk(type_name, "", frozenset()):
+            meta = table.get(fpath)
+            if meta is not None:
+                facts[(owner, fname)] = meta
+    return facts
+
+
+# ---- schemas ----------------------------------------------------------------------
+
+
+def _full_name(name: str) -> str:
+    """The OpenAPI definition name of a type: `io.k8s.api.core.v1.PodSpec`."""
+    return schema_types()[name].full_name(name)
+
+
+def _ref(name: str, v3: bool) -> str:
+    return ("#/components/schemas/" if v3 else "#/definitions/") + _full_name(name)
+
+
+def _expr(expr: str, v3: bool) -> dict[str, Any]:
+    if expr in _PRIMITIVES:
+        out = dict(_PRIMITIVES[expr])
+        if v3 and expr in ("quantity", "int-or-string"):
+            out = {
+                "x-kubernetes-int-or-string": True,
+                "anyOf": [{"type": "integer"}, {"type": "string"}],
+            }
+        return out
+    if expr == "object":
+        return (
+            {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+            if v3
+            else {"type": "object"}
+        )
+    if expr == "map":
+        return {"type": "object", "additionalProperties": {"type": "string"}}
+    if expr.startswith("map[") and expr.endswith("]"):
+        return {"type": "object", "additionalProperties": _expr(expr[4:-1], v3)}
+    if expr.startswith("[]"):
+        return {"type": "array", "items": _expr(expr[2:], v3)}
+    if expr in schema_types():
+        return {"$ref": _ref(expr, v3)}
+    raise ValueError(f"schema: unknown type expression {expr!r}")
+
+
+def _property(owner: str, fname: str, expr: str, description: str, v3: bool) -> dict[str, Any]:
+    body = _expr(expr, v3)
+    if "$ref" in body and v3:
+        body = {"allOf": [body]}
+    body["description"] = description
+    meta = _patch_facts().get((owner, fname))
+    if meta is not None:
+        body["x-kubernetes-patch-strategy"] = meta.strategy
+        if meta.merge_key:
+            body["x-kubernetes-patch-merge-key"] = meta.merge_key
+        if expr.startswith("[]") and meta.merges:
+            body["x-kubernetes-list-type"] = "map" if meta.merge_key else "set"
+            if meta.merge_key:
+                body["x-kubernetes-list-map-keys"] = [meta.merge_key]
+    return body
+
+
+def _definition(name: str, v3: bool) -> dict[str, Any]:
+    t = schema_types()[name]
+    out: dict[str, Any] = {
+        "description": t.description,
+        "type": "object",
+        "properties": {
+            f: _property(name, f, expr, desc, v3) for f, (expr, desc) in t.fields.items()
+        },
+    }
+    if t.required:
+        out["required"] = list(t.required)
+    if t.kinds:
+        out["x-kubernetes-group-version-kind"] = [
+            {"group": g, "kind": k, "version": v} for g, v, k in t.kinds
+        ]
+    return out
+
+
+def _refs(name: str) -> set[str]:
+    """Every type reachable from `name`, itself included."""
+    types = schema_types()
+    out = {name}
+    todo = [name]
+    while todo:
+        for expr, _ in types[todo.pop()].fields.values():
+            inner = expr.removeprefix("[]")
+            if inner.startswith("map["):
+                inner = inner[4:-1]
+            if inner in types and inner not in out:
+                out.add(inner)
+                todo.append(inner)
+    return out
+
+
+def _object_fields(prefix: str) -> dict[str, Any]:
+    """apiVersion, kind and metadata, as kube-apiserver publishes them on a
+    kind it has no Go type for; `prefix` is where definitions are referenced."""
+    return {
+        "apiVersion": {"type": "string", "description": "APIVersion of this object."},
+        "kind": {"type": "string", "description": "Kind of this object."},
+        "metadata": {
+            "$ref": prefix + _full_name("ObjectMeta"),
+            "description": "Standard object metadata.",
+        },
+    }
+
+
+def _crd_definitions(prefix: str) -> dict[str, dict[str, Any]]:
+    """Definitions of every served custom resource version, by definition name."""
+    out = {}
+    for served in crd.served_versions():
+        body: dict[str, Any] = dict(served.schema) if served.schema else {"type": "object"}
+        body.setdefault("type", "object")
+        # As kube-apiserver publishes them: with the standard top-level fields.
+        body["properties"] = {**_object_fields(prefix), **(body.get("properties") or {})}
+        body["x-kubernetes-group-version-kind"] = [
+            {"group": served.group, "kind": served.kind, "version": served.version}
+        ]
+        out[_crd_name(served.group, served.version, served.kind)] = body
+    return out
+
+
+def _open_definition(group: str, version: str, info: kinds.KindInfo, v3: bool) -> dict[str, Any]:
+    """A kind with no schema: any fields accepted (in v2 a schema without
+    properties, which kubectl treats as a free-form map)."""
+    out: dict[str, Any] = {
+        "description": f"{info.kind} ({info.api_version}).",
+        "type": "object",
+        "x-kubernetes-group-version-kind": [
+            {"group": group, "kind": info.kind, "version": version}
+        ],
+    }
+    if v3:
+        prefix = "#/components/schemas/"
+        out["properties"] = _object_fields(prefix)
+        out["x-kubernetes-preserve-unknown-fields"] = True
+    return out
+
+
+def _crd_name(group: str, version: str, kind: str) -> str:
+    return ".".join([*reversed(group.split(".")), version, kind])
+
+
+# ---- paths --------------------------------------------------------------------------
+
+
+def _camel(text: str) -> str:
+    parts = [p for p in text.replace(".", "-").split("-") if p]
+    return "".join(p[:1].upper() + p[1:] for p in parts) or "Core"
+
+
+def _param(name: str, where: str, v3: bool, description: str = "") -> dict[str, Any]:
+    p: dict[str, Any] = {"name": name, "in": where, "description": description or name}
+    if where == "path":
+        p["required"] = True
+    if v3:
+        p["schema"] = {"type": "string"}
+    else:
+        p["type"] = "string"
+        p["uniqueItems"] = True
+    return p
+
+
+_WRITE_PARAMS = {
+    "dryRun": "When present, modifications are not persisted (All).",
+    "fieldManager": "The name of the actor making these changes.",
+    "fieldValidation": "How the server treats unknown or duplicate fields: Ignore, Warn or Strict.",
+}
+_LIST_PARAMS = {
+    "labelSelector": "Restrict the returned objects by their labels.",
+    "fieldSelector": "Restrict the returned objects by their fields.",
+    "limit": "The maximum number of objects to return (a continue token follows).",
+    "continue": "The continue token of a previous paged list.",
+    "resourceVersion": "Which version of the collection to return.",
+    "resourceVersionMatch": "How resourceVersion is applied to the list.",
+    "watch": "Watch for changes and return them as a stream of events.",
+    "allowWatchBookmarks": "Ask for BOOKMARK events.",
+    "timeoutSeconds": "Timeout for the list or watch call.",
+}
+
+
+def _operation(
+    action: str,
+    op_id: str,
+    gvk: dict[str, str],
+    body_ref: str,
+    v3: bool,
+    params: dict[str, str],
+) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "operationId": op_id,
+        "description": f"{action} {gvk['kind']}",
+        "parameters": [_param(n, "query", v3, d) for n, d in params.items()],
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": gvk,
+    }
+    if v3:
+        op["responses"] = {
+            "200": {
+                "description": "OK",
+                "content": {"application/json": {"schema": {"$ref": body_ref}}},
+            }
+        }
+    else:
+        op["responses"] = {"200": {"description": "OK", "schema": {"$ref": body_ref}}}
+        op["consumes"] = ["*/*"]
+        op["produces"] = ["application/json", "application/yaml"]
+    return op
+
+
+def _paths(
+    info: kinds.KindInfo, group: str, version: str, body_ref: str, v3: bool
+) -> dict[str, Any]:
+    gvk = {"group": group, "version": version, "kind": info.kind}
+    prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    scope = "Namespaced" if info.namespaced else ""
+    tag = f"{_camel(group)}{_camel(version)}"
+    base = (
+        f"{prefix}/namespaces/{{namespace}}/{info.plural}"
+        if info.namespaced
+        else f"{prefix}/{info.plural}"
+    )
+    path_params = [_param("namespace", "path", v3)] if info.namespaced else []
+    item_params = [*path_params, _param("name", "path", v3)]
+    patch_params = {**_WRITE_PARAMS, "force": "Force an apply to take over conflicting fields."}
+
+    def op(
+        action: str, verb: str, suffix: str = "", params: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        return _operation(
+            action, f"{verb}{tag}{scope}{info.kind}{suffix}", gvk, body_ref, v3, params or {}
+        )
+
+    paths: dict[str, Any] = {
+        base: {
+            "get": op("list", "list", params=_LIST_PARAMS),
+            "post": op("post", "create", params=_WRITE_PARAMS),
+            "delete": op("deletecollection", "deleteCollection", params=_LIST_PARAMS),
+            "parameters": path_params,
+        },
+        f"{base}/{{name}}": {
+            "get": op("get", "read"),
+            "put": op("put", "replace", params=_WRITE_PARAMS),
+            "patch": op("patch", "patch", params=patch_params),
+            "delete": op("delete", "delete", params={"dryRun": _WRITE_PARAMS["dryRun"]}),
+            "parameters": item_params,
+        },
+    }
+    if info.namespaced:
+        paths[f"{prefix}/{info.plural}"] = {
+            "get": op("list", "list", "ForAllNamespaces", _LIST_PARAMS),
+        }
+    subresources = (["status"] if info.has_status else []) + (["scale"] if info.has_scale else [])
+    for sub in subresources:
+        sub_gvk = (
+            gvk if sub == "status" else {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+        )
+        sub_ref = (
+            body_ref
+            if sub == "status"
+            else ("#/components/schemas/" if v3 else "#/definitions/") + _SCALE
+        )
+        name = f"{tag}{scope}{info.kind}{sub.capitalize()}"
+        paths[f"{base}/{{name}}/{sub}"] = {
+            "get": _operation("get", f"read{name}", sub_gvk, sub_ref, v3, {}),
+            "put": _operation("put", f"replace{name}", sub_gvk, sub_ref, v3, _WRITE_PARAMS),
+            "patch": _operation("patch", f"patch{name}", sub_gvk, sub_ref, v3, patch_params),
+            "parameters": item_params,
+        }
+    return paths
+
+
+_SCALE = "io.k8s.api.autoscaling.v1.Scale"
+_SCALE_DEFINITION = {
+    "description": "Scale represents a scaling request for a resource.",
+    "type": "object",
+    "properties": {
+        "apiVersion": {"type": "string", "description": "APIVersion of this object."},
+        "kind": {"type": "string", "description": "Kind of this object."},
+        "metadata": {"type": "object", "description": "Standard object metadata."},
+        "spec": {
+            "type": "object",
+            "description": "The desired scale.",
+            "properties": {"replicas": {"type": "integer", "description": "Desired replicas."}},
+        },
+        "status": {"type": "object", "description": "The current scale."},
+    },
+    "x-kubernetes-group-version-kind": [{"group": "autoscaling", "kind": "Scale", "version": "v1"}],
+}
+
+
+# ---- served group versions ------------------------------------------------------------
+
+
+def _served() -> Iterator[tuple[str, str, kinds.KindInfo, str | None]]:
+    """(group, version, kind row, schema type name) of every kind the kinds
+    table serves; the type name is None for a kind no schema type
+    describes (custom kinds, and any kind added to the kinds table without a
+    schema): those get their CRD's schema or an open one, so that every
+    served kind has its paths (kubectl looks for fieldValidation on each
+    kind's PATCH operation) and a definition."""
+    builtin = kind_types()
+    for info in kinds.all_kinds():
+        for api_version in (info.api_version, *info.also_api_versions):
+            group, _, version = api_version.rpartition("/")
+            yield group, version, info, builtin.get((group, version, info.kind))
+
+
+def _document(
+    entries: list[tuple[str, str, kinds.KindInfo, str | None]], v3: bool
+) -> dict[str, Any]:
+    definitions: dict[str, Any] = {}
+    paths: dict[str, Any] = {}
+    needed: set[str] = set()
+    prefix = "#/components/schemas/" if v3 else "#/definitions/"
+    crd_defs = _crd_definitions(prefix)
+    for group, version, info, type_name in entries:
+        if type_name is not None:
+            needed |= _refs(type_name)
+            ref = prefix + _full_name(type_name)
+        else:
+            name = _crd_name(group, version, info.kind)
+            definitions[name] = crd_defs.get(name) or _open_definition(group, version, info, v3)
+            needed |= _refs("ObjectMeta")
+            ref = prefix + name
+        paths.update(_paths(info, group, version, ref, v3))
+        if info.has_scale:
+            definitions[_SCALE] = _SCALE_DEFINITION
+    for name in sorted(needed):
+        definitions[_full_name(name)] = _definition(name, v3)
+    if v3:
+        return {
+            "openapi": "3.0.0",
+            "info": _VERSION_INFO,
+            "paths": paths,
+            "components": {"schemas": definitions},
+        }
+    return {"swagger": "2.0", "info": _VERSION_INFO, "paths": paths, "definitions": definitions}
+
+
+def v2() -> dict[str, Any]:
+    """The Swagger 2.0 document of every served kind (cached until the set of
+    kinds changes: treat it as read-only)."""
+    doc: dict[str, Any] = _cached(kinds.all_kinds(), crd.generation())["v2"]
+    return doc
+
+
+def v2_protobuf() -> bytes:
+    """`v2()` as the openapi.v2.Document protobuf kubectl asks for; cached."""
+    data: bytes = _cached(kinds.all_kinds(), crd.generation())["v2pb"]
+    return data
+
+
+def _key(group: str, version: str) -> str:
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+@functools.lru_cache(maxsize=4)
+def _cached(rows: tuple[kinds.KindInfo, ...], generation: int) -> dict[str, Any]:
+    """Every document for one state of the kinds table (the arguments are the cache key)."""
+    del rows, generation
+    served = list(_served())
+    by_gv: dict[str, list[tuple[str, str, kinds.KindInfo, str | None]]] = {}
+    for entry in served:
+        by_gv.setdefault(_key(entry[0], entry[1]), []).append(entry)
+    v3_docs = {key: _document(entries, v3=True) for key, entries in sorted(by_gv.items())}
+    index = {}
+    for key, doc in v3_docs.items():
+        digest = hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest().upper()
+        index[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
+    v2_doc = _document(served, v3=False)
+    return {
+        "v2": v2_doc,
+        "v2pb": openapi_pb.encode_v2(v2_doc),
+        "v3": v3_docs,
+        "index": {"paths": index},
+    }
+
+
+def v3(group: str, version: str) -> dict[str, Any]:
+    """The OpenAPI 3.0 document of one group/version ("" is the core group;
+    cached, read-only). Raises errors.NotFound for a group/version skiff does
+    not serve."""
+    doc = _cached(kinds.all_kinds(), crd.generation())["v3"].get(_key(group, version))
+    if doc is None:
+        raise NotFound(f"the server does not serve group/version {_key(group, version)}")
+    result: dict[str, Any] = doc
+    return result
+
+
+def v3_paths() -> dict[str, Any]:
+    """The `/openapi/v3` index: each group/version's document URL with its hash."""
+    index: dict[str, Any] = _cached(kinds.all_kinds(), crd.generation())["index"]
+    return index
