@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import ipaddress
 import logging
 import os
@@ -489,6 +490,9 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
             component_processes(enabled, args, data_dir, server.grpc_socket)
         )
         running.supervisor.start()
+        supervisor = running.supervisor
+        for name in enabled:
+            _probe(running, name, functools.partial(_child_runs, supervisor, name))
     elif enabled:
         from controlplane.client.apiclient import connect
 
@@ -505,7 +509,29 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         except StartError:
             running.stop()  # nothing half-started is left serving
             raise
+        for started in running.components:
+            _probe(running, started.name, functools.partial(_thread_runs, started.thread))
     return running
+
+
+def _child_runs(supervisor: Supervisor, name: str) -> bool:
+    return name in supervisor.pids()
+
+
+def _thread_runs(thread: threading.Thread | None) -> bool:
+    return thread is not None and thread.is_alive()
+
+
+# The ComponentStatus names of the components (`kubectl get cs`).
+COMPONENT_STATUS_NAMES = {"scheduler": "scheduler", "controllers": "controller-manager"}
+
+
+def _probe(running: RunningControlPlane, name: str, alive: Callable[[], bool]) -> None:
+    """Let `kubectl get componentstatuses` ask whether component `name` runs."""
+    status_name = COMPONENT_STATUS_NAMES.get(name)
+    rest = running.server.rest
+    if status_name is not None and rest is not None:
+        rest.server.components[status_name] = lambda: "" if alive() else "not running"
 
 
 def answers(socket: str, token: str) -> None:

@@ -71,7 +71,7 @@ def other_kinds() -> list[str]:
     return [
         k.key
         for k in kinds.all_kinds()
-        if not k.create_only and k.key not in GC_KINDS and k.kind not in IGNORED
+        if not k.create_only and not k.read_only and k.key not in GC_KINDS and k.kind not in IGNORED
     ]
 
 

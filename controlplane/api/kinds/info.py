@@ -42,6 +42,8 @@ class KindInfo:
 
     # Never stored: a create is answered at once (SubjectAccessReview, TokenReview).
     create_only: bool = False
+    # Never stored: computed on each read, get and list only (ComponentStatus).
+    read_only: bool = False
 
     @property
     def group(self) -> str:

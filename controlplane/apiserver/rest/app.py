@@ -25,6 +25,7 @@ from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token
 from controlplane.apiserver.rest import (
     auditing,
+    componentstatus,
     compression,
     discovery,
     fields,
@@ -133,6 +134,15 @@ def _openapi(segments: list[str], path: str, accept: str) -> web.StreamResponse:
 def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler, bool]:
     """The handler of a resource request, and whether it is long-running."""
     sub = target.subresource
+    if target.info.kind == "Binding" and target.info.api_version == "v1":
+        # POST namespaces/NS/bindings: pods/binding with the pod named in metadata.name.
+        if sub or target.name or method != "POST":
+            raise MethodNotAllowed(f"{target.info.resource} support create only")
+        return subresources.binding, False
+    if target.info.read_only:  # computed on each read (ComponentStatus)
+        if sub or method != "GET" or queryparams.flag(request.query, "watch"):
+            raise MethodNotAllowed(f"{method} is not allowed on {target.info.resource}")
+        return componentstatus.serve, False
     if target.info.create_only:
         # Answered at once, never stored: only a create of the collection.
         if sub or target.name or method != "POST":

@@ -8,7 +8,7 @@ import contextvars
 import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -38,6 +38,9 @@ class Server:
     audit: AuditLog | None = None
     min_watch_timeout: float = 1800.0
     agent_tls: AgentTLS | None = None  # the API server's own credential towards agents
+    # The control plane's components by ComponentStatus name ("scheduler",
+    # "controller-manager"): each says why it is unhealthy, "" when healthy.
+    components: dict[str, Callable[[], str]] = field(default_factory=dict)
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """func(*args, **kwargs) on the executor: registry calls block. It runs

@@ -98,24 +98,33 @@ async def scale(call: Call) -> web.StreamResponse:
 
 
 async def binding(call: Call) -> web.StreamResponse:
+    """pods/NAME/binding, or POST namespaces/NS/bindings naming the pod in
+    metadata.name (Kubernetes' BindingREST serves both)."""
     t = call.target
     doc = body.as_object(await intake.document(call, api_version="v1", kind="Binding"))
     target = doc.get("target") or {}
     meta = doc.get("metadata") or {}
     if not isinstance(target, dict) or not isinstance(meta, dict):
         raise BadRequest("target and metadata must be objects")
-    if meta.get("name") not in (None, "", t.name):
-        raise BadRequest(f"metadata.name: {meta.get('name')!r} does not match the pod ({t.name})")
+    pod = t.name if t.info.key == "Pod" else str(meta.get("name") or "")
+    if not pod:
+        raise Invalid('Binding "" is invalid: metadata.name: Required value: name or '
+                      "generateName is required")  # fmt: skip
+    if meta.get("name") not in (None, "", pod):
+        raise BadRequest(f"metadata.name: {meta.get('name')!r} does not match the pod ({pod})")
+    if target.get("kind") not in (None, "", "Node"):
+        raise Invalid(f'Binding "{pod}" is invalid: target.kind: Unsupported value: '
+                      f'"{target.get("kind")}": supported values: "Node", "<empty>"')  # fmt: skip
     annotations = meta.get("annotations")
     bind = PodBinding(
-        t.namespace, t.name, str(target.get("name") or ""), str(meta.get("uid") or ""),
+        t.namespace, pod, str(target.get("name") or ""), str(meta.get("uid") or ""),
         annotations if isinstance(annotations, dict) else None,
     )  # fmt: skip
     dry_run = call.dry_run()
     (outcome,) = await call.server.run(call.registry.bind_many, [bind], call.who, dry_run)
     if isinstance(outcome, ApiError):
         raise outcome
-    return document_response(call, success("pods", t.name), 201)
+    return document_response(call, success("pods", pod), 201)
 
 
 async def eviction(call: Call) -> web.StreamResponse:

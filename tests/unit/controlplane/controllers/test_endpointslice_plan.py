@@ -58,7 +58,7 @@ def owner() -> Owner:
 
 def test_at_most_100_per_slice_and_endpoints_stay_put() -> None:
     key = ("IPv4", ())
-    endpoints = [{"addresses": [f"10.0.{i // 200}.{i % 200 + 1}"],
+    endpoints: list[dict[str, Any]] = [{"addresses": [f"10.0.{i // 200}.{i % 200 + 1}"],
                   "targetRef": {"uid": f"p{i}"}} for i in range(250)]  # fmt: skip
     first = plan(owner(), [], {key: endpoints}, 100)
     assert [len(s["endpoints"]) for s in first.create] == [100, 100, 50]
