@@ -1,1 +1,1 @@
-"""The `storage.k8s.io/v1` group: StorageClass."""
+"""The `storage.k8s.io/v1` group: StorageClass, CSIDriver, CSINode, VolumeAttachment, CSIStorageCapacity."""
