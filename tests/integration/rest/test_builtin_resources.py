@@ -80,8 +80,6 @@ EXPECTED_MISSING = {
     "validatingadmissionpolicybindings.admissionregistration.k8s.io":
         "extension-points issue: ValidatingAdmissionPolicy",
     "apiservices.apiregistration.k8s.io": "extension-points issue: APIService aggregation",
-    "selfsubjectreviews.authentication.k8s.io":
-        "not started: `kubectl auth whoami` is answered, the resource is not in discovery",
 }  # fmt: skip
 
 
@@ -176,7 +174,7 @@ def test_csi_driver_and_node(cluster: Cluster, api: Any) -> None:
 
 
 def test_volume_attachment_and_storage_capacity(cluster: Cluster, api: Any) -> None:
-    va = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+    va: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
           "metadata": {"name": "va-1"},
           "spec": {"attacher": "hostpath.csi.k8s.io", "nodeName": "n1",
                    "source": {"persistentVolumeName": "pv-1"}}}  # fmt: skip

@@ -93,9 +93,10 @@ def test_post_bindings_binds_a_pod(cluster: Cluster, api: Any) -> None:
             return got["spec"].get("nodeName")
 
         assert node_of("web") == "bind-node"
-        again = kubectl(cluster, "create", "-f", "-", stdin=json.dumps(binding), check=False)
+        elsewhere = {**binding, "target": {"kind": "Node", "name": "other-node"}}
+        again = kubectl(cluster, "create", "-f", "-", stdin=json.dumps(elsewhere), check=False)
         assert again.returncode != 0
-        assert "is already assigned to node" in again.stderr
+        assert 'pod "web" is already assigned to node "bind-node"' in again.stderr
         # The Python client: the same resource (its Status answer read raw).
         kubernetes = pytest.importorskip("kubernetes")
         core = kubernetes.client.CoreV1Api(api)
