@@ -112,7 +112,7 @@ def test_post_bindings_binds_a_pod(cluster: Cluster, api: Any) -> None:
         with pytest.raises(kubernetes.client.ApiException) as err:
             core.create_namespaced_binding(ns, wrong, _preload_content=False)
         assert err.value.status == 422
-        assert 'target.kind: Unsupported value: "Pod"' in str(err.value.body)
+        assert 'target.kind: Unsupported value: "Pod"' in json.loads(err.value.body)["message"]
     finally:
         kubectl(cluster, "delete", "node", "bind-node", check=False)
         kubectl(cluster, "delete", "namespace", ns, "--wait=false", check=False)
