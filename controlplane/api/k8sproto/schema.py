@@ -40,6 +40,7 @@ SPECIAL = {
 # The API group of each package of the table ("" is the core group).
 GROUPS = {
     "core": "",
+    "admissionregistration": "admissionregistration.k8s.io",
     "apps": "apps",
     "batch": "batch",
     "autoscaling": "autoscaling",

@@ -18,6 +18,17 @@ reads it.
 """
 
 TABLE = """
+admissionregistration/v1.MatchCondition 1,name,s,p 2,expression,s,p
+admissionregistration/v1.MutatingWebhook 1,name,s,p 2,clientConfig,WebhookClientConfig 3,rules,[]RuleWithOperations 4,failurePolicy,s,p 9,matchPolicy,s,p 5,namespaceSelector,meta/v1.LabelSelector,p 11,objectSelector,meta/v1.LabelSelector,p 6,sideEffects,s,p 7,timeoutSeconds,i32,p 8,admissionReviewVersions,[]s 10,reinvocationPolicy,s,p 12,matchConditions,[]MatchCondition
+admissionregistration/v1.MutatingWebhookConfiguration 1,metadata,meta/v1.ObjectMeta 2,webhooks,[]MutatingWebhook
+admissionregistration/v1.MutatingWebhookConfigurationList 1,metadata,meta/v1.ListMeta 2,items,[]MutatingWebhookConfiguration
+admissionregistration/v1.Rule 1,apiGroups,[]s 2,apiVersions,[]s 3,resources,[]s 4,scope,s,p
+admissionregistration/v1.RuleWithOperations 1,operations,[]s 2,,Rule,i
+admissionregistration/v1.ServiceReference 1,namespace,s,p 2,name,s,p 3,path,s,p 4,port,i32,p
+admissionregistration/v1.ValidatingWebhook 1,name,s,p 2,clientConfig,WebhookClientConfig 3,rules,[]RuleWithOperations 4,failurePolicy,s,p 9,matchPolicy,s,p 5,namespaceSelector,meta/v1.LabelSelector,p 10,objectSelector,meta/v1.LabelSelector,p 6,sideEffects,s,p 7,timeoutSeconds,i32,p 8,admissionReviewVersions,[]s 11,matchConditions,[]MatchCondition
+admissionregistration/v1.ValidatingWebhookConfiguration 1,metadata,meta/v1.ObjectMeta 2,webhooks,[]ValidatingWebhook
+admissionregistration/v1.ValidatingWebhookConfigurationList 1,metadata,meta/v1.ListMeta 2,items,[]ValidatingWebhookConfiguration
+admissionregistration/v1.WebhookClientConfig 3,url,s,p 1,service,ServiceReference,p 2,caBundle,y
 core/v1.AWSElasticBlockStoreVolumeSource 1,volumeID,s,p 2,fsType,s 3,partition,i32 4,readOnly,b
 core/v1.Affinity 1,nodeAffinity,NodeAffinity,p 2,podAffinity,PodAffinity,p 3,podAntiAffinity,PodAntiAffinity,p
 core/v1.AppArmorProfile 1,type,s,p 2,localhostProfile,s,p
