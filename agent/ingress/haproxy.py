@@ -218,6 +218,9 @@ class HAProxy:
         (the default action), so reloads are strictly one after another."""
         deadline = time.monotonic() + timeout
         before = self.worker_pid()
+        while not before and time.monotonic() < deadline - timeout / 2:
+            time.sleep(0.05)  # a worker still starting (an adopted master's)
+            before = self.worker_pid()
         while not _catches_sigusr2(pid):
             if not Path(f"/proc/{pid}").exists():
                 raise HAProxyError(f"haproxy master {pid} exited")
