@@ -211,6 +211,11 @@ class HAProxy:
                     return int(line.split(":", 1)[1])
         return 0
 
+    def _alive(self, pid: int) -> bool:
+        if self._proc is not None and self._proc.pid == pid:
+            return self._proc.poll() is None  # our child: a zombie is dead
+        return Path(f"/proc/{pid}").exists()
+
     def _reload(self, pid: int, timeout: float = 15.0) -> None:
         """SIGUSR2 to the master, once it catches it, then wait for the new
         worker. HAProxy's master loses a SIGUSR2 that arrives while it
@@ -222,7 +227,7 @@ class HAProxy:
             time.sleep(0.05)  # a worker still starting (an adopted master's)
             before = self.worker_pid()
         while not _catches_sigusr2(pid):
-            if not Path(f"/proc/{pid}").exists():
+            if not self._alive(pid):
                 raise HAProxyError(f"haproxy master {pid} exited")
             if time.monotonic() > deadline:
                 raise HAProxyError(f"haproxy master {pid} does not take SIGUSR2")
@@ -232,7 +237,7 @@ class HAProxy:
             now = self.worker_pid()
             if now and now != before:
                 return
-            if not Path(f"/proc/{pid}").exists():
+            if not self._alive(pid):
                 raise HAProxyError(f"haproxy master {pid} exited while reloading")
             if time.monotonic() > deadline:
                 raise HAProxyError(f"haproxy did not start a new worker within {timeout:.0f} s")
