@@ -304,6 +304,9 @@ EXAMPLES: list[dict[str, Any]] = [
               "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "u"}},
      "status": {"token": "abc", "expirationTimestamp": T}},
     {"apiVersion": "v1", "kind": "PodTemplate", "metadata": META, "template": TEMPLATE},
+    {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": META,
+     "data": {"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"a": "b"}}}}},
+     "revision": 3},
     {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": META,
      "spec": {"hard": {"pods": "10", "requests.cpu": "2"}, "scopes": ["NotTerminating"],
               "scopeSelector": {"matchExpressions": [
