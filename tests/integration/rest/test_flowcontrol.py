@@ -74,6 +74,17 @@ def table(cluster: Cluster, plural: str) -> tuple[list[str], dict[str, list[str]
     return lines[0].split(), rows
 
 
+@pytest.fixture(scope="module", autouse=True)
+def controllers_running(cluster: Cluster) -> None:
+    """The controller manager is up (it starts after the API server, and on
+    a loaded machine takes a while to win its lease): the default
+    namespace's ServiceAccount is its first work."""
+    wait_for(
+        lambda: kubectl(cluster, "get", "serviceaccount", "default", check=False).returncode == 0,
+        120, interval=0.5, message="the controller manager",
+    )  # fmt: skip
+
+
 @pytest.fixture
 def api(cluster: Cluster) -> Iterator[Any]:
     kubernetes = pytest.importorskip("kubernetes")
