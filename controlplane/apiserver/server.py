@@ -198,13 +198,12 @@ class ApiServer:
     def bootstrap(self) -> None:
         """Create the built-in objects that are missing."""
         ensure_defaults(self.registry)
-        # API priority and fairness's mandatory and suggested configuration
-        # (kept afterwards by the apf-configuration controller).
-        for obj, _mandatory in apf_bootstrap.bootstrap_objects():
-            try:
-                self.registry.create(obj["kind"], obj)
-            except AlreadyExists:
-                pass
+        # API priority and fairness's mandatory and suggested configuration, in
+        # one batch (kept afterwards by the apf-configuration controller).
+        apf = [(obj["kind"], obj, None) for obj, _ in apf_bootstrap.bootstrap_objects()]
+        for outcome in self.registry.create_many(apf):
+            if isinstance(outcome, Exception) and not isinstance(outcome, AlreadyExists):
+                raise outcome
         for name in BUILTIN_NAMESPACES:
             try:
                 self.registry.create("Namespace", {"metadata": {"name": name}})
