@@ -3,9 +3,10 @@ FlowSchemas and PriorityLevelConfigurations (controlplane/api/apf_bootstrap.py)
 as Kubernetes' apf bootstrap ensurer does, and every FlowSchema's Dangling
 condition as its APF controller does.
 
-A bootstrap object changed or deleted is put back at once: a mandatory one
-always (exempt, catch-all; the probes FlowSchema), a suggested one while
-its `apf.kubernetes.io/autoupdate-spec` annotation says "true". A
+A deleted bootstrap object is created again at once; a changed one is put
+back: a mandatory one always (exempt, catch-all; the probes FlowSchema), a
+suggested one while its `apf.kubernetes.io/autoupdate-spec` annotation
+says "true". A
 FlowSchema's status says whether the priority level it names exists
 (`Dangling` False/Found or True/NotFound, with Kubernetes' messages); a
 level coming or going re-checks every schema. (The API server creates the
@@ -50,11 +51,11 @@ class ApfConfigurationController(Controller):
         if boot is not None:
             want, mandatory = boot
             if stored is None:
-                if mandatory:  # a deleted suggested object stays deleted, as in Kubernetes
-                    try:
-                        self.client.create(kind, want)
-                    except errors.AlreadyExists:
-                        pass
+                # "we always re-create a missing configuration object" (Kubernetes' ensurer)
+                try:
+                    self.client.create(kind, want)
+                except errors.AlreadyExists:
+                    pass
                 return None
             fixed = apf.reconcile(stored, want, mandatory)
             if fixed is not None:

@@ -166,6 +166,8 @@ def test_suggested_objects_honour_autoupdate_spec(cluster: Cluster) -> None:
     kubectl(cluster, "patch", "prioritylevelconfiguration", "workload-low", "--type=merge",
             "-p", '{"spec": {"limited": {"nominalConcurrencyShares": 7}}}')  # fmt: skip
     wait_for(lambda: shares(cluster, "workload-low") == 100, 30, message="auto-updated back")
+    kubectl(cluster, "delete", "prioritylevelconfiguration", "workload-low")
+    wait_for(lambda: shares(cluster, "workload-low") == 100, 30, message="created again")
     kubectl(cluster, "annotate", "prioritylevelconfiguration", "global-default", "--overwrite",
             "apf.kubernetes.io/autoupdate-spec=false")  # fmt: skip
     kubectl(cluster, "patch", "prioritylevelconfiguration", "global-default", "--type=merge",
