@@ -36,7 +36,10 @@ _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 def patch_of(owner: Mapping[str, Any]) -> Object:
     """The revision data of an owner: a patch replacing spec.template."""
     template = rollout.canonical_template(podutil.spec(owner).get("template") or {})
-    return {"spec": {"template": {**template, "$patch": "replace"}}}
+    data: Object = {"spec": {"template": {**template, "$patch": "replace"}}}
+    # Keys in Go's map order (sorted), as the controllers' json.Marshal writes them.
+    sorted_data: Object = json.loads(json.dumps(data, sort_keys=True))
+    return sorted_data
 
 
 def template_of(revision: Mapping[str, Any]) -> Object:
