@@ -11,6 +11,7 @@ refused naming the field, in Volcano's words:
   neither; an exit code is not 0 and not given twice; an event appears in
   one policy only (given twice in one policy it counts once); `*` stands
   alone; actions and events are Volcano's;
+- tasks' `dependsOn` form a directed acyclic graph;
 - plugins are `env`, `svc`, `ssh`; volumes have a unique mountPath and
   name an existing claim or describe a new one.
 
@@ -125,6 +126,24 @@ def _volumes(e: Errors, volumes: Any) -> None:
                          "to create one give only volumeClaim")  # fmt: skip
 
 
+def _dependencies_form_a_dag(tasks: list[Any]) -> bool:
+    """Volcano's topoSort over the tasks' `dependsOn.name`: every task can be
+    ordered after the tasks it depends on (one naming no task never can)."""
+    needs: dict[str, set[str]] = {}
+    for task in tasks:
+        if isinstance(task, dict) and isinstance(task.get("name"), str):
+            names = (task.get("dependsOn") or {}).get("name") if isinstance(
+                task.get("dependsOn"), dict) else None  # fmt: skip
+            needs[task["name"]] = {str(n) for n in names or ()}
+    done: set[str] = set()
+    ready = [t for t, deps in needs.items() if not deps]
+    while ready:
+        done.add(ready.pop())
+        ready.extend(t for t, deps in needs.items()
+                     if t not in done and t not in ready and deps <= done)  # fmt: skip
+    return len(done) == len(needs)
+
+
 def validate(e: Errors, obj: Object, old: Object | None) -> None:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
@@ -167,6 +186,11 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
             e.add(f"{where}.template", "required")
         else:
             podspec.validate(e, f"{where}.template.spec", template.get("spec"), RESTART_POLICIES)
+    if any(isinstance(t, dict) and t.get("dependsOn") is not None for t in tasks) and (
+        not _dependencies_form_a_dag(tasks)
+    ):
+        e.add("spec.tasks", "job has dependencies between tasks, but doesn't form a directed "
+                            "acyclic graph(DAG)")  # fmt: skip
     if min_available is not None and min_available > total:
         e.add("spec.minAvailable",
               "job 'minAvailable' should not be greater than total replicas in tasks")  # fmt: skip
