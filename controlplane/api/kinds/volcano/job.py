@@ -29,9 +29,9 @@ import copy
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.api.checks import Errors
+from controlplane.api.checks import DNS_SUBDOMAIN_MESSAGE, Errors
 from controlplane.api.display import age, name, spec, status
-from controlplane.api.dnsnames import is_dns_label
+from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import podspec
@@ -41,6 +41,14 @@ from controlplane.client.errors import Invalid
 Object = dict[str, Any]
 DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
+
+
+# The events a policy may name (Volcano's policyEventMap's external ones:
+# not PodRunning, OutOfSync, CommandIssued; its JobUnknownEvent is "Unknown").
+POLICY_EVENTS = ("*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted",
+                 "JobUpdated", "TaskFailed")  # fmt: skip
+VALID = (f"valid events are [{' '.join(POLICY_EVENTS)}], "
+         f"valid actions are [{' '.join(volcano.ACTIONS)}]")  # fmt: skip
 
 
 def _events(pol: Object) -> list[str]:
@@ -72,10 +80,12 @@ def _policies(e: Errors, path: str, policies: Any) -> None:
             continue
         action = pol.get("action")
         if action is not None and action not in volcano.ACTIONS:
-            e.add(f"{where}.action", f"Invalid value: {action!r}: invalid policy action")
+            e.invalid(f"{where}.action", action, f"invalid policy action; {VALID}")
+        elif action is None and events:  # the webhook checks an event policy's action
+            e.invalid(f"{where}.action", "", f"invalid policy action; {VALID}")
         for ev in events:
-            if ev not in volcano.EVENTS:
-                e.add(f"{where}.event", f"Invalid value: {ev!r}: invalid policy event")
+            if ev not in POLICY_EVENTS:
+                e.invalid(f"{where}.event", ev, f"invalid policy event; {VALID}")
             elif ev in seen:
                 e.add(f"{where}.event", f"duplicate event {ev}  across different policy")
             seen.add(ev)
@@ -117,13 +127,17 @@ def _volumes(e: Errors, volumes: Any) -> None:
         name, claim = vol.get("volumeClaimName"), vol.get("volumeClaim")
         if name is not None and (not isinstance(name, str) or not name):
             e.add(f"{where}.volumeClaimName", "must be a claim name")
+        elif name and not is_dns_subdomain(name):
+            e.add(f"{where}.volumeClaimName", f"invalid VolumeClaimName {name} : "
+                                              f"[{DNS_SUBDOMAIN_MESSAGE}]")  # fmt: skip
         if claim is not None and not isinstance(claim, dict):
             e.add(f"{where}.volumeClaim", "must be a PersistentVolumeClaim spec")
         if not name and claim is None:
             e.add(where, "either VolumeClaim or VolumeClaimName must be specified")
         elif name and claim is not None:
-            e.add(where, "conflict: to use an existing claim give only volumeClaimName; "
-                         "to create one give only volumeClaim")  # fmt: skip
+            e.add(where, "conflict: If you want to use an existing PVC, just specify "
+                         "VolumeClaimName.If you want to create a new PVC, you do not need to "
+                         "specify VolumeClaimName")  # fmt: skip
 
 
 def _dependencies_form_a_dag(tasks: list[Any]) -> bool:

@@ -91,6 +91,23 @@ def test_example_job_applies_with_volcano_defaults(client: GrpcApiClient) -> Non
          "either VolumeClaim or VolumeClaimName must be specified"),
         ({"volumes": [{"mountPath": "", "volumeClaimName": "c"}]}, "spec.volumes[0].mountPath",
          "should be at least 1 chars long"),
+        # pkg/webhooks/admission/jobs/validate (util.go), in its words: only the
+        # external events (not PodRunning, OutOfSync, CommandIssued; "Unknown" is the
+        # job's), an event policy's action given, a claim's name a DNS subdomain.
+        ({"policies": [{"event": "PodRunning", "action": "AbortJob"}]},
+         "spec.policies[0].event", 'Invalid value: "PodRunning": invalid policy event; '
+         "valid events are [* PodFailed PodEvicted PodPending Unknown TaskCompleted"),
+        ({"policies": [{"event": "JobUnknown", "action": "AbortJob"}]},
+         "spec.policies[0].event", 'Invalid value: "JobUnknown": invalid policy event'),
+        ({"policies": [{"event": "PodFailed"}]}, "spec.policies[0].action",
+         'Invalid value: "": invalid policy action'),
+        ({"volumes": [{"mountPath": "/d", "volumeClaimName": "c", "volumeClaim": {}}]},
+         "spec.volumes[0]", "conflict: If you want to use an existing PVC, just specify "
+         "VolumeClaimName.If you want to create a new PVC, you do not need to specify "
+         "VolumeClaimName"),
+        ({"volumes": [{"mountPath": "/d", "volumeClaimName": "Bad_Claim"}]},
+         "spec.volumes[0].volumeClaimName", "invalid VolumeClaimName Bad_Claim : [a lowercase "
+         "RFC 1123 subdomain"),
     ],
 )  # fmt: skip
 def test_invalid_jobs_are_refused_naming_the_field(
