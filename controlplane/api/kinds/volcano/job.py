@@ -4,6 +4,8 @@ Volcano's job webhook's rules (and its CRD schema's), so that its example
 manifests apply unchanged and its invalid ones (example/invalid_jobs/) are
 refused naming the field, in Volcano's words:
 
+- the job's name and its pods' (`<job>-<task>-<task's index>`) are
+  qualified names (at most 63 characters), on create;
 - at least one task; task names are unique DNS labels; counts are >= 0;
   a task's `minAvailable` is not above its replicas, the job's not above
   the sum of the tasks' replicas;
@@ -26,10 +28,15 @@ SUCCEEDED FAILED RETRIES AGE.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.api.checks import DNS_SUBDOMAIN_MESSAGE, Errors
+from controlplane.api.checks import (
+    DNS_SUBDOMAIN_MESSAGE,
+    QUALIFIED_NAME_MESSAGE,
+    Errors,
+)
 from controlplane.api.display import age, name, spec, status
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
@@ -41,6 +48,7 @@ from controlplane.client.errors import Invalid
 Object = dict[str, Any]
 DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
+QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
 # The events a policy may name (Volcano's policyEventMap's external ones:
@@ -158,6 +166,18 @@ def _dependencies_form_a_dag(tasks: list[Any]) -> bool:
     return len(done) == len(needs)
 
 
+def _qualified_name_errors(name: str) -> str:
+    """IsQualifiedName's errors for a name without a prefix, as Go prints the list."""
+    errs = []
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if name and not QUALIFIED_NAME.match(name):
+        errs.append(QUALIFIED_NAME_MESSAGE)
+    return f"[{' '.join(errs)}]" if errs else ""
+
+
 def validate(e: Errors, obj: Object, old: Object | None) -> None:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
@@ -168,6 +188,9 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
     volcano.nonneg_int(e, "spec.maxRetry", spec.get("maxRetry"))
     volcano.nonneg_int(e, "spec.ttlSecondsAfterFinished", spec.get("ttlSecondsAfterFinished"))
     volcano.nonneg_int(e, "spec.minSuccess", spec.get("minSuccess"))
+    errs = _qualified_name_errors(job) if old is None else ""
+    if errs:
+        e.add("metadata.name", f"create job with name {job} validate failed {errs}")
     tasks = spec.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         e.add("spec.tasks", "No task specified in job spec")
@@ -187,6 +210,11 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
             e.add(f"{where}.name", f"duplicated task name {name}")
         else:
             names.add(name)
+        if isinstance(name, str) and old is None:  # the webhook's, on create
+            pod = f"{job}-{name}-{i}"  # MakePodName(job, task, the task's index)
+            errs = _qualified_name_errors(pod)
+            if errs:
+                e.add(f"{where}.name", f"create pod with name {pod} validate failed {errs}")
         replicas = volcano.nonneg_int(e, f"{where}.replicas", task.get("replicas"))
         total += replicas or 0
         task_min = volcano.nonneg_int(e, f"{where}.minAvailable", task.get("minAvailable"))

@@ -118,6 +118,24 @@ def test_invalid_jobs_are_refused_naming_the_field(
     assert field in str(err.value) and reason in str(err.value)
 
 
+def test_job_and_pod_names_must_be_qualified_names(client: GrpcApiClient) -> None:
+    """Volcano's job webhook (validateJobName, validateK8sPodNameLength): the
+    job's name and each task's pod name `<job>-<task>-<task index>` are
+    qualified names, so at most 63 characters."""
+    long_job = {**job(), "metadata": {"name": "j" * 64}}
+    with pytest.raises(Invalid, match=f"create job with name {'j' * 64} validate failed "
+                                      r"\[name part must be no more than 63 characters\]"):  # fmt: skip
+        client.create(volcano.JOB_KEY, long_job, "default")
+    name = "n" * 50
+    with pytest.raises(Invalid) as err:
+        client.create(volcano.JOB_KEY, {**job(tasks=[task("t" * 12, 6)]), "metadata": {"name": name}},
+                      "default")  # fmt: skip
+    assert f"spec.tasks[0].name: create pod with name {name}-{'t' * 12}-0 validate failed" in str(
+        err.value)  # fmt: skip
+    assert client.create(volcano.JOB_KEY, {**job(tasks=[task("t" * 10, 6)]),
+                                           "metadata": {"name": name}}, "default")  # fmt: skip
+
+
 def test_a_duplicate_event_within_one_policy_counts_once(client: GrpcApiClient) -> None:
     """Volcano's getEventList de-duplicates a policy's events: accepted."""
     policies = [{"events": ["PodFailed", "PodFailed"], "event": "PodFailed", "action": "AbortJob"}]
