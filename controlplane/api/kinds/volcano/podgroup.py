@@ -76,7 +76,7 @@ def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) ->
         named = ((ns.get("metadata") or {}).get("annotations") or {}).get(QUEUE_ANNOTATION)
         if isinstance(named, str) and named:
             queue = pg_spec["queue"] = named
-    check_open(api, "spec.queue", queue)
+    check_open(api, "spec.queue", queue, podgroup=True)
 
 
 def row(obj: Object, now: float, wide: bool) -> list[str]:

@@ -145,16 +145,18 @@ def children(api: AdmissionApi, name: str) -> list[str]:
     ]
 
 
-def check_open(api: AdmissionApi, field: str, name: str) -> None:
-    """The queue exists and is Open (Volcano's webhooks' words otherwise)."""
+def check_open(api: AdmissionApi, field: str, name: str, podgroup: bool = False) -> None:
+    """The queue exists and is Open, in the words of Volcano's job webhook
+    (or, `podgroup`, of its PodGroup webhook's checkQueueState)."""
     try:
         queue = api.get_object("Queue", name, None)
     except NotFound as err:
-        raise Invalid(f"{field}: unable to find job queue: {err}") from None
+        raise Invalid(f"{field}: unable to find {'' if podgroup else 'job '}queue: {err}") from None
     state = (queue.get("status") or {}).get("state") or "Open"
     if state != "Open":
-        raise Invalid(f"{field}: can only submit job to queue with state `Open`, "
-                      f"queue `{name}` status is `{state}`")  # fmt: skip
+        raise Invalid(f"{field}: can only submit {'PodGroup' if podgroup else 'job'} to queue "
+                      f"with state `Open`, queue `{name}` status is `{state}`"
+                      f"{'.' if podgroup else ''}")  # fmt: skip
 
 
 def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:

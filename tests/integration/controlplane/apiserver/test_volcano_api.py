@@ -4,6 +4,7 @@ must name an existing, Open queue."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -182,8 +183,17 @@ def test_closed_queue_refuses_jobs_and_podgroups(client: GrpcApiClient) -> None:
         client.create(volcano.JOB_KEY, job(queue="shut"), "default")
     pg = {"apiVersion": volcano.SCHEDULING_API, "kind": "PodGroup",
           "metadata": {"name": "g"}, "spec": {"minMember": 2, "queue": "shut"}}  # fmt: skip
-    with pytest.raises(Invalid, match=r"spec\.queue"):
+    with pytest.raises(
+        Invalid,
+        match=r"spec\.queue: can only submit PodGroup to queue with "
+        r"state `Open`, queue `shut` status is `Closed`\.",
+    ):
         client.create("PodGroup", pg, "default")
+    with pytest.raises(
+        Invalid,
+        match=re.escape('spec.queue: unable to find queue: queues.scheduling.volcano.sh "nowhere"'),
+    ):
+        client.create("PodGroup", {**pg, "spec": {"minMember": 2, "queue": "nowhere"}}, "default")
     # skiff's earlier PodGroup apiVersion still applies, on the default queue.
     old = {"apiVersion": "scheduling.skiff.dev/v1alpha1", "kind": "PodGroup",
            "metadata": {"name": "g"}, "spec": {"minMember": 2}}  # fmt: skip
