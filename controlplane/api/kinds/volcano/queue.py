@@ -7,8 +7,8 @@ guaranteed resource must be deserved; one not in capability is not limited
 there); the hierarchy annotations come together, with as many weights > 0
 as path parts; reclaimable is a boolean; the state is one of Volcano's.
 Admission (Volcano's queue webhook): a queue's `spec.parent` (none or
-`root`: the top) is not itself and exists; its hierarchy path is no prefix
-of another queue's; on DELETE, `default` and `root` stay and a queue with
+`root`: the top) is not itself, exists, and keeps the tree's resources in
+order (queue_tree.py); its hierarchy path is no prefix of another queue's; on DELETE, `default` and `root` stay and a queue with
 child queues is refused. `check_open` and
 `children` serve the Job's and PodGroup's admission: the queue they name
 must exist and be Open, and a Job's must be a leaf. Defaults (weight 1,
@@ -27,6 +27,7 @@ from controlplane.api.checks import Errors, go_value
 from controlplane.api.display import age, name, spec, status
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.volcano import queue_tree
 from controlplane.api.quantity import format_quantity, is_binary, parse_quantity
 from controlplane.client.errors import Invalid, NotFound
 
@@ -161,7 +162,7 @@ def check_open(api: AdmissionApi, field: str, name: str, podgroup: bool = False)
 
 def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:
     """Volcano's queue webhook: a hierarchy annotation is no prefix of another
-    queue's; validateHierarchicalQueue: a parent that is not itself and exists."""
+    queue's; the parent and the resources within the tree (queue_tree.py)."""
     name = str((obj.get("metadata") or {}).get("name") or "")
     path = ((obj.get("metadata") or {}).get("annotations") or {}).get(HIERARCHY)
     if path:
@@ -172,15 +173,12 @@ def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) ->
                 raise Invalid(f"metadata.annotations: Invalid value: {go_value(path)}: {path} is "
                               f"not allowed to be in the sub path of {theirs} of queue "
                               f"{meta.get('name')}")  # fmt: skip
-    parent = (obj.get("spec") or {}).get("parent")
-    if not parent or parent == ROOT or parent == (((old or {}).get("spec") or {}).get("parent")):
-        return
-    if parent == name:
-        raise Invalid(f"spec.parent: queue {name} cannot use itself as parent")
-    try:
-        api.get_object("Queue", parent, None)
-    except NotFound as err:
-        raise Invalid(f"spec.parent: failed to get parent queue of queue {name}: {err}") from None
+    spec, before = obj.get("spec") or {}, (old or {}).get("spec") or {}
+    if old is None or spec.get("parent") != before.get("parent"):
+        queue_tree.check_parent(api, obj)
+    if name != ROOT and (old is None or any(
+            spec.get(f) != before.get(f) for f in ("parent", "capability", "deserved", "guarantee"))):  # fmt: skip
+        queue_tree.check_resources(api, obj)
 
 
 def admit_delete(api: AdmissionApi, info: KindInfo, stored: Object) -> None:

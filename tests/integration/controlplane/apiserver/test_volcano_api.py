@@ -172,8 +172,39 @@ def test_a_job_goes_only_to_a_leaf_queue(client: GrpcApiClient) -> None:
     assert client.create(volcano.JOB_KEY, job(queue="leaf"), "default")
     with pytest.raises(Invalid, match="cannot use itself as parent"):
         client.create("Queue", {"metadata": {"name": "loop"}, "spec": {"parent": "loop"}})
-    with pytest.raises(Invalid, match="failed to get parent queue of queue orphan"):
+    with pytest.raises(Invalid, match="failed to get parent queue nowhere of queue orphan"):
         client.create("Queue", {"metadata": {"name": "orphan"}, "spec": {"parent": "nowhere"}})
+
+
+def test_a_queue_tree_keeps_its_depth_and_resources_in_order(client: GrpcApiClient) -> None:
+    """Volcano's queue webhook (validate_queue.go: validateQueueDepth,
+    validateChildAgainstAncestor, validateSiblingsSum, validateChildrenConstraints)."""
+
+    def q(name: str, parent: str, **spec: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "spec": {"parent": parent, **spec}}
+
+    parent = "root"
+    for i in range(1, 6):  # five deep is the most
+        client.create("Queue", q(f"d{i}", parent))
+        parent = f"d{i}"
+    with pytest.raises(Invalid, match="queue d6 exceeds the maximum allowed depth of 5"):
+        client.create("Queue", q("d6", "d5"))
+    client.create("Queue", q("p", "root", capability={"cpu": "8"}, deserved={"cpu": "4"}))
+    with pytest.raises(Invalid, match=re.escape(
+            "queue c0 capability[cpu]=16 exceeds its ancestor's capability=8")):  # fmt: skip
+        client.create("Queue", q("c0", "p", capability={"cpu": "16"}))
+    client.create("Queue", q("c1", "p", capability={"cpu": "6"}, deserved={"cpu": "3"}))
+    with pytest.raises(Invalid, match=re.escape(
+            "parent queue p validation failed: sum of children's deserved (cpu 5000.00, "
+            "memory 0.00) exceeds parent's deserved limit (cpu 4000.00, memory 0.00)")):  # fmt: skip
+        client.create("Queue", q("c2", "p", deserved={"cpu": "2"}))
+    made = client.get("Queue", "p")
+    made["spec"]["capability"] = {"cpu": "4"}
+    with pytest.raises(Invalid, match=re.escape(
+            "queue p capability[cpu]=4 is smaller than its descendants' max capability=6")):  # fmt: skip
+        client.update("Queue", made)
+    made["spec"]["capability"] = {"cpu": "6"}
+    assert client.update("Queue", made)
 
 
 def test_closed_queue_refuses_jobs_and_podgroups(client: GrpcApiClient) -> None:
