@@ -154,8 +154,10 @@ def default_job(obj: Object) -> None:
     name, minAvailable (its replicas), maxRetry (3) and a hostNetwork pod's
     dnsPolicy; the job's minAvailable, the sum of its tasks'."""
     spec = obj.setdefault("spec", {})
-    spec.setdefault("queue", DEFAULT_QUEUE)
-    spec.setdefault("schedulerName", SCHEDULER_NAME)
+    if not spec.get("queue"):  # "" too, as the webhook's patchDefaultQueue
+        spec["queue"] = DEFAULT_QUEUE
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = SCHEDULER_NAME
     if not spec.get("maxRetry"):  # 0 too, as patchDefaultMaxRetry
         spec["maxRetry"] = 3
     tasks = spec.get("tasks")

@@ -222,6 +222,13 @@ def test_job_mutate_defaults(api: GrpcApiClient) -> None:
     assert made["minAvailable"] == 5
 
 
+def test_job_mutate_fills_empty_strings(api: GrpcApiClient) -> None:
+    """Beyond the suite, the webhook's patches: an empty queue or scheduler
+    name is not given, so defaulted (Go cannot tell them apart)."""
+    made = api.create(volcano.JOB_KEY, vcjob("empty-strings-job", queue="", schedulerName=""), NS)
+    assert (made["spec"]["queue"], made["spec"]["schedulerName"]) == ("default", "volcano")
+
+
 def test_job_mutate_min_available_counts_task_minimums(api: GrpcApiClient) -> None:
     """Should calculate minAvailable considering task-level minAvailable when specified"""
     body = vcjob("task-min-available-job",
