@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import cast
 
 from controlplane.api import jsoncodec
-from controlplane.api.kinds import KindInfo, by_kind, definition
+from controlplane.api.kinds import KindInfo, by_kind, find
 from controlplane.api.kinds.definition import AdmissionApi
 from controlplane.apiserver.auth import SYSTEM, Identity
 from controlplane.apiserver.codec import (
@@ -59,7 +59,8 @@ def delete(
             base.authorizer.authorize(identity, "delete", info, ns, name, old, None)
         if info.kind == "Namespace" and name in PROTECTED_NAMESPACES:
             raise Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
-        refuse = definition(info.key).admit_delete
+        kdef = find(info.key)  # None: a custom kind whose CRD just went
+        refuse = kdef.admit_delete if kdef is not None else None
         if refuse is not None:
             refuse(cast("AdmissionApi", base), info, old)  # the Registry is the AdmissionApi
         meta = old.get("metadata") or {}
