@@ -1,13 +1,14 @@
 """Volcano's own admission e2e suite (test/e2e/admission: job_validation,
-job_mutate, queue_validation, queue_mutate, podgroup_validation and
-podgroup_mutate), ported case by case onto one API server: each case names
-the upstream `It` it comes from and asserts what that case asserts (the
-field and the words of the refusal, or the object as admitted).
+job_mutate, queue_validation, queue_mutate, podgroup_validation,
+podgroup_mutate and pod_validation), ported case by case onto one API
+server: each case names the upstream `It` it comes from and asserts what
+that case asserts (the field and the words of the refusal, or the object
+as admitted); a few cases beyond the suite say so.
 
 Left out: the cases for plugins skiff does not run (tensorflow, mpi,
-pytorch: their webhook adds svc/ssh), pod_validation/pod_mutate (the
-resource-group and budget annotations of Volcano's pod webhooks) and the
-hypernode and jobflow suites (kinds skiff does not serve).
+pytorch: their webhook adds svc/ssh), pod_mutate (the resource groups of
+Volcano's pod mutating webhook) and the hypernode and jobflow suites
+(kinds skiff does not serve).
 """
 
 from __future__ import annotations
@@ -409,3 +410,55 @@ def test_podgroup_queue_from_namespace_annotation(api: GrpcApiClient) -> None:
         assert made["spec"]["queue"] == "ns-queue"
     api.create("Namespace", {"metadata": {"name": "pg-plain"}})
     assert api.create("PodGroup", podgroup("pg-c"), "pg-plain")["spec"]["queue"] == "default"
+
+
+# --- pod_validation_test.go ----------------------------------------------------------------
+
+JDB_MIN, JDB_MAX = "volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable"
+
+
+def pod(name: str, annotations: Obj, scheduler: str = "volcano") -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {**template()["spec"], "schedulerName": scheduler}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "body"),
+    [
+        ("valid annotations", pod("pod-valid-annotation", {JDB_MIN: "2"})),
+        ("valid percentage annotation", pod("pod-valid-percentage", {JDB_MAX: "50%"})),
+        ("without annotations when using volcano scheduler", pod("pod-no-annotation", {})),
+        ("non-volcano scheduler (bypass validation)",
+         pod("pod-default-scheduler", {JDB_MIN: "-1"}, "default-scheduler")),
+    ],
+)  # fmt: skip
+def test_pod_allowed(api: GrpcApiClient, case: str, body: Obj) -> None:
+    """Should allow pod creation with <case>"""
+    assert api.create("Pod", body, NS)
+
+
+@pytest.mark.parametrize(
+    ("case", "annotations", "words"),
+    [
+        ("invalid negative annotation value", {JDB_MIN: "-1"},
+         ('invalid value <"-1"> for volcano.sh/jdb-min-available, it must be a positive integer',)),
+        ("invalid zero annotation value", {JDB_MIN: "0"}, ("must be a positive integer",)),
+        ("invalid percentage annotation (0%)", {JDB_MAX: "0%"},
+         ("percentage which between 1% ~ 99%",)),
+        ("invalid percentage annotation (100%)", {JDB_MAX: "100%"},
+         ("percentage which between 1% ~ 99%",)),
+        ("invalid string annotation", {JDB_MIN: "invalid"},
+         ('invalid value strconv.Atoi: parsing "invalid": invalid syntax for '
+          "volcano.sh/jdb-min-available",)),
+        ("multiple conflicting annotations", {JDB_MIN: "2", JDB_MAX: "50%"},
+         ("not allow configure multiple annotations <[volcano.sh/jdb-min-available "
+          "volcano.sh/jdb-max-unavailable]> at same time",)),
+    ],
+)  # fmt: skip
+def test_pod_refused(
+    api: GrpcApiClient, case: str, annotations: Obj, words: tuple[str, ...]
+) -> None:
+    """Should reject pod creation with <case>"""
+    name = "pod-" + "".join(c if c.isalnum() else "-" for c in case.lower())[:40].strip("-")
+    refused(lambda: api.create("Pod", pod(name, annotations), NS), *words)
