@@ -32,7 +32,7 @@ from controlplane.api.quantity import format_quantity, is_binary, parse_quantity
 from controlplane.client.errors import Invalid, NotFound
 
 Object = dict[str, Any]
-ROOT = "root"  # Volcano's top of the queue hierarchy
+ROOT = queue_tree.ROOT  # Volcano's top of the queue hierarchy
 
 
 HIERARCHY = "volcano.sh/hierarchy"
