@@ -66,15 +66,7 @@ KUBERNETES_1_32 = frozenset({
 # Not served yet, each with who builds it (issue 29 and the extension-points
 # issue). When one lands, this test fails until its line is removed here.
 EXPECTED_MISSING = {
-    "controllerrevisions.apps": "issue 29, ControllerRevision (engineer revisions)",
-    "flowschemas.flowcontrol.apiserver.k8s.io": "issue 29, flow control (engineer revisions)",
-    "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io":
-        "issue 29, flow control (engineer revisions)",
     "certificatesigningrequests.certificates.k8s.io": "issue 29, CSR (engineer trust)",
-    "mutatingwebhookconfigurations.admissionregistration.k8s.io":
-        "extension-points issue: admission webhooks",
-    "validatingwebhookconfigurations.admissionregistration.k8s.io":
-        "extension-points issue: admission webhooks",
     "validatingadmissionpolicies.admissionregistration.k8s.io":
         "extension-points issue: ValidatingAdmissionPolicy",
     "validatingadmissionpolicybindings.admissionregistration.k8s.io":
