@@ -80,9 +80,7 @@ def _resource(info: KindInfo) -> dict[str, Any]:
         "kind": info.kind,
         "verbs": ["create"] if info.create_only else ["get", "list"] if info.read_only else VERBS,
     }
-    if (
-        not info.create_only and not info.read_only
-    ):  # stored: the hash of the version it is stored at
+    if not info.create_only and not info.read_only:  # stored: the version's hash
         entry["storageVersionHash"] = storage_version_hash(info.api_version, info.kind)
     if info.short_names:
         entry["shortNames"] = list(info.short_names)
