@@ -46,12 +46,14 @@ from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
+# The Python client's e2e tests are the tag's (SKIFF_PYCLIENT_TAG); the client
+# installed is that release.
 WORK = Path(os.environ.get("SKIFF_CLIENTLIBS_DIR", Path.home() / ".cache" / "skiff-clientlibs"))
 SDISTS = {"kr8s": "kr8s==0.20.15", "kopf": "kopf==1.45.2"}
 # The suites' own test dependencies (their dependency groups), from PyPI.
 TEST_DEPS = [
     "pytest", "pytest-asyncio", "pytest-timeout", "pytest-rerunfailures", "trio", "anyio",
-    "kubernetes", "lightkube==0.21.0", "pykube-ng", "kubernetes-asyncio", "hatchling", "hatch-vcs",
+    "kubernetes==36.0.3", "lightkube==0.21.0", "pykube-ng", "kubernetes-asyncio", "hatchling", "hatch-vcs",
     "freezegun", "kmock", "looptime", "pytest-aiohttp", "pytest-mock", "certbuilder",
     "certvalidator", "oscrypto", "pyngrok",
 ]  # fmt: skip
@@ -169,7 +171,8 @@ def suites(py: Path) -> dict[str, Suite]:
         ).stdout.strip()  # fmt: skip
         shutil.rmtree(Path(pkg) / "e2e_test", ignore_errors=True)
         shutil.copytree(root / "kubernetes" / "e2e_test", Path(pkg) / "e2e_test")
-        found["pyclient"] = Suite("pyclient", Path(pkg), ["e2e_test"])
+        # Its tests read kubernetes/e2e_test/test_yaml/ from the working directory.
+        found["pyclient"] = Suite("pyclient", root, ["--pyargs", "kubernetes.e2e_test"])
     if git := os.environ.get("SKIFF_LIGHTKUBE_GIT"):
         ref = os.environ.get("SKIFF_LIGHTKUBE_REF", "HEAD")
         root = git_tree(git, ref, "e2e-tests", WORK / "src" / f"lightkube-{ref}")

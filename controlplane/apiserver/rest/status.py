@@ -55,7 +55,7 @@ def _causes(err: errors.ApiError) -> list[dict[str, str]]:
     """Field causes of an Invalid: "path: problem" each (the registry's form),
     the reason read from the problem's Kubernetes error type."""
     problems = getattr(err, "causes", None)
-    if not problems:
+    if problems is None:  # [] set: an Invalid with no causes (a generic 422)
         text = str(err)
         _, sep, rest = text.partition(" is invalid: ")
         problems = rest.split("; ") if sep else [text]
@@ -77,8 +77,8 @@ def status_object(
         err.details.get("name", name),
         err.details.get("group", group),
     )
-    if isinstance(err, errors.Invalid):
-        details["causes"] = _causes(err)
+    if isinstance(err, errors.Invalid) and (causes := _causes(err)):
+        details["causes"] = causes
     elif getattr(err, "status_causes", None):  # typed causes (an eviction's DisruptionBudget)
         details["causes"] = list(err.status_causes)  # type: ignore[attr-defined]
     if retry_after(err):

@@ -200,6 +200,49 @@ def test_json_patch_testing_the_resource_version(api: Any) -> None:
     )
 
 
+def test_invalid_patches_read_as_kubernetes_writes_them(cluster: Cluster, api: Any) -> None:
+    """kubectl's own test-cmd: a strategic merge patch making labels a string
+    says `cannot restore map from string`; a JSON patch that does not apply
+    is Kubernetes' generic 422 (no kind, no name, no causes); a JSON patch
+    that is not an array is the decoder's 400."""
+    kubectl(cluster, "create", "configmap", "patched", "--from-literal=a=1")
+    done = kubectl(cluster, "patch", "configmap", "patched", "-p",
+                   '{"metadata":{"labels":"invalid"}}', check=False)  # fmt: skip
+    assert done.returncode != 0
+    assert (
+        "The request is invalid: patch: Invalid value: "
+        '"map[metadata:map[labels:invalid]]": cannot restore map from string'
+    ) in done.stderr
+    path = "/api/v1/namespaces/default/configmaps/patched"
+    status, doc = raw(api, "PATCH", path, {"data": ["x"]},
+                      **{"Content-Type": "application/strategic-merge-patch+json"})  # fmt: skip
+    assert status == 422 and doc["message"] == (
+        ' "" is invalid: patch: Invalid value: "map[data:[x]]": cannot restore map from slice'
+    )
+    assert doc["details"] == {
+        "causes": [
+            {
+                "reason": "FieldValueInvalid",
+                "field": "patch",
+                "message": 'Invalid value: "map[data:[x]]": cannot restore map from slice',
+            }
+        ]
+    }
+    done = kubectl(cluster, "patch", "configmap", "patched", "--type=json",
+                   "-p", '[{"op":"test","path":"/data/a","value":"2"}]', check=False)  # fmt: skip
+    assert done.returncode != 0
+    assert ("The request is invalid: the server rejected our request due to an error in our "
+            "request") in done.stderr  # fmt: skip
+    status, doc = raw(api, "PATCH", path, [{"op": "remove", "path": "/data/zz"}],
+                      **{"Content-Type": "application/json-patch+json"})  # fmt: skip
+    assert (status, doc["reason"], doc.get("details", {})) == (422, "Invalid", {})
+    done = kubectl(cluster, "patch", "configmap", "patched", "--type=json",
+                   "-p", '{"op":"add"}', check=False)  # fmt: skip
+    assert ("Error from server (BadRequest): json: cannot unmarshal object into Go value of "
+            "type jsonpatch.Patch") in done.stderr  # fmt: skip
+    assert kubectl(cluster, "get", "cm", "patched", "-o", "jsonpath={.data.a}").stdout == "1"
+
+
 def test_limits_and_base64_line_breaks(api: Any) -> None:
     core = client.CoreV1Api(api)
     big = client.V1ConfigMap(metadata=client.V1ObjectMeta(
