@@ -287,8 +287,7 @@ def main(argv: list[str]) -> int:
     py = venv_python()
     available = suites(py)
     chosen = argv or list(available)
-    base = WORK / "run"
-    shutil.rmtree(base, ignore_errors=True)
+    base = WORK / f"run-{os.getpid()}"  # its logs stay for reading
     base.mkdir(parents=True)
     results: dict[str, Result] = {}
     with skiff_cluster(base) as cluster:

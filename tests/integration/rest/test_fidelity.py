@@ -243,6 +243,18 @@ def test_invalid_patches_read_as_kubernetes_writes_them(cluster: Cluster, api: A
     assert kubectl(cluster, "get", "cm", "patched", "-o", "jsonpath={.data.a}").stdout == "1"
 
 
+def test_explain_pod_status_fields(cluster: Cluster, api: Any) -> None:
+    """PodStatus is described field by field in both OpenAPI documents, with
+    Kubernetes' descriptions: `kubectl explain po.status.message` finds it."""
+    done = kubectl(cluster, "explain", "po.status.message")
+    assert "FIELD: message <string>" in done.stdout, done.stdout
+    assert "A human readable message indicating details about why the pod is in" in done.stdout
+    status, doc = raw(api, "GET", "/openapi/v2")
+    assert status == 200
+    reason = doc["definitions"]["io.k8s.api.core.v1.PodStatus"]["properties"]["reason"]
+    assert reason["description"].startswith("A brief CamelCase message")
+
+
 def test_limits_and_base64_line_breaks(api: Any) -> None:
     core = client.CoreV1Api(api)
     big = client.V1ConfigMap(metadata=client.V1ObjectMeta(
