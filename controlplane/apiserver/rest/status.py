@@ -83,6 +83,8 @@ def status_object(
         details["causes"] = list(err.status_causes)  # type: ignore[attr-defined]
     if retry_after(err):
         details["retryAfterSeconds"] = retry_after(err)
+    # metav1.Status' field order, as Kubernetes writes it: details before code
+    # (clients compare the bytes: the Python client's e2e tests do).
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -90,10 +92,10 @@ def status_object(
         "status": "Failure",
         "message": str(err),
         "reason": reason,
-        "code": code,
     }
     if details:
         body["details"] = details
+    body["code"] = code
     return code, body
 
 

@@ -113,6 +113,9 @@ def test_create_conflict_names_the_object_and_401_says_unauthorized(
     status, doc = raw(api, "POST", "/api/v1/namespaces/default/configmaps", body)
     assert status == 409 and doc["reason"] == "AlreadyExists"
     assert doc["details"] == {"name": "twice", "kind": "configmaps"}
+    # metav1.Status' order: the Python client's e2e tests compare the bytes.
+    assert list(doc) == ["kind", "apiVersion", "metadata", "status", "message", "reason",
+                         "details", "code"]  # fmt: skip
     status, doc = raw(api, "GET", "/api/v1/pods", Authorization="Bearer nonsense")
     assert status == 401 and doc["message"] == "Unauthorized"
 
@@ -287,6 +290,22 @@ def test_new_objects_carry_their_zero_status(api: Any) -> None:
                  "template": {"metadata": {"labels": {"a": "b"}},
                               "spec": {"containers": [{"name": "c", "image": "i"}]}}}})  # fmt: skip
     assert status == 201 and doc["status"] == {"replicas": 0, "availableReplicas": 0}
+    # The client's model requires an RC's status.replicas: it reads the create's answer.
+    rc = core.create_namespaced_replication_controller(
+        "default",
+        client.V1ReplicationController(
+            metadata=client.V1ObjectMeta(name="zero"),
+            spec=client.V1ReplicationControllerSpec(
+                replicas=0,
+                selector={"a": "b"},
+                template=client.V1PodTemplateSpec(
+                    metadata=client.V1ObjectMeta(labels={"a": "b"}),
+                    spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="i")]),
+                ),
+            ),
+        ),
+    )
+    assert rc.status.replicas == 0
 
 
 def test_a_new_node_is_tainted_not_ready_and_reads_in_the_client(api: Any) -> None:
