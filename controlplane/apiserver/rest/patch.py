@@ -43,7 +43,7 @@ def builder(call: Call, media: str, doc: Any) -> Callable[[Object | None], Objec
     if media == MERGE:
         if not isinstance(doc, dict):
             raise BadRequest("a JSON merge patch must be a JSON object")
-        return lambda old: merge_patch(old or {}, doc)
+        return lambda old: _decoded(merge_patch(old or {}, doc))
     if media == JSON_PATCH:
         if not isinstance(doc, list):
             # jsonpatch.DecodePatch's error, a 400 as Kubernetes answers it.
@@ -109,13 +109,28 @@ def _restored(new: Object, doc: Object) -> Object:
     """A strategic-merge-patched object its kind's types can read back, or
     Kubernetes' error quoting the patch (`patch: Invalid value: "map[...]":
     cannot restore map from string`), an Invalid of no kind and no name."""
-    problem = restore.restore_error(new)
-    if problem is None:
+    found = restore.mismatch(new)
+    if found is None:
         return new
-    cause = f"patch: Invalid value: {json.dumps(restore.go_value(doc))}: {problem}"
+    raise _patch_invalid(restore.go_value(doc), found.converter_error())
+
+
+def _decoded(new: Object) -> Object:
+    """A JSON-merge-patched object its kind's types can decode, or Kubernetes'
+    error quoting the patched object (`json: cannot unmarshal string into Go
+    struct field ObjectMeta.metadata.labels of type map[string]string`)."""
+    found = restore.mismatch(new)
+    if found is None:
+        return new
+    patched = json.dumps(new, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    raise _patch_invalid(patched, found.decoder_error())
+
+
+def _patch_invalid(value: str, problem: str) -> Invalid:
+    cause = f"patch: Invalid value: {json.dumps(value, ensure_ascii=False)}: {problem}"
     err = Invalid(f' "" is invalid: {cause}', details={"kind": "", "name": "", "group": ""})
     err.causes = [cause]  # type: ignore[attr-defined]
-    raise err
+    return err
 
 
 async def patch(call: Call) -> web.StreamResponse:

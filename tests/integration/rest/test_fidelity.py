@@ -216,6 +216,12 @@ def test_invalid_patches_read_as_kubernetes_writes_them(cluster: Cluster, api: A
         "The request is invalid: patch: Invalid value: "
         '"map[metadata:map[labels:invalid]]": cannot restore map from string'
     ) in done.stderr
+    done = kubectl(cluster, "patch", "configmap", "patched", "--type=merge", "-p",
+                   '{"metadata":{"labels":"invalid"}}', check=False)  # fmt: skip
+    assert (
+        "json: cannot unmarshal string into Go struct field ObjectMeta.metadata.labels of "
+        "type map[string]string"
+    ) in done.stderr and "patch: Invalid value:" in done.stderr
     path = "/api/v1/namespaces/default/configmaps/patched"
     status, doc = raw(api, "PATCH", path, {"data": ["x"]},
                       **{"Content-Type": "application/strategic-merge-patch+json"})  # fmt: skip
