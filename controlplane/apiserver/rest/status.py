@@ -107,7 +107,10 @@ def error_response(
     if retry_after(err):
         headers["Retry-After"] = str(retry_after(err))
     return web.Response(
-        status=code, body=jsoncodec.dumps(body), content_type="application/json", headers=headers
+        status=code,
+        body=jsoncodec.dumps(body) + b"\n",
+        content_type="application/json",
+        headers=headers,  # a newline ends it, as Go's json.Encoder writes it
     )
 
 

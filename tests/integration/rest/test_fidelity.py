@@ -113,7 +113,11 @@ def test_create_conflict_names_the_object_and_401_says_unauthorized(
     status, doc = raw(api, "POST", "/api/v1/namespaces/default/configmaps", body)
     assert status == 409 and doc["reason"] == "AlreadyExists"
     assert doc["details"] == {"name": "twice", "kind": "configmaps"}
-    # metav1.Status' order: the Python client's e2e tests compare the bytes.
+    # metav1.Status' order and Go's closing newline: the Python client's e2e
+    # tests compare the bytes.
+    with pytest.raises(ApiException) as conflict:
+        client.CoreV1Api(api).create_namespaced_config_map("default", body)
+    assert conflict.value.body.endswith('"code":409}\n'), conflict.value.body
     assert list(doc) == ["kind", "apiVersion", "metadata", "status", "message", "reason",
                          "details", "code"]  # fmt: skip
     status, doc = raw(api, "GET", "/api/v1/pods", Authorization="Bearer nonsense")
