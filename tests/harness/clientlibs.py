@@ -6,7 +6,8 @@ kopf's examples (`tests/e2e` of its sdist) each run in their own pytest, in a
 virtualenv of their own (their test dependencies are not skiff's), against one
 real `skiff control plane` process with its scheduler and controllers and two
 hollow nodes (`agent.hollow`: pods are bound and reported Running, but there is
-no container behind them, so exec, logs and port-forward fail). The only file
+no container behind them, so exec, logs and port-forward fail), and one pod in
+kube-system standing in for a kind cluster's system pods, which the suites list. The only file
 replaced is the one naming the cluster: kr8s' root conftest.py (pytest-kind's
 `k8s_cluster` fixture becomes the skiff cluster); the others read `KUBECONFIG`
 and run `kubectl`, which is kubectl 1.NEWEST by its versioned path.
@@ -89,6 +90,15 @@ def ensure_gc():
 @pytest.fixture(scope="session", autouse=True)
 def k8s_cluster(request):
     yield SkiffCluster()
+"""
+
+
+SYSTEM_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: system-stand-in, namespace: kube-system, labels: {k8s-app: system-stand-in}}
+spec:
+  containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
 """
 
 
@@ -211,7 +221,21 @@ class SkiffCluster:
             cwd=REPO, stdout=hollow, stderr=hollow,
         ))  # fmt: skip
         wait_for(self._nodes_ready, timeout=60, message="two Ready hollow nodes")
+        # The suites read pods of kube-system (a kind cluster's CoreDNS, etcd,
+        # kube-proxy...); skiff runs its components as processes, so one pod
+        # stands in for them there.
+        subprocess.run([str(NEWEST), "apply", "-f", "-"], input=SYSTEM_POD, text=True,
+                       env=self.env(), check=True, capture_output=True)  # fmt: skip
+        wait_for(self._system_pod_running, timeout=60, message="the kube-system pod Running")
         return self
+
+    def _system_pod_running(self) -> bool:
+        out = subprocess.run(
+            [str(NEWEST), "get", "pod", "-n", "kube-system", "system-stand-in", "-o",
+             "jsonpath={.status.phase}"], env=self.env(), capture_output=True, text=True,
+            check=False,
+        ).stdout  # fmt: skip
+        return out == "Running"
 
     def _nodes_ready(self) -> bool:
         out = subprocess.run(
