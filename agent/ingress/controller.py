@@ -41,7 +41,7 @@ from controlplane.client import errors
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
-from machinery.atomicfile import write_private
+from machinery.atomicfile import publish, write_private
 from machinery.clock import Clock, RealClock, Timer
 
 log = logging.getLogger("skiff.agent.ingress")
@@ -204,7 +204,7 @@ class IngressController:
         candidate = s.state_dir / "haproxy.cfg.new"
         write_private(candidate, text)
         self.haproxy.check(candidate)  # raises: the running configuration stays
-        candidate.replace(s.config_path)
+        publish(candidate, s.config_path)
         keep = {*certs, "default.pem"}
         for old in s.cert_dir.iterdir():
             if old.name not in keep:
