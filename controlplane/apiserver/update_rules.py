@@ -66,10 +66,7 @@ def status_update(old: Object, requested: Object) -> Object:
     (Registry.patch): nothing changes either. Not pruned: every schema
     declares status free-form, and the rest is the stored object."""
     new = {**old, "metadata": dict(old.get("metadata") or {})}
-    if "status" in requested:
-        new["status"] = requested["status"]
-    else:
-        new.pop("status", None)
+    _status_of(new, requested)
     return new
 
 
@@ -88,11 +85,16 @@ def main_update(info: KindInfo, old: Object, requested: Object) -> Object:
         else:
             meta.pop(field, None)
     if info.has_status:
-        if "status" in old:
-            new["status"] = old["status"]
-        else:
-            new.pop("status", None)
+        _status_of(new, old)
     return new
+
+
+def _status_of(new: Object, source: Object) -> None:
+    """`new` gets `source`'s status, or none when it has none."""
+    if "status" in source:
+        new["status"] = source["status"]
+    else:
+        new.pop("status", None)
 
 
 def after_decoding(info: KindInfo, old: Object, new: Object) -> None:
