@@ -37,6 +37,7 @@ from cryptography.x509.oid import NameOID
 
 from agent.ingress import model
 from agent.ingress.haproxy import HAProxy, IngressSettings, render
+from agent.sync_runner import SyncRunner
 from controlplane.client import errors
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
@@ -79,7 +80,9 @@ def default_certificate() -> bytes:
     )
 
 
-class IngressController:
+class IngressController(SyncRunner):
+    what = "ingress"  # in the log of a failed sync
+
     def __init__(
         self,
         api: ApiClient,
@@ -220,40 +223,12 @@ class IngressController:
         except errors.ApiError as err:
             log.warning("annotating node %s: %s", self.node_name, err)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            if self._stop.is_set():
-                return
-            if not all(
-                i.wait_for_sync(0.5)
-                for i in (self.ingresses, self.classes, self.services, self.endpoints)
-            ):
-                continue
-            wait = self._last_sync + self.timing.min_sync_interval - self.clock.monotonic()
-            if wait > 0 and self.clock.sleep(wait, self._stop):
-                return
-            self._wake.clear()
-            full = self._full.is_set()
-            self._full.clear()
-            try:
-                self.sync(full=full)
-                self.last_error = None
-            except Exception as err:
-                self.last_error = err
-                log.warning("ingress sync failed, retrying: %s", err)
-                self.clock.call_later(self.timing.retry_interval, self._wake.set)
+    def _ready(self) -> bool:
+        informers = (self.ingresses, self.classes, self.services, self.endpoints)
+        return all(i.wait_for_sync(0.5) for i in informers)
 
-    def _schedule_periodic(self) -> None:
-        if self._stop.is_set() or self.timing.sync_period <= 0:
-            return
-
-        def fire() -> None:
-            self._full.set()
-            self._wake.set()
-            self._schedule_periodic()
-
-        self._timer = self.clock.call_later(self.timing.sync_period, fire)
+    def _sync_timing(self) -> IngressTiming:
+        return self.timing
 
     def _wake_up(self, obj: Object) -> None:
         self._wake.set()

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from agent.netpol import plan as planner
 from agent.netpol.nft import CommandNft, Nft
 from agent.netpol.policy import Policy, PolicyError, namespace_labels, parse_policy, pod_info
+from agent.sync_runner import SyncRunner
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from machinery.clock import Clock, RealClock, Timer
@@ -49,7 +50,9 @@ class NetpolSettings:
     prepare_bridge: bool = True
 
 
-class NetworkPolicyController:
+class NetworkPolicyController(SyncRunner):
+    what = "network policy"  # in the log of a failed sync
+
     def __init__(
         self,
         api: ApiClient,
@@ -162,38 +165,12 @@ class NetworkPolicyController:
             self.syncs += 1
             self.last_sync_seconds = self.clock.monotonic() - started
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            if self._stop.is_set():
-                return
-            informers = (self.policies, self.pods, self.namespaces)
-            if not all(i.wait_for_sync(0.5) for i in informers):
-                continue  # a table from half-filled caches would open or cut traffic
-            wait = self._last_sync + self.settings.min_sync_interval - self.clock.monotonic()
-            if wait > 0 and self.clock.sleep(wait, self._stop):
-                return
-            self._wake.clear()
-            full = self._full.is_set()
-            self._full.clear()
-            try:
-                self.sync(full=full)
-                self.last_error = None
-            except Exception as err:
-                self.last_error = err
-                log.warning("network policy sync failed, retrying: %s", err)
-                self.clock.call_later(self.settings.retry_interval, self._wake.set)
+    def _ready(self) -> bool:
+        # a table from half-filled caches would open or cut traffic
+        return all(i.wait_for_sync(0.5) for i in (self.policies, self.pods, self.namespaces))
 
-    def _schedule_periodic(self) -> None:
-        if self._stop.is_set() or self.settings.sync_period <= 0:
-            return
-
-        def fire() -> None:
-            self._full.set()
-            self._wake.set()
-            self._schedule_periodic()
-
-        self._timer = self.clock.call_later(self.settings.sync_period, fire)
+    def _sync_timing(self) -> NetpolSettings:
+        return self.settings
 
     # ---- informer handlers: wake the worker, nothing else ------------------
 

@@ -28,6 +28,7 @@ from agent.proxy.conntrack import stale_udp_flows
 from agent.proxy.healthcheck import HealthCheckServers, health_targets
 from agent.proxy.iptables import CommandIptables, Iptables
 from agent.proxy.model import ServicePort, service_ports
+from agent.sync_runner import SyncRunner
 from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
@@ -89,7 +90,9 @@ def cleanup(ipt: Iptables, naming: rules.Chains = rules.DEFAULT_CHAINS) -> bool:
     return bool(text)
 
 
-class ServiceProxy:
+class ServiceProxy(SyncRunner):
+    what = "service proxy"  # in the log of a failed sync
+
     def __init__(
         self,
         api: ApiClient,
@@ -216,38 +219,12 @@ class ServiceProxy:
             except Exception as err:  # NodePorts on 127.0.0.1 then do not work
                 log.warning("cannot enable route_localnet: %s", err)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            if self._stop.is_set():
-                return
-            # Rules from half-filled stores would cut live services off.
-            if not (self.services.wait_for_sync(0.5) and self.endpoints.wait_for_sync(0.5)):
-                continue
-            wait = self._last_sync + self.settings.min_sync_interval - self.clock.monotonic()
-            if wait > 0 and self.clock.sleep(wait, self._stop):
-                return
-            self._wake.clear()
-            full = self._full.is_set()
-            self._full.clear()
-            try:
-                self.sync(full=full)
-                self.last_error = None
-            except Exception as err:
-                self.last_error = err
-                log.warning("service proxy sync failed, retrying: %s", err)
-                self.clock.call_later(self.settings.retry_interval, self._wake.set)
+    def _ready(self) -> bool:
+        # Rules from half-filled stores would cut live services off.
+        return self.services.wait_for_sync(0.5) and self.endpoints.wait_for_sync(0.5)
 
-    def _schedule_periodic(self) -> None:
-        if self._stop.is_set() or self.settings.sync_period <= 0:
-            return
-
-        def fire() -> None:
-            self._full.set()
-            self._wake.set()
-            self._schedule_periodic()
-
-        self._timer = self.clock.call_later(self.settings.sync_period, fire)
+    def _sync_timing(self) -> ProxySettings:
+        return self.settings
 
     # ---- informer handlers: mark dirty, nothing else ----------------------
 
