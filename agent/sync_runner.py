@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from controlplane.client.informer import Handler, SharedInformer
+from controlplane.client.interface import Object
 from machinery.clock import Clock, Timer
 
 log = logging.getLogger("skiff.agent.sync")
@@ -27,17 +29,62 @@ class SyncTiming(Protocol):
 
 
 class SyncRunner:
-    """The loop of a rule writer; the writer sets these attributes in its
-    __init__ and provides sync(full) (which sets _last_sync) and _ready()."""
+    """The loop of a rule writer, which calls _init_runner in its __init__,
+    _start_runner and _stop_runner from its start and stop, and provides
+    sync(full) (which sets _last_sync), _ready() and _sync_timing()."""
 
     what: str  # for the log: "service proxy sync failed, retrying: ..."
-    clock: Clock
-    _wake: threading.Event
-    _stop: threading.Event
-    _full: threading.Event
-    _timer: Timer | None
-    _last_sync: float
-    last_error: Exception | None
+
+    def _init_runner(self, clock: Clock) -> None:
+        self.clock = clock
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._full = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._timer: Timer | None = None
+        self._handlers: list[tuple[SharedInformer, Handler]] = []
+        self._last_sync = float("-inf")
+        self.last_error: Exception | None = None
+
+    def _start_runner(self, informers: tuple[SharedInformer, ...]) -> None:
+        """Wake on every event of `informers` (the caller starts them, then
+        _run_loop)."""
+        for informer in informers:
+            handler = informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
+            self._handlers.append((informer, handler))
+
+    def _run_loop(self, name: str) -> None:
+        """The loop on a thread of its own, with a first sync even when
+        there is nothing to watch yet, and the periodic full one."""
+        self._wake.set()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+        self._schedule_periodic()
+
+    def _stop_runner(self) -> None:
+        """The loop stopped (a sync in progress finishes first); the
+        informers' handlers removed (a shared factory lives on)."""
+        self._stop.set()
+        self._wake.set()
+        for informer, handler in self._handlers:
+            informer.remove_event_handler(handler)
+        self._handlers.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    # ---- informer handlers: wake the worker, nothing else ------------------
+
+    def _on_add(self, obj: Object) -> None:
+        self._wake.set()
+
+    def _on_update(self, old: Object, new: Object) -> None:
+        if old is not new:
+            self._wake.set()
+
+    def _on_delete(self, obj: Object) -> None:
+        self._wake.set()
 
     def sync(self, full: bool = False) -> None:
         raise NotImplementedError

@@ -39,11 +39,11 @@ from agent.ingress import model
 from agent.ingress.haproxy import HAProxy, IngressSettings, render
 from agent.sync_runner import SyncRunner
 from controlplane.client import errors
-from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
+from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
 from machinery.atomicfile import publish, write_private
-from machinery.clock import Clock, RealClock, Timer
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.agent.ingress")
 
@@ -96,7 +96,7 @@ class IngressController(SyncRunner):
         self.node_name = node_name
         self.settings = settings
         self.timing = timing or IngressTiming()
-        self.clock: Clock = clock or RealClock()
+        self._init_runner(clock or RealClock())
         self.factory = informers or SharedInformerFactory(api, clock=self.clock)
         self.haproxy = HAProxy(settings)
         self.ingresses: SharedInformer = self.factory.informer_for("Ingress")
@@ -108,42 +108,20 @@ class IngressController(SyncRunner):
         self._serving = False
         self._annotated = ""
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._full = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._timer: Timer | None = None
-        self._handlers: list[tuple[SharedInformer, Handler]] = []
-        self._last_sync = float("-inf")
         self.syncs = 0
         self.last_config: model.Config | None = None
-        self.last_error: Exception | None = None
 
     # ---- lifecycle -------------------------------------------------------
 
     def start(self) -> None:
         if self._thread is not None:
             return
-        for inf in (self.ingresses, self.classes, self.services, self.endpoints):
-            self._handlers.append(
-                (inf, inf.add_event_handler(self._wake_up, self._updated, self._wake_up))
-            )
+        self._start_runner((self.ingresses, self.classes, self.services, self.endpoints))
         self.factory.start()
-        self._wake.set()
-        self._thread = threading.Thread(target=self._run, name="ingress", daemon=True)
-        self._thread.start()
-        self._schedule_periodic()
+        self._run_loop("ingress")
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        for inf, handler in self._handlers:
-            inf.remove_event_handler(handler)
-        self._handlers.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._stop_runner()
         with self._lock:
             self.haproxy.stop()
 
@@ -229,13 +207,6 @@ class IngressController(SyncRunner):
 
     def _sync_timing(self) -> IngressTiming:
         return self.timing
-
-    def _wake_up(self, obj: Object) -> None:
-        self._wake.set()
-
-    def _updated(self, old: Object, new: Object) -> None:
-        if old is not new:
-            self._wake.set()
 
 
 def state_dir(agent_root: Path) -> Path:

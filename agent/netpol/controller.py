@@ -30,9 +30,9 @@ from agent.netpol import plan as planner
 from agent.netpol.nft import CommandNft, Nft
 from agent.netpol.policy import Policy, PolicyError, namespace_labels, parse_policy, pod_info
 from agent.sync_runner import SyncRunner
-from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
-from controlplane.client.interface import ApiClient, Object
-from machinery.clock import Clock, RealClock, Timer
+from controlplane.client.informer import SharedInformer, SharedInformerFactory
+from controlplane.client.interface import ApiClient
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.agent.netpol")
 
@@ -64,7 +64,7 @@ class NetworkPolicyController(SyncRunner):
     ) -> None:
         self.node_name = node_name
         self.settings = settings or NetpolSettings()
-        self.clock: Clock = clock or RealClock()
+        self._init_runner(clock or RealClock())
         self._own_factory = informers is None
         self.factory = informers or SharedInformerFactory(api, clock=self.clock)
         self.nft: Nft = nft or CommandNft()
@@ -72,46 +72,25 @@ class NetworkPolicyController(SyncRunner):
         self.pods: SharedInformer = self.factory.informer_for("Pod")
         self.namespaces: SharedInformer = self.factory.informer_for("Namespace")
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._full = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._timer: Timer | None = None
-        self._handlers: list[tuple[SharedInformer, Handler]] = []
-        self._last_sync = float("-inf")
         self._applied = ""  # the text of the last applied table
         self.syncs = 0
         self.last_sync_seconds = 0.0
         self.last_plan: planner.Plan | None = None
-        self.last_error: Exception | None = None
 
     # ---- lifecycle -------------------------------------------------------
 
     def start(self) -> None:
         if self._thread is not None:
             return
-        for informer in (self.policies, self.pods, self.namespaces):
-            handler = informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
-            self._handlers.append((informer, handler))
+        self._start_runner((self.policies, self.pods, self.namespaces))
         self.factory.start()
         if self.settings.prepare_bridge:
             prepare_bridge()
-        self._wake.set()
-        self._thread = threading.Thread(target=self._run, name="netpol", daemon=True)
-        self._thread.start()
-        self._schedule_periodic()
+        self._run_loop("netpol")
 
     def stop(self) -> None:
         """Stop syncing; the table stays (see the module docstring)."""
-        self._stop.set()
-        self._wake.set()
-        for informer, handler in self._handlers:
-            informer.remove_event_handler(handler)
-        self._handlers.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._stop_runner()
         if self._own_factory:
             self.factory.shutdown()
 
@@ -171,18 +150,6 @@ class NetworkPolicyController(SyncRunner):
 
     def _sync_timing(self) -> NetpolSettings:
         return self.settings
-
-    # ---- informer handlers: wake the worker, nothing else ------------------
-
-    def _on_add(self, obj: Object) -> None:
-        self._wake.set()
-
-    def _on_update(self, old: Object, new: Object) -> None:
-        if old is not new:
-            self._wake.set()
-
-    def _on_delete(self, obj: Object) -> None:
-        self._wake.set()
 
 
 def prepare_bridge() -> None:

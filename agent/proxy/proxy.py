@@ -29,10 +29,10 @@ from agent.proxy.healthcheck import HealthCheckServers, health_targets
 from agent.proxy.iptables import CommandIptables, Iptables
 from agent.proxy.model import ServicePort, service_ports
 from agent.sync_runner import SyncRunner
-from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
+from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
-from machinery.clock import Clock, RealClock, Timer
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.agent.proxy")
 
@@ -105,26 +105,18 @@ class ServiceProxy(SyncRunner):
         self.api = api
         self.node_name = node_name
         self.settings = settings or ProxySettings()
-        self.clock: Clock = clock or RealClock()
+        self._init_runner(clock or RealClock())
         self._own_factory = informers is None
         self.factory = informers or SharedInformerFactory(api, clock=self.clock)
         self.iptables: Iptables = iptables or CommandIptables()
         self.services: SharedInformer = self.factory.informer_for("Service")
         self.endpoints: SharedInformer = self.factory.informer_for("Endpoints")
         self._lock = threading.Lock()  # one sync at a time
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._timer: Timer | None = None
-        self._handlers: list[tuple[SharedInformer, Handler]] = []
-        self._last_sync = float("-inf")
         self._applied: list[ServicePort] = []  # the ports of the last applied sync
         self._applied_rules: rules.Ruleset | None = None  # None: next sync is full
-        self._full = threading.Event()
         self.syncs = 0  # successful syncs, for tests and metrics
         self.last_sync_seconds = 0.0  # how long the last successful sync took
         self.last_synced_at = 0.0  # clock.now() when it finished
-        self.last_error: Exception | None = None
         self.health = HealthCheckServers() if self.settings.health_checks else None
 
     # ---- lifecycle -------------------------------------------------------
@@ -132,26 +124,13 @@ class ServiceProxy(SyncRunner):
     def start(self) -> None:
         if self._thread is not None:
             return
-        for informer in (self.services, self.endpoints):
-            handler = informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
-            self._handlers.append((informer, handler))
+        self._start_runner((self.services, self.endpoints))
         self.factory.start()
         self._prepare_host()
-        self._wake.set()  # a first sync even when there is nothing to watch yet
-        self._thread = threading.Thread(target=self._run, name="service-proxy", daemon=True)
-        self._thread.start()
-        self._schedule_periodic()
+        self._run_loop("service-proxy")
 
     def stop(self, cleanup_rules: bool | None = None) -> None:
-        self._stop.set()
-        self._wake.set()
-        for informer, handler in self._handlers:  # a shared factory lives on
-            informer.remove_event_handler(handler)
-        self._handlers.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._stop_runner()
         if self._own_factory:
             self.factory.shutdown()
         if self.health is not None:
@@ -225,15 +204,3 @@ class ServiceProxy(SyncRunner):
 
     def _sync_timing(self) -> ProxySettings:
         return self.settings
-
-    # ---- informer handlers: mark dirty, nothing else ----------------------
-
-    def _on_add(self, obj: Object) -> None:
-        self._wake.set()
-
-    def _on_update(self, old: Object, new: Object) -> None:
-        if old is not new:
-            self._wake.set()
-
-    def _on_delete(self, obj: Object) -> None:
-        self._wake.set()

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass
 
 from agent.sync_runner import SyncRunner
-from machinery.clock import FakeClock, Timer
+from machinery.clock import FakeClock
 from tests.harness.wait import wait_for
 
 
@@ -23,13 +23,7 @@ class Writer(SyncRunner):
     what = "test"
 
     def __init__(self, clock: FakeClock) -> None:
-        self.clock = clock
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._full = threading.Event()
-        self._timer: Timer | None = None
-        self._last_sync = float("-inf")
-        self.last_error: Exception | None = None
+        self._init_runner(clock)
         self.ready = threading.Event()
         self.fail = False
         self.syncs: list[bool] = []
@@ -50,11 +44,8 @@ class Writer(SyncRunner):
 def test_waits_for_informers_retries_failures_and_syncs_in_full() -> None:
     clock = FakeClock()
     w = Writer(clock)
-    thread = threading.Thread(target=w._run, daemon=True)
-    thread.start()
-    w._schedule_periodic()
+    w._run_loop("test-writer")
     try:
-        w._wake.set()
         assert not w._stop.wait(0.3)
         assert w.syncs == []  # the informers have not synced
         w.ready.set()
@@ -68,7 +59,5 @@ def test_waits_for_informers_retries_failures_and_syncs_in_full() -> None:
         clock.step(25)  # sync_period (30 s from the start)
         wait_for(lambda: w.syncs[-1] is True, timeout=10, message="the periodic full sync")
     finally:
-        w._stop.set()
-        w._wake.set()
-        thread.join(10)
-    assert not thread.is_alive()
+        w._stop_runner()
+    assert w._thread is not None and not w._thread.is_alive()
