@@ -12,10 +12,7 @@ Tables: `objects` (current state), `history` (one row per write, trimmed to
 the newest `retention` revisions, used to resume watches), `meta`
 (revision, compacted revision, schema marker).
 
-Reads share a few connections (READERS), each with its own SQLite page
-cache, borrowed for one read: a connection per reading thread gave each of
-the API server's threads (over sixty in `skiff up` at rest) a page cache
-filling up to 2 MB, which the process kept for its life.
+Reads share a few connections, each lent for one read (sqlite_readers.py).
 
 At open, a file that is not a SQLite database, is empty, fails
 `PRAGMA quick_check` or lacks our schema raises CorruptStore: the store never
@@ -51,14 +48,12 @@ from controlplane.storage.interface import (
     StoreUnavailable,
     prefix_end,
 )
+from controlplane.storage.sqlite_readers import ReaderPool
 
 log = logging.getLogger(__name__)
 
 SCHEMA_MARKER = "skiff-controlplane-v1"
 SQLITE_HEADER = b"SQLite format 3\x00"
-# Read connections at most; a read waits for a free one (reads are short:
-# one statement or one snapshot, never a stream).
-READERS = max(4, 2 * (os.cpu_count() or 1))
 CHECKPOINT_EVERY = 200  # commits between checkpoints (SQLite's own default: 1000 WAL pages)
 
 _SCHEMA = """
@@ -167,9 +162,7 @@ class SqliteStore:
         self._compacted = int(meta["compacted"])
         self._published = self._rev
         self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
-        self._readers: list[sqlite3.Connection] = []  # every read connection made
-        self._free: list[sqlite3.Connection] = []  # those not lent out
-        self._reader_returned = threading.Condition()
+        self._readers = ReaderPool(self.path)
         self._watch_lock = threading.Lock()
         self._watches: list[_SqliteWatch] = []
         self._closed = False
@@ -221,29 +214,6 @@ class SqliteStore:
         marker = self._db.execute("SELECT v FROM meta WHERE k='schema'").fetchone()
         if marker is None or marker[0] != SCHEMA_MARKER:
             raise CorruptStore(f"{self.path}: unknown schema {marker!r}; refusing to start.")
-
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        """A read connection for one read, then back to the others."""
-        with self._reader_returned:
-            while True:
-                if self._closed:
-                    raise StoreUnavailable("store is closed")
-                if self._free:
-                    conn = self._free.pop()
-                    break
-                if len(self._readers) < READERS:
-                    conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-                    conn.execute("PRAGMA query_only=1")
-                    self._readers.append(conn)
-                    break
-                self._reader_returned.wait()
-        try:
-            yield conn
-        finally:
-            with self._reader_returned:
-                self._free.append(conn)
-                self._reader_returned.notify()
 
     # -- writes ---------------------------------------------------------------
 
@@ -460,7 +430,7 @@ class SqliteStore:
     # -- reads ----------------------------------------------------------------
 
     def get(self, key: str) -> KeyValue:
-        with self._reading() as conn:
+        with self._readers.lend() as conn:
             row = conn.execute(
                 "SELECT value, mod_rev, create_rev FROM objects WHERE key=?", (key,)
             ).fetchone()
@@ -478,7 +448,7 @@ class SqliteStore:
         if limit > 0:
             sql += " LIMIT ?"
             params.append(limit + 1)
-        with self._reading() as conn:
+        with self._readers.lend() as conn:
             conn.execute("BEGIN")
             try:
                 current = int(conn.execute("SELECT v FROM meta WHERE k='revision'").fetchone()[0])
@@ -546,7 +516,7 @@ class SqliteStore:
             self._compacted = max(self._compacted, rev)
 
     def history(self, after: int, upto: int, prefix: str = "") -> list[Event]:
-        with self._reading() as conn:
+        with self._readers.lend() as conn:
             conn.execute("BEGIN")
             try:
                 compacted = int(
@@ -609,12 +579,5 @@ class SqliteStore:
             watches = list(self._watches)
         for watch in watches:
             watch.close()
-        with self._reader_returned:
-            readers, self._readers, self._free = self._readers, [], []
-            self._reader_returned.notify_all()
-        for reader in readers:
-            try:
-                reader.close()
-            except sqlite3.Error:
-                pass  # in use by a thread that is finishing: closed with the process
+        self._readers.close()
         self._db.close()

@@ -115,7 +115,7 @@ def test_reads_share_a_few_connections(tmp_path: Path) -> None:
     threads (the API server runs more than 60) share READERS of them."""
     import threading
 
-    from controlplane.storage import sqlite
+    from controlplane.storage import sqlite, sqlite_readers
 
     store = sqlite.SqliteStore(tmp_path / "db.sqlite")
     try:
@@ -137,7 +137,7 @@ def test_reads_share_a_few_connections(tmp_path: Path) -> None:
         for t in threads:
             t.join(60)
         assert seen == [20] * 200
-        assert 1 <= len(store._readers) <= sqlite.READERS
+        assert 1 <= len(store._readers.made) <= sqlite_readers.READERS
     finally:
         store.close()
     with pytest.raises(StoreUnavailable):
