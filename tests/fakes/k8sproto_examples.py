@@ -304,6 +304,27 @@ EXAMPLES: list[dict[str, Any]] = [
               "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "u"}},
      "status": {"token": "abc", "expirationTimestamp": T}},
     {"apiVersion": "v1", "kind": "PodTemplate", "metadata": META, "template": TEMPLATE},
+    {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": META,
+     "spec": {"priorityLevelConfiguration": {"name": "workload-low"}, "matchingPrecedence": 9000,
+              "distinguisherMethod": {"type": "ByUser"},
+              "rules": [{"subjects": [{"kind": "Group", "group": {"name": "g"}},
+                                      {"kind": "ServiceAccount", "serviceAccount": {
+                                          "namespace": "kube-system", "name": "*"}}],
+                         "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                            "namespaces": ["*"], "clusterScope": True}],
+                         "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}]},
+     "status": {"conditions": [{"type": "Dangling", "status": "False", "reason": "Found",
+                                "message": "m", "lastTransitionTime": T}]}},
+    {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+     "metadata": META,
+     "spec": {"type": "Limited", "limited": {
+         "nominalConcurrencyShares": 0, "lendablePercent": 50, "borrowingLimitPercent": 10,
+         "limitResponse": {"type": "Queue", "queuing": {
+             "queues": 64, "handSize": 6, "queueLengthLimit": 50}}}},
+     "status": {}},
+    {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": META,
+     "data": {"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"a": "b"}}}}},
+     "revision": 3},
     {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": META,
      "spec": {"hard": {"pods": "10", "requests.cpu": "2"}, "scopes": ["NotTerminating"],
               "scopeSelector": {"matchExpressions": [

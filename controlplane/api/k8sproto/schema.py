@@ -44,6 +44,7 @@ GROUPS = {
     "batch": "batch",
     "autoscaling": "autoscaling",
     "coordination": "coordination.k8s.io",
+    "flowcontrol": "flowcontrol.apiserver.k8s.io",
     "scheduling": "scheduling.k8s.io",
     "storage": "storage.k8s.io",
     "rbac": "rbac.authorization.k8s.io",

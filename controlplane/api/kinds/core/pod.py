@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api import ephemeral, jsoncodec, serviceaccounts
+from controlplane.api import ephemeral, jsoncodec, serviceaccounts, volcano
 from controlplane.api.checks import Errors, enum, mapping
 from controlplane.api.display import NONE, age, meta, name, spec, status
 from controlplane.api.kinds.definition import (
@@ -32,6 +32,7 @@ from controlplane.api.kinds.scheduling.priorityclass import SYSTEM_PRIORITY_CLAS
 from controlplane.api.kinds.shared import podspec, podspec_schema
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import POD_STATUS, facts
+from controlplane.api.kinds.volcano import pod_budget
 from controlplane.api.qos import qos_class
 from controlplane.api.schema import CORE, SPEC, STATUS, kind
 from controlplane.client.errors import Forbidden, NotFound
@@ -105,6 +106,7 @@ def defaults(obj: Object) -> None:
 def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:
     if old is not None:
         return
+    pod_budget.admit(obj, (volcano.SCHEDULER_NAME,))  # Volcano's pod webhook
     serviceaccounts.admit(obj)
     pod_spec = obj.setdefault("spec", {})
     obj["status"] = {"phase": "Pending", "qosClass": str(qos_class(obj))}
