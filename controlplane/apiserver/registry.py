@@ -11,7 +11,8 @@ its parts live beside it:
   validation, timestamps, the read cache);
 - listing.py: selectors, pages and continue tokens;
 - deletion.py: grace periods, preconditions and finalizers;
-- subresources.py: pods/binding and scale.
+- subresources.py: pods/binding and scale;
+- update_rules.py: what an update takes from the request, per subresource.
 
 Kind-specific admission (pod priority, service IPs, job selectors) is in
 `admission.py`. Errors are the client-facing ones (controlplane.client.errors);
@@ -29,17 +30,15 @@ from typing import Any, NamedTuple
 
 from controlplane.api import (
     defaults,
-    ephemeral,
     jsoncodec,
     kinds,
     limits,
     pruning,
-    resize,
     server_side_apply,
 )
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch, merge_patch_shared
-from controlplane.apiserver import deletion, listing, subresources
+from controlplane.apiserver import deletion, listing, subresources, update_rules
 from controlplane.apiserver.admission_context import CREATE, UPDATE, Attributes
 from controlplane.apiserver.auth import SYSTEM, Identity
 from controlplane.apiserver.authz import Authorizer
@@ -54,7 +53,6 @@ from controlplane.apiserver.codec import (
     new_uid,
     object_key,
     parse_rv,
-    spec_part,
 )
 from controlplane.apiserver.fieldmanager import FieldManager, default
 from controlplane.apiserver.registry_base import (
@@ -63,11 +61,10 @@ from controlplane.apiserver.registry_base import (
     conflict,
     too_many_writers,
 )
+from controlplane.apiserver.update_rules import POD_SPEC_SUBRESOURCES, RESIZE
 from controlplane.client.errors import (
     AlreadyExists,
     ApiError,
-    Conflict,
-    Forbidden,
     Invalid,
     NotFound,
     Unavailable,
@@ -101,11 +98,6 @@ Admit = Callable[["Registry", KindInfo, Object, Object | None], None]
 Plugin = Callable[["Registry", KindInfo, Object, Object | None, bool], None]
 # Validating admission (PodSecurity): sees the final object, never changes it.
 Validate = Callable[[Attributes], None]
-
-
-EPHEMERAL = "ephemeralcontainers"  # the pods/ephemeralcontainers subresource
-RESIZE = "resize"  # pods/resize: in-place resize of the containers' resources
-POD_SPEC_SUBRESOURCES = (EPHEMERAL, RESIZE)
 
 
 class Registry(RegistryBase):
@@ -548,85 +540,28 @@ class Registry(RegistryBase):
         recorded_as: str,
         dry_run: bool = False,
     ) -> Object:
-        if requested.get("kind") not in (None, "", info.kind):
-            raise Invalid(f"kind: {requested.get('kind')!r} does not match {info.kind}")
-        old_meta = old.get("metadata") or {}
-        req_meta = meta_of(requested)
-        if req_meta.get("uid") and req_meta.get("uid") != old_meta.get("uid"):
-            raise Conflict(
-                f"Precondition failed: UID in object meta: {req_meta.get('uid')}, "
-                f"UID of the stored object: {old_meta.get('uid')}"
-            )
+        """The object an update stores (update_rules says what it takes from
+        the request), decoded, validated and admitted, the write recorded."""
+        update_rules.check_request(info, old, requested)
         if subresource in POD_SPEC_SUBRESOURCES:
-            # pods/ephemeralcontainers (kubectl debug): only
-            # spec.ephemeralContainers is taken from the request; pods/resize
-            # only the containers' resources and resizePolicy.
-            if subresource == EPHEMERAL:
-                new = ephemeral.ephemeral_update(old, requested)
-            else:
-                new = resize.resize_update(old, requested)
-            new["metadata"] = dict(old_meta)
+            new = update_rules.pod_spec_update(subresource, old, requested)
             self._decoded(info, new, old)
             self.validate(info, new, old)
             if subresource == RESIZE:
-                bad = [f"{path}: {problem}" for path, problem in resize.resize_problems(old, new)]
-                if bad:
-                    err = Invalid(f'Pod "{old_meta.get("name")}" is invalid: ' + "; ".join(bad))
-                    err.causes = bad  # type: ignore[attr-defined]  # as validate() gives them
-                    raise err
-            self._record(info, old, new, manager, recorded_as)
-            return new
-        if subresource == "status":
-            # `old` is this attempt's own decoded copy, never changed below:
-            # `new` shares its parts but for the metadata (managedFields are
-            # written in) and the status, taken from the request, which may
-            # share parts with `old` too (Registry.patch): nothing here
-            # changes either.
-            new = {**old, "metadata": dict(old_meta)}
-            if "status" in requested:
-                new["status"] = requested["status"]
-            else:
-                new.pop("status", None)
-            # Not pruned: every schema declares status free-form, and the
-            # rest is the stored object.
+                update_rules.check_resize(old, new)
+        elif subresource == "status":
+            new = update_rules.status_update(old, requested)
             self.validate(info, new, old)
-            self._record(info, old, new, manager, recorded_as)
-            return new
-        new = requested
-        new["kind"] = info.kind
-        new.setdefault("apiVersion", old.get("apiVersion", info.api_version))
-        meta = meta_of(new)
-        meta.pop("resourceVersion", None)
-        for field in ("name", "namespace", "uid", "creationTimestamp", "generateName",
-                      "deletionTimestamp", "deletionGracePeriodSeconds"):  # fmt: skip
-            if field in old_meta:
-                meta[field] = old_meta[field]
-            else:
-                meta.pop(field, None)
-        if info.has_status:
-            if "status" in old:
-                new["status"] = old["status"]
-            else:
-                new.pop("status", None)
-        self._decoded(info, new, old)
-        old_generation = int(old_meta.get("generation") or 1)
-        if spec_part(new) != spec_part(old):
-            meta["generation"] = old_generation + 1
         else:
-            meta["generation"] = old_generation
-        if old_meta.get("deletionTimestamp"):
-            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
-            if added:
-                raise Forbidden(
-                    f"metadata.finalizers: no new finalizers can be added while "
-                    f"{info.kind} is being deleted: {sorted(added)}"
-                )
-        self.validate(info, new, old)
-        admit = self.admission.get(info.key)
-        if admit is not None:
-            admit(self, info, new, old)
-        for plugin in self.plugins:
-            plugin(self, info, new, old, dry_run)
+            new = update_rules.main_update(info, old, requested)
+            self._decoded(info, new, old)
+            update_rules.after_decoding(info, old, new)
+            self.validate(info, new, old)
+            admit = self.admission.get(info.key)
+            if admit is not None:
+                admit(self, info, new, old)
+            for plugin in self.plugins:
+                plugin(self, info, new, old, dry_run)
         self._record(info, old, new, manager, recorded_as)
         return new
 
