@@ -127,6 +127,9 @@ class Registry(RegistryBase):
         self.plugins: builtins.list[Plugin] = []
         # Run after every kind's admission, on every create and update.
         self.validating: builtins.list[Validate] = []
+        # Kinds that record who created them (a CSR's spec.username, groups,
+        # uid, extra), as their strategy's PrepareForCreate: kind -> fills obj.
+        self.requesters: dict[str, Callable[[Object, Identity], None]] = {}
 
     def cached_objects(self, kind: str) -> builtins.list[Object]:
         """Every object of a cluster-scoped kind, decoded (PriorityClasses for pod
@@ -273,6 +276,9 @@ class Registry(RegistryBase):
             obj.pop("status", None)
         name = str(meta.get("name") or "")  # validation refuses a missing one
         self.authorizer.authorize(identity, "create", info, ns, name, None, obj)
+        requester = self.requesters.get(info.key)
+        if requester is not None:
+            requester(obj, identity)
         self._decoded(info, obj, None)
         self.validate(info, obj, None)
         self.check_namespace_open(info, ns)
@@ -471,7 +477,8 @@ class Registry(RegistryBase):
         one the built object names, if any (patches). recorded_as: the
         subresource managedFields name, when not the one written (scale)."""
         self.check_stored(info)
-        if subresource not in ("", "status", *POD_SPEC_SUBRESOURCES):
+        own = kinds.definition(info.key).status_subresources  # a CSR's approval
+        if subresource not in ("", "status", *POD_SPEC_SUBRESOURCES) and subresource not in own:
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
         if subresource == "status" and not info.has_status:
             raise NotFound(f"{info.resource} have no status subresource")
@@ -576,7 +583,9 @@ class Registry(RegistryBase):
                     raise err
             self._record(info, old, new, manager, recorded_as)
             return new
-        if subresource == "status":
+        prepare = kinds.definition(info.key).prepare_update
+        if subresource:  # status, or a kind's own status subresource (a CSR's
+            # approval): what each may change is the kind's prepare_update.
             # `old` is this attempt's own decoded copy, never changed below:
             # `new` shares its parts but for the metadata (managedFields are
             # written in) and the status, taken from the request, which may
@@ -589,7 +598,8 @@ class Registry(RegistryBase):
                 new.pop("status", None)
             # Not pruned: every schema declares status free-form, and the
             # rest is the stored object.
-            self.validate(info, new, old)
+            found = prepare(subresource, new, old) if prepare is not None else []
+            self.validate(info, new, old, found)
             self._record(info, old, new, manager, recorded_as)
             return new
         new = requested
@@ -621,7 +631,8 @@ class Registry(RegistryBase):
                     f"metadata.finalizers: no new finalizers can be added while "
                     f"{info.kind} is being deleted: {sorted(added)}"
                 )
-        self.validate(info, new, old)
+        found = prepare("", new, old) if prepare is not None else []
+        self.validate(info, new, old, found)
         admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, new, old)
