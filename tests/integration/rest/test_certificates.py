@@ -361,3 +361,21 @@ def test_approving_and_signing_need_the_signer_verbs(cluster: Cluster, names: li
         assert "certificate" not in (csr(cluster, "eve").get("status") or {})
     finally:
         run(cluster, "delete", "clusterrolebinding,clusterrole", "csr-writer")
+
+
+def test_a_node_serving_certificate_is_no_client_certificate(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The cluster CA also signs agents' serving certificates (server auth
+    only, CN system:node:NAME): presented to the API server as a client
+    certificate, one authenticates no one."""
+    from controlplane.apiserver.tls import sign_agent_csr
+
+    pki = cluster.running.server.pki
+    assert pki is not None
+    key, request = key_and_request("n9")
+    cert = x509.load_pem_x509_certificate(sign_agent_csr(pki, "n9", request))
+    config = client_kubeconfig(cluster, tmp_path, key, cert, "n9")
+    done = run(cluster, "auth", "whoami", "-o", "json", kubeconfig=config)
+    assert done.returncode != 0
+    assert "system:node:n9" not in done.stdout
