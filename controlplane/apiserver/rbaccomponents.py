@@ -144,6 +144,9 @@ CONTROLLER_MANAGER_RULES = [
      "resourceNames": ["kubernetes.io/kube-apiserver-client",
                        "kubernetes.io/kube-apiserver-client-kubelet",
                        "kubernetes.io/kubelet-serving"]},
+    # csrapproving: kubelet client certificates after a SubjectAccessReview.
+    {**_rule(["approve"], ["certificates.k8s.io"], ["signers"]),
+     "resourceNames": ["kubernetes.io/kube-apiserver-client-kubelet"]},
     # The clusterrole-aggregation controller writes the union of other roles
     # into the aggregated defaults (not into its own role: no way up from here).
     {**_rule(["escalate"], ["rbac.authorization.k8s.io"], ["clusterroles"]),

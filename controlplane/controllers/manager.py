@@ -48,6 +48,7 @@ def _registry() -> dict[str, InitFunc]:
     from controlplane.controllers import (
         clusterroleaggregation,
         cronjob,
+        csrapproving,
         csrsigning,
         daemonset,
         deployment,
@@ -100,6 +101,7 @@ def _registry() -> dict[str, InitFunc]:
         "serviceaccount": serviceaccount.init,
         "root-ca-cert-publisher": serviceaccount.init_root_ca,
         "csrsigning": csrsigning.init,
+        "csrapproving": csrapproving.init,
         "volcano-job": vcjob.init,
         "volcano-podgroup": podgroup.init,
         "volcano-queue": vcqueue.init,

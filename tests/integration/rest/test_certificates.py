@@ -379,3 +379,35 @@ def test_a_node_serving_certificate_is_no_client_certificate(
     done = run(cluster, "auth", "whoami", "-o", "json", kubeconfig=config)
     assert done.returncode != 0
     assert "system:node:n9" not in done.stdout
+
+
+def test_a_node_renewing_its_own_client_certificate_is_auto_approved(
+    cluster: Cluster, names: list[str], tmp_path: Path
+) -> None:
+    """csrapproving: a kube-apiserver-client-kubelet request from the node it
+    names is approved after a SubjectAccessReview (selfnodeclient, granted to
+    system:nodes), signed, and the certificate is that node's credential; a
+    node asking for another node's certificate is left pending."""
+    token = cluster.running.server.node_token("auto-1")
+    _, other = key_and_request("system:node:auto-2", ("system:nodes",))
+    key, own = key_and_request("system:node:auto-1", ("system:nodes",))
+    usages = ("digital signature", "client auth")
+    names.extend(["auto-other", "auto-own"])
+    for name, request in (("auto-other", other), ("auto-own", own)):
+        done = run(cluster, f"--token={token}", "create", "-f", "-",
+                   stdin=manifest(name, request, KUBELET_CLIENT, usages))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    cert = issued(cluster, "auto-own")
+    (approved,) = csr(cluster, "auto-own")["status"]["conditions"]
+    assert (approved["type"], approved["reason"], approved["message"]) == (
+        "Approved", "AutoApproved",
+        "Auto approving self kubelet client certificate after SubjectAccessReview.",
+    )  # fmt: skip
+    assert csr(cluster, "auto-own")["spec"]["username"] == "system:node:auto-1"
+    assert not csr(cluster, "auto-other")["status"].get("conditions")
+    config = client_kubeconfig(cluster, tmp_path, key, cert, "auto-1")
+    whoami = run(cluster, "auth", "whoami", "-o", "json", kubeconfig=config)
+    assert whoami.returncode == 0, whoami.stderr
+    info = json.loads(whoami.stdout)["status"]["userInfo"]
+    assert (info["username"], info["groups"]) == (
+        "system:node:auto-1", ["system:nodes", "system:authenticated"])  # fmt: skip
