@@ -174,6 +174,7 @@ class ApiServer:
         authority = self.authority
         if authority is not None:
             authority.node_credentials = self.node_credentials.valid
+            authority.node_certificates = self.node_credentials.holds
         self.joins = (
             BootstrapJoin(
                 self.registry,

@@ -229,6 +229,9 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         # authenticators are ordered; else the bearer token.
         peer = request.transport.get_extra_info("peercert") if request.transport else None
         who = certificate_identity(peer) if authority is not None and peer else None
+        if who is not None and who.node is not None and authority is not None:
+            holds = authority.node_certificates  # a deleted Node's certificates end with it
+            who = who if holds is None or holds(who.node) else None
         if who is None:
             who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
     except errors.Unauthenticated as err:  # kube-apiserver says no more than this

@@ -411,3 +411,11 @@ def test_a_node_renewing_its_own_client_certificate_is_auto_approved(
     info = json.loads(whoami.stdout)["status"]["userInfo"]
     assert (info["username"], info["groups"]) == (
         "system:node:auto-1", ["system:nodes", "system:authenticated"])  # fmt: skip
+    # Deleting the Node ends its certificate as it ends its token.
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "auto-1"}}
+    created = run(cluster, "create", "-f", "-", stdin=json.dumps(node), kubeconfig=config)
+    assert created.returncode == 0, created.stderr
+    ok(cluster, "delete", "node", "auto-1")
+    wait_for(lambda: run(cluster, "auth", "whoami", kubeconfig=config).returncode != 0, 30,
+             message="the deleted node's certificate refused")  # fmt: skip
+    assert "Unauthorized" in run(cluster, "auth", "whoami", kubeconfig=config).stderr
