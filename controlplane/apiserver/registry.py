@@ -28,14 +28,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from controlplane.api import (
-    defaults,
-    jsoncodec,
-    kinds,
-    limits,
-    pruning,
-    server_side_apply,
-)
+from controlplane.api import defaults, jsoncodec, kinds, limits, pruning, server_side_apply
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch, merge_patch_shared
 from controlplane.apiserver import deletion, listing, subresources, update_rules
@@ -119,6 +112,9 @@ class Registry(RegistryBase):
         self.plugins: builtins.list[Plugin] = []
         # Run after every kind's admission, on every create and update.
         self.validating: builtins.list[Validate] = []
+        # Kinds that record who created them (a CSR's spec.username, groups,
+        # uid, extra), as their strategy's PrepareForCreate: kind -> fills obj.
+        self.requesters: dict[str, Callable[[Object, Identity], None]] = {}
 
     def cached_objects(self, kind: str) -> builtins.list[Object]:
         """Every object of a cluster-scoped kind, decoded (PriorityClasses for pod
@@ -265,6 +261,9 @@ class Registry(RegistryBase):
             obj.pop("status", None)
         name = str(meta.get("name") or "")  # validation refuses a missing one
         self.authorizer.authorize(identity, "create", info, ns, name, None, obj)
+        requester = self.requesters.get(info.key)
+        if requester is not None:
+            requester(obj, identity)
         self._decoded(info, obj, None)
         self.validate(info, obj, None)
         self.check_namespace_open(info, ns)
@@ -463,7 +462,8 @@ class Registry(RegistryBase):
         one the built object names, if any (patches). recorded_as: the
         subresource managedFields name, when not the one written (scale)."""
         self.check_stored(info)
-        if subresource not in ("", "status", *POD_SPEC_SUBRESOURCES):
+        own = kinds.definition(info.key).status_subresources  # a CSR's approval
+        if subresource not in ("", "status", *POD_SPEC_SUBRESOURCES) and subresource not in own:
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
         if subresource == "status" and not info.has_status:
             raise NotFound(f"{info.resource} have no status subresource")
@@ -549,14 +549,20 @@ class Registry(RegistryBase):
             self.validate(info, new, old)
             if subresource == RESIZE:
                 update_rules.check_resize(old, new)
-        elif subresource == "status":
+            self._record(info, old, new, manager, recorded_as)
+            return new
+        prepare = kinds.definition(info.key).prepare_update
+        if subresource:  # status, or a kind's own status subresource (a CSR's
+            # approval): what each may change is the kind's prepare_update.
             new = update_rules.status_update(old, requested)
-            self.validate(info, new, old)
+            found = prepare(subresource, new, old) if prepare is not None else []
+            self.validate(info, new, old, found)
         else:
             new = update_rules.main_update(info, old, requested)
             self._decoded(info, new, old)
             update_rules.after_decoding(info, old, new)
-            self.validate(info, new, old)
+            found = prepare("", new, old) if prepare is not None else []
+            self.validate(info, new, old, found)
             admit = self.admission.get(info.key)
             if admit is not None:
                 admit(self, info, new, old)
