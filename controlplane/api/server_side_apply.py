@@ -339,7 +339,7 @@ def apply(
         # kube-apiserver's lastAppliedManager: `kubectl apply --server-side` on
         # an object `kubectl apply` made may take the fields its last-applied
         # configuration names (kubectl then migrates the ownership).
-        allowed = _last_applied_fields(kind, live)
+        allowed = _last_applied_fields(kind, live, current)
         force = all(set(paths) <= allowed for _, paths in conflicts)
     if conflicts and not force:
         raise _conflict_error(conflicts)
@@ -380,10 +380,15 @@ def _last_applied(obj: Object) -> Any:
         return None
 
 
-def _last_applied_fields(kind: str, live: Object) -> set[Path]:
-    """The fields the last-applied annotation of `live` names (none without one)."""
+def _last_applied_fields(kind: str, live: Object, current: dict[Path, Any]) -> set[Path]:
+    """The fields the last-applied annotation of `live` names and `live`
+    (flattened: `current`) still holds as applied, none without one: a field
+    changed since (`kubectl scale`, an edit) still conflicts, as in
+    kube-apiserver's allowedConflictsFromLastApplied."""
     config = _last_applied(live)
-    return set(flatten(kind, config)) if isinstance(config, dict) else set()
+    if not isinstance(config, dict) or config.get("apiVersion") != live.get("apiVersion"):
+        return set()
+    return {p for p, v in flatten(kind, config).items() if p in current and current[p] == v}
 
 
 def _sync_last_applied(result: Object, applied: Object) -> None:

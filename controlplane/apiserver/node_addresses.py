@@ -8,7 +8,8 @@ at any host:port). An address may not be link-local (a cloud's metadata
 service), multicast, reserved or unspecified, in the Service range (where
 pods find the API server), or an address or pod range of another Node; nor
 loopback in a certificate (`problem`), though a Node's status may name it
-(`status_problem`: a node on the control plane's own host). The API
+(`status_problem`: a node on the control plane's own host, and so
+possibly several nodes at once). The API
 server's own host address is not refused: a node may run there (skiff up),
 and clients verify the API server by its name (kubeconfig tls-server-name),
 which no node may take (bootstrap.py). Reads Nodes through the registry;
@@ -67,6 +68,11 @@ class NodeAddresses:
             return found
         if ip.version == self.services.version and ip in self.services:
             return f"in the Service range {self.services}"
+        if loopback and ip.is_loopback:
+            # Every node on one host has this host's loopback (several agents
+            # beside the control plane); the API server checks the agent's
+            # certificate against the node's name when it dials one.
+            return None
         for other in self.nodes():
             name = (other.get("metadata") or {}).get("name")
             if name == node:

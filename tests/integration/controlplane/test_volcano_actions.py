@@ -58,9 +58,10 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcApiClient]:
     conf.write_text(CONF)
     mp = pytest.MonkeyPatch()
     mp.setenv(batch_run.CONFIG_ENV, str(conf))
+    # nodelifecycle lifts the not-ready taint every new Node starts with.
     args = cp_main.build_parser().parse_args(
         ["--listen", "127.0.0.1:0", "--data-dir", str(base / "cp"), "--controllers",
-         "volcano-job,volcano-podgroup,volcano-queue,garbagecollector"]
+         "volcano-job,volcano-podgroup,volcano-queue,garbagecollector,nodelifecycle"]
     )  # fmt: skip
     running = cp_main.start(args)
     client = connect(running.admin, timeout=30)

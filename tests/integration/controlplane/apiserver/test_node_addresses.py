@@ -57,3 +57,13 @@ def test_the_api_server_checks_the_agents_certificate_against_the_address() -> N
     assert certificate_mismatch(peer, "10.0.0.6") == (
         "its certificate is not valid for 10.0.0.6, the address its Node names"
     )
+
+
+def test_several_nodes_on_one_host_share_its_loopback_address(cluster: Cluster) -> None:
+    """Agents beside the control plane (a test harness, a developer's host)
+    all report 127.0.0.1; a second one must still register."""
+    for name in ("lo1", "lo2"):
+        with node_client(cluster, name) as client:
+            client.create("Node", {"metadata": {"name": name},
+                                   "status": status(("InternalIP", "127.0.0.1"))})  # fmt: skip
+    assert cluster.client().get("Node", "lo2")["status"]["addresses"][0]["address"] == "127.0.0.1"

@@ -131,6 +131,10 @@ def test_apply_changes_image_replicas_removes_a_container_and_an_env_var(
 
 
 def test_apply_server_side_conflicts_then_force(stub: Stub, tmp_path: Path) -> None:
+    # The live replicas differ from the last-applied configuration (changed
+    # since, with the client-side manager's ownership kept), so kube-apiserver's
+    # lastAppliedManager does not let `kubectl apply --server-side` take them.
+    stub.objects[PATH]["spec"]["replicas"] = 3
     new = manifest("nginx:1.19", 7, [{"name": "sidecar", "image": "busybox"}])
     (tmp_path / "web.yaml").write_text(yaml.safe_dump(new))
     done = kubectl(
@@ -157,6 +161,19 @@ def test_apply_server_side_conflicts_then_force(stub: Stub, tmp_path: Path) -> N
     # own apply manager with a JSON patch of managedFields (csaupgrade).
     csa = managers.get("kubectl-client-side-apply")
     assert csa is None or "f:replicas" not in csa["fieldsV1"]["f:spec"]
+
+
+def test_apply_server_side_takes_over_what_client_side_apply_last_applied(
+    stub: Stub, tmp_path: Path
+) -> None:
+    """The upgrade path from client-side apply: fields the live object still
+    holds as last applied move to the server-side manager without a conflict."""
+    new = manifest("nginx:1.19", 7, [{"name": "sidecar", "image": "busybox"}])
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump(new))
+    kubectl(stub, tmp_path, "apply", "--server-side", "-f", str(tmp_path / "web.yaml"))
+    live = stub.objects[PATH]
+    assert live["spec"]["replicas"] == 7
+    assert json.loads(live["metadata"]["annotations"][LAST])["spec"]["replicas"] == 7
 
 
 def test_patch_of_each_type(stub: Stub, tmp_path: Path) -> None:
