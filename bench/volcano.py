@@ -184,7 +184,8 @@ def e2e(nodes: int, jobs: int, tasks: int, processes: bool) -> dict[str, float]:
     extra = ["--max-workers", "4096", "--disable", "scheduler"]
     cp = ClusterControlPlane(
         base / "cp", "127.0.0.1", [*extra, "--component-processes" if processes else "--no-component-processes"],
-        ["--controllers", "volcano-job,volcano-podgroup,garbagecollector"],
+        # nodelifecycle: a new Node carries the not-ready taint until it lifts it.
+        ["--controllers", "volcano-job,volcano-podgroup,garbagecollector,nodelifecycle"],
     )  # fmt: skip
     cp.start()
     api = cp.client(timeout=120)

@@ -12,8 +12,11 @@ files. Paths and hosts that HAProxy's parser could misread are left out
 checks a configuration (`haproxy -c`) before it is used, so a bad one never
 replaces a good one; a reload is SIGUSR2 to the master, whose new worker
 takes the listening sockets over (`expose-fd listeners`) while the old one
-finishes the requests in flight. A master left by an earlier agent (its pid
-file) is adopted, not started twice.
+finishes the requests in flight. Reloads go strictly one after another:
+the next SIGUSR2 waits until the master catches it and the previous reload's
+worker answers on the stats socket (HAProxy's master drops a SIGUSR2 that
+comes mid-reload, and one that comes while it re-executes kills it). A
+master left by an earlier agent (its pid file) is adopted, not started twice.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -141,6 +145,18 @@ class HAProxyError(RuntimeError):
     pass
 
 
+def _catches_sigusr2(pid: int) -> bool:
+    """The process has a SIGUSR2 handler and does not block the signal."""
+    bit = 1 << (signal.SIGUSR2 - 1)
+    try:
+        fields = dict(
+            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        )
+        return bool(int(fields["SigCgt"], 16) & bit) and not int(fields["SigBlk"], 16) & bit
+    except (OSError, KeyError, ValueError):
+        return False
+
+
 class HAProxy:
     def __init__(self, settings: IngressSettings) -> None:
         self.settings = settings
@@ -177,11 +193,62 @@ class HAProxy:
             return pid
         return 0
 
+    def worker_pid(self) -> int:
+        """The pid of the worker answering on the stats socket, else 0."""
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(2)
+                sock.connect(str(self.settings.socket_path))
+                sock.sendall(b"show info\n")
+                data = b""
+                while chunk := sock.recv(65536):
+                    data += chunk
+        except OSError:
+            return 0
+        for line in data.decode(errors="replace").splitlines():
+            if line.startswith("Pid:"):
+                with contextlib.suppress(ValueError):
+                    return int(line.split(":", 1)[1])
+        return 0
+
+    def _alive(self, pid: int) -> bool:
+        if self._proc is not None and self._proc.pid == pid:
+            return self._proc.poll() is None  # our child: a zombie is dead
+        return Path(f"/proc/{pid}").exists()
+
+    def _reload(self, pid: int, timeout: float = 15.0) -> None:
+        """SIGUSR2 to the master, once it catches it, then wait for the new
+        worker. HAProxy's master loses a SIGUSR2 that arrives while it
+        reloads, and dies of one that arrives while it re-executes itself
+        (the default action), so reloads are strictly one after another."""
+        deadline = time.monotonic() + timeout
+        before = self.worker_pid()
+        while not before and time.monotonic() < deadline - timeout / 2:
+            time.sleep(0.05)  # a worker still starting (an adopted master's)
+            before = self.worker_pid()
+        while not _catches_sigusr2(pid):
+            if not self._alive(pid):
+                raise HAProxyError(f"haproxy master {pid} exited")
+            if time.monotonic() > deadline:
+                raise HAProxyError(f"haproxy master {pid} does not take SIGUSR2")
+            time.sleep(0.02)
+        os.kill(pid, signal.SIGUSR2)
+        while True:
+            now = self.worker_pid()
+            if now and now != before:
+                return
+            if not self._alive(pid):
+                raise HAProxyError(f"haproxy master {pid} exited while reloading")
+            if time.monotonic() > deadline:
+                raise HAProxyError(f"haproxy did not start a new worker within {timeout:.0f} s")
+            time.sleep(0.02)
+
     def apply(self) -> None:
-        """Start HAProxy on the written configuration, or reload it."""
+        """Start HAProxy on the written configuration, or reload it and
+        wait until the new worker serves."""
         pid = self.master_pid()
         if pid:
-            os.kill(pid, signal.SIGUSR2)
+            self._reload(pid)
             return
         with contextlib.suppress(FileNotFoundError):
             self.settings.socket_path.unlink()

@@ -150,11 +150,16 @@ def default_podgroup(obj: Object) -> None:
 
 
 def default_job(obj: Object) -> None:
-    """Volcano's mutating webhook: queue, scheduler, maxRetry, task names and minAvailable."""
+    """Volcano's job mutating webhook: queue, scheduler, maxRetry; each task's
+    name, minAvailable (its replicas), maxRetry (3) and a hostNetwork pod's
+    dnsPolicy; the job's minAvailable, the sum of its tasks'."""
     spec = obj.setdefault("spec", {})
-    spec.setdefault("queue", DEFAULT_QUEUE)
-    spec.setdefault("schedulerName", SCHEDULER_NAME)
-    spec.setdefault("maxRetry", 3)
+    if not spec.get("queue"):  # "" too, as the webhook's patchDefaultQueue
+        spec["queue"] = DEFAULT_QUEUE
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = SCHEDULER_NAME
+    if not spec.get("maxRetry"):  # 0 too, as patchDefaultMaxRetry
+        spec["maxRetry"] = 3
     tasks = spec.get("tasks")
     total = 0
     if isinstance(tasks, list):
@@ -164,9 +169,16 @@ def default_job(obj: Object) -> None:
             if not task.get("name"):
                 task["name"] = f"default{i}"
             replicas = task.setdefault("replicas", 1)
-            if isinstance(replicas, int):
-                total += replicas
-                task.setdefault("minAvailable", replicas)
+            if task.get("minAvailable") is None and isinstance(replicas, int):
+                task["minAvailable"] = replicas
+            if not task.get("maxRetry"):
+                task["maxRetry"] = 3
+            pod = (task.get("template") or {}).get("spec")
+            if isinstance(pod, dict) and pod.get("hostNetwork") and not pod.get("dnsPolicy"):
+                pod["dnsPolicy"] = "ClusterFirstWithHostNet"
+            task_min = task.get("minAvailable")
+            if isinstance(task_min, int) and not isinstance(task_min, bool):
+                total += task_min
     if not spec.get("minAvailable"):
         spec["minAvailable"] = total
     status = obj.setdefault("status", {})

@@ -3,8 +3,11 @@ propagation policies, and the removal of a finalized namespace."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from controlplane.api import jsoncodec
-from controlplane.api.kinds import KindInfo, by_kind
+from controlplane.api.kinds import KindInfo, by_kind, find
+from controlplane.api.kinds.definition import AdmissionApi
 from controlplane.apiserver.auth import SYSTEM, Identity
 from controlplane.apiserver.codec import (
     Object,
@@ -56,6 +59,10 @@ def delete(
             base.authorizer.authorize(identity, "delete", info, ns, name, old, None)
         if info.kind == "Namespace" and name in PROTECTED_NAMESPACES:
             raise Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
+        kdef = find(info.key)  # None: a custom kind whose CRD just went
+        refuse = kdef.admit_delete if kdef is not None else None
+        if refuse is not None:
+            refuse(cast("AdmissionApi", base), info, old)  # the Registry is the AdmissionApi
         meta = old.get("metadata") or {}
         if options.precondition_uid and options.precondition_uid != meta.get("uid"):
             raise Conflict(

@@ -132,7 +132,10 @@ CONTROLLER_MANAGER_RULES = [
                              "secrets", "services", "persistentvolumes",
                              "persistentvolumeclaims"]),
     _rule(["create"], ["events.k8s.io"], ["events"]),
-    _rule(["create"], ["apps"], ["replicasets"]),
+    _rule(["create"], ["apps"], ["replicasets", "controllerrevisions"]),
+    # API priority and fairness's bootstrap configuration, put back when deleted.
+    _rule(["create"], ["flowcontrol.apiserver.k8s.io"],
+          ["flowschemas", "prioritylevelconfigurations"]),
     _rule(["create"], ["batch"], ["jobs"]),
     _rule(["create"], ["coordination.k8s.io"], ["leases"]),
     _rule(["create"], ["scheduling.volcano.sh"], ["podgroups"]),

@@ -29,7 +29,7 @@ from typing import Any
 
 import grpc
 
-from controlplane.api import jsoncodec
+from controlplane.api import apf_bootstrap, jsoncodec
 from controlplane.api.kinds import UnknownKind, all_kinds, by_kind
 from controlplane.api.kinds.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
 from controlplane.api.kinds.storage.storageclass import local_path_class
@@ -198,6 +198,12 @@ class ApiServer:
     def bootstrap(self) -> None:
         """Create the built-in objects that are missing."""
         ensure_defaults(self.registry)
+        # API priority and fairness's mandatory and suggested configuration, in
+        # one batch (kept afterwards by the apf-configuration controller).
+        apf = [(obj["kind"], obj, None) for obj, _ in apf_bootstrap.bootstrap_objects()]
+        for outcome in self.registry.create_many(apf):
+            if isinstance(outcome, Exception) and not isinstance(outcome, AlreadyExists):
+                raise outcome
         for name in BUILTIN_NAMESPACES:
             try:
                 self.registry.create("Namespace", {"metadata": {"name": name}})

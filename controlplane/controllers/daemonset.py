@@ -5,7 +5,11 @@ affinity match it and every NoSchedule/NoExecute taint on it is tolerated
 (daemon pods tolerate not-ready, unreachable, unschedulable and the
 pressure taints, as Kubernetes adds to them). Each new pod is pinned to its
 node with required node affinity on `metadata.name` (the scheduler binds
-it), and labelled with `controller-revision-hash`. Extra pods on a node,
+it), and labelled with `controller-revision-hash`: the hash of the
+current ControllerRevision, one per distinct template (history.py: the
+revision reused and moved to the top number when the template returns to
+it, `revisionHistoryLimit` old ones kept that no pod uses; what `kubectl
+rollout history|undo ds` reads). Extra pods on a node,
 pods on nodes that are no longer eligible and failed pods are deleted.
 RollingUpdate replaces out-of-date pods while at most `maxUnavailable`
 nodes lack an available daemon pod. Status reports the Kubernetes counts.
@@ -20,11 +24,11 @@ from typing import Any
 from controlplane.api.taints import tolerates
 from controlplane.client.interface import Object
 from controlplane.client.selectors import Requirement
-from controlplane.controllers import node_health, podutil, rollout
+from controlplane.controllers import history, node_health, podutil, rollout
 from controlplane.controllers.base import Controller, ControllerContext
 from controlplane.controllers.replicaset import PodOwnerController, pod_from_template
 
-REVISION_LABEL = "controller-revision-hash"
+REVISION_LABEL = history.HASH_LABEL
 
 DAEMON_TOLERATIONS: list[Object] = [
     {"key": node_health.NOT_READY, "operator": "Exists", "effect": "NoExecute"},
@@ -102,13 +106,61 @@ class DaemonSetController(PodOwnerController):
             ),
             on_delete=self._node_changed,
         )
+        self.revisions = self.watch(history.KIND)
+        self.history = history.History(ctx.client, self.revisions, self.owner_kind)
+        self.revisions.add_event_handler(on_delete=self._revision_gone)
+
+    def _revision_gone(self, revision: Object) -> None:
+        ref = podutil.controller_ref(revision)
+        if ref is not None and ref.get("kind") == self.owner_kind:
+            self.enqueue_key(f"{podutil.namespace_of(revision)}/{ref.get('name')}")
 
     def _node_changed(self, node: Object) -> None:
         for ds in self.owners.store.list():
             self.enqueue(ds)
 
     def _revision(self, ds: Object) -> str:
-        return rollout.template_hash(podutil.spec(ds).get("template") or {})
+        collision = podutil.status(ds).get("collisionCount")
+        return rollout.template_hash(podutil.spec(ds).get("template") or {}, collision)
+
+    def _construct_history(self, ds: Object) -> tuple[Object, list[Object]]:
+        """The current revision (made or renumbered as needed) and the old
+        ones (Kubernetes' constructHistory)."""
+        data = history.patch_of(ds)
+        revisions = self.history.owned(ds)
+        current = [r for r in revisions if history.data_equal(r.get("data") or {}, data)]
+        old = [r for r in revisions if r not in current]
+        top = max((history.number(r) for r in old), default=0)
+        if current:
+            cur = current[-1]
+            self.history.delete(current[:-1])  # duplicates of one template
+            if history.number(cur) <= top:
+                cur = self.history.renumber(cur, top + 1)
+            return cur, old
+        hash_ = self._revision(ds)
+        name = history.revision_name(podutil.name_of(ds), hash_)
+        revision = history.new_revision(ds, data, top + 1, name, hash_, annotations=True)
+        try:
+            return self.history.create(revision), old
+        except history.Collision:
+            st = dict(podutil.status(ds))
+            st["collisionCount"] = int(st.get("collisionCount") or 0) + 1
+            self.write_status("DaemonSet", ds, st)
+            raise
+
+    def _cleanup_history(
+        self, ds: Object, cur: Object, old: list[Object], pods: list[Object]
+    ) -> None:
+        """Delete old revisions beyond revisionHistoryLimit that no pod uses."""
+        limit = podutil.spec(ds).get("revisionHistoryLimit")
+        limit = limit if isinstance(limit, int) else 10
+        live_hashes = {podutil.labels_of(p).get(REVISION_LABEL) for p in pods}
+        live = {podutil.name_of(cur)} | {
+            podutil.name_of(r)
+            for r in old
+            if podutil.labels_of(r).get(REVISION_LABEL) in live_hashes
+        }
+        self.history.delete(history.to_prune(old, live, limit))
 
     def _new_pod(self, ds: Object, node: str, revision: str) -> Object:
         pod = pod_from_template(ds, f"{podutil.name_of(ds)}-")
@@ -154,6 +206,11 @@ class DaemonSetController(PodOwnerController):
         ds = copy.deepcopy(ds)
         template_spec = (podutil.spec(ds).get("template") or {}).get("spec") or {}
         revision = self._revision(ds)
+        cur: Object | None = None
+        old: list[Object] = []
+        if not podutil.is_deleting(ds):
+            cur, old = self._construct_history(ds)
+            revision = podutil.labels_of(cur).get(REVISION_LABEL) or revision
         pods = [p for p in self.claim_pods(ds) if not podutil.is_deleting(p)]
         by_node: dict[str, list[Object]] = {}
         for p in pods:
@@ -187,6 +244,8 @@ class DaemonSetController(PodOwnerController):
                 self.create_pods(
                     key, ds, len(create), lambda i: self._new_pod(ds, create[i], revision)
                 )
+            if cur is not None:
+                self._cleanup_history(ds, cur, old, pods)
         self._status(ds, by_node, eligible, revision, now, mrs)
         return None
 

@@ -45,6 +45,7 @@ InitFunc = Callable[[ControllerContext], Controller | None]
 
 def _registry() -> dict[str, InitFunc]:
     from controlplane.controllers import (
+        apfconfig,
         clusterroleaggregation,
         cronjob,
         daemonset,
@@ -95,6 +96,7 @@ def _registry() -> dict[str, InitFunc]:
         "pvc-protection": volume_protection.init_pvc,
         "pv-protection": volume_protection.init_pv,
         "clusterrole-aggregation": clusterroleaggregation.init,
+        "apf-configuration": apfconfig.init,
         "serviceaccount": serviceaccount.init,
         "root-ca-cert-publisher": serviceaccount.init_root_ca,
         "volcano-job": vcjob.init,

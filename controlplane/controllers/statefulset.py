@@ -1,8 +1,15 @@
 """The StatefulSet controller: pods with stable names `<set>-<ordinal>`.
 
 Pods 0..replicas-1 exist with their ordinal's name and the labels
-`statefulset.kubernetes.io/pod-name` and `controller-revision-hash` (the
-template's hash, also `status.updateRevision`). With OrderedReady, pod N is
+`statefulset.kubernetes.io/pod-name` and `controller-revision-hash`: the
+name of the ControllerRevision it was made from (history.py: one per
+distinct template, `<set>-<hash>`, renumbered when the template returns to
+it, pruned beyond `revisionHistoryLimit` unless a pod or the status uses
+it). `status.updateRevision` is the template's revision,
+`status.currentRevision` the one the set rolls from: pods below the
+RollingUpdate `partition` are (re)made from the current revision, the
+others from the update revision, and once every pod is updated and ready
+the update revision becomes the current one. With OrderedReady, pod N is
 created only when 0..N-1 are Running and Ready, and surplus pods are removed
 one at a time from the highest ordinal, each only after the ones above it
 are gone; with Parallel, all at once. A failed pod is deleted and recreated
@@ -25,12 +32,12 @@ from typing import Any
 
 from controlplane.client import errors
 from controlplane.client.interface import Object
-from controlplane.controllers import podutil, rollout, set_claims
+from controlplane.controllers import history, podutil, set_claims
 from controlplane.controllers.base import Controller, ControllerContext
 from controlplane.controllers.replicaset import PodOwnerController, pod_from_template
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
-REVISION_LABEL = "controller-revision-hash"
+REVISION_LABEL = history.HASH_LABEL
 
 
 def ordinal_of(set_name: str, pod_name: str) -> int | None:
@@ -47,28 +54,71 @@ class StatefulSetController(PodOwnerController):
     default_workers = 5
     owner_kind = "StatefulSet"
 
-    def _revision(self, sts: Object) -> str:
-        return f"{podutil.name_of(sts)}-{rollout.template_hash(podutil.spec(sts).get('template') or {})}"
-
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.claims = self.watch("PersistentVolumeClaim")
         self.claims.add_event_handler(on_delete=self._claim_gone)
+        self.revisions = self.watch(history.KIND)
+        self.history = history.History(ctx.client, self.revisions, self.owner_kind)
+        self.revisions.add_event_handler(on_delete=self._revision_gone)
+
+    def _revision_gone(self, revision: Object) -> None:
+        ref = podutil.controller_ref(revision)
+        if ref is not None and ref.get("kind") == self.owner_kind:
+            self.enqueue_key(f"{podutil.namespace_of(revision)}/{ref.get('name')}")
+
+    def _revisions(self, sts: Object, revisions: list[Object]) -> tuple[Object, Object]:
+        """(current, update) revisions, the update one made or renumbered as
+        needed (Kubernetes' getStatefulSetRevisions)."""
+        data = history.patch_of(sts)
+        equal = [r for r in revisions if history.data_equal(r.get("data") or {}, data)]
+        number = history.next_number(revisions)
+        if equal and equal[-1] is revisions[-1]:
+            update = equal[-1]
+        elif equal:
+            update = self.history.renumber(equal[-1], number)
+        else:
+            st = podutil.status(sts)
+            collision = int(st.get("collisionCount") or 0)
+            hash_ = history.hash_data(data, collision)
+            name = history.revision_name(podutil.name_of(sts), hash_)
+            revision = history.new_revision(sts, data, number, name, hash_, annotations=True)
+            try:
+                update = self.history.create(revision)
+            except history.Collision:
+                self.write_status("StatefulSet", sts, {**st, "collisionCount": collision + 1})
+                raise
+        wanted = podutil.status(sts).get("currentRevision")
+        current = next((r for r in revisions if podutil.name_of(r) == wanted), update)
+        return current, update
+
+    def _truncate_history(
+        self, sts: Object, revisions: list[Object], pods: list[Object], live: set[str]
+    ) -> None:
+        limit = podutil.spec(sts).get("revisionHistoryLimit")
+        limit = limit if isinstance(limit, int) else 10
+        live = live | {str(podutil.labels_of(p).get(REVISION_LABEL)) for p in pods}
+        self.history.delete(history.to_prune(revisions, live, limit))
 
     def _claim_gone(self, claim: Object) -> None:
         for sts in self.owners.store.list(podutil.namespace_of(claim)):
             if set_claims.ordinal_of_claim(sts, podutil.name_of(claim)) is not None:
                 self.enqueue(sts)
 
-    def _new_pod(self, sts: Object, ordinal: int, revision: str) -> Object:
-        pod = pod_from_template(sts, "")
+    def _new_pod(self, sts: Object, ordinal: int, revision: Object) -> Object:
+        # The pod is made from its revision's template (ApplyRevision).
+        versioned = {
+            **sts,
+            "spec": {**podutil.spec(sts), "template": history.template_of(revision)},
+        }
+        pod = pod_from_template(versioned, "")
         set_claims.add_claim_volumes(pod, sts, ordinal)
         name = f"{podutil.name_of(sts)}-{ordinal}"
         pod["metadata"].pop("generateName", None)
         pod["metadata"]["name"] = name
         labels = pod["metadata"].setdefault("labels", {})
         labels[POD_NAME_LABEL] = name
-        labels[REVISION_LABEL] = revision
+        labels[REVISION_LABEL] = podutil.name_of(revision)
         pod["spec"]["hostname"] = name
         service = podutil.spec(sts).get("serviceName")
         if service:
@@ -87,7 +137,14 @@ class StatefulSetController(PodOwnerController):
         parallel = spec.get("podManagementPolicy") == "Parallel"
         strategy = spec.get("updateStrategy") or {}
         partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
-        revision = self._revision(sts)
+        revisions: list[Object] = []
+        if podutil.is_deleting(sts):
+            st = podutil.status(sts)
+            update = {"metadata": {"name": st.get("updateRevision", "")}}
+            current = {"metadata": {"name": st.get("currentRevision", "")}}
+        else:
+            revisions = self.history.owned(sts)
+            current, update = self._revisions(sts, revisions)
         pods = self.claim_pods(sts)
         by_ordinal: dict[int, Object] = {}
         for p in pods:
@@ -99,16 +156,21 @@ class StatefulSetController(PodOwnerController):
             and not podutil.is_deleting(sts)
             and self.selector_matches_template(sts)
         ):
-            self._reconcile(key, sts, by_ordinal, replicas, parallel, strategy, partition, revision)
+            self._reconcile(
+                key, sts, by_ordinal, replicas, parallel, strategy, partition, (current, update)
+            )
             self._scaled_down_claims(sts, by_ordinal, replicas)
             # A pod still waiting for a node gets back a claim deleted under it.
             for o, p in by_ordinal.items():
                 if o < replicas and not podutil.spec(p).get("nodeName"):
                     self._ensure_claims(sts, o)
-        self._status(sts, list(by_ordinal.values()), replicas, revision)
+        if revisions:
+            live = {podutil.name_of(current), podutil.name_of(update)}
+            self._truncate_history(sts, revisions, list(by_ordinal.values()), live)
+        self._status(sts, list(by_ordinal.values()), strategy, current, update)
         return None
 
-    def _create(self, key: str, sts: Object, ordinal: int, revision: str) -> None:
+    def _create(self, key: str, sts: Object, ordinal: int, revision: Object) -> None:
         self._ensure_claims(sts, ordinal)
         self.expectations.expect_creations(key, 1)
         try:
@@ -170,8 +232,11 @@ class StatefulSetController(PodOwnerController):
         parallel: bool,
         strategy: Any,
         partition: int,
-        revision: str,
+        revisions: tuple[Object, Object],
     ) -> None:
+        current, update = revisions
+        rolling = (strategy.get("type") or "RollingUpdate") == "RollingUpdate"
+        revision = podutil.name_of(update)
         # Failed pods are replaced under the same name.
         for _, p in sorted(pods.items()):
             if podutil.phase(p) == "Failed" and not podutil.is_deleting(p):
@@ -180,7 +245,8 @@ class StatefulSetController(PodOwnerController):
         for o in range(replicas):
             pod = pods.get(o)
             if pod is None:
-                self._create(key, sts, o, revision)
+                # newVersionedStatefulSetPod: below the partition, the current revision.
+                self._create(key, sts, o, current if rolling and o < partition else update)
                 if not parallel:
                     return
                 continue
@@ -198,7 +264,7 @@ class StatefulSetController(PodOwnerController):
             if not podutil.is_deleting(top):
                 self._delete(key, sts, top)
             return
-        if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
+        if not rolling:
             return
         for o in range(replicas - 1, partition - 1, -1):
             pod = pods.get(o)
@@ -211,31 +277,39 @@ class StatefulSetController(PodOwnerController):
             if not _running_ready(pod):
                 return  # wait for the replacement before the next one
 
-    def _status(self, sts: Object, pods: list[Object], replicas: int, revision: str) -> None:
+    def _status(
+        self, sts: Object, pods: list[Object], strategy: Any, current: Object, update: Object
+    ) -> None:
         active = [p for p in pods if not podutil.is_deleting(p)]
         ready = [p for p in active if podutil.is_ready(p)]
         now = self.clock.now()
         mrs = int(podutil.spec(sts).get("minReadySeconds") or 0)
-        updated = [p for p in active if podutil.labels_of(p).get(REVISION_LABEL) == revision]
-        old = dict(podutil.status(sts))
-        current_revision = old.get("currentRevision") or revision
-        if len(updated) == len(active) == replicas:
-            current_revision = revision
-        st = dict(old)
+        current_revision = podutil.name_of(current)
+        update_revision = podutil.name_of(update)
+
+        def counted(revision: str) -> int:
+            return sum(1 for p in active if podutil.labels_of(p).get(REVISION_LABEL) == revision)
+
+        updated = counted(update_revision)
+        current_replicas = counted(current_revision)
+        # completeRollingUpdate: every pod updated and ready, the update is current.
+        if (
+            (strategy.get("type") or "RollingUpdate") == "RollingUpdate"
+            and updated == len(active)
+            and len(ready) == len(active)
+        ):
+            current_revision, current_replicas = update_revision, updated
+        st = dict(podutil.status(sts))
         st.update(
             {
                 "observedGeneration": podutil.meta(sts).get("generation", 0),
                 "replicas": len(active),
                 "readyReplicas": len(ready),
                 "availableReplicas": sum(1 for p in ready if podutil.is_available(p, mrs, now)),
-                "currentReplicas": sum(
-                    1
-                    for p in active
-                    if podutil.labels_of(p).get(REVISION_LABEL) == current_revision
-                ),
-                "updatedReplicas": len(updated),
+                "currentReplicas": current_replicas,
+                "updatedReplicas": updated,
                 "currentRevision": current_revision,
-                "updateRevision": revision,
+                "updateRevision": update_revision,
             }
         )
         self.write_status("StatefulSet", sts, st)

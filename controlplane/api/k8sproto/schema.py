@@ -40,10 +40,12 @@ SPECIAL = {
 # The API group of each package of the table ("" is the core group).
 GROUPS = {
     "core": "",
+    "admissionregistration": "admissionregistration.k8s.io",
     "apps": "apps",
     "batch": "batch",
     "autoscaling": "autoscaling",
     "coordination": "coordination.k8s.io",
+    "flowcontrol": "flowcontrol.apiserver.k8s.io",
     "scheduling": "scheduling.k8s.io",
     "storage": "storage.k8s.io",
     "rbac": "rbac.authorization.k8s.io",

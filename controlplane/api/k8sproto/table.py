@@ -18,6 +18,17 @@ reads it.
 """
 
 TABLE = """
+admissionregistration/v1.MatchCondition 1,name,s,p 2,expression,s,p
+admissionregistration/v1.MutatingWebhook 1,name,s,p 2,clientConfig,WebhookClientConfig 3,rules,[]RuleWithOperations 4,failurePolicy,s,p 9,matchPolicy,s,p 5,namespaceSelector,meta/v1.LabelSelector,p 11,objectSelector,meta/v1.LabelSelector,p 6,sideEffects,s,p 7,timeoutSeconds,i32,p 8,admissionReviewVersions,[]s 10,reinvocationPolicy,s,p 12,matchConditions,[]MatchCondition
+admissionregistration/v1.MutatingWebhookConfiguration 1,metadata,meta/v1.ObjectMeta 2,webhooks,[]MutatingWebhook
+admissionregistration/v1.MutatingWebhookConfigurationList 1,metadata,meta/v1.ListMeta 2,items,[]MutatingWebhookConfiguration
+admissionregistration/v1.Rule 1,apiGroups,[]s 2,apiVersions,[]s 3,resources,[]s 4,scope,s,p
+admissionregistration/v1.RuleWithOperations 1,operations,[]s 2,,Rule,i
+admissionregistration/v1.ServiceReference 1,namespace,s,p 2,name,s,p 3,path,s,p 4,port,i32,p
+admissionregistration/v1.ValidatingWebhook 1,name,s,p 2,clientConfig,WebhookClientConfig 3,rules,[]RuleWithOperations 4,failurePolicy,s,p 9,matchPolicy,s,p 5,namespaceSelector,meta/v1.LabelSelector,p 10,objectSelector,meta/v1.LabelSelector,p 6,sideEffects,s,p 7,timeoutSeconds,i32,p 8,admissionReviewVersions,[]s 11,matchConditions,[]MatchCondition
+admissionregistration/v1.ValidatingWebhookConfiguration 1,metadata,meta/v1.ObjectMeta 2,webhooks,[]ValidatingWebhook
+admissionregistration/v1.ValidatingWebhookConfigurationList 1,metadata,meta/v1.ListMeta 2,items,[]ValidatingWebhookConfiguration
+admissionregistration/v1.WebhookClientConfig 3,url,s,p 1,service,ServiceReference,p 2,caBundle,y
 core/v1.AWSElasticBlockStoreVolumeSource 1,volumeID,s,p 2,fsType,s 3,partition,i32 4,readOnly,b
 core/v1.Affinity 1,nodeAffinity,NodeAffinity,p 2,podAffinity,PodAffinity,p 3,podAntiAffinity,PodAntiAffinity,p
 core/v1.AppArmorProfile 1,type,s,p 2,localhostProfile,s,p
@@ -358,6 +369,29 @@ autoscaling/v2.PodsMetricSource 1,metric,MetricIdentifier 2,target,MetricTarget
 autoscaling/v2.PodsMetricStatus 1,metric,MetricIdentifier 2,current,MetricValueStatus
 autoscaling/v2.ResourceMetricSource 1,name,s,p 2,target,MetricTarget
 autoscaling/v2.ResourceMetricStatus 1,name,s,p 2,current,MetricValueStatus
+flowcontrol/v1.ExemptPriorityLevelConfiguration 1,nominalConcurrencyShares,i32,p 2,lendablePercent,i32,p
+flowcontrol/v1.FlowDistinguisherMethod 1,type,s,p
+flowcontrol/v1.FlowSchema 1,metadata,meta/v1.ObjectMeta 2,spec,FlowSchemaSpec 3,status,FlowSchemaStatus
+flowcontrol/v1.FlowSchemaCondition 1,type,s 2,status,s 3,lastTransitionTime,meta/v1.Time 4,reason,s 5,message,s
+flowcontrol/v1.FlowSchemaList 1,metadata,meta/v1.ListMeta 2,items,[]FlowSchema
+flowcontrol/v1.FlowSchemaSpec 1,priorityLevelConfiguration,PriorityLevelConfigurationReference,p 2,matchingPrecedence,i32 3,distinguisherMethod,FlowDistinguisherMethod,p 4,rules,[]PolicyRulesWithSubjects
+flowcontrol/v1.FlowSchemaStatus 1,conditions,[]FlowSchemaCondition
+flowcontrol/v1.GroupSubject 1,name,s,p
+flowcontrol/v1.LimitResponse 1,type,s,p 2,queuing,QueuingConfiguration,p
+flowcontrol/v1.LimitedPriorityLevelConfiguration 1,nominalConcurrencyShares,i32,p 2,limitResponse,LimitResponse 3,lendablePercent,i32,p 4,borrowingLimitPercent,i32,p
+flowcontrol/v1.NonResourcePolicyRule 1,verbs,[]s,p 6,nonResourceURLs,[]s,p
+flowcontrol/v1.PolicyRulesWithSubjects 1,subjects,[]Subject,p 2,resourceRules,[]ResourcePolicyRule 3,nonResourceRules,[]NonResourcePolicyRule
+flowcontrol/v1.PriorityLevelConfiguration 1,metadata,meta/v1.ObjectMeta 2,spec,PriorityLevelConfigurationSpec 3,status,PriorityLevelConfigurationStatus
+flowcontrol/v1.PriorityLevelConfigurationCondition 1,type,s 2,status,s 3,lastTransitionTime,meta/v1.Time 4,reason,s 5,message,s
+flowcontrol/v1.PriorityLevelConfigurationList 1,metadata,meta/v1.ListMeta 2,items,[]PriorityLevelConfiguration
+flowcontrol/v1.PriorityLevelConfigurationReference 1,name,s,p
+flowcontrol/v1.PriorityLevelConfigurationSpec 1,type,s,p 2,limited,LimitedPriorityLevelConfiguration,p 3,exempt,ExemptPriorityLevelConfiguration,p
+flowcontrol/v1.PriorityLevelConfigurationStatus 1,conditions,[]PriorityLevelConfigurationCondition
+flowcontrol/v1.QueuingConfiguration 1,queues,i32 2,handSize,i32 3,queueLengthLimit,i32
+flowcontrol/v1.ResourcePolicyRule 1,verbs,[]s,p 2,apiGroups,[]s,p 3,resources,[]s,p 4,clusterScope,b 5,namespaces,[]s
+flowcontrol/v1.ServiceAccountSubject 1,namespace,s,p 2,name,s,p
+flowcontrol/v1.Subject 1,kind,s,p 2,user,UserSubject,p 3,group,GroupSubject,p 4,serviceAccount,ServiceAccountSubject,p
+flowcontrol/v1.UserSubject 1,name,s,p
 coordination/v1.Lease 1,metadata,meta/v1.ObjectMeta 2,spec,LeaseSpec
 coordination/v1.LeaseList 1,metadata,meta/v1.ListMeta 2,items,[]Lease
 coordination/v1.LeaseSpec 1,holderIdentity,s,p 2,leaseDurationSeconds,i32,p 3,acquireTime,meta/v1.MicroTime,p 4,renewTime,meta/v1.MicroTime,p 5,leaseTransitions,i32,p 6,strategy,s,p 7,preferredHolder,s,p

@@ -22,6 +22,8 @@ and its printers is here one object:
   before, with `name_rule` for metadata.name.
 - `admit(api, info, obj, old)`: what the API server's admission does for
   this kind on create and update (may change obj, raises API errors).
+- `admit_delete(api, info, stored)`: admission on delete: raises to refuse
+  it (Volcano's queue webhook keeps `default`, `root` and parents).
 - `keeps_status_on_create`: a create keeps the status it carries (Node);
   every other kind with a status subresource starts with `initial_status`
   (what Kubernetes' zero status serializes to: a Service's
@@ -133,6 +135,8 @@ class AdmissionApi(Protocol):
 
 # (api, info, obj, old) -> None: may change obj; raises controlplane.client.errors.
 Admit = Callable[[AdmissionApi, KindInfo, Object, Object | None], None]
+# (api, info, stored) -> None: refuses a DELETE by raising (a webhook on DELETE).
+AdmitDelete = Callable[[AdmissionApi, KindInfo, Object], None]
 Validate = Callable[[Errors, Object, Object | None], None]
 Default = Callable[[Object], None]
 
@@ -147,6 +151,7 @@ class KindDef:
     validate: Validate | None = None
     name_rule: NameRule = "subdomain"
     admit: Admit | None = None
+    admit_delete: AdmitDelete | None = None
     keeps_status_on_create: bool = False
     initial_status: Mapping[str, Any] = field(default_factory=dict)
     printer: Printer | None = None

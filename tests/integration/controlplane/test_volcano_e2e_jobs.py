@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from controlplane.api import volcano
-from controlplane.client.errors import NotFound
+from controlplane.client.errors import Invalid, NotFound
 from controlplane.client.interface import DeleteOptions
 from tests.harness.wait import wait_for
 
@@ -224,3 +224,26 @@ def test_closing_a_parent_queue_closes_its_child(c: Cluster) -> None:
     finally:
         for name in ("queue11", "queue2", "queue1"):
             c.api.delete("Queue", name)
+
+
+def test_a_queue_deleted_in_the_foreground_goes(c: Cluster) -> None:
+    """Issue 35's garbage collection: a Queue deleted with `propagationPolicy:
+    Foreground` (kubectl delete --cascade=foreground) goes once the collector
+    has released it; a parent with a child queue is refused, as Volcano's
+    queue webhook does, until the child is gone."""
+    c.api.create("Queue", {"metadata": {"name": "fg-parent"}, "spec": {"parent": "root"}})
+    c.api.create("Queue", {"metadata": {"name": "fg-child"}, "spec": {"parent": "fg-parent"}})
+    foreground = DeleteOptions(propagation_policy="Foreground")
+    with pytest.raises(Invalid, match="queue fg-parent can not be deleted because it has 1 child"):
+        c.api.delete("Queue", "fg-parent", options=foreground)
+    for name in ("fg-child", "fg-parent"):
+        c.api.delete("Queue", name, options=foreground)
+
+        def gone(name: str = name) -> bool:
+            try:
+                c.api.get("Queue", name)
+            except NotFound:
+                return True
+            return False
+
+        wait_for(gone, timeout=30, message=f"queue {name} deleted in the foreground")

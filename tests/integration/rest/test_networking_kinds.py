@@ -1,6 +1,7 @@
 """networking.k8s.io/v1 through kubectl: Ingress, IngressClass and NetworkPolicy
 are served with Kubernetes' columns, defaults and validation, the default
-class is filled in, and ingress-nginx's IngressClass applies beside skiff's."""
+class is filled in, and ingress-nginx's IngressClass, LoadBalancer Service and
+admission webhook configuration apply beside skiff's."""
 
 from __future__ import annotations
 
@@ -44,6 +45,41 @@ spec:
   ports:
   - {appProtocol: http, name: http, port: 80, protocol: TCP, targetPort: http}
   - {appProtocol: https, name: https, port: 443, protocol: TCP, targetPort: https}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ingress-nginx-controller-admission, namespace: ingress-nginx}
+spec:
+  type: ClusterIP
+  selector: {app.kubernetes.io/name: ingress-nginx}
+  ports:
+  - {appProtocol: https, name: https-webhook, port: 443, targetPort: webhook}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  labels:
+    app.kubernetes.io/component: admission-webhook
+    app.kubernetes.io/instance: ingress-nginx
+    app.kubernetes.io/name: ingress-nginx
+    app.kubernetes.io/part-of: ingress-nginx
+  name: ingress-nginx-admission
+webhooks:
+- admissionReviewVersions: [v1]
+  clientConfig:
+    service:
+      name: ingress-nginx-controller-admission
+      namespace: ingress-nginx
+      path: /networking/v1/ingresses
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  name: validate.nginx.ingress.kubernetes.io
+  rules:
+  - apiGroups: [networking.k8s.io]
+    apiVersions: [v1]
+    operations: [CREATE, UPDATE]
+    resources: [ingresses]
+  sideEffects: None
 """
 
 SHOP = """
@@ -94,6 +130,31 @@ def test_ingress_classes_columns_and_ingress_nginx_manifest(cluster: Cluster) ->
         "items"
     ][0]
     assert svc["spec"]["healthCheckNodePort"] and svc["spec"]["allocateLoadBalancerNodePorts"]
+    # Its admission webhook's configuration applies, defaulted as Kubernetes does.
+    hooks = rows(cluster, "validatingwebhookconfiguration")
+    assert hooks[0] == ["NAME", "WEBHOOKS", "AGE"] and hooks[1][:2] == [
+        "ingress-nginx-admission",
+        "1",
+    ]
+    hook = json.loads(cluster.kubectl(
+        "get", "validatingwebhookconfiguration", "ingress-nginx-admission", "-o", "json"
+    ).stdout)["webhooks"][0]  # fmt: skip
+    assert hook["timeoutSeconds"] == 10 and hook["clientConfig"]["service"]["port"] == 443
+    assert hook["rules"][0]["scope"] == "*" and hook["objectSelector"] == {}
+    refused = cluster.kubectl("apply", "-f", "-", check=False, input="""
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: broken}
+webhooks:
+- name: short.example
+  admissionReviewVersions: [v2]
+  clientConfig: {url: "http://hook.example.com/"}
+  sideEffects: Some
+""")  # fmt: skip
+    assert refused.returncode != 0
+    for field in ("webhooks[0].name", "webhooks[0].admissionReviewVersions",
+                  "webhooks[0].clientConfig.url", "webhooks[0].sideEffects"):  # fmt: skip
+        assert field in refused.stderr, refused.stderr
 
     # An IngressClass with parameters prints them as Kubernetes does; scope defaults.
     cluster.kubectl("apply", "-f", "-", input="""

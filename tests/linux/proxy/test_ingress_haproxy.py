@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from agent.ingress.controller import IngressController, IngressTiming
-from agent.ingress.haproxy import IngressSettings
+from agent.ingress.haproxy import HAProxy, IngressSettings
 from agent.ingress.model import CONTROLLER
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.harness.ports import free_port
@@ -280,3 +280,42 @@ def test_update_keeps_requests_in_flight(env) -> None:
     backends["web"].release.set()
     slow.join(20)
     assert result == [(200, "web /slow")]
+
+
+def test_reloads_in_quick_succession_all_take_effect(tmp_path: Path) -> None:
+    """HAProxy's master loses a SIGUSR2 that arrives while it reloads and dies
+    of one that arrives while it re-executes itself: each `apply()` returns
+    once its own configuration serves, and the master lives on."""
+    settings = IngressSettings(state_dir=tmp_path, http_port=free_port(), bind_address="127.0.0.1")
+    proxy = HAProxy(settings)
+
+    def write(version: int) -> None:
+        settings.config_path.write_text(
+            "global\n"
+            f"    stats socket {settings.socket_path} mode 600 level admin expose-fd listeners\n"
+            "defaults\n    mode http\n    timeout connect 5s\n"
+            "    timeout client 5s\n    timeout server 5s\n"
+            f"frontend f\n    bind 127.0.0.1:{settings.http_port}\n"
+            f'    http-request return status 200 content-type text/plain string "v{version}"\n'
+        )
+
+    def answer() -> str:
+        conn = http.client.HTTPConnection("127.0.0.1", settings.http_port, timeout=5)
+        try:
+            conn.request("GET", "/")
+            return conn.getresponse().read().decode()
+        finally:
+            conn.close()
+
+    write(0)
+    proxy.apply()
+    master = proxy.master_pid()
+    try:
+        for version in range(1, 9):
+            write(version)
+            proxy.apply()
+            wait_for(lambda v=version: answer() == f"v{v}", timeout=5,  # type: ignore[misc]
+                     message=f"configuration v{version} served")  # fmt: skip
+        assert proxy.master_pid() == master
+    finally:
+        proxy.stop()

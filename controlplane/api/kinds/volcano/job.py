@@ -4,6 +4,8 @@ Volcano's job webhook's rules (and its CRD schema's), so that its example
 manifests apply unchanged and its invalid ones (example/invalid_jobs/) are
 refused naming the field, in Volcano's words:
 
+- the job's name and its pods' (`<job>-<task>-<task's index>`) are
+  qualified names (at most 63 characters), on create;
 - at least one task; task names are unique DNS labels; counts are >= 0;
   a task's `minAvailable` is not above its replicas, the job's not above
   the sum of the tasks' replicas;
@@ -11,6 +13,7 @@ refused naming the field, in Volcano's words:
   neither; an exit code is not 0 and not given twice; an event appears in
   one policy only (given twice in one policy it counts once); `*` stands
   alone; actions and events are Volcano's;
+- tasks' `dependsOn` form a directed acyclic graph;
 - plugins are `env`, `svc`, `ssh`; volumes have a unique mountPath and
   name an existing claim or describe a new one.
 
@@ -25,12 +28,17 @@ SUCCEEDED FAILED RETRIES AGE.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.api.checks import Errors
+from controlplane.api.checks import (
+    DNS_SUBDOMAIN_MESSAGE,
+    QUALIFIED_NAME_MESSAGE,
+    Errors,
+)
 from controlplane.api.display import age, name, spec, status
-from controlplane.api.dnsnames import is_dns_label
+from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import podspec
@@ -40,6 +48,15 @@ from controlplane.client.errors import Invalid
 Object = dict[str, Any]
 DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
+QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+# The events a policy may name (Volcano's policyEventMap's external ones:
+# not PodRunning, OutOfSync, CommandIssued; its JobUnknownEvent is "Unknown").
+POLICY_EVENTS = ("*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted",
+                 "JobUpdated", "TaskFailed")  # fmt: skip
+VALID = (f"valid events are [{' '.join(POLICY_EVENTS)}], "
+         f"valid actions are [{' '.join(volcano.ACTIONS)}]")  # fmt: skip
 
 
 def _events(pol: Object) -> list[str]:
@@ -71,10 +88,12 @@ def _policies(e: Errors, path: str, policies: Any) -> None:
             continue
         action = pol.get("action")
         if action is not None and action not in volcano.ACTIONS:
-            e.add(f"{where}.action", f"Invalid value: {action!r}: invalid policy action")
+            e.invalid(f"{where}.action", action, f"invalid policy action; {VALID}")
+        elif action is None and events:  # the webhook checks an event policy's action
+            e.invalid(f"{where}.action", "", f"invalid policy action; {VALID}")
         for ev in events:
-            if ev not in volcano.EVENTS:
-                e.add(f"{where}.event", f"Invalid value: {ev!r}: invalid policy event")
+            if ev not in POLICY_EVENTS:
+                e.invalid(f"{where}.event", ev, f"invalid policy event; {VALID}")
             elif ev in seen:
                 e.add(f"{where}.event", f"duplicate event {ev}  across different policy")
             seen.add(ev)
@@ -116,13 +135,47 @@ def _volumes(e: Errors, volumes: Any) -> None:
         name, claim = vol.get("volumeClaimName"), vol.get("volumeClaim")
         if name is not None and (not isinstance(name, str) or not name):
             e.add(f"{where}.volumeClaimName", "must be a claim name")
+        elif name and not is_dns_subdomain(name):
+            e.add(f"{where}.volumeClaimName", f"invalid VolumeClaimName {name} : "
+                                              f"[{DNS_SUBDOMAIN_MESSAGE}]")  # fmt: skip
         if claim is not None and not isinstance(claim, dict):
             e.add(f"{where}.volumeClaim", "must be a PersistentVolumeClaim spec")
         if not name and claim is None:
             e.add(where, "either VolumeClaim or VolumeClaimName must be specified")
         elif name and claim is not None:
-            e.add(where, "conflict: to use an existing claim give only volumeClaimName; "
-                         "to create one give only volumeClaim")  # fmt: skip
+            e.add(where, "conflict: If you want to use an existing PVC, just specify "
+                         "VolumeClaimName.If you want to create a new PVC, you do not need to "
+                         "specify VolumeClaimName")  # fmt: skip
+
+
+def _dependencies_form_a_dag(tasks: list[Any]) -> bool:
+    """Volcano's topoSort over the tasks' `dependsOn.name`: every task can be
+    ordered after the tasks it depends on (one naming no task never can)."""
+    needs: dict[str, set[str]] = {}
+    for task in tasks:
+        if isinstance(task, dict) and isinstance(task.get("name"), str):
+            names = (task.get("dependsOn") or {}).get("name") if isinstance(
+                task.get("dependsOn"), dict) else None  # fmt: skip
+            needs[task["name"]] = {str(n) for n in names or ()}
+    done: set[str] = set()
+    ready = [t for t, deps in needs.items() if not deps]
+    while ready:
+        done.add(ready.pop())
+        ready.extend(t for t, deps in needs.items()
+                     if t not in done and t not in ready and deps <= done)  # fmt: skip
+    return len(done) == len(needs)
+
+
+def _qualified_name_errors(name: str) -> str:
+    """IsQualifiedName's errors for a name without a prefix, as Go prints the list."""
+    errs = []
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if name and not QUALIFIED_NAME.match(name):
+        errs.append(QUALIFIED_NAME_MESSAGE)
+    return f"[{' '.join(errs)}]" if errs else ""
 
 
 def validate(e: Errors, obj: Object, old: Object | None) -> None:
@@ -135,6 +188,9 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
     volcano.nonneg_int(e, "spec.maxRetry", spec.get("maxRetry"))
     volcano.nonneg_int(e, "spec.ttlSecondsAfterFinished", spec.get("ttlSecondsAfterFinished"))
     volcano.nonneg_int(e, "spec.minSuccess", spec.get("minSuccess"))
+    errs = _qualified_name_errors(job) if old is None else ""
+    if errs:
+        e.add("metadata.name", f"create job with name {job} validate failed {errs}")
     tasks = spec.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         e.add("spec.tasks", "No task specified in job spec")
@@ -154,6 +210,11 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
             e.add(f"{where}.name", f"duplicated task name {name}")
         else:
             names.add(name)
+        if isinstance(name, str) and old is None:  # the webhook's, on create
+            pod = f"{job}-{name}-{i}"  # MakePodName(job, task, the task's index)
+            errs = _qualified_name_errors(pod)
+            if errs:
+                e.add(f"{where}.name", f"create pod with name {pod} validate failed {errs}")
         replicas = volcano.nonneg_int(e, f"{where}.replicas", task.get("replicas"))
         total += replicas or 0
         task_min = volcano.nonneg_int(e, f"{where}.minAvailable", task.get("minAvailable"))
@@ -167,6 +228,11 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
             e.add(f"{where}.template", "required")
         else:
             podspec.validate(e, f"{where}.template.spec", template.get("spec"), RESTART_POLICIES)
+    if any(isinstance(t, dict) and t.get("dependsOn") is not None for t in tasks) and (
+        not _dependencies_form_a_dag(tasks)
+    ):
+        e.add("spec.tasks", "job has dependencies between tasks, but doesn't form a directed "
+                            "acyclic graph(DAG)")  # fmt: skip
     if min_available is not None and min_available > total:
         e.add("spec.minAvailable",
               "job 'minAvailable' should not be greater than total replicas in tasks")  # fmt: skip

@@ -6,8 +6,10 @@ manifests are still accepted (and described by the OpenAPI documents).
 Validation: counts >= 0 (minMember, each task's minTaskMember; skiff's
 scheduleTimeoutSeconds, Coscheduling's, >= 1), minResources quantities,
 the phase one of Volcano's; defaults (minMember 1, the default queue,
-Pending): controlplane/api/volcano.py's. Admission on create: its queue
-exists and is Open (a running group whose queue closes keeps running).
+Pending): controlplane/api/volcano.py's. Admission on create: a group on
+the default queue goes to its namespace's (annotation
+scheduling.volcano.sh/queue-name), and its queue exists and is Open (a
+running group whose queue closes keeps running).
 Columns: NAME MIN-MEMBER PHASE AGE.
 """
 
@@ -24,6 +26,7 @@ from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
 from controlplane.api.kinds.volcano.queue import check_open
 from controlplane.api.quantity import parse_quantity
 from controlplane.api.schema import STATUS, kind
+from controlplane.client.errors import NotFound
 
 Object = dict[str, Any]
 
@@ -53,10 +56,27 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
               f"unsupported value {phase!r}: supported: {', '.join(volcano.PODGROUP_PHASES)}")  # fmt: skip
 
 
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # on a Namespace: its groups' queue
+
+
 def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:
-    if old is None:
-        pg_spec = obj.get("spec") or {}
-        check_open(api, "spec.queue", str(pg_spec.get("queue") or volcano.DEFAULT_QUEUE))
+    """On create, Volcano's PodGroup webhooks: a group on the default queue goes
+    to its namespace's queue (annotation scheduling.volcano.sh/queue-name),
+    and its queue must exist and be Open."""
+    if old is not None:
+        return
+    pg_spec = obj.setdefault("spec", {})
+    queue = str(pg_spec.get("queue") or volcano.DEFAULT_QUEUE)
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    if queue == volcano.DEFAULT_QUEUE and namespace:
+        try:
+            ns = api.get_object("Namespace", str(namespace), None)
+        except NotFound:
+            ns = {}
+        named = ((ns.get("metadata") or {}).get("annotations") or {}).get(QUEUE_ANNOTATION)
+        if isinstance(named, str) and named:
+            queue = pg_spec["queue"] = named
+    check_open(api, "spec.queue", queue, podgroup=True)
 
 
 def row(obj: Object, now: float, wide: bool) -> list[str]:

@@ -4,6 +4,7 @@ must name an existing, Open queue."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -91,6 +92,23 @@ def test_example_job_applies_with_volcano_defaults(client: GrpcApiClient) -> Non
          "either VolumeClaim or VolumeClaimName must be specified"),
         ({"volumes": [{"mountPath": "", "volumeClaimName": "c"}]}, "spec.volumes[0].mountPath",
          "should be at least 1 chars long"),
+        # pkg/webhooks/admission/jobs/validate (util.go), in its words: only the
+        # external events (not PodRunning, OutOfSync, CommandIssued; "Unknown" is the
+        # job's), an event policy's action given, a claim's name a DNS subdomain.
+        ({"policies": [{"event": "PodRunning", "action": "AbortJob"}]},
+         "spec.policies[0].event", 'Invalid value: "PodRunning": invalid policy event; '
+         "valid events are [* PodFailed PodEvicted PodPending Unknown TaskCompleted"),
+        ({"policies": [{"event": "JobUnknown", "action": "AbortJob"}]},
+         "spec.policies[0].event", 'Invalid value: "JobUnknown": invalid policy event'),
+        ({"policies": [{"event": "PodFailed"}]}, "spec.policies[0].action",
+         'Invalid value: "": invalid policy action'),
+        ({"volumes": [{"mountPath": "/d", "volumeClaimName": "c", "volumeClaim": {}}]},
+         "spec.volumes[0]", "conflict: If you want to use an existing PVC, just specify "
+         "VolumeClaimName.If you want to create a new PVC, you do not need to specify "
+         "VolumeClaimName"),
+        ({"volumes": [{"mountPath": "/d", "volumeClaimName": "Bad_Claim"}]},
+         "spec.volumes[0].volumeClaimName", "invalid VolumeClaimName Bad_Claim : [a lowercase "
+         "RFC 1123 subdomain"),
     ],
 )  # fmt: skip
 def test_invalid_jobs_are_refused_naming_the_field(
@@ -99,6 +117,24 @@ def test_invalid_jobs_are_refused_naming_the_field(
     with pytest.raises(Invalid) as err:
         client.create(volcano.JOB_KEY, job(**spec), "default")
     assert field in str(err.value) and reason in str(err.value)
+
+
+def test_job_and_pod_names_must_be_qualified_names(client: GrpcApiClient) -> None:
+    """Volcano's job webhook (validateJobName, validateK8sPodNameLength): the
+    job's name and each task's pod name `<job>-<task>-<task index>` are
+    qualified names, so at most 63 characters."""
+    long_job = {**job(), "metadata": {"name": "j" * 64}}
+    with pytest.raises(Invalid, match=f"create job with name {'j' * 64} validate failed "
+                                      r"\[name part must be no more than 63 characters\]"):  # fmt: skip
+        client.create(volcano.JOB_KEY, long_job, "default")
+    name = "n" * 50
+    with pytest.raises(Invalid) as err:
+        client.create(volcano.JOB_KEY, {**job(tasks=[task("t" * 12, 6)]), "metadata": {"name": name}},
+                      "default")  # fmt: skip
+    assert f"spec.tasks[0].name: create pod with name {name}-{'t' * 12}-0 validate failed" in str(
+        err.value)  # fmt: skip
+    assert client.create(volcano.JOB_KEY, {**job(tasks=[task("t" * 10, 6)]),
+                                           "metadata": {"name": name}}, "default")  # fmt: skip
 
 
 def test_a_duplicate_event_within_one_policy_counts_once(client: GrpcApiClient) -> None:
@@ -136,8 +172,39 @@ def test_a_job_goes_only_to_a_leaf_queue(client: GrpcApiClient) -> None:
     assert client.create(volcano.JOB_KEY, job(queue="leaf"), "default")
     with pytest.raises(Invalid, match="cannot use itself as parent"):
         client.create("Queue", {"metadata": {"name": "loop"}, "spec": {"parent": "loop"}})
-    with pytest.raises(Invalid, match="failed to get parent queue of queue orphan"):
+    with pytest.raises(Invalid, match="failed to get parent queue nowhere of queue orphan"):
         client.create("Queue", {"metadata": {"name": "orphan"}, "spec": {"parent": "nowhere"}})
+
+
+def test_a_queue_tree_keeps_its_depth_and_resources_in_order(client: GrpcApiClient) -> None:
+    """Volcano's queue webhook (validate_queue.go: validateQueueDepth,
+    validateChildAgainstAncestor, validateSiblingsSum, validateChildrenConstraints)."""
+
+    def q(name: str, parent: str, **spec: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "spec": {"parent": parent, **spec}}
+
+    parent = "root"
+    for i in range(1, 6):  # five deep is the most
+        client.create("Queue", q(f"d{i}", parent))
+        parent = f"d{i}"
+    with pytest.raises(Invalid, match="queue d6 exceeds the maximum allowed depth of 5"):
+        client.create("Queue", q("d6", "d5"))
+    client.create("Queue", q("p", "root", capability={"cpu": "8"}, deserved={"cpu": "4"}))
+    with pytest.raises(Invalid, match=re.escape(
+            "queue c0 capability[cpu]=16 exceeds its ancestor's capability=8")):  # fmt: skip
+        client.create("Queue", q("c0", "p", capability={"cpu": "16"}))
+    client.create("Queue", q("c1", "p", capability={"cpu": "6"}, deserved={"cpu": "3"}))
+    with pytest.raises(Invalid, match=re.escape(
+            "parent queue p validation failed: sum of children's deserved (cpu 5000.00, "
+            "memory 0.00) exceeds parent's deserved limit (cpu 4000.00, memory 0.00)")):  # fmt: skip
+        client.create("Queue", q("c2", "p", deserved={"cpu": "2"}))
+    made = client.get("Queue", "p")
+    made["spec"]["capability"] = {"cpu": "4"}
+    with pytest.raises(Invalid, match=re.escape(
+            "queue p capability[cpu]=4 is smaller than its descendants' max capability=6")):  # fmt: skip
+        client.update("Queue", made)
+    made["spec"]["capability"] = {"cpu": "6"}
+    assert client.update("Queue", made)
 
 
 def test_closed_queue_refuses_jobs_and_podgroups(client: GrpcApiClient) -> None:
@@ -147,8 +214,17 @@ def test_closed_queue_refuses_jobs_and_podgroups(client: GrpcApiClient) -> None:
         client.create(volcano.JOB_KEY, job(queue="shut"), "default")
     pg = {"apiVersion": volcano.SCHEDULING_API, "kind": "PodGroup",
           "metadata": {"name": "g"}, "spec": {"minMember": 2, "queue": "shut"}}  # fmt: skip
-    with pytest.raises(Invalid, match=r"spec\.queue"):
+    with pytest.raises(
+        Invalid,
+        match=r"spec\.queue: can only submit PodGroup to queue with "
+        r"state `Open`, queue `shut` status is `Closed`\.",
+    ):
         client.create("PodGroup", pg, "default")
+    with pytest.raises(
+        Invalid,
+        match=re.escape('spec.queue: unable to find queue: queues.scheduling.volcano.sh "nowhere"'),
+    ):
+        client.create("PodGroup", {**pg, "spec": {"minMember": 2, "queue": "nowhere"}}, "default")
     # skiff's earlier PodGroup apiVersion still applies, on the default queue.
     old = {"apiVersion": "scheduling.skiff.dev/v1alpha1", "kind": "PodGroup",
            "metadata": {"name": "g"}, "spec": {"minMember": 2}}  # fmt: skip

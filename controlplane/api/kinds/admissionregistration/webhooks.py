@@ -1,0 +1,198 @@
+"""What the two webhook configuration kinds share: the `webhooks[]` entries'
+defaults, validation and schema, as Kubernetes' admissionregistration/v1
+(pkg/apis/admissionregistration/validation) has them.
+
+- Defaults: failurePolicy Fail, matchPolicy Equivalent, timeoutSeconds 10,
+  namespaceSelector and objectSelector {}, a rule's scope "*", a service
+  reference's port 443; for mutating webhooks reinvocationPolicy Never.
+- Validation, each problem naming the field: a webhook name fully qualified
+  (a DNS subdomain of at least three segments) and unique; clientConfig
+  with exactly one of url (https) and service; sideEffects None or
+  NoneOnDryRun; admissionReviewVersions non-empty, including v1 or v1beta1;
+  the enumerations; timeoutSeconds 1..30; rules' operations.
+- Columns: NAME WEBHOOKS AGE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from controlplane.api.checks import Errors, enum, integer, items, mapping, selector
+from controlplane.api.display import age, name
+from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
+from controlplane.api.kinds.definition import Printer, columns
+from controlplane.api.schema import Type, struct
+
+Object = dict[str, Any]
+PACKAGE = "io.k8s.api.admissionregistration.v1"
+OPERATIONS = ("*", "CREATE", "UPDATE", "DELETE", "CONNECT")
+
+
+def defaults(obj: Object, mutating: bool) -> None:
+    for hook in obj.get("webhooks") or []:
+        if not isinstance(hook, dict):
+            continue
+        hook.setdefault("failurePolicy", "Fail")
+        hook.setdefault("matchPolicy", "Equivalent")
+        hook.setdefault("timeoutSeconds", 10)
+        hook.setdefault("namespaceSelector", {})
+        hook.setdefault("objectSelector", {})
+        if mutating:
+            hook.setdefault("reinvocationPolicy", "Never")
+        for rule in hook.get("rules") or []:
+            if isinstance(rule, dict):
+                rule.setdefault("scope", "*")
+        service = (hook.get("clientConfig") or {}).get("service")
+        if isinstance(service, dict):
+            service.setdefault("port", 443)
+
+
+def _client_config(e: Errors, path: str, cfg: Any) -> None:
+    if not mapping(e, path, cfg, required=True):
+        return
+    url, service = cfg.get("url"), cfg.get("service")
+    if (url is None) == (service is None):
+        e.required(path, "exactly one of url or service is required")
+        return
+    if url is not None:
+        parts = urlsplit(str(url))
+        if parts.scheme != "https" or not parts.hostname:
+            e.invalid(f"{path}.url", url, "'https' is the only allowed URL scheme")
+        elif parts.fragment or parts.query or parts.username:
+            e.invalid(f"{path}.url", url, "fragments, query parameters and user information "
+                      "are not permitted")  # fmt: skip
+        return
+    spath = f"{path}.service"
+    if not mapping(e, spath, service):
+        return
+    for key in ("namespace", "name"):
+        value = service.get(key)
+        if not value:
+            e.required(f"{spath}.{key}", "service " + key + " is required")
+        elif not is_dns_label(str(value)):
+            e.invalid(f"{spath}.{key}", value, "a lowercase RFC 1123 label is required")
+    integer(e, f"{spath}.port", service.get("port"), 1, 65535)
+    p = service.get("path")
+    if p is not None and not str(p).startswith("/"):
+        e.invalid(f"{spath}.path", p, "must start with a '/'")
+
+
+def _rules(e: Errors, path: str, rules: Any) -> None:
+    if not items(e, path, rules):
+        return
+    for i, rule in enumerate(rules):
+        rp = f"{path}[{i}]"
+        if not mapping(e, rp, rule):
+            continue
+        for key in ("operations", "apiGroups", "apiVersions", "resources"):
+            if not items(e, f"{rp}.{key}", rule.get(key), required=True):
+                continue
+        for j, op in enumerate(rule.get("operations") or []):
+            enum(e, f"{rp}.operations[{j}]", op, OPERATIONS)
+        enum(e, f"{rp}.scope", rule.get("scope"), ("*", "Cluster", "Namespaced"))
+
+
+def validate(e: Errors, obj: Object, mutating: bool) -> None:
+    hooks = obj.get("webhooks")
+    if hooks is None:
+        return
+    if not isinstance(hooks, list):
+        e.invalid("webhooks", hooks, "must be a list")
+        return
+    seen: set[str] = set()
+    for i, hook in enumerate(hooks):
+        path = f"webhooks[{i}]"
+        if not mapping(e, path, hook):
+            continue
+        hook_name = hook.get("name")
+        if not hook_name:
+            e.required(f"{path}.name")
+        elif not is_dns_subdomain(str(hook_name)) or str(hook_name).count(".") < 2:
+            e.invalid(f"{path}.name", hook_name, "should be a domain with at least three "
+                      "segments separated by dots")  # fmt: skip
+        elif hook_name in seen:
+            e.duplicate(f"{path}.name", hook_name)
+        else:
+            seen.add(str(hook_name))
+        _client_config(e, f"{path}.clientConfig", hook.get("clientConfig"))
+        _rules(e, f"{path}.rules", hook.get("rules"))
+        side = hook.get("sideEffects")
+        if side is None:
+            e.not_supported(f"{path}.sideEffects", side, ("None", "NoneOnDryRun"))
+        else:
+            enum(e, f"{path}.sideEffects", side, ("None", "NoneOnDryRun"))
+        versions = hook.get("admissionReviewVersions")
+        if not versions:
+            e.required(f"{path}.admissionReviewVersions",
+                       "must specify one of v1, v1beta1")  # fmt: skip
+        elif not isinstance(versions, list) or not {"v1", "v1beta1"} & set(map(str, versions)):
+            e.invalid(f"{path}.admissionReviewVersions", versions,
+                      "must include at least one of v1, v1beta1")  # fmt: skip
+        enum(e, f"{path}.failurePolicy", hook.get("failurePolicy"), ("Ignore", "Fail"))
+        enum(e, f"{path}.matchPolicy", hook.get("matchPolicy"), ("Exact", "Equivalent"))
+        integer(e, f"{path}.timeoutSeconds", hook.get("timeoutSeconds"), 1, 30)
+        for sel in ("namespaceSelector", "objectSelector"):
+            if hook.get(sel) is not None:
+                selector(e, f"{path}.{sel}", hook[sel], required=False)
+        if mutating:
+            enum(e, f"{path}.reinvocationPolicy", hook.get("reinvocationPolicy"),
+                 ("Never", "IfNeeded"))  # fmt: skip
+
+
+def row(obj: Object, now: float, wide: bool) -> list[str]:
+    return [name(obj), str(len(obj.get("webhooks") or [])), age(obj, now)]
+
+
+PRINTER = Printer(columns(("NAME", "WEBHOOKS", "AGE")), row)
+
+
+def webhook_type(mutating: bool) -> Type:
+    extra = {"reinvocationPolicy": ("string", "Never (default) or IfNeeded.")} if mutating else {}
+    return struct(
+        PACKAGE,
+        ("MutatingWebhook" if mutating else "ValidatingWebhook")
+        + " describes an admission webhook and the resources and operations it applies to.",
+        ("name", "clientConfig", "sideEffects", "admissionReviewVersions"),
+        name=("string", "The fully qualified name of the admission webhook."),
+        clientConfig=("WebhookClientConfig", "How to reach the webhook."),
+        rules=("[]RuleWithOperations", "The operations and resources the webhook cares about."),
+        failurePolicy=("string", "Ignore or Fail (default)."),
+        matchPolicy=("string", "Exact or Equivalent (default)."),
+        namespaceSelector=("object", "Which namespaces' objects are sent (a label selector)."),
+        objectSelector=("object", "Which objects are sent (a label selector)."),
+        sideEffects=("string", "None or NoneOnDryRun."),
+        timeoutSeconds=("integer", "Seconds before a call fails, 1 to 30 (default 10)."),
+        admissionReviewVersions=("[]string", "AdmissionReview versions the webhook takes."),
+        matchConditions=("[]object", "CEL conditions a request must meet to be sent."),
+        **extra,
+    )
+
+
+SHARED_TYPES: dict[str, Type] = {
+    "WebhookClientConfig": struct(
+        PACKAGE,
+        "WebhookClientConfig says how to talk to a webhook: a URL or a Service.",
+        url=("string", "The webhook's https URL."),
+        service=("ServiceReference", "The Service in front of the webhook."),
+        caBundle=("string", "PEM CA bundle (base64) to verify the webhook's certificate."),
+    ),
+    "ServiceReference": struct(
+        PACKAGE,
+        "ServiceReference names a Service.",
+        ("namespace", "name"),
+        namespace=("string", "The Service's namespace."),
+        name=("string", "The Service's name."),
+        path=("string", "The URL path of requests to it."),
+        port=("integer", "The Service's port (default 443)."),
+    ),
+    "RuleWithOperations": struct(
+        PACKAGE,
+        "RuleWithOperations is the operations and resources a webhook is sent.",
+        operations=("[]string", "CREATE, UPDATE, DELETE, CONNECT or *."),
+        apiGroups=("[]string", "API groups; * is all."),
+        apiVersions=("[]string", "API versions; * is all."),
+        resources=("[]string", "Resources (and subresources); * is all."),
+        scope=("string", "Cluster, Namespaced or * (default)."),
+    ),
+}

@@ -1,0 +1,131 @@
+"""Issue 31 on `skiff up`: the built-in ingress, ServiceLB and NetworkPolicy
+enforcement, as a user gets them (tests/e2e/netcheck.py has the checks).
+
+One `skiff up` per module, started as the side-by-side test starts it
+(offline image import, its own ports, CIDRs and names), with the ingress on
+ports of its own (`--ingress-http-port`, `--ingress-https-port`: never the
+host's 80 and 443). Its agent restart is the user's: kill -9 of `skiff up`
+and the same command again, which adopts the running pods.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent.cri_client import CRIClient
+from tests.e2e import netcheck
+from tests.e2e.agent.test_up_side_by_side import (
+    IMAGE,
+    NODE,
+    Up,
+    free_cluster_cidrs,
+    offline_web_image,
+)
+from tests.harness.images import TestImages
+from tests.harness.nodeprocs import free_service_cidrs, short_tempdir
+from tests.harness.ports import free_port
+
+pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
+
+
+def ingress_state(up: Up) -> str:
+    """The built-in ingress's files (configuration, HAProxy's log), for a failure."""
+    out = []
+    for name in ("haproxy.cfg", "haproxy.log"):
+        with contextlib.suppress(OSError):
+            text = (up.layout.agent_root / "ingress" / name).read_text(errors="replace")[-3000:]
+            out.append(f"--- ingress/{name}\n{text}")
+    with contextlib.suppress(OSError):
+        out.append(subprocess.run(["ls", "-la", str(up.layout.agent_root / "ingress")],
+                                  capture_output=True, text=True, check=False).stdout)  # fmt: skip
+    return "\n".join(out)
+
+
+class UpScene:
+    def __init__(self, up: Up, registries: Any) -> None:
+        self.up = up
+        self.registries = registries
+        self.scene = netcheck.Scene(
+            api=up.wait_ready(),
+            image=IMAGE,
+            nodes=[NODE],
+            exec_in=self.exec_in,
+            log_root=lambda node: up.layout.pod_logs,
+            restart_agent=self.restart,
+            pull_policy="Never",
+        )
+
+    def exec_in(self, pod: dict[str, Any], argv: list[str]) -> int:
+        cri = CRIClient(f"unix://{self.up.layout.cri_socket}", timeout=30)
+        try:
+            labels = {"io.kubernetes.pod.name": pod["metadata"]["name"],
+                      "io.kubernetes.pod.namespace": pod["metadata"]["namespace"]}  # fmt: skip
+            running = [c for c in cri.list_containers(labels) if c.state == 1]
+            assert running, f"no running container of {pod['metadata']['name']}"
+            return int(cri.exec_sync(running[0].id, argv, 10).exit_code)
+        finally:
+            cri.close()
+
+    def restart(self, node: str) -> None:
+        """kill -9 `skiff up`, then the same command: it adopts its pods."""
+        up = self.up
+        assert up.daemon is not None
+        self.scene.api.close()
+        up.daemon.stop(signal.SIGKILL)
+        up.admin_conf.unlink()  # written again once the node is Ready
+        up.start(self.registries)
+        self.scene.api = up.wait_ready(timeout=180)
+
+
+@pytest.fixture(scope="module")
+def up_scene(images: TestImages) -> Iterator[UpScene]:
+    base = short_tempdir("sknet-")
+    up = Up("net", base / "net", free_cluster_cidrs(1)[0], free_service_cidrs(1)[0])
+    try:
+        archive, registries = offline_web_image(base, images)
+        up.data_dir.mkdir()
+        up.import_image(archive)
+        up.start(registries)
+        scene = UpScene(up, registries)
+        yield scene
+        scene.scene.api.close()
+    except BaseException:
+        sys.stderr.write(up.log_tail() + "\n")
+        raise
+    finally:
+        try:
+            up.cleanup()
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def test_ingress_without_class_and_a_load_balancer_service(up_scene: UpScene) -> None:
+    scene = up_scene.scene
+    try:
+        netcheck.check_ingress_and_load_balancer(
+            scene, up_scene.up.http_port, up_scene.up.https_port, free_port()
+        )
+    except BaseException:
+        sys.stderr.write(up_scene.up.log_tail() + "\n" + ingress_state(up_scene.up) + "\n")
+        raise
+    finally:
+        scene.cleanup()
+
+
+def test_network_policies_enforced_through_a_restart(up_scene: UpScene) -> None:
+    scene = up_scene.scene
+    try:
+        netcheck.check_network_policies(scene)
+    except BaseException:
+        sys.stderr.write(up_scene.up.log_tail() + "\n" + ingress_state(up_scene.up) + "\n")
+        raise
+    finally:
+        scene.cleanup()
