@@ -33,7 +33,7 @@ from tests.harness import debian_images as deb
 from tests.harness.images import TestImages
 from tests.harness.wait import wait_for
 
-pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow, pytest.mark.debian_images]
 
 
 @pytest.fixture(scope="module")
