@@ -27,12 +27,14 @@ APT_TEST := busybox-static docker-registry skopeo umoci etcd-server etcd-client 
 APT_VM := qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base \
 	mmdebstrap e2fsprogs rsync openssh-client vagrant vagrant-libvirt
 
-.PHONY: print-apt-run help up test pytest test-vm deps-vm lint typecheck proto proto-check deps deps-test venv check-host clean
+.PHONY: print-apt-run help up test pytest test-clientlibs test-debian-apps test-vm deps-vm lint typecheck proto proto-check deps deps-test venv check-host clean
 
 help:
 	@echo "make up    install skiff and run it on this machine (skiff up)"
 	@echo "make test  install everything, then lint, type-check and run the test suite"
 	@echo "make test-vm  build the VM box, boot the Vagrant cluster (QEMU/libvirt) and run tests/vm"
+	@echo "make test-clientlibs  the Python client, kr8s, lightkube and kopf e2e suites against skiff"
+	@echo "make test-debian-apps  nginx, redis, postgres and the Python client in images built from Debian packages, on skiff up"
 	@echo "make lint  ruff + mypy + import contracts;  make proto  regenerate gRPC stubs"
 
 # The run-time package list, for vagrant/box/build.sh (one home for it).
@@ -94,8 +96,20 @@ test: deps-test venv
 pytest: venv
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
+# The client libraries' own e2e suites against skiff (tests/harness/clientlibs.py;
+# a virtualenv from PyPI on first use, about half an hour).
+test-clientlibs: venv
+	$(PY) -m pytest -m clientlibs tests/integration/clientlibs -p no:cacheprovider $(PYTEST_ARGS)
+
 # The Vagrant cluster for real (tests/vm, marker vm): box build (cached),
 # boot, provision, join, the multi-node scenarios, destroy; each phase timed.
+# Real software on skiff up (tests/e2e/agent/test_up_debian_apps.py): its
+# images are built from Debian's packages with mmdebstrap and umoci, which
+# takes minutes on a fresh machine (cached in /var/cache/skiff-test-images),
+# so the suite has its own target, as the VM suite does.
+test-debian-apps: deps-test venv
+	$(PY) -m pytest -m debian_images tests/e2e/agent/test_up_debian_apps.py -p no:cacheprovider $(PYTEST_ARGS)
+
 test-vm: deps-vm venv
 	$(PY) -m pytest -m vm tests/vm -p no:cacheprovider $(PYTEST_ARGS)
 

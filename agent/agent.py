@@ -264,6 +264,7 @@ class Agent:
             static=self.static,
             mirrors=self.mirrors,
             node=lambda: self.nodes.store.get(cfg.node.name),
+            events=self.events,
         )
         self.resources = NodeResources(
             cfg.resources,

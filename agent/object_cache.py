@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from controlplane.api.pod_references import pod_references
 from controlplane.client import errors
 from controlplane.client.informer import SharedInformer
 from controlplane.client.interface import ApiClient, Object
@@ -33,41 +34,9 @@ Key = tuple[str, str, str]  # (kind, namespace, name)
 ChangeFunc = Callable[[str, str, str], None]
 
 
-def _containers(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    for field in ("initContainers", "containers", "ephemeralContainers"):
-        for c in spec.get(field) or []:
-            if isinstance(c, Mapping):
-                yield c
-
-
-def _name(ref: Any, field: str = "name") -> str:
-    return str(ref.get(field) or "") if isinstance(ref, Mapping) else ""
-
-
 def pod_objects(pod: Mapping[str, Any]) -> set[Key]:
     """Every (kind, namespace, name) of a Secret or ConfigMap the pod names."""
-    spec = pod.get("spec") or {}
-    ns = str((pod.get("metadata") or {}).get("namespace") or "default")
-    refs: set[tuple[str, str]] = set()
-    for secret in spec.get("imagePullSecrets") or []:
-        refs.add(("Secret", _name(secret)))
-    for c in _containers(spec):
-        for env in c.get("env") or []:
-            source = (env or {}).get("valueFrom") or {}
-            refs.add(("Secret", _name(source.get("secretKeyRef"))))
-            refs.add(("ConfigMap", _name(source.get("configMapKeyRef"))))
-        for env_from in c.get("envFrom") or []:
-            refs.add(("Secret", _name((env_from or {}).get("secretRef"))))
-            refs.add(("ConfigMap", _name((env_from or {}).get("configMapRef"))))
-    for volume in spec.get("volumes") or []:
-        if not isinstance(volume, Mapping):
-            continue
-        refs.add(("Secret", _name(volume.get("secret"), "secretName")))
-        refs.add(("ConfigMap", _name(volume.get("configMap"))))
-        for source in (volume.get("projected") or {}).get("sources") or []:
-            refs.add(("Secret", _name((source or {}).get("secret"))))
-            refs.add(("ConfigMap", _name((source or {}).get("configMap"))))
-    return {(kind, ns, name) for kind, name in refs if name}
+    return {ref for ref in pod_references(pod) if ref[0] in ("Secret", "ConfigMap")}
 
 
 class ObjectCache:

@@ -75,7 +75,9 @@ def _attempts(obs: PodObservation) -> dict[str, list[ContainerInfo]]:
     return out
 
 
-def _state(c: ContainerInfo | None, waiting: Waiting | None, runtime: str) -> dict[str, Any]:
+def _state(
+    c: ContainerInfo | None, waiting: Waiting | None, runtime: str, default: str
+) -> dict[str, Any]:
     if c is not None and c.state == "running" and waiting is None:
         return {"running": {"startedAt": rfc3339.format_time(c.started_at)}}
     if c is not None and c.state == "exited" and waiting is None:
@@ -85,7 +87,7 @@ def _state(c: ContainerInfo | None, waiting: Waiting | None, runtime: str) -> di
         if waiting.message:
             w["message"] = waiting.message
         return {"waiting": w}
-    return {"waiting": {"reason": "ContainerCreating"}}
+    return {"waiting": {"reason": default}}
 
 
 def _terminated(c: ContainerInfo, runtime: str) -> dict[str, Any]:
@@ -103,9 +105,17 @@ def _terminated(c: ContainerInfo, runtime: str) -> dict[str, Any]:
 
 
 def container_statuses(
-    specs: list[dict[str, Any]], obs: PodObservation, init: bool = False
+    specs: list[dict[str, Any]],
+    obs: PodObservation,
+    init: bool = False,
+    has_init_containers: bool = False,
 ) -> list[dict[str, Any]]:
+    """One status per spec. A container the runtime has not made yet waits
+    with the kubelet's default reason: PodInitializing in a pod with init
+    containers (its init, app and ephemeral containers alike), else
+    ContainerCreating."""
     attempts = _attempts(obs)
+    default = "PodInitializing" if has_init_containers else "ContainerCreating"
     out = []
     for spec in specs:
         name = spec["name"]
@@ -119,7 +129,7 @@ def container_statuses(
             "imageID": latest.image_ref if latest else "",
             "restartCount": latest.attempt if latest else 0,
             "ready": name in obs.ready and latest is not None and latest.state == "running",
-            "state": _state(latest, waiting, obs.runtime_name),
+            "state": _state(latest, waiting, obs.runtime_name, default),
             "lastState": {},
         }
         if latest is not None:
@@ -262,8 +272,9 @@ def compute_pod_status(
     spec = pod.get("spec") or {}
     old = pod.get("status") or {}
     init_specs = spec.get("initContainers") or []
-    init = container_statuses(init_specs, obs, init=True)
-    app = container_statuses(spec.get("containers") or [], obs)
+    has_init = bool(init_specs)
+    init = container_statuses(init_specs, obs, init=True, has_init_containers=has_init)
+    app = container_statuses(spec.get("containers") or [], obs, has_init_containers=has_init)
     sidecars = {c["name"] for c in init_specs if is_sidecar(c)}
     init_done = _initialized(init, sidecars, app)
     phase = _phase(pod, init_done, init_failed, app)
@@ -302,7 +313,9 @@ def compute_pod_status(
     ephemeral = spec.get("ephemeralContainers") or []
     if ephemeral:
         # Run once, never probed, never ready (the kubelet's own view).
-        status["ephemeralContainerStatuses"] = container_statuses(ephemeral, obs, init=True)
+        status["ephemeralContainerStatuses"] = container_statuses(
+            ephemeral, obs, init=True, has_init_containers=has_init
+        )
         for s in status["ephemeralContainerStatuses"]:
             s["ready"] = False
             del s["started"]

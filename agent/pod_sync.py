@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import urllib.error
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +48,7 @@ from agent.pod_config import (
     sandbox_config,
 )
 from agent.pod_status import ContainerInfo, Waiting
-from agent.probes import DIRECT, resolve_port
+from agent.probes import http_status, resolve_port
 from agent.resize import Resizer
 from agent.resources import container_resources
 from agent.runtime_view import PodRecord
@@ -413,11 +412,7 @@ class PodSyncer:
                 path = h.get("path", "/")
                 path = path if path.startswith("/") else "/" + path
                 url = f"{h.get('scheme', 'HTTP').lower()}://{host}:{port}{path}"
-                try:
-                    with DIRECT.open(url, timeout=max(1, timeout)) as resp_http:
-                        code = resp_http.status
-                except urllib.error.HTTPError as http_err:
-                    code = http_err.code
+                code = http_status(url, max(1, timeout))
                 return None if code < 400 else f"HTTP lifecycle hook ({path}) returned {code}"
             return "lifecycle hook has no handler (exec or httpGet)"
         except CRIError as cri_err:

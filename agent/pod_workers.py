@@ -20,6 +20,7 @@ from agent.allocation import Allocations
 from agent.pleg import Pleg
 from agent.pod_actions import is_sidecar
 from agent.pod_cgroups import remove_pod_cgroup
+from agent.pod_events import PodEvents, image_pull_events
 from agent.pod_status import PodObservation, compute_pod_status
 from agent.pod_sync import PodSyncer
 from agent.probes import ProbeManager, ProbeTarget
@@ -77,6 +78,7 @@ class PodWorkers:
         static: StaticPodSource | None = None,
         mirrors: MirrorPods | None = None,
         node: Callable[[], Mapping[str, Any] | None] = lambda: None,
+        events: PodEvents | None = None,
     ) -> None:
         self.queue = queue
         self.pods = pods
@@ -94,6 +96,7 @@ class PodWorkers:
         self.mirrors = mirrors
         self._last_seen: dict[str, Object] = {}  # uid -> last pod object, for deleted pods
         self.node = node  # this node's Node object, for admission
+        self.events = events  # image pull failures as the kubelet's events
         self._admitted: set[str] = set()
         # uid -> (reason, message, grace): pods stopped for good (rejected at
         # admission, evicted) and whoever waits for their containers to go.
@@ -281,6 +284,8 @@ class PodWorkers:
         _, started_before, liveness_failed = self.probes.results(uid, self._running_specs(pod, rec))
         allocated, pending = self.allocations.sync(pod, self.node(), lambda: self._others(uid))
         result = self.syncer.sync(allocated, rec, liveness_failed, started_before)
+        if self.events is not None:
+            image_pull_events(self.events, pod, result.waiting)
         if rec is not None and any(_downward_only(v) for v in _volumes(pod)):
             # The pod's own labels and annotations changed (a watch event):
             # its downwardAPI files follow now, not at the next sync period.

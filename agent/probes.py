@@ -12,11 +12,10 @@ the container; readiness changes the pod's Ready condition).
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -24,6 +23,10 @@ from typing import Any, Protocol
 
 from agent.cri_client import CRIClient, CRIError
 from machinery.clock import Clock, Timer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from urllib.request import OpenerDirector
 
 log = logging.getLogger("skiff.agent.probes")
 
@@ -79,21 +82,35 @@ class RealProbeRunner:
         port = resolve_port(h["port"], target.ports)
         path = h.get("path", "/")
         url = f"{h.get('scheme', 'HTTP').lower()}://{host}:{port}{path if path.startswith('/') else '/' + path}"
-        req = urllib.request.Request(url, headers={"User-Agent": "skiff-probe/1.0"})
+        headers = {"User-Agent": "skiff-probe/1.0"}
         for hdr in h.get("httpHeaders") or []:
-            req.add_header(hdr["name"], hdr["value"])
-        try:
-            with DIRECT.open(req, timeout=timeout) as resp:
-                code = resp.status
-        except urllib.error.HTTPError as err:
-            code = err.code
+            headers[hdr["name"]] = hdr["value"]  # urllib capitalizes
+        code = http_status(url, timeout, headers)
         ok = 200 <= code < 400
         return ok, "" if ok else f"HTTP probe failed with statuscode: {code}"
 
 
-# Probes and hooks go straight to the pod, never through an http_proxy or
-# https_proxy from the agent's environment (urlopen would honour them).
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+@functools.cache
+def _direct() -> OpenerDirector:
+    import urllib.request
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http_status(url: str, timeout: float, headers: Mapping[str, str] | None = None) -> int:
+    """GET `url` straight from the node: the HTTP status code (an error
+    status too). Probes and hooks never go through an http_proxy or
+    https_proxy from the agent's environment (urlopen would honour them).
+    urllib is imported at the first HTTP probe or hook, not at rest."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, headers=dict(headers or {}))
+    try:
+        with _direct().open(req, timeout=timeout) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
 
 
 def resolve_port(port: Any, named: Mapping[str, int]) -> int:

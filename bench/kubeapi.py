@@ -56,16 +56,9 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.apiserver import (  # noqa: E402
-    Server,
-    add_pod_security_flag,
-    pod,
-    preload_pods,
-    set_pod_security,
-    throughput,
-    watch_latency,
-)
+from bench.apiserver import Server, preload_pods, throughput, watch_latency  # noqa: E402
 from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
+from bench.pod_security import add_pod_security_flag, pod, set_pod_security  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
 from controlplane.api.k8sproto import envelope as k8sproto  # noqa: E402
 

@@ -431,6 +431,11 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         store = open_store(args, data_dir)
     except (CorruptStore, StoreUnavailable) as err:
         raise StartError(str(err)) from err
+    # The CSR signers sign with the cluster CA unless told otherwise (as k3s
+    # passes its CA to kube-controller-manager's --cluster-signing-*-file).
+    if not getattr(args, "cluster_signing_cert_file", "x"):
+        args.cluster_signing_cert_file = str(data_dir / "pki" / "ca.crt")
+        args.cluster_signing_key_file = str(data_dir / "pki" / "ca.key")
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
                              bookmark_interval=args.bookmark_interval,
                              max_workers=args.max_workers, rest=True,

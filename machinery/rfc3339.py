@@ -16,7 +16,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from datetime import datetime
+    from datetime import datetime, tzinfo
     from typing import Any
 
 _SECONDS = "%Y-%m-%dT%H:%M:%S"
@@ -54,6 +54,17 @@ def format_datetime(moment: datetime) -> str:
 def format_micro_datetime(moment: datetime) -> str:
     """A datetime as a metav1.MicroTime string (microseconds, UTC)."""
     return _utc(moment).strftime(_SECONDS + ".%fZ")
+
+
+def format_in_zone(when: float, zone: tzinfo) -> str:
+    """Epoch seconds as RFC 3339 with second precision in `zone`, with its
+    numeric offset (`2026-11-26T09:35:38+09:00`; `Z` for UTC), as Go's
+    time.RFC3339 prints a time in a location (a CronJob's scheduled time)."""
+    from datetime import UTC, datetime
+
+    if zone is UTC:
+        return format_time(when)
+    return datetime.fromtimestamp(when, zone).isoformat(timespec="seconds")
 
 
 def format_nano(ns: int) -> str:

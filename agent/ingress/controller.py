@@ -37,12 +37,13 @@ from cryptography.x509.oid import NameOID
 
 from agent.ingress import model
 from agent.ingress.haproxy import HAProxy, IngressSettings, render
+from agent.sync_runner import SyncRunner
 from controlplane.client import errors
-from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
+from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
-from machinery.atomicfile import write_private
-from machinery.clock import Clock, RealClock, Timer
+from machinery.atomicfile import publish, write_private
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.agent.ingress")
 
@@ -79,7 +80,9 @@ def default_certificate() -> bytes:
     )
 
 
-class IngressController:
+class IngressController(SyncRunner):
+    what = "ingress"  # in the log of a failed sync
+
     def __init__(
         self,
         api: ApiClient,
@@ -93,7 +96,7 @@ class IngressController:
         self.node_name = node_name
         self.settings = settings
         self.timing = timing or IngressTiming()
-        self.clock: Clock = clock or RealClock()
+        self._init_runner(clock or RealClock())
         self.factory = informers or SharedInformerFactory(api, clock=self.clock)
         self.haproxy = HAProxy(settings)
         self.ingresses: SharedInformer = self.factory.informer_for("Ingress")
@@ -105,42 +108,20 @@ class IngressController:
         self._serving = False
         self._annotated = ""
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._full = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._timer: Timer | None = None
-        self._handlers: list[tuple[SharedInformer, Handler]] = []
-        self._last_sync = float("-inf")
         self.syncs = 0
         self.last_config: model.Config | None = None
-        self.last_error: Exception | None = None
 
     # ---- lifecycle -------------------------------------------------------
 
     def start(self) -> None:
         if self._thread is not None:
             return
-        for inf in (self.ingresses, self.classes, self.services, self.endpoints):
-            self._handlers.append(
-                (inf, inf.add_event_handler(self._wake_up, self._updated, self._wake_up))
-            )
+        self._start_runner((self.ingresses, self.classes, self.services, self.endpoints))
         self.factory.start()
-        self._wake.set()
-        self._thread = threading.Thread(target=self._run, name="ingress", daemon=True)
-        self._thread.start()
-        self._schedule_periodic()
+        self._run_loop("ingress")
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        for inf, handler in self._handlers:
-            inf.remove_event_handler(handler)
-        self._handlers.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._stop_runner()
         with self._lock:
             self.haproxy.stop()
 
@@ -204,7 +185,7 @@ class IngressController:
         candidate = s.state_dir / "haproxy.cfg.new"
         write_private(candidate, text)
         self.haproxy.check(candidate)  # raises: the running configuration stays
-        candidate.replace(s.config_path)
+        publish(candidate, s.config_path)
         keep = {*certs, "default.pem"}
         for old in s.cert_dir.iterdir():
             if old.name not in keep:
@@ -220,47 +201,12 @@ class IngressController:
         except errors.ApiError as err:
             log.warning("annotating node %s: %s", self.node_name, err)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            if self._stop.is_set():
-                return
-            if not all(
-                i.wait_for_sync(0.5)
-                for i in (self.ingresses, self.classes, self.services, self.endpoints)
-            ):
-                continue
-            wait = self._last_sync + self.timing.min_sync_interval - self.clock.monotonic()
-            if wait > 0 and self.clock.sleep(wait, self._stop):
-                return
-            self._wake.clear()
-            full = self._full.is_set()
-            self._full.clear()
-            try:
-                self.sync(full=full)
-                self.last_error = None
-            except Exception as err:
-                self.last_error = err
-                log.warning("ingress sync failed, retrying: %s", err)
-                self.clock.call_later(self.timing.retry_interval, self._wake.set)
+    def _ready(self) -> bool:
+        informers = (self.ingresses, self.classes, self.services, self.endpoints)
+        return all(i.wait_for_sync(0.5) for i in informers)
 
-    def _schedule_periodic(self) -> None:
-        if self._stop.is_set() or self.timing.sync_period <= 0:
-            return
-
-        def fire() -> None:
-            self._full.set()
-            self._wake.set()
-            self._schedule_periodic()
-
-        self._timer = self.clock.call_later(self.timing.sync_period, fire)
-
-    def _wake_up(self, obj: Object) -> None:
-        self._wake.set()
-
-    def _updated(self, old: Object, new: Object) -> None:
-        if old is not new:
-            self._wake.set()
+    def _sync_timing(self) -> IngressTiming:
+        return self.timing
 
 
 def state_dir(agent_root: Path) -> Path:

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from agent.netpol import plan as planner
 from agent.netpol.nft import CommandNft, Nft
 from agent.netpol.policy import Policy, PolicyError, namespace_labels, parse_policy, pod_info
-from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
-from controlplane.client.interface import ApiClient, Object
-from machinery.clock import Clock, RealClock, Timer
+from agent.sync_runner import SyncRunner
+from controlplane.client.informer import SharedInformer, SharedInformerFactory
+from controlplane.client.interface import ApiClient
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.agent.netpol")
 
@@ -49,7 +50,9 @@ class NetpolSettings:
     prepare_bridge: bool = True
 
 
-class NetworkPolicyController:
+class NetworkPolicyController(SyncRunner):
+    what = "network policy"  # in the log of a failed sync
+
     def __init__(
         self,
         api: ApiClient,
@@ -61,7 +64,7 @@ class NetworkPolicyController:
     ) -> None:
         self.node_name = node_name
         self.settings = settings or NetpolSettings()
-        self.clock: Clock = clock or RealClock()
+        self._init_runner(clock or RealClock())
         self._own_factory = informers is None
         self.factory = informers or SharedInformerFactory(api, clock=self.clock)
         self.nft: Nft = nft or CommandNft()
@@ -69,46 +72,25 @@ class NetworkPolicyController:
         self.pods: SharedInformer = self.factory.informer_for("Pod")
         self.namespaces: SharedInformer = self.factory.informer_for("Namespace")
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._full = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._timer: Timer | None = None
-        self._handlers: list[tuple[SharedInformer, Handler]] = []
-        self._last_sync = float("-inf")
         self._applied = ""  # the text of the last applied table
         self.syncs = 0
         self.last_sync_seconds = 0.0
         self.last_plan: planner.Plan | None = None
-        self.last_error: Exception | None = None
 
     # ---- lifecycle -------------------------------------------------------
 
     def start(self) -> None:
         if self._thread is not None:
             return
-        for informer in (self.policies, self.pods, self.namespaces):
-            handler = informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
-            self._handlers.append((informer, handler))
+        self._start_runner((self.policies, self.pods, self.namespaces))
         self.factory.start()
         if self.settings.prepare_bridge:
             prepare_bridge()
-        self._wake.set()
-        self._thread = threading.Thread(target=self._run, name="netpol", daemon=True)
-        self._thread.start()
-        self._schedule_periodic()
+        self._run_loop("netpol")
 
     def stop(self) -> None:
         """Stop syncing; the table stays (see the module docstring)."""
-        self._stop.set()
-        self._wake.set()
-        for informer, handler in self._handlers:
-            informer.remove_event_handler(handler)
-        self._handlers.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._stop_runner()
         if self._own_factory:
             self.factory.shutdown()
 
@@ -162,50 +144,12 @@ class NetworkPolicyController:
             self.syncs += 1
             self.last_sync_seconds = self.clock.monotonic() - started
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            if self._stop.is_set():
-                return
-            informers = (self.policies, self.pods, self.namespaces)
-            if not all(i.wait_for_sync(0.5) for i in informers):
-                continue  # a table from half-filled caches would open or cut traffic
-            wait = self._last_sync + self.settings.min_sync_interval - self.clock.monotonic()
-            if wait > 0 and self.clock.sleep(wait, self._stop):
-                return
-            self._wake.clear()
-            full = self._full.is_set()
-            self._full.clear()
-            try:
-                self.sync(full=full)
-                self.last_error = None
-            except Exception as err:
-                self.last_error = err
-                log.warning("network policy sync failed, retrying: %s", err)
-                self.clock.call_later(self.settings.retry_interval, self._wake.set)
+    def _ready(self) -> bool:
+        # a table from half-filled caches would open or cut traffic
+        return all(i.wait_for_sync(0.5) for i in (self.policies, self.pods, self.namespaces))
 
-    def _schedule_periodic(self) -> None:
-        if self._stop.is_set() or self.settings.sync_period <= 0:
-            return
-
-        def fire() -> None:
-            self._full.set()
-            self._wake.set()
-            self._schedule_periodic()
-
-        self._timer = self.clock.call_later(self.settings.sync_period, fire)
-
-    # ---- informer handlers: wake the worker, nothing else ------------------
-
-    def _on_add(self, obj: Object) -> None:
-        self._wake.set()
-
-    def _on_update(self, old: Object, new: Object) -> None:
-        if old is not new:
-            self._wake.set()
-
-    def _on_delete(self, obj: Object) -> None:
-        self._wake.set()
+    def _sync_timing(self) -> NetpolSettings:
+        return self.settings
 
 
 def prepare_bridge() -> None:

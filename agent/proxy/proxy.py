@@ -28,10 +28,11 @@ from agent.proxy.conntrack import stale_udp_flows
 from agent.proxy.healthcheck import HealthCheckServers, health_targets
 from agent.proxy.iptables import CommandIptables, Iptables
 from agent.proxy.model import ServicePort, service_ports
-from controlplane.client.informer import Handler, SharedInformer, SharedInformerFactory
+from agent.sync_runner import SyncRunner
+from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
-from machinery.clock import Clock, RealClock, Timer
+from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.agent.proxy")
 
@@ -89,7 +90,9 @@ def cleanup(ipt: Iptables, naming: rules.Chains = rules.DEFAULT_CHAINS) -> bool:
     return bool(text)
 
 
-class ServiceProxy:
+class ServiceProxy(SyncRunner):
+    what = "service proxy"  # in the log of a failed sync
+
     def __init__(
         self,
         api: ApiClient,
@@ -102,26 +105,18 @@ class ServiceProxy:
         self.api = api
         self.node_name = node_name
         self.settings = settings or ProxySettings()
-        self.clock: Clock = clock or RealClock()
+        self._init_runner(clock or RealClock())
         self._own_factory = informers is None
         self.factory = informers or SharedInformerFactory(api, clock=self.clock)
         self.iptables: Iptables = iptables or CommandIptables()
         self.services: SharedInformer = self.factory.informer_for("Service")
         self.endpoints: SharedInformer = self.factory.informer_for("Endpoints")
         self._lock = threading.Lock()  # one sync at a time
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._timer: Timer | None = None
-        self._handlers: list[tuple[SharedInformer, Handler]] = []
-        self._last_sync = float("-inf")
         self._applied: list[ServicePort] = []  # the ports of the last applied sync
         self._applied_rules: rules.Ruleset | None = None  # None: next sync is full
-        self._full = threading.Event()
         self.syncs = 0  # successful syncs, for tests and metrics
         self.last_sync_seconds = 0.0  # how long the last successful sync took
         self.last_synced_at = 0.0  # clock.now() when it finished
-        self.last_error: Exception | None = None
         self.health = HealthCheckServers() if self.settings.health_checks else None
 
     # ---- lifecycle -------------------------------------------------------
@@ -129,26 +124,13 @@ class ServiceProxy:
     def start(self) -> None:
         if self._thread is not None:
             return
-        for informer in (self.services, self.endpoints):
-            handler = informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
-            self._handlers.append((informer, handler))
+        self._start_runner((self.services, self.endpoints))
         self.factory.start()
         self._prepare_host()
-        self._wake.set()  # a first sync even when there is nothing to watch yet
-        self._thread = threading.Thread(target=self._run, name="service-proxy", daemon=True)
-        self._thread.start()
-        self._schedule_periodic()
+        self._run_loop("service-proxy")
 
     def stop(self, cleanup_rules: bool | None = None) -> None:
-        self._stop.set()
-        self._wake.set()
-        for informer, handler in self._handlers:  # a shared factory lives on
-            informer.remove_event_handler(handler)
-        self._handlers.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._stop_runner()
         if self._own_factory:
             self.factory.shutdown()
         if self.health is not None:
@@ -216,47 +198,9 @@ class ServiceProxy:
             except Exception as err:  # NodePorts on 127.0.0.1 then do not work
                 log.warning("cannot enable route_localnet: %s", err)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            if self._stop.is_set():
-                return
-            # Rules from half-filled stores would cut live services off.
-            if not (self.services.wait_for_sync(0.5) and self.endpoints.wait_for_sync(0.5)):
-                continue
-            wait = self._last_sync + self.settings.min_sync_interval - self.clock.monotonic()
-            if wait > 0 and self.clock.sleep(wait, self._stop):
-                return
-            self._wake.clear()
-            full = self._full.is_set()
-            self._full.clear()
-            try:
-                self.sync(full=full)
-                self.last_error = None
-            except Exception as err:
-                self.last_error = err
-                log.warning("service proxy sync failed, retrying: %s", err)
-                self.clock.call_later(self.settings.retry_interval, self._wake.set)
+    def _ready(self) -> bool:
+        # Rules from half-filled stores would cut live services off.
+        return self.services.wait_for_sync(0.5) and self.endpoints.wait_for_sync(0.5)
 
-    def _schedule_periodic(self) -> None:
-        if self._stop.is_set() or self.settings.sync_period <= 0:
-            return
-
-        def fire() -> None:
-            self._full.set()
-            self._wake.set()
-            self._schedule_periodic()
-
-        self._timer = self.clock.call_later(self.settings.sync_period, fire)
-
-    # ---- informer handlers: mark dirty, nothing else ----------------------
-
-    def _on_add(self, obj: Object) -> None:
-        self._wake.set()
-
-    def _on_update(self, old: Object, new: Object) -> None:
-        if old is not new:
-            self._wake.set()
-
-    def _on_delete(self, obj: Object) -> None:
-        self._wake.set()
+    def _sync_timing(self) -> ProxySettings:
+        return self.settings

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.client.errors import Invalid
-from machinery.rfc3339 import format_datetime
+from machinery.rfc3339 import format_datetime, parse_time
 
 NAMESPACE = "kube-system"
 SECRET_TYPE = "bootstrap.kubernetes.io/token"
@@ -128,8 +128,7 @@ def expired(expiration: str, now: datetime.datetime) -> bool:
     """Whether an RFC 3339 expiration has passed (an unreadable one has)."""
     if not expiration:
         return False
-    try:
-        until = datetime.datetime.fromisoformat(expiration.replace("Z", "+00:00"))
-    except ValueError:
+    until = parse_time(expiration)
+    if until is None:
         return True
-    return until <= now
+    return until <= now.timestamp()

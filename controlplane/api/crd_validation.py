@@ -15,6 +15,7 @@ Pure: the served CRDs are controlplane.api.crd's.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -24,7 +25,15 @@ from controlplane.api.jsoncodec import clone
 
 Object = dict[str, Any]
 
-_KIND_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+# Kubernetes checks a kind lower-cased as a DNS-1035 label: any case, so a
+# kind may start lower-case (lightkube's e2e CRDs do).
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1035_MESSAGE = (
+    "may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower"
+    " case alphanumeric characters or '-', start with an alphabetic character, and end with an"
+    " alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is"
+    " '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
 _TYPES = ("object", "array", "string", "integer", "number", "boolean")
 _COLUMN_TYPES = ("integer", "number", "string", "boolean", "date")
 # Keywords a structural schema may not use (Kubernetes' list).
@@ -58,10 +67,10 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
         e.add("spec.names.plural", "required")
     for key in ("kind", "listKind"):
         value = names.get(key)
-        if value is not None and (not isinstance(value, str) or not _KIND_NAME.match(value)):
-            e.add(
-                f"spec.names.{key}", "must be a CamelCase name starting with an upper-case letter"
-            )
+        if value is not None and (
+            not isinstance(value, str) or len(value) > 63 or not _DNS1035_LABEL.match(value.lower())
+        ):
+            e.add(f"spec.names.{key}", f"Invalid value: {json.dumps(value)}: {_DNS1035_MESSAGE}")
     if not names.get("kind"):
         e.add("spec.names.kind", "required")
     for key in ("shortNames", "categories"):

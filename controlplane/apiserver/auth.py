@@ -73,6 +73,8 @@ class TokenAuthority:
         self.service_accounts: Any = None
         # (node, credential id) -> whether that node credential still holds.
         self.node_credentials: Callable[[str, str], bool] | None = None
+        # node -> whether a client certificate of that node still holds.
+        self.node_certificates: Callable[[str], bool] | None = None
 
     def _mac(self, purpose: str) -> str:
         return hmac.new(self._secret, purpose.encode(), hashlib.sha256).hexdigest()[:40]

@@ -3,12 +3,26 @@
 The gRPC servicers and the Kubernetes REST API both turn a request's bearer
 token into an Identity here, and hand that Identity to the registry (whose
 `identity=` parameters run authorization). Neither front door authenticates
-or authorizes in any other way. This module never touches a transport.
+or authorizes in any other way. The REST API also takes a client
+certificate the cluster CA issued (TLS verified it: the chain, its dates and
+the client-auth usage), as kube-apiserver's x509 authenticator: the subject's
+CN is the user, each O a group (`certificate_identity`). This module never
+touches a transport.
 """
 
 from __future__ import annotations
 
-from controlplane.apiserver.auth import Identity, TokenAuthority
+import ssl
+import time
+from typing import Any
+
+from controlplane.apiserver.auth import (
+    AUTHENTICATED,
+    MASTERS_GROUP,
+    NODES_GROUP,
+    Identity,
+    TokenAuthority,
+)
 from controlplane.client.errors import Unauthenticated
 
 # Without an authority (in-process tests) everyone is the admin.
@@ -32,3 +46,34 @@ def authenticate(authority: TokenAuthority | None, token: str) -> Identity:
     if identity is None:
         raise Unauthenticated("invalid bearer token")
     return identity
+
+
+def certificate_identity(peercert: Any, now: float | None = None) -> Identity | None:
+    """The Identity a verified client certificate (ssl's getpeercert() dict)
+    proves: CN the user, each O a group, system:authenticated added; a
+    system:node:NAME in system:nodes is node NAME. None without a
+    certificate, without a CN, or once it expired (a connection may outlive
+    its certificate: checked at every request, as Go's authenticator does)."""
+    if not isinstance(peercert, dict) or not peercert.get("subject"):
+        return None
+    try:
+        not_after = ssl.cert_time_to_seconds(str(peercert.get("notAfter")))
+    except ValueError:
+        return None
+    if (time.time() if now is None else now) >= not_after:
+        return None
+    user, groups = "", []
+    for rdn in peercert["subject"]:
+        for key, value in rdn:
+            if key == "commonName" and not user:
+                user = str(value)
+            elif key == "organizationName":
+                groups.append(str(value))
+    if not user:
+        return None
+    if AUTHENTICATED not in groups:
+        groups.append(AUTHENTICATED)
+    node = None
+    if user.startswith("system:node:") and NODES_GROUP in groups:
+        node = user.removeprefix("system:node:") or None
+    return Identity(user, admin=MASTERS_GROUP in groups, node=node, groups=tuple(groups))

@@ -46,6 +46,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "patch_ephemeralcontainers": ("patch", "ephemeralcontainers"),
     "update_resize": ("update", "resize"),
     "patch_resize": ("patch", "resize"),
+    "update_approval": ("update", "approval"),
+    "patch_approval": ("patch", "approval"),
     "bind": ("create", "binding"),
     "get_scale": ("get", "scale"),
 }

@@ -145,6 +145,15 @@ class NodeCredentials:
             return True  # not registered yet: it may create its Node
         return uid == record.node_uid
 
+    def holds(self, node: str) -> bool:
+        """Whether `node` has a credential on record that still works: what a
+        node's client certificate needs besides TLS (deleting the Node ends
+        its certificates as it ends its token)."""
+        with self._lock:
+            record = self._records.get(node)
+        record = record or self._read(node)
+        return record is not None and self.valid(node, record.id)
+
     def _read(self, node: str) -> Record | None:
         def load() -> dict[str, Any] | None:
             try:

@@ -19,66 +19,16 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from controlplane.api import jsoncodec
+from controlplane.api.pod_references import Ref, pod_references
 from controlplane.storage.interface import Event, EventType
 
 POD_PREFIX = "/registry/pods/"
 _NODE_NAME = b'"nodeName"'  # absent from a pod's JSON: spec.nodeName is unset
 PVC_PREFIX = "/registry/persistentvolumeclaims/"
-
-Ref = tuple[str, str, str]  # (kind, namespace, name); namespace "" for cluster-scoped
-
-
-def _containers(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for field in ("initContainers", "containers", "ephemeralContainers"):
-        for c in spec.get(field) or []:
-            if isinstance(c, dict):
-                yield c
-
-
-def _name(ref: Any, field: str = "name") -> str:
-    return str(ref.get(field) or "") if isinstance(ref, dict) else ""
-
-
-def pod_references(pod: dict[str, Any]) -> set[Ref]:
-    """Every Secret, ConfigMap, PVC and ServiceAccount a pod names."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    ns = str(meta.get("namespace") or "default")
-    refs: set[tuple[str, str]] = set()
-    sa = spec.get("serviceAccountName") or spec.get("serviceAccount")
-    if sa:
-        refs.add(("ServiceAccount", str(sa)))
-    for secret in spec.get("imagePullSecrets") or []:
-        refs.add(("Secret", _name(secret)))
-    for c in _containers(spec):
-        for env in c.get("env") or []:
-            source = (env or {}).get("valueFrom") or {}
-            refs.add(("Secret", _name(source.get("secretKeyRef"))))
-            refs.add(("ConfigMap", _name(source.get("configMapKeyRef"))))
-        for env_from in c.get("envFrom") or []:
-            refs.add(("Secret", _name((env_from or {}).get("secretRef"))))
-            refs.add(("ConfigMap", _name((env_from or {}).get("configMapRef"))))
-    pod_name = str(meta.get("name") or "")
-    for volume in spec.get("volumes") or []:
-        if not isinstance(volume, dict):
-            continue
-        refs.add(("Secret", _name(volume.get("secret"), "secretName")))
-        refs.add(("ConfigMap", _name(volume.get("configMap"))))
-        refs.add(("PersistentVolumeClaim", _name(volume.get("persistentVolumeClaim"), "claimName")))
-        if "ephemeral" in volume:
-            refs.add(("PersistentVolumeClaim", f"{pod_name}-{volume.get('name')}"))
-        for source in (volume.get("projected") or {}).get("sources") or []:
-            refs.add(("Secret", _name((source or {}).get("secret"))))
-            refs.add(("ConfigMap", _name((source or {}).get("configMap"))))
-        for value in volume.values():  # csi, cephfs, iscsi, ... name their secret so
-            if isinstance(value, dict):
-                for field in ("secretRef", "nodePublishSecretRef", "nodeStageSecretRef"):
-                    refs.add(("Secret", _name(value.get(field))))
-    return {(kind, ns, name) for kind, name in refs if name}
 
 
 class NodeGraph:

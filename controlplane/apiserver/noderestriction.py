@@ -49,8 +49,9 @@ from typing import Any
 from controlplane.api import volumes
 from controlplane.api.dnsnames import is_dns_subdomain
 from controlplane.api.kinds import KindInfo
+from controlplane.api.pod_references import pod_references
 from controlplane.api.selectors import FieldSelector, LabelSelector
-from controlplane.apiserver.nodegraph import NodeGraph, pod_references
+from controlplane.apiserver.nodegraph import NodeGraph
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"

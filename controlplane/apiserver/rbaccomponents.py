@@ -143,6 +143,14 @@ CONTROLLER_MANAGER_RULES = [
     _rule(["create"], ["networking.k8s.io"], ["ingressclasses"]),  # the built-in class `skiff`
     _rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
     _rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+    # csrsigning: the built-in signers (system:controller:certificate-controller's rule).
+    {**_rule(["sign"], ["certificates.k8s.io"], ["signers"]),
+     "resourceNames": ["kubernetes.io/kube-apiserver-client",
+                       "kubernetes.io/kube-apiserver-client-kubelet",
+                       "kubernetes.io/kubelet-serving"]},
+    # csrapproving: kubelet client certificates after a SubjectAccessReview.
+    {**_rule(["approve"], ["certificates.k8s.io"], ["signers"]),
+     "resourceNames": ["kubernetes.io/kube-apiserver-client-kubelet"]},
     # The clusterrole-aggregation controller writes the union of other roles
     # into the aggregated defaults (not into its own role: no way up from here).
     {**_rule(["escalate"], ["rbac.authorization.k8s.io"], ["clusterroles"]),

@@ -151,6 +151,10 @@ def _binding(
     }
 
 
+CERTIFICATES = "certificates.k8s.io"
+CSR_ROLE = "system:certificates.k8s.io:certificatesigningrequests"
+
+
 def cluster_roles() -> list[dict[str, Any]]:
     everything = [
         {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
@@ -186,6 +190,26 @@ def cluster_roles() -> list[dict[str, Any]]:
             ],
         ),
         _cluster_role("system:node", NODE_RULES),
+        # Kubelet client certificates (csrapproving): a bootstrapper's first,
+        # a node's renewal of its own; and the CSR reads and creates they need.
+        _cluster_role(
+            "system:node-bootstrapper",
+            [
+                _rule(
+                    ["create", "get", "list", "watch"],
+                    [CERTIFICATES],
+                    ["certificatesigningrequests"],
+                )
+            ],
+        ),
+        _cluster_role(
+            f"{CSR_ROLE}:nodeclient",
+            [_rule(["create"], [CERTIFICATES], ["certificatesigningrequests/nodeclient"])],
+        ),
+        _cluster_role(
+            f"{CSR_ROLE}:selfnodeclient",
+            [_rule(["create"], [CERTIFICATES], ["certificatesigningrequests/selfnodeclient"])],
+        ),
         _cluster_role("system:skiff-network", NETWORK_RULES),
         *(_cluster_role(name, rules) for name, rules in components.ROLES.items()),
     ]
@@ -196,6 +220,17 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         _binding("cluster-admin", "cluster-admin", groups=["system:masters"]),
         _binding("system:basic-user", "system:basic-user", groups=["system:authenticated"]),
         _binding("system:skiff-network", "system:skiff-network", groups=["system:nodes"]),
+        _binding(
+            "system:node-bootstrapper",
+            "system:node-bootstrapper",
+            groups=["system:bootstrappers", "system:nodes"],
+        ),
+        _binding(
+            f"{CSR_ROLE}:nodeclient", f"{CSR_ROLE}:nodeclient", groups=["system:bootstrappers"]
+        ),
+        _binding(
+            f"{CSR_ROLE}:selfnodeclient", f"{CSR_ROLE}:selfnodeclient", groups=["system:nodes"]
+        ),
         _binding("system:discovery", "system:discovery", groups=["system:authenticated"]),
         _binding(
             "system:public-info-viewer",

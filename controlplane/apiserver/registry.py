@@ -11,7 +11,8 @@ its parts live beside it:
   validation, timestamps, the read cache);
 - listing.py: selectors, pages and continue tokens;
 - deletion.py: grace periods, preconditions and finalizers;
-- subresources.py: pods/binding and scale.
+- subresources.py: pods/binding and scale;
+- update_rules.py: what an update takes from the request, per subresource.
 
 Kind-specific admission (pod priority, service IPs, job selectors) is in
 `admission.py`. Errors are the client-facing ones (controlplane.client.errors);
@@ -27,19 +28,10 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from controlplane.api import (
-    defaults,
-    ephemeral,
-    jsoncodec,
-    kinds,
-    limits,
-    pruning,
-    resize,
-    server_side_apply,
-)
+from controlplane.api import defaults, jsoncodec, kinds, limits, pruning, server_side_apply
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch, merge_patch_shared
-from controlplane.apiserver import deletion, listing, subresources
+from controlplane.apiserver import deletion, listing, subresources, update_rules
 from controlplane.apiserver.admission_context import CREATE, UPDATE, Attributes
 from controlplane.apiserver.auth import SYSTEM, Identity
 from controlplane.apiserver.authz import Authorizer
@@ -54,7 +46,6 @@ from controlplane.apiserver.codec import (
     new_uid,
     object_key,
     parse_rv,
-    spec_part,
 )
 from controlplane.apiserver.fieldmanager import FieldManager, default
 from controlplane.apiserver.registry_base import (
@@ -63,11 +54,10 @@ from controlplane.apiserver.registry_base import (
     conflict,
     too_many_writers,
 )
+from controlplane.apiserver.update_rules import POD_SPEC_SUBRESOURCES, RESIZE
 from controlplane.client.errors import (
     AlreadyExists,
     ApiError,
-    Conflict,
-    Forbidden,
     Invalid,
     NotFound,
     Unavailable,
@@ -103,11 +93,6 @@ Plugin = Callable[["Registry", KindInfo, Object, Object | None, bool], None]
 Validate = Callable[[Attributes], None]
 
 
-EPHEMERAL = "ephemeralcontainers"  # the pods/ephemeralcontainers subresource
-RESIZE = "resize"  # pods/resize: in-place resize of the containers' resources
-POD_SPEC_SUBRESOURCES = (EPHEMERAL, RESIZE)
-
-
 class Registry(RegistryBase):
     """See the module docstring."""
 
@@ -127,6 +112,9 @@ class Registry(RegistryBase):
         self.plugins: builtins.list[Plugin] = []
         # Run after every kind's admission, on every create and update.
         self.validating: builtins.list[Validate] = []
+        # Kinds that record who created them (a CSR's spec.username, groups,
+        # uid, extra), as their strategy's PrepareForCreate: kind -> fills obj.
+        self.requesters: dict[str, Callable[[Object, Identity], None]] = {}
 
     def cached_objects(self, kind: str) -> builtins.list[Object]:
         """Every object of a cluster-scoped kind, decoded (PriorityClasses for pod
@@ -273,6 +261,9 @@ class Registry(RegistryBase):
             obj.pop("status", None)
         name = str(meta.get("name") or "")  # validation refuses a missing one
         self.authorizer.authorize(identity, "create", info, ns, name, None, obj)
+        requester = self.requesters.get(info.key)
+        if requester is not None:
+            requester(obj, identity)
         self._decoded(info, obj, None)
         self.validate(info, obj, None)
         self.check_namespace_open(info, ns)
@@ -471,7 +462,8 @@ class Registry(RegistryBase):
         one the built object names, if any (patches). recorded_as: the
         subresource managedFields name, when not the one written (scale)."""
         self.check_stored(info)
-        if subresource not in ("", "status", *POD_SPEC_SUBRESOURCES):
+        own = kinds.definition(info.key).status_subresources  # a CSR's approval
+        if subresource not in ("", "status", *POD_SPEC_SUBRESOURCES) and subresource not in own:
             raise Invalid(f"subresource: {subresource!r} is not supported (use '' or 'status')")
         if subresource == "status" and not info.has_status:
             raise NotFound(f"{info.resource} have no status subresource")
@@ -548,85 +540,34 @@ class Registry(RegistryBase):
         recorded_as: str,
         dry_run: bool = False,
     ) -> Object:
-        if requested.get("kind") not in (None, "", info.kind):
-            raise Invalid(f"kind: {requested.get('kind')!r} does not match {info.kind}")
-        old_meta = old.get("metadata") or {}
-        req_meta = meta_of(requested)
-        if req_meta.get("uid") and req_meta.get("uid") != old_meta.get("uid"):
-            raise Conflict(
-                f"Precondition failed: UID in object meta: {req_meta.get('uid')}, "
-                f"UID of the stored object: {old_meta.get('uid')}"
-            )
+        """The object an update stores (update_rules says what it takes from
+        the request), decoded, validated and admitted, the write recorded."""
+        update_rules.check_request(info, old, requested)
         if subresource in POD_SPEC_SUBRESOURCES:
-            # pods/ephemeralcontainers (kubectl debug): only
-            # spec.ephemeralContainers is taken from the request; pods/resize
-            # only the containers' resources and resizePolicy.
-            if subresource == EPHEMERAL:
-                new = ephemeral.ephemeral_update(old, requested)
-            else:
-                new = resize.resize_update(old, requested)
-            new["metadata"] = dict(old_meta)
+            new = update_rules.pod_spec_update(subresource, old, requested)
             self._decoded(info, new, old)
             self.validate(info, new, old)
             if subresource == RESIZE:
-                bad = [f"{path}: {problem}" for path, problem in resize.resize_problems(old, new)]
-                if bad:
-                    err = Invalid(f'Pod "{old_meta.get("name")}" is invalid: ' + "; ".join(bad))
-                    err.causes = bad  # type: ignore[attr-defined]  # as validate() gives them
-                    raise err
+                update_rules.check_resize(old, new)
             self._record(info, old, new, manager, recorded_as)
             return new
-        if subresource == "status":
-            # `old` is this attempt's own decoded copy, never changed below:
-            # `new` shares its parts but for the metadata (managedFields are
-            # written in) and the status, taken from the request, which may
-            # share parts with `old` too (Registry.patch): nothing here
-            # changes either.
-            new = {**old, "metadata": dict(old_meta)}
-            if "status" in requested:
-                new["status"] = requested["status"]
-            else:
-                new.pop("status", None)
-            # Not pruned: every schema declares status free-form, and the
-            # rest is the stored object.
-            self.validate(info, new, old)
-            self._record(info, old, new, manager, recorded_as)
-            return new
-        new = requested
-        new["kind"] = info.kind
-        new.setdefault("apiVersion", old.get("apiVersion", info.api_version))
-        meta = meta_of(new)
-        meta.pop("resourceVersion", None)
-        for field in ("name", "namespace", "uid", "creationTimestamp", "generateName",
-                      "deletionTimestamp", "deletionGracePeriodSeconds"):  # fmt: skip
-            if field in old_meta:
-                meta[field] = old_meta[field]
-            else:
-                meta.pop(field, None)
-        if info.has_status:
-            if "status" in old:
-                new["status"] = old["status"]
-            else:
-                new.pop("status", None)
-        self._decoded(info, new, old)
-        old_generation = int(old_meta.get("generation") or 1)
-        if spec_part(new) != spec_part(old):
-            meta["generation"] = old_generation + 1
+        prepare = kinds.definition(info.key).prepare_update
+        if subresource:  # status, or a kind's own status subresource (a CSR's
+            # approval): what each may change is the kind's prepare_update.
+            new = update_rules.status_update(old, requested)
+            found = prepare(subresource, new, old) if prepare is not None else []
+            self.validate(info, new, old, found)
         else:
-            meta["generation"] = old_generation
-        if old_meta.get("deletionTimestamp"):
-            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
-            if added:
-                raise Forbidden(
-                    f"metadata.finalizers: no new finalizers can be added while "
-                    f"{info.kind} is being deleted: {sorted(added)}"
-                )
-        self.validate(info, new, old)
-        admit = self.admission.get(info.key)
-        if admit is not None:
-            admit(self, info, new, old)
-        for plugin in self.plugins:
-            plugin(self, info, new, old, dry_run)
+            new = update_rules.main_update(info, old, requested)
+            self._decoded(info, new, old)
+            update_rules.after_decoding(info, old, new)
+            found = prepare("", new, old) if prepare is not None else []
+            self.validate(info, new, old, found)
+            admit = self.admission.get(info.key)
+            if admit is not None:
+                admit(self, info, new, old)
+            for plugin in self.plugins:
+                plugin(self, info, new, old, dry_run)
         self._record(info, old, new, manager, recorded_as)
         return new
 

@@ -8,7 +8,7 @@ subresources take it as their narrow view of the registry.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.api import validation
@@ -117,8 +117,11 @@ class RegistryBase:
             raise Unavailable(str(err)) from err
         return decode(kv.value), kv.mod_rev
 
-    def validate(self, info: KindInfo, obj: Object, old: Object | None) -> None:
-        problems = validation.validate(info.key, obj, old)
+    def validate(
+        self, info: KindInfo, obj: Object, old: Object | None, found: Sequence[str] = ()
+    ) -> None:
+        """Invalid with every problem of obj (and those already `found`)."""
+        problems = [*validation.validate(info.key, obj, old), *found]
         if problems:
             name = meta_of(obj).get("name") or meta_of(obj).get("generateName") or ""
             err = invalid(info, str(name), problems)

@@ -34,6 +34,7 @@ from controlplane.api.kinds import UnknownKind, all_kinds, by_kind
 from controlplane.api.kinds.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
 from controlplane.api.kinds.storage.storageclass import local_path_class
 from controlplane.api.limits import MAX_BODY
+from controlplane.apiserver import certificates
 from controlplane.apiserver.admission import default_admission, default_plugins
 from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
@@ -140,6 +141,9 @@ class ApiServer:
             lambda ns: self._objects("Pod", ns),
         )
         self.registry.validating.append(self.pod_security)
+        # CertificateSigningRequests: the requester recorded, approve/sign/subject admission.
+        self.registry.requesters[certificates.KIND] = certificates.requester
+        self.registry.validating.append(certificates.CertificateAdmission(self.authorizer))
         self.sa_tokens = (
             ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
         )
@@ -170,6 +174,7 @@ class ApiServer:
         authority = self.authority
         if authority is not None:
             authority.node_credentials = self.node_credentials.valid
+            authority.node_certificates = self.node_credentials.holds
         self.joins = (
             BootstrapJoin(
                 self.registry,

@@ -71,6 +71,12 @@ class ManagerConfig:
     # (empty: the controller client's own CA, if it has one).
     root_ca_pem: bytes = b""
     terminated_pod_gc_threshold: int = 12500
+    # The CA the CSR signers sign with (--cluster-signing-cert-file/-key-file;
+    # skiff controlplane passes its own), and their longest certificate
+    # (--cluster-signing-duration, seconds; a year as Kubernetes').
+    cluster_signing_cert_file: str = ""
+    cluster_signing_key_file: str = ""
+    cluster_signing_duration: float = 365 * 24 * 3600.0
     pod_gc_period: float = 20.0
     burst_replicas: int = 500
     api_parallelism: int = 16  # concurrent API writes of one batch

@@ -16,7 +16,7 @@ CronJob changes. Schedules are read in spec.timeZone (UTC without one).
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -146,11 +146,7 @@ class CronJobController(Controller):
         tmeta = template.get("metadata") or {}
         annotations = dict(tmeta.get("annotations") or {})
         # RFC 3339 in the CronJob's zone, as Kubernetes writes it.
-        annotations[SCHEDULED_AT] = (
-            rfc3339.format_time(scheduled)
-            if zone is UTC
-            else datetime.fromtimestamp(scheduled, zone).isoformat(timespec="seconds")
-        )
+        annotations[SCHEDULED_AT] = rfc3339.format_in_zone(scheduled, zone)
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",

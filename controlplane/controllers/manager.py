@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from controlplane.api.k8sproto.duration import parse_duration
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
@@ -48,6 +49,8 @@ def _registry() -> dict[str, InitFunc]:
         apfconfig,
         clusterroleaggregation,
         cronjob,
+        csrapproving,
+        csrsigning,
         daemonset,
         deployment,
         disruption,
@@ -103,6 +106,8 @@ def _registry() -> dict[str, InitFunc]:
         "apf-configuration": apfconfig.init,
         "serviceaccount": serviceaccount.init,
         "root-ca-cert-publisher": serviceaccount.init_root_ca,
+        "csrsigning": csrsigning.init,
+        "csrapproving": csrapproving.init,
         "volcano-job": vcjob.init,
         "volcano-podgroup": podgroup.init,
         "volcano-queue": vcqueue.init,
@@ -380,6 +385,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=d.hpa_downscale_stabilization,
     )
     parser.add_argument("--concurrent-syncs", type=int, default=d.workers)
+    parser.add_argument("--cluster-signing-cert-file", default="",
+                        help="the CA certificate the CSR signers sign with "
+                        "(skiff controlplane: <data-dir>/pki/ca.crt)")  # fmt: skip
+    parser.add_argument("--cluster-signing-key-file", default="",
+                        help="its key (skiff controlplane: <data-dir>/pki/ca.key)")  # fmt: skip
+    parser.add_argument("--cluster-signing-duration", default="8760h0m0s",
+                        help="the longest certificate the CSR signers issue (a Go duration)")  # fmt: skip
     parser.add_argument("--leader-elect", default=True, action=argparse.BooleanOptionalAction)
     parser.add_argument("--controller-metrics-listen", default="", help="HOST:PORT for /metrics")
 
@@ -402,7 +414,17 @@ def config_from_args(args: argparse.Namespace) -> ManagerConfig:
         hpa_downscale_stabilization=args.horizontal_pod_autoscaler_downscale_stabilization,
         workers=args.concurrent_syncs,
         leader_elect=args.leader_elect,
+        cluster_signing_cert_file=args.cluster_signing_cert_file,
+        cluster_signing_key_file=args.cluster_signing_key_file,
+        cluster_signing_duration=_signing_duration(args.cluster_signing_duration),
     )
+
+
+def _signing_duration(text: str) -> float:
+    nanos = parse_duration(text)
+    if nanos is None or nanos < 600 * 10**9:
+        raise ValueError(f"--cluster-signing-duration: {text!r} is not a duration of at least 10m")
+    return nanos / 10**9
 
 
 def component(

@@ -12,6 +12,8 @@ Tables: `objects` (current state), `history` (one row per write, trimmed to
 the newest `retention` revisions, used to resume watches), `meta`
 (revision, compacted revision, schema marker).
 
+Reads share a few connections, each lent for one read (sqlite_readers.py).
+
 At open, a file that is not a SQLite database, is empty, fails
 `PRAGMA quick_check` or lacks our schema raises CorruptStore: the store never
 silently starts over on damaged data. This module must never be used by two
@@ -46,6 +48,7 @@ from controlplane.storage.interface import (
     StoreUnavailable,
     prefix_end,
 )
+from controlplane.storage.sqlite_readers import ReaderPool
 
 log = logging.getLogger(__name__)
 
@@ -159,8 +162,7 @@ class SqliteStore:
         self._compacted = int(meta["compacted"])
         self._published = self._rev
         self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        self._readers = ReaderPool(self.path)
         self._watch_lock = threading.Lock()
         self._watches: list[_SqliteWatch] = []
         self._closed = False
@@ -212,18 +214,6 @@ class SqliteStore:
         marker = self._db.execute("SELECT v FROM meta WHERE k='schema'").fetchone()
         if marker is None or marker[0] != SCHEMA_MARKER:
             raise CorruptStore(f"{self.path}: unknown schema {marker!r}; refusing to start.")
-
-    def _reader(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            if self._closed:
-                raise StoreUnavailable("store is closed")
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA query_only=1")
-            self._local.conn = conn
-            with self._watch_lock:
-                self._readers.append(conn)
-        return conn
 
     # -- writes ---------------------------------------------------------------
 
@@ -440,17 +430,15 @@ class SqliteStore:
     # -- reads ----------------------------------------------------------------
 
     def get(self, key: str) -> KeyValue:
-        row = (
-            self._reader()
-            .execute("SELECT value, mod_rev, create_rev FROM objects WHERE key=?", (key,))
-            .fetchone()
-        )
+        with self._readers.lend() as conn:
+            row = conn.execute(
+                "SELECT value, mod_rev, create_rev FROM objects WHERE key=?", (key,)
+            ).fetchone()
         if row is None:
             raise KeyNotFound(key)
         return KeyValue(key, row[0], row[1], row[2])
 
     def range(self, prefix: str, start_after: str = "", limit: int = 0, rev: int = 0) -> Range:
-        conn = self._reader()
         low = max(prefix, start_after)
         sql = "SELECT key, value, mod_rev, create_rev FROM objects WHERE key >= ? AND key < ?"
         params: list[object] = [low, prefix_end(prefix)]
@@ -460,12 +448,13 @@ class SqliteStore:
         if limit > 0:
             sql += " LIMIT ?"
             params.append(limit + 1)
-        conn.execute("BEGIN")
-        try:
-            current = int(conn.execute("SELECT v FROM meta WHERE k='revision'").fetchone()[0])
-            rows = conn.execute(sql, params).fetchall()
-        finally:
-            conn.execute("COMMIT")
+        with self._readers.lend() as conn:
+            conn.execute("BEGIN")
+            try:
+                current = int(conn.execute("SELECT v FROM meta WHERE k='revision'").fetchone()[0])
+                rows = conn.execute(sql, params).fetchall()
+            finally:
+                conn.execute("COMMIT")
         more = limit > 0 and len(rows) > limit
         if more:
             rows = rows[:limit]
@@ -527,26 +516,28 @@ class SqliteStore:
             self._compacted = max(self._compacted, rev)
 
     def history(self, after: int, upto: int, prefix: str = "") -> list[Event]:
-        conn = self._reader()
-        conn.execute("BEGIN")
-        try:
-            compacted = int(conn.execute("SELECT v FROM meta WHERE k='compacted'").fetchone()[0])
-            if after < compacted:
-                raise Compacted(after, compacted)
-            if prefix:
-                rows = conn.execute(
-                    "SELECT rev, key, type, value, prev FROM history "
-                    "WHERE rev > ? AND rev <= ? AND key >= ? AND key < ? ORDER BY rev",
-                    (after, upto, prefix, prefix_end(prefix)),
-                ).fetchall()
-            else:
-                rows = conn.execute(
-                    "SELECT rev, key, type, value, prev FROM history "
-                    "WHERE rev > ? AND rev <= ? ORDER BY rev",
-                    (after, upto),
-                ).fetchall()
-        finally:
-            conn.execute("COMMIT")
+        with self._readers.lend() as conn:
+            conn.execute("BEGIN")
+            try:
+                compacted = int(
+                    conn.execute("SELECT v FROM meta WHERE k='compacted'").fetchone()[0]
+                )
+                if after < compacted:
+                    raise Compacted(after, compacted)
+                if prefix:
+                    rows = conn.execute(
+                        "SELECT rev, key, type, value, prev FROM history "
+                        "WHERE rev > ? AND rev <= ? AND key >= ? AND key < ? ORDER BY rev",
+                        (after, upto, prefix, prefix_end(prefix)),
+                    ).fetchall()
+                else:
+                    rows = conn.execute(
+                        "SELECT rev, key, type, value, prev FROM history "
+                        "WHERE rev > ? AND rev <= ? ORDER BY rev",
+                        (after, upto),
+                    ).fetchall()
+            finally:
+                conn.execute("COMMIT")
         return [Event(EventType(r[2]), r[1], r[3], r[0], r[4]) for r in rows]
 
     def watch(self, prefix: str, after: int) -> _SqliteWatch:
@@ -588,11 +579,5 @@ class SqliteStore:
             watches = list(self._watches)
         for watch in watches:
             watch.close()
-        with self._watch_lock:
-            readers, self._readers = self._readers, []
-        for reader in readers:
-            try:
-                reader.close()
-            except sqlite3.Error:
-                pass  # in use by a thread that is finishing: closed with the process
+        self._readers.close()
         self._db.close()

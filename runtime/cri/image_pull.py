@@ -5,7 +5,10 @@ from __future__ import annotations
 from proto.runtime.v1 import api_pb2
 from runtime.errors import InvalidArgument
 from runtime.image.config import Credentials
-from runtime.image.pull import Puller
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from runtime.image.pull import Puller
 
 
 def credentials(auth: api_pb2.AuthConfig) -> Credentials:

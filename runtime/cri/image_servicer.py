@@ -6,7 +6,8 @@ code). Nothing here holds logic of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 
 import grpc
 
@@ -21,14 +22,28 @@ from runtime.cri import (
 )
 from runtime.cri.errors import abort, rpc_boundary
 from runtime.errors import RuntimeError_
-from runtime.image.pull import Puller
 from runtime.image.store import ImageStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from runtime.image.pull import Puller
 
 
 class ImageServicer(api_pb2_grpc.ImageServiceServicer):
-    def __init__(self, store: ImageStore, puller: Puller) -> None:
+    def __init__(self, store: ImageStore, make_puller: Callable[[], Puller]) -> None:
+        """`make_puller` is called at the first PullImage: a runtime at rest
+        holds no registry client (http.client, the pull pipeline)."""
         self.store = store
-        self.puller = puller
+        self._make_puller = make_puller
+        self._puller: Puller | None = None
+        self._puller_lock = threading.Lock()
+
+    @property
+    def puller(self) -> Puller:
+        with self._puller_lock:
+            if self._puller is None:
+                self._puller = self._make_puller()
+            return self._puller
 
     @rpc_boundary("ListImages")
     def ListImages(

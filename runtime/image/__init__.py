@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from runtime.cri.image_servicer import ImageServicer
+    from runtime.image.pull import Puller
     from runtime.image.store import ImageStore
 
 
@@ -31,11 +32,15 @@ def build(
     itself (also settable in the file)."""
     from runtime.cri.image_servicer import ImageServicer
     from runtime.image import config
-    from runtime.image.pull import Puller
-    from runtime.image.registry import PullSettings
     from runtime.image.store import ImageStore
 
     store = ImageStore(root)
     registries = config.load(registry_config, disable_default_endpoint)
-    settings = PullSettings(max_layer_expansion=max_layer_expansion)
-    return store, ImageServicer(store, Puller(store, registries, settings))
+
+    def make_puller() -> Puller:  # at the first pull: the registry client's imports
+        from runtime.image.pull import Puller
+        from runtime.image.registry import PullSettings
+
+        return Puller(store, registries, PullSettings(max_layer_expansion=max_layer_expansion))
+
+    return store, ImageServicer(store, make_puller)

@@ -36,6 +36,14 @@ and its printers is here one object:
 - `conversions`: other apiVersions served in another shape, with the
   functions that convert to and from the stored one.
 - `subresources`: subresources beyond status and scale, as discovery lists them.
+- `status_subresources`: those of `subresources` that write the status as
+  status does (a CertificateSigningRequest's approval); `prepare_update`
+  says what each may change.
+- `prepare_update(subresource, new, old)`: what the kind's update strategies
+  reset before validation, in place (Kubernetes' PrepareForUpdate: a CSR's
+  spec never changes, only the approval writes Approved/Denied, only the
+  status the certificate); subresource "" for the object itself. Returns
+  the problems it found (`path: problem`, refused with validation's).
 
 Every field but `info` is optional, so a new hook is a new field with a
 default that changes nothing. Pure data and functions: a kind's module
@@ -139,6 +147,8 @@ Admit = Callable[[AdmissionApi, KindInfo, Object, Object | None], None]
 AdmitDelete = Callable[[AdmissionApi, KindInfo, Object], None]
 Validate = Callable[[Errors, Object, Object | None], None]
 Default = Callable[[Object], None]
+# (subresource, new, old) -> problems: resets in `new` what that write may not change.
+PrepareUpdate = Callable[[str, Object, Object], list[str]]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -158,6 +168,8 @@ class KindDef:
     patch_meta: Mapping[str, FieldMeta] | None = None
     conversions: Mapping[str, Conversion] = field(default_factory=dict)
     subresources: tuple[Subresource, ...] = ()
+    status_subresources: tuple[str, ...] = ()
+    prepare_update: PrepareUpdate | None = None
 
     @property
     def key(self) -> str:

@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from controlplane.api import crd, jsoncodec, limits, openapi
+from controlplane.api import crd, jsoncodec, kinds, limits, openapi
 from controlplane.apiserver import admission_context
 from controlplane.apiserver.auth import Identity, TokenAuthority
-from controlplane.apiserver.authn import authenticate, bearer_token
+from controlplane.apiserver.authn import authenticate, bearer_token, certificate_identity
 from controlplane.apiserver.rest import (
     auditing,
     componentstatus,
@@ -163,8 +163,10 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
                      "DELETE": objects.delete}  # fmt: skip
             if method in table:
                 return table[method], False
-    elif (sub == "status" and target.info.has_status) or (
-        sub in ("ephemeralcontainers", "resize") and target.info.key == "Pod"  # kubectl debug
+    elif (
+        (sub == "status" and target.info.has_status)
+        or (sub in ("ephemeralcontainers", "resize") and target.info.key == "Pod")  # kubectl debug
+        or sub in kinds.definition(target.info.key).status_subresources  # a CSR's approval
     ):
         table = {"GET": objects.get, "PUT": objects.update, "PATCH": patch.patch}
         if method in table:
@@ -233,7 +235,15 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     authority = request.app[AUTHORITY]
     assert authority is None or isinstance(authority, TokenAuthority)
     try:
-        who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+        # A client certificate of the cluster CA first, as kube-apiserver's
+        # authenticators are ordered; else the bearer token.
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        who = certificate_identity(peer) if authority is not None and peer else None
+        if who is not None and who.node is not None and authority is not None:
+            holds = authority.node_certificates  # a deleted Node's certificates end with it
+            who = who if holds is None or holds(who.node) else None
+        if who is None:
+            who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
     except errors.Unauthenticated as err:  # kube-apiserver says no more than this
         log.debug("http %s %s: %s", request.method, request.path, err)
         raise errors.Unauthenticated("Unauthorized") from None

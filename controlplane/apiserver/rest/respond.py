@@ -24,7 +24,8 @@ from controlplane.client import errors
 
 
 def json_response(data: bytes, status: int = 200) -> web.Response:
-    return web.Response(status=status, body=data, content_type="application/json")
+    # Go's json.Encoder ends each document with a newline; clients compare bytes.
+    return web.Response(status=status, body=data + b"\n", content_type="application/json")
 
 
 def protobuf_response(data: bytes, status: int = 200) -> web.Response:

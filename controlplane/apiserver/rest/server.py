@@ -43,6 +43,12 @@ def server_ssl_context(pki: Pki) -> ssl.SSLContext:
         key.touch(0o600)
         key.write_bytes(pki.key_pem)
         context.load_cert_chain(cert, key)
+    # Client certificates of the cluster CA are asked for, never required
+    # (kube-apiserver's --client-ca-file): TLS checks the chain, the dates
+    # and the client-auth usage (a node's serving certificate is no client
+    # certificate); authn.certificate_identity reads who it names.
+    context.load_verify_locations(cadata=pki.ca_pem.decode())
+    context.verify_mode = ssl.CERT_OPTIONAL
     context.set_alpn_protocols(ALPN)
     return context
 

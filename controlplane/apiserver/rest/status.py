@@ -55,7 +55,7 @@ def _causes(err: errors.ApiError) -> list[dict[str, str]]:
     """Field causes of an Invalid: "path: problem" each (the registry's form),
     the reason read from the problem's Kubernetes error type."""
     problems = getattr(err, "causes", None)
-    if not problems:
+    if problems is None:  # [] set: an Invalid with no causes (a generic 422)
         text = str(err)
         _, sep, rest = text.partition(" is invalid: ")
         problems = rest.split("; ") if sep else [text]
@@ -77,12 +77,14 @@ def status_object(
         err.details.get("name", name),
         err.details.get("group", group),
     )
-    if isinstance(err, errors.Invalid):
-        details["causes"] = _causes(err)
+    if isinstance(err, errors.Invalid) and (causes := _causes(err)):
+        details["causes"] = causes
     elif getattr(err, "status_causes", None):  # typed causes (an eviction's DisruptionBudget)
         details["causes"] = list(err.status_causes)  # type: ignore[attr-defined]
     if retry_after(err):
         details["retryAfterSeconds"] = retry_after(err)
+    # metav1.Status' field order, as Kubernetes writes it: details before code
+    # (clients compare the bytes: the Python client's e2e tests do).
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -90,10 +92,10 @@ def status_object(
         "status": "Failure",
         "message": str(err),
         "reason": reason,
-        "code": code,
     }
     if details:
         body["details"] = details
+    body["code"] = code
     return code, body
 
 
@@ -105,7 +107,10 @@ def error_response(
     if retry_after(err):
         headers["Retry-After"] = str(retry_after(err))
     return web.Response(
-        status=code, body=jsoncodec.dumps(body), content_type="application/json", headers=headers
+        status=code,
+        body=jsoncodec.dumps(body) + b"\n",
+        content_type="application/json",
+        headers=headers,  # a newline ends it, as Go's json.Encoder writes it
     )
 
 

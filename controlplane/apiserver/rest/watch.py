@@ -352,6 +352,7 @@ async def _follow(
     if isinstance(writer, StreamWriter) and protocol is not None:
         deliver = _direct(watcher, writer, protocol, line)
     next_bookmark = loop.time() + interval
+    bookmarked = -1  # the revision of the last bookmark sent
     while not watcher.stopped:
         items = watcher.take()
         if items:
@@ -376,7 +377,10 @@ async def _follow(
         if loop.time() >= next_bookmark:
             next_bookmark = loop.time() + interval
             if watcher.allow_bookmarks:
+                # A bookmark also when nothing newer came since the last event
+                # (as the cacher's, it tells the client where it stands), but
+                # never twice for one revision.
                 rev = call.server.broadcaster.progress(watcher)
-                if rev is not None and rev > watcher.sent_rev:
-                    watcher.sent_rev = rev
+                if rev is not None and rev >= watcher.sent_rev and rev != bookmarked:
+                    watcher.sent_rev = bookmarked = rev
                     await response.write(_bookmark(call, rev, protobuf))

@@ -1,7 +1,7 @@
 """One `skiff up` for a module of the kubelet-behaviour tests (issue 33):
 started as a user starts it, its images imported offline (busybox and the
 busybox httpd under docker.io names, and whatever else a module adds), no
-registry reached; kubectl 1.33 pointed at its admin.conf. Everything is
+registry reached; kubectl 1.33 pointed at its kubeconfig. Everything is
 removed afterwards by what the fixture knows (Up.cleanup), also after a
 failure, whose log tail goes to stderr.
 """
@@ -35,11 +35,17 @@ class Cluster:
     up: Up
     api: GrpcApiClient
 
+    @property
+    def kubeconfig(self) -> Path:
+        """The standard kubeconfig `skiff up` writes beside admin.conf (which
+        is skiff's own credential format, not one kubectl reads)."""
+        return self.up.data_dir / "kubeconfig"
+
     def kubectl(
         self, *args: str, input: str | None = None, timeout: float = 60, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         res = subprocess.run(
-            [str(KUBECTL), "--kubeconfig", str(self.up.admin_conf), *args],
+            [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args],
             input=input, capture_output=True, text=True, timeout=timeout, check=False,
         )  # fmt: skip
         if check:

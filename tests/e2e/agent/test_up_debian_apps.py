@@ -33,7 +33,7 @@ from tests.harness import debian_images as deb
 from tests.harness.images import TestImages
 from tests.harness.wait import wait_for
 
-pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow, pytest.mark.debian_images]
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,7 @@ def test_postgres_stops_cleanly_on_sigterm_within_the_grace_period(cluster: Clus
                           check=False)  # fmt: skip
     assert out.returncode == 0 or "password" in out.stderr, out.stderr  # reached the server
     follower = subprocess.Popen(
-        [str(KUBECTL), "--kubeconfig", str(cluster.up.admin_conf), "logs", "-f", "pg"],
+        [str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "logs", "-f", "pg"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:

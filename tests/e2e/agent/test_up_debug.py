@@ -64,7 +64,7 @@ def test_kubectl_debug_shares_the_targets_processes_and_attach_reaches_it(
         timeout=30, interval=0.3, message="ticker running",
     )  # fmt: skip
     attach = subprocess.Popen(
-        [str(KUBECTL), "--kubeconfig", str(cluster.up.admin_conf), "attach", "web", "-c", "ticker"],
+        [str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "attach", "web", "-c", "ticker"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -4,6 +4,8 @@
 limit in its cgroup without a restart, and its status reports the new
 resources; a resize bigger than the node is `PodResizePending` with reason
 Infeasible and the kubelet's message, while the pod runs on unchanged.
+`hostUsers: false` is refused with the kubelet's reason (the runtime has no
+user namespaces).
 Before, the API had no pods/resize and the agent never changed a running
 container's resources.
 """
@@ -40,11 +42,20 @@ def resize(cluster: Cluster, pod: str, cpu: str) -> None:
 
 
 def cpu_max(cluster: Cluster, pod: str) -> str:
-    """The container's cgroup cpu.max, read on the host (an exec'd process
-    is in the container's cgroup; containers have no cgroup namespace)."""
-    line = cluster.kubectl("exec", pod, "--", "cat", "/proc/self/cgroup").stdout.strip()
-    path = line.split("::", 1)[1]
-    return (Path("/sys/fs/cgroup") / path.lstrip("/") / "cpu.max").read_text().strip()
+    """The container's cpu limit as cgroup v2's cpu.max says it ("QUOTA
+    PERIOD"), read on the host from the cgroup an exec'd process is in:
+    cpu.max under the unified hierarchy, or on a cgroup v1 host
+    cpu.cfs_quota_us and cpu.cfs_period_us under the cpu controller's."""
+    out = cluster.kubectl("exec", pod, "--", "cat", "/proc/self/cgroup").stdout
+    lines = [line.split(":", 2) for line in out.splitlines() if line.count(":") >= 2]
+    cpu = next((ln for ln in lines if "cpu" in ln[1].split(",")), None)
+    if cpu is None:  # cgroup v2 only
+        path = next(ln[2] for ln in lines if ln[0] == "0")
+        return (Path("/sys/fs/cgroup") / path.lstrip("/") / "cpu.max").read_text().strip()
+    base = Path("/sys/fs/cgroup") / cpu[1] / cpu[2].lstrip("/")
+    quota = int((base / "cpu.cfs_quota_us").read_text())
+    period = (base / "cpu.cfs_period_us").read_text().strip()
+    return f"{'max' if quota < 0 else quota} {period}"
 
 
 def test_a_resize_is_applied_in_place_and_one_bigger_than_the_node_is_infeasible(
@@ -86,3 +97,26 @@ def test_a_resize_is_applied_in_place_and_one_bigger_than_the_node_is_infeasible
     wait_for(lambda: not pending() and cpu_max(cluster, "sized") == "30000 100000",
              timeout=20, interval=0.5, message="the 300m resize applied")  # fmt: skip
     cluster.api.delete("Pod", "sized", "default")
+
+
+def test_host_users_false_is_refused_with_the_kubelets_reason(cluster: Cluster) -> None:
+    # skiff's runtime reports no user-namespace support (CRI Status
+    # runtime_handlers[].features): the pod is never run in the host's
+    # user namespace instead.
+    cluster.api.create("Pod", busybox_pod("userns", container("app", "sleep 3600"),
+                                          hostUsers=False), "default")  # fmt: skip
+
+    def refused() -> dict[str, Any]:
+        st = cluster.status("userns")
+        waiting = ((st.get("containerStatuses") or [{}])[0].get("state") or {}).get("waiting")
+        return st if "user namespaces" in (waiting or {}).get("message", "") else {}
+
+    st = wait_for(refused, timeout=30, interval=0.5, message="hostUsers: false refused")
+    waiting = st["containerStatuses"][0]["state"]["waiting"]
+    assert waiting == {
+        "reason": "ContainerCreating",
+        "message": 'failed to create pod sandbox: RuntimeClass handler "" does not support'
+        " user namespaces",
+    }, waiting
+    assert st["phase"] == "Pending"
+    cluster.api.delete("Pod", "userns", "default")

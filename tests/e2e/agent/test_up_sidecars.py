@@ -130,3 +130,38 @@ def test_a_job_completes_when_its_app_container_finishes_while_the_sidecar_runs(
     # The sidecar was stopped once the app finished.
     assert "terminated" in pst["initContainerStatuses"][0]["state"], pst
     cluster.api.delete("Job", "with-sidecar", "default")
+
+
+def test_a_sidecar_whose_image_cannot_be_pulled_holds_the_app_back_with_kubernetes_event(
+    cluster: Cluster,
+) -> None:
+    # No registry is reachable from this skiff up: the pull fails.
+    missing = "docker.io/skiff-e2e/missing:1"
+    ok = container("ok", "sleep 3600", restartPolicy="Always")
+    broken = {"name": "broken", "image": missing, "restartPolicy": "Always"}
+    app = container("app", "sleep 3600")
+    cluster.api.create("Pod", busybox_pod("nopull", app, initContainers=[ok, broken]), "default")
+
+    def pull_failed() -> dict[str, Any]:
+        init = {s["name"]: s for s in cluster.status("nopull").get("initContainerStatuses") or []}
+        waiting = (init.get("broken") or {}).get("state", {}).get("waiting") or {}
+        return init if waiting.get("reason") in ("ErrImagePull", "ImagePullBackOff") else {}
+
+    init = wait_for(pull_failed, timeout=60, interval=0.3, message="the sidecar's pull failed")
+    # The sidecar before it keeps running; the app waits for the init sequence.
+    assert "running" in init["ok"]["state"] and init["ok"]["started"] is True, init["ok"]
+    st = cluster.status("nopull")
+    assert st["phase"] == "Pending", st
+    assert st["containerStatuses"][0]["state"]["waiting"]["reason"] == "PodInitializing"
+
+    def failed_event() -> list[dict[str, Any]]:
+        return [e for e in cluster.api.list("Event", "default", ListOptions()).items
+                if e.get("reason") == "Failed" and e["involvedObject"]["name"] == "nopull"]  # fmt: skip
+
+    (event,) = wait_for(failed_event, timeout=30, interval=0.5, message="a Failed event")
+    assert event["type"] == "Warning", event
+    assert event["message"].startswith(f'Failed to pull image "{missing}": '), event
+    assert event["involvedObject"]["fieldPath"] == "spec.initContainers{broken}", event
+    out = cluster.kubectl("get", "pod", "nopull", "--no-headers").stdout.split()
+    assert out[2] in ("Init:ErrImagePull", "Init:ImagePullBackOff"), out
+    cluster.api.delete("Pod", "nopull", "default")

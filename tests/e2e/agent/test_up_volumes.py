@@ -5,8 +5,10 @@ period (its resync, 10 s), through the atomic writer (`..data` points at a
 new timestamped dir, the key is a symlink through it); a subPath mount of
 the same key keeps the content it started with, as in Kubernetes. A 4 KiB
 random Secret arrives byte for byte (it was decoded as text before, its
-bytes past 0x7f replaced). Deleting the ConfigMap under the running pod
-leaves the last content and a FailedMount event; the pod keeps running.
+bytes past 0x7f replaced). A projected volume (ConfigMap, Secret and the
+pod's labels) and a downwardAPI volume follow their sources too. Deleting
+the ConfigMap under the running pod leaves the last content and a
+FailedMount event; the pod keeps running.
 A failed container's termination message falls back to its log's tail.
 """
 
@@ -95,6 +97,56 @@ def test_a_configmap_edit_reaches_the_running_pod_within_the_sync_period(
     assert cat(cluster, "reader", "/etc/app/mode") == "green"
     assert cluster.status("reader")["phase"] == "Running"
     cluster.api.delete("Pod", "reader", "default")
+
+
+def test_projected_and_downward_api_volumes_follow_their_sources(cluster: Cluster) -> None:
+    cluster.api.create("ConfigMap", configmap("proj", {"level": "1"}), "default")
+    cluster.api.create(
+        "Secret",
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "proj", "namespace": "default"},
+         "data": {"token": base64.b64encode(b"abc").decode()}},
+        "default",
+    )  # fmt: skip
+    labels = {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}
+    pod = busybox_pod(
+        "projected",
+        container("c", "sleep 3600", volumeMounts=[
+            {"name": "all", "mountPath": "/etc/all"}, {"name": "info", "mountPath": "/etc/info"},
+        ]),
+        volumes=[
+            {"name": "all", "projected": {"sources": [
+                {"configMap": {"name": "proj"}}, {"secret": {"name": "proj"}},
+                {"downwardAPI": {"items": [labels]}},
+            ]}},
+            {"name": "info", "downwardAPI": {"items": [labels]}},
+        ],
+    )  # fmt: skip
+    pod["metadata"]["labels"] = {"tier": "one"}
+    cluster.api.create("Pod", pod, "default")
+    cluster.wait_phase("projected", "Running")
+    assert cat(cluster, "projected", "/etc/all/level") == "1"
+    assert cat(cluster, "projected", "/etc/all/token") == "abc"
+    assert cat(cluster, "projected", "/etc/info/labels") == 'tier="one"'
+    cluster.api.patch("ConfigMap", "proj", {"data": {"level": "2"}}, "default")
+    cluster.api.patch(
+        "Secret", "proj", {"data": {"token": base64.b64encode(b"xyz").decode()}}, "default"
+    )
+    cluster.api.patch("Pod", "projected", {"metadata": {"labels": {"tier": "two"}}}, "default")
+
+    def followed() -> bool:
+        return (
+            cat(cluster, "projected", "/etc/all/level") == "2"
+            and cat(cluster, "projected", "/etc/all/token") == "xyz"
+            and cat(cluster, "projected", "/etc/all/labels") == 'tier="two"'
+            and cat(cluster, "projected", "/etc/info/labels") == 'tier="two"'
+        )
+
+    wait_for(followed, timeout=SYNC_PERIOD + 5, interval=0.5,
+             message="the projected and downwardAPI files to follow their sources")  # fmt: skip
+    assert cluster.status("projected")["containerStatuses"][0]["restartCount"] == 0
+    cluster.api.delete("Pod", "projected", "default")
+    cluster.api.delete("ConfigMap", "proj", "default")
+    cluster.api.delete("Secret", "proj", "default")
 
 
 def test_a_4kib_random_secret_arrives_byte_for_byte(cluster: Cluster) -> None:

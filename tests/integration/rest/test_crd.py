@@ -123,3 +123,30 @@ def test_custom_objects_api(cluster: Cluster, crd: None) -> None:
         if event["type"] == "DELETED":
             stream.stop()
     assert events == ["ADDED", "MODIFIED", "MODIFIED", "DELETED"], json.dumps(events)
+
+
+def test_lower_case_kind(cluster: Cluster, tmp_path: Path) -> None:
+    """Kubernetes checks a CRD's kind lower-cased as a DNS-1035 label, so a
+    kind may start lower-case (lightkube's e2e suite makes `xyzCronTab`); an
+    underscore is still refused, with Kubernetes' message."""
+    group, name = "lower.skiff.dev", "xyzcrontabs.lower.skiff.dev"
+    path = tmp_path / "crd.yaml"
+    path.write_text(CRD.replace(f"{PLURAL}.{GROUP}", name).replace(GROUP, group)
+                    .replace("kind: Widget, shortNames: [wg]", "kind: xyzCronTab")
+                    .replace(f"plural: {PLURAL}", "plural: xyzcrontabs"))  # fmt: skip
+    try:
+        cluster.kubectl("apply", "-f", str(path))
+        cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}")
+        obj = f"apiVersion: {group}/v1\nkind: xyzCronTab\nmetadata: {{name: c1}}\nspec: {{}}\n"
+        cluster.kubectl("apply", "-f", "-", input=obj)
+        got = json.loads(cluster.kubectl("get", "xyzcrontabs", "c1", "-o", "json").stdout)
+        assert got["kind"] == "xyzCronTab" and got["spec"] == {"colour": "blue"}
+        bad = path.read_text().replace("kind: xyzCronTab", "kind: xyz_CronTab")
+        refused = cluster.kubectl("apply", "-f", "-", input=bad, check=False)
+        assert refused.returncode != 0
+        assert (
+            'spec.names.kind: Invalid value: "xyz_CronTab": may have mixed case' in refused.stderr
+        )
+    finally:
+        cluster.kubectl("delete", "-f", str(path), check=False)
+        crd_module.unregister(name)

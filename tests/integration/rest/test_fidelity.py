@@ -113,6 +113,13 @@ def test_create_conflict_names_the_object_and_401_says_unauthorized(
     status, doc = raw(api, "POST", "/api/v1/namespaces/default/configmaps", body)
     assert status == 409 and doc["reason"] == "AlreadyExists"
     assert doc["details"] == {"name": "twice", "kind": "configmaps"}
+    # metav1.Status' order and Go's closing newline: the Python client's e2e
+    # tests compare the bytes.
+    with pytest.raises(ApiException) as conflict:
+        client.CoreV1Api(api).create_namespaced_config_map("default", body)
+    assert conflict.value.body.endswith('"code":409}\n'), conflict.value.body
+    assert list(doc) == ["kind", "apiVersion", "metadata", "status", "message", "reason",
+                         "details", "code"]  # fmt: skip
     status, doc = raw(api, "GET", "/api/v1/pods", Authorization="Bearer nonsense")
     assert status == 401 and doc["message"] == "Unauthorized"
 
@@ -200,6 +207,67 @@ def test_json_patch_testing_the_resource_version(api: Any) -> None:
     )
 
 
+def test_invalid_patches_read_as_kubernetes_writes_them(cluster: Cluster, api: Any) -> None:
+    """kubectl's own test-cmd: a strategic merge patch making labels a string
+    says `cannot restore map from string`; a JSON patch that does not apply
+    is Kubernetes' generic 422 (no kind, no name, no causes); a JSON patch
+    that is not an array is the decoder's 400."""
+    kubectl(cluster, "create", "configmap", "patched", "--from-literal=a=1")
+    done = kubectl(cluster, "patch", "configmap", "patched", "-p",
+                   '{"metadata":{"labels":"invalid"}}', check=False)  # fmt: skip
+    assert done.returncode != 0
+    assert (
+        "The request is invalid: patch: Invalid value: "
+        '"map[metadata:map[labels:invalid]]": cannot restore map from string'
+    ) in done.stderr
+    done = kubectl(cluster, "patch", "configmap", "patched", "--type=merge", "-p",
+                   '{"metadata":{"labels":"invalid"}}', check=False)  # fmt: skip
+    assert (
+        "json: cannot unmarshal string into Go struct field ObjectMeta.metadata.labels of "
+        "type map[string]string"
+    ) in done.stderr and "patch: Invalid value:" in done.stderr
+    path = "/api/v1/namespaces/default/configmaps/patched"
+    status, doc = raw(api, "PATCH", path, {"data": ["x"]},
+                      **{"Content-Type": "application/strategic-merge-patch+json"})  # fmt: skip
+    assert status == 422 and doc["message"] == (
+        ' "" is invalid: patch: Invalid value: "map[data:[x]]": cannot restore map from slice'
+    )
+    assert doc["details"] == {
+        "causes": [
+            {
+                "reason": "FieldValueInvalid",
+                "field": "patch",
+                "message": 'Invalid value: "map[data:[x]]": cannot restore map from slice',
+            }
+        ]
+    }
+    done = kubectl(cluster, "patch", "configmap", "patched", "--type=json",
+                   "-p", '[{"op":"test","path":"/data/a","value":"2"}]', check=False)  # fmt: skip
+    assert done.returncode != 0
+    assert ("The request is invalid: the server rejected our request due to an error in our "
+            "request") in done.stderr  # fmt: skip
+    status, doc = raw(api, "PATCH", path, [{"op": "remove", "path": "/data/zz"}],
+                      **{"Content-Type": "application/json-patch+json"})  # fmt: skip
+    assert (status, doc["reason"], doc.get("details", {})) == (422, "Invalid", {})
+    done = kubectl(cluster, "patch", "configmap", "patched", "--type=json",
+                   "-p", '{"op":"add"}', check=False)  # fmt: skip
+    assert ("Error from server (BadRequest): json: cannot unmarshal object into Go value of "
+            "type jsonpatch.Patch") in done.stderr  # fmt: skip
+    assert kubectl(cluster, "get", "cm", "patched", "-o", "jsonpath={.data.a}").stdout == "1"
+
+
+def test_explain_pod_status_fields(cluster: Cluster, api: Any) -> None:
+    """PodStatus is described field by field in both OpenAPI documents, with
+    Kubernetes' descriptions: `kubectl explain po.status.message` finds it."""
+    done = kubectl(cluster, "explain", "po.status.message")
+    assert "FIELD: message <string>" in done.stdout, done.stdout
+    assert "A human readable message indicating details about why the pod is in" in done.stdout
+    status, doc = raw(api, "GET", "/openapi/v2")
+    assert status == 200
+    reason = doc["definitions"]["io.k8s.api.core.v1.PodStatus"]["properties"]["reason"]
+    assert reason["description"].startswith("A brief CamelCase message")
+
+
 def test_limits_and_base64_line_breaks(api: Any) -> None:
     core = client.CoreV1Api(api)
     big = client.V1ConfigMap(metadata=client.V1ObjectMeta(
@@ -232,6 +300,22 @@ def test_new_objects_carry_their_zero_status(api: Any) -> None:
                  "template": {"metadata": {"labels": {"a": "b"}},
                               "spec": {"containers": [{"name": "c", "image": "i"}]}}}})  # fmt: skip
     assert status == 201 and doc["status"] == {"replicas": 0, "availableReplicas": 0}
+    # The client's model requires an RC's status.replicas: it reads the create's answer.
+    rc = core.create_namespaced_replication_controller(
+        "default",
+        client.V1ReplicationController(
+            metadata=client.V1ObjectMeta(name="zero"),
+            spec=client.V1ReplicationControllerSpec(
+                replicas=0,
+                selector={"a": "b"},
+                template=client.V1PodTemplateSpec(
+                    metadata=client.V1ObjectMeta(labels={"a": "b"}),
+                    spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="i")]),
+                ),
+            ),
+        ),
+    )
+    assert rc.status.replicas == 0
 
 
 def test_a_new_node_is_tainted_not_ready_and_reads_in_the_client(api: Any) -> None:

@@ -57,6 +57,18 @@ def test_new_pod_is_pending_and_creating() -> None:
     assert "podIP" not in s and s["qosClass"] == "BestEffort"
 
 
+def test_containers_of_a_pod_with_init_containers_wait_pod_initializing() -> None:
+    """As the kubelet's default waiting state: PodInitializing for every
+    container not made yet in a pod with init containers (what kubectl
+    shows after Init:N/M), ContainerCreating without; a reason the sync
+    gave is kept."""
+    s = status(make_pod(init=True), done("i", 0), waiting={"b": Waiting("ErrImagePull", "x")})
+    assert s["containerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
+    assert s["containerStatuses"][1]["state"]["waiting"]["reason"] == "ErrImagePull"
+    s = compute_pod_status(make_pod(init=True), PodObservation(), NOW)
+    assert s["initContainerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
+
+
 def test_running_and_ready() -> None:
     s = status(
         make_pod(), run("a"), run("b"), ready=frozenset({"a", "b"}), started=frozenset({"a", "b"})

@@ -54,3 +54,15 @@ def test_parse_nano_is_exact_and_strict() -> None:
     assert rfc3339.parse_nano(rfc3339.format_nano(ns)) == ns
     with pytest.raises(ValueError, match="bad timestamp"):
         rfc3339.parse_nano("2026-01-01 00:00:00Z")
+
+
+def test_format_in_zone_carries_the_offset() -> None:
+    """A CronJob's scheduled time in its spec.timeZone: the zone's offset,
+    and `Z` for UTC itself."""
+    import datetime
+    from zoneinfo import ZoneInfo
+
+    assert rfc3339.format_in_zone(0, datetime.UTC) == "1970-01-01T00:00:00Z"
+    tokyo = ZoneInfo("Asia/Tokyo")
+    assert rfc3339.format_in_zone(1_700_000_000, tokyo) == "2023-11-15T07:13:20+09:00"
+    assert rfc3339.parse_time(rfc3339.format_in_zone(1_700_000_000, tokyo)) == 1_700_000_000

@@ -34,7 +34,7 @@ from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import POD_STATUS, facts
 from controlplane.api.kinds.volcano import pod_budget
 from controlplane.api.qos import qos_class
-from controlplane.api.schema import CORE, SPEC, STATUS, kind
+from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
 from controlplane.client.errors import Forbidden, NotFound
 
 Object = dict[str, Any]
@@ -222,6 +222,72 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
     return cells
 
 
+_STATUSES_NOTE = (
+    " Each {0}container in the pod should have at most one status in this list, and all"
+    " statuses should be for containers in the pod. However this is not enforced. If a status"
+    " for a non-existent container is present in the list, or the list has duplicate names, the"
+    " behavior of various Kubernetes components is not defined and those statuses might be"
+    " ignored. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle"
+    "{1}#pod-and-container-status"
+)
+# PodStatus field by field, with Kubernetes' descriptions (kubectl explain
+# po.status.message); the containers' statuses stay free-form.
+POD_STATUS_TYPE = struct(
+    CORE,
+    "PodStatus represents information about the status of a pod. Status may trail the actual"
+    " state of a system, especially if the node that hosts the pod cannot contact the control"
+    " plane.",
+    observedGeneration=("integer", "If set, this represents the .metadata.generation that the"
+                        " pod status was set based upon. This is an alpha field. Enable"
+                        " PodObservedGenerationTracking to be able to use this field."),
+    phase=("string", "The phase of a Pod is a simple, high-level summary of where the Pod is in"
+           " its lifecycle. The conditions array, the reason and message fields, and the"
+           " individual container status arrays contain more detail about the pod's status."
+           " There are five possible phase values: Pending, Running, Succeeded, Failed and"
+           " Unknown. More info:"
+           " https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#pod-phase"),
+    conditions=("[]object", "Current service state of pod. More info:"
+                " https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#pod-conditions"),
+    message=("string", "A human readable message indicating details about why the pod is in"
+             " this condition."),
+    reason=("string", "A brief CamelCase message indicating details about why the pod is in"
+            " this state. e.g. 'Evicted'"),
+    nominatedNodeName=("string", "nominatedNodeName is set only when this pod preempts other"
+                       " pods on the node, but it cannot be scheduled right away as preemption"
+                       " victims receive their graceful termination periods. This field does not"
+                       " guarantee that the pod will be scheduled on this node."),
+    hostIP=("string", "hostIP holds the IP address of the host to which the pod is assigned."
+            " Empty if the pod has not started yet."),
+    hostIPs=("[]object", "hostIPs holds the IP addresses allocated to the host. If this field"
+             " is specified, the first entry must match the hostIP field. This list is empty if"
+             " the pod has not started yet."),
+    podIP=("string", "podIP address allocated to the pod. Routable at least within the"
+           " cluster. Empty if not yet allocated."),
+    podIPs=("[]object", "podIPs holds the IP addresses allocated to the pod. If this field is"
+            " specified, the 0th entry must match the podIP field. Pods may be allocated at most"
+            " 1 value for each of IPv4 and IPv6. This list is empty if no IPs have been"
+            " allocated yet."),
+    startTime=("time", "RFC 3339 date and time at which the object was acknowledged by the"
+               " Kubelet. This is before the Kubelet pulled the container image(s) for the pod."),
+    initContainerStatuses=("[]object", "Statuses of init containers in this pod. The most"
+                           " recent successful non-restartable init container will have ready"
+                           " = true, the most recently started container will have startTime"
+                           " set." + _STATUSES_NOTE.format("init ", "/")),
+    containerStatuses=("[]object", "Statuses of containers in this pod."
+                       + _STATUSES_NOTE.format("", "")),
+    qosClass=("string", "The Quality of Service (QOS) classification assigned to the pod based"
+              " on resource requirements See PodQOSClass type for available QOS classes More"
+              " info: https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/"
+              "#quality-of-service-classes"),
+    ephemeralContainerStatuses=("[]object", "Statuses for any ephemeral containers that have"
+                                " run in this pod." + _STATUSES_NOTE.format("ephemeral ", "/")),
+    resize=("string", "Status of resources resize desired for pod's containers. It is empty if"
+            " no resources resize is pending. Deprecated: Resize status is moved to two pod"
+            " conditions PodResizePending and PodResizeInProgress."),
+    resourceClaimStatuses=("[]object", "Status of resource claims."),
+)  # fmt: skip
+
+
 DEFINITION = KindDef(
     KindInfo("Pod", "v1", "pods", "pod", ("po",), categories=("all",)),
     types={
@@ -231,8 +297,9 @@ DEFINITION = KindDef(
             "Pod is a collection of containers that can run on a host.",
             ("", "v1", "Pod"),
             spec=("PodSpec", SPEC),
-            status=("object", STATUS),
+            status=("PodStatus", STATUS),
         ),
+        "PodStatus": POD_STATUS_TYPE,
     },
     defaults=defaults,
     validate=validate,

@@ -126,6 +126,7 @@ DEFINITION = KindDef(
         ),
     },
     defaults=defaults,
+    initial_status={"replicas": 0},  # the zero status's fields Kubernetes always writes
     validate=validate,
     printer=Printer(columns(("NAME", "DESIRED", "CURRENT", "READY", "AGE"), workload.WIDE), row),
     patch_meta=facts(TEMPLATE, CONDITIONS),

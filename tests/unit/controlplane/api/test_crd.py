@@ -72,8 +72,8 @@ def _versions(storage: tuple[bool, ...]) -> list[dict[str, Any]]:
         ({"scope": "Galaxy"}, "spec.scope: must be Namespaced or Cluster"),
         ({"group": "nodots"}, "spec.group: must be a DNS subdomain"),
         (
-            {"names": {"plural": "widgets", "kind": "widget"}},
-            "spec.names.kind: must be a CamelCase",
+            {"names": {"plural": "widgets", "kind": "wid_get"}},
+            'spec.names.kind: Invalid value: "wid_get": may have mixed case',
         ),
         ({"names": {"kind": "Widget"}}, "spec.names.plural: required"),
         (

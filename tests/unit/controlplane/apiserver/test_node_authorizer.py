@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.apiserver.nodegraph import NodeGraph, pod_references
+from controlplane.api.pod_references import pod_references
+from controlplane.apiserver.nodegraph import NodeGraph
 from controlplane.apiserver.noderestriction import forbidden_label
 from tests.fakes.api_objects import pod
 

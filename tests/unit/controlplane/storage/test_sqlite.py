@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.storage.interface import CorruptStore, KeyNotFound, RevisionMismatch
+from controlplane.storage.interface import (
+    CorruptStore,
+    KeyNotFound,
+    RevisionMismatch,
+    StoreUnavailable,
+)
 from controlplane.storage.sqlite import SqliteStore
 
 
@@ -103,3 +108,37 @@ def test_update_many_results_are_per_item(tmp_path: Path) -> None:
         assert isinstance(results[2], KeyNotFound)
     finally:
         store.close()
+
+
+def test_reads_share_a_few_connections(tmp_path: Path) -> None:
+    """Each read connection keeps a page cache of its own: 40 reading
+    threads (the API server runs more than 60) share READERS of them."""
+    import threading
+
+    from controlplane.storage import sqlite, sqlite_readers
+
+    store = sqlite.SqliteStore(tmp_path / "db.sqlite")
+    try:
+        for i in range(20):
+            store.create(f"/registry/pods/ns/p{i}", b"x" * 1000)
+        barrier = threading.Barrier(40)
+        seen: list[int] = []
+
+        def read() -> None:
+            barrier.wait()
+            for _ in range(5):
+                seen.append(len(store.range("/registry/pods/").items))
+                store.get("/registry/pods/ns/p3")
+                store.history(0, store.current_revision())
+
+        threads = [threading.Thread(target=read) for _ in range(40)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert seen == [20] * 200
+        assert 1 <= len(store._readers.made) <= sqlite_readers.READERS
+    finally:
+        store.close()
+    with pytest.raises(StoreUnavailable):
+        store.get("/registry/pods/ns/p3")

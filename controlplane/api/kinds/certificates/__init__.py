@@ -1,0 +1,1 @@
+"""certificates.k8s.io: CertificateSigningRequest (certificates.k8s.io/v1)."""

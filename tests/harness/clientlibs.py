@@ -1,0 +1,328 @@
+"""The client libraries' own end-to-end suites, unchanged, against skiff.
+
+The official Python client (`kubernetes/e2e_test` of its release tag), kr8s
+(`kr8s/tests` of its sdist), lightkube (`e2e-tests` of its repository) and
+kopf's examples (`tests/e2e` of its sdist) each run in their own pytest, in a
+virtualenv of their own (their test dependencies are not skiff's), against one
+real `skiff control plane` process with its scheduler and controllers and two
+hollow nodes (`agent.hollow`: pods are bound and reported Running, but there is
+no container behind them, so exec, logs and port-forward fail), and one pod in
+kube-system standing in for a kind cluster's system pods, which the suites list. The only file
+replaced is the one naming the cluster: kr8s' root conftest.py (pytest-kind's
+`k8s_cluster` fixture becomes the skiff cluster); the others read `KUBECONFIG`
+and run `kubectl`, which is kubectl 1.NEWEST by its versioned path.
+
+Where the suites come from (nothing is fetched from anywhere but PyPI):
+
+    SKIFF_CLIENTLIBS_DIR   work directory (default ~/.cache/skiff-clientlibs):
+                           venv/ (made with pip from PyPI on first use) and the
+                           unpacked sources
+    SKIFF_PYCLIENT_GIT     a git directory of kubernetes-client/python, and
+    SKIFF_PYCLIENT_TAG     the release tag whose kubernetes/e2e_test runs
+    SKIFF_LIGHTKUBE_GIT    a git directory of gtsystem/lightkube (e2e-tests/;
+    SKIFF_LIGHTKUBE_REF    its sdist has none), at this ref (default HEAD)
+
+    python -m tests.harness.clientlibs [suite ...]     (make test-clientlibs)
+
+prints one line per suite (passed/total) and, last, one JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.harness.kubectl import NEWEST
+from tests.harness.ports import free_port
+from tests.harness.wait import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+# The Python client's e2e tests are the tag's (SKIFF_PYCLIENT_TAG); the client
+# installed is that release.
+WORK = Path(os.environ.get("SKIFF_CLIENTLIBS_DIR", Path.home() / ".cache" / "skiff-clientlibs"))
+SDISTS = {"kr8s": "kr8s==0.20.15", "kopf": "kopf==1.45.2"}
+# The suites' own test dependencies (their dependency groups), from PyPI.
+TEST_DEPS = [
+    "pytest", "pytest-asyncio", "pytest-timeout", "pytest-rerunfailures", "trio", "anyio",
+    "kubernetes==36.0.3", "lightkube==0.21.0", "pykube-ng", "kubernetes-asyncio", "hatchling", "hatch-vcs",
+    "freezegun", "kmock", "looptime", "pytest-aiohttp", "pytest-mock", "certbuilder",
+    "certvalidator", "oscrypto", "pyngrok",
+]  # fmt: skip
+
+# kr8s' root conftest.py with pytest-kind's cluster replaced by skiff's (the
+# rest of the file, ensure_gc, as kr8s wrote it).
+KR8S_CONFTEST = """
+import gc
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+class SkiffCluster:
+    kubeconfig_path = Path(os.environ["KUBECONFIG"])
+    kubectl_path = Path(os.environ["SKIFF_KUBECTL"])
+
+    def kubectl(self, *args, **kwargs):
+        return subprocess.check_output(
+            [str(self.kubectl_path), *args], env={**os.environ}, encoding="utf-8", **kwargs
+        )
+
+
+@pytest.fixture
+def ensure_gc():
+    gc.collect()
+    yield
+    gc.collect()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def k8s_cluster(request):
+    yield SkiffCluster()
+"""
+
+
+SYSTEM_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: system-stand-in, namespace: kube-system, labels: {k8s-app: system-stand-in}}
+spec:
+  containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
+"""
+
+
+@dataclass
+class Suite:
+    name: str
+    cwd: Path
+    args: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    suite: str
+    passed: int
+    failed: int
+    skipped: int
+    failures: dict[str, str]
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed
+
+
+def venv_python() -> Path:
+    venv = WORK / "venv"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run(["python3", "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", *TEST_DEPS], check=True)
+    for name, req in SDISTS.items():
+        src = source(name, req, py)
+        probe = subprocess.run([str(py), "-c", f"import {name}"], capture_output=True)
+        if probe.returncode != 0:
+            subprocess.run([str(py), "-m", "pip", "install", "-q", str(src)], check=True)
+    return py
+
+
+def source(name: str, req: str, py: Path) -> Path:
+    """The unpacked release sdist of `req` (pip download from PyPI)."""
+    version = req.split("==")[1]
+    out = WORK / "src" / f"{name}-{version}"
+    if out.exists():
+        return out
+    dl = WORK / "sdists"
+    dl.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [str(py), "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+         "--no-build-isolation", req, "-d", str(dl)], check=True,
+    )  # fmt: skip
+    with tarfile.open(dl / f"{name}-{version}.tar.gz") as tar:
+        tar.extractall(WORK / "src", filter="data")
+    return out
+
+
+def git_tree(git_dir: str, ref: str, path: str, dest: Path) -> Path:
+    if not dest.exists():
+        dest.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "--git-dir", git_dir, "archive", ref, path], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def suites(py: Path) -> dict[str, Suite]:
+    found: dict[str, Suite] = {}
+    kr8s = source("kr8s", SDISTS["kr8s"], py)
+    (kr8s / "conftest.py").write_text(KR8S_CONFTEST)
+    found["kr8s"] = Suite("kr8s", kr8s, ["kr8s/tests", "-o", "addopts=", "-o", "timeout=120"])
+    kopf = source("kopf", SDISTS["kopf"], py)
+    found["kopf"] = Suite("kopf", kopf, ["tests/e2e", "--only-e2e", "--timeout=60"])
+    if git := os.environ.get("SKIFF_PYCLIENT_GIT"):
+        tag = os.environ.get("SKIFF_PYCLIENT_TAG", "HEAD")
+        root = git_tree(git, tag, "kubernetes/e2e_test", WORK / "src" / f"pyclient-{tag}")
+        # The wheel once shipped kubernetes.e2e_test; its tests import it so.
+        pkg = subprocess.run(
+            [str(py), "-c", "import kubernetes, os; print(os.path.dirname(kubernetes.__file__))"],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+        shutil.rmtree(Path(pkg) / "e2e_test", ignore_errors=True)
+        shutil.copytree(root / "kubernetes" / "e2e_test", Path(pkg) / "e2e_test")
+        # Its tests read kubernetes/e2e_test/test_yaml/ from the working directory.
+        found["pyclient"] = Suite("pyclient", root, ["--pyargs", "kubernetes.e2e_test"])
+    if git := os.environ.get("SKIFF_LIGHTKUBE_GIT"):
+        ref = os.environ.get("SKIFF_LIGHTKUBE_REF", "HEAD")
+        root = git_tree(git, ref, "e2e-tests", WORK / "src" / f"lightkube-{ref}")
+        found["lightkube"] = Suite("lightkube", root, ["e2e-tests"])
+    return found
+
+
+@dataclass
+class SkiffCluster:
+    """`skiff controlplane` (scheduler and controllers) and two hollow nodes."""
+
+    base: Path
+    port: int = field(default_factory=free_port)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.base / "cp"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    def start(self) -> SkiffCluster:
+        log = (self.base / "controlplane.log").open("ab")
+        self.procs.append(subprocess.Popen(
+            [sys.executable, "-m", "skiff", "controlplane", "--listen", f"127.0.0.1:{self.port}",
+             "--data-dir", str(self.data_dir)], cwd=REPO, stdout=log, stderr=log,
+        ))  # fmt: skip
+        wait_for(lambda: (self.data_dir / "admin.conf").exists() and self.kubeconfig.exists(),
+                 timeout=60, message="skiff controlplane's kubeconfig")  # fmt: skip
+        hollow = (self.base / "hollow.log").open("ab")
+        self.procs.append(subprocess.Popen(
+            [sys.executable, "-m", "agent.hollow", "--credentials",
+             str(self.data_dir / "admin.conf"), "--nodes", "2", "--prefix", "node"],
+            cwd=REPO, stdout=hollow, stderr=hollow,
+        ))  # fmt: skip
+        wait_for(self._nodes_ready, timeout=60, message="two Ready hollow nodes")
+        # The suites read pods of kube-system (a kind cluster's CoreDNS, etcd,
+        # kube-proxy...); skiff runs its components as processes, so one pod
+        # stands in for them there.
+        subprocess.run([str(NEWEST), "apply", "-f", "-"], input=SYSTEM_POD, text=True,
+                       env=self.env(), check=True, capture_output=True)  # fmt: skip
+        wait_for(self._system_pod_running, timeout=60, message="the kube-system pod Running")
+        return self
+
+    def _system_pod_running(self) -> bool:
+        out = subprocess.run(
+            [str(NEWEST), "get", "pod", "-n", "kube-system", "system-stand-in", "-o",
+             "jsonpath={.status.phase}"], env=self.env(), capture_output=True, text=True,
+            check=False,
+        ).stdout  # fmt: skip
+        return out == "Running"
+
+    def _nodes_ready(self) -> bool:
+        out = subprocess.run(
+            [str(NEWEST), "get", "nodes", "--no-headers"], env=self.env(), capture_output=True,
+            text=True, check=False,
+        ).stdout  # fmt: skip
+        return out.count(" Ready") >= 2
+
+    def env(self) -> dict[str, str]:
+        bin_dir = self.base / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        kubectl = bin_dir / "kubectl"
+        if not kubectl.exists():
+            kubectl.symlink_to(NEWEST)
+        return {
+            "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "HOME": str(self.base), "KUBECONFIG": str(self.kubeconfig),
+            "SKIFF_KUBECTL": str(kubectl),
+        }  # fmt: skip
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        self.procs.clear()
+
+
+@contextmanager
+def skiff_cluster(base: Path) -> Iterator[SkiffCluster]:
+    cluster = SkiffCluster(base)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+def run_suite(py: Path, suite: Suite, cluster: SkiffCluster, timeout: float = 1800) -> Result:
+    report = cluster.base / f"{suite.name}.xml"
+    log = cluster.base / f"{suite.name}.log"
+    with log.open("wb") as out:
+        subprocess.run(
+            [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
+             *suite.args], cwd=suite.cwd, env={**cluster.env(), **suite.env}, stdout=out,
+            stderr=subprocess.STDOUT, timeout=timeout, check=False,
+        )  # fmt: skip
+    return parse_junit(suite.name, report)
+
+
+def parse_junit(name: str, report: Path) -> Result:
+    passed = failed = skipped = 0
+    failures: dict[str, str] = {}
+    for case in ET.parse(report).iter("testcase"):
+        test = f"{case.get('classname')}::{case.get('name')}"
+        bad = case.find("failure")
+        if bad is None:
+            bad = case.find("error")
+        if case.find("skipped") is not None:
+            skipped += 1
+        elif bad is not None:
+            failed += 1
+            failures[test] = (bad.get("message") or "")[:300]
+        else:
+            passed += 1
+    return Result(name, passed, failed, skipped, failures)
+
+
+def main(argv: list[str]) -> int:
+    py = venv_python()
+    available = suites(py)
+    chosen = argv or list(available)
+    base = WORK / f"run-{os.getpid()}"  # its logs stay for reading
+    base.mkdir(parents=True)
+    results: dict[str, Result] = {}
+    with skiff_cluster(base) as cluster:
+        for name in chosen:
+            results[name] = r = run_suite(py, available[name], cluster)
+            print(f"{name:10} {r.passed}/{r.total} passed ({r.skipped} skipped)", flush=True)
+            for test, why in sorted(r.failures.items()):
+                print(f"    FAIL {test}: {why.splitlines()[0] if why else ''}"[:240])
+    print(json.dumps({n: {"passed": r.passed, "total": r.total} for n, r in results.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

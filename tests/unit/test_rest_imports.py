@@ -1,0 +1,34 @@
+"""What `skiff up`'s processes import at start costs memory at rest (issue 27
+item 8): modules used only by work that comes later (an HTTP probe or hook,
+an image pull) are imported when that work comes, not at start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# (what a process does at start, modules it must not load with it)
+CASES = [
+    ("import agent.up", ["urllib.request"]),
+    (  # the runtime's images: the registry client waits for the first PullImage
+        "import tempfile, pathlib, runtime.server\n"
+        "from runtime.image import build\n"
+        "with tempfile.TemporaryDirectory() as d:\n"
+        "    build(pathlib.Path(d), None, False)",
+        ["runtime.image.pull", "runtime.image.registry", "http.client"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("start", "absent"), CASES)
+def test_start_leaves_later_work_unloaded(start: str, absent: list[str]) -> None:
+    code = (
+        f"import sys, json\n{start}\nprint(json.dumps([m for m in {absent!r} if m in sys.modules]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
