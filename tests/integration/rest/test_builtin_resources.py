@@ -66,12 +66,11 @@ KUBERNETES_1_32 = frozenset({
 # Not served yet, each with who builds it (issue 29 and the extension-points
 # issue). When one lands, this test fails until its line is removed here.
 EXPECTED_MISSING = {
-    "certificatesigningrequests.certificates.k8s.io": "issue 29, CSR (engineer trust)",
     "validatingadmissionpolicies.admissionregistration.k8s.io":
-        "extension-points issue: ValidatingAdmissionPolicy",
+        "issue 30: ValidatingAdmissionPolicy",
     "validatingadmissionpolicybindings.admissionregistration.k8s.io":
-        "extension-points issue: ValidatingAdmissionPolicy",
-    "apiservices.apiregistration.k8s.io": "extension-points issue: APIService aggregation",
+        "issue 30: ValidatingAdmissionPolicy",
+    "apiservices.apiregistration.k8s.io": "issue 30: APIService aggregation",
 }  # fmt: skip
 
 
