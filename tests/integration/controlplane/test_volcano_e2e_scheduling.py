@@ -67,12 +67,16 @@ def test_unschedulable_event_for_a_gang_that_cannot_fit(c: Cluster) -> None:
     node = c.api.list("Node").items[0]["metadata"]["name"]
     create(c, job("unschedulable-job", [Task("complete", 3, min=3, node=node)]))
 
+    # While the Job controller is still making the pods, the gang is not yet
+    # valid and Volcano says so in an Unschedulable event of its own ("Not
+    # enough valid pods of each task..."); the event looked for comes once
+    # every pod exists and still cannot fit.
     def unschedulable() -> list[dict[str, object]]:
-        return events(c.api, "PodGroup", "unschedulable-job", "Unschedulable")
+        return [e for e in events(c.api, "PodGroup", "unschedulable-job", "Unschedulable")
+                if "tasks in gang unschedulable: pod group is not ready" in str(e["message"])]  # fmt: skip
 
     (event, *_) = wait_for(unschedulable, timeout=60, message="Unschedulable event")
     assert event["type"] == "Warning" and event["source"] == {"component": "volcano"}
-    assert "tasks in gang unschedulable: pod group is not ready" in str(event["message"])
     cond = next(x for x in group_of(c.api, "unschedulable-job")["status"]["conditions"]
                 if x["type"] == "Unschedulable")  # fmt: skip
     assert cond["reason"] == "NotEnoughResources"
