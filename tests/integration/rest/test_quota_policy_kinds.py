@@ -313,7 +313,18 @@ spec:
 
 
 def test_eviction_honours_the_budget(cluster: Cluster, ns: str, api: Any) -> None:
-    kubectl(cluster, "create", "-f", "-", stdin=RC.format(ns=ns, node="nowhere"))
+    # The pods' node exists: pod GC deletes pods bound to a node that does not,
+    # and the ReplicationController's Pending replacements are evicted freely.
+    node = f"evict-{ns[-20:]}".strip("-")
+    kubectl(cluster, "create", "-f", "-", stdin=NODE.format(name=node))
+    try:
+        _eviction_honours_the_budget(cluster, ns, api, node)
+    finally:
+        kubectl(cluster, "delete", "node", node, check=False)
+
+
+def _eviction_honours_the_budget(cluster: Cluster, ns: str, api: Any, node: str) -> None:
+    kubectl(cluster, "create", "-f", "-", stdin=RC.format(ns=ns, node=node))
     rc = get(cluster, "rc", "web", "-n", ns)
     assert rc["spec"]["selector"] == {"app": "web"}  # defaulted from the template
     ready_all(cluster, ns, 2)
