@@ -61,6 +61,7 @@ from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, sh
 from bench.pod_security import add_pod_security_flag, pod, set_pod_security  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
 from controlplane.api.k8sproto import envelope as k8sproto  # noqa: E402
+from tests.harness.kubectl import NEWEST as NEWEST_KUBECTL  # noqa: E402
 
 TARGETS = {
     "rest_watch_p99_ms": 50.0,
@@ -224,8 +225,8 @@ def rest_watch_latency(kubeconfig: Path, watchers: int, events: int,
 
 
 def kubectl_get_all(kubeconfig: Path, expect: int, *flags: str) -> float:
-    kubectl = shutil.which("kubectl")
-    assert kubectl is not None, "kubectl is not installed"
+    kubectl = str(NEWEST_KUBECTL)  # by its path: /usr/bin/kubectl picks an older one
+    assert NEWEST_KUBECTL.exists(), f"kubectl is not installed at {NEWEST_KUBECTL}"
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(kubeconfig.parent)}
     subprocess.run([kubectl, "get", "ns"], env=env, check=True, capture_output=True)  # warm
     t0 = time.perf_counter()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +18,12 @@ import pytest
 import yaml
 
 from controlplane.api import server_side_apply
+from tests.harness.kubectl import NEWEST
 from tests.integration.controlplane.apisupport.kubectl_stub import Stub, running
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
+    pytest.mark.skipif(not NEWEST.exists(), reason=f"kubectl is not installed at {NEWEST}"),
 ]
 
 PATH = "/apis/apps/v1/namespaces/default/deployments/web"
@@ -85,7 +85,7 @@ def kubectl(
     stub: Stub, tmp_path: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     cmd = [
-        "kubectl",
+        str(NEWEST),
         f"--server={stub.url}",
         f"--cache-dir={tmp_path / 'cache'}",
         "--namespace=default",
