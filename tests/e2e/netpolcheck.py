@@ -8,10 +8,11 @@ connection its table denies is open (so a denial seen afterwards is the
 policy's doing), then creates the policy and waits until the whole table
 holds, then deletes the policy again.
 
-TCP goes through busybox's `nc` inside the pods. busybox has no UDP tool,
-so UDP runs in the pods' network namespaces (from the runtime's sandbox
-status): a Python echo server in web's, a Python client in the client's;
-the packets take the pods' own interfaces, addresses and rules.
+TCP goes through busybox's `nc` inside the pods. busybox has no UDP or SCTP
+tool, so those run in the pods' network namespaces (from the runtime's
+sandbox status): a Python echo server in web's, a Python client in the
+client's; the packets take the pods' own interfaces, addresses and rules.
+SCTP needs the kernel's sctp module; its test skips, saying so, without it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -52,6 +54,42 @@ sys.exit(0 if data == b"pong ping" else 2)
 """
 
 
+SCTP_PORT = 7777
+
+SCTP_SERVER = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_SCTP)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    c.sendall(b"pong " + c.recv(512))
+    c.close()
+"""
+
+SCTP_CLIENT = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_SCTP)
+s.settimeout(1.5)
+try:
+    s.connect((sys.argv[1], int(sys.argv[2])))
+    s.sendall(b"ping")
+    data = s.recv(512)
+except OSError:
+    sys.exit(1)
+sys.exit(0 if data == b"pong ping" else 2)
+"""
+
+
+def sctp_supported() -> bool:
+    """Whether this kernel has SCTP (a module some kernels leave out)."""
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_SCTP).close()
+    except OSError:
+        return False
+    return True
+
+
 def sandbox_netns(scene: Scene, p: Object) -> str:
     """The network namespace path of a running pod, from its sandbox status."""
     assert scene.cri_of is not None, "this scene cannot reach the runtime"
@@ -70,11 +108,9 @@ def sandbox_netns(scene: Scene, p: Object) -> str:
 
 
 @contextlib.contextmanager
-def udp_echo(netns: str) -> Iterator[None]:
-    """A UDP echo server in `netns` for as long as the block runs."""
-    proc = subprocess.Popen(
-        ["nsenter", f"--net={netns}", sys.executable, "-c", UDP_SERVER, str(UDP_PORT)]
-    )
+def echo_server(netns: str, program: str, port: int) -> Iterator[None]:
+    """An echo server (UDP_SERVER, SCTP_SERVER) in `netns` while the block runs."""
+    proc = subprocess.Popen(["nsenter", f"--net={netns}", sys.executable, "-c", program, str(port)])
     try:
         yield
     finally:
@@ -95,8 +131,8 @@ class Peers:
         cmd = f"echo | timeout 2 nc {self.ip(dst)} {port} >/dev/null 2>&1"
         return self.scene.exec_in(self.pods[src], ["sh", "-c", cmd]) == 0
 
-    def udp(self, src: str, dst: str, port: int) -> bool:
-        argv = ["nsenter", f"--net={self.netns[src]}", sys.executable, "-c", UDP_CLIENT,
+    def by_program(self, client: str, src: str, dst: str, port: int) -> bool:
+        argv = ["nsenter", f"--net={self.netns[src]}", sys.executable, "-c", client,
                 self.ip(dst), str(port)]  # fmt: skip
         return subprocess.run(argv, check=False, timeout=20).returncode == 0
 
@@ -111,7 +147,11 @@ def holds(peers: Peers, table: Table, dst: str = "web") -> Callable[[], bool]:
 
     def check() -> bool:
         for (src, proto, port), want in table.items():
-            got = peers.udp(src, dst, port) if proto == "UDP" else peers.tcp(src, dst, port)
+            if proto == "TCP":
+                got = peers.tcp(src, dst, port)
+            else:
+                client = UDP_CLIENT if proto == "UDP" else SCTP_CLIENT
+                got = peers.by_program(client, src, dst, port)
             if got != want:
                 verb = "allowed" if got else "denied"
                 raise AssertionError(f"{src} -> {dst} {proto}/{port} {verb}")
@@ -178,7 +218,7 @@ def check_policy_variants(scene: Scene) -> None:
     policy governs, each with live connections."""
     peers = setup_peers(scene)
     team_b = {"namespaceSelector": {"matchLabels": {"team": "b"}}}
-    with udp_echo(peers.netns["web"]):
+    with echo_server(peers.netns["web"], UDP_SERVER, UDP_PORT):
         run_case(
             peers,
             [web_policy("from-team-b", [{"from": [team_b]}])],
@@ -295,3 +335,14 @@ def check_local_keeps_source(scene: Scene, port: int, client_outside: bool) -> N
     with contextlib.suppress(OSError):
         got = remote_addr(away, port)
         raise AssertionError(f"{away} has no local endpoint but answered {got}")
+
+
+def check_sctp_policy(scene: Scene) -> None:
+    """An SCTP port allowed, TCP on the same pod denied, then the reverse."""
+    peers = setup_peers(scene)
+    with echo_server(peers.netns["web"], SCTP_SERVER, SCTP_PORT):
+        sctp_only = [{"protocol": "SCTP", "port": SCTP_PORT}]
+        run_case(peers, [web_policy("sctp-only", [{"ports": sctp_only}])],
+                 {("ca", "SCTP", SCTP_PORT): True, ("ca", "TCP", 80): False})  # fmt: skip
+        run_case(peers, [web_policy("tcp-80", [{"ports": [{"protocol": "TCP", "port": 80}]}])],
+                 {("ca", "SCTP", SCTP_PORT): False, ("ca", "TCP", 80): True})  # fmt: skip

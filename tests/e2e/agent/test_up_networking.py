@@ -152,3 +152,15 @@ def test_local_service_answers_a_client_on_the_node(up_scene: UpScene) -> None:
         raise
     finally:
         scene.cleanup()
+
+
+def test_network_policy_sctp_with_live_traffic(up_scene: UpScene) -> None:
+    if not netpolcheck.sctp_supported():
+        pytest.skip(
+            "this kernel has no SCTP (no sctp module): SCTP rules are checked in unit tests"
+        )
+    scene = up_scene.scene
+    try:
+        netpolcheck.check_sctp_policy(scene)
+    finally:
+        scene.cleanup()

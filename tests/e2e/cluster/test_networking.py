@@ -72,3 +72,11 @@ def test_network_policy_variants_with_live_traffic(scene: netcheck.Scene) -> Non
 
 def test_local_service_keeps_the_client_address(scene: netcheck.Scene) -> None:
     netpolcheck.check_local_keeps_source(scene, 8090, client_outside=True)
+
+
+def test_network_policy_sctp_with_live_traffic(scene: netcheck.Scene) -> None:
+    if not netpolcheck.sctp_supported():
+        pytest.skip(
+            "this kernel has no SCTP (no sctp module): SCTP rules are checked in unit tests"
+        )
+    netpolcheck.check_sctp_policy(scene)
