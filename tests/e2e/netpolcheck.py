@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import ipaddress
 import json
 import socket
 import subprocess
@@ -282,7 +283,12 @@ def remote_addr(ip: str, port: int) -> tuple[str, str]:
         resp = conn.getresponse()
         body = resp.read().decode(errors="replace").strip()
         assert resp.status == 200, f"{ip}:{port} answered {resp.status}: {body}"
-        return body, ours
+        # busybox httpd listens on IPv6 and names IPv4 peers [::ffff:a.b.c.d]
+        seen = str(ipaddress.ip_address(body.strip("[]")))
+        mapped = ipaddress.ip_address(seen)
+        if isinstance(mapped, ipaddress.IPv6Address) and mapped.ipv4_mapped is not None:
+            seen = str(mapped.ipv4_mapped)
+        return seen, ours
     finally:
         conn.close()
 
