@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.api import kinds, patch_meta
+from controlplane.api import crd_versions, kinds, patch_meta
 from controlplane.api.checks import Errors
 from controlplane.api.jsoncodec import clone
 from controlplane.api.kinds.definition import KindDef
@@ -115,7 +115,8 @@ def register(obj: Object) -> kinds.KindInfo:
         raise ValueError("; ".join(problems))
     info = kind_info(obj)
     crd = _Crd(name, info, clone(obj["spec"]))
-    for v in obj["spec"]["versions"]:
+    spec = crd.spec
+    for v in spec["versions"]:
         if not v.get("served"):
             continue
         sub = v.get("subresources") or {}
@@ -129,14 +130,7 @@ def register(obj: Object) -> kinds.KindInfo:
             printer_columns=tuple(clone(v.get("additionalPrinterColumns") or [])),
             status="status" in sub,
             scale=clone(sub["scale"]) if "scale" in sub else None,
-            deprecation=(
-                str(
-                    v.get("deprecationWarning")
-                    or f"{info.group}/{v['name']} {info.kind} is deprecated"
-                )
-                if v.get("deprecated")
-                else ""
-            ),
+            deprecation=crd_versions.deprecation_warning(spec, v),
         )
     facts: dict[str, patch_meta.FieldMeta] = {}
     for v in crd.versions.values():
@@ -147,7 +141,7 @@ def register(obj: Object) -> kinds.KindInfo:
             kinds.unregister(old.info.key)
             patch_meta.set_custom(old.info.key, {})
             _by_key.pop(old.info.key, None)
-        kinds.register(_definition(info))
+        kinds.register(_definition(info, spec))
         patch_meta.set_custom(info.key, facts)
         _by_name[name] = crd
         _by_key[info.key] = crd
@@ -155,10 +149,14 @@ def register(obj: Object) -> kinds.KindInfo:
     return info
 
 
-def _definition(info: kinds.KindInfo) -> KindDef:
+def _definition(info: kinds.KindInfo, spec: Object) -> KindDef:
     """The kinds registry's entry of a custom kind: its objects validated
-    against, defaulted and pruned by their version's structural schema."""
+    against, defaulted and pruned by their version's structural schema,
+    converted between its served versions and the stored one."""
     key = info.key
+
+    def tidy(obj: Object) -> None:
+        default_object(key, obj)
 
     def validate(e: Errors, obj: Object, old: Object | None) -> None:
         e.items.extend(validate_object(key, obj))
@@ -166,7 +164,8 @@ def _definition(info: kinds.KindInfo) -> KindDef:
     def defaults(obj: Object) -> None:
         default_object(key, obj)
 
-    return KindDef(info, defaults=defaults, validate=validate)
+    conversions = crd_versions.conversions(spec, info.version, tidy)
+    return KindDef(info, defaults=defaults, validate=validate, conversions=conversions)
 
 
 def _list_facts(s: Any, path: str, out: dict[str, patch_meta.FieldMeta]) -> None:

@@ -116,6 +116,7 @@ class Conversion(NamedTuple):
 
     to_stored: Callable[[Object], Object]  # the served version's object -> the stored one
     from_stored: Callable[[Object], Object]  # and back
+    remote: bool = False  # calls out (a conversion webhook): never on the event loop
 
 
 class Subresource(NamedTuple):

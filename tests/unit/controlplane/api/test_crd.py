@@ -80,7 +80,52 @@ def _versions(storage: tuple[bool, ...]) -> list[dict[str, Any]]:
             {"names": {"plural": "gadgets", "kind": "Gadget"}},
             "metadata.name: must be spec.names.plural",
         ),
-        ({"conversion": {"strategy": "Webhook"}}, "spec.conversion.strategy: only None"),
+        ({"conversion": {"strategy": "Webhook"}}, "spec.conversion.webhook: Required value"),
+        (
+            {"conversion": {"strategy": "Magic"}},
+            'spec.conversion.strategy: Unsupported value: "Magic": supported values: "None"',
+        ),
+        (
+            {"conversion": {"strategy": "None", "webhook": {}}},
+            "spec.conversion.webhook: Forbidden: should not be set when strategy is not set",
+        ),
+        (
+            {"conversion": {"strategy": "Webhook", "webhook": {"clientConfig": {"url": "x"}}}},
+            "conversionReviewVersions: Required value: must include at least one of v1, v1beta1",
+        ),
+        (
+            {
+                "conversion": {
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "conversionReviewVersions": ["v1"],
+                        "clientConfig": {"url": "http://h/c"},
+                    },
+                }
+            },
+            "clientConfig.url: Invalid value: \"http://h/c\": 'https' is the only allowed URL",
+        ),
+        (
+            {
+                "conversion": {
+                    "strategy": "Webhook",
+                    "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {}},
+                }
+            },
+            "clientConfig: Required value: exactly one of url or service is required",
+        ),
+        (
+            {
+                "conversion": {
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "conversionReviewVersions": ["v1"],
+                        "clientConfig": {"service": {"name": "c", "port": 0}},
+                    },
+                }
+            },
+            "clientConfig.service.namespace: Required value",
+        ),
         (
             {
                 "versions": [
