@@ -113,6 +113,11 @@ def register(obj: Object) -> kinds.KindInfo:
     problems = validate_crd(obj)
     if problems:
         raise ValueError("; ".join(problems))
+    from controlplane.api.crd_validation import served_builtin
+
+    builtin = served_builtin(obj["spec"])
+    if builtin is not None:  # Volcano's CRD of a kind skiff serves: not served twice
+        return builtin
     info = kind_info(obj)
     crd = _Crd(name, info, clone(obj["spec"]))
     spec = crd.spec

@@ -82,25 +82,43 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
             e.add(f"spec.names.{key}", "must be a list of lowercase DNS labels")
     if plural and group and metadata_name != f"{plural}.{group}":
         e.add("metadata.name", f"must be spec.names.plural + '.' + spec.group ({plural}.{group})")
+    if served_builtin(spec) is not None:
+        return  # Volcano's own CRD of a kind skiff serves: kept, not served (below)
     for k in kinds.builtin_kinds():
         if k.group == group and k.plural == plural:
-            e.add("spec.names.plural", f"{plural}.{group} is a built-in resource{_why(group)}")
+            e.add("spec.names.plural", f"{plural}.{group} is a built-in resource")
         if k.group == group and k.kind == names.get("kind"):
             e.add("spec.names.kind", f"{k.kind} is a built-in kind of {group}")
 
 
 # Volcano's API groups skiff serves itself (its batch scheduler and Volcano's
-# controllers run in the control plane): what a second Volcano's install is told.
+# controllers run in the control plane).
 VOLCANO_GROUPS = ("scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh")
 
 
-def _why(group: str) -> str:
-    if group not in VOLCANO_GROUPS:
-        return ""
+def served_builtin(spec: Any) -> kinds.KindInfo | None:
+    """The built-in kind a CRD re-declares, when it is one of Volcano's kinds
+    that skiff serves itself (same group, plural and kind: Volcano's install
+    manifests). Such a CRD is stored, as kube-apiserver stores a CRD whatever
+    else serves its group, and the built-in kind keeps serving."""
+    if not isinstance(spec, dict) or spec.get("group") not in VOLCANO_GROUPS:
+        return None
+    names = spec.get("names")
+    if not isinstance(names, dict):
+        return None
+    for k in kinds.builtin_kinds():
+        if (k.group, k.plural, k.kind) == (spec["group"], names.get("plural"), names.get("kind")):
+            return k
+    return None
+
+
+def builtin_warning(info: kinds.KindInfo) -> str:
+    """What a client storing such a CRD is told."""
     return (
-        ": skiff serves Volcano's API and runs its scheduler and controllers itself, "
-        "so a second Volcano is not needed beside it (its scheduler would compete with "
-        "skiff's for the same pods)"
+        f"{info.plural}.{info.group}: skiff serves Volcano's API and runs its scheduler and "
+        "controllers itself: this CustomResourceDefinition is stored, and the built-in "
+        f"{info.kind} keeps serving (a second Volcano scheduler would compete with skiff's "
+        "for the same pods)"
     )
 
 

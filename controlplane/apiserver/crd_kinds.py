@@ -25,6 +25,7 @@ import threading
 
 from controlplane.api import crd, crd_versions
 from controlplane.api.kinds import KindInfo, by_kind
+from controlplane.apiserver import admission_context
 from controlplane.apiserver.codec import ROOT, Object, decode
 from controlplane.apiserver.crd_conversion import ConversionWebhooks
 from controlplane.apiserver.registry import Registry
@@ -61,6 +62,12 @@ class CrdKinds:
     def admit(self, registry: Registry, info: KindInfo, obj: Object, old: Object | None) -> None:
         """Registry admission for a CRD create: serve its kind now (a valid CRD:
         validation ran first). Updates are followed by the listener."""
+        from controlplane.api.crd_validation import builtin_warning, served_builtin
+
+        builtin = served_builtin(obj.get("spec"))
+        if builtin is not None:
+            admission_context.warn(builtin_warning(builtin))
+            return
         if old is None and not crd.is_custom(crd.kind_info(obj).key):
             self._serve(obj)
 
