@@ -376,3 +376,34 @@ def test_writes_through_a_broken_conversion_webhook_store_nothing(
     assert made.returncode != 0
     assert f"conversion webhook for {gvk} failed: Post" in made.stderr, made.stderr
     assert cluster.running.store.range(f"{ROOT}gizmos.{g}/").items == []
+
+
+def test_a_conversion_webhook_behind_a_service(
+    cluster: Cluster, applied: Callable[[Object], None]
+) -> None:
+    """clientConfig.service: the API server reaches the Service's endpoint
+    itself and verifies the certificate for `<name>.<namespace>.svc` against
+    the caBundle."""
+    g = HOOK_GROUP
+    with WebhookServer(convert, names=["conv.default.svc"]) as hook:
+        endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "conv"},
+                     "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+                                  "ports": [{"name": "https", "port": hook.port}]}]}  # fmt: skip
+        service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "conv"},
+                   "spec": {"ports": [{"name": "https", "port": 443}]}}  # fmt: skip
+        both = json.dumps({"apiVersion": "v1", "kind": "List", "items": [service, endpoints]})
+        cluster.kubectl("apply", "-f", "-", input=both)
+        try:
+            crd = hooked_crd(hook)
+            crd["spec"]["conversion"]["webhook"]["clientConfig"] = {
+                "service": {"namespace": "default", "name": "conv", "path": "/convert"},
+                "caBundle": hook.ca_bundle,
+            }
+            applied(crd)
+            cluster.kubectl("apply", "-f", "-", input=json.dumps(gizmo(g, "v2", "s", {"size": 4})))
+            assert stored(cluster, g, "s")["spec"] == {"replicas": 4}
+            got = json.loads(cluster.kubectl("get", f"gizmos.v2.{g}", "s", "-o", "json").stdout)
+            assert got["spec"] == {"size": 4}
+            assert hook.paths and all(p.startswith("/convert?timeout=") for p in hook.paths)
+        finally:
+            cluster.kubectl("delete", "-f", "-", input=both, check=False)
