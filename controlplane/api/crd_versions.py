@@ -29,9 +29,10 @@ from controlplane.api.kinds.definition import Conversion
 
 Object = dict[str, Any]
 
-# (webhook spec, objects, desired apiVersion, gvk text for errors) -> the
-# converted objects, in order; raises machinery.apierrors errors.
-WebhookConverter = Callable[[Object, list[Object], str, str], list[Object]]
+# (webhook spec, objects, desired apiVersion, gvk text for errors, whether
+# they are a list's items) -> the converted objects, in order; raises
+# machinery.apierrors errors.
+WebhookConverter = Callable[[Object, list[Object], str, str, bool], list[Object]]
 
 _converter: WebhookConverter | None = None
 
@@ -120,8 +121,12 @@ def conversions(spec: Object, storage: str, tidy: Tidy) -> dict[str, Conversion]
         if webhook is None:
             out[served_gv] = Conversion(_rewrite(stored_gv, None), _rewrite(served_gv, tidy))
         else:
+            list_gvk = gvk_text(stored_gv, str(spec["names"].get("listKind") or ""))
             out[served_gv] = Conversion(
-                _call(webhook, stored_gv, None), _call(webhook, served_gv, tidy), remote=True
+                _call(webhook, stored_gv, None),
+                _call(webhook, served_gv, tidy),
+                remote=True,
+                from_stored_many=_call_many(webhook, served_gv, tidy, list_gvk),
             )
     return out
 
@@ -148,9 +153,33 @@ def _call(webhook: Object, desired: str, tidy: Tidy | None) -> Callable[[Object]
             from machinery.apierrors import InternalError
 
             raise InternalError(f"conversion webhook for {gvk} failed: no webhook client")
-        out = _converter(webhook, [obj], desired, gvk)[0]
+        out = _converter(webhook, [obj], desired, gvk, False)[0]
         if tidy is not None:
             tidy(out)
+        return out
+
+    return convert
+
+
+def _call_many(
+    webhook: Object, desired: str, tidy: Tidy, list_gvk: str
+) -> Callable[[list[Object]], list[Object]]:
+    """A list's items in one ConversionReview (those not at `desired` yet),
+    as kube-apiserver converts a list."""
+
+    def convert(objs: list[Object]) -> list[Object]:
+        todo = [i for i, obj in enumerate(objs) if obj.get("apiVersion") != desired]
+        out = list(objs)
+        if todo:
+            if _converter is None:
+                from machinery.apierrors import InternalError
+
+                raise InternalError(f"conversion webhook for {list_gvk} failed: no webhook client")
+            done = _converter(webhook, [objs[i] for i in todo], desired, list_gvk, True)
+            for i, obj in zip(todo, done, strict=True):
+                out[i] = obj
+        for obj in out:
+            tidy(obj)
         return out
 
     return convert

@@ -4,7 +4,7 @@ webhook converter makes them.
     converter = ConversionWebhooks(webhook_client)
     crd_versions.set_webhook_converter(converter)
 
-One call converts a batch of custom objects to `desiredAPIVersion`: the
+One call converts one object, or a list page's items to `desiredAPIVersion`: the
 request (`apiextensions.k8s.io/v1` ConversionReview, or v1beta1 when the
 CRD's conversionReviewVersions lists only that) carries a fresh `uid` and
 the objects; the answer must carry the same uid, `result.status: Success`
@@ -47,8 +47,10 @@ class ConversionWebhooks:
         self.timeout = timeout
 
     def __call__(
-        self, webhook: Object, objects: list[Object], desired: str, gvk: str
+        self, webhook: Object, objects: list[Object], desired: str, gvk: str, listed: bool = False
     ) -> list[Object]:
+        """`objects` converted to `desired`; `listed`: they are a list's items
+        (Kubernetes words its errors for them differently)."""
         versions = [
             v for v in webhook.get("conversionReviewVersions") or [] if v in ("v1", "v1beta1")
         ]
@@ -77,7 +79,8 @@ class ConversionWebhooks:
             )
         out = []
         for index, (original, item) in enumerate(zip(objects, converted, strict=True)):
-            out.append(_checked(original, item, desired, f"conversion webhook for {gvk}", index))
+            prefix = f"conversion webhook for {gvk}"
+            out.append(_checked(original, item, desired, prefix, index, listed))
         return out
 
 
@@ -109,11 +112,13 @@ def _converted(answer: Any, review_version: str, uid: str) -> list[Any]:
     return converted
 
 
-def _checked(original: Object, item: Any, desired: str, prefix: str, index: int) -> Object:
+def _checked(
+    original: Object, item: Any, desired: str, prefix: str, index: int, listed: bool
+) -> Object:
     """A converted object, checked and given the original's metadata, with
-    kube-apiserver's wording (that of a single object's conversion: skiff
-    converts one object per call)."""
-    at = f"{prefix} returned invalid object at index {index}"
+    kube-apiserver's wording (a list's differs from a single object's)."""
+    what = "converted object" if listed else "object"
+    at = f"{prefix} returned invalid {what} at index {index}"
     if not isinstance(item, dict):
         raise _failed(f"{at}: not a JSON object")
     if item.get("apiVersion") != desired:
@@ -126,10 +131,11 @@ def _checked(original: Object, item: Any, desired: str, prefix: str, index: int)
         )
     problem = _changed_identity(original, item)
     if problem:
-        raise _failed(f"{prefix} returned invalid object: {problem}")
+        raise _failed(f"{at if listed else prefix + ' returned invalid object'}: {problem}")
     problem = _restore_meta(original, item)
     if problem:
-        raise _failed(f"{prefix} returned invalid metadata: {problem}")
+        where = f"metadata in object at index {index}" if listed else "metadata"
+        raise _failed(f"{prefix} returned invalid {where}: {problem}")
     return item
 
 

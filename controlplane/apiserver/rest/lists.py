@@ -158,6 +158,9 @@ def _items(call: Call, items: list[Stored]) -> bytes:
     conversion = call.target.conversion
     if conversion is None:
         return b",".join([with_version(d, r) for d, r in items])
+    if conversion.from_stored_many is not None and items:  # one webhook call a page
+        objs = conversion.from_stored_many([decode(d, r) for d, r in items])
+        return b",".join([jsoncodec.dumps(obj) for obj in objs])
     return b",".join([served(d, r, conversion) for d, r in items])
 
 
@@ -170,7 +173,9 @@ def _protobuf(call: Call, result: ListResult) -> bytes:
     t = call.target
     conversion = t.conversion
     items = [decode(d, r) for d, r in result.items]
-    if conversion is not None:
+    if conversion is not None and conversion.from_stored_many is not None and items:
+        items = conversion.from_stored_many(items)
+    elif conversion is not None:
         items = [conversion.from_stored(item) for item in items]
     meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
     if result.continue_token:

@@ -249,11 +249,14 @@ def test_conversion_webhook_converts_on_create_get_list_and_watch(
     ]
     custom.create_namespaced_custom_object(g, "v1", "default", "gizmos",
                                            gizmo(g, "v1", "b", {"replicas": 5}))  # fmt: skip
+    calls = len(hook.requests)
     listed = custom.list_namespaced_custom_object(g, "v2", "default", "gizmos")
     assert {i["metadata"]["name"]: i["spec"] for i in listed["items"]} == {
         "a": {"size": 3},
         "b": {"size": 5},
     }
+    assert len(hook.requests) == calls + 1  # one ConversionReview for the list
+    assert len(hook.requests[-1]["request"]["objects"]) == 2
     custom.patch_namespaced_custom_object(g, "v2", "default", "gizmos", "b", {"spec": {"size": 6}})
     assert stored(cluster, g, "b")["spec"] == {"replicas": 6}
     events = []
@@ -314,44 +317,53 @@ def wrong_version(review: Object) -> Object:
     return answer
 
 
-GVK = f"{HOOK_GROUP}/v1, Kind=Gizmo"
+GVK = f"conversion webhook for {HOOK_GROUP}/v1, Kind=Gizmo"  # a get's
+LIST = f"conversion webhook for {HOOK_GROUP}/v1, Kind=GizmoList"  # a list's
+WRONG_VERSION = f"invalid groupVersion (expected {HOOK_GROUP}/v2, received {HOOK_GROUP}/v1)"
 
 
 @pytest.mark.parametrize(
-    ("answer", "message"),
+    ("answer", "on_get", "on_list"),
     [
-        (lambda r: Raw(200, b"<html>garbage"), f"conversion webhook for {GVK} failed: "),
-        (lambda r: Raw(500, b"boom"), f"conversion webhook for {GVK} failed: Post "),
-        (twice, f"conversion webhook for {GVK} returned 2 objects, expected 1"),
+        (lambda r: Raw(200, b"<html>garbage"), f"{GVK} failed: ", f"{LIST} failed: "),
+        (lambda r: Raw(500, b"boom"), f"{GVK} failed: Post ", f"{LIST} failed: Post "),
+        (twice, f"{GVK} returned 2 objects, expected 1", f"{LIST} returned 2 objects, expected 1"),
         (
             renamed,
-            f"conversion webhook for {GVK} returned invalid object: must have the same "
-            "name: a != other",
+            f"{GVK} returned invalid object: must have the same name: a != other",
+            f"{LIST} returned invalid converted object at index 0: must have the same name: a",
         ),
-        (new_uid, f"conversion webhook for {GVK} returned invalid object: must have the same UID"),
-        (wrong_review_uid, f'conversion webhook for {GVK} failed: expected response.uid="'),
-        (refused, f"conversion webhook for {GVK} failed: cannot convert a"),
+        (
+            new_uid,
+            f"{GVK} returned invalid object: must have the same UID",
+            f"{LIST} returned invalid converted object at index 0: must have the same UID",
+        ),
+        (
+            wrong_review_uid,
+            f'{GVK} failed: expected response.uid="',
+            f'{LIST} failed: expected response.uid="',
+        ),
+        (refused, f"{GVK} failed: cannot convert a", f"{LIST} failed: cannot convert a"),
         (
             wrong_version,
-            f"conversion webhook for {GVK} returned invalid object at index 0: "
-            f"invalid groupVersion (expected {HOOK_GROUP}/v2, received "
-            f"{HOOK_GROUP}/v1)",
+            f"{GVK} returned invalid object at index 0: {WRONG_VERSION}",
+            f"{LIST} returned invalid converted object at index 0: {WRONG_VERSION}",
         ),
     ],
     ids=["garbage", "http-500", "count", "name", "uid", "review-uid", "failure", "version"],
 )
 def test_a_broken_conversion_webhook_gets_kubernetes_errors_on_read(
     cluster: Cluster, applied: Callable[[Object], None], answer: Callable[[Object], Any],
-    message: str,
+    on_get: str, on_list: str,
 ) -> None:  # fmt: skip
     g = HOOK_GROUP
     with WebhookServer(failing(answer)) as hook:
         applied(hooked_crd(hook))
         cluster.kubectl("apply", "-f", "-", input=json.dumps(gizmo(g, "v1", "a", {"replicas": 1})))
         got = cluster.kubectl("get", f"gizmos.v2.{g}", "a", "-o", "json", check=False)
-        assert got.returncode != 0 and message in got.stderr, got.stderr
+        assert got.returncode != 0 and on_get in got.stderr, got.stderr
         listed = cluster.kubectl("get", f"gizmos.v2.{g}", "-o", "json", check=False)
-        assert listed.returncode != 0 and message in listed.stderr, listed.stderr
+        assert listed.returncode != 0 and on_list in listed.stderr, listed.stderr
 
 
 def test_writes_through_a_broken_conversion_webhook_store_nothing(
