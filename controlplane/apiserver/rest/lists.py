@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec
+from controlplane.api import crd, jsoncodec
 from controlplane.api.k8sproto import envelope
 from controlplane.apiserver import tables
 from controlplane.apiserver.codec import Stored, decode, with_version
@@ -211,9 +211,31 @@ def table_of(
 ) -> bytes:
     """An encoded Table of objects of the target's kind (a list's page, or
     the one object a get names: kube-apiserver answers both as a Table)."""
-    table = tables.table(call.target.info.key, objects, include_object=include,
-                         list_metadata=meta)  # fmt: skip
-    return jsoncodec.dumps(table)
+    return jsoncodec.dumps(table_document(call, objects, include, meta))
+
+
+def table_document(
+    call: Call, objects: list[dict[str, Any]], include: str, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The Table of stored objects as the URL's version has them (a custom
+    kind's: that version's columns, its objects converted)."""
+    t = call.target
+    objects = converted(call, objects)
+    columns = None
+    if crd.is_custom(t.info.key):
+        columns = crd.printer_columns(t.info.key, t.group_version.rpartition("/")[2])
+    return tables.table(t.info.key, objects, include_object=include, list_metadata=meta,
+                        printer_columns=columns)  # fmt: skip
+
+
+def converted(call: Call, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stored objects as the URL's group/version has them (on the executor)."""
+    conversion = call.target.conversion
+    if conversion is None or not objects:
+        return objects
+    if conversion.from_stored_many is not None:
+        return conversion.from_stored_many(objects)
+    return [conversion.from_stored(obj) for obj in objects]
 
 
 async def _stream(call: Call, label: str, field: str) -> web.StreamResponse:

@@ -36,12 +36,17 @@ from aiohttp.http_writer import StreamWriter
 
 from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import envelope
-from controlplane.apiserver import tables
 from controlplane.apiserver.codec import decode, with_version
 from controlplane.apiserver.listing import Selectors
 from controlplane.apiserver.rest import queryparams
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.lists import include_object, partial, wants_metadata, wants_table
+from controlplane.apiserver.rest.lists import (
+    include_object,
+    partial,
+    table_document,
+    wants_metadata,
+    wants_table,
+)
 from controlplane.apiserver.rest.respond import served, wants_protobuf
 from controlplane.apiserver.rest.status import status_object
 from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem, _Dispatch
@@ -145,9 +150,7 @@ class AsyncWatcher(Watcher):
 
 def _table_line(call: Call, item: WatchItem, include: str) -> bytes:
     """The event with its object as a one-row Table (kubectl get -w asks so)."""
-    table = tables.table(
-        call.target.info.key, [decode(item.data, item.rev)], include_object=include
-    )
+    table = table_document(call, [decode(item.data, item.rev)], include)
     table.setdefault("metadata", {})["resourceVersion"] = str(item.rev)
     return jsoncodec.dumps({"type": item.type, "object": table}) + b"\n"
 

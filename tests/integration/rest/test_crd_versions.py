@@ -215,8 +215,12 @@ def convert(review: Object) -> Object:
 
 def hooked_crd(hook: WebhookServer) -> Object:
     webhook = {"clientConfig": hook.client_config("/convert"), "conversionReviewVersions": ["v1"]}
-    return crd_of(HOOK_GROUP, [{"name": "v1", "served": True, "storage": True},
-                               {"name": "v2", "served": True, "storage": False}],
+    columns = {"v1": "replicas", "v2": "size"}
+    return crd_of(HOOK_GROUP, [{"name": v, "served": True, "storage": v == "v1",
+                                "additionalPrinterColumns": [{"name": field.title(),
+                                                              "type": "integer",
+                                                              "jsonPath": f".spec.{field}"}]}
+                               for v, field in columns.items()],
                   {"strategy": "Webhook", "webhook": webhook})  # fmt: skip
 
 
@@ -243,6 +247,11 @@ def test_conversion_webhook_converts_on_create_get_list_and_watch(
     assert got["metadata"]["uid"] == stored(cluster, g, "a")["metadata"]["uid"]
     got = json.loads(cluster.kubectl("get", f"gizmos.v1.{g}", "a", "-o", "json").stdout)
     assert got["spec"] == {"replicas": 3}
+    # kubectl's Tables: the version's columns over the converted objects.
+    table = cluster.kubectl("get", f"gizmos.v2.{g}").stdout.split("\n")
+    assert table[0].split() == ["NAME", "SIZE"] and table[1].split() == ["a", "3"], table
+    table = cluster.kubectl("get", f"gizmos.v1.{g}", "a").stdout.split("\n")
+    assert table[0].split() == ["NAME", "REPLICAS"] and table[1].split() == ["a", "3"], table
     custom = client.CustomObjectsApi(api)
     rv = custom.list_namespaced_custom_object(g, "v2", "default", "gizmos")["metadata"][
         "resourceVersion"
