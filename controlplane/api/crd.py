@@ -49,6 +49,7 @@ class ServedVersion:
     status: bool = False
     scale: Object | None = None
     deprecation: str = ""  # the Warning a request at a deprecated version gets ("": none)
+    served: bool = True  # False: the storage version, not served
 
 
 @dataclass
@@ -81,7 +82,8 @@ def kind_info(obj: Object) -> kinds.KindInfo:
     names = spec["names"]
     group = spec["group"]
     versions = [v for v in spec["versions"] if v.get("served")]
-    storage = next((v for v in versions if v.get("storage")), versions[0])
+    # Objects are stored in the storage version, served or not.
+    storage = next((v for v in spec["versions"] if v.get("storage")), versions[0])
     others = tuple(f"{group}/{v['name']}" for v in versions if v is not storage)
     subresources = storage.get("subresources") or {}
     return kinds.KindInfo(
@@ -122,7 +124,7 @@ def register(obj: Object) -> kinds.KindInfo:
     crd = _Crd(name, info, clone(obj["spec"]))
     spec = crd.spec
     for v in spec["versions"]:
-        if not v.get("served"):
+        if not v.get("served") and not v.get("storage"):
             continue
         sub = v.get("subresources") or {}
         crd.versions[v["name"]] = ServedVersion(
@@ -136,6 +138,7 @@ def register(obj: Object) -> kinds.KindInfo:
             status="status" in sub,
             scale=clone(sub["scale"]) if "scale" in sub else None,
             deprecation=crd_versions.deprecation_warning(spec, v),
+            served=bool(v.get("served")),
         )
     facts: dict[str, patch_meta.FieldMeta] = {}
     for v in crd.versions.values():
@@ -170,7 +173,20 @@ def _definition(info: kinds.KindInfo, spec: Object) -> KindDef:
         default_object(key, obj)
 
     conversions = crd_versions.conversions(spec, info.version, tidy)
-    return KindDef(info, defaults=defaults, validate=validate, conversions=conversions)
+    unserved = tuple(f"{info.group}/{v['name']}" for v in spec["versions"] if not v.get("served"))
+    return _CustomKindDef(
+        info, defaults=defaults, validate=validate, conversions=conversions, unserved=unserved
+    )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _CustomKindDef(KindDef):
+    """A custom kind: its storage version may be one that is not served."""
+
+    unserved: tuple[str, ...] = ()
+
+    def served_versions(self) -> tuple[str, ...]:
+        return tuple(v for v in super().served_versions() if v not in self.unserved)
 
 
 def _list_facts(s: Any, path: str, out: dict[str, patch_meta.FieldMeta]) -> None:
@@ -212,7 +228,7 @@ def is_custom(key: str) -> bool:
 
 def served_versions() -> list[ServedVersion]:
     with _lock:
-        return [v for crd in _by_name.values() for v in crd.versions.values()]
+        return [v for crd in _by_name.values() for v in crd.versions.values() if v.served]
 
 
 def _version(key: str, obj_or_version: Object | str | None) -> ServedVersion | None:

@@ -188,6 +188,25 @@ def test_unserved_versions_and_stored_versions(
     assert stored_versions() == ["v2"]
 
 
+def test_a_storage_version_that_is_not_served(
+    cluster: Cluster, applied: Callable[[Object], None]
+) -> None:
+    """Kubernetes allows it (a version on its way out): objects are stored in
+    it, only the served version answers, discovery lists only that one."""
+    g = "unserved.skiff.dev"
+    applied(crd_of(g, [{"name": "v1", "served": False, "storage": True},
+                       {"name": "v2", "served": True, "storage": False}]))  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(gizmo(g, "v2", "u", {"size": 1})))
+    assert stored(cluster, g, "u")["apiVersion"] == f"{g}/v1"
+    got = json.loads(cluster.kubectl("get", f"gizmos.{g}", "u", "-o", "json").stdout)
+    assert got["apiVersion"] == f"{g}/v2"
+    missing = cluster.kubectl("get", "--raw", f"/apis/{g}/v1/namespaces/default/gizmos",
+                              check=False)  # fmt: skip
+    assert missing.returncode != 0 and "NotFound" in missing.stderr, missing.stderr
+    group_doc = json.loads(cluster.kubectl("get", "--raw", f"/apis/{g}").stdout)
+    assert [v["version"] for v in group_doc["versions"]] == ["v2"]
+
+
 # ---- conversion webhooks ---------------------------------------------------------
 
 
