@@ -205,6 +205,8 @@ def test_a_storage_version_that_is_not_served(
     assert missing.returncode != 0 and "NotFound" in missing.stderr, missing.stderr
     group_doc = json.loads(cluster.kubectl("get", "--raw", f"/apis/{g}").stdout)
     assert [v["version"] for v in group_doc["versions"]] == ["v2"]
+    paths = json.loads(cluster.kubectl("get", "--raw", "/openapi/v3").stdout)["paths"]
+    assert f"apis/{g}/v2" in paths and f"apis/{g}/v1" not in paths
 
 
 # ---- conversion webhooks ---------------------------------------------------------
