@@ -394,6 +394,11 @@ def test_a_broken_conversion_webhook_gets_kubernetes_errors_on_read(
         assert got.returncode != 0 and on_get in got.stderr, got.stderr
         listed = cluster.kubectl("get", f"gizmos.v2.{g}", "-o", "json", check=False)
         assert listed.returncode != 0 and on_list in listed.stderr, listed.stderr
+        # A watch's events are converted one by one: the stream ends with an ERROR.
+        url = f"/apis/{g}/v2/namespaces/default/gizmos?watch=true&timeoutSeconds=5"
+        lines = cluster.kubectl("get", "--raw", url).stdout.splitlines()
+        event = json.loads(lines[-1])
+        assert event["type"] == "ERROR" and on_get in event["object"]["message"], lines
 
 
 def test_writes_through_a_broken_conversion_webhook_store_nothing(
