@@ -220,9 +220,9 @@ def table_document(
     """The Table of stored objects as the URL's version has them (a custom
     kind's: that version's columns, its objects converted)."""
     t = call.target
-    objects = converted(call, objects)
     columns = None
-    if crd.is_custom(t.info.key):
+    if crd.is_custom(t.info.key):  # (built-in printers read the stored shape)
+        objects = converted(call, objects)
         columns = crd.printer_columns(t.info.key, t.group_version.rpartition("/")[2])
     return tables.table(t.info.key, objects, include_object=include, list_metadata=meta,
                         printer_columns=columns)  # fmt: skip
