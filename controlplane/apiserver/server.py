@@ -60,6 +60,10 @@ from controlplane.apiserver.satokens import ServiceAccountTokens
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.tls import Pki, sign_agent_csr
 from controlplane.apiserver.watch import Broadcaster
+from controlplane.apiserver.webhooks.client import WebhookClient
+from controlplane.apiserver.webhooks.configs import MUTATING, VALIDATING, WebhookConfigs
+from controlplane.apiserver.webhooks.dispatcher import WebhookAdmission
+from controlplane.apiserver.webhooks.resolve import ServiceResolver
 from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage import encryption
 from controlplane.storage.encrypted import EncryptedStore
@@ -145,6 +149,13 @@ class ApiServer:
         # CertificateSigningRequests: the requester recorded, approve/sign/subject admission.
         self.registry.requesters[certificates.KIND] = certificates.requester
         self.registry.validating.append(certificates.CertificateAdmission(self.authorizer))
+        # Admission webhooks: their configurations kept by the watch, Services
+        # resolved to endpoints by the API server itself.
+        self.webhook_configs = WebhookConfigs()
+        self.webhook_client = WebhookClient(ServiceResolver(self._lookup, self._objects))
+        self.registry.webhooks = WebhookAdmission(
+            self.webhook_configs, self.webhook_client, self._namespace_labels
+        )
         self.sa_tokens = (
             ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
         )
@@ -269,6 +280,10 @@ class ApiServer:
         )
         return found
 
+    def _namespace_labels(self, name: str) -> dict[str, str] | None:
+        ns = self._namespace(name)
+        return None if ns is None else (ns.get("metadata") or {}).get("labels") or {}
+
     def _objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         return [decode(d, r) for d, r in self.registry.list(kind, namespace).items]
 
@@ -281,6 +296,10 @@ class ApiServer:
             for d, _ in self.registry.list(kind).items
         )
         self.broadcaster.add_listener(self.rbac.on_event)
+        self.webhook_configs.load(
+            (kind, d) for kind in (VALIDATING, MUTATING) for d, _ in self.registry.list(kind).items
+        )
+        self.broadcaster.add_listener(self.webhook_configs.on_event)
         claims: list[bytes] = []
         try:
             by_kind("PersistentVolumeClaim")
@@ -416,6 +435,7 @@ class ApiServer:
             self._server.stop(grace)
         self.cleaner.stop()
         self.node_credentials.stop()
+        self.webhook_client.close()
         if self._server is not None:
             self._server.wait_for_termination(grace + 1)
             self._server = None
