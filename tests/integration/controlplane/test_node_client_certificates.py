@@ -101,6 +101,16 @@ def test_a_node_gets_rotates_and_loses_its_client_certificate(
         admin.delete("Node", NODE)
         wait_for(lambda: _refused(api), timeout=10, interval=0.2,
                  message="the deleted node's certificate refused")  # fmt: skip
+
+        # The name joins again: its new credential gets a certificate that
+        # works (certificates signed well before the new join stay dead:
+        # tests/unit/controlplane/apiserver/test_node_credential_records.py).
+        again = connect(joined(cp, NODE))
+        try:
+            CertificateManager(again, NODE, tmp_path / "again.conf", stop, seconds=3600).renew()
+            assert again.config.cert_pem and again.whoami()["node"] == NODE
+        finally:
+            again.close()
     finally:
         stop.set()
         api.close()
