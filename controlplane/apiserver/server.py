@@ -196,6 +196,8 @@ class ApiServer:
             if authority is not None
             else None
         )
+        if authority is not None and self.joins is not None:
+            authority.bootstrap_tokens = self.joins.identity
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
         self.flow = FlowControl(Limits.for_workers(config.max_workers))
         self.audit: AuditLog | None = None
