@@ -158,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--history", type=int, default=100_000, help="revisions of watch history to keep"
     )
     p.add_argument("--bookmark-interval", type=float, default=5.0)
+    p.add_argument("--metrics", action=argparse.BooleanOptionalAction, default=True,
+                   help="serve /metrics and count every request for it (--no-metrics: off)")  # fmt: skip
     p.add_argument(
         "--max-workers",
         type=int,
@@ -438,7 +440,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         args.cluster_signing_key_file = str(data_dir / "pki" / "ca.key")
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
                              bookmark_interval=args.bookmark_interval,
-                             max_workers=args.max_workers, rest=True,
+                             max_workers=args.max_workers, rest=True, metrics=args.metrics,
                              grpc_listen=args.grpc_listen,
                              socket_dir=str(data_dir),
                              audit_log_path=args.audit_log_path,

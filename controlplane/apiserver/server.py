@@ -43,6 +43,7 @@ from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.node_addresses import NodeAddresses
 from controlplane.apiserver.nodecredentials import NodeCredentials
@@ -63,6 +64,7 @@ from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage import encryption
 from controlplane.storage.encrypted import EncryptedStore
 from controlplane.storage.interface import Store
+from controlplane.storage.timed import TimedStore
 from proto.controlplane.v1 import api_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -100,6 +102,8 @@ class ApiServerConfig:
     # The process's garbage collector thresholds, set at start (see
     # jsoncodec.SERVER_GC_THRESHOLDS); None: left as they are.
     gc_thresholds: tuple[int, int, int] | None = jsoncodec.SERVER_GC_THRESHOLDS
+    # Serve /metrics and count every request and storage call for it (metrics.py).
+    metrics: bool = True
 
 
 def resource_prefix(resource: str) -> str | None:
@@ -116,6 +120,10 @@ class ApiServer:
             store = EncryptedStore(
                 store, encryption.load(Path(config.encryption_provider_config), resource_prefix)
             )
+        self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        self.metrics = ApiServerMetrics(self.flow, store) if config.metrics else None
+        if self.metrics is not None:
+            store = TimedStore(store, self.metrics.observe_storage)
         self.store = store
         self.config = config
         self.pki = pki
@@ -185,7 +193,8 @@ class ApiServer:
             else None
         )
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
-        self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        if self.metrics is not None:
+            self.metrics.state.watchers = self.broadcaster.watcher_counts
         self.audit: AuditLog | None = None
         if config.audit_log_path:
             policy = (
@@ -317,7 +326,9 @@ class ApiServer:
             ],
         )
         api_pb2_grpc.add_ObjectsServicer_to_server(
-            ObjectsServicer(self.registry, self.broadcaster, self.authority, self.flow, self.audit),
+            ObjectsServicer(
+                self.registry, self.broadcaster, self.authority, self.flow, self.audit, self.metrics
+            ),
             server,
         )
         api_pb2_grpc.add_AuthServicer_to_server(
@@ -338,7 +349,7 @@ class ApiServer:
         if self.config.rest:
             self.rest = RestServer(
                 self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
-                self.audit, self.pki, self.grpc_socket,
+                self.audit, self.pki, self.grpc_socket, metrics=self.metrics,
             )  # fmt: skip
             self.port = self.rest.start()
         self._master_service()
