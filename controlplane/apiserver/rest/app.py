@@ -33,6 +33,7 @@ from controlplane.apiserver.rest import (
     health,
     impersonation,
     lists,
+    nodeproxy,
     objects,
     patch,
     queryparams,
@@ -187,6 +188,8 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
         return _upgrade, True
     elif sub == "stats" and target.info.kind == "Node" and method == "GET":
         return _stats, False
+    elif sub == "proxy" and target.info.kind == "Node" and target.info.group == "":
+        return nodeproxy.proxy, False
     else:
         raise errors.NotFound(
             f"the server could not find the requested resource: {target.info.plural}/{sub}"
