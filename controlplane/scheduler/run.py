@@ -26,11 +26,17 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controlplane.client.component import ConfiguredComponent, config_file, in_background
+from controlplane.client.component import (
+    ConfiguredComponent,
+    config_file,
+    in_background,
+    with_metrics,
+)
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler import config as sched_config
+from controlplane.scheduler import metrics as sched_metrics
 from controlplane.scheduler.binder import ApiClusterWriter, BindError, ThreadExecutor
 from controlplane.scheduler.scheduler import Scheduler, from_config
 from controlplane.scheduler.volume_state import watch_storage
@@ -82,6 +88,7 @@ class SchedulerService:
             ApiClusterWriter(client),
             executor=self.executor,
             bind_batch_threads=3,
+            metrics=sched_metrics.for_process(),
         )
         self.factory = SharedInformerFactory(client)
         s = self.scheduler
@@ -143,11 +150,13 @@ def checked(path: str | None = None) -> sched_config.SchedulerConfig:
 
 
 def component(
-    config_path: str | None = None,
+    config_path: str | None = None, metrics_listen: str = ""
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a scheduler configured by the file `config_path`
-    (see load_config; a bad profile refuses to start, with the reason)."""
-    return in_background("scheduler", run, lambda: checked(config_path))
+    (see load_config; a bad profile refuses to start, with the reason), its
+    /metrics served on `metrics_listen` (HOST:PORT) if given."""
+    start = in_background("scheduler", run, lambda: checked(config_path))
+    return with_metrics(start, lambda: sched_metrics.for_process().registry, metrics_listen)
 
 
 ALONE = ConfiguredComponent(
@@ -159,6 +168,7 @@ ALONE = ConfiguredComponent(
     config_help=f"scheduler profiles YAML (fallback: ${CONFIG_ENV})",
     load=checked,
     run=run,
+    metrics=lambda: sched_metrics.for_process().registry,
 )
 
 
