@@ -25,12 +25,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.client.component import ConfiguredComponent, config_file, in_background
+from controlplane.client.component import (
+    ConfiguredComponent,
+    config_file,
+    in_background,
+    with_metrics,
+)
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler.batch import builtin
 from controlplane.scheduler.batch import conf as batch_conf
+from controlplane.scheduler.batch import metrics as batch_metrics
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from controlplane.scheduler.binder import ApiClusterWriter
 from controlplane.scheduler.volume_state import watch_storage
@@ -100,6 +106,7 @@ class BatchService:
         self.scheduler = BatchScheduler(
             conf, ApiBatchWriter(client), status_writers=8, volume_binders=4
         )
+        self.scheduler.on_session = batch_metrics.for_process().session
         self.factory = SharedInformerFactory(client)
         s = self.scheduler.cache
         # Claims, volumes and classes for the volume plugins, which write through the client.
@@ -139,11 +146,13 @@ def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None
 
 
 def component(
-    conf_path: str | None = None,
+    conf_path: str | None = None, metrics_listen: str = ""
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a batch scheduler configured by the file
-    `conf_path` (see load_conf; a bad one refuses to start, naming the line)."""
-    return in_background("volcano-scheduler", run, lambda: load_conf(conf_path))
+    `conf_path` (see load_conf; a bad one refuses to start, naming the line),
+    its /metrics served on `metrics_listen` (HOST:PORT) if given."""
+    start = in_background("volcano-scheduler", run, lambda: load_conf(conf_path))
+    return with_metrics(start, lambda: batch_metrics.for_process().registry, metrics_listen)
 
 
 ALONE = ConfiguredComponent(
@@ -155,6 +164,7 @@ ALONE = ConfiguredComponent(
     config_help=f"volcano-scheduler.conf (fallback: ${CONFIG_ENV})",
     load=load_conf,
     run=run,
+    metrics=lambda: batch_metrics.for_process().registry,
 )
 
 
