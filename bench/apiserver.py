@@ -33,13 +33,13 @@ Pod Security Standards level in every namespace (its admission configuration
 file's defaults) and the pods created meet it (for restricted: non-root, no
 privilege escalation, capabilities dropped, RuntimeDefault seccomp).
 
-- with --metrics: the cost of /metrics (bench/metrics_cost.py): creates/s
+- the cost of /metrics is `python -m bench.metrics_cost`: these creates/s
   (10 clients) against a control plane counting every request and storage
   call for /metrics and one started with --no-metrics, both running, rounds
   interleaved, medians compared (issue 34 asks for within 5%).
 
 Usage: python -m bench.apiserver [--stores sqlite,etcd] [--pods 100000] [--quick] [--authz]
-                                 [--quota] [--metrics]
+                                 [--quota]
                                  [--pod-security restricted]
 """
 
@@ -533,8 +533,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the cost of authorization: admin vs an RBAC user")  # fmt: skip
     parser.add_argument("--quota", action="store_true",
                         help="only the cost of quota admission: creates without vs with a quota")  # fmt: skip
-    parser.add_argument("--metrics", action="store_true",
-                        help="only the cost of /metrics: creates with metrics on vs --no-metrics")  # fmt: skip
     add_pod_security_flag(parser)
     args = parser.parse_args(argv)
     set_pod_security(args.pod_security)
@@ -549,11 +547,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {store_kind}", flush=True)
             if args.quota:
                 figures.update(bench_quota(store_kind, work, etcd_endpoint, args.quick))
-                continue
-            if args.metrics:
-                from bench.metrics_cost import bench_metrics
-
-                figures.update(bench_metrics(store_kind, work, etcd_endpoint, args.quick))
                 continue
             if args.authz:
                 figures.update(bench_authz(store_kind, work, etcd_endpoint, args.quick))
