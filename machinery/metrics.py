@@ -26,9 +26,14 @@ from prometheus_client import (
     GCCollector,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
     generate_latest,
     start_http_server,
 )
+
+# Kubernetes' counters and histograms have no `_created` series; without
+# this switch (the library's one, for the whole process) each would double.
+disable_created_metrics()
 
 # kube-apiserver's apiserver_request_duration_seconds and
 # etcd_request_duration_seconds buckets (k8s.io/apiserver metrics.go).
