@@ -33,7 +33,7 @@ from prometheus_client import (
 
 # Kubernetes' counters and histograms have no `_created` series; without
 # this switch (the library's one, for the whole process) each would double.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 # kube-apiserver's apiserver_request_duration_seconds and
 # etcd_request_duration_seconds buckets (k8s.io/apiserver metrics.go).
