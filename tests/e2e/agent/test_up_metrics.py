@@ -16,8 +16,10 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import ssl
 import subprocess
 import tempfile
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,6 +121,39 @@ def test_node_proxy_needs_nodes_proxy(cluster: Cluster) -> None:
     refused = cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/metrics",
                               "--token", token, check=False)  # fmt: skip
     assert refused.returncode != 0 and "forbidden" in refused.stderr.lower(), refused.stderr
+
+
+def test_agent_serves_metrics_to_a_token_allowed_nodes_metrics(cluster: Cluster) -> None:
+    """Straight to the agent's port, as the kubelet's webhook authorization
+    has it: a ServiceAccount granted `get nodes/metrics` reads /metrics and
+    /metrics/cadvisor; one without it gets 403."""
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                          "items": SCRAPER_RBAC}))  # fmt: skip
+    allowed = cluster.kubectl("create", "token", "prometheus").stdout.strip()
+    cluster.kubectl("create", "serviceaccount", "outsider")
+    refused = cluster.kubectl("create", "token", "outsider").stdout.strip()
+    base = Path(tempfile.mkdtemp(prefix="skiff-agent-metrics-"))
+    try:
+        context = ssl.create_default_context(cafile=str(_ca_file(cluster, base)))
+        context.check_hostname = False  # the agent's certificate names the node, not 127.0.0.1
+
+        def get(path: str, token: str) -> tuple[int, str]:
+            request = urllib.request.Request(f"https://127.0.0.1:{cluster.up.agent_port}{path}",
+                                             headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+            try:
+                with urllib.request.urlopen(request, timeout=10, context=context) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as err:
+                return err.code, err.read().decode()
+
+        code, body = get("/metrics", allowed)
+        assert code == 200 and "kubelet_running_pods" in families(body), body[:300]
+        code, body = get("/metrics/cadvisor", allowed)
+        assert code == 200 and "container_cpu_usage_seconds" in families(body)
+        code, body = get("/metrics", refused)
+        assert code == 403 and "subresource=metrics" in body, body
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _ca_file(cluster: Cluster, base: Path) -> Path:
