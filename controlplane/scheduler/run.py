@@ -78,6 +78,7 @@ class SchedulerService:
         client: ApiClient,
         cfg: sched_config.SchedulerConfig | None = None,
         bind_workers: int = 16,
+        metrics: sched_metrics.SchedulerMetrics | None = None,
     ) -> None:
         self.client = client
         self.executor = ThreadExecutor(bind_workers)
@@ -88,7 +89,7 @@ class SchedulerService:
             ApiClusterWriter(client),
             executor=self.executor,
             bind_batch_threads=3,
-            metrics=sched_metrics.for_process(),
+            metrics=metrics,
         )
         self.factory = SharedInformerFactory(client)
         s = self.scheduler
@@ -133,13 +134,19 @@ class SchedulerService:
 
 
 def run(
-    client: ApiClient, stop: threading.Event, cfg: sched_config.SchedulerConfig | None = None
+    client: ApiClient,
+    stop: threading.Event,
+    cfg: sched_config.SchedulerConfig | None = None,
+    metrics: sched_metrics.SchedulerMetrics | None = None,
 ) -> None:
-    """Campaign for the lease until `stop`; schedule while leading."""
+    """Campaign for the lease until `stop`; schedule while leading, reporting
+    to `metrics` (None: the process's, sched_metrics.for_process())."""
     cfg = cfg or load_config()
+    found = metrics or sched_metrics.for_process()
     serve_while_leading(
-        client, stop, "skiff-scheduler", lambda done: SchedulerService(client, cfg).run(done)
-    )
+        client, stop, "skiff-scheduler",
+        lambda done: SchedulerService(client, cfg, metrics=found).run(done),
+    )  # fmt: skip
 
 
 def checked(path: str | None = None) -> sched_config.SchedulerConfig:
@@ -155,8 +162,13 @@ def component(
     """The component hook of a scheduler configured by the file `config_path`
     (see load_config; a bad profile refuses to start, with the reason), its
     /metrics served on `metrics_listen` (HOST:PORT) if given."""
-    start = in_background("scheduler", run, lambda: checked(config_path))
-    return with_metrics(start, lambda: sched_metrics.for_process().registry, metrics_listen)
+    found = sched_metrics.SchedulerMetrics()  # this component's own, whatever else runs here
+
+    def run_reporting(client: ApiClient, stop: threading.Event, cfg: Any) -> None:
+        run(client, stop, cfg, found)
+
+    start = in_background("scheduler", run_reporting, lambda: checked(config_path))
+    return with_metrics(start, lambda: found.registry, metrics_listen)
 
 
 ALONE = ConfiguredComponent(

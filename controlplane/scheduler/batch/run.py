@@ -102,11 +102,17 @@ class ApiBatchWriter:
 class BatchService:
     """One term of batch scheduling."""
 
-    def __init__(self, client: ApiClient, conf: batch_conf.Conf) -> None:
+    def __init__(
+        self,
+        client: ApiClient,
+        conf: batch_conf.Conf,
+        metrics: batch_metrics.BatchMetrics | None = None,
+    ) -> None:
         self.scheduler = BatchScheduler(
             conf, ApiBatchWriter(client), status_writers=8, volume_binders=4
         )
-        self.scheduler.on_session = batch_metrics.for_process().session
+        if metrics is not None:
+            self.scheduler.on_session = metrics.session
         self.factory = SharedInformerFactory(client)
         s = self.scheduler.cache
         # Claims, volumes and classes for the volume plugins, which write through the client.
@@ -140,9 +146,18 @@ class BatchService:
             self.scheduler.close()
 
 
-def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None:
-    """Campaign for the `volcano` lease until `stop`; schedule while leading."""
-    serve_while_leading(client, stop, "volcano", lambda done: BatchService(client, conf).run(done))
+def run(
+    client: ApiClient,
+    stop: threading.Event,
+    conf: batch_conf.Conf,
+    metrics: batch_metrics.BatchMetrics | None = None,
+) -> None:
+    """Campaign for the `volcano` lease until `stop`; schedule while leading,
+    reporting to `metrics` (None: the process's, batch_metrics.for_process())."""
+    found = metrics or batch_metrics.for_process()
+    serve_while_leading(
+        client, stop, "volcano", lambda done: BatchService(client, conf, found).run(done)
+    )
 
 
 def component(
@@ -151,8 +166,13 @@ def component(
     """The component hook of a batch scheduler configured by the file
     `conf_path` (see load_conf; a bad one refuses to start, naming the line),
     its /metrics served on `metrics_listen` (HOST:PORT) if given."""
-    start = in_background("volcano-scheduler", run, lambda: load_conf(conf_path))
-    return with_metrics(start, lambda: batch_metrics.for_process().registry, metrics_listen)
+    found = batch_metrics.BatchMetrics()  # this component's own, whatever else runs here
+
+    def run_reporting(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None:
+        run(client, stop, conf, found)
+
+    start = in_background("volcano-scheduler", run_reporting, lambda: load_conf(conf_path))
+    return with_metrics(start, lambda: found.registry, metrics_listen)
 
 
 ALONE = ConfiguredComponent(

@@ -35,11 +35,14 @@ def scrape(port: int) -> dict[str, Any]:
         return {f.name: f for f in text_string_to_metric_families(r.read().decode())}
 
 
-def test_every_component_serves_its_own_metrics(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["--component-processes", "--no-component-processes"])
+def test_every_component_serves_its_own_metrics(tmp_path: Path, mode: str) -> None:
+    """As processes, and as threads of one process (each component its own
+    registry all the same)."""
     ports = {name: free_port() for name in EXPECTED}
     cp = ControlPlane(
         tmp_path / "cp",
-        ["--component-processes",
+        [mode,
          "--scheduler-metrics-listen", f"127.0.0.1:{ports['scheduler']}",
          "--volcano-metrics-listen", f"127.0.0.1:{ports['volcano']}",
          "--controller-metrics-listen", f"127.0.0.1:{ports['controllers']}"],
