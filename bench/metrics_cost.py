@@ -36,9 +36,11 @@ from controlplane.client.config import ClientConfig, load_config
 from tests.harness.etcd import running_etcd
 
 
-def bench_metrics(store_kind: str, work: Path, etcd: str, quick: bool) -> dict[str, float]:
-    rounds = 4 if quick else 8
-    per = 30 if quick else 150
+def bench_metrics(
+    store_kind: str, work: Path, etcd: str, quick: bool, rounds: int = 0, per: int = 0
+) -> dict[str, float]:
+    rounds = rounds or (4 if quick else 8)
+    per = per or (30 if quick else 150)
     tag = uuid.uuid4().hex[:8]
     (work / "on").mkdir()
     (work / "off").mkdir()
@@ -144,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--stores", default="sqlite,etcd")
     parser.add_argument("--quick", action="store_true", help="fewer rounds and creates")
+    parser.add_argument("--rounds", type=int, default=0, help="rounds per side (default 8)")
+    parser.add_argument("--per-client", type=int, default=0,
+                        help="creates per client per round (default 150)")  # fmt: skip
     args = parser.parse_args(argv)
     figures: dict[str, float] = {}
     with ExitStack() as stack:
@@ -154,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
             if store_kind == "etcd" and not etcd:
                 etcd = stack.enter_context(running_etcd()).endpoint
             print(f"== {store_kind}", flush=True)
-            figures.update(bench_metrics(store_kind, work, etcd, args.quick))
+            figures.update(
+                bench_metrics(store_kind, work, etcd, args.quick, args.rounds, args.per_client)
+            )
     print()
     print(f"{'figure':40} {'value':>12}")
     for key, value in figures.items():
