@@ -61,7 +61,7 @@ def test_every_component_serves_its_own_metrics(tmp_path: Path, mode: str) -> No
             runs = found.get("scheduler_schedule_attempts")
             return found if runs is not None and runs.samples else {}
 
-        sched = wait_for(attempted, timeout=60, message="a scheduling attempt in /metrics")
+        sched = wait_for(attempted, timeout=120, message="a scheduling attempt in /metrics")
         (run,) = sched["scheduler_schedule_attempts"].samples
         assert run.labels == {"result": "unschedulable", "profile": "default-scheduler"}
         queues = {s.labels["queue"]: s.value for s in sched["scheduler_pending_pods"].samples}
@@ -72,9 +72,9 @@ def test_every_component_serves_its_own_metrics(tmp_path: Path, mode: str) -> No
             text = scrape(ports["controllers"])
             return text if text["workqueue_depth"].samples else {}
 
-        found["controllers"] = wait_for(controllers_running, timeout=60,
+        found["controllers"] = wait_for(controllers_running, timeout=120,
                                         message="the controllers' queues in /metrics")  # fmt: skip
-        found["volcano"] = wait_for(lambda: scrape(ports["volcano"]), timeout=30)
+        found["volcano"] = wait_for(lambda: scrape(ports["volcano"]), timeout=60)
         for name, names in EXPECTED.items():
             missing = (names | PROCESS) - set(found[name])
             assert not missing, (name, sorted(missing))
