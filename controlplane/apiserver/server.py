@@ -43,6 +43,7 @@ from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.node_addresses import NodeAddresses
 from controlplane.apiserver.nodecredentials import NodeCredentials
@@ -68,6 +69,7 @@ from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage import encryption
 from controlplane.storage.encrypted import EncryptedStore
 from controlplane.storage.interface import Store
+from controlplane.storage.timed import TimedStore
 from proto.controlplane.v1 import api_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,8 @@ class ApiServerConfig:
     # The process's garbage collector thresholds, set at start (see
     # jsoncodec.SERVER_GC_THRESHOLDS); None: left as they are.
     gc_thresholds: tuple[int, int, int] | None = jsoncodec.SERVER_GC_THRESHOLDS
+    # Serve /metrics and count every request and storage call for it (metrics.py).
+    metrics: bool = True
 
 
 def resource_prefix(resource: str) -> str | None:
@@ -121,6 +125,10 @@ class ApiServer:
             store = EncryptedStore(
                 store, encryption.load(Path(config.encryption_provider_config), resource_prefix)
             )
+        self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        self.metrics = ApiServerMetrics(self.flow, store) if config.metrics else None
+        if self.metrics is not None:
+            store = TimedStore(store, self.metrics.observe_storage)
         self.store = store
         self.config = config
         self.pki = pki
@@ -199,7 +207,8 @@ class ApiServer:
         if authority is not None and self.joins is not None:
             authority.bootstrap_tokens = self.joins.identity
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
-        self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        if self.metrics is not None:
+            self.metrics.state.watchers = self.broadcaster.watcher_counts
         self.audit: AuditLog | None = None
         if config.audit_log_path:
             policy = (
@@ -339,7 +348,7 @@ class ApiServer:
             ],
         )
         objects = ObjectsServicer(
-            self.registry, self.broadcaster, self.authority, self.flow, self.audit
+            self.registry, self.broadcaster, self.authority, self.flow, self.audit, self.metrics
         )
         auth = AuthServicer(
             self.authority, self.pki.ca_pem if self.pki else b"", self.joins, self.audit
@@ -361,7 +370,7 @@ class ApiServer:
         if self.config.rest:
             self.rest = RestServer(
                 self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
-                self.audit, self.pki, self.grpc_socket, peers=peers,
+                self.audit, self.pki, self.grpc_socket, peers=peers, metrics=self.metrics,
             )  # fmt: skip
             self.port = self.rest.start()
         self._master_service()

@@ -17,6 +17,7 @@ from controlplane.api import jsoncodec
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.flowcontrol import FlowControl
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.paths import Target
 from controlplane.apiserver.rest.status import BadRequest
@@ -41,6 +42,7 @@ class Server:
     # The control plane's components by ComponentStatus name ("scheduler",
     # "controller-manager"): each says why it is unhealthy, "" when healthy.
     components: dict[str, Callable[[], str]] = field(default_factory=dict)
+    metrics: ApiServerMetrics | None = None  # None: no /metrics, nothing counted
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """func(*args, **kwargs) on the executor: registry calls block. It runs
