@@ -10,6 +10,7 @@ from typing import Any
 
 from controlplane.client.errors import ApiError
 from tests.harness.controlplane import REPO, ControlPlane
+from tests.harness.wait import wait_for
 
 
 def skiff(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -143,3 +144,34 @@ def test_snapshot_under_write_load_keeps_every_acknowledged_write(
         assert len(loads) <= count_after
     finally:
         cp.close()
+
+
+def test_the_control_plane_takes_scheduled_snapshots_and_keeps_the_retention(
+    tmp_path: Path,
+) -> None:
+    cp = ControlPlane(tmp_path / "cp", ["--store", "sqlite", "--snapshot-schedule-cron",
+                                        "* * * * *", "--snapshot-retention", "1"])  # fmt: skip
+    try:
+        cp.start()
+        cp.client().create("ConfigMap", {"metadata": {"name": "scheduled"}}, "default")
+        snapshots = cp.data_dir / "snapshots"
+
+        def taken() -> list[str]:
+            if not snapshots.is_dir():
+                return []
+            return sorted(
+                p.name for p in snapshots.iterdir() if p.name.startswith("etcd-snapshot-")
+            )
+
+        first = wait_for(taken, timeout=75, message="a scheduled snapshot")
+        assert first is not None
+        second = wait_for(lambda: [n for n in taken() if n not in first], timeout=75,
+                          message="the next scheduled snapshot")  # fmt: skip
+        assert second is not None
+        wait_for(lambda: len(taken()) == 1, timeout=10, message="pruned to the retention")
+    finally:
+        cp.close()
+    bad = ControlPlane(tmp_path / "bad", ["--snapshot-schedule-cron", "every day"])
+    res = subprocess.run(bad.command(), cwd=REPO, capture_output=True, text=True, timeout=60,
+                         check=False)  # fmt: skip
+    assert res.returncode == 1 and "--snapshot-schedule-cron 'every day'" in res.stderr
