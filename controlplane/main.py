@@ -23,7 +23,9 @@ SIGTERM/SIGINT stop everything cleanly, in reverse start order: the
 components first (each releases its Lease, so a successor need not wait it
 out), while the API server still serves their last writes, then the API
 server and the store. A damaged database is a clear refusal to start (exit
-status 1), never a silent reset.
+status 1), never a silent reset. Before the store opens (dataprep.py) the
+data dir is locked (one control plane per directory), --cluster-reset
+restores a snapshot, and an older data dir is migrated (a newer refused).
 """
 
 from __future__ import annotations
