@@ -219,12 +219,15 @@ def not_after(cert_pem: bytes) -> datetime.datetime:
 
 
 def _fresh(path: Path, now: datetime.datetime | None = None) -> bool:
-    """The certificate at `path` exists and is not within ROTATE_WITHIN of expiry."""
+    """The certificate at `path` exists, is not within ROTATE_WITHIN of expiry,
+    and lasts no longer than LEAF_VALIDITY (an older skiff's ten-year leaf is
+    re-issued once, so an upgraded data dir gets bounded lifetimes too)."""
     try:
         expiry = not_after(path.read_bytes())
     except (OSError, ValueError):
         return False
-    return expiry - (now or datetime.datetime.now(datetime.UTC)) > ROTATE_WITHIN
+    left = expiry - (now or datetime.datetime.now(datetime.UTC))
+    return ROTATE_WITHIN < left <= LEAF_VALIDITY + datetime.timedelta(days=1)
 
 
 def expirations(data_dir: Path) -> dict[str, float]:

@@ -71,6 +71,10 @@ def test_certificates_within_90_days_of_expiry_are_reissued_at_start(tmp_path: P
     assert _left_days(pki / "server.crt") > 364
     assert _left_days(pki / "apiserver-agent-client.crt") > 364
     assert (pki / "ca.crt").read_bytes() == ca_before
+    # An older skiff's ten-year leaf: re-issued once, for a year.
+    _age(tmp_path, "server.crt", 3650)
+    tls.ensure_pki(tmp_path, ["10.0.0.5"])
+    assert 364 < _left_days(pki / "server.crt") <= 365
     # 91 days left: kept as it is.
     _age(tmp_path, "server.crt", 91)
     kept = (pki / "server.crt").read_bytes()
