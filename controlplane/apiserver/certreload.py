@@ -8,7 +8,9 @@ no dropped connection: established connections keep the one they began
 with. Looking costs one stat() per handshake; the files are read again only
 when the certificate's modification time or size changed, and a pair that
 does not load (half written, a key of another certificate) is ignored until
-it does, with the last good one kept.
+it does, with the last good one kept. The API server's client certificate towards
+agents (`apiserver-agent-client.crt`) is followed the same way, at the
+next call to an agent (`agent_credential`).
 """
 
 from __future__ import annotations
@@ -19,20 +21,25 @@ import ssl
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+
+if TYPE_CHECKING:
+    from controlplane.client.agents import AgentTLS
 
 log = logging.getLogger(__name__)
 
 
 class ServingCertificate:
-    """The current (cert PEM, key PEM) of `<pki_dir>/server.{crt,key}`."""
+    """The current (cert PEM, key PEM) of `<pki_dir>/<name>.{crt,key}` (the
+    serving certificate by default; the API server's client certificate
+    towards agents is followed the same way)."""
 
-    def __init__(self, pki_dir: str, cert_pem: bytes, key_pem: bytes) -> None:
-        self._crt = Path(pki_dir) / "server.crt"
-        self._key = Path(pki_dir) / "server.key"
+    def __init__(self, pki_dir: str, cert_pem: bytes, key_pem: bytes, name: str = "server") -> None:
+        self._crt = Path(pki_dir) / f"{name}.crt"
+        self._key = Path(pki_dir) / f"{name}.key"
         self._lock = threading.Lock()
         self._stamp = self._stat()
         self.cert_pem, self.key_pem = cert_pem, key_pem
@@ -65,7 +72,7 @@ class ServingCertificate:
             self._stamp = stamp
             self.cert_pem, self.key_pem = cert, key
             self.generation += 1
-            log.info("serving certificate reloaded from %s", self._crt)
+            log.info("certificate reloaded from %s", self._crt)
             return True
 
 
@@ -101,3 +108,20 @@ def follow(
     first = build(serving.cert_pem, serving.key_pem)
     first.sni_callback = on_hello
     return first
+
+
+def agent_credential(
+    pki_dir: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes
+) -> Callable[[], AgentTLS]:
+    """The API server's current credential towards agents, re-read when rotated."""
+    from controlplane.client.agents import AgentTLS
+
+    client = ServingCertificate(pki_dir, cert_pem, key_pem, "apiserver-agent-client")
+    current = {"tls": AgentTLS(ca_pem, cert_pem, key_pem)}
+
+    def get() -> AgentTLS:
+        if client.refresh():
+            current["tls"] = AgentTLS(ca_pem, client.cert_pem, client.key_pem)
+        return current["tls"]
+
+    return get

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import TokenAuthority
-from controlplane.apiserver.certreload import ServingCertificate, follow
+from controlplane.apiserver.certreload import ServingCertificate, agent_credential, follow
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.app import make_app
@@ -88,6 +88,10 @@ class RestServer:
         self.server = Server(
             registry, broadcaster, self.executor, flow, audit, min_watch_timeout, agent_tls
         )
+        if pki is not None and pki.pki_dir:  # a rotated client certificate is used at once
+            self.server.agent_tls_now = agent_credential(pki.pki_dir, pki.ca_pem,
+                                                         pki.agent_client_cert_pem,
+                                                         pki.agent_client_key_pem)  # fmt: skip
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self._thread = threading.Thread(target=self.loop.run_forever, name="rest", daemon=True)

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from controlplane.apiserver import tls
-from controlplane.apiserver.certreload import ServingCertificate, follow
+from controlplane.apiserver.certreload import ServingCertificate, agent_credential, follow
 from controlplane.apiserver.rest.server import server_ssl_context
 from controlplane.certcmd import main as certificate_main
 
@@ -155,3 +155,21 @@ def test_a_running_server_serves_the_rotated_certificate_at_the_next_handshake(
     assert not serving.refresh()
     third = x509.load_der_x509_certificate(_handshake(ctx, pki.ca_pem))
     assert third.serial_number == rotated.serial_number
+
+
+def test_the_client_certificate_towards_agents_is_followed_across_a_rotation(
+    tmp_path: Path,
+) -> None:
+    pki = tls.ensure_pki(tmp_path)
+    current = agent_credential(
+        pki.pki_dir, pki.ca_pem, pki.agent_client_cert_pem, pki.agent_client_key_pem
+    )
+    assert current().cert_pem == pki.agent_client_cert_pem
+    assert certificate_main(["rotate", "--data-dir", str(tmp_path)]) == 0
+    rotated = (tmp_path / "pki" / "apiserver-agent-client.crt").read_bytes()
+    assert rotated != pki.agent_client_cert_pem
+    assert current().cert_pem == rotated
+    assert current().key_pem == (tmp_path / "pki" / "apiserver-agent-client.key").read_bytes()
+    assert _cert(tmp_path / "pki" / "apiserver-agent-client.crt").subject.rfc4514_string() == (
+        f"CN={tls.AGENT_CLIENT_CN}"
+    )
