@@ -23,7 +23,9 @@ SIGTERM/SIGINT stop everything cleanly, in reverse start order: the
 components first (each releases its Lease, so a successor need not wait it
 out), while the API server still serves their last writes, then the API
 server and the store. A damaged database is a clear refusal to start (exit
-status 1), never a silent reset.
+status 1), never a silent reset. Before the store opens (dataprep.py) the
+data dir is locked (one control plane per directory), --cluster-reset
+restores a snapshot, and an older data dir is migrated (a newer refused).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from controlplane import dataprep
 from controlplane.api.bootstraptoken import split
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.bootstrap import BootstrapJoin
@@ -54,6 +57,7 @@ from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
 from controlplane.componentprocs import check_components, component_processes, use_processes
+from controlplane.datadir import DataDirError, DataDirLock
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 from controlplane.supervisor import Supervisor
 from machinery.atomicfile import write_private
@@ -246,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     from controlplane.controllers import manager
 
+    dataprep.add_flags(p)
     manager.add_flags(p)
     return p  # fmt: skip
 
@@ -403,6 +408,7 @@ class RunningControlPlane:
     supervisor: Supervisor | None = None
     # The in-process components, in start order.
     components: list[StartedComponent] = field(default_factory=list)
+    lock: DataDirLock | None = None  # the data directory's, released last
 
     def stop(self) -> None:
         """Stop in reverse start order: the components (processes or threads)
@@ -427,6 +433,8 @@ class RunningControlPlane:
         for client in self.clients.values():
             client.close()
         self.store.close()
+        if self.lock is not None:
+            self.lock.release()
 
 
 def start(args: argparse.Namespace) -> RunningControlPlane:
@@ -434,12 +442,12 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)  # the database holds Secrets; pki/ holds keys
-    listen_host = args.listen.rsplit(":", 1)[0].strip("[]")
-    try:
-        pki = ensure_pki(data_dir, [listen_host, *args.tls_san,
-                                    *in_cluster_names(args.service_cidr, args.advertise_address)])  # fmt: skip
-        store = open_store(args, data_dir)
-    except (CorruptStore, StoreUnavailable) as err:
+    sans = [args.listen.rsplit(":", 1)[0].strip("[]"), *args.tls_san,
+            *in_cluster_names(args.service_cidr, args.advertise_address)]  # fmt: skip
+    try:  # the lock, --cluster-reset, the version record, the PKI, the store, a migration
+        lock, pki, store = dataprep.open_data_dir(args, data_dir, lambda: ensure_pki(data_dir, sans),
+                                                  lambda: open_store(args, data_dir))  # fmt: skip
+    except (CorruptStore, StoreUnavailable, DataDirError) as err:
         raise StartError(str(err)) from err
     # The CSR signers sign with the cluster CA unless told otherwise (as k3s
     # passes its CA to kube-controller-manager's --cluster-signing-*-file).
@@ -462,11 +470,13 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         server = ApiServer(store, config, pki)
     except ValueError as err:  # a bad audit policy, admission or encryption configuration
         store.close()
+        lock.release()
         raise StartError(str(err)) from err
     try:
         port = server.start()
     except OSError as err:
         store.close()
+        lock.release()
         raise StartError(str(err)) from err
     assert server.authority is not None and server.joins is not None
     address = _advertise(args.listen, port, args.advertise_address)
@@ -481,6 +491,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     except (ApiError, OSError) as err:
         server.stop()
         store.close()
+        lock.release()
         raise StartError(f"cannot make the join token: {err}") from err
     # admin.conf last: readers take it to mean the other credentials are there.
     tokens = write_component_credentials(
@@ -489,7 +500,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     write_credentials(data_dir, address, pki.ca_pem, admin.token, grpc_address)
     log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
-                                  threading.Event())  # fmt: skip
+                                  threading.Event(), lock=lock)  # fmt: skip
+    dataprep.start_snapshots(args, data_dir, running.stop_event)
     enabled = [name for name, _ in components(args) if name not in args.disable]
     if enabled and use_processes(args.component_processes):
         try:

@@ -40,6 +40,7 @@ from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.certreload import ServingCertificate, grpc_credentials
 from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
@@ -423,7 +424,10 @@ class ApiServer:
 
     def _add_port(self, server: grpc.Server, listen: str) -> int:
         if self.pki is not None:
-            creds = grpc.ssl_server_credentials([(self.pki.key_pem, self.pki.cert_pem)])
+            creds = (grpc_credentials(ServingCertificate(self.pki.pki_dir, self.pki.cert_pem,
+                                                         self.pki.key_pem))
+                     if self.pki.pki_dir  # followed on disk: rotation needs no restart
+                     else grpc.ssl_server_credentials([(self.pki.key_pem, self.pki.cert_pem)]))  # fmt: skip
             port = server.add_secure_port(listen, creds)
         else:
             port = server.add_insecure_port(listen)

@@ -201,15 +201,15 @@ STREAMS = frozenset({"exec", "attach", "portforward"})
 
 
 async def _log(call: Call) -> web.StreamResponse:
-    return await streams.log(call, call.server.agent_tls)
+    return await streams.log(call, call.server.agent_credential())
 
 
 async def _upgrade(call: Call) -> web.StreamResponse:
-    return await streams.upgrade(call, call.server.agent_tls)
+    return await streams.upgrade(call, call.server.agent_credential())
 
 
 async def _stats(call: Call) -> web.StreamResponse:
-    return await streams.stats(call, call.server.agent_tls)
+    return await streams.stats(call, call.server.agent_credential())
 
 
 async def _watch(call: Call) -> web.StreamResponse:
