@@ -61,7 +61,7 @@ def usable(slice_: Mapping[str, Any]) -> bool:
     meta = slice_.get("metadata")
     if isinstance(meta, Mapping) and meta.get("deletionTimestamp"):
         return False
-    return slice_.get("addressType", "IPv4") == "IPv4"
+    return bool(slice_.get("addressType", "IPv4") == "IPv4")
 
 
 def group_by_service(slices: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
