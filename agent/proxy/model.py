@@ -16,6 +16,7 @@ objects it is given.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -98,6 +99,7 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return spec if isinstance(spec, Mapping) else {}
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same addresses come back every sync
 def is_ipv4(text: str) -> bool:
     try:
         return isinstance(ipaddress.ip_address(text), ipaddress.IPv4Address)
@@ -198,13 +200,29 @@ def endpoints_from_slices(
     wins over a not-ready one, a local copy over a remote one: kube-proxy
     favours the local one too)."""
     found: dict[tuple[str, int], Endpoint] = {}
-    for e in endpointslices.endpoints(slices, port_name, protocol):
-        if not (e.ready or (e.serving and e.terminating)) or not is_ipv4(e.ip):
+    for s in slices:  # inlined endpointslices.endpoints: this runs on every sync
+        if not endpointslices.usable(s):
             continue
-        ep = Endpoint(e.ip, e.port, e.node_name, e.ready, e.serving, e.terminating)
-        old = found.get((e.ip, e.port))
-        if old is None or (ep.ready and not old.ready) or (ep.node_name and not old.node_name):
-            found[(e.ip, e.port)] = ep
+        numbers = endpointslices.port_numbers(s, port_name, protocol)
+        if not numbers:
+            continue
+        for item in s.get("endpoints") or ():
+            addresses = item.get("addresses") if isinstance(item, dict) else None
+            if not isinstance(addresses, list) or not addresses:
+                continue
+            cond = item.get("conditions")
+            cond = cond if isinstance(cond, dict) else {}
+            ready = endpointslices.flag(cond, "ready", True)
+            serving = endpointslices.flag(cond, "serving", True)
+            terminating = endpointslices.flag(cond, "terminating", False)
+            ip = str(addresses[0])
+            if not (ready or (serving and terminating)) or not is_ipv4(ip):
+                continue
+            node = str(item.get("nodeName") or "")
+            for number in numbers:
+                old = found.get((ip, number))
+                if old is None or (ready and not old.ready) or (node and not old.node_name):
+                    found[(ip, number)] = Endpoint(ip, number, node, ready, serving, terminating)
     return tuple(sorted(found.values()))
 
 

@@ -74,12 +74,14 @@ def group_by_service(slices: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapp
     return out
 
 
-def _flag(conditions: Mapping[str, Any], name: str, unset: bool) -> bool:
+def flag(conditions: Mapping[str, Any], name: str, unset: bool) -> bool:
+    """A condition of an endpoint, `unset` when the slice leaves it out."""
     value = conditions.get(name)
     return unset if value is None else value is True
 
 
-def _port_numbers(slice_: Mapping[str, Any], port_name: str | None, protocol: str) -> list[int]:
+def port_numbers(slice_: Mapping[str, Any], port_name: str | None, protocol: str) -> list[int]:
+    """The slice's port numbers named `port_name` with `protocol` ([0] for None)."""
     if port_name is None:
         return [0]
     out: list[int] = []
@@ -105,7 +107,7 @@ def endpoints(
     for s in slices:
         if not usable(s):
             continue
-        numbers = _port_numbers(s, port_name, protocol)
+        numbers = port_numbers(s, port_name, protocol)
         if not numbers:
             continue
         for ep in s.get("endpoints") or []:
@@ -117,7 +119,7 @@ def endpoints(
             ip = str(addresses[0])  # kube-proxy uses the first address
             cond = ep.get("conditions")
             cond = cond if isinstance(cond, Mapping) else {}
-            ready = _flag(cond, "ready", True)
+            ready = flag(cond, "ready", True)
             target = ep.get("targetRef")
             target = target if isinstance(target, Mapping) else {}
             for number in numbers:
@@ -126,8 +128,8 @@ def endpoints(
                     port=number,
                     node_name=str(ep.get("nodeName") or ""),
                     ready=ready,
-                    serving=_flag(cond, "serving", True),
-                    terminating=_flag(cond, "terminating", False),
+                    serving=flag(cond, "serving", True),
+                    terminating=flag(cond, "terminating", False),
                     hostname=str(ep.get("hostname") or ""),
                     zone=str(ep.get("zone") or ""),
                     target_kind=str(target.get("kind") or ""),
