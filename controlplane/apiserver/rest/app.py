@@ -1,8 +1,10 @@
 """The aiohttp application: one route, one wrapper, dispatch by path and verb.
 
 The wrapper authenticates (authn.authenticate, as the gRPC side does), holds
-a slot of the request's FlowControl lane (the gRPC API's lanes: 429 with
-Retry-After when full; a watch counts against the watch caps instead, other
+a seat of the request's API priority and fairness level (flowcontrol.py, as
+the gRPC API: 429 with Retry-After when refused, a queued request waiting on
+a thread; the X-Kubernetes-PF-FlowSchema-UID and -PriorityLevel-UID headers
+on the answer; a watch counts against the watch caps instead, other
 long-running streams are not counted, as kube-apiserver counts them apart),
 writes one event to the API server's AuditLog per resource request, logs
 each request once and turns every API error into a metav1.Status. Handlers
@@ -11,6 +13,7 @@ raise; nothing else writes an error response.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import logging
@@ -23,6 +26,7 @@ from controlplane.api import crd, jsoncodec, kinds, limits, openapi
 from controlplane.apiserver import admission_context
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token, certificate_identity
+from controlplane.apiserver.flowcontrol import Pending, Refused, digest
 from controlplane.apiserver.rest import (
     auditing,
     componentstatus,
@@ -222,6 +226,24 @@ class _Seen:
     who: Identity | None = None  # the caller, as authenticated
     impersonated: Identity | None = None  # whom it acts as (Impersonate-User)
     target: Target | None = None
+    pf_headers: dict[str, str] | None = None  # APF's FlowSchema and level UIDs
+
+
+def _verb(method: str, target: Target) -> str:
+    """The Kubernetes verb of a resource request (APF matches rules by it)."""
+    if method in ("GET", "HEAD"):
+        if target.name:
+            return "get"
+        return "list"  # watches are long-running: counted apart, never here
+    if method == "POST":
+        return "create"
+    if method == "PUT":
+        return "update"
+    if method == "PATCH":
+        return "patch"
+    if method == "DELETE":
+        return "delete" if target.name else "deletecollection"
+    return method.lower()
 
 
 async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
@@ -265,13 +287,22 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     call = Call(request.app[SERVER], request, target, who)
     if long_running:  # watches are capped apart; streams are not counted, as in kube
         return await handler(call)
-    mutating = request.method not in ("GET", "HEAD")
-    # The same priority lanes as the gRPC API (flowcontrol.lane).
-    lane = call.server.flow.acquire(who, target.info.key, target.namespace, mutating)
+    # API priority and fairness, as for the gRPC API (flowcontrol.py): a
+    # queued request waits on a thread, never on the event loop.
+    flow = call.server.flow
+    verb = _verb(request.method, target)
+    d = digest(who, verb, target.info.key, target.namespace, target.subresource)
+    try:
+        got = flow.admit(d)
+        seat = await asyncio.to_thread(got.wait) if isinstance(got, Pending) else got
+    except Refused as err:
+        seen.pf_headers = err.seat.headers()
+        raise
+    seen.pf_headers = seat.headers()
     try:
         response = await handler(call)
     finally:
-        call.server.flow.release(lane, mutating)
+        flow.release(seat)
     warning = crd.deprecation_warning(target.info.key, target.group_version.rpartition("/")[2])
     if warning and not response.prepared:  # a deprecated version of a custom kind
         response.headers.add("Warning", f'299 - "{warning.replace(chr(34), chr(39))}"')
@@ -287,6 +318,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     try:
         response = await _serve(request, seen)
         code = response.status
+        if seen.pf_headers and not response.prepared:
+            response.headers.update(seen.pf_headers)
         if admitted.warnings and not response.prepared:
             fields.add_warnings(response, admitted.warnings)
         await compression.compress(request, response, request.app[SERVER])
@@ -301,6 +334,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
             name = target.name or str(getattr(err, "name", "") or "")
             answer = respond.error(request, err, kind, name, target.group)
         code = answer.status
+        if seen.pf_headers:
+            answer.headers.update(seen.pf_headers)
         return answer
     except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
         log.exception("http %s %s failed", request.method, request.path_qs)
