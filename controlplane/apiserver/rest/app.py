@@ -61,6 +61,8 @@ PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 SERVER = web.AppKey("server", Server)
 AUTHORITY = web.AppKey("authority", object)
 FEED = web.AppKey("feed", watch.LoopFeed)
+# The request's APF FlowSchema and priority level UIDs, as response headers.
+PF_HEADERS = web.RequestKey("pf_headers", dict)
 
 Handler = Callable[[Call], Awaitable[web.StreamResponse]]
 
@@ -226,7 +228,6 @@ class _Seen:
     who: Identity | None = None  # the caller, as authenticated
     impersonated: Identity | None = None  # whom it acts as (Impersonate-User)
     target: Target | None = None
-    pf_headers: dict[str, str] | None = None  # APF's FlowSchema and level UIDs
 
 
 def _verb(method: str, target: Target) -> str:
@@ -296,9 +297,9 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         got = flow.admit(d)
         seat = await asyncio.to_thread(got.wait) if isinstance(got, Pending) else got
     except Refused as err:
-        seen.pf_headers = err.seat.headers()
+        request[PF_HEADERS] = err.seat.headers()
         raise
-    seen.pf_headers = seat.headers()
+    request[PF_HEADERS] = seat.headers()
     try:
         response = await handler(call)
     finally:
@@ -318,8 +319,6 @@ async def handle(request: web.Request) -> web.StreamResponse:
     try:
         response = await _serve(request, seen)
         code = response.status
-        if seen.pf_headers and not response.prepared:
-            response.headers.update(seen.pf_headers)
         if admitted.warnings and not response.prepared:
             fields.add_warnings(response, admitted.warnings)
         await compression.compress(request, response, request.app[SERVER])
@@ -334,8 +333,6 @@ async def handle(request: web.Request) -> web.StreamResponse:
             name = target.name or str(getattr(err, "name", "") or "")
             answer = respond.error(request, err, kind, name, target.group)
         code = answer.status
-        if seen.pf_headers:
-            answer.headers.update(seen.pf_headers)
         return answer
     except Exception as err:  # a bug: answered as kube-apiserver does, 500 InternalError
         log.exception("http %s %s failed", request.method, request.path_qs)
@@ -361,4 +358,13 @@ def make_app(
     app[AUTHORITY] = authority
     app[FEED] = feed
     app.router.add_route("*", "/{tail:.*}", handle)
+    app.on_response_prepare.append(_flow_headers)
     return app
+
+
+async def _flow_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """X-Kubernetes-PF-FlowSchema-UID and -PriorityLevel-UID on every answer
+    to a classified request, streamed ones included (set as headers go out)."""
+    found = request.get(PF_HEADERS)
+    if found:
+        response.headers.update(found)
