@@ -392,7 +392,7 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
         for ext_ip in sp.external_ips:
             ext = f"-d {ext_ip}/32 {_l4(sp)} --dport {sp.port}"
             note = _comment(sp.key + " external IP")
-            if sp.external_local and sp.endpoints:
+            if sp.external_local and all_eps:
                 _local_origin(rs, cfg, sp, note, ext)
             if ext_eps:
                 chain = c.svl(sp) if sp.external_local else c.svc(sp)
@@ -449,7 +449,7 @@ def _local_origin(rs: Ruleset, cfg: RuleConfig, sp: ServicePort, note: str, matc
     worth keeping."""
     c = cfg.chains
     if c.svc(sp) not in rs.chains["nat"]:
-        _balance(rs, c.svc(sp), sp, sp.endpoints, cfg)
+        _balance(rs, c.svc(sp), sp, sp.cluster_endpoints, cfg)
     if cfg.cluster_cidr:
         rs.add("nat", c.services, f"{note} {match} -s {cfg.cluster_cidr} -j {c.svc(sp)}")
     local = "-m addrtype --src-type LOCAL"
