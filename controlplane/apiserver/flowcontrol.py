@@ -87,7 +87,7 @@ def digest(
         group = info.api_version.rpartition("/")[0]
         resource = info.plural + (f"/{subresource}" if subresource else "")
         namespace = namespace if info.namespaced else ""
-    except Exception:  # an unknown kind: the request fails later, classified by group ""
+    except LookupError:  # an unknown kind (UnknownKind): it fails later, classified by group ""
         group, resource = "", kind.lower()
     return Digest(identity.user, _groups(identity), verb, group, resource, namespace)
 
