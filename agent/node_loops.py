@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from agent import csinode
 from agent.cri_client import CRIClient, CRIError
 from agent.network import NetworkConfigurator, node_ip, peers
 from agent.node_resources import NodeResources
@@ -76,8 +77,9 @@ class NodeLoops:
         delay = 0.2
         while not self.stop_event.is_set():
             try:
-                self.reporter.register(self.node_status(None))
+                node = self.reporter.register(self.node_status(None))
                 self.reporter.renew_lease()
+                self.write_csinode(node)
                 return
             except errors.ApiError as err:
                 log.warning(
@@ -88,6 +90,15 @@ class NodeLoops:
                 )
             self.stop_event.wait(delay)
             delay = min(delay * 2, 10.0)
+
+    def write_csinode(self, node: Mapping[str, Any]) -> None:
+        """The node's CSINode, as the kubelet's CSI node-info manager writes
+        it at registration (agent/csinode.py); a failure is logged, the node
+        runs on (no CSI driver needs it yet)."""
+        try:
+            csinode.ensure(self.reporter.api, node)
+        except errors.ApiError as err:
+            log.warning("cannot write the CSINode of node %s: %s", self.node.name, err)
 
     def runtime_not_ready(self) -> str | None:
         unhealthy = self.pleg.health() if self.pleg is not None else None

@@ -89,9 +89,11 @@ def main(argv: list[str] | None = None) -> None:
                                     "metadata": {"name": "skiff"}, "spec": {"controller": CONTROLLER}})  # fmt: skip
         api.create("Service", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
                                "spec": {"ports": [{"name": "http", "port": 80}]}}, "default")  # fmt: skip
-        api.create("Endpoints", {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web", "namespace": "default"},
-                                 "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
-                                              "ports": [{"name": "http", "port": port, "protocol": "TCP"}]}]}, "default")  # fmt: skip
+        api.create("EndpointSlice", {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                                     "metadata": {"name": "web-1", "namespace": "default",
+                                                  "labels": {"kubernetes.io/service-name": "web"}},
+                                     "addressType": "IPv4", "endpoints": [{"addresses": ["127.0.0.1"]}],
+                                     "ports": [{"name": "http", "port": port, "protocol": "TCP"}]}, "default")  # fmt: skip
         api.create("Ingress", {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
                                "metadata": {"name": "web", "namespace": "default"},
                                "spec": {"ingressClassName": "skiff", "rules": [{"host": "web.test", "http": {"paths": [

@@ -1,6 +1,6 @@
 """The built-in ingress controller's node half: HAProxy on every node.
 
-Ingresses, IngressClasses, Services and Endpoints come from shared
+Ingresses, IngressClasses, Services and EndpointSlices come from shared
 informers; their handlers only wake one worker thread, which rebuilds the
 whole configuration level-triggered (`sync()`: `model.build`, then
 `haproxy.render`), at most once per `min_sync_interval`. Files are written
@@ -39,6 +39,7 @@ from agent.ingress import model
 from agent.ingress.haproxy import HAProxy, IngressSettings, render
 from agent.sync_runner import SyncRunner
 from controlplane.client import errors
+from controlplane.client.endpointslices import group_by_service
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
@@ -102,7 +103,7 @@ class IngressController(SyncRunner):
         self.ingresses: SharedInformer = self.factory.informer_for("Ingress")
         self.classes: SharedInformer = self.factory.informer_for("IngressClass")
         self.services: SharedInformer = self.factory.informer_for("Service")
-        self.endpoints: SharedInformer = self.factory.informer_for("Endpoints")
+        self.slices: SharedInformer = self.factory.informer_for("EndpointSlice")
         self._secrets: dict[tuple[str, str], tuple[float, Object | None]] = {}
         self._written: tuple[str, str, dict[str, bytes]] | None = None
         self._serving = False
@@ -116,7 +117,7 @@ class IngressController(SyncRunner):
     def start(self) -> None:
         if self._thread is not None:
             return
-        self._start_runner((self.ingresses, self.classes, self.services, self.endpoints))
+        self._start_runner((self.ingresses, self.classes, self.services, self.slices))
         self.factory.start()
         self._run_loop("ingress")
 
@@ -156,7 +157,7 @@ class IngressController(SyncRunner):
                 self.ingresses.store.list(),
                 classes,
                 {object_key(s): s for s in self.services.store.list()},
-                {object_key(e): e for e in self.endpoints.store.list()},
+                group_by_service(self.slices.store.list()),
                 self._secret,
             )
             for ing, _, message in cfg.problems:
@@ -202,7 +203,7 @@ class IngressController(SyncRunner):
             log.warning("annotating node %s: %s", self.node_name, err)
 
     def _ready(self) -> bool:
-        informers = (self.ingresses, self.classes, self.services, self.endpoints)
+        informers = (self.ingresses, self.classes, self.services, self.slices)
         return all(i.wait_for_sync(0.5) for i in informers)
 
     def _sync_timing(self) -> IngressTiming:

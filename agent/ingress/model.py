@@ -17,7 +17,8 @@ a `Config`, with `networking.k8s.io/v1` semantics:
 - `spec.defaultBackend` (the oldest Ingress's) answers what no rule matches;
   without one, 404;
 - a backend is a Service port (by number or name), resolved to the ready
-  endpoints of the matching Endpoints port; a missing Service or port has no
+  endpoints of the matching port in the Service's EndpointSlices (merged,
+  matched by port name and protocol, one server per address); a missing Service or port has no
   servers (503) and a `problems` entry;
 - TLS: each `spec.tls` entry's hosts are served with its `kubernetes.io/tls`
   Secret's certificate (SNI); a missing or malformed Secret leaves them on
@@ -30,13 +31,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
+
+from controlplane.client import endpointslices
 
 CONTROLLER = "skiff.io/ingress-controller"
 CLASS_NAME = "skiff"
@@ -115,7 +118,7 @@ def _resolve(
     namespace: str,
     ref: Mapping[str, Any],
     services: Mapping[str, Mapping[str, Any]],
-    endpoints: Mapping[str, Mapping[str, Any]],
+    slices: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> tuple[str, str, tuple[tuple[str, int], ...], str]:
     """(backend name, label, servers, problem) for a backend's service ref."""
     svc_ref = ref.get("service") or {}
@@ -135,16 +138,11 @@ def _resolve(
     if chosen is None:
         return backend, label, (), f'service "{namespace}/{name}" has no port {port_text}'
     port_name, proto = str(chosen.get("name") or ""), str(chosen.get("protocol") or "TCP")
-    servers: set[tuple[str, int]] = set()
-    for subset in (endpoints.get(f"{namespace}/{name}") or {}).get("subsets") or []:
-        numbers = [
-            int(p["port"])
-            for p in subset.get("ports") or []
-            if str(p.get("name") or "") == port_name and str(p.get("protocol") or "TCP") == proto
-        ]
-        for addr in subset.get("addresses") or []:
-            for number in numbers:
-                servers.add((str(addr.get("ip")), number))
+    servers = {
+        (e.ip, e.port)
+        for e in endpointslices.endpoints(slices.get(f"{namespace}/{name}") or (), port_name, proto)
+        if e.ready
+    }
     return backend, label, tuple(sorted(servers)), ""
 
 
@@ -152,11 +150,12 @@ def build(
     ingresses: Iterable[Mapping[str, Any]],
     classes: Iterable[Mapping[str, Any]],
     services: Mapping[str, Mapping[str, Any]],
-    endpoints: Mapping[str, Mapping[str, Any]],
+    slices: Mapping[str, Sequence[Mapping[str, Any]]],
     secret: Callable[[str, str], Mapping[str, Any] | None],
     controller: str = CONTROLLER,
 ) -> Config:
-    """Everything to serve; `services`/`endpoints` map ns/name to objects,
+    """Everything to serve; `services` maps ns/name to Services, `slices`
+    ns/name to the Service's EndpointSlices (endpointslices.group_by_service),
     `secret(ns, name)` fetches a Secret (None when missing)."""
     mine = our_classes(classes, controller)
     cfg = Config()
@@ -164,7 +163,7 @@ def build(
     hosts_with_cert: set[str] = set()
 
     def backend_of(ing_key: str, namespace: str, ref: Mapping[str, Any]) -> str:
-        name, label, servers, problem = _resolve(namespace, ref, services, endpoints)
+        name, label, servers, problem = _resolve(namespace, ref, services, slices)
         cfg.backends.setdefault(name, Backend(name, label, servers))
         if problem:
             cfg.problems.append((ing_key, "ServiceNotFound", problem))

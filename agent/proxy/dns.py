@@ -1,7 +1,7 @@
 """The cluster DNS responder: a small DNS server over UDP and TCP.
 
 Names in the cluster domain are answered by `ClusterResolver` from the
-Service and Endpoints informer stores (SERVFAIL until those have synced, so a
+Service and EndpointSlice informer stores (SERVFAIL until those have synced, so a
 starting node never denies a name that exists). Other names are forwarded,
 as raw messages, to upstream servers (by default the `nameserver` lines of
 the host's /etc/resolv.conf, minus our own address), over the transport the
@@ -40,7 +40,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ from typing import Any
 from agent.proxy import dns_wire as w
 from agent.proxy.dns_resolver import ClusterResolver, Lookup
 from agent.proxy.local_address import DEFAULT_IFNAME
+from controlplane.client import endpointslices
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from machinery.clock import Clock
@@ -113,25 +114,27 @@ def _cluster_ip_index(obj: Mapping[str, Any]) -> list[str]:
 
 
 class StoreLookup:
-    """`Lookup` over the Service and Endpoints informers' stores."""
+    """`Lookup` over the Service and EndpointSlice informers' stores."""
 
-    def __init__(self, services: SharedInformer, endpoints: SharedInformer) -> None:
+    def __init__(self, services: SharedInformer, slices: SharedInformer) -> None:
         self.services = services
-        self.endpoints_informer = endpoints
+        self.slices = slices
         with contextlib.suppress(ValueError):  # another StoreLookup added it
             services.add_indexers({CLUSTER_IP_INDEX: _cluster_ip_index})
+        with contextlib.suppress(ValueError):
+            slices.add_indexers({endpointslices.SERVICE_INDEX: endpointslices.service_index})
 
     def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
         return list(self.services.store.by_index(CLUSTER_IP_INDEX, ip))
 
     def ready(self) -> bool:
-        return self.services.has_synced() and self.endpoints_informer.has_synced()
+        return self.services.has_synced() and self.slices.has_synced()
 
     def service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.services.store.get(name, namespace)
 
-    def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.endpoints_informer.store.get(name, namespace)
+    def endpoint_slices(self, namespace: str, name: str) -> Sequence[Mapping[str, Any]]:
+        return self.slices.store.by_index(endpointslices.SERVICE_INDEX, f"{namespace}/{name}")
 
 
 def _fit_udp(reply: w.Message, query: w.Message | None) -> bytes:
@@ -192,7 +195,7 @@ class DnsServer:
                 self._own_factory = True
             self._factory = informers
             lookup = StoreLookup(
-                informers.informer_for("Service"), informers.informer_for("Endpoints")
+                informers.informer_for("Service"), informers.informer_for("EndpointSlice")
             )
         self.lookup = lookup
         self.resolver = ClusterResolver(lookup, self.settings.domain, self.settings.ttl)

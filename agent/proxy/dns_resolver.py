@@ -1,7 +1,7 @@
 """Cluster DNS answers (the Kubernetes DNS specification), as a pure function.
 
 `ClusterResolver.answer(query)` answers names in the cluster domain from a
-`Lookup` (Services and Endpoints, normally the informer stores):
+`Lookup` (Services and EndpointSlices, normally the informer stores):
 
 - `<svc>.<ns>.svc.<domain>` A -> the cluster IP; headless -> the ready
   endpoint IPs; ExternalName -> a CNAME to the external name;
@@ -30,18 +30,21 @@ nslookup applies the search list only to names without a dot, so it sends
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.proxy import dns_wire as w
 from agent.proxy.model import is_ipv4
+from controlplane.client import endpointslices
 
 
 class Lookup(Protocol):
     def service(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
 
-    def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+    def endpoint_slices(self, namespace: str, name: str) -> Sequence[Mapping[str, Any]]:
+        """The Service's EndpointSlices (kubernetes.io/service-name)."""
+        ...
 
     def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
         """Services whose cluster IP is `ip` (for reverse lookups)."""
@@ -200,13 +203,12 @@ class ClusterResolver:
         return self._negative(query, w.NXDOMAIN)
 
     def _targets(self, ns: str, name: str) -> list[_Target]:
-        eps = self.lookup.endpoints(ns, name) or {}
+        """The ready addresses of the Service's slices, one per IP (as
+        CoreDNS: `ready` unset counts as ready)."""
         seen: dict[str, _Target] = {}
-        for subset in eps.get("subsets") or []:
-            for addr in subset.get("addresses") or []:
-                ip = str(addr.get("ip") or "")
-                if is_ipv4(ip) and ip not in seen:
-                    seen[ip] = _Target(str(addr.get("hostname") or _dashed(ip)).lower(), ip)
+        for e in endpointslices.endpoints(self.lookup.endpoint_slices(ns, name)):
+            if e.ready and is_ipv4(e.ip) and e.ip not in seen:
+                seen[e.ip] = _Target((e.hostname or _dashed(e.ip)).lower(), e.ip)
         return sorted(seen.values(), key=lambda t: ipaddress.IPv4Address(t.ip))
 
     def _service(self, query: w.Message, q: w.Question, ns: str, name: str) -> w.Message:
@@ -260,20 +262,12 @@ class ClusterResolver:
         svc_name = f"{name}.{ns}.svc.{self.domain}"
         reply = self.reply(query)
         if spec.get("clusterIP") == "None":
-            eps = self.lookup.endpoints(ns, name) or {}
-            records: list[tuple[int, _Target]] = []
-            for subset in eps.get("subsets") or []:
-                numbers = [
-                    int(p["port"])
-                    for p in subset.get("ports") or []
-                    if str(p.get("name") or "").lower() == port_name
-                    and str(p.get("protocol") or "TCP") == proto
-                ]
-                for addr in subset.get("addresses") or []:
-                    ip = str(addr.get("ip") or "")
-                    if is_ipv4(ip):
-                        host = str(addr.get("hostname") or _dashed(ip)).lower()
-                        records += [(n, _Target(host, ip)) for n in numbers]
+            slices = self.lookup.endpoint_slices(ns, name)
+            found: set[tuple[int, _Target]] = set()
+            for e in endpointslices.endpoints(slices, port_name, proto):
+                if e.ready and is_ipv4(e.ip):
+                    found.add((e.port, _Target((e.hostname or _dashed(e.ip)).lower(), e.ip)))
+            records = list(found)
             if not records:
                 return self._negative(query, w.NXDOMAIN)
             weight = max(1, 100 // len(records))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agent.proxy.model import endpoints_for
+from agent.proxy.model import EndpointSource
 
 log = logging.getLogger("skiff.agent.proxy.healthcheck")
 
@@ -35,10 +35,12 @@ class HealthTarget:
 
 def health_targets(
     services: Iterable[Mapping[str, Any]],
-    endpoints: Mapping[str, Mapping[str, Any]],
+    source: EndpointSource,
     node_name: str,
 ) -> dict[int, HealthTarget]:
-    """healthCheckNodePort -> what this node answers there."""
+    """healthCheckNodePort -> what this node answers there. Only ready local
+    endpoints count (kube-proxy: a node whose endpoints are all terminating
+    answers 503, so load balancers drain it)."""
     out: dict[int, HealthTarget] = {}
     for svc in services:
         meta, spec = svc.get("metadata") or {}, svc.get("spec") or {}
@@ -48,14 +50,13 @@ def health_targets(
         if spec.get("externalTrafficPolicy") != "Local" or meta.get("deletionTimestamp"):
             continue
         ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
-        ep = endpoints.get(f"{ns}/{name}")
         local: set[str] = set()
         for p in spec.get("ports") or []:
             if isinstance(p, Mapping):
-                for e in endpoints_for(
-                    ep, str(p.get("name") or ""), str(p.get("protocol") or "TCP")
+                for e in source(
+                    ns, name, str(p.get("name") or ""), str(p.get("protocol") or "TCP")
                 ):
-                    if e.node_name == node_name:
+                    if e.node_name == node_name and e.ready:
                         local.add(e.ip)
         out[port] = HealthTarget(ns, name, len(local))
     return out

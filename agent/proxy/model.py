@@ -1,18 +1,28 @@
-"""What the service proxy and the DNS responder read from Services and Endpoints.
+"""What the service proxy reads from Services and their EndpointSlices.
 
 Pure functions from the Kubernetes-shaped dicts (as the informers cache them)
 to small frozen records: one `ServicePort` per port of a Service that has a
 virtual IP, with the endpoints (`Endpoint`) that back it, matched by port
-name as kube-proxy matches them. Nothing here touches the network, the
-kernel or the API server, and nothing here mutates the objects it is given.
+name and protocol as kube-proxy matches them. The endpoints come from a
+source: `slice_source` (the Service's EndpointSlices, what the proxy uses,
+with ready/serving/terminating conditions) or `endpoints_source` (the
+Endpoints object, kept for comparison: bench/proxy_sync.py).
+`ServicePort.cluster_endpoints`/`local_endpoints` are kube-proxy's
+CategorizeEndpoints: ready endpoints, falling back to serving terminating
+ones when there are none (ProxyTerminatingEndpoints). Nothing here touches
+the network, the kernel or the API server, and nothing here mutates the
+objects it is given.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from controlplane.client import endpointslices
 
 PROXIED_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")
 DEFAULT_AFFINITY_TIMEOUT = 10800
@@ -24,6 +34,12 @@ class Endpoint:
     port: int
     node_name: str = ""
     ready: bool = True
+    serving: bool = True
+    terminating: bool = False
+
+    @property
+    def serving_terminating(self) -> bool:
+        return self.serving and self.terminating
 
 
 @dataclass(frozen=True)
@@ -38,8 +54,33 @@ class ServicePort:
     affinity_timeout: int  # seconds of ClientIP affinity; 0 = no affinity
     external_local: bool  # externalTrafficPolicy: Local
     internal_local: bool  # internalTrafficPolicy: Local
-    endpoints: tuple[Endpoint, ...]  # ready ones, sorted
+    # Ready ones and serving terminating ones, sorted, one per ip:port.
+    endpoints: tuple[Endpoint, ...]
     external_ips: tuple[str, ...] = ()  # spec.externalIPs + load-balancer ingress IPs
+
+    @property
+    def cluster_endpoints(self) -> tuple[Endpoint, ...]:
+        """The ready endpoints; when none is ready anywhere, the serving
+        terminating ones (kube-proxy's fallback, topology not considered)."""
+        ready = tuple(ep for ep in self.endpoints if ep.ready)
+        if ready:
+            return ready
+        return tuple(ep for ep in self.endpoints if ep.serving_terminating)
+
+    def local_endpoints(self, node_name: str) -> tuple[Endpoint, ...]:
+        """This node's ready endpoints; when it has none, its serving
+        terminating ones (so traffic policy Local keeps working while the
+        node's pods drain, instead of dropping)."""
+        local = [ep for ep in self.endpoints if ep.node_name == node_name]
+        ready = tuple(ep for ep in local if ep.ready)
+        if ready:
+            return ready
+        return tuple(ep for ep in local if ep.serving_terminating)
+
+    @property
+    def has_any_endpoints(self) -> bool:
+        """A usable endpoint exists somewhere (ready, or serving terminating)."""
+        return any(ep.ready or ep.serving_terminating for ep in self.endpoints)
 
     @property
     def key(self) -> str:
@@ -58,6 +99,7 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return spec if isinstance(spec, Mapping) else {}
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same addresses come back every sync
 def is_ipv4(text: str) -> bool:
     try:
         return isinstance(ipaddress.ip_address(text), ipaddress.IPv4Address)
@@ -137,14 +179,70 @@ def endpoints_for(
     return tuple(sorted(found))
 
 
+# (namespace, service name, port name, protocol) -> that port's endpoints
+EndpointSource = Callable[[str, str, str, str], tuple[Endpoint, ...]]
+
+
+def endpoints_source(endpoints: Mapping[str, Mapping[str, Any]]) -> EndpointSource:
+    """Endpoints objects by `ns/name` as the source (ready addresses only)."""
+
+    def lookup(ns: str, name: str, port_name: str, protocol: str) -> tuple[Endpoint, ...]:
+        return endpoints_for(endpoints.get(f"{ns}/{name}"), port_name, protocol)
+
+    return lookup
+
+
+def endpoints_from_slices(
+    slices: Sequence[Mapping[str, Any]], port_name: str, protocol: str
+) -> tuple[Endpoint, ...]:
+    """The usable endpoints (ready, or serving and terminating) of one Service
+    port from the Service's slices, sorted, one per ip:port (a ready copy
+    wins over a not-ready one, a local copy over a remote one: kube-proxy
+    favours the local one too)."""
+    found: dict[tuple[str, int], Endpoint] = {}
+    for s in slices:  # inlined endpointslices.endpoints: this runs on every sync
+        if not endpointslices.usable(s):
+            continue
+        numbers = endpointslices.port_numbers(s, port_name, protocol)
+        if not numbers:
+            continue
+        for item in s.get("endpoints") or ():
+            addresses = item.get("addresses") if isinstance(item, dict) else None
+            if not isinstance(addresses, list) or not addresses:
+                continue
+            cond = item.get("conditions")
+            cond = cond if isinstance(cond, dict) else {}
+            ready = endpointslices.flag(cond, "ready", True)
+            serving = endpointslices.flag(cond, "serving", True)
+            terminating = endpointslices.flag(cond, "terminating", False)
+            ip = str(addresses[0])
+            if not (ready or (serving and terminating)) or not is_ipv4(ip):
+                continue
+            node = str(item.get("nodeName") or "")
+            for number in numbers:
+                old = found.get((ip, number))
+                if old is None or (ready and not old.ready) or (node and not old.node_name):
+                    found[(ip, number)] = Endpoint(ip, number, node, ready, serving, terminating)
+    return tuple(sorted(found.values()))
+
+
+def slice_source(slices_by_service: Mapping[str, Sequence[Mapping[str, Any]]]) -> EndpointSource:
+    """EndpointSlices grouped by `ns/<service>` (endpointslices.group_by_service)
+    as the source."""
+
+    def lookup(ns: str, name: str, port_name: str, protocol: str) -> tuple[Endpoint, ...]:
+        slices = slices_by_service.get(f"{ns}/{name}")
+        return endpoints_from_slices(slices, port_name, protocol) if slices else ()
+
+    return lookup
+
+
 def service_ports(
     services: Iterable[Mapping[str, Any]],
-    endpoints: Mapping[str, Mapping[str, Any]],
+    source: EndpointSource,
 ) -> list[ServicePort]:
-    """Every proxied port of every Service with an IPv4 cluster IP, sorted by key.
-
-    `endpoints` maps `ns/name` to the Endpoints object of that name.
-    """
+    """Every proxied port of every Service with an IPv4 cluster IP, sorted by
+    key, with its endpoints from `source`."""
     out: list[ServicePort] = []
     for svc in services:
         ip = cluster_ip(svc)
@@ -154,7 +252,6 @@ def service_ports(
         ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
         if not name or meta.get("deletionTimestamp"):
             continue
-        ep = endpoints.get(f"{ns}/{name}")
         node_ports = spec.get("type") in ("NodePort", "LoadBalancer")
         for port in spec.get("ports") or []:
             if not isinstance(port, Mapping) or not isinstance(port.get("port"), int):
@@ -176,7 +273,7 @@ def service_ports(
                     affinity_timeout=affinity_timeout(svc),
                     external_local=spec.get("externalTrafficPolicy") == "Local",
                     internal_local=spec.get("internalTrafficPolicy") == "Local",
-                    endpoints=endpoints_for(ep, port_name, protocol),
+                    endpoints=source(ns, name, port_name, protocol),
                     external_ips=external_ips(svc),
                 )
             )

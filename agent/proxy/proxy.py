@@ -1,11 +1,11 @@
 """The agent's service proxy: kube-proxy's iptables mode.
 
-Services and Endpoints come from shared informers; their handlers only mark
+Services and EndpointSlices come from shared informers; their handlers only mark
 the proxy dirty and wake one worker thread. The worker rebuilds every rule
 level-triggered from the informer stores (`sync()`: `build_rules`, then one
 `iptables-restore --noflush` of the chains that changed since the last
 sync; a full sync reads the tables with `iptables-save` and rewrites every
-chain of ours), at most once per `min_sync_interval`, so a burst of Endpoints
+chain of ours), at most once per `min_sync_interval`, so a burst of EndpointSlice
 changes costs one restore and a change is in place well within a second.
 After each sync, UDP conntrack entries that point at removed endpoints (or
 that were made while a port had none) are deleted. A failed sync is retried
@@ -27,11 +27,11 @@ from agent.proxy import rules
 from agent.proxy.conntrack import stale_udp_flows
 from agent.proxy.healthcheck import HealthCheckServers, health_targets
 from agent.proxy.iptables import CommandIptables, Iptables
-from agent.proxy.model import ServicePort, service_ports
+from agent.proxy.model import EndpointSource, ServicePort, service_ports, slice_source
 from agent.sync_runner import SyncRunner
+from controlplane.client.endpointslices import group_by_service
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
-from controlplane.client.interface import ApiClient, Object
-from controlplane.client.store import object_key
+from controlplane.client.interface import ApiClient
 from machinery.clock import Clock, RealClock
 
 log = logging.getLogger("skiff.agent.proxy")
@@ -110,7 +110,8 @@ class ServiceProxy(SyncRunner):
         self.factory = informers or SharedInformerFactory(api, clock=self.clock)
         self.iptables: Iptables = iptables or CommandIptables()
         self.services: SharedInformer = self.factory.informer_for("Service")
-        self.endpoints: SharedInformer = self.factory.informer_for("Endpoints")
+        # discovery.k8s.io/v1 EndpointSlices, merged per Service (as kube-proxy)
+        self.slices: SharedInformer = self.factory.informer_for("EndpointSlice")
         self._lock = threading.Lock()  # one sync at a time
         self._applied: list[ServicePort] = []  # the ports of the last applied sync
         self._applied_rules: rules.Ruleset | None = None  # None: next sync is full
@@ -124,7 +125,7 @@ class ServiceProxy(SyncRunner):
     def start(self) -> None:
         if self._thread is not None:
             return
-        self._start_runner((self.services, self.endpoints))
+        self._start_runner((self.services, self.slices))
         self.factory.start()
         self._prepare_host()
         self._run_loop("service-proxy")
@@ -148,9 +149,11 @@ class ServiceProxy(SyncRunner):
 
     # ---- the work --------------------------------------------------------
 
+    def endpoint_source(self) -> EndpointSource:
+        return slice_source(group_by_service(self.slices.store.list()))
+
     def current_ports(self) -> list[ServicePort]:
-        eps: dict[str, Object] = {object_key(e): e for e in self.endpoints.store.list()}
-        return service_ports(self.services.store.list(), eps)
+        return service_ports(self.services.store.list(), self.endpoint_source())
 
     def restore_text(self, ports: list[ServicePort] | None = None) -> str:
         """The full transaction a sync would apply now (reads iptables-save)."""
@@ -166,7 +169,8 @@ class ServiceProxy(SyncRunner):
         conntrack entries the change made stale."""
         with self._lock:
             self._last_sync = self.clock.monotonic()
-            ports = self.current_ports()
+            source = self.endpoint_source()
+            ports = service_ports(self.services.store.list(), source)
             ruleset = rules.build_rules(ports, self.settings.rule_config(self.node_name))
             previous, self._applied_rules = self._applied_rules, None
             if full or previous is None:
@@ -188,8 +192,7 @@ class ServiceProxy(SyncRunner):
                     log.warning("conntrack -D %s failed: %s", " ".join(filters), err)
             self._applied = ports
         if self.health is not None:
-            eps = {object_key(e): e for e in self.endpoints.store.list()}
-            self.health.sync(health_targets(self.services.store.list(), eps, self.node_name))
+            self.health.sync(health_targets(self.services.store.list(), source, self.node_name))
 
     def _prepare_host(self) -> None:
         if self.settings.localhost_nodeports:
@@ -200,7 +203,7 @@ class ServiceProxy(SyncRunner):
 
     def _ready(self) -> bool:
         # Rules from half-filled stores would cut live services off.
-        return self.services.wait_for_sync(0.5) and self.endpoints.wait_for_sync(0.5)
+        return self.services.wait_for_sync(0.5) and self.slices.wait_for_sync(0.5)
 
     def _sync_timing(self) -> ProxySettings:
         return self.settings

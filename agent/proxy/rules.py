@@ -362,8 +362,9 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
         if sp.cluster_ip in cfg.local_service_ips:
             continue
         dst = f"-d {sp.cluster_ip}/32 {_l4(sp)} --dport {sp.port}"
-        local_eps = tuple(ep for ep in sp.endpoints if ep.node_name == cfg.node_name)
-        cluster_eps = local_eps if sp.internal_local else sp.endpoints
+        local_eps = sp.local_endpoints(cfg.node_name)
+        all_eps = sp.cluster_endpoints
+        cluster_eps = local_eps if sp.internal_local else all_eps
         if cluster_eps:
             chain = c.svl(sp) if sp.internal_local else c.svc(sp)
             if chain not in rs.chains["nat"]:
@@ -387,11 +388,11 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
                 f"{_comment(sp.key + ' has no endpoints')} {dst}"
                 " -j REJECT --reject-with icmp-port-unreachable",
             )
-        ext_eps = local_eps if sp.external_local else sp.endpoints
+        ext_eps = local_eps if sp.external_local else all_eps
         for ext_ip in sp.external_ips:
             ext = f"-d {ext_ip}/32 {_l4(sp)} --dport {sp.port}"
             note = _comment(sp.key + " external IP")
-            if sp.external_local and sp.endpoints:
+            if sp.external_local and all_eps:
                 _local_origin(rs, cfg, sp, note, ext)
             if ext_eps:
                 chain = c.svl(sp) if sp.external_local else c.svc(sp)
@@ -401,7 +402,9 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
                     rs.add("nat", c.services, f"{note} {ext} -j {c.mark_masq}")
                 rs.add("nat", c.services, f"{note} {ext} -j {chain}")
             else:
-                verdict = "DROP" if sp.endpoints else "REJECT --reject-with icmp-port-unreachable"
+                verdict = (
+                    "DROP" if sp.has_any_endpoints else "REJECT --reject-with icmp-port-unreachable"
+                )
                 rs.add("filter", c.external_services, f"{note} {ext} -j {verdict}")
         if not sp.node_port:
             continue
@@ -419,8 +422,10 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
                 rs.add("nat", c.nodeports, f"{_comment(sp.key)} {np} -j {c.mark_masq}")
             rs.add("nat", c.nodeports, f"{_comment(sp.key)} {np} -j {chain}")
         else:
-            why = "has no local endpoints" if sp.endpoints else "has no endpoints"
-            verdict = "DROP" if sp.endpoints else "REJECT --reject-with icmp-port-unreachable"
+            why = "has no local endpoints" if sp.has_any_endpoints else "has no endpoints"
+            verdict = (
+                "DROP" if sp.has_any_endpoints else "REJECT --reject-with icmp-port-unreachable"
+            )
             rs.add(
                 "filter",
                 c.external_services,
@@ -444,7 +449,7 @@ def _local_origin(rs: Ruleset, cfg: RuleConfig, sp: ServicePort, note: str, matc
     worth keeping."""
     c = cfg.chains
     if c.svc(sp) not in rs.chains["nat"]:
-        _balance(rs, c.svc(sp), sp, sp.endpoints, cfg)
+        _balance(rs, c.svc(sp), sp, sp.cluster_endpoints, cfg)
     if cfg.cluster_cidr:
         rs.add("nat", c.services, f"{note} {match} -s {cfg.cluster_cidr} -j {c.svc(sp)}")
     local = "-m addrtype --src-type LOCAL"

@@ -11,8 +11,8 @@
 - `apiserver_current_inflight_requests{request_kind}` (`readOnly`,
   `mutating`) and `apiserver_flowcontrol_current_executing_requests` /
   `apiserver_flowcontrol_rejected_requests_total{priority_level,flow_schema,reason}`
-  from the flow-control lanes (flowcontrol.py), each lane reported as the
-  Kubernetes priority level that plays its part (LANES).
+  from API Priority and Fairness (flowcontrol.py): the priority levels and
+  flow schemas are the stored PriorityLevelConfigurations and FlowSchemas.
 - `apiserver_longrunning_requests` (open watches, per resource) and
   `apiserver_registered_watchers{group,version,kind}` (the watch cache's).
 - `apiserver_storage_objects{resource}`: stored objects per resource,
@@ -36,19 +36,12 @@ from prometheus_client.registry import Collector
 
 from controlplane.api.kinds import UnknownKind, all_kinds, by_kind
 from controlplane.api.kinds.info import KindInfo
-from controlplane.apiserver.flowcontrol import HEARTBEAT, NODE, SYSTEM, USER, FlowControl
+from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.storage.interface import Store
 from machinery import metrics
 
 COMPONENT = "apiserver"
 LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component")
-# skiff's lanes as the Kubernetes priority level and flow schema that play their part.
-LANES = {
-    HEARTBEAT: ("node-high", "system-node-high"),
-    SYSTEM: ("exempt", "exempt"),
-    NODE: ("system", "system-nodes"),
-    USER: ("global-default", "global-default"),
-}
 # gRPC method -> (verb, subresource), kube-apiserver's verbs.
 RPC_VERBS = {
     "Create": ("POST", ""), "CreateMany": ("POST", ""), "Get": ("GET", ""),
@@ -205,14 +198,14 @@ class _State(Collector):
         return ()  # registering must not count (the store is empty until bootstrap)
 
     def collect(self) -> Iterable[Metric]:
-        inflight, rejected = self.flow.snapshot()
+        running, rejected = self.flow.snapshot()
         current = GaugeMetricFamily(
             "apiserver_current_inflight_requests",
             "Maximal number of currently used inflight request limit of this apiserver per "
             "request kind in last second.", labels=["request_kind"],
         )  # fmt: skip
         for kind, mutating in (("readOnly", False), ("mutating", True)):
-            current.add_metric([kind], sum(n for (_, m), n in inflight.items() if m == mutating))
+            current.add_metric([kind], sum(n for (_, _, m), n in running.items() if m == mutating))
         yield current
         executing = GaugeMetricFamily(
             "apiserver_flowcontrol_current_executing_requests",
@@ -220,8 +213,10 @@ class _State(Collector):
             "stage in the API Priority and Fairness subsystem",
             labels=["priority_level", "flow_schema"],
         )  # fmt: skip
-        for lane, (level, schema) in LANES.items():
-            n = sum(v for (name, _), v in inflight.items() if name == lane)
+        by_flow: dict[tuple[str, str], int] = {}
+        for (level, schema, _), n in running.items():
+            by_flow[(level, schema)] = by_flow.get((level, schema), 0) + n
+        for (level, schema), n in sorted(by_flow.items()):
             executing.add_metric([level, schema], n)
         yield executing
         refused = CounterMetricFamily(
@@ -229,9 +224,8 @@ class _State(Collector):
             "Number of requests rejected by API Priority and Fairness subsystem",
             labels=["priority_level", "flow_schema", "reason"],
         )
-        for (lane, _), n in sorted(rejected.items()):
-            level, schema = LANES.get(lane, (lane, lane))
-            refused.add_metric([level, schema, "concurrency-limit"], n)
+        for (level, schema, reason), n in sorted(rejected.items()):
+            refused.add_metric([level, schema, reason], n)
         yield refused
         yield from self._watchers()
         yield from self._objects()

@@ -3,7 +3,7 @@
 Kubernetes' semantics, as its Node authorizer and NodeRestriction admission
 plugin have them:
 
-- Reads: its own Lease; the pods bound to it (a List or Watch of pods must
+- Reads: its own Lease and its own CSINode; the pods bound to it (a List or Watch of pods must
   carry the field selector `spec.nodeName=<node>`); the Secrets, ConfigMaps,
   PersistentVolumeClaims (and their PersistentVolumes) and ServiceAccounts
   those pods reference (`NodeGraph`), and a List or Watch of one such Secret
@@ -23,7 +23,8 @@ plugin have them:
   server's, another node's), nor an agent port outside 1-65535, nor labels
   under node-role.kubernetes.io/,
   node-restriction.kubernetes.io/ or any other kubernetes.io/ and k8s.io/
-  label outside the kubelet's own set), its own Lease, the status of (and
+  label outside the kubelet's own set), its own Lease, its own CSINode
+  (create, update, patch, delete, as Kubernetes' node authorizer), the status of (and
   the deletion of) pods bound to it, mirror pods of its static pods (bound to
   itself, the mirror annotation, its Node, with its uid, as their one and
   controlling owner, no Secret,
@@ -323,6 +324,8 @@ def refusal(
             return _volume_read(graph, node, verb, name, labels)
         if kind == "Lease" and namespace == NODE_LEASE_NAMESPACE and name == node:
             return None
+        if kind == "CSINode" and verb == "get" and name == node:
+            return None
         if kind == "Pod":
             if verb in ("list", "watch"):
                 if fields is not None and fields.value_of("spec.nodeName") == node:
@@ -368,6 +371,11 @@ def refusal(
         return f'node "{node}" may not {verb} lease {namespace}/{name}: only its own Lease'
     if kind == "Pod":
         return _pod_write(node, verb, namespace, name, old, new, lookup)
+    if kind == "CSINode":  # Kubernetes' node authorizer: its own CSINode only
+        if name == node and verb in ("create", "update", "patch", "delete"):
+            return None
+        return f'node "{node}" may not {verb} csinode {name!r}: only its own CSINode'
+
     if kind == "ServiceAccount" and verb == "create" and (new or {}).get("kind") == "TokenRequest":
         # serviceaccounts/token: only for an account its pods use, bound to such a pod.
         bound = (_spec(new).get("boundObjectRef") or {}) if new else {}

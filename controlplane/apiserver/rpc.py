@@ -1,6 +1,6 @@
 """The one wrapper every gRPC call of the API server goes through (`rpc`):
 it checks the request size, authenticates the bearer token, takes a
-flow-control slot (flowcontrol.py), logs the call once (and to the audit log
+flow-control seat of its priority level (flowcontrol.py), logs the call once (and to the audit log
 when there is one: rpc_audit.py), and turns API errors into gRPC status
 codes (grpc_status.py). Nothing else in the server touches
 status codes.
@@ -20,7 +20,7 @@ from controlplane.api import limits
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import bearer_token, identify
-from controlplane.apiserver.flowcontrol import FlowControl
+from controlplane.apiserver.flowcontrol import VERBS, FlowControl, digest
 from controlplane.apiserver.grpc_status import abort, status_code
 from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.relayedpeers import RelayedPeers
@@ -64,23 +64,23 @@ class RpcBase:
         request: Any,
         context: grpc.ServicerContext,
         who: Identity,
-        mutating: bool,
+        verb: str,
     ) -> R:
-        """func, holding a slot of its flow-control lane (a stream holds it to its end)."""
+        """func, holding a seat of its priority level (a stream holds it to its end)."""
         flow = self.flow
         assert flow is not None
-        lane = flow.acquire(who, getattr(request, "kind", ""), getattr(request, "namespace", ""),
-                            mutating)  # fmt: skip
+        d = digest(who, verb, getattr(request, "kind", ""), getattr(request, "namespace", ""))
+        seat = flow.acquire(d)
         streaming = False
         try:
             result = func(self, request, context, who)
             if isinstance(result, Iterator):
                 streaming = True
-                return _released(result, lambda: flow.release(lane, mutating))  # type: ignore[return-value]
+                return _released(result, lambda: flow.release(seat))  # type: ignore[return-value]
             return result
         finally:
             if not streaming:
-                flow.release(lane, mutating)
+                flow.release(seat)
 
     def identify(self, context: grpc.ServicerContext) -> Identity:
         peers = self.peers
@@ -108,7 +108,8 @@ def _count(
 def rpc(
     name: str, authenticate: bool = True, mutating: bool | None = None
 ) -> Callable[[Callable[..., R]], Callable[[Any, Any, grpc.ServicerContext], R]]:
-    """mutating: which in-flight cap the call counts against (None: not counted)."""
+    """mutating: whether the call takes a flow-control seat (None: not counted, as
+    watches, which have caps of their own); True or False alike take one."""
 
     def wrap(func: Callable[..., R]) -> Callable[[Any, Any, grpc.ServicerContext], R]:
         @functools.wraps(func)
@@ -126,7 +127,7 @@ def rpc(
                 if self.flow is None or mutating is None:
                     result = func(self, request, context, who)
                 else:
-                    result = self._in_lane(func, request, context, who, mutating)
+                    result = self._in_lane(func, request, context, who, VERBS.get(name, "get"))
                 return result  # type: ignore[no-any-return]
             except errors.ApiError as err:
                 outcome = err

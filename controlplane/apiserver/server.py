@@ -36,6 +36,7 @@ from controlplane.api.kinds.storage.storageclass import local_path_class
 from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver import certificates
 from controlplane.apiserver.admission import default_admission, default_plugins
+from controlplane.apiserver.apf_config import ApfConfig
 from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
@@ -210,6 +211,7 @@ class ApiServer:
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
         if self.metrics is not None:
             self.metrics.state.watchers = self.broadcaster.watcher_counts
+        self.apf = ApfConfig(self.registry, self.flow)  # the stored FlowSchemas drive it
         self.audit: AuditLog | None = None
         if config.audit_log_path:
             policy = (
@@ -338,6 +340,9 @@ class ApiServer:
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()
+        self.apf.load()
+        self.broadcaster.add_listener(self.apf.on_event)
+        self.apf.start()
         server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=self.config.max_workers, thread_name_prefix="api"
@@ -449,6 +454,7 @@ class ApiServer:
         if self._server is not None:
             self._server.stop(grace)
         self.cleaner.stop()
+        self.apf.stop()
         self.node_credentials.stop()
         self.webhook_client.close()
         if self._server is not None:

@@ -15,7 +15,7 @@ Per LoadBalancer Service (key = the Service's key), as k3s decides it:
   `node.kubernetes.io/exclude-from-external-load-balancers`, and, once any
   node carries k3s' `svccontroller.k3s.cattle.io/enablelb` label, only
   those labelled "true"; with `externalTrafficPolicy: Local` only the nodes
-  with a ready endpoint of the Service (traffic then stays on the node, the
+  with a ready endpoint in the Service's EndpointSlices (traffic then stays on the node, the
   client's address kept);
 - their ExternalIPs if any eligible node has one, else their InternalIPs,
   sorted, become `status.loadBalancer.ingress` (Normal
@@ -39,6 +39,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controlplane.client import endpointslices
 from controlplane.client.interface import Object
 from controlplane.client.store import object_key
 from controlplane.controllers import podutil
@@ -94,25 +95,21 @@ def _ready(node: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
-def _local_nodes(endpoints: Mapping[str, Any] | None) -> set[str]:
-    out: set[str] = set()
-    for subset in (endpoints or {}).get("subsets") or []:
-        for addr in subset.get("addresses") or []:
-            if addr.get("nodeName"):
-                out.add(str(addr["nodeName"]))
-    return out
+def _local_nodes(slices: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The nodes with a ready endpoint in the Service's EndpointSlices."""
+    return {e.node_name for e in endpointslices.endpoints(slices) if e.ready and e.node_name}
 
 
 def lb_ingress(
     svc: Mapping[str, Any],
     nodes: Iterable[Mapping[str, Any]],
-    endpoints: Mapping[str, Any] | None,
+    slices: Iterable[Mapping[str, Any]],
 ) -> list[dict[str, str]]:
     """The Service's `status.loadBalancer.ingress` (see the module docstring)."""
     node_list = list(nodes)
     pooled = any(ENABLE_LABEL in podutil.labels_of(n) for n in node_list)
     local = podutil.spec(svc).get("externalTrafficPolicy") == "Local"
-    with_endpoints = _local_nodes(endpoints) if local else set()
+    with_endpoints = _local_nodes(slices) if local else set()
     external: set[str] = set()
     internal: set[str] = set()
     for node in node_list:
@@ -147,14 +144,15 @@ class ServiceLBController(Controller):
         super().__init__(ctx)
         self.services = self.watch_primary("Service")
         self.nodes = self.watch("Node")
-        self.endpoints = self.watch("Endpoints")
+        self.slices = self.watch(
+            "EndpointSlice", {endpointslices.SERVICE_INDEX: endpointslices.service_index}
+        )
         self._conflicts: dict[str, str] = {}  # key -> the conflict last reported
         self._served: set[str] = set()  # keys of the Services given addresses
         every = lambda *_: self._all()  # noqa: E731
         self.nodes.add_event_handler(on_add=every, on_update=self._node_updated, on_delete=every)
-        self.endpoints.add_event_handler(
-            on_add=self._endpoints, on_update=lambda o, n: self._endpoints(n),
-            on_delete=self._endpoints,
+        self.slices.add_event_handler(
+            on_add=self._slice, on_update=lambda o, n: self._slice(n), on_delete=self._slice,
         )  # fmt: skip
         # A Service's ports or deletion can free or take another's port.
         self.services.add_event_handler(
@@ -175,8 +173,9 @@ class ServiceLBController(Controller):
         ):
             self._all()
 
-    def _endpoints(self, ep: Object) -> None:
-        svc = self.services.store.get_by_key(object_key(ep))
+    def _slice(self, slice_: Object) -> None:
+        key = endpointslices.service_of(slice_)
+        svc = self.services.store.get_by_key(key) if key else None
         if svc is not None and podutil.spec(svc).get("externalTrafficPolicy") == "Local":
             self.enqueue(svc)
 
@@ -206,7 +205,8 @@ class ServiceLBController(Controller):
             ingress: list[dict[str, str]] = []
         else:
             self._conflicts.pop(key, None)
-            ingress = lb_ingress(svc, self.nodes.store.list(), self.endpoints.store.get_by_key(key))
+            slices = self.slices.store.by_index(endpointslices.SERVICE_INDEX, key)
+            ingress = lb_ingress(svc, self.nodes.store.list(), slices)
         if ingress == previous:
             return None
         self._write(svc, ingress)

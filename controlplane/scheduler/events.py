@@ -80,6 +80,8 @@ class EventHandlers:
         self.responsible = responsible
         self.pending_pods: dict[str, PodInfo] = {}
         self.reported: dict[str, str] = {}  # pod key -> last explanation written
+        # PodDisruptionBudgets by ns/name, for preemption's choice of victims.
+        self.disruption_budgets: dict[str, Obj] = {}
 
     def on_pod_add(self, pod: Obj) -> None:
         with self.cache.lock:
@@ -182,6 +184,15 @@ class EventHandlers:
         self.groups.put(group, deleted)
         self.queue.move_on_event(POD_GROUP_CHANGE)
 
+    def on_disruption_budget(self, pdb: Obj, deleted: bool = False) -> None:
+        meta = pdb.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+        with self.cache.lock:  # preemption reads them under it
+            if deleted:
+                self.disruption_budgets.pop(key, None)
+            else:
+                self.disruption_budgets[key] = pdb
+
     def on_storage(self, kind: str, type_: str, obj: Obj) -> None:
         """A claim, volume or class changed (ADDED/MODIFIED/DELETED): pods waiting on
         volumes may fit now."""
@@ -205,5 +216,7 @@ class EventHandlers:
             }[type_](obj)
         elif kind == "PodGroup":
             self.on_pod_group(obj, deleted=type_ == "DELETED")
+        elif kind == "PodDisruptionBudget":
+            self.on_disruption_budget(obj, deleted=type_ == "DELETED")
         elif kind in STORAGE_KINDS:
             self.on_storage(kind, type_, obj)

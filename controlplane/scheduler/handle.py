@@ -7,7 +7,8 @@ A plugin factory is `new(args, handle) -> plugin`; the plugin keeps the
   assumed, `node_of`, `pods_on`); read it under `cache.lock` (the scheduling
   cycle already holds it when a plugin runs);
 - pods and pod groups: `pod_info(key)` (a pending or placed pod),
-  `pod_group(key)` and `group_members(key)`;
+  `pod_group(key)` and `group_members(key)`; `disruption_budgets()` (the
+  PodDisruptionBudgets, for preemption);
 - waiting pods (Permit): `is_waiting`, `allow`, `reject`, and `activate` to
   pull pods forward in the queue;
 - the plugins runner: `run_pre_filter` and `run_filters` of the pod's own
@@ -81,6 +82,10 @@ class Handle(NodeHandle, Protocol):
 
     def group_members(self, key: str) -> Collection[str]:
         """Keys of the pods that name the group `namespace/name`."""
+        ...
+
+    def disruption_budgets(self) -> Collection[Obj]:
+        """The PodDisruptionBudgets the scheduler has seen (preemption weighs them)."""
         ...
 
     # ---- waiting pods and the queue ----------------------------------------------

@@ -111,6 +111,12 @@ class SchedulerService:
         self.factory.informer_for("PriorityClass").add_event_handler(
             set_class, lambda old, new: set_class(new), drop_class
         )
+        # Preemption prefers victims whose budgets allow a disruption.
+        self.factory.informer_for("PodDisruptionBudget").add_event_handler(
+            s.on_disruption_budget,
+            lambda old, new: s.on_disruption_budget(new),
+            lambda obj: s.on_disruption_budget(obj, deleted=True),
+        )
         self.factory.informer_for("PodGroup").add_event_handler(
             s.on_pod_group,
             lambda old, new: s.on_pod_group(new),

@@ -206,6 +206,7 @@ class Scheduler:
         self.on_node_update = self.events.on_node_update
         self.on_node_delete = self.events.on_node_delete
         self.on_pod_group = self.events.on_pod_group
+        self.on_disruption_budget = self.events.on_disruption_budget
         self.on_storage = self.events.on_storage
         self.decisions: OrderedDict[str, Decision] = OrderedDict()
         self.max_decisions = 10000
@@ -527,6 +528,9 @@ class SchedulerHandle(CacheHandle):
 
     def group_members(self, key: str) -> Collection[str]:
         return self._s.groups.members_of(key)
+
+    def disruption_budgets(self) -> Collection[Obj]:
+        return list(self._s.events.disruption_budgets.values())
 
     def is_waiting(self, key: str) -> bool:
         return self._s.waiting.get(key) is not None

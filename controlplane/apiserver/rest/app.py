@@ -1,8 +1,10 @@
 """The aiohttp application: one route, one wrapper, dispatch by path and verb.
 
 The wrapper authenticates (authn.authenticate, as the gRPC side does), holds
-a slot of the request's FlowControl lane (the gRPC API's lanes: 429 with
-Retry-After when full; a watch counts against the watch caps instead, other
+a seat of the request's API priority and fairness level (flowcontrol.py, as
+the gRPC API: 429 with Retry-After when refused, a queued request waiting on
+a thread; the X-Kubernetes-PF-FlowSchema-UID and -PriorityLevel-UID headers
+on the answer; a watch counts against the watch caps instead, other
 long-running streams are not counted, as kube-apiserver counts them apart),
 writes one event to the API server's AuditLog per resource request, logs
 each request once and turns every API error into a metav1.Status. Handlers
@@ -11,6 +13,7 @@ raise; nothing else writes an error response.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import logging
@@ -24,6 +27,7 @@ from controlplane.apiserver import admission_context
 from controlplane.apiserver import metrics as apimetrics
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import bearer_token, identify
+from controlplane.apiserver.flowcontrol import Pending, Refused, digest
 from controlplane.apiserver.rest import (
     auditing,
     componentstatus,
@@ -60,6 +64,8 @@ PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 SERVER = web.AppKey("server", Server)
 AUTHORITY = web.AppKey("authority", object)
 FEED = web.AppKey("feed", watch.LoopFeed)
+# The request's APF FlowSchema and priority level UIDs, as response headers.
+PF_HEADERS = web.RequestKey("pf_headers", dict)
 
 Handler = Callable[[Call], Awaitable[web.StreamResponse]]
 
@@ -267,6 +273,23 @@ class _Seen:
     target: Target | None = None
 
 
+def _verb(method: str, target: Target) -> str:
+    """The Kubernetes verb of a resource request (APF matches rules by it)."""
+    if method in ("GET", "HEAD"):
+        if target.name:
+            return "get"
+        return "list"  # watches are long-running: counted apart, never here
+    if method == "POST":
+        return "create"
+    if method == "PUT":
+        return "update"
+    if method == "PATCH":
+        return "patch"
+    if method == "DELETE":
+        return "delete" if target.name else "deletecollection"
+    return method.lower()
+
+
 async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     segments = [s for s in request.path.split("/") if s]
     if segments[:1] and segments[0] in health.ENDPOINTS:  # public, as the checks' names are
@@ -305,13 +328,22 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     call = Call(request.app[SERVER], request, target, who)
     if long_running:  # watches are capped apart; streams are not counted, as in kube
         return await handler(call)
-    mutating = request.method not in ("GET", "HEAD")
-    # The same priority lanes as the gRPC API (flowcontrol.lane).
-    lane = call.server.flow.acquire(who, target.info.key, target.namespace, mutating)
+    # API priority and fairness, as for the gRPC API (flowcontrol.py): a
+    # queued request waits on a thread, never on the event loop.
+    flow = call.server.flow
+    verb = _verb(request.method, target)
+    d = digest(who, verb, target.info.key, target.namespace, target.subresource)
+    try:
+        got = flow.admit(d)
+        seat = await asyncio.to_thread(got.wait) if isinstance(got, Pending) else got
+    except Refused as err:
+        request[PF_HEADERS] = err.seat.headers()
+        raise
+    request[PF_HEADERS] = seat.headers()
     try:
         response = await handler(call)
     finally:
-        call.server.flow.release(lane, mutating)
+        flow.release(seat)
     warning = crd.deprecation_warning(target.info.key, target.group_version.rpartition("/")[2])
     if warning and not response.prepared:  # a deprecated version of a custom kind
         response.headers.add("Warning", f'299 - "{warning.replace(chr(34), chr(39))}"')
@@ -367,4 +399,13 @@ def make_app(
     app[AUTHORITY] = authority
     app[FEED] = feed
     app.router.add_route("*", "/{tail:.*}", handle)
+    app.on_response_prepare.append(_flow_headers)
     return app
+
+
+async def _flow_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """X-Kubernetes-PF-FlowSchema-UID and -PriorityLevel-UID on every answer
+    to a classified request, streamed ones included (set as headers go out)."""
+    found = request.get(PF_HEADERS)
+    if found:
+        response.headers.update(found)

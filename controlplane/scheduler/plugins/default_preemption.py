@@ -3,8 +3,13 @@
 For each node the filters rejected for a reason preemption can fix, remove
 every lower-priority pod, check the pod fits, then put back ("reprieve") the
 most important of them one by one while it still fits; what stays removed are
-the victims. The node chosen has the lowest highest-victim priority, then the
-lowest sum of victim priorities, then the fewest victims. Victims are evicted
+the victims. As kube-scheduler's DefaultPreemption, PodDisruptionBudgets
+weigh in: the pods whose eviction would take a budget below zero
+(`status.disruptionsAllowed`, counted down per matching victim, pods already
+in `status.disruptedPods` not counted) are reprieved first, so they are
+chosen last, and the node chosen has the fewest such PDB-violating victims,
+then the lowest highest-victim priority, then the lowest sum of victim
+priorities, then the fewest victims. A budget never blocks preemption. Victims are evicted
 with their own terminationGracePeriodSeconds, lower-priority pods nominated to
 that node lose their nomination, and the preemptor gets nominatedNodeName so
 the space is held for it while the victims terminate.
@@ -22,6 +27,7 @@ always put them back.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,10 +36,11 @@ from controlplane.scheduler import names
 from controlplane.scheduler.cache import NodeInfo
 from controlplane.scheduler.framework import Diagnosis
 from controlplane.scheduler.handle import Handle
-from controlplane.scheduler.podinfo import PodInfo
+from controlplane.scheduler.podinfo import PodInfo, Selector, label_selector
 from controlplane.scheduler.types import Code, CycleState, Status, unschedulable
 
 NAME = names.DEFAULT_PREEMPTION
+Obj = dict[str, Any]
 
 
 class DefaultPreemption:
@@ -68,16 +75,18 @@ class DefaultPreemption:
         limit = max(len(cache.nodes) * self.min_pct // 100, self.min_abs)
         offset = self.rng.randrange(len(names))
         names = names[offset:] + names[:offset]
-        best: tuple[tuple[int, int, int], str, list[PodInfo]] | None = None
+        best: tuple[tuple[int, int, int, int], str, list[PodInfo]] | None = None
         found = 0
         with cache.lock:
+            budgets = list(h.disruption_budgets())
             for name in names:
-                victims = self.select_victims(pod, cache.nodes[name])
-                if victims is None:
+                chosen = self.select_victims(pod, cache.nodes[name], budgets)
+                if chosen is None:
                     continue
+                victims, violating = chosen
                 found += 1
                 prios = [v.priority for v in victims]
-                rank = (max(prios) if prios else -(2**31), sum(prios), len(prios))
+                rank = (violating, max(prios) if prios else -(2**31), sum(prios), len(prios))
                 if best is None or rank < best[0]:
                     best = (rank, name, victims)
                 if found >= limit:
@@ -146,8 +155,12 @@ class DefaultPreemption:
         slots = np.array([node.slot], np.intp)
         return len(self.handle.run_filters(state, pod, slots)) == 1
 
-    def select_victims(self, pod: PodInfo, node: NodeInfo) -> list[PodInfo] | None:
-        """The fewest, least important pods on `node` whose removal lets `pod` fit."""
+    def select_victims(
+        self, pod: PodInfo, node: NodeInfo, budgets: Sequence[Obj] = ()
+    ) -> tuple[list[PodInfo], int] | None:
+        """The fewest, least important pods on `node` whose removal lets `pod`
+        fit, and how many of them violate a PodDisruptionBudget; those are
+        reprieved first (most important first within each group)."""
         cache = self.handle.cache
         lower = [
             p
@@ -162,18 +175,68 @@ class DefaultPreemption:
         try:
             if not self._fits(pod, node):
                 return None
+            ordered = sorted(lower, key=lambda q: (-q.priority, q.created))
+            violating, other = pdb_violations(ordered, budgets)
             victims: list[PodInfo] = []
-            # Most important first: try to keep them.
-            for p in sorted(lower, key=lambda q: (-q.priority, q.created)):
-                cache._place(p, node)
-                if not self._fits(pod, node):
-                    cache._unplace(p, node)
-                    victims.append(p)
-            return victims
+            n_violating = 0
+            for group, counts in ((violating, True), (other, False)):
+                for p in group:
+                    cache._place(p, node)
+                    if not self._fits(pod, node):
+                        cache._unplace(p, node)
+                        victims.append(p)
+                        n_violating += counts
+            return victims, n_violating
         finally:
             for p in lower:
                 if p.key not in node.pods:
                     cache._place(p, node)
+
+
+def _budget_selector(pdb: Obj) -> Selector | None:
+    """The budget's selector, None when it selects nothing (nil, empty or invalid)."""
+    raw = (pdb.get("spec") or {}).get("selector")
+    if not isinstance(raw, dict) or not (raw.get("matchLabels") or raw.get("matchExpressions")):
+        return None
+    try:
+        return label_selector(raw)
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def pdb_violations(
+    pods: Sequence[PodInfo], budgets: Sequence[Obj]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """(violating, not violating), each in the order given: kube-scheduler's
+    filterPodsWithPDBViolation. Each matching budget's disruptionsAllowed is
+    spent by the pods in order; a pod that takes one below zero violates it.
+    A pod listed in the budget's status.disruptedPods is being evicted
+    already and spends nothing."""
+    allowed: list[int] = []
+    selectors: list[tuple[str, Selector | None, Obj]] = []
+    for pdb in budgets:
+        meta, status = pdb.get("metadata") or {}, pdb.get("status") or {}
+        value = status.get("disruptionsAllowed")
+        allowed.append(value if isinstance(value, int) else 0)
+        selectors.append((str(meta.get("namespace") or "default"), _budget_selector(pdb), status))
+    violating: list[PodInfo] = []
+    other: list[PodInfo] = []
+    for p in pods:
+        meta = p.pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        ns = str(meta.get("namespace") or "default")
+        violated = False
+        if labels:
+            for i, (budget_ns, selector, status) in enumerate(selectors):
+                if budget_ns != ns or selector is None or not selector.matches(labels):
+                    continue
+                if str(meta.get("name")) in (status.get("disruptedPods") or {}):
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else other).append(p)
+    return violating, other
 
 
 def new(args: dict[str, Any], handle: Handle) -> DefaultPreemption:

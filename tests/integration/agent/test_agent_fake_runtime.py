@@ -99,6 +99,13 @@ def test_node_registers_with_lease(cluster: Any) -> None:
     assert int(node["status"]["capacity"]["pods"]) == 110
     lease = admin.get("Lease", "n1", "kube-node-lease")
     assert lease["spec"]["holderIdentity"] == "n1"
+    # Its CSINode, as the kubelet writes it: named after the Node, owned by
+    # it (deleting the Node takes it along), no CSI driver registered.
+    csinode = wait_for(lambda: admin.get("CSINode", "n1"), timeout=10)
+    assert csinode["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": node["metadata"]["uid"]}
+    ]
+    assert csinode["spec"]["drivers"] == []
 
 
 def test_pod_runs_restarts_and_is_removed(cluster: Any) -> None:

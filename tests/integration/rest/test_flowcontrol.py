@@ -233,3 +233,80 @@ spec: {type: Exempt}
         "spec.type: Invalid value: \"Exempt\": type must be 'Exempt' if and only if name is "
         "'exempt'"
     ) in refused.stderr
+
+
+def test_flow_schemas_decide_each_requests_level(cluster: Cluster, api: Any) -> None:
+    """The stored objects drive the API server: the answer names the
+    FlowSchema and priority level by UID (X-Kubernetes-PF-* headers); a
+    FlowSchema sending alice to a level with no seat and Reject makes her
+    requests 429 with Kubernetes' message, and deleting it lets them
+    through again (to global-default)."""
+    kubernetes = pytest.importorskip("kubernetes")
+    core = kubernetes.client.CoreV1Api(api)
+
+    def uid(kind: str, name: str) -> str:
+        return str(get(cluster, kind, name)["metadata"]["uid"])
+
+    _, code, headers = core.list_namespace_with_http_info()
+    assert code == 200
+    assert headers["X-Kubernetes-PF-FlowSchema-UID"] == uid("flowschema", "exempt")
+    assert headers["X-Kubernetes-PF-PriorityLevel-UID"] == uid(
+        "prioritylevelconfiguration", "exempt"
+    )
+
+    def as_alice() -> tuple[int, dict[str, str], str]:
+        api.set_default_header("Impersonate-User", "alice")
+        try:
+            core.list_namespaced_config_map("default")
+            return 200, {}, ""
+        except kubernetes.client.ApiException as err:
+            return err.status, dict(err.headers or {}), str(err.body)
+        finally:
+            api.default_headers.pop("Impersonate-User", None)
+
+    status, headers, _ = as_alice()
+    assert status == 403  # no RBAC grant: classified first all the same
+    assert headers["X-Kubernetes-PF-FlowSchema-UID"] == uid("flowschema", "global-default")
+    kubectl(
+        cluster,
+        "apply",
+        "-f",
+        "-",
+        stdin="""
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: no-seats}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 0
+    limitResponse: {type: Reject}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: alice}
+spec:
+  priorityLevelConfiguration: {name: no-seats}
+  matchingPrecedence: 50
+  distinguisherMethod: {type: ByUser}
+  rules:
+  - subjects: [{kind: User, user: {name: alice}}]
+    resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"]}]
+""",
+    )
+    try:
+        refused = wait_for(lambda: (r := as_alice())[0] == 429 and r, 30,
+                           message="alice refused by her FlowSchema")  # fmt: skip
+        _, headers, body = refused
+        assert "Too many requests, please try again later." in body
+        assert headers["X-Kubernetes-PF-FlowSchema-UID"] == uid("flowschema", "alice")
+        assert headers["X-Kubernetes-PF-PriorityLevel-UID"] == uid(
+            "prioritylevelconfiguration", "no-seats"
+        )
+        assert headers["Retry-After"] == "1"
+        # Other users are not affected.
+        assert core.list_namespace_with_http_info()[1] == 200
+    finally:
+        kubectl(cluster, "delete", "flowschema", "alice", "--ignore-not-found")
+        kubectl(cluster, "delete", "prioritylevelconfiguration", "no-seats", "--ignore-not-found")
+    wait_for(lambda: as_alice()[0] == 403, 30, message="alice back in global-default")

@@ -31,6 +31,7 @@ from cryptography.x509.oid import NameOID
 from agent.ingress.controller import IngressController, IngressTiming
 from agent.ingress.haproxy import HAProxy, IngressSettings
 from agent.ingress.model import CONTROLLER
+from tests.fakes.endpointslices import endpoint_slice
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
@@ -106,17 +107,10 @@ def service(name: str, port_name: str = "http") -> dict[str, Any]:
 
 
 def endpoints(name: str, port: int, port_name: str = "http") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Endpoints",
-        "metadata": {"name": name, "namespace": "default"},
-        "subsets": [
-            {
-                "addresses": [{"ip": "127.0.0.1"}],
-                "ports": [{"name": port_name, "port": port, "protocol": "TCP"}],
-            }
-        ],
-    }
+    """The Service's EndpointSlice (what the ingress controller reads)."""
+    return endpoint_slice(
+        name, ["127.0.0.1"], [{"name": port_name, "port": port, "protocol": "TCP"}]
+    )
 
 
 def backend_ref(name: str, number: int | None = 80, port_name: str = "") -> dict[str, Any]:
@@ -142,7 +136,7 @@ def env(tmp_path: Path) -> Iterator[tuple[FakeApiClient, IngressController, dict
     backends = {n: Backend(n) for n in ("web", "api", "docs")}
     for n, b in backends.items():
         api.create("Service", service(n), "default")
-        api.create("Endpoints", endpoints(n, b.port), "default")
+        api.create("EndpointSlice", endpoints(n, b.port), "default")
     settings = IngressSettings(
         state_dir=tmp_path / "ingress", http_port=free_port(), https_port=free_port(),
         bind_address="127.0.0.1",

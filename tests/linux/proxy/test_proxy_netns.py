@@ -25,6 +25,7 @@ import pytest
 
 from agent.proxy.iptables import CommandIptables
 from agent.proxy.proxy import ProxySettings, ServiceProxy
+from tests.fakes.endpointslices import address, endpoint_slice
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.harness.netns import temp_netns, unique_name
 from tests.harness.wait import wait_for
@@ -248,18 +249,15 @@ def service(affinity: bool = False) -> dict[str, Any]:
 
 
 def endpoints(pod_ips: list[str]) -> dict[str, Any]:
-    subsets = []
-    if pod_ips:
-        subsets.append(
-            {
-                "addresses": [{"ip": a, "nodeName": "node1"} for a in pod_ips],
-                "ports": [
-                    {"name": "http", "port": 8080, "protocol": "TCP"},
-                    {"name": "dns", "port": 8053, "protocol": "UDP"},
-                ],
-            }
-        )
-    return {"metadata": {"name": "web", "namespace": "default"}, "subsets": subsets}
+    """The Service's EndpointSlice (what the proxy reads)."""
+    return endpoint_slice(
+        "web",
+        [address(a, node="node1") for a in pod_ips],
+        [
+            {"name": "http", "port": 8080, "protocol": "TCP"},
+            {"name": "dns", "port": 8053, "protocol": "UDP"},
+        ],
+    )
 
 
 def names(replies: list[str]) -> set[str]:
@@ -269,7 +267,7 @@ def names(replies: list[str]) -> set[str]:
 def test_cluster_ip_nodeport_affinity_and_cleanup(net: Net) -> None:
     api = FakeApiClient()
     api.create("Service", service())
-    api.create("Endpoints", endpoints(list(net.pod_ips.values())))
+    api.create("EndpointSlice", endpoints(list(net.pod_ips.values())))
     ipt = CommandIptables(prefix=["ip", "netns", "exec", net.node])
     proxy = ServiceProxy(
         api,
@@ -311,7 +309,7 @@ def test_cluster_ip_nodeport_affinity_and_cleanup(net: Net) -> None:
 
         # Endpoint removed -> within a second the rules no longer name pod2.
         t0 = time.monotonic()
-        api.update("Endpoints", endpoints([net.pod_ips["pod1"]]))
+        api.update("EndpointSlice", endpoints([net.pod_ips["pod1"]]))
         wait_for(
             lambda: net.pod_ips["pod2"] not in ns_iptables_save(net.node),
             timeout=5,
@@ -326,7 +324,7 @@ def test_cluster_ip_nodeport_affinity_and_cleanup(net: Net) -> None:
         assert udp_ask(net.node, CLUSTER_IP, 53, src) == "pod1"
 
         # Session affinity: every connection of one client sticks to one pod.
-        api.update("Endpoints", endpoints(list(net.pod_ips.values())))
+        api.update("EndpointSlice", endpoints(list(net.pod_ips.values())))
         svc = api.get("Service", "web", "default")
         svc["spec"]["sessionAffinity"] = "ClientIP"
         api.update("Service", svc)
@@ -336,7 +334,7 @@ def test_cluster_ip_nodeport_affinity_and_cleanup(net: Net) -> None:
         assert len(names(connect(net.node, CLUSTER_IP, 80, 20))) == 1
 
         # No endpoints: REJECT (refused at once, not a timeout).
-        api.update("Endpoints", endpoints([]))
+        api.update("EndpointSlice", endpoints([]))
         wait_for(
             lambda: connect(net.node, CLUSTER_IP, 80)[0] == "error ConnectionRefusedError",
             timeout=5,

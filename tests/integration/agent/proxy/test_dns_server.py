@@ -16,6 +16,7 @@ import pytest
 
 from agent.proxy import dns_wire as w
 from agent.proxy.dns import DnsServer, DnsSettings
+from tests.fakes.endpointslices import endpoint_slice
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.harness.wait import wait_for
 
@@ -50,10 +51,7 @@ def q(name: str, qtype: int = w.A, ident: int = 99) -> w.Message:
 
 def headless(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
     svc = {"metadata": {"name": "big", "namespace": "default"}, "spec": {"clusterIP": "None"}}
-    eps = {
-        "metadata": {"name": "big", "namespace": "default"},
-        "subsets": [{"addresses": [{"ip": f"10.244.{i // 200}.{i % 200 + 1}"} for i in range(n)]}],
-    }
+    eps = endpoint_slice("big", [f"10.244.{i // 200}.{i % 200 + 1}" for i in range(n)], [])
     return svc, eps
 
 
@@ -69,7 +67,7 @@ def api() -> FakeApiClient:
     )
     svc, eps = headless(100)
     api.create("Service", svc)
-    api.create("Endpoints", eps)
+    api.create("EndpointSlice", eps)
     return api
 
 

@@ -8,6 +8,7 @@ import urllib.request
 from typing import Any
 
 from agent.proxy.healthcheck import HealthCheckServers, HealthTarget, health_targets
+from agent.proxy.model import endpoints_source
 from tests.harness.ports import free_port
 
 
@@ -40,7 +41,7 @@ def eps(name: str, nodes: list[str]) -> dict[str, Any]:
 def test_targets_count_only_this_nodes_ready_endpoints() -> None:
     services = [svc("web", 32001), svc("cluster", 32002, policy="Cluster"), svc("none", 32003)]
     endpoints = {"default/web": eps("web", ["n1", "n1", "n2"]), "default/none": eps("none", ["n2"])}
-    assert health_targets(services, endpoints, "n1") == {
+    assert health_targets(services, endpoints_source(endpoints), "n1") == {
         32001: HealthTarget("default", "web", 2),
         32003: HealthTarget("default", "none", 0),
     }

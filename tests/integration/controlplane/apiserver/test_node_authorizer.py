@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agent import csinode
 from agent.node_status import NodeConfig, NodeStatusReporter
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.errors import Forbidden
@@ -223,3 +224,34 @@ def test_a_node_writes_only_events_about_its_own_objects(
         with pytest.raises(Forbidden):
             n1.patch("Event", "e1", {"involvedObject": {"name": "n2"}}, "default")
     assert admin.get("Event", "theirs", "default")["message"] == "m"
+
+
+def test_a_node_writes_its_own_csinode_only_and_repairs_its_owner(
+    cluster: Cluster, admin: GrpcApiClient
+) -> None:
+    """As the kubelet at registration: the CSINode named after the Node,
+    owned by it; the node authorizer lets a node write its own CSINode and
+    no other; a CSINode owned by an earlier Node of the name (another uid)
+    gets this Node as its owner."""
+    status = {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}
+    with node_client(cluster, "n1") as n1:
+        node = NodeStatusReporter(n1, NodeConfig(name="n1")).register(status)
+        made = csinode.ensure(n1, node)
+        assert made["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": node["metadata"]["uid"]}
+        ]
+        assert made["spec"]["drivers"] == []
+        again = csinode.ensure(n1, node)  # nothing to change: no write
+        assert again["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]
+        with pytest.raises(Forbidden, match='node "n1" may not create csinode'):
+            n1.create("CSINode", csinode.desired({"metadata": {"name": "n2", "uid": "x"}}))
+        admin.create("CSINode", csinode.desired({"metadata": {"name": "n2", "uid": "x"}}))
+        with pytest.raises(Forbidden):
+            n1.get("CSINode", "n2")
+        # Left from an earlier Node of that name (deleted, registered again).
+        stale = admin.get("CSINode", "n1")
+        stale["metadata"]["ownerReferences"][0]["uid"] = "0f0e0d0c-old-node"
+        admin.update("CSINode", stale)
+        repaired = csinode.ensure(n1, node)
+    assert [o["uid"] for o in repaired["metadata"]["ownerReferences"]] == [node["metadata"]["uid"]]
+    assert admin.get("CSINode", "n1")["spec"]["drivers"] == []

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
 from agent.proxy import dns_wire as w
 from agent.proxy.dns_resolver import ClusterResolver
+from controlplane.client.endpointslices import group_by_service
+from tests.fakes.endpointslices import address, endpoint_slice
 
 
 class DictLookup:
-    def __init__(self, services: list[dict[str, Any]], endpoints: list[dict[str, Any]]) -> None:
+    def __init__(self, services: list[dict[str, Any]], slices: list[dict[str, Any]]) -> None:
         key = lambda o: (o["metadata"]["namespace"], o["metadata"]["name"])  # noqa: E731
         self.svcs = {key(s): s for s in services}
-        self.eps = {key(e): e for e in endpoints}
+        self.slices = group_by_service(slices)
 
     def service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.svcs.get((namespace, name))
 
-    def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.eps.get((namespace, name))
+    def endpoint_slices(self, namespace: str, name: str) -> Sequence[Mapping[str, Any]]:
+        return self.slices.get(f"{namespace}/{name}", [])
 
     def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
         return [s for s in self.svcs.values() if s["spec"].get("clusterIP") == ip]
@@ -49,26 +51,24 @@ SERVICES = [
     {"metadata": meta("ext"), "spec": {"type": "ExternalName", "externalName": "example.com."}},
     {"metadata": meta("empty"), "spec": {"clusterIP": "None", "ports": [{"port": 1}]}},
 ]
+PG = {"name": "pg", "port": 5432, "protocol": "TCP"}
+# db's addresses are spread over two slices (merged), one of them not ready.
 ENDPOINTS = [
-    {
-        "metadata": meta("db", "prod"),
-        "subsets": [
-            {
-                "addresses": [
-                    {"ip": "10.244.2.7", "hostname": "db-1"},
-                    {"ip": "10.244.1.5", "hostname": "db-0"},
-                ],
-                "notReadyAddresses": [{"ip": "10.244.3.3"}],
-                "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}],
-            }
-        ],
-    },
-    {
-        "metadata": meta("web"),
-        "subsets": [
-            {"addresses": [{"ip": "10.244.1.9"}], "ports": [{"name": "http", "port": 8080}]}
-        ],
-    },
+    endpoint_slice(
+        "db",
+        [address("10.244.2.7", hostname="db-1"), address("10.244.3.3", ready=False)],
+        [PG],
+        name="db-a",
+        namespace="prod",
+    ),
+    endpoint_slice(
+        "db",
+        [address("10.244.1.5", hostname="db-0"), address("10.244.2.7", hostname="db-1")],
+        [PG],
+        name="db-b",
+        namespace="prod",
+    ),
+    endpoint_slice("web", ["10.244.1.9"], [{"name": "http", "port": 8080, "protocol": "TCP"}]),
 ]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agent.proxy.dns import DnsServer, DnsSettings, parse_upstream, resolv_conf_nameservers
+from tests.fakes.endpointslices import endpoint_slice
 from tests.fakes.fake_apiclient import FakeApiClient
 
 
@@ -24,10 +25,7 @@ def local(**kw: Any) -> DnsSettings:
 
 def headless(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
     svc = {"metadata": {"name": "big", "namespace": "default"}, "spec": {"clusterIP": "None"}}
-    eps = {
-        "metadata": {"name": "big", "namespace": "default"},
-        "subsets": [{"addresses": [{"ip": f"10.244.{i // 200}.{i % 200 + 1}"} for i in range(n)]}],
-    }
+    eps = endpoint_slice("big", [f"10.244.{i // 200}.{i % 200 + 1}" for i in range(n)], [])
     return svc, eps
 
 
@@ -43,7 +41,7 @@ def api() -> FakeApiClient:
     )
     svc, eps = headless(100)
     api.create("Service", svc)
-    api.create("Endpoints", eps)
+    api.create("EndpointSlice", eps)
     return api
 
 

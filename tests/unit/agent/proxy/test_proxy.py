@@ -9,6 +9,7 @@ import pytest
 
 from agent.proxy.proxy import ProxySettings, ServiceProxy
 from controlplane.client.informer import SharedInformerFactory
+from tests.fakes.endpointslices import endpoint_slice
 from tests.fakes.fake_apiclient import FakeApiClient
 from tests.fakes.iptables import FakeIptables
 from tests.harness.wait import wait_for
@@ -22,12 +23,8 @@ def service(name: str = "web", ip: str = "10.43.0.20") -> dict[str, Any]:
 
 
 def endpoints(ips: list[str], name: str = "web") -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "default"},
-        "subsets": [{"addresses": [{"ip": i} for i in ips], "ports": [{"port": 8080}]}]
-        if ips
-        else [],
-    }
+    """The Service's EndpointSlice (what the proxy reads) with these ready addresses."""
+    return endpoint_slice(name, ips)
 
 
 @pytest.fixture
@@ -54,9 +51,9 @@ def test_first_sync_and_endpoint_changes_reach_iptables(
     wait_for(proxy.has_synced, message="first sync")
     assert ipt.sysctls == {"net/ipv4/conf/all/route_localnet": "1"}
     api.create("Service", service())
-    api.create("Endpoints", endpoints(["10.244.1.2"]))
+    api.create("EndpointSlice", endpoints(["10.244.1.2"]))
     wait_for(lambda: "10.244.1.2:8080" in ipt.restores[-1], message="rule for the endpoint")
-    api.update("Endpoints", endpoints(["10.244.1.3"]))
+    api.update("EndpointSlice", endpoints(["10.244.1.3"]))
     wait_for(lambda: "10.244.1.3:8080" in ipt.restores[-1], message="rule for the new endpoint")
     assert "10.244.1.2:8080" not in ipt.restores[-1]
     api.delete("Service", "web", "default")
@@ -66,13 +63,13 @@ def test_first_sync_and_endpoint_changes_reach_iptables(
 def test_a_burst_of_changes_is_debounced(api: FakeApiClient, ipt: FakeIptables) -> None:
     p = ServiceProxy(api, "n1", ProxySettings(min_sync_interval=0.5), iptables=ipt)
     api.create("Service", service())
-    api.create("Endpoints", endpoints(["10.244.1.1"]))
+    api.create("EndpointSlice", endpoints(["10.244.1.1"]))
     p.start()
     try:
         wait_for(p.has_synced)
         before = len(ipt.restores)
         for i in range(2, 30):
-            api.update("Endpoints", endpoints([f"10.244.1.{i}"]))
+            api.update("EndpointSlice", endpoints([f"10.244.1.{i}"]))
         wait_for(lambda: "10.244.1.29:8080" in ipt.restores[-1], message="last change applied")
         assert len(ipt.restores) - before <= 2
     finally:
@@ -118,7 +115,7 @@ def test_a_prefixed_proxy_syncs_and_cleans_up_only_its_own_chains(
     p = ServiceProxy(api, "n1", settings, iptables=ipt)
     p.start()
     api.create("Service", service())
-    api.create("Endpoints", endpoints(["10.244.1.2"]))
+    api.create("EndpointSlice", endpoints(["10.244.1.2"]))
     wait_for(lambda: ipt.restores and "10.244.1.2:8080" in ipt.restores[-1], message="rules")
     assert "-j SKIFFab12c-SERVICES" in ipt.restores[0]
     ipt.tables["nat"] += (
@@ -152,12 +149,12 @@ def test_udp_conntrack_entries_of_removed_endpoints_are_deleted(
     svc = service("dns", "10.43.0.53")
     svc["spec"]["ports"] = [{"port": 53, "protocol": "UDP"}]
     eps = endpoints(["10.244.1.2", "10.244.1.3"], "dns")
-    eps["subsets"][0]["ports"] = [{"port": 53, "protocol": "UDP"}]
+    eps["ports"] = [{"port": 53, "protocol": "UDP"}]
     api.create("Service", svc)
-    api.create("Endpoints", eps)
+    api.create("EndpointSlice", eps)
     wait_for(lambda: "10.244.1.3:53" in ipt.restores[-1], message="UDP rules")
-    eps["subsets"][0]["addresses"] = [{"ip": "10.244.1.3"}]
-    api.update("Endpoints", eps)
+    eps["endpoints"] = eps["endpoints"][1:]
+    api.update("EndpointSlice", eps)
     wait_for(
         lambda: (
             ("-p", "udp", "--orig-dst", "10.43.0.53", "--dst-nat", "10.244.1.2")
@@ -170,13 +167,13 @@ def test_udp_conntrack_entries_of_removed_endpoints_are_deleted(
 def test_only_full_syncs_read_the_tables_back(api: FakeApiClient, ipt: FakeIptables) -> None:
     p = ServiceProxy(api, "n1", ProxySettings(min_sync_interval=0.0), iptables=ipt)
     api.create("Service", service())
-    api.create("Endpoints", endpoints(["10.244.1.1"]))
+    api.create("EndpointSlice", endpoints(["10.244.1.1"]))
     p.start()
     try:
         wait_for(p.has_synced)
         saves = ipt.saves
         assert saves == 2  # the first sync is a full one (filter + nat)
-        api.update("Endpoints", endpoints(["10.244.1.2"]))
+        api.update("EndpointSlice", endpoints(["10.244.1.2"]))
         wait_for(lambda: "10.244.1.2:8080" in ipt.restores[-1], message="incremental sync")
         assert ipt.saves == saves
         assert "*filter" not in ipt.restores[-1]
@@ -184,7 +181,7 @@ def test_only_full_syncs_read_the_tables_back(api: FakeApiClient, ipt: FakeIptab
         assert ipt.saves == saves + 2 and "*filter" in ipt.restores[-1]
         # A failed restore makes the next sync a full one.
         ipt.fail_restores = 1
-        api.update("Endpoints", endpoints(["10.244.1.3"]))
+        api.update("EndpointSlice", endpoints(["10.244.1.3"]))
         wait_for(lambda: "10.244.1.3:8080" in ipt.restores[-1], message="retried sync")
         assert "*filter" in ipt.restores[-1]
     finally:

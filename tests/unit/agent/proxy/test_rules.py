@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agent.proxy import rules
-from agent.proxy.model import Endpoint, endpoints_for, service_ports
+from agent.proxy.model import Endpoint, endpoints_for, endpoints_source, service_ports
 
 
 def svc(
@@ -52,7 +52,7 @@ def generate(
     existing: rules.Existing | None = None,
 ) -> str:
     by_key = {f"{e['metadata']['namespace']}/{e['metadata']['name']}": e for e in endpoints}
-    ports = service_ports(services, by_key)
+    ports = service_ports(services, endpoints_source(by_key))
     return rules.restore_text(
         rules.build_rules(ports, cfg or rules.RuleConfig(node_name="n1")),
         existing or rules.Existing(),
@@ -349,7 +349,7 @@ def test_incremental_text_names_only_changed_and_removed_chains() -> None:
     def build(endpoints: list[dict[str, Any]]) -> rules.Ruleset:
         by_key = {f"{e['metadata']['namespace']}/{e['metadata']['name']}": e for e in endpoints}
         services = [svc(), svc(name="api", ip="10.43.0.21")]
-        return rules.build_rules(service_ports(services, by_key), cfg)
+        return rules.build_rules(service_ports(services, endpoints_source(by_key)), cfg)
 
     old = build([eps(["10.244.1.2"]), eps(["10.244.2.2"], name="api")])
     assert rules.incremental_text(old, old) == ""
@@ -398,12 +398,12 @@ COMMIT
 def test_default_chain_names_are_unchanged() -> None:
     assert rules.DEFAULT_CHAINS.services == rules.SERVICES == "SKIFF-SERVICES"
     assert rules.FAMILIES == ("SKIFF-SVC-", "SKIFF-SVL-", "SKIFF-SEP-")
-    sp = service_ports([svc()], {})[0]
+    sp = service_ports([svc()], endpoints_source({}))[0]
     assert len(rules.svc_chain(sp)) == len("SKIFF-SVC-") + 16
 
 
 def test_prefixed_chains_fit_iptables_and_bad_prefixes_are_refused() -> None:
-    sp = service_ports([svc()], {})[0]
+    sp = service_ports([svc()], endpoints_source({}))[0]
     ep = Endpoint(ip="10.244.1.2", port=8080)
     names = [*SECOND.nat_fixed, *SECOND.filter_fixed, SECOND.svc(sp), SECOND.svl(sp)]
     names.append(SECOND.sep(sp, ep))

@@ -9,7 +9,7 @@ import pytest
 
 from controlplane.api.limits import MAX_DEPTH, check_body, json_depth
 from controlplane.apiserver.auth import Identity
-from controlplane.apiserver.flowcontrol import HEARTBEAT, FlowControl, Limits
+from controlplane.apiserver.flowcontrol import FlowControl, Limits, digest
 from controlplane.client.errors import Invalid, TooManyRequests
 
 
@@ -30,22 +30,20 @@ def test_depth_is_counted_without_decoding_and_ignores_brackets_in_strings() -> 
         check_body(b"[" * 101 + b"]" * 101)
 
 
-def test_flow_control_lanes_are_separate_and_heartbeats_are_never_refused() -> None:
-    flow = FlowControl(Limits(user_mutating=2, user_readonly=1, node_mutating=1))
+def test_priority_levels_are_separate_so_a_user_flood_leaves_heartbeats_their_seats() -> None:
+    """The bootstrap configuration (one seat per share here): a user filling
+    global-default is refused while a node's Lease renewals (node-high) and
+    the admin (exempt) still get through."""
+    flow = FlowControl(Limits(concurrency=245, queued_total=0))
     alice = Identity("alice")
     node = Identity("system:node:n1", node="n1")
-    flow.acquire(alice, "Pod", "default", True)
-    flow.acquire(alice, "Pod", "default", True)
-    with pytest.raises(TooManyRequests, match="mutating requests in flight in the user"):
-        flow.acquire(alice, "Pod", "default", True)
-    flow.acquire(alice, "Pod", "default", False)  # read-only counted apart
-    flow.acquire(node, "Pod", "default", True)
-    with pytest.raises(TooManyRequests, match="node priority level"):
-        flow.acquire(node, "Pod", "default", True)
-    for _ in range(1000):
-        assert flow.acquire(node, "Lease", "kube-node-lease", True) == HEARTBEAT
-    flow.release("user", True)
-    flow.acquire(alice, "Pod", "default", True)
+    for _ in range(20):  # global-default: 20 shares
+        flow.acquire(digest(alice, "create", "Pod", "default"))
+    with pytest.raises(TooManyRequests, match=r"Too many requests, please try again later\."):
+        flow.acquire(digest(alice, "create", "Pod", "default"))
+    seats = [flow.acquire(digest(node, "update", "Lease", "kube-node-lease")) for _ in range(40)]
+    assert {s.level for s in seats} == {"node-high"}
+    assert flow.acquire(digest(Identity("root", admin=True), "create", "Pod", "default")).exempt
 
 
 def test_watches_are_capped_per_identity_with_a_clear_message() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.controllers.servicelb import lb_ingress, port_conflict
+from tests.fakes.endpointslices import address, endpoint_slice
 
 
 def node(name: str, ip: str, ready: bool = True, labels: dict[str, str] | None = None,
@@ -39,19 +40,12 @@ def lb(name: str, port: int = 80, **spec: Any) -> dict[str, Any]:
 
 
 def endpoints(name: str, nodes: list[str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Endpoints",
-        "metadata": {"name": name, "namespace": "default"},
-        "subsets": [
-            {
-                "addresses": [
-                    {"ip": f"10.244.{i}.5", "nodeName": n} for i, n in enumerate(nodes, 1)
-                ],
-                "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-            }
-        ],
-    }
+    """The Service's EndpointSlice with a ready endpoint on each of `nodes`."""
+    return endpoint_slice(
+        name,
+        [address(f"10.244.{i}.5", node=n) for i, n in enumerate(nodes, 1)],
+        [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    )
 
 
 NODES = [node("n1", "192.168.5.11"), node("n2", "192.168.5.12"), node("n3", "192.168.5.13")]
@@ -60,7 +54,7 @@ NODES = [node("n1", "192.168.5.11"), node("n2", "192.168.5.12"), node("n3", "192
 def test_every_ready_node_serves_sorted() -> None:
     nodes = [*reversed(NODES), node("down", "192.168.5.20", ready=False),
              node("out", "192.168.5.21", labels={"node.kubernetes.io/exclude-from-external-load-balancers": ""})]  # fmt: skip
-    assert lb_ingress(lb("web"), nodes, None) == [
+    assert lb_ingress(lb("web"), nodes, []) == [
         {"ip": "192.168.5.11"},
         {"ip": "192.168.5.12"},
         {"ip": "192.168.5.13"},
@@ -69,16 +63,50 @@ def test_every_ready_node_serves_sorted() -> None:
 
 def test_external_ips_win_and_enablelb_pools() -> None:
     nodes = [node("n1", "192.168.5.11", external="203.0.113.1"), *NODES[1:]]
-    assert lb_ingress(lb("web"), nodes, None) == [{"ip": "203.0.113.1"}]
+    assert lb_ingress(lb("web"), nodes, []) == [{"ip": "203.0.113.1"}]
     pool = [node("n1", "192.168.5.11", labels={"svccontroller.k3s.cattle.io/enablelb": "true"}),
             *NODES[1:]]  # fmt: skip
-    assert lb_ingress(lb("web"), pool, None) == [{"ip": "192.168.5.11"}]
+    assert lb_ingress(lb("web"), pool, []) == [{"ip": "192.168.5.11"}]
 
 
 def test_local_policy_lists_only_nodes_with_endpoints() -> None:
     svc = lb("web", externalTrafficPolicy="Local")
-    assert lb_ingress(svc, NODES, endpoints("web", ["n2"])) == [{"ip": "192.168.5.12"}]
-    assert lb_ingress(svc, NODES, None) == []
+    assert lb_ingress(svc, NODES, [endpoints("web", ["n2"])]) == [{"ip": "192.168.5.12"}]
+    assert lb_ingress(svc, NODES, []) == []
+
+
+def test_local_policy_merges_slices_and_skips_terminating_endpoints() -> None:
+    svc = lb("web", externalTrafficPolicy="Local")
+    http = [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    a = endpoint_slice("web", [address("10.244.1.5", node="n1")], http, name="web-a")
+    b = endpoint_slice(
+        "web",
+        [
+            address("10.244.3.5", node="n3"),
+            address("10.244.2.5", node="n2", ready=False, serving=True, terminating=True),
+        ],
+        http,
+        name="web-b",
+    )
+    assert lb_ingress(svc, NODES, [a, b]) == [{"ip": "192.168.5.11"}, {"ip": "192.168.5.13"}]
+
+
+def test_controller_follows_the_slices_of_a_local_service(env) -> None:
+    e = env("servicelb")
+    for n in NODES:
+        e.client.create("Node", n)
+    e.client.create("Service", lb("web", externalTrafficPolicy="Local"), "default")
+
+    def ingress() -> list[dict[str, str]]:
+        svc = e.client.get("Service", "web", "default")
+        return ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+
+    e.client.create("EndpointSlice", endpoints("web", ["n2"]), "default")
+    e.wait(lambda: ingress() == [{"ip": "192.168.5.12"}], message="n2 serves")
+    s = e.client.get("EndpointSlice", "web-abcde", "default")
+    s["endpoints"][0]["nodeName"] = "n3"
+    e.client.update("EndpointSlice", s)
+    e.wait(lambda: ingress() == [{"ip": "192.168.5.13"}], message="n3 serves after the move")
 
 
 def test_port_conflicts_name_the_holder() -> None:

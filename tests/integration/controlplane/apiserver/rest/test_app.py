@@ -21,12 +21,15 @@ from controlplane.apiserver.rest.watch import LoopFeed
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.storage.sqlite import SqliteStore
 
+pf_headers: list[dict[str, str]] = []  # each answer's APF headers, of the last run
+
 
 def run(
     tmp_path: Path, readonly: int, requests: list[tuple[str, str]], limits: Limits | None = None,
     audit: AuditLog | None = None, method: str = "GET", body: bytes = b"",
     accept: str = "",
 ) -> list[Any]:  # fmt: skip
+    pf_headers.clear()
     store = SqliteStore(tmp_path / "state.db")
     registry = Registry(store)
     registry.create("Namespace", {"metadata": {"name": "default"}})
@@ -34,7 +37,19 @@ def run(
     executor = ThreadPoolExecutor(2)
 
     async def go() -> list[Any]:
-        flow = FlowControl(limits or Limits(system_readonly=readonly))
+        flow = FlowControl(limits or Limits())
+        if readonly == 0:  # one level for everyone, with no seat at all
+            flow.configure(
+                [{"metadata": {"name": "all", "uid": "fs-uid"}, "spec": {
+                    "priorityLevelConfiguration": {"name": "none"}, "matchingPrecedence": 1,
+                    "rules": [{"subjects": [{"kind": "Group", "group": {"name": "*"}}],
+                               "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"],
+                                                  "resources": ["*"], "clusterScope": True,
+                                                  "namespaces": ["*"]}]}]}}],
+                [{"metadata": {"name": "none", "uid": "pl-uid"}, "spec": {
+                    "type": "Limited", "limited": {"nominalConcurrencyShares": 0,
+                                                   "limitResponse": {"type": "Reject"}}}}],
+            )  # fmt: skip
         server = Server(registry, Broadcaster(store), executor, flow, audit)
         app = make_app(server, authority, LoopFeed(asyncio.get_running_loop()))
         async with TestClient(TestServer(app)) as client:
@@ -49,6 +64,8 @@ def run(
                 else:
                     doc = (response.content_type, await response.read())
                 answers.append((response.status, response.headers.get("Retry-After"), doc))
+                pf_headers.append({k: v for k, v in response.headers.items()
+                                   if k.startswith("X-Kubernetes-PF-")})  # fmt: skip
             return answers
 
     try:
@@ -71,6 +88,10 @@ def test_a_full_lane_is_429_with_retry_after(tmp_path: Path) -> None:
     admin = TokenAuthority(b"0123456789abcdef0123").admin_token()
     ((code, retry, status),) = run(tmp_path, 0, [("/api/v1/namespaces", admin)])
     assert (code, retry, status["reason"]) == (429, "1", "TooManyRequests")
+    assert status["message"] == "Too many requests, please try again later."
+    # The FlowSchema and priority level that refused it, as kube-apiserver says.
+    assert pf_headers == [{"X-Kubernetes-PF-FlowSchema-UID": "fs-uid",
+                           "X-Kubernetes-PF-PriorityLevel-UID": "pl-uid"}]  # fmt: skip
 
 
 def test_watches_count_against_the_watch_caps(tmp_path: Path) -> None:
