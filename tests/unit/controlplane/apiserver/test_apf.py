@@ -183,3 +183,24 @@ def test_a_queued_request_gives_up_after_the_wait_limit() -> None:
     assert flow.queued() == 0
     flow.release(held)
     assert flow.inflight("q") == 0
+
+
+def test_executing_and_refused_requests_are_counted_for_metrics() -> None:
+    """What /metrics reports (apiserver_flowcontrol_current_executing_requests,
+    apiserver_current_inflight_requests, ..._rejected_requests_total): by the
+    stored level and flow schema, mutating apart, refusals by reason."""
+    schemas, levels = mandatory()
+    flow = FlowControl(Limits(concurrency=10))
+    flow.configure([*schemas, fs("alice", "tiny", 50, [user("alice")])],
+                   [*levels, plc("tiny", 1, reject=True), plc("rest", 9)])  # fmt: skip
+    held = flow.acquire(digest(ALICE, "create", "Pod", "default"))
+    admin = flow.acquire(digest(ADMIN, "get", "Pod", "default"))
+    running, _ = flow.snapshot()
+    assert running == {("tiny", "alice", True): 1, ("exempt", "exempt", False): 1}
+    with pytest.raises(Refused):
+        flow.acquire(digest(ALICE, "get", "Pod", "default"))
+    assert flow.snapshot()[1] == {("tiny", "alice", "concurrency-limit"): 1}
+    flow.release(held)
+    flow.release(admin)
+    flow.release(admin)  # twice: counted once
+    assert flow.snapshot()[0] == {}
