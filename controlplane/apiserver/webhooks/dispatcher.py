@@ -33,7 +33,7 @@ from typing import Any
 
 from controlplane.api import json_patch, jsoncodec
 from controlplane.apiserver import admission_context
-from controlplane.apiserver.admission_context import DELETE, Attributes
+from controlplane.apiserver.admission_context import CONNECT, DELETE, Attributes
 from controlplane.apiserver.codec import kind_info
 from controlplane.apiserver.webhooks import match_conditions
 from controlplane.apiserver.webhooks.client import CallError, WebhookClient
@@ -239,7 +239,8 @@ def request_of(a: Attributes) -> Request:
     resource = Resource(info.group, info.version, info.plural, a.subresource, namespace,
                         info.namespaced, info.also_api_versions)  # fmt: skip
     obj = None if a.operation == DELETE else a.obj
-    return Request(a.operation, info.kind, resource, a.name, a.identity, obj, a.old,
+    kind = str(a.obj.get("kind") or info.kind) if a.operation == CONNECT else info.kind
+    return Request(a.operation, kind, resource, a.name, a.identity, obj, a.old,
                    a.dry_run, a.options)  # fmt: skip
 
 

@@ -487,3 +487,34 @@ def test_warnings_and_audit_annotations_are_recorded() -> None:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+def test_connect_exec_goes_to_webhooks_with_its_options(
+    api: Any, cluster: Cluster, namespace: str
+) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "execme"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    assert call(api, "POST", path, pod)[0] == 201
+    rule = {"operations": ["CONNECT"], "apiGroups": [""], "apiVersions": ["v1"],
+            "resources": ["pods/exec"]}  # fmt: skip
+    with (
+        WebhookServer(refuse_all("no exec here", 403)) as server,
+        installed(cluster, VWC, "noexec", hook("noexec.example.com", server, rules=[rule])),
+    ):
+        request = api.param_serialize(
+            "POST", f"{path}/execme/exec?command=ls&command=-l&stdout=true&container=c",
+            header_params={"Connection": "Upgrade", "Upgrade": "SPDY/3.1"},
+            auth_settings=["BearerToken"],
+        )  # fmt: skip
+        answer = api.call_api(*request)
+        body = json.loads(answer.read())
+    assert answer.status == 403
+    assert (
+        body["message"] == 'admission webhook "noexec.example.com" denied the request: no exec here'
+    )
+    seen = server.requests[0]["request"]
+    assert (seen["operation"], seen["subResource"]) == ("CONNECT", "exec")
+    assert seen["kind"] == {"group": "", "version": "v1", "kind": "PodExecOptions"}
+    assert seen["object"]["command"] == ["ls", "-l"] and seen["object"]["container"] == "c"
+    call(api, "DELETE", f"{path}/execme?gracePeriodSeconds=0")
