@@ -5,7 +5,6 @@ by raw HTTP, as Kubernetes' admission webhook e2e tests check them."""
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -483,10 +482,6 @@ def test_warnings_and_audit_annotations_are_recorded() -> None:
                                  Response(True, warnings=["w"], audit_annotations={"k": "v"}))  # fmt: skip
     assert recorded.warnings == ["w"]
     assert recorded.annotations == {"x.example.com/k": "v"}
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
 
 
 def test_connect_exec_goes_to_webhooks_with_its_options(
