@@ -513,3 +513,24 @@ def test_connect_exec_goes_to_webhooks_with_its_options(
     assert seen["kind"] == {"group": "", "version": "v1", "kind": "PodExecOptions"}
     assert seen["object"]["command"] == ["ls", "-l"] and seen["object"]["container"] == "c"
     call(api, "DELETE", f"{path}/execme?gracePeriodSeconds=0")
+
+
+def test_a_v1beta1_only_webhook_gets_and_answers_v1beta1(
+    api: Any, cluster: Cluster, namespace: str
+) -> None:
+    def answer(review: Any) -> Object:
+        return {**review_response(review, False, status={"message": "old review"}),
+                "apiVersion": "admission.k8s.io/v1beta1"}  # fmt: skip
+
+    with (
+        WebhookServer(answer) as server,
+        installed(
+            cluster,
+            VWC,
+            "beta",
+            hook("beta.example.com", server, admissionReviewVersions=["v1beta1"]),
+        ),
+    ):
+        status, body, _ = call(api, "POST", cm_path(namespace), cm("beta"))
+    assert server.requests[0]["apiVersion"] == "admission.k8s.io/v1beta1"
+    assert status == 400 and body["message"].endswith("denied the request: old review")
