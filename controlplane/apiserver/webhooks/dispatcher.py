@@ -106,15 +106,14 @@ class WebhookAdmission:
         if not matches:
             return None
         original = req.obj
-        changed_at: dict[str, int] = {}  # webhook -> how many changes had been made when called
+        changed_at: list[int] = []  # per webhook: how many changes were made when it was done
         changes = 0
         for match in matches:
-            changed_at[match.hook.name] = changes
             if self._mutate_one(match, req):
                 changes += 1
-                changed_at[match.hook.name] = changes
-        again = [m for m in matches if m.hook.spec.get("reinvocationPolicy") == "IfNeeded"
-                 and changed_at[m.hook.name] < changes]  # fmt: skip
+            changed_at.append(changes)
+        again = [m for m, seen in zip(matches, changed_at, strict=True)
+                 if m.hook.spec.get("reinvocationPolicy") == "IfNeeded" and seen < changes]  # fmt: skip
         for match in again:  # once more: a later webhook changed what they saw
             self._mutate_one(match, req)
         return None if req.obj is original else req.obj
