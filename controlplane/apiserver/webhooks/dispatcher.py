@@ -60,7 +60,7 @@ Object = dict[str, Any]
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]
 DEFAULT_TIMEOUT = 10
 MAX_TIMEOUT = 30
-PARALLEL = 8  # validating webhooks called at once for one request
+PARALLEL = 32  # threads calling validating webhooks in parallel (shared by all requests)
 
 
 class _Failed(Exception):
