@@ -53,6 +53,7 @@ from controlplane.apiserver.progress import IndexProgress
 from controlplane.apiserver.rbacdefaults import ensure_defaults
 from controlplane.apiserver.rbacindex import RbacIndex
 from controlplane.apiserver.registry import Registry
+from controlplane.apiserver.relayedpeers import RelayedPeers
 from controlplane.apiserver.rest.server import RestServer
 from controlplane.apiserver.reviews import Reviews
 from controlplane.apiserver.satokens import ServiceAccountTokens
@@ -335,18 +336,19 @@ class ApiServer:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        api_pb2_grpc.add_ObjectsServicer_to_server(
-            ObjectsServicer(self.registry, self.broadcaster, self.authority, self.flow, self.audit),
-            server,
+        objects = ObjectsServicer(
+            self.registry, self.broadcaster, self.authority, self.flow, self.audit
         )
-        api_pb2_grpc.add_AuthServicer_to_server(
-            AuthServicer(
-                self.authority, self.pki.ca_pem if self.pki else b"", self.joins, self.audit
-            ),
-            server,
+        auth = AuthServicer(
+            self.authority, self.pki.ca_pem if self.pki else b"", self.joins, self.audit
         )
+        api_pb2_grpc.add_ObjectsServicer_to_server(objects, server)
+        api_pb2_grpc.add_AuthServicer_to_server(auth, server)
+        peers = None
         if self.config.rest:
             self.grpc_socket = self._socket_path()
+            peers = RelayedPeers(self.grpc_socket)
+            objects.peers = auth.peers = peers
             server.add_insecure_port(f"unix:{self.grpc_socket}")
             if self.config.grpc_listen:
                 self.grpc_port = self._add_port(server, self.config.grpc_listen)
@@ -357,7 +359,7 @@ class ApiServer:
         if self.config.rest:
             self.rest = RestServer(
                 self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
-                self.audit, self.pki, self.grpc_socket,
+                self.audit, self.pki, self.grpc_socket, peers=peers,
             )  # fmt: skip
             self.port = self.rest.start()
         self._master_service()
