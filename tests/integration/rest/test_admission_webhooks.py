@@ -73,9 +73,16 @@ def installed(cluster: Cluster, kind: str, name: str, *hooks: Object) -> Iterato
 
 @pytest.fixture(scope="module")
 def namespace(cluster: Cluster) -> str:
-    cluster.running.server.registry.create(
-        "Namespace", {"metadata": {"name": "hooked", "labels": {"webhooks": "on"}}}
-    )
+    registry = cluster.running.server.registry
+    registry.create("Namespace", {"metadata": {"name": "hooked", "labels": {"webhooks": "on"}}})
+
+    def root_ca() -> bool:  # the controllers' own ConfigMap, made before any webhook is
+        try:
+            return bool(registry.get_object("ConfigMap", "kube-root-ca.crt", "hooked"))
+        except NotFound:
+            return False
+
+    wait_for(root_ca, 30, message="kube-root-ca.crt in the namespace")
     return "hooked"
 
 
