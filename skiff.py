@@ -27,6 +27,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "image": ("runtime.image.cli", "main", "import or export images for the runtime"),
     "token": ("controlplane.tokencmd", "main", "create, list or delete bootstrap tokens"),
     "user": ("controlplane.usercmd", "main", "write a credential for a user"),
+    "snapshot": ("controlplane.snapshot.cli", "main", "save, list, delete or prune snapshots"),
+    "certificate": ("controlplane.certcmd", "main", "rotate or check the cluster's certificates"),
 }
 
 

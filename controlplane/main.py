@@ -23,7 +23,9 @@ SIGTERM/SIGINT stop everything cleanly, in reverse start order: the
 components first (each releases its Lease, so a successor need not wait it
 out), while the API server still serves their last writes, then the API
 server and the store. A damaged database is a clear refusal to start (exit
-status 1), never a silent reset.
+status 1), never a silent reset. Before the store opens (dataprep.py) the
+data dir is locked (one control plane per directory), --cluster-reset
+restores a snapshot, and an older data dir is migrated (a newer refused).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from controlplane import dataprep
 from controlplane.api.bootstraptoken import split
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.bootstrap import BootstrapJoin
@@ -54,15 +57,17 @@ from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
 from controlplane.componentprocs import check_components, component_processes, use_processes
+from controlplane.datadir import DataDirError, DataDirLock
+from controlplane.main_flags import (
+    DEFAULT_TOKEN_TTL,
+    build_parser,
+)
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 from controlplane.supervisor import Supervisor
 from machinery.atomicfile import write_private
 
 log = logging.getLogger("skiff.controlplane")
 
-DEFAULT_LISTEN = "0.0.0.0:6443"
-DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
-DEFAULT_TOKEN_TTL = datetime.timedelta(hours=24)  # kubeadm's
 
 # In-process components started once the API server serves, in this order:
 # A component is called as function(client: ApiClient, stop: threading.Event)
@@ -89,8 +94,9 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
     from controlplane.scheduler.batch import run as batch_scheduler
 
     return [
-        ("scheduler", scheduler.component(args.scheduler_config)),
-        ("volcano-scheduler", batch_scheduler.component(args.volcano_scheduler_config)),
+        ("scheduler", scheduler.component(args.scheduler_config, args.scheduler_metrics_listen)),
+        ("volcano-scheduler", batch_scheduler.component(args.volcano_scheduler_config,
+                                                        args.volcano_metrics_listen)),
         ("controllers", manager.component(manager.config_from_args(args),
                                           args.controller_metrics_listen,
                                           Path(args.data_dir) / CONTROLLER_MANAGER.kubeconfig)),
@@ -107,137 +113,6 @@ def encryption_config(args: argparse.Namespace, data_dir: Path) -> str:
 
         return str(ensure_config(data_dir))
     return ""
-
-
-def token_ttl(text: str) -> datetime.timedelta | None:
-    """--token-ttl: a duration (24h, 30m, 90s); 0 for a token that never expires."""
-    from controlplane.cli.context import CliError
-    from controlplane.cli.wait import parse_duration
-
-    try:
-        seconds = parse_duration(text)
-    except CliError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 24h, 30m, 0)") from None
-    return datetime.timedelta(seconds=seconds) if seconds > 0 else None
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="skiff controlplane", description=__doc__)
-    p.add_argument(
-        "--listen",
-        default=DEFAULT_LISTEN,
-        help="HOST:PORT to serve the API on (Kubernetes REST, and gRPC on the same port)",
-    )
-    p.add_argument(
-        "--grpc-listen",
-        default="",
-        help="HOST:PORT to serve skiff's gRPC API on directly as well (admin.conf names it beside --listen)",
-    )
-    p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="state directory")
-    p.add_argument("--store", choices=("sqlite", "etcd"), default="sqlite")
-    p.add_argument(
-        "--etcd-endpoints",
-        default="",
-        help="comma-separated etcd client endpoints (host:port or http://host:port)",
-    )
-    p.add_argument("--etcd-prefix", default="/skiff", help="key prefix in etcd")
-    p.add_argument(
-        "--tls-san",
-        action="append",
-        default=[],
-        help="extra name or IP for the serving certificate (repeatable)",
-    )
-    p.add_argument(
-        "--advertise-address",
-        default="",
-        help="address written into admin.conf (default: the listen address, "
-        "127.0.0.1 for a wildcard)",
-    )
-    p.add_argument("--service-cidr", default="10.43.0.0/16")
-    p.add_argument(
-        "--history", type=int, default=100_000, help="revisions of watch history to keep"
-    )
-    p.add_argument("--bookmark-interval", type=float, default=5.0)
-    p.add_argument(
-        "--max-workers",
-        type=int,
-        default=1024,
-        help="gRPC worker threads; every open watch holds one",
-    )
-    p.add_argument(
-        "--disable",
-        action="append",
-        default=[],
-        help="do not start this component (e.g. scheduler)",
-    )
-    p.add_argument(
-        "--scheduler-config",
-        default=None,
-        metavar="FILE",
-        help="the scheduler's profiles (its --config, as kube-scheduler's); "
-        "fallback: the file named by $SKIFF_SCHEDULER_CONFIG",
-    )
-    p.add_argument(
-        "--volcano-scheduler-config",
-        default=None,
-        metavar="FILE",
-        help="the batch scheduler's volcano-scheduler.conf (its --config, vc-scheduler's "
-        "--scheduler-conf); fallback: the file named by $SKIFF_VOLCANO_CONFIG",
-    )
-    p.add_argument(
-        "--component-processes",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="run the scheduler, the batch scheduler and the controller manager as child "
-        "processes, each with its kubeconfig in --data-dir (restarted when they exit, stopped "
-        "with the control plane), so that they use more than one core; "
-        "--no-component-processes: as threads of this process; default: processes when this "
-        "process may run on 2 CPUs or more, else threads",
-    )
-    p.add_argument(
-        "--audit-log-path", default="", help="write an audit log (JSON lines) here; off when empty"
-    )
-    p.add_argument(
-        "--audit-log-maxsize", type=int, default=100, help="MB after which the audit log is rotated"
-    )
-    p.add_argument(
-        "--audit-log-maxbackup", type=int, default=5, help="rotated audit log files kept"
-    )
-    p.add_argument(
-        "--audit-policy-file",
-        default="",
-        help="audit.k8s.io/v1 Policy (default: every request at Metadata)",
-    )
-    p.add_argument(
-        "--token-ttl",
-        type=token_ttl,
-        default=DEFAULT_TOKEN_TTL,
-        help="lifetime of the join token made at first start (<data-dir>/join-token), e.g. "
-        "24h, 30m; 0: it never expires (kubeadm's --token-ttl)",
-    )
-    p.add_argument(
-        "--encryption-provider-config",
-        default="",
-        help="EncryptionConfiguration (apiserver.config.k8s.io/v1) for encryption at rest "
-        "(aescbc, secretbox, identity), as kube-apiserver's flag",
-    )
-    p.add_argument(
-        "--secrets-encryption",
-        action="store_true",
-        help="encrypt Secrets at rest with a key made at first start in "
-        "<data-dir>/encryption-config.json (k3s' flag); --encryption-provider-config wins",
-    )
-    p.add_argument(
-        "--admission-control-config-file",
-        default="",
-        help="AdmissionConfiguration file (apiserver.config.k8s.io/v1) with the PodSecurity "
-        "plugin's defaults and exemptions (default: privileged everywhere, kube-system exempt)",
-    )
-    p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
-    from controlplane.controllers import manager
-
-    manager.add_flags(p)
-    return p  # fmt: skip
 
 
 def open_store(args: argparse.Namespace, data_dir: Path) -> Store:
@@ -393,6 +268,7 @@ class RunningControlPlane:
     supervisor: Supervisor | None = None
     # The in-process components, in start order.
     components: list[StartedComponent] = field(default_factory=list)
+    lock: DataDirLock | None = None  # the data directory's, released last
 
     def stop(self) -> None:
         """Stop in reverse start order: the components (processes or threads)
@@ -417,6 +293,8 @@ class RunningControlPlane:
         for client in self.clients.values():
             client.close()
         self.store.close()
+        if self.lock is not None:
+            self.lock.release()
 
 
 def start(args: argparse.Namespace) -> RunningControlPlane:
@@ -424,12 +302,12 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)  # the database holds Secrets; pki/ holds keys
-    listen_host = args.listen.rsplit(":", 1)[0].strip("[]")
-    try:
-        pki = ensure_pki(data_dir, [listen_host, *args.tls_san,
-                                    *in_cluster_names(args.service_cidr, args.advertise_address)])  # fmt: skip
-        store = open_store(args, data_dir)
-    except (CorruptStore, StoreUnavailable) as err:
+    sans = [args.listen.rsplit(":", 1)[0].strip("[]"), *args.tls_san,
+            *in_cluster_names(args.service_cidr, args.advertise_address)]  # fmt: skip
+    try:  # the lock, --cluster-reset, the version record, the PKI, the store, a migration
+        lock, pki, store = dataprep.open_data_dir(args, data_dir, lambda: ensure_pki(data_dir, sans),
+                                                  lambda: open_store(args, data_dir))  # fmt: skip
+    except (CorruptStore, StoreUnavailable, DataDirError) as err:
         raise StartError(str(err)) from err
     # The CSR signers sign with the cluster CA unless told otherwise (as k3s
     # passes its CA to kube-controller-manager's --cluster-signing-*-file).
@@ -438,7 +316,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         args.cluster_signing_key_file = str(data_dir / "pki" / "ca.key")
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
                              bookmark_interval=args.bookmark_interval,
-                             max_workers=args.max_workers, rest=True,
+                             max_workers=args.max_workers, rest=True, metrics=args.metrics,
                              grpc_listen=args.grpc_listen,
                              socket_dir=str(data_dir),
                              audit_log_path=args.audit_log_path,
@@ -452,11 +330,13 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         server = ApiServer(store, config, pki)
     except ValueError as err:  # a bad audit policy, admission or encryption configuration
         store.close()
+        lock.release()
         raise StartError(str(err)) from err
     try:
         port = server.start()
     except OSError as err:
         store.close()
+        lock.release()
         raise StartError(str(err)) from err
     assert server.authority is not None and server.joins is not None
     address = _advertise(args.listen, port, args.advertise_address)
@@ -471,6 +351,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     except (ApiError, OSError) as err:
         server.stop()
         store.close()
+        lock.release()
         raise StartError(f"cannot make the join token: {err}") from err
     # admin.conf last: readers take it to mean the other credentials are there.
     tokens = write_component_credentials(
@@ -479,7 +360,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     write_credentials(data_dir, address, pki.ca_pem, admin.token, grpc_address)
     log.info("serving on %s; admin credential in %s", address, data_dir / "admin.conf")
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
-                                  threading.Event())  # fmt: skip
+                                  threading.Event(), lock=lock)  # fmt: skip
+    dataprep.start_snapshots(args, data_dir, running.stop_event)
     enabled = [name for name, _ in components(args) if name not in args.disable]
     if enabled and use_processes(args.component_processes):
         try:

@@ -84,10 +84,18 @@ def certificate_identity(peercert: Any, now: float | None = None) -> Identity | 
 def identify(authority: TokenAuthority | None, peercert: Any, token: str) -> Identity:
     """Who a request is: its verified client certificate's subject (a
     node's only while its Node holds, as a deleted Node's certificates end
-    with it), else its bearer token's; Unauthenticated when neither proves
-    anyone."""
+    with it, and only one signed since the node last joined), else its
+    bearer token's; Unauthenticated when neither proves anyone."""
     who = certificate_identity(peercert) if authority is not None and peercert else None
     if who is not None and who.node is not None and authority is not None:
         holds = authority.node_certificates
-        who = who if holds is None or holds(who.node) else None
+        if holds is not None and not holds(who.node, _not_before(peercert)):
+            who = None
     return who if who is not None else authenticate(authority, token)
+
+
+def _not_before(peercert: Any) -> float:
+    try:
+        return float(ssl.cert_time_to_seconds(str(peercert.get("notBefore"))))
+    except (ValueError, AttributeError):
+        return 0.0

@@ -40,9 +40,11 @@ from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.certreload import ServingCertificate, grpc_credentials
 from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.node_addresses import NodeAddresses
 from controlplane.apiserver.nodecredentials import NodeCredentials
@@ -68,6 +70,7 @@ from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage import encryption
 from controlplane.storage.encrypted import EncryptedStore
 from controlplane.storage.interface import Store
+from controlplane.storage.timed import TimedStore
 from proto.controlplane.v1 import api_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -105,6 +108,8 @@ class ApiServerConfig:
     # The process's garbage collector thresholds, set at start (see
     # jsoncodec.SERVER_GC_THRESHOLDS); None: left as they are.
     gc_thresholds: tuple[int, int, int] | None = jsoncodec.SERVER_GC_THRESHOLDS
+    # Serve /metrics and count every request and storage call for it (metrics.py).
+    metrics: bool = True
 
 
 def resource_prefix(resource: str) -> str | None:
@@ -121,6 +126,10 @@ class ApiServer:
             store = EncryptedStore(
                 store, encryption.load(Path(config.encryption_provider_config), resource_prefix)
             )
+        self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        self.metrics = ApiServerMetrics(self.flow, store) if config.metrics else None
+        if self.metrics is not None:
+            store = TimedStore(store, self.metrics.observe_storage)
         self.store = store
         self.config = config
         self.pki = pki
@@ -196,8 +205,11 @@ class ApiServer:
             if authority is not None
             else None
         )
+        if authority is not None and self.joins is not None:
+            authority.bootstrap_tokens = self.joins.identity
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
-        self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        if self.metrics is not None:
+            self.metrics.state.watchers = self.broadcaster.watcher_counts
         self.audit: AuditLog | None = None
         if config.audit_log_path:
             policy = (
@@ -337,7 +349,7 @@ class ApiServer:
             ],
         )
         objects = ObjectsServicer(
-            self.registry, self.broadcaster, self.authority, self.flow, self.audit
+            self.registry, self.broadcaster, self.authority, self.flow, self.audit, self.metrics
         )
         auth = AuthServicer(
             self.authority, self.pki.ca_pem if self.pki else b"", self.joins, self.audit
@@ -359,7 +371,7 @@ class ApiServer:
         if self.config.rest:
             self.rest = RestServer(
                 self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
-                self.audit, self.pki, self.grpc_socket, peers=peers,
+                self.audit, self.pki, self.grpc_socket, peers=peers, metrics=self.metrics,
             )  # fmt: skip
             self.port = self.rest.start()
         self._master_service()
@@ -412,7 +424,10 @@ class ApiServer:
 
     def _add_port(self, server: grpc.Server, listen: str) -> int:
         if self.pki is not None:
-            creds = grpc.ssl_server_credentials([(self.pki.key_pem, self.pki.cert_pem)])
+            creds = (grpc_credentials(ServingCertificate(self.pki.pki_dir, self.pki.cert_pem,
+                                                         self.pki.key_pem))
+                     if self.pki.pki_dir  # followed on disk: rotation needs no restart
+                     else grpc.ssl_server_credentials([(self.pki.key_pem, self.pki.cert_pem)]))  # fmt: skip
             port = server.add_secure_port(listen, creds)
         else:
             port = server.add_insecure_port(listen)

@@ -10,6 +10,14 @@ towards node agents, CN `system:apiserver`, the only caller agents serve).
 Existing files are reused; the serving certificate is re-issued when a
 requested SAN is missing. Private files are written 0600 atomically.
 
+Lifetimes are k3s': the CA ten years, the serving and client certificates
+one year (LEAF_VALIDITY). At every start a leaf certificate within
+ROTATE_WITHIN (90 days) of its expiry, or past it, is re-issued (k3s does
+the same); `rotate` re-issues named ones on demand (`skiff certificate
+rotate`); `expirations` tells each certificate's expiry (for metrics). A
+running API server takes up a re-issued serving certificate at the next
+handshake (certreload.py).
+
 `sign_agent_csr` issues a node agent's serving certificate at join, as k3s
 signs them: DNS SAN the node's name (what the API server checks when it
 dials the agent) and the node's own addresses, nothing else (no other name,
@@ -42,7 +50,11 @@ SERVER_NAME = "skiff-apiserver"
 # The identity agents accept: the API server's client certificate.
 AGENT_CLIENT_CN = "system:apiserver"
 MAX_AGENT_SANS = 16
-VALIDITY = datetime.timedelta(days=3650)
+VALIDITY = datetime.timedelta(days=3650)  # the CA's
+LEAF_VALIDITY = datetime.timedelta(days=365)  # serving and client certificates
+ROTATE_WITHIN = datetime.timedelta(days=90)  # k3s' renewal window
+# The leaf certificates under pki/, by the k3s service that owns them.
+SERVICES = {"api-server": ("server.crt", "apiserver-agent-client.crt")}
 # A node agent's serving certificate: a year, as the kubelet's.
 AGENT_VALIDITY = datetime.timedelta(days=365)
 
@@ -57,6 +69,7 @@ class Pki:
     agent_client_cert_pem: bytes = b""
     agent_client_key_pem: bytes = b""
     ca_key_pem: bytes = b""  # for sign_agent_csr
+    pki_dir: str = ""  # where the files are (the serving certificate is followed there)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -87,7 +100,7 @@ def _sign(
     public_key: ec.EllipticCurvePublicKey,
     usage: x509.ObjectIdentifier,
     names: list[x509.GeneralName],
-    validity: datetime.timedelta = VALIDITY,
+    validity: datetime.timedelta = LEAF_VALIDITY,
 ) -> bytes:
     now = datetime.datetime.now(datetime.UTC)
     builder = (
@@ -201,6 +214,51 @@ def _covers(cert_pem: bytes, dns: set[str], ips: set[str]) -> bool:
     return dns <= have_dns and ips <= have_ips
 
 
+def not_after(cert_pem: bytes) -> datetime.datetime:
+    return x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc
+
+
+def _fresh(path: Path, now: datetime.datetime | None = None) -> bool:
+    """The certificate at `path` exists, is not within ROTATE_WITHIN of expiry,
+    and lasts no longer than LEAF_VALIDITY (an older skiff's ten-year leaf is
+    re-issued once, so an upgraded data dir gets bounded lifetimes too)."""
+    try:
+        expiry = not_after(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    left = expiry - (now or datetime.datetime.now(datetime.UTC))
+    return ROTATE_WITHIN < left <= LEAF_VALIDITY + datetime.timedelta(days=1)
+
+
+def expirations(data_dir: Path) -> dict[str, float]:
+    """Each certificate under pki/ (file name) -> its notAfter, in unix seconds.
+    For skiff_certificate_expiration_seconds; unreadable files are left out."""
+    found: dict[str, float] = {}
+    for path in sorted((Path(data_dir) / "pki").glob("*.crt")):
+        try:
+            found[path.name] = not_after(path.read_bytes()).timestamp()
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def rotate(data_dir: Path, services: list[str] | None = None) -> list[str]:
+    """Remove the leaf certificates of `services` (all: None) so that the next
+    ensure_pki re-issues them; the files removed. ValueError for an unknown service."""
+    names = services or list(SERVICES)
+    unknown = [n for n in names if n not in SERVICES]
+    if unknown:
+        raise ValueError(f"unknown service {unknown[0]!r}; known: {', '.join(SERVICES)}")
+    removed = []
+    for name in names:
+        for crt in SERVICES[name]:
+            path = Path(data_dir) / "pki" / crt
+            if path.exists():
+                path.unlink()
+                removed.append(crt)
+    return removed
+
+
 def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
     """Load the PKI under data_dir/pki, creating whatever is missing."""
     pki = data_dir / "pki"
@@ -246,7 +304,8 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
         raise ValueError(f"{ca_key_path}: not an EC private key")
     dns, ips = _sans(extra_sans or [])
     crt, key = pki / "server.crt", pki / "server.key"
-    if not crt.exists() or not key.exists() or not _covers(crt.read_bytes(), dns, ips):
+    if (not crt.exists() or not key.exists() or not _covers(crt.read_bytes(), dns, ips)
+            or not _fresh(crt)):  # fmt: skip
         cert_pem, key_pem = _issue_server(
             loaded_key, x509.load_pem_x509_certificate(ca_pem), dns, ips
         )
@@ -259,7 +318,7 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
     if not sa_key.exists():
         write_private(sa_key, _key_pem(ec.generate_private_key(ec.SECP256R1())), 0o600)
     client_crt, client_key = pki / "apiserver-agent-client.crt", pki / "apiserver-agent-client.key"
-    if not client_crt.exists() or not client_key.exists():
+    if not client_key.exists() or not _fresh(client_crt):
         ckey = ec.generate_private_key(ec.SECP256R1())
         usage = x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
         ca_cert = x509.load_pem_x509_certificate(ca_pem)
@@ -268,4 +327,4 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
                                         usage, []), 0o644)  # fmt: skip
     return Pki(ca_pem, crt.read_bytes(), key.read_bytes(), secret_path.read_bytes().strip(),
                sa_key.read_bytes(), client_crt.read_bytes(), client_key.read_bytes(),
-               ca_key_path.read_bytes())  # fmt: skip
+               ca_key_path.read_bytes(), str(pki))  # fmt: skip

@@ -17,6 +17,7 @@ from controlplane.api import jsoncodec
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.flowcontrol import FlowControl
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.paths import Target
 from controlplane.apiserver.rest.status import BadRequest
@@ -38,9 +39,15 @@ class Server:
     audit: AuditLog | None = None
     min_watch_timeout: float = 1800.0
     agent_tls: AgentTLS | None = None  # the API server's own credential towards agents
+    # When set, the current credential (followed on disk across a rotation).
+    agent_tls_now: Callable[[], AgentTLS] | None = None
     # The control plane's components by ComponentStatus name ("scheduler",
     # "controller-manager"): each says why it is unhealthy, "" when healthy.
     components: dict[str, Callable[[], str]] = field(default_factory=dict)
+    metrics: ApiServerMetrics | None = None  # None: no /metrics, nothing counted
+
+    def agent_credential(self) -> AgentTLS | None:
+        return self.agent_tls_now() if self.agent_tls_now is not None else self.agent_tls
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """func(*args, **kwargs) on the executor: registry calls block. It runs

@@ -10,6 +10,7 @@ port are relayed there (frontdoor.py), so both APIs share one address.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import ssl
 import tempfile
@@ -21,7 +22,9 @@ from aiohttp import web
 
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import TokenAuthority
+from controlplane.apiserver.certreload import ServingCertificate, agent_credential, follow
 from controlplane.apiserver.flowcontrol import FlowControl
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.relayedpeers import RelayedPeers
 from controlplane.apiserver.rest.app import make_app
@@ -54,6 +57,15 @@ def server_ssl_context(pki: Pki) -> ssl.SSLContext:
     return context
 
 
+def _serving_context(pki: Pki) -> ssl.SSLContext:
+    """The REST port's context; following pki/server.crt on disk when known."""
+    if not pki.pki_dir:
+        return server_ssl_context(pki)
+    serving = ServingCertificate(pki.pki_dir, pki.cert_pem, pki.key_pem)
+    return follow(serving, lambda cert, key: server_ssl_context(
+        dataclasses.replace(pki, cert_pem=cert, key_pem=key)))  # fmt: skip
+
+
 class RestServer:
     def __init__(
         self,
@@ -67,6 +79,7 @@ class RestServer:
         grpc_socket: str = "",
         workers: int = 32,
         min_watch_timeout: float = 1800.0,
+        metrics: ApiServerMetrics | None = None,
         peers: RelayedPeers | None = None,
     ) -> None:
         self.listen = listen
@@ -78,8 +91,19 @@ class RestServer:
         # Towards agents the API server uses its own client certificate, never a token.
         agent_tls = AgentTLS(pki.ca_pem, pki.agent_client_cert_pem, pki.agent_client_key_pem) if pki else None  # fmt: skip
         self.server = Server(
-            registry, broadcaster, self.executor, flow, audit, min_watch_timeout, agent_tls
+            registry,
+            broadcaster,
+            self.executor,
+            flow,
+            audit,
+            min_watch_timeout,
+            agent_tls,
+            metrics=metrics,
         )
+        if pki is not None and pki.pki_dir:  # a rotated client certificate is used at once
+            self.server.agent_tls_now = agent_credential(pki.pki_dir, pki.ca_pem,
+                                                         pki.agent_client_cert_pem,
+                                                         pki.agent_client_key_pem)  # fmt: skip
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self._thread = threading.Thread(target=self.loop.run_forever, name="rest", daemon=True)
@@ -100,7 +124,7 @@ class RestServer:
         assert http is not None
         host, _, port = self.listen.rpartition(":")
         host = host.strip("[]") or None  # type: ignore[assignment]
-        context = server_ssl_context(self.pki) if self.pki is not None else None
+        context = _serving_context(self.pki) if self.pki is not None else None
 
         def protocol() -> asyncio.Protocol:
             if self.grpc_socket:

@@ -513,12 +513,23 @@ class MaintenanceStub:
                 request_serializer=proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.StatusRequest.SerializeToString,
                 response_deserializer=proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.Snapshot = channel.unary_stream(
+                '/etcdserverpb.Maintenance/Snapshot',
+                request_serializer=proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.SnapshotRequest.SerializeToString,
+                response_deserializer=proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.SnapshotResponse.FromString,
+                _registered_method=True)
 
 
 class MaintenanceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Status(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Snapshot(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -531,6 +542,11 @@ def add_MaintenanceServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.StatusRequest.FromString,
                     response_serializer=proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.StatusResponse.SerializeToString,
+            ),
+            'Snapshot': grpc.unary_stream_rpc_method_handler(
+                    servicer.Snapshot,
+                    request_deserializer=proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.SnapshotRequest.FromString,
+                    response_serializer=proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.SnapshotResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -560,6 +576,33 @@ class Maintenance:
             '/etcdserverpb.Maintenance/Status',
             proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.StatusRequest.SerializeToString,
             proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Snapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/etcdserverpb.Maintenance/Snapshot',
+            proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.SnapshotRequest.SerializeToString,
+            proto_dot_etcd_dot_etcdserverpb_dot_rpc__pb2.SnapshotResponse.FromString,
             options,
             channel_credentials,
             insecure,

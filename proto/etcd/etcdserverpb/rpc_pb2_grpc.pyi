@@ -157,11 +157,13 @@ class MaintenanceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> MaintenanceAsyncStub: ...
     Status: _grpc.UnaryUnaryMultiCallable[_rpc_pb2.StatusRequest, _rpc_pb2.StatusResponse]
+    Snapshot: _grpc.UnaryStreamMultiCallable[_rpc_pb2.SnapshotRequest, _rpc_pb2.SnapshotResponse]
 
 @_typing.type_check_only
 class MaintenanceAsyncStub(MaintenanceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     Status: _aio.UnaryUnaryMultiCallable[_rpc_pb2.StatusRequest, _rpc_pb2.StatusResponse]  # type: ignore[assignment]
+    Snapshot: _aio.UnaryStreamMultiCallable[_rpc_pb2.SnapshotRequest, _rpc_pb2.SnapshotResponse]  # type: ignore[assignment]
 
 class MaintenanceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -170,5 +172,12 @@ class MaintenanceServicer(metaclass=_abc_1.ABCMeta):
         request: _rpc_pb2.StatusRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_rpc_pb2.StatusResponse, _abc.Awaitable[_rpc_pb2.StatusResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def Snapshot(
+        self,
+        request: _rpc_pb2.SnapshotRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_rpc_pb2.SnapshotResponse], _abc.AsyncIterator[_rpc_pb2.SnapshotResponse]]: ...
 
 def add_MaintenanceServicer_to_server(servicer: MaintenanceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
