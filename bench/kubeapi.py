@@ -20,17 +20,16 @@ bench.apiserver does and measures from client processes:
   request, so no page waits on the rate limiter);
 - a List of 100,000 pods: paged as client-go's pager does (limit=500, every
   continue token) and unpaged (one streamed response), each read as bytes
-  (the server's cost) and read and decoded into dicts.
+  (the server's cost) and read and decoded into dicts;
+- creates/s with admission (`--admission none,webhook,vap`): the same
+  creates with one validating webhook, or one ValidatingAdmissionPolicy,
+  matching every create, beside none (bench/admission.py).
 
 Beside the wall times, the control plane's CPU seconds for the watch and
 kubectl parts: on a shared, busy machine they move far less than wall times.
 Prints a table, then as its last line one JSON object of figure -> number.
 With --pod-security LEVEL, PodSecurity enforces that level in every
 namespace (see bench.apiserver).
-- creates/s with admission (`--admission none,webhook,vap`): the same
-  creates with one validating webhook, or one ValidatingAdmissionPolicy,
-  matching every create, beside none (bench/admission.py);
-
 Usage: python -m bench.kubeapi [--pods 100000] [--kubectl-pods 10000] [--quick]
                                 [--only creates,admission,watch,kubectl,list]
                                 [--admission none,webhook] [--pod-security restricted]
