@@ -110,7 +110,7 @@ test-clientlibs: venv
 # takes minutes on a fresh machine (cached in /var/cache/skiff-test-images),
 # so the suite has its own target, as the VM suite does.
 test-debian-apps: deps-test venv
-	$(PY) -m pytest -m debian_images tests/e2e/agent/test_up_debian_apps.py -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -m debian_images tests/e2e/agent/test_up_debian_apps.py tests/e2e/agent/test_up_webhook.py -p no:cacheprovider $(PYTEST_ARGS)
 
 test-vm: deps-vm venv
 	$(PY) -m pytest -m vm tests/vm -p no:cacheprovider $(PYTEST_ARGS)

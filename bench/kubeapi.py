@@ -20,7 +20,10 @@ bench.apiserver does and measures from client processes:
   request, so no page waits on the rate limiter);
 - a List of 100,000 pods: paged as client-go's pager does (limit=500, every
   continue token) and unpaged (one streamed response), each read as bytes
-  (the server's cost) and read and decoded into dicts.
+  (the server's cost) and read and decoded into dicts;
+- creates/s with admission (`--admission none,webhook,vap`): the same
+  creates with one validating webhook, or one ValidatingAdmissionPolicy,
+  matching every create, beside none (bench/admission.py).
 
 Beside the wall times, the control plane's CPU seconds for the watch and
 kubectl parts: on a shared, busy machine they move far less than wall times.
@@ -28,7 +31,8 @@ Prints a table, then as its last line one JSON object of figure -> number.
 With --pod-security LEVEL, PodSecurity enforces that level in every
 namespace (see bench.apiserver).
 Usage: python -m bench.kubeapi [--pods 100000] [--kubectl-pods 10000] [--quick]
-                                [--only creates,watch,kubectl,list] [--pod-security restricted]
+                                [--only creates,admission,watch,kubectl,list]
+                                [--admission none,webhook] [--pod-security restricted]
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import admission  # noqa: E402
 from bench.apiserver import Server, preload_pods, throughput, watch_latency  # noqa: E402
 from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
 from bench.pod_security import add_pod_security_flag, pod, set_pod_security  # noqa: E402
@@ -327,7 +332,7 @@ def control_plane(work: Path) -> Iterator[Server]:
         server.stop()
 
 
-PARTS = ("creates", "watch", "kubectl", "list")
+PARTS = ("creates", "admission", "watch", "kubectl", "list")
 
 
 def cpu_seconds(server: Server) -> float:
@@ -362,6 +367,24 @@ def creates(server: Server, per_client: int, figures: dict[str, float]) -> None:
     print(f"  creates, one pod per call, 10 clients: REST JSON {rest_rate:8.1f}/s "
           f"({json_ms:.3f} ms server CPU each)   REST protobuf {pb_rate:8.1f}/s "
           f"({pb_ms:.3f} ms)   gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
+
+
+def admission_creates(
+    server: Server, rest: Rest, modes: list[str], per_client: int, figures: dict[str, float]
+) -> None:
+    """REST JSON creates/s with each admission setup (bench/admission.py) in force."""
+    kubeconfig = server.data_dir / "kubeconfig"
+    rest_creates(kubeconfig, 10, max(2, per_client // 10))  # warm-up
+    shown = []
+    for mode in modes:
+        with admission.SETUPS[mode](rest):
+            start = cpu_seconds(server)
+            rate = rest_creates(kubeconfig, 10, per_client)
+            cpu_ms = 1000 * (cpu_seconds(server) - start) / (10 * per_client)
+        figures[f"rest_create_admission_{mode}_per_s"] = round(rate, 1)
+        figures[f"rest_create_admission_{mode}_cpu_ms"] = round(cpu_ms, 3)
+        shown.append(f"{mode} {rate:8.1f}/s ({cpu_ms:.3f} ms server CPU each)")
+    print("  creates with admission, 10 clients, JSON: " + "   ".join(shown), flush=True)
 
 
 def watches(server: Server, events: int, figures: dict[str, float]) -> None:
@@ -422,8 +445,18 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default=",".join(PARTS),
         help=f"comma-separated parts to run, of {','.join(PARTS)} (default: all)",
     )  # fmt: skip
+    parser.add_argument(
+        "--admission", default="none,webhook",
+        help="the admission setups the `admission` part compares, comma-separated, of "
+             f"{','.join(admission.SETUPS)} (default: none,webhook)",
+    )  # fmt: skip
     add_pod_security_flag(parser)
     args = parser.parse_args(argv)
+    modes = args.admission.split(",")
+    if not set(modes) <= set(admission.SETUPS):
+        parser.error(
+            f"--admission: unknown setup(s) {','.join(sorted(set(modes) - set(admission.SETUPS)))}"
+        )
     set_pod_security(args.pod_security)
     only = set(args.only.split(","))
     if not only <= set(PARTS):
@@ -440,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
                 rest.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
             if "creates" in only:
                 creates(server, per_client, figures)
+            if "admission" in only:
+                admission_creates(server, rest, modes, per_client, figures)
             if "watch" in only:
                 watches(server, events, figures)
         if "kubectl" in only:

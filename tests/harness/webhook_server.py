@@ -16,6 +16,7 @@ import base64
 import datetime
 import ipaddress
 import json
+import socket
 import ssl
 import tempfile
 import threading
@@ -88,6 +89,10 @@ class WebhookServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()  # answers go out at once (headers and body are two writes)
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

@@ -33,6 +33,7 @@ import grpc.aio
 from aiohttp import web
 from google.protobuf.json_format import MessageToDict
 
+from controlplane.apiserver.admission_context import CONNECT, Attributes
 from controlplane.apiserver.codec import decode
 from controlplane.apiserver.rest import queryparams
 from controlplane.apiserver.rest.context import Call
@@ -72,6 +73,12 @@ def _pod_node(call: Call, verb: str) -> tuple[dict[str, Any], str, str]:
     t = call.target
     call.registry.authorizer.authorize(call.who, verb, t.info, t.namespace, t.name)
     pod = decode(*call.registry.get("Pod", t.name, t.namespace, call.who))
+    webhooks = call.registry.webhooks
+    if webhooks is not None and t.subresource in _CONNECT_OPTIONS:
+        options = _connect_options(call)  # CONNECT goes to the admission webhooks
+        a = Attributes(CONNECT, "Pod", t.namespace, t.name, t.subresource, call.who, options)
+        webhooks.mutate(a)
+        webhooks.validate(a)
     node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name:
         raise BadRequest(f"pod {t.name} does not have a host assigned")
@@ -79,6 +86,26 @@ def _pod_node(call: Call, verb: str) -> tuple[dict[str, Any], str, str]:
         return pod, node_name, agent_address(call.registry.get_object("Node", node_name))
     except AgentUnreachable as err:
         raise errors.Unavailable(str(err)) from err
+
+
+_CONNECT_OPTIONS = {"exec": "PodExecOptions", "attach": "PodAttachOptions",
+                    "portforward": "PodPortForwardOptions"}  # fmt: skip
+
+
+def _connect_options(call: Call) -> dict[str, Any]:
+    """The options object a CONNECT's webhooks see (PodExecOptions, ...)."""
+    t, q = call.target, call.request.query
+    options: dict[str, Any] = {"kind": _CONNECT_OPTIONS[t.subresource], "apiVersion": "v1"}
+    if t.subresource == "portforward":
+        ports = [*q.getall("ports", []), *q.getall("port", [])]
+        options["ports"] = [int(p) for p in ports if str(p).isdigit()]
+        return options
+    options.update({k: _true(call, k) for k in ("stdin", "stdout", "stderr", "tty")})
+    if q.get("container"):
+        options["container"] = q["container"]
+    if t.subresource == "exec":
+        options["command"] = list(q.getall("command", []))
+    return options
 
 
 def _container(pod: dict[str, Any], requested: str) -> str:

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import heapq
 import http.client
 import socket
 import ssl
@@ -42,7 +44,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 MAX_RESPONSE = 3 * 1024 * 1024  # an answer larger than this is refused
-IDLE_PER_TARGET = 8  # kept-alive connections per target
+IDLE_PER_TARGET = 32  # kept-alive connections per target
 
 Object = dict[str, Any]
 # (namespace, service name, service port) -> (address, port) of one ready endpoint;
@@ -77,18 +79,23 @@ def _ca_pem(raw: Any) -> str:
     return pem
 
 
+@functools.lru_cache(maxsize=256)
+def _url_target(url: str, ca_bundle: str) -> Target:
+    ca = _ca_pem(ca_bundle)
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        raise CallError(f"{url!r}: 'https' is the only allowed URL scheme")
+    path = parts.path or "/"
+    shown = f"https://{parts.netloc}{path}"
+    return Target(parts.hostname, parts.port or 443, parts.hostname, path, ca, shown)
+
+
 def target_of(client_config: Object, resolve: Resolve | None) -> Target:
     """Where `client_config` says to call (a Service resolved to an endpoint now)."""
-    ca = _ca_pem(client_config.get("caBundle"))
     url = client_config.get("url")
     if url:
-        parts = urlsplit(str(url))
-        if parts.scheme != "https" or not parts.hostname:
-            raise CallError(f"{url!r}: 'https' is the only allowed URL scheme")
-        port = parts.port or 443
-        path = parts.path or "/"
-        shown = f"https://{parts.netloc}{path}"
-        return Target(parts.hostname, port, parts.hostname, path, ca, shown)
+        return _url_target(str(url), str(client_config.get("caBundle") or ""))
+    ca = _ca_pem(client_config.get("caBundle"))
     service = client_config.get("service")
     if not isinstance(service, dict):
         raise CallError("clientConfig: neither url nor service is set")
@@ -173,9 +180,7 @@ class WebhookClient:
                 except OSError:
                     pass
 
-        watchdog = threading.Timer(remaining, expire)
-        watchdog.daemon = True
-        watchdog.start()
+        token = _WATCHDOG.watch(deadline, expire)
         try:
             conn.timeout = remaining
             if conn.sock is not None:
@@ -197,7 +202,7 @@ class WebhookClient:
                 raise CallError(f"{shown}: context deadline exceeded") from err
             raise CallError(f"{shown}: {_describe(err)}") from err
         finally:
-            watchdog.cancel()
+            _WATCHDOG.forget(token)
 
     def _connection(
         self, target: Target, context: ssl.SSLContext, timeout: float
@@ -240,6 +245,60 @@ class WebhookClient:
         for conns in idle.values():
             for conn in conns:
                 conn.close()
+
+
+class _Watchdog:
+    """One thread that cuts calls at their deadlines (a socket timeout bounds
+    each read, not a webhook that trickles its answer byte by byte)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int]] = []
+        self._live: dict[int, Callable[[], None]] = {}
+        self._seq = 0
+        self._thread: threading.Thread | None = None
+
+    def watch(self, deadline: float, expire: Callable[[], None]) -> int:
+        with self._cond:
+            self._seq += 1
+            token = self._seq
+            self._live[token] = expire
+            heapq.heappush(self._heap, (deadline, token))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="webhook-deadlines",
+                                                daemon=True)  # fmt: skip
+                self._thread.start()
+            elif self._heap[0][1] == token:
+                self._cond.notify()
+        return token
+
+    def forget(self, token: int) -> None:
+        with self._cond:
+            self._live.pop(token, None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][1] not in self._live:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                deadline, token = self._heap[0]
+                delay = deadline - time.monotonic()
+                if delay > 0:
+                    self._cond.wait(delay)
+                    continue
+                heapq.heappop(self._heap)
+                expire = self._live.pop(token)
+                self._cond.release()
+                try:
+                    expire()
+                finally:
+                    self._cond.acquire()
+
+
+_WATCHDOG = _Watchdog()
 
 
 class _Connection(http.client.HTTPSConnection):

@@ -33,7 +33,7 @@ from typing import Any
 
 from controlplane.api import json_patch, jsoncodec
 from controlplane.apiserver import admission_context
-from controlplane.apiserver.admission_context import DELETE, Attributes
+from controlplane.apiserver.admission_context import CONNECT, DELETE, Attributes
 from controlplane.apiserver.codec import kind_info
 from controlplane.apiserver.webhooks import match_conditions
 from controlplane.apiserver.webhooks.client import CallError, WebhookClient
@@ -60,7 +60,7 @@ Object = dict[str, Any]
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]
 DEFAULT_TIMEOUT = 10
 MAX_TIMEOUT = 30
-PARALLEL = 8  # validating webhooks called at once for one request
+PARALLEL = 32  # threads calling validating webhooks in parallel (shared by all requests)
 
 
 class _Failed(Exception):
@@ -106,15 +106,14 @@ class WebhookAdmission:
         if not matches:
             return None
         original = req.obj
-        changed_at: dict[str, int] = {}  # webhook -> how many changes had been made when called
+        changed_at: list[int] = []  # per webhook: how many changes were made when it was done
         changes = 0
         for match in matches:
-            changed_at[match.hook.name] = changes
             if self._mutate_one(match, req):
                 changes += 1
-                changed_at[match.hook.name] = changes
-        again = [m for m in matches if m.hook.spec.get("reinvocationPolicy") == "IfNeeded"
-                 and changed_at[m.hook.name] < changes]  # fmt: skip
+            changed_at.append(changes)
+        again = [m for m, seen in zip(matches, changed_at, strict=True)
+                 if m.hook.spec.get("reinvocationPolicy") == "IfNeeded" and seen < changes]  # fmt: skip
         for match in again:  # once more: a later webhook changed what they saw
             self._mutate_one(match, req)
         return None if req.obj is original else req.obj
@@ -239,7 +238,8 @@ def request_of(a: Attributes) -> Request:
     resource = Resource(info.group, info.version, info.plural, a.subresource, namespace,
                         info.namespaced, info.also_api_versions)  # fmt: skip
     obj = None if a.operation == DELETE else a.obj
-    return Request(a.operation, info.kind, resource, a.name, a.identity, obj, a.old,
+    kind = str(a.obj.get("kind") or info.kind) if a.operation == CONNECT else info.kind
+    return Request(a.operation, kind, resource, a.name, a.identity, obj, a.old,
                    a.dry_run, a.options)  # fmt: skip
 
 

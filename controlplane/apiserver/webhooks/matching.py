@@ -9,8 +9,10 @@
   Equivalent (the default) also the same resource served under another
   group or version (deployments in apps/v1 matched by an `extensions`
   v1beta1 rule, events in events.k8s.io/v1 by a core v1 rule, a custom
-  resource's other served versions); the object is sent in the version it
-  was written in, named so;
+  resource's other served versions); the review's kind and resource name
+  the version the rule matched (requestKind and requestResource the
+  request's own), while the object stays in the version it was written in
+  (kube-apiserver converts it; skiff has no conversion between groups);
 - `namespaceSelector`: the labels of the request's namespace (of a
   Namespace written, its own labels); cluster-scoped requests always match;
 - `objectSelector`: the new or the old object's labels.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import random
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,7 +78,7 @@ def user_info(identity: Identity) -> Object:
 def review(req: Request, version: str, group: str, api_version: str) -> tuple[str, Object]:
     """(uid, AdmissionReview) for one call: the resource as the webhook's rule
     matched it (group, version), the request's own as requestKind/Resource."""
-    uid = str(uuid.uuid4())
+    uid = str(uuid.UUID(int=random.getrandbits(128), version=4))  # unique, not secret
     r = req.resource
     kind = {"group": group, "version": api_version, "kind": req.kind}
     resource = {"group": group, "version": api_version, "resource": r.resource}

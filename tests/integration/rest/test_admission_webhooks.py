@@ -5,7 +5,6 @@ by raw HTTP, as Kubernetes' admission webhook e2e tests check them."""
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -74,9 +73,16 @@ def installed(cluster: Cluster, kind: str, name: str, *hooks: Object) -> Iterato
 
 @pytest.fixture(scope="module")
 def namespace(cluster: Cluster) -> str:
-    cluster.running.server.registry.create(
-        "Namespace", {"metadata": {"name": "hooked", "labels": {"webhooks": "on"}}}
-    )
+    registry = cluster.running.server.registry
+    registry.create("Namespace", {"metadata": {"name": "hooked", "labels": {"webhooks": "on"}}})
+
+    def root_ca() -> bool:  # the controllers' own ConfigMap, made before any webhook is
+        try:
+            return bool(registry.get_object("ConfigMap", "kube-root-ca.crt", "hooked"))
+        except NotFound:
+            return False
+
+    wait_for(root_ca, 30, message="kube-root-ca.crt in the namespace")
     return "hooked"
 
 
@@ -256,8 +262,10 @@ def test_match_policy_equivalent_matches_deployments_by_an_extensions_rule(
 
 def test_subresource_rules(api: Any, cluster: Cluster, namespace: str) -> None:
     """`pods` matches the pod only, `pods/status` its status only, `*/*` both."""
+    # A scheduler of its own: the default one never writes this pod's status
+    # (its writes would go to the webhooks too).
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
+           "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
     path = f"/api/v1/namespaces/{namespace}/pods"
     assert call(api, "POST", path, pod)[0] == 201
 
@@ -485,5 +493,53 @@ def test_warnings_and_audit_annotations_are_recorded() -> None:
     assert recorded.annotations == {"x.example.com/k": "v"}
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
+def test_connect_exec_goes_to_webhooks_with_its_options(
+    api: Any, cluster: Cluster, namespace: str
+) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "execme"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    assert call(api, "POST", path, pod)[0] == 201
+    rule = {"operations": ["CONNECT"], "apiGroups": [""], "apiVersions": ["v1"],
+            "resources": ["pods/exec"]}  # fmt: skip
+    with (
+        WebhookServer(refuse_all("no exec here", 403)) as server,
+        installed(cluster, VWC, "noexec", hook("noexec.example.com", server, rules=[rule])),
+    ):
+        request = api.param_serialize(
+            "POST", f"{path}/execme/exec?command=ls&command=-l&stdout=true&container=c",
+            header_params={"Connection": "Upgrade", "Upgrade": "SPDY/3.1"},
+            auth_settings=["BearerToken"],
+        )  # fmt: skip
+        answer = api.call_api(*request)
+        body = json.loads(answer.read())
+    assert answer.status == 403
+    assert (
+        body["message"] == 'admission webhook "noexec.example.com" denied the request: no exec here'
+    )
+    seen = server.requests[0]["request"]
+    assert (seen["operation"], seen["subResource"]) == ("CONNECT", "exec")
+    assert seen["kind"] == {"group": "", "version": "v1", "kind": "PodExecOptions"}
+    assert seen["object"]["command"] == ["ls", "-l"] and seen["object"]["container"] == "c"
+    call(api, "DELETE", f"{path}/execme?gracePeriodSeconds=0")
+
+
+def test_a_v1beta1_only_webhook_gets_and_answers_v1beta1(
+    api: Any, cluster: Cluster, namespace: str
+) -> None:
+    def answer(review: Any) -> Object:
+        return {**review_response(review, False, status={"message": "old review"}),
+                "apiVersion": "admission.k8s.io/v1beta1"}  # fmt: skip
+
+    with (
+        WebhookServer(answer) as server,
+        installed(
+            cluster,
+            VWC,
+            "beta",
+            hook("beta.example.com", server, admissionReviewVersions=["v1beta1"]),
+        ),
+    ):
+        status, body, _ = call(api, "POST", cm_path(namespace), cm("beta"))
+    assert server.requests[0]["apiVersion"] == "admission.k8s.io/v1beta1"
+    assert status == 400 and body["message"].endswith("denied the request: old review")

@@ -1,7 +1,8 @@
 """networking.k8s.io/v1 through kubectl: Ingress, IngressClass and NetworkPolicy
 are served with Kubernetes' columns, defaults and validation, the default
 class is filled in, and ingress-nginx's IngressClass, LoadBalancer Service and
-admission webhook configuration apply beside skiff's."""
+admission webhook configuration apply beside skiff's (the webhook enforced:
+with no controller behind its Service, Ingresses are refused until it goes)."""
 
 from __future__ import annotations
 
@@ -141,6 +142,17 @@ def test_ingress_classes_columns_and_ingress_nginx_manifest(cluster: Cluster) ->
     ).stdout)["webhooks"][0]  # fmt: skip
     assert hook["timeoutSeconds"] == 10 and hook["clientConfig"]["service"]["port"] == 443
     assert hook["rules"][0]["scope"] == "*" and hook["objectSelector"] == {}
+    # Enforced, as in Kubernetes: no ingress-nginx controller runs, so its
+    # admission Service has no endpoints and failurePolicy Fail refuses Ingresses.
+    early = SHOP.replace("name: shop}", "name: early}")
+    refused = cluster.kubectl("apply", "-f", "-", input=early, check=False)
+    assert 'failed calling webhook "validate.nginx.ingress.kubernetes.io"' in refused.stderr
+    assert ('no endpoints available for service "ingress-nginx-controller-admission"'
+            in refused.stderr)  # fmt: skip
+    cluster.kubectl("delete", "validatingwebhookconfiguration", "ingress-nginx-admission")
+    wait_for(lambda: cluster.kubectl("apply", "-f", "-", input=early, check=False).returncode == 0,
+             timeout=10, interval=0.1, message="Ingresses admitted once the webhook is gone")  # fmt: skip
+    cluster.kubectl("delete", "ingress", "early")
     refused = cluster.kubectl("apply", "-f", "-", check=False, input="""
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingWebhookConfiguration

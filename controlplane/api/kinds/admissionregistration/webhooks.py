@@ -15,6 +15,7 @@ defaults, validation and schema, as Kubernetes' admissionregistration/v1
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from typing import Any
 from urllib.parse import urlsplit
@@ -107,6 +108,10 @@ def cel_available() -> bool:
 
 def _match_conditions(e: Errors, path: str, conditions: Any) -> None:
     if conditions is None:
+        return
+    if cel_available():  # the engine's own checks: names, and each expression compiled
+        engine = importlib.import_module(CEL_ENGINE)
+        e.items.extend(engine.compile_errors(conditions, path))
         return
     if not items(e, path, conditions):
         return

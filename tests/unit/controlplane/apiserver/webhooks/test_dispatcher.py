@@ -10,6 +10,7 @@ import pytest
 
 from controlplane.api import validation
 from controlplane.apiserver.auth import SYSTEM
+from controlplane.apiserver.webhooks import match_conditions
 from controlplane.apiserver.webhooks.client import WebhookClient
 from controlplane.apiserver.webhooks.configs import PREFIXES, WebhookConfigs
 from controlplane.apiserver.webhooks.dispatcher import WebhookAdmission
@@ -61,6 +62,7 @@ def test_a_dry_run_is_refused_by_a_webhook_with_side_effects(side_effects: str) 
         hooks.mutate_request(request(dry_run=True))
 
 
+@pytest.mark.skipif(match_conditions.available(), reason="the CEL engine is built in")
 def test_match_conditions_without_a_cel_engine() -> None:
     conditions = [{"name": "only-foo", "expression": "object.metadata.name == 'foo'"}]
     hooks = admission("ValidatingWebhookConfiguration", matchConditions=conditions)
@@ -73,6 +75,7 @@ def test_match_conditions_without_a_cel_engine() -> None:
     ignored.validate_request(request())  # skipped, never called
 
 
+@pytest.mark.skipif(match_conditions.available(), reason="the CEL engine is built in")
 def test_configurations_with_match_conditions_are_refused_without_a_cel_engine() -> None:
     obj = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
            "metadata": {"name": "c"}, "webhooks": [{
@@ -81,3 +84,50 @@ def test_configurations_with_match_conditions_are_refused_without_a_cel_engine()
                "matchConditions": [{"name": "a", "expression": "true"}]}]}  # fmt: skip
     problems = validation.validate("ValidatingWebhookConfiguration", obj, None)
     assert any("webhooks[0].matchConditions" in p and "CEL engine" in p for p in problems)
+
+
+class Allow(WebhookClient):
+    """Answers every review allowed, counting the calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def post(self, client_config: Object, body: bytes, timeout: float) -> bytes:
+        from controlplane.api import jsoncodec
+
+        self.calls += 1
+        uid = jsoncodec.loads(body)["request"]["uid"]
+        return jsoncodec.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                "response": {"uid": uid, "allowed": True}})  # fmt: skip
+
+
+def test_match_conditions_with_the_cel_engine() -> None:
+    """With the CEL engine built in (the cel part's), a false condition skips
+    the webhook and a true one calls it."""
+    pytest.importorskip("controlplane.api.cel.match_conditions")
+    hooks = admission("ValidatingWebhookConfiguration", matchConditions=[
+        {"name": "only-foo", "expression": "object.metadata.name == 'foo'"}])  # fmt: skip
+    client = Allow()
+    hooks.client = client
+    hooks.validate_request(request())  # named "c": not matched
+    assert client.calls == 0
+    named_foo = request()
+    named_foo.obj = {"metadata": {"name": "foo"}}
+    hooks.validate_request(named_foo)
+    assert client.calls == 1
+
+
+def test_configurations_check_match_conditions_with_the_cel_engine() -> None:
+    pytest.importorskip("controlplane.api.cel.match_conditions")
+    obj = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+           "metadata": {"name": "c"}, "webhooks": [{
+               "name": "x.example.com", "clientConfig": {"url": "https://h/"},
+               "sideEffects": "None", "admissionReviewVersions": ["v1"],
+               "matchConditions": [{"name": "a", "expression": "object.metadata.name =="}]}]}  # fmt: skip
+    problems = validation.validate("ValidatingWebhookConfiguration", obj, None)
+    assert any(p.startswith("webhooks[0].matchConditions[0].expression") for p in problems), (
+        problems
+    )
+    obj["webhooks"][0]["matchConditions"][0]["expression"] = "object.metadata.name == 'x'"  # type: ignore[index]
+    assert validation.validate("ValidatingWebhookConfiguration", obj, None) == []
