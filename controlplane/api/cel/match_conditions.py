@@ -12,7 +12,7 @@ write-time check: Kubernetes' field errors for a configuration or policy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controlplane.api.cel.engine import CompileError, EvalError
@@ -33,7 +33,7 @@ class ConditionError(RuntimeError):
     """A condition failed to compile or evaluate (the text names it)."""
 
 
-def evaluate(conditions: list[Mapping[str, Any]], variables: Mapping[str, Any]) -> bool:
+def evaluate(conditions: Sequence[Mapping[str, Any]], variables: Mapping[str, Any]) -> bool:
     error: ConditionError | None = None
     for condition in conditions:
         name = str(condition.get("name") or "")
