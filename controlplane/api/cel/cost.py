@@ -35,7 +35,8 @@ Schema = dict[str, Any] | None
 _STRING_SCAN = {"matches", "contains", "startsWith", "endsWith", "find", "findAll", "split",
                 "replace", "lowerAscii", "upperAscii", "trim", "indexOf", "lastIndexOf",
                 "substring", "charAt", "quote", "join", "url", "isURL", "quantity"}  # fmt: skip
-_LIST_SCAN = {"isSorted", "sum", "min", "max", "@in", "join"}
+_LOGICAL = {"_&&_", "_||_", "!_", "@not_strictly_false", "_?_:_"}
+_LIST_SCAN = {"isSorted", "sum", "min", "max", "join"}
 
 
 def max_size(schema: Schema) -> int:
@@ -87,8 +88,8 @@ class _Estimator:
         """(cost, schema of the value where known)."""
         if node is None or node.kind == "const":
             return 0, None
-        if node.kind == "ident":
-            return 1, self.env.get(node.name)
+        if node.kind == "ident":  # a comprehension's accumulator is free (cel-go)
+            return (0 if node.name.startswith("@") else 1), self.env.get(node.name)
         if node.kind == "select":
             cost, schema = self.walk(node.target)
             return cost + 1, _member(schema, node.name)
@@ -106,10 +107,16 @@ class _Estimator:
             cost += c
             arg_schemas.append(s)
         scanned = target_schema if node.target else (arg_schemas[0] if arg_schemas else None)
-        if node.name in _STRING_SCAN or node.name in _LIST_SCAN:
+        if node.name == "@in" and len(arg_schemas) == 2:  # a list is scanned, a map is not
+            container = arg_schemas[1]
+            if isinstance(container, dict) and container.get("type") == "array":
+                cost += max_size(container)
+        elif node.name in _STRING_SCAN or node.name in _LIST_SCAN:
             cost += math.ceil(max_size(scanned) * (0.1 if node.name in _STRING_SCAN else 1))
         if node.name == "_[_]" and arg_schemas:
             return cost + 1, _element(arg_schemas[0]) or _member(arg_schemas[0], "")
+        if node.name in _LOGICAL:  # short-circuit operators cost their operands
+            return cost, None
         return cost + 1, None
 
     def _comprehension(self, node: Node) -> tuple[int, Schema]:
