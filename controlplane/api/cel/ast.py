@@ -23,6 +23,7 @@ class Node:
     loop_condition: Node | None = None
     loop_step: Node | None = None
     result: Node | None = None
+    id: int = 0  # the expression id (positions: SourceInfo)
 
 
 def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
@@ -69,6 +70,13 @@ def _one(fields: list[tuple[int, int | bytes]], number: int) -> bytes | None:
 
 def _node(data: bytes) -> Node:
     f = _fields(data)
+    node = _node_of(f)
+    ids = [v for n, v in f if n == 2 and isinstance(v, int)]
+    node.id = ids[0] if ids else 0
+    return node
+
+
+def _node_of(f: list[tuple[int, int | bytes]]) -> Node:
     if (raw := _one(f, _IDENT)) is not None:
         name = _one(_fields(raw), 1) or b""
         return Node("ident", name.decode())
@@ -106,11 +114,25 @@ def _node(data: bytes) -> Node:
 
 def parse(serialized: bytes) -> Node:
     """The root expression of cel-cpp's serialized CheckedExpr."""
+    return parse_checked(serialized)[0]
+
+
+def parse_checked(serialized: bytes) -> tuple[Node, dict[int, int]]:
+    """The root expression and each expression id's offset in the source."""
     any_fields = _fields(serialized)
     checked = _one(any_fields, 2)
     if checked is None:
         raise ValueError("not a serialized CheckedExpr")
-    expr = _one(_fields(checked), 4)
+    cf = _fields(checked)
+    expr = _one(cf, 4)
     if expr is None:
         raise ValueError("CheckedExpr without an expression")
-    return _node(expr)
+    positions: dict[int, int] = {}
+    source_info = _one(cf, 5)
+    if source_info is not None:
+        for entry in _bytes(_fields(source_info), 4):  # map<int64, int32> positions
+            pair = dict(_fields(entry))
+            key, value = pair.get(1, 0), pair.get(2, 0)
+            if isinstance(key, int) and isinstance(value, int):
+                positions[key] = value
+    return _node(expr), positions
