@@ -124,11 +124,12 @@ def parse_checked(serialized: bytes) -> tuple[Node, dict[int, int]]:
     if checked is None:
         raise ValueError("not a serialized CheckedExpr")
     cf = _fields(checked)
-    expr = _one(cf, 4)
+    parsed = (_one(any_fields, 1) or b"").endswith(b"ParsedExpr")  # compiled unchecked
+    expr = _one(cf, 2 if parsed else 4)
     if expr is None:
         raise ValueError("CheckedExpr without an expression")
     positions: dict[int, int] = {}
-    source_info = _one(cf, 5)
+    source_info = _one(cf, 3 if parsed else 5)
     if source_info is not None:
         for entry in _bytes(_fields(source_info), 4):  # map<int64, int32> positions
             pair = dict(_fields(entry))

@@ -93,11 +93,24 @@ def compile(source: str, variables: Iterable[str]) -> Program:
     names = tuple(sorted(set(variables)))
     if not isinstance(source, str) or not source.strip():
         raise CompileError("ERROR: <input>:1:1: expression is empty")
+    env = _env(names)
     try:
-        expression = _env(names).compile(source)
+        expression = env.compile(source)
     except RuntimeError as err:
-        raise CompileError(_clean(str(err))) from err
+        text = _clean(str(err))
+        if _TERNARY not in text or text.count("ERROR:") != 1:
+            raise CompileError(text) from err
+        # cel-go joins a conditional's branch types to dyn (`c ? 'text' : null`,
+        # in Kubernetes' own auditAnnotations example); cel-cpp's checker does
+        # not: such an expression is parsed and run without the type check.
+        try:
+            expression = env.compile(source, disable_check=True)
+        except RuntimeError as again:
+            raise CompileError(_clean(str(again))) from again
     return Program(source, expression, names)
+
+
+_TERNARY = "found no matching overload for '_?_:_'"
 
 
 _NO_KEY = re.compile(r'Key not found in map : "?([^"]*)"?')

@@ -148,3 +148,13 @@ def test_match_conditions_write_time_errors() -> None:
     assert errors[1] == 'webhooks[0].matchConditions[1].name: Duplicate value: "a"'
     assert "webhooks[0].matchConditions[2].name: Required value" in errors
     assert "webhooks[0].matchConditions[2].expression: Required value" in errors
+
+
+def test_conditional_with_null_branch_compiles_as_in_cel_go() -> None:
+    # Kubernetes' documented auditAnnotations valueExpression
+    expr = "object.spec.replicas > 50 ? 'replicas set to ' + string(object.spec.replicas) : null"
+    program = engine.compile(expr, ["object"])
+    assert program.evaluate({"object": {"spec": {"replicas": 60}}}) == "replicas set to 60"
+    assert program.evaluate({"object": {"spec": {"replicas": 1}}}) is None
+    with pytest.raises(engine.CompileError, match="undeclared reference to 'nope'"):
+        engine.compile("nope ? 'a' : null", ["object"])
