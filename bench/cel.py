@@ -107,7 +107,7 @@ def _skiff() -> tuple[Compile, Evaluate]:
 
 
 def _rust() -> tuple[Compile, Evaluate]:
-    import cel  # common-expression-language
+    import cel  # type: ignore[import-not-found,unused-ignore]  # common-expression-language
 
     if not hasattr(cel, "compile"):
         raise ImportError("not common-expression-language")
@@ -115,7 +115,7 @@ def _rust() -> tuple[Compile, Evaluate]:
 
 
 def _celpy() -> tuple[Compile, Evaluate]:
-    import celpy
+    import celpy  # type: ignore[import-not-found,unused-ignore]
 
     env = celpy.Environment()
 
