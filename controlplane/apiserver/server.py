@@ -149,7 +149,9 @@ class ApiServer:
         self.registry.validating.append(certificates.CertificateAdmission(self.authorizer))
         # ValidatingAdmissionPolicy: after the built-in validating admission.
         self.policies = PolicyCache()
-        self.registry.validating.append(PolicyAdmission(self.policies, self._lookup, self._objects))
+        self.registry.validating.append(
+            PolicyAdmission(self.policies, self._lookup, self._objects, self._namespace)
+        )
         self.sa_tokens = (
             ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
         )

@@ -65,6 +65,23 @@ def _env(variables: Iterable[str]) -> Any:
         return env
 
 
+class Bound:
+    """Values converted to CEL once for several programs compiled with the same
+    variables (a policy's validations over one request's object)."""
+
+    def __init__(self, variables: tuple[str, ...], values: Mapping[str, Any]) -> None:
+        self.variables = variables if variables == tuple(sorted(set(variables))) else (
+            tuple(sorted(set(variables))))  # fmt: skip
+        self.values = values
+        self._native: Any = None
+
+    def native(self) -> Any:
+        if self._native is None:
+            data = {name: self.values.get(name) for name in self.variables}
+            self._native = _env(self.variables).Activation(data=data)
+        return self._native
+
+
 class Program:
     """A compiled expression, reusable and safe to share between threads."""
 
@@ -73,10 +90,14 @@ class Program:
         self.variables = variables
         self._expression = expression
 
-    def evaluate(self, activation: Mapping[str, Any]) -> Any:
-        data = {name: activation.get(name) for name in self.variables}
+    def evaluate(self, activation: Mapping[str, Any] | Bound) -> Any:
         try:
-            value = self._expression.eval(data=data)
+            if isinstance(activation, Bound) and activation.variables == self.variables:
+                value = self._expression.eval(activation=activation.native())
+            else:
+                values = activation.values if isinstance(activation, Bound) else activation
+                data = {name: values.get(name) for name in self.variables}
+                value = self._expression.eval(data=data)
         except RuntimeError as err:
             raise EvalError(_translate(str(err))) from err
         if value.type() == cel.Type.ERROR:

@@ -18,14 +18,10 @@ from typing import Any
 from controlplane.api.cel.engine import CompileError, EvalError
 from controlplane.api.cel.programs import program
 
-VARIABLES = (
-    "object",
-    "oldObject",
-    "request",
-    "authorizer",
-    "params",
-    "namespaceObject",
-    "variables",
+VARIABLES = tuple(
+    sorted(
+        ("object", "oldObject", "request", "authorizer", "params", "namespaceObject", "variables")
+    )
 )
 
 

@@ -14,8 +14,15 @@ _LOCK = threading.Lock()
 _CACHE: OrderedDict[tuple[str, tuple[str, ...]], Program | CompileError] = OrderedDict()
 
 
+_FAST: dict[tuple[str, tuple[str, ...]], Program] = {}
+
+
 def program(source: str, variables: Iterable[str]) -> Program:
     """The compiled program, or CompileError (cached both ways)."""
+    if isinstance(variables, tuple):  # the hot path: a caller's constant tuple
+        hit = _FAST.get((source, variables))
+        if hit is not None:
+            return hit
     key = (source, tuple(sorted(set(variables))))
     with _LOCK:
         found = _CACHE.get(key)
@@ -32,4 +39,9 @@ def program(source: str, variables: Iterable[str]) -> Program:
                 _CACHE.popitem(last=False)
     if isinstance(found, CompileError):
         raise found
+    if isinstance(variables, tuple):
+        with _LOCK:
+            if len(_FAST) >= _LIMIT:
+                _FAST.clear()
+            _FAST[(source, variables)] = found
     return found

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.api import kinds
-from controlplane.api.cel.engine import CompileError, EvalError
+from controlplane.api.cel.engine import Bound, CompileError, EvalError
 from controlplane.api.cel.match_conditions import VARIABLES
 from controlplane.api.cel.programs import program
 from controlplane.api.selectors import SelectorError, from_structured
@@ -35,6 +35,7 @@ from machinery.apierrors import ApiError, Forbidden, Invalid, RequestEntityTooLa
 Object = dict[str, Any]
 Lookup = Callable[[str, str, str], Object | None]
 Objects = Callable[[str, str], list[Object]]
+Namespace = Callable[[str], Object | None]
 AUDIT_KEY = "validation.policy.admission.k8s.io/validation_failure"
 _ERRORS: dict[str, type[ApiError]] = {
     "Invalid": Invalid,
@@ -51,10 +52,12 @@ class _Failure(Exception):
 
 
 class PolicyAdmission:
-    def __init__(self, cache: PolicyCache, lookup: Lookup, objects: Objects) -> None:
+    def __init__(self, cache: PolicyCache, lookup: Lookup, objects: Objects,
+                 namespace: Namespace) -> None:  # fmt: skip
         self.cache = cache
         self.lookup = lookup
         self.objects = objects
+        self.namespace = namespace  # a Namespace as last read (shared, never changed)
 
     def __call__(self, a: Attributes) -> None:
         if self.cache.empty():
@@ -97,7 +100,7 @@ class PolicyAdmission:
             return True
         if a.kind == "Namespace":
             return selector_matches(selector, (labels_of(a.obj),))
-        ns = self.lookup("Namespace", "", a.namespace)
+        ns = self.namespace(a.namespace)
         return selector_matches(selector, (labels_of(ns) or {},))
 
     # -- evaluation -------------------------------------------------------------------
@@ -114,7 +117,7 @@ class PolicyAdmission:
             "dryRun": bool(getattr(a, "dry_run", False)), "options": getattr(a, "options", None),
         }  # fmt: skip
         deleting = a.operation == "DELETE"
-        ns = self.lookup("Namespace", "", a.namespace) if a.namespace else None
+        ns = self.namespace(a.namespace) if a.namespace else None
         return {
             "object": None if deleting else a.obj,
             "oldObject": a.obj if deleting else a.old,
@@ -183,7 +186,7 @@ class PolicyAdmission:
                        "`Deny` parameterNotFoundAction")  # fmt: skip
 
     @staticmethod
-    def _eval(expression: str, activation: Object) -> Any:
+    def _eval(expression: str, activation: Object | Bound) -> Any:
         try:
             return program(expression, VARIABLES).evaluate(activation)
         except (CompileError, EvalError) as err:
@@ -214,10 +217,11 @@ class PolicyAdmission:
     def _validations(self, spec: Object, activation: Object,
                      fail_closed: bool) -> list[tuple[int, _Failure]]:  # fmt: skip
         failures: list[tuple[int, _Failure]] = []
+        bound = Bound(VARIABLES, activation)  # the object converted once for all of them
         for index, v in enumerate(spec.get("validations") or []):
             expression = str(v.get("expression"))
             try:
-                result = self._eval(expression, activation)
+                result = self._eval(expression, bound)
             except _Failure as failure:
                 if fail_closed:
                     failures.append((index, failure))
