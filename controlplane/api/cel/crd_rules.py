@@ -146,6 +146,9 @@ def _rule_errors(
 # ---- evaluation ------------------------------------------------------------------
 
 _MISSING = object()
+# optionalOldSelf: the rule run with oldSelf bound to an optional of the old value
+_OPTIONAL_OLD = "cel.bind(oldSelf, hasOld__ ? optional.of(old__) : optional.none(), {rule})"
+_OPTIONAL_VARS = ("hasOld__", "old__", "self")
 
 
 def validate(schema: Any, obj: Object, old: Object | None) -> list[str]:
@@ -215,6 +218,13 @@ def _check(rule: Object, s: Object, value: Any, old: Any, path: str, errors: lis
         errors.append(_error(rule, s, path, f"rule compile error: {err}"))
         return
     activation = {"self": value, "oldSelf": None if old is _MISSING else old}
+    if optional and transition:  # oldSelf is an optional: hasValue(), orValue(), value()
+        prog = program(_OPTIONAL_OLD.format(rule=text), _OPTIONAL_VARS)
+        activation = {
+            "self": value,
+            "old__": activation["oldSelf"],
+            "hasOld__": old is not _MISSING,
+        }
     try:
         result = prog.evaluate(activation)
     except EvalError as err:
