@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -151,12 +153,35 @@ _OPTIONAL_OLD = "cel.bind(oldSelf, hasOld__ ? optional.of(old__) : optional.none
 _OPTIONAL_VARS = ("hasOld__", "old__", "self")
 
 
+# The runtime bound of one object's rules together (Kubernetes' runtime cost
+# budget, here in time: cel-cpp keeps no cost units): past it no further rule
+# runs, and the write is refused with kube-apiserver's message.
+RUNTIME_BUDGET_SECONDS = 1.0
+OUT_OF_BUDGET = (
+    "validation failed due to running out of cost budget, no further validation rules will be run"
+)
+_state = threading.local()
+
+
 def validate(schema: Any, obj: Object, old: Object | None) -> list[str]:
     """Every failed rule of `obj` (old: the stored object on update)."""
     errors: list[str] = []
     root_old: Any = _root_view(old) if old is not None else _MISSING
+    _state.deadline = time.monotonic() + RUNTIME_BUDGET_SECONDS
+    _state.exhausted = False
     _walk(schema, _root_view(obj), root_old, "", errors)
     return errors
+
+
+def _over_budget(s: Object, path: str, errors: list[str]) -> bool:
+    if _state.exhausted:
+        return True
+    if time.monotonic() <= _state.deadline:
+        return False
+    _state.exhausted = True
+    kind = json.dumps(str(s.get("type") or "object"))
+    errors.append(f"{path or '<nil>'}: Invalid value: {kind}: {OUT_OF_BUDGET}")
+    return True
 
 
 def _root_view(obj: Object) -> Object:
@@ -176,6 +201,8 @@ def _walk(s: Any, value: Any, old: Any, path: str, errors: list[str]) -> None:
     for rule in rules if isinstance(rules, list) else []:
         # ratcheting: an unchanged value is judged only by transition rules
         if isinstance(rule, dict) and not (unchanged and not _OLD.search(str(rule.get("rule")))):
+            if _over_budget(s, path, errors):
+                return
             _check(rule, s, value, old, path, errors)
     props = s.get("properties") or {}
     if isinstance(value, dict):

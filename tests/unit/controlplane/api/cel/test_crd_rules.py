@@ -100,3 +100,13 @@ def test_cost_limits() -> None:
     errors = crd_rules.schema_errors(per_item, "spec.validation.openAPIV3Schema")
     assert any("estimated rule cost total for entire OpenAPIv3 schema exceeds budget" in e
                for e in errors)  # fmt: skip
+
+
+def test_runtime_budget_stops_further_rules(monkeypatch: Any) -> None:
+    s = schema({"type": "object", "x-kubernetes-validations": [{"rule": "self.x < 10"}] * 3,
+                "properties": {"x": {"type": "integer"}}})  # fmt: skip
+    monkeypatch.setattr(crd_rules, "RUNTIME_BUDGET_SECONDS", -1.0)
+    assert crd_rules.validate(s, {"spec": {"x": 20}}, None) == [
+        'spec: Invalid value: "object": validation failed due to running out of cost budget, '
+        "no further validation rules will be run"
+    ]
