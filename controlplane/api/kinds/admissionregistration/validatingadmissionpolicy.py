@@ -10,6 +10,7 @@ from typing import Any
 from controlplane.api.checks import Errors
 from controlplane.api.display import age, name
 from controlplane.api.kinds.admissionregistration import policies
+from controlplane.api.kinds.admissionregistration.policy_types import MATCH_TYPES, POLICY_TYPES
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 
@@ -46,6 +47,7 @@ DEFINITION = KindDef(
         has_status=True,
         categories=("api-extensions",),
     ),
+    types={**POLICY_TYPES, **MATCH_TYPES},
     defaults=defaults,
     validate=validate,
     printer=Printer(columns(("NAME", "VALIDATIONS", "PARAMKIND", "AGE")), row),
