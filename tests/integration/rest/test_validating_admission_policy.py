@@ -267,3 +267,5 @@ def test_type_checking_status_and_kubectl_get(cluster: Cluster, cleanup: list[st
     table = cluster.kubectl("get", "validatingadmissionpolicies").stdout
     assert table.split("\n")[0].split() == ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"]
     assert "typo.example.com" in table
+    explained = cluster.kubectl("explain", "validatingadmissionpolicy.spec.validations").stdout
+    assert "messageExpression" in explained and "reason" in explained
