@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from controlplane.api.cel import cost
+from controlplane.api.cel import cost, schema_check
 from controlplane.api.cel.engine import CompileError, EvalError, Program
 from controlplane.api.cel.programs import program
 
@@ -90,7 +90,7 @@ def schema_errors(schema: Any, path: str) -> list[str]:
             if not isinstance(rule, dict):
                 errors.append(f"{where}: Invalid value: must be an object")
                 continue
-            rule_cost = _rule_errors(errors, rule, where, node, correlatable)
+            rule_cost = _rule_errors(errors, rule, where, node, correlatable, at == path)
             total += rule_cost * card
     if total > cost.STATIC_ESTIMATED_CRD_COST_LIMIT:
         errors.append(
@@ -102,7 +102,7 @@ def schema_errors(schema: Any, path: str) -> list[str]:
 
 
 def _rule_errors(
-    errors: list[str], rule: Object, where: str, node: Object, correlatable: bool
+    errors: list[str], rule: Object, where: str, node: Object, correlatable: bool, root: bool
 ) -> int:
     text = rule.get("rule")
     if not isinstance(text, str) or not text.strip():
@@ -126,6 +126,12 @@ def _rule_errors(
         prog = program(text, _variables(rule))
     except CompileError as err:
         errors.append(f"{where}.rule: Invalid value: {_go_rule(rule)}: {err}")
+        return 0
+    missing = schema_check.undefined(prog.ast(), text, node, root)
+    if missing is not None:
+        errors.append(
+            f"{where}.rule: Invalid value: {_go_rule(rule)}: compilation failed: {missing}"
+        )
         return 0
     if _OLD.search(text) and not correlatable:
         errors.append(f"{where}.rule: Invalid value: {_go_rule(rule)}: oldSelf cannot be used "

@@ -110,3 +110,24 @@ def test_runtime_budget_stops_further_rules(monkeypatch: Any) -> None:
         'spec: Invalid value: "object": validation failed due to running out of cost budget, '
         "no further validation rules will be run"
     ]
+
+
+def test_undefined_fields_are_compile_errors_where_the_schema_is_closed() -> None:
+    props = {"replicas": {"type": "integer"}, "labels": {"type": "object",
+             "additionalProperties": {"type": "string"}},
+             "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+             "items": {"type": "array", "maxItems": 10, "items": {"type": "object"}}}  # fmt: skip
+    ok = [{"rule": "self.replicas > 0"}, {"rule": "has(self.labels.anything)"},
+          {"rule": "self.free.whatever == 1"}, {"rule": "self.items.all(i, i.nope)"}]  # fmt: skip
+    s = schema({"type": "object", "properties": props, "x-kubernetes-validations": ok})
+    assert crd_rules.schema_errors(s, "spec.validation.openAPIV3Schema") == []
+    root_ok = {"type": "object", "properties": {"spec": {"type": "object", "properties": {}}},
+               "x-kubernetes-validations": [{"rule": "self.metadata.name.size() < 10"}]}  # fmt: skip
+    assert crd_rules.schema_errors(root_ok, "spec.validation.openAPIV3Schema") == []
+    bad = schema({"type": "object", "properties": props,
+                  "x-kubernetes-validations": [{"rule": "self.replicass > 0"}]})  # fmt: skip
+    [error] = crd_rules.schema_errors(bad, "spec.validation.openAPIV3Schema")
+    assert error.endswith(
+        "compilation failed: ERROR: <input>:1:5: undefined field 'replicass'\n"
+        " | self.replicass > 0\n | ....^"
+    )
