@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from controlplane.api.cel import cost, schema_check
+from controlplane.api.cel import cost, escaping, schema_check
 from controlplane.api.cel.engine import CompileError, EvalError, Program
 from controlplane.api.cel.programs import program
 
@@ -250,6 +250,9 @@ def _check(rule: Object, s: Object, value: Any, old: Any, path: str, errors: lis
     except CompileError as err:  # stored before this server checked rules
         errors.append(_error(rule, s, path, f"rule compile error: {err}"))
         return
+    value = escaping.escaped(value, s)
+    if old is not _MISSING:
+        old = escaping.escaped(old, s)
     activation = {"self": value, "oldSelf": None if old is _MISSING else old}
     if optional and transition:  # oldSelf is an optional: hasValue(), orValue(), value()
         prog = program(_OPTIONAL_OLD.format(rule=text), _OPTIONAL_VARS)

@@ -25,6 +25,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
+from controlplane.api.cel import formats
 from controlplane.api.quantity import format_quantity, parse_quantity
 
 T = cel.Type
@@ -289,7 +290,9 @@ def _decls() -> list[Any]:
         "prefixLength": [_fn("prefixLength", N, [Op], lambda m: _net(m).prefixlen)],
         "masked": [_fn("masked", Op, [Op], lambda m: {_CIDR: str(_net(m))})],
     }
-    return [cel.FunctionDecl(name, overloads) for name, overloads in table.items()]
+    return [cel.FunctionDecl(name, overloads) for name, overloads in table.items()] + (
+        formats.decls(OPAQUE)
+    )
 
 
 _EXTENSION: Any = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.cel import ast
+from controlplane.api.cel import ast, escaping
 
 _ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 
@@ -31,7 +31,7 @@ def undefined(serialized: bytes, source: str, schema: dict[str, Any], root: bool
         for select in chain:
             if not _closed(current) or (at_root and select.name in _ROOT_FIELDS):
                 break
-            props = current.get("properties") or {}
+            props = {escaping.escape(k): v for k, v in (current.get("properties") or {}).items()}
             if select.name not in props:
                 offset = positions.get(select.id, 0)
                 return (f"ERROR: <input>:1:{offset + 1}: undefined field '{select.name}'\n"

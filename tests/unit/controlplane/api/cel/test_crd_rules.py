@@ -131,3 +131,17 @@ def test_undefined_fields_are_compile_errors_where_the_schema_is_closed() -> Non
         "compilation failed: ERROR: <input>:1:5: undefined field 'replicass'\n"
         " | self.replicass > 0\n | ....^"
     )
+
+
+def test_reserved_and_special_property_names_are_escaped() -> None:
+    props = {"namespace": {"type": "string"}, "x-y": {"type": "string"},
+             "labels": {"type": "object", "additionalProperties": {"type": "string"}}}  # fmt: skip
+    rules = [{"rule": "self.__namespace__ == 'ns'", "message": "namespace"},
+             {"rule": "self.x__dash__y == 'z'", "message": "dash"},
+             {"rule": "self.labels['a-b'] == 'c'", "message": "map key"}]  # fmt: skip
+    s = schema({"type": "object", "properties": props, "x-kubernetes-validations": rules})
+    assert crd_rules.schema_errors(s, "spec.validation.openAPIV3Schema") == []
+    good = {"spec": {"namespace": "ns", "x-y": "z", "labels": {"a-b": "c"}}}
+    assert crd_rules.validate(s, good, None) == []
+    bad = {"spec": {"namespace": "other", "x-y": "z", "labels": {"a-b": "c"}}}
+    assert crd_rules.validate(s, bad, None) == ['spec: Invalid value: "object": namespace']

@@ -65,6 +65,10 @@ def run(expr: str, self: Any = None) -> Any:
         ("cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16')", True),
         ("cidr('192.168.0.1/24').prefixLength()", 24),
         ("isCIDR('10.0.0.0')", False),
+        # format (Gateway API's CRDs use it)
+        ("format.dns1123Label().validate('ok-name') == null", True),
+        ("format.dns1123Label().validate('Bad_Name') != null", True),
+        ("format.named('uuid') != null", True),
         # macros, has(), optionals, bind
         ("[1, 2, 3].all(x, x > 0)", True),
         ("[1, 2, 3].exists_one(x, x > 2)", True),
