@@ -167,7 +167,10 @@ def _definition(info: kinds.KindInfo, spec: Object) -> KindDef:
         default_object(key, obj)
 
     def validate(e: Errors, obj: Object, old: Object | None) -> None:
-        e.items.extend(validate_object(key, obj))
+        problems = validate_object(key, obj)
+        e.items.extend(problems)
+        if not problems:
+            e.items.extend(validate_rules(key, obj, old))
 
     def defaults(obj: Object) -> None:
         default_object(key, obj)
@@ -327,6 +330,30 @@ def validate_object(key: str, obj: Object) -> list[str]:
 
     body = {k: val for k, val in obj.items() if k not in structural.ROOT_FIELDS}
     return structural.check(structural.root(served.schema), body)
+
+
+def validate_rules(key: str, obj: Object, old: Object | None) -> list[str]:
+    """The schema's x-kubernetes-validations (CEL) rules on `obj`."""
+    v = _version(key, obj)
+    if v is None or not _has_rules(v.schema):
+        return []
+    from controlplane.api.cel import crd_rules  # the CEL engine, at the first rule
+
+    return crd_rules.validate(v.schema, obj, old)
+
+
+_rules_seen: dict[int, tuple[Object, bool]] = {}
+
+
+def _has_rules(schema: Object) -> bool:
+    """Whether a served schema has x-kubernetes-validations (once per schema)."""
+    found = _rules_seen.get(id(schema))
+    if found is None or found[0] is not schema:
+        found = (schema, "x-kubernetes-validations" in repr(schema))
+        if len(_rules_seen) > 1024:
+            _rules_seen.clear()
+        _rules_seen[id(schema)] = found
+    return found[1]
 
 
 def default_object(key: str, obj: Object) -> None:

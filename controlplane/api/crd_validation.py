@@ -294,6 +294,23 @@ def _api_approval(e: _Errors, obj: Object, old: Object | None) -> None:
                 f"{_APPROVAL_HELP}")  # fmt: skip
 
 
+def _rule_errors(spec: Object) -> list[str]:
+    """x-kubernetes-validations (CEL) checked where a schema has any: paths as
+    kube-apiserver's (spec.validation when every version has one schema)."""
+    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict)]
+    schemas = [(v.get("schema") or {}).get("openAPIV3Schema") for v in versions]
+    if "x-kubernetes-validations" not in repr(schemas):
+        return []
+    from controlplane.api.cel import crd_rules  # the CEL engine, at the first rule
+
+    if all(s == schemas[0] for s in schemas):
+        return crd_rules.schema_errors(schemas[0], "spec.validation.openAPIV3Schema")
+    errors: list[str] = []
+    for i, schema in enumerate(schemas):
+        errors += crd_rules.schema_errors(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
+    return errors
+
+
 _REVIEW_VERSIONS = ("v1", "v1beta1")
 
 
@@ -397,6 +414,7 @@ def validate_crd(obj: Object, old: Object | None = None) -> list[str]:
     if scope not in ("Namespaced", "Cluster"):
         e.add("spec.scope", "must be Namespaced or Cluster")
     _versions(e, spec)
+    e.items.extend(_rule_errors(spec))
     _conversion(e, spec.get("conversion"))
     if spec.get("preserveUnknownFields") is True:
         e.add("spec.preserveUnknownFields", "must be false in apiextensions.k8s.io/v1")

@@ -52,6 +52,9 @@ from controlplane.apiserver.nodecredentials import NodeCredentials
 from controlplane.apiserver.nodegraph import NodeGraph
 from controlplane.apiserver.podsecurity import config as podsecurity_config
 from controlplane.apiserver.podsecurity.plugin import PodSecurity
+from controlplane.apiserver.policy.admission import PolicyAdmission
+from controlplane.apiserver.policy.cache import BINDING, POLICY, PolicyCache
+from controlplane.apiserver.policy.typecheck import TypeChecker
 from controlplane.apiserver.progress import IndexProgress
 from controlplane.apiserver.rbacdefaults import ensure_defaults
 from controlplane.apiserver.rbacindex import RbacIndex
@@ -159,6 +162,11 @@ class ApiServer:
         # CertificateSigningRequests: the requester recorded, approve/sign/subject admission.
         self.registry.requesters[certificates.KIND] = certificates.requester
         self.registry.validating.append(certificates.CertificateAdmission(self.authorizer))
+        # ValidatingAdmissionPolicy: after the built-in validating admission.
+        self.policies = PolicyCache()
+        self.registry.validating.append(
+            PolicyAdmission(self.policies, self._lookup, self._objects, self._namespace)
+        )
         # Admission webhooks: their configurations kept by the watch, Services
         # resolved to endpoints by the API server itself.
         self.webhook_configs = WebhookConfigs()
@@ -334,6 +342,9 @@ class ApiServer:
         self._load_indexes()
         self.crd_kinds.start()
         self.broadcaster.add_listener(self.crd_kinds.on_event)
+        self.policies.on_policy = TypeChecker(self.registry).check
+        self.policies.load({kind: self._objects(kind, "") for kind in (POLICY, BINDING)})
+        self.broadcaster.add_listener(self.policies.on_event)
         self.node_credentials.load()
         self.broadcaster.add_listener(self.node_credentials.on_event)
         self.node_credentials.start()

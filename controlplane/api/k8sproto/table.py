@@ -28,6 +28,22 @@ admissionregistration/v1.ServiceReference 1,namespace,s,p 2,name,s,p 3,path,s,p 
 admissionregistration/v1.ValidatingWebhook 1,name,s,p 2,clientConfig,WebhookClientConfig 3,rules,[]RuleWithOperations 4,failurePolicy,s,p 9,matchPolicy,s,p 5,namespaceSelector,meta/v1.LabelSelector,p 10,objectSelector,meta/v1.LabelSelector,p 6,sideEffects,s,p 7,timeoutSeconds,i32,p 8,admissionReviewVersions,[]s 11,matchConditions,[]MatchCondition
 admissionregistration/v1.ValidatingWebhookConfiguration 1,metadata,meta/v1.ObjectMeta 2,webhooks,[]ValidatingWebhook
 admissionregistration/v1.ValidatingWebhookConfigurationList 1,metadata,meta/v1.ListMeta 2,items,[]ValidatingWebhookConfiguration
+admissionregistration/v1.AuditAnnotation 1,key,s,p 2,valueExpression,s,p
+admissionregistration/v1.ExpressionWarning 2,fieldRef,s,p 3,warning,s,p
+admissionregistration/v1.MatchResources 1,namespaceSelector,meta/v1.LabelSelector,p 2,objectSelector,meta/v1.LabelSelector,p 3,resourceRules,[]NamedRuleWithOperations 4,excludeResourceRules,[]NamedRuleWithOperations 7,matchPolicy,s,p
+admissionregistration/v1.NamedRuleWithOperations 1,resourceNames,[]s 2,,RuleWithOperations,i
+admissionregistration/v1.ParamKind 1,apiVersion,s 2,kind,s
+admissionregistration/v1.ParamRef 1,name,s 2,namespace,s 3,selector,meta/v1.LabelSelector,p 4,parameterNotFoundAction,s,p
+admissionregistration/v1.TypeChecking 1,expressionWarnings,[]ExpressionWarning
+admissionregistration/v1.ValidatingAdmissionPolicy 1,metadata,meta/v1.ObjectMeta 2,spec,ValidatingAdmissionPolicySpec 3,status,ValidatingAdmissionPolicyStatus
+admissionregistration/v1.ValidatingAdmissionPolicyBinding 1,metadata,meta/v1.ObjectMeta 2,spec,ValidatingAdmissionPolicyBindingSpec
+admissionregistration/v1.ValidatingAdmissionPolicyBindingList 1,metadata,meta/v1.ListMeta 2,items,[]ValidatingAdmissionPolicyBinding
+admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec 1,policyName,s 2,paramRef,ParamRef,p 3,matchResources,MatchResources,p 4,validationActions,[]s
+admissionregistration/v1.ValidatingAdmissionPolicyList 1,metadata,meta/v1.ListMeta 2,items,[]ValidatingAdmissionPolicy
+admissionregistration/v1.ValidatingAdmissionPolicySpec 1,paramKind,ParamKind,p 2,matchConstraints,MatchResources,p 3,validations,[]Validation 4,failurePolicy,s,p 5,auditAnnotations,[]AuditAnnotation 6,matchConditions,[]MatchCondition 7,variables,[]Variable
+admissionregistration/v1.ValidatingAdmissionPolicyStatus 1,observedGeneration,i64 2,typeChecking,TypeChecking,p 3,conditions,[]meta/v1.Condition
+admissionregistration/v1.Validation 1,expression,s,p 2,message,s 3,reason,s,p 4,messageExpression,s
+admissionregistration/v1.Variable 1,name,s,p 2,expression,s,p
 admissionregistration/v1.WebhookClientConfig 3,url,s,p 1,service,ServiceReference,p 2,caBundle,y
 core/v1.AWSElasticBlockStoreVolumeSource 1,volumeID,s,p 2,fsType,s 3,partition,i32 4,readOnly,b
 core/v1.Affinity 1,nodeAffinity,NodeAffinity,p 2,podAffinity,PodAffinity,p 3,podAntiAffinity,PodAntiAffinity,p

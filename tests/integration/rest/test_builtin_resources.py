@@ -66,10 +66,6 @@ KUBERNETES_1_32 = frozenset({
 # Not served yet, each with who builds it (issue 29 and the extension-points
 # issue). When one lands, this test fails until its line is removed here.
 EXPECTED_MISSING = {
-    "validatingadmissionpolicies.admissionregistration.k8s.io":
-        "issue 30: ValidatingAdmissionPolicy",
-    "validatingadmissionpolicybindings.admissionregistration.k8s.io":
-        "issue 30: ValidatingAdmissionPolicy",
     "apiservices.apiregistration.k8s.io": "issue 30: APIService aggregation",
 }  # fmt: skip
 
