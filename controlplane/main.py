@@ -45,6 +45,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from controlplane.api.bootstraptoken import split
+from controlplane.apiserver.aggregator.frontproxy import ensure_front_proxy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.rbaccomponents import COMPONENTS, CONTROLLER_MANAGER
@@ -428,6 +429,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     try:
         pki = ensure_pki(data_dir, [listen_host, *args.tls_san,
                                     *in_cluster_names(args.service_cidr, args.advertise_address)])  # fmt: skip
+        front_proxy = ensure_front_proxy(data_dir)
         store = open_store(args, data_dir)
     except (CorruptStore, StoreUnavailable) as err:
         raise StartError(str(err)) from err
@@ -449,7 +451,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                              admission_config_file=args.admission_control_config_file,
                              encryption_provider_config=encryption_config(args, data_dir))  # fmt: skip
     try:
-        server = ApiServer(store, config, pki)
+        server = ApiServer(store, config, pki, front_proxy)
     except ValueError as err:  # a bad audit policy, admission or encryption configuration
         store.close()
         raise StartError(str(err)) from err

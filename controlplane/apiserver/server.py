@@ -36,6 +36,8 @@ from controlplane.api.kinds.storage.storageclass import local_path_class
 from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver import certificates
 from controlplane.apiserver.admission import default_admission, default_plugins
+from controlplane.apiserver.aggregator.availability import Aggregator
+from controlplane.apiserver.aggregator.frontproxy import FrontProxy
 from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
@@ -111,7 +113,10 @@ def resource_prefix(resource: str) -> str | None:
 
 
 class ApiServer:
-    def __init__(self, store: Store, config: ApiServerConfig, pki: Pki | None = None) -> None:
+    def __init__(
+        self, store: Store, config: ApiServerConfig, pki: Pki | None = None,
+        front_proxy: FrontProxy | None = None,
+    ) -> None:  # fmt: skip
         if config.encryption_provider_config:  # Secrets never reach the store in the clear
             store = EncryptedStore(
                 store, encryption.load(Path(config.encryption_provider_config), resource_prefix)
@@ -185,6 +190,10 @@ class ApiServer:
             else None
         )
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
+        # API aggregation (APIServices), with the front proxy's credentials.
+        self.aggregator = (
+            Aggregator(self.registry, front_proxy, pki.ca_pem) if front_proxy and pki else None
+        )
         self.flow = FlowControl(Limits.for_workers(config.max_workers))
         self.audit: AuditLog | None = None
         if config.audit_log_path:
@@ -306,6 +315,9 @@ class ApiServer:
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()
+        if self.aggregator is not None:
+            self.aggregator.start()
+            self.broadcaster.add_listener(self.aggregator.on_event)
         server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=self.config.max_workers, thread_name_prefix="api"
@@ -340,6 +352,7 @@ class ApiServer:
                 self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
                 self.audit, self.pki, self.grpc_socket,
             )  # fmt: skip
+            self.rest.server.aggregator = self.aggregator
             self.port = self.rest.start()
         self._master_service()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)
@@ -413,6 +426,8 @@ class ApiServer:
         if self._server is not None:
             self._server.stop(grace)
         self.cleaner.stop()
+        if self.aggregator is not None:
+            self.aggregator.stop()
         self.node_credentials.stop()
         if self._server is not None:
             self._server.wait_for_termination(grace + 1)

@@ -21,12 +21,15 @@ from aiohttp import web
 
 from controlplane.api import crd, jsoncodec, kinds, limits, openapi
 from controlplane.apiserver import admission_context
+from controlplane.apiserver.aggregator import proxy
+from controlplane.apiserver.aggregator.availability import Delegate
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import authenticate, bearer_token, certificate_identity
 from controlplane.apiserver.rest import (
     auditing,
     componentstatus,
     compression,
+    delegated,
     discovery,
     fields,
     health,
@@ -69,18 +72,25 @@ def _not_found(path: str) -> errors.NotFound:
     return errors.NotFound(f"the server could not find the requested resource ({path})")
 
 
+def _delegated(request: web.Request) -> dict[str, Delegate]:
+    """The group/versions extension API servers serve (aggregator/)."""
+    aggregator = request.app[SERVER].aggregator
+    return {} if aggregator is None else aggregator.table
+
+
 def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     path = request.path.rstrip("/") or "/"
     if path == "/version":
         return _json(version.version())
     if path in ("/api", "/apis"):
-        return _root(path, request.headers.get("Accept", ""), request.headers.get("If-None-Match"))
+        accept, etag = request.headers.get("Accept", ""), request.headers.get("If-None-Match")
+        return _root(path, accept, etag, _delegated(request))
     if segments[:1] == ["openapi"]:
         return _openapi(segments[1:], path, request.headers.get("Accept", ""))
     if segments[:1] == ["api"] and len(segments) == 2:
         found = discovery.resource_list(segments[1])
     elif segments[:1] == ["apis"] and len(segments) == 2:
-        found = discovery.group(segments[1])
+        found = delegated.group(segments[1], discovery.group(segments[1]), _delegated(request))
     elif segments[:1] == ["apis"] and len(segments) == 3:
         found = discovery.resource_list(f"{segments[1]}/{segments[2]}")
     else:
@@ -90,18 +100,25 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     return _json(found)
 
 
-def _root(path: str, accept: str, if_none_match: str | None) -> web.StreamResponse:
+def _root(
+    path: str, accept: str, if_none_match: str | None, table: dict[str, Delegate]
+) -> web.StreamResponse:
     """/api or /apis: aggregated discovery when the client asks for it first
     (kubectl does), else the legacy version or group list. The answer differs
     by Accept, so caches are told so; an unchanged document is a 304 to a
     client that sends the ETag it has (kubectl's HTTP cache does)."""
     version = discovery.aggregated_version(accept)
     if version is None:
-        doc = discovery.core_versions() if path == "/api" else discovery.group_list()
+        doc = (
+            discovery.core_versions()
+            if path == "/api"
+            else delegated.group_list(discovery.group_list(), table)
+        )
         response = _json(doc)
         response.headers["Vary"] = "Accept"
         return response
-    body = jsoncodec.dumps(discovery.aggregated(path == "/api", version))
+    found = discovery.aggregated(path == "/api", version)
+    body = jsoncodec.dumps(found if path == "/api" else delegated.aggregated(found, table))
     etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
     if if_none_match == etag:
         response = web.Response(status=304)
@@ -249,7 +266,8 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         raise errors.Unauthenticated("Unauthorized") from None
     seen.who = who
     whoami = request.method == "POST" and request.path == reviews.WHOAMI_PATH
-    target = None if whoami else resolve(segments)
+    delegate = proxy.delegate_of(_delegated(request), segments)
+    target = None if whoami or delegate else resolve(segments)
     seen.target = target  # audited from here on, a refused impersonation too
     if impersonation.requested(request.headers):
         server = request.app[SERVER]
@@ -259,6 +277,11 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         seen.who, seen.impersonated, who = who, acting, acting
     if whoami:
         return reviews.whoami(who)
+    if delegate is not None:  # an extension API server's group/version
+        server = request.app[SERVER]
+        await server.run(proxy.authorize, server.registry.authorizer, who, request.method,
+                         dict(request.query), segments)  # fmt: skip
+        return await proxy.forward(request, who, delegate[1])
     if target is None:
         return _discovery(request, segments)
     handler, long_running = _handler(target, request.method, request)

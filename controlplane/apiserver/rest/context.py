@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from controlplane.api import jsoncodec
+from controlplane.apiserver.aggregator.availability import Aggregator
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.flowcontrol import FlowControl
@@ -41,6 +42,8 @@ class Server:
     # The control plane's components by ComponentStatus name ("scheduler",
     # "controller-manager"): each says why it is unhealthy, "" when healthy.
     components: dict[str, Callable[[], str]] = field(default_factory=dict)
+    # API aggregation: which group/versions extension API servers serve.
+    aggregator: Aggregator | None = None
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """func(*args, **kwargs) on the executor: registry calls block. It runs
