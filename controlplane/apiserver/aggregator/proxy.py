@@ -140,3 +140,10 @@ async def forward(request: web.Request, who: Identity, delegate: Delegate) -> we
         return response
     finally:
         upstream.release()
+
+
+async def close() -> None:
+    """Close this event loop's connections to extension servers (at stop)."""
+    session = _sessions.pop(asyncio.get_running_loop(), None)
+    if session is not None:
+        await session.close()

@@ -70,7 +70,6 @@ EXPECTED_MISSING = {
         "issue 30: ValidatingAdmissionPolicy",
     "validatingadmissionpolicybindings.admissionregistration.k8s.io":
         "issue 30: ValidatingAdmissionPolicy",
-    "apiservices.apiregistration.k8s.io": "issue 30: APIService aggregation",
 }  # fmt: skip
 
 

@@ -1,0 +1,190 @@
+"""API aggregation against a real control plane, through kubectl 1.33.
+
+An extension API server (tests/fakes/extension_apiserver.py: HTTPS on
+127.0.0.1, client certificates of the request-header CA required) behind a
+selectorless Service and its Endpoints, registered by an APIService: it
+becomes Available (Passed), its group is in discovery and `kubectl
+api-resources`, requests reach it with the caller's identity in the
+front-proxy headers and the proxy's certificate; the local APIServices are
+listed as `kubectl get apiservices` lists them; when its Service is
+deleted it is Available=False (ServiceNotFound), its group answers 503 and
+the other groups are untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fakes.extension_apiserver import ExtensionServer
+from tests.harness.kubectl import NEWEST
+from tests.harness.wait import wait_for
+from tests.integration.rest.conftest import Cluster
+
+KUBECTL = NEWEST
+
+pytestmark = [pytest.mark.skipif(not KUBECTL.exists(), reason="kubectl 1.33 is not installed")]
+
+
+def kubectl(cluster: Cluster, *args: str, stdin: str | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    done = subprocess.run([str(KUBECTL), *args], input=stdin, capture_output=True, text=True,
+                          timeout=60, env=cluster.env())  # fmt: skip
+    if check and done.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)}: {done.returncode}\n{done.stderr}")
+    return done
+
+
+def _json(cluster: Cluster, *args: str) -> Any:
+    return json.loads(kubectl(cluster, *args, "-o", "json").stdout)
+
+
+def _condition_is(cluster: Cluster, name: str, status: str) -> dict[str, Any] | None:
+    cond = _available(cluster, name)
+    return cond if cond.get("status") == status else None
+
+
+def _available(cluster: Cluster, name: str) -> dict[str, Any]:
+    obj = _json(cluster, "get", "apiservice", name)
+    conds = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in conds if c["type"] == "Available"), {})
+
+
+@pytest.fixture(scope="module")
+def extension(cluster: Cluster) -> Iterator[ExtensionServer]:
+    cm = _json(cluster, "get", "configmap", "-n", "kube-system",
+               "extension-apiserver-authentication")  # fmt: skip
+    data = cm["data"]
+    server = ExtensionServer(
+        data["requestheader-client-ca-file"],
+        json.loads(data["requestheader-allowed-names"]),
+        "ext-api.default.svc",
+    )
+    port = server.start()
+    manifest = [
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": "ext-api", "namespace": "default"},
+         "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}},
+        {"apiVersion": "v1", "kind": "Endpoints",
+         "metadata": {"name": "ext-api", "namespace": "default"},
+         "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+                      "ports": [{"name": "https", "port": port}]}]},
+        {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+         "metadata": {"name": "v1.ext.example.com"},
+         "spec": {"group": "ext.example.com", "version": "v1",
+                  "service": {"namespace": "default", "name": "ext-api"},
+                  "caBundle": base64.b64encode(server.ca_pem).decode(),
+                  "groupPriorityMinimum": 1000, "versionPriority": 15}},
+    ]  # fmt: skip
+    doc = {"apiVersion": "v1", "kind": "List", "items": manifest}
+    kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(doc))
+    try:
+        yield server
+    finally:
+        kubectl(cluster, "delete", "-f", "-", "--ignore-not-found", stdin=json.dumps(doc),
+                check=False)  # fmt: skip
+        server.stop()
+
+
+def test_local_apiservices_are_listed_as_kubernetes_lists_them(cluster: Cluster) -> None:
+    out = kubectl(cluster, "get", "apiservices").stdout.splitlines()
+    assert out[0].split() == ["NAME", "SERVICE", "AVAILABLE", "AGE"]
+    rows = {line.split()[0]: line.split()[1:3] for line in out[1:]}
+    for name in ("v1.", "v1.apps", "v1.batch", "v2.autoscaling", "v1.apiregistration.k8s.io"):
+        assert rows[name] == ["Local", "True"], (name, rows.get(name))
+    cond = _available(cluster, "v1.apps")
+    assert (cond["status"], cond["reason"]) == ("True", "Local")
+
+
+def test_apiservice_refuses_a_name_that_is_not_version_dot_group(cluster: Cluster) -> None:
+    bad = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+           "metadata": {"name": "v1.wrong.example.com"},
+           "spec": {"group": "other.example.com", "version": "v1", "insecureSkipTLSVerify": True,
+                    "groupPriorityMinimum": 100, "versionPriority": 10}}  # fmt: skip
+    done = kubectl(cluster, "create", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert done.returncode != 0
+    assert 'metadata.name: Invalid value: "v1.wrong.example.com"' in done.stderr
+    assert "spec.insecureSkipTLSVerify" in done.stderr  # no service: nothing to skip for
+
+
+def test_extension_server_is_available_and_in_discovery(
+    cluster: Cluster, extension: ExtensionServer
+) -> None:
+    cond = wait_for(
+        lambda: _condition_is(cluster, "v1.ext.example.com", "True"),
+        timeout=30, message="v1.ext.example.com Available",
+    )  # fmt: skip
+    assert cond is not None
+    assert (cond["reason"], cond["message"]) == ("Passed", "all checks passed")
+    row = kubectl(cluster, "get", "apiservice", "v1.ext.example.com").stdout.splitlines()[1]
+    assert row.split()[1:3] == ["default/ext-api", "True"]
+    groups = json.loads(kubectl(cluster, "get", "--raw", "/apis").stdout)["groups"]
+    assert any(g["name"] == "ext.example.com" for g in groups)
+    listed = kubectl(cluster, "api-resources", "--api-group", "ext.example.com").stdout
+    assert "widgets" in listed and "Widget" in listed
+
+
+def test_requests_reach_it_with_the_front_proxy_identity(
+    cluster: Cluster, extension: ExtensionServer
+) -> None:
+    wait_for(lambda: _available(cluster, "v1.ext.example.com").get("status") == "True", 30)
+    extension.seen.clear()
+    got = _json(cluster, "get", "widgets.ext.example.com", "-n", "default")
+    assert [i["metadata"]["name"] for i in got["items"]] == ["w1"]
+    seen = [s for s in extension.seen if s.path.startswith("/apis/ext.example.com/v1/namespaces")]
+    assert seen, extension.seen
+    who = json.loads(kubectl(cluster, "auth", "whoami", "-o", "json").stdout)["status"]["userInfo"]
+    assert seen[-1].user == who["username"]
+    assert set(who.get("groups") or []) <= set(seen[-1].groups)
+    assert seen[-1].client_cn == "system:auth-proxy"  # the proxy's certificate, verified
+    assert got["items"][0]["spec"]["askedBy"] == who["username"]
+
+
+def test_a_gone_service_makes_it_unavailable_and_only_its_group_answers_503(
+    cluster: Cluster, extension: ExtensionServer
+) -> None:
+    wait_for(lambda: _available(cluster, "v1.ext.example.com").get("status") == "True", 30)
+    kubectl(cluster, "delete", "service", "ext-api", "-n", "default")
+    cond = wait_for(
+        lambda: _condition_is(cluster, "v1.ext.example.com", "False"),
+        timeout=30, message="v1.ext.example.com unavailable",
+    )  # fmt: skip
+    assert cond is not None
+    assert cond["reason"] == "ServiceNotFound"
+    assert cond["message"] == 'service/ext-api in "default" is not present'
+    row = kubectl(cluster, "get", "apiservice", "v1.ext.example.com").stdout.splitlines()[1]
+    assert row.split()[2:4] == ["False", "(ServiceNotFound)"]
+    done = kubectl(cluster, "get", "--raw", "/apis/ext.example.com/v1/namespaces/default/widgets",
+                   check=False)  # fmt: skip
+    assert done.returncode != 0
+    assert "the server is currently unable to handle the request" in done.stderr, done.stderr
+    # Aggregated discovery marks the version Stale (client-go's failed group/version)...
+    doc = _aggregated_apis(cluster)
+    ext = next(i for i in doc["items"] if i["metadata"]["name"] == "ext.example.com")
+    assert ext["versions"] == [{"version": "v1", "resources": [], "freshness": "Stale"}]
+    # ... and everything else works: api-resources lists the other groups, gets work.
+    resources = kubectl(cluster, "api-resources")
+    assert "deployments" in resources.stdout and "widgets" not in resources.stdout
+    kubectl(cluster, "get", "deployments", "-A")
+    kubectl(cluster, "get", "--raw", "/apis/apps/v1")
+
+
+def _aggregated_apis(cluster: Cluster) -> Any:
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    token = config["users"][0]["user"]["token"]
+    ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
+    context = ssl.create_default_context(cadata=ca.decode())
+    context.check_hostname = False
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    request = urllib.request.Request(f"{cluster.url}/apis", headers={
+        "Authorization": f"Bearer {token}", "Accept": accept})  # fmt: skip
+    with urllib.request.urlopen(request, context=context, timeout=30) as response:
+        return json.loads(response.read())
