@@ -45,6 +45,7 @@ from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
+from controlplane.apiserver.metricsapi.collector import Collector
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.node_addresses import NodeAddresses
 from controlplane.apiserver.nodecredentials import NodeCredentials
@@ -61,10 +62,12 @@ from controlplane.apiserver.satokens import ServiceAccountTokens
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.tls import Pki, sign_agent_csr
 from controlplane.apiserver.watch import Broadcaster
+from controlplane.client.agents import AgentTLS, AgentUnreachable, agent_address, node_stats
 from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage import encryption
 from controlplane.storage.encrypted import EncryptedStore
 from controlplane.storage.interface import Store
+from proto.agent.v1 import agent_pb2
 from proto.controlplane.v1 import api_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -194,6 +197,8 @@ class ApiServer:
         self.aggregator = (
             Aggregator(self.registry, front_proxy, pki.ca_pem) if front_proxy and pki else None
         )
+        # The built-in metrics API: the agents' stats, scraped with the API server's credential.
+        self.metrics = Collector(lambda: self._objects("Node", ""), self._node_stats)
         self.flow = FlowControl(Limits.for_workers(config.max_workers))
         self.audit: AuditLog | None = None
         if config.audit_log_path:
@@ -259,6 +264,13 @@ class ApiServer:
                      {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}},
             )  # fmt: skip
 
+    def _node_stats(self, node: dict[str, Any]) -> agent_pb2.StatsResponse:
+        if self.pki is None:
+            raise AgentUnreachable("no agent credential: the API server runs without TLS")
+        tls = AgentTLS(self.pki.ca_pem, self.pki.agent_client_cert_pem,
+                       self.pki.agent_client_key_pem)  # fmt: skip
+        return node_stats(agent_address(node), node["metadata"]["name"], tls)
+
     def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             return self.registry.get_object(kind, name, namespace or None)
@@ -318,6 +330,8 @@ class ApiServer:
         if self.aggregator is not None:
             self.aggregator.start()
             self.broadcaster.add_listener(self.aggregator.on_event)
+        if self.config.rest:
+            self.metrics.start()
         server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=self.config.max_workers, thread_name_prefix="api"
@@ -353,6 +367,7 @@ class ApiServer:
                 self.audit, self.pki, self.grpc_socket,
             )  # fmt: skip
             self.rest.server.aggregator = self.aggregator
+            self.rest.server.metrics = self.metrics
             self.port = self.rest.start()
         self._master_service()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)
@@ -428,6 +443,7 @@ class ApiServer:
         self.cleaner.stop()
         if self.aggregator is not None:
             self.aggregator.stop()
+        self.metrics.stop()
         self.node_credentials.stop()
         if self._server is not None:
             self._server.wait_for_termination(grace + 1)

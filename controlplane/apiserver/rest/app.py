@@ -35,6 +35,7 @@ from controlplane.apiserver.rest import (
     health,
     impersonation,
     lists,
+    metrics,
     objects,
     patch,
     queryparams,
@@ -56,6 +57,7 @@ from controlplane.client import errors
 
 log = logging.getLogger(__name__)
 
+METRICS_GROUP = "metrics.k8s.io"
 PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 SERVER = web.AppKey("server", Server)
 AUTHORITY = web.AppKey("authority", object)
@@ -159,6 +161,8 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
     if target.info.read_only:  # computed on each read (ComponentStatus)
         if sub or method != "GET" or queryparams.flag(request.query, "watch"):
             raise MethodNotAllowed(f"{method} is not allowed on {target.info.resource}")
+        if target.info.group == METRICS_GROUP:  # the built-in metrics API
+            return metrics.serve, False
         return componentstatus.serve, False
     if target.info.create_only:
         # Answered at once, never stored: only a create of the collection.

@@ -18,6 +18,7 @@ from controlplane.apiserver.aggregator.availability import Aggregator
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.flowcontrol import FlowControl
+from controlplane.apiserver.metricsapi.collector import Collector
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.paths import Target
 from controlplane.apiserver.rest.status import BadRequest
@@ -44,6 +45,8 @@ class Server:
     components: dict[str, Callable[[], str]] = field(default_factory=dict)
     # API aggregation: which group/versions extension API servers serve.
     aggregator: Aggregator | None = None
+    # The built-in metrics API's scrapes of the agents (metricsapi/).
+    metrics: Collector | None = None
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """func(*args, **kwargs) on the executor: registry calls block. It runs
