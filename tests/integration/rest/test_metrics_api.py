@@ -13,6 +13,7 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -158,3 +159,48 @@ def test_hpa_metrics_source_reads_the_metrics_api(cluster: Cluster, metrics: Non
     assert cpu["busy"].window > 0 and cpu["busy"].window % 10 == 0
     memory = source.pod_metrics("default", "memory")
     assert memory["busy"].value == 32 * MI
+
+
+METRICS_SERVER = (
+    Path(__file__).parents[2] / "fakes" / "manifests" / "metrics-server-components.yaml"
+)
+
+
+@pytest.mark.parametrize("server_side", [False, True], ids=["client-side", "server-side"])
+def test_metrics_server_manifest_applies_unchanged_and_takes_the_group_over(
+    cluster: Cluster, metrics: None, server_side: bool
+) -> None:
+    apply = ["apply", "-f", str(METRICS_SERVER)] + (["--server-side"] if server_side else [])
+    try:
+        kubectl(cluster, *apply)
+        # Its APIService names its Service now: whose pods cannot run here (no node
+        # runs them), so it is unavailable with the reason, and skiff's built-in
+        # metrics API no longer answers for the group.
+        cond = wait_for(lambda: _apiservice_condition(cluster, "False"), timeout=30,
+                        message="v1beta1.metrics.k8s.io unavailable")  # fmt: skip
+        assert cond is not None
+        assert cond["reason"] in ("MissingEndpoints", "FailedDiscoveryCheck"), cond
+        row = kubectl(cluster, "get", "apiservice", "v1beta1.metrics.k8s.io").stdout
+        assert row.splitlines()[1].split()[1] == "kube-system/metrics-server"
+        top = kubectl(cluster, "top", "nodes", check=False)
+        assert top.returncode != 0, top.stdout
+        raw = kubectl(cluster, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes", check=False)
+        assert "the server is currently unable to handle the request" in raw.stderr
+        kubectl(cluster, "get", "nodes")  # the core group is untouched
+    finally:
+        kubectl(cluster, "delete", "-f", str(METRICS_SERVER), "--ignore-not-found",
+                "--wait=false", check=False)  # fmt: skip
+    # Without it, the built-in metrics API is registered and answers again.
+    wait_for(lambda: _apiservice_condition(cluster, "True"), timeout=30,
+             message="the local v1beta1.metrics.k8s.io back")  # fmt: skip
+    assert "mnode-1" in kubectl(cluster, "top", "nodes").stdout
+
+
+def _apiservice_condition(cluster: Cluster, status: str) -> dict[str, Any] | None:
+    done = kubectl(cluster, "get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json",
+                   check=False)  # fmt: skip
+    if done.returncode != 0:
+        return None
+    conds = (json.loads(done.stdout).get("status") or {}).get("conditions") or []
+    cond = next((c for c in conds if c["type"] == "Available"), None)
+    return cond if cond is not None and cond["status"] == status else None
