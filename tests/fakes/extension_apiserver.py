@@ -18,6 +18,7 @@ import json
 import ssl
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -81,6 +82,10 @@ class ExtensionServer:
     group: str = "ext.example.com"
     version: str = "v1"
     seen: list[Seen] = field(default_factory=list)
+    # path -> the document to answer, or None for the default widgets (a
+    # metrics adapter's answers: custom.metrics.k8s.io, external.metrics.k8s.io).
+    answer: Callable[[str], dict[str, Any] | None] | None = None
+    resources: list[dict[str, Any]] | None = None
     ca_pem: bytes = b""
     _server: ThreadingHTTPServer | None = None
 
@@ -88,8 +93,9 @@ class ExtensionServer:
         return {
             "kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": f"{self.group}/{self.version}",
-            "resources": [{"name": "widgets", "singularName": "widget", "namespaced": True,
-                           "kind": "Widget", "verbs": ["get", "list"], "shortNames": ["wg"]}],
+            "resources": self.resources if self.resources is not None else [
+                {"name": "widgets", "singularName": "widget", "namespaced": True,
+                 "kind": "Widget", "verbs": ["get", "list"], "shortNames": ["wg"]}],
         }  # fmt: skip
 
     def start(self) -> int:
@@ -127,7 +133,10 @@ class ExtensionServer:
                             self.headers.get_all("X-Remote-Group") or [], extra, cn)  # fmt: skip
                 owner.seen.append(seen)
                 base = f"/apis/{owner.group}/{owner.version}"
-                if self.path.rstrip("/") == base:
+                answered = owner.answer(self.path) if owner.answer is not None else None
+                if answered is not None:
+                    self._send(200, answered)
+                elif self.path.rstrip("/") == base:
                     self._send(200, owner.resource_list())
                 elif self.path.startswith(base) and "/widgets" in self.path:
                     item = {"apiVersion": f"{owner.group}/{owner.version}", "kind": "Widget",

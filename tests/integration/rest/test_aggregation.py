@@ -188,3 +188,130 @@ def _aggregated_apis(cluster: Cluster) -> Any:
         "Authorization": f"Bearer {token}", "Accept": accept})  # fmt: skip
     with urllib.request.urlopen(request, context=context, timeout=30) as response:
         return json.loads(response.read())
+
+
+def _register(cluster: Cluster, server: ExtensionServer, service: str, port: int) -> str:
+    """A selectorless Service + Endpoints for the server, and its APIService; the manifest."""
+    manifest = [
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": service, "namespace": "default"},
+         "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}},
+        {"apiVersion": "v1", "kind": "Endpoints",
+         "metadata": {"name": service, "namespace": "default"},
+         "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+                      "ports": [{"name": "https", "port": port}]}]},
+        {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+         "metadata": {"name": f"{server.version}.{server.group}"},
+         "spec": {"group": server.group, "version": server.version,
+                  "service": {"namespace": "default", "name": service},
+                  "caBundle": base64.b64encode(server.ca_pem).decode(),
+                  "groupPriorityMinimum": 100, "versionPriority": 100}},
+    ]  # fmt: skip
+    doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": manifest})
+    kubectl(cluster, "apply", "-f", "-", stdin=doc)
+    return doc
+
+
+NOW = "2026-01-01T00:00:00Z"
+
+
+def _external(path: str) -> dict[str, Any] | None:
+    if "/namespaces/default/queue_messages" not in path:
+        return None
+    return {"kind": "ExternalMetricValueList", "apiVersion": "external.metrics.k8s.io/v1beta1",
+            "metadata": {}, "items": [
+                {"metricName": "queue_messages", "metricLabels": {"queue": "jobs"},
+                 "timestamp": NOW, "value": "30"}]}  # fmt: skip
+
+
+def _custom(path: str) -> dict[str, Any] | None:
+    if "/namespaces/default/services/web/requests_per_second" not in path:
+        return None
+    return {"kind": "MetricValueList", "apiVersion": "custom.metrics.k8s.io/v1beta2",
+            "metadata": {}, "items": [
+                {"describedObject": {"kind": "Service", "namespace": "default", "name": "web",
+                                     "apiVersion": "/v1"},
+                 "metric": {"name": "requests_per_second"}, "timestamp": NOW,
+                 "windowSeconds": 60, "value": "25"}]}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def adapter(cluster: Cluster) -> Iterator[None]:
+    data = _json(cluster, "get", "configmap", "-n", "kube-system",
+                 "extension-apiserver-authentication")["data"]  # fmt: skip
+    ca, names = (
+        data["requestheader-client-ca-file"],
+        json.loads(data["requestheader-allowed-names"]),
+    )
+    external = ExtensionServer(ca, names, "external-adapter.default.svc",
+                               "external.metrics.k8s.io", "v1beta1", answer=_external,
+                               resources=[{"name": "queue_messages", "singularName": "",
+                                           "namespaced": True, "kind": "ExternalMetricValueList",
+                                           "verbs": ["get"]}])  # fmt: skip
+    custom = ExtensionServer(ca, names, "custom-adapter.default.svc", "custom.metrics.k8s.io",
+                             "v1beta2", answer=_custom,
+                             resources=[{"name": "services/requests_per_second",
+                                         "singularName": "", "namespaced": True,
+                                         "kind": "MetricValueList", "verbs": ["get"]}])  # fmt: skip
+    docs = [_register(cluster, external, "external-adapter", external.start()),
+            _register(cluster, custom, "custom-adapter", custom.start())]  # fmt: skip
+    try:
+        yield
+    finally:
+        for doc in docs:
+            kubectl(cluster, "delete", "-f", "-", "--ignore-not-found", stdin=doc, check=False)
+        external.stop()
+        custom.stop()
+
+
+def _deployment_and_hpa(name: str, metric: dict[str, Any]) -> str:
+    pod = {"containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": name, "namespace": "default"},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                           "template": {"metadata": {"labels": {"app": name}}, "spec": pod}}}  # fmt: skip
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+           "metadata": {"name": name, "namespace": "default"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                    "minReplicas": 1, "maxReplicas": 5, "metrics": [metric]}}  # fmt: skip
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": [deployment, hpa]})
+
+
+def _hpa_status(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    st: dict[str, Any] = _json(cluster, "get", "hpa", name).get("status") or {}
+    return st if (st.get("desiredReplicas") or 0) > 1 else None
+
+
+def test_hpa_scales_on_external_and_object_metrics_through_aggregation(
+    cluster: Cluster, adapter: None
+) -> None:
+    for name in ("v1beta1.external.metrics.k8s.io", "v1beta2.custom.metrics.k8s.io"):
+        wait_for(lambda n=name: _condition_is(cluster, n, "True"), timeout=30,  # type: ignore[misc]
+                 message=f"{name} Available")  # fmt: skip
+    external = {"type": "External", "external": {
+        "metric": {"name": "queue_messages", "selector": {"matchLabels": {"queue": "jobs"}}},
+        "target": {"type": "AverageValue", "averageValue": "10"}}}  # fmt: skip
+    obj = {"type": "Object", "object": {
+        "metric": {"name": "requests_per_second"},
+        "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "web"},
+        "target": {"type": "AverageValue", "averageValue": "10"}}}  # fmt: skip
+    docs = [_deployment_and_hpa("queue-worker", external), _deployment_and_hpa("web-api", obj)]
+    for doc in docs:
+        kubectl(cluster, "apply", "-f", "-", stdin=doc)
+    try:
+        st = wait_for(lambda: _hpa_status(cluster, "queue-worker"), timeout=60,
+                      message="the External-metric HPA scaling")  # fmt: skip
+        assert st is not None and st["desiredReplicas"] == 3  # 30 messages, 10 a replica
+        current = st["currentMetrics"][0]
+        assert current["type"] == "External"
+        assert current["external"]["current"] == {"averageValue": "30"}
+        st = wait_for(lambda: _hpa_status(cluster, "web-api"), timeout=60,
+                      message="the Object-metric HPA scaling")  # fmt: skip
+        assert st is not None and st["desiredReplicas"] == 3  # 25 requests/s, 10 a replica
+        assert st["currentMetrics"][0]["object"]["current"] == {"averageValue": "25"}
+        scaled = _json(cluster, "get", "deployment", "queue-worker")["spec"]["replicas"]
+        assert scaled == 3
+    finally:
+        for doc in docs:
+            kubectl(cluster, "delete", "-f", "-", "--ignore-not-found", "--wait=false",
+                    stdin=doc, check=False)  # fmt: skip
