@@ -98,6 +98,15 @@ class ExtensionServer:
                  "kind": "Widget", "verbs": ["get", "list"], "shortNames": ["wg"]}],
         }  # fmt: skip
 
+    def openapi(self) -> dict[str, Any]:
+        name = f"com.example.{self.version}.Widget"
+        return {"openapi": "3.0.0", "info": {"title": "ext", "version": self.version},
+                "paths": {f"/apis/{self.group}/{self.version}/namespaces/{{namespace}}/widgets": {}},
+                "components": {"schemas": {name: {
+                    "type": "object", "description": "A widget.",
+                    "x-kubernetes-group-version-kind": [
+                        {"group": self.group, "version": self.version, "kind": "Widget"}]}}}}  # fmt: skip
+
     def start(self) -> int:
         ca_pem, cert_pem, key_pem = serving_pair(self.server_name)
         self.ca_pem = ca_pem
@@ -136,6 +145,8 @@ class ExtensionServer:
                 answered = owner.answer(self.path) if owner.answer is not None else None
                 if answered is not None:
                     self._send(200, answered)
+                elif self.path.split("?")[0] == f"/openapi/v3{base}":
+                    self._send(200, owner.openapi())
                 elif self.path.rstrip("/") == base:
                     self._send(200, owner.resource_list())
                 elif self.path.startswith(base) and "/widgets" in self.path:

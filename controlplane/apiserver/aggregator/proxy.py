@@ -57,7 +57,7 @@ def _session() -> aiohttp.ClientSession:
 
 
 def delegate_of(table: dict[str, Delegate], segments: list[str]) -> tuple[str, Delegate] | None:
-    """The delegated group/version a path is under, if any."""
+    """The delegated group/version a path (split on "/") is under, if any."""
     if len(segments) >= 3 and segments[0] == "apis":
         gv = f"{segments[1]}/{segments[2]}"
         found = table.get(gv)
@@ -93,7 +93,7 @@ def attributes(
 
 def authorize(authorizer: Authorizer, who: Identity, method: str, query: dict[str, str],
               segments: list[str]) -> None:  # fmt: skip
-    a = attributes(method, query, segments[1], segments[3:])
+    a = attributes(method, query, segments[1], segments[3:]) if segments[0] == "apis" else None
     if a is None:
         authorizer.authorize_path(who, "get", "/" + "/".join(segments))
         return

@@ -88,7 +88,7 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
         accept, etag = request.headers.get("Accept", ""), request.headers.get("If-None-Match")
         return _root(path, accept, etag, _delegated(request))
     if segments[:1] == ["openapi"]:
-        return _openapi(segments[1:], path, request.headers.get("Accept", ""))
+        return _openapi(segments[1:], path, request.headers.get("Accept", ""), _delegated(request))
     if segments[:1] == ["api"] and len(segments) == 2:
         found = discovery.resource_list(segments[1])
     elif segments[:1] == ["apis"] and len(segments) == 2:
@@ -132,7 +132,9 @@ def _root(
     return response
 
 
-def _openapi(segments: list[str], path: str, accept: str) -> web.StreamResponse:
+def _openapi(
+    segments: list[str], path: str, accept: str, table: dict[str, Delegate]
+) -> web.StreamResponse:
     """/openapi/v2 (as protobuf when the client asks, as kubectl does),
     /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>."""
     if segments == ["v2"]:
@@ -142,7 +144,7 @@ def _openapi(segments: list[str], path: str, accept: str) -> web.StreamResponse:
             return response
         return _json(openapi.v2())
     if segments == ["v3"]:
-        return _json(openapi.v3_paths())
+        return _json(delegated.openapi_index(openapi.v3_paths(), table))
     if segments[:1] == ["v3"] and segments[1:2] == ["api"] and len(segments) == 3:
         return _json(openapi.v3("", segments[2]))
     if segments[:1] == ["v3"] and segments[1:2] == ["apis"] and len(segments) == 4:
@@ -271,6 +273,8 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     seen.who = who
     whoami = request.method == "POST" and request.path == reviews.WHOAMI_PATH
     delegate = proxy.delegate_of(_delegated(request), segments)
+    if segments[:2] == ["openapi", "v3"] and len(segments) == 5:  # an extension server's document
+        delegate = proxy.delegate_of(_delegated(request), segments[2:])
     target = None if whoami or delegate else resolve(segments)
     seen.target = target  # audited from here on, a refused impersonation too
     if impersonation.requested(request.headers):

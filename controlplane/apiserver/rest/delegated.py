@@ -7,7 +7,9 @@ by versionPriority, and aggregated discovery (what kubectl 1.33 asks for)
 carries the resources its server answered at the last discovery check,
 or, when the check failed, the version with `freshness: Stale`, which
 client-go reports as that group/version's error while the other groups
-are used (`kubectl api-resources` prints it and goes on).
+are used (`kubectl api-resources` goes on with the others). /openapi/v3
+lists its document, proxied to the extension server (its OpenAPI v2 is not
+merged).
 """
 
 from __future__ import annotations
@@ -99,3 +101,15 @@ def aggregated(doc: dict[str, Any], table: Table) -> dict[str, Any]:
         versions = [_version(f"{name}/{v}", table[f"{name}/{v}"]) for v in delegated[name]]
         items.append({"metadata": {"name": name}, "versions": versions})
     return {**doc, "items": items}
+
+
+def openapi_index(doc: dict[str, Any], table: Table) -> dict[str, Any]:
+    """/openapi/v3 with each delegated group/version's document, which the
+    extension server serves at the same path (proxied)."""
+    if not table:
+        return doc
+    paths = dict(doc.get("paths") or {})
+    for gv in table:
+        if "/" in gv:
+            paths[f"apis/{gv}"] = {"serverRelativeURL": f"/openapi/v3/apis/{gv}"}
+    return {**doc, "paths": paths}

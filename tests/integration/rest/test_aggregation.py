@@ -132,6 +132,18 @@ def test_extension_server_is_available_and_in_discovery(
     assert "widgets" in listed and "Widget" in listed
 
 
+def test_its_openapi_v3_document_is_listed_and_served(
+    cluster: Cluster, extension: ExtensionServer
+) -> None:
+    wait_for(lambda: _condition_is(cluster, "v1.ext.example.com", "True"), 30)
+    index = json.loads(kubectl(cluster, "get", "--raw", "/openapi/v3").stdout)["paths"]
+    assert index["apis/ext.example.com/v1"]["serverRelativeURL"].startswith(
+        "/openapi/v3/apis/ext.example.com/v1")  # fmt: skip
+    assert "apis/apps/v1" in index
+    doc = json.loads(kubectl(cluster, "get", "--raw", "/openapi/v3/apis/ext.example.com/v1").stdout)
+    assert "com.example.v1.Widget" in doc["components"]["schemas"]
+
+
 def test_requests_reach_it_with_the_front_proxy_identity(
     cluster: Cluster, extension: ExtensionServer
 ) -> None:
