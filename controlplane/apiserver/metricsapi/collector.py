@@ -9,6 +9,13 @@ pod; a node that cannot be reached keeps its older samples only until they
 are older than `3 * resolution` (then it has no metrics, as metrics-server
 drops it). A node or pod seen once is scraped again after `FIRST_GAP`
 seconds, so metrics exist soon after it appears. Never writes anything.
+
+It scrapes only while the metrics API is used (`demand()`, on every read:
+`kubectl top`, the HPA every 15 s) and for `IDLE` seconds after, so a
+cluster nobody asks for metrics pays nothing (hollow nodes in a benchmark
+are never dialed). The first read after idling waits for two passes (at
+most `FIRST_WAIT` seconds). An agent that fails is retried after a backoff
+(the resolution, doubling to `MAX_BACKOFF`).
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ log = logging.getLogger(__name__)
 
 RESOLUTION = 15.0
 FIRST_GAP = 2.0
+IDLE = 600.0
+FIRST_WAIT = 10.0
+MAX_BACKOFF = 300.0
 Fetch = Callable[[dict[str, Any]], pb.StatsResponse]  # (Node object) -> its agent's Stats
 
 
@@ -74,6 +84,11 @@ class Collector:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="metrics-scrape")
+        self._wake = threading.Event()
+        self._passes = threading.Condition()
+        self.passes = 0  # scrape passes done
+        self._demanded = float("-inf")  # monotonic time of the last read
+        self._failures: dict[str, tuple[int, float]] = {}  # node -> (failures, retry at)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="metrics-collector", daemon=True)
@@ -81,26 +96,61 @@ class Collector:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(5)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    def demand(self) -> None:
+        """A read of the metrics API: scrape (again) if idle, and wait for
+        the first two passes when there was nothing."""
+        idle = time.monotonic() - self._demanded > IDLE
+        self._demanded = time.monotonic()
+        if not idle:
+            return
+        with self._passes:
+            goal = self.passes + 2
+        self._wake.set()
+        with self._lock:
+            if any(p.old is not None for p in self.nodes.values()):
+                return  # samples to answer with already
+        with self._passes:
+            self._passes.wait_for(lambda: self.passes >= goal or self._stop.is_set(), FIRST_WAIT)
+
     def _run(self) -> None:
         while not self._stop.is_set():
+            if time.monotonic() - self._demanded > IDLE:
+                with self._lock:  # idle: old samples would make a window of hours
+                    self.nodes.clear()
+                    self.pods.clear()
+                self._wake.wait()
+                self._wake.clear()
+                continue
             try:
                 fresh = self.scrape()
             except Exception:  # a failed pass is retried on the next
                 log.exception("metrics scrape failed")
                 fresh = False
-            self._stop.wait(FIRST_GAP if fresh else self.resolution)
+            with self._passes:
+                self.passes += 1
+                self._passes.notify_all()
+            self._wake.wait(FIRST_GAP if fresh else self.resolution)
+            self._wake.clear()
 
     def _one(self, node: dict[str, Any]) -> tuple[str, pb.StatsResponse | None]:
         name = str((node.get("metadata") or {}).get("name") or "")
+        failures, retry_at = self._failures.get(name, (0, 0.0))
+        if time.monotonic() < retry_at:
+            return name, None
         try:
-            return name, self._fetch(node)
+            found = self._fetch(node)
         except Exception as err:  # an unreachable agent only costs its node's metrics
             log.debug("no stats from node %s: %s", name, err)
+            backoff = min(self.resolution * 2**failures, MAX_BACKOFF)
+            self._failures[name] = (failures + 1, time.monotonic() + backoff)
             return name, None
+        self._failures.pop(name, None)
+        return name, found
 
     def scrape(self) -> bool:
         """One pass over every node; True when some node or pod has one sample only."""

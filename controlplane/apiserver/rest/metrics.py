@@ -34,6 +34,8 @@ def _items(call: Call) -> list[dict[str, Any]]:
     except SelectorError as err:
         raise BadRequest(f"labelSelector: {err}") from err
     collector = call.server.metrics
+    if collector is not None:
+        collector.demand()  # scraping while the API is read
     found: list[dict[str, Any]] = []
     if t.info.kind == "NodeMetrics":
         pairs = collector.node_pairs() if collector is not None else {}
