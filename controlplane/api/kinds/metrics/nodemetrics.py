@@ -38,6 +38,7 @@ DEFINITION = KindDef(
         namespaced=False,
         has_status=False,
         read_only=True,
+        qualified=True,  # `nodes`/`pods` are the core kinds' plurals too
     ),
     types={
         "NodeMetrics": kind(

@@ -43,7 +43,16 @@ def row(obj: dict[str, Any], now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("PodMetrics", API_VERSION, "pods", "podmetrics", (), has_status=False, read_only=True),
+    KindInfo(
+        "PodMetrics",
+        API_VERSION,
+        "pods",
+        "podmetrics",
+        (),
+        has_status=False,
+        read_only=True,
+        qualified=True,
+    ),
     types={
         "PodMetrics": kind(
             PACKAGE,
