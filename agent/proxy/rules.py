@@ -391,6 +391,8 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
         for ext_ip in sp.external_ips:
             ext = f"-d {ext_ip}/32 {_l4(sp)} --dport {sp.port}"
             note = _comment(sp.key + " external IP")
+            if sp.external_local and sp.endpoints:
+                _local_origin(rs, cfg, sp, note, ext)
             if ext_eps:
                 chain = c.svl(sp) if sp.external_local else c.svc(sp)
                 if chain not in rs.chains["nat"]:
@@ -431,6 +433,23 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
         ' in this chain" -m addrtype --dst-type LOCAL -j ' + c.nodeports,
     )
     return rs
+
+
+def _local_origin(rs: Ruleset, cfg: RuleConfig, sp: ServicePort, note: str, match: str) -> None:
+    """Traffic to a Local Service's external address that does not come
+    from outside: pods go to every endpoint, and the node's own traffic is
+    masqueraded and goes there too (kube-proxy's EXT chain: "pod traffic
+    for external destinations", "masquerade LOCAL traffic", "route LOCAL
+    traffic to service chain"), since only outside clients have an address
+    worth keeping."""
+    c = cfg.chains
+    if c.svc(sp) not in rs.chains["nat"]:
+        _balance(rs, c.svc(sp), sp, sp.endpoints, cfg)
+    if cfg.cluster_cidr:
+        rs.add("nat", c.services, f"{note} {match} -s {cfg.cluster_cidr} -j {c.svc(sp)}")
+    local = "-m addrtype --src-type LOCAL"
+    rs.add("nat", c.services, f"{note} {match} {local} -j {c.mark_masq}")
+    rs.add("nat", c.services, f"{note} {match} {local} -j {c.svc(sp)}")
 
 
 def _has_jump(existing: Existing, table: str, builtin: str, target: str) -> bool:

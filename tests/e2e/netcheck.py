@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from agent.cri_client import CRIClient
 from controlplane.client import errors
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.interface import DeleteOptions
@@ -52,6 +53,7 @@ class Scene:
     log_root: Callable[[str], Path]  # node name -> its --pod-log-dir
     restart_agent: Callable[[str], None]  # restart the agent of a node (kill -9, start)
     pull_policy: str = "IfNotPresent"
+    cri_of: Callable[[str], CRIClient] | None = None  # node name -> its runtime
     made: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, name, ns)
 
     def node(self, i: int) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from agent.cri_client import CRIClient
-from tests.e2e import netcheck
+from tests.e2e import netcheck, netpolcheck
 from tests.e2e.agent.test_up_side_by_side import (
     IMAGE,
     NODE,
@@ -61,6 +61,7 @@ class UpScene:
             log_root=lambda node: up.layout.pod_logs,
             restart_agent=self.restart,
             pull_policy="Never",
+            cri_of=lambda node: CRIClient(f"unix://{up.layout.cri_socket}", timeout=30),
         )
 
     def exec_in(self, pod: dict[str, Any], argv: list[str]) -> int:
@@ -127,5 +128,39 @@ def test_network_policies_enforced_through_a_restart(up_scene: UpScene) -> None:
     except BaseException:
         sys.stderr.write(up_scene.up.log_tail() + "\n" + ingress_state(up_scene.up) + "\n")
         raise
+    finally:
+        scene.cleanup()
+
+
+def test_network_policy_variants_with_live_traffic(up_scene: UpScene) -> None:
+    scene = up_scene.scene
+    try:
+        netpolcheck.check_policy_variants(scene)
+    except BaseException:
+        sys.stderr.write(up_scene.up.log_tail() + "\n")
+        raise
+    finally:
+        scene.cleanup()
+
+
+def test_local_service_answers_a_client_on_the_node(up_scene: UpScene) -> None:
+    scene = up_scene.scene
+    try:
+        netpolcheck.check_local_keeps_source(scene, free_port(), client_outside=False)
+    except BaseException:
+        sys.stderr.write(up_scene.up.log_tail() + "\n")
+        raise
+    finally:
+        scene.cleanup()
+
+
+def test_network_policy_sctp_with_live_traffic(up_scene: UpScene) -> None:
+    if not netpolcheck.sctp_supported():
+        pytest.skip(
+            "this kernel has no SCTP (no sctp module): SCTP rules are checked in unit tests"
+        )
+    scene = up_scene.scene
+    try:
+        netpolcheck.check_sctp_policy(scene)
     finally:
         scene.cleanup()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e import netcheck
+from tests.e2e import netcheck, netpolcheck
 from tests.e2e.cluster.conftest import BUSYBOX
 from tests.harness.cluster import Cluster
 
@@ -50,6 +50,7 @@ def scene(cluster: Cluster, api: GrpcApiClient) -> Iterator[netcheck.Scene]:
         exec_in=exec_in,
         log_root=lambda name: cluster.node(name).base / "pods",
         restart_agent=restart_agent,
+        cri_of=lambda name: cluster.node(name).cri(),
     )
     try:
         yield s
@@ -63,3 +64,19 @@ def test_ingress_without_class_and_a_load_balancer_service(scene: netcheck.Scene
 
 def test_network_policies_across_nodes_through_agent_restarts(scene: netcheck.Scene) -> None:
     netcheck.check_network_policies(scene)
+
+
+def test_network_policy_variants_with_live_traffic(scene: netcheck.Scene) -> None:
+    netpolcheck.check_policy_variants(scene)
+
+
+def test_local_service_keeps_the_client_address(scene: netcheck.Scene) -> None:
+    netpolcheck.check_local_keeps_source(scene, 8090, client_outside=True)
+
+
+def test_network_policy_sctp_with_live_traffic(scene: netcheck.Scene) -> None:
+    if not netpolcheck.sctp_supported():
+        pytest.skip(
+            "this kernel has no SCTP (no sctp module): SCTP rules are checked in unit tests"
+        )
+    netpolcheck.check_sctp_policy(scene)

@@ -172,6 +172,37 @@ def test_external_traffic_policy_local_uses_local_endpoints_without_snat() -> No
     assert drop.endswith("-j DROP")
 
 
+def test_local_load_balancer_address_from_the_node_itself_goes_to_every_endpoint() -> None:
+    """kube-proxy's EXT chain for externalTrafficPolicy Local: the node's own
+    traffic (and pods') to the load-balancer address is masqueraded and sent
+    to the cluster-wide chain; only outside clients are kept local and
+    unmasqueraded. Without this, a client on the node got EHOSTUNREACH: its
+    packet was DNATed to the pod with a 127.0.0.1 source."""
+    service = svc(type_="LoadBalancer", ports=[{"name": "http", "port": 8090, "nodePort": 30090}],
+                  externalTrafficPolicy="Local",
+                  status={"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}})  # fmt: skip
+    service["status"] = service["spec"].pop("status")
+    e = eps(["10.244.1.2"], node="n1")
+    e["subsets"][0]["addresses"].append({"ip": "10.244.2.2", "nodeName": "n2"})
+    for node in ("n1", "n3"):
+        cfg = rules.RuleConfig(node_name=node, cluster_cidr="10.244.0.0/16")
+        text = generate([service], [e], cfg)
+        nat = nat_part(text)
+        to_ext = [r for r in chain_rules(nat, "SKIFF-SERVICES") if "-d 192.0.2.10/32" in r]
+        pods, masq, own, *outside = to_ext
+        assert "-s 10.244.0.0/16" in pods and "-j SKIFF-SVC-" in pods
+        assert "--src-type LOCAL" in masq and masq.endswith("-j SKIFF-MARK-MASQ")
+        assert "--src-type LOCAL" in own and "-j SKIFF-SVC-" in own
+        assert len(chain_rules(nat, own.split("-j ")[-1])) == 2  # every endpoint
+        if node == "n1":  # outside clients: the local endpoint, no SNAT
+            [svl] = outside
+            assert "-j SKIFF-SVL-" in svl
+        else:  # no local endpoint: outside clients are dropped
+            assert outside == []
+            drops = chain_rules(filter_part(text), "SKIFF-EXTERNAL-SERVICES")
+            assert any("-d 192.0.2.10/32" in d and d.endswith("-j DROP") for d in drops)
+
+
 def test_session_affinity_uses_recent() -> None:
     text = generate(
         [
