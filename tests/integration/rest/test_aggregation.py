@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.fakes.extension_apiserver import ExtensionServer
+from tests.fakes.extension_apiserver import ExtensionServer, serving_pair
 from tests.harness.kubectl import NEWEST
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import Cluster
@@ -158,6 +158,29 @@ def test_requests_reach_it_with_the_front_proxy_identity(
     assert set(who.get("groups") or []) <= set(seen[-1].groups)
     assert seen[-1].client_cn == "system:auth-proxy"  # the proxy's certificate, verified
     assert got["items"][0]["spec"]["askedBy"] == who["username"]
+
+
+def test_a_server_certificate_the_ca_bundle_does_not_sign_fails_the_discovery_check(
+    cluster: Cluster, extension: ExtensionServer
+) -> None:
+    other_ca = serving_pair("nobody.example.com")[0]
+    bad = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+           "metadata": {"name": "v1.untrusted.example.com"},
+           "spec": {"group": "untrusted.example.com", "version": "v1",
+                    "service": {"namespace": "default", "name": "ext-api"},
+                    "caBundle": base64.b64encode(other_ca).decode(),
+                    "groupPriorityMinimum": 1000, "versionPriority": 15}}  # fmt: skip
+    kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(bad))
+    try:
+        cond = wait_for(lambda: _condition_is(cluster, "v1.untrusted.example.com", "False"),
+                        timeout=30, message="v1.untrusted.example.com unavailable")  # fmt: skip
+        assert cond is not None and cond["reason"] == "FailedDiscoveryCheck"
+        assert cond["message"].startswith("failing or missing response from https://127.0.0.1:")
+        assert "certificate verify failed" in cond["message"], cond["message"]
+        done = kubectl(cluster, "get", "--raw", "/apis/untrusted.example.com/v1", check=False)
+        assert "the server is currently unable to handle the request" in done.stderr
+    finally:
+        kubectl(cluster, "delete", "apiservice", "v1.untrusted.example.com", check=False)
 
 
 def test_a_gone_service_makes_it_unavailable_and_only_its_group_answers_503(
