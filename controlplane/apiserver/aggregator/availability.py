@@ -1,8 +1,8 @@
 """The aggregator: local APIServices, Available conditions, the delegation table.
 
-One thread, woken by every change of an APIService, a Service or an
-Endpoints (and every `PERIOD` seconds, as kube-aggregator's availability
-controller re-checks), makes one pass:
+One thread, woken by every change of an APIService or a CRD, and of the
+Services and Endpoints that APIServices name (and every `PERIOD` seconds,
+as kube-aggregator's availability controller re-checks), makes one pass:
 
 - registers a local APIService for every group/version served here and
   removes automanaged ones no longer served (local.py);
@@ -35,7 +35,7 @@ from controlplane.apiserver.aggregator.frontproxy import (
     FrontProxy,
     authentication_configmap,
 )
-from controlplane.apiserver.codec import ROOT, decode
+from controlplane.apiserver.codec import ROOT, decode, object_key
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from controlplane.storage.interface import Event
@@ -103,9 +103,10 @@ class Aggregator:
         self._seen = _Seen()
         self._thread: threading.Thread | None = None
         self._prefixes = tuple(
-            f"{ROOT}{kinds.by_kind(k).storage_name}/" for k in (KIND, "Service", "Endpoints")
+            f"{ROOT}{kinds.by_kind(k).storage_name}/" for k in (KIND, "CustomResourceDefinition")
         )
-        self._crd_prefix = f"{ROOT}{kinds.by_kind('CustomResourceDefinition').storage_name}/"
+        # The Services and Endpoints delegated APIServices name (their storage keys).
+        self._watched: frozenset[str] = frozenset()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -123,7 +124,7 @@ class Aggregator:
 
     def on_event(self, event: Event) -> None:
         """Broadcaster listener: cheap, never blocks."""
-        if event.key.startswith(self._prefixes) or event.key.startswith(self._crd_prefix):
+        if event.key.startswith(self._prefixes) or event.key in self._watched:
             self._wake.set()
 
     def _run(self) -> None:
@@ -184,6 +185,11 @@ class Aggregator:
             status = "True" if delegate.available else "False"
             self._write(obj, _condition(status, delegate.reason, delegate.message))
         self.table = table
+        self._watched = frozenset(
+            object_key(kinds.by_kind(kind), *d.service.split("/", 1))
+            for d in table.values()
+            for kind in ("Service", "Endpoints")
+        )
 
     def _register_local(self, stored: dict[str, dict[str, Any]]) -> None:
         served = local_group_versions()
