@@ -60,7 +60,8 @@ class Delegate:
     available: bool
     reason: str
     message: str
-    resources: dict[str, Any] | None = None  # its APIResourceList, when the check passed
+    # Its APIResourceList: at the last check that passed (Stale when not available).
+    resources: dict[str, Any] | None = None
     group_priority: int = 0
     version_priority: int = 0
 
@@ -181,6 +182,14 @@ class Aggregator:
                 )
                 continue
             delegate = self._check(name, gv, spec)
+            before = self.table.get(gv)
+            if (
+                delegate.resources is None
+                and before is not None
+                and before.service == delegate.service
+            ):
+                # As kube-aggregator: the last resources it listed, served as Stale.
+                delegate = replace(delegate, resources=before.resources)
             table[gv] = delegate
             status = "True" if delegate.available else "False"
             self._write(obj, _condition(status, delegate.reason, delegate.message))

@@ -4,8 +4,9 @@ A delegated group/version (an APIService with a service) replaces any
 local one of the same name: /apis lists it (available or not, as
 kube-aggregator lists every APIService), /apis/<group> names its versions
 by versionPriority, and aggregated discovery (what kubectl 1.33 asks for)
-carries the resources its server answered at the last discovery check,
-or, when the check failed, the version with `freshness: Stale`, which
+carries the resources its server answered at the last discovery check
+that passed, with `freshness: Stale` when it is not available (no
+resources when none ever passed), which
 client-go reports as that group/version's error while the other groups
 are used (`kubectl api-resources` goes on with the others). /openapi/v3
 lists its document, proxied to the extension server (its OpenAPI v2 is not
@@ -76,10 +77,13 @@ def group(name: str, local: dict[str, Any] | None, table: Table) -> dict[str, An
 
 def _version(gv: str, delegate: Delegate) -> dict[str, Any]:
     version = gv.rpartition("/")[2]
-    if not delegate.available or delegate.resources is None:
-        return {"version": version, "resources": [], "freshness": "Stale"}
-    resources = aggregated_resources(gv, delegate.resources)
-    return {"version": version, "resources": resources, "freshness": "Current"}
+    resources = aggregated_resources(gv, delegate.resources or {})
+    fresh = delegate.available and delegate.resources is not None
+    return {
+        "version": version,
+        "resources": resources,
+        "freshness": "Current" if fresh else "Stale",
+    }
 
 
 def aggregated(doc: dict[str, Any], table: Table) -> dict[str, Any]:
