@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from controlplane.api import crd, jsoncodec, kinds, limits, openapi
+from controlplane.api.kinds import KindInfo
 from controlplane.apiserver import admission_context
 from controlplane.apiserver.aggregator import proxy
 from controlplane.apiserver.aggregator.availability import Delegate
@@ -239,6 +240,17 @@ async def _watch(call: Call) -> web.StreamResponse:
         end()
 
 
+def _proxied_target(request: web.Request, segments: list[str], gv: str) -> Target | None:
+    """What a proxied resource request names, for its audit event."""
+    if segments[0] != "apis":
+        return None
+    a = proxy.attributes(request.method, dict(request.query), segments[1], segments[3:])
+    if a is None:
+        return None
+    info = KindInfo("", gv, a.resource, a.resource, namespaced=bool(a.namespace))
+    return Target(info, gv, a.namespace, a.name, a.subresource)
+
+
 class _Seen:
     """What the audit event of a request needs from its handling."""
 
@@ -286,6 +298,7 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     if whoami:
         return reviews.whoami(who)
     if delegate is not None:  # an extension API server's group/version
+        seen.target = _proxied_target(request, segments, delegate[0])  # audited as any request
         server = request.app[SERVER]
         await server.run(proxy.authorize, server.registry.authorizer, who, request.method,
                          dict(request.query), segments)  # fmt: skip

@@ -19,11 +19,13 @@ import ssl
 import subprocess
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from controlplane.apiserver.audit import AuditLog
 from tests.fakes.extension_apiserver import ExtensionServer, serving_pair
 from tests.harness.kubectl import NEWEST
 from tests.harness.wait import wait_for
@@ -158,6 +160,23 @@ def test_requests_reach_it_with_the_front_proxy_identity(
     assert set(who.get("groups") or []) <= set(seen[-1].groups)
     assert seen[-1].client_cn == "system:auth-proxy"  # the proxy's certificate, verified
     assert got["items"][0]["spec"]["askedBy"] == who["username"]
+
+
+def test_proxied_requests_are_audited(
+    cluster: Cluster, extension: ExtensionServer, tmp_path: Path
+) -> None:
+    wait_for(lambda: _condition_is(cluster, "v1.ext.example.com", "True"), 30)
+    rest = cluster.running.server.rest
+    assert rest is not None
+    rest.server.audit = AuditLog(tmp_path / "audit.log")  # this test's log, then none again
+    try:
+        kubectl(cluster, "get", "widgets.ext.example.com", "w1", "-n", "default", check=False)
+    finally:
+        rest.server.audit = None
+    events = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+    refs = [(e["verb"], e.get("objectRef")) for e in events]
+    assert ("get", {"resource": "widgets", "apiGroup": "ext.example.com", "apiVersion": "v1",
+                    "namespace": "default", "name": "w1"}) in refs, refs  # fmt: skip
 
 
 def test_a_server_certificate_the_ca_bundle_does_not_sign_fails_the_discovery_check(
