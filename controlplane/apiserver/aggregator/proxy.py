@@ -6,7 +6,9 @@ as kube-apiserver's filters run before its proxy): the request goes to
 one of the Service's endpoints over TLS with the front proxy's client
 certificate, the caller's identity in X-Remote-User, X-Remote-Group and
 X-Remote-Extra-<key> (keys URL-escaped), and without the caller's
-credential. The answer streams back as it comes (watches included). An
+credential. The answer streams back as it comes (a watch for as long as
+it lasts; any other request at most REQUEST_TIMEOUT, as kube-apiserver's
+--request-timeout). An
 APIService that is not Available answers 503, as kube-aggregator does,
 and only its own group/version is affected.
 """
@@ -38,6 +40,7 @@ _DROPPED = frozenset({
 _DROPPED_PREFIXES = ("impersonate-", "x-remote-")
 _RETURNED_DROP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length"})
 CONNECT_TIMEOUT = 5.0
+REQUEST_TIMEOUT = 60.0  # kube-apiserver's --request-timeout; watches are not bounded
 
 _sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
     weakref.WeakKeyDictionary()
@@ -121,10 +124,14 @@ async def forward(request: web.Request, who: Identity, delegate: Delegate) -> we
     ]  # fmt: skip
     headers += identity_headers(who)
     url = random.choice(delegate.urls) + request.path_qs
+    watching = request.query.get("watch", "").lower() in ("1", "true")
+    timeout = aiohttp.ClientTimeout(
+        total=None if watching else REQUEST_TIMEOUT, sock_connect=CONNECT_TIMEOUT
+    )
     try:
         upstream = await _session().request(
             request.method, url, headers=headers, data=body or None, ssl=delegate.context,
-            server_hostname=delegate.server_name, allow_redirects=False,
+            server_hostname=delegate.server_name, allow_redirects=False, timeout=timeout,
         )  # fmt: skip
     except (TimeoutError, aiohttp.ClientError, OSError) as err:
         raise errors.Unavailable(f"error trying to reach service: {err}") from err
