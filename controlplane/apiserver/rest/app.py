@@ -302,7 +302,14 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         server = request.app[SERVER]
         await server.run(proxy.authorize, server.registry.authorizer, who, request.method,
                          dict(request.query), segments)  # fmt: skip
-        return await proxy.forward(request, who, delegate[1])
+        if queryparams.flag(request.query, "watch"):  # long-running: no lane slot
+            return await proxy.forward(request, who, delegate[1])
+        mutating = request.method not in ("GET", "HEAD")  # the same lanes as local requests
+        lane = server.flow.acquire(who, "", seen.target.namespace if seen.target else "", mutating)
+        try:
+            return await proxy.forward(request, who, delegate[1])
+        finally:
+            server.flow.release(lane, mutating)
     if target is None:
         return _discovery(request, segments)
     handler, long_running = _handler(target, request.method, request)

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from controlplane.apiserver.audit import AuditLog
+from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from tests.fakes.extension_apiserver import ExtensionServer, serving_pair
 from tests.harness.kubectl import NEWEST
 from tests.harness.wait import wait_for
@@ -160,6 +161,22 @@ def test_requests_reach_it_with_the_front_proxy_identity(
     assert set(who.get("groups") or []) <= set(seen[-1].groups)
     assert seen[-1].client_cn == "system:auth-proxy"  # the proxy's certificate, verified
     assert got["items"][0]["spec"]["askedBy"] == who["username"]
+
+
+def test_proxied_requests_take_a_slot_of_the_callers_priority_lane(
+    cluster: Cluster, extension: ExtensionServer
+) -> None:
+    wait_for(lambda: _condition_is(cluster, "v1.ext.example.com", "True"), 30)
+    rest = cluster.running.server.rest
+    assert rest is not None
+    flow = rest.server.flow
+    rest.server.flow = FlowControl(Limits(system_readonly=0))  # the admin's reads: no room
+    try:
+        done = kubectl(cluster, "get", "--raw", "/apis/ext.example.com/v1/namespaces/default/widgets",
+                       check=False)  # fmt: skip
+    finally:
+        rest.server.flow = flow
+    assert done.returncode != 0 and "too many read-only requests in flight" in done.stderr
 
 
 def test_proxied_requests_are_audited(
