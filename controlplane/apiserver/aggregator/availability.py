@@ -80,9 +80,6 @@ def local_group_versions() -> dict[str, bool]:
     builtin = {d.key for d in kinds.builtin_definitions()}
     found: dict[str, bool] = {}
     for definition in kinds.definitions():
-        info = definition.info
-        if info.create_only and info.group in ("authentication.k8s.io", "authorization.k8s.io"):
-            pass  # reviews are served all the same
         for gv in definition.served_versions():
             found[gv] = found.get(gv, False) or definition.key in builtin
     return found
