@@ -219,6 +219,35 @@ def test_a_server_certificate_the_ca_bundle_does_not_sign_fails_the_discovery_ch
         kubectl(cluster, "delete", "apiservice", "v1.untrusted.example.com", check=False)
 
 
+def test_insecure_skip_tls_verify_passes_and_a_404_fails_the_discovery_check(
+    cluster: Cluster, extension: ExtensionServer
+) -> None:
+    def apiservice(group: str) -> dict[str, Any]:
+        return {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": f"v1.{group}"},
+                "spec": {"group": group, "version": "v1", "insecureSkipTLSVerify": True,
+                         "service": {"namespace": "default", "name": "ext-api"},
+                         "groupPriorityMinimum": 1000, "versionPriority": 15}}  # fmt: skip
+
+    served = {"kind": "APIResourceList", "groupVersion": "insecure.example.com/v1", "resources": []}
+    extension.answer = lambda path: served if path == "/apis/insecure.example.com/v1" else None
+    doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        apiservice("insecure.example.com"), apiservice("missing.example.com")]})  # fmt: skip
+    kubectl(cluster, "apply", "-f", "-", stdin=doc)
+    try:
+        cond = wait_for(lambda: _condition_is(cluster, "v1.insecure.example.com", "True"),
+                        timeout=30, message="v1.insecure.example.com Available")  # fmt: skip
+        assert cond is not None and cond["reason"] == "Passed"
+        cond = wait_for(lambda: _condition_is(cluster, "v1.missing.example.com", "False"),
+                        timeout=30, message="v1.missing.example.com unavailable")  # fmt: skip
+        assert cond is not None and cond["reason"] == "FailedDiscoveryCheck"
+        assert cond["message"].endswith("/apis/missing.example.com/v1: 404"), cond["message"]
+        assert "bad status from https://127.0.0.1:" in cond["message"]
+    finally:
+        extension.answer = None
+        kubectl(cluster, "delete", "-f", "-", "--ignore-not-found", stdin=doc, check=False)
+
+
 def test_a_gone_service_makes_it_unavailable_and_only_its_group_answers_503(
     cluster: Cluster, extension: ExtensionServer
 ) -> None:
