@@ -107,6 +107,15 @@ class ExtensionServer:
                     "x-kubernetes-group-version-kind": [
                         {"group": self.group, "version": self.version, "kind": "Widget"}]}}}}  # fmt: skip
 
+    def swagger(self) -> dict[str, Any]:
+        name = f"com.example.{self.version}.Widget"
+        path = f"/apis/{self.group}/{self.version}/namespaces/{{namespace}}/widgets"
+        return {"swagger": "2.0", "info": {"title": "ext", "version": self.version},
+                "paths": {path: {"get": {"operationId": "listWidgets",
+                                         "responses": {"200": {"description": "OK"}}}}},
+                "definitions": {name: {"type": "object", "description": "A widget.",
+                                       "properties": {"spec": {"type": "object"}}}}}  # fmt: skip
+
     def start(self) -> int:
         ca_pem, cert_pem, key_pem = serving_pair(self.server_name)
         self.ca_pem = ca_pem
@@ -147,6 +156,8 @@ class ExtensionServer:
                     self._send(200, answered)
                 elif self.path.split("?")[0] == f"/openapi/v3{base}":
                     self._send(200, owner.openapi())
+                elif self.path.split("?")[0] == "/openapi/v2":
+                    self._send(200, owner.swagger())
                 elif self.path.rstrip("/") == base:
                     self._send(200, owner.resource_list())
                 elif self.path.startswith(base) and "/widgets" in self.path:

@@ -64,6 +64,7 @@ class Delegate:
     resources: dict[str, Any] | None = None
     group_priority: int = 0
     version_priority: int = 0
+    openapi_v2: dict[str, Any] | None = None  # its Swagger 2.0 document, when it serves one
 
 
 @dataclass
@@ -95,6 +96,7 @@ class Aggregator:
         self.client_ca_pem = client_ca_pem
         self.period = period
         self.check = check
+        self.fetch_openapi: Callable[..., dict[str, Any] | None] = checks.openapi_v2
         self.table: dict[str, Delegate] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -254,8 +256,9 @@ class Aggregator:
             except ValueError as err:
                 problem = problem or str(err)
                 continue
+            spec_v2 = self.fetch_openapi(url, context, server_name)
             return replace(base, urls=urls, context=context, available=True, reason="Passed",
-                           message="all checks passed", resources=resources)  # fmt: skip
+                           message="all checks passed", resources=resources, openapi_v2=spec_v2)  # fmt: skip
         return replace(base, urls=urls, context=context, reason="FailedDiscoveryCheck",
                        message=problem)  # fmt: skip
 

@@ -7,7 +7,8 @@ when it has none; nothing with insecureSkipTLSVerify), for the name
 `<service>.<namespace>.svc` as kube-aggregator asks for it.
 `discovery_check(...)` is the availability controller's probe: GET
 /apis/<group>/<version> (with the proxy's credential and no user), 2xx
-passes; the resource list it answers is kept for aggregated discovery.
+passes; the resource list it answers is kept for aggregated discovery,
+and its /openapi/v2 document is merged into the API server's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from controlplane.apiserver.aggregator.frontproxy import GROUP_HEADER, USER_HEAD
 from controlplane.client.agents import load_chain
 
 TIMEOUT = 5.0
+MAX_DOCUMENT = 16 << 20
 
 
 def client_context(proxy: FrontProxy, ca_bundle: str, insecure: bool) -> ssl.SSLContext:
@@ -56,13 +58,10 @@ def split_url(url: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def discovery_check(
-    url: str, context: ssl.SSLContext, server_name: str, group_version: str
-) -> dict[str, Any]:
-    """The APIResourceList the server at `url` answers for the group/version;
-    raises OSError (ssl and connection errors included) or ValueError with
-    kube-aggregator's FailedDiscoveryCheck message."""
-    path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
+def get_json(url: str, context: ssl.SSLContext, server_name: str, path: str) -> dict[str, Any]:
+    """GET `path` from the server at `url` as the aggregator (a JSON object,
+    {} when the body is none); raises ValueError with kube-aggregator's
+    FailedDiscoveryCheck message."""
     where = f"{url}{path}"
     host, port = split_url(url)
     connection = _Connection(host, port, context, server_name)
@@ -72,7 +71,7 @@ def discovery_check(
                                                      USER_HEADER: "system:kube-aggregator",
                                                      GROUP_HEADER: "system:masters"})  # fmt: skip
             response = connection.getresponse()
-            body = response.read(4 << 20)
+            body = response.read(MAX_DOCUMENT)
         except (OSError, http.client.HTTPException) as err:
             raise ValueError(f"failing or missing response from {where}: {err}") from err
     finally:
@@ -85,3 +84,21 @@ def discovery_check(
     except ValueError:
         doc = {}
     return doc if isinstance(doc, dict) else {}
+
+
+def discovery_check(
+    url: str, context: ssl.SSLContext, server_name: str, group_version: str
+) -> dict[str, Any]:
+    """The APIResourceList the server at `url` answers for the group/version;
+    raises ValueError with kube-aggregator's FailedDiscoveryCheck message."""
+    path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
+    return get_json(url, context, server_name, path)
+
+
+def openapi_v2(url: str, context: ssl.SSLContext, server_name: str) -> dict[str, Any] | None:
+    """The server's Swagger 2.0 document (/openapi/v2), None when it has none."""
+    try:
+        doc = get_json(url, context, server_name, "/openapi/v2")
+    except ValueError:
+        return None
+    return doc if isinstance(doc.get("definitions"), dict) else None

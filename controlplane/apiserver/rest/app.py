@@ -16,10 +16,11 @@ import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import crd, jsoncodec, kinds, limits, openapi
+from controlplane.api import crd, jsoncodec, kinds, limits, openapi, openapi_pb
 from controlplane.api.kinds import KindInfo
 from controlplane.apiserver import admission_context
 from controlplane.apiserver.aggregator import proxy
@@ -139,11 +140,14 @@ def _openapi(
     """/openapi/v2 (as protobuf when the client asks, as kubectl does),
     /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>."""
     if segments == ["v2"]:
+        ours = openapi.v2()
+        merged = delegated.openapi_v2(ours, table)  # extension servers' documents merged in
         if openapi.PROTOBUF_ACCEPT in accept:
-            response = web.Response(body=openapi.v2_protobuf())
+            body = openapi.v2_protobuf() if merged is ours else _v2_protobuf(merged)
+            response = web.Response(body=body)
             response.headers["Content-Type"] = openapi.PROTOBUF_CONTENT_TYPE
             return response
-        return _json(openapi.v2())
+        return _json(merged)
     if segments == ["v3"]:
         return _json(delegated.openapi_index(openapi.v3_paths(), table))
     if segments[:1] == ["v3"] and segments[1:2] == ["api"] and len(segments) == 3:
@@ -151,6 +155,20 @@ def _openapi(
     if segments[:1] == ["v3"] and segments[1:2] == ["apis"] and len(segments) == 4:
         return _json(openapi.v3(segments[2], segments[3]))
     raise _not_found(path)
+
+
+_v2_encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
+
+
+def _v2_protobuf(doc: dict[str, Any]) -> bytes:
+    """A merged /openapi/v2 as protobuf, encoded once per document."""
+    hit = _v2_encoded.get(id(doc))
+    if hit is not None and hit[0] is doc:
+        return hit[1]
+    data = openapi_pb.encode_v2(doc)
+    _v2_encoded.clear()  # one document at a time
+    _v2_encoded[id(doc)] = (doc, data)
+    return data
 
 
 def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler, bool]:

@@ -9,8 +9,8 @@ that passed, with `freshness: Stale` when it is not available (no
 resources when none ever passed), which
 client-go reports as that group/version's error while the other groups
 are used (`kubectl api-resources` goes on with the others). /openapi/v3
-lists its document, proxied to the extension server (its OpenAPI v2 is not
-merged).
+lists its document, proxied to the extension server; its /openapi/v2
+paths and definitions are merged into the API server's.
 """
 
 from __future__ import annotations
@@ -117,3 +117,25 @@ def openapi_index(doc: dict[str, Any], table: Table) -> dict[str, Any]:
         if "/" in gv:
             paths[f"apis/{gv}"] = {"serverRelativeURL": f"/openapi/v3/apis/{gv}"}
     return {**doc, "paths": paths}
+
+
+_merged_v2: dict[tuple[int, tuple[int, ...]], dict[str, Any]] = {}
+
+
+def openapi_v2(doc: dict[str, Any], table: Table) -> dict[str, Any]:
+    """/openapi/v2 with the extension servers' paths and definitions merged
+    in (the same document until one of them changes: cached)."""
+    remote = [d.openapi_v2 for d in table.values() if d.available and d.openapi_v2]
+    if not remote:
+        return doc
+    key = (id(doc), tuple(id(r) for r in remote))
+    merged = _merged_v2.get(key)
+    if merged is None:
+        paths, definitions = dict(doc.get("paths") or {}), dict(doc.get("definitions") or {})
+        for spec in remote:
+            paths.update(spec.get("paths") or {})
+            definitions.update(spec.get("definitions") or {})
+        merged = {**doc, "paths": paths, "definitions": definitions}
+        _merged_v2.clear()  # one document at a time
+        _merged_v2[key] = merged
+    return merged

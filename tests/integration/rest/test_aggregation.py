@@ -147,6 +147,18 @@ def test_its_openapi_v3_document_is_listed_and_served(
     assert "com.example.v1.Widget" in doc["components"]["schemas"]
 
 
+def test_its_openapi_v2_is_merged_into_the_servers(
+    cluster: Cluster, extension: ExtensionServer
+) -> None:
+    wait_for(lambda: _condition_is(cluster, "v1.ext.example.com", "True"), 30)
+    doc = json.loads(kubectl(cluster, "get", "--raw", "/openapi/v2").stdout)
+    assert "com.example.v1.Widget" in doc["definitions"]
+    assert "io.k8s.api.apps.v1.Deployment" in doc["definitions"]  # ours, still there
+    assert "/apis/ext.example.com/v1/namespaces/{namespace}/widgets" in doc["paths"]
+    raw = _get(cluster, "/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+    assert b"com.example.v1.Widget" in raw and b"io.k8s.api.apps.v1.Deployment" in raw
+
+
 def test_requests_reach_it_with_the_front_proxy_identity(
     cluster: Cluster, extension: ExtensionServer
 ) -> None:
@@ -279,17 +291,22 @@ def test_a_gone_service_makes_it_unavailable_and_only_its_group_answers_503(
     kubectl(cluster, "get", "--raw", "/apis/apps/v1")
 
 
-def _aggregated_apis(cluster: Cluster) -> Any:
+def _get(cluster: Cluster, path: str, accept: str) -> bytes:
     config = yaml.safe_load(cluster.kubeconfig.read_text())
     token = config["users"][0]["user"]["token"]
     ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
     context = ssl.create_default_context(cadata=ca.decode())
     context.check_hostname = False
-    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
-    request = urllib.request.Request(f"{cluster.url}/apis", headers={
+    request = urllib.request.Request(f"{cluster.url}{path}", headers={
         "Authorization": f"Bearer {token}", "Accept": accept})  # fmt: skip
     with urllib.request.urlopen(request, context=context, timeout=30) as response:
-        return json.loads(response.read())
+        data: bytes = response.read()
+        return data
+
+
+def _aggregated_apis(cluster: Cluster) -> Any:
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    return json.loads(_get(cluster, "/apis", accept))
 
 
 def _register(cluster: Cluster, server: ExtensionServer, service: str, port: int) -> str:
