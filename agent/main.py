@@ -26,6 +26,7 @@ import psutil
 
 from agent import serving_tls
 from agent.agent import Agent, AgentConfig
+from agent.client_certificate import CertificateManager, certificate_current
 from agent.container_gc import ContainerGCPolicy
 from agent.cri_client import CRIClient
 from agent.eviction import thresholds
@@ -59,6 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--ca-file", help="PEM of the control plane's CA (with --token)")
     p.add_argument("--credentials", help="client config file with a node (or admin) credential")
+    p.add_argument(
+        "--rotate-certificates",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after joining with --token, prove who the node is with a client certificate "
+        "from the CertificateSigningRequest API and renew it before it expires (the kubelet's "
+        "rotateCertificates); not with --credentials",
+    )
+    p.add_argument(
+        "--client-certificate-seconds",
+        type=int,
+        default=0,
+        help="the lifetime to ask for (expirationSeconds, at least 600; 0: the signer's, a year)",
+    )
     p.add_argument("--node-name", default=socket.gethostname().split(".")[0].lower())
     p.add_argument(
         "--node-ip", default="", help="this node's address (default: the route to --server)"
@@ -352,6 +367,13 @@ def obtain_credentials(args: argparse.Namespace, root: Path, stop: threading.Eve
     if saved.exists():
         cfg = load_config(saved)
         if cfg.server == args.server:
+            if cfg.cert_pem and not certificate_current(cfg.cert_pem):
+                # TLS would refuse an expired certificate outright: start with
+                # the node's token and let the manager ask for a new one.
+                log.warning(
+                    "node=%s client certificate expired; using the node token", args.node_name
+                )
+                cfg = cfg.with_certificate(b"", b"")
             return cfg
     if not args.token or not args.ca_file:
         raise ConfigError("give --credentials FILE, or --token JOIN_TOKEN with --ca-file CA.pem")
@@ -487,6 +509,9 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
     except BaseException:
         running.stop()
         raise
+    if args.rotate_certificates and not args.credentials:
+        seconds = args.client_certificate_seconds
+        CertificateManager(api, args.node_name, root / "node.conf", stop, seconds).start()
     return running
 
 

@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.api import kinds, patch_meta
+from controlplane.api import crd_versions, kinds, patch_meta
 from controlplane.api.checks import Errors
 from controlplane.api.jsoncodec import clone
 from controlplane.api.kinds.definition import KindDef
@@ -49,6 +49,7 @@ class ServedVersion:
     status: bool = False
     scale: Object | None = None
     deprecation: str = ""  # the Warning a request at a deprecated version gets ("": none)
+    served: bool = True  # False: the storage version, not served
 
 
 @dataclass
@@ -81,7 +82,8 @@ def kind_info(obj: Object) -> kinds.KindInfo:
     names = spec["names"]
     group = spec["group"]
     versions = [v for v in spec["versions"] if v.get("served")]
-    storage = next((v for v in versions if v.get("storage")), versions[0])
+    # Objects are stored in the storage version, served or not.
+    storage = next((v for v in spec["versions"] if v.get("storage")), versions[0])
     others = tuple(f"{group}/{v['name']}" for v in versions if v is not storage)
     subresources = storage.get("subresources") or {}
     return kinds.KindInfo(
@@ -113,10 +115,16 @@ def register(obj: Object) -> kinds.KindInfo:
     problems = validate_crd(obj)
     if problems:
         raise ValueError("; ".join(problems))
+    from controlplane.api.crd_validation import served_builtin
+
+    builtin = served_builtin(obj["spec"])
+    if builtin is not None:  # Volcano's CRD of a kind skiff serves: not served twice
+        return builtin
     info = kind_info(obj)
     crd = _Crd(name, info, clone(obj["spec"]))
-    for v in obj["spec"]["versions"]:
-        if not v.get("served"):
+    spec = crd.spec
+    for v in spec["versions"]:
+        if not v.get("served") and not v.get("storage"):
             continue
         sub = v.get("subresources") or {}
         crd.versions[v["name"]] = ServedVersion(
@@ -129,14 +137,8 @@ def register(obj: Object) -> kinds.KindInfo:
             printer_columns=tuple(clone(v.get("additionalPrinterColumns") or [])),
             status="status" in sub,
             scale=clone(sub["scale"]) if "scale" in sub else None,
-            deprecation=(
-                str(
-                    v.get("deprecationWarning")
-                    or f"{info.group}/{v['name']} {info.kind} is deprecated"
-                )
-                if v.get("deprecated")
-                else ""
-            ),
+            deprecation=crd_versions.deprecation_warning(spec, v),
+            served=bool(v.get("served")),
         )
     facts: dict[str, patch_meta.FieldMeta] = {}
     for v in crd.versions.values():
@@ -147,7 +149,7 @@ def register(obj: Object) -> kinds.KindInfo:
             kinds.unregister(old.info.key)
             patch_meta.set_custom(old.info.key, {})
             _by_key.pop(old.info.key, None)
-        kinds.register(_definition(info))
+        kinds.register(_definition(info, spec))
         patch_meta.set_custom(info.key, facts)
         _by_name[name] = crd
         _by_key[info.key] = crd
@@ -155,10 +157,14 @@ def register(obj: Object) -> kinds.KindInfo:
     return info
 
 
-def _definition(info: kinds.KindInfo) -> KindDef:
+def _definition(info: kinds.KindInfo, spec: Object) -> KindDef:
     """The kinds registry's entry of a custom kind: its objects validated
-    against, defaulted and pruned by their version's structural schema."""
+    against, defaulted and pruned by their version's structural schema,
+    converted between its served versions and the stored one."""
     key = info.key
+
+    def tidy(obj: Object) -> None:
+        default_object(key, obj)
 
     def validate(e: Errors, obj: Object, old: Object | None) -> None:
         e.items.extend(validate_object(key, obj))
@@ -166,7 +172,21 @@ def _definition(info: kinds.KindInfo) -> KindDef:
     def defaults(obj: Object) -> None:
         default_object(key, obj)
 
-    return KindDef(info, defaults=defaults, validate=validate)
+    conversions = crd_versions.conversions(spec, info.version, tidy)
+    unserved = tuple(f"{info.group}/{v['name']}" for v in spec["versions"] if not v.get("served"))
+    return _CustomKindDef(
+        info, defaults=defaults, validate=validate, conversions=conversions, unserved=unserved
+    )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _CustomKindDef(KindDef):
+    """A custom kind: its storage version may be one that is not served."""
+
+    unserved: tuple[str, ...] = ()
+
+    def served_versions(self) -> tuple[str, ...]:
+        return tuple(v for v in super().served_versions() if v not in self.unserved)
 
 
 def _list_facts(s: Any, path: str, out: dict[str, patch_meta.FieldMeta]) -> None:
@@ -208,7 +228,7 @@ def is_custom(key: str) -> bool:
 
 def served_versions() -> list[ServedVersion]:
     with _lock:
-        return [v for crd in _by_name.values() for v in crd.versions.values()]
+        return [v for crd in _by_name.values() for v in crd.versions.values() if v.served]
 
 
 def _version(key: str, obj_or_version: Object | str | None) -> ServedVersion | None:

@@ -4,7 +4,7 @@
 - `validate_crd(obj, old)`: names, scope, versions (exactly one storage
   version, at least one served), structural openAPIV3Schema (a default
   must be valid against its own schema), subresources, printer columns,
-  conversion None only. The CustomResourceDefinition kind's definition
+  conversion None or Webhook (its clientConfig), status.storedVersions. The CustomResourceDefinition kind's definition
   (kinds/apiextensions/customresourcedefinition.py) uses them.
 - `default_crd(obj)`: the defaults and status kube-apiserver fills in
   (singular, listKind, conversion, acceptedNames, storedVersions, the
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from typing import Any
 
-from controlplane.api import jsonpath, kinds, structural
+from controlplane.api import crd_versions, jsonpath, kinds, structural
 from controlplane.api.dnsnames import DNS1123_LABEL, DNS1123_SUBDOMAIN
 from controlplane.api.jsoncodec import clone
 
@@ -81,25 +82,43 @@ def _names(e: _Errors, spec: Object, metadata_name: str) -> None:
             e.add(f"spec.names.{key}", "must be a list of lowercase DNS labels")
     if plural and group and metadata_name != f"{plural}.{group}":
         e.add("metadata.name", f"must be spec.names.plural + '.' + spec.group ({plural}.{group})")
+    if served_builtin(spec) is not None:
+        return  # Volcano's own CRD of a kind skiff serves: kept, not served (below)
     for k in kinds.builtin_kinds():
         if k.group == group and k.plural == plural:
-            e.add("spec.names.plural", f"{plural}.{group} is a built-in resource{_why(group)}")
+            e.add("spec.names.plural", f"{plural}.{group} is a built-in resource")
         if k.group == group and k.kind == names.get("kind"):
             e.add("spec.names.kind", f"{k.kind} is a built-in kind of {group}")
 
 
 # Volcano's API groups skiff serves itself (its batch scheduler and Volcano's
-# controllers run in the control plane): what a second Volcano's install is told.
+# controllers run in the control plane).
 VOLCANO_GROUPS = ("scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh")
 
 
-def _why(group: str) -> str:
-    if group not in VOLCANO_GROUPS:
-        return ""
+def served_builtin(spec: Any) -> kinds.KindInfo | None:
+    """The built-in kind a CRD re-declares, when it is one of Volcano's kinds
+    that skiff serves itself (same group, plural and kind: Volcano's install
+    manifests). Such a CRD is stored, as kube-apiserver stores a CRD whatever
+    else serves its group, and the built-in kind keeps serving."""
+    if not isinstance(spec, dict) or spec.get("group") not in VOLCANO_GROUPS:
+        return None
+    names = spec.get("names")
+    if not isinstance(names, dict):
+        return None
+    for k in kinds.builtin_kinds():
+        if (k.group, k.plural, k.kind) == (spec["group"], names.get("plural"), names.get("kind")):
+            return k
+    return None
+
+
+def builtin_warning(info: kinds.KindInfo) -> str:
+    """What a client storing such a CRD is told."""
     return (
-        ": skiff serves Volcano's API and runs its scheduler and controllers itself, "
-        "so a second Volcano is not needed beside it (its scheduler would compete with "
-        "skiff's for the same pods)"
+        f"{info.plural}.{info.group}: skiff serves Volcano's API and runs its scheduler and "
+        "controllers itself: this CustomResourceDefinition is stored, and the built-in "
+        f"{info.kind} keeps serving (a second Volcano scheduler would compete with skiff's "
+        "for the same pods)"
     )
 
 
@@ -275,6 +294,98 @@ def _api_approval(e: _Errors, obj: Object, old: Object | None) -> None:
                 f"{_APPROVAL_HELP}")  # fmt: skip
 
 
+_REVIEW_VERSIONS = ("v1", "v1beta1")
+
+
+def _conversion(e: _Errors, conversion: Any) -> None:
+    """spec.conversion, with kube-apiserver's messages."""
+    if conversion is None:
+        return
+    if not isinstance(conversion, dict):
+        e.add("spec.conversion", "must be an object")
+        return
+    strategy = conversion.get("strategy", "None")
+    webhook = conversion.get("webhook")
+    if strategy not in ("None", "Webhook"):
+        e.add("spec.conversion.strategy", f'Unsupported value: {json.dumps(strategy)}: '
+                                          'supported values: "None", "Webhook"')  # fmt: skip
+        return
+    if strategy == "None":
+        if webhook is not None:
+            e.add("spec.conversion.webhook",
+                  "Forbidden: should not be set when strategy is not set to Webhook")  # fmt: skip
+        return
+    if not isinstance(webhook, dict):
+        e.add("spec.conversion.webhook", "Required value")
+        return
+    path = "spec.conversion.webhook.conversionReviewVersions"
+    versions = webhook.get("conversionReviewVersions")
+    if not versions:
+        e.add(path, "Required value: must include at least one of v1, v1beta1")
+    elif not isinstance(versions, list) or not any(v in _REVIEW_VERSIONS for v in versions):
+        e.add(path, f"Invalid value: {json.dumps(versions)}: must include at least one of v1, "
+                    "v1beta1")  # fmt: skip
+    _client_config(e, "spec.conversion.webhook.clientConfig", webhook.get("clientConfig"))
+
+
+def _client_config(e: _Errors, path: str, config: Any) -> None:
+    """A webhook's clientConfig: exactly one of an https url or a service."""
+    if not isinstance(config, dict):
+        e.add(path, "Required value")
+        return
+    url, service = config.get("url"), config.get("service")
+    if (url is None) == (service is None):
+        e.add(path, "Required value: exactly one of url or service is required")
+        return
+    if url is not None:
+        parsed = urllib.parse.urlsplit(str(url))
+        problem = (
+            "'https' is the only allowed URL scheme" if parsed.scheme != "https"
+            else "host must be specified" if not parsed.hostname
+            else "user information is not permitted in the URL" if parsed.username
+            else "fragments are not permitted in the URL" if parsed.fragment
+            else "query parameters are not permitted in the URL" if parsed.query
+            else ""
+        )  # fmt: skip
+        if problem:
+            e.add(f"{path}.url", f"Invalid value: {json.dumps(url)}: {problem}")
+        return
+    if not isinstance(service, dict):
+        e.add(f"{path}.service", "must be an object")
+        return
+    for key in ("namespace", "name"):
+        if not service.get(key):
+            e.add(f"{path}.service.{key}", "Required value: service " + key + " is required")
+    port = service.get("port", 443)
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        e.add(f"{path}.service.port", f"Invalid value: {json.dumps(port)}: "
+                                      "port is not valid: must be between 1 and 65535")  # fmt: skip
+    svc_path = service.get("path")
+    if svc_path is not None and (not isinstance(svc_path, str) or not svc_path.startswith("/")):
+        e.add(f"{path}.service.path", f"Invalid value: {json.dumps(svc_path)}: "
+                                      "must start with a '/'")  # fmt: skip
+
+
+def _stored_versions(e: _Errors, obj: Object) -> None:
+    """status.storedVersions: every one still in spec.versions, the storage
+    version among them (kube-apiserver's ValidateCustomResourceDefinitionStoredVersions):
+    a version objects may still be stored in cannot leave the spec."""
+    stored = (obj.get("status") or {}).get("storedVersions") or []
+    versions = [v for v in (obj.get("spec") or {}).get("versions") or [] if isinstance(v, dict)]
+    names = {v.get("name") for v in versions}
+    if not stored:
+        e.add("status.storedVersions", "Invalid value: []: must have at least one stored version")
+        return
+    for i, name in enumerate(stored):
+        if name not in names:
+            e.add(f"status.storedVersions[{i}]",
+                  f"Invalid value: {json.dumps(name)}: must appear in spec.versions")  # fmt: skip
+    storage = next((v.get("name") for v in versions if v.get("storage") is True), None)
+    if storage is not None and storage not in stored:
+        e.add("status.storedVersions",
+              f"Invalid value: {json.dumps(stored)}: must have the storage version {storage}")  # fmt: skip
+
+
 def validate_crd(obj: Object, old: Object | None = None) -> list[str]:
     """Every problem with a CustomResourceDefinition as `path: problem`."""
     e = _Errors()
@@ -286,12 +397,12 @@ def validate_crd(obj: Object, old: Object | None = None) -> list[str]:
     if scope not in ("Namespaced", "Cluster"):
         e.add("spec.scope", "must be Namespaced or Cluster")
     _versions(e, spec)
-    strategy = (spec.get("conversion") or {}).get("strategy", "None")
-    if strategy != "None":
-        e.add("spec.conversion.strategy", "only None is supported (no conversion webhooks)")
+    _conversion(e, spec.get("conversion"))
     if spec.get("preserveUnknownFields") is True:
         e.add("spec.preserveUnknownFields", "must be false in apiextensions.k8s.io/v1")
     _api_approval(e, obj, old)
+    if old is not None or (obj.get("status") or {}).get("storedVersions"):
+        _stored_versions(e, obj)
     if old is not None:
         old_spec = old.get("spec") or {}
         for key in ("group", "scope"):
@@ -317,14 +428,11 @@ def default_crd(obj: Object) -> None:
     spec.setdefault("conversion", {"strategy": "None"})
     status = obj.setdefault("status", {})
     status["acceptedNames"] = clone(names)
-    status["storedVersions"] = sorted(
-        set(status.get("storedVersions") or [])
-        | {
-            str(v.get("name"))
-            for v in spec.get("versions") or []
-            if isinstance(v, dict) and v.get("storage")
-        }
-    )
+    status["storedVersions"] = crd_versions.stored_versions(status, spec)
+    webhook = (spec.get("conversion") or {}).get("webhook")
+    service = ((webhook or {}).get("clientConfig") or {}).get("service")
+    if isinstance(service, dict):
+        service.setdefault("port", 443)
     status["conditions"] = [
         {
             "type": t,

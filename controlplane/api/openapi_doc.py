@@ -373,7 +373,11 @@ def _served() -> Iterator[tuple[str, str, kinds.KindInfo, str | None]]:
     kind's PATCH operation) and a definition."""
     builtin = kind_types()
     for info in kinds.all_kinds():
+        definition = kinds.find(info.key)
+        served = definition.served_versions() if definition is not None else ()
         for api_version in (info.api_version, *info.also_api_versions):
+            if served and api_version not in served:
+                continue  # a CRD's storage version that is not served
             group, _, version = api_version.rpartition("/")
             yield group, version, info, builtin.get((group, version, info.kind))
 

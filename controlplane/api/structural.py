@@ -167,9 +167,15 @@ def _check_object(s: Object, value: Object, path: str, where: str, problems: lis
 
 def root(schema: Object) -> Object:
     """The root schema with apiVersion, kind and metadata left to the server:
-    kept as an embedded resource keeps them, never defaulted or pruned here."""
+    kept as an embedded resource keeps them, never defaulted or pruned here.
+    A schema that lists them as `required` (Argo CD's, Traefik's,
+    cert-manager's Challenge and Order list `metadata`) is satisfied: the
+    server always has them."""
     props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in ROOT_FIELDS}
-    return {**schema, "properties": props, "x-kubernetes-embedded-resource": True}
+    out = {**schema, "properties": props, "x-kubernetes-embedded-resource": True}
+    if isinstance(schema.get("required"), list):
+        out["required"] = [r for r in schema["required"] if r not in ROOT_FIELDS]
+    return out
 
 
 def apply_defaults(s: Object, value: Any) -> Any:

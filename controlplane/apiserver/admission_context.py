@@ -22,25 +22,39 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from controlplane.apiserver.auth import Identity
 
 CREATE = "CREATE"
 UPDATE = "UPDATE"
+DELETE = "DELETE"
+CONNECT = "CONNECT"
 MAX_WARNINGS = 50
 
 
 @dataclass(frozen=True)
 class Attributes:
-    operation: str  # CREATE | UPDATE
+    operation: str  # CREATE | UPDATE | DELETE | CONNECT
     kind: str  # the registry's kind key ("Pod", "Deployment", ...)
     namespace: str
     name: str
     subresource: str
     identity: Identity
-    obj: dict[str, Any]
+    obj: dict[str, Any]  # a DELETE's: the stored object; a CONNECT's: its options
     old: dict[str, Any] | None = None
+    dry_run: bool = False
+    options: dict[str, Any] | None = None  # the verb's options (DeleteOptions fields, ...)
+
+
+class Webhooks(Protocol):
+    """The admission webhooks (webhooks/dispatcher.py), as the registry calls them."""
+
+    def mutate(self, a: Attributes) -> dict[str, Any] | None:
+        """The object as the mutating webhooks leave it (None: unchanged)."""
+
+    def validate(self, a: Attributes) -> None:
+        """Raises the API error that refuses the request."""
 
 
 @dataclass

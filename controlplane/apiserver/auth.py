@@ -73,8 +73,9 @@ class TokenAuthority:
         self.service_accounts: Any = None
         # (node, credential id) -> whether that node credential still holds.
         self.node_credentials: Callable[[str, str], bool] | None = None
-        # node -> whether a client certificate of that node still holds.
-        self.node_certificates: Callable[[str], bool] | None = None
+        # (node, the certificate's notBefore in epoch seconds) -> whether a
+        # client certificate of that node still holds.
+        self.node_certificates: Callable[[str, float], bool] | None = None
 
     def _mac(self, purpose: str) -> str:
         return hmac.new(self._secret, purpose.encode(), hashlib.sha256).hexdigest()[:40]

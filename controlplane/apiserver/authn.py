@@ -6,8 +6,10 @@ token into an Identity here, and hand that Identity to the registry (whose
 or authorizes in any other way. The REST API also takes a client
 certificate the cluster CA issued (TLS verified it: the chain, its dates and
 the client-auth usage), as kube-apiserver's x509 authenticator: the subject's
-CN is the user, each O a group (`certificate_identity`). This module never
-touches a transport.
+CN is the user, each O a group (`certificate_identity`); so does the gRPC API
+for the connections the front door relays (relayedpeers.py). `identify`
+orders them as kube-apiserver's authenticators are: the certificate first,
+else the bearer token. This module never touches a transport.
 """
 
 from __future__ import annotations
@@ -77,3 +79,23 @@ def certificate_identity(peercert: Any, now: float | None = None) -> Identity | 
     if user.startswith("system:node:") and NODES_GROUP in groups:
         node = user.removeprefix("system:node:") or None
     return Identity(user, admin=MASTERS_GROUP in groups, node=node, groups=tuple(groups))
+
+
+def identify(authority: TokenAuthority | None, peercert: Any, token: str) -> Identity:
+    """Who a request is: its verified client certificate's subject (a
+    node's only while its Node holds, as a deleted Node's certificates end
+    with it, and only one signed since the node last joined), else its
+    bearer token's; Unauthenticated when neither proves anyone."""
+    who = certificate_identity(peercert) if authority is not None and peercert else None
+    if who is not None and who.node is not None and authority is not None:
+        holds = authority.node_certificates
+        if holds is not None and not holds(who.node, _not_before(peercert)):
+            who = None
+    return who if who is not None else authenticate(authority, token)
+
+
+def _not_before(peercert: Any) -> float:
+    try:
+        return float(ssl.cert_time_to_seconds(str(peercert.get("notBefore"))))
+    except (ValueError, AttributeError):
+        return 0.0

@@ -8,6 +8,7 @@ from typing import cast
 from controlplane.api import jsoncodec
 from controlplane.api.kinds import KindInfo, by_kind, find
 from controlplane.api.kinds.definition import AdmissionApi
+from controlplane.apiserver.admission_context import DELETE, Attributes
 from controlplane.apiserver.auth import SYSTEM, Identity
 from controlplane.apiserver.codec import (
     Object,
@@ -63,6 +64,11 @@ def delete(
         refuse = kdef.admit_delete if kdef is not None else None
         if refuse is not None:
             refuse(cast("AdmissionApi", base), info, old)  # the Registry is the AdmissionApi
+        if base.webhooks is not None:  # a DELETE's webhooks see the stored object as oldObject
+            a = Attributes(DELETE, info.key, ns, name, "", identity, old, old, dry_run,
+                           _options(options, policy))  # fmt: skip
+            base.webhooks.mutate(a)
+            base.webhooks.validate(a)
         meta = old.get("metadata") or {}
         if options.precondition_uid and options.precondition_uid != meta.get("uid"):
             raise Conflict(
@@ -98,6 +104,18 @@ def delete(
         except StoreUnavailable as err:
             raise Unavailable(str(err)) from err
     raise too_many_writers(info, name)
+
+
+def _options(options: DeleteOptions, policy: str) -> dict[str, object]:
+    """DeleteOptions as a webhook's AdmissionReview shows them."""
+    shown: dict[str, object] = {"propagationPolicy": policy}
+    if options.grace_period_seconds is not None:
+        shown["gracePeriodSeconds"] = options.grace_period_seconds
+    pre = {"uid": options.precondition_uid,
+           "resourceVersion": options.precondition_resource_version}  # fmt: skip
+    if any(pre.values()):
+        shown["preconditions"] = {k: v for k, v in pre.items() if v}
+    return shown
 
 
 def _grace_period(info: KindInfo, obj: Object, options: DeleteOptions) -> int:

@@ -11,7 +11,11 @@ credential id; the one valid id per node name is on record in the Secret
 - once the node's Node exists, its uid is recorded; when that Node is
   deleted (or replaced by another of the same name) the record goes, and
   with it the credential: a deleted node's credential cannot re-create it;
-- a credential of a node that never registered may create its Node.
+- a credential of a node that never registered may create its Node;
+- a node's client certificates (CSR-issued, CN system:node:NAME) hold
+  while its record does, and only those signed after the record was
+  issued (`issued`, kept in the record): when a deleted node's name joins
+  again, the certificates of the node that was deleted stay dead.
 
 `valid(node, id)` answers from memory (the records and the Nodes, kept
 current by the broadcaster's events), falling back to a read of the record
@@ -28,6 +32,7 @@ import logging
 import queue
 import secrets
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,23 +53,37 @@ _SECRETS = f"{ROOT}secrets/{NAMESPACE}/{PREFIX}"
 _NODES = f"{ROOT}nodes/"
 
 
+# A signer backdates a certificate's notBefore by 5 minutes (csrsigning);
+# allow a minute of clock skew on top.
+SIGNED_BEFORE_ISSUE = 360.0
+
+
 @dataclass(frozen=True)
 class Record:
     id: str
     node_uid: str = ""
+    issued: float = 0.0  # when the record was issued (epoch seconds; 0: unknown)
+
+
+def signed_since_issue(record: Record, not_before: float) -> bool:
+    """Whether a certificate valid from `not_before` was signed after the
+    record was issued (a record of unknown age accepts any)."""
+    return not record.issued or not_before >= record.issued - SIGNED_BEFORE_ISSUE
 
 
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def _record(secret: dict[str, Any]) -> Record | None:
+def record_of(secret: dict[str, Any]) -> Record | None:
     if secret.get("type") != SECRET_TYPE:
         return None
     data = secret.get("data") or {}
     try:
+        issued = base64.b64decode(data.get("issued") or "").decode()
         return Record(base64.b64decode(data.get("id") or "").decode(),
-                      base64.b64decode(data.get("node-uid") or "").decode())  # fmt: skip
+                      base64.b64decode(data.get("node-uid") or "").decode(),
+                      float(issued) if issued else 0.0)  # fmt: skip
     except (ValueError, UnicodeDecodeError):
         return None
 
@@ -73,6 +92,8 @@ def secret_of(node: str, record: Record) -> dict[str, Any]:
     data = {"id": _b64(record.id)}
     if record.node_uid:
         data["node-uid"] = _b64(record.node_uid)
+    if record.issued:
+        data["issued"] = _b64(f"{record.issued:.0f}")
     return {"apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE,
             "metadata": {"name": PREFIX + node, "namespace": NAMESPACE}, "data": data}  # fmt: skip
 
@@ -117,7 +138,7 @@ class NodeCredentials:
 
     def issue(self, node: str) -> str:
         """A fresh credential id for `node`, recorded (every earlier one stops working)."""
-        record = Record(secrets.token_hex(16))
+        record = Record(secrets.token_hex(16), issued=time.time())
         secret = secret_of(node, record)
         try:
             self.registry.create("Secret", secret, NAMESPACE)
@@ -145,14 +166,18 @@ class NodeCredentials:
             return True  # not registered yet: it may create its Node
         return uid == record.node_uid
 
-    def holds(self, node: str) -> bool:
-        """Whether `node` has a credential on record that still works: what a
-        node's client certificate needs besides TLS (deleting the Node ends
-        its certificates as it ends its token)."""
+    def holds(self, node: str, not_before: float = 0.0) -> bool:
+        """Whether a client certificate of `node` valid from `not_before`
+        (epoch seconds) still holds besides TLS: its node has a credential
+        on record that still works (deleting the Node ends its certificates
+        as it ends its token), and the certificate was signed after that
+        record was issued."""
         with self._lock:
             record = self._records.get(node)
         record = record or self._read(node)
-        return record is not None and self.valid(node, record.id)
+        if record is None or not self.valid(node, record.id):
+            return False
+        return signed_since_issue(record, not_before)
 
     def _read(self, node: str) -> Record | None:
         def load() -> dict[str, Any] | None:
@@ -162,7 +187,7 @@ class NodeCredentials:
                 return None
 
         found = self.registry.cached(_SECRETS, node, load)
-        record = _record(found) if found is not None else None
+        record = record_of(found) if found is not None else None
         if record is not None:
             with self._lock:
                 self._records.setdefault(node, record)
@@ -192,7 +217,7 @@ class NodeCredentials:
 
     def _on_secret(self, secret: dict[str, Any]) -> None:
         name = str((secret.get("metadata") or {}).get("name") or "")
-        record = _record(secret)
+        record = record_of(secret)
         if name.startswith(PREFIX) and record is not None:
             self._records[name[len(PREFIX) :]] = record
 
@@ -233,7 +258,7 @@ class NodeCredentials:
             current = self.registry.get_object("Secret", PREFIX + node, NAMESPACE)
         except NotFound:
             return
-        record = _record(current)
+        record = record_of(current)
         if record is None or record.id != credential:
             return  # re-issued meanwhile
         if action == "revoke":
@@ -244,7 +269,7 @@ class NodeCredentials:
             uid = self._nodes.get(node)
         if not uid:
             return
-        secret = secret_of(node, Record(record.id, uid))
+        secret = secret_of(node, Record(record.id, uid, record.issued))
         secret["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         try:
             self.registry.update("Secret", secret)

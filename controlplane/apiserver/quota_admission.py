@@ -70,6 +70,8 @@ class _Quota:
 class QuotaAdmission:
     """The plugin (Registry.plugins); one per API server."""
 
+    last = True  # after every other admission, the webhooks' included
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: dict[str, list[_Ask]] = {}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import copy
 import datetime
+import functools
 import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -31,7 +32,7 @@ from typing import Any, NamedTuple
 from controlplane.api import defaults, jsoncodec, kinds, limits, pruning, server_side_apply
 from controlplane.api.kinds import KindInfo, by_kind
 from controlplane.api.merge_patch import merge_patch, merge_patch_shared
-from controlplane.apiserver import deletion, listing, subresources, update_rules
+from controlplane.apiserver import admission_chain, deletion, listing, subresources, update_rules
 from controlplane.apiserver.admission_context import CREATE, UPDATE, Attributes
 from controlplane.apiserver.auth import SYSTEM, Identity
 from controlplane.apiserver.authz import Authorizer
@@ -270,9 +271,14 @@ class Registry(RegistryBase):
         admit = self.admission.get(info.key)
         if admit is not None:
             admit(self, info, obj, None)  # server-made changes: not validated again
-        for validate in self.validating:
-            validate(Attributes(CREATE, info.key, ns, name, "", identity, obj))
-        for plugin in self.plugins:
+        mutating, last = admission_chain.split(self.plugins)
+        for plugin in mutating:  # LimitRanger, RuntimeClass
+            plugin(self, info, obj, None, dry_run)
+        obj = admission_chain.after_mutating(
+            Attributes(CREATE, info.key, ns, name, "", identity, obj, None, dry_run),
+            self.webhooks, self.validating, lambda o: self._again(info, o, None, ""),
+        )  # fmt: skip
+        for plugin in last:  # ResourceQuota
             plugin(self, info, obj, None, dry_run)
         self._record(info, None, obj, manager or default(identity), "")
         definition = kinds.definition(info.key)
@@ -288,6 +294,16 @@ class Registry(RegistryBase):
         `old`, the stored object, hold none), defaults filled in."""
         pruning.prune(obj, old)
         defaults.apply_defaults(info.key, obj)
+
+    def _again(self, info: KindInfo, obj: Object, old: Object | None, subresource: str) -> Object:
+        """A mutating webhook's object decoded and validated (a status write
+        keeps only its status, as the status strategy does)."""
+        if subresource == "status" and old is not None:
+            obj = update_rules.status_update(old, obj)
+        elif not subresource:
+            self._decoded(info, obj, old)
+        self.validate(info, obj, old)
+        return obj
 
     def _record(
         self, info: KindInfo, old: Object | None, new: Object, manager: FieldManager,
@@ -364,6 +380,7 @@ class Registry(RegistryBase):
     remove_finalized_namespace = deletion.remove_finalized_namespace
     bind_many = subresources.bind_many
     get_scale = subresources.get_scale
+    update_scale = subresources.update_scale
 
     # -- update / status / patch ------------------------------------------------------
 
@@ -500,8 +517,14 @@ class Registry(RegistryBase):
             )  # fmt: skip
             if not identity.admin:  # may it make this change (NodeRestriction)?
                 self.authorizer.authorize(identity, full_verb, info, ns, name, old, new)
-            for validate in self.validating:
-                validate(Attributes(UPDATE, info.key, ns, name, subresource, identity, new, old))
+            again = functools.partial(self._again, info, old=old, subresource=subresource)
+            new = admission_chain.after_mutating(
+                Attributes(UPDATE, info.key, ns, name, subresource, identity, new, old, dry_run),
+                self.webhooks, self.validating, again,
+            )  # fmt: skip
+            if not subresource:
+                for plugin in admission_chain.split(self.plugins)[1]:  # ResourceQuota
+                    plugin(self, info, new, old, dry_run)
             if new == old or dry_run:
                 return encode(new), cur_rev
             new_meta = new["metadata"]
@@ -566,32 +589,7 @@ class Registry(RegistryBase):
             admit = self.admission.get(info.key)
             if admit is not None:
                 admit(self, info, new, old)
-            for plugin in self.plugins:
+            for plugin in admission_chain.split(self.plugins)[0]:  # LimitRanger, RuntimeClass
                 plugin(self, info, new, old, dry_run)
         self._record(info, old, new, manager, recorded_as)
         return new
-
-    def update_scale(
-        self,
-        kind: str,
-        name: str,
-        namespace: str | None,
-        replicas: int,
-        identity: Identity = SYSTEM,
-        manager: FieldManager | None = None,
-        dry_run: bool = False,
-    ) -> Object:
-        """spec.replicas written through the scale subresource (recorded so);
-        dry_run: checked and answered, nothing stored."""
-        info = kind_info(kind)
-        if not info.has_scale:
-            raise NotFound(f"{info.resource} have no scale subresource")
-        if replicas < 0:
-            raise Invalid(f'Scale "{name}" is invalid: spec.replicas: must be >= 0')
-        ns = self.namespace_of(info, namespace, None)
-        patch = {"spec": {"replicas": replicas}}
-        data, rev = self._write_loop(
-            info, ns, name, lambda old: merge_patch(old, patch), "", -1, identity, "patch",
-            dry_run, manager, "scale",
-        )  # fmt: skip
-        return subresources.scale_of(info, decode(data), rev)

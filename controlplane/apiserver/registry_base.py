@@ -13,6 +13,7 @@ from typing import Any
 
 from controlplane.api import validation
 from controlplane.api.kinds import KindInfo, by_kind
+from controlplane.apiserver.admission_context import Webhooks
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.codec import ROOT, Object, decode, meta_of, object_key
@@ -67,6 +68,8 @@ class RegistryBase:
         self._now = now or (lambda: datetime.datetime.now(datetime.UTC))
         self._read_cache: dict[tuple[str, str], tuple[int, Any]] = {}
         self._stamp: tuple[int, str] = (-1, "")  # the last timestamp made, by its second
+        # Admission webhooks (webhooks/dispatcher.py), when the server calls any.
+        self.webhooks: Webhooks | None = None
 
     def timestamp(self, offset_seconds: int = 0) -> str:
         moment = self._now()

@@ -19,9 +19,10 @@ import grpc
 from controlplane.api import limits
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity, TokenAuthority
-from controlplane.apiserver.authn import authenticate, bearer_token
+from controlplane.apiserver.authn import bearer_token, identify
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.grpc_status import abort, status_code
+from controlplane.apiserver.relayedpeers import RelayedPeers
 from controlplane.apiserver.rpc_audit import AUDITED, audit_call
 from controlplane.client import errors
 
@@ -38,6 +39,10 @@ def _token(context: grpc.ServicerContext) -> str:
 
 
 class RpcBase:
+    # Set by the server that relays gRPC through its front door: the client
+    # certificates of relayed connections (None: bearer tokens only).
+    peers: RelayedPeers | None = None
+
     def __init__(
         self,
         authority: TokenAuthority | None,
@@ -74,7 +79,9 @@ class RpcBase:
                 flow.release(lane, mutating)
 
     def identify(self, context: grpc.ServicerContext) -> Identity:
-        return authenticate(self.authority, _token(context))
+        peers = self.peers
+        cert = peers.certificate(context.peer()) if peers is not None else None
+        return identify(self.authority, cert, _token(context))
 
 
 def _released(stream: Iterator[Any], release: Callable[[], None]) -> Iterator[Any]:

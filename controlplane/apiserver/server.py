@@ -56,12 +56,17 @@ from controlplane.apiserver.progress import IndexProgress
 from controlplane.apiserver.rbacdefaults import ensure_defaults
 from controlplane.apiserver.rbacindex import RbacIndex
 from controlplane.apiserver.registry import Registry
+from controlplane.apiserver.relayedpeers import RelayedPeers
 from controlplane.apiserver.rest.server import RestServer
 from controlplane.apiserver.reviews import Reviews
 from controlplane.apiserver.satokens import ServiceAccountTokens
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
 from controlplane.apiserver.tls import Pki, sign_agent_csr
 from controlplane.apiserver.watch import Broadcaster
+from controlplane.apiserver.webhooks.client import WebhookClient
+from controlplane.apiserver.webhooks.configs import MUTATING, VALIDATING, WebhookConfigs
+from controlplane.apiserver.webhooks.dispatcher import WebhookAdmission
+from controlplane.apiserver.webhooks.resolve import ServiceResolver
 from controlplane.client.agents import AgentTLS, AgentUnreachable, agent_address, node_stats
 from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage import encryption
@@ -152,6 +157,13 @@ class ApiServer:
         # CertificateSigningRequests: the requester recorded, approve/sign/subject admission.
         self.registry.requesters[certificates.KIND] = certificates.requester
         self.registry.validating.append(certificates.CertificateAdmission(self.authorizer))
+        # Admission webhooks: their configurations kept by the watch, Services
+        # resolved to endpoints by the API server itself.
+        self.webhook_configs = WebhookConfigs()
+        self.webhook_client = WebhookClient(ServiceResolver(self._lookup, self._objects))
+        self.registry.webhooks = WebhookAdmission(
+            self.webhook_configs, self.webhook_client, self._namespace_labels
+        )
         self.sa_tokens = (
             ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
         )
@@ -289,6 +301,10 @@ class ApiServer:
         )
         return found
 
+    def _namespace_labels(self, name: str) -> dict[str, str] | None:
+        ns = self._namespace(name)
+        return None if ns is None else (ns.get("metadata") or {}).get("labels") or {}
+
     def _objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         return [decode(d, r) for d, r in self.registry.list(kind, namespace).items]
 
@@ -301,6 +317,10 @@ class ApiServer:
             for d, _ in self.registry.list(kind).items
         )
         self.broadcaster.add_listener(self.rbac.on_event)
+        self.webhook_configs.load(
+            (kind, d) for kind in (VALIDATING, MUTATING) for d, _ in self.registry.list(kind).items
+        )
+        self.broadcaster.add_listener(self.webhook_configs.on_event)
         claims: list[bytes] = []
         try:
             by_kind("PersistentVolumeClaim")
@@ -342,18 +362,19 @@ class ApiServer:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        api_pb2_grpc.add_ObjectsServicer_to_server(
-            ObjectsServicer(self.registry, self.broadcaster, self.authority, self.flow, self.audit),
-            server,
+        objects = ObjectsServicer(
+            self.registry, self.broadcaster, self.authority, self.flow, self.audit
         )
-        api_pb2_grpc.add_AuthServicer_to_server(
-            AuthServicer(
-                self.authority, self.pki.ca_pem if self.pki else b"", self.joins, self.audit
-            ),
-            server,
+        auth = AuthServicer(
+            self.authority, self.pki.ca_pem if self.pki else b"", self.joins, self.audit
         )
+        api_pb2_grpc.add_ObjectsServicer_to_server(objects, server)
+        api_pb2_grpc.add_AuthServicer_to_server(auth, server)
+        peers = None
         if self.config.rest:
             self.grpc_socket = self._socket_path()
+            peers = RelayedPeers(self.grpc_socket)
+            objects.peers = auth.peers = peers
             server.add_insecure_port(f"unix:{self.grpc_socket}")
             if self.config.grpc_listen:
                 self.grpc_port = self._add_port(server, self.config.grpc_listen)
@@ -364,7 +385,7 @@ class ApiServer:
         if self.config.rest:
             self.rest = RestServer(
                 self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
-                self.audit, self.pki, self.grpc_socket,
+                self.audit, self.pki, self.grpc_socket, peers=peers,
             )  # fmt: skip
             self.rest.server.aggregator = self.aggregator
             self.rest.server.metrics = self.metrics
@@ -445,6 +466,7 @@ class ApiServer:
             self.aggregator.stop()
         self.metrics.stop()
         self.node_credentials.stop()
+        self.webhook_client.close()
         if self._server is not None:
             self._server.wait_for_termination(grace + 1)
             self._server = None

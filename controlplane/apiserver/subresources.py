@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from controlplane.api import limits, validation
 from controlplane.api.checks import Errors
 from controlplane.api.kinds import KindInfo, by_kind
+from controlplane.api.merge_patch import merge_patch
 from controlplane.api.selectors import selector_string
 from controlplane.apiserver.auth import SYSTEM, Identity
-from controlplane.apiserver.codec import Object, Stored, encode, kind_info, object_key
+from controlplane.apiserver.codec import Object, Stored, decode, encode, kind_info, object_key
+from controlplane.apiserver.fieldmanager import FieldManager
 from controlplane.apiserver.registry_base import MAX_RETRIES, RegistryBase, too_many_writers
 from controlplane.client.errors import ApiError, Conflict, Invalid, NotFound, Unavailable
 from controlplane.storage.interface import KeyNotFound, RevisionMismatch, StoreUnavailable
@@ -187,3 +190,29 @@ def scale_of(info: KindInfo, obj: Object, rev: int) -> Object:
             "selector": selector_string(spec.get("selector")),
         },
     }
+
+
+def update_scale(
+    registry: Any,  # the Registry (its write loop), a method of it
+    kind: str,
+    name: str,
+    namespace: str | None,
+    replicas: int,
+    identity: Identity = SYSTEM,
+    manager: FieldManager | None = None,
+    dry_run: bool = False,
+) -> Object:
+    """spec.replicas written through the scale subresource (recorded so);
+    dry_run: checked and answered, nothing stored."""
+    info = kind_info(kind)
+    if not info.has_scale:
+        raise NotFound(f"{info.resource} have no scale subresource")
+    if replicas < 0:
+        raise Invalid(f'Scale "{name}" is invalid: spec.replicas: must be >= 0')
+    ns = registry.namespace_of(info, namespace, None)
+    patch = {"spec": {"replicas": replicas}}
+    data, rev = registry._write_loop(
+        info, ns, name, lambda old: merge_patch(old, patch), "", -1, identity, "patch",
+        dry_run, manager, "scale",
+    )  # fmt: skip
+    return scale_of(info, decode(data), rev)

@@ -101,7 +101,10 @@ def open_channel(config: ClientConfig) -> grpc.Channel:
         return grpc.insecure_channel(config.grpc_target, options=options)
     # The token travels as per-call metadata (see GrpcApiClient), not as call
     # credentials: a Python auth plugin costs a thread hop per call.
-    creds = grpc.ssl_channel_credentials(root_certificates=config.ca_pem)
+    if config.cert_pem:
+        creds = grpc.ssl_channel_credentials(config.ca_pem, config.key_pem, config.cert_pem)
+    else:
+        creds = grpc.ssl_channel_credentials(root_certificates=config.ca_pem)
     options.append(("grpc.ssl_target_name_override", SERVER_NAME))
     return grpc.secure_channel(config.grpc_target, creds, options=options)
 
@@ -148,21 +151,43 @@ class GrpcApiClient:
         field_manager: str = "",
         lean_watches: bool = False,
     ) -> None:
-        self.config = config
         self.timeout = timeout
-        self._channel = open_channel(config)
+        self._field_manager = field_manager
+        self._lean_watches = lean_watches
+        self._connect(config)
+
+    def _connect(self, config: ClientConfig) -> None:
+        channel = open_channel(config)
         # Sent only over TLS or a unix socket (the control plane's own
-        # components): a plaintext network channel carries no token.
+        # components): a plaintext network channel carries no token. A
+        # client certificate proves who we are instead of the token.
         private = bool(config.ca_pem) or config.grpc_target.startswith("unix:")
-        token = (("authorization", f"Bearer {config.token}"),) if config.token and private else ()
-        named = ((FIELD_MANAGER_KEY, field_manager),) if field_manager else ()
-        self._metadata: tuple[tuple[str, str], ...] = (*token, *named)
+        send_token = config.token and private and not config.cert_pem
+        token = (("authorization", f"Bearer {config.token}"),) if send_token else ()
+        named = ((FIELD_MANAGER_KEY, self._field_manager),) if self._field_manager else ()
+        metadata: tuple[tuple[str, str], ...] = (*token, *named)
         # Watches of a client whose caches never read managedFields get
         # objects without them: about half the bytes to send and decode.
-        lean = ((OMIT_MANAGED_FIELDS_KEY, "true"),) if lean_watches else ()
-        self._watch_metadata = (*self._metadata, *lean)
-        self._stub = api_pb2_grpc.ObjectsStub(self._channel)
-        self._auth = api_pb2_grpc.AuthStub(self._channel)
+        lean = ((OMIT_MANAGED_FIELDS_KEY, "true"),) if self._lean_watches else ()
+        # The stubs first: a call between these lines may pair the new
+        # channel with the old metadata (the certificate wins over a token),
+        # never a channel without the certificate with metadata without the token.
+        self.config = config
+        self._channel = channel
+        self._stub = api_pb2_grpc.ObjectsStub(channel)
+        self._auth = api_pb2_grpc.AuthStub(channel)
+        self._metadata = metadata
+        self._watch_metadata = (*metadata, *lean)
+
+    def reconnect(self, config: ClientConfig, linger: float = 60.0) -> None:
+        """Use `config` (a rotated client certificate) for every call from
+        now on; the old channel is closed after `linger` seconds, so calls
+        and watches already on it end on their own (watchers re-watch)."""
+        old = self._channel
+        self._connect(config)
+        timer = threading.Timer(linger, old.close)
+        timer.daemon = True
+        timer.start()
 
     def close(self) -> None:
         self._channel.close()

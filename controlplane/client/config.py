@@ -6,11 +6,15 @@ Format (YAML, one mapping):
     certificate-authority-data: <base64 of the CA certificate PEM>
     token: <bearer token>
     grpc-server: "127.0.0.1:6444"   # optional
+    client-certificate-data: <base64 of a client certificate PEM>   # optional,
+    client-key-data: <base64 of its private key PEM>                # together
 
 `server` is the API server's main port: the Kubernetes REST API (logs,
 exec, top go there) and skiff's gRPC API behind it. `grpc-server`, when
 the control plane serves gRPC on a port of its own (--grpc-listen), is
-where gRPC clients go instead. A standard kubeconfig (what kubectl reads)
+where gRPC clients go instead. With a client certificate (a node's, from
+the CertificateSigningRequest API) the client proves who it is with that
+and sends no token. A standard kubeconfig (what kubectl reads)
 is accepted too: its current context's cluster (the REST address), CA and
 token, and the gRPC address its `skiff.dev/grpc` extension names
 (controlplane.client.kubeconfig).
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,6 +62,8 @@ class ClientConfig:
     token: str = ""
     path: Path | None = None  # where it was read from, for messages
     grpc_server: str = ""  # "host:port" of a gRPC-only port, when there is one
+    cert_pem: bytes = b""  # a client certificate (PEM), used instead of the token
+    key_pem: bytes = b""  # its private key (PEM)
 
     @property
     def grpc_target(self) -> str:
@@ -67,7 +74,11 @@ class ClientConfig:
         """A copy with the address overridden (`--server`): both APIs go there."""
         if not server:
             return self
-        return ClientConfig(server=server, ca_pem=self.ca_pem, token=self.token, path=self.path)
+        return dataclasses.replace(self, server=server, grpc_server="")
+
+    def with_certificate(self, cert_pem: bytes, key_pem: bytes) -> ClientConfig:
+        """A copy that proves who it is with this client certificate."""
+        return dataclasses.replace(self, cert_pem=cert_pem, key_pem=key_pem)
 
 
 def candidate_paths(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -133,7 +144,28 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Client
     grpc_server = data.get("grpc-server", "")
     if not isinstance(grpc_server, str):
         raise ConfigError(f"grpc-server: must be host:port{where}")
-    return ClientConfig(server, ca_pem, token, path, grpc_server)
+    cert_pem = _pem(data, "client-certificate-data", where)
+    key_pem = _pem(data, "client-key-data", where)
+    if bool(cert_pem) != bool(key_pem):
+        raise ConfigError(
+            f"client-certificate-data and client-key-data: give both or neither{where}"
+        )
+    return ClientConfig(server, ca_pem, token, path, grpc_server, cert_pem, key_pem)
+
+
+def _pem(data: Mapping[str, object], key: str, where: str) -> bytes:
+    value = data.get(key, "")
+    if not value:
+        return b""
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}: must be base64 text{where}")
+    try:
+        pem = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise ConfigError(f"{key}: not valid base64{where}") from err
+    if not pem.lstrip().startswith(b"-----BEGIN "):
+        raise ConfigError(f"{key}: not a PEM block{where}")
+    return pem
 
 
 def is_kubeconfig(data: Mapping[str, Any]) -> bool:
@@ -220,6 +252,9 @@ def dump_config(config: ClientConfig) -> str:
     }
     if config.grpc_server:
         data["grpc-server"] = config.grpc_server
+    if config.cert_pem:
+        data["client-certificate-data"] = base64.b64encode(config.cert_pem).decode()
+        data["client-key-data"] = base64.b64encode(config.key_pem).decode()
     return yaml.safe_dump(data, sort_keys=False)
 
 

@@ -116,6 +116,9 @@ class Conversion(NamedTuple):
 
     to_stored: Callable[[Object], Object]  # the served version's object -> the stored one
     from_stored: Callable[[Object], Object]  # and back
+    remote: bool = False  # calls out (a conversion webhook): never on the event loop
+    # A list's items at once (one webhook call per list page), when it can.
+    from_stored_many: Callable[[list[Object]], list[Object]] | None = None
 
 
 class Subresource(NamedTuple):

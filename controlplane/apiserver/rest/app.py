@@ -26,7 +26,7 @@ from controlplane.apiserver import admission_context
 from controlplane.apiserver.aggregator import proxy
 from controlplane.apiserver.aggregator.availability import Delegate
 from controlplane.apiserver.auth import Identity, TokenAuthority
-from controlplane.apiserver.authn import authenticate, bearer_token, certificate_identity
+from controlplane.apiserver.authn import bearer_token, identify
 from controlplane.apiserver.rest import (
     auditing,
     componentstatus,
@@ -291,12 +291,7 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         # A client certificate of the cluster CA first, as kube-apiserver's
         # authenticators are ordered; else the bearer token.
         peer = request.transport.get_extra_info("peercert") if request.transport else None
-        who = certificate_identity(peer) if authority is not None and peer else None
-        if who is not None and who.node is not None and authority is not None:
-            holds = authority.node_certificates  # a deleted Node's certificates end with it
-            who = who if holds is None or holds(who.node) else None
-        if who is None:
-            who = authenticate(authority, bearer_token(request.headers.get("Authorization", "")))
+        who = identify(authority, peer, bearer_token(request.headers.get("Authorization", "")))
     except errors.Unauthenticated as err:  # kube-apiserver says no more than this
         log.debug("http %s %s: %s", request.method, request.path, err)
         raise errors.Unauthenticated("Unauthorized") from None

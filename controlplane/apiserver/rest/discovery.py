@@ -13,7 +13,7 @@ import base64
 import hashlib
 from typing import Any
 
-from controlplane.api import kinds
+from controlplane.api import crd, crd_versions, kinds
 from controlplane.api.kinds import KindInfo
 from controlplane.apiserver.rest import reviews
 from controlplane.apiserver.rest.paths import every_kind, kinds_at, served_versions
@@ -30,8 +30,12 @@ def core_versions() -> dict[str, Any]:
 
 
 def _groups() -> dict[str, list[str]]:
-    """group -> its versions, preferred first."""
+    """group -> its versions, preferred first. The groups of
+    CustomResourceDefinitions in Kubernetes' version priority (v2 before v1
+    before v1beta1), as kube-apiserver's CRD discovery: the preferred
+    version is the highest served one, whichever stores the objects."""
     groups: dict[str, list[str]] = {}
+    custom: set[str] = set()
     for info in every_kind():
         for group_version in served_versions(info):
             group, _, ver = group_version.rpartition("/")
@@ -39,6 +43,10 @@ def _groups() -> dict[str, list[str]]:
                 versions = groups.setdefault(group, [])
                 if ver not in versions:
                     versions.append(ver)
+                if crd.is_custom(info.key):
+                    custom.add(group)
+    for group in custom:
+        groups[group] = crd_versions.sorted_versions(groups[group])
     return groups
 
 

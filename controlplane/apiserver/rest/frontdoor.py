@@ -6,14 +6,21 @@ http/1.1, so a client that offers it (kubectl, client libraries) gets the
 REST API, and one that offers only h2 (gRPC) gets h2. Without TLS (tests),
 the HTTP/2 connection preface does. gRPC connections are relayed, bytes
 untouched after TLS, to the gRPC server on a private unix socket; the rest
-are handed to aiohttp. This module never parses a request.
+are handed to aiohttp. A relayed connection whose client showed a
+certificate TLS verified is connected from a name the gRPC side can look
+that certificate up by (relayedpeers.py). This module never parses a request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import socket
 from collections.abc import Callable
+from typing import Any
+
+from controlplane.apiserver.relayedpeers import RelayedPeers
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 ALPN = ["http/1.1", "h2"]
@@ -22,10 +29,11 @@ ALPN = ["http/1.1", "h2"]
 class _Pipe(asyncio.Protocol):
     """One direction of a relay: what arrives here is written to `peer`."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_lost: Callable[[], None] | None = None) -> None:
         self.transport: asyncio.Transport | None = None
         self.peer: asyncio.Transport | None = None
         self._held: list[bytes] = []
+        self._on_lost = on_lost
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -47,6 +55,8 @@ class _Pipe(asyncio.Protocol):
         return None  # the transport closes; connection_lost closes the peer
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._on_lost is not None:
+            self._on_lost()
         if self.peer is not None:
             self.peer.close()
 
@@ -63,9 +73,15 @@ class _Pipe(asyncio.Protocol):
 class FrontDoor(asyncio.Protocol):
     """Decides a connection's API, then gets out of the way."""
 
-    def __init__(self, http: Callable[[], asyncio.Protocol], grpc_socket: str) -> None:
+    def __init__(
+        self,
+        http: Callable[[], asyncio.Protocol],
+        grpc_socket: str,
+        peers: RelayedPeers | None = None,
+    ) -> None:
         self._http = http
         self._grpc_socket = grpc_socket
+        self._peers = peers
         self._transport: asyncio.Transport | None = None
         self._head = b""
 
@@ -111,8 +127,15 @@ class FrontDoor(asyncio.Protocol):
 
     async def _connect(self, client: asyncio.Transport, inbound: _Pipe) -> None:
         loop = asyncio.get_running_loop()
+        cert = client.get_extra_info("peercert") if self._peers is not None else None
+        bound = None
+        if isinstance(cert, dict) and cert and self._peers is not None:
+            bound = self._peers.bound_socket()
         try:
-            backend, outbound = await loop.create_unix_connection(_Pipe, self._grpc_socket)
+            if bound is None or not isinstance(cert, dict):
+                backend, outbound = await loop.create_unix_connection(_Pipe, self._grpc_socket)
+            else:
+                backend, outbound = await self._connect_as(bound, cert)
         except OSError:
             client.close()
             return
@@ -120,3 +143,26 @@ class FrontDoor(asyncio.Protocol):
         inbound.attach(backend)
         if client.is_closing():
             backend.close()
+
+    async def _connect_as(
+        self, bound: tuple[socket.socket, str], cert: dict[str, Any]
+    ) -> tuple[asyncio.Transport, _Pipe]:
+        """Connect from the bound name and record the client's certificate
+        under it before a byte is relayed; forgotten when the relay ends."""
+        peers = self._peers
+        assert peers is not None
+        sock, name = bound
+        loop = asyncio.get_running_loop()
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, self._grpc_socket)
+            peers.register(name, cert)
+            return await loop.create_unix_connection(
+                lambda: _Pipe(on_lost=lambda: peers.forget(name)), sock=sock
+            )
+        except BaseException:
+            peers.forget(name)
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+            sock.close()
+            raise

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import jsoncodec
+from controlplane.api import crd, jsoncodec
 from controlplane.api.k8sproto import envelope
 from controlplane.apiserver import tables
 from controlplane.apiserver.codec import Stored, decode, with_version
@@ -158,6 +158,9 @@ def _items(call: Call, items: list[Stored]) -> bytes:
     conversion = call.target.conversion
     if conversion is None:
         return b",".join([with_version(d, r) for d, r in items])
+    if conversion.from_stored_many is not None and items:  # one webhook call a page
+        objs = conversion.from_stored_many([decode(d, r) for d, r in items])
+        return b",".join([jsoncodec.dumps(obj) for obj in objs])
     return b",".join([served(d, r, conversion) for d, r in items])
 
 
@@ -170,7 +173,9 @@ def _protobuf(call: Call, result: ListResult) -> bytes:
     t = call.target
     conversion = t.conversion
     items = [decode(d, r) for d, r in result.items]
-    if conversion is not None:
+    if conversion is not None and conversion.from_stored_many is not None and items:
+        items = conversion.from_stored_many(items)
+    elif conversion is not None:
         items = [conversion.from_stored(item) for item in items]
     meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
     if result.continue_token:
@@ -206,9 +211,31 @@ def table_of(
 ) -> bytes:
     """An encoded Table of objects of the target's kind (a list's page, or
     the one object a get names: kube-apiserver answers both as a Table)."""
-    table = tables.table(call.target.info.key, objects, include_object=include,
-                         list_metadata=meta)  # fmt: skip
-    return jsoncodec.dumps(table)
+    return jsoncodec.dumps(table_document(call, objects, include, meta))
+
+
+def table_document(
+    call: Call, objects: list[dict[str, Any]], include: str, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The Table of stored objects as the URL's version has them (a custom
+    kind's: that version's columns, its objects converted)."""
+    t = call.target
+    columns = None
+    if crd.is_custom(t.info.key):  # (built-in printers read the stored shape)
+        objects = converted(call, objects)
+        columns = crd.printer_columns(t.info.key, t.group_version.rpartition("/")[2])
+    return tables.table(t.info.key, objects, include_object=include, list_metadata=meta,
+                        printer_columns=columns)  # fmt: skip
+
+
+def converted(call: Call, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stored objects as the URL's group/version has them (on the executor)."""
+    conversion = call.target.conversion
+    if conversion is None or not objects:
+        return objects
+    if conversion.from_stored_many is not None:
+        return conversion.from_stored_many(objects)
+    return [conversion.from_stored(obj) for obj in objects]
 
 
 async def _stream(call: Call, label: str, field: str) -> web.StreamResponse:

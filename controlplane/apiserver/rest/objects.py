@@ -18,7 +18,7 @@ from controlplane.api import jsoncodec
 from controlplane.apiserver.codec import Stored, decode
 from controlplane.apiserver.rest import body, fields, intake, lists
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.respond import document_response, json_response, object_response
+from controlplane.apiserver.rest.respond import converted_response, document_response, json_response
 from controlplane.apiserver.rest.status import BadRequest, success
 from controlplane.client.errors import NotFound
 from controlplane.client.interface import DeleteOptions
@@ -29,6 +29,14 @@ def request_object(call: Call, doc: Any) -> dict[str, Any]:
     obj = body.as_object(doc)
     conversion = call.target.conversion
     return obj if conversion is None else conversion.to_stored(obj)
+
+
+async def stored_object(call: Call, doc: Any) -> dict[str, Any]:
+    """request_object, on the executor when its conversion calls out (a webhook)."""
+    conversion = call.target.conversion
+    if conversion is not None and conversion.remote:
+        return await call.server.run(request_object, call, doc)
+    return request_object(call, doc)
 
 
 async def get(call: Call) -> web.StreamResponse:
@@ -48,14 +56,14 @@ async def get(call: Call) -> web.StreamResponse:
         )
         return json_response(jsoncodec.dumps(lists.partial(decode(data, rev))))
     stored = await call.server.run(call.registry.get, t.info.key, t.name, call.namespace, call.who)
-    return object_response(call, stored)
+    return await converted_response(call, stored)
 
 
 async def create(call: Call) -> web.StreamResponse:
     t = call.target
     doc = await intake.document(call, "create")
     write = fields.Write(call)
-    obj = request_object(call, doc)
+    obj = await stored_object(call, doc)
     dry_run = call.dry_run()
     typed = body.is_protobuf(call.request)
 
@@ -68,13 +76,13 @@ async def create(call: Call) -> web.StreamResponse:
     stored = await call.server.run(create)
     # The registry filled `obj` in place (copy_input=False) and stored it as it is.
     written = obj if typed and not t.info.create_only else None
-    return write.headers(object_response(call, stored, 201, written))
+    return write.headers(await converted_response(call, stored, 201, written))
 
 
 async def update(call: Call) -> web.StreamResponse:
     t = call.target
     doc = await intake.document(call, intake.write_verb(call, "update"))
-    obj = request_object(call, doc)
+    obj = await stored_object(call, doc)
     meta = obj.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise BadRequest("metadata: must be an object")
@@ -102,7 +110,7 @@ async def update(call: Call) -> web.StreamResponse:
                                     write.field_manager())  # fmt: skip
 
     stored = await call.server.run(update)
-    return write.headers(object_response(call, stored))
+    return write.headers(await converted_response(call, stored))
 
 
 async def delete_options(call: Call, verb: str = "") -> tuple[DeleteOptions, bool]:
@@ -160,7 +168,7 @@ async def delete(call: Call) -> web.StreamResponse:
         t.info.key in RETURN_DELETED,
     )  # fmt: skip
     if stored is not None:  # still there (finalizers, a grace period), or a RETURN_DELETED kind
-        return object_response(call, stored)
+        return await converted_response(call, stored)
     return document_response(call, success(t.info.plural, t.name, t.group))
 
 

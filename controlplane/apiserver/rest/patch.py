@@ -20,7 +20,7 @@ from controlplane.api import crd, json_patch, pruning, restore, server_side_appl
 from controlplane.api.merge_patch import merge_patch
 from controlplane.apiserver.rest import body, fields, intake, queryparams
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.respond import object_response
+from controlplane.apiserver.rest.respond import converted_response
 from controlplane.apiserver.rest.status import (
     BadRequest,
     RequestEntityTooLarge,
@@ -178,5 +178,5 @@ async def patch(call: Call) -> web.StreamResponse:
             call.registry.create, t.info.key, created, call.namespace, call.who, False, dry_run,
             manager,
         )  # fmt: skip
-        return write.headers(object_response(call, stored, 201))
-    return write.headers(object_response(call, stored))
+        return write.headers(await converted_response(call, stored, 201))
+    return write.headers(await converted_response(call, stored))

@@ -52,11 +52,16 @@ def wants_protobuf(call: Call, api_version: str, kind: str) -> bool:
 
 
 def object_response(
-    call: Call, stored: Stored, status: int = 200, written: dict[str, Any] | None = None
+    call: Call,
+    stored: Stored,
+    status: int = 200,
+    written: dict[str, Any] | None = None,
+    converted: bytes | None = None,
 ) -> web.Response:
     """The target's object, as stored (and converted to the URL's version).
     `written`: the very dict the registry stored (a create's own request
-    object, which it fills in place), spared a decode of the stored JSON."""
+    object, which it fills in place), spared a decode of the stored JSON.
+    `converted`: the object already converted (off the loop: a webhook's)."""
     t = call.target
     if wants_protobuf(call, t.group_version, t.info.kind):
         if written is not None and t.conversion is None:
@@ -65,9 +70,21 @@ def object_response(
                 written = {**written, "metadata": {**meta, "resourceVersion": str(stored[1])}}
             obj = written
         else:
-            obj = jsoncodec.loads(served(stored[0], stored[1], t.conversion))
+            obj = jsoncodec.loads(converted or served(stored[0], stored[1], t.conversion))
         return protobuf_response(envelope.encode(obj, t.group_version, t.info.kind), status)
-    return json_response(served(stored[0], stored[1], t.conversion), status)
+    return json_response(converted or served(stored[0], stored[1], t.conversion), status)
+
+
+async def converted_response(
+    call: Call, stored: Stored, status: int = 200, written: dict[str, Any] | None = None
+) -> web.Response:
+    """object_response, with a conversion that calls out (a CRD's conversion
+    webhook) run on the executor: it never holds the event loop."""
+    conversion = call.target.conversion
+    if conversion is not None and conversion.remote:
+        data = await call.server.run(served, stored[0], stored[1], conversion)
+        return object_response(call, stored, status, None, data)
+    return object_response(call, stored, status, written)
 
 
 def document_response(call: Call, doc: dict[str, Any], status: int = 200) -> web.Response:

@@ -24,6 +24,7 @@ from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.registry import Registry
+from controlplane.apiserver.relayedpeers import RelayedPeers
 from controlplane.apiserver.rest.app import make_app
 from controlplane.apiserver.rest.context import Server
 from controlplane.apiserver.rest.frontdoor import ALPN, FrontDoor
@@ -67,8 +68,10 @@ class RestServer:
         grpc_socket: str = "",
         workers: int = 32,
         min_watch_timeout: float = 1800.0,
+        peers: RelayedPeers | None = None,
     ) -> None:
         self.listen = listen
+        self.peers = peers
         self.pki = pki
         self.grpc_socket = grpc_socket
         self.authority = authority
@@ -102,7 +105,7 @@ class RestServer:
 
         def protocol() -> asyncio.Protocol:
             if self.grpc_socket:
-                return FrontDoor(http, self.grpc_socket)
+                return FrontDoor(http, self.grpc_socket, self.peers)
             return http()
 
         self._listener = await self.loop.create_server(

@@ -27,7 +27,7 @@ import collections
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -36,16 +36,21 @@ from aiohttp.http_writer import StreamWriter
 
 from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import envelope
-from controlplane.apiserver import tables
 from controlplane.apiserver.codec import decode, with_version
 from controlplane.apiserver.listing import Selectors
 from controlplane.apiserver.rest import queryparams
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.lists import include_object, partial, wants_metadata, wants_table
+from controlplane.apiserver.rest.lists import (
+    include_object,
+    partial,
+    table_document,
+    wants_metadata,
+    wants_table,
+)
 from controlplane.apiserver.rest.respond import served, wants_protobuf
 from controlplane.apiserver.rest.status import status_object
 from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem, _Dispatch
-from controlplane.client.errors import Gone, Invalid
+from controlplane.client.errors import ApiError, Gone, Invalid
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +150,7 @@ class AsyncWatcher(Watcher):
 
 def _table_line(call: Call, item: WatchItem, include: str) -> bytes:
     """The event with its object as a one-row Table (kubectl get -w asks so)."""
-    table = tables.table(
-        call.target.info.key, [decode(item.data, item.rev)], include_object=include
-    )
+    table = table_document(call, [decode(item.data, item.rev)], include)
     table.setdefault("metadata", {})["resourceVersion"] = str(item.rev)
     return jsoncodec.dumps({"type": item.type, "object": table}) + b"\n"
 
@@ -255,6 +258,12 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
             return b'{"type":"%s","object":%s}\n' % (item.type.encode(), obj)
         return _line(item)
 
+    render = None
+    if conversion is not None and conversion.remote:  # a conversion webhook: off the loop
+
+        async def render(items: list[WatchItem]) -> bytes:
+            return await call.server.run(lambda: b"".join(line(i) for i in items))
+
     deadline = asyncio.get_running_loop().time() + _timeout(call)
     content_type = envelope.WATCH_MEDIA_TYPE if protobuf else "application/json"
     response = web.StreamResponse(headers={"Content-Type": content_type})
@@ -276,14 +285,17 @@ async def watch(call: Call, feed: LoopFeed) -> web.StreamResponse:
     try:
         writer = await response.prepare(call.request)
         if initial:
-            await response.write(b"".join(line(i) for i in initial))
+            await response.write(await _rendered(initial, line, render))
         backlog, watcher.backlog = watcher.backlog, []
         if backlog:
             watcher.sent_rev = backlog[-1].rev
-            await response.write(b"".join(line(i) for i in backlog))
-        await _follow(call, watcher, response, writer, deadline, line, protobuf)
+            await response.write(await _rendered(backlog, line, render))
+        await _follow(call, watcher, response, writer, deadline, line, protobuf, render)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
+    except ApiError as err:  # a conversion webhook failed: the stream ends with its error
+        _, status = status_object(err)
+        await response.write(jsoncodec.dumps({"type": "ERROR", "object": status}) + b"\n")
     finally:
         watcher.stop()
     try:
@@ -340,16 +352,29 @@ def _direct(
     return deliver
 
 
+Render = Callable[[list[WatchItem]], Awaitable[bytes]]
+
+
+async def _rendered(
+    items: list[WatchItem], line: Callable[[WatchItem], bytes], render: Render | None
+) -> bytes:
+    if render is not None:
+        return await render(items)
+    return b"".join(line(i) for i in items)
+
+
 async def _follow(
     call: Call, watcher: AsyncWatcher, response: web.StreamResponse,
     writer: AbstractStreamWriter | None, deadline: float, line: Callable[[WatchItem], bytes],
-    protobuf: bool = False,
+    protobuf: bool = False, render: Render | None = None,
 ) -> None:  # fmt: skip
+    """`render`: how events become bytes when `line` must not run on the
+    loop (a conversion webhook); then no in-place delivery either."""
     loop = asyncio.get_running_loop()
     interval = call.server.broadcaster.bookmark_interval
     deliver = None
     protocol = call.request.protocol
-    if isinstance(writer, StreamWriter) and protocol is not None:
+    if render is None and isinstance(writer, StreamWriter) and protocol is not None:
         deliver = _direct(watcher, writer, protocol, line)
     next_bookmark = loop.time() + interval
     bookmarked = -1  # the revision of the last bookmark sent
@@ -357,7 +382,7 @@ async def _follow(
         items = watcher.take()
         if items:
             watcher.sent_rev = items[-1].rev
-            await response.write(b"".join(line(i) for i in items))
+            await response.write(await _rendered(items, line, render))
             continue
         now = loop.time()
         left = deadline - now

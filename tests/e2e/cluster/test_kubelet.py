@@ -10,11 +10,16 @@ credential (the node authorizer lets it read only what its pods use):
   server's streaming proxy to that node's agent;
 - a native sidecar starts before the app, and is started and running
   beside it.
+
+And issue 32's node credentials: every agent, having joined with the join
+token, proves who it is with a client certificate from the
+CertificateSigningRequest API, and its node stays Ready on it.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import os
 import subprocess
@@ -22,9 +27,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from cryptography import x509
 
 from agent.agent import RESYNC_PERIOD as SYNC_PERIOD
 from controlplane.client.apiclient import GrpcApiClient
+from controlplane.client.config import load_config
 from tests.e2e.cluster.conftest import BUSYBOX
 from tests.harness.cluster import Cluster, ClusterNode
 from tests.harness.kubectl import NEWEST
@@ -146,3 +153,29 @@ def test_native_sidecar_on_a_worker(
     assert worker.exec("withside", ["cat", "/x/seen"], NS) == worker.exec(
         "withside", ["cat", "/x/side"], NS
     )
+
+
+def test_every_agent_uses_a_client_certificate(cluster: Cluster, api: GrpcApiClient) -> None:
+    def certificate(node: ClusterNode) -> x509.Certificate | None:
+        cfg = load_config(node.base / "agent" / "node.conf")
+        return x509.load_pem_x509_certificate(cfg.cert_pem) if cfg.cert_pem else None
+
+    for node in cluster.nodes:
+        cert = wait_for(lambda n=node: certificate(n), timeout=60, interval=0.5,  # type: ignore[misc]
+                        message=f"{node.name}'s client certificate")  # fmt: skip
+        assert cert is not None
+        assert cert.subject.rfc4514_string() == f"CN=system:node:{node.name},O=system:nodes"
+        assert cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC) < datetime.timedelta(
+            days=366
+        )
+        csrs = [c for c in api.list("CertificateSigningRequest").items
+                if c["spec"]["username"] == f"system:node:{node.name}"]  # fmt: skip
+        assert csrs, f"no CSR from {node.name}"
+    # Lease renewals keep coming on the certificates.
+    before = {n.name: _renewed(api, n.name) for n in cluster.nodes}
+    wait_for(lambda: all(_renewed(api, n) > t for n, t in before.items()), timeout=90,
+             interval=0.5, message="every node's Lease renewed after the switch")  # fmt: skip
+
+
+def _renewed(api: GrpcApiClient, node: str) -> str:
+    return str(api.get("Lease", node, "kube-node-lease")["spec"].get("renewTime") or "")

@@ -15,6 +15,7 @@ defaults, validation and schema, as Kubernetes' admissionregistration/v1
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,6 +28,8 @@ from controlplane.api.schema import Type, struct
 Object = dict[str, Any]
 PACKAGE = "io.k8s.api.admissionregistration.v1"
 OPERATIONS = ("*", "CREATE", "UPDATE", "DELETE", "CONNECT")
+CEL_ENGINE = "controlplane.api.cel.match_conditions"
+MAX_MATCH_CONDITIONS = 64
 
 
 def defaults(obj: Object, mutating: bool) -> None:
@@ -93,6 +96,41 @@ def _rules(e: Errors, path: str, rules: Any) -> None:
         enum(e, f"{rp}.scope", rule.get("scope"), ("*", "Cluster", "Namespaced"))
 
 
+def cel_available() -> bool:
+    """Whether the CEL engine matchConditions need is in this build (the "cel"
+    part's controlplane.api.cel.match_conditions)."""
+    try:
+        return importlib.util.find_spec(CEL_ENGINE) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _match_conditions(e: Errors, path: str, conditions: Any) -> None:
+    if conditions is None:
+        return
+    if not items(e, path, conditions):
+        return
+    if len(conditions) > MAX_MATCH_CONDITIONS:
+        e.add(path, f"Too many: {len(conditions)}: must have at most {MAX_MATCH_CONDITIONS} items")
+    seen: set[str] = set()
+    for i, cond in enumerate(conditions):
+        cp = f"{path}[{i}]"
+        if not mapping(e, cp, cond):
+            continue
+        cname, expression = cond.get("name"), cond.get("expression")
+        if not cname:
+            e.required(f"{cp}.name")
+        elif cname in seen:
+            e.duplicate(f"{cp}.name", cname)
+        else:
+            seen.add(str(cname))
+        if not expression:
+            e.required(f"{cp}.expression")
+    if conditions and not cel_available():
+        e.forbidden(path, "matchConditions need a CEL engine, which this API server "
+                    "does not have yet")  # fmt: skip
+
+
 def validate(e: Errors, obj: Object, mutating: bool) -> None:
     hooks = obj.get("webhooks")
     if hooks is None:
@@ -135,6 +173,7 @@ def validate(e: Errors, obj: Object, mutating: bool) -> None:
         for sel in ("namespaceSelector", "objectSelector"):
             if hook.get(sel) is not None:
                 selector(e, f"{path}.{sel}", hook[sel], required=False)
+        _match_conditions(e, f"{path}.matchConditions", hook.get("matchConditions"))
         if mutating:
             enum(e, f"{path}.reinvocationPolicy", hook.get("reinvocationPolicy"),
                  ("Never", "IfNeeded"))  # fmt: skip

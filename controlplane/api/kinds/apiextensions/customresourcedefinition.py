@@ -43,6 +43,7 @@ DEFINITION = KindDef(
         "customresourcedefinition",
         ("crd", "crds"),
         namespaced=False,
+        has_status=True,
         categories=("api-extensions",),
     ),
     types={
@@ -68,7 +69,10 @@ DEFINITION = KindDef(
                 "[]CustomResourceDefinitionVersion",
                 "The API versions of the defined resource.",
             ),
-            conversion=("object", "How to convert between versions (None only)."),
+            conversion=(
+                "object",
+                "How to convert between versions: None (apiVersion rewritten) or Webhook.",
+            ),
             preserveUnknownFields=("boolean", "Deprecated; must be false."),
         ),
         "CustomResourceDefinitionVersion": struct(

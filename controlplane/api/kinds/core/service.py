@@ -99,7 +99,10 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
     enum(e, "spec.sessionAffinity", svc_spec.get("sessionAffinity"), ("None", "ClientIP"))
     if old is not None:
         old_ip = (old.get("spec") or {}).get("clusterIP")
-        if old_ip and cluster_ip != old_ip and stype != "ExternalName":
+        # An update without a clusterIP keeps the allocated one (admission
+        # copies it, as kube-apiserver's patchAllocatedValues): a server-side
+        # apply that no longer owns the field must not drop it.
+        if old_ip and cluster_ip and cluster_ip != old_ip and stype != "ExternalName":
             e.add("spec.clusterIP", "field is immutable")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane.api import volcano
+from controlplane.api import kinds, volcano
 from controlplane.client.apiclient import GrpcApiClient
 from controlplane.client.errors import Invalid
 from tests.fakes.volcano_examples import example_job_yaml
@@ -253,10 +253,13 @@ def test_commands_are_validated_naming_the_field(client: GrpcApiClient) -> None:
         )
 
 
-def test_a_second_volcano_is_told_why_its_crds_are_refused(client: GrpcApiClient) -> None:
+def test_volcanos_own_crds_are_stored_and_the_built_in_kinds_keep_serving(
+    client: GrpcApiClient,
+) -> None:
     """Volcano's installer applies its CustomResourceDefinitions (here its
-    queues.scheduling.volcano.sh, cut down): skiff serves that kind itself, and
-    the refusal says so, not only that the name is taken."""
+    queues.scheduling.volcano.sh, cut down): they are stored, as
+    kube-apiserver stores any valid CRD, and skiff's own Queue keeps serving
+    (its schema, its scheduler); deleting the CRD removes no Queue."""
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "queues.scheduling.volcano.sh"},
@@ -266,6 +269,17 @@ def test_a_second_volcano_is_told_why_its_crds_are_refused(client: GrpcApiClient
                  "versions": [{"name": "v1beta1", "served": True, "storage": True,
                                "schema": {"openAPIV3Schema": {"type": "object"}}}]},
     }  # fmt: skip
-    with pytest.raises(Invalid, match="skiff serves Volcano's API and runs its scheduler and "
-                                      "controllers itself, so a second Volcano is not needed"):  # fmt: skip
-        client.create("CustomResourceDefinition", crd)
+    before = kinds.find("Queue")
+    made = client.create("CustomResourceDefinition", crd)
+    try:
+        assert made["status"]["storedVersions"] == ["v1beta1"]
+        assert kinds.find("Queue") is before  # still the built-in kind
+        queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                 "metadata": {"name": "kept"}, "spec": {"weight": 1}}  # fmt: skip
+        client.create("Queue", queue)
+        with pytest.raises(Invalid):  # the built-in schema still checks it
+            client.create("Queue", {**queue, "metadata": {"name": "bad"}, "spec": {"weight": -1}})
+    finally:
+        client.delete("CustomResourceDefinition", "queues.scheduling.volcano.sh")
+    assert client.get("Queue", "kept")["metadata"]["name"] == "kept"
+    client.delete("Queue", "kept")

@@ -102,3 +102,22 @@ def test_start_serves_stored_crds(registry: Registry) -> None:
     crd.unregister("widgets.example.com")
     CrdKinds(registry).start()
     assert crd.is_custom(KEY)
+
+
+def test_a_schema_requiring_metadata_accepts_objects(registry: Registry) -> None:
+    """Argo CD's Application, Traefik's and cert-manager's Challenge and Order
+    CRDs list `metadata` (Argo CD also apiVersion and kind) among the root's
+    required properties: the server always has them, so objects are accepted;
+    the schema's other required properties still count."""
+    hooked(registry)
+    definition = widget_crd()
+    schema = definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["required"] = ["apiVersion", "kind", "metadata", "spec"]
+    schema["properties"]["metadata"] = {"type": "object"}
+    registry.create("CustomResourceDefinition", definition)
+    data, _ = registry.create(KEY, widget("needs-meta", size=2), namespace="default")
+    assert decode(data)["metadata"]["name"] == "needs-meta"
+    no_spec = widget("no-spec")
+    del no_spec["spec"]
+    with pytest.raises(Invalid, match="spec: Required value"):
+        registry.create(KEY, no_spec, namespace="default")
