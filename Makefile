@@ -17,6 +17,8 @@ APT_RUN := iproute2 iptables nftables conntrack kmod procps libseccomp2 ca-certi
 	python3 python3-venv python3-dev gcc make
 # What the test suite needs on top: test images, a local registry, image
 # tools, etcd, a peer CRI runtime and the reference CNI plugins, shellcheck,
+# Prometheus (tests/e2e/agent/test_up_metrics.py scrapes skiff with it; its
+# own service, where systemd starts one, is left alone: the test runs its own)
 # and vagrant with a provider so that `vagrant validate` can check vagrant/.
 APT_TEST := busybox-static docker-registry skopeo umoci etcd-server etcd-client \
 	containerd runc containernetworking-plugins shellcheck psmisc jq \

@@ -34,6 +34,7 @@ from agent.cri_client import CRIClient
 from agent.ingress.controller import IngressController
 from agent.ingress.haproxy import IngressSettings
 from agent.local_path import LocalPathAgent
+from agent.metrics import AgentMetrics
 from agent.netpol import NetpolSettings, NetworkPolicyController
 from agent.network import NetworkConfigurator, NetworkSettings
 from agent.node_loops import NodeLoops
@@ -71,6 +72,7 @@ from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.workqueue import RateLimitingQueue
 from machinery.clock import Clock, RealClock
+from proto.agent.v1.agent_pb2 import StatsRequest
 
 log = logging.getLogger("skiff.agent")
 POD_CGROUP_SWEEP = 5.0  # seconds between sweeps of leftover pod cgroups
@@ -420,11 +422,27 @@ class Agent:
             self.cfg.node.name, self._endpoint_pod, self.cri, Path(self.cfg.pod_settings.log_root)
         )
         self.cfg.root.mkdir(parents=True, exist_ok=True)
+        pages = self._metrics(servicer).pages()
         self._endpoint = serve_endpoint(
             servicer, self.cfg.listen, self._endpoint_pod, self.cri, tls,
-            str(self.cfg.root / "agent-grpc.sock"), callers,
+            str(self.cfg.root / "agent-grpc.sock"), callers, pages,
         )  # fmt: skip
         self.endpoint_port = self._endpoint.port
+
+    def _metrics(self, servicer: AgentServicer) -> AgentMetrics:
+        """The endpoint's metrics (agent/metrics.py), fed by PLEG, probes and statuses."""
+        found = AgentMetrics(self.cfg.node.name, self.cri.list_pod_sandboxes,
+                             self.cri.list_containers,
+                             lambda: servicer.collect_stats(StatsRequest()), self._pod_of)  # fmt: skip
+        self.pleg.on_relist = found.relisted
+        self.probes.observed = found.probes.observe
+        self.status.started = found.pod_start.observe
+        return found
+
+    def _pod_of(self, uid: str) -> tuple[str, str] | None:
+        pod = self._active_pod(uid)
+        md = (pod or {}).get("metadata") or {}
+        return (str(md.get("namespace", "")), str(md["name"])) if pod else None
 
     def stop(self) -> None:
         self.stop_event.set()

@@ -44,6 +44,8 @@ class Pleg:
         self.last_active = now()  # when the last relist completed (or we started)
         self.last_duration = 0.0
         self.last_error = ""
+        # Told each relist's duration (/metrics: kubelet_pleg_relist_duration_seconds).
+        self.on_relist: Callable[[float], None] | None = None
 
     def health(self) -> str | None:
         """None if healthy, else why not (the kubelet's words)."""
@@ -80,6 +82,8 @@ class Pleg:
         end = self.now()
         self.last_duration = end - start
         self.last_active = end
+        if self.on_relist is not None:
+            self.on_relist(self.last_duration)
         if self.last_duration > SLOW_RELIST:
             log.info("PLEG relist took %.2fs (%d pods)", self.last_duration, len(records))
 

@@ -157,6 +157,8 @@ class ProbeManager:
         self._on_change = on_change
         self._lock = threading.Lock()
         self._workers: dict[tuple[str, str, str], _Worker] = {}
+        # Told every probe run: (pod uid, container, probe kind, ok) (/metrics/probes).
+        self.observed: Callable[[str, str, str, bool], None] | None = None
 
     def sync_container(
         self, uid: str, container: Mapping[str, Any], target: ProbeTarget, started_at: float
@@ -254,6 +256,8 @@ class ProbeManager:
                 probe, worker.target, float(probe.get("timeoutSeconds", 1))
             )
             changed = self._record(worker, ok, message)
+            if self.observed is not None:
+                self.observed(worker.uid, worker.name, worker.kind, ok)
             if changed:
                 log.info(
                     "pod_uid=%s container=%s %s %s: %s",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controlplane.client import errors
@@ -25,6 +26,10 @@ class StatusManager:
         self._api = api
         self._lock = threading.Lock()
         self._sent: dict[str, dict[str, Any]] = {}
+        # When each pod not yet running was first given a status, and who is
+        # told the seconds until it runs (kubelet_pod_start_duration_seconds).
+        self._first_seen: dict[str, float] = {}
+        self.started: Callable[[float], None] | None = None
 
     def set_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> bool:
         """Send `status` if it differs from what was last sent (or what the
@@ -33,6 +38,9 @@ class StatusManager:
         uid = md["uid"]
         with self._lock:
             last = self._sent.get(uid)
+            running = (pod.get("status") or {}).get("phase") == "Running"
+            if self.started is not None and last is None and not running:
+                self._first_seen.setdefault(uid, time.monotonic())
         if status == last or (last is None and status == pod.get("status")):
             return False
         try:
@@ -52,11 +60,16 @@ class StatusManager:
             return False
         with self._lock:
             self._sent[uid] = status
+            first = self._first_seen.pop(uid, None) if status.get("phase") == "Running" else None
+        if first is not None and self.started is not None:
+            self.started(time.monotonic() - first)
         return True
 
     def delete_terminated(self, pod: Mapping[str, Any]) -> None:
         delete_now(self._api, pod)
         self.forget(pod["metadata"]["uid"])
+        with self._lock:
+            self._first_seen.pop(pod["metadata"]["uid"], None)
 
     def forget(self, uid: str) -> None:
         with self._lock:

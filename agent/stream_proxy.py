@@ -13,7 +13,8 @@ CA) and is served everything. Any other caller presents no certificate and
 a bearer token, which agent/webhook_auth.py checks as the kubelet's webhook
 authn/authz does (TokenReview, then SubjectAccessReview on nodes/proxy,
 nodes/stats, ...); such callers also get `GET /stats/summary` (the
-kubelet's Summary API) but never the relayed gRPC service. The TLS
+kubelet's Summary API) and the metrics pages (`/metrics`, `/metrics/cadvisor`,
+`/metrics/resource`, `/metrics/probes`: agent/metrics.py) but never the relayed gRPC service. The TLS
 handshake, with a deadline, and those checks come before any other work;
 plain text, certificates of anyone but the API server and callers without
 a valid, authorized token are refused. It finds the running container (labels io.kubernetes.pod.uid and
@@ -81,6 +82,7 @@ _DROPPED = {"host", "authorization", "content-length", "transfer-encoding", "pro
 # The API server's client certificate (controlplane.apiserver.tls.AGENT_CLIENT_CN).
 API_SERVER_CN = "system:apiserver"
 SUMMARY_PATH = "/stats/summary"
+Page = Callable[[], tuple[str, bytes]]  # a GET's answer: (content type, body)
 
 
 def _shutdown(sock: socket.socket, how: int) -> None:
@@ -221,19 +223,24 @@ class StreamProxy:
         grpc_upstream: str = "",
         callers: WebhookAuth | None = None,
         stats: Callable[[], dict[str, Any]] | None = None,
+        pages: Mapping[str, Page] | None = None,
     ) -> None:
         """`tls` (agent/serving_tls.py) None serves plain text to anyone
         (unit tests only); `grpc_upstream` (host:port or unix:PATH) receives
         the HTTP/2 connections, "" refuses them; `callers` checks the tokens
         of callers without a certificate (None refuses them); `stats` answers
-        /stats/summary (None: 404)."""
+        /stats/summary (None: 404); `pages` answers GETs of other paths
+        (/metrics, /metrics/cadvisor...) with (content type, body)."""
         self.pods = pods
         self.runtime = runtime
         self.tls = tls
         self.config = config or StreamProxyConfig()
         self.grpc_upstream = grpc_upstream
         self.callers = callers
-        self.stats = stats
+        self.pages = dict(pages or {})
+        if stats is not None:
+            self.pages[SUMMARY_PATH] = lambda: ("application/json",
+                                                (json.dumps(stats()) + "\n").encode())  # fmt: skip
         self._tcp: _TCPServer | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Condition()
@@ -452,18 +459,16 @@ class _Handler(StrictRequestHandler):
             return False
         return True
 
-    def _summary(self) -> None:
-        stats = self.server.owner.stats
-        if stats is None:
-            self.plain(404, f"{SUMMARY_PATH} is not served here")
-            return
+    def _page(self, page: Page) -> None:
         try:
-            body = (json.dumps(stats()) + "\n").encode()
+            kind, body = page()
         except Exception as exc:  # the runtime cannot say: the caller hears why
-            self.plain(503, f"stats unavailable: {exc}")
+            self.plain(
+                503, f"{'metrics' if 'metrics' in self.path else 'stats'} unavailable: {exc}"
+            )
             return
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")
         self.end_headers()
@@ -480,8 +485,9 @@ class _Handler(StrictRequestHandler):
             return
         if not self._authorized(request):
             return
-        if request.path == SUMMARY_PATH and self.command == "GET":
-            self._summary()
+        page = owner.pages.get(request.path) if self.command == "GET" else None
+        if page is not None:
+            self._page(page)
             return
         try:
             target = parse_target(request)
@@ -532,11 +538,12 @@ def serve_streams(
     grpc_upstream: str = "",
     callers: WebhookAuth | None = None,
     stats: Callable[[], dict[str, Any]] | None = None,
+    pages: Mapping[str, Page] | None = None,
 ) -> StreamProxy:
     """Start the streaming endpoint on `listen`; see the module docstring."""
     streams: StreamRuntime = CRIStreams(runtime) if isinstance(runtime, CRIClient) else runtime
     config = StreamProxyConfig(listen=listen)
-    return StreamProxy(pods, streams, tls, config, grpc_upstream, callers, stats).start()
+    return StreamProxy(pods, streams, tls, config, grpc_upstream, callers, stats, pages).start()
 
 
 @dataclass
@@ -564,6 +571,7 @@ def serve_endpoint(
     tls: ssl.SSLContext | None,
     socket_path: str,
     callers: WebhookAuth | None = None,
+    pages: Mapping[str, Page] | None = None,
 ) -> AgentEndpoint:
     """Serve the gRPC `servicer` on the unix socket `socket_path` (0600) and
     the streaming endpoint on `listen`, relaying gRPC connections to the former;
@@ -576,7 +584,8 @@ def serve_endpoint(
     try:
         os.chmod(socket_path, 0o600)
         proxy = serve_streams(pods, runtime, tls, listen, f"unix:{socket_path}", callers,
-                              lambda: summary(servicer.collect_stats(StatsRequest())))  # fmt: skip
+                              lambda: summary(servicer.collect_stats(StatsRequest())),
+                              pages)  # fmt: skip
     except BaseException:
         grpc_server.stop(None)
         raise

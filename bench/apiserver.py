@@ -33,6 +33,11 @@ Pod Security Standards level in every namespace (its admission configuration
 file's defaults) and the pods created meet it (for restricted: non-root, no
 privilege escalation, capabilities dropped, RuntimeDefault seccomp).
 
+- the cost of /metrics is `python -m bench.metrics_cost`: these creates/s
+  (10 clients) against a control plane counting every request and storage
+  call for /metrics and one started with --no-metrics, both running, rounds
+  interleaved, medians compared (issue 34 asks for within 5%).
+
 Usage: python -m bench.apiserver [--stores sqlite,etcd] [--pods 100000] [--quick] [--authz]
                                  [--quota]
                                  [--pod-security restricted]
@@ -321,8 +326,10 @@ def store_writes(store_kind: str, work: Path, etcd: str, writers: int, per: int)
 
 
 @contextmanager
-def control_plane(store_kind: str, work: Path, etcd: str, prefix: str) -> Iterator[Server]:
-    args = ["--store", store_kind]
+def control_plane(
+    store_kind: str, work: Path, etcd: str, prefix: str, extra: tuple[str, ...] = ()
+) -> Iterator[Server]:
+    args = ["--store", store_kind, *extra]
     if store_kind == "etcd":
         args += ["--etcd-endpoints", etcd, "--etcd-prefix", prefix]
     server = Server(work / "cp", args)

@@ -5,6 +5,9 @@ compares the figures of their last JSON lines.
     python -m bench.compare --base d785055 --rounds 3 \\
         --bench "pod_startup --pods 20 --only skiff" --bench "cni --iterations 20"
 
+`--head-args` are added to every head run only: a feature the base lacks,
+switched on (`--head-args "--pod-security restricted"`).
+
 The base revision is checked out into a temporary git worktree (removed at
 the end) and run with its own tree first on PYTHONPATH, so every process a
 benchmark starts runs that revision's code; the head is this checkout.
@@ -68,8 +71,9 @@ def last_json(stdout: str) -> dict[str, float]:
     raise ValueError("no JSON object on any line")
 
 
-def run_one(side: Side, spec: str, timeout: float) -> None:
+def run_one(side: Side, spec: str, timeout: float, extra: str = "") -> None:
     module, *args = shlex.split(spec)
+    args += shlex.split(extra)
     env = dict(os.environ, PYTHONPATH=str(side.tree))
     argv = [sys.executable, "-m", f"bench.{module}", *args]
     try:
@@ -125,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                    help='a bench module and its arguments, e.g. "cni --iterations 20"')  # fmt: skip
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--tolerance", type=float, default=0.10, help="the move called worse")
+    p.add_argument("--head-args", default="", help="added to the head's runs only")
     p.add_argument("--timeout", type=float, default=1800, help="per run (s)")
     a = p.parse_args(argv)
     with worktree(a.base) as tree:
@@ -134,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             for spec in a.bench:
                 for side in order:
                     print(f"round {rnd + 1}/{a.rounds}: {side.name}: {spec}", file=sys.stderr)
-                    run_one(side, spec, a.timeout)
+                    run_one(side, spec, a.timeout, a.head_args if side is head else "")
         ratios = compare(base, head, a.bench, a.tolerance)
     print(json.dumps(ratios, sort_keys=True))
     return 0

@@ -97,16 +97,24 @@ class RemoteMetrics:
         self.url = f"http://127.0.0.1:{port}/metrics"
 
     def metrics(self) -> dict[str, dict[str, float]]:
+        """Per controller: reconciles, their seconds and failures, from
+        client-go's workqueue series (work duration count and sum, retries)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
         with urllib.request.urlopen(self.url, timeout=10) as r:
             text = r.read().decode()
+        wanted = {"workqueue_work_duration_seconds_count": "reconciles",
+                  "workqueue_work_duration_seconds_sum": "latency_seconds_total",
+                  "workqueue_retries_total": "errors", "workqueue_depth": "queue_depth"}  # fmt: skip
         out: dict[str, dict[str, float]] = {}
-        for line in text.splitlines():
-            if not line.startswith("skiff_controller_") or "{" not in line:
-                continue
-            name_part, _, value = line.rpartition(" ")
-            metric = name_part.split("{")[0].removeprefix("skiff_controller_")
-            controller = name_part.split('controller="')[1].split('"')[0]
-            out.setdefault(controller, {})[metric] = float(value)
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                figure = wanted.get(sample.name)
+                if figure is not None and "name" in sample.labels:
+                    out.setdefault(sample.labels["name"], {})[figure] = float(sample.value)
+        for figures in out.values():
+            for figure in wanted.values():
+                figures.setdefault(figure, 0.0)
         return out
 
     def wait_running(self, names: set[str], timeout: float = 60.0) -> None:

@@ -32,6 +32,10 @@ PROCESS_MODULES: dict[str, tuple[str, ComponentIdentity]] = {
 
 # Which `skiff controlplane` flag names the configuration file a component
 # process gets as its --config (without one, it reads its $SKIFF_*_CONFIG).
+# Which `skiff controlplane` flag gives a scheduler process its --metrics-listen
+# (the controller manager's --controller-metrics-listen goes with its own flags).
+METRICS_FLAGS = {"scheduler": "scheduler_metrics_listen",
+                 "volcano-scheduler": "volcano_metrics_listen"}  # fmt: skip
 CONFIG_FLAGS = {"scheduler": "scheduler_config", "volcano-scheduler": "volcano_scheduler_config"}
 
 
@@ -93,6 +97,9 @@ def component_processes(
                 "--log-level", args.log_level]  # fmt: skip
         if name == "controllers":
             argv += manager_argv(args)
+        listen = getattr(args, METRICS_FLAGS.get(name, ""), "")
+        if listen:
+            argv += ["--metrics-listen", listen]
         config = CONFIG_FLAGS.get(name)
         if config is not None and getattr(args, config, None):
             argv += ["--config", str(Path(getattr(args, config)).absolute())]

@@ -90,8 +90,9 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
     from controlplane.scheduler.batch import run as batch_scheduler
 
     return [
-        ("scheduler", scheduler.component(args.scheduler_config)),
-        ("volcano-scheduler", batch_scheduler.component(args.volcano_scheduler_config)),
+        ("scheduler", scheduler.component(args.scheduler_config, args.scheduler_metrics_listen)),
+        ("volcano-scheduler", batch_scheduler.component(args.volcano_scheduler_config,
+                                                        args.volcano_metrics_listen)),
         ("controllers", manager.component(manager.config_from_args(args),
                                           args.controller_metrics_listen,
                                           Path(args.data_dir) / CONTROLLER_MANAGER.kubeconfig)),
@@ -159,6 +160,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--history", type=int, default=100_000, help="revisions of watch history to keep"
     )
     p.add_argument("--bookmark-interval", type=float, default=5.0)
+    p.add_argument(
+        "--metrics",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve /metrics and count every request for it (--no-metrics: off)",
+    )
+    for who in ("scheduler", "volcano"):
+        p.add_argument(f"--{who}-metrics-listen", default="", help=f"HOST:PORT for the {who} "
+                       "scheduler's /metrics (plain HTTP; keep it on loopback)")  # fmt: skip
     p.add_argument(
         "--max-workers",
         type=int,
@@ -440,7 +450,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
         args.cluster_signing_key_file = str(data_dir / "pki" / "ca.key")
     config = ApiServerConfig(listen=args.listen, service_cidr=args.service_cidr,
                              bookmark_interval=args.bookmark_interval,
-                             max_workers=args.max_workers, rest=True,
+                             max_workers=args.max_workers, rest=True, metrics=args.metrics,
                              grpc_listen=args.grpc_listen,
                              socket_dir=str(data_dir),
                              audit_log_path=args.audit_log_path,

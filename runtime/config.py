@@ -29,6 +29,7 @@ class Config:
     runtime_handlers: tuple[str, ...] = field(default=("", "skiff", "runc"))
     max_layer_expansion: int = 10
     seccomp_profile_root: Path = Path("/var/lib/skiff/seccomp")
+    metrics_address: str = ""  # HOST:PORT for /metrics (containerd's [metrics] address)
 
     @property
     def socket_path(self) -> Path:
@@ -71,6 +72,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--stream-address", default="127.0.0.1", help="streaming server address")
     p.add_argument("--stream-port", type=int, default=0, help="streaming server port (0: any)")
+    p.add_argument("--metrics-address", default="",
+                   help="HOST:PORT for /metrics (runtime/metrics.py); none when empty")  # fmt: skip
     return p
 
 
@@ -93,4 +96,5 @@ def from_args(argv: Sequence[str]) -> Config:
         stream_port=a.stream_port,
         max_layer_expansion=a.max_layer_expansion,
         seccomp_profile_root=a.seccomp_profile_root.absolute(),
+        metrics_address=a.metrics_address,
     )

@@ -20,6 +20,8 @@ from typing import Any
 
 import grpc
 
+from machinery.metrics import MetricsServer
+from machinery.metrics import serve as serve_metrics
 from proto.runtime.v1 import api_pb2_grpc
 from runtime import errors
 from runtime.config import Config
@@ -27,6 +29,7 @@ from runtime.cri.service import Images, Network, RuntimeService
 from runtime.cri.servicer import RuntimeServicer
 from runtime.host import LinuxHost
 from runtime.linux.pause import ensure_pause
+from runtime.metrics import RuntimeMetrics
 from runtime.process import spawn
 from runtime.recover import recover
 
@@ -143,7 +146,11 @@ class Server:
         self.svc.pause = ensure_pause(str(cfg.root / "pause"))
         self.host.zygote = spawn.Zygote(cfg.state / "zygote")
         self.host.zygote.start(cfg.state / "zygote" / "zygote.log")
-        self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
+        self.metrics = RuntimeMetrics()
+        self._metrics_server: MetricsServer | None = None
+        self.grpc = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=32), interceptors=[self.metrics.interceptor()]
+        )
         api_pb2_grpc.add_RuntimeServiceServicer_to_server(RuntimeServicer(self.svc), self.grpc)  # type: ignore[abstract]
         if image_servicer is not None:
             api_pb2_grpc.add_ImageServiceServicer_to_server(image_servicer, self.grpc)
@@ -163,10 +170,14 @@ class Server:
         if self.image_grpc is not None:
             self.image_grpc.start()
         os.chmod(self.socket, 0o660)
+        if self.cfg.metrics_address:
+            self._metrics_server = serve_metrics(self.metrics.registry, self.cfg.metrics_address)
         log.info("serving CRI on %s", self.cfg.listen)
 
     def stop(self, grace: float = 2.0) -> None:
         self.grpc.stop(grace).wait()
+        if self._metrics_server is not None:
+            self._metrics_server.stop()
         if self.image_grpc is not None:
             self.image_grpc.stop(grace).wait()
         if self.streaming is not None:

@@ -30,6 +30,10 @@ PREFIX = "bootstrap-token-"
 TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 ID_RE = re.compile(r"^[a-z0-9]{6}$")
 USAGES = ("authentication", "signing")
+# Who a bootstrap token authenticates as (Kubernetes' bootstrap authenticator).
+USER_PREFIX = "system:bootstrap:"
+GROUP = "system:bootstrappers"
+EXTRA_GROUP_PREFIX = "system:bootstrappers:"
 _ALPHABET = string.ascii_lowercase + string.digits
 
 
@@ -110,6 +114,7 @@ class TokenInfo:
     expiration: str  # RFC 3339; "" = never
     usages: tuple[str, ...]
     description: str
+    extra_groups: tuple[str, ...] = ()  # auth-extra-groups (system:bootstrappers:*)
 
 
 def info(secret: dict[str, Any]) -> TokenInfo | None:
@@ -121,7 +126,13 @@ def info(secret: dict[str, Any]) -> TokenInfo | None:
         field(secret, "expiration"),
         tuple(u for u in USAGES if field(secret, f"usage-bootstrap-{u}") == "true"),
         field(secret, "description"),
+        _extra_groups(field(secret, "auth-extra-groups")),
     )
+
+
+def _extra_groups(value: str) -> tuple[str, ...]:
+    """auth-extra-groups: only system:bootstrappers:* groups count."""
+    return tuple(g.strip() for g in value.split(",") if g.strip().startswith(EXTRA_GROUP_PREFIX))
 
 
 def expired(expiration: str, now: datetime.datetime) -> bool:

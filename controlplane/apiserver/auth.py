@@ -9,7 +9,9 @@ record for the node (`node_credentials`, nodecredentials.py), and user tokens
 create`; like a client certificate, the token itself carries the groups).
 Every authenticated identity is in the group system:authenticated; a user
 in system:masters is an admin. ServiceAccount tokens (JWTs) are checked by
-satokens.py. Several control-plane hosts sharing an etcd must share the
+satokens.py, bootstrap tokens (`<id>.<secret>`, the join tokens) against
+their Secrets by bootstrap.py on every use (system:bootstrap:<id>, group
+system:bootstrappers, as Kubernetes' bootstrap authenticator). Several control-plane hosts sharing an etcd must share the
 secret (copy `<data-dir>/pki`).
 
 Authentication only: what a request may do is `authz.Authorizer`'s
@@ -25,6 +27,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from controlplane.api.bootstraptoken import TOKEN_RE as BOOTSTRAP_TOKEN
 
 NODES_GROUP = "system:nodes"
 MASTERS_GROUP = "system:masters"
@@ -73,6 +77,8 @@ class TokenAuthority:
         self.service_accounts: Any = None
         # (node, credential id) -> whether that node credential still holds.
         self.node_credentials: Callable[[str, str], bool] | None = None
+        # A bootstrap token (<id>.<secret>) -> who it is (None: not valid).
+        self.bootstrap_tokens: Callable[[str], Identity | None] | None = None
         # (node, the certificate's notBefore in epoch seconds) -> whether a
         # client certificate of that node still holds.
         self.node_certificates: Callable[[str, float], bool] | None = None
@@ -96,6 +102,9 @@ class TokenAuthority:
         if token.startswith("eyJ"):  # a JWT: a ServiceAccount token
             accounts = self.service_accounts
             return accounts.authenticate(token) if accounts is not None else None
+        if BOOTSTRAP_TOKEN.match(token):  # checked against its Secret every time
+            bootstrap = self.bootstrap_tokens
+            return bootstrap(token) if bootstrap is not None else None
         identity = self._known.get(token)
         if identity is None:
             identity = self._check(token)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from controlplane.api import bootstraptoken as bt
 from controlplane.api.dnsnames import is_dns_subdomain
+from controlplane.apiserver.auth import AUTHENTICATED, Identity
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import Forbidden, Invalid, NotFound, Unauthenticated
 
@@ -61,6 +62,24 @@ class BootstrapJoin:
             "Secret", bt.token_secret(token, self.now(), ttl, description), bt.NAMESPACE
         )
         return token
+
+    def identity(self, token: str) -> Identity | None:
+        """Who a bootstrap token is as a bearer token, as Kubernetes'
+        bootstrap authenticator: user system:bootstrap:<id>, groups
+        system:bootstrappers and the Secret's auth-extra-groups; None when
+        the token is not (or no longer) valid for authentication."""
+        try:
+            token_id = self.check(token)
+        except Unauthenticated:
+            return None
+        try:
+            stored = self.registry.get_object("Secret", bt.secret_name(token_id), bt.NAMESPACE)
+        except NotFound:
+            return None
+        found = bt.info(stored)
+        extra = found.extra_groups if found is not None else ()
+        return Identity(bt.USER_PREFIX + token_id,
+                        groups=(bt.GROUP, *extra, AUTHENTICATED))  # fmt: skip
 
     def check(self, token: str) -> str:
         """The id of a valid bootstrap token; Unauthenticated (saying why) otherwise."""

@@ -80,6 +80,8 @@ class FlowControl:
         self._inflight: dict[tuple[str, bool], int] = {}
         self._watches: dict[str, int] = {}
         self._watch_total = 0
+        # Refusals so far by (lane, "mutating"/"readOnly"/"watch"), for /metrics.
+        self.rejected: dict[tuple[str, str], int] = {}
         self._caps: dict[tuple[str, bool], int] = {
             (SYSTEM, True): limits.system_mutating,
             (SYSTEM, False): limits.system_readonly,
@@ -100,6 +102,8 @@ class FlowControl:
         with self._lock:
             held = self._inflight.get(key, 0)
             if held >= cap:
+                kind = "mutating" if mutating else "readOnly"
+                self.rejected[(name, kind)] = self.rejected.get((name, kind), 0) + 1
                 what = "mutating" if mutating else "read-only"
                 raise TooManyRequests(
                     f"too many {what} requests in flight in the {name} priority level "
@@ -134,12 +138,14 @@ class FlowControl:
         limits = self.limits
         with self._lock:
             if self._watch_total >= limits.watches_total:
+                self._reject_watch(identity)
                 raise TooManyRequests(
                     f"too many watches open on this server (limit {limits.watches_total}): "
                     "retry later"
                 )
             mine = self._watches.get(identity.user, 0)
             if not identity.admin and mine >= limits.watches_per_identity:
+                self._reject_watch(identity)
                 raise TooManyRequests(
                     f"{identity.user} has too many watches open (limit "
                     f"{limits.watches_per_identity} per identity): close some and retry"
@@ -161,6 +167,15 @@ class FlowControl:
                 self._watch_total -= 1
 
         return end
+
+    def _reject_watch(self, identity: Identity) -> None:
+        key = (lane(identity, "", "-"), "watch")  # under the lock
+        self.rejected[key] = self.rejected.get(key, 0) + 1
+
+    def snapshot(self) -> tuple[dict[tuple[str, bool], int], dict[tuple[str, str], int]]:
+        """Requests in flight by (lane, mutating) and refusals so far (for /metrics)."""
+        with self._lock:
+            return dict(self._inflight), dict(self.rejected)
 
     def watch_count(self, user: str | None = None) -> int:
         with self._lock:

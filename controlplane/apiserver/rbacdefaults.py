@@ -95,6 +95,9 @@ ADMIN_RULES = [
 DISCOVERY_URLS = ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz",
                   "/version", "/version/", "/openapi", "/openapi/*"]  # fmt: skip
 PUBLIC_URLS = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
+# Kubernetes' system:monitoring: the metrics and health URLs, for the group of that name.
+MONITORING_URLS = ["/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*",
+                   "/readyz/*", "/healthz/*"]  # fmt: skip
 
 NODE_RULES = [
     _rule(READ, [""], ["nodes", "services", "endpoints"]),
@@ -183,6 +186,9 @@ def cluster_roles() -> list[dict[str, Any]]:
             "system:public-info-viewer", [{"verbs": ["get"], "nonResourceURLs": PUBLIC_URLS}]
         ),
         _cluster_role(
+            "system:monitoring", [{"verbs": ["get"], "nonResourceURLs": MONITORING_URLS}]
+        ),
+        _cluster_role(
             "system:auth-delegator",
             [
                 _rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
@@ -232,6 +238,7 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
             f"{CSR_ROLE}:selfnodeclient", f"{CSR_ROLE}:selfnodeclient", groups=["system:nodes"]
         ),
         _binding("system:discovery", "system:discovery", groups=["system:authenticated"]),
+        _binding("system:monitoring", "system:monitoring", groups=["system:monitoring"]),
         _binding(
             "system:public-info-viewer",
             "system:public-info-viewer",

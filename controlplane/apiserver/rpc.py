@@ -22,9 +22,11 @@ from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import bearer_token, identify
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.grpc_status import abort, status_code
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.relayedpeers import RelayedPeers
 from controlplane.apiserver.rpc_audit import AUDITED, audit_call
 from controlplane.client import errors
+from machinery.apierrors import http_status
 
 log = logging.getLogger("controlplane.apiserver.servicer")
 
@@ -48,11 +50,13 @@ class RpcBase:
         authority: TokenAuthority | None,
         flow: FlowControl | None = None,
         audit: AuditLog | None = None,
+        metrics: ApiServerMetrics | None = None,
     ) -> None:
         # None: no authentication (in-process tests); everyone is admin.
         self.authority = authority
         self.flow = flow
         self.audit = audit
+        self.metrics = metrics
 
     def _in_lane(
         self,
@@ -92,6 +96,15 @@ def _released(stream: Iterator[Any], release: Callable[[], None]) -> Iterator[An
         release()
 
 
+def _count(
+    metrics: ApiServerMetrics, name: str, request: Any, outcome: Exception | None, start: float
+) -> None:
+    key = metrics.rpc_labels(name, getattr(request, "kind", ""), getattr(request, "namespace", ""))
+    if key is not None:
+        code = http_status(outcome) if outcome is not None else (201 if key[0] == "POST" else 200)
+        metrics.request(key, code, time.monotonic() - start)
+
+
 def rpc(
     name: str, authenticate: bool = True, mutating: bool | None = None
 ) -> Callable[[Callable[..., R]], Callable[[Any, Any, grpc.ServicerContext], R]]:
@@ -125,6 +138,8 @@ def rpc(
                 log.exception("rpc=%s failed", name)
                 abort(context, errors.InternalError(f"internal error: {err}"))
             finally:
+                if self.metrics is not None:
+                    _count(self.metrics, name, request, outcome, start)
                 if self.audit is not None and name in AUDITED:
                     audit_call(self.audit, name, request, who, outcome, start, result)
                 if log.isEnabledFor(logging.DEBUG):

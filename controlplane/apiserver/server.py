@@ -45,6 +45,7 @@ from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.metricsapi.collector import Collector
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.node_addresses import NodeAddresses
@@ -72,6 +73,7 @@ from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage import encryption
 from controlplane.storage.encrypted import EncryptedStore
 from controlplane.storage.interface import Store
+from controlplane.storage.timed import TimedStore
 from proto.agent.v1 import agent_pb2
 from proto.controlplane.v1 import api_pb2_grpc
 
@@ -110,6 +112,8 @@ class ApiServerConfig:
     # The process's garbage collector thresholds, set at start (see
     # jsoncodec.SERVER_GC_THRESHOLDS); None: left as they are.
     gc_thresholds: tuple[int, int, int] | None = jsoncodec.SERVER_GC_THRESHOLDS
+    # Serve /metrics and count every request and storage call for it (metrics.py).
+    metrics: bool = True
 
 
 def resource_prefix(resource: str) -> str | None:
@@ -129,6 +133,10 @@ class ApiServer:
             store = EncryptedStore(
                 store, encryption.load(Path(config.encryption_provider_config), resource_prefix)
             )
+        self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        self.metrics = ApiServerMetrics(self.flow, store) if config.metrics else None
+        if self.metrics is not None:
+            store = TimedStore(store, self.metrics.observe_storage)
         self.store = store
         self.config = config
         self.pki = pki
@@ -204,14 +212,17 @@ class ApiServer:
             if authority is not None
             else None
         )
+        if authority is not None and self.joins is not None:
+            authority.bootstrap_tokens = self.joins.identity
         self.cleaner = NamespaceCleaner(self.registry, config.namespace_retry)
+        if self.metrics is not None:
+            self.metrics.state.watchers = self.broadcaster.watcher_counts
         # API aggregation (APIServices), with the front proxy's credentials.
         self.aggregator = (
             Aggregator(self.registry, front_proxy, pki.ca_pem) if front_proxy and pki else None
         )
         # The built-in metrics API: the agents' stats, scraped with the API server's credential.
-        self.metrics = Collector(lambda: self._objects("Node", ""), self._node_stats)
-        self.flow = FlowControl(Limits.for_workers(config.max_workers))
+        self.metrics_api = Collector(lambda: self._objects("Node", ""), self._node_stats)
         self.audit: AuditLog | None = None
         if config.audit_log_path:
             policy = (
@@ -351,7 +362,7 @@ class ApiServer:
             self.aggregator.start()
             self.broadcaster.add_listener(self.aggregator.on_event)
         if self.config.rest:
-            self.metrics.start()
+            self.metrics_api.start()
         server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=self.config.max_workers, thread_name_prefix="api"
@@ -363,7 +374,7 @@ class ApiServer:
             ],
         )
         objects = ObjectsServicer(
-            self.registry, self.broadcaster, self.authority, self.flow, self.audit
+            self.registry, self.broadcaster, self.authority, self.flow, self.audit, self.metrics
         )
         auth = AuthServicer(
             self.authority, self.pki.ca_pem if self.pki else b"", self.joins, self.audit
@@ -385,10 +396,10 @@ class ApiServer:
         if self.config.rest:
             self.rest = RestServer(
                 self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
-                self.audit, self.pki, self.grpc_socket, peers=peers,
+                self.audit, self.pki, self.grpc_socket, peers=peers, metrics=self.metrics,
             )  # fmt: skip
             self.rest.server.aggregator = self.aggregator
-            self.rest.server.metrics = self.metrics
+            self.rest.server.metrics_api = self.metrics_api
             self.port = self.rest.start()
         self._master_service()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)
@@ -464,7 +475,7 @@ class ApiServer:
         self.cleaner.stop()
         if self.aggregator is not None:
             self.aggregator.stop()
-        self.metrics.stop()
+        self.metrics_api.stop()
         self.node_credentials.stop()
         self.webhook_client.close()
         if self._server is not None:

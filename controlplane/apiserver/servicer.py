@@ -28,6 +28,7 @@ from controlplane.apiserver.fieldmanager import FieldManager
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.grpc_status import abort, item_failure
 from controlplane.apiserver.listing import ListResult, Selectors
+from controlplane.apiserver.metrics import ApiServerMetrics, labels, scope
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rpc import RpcBase, rpc
 from controlplane.apiserver.subresources import PodBinding
@@ -113,8 +114,9 @@ class ObjectsServicer(RpcBase, api_pb2_grpc.ObjectsServicer):
         authority: TokenAuthority | None,
         flow: FlowControl | None = None,
         audit: AuditLog | None = None,
+        metrics: ApiServerMetrics | None = None,
     ) -> None:
-        super().__init__(authority, flow, audit)
+        super().__init__(authority, flow, audit, metrics)
         self.registry = registry
         self.broadcaster = broadcaster
 
@@ -258,7 +260,7 @@ class ObjectsServicer(RpcBase, api_pb2_grpc.ObjectsServicer):
             except ValueError as err:
                 raise errors.Invalid(f"resourceVersion: {rv_text!r} is not valid") from err
         omit = _omits_managed_fields(context)
-        end = self.flow.watch(who) if self.flow is not None else (lambda: None)
+        end = self._watch_count(who, info, namespace)
         try:
             watcher = self.broadcaster.watch(
                 info, namespace, selectors, rv, bool(request.allow_bookmarks),
@@ -272,6 +274,19 @@ class ObjectsServicer(RpcBase, api_pb2_grpc.ObjectsServicer):
         # Headers now, so the client learns at once that the watch is open.
         context.send_initial_metadata(())
         return self._stream(watcher, context, end)
+
+    def _watch_count(self, who: Identity, info: Any, namespace: str) -> Callable[[], None]:
+        """Count an open watch for flow control (raises over a cap) and /metrics."""
+        flow_end = self.flow.watch(who) if self.flow is not None else (lambda: None)
+        if self.metrics is None:
+            return flow_end
+        gone = self.metrics.watch(labels("WATCH", info, "", "", scope(info, namespace, "")))
+
+        def end() -> None:
+            flow_end()
+            gone()
+
+        return end
 
     @staticmethod
     def _stream(

@@ -472,6 +472,18 @@ class Broadcaster:
         with self._lock:
             return len(self._all())
 
+    def watcher_counts(self) -> dict[str, int]:
+        """Registered watchers per storage name ("pods"), for /metrics."""
+        counts: dict[str, int] = {}
+        with self._lock:
+            for prefix, ws in self._by_prefix.items():
+                name = prefix[len(ROOT) :].rstrip("/")
+                counts[name] = counts.get(name, 0) + len(ws)
+            for prefix, by_node in self._by_node.items():
+                name = prefix[len(ROOT) :].rstrip("/")
+                counts[name] = counts.get(name, 0) + sum(len(ws) for ws in by_node.values())
+        return counts
+
     def stop(self) -> None:
         self._stop.set()
         if self._store_watch is not None:

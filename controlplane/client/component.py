@@ -32,10 +32,13 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Generic, TypeVar
 
+from prometheus_client import CollectorRegistry
+
 from controlplane.api import jsoncodec
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ClientConfig, ConfigError, load_config
 from controlplane.client.interface import ApiClient
+from machinery import metrics
 
 log = logging.getLogger("skiff.component")
 
@@ -59,6 +62,34 @@ def config_file(path: str | None, env: str) -> tuple[str, str] | None:
         return None
     with open(path, encoding="utf-8") as f:
         return path, f.read()
+
+
+def with_metrics(
+    start: Callable[[ApiClient, threading.Event], threading.Thread],
+    registry: Callable[[], CollectorRegistry],
+    listen: str,
+) -> Callable[[ApiClient, threading.Event], threading.Thread]:
+    """`start`, with the component's /metrics served on `listen` (HOST:PORT)
+    from its start until its thread has ended; `start` itself when "" ."""
+    if not listen:
+        return start
+
+    def begin(client: ApiClient, stop: threading.Event) -> threading.Thread:
+        server = metrics.serve(registry(), listen)
+        try:
+            thread = start(client, stop)
+        except BaseException:
+            server.stop()
+            raise
+
+        def close() -> None:
+            thread.join()
+            server.stop()
+
+        threading.Thread(target=close, name=f"{thread.name}-metrics", daemon=True).start()
+        return thread
+
+    return begin
 
 
 def in_background(
@@ -91,6 +122,8 @@ class ConfiguredComponent(Generic[T]):
     config_help: str
     load: Callable[[str | None], T]  # the configuration in a file (None: the fallback)
     run: Callable[[ApiClient, threading.Event, T], None]
+    # The process's metrics registry, served on --metrics-listen (None: no flag).
+    metrics: Callable[[], CollectorRegistry] | None = None
 
     def main(self, module: str, argv: Sequence[str] | None = None) -> int:
         """Parse the flags, refuse a bad configuration (status 2), run until a signal."""
@@ -99,6 +132,8 @@ class ConfiguredComponent(Generic[T]):
                             help=self.kubeconfig_help)  # fmt: skip
         parser.add_argument(*self.config_flags, dest="config", default=None, help=self.config_help)
         parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
+        if self.metrics is not None:
+            parser.add_argument("--metrics-listen", default="", help="HOST:PORT for /metrics")
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
         logging.basicConfig(
             level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -109,6 +144,8 @@ class ConfiguredComponent(Generic[T]):
             print(f"{self.prog}: refusing to start: {err}", file=sys.stderr)
             return 2
         start = in_background(self.thread, self.run, lambda: config)
+        if self.metrics is not None:
+            start = with_metrics(start, self.metrics, args.metrics_listen)
         return run_component(self.prog, args.kubeconfig, start, self.field_manager)
 
 

@@ -32,6 +32,18 @@ from machinery.clock import Clock, RealClock, Timer
 T = TypeVar("T", bound=Hashable)
 
 
+class QueueObserver(Protocol):
+    """What a queue tells its metrics (client-go's workqueue metrics provider)."""
+
+    def added(self) -> None: ...
+
+    def queued(self, seconds: float) -> None: ...  # from add to get
+
+    def worked(self, seconds: float) -> None: ...  # from get to done
+
+    def retried(self) -> None: ...
+
+
 class ShutDown(Exception):
     """The queue was shut down: the worker should return."""
 
@@ -44,12 +56,19 @@ class Queue(Generic[T]):
         self._processing: set[T] = set()
         self._shutting_down = False
         self._drain = False
+        # Set before the queue is used: then adds, waits and work are timed.
+        self.observer: QueueObserver | None = None
+        self._added_at: dict[T, float] = {}
+        self._started_at: dict[T, float] = {}
 
     def add(self, item: T) -> None:
         with self._cond:
             if self._shutting_down or item in self._dirty:
                 return
             self._dirty.add(item)
+            if self.observer is not None:
+                self.observer.added()
+                self._added_at.setdefault(item, time.monotonic())
             if item in self._processing:
                 return
             self._queue.append(item)
@@ -80,12 +99,19 @@ class Queue(Generic[T]):
             item = self._queue.popleft()
             self._processing.add(item)
             self._dirty.discard(item)
+            if self.observer is not None:
+                now = time.monotonic()
+                self.observer.queued(now - self._added_at.pop(item, now))
+                self._started_at[item] = now
             return item
 
     def done(self, item: T) -> None:
         """Mark `item` processed; if it was added meanwhile, queue it again."""
         with self._cond:
             self._processing.discard(item)
+            started = self._started_at.pop(item, None)
+            if self.observer is not None and started is not None:
+                self.observer.worked(time.monotonic() - started)
             if item in self._dirty:
                 self._queue.append(item)
                 self._cond.notify()
@@ -263,6 +289,8 @@ class RateLimitingQueue(DelayingQueue[T]):
 
     def add_rate_limited(self, item: T) -> None:
         """Add `item` after the delay its rate limiter chooses (one more failure)."""
+        if self.observer is not None:
+            self.observer.retried()
         self.add_after(item, self.rate_limiter.when(item))
 
     def forget(self, item: T) -> None:

@@ -11,9 +11,9 @@ controller's workers. With `leader_elect`, all of that happens only while
 this process holds the Lease, so two managers on one store never both act;
 losing the lease stops the controllers.
 
-It exposes `healthy()`, `metrics()` (per controller: queue depth, reconcile
-count, latency, errors, panics) and `metrics_text()` in Prometheus text
-format; `serve(address)` publishes /healthz and /metrics over HTTP on the
+It exposes `healthy()`, `metrics()` (per controller: reconcile count,
+latency, errors, panics) and `metrics_text()`: client-go's workqueue series
+per controller in the Prometheus text format (controllers/metrics.py); `serve(address)` publishes /healthz and /metrics over HTTP on the
 given loopback address. A panic in a reconcile never reaches here: each
 controller catches, logs and re-queues with backoff (`base.Controller`).
 The manager never imports the API server or storage.
@@ -37,7 +37,10 @@ from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
 from controlplane.controllers.base import Controller, ControllerContext, ManagerConfig
+from controlplane.controllers.metrics import ManagerMetrics
 from machinery.clock import Clock, RealClock
+from machinery.metrics import CONTENT_TYPE
+from machinery.metrics import render as metrics_render
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +177,7 @@ class ControllerManager:
         self.metrics_source = metrics_source
         parse_controllers(self.config.controllers, self.registry)
         self.controllers: dict[str, Controller] = {}
+        self.prom = ManagerMetrics(self._depths, self.is_leader)
         self.context: ControllerContext | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -205,6 +209,7 @@ class ControllerManager:
             if ctrl is None:
                 log.info("controller %s chose not to start", name)
                 continue
+            ctrl.queue.observer = self.prom.observer(name)
             started[name] = ctrl
         informers.start()
         if not informers.wait_for_cache_sync(sync_timeout):
@@ -299,27 +304,13 @@ class ControllerManager:
         return {name: c.metrics_snapshot() for name, c in sorted(ctrls.items())}
 
     def metrics_text(self) -> str:
-        lines = []
-        help_ = {
-            "queue_depth": "gauge",
-            "queue_waiting": "gauge",
-            "reconciles": "counter",
-            "errors": "counter",
-            "panics": "counter",
-            "latency_seconds_total": "counter",
-            "latency_seconds_max": "gauge",
-            "latency_seconds_avg": "gauge",
-        }
-        data = self.metrics()
-        for metric, type_ in help_.items():
-            lines.append(f"# TYPE skiff_controller_{metric} {type_}")
-            for name, values in data.items():
-                lines.append(
-                    f'skiff_controller_{metric}{{controller="{name}"}} {values.get(metric, 0)}'
-                )
-        lines.append("# TYPE skiff_controller_manager_leader gauge")
-        lines.append(f"skiff_controller_manager_leader {1 if self.is_leader() else 0}")
-        return "\n".join(lines) + "\n"
+        """The workqueue series of every controller (controllers/metrics.py)."""
+        return metrics_render(self.prom.registry).decode()
+
+    def _depths(self) -> dict[str, int]:
+        with self._lock:
+            ctrls = dict(self.controllers)
+        return {name: len(c.queue) for name, c in ctrls.items()}
 
     def serve(self, host: str = "127.0.0.1", port: int = 10257) -> tuple[str, int]:
         """Serve /healthz and /metrics on (host, port); returns the bound address."""
@@ -334,6 +325,7 @@ class ControllerManager:
                 elif self.path == "/metrics":
                     body = manager.metrics_text().encode()
                     self.send_response(200)
+                    self.send_header("Content-Type", CONTENT_TYPE)
                 else:
                     body = b"not found"
                     self.send_response(404)

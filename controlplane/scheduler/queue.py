@@ -238,6 +238,12 @@ class SchedulingQueue:
         with self.cond:
             return self._find(key) is not None
 
+    def lengths(self) -> dict[str, int]:
+        """Pods per queue (scheduler_pending_pods)."""
+        with self.cond:
+            return {"active": self.active_len(), "backoff": len(self.backoff),
+                    "unschedulable": len(self.unschedulable)}  # fmt: skip
+
     def __len__(self) -> int:
         with self.cond:
             return self.active_len() + len(self.backoff) + len(self.unschedulable)

@@ -26,11 +26,17 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controlplane.client.component import ConfiguredComponent, config_file, in_background
+from controlplane.client.component import (
+    ConfiguredComponent,
+    config_file,
+    in_background,
+    with_metrics,
+)
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler import config as sched_config
+from controlplane.scheduler import metrics as sched_metrics
 from controlplane.scheduler.binder import ApiClusterWriter, BindError, ThreadExecutor
 from controlplane.scheduler.scheduler import Scheduler, from_config
 from controlplane.scheduler.volume_state import watch_storage
@@ -72,6 +78,7 @@ class SchedulerService:
         client: ApiClient,
         cfg: sched_config.SchedulerConfig | None = None,
         bind_workers: int = 16,
+        metrics: sched_metrics.SchedulerMetrics | None = None,
     ) -> None:
         self.client = client
         self.executor = ThreadExecutor(bind_workers)
@@ -82,6 +89,7 @@ class SchedulerService:
             ApiClusterWriter(client),
             executor=self.executor,
             bind_batch_threads=3,
+            metrics=metrics,
         )
         self.factory = SharedInformerFactory(client)
         s = self.scheduler
@@ -126,13 +134,19 @@ class SchedulerService:
 
 
 def run(
-    client: ApiClient, stop: threading.Event, cfg: sched_config.SchedulerConfig | None = None
+    client: ApiClient,
+    stop: threading.Event,
+    cfg: sched_config.SchedulerConfig | None = None,
+    metrics: sched_metrics.SchedulerMetrics | None = None,
 ) -> None:
-    """Campaign for the lease until `stop`; schedule while leading."""
+    """Campaign for the lease until `stop`; schedule while leading, reporting
+    to `metrics` (None: the process's, sched_metrics.for_process())."""
     cfg = cfg or load_config()
+    found = metrics or sched_metrics.for_process()
     serve_while_leading(
-        client, stop, "skiff-scheduler", lambda done: SchedulerService(client, cfg).run(done)
-    )
+        client, stop, "skiff-scheduler",
+        lambda done: SchedulerService(client, cfg, metrics=found).run(done),
+    )  # fmt: skip
 
 
 def checked(path: str | None = None) -> sched_config.SchedulerConfig:
@@ -143,11 +157,18 @@ def checked(path: str | None = None) -> sched_config.SchedulerConfig:
 
 
 def component(
-    config_path: str | None = None,
+    config_path: str | None = None, metrics_listen: str = ""
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a scheduler configured by the file `config_path`
-    (see load_config; a bad profile refuses to start, with the reason)."""
-    return in_background("scheduler", run, lambda: checked(config_path))
+    (see load_config; a bad profile refuses to start, with the reason), its
+    /metrics served on `metrics_listen` (HOST:PORT) if given."""
+    found = sched_metrics.SchedulerMetrics()  # this component's own, whatever else runs here
+
+    def run_reporting(client: ApiClient, stop: threading.Event, cfg: Any) -> None:
+        run(client, stop, cfg, found)
+
+    start = in_background("scheduler", run_reporting, lambda: checked(config_path))
+    return with_metrics(start, lambda: found.registry, metrics_listen)
 
 
 ALONE = ConfiguredComponent(
@@ -159,6 +180,7 @@ ALONE = ConfiguredComponent(
     config_help=f"scheduler profiles YAML (fallback: ${CONFIG_ENV})",
     load=checked,
     run=run,
+    metrics=lambda: sched_metrics.for_process().registry,
 )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from controlplane.scheduler.events import EventHandlers
 from controlplane.scheduler.framework import FitError, Framework
 from controlplane.scheduler.groups import PodGroups
 from controlplane.scheduler.handle import CacheHandle, Slots
+from controlplane.scheduler.metrics import SchedulerMetrics
 from controlplane.scheduler.names import DEFAULT_BINDER
 from controlplane.scheduler.podinfo import PodInfo
 from controlplane.scheduler.profile import build_profiles
@@ -151,8 +153,10 @@ class Scheduler:
         seed: int = 0,
         priority_classes: dict[str, int] | None = None,
         bind_batch_threads: int = 0,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.clock = clock or RealClock()
+        self.metrics = metrics
         self.writer = writer
         self.cache = cache or Cache(self.clock)
         self.executor = executor or InlineExecutor()
@@ -220,6 +224,9 @@ class Scheduler:
         self._bind_loop: _BindLoop | None = None
         if bind_batch_threads > 0:
             self._bind_loop = _BindLoop(self, bind_batch_threads)
+        self._attempt_failed = False
+        if metrics is not None:
+            metrics.pending.lengths = self.queue.lengths
 
     def pod_info(self, pod: Obj) -> PodInfo:
         return PodInfo.of(pod, self.priority_classes)
@@ -250,9 +257,16 @@ class Scheduler:
         qp = self.queue.pop(block=block, timeout=timeout)
         if qp is None:
             return False
+        start = time.perf_counter()
+        self._attempt_failed = False
         try:
             self._schedule(qp)
+            if self.metrics is not None:
+                result = "unschedulable" if self._attempt_failed else "scheduled"
+                self.metrics.attempt(result, qp.info.scheduler_name, time.perf_counter() - start)
         except Exception:
+            if self.metrics is not None:
+                self.metrics.attempt("error", qp.info.scheduler_name, time.perf_counter() - start)
             log.exception("scheduling %s failed", qp.key, extra={"pod": qp.key})
             if self.cache.is_assumed(qp.key) and self.waiting.get(qp.key) is None:
                 self.cache.forget_pod(qp.key)
@@ -327,6 +341,7 @@ class Scheduler:
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, err: FitError
     ) -> None:
         pod = qp.info
+        self._attempt_failed = True
         message = str(err)
         nominated = ""
         if fw.post_filters:
@@ -351,6 +366,7 @@ class Scheduler:
         self.queue.add_unschedulable(qp, plugins, message)
 
     def _failed(self, qp: QueuedPodInfo, st: Status, plugins: set[str]) -> None:
+        self._attempt_failed = True
         message = st.message() or "scheduling failed"
         self._record(qp.key, Decision(message=message))
         if st.code == Code.ERROR:
@@ -481,11 +497,13 @@ def from_config(
     seed: int = 0,
     registry: Mapping[str, Factory] = REGISTRY,
     bind_batch_threads: int = 0,
+    metrics: SchedulerMetrics | None = None,
 ) -> Scheduler:
     """A scheduler built from a validated configuration (see config.py)."""
     return Scheduler(
         config,
         writer,
+        metrics=metrics,
         clock=clock,
         executor=executor,
         registry=registry,

@@ -5,6 +5,6 @@
     objects.py     NodeMetrics and PodMetrics from those samples: CPU as the
                    rate of the cumulative counter over the window between the
                    two samples, memory the working set of the newer one
-The REST side is rest/metrics.py; the group is registered as the local
+The REST side is rest/metrics_api.py; the group is registered as the local
 APIService v1beta1.metrics.k8s.io, which an installed metrics-server replaces.
 """

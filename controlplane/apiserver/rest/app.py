@@ -23,6 +23,7 @@ from aiohttp import web
 from controlplane.api import crd, jsoncodec, kinds, limits, openapi, openapi_pb
 from controlplane.api.kinds import KindInfo
 from controlplane.apiserver import admission_context
+from controlplane.apiserver import metrics as apimetrics
 from controlplane.apiserver.aggregator import proxy
 from controlplane.apiserver.aggregator.availability import Delegate
 from controlplane.apiserver.auth import Identity, TokenAuthority
@@ -37,7 +38,8 @@ from controlplane.apiserver.rest import (
     health,
     impersonation,
     lists,
-    metrics,
+    metrics_api,
+    nodeproxy,
     objects,
     patch,
     queryparams,
@@ -56,6 +58,7 @@ from controlplane.apiserver.rest.status import (
     error_response,
 )
 from controlplane.client import errors
+from machinery import metrics as metricstext
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +186,7 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
         if sub or method != "GET" or queryparams.flag(request.query, "watch"):
             raise MethodNotAllowed(f"{method} is not allowed on {target.info.resource}")
         if target.info.group == METRICS_GROUP:  # the built-in metrics API
-            return metrics.serve, False
+            return metrics_api.serve, False
         return componentstatus.serve, False
     if target.info.create_only:
         # Answered at once, never stored: only a create of the collection.
@@ -227,6 +230,8 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
         return _upgrade, True
     elif sub == "stats" and target.info.kind == "Node" and method == "GET":
         return _stats, False
+    elif sub == "proxy" and target.info.kind == "Node" and target.info.group == "":
+        return nodeproxy.proxy, False
     else:
         raise errors.NotFound(
             f"the server could not find the requested resource: {target.info.plural}/{sub}"
@@ -252,10 +257,48 @@ async def _stats(call: Call) -> web.StreamResponse:
 async def _watch(call: Call) -> web.StreamResponse:
     """A watch counts against the same caps as a gRPC Watch while it is open."""
     end = call.server.flow.watch(call.who)
+    metrics = call.server.metrics
+    t = call.target
+    gone = (
+        metrics.watch(apimetrics.labels("WATCH", t.info, t.group_version.rpartition("/")[2], "",
+                                        apimetrics.scope(t.info, t.namespace, "")))
+        if metrics is not None else None
+    )  # fmt: skip
     try:
         return await watch.watch(call, call.request.app[FEED])
     finally:
         end()
+        if gone is not None:
+            gone()
+
+
+async def _metrics(request: web.Request, who: Identity) -> web.StreamResponse:
+    """GET /metrics: the API server's own series, to callers allowed the URL."""
+    server = request.app[SERVER]
+    if server.metrics is None or request.method != "GET":
+        raise _not_found(request.path)
+    await server.run(server.registry.authorizer.authorize_path, who, "get", "/metrics")
+    body = await server.run(metricstext.render, server.metrics.registry)
+    response = web.Response(body=body)
+    response.headers["Content-Type"] = metricstext.CONTENT_TYPE
+    return response
+
+
+def _count(request: web.Request, seen: _Seen, code: int, seconds: float) -> None:
+    metrics = request.app[SERVER].metrics
+    if metrics is None:
+        return
+    t = seen.target
+    if t is None:  # a method is a client's token: only the known ones become labels
+        method = request.method if request.method in apimetrics.METHODS else "other"
+        key = apimetrics.labels(method, None, "", "", "")
+    else:
+        watching = queryparams.is_watch(request.query) if not t.name else False
+        verb = apimetrics.rest_verb(request.method, bool(t.name), watching, t.subresource)
+        where = apimetrics.scope(t.info, t.namespace, t.name)
+        version = t.group_version.rpartition("/")[2]
+        key = apimetrics.labels(verb, t.info, version, t.subresource, where)
+    metrics.request(key, code, seconds)
 
 
 def _proxied_target(request: web.Request, segments: list[str], gv: str) -> Target | None:
@@ -296,6 +339,8 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         log.debug("http %s %s: %s", request.method, request.path, err)
         raise errors.Unauthenticated("Unauthorized") from None
     seen.who = who
+    if request.path == "/metrics":
+        return await _metrics(request, who)
     whoami = request.method == "POST" and request.path == reviews.WHOAMI_PATH
     delegate = proxy.delegate_of(_delegated(request), segments)
     if segments[:2] == ["openapi", "v3"] and len(segments) == 5:  # an extension server's document
@@ -371,6 +416,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return error_response(InternalError(f"internal error: {err}"))
     finally:
         elapsed_ms = (time.monotonic() - start) * 1000
+        _count(request, seen, code, elapsed_ms / 1000)
         server = request.app[SERVER]
         if server.audit is not None and seen.target is not None:
             await server.run(

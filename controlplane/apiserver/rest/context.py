@@ -18,6 +18,7 @@ from controlplane.apiserver.aggregator.availability import Aggregator
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.flowcontrol import FlowControl
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.metricsapi.collector import Collector
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.paths import Target
@@ -43,10 +44,11 @@ class Server:
     # The control plane's components by ComponentStatus name ("scheduler",
     # "controller-manager"): each says why it is unhealthy, "" when healthy.
     components: dict[str, Callable[[], str]] = field(default_factory=dict)
+    metrics: ApiServerMetrics | None = None  # None: no /metrics, nothing counted
     # API aggregation: which group/versions extension API servers serve.
     aggregator: Aggregator | None = None
     # The built-in metrics API's scrapes of the agents (metricsapi/).
-    metrics: Collector | None = None
+    metrics_api: Collector | None = None
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """func(*args, **kwargs) on the executor: registry calls block. It runs

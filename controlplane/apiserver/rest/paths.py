@@ -31,6 +31,7 @@ class Target:
     namespace: str  # "" for cluster-scoped kinds or all namespaces
     name: str = ""
     subresource: str = ""
+    proxy_path: str = ""  # nodes/<name>/proxy/<path>: "/<path>" (rest/nodeproxy.py)
 
     @property
     def group(self) -> str:
@@ -74,6 +75,9 @@ def resolve(segments: list[str]) -> Target | None:
     namespaced_path = rest[0] == "namespaces" and len(rest) >= 3
     if namespaced_path and not (len(rest) == 3 and rest[2] in NAMESPACE_SUBRESOURCES):
         namespace, rest = rest[1], rest[2:]
+    if len(rest) > 3 and rest[0] == "nodes" and rest[2] == "proxy" and group_version == "v1":
+        info = next(i for i in served if i.plural == "nodes")
+        return Target(info, group_version, "", rest[1], "proxy", "/" + "/".join(rest[3:]))
     if len(rest) > 3:
         raise NotFound(f"the server could not find the requested resource: {'/'.join(rest)}")
     plural = rest[0]

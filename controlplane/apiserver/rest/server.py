@@ -23,6 +23,7 @@ from controlplane.apiserver.aggregator import proxy
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.flowcontrol import FlowControl
+from controlplane.apiserver.metrics import ApiServerMetrics
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.relayedpeers import RelayedPeers
 from controlplane.apiserver.rest.app import make_app
@@ -68,6 +69,7 @@ class RestServer:
         grpc_socket: str = "",
         workers: int = 32,
         min_watch_timeout: float = 1800.0,
+        metrics: ApiServerMetrics | None = None,
         peers: RelayedPeers | None = None,
     ) -> None:
         self.listen = listen
@@ -79,7 +81,14 @@ class RestServer:
         # Towards agents the API server uses its own client certificate, never a token.
         agent_tls = AgentTLS(pki.ca_pem, pki.agent_client_cert_pem, pki.agent_client_key_pem) if pki else None  # fmt: skip
         self.server = Server(
-            registry, broadcaster, self.executor, flow, audit, min_watch_timeout, agent_tls
+            registry,
+            broadcaster,
+            self.executor,
+            flow,
+            audit,
+            min_watch_timeout,
+            agent_tls,
+            metrics=metrics,
         )
         self.loop = asyncio.new_event_loop()
         self.port = 0

@@ -25,12 +25,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.api import volcano
-from controlplane.client.component import ConfiguredComponent, config_file, in_background
+from controlplane.client.component import (
+    ConfiguredComponent,
+    config_file,
+    in_background,
+    with_metrics,
+)
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
 from controlplane.scheduler.batch import builtin
 from controlplane.scheduler.batch import conf as batch_conf
+from controlplane.scheduler.batch import metrics as batch_metrics
 from controlplane.scheduler.batch.scheduler import BatchScheduler
 from controlplane.scheduler.binder import ApiClusterWriter
 from controlplane.scheduler.volume_state import watch_storage
@@ -96,10 +102,17 @@ class ApiBatchWriter:
 class BatchService:
     """One term of batch scheduling."""
 
-    def __init__(self, client: ApiClient, conf: batch_conf.Conf) -> None:
+    def __init__(
+        self,
+        client: ApiClient,
+        conf: batch_conf.Conf,
+        metrics: batch_metrics.BatchMetrics | None = None,
+    ) -> None:
         self.scheduler = BatchScheduler(
             conf, ApiBatchWriter(client), status_writers=8, volume_binders=4
         )
+        if metrics is not None:
+            self.scheduler.on_session = metrics.session
         self.factory = SharedInformerFactory(client)
         s = self.scheduler.cache
         # Claims, volumes and classes for the volume plugins, which write through the client.
@@ -133,17 +146,33 @@ class BatchService:
             self.scheduler.close()
 
 
-def run(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None:
-    """Campaign for the `volcano` lease until `stop`; schedule while leading."""
-    serve_while_leading(client, stop, "volcano", lambda done: BatchService(client, conf).run(done))
+def run(
+    client: ApiClient,
+    stop: threading.Event,
+    conf: batch_conf.Conf,
+    metrics: batch_metrics.BatchMetrics | None = None,
+) -> None:
+    """Campaign for the `volcano` lease until `stop`; schedule while leading,
+    reporting to `metrics` (None: the process's, batch_metrics.for_process())."""
+    found = metrics or batch_metrics.for_process()
+    serve_while_leading(
+        client, stop, "volcano", lambda done: BatchService(client, conf, found).run(done)
+    )
 
 
 def component(
-    conf_path: str | None = None,
+    conf_path: str | None = None, metrics_listen: str = ""
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a batch scheduler configured by the file
-    `conf_path` (see load_conf; a bad one refuses to start, naming the line)."""
-    return in_background("volcano-scheduler", run, lambda: load_conf(conf_path))
+    `conf_path` (see load_conf; a bad one refuses to start, naming the line),
+    its /metrics served on `metrics_listen` (HOST:PORT) if given."""
+    found = batch_metrics.BatchMetrics()  # this component's own, whatever else runs here
+
+    def run_reporting(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None:
+        run(client, stop, conf, found)
+
+    start = in_background("volcano-scheduler", run_reporting, lambda: load_conf(conf_path))
+    return with_metrics(start, lambda: found.registry, metrics_listen)
 
 
 ALONE = ConfiguredComponent(
@@ -155,6 +184,7 @@ ALONE = ConfiguredComponent(
     config_help=f"volcano-scheduler.conf (fallback: ${CONFIG_ENV})",
     load=load_conf,
     run=run,
+    metrics=lambda: batch_metrics.for_process().registry,
 )
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -85,8 +86,21 @@ class BatchScheduler:
                                     session_budget)  # fmt: skip
         self.binder = Binder(writer, cache, self.framework, volume_binders)
         self.stats: list[SessionStats] = []
+        # Told each session's figures, or None when one failed (/metrics).
+        self.on_session: Callable[[SessionStats | None], None] | None = None
 
     def run_session(self) -> SessionStats:
+        try:
+            stats = self._session()
+        except Exception:
+            if self.on_session is not None:
+                self.on_session(None)
+            raise
+        if self.on_session is not None:
+            self.on_session(stats)
+        return stats
+
+    def _session(self) -> SessionStats:
         start, cpu_start = self.clock.monotonic(), time.thread_time()
         cache = self.cache
         with cache.lock:

@@ -1,113 +1,234 @@
-"""The metrics API on `skiff up` (issue 30): `kubectl top nodes`, `kubectl
-top pods` (kubectl 1.33) and an HPA scaling a CPU-bound Deployment (a
-busybox loop) from metrics.k8s.io, which the API server computes from the
-agent's stats as metrics-server would. Before, `kubectl top` answered
-"Metrics API not available" and the HPA read nodes/stats directly.
+"""Metrics of `skiff up` as a monitoring stack reads them (issue 34).
+
+- Every endpoint parses with prometheus_client's text parser and carries
+  Kubernetes' names: the API server's /metrics, and the agent's /metrics,
+  /metrics/cadvisor, /metrics/resource and /metrics/probes through the API
+  server's node proxy (`kubectl get --raw /api/v1/nodes/<n>/proxy/...`).
+- A real Prometheus (Debian's package, static targets: it has no
+  Kubernetes service discovery) scrapes the API server's /metrics and the
+  node's three endpoints through the node proxy with a ServiceAccount
+  token, and reports every target up. Skipped when prometheus is not
+  installed (`make test` installs it with the test packages).
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
+import ssl
+import subprocess
+import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.agent.kubelet_up import BUSYBOX, Cluster, busybox_pod, container, skiff_up
+from tests.e2e.agent.kubelet_up import BUSYBOX, Cluster, skiff_up
 from tests.harness.images import TestImages
+from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
 
-BURN = "while true; do :; done"
-CPU = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}}
+PROMETHEUS = shutil.which("prometheus")
+NODE_PAGES = {
+    "metrics": {"kubelet_node_name", "kubelet_running_pods", "kubelet_running_containers",
+                "kubelet_pleg_relist_duration_seconds", "kubelet_pod_start_duration_seconds",
+                "process_cpu_seconds", "process_resident_memory_bytes"},
+    "metrics/cadvisor": {"container_cpu_usage_seconds", "container_memory_working_set_bytes"},
+    "metrics/resource": {"node_cpu_usage_seconds", "node_memory_working_set_bytes",
+                         "container_cpu_usage_seconds", "container_memory_working_set_bytes",
+                         "pod_cpu_usage_seconds", "pod_memory_working_set_bytes", "scrape_error"},
+    "metrics/probes": {"prober_probe"},
+}  # fmt: skip
+SCRAPER_RBAC = [
+    {"apiVersion": "v1", "kind": "ServiceAccount",
+     "metadata": {"name": "prometheus", "namespace": "default"}},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+     "metadata": {"name": "prometheus"},
+     "rules": [{"apiGroups": [""], "resources": ["nodes", "nodes/proxy", "nodes/metrics"],
+                "verbs": ["get", "list"]},
+               {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+     "metadata": {"name": "prometheus"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                 "name": "prometheus"},
+     "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "default"}]},
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def cluster(images: TestImages) -> Iterator[Cluster]:
     with skiff_up(images) as c:
+        probed = {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probed", "namespace": "default"},
+            "spec": {"terminationGracePeriodSeconds": 1, "containers": [{
+                "name": "app", "image": BUSYBOX, "imagePullPolicy": "Never",
+                "command": ["sleep", "3600"],
+                "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}]},
+        }  # fmt: skip
+        c.kubectl("apply", "-f", "-", input=json.dumps(probed))
+        c.wait_ready("probed")
         yield c
 
 
-def _millicores(text: str) -> int:
-    return int(text.removesuffix("m")) if text.endswith("m") else int(float(text) * 1000)
+def node_name(cluster: Cluster) -> str:
+    return str(cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}").stdout)
 
 
-def test_kubectl_top_nodes_and_pods(cluster: Cluster) -> None:
-    cluster.api.create("Pod", busybox_pod("hot", container("burn", BURN, resources=CPU)),
-                       "default")  # fmt: skip
-    cluster.wait_phase("hot", "Running")
+def families(text: str) -> dict[str, Any]:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_every_endpoint_parses_with_kubernetes_names(cluster: Cluster) -> None:
+    api = families(cluster.kubectl("get", "--raw", "/metrics").stdout)
+    assert {"apiserver_request", "apiserver_request_duration_seconds",
+            "etcd_request_duration_seconds", "process_cpu_seconds"} <= set(api)  # fmt: skip
+    node = node_name(cluster)
+    for page, names in NODE_PAGES.items():
+        text = cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/{page}").stdout
+        found = families(text)
+        assert names <= set(found), (page, sorted(names - set(found)))
+        if page == "metrics":
+            (sample,) = found["kubelet_node_name"].samples
+            assert sample.labels == {"node": node}
+            running = found["kubelet_running_pods"].samples[0].value
+            assert running >= 1, running
+            starts = [s for s in found["kubelet_pod_start_duration_seconds"].samples
+                      if s.name.endswith("_count")]  # fmt: skip
+            assert starts[0].value >= 1  # the probed pod
+        if page == "metrics/cadvisor":
+            mine = [s for s in found["container_memory_working_set_bytes"].samples
+                    if s.labels.get("pod") == "probed"]  # fmt: skip
+            assert mine and mine[0].labels["container"] == "app", mine
+            assert mine[0].labels["namespace"] == "default" and mine[0].value > 0
+        if page == "metrics/probes":
+            runs = [s for s in found["prober_probe"].samples
+                    if s.labels["pod"] == "probed" and s.labels["result"] == "successful"]  # fmt: skip
+            assert runs and runs[0].labels["probe_type"] == "Readiness", runs
+
+
+def test_node_proxy_needs_nodes_proxy(cluster: Cluster) -> None:
+    cluster.kubectl("create", "serviceaccount", "nobody")
+    token = cluster.kubectl("create", "token", "nobody").stdout.strip()
+    node = node_name(cluster)
+    refused = cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/metrics",
+                              "--token", token, check=False)  # fmt: skip
+    assert refused.returncode != 0 and "forbidden" in refused.stderr.lower(), refused.stderr
+
+
+def test_agent_serves_metrics_to_a_token_allowed_nodes_metrics(cluster: Cluster) -> None:
+    """Straight to the agent's port, as the kubelet's webhook authorization
+    has it: a ServiceAccount granted `get nodes/metrics` reads /metrics and
+    /metrics/cadvisor; one without it gets 403."""
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                          "items": SCRAPER_RBAC}))  # fmt: skip
+    allowed = cluster.kubectl("create", "token", "prometheus").stdout.strip()
+    cluster.kubectl("create", "serviceaccount", "outsider")
+    refused = cluster.kubectl("create", "token", "outsider").stdout.strip()
+    base = Path(tempfile.mkdtemp(prefix="skiff-agent-metrics-"))
     try:
+        context = ssl.create_default_context(cafile=str(_ca_file(cluster, base)))
+        context.check_hostname = False  # the agent's certificate names the node, not 127.0.0.1
 
-        def top_nodes() -> str:
-            res = cluster.kubectl("top", "nodes", check=False)
-            return res.stdout if res.returncode == 0 else ""
+        def get(path: str, token: str) -> tuple[int, str]:
+            request = urllib.request.Request(f"https://127.0.0.1:{cluster.up.agent_port}{path}",
+                                             headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+            try:
+                with urllib.request.urlopen(request, timeout=10, context=context) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as err:
+                return err.code, err.read().decode()
 
-        out = wait_for(top_nodes, timeout=90, interval=1, message="kubectl top nodes answering")
-        lines = out.splitlines()
-        assert lines[0].split()[:3] == ["NAME", "CPU(cores)", "CPU(%)"], lines
-        assert len(lines) == 2 and _millicores(lines[1].split()[1]) > 0, lines
-
-        def hot_row() -> list[str]:
-            res = cluster.kubectl("top", "pods", "hot", check=False)
-            if res.returncode != 0:
-                return []
-            row = res.stdout.splitlines()[1].split()
-            return row if _millicores(row[1]) >= 100 else []
-
-        row = wait_for(hot_row, timeout=90, interval=1, message="the busy pod's CPU in top")
-        assert row[0] == "hot" and _millicores(row[1]) <= 260, row  # limited to 200m
-        assert row[2].endswith("Mi") or row[2].endswith("Ki"), row
-        containers = cluster.kubectl("top", "pods", "hot", "--containers").stdout
-        assert "burn" in containers
-        doc = json.loads(cluster.kubectl("get", "--raw",
-                                         "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/hot").stdout)  # fmt: skip
-        assert doc["kind"] == "PodMetrics" and doc["window"].endswith("s")
-        assert [c["name"] for c in doc["containers"]] == ["burn"]
+        code, body = get("/metrics", allowed)
+        assert code == 200 and "kubelet_running_pods" in families(body), body[:300]
+        code, body = get("/metrics/cadvisor", allowed)
+        assert code == 200 and "container_cpu_usage_seconds" in families(body)
+        code, body = get("/metrics", refused)
+        assert code == 403 and "subresource=metrics" in body, body
     finally:
-        cluster.api.delete("Pod", "hot", "default")
+        shutil.rmtree(base, ignore_errors=True)
 
 
-def test_hpa_scales_a_cpu_bound_deployment_from_the_metrics_api(cluster: Cluster) -> None:
-    pod = busybox_pod("x", container("burn", BURN, resources=CPU))
-    deployment: dict[str, Any] = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "burn", "namespace": "default"},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "burn"}},
-                 "template": {"metadata": {"labels": {"app": "burn"}}, "spec": pod["spec"]}},
-    }  # fmt: skip
-    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == BUSYBOX
-    hpa = {
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "burn", "namespace": "default"},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "burn"},
-                 "minReplicas": 1, "maxReplicas": 3,
-                 "metrics": [{"type": "Resource", "resource": {
-                     "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]},
-    }  # fmt: skip
-    doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": [deployment, hpa]})
-    cluster.kubectl("apply", "-f", "-", input=doc)
-    last: dict[str, Any] = {}
+def _ca_file(cluster: Cluster, base: Path) -> Path:
+    conf = yaml.safe_load(cluster.kubeconfig.read_text())
+    data = conf["clusters"][0]["cluster"]["certificate-authority-data"]
+    path = base / "ca.crt"
+    path.write_bytes(base64.b64decode(data))
+    return path
+
+
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (apt-get install "
+                    "prometheus; make test installs it with the test packages)")  # fmt: skip
+def test_prometheus_scrapes_apiserver_and_node_through_the_proxy(cluster: Cluster) -> None:
+    assert PROMETHEUS is not None
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                          "items": SCRAPER_RBAC}))  # fmt: skip
+    token = cluster.kubectl("create", "token", "prometheus", "--duration=1h").stdout.strip()
+    server = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    address = server.removeprefix("https://")
+    node = node_name(cluster)
+    base = Path(tempfile.mkdtemp(prefix="skiff-prom-"))
+    proc: subprocess.Popen[bytes] | None = None
     try:
-
-        def scaled() -> bool:
-            st = cluster.api.get("HorizontalPodAutoscaler", "burn", "default").get("status") or {}
-            last["status"] = st
-            return (st.get("desiredReplicas") or 0) > 1
-
-        wait_for(scaled, timeout=150, interval=1, message=f"the HPA scaling up (last {last})")
-        st = last["status"]
-        current = st["currentMetrics"][0]["resource"]["current"]
-        assert current["averageUtilization"] > 50, st
-        conds = {c["type"]: c for c in st.get("conditions") or []}
-        assert conds["ScalingActive"]["status"] == "True", conds
-        wait_for(
-            lambda: (cluster.api.get("Deployment", "burn", "default").get("spec") or {}).get(
-                "replicas", 0) > 1,
-            timeout=30, interval=0.5, message="the Deployment scaled",
+        (base / "token").write_text(token)
+        common = {"scheme": "https", "scrape_interval": "1s", "scrape_timeout": "1s",
+                  "tls_config": {"ca_file": str(_ca_file(cluster, base))},
+                  "authorization": {"credentials_file": str(base / "token")},
+                  "static_configs": [{"targets": [address]}]}  # fmt: skip
+        jobs = [{"job_name": "apiserver", "metrics_path": "/metrics", **common}]
+        for job, page in (("kubelet", "metrics"), ("cadvisor", "metrics/cadvisor"),
+                          ("resource", "metrics/resource")):  # fmt: skip
+            jobs.append({"job_name": job, "metrics_path": f"/api/v1/nodes/{node}/proxy/{page}",
+                         **common})  # fmt: skip
+        (base / "prometheus.yml").write_text(yaml.safe_dump({"scrape_configs": jobs}))
+        port = free_port()
+        log = (base / "prometheus.log").open("wb")
+        proc = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={base / 'prometheus.yml'}",
+             f"--storage.tsdb.path={base / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+            stdout=log, stderr=log,
         )  # fmt: skip
-        described = cluster.kubectl("get", "hpa", "burn").stdout
-        assert "cpu:" in described and "/50%" in described, described
+        log.close()
+
+        def targets() -> list[dict[str, Any]]:
+            assert proc is not None and proc.poll() is None, (base / "prometheus.log").read_text()
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/api/v1/targets", timeout=2
+                ) as r:
+                    found: list[dict[str, Any]] = json.load(r)["data"]["activeTargets"]
+            except OSError:
+                return []
+            return found
+
+        def all_up() -> list[dict[str, Any]]:
+            found = targets()
+            return found if len(found) == 4 and all(t["health"] == "up" for t in found) else []
+
+        try:
+            up = wait_for(all_up, timeout=60, interval=0.5, message="every Prometheus target up")
+        except Exception:
+            raise AssertionError(json.dumps(targets(), indent=1)) from None
+        assert {t["labels"]["job"] for t in up} == {"apiserver", "kubelet", "cadvisor", "resource"}
+        query = "sum(up)"
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/api/v1/query?query={query}", timeout=5
+        ) as r:
+            result = json.load(r)["data"]["result"]
+        assert float(result[0]["value"][1]) == 4.0, result
     finally:
-        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", "--wait=false", input=doc,
-                        check=False)  # fmt: skip
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(base, ignore_errors=True)

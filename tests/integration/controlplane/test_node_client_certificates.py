@@ -12,6 +12,9 @@ at a time.
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +22,8 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from agent.client_certificate import CertificateManager
+from agent.client_certificate import CertificateManager, request_certificate
+from controlplane.api.bootstraptoken import TOKEN_RE
 from controlplane.client import errors
 from controlplane.client.agents import agent_csr
 from controlplane.client.apiclient import GrpcApiClient, connect, join_node
@@ -122,3 +126,39 @@ def _refused(client: GrpcApiClient) -> bool:
     except errors.Unauthenticated:
         return True
     return False
+
+
+def test_a_bootstrap_token_authenticates_as_kubernetes_bootstrap_identity(
+    cp: ControlPlane,
+) -> None:
+    """The join token is a bootstrap token: as a bearer token it is
+    system:bootstrap:<id> in system:bootstrappers (Kubernetes' bootstrap
+    authenticator), may ask for a new node's client certificate, which is
+    auto-approved (nodeclient) and signed, and stops working with its Secret.
+    (Such a certificate authenticates once its node has joined: skiff keeps
+    a node's credentials on record, so that deleting the Node ends them.)"""
+    admin = cp.client()
+    ca = (cp.data_dir / "pki" / "ca.crt").read_bytes()
+    token = admin_token_create(cp)
+    boot = connect(ClientConfig(f"127.0.0.1:{cp.port}", ca, token))
+    try:
+        who = boot.whoami()
+        assert who["user"] == f"system:bootstrap:{token.split('.')[0]}" and not who["admin"]
+        stop = threading.Event()
+        cert, key = request_certificate(boot, "bootnode", stop, seconds=3600, timeout=60)
+        issued = x509.load_pem_x509_certificate(cert)
+        assert issued.subject.rfc4514_string() == "CN=system:node:bootnode,O=system:nodes"
+        assert key
+        admin.delete("Secret", f"bootstrap-token-{token.split('.')[0]}", "kube-system")
+        wait_for(lambda: _refused(boot), timeout=10, interval=0.2,
+                 message="the deleted bootstrap token refused")  # fmt: skip
+    finally:
+        boot.close()
+
+
+def admin_token_create(cp: ControlPlane) -> str:
+    """A fresh bootstrap token, as `skiff token create` makes one."""
+    env = dict(os.environ, SKIFF_CONFIG=str(cp.data_dir / "admin.conf"))
+    done = subprocess.run([sys.executable, "-m", "skiff", "token", "create", "--ttl", "1h"],
+                          capture_output=True, text=True, check=True, timeout=60, env=env)  # fmt: skip
+    return next(w for w in done.stdout.split() if TOKEN_RE.match(w))

@@ -87,7 +87,7 @@ def _pod(name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def metrics(cluster: Cluster) -> Iterator[None]:
-    collector = cluster.running.server.metrics
+    collector = cluster.running.server.metrics_api
     collector._fetch = fake_stats  # the agents' answers, as a function of the clock
     items = [_node("mnode-1", "a"), _node("mnode-2", "b"), _pod("busy"), _pod("idle")]
     doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})

@@ -60,9 +60,10 @@ def test_skiff_controlplane_runs_the_controllers(tmp_path: Path) -> None:
                 return str(r.read().decode())
 
         text = wait_for(lambda: scrape("/metrics"), timeout=10)
-        assert 'skiff_controller_reconciles{controller="replicaset"}' in text
-        assert 'controller="podgc"' not in text  # disabled by --controllers
-        assert "skiff_controller_manager_leader 1" in text
+        assert 'workqueue_adds_total{name="replicaset"}' in text
+        assert 'workqueue_work_duration_seconds_count{name="replicaset"}' in text
+        assert 'name="podgc"' not in text  # disabled by --controllers
+        assert 'leader_election_master_status{name="kube-controller-manager"} 1.0' in text
         assert wait_for(lambda: scrape("/healthz") == "ok", timeout=10)
     finally:
         cp.close()

@@ -20,6 +20,6 @@ def test_http_healthz_and_metrics():
         with urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=5) as r:
             assert r.read() == b"ok"
         with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as r:
-            assert b"skiff_controller_reconciles" in r.read()
+            assert b'workqueue_depth{name="replicaset"}' in r.read()
     finally:
         m.stop()

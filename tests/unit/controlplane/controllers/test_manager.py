@@ -92,8 +92,10 @@ def test_panic_is_caught_logged_and_retried_with_backoff():
         wait_for(lambda: len(client.objects("Pod")) == 1)
         assert m.metrics()["replicaset"]["reconciles"] >= 1
         text = m.metrics_text()
-        assert 'skiff_controller_panics{controller="exploding"} 3' in text
-        assert 'skiff_controller_queue_depth{controller="replicaset"}' in text
+        # client-go's workqueue series: three failed syncs were three retries.
+        assert 'workqueue_retries_total{name="exploding"} 3.0' in text
+        assert 'workqueue_depth{name="replicaset"}' in text
+        assert 'workqueue_adds_total{name="replicaset"}' in text
         assert m.healthy()
     finally:
         m.stop_controllers()

@@ -33,7 +33,7 @@ def _items(call: Call) -> list[dict[str, Any]]:
         selector = parse_label_selector(call.query("labelSelector"))
     except SelectorError as err:
         raise BadRequest(f"labelSelector: {err}") from err
-    collector = call.server.metrics
+    collector = call.server.metrics_api
     if collector is not None:
         collector.demand()  # scraping while the API is read
     found: list[dict[str, Any]] = []

@@ -1,0 +1,282 @@
+"""The API server's /metrics: kube-apiserver's series, names and labels.
+
+- `apiserver_request_total{verb,group,version,resource,subresource,scope,component,code}`
+  and `apiserver_request_duration_seconds` (kube-apiserver's buckets) for
+  every REST and gRPC request; verbs as kube-apiserver reports them (LIST,
+  GET, WATCH, POST, PUT, PATCH, DELETE, CONNECT), scope `cluster`,
+  `namespace` or `resource`, component `apiserver`. Labels name the kind,
+  never an object or a namespace, and a request for a path that names no
+  kind is counted with empty resource labels: the number of series is
+  bounded by the kinds, whatever the number of objects or callers.
+- `apiserver_current_inflight_requests{request_kind}` (`readOnly`,
+  `mutating`) and `apiserver_flowcontrol_current_executing_requests` /
+  `apiserver_flowcontrol_rejected_requests_total{priority_level,flow_schema,reason}`
+  from the flow-control lanes (flowcontrol.py), each lane reported as the
+  Kubernetes priority level that plays its part (LANES).
+- `apiserver_longrunning_requests` (open watches, per resource) and
+  `apiserver_registered_watchers{group,version,kind}` (the watch cache's).
+- `apiserver_storage_objects{resource}`: stored objects per resource,
+  counted at most once a minute (as kube-apiserver does), on a scrape.
+- `etcd_request_duration_seconds{operation,type}` from storage/timed.py.
+- `process_*` and `python_*` (machinery/metrics.py).
+
+`ApiServerMetrics.registry` is this server's own; the REST front door serves
+it on `/metrics` to callers allowed `get` on that non-resource URL.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from controlplane.api.kinds import UnknownKind, all_kinds, by_kind
+from controlplane.api.kinds.info import KindInfo
+from controlplane.apiserver.flowcontrol import HEARTBEAT, NODE, SYSTEM, USER, FlowControl
+from controlplane.storage.interface import Store
+from machinery import metrics
+
+COMPONENT = "apiserver"
+LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component")
+# skiff's lanes as the Kubernetes priority level and flow schema that play their part.
+LANES = {
+    HEARTBEAT: ("node-high", "system-node-high"),
+    SYSTEM: ("exempt", "exempt"),
+    NODE: ("system", "system-nodes"),
+    USER: ("global-default", "global-default"),
+}
+# gRPC method -> (verb, subresource), kube-apiserver's verbs.
+RPC_VERBS = {
+    "Create": ("POST", ""), "CreateMany": ("POST", ""), "Get": ("GET", ""),
+    "List": ("LIST", ""), "ListStream": ("LIST", ""), "Update": ("PUT", ""),
+    "Patch": ("PATCH", ""), "Delete": ("DELETE", ""), "Watch": ("WATCH", ""),
+    "GetScale": ("GET", "scale"), "UpdateScale": ("PUT", "scale"), "Bind": ("POST", "binding"),
+}  # fmt: skip
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+COUNT_EVERY = 60.0  # seconds between counts of the stored objects
+
+Labels = tuple[str, str, str, str, str, str, str]
+
+
+def scope(info: KindInfo | None, namespace: str, name: str) -> str:
+    if info is None:
+        return ""
+    if name:
+        return "resource"
+    return "namespace" if namespace and info.namespaced else "cluster"
+
+
+def rest_verb(method: str, named: bool, watch: bool, subresource: str) -> str:
+    """kube-apiserver's verb label of an HTTP request."""
+    if watch:
+        return "WATCH"
+    if method == "GET" and not named and not subresource:
+        return "LIST"
+    if subresource in ("exec", "attach", "portforward", "proxy") or (
+        subresource == "log" and method == "GET"
+    ):
+        return "CONNECT"
+    return method
+
+
+def labels(verb: str, info: KindInfo | None, version: str, subresource: str, where: str) -> Labels:
+    if info is None:
+        return (verb, "", "", "", "", "", COMPONENT)
+    return (verb, info.group, version or info.version, info.plural, subresource, where, COMPONENT)
+
+
+class ApiServerMetrics:
+    """See the module docstring. Thread-safe."""
+
+    def __init__(self, flow: FlowControl, store: Store | None = None,
+                 watchers: Callable[[], dict[str, int]] | None = None) -> None:  # fmt: skip
+        self.registry = metrics.registry()
+        r = self.registry
+        self.requests = Counter(
+            "apiserver_request_total",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, "
+            "version, resource, scope, component, and HTTP response code.",
+            [*LABELS, "code"], registry=r,
+        )  # fmt: skip
+        self.duration = Histogram(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, group, "
+            "version, resource, subresource, scope and component.",
+            LABELS, buckets=metrics.REQUEST_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.longrunning = Gauge(
+            "apiserver_longrunning_requests",
+            "Gauge of all active long-running apiserver requests broken out by verb, group, "
+            "version, resource, scope and component.",
+            LABELS, registry=r,
+        )  # fmt: skip
+        self.storage = Histogram(
+            "etcd_request_duration_seconds",
+            "Etcd request latency in seconds for each operation and object type.",
+            ["operation", "type"], buckets=metrics.REQUEST_BUCKETS, registry=r,
+        )  # fmt: skip
+        self._children: dict[Labels, tuple[Histogram, dict[int, Counter]]] = {}
+        self._storage_children: dict[tuple[str, str], Histogram] = {}
+        self._rpc_keys: dict[tuple[str, str, bool], Labels | None] = {}
+        self._lock = threading.Lock()
+        self.state = _State(flow, store, watchers)  # its store and watchers may come later
+        r.register(self.state)
+
+    def request(self, key: Labels, code: int, seconds: float) -> None:
+        """One request answered with `code` after `seconds`."""
+        found = self._children.get(key)
+        if found is None:
+            with self._lock:
+                found = self._children.setdefault(key, (self.duration.labels(*key), {}))
+        histogram, counters = found
+        counter = counters.get(code)
+        if counter is None:
+            with self._lock:
+                counter = counters.setdefault(code, self.requests.labels(*key, str(code)))
+        counter.inc()
+        if key[0] != "WATCH":  # a watch's duration is its life, not its latency
+            histogram.observe(seconds)
+
+    def rpc_labels(self, method: str, kind: str, namespace: str) -> Labels | None:
+        """The labels of a gRPC call (None: a method that is not a resource request)."""
+        key = (method, kind, bool(namespace))
+        found = self._rpc_keys.get(key)
+        if found is not None or key in self._rpc_keys:
+            return found
+        verb_sub = RPC_VERBS.get(method)
+        info: KindInfo | None = None
+        if verb_sub is not None:
+            try:
+                info = by_kind(kind)
+            except UnknownKind:
+                info = None
+        if verb_sub is None:
+            found = None
+        else:
+            verb, sub = verb_sub
+            named = verb in ("GET", "PUT", "PATCH", "DELETE") or bool(sub)
+            where = scope(info, namespace, "x" if named else "")
+            found = labels(verb, info, "", sub, where)
+        if info is not None or verb_sub is None:  # unknown kinds are not remembered
+            with self._lock:
+                self._rpc_keys[key] = found
+        return found
+
+    def watch(self, key: Labels) -> Callable[[], None]:
+        """Count an open watch; returns the function that ends it (once)."""
+        gauge = self.longrunning.labels(*key)
+        gauge.inc()
+        done = threading.Event()
+
+        def end() -> None:
+            if not done.is_set():
+                done.set()
+                gauge.dec()
+
+        return end
+
+    def observe_storage(self, operation: str, resource: str, seconds: float) -> None:
+        child = self._storage_children.get((operation, resource))
+        if child is None:
+            with self._lock:
+                child = self._storage_children.setdefault(
+                    (operation, resource), self.storage.labels(operation, resource)
+                )
+        child.observe(seconds)
+
+
+class _State(Collector):
+    """The series read from the server's state at scrape time."""
+
+    def __init__(self, flow: FlowControl, store: Store | None,
+                 watchers: Callable[[], dict[str, int]] | None) -> None:  # fmt: skip
+        self.flow = flow
+        self.store = store
+        self.watchers = watchers
+        self._counts: dict[str, int] = {}
+        self._counted = -COUNT_EVERY
+        self._lock = threading.Lock()
+
+    def describe(self) -> Iterable[Metric]:
+        return ()  # registering must not count (the store is empty until bootstrap)
+
+    def collect(self) -> Iterable[Metric]:
+        inflight, rejected = self.flow.snapshot()
+        current = GaugeMetricFamily(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per "
+            "request kind in last second.", labels=["request_kind"],
+        )  # fmt: skip
+        for kind, mutating in (("readOnly", False), ("mutating", True)):
+            current.add_metric([kind], sum(n for (_, m), n in inflight.items() if m == mutating))
+        yield current
+        executing = GaugeMetricFamily(
+            "apiserver_flowcontrol_current_executing_requests",
+            "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution "
+            "stage in the API Priority and Fairness subsystem",
+            labels=["priority_level", "flow_schema"],
+        )  # fmt: skip
+        for lane, (level, schema) in LANES.items():
+            n = sum(v for (name, _), v in inflight.items() if name == lane)
+            executing.add_metric([level, schema], n)
+        yield executing
+        refused = CounterMetricFamily(
+            "apiserver_flowcontrol_rejected_requests_total",
+            "Number of requests rejected by API Priority and Fairness subsystem",
+            labels=["priority_level", "flow_schema", "reason"],
+        )
+        for (lane, _), n in sorted(rejected.items()):
+            level, schema = LANES.get(lane, (lane, lane))
+            refused.add_metric([level, schema, "concurrency-limit"], n)
+        yield refused
+        yield from self._watchers()
+        yield from self._objects()
+
+    def _watchers(self) -> Iterator[Metric]:
+        if self.watchers is None:
+            return
+        family = GaugeMetricFamily(
+            "apiserver_registered_watchers",
+            "Number of currently registered watchers for a given resources",
+            labels=["group", "version", "kind"],
+        )
+        by_storage = {info.storage_name: info for info in all_kinds()}
+        for storage_name, n in sorted(self.watchers().items()):
+            info = by_storage.get(storage_name)
+            if info is not None:
+                family.add_metric([info.group, info.version, info.kind], n)
+        yield family
+
+    def _objects(self) -> Iterator[Metric]:
+        if self.store is None:
+            return
+        with self._lock:
+            if time.monotonic() - self._counted >= COUNT_EVERY:
+                self._counts = _count(self.store)
+                self._counted = time.monotonic()
+            counts = dict(self._counts)
+        family = GaugeMetricFamily(
+            "apiserver_storage_objects",
+            "Number of stored objects at the time of last check split by kind.",
+            labels=["resource"],
+        )
+        for resource, n in sorted(counts.items()):
+            family.add_metric([resource], n)
+        yield family
+
+
+def _count(store: Store) -> dict[str, int]:
+    """Stored objects per resource (`plural.group`, as kube-apiserver names them)."""
+    counts: dict[str, int] = {}
+    for info in all_kinds():
+        if info.create_only or info.read_only:
+            continue
+        n = 0
+        for page in store.scan(f"/registry/{info.storage_name}/", 2000):
+            n += len(page.items)
+        counts[info.resource] = n
+    return counts
