@@ -48,6 +48,7 @@ from typing import Any, TextIO
 
 from controlplane import dataprep
 from controlplane.api.bootstraptoken import split
+from controlplane.apiserver.aggregator.frontproxy import ensure_front_proxy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.bootstrap import BootstrapJoin
 from controlplane.apiserver.rbaccomponents import COMPONENTS, CONTROLLER_MANAGER
@@ -58,10 +59,8 @@ from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
 from controlplane.componentprocs import check_components, component_processes, use_processes
 from controlplane.datadir import DataDirError, DataDirLock
-from controlplane.main_flags import (
-    DEFAULT_TOKEN_TTL,
-    build_parser,
-)
+from controlplane.main_flags import DEFAULT_TOKEN_TTL
+from controlplane.main_flags import build_parser as build_parser  # `skiff controlplane`'s flags
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 from controlplane.supervisor import Supervisor
 from machinery.atomicfile import write_private
@@ -307,6 +306,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     try:  # the lock, --cluster-reset, the version record, the PKI, the store, a migration
         lock, pki, store = dataprep.open_data_dir(args, data_dir, lambda: ensure_pki(data_dir, sans),
                                                   lambda: open_store(args, data_dir))  # fmt: skip
+        front_proxy = ensure_front_proxy(data_dir)
     except (CorruptStore, StoreUnavailable, DataDirError) as err:
         raise StartError(str(err)) from err
     # The CSR signers sign with the cluster CA unless told otherwise (as k3s
@@ -327,7 +327,7 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                              admission_config_file=args.admission_control_config_file,
                              encryption_provider_config=encryption_config(args, data_dir))  # fmt: skip
     try:
-        server = ApiServer(store, config, pki)
+        server = ApiServer(store, config, pki, front_proxy)
     except ValueError as err:  # a bad audit policy, admission or encryption configuration
         store.close()
         lock.release()

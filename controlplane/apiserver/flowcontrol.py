@@ -92,6 +92,14 @@ def digest(
     return Digest(identity.user, _groups(identity), verb, group, resource, namespace)
 
 
+def resource_digest(
+    identity: Identity, verb: str, group: str, resource: str, namespace: str
+) -> Digest:
+    """A resource request's digest by group and resource (an aggregated
+    API's, whose kinds this server does not know)."""
+    return Digest(identity.user, _groups(identity), verb, group, resource, namespace)
+
+
 def _groups(identity: Identity) -> tuple[str, ...]:
     groups = set(identity.groups)
     if identity.admin:

@@ -36,6 +36,8 @@ from controlplane.api.kinds.storage.storageclass import local_path_class
 from controlplane.api.limits import MAX_BODY
 from controlplane.apiserver import certificates
 from controlplane.apiserver.admission import default_admission, default_plugins
+from controlplane.apiserver.aggregator.availability import Aggregator
+from controlplane.apiserver.aggregator.frontproxy import FrontProxy
 from controlplane.apiserver.apf_config import ApfConfig
 from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
@@ -46,6 +48,7 @@ from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
 from controlplane.apiserver.flowcontrol import FlowControl, Limits
 from controlplane.apiserver.metrics import ApiServerMetrics
+from controlplane.apiserver.metricsapi.collector import Collector
 from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.node_addresses import NodeAddresses
 from controlplane.apiserver.nodecredentials import NodeCredentials
@@ -70,11 +73,13 @@ from controlplane.apiserver.webhooks.client import WebhookClient
 from controlplane.apiserver.webhooks.configs import MUTATING, VALIDATING, WebhookConfigs
 from controlplane.apiserver.webhooks.dispatcher import WebhookAdmission
 from controlplane.apiserver.webhooks.resolve import ServiceResolver
+from controlplane.client.agents import AgentTLS, AgentUnreachable, agent_address, node_stats
 from controlplane.client.errors import AlreadyExists, ApiError, NotFound
 from controlplane.storage import encryption
 from controlplane.storage.encrypted import EncryptedStore
 from controlplane.storage.interface import Store
 from controlplane.storage.timed import TimedStore
+from proto.agent.v1 import agent_pb2
 from proto.controlplane.v1 import api_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -125,7 +130,10 @@ def resource_prefix(resource: str) -> str | None:
 
 
 class ApiServer:
-    def __init__(self, store: Store, config: ApiServerConfig, pki: Pki | None = None) -> None:
+    def __init__(
+        self, store: Store, config: ApiServerConfig, pki: Pki | None = None,
+        front_proxy: FrontProxy | None = None,
+    ) -> None:  # fmt: skip
         if config.encryption_provider_config:  # Secrets never reach the store in the clear
             store = EncryptedStore(
                 store, encryption.load(Path(config.encryption_provider_config), resource_prefix)
@@ -220,6 +228,12 @@ class ApiServer:
         if self.metrics is not None:
             self.metrics.state.watchers = self.broadcaster.watcher_counts
         self.apf = ApfConfig(self.registry, self.flow)  # the stored FlowSchemas drive it
+        # API aggregation (APIServices), with the front proxy's credentials.
+        self.aggregator = (
+            Aggregator(self.registry, front_proxy, pki.ca_pem) if front_proxy and pki else None
+        )
+        # The built-in metrics API: the agents' stats, scraped with the API server's credential.
+        self.metrics_api = Collector(lambda: self._objects("Node", ""), self._node_stats)
         self.audit: AuditLog | None = None
         if config.audit_log_path:
             policy = (
@@ -283,6 +297,13 @@ class ApiServer:
                      {"name": "dns", "port": 53, "protocol": "UDP"},
                      {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}},
             )  # fmt: skip
+
+    def _node_stats(self, node: dict[str, Any]) -> agent_pb2.StatsResponse:
+        if self.pki is None:
+            raise AgentUnreachable("no agent credential: the API server runs without TLS")
+        tls = AgentTLS(self.pki.ca_pem, self.pki.agent_client_cert_pem,
+                       self.pki.agent_client_key_pem)  # fmt: skip
+        return node_stats(agent_address(node), node["metadata"]["name"], tls)
 
     def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -354,6 +375,11 @@ class ApiServer:
         self.apf.load()
         self.broadcaster.add_listener(self.apf.on_event)
         self.apf.start()
+        if self.aggregator is not None:
+            self.aggregator.start()
+            self.broadcaster.add_listener(self.aggregator.on_event)
+        if self.config.rest:
+            self.metrics_api.start()
         server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=self.config.max_workers, thread_name_prefix="api"
@@ -389,6 +415,8 @@ class ApiServer:
                 self.registry, self.broadcaster, self.authority, self.config.listen, self.flow,
                 self.audit, self.pki, self.grpc_socket, peers=peers, metrics=self.metrics,
             )  # fmt: skip
+            self.rest.server.aggregator = self.aggregator
+            self.rest.server.metrics_api = self.metrics_api
             self.port = self.rest.start()
         self._master_service()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)
@@ -466,6 +494,9 @@ class ApiServer:
             self._server.stop(grace)
         self.cleaner.stop()
         self.apf.stop()
+        if self.aggregator is not None:
+            self.aggregator.stop()
+        self.metrics_api.stop()
         self.node_credentials.stop()
         self.webhook_client.close()
         if self._server is not None:

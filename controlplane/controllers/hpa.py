@@ -26,10 +26,13 @@ from controlplane.api.quantity import parse_quantity
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.client.selectors import SelectorError, parse_label_selector
-from controlplane.controllers import hpa_calc, podutil
+from controlplane.controllers import hpa_calc, hpa_custom, podutil
 from controlplane.controllers.base import Controller, ControllerContext
 from controlplane.controllers.hpa_calc import MetricSample, PodSample
 from machinery import rfc3339
+
+# Metric types read from the custom and external metrics APIs (hpa_custom).
+CUSTOM_TYPES = frozenset({"Pods", "Object", "External"})
 
 
 class MetricsSource(Protocol):
@@ -268,9 +271,19 @@ class HPAController(Controller):
             }
         ]
         for m in metrics:
+            if m.get("type") in CUSTOM_TYPES:
+                try:
+                    replicas, status = self._custom(m, ns, str(selector), pods, current, now)
+                except (hpa_calc.MetricError, errors.ApiError, ValueError) as err:
+                    invalid += 1
+                    error = f"failed to get {str(m.get('type')).lower()} metric value: {err}"
+                    continue
+                statuses.append(status)
+                best = replicas if best is None else max(best, replicas)
+                continue
             if m.get("type") != "Resource":
                 invalid += 1
-                error = f"metric type {m.get('type')!r} is not supported (only Resource)"
+                error = f"metric type {m.get('type')!r} is not supported"
                 continue
             res = m.get("resource") or {}
             resource = str(res.get("name", "cpu"))
@@ -317,6 +330,26 @@ class HPAController(Controller):
         if best is None or (invalid and best < current):
             return None, statuses, error or "no metrics"
         return best, statuses, ""
+
+    def _custom(
+        self, m: Object, ns: str, selector: str, pods: list[Object], current: int, now: float
+    ) -> tuple[int, Object]:
+        """A Pods, Object or External metric, from the custom or external metrics API."""
+        source = self.metrics_source
+        if not hasattr(source, "external_metric"):
+            raise hpa_calc.MetricError("no custom or external metrics API is available")
+        custom: hpa_custom.CustomMetricsSource = source  # type: ignore[assignment]
+        samples = [_sample(p) for p in pods]
+        tolerance = self.config.hpa_tolerance
+        kind = m.get("type")
+        if kind == "Pods":
+            return hpa_custom.pods_metric(custom, m.get("pods") or {}, ns, selector, samples,
+                                          current, now, tolerance)  # fmt: skip
+        if kind == "Object":
+            return hpa_custom.object_metric(custom, m.get("object") or {}, ns, samples, current,
+                                            tolerance)  # fmt: skip
+        return hpa_custom.external_metric(custom, m.get("external") or {}, ns, samples, current,
+                                          tolerance)  # fmt: skip
 
     def _write(self, hpa: Object, st: dict[str, Any], conds: list[Object] | None) -> None:
         st["conditions"] = conds

@@ -430,9 +430,9 @@ def component(
     (its Lease released)."""
 
     def start_component(client: ApiClient, stop: threading.Event) -> threading.Thread:
-        # The HPA reads pod usage through the API server (nodes/stats), never from agents.
+        # The HPA reads pod usage from the metrics API (metrics.k8s.io), never from agents.
         from controlplane.client.config import ClientConfig, load_config
-        from controlplane.controllers.agent_metrics import AgentMetrics
+        from controlplane.controllers.metrics_api import MetricsApiSource
 
         api = getattr(client, "config", None) or ClientConfig("127.0.0.1:6443")
         settings = config
@@ -440,7 +440,7 @@ def component(
             api = load_config(rest_config)
             if not config.root_ca_pem:  # ... with no CA of its own to publish
                 settings = dataclasses.replace(config, root_ca_pem=api.ca_pem)
-        manager = ControllerManager(client, settings, metrics_source=AgentMetrics(client, api))
+        manager = ControllerManager(client, settings, metrics_source=MetricsApiSource(api))
         manager.start()
         if metrics_listen:
             host, _, port = metrics_listen.rpartition(":")

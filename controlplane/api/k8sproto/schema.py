@@ -41,6 +41,7 @@ SPECIAL = {
 GROUPS = {
     "core": "",
     "admissionregistration": "admissionregistration.k8s.io",
+    "apiregistration": "apiregistration.k8s.io",
     "apps": "apps",
     "batch": "batch",
     "autoscaling": "autoscaling",

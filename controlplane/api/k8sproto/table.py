@@ -45,6 +45,12 @@ admissionregistration/v1.ValidatingAdmissionPolicyStatus 1,observedGeneration,i6
 admissionregistration/v1.Validation 1,expression,s,p 2,message,s 3,reason,s,p 4,messageExpression,s
 admissionregistration/v1.Variable 1,name,s,p 2,expression,s,p
 admissionregistration/v1.WebhookClientConfig 3,url,s,p 1,service,ServiceReference,p 2,caBundle,y
+apiregistration/v1.APIService 1,metadata,meta/v1.ObjectMeta 2,spec,APIServiceSpec 3,status,APIServiceStatus
+apiregistration/v1.APIServiceCondition 1,type,s,p 2,status,s,p 3,lastTransitionTime,meta/v1.Time 4,reason,s 5,message,s
+apiregistration/v1.APIServiceList 1,metadata,meta/v1.ListMeta 2,items,[]APIService
+apiregistration/v1.APIServiceSpec 1,service,ServiceReference,p 2,group,s 3,version,s 4,insecureSkipTLSVerify,b 5,caBundle,y 7,groupPriorityMinimum,i32,p 8,versionPriority,i32,p
+apiregistration/v1.APIServiceStatus 1,conditions,[]APIServiceCondition
+apiregistration/v1.ServiceReference 1,namespace,s 2,name,s 3,port,i32,p
 core/v1.AWSElasticBlockStoreVolumeSource 1,volumeID,s,p 2,fsType,s 3,partition,i32 4,readOnly,b
 core/v1.Affinity 1,nodeAffinity,NodeAffinity,p 2,podAffinity,PodAffinity,p 3,podAntiAffinity,PodAntiAffinity,p
 core/v1.AppArmorProfile 1,type,s,p 2,localhostProfile,s,p

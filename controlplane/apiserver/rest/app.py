@@ -19,24 +19,30 @@ import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import crd, jsoncodec, kinds, limits, openapi
+from controlplane.api import crd, jsoncodec, kinds, limits, openapi, openapi_pb
+from controlplane.api.kinds import KindInfo
 from controlplane.apiserver import admission_context
 from controlplane.apiserver import metrics as apimetrics
+from controlplane.apiserver.aggregator import proxy
+from controlplane.apiserver.aggregator.availability import Delegate
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import bearer_token, identify
-from controlplane.apiserver.flowcontrol import Pending, Refused, digest
+from controlplane.apiserver.flowcontrol import Pending, Refused, digest, resource_digest
 from controlplane.apiserver.rest import (
     auditing,
     componentstatus,
     compression,
+    delegated,
     discovery,
     fields,
     health,
     impersonation,
     lists,
+    metrics_api,
     nodeproxy,
     objects,
     patch,
@@ -60,6 +66,7 @@ from machinery import metrics as metricstext
 
 log = logging.getLogger(__name__)
 
+METRICS_GROUP = "metrics.k8s.io"
 PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 SERVER = web.AppKey("server", Server)
 AUTHORITY = web.AppKey("authority", object)
@@ -78,18 +85,25 @@ def _not_found(path: str) -> errors.NotFound:
     return errors.NotFound(f"the server could not find the requested resource ({path})")
 
 
+def _delegated(request: web.Request) -> dict[str, Delegate]:
+    """The group/versions extension API servers serve (aggregator/)."""
+    aggregator = request.app[SERVER].aggregator
+    return {} if aggregator is None else aggregator.table
+
+
 def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     path = request.path.rstrip("/") or "/"
     if path == "/version":
         return _json(version.version())
     if path in ("/api", "/apis"):
-        return _root(path, request.headers.get("Accept", ""), request.headers.get("If-None-Match"))
+        accept, etag = request.headers.get("Accept", ""), request.headers.get("If-None-Match")
+        return _root(path, accept, etag, _delegated(request))
     if segments[:1] == ["openapi"]:
-        return _openapi(segments[1:], path, request.headers.get("Accept", ""))
+        return _openapi(segments[1:], path, request.headers.get("Accept", ""), _delegated(request))
     if segments[:1] == ["api"] and len(segments) == 2:
         found = discovery.resource_list(segments[1])
     elif segments[:1] == ["apis"] and len(segments) == 2:
-        found = discovery.group(segments[1])
+        found = delegated.group(segments[1], discovery.group(segments[1]), _delegated(request))
     elif segments[:1] == ["apis"] and len(segments) == 3:
         found = discovery.resource_list(f"{segments[1]}/{segments[2]}")
     else:
@@ -99,18 +113,25 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
     return _json(found)
 
 
-def _root(path: str, accept: str, if_none_match: str | None) -> web.StreamResponse:
+def _root(
+    path: str, accept: str, if_none_match: str | None, table: dict[str, Delegate]
+) -> web.StreamResponse:
     """/api or /apis: aggregated discovery when the client asks for it first
     (kubectl does), else the legacy version or group list. The answer differs
     by Accept, so caches are told so; an unchanged document is a 304 to a
     client that sends the ETag it has (kubectl's HTTP cache does)."""
     version = discovery.aggregated_version(accept)
     if version is None:
-        doc = discovery.core_versions() if path == "/api" else discovery.group_list()
+        doc = (
+            discovery.core_versions()
+            if path == "/api"
+            else delegated.group_list(discovery.group_list(), table)
+        )
         response = _json(doc)
         response.headers["Vary"] = "Accept"
         return response
-    body = jsoncodec.dumps(discovery.aggregated(path == "/api", version))
+    found = discovery.aggregated(path == "/api", version)
+    body = jsoncodec.dumps(found if path == "/api" else delegated.aggregated(found, table))
     etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
     if if_none_match == etag:
         response = web.Response(status=304)
@@ -122,22 +143,41 @@ def _root(path: str, accept: str, if_none_match: str | None) -> web.StreamRespon
     return response
 
 
-def _openapi(segments: list[str], path: str, accept: str) -> web.StreamResponse:
+def _openapi(
+    segments: list[str], path: str, accept: str, table: dict[str, Delegate]
+) -> web.StreamResponse:
     """/openapi/v2 (as protobuf when the client asks, as kubectl does),
     /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>."""
     if segments == ["v2"]:
+        ours = openapi.v2()
+        merged = delegated.openapi_v2(ours, table)  # extension servers' documents merged in
         if openapi.PROTOBUF_ACCEPT in accept:
-            response = web.Response(body=openapi.v2_protobuf())
+            body = openapi.v2_protobuf() if merged is ours else _v2_protobuf(merged)
+            response = web.Response(body=body)
             response.headers["Content-Type"] = openapi.PROTOBUF_CONTENT_TYPE
             return response
-        return _json(openapi.v2())
+        return _json(merged)
     if segments == ["v3"]:
-        return _json(openapi.v3_paths())
+        return _json(delegated.openapi_index(openapi.v3_paths(), table))
     if segments[:1] == ["v3"] and segments[1:2] == ["api"] and len(segments) == 3:
         return _json(openapi.v3("", segments[2]))
     if segments[:1] == ["v3"] and segments[1:2] == ["apis"] and len(segments) == 4:
         return _json(openapi.v3(segments[2], segments[3]))
     raise _not_found(path)
+
+
+_v2_encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
+
+
+def _v2_protobuf(doc: dict[str, Any]) -> bytes:
+    """A merged /openapi/v2 as protobuf, encoded once per document."""
+    hit = _v2_encoded.get(id(doc))
+    if hit is not None and hit[0] is doc:
+        return hit[1]
+    data = openapi_pb.encode_v2(doc)
+    _v2_encoded.clear()  # one document at a time
+    _v2_encoded[id(doc)] = (doc, data)
+    return data
 
 
 def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler, bool]:
@@ -151,6 +191,8 @@ def _handler(target: Target, method: str, request: web.Request) -> tuple[Handler
     if target.info.read_only:  # computed on each read (ComponentStatus)
         if sub or method != "GET" or queryparams.flag(request.query, "watch"):
             raise MethodNotAllowed(f"{method} is not allowed on {target.info.resource}")
+        if target.info.group == METRICS_GROUP:  # the built-in metrics API
+            return metrics_api.serve, False
         return componentstatus.serve, False
     if target.info.create_only:
         # Answered at once, never stored: only a create of the collection.
@@ -265,6 +307,17 @@ def _count(request: web.Request, seen: _Seen, code: int, seconds: float) -> None
     metrics.request(key, code, seconds)
 
 
+def _proxied_target(request: web.Request, segments: list[str], gv: str) -> Target | None:
+    """What a proxied resource request names, for its audit event."""
+    if segments[0] != "apis":
+        return None
+    a = proxy.attributes(request.method, dict(request.query), segments[1], segments[3:])
+    if a is None:
+        return None
+    info = KindInfo("", gv, a.resource, a.resource, namespaced=bool(a.namespace))
+    return Target(info, gv, a.namespace, a.name, a.subresource)
+
+
 class _Seen:
     """What the audit event of a request needs from its handling."""
 
@@ -312,7 +365,10 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     if request.path == "/metrics":
         return await _metrics(request, who)
     whoami = request.method == "POST" and request.path == reviews.WHOAMI_PATH
-    target = None if whoami else resolve(segments)
+    delegate = proxy.delegate_of(_delegated(request), segments)
+    if segments[:2] == ["openapi", "v3"] and len(segments) == 5:  # an extension server's document
+        delegate = proxy.delegate_of(_delegated(request), segments[2:])
+    target = None if whoami or delegate else resolve(segments)
     seen.target = target  # audited from here on, a refused impersonation too
     if impersonation.requested(request.headers):
         server = request.app[SERVER]
@@ -322,6 +378,28 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         seen.who, seen.impersonated, who = who, acting, acting
     if whoami:
         return reviews.whoami(who)
+    if delegate is not None:  # an extension API server's group/version
+        seen.target = _proxied_target(request, segments, delegate[0])  # audited as any request
+        server = request.app[SERVER]
+        await server.run(proxy.authorize, server.registry.authorizer, who, request.method,
+                         dict(request.query), segments)  # fmt: skip
+        if queryparams.flag(request.query, "watch"):  # long-running: no lane slot
+            return await proxy.forward(request, who, delegate[1])
+        # API priority and fairness, as for local requests.
+        a = proxy.attributes(request.method, dict(request.query), segments[1], segments[3:])
+        d = resource_digest(who, a.verb if a else "get", segments[1], a.resource if a else "",
+                            a.namespace if a else "")  # fmt: skip
+        try:
+            got = server.flow.admit(d)
+            seat = await asyncio.to_thread(got.wait) if isinstance(got, Pending) else got
+        except Refused as err:
+            request[PF_HEADERS] = err.seat.headers()
+            raise
+        request[PF_HEADERS] = seat.headers()
+        try:
+            return await proxy.forward(request, who, delegate[1])
+        finally:
+            server.flow.release(seat)
     if target is None:
         return _discovery(request, segments)
     handler, long_running = _handler(target, request.method, request)

@@ -14,10 +14,12 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from controlplane.api import jsoncodec
+from controlplane.apiserver.aggregator.availability import Aggregator
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import Identity
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.metrics import ApiServerMetrics
+from controlplane.apiserver.metricsapi.collector import Collector
 from controlplane.apiserver.registry import Registry
 from controlplane.apiserver.rest.paths import Target
 from controlplane.apiserver.rest.status import BadRequest
@@ -45,6 +47,10 @@ class Server:
     # "controller-manager"): each says why it is unhealthy, "" when healthy.
     components: dict[str, Callable[[], str]] = field(default_factory=dict)
     metrics: ApiServerMetrics | None = None  # None: no /metrics, nothing counted
+    # API aggregation: which group/versions extension API servers serve.
+    aggregator: Aggregator | None = None
+    # The built-in metrics API's scrapes of the agents (metricsapi/).
+    metrics_api: Collector | None = None
 
     def agent_credential(self) -> AgentTLS | None:
         return self.agent_tls_now() if self.agent_tls_now is not None else self.agent_tls

@@ -182,22 +182,28 @@ def _gvk(group_version: str, kind: str) -> dict[str, str]:
 
 def _aggregated_resources(group_version: str) -> list[dict[str, Any]]:
     listed = resource_list(group_version)
-    if listed is None:
-        return []
+    return [] if listed is None else aggregated_resources(group_version, listed)
+
+
+def aggregated_resources(group_version: str, listed: dict[str, Any]) -> list[dict[str, Any]]:
+    """The APIResourceList of a group/version as aggregated discovery lists it
+    (also an extension API server's: apiserver/aggregator/discovery.py)."""
     resources: dict[str, dict[str, Any]] = {}
-    for entry in listed["resources"]:
+    for entry in listed.get("resources") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
         plural, _, sub = entry["name"].partition("/")
         gv = group_version  # a subresource's own group/version when it names one
         if entry.get("version"):
             gv = f"{entry['group']}/{entry['version']}" if entry.get("group") else entry["version"]
-        kind = _gvk(gv, entry["kind"])
+        kind = _gvk(gv, str(entry.get("kind") or ""))
         if not sub:
             resource: dict[str, Any] = {
                 "resource": plural,
                 "responseKind": kind,
-                "scope": "Namespaced" if entry["namespaced"] else "Cluster",
-                "singularResource": entry["singularName"],
-                "verbs": entry["verbs"],
+                "scope": "Namespaced" if entry.get("namespaced") else "Cluster",
+                "singularResource": entry.get("singularName", ""),
+                "verbs": entry.get("verbs") or [],
             }
             for key in ("shortNames", "categories"):
                 if key in entry:
@@ -207,7 +213,7 @@ def _aggregated_resources(group_version: str) -> list[dict[str, Any]]:
         parent = resources.get(plural)
         if parent is not None:
             parent.setdefault("subresources", []).append(
-                {"subresource": sub, "responseKind": kind, "verbs": entry["verbs"]}
+                {"subresource": sub, "responseKind": kind, "verbs": entry.get("verbs") or []}
             )
     return list(resources.values())
 

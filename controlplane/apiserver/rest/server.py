@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from controlplane.apiserver.aggregator import proxy
 from controlplane.apiserver.audit import AuditLog
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.certreload import ServingCertificate, agent_credential, follow
@@ -140,6 +141,7 @@ class RestServer:
     async def _stop(self) -> None:
         if self._listener is not None:
             self._listener.close()
+        await proxy.close()
         if self._runner is not None:
             await self._runner.cleanup()
 

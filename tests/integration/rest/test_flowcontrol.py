@@ -295,9 +295,14 @@ spec:
 """,
     )
     try:
-        refused = wait_for(lambda: (r := as_alice())[0] == 429 and r, 30,
-                           message="alice refused by her FlowSchema")  # fmt: skip
-        _, headers, body = refused
+        got: list[tuple[int, dict[str, str], str]] = []
+
+        def refused() -> bool:
+            got.append(as_alice())
+            return got[-1][0] == 429
+
+        wait_for(refused, 30, message="alice refused by her FlowSchema")
+        _, headers, body = got[-1]
         assert "Too many requests, please try again later." in body
         assert headers["X-Kubernetes-PF-FlowSchema-UID"] == uid("flowschema", "alice")
         assert headers["X-Kubernetes-PF-PriorityLevel-UID"] == uid(

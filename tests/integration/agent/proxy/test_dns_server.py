@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -77,8 +77,8 @@ def upstream() -> Iterator[DnsServer]:
         def service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
             return {"spec": {"clusterIP": "192.0.2.1"}} if name == "www" else None
 
-        def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-            return None
+        def endpoint_slices(self, namespace: str, name: str) -> Sequence[Mapping[str, Any]]:
+            return []
 
         def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
             return []
@@ -169,8 +169,8 @@ def test_not_synced_is_servfail_not_nxdomain() -> None:
         def service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
             return None
 
-        def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-            return None
+        def endpoint_slices(self, namespace: str, name: str) -> Sequence[Mapping[str, Any]]:
+            return []
 
         def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
             return []

@@ -7,7 +7,7 @@ another domain, with forwarding off) — never to the machine's resolvers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -51,8 +51,8 @@ def upstream() -> Iterator[DnsServer]:
         def service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
             return {"spec": {"clusterIP": "192.0.2.1"}} if name == "www" else None
 
-        def endpoints(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-            return None
+        def endpoint_slices(self, namespace: str, name: str) -> Sequence[Mapping[str, Any]]:
+            return []
 
         def services_by_ip(self, ip: str) -> list[Mapping[str, Any]]:
             return []

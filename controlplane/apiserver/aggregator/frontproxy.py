@@ -1,0 +1,117 @@
+"""The front proxy's credentials and what extension API servers are told of them.
+
+kube-apiserver authenticates to an extension API server as a front proxy:
+its client certificate (`--proxy-client-cert-file`) is signed by a CA of
+its own (`--requestheader-client-ca-file`), and the caller's identity
+travels in `X-Remote-User`, `X-Remote-Group` and `X-Remote-Extra-<key>`.
+The extension server learns which CA and which names to trust from the
+ConfigMap `extension-apiserver-authentication` in kube-system, which
+kube-apiserver publishes; k3s names the files `request-header-ca.crt` and
+`client-auth-proxy.crt` and the certificate's CN `system:auth-proxy`.
+
+`ensure_front_proxy(data_dir)` loads or makes the CA and the certificate
+under `<data-dir>/pki/`; `authentication_configmap` is the ConfigMap.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from machinery.atomicfile import write_private
+
+PROXY_CN = "system:auth-proxy"
+CA_CN = "skiff-request-header-ca"
+USER_HEADER = "X-Remote-User"
+GROUP_HEADER = "X-Remote-Group"
+EXTRA_PREFIX = "X-Remote-Extra-"
+CONFIGMAP = "extension-apiserver-authentication"
+VALIDITY = datetime.timedelta(days=3650)
+
+
+@dataclass(frozen=True)
+class FrontProxy:
+    ca_pem: bytes  # the request-header CA
+    cert_pem: bytes  # the proxy's client certificate (CN system:auth-proxy)
+    key_pem: bytes
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )  # fmt: skip
+
+
+def _certificate(
+    subject: str, public: ec.EllipticCurvePublicKey, issuer: x509.Name,
+    signer: ec.EllipticCurvePrivateKey, ca: bool,
+) -> bytes:  # fmt: skip
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(issuer)
+        .public_key(public)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+    )
+    if ca:
+        usage = x509.KeyUsage(True, False, False, False, False, True, True, False, False)
+        builder = builder.add_extension(usage, critical=True)
+    else:
+        usage_ext = x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH])
+        builder = builder.add_extension(usage_ext, critical=False)
+    return builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+def ensure_front_proxy(data_dir: Path) -> FrontProxy:
+    """The request-header CA and the proxy's certificate under data_dir/pki,
+    made when missing (a new CA re-issues the certificate)."""
+    pki = data_dir / "pki"
+    pki.mkdir(parents=True, exist_ok=True)
+    ca_crt, ca_key = pki / "request-header-ca.crt", pki / "request-header-ca.key"
+    crt, key = pki / "client-auth-proxy.crt", pki / "client-auth-proxy.key"
+    if not ca_crt.exists() or not ca_key.exists():
+        signer = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CA_CN)])
+        write_private(ca_key, _pem_key(signer), 0o600)
+        write_private(ca_crt, _certificate(CA_CN, signer.public_key(), name, signer, True), 0o644)
+        crt.unlink(missing_ok=True)
+    if not crt.exists() or not key.exists():
+        loaded = serialization.load_pem_private_key(ca_key.read_bytes(), None)
+        if not isinstance(loaded, ec.EllipticCurvePrivateKey):
+            raise ValueError(f"{ca_key}: not an EC private key")
+        issuer = x509.load_pem_x509_certificate(ca_crt.read_bytes()).subject
+        own = ec.generate_private_key(ec.SECP256R1())
+        write_private(key, _pem_key(own), 0o600)
+        write_private(crt, _certificate(PROXY_CN, own.public_key(), issuer, loaded, False), 0o644)
+    return FrontProxy(ca_crt.read_bytes(), crt.read_bytes(), key.read_bytes())
+
+
+def authentication_configmap(client_ca_pem: bytes, proxy: FrontProxy) -> dict[str, Any]:
+    """kube-system/extension-apiserver-authentication as kube-apiserver
+    writes it: the client CA and the request-header facts (lists as JSON)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CONFIGMAP, "namespace": "kube-system"},
+        "data": {
+            "client-ca-file": client_ca_pem.decode(),
+            "requestheader-allowed-names": json.dumps([PROXY_CN]),
+            "requestheader-client-ca-file": proxy.ca_pem.decode(),
+            "requestheader-extra-headers-prefix": json.dumps([EXTRA_PREFIX]),
+            "requestheader-group-headers": json.dumps([GROUP_HEADER]),
+            "requestheader-username-headers": json.dumps([USER_HEADER]),
+        },
+    }
