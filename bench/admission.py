@@ -8,7 +8,7 @@ installed in turn, beside none, and the server's CPU per create.
   process (tests/harness/webhook_server.py), called by URL with its
   caBundle (the API server keeps its connections alive);
 - `vap`: one ValidatingAdmissionPolicy (+binding) matching every create
-  (the "cel" part adds its setup to SETUPS).
+  and one ValidatingAdmissionPolicy of three validations (bench/admission_vap.py).
 
 Kubernetes' own overhead is the reference: kube-apiserver calls a webhook
 per matching request over a kept-alive HTTP/2 connection (no figure of
@@ -69,7 +69,16 @@ def _until_called(rest: RestLike, server: WebhookServer, timeout: float = 30) ->
         rest.request("POST", "/api/v1/namespaces/bench/configmaps", probe)
 
 
+def vap(rest: RestLike) -> AbstractContextManager[None]:
+    """One ValidatingAdmissionPolicy matching every create (bench/admission_vap.py,
+    imported here, which imports bench.kubeapi, which imports this)."""
+    from bench.admission_vap import vap as setup
+
+    return setup(rest)
+
+
 SETUPS: dict[str, Callable[[RestLike], AbstractContextManager[None]]] = {
     "none": none,
     "webhook": webhook,
+    "vap": vap,
 }

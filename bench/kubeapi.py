@@ -32,7 +32,7 @@ With --pod-security LEVEL, PodSecurity enforces that level in every
 namespace (see bench.apiserver).
 Usage: python -m bench.kubeapi [--pods 100000] [--kubectl-pods 10000] [--quick]
                                 [--only creates,admission,watch,kubectl,list]
-                                [--admission none,webhook] [--pod-security restricted]
+                                [--admission none,webhook,vap] [--pod-security restricted]
 """
 
 from __future__ import annotations
