@@ -22,64 +22,14 @@ import json
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.admission import RestLike, vap
 from bench.kubeapi import Rest, control_plane, cpu_seconds, rest_creates
-
-GROUP_PATH = "/apis/admissionregistration.k8s.io/v1"
-DENY_LABEL = "bench-deny"
-
-
-class RestLike(Protocol):
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]: ...
-
-
-@contextmanager
-def vap(rest: RestLike) -> Iterator[None]:
-    """One ValidatingAdmissionPolicy (+binding, Deny) on every create, in force while open."""
-    policy = {"metadata": {"name": "bench-every-create"}, "spec": {
-        "failurePolicy": "Fail",
-        "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["*"],
-                                                "apiVersions": ["*"], "resources": ["*"]}]},
-        "validations": [
-            {"expression": f"!has(object.metadata.labels) || !('{DENY_LABEL}' in "
-                           "object.metadata.labels)", "message": "labelled bench-deny"},
-            {"expression": "!has(object.metadata.name) || size(object.metadata.name) <= 253"},
-            {"expression": "!has(object.spec) || !has(object.spec.replicas) || "
-                           "object.spec.replicas <= 1000"},
-        ]}}  # fmt: skip
-    binding = {"metadata": {"name": "bench-every-create"},
-               "spec": {"policyName": "bench-every-create", "validationActions": ["Deny"]}}  # fmt: skip
-    for kind, body in (("validatingadmissionpolicies", policy),
-                       ("validatingadmissionpolicybindings", binding)):  # fmt: skip
-        code, text = rest.request("POST", f"{GROUP_PATH}/{kind}", body)
-        assert code == 201, text[:300]
-    try:
-        _until_denied(rest)
-        yield
-    finally:
-        for kind in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
-            rest.request("DELETE", f"{GROUP_PATH}/{kind}/bench-every-create")
-
-
-def _until_denied(rest: RestLike, timeout: float = 30) -> None:
-    """Wait (with a deadline) until the policy is in force: a labelled create is refused."""
-    deadline = time.monotonic() + timeout
-    n = 0
-    while True:
-        n += 1
-        probe = {"metadata": {"name": f"vap-probe-{n}", "labels": {DENY_LABEL: "1"}}, "data": {}}
-        code, _ = rest.request("POST", "/api/v1/namespaces/bench/configmaps", probe)
-        if code == 403:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError("the ValidatingAdmissionPolicy never came into force")
 
 
 @contextmanager

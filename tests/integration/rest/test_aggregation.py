@@ -300,7 +300,7 @@ def test_a_gone_service_makes_it_unavailable_and_only_its_group_answers_503(
     assert [r["resource"] for r in version["resources"]] == ["widgets"]
     # ... and everything else works: api-resources lists the other groups, gets work.
     resources = kubectl(cluster, "api-resources")
-    assert "deployments" in resources.stdout and "widgets" not in resources.stdout
+    assert "deployments" in resources.stdout and "ext.example.com/v1" not in resources.stdout
     kubectl(cluster, "get", "deployments", "-A")
     kubectl(cluster, "get", "--raw", "/apis/apps/v1")
 

@@ -38,8 +38,8 @@ objs = json.loads(sys.argv[3])
 class Lookup:
     def service(self, ns, name):
         return objs["services"].get(f"{ns}/{name}")
-    def endpoints(self, ns, name):
-        return objs["endpoints"].get(f"{ns}/{name}")
+    def endpoint_slices(self, ns, name):
+        return objs["slices"].get(f"{ns}/{name}", [])
     def services_by_ip(self, ip):
         return []
 
@@ -55,10 +55,19 @@ OBJECTS = {
         "default/web": {"spec": {"clusterIP": "10.43.0.20", "ports": [{"port": 80}]}},
         "default/db": {"spec": {"clusterIP": "None"}},
     },
-    "endpoints": {
-        "default/db": {
-            "subsets": [{"addresses": [{"ip": "10.244.1.5"}, {"ip": "10.244.2.6"}]}],
-        }
+    "slices": {  # a headless Service's addresses, over two EndpointSlices
+        "default/db": [
+            {
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.244.1.5"]}],
+                "metadata": {"name": "db-a", "labels": {"kubernetes.io/service-name": "db"}},
+            },
+            {
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.244.2.6"]}],
+                "metadata": {"name": "db-b", "labels": {"kubernetes.io/service-name": "db"}},
+            },
+        ]
     },
 }
 
