@@ -18,6 +18,9 @@
 - `apiserver_storage_objects{resource}`: stored objects per resource,
   counted at most once a minute (as kube-apiserver does), on a scrape.
 - `etcd_request_duration_seconds{operation,type}` from storage/timed.py.
+- `skiff_certificate_expiration_timestamp_seconds{certificate}`: when each
+  certificate under the data dir's pki/ expires (unix seconds), re-read on
+  every scrape, so a rotation shows at once (alert on `... - time() < 30 * 86400`).
 - `process_*` and `python_*` (machinery/metrics.py).
 
 `ApiServerMetrics.registry` is this server's own; the REST front door serves
@@ -118,6 +121,10 @@ class ApiServerMetrics:
         self._lock = threading.Lock()
         self.state = _State(flow, store, watchers)  # its store and watchers may come later
         r.register(self.state)
+
+    def certificates(self, expirations: Callable[[], dict[str, float]]) -> None:
+        """Export `expirations()` (certificate file -> notAfter, unix seconds)."""
+        self.registry.register(_Certificates(expirations))
 
     def request(self, key: Labels, code: int, seconds: float) -> None:
         """One request answered with `code` after `seconds`."""
@@ -274,3 +281,21 @@ def _count(store: Store) -> dict[str, int]:
             n += len(page.items)
         counts[info.resource] = n
     return counts
+
+
+class _Certificates(Collector):
+    def __init__(self, expirations: Callable[[], dict[str, float]]) -> None:
+        self.expirations = expirations
+
+    def describe(self) -> Iterable[Metric]:
+        return ()
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily(
+            "skiff_certificate_expiration_timestamp_seconds",
+            "When each certificate of the control plane's pki/ expires, in unix seconds.",
+            labels=["certificate"],
+        )
+        for name, when in sorted(self.expirations().items()):
+            family.add_metric([name], when)
+        yield family

@@ -67,7 +67,7 @@ from controlplane.apiserver.rest.server import RestServer
 from controlplane.apiserver.reviews import Reviews
 from controlplane.apiserver.satokens import ServiceAccountTokens
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
-from controlplane.apiserver.tls import Pki, sign_agent_csr
+from controlplane.apiserver.tls import Pki, expirations, sign_agent_csr
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.apiserver.webhooks.client import WebhookClient
 from controlplane.apiserver.webhooks.configs import MUTATING, VALIDATING, WebhookConfigs
@@ -140,6 +140,9 @@ class ApiServer:
             )
         self.flow = FlowControl(Limits.for_workers(config.max_workers))
         self.metrics = ApiServerMetrics(self.flow, store) if config.metrics else None
+        if self.metrics is not None and pki is not None and pki.pki_dir:
+            data_dir = Path(pki.pki_dir).parent
+            self.metrics.certificates(lambda: expirations(data_dir))
         if self.metrics is not None:
             store = TimedStore(store, self.metrics.observe_storage)
         self.store = store

@@ -51,7 +51,11 @@ class ControlPlane:
         self.proc = subprocess.Popen(self.command(), cwd=REPO, stdout=log, stderr=log)
         log.close()
         if wait:
-            wait_for(self._ready, timeout=30, message=f"skiff controlplane on port {self.port}")
+            try:
+                wait_for(self._ready, timeout=30, message=f"skiff controlplane on port {self.port}")
+            except BaseException:
+                self.close()  # a caller whose start() raised has nothing to close
+                raise
         return self
 
     def _ready(self) -> bool:

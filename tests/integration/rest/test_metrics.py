@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from cryptography import x509
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.harness.wait import wait_for
@@ -138,3 +139,16 @@ def test_series_do_not_grow_with_objects(cluster: Cluster) -> None:
     churn("many", 15, 10)
     after = _server_series(scrape(cluster))
     assert after == before, (before, after)
+
+
+def test_certificate_expiry_is_exported(cluster: Cluster) -> None:
+    """Each certificate under pki/ with its notAfter (issue 34: expiry as a
+    metric), from the files themselves, so a rotation shows at the next scrape."""
+    families = scrape(cluster)
+    name = "skiff_certificate_expiration_timestamp_seconds"
+    assert families[name].type == "gauge"
+    exported = {s.labels["certificate"]: s.value for s in samples(families, name)}
+    pki = cluster.kubeconfig.parent / "pki"  # the data dir holds the kubeconfig
+    for cert in ("ca.crt", "server.crt"):
+        when = x509.load_pem_x509_certificate((pki / cert).read_bytes()).not_valid_after_utc
+        assert exported[cert] == when.timestamp(), (cert, exported)
