@@ -254,6 +254,19 @@ class NodeResources:
             return [Path(log_path)]
         return [d / log_path for d in Path(self.log_root).glob(f"*_{pod_uid}") if d.is_dir()]
 
+    def _pod_images(self) -> set[str]:
+        """The images the active pods' containers name, in the forms a
+        runtime lists them by (`busybox:1.36` is docker.io/library/busybox:1.36)."""
+        out: set[str] = set()
+        for pod in self.workers.admitted_pods():
+            spec = pod.get("spec") or {}
+            for key in ("initContainers", "containers", "ephemeralContainers"):
+                for c in spec.get(key) or []:
+                    image = str(c.get("image") or "")
+                    if image:
+                        out |= {image, docker_name(image)}
+        return out
+
     def image_gc(self, force: bool = False) -> int:
         """Remove unused images, least recently used first, when the image
         filesystem is above the high threshold (or under disk pressure,
@@ -269,7 +282,12 @@ class NodeResources:
             return 0
         self._problem("ListImagesFailed", None)
         in_use = {c.image_ref for c in containers} | {c.image.image for c in containers}
-        in_use_ids = {i.id for i in images if i.id in in_use or set(i.repo_tags) & in_use}
+        # And every image the node's active pods name, as the kubelet's image
+        # manager counts them: a container being created (listed after the
+        # containers were) holds its image too.
+        in_use |= self._pod_images()
+        in_use_ids = {i.id for i in images
+                      if i.id in in_use or {*i.repo_tags, *i.repo_digests} & in_use}  # fmt: skip
         now = self.now()
         records = self.images.observe(((i.id, i.size, i.pinned) for i in images), in_use_ids, now)
         b, _ = signals.filesystem(mount)
@@ -320,3 +338,18 @@ class NodeResources:
     def stop(self) -> None:
         self.wake.set()
         self.notifier.disarm()
+
+
+def docker_name(image: str) -> str:
+    """An image name as Docker and the CRI runtimes list it: a registry
+    host (`docker.io` when the first part is none), `library/` for
+    docker.io's one-part names, `:latest` without a tag or digest."""
+    first, _, rest = image.partition("/")
+    if not rest or ("." not in first and ":" not in first and first != "localhost"):
+        first, rest = "docker.io", image
+    if first == "docker.io" and "/" not in rest:
+        rest = f"library/{rest}"
+    last = rest.rsplit("/", 1)[-1]
+    if "@" not in last and ":" not in last:
+        rest += ":latest"
+    return f"{first}/{rest}"

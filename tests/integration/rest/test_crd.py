@@ -78,12 +78,14 @@ def test_kubectl_apply_get_scale(cluster: Cluster, crd: None, tmp_path: Path) ->
     cluster.kubectl("apply", "-f", str(path))
     path.write_text(path.read_text().replace("replicas: 1", "replicas: 2"))
     assert "configured" in cluster.kubectl("apply", "-f", str(path)).stdout
-    out = cluster.kubectl("get", "widgets").stdout.split("\n")
+    # By its full name: other tests on this cluster serve "widgets" in other
+    # groups (kubectl, as against Kubernetes, picks one group for a bare name).
+    out = cluster.kubectl("get", f"{PLURAL}.{GROUP}").stdout.split("\n")
     assert out[0].split() == ["NAME", "COLOUR", "REPLICAS"], out
     assert out[1].split() == ["w1", "red", "2"], out
-    cluster.kubectl("scale", "widget/w1", "--replicas=4")
+    cluster.kubectl("scale", f"{PLURAL}.{GROUP}/w1", "--replicas=4")
     assert cluster.kubectl("get", "wg", "w1", "-o", "jsonpath={.spec.replicas}").stdout == "4"
-    refused = cluster.kubectl("patch", "widget", "w1", "--type=strategic",
+    refused = cluster.kubectl("patch", f"{PLURAL}.{GROUP}", "w1", "--type=strategic",
                               "-p", '{"spec":{"colour":"green"}}', check=False)  # fmt: skip
     assert refused.returncode != 0 and "not supported" in refused.stderr, refused.stderr
     bad = path.read_text().replace("colour: red", "colour: red, shape: round")

@@ -29,6 +29,7 @@ class StubRuntime:
         self.used = 90 * GB  # 90%: above the high threshold (85%)
         self.removed: list[str] = []
         self.in_use = ["sha256:used"]
+        self.tags: dict[str, list[str]] = {}
 
     def image_fs_info(self) -> list[Any]:
         return [SimpleNamespace(fs_id=SimpleNamespace(mountpoint="/imagefs"))]
@@ -38,7 +39,9 @@ class StubRuntime:
 
     def list_images(self) -> list[Any]:
         return [
-            SimpleNamespace(id=i, size=s, pinned=False, repo_tags=[])
+            SimpleNamespace(
+                id=i, size=s, pinned=False, repo_tags=self.tags.get(i, []), repo_digests=[]
+            )
             for i, s in self.images.items()
         ]
 
@@ -81,3 +84,34 @@ def test_a_filled_imagefs_is_collected_down_to_the_low_threshold(
     assert freed >= 10 * GB and rt.used <= 80 * GB
     assert rt.removed == ["sha256:older", "sha256:recent", "sha256:old"]
     assert res.image_gc() == 0  # below the high threshold now
+
+
+class OnePod:
+    """A pod whose container is being created: no container lists it yet."""
+
+    def admitted_pods(self) -> list[Any]:
+        return [{"metadata": {"uid": "u1"},
+                 "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}]  # fmt: skip
+
+
+def test_an_image_a_pod_names_is_kept_before_its_container_exists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race the containerd e2e case lost: GC listed the containers, then
+    the pod's container was created from an image GC had seen unused."""
+    rt = StubRuntime()
+    rt.in_use = []
+    rt.tags = {"sha256:old": ["docker.io/library/busybox:1.36"]}
+    monkeypatch.setattr(
+        signals, "filesystem",
+        lambda path: (Observation(rt.capacity - rt.used, rt.capacity), Observation(1000, 1000)),
+    )  # fmt: skip
+    res = NodeResources(
+        ResourceSettings(image_gc=ImageGCPolicy(minimum_age=0.0, high_threshold=1, low_threshold=0)),
+        rt,  # type: ignore[arg-type]
+        OnePod(),  # type: ignore[arg-type]
+        "/", "/none", "/none", lambda: 0, now=lambda: 100.0,
+    )  # fmt: skip
+    res.image_gc()
+    assert "sha256:old" not in rt.removed  # named by the pod as busybox:1.36
+    assert {"sha256:used", "sha256:older", "sha256:recent"} <= set(rt.removed)

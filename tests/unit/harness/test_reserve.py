@@ -5,6 +5,7 @@ exits; a port is never one the kernel might hand out as an ephemeral port."""
 from __future__ import annotations
 
 import ipaddress
+import json
 import subprocess
 import sys
 import textwrap
@@ -56,13 +57,19 @@ def test_a_network_conflicts_with_every_network_it_overlaps() -> None:
     assert held is not None
     try:
         inside = ipaddress.IPv4Network(f"10.255.{third + 6}.0/24")
-        outside = ipaddress.IPv4Network(f"10.255.{(third + 32) % 256}.0/24")
+        # Outside it: every /24 of the other /19s, some of which other runs
+        # (parallel tests) may hold now; at least one of them is free.
+        outside = [f"10.255.{(third + k) % 256}.0/24" for k in range(32, 256, 32)]
         probe = (
             "import ipaddress; from tests.harness import reserve; "
             "print([reserve.try_reserve_network(ipaddress.IPv4Network(n)) is None "
-            f"for n in ({str(inside)!r}, {str(outside)!r})])"
+            f"for n in {(str(inside), *outside)!r}])"
         )
-        assert in_another_process(probe) == "[True, False]"
+        taken = json.loads(
+            in_another_process(probe).replace("True", "true").replace("False", "false")
+        )
+        assert taken[0] is True, "a /24 inside the held /19 was free"
+        assert False in taken[1:], f"every /24 outside the held /19 conflicted: {taken}"
     finally:
         for r in held:
             r.release()
