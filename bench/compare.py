@@ -5,6 +5,10 @@ compares the figures of their last JSON lines.
     python -m bench.compare --base d785055 --rounds 3 \\
         --bench "pod_startup --pods 20 --only skiff" --bench "cni --iterations 20"
 
+`--head REV` compares two revisions, neither of them this checkout (the
+cost of one merge, say: `--base M^1 --head M`); both are checked out, and
+this checkout's bench.compare drives them.
+
 `--head-args` are added to every head run only: a feature the base lacks,
 switched on (`--head-args "--pod-security restricted"`).
 
@@ -32,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,10 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--tolerance", type=float, default=0.10, help="the move called worse")
     p.add_argument("--head-args", default="", help="added to the head's runs only")
+    p.add_argument(
+        "--head", default="", help="a revision to run as the head (default: this checkout)"
+    )
     p.add_argument("--timeout", type=float, default=1800, help="per run (s)")
     a = p.parse_args(argv)
-    with worktree(a.base) as tree:
-        base, head = Side(f"base {a.base}", tree), Side("head", HEAD)
+    with worktree(a.base) as tree, worktree(a.head) if a.head else nullcontext(HEAD) as top:
+        base, head = Side(f"base {a.base}", tree), Side(f"head {a.head}" if a.head else "head", top)
         for rnd in range(a.rounds):
             order = (base, head) if rnd % 2 == 0 else (head, base)
             for spec in a.bench:
