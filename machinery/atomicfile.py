@@ -31,6 +31,7 @@ are private or durable; the callers do.
 from __future__ import annotations
 
 import posix
+import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,13 +85,26 @@ def sync_dir(path: StrPath) -> None:
         posix.close(fd)
 
 
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_of(target: str) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(target, threading.Lock())
+
+
 def write_atomic(path: StrPath, data: bytes | str, *, durable: bool, mode: int = 0o644) -> None:
     """Replace `path` with `data` (str is written as UTF-8), mode `mode`."""
     target = posix.fspath(path)
     raw = data.encode() if isinstance(data, str) else data
     tmp = target + ".tmp"
-    _write_new(tmp, posix.O_TRUNC, raw, mode, durable)
-    posix.replace(tmp, target)
+    # Two threads writing one file would share `<name>.tmp`: the second's
+    # rename then finds it gone (an agent writing its CNI config from two
+    # events at once exited so). One writer per path at a time.
+    with _lock_of(target):
+        _write_new(tmp, posix.O_TRUNC, raw, mode, durable)
+        posix.replace(tmp, target)
     if durable:
         sync_dir(_parent(target))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,3 +107,25 @@ def test_swap_symlink_retargets_in_one_step(tmp_path: Path) -> None:
     swap_symlink(tmp_path / "..data", "v2")
     assert os.readlink(tmp_path / "..data") == "v2"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["..data", "v1", "v2"]
+
+
+def test_threads_writing_one_file_at_once_all_succeed(tmp_path: Path) -> None:
+    """Two writers of one path shared `<name>.tmp`, so one rename found it
+    gone (an agent writing its CNI config from two events at once exited)."""
+    target = tmp_path / "10-skiff.conflist"
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(50):
+                write_atomic(target, f"{n}-{i}", durable=False)
+        except BaseException as err:  # recorded for the assertion below
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert target.read_text().endswith("-49")
