@@ -64,7 +64,3 @@ class RelayedPeers:
             return None
         with self._lock:
             return self._certs.get(peer[len("unix:") :])
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._certs)

@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from agent.host_state import Instance, stop_runtime
 from agent.layout import Layout
 from agent.proxy import dns_wire as w
 from agent.proxy.iptables import CommandIptables
@@ -187,6 +188,9 @@ class Up:
 
         if self.daemon is not None:  # Ctrl-C: skiff up removes its pods itself
             attempt(self.daemon.stop, signal.SIGINT, 60.0)
+        # A runtime a killed `skiff up` left (as the next one would stop it).
+        inst = Instance.of(lay, self.cluster_cidr, self.service_cidr, self.dns_ip)
+        attempt(stop_runtime, inst)
         attempt(kill_runtime_monitors, self.layout.runtime_root)
         attempt(remove_cgroups, lay.runtime_cgroup)
         attempt(proxy_cleanup, CommandIptables(), Chains(lay.chain_prefix))

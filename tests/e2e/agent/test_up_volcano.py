@@ -35,13 +35,14 @@ from tests.fakes.volcano_examples import example_job_yaml
 from tests.harness.images import TestImages
 from tests.harness.images.manifest import ImageConfig
 from tests.harness.images.tree import Tree
+from tests.harness.kubectl import NEWEST
 from tests.harness.nodeprocs import free_service_cidrs, registries_yaml, short_tempdir
 from tests.harness.registry import Registry
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
 
-KUBECTL = shutil.which("kubectl")
+KUBECTL = str(NEWEST) if NEWEST.exists() else None  # never the /usr/bin dispatcher
 JOB = "test-job"
 TASK = "default-nginx"
 REPLICAS = 6
@@ -102,7 +103,7 @@ target:
 @pytest.fixture
 def up(images: TestImages, registry: Registry) -> Iterator[Up]:
     if KUBECTL is None:
-        pytest.skip("kubectl is not installed")
+        pytest.skip(f"kubectl is not installed at {NEWEST}")
     task = Tree().file("bin/vctask", TASK_SCRIPT, mode=0o755)
     image = images.custom("vctask", [task], ImageConfig(cmd=["/bin/vctask"]), tag="1")
     registry.push(image, repository="skiff-e2e/vctask", tag="1")
