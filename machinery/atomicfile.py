@@ -30,8 +30,8 @@ are private or durable; the callers do.
 
 from __future__ import annotations
 
+import _thread
 import posix
-import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -85,13 +85,18 @@ def sync_dir(path: StrPath) -> None:
         posix.close(fd)
 
 
-_LOCKS: dict[str, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
+# `_thread`, not `threading`: this module is on the CNI plugin's hot path,
+# which must not import `os` (threading does; runtime/cni/__init__).
+_LOCKS: dict[str, _thread.LockType] = {}
+_LOCKS_GUARD = _thread.allocate_lock()
 
 
-def _lock_of(target: str) -> threading.Lock:
+def _lock_of(target: str) -> _thread.LockType:
     with _LOCKS_GUARD:
-        return _LOCKS.setdefault(target, threading.Lock())
+        lock = _LOCKS.get(target)
+        if lock is None:
+            lock = _LOCKS[target] = _thread.allocate_lock()
+        return lock
 
 
 def write_atomic(path: StrPath, data: bytes | str, *, durable: bool, mode: int = 0o644) -> None:
