@@ -538,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the cost of quota admission: creates without vs with a quota")  # fmt: skip
     add_pod_security_flag(parser)
     args = parser.parse_args(argv)
-    set_pod_security(args.pod_security)
+    set_pod_security(args.pod_security, args.pod_shape)
     figures: dict[str, float] = {}
     with ExitStack() as stack:
         etcd_endpoint = ""

@@ -10,7 +10,9 @@ cost of one merge, say: `--base M^1 --head M`); both are checked out, and
 this checkout's bench.compare drives them.
 
 `--head-args` are added to every head run only: a feature the base lacks,
-switched on (`--head-args "--pod-security restricted"`).
+switched on (`--head-args "--pod-security restricted"`); `--base-args` to
+every base run only (one revision against itself with a feature off and on:
+`--base R --head R`).
 
 The base revision is checked out into a temporary git worktree (removed at
 the end) and run with its own tree first on PYTHONPATH, so every process a
@@ -134,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--tolerance", type=float, default=0.10, help="the move called worse")
     p.add_argument("--head-args", default="", help="added to the head's runs only")
+    p.add_argument("--base-args", default="", help="added to the base's runs only")
     p.add_argument(
         "--head", default="", help="a revision to run as the head (default: this checkout)"
     )
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             for spec in a.bench:
                 for side in order:
                     print(f"round {rnd + 1}/{a.rounds}: {side.name}: {spec}", file=sys.stderr)
-                    run_one(side, spec, a.timeout, a.head_args if side is head else "")
+                    run_one(side, spec, a.timeout, a.head_args if side is head else a.base_args)
         ratios = compare(base, head, a.bench, a.tolerance)
     print(json.dumps(ratios, sort_keys=True))
     return 0

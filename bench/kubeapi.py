@@ -457,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--admission: unknown setup(s) {','.join(sorted(set(modes) - set(admission.SETUPS)))}"
         )
-    set_pod_security(args.pod_security)
+    set_pod_security(args.pod_security, args.pod_shape)
     only = set(args.only.split(","))
     if not only <= set(PARTS):
         parser.error(f"--only: unknown part(s) {','.join(sorted(only - set(PARTS)))}")

@@ -15,6 +15,10 @@ from typing import Any
 # Pod Security Standards level in every namespace, and the pods benched meet
 # it. An environment variable, so client processes see it too.
 POD_SECURITY_ENV = "SKIFF_BENCH_POD_SECURITY"
+# --pod-shape restricted: the pods meet restricted, nothing is enforced (the
+# same objects as with --pod-security restricted, so the two runs differ only
+# in the admission).
+POD_SHAPE_ENV = "SKIFF_BENCH_POD_SHAPE"
 _RESTRICTED_CONTAINER = {
     "securityContext": {
         "runAsNonRoot": True,
@@ -33,7 +37,7 @@ def pod(name: str, i: int = 0) -> dict[str, Any]:
         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
         "env": [{"name": "MODE", "value": "bench"}],
     }
-    if os.environ.get(POD_SECURITY_ENV) == "restricted":
+    if "restricted" in (os.environ.get(POD_SECURITY_ENV), os.environ.get(POD_SHAPE_ENV)):
         container.update(_RESTRICTED_CONTAINER)
     return {
         "apiVersion": "v1",
@@ -69,8 +73,14 @@ def add_pod_security_flag(parser: argparse.ArgumentParser) -> None:
         "--pod-security", choices=("privileged", "baseline", "restricted"), default="",
         help="PodSecurity enforce/audit/warn at this level in every namespace",
     )  # fmt: skip
+    parser.add_argument(
+        "--pod-shape", choices=("restricted",), default="",
+        help="the pods meet this level, enforced or not (compare with --pod-security)",
+    )  # fmt: skip
 
 
-def set_pod_security(level: str) -> None:
+def set_pod_security(level: str, shape: str = "") -> None:
     if level:
         os.environ[POD_SECURITY_ENV] = level
+    if shape:
+        os.environ[POD_SHAPE_ENV] = shape
