@@ -32,13 +32,13 @@ import hashlib
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from agent.request_target import RequestTarget
 from controlplane.client.errors import ApiError
+from machinery.ttlcache import TTLCache
 
 log = logging.getLogger("skiff.agent.webhook_auth")
 
@@ -108,37 +108,6 @@ class WebhookSettings:
     max_in_flight: int = 4  # reviews waiting on the API server at once
     reviews_per_second: float = 10.0  # reviews sent, sustained ...
     burst: int = 20  # ... and at once after a quiet spell
-
-
-class TTLCache(Generic[T]):
-    """A bounded map whose entries expire; the least recently used goes first."""
-
-    def __init__(self, max_entries: int, clock: Callable[[], float]) -> None:
-        self._max = max_entries
-        self._clock = clock
-        self._entries: OrderedDict[Any, tuple[float, T]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> tuple[bool, T | None]:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None:
-                return False, None
-            if found[0] <= self._clock():
-                del self._entries[key]
-                return False, None
-            self._entries.move_to_end(key)
-            return True, found[1]
-
-    def put(self, key: Any, value: T, ttl: float) -> None:
-        with self._lock:
-            self._entries[key] = (self._clock() + ttl, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 class ReviewBudget:

@@ -90,6 +90,9 @@ _SCHEDULING = [
     _rule(["create"], [""], ["bindings", "pods/binding"]),
     _rule(WRITE, [""], ["pods/status"]),
     _rule(READ, ["scheduling.k8s.io"], ["priorityclasses"]),
+    # Delegated authn/authz of its secure port (kube-scheduler's role has them too).
+    _rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+    _rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
 ]
 
 
