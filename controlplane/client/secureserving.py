@@ -17,7 +17,8 @@ certificate).
 Paths: /metrics (the component's registry), /healthz, /readyz, /livez (ok,
 or 503 with the reason when the component says it is not healthy); any
 other is 404. Connections are handshaken on their own thread with a
-deadline, so a caller that never finishes its handshake holds nothing else.
+deadline, so a caller that never finishes its handshake holds nothing else,
+and at most MAX_CONNECTIONS are open at once.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ from machinery.metrics import CONTENT_TYPE
 log = logging.getLogger(__name__)
 
 HEALTH_PATHS = ("/healthz", "/readyz", "/livez")
-HANDSHAKE_TIMEOUT = 10.0
+HANDSHAKE_TIMEOUT = 10.0  # and the longest a connection may sit idle
+MAX_CONNECTIONS = 64  # open at once; more are closed at once (scrapers need a few)
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,24 @@ class _Server(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         self.context = context
         self.serving = serving
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):  # at the cap: refused, nothing held
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         request.settimeout(HANDSHAKE_TIMEOUT)

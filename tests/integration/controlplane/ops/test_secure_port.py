@@ -8,8 +8,10 @@ component's own identity (its ClusterRole must allow the reviews)."""
 from __future__ import annotations
 
 import datetime
+import functools
 import http.client
 import json
+import socket
 import ssl
 import threading
 from collections.abc import Iterator
@@ -26,9 +28,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from controlplane.apiserver.rbaccomponents import BATCH_SCHEDULER, CONTROLLER_MANAGER, SCHEDULER
 from controlplane.apiserver.server import ApiServer, ApiServerConfig
 from controlplane.apiserver.tls import ensure_pki
+from controlplane.client import secureserving
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import ClientConfig
-from controlplane.client.secureserving import SecureServingOptions
+from controlplane.client.secureserving import SecureServingOptions, delegation
 from controlplane.controllers import manager
 from controlplane.controllers.base import ManagerConfig
 from controlplane.scheduler import run as scheduler
@@ -220,3 +223,41 @@ def test_bad_secure_serving_flags_refuse_to_start(
     assert "--bind-address: 'nowhere' is not an IP address" in capsys.readouterr().err
     assert manager.main(["--kubeconfig", str(conf), "--tls-cert-file", "x.crt"]) == 2
     assert "--tls-cert-file and --tls-private-key-file go together" in capsys.readouterr().err
+
+
+def test_connections_past_the_cap_are_closed_at_once(
+    api: ApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Callers that connect and say nothing hold at most MAX_CONNECTIONS
+    threads; the next connection is closed at once, and the port serves
+    again once they go."""
+    monkeypatch.setattr(secureserving, "MAX_CONNECTIONS", 2)
+    client = client_as(api, SCHEDULER.user)
+    server = secureserving.SecureServer(
+        SecureServingOptions(secure_port=0, bind_address="127.0.0.1"),
+        delegation(client, SecureServingOptions(secure_port=0)), lambda: b"",
+    )  # fmt: skip
+    idle = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(2)]
+    try:
+        # Accepted in order: both idle ones hold the slots when this one comes.
+        extra = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        with extra:
+            assert extra.recv(1) == b""  # closed by the server, no handshake
+        for sock in idle:
+            sock.close()
+        answer = wait_for(functools.partial(_health_of, server.port), timeout=20,
+                          message="served again")  # fmt: skip
+        assert answer == (200, "ok")
+    finally:
+        for sock in idle:
+            sock.close()
+        server.stop()
+        client.close()
+
+
+def _health_of(port: int) -> tuple[int, str] | None:
+    try:
+        answer = get(port, "/healthz")
+    except OSError:
+        return None
+    return answer if answer[0] == 200 else None
