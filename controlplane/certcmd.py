@@ -7,8 +7,8 @@ handshake on, and clients, which trust the CA, go on without a restart.
 k3s' service names where they map: `api-server` (the serving certificate
 and the API server's client certificate towards agents). Agents' serving
 certificates are their own (issued at join, one year, renewed by each
-agent through the CertificateSigningRequest API: agent/serving_certificate.py). `check` lists each
-certificate with its expiry.
+agent through the CertificateSigningRequest API: agent/serving_certificate.py).
+`check` lists each certificate with its expiry.
 """
 
 from __future__ import annotations
