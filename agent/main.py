@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rotate-server-certificates", action=argparse.BooleanOptionalAction,
                    default=True, help="renew the endpoint's serving certificate through the "
                    "CertificateSigningRequest API (kubernetes.io/kubelet-serving) before it "
-                   "expires (the kubelet's serverTLSBootstrap)")  # fmt: skip
+                   "expires (the kubelet's serverTLSBootstrap); not with --credentials")  # fmt: skip
     p.add_argument(
         "--server-certificate-seconds",
         type=int,
@@ -523,7 +523,7 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
     if args.rotate_certificates and not args.credentials:
         seconds = args.client_certificate_seconds
         CertificateManager(api, args.node_name, root / "node.conf", stop, seconds).start()
-    if args.rotate_server_certificates and serving_tls.have(root):
+    if args.rotate_server_certificates and not args.credentials and serving_tls.have(root):
         addresses = [
             {"type": "InternalIP", "address": node_ip},
             {"type": "Hostname", "address": args.node_name},
