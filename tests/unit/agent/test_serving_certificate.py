@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import datetime
 import ipaddress
+import math
 import socket
 import ssl
 import stat
@@ -24,9 +25,12 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from prometheus_client.parser import text_string_to_metric_families
 
 from agent import serving_tls
+from agent.metrics import AgentMetrics
 from agent.serving_certificate import ServingCertificateManager
+from proto.agent.v1 import agent_pb2 as pb
 
 NODE = "n1"
 ADDRESSES = [{"type": "InternalIP", "address": "10.0.0.5"},
@@ -161,3 +165,26 @@ def test_without_a_readable_certificate_it_asks_at_once(tmp_path: Path) -> None:
     assert manager.due() == 0
     (tmp_path / "serving.crt").write_bytes(b"not a certificate")
     assert manager.due() == 0
+
+
+def test_the_serving_certificate_ttl_is_a_metric(tmp_path: Path) -> None:
+    """kubelet_certificate_manager_server_ttl_seconds: seconds left, read at
+    each scrape (so a renewal shows), +Inf without a readable certificate."""
+    ca = SigningCA()
+    root = tmp_path / "agent"
+    first_certificate(ca, root)  # 50 s left
+    found = AgentMetrics(NODE, list, list, pb.StatsResponse, lambda uid: None,
+                         (root / "serving.crt").read_bytes)  # fmt: skip
+
+    def ttl() -> float:
+        text = found.pages()["/metrics"]()[1].decode()
+        (family,) = [f for f in text_string_to_metric_families(text)
+                     if f.name == "kubelet_certificate_manager_server_ttl_seconds"]  # fmt: skip
+        return float(family.samples[0].value)
+
+    assert 0 < ttl() <= 50
+    ServingCertificateManager(SigningApi(ca), NODE, root, lambda: ADDRESSES, threading.Event(),
+                              seconds=3600).renew()  # fmt: skip
+    assert 3500 < ttl() <= 3600
+    (root / "serving.crt").unlink()
+    assert ttl() == math.inf
