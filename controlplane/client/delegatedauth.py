@@ -19,7 +19,10 @@ HTTP method, `get` for GET), 403 `forbidden: User "U" cannot get path
 Answers are cached as Kubernetes' delegating authenticator and authorizer
 cache them (10 s each by default: --authentication-token-webhook-cache-ttl,
 --authorization-webhook-cache-authorized-ttl and -unauthorized-ttl), keyed
-by a hash of the token, never the token itself, and bounded.
+by a hash of the token, never the token itself, and bounded. Reviews the
+caches cannot answer are bounded as the agent bounds its own (at most 4 at
+once, 10 a second after a burst of 20), so that random tokens or paths
+cannot flood the API server: past that the caller gets 429.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.client import errors
-from machinery.ttlcache import TTLCache
+from machinery.ttlcache import ReviewBudget, TTLCache
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,9 @@ class DelegationSettings:
     authorized_ttl: float = 10.0
     unauthorized_ttl: float = 10.0
     max_entries: int = 4096
+    max_in_flight: int = 4  # reviews waiting on the API server at once
+    reviews_per_second: float = 10.0  # sent, sustained ...
+    burst: int = 20  # ... and at once after a quiet spell
     always_allow_paths: tuple[str, ...] = field(default=ALWAYS_ALLOW_PATHS)
 
 
@@ -95,6 +101,10 @@ def path_allowed(path: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
+class OverBudget(Exception):
+    """A review the budget does not allow now (the caller gets 429)."""
+
+
 class DelegatedAuth:
     """Decides each request to a component's secure port (module docstring)."""
 
@@ -113,6 +123,7 @@ class DelegatedAuth:
         now = clock or time.monotonic
         self._tokens: TTLCache[User | None] = TTLCache(s.max_entries, now)
         self._access: TTLCache[bool] = TTLCache(s.max_entries, now)
+        self._budget = ReviewBudget(s.max_in_flight, s.reviews_per_second, s.burst, now)
 
     def check(
         self, method: str, path: str, authorization: str, peer: dict[str, Any] | None
@@ -128,6 +139,8 @@ class DelegatedAuth:
             if token:
                 try:
                     user = self._token_user(token)
+                except OverBudget:
+                    return Verdict(429, "too many token reviews in progress; retry later")
                 except errors.ApiError as err:
                     log.warning("TokenReview failed: %s", err)
                     return Verdict(401, "Unauthorized")
@@ -140,12 +153,23 @@ class DelegatedAuth:
         verb = METHOD_VERBS.get(method.upper(), method.lower())
         try:
             allowed = self._allowed(user, verb, path)
+        except OverBudget:
+            return Verdict(429, "too many access reviews in progress; retry later")
         except errors.ApiError as err:
             return Verdict(403, f'forbidden: User "{user.name}" cannot {verb} path "{path}": '
                            f"authorization failed: {err}")  # fmt: skip
         if not allowed:
             return Verdict(403, f'forbidden: User "{user.name}" cannot {verb} path "{path}"')
         return Verdict(200, user=user)
+
+    def _review(self, send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """A review's status, within the budget (OverBudget past it)."""
+        if not self._budget.take():
+            raise OverBudget()
+        try:
+            return send().get("status") or {}
+        finally:
+            self._budget.done()
 
     def _token_user(self, token: str) -> User | None:
         key = hashlib.sha256(token.encode()).digest()
@@ -154,7 +178,7 @@ class DelegatedAuth:
             return user
         review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
                   "spec": {"token": token}}  # fmt: skip
-        status = self.authn.create("TokenReview", review).get("status") or {}
+        status = self._review(lambda: self.authn.create("TokenReview", review))
         user = None
         if status.get("authenticated"):
             info = status.get("user") or {}
@@ -174,7 +198,7 @@ class DelegatedAuth:
             "spec": {"user": user.name, "groups": list(user.groups), "uid": user.uid,
                      "nonResourceAttributes": {"path": path, "verb": verb}},
         }  # fmt: skip
-        status = self.authz.create("SubjectAccessReview", review).get("status") or {}
+        status = self._review(lambda: self.authz.create("SubjectAccessReview", review))
         allowed = bool(status.get("allowed"))
         s = self.settings
         self._access.put(key, allowed, s.authorized_ttl if allowed else s.unauthorized_ttl)

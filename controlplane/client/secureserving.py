@@ -241,14 +241,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, "text/plain; charset=utf-8", b"404 page not found\n")
 
     def _status(self, verdict: Verdict) -> None:
-        reason = "Unauthorized" if verdict.code == 401 else "Forbidden"
+        reason = {401: "Unauthorized", 403: "Forbidden"}.get(verdict.code, "TooManyRequests")
         status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                   "message": verdict.message, "reason": reason, "details": {},
                   "code": verdict.code}  # fmt: skip
-        self._send(verdict.code, "application/json", json.dumps(status).encode() + b"\n")
+        retry = {"Retry-After": "1"} if verdict.code == 429 else {}
+        self._send(verdict.code, "application/json", json.dumps(status).encode() + b"\n", retry)
 
-    def _send(self, code: int, content_type: str, body: bytes) -> None:
+    def _send(
+        self, code: int, content_type: str, body: bytes, extra: dict[str, str] | None = None
+    ) -> None:
         self.send_response(code)
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
