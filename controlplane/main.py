@@ -307,6 +307,9 @@ class RunningControlPlane:
 
 def start(args: argparse.Namespace) -> RunningControlPlane:
     """Open the store, serve the API, write credentials, start the components."""
+    problem = flag_problem(args)  # also for `skiff up`'s embedded control plane
+    if problem:
+        raise StartError(problem)
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)  # the database holds Secrets; pki/ holds keys
