@@ -37,6 +37,7 @@ from cryptography.x509.oid import NameOID
 
 from agent import serving_tls
 from agent.client_certificate import (
+    ISSUE_TIMEOUT,
     NODES_GROUP,
     RequestRefused,
     csr_object,
@@ -106,6 +107,7 @@ class ServingCertificateManager:
         seconds: int = 0,
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
         rng: random.Random | None = None,
+        issue_timeout: float = ISSUE_TIMEOUT,
     ) -> None:
         self.api = api
         self.node = node
@@ -115,6 +117,7 @@ class ServingCertificateManager:
         self.seconds = seconds
         self.now = now
         self.rng = rng or random.Random()
+        self.issue_timeout = issue_timeout  # how long one request waits for its certificate
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -133,7 +136,8 @@ class ServingCertificateManager:
         """One request; on success the endpoint serves the new certificate."""
         key_pem, request_pem = serving_request(self.node, self.addresses())
         request = csr_object(request_pem, self.seconds, SIGNER, USAGES)
-        cert, key = wait_issued(self.api, self.node, request, key_pem, self.stop)
+        cert, key = wait_issued(self.api, self.node, request, key_pem, self.stop,
+                                self.issue_timeout)  # fmt: skip
         serving_tls.save(self.root, cert, key)
         _, end = lifetime(cert)
         log.info("node=%s serving certificate renewed, valid until %s", self.node,

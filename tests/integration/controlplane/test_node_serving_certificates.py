@@ -82,7 +82,8 @@ def test_the_node_renews_its_serving_certificate(cp: ControlPlane, tmp_path: Pat
         made = api.create("Node", node)
         made["status"] = {"addresses": ADDRESSES}
         api.update_status("Node", made)
-        manager = ServingCertificateManager(api, NODE, root, lambda: ADDRESSES, stop, 3600)
+        manager = ServingCertificateManager(api, NODE, root, lambda: ADDRESSES, stop, 3600,
+                                            issue_timeout=60)  # fmt: skip
 
         manager.renew()  # waits for approval and signature
 
