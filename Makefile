@@ -21,7 +21,7 @@ APT_RUN := iproute2 iptables nftables conntrack kmod procps libseccomp2 ca-certi
 # own service, where systemd starts one, is left alone: the test runs its own)
 # and vagrant with a provider so that `vagrant validate` can check vagrant/.
 APT_TEST := busybox-static docker-registry skopeo umoci etcd-server etcd-client \
-	containerd runc containernetworking-plugins shellcheck psmisc jq \
+	containerd runc containernetworking-plugins shellcheck psmisc jq prometheus \
 	vagrant vagrant-libvirt
 # What `make test-vm` needs on top: QEMU, libvirt (its daemons are started by
 # vagrant/vmnet.sh inside the VM cluster's network namespace), mmdebstrap to

@@ -433,7 +433,8 @@ class Agent:
         """The endpoint's metrics (agent/metrics.py), fed by PLEG, probes and statuses."""
         found = AgentMetrics(self.cfg.node.name, self.cri.list_pod_sandboxes,
                              self.cri.list_containers,
-                             lambda: servicer.collect_stats(StatsRequest()), self._pod_of)  # fmt: skip
+                             lambda: servicer.collect_stats(StatsRequest()), self._pod_of,
+                             (self.cfg.root / serving_tls.CERT_FILE).read_bytes)  # fmt: skip
         self.pleg.on_relist = found.relisted
         self.probes.observed = found.probes.observe
         self.status.started = found.pod_start.observe

@@ -66,11 +66,13 @@ def key_and_request(node: str) -> tuple[bytes, bytes]:
     return key_pem, csr.public_bytes(serialization.Encoding.PEM)
 
 
-def csr_object(request_pem: bytes, seconds: int = 0) -> dict[str, Any]:
+def csr_object(
+    request_pem: bytes, seconds: int = 0, signer: str = SIGNER, usages: list[str] = USAGES
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "request": base64.b64encode(request_pem).decode(),
-        "signerName": SIGNER,
-        "usages": USAGES,
+        "signerName": signer,
+        "usages": usages,
     }
     if seconds:
         spec["expirationSeconds"] = seconds
@@ -122,9 +124,23 @@ def request_certificate(
     """Ask for a client certificate and wait for it: (cert PEM, key PEM).
     Raises RequestRefused, errors.ApiError, or TimeoutError (also on stop)."""
     key_pem, request_pem = key_and_request(node)
-    made = api.create("CertificateSigningRequest", csr_object(request_pem, seconds))
+    return wait_issued(api, node, csr_object(request_pem, seconds), key_pem, stop, timeout)
+
+
+def wait_issued(
+    api: Any,
+    node: str,
+    request: dict[str, Any],
+    key_pem: bytes,
+    stop: threading.Event,
+    timeout: float = ISSUE_TIMEOUT,
+) -> tuple[bytes, bytes]:
+    """Create the CSR `request` and wait for its certificate: (cert PEM, `key_pem`).
+    Raises RequestRefused, errors.ApiError, or TimeoutError (also on stop)."""
+    made = api.create("CertificateSigningRequest", request)
     name = made["metadata"]["name"]
-    log.info("node=%s asked for a client certificate (%s)", node, name)
+    log.info("node=%s asked for a certificate of %s (%s)", node, request["spec"]["signerName"],
+             name)  # fmt: skip
     waited = 0.0
     while waited < timeout:
         cert = issued(api.get("CertificateSigningRequest", name))

@@ -41,6 +41,7 @@ from agent.pod_config import DEFAULT_SECCOMP_ROOT, NodeSettings
 from agent.proxy import DnsSettings, ProxySettings
 from agent.proxy.local_address import DEFAULT_IFNAME
 from agent.proxy.rules import DEFAULT_PREFIX, Chains
+from agent.serving_certificate import ServingCertificateManager
 from controlplane.api.quantity import parse_quantity
 from controlplane.client import errors
 from controlplane.client.agents import agent_csr
@@ -73,6 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="the lifetime to ask for (expirationSeconds, at least 600; 0: the signer's, a year)",
+    )
+    p.add_argument("--rotate-server-certificates", action=argparse.BooleanOptionalAction,
+                   default=True, help="renew the endpoint's serving certificate through the "
+                   "CertificateSigningRequest API (kubernetes.io/kubelet-serving) before it "
+                   "expires (the kubelet's serverTLSBootstrap); not with --credentials")  # fmt: skip
+    p.add_argument(
+        "--server-certificate-seconds",
+        type=int,
+        default=0,
+        help="the serving certificate's lifetime to ask for (at least 600; 0: a year)",
     )
     p.add_argument("--node-name", default=socket.gethostname().split(".")[0].lower())
     p.add_argument(
@@ -512,6 +523,13 @@ def start(args: argparse.Namespace, stop: threading.Event) -> RunningAgent:
     if args.rotate_certificates and not args.credentials:
         seconds = args.client_certificate_seconds
         CertificateManager(api, args.node_name, root / "node.conf", stop, seconds).start()
+    if args.rotate_server_certificates and not args.credentials and serving_tls.have(root):
+        addresses = [
+            {"type": "InternalIP", "address": node_ip},
+            {"type": "Hostname", "address": args.node_name},
+        ]  # as its Node's status
+        ServingCertificateManager(api, args.node_name, root, lambda: addresses, stop,
+                                  args.server_certificate_seconds).start()  # fmt: skip
     return running
 
 

@@ -3,7 +3,9 @@
 - `/metrics`: the kubelet's own series: `kubelet_node_name{node}`,
   `kubelet_running_pods`, `kubelet_running_containers{container_state}`
   (counted from the runtime at scrape time), `kubelet_pleg_relist_duration_seconds`,
-  `kubelet_pleg_last_seen_seconds`, `kubelet_pod_start_duration_seconds`, and
+  `kubelet_pleg_last_seen_seconds`, `kubelet_pod_start_duration_seconds`,
+  `kubelet_certificate_manager_server_ttl_seconds` (the serving
+  certificate's, read at each scrape: serving_certificate.py renews it) and
   `process_*`/`python_*`.
 - `/metrics/cadvisor`: container series under cAdvisor's names
   (`container_cpu_usage_seconds_total`, `container_memory_working_set_bytes`,
@@ -25,11 +27,13 @@ pods, and a pod's series go when the pod goes.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from cryptography import x509
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -194,7 +198,9 @@ class AgentMetrics:
         containers: Callable[[], list[Any]],
         stats: Callable[[], pb.StatsResponse],
         pod_of: PodOf,
+        serving_cert: Callable[[], bytes] | None = None,
     ) -> None:
+        """`serving_cert` reads the endpoint's serving certificate (PEM)."""
         self.registry = metrics.registry()
         r = self.registry
         name = GaugeMetricFamily("kubelet_node_name", "The node's name. The count is always 1.",
@@ -213,6 +219,13 @@ class AgentMetrics:
         r.register(_Callback("kubelet_pleg_last_seen_seconds",
                              "Timestamp in seconds when PLEG was last seen active.",
                              lambda: self._last_relist))  # fmt: skip
+        if serving_cert is not None:
+            r.register(_Callback("kubelet_certificate_manager_server_ttl_seconds",
+                                 "Gauge of the shortest TTL (time-to-live) of the Kubelet's "
+                                 "serving certificate. The value is in seconds until certificate "
+                                 "expiry (negative if already expired). If serving certificate "
+                                 "is invalid or unused, the value will be +INF.",
+                                 lambda: certificate_ttl(serving_cert)))  # fmt: skip
         self.cadvisor = CollectorRegistry()
         self.cadvisor.register(Usage(stats, cadvisor=True))
         self.resource = CollectorRegistry()
@@ -233,6 +246,15 @@ class AgentMetrics:
             "/metrics/resource": _page(self.resource),
             "/metrics/probes": _page(self.probe_registry),
         }
+
+
+def certificate_ttl(read: Callable[[], bytes]) -> float:
+    """Seconds until the certificate `read` returns expires; +Inf when unreadable."""
+    try:
+        cert = x509.load_pem_x509_certificate(read())
+    except (OSError, ValueError):
+        return math.inf
+    return cert.not_valid_after_utc.timestamp() - time.time()
 
 
 def _page(found: CollectorRegistry) -> Page:

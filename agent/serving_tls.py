@@ -7,15 +7,19 @@ its key, as `serving.crt` and `serving.key` (0600) in its root directory.
 least, ALPN h2 (gRPC) or http/1.1 (streams), and a client certificate
 chained to the cluster CA, required unless callers with bearer tokens are
 served too (agent/stream_proxy.py accepts only the API server's certificate,
-and checks the tokens of the others with agent/webhook_auth.py).
+and checks the tokens of the others with agent/webhook_auth.py). The files
+are followed: once serving_certificate.py has renewed them, the next
+handshake gets the new certificate.
 """
 
 from __future__ import annotations
 
 import ssl
+import tempfile
 from pathlib import Path
 
 from machinery.atomicfile import write_private
+from machinery.certfollow import ServingCertificate, follow
 
 CERT_FILE = "serving.crt"
 KEY_FILE = "serving.key"
@@ -46,10 +50,22 @@ def server_context(root: Path, ca_pem: bytes, token_callers: bool = False) -> ss
             f"no {CERT_FILE}/{KEY_FILE} in {root}: the agent endpoint serves TLS only, "
             "with a certificate issued at join (join again with a join token)"
         )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(root / CERT_FILE, root / KEY_FILE)
-    context.load_verify_locations(cadata=ca_pem.decode())
-    context.verify_mode = ssl.CERT_OPTIONAL if token_callers else ssl.CERT_REQUIRED
-    context.set_alpn_protocols(["h2", "http/1.1"])
-    return context
+    ca = ca_pem.decode()
+
+    def build(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        with tempfile.TemporaryDirectory(prefix="skiff-serving-") as tmp:  # ssl reads files
+            crt, key = Path(tmp) / CERT_FILE, Path(tmp) / KEY_FILE
+            write_private(key, key_pem)
+            crt.write_bytes(cert_pem)
+            context.load_cert_chain(crt, key)
+        context.load_verify_locations(cadata=ca)
+        context.verify_mode = ssl.CERT_OPTIONAL if token_callers else ssl.CERT_REQUIRED
+        context.set_alpn_protocols(["h2", "http/1.1"])
+        return context
+
+    # The files are followed: a renewed pair (serving_certificate.py) is served
+    # from the next handshake on.
+    cert, key = (root / CERT_FILE).read_bytes(), (root / KEY_FILE).read_bytes()
+    return follow(ServingCertificate(str(root), cert, key, "serving"), build)

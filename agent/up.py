@@ -67,6 +67,8 @@ from machinery.atomicfile import copy_private
 log = logging.getLogger("skiff.up")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# The components' secure ports (kube-scheduler's, vc-scheduler's in skiff, kube-controller-manager's).
+SECURE_PORTS = (("scheduler", 10259), ("volcano-scheduler", 10260), ("controller-manager", 10257))
 
 # The glibc malloc arena limit for skiff up's processes.
 ARENA_MAX = 2
@@ -170,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the batch scheduler's volcano-scheduler.conf "
         "(skiff controlplane --volcano-scheduler-config)",
     )
+    for who, port in SECURE_PORTS:
+        p.add_argument(f"--{who}-secure-port", type=int, default=port,
+                       help=f"skiff controlplane --{who}-secure-port (0: none)")  # fmt: skip
+    p.add_argument("--component-bind-address", default="127.0.0.1",
+                   help="skiff controlplane --component-bind-address")  # fmt: skip
     p.add_argument("--log-level", default="info")
     return p
 
@@ -370,6 +377,9 @@ def controlplane_argv(args: argparse.Namespace, lay: Layout, server: str) -> lis
         # would add ~60 MB RSS each to the single node's footprint.
         "--no-component-processes",
         *(f"--disable={name}" for name in args.disable),
+        *(f"--{who}-secure-port={getattr(args, who.replace('-', '_') + '_secure_port')}"
+          for who, _ in SECURE_PORTS),
+        f"--component-bind-address={args.component_bind_address}",
         *(["--scheduler-config", str(Path(args.scheduler_config).absolute())]
           if args.scheduler_config else []),
         *(["--volcano-scheduler-config", str(Path(args.volcano_scheduler_config).absolute())]
@@ -379,26 +389,10 @@ def controlplane_argv(args: argparse.Namespace, lay: Layout, server: str) -> lis
 
 def runtime_argv(args: argparse.Namespace, lay: Layout) -> list[str]:
     """The `skiff runtime` command line of skiff up's runtime."""
-    argv = [
-        sys.executable,
-        "-m",
-        "skiff",
-        "runtime",
-        "--listen",
-        f"unix://{lay.cri_socket}",
-        "--root",
-        str(lay.runtime_root),
-        "--state",
-        str(lay.runtime_state),
-        "--cni-conf-dir",
-        str(lay.cni_conf_dir),
-        "--cni-bin-dir",
-        str(lay.cni_bin_dir),
-        "--cgroup-parent",
-        lay.runtime_cgroup,
-        "--log-level",
-        args.log_level.lower(),
-    ]
+    argv = [sys.executable, "-m", "skiff", "runtime", "--listen", f"unix://{lay.cri_socket}",
+            "--root", str(lay.runtime_root), "--state", str(lay.runtime_state),
+            "--cni-conf-dir", str(lay.cni_conf_dir), "--cni-bin-dir", str(lay.cni_bin_dir),
+            "--cgroup-parent", lay.runtime_cgroup, "--log-level", args.log_level.lower()]  # fmt: skip
     if args.registry_config:
         argv += ["--registry-config", args.registry_config]
     if args.disable_default_registry_endpoint:

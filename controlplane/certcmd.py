@@ -6,8 +6,9 @@ running control plane serves the new certificate from its next TLS
 handshake on, and clients, which trust the CA, go on without a restart.
 k3s' service names where they map: `api-server` (the serving certificate
 and the API server's client certificate towards agents). Agents' serving
-certificates are their own (issued at join, one year). `check` lists each
-certificate with its expiry.
+certificates are their own (issued at join, one year, renewed by each
+agent through the CertificateSigningRequest API: agent/serving_certificate.py).
+`check` lists each certificate with its expiry.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from controlplane.apiserver.rbaccomponents import (
     ComponentIdentity,
 )
 from controlplane.client.component import SOCKET_ENV
+from controlplane.client.secureserving import SecureServingOptions
 from controlplane.supervisor import ProcessSpec
 
 # How each component runs as a process: `python -m MODULE --kubeconfig FILE`.
@@ -37,6 +38,34 @@ PROCESS_MODULES: dict[str, tuple[str, ComponentIdentity]] = {
 METRICS_FLAGS = {"scheduler": "scheduler_metrics_listen",
                  "volcano-scheduler": "volcano_metrics_listen"}  # fmt: skip
 CONFIG_FLAGS = {"scheduler": "scheduler_config", "volcano-scheduler": "volcano_scheduler_config"}
+
+
+# Which `skiff controlplane` flag gives each component its --secure-port.
+SECURE_PORT_FLAGS = {"scheduler": "scheduler_secure_port",
+                     "volcano-scheduler": "volcano_scheduler_secure_port",
+                     "controllers": "controller_manager_secure_port"}  # fmt: skip
+
+
+def secure_serving(
+    name: str, args: argparse.Namespace, data_dir: Path
+) -> SecureServingOptions | None:
+    """Component `name`'s secure port as `skiff controlplane` gives it: its
+    --*-secure-port on --component-bind-address, a self-signed certificate,
+    client certificates of the cluster CA; None for port 0."""
+    port = int(getattr(args, SECURE_PORT_FLAGS[name], 0) or 0)
+    if not port:
+        return None
+    return SecureServingOptions(secure_port=port,
+                                bind_address=getattr(args, "component_bind_address", "127.0.0.1"),
+                                client_ca_file=str(data_dir / "pki" / "ca.crt"))  # fmt: skip
+
+
+def secure_argv(options: SecureServingOptions | None) -> list[str]:
+    """The flags that give a component process `options` (--secure-port=0: none)."""
+    if options is None:
+        return ["--secure-port=0"]
+    return [f"--secure-port={options.secure_port}", f"--bind-address={options.bind_address}",
+            f"--client-ca-file={options.client_ca_file}"]  # fmt: skip
 
 
 def manager_argv(args: argparse.Namespace) -> list[str]:
@@ -97,6 +126,7 @@ def component_processes(
                 "--log-level", args.log_level]  # fmt: skip
         if name == "controllers":
             argv += manager_argv(args)
+        argv += secure_argv(secure_serving(name, args, data_dir))
         listen = getattr(args, METRICS_FLAGS.get(name, ""), "")
         if listen:
             argv += ["--metrics-listen", listen]

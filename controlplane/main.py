@@ -57,9 +57,14 @@ from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
-from controlplane.componentprocs import check_components, component_processes, use_processes
+from controlplane.componentprocs import (
+    check_components,
+    component_processes,
+    secure_serving,
+    use_processes,
+)
 from controlplane.datadir import DataDirError, DataDirLock
-from controlplane.main_flags import DEFAULT_TOKEN_TTL
+from controlplane.main_flags import DEFAULT_TOKEN_TTL, flag_problem
 from controlplane.main_flags import build_parser as build_parser  # `skiff controlplane`'s flags
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 from controlplane.supervisor import Supervisor
@@ -92,13 +97,17 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
     from controlplane.scheduler import run as scheduler
     from controlplane.scheduler.batch import run as batch_scheduler
 
+    data_dir = Path(args.data_dir)
     return [
-        ("scheduler", scheduler.component(args.scheduler_config, args.scheduler_metrics_listen)),
-        ("volcano-scheduler", batch_scheduler.component(args.volcano_scheduler_config,
-                                                        args.volcano_metrics_listen)),
+        ("scheduler", scheduler.component(args.scheduler_config, args.scheduler_metrics_listen,
+                                          secure_serving("scheduler", args, data_dir))),
+        ("volcano-scheduler", batch_scheduler.component(
+            args.volcano_scheduler_config, args.volcano_metrics_listen,
+            secure_serving("volcano-scheduler", args, data_dir))),
         ("controllers", manager.component(manager.config_from_args(args),
                                           args.controller_metrics_listen,
-                                          Path(args.data_dir) / CONTROLLER_MANAGER.kubeconfig)),
+                                          data_dir / CONTROLLER_MANAGER.kubeconfig,
+                                          secure_serving("controllers", args, data_dir))),
     ]  # fmt: skip
 
 
@@ -298,6 +307,9 @@ class RunningControlPlane:
 
 def start(args: argparse.Namespace) -> RunningControlPlane:
     """Open the store, serve the API, write credentials, start the components."""
+    problem = flag_problem(args)  # also for `skiff up`'s embedded control plane
+    if problem:
+        raise StartError(problem)
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)  # the database holds Secrets; pki/ holds keys
@@ -434,6 +446,10 @@ def answers(socket: str, token: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    problem = flag_problem(args)
+    if problem:
+        print(f"skiff controlplane: {problem}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import ipaddress
 import os
 
 from controlplane import dataprep
@@ -71,7 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for who in ("scheduler", "volcano"):
         p.add_argument(f"--{who}-metrics-listen", default="", help=f"HOST:PORT for the {who} "
-                       "scheduler's /metrics (plain HTTP; keep it on loopback)")  # fmt: skip
+                       "scheduler's /metrics over plain HTTP, besides its secure port (keep "
+                       "it on loopback)")  # fmt: skip
+    for who, port in (("scheduler", 10259), ("volcano-scheduler", 10260),
+                      ("controller-manager", 10257)):  # fmt: skip
+        p.add_argument(f"--{who}-secure-port", type=int, default=port,
+                       help=f"the {who}'s HTTPS port for /metrics and health checks, "
+                       "callers checked by TokenReview or client certificate, then "
+                       "SubjectAccessReview (its --secure-port; 0: none)")  # fmt: skip
+    p.add_argument("--component-bind-address", default="127.0.0.1",
+                   help="the address the schedulers' and the controller manager's secure "
+                   "ports listen on (their --bind-address; 127.0.0.1 as k3s and kubeadm)")  # fmt: skip
     p.add_argument(
         "--max-workers",
         type=int,
@@ -153,3 +164,16 @@ def build_parser() -> argparse.ArgumentParser:
     dataprep.add_flags(p)
     manager.add_flags(p)
     return p  # fmt: skip
+
+
+def flag_problem(args: argparse.Namespace) -> str:
+    """What is wrong with the components' secure serving flags ("" : nothing)."""
+    try:
+        ipaddress.ip_address(args.component_bind_address)
+    except ValueError:
+        return f"--component-bind-address: {args.component_bind_address!r} is not an IP address"
+    for who in ("scheduler", "volcano-scheduler", "controller-manager"):
+        port = getattr(args, f"{who.replace('-', '_')}_secure_port")
+        if not 0 <= port <= 65535:
+            return f"--{who}-secure-port: {port} is not a port (0-65535; 0: none)"
+    return ""

@@ -90,6 +90,11 @@ def subject(request: x509.CertificateSigningRequest) -> tuple[str, list[str]]:
     return (str(cn[0].value) if cn else "", [str(o.value) for o in orgs])
 
 
+def alt_names(request: x509.CertificateSigningRequest) -> x509.SubjectAlternativeName:
+    """A request's subject alternative names (none: an empty list)."""
+    return _sans(request)
+
+
 def _sans(request: x509.CertificateSigningRequest) -> x509.SubjectAlternativeName:
     try:
         found: x509.SubjectAlternativeName = request.extensions.get_extension_for_class(

@@ -90,6 +90,9 @@ _SCHEDULING = [
     _rule(["create"], [""], ["bindings", "pods/binding"]),
     _rule(WRITE, [""], ["pods/status"]),
     _rule(READ, ["scheduling.k8s.io"], ["priorityclasses"]),
+    # Delegated authn/authz of its secure port (kube-scheduler's role has them too).
+    _rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+    _rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
 ]
 
 
@@ -148,9 +151,11 @@ CONTROLLER_MANAGER_RULES = [
      "resourceNames": ["kubernetes.io/kube-apiserver-client",
                        "kubernetes.io/kube-apiserver-client-kubelet",
                        "kubernetes.io/kubelet-serving"]},
-    # csrapproving: kubelet client certificates after a SubjectAccessReview.
+    # csrapproving: kubelet client certificates after a SubjectAccessReview,
+    # serving certificates for the Node's own addresses.
     {**_rule(["approve"], ["certificates.k8s.io"], ["signers"]),
-     "resourceNames": ["kubernetes.io/kube-apiserver-client-kubelet"]},
+     "resourceNames": ["kubernetes.io/kube-apiserver-client-kubelet",
+                       "kubernetes.io/kubelet-serving"]},
     # The clusterrole-aggregation controller writes the union of other roles
     # into the aggregated defaults (not into its own role: no way up from here).
     {**_rule(["escalate"], ["rbac.authorization.k8s.io"], ["clusterroles"]),

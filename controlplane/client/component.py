@@ -30,14 +30,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 
 from controlplane.api import jsoncodec
+from controlplane.client import secureserving
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ClientConfig, ConfigError, load_config
 from controlplane.client.interface import ApiClient
+from controlplane.client.secureserving import (
+    SecureServer,
+    SecureServingOptions,
+    delegation,
+)
 from machinery import metrics
 
 log = logging.getLogger("skiff.component")
@@ -92,6 +98,82 @@ def with_metrics(
     return begin
 
 
+def with_secure_serving(
+    start: Callable[[ApiClient, threading.Event], threading.Thread],
+    registry: Callable[[], CollectorRegistry],
+    options: SecureServingOptions | None,
+) -> Callable[[ApiClient, threading.Event], threading.Thread]:
+    """`start`, with the component's /metrics and health checks on its secure
+    port (secureserving.py) from its start until its thread has ended;
+    `start` itself without options or with port 0. A port that cannot be
+    bound is logged and the component runs without it."""
+    if options is None or not options.secure_port:
+        return start
+
+    def begin(client: ApiClient, stop: threading.Event) -> threading.Thread:
+        found = registry()
+        server = open_secure_port(client, options, lambda: metrics.render(found))
+        try:
+            thread = start(client, stop)
+        except BaseException:
+            if server is not None:
+                server.close()
+            raise
+        if server is not None:
+            port = server
+
+            def close() -> None:
+                thread.join()
+                port.close()
+
+            threading.Thread(target=close, name=f"{thread.name}-secure", daemon=True).start()
+        return thread
+
+    return begin
+
+
+class OpenPort:
+    """A secure port and the review connections opened for it."""
+
+    def __init__(self, server: SecureServer, clients: list[Any]) -> None:
+        self.server, self.clients = server, clients
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def close(self) -> None:
+        self.server.stop()
+        for client in self.clients:
+            client.close()
+
+
+def open_secure_port(
+    client: Any,
+    options: SecureServingOptions,
+    render: Callable[[], bytes],
+    health: Callable[[], str] = lambda: "",
+) -> OpenPort | None:
+    """Serve `render` (/metrics) and `health` on the secure port; None (logged)
+    when it cannot listen or its certificate does not load."""
+    opened: list[Any] = []
+
+    def connect_to(path: str) -> Any:
+        found = connect(load_config(path), timeout=30)
+        opened.append(found)
+        return found
+
+    try:
+        auth = delegation(client, options, connect_to)
+        return OpenPort(SecureServer(options, auth, render, health), opened)
+    except (OSError, ValueError, ConfigError) as err:
+        for c in opened:
+            c.close()
+        log.error("secure port %s:%d not served: %s",
+                  options.bind_address, options.secure_port, err)  # fmt: skip
+        return None
+
+
 def in_background(
     name: str, run: Callable[[ApiClient, threading.Event, T], None], load: Callable[[], T]
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
@@ -124,6 +206,8 @@ class ConfiguredComponent(Generic[T]):
     run: Callable[[ApiClient, threading.Event, T], None]
     # The process's metrics registry, served on --metrics-listen (None: no flag).
     metrics: Callable[[], CollectorRegistry] | None = None
+    # Its default --secure-port (secureserving.py), for /metrics and health (0: no flags).
+    secure_port: int = 0
 
     def main(self, module: str, argv: Sequence[str] | None = None) -> int:
         """Parse the flags, refuse a bad configuration (status 2), run until a signal."""
@@ -133,7 +217,11 @@ class ConfiguredComponent(Generic[T]):
         parser.add_argument(*self.config_flags, dest="config", default=None, help=self.config_help)
         parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
         if self.metrics is not None:
-            parser.add_argument("--metrics-listen", default="", help="HOST:PORT for /metrics")
+            parser.add_argument("--metrics-listen", default="",
+                                help="HOST:PORT for /metrics over plain HTTP (keep it on "
+                                "loopback; the secure port checks its callers)")  # fmt: skip
+        if self.secure_port:
+            secureserving.add_flags(parser, self.secure_port)
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
         logging.basicConfig(
             level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -143,9 +231,17 @@ class ConfiguredComponent(Generic[T]):
         except (OSError, ValueError) as err:
             print(f"{self.prog}: refusing to start: {err}", file=sys.stderr)
             return 2
+        serving = None
+        if self.secure_port:
+            try:
+                serving = secureserving.options_from_args(args)
+            except ValueError as err:
+                print(f"{self.prog}: refusing to start: {err}", file=sys.stderr)
+                return 2
         start = in_background(self.thread, self.run, lambda: config)
         if self.metrics is not None:
             start = with_metrics(start, self.metrics, args.metrics_listen)
+            start = with_secure_serving(start, self.metrics, serving)
         return run_component(self.prog, args.kubeconfig, start, self.field_manager)
 
 

@@ -33,14 +33,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from controlplane.api.k8sproto.duration import parse_duration
+from controlplane.client.component import open_secure_port
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
+from controlplane.client.secureserving import SecureServingOptions
 from controlplane.controllers.base import Controller, ControllerContext, ManagerConfig
 from controlplane.controllers.metrics import ManagerMetrics
 from machinery.clock import Clock, RealClock
 from machinery.metrics import CONTENT_TYPE
 from machinery.metrics import render as metrics_render
+
+SECURE_PORT = 10257  # kube-controller-manager's --secure-port
 
 log = logging.getLogger(__name__)
 
@@ -422,12 +426,16 @@ def _signing_duration(text: str) -> float:
 
 
 def component(
-    config: ManagerConfig, metrics_listen: str = "", rest_config: Path | None = None
+    config: ManagerConfig,
+    metrics_listen: str = "",
+    rest_config: Path | None = None,
+    secure: SecureServingOptions | None = None,
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """A `skiff controlplane` component function running a manager with `config`;
-    `rest_config` (the kubeconfig) names the REST API the HPA reads stats from.
-    The thread it returns ends once `stop` is set and the manager has stopped
-    (its Lease released)."""
+    `rest_config` (the kubeconfig) names the REST API the HPA reads stats from;
+    with `secure`, /metrics and the health checks are on its secure port
+    (kube-controller-manager's 10257). The thread it returns ends once `stop`
+    is set and the manager has stopped (its Lease released)."""
 
     def start_component(client: ApiClient, stop: threading.Event) -> threading.Thread:
         # The HPA reads pod usage from the metrics API (metrics.k8s.io), never from agents.
@@ -445,10 +453,18 @@ def component(
         if metrics_listen:
             host, _, port = metrics_listen.rpartition(":")
             manager.serve(host or "127.0.0.1", int(port))
+        secured = None
+        if secure is not None and secure.secure_port:
+            secured = open_secure_port(
+                client, secure, lambda: manager.metrics_text().encode(),
+                lambda: "" if manager.healthy() else "informers not synced",
+            )  # fmt: skip
 
         def stopper() -> None:
             stop.wait()
             manager.stop()
+            if secured is not None:
+                secured.close()
 
         thread = threading.Thread(target=stopper, name="controller-manager-stop", daemon=True)
         thread.start()
@@ -466,6 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`python -m controlplane.controllers.manager --kubeconfig FILE [flags]`: the
     controller manager alone, with its own identity (`<data-dir>/controller-manager.conf`;
     the HPA reads node stats through the REST API that file names)."""
+    from controlplane.client import secureserving
     from controlplane.client.component import run_component
 
     parser = argparse.ArgumentParser(prog="python -m controlplane.controllers.manager")
@@ -473,16 +490,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the controller manager's kubeconfig (controller-manager.conf)")  # fmt: skip
     parser.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
     add_flags(parser)
+    secureserving.add_flags(parser, SECURE_PORT)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
     try:
         config = config_from_args(args)
+        secure = secureserving.options_from_args(args)
     except ValueError as err:
         print(f"controller manager: refusing to start: {err}", file=sys.stderr)
         return 2
-    start = component(config, args.controller_metrics_listen, Path(args.kubeconfig))
+    start = component(config, args.controller_metrics_listen, Path(args.kubeconfig), secure)
     return run_component("controller manager", args.kubeconfig, start, "kube-controller-manager")
 
 

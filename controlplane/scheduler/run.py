@@ -31,10 +31,12 @@ from controlplane.client.component import (
     config_file,
     in_background,
     with_metrics,
+    with_secure_serving,
 )
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
+from controlplane.client.secureserving import SecureServingOptions
 from controlplane.scheduler import config as sched_config
 from controlplane.scheduler import metrics as sched_metrics
 from controlplane.scheduler.binder import ApiClusterWriter, BindError, ThreadExecutor
@@ -43,6 +45,7 @@ from controlplane.scheduler.volume_state import watch_storage
 
 log = logging.getLogger("skiff.scheduler")
 Obj = dict[str, Any]
+SECURE_PORT = 10259  # kube-scheduler's --secure-port
 CONFIG_ENV = "SKIFF_SCHEDULER_CONFIG"
 
 
@@ -163,18 +166,22 @@ def checked(path: str | None = None) -> sched_config.SchedulerConfig:
 
 
 def component(
-    config_path: str | None = None, metrics_listen: str = ""
+    config_path: str | None = None,
+    metrics_listen: str = "",
+    secure: SecureServingOptions | None = None,
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a scheduler configured by the file `config_path`
     (see load_config; a bad profile refuses to start, with the reason), its
-    /metrics served on `metrics_listen` (HOST:PORT) if given."""
+    /metrics served on `metrics_listen` (HOST:PORT) if given, and on its
+    secure port with `secure`."""
     found = sched_metrics.SchedulerMetrics()  # this component's own, whatever else runs here
 
     def run_reporting(client: ApiClient, stop: threading.Event, cfg: Any) -> None:
         run(client, stop, cfg, found)
 
     start = in_background("scheduler", run_reporting, lambda: checked(config_path))
-    return with_metrics(start, lambda: found.registry, metrics_listen)
+    start = with_metrics(start, lambda: found.registry, metrics_listen)
+    return with_secure_serving(start, lambda: found.registry, secure)
 
 
 ALONE = ConfiguredComponent(
@@ -187,6 +194,7 @@ ALONE = ConfiguredComponent(
     load=checked,
     run=run,
     metrics=lambda: sched_metrics.for_process().registry,
+    secure_port=SECURE_PORT,
 )
 
 

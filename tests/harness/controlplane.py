@@ -43,6 +43,10 @@ class ControlPlane:
             "--data-dir", str(self.data_dir),
             "--bookmark-interval", "0.5",
             *([] if self.components else ["--disable", "scheduler", "--disable", "controllers"]),
+            # No component's secure port on the host's standard ports (tests
+            # run side by side); a test that wants them names free ones after.
+            "--scheduler-secure-port=0", "--volcano-scheduler-secure-port=0",
+            "--controller-manager-secure-port=0",
             *self.extra_args,
         ]  # fmt: skip
 

@@ -30,10 +30,12 @@ from controlplane.client.component import (
     config_file,
     in_background,
     with_metrics,
+    with_secure_serving,
 )
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
+from controlplane.client.secureserving import SecureServingOptions
 from controlplane.scheduler.batch import builtin
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch import metrics as batch_metrics
@@ -44,6 +46,9 @@ from machinery import rfc3339
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
+# The batch scheduler's --secure-port: vc-scheduler has none (its metrics are
+# plain HTTP on :8080), so skiff's choice, beside kube-scheduler's 10259.
+SECURE_PORT = 10260
 CONFIG_ENV = "SKIFF_VOLCANO_CONFIG"
 
 
@@ -161,18 +166,22 @@ def run(
 
 
 def component(
-    conf_path: str | None = None, metrics_listen: str = ""
+    conf_path: str | None = None,
+    metrics_listen: str = "",
+    secure: SecureServingOptions | None = None,
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """The component hook of a batch scheduler configured by the file
     `conf_path` (see load_conf; a bad one refuses to start, naming the line),
-    its /metrics served on `metrics_listen` (HOST:PORT) if given."""
+    its /metrics served on `metrics_listen` (HOST:PORT) if given, and on its
+    secure port with `secure`."""
     found = batch_metrics.BatchMetrics()  # this component's own, whatever else runs here
 
     def run_reporting(client: ApiClient, stop: threading.Event, conf: batch_conf.Conf) -> None:
         run(client, stop, conf, found)
 
     start = in_background("volcano-scheduler", run_reporting, lambda: load_conf(conf_path))
-    return with_metrics(start, lambda: found.registry, metrics_listen)
+    start = with_metrics(start, lambda: found.registry, metrics_listen)
+    return with_secure_serving(start, lambda: found.registry, secure)
 
 
 ALONE = ConfiguredComponent(
@@ -185,6 +194,7 @@ ALONE = ConfiguredComponent(
     load=load_conf,
     run=run,
     metrics=lambda: batch_metrics.for_process().registry,
+    secure_port=SECURE_PORT,
 )
 
 

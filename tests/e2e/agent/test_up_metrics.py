@@ -4,16 +4,20 @@
   Kubernetes' names: the API server's /metrics, and the agent's /metrics,
   /metrics/cadvisor, /metrics/resource and /metrics/probes through the API
   server's node proxy (`kubectl get --raw /api/v1/nodes/<n>/proxy/...`).
+- The schedulers and the controller manager serve /metrics on their
+  secure ports with delegated authn/authz (401, 403, 200 by credential).
 - A real Prometheus (Debian's package, static targets: it has no
   Kubernetes service discovery) scrapes the API server's /metrics and the
   node's three endpoints through the node proxy with a ServiceAccount
-  token, and reports every target up. Skipped when prometheus is not
+  token, and the three components' secure ports with a token bound to
+  system:monitoring, and reports every target up. Skipped when prometheus is not
   installed (`make test` installs it with the test packages).
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import shutil
 import ssl
@@ -60,7 +64,17 @@ SCRAPER_RBAC = [
      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                  "name": "prometheus"},
      "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "default"}]},
+    # The components' secure ports: Kubernetes' system:monitoring (get /metrics).
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+     "metadata": {"name": "prometheus-monitoring"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                 "name": "system:monitoring"},
+     "subjects": [{"kind": "ServiceAccount", "name": "monitor", "namespace": "default"}]},
+    {"apiVersion": "v1", "kind": "ServiceAccount",
+     "metadata": {"name": "monitor", "namespace": "default"}},
 ]  # fmt: skip
+COMPONENT_SERIES = {"scheduler": "scheduler_pending_pods", "volcano": "volcano_schedule_attempts",
+                    "controller-manager": "workqueue_depth"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +170,60 @@ def test_agent_serves_metrics_to_a_token_allowed_nodes_metrics(cluster: Cluster)
         shutil.rmtree(base, ignore_errors=True)
 
 
+def component_ports(cluster: Cluster) -> dict[str, int]:
+    up = cluster.up
+    return {"scheduler": up.scheduler_port, "volcano": up.volcano_port,
+            "controller-manager": up.controller_manager_port}  # fmt: skip
+
+
+def _get_secure(port: int, path: str, token: str = "") -> tuple[int, str]:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # self-signed, as kube-scheduler's without --tls-cert-file
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(f"https://127.0.0.1:{port}{path}", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_components_serve_metrics_on_their_secure_ports(cluster: Cluster) -> None:
+    """kube-scheduler's and kube-controller-manager's delegated authn/authz:
+    a token the API server does not know is 401, no credentials are
+    system:anonymous (403), a ServiceAccount without the permission 403, one
+    bound to system:monitoring 200; the health checks answer anyone."""
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                          "items": SCRAPER_RBAC}))  # fmt: skip
+    allowed = cluster.kubectl("create", "token", "monitor").stdout.strip()
+    cluster.kubectl("create", "serviceaccount", "stranger")
+    refused = cluster.kubectl("create", "token", "stranger").stdout.strip()
+    for name, port in component_ports(cluster).items():
+        health = functools.partial(_healthy, port)
+        assert wait_for(health, timeout=30, message=f"{name} /healthz") == (200, "ok"), name
+        code, body = _get_secure(port, "/metrics", "not-a-token")
+        assert (code, json.loads(body)["reason"]) == (401, "Unauthorized"), (name, body)
+        code, body = _get_secure(port, "/metrics")
+        assert code == 403, (name, body)
+        assert json.loads(body)["message"] == (
+            'forbidden: User "system:anonymous" cannot get path "/metrics"'), body  # fmt: skip
+        code, body = _get_secure(port, "/metrics", refused)
+        assert code == 403, (name, body)
+        assert json.loads(body)["message"] == ('forbidden: User '
+            '"system:serviceaccount:default:stranger" cannot get path "/metrics"'), body  # fmt: skip
+        code, body = _get_secure(port, "/metrics", allowed)
+        assert code == 200 and COMPONENT_SERIES[name] in families(body), (name, body[:300])
+
+
+def _healthy(port: int) -> tuple[int, str] | None:
+    try:
+        answer = _get_secure(port, "/healthz")
+    except OSError:  # not listening yet
+        return None
+    return answer if answer[0] == 200 else None
+
+
 def _ca_file(cluster: Cluster, base: Path) -> Path:
     conf = yaml.safe_load(cluster.kubeconfig.read_text())
     data = conf["clusters"][0]["cluster"]["certificate-authority-data"]
@@ -177,7 +245,9 @@ def test_prometheus_scrapes_apiserver_and_node_through_the_proxy(cluster: Cluste
     base = Path(tempfile.mkdtemp(prefix="skiff-prom-"))
     proc: subprocess.Popen[bytes] | None = None
     try:
+        monitor = cluster.kubectl("create", "token", "monitor", "--duration=1h").stdout.strip()
         (base / "token").write_text(token)
+        (base / "monitor-token").write_text(monitor)
         common = {"scheme": "https", "scrape_interval": "1s", "scrape_timeout": "1s",
                   "tls_config": {"ca_file": str(_ca_file(cluster, base))},
                   "authorization": {"credentials_file": str(base / "token")},
@@ -187,6 +257,14 @@ def test_prometheus_scrapes_apiserver_and_node_through_the_proxy(cluster: Cluste
                           ("resource", "metrics/resource")):  # fmt: skip
             jobs.append({"job_name": job, "metrics_path": f"/api/v1/nodes/{node}/proxy/{page}",
                          **common})  # fmt: skip
+        # The components' secure ports: self-signed certificates (as
+        # kube-prometheus scrapes kube-scheduler: insecureSkipVerify) and
+        # a token bound to system:monitoring.
+        for job, port in component_ports(cluster).items():
+            jobs.append({**common, "job_name": job,
+                         "tls_config": {"insecure_skip_verify": True},
+                         "authorization": {"credentials_file": str(base / "monitor-token")},
+                         "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]})  # fmt: skip
         (base / "prometheus.yml").write_text(yaml.safe_dump({"scrape_configs": jobs}))
         port = free_port()
         log = (base / "prometheus.log").open("wb")
@@ -210,19 +288,20 @@ def test_prometheus_scrapes_apiserver_and_node_through_the_proxy(cluster: Cluste
 
         def all_up() -> list[dict[str, Any]]:
             found = targets()
-            return found if len(found) == 4 and all(t["health"] == "up" for t in found) else []
+            return found if len(found) == 7 and all(t["health"] == "up" for t in found) else []
 
         try:
             up = wait_for(all_up, timeout=60, interval=0.5, message="every Prometheus target up")
         except Exception:
             raise AssertionError(json.dumps(targets(), indent=1)) from None
-        assert {t["labels"]["job"] for t in up} == {"apiserver", "kubelet", "cadvisor", "resource"}
+        assert {t["labels"]["job"] for t in up} == {"apiserver", "kubelet", "cadvisor", "resource",
+                                                    *component_ports(cluster)}  # fmt: skip
         query = "sum(up)"
         with urllib.request.urlopen(
             f"http://127.0.0.1:{port}/api/v1/query?query={query}", timeout=5
         ) as r:
             result = json.load(r)["data"]["result"]
-        assert float(result[0]["value"][1]) == 4.0, result
+        assert float(result[0]["value"][1]) == 7.0, result
     finally:
         if proc is not None:
             proc.terminate()

@@ -94,6 +94,11 @@ class Up:
     # anything else on this machine, may hold them).
     http_port: int = field(default_factory=free_port)
     https_port: int = field(default_factory=free_port)
+    # The schedulers' and the controller manager's secure ports: never the
+    # standard ones another instance may hold.
+    scheduler_port: int = field(default_factory=free_port)
+    volcano_port: int = field(default_factory=free_port)
+    controller_manager_port: int = field(default_factory=free_port)
     daemon: Daemon | None = None
 
     @property
@@ -116,6 +121,9 @@ class Up:
             "--agent-port", str(self.agent_port),
             "--ingress-http-port", str(self.http_port),
             "--ingress-https-port", str(self.https_port),
+            "--scheduler-secure-port", str(self.scheduler_port),
+            "--volcano-scheduler-secure-port", str(self.volcano_port),
+            "--controller-manager-secure-port", str(self.controller_manager_port),
             "--cluster-cidr", self.cluster_cidr,
             "--service-cidr", self.service_cidr,
             "--registry-config", str(registries),

@@ -5,6 +5,8 @@ prometheus_client's text parser: kube-scheduler's, client-go's workqueue
 
 from __future__ import annotations
 
+import ssl
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from controlplane.client.config import load_config
 from tests.harness.controlplane import ControlPlane
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
@@ -35,17 +38,34 @@ def scrape(port: int) -> dict[str, Any]:
         return {f.name: f for f in text_string_to_metric_families(r.read().decode())}
 
 
+def scrape_secure(port: int, token: str) -> tuple[int, str]:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # self-signed, as kube-scheduler's own
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
 @pytest.mark.parametrize("mode", ["--component-processes", "--no-component-processes"])
 def test_every_component_serves_its_own_metrics(tmp_path: Path, mode: str) -> None:
     """As processes, and as threads of one process (each component its own
     registry all the same)."""
     ports = {name: free_port() for name in EXPECTED}
+    secure = {name: free_port() for name in EXPECTED}
     cp = ControlPlane(
         tmp_path / "cp",
         [mode,
          "--scheduler-metrics-listen", f"127.0.0.1:{ports['scheduler']}",
          "--volcano-metrics-listen", f"127.0.0.1:{ports['volcano']}",
-         "--controller-metrics-listen", f"127.0.0.1:{ports['controllers']}"],
+         "--controller-metrics-listen", f"127.0.0.1:{ports['controllers']}",
+         "--scheduler-secure-port", str(secure["scheduler"]),
+         "--volcano-scheduler-secure-port", str(secure["volcano"]),
+         "--controller-manager-secure-port", str(secure["controllers"])],
         components=True,
     )  # fmt: skip
     cp.start()
@@ -83,5 +103,15 @@ def test_every_component_serves_its_own_metrics(tmp_path: Path, mode: str) -> No
         assert "scheduler_pending_pods" not in found["volcano"]
         queues_seen = {s.labels["name"] for s in found["controllers"]["workqueue_depth"].samples}
         assert {"replicaset", "deployment", "daemonset", "cronjob"} <= queues_seen, queues_seen
+        # The same series on each secure port: the admin (system:masters) may
+        # read them, nobody without credentials.
+        admin = load_config(cp.data_dir / "admin.conf").token
+        for name, port in secure.items():
+            code, body = scrape_secure(port, admin)
+            assert code == 200 and EXPECTED[name] <= {
+                f.name for f in text_string_to_metric_families(body)
+            }, name
+            code, body = scrape_secure(port, "")
+            assert code == 403 and "system:anonymous" in body, (name, body)
     finally:
         cp.close()
