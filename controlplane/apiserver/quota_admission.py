@@ -90,15 +90,30 @@ class QuotaAdmission:
         self._lock = threading.Lock()
         self._pending: dict[str, list[_Ask]] = {}
         self._busy: set[str] = set()
+        self._reading: dict[str, threading.Lock] = {}
 
-    @staticmethod
-    def quotas(reg: Registry, namespace: str) -> list[Object]:
-        """The namespace's quotas as last read (shared: read only)."""
-        info = by_kind("ResourceQuota")
-        found: list[Object] = reg.cached(
-            list_prefix(info, namespace), namespace,
-            lambda: [decode(d, r) for d, r in reg.list("ResourceQuota", namespace).items],
-        )  # fmt: skip
+    def quotas(self, reg: Registry, namespace: str) -> list[Object]:
+        """The namespace's quotas as last read (shared: read only).
+
+        Where the store tells when a prefix was last written (the read cache
+        keeps them), one caller of a namespace at a time reads them again: a
+        charge's commit releases many creates at once, whose next requests
+        all find the quotas changed, and the first one's read serves the rest.
+        """
+        prefix = list_prefix(by_kind("ResourceQuota"), namespace)
+
+        def load() -> list[Object]:
+            return [decode(d, r) for d, r in reg.list("ResourceQuota", namespace).items]
+
+        def once() -> list[Object]:
+            with self._lock:
+                reading = self._reading.setdefault(namespace, threading.Lock())
+            with reading:
+                again: list[Object] = reg.cached(prefix, namespace, load)
+                return again
+
+        cached = getattr(reg.store, "prefix_revision", None) is not None
+        found: list[Object] = reg.cached(prefix, namespace, once if cached else load)
         return found
 
     def __call__(
