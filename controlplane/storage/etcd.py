@@ -43,6 +43,7 @@ from proto.etcd.mvccpb import kv_pb2
 log = logging.getLogger(__name__)
 
 TIMEOUT = 10.0
+MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 
 
 def _target(endpoints: list[str]) -> str:
@@ -345,7 +346,10 @@ class EtcdStore:
                 raise KeyExists(key)
             seen.add(key)
         if updates:
-            self._guarded_updates(updates, [key for key, _ in creates])
+            # The names' checks spare a taken name its charge; past etcd's limit
+            # of operations per Txn (--max-txn-ops) the creates alone check them.
+            free = [key for key, _ in creates] if len(updates) + len(creates) <= MAX_TXN_OPS else []
+            self._guarded_updates(updates, free)
         calls = [(key, self._kv.Txn.future(self._create_txn(key, value), timeout=TIMEOUT))
                  for key, value in creates]  # fmt: skip
         results: list[int | StorageError] = []

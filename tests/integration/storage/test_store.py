@@ -240,3 +240,14 @@ def test_update_and_create_conflicting_exactly_one_wins(store: Store) -> None:
     assert len(wins) == 1
     assert store.get("/race").value == str(wins[0]).encode()
     assert [kv.key for kv in store.range("/objs/").items] == [f"/objs/{wins[0]}"]
+
+
+def test_update_and_create_past_etcds_operations_per_txn(store: Store) -> None:
+    """More creates than etcd takes operations in one Txn (128) are written all the same."""
+    rev = store.create("/many/q", b"0")
+    made = store.update_and_create(
+        [("/many/q", b"150", rev)], [(f"/many/objs/{i:03d}", b"o") for i in range(150)]
+    )
+    assert all(isinstance(r, int) for r in made) and len(set(made)) == 150
+    assert len(store.range("/many/objs/").items) == 150
+    assert store.get("/many/q").value == b"150"
