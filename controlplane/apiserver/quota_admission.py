@@ -16,9 +16,14 @@ server threads never both take the last unit. As Kubernetes' quota
 evaluator, the writes are batched per namespace: the first caller of a
 namespace evaluates and charges every request that arrived while it
 worked, in order, with one write per quota, so concurrent creates share a
-quota write instead of queueing behind one each. The quota controller
-recomputes status.used from the objects themselves (an object refused
-after its charge is given back there). A dry run is checked, never charged.
+quota write instead of queueing behind one each. A create (`create`, which
+the registry calls to store one) is written with its batch's charge in one
+store transaction (Store.update_and_create): on SQLite one commit makes
+both durable, and an object whose name is taken is neither stored nor
+charged. The quota controller recomputes status.used from the objects
+themselves (an object refused after its charge, an update's or etcd's
+create that lost a race, is given back there). A dry run is checked,
+never charged.
 """
 
 from __future__ import annotations
@@ -40,7 +45,13 @@ from controlplane.apiserver.codec import (
 )
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import ApiError, Conflict, Forbidden, Unavailable
-from controlplane.storage.interface import KeyNotFound, RevisionMismatch, StoreUnavailable
+from controlplane.storage.interface import (
+    KeyExists,
+    KeyNotFound,
+    RevisionMismatch,
+    StorageError,
+    StoreUnavailable,
+)
 
 Object = dict[str, Any]
 
@@ -54,7 +65,10 @@ class _Ask:
     name: str
     obj: Object
     delta: quota.Usage
+    key: str = ""  # a create's store key and value, written with the charge
+    data: bytes | None = None
     error: ApiError | None = None
+    stored: int | StorageError | None = None  # the create's revision, or why not
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -76,41 +90,86 @@ class QuotaAdmission:
         self._lock = threading.Lock()
         self._pending: dict[str, list[_Ask]] = {}
         self._busy: set[str] = set()
+        self._reading: dict[str, threading.Lock] = {}
 
-    @staticmethod
-    def quotas(reg: Registry, namespace: str) -> list[Object]:
-        """The namespace's quotas as last read (shared: read only)."""
-        info = by_kind("ResourceQuota")
-        found: list[Object] = reg.cached(
-            list_prefix(info, namespace), namespace,
-            lambda: [decode(d, r) for d, r in reg.list("ResourceQuota", namespace).items],
-        )  # fmt: skip
+    def quotas(self, reg: Registry, namespace: str) -> list[Object]:
+        """The namespace's quotas as last read (shared: read only).
+
+        Where the store tells when a prefix was last written (the read cache
+        keeps them), one caller of a namespace at a time reads them again: a
+        charge's commit releases many creates at once, whose next requests
+        all find the quotas changed, and the first one's read serves the rest.
+        """
+        prefix = list_prefix(by_kind("ResourceQuota"), namespace)
+
+        def load() -> list[Object]:
+            return [decode(d, r) for d, r in reg.list("ResourceQuota", namespace).items]
+
+        def once() -> list[Object]:
+            with self._lock:
+                reading = self._reading.setdefault(namespace, threading.Lock())
+            with reading:
+                again: list[Object] = reg.cached(prefix, namespace, load)
+                return again
+
+        cached = getattr(reg.store, "prefix_revision", None) is not None
+        found: list[Object] = reg.cached(prefix, namespace, once if cached else load)
         return found
 
     def __call__(
         self, reg: Registry, info: KindInfo, obj: Object, old: Object | None, dry_run: bool
     ) -> None:
+        found = self._ask(reg, info, obj, old)
+        if found is None:
+            return
+        ask, current = found
+        if dry_run:  # checked against the quotas as they are, never charged
+            self._evaluate(ask, {str(meta_of(q).get("name")): _state(q, 0) for q in current})
+        else:
+            self._charge(reg, str(meta_of(obj).get("namespace") or ""), ask)
+        if ask.error is not None:
+            raise ask.error
+
+    def create(
+        self, reg: Registry, info: KindInfo, obj: Object, key: str, data: bytes
+    ) -> int | None:
+        """Store a create (obj, as `data` under `key`) with its charge, in one
+        store transaction; its revision, or None when no quota limits it (the
+        caller stores it alone). Raises the quota's refusal, or the store's
+        KeyExists (nothing charged) or StoreUnavailable."""
+        found = self._ask(reg, info, obj, None)
+        if found is None:
+            return None
+        ask = found[0]
+        ask.key, ask.data = key, data
+        self._charge(reg, str(meta_of(obj).get("namespace") or ""), ask)
+        if ask.error is not None:
+            raise ask.error
+        if isinstance(ask.stored, StorageError):
+            raise ask.stored
+        assert ask.stored is not None
+        return ask.stored
+
+    def _ask(
+        self, reg: Registry, info: KindInfo, obj: Object, old: Object | None
+    ) -> tuple[_Ask, list[Object]] | None:
+        """What the write asks of the namespace's quotas, and the quotas; None
+        when none of them limits it."""
         if not info.namespaced or (old is not None and info.key not in _UPDATED):
-            return
-        namespace = str(meta_of(obj).get("namespace") or "")
-        current = self.quotas(reg, namespace)
+            return None
+        current = self.quotas(reg, str(meta_of(obj).get("namespace") or ""))
         if not current:
-            return
+            return None
         delta = quota.usage(info, obj)
         if old is not None:
             delta.merge(quota.usage(info, old), -1)
             delta.values = {r: v for r, v in delta.values.items() if v > 0}
             if not delta.values:
-                return
+                return None
         ask = _Ask(info, str(meta_of(obj).get("name") or ""), obj, delta)
         if not any(_limits(q, ask) for q in current):
-            return
-        if dry_run:  # checked against the quotas as they are, never charged
-            self._evaluate(ask, {str(meta_of(q).get("name")): _state(q, 0) for q in current})
-        else:
-            self._charge(reg, namespace, ask)
-        if ask.error is not None:
-            raise ask.error
+            return None
+        return ask, current
 
     # ---- batching ---------------------------------------------------------------
 
@@ -124,7 +183,9 @@ class QuotaAdmission:
             return
         while True:
             with self._lock:
-                batch = self._pending.pop(namespace, [])
+                batch, later = _distinct(self._pending.pop(namespace, []))
+                if later:  # the same name asked twice: the next batch sees the first stored
+                    self._pending[namespace] = later
                 if not batch:
                     self._busy.discard(namespace)
                     return
@@ -142,7 +203,8 @@ class QuotaAdmission:
 
     def _run(self, reg: Registry, namespace: str, batch: list[_Ask]) -> None:
         info = by_kind("ResourceQuota")
-        for _ in range(_ATTEMPTS):
+        conflicts = 0
+        while batch:
             # The read cache answers a fresh list: it is stamped with the
             # revision of the namespace's quotas, which every write moves.
             states = {
@@ -152,27 +214,38 @@ class QuotaAdmission:
             for ask in batch:
                 ask.error = None
                 self._evaluate(ask, states)
-            try:
-                for name, state in states.items():
-                    if state.changed:
-                        updated = dict(state.obj)
-                        status = dict(updated.get("status") or {})
-                        status["used"] = state.used.formatted(
-                            set(state.used.values) | set(status.get("used") or {})
-                        )
-                        updated["status"] = status
-                        reg.store.update(
-                            object_key(info, namespace, name), encode(updated), state.rev
-                        )
+            updates = [
+                (object_key(info, namespace, name), encode(_charged(state)), state.rev)
+                for name, state in states.items()
+                if state.changed
+            ]
+            creates = [a for a in batch if a.error is None and a.data is not None]
+            if not updates and not creates:
                 return
-            except RevisionMismatch:
-                continue  # a quota changed under us (the controller): evaluate again
-            except KeyNotFound:
+            try:
+                stored = reg.store.update_and_create(
+                    updates, [(a.key, a.data) for a in creates if a.data is not None]
+                )
+            except KeyExists as err:  # its name is taken: neither stored nor charged
+                taken = next((a for a in creates if a.key == str(err)), None)
+                if taken is None:
+                    raise Unavailable(f"quota admission: {err}") from err
+                taken.stored = err
+                batch = [a for a in batch if a is not taken]
+                continue
+            except (RevisionMismatch, KeyNotFound):
+                # A quota changed under us (the controller): evaluate again.
+                conflicts += 1
+                if conflicts >= _ATTEMPTS:
+                    raise Conflict("Operation cannot be fulfilled on resourcequotas: the quotas "
+                                   "are being written by others; try again",
+                                   retry_after=1) from None  # fmt: skip
                 continue
             except StoreUnavailable as err:
                 raise Unavailable(str(err)) from err
-        raise Conflict("Operation cannot be fulfilled on resourcequotas: the quotas are being "
-                       "written by others; try again", retry_after=1)  # fmt: skip
+            for ask, result in zip(creates, stored, strict=True):
+                ask.stored = result
+            return
 
     # ---- evaluation ---------------------------------------------------------------
 
@@ -214,6 +287,29 @@ class QuotaAdmission:
                 if r in ask.delta.values:
                     state.used.add(r, ask.delta.values[r], r in ask.delta.binary)
                     state.changed = True
+
+
+def _distinct(batch: list[_Ask]) -> tuple[list[_Ask], list[_Ask]]:
+    """(the batch with each create's key once, the creates of a key already in it)."""
+    keys: set[str] = set()
+    first: list[_Ask] = []
+    later: list[_Ask] = []
+    for ask in batch:
+        if ask.data is not None and ask.key in keys:
+            later.append(ask)
+        else:
+            keys.add(ask.key)
+            first.append(ask)
+    return first, later
+
+
+def _charged(state: _Quota) -> Object:
+    """The quota with status.used as charged."""
+    updated = dict(state.obj)
+    status = dict(updated.get("status") or {})
+    status["used"] = state.used.formatted(set(state.used.values) | set(status.get("used") or {}))
+    updated["status"] = status
+    return updated
 
 
 def _state(obj: Object, rev: int) -> _Quota:

@@ -56,13 +56,7 @@ from controlplane.apiserver.registry_base import (
     too_many_writers,
 )
 from controlplane.apiserver.update_rules import POD_SPEC_SUBRESOURCES, RESIZE
-from controlplane.client.errors import (
-    AlreadyExists,
-    ApiError,
-    Invalid,
-    NotFound,
-    Unavailable,
-)
+from controlplane.client.errors import AlreadyExists, ApiError, Invalid, NotFound, Unavailable
 from controlplane.storage.interface import (
     KeyExists,
     KeyNotFound,
@@ -143,10 +137,12 @@ class Registry(RegistryBase):
         info = kind_info(kind)
         if info.create_only:
             return self._review(info, obj, namespace, identity)
-        new = self._prepare_create(kind, obj, namespace, identity, copy_input, manager, dry_run)
+        new = self._prepare_create(
+            kind, obj, namespace, identity, copy_input, manager, dry_run, defer=not dry_run
+        )
         if dry_run:
             return encode(new.obj), 0
-        return self._store_new(new)
+        return self._store_new(new, charge=True)  # quota charged as it is stored
 
     def _review(
         self, info: KindInfo, obj: Object, namespace: str | None, identity: Identity
@@ -233,8 +229,10 @@ class Registry(RegistryBase):
         copy_input: bool,
         manager: FieldManager | None,
         dry_run: bool = False,
+        defer: bool = False,
     ) -> _NewObject:
-        """Everything a create checks and fills in, up to the write."""
+        """Everything a create checks and fills in, up to the write (with `defer`
+        the quota's charge is left to it: admission_chain.store_create)."""
         info = kind_info(kind)
         self.check_stored(info)
         if not isinstance(obj, dict):
@@ -279,7 +277,8 @@ class Registry(RegistryBase):
             self.webhooks, self.validating, lambda o: self._again(info, o, None, ""),
         )  # fmt: skip
         for plugin in last:  # ResourceQuota
-            plugin(self, info, obj, None, dry_run)
+            if not admission_chain.deferred(plugin, defer):
+                plugin(self, info, obj, None, dry_run)
         self._record(info, None, obj, manager or default(identity), "")
         definition = kinds.definition(info.key)
         if info.has_status and not definition.keeps_status_on_create and "status" not in obj:
@@ -322,12 +321,15 @@ class Registry(RegistryBase):
         else:
             meta.pop("managedFields", None)
 
-    def _store_new(self, new: _NewObject) -> Stored:
+    def _store_new(self, new: _NewObject, charge: bool = False) -> Stored:
         for attempt in range(8):
             data = encode(new.obj)
             limits.check_stored(len(data), new.info.resource, new.name)
             try:
-                rev = self.store.create(object_key(new.info, new.ns, new.name), data)
+                rev = admission_chain.store_create(
+                    self.plugins if charge else (), self, new.info, new.obj,
+                    object_key(new.info, new.ns, new.name), data, self.store.create,
+                )  # fmt: skip
                 return data, rev
             except KeyExists as err:
                 if not new.generate or attempt == 7:

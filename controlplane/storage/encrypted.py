@@ -58,6 +58,14 @@ class EncryptedStore:
     def update_many(self, items: list[tuple[str, bytes, int]]) -> list[int | StorageError]:
         return self.inner.update_many([(k, self._seal(k, v), r) for k, v, r in items])
 
+    def update_and_create(
+        self, updates: list[tuple[str, bytes, int]], creates: list[tuple[str, bytes]]
+    ) -> list[int | StorageError]:
+        return self.inner.update_and_create(
+            [(k, self._seal(k, v), r) for k, v, r in updates],
+            [(k, self._seal(k, v)) for k, v in creates],
+        )
+
     def delete(self, key: str, expected_rev: int) -> int:
         return self.inner.delete(key, expected_rev)
 

@@ -43,6 +43,7 @@ from proto.etcd.mvccpb import kv_pb2
 log = logging.getLogger(__name__)
 
 TIMEOUT = 10.0
+MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 
 
 def _target(endpoints: list[str]) -> str:
@@ -193,9 +194,9 @@ class EtcdStore:
         except grpc.RpcError as err:
             raise _map_error(err, what) from err
 
-    def create(self, key: str, value: bytes) -> int:
+    def _create_txn(self, key: str, value: bytes) -> rpc_pb2.TxnRequest:
         k = self._k(key)
-        txn = rpc_pb2.TxnRequest(
+        return rpc_pb2.TxnRequest(
             compare=[
                 rpc_pb2.Compare(
                     key=k,
@@ -206,7 +207,9 @@ class EtcdStore:
             ],
             success=[rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=k, value=value))],
         )
-        resp = self._call(self._kv.Txn, txn, "create")
+
+    def create(self, key: str, value: bytes) -> int:
+        resp = self._call(self._kv.Txn, self._create_txn(key, value), "create")
         if not resp.succeeded:
             raise KeyExists(key)
         return int(resp.header.revision)
@@ -329,6 +332,66 @@ class EtcdStore:
             except StorageError as err:
                 results.append(err)
         return results
+
+    def update_and_create(
+        self, updates: list[tuple[str, bytes, int]], creates: list[tuple[str, bytes]]
+    ) -> list[int | StorageError]:
+        """The updates in one Txn that also checks every create's key is free,
+        then the creates side by side, each its own Txn and revision (one Txn
+        gives all its keys one revision, and an object's resourceVersion must be
+        its own): interface.Store.update_and_create."""
+        seen: set[str] = set()
+        for key, _ in creates:
+            if key in seen:
+                raise KeyExists(key)
+            seen.add(key)
+        if updates:
+            # The names' checks spare a taken name its charge; past etcd's limit
+            # of operations per Txn (--max-txn-ops) the creates alone check them.
+            free = [key for key, _ in creates] if len(updates) + len(creates) <= MAX_TXN_OPS else []
+            self._guarded_updates(updates, free)
+        calls = [(key, self._kv.Txn.future(self._create_txn(key, value), timeout=TIMEOUT))
+                 for key, value in creates]  # fmt: skip
+        results: list[int | StorageError] = []
+        for key, call in calls:
+            try:
+                resp = call.result()
+            except grpc.RpcError as err:
+                results.append(_map_error(err, "create"))
+                continue
+            results.append(int(resp.header.revision) if resp.succeeded else KeyExists(key))
+        return results
+
+    def _guarded_updates(self, updates: list[tuple[str, bytes, int]], free: list[str]) -> None:
+        keys = [self._k(key) for key, _, _ in updates] + [self._k(key) for key in free]
+        txn = rpc_pb2.TxnRequest(
+            compare=[
+                rpc_pb2.Compare(key=k, target=rpc_pb2.Compare.MOD, result=rpc_pb2.Compare.EQUAL,
+                                mod_revision=rev)
+                for k, (_, _, rev) in zip(keys, updates, strict=False)
+            ] + [
+                rpc_pb2.Compare(key=k, target=rpc_pb2.Compare.CREATE,
+                                result=rpc_pb2.Compare.EQUAL, create_revision=0)
+                for k in keys[len(updates):]
+            ],
+            success=[rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=k, value=value))
+                     for k, (_, value, _) in zip(keys, updates, strict=False)],
+            failure=[rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=k, keys_only=True))
+                     for k in keys],
+        )  # fmt: skip
+        resp = self._call(self._kv.Txn, txn, "update")
+        if resp.succeeded:
+            return
+        found = [r.response_range.kvs for r in resp.responses]
+        for (key, _, rev), kvs in zip(updates, found, strict=False):
+            if not kvs:
+                raise KeyNotFound(key)
+            if kvs[0].mod_revision != rev:
+                raise RevisionMismatch(key, int(kvs[0].mod_revision))
+        for key, kvs in zip(free, found[len(updates) :], strict=True):
+            if kvs:
+                raise KeyExists(key)
+        raise StoreUnavailable("etcd refused a transaction whose every comparison held")
 
     def delete(self, key: str, expected_rev: int) -> int:
         op = rpc_pb2.RequestOp(request_delete_range=rpc_pb2.DeleteRangeRequest(key=self._k(key)))

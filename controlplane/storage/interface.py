@@ -156,6 +156,21 @@ class Store(Protocol):
         make them durable together (SQLite: one group commit)."""
         ...
 
+    def update_and_create(
+        self, updates: list[tuple[str, bytes, int]], creates: list[tuple[str, bytes]]
+    ) -> list[int | StorageError]:
+        """Compare-and-swap every (key, value, expected_rev) of `updates` and create
+        every (key, value) of `creates`, all or nothing: when an update's key is
+        gone or moved (KeyNotFound, RevisionMismatch) or a create's key exists or
+        comes twice (KeyExists), that is raised and nothing is written. Otherwise
+        each write gets its own revision, the updates first, and the creates'
+        revisions are returned in order. SQLite makes them durable in one
+        transaction. etcd gives every key of one Txn the same revision, so it
+        writes the updates in one Txn that also checks the creates' keys are
+        free, then the creates; a create that loses a race in between is
+        returned as its KeyExists after the updates were written."""
+        ...
+
     def delete(self, key: str, expected_rev: int) -> int:
         """Compare-and-delete; returns the deletion revision."""
         ...

@@ -12,7 +12,9 @@ Tables: `objects` (current state), `history` (one row per write, trimmed to
 the newest `retention` revisions, used to resume watches), `meta`
 (revision, compacted revision, schema marker).
 
-Reads share a few connections, each lent for one read (sqlite_readers.py).
+The writes are operations run inside the writer's transaction
+(sqlite_ops.py). Reads share a few connections, each lent for one read
+(sqlite_readers.py).
 
 At open, a file that is not a SQLite database, is empty, fails
 `PRAGMA quick_check` or lacks our schema raises CorruptStore: the store never
@@ -28,11 +30,12 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from controlplane.storage import sqlite_ops as ops
 from controlplane.storage.interface import (
     Compacted,
     CorruptStore,
@@ -42,12 +45,12 @@ from controlplane.storage.interface import (
     KeyNotFound,
     KeyValue,
     Range,
-    RevisionMismatch,
     ScanPage,
     StorageError,
     StoreUnavailable,
     prefix_end,
 )
+from controlplane.storage.sqlite_ops import Op
 from controlplane.storage.sqlite_readers import ReaderPool
 
 log = logging.getLogger(__name__)
@@ -73,16 +76,11 @@ CREATE TABLE history (
 CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 """
 
-# An operation run inside the writer's transaction: (cursor, next revision) ->
-# (result, events it wrote, which used revisions next, next+1, ...). Raises
-# StorageError for its own precondition failures, before writing anything.
-_Op = Callable[[sqlite3.Cursor, int], tuple[Any, list[Event]]]
-
 
 class _Request:
     __slots__ = ("future", "op")
 
-    def __init__(self, op: _Op) -> None:
+    def __init__(self, op: Op) -> None:
         self.op = op
         self.future: Future[Any] = Future()
 
@@ -217,12 +215,16 @@ class SqliteStore:
 
     # -- writes ---------------------------------------------------------------
 
-    def _submit(self, op: _Op) -> int:
+    def _ask(self, op: Op) -> Any:
+        """Run op in the writer's next transaction; its result once durable."""
         if self._closed:
             raise StoreUnavailable("store is closed")
         request = _Request(op)
         self._queue.put(request)
-        return int(request.future.result())
+        return request.future.result()
+
+    def _submit(self, op: Op) -> int:
+        return int(self._ask(op))
 
     def _write_loop(self) -> None:
         while True:
@@ -317,62 +319,36 @@ class SqliteStore:
                     watch.push(event)
 
     def create(self, key: str, value: bytes) -> int:
-        return self._submit(self._create_op(key, value))
+        return self._submit(ops.create(key, value))
 
     def create_many(self, items: list[tuple[str, bytes]]) -> list[int | StorageError]:
         """Independent creates queued together, so they share one commit."""
-        return self._submit_many([self._create_op(k, v) for k, v in items])
-
-    @staticmethod
-    def _create_op(key: str, value: bytes) -> _Op:
-        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
-            try:
-                cur.execute("INSERT INTO objects VALUES (?, ?, ?, ?)", (key, value, rev, rev))
-            except sqlite3.IntegrityError as err:  # the key (primary key) exists
-                raise KeyExists(key) from err
-            cur.execute(
-                "INSERT INTO history VALUES (?, ?, ?, ?, NULL)",
-                (rev, key, EventType.CREATE.value, value),
-            )
-            return rev, [Event(EventType.CREATE, key, value, rev)]
-
-        return op
-
-    @staticmethod
-    def _update_op(key: str, value: bytes, expected_rev: int) -> _Op:
-        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
-            row = cur.execute("SELECT value, mod_rev FROM objects WHERE key=?", (key,)).fetchone()
-            if row is None:
-                raise KeyNotFound(key)
-            prev, mod_rev = row
-            if mod_rev != expected_rev:
-                raise RevisionMismatch(key, mod_rev)
-            cur.execute("UPDATE objects SET value=?, mod_rev=? WHERE key=?", (value, rev, key))
-            cur.execute(
-                "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
-                (rev, key, EventType.UPDATE.value, value, prev),
-            )
-            return rev, [Event(EventType.UPDATE, key, value, rev, prev)]
-
-        return op
+        return self._submit_many([ops.create(k, v) for k, v in items])
 
     def update(self, key: str, value: bytes, expected_rev: int) -> int:
-        return self._submit(self._update_op(key, value, expected_rev))
+        return self._submit(ops.update(key, value, expected_rev))
 
     def update_many(self, items: list[tuple[str, bytes, int]]) -> list[int | StorageError]:
         """Independent compare-and-swaps queued together, so they share one commit.
 
         Each succeeds or fails on its own; results in order (revision or error).
         """
-        return self._submit_many([self._update_op(k, v, r) for k, v, r in items])
+        return self._submit_many([ops.update(k, v, r) for k, v, r in items])
 
-    def _submit_many(self, ops: list[_Op]) -> list[int | StorageError]:
+    def update_and_create(
+        self, updates: list[tuple[str, bytes, int]], creates: list[tuple[str, bytes]]
+    ) -> list[int | StorageError]:
+        """All or nothing, in one transaction (interface.Store.update_and_create)."""
+        results: list[int | StorageError] = self._ask(ops.update_and_create(updates, creates))
+        return results
+
+    def _submit_many(self, each: list[Op]) -> list[int | StorageError]:
         """Independent ops as one request: one future, one place in one commit."""
 
         def many(cur: sqlite3.Cursor, rev: int) -> tuple[list[int | StorageError], list[Event]]:
             results: list[int | StorageError] = []
             events: list[Event] = []
-            for op in ops:
+            for op in each:
                 try:
                     result, written = op(cur, rev + len(events))
                 except StorageError as err:
@@ -382,29 +358,11 @@ class SqliteStore:
                 events.extend(written)
             return results, events
 
-        if self._closed:
-            raise StoreUnavailable("store is closed")
-        request = _Request(many)
-        self._queue.put(request)
-        results: list[int | StorageError] = request.future.result()
+        results: list[int | StorageError] = self._ask(many)
         return results
 
     def delete(self, key: str, expected_rev: int) -> int:
-        def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
-            row = cur.execute("SELECT value, mod_rev FROM objects WHERE key=?", (key,)).fetchone()
-            if row is None:
-                raise KeyNotFound(key)
-            prev, mod_rev = row
-            if expected_rev and mod_rev != expected_rev:
-                raise RevisionMismatch(key, mod_rev)
-            cur.execute("DELETE FROM objects WHERE key=?", (key,))
-            cur.execute(
-                "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
-                (rev, key, EventType.DELETE.value, prev, prev),
-            )
-            return rev, [Event(EventType.DELETE, key, prev, rev, prev)]
-
-        return self._submit(op)
+        return self._submit(ops.delete(key, expected_rev))
 
     def bulk_create(self, items: list[tuple[str, bytes]]) -> int:
         """Create many keys in one transaction (loading, benchmarks); all or nothing."""

@@ -88,6 +88,19 @@ class TimedStore:
         )
         return found
 
+    def update_and_create(
+        self, updates: list[tuple[str, bytes, int]], creates: list[tuple[str, bytes]]
+    ) -> list[int | StorageError]:
+        """Timed once, as a create of the first created key's resource (the
+        updates ride along with it), or as an update when nothing is created."""
+        operation, key = ("create", creates[0][0]) if creates else ("update", "")
+        if not creates and updates:
+            key = updates[0][0]
+        found: list[int | StorageError] = self._timed(
+            operation, key, lambda: self.inner.update_and_create(updates, creates)
+        )
+        return found
+
     def delete(self, key: str, expected_rev: int) -> int:
         return int(self._timed("delete", key, lambda: self.inner.delete(key, expected_rev)))
 

@@ -175,3 +175,79 @@ def test_conflicting_cas_exactly_one_wins(store: Store) -> None:
     for t in threads:
         t.join()
     assert len(wins) == 1
+
+
+def test_update_and_create_all_or_nothing(store: Store) -> None:
+    q = store.create("/registry/resourcequotas/ns/q", b"used=0")
+    made = store.update_and_create(
+        [("/registry/resourcequotas/ns/q", b"used=2", q)],
+        [("/registry/pods/ns/a", b"A"), ("/registry/pods/ns/b", b"B")],
+    )
+    quota = store.get("/registry/resourcequotas/ns/q")
+    assert quota.value == b"used=2" and quota.mod_rev > q
+    a, b = made
+    assert isinstance(a, int) and isinstance(b, int)
+    assert a != b and a >= quota.mod_rev and b >= quota.mod_rev  # each key its own revision
+    assert store.get("/registry/pods/ns/a") == ("/registry/pods/ns/a", b"A", a, a)
+    assert store.get("/registry/pods/ns/b").value == b"B"
+    now = quota.mod_rev
+    # A stale revision, a missing key, a taken name, a name twice: nothing written.
+    failures: list[tuple[list[tuple[str, bytes, int]], list[tuple[str, bytes]], type]] = [
+        ([("/registry/resourcequotas/ns/q", b"used=3", q)], [("/registry/pods/ns/c", b"C")],
+         RevisionMismatch),
+        ([("/registry/resourcequotas/ns/gone", b"x", now)], [("/registry/pods/ns/c", b"C")],
+         KeyNotFound),
+        ([("/registry/resourcequotas/ns/q", b"used=3", now)],
+         [("/registry/pods/ns/c", b"C"), ("/registry/pods/ns/a", b"A2")], KeyExists),
+        ([("/registry/resourcequotas/ns/q", b"used=3", now)],
+         [("/registry/pods/ns/c", b"C"), ("/registry/pods/ns/c", b"C2")], KeyExists),
+    ]  # fmt: skip
+    for updates, creates, error in failures:
+        with pytest.raises(error):
+            store.update_and_create(updates, creates)
+    assert store.get("/registry/resourcequotas/ns/q") == quota
+    assert [kv.key for kv in store.range("/registry/pods/").items] == [
+        "/registry/pods/ns/a", "/registry/pods/ns/b",
+    ]  # fmt: skip
+    assert store.get("/registry/pods/ns/a").value == b"A"
+    # Creates alone, and updates alone.
+    (c,) = store.update_and_create([], [("/registry/pods/ns/c", b"C")])
+    assert store.get("/registry/pods/ns/c").mod_rev == c
+    assert store.update_and_create([("/registry/resourcequotas/ns/q", b"used=3", now)], []) == []
+    assert store.get("/registry/resourcequotas/ns/q").value == b"used=3"
+
+
+def test_update_and_create_conflicting_exactly_one_wins(store: Store) -> None:
+    """Writers that all read the quota at one revision: one charge and its
+    object are written, every other writer's neither."""
+    rev = store.create("/race", b"0")
+    wins: list[int] = []
+    lock = threading.Lock()
+
+    def attempt(i: int) -> None:
+        try:
+            store.update_and_create([("/race", str(i).encode(), rev)], [(f"/objs/{i}", b"o")])
+            with lock:
+                wins.append(i)
+        except RevisionMismatch:
+            pass
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
+    assert store.get("/race").value == str(wins[0]).encode()
+    assert [kv.key for kv in store.range("/objs/").items] == [f"/objs/{wins[0]}"]
+
+
+def test_update_and_create_past_etcds_operations_per_txn(store: Store) -> None:
+    """More creates than etcd takes operations in one Txn (128) are written all the same."""
+    rev = store.create("/many/q", b"0")
+    made = store.update_and_create(
+        [("/many/q", b"150", rev)], [(f"/many/objs/{i:03d}", b"o") for i in range(150)]
+    )
+    assert all(isinstance(r, int) for r in made) and len(set(made)) == 150
+    assert len(store.range("/many/objs/").items) == 150
+    assert store.get("/many/q").value == b"150"

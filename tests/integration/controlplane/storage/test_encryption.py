@@ -99,6 +99,24 @@ def test_secrets_are_encrypted_on_disk_and_the_file_is_private(
     assert [i["metadata"]["name"] for i in s.api.list("Secret", "default").items] == ["db"]
 
 
+def test_a_secret_charged_to_a_quota_is_encrypted_too(tmp_path: Path, served: list[Served]) -> None:
+    """Under a quota the Secret is stored with its charge in one store write
+    (Store.update_and_create), which encrypts it as a plain create does."""
+    s = Served(tmp_path, config(tmp_path, aescbc("key1"), {"identity": {}}))
+    served.append(s)
+    made = s.api.create("ResourceQuota", {"metadata": {"name": "q"},
+                                          "spec": {"hard": {"count/secrets": "5"}}}, "default")  # fmt: skip
+    made["status"] = {"hard": {"count/secrets": "5"}, "used": {"count/secrets": "0"}}
+    s.api.update_status("ResourceQuota", made)
+    s.api.create("Secret", secret(), "default")
+    assert s.api.get("ResourceQuota", "q", "default")["status"]["used"] == {"count/secrets": "1"}
+    got = s.api.get("Secret", "db", "default")
+    assert base64.b64decode(got["data"]["password"]).decode() == PASSWORD
+    disk = s.raw()
+    assert s.stored("/registry/secrets/default/db").startswith(b"k8s:enc:aescbc:v1:key1:")
+    assert base64.b64encode(PASSWORD.encode()) not in disk and PASSWORD.encode() not in disk
+
+
 def test_keys_rotate_as_in_kubernetes(tmp_path: Path, served: list[Served]) -> None:
     s = Served(tmp_path, config(tmp_path, aescbc("old")))
     s.api.create("Secret", secret("a"), "default")

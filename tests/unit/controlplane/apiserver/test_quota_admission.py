@@ -1,11 +1,15 @@
 """ResourceQuota, LimitRange and RuntimeClass admission through the
 registry: a create past a quota refused with Kubernetes' message and
-nothing stored, status.used charged, dry runs never charged, LimitRange
+nothing stored, status.used charged, dry runs never charged, parallel
+creates never both taking the last unit, a create and its charge one
+store write (a taken name or a failed commit charges nothing), LimitRange
 defaults and bounds, an unknown RuntimeClass refused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,8 @@ import pytest
 from controlplane.apiserver.admission import default_plugins
 from controlplane.apiserver.codec import decode
 from controlplane.apiserver.registry import Registry
-from controlplane.client.errors import Forbidden, NotFound
+from controlplane.client.errors import AlreadyExists, Forbidden, NotFound, Unavailable
+from controlplane.storage import sqlite_ops
 from controlplane.storage.sqlite import SqliteStore
 
 
@@ -135,3 +140,100 @@ def test_unknown_runtime_class_refused(reg: Registry) -> None:
     stored = decode(reg.create("Pod", p)[0])
     assert stored["spec"]["overhead"] == {"memory": "64Mi"}
     assert stored["spec"]["nodeSelector"] == {"sandbox": "yes"}
+
+
+def in_parallel(n: int, call: Callable[[int], object]) -> list[object]:
+    """call(0..n-1) from n threads started together; each one's result or error."""
+    start = threading.Barrier(n)
+    outcomes: list[object] = [None] * n
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            outcomes[i] = call(i)
+        except Exception as err:
+            outcomes[i] = err
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    return outcomes
+
+
+def test_parallel_creates_take_the_last_unit_once(reg: Registry) -> None:
+    quota(reg, {"pods": "5"}, {"pods": "0"})
+    outcomes = in_parallel(20, lambda i: reg.create("Pod", pod(f"p{i}")))
+    refused = [o for o in outcomes if isinstance(o, Forbidden)]
+    assert len(refused) == 15, outcomes
+    assert all("exceeded quota: q, requested: pods=1, used: pods=5, limited: pods=5" in str(o)
+               for o in refused)  # fmt: skip
+    assert len(reg.list("Pod", "default").items) == 5
+    assert used(reg) == {"pods": "5"}
+
+
+def test_a_taken_name_is_neither_stored_nor_charged(reg: Registry) -> None:
+    quota(reg, {"pods": "3"}, {"pods": "0"})
+    reg.create("Pod", pod("a"))
+    with pytest.raises(AlreadyExists):
+        reg.create("Pod", pod("a"))
+    assert used(reg) == {"pods": "1"}
+    # Many creates of one name at once: one is stored, one unit charged.
+    outcomes = in_parallel(8, lambda i: reg.create("Pod", pod("same")))
+    assert sum(not isinstance(o, Exception) for o in outcomes) == 1, outcomes
+    assert sum(isinstance(o, AlreadyExists) for o in outcomes) == 7, outcomes
+    assert used(reg) == {"pods": "2"}
+
+
+def test_generated_names_are_charged_once_each(reg: Registry) -> None:
+    quota(reg, {"pods": "4"}, {"pods": "0"})
+    made = pod("")
+    del made["metadata"]["name"]
+    made["metadata"]["generateName"] = "g-"
+    outcomes = in_parallel(6, lambda i: reg.create("Pod", made))
+    assert sum(isinstance(o, Forbidden) for o in outcomes) == 2, outcomes
+    assert used(reg) == {"pods": "4"}
+    assert len(reg.list("Pod", "default").items) == 4
+
+
+def test_a_failed_write_neither_stores_nor_charges(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The charge and the object are one transaction: a commit that fails
+    (a disk error) leaves neither."""
+    quota(reg, {"pods": "3"}, {"pods": "0"})
+    real = sqlite_ops.update_and_create
+
+    def failing(updates: Any, creates: Any) -> sqlite_ops.Op:
+        op = real(updates, creates)
+
+        def broken(cur: sqlite3.Cursor, rev: int) -> Any:
+            op(cur, rev)
+            raise sqlite3.OperationalError("disk I/O error")
+
+        return broken
+
+    monkeypatch.setattr(sqlite_ops, "update_and_create", failing)
+    with pytest.raises(Unavailable):
+        reg.create("Pod", pod("a"))
+    monkeypatch.undo()
+    with pytest.raises(NotFound):
+        reg.get("Pod", "a", "default")
+    assert used(reg) == {"pods": "0"}
+    reg.create("Pod", pod("a"))
+    assert used(reg) == {"pods": "1"}
+
+
+def test_updates_are_charged_what_they_add(reg: Registry) -> None:
+    quota(reg, {"services.nodeports": "1", "services": "5"},
+          {"services.nodeports": "0", "services": "0"})  # fmt: skip
+    svc = {"metadata": {"name": "s", "namespace": "default"},
+           "spec": {"ports": [{"port": 80}], "selector": {"app": "a"}}}  # fmt: skip
+    reg.create("Service", svc)
+    assert used(reg) == {"services": "1", "services.nodeports": "0"}
+    current = decode(reg.get("Service", "s", "default")[0])
+    current["spec"]["type"] = "NodePort"
+    reg.update("Service", current)
+    assert used(reg) == {"services": "1", "services.nodeports": "1"}

@@ -1,0 +1,104 @@
+"""The writes of the SQLite store, as operations its writer thread runs
+inside one transaction (sqlite.py's group commit).
+
+An operation takes (cursor, the next revision) and returns (its result, the
+events it wrote, which used revisions next, next+1, ...). It checks every
+precondition of its own before writing anything and raises StorageError
+when one fails, so a failed operation leaves nothing behind and the other
+operations of the transaction go on without a savepoint.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.storage.interface import (
+    Event,
+    EventType,
+    KeyExists,
+    KeyNotFound,
+    RevisionMismatch,
+    StorageError,
+)
+
+Op = Callable[[sqlite3.Cursor, int], tuple[Any, list[Event]]]
+
+
+def create(key: str, value: bytes) -> Op:
+    def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
+        try:
+            cur.execute("INSERT INTO objects VALUES (?, ?, ?, ?)", (key, value, rev, rev))
+        except sqlite3.IntegrityError as err:  # the key (primary key) exists
+            raise KeyExists(key) from err
+        cur.execute(
+            "INSERT INTO history VALUES (?, ?, ?, ?, NULL)",
+            (rev, key, EventType.CREATE.value, value),
+        )
+        return rev, [Event(EventType.CREATE, key, value, rev)]
+
+    return op
+
+
+def _current(cur: sqlite3.Cursor, key: str, expected_rev: int) -> bytes:
+    """The key's value, if its mod_rev is expected_rev (0: any)."""
+    row = cur.execute("SELECT value, mod_rev FROM objects WHERE key=?", (key,)).fetchone()
+    if row is None:
+        raise KeyNotFound(key)
+    prev: bytes = row[0]
+    if expected_rev and row[1] != expected_rev:
+        raise RevisionMismatch(key, row[1])
+    return prev
+
+
+def update(key: str, value: bytes, expected_rev: int) -> Op:
+    def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
+        prev = _current(cur, key, expected_rev or -1)
+        cur.execute("UPDATE objects SET value=?, mod_rev=? WHERE key=?", (value, rev, key))
+        cur.execute(
+            "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
+            (rev, key, EventType.UPDATE.value, value, prev),
+        )
+        return rev, [Event(EventType.UPDATE, key, value, rev, prev)]
+
+    return op
+
+
+def delete(key: str, expected_rev: int) -> Op:
+    def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
+        prev = _current(cur, key, expected_rev)
+        cur.execute("DELETE FROM objects WHERE key=?", (key,))
+        cur.execute(
+            "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
+            (rev, key, EventType.DELETE.value, prev, prev),
+        )
+        return rev, [Event(EventType.DELETE, key, prev, rev, prev)]
+
+    return op
+
+
+def update_and_create(
+    updates: list[tuple[str, bytes, int]], creates: list[tuple[str, bytes]]
+) -> Op:
+    """Compare-and-swaps and creates, all or nothing (Store.update_and_create)."""
+
+    def op(cur: sqlite3.Cursor, rev: int) -> tuple[list[int | StorageError], list[Event]]:
+        for key, _, expected_rev in updates:
+            _current(cur, key, expected_rev or -1)
+        seen: set[str] = set()
+        for key, _ in creates:
+            if key in seen or cur.execute("SELECT 1 FROM objects WHERE key=?", (key,)).fetchone():
+                raise KeyExists(key)
+            seen.add(key)
+        events: list[Event] = []
+        for key, value, expected_rev in updates:
+            events += update(key, value, expected_rev)(cur, rev + len(events))[1]
+        results: list[int | StorageError] = []
+        for key, value in creates:
+            made, written = create(key, value)(cur, rev + len(events))
+            results.append(made)
+            events += written
+        return results, events
+
+    return op
