@@ -190,6 +190,22 @@ def synced_after(ctl: NetworkPolicyController, count: int) -> None:
     wait_for(lambda: ctl.syncs > count and ctl.last_error is None, timeout=15, message="sync")
 
 
+def hooks(net: Net, ctl: NetworkPolicyController) -> list[str]:
+    """The base chains of the enforcer's table (`ingress`, `egress`) in the kernel."""
+    out = subprocess.run(
+        ["ip", "netns", "exec", net.node, "nft", "list", "table", "inet", ctl.settings.table],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    found, chain = [], ""
+    for line in out.splitlines():
+        words = line.split()
+        if words[:1] == ["chain"]:
+            chain = words[1]
+        elif "hook" in words:
+            found.append(chain)
+    return found
+
+
 def answers(
     net: Net, pairs: list[tuple[str, str]], port: int = 8080
 ) -> dict[tuple[str, str], bool]:
@@ -204,6 +220,7 @@ def test_default_deny_then_allow_by_label_both_directions(api: FakeApiClient, ne
     try:
         synced_after(ctl, 0)
         assert all(answers(net, ALL).values())  # no policy: everything talks
+        assert hooks(net, ctl) == []  # ... and no packet passes a chain of ours
 
         # Default deny ingress for web: nobody reaches it, bridged or routed;
         # web still reaches others (and their replies come back: conntrack).
@@ -214,6 +231,7 @@ def test_default_deny_then_allow_by_label_both_directions(api: FakeApiClient, ne
             "default",
         )
         synced_after(ctl, n)
+        assert hooks(net, ctl) == ["ingress"]  # only the direction some pod is isolated in
         got = answers(net, ALL)
         assert not any(ok for (s, d), ok in got.items() if d == "web"), got
         assert all(ok for (s, d), ok in got.items() if d != "web"), got
@@ -261,6 +279,7 @@ def test_default_deny_then_allow_by_label_both_directions(api: FakeApiClient, ne
             api.delete("NetworkPolicy", name, "default")
         synced_after(ctl, n)
         assert all(answers(net, ALL).values())
+        assert hooks(net, ctl) == []
     finally:
         ctl.stop()
         ctl.cleanup()
