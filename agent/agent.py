@@ -100,7 +100,7 @@ class AgentConfig:
     dns: DnsSettings | None = None
     # NetworkPolicy enforcement (kube-router's job); None turns it off.
     netpol: NetpolSettings | None = None
-    # The built-in ingress controller's HAProxy (serves while its IngressClass exists).
+    # The built-in ingress controller (HAProxy runs while an Ingress of its classes exists).
     ingress: IngressSettings | None = None
     # Static pods (--pod-manifest-path); None = off. The directory is re-read every period.
     pod_manifest_path: Path | None = None

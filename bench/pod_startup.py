@@ -434,7 +434,8 @@ def bench_up(registry: Registry) -> tuple[dict[str, float], list[str]]:
     regs = registries_yaml(base / "registries.yaml", registry.url, ("docker.io",))
     argv = [sys.executable, "-m", "skiff", "up", "--data-dir", str(base / "d"),
             "--api-port", str(free_port()), "--node-name", node_name,
-            # The ingress runs (its HAProxy counts), on ports no one else holds.
+            # The ingress is on (its HAProxy would count, but starts only with
+            # an Ingress, and there is none at rest), on ports no one else holds.
             "--ingress-http-port", str(free_port()), "--ingress-https-port", str(free_port()),
             "--registry-config", str(regs), "--disable-default-registry-endpoint",
             "--log-level", "warning"]  # fmt: skip

@@ -69,7 +69,8 @@ def secure_argv(options: SecureServingOptions | None) -> list[str]:
 
 
 def manager_argv(args: argparse.Namespace) -> list[str]:
-    """The controller manager's flags (manager.add_flags) as given to `skiff controlplane`."""
+    """The controller manager's flags (manager.add_flags) as given to `skiff
+    controlplane`, with its `--disable servicelb|ingress` in --controllers."""
     from controlplane.controllers import manager
 
     own = argparse.ArgumentParser(add_help=False)
@@ -77,6 +78,10 @@ def manager_argv(args: argparse.Namespace) -> list[str]:
     argv: list[str] = []
     for dest in vars(own.parse_args([])):
         flag, value = dest.replace("_", "-"), getattr(args, dest)
+        if dest == "controllers":
+            # `skiff controlplane --disable servicelb|ingress` is a controller
+            # the process must not run: `-name` in its own --controllers.
+            value = ",".join(manager.config_from_args(args).controllers)
         if isinstance(value, bool):
             argv.append(f"--{flag}" if value else f"--no-{flag}")
         else:

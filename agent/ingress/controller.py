@@ -11,12 +11,20 @@ bad Ingress never breaks the others. TLS Secrets are read with `get`
 (the node authorizer grants the Secrets an Ingress names) and kept for
 `secret_ttl` seconds; every `sync_period` everything is read again.
 
-The node serves only while an IngressClass of this controller exists (the
-control plane makes `skiff`, the default class, unless started with
-`--disable ingress`); then it annotates its Node with the ports it serves
-(`ingress.skiff.io/ports`), from which the control plane writes each
-Ingress's `status.loadBalancer`. Without such a class HAProxy is stopped and
-the annotation removed. `stop()` stops HAProxy with the agent.
+HAProxy costs nothing until it is used: it runs only while an Ingress of
+this controller's classes exists (`model.served`: an IngressClass of ours,
+which the control plane makes unless started with `--disable ingress`, and
+an Ingress of it, or a class-less one while ours is the default class).
+The first such Ingress starts it; once it serves, the node annotates
+itself with the ports it serves (`ingress.skiff.io/ports`), from which the
+control plane writes each Ingress's `status.loadBalancer`, so an address in
+the status always answers (what `kubectl wait` on the status relies on).
+When the last one is gone the annotation is removed and HAProxy stopped
+softly: it stops listening at once and the requests in flight finish
+(for up to `drain_timeout`; a reload lets them finish the same way), and
+the certificates of the Secrets it served are removed from the disk. A
+first configuration HAProxy refuses leaves the node unannotated, and is
+retried. `stop()` stops HAProxy with the agent.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ class IngressTiming:
     sync_period: float = 30.0
     retry_interval: float = 2.0
     secret_ttl: float = 30.0
+    drain_timeout: float = 10.0  # HAProxy's soft stop when the last Ingress goes
 
 
 def default_certificate() -> bytes:
@@ -107,7 +116,7 @@ class IngressController(SyncRunner):
         self._secrets: dict[tuple[str, str], tuple[float, Object | None]] = {}
         self._written: tuple[str, str, dict[str, bytes]] | None = None
         self._serving = False
-        self._annotated = ""
+        self._annotated: str | None = None  # unknown: the first sync writes it
         self._lock = threading.Lock()
         self.syncs = 0
         self.last_config: model.Config | None = None
@@ -146,15 +155,12 @@ class IngressController(SyncRunner):
             if full:
                 self._secrets.clear()
             classes = self.classes.store.list()
-            if not model.our_classes(classes):
-                if self._serving or self.haproxy.master_pid():
-                    self.haproxy.stop()
-                    self._written = None
-                    self._serving = False
-                self._annotate("")
+            ingresses = model.served(self.ingresses.store.list(), classes)
+            if not ingresses:
+                self._idle()
                 return
             cfg = model.build(
-                self.ingresses.store.list(),
+                ingresses,
                 classes,
                 {object_key(s): s for s in self.services.store.list()},
                 group_by_service(self.slices.store.list()),
@@ -171,6 +177,26 @@ class IngressController(SyncRunner):
             self.last_config = cfg
             self.syncs += 1
             self._annotate(f"http={self.settings.http_port},https={self.settings.https_port}")
+
+    def _idle(self) -> None:
+        """Nothing to serve: no annotation, no HAProxy, no Secret's key on disk."""
+        self._annotate("")
+        if self._serving or self.haproxy.master_pid():
+            self.haproxy.stop(drain=self.timing.drain_timeout)
+            log.info("ingress: no Ingress to serve, HAProxy stopped")
+        self._written = None
+        self._serving = False
+        if self.settings.cert_dir.is_dir():
+            for old in self.settings.cert_dir.iterdir():
+                if old.name != "default.pem":
+                    old.unlink(missing_ok=True)
+        self.last_config = model.Config()
+        self.syncs += 1
+
+    @property
+    def serving(self) -> bool:
+        """HAProxy runs a configuration of this controller."""
+        return self._serving
 
     def _write(self, files: tuple[str, str, dict[str, bytes]]) -> None:
         text, crt_list, certs = files

@@ -12,9 +12,10 @@ files. Paths and hosts that HAProxy's parser could misread are left out
 checks a configuration (`haproxy -c`) before it is used, so a bad one never
 replaces a good one; a reload is SIGUSR2 to the master, whose new worker
 takes the listening sockets over (`expose-fd listeners`) while the old one
-finishes the requests in flight. Reloads go strictly one after another:
-the next SIGUSR2 waits until the master catches it and the previous reload's
-worker answers on the stats socket (HAProxy's master drops a SIGUSR2 that
+finishes the requests in flight; `stop(drain=...)` lets them finish too.
+Reloads go strictly one after another: the next SIGUSR2 waits until the
+master catches it and the previous reload's worker answers on the stats
+socket (HAProxy's master drops a SIGUSR2 that
 comes mid-reload, and one that comes while it re-executes kills it). A
 master left by an earlier agent (its pid file) is adopted, not started twice.
 """
@@ -272,23 +273,42 @@ class HAProxy:
                 raise HAProxyError("haproxy did not open its stats socket within 10 s")
             time.sleep(0.02)
 
-    def stop(self) -> bool:
+    def _wait_exit(self, pid: int, timeout: float) -> bool:
+        """Whether the master `pid` exited within `timeout` (ours is reaped)."""
+        if self._proc is not None and self._proc.pid == pid:
+            try:
+                self._proc.wait(timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        deadline = time.monotonic() + timeout
+        while Path(f"/proc/{pid}").exists():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def stop(self, drain: float = 0.0) -> bool:
+        """Stop HAProxy (False when none ran). With `drain`, softly first:
+        SIGUSR1 makes the master's workers close their listeners at once and
+        finish the requests in flight, and the master leaves with the last
+        of them; after `drain` seconds, or without it, SIGTERM ends what is
+        left (then SIGKILL after 10 s)."""
         pid = self.master_pid()
         if not pid:
             return False
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        if self._proc is not None:
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
+        soft = False
+        if drain > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+            soft = self._wait_exit(pid, drain)
+        if not soft:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            if not self._wait_exit(pid, 10) and self._proc is not None:
                 self._proc.kill()
                 self._proc.wait()
-            self._proc = None
-        else:
-            deadline = time.monotonic() + 10
-            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
+        self._proc = None
         with contextlib.suppress(FileNotFoundError):
             self.settings.pid_path.unlink()
         return True

@@ -3,9 +3,11 @@
 Pure functions from the Kubernetes-shaped dicts (as informers cache them) to
 a `Config`, with `networking.k8s.io/v1` semantics:
 
-- an Ingress is ours when `spec.ingressClassName` names an IngressClass whose
-  `spec.controller` is ours (the API server gives a class-less Ingress the
-  default class at creation);
+- an Ingress is ours when its class is one whose `spec.controller` is ours:
+  `spec.ingressClassName`, else the deprecated `kubernetes.io/ingress.class`
+  annotation, else (a class-less Ingress made before the default class
+  existed; the API server gives later ones the default class at creation)
+  the default IngressClass (controlplane/client/ingressclasses.py);
 - a rule's `host` is exact or a wildcard (`*.example.com`: one label); no
   host matches every host. Paths: `Exact` (the whole path), `Prefix`
   (element-wise: `/foo` matches `/foo` and `/foo/bar`, never `/foobar`) and
@@ -39,11 +41,10 @@ from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
-from controlplane.client import endpointslices
+from controlplane.client import endpointslices, ingressclasses
 
 CONTROLLER = "skiff.io/ingress-controller"
 CLASS_NAME = "skiff"
-DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,16 @@ def _hash(text: str) -> str:
 
 
 def our_classes(classes: Iterable[Mapping[str, Any]], controller: str = CONTROLLER) -> set[str]:
-    return {
-        str(_meta(c).get("name"))
-        for c in classes
-        if (c.get("spec") or {}).get("controller") == controller
-    }
+    return ingressclasses.classes_of(controller, classes)
+
+
+def served(
+    ingresses: Iterable[Mapping[str, Any]],
+    classes: Iterable[Mapping[str, Any]],
+    controller: str = CONTROLLER,
+) -> list[Mapping[str, Any]]:
+    """The Ingresses of our classes (none being deleted): what a node serves."""
+    return ingressclasses.served_by(controller, ingresses, classes)
 
 
 def _age(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -157,7 +163,6 @@ def build(
     """Everything to serve; `services` maps ns/name to Services, `slices`
     ns/name to the Service's EndpointSlices (endpointslices.group_by_service),
     `secret(ns, name)` fetches a Secret (None when missing)."""
-    mine = our_classes(classes, controller)
     cfg = Config()
     seen: set[tuple[str, str, str]] = set()
     hosts_with_cert: set[str] = set()
@@ -169,10 +174,8 @@ def build(
             cfg.problems.append((ing_key, "ServiceNotFound", problem))
         return name
 
-    for ing in sorted(ingresses, key=_age):
+    for ing in sorted(served(ingresses, classes, controller), key=_age):
         spec = ing.get("spec") or {}
-        if spec.get("ingressClassName") not in mine or _meta(ing).get("deletionTimestamp"):
-            continue
         key = _key(ing)
         ns = str(_meta(ing).get("namespace") or "default")
         cfg.ingresses.append(key)

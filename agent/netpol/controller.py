@@ -2,6 +2,9 @@
 
 NetworkPolicies, Pods (every node's: peers are anywhere) and Namespaces
 come from shared informers; their handlers only wake one worker thread.
+Pods and Namespaces are watched only from the first NetworkPolicy on: a
+cluster without policies costs a node no cache of every pod and no stream
+of every pod's changes (once started they stay, until the agent restarts).
 The worker rebuilds the node's whole table level-triggered from the stores
 (`sync()`: parse, `plan.build`, one atomic `nft -f`), at most once per
 `min_sync_interval`, skipping the kernel when the text did not change; a
@@ -9,8 +12,9 @@ failed sync is retried after `retry_interval`, and every `sync_period` the
 table is written again whatever the text, repairing changes behind our
 back. Pods keep running through rule changes: a change only swaps the table.
 
-No window of open traffic: nothing is written before all three caches are
-filled (a table left by the previous agent keeps enforcing until the first
+No window of open traffic: nothing is written before the caches are filled
+(all three once a policy exists: a policy seen before the pods are is
+held back, not planned against no pods; a table left by the previous agent keeps enforcing until the first
 sync replaces it in one transaction), and stopping the agent leaves the
 table in place (`cleanup()` removes it: `skiff down`, `skiff up`'s Ctrl-C).
 A policy the agent cannot parse is skipped and logged (the API server
@@ -69,8 +73,9 @@ class NetworkPolicyController(SyncRunner):
         self.factory = informers or SharedInformerFactory(api, clock=self.clock)
         self.nft: Nft = nft or CommandNft()
         self.policies: SharedInformer = self.factory.informer_for("NetworkPolicy")
-        self.pods: SharedInformer = self.factory.informer_for("Pod")
-        self.namespaces: SharedInformer = self.factory.informer_for("Namespace")
+        # Every pod and namespace: only once a policy exists (_watch_peers).
+        self.pods: SharedInformer | None = None
+        self.namespaces: SharedInformer | None = None
         self._lock = threading.Lock()
         self._applied = ""  # the text of the last applied table
         self.syncs = 0
@@ -82,7 +87,7 @@ class NetworkPolicyController(SyncRunner):
     def start(self) -> None:
         if self._thread is not None:
             return
-        self._start_runner((self.policies, self.pods, self.namespaces))
+        self._start_runner((self.policies,))
         self.factory.start()
         if self.settings.prepare_bridge:
             prepare_bridge()
@@ -119,7 +124,20 @@ class NetworkPolicyController(SyncRunner):
                 )
         return out
 
+    def _watch_peers(self) -> bool:
+        """Watch every pod and namespace (from the first policy on); whether
+        both caches are filled."""
+        if self.pods is None or self.namespaces is None:
+            log.info("network policy: the first policy; watching pods and namespaces")
+            self.pods = self.factory.informer_for("Pod")
+            self.namespaces = self.factory.informer_for("Namespace")
+            self._start_runner((self.pods, self.namespaces))
+            self.factory.start()
+        return self.pods.has_synced() and self.namespaces.has_synced()
+
     def plan(self) -> planner.Plan:
+        if self.pods is None or self.namespaces is None:
+            return planner.build([], [], {}, self.node_name, self.settings.table)
         pods = [p for p in (pod_info(o) for o in self.pods.store.list()) if p is not None]
         return planner.build(
             self.current_policies(),
@@ -134,6 +152,9 @@ class NetworkPolicyController(SyncRunner):
         with self._lock:
             started = self.clock.monotonic()
             self._last_sync = started
+            if self.policies.store.list() and not self._watch_peers():
+                self._wake.set()  # back through _ready, which waits for the caches
+                return
             plan = self.plan()
             text = plan.text()
             if full or text != self._applied:
@@ -146,7 +167,13 @@ class NetworkPolicyController(SyncRunner):
 
     def _ready(self) -> bool:
         # a table from half-filled caches would open or cut traffic
-        return all(i.wait_for_sync(0.5) for i in (self.policies, self.pods, self.namespaces))
+        if not self.policies.wait_for_sync(0.5):
+            return False
+        if self.pods is None and not self.policies.store.list():
+            return True  # no policy: no peers to know
+        self._watch_peers()
+        assert self.pods is not None and self.namespaces is not None
+        return self.pods.wait_for_sync(0.5) and self.namespaces.wait_for_sync(0.5)
 
     def _sync_timing(self) -> NetpolSettings:
         return self.settings

@@ -6,15 +6,16 @@ delete it, declare it again with its contents: the kernel applies the file
 atomically, so no packet ever sees an empty or half-built table). Layout of
 `table inet <name>`:
 
-- base chains `ingress` and `egress` on the forward hook (pod-to-pod traffic,
-  routed across nodes or bridged on one with br_netfilter; host-network
-  pods and the node's own traffic never pass it). Each first accepts
+- base chains `ingress` and `egress` on the forward hook, each only while a
+  pod is isolated in its direction (pod-to-pod traffic, routed across nodes
+  or bridged on one with br_netfilter; host-network pods and the node's own
+  traffic never pass it). Each first accepts
   packets of connections conntrack already knows (replies to allowed
   connections, and connections allowed before a rule changed), then looks
   the destination (source) address up in the verdict map `in_pods`
   (`out_pods`): the node's own pods that some policy isolates in that
   direction, each mapped to `jump` to the chain of the policies selecting it.
-  Both base chains must accept a packet; any address not in a map passes.
+  Every base chain must accept a packet; any address not in a map passes.
 - one chain per distinct set of selecting policies (`pin_*`, `pout_*`):
   a `jump` to each policy's chain, then `drop`;
 - one chain per policy and direction (`pol_*_in`, `pol_*_out`): one rule per
@@ -23,6 +24,12 @@ atomically, so no packet ever sees an empty or half-built table). Layout of
   and ipBlocks less their excepts, merged), shared between rules with the
   same peers, so a packet's cost does not grow with the pods a rule allows;
   named ports are sets of `address . protocol . port` (`n_*`).
+
+While no pod of the node is isolated (no policy, or none selecting its
+pods) the table has no base chain at all, so at rest a forwarded packet
+passes nothing of ours; it keeps one chain that nothing jumps to, whose
+`ct` expression holds conntrack on in the namespace (connections open
+before the first policy are then known, and stay allowed).
 
 Nothing here runs nft; names depend only on the objects, so the same
 inputs always give the same text.
@@ -76,10 +83,27 @@ class Plan:
         self.sets.setdefault(name, (kind, interval, body))
         return name
 
+    @property
+    def isolates(self) -> bool:
+        """Whether any pod of this node is isolated (in either direction)."""
+        return bool(self.in_pods or self.out_pods)
+
     def text(self) -> str:
         """One `nft -f` transaction: the table replaced whole."""
         t = self.table
         out = [f"table inet {t}", f"delete table inet {t}", f"table inet {t} {{"]
+        if not self.isolates:
+            # Nothing to enforce, so no hook: forwarded packets pass no chain
+            # of ours. The one chain is never jumped to; its ct expression
+            # only keeps conntrack tracking this namespace's connections, so
+            # that those open before a first policy stay established then.
+            out += [
+                "  chain conntrack {",
+                "    ct state established,related accept",
+                "  }",
+                "}",
+            ]
+            return "\n".join(out) + "\n"
         for name in sorted(self.sets):
             kind, interval, elements = self.sets[name]
             flags = " flags interval;" if interval else ""
@@ -91,6 +115,8 @@ class Plan:
             body = f" elements = {{ {elems} }}" if elems else ""
             out.append(f"  map {name} {{ type ipv4_addr : verdict;{body} }}")
         for base, key, table in (("ingress", "daddr", "in_pods"), ("egress", "saddr", "out_pods")):
+            if not (self.in_pods if table == "in_pods" else self.out_pods):
+                continue  # no pod isolated in this direction: no hook for it
             out += [
                 f"  chain {base} {{",
                 "    type filter hook forward priority filter; policy accept;",

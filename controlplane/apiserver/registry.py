@@ -264,6 +264,11 @@ class Registry(RegistryBase):
         if requester is not None:
             requester(obj, identity)
         self._decoded(info, obj, None)
+        # The creator owns what it sent and the defaults, not what the server
+        # adds next (a Job's selector and template labels, admission's and
+        # webhooks' changes): kube-apiserver's create handler records
+        # managedFields before admission and the strategy's PrepareForCreate.
+        self._record(info, None, obj, manager or default(identity), "")
         self.validate(info, obj, None)
         self.check_namespace_open(info, ns)
         admit = self.admission.get(info.key)
@@ -279,7 +284,6 @@ class Registry(RegistryBase):
         for plugin in last:  # ResourceQuota
             if not admission_chain.deferred(plugin, defer):
                 plugin(self, info, obj, None, dry_run)
-        self._record(info, None, obj, manager or default(identity), "")
         definition = kinds.definition(info.key)
         if info.has_status and not definition.keeps_status_on_create and "status" not in obj:
             # Kubernetes' zero status, as it serializes: never a managed field.

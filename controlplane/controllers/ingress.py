@@ -4,9 +4,12 @@
   `skiff.io/ingress-controller`, annotated the default class) when missing,
   so an Ingress without a class is ours; `skiff controlplane --disable
   ingress` runs none of this, and the agents then serve nothing.
-- Per Ingress of our class: `status.loadBalancer.ingress` lists the nodes
-  whose agent serves it (Ready, annotated `ingress.skiff.io/ports` by the
-  agent once HAProxy runs), ExternalIP over InternalIP as ServiceLB picks,
+- Per Ingress of our class (controlplane/client/ingressclasses.py: a
+  class-less one too while ours is the default class):
+  `status.loadBalancer.ingress` lists the nodes whose agent serves it
+  (Ready, annotated `ingress.skiff.io/ports` by the agent once its HAProxy
+  answers; an agent starts HAProxy for the first Ingress, so the status
+  follows within a sync), ExternalIP over InternalIP as ServiceLB picks,
   with the ports when they are not 80 and 443.
 - A backend Service (or its port) or a TLS Secret that does not exist gets
   a Warning event on the Ingress (`ServiceNotFound`, `SecretNotFound`) each
@@ -22,7 +25,7 @@ import copy
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from controlplane.client import errors
+from controlplane.client import errors, ingressclasses
 from controlplane.client.interface import Object
 from controlplane.controllers import podutil
 from controlplane.controllers.base import Controller, ControllerContext
@@ -30,7 +33,7 @@ from controlplane.controllers.base import Controller, ControllerContext
 CONTROLLER = "skiff.io/ingress-controller"
 CLASS_NAME = "skiff"
 PORTS_ANNOTATION = "ingress.skiff.io/ports"
-DEFAULT_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
+DEFAULT_ANNOTATION = ingressclasses.DEFAULT_CLASS_ANNOTATION
 
 
 def default_ingress_class() -> Object:
@@ -126,9 +129,7 @@ class IngressStatusController(Controller):
             self._all()
 
     def _ours(self, ing: Mapping[str, Any]) -> bool:
-        name = podutil.spec(ing).get("ingressClassName")
-        cls = self.classes.store.get(str(name)) if name else None
-        return cls is not None and podutil.spec(cls).get("controller") == CONTROLLER
+        return bool(ingressclasses.served_by(CONTROLLER, [ing], self.classes.store.list()))
 
     def _check(self, ing: Mapping[str, Any]) -> list[tuple[str, str]]:
         ns = podutil.namespace_of(ing)

@@ -4,7 +4,7 @@ ingress controller, against backends on 127.0.0.1 (no root needed).
 Routing by host and path (Exact, Prefix, ImplementationSpecific), 404 for
 unknown hosts, TLS with SNI from kubernetes.io/tls Secrets and the default
 certificate otherwise, 503 for a missing Service, and an update that does
-not cut a request in flight.
+not cut a request in flight; HAProxy runs only while an Ingress exists.
 """
 
 from __future__ import annotations
@@ -274,6 +274,49 @@ def test_update_keeps_requests_in_flight(env) -> None:
     backends["web"].release.set()
     slow.join(20)
     assert result == [(200, "web /slow")]
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def annotated(api: FakeApiClient) -> bool:
+    node = api.get("Node", "n1")
+    return "ingress.skiff.io/ports" in (node["metadata"].get("annotations") or {})
+
+
+def test_haproxy_only_while_an_ingress_exists(env) -> None:
+    """No HAProxy (nothing listening, no annotation) until the first Ingress;
+    the last one's deletion stops it softly: new connections are refused at
+    once, a request in flight finishes, then HAProxy is gone."""
+    api, ctl, backends = env
+    wait_for(lambda: ctl.syncs > 0 and ctl.last_error is None, message="first sync")
+    assert ctl.haproxy.master_pid() == 0 and not annotated(api)
+    assert refused(ctl.settings.http_port) and refused(ctl.settings.https_port)
+
+    api.create("Ingress", ingress("only", {"rules": [{"host": "a.test", "http": {"paths": [
+        {"path": "/", "pathType": "Prefix", "backend": backend_ref("web")}]}}]}), "default")  # fmt: skip
+    synced(ctl, "only")
+    assert ctl.haproxy.master_pid() and annotated(api)
+    serves(ctl, "a.test", "/", (200, "web /"))
+
+    result: list[tuple[int, str]] = []
+    slow = threading.Thread(target=lambda: result.append(get(ctl, "a.test", "/slow")))
+    slow.start()
+    time.sleep(0.3)  # the request is at the backend (no condition to wait on from here)
+    api.delete("Ingress", "only", "default")
+    wait_for(lambda: refused(ctl.settings.http_port), timeout=10, message="listeners closed")
+    assert not annotated(api)
+    assert ctl.haproxy.master_pid()  # still finishing the request in flight
+    backends["web"].release.set()
+    slow.join(20)
+    assert result == [(200, "web /slow")]
+    wait_for(lambda: not ctl.haproxy.master_pid(), timeout=10, message="HAProxy gone")
+    wait_for(lambda: not ctl.serving, timeout=10, message="controller idle")
 
 
 def test_reloads_in_quick_succession_all_take_effect(tmp_path: Path) -> None:

@@ -55,12 +55,31 @@ except OSError as err:
 """
 
 HOLD = r"""
-import socket, sys, time
-c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)
-print("connected", flush=True)
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
+def echoed(word):
+    c.sendall(word)
+    try:
+        return c.recv(64) == word
+    except OSError:
+        return False
+print("connected" if echoed(b"first") else "lost", flush=True)
 sys.stdin.readline()
-c.sendall(b"still here")
-print("sent", flush=True)
+print("echoed" if echoed(b"again") else "lost", flush=True)
+"""
+
+ECHO = r"""
+import socket, sys, threading
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen(8)
+def echo(c):
+    with c:
+        while data := c.recv(64):
+            c.sendall(data)
+while True:
+    threading.Thread(target=echo, args=(s.accept()[0],), daemon=True).start()
 """
 
 PODS = {  # name: (ip, node, labels)
@@ -190,6 +209,22 @@ def synced_after(ctl: NetworkPolicyController, count: int) -> None:
     wait_for(lambda: ctl.syncs > count and ctl.last_error is None, timeout=15, message="sync")
 
 
+def hooks(net: Net, ctl: NetworkPolicyController) -> list[str]:
+    """The base chains of the enforcer's table (`ingress`, `egress`) in the kernel."""
+    out = subprocess.run(
+        ["ip", "netns", "exec", net.node, "nft", "list", "table", "inet", ctl.settings.table],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    found, chain = [], ""
+    for line in out.splitlines():
+        words = line.split()
+        if words[:1] == ["chain"]:
+            chain = words[1]
+        elif "hook" in words:
+            found.append(chain)
+    return found
+
+
 def answers(
     net: Net, pairs: list[tuple[str, str]], port: int = 8080
 ) -> dict[tuple[str, str], bool]:
@@ -204,6 +239,7 @@ def test_default_deny_then_allow_by_label_both_directions(api: FakeApiClient, ne
     try:
         synced_after(ctl, 0)
         assert all(answers(net, ALL).values())  # no policy: everything talks
+        assert hooks(net, ctl) == []  # ... and no packet passes a chain of ours
 
         # Default deny ingress for web: nobody reaches it, bridged or routed;
         # web still reaches others (and their replies come back: conntrack).
@@ -214,6 +250,7 @@ def test_default_deny_then_allow_by_label_both_directions(api: FakeApiClient, ne
             "default",
         )
         synced_after(ctl, n)
+        assert hooks(net, ctl) == ["ingress"]  # only the direction some pod is isolated in
         got = answers(net, ALL)
         assert not any(ok for (s, d), ok in got.items() if d == "web"), got
         assert all(ok for (s, d), ok in got.items() if d != "web"), got
@@ -261,6 +298,7 @@ def test_default_deny_then_allow_by_label_both_directions(api: FakeApiClient, ne
             api.delete("NetworkPolicy", name, "default")
         synced_after(ctl, n)
         assert all(answers(net, ALL).values())
+        assert hooks(net, ctl) == []
     finally:
         ctl.stop()
         ctl.cleanup()
@@ -307,24 +345,44 @@ def test_rules_outlive_the_enforcer_until_replaced(api: FakeApiClient, net: Net)
 def test_open_connection_survives_a_policy_that_denies_new_ones(
     api: FakeApiClient, net: Net
 ) -> None:
+    """A connection opened while no policy existed (the table then hooks
+    nothing) keeps talking both ways once a policy isolates its server:
+    conntrack knew it all along, so it is established, not picked up as new."""
     ctl = enforcer(api, net)
-    hold = subprocess.Popen(
-        ["ip", "netns", "exec", net.pods["remote"], sys.executable, "-c", HOLD, PODS["web"][0], "9090"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    echo = subprocess.Popen(
+        ["ip", "netns", "exec", net.pods["web"], sys.executable, "-c", ECHO, "9191"]
+    )
+    hold: subprocess.Popen[str] | None = None
     try:
         synced_after(ctl, 0)
-        assert hold.stdout is not None and hold.stdin is not None
-        assert hold.stdout.readline().strip() == "connected"
+        assert hooks(net, ctl) == []
+
+        def held() -> subprocess.Popen[str] | None:
+            proc = subprocess.Popen(
+                ["ip", "netns", "exec", net.pods["remote"], sys.executable, "-c", HOLD, PODS["web"][0], "9191"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() == "connected":
+                return proc
+            proc.kill()
+            proc.wait()
+            return None
+
+        hold = wait_for(held, timeout=15, message="a connection to the echo server")
+        assert hold is not None and hold.stdout is not None and hold.stdin is not None
         n = ctl.syncs
         api.create("NetworkPolicy", netpol("deny", {"podSelector": {}}), "default")
         synced_after(ctl, n)
+        assert hooks(net, ctl) == ["ingress"]
         assert net.ask("remote", "web", 9090) != "web"  # new connections: dropped
         hold.stdin.write("\n")
         hold.stdin.flush()
-        assert hold.stdout.readline().strip() == "sent"  # the open one: still there
+        assert hold.stdout.readline().strip() == "echoed"  # the open one: still both ways
     finally:
-        hold.kill()
-        hold.wait()
+        for proc in (hold, echo):
+            if proc is not None:
+                proc.kill()
+                proc.wait()
         ctl.stop()
         ctl.cleanup()

@@ -142,6 +142,22 @@ def test_the_controller_managers_flags_reach_its_process() -> None:
     assert manager.config_from_args(again) == manager.config_from_args(args)
 
 
+def test_disabled_built_in_controllers_stay_off_in_the_managers_process() -> None:
+    """`skiff controlplane --disable ingress --disable servicelb` (k3s'
+    --disable traefik|servicelb) with the controller manager a process of
+    its own: neither runs there (no IngressClass made, no addresses given)."""
+    args = cp_main.build_parser().parse_args(
+        ["--disable", "ingress", "--disable", "servicelb", "--controllers", "*,-podgc"]
+    )
+    own = argparse.ArgumentParser()
+    manager.add_flags(own)
+    controllers = manager.config_from_args(
+        own.parse_args(componentprocs.manager_argv(args))
+    ).controllers
+    for name, on in (("ingress", False), ("servicelb", False), ("podgc", False), ("job", True)):
+        assert manager.is_enabled(name, controllers) is on, name
+
+
 def test_signals_go_to_started_children_only(output: Output) -> None:
     sup = Supervisor([ProcessSpec("quick", py("pass"))], backoff=30, output=output)
     sup.start()

@@ -11,7 +11,7 @@ from controlplane.api.checks import Errors
 from controlplane.api.kinds.admissionregistration import webhooks
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.kinds.shared.patch_facts import facts
+from controlplane.api.kinds.shared.patch_facts import facts, merge
 from controlplane.api.schema import kind
 
 Object = dict[str, Any]
@@ -48,5 +48,5 @@ DEFINITION = KindDef(
     defaults=defaults,
     validate=validate,
     printer=webhooks.PRINTER,
-    patch_meta=facts(),
+    patch_meta=facts(extra={"webhooks": merge("name")}),  # Kubernetes: merge on name
 )

@@ -31,11 +31,16 @@ from controlplane.api.kinds.definition import AdmissionApi, Column, KindDef, Pri
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
 from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.client.ingressclasses import (
+    DEFAULT_CLASS_ANNOTATION,
+    LEGACY_CLASS_ANNOTATION,
+    default_class,
+)
 
 Object = dict[str, Any]
 
-DEFAULT_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
-LEGACY_ANNOTATION = "kubernetes.io/ingress.class"
+DEFAULT_ANNOTATION = DEFAULT_CLASS_ANNOTATION
+LEGACY_ANNOTATION = LEGACY_CLASS_ANNOTATION
 PATH_TYPES = ("Exact", "Prefix", "ImplementationSpecific")
 _PATH_CHARS = re.compile(r"^/[A-Za-z0-9\-._~/%:@+=,;!*$]*$")
 _PACKAGE = "io.k8s.api.networking.v1"
@@ -43,22 +48,6 @@ _ADDRESS_WIDTH = 16  # Kubernetes' loadBalancerWidth: longer addresses are cut u
 
 
 # ---- admission ---------------------------------------------------------------------
-
-
-def default_class(classes: list[Object]) -> str:
-    """The name of the default IngressClass among `classes` ("" when none)."""
-    defaults = [
-        c
-        for c in classes
-        if ((c.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_ANNOTATION) == "true"
-    ]
-    if not defaults:
-        return ""
-    newest = max(
-        defaults,
-        key=lambda c: (str(c["metadata"].get("creationTimestamp") or ""), c["metadata"]["name"]),
-    )
-    return str(newest["metadata"]["name"])
 
 
 def admit(api: AdmissionApi, info: KindInfo, obj: Object, old: Object | None) -> None:

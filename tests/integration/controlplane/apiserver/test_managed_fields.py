@@ -66,6 +66,26 @@ def test_every_grpc_write_records_its_manager(cluster: Cluster) -> None:
 
 
 @SQLITE
+def test_what_the_server_adds_at_creation_belongs_to_no_one(cluster: Cluster) -> None:
+    """As kube-apiserver records a create's managedFields before admission and
+    the strategy: a Job's generated selector and template labels are not the
+    creator's (kubectl's client-side to server-side migration re-applies the
+    creator's fields, and would drop them: spec.template is immutable)."""
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+           "spec": {"template": {"metadata": {"labels": {"app": "once"}}, "spec": {
+               "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}  # fmt: skip
+    with named(cluster, "kubectl-client-side-apply") as creator:
+        created = creator.create("Job", job, "default")
+    labels = created["spec"]["template"]["metadata"]["labels"]
+    assert labels["batch.kubernetes.io/job-name"] == "once" and created["spec"]["selector"]
+    (entry,) = created["metadata"]["managedFields"]
+    owned = entry["fieldsV1"]["f:spec"]
+    assert set(owned["f:template"]["f:metadata"]["f:labels"]) == {"f:app"}
+    assert "f:selector" not in owned
+    assert "f:backoffLimit" in owned  # a default: the creator's, as in Kubernetes
+
+
+@SQLITE
 def test_status_and_scale_writes_keep_the_entries_and_add_theirs(cluster: Cluster) -> None:
     with named(cluster, "creator") as creator, named(cluster, "status-writer") as writer:
         created = creator.create("Deployment", deployment(), "default")

@@ -268,6 +268,43 @@ def test_text_replaces_the_table_in_one_transaction() -> None:
     assert "ct state established,related accept" in text
 
 
+def base_chains(text: str) -> list[str]:
+    """The chains of the text that hook into the kernel."""
+    found, chain = [], ""
+    for line in text.splitlines():
+        words = line.split()
+        if words[:1] == ["chain"]:
+            chain = words[1]
+        elif "hook" in words:
+            found.append(chain)
+    return found
+
+
+def test_nothing_isolated_no_hook_but_conntrack_kept() -> None:
+    """At rest (no policy, or none selecting a pod of this node) a forwarded
+    packet passes no chain of ours; conntrack stays on for a first policy."""
+    elsewhere = policy("remote", {"podSelector": {"matchLabels": {"role": "other"}}})
+    for policies in ([], [elsewhere]):
+        plan = plan_of(policies, PODS)
+        assert not plan.isolates
+        text = plan.text()
+        assert base_chains(text) == []
+        assert "    ct state established,related accept" in text.splitlines()
+        assert text.splitlines()[:2] == [
+            "table inet skiff-netpol",
+            "delete table inet skiff-netpol",
+        ]
+
+
+def test_a_hook_only_for_the_directions_pods_are_isolated_in() -> None:
+    ingress_only = policy("in", {"podSelector": {"matchLabels": {"app": "web"}}})
+    assert base_chains(plan_of([ingress_only], PODS).text()) == ["ingress"]
+    egress_only = policy("out", {"podSelector": {}, "policyTypes": ["Egress"]})
+    assert base_chains(plan_of([egress_only], PODS).text()) == ["egress"]
+    both = plan_of([ingress_only, egress_only], PODS).text()
+    assert base_chains(both) == ["ingress", "egress"]
+
+
 @pytest.mark.parametrize(
     ("spec", "field"),
     [

@@ -364,3 +364,28 @@ def test_set_element_order_with_server_only_items(
     }
     out = smp(pod, patch, "Pod")
     assert [c["name"] for c in out["spec"]["containers"]] == expected
+
+
+@pytest.mark.parametrize("kind", ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"])
+def test_webhooks_merge_by_name(kind: str) -> None:
+    """kubectl's apply (and diff) of an unchanged webhook configuration sends
+    `$setElementOrder/webhooks` with the names only; Kubernetes merges the
+    list on `name`, so every webhook keeps its fields (ingress-nginx's
+    manifest applied twice)."""
+    hook = {
+        "name": "validate.nginx.ingress.kubernetes.io",
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": {"service": {"name": "admission", "namespace": "ingress-nginx"}},
+        "sideEffects": "None",
+        "timeoutSeconds": 10,
+    }
+    live = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "ingress-nginx-admission"}, "webhooks": [hook]}  # fmt: skip
+    patch = {"$setElementOrder/webhooks": [{"name": hook["name"]}]}
+    assert smp(live, patch, kind)["webhooks"] == [hook]
+    # A changed field of one webhook leaves the others' alone.
+    other = {**hook, "name": "other.example.com"}
+    patch = {"$setElementOrder/webhooks": [{"name": hook["name"]}, {"name": other["name"]}],
+             "webhooks": [{"name": other["name"], "timeoutSeconds": 5}]}  # fmt: skip
+    out = smp({**live, "webhooks": [hook, other]}, patch, kind)["webhooks"]
+    assert out == [hook, {**other, "timeoutSeconds": 5}]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.kinds.networking.ingress import default_class
+from controlplane.client.ingressclasses import default_class
 from controlplane.controllers.ingress import PORTS_ANNOTATION, serving_addresses
 
 
@@ -77,3 +77,24 @@ def test_controller_makes_the_class_sets_status_and_warns(env) -> None:
     reasons = set(ctl.recorder.reasons("default/shop"))
     assert reasons == {"ServiceNotFound", "SecretNotFound"}
     assert lb("theirs") is None and ctl.recorder.reasons("default/theirs") == []
+
+
+def test_class_less_ingress_gets_status_while_ours_is_the_default(env) -> None:
+    """An Ingress made before the default class existed (admission then gave
+    it none) is served by the agents, so it gets the status too."""
+    e = env("ingress")
+    e.wait(lambda: any(c["metadata"]["name"] == "skiff" for c in e.client.objects("IngressClass", None)),
+           message="default IngressClass")  # fmt: skip
+    e.client.create("Node", node("n1", "10.0.0.2"))
+    e.client.create("Ingress", {
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "plain", "namespace": "default"},
+        "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}},
+    }, "default")  # fmt: skip
+
+    def lb() -> Any:
+        return (e.client.get("Ingress", "plain", "default").get("status") or {}).get("loadBalancer")
+
+    e.wait(
+        lambda: lb() == {"ingress": [{"ip": "10.0.0.2"}]}, message="status of a class-less Ingress"
+    )
