@@ -265,9 +265,8 @@ class Registry(RegistryBase):
             requester(obj, identity)
         self._decoded(info, obj, None)
         # The creator owns what it sent and the defaults, not what the server
-        # adds next (a Job's selector and template labels, admission's and
-        # webhooks' changes): kube-apiserver's create handler records
-        # managedFields before admission and the strategy's PrepareForCreate.
+        # adds next (a Job's selector, admission's and webhooks' changes):
+        # kube-apiserver records managedFields before admission and PrepareForCreate.
         self._record(info, None, obj, manager or default(identity), "")
         self.validate(info, obj, None)
         self.check_namespace_open(info, ns)
