@@ -23,9 +23,7 @@ from typing import Any
 
 from controlplane.api import kinds
 from controlplane.api.cel import authz
-from controlplane.api.cel.engine import Bound, CompileError, EvalError
-from controlplane.api.cel.match_conditions import VARIABLES
-from controlplane.api.cel.programs import program
+from controlplane.api.cel.variables import VARIABLES
 from controlplane.api.selectors import SelectorError, from_structured
 from controlplane.apiserver import admission_context
 from controlplane.apiserver.admission_context import Attributes
@@ -197,7 +195,10 @@ class PolicyAdmission:
                        "`Deny` parameterNotFoundAction")  # fmt: skip
 
     @staticmethod
-    def _eval(expression: str, activation: Object | Bound) -> Any:
+    def _eval(expression: str, activation: Any) -> Any:
+        from controlplane.api.cel.engine import CompileError, EvalError  # loaded at first use
+        from controlplane.api.cel.programs import program
+
         try:
             return program(expression, VARIABLES).evaluate(activation)
         except (CompileError, EvalError) as err:
@@ -227,6 +228,8 @@ class PolicyAdmission:
 
     def _validations(self, spec: Object, activation: Object,
                      fail_closed: bool) -> list[tuple[int, _Failure]]:  # fmt: skip
+        from controlplane.api.cel.engine import Bound
+
         failures: list[tuple[int, _Failure]] = []
         bound = Bound(VARIABLES, activation)  # the object converted once for all of them
         for index, v in enumerate(spec.get("validations") or []):

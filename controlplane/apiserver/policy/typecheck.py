@@ -20,9 +20,7 @@ from typing import Any
 
 from controlplane.api import crd, kinds
 from controlplane.api.cel import ast, escaping
-from controlplane.api.cel.engine import CompileError
-from controlplane.api.cel.match_conditions import VARIABLES
-from controlplane.api.cel.programs import program
+from controlplane.api.cel.variables import VARIABLES
 from controlplane.api.kinds import registry
 from machinery.apierrors import ApiError
 
@@ -145,6 +143,9 @@ def warnings(policy: Object) -> list[Object]:
     targets = _kinds(spec)
     if not targets:
         return []
+    from controlplane.api.cel.engine import CompileError  # the engine, at the first policy
+    from controlplane.api.cel.programs import program
+
     params = _params(spec)
     out: list[Object] = []
     for field_ref, expression in _expressions(spec):
