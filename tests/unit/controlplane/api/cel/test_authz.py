@@ -29,6 +29,12 @@ def _rbac() -> RbacIndex:
         ("RoleBinding", {"metadata": {"name": "alice-deployer", "namespace": "team"},
                          "roleRef": {"kind": "Role", "name": "deployer"},
                          "subjects": [{"kind": "User", "name": "alice"}]}),
+        ("ClusterRole", {"metadata": {"name": "approver"},
+                         "rules": [{"apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
+                                    "resourceNames": ["example.com/*"], "verbs": ["approve"]}]}),
+        ("ClusterRoleBinding", {"metadata": {"name": "approver"},
+                                "roleRef": {"kind": "ClusterRole", "name": "approver"},
+                                "subjects": [{"kind": "User", "name": "alice"}]}),
         ("ClusterRole", {"metadata": {"name": "health"},
                          "rules": [{"nonResourceURLs": ["/healthz"], "verbs": ["get"]}]}),
         ("ClusterRoleBinding", {"metadata": {"name": "health"},
@@ -47,10 +53,12 @@ OWN = {"group": "apps", "resource": "deployments", "subresource": "", "namespace
        "name": "web"}  # fmt: skip
 
 
-def run(expression: str, user: str = "alice") -> Any:
+def run(expression: str, user: str = "alice", **values: Any) -> Any:
     who = Identity(user, groups=(AUTHENTICATED,))
     with authz.checking(CEL.check):
-        return program(expression, VARIABLES).evaluate({"authorizer": CEL.variable(who, OWN)})
+        return program(expression, VARIABLES).evaluate(
+            {"authorizer": CEL.variable(who, OWN), **values}
+        )
 
 
 def test_resource_checks_for_a_user_with_and_without_the_permission() -> None:
@@ -109,3 +117,17 @@ def test_a_node_credential_is_asked_through_the_node_authorizer() -> None:
     with authz.checking(CEL.check):
         found = program(expression, VARIABLES).evaluate({"authorizer": CEL.variable(node, None)})
     assert found is True
+
+
+def test_the_kep_certificate_approval_example() -> None:
+    """KEP-3488's CertificateApproval policy (in the library's final form):
+    approving needs `approve` on the signer's name or on `<domain>/*`."""
+    signer = "authorizer.group('certificates.k8s.io').resource('signers')"
+    expression = (f"{signer}.name(oldObject.spec.signerName).check('approve').allowed() || "
+                  f"{signer}.name([oldObject.spec.signerName.split('/')[0], '*'].join('/'))"
+                  ".check('approve').allowed()")  # fmt: skip
+    old = {"spec": {"signerName": "example.com/my-signer"}}
+    assert run(expression, oldObject=old) is True
+    assert run(expression, user="bob", oldObject=old) is False
+    other = {"spec": {"signerName": "other.io/signer"}}
+    assert run(expression, oldObject=other) is False
