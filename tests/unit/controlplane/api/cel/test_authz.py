@@ -64,7 +64,9 @@ def run(expression: str, user: str = "alice", **values: Any) -> Any:
 def test_resource_checks_for_a_user_with_and_without_the_permission() -> None:
     create = "authorizer.group('apps').resource('deployments').namespace('team').check('create')"
     assert run(f"{create}.allowed()") is True
-    assert run(f"{create}.reason()") == "allowed by RBAC"
+    assert run(f"{create}.reason()") == (
+        'RBAC: allowed by RoleBinding "alice-deployer/team" of Role "deployer" to User "alice"'
+    )
     assert run(f"{create}.allowed()", user="bob") is False
     assert run(f"{create}.reason()", user="bob") == ""  # RBAC's "no opinion"
     assert run(f"{create}.errored()", user="bob") is False
@@ -87,6 +89,10 @@ def test_request_resource_path_and_service_account() -> None:
     assert run("authorizer.path('/metrics').check('get').allowed()") is False
     robot = "authorizer.serviceAccount('team', 'robot')"
     assert run(f"{robot}.path('/healthz').check('get').allowed()", user="bob") is True
+    assert run(f"{robot}.path('/healthz').check('get').reason()") == (
+        'RBAC: allowed by ClusterRoleBinding "health" of ClusterRole "health" to '
+        'ServiceAccount "robot/team"'
+    )
     assert run(f"{robot}.group('apps').resource('deployments').namespace('team')"
                ".check('create').allowed()") is False  # fmt: skip
 

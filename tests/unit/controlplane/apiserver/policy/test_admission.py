@@ -167,7 +167,9 @@ def test_authorizer_in_validations_conditions_variables_messages_and_annotations
                           lambda ns: None, _cel_authorizer())  # fmt: skip
     with admission_context.recording() as recorder:
         adm(configmap())  # alice
-    assert recorder.annotations["p/tier"] == "allowed by RBAC"
+    assert recorder.annotations["p/tier"] == (
+        'RBAC: allowed by ClusterRoleBinding "tier" of ClusterRole "tier" to User "alice"'
+    )
     assert recorder.annotations["p/own"] == "ok"
     bob = configmap()
     bob = Attributes(bob.operation, bob.kind, bob.namespace, bob.name, "", Identity("bob"), bob.obj)
