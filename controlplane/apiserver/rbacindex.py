@@ -173,3 +173,28 @@ class RbacIndex:
                 self._cache.clear()
             self._cache[key] = (self._generation, found)
             return found
+
+    def reason(self, identity: Identity, a: Attributes) -> str:
+        """Kubernetes' RBAC reason for an allowed request (`RBAC: allowed by
+        ClusterRoleBinding "b" of ClusterRole "r" to User "alice"`), from the
+        first binding whose role allows it (ClusterRoleBindings first, then
+        the namespace's RoleBindings, each by name); "" when none does."""
+        with self._lock:
+            bindings = sorted(self._bindings.items(), key=lambda kv: (kv[0][0] != "ClusterRoleBinding",
+                                                                     kv[0][2]))  # fmt: skip
+            for (kind, ns, name), binding in bindings:
+                if kind == "RoleBinding" and ns != a.namespace:
+                    continue
+                subject = next((s for s in binding.subjects if names(identity, s)), None)
+                if subject is None:
+                    continue
+                role_ns = binding.namespace if binding.role_kind == "Role" else ""
+                if not allows(self._roles.get((role_ns, binding.role_name), ()), a):
+                    continue
+                s_kind, s_name, s_ns = subject
+                who = f'{s_kind} "{s_name}/{s_ns}"' if s_kind == "ServiceAccount" else (
+                    f'{s_kind} "{s_name}"')  # fmt: skip
+                where = f"{name}/{ns}" if kind == "RoleBinding" else name
+                return (f'RBAC: allowed by {kind} "{where}" of {binding.role_kind} '
+                        f'"{binding.role_name}" to {who}')  # fmt: skip
+        return ""

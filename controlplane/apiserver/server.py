@@ -43,6 +43,7 @@ from controlplane.apiserver.audit import AuditLog, load_policy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.authz import Authorizer
 from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.celauthz import CelAuthorizer
 from controlplane.apiserver.certreload import ServingCertificate, grpc_credentials
 from controlplane.apiserver.codec import ROOT, decode, list_prefix
 from controlplane.apiserver.crd_kinds import CrdKinds
@@ -175,8 +176,11 @@ class ApiServer:
         self.registry.validating.append(certificates.CertificateAdmission(self.authorizer))
         # ValidatingAdmissionPolicy: after the built-in validating admission.
         self.policies = PolicyCache()
+        cel_authorizer = CelAuthorizer(self.authorizer)  # CEL's `authorizer` variable
         self.registry.validating.append(
-            PolicyAdmission(self.policies, self._lookup, self._objects, self._namespace)
+            PolicyAdmission(
+                self.policies, self._lookup, self._objects, self._namespace, cel_authorizer
+            )
         )
         # Admission webhooks: their configurations kept by the watch, Services
         # resolved to endpoints by the API server itself.
@@ -185,6 +189,7 @@ class ApiServer:
         self.registry.webhooks = WebhookAdmission(
             self.webhook_configs, self.webhook_client, self._namespace_labels
         )
+        self.registry.webhooks.authorizer = cel_authorizer
         self.sa_tokens = (
             ServiceAccountTokens(pki.sa_key_pem, self._lookup) if pki and pki.sa_key_pem else None
         )

@@ -23,6 +23,11 @@ CASES = [
         "    build(pathlib.Path(d), None, False)",
         ["runtime.image.pull", "runtime.image.registry"],
     ),
+    (  # the control plane: the CEL engine (cel-cpp, ~19 MB) waits for the first
+        # ValidatingAdmissionPolicy, CRD rule or webhook matchCondition
+        "import controlplane.main, controlplane.apiserver.server",
+        ["cel_expr_python", "controlplane.api.cel.engine", "controlplane.api.cel.library"],
+    ),
 ]
 
 

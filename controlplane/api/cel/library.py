@@ -6,7 +6,8 @@ getQuery. Quantities: quantity, isQuantity, isInteger, asInteger,
 asApproximateFloat, sign, add, sub, isGreaterThan, isLessThan, compareTo.
 IPs and CIDRs: ip, isIP, cidr, isCIDR, family, isCanonical, isLoopback,
 isUnspecified, isGlobalUnicast, isLinkLocalUnicast, isLinkLocalMulticast,
-containsIP, containsCIDR, prefixLength, masked. (Strings, optional,
+containsIP, containsCIDR, prefixLength, masked. The authorizer library
+(path, group, resource, check, allowed ...) is authz.py's. (Strings, optional,
 cel.bind and math come from cel-cpp's own extensions.)
 
 cel-cpp's Python bindings cannot carry opaque Python values, so a URL,
@@ -25,7 +26,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from controlplane.api.cel import formats
+from controlplane.api.cel import authz, formats
 from controlplane.api.quantity import format_quantity, parse_quantity
 
 T = cel.Type
@@ -290,6 +291,7 @@ def _decls() -> list[Any]:
         "prefixLength": [_fn("prefixLength", N, [Op], lambda m: _net(m).prefixlen)],
         "masked": [_fn("masked", Op, [Op], lambda m: {_CIDR: str(_net(m))})],
     }
+    table.update(authz.decls(OPAQUE))
     return [cel.FunctionDecl(name, overloads) for name, overloads in table.items()] + (
         formats.decls(OPAQUE)
     )
@@ -308,6 +310,8 @@ def extension() -> Any:
 def to_python(value: Any) -> Any:
     """A result as JSON-ish Python: opaque values in their string form."""
     if isinstance(value, dict):
+        if authz.is_value(value):
+            return {}  # an authorizer value has no JSON form (cel-go's are opaque too)
         if len(value) == 1:
             key = next(iter(value))
             if key == _Q:

@@ -17,12 +17,9 @@ from typing import Any
 
 from controlplane.api.cel.engine import CompileError, EvalError
 from controlplane.api.cel.programs import program
+from controlplane.api.cel.variables import VARIABLES
 
-VARIABLES = tuple(
-    sorted(
-        ("object", "oldObject", "request", "authorizer", "params", "namespaceObject", "variables")
-    )
-)
+__all__ = ["VARIABLES", "ConditionError", "compile_errors", "evaluate"]
 
 
 class ConditionError(RuntimeError):

@@ -22,12 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.api import kinds
-from controlplane.api.cel.engine import Bound, CompileError, EvalError
-from controlplane.api.cel.match_conditions import VARIABLES
-from controlplane.api.cel.programs import program
+from controlplane.api.cel import authz
+from controlplane.api.cel.variables import VARIABLES
 from controlplane.api.selectors import SelectorError, from_structured
 from controlplane.apiserver import admission_context
 from controlplane.apiserver.admission_context import Attributes
+from controlplane.apiserver.celauthz import CelAuthorizer
 from controlplane.apiserver.policy.cache import PolicyCache
 from controlplane.apiserver.policy.matching import Request, labels_of, rules_match, selector_matches
 from machinery.apierrors import ApiError, Forbidden, Invalid, RequestEntityTooLarge, Unauthenticated
@@ -53,8 +53,9 @@ class _Failure(Exception):
 
 class PolicyAdmission:
     def __init__(self, cache: PolicyCache, lookup: Lookup, objects: Objects,
-                 namespace: Namespace) -> None:  # fmt: skip
+                 namespace: Namespace, authorizer: CelAuthorizer | None = None) -> None:  # fmt: skip
         self.cache = cache
+        self.authorizer = authorizer  # the `authorizer` variable's checks (None: every check errs)
         self.lookup = lookup
         self.objects = objects
         self.namespace = namespace  # a Namespace as last read (shared, never changed)
@@ -77,7 +78,11 @@ class PolicyAdmission:
                 continue
             if base is None:
                 base = self._variables(a, info)
-            self._apply(policy, binding, base, a, audit)
+            if self.authorizer is None:
+                self._apply(policy, binding, base, a, audit)
+                continue
+            with authz.checking(self.authorizer.check):
+                self._apply(policy, binding, base, a, audit)
         if audit:
             admission_context.annotate(AUDIT_KEY, json.dumps(audit, separators=(",", ":")))
 
@@ -118,12 +123,16 @@ class PolicyAdmission:
         }  # fmt: skip
         deleting = a.operation == "DELETE"
         ns = self.namespace(a.namespace) if a.namespace else None
+        own = {"group": info.group, "resource": info.plural, "subresource": a.subresource,
+               "namespace": a.namespace, "name": a.name}  # fmt: skip
+        # always there, as in Kubernetes; without an authorizer every check() errs
+        authorizer = authz.authorizer(authz.user_value(who.user, who.groups, who.uid), own)
         return {
             "object": None if deleting else a.obj,
             "oldObject": a.obj if deleting else a.old,
             "request": request,
             "namespaceObject": ns,
-            "authorizer": None,
+            "authorizer": authorizer,
             "params": None,
             "variables": {},
         }
@@ -186,7 +195,10 @@ class PolicyAdmission:
                        "`Deny` parameterNotFoundAction")  # fmt: skip
 
     @staticmethod
-    def _eval(expression: str, activation: Object | Bound) -> Any:
+    def _eval(expression: str, activation: Any) -> Any:
+        from controlplane.api.cel.engine import CompileError, EvalError  # loaded at first use
+        from controlplane.api.cel.programs import program
+
         try:
             return program(expression, VARIABLES).evaluate(activation)
         except (CompileError, EvalError) as err:
@@ -216,6 +228,8 @@ class PolicyAdmission:
 
     def _validations(self, spec: Object, activation: Object,
                      fail_closed: bool) -> list[tuple[int, _Failure]]:  # fmt: skip
+        from controlplane.api.cel.engine import Bound
+
         failures: list[tuple[int, _Failure]] = []
         bound = Bound(VARIABLES, activation)  # the object converted once for all of them
         for index, v in enumerate(spec.get("validations") or []):

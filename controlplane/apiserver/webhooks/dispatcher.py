@@ -32,8 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api import json_patch, jsoncodec
+from controlplane.api.cel import authz
 from controlplane.apiserver import admission_context
 from controlplane.apiserver.admission_context import CONNECT, DELETE, Attributes
+from controlplane.apiserver.celauthz import CelAuthorizer
 from controlplane.apiserver.codec import kind_info
 from controlplane.apiserver.webhooks import match_conditions
 from controlplane.apiserver.webhooks.client import CallError, WebhookClient
@@ -84,6 +86,8 @@ class WebhookAdmission:
         self.configs = configs
         self.client = client
         self.namespace_labels = namespace_labels
+        # the matchConditions' `authorizer` variable (None: null, as before any server sets it)
+        self.authorizer: CelAuthorizer | None = None
         self._pool = ThreadPoolExecutor(PARALLEL, thread_name_prefix="validating-webhooks")
 
     # -- the two phases ---------------------------------------------------------------
@@ -199,7 +203,7 @@ class WebhookAdmission:
             conditions = hook.spec.get("matchConditions") or []
             if conditions:
                 try:
-                    if not match_conditions.evaluate(conditions, _variables(req)):
+                    if not self._conditions(conditions, req):
                         continue
                 except match_conditions.ConditionError as err:
                     if _fails_closed(hook):
@@ -207,6 +211,17 @@ class WebhookAdmission:
                     continue
             found.append(_Match(hook, *gv))
         return found
+
+    def _conditions(self, conditions: list[Object], req: Request) -> bool:
+        variables = _variables(req)
+        if self.authorizer is None:
+            return match_conditions.evaluate(conditions, variables)
+        r = req.resource
+        own = {"group": r.group, "resource": r.resource, "subresource": r.subresource,
+               "namespace": r.namespace, "name": req.name}  # fmt: skip
+        variables["authorizer"] = self.authorizer.variable(req.identity, own)
+        with authz.checking(self.authorizer.check):
+            return match_conditions.evaluate(conditions, variables)
 
     def _namespace_matches(self, hook: Hook, req: Request) -> bool:
         selector = hook.spec.get("namespaceSelector")

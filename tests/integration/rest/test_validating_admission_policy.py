@@ -263,7 +263,7 @@ def test_type_checking_status_and_kubectl_get(cluster: Cluster, cleanup: list[st
     assert status["typeChecking"]["expressionWarnings"] == [{
         "fieldRef": "spec.validations[0].expression",
         "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicass'\n"
-                   " | object.spec.replicass > 1\n | ...........^"}]  # fmt: skip
+                   " | object.spec.replicass > 1\n | ...........^\n"}]  # fmt: skip
     table = cluster.kubectl("get", "validatingadmissionpolicies").stdout
     assert table.split("\n")[0].split() == ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"]
     assert "typo.example.com" in table

@@ -2,7 +2,8 @@
 validation of matchResources (Kubernetes' admissionregistration/v1
 validation), and the CEL checks of a policy's expressions, which are
 compiled when the policy is written so a broken one is refused with the
-position of the error.
+position of the error (the engine loaded then: a server with no policy
+never loads it).
 """
 
 from __future__ import annotations
@@ -10,16 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from controlplane.api.cel import match_conditions
-from controlplane.api.cel.engine import CompileError
-from controlplane.api.cel.programs import program
+from controlplane.api.cel.variables import VARIABLES
 from controlplane.api.checks import Errors, enum, items, mapping, selector
 
 Object = dict[str, Any]
 OPERATIONS = ("*", "CREATE", "UPDATE", "DELETE", "CONNECT")
 REASONS = ("Unauthorized", "Forbidden", "Invalid", "RequestEntityTooLarge")
 ACTIONS = ("Deny", "Warn", "Audit")
-VARIABLES = match_conditions.VARIABLES
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -74,6 +72,9 @@ def compile_expression(e: Errors, path: str, expression: Any, what: str = "") ->
     if not isinstance(expression, str) or not expression.strip():
         e.required(path)
         return
+    from controlplane.api.cel.engine import CompileError
+    from controlplane.api.cel.programs import program
+
     try:
         program(expression, VARIABLES)
     except CompileError as err:
@@ -117,6 +118,8 @@ def validate_policy_spec(e: Errors, spec: Any) -> None:
             if not a.get("key"):
                 e.required(f"{ap}.key")
             compile_expression(e, f"{ap}.valueExpression", a.get("valueExpression"))
+    from controlplane.api.cel import match_conditions
+
     e.items.extend(match_conditions.compile_errors(spec.get("matchConditions"),
                                                    "spec.matchConditions"))  # fmt: skip
 

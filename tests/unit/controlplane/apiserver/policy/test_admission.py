@@ -13,8 +13,11 @@ import pytest
 from controlplane.apiserver import admission_context
 from controlplane.apiserver.admission_context import Attributes
 from controlplane.apiserver.auth import Identity
+from controlplane.apiserver.authz import Authorizer
+from controlplane.apiserver.celauthz import CelAuthorizer
 from controlplane.apiserver.policy.admission import AUDIT_KEY, PolicyAdmission
 from controlplane.apiserver.policy.cache import PolicyCache
+from controlplane.apiserver.rbacindex import RbacIndex
 from machinery.apierrors import Forbidden, Invalid
 
 ALL = [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
@@ -130,3 +133,52 @@ def test_failure_policy_ignore_skips_errors_and_policies_skip_their_own_kinds() 
     adm(Attributes("CREATE", "ValidatingAdmissionPolicy", "", "x", "", Identity("a"), vap))
     with pytest.raises(Forbidden):
         adm(configmap())
+
+
+def _cel_authorizer() -> CelAuthorizer:
+    """alice may `use` the critical tier; nobody else may."""
+    objs = [("ClusterRole", {"metadata": {"name": "tier"}, "rules": [
+                {"apiGroups": ["example.com"], "resources": ["tiers"],
+                 "resourceNames": ["critical"], "verbs": ["use"]}]}),
+            ("ClusterRoleBinding", {"metadata": {"name": "tier"},
+                                    "roleRef": {"kind": "ClusterRole", "name": "tier"},
+                                    "subjects": [{"kind": "User", "name": "alice"}]})]  # fmt: skip
+    index = RbacIndex()
+    index.load((kind, json.dumps(obj).encode()) for kind, obj in objs)
+    return CelAuthorizer(Authorizer(rbac=index))
+
+
+def test_authorizer_in_validations_conditions_variables_messages_and_annotations() -> None:
+    use = "authorizer.group('example.com').resource('tiers').name('critical').check('use')"
+    spec: dict[str, Any] = {
+        "matchConditions": [{"name": "not-admins", "expression":
+                             "!authorizer.path('/admin').check('get').allowed()"}],
+        "variables": [{"name": "mayUse", "expression": f"{use}.allowed()"}],
+        "validations": [{"expression": "variables.mayUse",
+                         "messageExpression": f"'may not: ' + string({use}.allowed())"}],
+        "auditAnnotations": [{"key": "tier", "valueExpression": f"{use}.reason()"},
+                             {"key": "own", "valueExpression":
+                              "authorizer.requestResource.check('create').errored() ? 'err' : 'ok'"}],
+    }  # fmt: skip
+    cache = PolicyCache()
+    cache.policies = {"p": policy(**spec)}
+    cache.bindings = {"b": binding(["Deny"])}
+    adm = PolicyAdmission(cache, lambda kind, ns, name: None, lambda kind, ns: [],
+                          lambda ns: None, _cel_authorizer())  # fmt: skip
+    with admission_context.recording() as recorder:
+        adm(configmap())  # alice
+    assert recorder.annotations["p/tier"] == (
+        'RBAC: allowed by ClusterRoleBinding "tier" of ClusterRole "tier" to User "alice"'
+    )
+    assert recorder.annotations["p/own"] == "ok"
+    bob = configmap()
+    bob = Attributes(bob.operation, bob.kind, bob.namespace, bob.name, "", Identity("bob"), bob.obj)
+    with pytest.raises(Forbidden, match=r"denied request: may not: false$"):
+        adm(bob)
+    admin = Attributes(bob.operation, bob.kind, bob.namespace, bob.name, "",
+                       Identity("root", admin=True, groups=("system:masters",)), bob.obj)  # fmt: skip
+    adm(admin)  # system:masters: the match condition is false, the policy does not apply
+    # without an authorizer the variable is there, and every check() is an error
+    plain = admission([policy(validations=[{"expression": f"{use}.errored()"}])],
+                      [binding(["Deny"])])  # fmt: skip
+    plain(configmap())

@@ -131,3 +131,35 @@ def test_configurations_check_match_conditions_with_the_cel_engine() -> None:
     )
     obj["webhooks"][0]["matchConditions"][0]["expression"] = "object.metadata.name == 'x'"  # type: ignore[index]
     assert validation.validate("ValidatingWebhookConfiguration", obj, None) == []
+
+
+def test_match_conditions_ask_the_authorizer_for_the_requests_user() -> None:
+    """The webhook docs' breakglass condition: a user allowed `breakglass` on
+    the configuration skips the webhook; others are sent to it."""
+    from controlplane.apiserver.auth import Identity
+    from controlplane.apiserver.authz import Authorizer
+    from controlplane.apiserver.celauthz import CelAuthorizer
+    from controlplane.apiserver.rbacindex import RbacIndex
+
+    rbac = RbacIndex()
+    rbac.load([
+        ("ClusterRole", _json({"metadata": {"name": "bg"}, "rules": [{
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["validatingwebhookconfigurations"], "verbs": ["breakglass"]}]})),
+        ("ClusterRoleBinding", _json({"metadata": {"name": "bg"},
+                                      "roleRef": {"kind": "ClusterRole", "name": "bg"},
+                                      "subjects": [{"kind": "User", "name": "carol"}]})),
+    ])  # fmt: skip
+    hooks = admission("ValidatingWebhookConfiguration", matchConditions=[{
+        "name": "breakglass", "expression":
+        '!authorizer.group("admissionregistration.k8s.io")'
+        '.resource("validatingwebhookconfigurations").name("my-webhook.example.com")'
+        '.check("breakglass").allowed()'}])  # fmt: skip
+    hooks.authorizer = CelAuthorizer(Authorizer(rbac=rbac))
+    client = Allow()
+    hooks.client = client
+    for user, calls in (("carol", 0), ("bob", 1)):
+        req = request()
+        req.identity = Identity(user)
+        hooks.validate_request(req)
+        assert client.calls == calls, user
