@@ -413,3 +413,28 @@ def test_a_deprecated_crd_version_warns(cluster: Cluster) -> None:
     assert "Warning: example.com/v1beta1 Widget is deprecated" in made.stderr
     current = kubectl(cluster, "get", "widgets.v1.example.com", "w")
     assert "deprecated" not in current.stderr
+
+
+def test_namespaces_carry_their_name_label(cluster: Cluster) -> None:
+    """Kubernetes labels every Namespace `kubernetes.io/metadata.name: <name>`
+    on each write, so namespaceSelectors (NetworkPolicy, webhooks) can pick
+    one by name; a client can neither change nor remove it."""
+
+    def labels(name: str) -> dict[str, str]:
+        out = kubectl(cluster, "get", "namespace", name, "-o", "json").stdout
+        return dict(json.loads(out)["metadata"].get("labels") or {})
+
+    kubectl(cluster, "create", "namespace", "fid-label")
+    try:
+        assert labels("fid-label")["kubernetes.io/metadata.name"] == "fid-label"
+        kubectl(cluster, "label", "namespace", "fid-label", "kubernetes.io/metadata.name-")
+        kubectl(cluster, "label", "namespace", "fid-label", "team=a")
+        assert labels("fid-label") == {"kubernetes.io/metadata.name": "fid-label", "team": "a"}
+        kubectl(cluster, "label", "--overwrite", "namespace", "fid-label",
+                "kubernetes.io/metadata.name=other")  # fmt: skip
+        assert labels("fid-label")["kubernetes.io/metadata.name"] == "fid-label"
+        names = kubectl(cluster, "get", "namespaces", "-l", "kubernetes.io/metadata.name=default",
+                        "-o", "name").stdout.split()  # fmt: skip
+        assert names == ["namespace/default"]
+    finally:
+        kubectl(cluster, "delete", "namespace", "fid-label", "--wait=false", check=False)

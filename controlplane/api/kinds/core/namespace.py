@@ -1,6 +1,9 @@
 """Namespace (v1, cluster-scoped): a scope for names; its name is a DNS-1123 label.
 
-Defaults: spec.finalizers [kubernetes], status.phase Active. Validation:
+Defaults: spec.finalizers [kubernetes], status.phase Active, and the label
+`kubernetes.io/metadata.name` set to the name on every write (Kubernetes'
+SetDefaults_Namespace and Canonicalize: selectors may rely on it, so a
+client cannot change or remove it). Validation:
 status.phase Active or Terminating. Columns: NAME STATUS AGE. (Its
 lifecycle, finalizing and the protected namespaces are the API server's:
 controlplane/apiserver/namespaces.py and deletion.py.)
@@ -27,7 +30,17 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         enum(e, "status.phase", ns_status.get("phase"), ("Active", "Terminating"))
 
 
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
 def defaults(obj: Object) -> None:
+    meta = child(obj, "metadata")
+    if meta.get("name"):
+        labels = meta.get("labels")
+        if labels is None:
+            labels = meta["labels"] = {}
+        if isinstance(labels, dict):  # anything else: validation names it
+            labels[NAME_LABEL] = meta["name"]
     child(obj, "spec").setdefault("finalizers", ["kubernetes"])
     child(obj, "status").setdefault("phase", "Active")
 
