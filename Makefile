@@ -90,12 +90,15 @@ up: deps venv
 # PYTHONDONTWRITEBYTECODE: every worker and every daemon a test starts would
 # otherwise compile each module again. pytest exits 5 when it collected
 # nothing; that is not a failure of the suite. The report ends with the time
-# per layer.
+# per layer. The tree is compiled once before the workers start
+# (tests/harness/precompile.py): on a clean clone each worker would compile
+# all of it for itself.
 PYTEST_WORKERS ?= 4
 test: deps-test venv
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint pytest
 
 pytest: venv
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m tests.harness.precompile
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The client libraries' own e2e suites against skiff (tests/harness/clientlibs.py;

@@ -1,0 +1,49 @@
+"""Compiling the tree once before a parallel run (tests/harness/precompile.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.harness.precompile import compile_tree, main
+
+
+def _tree(root: Path) -> None:
+    (root / "tests" / "harness").mkdir(parents=True)
+    (root / "tests" / "__init__.py").write_text("")
+    (root / "tests" / "harness" / "__init__.py").write_text("")
+    (root / "tests" / "harness" / "helper.py").write_text("X = 1\n")
+    (root / "tests" / "conftest.py").write_text("")
+    (root / "tests" / "test_a.py").write_text("def test_a():\n    assert 1 + 1 == 2\n")
+    (root / "tests" / "test_b.py").write_text("def test_b():\n    assert True\n")
+    (root / "agent").mkdir()
+    (root / "agent" / "__init__.py").write_text("")
+    (root / "agent" / "mod.py").write_text("Y = 2\n")
+
+
+@pytest.fixture
+def writing_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+
+
+def test_the_tree_compiled_but_the_modules_pytest_rewrites(
+    tmp_path: Path, writing_bytecode: None
+) -> None:
+    _tree(tmp_path)
+    assert compile_tree(tmp_path, jobs=1)
+    tag = sys.implementation.cache_tag
+    assert (tmp_path / "agent" / "__pycache__" / f"mod.{tag}.pyc").exists()
+    assert (tmp_path / "tests" / "harness" / "__pycache__" / f"helper.{tag}.pyc").exists()
+    cached = {p.name for p in (tmp_path / "tests" / "__pycache__").iterdir()}
+    assert cached == {f"__init__.{tag}.pyc"}  # not test_a, test_b, conftest
+
+
+def test_nothing_written_where_bytecode_is_off(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert main([]) == 0
+    assert "PYTHONDONTWRITEBYTECODE is set" in capsys.readouterr().err
