@@ -2,9 +2,13 @@
 plane, through kubectl 1.33: `kubectl top nodes|pods`, NodeMetrics and
 PodMetrics (get, list, label selectors, timestamp, window, usage), the
 local APIService v1beta1.metrics.k8s.io, and the HPA's metrics source
-reading it. The agents' Stats are stood in for by a function of the real
-clock (a quarter of a core and 64 MiB per node, 100m and 32 MiB per pod),
-so the rates over whatever window the scrapes span are known."""
+reading it; and an out-of-tree metrics server taking the group over, with
+an APIService and Service of our own (tests/fakes/manifests) and with
+metrics-server v0.7.0's own components.yaml, built at run time from its git
+mirror (tests/harness/upstream.py; skipped without it). The agents' Stats
+are stood in for by a function of the real clock (a quarter of a core and
+64 MiB per node, 100m and 32 MiB per pod), so the rates over whatever window
+the scrapes span are known."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import pytest
 
 from controlplane.controllers.metrics_api import MetricsApiSource
 from proto.agent.v1 import agent_pb2 as pb
+from tests.harness import upstream
 from tests.harness.kubectl import NEWEST
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import Cluster
@@ -161,16 +166,38 @@ def test_hpa_metrics_source_reads_the_metrics_api(cluster: Cluster, metrics: Non
     assert memory["busy"].value == 32 * MI
 
 
-METRICS_SERVER = (
-    Path(__file__).parents[2] / "fakes" / "manifests" / "metrics-server-components.yaml"
-)
+OUR_APISERVICE = Path(__file__).parents[2] / "fakes" / "manifests" / "metrics-apiservice.yaml"
+# metrics-server's release components.yaml is `kustomize build` of this, at its tag.
+METRICS_SERVER = ("kubernetes-sigs/metrics-server", "v0.7.0", "manifests/overlays/release")
 
 
+def _manifest(source: str, tmp_path: Path) -> Path:
+    """Our own APIService and Service, or metrics-server's components.yaml built
+    from its git mirror (skips without it, naming SKIFF_UPSTREAM_MIRRORS)."""
+    if source == "ours":
+        return OUR_APISERVICE
+    repo, tag, overlay = METRICS_SERVER
+    upstream.tree(repo, tag, "manifests", tmp_path)
+    built = kubectl_plain("kustomize", str(tmp_path / overlay))
+    path = tmp_path / "components.yaml"
+    path.write_text(built)
+    return path
+
+
+def kubectl_plain(*args: str) -> str:
+    done = subprocess.run([str(KUBECTL), *args], capture_output=True, text=True, timeout=60,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("source", ["ours", "upstream"])
 @pytest.mark.parametrize("server_side", [False, True], ids=["client-side", "server-side"])
 def test_metrics_server_manifest_applies_unchanged_and_takes_the_group_over(
-    cluster: Cluster, metrics: None, server_side: bool
+    cluster: Cluster, metrics: None, server_side: bool, source: str, tmp_path: Path
 ) -> None:
-    apply = ["apply", "-f", str(METRICS_SERVER)] + (["--server-side"] if server_side else [])
+    manifest = _manifest(source, tmp_path)
+    apply = ["apply", "-f", str(manifest)] + (["--server-side"] if server_side else [])
     try:
         kubectl(cluster, *apply)
         # Its APIService names its Service now: whose pods cannot run here (no node
@@ -188,7 +215,7 @@ def test_metrics_server_manifest_applies_unchanged_and_takes_the_group_over(
         assert "the server is currently unable to handle the request" in raw.stderr
         kubectl(cluster, "get", "nodes")  # the core group is untouched
     finally:
-        kubectl(cluster, "delete", "-f", str(METRICS_SERVER), "--ignore-not-found",
+        kubectl(cluster, "delete", "-f", str(manifest), "--ignore-not-found",
                 "--wait=false", check=False)  # fmt: skip
     # Without it, the built-in metrics API is registered and answers again.
     wait_for(lambda: _apiservice_condition(cluster, "True"), timeout=30,

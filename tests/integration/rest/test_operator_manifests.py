@@ -2,8 +2,10 @@
 unchanged with kubectl 1.33 (by its versioned path), client-side and
 server-side: Argo CD, Traefik, cert-manager, Kyverno and Volcano.
 
-The manifests are excerpts of the upstream files (data/operators/*.yaml.gz,
-each document unchanged; the header of each names its source and version):
+The manifests are upstream's, read at run time from git mirrors
+(tests/harness/upstream.py, SKIFF_UPSTREAM_MIRRORS; without a mirror or its
+tag the tests skip, saying so); nothing fetched is committed. Of each the
+test applies the documents it selects by kind and name (SOURCES), unchanged:
 every CustomResourceDefinition the examples need, those that once failed,
 and Argo CD's Services (kubectl's client-side to server-side migration
 refused them). Left out: the operators' Deployments, RBAC and ConfigMaps
@@ -12,6 +14,10 @@ whose Services have no pods here: with failurePolicy Fail they refuse every
 object they match (Volcano's own queue and cronjob webhooks), as
 kube-apiserver would.
 
+The example objects are upstream's too for Argo CD, Kyverno and Volcano
+(files of the same tags); Traefik's and cert-manager's are our own
+(data/operators/*-examples.yaml), objects of the kinds their docs show.
+
 As on Kubernetes, a client-side apply of a CRD whose schema is over 256 KiB
 (Argo CD's ApplicationSet, Kyverno's ClusterPolicy) is refused for its
 last-applied annotation; the operators' docs apply those server-side
@@ -19,35 +25,101 @@ last-applied annotation; the operators' docs apply those server-side
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.harness import upstream
 from tests.integration.rest.conftest import Cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("need_kubectl")]
 
 DATA = Path(__file__).parent / "data" / "operators"
-OPERATORS = ["argocd", "traefik", "cert-manager", "kyverno", "volcano"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an operator's manifest is upstream: files at a tag, and of them
+    the documents kept, by (kind, name) (None: every document)."""
+
+    repo: str
+    tag: str
+    paths: list[str]
+    keep: set[tuple[str, str]] | None = None
+    examples: list[str] = field(default_factory=list)  # upstream files; else ours
+
+
+def _crds(*names: str) -> set[tuple[str, str]]:
+    return {("CustomResourceDefinition", n) for n in names}
+
+
+SOURCES = {
+    "argocd": Source(
+        "argoproj/argo-cd", "v3.5.1", ["manifests/install.yaml"],
+        _crds("applications.argoproj.io", "applicationsets.argoproj.io", "appprojects.argoproj.io")
+        | {("Service", "argocd-redis"), ("Service", "argocd-server")},
+        ["docs/operator-manual/application.yaml", "docs/operator-manual/project.yaml"],
+    ),
+    "traefik": Source(
+        "traefik/traefik-helm-chart", "v41.3.0",
+        [f"traefik/crds/traefik.io_{n}.yaml"
+         for n in ("ingressroutes", "ingressroutetcps", "middlewares", "tlsoptions")],
+    ),
+    "cert-manager": Source(
+        "cert-manager/cert-manager", "v1.21.1",
+        [f"deploy/crds/{n}.yaml" for n in (
+            "acme.cert-manager.io_challenges", "acme.cert-manager.io_orders",
+            "cert-manager.io_certificaterequests", "cert-manager.io_certificates",
+            "cert-manager.io_clusterissuers", "cert-manager.io_issuers")],
+    ),
+    "kyverno": Source(
+        "kyverno/kyverno", "v1.19.0",
+        ["config/crds/kyverno/kyverno.io_clusterpolicies.yaml",
+         "config/crds/policies.kyverno.io/policies.kyverno.io_validatingpolicies.yaml"],
+        examples=["test/cli/scenarios_to_cli/samples/more/restrict_ingress_classes/policy.yaml",
+                  "test/cli/sample-policy-exclusion/vpol.yaml"],
+    ),
+    "volcano": Source(
+        "volcano-sh/volcano", "v1.15.1", ["installer/volcano-development.yaml"],
+        _crds("jobs.batch.volcano.sh", "cronjobs.batch.volcano.sh", "commands.bus.volcano.sh",
+              "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh"),
+        ["example/deployment/queue.yaml", "example/cronjob/cronjob.yaml"],
+    ),
+}  # fmt: skip
+OPERATORS = list(SOURCES)
 # CRDs a client-side apply refuses, as Kubernetes does (the annotation's limit).
 TOO_LONG = {"argocd": ["applicationsets.argoproj.io"], "kyverno": ["clusterpolicies.kyverno.io"]}
 NAMESPACE = {"argocd": "argocd"}
 
 
+def _written(operator: str, tmp_path: Path) -> tuple[Path, Path]:
+    """(the selected install documents, the examples) as files; skips
+    without the mirror or its tag."""
+    src = SOURCES[operator]
+    text = "".join(upstream.show(src.repo, src.tag, p) + "\n---\n" for p in src.paths)
+    manifest = tmp_path / f"{operator}.yaml"
+    manifest.write_text(upstream.select(text, src.keep))
+    if not src.examples:
+        return manifest, DATA / f"{operator}-examples.yaml"
+    examples = tmp_path / f"{operator}-examples.yaml"
+    texts = (upstream.show(src.repo, src.tag, p).rstrip("\n") for p in src.examples)
+    examples.write_text("\n---\n".join(texts) + "\n")
+    return manifest, examples
+
+
 @pytest.fixture
 def files(operator: str, tmp_path: Path, cluster: Cluster) -> Iterator[tuple[Path, Path, str]]:
-    """(the install excerpt, the examples, the namespace); every CRD (and
+    """(the install documents, the examples, the namespace); every CRD (and
     so every custom object) removed afterwards."""
-    manifest = tmp_path / f"{operator}.yaml"
-    manifest.write_text(gzip.decompress((DATA / f"{operator}.yaml.gz").read_bytes()).decode())
+    manifest, examples = _written(operator, tmp_path)
     ns = NAMESPACE.get(operator, "default")
     if ns != "default":
         cluster.kubectl("create", "namespace", ns)
     try:
-        yield manifest, DATA / f"{operator}-examples.yaml", ns
+        yield manifest, examples, ns
     finally:
         cluster.kubectl("delete", "-n", ns, "-f", str(manifest), "--ignore-not-found",
                         "--wait=false", check=False)  # fmt: skip
