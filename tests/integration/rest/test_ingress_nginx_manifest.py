@@ -3,15 +3,10 @@ plane started with `--disable ingress` (k3s' `--disable traefik`, the way a
 user hands Ingress over to another controller).
 
 The manifest is upstream's `deploy/static/provider/cloud/deploy.yaml` of tag
-`controller-v1.15.1` (the one its docs `kubectl apply`), read with `git show`
-from a git directory of github.com/kubernetes/ingress-nginx, as the client
-libraries' suites are (tests/harness/clientlibs.py); nothing fetched is
-committed here:
-
-    SKIFF_INGRESS_NGINX_GIT   a git directory of kubernetes/ingress-nginx
-    SKIFF_INGRESS_NGINX_TAG   its tag (default controller-v1.15.1)
-
-Without one the tests skip, saying so. What they show, with kubectl 1.33 by
+`controller-v1.15.1` (the one its docs `kubectl apply`), read at run time
+from a git mirror of github.com/kubernetes/ingress-nginx in
+SKIFF_UPSTREAM_MIRRORS (tests/harness/upstream.py); nothing fetched is
+committed here. Without one the tests skip, saying so. What they show, with kubectl 1.33 by
 its versioned path: every document (Namespace, ServiceAccounts, Roles,
 ClusterRoles and their bindings, ConfigMap, the LoadBalancer and admission
 Services, the Deployment, both Jobs, the IngressClass `nginx` and the
@@ -28,8 +23,6 @@ controller, disabled, makes no IngressClass and leaves Ingresses alone.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,13 +30,14 @@ from typing import Any
 import pytest
 
 from controlplane import main as cp_main
+from tests.harness import upstream
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 from tests.integration.rest.conftest import Cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("need_kubectl")]
 
-TAG = os.environ.get("SKIFF_INGRESS_NGINX_TAG", "controller-v1.15.1")
+TAG = "controller-v1.15.1"
 PATH = "deploy/static/provider/cloud/deploy.yaml"
 NS = "ingress-nginx"
 CONTROLLER_SA = f"system:serviceaccount:{NS}:ingress-nginx"
@@ -59,15 +53,9 @@ KINDS = [
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    git = os.environ.get("SKIFF_INGRESS_NGINX_GIT")
-    if not git:
-        pytest.skip("set SKIFF_INGRESS_NGINX_GIT to a git directory of kubernetes/ingress-nginx")
-    done = subprocess.run(["git", "--git-dir", git, "show", f"{TAG}:{PATH}"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    if done.returncode != 0:
-        pytest.skip(f"no {TAG}:{PATH} in {git}: {done.stderr.strip()}")
+    text = upstream.show("kubernetes/ingress-nginx", TAG, PATH)
     path = tmp_path_factory.mktemp("ingress-nginx") / "deploy.yaml"
-    path.write_text(done.stdout)
+    path.write_text(text)
     return path
 
 
