@@ -82,10 +82,17 @@ class Allocations:
         self._allocated: dict[str, dict[str, Resources]] = {}  # pod uid -> container -> resources
 
     def allocated(self, pod: Mapping[str, Any]) -> dict[str, Any]:
-        """The pod as allocated (the spec's resources for one never seen)."""
+        """The pod as allocated (the spec's resources for one never seen):
+        the pod object itself when its allocation is its spec's, a copy
+        otherwise. Callers read it and never change it (a deep copy of every
+        admitted pod at each admission and sync cost the agent CPU in
+        proportion to the pods it runs)."""
         uid = str(pod["metadata"]["uid"])
+        wanted = _wanted(pod)
         with self._lock:
-            alloc = self._allocated.setdefault(uid, _wanted(pod))
+            alloc = self._allocated.setdefault(uid, wanted)
+            if alloc == wanted:  # no resize pending (nearly always): the pod itself
+                return pod  # type: ignore[return-value]
             return with_resources(pod, alloc)
 
     def resources(self, uid: str) -> dict[str, Resources]:
@@ -105,8 +112,8 @@ class Allocations:
         wanted = _wanted(pod)
         with self._lock:
             alloc = self._allocated.setdefault(uid, wanted)
-            if alloc == wanted:
-                return with_resources(pod, alloc), None
+            if alloc == wanted:  # what runs is what the spec asks: no copy
+                return pod, None  # type: ignore[return-value]
         resized = with_resources(pod, wanted)
         if node is not None:
             why = infeasible(resized, node)
