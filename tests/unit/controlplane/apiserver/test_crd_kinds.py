@@ -26,6 +26,12 @@ KEY = "Widget.example.com"
 
 @pytest.fixture
 def registry(tmp_path: Path) -> Iterator[Registry]:
+    # The kinds are process-wide: a module run before this one in the same
+    # pytest worker (an in-process API server of another layer) may have
+    # left a Widget served with another schema, and a CRD create serves its
+    # kind only when none is (a make test failure: fields neither pruned
+    # nor defaulted).
+    crd.unregister("widgets.example.com")
     store = SqliteStore(tmp_path / "db")
     try:
         registry = Registry(store)
@@ -34,8 +40,8 @@ def registry(tmp_path: Path) -> Iterator[Registry]:
         )
         yield registry
     finally:
+        store.close()  # first: its listener could serve the CRD again
         crd.unregister("widgets.example.com")
-        store.close()
 
 
 def hooked(registry: Registry) -> CrdKinds:
