@@ -152,6 +152,33 @@ def wait_issued(
     raise TimeoutError(f"{name}: no certificate within {timeout:.0f}s")
 
 
+RETRIED: tuple[type[Exception], ...] = (RequestRefused, TimeoutError, errors.ApiError, ValueError)
+
+
+def renew_until_stopped(
+    stop: threading.Event,
+    due: Callable[[], float],
+    renew: Callable[[], None],
+    what: str,
+    retried: tuple[type[Exception], ...] = RETRIED,
+) -> None:
+    """A certificate manager's loop (client and serving): wait until `due()`,
+    `renew()`, and on a `retried` error try again with backoff (2 s doubling
+    to 5 min), until `stop` is set."""
+    backoff = 2.0
+    while not stop.is_set():
+        if stop.wait(due()):
+            return
+        try:
+            renew()
+            backoff = 2.0
+        except retried as err:
+            log.warning("%s: %s; retrying in %.0fs", what, err, backoff)
+            if stop.wait(backoff):
+                return
+            backoff = min(backoff * 2, 300.0)
+
+
 class CertificateManager:
     """Gets the node's first client certificate and rotates it (module docstring)."""
 
@@ -199,16 +226,4 @@ class CertificateManager:
         log.info("node=%s client certificate in use, valid until %s", self.node, end.isoformat())
 
     def run(self) -> None:
-        backoff = 2.0
-        while not self.stop.is_set():
-            if self.stop.wait(self.due()):
-                return
-            try:
-                self.renew()
-                backoff = 2.0
-            except (RequestRefused, TimeoutError, errors.ApiError, ValueError) as err:
-                log.warning("node=%s client certificate: %s; retrying in %.0fs",
-                            self.node, err, backoff)  # fmt: skip
-                if self.stop.wait(backoff):
-                    return
-                backoff = min(backoff * 2, 300.0)
+        renew_until_stopped(self.stop, self.due, self.renew, f"node={self.node} client certificate")

@@ -39,13 +39,13 @@ from agent import serving_tls
 from agent.client_certificate import (
     ISSUE_TIMEOUT,
     NODES_GROUP,
-    RequestRefused,
+    RETRIED,
     csr_object,
     lifetime,
+    renew_until_stopped,
     rotation_time,
     wait_issued,
 )
-from controlplane.client import errors
 
 log = logging.getLogger(__name__)
 
@@ -144,16 +144,6 @@ class ServingCertificateManager:
                  end.isoformat())  # fmt: skip
 
     def run(self) -> None:
-        backoff = 2.0
-        while not self.stop.is_set():
-            if self.stop.wait(self.due()):
-                return
-            try:
-                self.renew()
-                backoff = 2.0
-            except (RequestRefused, TimeoutError, errors.ApiError, ValueError, OSError) as err:
-                log.warning("node=%s serving certificate: %s; retrying in %.0fs",
-                            self.node, err, backoff)  # fmt: skip
-                if self.stop.wait(backoff):
-                    return
-                backoff = min(backoff * 2, 300.0)
+        # OSError too: the new pair is written to the node's disk.
+        renew_until_stopped(self.stop, self.due, self.renew,
+                            f"node={self.node} serving certificate", (*RETRIED, OSError))  # fmt: skip
