@@ -27,7 +27,6 @@ import ipaddress
 import logging
 import math
 import os
-import signal
 import threading
 import time
 import uuid
@@ -45,6 +44,7 @@ from controlplane.client.config import load_config
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient, DeleteOptions
 from machinery import rfc3339
+from machinery.signals import StopSignals
 
 log = logging.getLogger("skiff.agent.hollow")
 
@@ -477,12 +477,10 @@ def main(argv: list[str] | None = None) -> int:
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
     api = connect(load_config(Path(args.credentials)), timeout=30)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = StopSignals()
     hollow = HollowNodes(api, cfg)
     hollow.start()
-    stop.wait()
+    stop.wait_in_main()
     hollow.stop()
     api.close()
     return 0

@@ -13,14 +13,12 @@ import argparse
 import logging
 import os
 import shutil
-import signal
 import socket
 import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 import psutil
 
@@ -47,6 +45,7 @@ from controlplane.client import errors
 from controlplane.client.agents import agent_csr
 from controlplane.client.apiclient import connect, join_node
 from controlplane.client.config import ClientConfig, ConfigError, load_config, write_config
+from machinery.signals import StopSignals
 
 log = logging.getLogger("skiff.agent")
 
@@ -538,21 +537,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
+    stop = StopSignals()  # the agent's loops end on it; set() by them wakes this thread too
     try:
         running = start(args, stop)
     except (ConfigError, OSError, errors.ApiError) as err:
         print(f"skiff agent: {err}", file=sys.stderr)
         return 1
     try:
-        stop.wait()
+        stop.wait_in_main()
     finally:
         running.stop()
     return 0

@@ -46,11 +46,9 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Protocol
 
 from agent import main as agent_main
@@ -63,6 +61,7 @@ from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
 from machinery import libc
 from machinery.atomicfile import copy_private
+from machinery.signals import StopSignals
 
 log = logging.getLogger("skiff.up")
 
@@ -233,10 +232,11 @@ def _wait(
     what: str,
     ready: Callable[[], bool],
     check: Callable[[], None],
-    stop: threading.Event,
+    stop: StopSignals,
     timeout: float = 120.0,
 ) -> None:
-    """Poll ready() until it is true; check() raises if what we wait on died."""
+    """Poll ready() until it is true; check() raises if what we wait on died.
+    On the main thread, which takes the signals."""
     deadline = time.monotonic() + timeout
     while not stop.is_set():
         try:
@@ -250,7 +250,7 @@ def _wait(
             pass
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {what}")
-        stop.wait(0.1)
+        stop.wait_in_main(0.1)
     raise Interrupted(f"stopped while waiting for {what}")
 
 
@@ -400,18 +400,6 @@ def runtime_argv(args: argparse.Namespace, lay: Layout) -> list[str]:
     return argv
 
 
-def stop_on_signals() -> threading.Event:
-    """An event SIGTERM and SIGINT (Ctrl-C) set."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    return stop
-
-
 class Parts:
     """The parts of one skiff up and the steps that start and stop them:
     control plane (in this process, or a child without `embed`), runtime
@@ -423,7 +411,7 @@ class Parts:
         lay: Layout,
         dns_ip: str,
         embed: EmbedControlPlane | None,
-        stop: threading.Event,
+        stop: StopSignals,
     ) -> None:
         self.args = args
         self.lay = lay
@@ -518,7 +506,7 @@ class Parts:
     def serve(self) -> None:
         """Until Ctrl-C or SIGTERM; RuntimeError if a child process exits."""
         release_free_memory()
-        while not self.stop.wait(1.0):
+        while not self.stop.wait_in_main(1.0):
             for child in (self.cp_child, self.rt):
                 if child is not None and not child.alive():
                     raise RuntimeError(f"{child.name} exited unexpectedly (see {child.log_path})")
@@ -566,7 +554,7 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
         return 1
     prepare_dirs(lay)
     log_to_files(lay, args.log_level)
-    parts = Parts(args, lay, dns_ip, controlplane, stop_on_signals())
+    parts = Parts(args, lay, dns_ip, controlplane, StopSignals())
     try:
         parts.start_controlplane()
         parts.start_runtime()

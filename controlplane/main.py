@@ -36,14 +36,12 @@ import functools
 import ipaddress
 import logging
 import os
-import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any, TextIO
 
 from controlplane import dataprep
@@ -69,6 +67,7 @@ from controlplane.main_flags import build_parser as build_parser  # `skiff contr
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 from controlplane.supervisor import Supervisor
 from machinery.atomicfile import write_private
+from machinery.signals import StopSignals
 
 log = logging.getLogger("skiff.controlplane")
 
@@ -455,21 +454,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
     )
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("signal %d: shutting down", signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = StopSignals()  # before start: a signal while starting is kept
     try:
         running = start(args)
     except StartError as err:
         print(f"skiff controlplane: {err}", file=sys.stderr)
         return 1
     print(f"skiff controlplane: serving on {running.address}", file=sys.stderr, flush=True)
-    stop.wait()
+    stop.wait_in_main()
+    log.info("signal %s: shutting down", stop.signum)
     running.stop()
     return 0
 

@@ -5,11 +5,10 @@ new runtime recovers them."""
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from collections.abc import Sequence
-from types import FrameType
 
+from machinery.signals import StopSignals
 from runtime.config import from_args
 
 TYPE_CHECKING = False
@@ -27,20 +26,15 @@ def main(argv: Sequence[str], images_factory: ImagesFactory | None = None) -> in
     )
     from runtime.server import Server
 
+    stop = StopSignals()
     server = Server(cfg) if images_factory is None else Server(cfg, images_factory)
     server.start()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        logging.getLogger("skiff.runtime").info("signal %d: shutting down", signum)
-        server.stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     from machinery.libc import release_free_memory
 
     release_free_memory()  # what startup left free (about 1 MB at rest)
-    while not server.stopped.wait(3600):
-        pass
+    stop.wait_in_main()
+    logging.getLogger("skiff.runtime").info("signal %s: shutting down", stop.signum)
+    server.stop()
     return 0
 
 

@@ -23,13 +23,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
@@ -45,6 +43,7 @@ from controlplane.client.secureserving import (
     delegation,
 )
 from machinery import metrics
+from machinery.signals import StopSignals
 
 log = logging.getLogger("skiff.component")
 
@@ -254,13 +253,7 @@ def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str =
     except ConfigError as err:
         print(f"{prog}: --kubeconfig: {err}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = StopSignals()  # the lifeline's set() wakes this thread too
     watch_lifeline(prog, stop)
     socket = os.environ.get(SOCKET_ENV, "")
     if socket:  # the control plane's own socket: plaintext, in its private data directory
@@ -277,7 +270,7 @@ def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str =
         except ValueError as err:  # a configuration the component refuses, with the reason
             print(f"{prog}: refusing to start: {err}", file=sys.stderr)
             return 2
-        stop.wait()
+        stop.wait_in_main()
         # The component's own threads finish their last writes (a Lease
         # released) before the connection goes.
         deadline = time.monotonic() + STOP_GRACE
