@@ -4,15 +4,17 @@ server-side: Argo CD, Traefik, cert-manager, Kyverno and Volcano.
 
 The manifests are upstream's, read at run time from git mirrors
 (tests/harness/upstream.py, SKIFF_UPSTREAM_MIRRORS; without a mirror or its
-tag the tests skip, saying so); nothing fetched is committed. Of each the
-test applies the documents it selects by kind and name (SOURCES), unchanged:
-every CustomResourceDefinition the examples need, those that once failed,
-and Argo CD's Services (kubectl's client-side to server-side migration
-refused them). Left out: the operators' Deployments, RBAC and ConfigMaps
-(they applied from the first), and their admission webhook configurations,
-whose Services have no pods here: with failurePolicy Fail they refuse every
-object they match (Volcano's own queue and cronjob webhooks), as
-kube-apiserver would.
+tag the tests skip, saying so); nothing fetched is committed.
+
+Argo CD's and Volcano's whole static install manifests apply, every document
+unchanged (WHOLE: Deployments, RBAC, ConfigMaps, Secrets, Services,
+NetworkPolicies, webhook configurations...). For the example objects, the
+tests apply the documents they select by kind and name (SOURCES): every
+CustomResourceDefinition the examples need and Argo CD's Services (kubectl's
+client-side to server-side migration once refused them), without the
+operators' admission webhook configurations, whose Services have no pods
+here: with failurePolicy Fail they refuse every object they match (Volcano's
+own queue and cronjob webhooks), as kube-apiserver would.
 
 The example objects are upstream's too for Argo CD, Kyverno and Volcano
 (files of the same tags); Traefik's and cert-manager's are our own
@@ -180,3 +182,52 @@ def test_server_side(cluster: Cluster, operator: str, files: tuple[Path, Path, s
     applied(cluster, ns, examples, "--server-side")
     served(cluster, ns, examples)
     applied(cluster, ns, examples, "--server-side")  # again: unchanged, no conflict
+
+
+# Each operator's whole static install manifest, every document unchanged,
+# applied as its docs say (Argo CD's into the namespace made for it,
+# Volcano's naming its own). cert-manager and Traefik publish theirs from Helm
+# charts only (their repositories hold no static manifest at these tags), and
+# the mirror of Kyverno lacks its install file's blob: their CRDs only, above.
+WHOLE = {
+    "argocd": Source("argoproj/argo-cd", "v3.5.1", ["manifests/install.yaml"]),
+    "volcano": Source("volcano-sh/volcano", "v1.15.1", ["installer/volcano-development.yaml"]),
+}
+
+
+@pytest.mark.parametrize("operator", list(WHOLE))
+def test_the_whole_install_manifest_applies(
+    cluster: Cluster, operator: str, tmp_path: Path
+) -> None:
+    """Deployments, RBAC, ConfigMaps, Secrets, Services, webhook
+    configurations, NetworkPolicies...: client-side (the over-long CRDs
+    refused as Kubernetes refuses them), then the documented server-side
+    upgrade, after which every document is served."""
+    src = WHOLE[operator]
+    text = "".join(upstream.show(src.repo, src.tag, p) + "\n---\n" for p in src.paths)
+    manifest = tmp_path / f"{operator}-install.yaml"
+    manifest.write_text(upstream.select(text, None))
+    docs = [doc for doc, _ in upstream.documents(text)]
+    ns = NAMESPACE.get(operator)
+    into = ["-n", ns] if ns else []
+    if ns:
+        cluster.kubectl("create", "namespace", ns)
+    try:
+        done = cluster.kubectl("apply", *into, "-f", str(manifest), timeout=300, check=False)
+        refused = TOO_LONG.get(operator, [])
+        for name in refused:
+            assert f'"{name}" is invalid: metadata.annotations: Too long' in done.stderr, (
+                done.stderr
+            )
+        failures = [ln for ln in done.stderr.splitlines() if "rror" in ln or "invalid" in ln]
+        assert len(failures) == len(refused), done.stderr
+        done = cluster.kubectl("apply", *into, "--server-side", "--force-conflicts", "-f",
+                               str(manifest), timeout=300, check=False)  # fmt: skip
+        assert done.returncode == 0 and "rror" not in done.stderr, done.stderr
+        got = cluster.kubectl("get", *into, "-f", str(manifest), "-o", "name", timeout=120)
+        assert len(got.stdout.split()) == len(docs), got.stdout
+    finally:
+        cluster.kubectl("delete", *into, "-f", str(manifest), "--ignore-not-found",
+                        "--wait=false", timeout=300, check=False)  # fmt: skip
+        if ns:
+            cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
