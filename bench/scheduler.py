@@ -20,7 +20,7 @@ node: how evenly LeastAllocated spread the pods (coefficient of variation of
 node cpu use, max pods on a node) and how tightly MostAllocated packed them
 (nodes used against the ideal).
 
-Mode `e2e` (also run by default for SchedulingBasic; `--no-e2e` skips it)
+Mode `e2e` (also run by default for SchedulingBasic; `--mode inprocess` skips it)
 starts `skiff controlplane` as a separate process (SQLite in a temporary
 directory, scheduler component disabled), creates the nodes and pending pods
 through the API, then runs the scheduler component's `SchedulerService`
