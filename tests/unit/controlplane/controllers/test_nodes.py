@@ -234,6 +234,21 @@ def test_node_ipam_assigns_and_releases(env):
     assert freed not in {e.client.get("Node", n)["spec"]["podCIDR"] for n in ("pre", "b")}
 
 
+def test_node_ipam_gives_back_a_cidr_another_writer_beat_it_to(env):
+    """A node that got its CIDR from someone else while node IPAM's write was
+    pending (the API server then refuses IPAM's: a CIDR is set once) costs
+    the allocator nothing: the pending CIDR is released."""
+    e = env("nodeipam", cluster_cidr="10.244.0.0/16")
+    ipam = e.controller("nodeipam")
+    pending = ipam.allocator.allocate()
+    ipam._assigned["x"] = pending
+    taken = node("x")
+    taken["spec"]["podCIDR"] = "10.244.9.0/24"
+    e.client.create("Node", taken)
+    e.wait(lambda: "x" not in ipam._assigned)
+    assert ipam.allocator.used() == 1  # 10.244.9.0/24 only: the pending one is free again
+
+
 def test_pod_gc(env):
     e = env("podgc", terminated_pod_gc_threshold=2)
     e.client.create("Node", node("live"))
