@@ -89,10 +89,9 @@ class PodGCController(Controller):
     def next_check(self) -> float:
         """Seconds to the next pass: the period, or sooner when a quarantine ends."""
         period = self.config.pod_gc_period
-        if not self._missing_since:
-            return period
         now = self.clock.monotonic()
-        due = min(self._missing_since.values()) + QUARANTINE - now
+        ends = [since + QUARANTINE - now for since in self._missing_since.values()]
+        due = min((e for e in ends if e > 0), default=period)
         return max(1.0, min(period, due))
 
 
