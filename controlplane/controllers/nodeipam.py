@@ -39,7 +39,11 @@ class NodeIpamController(Controller):
         if cidr:
             self.allocator.occupy(cidr)
             with self._lock:
-                self._assigned.pop(podutil.name_of(node), None)
+                pending = self._assigned.pop(podutil.name_of(node), None)
+            if pending and pending != cidr:
+                # Another writer gave the node its CIDR first (the API server
+                # refused ours: a CIDR is set once): ours goes back.
+                self.allocator.release(pending)
         else:
             self.enqueue(node)
 

@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent.cri_client import CRIClient
-from controlplane.client import errors
 from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import load_config
 from tests.harness import containerd as ctrd
@@ -480,8 +479,10 @@ class ClusterNode:
                 d.stop(signal.SIGKILL)
 
     def wait_ready(self, api: GrpcApiClient, timeout: float = 90.0) -> dict[str, Any]:
-        """Node registered, pod CIDR given (by node IPAM, or by us when the
-        control plane runs no controllers), CNI config written, Ready."""
+        """Node registered, pod CIDR given by node IPAM (the control plane,
+        or the components sidecar, always runs it), CNI config written,
+        Ready. The pod CIDR is never patched in here: a patch racing node
+        IPAM gave two nodes the same subnet."""
 
         def registered() -> dict[str, Any]:
             assert self.agent is not None
@@ -489,20 +490,7 @@ class ClusterNode:
             node: dict[str, Any] = api.get("Node", self.name)
             return node
 
-        node = wait_for(registered, timeout=timeout, interval=0.2, message=f"Node {self.name}")
-        if not (node.get("spec") or {}).get("podCIDR"):
-            # Give node IPAM a moment when it runs; else assign ourselves.
-            with contextlib.suppress(AssertionError):
-                wait_for(
-                    lambda: (api.get("Node", self.name).get("spec") or {}).get("podCIDR"),
-                    timeout=3,
-                    interval=0.2,
-                )
-        node = api.get("Node", self.name)
-        if not (node.get("spec") or {}).get("podCIDR"):
-            cidr = f"10.244.{self.index + 1}.0/24"
-            with contextlib.suppress(errors.ApiError):
-                api.patch("Node", self.name, {"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}})
+        wait_for(registered, timeout=timeout, interval=0.2, message=f"Node {self.name}")
 
         def ready() -> dict[str, Any]:
             assert self.agent is not None

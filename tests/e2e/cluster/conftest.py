@@ -76,7 +76,10 @@ def summary(cl: Cluster) -> str:
             for n in api.list("Node").items:
                 conds = {c["type"]: c["status"] for c in n["status"].get("conditions") or []}
                 taints = [t["key"] for t in n["spec"].get("taints") or []]
-                lines.append(f"node {n['metadata']['name']} ready={conds.get('Ready')} {taints}")
+                lines.append(
+                    f"node {n['metadata']['name']} ready={conds.get('Ready')} {taints} "
+                    f"podCIDR={n['spec'].get('podCIDR')}"
+                )
             for p in api.list("Pod").items:
                 st = p.get("status") or {}
                 conds = {c["type"]: c["status"] for c in st.get("conditions") or []}

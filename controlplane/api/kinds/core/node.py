@@ -1,7 +1,7 @@
 """Node (v1, cluster-scoped): a worker; the agent registers it with its status.
 
-Validation: taints (a qualified key, an effect), podCIDR, unschedulable a
-boolean. A create keeps the status it carries, and gets the not-ready
+Validation: taints (a qualified key, an effect), podCIDR (set once: an
+update may not change it), unschedulable a boolean. A create keeps the status it carries, and gets the not-ready
 NoSchedule taint (Kubernetes' TaintNodesByCondition admission); nodeInfo has
 every field. Columns: NAME STATUS ROLES
 AGE VERSION; wide adds INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION
@@ -52,6 +52,24 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
                 e.add(f"spec.{field}", f"{value!r} is not a valid CIDR")
     if "unschedulable" in node_spec and not isinstance(node_spec["unschedulable"], bool):
         e.add("spec.unschedulable", "must be a boolean")
+    old_cidrs = pod_cidrs((old or {}).get("spec"))
+    if old_cidrs and pod_cidrs(node_spec) != old_cidrs:
+        # Kubernetes' ValidateNodeUpdate: a node's pod subnet is set once
+        # (by node IPAM); moving it under running pods would give two nodes
+        # the same subnet and leave routes pointing at the wrong node.
+        e.forbidden("spec.podCIDRs", 'node updates may not change podCIDR except from "" to valid')
+
+
+def pod_cidrs(node_spec: Any) -> list[str]:
+    """The node's pod CIDRs as Kubernetes reads a v1 Node: `podCIDRs`, or
+    `podCIDR` alone when `podCIDRs` is empty."""
+    if not isinstance(node_spec, dict):
+        return []
+    cidrs = node_spec.get("podCIDRs")
+    if isinstance(cidrs, list) and cidrs:
+        return [str(c) for c in cidrs]
+    single = node_spec.get("podCIDR")
+    return [str(single)] if single else []
 
 
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}

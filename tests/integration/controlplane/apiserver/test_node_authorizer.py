@@ -12,7 +12,7 @@ import pytest
 from agent import csinode
 from agent.node_status import NodeConfig, NodeStatusReporter
 from controlplane.client.apiclient import GrpcApiClient
-from controlplane.client.errors import Forbidden
+from controlplane.client.errors import Forbidden, Invalid
 from controlplane.client.interface import DeleteOptions, ListOptions
 from tests.fakes.api_objects import mirror, pod
 from tests.harness.apiserver import Cluster
@@ -124,11 +124,14 @@ def test_a_node_cannot_change_its_pod_cidr_taints_or_role_labels(
                 "node-role.kubernetes.io/control-plane": ""}}})  # fmt: skip
         n1.create("Node", {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
                            "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}})  # fmt: skip
+        with pytest.raises(Forbidden, match=r"may not change its spec.podCIDR"):
+            n1.patch("Node", "n1", {"spec": {"podCIDR": "0.0.0.0/0"}})
         # As the node lifecycle controller does once the node is Ready: the
         # not-ready taint the Node got at creation goes.
         admin.patch("Node", "n1", {"spec": {"podCIDR": "10.42.1.0/24",
                                             "taints": [{"key": "k", "effect": "NoSchedule"}]}})  # fmt: skip
-        with pytest.raises(Forbidden, match=r"may not change its spec.podCIDR"):
+        # Once set, nobody changes it (Kubernetes' Node update validation).
+        with pytest.raises(Invalid, match=r"node updates may not change podCIDR"):
             n1.patch("Node", "n1", {"spec": {"podCIDR": "0.0.0.0/0"}})
         with pytest.raises(Forbidden, match="may not modify its taints"):
             n1.patch("Node", "n1", {"spec": {"taints": []}})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controlplane.controllers import node_health
+from controlplane.controllers import node_health, podgc
 from controlplane.controllers.replicaset import pod_from_template
 from machinery.rfc3339 import format_time
 
@@ -234,6 +234,21 @@ def test_node_ipam_assigns_and_releases(env):
     assert freed not in {e.client.get("Node", n)["spec"]["podCIDR"] for n in ("pre", "b")}
 
 
+def test_node_ipam_gives_back_a_cidr_another_writer_beat_it_to(env):
+    """A node that got its CIDR from someone else while node IPAM's write was
+    pending (the API server then refuses IPAM's: a CIDR is set once) costs
+    the allocator nothing: the pending CIDR is released."""
+    e = env("nodeipam", cluster_cidr="10.244.0.0/16")
+    ipam = e.controller("nodeipam")
+    pending = ipam.allocator.allocate()
+    ipam._assigned["x"] = pending
+    taken = node("x")
+    taken["spec"]["podCIDR"] = "10.244.9.0/24"
+    e.client.create("Node", taken)
+    e.wait(lambda: "x" not in ipam._assigned)
+    assert ipam.allocator.used() == 1  # 10.244.9.0/24 only: the pending one is free again
+
+
 def test_pod_gc(env):
     e = env("podgc", terminated_pod_gc_threshold=2)
     e.client.create("Node", node("live"))
@@ -252,11 +267,36 @@ def test_pod_gc(env):
     bound_pod(e, "orphaned", "gone-node")
     bound_pod(e, "running", "live")
     e.clock.step(20)
+    # The terminated pods over the threshold go at the next pass; the pod
+    # of the missing node waits out its node's quarantine.
+    e.settle(lambda: len(e.pods()) == 4, step=1.0)
+    gc = e.controller("podgc")
+    assert "default/orphaned:orphaned" not in gc.deleted
     e.settle(lambda: len(e.pods()) == 3, step=1.0)
     names = {p["metadata"]["name"] for p in e.pods()}
     assert "orphaned" not in names and "running" in names
     done = sorted(p["metadata"]["name"] for p in e.pods() if p["status"]["phase"] == "Succeeded")
     assert len(done) == 2
+
+
+def test_pod_gc_waits_out_a_missing_nodes_quarantine(env):
+    """As Kubernetes' pod GC: a pod bound to a Node the cache does not have
+    is deleted only when the Node is still missing 40 s after it was first
+    found missing; a Node that turns up in time keeps its pods."""
+    e = env("podgc")
+    gc = e.controller("podgc")
+    bound_pod(e, "early", "late-node")
+    bound_pod(e, "orphaned", "gone-node")
+    e.wait(lambda: e.cached("Pod", "orphaned") and e.cached("Pod", "early"))
+    e.settle(lambda: {"late-node", "gone-node"} <= set(gc._missing_since), step=1.0)
+    start = gc._missing_since["gone-node"]
+    e.client.create("Node", node("late-node"))
+    e.wait(lambda: e.cached("Node", "late-node", None))
+    e.settle(lambda: e.clock.monotonic() - start > podgc.QUARANTINE - 2, step=1.0)
+    assert {p["metadata"]["name"] for p in e.pods()} == {"early", "orphaned"}
+    e.settle(lambda: [p["metadata"]["name"] for p in e.pods()] == ["early"], step=1.0)
+    assert e.clock.monotonic() - start >= podgc.QUARANTINE
+    assert gc.deleted == ["default/orphaned:orphaned"]
 
 
 def test_copy_helpers_do_not_mutate():
