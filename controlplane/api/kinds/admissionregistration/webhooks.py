@@ -11,6 +11,7 @@ defaults, validation and schema, as Kubernetes' admissionregistration/v1
   NoneOnDryRun; admissionReviewVersions non-empty, including v1 or v1beta1;
   the enumerations; timeoutSeconds 1..30; rules' operations.
 - Columns: NAME WEBHOOKS AGE.
+- definition(mutating): the KindDef each kind's module serves.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from urllib.parse import urlsplit
 from controlplane.api.checks import Errors, enum, integer, items, mapping, selector
 from controlplane.api.display import age, name
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
-from controlplane.api.kinds.definition import Printer, columns
-from controlplane.api.schema import Type, struct
+from controlplane.api.kinds.definition import KindDef, Printer, columns
+from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.shared.patch_facts import facts, merge
+from controlplane.api.schema import Type, kind, struct
 
 Object = dict[str, Any]
 PACKAGE = "io.k8s.api.admissionregistration.v1"
@@ -240,3 +243,42 @@ SHARED_TYPES: dict[str, Type] = {
         scope=("string", "Cluster, Namespaced or * (default)."),
     ),
 }
+
+
+def definition(mutating: bool) -> KindDef:
+    """The Mutating or Validating WebhookConfiguration kind (the shared
+    types are served with the validating one)."""
+    kind_name = ("Mutating" if mutating else "Validating") + "WebhookConfiguration"
+    hook = "MutatingWebhook" if mutating else "ValidatingWebhook"
+
+    def kind_defaults(obj: Object) -> None:
+        defaults(obj, mutating)
+
+    def kind_validate(e: Errors, obj: Object, old: Object | None) -> None:
+        validate(e, obj, mutating)
+
+    return KindDef(
+        KindInfo(
+            kind_name,
+            "admissionregistration.k8s.io/v1",
+            kind_name.lower() + "s",
+            kind_name.lower(),
+            (),
+            namespaced=False,
+            has_status=False,
+        ),
+        types={
+            kind_name: kind(
+                PACKAGE,
+                f"{kind_name} describes the configuration of an admission webhook.",
+                ("admissionregistration.k8s.io", "v1", kind_name),
+                webhooks=(f"[]{hook}", "The webhooks and the resources they apply to."),
+            ),
+            hook: webhook_type(mutating),
+            **({} if mutating else SHARED_TYPES),
+        },
+        defaults=kind_defaults,
+        validate=kind_validate,
+        printer=PRINTER,
+        patch_meta=facts(extra={"webhooks": merge("name")}),  # Kubernetes: merge on name
+    )
