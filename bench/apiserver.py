@@ -78,6 +78,7 @@ from bench.pod_security import (  # noqa: E402
     pod_security_args,
     set_pod_security,
 )
+from bench.stats import report  # noqa: E402
 from controlplane.api.kinds import by_kind  # noqa: E402
 from controlplane.apiserver.codec import encode, object_key  # noqa: E402
 from controlplane.client.apiclient import connect  # noqa: E402
@@ -566,10 +567,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             figures.update(bench_store(store_kind, work, etcd_endpoint, args.pods, args.quick))
     print()
-    print(f"{'figure':40} {'value':>12}")
-    for key, value in figures.items():
-        print(f"{key:40} {value:12.2f}")
-    print(json.dumps(figures))
+    report(figures, column=12, spec=".2f")
     return 0
 
 

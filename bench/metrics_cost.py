@@ -16,7 +16,6 @@ Issue 34 asks for within 5%.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import ssl
 import statistics
@@ -31,6 +30,7 @@ from pathlib import Path
 import psutil
 
 from bench.apiserver import Server, control_plane, throughput
+from bench.stats import report
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ClientConfig, load_config
 from tests.harness.etcd import running_etcd
@@ -163,10 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 bench_metrics(store_kind, work, etcd, args.quick, args.rounds, args.per_client)
             )
     print()
-    print(f"{'figure':40} {'value':>12}")
-    for key, value in figures.items():
-        print(f"{key:40} {value:12.2f}")
-    print(json.dumps(figures))
+    report(figures, column=12, spec=".2f")
     return 0
 
 
