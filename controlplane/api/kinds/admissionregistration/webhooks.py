@@ -21,7 +21,7 @@ import importlib.util
 from typing import Any
 from urllib.parse import urlsplit
 
-from controlplane.api.checks import Errors, enum, integer, items, mapping, selector
+from controlplane.api.checks import Errors, each_object, enum, integer, items, mapping, selector
 from controlplane.api.display import age, name
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
 from controlplane.api.kinds.definition import KindDef, Printer, columns
@@ -88,10 +88,7 @@ def _client_config(e: Errors, path: str, cfg: Any) -> None:
 def _rules(e: Errors, path: str, rules: Any) -> None:
     if not items(e, path, rules):
         return
-    for i, rule in enumerate(rules):
-        rp = f"{path}[{i}]"
-        if not mapping(e, rp, rule):
-            continue
+    for rp, rule in each_object(e, path, rules):
         for key in ("operations", "apiGroups", "apiVersions", "resources"):
             if not items(e, f"{rp}.{key}", rule.get(key), required=True):
                 continue
@@ -121,10 +118,7 @@ def _match_conditions(e: Errors, path: str, conditions: Any) -> None:
     if len(conditions) > MAX_MATCH_CONDITIONS:
         e.add(path, f"Too many: {len(conditions)}: must have at most {MAX_MATCH_CONDITIONS} items")
     seen: set[str] = set()
-    for i, cond in enumerate(conditions):
-        cp = f"{path}[{i}]"
-        if not mapping(e, cp, cond):
-            continue
+    for cp, cond in each_object(e, path, conditions):
         cname, expression = cond.get("name"), cond.get("expression")
         if not cname:
             e.required(f"{cp}.name")
@@ -147,10 +141,7 @@ def validate(e: Errors, obj: Object, mutating: bool) -> None:
         e.invalid("webhooks", hooks, "must be a list")
         return
     seen: set[str] = set()
-    for i, hook in enumerate(hooks):
-        path = f"webhooks[{i}]"
-        if not mapping(e, path, hook):
-            continue
+    for path, hook in each_object(e, "webhooks", hooks):
         hook_name = hook.get("name")
         if not hook_name:
             e.required(f"{path}.name")

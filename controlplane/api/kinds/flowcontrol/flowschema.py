@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.checks import Errors, items, mapping
+from controlplane.api.checks import Errors, each_object, items, mapping
 from controlplane.api.display import NONE, age, name, spec, status
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.flowcontrol.prioritylevelconfiguration import EXEMPT, PACKAGE
@@ -82,10 +82,7 @@ def _rule(e: Errors, path: str, rule: Any) -> None:
     if not resource_rules and not non_resource_rules:
         e.required(path, "at least one of resourceRules and nonResourceRules has to be non-empty")
     if items(e, f"{path}.resourceRules", resource_rules):
-        for j, r in enumerate(resource_rules):
-            p = f"{path}.resourceRules[{j}]"
-            if not mapping(e, p, r, required=True):
-                continue
+        for p, r in each_object(e, f"{path}.resourceRules", resource_rules, required=True):
             for field, what in (("verbs", "verbs"), ("apiGroups", "resource rules"),
                                 ("resources", "resource rules")):  # fmt: skip
                 _members(e, f"{p}.{field}", r.get(field), what)

@@ -27,6 +27,7 @@ from typing import Any
 from controlplane.api.checks import (
     DNS_LABEL_MESSAGE,
     Errors,
+    each_object,
     enum,
     go_value,
     integer,
@@ -77,10 +78,7 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
             e.add(f"{path}.{field}", "must be a list of strings")
     ports: Any = c.get("ports")
     if items(e, f"{path}.ports", ports):
-        for i, port in enumerate(ports):
-            ppath = f"{path}.ports[{i}]"
-            if not mapping(e, ppath, port, required=True):
-                continue
+        for ppath, port in each_object(e, f"{path}.ports", ports, required=True):
             if port.get("containerPort") is None:
                 e.add(f"{ppath}.containerPort", "required")
             else:
@@ -117,10 +115,7 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
                           f"{resources['limits'][key]}")  # fmt: skip
     mounts: Any = c.get("volumeMounts")
     if items(e, f"{path}.volumeMounts", mounts):
-        for i, mount in enumerate(mounts):
-            mpath = f"{path}.volumeMounts[{i}]"
-            if not mapping(e, mpath, mount, required=True):
-                continue
+        for mpath, mount in each_object(e, f"{path}.volumeMounts", mounts, required=True):
             if not mount.get("mountPath"):
                 e.add(f"{mpath}.mountPath", "required")
             if mount.get("name") not in volumes:
@@ -218,10 +213,7 @@ def validate(e: Errors, path: str, spec: Any, restart_policies: tuple[str, ...] 
         name(e, f"{path}.nodeName", node_name)
     tolerations: Any = spec.get("tolerations")
     if items(e, f"{path}.tolerations", tolerations):
-        for i, t in enumerate(tolerations):
-            tpath = f"{path}.tolerations[{i}]"
-            if not mapping(e, tpath, t, required=True):
-                continue
+        for tpath, t in each_object(e, f"{path}.tolerations", tolerations, required=True):
             enum(e, f"{tpath}.operator", t.get("operator"), ("Exists", "Equal"))
             enum(e, f"{tpath}.effect", t.get("effect") or None,
                  ("NoSchedule", "PreferNoSchedule", "NoExecute"))  # fmt: skip
