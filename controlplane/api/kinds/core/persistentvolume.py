@@ -69,10 +69,7 @@ def _node_selector_terms(e: Errors, path: str, selector: Any) -> None:
             exprs: Any = term.get(field)
             if not items(e, f"{tpath}.{field}", exprs):
                 continue
-            for j, expr in enumerate(exprs):
-                epath = f"{tpath}.{field}[{j}]"
-                if not mapping(e, epath, expr, required=True):
-                    continue
+            for epath, expr in each_object(e, f"{tpath}.{field}", exprs, required=True):
                 if not expr.get("key"):
                     e.add(f"{epath}.key", "required")
                 enum(e, f"{epath}.operator", expr.get("operator"), ops)

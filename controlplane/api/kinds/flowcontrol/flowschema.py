@@ -90,11 +90,9 @@ def _rule(e: Errors, path: str, rule: Any) -> None:
                 e.required(f"{p}.namespaces",
                            "resource rules that are not cluster scoped must supply at least one namespace")  # fmt: skip
     if items(e, f"{path}.nonResourceRules", non_resource_rules):
-        for j, r in enumerate(non_resource_rules):
-            p = f"{path}.nonResourceRules[{j}]"
-            if mapping(e, p, r, required=True):
-                _members(e, f"{p}.verbs", r.get("verbs"), "verbs")
-                _members(e, f"{p}.nonResourceURLs", r.get("nonResourceURLs"), "nonResourceURLs")
+        for p, r in each_object(e, f"{path}.nonResourceRules", non_resource_rules, required=True):
+            _members(e, f"{p}.verbs", r.get("verbs"), "verbs")
+            _members(e, f"{p}.nonResourceURLs", r.get("nonResourceURLs"), "nonResourceURLs")
 
 
 def _members(e: Errors, path: str, value: Any, what: str) -> None:

@@ -92,12 +92,10 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
                           "DNS-1123 label")  # fmt: skip
     env: Any = c.get("env")
     if items(e, f"{path}.env", env):
-        for i, var in enumerate(env):
-            if not mapping(e, f"{path}.env[{i}]", var, required=True):
-                continue
+        for vpath, var in each_object(e, f"{path}.env", env, required=True):
             vname: Any = var.get("name")
             if not isinstance(vname, str) or not _ENV_NAME.match(vname):
-                e.invalid(f"{path}.env[{i}].name", vname, ENV_NAME_MESSAGE)
+                e.invalid(f"{vpath}.name", vname, ENV_NAME_MESSAGE)
     resources: Any = c.get("resources")
     if mapping(e, f"{path}.resources", resources):
         parsed: dict[str, dict[str, Any]] = {}
@@ -175,18 +173,16 @@ def validate(e: Errors, path: str, spec: Any, restart_policies: tuple[str, ...] 
     volumes: set[str] = set()
     vols: Any = spec.get("volumes")
     if items(e, f"{path}.volumes", vols):
-        for i, vol in enumerate(vols):
-            if not mapping(e, f"{path}.volumes[{i}]", vol, required=True):
-                continue
+        for vpath, vol in each_object(e, f"{path}.volumes", vols, required=True):
             vname: Any = vol.get("name")
             if not isinstance(vname, str) or not is_dns_label(vname):
-                e.invalid(f"{path}.volumes[{i}].name", vname, DNS_LABEL_MESSAGE)
+                e.invalid(f"{vpath}.name", vname, DNS_LABEL_MESSAGE)
             elif vname in volumes:
-                e.duplicate(f"{path}.volumes[{i}].name", vname)
+                e.duplicate(f"{vpath}.name", vname)
             else:
                 volumes.add(vname)
-            _claim_volume_source(e, f"{path}.volumes[{i}]", vol)
-            _empty_dir(e, f"{path}.volumes[{i}]", vol)
+            _claim_volume_source(e, vpath, vol)
+            _empty_dir(e, vpath, vol)
     names: set[str] = set()
     containers: Any = spec.get("containers")
     if items(e, f"{path}.containers", containers, required=True):
