@@ -51,7 +51,7 @@ from controlplane.api import volumes as v
 from controlplane.client import errors
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
-from controlplane.client.workqueue import RateLimitingQueue, ShutDown
+from controlplane.client.workqueue import RateLimitingQueue, work
 
 log = logging.getLogger("skiff.agent.local_path")
 
@@ -249,19 +249,11 @@ class LocalPathAgent:
             self._thread.join(5)
 
     def _work(self) -> None:
-        while True:
-            try:
-                name = self.queue.get()
-            except ShutDown:
-                return
-            try:
-                self.sync(name)
-                self.queue.forget(name)
-            except Exception as err:
-                log.warning("volume=%s local-path sync failed: %s", name, err)
-                self.queue.add_rate_limited(name)
-            finally:
-                self.queue.done(name)
+        work(self.queue, self.sync, self._sync_failed)
+
+    def _sync_failed(self, name: str, err: Exception) -> None:
+        log.warning("volume=%s local-path sync failed: %s", name, err)
+        self.queue.add_rate_limited(name)
 
     def sync(self, name: str) -> None:
         if name == ANNOUNCE:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import csinode
@@ -55,41 +55,40 @@ class NodeLoops:
         self.pleg = pleg
         self.resources = resources
 
-    def wait_for_runtime(self) -> None:
+    def _until_done(
+        self, attempt: Callable[[], None], fails: type[Exception], what: Callable[[], str]
+    ) -> None:
+        """`attempt` until it succeeds or the agent stops, backing off from
+        0.2 s to 10 s after each `fails` ("<what()> (<err>); retrying in ...")."""
         delay = 0.2
         while not self.stop_event.is_set():
             try:
-                v = self.cri.version()
-                self.runtime_version = f"{v.runtime_name}://{v.runtime_version}"
-                self.runtime_name = v.runtime_name
+                attempt()
                 return
-            except CRIError as err:
-                log.warning(
-                    "runtime at %s not reachable (%s); retrying in %.1fs",
-                    self.cri.endpoint,
-                    err,
-                    delay,
-                )
+            except fails as err:
+                log.warning("%s (%s); retrying in %.1fs", what(), err, delay)
             self.stop_event.wait(delay)
             delay = min(delay * 2, 10.0)
 
+    def wait_for_runtime(self) -> None:
+        def version() -> None:
+            v = self.cri.version()
+            self.runtime_version = f"{v.runtime_name}://{v.runtime_version}"
+            self.runtime_name = v.runtime_name
+
+        self._until_done(version, CRIError, lambda: f"runtime at {self.cri.endpoint} not reachable")
+
     def register(self) -> None:
-        delay = 0.2
-        while not self.stop_event.is_set():
-            try:
-                node = self.reporter.register(self.node_status(None))
-                self.reporter.renew_lease()
-                self.write_csinode(node)
-                return
-            except errors.ApiError as err:
-                log.warning(
-                    "cannot register node %s with the control plane (%s); retrying in %.1fs",
-                    self.node.name,
-                    err,
-                    delay,
-                )
-            self.stop_event.wait(delay)
-            delay = min(delay * 2, 10.0)
+        def register_once() -> None:
+            node = self.reporter.register(self.node_status(None))
+            self.reporter.renew_lease()
+            self.write_csinode(node)
+
+        self._until_done(
+            register_once,
+            errors.ApiError,
+            lambda: f"cannot register node {self.node.name} with the control plane",
+        )
 
     def write_csinode(self, node: Mapping[str, Any]) -> None:
         """The node's CSINode, as the kubelet's CSI node-info manager writes

@@ -125,46 +125,31 @@ def node_status(
     message) are the runtime's failures the agent works around, reported as
     the ContainerRuntimeUnhealthy condition (node-problem-detector's)."""
     prev = {c["type"]: c for c in (old or {}).get("conditions") or []}
-    if pressures is None:
-        mem_pressure = r.memory_available < cfg.eviction_memory_available
-        disk_pressure = r.fs_total > 0 and r.fs_free / r.fs_total < cfg.eviction_nodefs_available
-        pid_pressure = r.pids_used > 0.9 * r.pid_max
-        pressures = {}
-    else:
-        mem_pressure = "MemoryPressure" in pressures
-        disk_pressure = "DiskPressure" in pressures
-        pid_pressure = "PIDPressure" in pressures
-    conditions = [
-        _condition(
-            "MemoryPressure",
-            mem_pressure,
-            "AgentHasInsufficientMemory" if mem_pressure else "AgentHasSufficientMemory",
-            pressures.get("MemoryPressure") or f"{r.memory_available >> 20} MiB available",
-            prev.get("MemoryPressure"),
-        ),
-        _condition(
-            "DiskPressure",
-            disk_pressure,
-            "AgentHasDiskPressure" if disk_pressure else "AgentHasNoDiskPressure",
-            pressures.get("DiskPressure")
-            or f"{r.fs_free >> 30} GiB free of {r.fs_total >> 30} GiB",
-            prev.get("DiskPressure"),
-        ),
-        _condition(
-            "PIDPressure",
-            pid_pressure,
-            "AgentHasInsufficientPID" if pid_pressure else "AgentHasSufficientPID",
-            pressures.get("PIDPressure") or f"{r.pids_used} of {r.pid_max} pids in use",
-            prev.get("PIDPressure"),
-        ),
+    disk_low = r.fs_total > 0 and r.fs_free / r.fs_total < cfg.eviction_nodefs_available
+    measured = (  # condition, pressure measured here, the reading, reasons under / not under
+        ("MemoryPressure", r.memory_available < cfg.eviction_memory_available,
+         f"{r.memory_available >> 20} MiB available",
+         "AgentHasInsufficientMemory", "AgentHasSufficientMemory"),
+        ("DiskPressure", disk_low, f"{r.fs_free >> 30} GiB free of {r.fs_total >> 30} GiB",
+         "AgentHasDiskPressure", "AgentHasNoDiskPressure"),
+        ("PIDPressure", r.pids_used > 0.9 * r.pid_max, f"{r.pids_used} of {r.pid_max} pids in use",
+         "AgentHasInsufficientPID", "AgentHasSufficientPID"),
+    )  # fmt: skip
+    conditions = []
+    for kind, measured_under, reading, under_reason, fine_reason in measured:
+        under = measured_under if pressures is None else kind in pressures
+        message = (pressures or {}).get(kind) or reading
+        reason = under_reason if under else fine_reason
+        conditions.append(_condition(kind, under, reason, message, prev.get(kind)))
+    conditions.append(
         _condition(
             "Ready",
             runtime_ready is None,
             "AgentReady" if runtime_ready is None else "AgentNotReady",
             "agent is posting ready status" if runtime_ready is None else runtime_ready,
             prev.get("Ready"),
-        ),
-    ]
+        )
+    )
     if problems or "ContainerRuntimeUnhealthy" in prev:
         conditions.append(
             _condition(

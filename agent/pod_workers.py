@@ -31,7 +31,7 @@ from agent.volumes import refresh_volumes, teardown_volumes
 from controlplane.client import errors
 from controlplane.client.informer import SharedInformer
 from controlplane.client.interface import Object
-from controlplane.client.workqueue import RateLimitingQueue, ShutDown
+from controlplane.client.workqueue import RateLimitingQueue, work
 from machinery.clock import Clock
 from proto.runtime.v1 import api_pb2 as cri
 
@@ -230,19 +230,11 @@ class PodWorkers:
 
     # workers
     def run(self) -> None:
-        while True:
-            try:
-                uid = self.queue.get()
-            except ShutDown:
-                return
-            try:
-                self.sync_pod(uid)
-                self.queue.forget(uid)
-            except Exception:
-                log.exception("uid=%s sync failed; will retry", uid)
-                self.queue.add_rate_limited(uid)
-            finally:
-                self.queue.done(uid)
+        work(self.queue, self.sync_pod, self._sync_failed)
+
+    def _sync_failed(self, uid: str, err: Exception) -> None:
+        log.exception("uid=%s sync failed; will retry", uid)
+        self.queue.add_rate_limited(uid)
 
     def _pod(self, uid: str) -> Object | None:
         static = self.static.get(uid) if self.static is not None else None

@@ -24,7 +24,7 @@ from agent.pod_config import ConfigError
 from agent.pod_events import PodEvents
 from agent.volume_files import VolumeSources, file_kind
 from agent.volumes import refresh_volumes, volumes_set_up
-from controlplane.client.workqueue import RateLimitingQueue, ShutDown
+from controlplane.client.workqueue import RateLimitingQueue, work
 
 log = logging.getLogger("skiff.agent.volumes")
 
@@ -65,19 +65,15 @@ class VolumeRefresher:
 
     def run(self) -> None:
         """The worker: refresh queued pods until the queue shuts down."""
-        while True:
-            try:
-                uid = self.queue.get()
-            except ShutDown:
-                return
-            try:
-                pod = self.pod(uid)
-                if pod is not None and running(pod):
-                    self.refresh_pod(pod)
-            except Exception:
-                log.exception("uid=%s volume refresh failed", uid)
-            finally:
-                self.queue.done(uid)
+        work(self.queue, self._refresh, self._refresh_failed)
+
+    def _refresh(self, uid: str) -> None:
+        pod = self.pod(uid)
+        if pod is not None and running(pod):
+            self.refresh_pod(pod)
+
+    def _refresh_failed(self, uid: str, err: Exception) -> None:
+        log.exception("uid=%s volume refresh failed", uid)
 
     def stop(self) -> None:
         self.queue.shut_down()

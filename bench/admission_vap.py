@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.admission import RestLike, vap
-from bench.kubeapi import Rest, control_plane, cpu_seconds, rest_creates
+from bench.kubeapi import Rest, abba, control_plane, rest_creates
 
 
 @contextmanager
@@ -50,16 +50,14 @@ def main(argv: list[str] | None = None) -> int:
             rest = Rest(str(kubeconfig))
             rest.request("POST", "/api/v1/namespaces", {"metadata": {"name": "bench"}})
             rest_creates(kubeconfig, 10, max(2, per_client // 10))  # warm-up
-            # none, vap, vap, none: drift of a shared machine falls on both alike
-            rates: dict[str, list[float]] = {"none": [], "vap": []}
-            cpu: dict[str, float] = {"none": 0.0, "vap": 0.0}
-            for mode in ("none", "vap", "vap", "none"):
+
+            def creates(mode: str) -> float:
                 with (vap if mode == "vap" else none)(rest):
-                    start = cpu_seconds(server)
-                    rates[mode].append(rest_creates(kubeconfig, 10, per_client))
-                    cpu[mode] += cpu_seconds(server) - start
+                    return rest_creates(kubeconfig, 10, per_client)
+
+            rates, cpu = abba(server, "none", "vap", creates)
             for mode in ("none", "vap"):
-                figures[f"rest_create_admission_{mode}_per_s"] = round(sum(rates[mode]) / 2, 1)
+                figures[f"rest_create_admission_{mode}_per_s"] = round(rates[mode], 1)
                 figures[f"rest_create_admission_{mode}_cpu_ms"] = round(
                     1000 * cpu[mode] / (2 * 10 * per_client), 3)  # fmt: skip
     finally:

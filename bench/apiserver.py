@@ -78,6 +78,7 @@ from bench.pod_security import (  # noqa: E402
     pod_security_args,
     set_pod_security,
 )
+from bench.stats import report  # noqa: E402
 from controlplane.api.kinds import by_kind  # noqa: E402
 from controlplane.apiserver.codec import encode, object_key  # noqa: E402
 from controlplane.client.apiclient import connect  # noqa: E402
@@ -537,6 +538,21 @@ def bench_quota(store_kind: str, work: Path, etcd: str, quick: bool) -> dict[str
     }
 
 
+def each_store(stores: str, prefix: str) -> Iterator[tuple[str, Path, str]]:
+    """(store kind, a fresh work directory, the etcd endpoint or "") for each
+    of the comma-separated `stores`, announced with "== <kind>"; one etcd
+    serves every etcd run; all is removed at the end."""
+    with ExitStack() as stack:
+        etcd_endpoint = ""
+        for store_kind in stores.split(","):
+            work = Path(tempfile.mkdtemp(prefix=f"{prefix}{store_kind}-"))
+            stack.callback(shutil.rmtree, work, True)
+            if store_kind == "etcd" and not etcd_endpoint:
+                etcd_endpoint = stack.enter_context(running_etcd()).endpoint
+            print(f"== {store_kind}", flush=True)
+            yield store_kind, work, etcd_endpoint
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--stores", default="sqlite,etcd")
@@ -550,26 +566,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     set_pod_security(args.pod_security, args.pod_shape)
     figures: dict[str, float] = {}
-    with ExitStack() as stack:
-        etcd_endpoint = ""
-        for store_kind in args.stores.split(","):
-            work = Path(tempfile.mkdtemp(prefix=f"skiff-bench-{store_kind}-"))
-            stack.callback(shutil.rmtree, work, True)
-            if store_kind == "etcd" and not etcd_endpoint:
-                etcd_endpoint = stack.enter_context(running_etcd()).endpoint
-            print(f"== {store_kind}", flush=True)
-            if args.quota:
-                figures.update(bench_quota(store_kind, work, etcd_endpoint, args.quick))
-                continue
-            if args.authz:
-                figures.update(bench_authz(store_kind, work, etcd_endpoint, args.quick))
-                continue
-            figures.update(bench_store(store_kind, work, etcd_endpoint, args.pods, args.quick))
+    for store_kind, work, etcd_endpoint in each_store(args.stores, "skiff-bench-"):
+        if args.quota:
+            figures.update(bench_quota(store_kind, work, etcd_endpoint, args.quick))
+            continue
+        if args.authz:
+            figures.update(bench_authz(store_kind, work, etcd_endpoint, args.quick))
+            continue
+        figures.update(bench_store(store_kind, work, etcd_endpoint, args.pods, args.quick))
     print()
-    print(f"{'figure':40} {'value':>12}")
-    for key, value in figures.items():
-        print(f"{key:40} {value:12.2f}")
-    print(json.dumps(figures))
+    report(figures, column=12, spec=".2f")
     return 0
 
 

@@ -50,10 +50,11 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -335,6 +336,9 @@ def control_plane(work: Path) -> Iterator[Server]:
 PARTS = ("creates", "admission", "watch", "kubectl", "list")
 
 
+T = TypeVar("T")
+
+
 def cpu_seconds(server: Server) -> float:
     """The control plane's CPU time so far (user + system): a figure the
     other load on a shared machine changes far less than wall times."""
@@ -342,22 +346,38 @@ def cpu_seconds(server: Server) -> float:
     return float(times.user + times.system)
 
 
+def on_cpu(server: Server, run: Callable[[], T]) -> tuple[T, float]:
+    """`run()`'s result and the control plane's CPU seconds meanwhile."""
+    start = cpu_seconds(server)
+    result = run()
+    return result, cpu_seconds(server) - start
+
+
+def abba(
+    server: Server, a: str, b: str, rate: Callable[[str], float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """`rate(mode)` in the order a, b, b, a, so drift of a shared machine
+    (and of the store as it grows) falls on both alike: each mode's mean
+    rate, and the control plane's CPU seconds over its two rounds."""
+    rates: dict[str, list[float]] = {a: [], b: []}
+    cpu: dict[str, float] = {a: 0.0, b: 0.0}
+    for mode in (a, b, b, a):
+        value, seconds = on_cpu(server, partial(rate, mode))
+        rates[mode].append(value)
+        cpu[mode] += seconds
+    return {mode: sum(values) / 2 for mode, values in rates.items()}, cpu
+
+
 def creates(server: Server, per_client: int, figures: dict[str, float]) -> None:
     kubeconfig = server.data_dir / "kubeconfig"
     grpc_rate = throughput(server.conf, "create", 10, per_client)
-    # JSON and protobuf rounds alternated, so drift of a shared machine
-    # (and of the store as it grows) falls on both alike.
-    rates: dict[str, list[float]] = {"json": [], "protobuf": []}
-    cpu: dict[str, float] = {"json": 0.0, "protobuf": 0.0}
     for encoding in ("json", "protobuf"):  # the first use of each is not a steady create
         rest_creates(kubeconfig, 10, max(2, per_client // 10), encoding)
-    for encoding in ("json", "protobuf", "protobuf", "json"):
-        start = cpu_seconds(server)
-        rates[encoding].append(rest_creates(kubeconfig, 10, per_client, encoding))
-        cpu[encoding] += cpu_seconds(server) - start
+    rates, cpu = abba(
+        server, "json", "protobuf", lambda enc: rest_creates(kubeconfig, 10, per_client, enc)
+    )
     made = 2 * 10 * per_client
-    rest_rate = sum(rates["json"]) / 2
-    pb_rate = sum(rates["protobuf"]) / 2
+    rest_rate, pb_rate = rates["json"], rates["protobuf"]
     json_ms, pb_ms = 1000 * cpu["json"] / made, 1000 * cpu["protobuf"] / made
     figures["grpc_create_10c_per_s"] = round(grpc_rate, 1)
     figures["rest_create_10c_per_s"] = round(rest_rate, 1)
@@ -378,9 +398,8 @@ def admission_creates(
     shown = []
     for mode in modes:
         with admission.SETUPS[mode](rest):
-            start = cpu_seconds(server)
-            rate = rest_creates(kubeconfig, 10, per_client)
-            cpu_ms = 1000 * (cpu_seconds(server) - start) / (10 * per_client)
+            rate, cpu_s = on_cpu(server, lambda: rest_creates(kubeconfig, 10, per_client))
+            cpu_ms = 1000 * cpu_s / (10 * per_client)
         figures[f"rest_create_admission_{mode}_per_s"] = round(rate, 1)
         figures[f"rest_create_admission_{mode}_cpu_ms"] = round(cpu_ms, 3)
         shown.append(f"{mode} {rate:8.1f}/s ({cpu_ms:.3f} ms server CPU each)")
@@ -389,14 +408,10 @@ def admission_creates(
 
 def watches(server: Server, events: int, figures: dict[str, float]) -> None:
     kubeconfig = server.data_dir / "kubeconfig"
-    start = cpu_seconds(server)
-    p50, p99 = rest_watch_latency(kubeconfig, 100, events)
-    rest_cpu = cpu_seconds(server) - start
+    (p50, p99), rest_cpu = on_cpu(server, lambda: rest_watch_latency(kubeconfig, 100, events))
     figures["rest_watch_p50_ms"] = round(p50, 2)
     figures["rest_watch_p99_ms"] = round(p99, 2)
-    start = cpu_seconds(server)
-    g50, g99 = watch_latency(server.conf, 100, events)
-    grpc_cpu = cpu_seconds(server) - start
+    (g50, g99), grpc_cpu = on_cpu(server, lambda: watch_latency(server.conf, 100, events))
     figures["grpc_watch_p50_ms"] = round(g50, 2)
     figures["grpc_watch_p99_ms"] = round(g99, 2)
     figures["rest_watch_server_cpu_s"] = round(rest_cpu, 3)
@@ -408,9 +423,7 @@ def watches(server: Server, events: int, figures: dict[str, float]) -> None:
 
 def kubectl_figures(server: Server, pods: int, figures: dict[str, float]) -> None:
     kubeconfig = server.data_dir / "kubeconfig"
-    start = cpu_seconds(server)
-    seconds = kubectl_get_all(kubeconfig, pods)
-    server_cpu = cpu_seconds(server) - start
+    seconds, server_cpu = on_cpu(server, lambda: kubectl_get_all(kubeconfig, pods))
     server_wall = table_pages(kubeconfig, pods)
     floor = throttle_floor(pods)
     # One request for the whole Table: no page waits on the rate limiter.

@@ -16,24 +16,20 @@ Issue 34 asks for within 5%.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import ssl
 import statistics
 import sys
-import tempfile
 import time
 import urllib.request
 import uuid
-from contextlib import ExitStack
 from pathlib import Path
 
 import psutil
 
-from bench.apiserver import Server, control_plane, throughput
+from bench.apiserver import Server, control_plane, each_store, throughput
+from bench.stats import report
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ClientConfig, load_config
-from tests.harness.etcd import running_etcd
 
 
 def bench_metrics(
@@ -151,22 +147,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="creates per client per round (default 150)")  # fmt: skip
     args = parser.parse_args(argv)
     figures: dict[str, float] = {}
-    with ExitStack() as stack:
-        etcd = ""
-        for store_kind in args.stores.split(","):
-            work = Path(tempfile.mkdtemp(prefix=f"skiff-bench-metrics-{store_kind}-"))
-            stack.callback(shutil.rmtree, work, True)
-            if store_kind == "etcd" and not etcd:
-                etcd = stack.enter_context(running_etcd()).endpoint
-            print(f"== {store_kind}", flush=True)
-            figures.update(
-                bench_metrics(store_kind, work, etcd, args.quick, args.rounds, args.per_client)
-            )
+    for store_kind, work, etcd in each_store(args.stores, "skiff-bench-metrics-"):
+        figures.update(
+            bench_metrics(store_kind, work, etcd, args.quick, args.rounds, args.per_client)
+        )
     print()
-    print(f"{'figure':40} {'value':>12}")
-    for key, value in figures.items():
-        print(f"{key:40} {value:12.2f}")
-    print(json.dumps(figures))
+    report(figures, column=12, spec=".2f")
     return 0
 
 

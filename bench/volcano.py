@@ -44,7 +44,6 @@ p99 <= 0.5 s at 10,000 pending pods.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -56,6 +55,7 @@ from typing import Any
 
 from agent.hollow import HollowConfig, HollowNodes
 from bench.host_usage import children
+from bench.stats import report
 from controlplane.api import volcano
 from machinery.clock import RealClock
 from tests.harness.cluster import ClusterControlPlane
@@ -294,12 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         figures.update(procs)
         figures.update({f"{k}_one_process": v for k, v in one.items()})
     print()
-    print(f"{'figure':50} {'value':>10}  target")
     targets = {"session_p99_s": "<= 0.5", "e2e_pods_per_s": ">= 1000", "share_error_max": "<= 0.05",
                "e2e_pods_per_s_one_process": ">= 500"}  # fmt: skip
-    for k, v in figures.items():
-        print(f"{k:50} {v:>10}  {targets.get(k, '')}")
-    print(json.dumps(figures))
+    report(figures, width=50, targets=targets)
     return 0
 
 

@@ -28,6 +28,7 @@ import json
 import time
 from typing import Any
 
+from bench.stats import report
 from controlplane.api import volcano
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch.scheduler import BatchScheduler
@@ -223,10 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         figures["sessions"] = sessions
     print(f"{args.nodes} nodes, {args.jobs} jobs x {args.tasks} tasks, {args.per_session} jobs "
           f"per session ({figures['sessions']:.0f} sessions):")  # fmt: skip
-    print(f"{'figure':40} {'value':>10}")
-    for k, v in figures.items():
-        print(f"{k:40} {v:>10}")
-    print(json.dumps(figures))
+    report(figures)
     return 0
 
 

@@ -18,10 +18,10 @@ bench then measured ready 1.8-2.5 us, valid 0.44-0.66 us; a loaded machine).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
+from bench.stats import report
 from controlplane.api import volcano
 from controlplane.scheduler.batch import plugins
 from controlplane.scheduler.batch.info import JobInfo
@@ -57,10 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, job in (("gang10", _job(10, 10)), ("elastic2of16", _job(16, 2))):
         figures[f"{label}_ready_us"] = round(per_call(plugins.ready, job, args.calls), 3)
         figures[f"{label}_valid_us"] = round(per_call(plugins.invalid, job, args.calls), 3)
-    print(f"{'figure':30} {'us per call':>12}")
-    for k, v in figures.items():
-        print(f"{k:30} {v:>12}")
-    print(json.dumps(figures))
+    report(figures, width=30, column=12, header="us per call")
     return 0
 
 

@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import Protocol
 
-from agent.proxy.iptables import find_binary
+from agent.proxy.iptables import find_binary, run_tool
 
 
 class NftError(RuntimeError):
@@ -39,17 +39,8 @@ class CommandNft:
         self.timeout = timeout
 
     def _run(self, args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        try:
-            return subprocess.run(
-                [*self.prefix, find_binary("nft"), *args],
-                input=stdin,
-                capture_output=True,
-                text=True,
-                timeout=self.timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as err:
-            raise NftError(f"nft: {err}") from err
+        argv = [find_binary("nft"), *args]
+        return run_tool("nft", argv, NftError, self.prefix, stdin, self.timeout)
 
     def apply(self, text: str) -> None:
         proc = self._run(["-f", "-"], stdin=text)

@@ -46,6 +46,30 @@ def find_binary(name: str) -> str:
     raise IptablesError(f"{name} not found in PATH or {', '.join(_SEARCH)}")
 
 
+def run_tool(
+    name: str,
+    argv: Sequence[str],
+    error: type[Exception],
+    prefix: Sequence[str] = (),
+    stdin: str | None = None,
+    timeout: float = 30.0,
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` behind `prefix` (`ip netns exec <ns>`), text captured; a
+    tool that cannot start or does not end in `timeout` raises `error`
+    ("<name>: <why>"). The exit status is the caller's to judge."""
+    try:
+        return subprocess.run(
+            [*prefix, *argv],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise error(f"{name}: {err}") from err
+
+
 class CommandIptables:
     """iptables-save / iptables-restore / sysctl, run as subprocesses."""
 
@@ -64,17 +88,7 @@ class CommandIptables:
     def _run(self, argv: list[str], stdin: str | None = None) -> str:
         if not os.path.isabs(argv[0]):
             argv = [find_binary(argv[0]), *argv[1:]]
-        try:
-            proc = subprocess.run(
-                [*self.prefix, *argv],
-                input=stdin,
-                capture_output=True,
-                text=True,
-                timeout=self.timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as err:
-            raise IptablesError(f"{argv[0]}: {err}") from err
+        proc = run_tool(argv[0], argv, IptablesError, self.prefix, stdin, self.timeout)
         if proc.returncode != 0:
             raise IptablesError(f"{argv[0]} failed ({proc.returncode}): {proc.stderr.strip()}")
         return proc.stdout
@@ -98,16 +112,7 @@ class CommandIptables:
 
     def delete_conntrack(self, filters: Sequence[str]) -> None:
         argv = [find_binary("conntrack"), "-D", *filters]
-        try:
-            proc = subprocess.run(
-                [*self.prefix, *argv],
-                capture_output=True,
-                text=True,
-                timeout=self.timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as err:
-            raise IptablesError(f"conntrack: {err}") from err
+        proc = run_tool("conntrack", argv, IptablesError, self.prefix, timeout=self.timeout)
         # conntrack exits 1 when nothing matched ("0 flow entries have been deleted").
         if proc.returncode not in (0, 1) or (
             proc.returncode == 1 and "flow entries have been deleted" not in proc.stderr

@@ -286,6 +286,17 @@ def _comment(text: str) -> str:
     return f'-m comment --comment "{safe}"'
 
 
+def _balanced(
+    rs: Ruleset, sp: ServicePort, local: bool, endpoints: Sequence[Endpoint], cfg: RuleConfig
+) -> str:
+    """The SVL (`local`) or SVC chain of `sp`, filled from `endpoints` by the
+    first rule that jumps to it."""
+    chain = cfg.chains.svl(sp) if local else cfg.chains.svc(sp)
+    if chain not in rs.chains["nat"]:
+        _balance(rs, chain, sp, endpoints, cfg)
+    return chain
+
+
 def _balance(
     rs: Ruleset, chain: str, sp: ServicePort, endpoints: Sequence[Endpoint], cfg: RuleConfig
 ) -> None:
@@ -366,9 +377,7 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
         all_eps = sp.cluster_endpoints
         cluster_eps = local_eps if sp.internal_local else all_eps
         if cluster_eps:
-            chain = c.svl(sp) if sp.internal_local else c.svc(sp)
-            if chain not in rs.chains["nat"]:
-                _balance(rs, chain, sp, cluster_eps, cfg)
+            chain = _balanced(rs, sp, sp.internal_local, cluster_eps, cfg)
             if cfg.masquerade_all:
                 rs.add(
                     "nat", c.services, f"{_comment(sp.key + ' cluster IP')} {dst} -j {c.mark_masq}"
@@ -395,9 +404,7 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
             if sp.external_local and all_eps:
                 _local_origin(rs, cfg, sp, note, ext)
             if ext_eps:
-                chain = c.svl(sp) if sp.external_local else c.svc(sp)
-                if chain not in rs.chains["nat"]:
-                    _balance(rs, chain, sp, ext_eps, cfg)
+                chain = _balanced(rs, sp, sp.external_local, ext_eps, cfg)
                 if not sp.external_local:
                     rs.add("nat", c.services, f"{note} {ext} -j {c.mark_masq}")
                 rs.add("nat", c.services, f"{note} {ext} -j {chain}")
@@ -410,9 +417,7 @@ def build_rules(ports: Iterable[ServicePort], cfg: RuleConfig) -> Ruleset:
             continue
         np = f"{_l4(sp)} --dport {sp.node_port}"
         if ext_eps:
-            chain = c.svl(sp) if sp.external_local else c.svc(sp)
-            if chain not in rs.chains["nat"]:
-                _balance(rs, chain, sp, ext_eps, cfg)
+            chain = _balanced(rs, sp, sp.external_local, ext_eps, cfg)
             if sp.external_local:
                 # Keep the client's address; only localhost sources need SNAT.
                 rs.add(
@@ -448,8 +453,7 @@ def _local_origin(rs: Ruleset, cfg: RuleConfig, sp: ServicePort, note: str, matc
     traffic to service chain"), since only outside clients have an address
     worth keeping."""
     c = cfg.chains
-    if c.svc(sp) not in rs.chains["nat"]:
-        _balance(rs, c.svc(sp), sp, sp.cluster_endpoints, cfg)
+    _balanced(rs, sp, False, sp.cluster_endpoints, cfg)
     if cfg.cluster_cidr:
         rs.add("nat", c.services, f"{note} {match} -s {cfg.cluster_cidr} -j {c.svc(sp)}")
     local = "-m addrtype --src-type LOCAL"

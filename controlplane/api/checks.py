@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
@@ -176,6 +177,17 @@ def mapping(e: Errors, path: str, value: Any, required: bool = False) -> bool:
         e.invalid(path, value, "must be an object")
         return False
     return True
+
+
+def each_object(
+    e: Errors, path: str, values: Iterable[Any], required: bool = False
+) -> Iterator[tuple[str, Any]]:
+    """(`path[i]`, item) for each item of `values` that is an object; the
+    others are reported at their path as `mapping` does."""
+    for i, value in enumerate(values):
+        where = f"{path}[{i}]"
+        if mapping(e, where, value, required):
+            yield where, value
 
 
 def items(e: Errors, path: str, value: Any, required: bool = False) -> bool:

@@ -16,7 +16,8 @@ max of several, as `default_controller_rate_limiter()` combines them),
 `num_requeues(item)`.
 
 `shut_down()` wakes every blocked `get()` with `ShutDown`; items added after
-it are dropped. Nothing here calls the API server.
+it are dropped. `work(queue, handle, failed)` is a worker's loop until then.
+Nothing here calls the API server.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
 from machinery.clock import Clock, RealClock, Timer
@@ -299,3 +300,25 @@ class RateLimitingQueue(DelayingQueue[T]):
 
     def num_requeues(self, item: T) -> int:
         return self.rate_limiter.num_requeues(item)
+
+
+def work(
+    queue: RateLimitingQueue[T],
+    handle: Callable[[T], None],
+    failed: Callable[[T, Exception], None],
+) -> None:
+    """A worker: handle each item until the queue shuts down. A success
+    forgets the item's backoff; on an exception, `failed(item, err)` runs
+    inside the handler (log.exception works there; it may add_rate_limited)."""
+    while True:
+        try:
+            item = queue.get()
+        except ShutDown:
+            return
+        try:
+            handle(item)
+            queue.forget(item)
+        except Exception as err:
+            failed(item, err)
+        finally:
+            queue.done(item)

@@ -35,6 +35,40 @@ from machinery import rfc3339
 SCHEDULED_AT = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
 
+class _Unplannable(Exception):
+    """Why a CronJob's schedule cannot be planned: its Warning event."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def _plan(cj: Object, st: Object, active: int, now: float) -> tuple[cron.CronPlan, tzinfo]:
+    """The CronJob's plan and time zone, or _Unplannable as Kubernetes says it."""
+    spec = podutil.spec(cj)
+    try:
+        schedule = cron.Schedule.parse(str(spec.get("schedule", "")))
+    except cron.ScheduleError as err:
+        raise _Unplannable("UnparseableSchedule", f"unparseable schedule: {err}") from None
+    zone_name = spec.get("timeZone")
+    try:
+        zone = ZoneInfo(str(zone_name)) if zone_name is not None else UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        # Validation refuses these; a zone removed from this host's tz
+        # database since is Kubernetes' UnknownTimeZone, not a guess.
+        raise _Unplannable("UnknownTimeZone",
+                           f'invalid timeZone: "{zone_name}": unknown time zone {zone_name}',
+                           ) from None  # fmt: skip
+    last = rfc3339.parse_time(st.get("lastScheduleTime"))
+    try:
+        plan = cron.plan_cronjob(spec, schedule, podutil.created_at(cj), last, active, now, zone)
+    except cron.ScheduleError as err:  # parses, but never fires (Feb 30): as Kubernetes
+        raise _Unplannable("InvalidSchedule",
+                           f"invalid schedule: {spec.get('schedule', '')} : {err}") from None  # fmt: skip
+    return plan, zone
+
+
 class CronJobController(Controller):
     name = "cronjob"
     default_workers = 5
@@ -75,35 +109,9 @@ class CronJobController(Controller):
             if latest:
                 st["lastSuccessfulTime"] = rfc3339.format_time(latest)
         try:
-            schedule = cron.Schedule.parse(str(spec.get("schedule", "")))
-        except cron.ScheduleError as err:
-            self.recorder.event(
-                cj, "Warning", "UnparseableSchedule", f"unparseable schedule: {err}"
-            )
-            self._write_status(cj, st, active)
-            return None
-        zone_name = spec.get("timeZone")
-        try:
-            zone = ZoneInfo(str(zone_name)) if zone_name is not None else UTC
-        except (ZoneInfoNotFoundError, ValueError):
-            # Validation refuses these; a zone removed from this host's tz
-            # database since is Kubernetes' UnknownTimeZone, not a guess.
-            self.recorder.event(
-                cj, "Warning", "UnknownTimeZone",
-                f'invalid timeZone: "{zone_name}": unknown time zone {zone_name}',
-            )  # fmt: skip
-            self._write_status(cj, st, active)
-            return None
-        last = rfc3339.parse_time(st.get("lastScheduleTime"))
-        try:
-            plan = cron.plan_cronjob(
-                spec, schedule, podutil.created_at(cj), last, len(active), now, zone
-            )
-        except cron.ScheduleError as err:  # parses, but never fires (Feb 30): as Kubernetes
-            self.recorder.event(
-                cj, "Warning", "InvalidSchedule",
-                f"invalid schedule: {spec.get('schedule', '')} : {err}",
-            )  # fmt: skip
+            plan, zone = _plan(cj, st, len(active), now)
+        except _Unplannable as why:
+            self.recorder.event(cj, "Warning", why.reason, why.message)
             self._write_status(cj, st, active)
             return None
         if plan.skip_reason == "MissedDeadline":

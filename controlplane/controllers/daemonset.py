@@ -106,14 +106,7 @@ class DaemonSetController(PodOwnerController):
             ),
             on_delete=self._node_changed,
         )
-        self.revisions = self.watch(history.KIND)
-        self.history = history.History(ctx.client, self.revisions, self.owner_kind)
-        self.revisions.add_event_handler(on_delete=self._revision_gone)
-
-    def _revision_gone(self, revision: Object) -> None:
-        ref = podutil.controller_ref(revision)
-        if ref is not None and ref.get("kind") == self.owner_kind:
-            self.enqueue_key(f"{podutil.namespace_of(revision)}/{ref.get('name')}")
+        self.history = history.watched(self, self.owner_kind)
 
     def _node_changed(self, node: Object) -> None:
         for ds in self.owners.store.list():

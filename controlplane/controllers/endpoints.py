@@ -154,36 +154,35 @@ def endpoints_subsets(
     return subsets
 
 
-class EndpointsController(Controller):
-    name = "endpoint"
-    default_workers = 5
+class ServicePodsController(Controller):
+    """A controller keyed by Service over the pods its selector picks: a pod's
+    Services are queued when it comes, goes or changes labels (both label
+    sets), and a node's pods when its facts (_node_facts) change."""
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.services = self.watch_primary("Service")
         self.pods = self.watch("Pod", {BY_NODE: _node_of})
-        self.endpoints = self.watch("Endpoints")
         self.nodes = self.watch("Node")
         self.pods.add_event_handler(
-            on_add=self._pod,
-            on_update=self._pod_updated,
-            on_delete=self._pod,
+            on_add=self._pod, on_update=self._pod_updated, on_delete=self._pod
         )
-        self.endpoints.add_event_handler(on_delete=self.enqueue)
-        self.nodes.add_event_handler(on_add=self._node, on_update=self._node_updated,
-                                     on_delete=self._node)  # fmt: skip
+
+    def _node_facts(self, node: Object) -> tuple[Any, ...]:
+        # Heartbeats change none: only a new pod CIDR or address moves an IP in or out.
+        spec, status = podutil.spec(node), podutil.status(node)
+        return spec.get("podCIDRs"), spec.get("podCIDR"), status.get("addresses")
 
     def _node_updated(self, old: Object, new: Object) -> None:
-        # Heartbeats change neither: only a new pod CIDR or address moves an IP in or out.
-        if (podutil.spec(old).get("podCIDRs"), podutil.spec(old).get("podCIDR"),
-                podutil.status(old).get("addresses")) != (
-                podutil.spec(new).get("podCIDRs"), podutil.spec(new).get("podCIDR"),
-                podutil.status(new).get("addresses")):  # fmt: skip
+        if self._node_facts(old) != self._node_facts(new):
             self._node(new)
 
     def _node(self, node: Object) -> None:
         for pod in self.pods.store.by_index(BY_NODE, podutil.name_of(node)):
             self._pod(pod)
+
+    def _node_named(self, name: str) -> Object | None:
+        return self.nodes.store.get_by_key(name) if name else None
 
     def _pod_updated(self, old: Object, new: Object) -> None:
         self._pod(old)
@@ -196,6 +195,18 @@ class EndpointsController(Controller):
             sel = _selector(svc)
             if sel is not None and sel.matches(labels):
                 self.enqueue(svc)
+
+
+class EndpointsController(ServicePodsController):
+    name = "endpoint"
+    default_workers = 5
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.endpoints = self.watch("Endpoints")
+        self.endpoints.add_event_handler(on_delete=self.enqueue)
+        self.nodes.add_event_handler(on_add=self._node, on_update=self._node_updated,
+                                     on_delete=self._node)  # fmt: skip
 
     def sync(self, key: str) -> float | None:
         svc = self.services.store.get_by_key(key)
@@ -234,9 +245,6 @@ class EndpointsController(Controller):
         body["metadata"].pop("resourceVersion", None)
         self.client.update("Endpoints", body)
         return None
-
-    def _node_named(self, name: str) -> Object | None:
-        return self.nodes.store.get_by_key(name) if name else None
 
 
 def init(ctx: ControllerContext) -> Controller:

@@ -34,9 +34,8 @@ from controlplane.client.interface import Object
 from controlplane.controllers import podutil
 from controlplane.controllers.base import Controller, ControllerContext
 from controlplane.controllers.endpoints import (
-    BY_NODE,
     NodeLookup,
-    _node_of,
+    ServicePodsController,
     _resolve_port,
     _selector,
     ip_of_node,
@@ -199,19 +198,14 @@ class SliceWriter:
                 self._created.setdefault(key, set()).add(podutil.name_of(made))
 
 
-class EndpointSliceController(Controller):
+class EndpointSliceController(ServicePodsController):
     name = "endpointslice"
     default_workers = 5
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.services = self.watch_primary("Service")
-        self.pods = self.watch("Pod", {BY_NODE: _node_of})
-        self.nodes = self.watch("Node")
         self.slices = self.watch("EndpointSlice", {BY_SERVICE: service_of_slice(CONTROLLER_NAME)})
         self.writer = SliceWriter(self, self.slices, BY_SERVICE)
-        self.pods.add_event_handler(on_add=self._pod, on_update=self._pod_updated,
-                                    on_delete=self._pod)  # fmt: skip
         self.follow(self.slices, self._slice, self._slice)
         self.nodes.add_event_handler(on_update=self._node_updated)
 
@@ -219,27 +213,9 @@ class EndpointSliceController(Controller):
         for key in service_of_slice(CONTROLLER_NAME)(obj):
             self.enqueue_key(key)
 
-    def _node_updated(self, old: Object, new: Object) -> None:
+    def _node_facts(self, node: Object) -> tuple[Any, ...]:
         # A node's zone, pod CIDRs or addresses move its pods' endpoints.
-        def facts(n: Object) -> tuple[Any, ...]:
-            return (podutil.labels_of(n).get(ZONE_LABEL), podutil.spec(n).get("podCIDRs"),
-                    podutil.spec(n).get("podCIDR"), podutil.status(n).get("addresses"))  # fmt: skip
-
-        if facts(old) != facts(new):
-            for pod in self.pods.store.by_index(BY_NODE, podutil.name_of(new)):
-                self._pod(pod)
-
-    def _pod_updated(self, old: Object, new: Object) -> None:
-        self._pod(new)
-        if podutil.labels_of(old) != podutil.labels_of(new):
-            self._pod(old)
-
-    def _pod(self, pod: Object) -> None:
-        labels = podutil.labels_of(pod)
-        for svc in self.services.store.list(podutil.namespace_of(pod)):
-            sel = _selector(svc)
-            if sel is not None and sel.matches(labels):
-                self.enqueue(svc)
+        return podutil.labels_of(node).get(ZONE_LABEL), *super()._node_facts(node)
 
     def sync(self, key: str) -> float | None:
         ns, _, name = key.partition("/")
@@ -266,9 +242,6 @@ class EndpointSliceController(Controller):
                     placeholder=service_address_types(svc)[0])  # fmt: skip
         self.writer.apply(key, ns, todo)
         return None
-
-    def _node_named(self, name: str) -> Object | None:
-        return self.nodes.store.get_by_key(name) if name else None
 
 
 def init(ctx: ControllerContext) -> Controller:

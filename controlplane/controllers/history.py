@@ -26,6 +26,7 @@ from controlplane.client import errors
 from controlplane.client.informer import SharedInformer
 from controlplane.client.interface import ApiClient, Object
 from controlplane.controllers import podutil, rollout
+from controlplane.controllers.base import Controller
 from controlplane.controllers.refmanager import ControllerRefManager
 
 KIND = "ControllerRevision"
@@ -133,6 +134,20 @@ def new_revision(
 class Collision(errors.Conflict):
     """A revision of that name holds another template: the owner's
     status.collisionCount goes up and the sync retries."""
+
+
+def watched(controller: Controller, owner_kind: str) -> History:
+    """The History of `controller`'s owners over a revisions informer it
+    watches, where a deleted revision queues its owner."""
+    informer = controller.watch(KIND)
+
+    def gone(revision: Object) -> None:
+        ref = podutil.controller_ref(revision)
+        if ref is not None and ref.get("kind") == owner_kind:
+            controller.enqueue_key(f"{podutil.namespace_of(revision)}/{ref.get('name')}")
+
+    informer.add_event_handler(on_delete=gone)
+    return History(controller.client, informer, owner_kind)
 
 
 class History:

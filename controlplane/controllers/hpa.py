@@ -143,6 +143,16 @@ class HPAController(Controller):
     ) -> list[Object]:
         return podutil.set_condition(conds, type_, status, reason, message, self.clock.now())
 
+    def _failed(
+        self, hpa: Object, st: dict[str, Any], conds: list[Object] | None, type_: str,
+        reason: str, message: str, event: str | None = None, event_reason: str | None = None,
+    ) -> None:  # fmt: skip
+        """A step failed: condition `type_` False, a Warning event (`event`,
+        else the message; `event_reason`, else the reason), the status written."""
+        conds = self._set(conds, type_, "False", reason, message)
+        self.recorder.event(hpa, "Warning", event_reason or reason, event or message)
+        self._write(hpa, st, conds)
+
     def reconcile(self, key: str, hpa: Object) -> None:
         now = self.clock.now()
         spec = podutil.spec(hpa)
@@ -154,15 +164,8 @@ class HPAController(Controller):
         try:
             scale = self.client.get_scale(kind, name, ns)
         except errors.ApiError as err:
-            conds = self._set(
-                conds,
-                "AbleToScale",
-                "False",
-                "FailedGetScale",
-                f"the HPA controller was unable to get the target's current scale: {err}",
-            )
-            self.recorder.event(hpa, "Warning", "FailedGetScale", str(err))
-            self._write(hpa, st, conds)
+            message = f"the HPA controller was unable to get the target's current scale: {err}"
+            self._failed(hpa, st, conds, "AbleToScale", "FailedGetScale", message, str(err))
             return
         conds = self._set(
             conds,
@@ -180,10 +183,8 @@ class HPAController(Controller):
         if (current != 0 or min_r == 0) and min_r <= current <= max_r:
             metric_desired, current_metrics, error = self._compute(hpa, scale, current, now)
             if metric_desired is None:
-                conds = self._set(conds, "ScalingActive", "False", "FailedGetResourceMetric", error)
-                self.recorder.event(hpa, "Warning", "FailedGetResourceMetric", error)
                 st["currentMetrics"] = current_metrics or None
-                self._write(hpa, st, conds)
+                self._failed(hpa, st, conds, "ScalingActive", "FailedGetResourceMetric", error)
                 return
             conds = self._set(
                 conds,
@@ -215,15 +216,9 @@ class HPAController(Controller):
             try:
                 self.client.update_scale(kind, name, ns, decision.desired)
             except errors.ApiError as err:
-                conds = self._set(
-                    conds,
-                    "AbleToScale",
-                    "False",
-                    "FailedUpdateScale",
-                    f"the HPA controller was unable to update the target scale: {err}",
-                )
-                self.recorder.event(hpa, "Warning", "FailedRescale", str(err))
-                self._write(hpa, st, conds)
+                message = f"the HPA controller was unable to update the target scale: {err}"
+                self._failed(hpa, st, conds, "AbleToScale", "FailedUpdateScale", message, str(err),
+                             "FailedRescale")  # fmt: skip
                 raise
             conds = self._set(
                 conds,

@@ -93,6 +93,22 @@ def pods_metric(
     return result.replicas, {"type": "Pods", "pods": entry}
 
 
+def _value_replicas(
+    value: float, target: Mapping[str, Any], pods: Sequence[PodSample], current: int,
+    tolerance: float,
+) -> tuple[int, Object]:  # fmt: skip
+    """The replicas an Object or External metric's `value` asks for against
+    its target (an AverageValue per replica, or a Value), and its current entry."""
+    if str(target.get("type") or "Value") == "AverageValue":
+        average = _target(target, "AverageValue")
+        ratio = value / (average * max(current, 1))
+        replicas = _by_ratio(current, ratio, math.ceil(value / average), tolerance)
+        return replicas, {"averageValue": quantity(value / max(current, 1))}
+    ratio = value / _target(target, "Value")
+    replicas = _by_ratio(current, ratio, math.ceil(ratio * _ready(pods)), tolerance)
+    return replicas, {"value": quantity(value)}
+
+
 def object_metric(
     source: CustomMetricsSource, spec: Mapping[str, Any], ns: str,
     pods: Sequence[PodSample], current: int, tolerance: float,
@@ -100,19 +116,9 @@ def object_metric(
     metric = spec.get("metric") or {}
     described = spec.get("describedObject") or {}
     target = spec.get("target") or {}
-    kind = str(target.get("type") or "Value")
     value = source.object_metric(ns, described, str(metric.get("name", "")), _selector(metric))
     entry: Object = {"metric": dict(metric), "describedObject": dict(described)}
-    if kind == "AverageValue":
-        average = _target(target, kind)
-        ratio = value / (average * max(current, 1))
-        replicas = _by_ratio(current, ratio, math.ceil(value / average), tolerance)
-        entry["current"] = {"averageValue": quantity(value / max(current, 1))}
-    else:
-        goal = _target(target, "Value")
-        ratio = value / goal
-        replicas = _by_ratio(current, ratio, math.ceil(ratio * _ready(pods)), tolerance)
-        entry["current"] = {"value": quantity(value)}
+    replicas, entry["current"] = _value_replicas(value, target, pods, current, tolerance)
     return replicas, {"type": "Object", "object": entry}
 
 
@@ -122,20 +128,10 @@ def external_metric(
 ) -> tuple[int, Object]:  # fmt: skip
     metric = spec.get("metric") or {}
     target = spec.get("target") or {}
-    kind = str(target.get("type") or "Value")
     values = source.external_metric(ns, str(metric.get("name", "")), _selector(metric))
     if not values:
         raise MetricError(f"no metrics returned from external metrics API for {metric.get('name')}")
     usage = sum(values)
     entry: Object = {"metric": dict(metric)}
-    if kind == "AverageValue":
-        average = _target(target, kind)
-        ratio = usage / (average * max(current, 1))
-        replicas = _by_ratio(current, ratio, math.ceil(usage / average), tolerance)
-        entry["current"] = {"averageValue": quantity(usage / max(current, 1))}
-    else:
-        goal = _target(target, "Value")
-        ratio = usage / goal
-        replicas = _by_ratio(current, ratio, math.ceil(ratio * _ready(pods)), tolerance)
-        entry["current"] = {"value": quantity(usage)}
+    replicas, entry["current"] = _value_replicas(usage, target, pods, current, tolerance)
     return replicas, {"type": "External", "external": entry}

@@ -58,14 +58,7 @@ class StatefulSetController(PodOwnerController):
         super().__init__(ctx)
         self.claims = self.watch("PersistentVolumeClaim")
         self.claims.add_event_handler(on_delete=self._claim_gone)
-        self.revisions = self.watch(history.KIND)
-        self.history = history.History(ctx.client, self.revisions, self.owner_kind)
-        self.revisions.add_event_handler(on_delete=self._revision_gone)
-
-    def _revision_gone(self, revision: Object) -> None:
-        ref = podutil.controller_ref(revision)
-        if ref is not None and ref.get("kind") == self.owner_kind:
-            self.enqueue_key(f"{podutil.namespace_of(revision)}/{ref.get('name')}")
+        self.history = history.watched(self, self.owner_kind)
 
     def _revisions(self, sts: Object, revisions: list[Object]) -> tuple[Object, Object]:
         """(current, update) revisions, the update one made or renumbered as

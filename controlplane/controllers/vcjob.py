@@ -38,6 +38,7 @@ from controlplane.controllers.base import (
     ControllerContext,
 )
 from controlplane.controllers.refmanager import ControllerRefManager
+from controlplane.controllers.vccommands import CommandInbox
 from controlplane.controllers.vcjob_policy import (
     PodEvent,
     action_for,
@@ -76,10 +77,6 @@ def _command_target(cmd: Object) -> list[str]:
     return [f"{podutil.namespace_of(cmd)}/{found[1]}"]
 
 
-def _order(cmd: Object) -> tuple[str, str]:
-    return (str(cmd["metadata"].get("creationTimestamp") or ""), podutil.name_of(cmd))
-
-
 class VolcanoJobController(Controller):
     name = "volcano-job"
     default_workers = 10
@@ -90,9 +87,7 @@ class VolcanoJobController(Controller):
         self.pods = self.watch("Pod", CLAIMABLE)
         self.groups = self.watch("PodGroup")
         self.claims = self.watch("PersistentVolumeClaim")
-        self.commands = self.watch("Command", {COMMAND_TARGET: _command_target})
-        self.follow(self.commands, self._command_added, self._command_deleted)
-        self.consumed: set[str] = set()  # uids of Commands deleted, until their event
+        self.commands = CommandInbox(self, COMMAND_TARGET, _command_target)
         self.refs = ControllerRefManager(ctx.client, volcano.JOB_KEY, "Pod")
         self._lock = threading.Lock()
         self.killed: set[str] = set()  # uids of pods this controller deleted
@@ -171,34 +166,15 @@ class VolcanoJobController(Controller):
         if name and phase == "Unknown" and podutil.status(old).get("phase") != "Unknown":
             self._event(f"{podutil.namespace_of(new)}/{name}", PodEvent("Unknown", ""))
 
-    def _command_added(self, cmd: Object) -> None:
-        for key in _command_target(cmd):
-            self.enqueue_key(key)
-
-    def _command_deleted(self, cmd: Object) -> None:
-        with self._lock:
-            self.consumed.discard(podutil.uid_of(cmd))
-
     def _command(self, key: str, job: Object) -> Object | None:
         """The oldest Command for this Job not yet consumed; ones for an
         earlier Job of the same name are deleted unread."""
-        for cmd in sorted(self.commands.store.by_index(COMMAND_TARGET, key), key=_order):
-            with self._lock:
-                if podutil.uid_of(cmd) in self.consumed:
-                    continue
+        for cmd in self.commands.pending(key):
             uid = (cmd.get("target") or {}).get("uid")
             if not uid or uid == podutil.uid_of(job):
                 return cmd
-            self._consume(cmd)
+            self.commands.consume(cmd)
         return None
-
-    def _consume(self, cmd: Object) -> None:
-        with self._lock:
-            self.consumed.add(podutil.uid_of(cmd))
-        try:
-            self.client.delete("Command", podutil.name_of(cmd), podutil.namespace_of(cmd))
-        except errors.NotFound:
-            pass  # gone already; its delete event clears `consumed`
 
     def _group_deleted(self, group: Object) -> None:
         name = podutil.annotations_of(group).get(volcano.JOB_NAME)
@@ -258,7 +234,7 @@ class VolcanoJobController(Controller):
         live = [p for p in pods if p not in step.kill]
         if self._write_status(job, phase, reason, step.version, step.retries, counts, live):
             if command is not None:
-                self._consume(command)  # only once the state it led to is stored
+                self.commands.consume(command)  # only once the state it led to is stored
                 self.recorder.event(job, "Normal", "CommandIssued",
                                     f"Start to execute command {action}, and clean it up "
                                     "to make sure executed not more than once.")  # fmt: skip

@@ -29,13 +29,12 @@ the batch scheduler.
 
 from __future__ import annotations
 
-import threading
-
 from controlplane.api import volcano
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.controllers import podutil
 from controlplane.controllers.base import Controller, ControllerContext
+from controlplane.controllers.vccommands import CommandInbox
 
 GROUP_QUEUE = "volcano/queue"  # PodGroup index: the queue it is in
 QUEUE_PARENT = "volcano/parent"  # Queue index: its parent
@@ -70,10 +69,6 @@ def _job_queue(job: Object) -> list[str]:
     return [str(podutil.spec(job).get("queue") or volcano.DEFAULT_QUEUE)]
 
 
-def _order(cmd: Object) -> tuple[str, str]:
-    return (str(cmd["metadata"].get("creationTimestamp") or ""), podutil.name_of(cmd))
-
-
 def next_state(state: str, actions: list[str], busy: bool) -> str:
     """The state after `actions` (OpenQueue/CloseQueue, in order), given
     whether the queue has unfinished PodGroups."""
@@ -96,10 +91,7 @@ class QueueController(Controller):
         self.follow(self.groups, self._group_changed, self._group_changed)
         self.jobs = self.watch(volcano.JOB_KEY)
         self.follow(self.jobs, self._job_changed)
-        self.commands = self.watch("Command", {COMMAND_TARGET: _queue_target})
-        self.follow(self.commands, self._command_added, self._command_deleted)
-        self._lock = threading.Lock()
-        self.consumed: set[str] = set()  # uids of Commands deleted, until their event
+        self.commands = CommandInbox(self, COMMAND_TARGET, _queue_target)
 
     def _queue_changed(self, queue: Object) -> None:
         """A queue and its children (whose state may follow its own)."""
@@ -124,25 +116,12 @@ class QueueController(Controller):
         job = self.jobs.store.get(name, podutil.namespace_of(group)) if name else None
         return job is None or (podutil.status(job).get("state") or {}).get("phase") not in FINISHED
 
-    def _command_added(self, cmd: Object) -> None:
-        for name in _queue_target(cmd):
-            self.enqueue_key(name)
-
-    def _command_deleted(self, cmd: Object) -> None:
-        with self._lock:
-            self.consumed.discard(podutil.uid_of(cmd))
-
     def sync(self, key: str) -> float | None:
         queue = self.queues.store.get_by_key(key)
         if queue is None or podutil.is_deleting(queue):
             return None
         name = podutil.name_of(queue)
-        with self._lock:
-            commands = [
-                c
-                for c in sorted(self.commands.store.by_index(COMMAND_TARGET, name), key=_order)
-                if podutil.uid_of(c) not in self.consumed
-            ]
+        commands = self.commands.pending(name)
         busy = any(self._unfinished(g) for g in self.groups.store.by_index(GROUP_QUEUE, name))
         state = str(podutil.status(queue).get("state") or "Open")
         actions = [str(c.get("action")) for c in commands]
@@ -174,7 +153,7 @@ class QueueController(Controller):
                 if podutil.status(child).get("state") not in CLOSED:
                     self._mark(child, "true")
         for cmd in commands:
-            self._consume(cmd)
+            self.commands.consume(cmd)
         return None
 
     def _mark(self, queue: Object, value: str) -> bool:
@@ -188,14 +167,6 @@ class QueueController(Controller):
             except errors.NotFound:
                 pass
         return value == "true"
-
-    def _consume(self, cmd: Object) -> None:
-        with self._lock:
-            self.consumed.add(podutil.uid_of(cmd))
-        try:
-            self.client.delete("Command", podutil.name_of(cmd), podutil.namespace_of(cmd))
-        except errors.NotFound:
-            pass  # gone already; its delete event clears `consumed`
 
 
 def init(ctx: ControllerContext) -> Controller:

@@ -5,14 +5,11 @@ from __future__ import annotations
 from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.cri.service import RuntimeService
-from runtime.store.records import ContainerState
 
 
 def run(svc: RuntimeService, req: api_pb2.AttachRequest) -> api_pb2.AttachResponse:
     if svc.streaming is None:
         raise errors.Unimplemented("no streaming server is configured")
-    c = svc.refresh(svc.containers.get(req.container_id))
-    if c.state != ContainerState.RUNNING:
-        raise errors.FailedPrecondition(f"container {c.id} is not running")
+    c = svc.running(req.container_id)
     req.container_id = c.id
     return api_pb2.AttachResponse(url=svc.streaming.get_attach(req))

@@ -5,15 +5,12 @@ from __future__ import annotations
 from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.cri.service import RuntimeService
-from runtime.store.records import ContainerState
 
 
 def run(svc: RuntimeService, req: api_pb2.ExecRequest) -> api_pb2.ExecResponse:
     if svc.streaming is None:
         raise errors.Unimplemented("no streaming server is configured")
-    c = svc.refresh(svc.containers.get(req.container_id))
-    if c.state != ContainerState.RUNNING:
-        raise errors.FailedPrecondition(f"container {c.id} is not running")
+    c = svc.running(req.container_id)
     if not req.cmd:
         raise errors.InvalidArgument("cmd is required")
     req.container_id = c.id

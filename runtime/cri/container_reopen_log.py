@@ -7,15 +7,12 @@ from proto.runtime.v1 import api_pb2
 from runtime import errors
 from runtime.cri.service import RuntimeService
 from runtime.process import spawn
-from runtime.store.records import ContainerState
 
 
 def run(
     svc: RuntimeService, req: api_pb2.ReopenContainerLogRequest
 ) -> api_pb2.ReopenContainerLogResponse:
-    c = svc.refresh(svc.containers.get(req.container_id))
-    if c.state != ContainerState.RUNNING:
-        raise errors.FailedPrecondition(f"container {c.id} is not running")
+    c = svc.running(req.container_id)
     try:
         reply = svc.host.call_monitor(svc.container_state(c.id), {"op": "reopen"}, 10)
     except (OSError, spawn.MonitorError) as exc:

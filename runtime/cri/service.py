@@ -104,6 +104,13 @@ class RuntimeService:
         return self.host.cgroup(rel)
 
     # --- containers ----------------------------------------------------------
+    def running(self, container_id: str) -> Container:
+        """The container (refreshed); FailedPrecondition unless it is running."""
+        c = self.refresh(self.containers.get(container_id))
+        if c.state != ContainerState.RUNNING:
+            raise errors.FailedPrecondition(f"container {c.id} is not running")
+        return c
+
     def refresh(self, c: Container) -> Container:
         """Bring a container's record in line with its monitor: an exit file
         means exited (with its code); a vanished monitor without one means

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from runtime import errors
 from runtime.cri.service import RuntimeService
 from runtime.process import spawn
-from runtime.store.records import ContainerState
 from runtime.streaming import Session, Stdio, TermSize
 
 
@@ -71,9 +70,7 @@ class RuntimeStreamingBackend:
         stdio: Stdio,
         size: TermSize | None = None,
     ) -> Session:
-        c = self.svc.refresh(self.svc.containers.get(container_id))
-        if c.state != ContainerState.RUNNING:
-            raise errors.FailedPrecondition(f"container {c.id} is not running")
+        c = self.svc.running(container_id)
         req: dict[str, object] = {"op": "exec_stream", "args": list(cmd), "tty": tty}
         if size is not None:
             req["width"], req["height"] = size
@@ -118,9 +115,7 @@ class RuntimeStreamingBackend:
     def attach(
         self, container_id: str, tty: bool, stdio: Stdio, size: TermSize | None = None
     ) -> Session:
-        c = self.svc.refresh(self.svc.containers.get(container_id))
-        if c.state != ContainerState.RUNNING:
-            raise errors.FailedPrecondition(f"container {c.id} is not running")
+        c = self.svc.running(container_id)
         reply, sock = self._send(c.id, {"op": "attach"}, stdio)
         if "attached" not in reply:
             sock.close()

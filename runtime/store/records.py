@@ -12,7 +12,7 @@ import dataclasses
 import enum
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -45,6 +45,16 @@ CONTAINER_MOVES = {
 }
 
 
+S = TypeVar("S", SandboxState, ContainerState)
+
+
+def _move(what: str, state: S, new: S, moves: Mapping[S, set[S]]) -> S:
+    """`new` if `moves` allows it from `state` (staying is always allowed)."""
+    if new != state and new not in moves[state]:
+        raise errors.FailedPrecondition(f"{what}: cannot go from {state.value} to {new.value}")
+    return new
+
+
 @dataclass
 class Sandbox:
     id: str
@@ -73,13 +83,7 @@ class Sandbox:
         return f"{self.name}_{self.namespace}_{self.uid}_{self.attempt}"
 
     def transition(self, new: SandboxState) -> None:
-        if new == self.state:
-            return
-        if new not in SANDBOX_MOVES[self.state]:
-            raise errors.FailedPrecondition(
-                f"sandbox {self.id}: cannot go from {self.state.value} to {new.value}"
-            )
-        self.state = new
+        self.state = _move(f"sandbox {self.id}", self.state, new, SANDBOX_MOVES)
 
 
 @dataclass
@@ -115,13 +119,7 @@ class Container:
         return f"{self.name}_{self.sandbox_id}_{self.attempt}"
 
     def transition(self, new: ContainerState) -> None:
-        if new == self.state:
-            return
-        if new not in CONTAINER_MOVES[self.state]:
-            raise errors.FailedPrecondition(
-                f"container {self.id}: cannot go from {self.state.value} to {new.value}"
-            )
-        self.state = new
+        self.state = _move(f"container {self.id}", self.state, new, CONTAINER_MOVES)
 
 
 def to_json(rec: Sandbox | Container) -> dict[str, Any]:

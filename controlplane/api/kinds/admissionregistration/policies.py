@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from controlplane.api.cel.variables import VARIABLES
-from controlplane.api.checks import Errors, enum, items, mapping, selector
+from controlplane.api.checks import Errors, each_object, enum, items, mapping, selector
 
 Object = dict[str, Any]
 OPERATIONS = ("*", "CREATE", "UPDATE", "DELETE", "CONNECT")
@@ -36,10 +36,7 @@ def default_match_resources(match: Any) -> None:
 def _rules(e: Errors, path: str, rules: Any) -> None:
     if not items(e, path, rules):
         return
-    for i, rule in enumerate(rules):
-        rp = f"{path}[{i}]"
-        if not mapping(e, rp, rule):
-            continue
+    for rp, rule in each_object(e, path, rules):
         for key in ("operations", "apiGroups", "apiVersions", "resources"):
             items(e, f"{rp}.{key}", rule.get(key), required=True)
         for j, op in enumerate(rule.get("operations") or []):
@@ -97,10 +94,7 @@ def validate_policy_spec(e: Errors, spec: Any) -> None:
                    "validations or auditAnnotations must contain at least one item")  # fmt: skip
     _variables(e, spec.get("variables"))
     if items(e, "spec.validations", validations):
-        for i, v in enumerate(validations):
-            vp = f"spec.validations[{i}]"
-            if not mapping(e, vp, v):
-                continue
+        for vp, v in each_object(e, "spec.validations", validations):
             compile_expression(e, f"{vp}.expression", v.get("expression"))
             if v.get("messageExpression"):
                 compile_expression(e, f"{vp}.messageExpression", v["messageExpression"],
@@ -111,10 +105,7 @@ def validate_policy_spec(e: Errors, spec: Any) -> None:
             if v.get("reason") is not None:
                 enum(e, f"{vp}.reason", v.get("reason"), REASONS)
     if items(e, "spec.auditAnnotations", annotations):
-        for i, a in enumerate(annotations):
-            ap = f"spec.auditAnnotations[{i}]"
-            if not mapping(e, ap, a):
-                continue
+        for ap, a in each_object(e, "spec.auditAnnotations", annotations):
             if not a.get("key"):
                 e.required(f"{ap}.key")
             compile_expression(e, f"{ap}.valueExpression", a.get("valueExpression"))
@@ -128,10 +119,7 @@ def _variables(e: Errors, variables: Any) -> None:
     if not items(e, "spec.variables", variables):
         return
     seen: set[str] = set()
-    for i, v in enumerate(variables):
-        vp = f"spec.variables[{i}]"
-        if not mapping(e, vp, v):
-            continue
+    for vp, v in each_object(e, "spec.variables", variables):
         name = v.get("name")
         if not name:
             e.required(f"{vp}.name")

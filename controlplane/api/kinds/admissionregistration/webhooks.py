@@ -11,6 +11,7 @@ defaults, validation and schema, as Kubernetes' admissionregistration/v1
   NoneOnDryRun; admissionReviewVersions non-empty, including v1 or v1beta1;
   the enumerations; timeoutSeconds 1..30; rules' operations.
 - Columns: NAME WEBHOOKS AGE.
+- definition(mutating): the KindDef each kind's module serves.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ import importlib.util
 from typing import Any
 from urllib.parse import urlsplit
 
-from controlplane.api.checks import Errors, enum, integer, items, mapping, selector
+from controlplane.api.checks import Errors, each_object, enum, integer, items, mapping, selector
 from controlplane.api.display import age, name
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
-from controlplane.api.kinds.definition import Printer, columns
-from controlplane.api.schema import Type, struct
+from controlplane.api.kinds.definition import KindDef, Printer, columns
+from controlplane.api.kinds.info import KindInfo
+from controlplane.api.kinds.shared.patch_facts import facts, merge
+from controlplane.api.schema import Type, kind, struct
 
 Object = dict[str, Any]
 PACKAGE = "io.k8s.api.admissionregistration.v1"
@@ -85,10 +88,7 @@ def _client_config(e: Errors, path: str, cfg: Any) -> None:
 def _rules(e: Errors, path: str, rules: Any) -> None:
     if not items(e, path, rules):
         return
-    for i, rule in enumerate(rules):
-        rp = f"{path}[{i}]"
-        if not mapping(e, rp, rule):
-            continue
+    for rp, rule in each_object(e, path, rules):
         for key in ("operations", "apiGroups", "apiVersions", "resources"):
             if not items(e, f"{rp}.{key}", rule.get(key), required=True):
                 continue
@@ -118,10 +118,7 @@ def _match_conditions(e: Errors, path: str, conditions: Any) -> None:
     if len(conditions) > MAX_MATCH_CONDITIONS:
         e.add(path, f"Too many: {len(conditions)}: must have at most {MAX_MATCH_CONDITIONS} items")
     seen: set[str] = set()
-    for i, cond in enumerate(conditions):
-        cp = f"{path}[{i}]"
-        if not mapping(e, cp, cond):
-            continue
+    for cp, cond in each_object(e, path, conditions):
         cname, expression = cond.get("name"), cond.get("expression")
         if not cname:
             e.required(f"{cp}.name")
@@ -144,10 +141,7 @@ def validate(e: Errors, obj: Object, mutating: bool) -> None:
         e.invalid("webhooks", hooks, "must be a list")
         return
     seen: set[str] = set()
-    for i, hook in enumerate(hooks):
-        path = f"webhooks[{i}]"
-        if not mapping(e, path, hook):
-            continue
+    for path, hook in each_object(e, "webhooks", hooks):
         hook_name = hook.get("name")
         if not hook_name:
             e.required(f"{path}.name")
@@ -240,3 +234,42 @@ SHARED_TYPES: dict[str, Type] = {
         scope=("string", "Cluster, Namespaced or * (default)."),
     ),
 }
+
+
+def definition(mutating: bool) -> KindDef:
+    """The Mutating or Validating WebhookConfiguration kind (the shared
+    types are served with the validating one)."""
+    kind_name = ("Mutating" if mutating else "Validating") + "WebhookConfiguration"
+    hook = "MutatingWebhook" if mutating else "ValidatingWebhook"
+
+    def kind_defaults(obj: Object) -> None:
+        defaults(obj, mutating)
+
+    def kind_validate(e: Errors, obj: Object, old: Object | None) -> None:
+        validate(e, obj, mutating)
+
+    return KindDef(
+        KindInfo(
+            kind_name,
+            "admissionregistration.k8s.io/v1",
+            kind_name.lower() + "s",
+            kind_name.lower(),
+            (),
+            namespaced=False,
+            has_status=False,
+        ),
+        types={
+            kind_name: kind(
+                PACKAGE,
+                f"{kind_name} describes the configuration of an admission webhook.",
+                ("admissionregistration.k8s.io", "v1", kind_name),
+                webhooks=(f"[]{hook}", "The webhooks and the resources they apply to."),
+            ),
+            hook: webhook_type(mutating),
+            **({} if mutating else SHARED_TYPES),
+        },
+        defaults=kind_defaults,
+        validate=kind_validate,
+        printer=PRINTER,
+        patch_meta=facts(extra={"webhooks": merge("name")}),  # Kubernetes: merge on name
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors
-from controlplane.api.display import age, name, selector_string, spec, status
+from controlplane.api.display import selector_string, spec
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import workload
@@ -33,14 +33,7 @@ def defaults(obj: Object) -> None:
 
 
 def row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    cells = [
-        name(obj),
-        str(spec(obj).get("replicas", 1)),
-        str(st.get("replicas", 0)),
-        str(st.get("readyReplicas", 0)),
-        age(obj, now),
-    ]
+    cells = workload.replica_cells(obj, now)
     if wide:
         cells += [*workload.images(obj), selector_string(spec(obj).get("selector"))]
     return cells

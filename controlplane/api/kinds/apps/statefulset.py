@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.checks import Errors, enum, items, mapping
+from controlplane.api.checks import Errors, each_object, enum, items, mapping
 from controlplane.api.display import age, name, spec, status
 from controlplane.api.dnsnames import is_dns_label
 from controlplane.api.kinds.definition import KindDef, Printer, columns
@@ -57,10 +57,7 @@ def _claim_templates(e: Errors, sts_spec: Object) -> None:
     templates: Any = sts_spec.get("volumeClaimTemplates")
     if items(e, "spec.volumeClaimTemplates", templates):
         seen: set[str] = set()
-        for i, t in enumerate(templates):
-            path = f"spec.volumeClaimTemplates[{i}]"
-            if not mapping(e, path, t, required=True):
-                continue
+        for path, t in each_object(e, "spec.volumeClaimTemplates", templates, required=True):
             claim: Any = (t.get("metadata") or {}).get("name")
             if not isinstance(claim, str) or not is_dns_label(claim):
                 e.add(f"{path}.metadata.name", f"{claim!r} must be a DNS-1123 label")

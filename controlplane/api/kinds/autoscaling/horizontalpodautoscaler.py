@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controlplane.api.checks import Errors, enum, integer, items, mapping
+from controlplane.api.checks import Errors, each_object, enum, integer, items, mapping
 from controlplane.api.display import NONE, age, name, spec, status
 from controlplane.api.kinds.definition import Conversion, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
@@ -65,10 +65,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         e.add("spec.minReplicas", "must be <= spec.maxReplicas")
     metrics: Any = hpa_spec.get("metrics")
     if items(e, "spec.metrics", metrics):
-        for i, m in enumerate(metrics):
-            path = f"spec.metrics[{i}]"
-            if not mapping(e, path, m, required=True):
-                continue
+        for path, m in each_object(e, "spec.metrics", metrics, required=True):
             mtype: Any = m.get("type")
             enum(e, f"{path}.type", mtype,
                  ("Resource", "Pods", "Object", "External", "ContainerResource"))  # fmt: skip

@@ -17,7 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from controlplane.api.checks import Errors, items, mapping
+from controlplane.api.checks import Errors, each_object, items, mapping
 from controlplane.api.display import meta, name
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
@@ -150,9 +150,8 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
     limits = lr_spec.get("limits")
     if not items(e, "spec.limits", limits, required=True):
         return
-    for i, item in enumerate(limits):
-        if mapping(e, f"spec.limits[{i}]", item, required=True):
-            _item(e, f"spec.limits[{i}]", item)
+    for where, item in each_object(e, "spec.limits", limits, required=True):
+        _item(e, where, item)
 
 
 def row(obj: Object, now: float, wide: bool) -> list[str]:

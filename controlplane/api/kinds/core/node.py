@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from controlplane.api.checks import Errors, enum, is_qualified_name, items, mapping
+from controlplane.api.checks import Errors, each_object, enum, is_qualified_name, items, mapping
 from controlplane.api.display import NONE, age, meta, name, spec, status
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
@@ -29,10 +29,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         return
     taints: Any = node_spec.get("taints")
     if items(e, "spec.taints", taints):
-        for i, t in enumerate(taints):
-            path = f"spec.taints[{i}]"
-            if not mapping(e, path, t, required=True):
-                continue
+        for path, t in each_object(e, "spec.taints", taints, required=True):
             if not t.get("key") or not is_qualified_name(str(t.get("key"))):
                 e.add(f"{path}.key", "required (a qualified name)")
             if t.get("effect") is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api import volumes
-from controlplane.api.checks import Errors, enum, items, mapping, name
+from controlplane.api.checks import Errors, each_object, enum, items, mapping, name
 from controlplane.api.display import age, spec, status
 from controlplane.api.display import name as name_of
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
@@ -64,18 +64,12 @@ def _node_selector_terms(e: Errors, path: str, selector: Any) -> None:
     if not items(e, f"{path}.nodeSelectorTerms", terms, required=True):
         return
     ops = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-    for i, term in enumerate(terms):
-        tpath = f"{path}.nodeSelectorTerms[{i}]"
-        if not mapping(e, tpath, term, required=True):
-            continue
+    for tpath, term in each_object(e, f"{path}.nodeSelectorTerms", terms, required=True):
         for field in ("matchExpressions", "matchFields"):
             exprs: Any = term.get(field)
             if not items(e, f"{tpath}.{field}", exprs):
                 continue
-            for j, expr in enumerate(exprs):
-                epath = f"{tpath}.{field}[{j}]"
-                if not mapping(e, epath, expr, required=True):
-                    continue
+            for epath, expr in each_object(e, f"{tpath}.{field}", exprs, required=True):
                 if not expr.get("key"):
                     e.add(f"{epath}.key", "required")
                 enum(e, f"{epath}.operator", expr.get("operator"), ops)

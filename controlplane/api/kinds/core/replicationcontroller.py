@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors, integer, label_map, mapping
-from controlplane.api.display import NONE, age, name, spec, status
+from controlplane.api.display import NONE, spec
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import podspec, workload
@@ -74,14 +74,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
 
 
 def row(obj: Object, now: float, wide: bool) -> list[str]:
-    st = status(obj)
-    cells = [
-        name(obj),
-        str(spec(obj).get("replicas", 1)),
-        str(st.get("replicas", 0)),
-        str(st.get("readyReplicas", 0)),
-        age(obj, now),
-    ]
+    cells = workload.replica_cells(obj, now)
     if wide:
         selector = spec(obj).get("selector") or {}
         cells += [

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.checks import Errors, is_qualified_name, items, mapping
+from controlplane.api.checks import Errors, each_object, is_qualified_name, items, mapping
 from controlplane.api.display import age, name, spec, status
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
@@ -79,10 +79,9 @@ def _validate_scopes(e: Errors, quota_spec: Object) -> list[str]:
     if mapping(e, "spec.scopeSelector", selector):
         exprs = selector.get("matchExpressions")
         if items(e, "spec.scopeSelector.matchExpressions", exprs):
-            for i, expr in enumerate(exprs):
-                path = f"spec.scopeSelector.matchExpressions[{i}]"
-                if not mapping(e, path, expr, required=True):
-                    continue
+            for path, expr in each_object(
+                e, "spec.scopeSelector.matchExpressions", exprs, required=True
+            ):
                 scope, op = expr.get("scopeName"), expr.get("operator")
                 values = expr.get("values") or []
                 if scope not in SCOPES:

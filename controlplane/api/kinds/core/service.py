@@ -22,7 +22,7 @@ import ipaddress
 import threading
 from typing import Any
 
-from controlplane.api.checks import Errors, enum, integer, items, label_map, mapping
+from controlplane.api.checks import Errors, each_object, enum, integer, items, label_map, mapping
 from controlplane.api.display import NONE, age, labels_string, name, spec, status
 from controlplane.api.dnsnames import is_dns_label
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
@@ -54,10 +54,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
     if items(e, "spec.ports", ports, required=not headless):
         names: set[str] = set()
         seen: set[tuple[Any, Any]] = set()
-        for i, port in enumerate(ports):
-            path = f"spec.ports[{i}]"
-            if not mapping(e, path, port, required=True):
-                continue
+        for path, port in each_object(e, "spec.ports", ports, required=True):
             if port.get("port") is None:
                 e.add(f"{path}.port", "required")
             else:

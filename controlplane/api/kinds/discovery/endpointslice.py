@@ -23,6 +23,7 @@ from controlplane.api.checks import (
     DNS_LABEL_MESSAGE,
     QUALIFIED_NAME_MESSAGE,
     Errors,
+    each_object,
     integer,
     is_qualified_name,
     label_map,
@@ -92,10 +93,7 @@ def _validate_endpoints(e: Errors, endpoints: list[Any], address_type: Any) -> N
     if len(endpoints) > MAX_ENDPOINTS:
         _too_many(e, "endpoints", len(endpoints), MAX_ENDPOINTS)
         return
-    for i, endpoint in enumerate(endpoints):
-        path = f"endpoints[{i}]"
-        if not mapping(e, path, endpoint, required=True):
-            continue
+    for path, endpoint in each_object(e, "endpoints", endpoints, required=True):
         addresses = endpoint.get("addresses")
         if not isinstance(addresses, list) or not addresses:
             e.required(f"{path}.addresses", "must contain at least 1 address")
@@ -148,10 +146,7 @@ def _validate_ports(e: Errors, ports: list[Any]) -> None:
     if len(ports) > MAX_PORTS:
         _too_many(e, "ports", len(ports), MAX_PORTS)
     names: set[str] = set()
-    for i, port in enumerate(ports):
-        path = f"ports[{i}]"
-        if not mapping(e, path, port, required=True):
-            continue
+    for path, port in each_object(e, "ports", ports, required=True):
         port_name = port.get("name") or ""
         if port_name and (not isinstance(port_name, str) or not is_dns_label(port_name)):
             e.invalid(f"{path}.name", port_name, DNS_LABEL_MESSAGE)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.checks import Errors, items, mapping
+from controlplane.api.checks import Errors, each_object, items, mapping
 from controlplane.api.display import NONE, age, name, spec, status
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.flowcontrol.prioritylevelconfiguration import EXEMPT, PACKAGE
@@ -82,10 +82,7 @@ def _rule(e: Errors, path: str, rule: Any) -> None:
     if not resource_rules and not non_resource_rules:
         e.required(path, "at least one of resourceRules and nonResourceRules has to be non-empty")
     if items(e, f"{path}.resourceRules", resource_rules):
-        for j, r in enumerate(resource_rules):
-            p = f"{path}.resourceRules[{j}]"
-            if not mapping(e, p, r, required=True):
-                continue
+        for p, r in each_object(e, f"{path}.resourceRules", resource_rules, required=True):
             for field, what in (("verbs", "verbs"), ("apiGroups", "resource rules"),
                                 ("resources", "resource rules")):  # fmt: skip
                 _members(e, f"{p}.{field}", r.get(field), what)
@@ -93,11 +90,9 @@ def _rule(e: Errors, path: str, rule: Any) -> None:
                 e.required(f"{p}.namespaces",
                            "resource rules that are not cluster scoped must supply at least one namespace")  # fmt: skip
     if items(e, f"{path}.nonResourceRules", non_resource_rules):
-        for j, r in enumerate(non_resource_rules):
-            p = f"{path}.nonResourceRules[{j}]"
-            if mapping(e, p, r, required=True):
-                _members(e, f"{p}.verbs", r.get("verbs"), "verbs")
-                _members(e, f"{p}.nonResourceURLs", r.get("nonResourceURLs"), "nonResourceURLs")
+        for p, r in each_object(e, f"{path}.nonResourceRules", non_resource_rules, required=True):
+            _members(e, f"{p}.verbs", r.get("verbs"), "verbs")
+            _members(e, f"{p}.nonResourceURLs", r.get("nonResourceURLs"), "nonResourceURLs")
 
 
 def _members(e: Errors, path: str, value: Any, what: str) -> None:

@@ -15,6 +15,7 @@ from controlplane.api import rbac
 from controlplane.api.checks import (
     Errors,
     annotation_map,
+    each_object,
     is_qualified_name,
     items,
     label_map,
@@ -50,10 +51,7 @@ def validate(e: Errors, info: KindInfo, obj: Object, name_rule: str = "subdomain
     refs: Any = meta.get("ownerReferences")
     if items(e, "metadata.ownerReferences", refs):
         controllers = 0
-        for i, ref in enumerate(refs):
-            path = f"metadata.ownerReferences[{i}]"
-            if not mapping(e, path, ref, required=True):
-                continue
+        for path, ref in each_object(e, "metadata.ownerReferences", refs, required=True):
             for field in ("apiVersion", "kind", "name", "uid"):
                 if not ref.get(field):
                     e.add(f"{path}.{field}", "required")

@@ -27,6 +27,7 @@ from typing import Any
 from controlplane.api.checks import (
     DNS_LABEL_MESSAGE,
     Errors,
+    each_object,
     enum,
     go_value,
     integer,
@@ -77,10 +78,7 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
             e.add(f"{path}.{field}", "must be a list of strings")
     ports: Any = c.get("ports")
     if items(e, f"{path}.ports", ports):
-        for i, port in enumerate(ports):
-            ppath = f"{path}.ports[{i}]"
-            if not mapping(e, ppath, port, required=True):
-                continue
+        for ppath, port in each_object(e, f"{path}.ports", ports, required=True):
             if port.get("containerPort") is None:
                 e.add(f"{ppath}.containerPort", "required")
             else:
@@ -94,12 +92,10 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
                           "DNS-1123 label")  # fmt: skip
     env: Any = c.get("env")
     if items(e, f"{path}.env", env):
-        for i, var in enumerate(env):
-            if not mapping(e, f"{path}.env[{i}]", var, required=True):
-                continue
+        for vpath, var in each_object(e, f"{path}.env", env, required=True):
             vname: Any = var.get("name")
             if not isinstance(vname, str) or not _ENV_NAME.match(vname):
-                e.invalid(f"{path}.env[{i}].name", vname, ENV_NAME_MESSAGE)
+                e.invalid(f"{vpath}.name", vname, ENV_NAME_MESSAGE)
     resources: Any = c.get("resources")
     if mapping(e, f"{path}.resources", resources):
         parsed: dict[str, dict[str, Any]] = {}
@@ -117,10 +113,7 @@ def _container(e: Errors, path: str, c: Any, names: set[str], volumes: set[str])
                           f"{resources['limits'][key]}")  # fmt: skip
     mounts: Any = c.get("volumeMounts")
     if items(e, f"{path}.volumeMounts", mounts):
-        for i, mount in enumerate(mounts):
-            mpath = f"{path}.volumeMounts[{i}]"
-            if not mapping(e, mpath, mount, required=True):
-                continue
+        for mpath, mount in each_object(e, f"{path}.volumeMounts", mounts, required=True):
             if not mount.get("mountPath"):
                 e.add(f"{mpath}.mountPath", "required")
             if mount.get("name") not in volumes:
@@ -180,18 +173,16 @@ def validate(e: Errors, path: str, spec: Any, restart_policies: tuple[str, ...] 
     volumes: set[str] = set()
     vols: Any = spec.get("volumes")
     if items(e, f"{path}.volumes", vols):
-        for i, vol in enumerate(vols):
-            if not mapping(e, f"{path}.volumes[{i}]", vol, required=True):
-                continue
+        for vpath, vol in each_object(e, f"{path}.volumes", vols, required=True):
             vname: Any = vol.get("name")
             if not isinstance(vname, str) or not is_dns_label(vname):
-                e.invalid(f"{path}.volumes[{i}].name", vname, DNS_LABEL_MESSAGE)
+                e.invalid(f"{vpath}.name", vname, DNS_LABEL_MESSAGE)
             elif vname in volumes:
-                e.duplicate(f"{path}.volumes[{i}].name", vname)
+                e.duplicate(f"{vpath}.name", vname)
             else:
                 volumes.add(vname)
-            _claim_volume_source(e, f"{path}.volumes[{i}]", vol)
-            _empty_dir(e, f"{path}.volumes[{i}]", vol)
+            _claim_volume_source(e, vpath, vol)
+            _empty_dir(e, vpath, vol)
     names: set[str] = set()
     containers: Any = spec.get("containers")
     if items(e, f"{path}.containers", containers, required=True):
@@ -218,10 +209,7 @@ def validate(e: Errors, path: str, spec: Any, restart_policies: tuple[str, ...] 
         name(e, f"{path}.nodeName", node_name)
     tolerations: Any = spec.get("tolerations")
     if items(e, f"{path}.tolerations", tolerations):
-        for i, t in enumerate(tolerations):
-            tpath = f"{path}.tolerations[{i}]"
-            if not mapping(e, tpath, t, required=True):
-                continue
+        for tpath, t in each_object(e, f"{path}.tolerations", tolerations, required=True):
             enum(e, f"{tpath}.operator", t.get("operator"), ("Exists", "Equal"))
             enum(e, f"{tpath}.effect", t.get("effect") or None,
                  ("NoSchedule", "PreferNoSchedule", "NoExecute"))  # fmt: skip

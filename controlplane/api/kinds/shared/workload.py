@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors, integer, mapping, selector
-from controlplane.api.display import NONE, spec
+from controlplane.api.display import NONE, age, name, spec, status
 from controlplane.api.kinds.shared import podspec
 
 Object = dict[str, Any]
@@ -30,6 +30,18 @@ def validate(e: Errors, obj: Object, old: Object | None, restart: tuple[str, ...
     )
     if old is not None and (old.get("spec") or {}).get("selector") != workload_spec.get("selector"):
         e.add("spec.selector", "field is immutable")
+
+
+def replica_cells(obj: Object, now: float) -> list[str]:
+    """NAME DESIRED CURRENT READY AGE: a ReplicaSet's or ReplicationController's cells."""
+    st = status(obj)
+    return [
+        name(obj),
+        str(spec(obj).get("replicas", 1)),
+        str(st.get("replicas", 0)),
+        str(st.get("readyReplicas", 0)),
+        age(obj, now),
+    ]
 
 
 def images(obj: Object) -> list[str]:

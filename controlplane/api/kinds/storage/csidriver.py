@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.checks import Errors, integer, mapping
+from controlplane.api.checks import Errors, each_object, integer, mapping
 from controlplane.api.display import age, name
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
@@ -62,10 +62,9 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         if mode not in MODES:
             e.not_supported(f"spec.volumeLifecycleModes[{i}]", mode, MODES)
     audiences: set[str] = set()
-    for i, request in enumerate(listed(spec.get("tokenRequests"))):
-        path = f"spec.tokenRequests[{i}]"
-        if not mapping(e, path, request, required=True):
-            continue
+    for path, request in each_object(
+        e, "spec.tokenRequests", listed(spec.get("tokenRequests")), required=True
+    ):
         audience = str(request.get("audience") or "")
         if audience in audiences:
             e.duplicate(f"{path}.audience", audience)

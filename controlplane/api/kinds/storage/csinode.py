@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.checks import QUALIFIED_NAME_MESSAGE, Errors, integer, is_qualified_name
+from controlplane.api.checks import (
+    QUALIFIED_NAME_MESSAGE,
+    Errors,
+    each_object,
+    integer,
+    is_qualified_name,
+)
 from controlplane.api.checks import mapping as is_mapping
 from controlplane.api.display import age, name
 from controlplane.api.kinds.definition import KindDef, Printer, columns
@@ -31,10 +37,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
     if not is_mapping(e, "spec", spec, required=True):
         return
     seen: set[str] = set()
-    for i, driver in enumerate(listed(spec.get("drivers"))):
-        path = f"spec.drivers[{i}]"
-        if not is_mapping(e, path, driver, required=True):
-            continue
+    for path, driver in each_object(e, "spec.drivers", listed(spec.get("drivers")), required=True):
         driver_name(e, f"{path}.name", driver.get("name"))
         if driver.get("name") in seen:
             e.duplicate(f"{path}.name", driver.get("name"))
