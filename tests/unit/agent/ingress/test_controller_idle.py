@@ -159,8 +159,8 @@ def test_other_classes_start_nothing(env: Env) -> None:
         "default")  # fmt: skip
     wait_for(lambda: len(api.objects("Ingress", "default")) == 2, message="created")
     n = ctl.syncs
-    ctl.sync()
-    assert ctl.syncs == n + 1 and fake.starts == [] and annotation(api) is None
+    ctl.sync()  # the controller's own loop may sync beside it: at least this one ran
+    assert ctl.syncs >= n + 1 and fake.starts == [] and annotation(api) is None
 
 
 def test_secrets_keys_leave_the_disk_with_the_last_ingress(env: Env) -> None:
