@@ -58,13 +58,26 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcApiClient]:
     nodes = HollowNodes(client, HollowConfig(nodes=NODES, cpu="4", memory="16Gi", prefix="vh"))
     try:
         nodes.start()
-        wait_for(lambda: len(client.list("Node").items) == NODES, timeout=60)
+        # Nodes are created with the not-ready taint; node lifecycle lifts it
+        # once they report Ready. Before that nothing binds, and under load the
+        # first test's own deadline was spent waiting here.
+        wait_for(lambda: schedulable(client) == NODES, timeout=60, message="nodes schedulable")
         yield client
     finally:
         nodes.stop()
         client.close()
         running.stop()
         mp.undo()
+
+
+def schedulable(api: GrpcApiClient) -> int:
+    """How many Nodes carry no not-ready/unreachable taint."""
+    lifecycle = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
+    return sum(
+        1
+        for n in api.list("Node").items
+        if not any(t.get("key") in lifecycle for t in (n.get("spec") or {}).get("taints") or [])
+    )
 
 
 def job(name: str, **spec: Any) -> dict[str, Any]:
