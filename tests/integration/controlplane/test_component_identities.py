@@ -39,6 +39,7 @@ from controlplane.client.config import load_config
 from controlplane.client.errors import Forbidden, NotFound
 from tests.fakes.volcano_examples import example_job
 from tests.harness.controlplane import REPO, ControlPlane
+from tests.harness.hollow import wait_schedulable
 from tests.harness.registry import stop_process
 from tests.harness.wait import wait_for
 
@@ -89,7 +90,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
     nodes = HollowNodes(admin, HollowConfig(nodes=1, cpu="8", memory="16Gi", prefix="idn"))
     try:
         nodes.start()
-        wait_for(lambda: len(admin.list("Node").items) == 1, timeout=60)
+        wait_schedulable(admin, 1)
         yield Plane(running, admin, audit)
     finally:
         nodes.stop()

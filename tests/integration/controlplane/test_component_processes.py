@@ -22,6 +22,7 @@ from agent.hollow import HollowConfig, HollowNodes
 from controlplane.api import volcano
 from tests.fakes.volcano_examples import example_job
 from tests.harness.controlplane import ControlPlane
+from tests.harness.hollow import wait_schedulable
 from tests.harness.wait import wait_for
 from tests.integration.controlplane.test_component_identities import (
     components_write_as_themselves,
@@ -98,7 +99,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPla
         nodes = HollowNodes(admin, HollowConfig(nodes=1, cpu="8", memory="16Gi", prefix="prc"))
         try:
             nodes.start()
-            wait_for(lambda: len(admin.list("Node").items) == 1, timeout=60)
+            wait_schedulable(admin, 1)
             yield cp, audit
         finally:
             nodes.stop()

@@ -22,6 +22,7 @@ from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.errors import Invalid
 from controlplane.scheduler.batch import run as batch_run
 from tests.fakes.volcano_examples import example_job
+from tests.harness.hollow import wait_schedulable
 from tests.harness.wait import wait_for
 
 pytestmark = pytest.mark.slow
@@ -58,26 +59,13 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcApiClient]:
     nodes = HollowNodes(client, HollowConfig(nodes=NODES, cpu="4", memory="16Gi", prefix="vh"))
     try:
         nodes.start()
-        # Nodes are created with the not-ready taint; node lifecycle lifts it
-        # once they report Ready. Before that nothing binds, and under load the
-        # first test's own deadline was spent waiting here.
-        wait_for(lambda: schedulable(client) == NODES, timeout=60, message="nodes schedulable")
+        wait_schedulable(client, NODES)
         yield client
     finally:
         nodes.stop()
         client.close()
         running.stop()
         mp.undo()
-
-
-def schedulable(api: GrpcApiClient) -> int:
-    """How many Nodes carry no not-ready/unreachable taint."""
-    lifecycle = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
-    return sum(
-        1
-        for n in api.list("Node").items
-        if not any(t.get("key") in lifecycle for t in (n.get("spec") or {}).get("taints") or [])
-    )
 
 
 def job(name: str, **spec: Any) -> dict[str, Any]:

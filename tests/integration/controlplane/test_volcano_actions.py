@@ -24,6 +24,7 @@ from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.errors import NotFound
 from controlplane.client.interface import DeleteOptions
 from controlplane.scheduler.batch import run as batch_run
+from tests.harness.hollow import wait_schedulable
 from tests.harness.wait import wait_for
 
 pytestmark = pytest.mark.slow
@@ -70,7 +71,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcApiClient]:
     )
     try:
         nodes.start()
-        wait_for(lambda: len(client.list("Node").items) == NODES, timeout=60)
+        wait_schedulable(client, NODES)
         for name, value in (("vc-low", 1), ("vc-high", 100)):
             client.create("PriorityClass", {"metadata": {"name": name}, "value": value})
         yield client

@@ -19,6 +19,7 @@ from controlplane import main as cp_main
 from controlplane.api import volcano
 from controlplane.api import volumes as v
 from controlplane.client.apiclient import GrpcApiClient, connect
+from tests.harness.hollow import wait_schedulable
 from tests.harness.wait import wait_for
 
 pytestmark = pytest.mark.slow
@@ -43,7 +44,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcApiClient]:
     try:
         plain.start()
         local.start()
-        wait_for(lambda: len(client.list("Node").items) == 3, timeout=60)
+        wait_schedulable(client, 3)
         yield client
     finally:
         local.stop()

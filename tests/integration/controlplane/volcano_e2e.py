@@ -29,6 +29,7 @@ from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.errors import NotFound
 from controlplane.client.informer import SharedInformerFactory
 from tests.fakes.volcano_examples import VOLCANO_CI_CONF
+from tests.harness.hollow import wait_schedulable
 from tests.harness.wait import wait_for
 
 NODES, CPUS = 4, 2
@@ -96,7 +97,7 @@ def start(base: Path, conf: str = VOLCANO_CI_CONF) -> Iterator[Cluster]:
     try:
         nodes.start()
         phases.factory.start()
-        wait_for(lambda: len(api.list("Node").items) == NODES, timeout=60)
+        wait_schedulable(api, NODES)
         for name, value in (("low-priority", 10), ("high-priority", 10000)):
             api.create("PriorityClass", {"metadata": {"name": name}, "value": value})
         yield Cluster(api, nodes, phases)
