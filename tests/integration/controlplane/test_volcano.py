@@ -58,13 +58,23 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcApiClient]:
     nodes = HollowNodes(client, HollowConfig(nodes=NODES, cpu="4", memory="16Gi", prefix="vh"))
     try:
         nodes.start()
-        wait_for(lambda: len(client.list("Node").items) == NODES, timeout=60)
+        # Every node in and without the not-ready taint each new Node starts
+        # with (nodelifecycle lifts it): a test's first session sees them all.
+        wait_for(lambda: _ready(client.list("Node").items), timeout=60)
         yield client
     finally:
         nodes.stop()
         client.close()
         running.stop()
         mp.undo()
+
+
+def _ready(nodes: list[dict[str, Any]]) -> bool:
+    return len(nodes) == NODES and not any(
+        t.get("key") == "node.kubernetes.io/not-ready"
+        for n in nodes
+        for t in (n.get("spec") or {}).get("taints") or []
+    )
 
 
 def job(name: str, **spec: Any) -> dict[str, Any]:
