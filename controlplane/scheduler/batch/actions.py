@@ -118,7 +118,8 @@ def allocate(ssn: Session) -> None:
             by_queue.setdefault(job.queue, []).append((ssn.job_key(job), job))
     for line in by_queue.values():
         heapq.heapify(line)
-    while by_queue and not ssn.out_of_time():
+    tried = False  # the first job in line is tried whatever the time: progress each session
+    while by_queue and not (tried and ssn.out_of_time()):
         name = min(by_queue, key=lambda n: ssn.queue_key(ssn.queues[n]))
         q = ssn.queues[name]
         line = by_queue[name]
@@ -126,6 +127,7 @@ def allocate(ssn: Session) -> None:
             del by_queue[name]
             continue
         _, job = heapq.heappop(line)
+        tried = True
         if _allocate_job(ssn, job):
             heapq.heappush(line, (ssn.job_key(job), job))
         if not line:

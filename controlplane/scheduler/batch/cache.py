@@ -23,6 +23,7 @@ import threading
 from typing import Any, Protocol
 
 from controlplane.api import volcano
+from controlplane.scheduler.batch.info import req, task_name
 from controlplane.scheduler.batch.snapshot import Snapshots
 from controlplane.scheduler.batch.status import COUNTS
 from controlplane.scheduler.cache import Cache, finished
@@ -121,6 +122,11 @@ class BatchCache:
                 self.changed(old.pod_group)
                 return
             p = PodInfo.of(pod, self.priority_classes)
+            # What the snapshot reads of each member, computed with the parse
+            # (once per pod event) rather than in the session that first needs
+            # it: one over 10,000 new pods paid ~50 ms more for it.
+            req(p)
+            task_name(p)
             if old is not None and old.pod_group != p.pod_group:
                 self.changed(old.pod_group)
             self.changed(p.pod_group)

@@ -4,7 +4,11 @@ Volcano's runOnce: `open` takes the snapshot (the jobs a session may act
 on and those whose status is due, the queues, the cluster's allocatable),
 lets each plugin of the configuration add its functions tier by tier, then
 places again the tasks of jobs whose room is being freed (below); the
-actions run in the configuration's order within the session's budget;
+actions run in the configuration's order within the session's budget
+(counted from the session's start, the snapshot's time included, so that
+a session whose snapshot was long, the first over many new groups, places
+fewer pods rather than lasting longer; the first job in line is always
+tried, so that every session makes progress);
 `close` hands the decisions on (the binds and evictions to write), marks
 the groups the session touched as changed, and gives every job that is not
 ready the gang's message (as gang's OnSessionClose does).
@@ -51,7 +55,7 @@ class SessionDriver:
         self.cache = cache
         self.framework = framework
         self.clock = clock
-        self.budget = budget  # seconds the actions may place pods for
+        self.budget = budget  # seconds from a session's start its actions may place pods until
         # Per job, the victims evicted for it (by UID: a Volcano Job re-creates
         # them under the same names) and where its tasks go once they are gone.
         self.evicted_for: dict[str, _Hold] = {}
@@ -59,12 +63,13 @@ class SessionDriver:
     def run(self, want: set[str]) -> tuple[Session, int]:
         """One session (under the cache's lock) and the pods pending when it began."""
         cache = self.cache
+        deadline = self.clock.monotonic() + self.budget
         cache.expire_assumed()
         jobs, queues, total = cache.snapshots.take(want)
         pending = sum(len(j.pending) for j in jobs.values())
         ssn = Session(
             cache.cluster, self.framework, jobs, queues, total,
-            deadline=self.clock.monotonic() + self.budget, clock=self.clock.monotonic,
+            deadline=deadline, clock=self.clock.monotonic,
             more=cache.snapshots.more, actions=self.conf.actions, now=self.clock.now,
         )  # fmt: skip
         self.registry.open_session(ssn, self.conf)

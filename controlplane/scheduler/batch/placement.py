@@ -103,6 +103,8 @@ class Placer:
         self.cache = cache
         self.framework = framework
         self._templates: dict[Hashable, _Template] = {}
+        self._filters = frozenset(p.name for p in framework.filters)
+        self._scores = frozenset(p.name for p in framework.scorers)
 
     def schedule(self, state: CycleState, pod: PodInfo) -> ScheduleResult:
         """A node for `pod` (its cycle state filled by PreFilter and PreScore),
@@ -132,12 +134,11 @@ class Placer:
 
     def _key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
         """The template of a pod whose filters and scores are all node-local, else None."""
-        fw = self.framework
-        filters = {p.name for p in fw.filters} - state.skip_filter
-        scores = {p.name for p in fw.scorers} - state.skip_score
+        filters = self._filters - state.skip_filter
+        scores = self._scores - state.skip_score
         if not filters <= NODE_LOCAL_FILTERS or not scores <= NODE_LOCAL_SCORES:
             return None
-        return (_facts(pod), frozenset(filters), frozenset(scores))
+        return (_facts(pod), filters, scores)
 
     def _judge(self, state: CycleState, pod: PodInfo, slots: npt.NDArray[np.intp]) -> _Template:
         fw, cache = self.framework, self.cache

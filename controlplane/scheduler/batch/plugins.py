@@ -221,11 +221,10 @@ def proportion(ext: Extensions, opt: PluginOption) -> None:
         return le(q.deserved, q.allocated)
 
     def allocatable(q: QueueInfo, task: PodInfo) -> bool:
-        r = req(task)
-        dims = [d for d in DIMS if r.get(d)]
-        future = dict(q.allocated)
-        add(future, r)
-        return le(future, q.deserved, dims)
+        """Within deserved, once the task is added, in each dimension it requests
+        (asked for every task placed: no dicts made)."""
+        alloc, deserved = q.allocated, q.deserved
+        return all(alloc.get(d, 0) + v <= deserved.get(d, 0) for d, v in req(task).items() if v)
 
     def reclaim(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
         left: dict[str, Res] = {}

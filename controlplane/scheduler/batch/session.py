@@ -108,6 +108,7 @@ class Session:
         self.actions = frozenset(actions)  # the configuration's actions
         self.waiting = frozenset(waiting)  # jobs whose room is held while their victims go
         self.tiers: list[Tier] = []
+        self._orders: tuple[list[KeyFn], list[KeyFn], list[KeyFn]] | None = None
         self.job_ready_fns: list[Callable[[JobInfo], bool]] = []
         self.job_valid_fns: list[Callable[[JobInfo], tuple[str, str] | None]] = []
         self.overused_fns: list[Callable[[QueueInfo], bool]] = []
@@ -145,17 +146,29 @@ class Session:
 
     def open_tier(self) -> None:
         self.tiers.append(Tier())
+        self._orders = None
 
     # ---- tiers ------------------------------------------------------------
 
+    def _order_fns(self) -> tuple[list[KeyFn], list[KeyFn], list[KeyFn]]:
+        """The order functions of every tier, in tier order (gathered once:
+        keys are asked for every job each session and every task placed)."""
+        if self._orders is None:
+            self._orders = (
+                [f for t in self.tiers for f in t.job_order],
+                [f for t in self.tiers for f in t.queue_order],
+                [f for t in self.tiers for f in t.task_order],
+            )
+        return self._orders
+
     def job_key(self, job: JobInfo) -> tuple[Any, ...]:
-        return (*(f(job) for t in self.tiers for f in t.job_order), job.created, job.key)
+        return (*[f(job) for f in self._order_fns()[0]], job.created, job.key)
 
     def queue_key(self, q: QueueInfo) -> tuple[Any, ...]:
-        return (*(f(q) for t in self.tiers for f in t.queue_order), q.name)
+        return (*[f(q) for f in self._order_fns()[1]], q.name)
 
     def task_key(self, task: PodInfo) -> tuple[Any, ...]:
-        return (*(f(task) for t in self.tiers for f in t.task_order), task.created, task.key)
+        return (*[f(task) for f in self._order_fns()[2]], task.created, task.key)
 
     def _victims(
         self, fns: list[VictimFn], preemptor_job: JobInfo, preemptor: PodInfo, candidates: Victims
@@ -245,14 +258,17 @@ class Extensions:
     def job_order(self, fn: Callable[[JobInfo], Any]) -> None:
         self._at(Point.JOB_ORDER)
         self._tier.job_order.append(fn)
+        self.session._orders = None
 
     def queue_order(self, fn: Callable[[QueueInfo], Any]) -> None:
         self._at(Point.QUEUE_ORDER)
         self._tier.queue_order.append(fn)
+        self.session._orders = None
 
     def task_order(self, fn: Callable[[PodInfo], Any]) -> None:
         self._at(Point.TASK_ORDER)
         self._tier.task_order.append(fn)
+        self.session._orders = None
 
     def preemptable(self, fn: VictimFn) -> None:
         self._at(Point.PREEMPTABLE)

@@ -43,6 +43,7 @@ from controlplane.scheduler.cache import CPU_COL, MEM_COL, Cache, finished
 from controlplane.scheduler.podinfo import PodInfo, parse_time
 
 Obj = dict[str, Any]
+CPU, MEM = DIMS
 SLA_WAITING_TIME = "sla-waiting-time"  # a PodGroup's own limit for the sla plugin
 ROOT_QUEUE = "root"  # Volcano's top of the queue hierarchy
 
@@ -221,51 +222,58 @@ class Snapshots:
         return facts
 
     def _members_of(self, key: str) -> _Members:
+        """The group's members, counted in one pass over them (the first
+        session over many new groups builds every one: 10,000 pods)."""
         known = self._members.get(key)
         if known is not None:
             return known
         cache = self.cache
+        node_of, nodes, waiting = cache.node_of, cache.nodes, self.pending.get
         placed: dict[str, PodInfo] = {}
         pending: list[PodInfo] = []
-        allocated: Res = {}
         best: int | None = None
         succeeded: dict[str, int] = {}
-        failed = 0
+        failed = best_effort = 0
+        placed_tasks: dict[str, int] = {}
+        per_task: dict[str, int] = {}
+        a_cpu = a_mem = p_cpu = p_mem = 0  # placed's requests, pending's
         for pk in self.members.get(key, ()):
-            node = cache.node_of(pk)
+            node = node_of(pk)
             p: PodInfo | None
             if node is not None:
-                info = cache.nodes.get(node)
+                info = nodes.get(node)
                 p = info.pods.get(pk) if info is not None else None
                 if p is None or finished(p.pod):
                     continue
                 placed[pk] = p
-                add(allocated, req(p))
+                r = req(p)
+                a_cpu += r[CPU]
+                a_mem += r[MEM]
+                t = task_name(p)
+                placed_tasks[t] = placed_tasks.get(t, 0) + 1
             else:
-                p = self.pending.get(pk)
+                p = waiting(pk)
                 if p is None:
                     done = self.finished.get(pk)
                     if done is not None:
                         if (done.get("status") or {}).get("phase") == "Succeeded":
-                            task = _task_of(done)
-                            succeeded[task] = succeeded.get(task, 0) + 1
+                            t = _task_of(done)
+                            succeeded[t] = succeeded.get(t, 0) + 1
                         else:
                             failed += 1
                     continue
                 pending.append(p)
-            best = p.priority if best is None else max(best, p.priority)
-        request = dict(allocated)
-        for p in pending:
-            add(request, req(p))
-        best_effort = sum(1 for p in pending if p.best_effort)
-        placed_tasks: dict[str, int] = {}
-        for p in placed.values():
-            t = task_name(p)
-            placed_tasks[t] = placed_tasks.get(t, 0) + 1
-        per_task = dict(placed_tasks)
-        for p in pending:
-            t = task_name(p)
+                r = req(p)
+                p_cpu += r[CPU]
+                p_mem += r[MEM]
+                best_effort += p.best_effort
+                t = task_name(p)
             per_task[t] = per_task.get(t, 0) + 1
+            if best is None or p.priority > best:
+                best = p.priority
+        # As `add` would leave them: no keys without a pod counted.
+        allocated: Res = {CPU: a_cpu, MEM: a_mem} if placed else {}
+        request: Res = {CPU: a_cpu + p_cpu, MEM: a_mem + p_mem} if placed or pending else {}
         for t, n in succeeded.items():
             per_task[t] = per_task.get(t, 0) + n
         made = _Members(placed, pending, allocated, request, best, succeeded, failed, best_effort,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+from machinery.clock import FakeClock
 from tests.fakes.scheduler_objects import make_node
 
 from .harness import Env
@@ -235,3 +239,27 @@ def test_reclaim_stops_at_a_queue_guarantee() -> None:
     env.job("b0", 8, min_member=1, queue="b")
     env.run(4)
     assert _share(env, "a") == 12 and _share(env, "b0") == 4
+
+
+def test_a_session_whose_snapshot_spent_its_budget_still_places_one_job() -> None:
+    """The budget counts from the session's start: a snapshot that took it all
+    (the first over many new groups) leaves one job placed, not a longer
+    session; the session says it was cut short and the next ones place the rest."""
+    clock = FakeClock()
+    env = Env(clock=clock)
+    env.nodes(4)
+    for i in range(3):
+        env.job(f"j{i}", 2)
+    snapshots = env.sched.cache.snapshots
+    take = snapshots.take
+
+    def slow_take(want: Iterable[str] = ()) -> Any:
+        clock.step(env.sched.driver.budget)  # the snapshot took the whole budget
+        return take(want)
+
+    snapshots.take = slow_take  # type: ignore[method-assign]
+    st = env.sched.run_session()
+    assert (st.bound, st.cut_short) == (2, True)
+    assert len(env.bound()) == 2
+    env.run(2)
+    assert len(env.bound()) == 6
