@@ -52,11 +52,29 @@ def test_schedule_multiple_jobs(c: Cluster) -> None:
     minAvailable 2 over a task of as many replicas as the cluster has slots
     (the task's own minimum defaults to its replicas) all become ready: the
     job's minAvailable, below the tasks' sum, is what counts (JobInfo's
-    CheckTaskReady), so none waits for a whole cluster of its own."""
-    for name in ("mqj-1", "mqj-2", "mqj-3"):
-        create(c, job(name, [Task("t", SLOTS, min=2)]))
+    CheckTaskReady), so none waits for a whole cluster of its own.
+
+    Upstream creates the jobs back to back and relies on the scheduler's
+    1 s period to see them in one session: a job allocated alone first takes
+    every slot, and jobs of equal priority do not preempt each other (in
+    Volcano neither). So the nodes are cordoned while the three are created
+    and uncordoned together, and the first session that can place sees all three."""
+    nodes = [n["metadata"]["name"] for n in c.api.list("Node").items]
+    cordon(c, nodes, True)
+    try:
+        for name in ("mqj-1", "mqj-2", "mqj-3"):
+            create(c, job(name, [Task("t", SLOTS, min=2)]))
+        wait_for(lambda: all(group_of(c.api, n) for n in ("mqj-1", "mqj-2", "mqj-3")),
+                 timeout=30, message="the three PodGroups")  # fmt: skip
+    finally:
+        cordon(c, nodes, False)
     wait_for(lambda: all(running(c.api, n) >= 2 for n in ("mqj-1", "mqj-2", "mqj-3")),
              timeout=60, message="each job has its 2 pods running")  # fmt: skip
+
+
+def cordon(c: Cluster, nodes: list[str], unschedulable: bool) -> None:
+    for name in nodes:
+        c.api.patch("Node", name, {"spec": {"unschedulable": unschedulable}})
 
 
 def test_unschedulable_event_for_a_gang_that_cannot_fit(c: Cluster) -> None:
