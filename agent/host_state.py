@@ -76,6 +76,10 @@ class Instance:
     ipam_dir: Path
     cluster_cidr: str
     service_cidr: str
+    # The instance's own directories. Any of them may be a mount the admin
+    # made (a disk of its own for pods' volumes, as for a kubelet's root):
+    # only the mounts beneath them are the instance's to remove.
+    own_dirs: tuple[Path, ...] = ()
 
     @staticmethod
     def of(lay: Layout, cluster_cidr: str, service_cidr: str, dns_ip: str) -> Instance:
@@ -95,6 +99,13 @@ class Instance:
             ipam_dir=lay.agent_root / "ipam",
             cluster_cidr=cluster_cidr,
             service_cidr=service_cidr,
+            own_dirs=(
+                lay.data_dir,
+                lay.controlplane_dir,
+                lay.runtime_root,
+                lay.agent_root,
+                lay.log_dir,
+            ),
         )
 
     @property
@@ -132,6 +143,7 @@ class Instance:
                 ipam_dir=Path(d["ipam_dir"]),
                 cluster_cidr=str(d["cluster_cidr"]),
                 service_cidr=str(d["service_cidr"]),
+                own_dirs=tuple(Path(p) for p in d.get("own_dirs", [])),  # older records: none
             )
         except KeyError as err:
             raise ValueError(f"{path}: field {err} missing") from None
@@ -241,17 +253,21 @@ def _alive(pid: int) -> bool:
 
 
 def mounts_under(
-    roots: Iterable[Path], mountinfo: Path = Path("/proc/self/mountinfo")
+    roots: Iterable[Path],
+    mountinfo: Path = Path("/proc/self/mountinfo"),
+    keep: Iterable[Path] = (),
 ) -> list[str]:
-    """Mount points at or under any of `roots`, deepest first."""
+    """Mount points at or under any of `roots`, deepest first, but for
+    those at exactly one of `keep`."""
     prefixes = [str(r).rstrip("/") for r in roots]
+    kept = {str(k).rstrip("/") for k in keep}
     out = []
     for line in mountinfo.read_text().splitlines():
         parts = line.split(" ")
         if len(parts) < 5:
             continue
         point = parts[4].replace("\\040", " ")
-        if any(point == p or point.startswith(p + "/") for p in prefixes):
+        if point not in kept and any(point == p or point.startswith(p + "/") for p in prefixes):
             out.append(point)
     return sorted(set(out), key=lambda p: (-p.count("/"), p))
 
@@ -298,7 +314,7 @@ def leftovers(inst: Instance) -> list[str]:
     pids = processes(inst)
     if pids:
         found.append(f"{len(pids)} processes (pids {', '.join(map(str, sorted(pids)[:8]))})")
-    mounts = mounts_under(inst.roots)
+    mounts = mounts_under(inst.roots, keep=inst.own_dirs)
     if mounts:
         found.append(f"{len(mounts)} mounts under {', '.join(map(str, inst.roots))}")
     conf = written_conf(inst)
@@ -413,9 +429,9 @@ def kill_processes(inst: Instance, timeout: float = 15.0) -> int:
     return len(killed)
 
 
-def unmount_all(roots: Iterable[Path]) -> int:
+def unmount_all(roots: Iterable[Path], keep: Iterable[Path] = ()) -> int:
     count = 0
-    for point in mounts_under(roots):
+    for point in mounts_under(roots, keep=keep):
         try:
             libc.umount2(point, libc.MNT_DETACH)
         except OSError as err:
@@ -505,7 +521,7 @@ def teardown(inst: Instance) -> list[str]:
 
     conf = written_conf(inst)
     step("processes killed", kill_processes, inst)
-    step("mounts removed", unmount_all, inst.roots)
+    step("mounts removed", unmount_all, inst.roots, inst.own_dirs)
     step("pod attachments, NAT chains and IPAM state (CNI GC)", cni_gc, inst, conf)
     step(f"bridge {inst.bridge} and its route", _delete_link, inst.bridge)
     vxlan = vxlan_device(conf)

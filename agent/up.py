@@ -56,6 +56,7 @@ from agent.cri_client import CRIClient, CRIError
 from agent.host_state import Instance
 from agent.layout import Layout
 from agent.up_host import clean_host, prepare_host, take_data_dir
+from agent.up_kubelet_args import agent_flags
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import ConfigError, load_config
@@ -176,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"skiff controlplane --{who}-secure-port (0: none)")  # fmt: skip
     p.add_argument("--component-bind-address", default="127.0.0.1",
                    help="skiff controlplane --component-bind-address")  # fmt: skip
+    p.add_argument("--kubelet-arg", action="append", default=[], metavar="FLAG=VALUE",
+                   help="a flag for the agent, as k3s' --kubelet-arg (e.g."
+                   " eviction-hard=nodefs.available<10%%); repeat for more")  # fmt: skip
     p.add_argument("--log-level", default="info")
     return p
 
@@ -278,8 +282,9 @@ def install_cni(bin_dir: Path) -> None:
 
 def agent_argv(args: argparse.Namespace, lay: Layout, dns_ip: str, server: str) -> list[str]:
     """The `skiff agent` flags of skiff up's agent (the join token is filled
-    in once the control plane wrote it): every host-global name from `lay`."""
-    return [
+    in once the control plane wrote it): every host-global name from `lay`,
+    then the --kubelet-arg flags (ValueError for one skiff up sets)."""
+    owned = [
         "--server",
         server,
         "--token",
@@ -328,6 +333,7 @@ def agent_argv(args: argparse.Namespace, lay: Layout, dns_ip: str, server: str) 
         "--log-level",
         args.log_level.upper(),
     ]
+    return owned + agent_flags(args.kubelet_arg, [a for a in owned if a.startswith("--")])
 
 
 def remove_all_pods(endpoint: str) -> None:
@@ -533,6 +539,11 @@ def main(argv: Sequence[str] | None = None, controlplane: EmbedControlPlane | No
     """`skiff up`. With `controlplane`, the control plane runs in this
     process (what the `skiff` command does); without, as a child process."""
     args = build_parser().parse_args(argv)
+    try:  # the agent's flags, only to check the --kubelet-arg ones before anything starts
+        agent_argv(args, Layout.under(Path(args.data_dir or "/")), "", "")
+    except ValueError as err:
+        print(f"skiff up: {err}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )

@@ -99,13 +99,24 @@ def skiff_up(
     extra: Mapping[str, Image | Index] | None = None,
     name: str = "k",
     archives: tuple[Path, ...] = (),
+    up_args: tuple[str, ...] = (),
+    agent_root_tmpfs: str = "",
 ) -> Iterator[Cluster]:
     """`skiff up` with the test images and any other image `archives`
-    imported offline."""
+    imported offline, and `up_args` added to its flags. `agent_root_tmpfs`
+    (a size, as 64m): the agent's root, where pods' emptyDirs live, is a
+    tmpfs of that size, a small disk of the test's own."""
     base = short_tempdir("skk-")
-    up = Up(name, base / name, free_cluster_cidrs(1)[0], free_service_cidrs(1)[0])
+    up = Up(name, base / name, free_cluster_cidrs(1)[0], free_service_cidrs(1)[0],
+            extra_args=up_args)  # fmt: skip
+    mounted: Path | None = None
     try:
         up.data_dir.mkdir()
+        if agent_root_tmpfs:
+            mounted = up.layout.agent_root
+            mounted.mkdir(parents=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={agent_root_tmpfs}", "tmpfs",
+                            str(mounted)], check=True)  # fmt: skip
         up.import_image(archive(base, images, extra or {}))
         for more in archives:
             _import(up, more)
@@ -122,6 +133,8 @@ def skiff_up(
         try:
             up.cleanup()
         finally:
+            if mounted is not None:  # lazily: skiff up's own mounts beneath go with it
+                subprocess.run(["umount", "-l", str(mounted)], check=False, capture_output=True)
             shutil.rmtree(base, ignore_errors=True)
 
 

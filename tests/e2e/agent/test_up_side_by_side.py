@@ -100,6 +100,7 @@ class Up:
     volcano_port: int = field(default_factory=free_port)
     controller_manager_port: int = field(default_factory=free_port)
     daemon: Daemon | None = None
+    extra_args: tuple[str, ...] = ()  # more `skiff up` flags
 
     @property
     def layout(self) -> Layout:
@@ -128,6 +129,7 @@ class Up:
             "--service-cidr", self.service_cidr,
             "--registry-config", str(registries),
             "--disable-default-registry-endpoint",
+            *self.extra_args,
         ]  # fmt: skip
 
     def import_image(self, archive: Path) -> None:

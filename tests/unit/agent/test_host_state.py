@@ -90,6 +90,9 @@ def test_mounts_under_deepest_first(tmp_path: Path) -> None:
     )
     assert mounts_under([Path("/tmp/x/a")], info) == ["/tmp/x/a/run/netns/p1", "/tmp/x/a"]
     assert mounts_under([Path("/with space")], info) == ["/with space/a"]
+    # The instance's own directory may be the admin's mount: only what is beneath goes.
+    kept = mounts_under([Path("/tmp/x")], info, keep=[Path("/tmp/x/a")])
+    assert kept == ["/tmp/x/a/run/netns/p1", "/tmp/x/ab"]
 
 
 def test_the_record_skiff_down_reads(tmp_path: Path) -> None:
