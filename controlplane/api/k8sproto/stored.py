@@ -222,12 +222,8 @@ def _meta_fields(meta: dict[str, Any], m: Message) -> bytes | None:
                     data = item.encode()
                     out += (tag, _varint(len(data)), data)
             pieces.append((number, b"".join(out)))
-    pieces.sort(key=_first)
+    pieces.sort()  # by field number (each once, so the bytes are never compared)
     return b"".join([piece for _, piece in pieces])
-
-
-def _first(piece: tuple[int, bytes]) -> int:
-    return piece[0]
 
 
 def _metadata(meta: Any, m: Message) -> bytes:
