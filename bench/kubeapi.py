@@ -9,7 +9,8 @@ bench.apiserver does and measures from client processes:
   with the server's CPU per create, JSON and protobuf rounds alternated
   twice after a warm-up of each (protobuf compiles its codecs at first
   use); and the gRPC one-object-per-call figure with 10 clients, same
-  machine, same run;
+  machine, same run; then the server's CPU per object read, JSON beside
+  protobuf, in list pages of 500 and single gets of the pods just made;
 - watch delivery p50/p99 with 100 REST watchers (time from just before the
   write is sent to the event line arriving at each watcher), and the same
   with 100 gRPC watchers;
@@ -65,6 +66,7 @@ from bench.apiserver import Server, preload_pods, throughput, watch_latency  # n
 from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
 from bench.pod_security import add_pod_security_flag, pod, set_pod_security  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
+from controlplane.api.k8sproto import codec  # noqa: E402
 from controlplane.api.k8sproto import envelope as k8sproto  # noqa: E402
 from tests.harness.kubectl import NEWEST as NEWEST_KUBECTL  # noqa: E402
 
@@ -369,6 +371,82 @@ def creates(server: Server, per_client: int, figures: dict[str, float]) -> None:
           f"({pb_ms:.3f} ms)   gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
 
 
+def _read(rest: Rest, path: str, accept: str) -> tuple[int, str]:
+    """GET path on the keep-alive connection: the objects read and the
+    list's continue token (the client's parsing is no server CPU)."""
+    rest.conn.request("GET", path, None, {**rest.headers(), "Accept": accept})
+    response = rest.conn.getresponse()
+    body = response.read()
+    assert response.status == 200, body[:300]
+    assert response.getheader("Content-Type", "").startswith(accept.split(",")[0]), accept
+    if not accept.startswith(PROTOBUF):
+        return body.count(b'"uid":'), _continue_of(body)
+    _, kind, raw = k8sproto.unwrap(body)
+    if not kind.endswith("List"):
+        return 1, ""
+    count, token, pos = 0, "", 0
+    while pos < len(raw):  # List {metadata = 1 ListMeta {continue = 3}, items = 2}
+        key, pos = codec._varint(raw, pos, len(raw))
+        stop = codec._skip(raw, pos, len(raw), key)
+        if key == 0x0A:
+            found = codec.fields_of(raw, stop - codec._varint(raw, pos, stop)[0], stop).get(3)
+            token = raw[found[0] : found[1]].decode() if isinstance(found, tuple) else ""
+        count += key == 0x12
+        pos = stop
+    return count, token
+
+
+def _reads(rest: Rest, paths: list[str], accept: str) -> int:
+    return sum(_read(rest, path, accept)[0] for path in paths)
+
+
+def _pages(rest: Rest, accept: str) -> int:
+    """Every page of 500 of the bench namespace's pods: the objects read."""
+    count, token = 0, ""
+    while True:
+        path = "/api/v1/namespaces/bench/pods?limit=500" + (f"&continue={token}" if token else "")
+        read, token = _read(rest, path, accept)
+        count += read
+        if not token:
+            return count
+
+
+def reads(server: Server, figures: dict[str, float], pages: int = 8, gets: int = 400) -> None:
+    """Server CPU per object read, JSON beside protobuf, on the pods the
+    creates left (half made by protobuf creates, whose answers are kept):
+    one client, list pages of 500 and single gets, JSON and protobuf passes
+    alternated twice after a first pass of each (api/k8sproto/stored.py
+    encodes a stored version for protobuf once)."""
+    rest = Rest(str(server.data_dir / "kubeconfig"))
+    accepts = {"json": "application/json", "protobuf": f"{PROTOBUF}, application/json"}
+    for encoding in ("json", "protobuf"):  # every page once: protobuf's first answers
+        start = cpu_seconds(server)
+        count = _pages(rest, accepts[encoding])
+        first = 1e6 * (cpu_seconds(server) - start) / count
+        figures[f"rest_{'pb_' if encoding == 'protobuf' else ''}list_first_cpu_us"] = round(
+            first, 1
+        )
+    code, body = rest.request("GET", "/api/v1/namespaces/bench/pods?limit=500")
+    assert code == 200, body[:300]
+    names = [item["metadata"]["name"] for item in json.loads(body)["items"]]
+    lists = ["/api/v1/namespaces/bench/pods?limit=500"] * pages
+    singles = [f"/api/v1/namespaces/bench/pods/{names[i % len(names)]}" for i in range(gets)]
+    for what, paths in (("list", lists), ("get", singles)):
+        cpu: dict[str, float] = {"json": 0.0, "protobuf": 0.0}
+        read: dict[str, int] = {"json": 0, "protobuf": 0}
+        for encoding in ("json", "protobuf", "protobuf", "json"):
+            start = cpu_seconds(server)
+            read[encoding] += _reads(rest, paths, accepts[encoding])
+            cpu[encoding] += cpu_seconds(server) - start
+        figures[f"rest_{what}_cpu_us"] = round(1e6 * cpu["json"] / read["json"], 1)
+        figures[f"rest_pb_{what}_cpu_us"] = round(1e6 * cpu["protobuf"] / read["protobuf"], 1)
+    print(f"  reads, server CPU per object (us): list pages of 500 JSON "
+          f"{figures['rest_list_cpu_us']:.1f} protobuf {figures['rest_pb_list_cpu_us']:.1f} "
+          f"(first pass over every page {figures['rest_list_first_cpu_us']:.1f} / "
+          f"{figures['rest_pb_list_first_cpu_us']:.1f});  gets JSON {figures['rest_get_cpu_us']:.1f} "
+          f"protobuf {figures['rest_pb_get_cpu_us']:.1f}", flush=True)  # fmt: skip
+
+
 def admission_creates(
     server: Server, rest: Rest, modes: list[str], per_client: int, figures: dict[str, float]
 ) -> None:
@@ -473,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
                 rest.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
             if "creates" in only:
                 creates(server, per_client, figures)
+                reads(server, figures)
             if "admission" in only:
                 admission_creates(server, rest, modes, per_client, figures)
             if "watch" in only:
@@ -497,6 +576,9 @@ def main(argv: list[str] | None = None) -> int:
             target = figures["grpc_create_10c_per_s"]
         if key == "rest_pb_create_cpu_ms" and "rest_create_cpu_ms" in figures:
             target = figures["rest_create_cpu_ms"]  # protobuf must cost less than JSON
+        for what in ("list", "get"):
+            if key == f"rest_pb_{what}_cpu_us" and f"rest_{what}_cpu_us" in figures:
+                target = figures[f"rest_{what}_cpu_us"]
         mark = "" if target is None else f"{target:10.2f}"
         print(f"{key:32} {value:12.2f} {mark}")
     print(json.dumps(figures))
