@@ -413,10 +413,6 @@ def _read(rest: Rest, path: str, accept: str) -> tuple[int, str]:
     return count, token
 
 
-def _reads(rest: Rest, paths: list[str], accept: str) -> int:
-    return sum(_read(rest, path, accept)[0] for path in paths)
-
-
 def _pages(rest: Rest, accept: str) -> int:
     """Every page of 500 of the bench namespace's pods: the objects read."""
     count, token = 0, ""
@@ -429,19 +425,15 @@ def _pages(rest: Rest, accept: str) -> int:
 
 
 def reads(server: Server, figures: dict[str, float], pages: int = 8, gets: int = 400) -> None:
-    """Server CPU per object read, JSON beside protobuf, on the pods the
-    creates left (half made by protobuf creates, whose answers are kept):
-    one client, list pages of 500 and single gets, JSON and protobuf passes
-    alternated twice after a first pass of each (api/k8sproto/stored.py
-    encodes a stored version for protobuf once)."""
+    """Server CPU per object read, JSON beside protobuf, of the pods the creates
+    left: list pages of 500 and single gets, one client, passes alternated
+    twice after a first pass of each (stored versions encoded once for protobuf)."""
     rest = Rest(str(server.data_dir / "kubeconfig"))
     accepts = {"json": "application/json", "protobuf": f"{PROTOBUF}, application/json"}
-    for encoding in ("json", "protobuf"):  # every page once: protobuf's first answers
-        start = cpu_seconds(server)
-        count = _pages(rest, accepts[encoding])
-        first = 1e6 * (cpu_seconds(server) - start) / count
-        figures[f"rest_{'pb_' if encoding == 'protobuf' else ''}list_first_cpu_us"] = round(
-            first, 1
+    for encoding, prefix in (("json", "rest_"), ("protobuf", "rest_pb_")):  # every page once
+        start, count = cpu_seconds(server), _pages(rest, accepts[encoding])
+        figures[f"{prefix}list_first_cpu_us"] = round(
+            1e6 * (cpu_seconds(server) - start) / count, 1
         )
     code, body = rest.request("GET", "/api/v1/namespaces/bench/pods?limit=500")
     assert code == 200, body[:300]
@@ -453,7 +445,7 @@ def reads(server: Server, figures: dict[str, float], pages: int = 8, gets: int =
         read: dict[str, int] = {"json": 0, "protobuf": 0}
         for encoding in ("json", "protobuf", "protobuf", "json"):
             start = cpu_seconds(server)
-            read[encoding] += _reads(rest, paths, accepts[encoding])
+            read[encoding] += sum(_read(rest, path, accepts[encoding])[0] for path in paths)
             cpu[encoding] += cpu_seconds(server) - start
         figures[f"rest_{what}_cpu_us"] = round(1e6 * cpu["json"] / read["json"], 1)
         figures[f"rest_pb_{what}_cpu_us"] = round(1e6 * cpu["protobuf"] / read["protobuf"], 1)
