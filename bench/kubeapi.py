@@ -9,7 +9,8 @@ bench.apiserver does and measures from client processes:
   with the server's CPU per create, JSON and protobuf rounds alternated
   twice after a warm-up of each (protobuf compiles its codecs at first
   use); and the gRPC one-object-per-call figure with 10 clients, same
-  machine, same run;
+  machine, same run; then the server's CPU per object read, JSON beside
+  protobuf, in list pages of 500 and single gets of the pods just made;
 - watch delivery p50/p99 with 100 REST watchers (time from just before the
   write is sent to the event line arriving at each watcher), and the same
   with 100 gRPC watchers;
@@ -50,11 +51,10 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
@@ -65,7 +65,9 @@ from bench import admission  # noqa: E402
 from bench.apiserver import Server, preload_pods, throughput, watch_latency  # noqa: E402
 from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
 from bench.pod_security import add_pod_security_flag, pod, set_pod_security  # noqa: E402
+from bench.server_cpu import cpu_seconds, on_cpu  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
+from controlplane.api.k8sproto import codec  # noqa: E402
 from controlplane.api.k8sproto import envelope as k8sproto  # noqa: E402
 from tests.harness.kubectl import NEWEST as NEWEST_KUBECTL  # noqa: E402
 
@@ -146,7 +148,11 @@ def _rest_create_proc(kubeconfig: str, threads: int, per_client: int, tag: str, 
     results: list[tuple[float, float, int]] = []
     lock = threading.Lock()
 
-    def work(t: int) -> None:
+    # Connections and bodies made before `ready`, so the timed part (and the
+    # server's CPU taken from `go`) holds no client set-up: protobuf's first
+    # encode builds its runtime's classes, which took seconds on a busy machine.
+    setup: list[tuple[LeanConnection, list[bytes]]] = []
+    for t in range(threads):
         names = [f"{tag}-{os.getpid()}-{t}-{j}" for j in range(per_client)]
         if encoding == "protobuf":  # as client-go sends and accepts it
             conn = LeanConnection(Rest(kubeconfig), PROTOBUF, f"{PROTOBUF}, application/json")
@@ -154,6 +160,10 @@ def _rest_create_proc(kubeconfig: str, threads: int, per_client: int, tag: str, 
         else:
             conn = LeanConnection(Rest(kubeconfig))
             bodies = [json.dumps(pod(name, j)).encode() for j, name in enumerate(names)]
+        setup.append((conn, bodies))
+
+    def work(t: int) -> None:
+        conn, bodies = setup[t]
         go.wait()
         start = time.perf_counter()
         for data in bodies:
@@ -166,7 +176,12 @@ def _rest_create_proc(kubeconfig: str, threads: int, per_client: int, tag: str, 
     in_threads(work, threads, ready, results, out)
 
 
-def rest_creates(kubeconfig: Path, clients: int, per_client: int, encoding: str = "json") -> float:
+def rest_creates(
+    kubeconfig: Path, clients: int, per_client: int, encoding: str = "json",
+    server: Server | None = None, cpu: list[float] | None = None,
+) -> float:  # fmt: skip
+    """Creates/s; with `server` and `cpu`, the server's CPU seconds from the
+    clients' go to their last answer are appended to `cpu`."""
     tag = uuid.uuid4().hex[:6]
     crowd = Crowd(
         _rest_create_proc,
@@ -174,7 +189,11 @@ def rest_creates(kubeconfig: Path, clients: int, per_client: int, encoding: str 
          for i, n in enumerate(shares(clients))],
     )  # fmt: skip
     crowd.start(settle=0.5)
-    return ops_per_second(crowd.results(600))
+    start = cpu_seconds(server) if server is not None else 0.0
+    results = crowd.results(600)
+    if server is not None and cpu is not None:
+        cpu.append(cpu_seconds(server) - start)
+    return ops_per_second(results)
 
 
 def _rest_watch_proc(
@@ -336,48 +355,21 @@ def control_plane(work: Path) -> Iterator[Server]:
 PARTS = ("creates", "admission", "watch", "kubectl", "list")
 
 
-T = TypeVar("T")
-
-
-def cpu_seconds(server: Server) -> float:
-    """The control plane's CPU time so far (user + system): a figure the
-    other load on a shared machine changes far less than wall times."""
-    times = server.ps.cpu_times()
-    return float(times.user + times.system)
-
-
-def on_cpu(server: Server, run: Callable[[], T]) -> tuple[T, float]:
-    """`run()`'s result and the control plane's CPU seconds meanwhile."""
-    start = cpu_seconds(server)
-    result = run()
-    return result, cpu_seconds(server) - start
-
-
-def abba(
-    server: Server, a: str, b: str, rate: Callable[[str], float]
-) -> tuple[dict[str, float], dict[str, float]]:
-    """`rate(mode)` in the order a, b, b, a, so drift of a shared machine
-    (and of the store as it grows) falls on both alike: each mode's mean
-    rate, and the control plane's CPU seconds over its two rounds."""
-    rates: dict[str, list[float]] = {a: [], b: []}
-    cpu: dict[str, float] = {a: 0.0, b: 0.0}
-    for mode in (a, b, b, a):
-        value, seconds = on_cpu(server, partial(rate, mode))
-        rates[mode].append(value)
-        cpu[mode] += seconds
-    return {mode: sum(values) / 2 for mode, values in rates.items()}, cpu
-
-
 def creates(server: Server, per_client: int, figures: dict[str, float]) -> None:
     kubeconfig = server.data_dir / "kubeconfig"
     grpc_rate = throughput(server.conf, "create", 10, per_client)
     for encoding in ("json", "protobuf"):  # the first use of each is not a steady create
         rest_creates(kubeconfig, 10, max(2, per_client // 10), encoding)
-    rates, cpu = abba(
-        server, "json", "protobuf", lambda enc: rest_creates(kubeconfig, 10, per_client, enc)
-    )
+    # JSON and protobuf alternated (a, b, b, a, as abba), the server's CPU
+    # counted from the clients' go, not while they build their connections.
+    rates: dict[str, list[float]] = {"json": [], "protobuf": []}
+    cpu: dict[str, float] = {"json": 0.0, "protobuf": 0.0}
+    for encoding in ("json", "protobuf", "protobuf", "json"):
+        spent: list[float] = []
+        rates[encoding].append(rest_creates(kubeconfig, 10, per_client, encoding, server, spent))
+        cpu[encoding] += spent[0]
     made = 2 * 10 * per_client
-    rest_rate, pb_rate = rates["json"], rates["protobuf"]
+    rest_rate, pb_rate = sum(rates["json"]) / 2, sum(rates["protobuf"]) / 2
     json_ms, pb_ms = 1000 * cpu["json"] / made, 1000 * cpu["protobuf"] / made
     figures["grpc_create_10c_per_s"] = round(grpc_rate, 1)
     figures["rest_create_10c_per_s"] = round(rest_rate, 1)
@@ -387,6 +379,74 @@ def creates(server: Server, per_client: int, figures: dict[str, float]) -> None:
     print(f"  creates, one pod per call, 10 clients: REST JSON {rest_rate:8.1f}/s "
           f"({json_ms:.3f} ms server CPU each)   REST protobuf {pb_rate:8.1f}/s "
           f"({pb_ms:.3f} ms)   gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
+
+
+def _read(rest: Rest, path: str, accept: str) -> tuple[int, str]:
+    """GET path on the keep-alive connection: the objects read and the
+    list's continue token (the client's parsing is no server CPU)."""
+    rest.conn.request("GET", path, None, {**rest.headers(), "Accept": accept})
+    response = rest.conn.getresponse()
+    body = response.read()
+    assert response.status == 200, body[:300]
+    assert response.getheader("Content-Type", "").startswith(accept.split(",")[0]), accept
+    if not accept.startswith(PROTOBUF):
+        return body.count(b'"uid":'), _continue_of(body)
+    _, kind, raw = k8sproto.unwrap(body)
+    if not kind.endswith("List"):
+        return 1, ""
+    count, token, pos = 0, "", 0
+    while pos < len(raw):  # List {metadata = 1 ListMeta {continue = 3}, items = 2}
+        key, pos = codec._varint(raw, pos, len(raw))
+        stop = codec._skip(raw, pos, len(raw), key)
+        if key == 0x0A:
+            found = codec.fields_of(raw, stop - codec._varint(raw, pos, stop)[0], stop).get(3)
+            token = raw[found[0] : found[1]].decode() if isinstance(found, tuple) else ""
+        count += key == 0x12
+        pos = stop
+    return count, token
+
+
+def _pages(rest: Rest, accept: str) -> int:
+    """Every page of 500 of the bench namespace's pods: the objects read."""
+    count, token = 0, ""
+    while True:
+        path = "/api/v1/namespaces/bench/pods?limit=500" + (f"&continue={token}" if token else "")
+        read, token = _read(rest, path, accept)
+        count += read
+        if not token:
+            return count
+
+
+def reads(server: Server, figures: dict[str, float], pages: int = 8, gets: int = 400) -> None:
+    """Server CPU per object read, JSON beside protobuf, of the pods the creates
+    left: list pages of 500 and single gets, one client, passes alternated
+    twice after a first pass of each (stored versions encoded once for protobuf)."""
+    rest = Rest(str(server.data_dir / "kubeconfig"))
+    accepts = {"json": "application/json", "protobuf": f"{PROTOBUF}, application/json"}
+    for encoding, prefix in (("json", "rest_"), ("protobuf", "rest_pb_")):  # every page once
+        start, count = cpu_seconds(server), _pages(rest, accepts[encoding])
+        figures[f"{prefix}list_first_cpu_us"] = round(
+            1e6 * (cpu_seconds(server) - start) / count, 1
+        )
+    code, body = rest.request("GET", "/api/v1/namespaces/bench/pods?limit=500")
+    assert code == 200, body[:300]
+    names = [item["metadata"]["name"] for item in json.loads(body)["items"]]
+    lists = ["/api/v1/namespaces/bench/pods?limit=500"] * pages
+    singles = [f"/api/v1/namespaces/bench/pods/{names[i % len(names)]}" for i in range(gets)]
+    for what, paths in (("list", lists), ("get", singles)):
+        cpu: dict[str, float] = {"json": 0.0, "protobuf": 0.0}
+        read: dict[str, int] = {"json": 0, "protobuf": 0}
+        for encoding in ("json", "protobuf", "protobuf", "json"):
+            start = cpu_seconds(server)
+            read[encoding] += sum(_read(rest, path, accepts[encoding])[0] for path in paths)
+            cpu[encoding] += cpu_seconds(server) - start
+        figures[f"rest_{what}_cpu_us"] = round(1e6 * cpu["json"] / read["json"], 1)
+        figures[f"rest_pb_{what}_cpu_us"] = round(1e6 * cpu["protobuf"] / read["protobuf"], 1)
+    print(f"  reads, server CPU per object (us): list pages of 500 JSON "
+          f"{figures['rest_list_cpu_us']:.1f} protobuf {figures['rest_pb_list_cpu_us']:.1f} "
+          f"(first pass over every page {figures['rest_list_first_cpu_us']:.1f} / "
+          f"{figures['rest_pb_list_first_cpu_us']:.1f});  gets JSON {figures['rest_get_cpu_us']:.1f} "
+          f"protobuf {figures['rest_pb_get_cpu_us']:.1f}", flush=True)  # fmt: skip
 
 
 def admission_creates(
@@ -486,6 +546,7 @@ def main(argv: list[str] | None = None) -> int:
                 rest.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
             if "creates" in only:
                 creates(server, per_client, figures)
+                reads(server, figures)
             if "admission" in only:
                 admission_creates(server, rest, modes, per_client, figures)
             if "watch" in only:
@@ -510,6 +571,9 @@ def main(argv: list[str] | None = None) -> int:
             target = figures["grpc_create_10c_per_s"]
         if key == "rest_pb_create_cpu_ms" and "rest_create_cpu_ms" in figures:
             target = figures["rest_create_cpu_ms"]  # protobuf must cost less than JSON
+        for what in ("list", "get"):
+            if key == f"rest_pb_{what}_cpu_us" and f"rest_{what}_cpu_us" in figures:
+                target = figures[f"rest_{what}_cpu_us"]
         mark = "" if target is None else f"{target:10.2f}"
         print(f"{key:32} {value:12.2f} {mark}")
     print(json.dumps(figures))

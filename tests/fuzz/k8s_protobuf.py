@@ -6,8 +6,9 @@ the magic changed, fields repeated thousands of times, RawExtensions
 nested deep; and plain random bytes after the magic. Each is refused with
 ProtobufError (a clear error naming the problem) by both the compiled
 decoders and the table-walking reader, or decoded by both into the same
-JSON-shaped object, which protobuf's C runtime and the Python writer both
-encode back into bytes that decode to it again.
+JSON-shaped object, which protobuf's C runtime, the Python writer and the
+stored answers' writer (stored.py, parts cached or not) all encode back
+into bytes that decode to it again.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from controlplane.api.k8sproto import codec, envelope
+from controlplane.api.k8sproto import codec, envelope, stored
 from controlplane.api.k8sproto.codec import ProtobufError
 from tests.fakes.k8sproto_examples import EXAMPLES
 
@@ -86,4 +87,8 @@ def check_protobuf(data: bytes) -> str:
     written_here = envelope.wrap(api_version, kind,
                                  codec.encode_here(obj, codec.message_of(api_version, kind)))  # fmt: skip
     assert envelope.decode(written_in_c) == obj == envelope.decode(written_here)
+    message = codec.message_of(api_version, kind)
+    for _ in range(2):  # first written, then from the cached parts (stored.py)
+        written_stored = envelope.wrap(api_version, kind, stored.encode(obj, message))
+        assert envelope.decode(written_stored) == obj
     return "ok"

@@ -123,6 +123,8 @@ def _length_delimited(f: Field, key: int, m: Message, names: dict[str, object]) 
         keep = "v is not None" if code != MESSAGE else ""
     elif f.pointer:
         keep = "v is not None"
+    elif code in (STRING, BYTES):
+        keep = "v"  # a str: "" is Go's unset
     else:
         keep = 'v is not None and v != "" and v != 0'  # Go's unset
     return [*value, f"if {keep}:" if keep else "if True:", f"    out[{name}] = v"]

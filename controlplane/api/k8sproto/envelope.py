@@ -38,13 +38,19 @@ def decode(data: bytes, depth: int = 0) -> dict[str, Any]:
     """The object of a protobuf document, with its apiVersion and kind, read
     by its message's compiled decoder (compiled.py)."""
     api_version, kind, raw = codec.unwrap(data)
-    message = codec.message_of(api_version, kind)
-    obj = compiled.decoder(message)(raw, 0, len(raw), depth)
+    decoder = _decoders.get((api_version, kind))
+    if decoder is None:
+        decoder = compiled.decoder(codec.message_of(api_version, kind))
+        _decoders[(api_version, kind)] = decoder
+    obj = decoder(raw, 0, len(raw), depth)
     return {"apiVersion": api_version, "kind": kind, **obj}
 
 
+_decoders: dict[tuple[str, str], compiled.Decoder] = {}  # by apiVersion and kind
+
+
 @lru_cache(maxsize=512)
-def _head(api_version: str, kind: str) -> bytes:
+def head(api_version: str, kind: str) -> bytes:
     """The magic and the typeMeta field of every document of this kind."""
     meta = bytearray()
     codec.put_bytes(meta, b"\n", api_version.encode())
@@ -63,7 +69,7 @@ def _varint(value: int) -> bytes:
 def wrap(api_version: str, kind: str, raw: bytes | bytearray) -> bytes:
     """The whole document: magic, Unknown{typeMeta, raw, "", ""} (contentEncoding
     and contentType empty, as Go writes them)."""
-    return b"".join((_head(api_version, kind), b"\x12", _varint(len(raw)), raw,
+    return b"".join((head(api_version, kind), b"\x12", _varint(len(raw)), raw,
                      b"\x1a\x00\x22\x00"))  # fmt: skip
 
 

@@ -161,6 +161,12 @@ def _time(text: str) -> dict[str, int]:
     return {"seconds": seconds, "nanos": nanos} if nanos else {"seconds": seconds}
 
 
+def time_of(text: str) -> dict[str, int]:
+    """An RFC 3339 time as Time's {seconds, nanos} (nanos only when not 0);
+    ValueError when it is not one. The answer is shared: read it only."""
+    return _time(text)
+
+
 def _duration(value: Any) -> dict[str, int]:
     nanos = parse_duration(value) if isinstance(value, str) else None
     if nanos is None:

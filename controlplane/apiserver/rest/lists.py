@@ -19,6 +19,7 @@ from aiohttp import web
 
 from controlplane.api import crd, jsoncodec
 from controlplane.api.k8sproto import envelope
+from controlplane.api.k8sproto import stored as pbstored
 from controlplane.apiserver import tables
 from controlplane.apiserver.codec import Stored, decode, with_version
 from controlplane.apiserver.listing import ListResult
@@ -172,14 +173,16 @@ def _document(call: Call, result: ListResult) -> bytes:
 def _protobuf(call: Call, result: ListResult) -> bytes:
     t = call.target
     conversion = t.conversion
+    meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
+    if result.continue_token:
+        meta["continue"] = result.continue_token
+    if conversion is None:  # each stored version encoded once (k8sproto/stored.py)
+        return pbstored.list_document(result.items, meta, t.group_version, t.info.kind)
     items = [decode(d, r) for d, r in result.items]
     if conversion is not None and conversion.from_stored_many is not None and items:
         items = conversion.from_stored_many(items)
     elif conversion is not None:
         items = [conversion.from_stored(item) for item in items]
-    meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
-    if result.continue_token:
-        meta["continue"] = result.continue_token
     return envelope.encode_list(t.group_version, t.info.kind, items, meta)
 
 

@@ -2,8 +2,10 @@
 
 The serialization is the Accept header's choice (negotiation.choose). JSON
 objects go out as the stored JSON with the resourceVersion written in,
-never re-encoded; protobuf ones are the stored object decoded once and
-written as its kind's message in the `k8s\\x00` envelope. Errors are
+never re-encoded; protobuf ones are the stored object written as its
+kind's message in the `k8s\\x00` envelope, once per stored version
+(api/k8sproto/stored.py keeps them: a create's answer serves its later
+gets, list items and watch events). Errors are
 metav1.Status in whichever of the two the client prefers.
 """
 
@@ -15,6 +17,7 @@ from aiohttp import web
 
 from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import envelope
+from controlplane.api.k8sproto import stored as pbstored
 from controlplane.api.kinds.definition import Conversion
 from controlplane.apiserver.codec import Stored, decode, with_version
 from controlplane.apiserver.rest import negotiation
@@ -64,13 +67,14 @@ def object_response(
     `converted`: the object already converted (off the loop: a webhook's)."""
     t = call.target
     if wants_protobuf(call, t.group_version, t.info.kind):
-        if written is not None and t.conversion is None:
-            meta = written.get("metadata")
-            if isinstance(meta, dict) and stored[1]:
-                written = {**written, "metadata": {**meta, "resourceVersion": str(stored[1])}}
-            obj = written
-        else:
-            obj = jsoncodec.loads(converted or served(stored[0], stored[1], t.conversion))
+        if t.conversion is None:  # each stored version encoded once (k8sproto/stored.py)
+            if written is not None:
+                meta = written.get("metadata")
+                if isinstance(meta, dict) and stored[1]:
+                    written = {**written, "metadata": {**meta, "resourceVersion": str(stored[1])}}
+            doc = pbstored.document(stored[0], stored[1], t.group_version, t.info.kind, written)
+            return protobuf_response(doc, status)
+        obj = jsoncodec.loads(converted or served(stored[0], stored[1], t.conversion))
         return protobuf_response(envelope.encode(obj, t.group_version, t.info.kind), status)
     return json_response(converted or served(stored[0], stored[1], t.conversion), status)
 

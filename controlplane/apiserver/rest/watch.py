@@ -36,6 +36,7 @@ from aiohttp.http_writer import StreamWriter
 
 from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import envelope
+from controlplane.api.k8sproto import stored as pbstored
 from controlplane.apiserver.codec import decode, with_version
 from controlplane.apiserver.listing import Selectors
 from controlplane.apiserver.rest import queryparams
@@ -182,13 +183,12 @@ def _frame(call: Call, item: WatchItem) -> bytes:
     cached = item.frame
     if conversion is None and cached is not None and cached[0] == t.group_version:
         return cached[1]
-    obj = decode(item.data, item.rev)
-    if conversion is not None:
-        obj = conversion.from_stored(obj)
-    frame = envelope.watch_frame(item.type, envelope.encode(obj, t.group_version, t.info.kind))
-    if conversion is None:
+    if conversion is None:  # the stored version's message, encoded once (k8sproto/stored.py)
+        frame = pbstored.watch_frame(item.type, item.data, item.rev, t.group_version, t.info.kind)
         item.frame = (t.group_version, frame)
-    return frame
+        return frame
+    obj = conversion.from_stored(decode(item.data, item.rev))
+    return envelope.watch_frame(item.type, envelope.encode(obj, t.group_version, t.info.kind))
 
 
 def _timeout(call: Call) -> float:

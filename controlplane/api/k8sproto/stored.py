@@ -1,0 +1,359 @@
+"""Protobuf answers for stored objects, each stored version encoded once.
+
+The store keeps JSON, which a JSON answer sends as it is (the resourceVersion
+written in); a protobuf answer must be encoded. Two bounded caches keep that
+work from being done twice:
+
+- the answers: revision -> the message of the object stored at it (with its
+  resourceVersion), checked against the stored bytes and the kind before it
+  is used (a revision is one write of one object; several stores in one
+  process, or etcd's shared transaction revisions, just miss). A get, each
+  item of a List and a watch event of a version already encoded cost a
+  lookup and a join; a protobuf create's answer is kept for them.
+- the parts: the bytes of a sub-object (a spec, a status, managedFields) by
+  its JSON, so objects made from one template (a ReplicaSet's pods) encode
+  only what differs, their metadata, when first answered.
+
+Both are FIFO within a byte budget (the stored bytes kept for the check
+count too). Nothing here changes the bytes: a message is the same fields in
+the same order as codec.encode writes for the whole object.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from controlplane.api import jsoncodec
+from controlplane.api.k8sproto import codec, envelope, fast
+from controlplane.api.k8sproto.codec import message_of
+from controlplane.api.k8sproto.schema import MAP, MESSAGE, SINGLE, STRING, Field, Message, message
+
+ANSWERS_BUDGET = 32 << 20
+PARTS_BUDGET = 8 << 20
+_ENTRY_OVERHEAD = 200  # the tuple, the key, the ordered dict's links
+_TAIL = b"\x1a\x00\x22\x00"  # contentEncoding and contentType, empty, as Go writes them
+
+_PLAIN, _STRINGS, _META, _PART = range(4)
+_MANAGED_TAG = b"\x8a\x01"  # ObjectMeta.managedFields = 17, length-delimited
+
+
+class _Fifo:
+    """An insertion-ordered map bounded by the bytes its entries hold."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.items: OrderedDict[Any, tuple[Any, ...]] = OrderedDict()
+        self.size = 0
+        self._lock = threading.Lock()
+
+    def put(self, key: Any, value: tuple[Any, ...], size: int) -> None:
+        size += _ENTRY_OVERHEAD
+        if size > self.budget // 4:
+            return  # one huge object would push out everything else
+        with self._lock:
+            old = self.items.pop(key, None)
+            if old is not None:
+                self.size -= old[-1]
+            self.items[key] = (*value, size)
+            self.size += size
+            while self.size > self.budget:
+                _, dropped = self.items.popitem(last=False)
+                self.size -= dropped[-1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self.items.clear()
+            self.size = 0
+
+
+_answers = _Fifo(ANSWERS_BUDGET)  # rev -> (data, api_version, kind, sized raw, size)
+_parts = _Fifo(PARTS_BUDGET)  # (message name, JSON) -> (bytes, size)
+
+
+def clear() -> None:
+    """Forget every cached encoding (benchmarks measure first answers so)."""
+    _answers.clear()
+    _parts.clear()
+
+
+def forget_answers() -> None:
+    """Forget the answers, keep the parts (a new version of a known shape)."""
+    _answers.clear()
+
+
+_SMALL = [bytes((n,)) for n in range(0x80)]
+
+
+def _varint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _SMALL[value]
+    if 0 <= value < 0x4000:
+        return bytes((value & 0x7F | 0x80, value >> 7))
+    out = bytearray()
+    codec.put_varint(out, value)
+    return bytes(out)
+
+
+_plans: dict[str, list[tuple[Field, int]] | None] = {}
+_kinds: dict[tuple[str, str], Message] = {}
+
+
+def _plan(m: Message) -> list[tuple[Field, int]] | None:
+    """m's fields in wire order, each with how it is written; None for a
+    message written whole: one with a field Go inlines, or with no sub-object
+    to share (a ConfigMap, a Secret), which the C runtime writes cheaper in
+    one call."""
+    if m.name in _plans:
+        return _plans[m.name]
+    plan: list[tuple[Field, int]] | None = []
+    assert plan is not None
+    for f in sorted(m.fields, key=lambda f: f.number):
+        if f.name == "metadata" and f.message is message("meta/v1.ObjectMeta"):
+            plan.append((f, _META))
+        elif f.mode == SINGLE and f.code == MESSAGE:
+            plan.append((f, _PART))
+        elif f.mode == MAP and f.code == STRING:
+            plan.append((f, _STRINGS))
+        else:
+            plan.append((f, _PLAIN))
+    if m.inline is not None or all(how != _PART for _, how in plan):
+        plan = None
+    _plans[m.name] = plan
+    return plan
+
+
+def _part(value: Any, m: Message) -> bytes:
+    """The bytes of a sub-object, from the cache of parts when seen before."""
+    try:
+        key = (m.name, jsoncodec.dumps(value))
+    except TypeError:  # not JSON data: written as codec writes it, uncached
+        return codec.encode(value, m)
+    found = _parts.items.get(key)
+    if found is not None:
+        return found[0]  # type: ignore[no-any-return]
+    data = codec.encode(value, m)
+    _parts.put(key, (data,), len(key[1]) + len(data))
+    return data
+
+
+def _string_map(out: list[bytes], tag: bytes, value: dict[str, Any]) -> bool:
+    """A map<string, string>'s entries {key = 1, value = 2}, in Go's sorted key
+    order, onto `out`; False (and `out` to be dropped) unless all are strings."""
+    for key in sorted(value):
+        item = value[key]
+        if key.__class__ is not str or item.__class__ is not str:
+            return False
+        k, v = key.encode(), item.encode()
+        entry = b"".join((b"\n", _varint(len(k)), k, b"\x12", _varint(len(v)), v))
+        out += (tag, _varint(len(entry)), entry)
+    return True
+
+
+# ObjectMeta's fields as the writer below takes them: name -> (number, tag, how).
+_STR, _INT, _TIME, _MAP, _PARTS, _STRS = range(6)
+_META_FIELDS = {
+    "name": (1, b"\n", _STR), "generateName": (2, b"\x12", _STR),
+    "namespace": (3, b"\x1a", _STR), "selfLink": (4, b"\x22", _STR),
+    "uid": (5, b"\x2a", _STR), "resourceVersion": (6, b"\x32", _STR),
+    "generation": (7, b"8", _INT), "creationTimestamp": (8, b"B", _TIME),
+    "deletionTimestamp": (9, b"J", _TIME), "deletionGracePeriodSeconds": (10, b"P", _INT),
+    "labels": (11, b"Z", _MAP), "annotations": (12, b"b", _MAP),
+    "ownerReferences": (13, b"j", _PARTS), "finalizers": (14, b"r", _STRS),
+    "managedFields": (17, _MANAGED_TAG, _PARTS),
+}  # fmt: skip
+
+
+def _meta_fields(meta: dict[str, Any], m: Message) -> bytes | None:
+    """ObjectMeta written here for the usual values (strings, integers, RFC 3339
+    times, string maps in Go's sorted key order, lists of strings or parts);
+    None for anything else, which codec writes."""
+    pieces: list[tuple[int, bytes]] = []
+    for name, value in meta.items():
+        spec = _META_FIELDS.get(name)
+        if spec is None:
+            return None  # a key this writer does not know
+        if value is None:
+            continue
+        number, tag, how = spec
+        cls = value.__class__
+        if how == _STR:
+            if cls is not str:
+                return None
+            data = value.encode()
+            size = len(data)
+            pieces.append((number, tag + (_SMALL[size] if size < 0x80 else _varint(size)) + data))
+        elif how == _INT:
+            if cls is not int:
+                return None
+            pieces.append((number, tag + _varint(value)))
+        elif how == _TIME:  # Time {seconds = 1, nanos = 2}; "" is Go's zero time, left out
+            if cls is not str:
+                return None
+            if value:
+                try:
+                    stamp = fast.time_of(value)
+                except ValueError:
+                    return None
+                data = b"\x08" + _varint(stamp["seconds"])
+                if "nanos" in stamp:
+                    data += b"\x10" + _varint(stamp["nanos"])
+                pieces.append((number, tag + _SMALL[len(data)] + data))
+        else:
+            out: list[bytes] = []
+            if cls is dict and how == _MAP:
+                if not _string_map(out, tag, value):
+                    return None
+            elif cls is not list or how == _MAP:
+                return None
+            elif how == _PARTS:  # ownerReferences, managedFields: each a part
+                sub = m.by_name[name].message
+                assert sub is not None
+                for item in value:
+                    if item.__class__ is not dict:
+                        return None
+                    data = _part(item, sub)
+                    out += (tag, _varint(len(data)), data)
+            else:  # finalizers
+                for item in value:
+                    if item.__class__ is not str:
+                        return None
+                    data = item.encode()
+                    out += (tag, _varint(len(data)), data)
+            pieces.append((number, b"".join(out)))
+    pieces.sort()  # by field number (each once, so the bytes are never compared)
+    return b"".join([piece for _, piece in pieces])
+
+
+def _metadata(meta: Any, m: Message) -> bytes:
+    if meta.__class__ is dict:
+        found = _meta_fields(meta, m)
+        if found is not None:
+            return found
+    managed = meta.get("managedFields") if meta.__class__ is dict else None
+    if not managed or managed.__class__ is not list:
+        return codec.encode(meta, m)
+    rest = {k: v for k, v in meta.items() if k != "managedFields"}
+    entry = m.by_name["managedFields"].message
+    assert entry is not None
+    out = [codec.encode(rest, m)]
+    for item in managed:  # the last field (17): after all the others
+        if item is None:
+            continue
+        data = _part(item, entry)
+        out += (_MANAGED_TAG, _varint(len(data)), data)
+    return b"".join(out)
+
+
+def encode(obj: dict[str, Any], m: Message) -> bytes:
+    """codec.encode(obj, m), with the parts of it seen before not encoded again."""
+    plan = _plan(m)
+    if plan is None or obj.__class__ is not dict:
+        return codec.encode(obj, m)
+    out: list[bytes] = []
+    plain: dict[str, Any] = {}
+    for f, how in plan:
+        value = obj.get(f.name)
+        if value is None:
+            continue
+        if how == _STRINGS and value.__class__ is dict:
+            written: list[bytes] = []
+            if _string_map(written, f.tag, value):  # ConfigMap's and Secret's data
+                if plain:
+                    out.append(codec.encode(plain, m))
+                    plain = {}
+                out += written
+                continue
+        if how <= _STRINGS or value.__class__ is not dict:
+            plain[f.name] = value
+            continue
+        if plain:
+            out.append(codec.encode(plain, m))
+            plain = {}
+        assert f.message is not None
+        data = _metadata(value, f.message) if how == _META else _part(value, f.message)
+        out += (f.tag, _varint(len(data)), data)
+    if plain:
+        out.append(codec.encode(plain, m))
+    return b"".join(out)
+
+
+def _sized(data: bytes, rev: int, api_version: str, kind: str, obj: Any) -> bytes:
+    """The message of the object stored as `data` at `rev`, its length first."""
+    if rev:
+        found = _answers.items.get(rev)
+        if (
+            found is not None
+            and (found[0] is data or found[0] == data)
+            and found[1] == api_version
+            and found[2] == kind
+        ):
+            return found[3]  # type: ignore[no-any-return]
+    if obj is None:
+        obj = jsoncodec.loads(data)
+        if rev:
+            meta = obj.setdefault("metadata", {})
+            if meta.__class__ is dict:
+                meta["resourceVersion"] = str(rev)
+    m = _kinds.get((api_version, kind))
+    if m is None:
+        m = _kinds[(api_version, kind)] = message_of(api_version, kind)
+    raw = encode(obj, m)
+    sized = _varint(len(raw)) + raw
+    if rev:
+        _answers.put(rev, (data, api_version, kind, sized), len(data) + len(sized))
+    return sized
+
+
+_heads: dict[tuple[str, str], bytes] = {}  # the envelope up to its raw's length
+_events: dict[str, bytes] = {}  # a WatchEvent up to its object's length
+
+
+def _head(api_version: str, kind: str) -> bytes:
+    found = _heads.get((api_version, kind))
+    if found is None:
+        found = _heads[(api_version, kind)] = envelope.head(api_version, kind) + b"\x12"
+    return found
+
+
+def document(
+    data: bytes, rev: int, api_version: str, kind: str, obj: dict[str, Any] | None = None
+) -> bytes:
+    """The protobuf document of the object stored as `data` at revision `rev`
+    (0: not stored, nothing cached). `obj`: that object already decoded, its
+    resourceVersion in (a create's own), spared a decode when not cached."""
+    sized = _sized(data, rev, api_version, kind, obj)
+    return b"".join((_head(api_version, kind), sized, _TAIL))
+
+
+def watch_frame(event_type: str, data: bytes, rev: int, api_version: str, kind: str) -> bytes:
+    """envelope.watch_frame(event_type, document(...)) in one join: the 4-byte
+    length, WatchEvent {type = 1, object = 2 RawExtension {raw = 1}}."""
+    sized = _sized(data, rev, api_version, kind, None)
+    head = _head(api_version, kind)
+    start = _events.get(event_type)
+    if start is None:
+        name = event_type.encode()
+        start = _events[event_type] = b"\n" + _varint(len(name)) + name + b"\x12"
+    size = len(head) + len(sized) + len(_TAIL)
+    inner = _varint(size)
+    raw = 1 + len(inner) + size
+    outer = _varint(raw)
+    length = (len(start) + len(outer) + raw).to_bytes(4, "big")
+    return b"".join((length, start, outer, b"\n", inner, head, sized, _TAIL))
+
+
+def list_document(
+    items: list[tuple[bytes, int]], list_meta: dict[str, Any], api_version: str, kind: str
+) -> bytes:
+    """`<kind>List` {metadata = 1, items = 2} of stored objects."""
+    list_message = message_of(api_version, f"{kind}List")
+    meta_field = list_message.by_name["metadata"]
+    assert meta_field.message is not None
+    meta = codec.encode(list_meta, meta_field.message)
+    out = [meta_field.tag, _varint(len(meta)), meta]
+    tag = list_message.by_name["items"].tag
+    for data, rev in items:
+        out += (tag, _sized(data, rev, api_version, kind, None))
+    return envelope.wrap(api_version, f"{kind}List", b"".join(out))
