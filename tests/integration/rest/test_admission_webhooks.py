@@ -6,6 +6,7 @@ by raw HTTP, as Kubernetes' admission webhook e2e tests check them."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -463,6 +464,38 @@ def test_a_slow_webhook_costs_at_most_its_timeout(
     assert status == 500 and "context deadline exceeded" in body["message"]
     assert 'failed calling webhook "slow.example.com"' in body["message"]
     assert elapsed < 10  # the webhook's 2 s, not its 25 s
+
+
+def test_a_slow_webhook_holds_up_no_other_request(
+    api: Any, cluster: Cluster, namespace: str
+) -> None:
+    """While a create waits on a slow webhook, the API server goes on
+    serving: reads, and writes the webhook does not match (another
+    namespace), answer as fast as ever (no loop or store lock held)."""
+    outcome: list[int] = []
+    with (
+        WebhookServer(lambda r: Raw(200, b"{}", delay=25)) as server,
+        installed(cluster, VWC, "slow", hook("slow.example.com", server, timeoutSeconds=10)),
+    ):
+        slow = threading.Thread(
+            target=lambda: outcome.append(call(api, "POST", cm_path(namespace), cm("held"))[0])
+        )
+        slow.start()
+        try:
+            wait_for(lambda: server.requests, timeout=10, message="the slow webhook called")
+            for method, path, body in (
+                ("GET", f"/api/v1/namespaces/{namespace}", None),
+                ("GET", cm_path(namespace), None),
+                ("POST", cm_path("default"), cm("beside-the-slow-one")),
+                ("DELETE", cm_path("default", "beside-the-slow-one"), None),
+            ):
+                start = time.monotonic()
+                status = call(api, method, path, body)[0]
+                assert status in (200, 201) and time.monotonic() - start < 3, (method, path, status)
+            assert slow.is_alive()  # all of it happened while the create was held
+        finally:
+            slow.join(30)
+    assert outcome == [500]  # the create itself: failurePolicy Fail after the 10 s
 
 
 def test_configurations_themselves_are_never_sent_to_webhooks(api: Any, cluster: Cluster) -> None:
