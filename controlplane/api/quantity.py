@@ -79,7 +79,7 @@ def format_quantity(value: Fraction, binary: bool = False) -> str:
         for suffix, shift in _BINARY:
             if n % (1 << shift) == 0:
                 return f"{n >> shift}{suffix}"
-    nanos = -((-value * 10**9) // 1)  # ceiling, in nano units
+    nanos = -((-value.numerator * 10**9) // value.denominator)  # ceiling, in nano units
     if nanos == 0:
         return "0"
     exponent = -9

@@ -67,9 +67,10 @@ class Usage:
     binary: set[str] = field(default_factory=set)
 
     def add(self, resource: str, amount: Fraction, binary: bool = False) -> None:
-        if binary and not self.values.get(resource):  # a zero takes the added one's format
+        had = self.values.get(resource)
+        if binary and not had:  # a zero takes the added one's format
             self.binary.add(resource)
-        self.values[resource] = self.values.get(resource, Fraction(0)) + amount
+        self.values[resource] = amount if had is None else had + amount
 
     def merge(self, other: Usage, sign: int = 1) -> None:
         for resource, amount in other.values.items():
@@ -86,25 +87,31 @@ def count_name(info: KindInfo) -> str:
     return f"count/{info.resource}"
 
 
+_ONE = Fraction(1)
+
+
 def usage(info: KindInfo, obj: Object) -> Usage:
     """What `obj` uses of any quota in its namespace."""
     used = Usage()
     if info.kind == "Pod" and not pod_counts(obj):
         return used
-    used.add(count_name(info), Fraction(1))
-    legacy = LEGACY.get(info.kind) if info.group == "" else None
+    used.values[count_name(info)] = _ONE
+    core = info.group == ""
+    legacy = LEGACY.get(info.kind) if core else None
     if legacy:
-        used.add(legacy, Fraction(1))
-    if info.kind == "Pod" and info.group == "":
+        used.values[legacy] = _ONE
+    if not core:
+        return used
+    if info.kind == "Pod":
         _pod_usage(used, obj)
-    elif info.kind == "Service" and info.group == "":
+    elif info.kind == "Service":
         spec = obj.get("spec") or {}
         kind = spec.get("type") or "ClusterIP"
         if kind in ("NodePort", "LoadBalancer"):
             used.add("services.nodeports", Fraction(len(spec.get("ports") or [])))
         if kind == "LoadBalancer":
             used.add("services.loadbalancers", Fraction(1))
-    elif info.kind == "PersistentVolumeClaim" and info.group == "":
+    elif info.kind == "PersistentVolumeClaim":
         _claim_usage(used, obj)
     return used
 

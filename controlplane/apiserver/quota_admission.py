@@ -24,10 +24,21 @@ charged. The quota controller recomputes status.used from the objects
 themselves (an object refused after its charge, an update's or etcd's
 create that lost a race, is given back there). A dry run is checked,
 never charged.
+
+The quotas a charge wrote are kept, parsed, for the namespace's next
+creates instead of being read back and parsed again: on SQLite, which
+counts the writes under a prefix (prefix_writes), they serve while the
+count is the one they were read at plus the charges' own writes, so any
+write by someone else (the controller's status, a new quota) is seen by
+the next create; on etcd a batch is evaluated against the newest of its
+own creates' reads begun after the namespace's last charge. Either way
+the charge is a compare-and-swap: what is kept never lets a create past
+hard, at worst it costs a conflict and a read.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -41,7 +52,6 @@ from controlplane.apiserver.codec import (
     list_prefix,
     meta_of,
     object_key,
-    parse_rv,
 )
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import ApiError, Conflict, Forbidden, Unavailable
@@ -69,6 +79,7 @@ class _Ask:
     data: bytes | None = None
     error: ApiError | None = None
     stored: int | StorageError | None = None  # the create's revision, or why not
+    known: _Known | None = None  # the quotas as read when it was asked
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -79,6 +90,33 @@ class _Quota:
     hard: dict[str, Fraction]
     used: quota.Usage
     changed: bool = False
+    # kind -> the hard limits its objects count toward (shared by the copies)
+    matching: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def copy(self) -> _Quota:
+        """A copy to charge (hard and obj shared: never changed)."""
+        used = quota.Usage(dict(self.used.values), set(self.used.binary))
+        return _Quota(self.obj, self.rev, self.hard, used, matching=self.matching)
+
+    def limited(self, info: KindInfo) -> tuple[str, ...]:
+        """The hard limits objects of `info` count toward (quota.matches)."""
+        found = self.matching.get(info.key)
+        if found is None:
+            found = self.matching[info.key] = tuple(r for r in self.hard if quota.matches(info, r))
+        return found
+
+
+@dataclass
+class _Known:
+    """A namespace's quotas as last read or written, parsed.
+
+    `writes`: the store's count of writes under the namespace's quota prefix
+    (SqliteStore.prefix_writes) these are the quotas at; -1 where the store
+    cannot tell, and the quotas are read for every use."""
+
+    writes: int
+    states: dict[str, _Quota]  # by name (shared templates: charged through copies)
+    seq: int  # which read of the admission's it came from
 
 
 class QuotaAdmission:
@@ -91,40 +129,64 @@ class QuotaAdmission:
         self._pending: dict[str, list[_Ask]] = {}
         self._busy: set[str] = set()
         self._reading: dict[str, threading.Lock] = {}
+        self._known: dict[str, _Known] = {}
+        self._reads = itertools.count(1)  # numbers each read of a namespace's quotas
+        self._committed: dict[str, int] = {}  # namespace -> reads begun before its last charge
 
-    def quotas(self, reg: Registry, namespace: str) -> list[Object]:
-        """The namespace's quotas as last read (shared: read only).
+    def known(self, reg: Registry, namespace: str) -> _Known:
+        """The namespace's quotas now (shared: read only).
 
-        Where the store tells when a prefix was last written (the read cache
-        keeps them), one caller of a namespace at a time reads them again: a
-        charge's commit releases many creates at once, whose next requests
-        all find the quotas changed, and the first one's read serves the rest.
+        Where the store counts the writes under a prefix (SQLite's
+        prefix_writes), the quotas last read or charged here serve while the
+        count stays where they were taken, so a charge's own write is not read
+        back; when the count moved, one caller of a namespace at a time reads
+        them again (a charge's commit releases many creates at once, and the
+        first one's read serves the rest). Elsewhere (etcd) they are read.
         """
+        writes_of = getattr(reg.store, "prefix_writes", None)
+        if writes_of is None:
+            return self._read(reg, namespace, -1)
         prefix = list_prefix(by_kind("ResourceQuota"), namespace)
+        found = self._known.get(namespace)
+        if found is not None and found.writes == writes_of(prefix):
+            return found
+        with self._lock:
+            reading = self._reading.setdefault(namespace, threading.Lock())
+        with reading:
+            writes = writes_of(prefix)  # before reading: a newer read is only read again
+            found = self._known.get(namespace)
+            if found is None or found.writes != writes:
+                found = self._read(reg, namespace, writes)
+                self._keep(namespace, found)
+            return found
 
-        def load() -> list[Object]:
-            return [decode(d, r) for d, r in reg.list("ResourceQuota", namespace).items]
+    def _read(self, reg: Registry, namespace: str, writes: int) -> _Known:
+        seq = next(self._reads)
+        states = {}
+        for data, rev in reg.list("ResourceQuota", namespace).items:
+            q = decode(data, rev)
+            states[str(meta_of(q).get("name"))] = _state(q, rev)
+        return _Known(writes, states, seq)
 
-        def once() -> list[Object]:
-            with self._lock:
-                reading = self._reading.setdefault(namespace, threading.Lock())
-            with reading:
-                again: list[Object] = reg.cached(prefix, namespace, load)
-                return again
-
-        cached = getattr(reg.store, "prefix_revision", None) is not None
-        found: list[Object] = reg.cached(prefix, namespace, once if cached else load)
-        return found
+    def _keep(self, namespace: str, known: _Known) -> None:
+        with self._lock:
+            kept = self._known.get(namespace)
+            if kept is not None and kept.writes > known.writes:
+                return  # counts only grow: the kept one is newer
+            if kept is None and len(self._known) >= 4096:
+                self._known.clear()
+                self._reading.clear()
+            self._known[namespace] = known
 
     def __call__(
         self, reg: Registry, info: KindInfo, obj: Object, old: Object | None, dry_run: bool
     ) -> None:
-        found = self._ask(reg, info, obj, old)
-        if found is None:
+        ask = self._ask(reg, info, obj, old)
+        if ask is None:
             return
-        ask, current = found
         if dry_run:  # checked against the quotas as they are, never charged
-            self._evaluate(ask, {str(meta_of(q).get("name")): _state(q, 0) for q in current})
+            assert ask.known is not None
+            self._evaluate(ask, {n: s.copy() for n, s in ask.known.states.items()})
         else:
             self._charge(reg, str(meta_of(obj).get("namespace") or ""), ask)
         if ask.error is not None:
@@ -137,10 +199,9 @@ class QuotaAdmission:
         store transaction; its revision, or None when no quota limits it (the
         caller stores it alone). Raises the quota's refusal, or the store's
         KeyExists (nothing charged) or StoreUnavailable."""
-        found = self._ask(reg, info, obj, None)
-        if found is None:
+        ask = self._ask(reg, info, obj, None)
+        if ask is None:
             return None
-        ask = found[0]
         ask.key, ask.data = key, data
         self._charge(reg, str(meta_of(obj).get("namespace") or ""), ask)
         if ask.error is not None:
@@ -150,15 +211,13 @@ class QuotaAdmission:
         assert ask.stored is not None
         return ask.stored
 
-    def _ask(
-        self, reg: Registry, info: KindInfo, obj: Object, old: Object | None
-    ) -> tuple[_Ask, list[Object]] | None:
-        """What the write asks of the namespace's quotas, and the quotas; None
-        when none of them limits it."""
+    def _ask(self, reg: Registry, info: KindInfo, obj: Object, old: Object | None) -> _Ask | None:
+        """What the write asks of the namespace's quotas (with them as read);
+        None when none of them limits it."""
         if not info.namespaced or (old is not None and info.key not in _UPDATED):
             return None
-        current = self.quotas(reg, str(meta_of(obj).get("namespace") or ""))
-        if not current:
+        known = self.known(reg, str(meta_of(obj).get("namespace") or ""))
+        if not known.states:
             return None
         delta = quota.usage(info, obj)
         if old is not None:
@@ -166,10 +225,10 @@ class QuotaAdmission:
             delta.values = {r: v for r, v in delta.values.items() if v > 0}
             if not delta.values:
                 return None
-        ask = _Ask(info, str(meta_of(obj).get("name") or ""), obj, delta)
-        if not any(_limits(q, ask) for q in current):
+        ask = _Ask(info, str(meta_of(obj).get("name") or ""), obj, delta, known=known)
+        if not any(_limits(state, ask) for state in known.states.values()):
             return None
-        return ask, current
+        return ask
 
     # ---- batching ---------------------------------------------------------------
 
@@ -201,23 +260,29 @@ class QuotaAdmission:
                 for each in batch:
                     each.done.set()
 
+    def _base(self, reg: Registry, namespace: str, batch: list[_Ask]) -> _Known:
+        """The quotas a batch is evaluated against: as known (SQLite), or the
+        newest read of the batch's own that began after this namespace's last
+        charge was written (etcd: a charge's write is never read back by then)."""
+        reads = [a.known for a in batch if a.known is not None and a.known.writes < 0]
+        newest = max(reads, key=lambda k: k.seq, default=None)
+        if newest is not None and newest.seq > self._committed.get(namespace, 0):
+            return newest
+        return self.known(reg, namespace)
+
     def _run(self, reg: Registry, namespace: str, batch: list[_Ask]) -> None:
         info = by_kind("ResourceQuota")
         conflicts = 0
+        known = self._base(reg, namespace, batch)
         while batch:
-            # The read cache answers a fresh list: it is stamped with the
-            # revision of the namespace's quotas, which every write moves.
-            states = {
-                str(meta_of(q).get("name")): _state(q, parse_rv(meta_of(q)["resourceVersion"]))
-                for q in self.quotas(reg, namespace)
-            }
+            states = {name: state.copy() for name, state in known.states.items()}
             for ask in batch:
                 ask.error = None
                 self._evaluate(ask, states)
+            changed = {name: _charged(s) for name, s in states.items() if s.changed}
             updates = [
-                (object_key(info, namespace, name), encode(_charged(state)), state.rev)
-                for name, state in states.items()
-                if state.changed
+                (object_key(info, namespace, name), encode(obj), states[name].rev)
+                for name, obj in changed.items()
             ]
             creates = [a for a in batch if a.error is None and a.data is not None]
             if not updates and not creates:
@@ -240,53 +305,76 @@ class QuotaAdmission:
                     raise Conflict("Operation cannot be fulfilled on resourcequotas: the quotas "
                                    "are being written by others; try again",
                                    retry_after=1) from None  # fmt: skip
+                known = self.known(reg, namespace)
                 continue
             except StoreUnavailable as err:
                 raise Unavailable(str(err)) from err
-            for ask, result in zip(creates, stored, strict=True):
+            for ask, result in zip(creates, stored[len(updates) :], strict=True):
                 ask.stored = result
+            self._wrote(namespace, known, states, changed, stored[: len(updates)])
             return
+
+    def _wrote(
+        self, namespace: str, known: _Known, states: dict[str, _Quota], charged: dict[str, Object],
+        revs: list[int | StorageError],
+    ) -> None:  # fmt: skip
+        """Keep the quotas as charged: `known` with the charges written at
+        `revs`, valid while the store counts no other write under their prefix."""
+        if len(self._committed) >= 4096:
+            self._committed.clear()
+        self._committed[namespace] = next(self._reads)
+        if known.writes < 0:
+            return
+        # (A ResourceQuota created with the charge is one more write than
+        # these account for: the count tells, and the next use reads.)
+        kept: dict[str, _Quota] = {}
+        for (name, obj), rev in zip(charged.items(), revs, strict=True):
+            assert isinstance(rev, int)
+            obj["metadata"] = {**meta_of(obj), "resourceVersion": str(rev)}
+            kept[name] = _Quota(obj, rev, states[name].hard, states[name].used)
+        now = {name: kept.get(name, state) for name, state in known.states.items()}
+        self._keep(namespace, _Known(known.writes + len(revs), now, known.seq))
 
     # ---- evaluation ---------------------------------------------------------------
 
     @staticmethod
     def _evaluate(ask: _Ask, states: dict[str, _Quota]) -> None:
         """Check `ask` against every quota, and charge it to their states when it fits."""
-        relevant = [(n, s) for n, s in sorted(states.items()) if _limits(s.obj, ask)]
+        relevant = [(n, s) for n, s in sorted(states.items()) if _limits(s, ask)]
         prefix = f'{ask.info.resource} "{ask.name}" is forbidden: '
+        delta = ask.delta.values
+        sums: list[tuple[_Quota, dict[str, Fraction]]] = []
         for name, state in relevant:
             if ask.info.key == "Pod":
                 missing = quota.missing_constraints(state.hard, ask.obj)
                 if missing:
                     ask.error = Forbidden(f"{prefix}failed quota: {name}: {missing}")
                     return
-            requested = [r for r in state.hard if r in ask.delta.values]
-            unknown = sorted(
-                r for r in state.hard
-                if quota.matches(ask.info, r) and r not in state.used.values
-            )  # fmt: skip
+            used = state.used.values
+            unknown = sorted(r for r in state.limited(ask.info) if r not in used)
             if unknown:
                 ask.error = Forbidden(f"{prefix}status unknown for quota: {name}, resources: "
                                       + ", ".join(unknown))  # fmt: skip
                 return
-            exceeded = [
-                r for r in requested
-                if state.used.values[r] + ask.delta.values[r] > state.hard[r]
-            ]  # fmt: skip
+            # What it would use (every resource it requests is one its kind counts).
+            after = {r: used[r] + delta[r] for r in state.hard if r in delta}
+            exceeded = [r for r, total in after.items() if total > state.hard[r]]
             if exceeded:
                 binary = state.used.binary | ask.delta.binary
                 ask.error = Forbidden(
                     f"{prefix}exceeded quota: {name}, "
-                    f"requested: {quota.pretty(ask.delta.values, exceeded, binary)}, "
-                    f"used: {quota.pretty(state.used.values, exceeded, binary)}, "
+                    f"requested: {quota.pretty(delta, exceeded, binary)}, "
+                    f"used: {quota.pretty(used, exceeded, binary)}, "
                     f"limited: {quota.pretty(state.hard, exceeded, binary)}"
                 )
                 return
-        for _name, state in relevant:
-            for r in state.hard:
-                if r in ask.delta.values:
-                    state.used.add(r, ask.delta.values[r], r in ask.delta.binary)
-                    state.changed = True
+            sums.append((state, after))
+        for state, after in sums:
+            for r, total in after.items():
+                if r in ask.delta.binary and not state.used.values[r]:  # as Usage.add
+                    state.used.binary.add(r)
+                state.used.values[r] = total
+                state.changed = True
 
 
 def _distinct(batch: list[_Ask]) -> tuple[list[_Ask], list[_Ask]]:
@@ -316,7 +404,6 @@ def _state(obj: Object, rev: int) -> _Quota:
     return _Quota(obj, rev, quota.hard_of(obj), quota.used_of(obj))
 
 
-def _limits(q: Object, ask: _Ask) -> bool:
-    """Whether quota `q` selects the object and limits something its kind counts."""
-    hard = (q.get("status") or {}).get("hard") or {}
-    return any(quota.matches(ask.info, r) for r in hard) and quota.applies(q, ask.info, ask.obj)
+def _limits(state: _Quota, ask: _Ask) -> bool:
+    """Whether the quota selects the object and limits something its kind counts."""
+    return bool(state.limited(ask.info)) and quota.applies(state.obj, ask.info, ask.obj)

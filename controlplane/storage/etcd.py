@@ -339,20 +339,21 @@ class EtcdStore:
         """The updates in one Txn that also checks every create's key is free,
         then the creates side by side, each its own Txn and revision (one Txn
         gives all its keys one revision, and an object's resourceVersion must be
-        its own): interface.Store.update_and_create."""
+        its own): interface.Store.update_and_create (the updates' revision
+        first, one for all of them)."""
         seen: set[str] = set()
         for key, _ in creates:
             if key in seen:
                 raise KeyExists(key)
             seen.add(key)
+        results: list[int | StorageError] = []
         if updates:
             # The names' checks spare a taken name its charge; past etcd's limit
             # of operations per Txn (--max-txn-ops) the creates alone check them.
             free = [key for key, _ in creates] if len(updates) + len(creates) <= MAX_TXN_OPS else []
-            self._guarded_updates(updates, free)
+            results += [self._guarded_updates(updates, free)] * len(updates)
         calls = [(key, self._kv.Txn.future(self._create_txn(key, value), timeout=TIMEOUT))
                  for key, value in creates]  # fmt: skip
-        results: list[int | StorageError] = []
         for key, call in calls:
             try:
                 resp = call.result()
@@ -362,7 +363,7 @@ class EtcdStore:
             results.append(int(resp.header.revision) if resp.succeeded else KeyExists(key))
         return results
 
-    def _guarded_updates(self, updates: list[tuple[str, bytes, int]], free: list[str]) -> None:
+    def _guarded_updates(self, updates: list[tuple[str, bytes, int]], free: list[str]) -> int:
         keys = [self._k(key) for key, _, _ in updates] + [self._k(key) for key in free]
         txn = rpc_pb2.TxnRequest(
             compare=[
@@ -381,7 +382,7 @@ class EtcdStore:
         )  # fmt: skip
         resp = self._call(self._kv.Txn, txn, "update")
         if resp.succeeded:
-            return
+            return int(resp.header.revision)
         found = [r.response_range.kvs for r in resp.responses]
         for (key, _, rev), kvs in zip(updates, found, strict=False):
             if not kvs:

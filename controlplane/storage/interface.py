@@ -163,8 +163,8 @@ class Store(Protocol):
         every (key, value) of `creates`, all or nothing: when an update's key is
         gone or moved (KeyNotFound, RevisionMismatch) or a create's key exists or
         comes twice (KeyExists), that is raised and nothing is written. Otherwise
-        each write gets its own revision, the updates first, and the creates'
-        revisions are returned in order. SQLite makes them durable in one
+        the updates are written first, and the updates' new revisions then the
+        creates' results are returned, in order. SQLite makes them durable in one
         transaction. etcd gives every key of one Txn the same revision, so it
         writes the updates in one Txn that also checks the creates' keys are
         free, then the creates; a create that loses a race in between is

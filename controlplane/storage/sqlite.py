@@ -171,6 +171,7 @@ class SqliteStore:
         self._unchecked = 0  # commits since the last checkpoint was asked for
         self._checkpoint_wanted = threading.Event()
         self._stamps: dict[str, int] = {}  # prefix -> revision of its last write
+        self._writes: dict[str, int] = {}  # prefix -> events under it since it was tracked
         self._checkpointer = threading.Thread(
             target=self._checkpoint_loop, name="sqlite-checkpoint", daemon=True
         )
@@ -303,6 +304,7 @@ class SqliteStore:
                 for event in events:
                     if event.key.startswith(prefix):
                         self._stamps[prefix] = event.rev
+                        self._writes[prefix] = self._writes.get(prefix, 0) + 1
         self._unchecked += 1
         if self._unchecked >= CHECKPOINT_EVERY:
             self._unchecked = 0
@@ -457,8 +459,21 @@ class SqliteStore:
         """
         stamp = self._stamps.get(prefix)
         if stamp is None:
+            self._writes.setdefault(prefix, 0)
             stamp = self._stamps.setdefault(prefix, self._rev)
         return stamp
+
+    def prefix_writes(self, prefix: str) -> int:
+        """How many writes (events) under prefix this store has made durable
+        since it first tracked it, without I/O; moves as prefix_revision does.
+
+        Where prefix_revision tells that something was written, this tells how
+        much: a caller that read the prefix when it stood at n and then wrote k
+        keys under it itself knows, seeing n + k, that nobody else wrote there
+        in between (the quota admission keeps the quotas it charged so).
+        """
+        self.prefix_revision(prefix)  # tracked from here on
+        return self._writes.get(prefix, 0)
 
     def compacted_revision(self) -> int:
         return self._compacted

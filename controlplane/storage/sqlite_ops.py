@@ -92,9 +92,11 @@ def update_and_create(
                 raise KeyExists(key)
             seen.add(key)
         events: list[Event] = []
-        for key, value, expected_rev in updates:
-            events += update(key, value, expected_rev)(cur, rev + len(events))[1]
         results: list[int | StorageError] = []
+        for key, value, expected_rev in updates:
+            updated, written = update(key, value, expected_rev)(cur, rev + len(events))
+            results.append(updated)
+            events += written
         for key, value in creates:
             made, written = create(key, value)(cur, rev + len(events))
             results.append(made)

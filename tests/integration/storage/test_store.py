@@ -185,7 +185,8 @@ def test_update_and_create_all_or_nothing(store: Store) -> None:
     )
     quota = store.get("/registry/resourcequotas/ns/q")
     assert quota.value == b"used=2" and quota.mod_rev > q
-    a, b = made
+    updated, a, b = made  # the update's new revision, then the creates'
+    assert updated == quota.mod_rev
     assert isinstance(a, int) and isinstance(b, int)
     assert a != b and a >= quota.mod_rev and b >= quota.mod_rev  # each key its own revision
     assert store.get("/registry/pods/ns/a") == ("/registry/pods/ns/a", b"A", a, a)
@@ -213,8 +214,10 @@ def test_update_and_create_all_or_nothing(store: Store) -> None:
     # Creates alone, and updates alone.
     (c,) = store.update_and_create([], [("/registry/pods/ns/c", b"C")])
     assert store.get("/registry/pods/ns/c").mod_rev == c
-    assert store.update_and_create([("/registry/resourcequotas/ns/q", b"used=3", now)], []) == []
-    assert store.get("/registry/resourcequotas/ns/q").value == b"used=3"
+    (updated,) = store.update_and_create([("/registry/resourcequotas/ns/q", b"used=3", now)], [])
+    assert store.get("/registry/resourcequotas/ns/q") == (
+        "/registry/resourcequotas/ns/q", b"used=3", updated, q,
+    )  # fmt: skip
 
 
 def test_update_and_create_conflicting_exactly_one_wins(store: Store) -> None:
@@ -248,6 +251,7 @@ def test_update_and_create_past_etcds_operations_per_txn(store: Store) -> None:
     made = store.update_and_create(
         [("/many/q", b"150", rev)], [(f"/many/objs/{i:03d}", b"o") for i in range(150)]
     )
-    assert all(isinstance(r, int) for r in made) and len(set(made)) == 150
+    assert all(isinstance(r, int) for r in made) and len(set(made[1:])) == 150
+    assert made[0] == store.get("/many/q").mod_rev
     assert len(store.range("/many/objs/").items) == 150
     assert store.get("/many/q").value == b"150"

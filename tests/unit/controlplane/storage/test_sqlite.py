@@ -97,6 +97,31 @@ def test_prefix_revision_moves_with_writes_under_the_prefix_only(tmp_path: Path)
         store.close()
 
 
+def test_prefix_writes_counts_every_write_under_the_prefix(tmp_path: Path) -> None:
+    """What the quota admission relies on to keep what it wrote: n + k after
+    its own k writes means nobody else wrote there, a commit of several
+    writes counts each, and the count moves before the write returns."""
+    store = SqliteStore(tmp_path / "state.db")
+    prefix = "/registry/resourcequotas/a/"
+    try:
+        start = store.prefix_writes(prefix)
+        store.create("/registry/pods/a/p", b"{}")
+        store.create("/registry/resourcequotas/b/q", b"{}")
+        assert store.prefix_writes(prefix) == start
+        rev = store.create(prefix + "q", b"{}")
+        assert store.prefix_writes(prefix) == start + 1
+        (updated, _, _) = store.update_and_create(
+            [(prefix + "q", b'{"used":1}', rev)],
+            [(prefix + "q2", b"{}"), ("/registry/pods/a/p2", b"{}")],
+        )
+        assert store.prefix_writes(prefix) == start + 3
+        assert isinstance(updated, int) and store.prefix_revision(prefix) > updated
+        store.delete(prefix + "q2", 0)
+        assert store.prefix_writes(prefix) == start + 4
+    finally:
+        store.close()
+
+
 def test_update_many_results_are_per_item(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "state.db")
     try:
