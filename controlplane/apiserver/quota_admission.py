@@ -181,7 +181,7 @@ class QuotaAdmission:
     def __call__(
         self, reg: Registry, info: KindInfo, obj: Object, old: Object | None, dry_run: bool
     ) -> None:
-        ask = self._ask(reg, info, obj, old)
+        ask = self._ask(reg, info, obj, old, join=not dry_run)
         if ask is None:
             return
         if dry_run:  # checked against the quotas as they are, never charged
@@ -199,7 +199,7 @@ class QuotaAdmission:
         store transaction; its revision, or None when no quota limits it (the
         caller stores it alone). Raises the quota's refusal, or the store's
         KeyExists (nothing charged) or StoreUnavailable."""
-        ask = self._ask(reg, info, obj, None)
+        ask = self._ask(reg, info, obj, None, join=True)
         if ask is None:
             return None
         ask.key, ask.data = key, data
@@ -211,13 +211,20 @@ class QuotaAdmission:
         assert ask.stored is not None
         return ask.stored
 
-    def _ask(self, reg: Registry, info: KindInfo, obj: Object, old: Object | None) -> _Ask | None:
+    def _ask(
+        self, reg: Registry, info: KindInfo, obj: Object, old: Object | None, join: bool = False
+    ) -> _Ask | None:
         """What the write asks of the namespace's quotas (with them as read);
-        None when none of them limits it."""
+        None when none of them limits it. `join`: to be charged; where the
+        quotas are read for every use (etcd) and the namespace's charges are
+        under way, it joins them unread: its batch reads them once for all
+        and writes it uncharged if none limits it."""
+        namespace = str(meta_of(obj).get("namespace") or "")
         if not info.namespaced or (old is not None and info.key not in _UPDATED):
             return None
-        known = self.known(reg, str(meta_of(obj).get("namespace") or ""))
-        if not known.states:
+        unread = join and namespace in self._busy and not hasattr(reg.store, "prefix_writes")
+        known = None if unread else self.known(reg, namespace)
+        if known is not None and not known.states:
             return None
         delta = quota.usage(info, obj)
         if old is not None:
@@ -226,7 +233,7 @@ class QuotaAdmission:
             if not delta.values:
                 return None
         ask = _Ask(info, str(meta_of(obj).get("name") or ""), obj, delta, known=known)
-        if not any(_limits(state, ask) for state in known.states.values()):
+        if known is not None and not any(_limits(s, ask) for s in known.states.values()):
             return None
         return ask
 

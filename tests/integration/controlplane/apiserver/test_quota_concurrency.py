@@ -86,3 +86,29 @@ def test_parallel_creates_take_the_last_unit_once(cluster: Cluster, client: Grpc
     assert sum(isinstance(r, dict) for r in results) == 14, results
     assert sum(isinstance(r, Forbidden) for r in results) == 2, results
     assert used_pods(client) == 20 == len(client.list("Pod", NS).items)
+
+
+def test_creates_no_quota_limits_go_with_the_charged_ones(
+    cluster: Cluster, client: GrpcApiClient
+) -> None:
+    """ConfigMaps created at once with pods in a namespace whose quota limits
+    only pods: while charges are under way a create joins them (on etcd
+    without reading the quotas itself), and one that no quota limits is
+    stored uncharged all the same."""
+    client.create("Namespace", {"metadata": {"name": NS}})
+    client.create("ResourceQuota", {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "6"}}}, NS)
+    set_hard(client, 6)
+
+    def make(api: GrpcApiClient, i: int) -> object:
+        if i % 2:
+            return api.create("ConfigMap", {"metadata": {"name": f"c{i}"}, "data": {"i": str(i)}},
+                              NS)  # fmt: skip
+        return api.create("Pod", pod(f"p{i}"), NS)
+
+    outcomes = in_parallel(cluster, 20, make)
+    assert not [o for i, o in enumerate(outcomes) if i % 2 and not isinstance(o, dict)], outcomes
+    pods = [o for i, o in enumerate(outcomes) if not i % 2]
+    assert sum(isinstance(o, dict) for o in pods) == 6, outcomes
+    assert all("exceeded quota: q" in str(o) for o in pods if not isinstance(o, dict))
+    assert len(client.list("ConfigMap", NS).items) >= 10  # and the namespace's own root CA
+    assert used_pods(client) == 6 == len(client.list("Pod", NS).items)
