@@ -31,8 +31,8 @@ counts the writes under a prefix (prefix_writes), they serve while the
 count is the one they were read at plus the charges' own writes, so any
 write by someone else (the controller's status, a new quota) is seen by
 the next create; on etcd a batch is evaluated against the newest of its
-own creates' reads begun after the namespace's last charge. Either way
-the charge is a compare-and-swap: what is kept never lets a create past
+own creates' reads begun after the namespace's last charge, and a create
+that joins charges under way reads none itself. Either way the charge is a compare-and-swap: what is kept never lets a create past
 hard, at worst it costs a conflict and a read.
 """
 
