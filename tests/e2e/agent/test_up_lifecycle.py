@@ -160,8 +160,8 @@ def test_stop_leaves_the_host_as_it_was_and_the_next_instance_serves(pair: Pair)
     api.close()
     assert a.daemon is not None and a.daemon.stop(signal.SIGINT, timeout=90) == 0
     after = hoststate.take()
-    assert hoststate.left_behind(before, after, mine) == {}
-    assert leftovers(pair.instance(a)) == []
+    assert hoststate.left_behind(before, after, mine) == {}, a.log_tail()
+    assert leftovers(pair.instance(a)) == [], a.log_tail()
 
     # The second instance: same CIDRs, another data dir.
     api_b, _, _ = serve_web(b, pair.registries)
