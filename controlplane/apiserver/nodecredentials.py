@@ -93,7 +93,9 @@ def secret_of(node: str, record: Record) -> dict[str, Any]:
     if record.node_uid:
         data["node-uid"] = _b64(record.node_uid)
     if record.issued:
-        data["issued"] = _b64(f"{record.issued:.0f}")
+        # Milliseconds: the issue time is compared with when a Node was
+        # first seen, which may follow a join by a fraction of a second.
+        data["issued"] = _b64(f"{record.issued:.3f}")
     return {"apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE,
             "metadata": {"name": PREFIX + node, "namespace": NAMESPACE}, "data": data}  # fmt: skip
 
@@ -106,6 +108,7 @@ class NodeCredentials:
         self._lock = threading.Lock()
         self._records: dict[str, Record] = {}
         self._nodes: dict[str, str] = {}  # node name -> uid
+        self._seen: dict[str, float] = {}  # node name -> when its Node was first seen here
         self._revoked: set[tuple[str, str]] = set()  # (node, id) revoked, record not yet gone
         self._work: queue.Queue[tuple[str, str, str] | None] = queue.Queue(maxsize=10_000)
         self._worker: threading.Thread | None = None
@@ -118,6 +121,7 @@ class NodeCredentials:
             for data, _ in self.registry.list("Node").items:
                 meta = jsoncodec.loads(data).get("metadata") or {}
                 self._nodes[str(meta.get("name"))] = str(meta.get("uid") or "")
+                self._seen.setdefault(str(meta.get("name")), time.time())
             for data, _ in self.registry.list("Secret", NAMESPACE).items:
                 self._on_secret(jsoncodec.loads(data))
             names = list(self._records)
@@ -200,13 +204,16 @@ class NodeCredentials:
         key = event.key
         if key.startswith(_NODES):
             name = key[len(_NODES) :]
+            gone: float | None = None
             with self._lock:
                 if event.type is EventType.DELETE:
                     self._nodes.pop(name, None)
+                    gone = self._seen.pop(name, None)
                 else:
                     meta = jsoncodec.loads(event.value).get("metadata") or {}
                     self._nodes[name] = str(meta.get("uid") or "")
-            self._reconcile(name)
+                    self._seen.setdefault(name, time.time())
+            self._reconcile(name, gone)
         elif key.startswith(_SECRETS):
             name = key[len(_SECRETS) :]
             with self._lock:
@@ -221,8 +228,9 @@ class NodeCredentials:
         if name.startswith(PREFIX) and record is not None:
             self._records[name[len(PREFIX) :]] = record
 
-    def _reconcile(self, node: str) -> None:
-        """Queue what the record of `node` needs: its Node's uid, or its removal."""
+    def _reconcile(self, node: str, gone: float | None = None) -> None:
+        """Queue what the record of `node` needs: its Node's uid, or its
+        removal. `gone`: its Node was just deleted, first seen at that time."""
         with self._lock:
             record = self._records.get(node)
             uid = self._nodes.get(node)
@@ -231,6 +239,14 @@ class NodeCredentials:
             if uid and not record.node_uid:
                 action = "bind"
             elif record.node_uid and uid != record.node_uid:
+                action = "revoke"
+                self._revoked.add((node, record.id))
+            elif gone is not None and not uid and record.issued <= gone:
+                # Deleted before its uid was bound to the record (a Node
+                # created and deleted between two passes of the worker): the
+                # record predates that Node, so the node registered with it,
+                # and the credential dies with the Node all the same. A record
+                # issued after the Node appeared (a new join) is not touched.
                 action = "revoke"
                 self._revoked.add((node, record.id))
             else:
