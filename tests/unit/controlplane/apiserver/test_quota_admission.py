@@ -9,28 +9,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from controlplane.apiserver.admission import default_plugins
 from controlplane.apiserver.codec import decode
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import AlreadyExists, Forbidden, NotFound, Unavailable
 from controlplane.storage import sqlite_ops
-from controlplane.storage.sqlite import SqliteStore
-
-
-@pytest.fixture
-def reg(tmp_path: Path) -> Iterator[Registry]:
-    store = SqliteStore(tmp_path / "state.db")
-    registry = Registry(store)
-    registry.plugins = default_plugins()
-    registry.create("Namespace", {"metadata": {"name": "default"}})
-    yield registry
-    store.close()
 
 
 def pod(name: str, **resources: Any) -> dict[str, Any]:

@@ -8,28 +8,14 @@ create; parallel creates with another writer at work never pass hard."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from controlplane.apiserver.admission import default_plugins
 from controlplane.apiserver.codec import decode
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import Forbidden
-from controlplane.storage.sqlite import SqliteStore
 from tests.unit.controlplane.apiserver.test_quota_admission import in_parallel, pod
-
-
-@pytest.fixture
-def reg(tmp_path: Path) -> Iterator[Registry]:
-    store = SqliteStore(tmp_path / "state.db")
-    registry = Registry(store)
-    registry.plugins = default_plugins()
-    registry.create("Namespace", {"metadata": {"name": "default"}})
-    yield registry
-    store.close()
 
 
 def make_quota(reg: Registry, name: str, hard: dict[str, str], used: dict[str, str]) -> None:
