@@ -151,8 +151,14 @@ def test_example_job_runs_to_completed_on_skiff_up(up: Up) -> None:
     assert done == "Completed", kubectl("get", "vcjob", JOB, "-o", "yaml")
     job = api.get(volcano.JOB_KEY, JOB, "default")
     assert job["status"].get("succeeded") == REPLICAS, job["status"]
-    pg = kubectl("get", "podgroup", "-o", "jsonpath={.items[*].status.phase}")
-    assert pg == "Completed"
+    # The PodGroup's phase follows at the batch scheduler's next session.
+    wait_for(
+        lambda: (
+            kubectl("get", "podgroup", "-o", "jsonpath={.items[*].status.phase}") == "Completed"
+        ),
+        timeout=30,
+        message="the PodGroup Completed",
+    )
     for i in range(REPLICAS):
         log = kubectl("logs", f"{JOB}-{TASK}-{i}")
         peer = f"{JOB}-{TASK}-{(i + 1) % REPLICAS}"
