@@ -4,7 +4,10 @@ By module (`--dist loadscope`): a module's tests run on one worker, in order,
 so its module fixtures start once and a test may build on the one before.
 A slow module whose tests are independent of each other is listed in SPREAD:
 its tests go to whichever worker is free, each worker setting up the
-module's fixtures for itself. (The controller of the run sees test ids, not
+module's fixtures for itself. A slow module whose tests build on each other
+only within one parameter (the kubectl matrix: one namespace per kubectl
+version) is listed in BY_PARAM: each parameter's tests are one unit, run in
+order on one worker. (The controller of the run sees test ids, not
 markers, so the list names files.)
 
 Longest first: a worker that asks for work gets the unit that takes longest
@@ -32,6 +35,10 @@ SPREAD = frozenset(
     }
 )
 
+# One unit per parameter id (`test_x[1.27]`): 7 kubectl versions, 6 minutes
+# in one unit before.
+BY_PARAM = frozenset({"tests/integration/rest/test_kubectl_matrix.py"})
+
 TIMES_FILE = Path(__file__).with_name("module_times.json")
 
 # Seconds a test of the layer takes, for a module that TIMES_FILE does not
@@ -42,7 +49,7 @@ PER_TEST_ELSEWHERE = 1.0
 
 def module_of(scope: str) -> str:
     """The file of a scope or test id: `tests/x/test_y.py`."""
-    return scope.split("::", 1)[0]
+    return scope.split("::", 1)[0].split("[", 1)[0]
 
 
 def load_times(path: Path = TIMES_FILE) -> dict[str, float]:
@@ -52,6 +59,16 @@ def load_times(path: Path = TIMES_FILE) -> dict[str, float]:
     except FileNotFoundError:
         return {}
     return {str(k): float(v) for k, v in data.items()}
+
+
+def param_scope(nodeid: str) -> str:
+    """`tests/a.py::test_x[1.27]` -> `tests/a.py[1.27]`; the module for a
+    test without a parameter."""
+    module = module_of(nodeid)
+    name = nodeid.rsplit("::", 1)[-1]
+    if name.endswith("]") and "[" in name:
+        return f"{module}[{name[name.index('[') + 1 : -1]}]"
+    return module
 
 
 def guess(module: str, tests: int) -> float:
@@ -88,6 +105,8 @@ class ModuleScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist is u
     def _split_scope(self, nodeid: str) -> str:
         if module_of(nodeid) in SPREAD:
             return nodeid
+        if module_of(nodeid) in BY_PARAM:
+            return param_scope(nodeid)
         return str(super()._split_scope(nodeid))
 
     def _assign_work_unit(self, node: Any) -> None:

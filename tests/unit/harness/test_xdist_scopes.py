@@ -10,7 +10,14 @@ from pathlib import Path
 
 from tests.harness.module_times import main as module_times_main
 from tests.harness.module_times import module_path, module_times
-from tests.harness.xdist_scopes import TIMES_FILE, guess, load_times, longest_first
+from tests.harness.xdist_scopes import (
+    TIMES_FILE,
+    guess,
+    load_times,
+    longest_first,
+    module_of,
+    param_scope,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -48,6 +55,24 @@ def test_a_spread_modules_time_is_shared_by_its_tests() -> None:
         "tests/integration/q.py",
         "tests/e2e/p.py::a",
         "tests/e2e/p.py::b",
+    ]
+
+
+def test_a_by_param_module_is_one_unit_per_parameter() -> None:
+    assert param_scope("tests/i/m.py::test_a[1.27]") == "tests/i/m.py[1.27]"
+    assert param_scope("tests/i/m.py::test_b[1.27]") == "tests/i/m.py[1.27]"
+    assert param_scope("tests/i/m.py::test_c") == "tests/i/m.py"
+    assert module_of("tests/i/m.py[1.27]") == "tests/i/m.py"
+    queue = {
+        "tests/i/m.py[1.27]": {"tests/i/m.py::test_a[1.27]": False},
+        "tests/i/m.py[1.28]": {"tests/i/m.py::test_a[1.28]": False},
+        **_queue(**{"tests/integration/q.py": 4}),
+    }
+    times = {"tests/i/m.py": 100.0, "tests/integration/q.py": 40.0}
+    assert longest_first(queue, times) == [
+        "tests/i/m.py[1.27]",
+        "tests/i/m.py[1.28]",
+        "tests/integration/q.py",
     ]
 
 
