@@ -18,7 +18,7 @@ from controlplane.api.display import human_duration, meta
 from controlplane.api.kinds.definition import Column, Conversion, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import CORE, Type, kind
+from controlplane.api.schema import CORE, Type, declare
 from machinery.rfc3339 import parse_time
 
 Object = dict[str, Any]
@@ -117,24 +117,26 @@ def to_events(obj: Object) -> Object:
 
 
 _TYPES: dict[str, Type] = {
-    "Event": kind(
+    **declare(
         CORE,
-        "Event is a report of an event somewhere in the cluster.",
-        ("", "v1", "Event"),
-        involvedObject=("object", "The object that this event is about."),
-        reason=("string", "Short, machine understandable reason for the transition."),
-        message=("string", "A human-readable description of the status of this operation."),
-        source=("object", "The component reporting this event."),
-        firstTimestamp=("time", "The time at which the event was first recorded."),
-        lastTimestamp=("time", "The time of the most recent occurrence."),
-        count=("integer", "The number of times this event has occurred."),
-        type=("string", "Normal or Warning."),
-        eventTime=("string", "Time when this Event was first observed (microseconds)."),
-        series=("object", "Data about the Event series this event represents."),
-        action=("string", "What action was taken/failed regarding the object."),
-        related=("object", "Optional secondary object for more complex actions."),
-        reportingComponent=("string", "Name of the controller that emitted this Event."),
-        reportingInstance=("string", "ID of the controller instance."),
+        """
+        Event [v1 Event]: Event is a report of an event somewhere in the cluster.
+            involvedObject      object   The object that this event is about.
+            reason              string   Short, machine understandable reason for the transition.
+            message             string   A human-readable description of the status of this
+                                         operation.
+            source              object   The component reporting this event.
+            firstTimestamp      time     The time at which the event was first recorded.
+            lastTimestamp       time     The time of the most recent occurrence.
+            count               integer  The number of times this event has occurred.
+            type                string   Normal or Warning.
+            eventTime           string   Time when this Event was first observed (microseconds).
+            series              object   Data about the Event series this event represents.
+            action              string   What action was taken/failed regarding the object.
+            related             object   Optional secondary object for more complex actions.
+            reportingComponent  string   Name of the controller that emitted this Event.
+            reportingInstance   string   ID of the controller instance.
+        """,
     ),
 }
 

@@ -24,7 +24,7 @@ from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.claims import access_modes, storage_size
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.meta import add_finalizer
-from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+from controlplane.api.schema import CORE, declare, struct
 
 Object = dict[str, Any]
 
@@ -170,12 +170,15 @@ DEFINITION = KindDef(
         namespaced=False,
     ),
     types={
-        "PersistentVolume": kind(
+        **declare(
             CORE,
-            "PersistentVolume is a storage resource provisioned by an administrator or a provisioner.",
-            ("", "v1", "PersistentVolume"),
-            spec=("PersistentVolumeSpec", SPEC),
-            status=("object", STATUS),
+            """
+            PersistentVolume [v1 PersistentVolume]: PersistentVolume is a storage resource
+                                                    provisioned by an administrator or a
+                                                    provisioner.
+                spec    PersistentVolumeSpec
+                status  object
+            """,
         ),
         "PersistentVolumeSpec": struct(
             CORE,
