@@ -18,7 +18,7 @@ from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
 from controlplane.api.kinds.shared.podspec import template_defaults
 from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
-from controlplane.api.schema import APPS, SPEC, STATUS, kind, struct
+from controlplane.api.schema import APPS, declare
 
 Object = dict[str, Any]
 
@@ -51,27 +51,21 @@ DEFINITION = KindDef(
     ),
     types={
         **PODSPEC_TYPES,
-        "ReplicaSet": kind(
+        **declare(
             APPS,
-            "ReplicaSet ensures that a specified number of pod replicas are running at any given time.",
-            ("apps", "v1", "ReplicaSet"),
-            spec=("ReplicaSetSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "ReplicaSetSpec": struct(
-            APPS,
-            "ReplicaSetSpec is the specification of a ReplicaSet.",
-            ("selector",),
-            replicas=("integer", "Number of desired pods. Defaults to 1."),
-            minReadySeconds=("integer", "Seconds a new pod must be ready to be available."),
-            selector=(
-                "LabelSelector",
-                "A label query over pods that should match the replica count.",
-            ),
-            template=(
-                "PodTemplateSpec",
-                "The object that describes the pod created when too few exist.",
-            ),
+            """
+            ReplicaSet [apps/v1 ReplicaSet]: ReplicaSet ensures that a specified number of pod
+                                             replicas are running at any given time.
+                spec    ReplicaSetSpec
+                status  object
+            ReplicaSetSpec: ReplicaSetSpec is the specification of a ReplicaSet.
+                replicas         integer          Number of desired pods. Defaults to 1.
+                minReadySeconds  integer          Seconds a new pod must be ready to be available.
+                selector!        LabelSelector    A label query over pods that should match the
+                                                  replica count.
+                template         PodTemplateSpec  The object that describes the pod created when too
+                                                  few exist.
+            """,
         ),
     },
     defaults=defaults,

@@ -21,7 +21,7 @@ from controlplane.api.kinds.definition import Conversion, KindDef, Printer, colu
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -227,23 +227,23 @@ DEFINITION = KindDef(
         categories=("all",),
     ),
     types={
-        "HorizontalPodAutoscaler": kind(
+        **declare(
             _PACKAGE,
-            "HorizontalPodAutoscaler automatically manages the replica count of a scalable "
-            "resource.",
-            ("autoscaling", "v2", "HorizontalPodAutoscaler"),
-            spec=("HorizontalPodAutoscalerSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "HorizontalPodAutoscalerSpec": struct(
-            _PACKAGE,
-            "HorizontalPodAutoscalerSpec describes the desired functionality of the autoscaler.",
-            ("scaleTargetRef", "maxReplicas"),
-            scaleTargetRef=("object", "The scaled resource (kind, name, apiVersion)."),
-            minReplicas=("integer", "The lower limit for the number of replicas."),
-            maxReplicas=("integer", "The upper limit for the number of replicas."),
-            metrics=("[]object", "The metrics used to calculate the desired replica count."),
-            behavior=("object", "The scaling behavior in the up and down directions."),
+            """
+            HorizontalPodAutoscaler [autoscaling/v2 HorizontalPodAutoscaler]: HorizontalPodAutoscaler
+                                                                              automatically manages
+                                                                              the replica count of a
+                                                                              scalable resource.
+                spec    HorizontalPodAutoscalerSpec
+                status  object
+            HorizontalPodAutoscalerSpec: HorizontalPodAutoscalerSpec describes the desired
+                                         functionality of the autoscaler.
+                scaleTargetRef!  object    The scaled resource (kind, name, apiVersion).
+                minReplicas      integer   The lower limit for the number of replicas.
+                maxReplicas!     integer   The upper limit for the number of replicas.
+                metrics          []object  The metrics used to calculate the desired replica count.
+                behavior         object    The scaling behavior in the up and down directions.
+            """,
         ),
     },
     defaults=defaults,

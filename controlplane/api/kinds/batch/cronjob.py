@@ -23,7 +23,7 @@ from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import workload
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import OBJECT_META, facts, under
-from controlplane.api.schema import BATCH, LIST_META, SPEC, STATUS, kind, struct
+from controlplane.api.schema import BATCH, declare
 
 Object = dict[str, Any]
 
@@ -112,37 +112,32 @@ DEFINITION = KindDef(
     KindInfo("CronJob", "batch/v1", "cronjobs", "cronjob", ("cj",), categories=("all",)),
     types={
         **job.TYPES,
-        "CronJob": kind(
+        **declare(
             BATCH,
-            "CronJob represents the configuration of a single cron job.",
-            ("batch", "v1", "CronJob"),
-            spec=("CronJobSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "CronJobSpec": struct(
-            BATCH,
-            "CronJobSpec describes how the job execution will look like and when it will actually run.",
-            ("schedule", "jobTemplate"),
-            schedule=("string", "The schedule in Cron format."),
-            timeZone=("string", "The time zone name for the given schedule."),
-            startingDeadlineSeconds=("integer", "Deadline in seconds for starting a missed job."),
-            concurrencyPolicy=("string", "Allow, Forbid or Replace."),
-            suspend=("boolean", "Suspend subsequent executions."),
-            jobTemplate=(
-                "JobTemplateSpec",
-                "The job that will be created when executing a CronJob.",
-            ),
-            successfulJobsHistoryLimit=(
-                "integer",
-                "The number of successful finished jobs to retain.",
-            ),
-            failedJobsHistoryLimit=("integer", "The number of failed finished jobs to retain."),
-        ),
-        "JobTemplateSpec": struct(
-            BATCH,
-            "JobTemplateSpec describes the data a Job should have when created from a template.",
-            metadata=("ObjectMeta", LIST_META),
-            spec=("JobSpec", "Specification of the desired behavior of the job."),
+            """
+            CronJob [batch/v1 CronJob]: CronJob represents the configuration of a single cron job.
+                spec    CronJobSpec
+                status  object
+            CronJobSpec: CronJobSpec describes how the job execution will look like and when it will
+                         actually run.
+                schedule!                   string           The schedule in Cron format.
+                timeZone                    string           The time zone name for the given
+                                                             schedule.
+                startingDeadlineSeconds     integer          Deadline in seconds for starting a
+                                                             missed job.
+                concurrencyPolicy           string           Allow, Forbid or Replace.
+                suspend                     boolean          Suspend subsequent executions.
+                jobTemplate!                JobTemplateSpec  The job that will be created when
+                                                             executing a CronJob.
+                successfulJobsHistoryLimit  integer          The number of successful finished jobs
+                                                             to retain.
+                failedJobsHistoryLimit      integer          The number of failed finished jobs to
+                                                             retain.
+            JobTemplateSpec: JobTemplateSpec describes the data a Job should have when created from
+                             a template.
+                metadata  ObjectMeta
+                spec      JobSpec     Specification of the desired behavior of the job.
+            """,
         ),
     },
     defaults=defaults,
