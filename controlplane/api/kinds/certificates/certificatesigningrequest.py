@@ -34,7 +34,7 @@ from controlplane.api.dnsnames import is_dns_label
 from controlplane.api.kinds.definition import Column, KindDef, Printer, Subresource
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare
 from machinery import rfc3339
 
 Object = dict[str, Any]
@@ -309,62 +309,54 @@ DEFINITION = KindDef(
         namespaced=False,
     ),
     types={
-        "CertificateSigningRequest": kind(
+        **declare(
             CERTIFICATES,
-            "CertificateSigningRequest objects provide a mechanism to obtain x509 certificates "
-            "by submitting a certificate signing request, and having it asynchronously approved "
-            "and issued.",
-            ("certificates.k8s.io", "v1", "CertificateSigningRequest"),
-            ("spec",),
-            spec=("CertificateSigningRequestSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "CertificateSigningRequestSpec": struct(
-            CERTIFICATES,
-            "CertificateSigningRequestSpec contains the certificate request.",
-            ("request", "signerName"),
-            request=(
-                "string",
-                "request contains an x509 certificate signing request encoded "
-                'in a "CERTIFICATE REQUEST" PEM block (base64 in JSON).',
-            ),
-            signerName=(
-                "string",
-                "signerName indicates the requested signer, and is a qualified name.",
-            ),
-            expirationSeconds=(
-                "integer",
-                "expirationSeconds is the requested duration of "
-                "validity of the issued certificate (at least 600).",
-            ),
-            usages=(
-                "[]string",
-                "usages specifies a set of key usages requested in the issued certificate.",
-            ),
-            username=(
-                "string",
-                "username contains the name of the user that created the "
-                "CertificateSigningRequest. Populated by the API server on creation "
-                "and immutable.",
-            ),
-            uid=(
-                "string",
-                "uid contains the uid of the user that created the "
-                "CertificateSigningRequest. Populated by the API server on creation and "
-                "immutable.",
-            ),
-            groups=(
-                "[]string",
-                "groups contains group membership of the user that created "
-                "the CertificateSigningRequest. Populated by the API server on creation "
-                "and immutable.",
-            ),
-            extra=(
-                "object",
-                "extra contains extra attributes of the user that created the "
-                "CertificateSigningRequest. Populated by the API server on creation and "
-                "immutable.",
-            ),
+            """
+            CertificateSigningRequest [certificates.k8s.io/v1 CertificateSigningRequest]: CertificateSigningRequest
+                                                                                          objects
+                                                                                          provide a
+                                                                                          mechanism
+                                                                                          to obtain
+                                                                                          x509
+                                                                                          certificates
+                                                                                          by
+                                                                                          submitting
+                                                                                          a
+                                                                                          certificate
+                                                                                          signing
+                                                                                          request,
+                                                                                          and having
+                                                                                          it
+                                                                                          asynchronously
+                                                                                          approved
+                                                                                          and
+                                                                                          issued.
+                spec!   CertificateSigningRequestSpec
+                status  object
+            CertificateSigningRequestSpec: CertificateSigningRequestSpec contains the certificate
+                                           request.
+                request!           string    request contains an x509 certificate signing request
+                                             encoded in a "CERTIFICATE REQUEST" PEM block (base64 in
+                                             JSON).
+                signerName!        string    signerName indicates the requested signer, and is a
+                                             qualified name.
+                expirationSeconds  integer   expirationSeconds is the requested duration of validity
+                                             of the issued certificate (at least 600).
+                usages             []string  usages specifies a set of key usages requested in the
+                                             issued certificate.
+                username           string    username contains the name of the user that created the
+                                             CertificateSigningRequest. Populated by the API server
+                                             on creation and immutable.
+                uid                string    uid contains the uid of the user that created the
+                                             CertificateSigningRequest. Populated by the API server
+                                             on creation and immutable.
+                groups             []string  groups contains group membership of the user that
+                                             created the CertificateSigningRequest. Populated by the
+                                             API server on creation and immutable.
+                extra              object    extra contains extra attributes of the user that
+                                             created the CertificateSigningRequest. Populated by the
+                                             API server on creation and immutable.
+            """,
         ),
     },
     validate=validate,

@@ -24,7 +24,7 @@ from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import child, listed
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import SPEC, kind, struct
+from controlplane.api.schema import declare, struct
 
 Object = dict[str, Any]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -208,19 +208,21 @@ DEFINITION = KindDef(
         has_status=False,
     ),
     types={
-        "NetworkPolicy": kind(
+        **declare(
             _PACKAGE,
-            "NetworkPolicy describes what network traffic is allowed for a set of Pods.",
-            ("networking.k8s.io", "v1", "NetworkPolicy"),
-            spec=("NetworkPolicySpec", SPEC),
-        ),
-        "NetworkPolicySpec": struct(
-            _PACKAGE,
-            "NetworkPolicySpec provides the specification of a NetworkPolicy.",
-            podSelector=("LabelSelector", "Selects the pods to which this policy applies."),
-            ingress=("[]NetworkPolicyIngressRule", "Ingress rules; any one allowing is enough."),
-            egress=("[]NetworkPolicyEgressRule", "Egress rules; any one allowing is enough."),
-            policyTypes=("[]string", "The rule types this policy applies to: Ingress, Egress."),
+            """
+            NetworkPolicy [networking.k8s.io/v1 NetworkPolicy]: NetworkPolicy describes what network
+                                                                traffic is allowed for a set of
+                                                                Pods.
+                spec  NetworkPolicySpec
+            NetworkPolicySpec: NetworkPolicySpec provides the specification of a NetworkPolicy.
+                podSelector  LabelSelector               Selects the pods to which this policy
+                                                         applies.
+                ingress      []NetworkPolicyIngressRule  Ingress rules; any one allowing is enough.
+                egress       []NetworkPolicyEgressRule   Egress rules; any one allowing is enough.
+                policyTypes  []string                    The rule types this policy applies to:
+                                                         Ingress, Egress.
+            """,
         ),
         "NetworkPolicyIngressRule": struct(
             _PACKAGE,
@@ -234,19 +236,18 @@ DEFINITION = KindDef(
             ports=("[]NetworkPolicyPort", _RULE_PORTS),
             to=("[]NetworkPolicyPeer", "Destinations allowed; none: every destination."),
         ),
-        "NetworkPolicyPort": struct(
+        **declare(
             _PACKAGE,
-            "NetworkPolicyPort describes a port to allow traffic on.",
-            protocol=("string", "TCP, UDP or SCTP; default TCP."),
-            port=("int-or-string", "A port number or a named port on a pod; none: every port."),
-            endPort=("integer", "With a numbered port: the last port of the range."),
-        ),
-        "NetworkPolicyPeer": struct(
-            _PACKAGE,
-            "NetworkPolicyPeer describes a peer to allow traffic to/from.",
-            podSelector=("LabelSelector", "Pods (in the selected namespaces) allowed."),
-            namespaceSelector=("LabelSelector", "Namespaces whose pods are allowed."),
-            ipBlock=("IPBlock", "A CIDR range allowed, with exceptions."),
+            """
+            NetworkPolicyPort: NetworkPolicyPort describes a port to allow traffic on.
+                protocol  string         TCP, UDP or SCTP; default TCP.
+                port      int-or-string  A port number or a named port on a pod; none: every port.
+                endPort   integer        With a numbered port: the last port of the range.
+            NetworkPolicyPeer: NetworkPolicyPeer describes a peer to allow traffic to/from.
+                podSelector        LabelSelector  Pods (in the selected namespaces) allowed.
+                namespaceSelector  LabelSelector  Namespaces whose pods are allowed.
+                ipBlock            IPBlock        A CIDR range allowed, with exceptions.
+            """,
         ),
         "IPBlock": struct(
             _PACKAGE,

@@ -21,7 +21,7 @@ from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import podspec
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -66,43 +66,30 @@ DEFINITION = KindDef(
         has_status=False,
     ),
     types={
-        "RuntimeClass": kind(
+        **declare(
             NODE,
-            "RuntimeClass defines a class of container runtime supported in the cluster.",
-            ("node.k8s.io", "v1", "RuntimeClass"),
-            ("handler",),
-            handler=(
-                "string",
-                "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class.",
-            ),
-            overhead=(
-                "Overhead",
-                "overhead represents the resource overhead associated with running a pod for a given RuntimeClass.",
-            ),
-            scheduling=(
-                "Scheduling",
-                "scheduling holds the scheduling constraints to ensure that pods running with this RuntimeClass are scheduled to nodes that support it.",
-            ),
-        ),
-        "Overhead": struct(
-            NODE,
-            "Overhead structure represents the resource overhead associated with running a pod.",
-            podFixed=(
-                "map[quantity]",
-                "podFixed represents the fixed resource overhead associated with running a pod.",
-            ),
-        ),
-        "Scheduling": struct(
-            NODE,
-            "Scheduling specifies the scheduling constraints for nodes supporting a RuntimeClass.",
-            nodeSelector=(
-                "map",
-                "nodeSelector lists labels that must be present on nodes that support this RuntimeClass.",
-            ),
-            tolerations=(
-                "[]object",
-                "tolerations are appended (excluding duplicates) to pods running with this RuntimeClass during admission.",
-            ),
+            """
+            RuntimeClass [node.k8s.io/v1 RuntimeClass]: RuntimeClass defines a class of container
+                                                        runtime supported in the cluster.
+                handler!    string      handler specifies the underlying runtime and configuration
+                                        that the CRI implementation will use to handle pods of this
+                                        class.
+                overhead    Overhead    overhead represents the resource overhead associated with
+                                        running a pod for a given RuntimeClass.
+                scheduling  Scheduling  scheduling holds the scheduling constraints to ensure that
+                                        pods running with this RuntimeClass are scheduled to nodes
+                                        that support it.
+            Overhead: Overhead structure represents the resource overhead associated with running a
+                      pod.
+                podFixed  map[quantity]  podFixed represents the fixed resource overhead associated
+                                         with running a pod.
+            Scheduling: Scheduling specifies the scheduling constraints for nodes supporting a
+                        RuntimeClass.
+                nodeSelector  map       nodeSelector lists labels that must be present on nodes that
+                                        support this RuntimeClass.
+                tolerations   []object  tolerations are appended (excluding duplicates) to pods
+                                        running with this RuntimeClass during admission.
+            """,
         ),
     },
     validate=validate,
