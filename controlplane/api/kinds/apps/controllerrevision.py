@@ -56,14 +56,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "ControllerRevision",
-        "apps/v1",
-        "controllerrevisions",
-        "controllerrevision",
-        (),
-        has_status=False,
-    ),
+    KindInfo("ControllerRevision", "apps/v1", has_status=False),
     types={
         **declare(
             APPS,

@@ -67,7 +67,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("DaemonSet", "apps/v1", "daemonsets", "daemonset", ("ds",), categories=("all",)),
+    KindInfo("DaemonSet", "apps/v1", short_names=("ds",), categories=("all",)),
     types={
         **PODSPEC_TYPES,
         **declare(

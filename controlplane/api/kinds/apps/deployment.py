@@ -81,15 +81,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "Deployment",
-        "apps/v1",
-        "deployments",
-        "deployment",
-        ("deploy",),
-        has_scale=True,
-        categories=("all",),
-    ),
+    KindInfo("Deployment", "apps/v1", short_names=("deploy",), has_scale=True, categories=("all",)),
     types={
         **PODSPEC_TYPES,
         **declare(

@@ -40,15 +40,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "ReplicaSet",
-        "apps/v1",
-        "replicasets",
-        "replicaset",
-        ("rs",),
-        has_scale=True,
-        categories=("all",),
-    ),
+    KindInfo("ReplicaSet", "apps/v1", short_names=("rs",), has_scale=True, categories=("all",)),
     types={
         **PODSPEC_TYPES,
         **declare(

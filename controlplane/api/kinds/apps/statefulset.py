@@ -116,15 +116,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "StatefulSet",
-        "apps/v1",
-        "statefulsets",
-        "statefulset",
-        ("sts",),
-        has_scale=True,
-        categories=("all",),
-    ),
+    KindInfo("StatefulSet", "apps/v1", short_names=("sts",), has_scale=True, categories=("all",)),
     types={
         **PODSPEC_TYPES,
         **declare(

@@ -219,12 +219,7 @@ def to_v2(obj: Object) -> Object:
 
 DEFINITION = KindDef(
     KindInfo(
-        "HorizontalPodAutoscaler",
-        "autoscaling/v2",
-        "horizontalpodautoscalers",
-        "horizontalpodautoscaler",
-        ("hpa",),
-        categories=("all",),
+        "HorizontalPodAutoscaler", "autoscaling/v2", short_names=("hpa",), categories=("all",)
     ),
     types={
         **declare(

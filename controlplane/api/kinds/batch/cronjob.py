@@ -109,7 +109,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("CronJob", "batch/v1", "cronjobs", "cronjob", ("cj",), categories=("all",)),
+    KindInfo("CronJob", "batch/v1", short_names=("cj",), categories=("all",)),
     types={
         **job.TYPES,
         **declare(

@@ -175,7 +175,7 @@ TYPES: dict[str, Type] = {
 }
 
 DEFINITION = KindDef(
-    KindInfo("Job", "batch/v1", "jobs", "job", (), categories=("all",)),
+    KindInfo("Job", "batch/v1", categories=("all",)),
     types=TYPES,
     defaults=defaults,
     validate=validate,

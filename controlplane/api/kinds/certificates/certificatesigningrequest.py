@@ -303,9 +303,7 @@ DEFINITION = KindDef(
     KindInfo(
         "CertificateSigningRequest",
         "certificates.k8s.io/v1",
-        "certificatesigningrequests",
-        "certificatesigningrequest",
-        ("csr",),
+        short_names=("csr",),
         namespaced=False,
     ),
     types={

@@ -32,7 +32,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Lease", "coordination.k8s.io/v1", "leases", "lease", (), has_status=False),
+    KindInfo("Lease", "coordination.k8s.io/v1", has_status=False),
     types={
         **declare(
             _PACKAGE,

@@ -11,7 +11,7 @@ from controlplane.api.kinds.info import KindInfo
 from controlplane.api.schema import CORE, declare
 
 DEFINITION = KindDef(
-    KindInfo("Binding", "v1", "bindings", "binding", has_status=False, create_only=True),
+    KindInfo("Binding", "v1", has_status=False, create_only=True),
     types={
         **declare(
             CORE,

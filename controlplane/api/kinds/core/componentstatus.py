@@ -35,9 +35,7 @@ DEFINITION = KindDef(
     KindInfo(
         "ComponentStatus",
         "v1",
-        "componentstatuses",
-        "componentstatus",
-        ("cs",),
+        short_names=("cs",),
         namespaced=False,
         has_status=False,
         read_only=True,

@@ -105,7 +105,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("ConfigMap", "v1", "configmaps", "configmap", ("cm",), has_status=False),
+    KindInfo("ConfigMap", "v1", short_names=("cm",), has_status=False),
     types={
         **declare(
             CORE,

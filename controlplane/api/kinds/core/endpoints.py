@@ -59,7 +59,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Endpoints", "v1", "endpoints", "endpoints", ("ep",), has_status=False),
+    KindInfo("Endpoints", "v1", short_names=("ep",), has_status=False),
     types={
         **declare(
             CORE,

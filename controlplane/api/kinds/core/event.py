@@ -174,9 +174,7 @@ DEFINITION = KindDef(
     KindInfo(
         "Event",
         "v1",
-        "events",
-        "event",
-        ("ev",),
+        short_names=("ev",),
         has_status=False,
         also_api_versions=("events.k8s.io/v1",),
     ),

@@ -159,7 +159,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("LimitRange", "v1", "limitranges", "limitrange", ("limits",), has_status=False),
+    KindInfo("LimitRange", "v1", short_names=("limits",), has_status=False),
     types={
         **declare(
             CORE,

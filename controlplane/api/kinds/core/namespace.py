@@ -50,7 +50,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Namespace", "v1", "namespaces", "namespace", ("ns",), namespaced=False),
+    KindInfo("Namespace", "v1", short_names=("ns",), namespaced=False),
     types={
         **declare(
             CORE,

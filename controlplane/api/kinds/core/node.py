@@ -163,7 +163,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Node", "v1", "nodes", "node", ("no",), namespaced=False),
+    KindInfo("Node", "v1", short_names=("no",), namespaced=False),
     types={
         **declare(
             CORE,

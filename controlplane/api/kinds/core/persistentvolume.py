@@ -161,14 +161,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "PersistentVolume",
-        "v1",
-        "persistentvolumes",
-        "persistentvolume",
-        ("pv",),
-        namespaced=False,
-    ),
+    KindInfo("PersistentVolume", "v1", short_names=("pv",), namespaced=False),
     types={
         **declare(
             CORE,

@@ -109,13 +109,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "PersistentVolumeClaim",
-        "v1",
-        "persistentvolumeclaims",
-        "persistentvolumeclaim",
-        ("pvc",),
-    ),
+    KindInfo("PersistentVolumeClaim", "v1", short_names=("pvc",)),
     types={
         **declare(
             CORE,

@@ -289,7 +289,7 @@ POD_STATUS_TYPE = struct(
 
 
 DEFINITION = KindDef(
-    KindInfo("Pod", "v1", "pods", "pod", ("po",), categories=("all",)),
+    KindInfo("Pod", "v1", short_names=("po",), categories=("all",)),
     types={
         **podspec_schema.TYPES,
         **declare(

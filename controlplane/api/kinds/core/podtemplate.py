@@ -43,7 +43,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("PodTemplate", "v1", "podtemplates", "podtemplate", (), has_status=False),
+    KindInfo("PodTemplate", "v1", has_status=False),
     types={
         **PODSPEC_TYPES,
         **declare(

@@ -86,13 +86,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 DEFINITION = KindDef(
     KindInfo(
-        "ReplicationController",
-        "v1",
-        "replicationcontrollers",
-        "replicationcontroller",
-        ("rc",),
-        has_scale=True,
-        categories=("all",),
+        "ReplicationController", "v1", short_names=("rc",), has_scale=True, categories=("all",)
     ),
     types={
         **PODSPEC_TYPES,

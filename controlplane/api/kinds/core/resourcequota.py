@@ -142,7 +142,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("ResourceQuota", "v1", "resourcequotas", "resourcequota", ("quota",)),
+    KindInfo("ResourceQuota", "v1", short_names=("quota",)),
     types={
         **declare(
             CORE,

@@ -53,7 +53,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Secret", "v1", "secrets", "secret", (), has_status=False),
+    KindInfo("Secret", "v1", has_status=False),
     types={
         **declare(
             CORE,

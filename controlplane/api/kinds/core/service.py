@@ -275,7 +275,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Service", "v1", "services", "service", ("svc",), categories=("all",)),
+    KindInfo("Service", "v1", short_names=("svc",), categories=("all",)),
     types={
         **declare(
             CORE,

@@ -17,9 +17,7 @@ def row(obj: dict[str, Any], now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "ServiceAccount", "v1", "serviceaccounts", "serviceaccount", ("sa",), has_status=False
-    ),
+    KindInfo("ServiceAccount", "v1", short_names=("sa",), has_status=False),
     types={
         **declare(
             CORE,

@@ -232,13 +232,7 @@ def _port_type() -> Type:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "EndpointSlice",
-        "discovery.k8s.io/v1",
-        "endpointslices",
-        "endpointslice",
-        has_status=False,
-    ),
+    KindInfo("EndpointSlice", "discovery.k8s.io/v1", has_status=False),
     types={
         **declare(
             DISCOVERY,

@@ -150,14 +150,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "FlowSchema",
-        "flowcontrol.apiserver.k8s.io/v1",
-        "flowschemas",
-        "flowschema",
-        (),
-        namespaced=False,
-    ),
+    KindInfo("FlowSchema", "flowcontrol.apiserver.k8s.io/v1", namespaced=False),
     types={
         **declare(
             PACKAGE,

@@ -145,14 +145,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "PriorityLevelConfiguration",
-        "flowcontrol.apiserver.k8s.io/v1",
-        "prioritylevelconfigurations",
-        "prioritylevelconfiguration",
-        (),
-        namespaced=False,
-    ),
+    KindInfo("PriorityLevelConfiguration", "flowcontrol.apiserver.k8s.io/v1", namespaced=False),
     types={
         **declare(
             PACKAGE,

@@ -253,7 +253,7 @@ PRINTER = Printer(
 _BACKEND = "The Service (or resource) requests go to."
 
 DEFINITION = KindDef(
-    KindInfo("Ingress", "networking.k8s.io/v1", "ingresses", "ingress", ("ing",)),
+    KindInfo("Ingress", "networking.k8s.io/v1", short_names=("ing",)),
     types={
         **declare(
             _PACKAGE,

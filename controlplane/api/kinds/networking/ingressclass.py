@@ -105,15 +105,7 @@ PRINTER = Printer(
 )
 
 DEFINITION = KindDef(
-    KindInfo(
-        "IngressClass",
-        "networking.k8s.io/v1",
-        "ingressclasses",
-        "ingressclass",
-        (),
-        namespaced=False,
-        has_status=False,
-    ),
+    KindInfo("IngressClass", "networking.k8s.io/v1", namespaced=False, has_status=False),
     types={
         **declare(
             _PACKAGE,

@@ -199,14 +199,7 @@ PRINTER = Printer(
 _RULE_PORTS = "Ports allowed by this rule; none: every port."
 
 DEFINITION = KindDef(
-    KindInfo(
-        "NetworkPolicy",
-        "networking.k8s.io/v1",
-        "networkpolicies",
-        "networkpolicy",
-        ("netpol",),
-        has_status=False,
-    ),
+    KindInfo("NetworkPolicy", "networking.k8s.io/v1", short_names=("netpol",), has_status=False),
     types={
         **declare(
             _PACKAGE,

@@ -57,14 +57,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "RuntimeClass",
-        "node.k8s.io/v1",
-        "runtimeclasses",
-        "runtimeclass",
-        namespaced=False,
-        has_status=False,
-    ),
+    KindInfo("RuntimeClass", "node.k8s.io/v1", namespaced=False, has_status=False),
     types={
         **declare(
             NODE,

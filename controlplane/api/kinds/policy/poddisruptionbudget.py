@@ -74,9 +74,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", "poddisruptionbudget", ("pdb",)
-    ),
+    KindInfo("PodDisruptionBudget", "policy/v1", short_names=("pdb",)),
     types={
         **declare(
             POLICY,

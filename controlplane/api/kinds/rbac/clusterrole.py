@@ -10,15 +10,7 @@ from controlplane.api.kinds.rbac.role import POLICY_RULE, validate
 from controlplane.api.schema import RBAC, declare
 
 DEFINITION = KindDef(
-    KindInfo(
-        "ClusterRole",
-        "rbac.authorization.k8s.io/v1",
-        "clusterroles",
-        "clusterrole",
-        (),
-        namespaced=False,
-        has_status=False,
-    ),
+    KindInfo("ClusterRole", "rbac.authorization.k8s.io/v1", namespaced=False, has_status=False),
     types={
         **POLICY_RULE,
         **declare(

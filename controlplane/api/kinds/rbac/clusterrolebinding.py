@@ -12,13 +12,7 @@ from controlplane.api.schema import RBAC, declare
 
 DEFINITION = KindDef(
     KindInfo(
-        "ClusterRoleBinding",
-        "rbac.authorization.k8s.io/v1",
-        "clusterrolebindings",
-        "clusterrolebinding",
-        (),
-        namespaced=False,
-        has_status=False,
+        "ClusterRoleBinding", "rbac.authorization.k8s.io/v1", namespaced=False, has_status=False
     ),
     types={
         **SUBJECTS,

@@ -38,7 +38,7 @@ POLICY_RULE: dict[str, Type] = {
 }
 
 DEFINITION = KindDef(
-    KindInfo("Role", "rbac.authorization.k8s.io/v1", "roles", "role", (), has_status=False),
+    KindInfo("Role", "rbac.authorization.k8s.io/v1", has_status=False),
     types={
         **POLICY_RULE,
         **declare(

@@ -51,14 +51,7 @@ def row(obj: dict[str, Any], now: float, wide: bool) -> list[str]:
 PRINTER = Printer(columns(("NAME", "ROLE", "AGE"), ("USERS", "GROUPS", "SERVICEACCOUNTS")), row)
 
 DEFINITION = KindDef(
-    KindInfo(
-        "RoleBinding",
-        "rbac.authorization.k8s.io/v1",
-        "rolebindings",
-        "rolebinding",
-        (),
-        has_status=False,
-    ),
+    KindInfo("RoleBinding", "rbac.authorization.k8s.io/v1", has_status=False),
     types={
         **SUBJECTS,
         **declare(

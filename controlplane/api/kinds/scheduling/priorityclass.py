@@ -76,9 +76,7 @@ DEFINITION = KindDef(
     KindInfo(
         "PriorityClass",
         "scheduling.k8s.io/v1",
-        "priorityclasses",
-        "priorityclass",
-        ("pc",),
+        short_names=("pc",),
         namespaced=False,
         has_status=False,
     ),

@@ -104,14 +104,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "CSIDriver",
-        "storage.k8s.io/v1",
-        "csidrivers",
-        "csidriver",
-        namespaced=False,
-        has_status=False,
-    ),
+    KindInfo("CSIDriver", "storage.k8s.io/v1", namespaced=False, has_status=False),
     types={
         **declare(
             STORAGE,

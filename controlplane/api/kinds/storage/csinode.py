@@ -69,9 +69,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "CSINode", "storage.k8s.io/v1", "csinodes", "csinode", namespaced=False, has_status=False
-    ),
+    KindInfo("CSINode", "storage.k8s.io/v1", namespaced=False, has_status=False),
     types={
         **declare(
             STORAGE,

@@ -42,13 +42,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "CSIStorageCapacity",
-        "storage.k8s.io/v1",
-        "csistoragecapacities",
-        "csistoragecapacity",
-        has_status=False,
-    ),
+    KindInfo("CSIStorageCapacity", "storage.k8s.io/v1", has_status=False),
     types={
         **declare(
             STORAGE,

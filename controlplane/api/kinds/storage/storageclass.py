@@ -80,13 +80,7 @@ def local_path_class() -> Object:
 
 DEFINITION = KindDef(
     KindInfo(
-        "StorageClass",
-        "storage.k8s.io/v1",
-        "storageclasses",
-        "storageclass",
-        ("sc",),
-        namespaced=False,
-        has_status=False,
+        "StorageClass", "storage.k8s.io/v1", short_names=("sc",), namespaced=False, has_status=False
     ),
     types={
         **declare(

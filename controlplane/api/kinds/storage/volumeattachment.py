@@ -60,13 +60,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "VolumeAttachment",
-        "storage.k8s.io/v1",
-        "volumeattachments",
-        "volumeattachment",
-        namespaced=False,
-    ),
+    KindInfo("VolumeAttachment", "storage.k8s.io/v1", namespaced=False),
     types={
         **declare(
             STORAGE,

@@ -308,14 +308,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "Job",
-        "batch.volcano.sh/v1alpha1",
-        "jobs",
-        "job",
-        ("vcjob", "vj"),
-        qualified=True,
-    ),
+    KindInfo("Job", "batch.volcano.sh/v1alpha1", short_names=("vcjob", "vj"), qualified=True),
     defaults=volcano.default_job,
     validate=validate,
     admit=admit,

@@ -92,9 +92,7 @@ DEFINITION = KindDef(
     KindInfo(
         "PodGroup",
         "scheduling.volcano.sh/v1beta1",
-        "podgroups",
-        "podgroup",
-        ("pg", "podgroup-v1beta1"),
+        short_names=("pg", "podgroup-v1beta1"),
         also_api_versions=("scheduling.skiff.dev/v1alpha1",),
     ),
     types={
