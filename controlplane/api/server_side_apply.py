@@ -44,7 +44,7 @@ from controlplane.api.fieldsets import (
     path_string,
     to_fields_v1,
 )
-from controlplane.api.jsoncodec import clone
+from controlplane.api.jsoncodec import clone, loads_or_none
 from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Conflict, Invalid
 from machinery import rfc3339
@@ -371,13 +371,7 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 def _last_applied(obj: Object) -> Any:
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
-    if not isinstance(text, str):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    return loads_or_none(annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None)
 
 
 def _last_applied_fields(kind: str, live: Object, current: dict[Path, Any]) -> set[Path]:

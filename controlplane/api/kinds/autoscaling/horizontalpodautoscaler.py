@@ -17,6 +17,7 @@ from typing import Any
 
 from controlplane.api.checks import Errors, each_object, enum, integer, items, mapping
 from controlplane.api.display import NONE, age, name, spec, status
+from controlplane.api.jsoncodec import loads_or_none
 from controlplane.api.kinds.definition import Conversion, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import child
@@ -172,13 +173,7 @@ def to_v1(obj: Object) -> Object:
 
 
 def _annotation_json(annotations: dict[str, Any], key: str) -> Any:
-    text = annotations.pop(key, None)
-    if not isinstance(text, str):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    return loads_or_none(annotations.pop(key, None))
 
 
 def to_v2(obj: Object) -> Object:
