@@ -134,10 +134,14 @@ def _render(entries: list[_Entry]) -> list[dict[str, Any]]:
 
 
 def _with_entries(obj: Object, entries: list[_Entry]) -> Object:
+    return _with_managed_fields(obj, _render(entries))
+
+
+def _with_managed_fields(obj: Object, raws: list[dict[str, Any]]) -> Object:
+    """obj with metadata.managedFields set to `raws` (none: removed), in place."""
     metadata = obj.setdefault("metadata", {})
-    rendered = _render(entries)
-    if rendered:
-        metadata["managedFields"] = rendered
+    if raws:
+        metadata["managedFields"] = raws
     else:
         metadata.pop("managedFields", None)
     return obj
@@ -157,14 +161,8 @@ def record_update(
 ) -> Object:
     """`new` (a copy) with managedFields updated for a non-apply write by
     `manager`: see `updated_entries`."""
-    result = clone(new)
     entries = updated_entries(old, new, manager, kind=kind, subresource=subresource, now=now)
-    metadata = result.setdefault("metadata", {})
-    if entries:
-        metadata["managedFields"] = entries
-    else:
-        metadata.pop("managedFields", None)
-    return result
+    return _with_managed_fields(clone(new), entries)
 
 
 def updated_entries(
