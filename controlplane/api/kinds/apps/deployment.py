@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors, enum, integer, mapping, percent_or_int
-from controlplane.api.display import age, name, selector_string, spec, status
+from controlplane.api.display import age, name, spec, status
 from controlplane.api.kinds.definition import FieldMeta, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import workload
@@ -76,7 +76,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
         age(obj, now),
     ]
     if wide:
-        cells += [*workload.images(obj), selector_string(spec(obj).get("selector"))]
+        cells += workload.wide_cells(obj)
     return cells
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors
-from controlplane.api.display import selector_string, spec
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import workload
@@ -35,7 +34,7 @@ def defaults(obj: Object) -> None:
 def row(obj: Object, now: float, wide: bool) -> list[str]:
     cells = workload.replica_cells(obj, now)
     if wide:
-        cells += [*workload.images(obj), selector_string(spec(obj).get("selector"))]
+        cells += workload.wide_cells(obj)
     return cells
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from controlplane.api import timezone
 from controlplane.api.checks import Errors, enum, integer, mapping
-from controlplane.api.display import NONE, age, name, selector_string, since, spec, status
+from controlplane.api.display import NONE, age, name, since, spec, status
 from controlplane.api.kinds.batch import job
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
@@ -103,8 +103,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
     ]
     if wide:  # the job template's containers and selector, as printCronJob
         job_spec = spec(obj).get("jobTemplate", {}).get("spec") or {}
-        cells += [*workload.images({"spec": job_spec}),
-                  selector_string(job_spec.get("selector"))]  # fmt: skip
+        cells += workload.wide_cells({"spec": job_spec})
     return cells
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors, enum, integer, mapping, selector
-from controlplane.api.display import age, human_duration, meta, name, selector_string, spec, status
+from controlplane.api.display import age, human_duration, meta, name, spec, status
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import podspec, workload
@@ -134,7 +134,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
     duration = "" if start is None else human_duration((end if end is not None else now) - start)
     cells = [name(obj), state, shown, duration, age(obj, now)]
     if wide:
-        cells += [*workload.images(obj), selector_string(spec(obj).get("selector"))]
+        cells += workload.wide_cells(obj)
     return cells
 
 
