@@ -42,7 +42,7 @@ Pure data.
 from __future__ import annotations
 
 import re
-import textwrap
+import sys
 from dataclasses import dataclass, field
 
 CORE = "io.k8s.api.core.v1"
@@ -115,10 +115,10 @@ _HEADER = re.compile(r"(\w+)(?: \[(?:([^/\] ]+)/)?(\w+) (\w+)\])?:(?: (.*))?")
 def declare(package: str, text: str) -> dict[str, Type]:
     """The types of a table (see the module docstring), by name, in order."""
     entries: list[tuple[int, str]] = []  # (indent, its text with continuations)
-    for line in textwrap.dedent(text).splitlines():
-        indent = len(line) - len(line.lstrip())
-        if not line.strip():
-            continue
+    lines = [line for line in text.splitlines() if line.strip()]
+    margin = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+    for line in lines:
+        indent = len(line) - len(line.lstrip()) - margin
         if indent >= 8 and entries:
             entries[-1] = (entries[-1][0], f"{entries[-1][1]} {line.strip()}")
         elif indent in (0, 4):
@@ -144,7 +144,11 @@ def declare(package: str, text: str) -> dict[str, Type]:
                     f"schema table: a field needs a type, a description and a type above: {entry!r}"
                 )
             expr, *described = expr_described
-            fields[name] = (expr, described[0] if described else _STANDARD[name])
+            # Interned, as keyword names were: a thousand fields share their names.
+            fields[sys.intern(name)] = (
+                sys.intern(expr),
+                described[0] if described else _STANDARD[name],
+            )
             continue
         if header is not None:
             key, group, version, kind_name, description = header.groups()
