@@ -28,7 +28,7 @@ from typing import Any
 from cryptography import x509
 
 from controlplane.api import csr
-from controlplane.api.checks import Errors, mapping
+from controlplane.api.checks import DNS_LABEL_MESSAGE, Errors, mapping
 from controlplane.api.display import age, human_duration, name, spec
 from controlplane.api.dnsnames import is_dns_label
 from controlplane.api.kinds.definition import Column, KindDef, Printer, Subresource
@@ -42,6 +42,13 @@ Object = dict[str, Any]
 CERTIFICATES = "io.k8s.api.certificates.v1"
 MIN_EXPIRATION = 600
 _PEM = re.compile(rb"-----BEGIN ([^-\r\n]*)-----\r?\n(.*?)-----END \1-----", re.S)
+
+
+def _dns_labels(e: Errors, path: str, value: str, labels: list[str]) -> None:
+    """The first of `labels` that is no DNS label, reported against `value`."""
+    bad = next((label for label in labels if not is_dns_label(label)), None)
+    if bad is not None:
+        e.invalid(path, value, f'validating label "{bad}": {DNS_LABEL_MESSAGE}')
 
 
 def _signer_name(e: Errors, path: str, signer: Any) -> None:
@@ -58,22 +65,10 @@ def _signer_name(e: Errors, path: str, signer: Any) -> None:
     if len(domain) > 253:
         e.too_long(path, 253)
     labels = domain.split(".")
-    for label in labels:
-        if not is_dns_label(label):
-            e.invalid(path, domain, f'validating label "{label}": a lowercase RFC 1123 label '
-                      "must consist of lower case alphanumeric characters or '-', and must "
-                      "start and end with an alphanumeric character (e.g. 'my-name',  or "
-                      "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")  # fmt: skip
-            break
+    _dns_labels(e, path, domain, labels)
     if len(labels) < 2:
         e.invalid(path, domain, "should be a domain with at least two segments separated by dots")
-    for label in rest.split("."):
-        if not is_dns_label(label):
-            e.invalid(path, rest, f'validating label "{label}": a lowercase RFC 1123 label '
-                      "must consist of lower case alphanumeric characters or '-', and must "
-                      "start and end with an alphanumeric character (e.g. 'my-name',  or "
-                      "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")  # fmt: skip
-            break
+    _dns_labels(e, path, rest, rest.split("."))
     if len(rest) > 253 - len(domain) - 1:
         e.too_long(path, 253 - len(domain) - 1)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.checks import Errors, label_map, mapping, quantity
+from controlplane.api.checks import DNS_LABEL_MESSAGE, Errors, label_map, mapping, quantity
 from controlplane.api.display import age, name
 from controlplane.api.dnsnames import is_dns_label
 from controlplane.api.kinds.definition import Column, KindDef, Printer
@@ -33,10 +33,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
     if not isinstance(handler, str) or not handler:
         e.add("handler", "Required value")
     elif not is_dns_label(handler):
-        e.add("handler", f'Invalid value: "{handler}": a lowercase RFC 1123 label must consist '
-              "of lower case alphanumeric characters or '-', and must start and end with an "
-              "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation "
-              "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")  # fmt: skip
+        e.add("handler", f'Invalid value: "{handler}": {DNS_LABEL_MESSAGE}')
     if old is not None and old.get("handler") != handler:
         e.add("handler", f'Invalid value: "{handler}": field is immutable')
     overhead: Any = obj.get("overhead")
