@@ -11,6 +11,7 @@ NAME after it, as Kubernetes' printEvent.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from controlplane.api.checks import Errors, mapping
@@ -96,24 +97,24 @@ _RENAMES = (
 )
 
 
+def _renamed(obj: Object, renames: Iterable[tuple[str, str]], api_version: str) -> Object:
+    """A copy of obj with each (from, to) field renamed, at `api_version`."""
+    out = dict(obj)
+    for source, target in renames:
+        if source in out:
+            out[target] = out.pop(source)
+    out["apiVersion"] = api_version
+    return out
+
+
 def to_core(obj: Object) -> Object:
     if obj.get("apiVersion") in (None, "", "v1") and "regarding" not in obj:
         return obj  # already core-shaped
-    out = dict(obj)
-    for new, old in _RENAMES:
-        if new in out:
-            out[old] = out.pop(new)
-    out["apiVersion"] = "v1"
-    return out
+    return _renamed(obj, _RENAMES, "v1")
 
 
 def to_events(obj: Object) -> Object:
-    out = dict(obj)
-    for new, old in _RENAMES:
-        if old in out:
-            out[new] = out.pop(old)
-    out["apiVersion"] = "events.k8s.io/v1"
-    return out
+    return _renamed(obj, ((old, new) for new, old in _RENAMES), "events.k8s.io/v1")
 
 
 _TYPES: dict[str, Type] = {
