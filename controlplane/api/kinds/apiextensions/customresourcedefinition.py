@@ -51,12 +51,7 @@ DEFINITION = KindDef(
             "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
             """
             CustomResourceDefinition [apiextensions.k8s.io/v1 CustomResourceDefinition]: CustomResourceDefinition
-                                                                                         represents
-                                                                                         a resource
-                                                                                         that should
-                                                                                         be exposed
-                                                                                         on the API
-                                                                                         server.
+                    represents a resource that should be exposed on the API server.
                 spec!   CustomResourceDefinitionSpec
                 status  object
             CustomResourceDefinitionSpec: CustomResourceDefinitionSpec describes how a user wants

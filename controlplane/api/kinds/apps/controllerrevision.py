@@ -62,13 +62,9 @@ DEFINITION = KindDef(
             APPS,
             """
             ControllerRevision [apps/v1 ControllerRevision]: ControllerRevision implements an
-                                                             immutable snapshot of state data.
-                                                             Clients are responsible for serializing
-                                                             and deserializing the objects that
-                                                             contain their internal state. Once a
-                                                             ControllerRevision has been
-                                                             successfully created, it can not be
-                                                             updated.
+                    immutable snapshot of state data. Clients are responsible for serializing and
+                    deserializing the objects that contain their internal state. Once a
+                    ControllerRevision has been successfully created, it can not be updated.
                 data       object   Data is the serialized representation of the state.
                 revision!  integer  Revision indicates the revision of the state represented by
                                     Data.

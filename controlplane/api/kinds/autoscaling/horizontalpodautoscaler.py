@@ -221,9 +221,7 @@ DEFINITION = KindDef(
             _PACKAGE,
             """
             HorizontalPodAutoscaler [autoscaling/v2 HorizontalPodAutoscaler]: HorizontalPodAutoscaler
-                                                                              automatically manages
-                                                                              the replica count of a
-                                                                              scalable resource.
+                    automatically manages the replica count of a scalable resource.
                 spec    HorizontalPodAutoscalerSpec
                 status  object
             HorizontalPodAutoscalerSpec: HorizontalPodAutoscalerSpec describes the desired

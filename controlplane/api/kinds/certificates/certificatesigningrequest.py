@@ -306,24 +306,8 @@ DEFINITION = KindDef(
             CERTIFICATES,
             """
             CertificateSigningRequest [certificates.k8s.io/v1 CertificateSigningRequest]: CertificateSigningRequest
-                                                                                          objects
-                                                                                          provide a
-                                                                                          mechanism
-                                                                                          to obtain
-                                                                                          x509
-                                                                                          certificates
-                                                                                          by
-                                                                                          submitting
-                                                                                          a
-                                                                                          certificate
-                                                                                          signing
-                                                                                          request,
-                                                                                          and having
-                                                                                          it
-                                                                                          asynchronously
-                                                                                          approved
-                                                                                          and
-                                                                                          issued.
+                    objects provide a mechanism to obtain x509 certificates by submitting a
+                    certificate signing request, and having it asynchronously approved and issued.
                 spec!   CertificateSigningRequestSpec
                 status  object
             CertificateSigningRequestSpec: CertificateSigningRequestSpec contains the certificate

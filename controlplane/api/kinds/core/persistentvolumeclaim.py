@@ -115,8 +115,7 @@ DEFINITION = KindDef(
             CORE,
             """
             PersistentVolumeClaim [v1 PersistentVolumeClaim]: PersistentVolumeClaim is a user's
-                                                              request for and claim to a persistent
-                                                              volume.
+                    request for and claim to a persistent volume.
                 spec    PersistentVolumeClaimSpec
                 status  object
             PersistentVolumeClaimSpec: PersistentVolumeClaimSpec describes the storage a claim asks

@@ -94,8 +94,7 @@ DEFINITION = KindDef(
             CORE,
             """
             ReplicationController [v1 ReplicationController]: ReplicationController represents the
-                                                              configuration of a replication
-                                                              controller.
+                    configuration of a replication controller.
                 spec    ReplicationControllerSpec
                 status  object
             ReplicationControllerSpec: ReplicationControllerSpec is the specification of a

@@ -238,10 +238,8 @@ DEFINITION = KindDef(
             DISCOVERY,
             """
             EndpointSlice [discovery.k8s.io/v1 EndpointSlice]: EndpointSlice represents a set of
-                                                               service endpoints. Most
-                                                               EndpointSlices are created by the
-                                                               EndpointSlice controller to represent
-                                                               the Pods selected by Service objects.
+                    service endpoints. Most EndpointSlices are created by the EndpointSlice
+                    controller to represent the Pods selected by Service objects.
                 addressType!  string                     addressType specifies the type of address
                                                          carried by this EndpointSlice. All
                                                          addresses in this slice must be the same

@@ -156,14 +156,9 @@ DEFINITION = KindDef(
             PACKAGE,
             """
             FlowSchema [flowcontrol.apiserver.k8s.io/v1 FlowSchema]: FlowSchema defines the schema
-                                                                     of a group of flows. Note that
-                                                                     a flow is made up of a set of
-                                                                     inbound API requests with
-                                                                     similar attributes and is
-                                                                     identified by a pair of
-                                                                     strings: the name of the
-                                                                     FlowSchema and a "flow
-                                                                     distinguisher".
+                    of a group of flows. Note that a flow is made up of a set of inbound API
+                    requests with similar attributes and is identified by a pair of strings: the
+                    name of the FlowSchema and a "flow distinguisher".
                 spec    FlowSchemaSpec
                 status  object
             FlowSchemaSpec: FlowSchemaSpec describes how the FlowSchema's specification looks like.

@@ -151,13 +151,7 @@ DEFINITION = KindDef(
             PACKAGE,
             """
             PriorityLevelConfiguration [flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfiguration]: PriorityLevelConfiguration
-                                                                                                     represents
-                                                                                                     the
-                                                                                                     configuration
-                                                                                                     of
-                                                                                                     a
-                                                                                                     priority
-                                                                                                     level.
+                    represents the configuration of a priority level.
                 spec    PriorityLevelConfigurationSpec
                 status  object
             PriorityLevelConfigurationSpec: PriorityLevelConfigurationSpec specifies the

@@ -111,8 +111,7 @@ DEFINITION = KindDef(
             _PACKAGE,
             """
             IngressClass [networking.k8s.io/v1 IngressClass]: IngressClass represents the class of
-                                                              the Ingress, referenced by the Ingress
-                                                              Spec.
+                    the Ingress, referenced by the Ingress Spec.
                 spec  IngressClassSpec
             IngressClassSpec: IngressClassSpec provides information about the class of an Ingress.
                 controller  string                           The controller that implements this

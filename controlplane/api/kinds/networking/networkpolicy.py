@@ -205,8 +205,7 @@ DEFINITION = KindDef(
             _PACKAGE,
             """
             NetworkPolicy [networking.k8s.io/v1 NetworkPolicy]: NetworkPolicy describes what network
-                                                                traffic is allowed for a set of
-                                                                Pods.
+                    traffic is allowed for a set of Pods.
                 spec  NetworkPolicySpec
             NetworkPolicySpec: NetworkPolicySpec provides the specification of a NetworkPolicy.
                 podSelector  LabelSelector               Selects the pods to which this policy

@@ -60,7 +60,7 @@ DEFINITION = KindDef(
             NODE,
             """
             RuntimeClass [node.k8s.io/v1 RuntimeClass]: RuntimeClass defines a class of container
-                                                        runtime supported in the cluster.
+                    runtime supported in the cluster.
                 handler!    string      handler specifies the underlying runtime and configuration
                                         that the CRI implementation will use to handle pods of this
                                         class.

@@ -80,8 +80,7 @@ DEFINITION = KindDef(
             POLICY,
             """
             PodDisruptionBudget [policy/v1 PodDisruptionBudget]: PodDisruptionBudget is an object to
-                                                                 define the max disruption that can
-                                                                 be caused to a collection of pods
+                    define the max disruption that can be caused to a collection of pods
                 spec    PodDisruptionBudgetSpec
                 status  object
             PodDisruptionBudgetSpec: PodDisruptionBudgetSpec is a description of a

@@ -17,7 +17,7 @@ DEFINITION = KindDef(
             RBAC,
             """
             ClusterRole [rbac.authorization.k8s.io/v1 ClusterRole]: ClusterRole is a cluster-level
-                                                                    set of PolicyRules.
+                    set of PolicyRules.
                 rules            []PolicyRule  The PolicyRules of this ClusterRole.
                 aggregationRule  object        How to build the rules from other ClusterRoles.
             """,

@@ -20,11 +20,7 @@ DEFINITION = KindDef(
             RBAC,
             """
             ClusterRoleBinding [rbac.authorization.k8s.io/v1 ClusterRoleBinding]: ClusterRoleBinding
-                                                                                  grants the
-                                                                                  permissions of a
-                                                                                  ClusterRole to
-                                                                                  subjects
-                                                                                  cluster-wide.
+                    grants the permissions of a ClusterRole to subjects cluster-wide.
                 subjects  []Subject  Who the role is granted to.
                 roleRef!  RoleRef    The ClusterRole granted.
             """,

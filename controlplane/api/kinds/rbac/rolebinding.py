@@ -58,8 +58,7 @@ DEFINITION = KindDef(
             RBAC,
             """
             RoleBinding [rbac.authorization.k8s.io/v1 RoleBinding]: RoleBinding grants the
-                                                                    permissions of a role to
-                                                                    subjects within a namespace.
+                    permissions of a role to subjects within a namespace.
                 subjects  []Subject  Who the role is granted to.
                 roleRef!  RoleRef    The Role or ClusterRole granted.
             """,

@@ -85,8 +85,7 @@ DEFINITION = KindDef(
             "io.k8s.api.scheduling.v1",
             """
             PriorityClass [scheduling.k8s.io/v1 PriorityClass]: PriorityClass defines a mapping from
-                                                                a priority class name to the
-                                                                priority integer value.
+                    a priority class name to the priority integer value.
                 value!            integer  The priority of pods of this class.
                 globalDefault     boolean  Whether this is the default class for pods without one.
                 description       string   When this priority class should be used.

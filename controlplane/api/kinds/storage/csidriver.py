@@ -110,8 +110,7 @@ DEFINITION = KindDef(
             STORAGE,
             """
             CSIDriver [storage.k8s.io/v1 CSIDriver]: CSIDriver captures information about a
-                                                     Container Storage Interface (CSI) volume driver
-                                                     deployed on the cluster.
+                    Container Storage Interface (CSI) volume driver deployed on the cluster.
                 spec!  CSIDriverSpec
             CSIDriverSpec: CSIDriverSpec is the specification of a CSIDriver.
                 attachRequired        boolean   attachRequired indicates this CSI volume driver

@@ -48,8 +48,7 @@ DEFINITION = KindDef(
             STORAGE,
             """
             CSIStorageCapacity [storage.k8s.io/v1 CSIStorageCapacity]: CSIStorageCapacity stores the
-                                                                       result of one CSI GetCapacity
-                                                                       call.
+                    result of one CSI GetCapacity call.
                 nodeTopology       object    nodeTopology defines which nodes have access to the
                                              storage for which capacity was reported.
                 storageClassName!  string    storageClassName represents the name of the

@@ -87,7 +87,7 @@ DEFINITION = KindDef(
             "io.k8s.api.storage.v1",
             """
             StorageClass [storage.k8s.io/v1 StorageClass]: StorageClass describes the parameters for
-                                                           a class of storage.
+                    a class of storage.
                 provisioner!          string    The provisioner of volumes of this class.
                 parameters            map       Parameters for the provisioner.
                 reclaimPolicy         string    Delete or Retain, for volumes this class provisions.

@@ -66,9 +66,7 @@ DEFINITION = KindDef(
             STORAGE,
             """
             VolumeAttachment [storage.k8s.io/v1 VolumeAttachment]: VolumeAttachment captures the
-                                                                   intent to attach or detach the
-                                                                   specified volume to/from the
-                                                                   specified node.
+                    intent to attach or detach the specified volume to/from the specified node.
                 spec!   VolumeAttachmentSpec
                 status  VolumeAttachmentStatus
             VolumeAttachmentSpec: VolumeAttachmentSpec is the specification of a VolumeAttachment

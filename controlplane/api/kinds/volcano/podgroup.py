@@ -100,7 +100,7 @@ DEFINITION = KindDef(
             "dev.skiff.scheduling.v1alpha1",
             """
             PodGroup [scheduling.skiff.dev/v1alpha1 PodGroup]: PodGroup is a set of pods scheduled
-                                                               together (gang scheduling).
+                    together (gang scheduling).
                 spec    object  minMember, minResources, scheduleTimeoutSeconds, ...
                 status  object
             """,
