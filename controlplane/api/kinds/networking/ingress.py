@@ -24,7 +24,7 @@ import ipaddress
 import re
 from typing import Any
 
-from controlplane.api.checks import Errors
+from controlplane.api.checks import Errors, objects
 from controlplane.api.display import NONE, age, name, spec, status
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
 from controlplane.api.kinds.definition import AdmissionApi, Column, KindDef, Printer
@@ -156,11 +156,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         _backend(e, "spec.defaultBackend", ingress_spec["defaultBackend"])
     elif not rules:
         e.add("spec", "Invalid value: either `defaultBackend` or `rules` must be specified")
-    for i, rule in enumerate(rules):
-        here = f"spec.rules[{i}]"
-        if not isinstance(rule, dict):
-            e.add(here, "must be an object")
-            continue
+    for here, rule in objects(e, "spec.rules", rules):
         if rule.get("host"):
             _host(e, f"{here}.host", rule["host"])
         http = rule.get("http")

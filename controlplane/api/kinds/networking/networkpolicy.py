@@ -18,7 +18,7 @@ import ipaddress
 import re
 from typing import Any
 
-from controlplane.api.checks import Errors
+from controlplane.api.checks import Errors, objects
 from controlplane.api.display import age, name, selector_string, spec
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
@@ -55,11 +55,7 @@ def _selector(e: Errors, path: str, sel: Any) -> None:
         return
     if not isinstance(sel.get("matchLabels") or {}, dict):
         e.add(f"{path}.matchLabels", "must be a map of strings")
-    for i, expr in enumerate(sel.get("matchExpressions") or []):
-        here = f"{path}.matchExpressions[{i}]"
-        if not isinstance(expr, dict):
-            e.add(here, "must be an object")
-            continue
+    for here, expr in objects(e, f"{path}.matchExpressions", sel.get("matchExpressions") or []):
         op = expr.get("operator")
         if op not in SELECTOR_OPS:
             e.add(
@@ -166,11 +162,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         return
     _selector(e, "spec.podSelector", policy.get("podSelector"))
     for direction, peers in (("ingress", "from"), ("egress", "to")):
-        for i, rule in enumerate(policy.get(direction) or []):
-            here = f"spec.{direction}[{i}]"
-            if not isinstance(rule, dict):
-                e.add(here, "must be an object")
-                continue
+        for here, rule in objects(e, f"spec.{direction}", policy.get(direction) or []):
             for j, port in enumerate(rule.get("ports") or []):
                 _port(e, f"{here}.ports[{j}]", port)
             for j, peer in enumerate(rule.get(peers) or []):
