@@ -190,6 +190,18 @@ def each_object(
             yield where, value
 
 
+def objects(e: Errors, path: str, values: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`path[i]`, item) for each item of `values` that is an object; each
+    other is `path[i]: must be an object` (each_object words it as an invalid
+    value, as the Kubernetes validations each copies do)."""
+    for i, value in enumerate(values):
+        where = f"{path}[{i}]"
+        if isinstance(value, dict):
+            yield where, value
+        else:
+            e.add(where, "must be an object")
+
+
 def items(e: Errors, path: str, value: Any, required: bool = False) -> bool:
     """A list; True when present, non-empty and one."""
     if value is None or value == []:

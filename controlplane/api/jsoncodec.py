@@ -44,6 +44,17 @@ def loads(data: bytes | str) -> Any:
     return json.loads(data)
 
 
+def loads_or_none(text: Any) -> Any:
+    """JSON text a user wrote (an annotation's value), decoded by the standard
+    library; None when `text` is not a string or not JSON."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def clone(obj: T) -> T:
     """A deep copy of JSON data (dicts with string keys, lists, strings, numbers,
     booleans, None): a round trip through orjson, many times faster than

@@ -17,6 +17,7 @@ whose values are carried as YAML as gnostic does). Pure.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -134,12 +135,17 @@ def _scalar(field: int, value: Any) -> bytes:
     return _string(field, str(value))
 
 
-def _flat(fields: dict[str, int], obj: dict[str, Any]) -> bytes:
-    out = b""
+def _known(fields: dict[str, int], obj: dict[str, Any]) -> Iterator[tuple[str, int, Any]]:
+    """(key, field number, value) for each key of `obj` the message has a field for."""
     for key, value in obj.items():
         number = fields.get(key)
-        if number is None:
-            continue
+        if number is not None:
+            yield key, number, value
+
+
+def _flat(fields: dict[str, int], obj: dict[str, Any]) -> bytes:
+    out = b""
+    for _key, number, value in _known(fields, obj):
         if isinstance(value, list):
             out += b"".join(_scalar(number, v) for v in value)
         else:
@@ -150,10 +156,7 @@ def _flat(fields: dict[str, int], obj: dict[str, Any]) -> bytes:
 def schema(s: dict[str, Any]) -> bytes:
     """An openapi.v2.Schema message."""
     out = b""
-    for key, value in s.items():
-        number = _SCHEMA.get(key)
-        if number is None:
-            continue
+    for key, number, value in _known(_SCHEMA, s):
         if key in _DOUBLES:
             out += _double(number, value)
         elif key == "enum":
@@ -207,10 +210,7 @@ def _responses(responses: dict[str, Any]) -> bytes:
 
 def _operation(op: dict[str, Any]) -> bytes:
     out = b""
-    for key, value in op.items():
-        number = _OPERATION.get(key)
-        if number is None:
-            continue
+    for key, number, value in _known(_OPERATION, op):
         if key == "parameters":
             out += b"".join(_bytes(number, _parameter(p)) for p in value)
         elif key == "responses":
@@ -224,10 +224,7 @@ def _operation(op: dict[str, Any]) -> bytes:
 
 def _path_item(item: dict[str, Any]) -> bytes:
     out = b""
-    for key, value in item.items():
-        number = _PATH_ITEM.get(key)
-        if number is None:
-            continue
+    for key, number, value in _known(_PATH_ITEM, item):
         if key == "parameters":
             out += b"".join(_bytes(number, _parameter(p)) for p in value)
         elif key == "$ref":

@@ -201,18 +201,26 @@ def _strings(problems: list[str], path: str, value: Any, required: bool = False)
         problems.append(f"{path}: must be a list of strings")
 
 
+def _objects(
+    problems: list[str], obj: Mapping[str, Any], field: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`field[i]`, item) for each object of the optional list obj[field];
+    a value that is not a list, or an item not an object, is a problem."""
+    value = obj.get(field)
+    if value is None:
+        return
+    if not isinstance(value, list):
+        problems.append(f"{field}: must be a list")
+        return
+    for i, item in enumerate(value):
+        if isinstance(item, dict):
+            yield f"{field}[{i}]", item
+        else:
+            problems.append(f"{field}[{i}]: must be an object")
+
+
 def _rules(problems: list[str], obj: Mapping[str, Any], cluster: bool) -> None:
-    rules = obj.get("rules")
-    if rules is None:
-        return
-    if not isinstance(rules, list):
-        problems.append("rules: must be a list")
-        return
-    for i, rule in enumerate(rules):
-        path = f"rules[{i}]"
-        if not isinstance(rule, dict):
-            problems.append(f"{path}: must be an object")
-            continue
+    for path, rule in _objects(problems, obj, "rules"):
         _strings(problems, f"{path}.verbs", rule.get("verbs"), required=True)
         for key in ("apiGroups", "resources", "resourceNames", "nonResourceURLs"):
             _strings(problems, f"{path}.{key}", rule.get(key))
@@ -243,17 +251,7 @@ def _binding(problems: list[str], obj: Mapping[str, Any], old: Mapping[str, Any]
             problems.append("roleRef.name: required")
         if old is not None and old.get("roleRef") != ref:
             problems.append("roleRef: field is immutable (delete and recreate the binding)")
-    subjects = obj.get("subjects")
-    if subjects is None:
-        return
-    if not isinstance(subjects, list):
-        problems.append("subjects: must be a list")
-        return
-    for i, subject in enumerate(subjects):
-        path = f"subjects[{i}]"
-        if not isinstance(subject, dict):
-            problems.append(f"{path}: must be an object")
-            continue
+    for path, subject in _objects(problems, obj, "subjects"):
         kind = subject.get("kind")
         if kind not in SUBJECT_KINDS:
             problems.append(f"{path}.kind: unsupported value {kind!r}: supported values: "

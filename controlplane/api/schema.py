@@ -16,11 +16,33 @@ accepted). Field types are small expressions:
   (a resource quantity), int-or-string, object (free-form), map (of strings),
   map[T] (of T), []T (list of T), or the name of another type.
 
+`struct()` and `kind()` take fields as keyword arguments (fields built by
+code: a comprehension, a shared description); `declare()` reads a module's
+types written as a table, one type per unindented header line, one field per
+line indented by four under it:
+
+    ReplicaSet [apps/v1 ReplicaSet]: ReplicaSet ensures that ...
+        spec    ReplicaSetSpec
+        status  object
+    ReplicaSetSpec: ReplicaSetSpec is the specification of a ReplicaSet.
+        replicas   integer        Number of desired pods. Defaults to 1.
+        selector!  LabelSelector  A label query over pods that should match
+                                  the replica count.
+
+A header's `[group/version Kind]` (`[v1 Kind]` in the core group) makes it a
+top-level kind (as `kind()`); a field's `!` makes it required; a line indented
+by eight or more continues the one above (joined by one space); a field with
+no description takes the standard one of spec, status or metadata. So a
+kind's module states its fields and nothing else: no call, quotes or
+parentheses per field, no group/version repeated per type.
+
 Pure data.
 """
 
 from __future__ import annotations
 
+import re
+import sys
 from dataclasses import dataclass, field
 
 CORE = "io.k8s.api.core.v1"
@@ -70,15 +92,74 @@ def kind(
     **fields: tuple[str, str],
 ) -> Type:
     """A top-level kind: apiVersion, kind and metadata come first."""
-    base = {
-        "apiVersion": (
-            "string",
-            "APIVersion defines the versioned schema of this representation of an object.",
-        ),
-        "kind": (
-            "string",
-            "Kind is a string value representing the REST resource this object represents.",
-        ),
-        "metadata": ("ObjectMeta", LIST_META),
-    }
-    return Type(package, description, base | dict(fields), required, (group_version_kind,))
+    return Type(package, description, _BASE | dict(fields), required, (group_version_kind,))
+
+
+# The fields every top-level kind starts with.
+_BASE = {
+    "apiVersion": (
+        "string",
+        "APIVersion defines the versioned schema of this representation of an object.",
+    ),
+    "kind": (
+        "string",
+        "Kind is a string value representing the REST resource this object represents.",
+    ),
+    "metadata": ("ObjectMeta", LIST_META),
+}
+# The description of a field declared without one.
+_STANDARD = {"spec": SPEC, "status": STATUS, "metadata": LIST_META}
+_HEADER = re.compile(r"(\w+)(?: \[(?:([^/\] ]+)/)?(\w+) (\w+)\])?:(?: (.*))?")
+
+
+def declare(package: str, text: str) -> dict[str, Type]:
+    """The types of a table (see the module docstring), by name, in order."""
+    entries: list[tuple[int, str]] = []  # (indent, its text with continuations)
+    lines = [line for line in text.splitlines() if line.strip()]
+    margin = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+    for line in lines:
+        indent = len(line) - len(line.lstrip()) - margin
+        if indent >= 8 and entries:
+            entries[-1] = (entries[-1][0], f"{entries[-1][1]} {line.strip()}")
+        elif indent in (0, 4):
+            entries.append((indent, line.strip()))
+        else:
+            raise ValueError(f"schema table: bad indentation: {line!r}")
+    types: dict[str, Type] = {}
+    header: re.Match[str] | None = None
+    fields: dict[str, tuple[str, str]] = {}
+    required: list[str] = []
+    for indent, entry in [*entries, (0, "")]:
+        if indent == 4:
+            name, *expr_described = entry.split(None, 2)
+            if name.endswith("!"):
+                name = name[:-1]
+                required.append(name)
+            if (
+                header is None
+                or not expr_described
+                or (len(expr_described) == 1 and name not in _STANDARD)
+            ):
+                raise ValueError(
+                    f"schema table: a field needs a type, a description and a type above: {entry!r}"
+                )
+            expr, *described = expr_described
+            # Interned, as keyword names were: a thousand fields share their names.
+            fields[sys.intern(name)] = (
+                sys.intern(expr),
+                described[0] if described else _STANDARD[name],
+            )
+            continue
+        if header is not None:
+            key, group, version, kind_name, description = header.groups()
+            if version is None:
+                types[key] = struct(package, description or "", tuple(required), **fields)
+            else:
+                gvk = (group or "", version, kind_name)
+                types[key] = kind(package, description or "", gvk, tuple(required), **fields)
+        if entry:
+            header = _HEADER.fullmatch(entry)
+            if header is None:
+                raise ValueError(f"schema table: bad header: {entry!r}")
+            fields, required = {}, []
+    return types

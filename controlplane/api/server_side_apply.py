@@ -44,7 +44,7 @@ from controlplane.api.fieldsets import (
     path_string,
     to_fields_v1,
 )
-from controlplane.api.jsoncodec import clone
+from controlplane.api.jsoncodec import clone, loads_or_none
 from controlplane.api.patch_meta import field_meta
 from controlplane.client.errors import Conflict, Invalid
 from machinery import rfc3339
@@ -134,10 +134,14 @@ def _render(entries: list[_Entry]) -> list[dict[str, Any]]:
 
 
 def _with_entries(obj: Object, entries: list[_Entry]) -> Object:
+    return _with_managed_fields(obj, _render(entries))
+
+
+def _with_managed_fields(obj: Object, raws: list[dict[str, Any]]) -> Object:
+    """obj with metadata.managedFields set to `raws` (none: removed), in place."""
     metadata = obj.setdefault("metadata", {})
-    rendered = _render(entries)
-    if rendered:
-        metadata["managedFields"] = rendered
+    if raws:
+        metadata["managedFields"] = raws
     else:
         metadata.pop("managedFields", None)
     return obj
@@ -157,14 +161,8 @@ def record_update(
 ) -> Object:
     """`new` (a copy) with managedFields updated for a non-apply write by
     `manager`: see `updated_entries`."""
-    result = clone(new)
     entries = updated_entries(old, new, manager, kind=kind, subresource=subresource, now=now)
-    metadata = result.setdefault("metadata", {})
-    if entries:
-        metadata["managedFields"] = entries
-    else:
-        metadata.pop("managedFields", None)
-    return result
+    return _with_managed_fields(clone(new), entries)
 
 
 def updated_entries(
@@ -371,13 +369,7 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 def _last_applied(obj: Object) -> Any:
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
-    if not isinstance(text, str):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    return loads_or_none(annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None)
 
 
 def _last_applied_fields(kind: str, live: Object, current: dict[Path, Any]) -> set[Path]:

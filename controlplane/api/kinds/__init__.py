@@ -18,7 +18,12 @@ package; none of it names a kind.
 
 Adding a kind is one module: `kinds/<group>/<kind>.py` with a DEFINITION
 (start from a kind like it: core/configmap.py for plain data, core/podtemplate.py
-for a kind with a pod template, apps/deployment.py for a workload). The
+for a kind with a pod template, apps/deployment.py for a workload). It states
+only what is its own: a KindInfo (plural and singular are guessed from the
+Kind as Kubernetes guesses them), its types as a schema table
+(`schema.declare`: one line a field), its hooks; the shared pieces
+(metadata, the pod template, workload rules and cells, list checks) are
+imported from shared/ and controlplane/api/checks.py. The
 registry finds it by walking the group packages; modules whose name starts
 with `_` are helpers and are not walked. A new group is a new package
 (`__init__.py` with a docstring). A kind's module may import another's

@@ -1,10 +1,11 @@
 """KindInfo: the facts that name a kind and say where it is served.
 
 Its Kind name, apiVersion (group/version spelled as Kubernetes spells it),
-plural, singular, short names, whether it is namespaced, which subresources
-(status, scale) it has, other apiVersions accepted in manifests, and its
-discovery categories. Every kind's definition (definition.py) carries one;
-CustomResourceDefinitions make them at run time. Pure data.
+plural and singular (guessed from the Kind when not given), short names,
+whether it is namespaced, which subresources (status, scale) it has, other
+apiVersions accepted in manifests, and its discovery categories. Every kind's
+definition (definition.py) carries one; CustomResourceDefinitions make them
+at run time. Pure data.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from dataclasses import dataclass
 class KindInfo:
     kind: str
     api_version: str  # "v1", "apps/v1", "scheduling.volcano.sh/v1beta1"
-    plural: str
-    singular: str
+    # "": guessed from the Kind as Kubernetes guesses it (meta.UnsafeGuessKindToResource:
+    # the lower-case Kind; plural: "endpoints" stays, "es" after "s", "ies" for "y", else "s").
+    plural: str = ""
+    singular: str = ""
     short_names: tuple[str, ...] = ()
     namespaced: bool = True
     has_status: bool = True
@@ -29,6 +32,20 @@ class KindInfo:
     qualified: bool = False
     # Discovery categories (`all`: listed by `kubectl get all`).
     categories: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        singular = self.singular or self.kind.lower()
+        object.__setattr__(self, "singular", singular)
+        if not self.plural and singular:
+            if singular.endswith("endpoints"):
+                plural = singular
+            elif singular.endswith("s"):
+                plural = f"{singular}es"
+            elif singular.endswith("y"):
+                plural = f"{singular[:-1]}ies"
+            else:
+                plural = f"{singular}s"
+            object.__setattr__(self, "plural", plural)
 
     @property
     def key(self) -> str:

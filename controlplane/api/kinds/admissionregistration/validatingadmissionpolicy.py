@@ -40,9 +40,6 @@ DEFINITION = KindDef(
     KindInfo(
         "ValidatingAdmissionPolicy",
         "admissionregistration.k8s.io/v1",
-        "validatingadmissionpolicies",
-        "validatingadmissionpolicy",
-        (),
         namespaced=False,
         has_status=True,
         categories=("api-extensions",),

@@ -40,9 +40,6 @@ DEFINITION = KindDef(
     KindInfo(
         "ValidatingAdmissionPolicyBinding",
         "admissionregistration.k8s.io/v1",
-        "validatingadmissionpolicybindings",
-        "validatingadmissionpolicybinding",
-        (),
         namespaced=False,
         has_status=False,
         categories=("api-extensions",),

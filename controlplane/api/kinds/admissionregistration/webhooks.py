@@ -27,7 +27,7 @@ from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts, merge
-from controlplane.api.schema import Type, kind, struct
+from controlplane.api.schema import Type, declare, kind, struct
 
 Object = dict[str, Any]
 PACKAGE = "io.k8s.api.admissionregistration.v1"
@@ -208,30 +208,25 @@ def webhook_type(mutating: bool) -> Type:
 
 
 SHARED_TYPES: dict[str, Type] = {
-    "WebhookClientConfig": struct(
+    **declare(
         PACKAGE,
-        "WebhookClientConfig says how to talk to a webhook: a URL or a Service.",
-        url=("string", "The webhook's https URL."),
-        service=("ServiceReference", "The Service in front of the webhook."),
-        caBundle=("string", "PEM CA bundle (base64) to verify the webhook's certificate."),
-    ),
-    "ServiceReference": struct(
-        PACKAGE,
-        "ServiceReference names a Service.",
-        ("namespace", "name"),
-        namespace=("string", "The Service's namespace."),
-        name=("string", "The Service's name."),
-        path=("string", "The URL path of requests to it."),
-        port=("integer", "The Service's port (default 443)."),
-    ),
-    "RuleWithOperations": struct(
-        PACKAGE,
-        "RuleWithOperations is the operations and resources a webhook is sent.",
-        operations=("[]string", "CREATE, UPDATE, DELETE, CONNECT or *."),
-        apiGroups=("[]string", "API groups; * is all."),
-        apiVersions=("[]string", "API versions; * is all."),
-        resources=("[]string", "Resources (and subresources); * is all."),
-        scope=("string", "Cluster, Namespaced or * (default)."),
+        """
+        WebhookClientConfig: WebhookClientConfig says how to talk to a webhook: a URL or a Service.
+            url       string            The webhook's https URL.
+            service   ServiceReference  The Service in front of the webhook.
+            caBundle  string            PEM CA bundle (base64) to verify the webhook's certificate.
+        ServiceReference: ServiceReference names a Service.
+            namespace!  string   The Service's namespace.
+            name!       string   The Service's name.
+            path        string   The URL path of requests to it.
+            port        integer  The Service's port (default 443).
+        RuleWithOperations: RuleWithOperations is the operations and resources a webhook is sent.
+            operations   []string  CREATE, UPDATE, DELETE, CONNECT or *.
+            apiGroups    []string  API groups; * is all.
+            apiVersions  []string  API versions; * is all.
+            resources    []string  Resources (and subresources); * is all.
+            scope        string    Cluster, Namespaced or * (default).
+        """,
     ),
 }
 

@@ -12,7 +12,7 @@ from typing import Any
 from controlplane.api.checks import Errors
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -47,53 +47,42 @@ DEFINITION = KindDef(
         categories=("api-extensions",),
     ),
     types={
-        "CustomResourceDefinition": kind(
+        **declare(
             "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
-            "CustomResourceDefinition represents a resource that should be exposed on the API server.",
-            ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-            ("spec",),
-            spec=("CustomResourceDefinitionSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "CustomResourceDefinitionSpec": struct(
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
-            "CustomResourceDefinitionSpec describes how a user wants their resource to appear.",
-            ("group", "names", "scope", "versions"),
-            group=("string", "The API group of the defined custom resource."),
-            names=(
-                "object",
-                "The resource and kind names (plural, singular, kind, shortNames, ...).",
-            ),
-            scope=("string", "Cluster or Namespaced."),
-            versions=(
-                "[]CustomResourceDefinitionVersion",
-                "The API versions of the defined resource.",
-            ),
-            conversion=(
-                "object",
-                "How to convert between versions: None (apiVersion rewritten) or Webhook.",
-            ),
-            preserveUnknownFields=("boolean", "Deprecated; must be false."),
-        ),
-        "CustomResourceDefinitionVersion": struct(
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
-            "CustomResourceDefinitionVersion describes a version for CRD.",
-            ("name", "served", "storage"),
-            name=("string", "The version name, e.g. v1, v2beta1."),
-            served=("boolean", "Whether this version is served by REST APIs."),
-            storage=("boolean", "Whether this version is the one objects are stored in."),
-            deprecated=("boolean", "Whether this version is deprecated."),
-            deprecationWarning=(
-                "string",
-                "The warning returned to clients of a deprecated version.",
-            ),
-            schema=(
-                "object",
-                "The schema (openAPIV3Schema) used for validation, pruning and defaulting.",
-            ),
-            subresources=("object", "The status and scale subresources."),
-            additionalPrinterColumns=("[]object", "Extra columns shown in kubectl get."),
-            selectableFields=("[]object", "Fields that may be used as field selectors."),
+            """
+            CustomResourceDefinition [apiextensions.k8s.io/v1 CustomResourceDefinition]: CustomResourceDefinition
+                    represents a resource that should be exposed on the API server.
+                spec!   CustomResourceDefinitionSpec
+                status  object
+            CustomResourceDefinitionSpec: CustomResourceDefinitionSpec describes how a user wants
+                                          their resource to appear.
+                group!                 string                             The API group of the
+                                                                          defined custom resource.
+                names!                 object                             The resource and kind
+                                                                          names (plural, singular,
+                                                                          kind, shortNames, ...).
+                scope!                 string                             Cluster or Namespaced.
+                versions!              []CustomResourceDefinitionVersion  The API versions of the
+                                                                          defined resource.
+                conversion             object                             How to convert between
+                                                                          versions: None (apiVersion
+                                                                          rewritten) or Webhook.
+                preserveUnknownFields  boolean                            Deprecated; must be false.
+            CustomResourceDefinitionVersion: CustomResourceDefinitionVersion describes a version for
+                                             CRD.
+                name!                     string    The version name, e.g. v1, v2beta1.
+                served!                   boolean   Whether this version is served by REST APIs.
+                storage!                  boolean   Whether this version is the one objects are
+                                                    stored in.
+                deprecated                boolean   Whether this version is deprecated.
+                deprecationWarning        string    The warning returned to clients of a deprecated
+                                                    version.
+                schema                    object    The schema (openAPIV3Schema) used for
+                                                    validation, pruning and defaulting.
+                subresources              object    The status and scale subresources.
+                additionalPrinterColumns  []object  Extra columns shown in kubectl get.
+                selectableFields          []object  Fields that may be used as field selectors.
+            """,
         ),
     },
     defaults=defaults,

@@ -28,7 +28,7 @@ from controlplane.api.dnsnames import is_dns_label
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import kind, struct
+from controlplane.api.schema import declare, kind, struct
 
 Object = dict[str, Any]
 
@@ -153,20 +153,23 @@ DEFINITION = KindDef(
             ),
             status=("APIServiceStatus", "Status contains derived information about an API server."),
         ),
-        "APIServiceSpec": struct(
+        **declare(
             _PACKAGE,
-            "APIServiceSpec contains information for locating and communicating with a server.",
-            ("groupPriorityMinimum", "versionPriority"),
-            service=(
-                "APIServiceReference",
-                "The service this APIService is served by; none: local.",
-            ),
-            group=("string", "The API group name this server hosts."),
-            version=("string", "The API version this server hosts."),
-            insecureSkipTLSVerify=("boolean", "Do not verify the server's certificate."),
-            caBundle=("string", "PEM CA bundle that validates the server's certificate (base64)."),
-            groupPriorityMinimum=("integer", "The priority this group should have at least."),
-            versionPriority=("integer", "The ordering of this version within its group."),
+            """
+            APIServiceSpec: APIServiceSpec contains information for locating and communicating with
+                            a server.
+                service                APIServiceReference  The service this APIService is served
+                                                            by; none: local.
+                group                  string               The API group name this server hosts.
+                version                string               The API version this server hosts.
+                insecureSkipTLSVerify  boolean              Do not verify the server's certificate.
+                caBundle               string               PEM CA bundle that validates the
+                                                            server's certificate (base64).
+                groupPriorityMinimum!  integer              The priority this group should have at
+                                                            least.
+                versionPriority!       integer              The ordering of this version within its
+                                                            group.
+            """,
         ),
         "APIServiceReference": replace(
             struct(
@@ -178,20 +181,20 @@ DEFINITION = KindDef(
             ),
             name="ServiceReference",  # published as ...apiregistration.v1.ServiceReference
         ),
-        "APIServiceStatus": struct(
+        **declare(
             _PACKAGE,
-            "APIServiceStatus contains derived information about an API server.",
-            conditions=("[]APIServiceCondition", "Current service state of apiService."),
-        ),
-        "APIServiceCondition": struct(
-            _PACKAGE,
-            "APIServiceCondition describes the state of an APIService at a particular point.",
-            ("type", "status"),
-            type=("string", "Type is the type of the condition (Available)."),
-            status=("string", "True, False or Unknown."),
-            lastTransitionTime=("string", "The last time the condition changed."),
-            reason=("string", "Unique, one-word, CamelCase reason for the last transition."),
-            message=("string", "Human-readable message about the last transition."),
+            """
+            APIServiceStatus: APIServiceStatus contains derived information about an API server.
+                conditions  []APIServiceCondition  Current service state of apiService.
+            APIServiceCondition: APIServiceCondition describes the state of an APIService at a
+                                 particular point.
+                type!               string  Type is the type of the condition (Available).
+                status!             string  True, False or Unknown.
+                lastTransitionTime  string  The last time the condition changed.
+                reason              string  Unique, one-word, CamelCase reason for the last
+                                            transition.
+                message             string  Human-readable message about the last transition.
+            """,
         ),
     },
     defaults=defaults,

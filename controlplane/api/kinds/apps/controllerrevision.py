@@ -19,7 +19,7 @@ from controlplane.api.display import NONE, age, name
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import APPS, kind
+from controlplane.api.schema import APPS, declare
 
 Object = dict[str, Any]
 
@@ -56,28 +56,19 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "ControllerRevision",
-        "apps/v1",
-        "controllerrevisions",
-        "controllerrevision",
-        (),
-        has_status=False,
-    ),
+    KindInfo("ControllerRevision", "apps/v1", has_status=False),
     types={
-        "ControllerRevision": kind(
+        **declare(
             APPS,
-            "ControllerRevision implements an immutable snapshot of state data. Clients are "
-            "responsible for serializing and deserializing the objects that contain their "
-            "internal state. Once a ControllerRevision has been successfully created, it can "
-            "not be updated.",
-            ("apps", "v1", "ControllerRevision"),
-            ("revision",),
-            data=("object", "Data is the serialized representation of the state."),
-            revision=(
-                "integer",
-                "Revision indicates the revision of the state represented by Data.",
-            ),
+            """
+            ControllerRevision [apps/v1 ControllerRevision]: ControllerRevision implements an
+                    immutable snapshot of state data. Clients are responsible for serializing and
+                    deserializing the objects that contain their internal state. Once a
+                    ControllerRevision has been successfully created, it can not be updated.
+                data       object   Data is the serialized representation of the state.
+                revision!  integer  Revision indicates the revision of the state represented by
+                                    Data.
+            """,
         ),
     },
     defaults=defaults,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors, enum, mapping
-from controlplane.api.display import age, labels_string, name, selector_string, spec, status
+from controlplane.api.display import age, labels_string, name, spec, status
 from controlplane.api.kinds.definition import FieldMeta, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import workload
@@ -20,7 +20,7 @@ from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
 from controlplane.api.kinds.shared.podspec import template_defaults
 from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
-from controlplane.api.schema import APPS, SPEC, STATUS, kind, struct
+from controlplane.api.schema import APPS, declare
 
 Object = dict[str, Any]
 
@@ -62,33 +62,31 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
         age(obj, now),
     ]
     if wide:
-        cells += [*workload.images(obj), selector_string(spec(obj).get("selector"))]
+        cells += workload.wide_cells(obj)
     return cells
 
 
 DEFINITION = KindDef(
-    KindInfo("DaemonSet", "apps/v1", "daemonsets", "daemonset", ("ds",), categories=("all",)),
+    KindInfo("DaemonSet", "apps/v1", short_names=("ds",), categories=("all",)),
     types={
         **PODSPEC_TYPES,
-        "DaemonSet": kind(
+        **declare(
             APPS,
-            "DaemonSet represents the configuration of a daemon set.",
-            ("apps", "v1", "DaemonSet"),
-            spec=("DaemonSetSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "DaemonSetSpec": struct(
-            APPS,
-            "DaemonSetSpec is the specification of a daemon set.",
-            ("selector", "template"),
-            selector=(
-                "LabelSelector",
-                "A label query over pods that are managed by the daemon set.",
-            ),
-            template=("PodTemplateSpec", "An object that describes the pod that will be created."),
-            updateStrategy=("object", "An update strategy to replace existing DaemonSet pods."),
-            minReadySeconds=("integer", "Seconds a new pod must be ready to be available."),
-            revisionHistoryLimit=("integer", "The number of old history to retain."),
+            """
+            DaemonSet [apps/v1 DaemonSet]: DaemonSet represents the configuration of a daemon set.
+                spec    DaemonSetSpec
+                status  object
+            DaemonSetSpec: DaemonSetSpec is the specification of a daemon set.
+                selector!             LabelSelector    A label query over pods that are managed by
+                                                       the daemon set.
+                template!             PodTemplateSpec  An object that describes the pod that will be
+                                                       created.
+                updateStrategy        object           An update strategy to replace existing
+                                                       DaemonSet pods.
+                minReadySeconds       integer          Seconds a new pod must be ready to be
+                                                       available.
+                revisionHistoryLimit  integer          The number of old history to retain.
+            """,
         ),
     },
     defaults=defaults,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors, enum, integer, mapping, percent_or_int
-from controlplane.api.display import age, name, selector_string, spec, status
+from controlplane.api.display import age, name, spec, status
 from controlplane.api.kinds.definition import FieldMeta, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import workload
@@ -22,7 +22,7 @@ from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
 from controlplane.api.kinds.shared.podspec import template_defaults
 from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
-from controlplane.api.schema import APPS, SPEC, STATUS, kind, struct
+from controlplane.api.schema import APPS, declare
 
 Object = dict[str, Any]
 
@@ -76,50 +76,38 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
         age(obj, now),
     ]
     if wide:
-        cells += [*workload.images(obj), selector_string(spec(obj).get("selector"))]
+        cells += workload.wide_cells(obj)
     return cells
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "Deployment",
-        "apps/v1",
-        "deployments",
-        "deployment",
-        ("deploy",),
-        has_scale=True,
-        categories=("all",),
-    ),
+    KindInfo("Deployment", "apps/v1", short_names=("deploy",), has_scale=True, categories=("all",)),
     types={
         **PODSPEC_TYPES,
-        "Deployment": kind(
+        **declare(
             APPS,
-            "Deployment enables declarative updates for Pods and ReplicaSets.",
-            ("apps", "v1", "Deployment"),
-            spec=("DeploymentSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "DeploymentSpec": struct(
-            APPS,
-            "DeploymentSpec is the specification of the desired behavior of the Deployment.",
-            ("selector", "template"),
-            replicas=("integer", "Number of desired pods. Defaults to 1."),
-            selector=(
-                "LabelSelector",
-                "Label selector for pods. Must match the template's labels.",
-            ),
-            template=("PodTemplateSpec", "Template describes the pods that will be created."),
-            strategy=("object", "The deployment strategy: Recreate or RollingUpdate."),
-            minReadySeconds=("integer", "Seconds a new pod must be ready to be available."),
-            revisionHistoryLimit=(
-                "integer",
-                "The number of old ReplicaSets to retain. Defaults to 10.",
-            ),
-            paused=("boolean", "Indicates that the deployment is paused."),
-            progressDeadlineSeconds=(
-                "integer",
-                "Seconds before a stalled deployment is reported failed.",
-            ),
+            """
+            Deployment [apps/v1 Deployment]: Deployment enables declarative updates for Pods and
+                                             ReplicaSets.
+                spec    DeploymentSpec
+                status  object
+            DeploymentSpec: DeploymentSpec is the specification of the desired behavior of the
+                            Deployment.
+                replicas                 integer          Number of desired pods. Defaults to 1.
+                selector!                LabelSelector    Label selector for pods. Must match the
+                                                          template's labels.
+                template!                PodTemplateSpec  Template describes the pods that will be
+                                                          created.
+                strategy                 object           The deployment strategy: Recreate or
+                                                          RollingUpdate.
+                minReadySeconds          integer          Seconds a new pod must be ready to be
+                                                          available.
+                revisionHistoryLimit     integer          The number of old ReplicaSets to retain.
+                                                          Defaults to 10.
+                paused                   boolean          Indicates that the deployment is paused.
+                progressDeadlineSeconds  integer          Seconds before a stalled deployment is
+                                                          reported failed.
+            """,
         ),
     },
     defaults=defaults,

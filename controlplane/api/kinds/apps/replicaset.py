@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors
-from controlplane.api.display import selector_string, spec
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import workload
@@ -18,7 +17,7 @@ from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
 from controlplane.api.kinds.shared.podspec import template_defaults
 from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
-from controlplane.api.schema import APPS, SPEC, STATUS, kind, struct
+from controlplane.api.schema import APPS, declare
 
 Object = dict[str, Any]
 
@@ -35,43 +34,29 @@ def defaults(obj: Object) -> None:
 def row(obj: Object, now: float, wide: bool) -> list[str]:
     cells = workload.replica_cells(obj, now)
     if wide:
-        cells += [*workload.images(obj), selector_string(spec(obj).get("selector"))]
+        cells += workload.wide_cells(obj)
     return cells
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "ReplicaSet",
-        "apps/v1",
-        "replicasets",
-        "replicaset",
-        ("rs",),
-        has_scale=True,
-        categories=("all",),
-    ),
+    KindInfo("ReplicaSet", "apps/v1", short_names=("rs",), has_scale=True, categories=("all",)),
     types={
         **PODSPEC_TYPES,
-        "ReplicaSet": kind(
+        **declare(
             APPS,
-            "ReplicaSet ensures that a specified number of pod replicas are running at any given time.",
-            ("apps", "v1", "ReplicaSet"),
-            spec=("ReplicaSetSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "ReplicaSetSpec": struct(
-            APPS,
-            "ReplicaSetSpec is the specification of a ReplicaSet.",
-            ("selector",),
-            replicas=("integer", "Number of desired pods. Defaults to 1."),
-            minReadySeconds=("integer", "Seconds a new pod must be ready to be available."),
-            selector=(
-                "LabelSelector",
-                "A label query over pods that should match the replica count.",
-            ),
-            template=(
-                "PodTemplateSpec",
-                "The object that describes the pod created when too few exist.",
-            ),
+            """
+            ReplicaSet [apps/v1 ReplicaSet]: ReplicaSet ensures that a specified number of pod
+                                             replicas are running at any given time.
+                spec    ReplicaSetSpec
+                status  object
+            ReplicaSetSpec: ReplicaSetSpec is the specification of a ReplicaSet.
+                replicas         integer          Number of desired pods. Defaults to 1.
+                minReadySeconds  integer          Seconds a new pod must be ready to be available.
+                selector!        LabelSelector    A label query over pods that should match the
+                                                  replica count.
+                template         PodTemplateSpec  The object that describes the pod created when too
+                                                  few exist.
+            """,
         ),
     },
     defaults=defaults,

@@ -24,7 +24,7 @@ from controlplane.api.kinds.shared.fill import child, listed
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
 from controlplane.api.kinds.shared.podspec import template_defaults
 from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
-from controlplane.api.schema import APPS, SPEC, STATUS, kind, struct
+from controlplane.api.schema import APPS, declare
 
 Object = dict[str, Any]
 
@@ -116,45 +116,41 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "StatefulSet",
-        "apps/v1",
-        "statefulsets",
-        "statefulset",
-        ("sts",),
-        has_scale=True,
-        categories=("all",),
-    ),
+    KindInfo("StatefulSet", "apps/v1", short_names=("sts",), has_scale=True, categories=("all",)),
     types={
         **PODSPEC_TYPES,
-        "StatefulSet": kind(
+        **declare(
             APPS,
-            "StatefulSet represents a set of pods with consistent identities.",
-            ("apps", "v1", "StatefulSet"),
-            spec=("StatefulSetSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "StatefulSetSpec": struct(
-            APPS,
-            "A StatefulSetSpec is the specification of a StatefulSet.",
-            ("selector", "template"),
-            replicas=("integer", "The desired number of replicas. Defaults to 1."),
-            selector=(
-                "LabelSelector",
-                "A label query over pods that should match the replica count.",
-            ),
-            template=(
-                "PodTemplateSpec",
-                "The object that describes the pod created when too few exist.",
-            ),
-            volumeClaimTemplates=("[]object", "Claims that pods are allowed to reference."),
-            serviceName=("string", "The name of the service that governs this StatefulSet."),
-            podManagementPolicy=("string", "OrderedReady or Parallel."),
-            updateStrategy=("object", "The strategy used to update pods."),
-            revisionHistoryLimit=("integer", "The number of revisions kept in history."),
-            minReadySeconds=("integer", "Seconds a new pod must be ready to be available."),
-            persistentVolumeClaimRetentionPolicy=("object", "The lifecycle of the claims created."),
-            ordinals=("object", "The ordinal numbers of the replicas."),
+            """
+            StatefulSet [apps/v1 StatefulSet]: StatefulSet represents a set of pods with consistent
+                                               identities.
+                spec    StatefulSetSpec
+                status  object
+            StatefulSetSpec: A StatefulSetSpec is the specification of a StatefulSet.
+                replicas                              integer          The desired number of
+                                                                       replicas. Defaults to 1.
+                selector!                             LabelSelector    A label query over pods that
+                                                                       should match the replica
+                                                                       count.
+                template!                             PodTemplateSpec  The object that describes the
+                                                                       pod created when too few
+                                                                       exist.
+                volumeClaimTemplates                  []object         Claims that pods are allowed
+                                                                       to reference.
+                serviceName                           string           The name of the service that
+                                                                       governs this StatefulSet.
+                podManagementPolicy                   string           OrderedReady or Parallel.
+                updateStrategy                        object           The strategy used to update
+                                                                       pods.
+                revisionHistoryLimit                  integer          The number of revisions kept
+                                                                       in history.
+                minReadySeconds                       integer          Seconds a new pod must be
+                                                                       ready to be available.
+                persistentVolumeClaimRetentionPolicy  object           The lifecycle of the claims
+                                                                       created.
+                ordinals                              object           The ordinal numbers of the
+                                                                       replicas.
+            """,
         ),
     },
     defaults=defaults,

@@ -7,12 +7,5 @@ from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
 
 DEFINITION = KindDef(
-    KindInfo(
-        "TokenRequest",
-        "authentication.k8s.io/v1",
-        "tokenrequests",
-        "tokenrequest",
-        (),
-        create_only=True,
-    ),
+    KindInfo("TokenRequest", "authentication.k8s.io/v1", create_only=True),
 )

@@ -7,13 +7,5 @@ from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
 
 DEFINITION = KindDef(
-    KindInfo(
-        "TokenReview",
-        "authentication.k8s.io/v1",
-        "tokenreviews",
-        "tokenreview",
-        (),
-        namespaced=False,
-        create_only=True,
-    ),
+    KindInfo("TokenReview", "authentication.k8s.io/v1", namespaced=False, create_only=True),
 )

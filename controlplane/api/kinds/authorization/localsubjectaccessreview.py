@@ -9,12 +9,5 @@ from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
 
 DEFINITION = KindDef(
-    KindInfo(
-        "LocalSubjectAccessReview",
-        "authorization.k8s.io/v1",
-        "localsubjectaccessreviews",
-        "localsubjectaccessreview",
-        (),
-        create_only=True,
-    ),
+    KindInfo("LocalSubjectAccessReview", "authorization.k8s.io/v1", create_only=True),
 )

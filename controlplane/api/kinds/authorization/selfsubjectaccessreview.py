@@ -8,12 +8,6 @@ from controlplane.api.kinds.info import KindInfo
 
 DEFINITION = KindDef(
     KindInfo(
-        "SelfSubjectAccessReview",
-        "authorization.k8s.io/v1",
-        "selfsubjectaccessreviews",
-        "selfsubjectaccessreview",
-        (),
-        namespaced=False,
-        create_only=True,
+        "SelfSubjectAccessReview", "authorization.k8s.io/v1", namespaced=False, create_only=True
     ),
 )

@@ -9,12 +9,6 @@ from controlplane.api.kinds.info import KindInfo
 
 DEFINITION = KindDef(
     KindInfo(
-        "SelfSubjectRulesReview",
-        "authorization.k8s.io/v1",
-        "selfsubjectrulesreviews",
-        "selfsubjectrulesreview",
-        (),
-        namespaced=False,
-        create_only=True,
+        "SelfSubjectRulesReview", "authorization.k8s.io/v1", namespaced=False, create_only=True
     ),
 )

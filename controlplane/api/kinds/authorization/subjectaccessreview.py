@@ -7,13 +7,5 @@ from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
 
 DEFINITION = KindDef(
-    KindInfo(
-        "SubjectAccessReview",
-        "authorization.k8s.io/v1",
-        "subjectaccessreviews",
-        "subjectaccessreview",
-        (),
-        namespaced=False,
-        create_only=True,
-    ),
+    KindInfo("SubjectAccessReview", "authorization.k8s.io/v1", namespaced=False, create_only=True),
 )

@@ -17,11 +17,12 @@ from typing import Any
 
 from controlplane.api.checks import Errors, each_object, enum, integer, items, mapping
 from controlplane.api.display import NONE, age, name, spec, status
+from controlplane.api.jsoncodec import loads_or_none
 from controlplane.api.kinds.definition import Conversion, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -172,13 +173,7 @@ def to_v1(obj: Object) -> Object:
 
 
 def _annotation_json(annotations: dict[str, Any], key: str) -> Any:
-    text = annotations.pop(key, None)
-    if not isinstance(text, str):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    return loads_or_none(annotations.pop(key, None))
 
 
 def to_v2(obj: Object) -> Object:
@@ -219,31 +214,24 @@ def to_v2(obj: Object) -> Object:
 
 DEFINITION = KindDef(
     KindInfo(
-        "HorizontalPodAutoscaler",
-        "autoscaling/v2",
-        "horizontalpodautoscalers",
-        "horizontalpodautoscaler",
-        ("hpa",),
-        categories=("all",),
+        "HorizontalPodAutoscaler", "autoscaling/v2", short_names=("hpa",), categories=("all",)
     ),
     types={
-        "HorizontalPodAutoscaler": kind(
+        **declare(
             _PACKAGE,
-            "HorizontalPodAutoscaler automatically manages the replica count of a scalable "
-            "resource.",
-            ("autoscaling", "v2", "HorizontalPodAutoscaler"),
-            spec=("HorizontalPodAutoscalerSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "HorizontalPodAutoscalerSpec": struct(
-            _PACKAGE,
-            "HorizontalPodAutoscalerSpec describes the desired functionality of the autoscaler.",
-            ("scaleTargetRef", "maxReplicas"),
-            scaleTargetRef=("object", "The scaled resource (kind, name, apiVersion)."),
-            minReplicas=("integer", "The lower limit for the number of replicas."),
-            maxReplicas=("integer", "The upper limit for the number of replicas."),
-            metrics=("[]object", "The metrics used to calculate the desired replica count."),
-            behavior=("object", "The scaling behavior in the up and down directions."),
+            """
+            HorizontalPodAutoscaler [autoscaling/v2 HorizontalPodAutoscaler]: HorizontalPodAutoscaler
+                    automatically manages the replica count of a scalable resource.
+                spec    HorizontalPodAutoscalerSpec
+                status  object
+            HorizontalPodAutoscalerSpec: HorizontalPodAutoscalerSpec describes the desired
+                                         functionality of the autoscaler.
+                scaleTargetRef!  object    The scaled resource (kind, name, apiVersion).
+                minReplicas      integer   The lower limit for the number of replicas.
+                maxReplicas!     integer   The upper limit for the number of replicas.
+                metrics          []object  The metrics used to calculate the desired replica count.
+                behavior         object    The scaling behavior in the up and down directions.
+            """,
         ),
     },
     defaults=defaults,

@@ -16,14 +16,14 @@ from typing import Any
 
 from controlplane.api import timezone
 from controlplane.api.checks import Errors, enum, integer, mapping
-from controlplane.api.display import NONE, age, name, selector_string, since, spec, status
+from controlplane.api.display import NONE, age, name, since, spec, status
 from controlplane.api.kinds.batch import job
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import workload
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import OBJECT_META, facts, under
-from controlplane.api.schema import BATCH, LIST_META, SPEC, STATUS, kind, struct
+from controlplane.api.schema import BATCH, declare
 
 Object = dict[str, Any]
 
@@ -103,46 +103,40 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
     ]
     if wide:  # the job template's containers and selector, as printCronJob
         job_spec = spec(obj).get("jobTemplate", {}).get("spec") or {}
-        cells += [*workload.images({"spec": job_spec}),
-                  selector_string(job_spec.get("selector"))]  # fmt: skip
+        cells += workload.wide_cells({"spec": job_spec})
     return cells
 
 
 DEFINITION = KindDef(
-    KindInfo("CronJob", "batch/v1", "cronjobs", "cronjob", ("cj",), categories=("all",)),
+    KindInfo("CronJob", "batch/v1", short_names=("cj",), categories=("all",)),
     types={
         **job.TYPES,
-        "CronJob": kind(
+        **declare(
             BATCH,
-            "CronJob represents the configuration of a single cron job.",
-            ("batch", "v1", "CronJob"),
-            spec=("CronJobSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "CronJobSpec": struct(
-            BATCH,
-            "CronJobSpec describes how the job execution will look like and when it will actually run.",
-            ("schedule", "jobTemplate"),
-            schedule=("string", "The schedule in Cron format."),
-            timeZone=("string", "The time zone name for the given schedule."),
-            startingDeadlineSeconds=("integer", "Deadline in seconds for starting a missed job."),
-            concurrencyPolicy=("string", "Allow, Forbid or Replace."),
-            suspend=("boolean", "Suspend subsequent executions."),
-            jobTemplate=(
-                "JobTemplateSpec",
-                "The job that will be created when executing a CronJob.",
-            ),
-            successfulJobsHistoryLimit=(
-                "integer",
-                "The number of successful finished jobs to retain.",
-            ),
-            failedJobsHistoryLimit=("integer", "The number of failed finished jobs to retain."),
-        ),
-        "JobTemplateSpec": struct(
-            BATCH,
-            "JobTemplateSpec describes the data a Job should have when created from a template.",
-            metadata=("ObjectMeta", LIST_META),
-            spec=("JobSpec", "Specification of the desired behavior of the job."),
+            """
+            CronJob [batch/v1 CronJob]: CronJob represents the configuration of a single cron job.
+                spec    CronJobSpec
+                status  object
+            CronJobSpec: CronJobSpec describes how the job execution will look like and when it will
+                         actually run.
+                schedule!                   string           The schedule in Cron format.
+                timeZone                    string           The time zone name for the given
+                                                             schedule.
+                startingDeadlineSeconds     integer          Deadline in seconds for starting a
+                                                             missed job.
+                concurrencyPolicy           string           Allow, Forbid or Replace.
+                suspend                     boolean          Suspend subsequent executions.
+                jobTemplate!                JobTemplateSpec  The job that will be created when
+                                                             executing a CronJob.
+                successfulJobsHistoryLimit  integer          The number of successful finished jobs
+                                                             to retain.
+                failedJobsHistoryLimit      integer          The number of failed finished jobs to
+                                                             retain.
+            JobTemplateSpec: JobTemplateSpec describes the data a Job should have when created from
+                             a template.
+                metadata  ObjectMeta
+                spec      JobSpec     Specification of the desired behavior of the job.
+            """,
         ),
     },
     defaults=defaults,

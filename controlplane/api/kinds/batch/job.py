@@ -18,14 +18,14 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors, enum, integer, mapping, selector
-from controlplane.api.display import age, human_duration, meta, name, selector_string, spec, status
+from controlplane.api.display import age, human_duration, meta, name, spec, status
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import podspec, workload
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
 from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
-from controlplane.api.schema import BATCH, SPEC, STATUS, Type, kind, struct
+from controlplane.api.schema import BATCH, Type, declare
 from machinery.rfc3339 import parse_time
 
 Object = dict[str, Any]
@@ -134,47 +134,48 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
     duration = "" if start is None else human_duration((end if end is not None else now) - start)
     cells = [name(obj), state, shown, duration, age(obj, now)]
     if wide:
-        cells += [*workload.images(obj), selector_string(spec(obj).get("selector"))]
+        cells += workload.wide_cells(obj)
     return cells
 
 
 TYPES: dict[str, Type] = {
     **PODSPEC_TYPES,
-    "Job": kind(
+    **declare(
         BATCH,
-        "Job represents the configuration of a single job.",
-        ("batch", "v1", "Job"),
-        spec=("JobSpec", SPEC),
-        status=("object", STATUS),
-    ),
-    "JobSpec": struct(
-        BATCH,
-        "JobSpec describes how the job execution will look like.",
-        ("template",),
-        parallelism=("integer", "The maximum desired number of pods running at any given time."),
-        completions=("integer", "The desired number of successfully finished pods."),
-        activeDeadlineSeconds=("integer", "Seconds the job may be active before it is terminated."),
-        podFailurePolicy=("object", "How failed pods influence the backoffLimit."),
-        successPolicy=("object", "When the job can be declared succeeded."),
-        backoffLimit=("integer", "The number of retries before marking this job failed."),
-        backoffLimitPerIndex=("integer", "The number of retries per index (Indexed jobs)."),
-        maxFailedIndexes=("integer", "The maximum number of failed indexes."),
-        selector=("LabelSelector", "A label query over pods that should match the pod count."),
-        manualSelector=("boolean", "Whether the selector is set by the user."),
-        template=(
-            "PodTemplateSpec",
-            "Describes the pod that will be created when executing a job.",
-        ),
-        ttlSecondsAfterFinished=("integer", "Seconds after which a finished job is deleted."),
-        completionMode=("string", "NonIndexed or Indexed."),
-        suspend=("boolean", "Whether the Job controller should create pods."),
-        podReplacementPolicy=("string", "When to create replacement pods."),
-        managedBy=("string", "The controller that manages the job."),
+        """
+        Job [batch/v1 Job]: Job represents the configuration of a single job.
+            spec    JobSpec
+            status  object
+        JobSpec: JobSpec describes how the job execution will look like.
+            parallelism              integer          The maximum desired number of pods running at
+                                                      any given time.
+            completions              integer          The desired number of successfully finished
+                                                      pods.
+            activeDeadlineSeconds    integer          Seconds the job may be active before it is
+                                                      terminated.
+            podFailurePolicy         object           How failed pods influence the backoffLimit.
+            successPolicy            object           When the job can be declared succeeded.
+            backoffLimit             integer          The number of retries before marking this job
+                                                      failed.
+            backoffLimitPerIndex     integer          The number of retries per index (Indexed
+                                                      jobs).
+            maxFailedIndexes         integer          The maximum number of failed indexes.
+            selector                 LabelSelector    A label query over pods that should match the
+                                                      pod count.
+            manualSelector           boolean          Whether the selector is set by the user.
+            template!                PodTemplateSpec  Describes the pod that will be created when
+                                                      executing a job.
+            ttlSecondsAfterFinished  integer          Seconds after which a finished job is deleted.
+            completionMode           string           NonIndexed or Indexed.
+            suspend                  boolean          Whether the Job controller should create pods.
+            podReplacementPolicy     string           When to create replacement pods.
+            managedBy                string           The controller that manages the job.
+        """,
     ),
 }
 
 DEFINITION = KindDef(
-    KindInfo("Job", "batch/v1", "jobs", "job", (), categories=("all",)),
+    KindInfo("Job", "batch/v1", categories=("all",)),
     types=TYPES,
     defaults=defaults,
     validate=validate,

@@ -28,13 +28,13 @@ from typing import Any
 from cryptography import x509
 
 from controlplane.api import csr
-from controlplane.api.checks import Errors, mapping
+from controlplane.api.checks import DNS_LABEL_MESSAGE, Errors, mapping
 from controlplane.api.display import age, human_duration, name, spec
 from controlplane.api.dnsnames import is_dns_label
 from controlplane.api.kinds.definition import Column, KindDef, Printer, Subresource
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare
 from machinery import rfc3339
 
 Object = dict[str, Any]
@@ -42,6 +42,13 @@ Object = dict[str, Any]
 CERTIFICATES = "io.k8s.api.certificates.v1"
 MIN_EXPIRATION = 600
 _PEM = re.compile(rb"-----BEGIN ([^-\r\n]*)-----\r?\n(.*?)-----END \1-----", re.S)
+
+
+def _dns_labels(e: Errors, path: str, value: str, labels: list[str]) -> None:
+    """The first of `labels` that is no DNS label, reported against `value`."""
+    bad = next((label for label in labels if not is_dns_label(label)), None)
+    if bad is not None:
+        e.invalid(path, value, f'validating label "{bad}": {DNS_LABEL_MESSAGE}')
 
 
 def _signer_name(e: Errors, path: str, signer: Any) -> None:
@@ -58,22 +65,10 @@ def _signer_name(e: Errors, path: str, signer: Any) -> None:
     if len(domain) > 253:
         e.too_long(path, 253)
     labels = domain.split(".")
-    for label in labels:
-        if not is_dns_label(label):
-            e.invalid(path, domain, f'validating label "{label}": a lowercase RFC 1123 label '
-                      "must consist of lower case alphanumeric characters or '-', and must "
-                      "start and end with an alphanumeric character (e.g. 'my-name',  or "
-                      "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")  # fmt: skip
-            break
+    _dns_labels(e, path, domain, labels)
     if len(labels) < 2:
         e.invalid(path, domain, "should be a domain with at least two segments separated by dots")
-    for label in rest.split("."):
-        if not is_dns_label(label):
-            e.invalid(path, rest, f'validating label "{label}": a lowercase RFC 1123 label '
-                      "must consist of lower case alphanumeric characters or '-', and must "
-                      "start and end with an alphanumeric character (e.g. 'my-name',  or "
-                      "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")  # fmt: skip
-            break
+    _dns_labels(e, path, rest, rest.split("."))
     if len(rest) > 253 - len(domain) - 1:
         e.too_long(path, 253 - len(domain) - 1)
 
@@ -303,68 +298,42 @@ DEFINITION = KindDef(
     KindInfo(
         "CertificateSigningRequest",
         "certificates.k8s.io/v1",
-        "certificatesigningrequests",
-        "certificatesigningrequest",
-        ("csr",),
+        short_names=("csr",),
         namespaced=False,
     ),
     types={
-        "CertificateSigningRequest": kind(
+        **declare(
             CERTIFICATES,
-            "CertificateSigningRequest objects provide a mechanism to obtain x509 certificates "
-            "by submitting a certificate signing request, and having it asynchronously approved "
-            "and issued.",
-            ("certificates.k8s.io", "v1", "CertificateSigningRequest"),
-            ("spec",),
-            spec=("CertificateSigningRequestSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "CertificateSigningRequestSpec": struct(
-            CERTIFICATES,
-            "CertificateSigningRequestSpec contains the certificate request.",
-            ("request", "signerName"),
-            request=(
-                "string",
-                "request contains an x509 certificate signing request encoded "
-                'in a "CERTIFICATE REQUEST" PEM block (base64 in JSON).',
-            ),
-            signerName=(
-                "string",
-                "signerName indicates the requested signer, and is a qualified name.",
-            ),
-            expirationSeconds=(
-                "integer",
-                "expirationSeconds is the requested duration of "
-                "validity of the issued certificate (at least 600).",
-            ),
-            usages=(
-                "[]string",
-                "usages specifies a set of key usages requested in the issued certificate.",
-            ),
-            username=(
-                "string",
-                "username contains the name of the user that created the "
-                "CertificateSigningRequest. Populated by the API server on creation "
-                "and immutable.",
-            ),
-            uid=(
-                "string",
-                "uid contains the uid of the user that created the "
-                "CertificateSigningRequest. Populated by the API server on creation and "
-                "immutable.",
-            ),
-            groups=(
-                "[]string",
-                "groups contains group membership of the user that created "
-                "the CertificateSigningRequest. Populated by the API server on creation "
-                "and immutable.",
-            ),
-            extra=(
-                "object",
-                "extra contains extra attributes of the user that created the "
-                "CertificateSigningRequest. Populated by the API server on creation and "
-                "immutable.",
-            ),
+            """
+            CertificateSigningRequest [certificates.k8s.io/v1 CertificateSigningRequest]: CertificateSigningRequest
+                    objects provide a mechanism to obtain x509 certificates by submitting a
+                    certificate signing request, and having it asynchronously approved and issued.
+                spec!   CertificateSigningRequestSpec
+                status  object
+            CertificateSigningRequestSpec: CertificateSigningRequestSpec contains the certificate
+                                           request.
+                request!           string    request contains an x509 certificate signing request
+                                             encoded in a "CERTIFICATE REQUEST" PEM block (base64 in
+                                             JSON).
+                signerName!        string    signerName indicates the requested signer, and is a
+                                             qualified name.
+                expirationSeconds  integer   expirationSeconds is the requested duration of validity
+                                             of the issued certificate (at least 600).
+                usages             []string  usages specifies a set of key usages requested in the
+                                             issued certificate.
+                username           string    username contains the name of the user that created the
+                                             CertificateSigningRequest. Populated by the API server
+                                             on creation and immutable.
+                uid                string    uid contains the uid of the user that created the
+                                             CertificateSigningRequest. Populated by the API server
+                                             on creation and immutable.
+                groups             []string  groups contains group membership of the user that
+                                             created the CertificateSigningRequest. Populated by the
+                                             API server on creation and immutable.
+                extra              object    extra contains extra attributes of the user that
+                                             created the CertificateSigningRequest. Populated by the
+                                             API server on creation and immutable.
+            """,
         ),
     },
     validate=validate,

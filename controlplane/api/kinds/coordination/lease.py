@@ -13,7 +13,7 @@ from controlplane.api.display import NONE, age, name, spec
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import SPEC, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -32,24 +32,23 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Lease", "coordination.k8s.io/v1", "leases", "lease", (), has_status=False),
+    KindInfo("Lease", "coordination.k8s.io/v1", has_status=False),
     types={
-        "Lease": kind(
+        **declare(
             _PACKAGE,
-            "Lease defines a lease concept.",
-            ("coordination.k8s.io", "v1", "Lease"),
-            spec=("LeaseSpec", SPEC),
-        ),
-        "LeaseSpec": struct(
-            _PACKAGE,
-            "LeaseSpec is a specification of a Lease.",
-            holderIdentity=("string", "The identity of the holder of the current lease."),
-            leaseDurationSeconds=("integer", "Seconds candidates wait to force acquire the lease."),
-            acquireTime=("string", "When the current lease was acquired (microseconds)."),
-            renewTime=("string", "When the current holder last updated the lease (microseconds)."),
-            leaseTransitions=("integer", "The number of transitions of a lease between holders."),
-            strategy=("string", "The strategy for picking the leader."),
-            preferredHolder=("string", "The holder the lease should move to."),
+            """
+            Lease [coordination.k8s.io/v1 Lease]: Lease defines a lease concept.
+                spec  LeaseSpec
+            LeaseSpec: LeaseSpec is a specification of a Lease.
+                holderIdentity        string   The identity of the holder of the current lease.
+                leaseDurationSeconds  integer  Seconds candidates wait to force acquire the lease.
+                acquireTime           string   When the current lease was acquired (microseconds).
+                renewTime             string   When the current holder last updated the lease
+                                               (microseconds).
+                leaseTransitions      integer  The number of transitions of a lease between holders.
+                strategy              string   The strategy for picking the leader.
+                preferredHolder       string   The holder the lease should move to.
+            """,
         ),
     },
     validate=validate,

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.schema import CORE, kind
+from controlplane.api.schema import CORE, declare
 
 DEFINITION = KindDef(
-    KindInfo("Binding", "v1", "bindings", "binding", has_status=False, create_only=True),
+    KindInfo("Binding", "v1", has_status=False, create_only=True),
     types={
-        "Binding": kind(
+        **declare(
             CORE,
-            "Binding ties one object to another; for example, a pod is bound to a node by a scheduler.",
-            ("", "v1", "Binding"),
-            ("target",),
-            target=("object", "The target object that you want to bind to the standard object."),
+            """
+            Binding [v1 Binding]: Binding ties one object to another; for example, a pod is bound to
+                                  a node by a scheduler.
+                target!  object  The target object that you want to bind to the standard object.
+            """,
         ),
     },
 )

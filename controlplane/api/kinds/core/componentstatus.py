@@ -13,7 +13,7 @@ from typing import Any
 from controlplane.api.display import name
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.schema import CORE, kind, struct
+from controlplane.api.schema import CORE, declare
 
 Object = dict[str, Any]
 
@@ -35,31 +35,26 @@ DEFINITION = KindDef(
     KindInfo(
         "ComponentStatus",
         "v1",
-        "componentstatuses",
-        "componentstatus",
-        ("cs",),
+        short_names=("cs",),
         namespaced=False,
         has_status=False,
         read_only=True,
     ),
     types={
-        "ComponentStatus": kind(
+        **declare(
             CORE,
-            "ComponentStatus (and ComponentStatusList) holds the cluster validation info. Deprecated: This API is deprecated in v1.19+",
-            ("", "v1", "ComponentStatus"),
-            conditions=("[]ComponentCondition", "List of component conditions observed"),
-        ),
-        "ComponentCondition": struct(
-            CORE,
-            "Information about the condition of a component.",
-            ("type", "status"),
-            type=("string", 'Type of condition for a component. Valid value: "Healthy"'),
-            status=(
-                "string",
-                'Status of the condition for a component. Valid values for "Healthy": "True", "False", or "Unknown".',
-            ),
-            message=("string", "Message about the condition for a component."),
-            error=("string", "Condition error code for a component."),
+            """
+            ComponentStatus [v1 ComponentStatus]: ComponentStatus (and ComponentStatusList) holds
+                                                  the cluster validation info. Deprecated: This API
+                                                  is deprecated in v1.19+
+                conditions  []ComponentCondition  List of component conditions observed
+            ComponentCondition: Information about the condition of a component.
+                type!    string  Type of condition for a component. Valid value: "Healthy"
+                status!  string  Status of the condition for a component. Valid values for
+                                 "Healthy": "True", "False", or "Unknown".
+                message  string  Message about the condition for a component.
+                error    string  Condition error code for a component.
+            """,
         ),
     },
     printer=Printer(

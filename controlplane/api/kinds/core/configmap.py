@@ -17,7 +17,7 @@ from controlplane.api.display import age, name
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import CORE, kind
+from controlplane.api.schema import CORE, declare
 
 Object = dict[str, Any]
 
@@ -105,15 +105,16 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("ConfigMap", "v1", "configmaps", "configmap", ("cm",), has_status=False),
+    KindInfo("ConfigMap", "v1", short_names=("cm",), has_status=False),
     types={
-        "ConfigMap": kind(
+        **declare(
             CORE,
-            "ConfigMap holds configuration data for pods to consume.",
-            ("", "v1", "ConfigMap"),
-            data=("map", "Configuration data (UTF-8)."),
-            binaryData=("map", "Binary configuration data (base64)."),
-            immutable=("boolean", "If true, the data cannot be updated."),
+            """
+            ConfigMap [v1 ConfigMap]: ConfigMap holds configuration data for pods to consume.
+                data        map      Configuration data (UTF-8).
+                binaryData  map      Binary configuration data (base64).
+                immutable   boolean  If true, the data cannot be updated.
+            """,
         ),
     },
     defaults=defaults,

@@ -15,7 +15,7 @@ from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import listed
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import CORE, kind
+from controlplane.api.schema import CORE, declare
 
 Object = dict[str, Any]
 
@@ -59,13 +59,15 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Endpoints", "v1", "endpoints", "endpoints", ("ep",), has_status=False),
+    KindInfo("Endpoints", "v1", short_names=("ep",), has_status=False),
     types={
-        "Endpoints": kind(
+        **declare(
             CORE,
-            "Endpoints is a collection of endpoints that implement the actual service.",
-            ("", "v1", "Endpoints"),
-            subsets=("[]object", "The sets of addresses and ports that comprise a service."),
+            """
+            Endpoints [v1 Endpoints]: Endpoints is a collection of endpoints that implement the
+                                      actual service.
+                subsets  []object  The sets of addresses and ports that comprise a service.
+            """,
         ),
     },
     defaults=defaults,

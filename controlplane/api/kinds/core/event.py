@@ -11,6 +11,7 @@ NAME after it, as Kubernetes' printEvent.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from controlplane.api.checks import Errors, mapping
@@ -18,7 +19,7 @@ from controlplane.api.display import human_duration, meta
 from controlplane.api.kinds.definition import Column, Conversion, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import CORE, Type, kind
+from controlplane.api.schema import CORE, Type, declare
 from machinery.rfc3339 import parse_time
 
 Object = dict[str, Any]
@@ -96,45 +97,47 @@ _RENAMES = (
 )
 
 
+def _renamed(obj: Object, renames: Iterable[tuple[str, str]], api_version: str) -> Object:
+    """A copy of obj with each (from, to) field renamed, at `api_version`."""
+    out = dict(obj)
+    for source, target in renames:
+        if source in out:
+            out[target] = out.pop(source)
+    out["apiVersion"] = api_version
+    return out
+
+
 def to_core(obj: Object) -> Object:
     if obj.get("apiVersion") in (None, "", "v1") and "regarding" not in obj:
         return obj  # already core-shaped
-    out = dict(obj)
-    for new, old in _RENAMES:
-        if new in out:
-            out[old] = out.pop(new)
-    out["apiVersion"] = "v1"
-    return out
+    return _renamed(obj, _RENAMES, "v1")
 
 
 def to_events(obj: Object) -> Object:
-    out = dict(obj)
-    for new, old in _RENAMES:
-        if old in out:
-            out[new] = out.pop(old)
-    out["apiVersion"] = "events.k8s.io/v1"
-    return out
+    return _renamed(obj, ((old, new) for new, old in _RENAMES), "events.k8s.io/v1")
 
 
 _TYPES: dict[str, Type] = {
-    "Event": kind(
+    **declare(
         CORE,
-        "Event is a report of an event somewhere in the cluster.",
-        ("", "v1", "Event"),
-        involvedObject=("object", "The object that this event is about."),
-        reason=("string", "Short, machine understandable reason for the transition."),
-        message=("string", "A human-readable description of the status of this operation."),
-        source=("object", "The component reporting this event."),
-        firstTimestamp=("time", "The time at which the event was first recorded."),
-        lastTimestamp=("time", "The time of the most recent occurrence."),
-        count=("integer", "The number of times this event has occurred."),
-        type=("string", "Normal or Warning."),
-        eventTime=("string", "Time when this Event was first observed (microseconds)."),
-        series=("object", "Data about the Event series this event represents."),
-        action=("string", "What action was taken/failed regarding the object."),
-        related=("object", "Optional secondary object for more complex actions."),
-        reportingComponent=("string", "Name of the controller that emitted this Event."),
-        reportingInstance=("string", "ID of the controller instance."),
+        """
+        Event [v1 Event]: Event is a report of an event somewhere in the cluster.
+            involvedObject      object   The object that this event is about.
+            reason              string   Short, machine understandable reason for the transition.
+            message             string   A human-readable description of the status of this
+                                         operation.
+            source              object   The component reporting this event.
+            firstTimestamp      time     The time at which the event was first recorded.
+            lastTimestamp       time     The time of the most recent occurrence.
+            count               integer  The number of times this event has occurred.
+            type                string   Normal or Warning.
+            eventTime           string   Time when this Event was first observed (microseconds).
+            series              object   Data about the Event series this event represents.
+            action              string   What action was taken/failed regarding the object.
+            related             object   Optional secondary object for more complex actions.
+            reportingComponent  string   Name of the controller that emitted this Event.
+            reportingInstance   string   ID of the controller instance.
+        """,
     ),
 }
 
@@ -172,9 +175,7 @@ DEFINITION = KindDef(
     KindInfo(
         "Event",
         "v1",
-        "events",
-        "event",
-        ("ev",),
+        short_names=("ev",),
         has_status=False,
         also_api_versions=("events.k8s.io/v1",),
     ),

@@ -23,7 +23,7 @@ from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
 from controlplane.api.quantity import format_quantity, is_binary, parse_quantity
-from controlplane.api.schema import CORE, SPEC, kind, struct
+from controlplane.api.schema import CORE, declare
 
 Object = dict[str, Any]
 
@@ -159,39 +159,34 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("LimitRange", "v1", "limitranges", "limitrange", ("limits",), has_status=False),
+    KindInfo("LimitRange", "v1", short_names=("limits",), has_status=False),
     types={
-        "LimitRange": kind(
+        **declare(
             CORE,
-            "LimitRange sets resource usage limits for each kind of resource in a Namespace.",
-            ("", "v1", "LimitRange"),
-            spec=("LimitRangeSpec", SPEC),
-        ),
-        "LimitRangeSpec": struct(
-            CORE,
-            "LimitRangeSpec defines a min/max usage limit for resources that match on kind.",
-            ("limits",),
-            limits=(
-                "[]LimitRangeItem",
-                "Limits is the list of LimitRangeItem objects that are enforced.",
-            ),
-        ),
-        "LimitRangeItem": struct(
-            CORE,
-            "LimitRangeItem defines a min/max usage limit for any resource that matches on kind.",
-            ("type",),
-            type=("string", "Type of resource that this limit applies to."),
-            max=("map[quantity]", "Max usage constraints on this kind by resource name."),
-            min=("map[quantity]", "Min usage constraints on this kind by resource name."),
-            default=("map[quantity]", "Default resource requirement limit value by resource name."),
-            defaultRequest=(
-                "map[quantity]",
-                "DefaultRequest is the default resource requirement request value by resource name.",
-            ),
-            maxLimitRequestRatio=(
-                "map[quantity]",
-                "The named resource must have a request and limit that are both non-zero where limit divided by request is less than or equal to the enumerated value.",
-            ),
+            """
+            LimitRange [v1 LimitRange]: LimitRange sets resource usage limits for each kind of
+                                        resource in a Namespace.
+                spec  LimitRangeSpec
+            LimitRangeSpec: LimitRangeSpec defines a min/max usage limit for resources that match on
+                            kind.
+                limits!  []LimitRangeItem  Limits is the list of LimitRangeItem objects that are
+                                           enforced.
+            LimitRangeItem: LimitRangeItem defines a min/max usage limit for any resource that
+                            matches on kind.
+                type!                 string         Type of resource that this limit applies to.
+                max                   map[quantity]  Max usage constraints on this kind by resource
+                                                     name.
+                min                   map[quantity]  Min usage constraints on this kind by resource
+                                                     name.
+                default               map[quantity]  Default resource requirement limit value by
+                                                     resource name.
+                defaultRequest        map[quantity]  DefaultRequest is the default resource
+                                                     requirement request value by resource name.
+                maxLimitRequestRatio  map[quantity]  The named resource must have a request and
+                                                     limit that are both non-zero where limit
+                                                     divided by request is less than or equal to the
+                                                     enumerated value.
+            """,
         ),
     },
     defaults=defaults,

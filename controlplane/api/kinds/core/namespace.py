@@ -19,7 +19,7 @@ from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
-from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+from controlplane.api.schema import CORE, declare
 
 Object = dict[str, Any]
 
@@ -50,19 +50,17 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Namespace", "v1", "namespaces", "namespace", ("ns",), namespaced=False),
+    KindInfo("Namespace", "v1", short_names=("ns",), namespaced=False),
     types={
-        "Namespace": kind(
+        **declare(
             CORE,
-            "Namespace provides a scope for Names.",
-            ("", "v1", "Namespace"),
-            spec=("NamespaceSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "NamespaceSpec": struct(
-            CORE,
-            "NamespaceSpec describes the attributes on a Namespace.",
-            finalizers=("[]string", "Must be empty before the namespace is removed."),
+            """
+            Namespace [v1 Namespace]: Namespace provides a scope for Names.
+                spec    NamespaceSpec
+                status  object
+            NamespaceSpec: NamespaceSpec describes the attributes on a Namespace.
+                finalizers  []string  Must be empty before the namespace is removed.
+            """,
         ),
     },
     defaults=defaults,

@@ -18,7 +18,7 @@ from controlplane.api.display import NONE, age, meta, name, spec, status
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts, merge
-from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+from controlplane.api.schema import CORE, declare
 
 Object = dict[str, Any]
 
@@ -163,25 +163,23 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Node", "v1", "nodes", "node", ("no",), namespaced=False),
+    KindInfo("Node", "v1", short_names=("no",), namespaced=False),
     types={
-        "Node": kind(
+        **declare(
             CORE,
-            "Node is a worker node.",
-            ("", "v1", "Node"),
-            spec=("NodeSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "NodeSpec": struct(
-            CORE,
-            "NodeSpec describes the attributes that a node is created with.",
-            podCIDR=("string", "The pod IP range assigned to the node."),
-            podCIDRs=("[]string", "The pod IP ranges assigned to the node."),
-            providerID=("string", "ID of the node assigned by the cloud provider."),
-            unschedulable=("boolean", "Whether new pods may be scheduled on the node."),
-            taints=("[]object", "The node's taints."),
-            configSource=("object", "Deprecated."),
-            externalID=("string", "Deprecated."),
+            """
+            Node [v1 Node]: Node is a worker node.
+                spec    NodeSpec
+                status  object
+            NodeSpec: NodeSpec describes the attributes that a node is created with.
+                podCIDR        string    The pod IP range assigned to the node.
+                podCIDRs       []string  The pod IP ranges assigned to the node.
+                providerID     string    ID of the node assigned by the cloud provider.
+                unschedulable  boolean   Whether new pods may be scheduled on the node.
+                taints         []object  The node's taints.
+                configSource   object    Deprecated.
+                externalID     string    Deprecated.
+            """,
         ),
     },
     validate=validate,

@@ -24,7 +24,7 @@ from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.claims import access_modes, storage_size
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.meta import add_finalizer
-from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+from controlplane.api.schema import CORE, declare, struct
 
 Object = dict[str, Any]
 
@@ -161,21 +161,17 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "PersistentVolume",
-        "v1",
-        "persistentvolumes",
-        "persistentvolume",
-        ("pv",),
-        namespaced=False,
-    ),
+    KindInfo("PersistentVolume", "v1", short_names=("pv",), namespaced=False),
     types={
-        "PersistentVolume": kind(
+        **declare(
             CORE,
-            "PersistentVolume is a storage resource provisioned by an administrator or a provisioner.",
-            ("", "v1", "PersistentVolume"),
-            spec=("PersistentVolumeSpec", SPEC),
-            status=("object", STATUS),
+            """
+            PersistentVolume [v1 PersistentVolume]: PersistentVolume is a storage resource
+                                                    provisioned by an administrator or a
+                                                    provisioner.
+                spec    PersistentVolumeSpec
+                status  object
+            """,
         ),
         "PersistentVolumeSpec": struct(
             CORE,

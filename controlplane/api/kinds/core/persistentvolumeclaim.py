@@ -27,7 +27,7 @@ from controlplane.api.kinds.shared import claims
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.meta import add_finalizer
 from controlplane.api.quantity import parse_quantity
-from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+from controlplane.api.schema import CORE, declare
 from controlplane.client.errors import Forbidden
 
 Object = dict[str, Any]
@@ -109,36 +109,34 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "PersistentVolumeClaim",
-        "v1",
-        "persistentvolumeclaims",
-        "persistentvolumeclaim",
-        ("pvc",),
-    ),
+    KindInfo("PersistentVolumeClaim", "v1", short_names=("pvc",)),
     types={
-        "PersistentVolumeClaim": kind(
+        **declare(
             CORE,
-            "PersistentVolumeClaim is a user's request for and claim to a persistent volume.",
-            ("", "v1", "PersistentVolumeClaim"),
-            spec=("PersistentVolumeClaimSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "PersistentVolumeClaimSpec": struct(
-            CORE,
-            "PersistentVolumeClaimSpec describes the storage a claim asks for.",
-            accessModes=("[]string", "The access modes the volume should have."),
-            selector=("LabelSelector", "A label query over volumes to consider for binding."),
-            resources=(
-                "object",
-                "The minimum resources the volume should have (requests, limits).",
-            ),
-            volumeName=("string", "The binding reference to the volume backing this claim."),
-            storageClassName=("string", "The name of the StorageClass required by the claim."),
-            volumeMode=("string", "Filesystem or Block."),
-            dataSource=("object", "An existing object to populate the volume from."),
-            dataSourceRef=("object", "An object to populate the volume from (any group)."),
-            volumeAttributesClassName=("string", "The VolumeAttributesClass used by this claim."),
+            """
+            PersistentVolumeClaim [v1 PersistentVolumeClaim]: PersistentVolumeClaim is a user's
+                    request for and claim to a persistent volume.
+                spec    PersistentVolumeClaimSpec
+                status  object
+            PersistentVolumeClaimSpec: PersistentVolumeClaimSpec describes the storage a claim asks
+                                       for.
+                accessModes                []string       The access modes the volume should have.
+                selector                   LabelSelector  A label query over volumes to consider for
+                                                          binding.
+                resources                  object         The minimum resources the volume should
+                                                          have (requests, limits).
+                volumeName                 string         The binding reference to the volume
+                                                          backing this claim.
+                storageClassName           string         The name of the StorageClass required by
+                                                          the claim.
+                volumeMode                 string         Filesystem or Block.
+                dataSource                 object         An existing object to populate the volume
+                                                          from.
+                dataSourceRef              object         An object to populate the volume from (any
+                                                          group).
+                volumeAttributesClassName  string         The VolumeAttributesClass used by this
+                                                          claim.
+            """,
         ),
     },
     defaults=defaults,

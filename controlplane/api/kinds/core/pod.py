@@ -34,7 +34,7 @@ from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import POD_STATUS, facts
 from controlplane.api.kinds.volcano import pod_budget
 from controlplane.api.qos import qos_class
-from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+from controlplane.api.schema import CORE, declare, struct
 from controlplane.client.errors import Forbidden, NotFound
 
 Object = dict[str, Any]
@@ -289,15 +289,16 @@ POD_STATUS_TYPE = struct(
 
 
 DEFINITION = KindDef(
-    KindInfo("Pod", "v1", "pods", "pod", ("po",), categories=("all",)),
+    KindInfo("Pod", "v1", short_names=("po",), categories=("all",)),
     types={
         **podspec_schema.TYPES,
-        "Pod": kind(
+        **declare(
             CORE,
-            "Pod is a collection of containers that can run on a host.",
-            ("", "v1", "Pod"),
-            spec=("PodSpec", SPEC),
-            status=("PodStatus", STATUS),
+            """
+            Pod [v1 Pod]: Pod is a collection of containers that can run on a host.
+                spec    PodSpec
+                status  PodStatus
+            """,
         ),
         "PodStatus": POD_STATUS_TYPE,
     },

@@ -18,7 +18,7 @@ from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import podspec
 from controlplane.api.kinds.shared.patch_facts import facts
 from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
-from controlplane.api.schema import CORE, kind
+from controlplane.api.schema import CORE, declare
 
 Object = dict[str, Any]
 
@@ -43,17 +43,17 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("PodTemplate", "v1", "podtemplates", "podtemplate", (), has_status=False),
+    KindInfo("PodTemplate", "v1", has_status=False),
     types={
         **PODSPEC_TYPES,
-        "PodTemplate": kind(
+        **declare(
             CORE,
-            "PodTemplate describes a template for creating copies of a predefined pod.",
-            ("", "v1", "PodTemplate"),
-            template=(
-                "PodTemplateSpec",
-                "Template defines the pods that will be created from this pod template.",
-            ),
+            """
+            PodTemplate [v1 PodTemplate]: PodTemplate describes a template for creating copies of a
+                                          predefined pod.
+                template  PodTemplateSpec  Template defines the pods that will be created from this
+                                           pod template.
+            """,
         ),
     },
     defaults=defaults,

@@ -24,7 +24,7 @@ from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, TEMPLATE, facts
 from controlplane.api.kinds.shared.podspec import template_defaults
 from controlplane.api.kinds.shared.podspec_schema import TYPES as PODSPEC_TYPES
-from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+from controlplane.api.schema import CORE, declare
 
 Object = dict[str, Any]
 
@@ -86,36 +86,28 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 DEFINITION = KindDef(
     KindInfo(
-        "ReplicationController",
-        "v1",
-        "replicationcontrollers",
-        "replicationcontroller",
-        ("rc",),
-        has_scale=True,
-        categories=("all",),
+        "ReplicationController", "v1", short_names=("rc",), has_scale=True, categories=("all",)
     ),
     types={
         **PODSPEC_TYPES,
-        "ReplicationController": kind(
+        **declare(
             CORE,
-            "ReplicationController represents the configuration of a replication controller.",
-            ("", "v1", "ReplicationController"),
-            spec=("ReplicationControllerSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "ReplicationControllerSpec": struct(
-            CORE,
-            "ReplicationControllerSpec is the specification of a replication controller.",
-            replicas=("integer", "Replicas is the number of desired replicas. Defaults to 1."),
-            minReadySeconds=("integer", "Seconds a new pod must be ready to be available."),
-            selector=(
-                "map",
-                "Selector is a label query over pods that should match the Replicas count.",
-            ),
-            template=(
-                "PodTemplateSpec",
-                "Template is the object that describes the pod that will be created if insufficient replicas are detected.",
-            ),
+            """
+            ReplicationController [v1 ReplicationController]: ReplicationController represents the
+                    configuration of a replication controller.
+                spec    ReplicationControllerSpec
+                status  object
+            ReplicationControllerSpec: ReplicationControllerSpec is the specification of a
+                                       replication controller.
+                replicas         integer          Replicas is the number of desired replicas.
+                                                  Defaults to 1.
+                minReadySeconds  integer          Seconds a new pod must be ready to be available.
+                selector         map              Selector is a label query over pods that should
+                                                  match the Replicas count.
+                template         PodTemplateSpec  Template is the object that describes the pod that
+                                                  will be created if insufficient replicas are
+                                                  detected.
+            """,
         ),
     },
     defaults=defaults,

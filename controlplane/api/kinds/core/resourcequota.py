@@ -23,7 +23,7 @@ from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
 from controlplane.api.quantity import format_quantity, is_binary, parse_quantity
 from controlplane.api.quota import POD_RESOURCES, SCOPES
-from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+from controlplane.api.schema import CORE, declare, struct
 
 Object = dict[str, Any]
 
@@ -142,39 +142,29 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("ResourceQuota", "v1", "resourcequotas", "resourcequota", ("quota",)),
+    KindInfo("ResourceQuota", "v1", short_names=("quota",)),
     types={
-        "ResourceQuota": kind(
+        **declare(
             CORE,
-            "ResourceQuota sets aggregate quota restrictions enforced per namespace",
-            ("", "v1", "ResourceQuota"),
-            spec=("ResourceQuotaSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "ResourceQuotaSpec": struct(
-            CORE,
-            "ResourceQuotaSpec defines the desired hard limits to enforce for Quota.",
-            hard=(
-                "map[quantity]",
-                "hard is the set of desired hard limits for each named resource.",
-            ),
-            scopes=(
-                "[]string",
-                "A collection of filters that must match each object tracked by a quota.",
-            ),
-            scopeSelector=(
-                "ScopeSelector",
-                "scopeSelector is also a collection of filters like scopes.",
-            ),
-        ),
-        "ScopeSelector": struct(
-            CORE,
-            "A scope selector represents the AND of the selectors represented by the "
-            "scoped-resource selector requirements.",
-            matchExpressions=(
-                "[]ScopedResourceSelectorRequirement",
-                "A list of scope selector requirements by scope of the resources.",
-            ),
+            """
+            ResourceQuota [v1 ResourceQuota]: ResourceQuota sets aggregate quota restrictions
+                                              enforced per namespace
+                spec    ResourceQuotaSpec
+                status  object
+            ResourceQuotaSpec: ResourceQuotaSpec defines the desired hard limits to enforce for
+                               Quota.
+                hard           map[quantity]  hard is the set of desired hard limits for each named
+                                              resource.
+                scopes         []string       A collection of filters that must match each object
+                                              tracked by a quota.
+                scopeSelector  ScopeSelector  scopeSelector is also a collection of filters like
+                                              scopes.
+            ScopeSelector: A scope selector represents the AND of the selectors represented by the
+                           scoped-resource selector requirements.
+                matchExpressions  []ScopedResourceSelectorRequirement  A list of scope selector
+                                                                       requirements by scope of the
+                                                                       resources.
+            """,
         ),
         "ScopedResourceSelectorRequirement": struct(
             CORE,

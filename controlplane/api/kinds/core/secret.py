@@ -21,7 +21,7 @@ from controlplane.api.kinds.core.configmap import (
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import CORE, kind
+from controlplane.api.schema import CORE, declare
 
 Object = dict[str, Any]
 
@@ -53,16 +53,17 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Secret", "v1", "secrets", "secret", (), has_status=False),
+    KindInfo("Secret", "v1", has_status=False),
     types={
-        "Secret": kind(
+        **declare(
             CORE,
-            "Secret holds secret data of a certain type.",
-            ("", "v1", "Secret"),
-            data=("map", "Secret data, base64-encoded values."),
-            stringData=("map", "Write-only convenience field for non-binary secret data."),
-            type=("string", "Used to facilitate programmatic handling of secret data."),
-            immutable=("boolean", "If true, the data cannot be updated."),
+            """
+            Secret [v1 Secret]: Secret holds secret data of a certain type.
+                data        map      Secret data, base64-encoded values.
+                stringData  map      Write-only convenience field for non-binary secret data.
+                type        string   Used to facilitate programmatic handling of secret data.
+                immutable   boolean  If true, the data cannot be updated.
+            """,
         ),
     },
     defaults=defaults,

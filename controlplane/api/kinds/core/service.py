@@ -29,7 +29,7 @@ from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, co
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import child, listed
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts, merge
-from controlplane.api.schema import CORE, SPEC, STATUS, kind, struct
+from controlplane.api.schema import CORE, declare
 from controlplane.client.errors import Forbidden, Invalid
 
 Object = dict[str, Any]
@@ -275,53 +275,57 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo("Service", "v1", "services", "service", ("svc",), categories=("all",)),
+    KindInfo("Service", "v1", short_names=("svc",), categories=("all",)),
     types={
-        "Service": kind(
+        **declare(
             CORE,
-            "Service is a named abstraction of software service consisting of a port the proxy "
-            "listens on and the selector that determines which pods answer.",
-            ("", "v1", "Service"),
-            spec=("ServiceSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "ServiceSpec": struct(
-            CORE,
-            "ServiceSpec describes the attributes that a user creates on a service.",
-            ports=("[]ServicePort", "The list of ports exposed by this service."),
-            selector=("map", "Route traffic to pods with labels matching this selector."),
-            clusterIP=("string", "The IP address of the service."),
-            clusterIPs=("[]string", "The IP addresses of the service."),
-            type=("string", "ClusterIP, NodePort, LoadBalancer or ExternalName."),
-            externalIPs=("[]string", "IPs for which nodes also accept traffic for this service."),
-            sessionAffinity=("string", "ClientIP or None."),
-            loadBalancerIP=("string", "Deprecated."),
-            loadBalancerSourceRanges=("[]string", "Client IP ranges a load balancer accepts."),
-            externalName=("string", "The DNS name an ExternalName service aliases."),
-            externalTrafficPolicy=("string", "Cluster or Local."),
-            healthCheckNodePort=("integer", "Health check node port of a LoadBalancer service."),
-            publishNotReadyAddresses=("boolean", "Publish addresses of pods that are not ready."),
-            sessionAffinityConfig=("object", "Configuration of session affinity."),
-            ipFamilies=("[]string", "IPv4 and/or IPv6."),
-            ipFamilyPolicy=("string", "SingleStack, PreferDualStack or RequireDualStack."),
-            allocateLoadBalancerNodePorts=(
-                "boolean",
-                "Allocate node ports for a LoadBalancer service.",
-            ),
-            loadBalancerClass=("string", "The class of the load balancer implementation."),
-            internalTrafficPolicy=("string", "Cluster or Local."),
-            trafficDistribution=("string", "How traffic is distributed to endpoints."),
-        ),
-        "ServicePort": struct(
-            CORE,
-            "ServicePort contains information on service's port.",
-            ("port",),
-            name=("string", "The name of this port within the service."),
-            protocol=("string", "TCP, UDP or SCTP. Defaults to TCP."),
-            appProtocol=("string", "The application protocol for this port."),
-            port=("integer", "The port exposed by this service."),
-            targetPort=("int-or-string", "Number or name of the port to access on the pods."),
-            nodePort=("integer", "The port on each node (NodePort, LoadBalancer)."),
+            """
+            Service [v1 Service]: Service is a named abstraction of software service consisting of a
+                                  port the proxy listens on and the selector that determines which
+                                  pods answer.
+                spec    ServiceSpec
+                status  object
+            ServiceSpec: ServiceSpec describes the attributes that a user creates on a service.
+                ports                          []ServicePort  The list of ports exposed by this
+                                                              service.
+                selector                       map            Route traffic to pods with labels
+                                                              matching this selector.
+                clusterIP                      string         The IP address of the service.
+                clusterIPs                     []string       The IP addresses of the service.
+                type                           string         ClusterIP, NodePort, LoadBalancer or
+                                                              ExternalName.
+                externalIPs                    []string       IPs for which nodes also accept
+                                                              traffic for this service.
+                sessionAffinity                string         ClientIP or None.
+                loadBalancerIP                 string         Deprecated.
+                loadBalancerSourceRanges       []string       Client IP ranges a load balancer
+                                                              accepts.
+                externalName                   string         The DNS name an ExternalName service
+                                                              aliases.
+                externalTrafficPolicy          string         Cluster or Local.
+                healthCheckNodePort            integer        Health check node port of a
+                                                              LoadBalancer service.
+                publishNotReadyAddresses       boolean        Publish addresses of pods that are not
+                                                              ready.
+                sessionAffinityConfig          object         Configuration of session affinity.
+                ipFamilies                     []string       IPv4 and/or IPv6.
+                ipFamilyPolicy                 string         SingleStack, PreferDualStack or
+                                                              RequireDualStack.
+                allocateLoadBalancerNodePorts  boolean        Allocate node ports for a LoadBalancer
+                                                              service.
+                loadBalancerClass              string         The class of the load balancer
+                                                              implementation.
+                internalTrafficPolicy          string         Cluster or Local.
+                trafficDistribution            string         How traffic is distributed to
+                                                              endpoints.
+            ServicePort: ServicePort contains information on service's port.
+                name         string         The name of this port within the service.
+                protocol     string         TCP, UDP or SCTP. Defaults to TCP.
+                appProtocol  string         The application protocol for this port.
+                port!        integer        The port exposed by this service.
+                targetPort   int-or-string  Number or name of the port to access on the pods.
+                nodePort     integer        The port on each node (NodePort, LoadBalancer).
+            """,
         ),
     },
     defaults=defaults,

@@ -9,7 +9,7 @@ from typing import Any
 from controlplane.api.display import age, name
 from controlplane.api.kinds.definition import KindDef, Printer, Subresource, columns
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.schema import CORE, kind
+from controlplane.api.schema import CORE, declare
 
 
 def row(obj: dict[str, Any], now: float, wide: bool) -> list[str]:
@@ -17,17 +17,19 @@ def row(obj: dict[str, Any], now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "ServiceAccount", "v1", "serviceaccounts", "serviceaccount", ("sa",), has_status=False
-    ),
+    KindInfo("ServiceAccount", "v1", short_names=("sa",), has_status=False),
     types={
-        "ServiceAccount": kind(
+        **declare(
             CORE,
-            "ServiceAccount binds together a name, a principal and a set of secrets.",
-            ("", "v1", "ServiceAccount"),
-            secrets=("[]object", "Secrets pods running as this account may use."),
-            imagePullSecrets=("[]object", "Secrets used to pull images for pods of this account."),
-            automountServiceAccountToken=("boolean", "Whether pods mount its token by default."),
+            """
+            ServiceAccount [v1 ServiceAccount]: ServiceAccount binds together a name, a principal
+                                                and a set of secrets.
+                secrets                       []object  Secrets pods running as this account may
+                                                        use.
+                imagePullSecrets              []object  Secrets used to pull images for pods of this
+                                                        account.
+                automountServiceAccountToken  boolean   Whether pods mount its token by default.
+            """,
         ),
     },
     printer=Printer(columns(("NAME", "SECRETS", "AGE")), row),

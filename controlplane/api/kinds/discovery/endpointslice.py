@@ -35,7 +35,7 @@ from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import listed
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import Type, kind, struct
+from controlplane.api.schema import Type, declare, struct
 
 Object = dict[str, Any]
 
@@ -232,31 +232,25 @@ def _port_type() -> Type:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "EndpointSlice",
-        "discovery.k8s.io/v1",
-        "endpointslices",
-        "endpointslice",
-        has_status=False,
-    ),
+    KindInfo("EndpointSlice", "discovery.k8s.io/v1", has_status=False),
     types={
-        "EndpointSlice": kind(
+        **declare(
             DISCOVERY,
-            "EndpointSlice represents a set of service endpoints. Most EndpointSlices are created by the EndpointSlice controller to represent the Pods selected by Service objects.",
-            ("discovery.k8s.io", "v1", "EndpointSlice"),
-            ("addressType", "endpoints"),
-            addressType=(
-                "string",
-                "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation.",
-            ),
-            endpoints=(
-                "[]DiscoveryV1Endpoint",
-                "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.",
-            ),
-            ports=(
-                "[]DiscoveryV1EndpointPort",
-                "ports specifies the list of network ports exposed by each endpoint in this slice.",
-            ),
+            """
+            EndpointSlice [discovery.k8s.io/v1 EndpointSlice]: EndpointSlice represents a set of
+                    service endpoints. Most EndpointSlices are created by the EndpointSlice
+                    controller to represent the Pods selected by Service objects.
+                addressType!  string                     addressType specifies the type of address
+                                                         carried by this EndpointSlice. All
+                                                         addresses in this slice must be the same
+                                                         type. This field is immutable after
+                                                         creation.
+                endpoints!    []DiscoveryV1Endpoint      endpoints is a list of unique endpoints in
+                                                         this slice. Each slice may include a
+                                                         maximum of 1000 endpoints.
+                ports         []DiscoveryV1EndpointPort  ports specifies the list of network ports
+                                                         exposed by each endpoint in this slice.
+            """,
         ),
         "DiscoveryV1Endpoint": Type(
             DISCOVERY,
@@ -292,30 +286,24 @@ DEFINITION = KindDef(
             ("addresses",),
             name="Endpoint",
         ),
-        "EndpointConditions": struct(
+        **declare(
             DISCOVERY,
-            "EndpointConditions represents the current condition of an endpoint.",
-            ready=(
-                "boolean",
-                "ready indicates that this endpoint is ready to receive traffic, according to whatever system is managing the endpoint.",
-            ),
-            serving=(
-                "boolean",
-                "serving indicates that this endpoint is able to receive traffic, according to whatever system is managing the endpoint.",
-            ),
-            terminating=("boolean", "terminating indicates that this endpoint is terminating."),
-        ),
-        "EndpointHints": struct(
-            DISCOVERY,
-            "EndpointHints provides hints describing how an endpoint should be consumed.",
-            forZones=(
-                "[]object",
-                "forZones indicates the zone(s) this endpoint should be consumed by when using topology aware routing.",
-            ),
-            forNodes=(
-                "[]object",
-                "forNodes indicates the node(s) this endpoint should be consumed by when using topology aware routing.",
-            ),
+            """
+            EndpointConditions: EndpointConditions represents the current condition of an endpoint.
+                ready        boolean  ready indicates that this endpoint is ready to receive
+                                      traffic, according to whatever system is managing the
+                                      endpoint.
+                serving      boolean  serving indicates that this endpoint is able to receive
+                                      traffic, according to whatever system is managing the
+                                      endpoint.
+                terminating  boolean  terminating indicates that this endpoint is terminating.
+            EndpointHints: EndpointHints provides hints describing how an endpoint should be
+                           consumed.
+                forZones  []object  forZones indicates the zone(s) this endpoint should be consumed
+                                    by when using topology aware routing.
+                forNodes  []object  forNodes indicates the node(s) this endpoint should be consumed
+                                    by when using topology aware routing.
+            """,
         ),
         "DiscoveryV1EndpointPort": _port_type(),
     },

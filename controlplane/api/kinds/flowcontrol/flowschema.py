@@ -28,7 +28,7 @@ from controlplane.api.kinds.flowcontrol.prioritylevelconfiguration import EXEMPT
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -150,32 +150,25 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "FlowSchema",
-        "flowcontrol.apiserver.k8s.io/v1",
-        "flowschemas",
-        "flowschema",
-        (),
-        namespaced=False,
-    ),
+    KindInfo("FlowSchema", "flowcontrol.apiserver.k8s.io/v1", namespaced=False),
     types={
-        "FlowSchema": kind(
+        **declare(
             PACKAGE,
-            "FlowSchema defines the schema of a group of flows. Note that a flow is made up of "
-            "a set of inbound API requests with similar attributes and is identified by a pair "
-            'of strings: the name of the FlowSchema and a "flow distinguisher".',
-            ("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema"),
-            spec=("FlowSchemaSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "FlowSchemaSpec": struct(
-            PACKAGE,
-            "FlowSchemaSpec describes how the FlowSchema's specification looks like.",
-            ("priorityLevelConfiguration",),
-            priorityLevelConfiguration=("object", "The PriorityLevelConfiguration this refers to."),
-            matchingPrecedence=("integer", "Chooses among the FlowSchemas that match a request."),
-            distinguisherMethod=("object", "How to compute the flow distinguisher."),
-            rules=("[]object", "Which requests match this flow schema."),
+            """
+            FlowSchema [flowcontrol.apiserver.k8s.io/v1 FlowSchema]: FlowSchema defines the schema
+                    of a group of flows. Note that a flow is made up of a set of inbound API
+                    requests with similar attributes and is identified by a pair of strings: the
+                    name of the FlowSchema and a "flow distinguisher".
+                spec    FlowSchemaSpec
+                status  object
+            FlowSchemaSpec: FlowSchemaSpec describes how the FlowSchema's specification looks like.
+                priorityLevelConfiguration!  object    The PriorityLevelConfiguration this refers
+                                                       to.
+                matchingPrecedence           integer   Chooses among the FlowSchemas that match a
+                                                       request.
+                distinguisherMethod          object    How to compute the flow distinguisher.
+                rules                        []object  Which requests match this flow schema.
+            """,
         ),
     },
     defaults=defaults,

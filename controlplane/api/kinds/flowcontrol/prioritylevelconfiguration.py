@@ -25,7 +25,7 @@ from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import child
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -145,32 +145,22 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "PriorityLevelConfiguration",
-        "flowcontrol.apiserver.k8s.io/v1",
-        "prioritylevelconfigurations",
-        "prioritylevelconfiguration",
-        (),
-        namespaced=False,
-    ),
+    KindInfo("PriorityLevelConfiguration", "flowcontrol.apiserver.k8s.io/v1", namespaced=False),
     types={
-        "PriorityLevelConfiguration": kind(
+        **declare(
             PACKAGE,
-            "PriorityLevelConfiguration represents the configuration of a priority level.",
-            ("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration"),
-            spec=("PriorityLevelConfigurationSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "PriorityLevelConfigurationSpec": struct(
-            PACKAGE,
-            "PriorityLevelConfigurationSpec specifies the configuration of a priority level.",
-            ("type",),
-            type=(
-                "string",
-                "Whether this priority level is subject to limitation: Exempt or Limited.",
-            ),
-            limited=("object", "How requests are handled for a Limited priority level."),
-            exempt=("object", "How requests are handled for an exempt priority level."),
+            """
+            PriorityLevelConfiguration [flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfiguration]: PriorityLevelConfiguration
+                    represents the configuration of a priority level.
+                spec    PriorityLevelConfigurationSpec
+                status  object
+            PriorityLevelConfigurationSpec: PriorityLevelConfigurationSpec specifies the
+                                            configuration of a priority level.
+                type!    string  Whether this priority level is subject to limitation: Exempt or
+                                 Limited.
+                limited  object  How requests are handled for a Limited priority level.
+                exempt   object  How requests are handled for an exempt priority level.
+            """,
         ),
     },
     defaults=defaults,

@@ -24,13 +24,13 @@ import ipaddress
 import re
 from typing import Any
 
-from controlplane.api.checks import Errors
+from controlplane.api.checks import Errors, objects
 from controlplane.api.display import NONE, age, name, spec, status
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
 from controlplane.api.kinds.definition import AdmissionApi, Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare, struct
 from controlplane.client.ingressclasses import (
     DEFAULT_CLASS_ANNOTATION,
     LEGACY_CLASS_ANNOTATION,
@@ -156,11 +156,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         _backend(e, "spec.defaultBackend", ingress_spec["defaultBackend"])
     elif not rules:
         e.add("spec", "Invalid value: either `defaultBackend` or `rules` must be specified")
-    for i, rule in enumerate(rules):
-        here = f"spec.rules[{i}]"
-        if not isinstance(rule, dict):
-            e.add(here, "must be an object")
-            continue
+    for here, rule in objects(e, "spec.rules", rules):
         if rule.get("host"):
             _host(e, f"{here}.host", rule["host"])
         http = rule.get("http")
@@ -253,61 +249,47 @@ PRINTER = Printer(
 _BACKEND = "The Service (or resource) requests go to."
 
 DEFINITION = KindDef(
-    KindInfo("Ingress", "networking.k8s.io/v1", "ingresses", "ingress", ("ing",)),
+    KindInfo("Ingress", "networking.k8s.io/v1", short_names=("ing",)),
     types={
-        "Ingress": kind(
+        **declare(
             _PACKAGE,
-            "Ingress is a collection of rules that allow inbound connections to reach the "
-            "endpoints defined by a backend.",
-            ("networking.k8s.io", "v1", "Ingress"),
-            spec=("IngressSpec", SPEC),
-            status=("IngressStatus", STATUS),
-        ),
-        "IngressSpec": struct(
-            _PACKAGE,
-            "IngressSpec describes the Ingress the user wishes to exist.",
-            ingressClassName=("string", "The name of the IngressClass cluster resource."),
-            defaultBackend=("IngressBackend", "The backend of requests no rule matches."),
-            tls=("[]IngressTLS", "TLS configuration: hosts and the Secrets of their certificates."),
-            rules=("[]IngressRule", "Host rules; none: everything goes to the default backend."),
-        ),
-        "IngressBackend": struct(
-            _PACKAGE,
-            "IngressBackend describes all endpoints for a given service and port.",
-            service=("IngressServiceBackend", "A Service as a backend."),
-            resource=("object", "Another object of the Ingress's namespace as a backend."),
-        ),
-        "IngressServiceBackend": struct(
-            _PACKAGE,
-            "IngressServiceBackend references a Kubernetes Service as a Backend.",
-            ("name",),
-            name=("string", "The referenced service, in the Ingress's namespace."),
-            port=("ServiceBackendPort", "The port of the referenced service."),
-        ),
-        "ServiceBackendPort": struct(
-            _PACKAGE,
-            "ServiceBackendPort is the service port being referenced.",
-            name=("string", "The name of the port on the Service."),
-            number=("integer", "The numerical port number on the Service."),
-        ),
-        "IngressTLS": struct(
-            _PACKAGE,
-            "IngressTLS describes the transport layer security associated with an ingress.",
-            hosts=("[]string", "Hosts included in the TLS certificate."),
-            secretName=("string", "The kubernetes.io/tls Secret used to terminate TLS."),
-        ),
-        "IngressRule": struct(
-            _PACKAGE,
-            "IngressRule represents the rules mapping the paths under a specified host to the "
-            "related backend services.",
-            host=("string", "The fully qualified domain name of a network host (or *.domain)."),
-            http=("HTTPIngressRuleValue", "HTTP paths and their backends."),
-        ),
-        "HTTPIngressRuleValue": struct(
-            _PACKAGE,
-            "HTTPIngressRuleValue is a list of http selectors pointing to backends.",
-            ("paths",),
-            paths=("[]HTTPIngressPath", "A collection of paths that map requests to backends."),
+            """
+            Ingress [networking.k8s.io/v1 Ingress]: Ingress is a collection of rules that allow
+                                                    inbound connections to reach the endpoints
+                                                    defined by a backend.
+                spec    IngressSpec
+                status  IngressStatus
+            IngressSpec: IngressSpec describes the Ingress the user wishes to exist.
+                ingressClassName  string          The name of the IngressClass cluster resource.
+                defaultBackend    IngressBackend  The backend of requests no rule matches.
+                tls               []IngressTLS    TLS configuration: hosts and the Secrets of their
+                                                  certificates.
+                rules             []IngressRule   Host rules; none: everything goes to the default
+                                                  backend.
+            IngressBackend: IngressBackend describes all endpoints for a given service and port.
+                service   IngressServiceBackend  A Service as a backend.
+                resource  object                 Another object of the Ingress's namespace as a
+                                                 backend.
+            IngressServiceBackend: IngressServiceBackend references a Kubernetes Service as a
+                                   Backend.
+                name!  string              The referenced service, in the Ingress's namespace.
+                port   ServiceBackendPort  The port of the referenced service.
+            ServiceBackendPort: ServiceBackendPort is the service port being referenced.
+                name    string   The name of the port on the Service.
+                number  integer  The numerical port number on the Service.
+            IngressTLS: IngressTLS describes the transport layer security associated with an
+                        ingress.
+                hosts       []string  Hosts included in the TLS certificate.
+                secretName  string    The kubernetes.io/tls Secret used to terminate TLS.
+            IngressRule: IngressRule represents the rules mapping the paths under a specified host
+                         to the related backend services.
+                host  string                The fully qualified domain name of a network host (or
+                                            *.domain).
+                http  HTTPIngressRuleValue  HTTP paths and their backends.
+            HTTPIngressRuleValue: HTTPIngressRuleValue is a list of http selectors pointing to
+                                  backends.
+                paths!  []HTTPIngressPath  A collection of paths that map requests to backends.
+            """,
         ),
         "HTTPIngressPath": struct(
             _PACKAGE,
@@ -320,30 +302,24 @@ DEFINITION = KindDef(
             ),
             backend=("IngressBackend", _BACKEND),
         ),
-        "IngressStatus": struct(
+        **declare(
             _PACKAGE,
-            "IngressStatus describe the current state of the Ingress.",
-            loadBalancer=("IngressLoadBalancerStatus", "The addresses the Ingress is served on."),
-        ),
-        "IngressLoadBalancerStatus": struct(
-            _PACKAGE,
-            "IngressLoadBalancerStatus represents the status of a load-balancer.",
-            ingress=("[]IngressLoadBalancerIngress", "The ingress points of the load-balancer."),
-        ),
-        "IngressLoadBalancerIngress": struct(
-            _PACKAGE,
-            "IngressLoadBalancerIngress represents the status of a load-balancer ingress point.",
-            ip=("string", "An IP-based ingress point."),
-            hostname=("string", "A DNS-based ingress point."),
-            ports=("[]IngressPortStatus", "The ports of this ingress point, when not 80/443."),
-        ),
-        "IngressPortStatus": struct(
-            _PACKAGE,
-            "IngressPortStatus represents the error condition of a service port.",
-            ("port", "protocol"),
-            port=("integer", "The port number of the ingress port."),
-            protocol=("string", "TCP, UDP or SCTP."),
-            error=("string", "A problem with the service port, CamelCase."),
+            """
+            IngressStatus: IngressStatus describe the current state of the Ingress.
+                loadBalancer  IngressLoadBalancerStatus  The addresses the Ingress is served on.
+            IngressLoadBalancerStatus: IngressLoadBalancerStatus represents the status of a
+                                       load-balancer.
+                ingress  []IngressLoadBalancerIngress  The ingress points of the load-balancer.
+            IngressLoadBalancerIngress: IngressLoadBalancerIngress represents the status of a
+                                        load-balancer ingress point.
+                ip        string               An IP-based ingress point.
+                hostname  string               A DNS-based ingress point.
+                ports     []IngressPortStatus  The ports of this ingress point, when not 80/443.
+            IngressPortStatus: IngressPortStatus represents the error condition of a service port.
+                port!      integer  The port number of the ingress port.
+                protocol!  string   TCP, UDP or SCTP.
+                error      string   A problem with the service port, CamelCase.
+            """,
         ),
     },
     validate=validate,

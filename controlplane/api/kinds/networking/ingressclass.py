@@ -19,7 +19,7 @@ from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import SPEC, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -105,37 +105,26 @@ PRINTER = Printer(
 )
 
 DEFINITION = KindDef(
-    KindInfo(
-        "IngressClass",
-        "networking.k8s.io/v1",
-        "ingressclasses",
-        "ingressclass",
-        (),
-        namespaced=False,
-        has_status=False,
-    ),
+    KindInfo("IngressClass", "networking.k8s.io/v1", namespaced=False, has_status=False),
     types={
-        "IngressClass": kind(
+        **declare(
             _PACKAGE,
-            "IngressClass represents the class of the Ingress, referenced by the Ingress Spec.",
-            ("networking.k8s.io", "v1", "IngressClass"),
-            spec=("IngressClassSpec", SPEC),
-        ),
-        "IngressClassSpec": struct(
-            _PACKAGE,
-            "IngressClassSpec provides information about the class of an Ingress.",
-            controller=("string", "The controller that implements this class (acme.io/foo)."),
-            parameters=("IngressClassParametersReference", "Configuration for the controller."),
-        ),
-        "IngressClassParametersReference": struct(
-            _PACKAGE,
-            "IngressClassParametersReference identifies an API object that configures the class.",
-            ("kind", "name"),
-            apiGroup=("string", "The group of the referenced object; none: the core group."),
-            kind=("string", "The type of the referenced object."),
-            name=("string", "The name of the referenced object."),
-            scope=("string", "Cluster (default) or Namespace."),
-            namespace=("string", "The namespace of the referenced object, with scope Namespace."),
+            """
+            IngressClass [networking.k8s.io/v1 IngressClass]: IngressClass represents the class of
+                    the Ingress, referenced by the Ingress Spec.
+                spec  IngressClassSpec
+            IngressClassSpec: IngressClassSpec provides information about the class of an Ingress.
+                controller  string                           The controller that implements this
+                                                             class (acme.io/foo).
+                parameters  IngressClassParametersReference  Configuration for the controller.
+            IngressClassParametersReference: IngressClassParametersReference identifies an API
+                                             object that configures the class.
+                apiGroup   string  The group of the referenced object; none: the core group.
+                kind!      string  The type of the referenced object.
+                name!      string  The name of the referenced object.
+                scope      string  Cluster (default) or Namespace.
+                namespace  string  The namespace of the referenced object, with scope Namespace.
+            """,
         ),
     },
     defaults=defaults,

@@ -18,13 +18,13 @@ import ipaddress
 import re
 from typing import Any
 
-from controlplane.api.checks import Errors
+from controlplane.api.checks import Errors, objects
 from controlplane.api.display import age, name, selector_string, spec
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import child, listed
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import SPEC, kind, struct
+from controlplane.api.schema import declare, struct
 
 Object = dict[str, Any]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -55,11 +55,7 @@ def _selector(e: Errors, path: str, sel: Any) -> None:
         return
     if not isinstance(sel.get("matchLabels") or {}, dict):
         e.add(f"{path}.matchLabels", "must be a map of strings")
-    for i, expr in enumerate(sel.get("matchExpressions") or []):
-        here = f"{path}.matchExpressions[{i}]"
-        if not isinstance(expr, dict):
-            e.add(here, "must be an object")
-            continue
+    for here, expr in objects(e, f"{path}.matchExpressions", sel.get("matchExpressions") or []):
         op = expr.get("operator")
         if op not in SELECTOR_OPS:
             e.add(
@@ -166,11 +162,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
         return
     _selector(e, "spec.podSelector", policy.get("podSelector"))
     for direction, peers in (("ingress", "from"), ("egress", "to")):
-        for i, rule in enumerate(policy.get(direction) or []):
-            here = f"spec.{direction}[{i}]"
-            if not isinstance(rule, dict):
-                e.add(here, "must be an object")
-                continue
+        for here, rule in objects(e, f"spec.{direction}", policy.get(direction) or []):
             for j, port in enumerate(rule.get("ports") or []):
                 _port(e, f"{here}.ports[{j}]", port)
             for j, peer in enumerate(rule.get(peers) or []):
@@ -199,28 +191,22 @@ PRINTER = Printer(
 _RULE_PORTS = "Ports allowed by this rule; none: every port."
 
 DEFINITION = KindDef(
-    KindInfo(
-        "NetworkPolicy",
-        "networking.k8s.io/v1",
-        "networkpolicies",
-        "networkpolicy",
-        ("netpol",),
-        has_status=False,
-    ),
+    KindInfo("NetworkPolicy", "networking.k8s.io/v1", short_names=("netpol",), has_status=False),
     types={
-        "NetworkPolicy": kind(
+        **declare(
             _PACKAGE,
-            "NetworkPolicy describes what network traffic is allowed for a set of Pods.",
-            ("networking.k8s.io", "v1", "NetworkPolicy"),
-            spec=("NetworkPolicySpec", SPEC),
-        ),
-        "NetworkPolicySpec": struct(
-            _PACKAGE,
-            "NetworkPolicySpec provides the specification of a NetworkPolicy.",
-            podSelector=("LabelSelector", "Selects the pods to which this policy applies."),
-            ingress=("[]NetworkPolicyIngressRule", "Ingress rules; any one allowing is enough."),
-            egress=("[]NetworkPolicyEgressRule", "Egress rules; any one allowing is enough."),
-            policyTypes=("[]string", "The rule types this policy applies to: Ingress, Egress."),
+            """
+            NetworkPolicy [networking.k8s.io/v1 NetworkPolicy]: NetworkPolicy describes what network
+                    traffic is allowed for a set of Pods.
+                spec  NetworkPolicySpec
+            NetworkPolicySpec: NetworkPolicySpec provides the specification of a NetworkPolicy.
+                podSelector  LabelSelector               Selects the pods to which this policy
+                                                         applies.
+                ingress      []NetworkPolicyIngressRule  Ingress rules; any one allowing is enough.
+                egress       []NetworkPolicyEgressRule   Egress rules; any one allowing is enough.
+                policyTypes  []string                    The rule types this policy applies to:
+                                                         Ingress, Egress.
+            """,
         ),
         "NetworkPolicyIngressRule": struct(
             _PACKAGE,
@@ -234,19 +220,18 @@ DEFINITION = KindDef(
             ports=("[]NetworkPolicyPort", _RULE_PORTS),
             to=("[]NetworkPolicyPeer", "Destinations allowed; none: every destination."),
         ),
-        "NetworkPolicyPort": struct(
+        **declare(
             _PACKAGE,
-            "NetworkPolicyPort describes a port to allow traffic on.",
-            protocol=("string", "TCP, UDP or SCTP; default TCP."),
-            port=("int-or-string", "A port number or a named port on a pod; none: every port."),
-            endPort=("integer", "With a numbered port: the last port of the range."),
-        ),
-        "NetworkPolicyPeer": struct(
-            _PACKAGE,
-            "NetworkPolicyPeer describes a peer to allow traffic to/from.",
-            podSelector=("LabelSelector", "Pods (in the selected namespaces) allowed."),
-            namespaceSelector=("LabelSelector", "Namespaces whose pods are allowed."),
-            ipBlock=("IPBlock", "A CIDR range allowed, with exceptions."),
+            """
+            NetworkPolicyPort: NetworkPolicyPort describes a port to allow traffic on.
+                protocol  string         TCP, UDP or SCTP; default TCP.
+                port      int-or-string  A port number or a named port on a pod; none: every port.
+                endPort   integer        With a numbered port: the last port of the range.
+            NetworkPolicyPeer: NetworkPolicyPeer describes a peer to allow traffic to/from.
+                podSelector        LabelSelector  Pods (in the selected namespaces) allowed.
+                namespaceSelector  LabelSelector  Namespaces whose pods are allowed.
+                ipBlock            IPBlock        A CIDR range allowed, with exceptions.
+            """,
         ),
         "IPBlock": struct(
             _PACKAGE,

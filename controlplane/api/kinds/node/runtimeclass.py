@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.api.checks import Errors, label_map, mapping, quantity
+from controlplane.api.checks import DNS_LABEL_MESSAGE, Errors, label_map, mapping, quantity
 from controlplane.api.display import age, name
 from controlplane.api.dnsnames import is_dns_label
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared import podspec
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -33,10 +33,7 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
     if not isinstance(handler, str) or not handler:
         e.add("handler", "Required value")
     elif not is_dns_label(handler):
-        e.add("handler", f'Invalid value: "{handler}": a lowercase RFC 1123 label must consist '
-              "of lower case alphanumeric characters or '-', and must start and end with an "
-              "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation "
-              "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")  # fmt: skip
+        e.add("handler", f'Invalid value: "{handler}": {DNS_LABEL_MESSAGE}')
     if old is not None and old.get("handler") != handler:
         e.add("handler", f'Invalid value: "{handler}": field is immutable')
     overhead: Any = obj.get("overhead")
@@ -57,52 +54,32 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "RuntimeClass",
-        "node.k8s.io/v1",
-        "runtimeclasses",
-        "runtimeclass",
-        namespaced=False,
-        has_status=False,
-    ),
+    KindInfo("RuntimeClass", "node.k8s.io/v1", namespaced=False, has_status=False),
     types={
-        "RuntimeClass": kind(
+        **declare(
             NODE,
-            "RuntimeClass defines a class of container runtime supported in the cluster.",
-            ("node.k8s.io", "v1", "RuntimeClass"),
-            ("handler",),
-            handler=(
-                "string",
-                "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class.",
-            ),
-            overhead=(
-                "Overhead",
-                "overhead represents the resource overhead associated with running a pod for a given RuntimeClass.",
-            ),
-            scheduling=(
-                "Scheduling",
-                "scheduling holds the scheduling constraints to ensure that pods running with this RuntimeClass are scheduled to nodes that support it.",
-            ),
-        ),
-        "Overhead": struct(
-            NODE,
-            "Overhead structure represents the resource overhead associated with running a pod.",
-            podFixed=(
-                "map[quantity]",
-                "podFixed represents the fixed resource overhead associated with running a pod.",
-            ),
-        ),
-        "Scheduling": struct(
-            NODE,
-            "Scheduling specifies the scheduling constraints for nodes supporting a RuntimeClass.",
-            nodeSelector=(
-                "map",
-                "nodeSelector lists labels that must be present on nodes that support this RuntimeClass.",
-            ),
-            tolerations=(
-                "[]object",
-                "tolerations are appended (excluding duplicates) to pods running with this RuntimeClass during admission.",
-            ),
+            """
+            RuntimeClass [node.k8s.io/v1 RuntimeClass]: RuntimeClass defines a class of container
+                    runtime supported in the cluster.
+                handler!    string      handler specifies the underlying runtime and configuration
+                                        that the CRI implementation will use to handle pods of this
+                                        class.
+                overhead    Overhead    overhead represents the resource overhead associated with
+                                        running a pod for a given RuntimeClass.
+                scheduling  Scheduling  scheduling holds the scheduling constraints to ensure that
+                                        pods running with this RuntimeClass are scheduled to nodes
+                                        that support it.
+            Overhead: Overhead structure represents the resource overhead associated with running a
+                      pod.
+                podFixed  map[quantity]  podFixed represents the fixed resource overhead associated
+                                         with running a pod.
+            Scheduling: Scheduling specifies the scheduling constraints for nodes supporting a
+                        RuntimeClass.
+                nodeSelector  map       nodeSelector lists labels that must be present on nodes that
+                                        support this RuntimeClass.
+                tolerations   []object  tolerations are appended (excluding duplicates) to pods
+                                        running with this RuntimeClass during admission.
+            """,
         ),
     },
     validate=validate,

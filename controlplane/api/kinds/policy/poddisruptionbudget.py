@@ -21,7 +21,7 @@ from controlplane.api.display import age, name, spec, status
 from controlplane.api.kinds.definition import Column, KindDef, Printer
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -74,37 +74,29 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", "poddisruptionbudget", ("pdb",)
-    ),
+    KindInfo("PodDisruptionBudget", "policy/v1", short_names=("pdb",)),
     types={
-        "PodDisruptionBudget": kind(
+        **declare(
             POLICY,
-            "PodDisruptionBudget is an object to define the max disruption that can be caused "
-            "to a collection of pods",
-            ("policy", "v1", "PodDisruptionBudget"),
-            spec=("PodDisruptionBudgetSpec", SPEC),
-            status=("object", STATUS),
-        ),
-        "PodDisruptionBudgetSpec": struct(
-            POLICY,
-            "PodDisruptionBudgetSpec is a description of a PodDisruptionBudget.",
-            minAvailable=(
-                "int-or-string",
-                "An eviction is allowed if at least minAvailable pods selected by selector will still be available after the eviction.",
-            ),
-            maxUnavailable=(
-                "int-or-string",
-                "An eviction is allowed if at most maxUnavailable pods selected by selector are unavailable after the eviction.",
-            ),
-            selector=(
-                "LabelSelector",
-                "Label query over pods whose evictions are managed by the disruption budget.",
-            ),
-            unhealthyPodEvictionPolicy=(
-                "string",
-                "IfHealthyBudget or AlwaysAllow: when unhealthy running pods may be evicted.",
-            ),
+            """
+            PodDisruptionBudget [policy/v1 PodDisruptionBudget]: PodDisruptionBudget is an object to
+                    define the max disruption that can be caused to a collection of pods
+                spec    PodDisruptionBudgetSpec
+                status  object
+            PodDisruptionBudgetSpec: PodDisruptionBudgetSpec is a description of a
+                                     PodDisruptionBudget.
+                minAvailable                int-or-string  An eviction is allowed if at least
+                                                           minAvailable pods selected by selector
+                                                           will still be available after the
+                                                           eviction.
+                maxUnavailable              int-or-string  An eviction is allowed if at most
+                                                           maxUnavailable pods selected by selector
+                                                           are unavailable after the eviction.
+                selector                    LabelSelector  Label query over pods whose evictions are
+                                                           managed by the disruption budget.
+                unhealthyPodEvictionPolicy  string         IfHealthyBudget or AlwaysAllow: when
+                                                           unhealthy running pods may be evicted.
+            """,
         ),
     },
     validate=validate,

@@ -7,26 +7,20 @@ from __future__ import annotations
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.rbac.role import POLICY_RULE, validate
-from controlplane.api.schema import RBAC, kind
+from controlplane.api.schema import RBAC, declare
 
 DEFINITION = KindDef(
-    KindInfo(
-        "ClusterRole",
-        "rbac.authorization.k8s.io/v1",
-        "clusterroles",
-        "clusterrole",
-        (),
-        namespaced=False,
-        has_status=False,
-    ),
+    KindInfo("ClusterRole", "rbac.authorization.k8s.io/v1", namespaced=False, has_status=False),
     types={
         **POLICY_RULE,
-        "ClusterRole": kind(
+        **declare(
             RBAC,
-            "ClusterRole is a cluster-level set of PolicyRules.",
-            ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
-            rules=("[]PolicyRule", "The PolicyRules of this ClusterRole."),
-            aggregationRule=("object", "How to build the rules from other ClusterRoles."),
+            """
+            ClusterRole [rbac.authorization.k8s.io/v1 ClusterRole]: ClusterRole is a cluster-level
+                    set of PolicyRules.
+                rules            []PolicyRule  The PolicyRules of this ClusterRole.
+                aggregationRule  object        How to build the rules from other ClusterRoles.
+            """,
         ),
     },
     validate=validate,

@@ -8,27 +8,22 @@ from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.rbac.role import validate
 from controlplane.api.kinds.rbac.rolebinding import PRINTER, SUBJECTS
-from controlplane.api.schema import RBAC, kind
+from controlplane.api.schema import RBAC, declare
 
 DEFINITION = KindDef(
     KindInfo(
-        "ClusterRoleBinding",
-        "rbac.authorization.k8s.io/v1",
-        "clusterrolebindings",
-        "clusterrolebinding",
-        (),
-        namespaced=False,
-        has_status=False,
+        "ClusterRoleBinding", "rbac.authorization.k8s.io/v1", namespaced=False, has_status=False
     ),
     types={
         **SUBJECTS,
-        "ClusterRoleBinding": kind(
+        **declare(
             RBAC,
-            "ClusterRoleBinding grants the permissions of a ClusterRole to subjects cluster-wide.",
-            ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
-            ("roleRef",),
-            subjects=("[]Subject", "Who the role is granted to."),
-            roleRef=("RoleRef", "The ClusterRole granted."),
+            """
+            ClusterRoleBinding [rbac.authorization.k8s.io/v1 ClusterRoleBinding]: ClusterRoleBinding
+                    grants the permissions of a ClusterRole to subjects cluster-wide.
+                subjects  []Subject  Who the role is granted to.
+                roleRef!  RoleRef    The ClusterRole granted.
+            """,
         ),
     },
     validate=validate,

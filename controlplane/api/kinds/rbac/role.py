@@ -13,7 +13,7 @@ from controlplane.api import rbac
 from controlplane.api.checks import Errors
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.schema import RBAC, Type, kind, struct
+from controlplane.api.schema import RBAC, Type, declare
 
 Object = dict[str, Any]
 
@@ -24,27 +24,29 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
 
 
 POLICY_RULE: dict[str, Type] = {
-    "PolicyRule": struct(
+    **declare(
         RBAC,
-        "PolicyRule holds information that describes a policy rule.",
-        ("verbs",),
-        verbs=("[]string", "The verbs the rule allows ('*' for all)."),
-        apiGroups=("[]string", "The API groups of the resources ('' is core)."),
-        resources=("[]string", "The resources the rule applies to ('*' for all)."),
-        resourceNames=("[]string", "An optional allow list of object names."),
-        nonResourceURLs=("[]string", "Non-resource URLs (cluster roles only)."),
+        """
+        PolicyRule: PolicyRule holds information that describes a policy rule.
+            verbs!           []string  The verbs the rule allows ('*' for all).
+            apiGroups        []string  The API groups of the resources ('' is core).
+            resources        []string  The resources the rule applies to ('*' for all).
+            resourceNames    []string  An optional allow list of object names.
+            nonResourceURLs  []string  Non-resource URLs (cluster roles only).
+        """,
     ),
 }
 
 DEFINITION = KindDef(
-    KindInfo("Role", "rbac.authorization.k8s.io/v1", "roles", "role", (), has_status=False),
+    KindInfo("Role", "rbac.authorization.k8s.io/v1", has_status=False),
     types={
         **POLICY_RULE,
-        "Role": kind(
+        **declare(
             RBAC,
-            "Role is a namespaced set of PolicyRules.",
-            ("rbac.authorization.k8s.io", "v1", "Role"),
-            rules=("[]PolicyRule", "The PolicyRules of this Role."),
+            """
+            Role [rbac.authorization.k8s.io/v1 Role]: Role is a namespaced set of PolicyRules.
+                rules  []PolicyRule  The PolicyRules of this Role.
+            """,
         ),
     },
     validate=validate,

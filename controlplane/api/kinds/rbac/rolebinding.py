@@ -10,25 +10,22 @@ from controlplane.api.display import age, name
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.rbac.role import validate
-from controlplane.api.schema import RBAC, Type, kind, struct
+from controlplane.api.schema import RBAC, Type, declare
 
 SUBJECTS: dict[str, Type] = {
-    "Subject": struct(
+    **declare(
         RBAC,
-        "Subject names a user, group or service account a binding grants a role to.",
-        ("kind", "name"),
-        kind=("string", "User, Group or ServiceAccount."),
-        apiGroup=("string", "The API group of the subject's kind."),
-        name=("string", "The name of the subject."),
-        namespace=("string", "The namespace of a ServiceAccount subject."),
-    ),
-    "RoleRef": struct(
-        RBAC,
-        "RoleRef names the role a binding grants.",
-        ("apiGroup", "kind", "name"),
-        apiGroup=("string", "The API group of the role."),
-        kind=("string", "Role or ClusterRole."),
-        name=("string", "The name of the role."),
+        """
+        Subject: Subject names a user, group or service account a binding grants a role to.
+            kind!      string  User, Group or ServiceAccount.
+            apiGroup   string  The API group of the subject's kind.
+            name!      string  The name of the subject.
+            namespace  string  The namespace of a ServiceAccount subject.
+        RoleRef: RoleRef names the role a binding grants.
+            apiGroup!  string  The API group of the role.
+            kind!      string  Role or ClusterRole.
+            name!      string  The name of the role.
+        """,
     ),
 }
 
@@ -54,23 +51,17 @@ def row(obj: dict[str, Any], now: float, wide: bool) -> list[str]:
 PRINTER = Printer(columns(("NAME", "ROLE", "AGE"), ("USERS", "GROUPS", "SERVICEACCOUNTS")), row)
 
 DEFINITION = KindDef(
-    KindInfo(
-        "RoleBinding",
-        "rbac.authorization.k8s.io/v1",
-        "rolebindings",
-        "rolebinding",
-        (),
-        has_status=False,
-    ),
+    KindInfo("RoleBinding", "rbac.authorization.k8s.io/v1", has_status=False),
     types={
         **SUBJECTS,
-        "RoleBinding": kind(
+        **declare(
             RBAC,
-            "RoleBinding grants the permissions of a role to subjects within a namespace.",
-            ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
-            ("roleRef",),
-            subjects=("[]Subject", "Who the role is granted to."),
-            roleRef=("RoleRef", "The Role or ClusterRole granted."),
+            """
+            RoleBinding [rbac.authorization.k8s.io/v1 RoleBinding]: RoleBinding grants the
+                    permissions of a role to subjects within a namespace.
+                subjects  []Subject  Who the role is granted to.
+                roleRef!  RoleRef    The Role or ClusterRole granted.
+            """,
         ),
     },
     validate=validate,

@@ -17,7 +17,7 @@ from controlplane.api.display import age, name
 from controlplane.api.kinds.definition import AdmissionApi, KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import facts
-from controlplane.api.schema import kind
+from controlplane.api.schema import declare
 from controlplane.client.errors import Invalid
 
 Object = dict[str, Any]
@@ -76,23 +76,21 @@ DEFINITION = KindDef(
     KindInfo(
         "PriorityClass",
         "scheduling.k8s.io/v1",
-        "priorityclasses",
-        "priorityclass",
-        ("pc",),
+        short_names=("pc",),
         namespaced=False,
         has_status=False,
     ),
     types={
-        "PriorityClass": kind(
+        **declare(
             "io.k8s.api.scheduling.v1",
-            "PriorityClass defines a mapping from a priority class name to the priority "
-            "integer value.",
-            ("scheduling.k8s.io", "v1", "PriorityClass"),
-            ("value",),
-            value=("integer", "The priority of pods of this class."),
-            globalDefault=("boolean", "Whether this is the default class for pods without one."),
-            description=("string", "When this priority class should be used."),
-            preemptionPolicy=("string", "PreemptLowerPriority or Never."),
+            """
+            PriorityClass [scheduling.k8s.io/v1 PriorityClass]: PriorityClass defines a mapping from
+                    a priority class name to the priority integer value.
+                value!            integer  The priority of pods of this class.
+                globalDefault     boolean  Whether this is the default class for pods without one.
+                description       string   When this priority class should be used.
+                preemptionPolicy  string   PreemptLowerPriority or Never.
+            """,
         ),
     },
     defaults=defaults,

@@ -23,7 +23,7 @@ from controlplane.api.checks import (
     name,
 )
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.schema import META, Type, struct
+from controlplane.api.schema import META, Type, declare
 
 Object = dict[str, Any]
 
@@ -67,72 +67,62 @@ def validate(e: Errors, info: KindInfo, obj: Object, name_rule: str = "subdomain
 
 
 TYPES: dict[str, Type] = {
-    "ObjectMeta": struct(
+    **declare(
         META,
-        "ObjectMeta is metadata that all persisted resources must have, which includes all "
-        "objects users must create.",
-        name=("string", "Name must be unique within a namespace. Cannot be updated."),
-        generateName=("string", "An optional prefix used by the server to generate a unique name."),
-        namespace=("string", "Namespace defines the space within which each name must be unique."),
-        selfLink=("string", "Deprecated: selfLink is a legacy read-only field."),
-        uid=("string", "UID is the unique in time and space value for this object. Read-only."),
-        resourceVersion=(
-            "string",
-            "An opaque value that represents the internal version of this object.",
-        ),
-        generation=(
-            "integer",
-            "A sequence number representing a specific generation of the desired state.",
-        ),
-        creationTimestamp=("time", "The server time when this object was created. Read-only."),
-        deletionTimestamp=(
-            "time",
-            "RFC 3339 date and time at which this resource will be deleted.",
-        ),
-        deletionGracePeriodSeconds=(
-            "integer",
-            "Seconds allowed for this object to gracefully terminate.",
-        ),
-        labels=("map", "Map of string keys and values used to organize and categorize objects."),
-        annotations=(
-            "map",
-            "An unstructured key value map stored with a resource by external tools.",
-        ),
-        ownerReferences=("[]OwnerReference", "Objects this object depends on."),
-        finalizers=("[]string", "Must be empty before the object is deleted from the registry."),
-        managedFields=(
-            "[]ManagedFieldsEntry",
-            "Which manager owns which fields (server-side apply).",
-        ),
-    ),
-    "OwnerReference": struct(
-        META,
-        "OwnerReference contains enough information to let you identify an owning object.",
-        ("apiVersion", "kind", "name", "uid"),
-        apiVersion=("string", "API version of the referent."),
-        kind=("string", "Kind of the referent."),
-        name=("string", "Name of the referent."),
-        uid=("string", "UID of the referent."),
-        controller=("boolean", "If true, this reference points to the managing controller."),
-        blockOwnerDeletion=("boolean", "If true, the owner cannot be deleted before this object."),
-    ),
-    "ManagedFieldsEntry": struct(
-        META,
-        "ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource "
-        "that the fieldset applies to.",
-        manager=("string", "Manager is an identifier of the workflow managing these fields."),
-        operation=("string", "The type of operation which lead to this entry: Apply or Update."),
-        apiVersion=("string", "The version of the resource this field set applies to."),
-        time=("time", "When this entry was last changed."),
-        fieldsType=("string", "The format of fieldsV1: FieldsV1."),
-        fieldsV1=("object", "The set of fields this manager owns."),
-        subresource=("string", "The subresource the object was updated through."),
-    ),
-    "LabelSelector": struct(
-        META,
-        "A label selector is a label query over a set of resources.",
-        matchLabels=("map", "A map of {key,value} pairs, each ANDed with the others."),
-        matchExpressions=("[]object", "A list of label selector requirements, ANDed."),
+        """
+        ObjectMeta: ObjectMeta is metadata that all persisted resources must have, which includes
+                    all objects users must create.
+            name                        string                Name must be unique within a
+                                                              namespace. Cannot be updated.
+            generateName                string                An optional prefix used by the server
+                                                              to generate a unique name.
+            namespace                   string                Namespace defines the space within
+                                                              which each name must be unique.
+            selfLink                    string                Deprecated: selfLink is a legacy
+                                                              read-only field.
+            uid                         string                UID is the unique in time and space
+                                                              value for this object. Read-only.
+            resourceVersion             string                An opaque value that represents the
+                                                              internal version of this object.
+            generation                  integer               A sequence number representing a
+                                                              specific generation of the desired
+                                                              state.
+            creationTimestamp           time                  The server time when this object was
+                                                              created. Read-only.
+            deletionTimestamp           time                  RFC 3339 date and time at which this
+                                                              resource will be deleted.
+            deletionGracePeriodSeconds  integer               Seconds allowed for this object to
+                                                              gracefully terminate.
+            labels                      map                   Map of string keys and values used to
+                                                              organize and categorize objects.
+            annotations                 map                   An unstructured key value map stored
+                                                              with a resource by external tools.
+            ownerReferences             []OwnerReference      Objects this object depends on.
+            finalizers                  []string              Must be empty before the object is
+                                                              deleted from the registry.
+            managedFields               []ManagedFieldsEntry  Which manager owns which fields
+                                                              (server-side apply).
+        OwnerReference: OwnerReference contains enough information to let you identify an owning
+                        object.
+            apiVersion!         string   API version of the referent.
+            kind!               string   Kind of the referent.
+            name!               string   Name of the referent.
+            uid!                string   UID of the referent.
+            controller          boolean  If true, this reference points to the managing controller.
+            blockOwnerDeletion  boolean  If true, the owner cannot be deleted before this object.
+        ManagedFieldsEntry: ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of
+                            the resource that the fieldset applies to.
+            manager      string  Manager is an identifier of the workflow managing these fields.
+            operation    string  The type of operation which lead to this entry: Apply or Update.
+            apiVersion   string  The version of the resource this field set applies to.
+            time         time    When this entry was last changed.
+            fieldsType   string  The format of fieldsV1: FieldsV1.
+            fieldsV1     object  The set of fields this manager owns.
+            subresource  string  The subresource the object was updated through.
+        LabelSelector: A label selector is a label query over a set of resources.
+            matchLabels       map       A map of {key,value} pairs, each ANDed with the others.
+            matchExpressions  []object  A list of label selector requirements, ANDed.
+        """,
     ),
 }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.api.checks import Errors, integer, mapping, selector
-from controlplane.api.display import NONE, age, name, spec, status
+from controlplane.api.display import NONE, age, name, selector_string, spec, status
 from controlplane.api.kinds.shared import podspec
 
 Object = dict[str, Any]
@@ -51,3 +51,8 @@ def images(obj: Object) -> list[str]:
         ",".join(str(c.get("name", "")) for c in containers) or NONE,
         ",".join(str(c.get("image", "")) for c in containers) or NONE,
     ]
+
+
+def wide_cells(obj: Object) -> list[str]:
+    """The CONTAINERS, IMAGES and SELECTOR cells of a workload's wide table."""
+    return [*images(obj), selector_string(spec(obj).get("selector"))]

@@ -23,7 +23,7 @@ from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import listed
 from controlplane.api.kinds.storage._csi import STORAGE
-from controlplane.api.schema import SPEC, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -104,57 +104,37 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "CSIDriver",
-        "storage.k8s.io/v1",
-        "csidrivers",
-        "csidriver",
-        namespaced=False,
-        has_status=False,
-    ),
+    KindInfo("CSIDriver", "storage.k8s.io/v1", namespaced=False, has_status=False),
     types={
-        "CSIDriver": kind(
+        **declare(
             STORAGE,
-            "CSIDriver captures information about a Container Storage Interface (CSI) volume driver deployed on the cluster.",
-            ("storage.k8s.io", "v1", "CSIDriver"),
-            ("spec",),
-            spec=("CSIDriverSpec", SPEC),
-        ),
-        "CSIDriverSpec": struct(
-            STORAGE,
-            "CSIDriverSpec is the specification of a CSIDriver.",
-            attachRequired=(
-                "boolean",
-                "attachRequired indicates this CSI volume driver requires an attach operation.",
-            ),
-            podInfoOnMount=(
-                "boolean",
-                "podInfoOnMount indicates this CSI volume driver requires additional pod information during mount operations.",
-            ),
-            volumeLifecycleModes=(
-                "[]string",
-                "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports.",
-            ),
-            storageCapacity=(
-                "boolean",
-                "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report.",
-            ),
-            fsGroupPolicy=(
-                "string",
-                "fsGroupPolicy defines if the underlying volume supports changing ownership and permission of the volume before being mounted.",
-            ),
-            tokenRequests=(
-                "[]object",
-                "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication.",
-            ),
-            requiresRepublish=(
-                "boolean",
-                "requiresRepublish indicates the CSI driver wants NodePublishVolume being periodically called to reflect any possible change in the mounted volume.",
-            ),
-            seLinuxMount=(
-                "boolean",
-                'seLinuxMount specifies if the CSI driver supports "-o context" mount option.',
-            ),
+            """
+            CSIDriver [storage.k8s.io/v1 CSIDriver]: CSIDriver captures information about a
+                    Container Storage Interface (CSI) volume driver deployed on the cluster.
+                spec!  CSIDriverSpec
+            CSIDriverSpec: CSIDriverSpec is the specification of a CSIDriver.
+                attachRequired        boolean   attachRequired indicates this CSI volume driver
+                                                requires an attach operation.
+                podInfoOnMount        boolean   podInfoOnMount indicates this CSI volume driver
+                                                requires additional pod information during mount
+                                                operations.
+                volumeLifecycleModes  []string  volumeLifecycleModes defines what kind of volumes
+                                                this CSI volume driver supports.
+                storageCapacity       boolean   storageCapacity indicates that the CSI volume driver
+                                                wants pod scheduling to consider the storage
+                                                capacity that the driver deployment will report.
+                fsGroupPolicy         string    fsGroupPolicy defines if the underlying volume
+                                                supports changing ownership and permission of the
+                                                volume before being mounted.
+                tokenRequests         []object  tokenRequests indicates the CSI driver needs pods'
+                                                service account tokens it is mounting volume for to
+                                                do necessary authentication.
+                requiresRepublish     boolean   requiresRepublish indicates the CSI driver wants
+                                                NodePublishVolume being periodically called to
+                                                reflect any possible change in the mounted volume.
+                seLinuxMount          boolean   seLinuxMount specifies if the CSI driver supports
+                                                "-o context" mount option.
+            """,
         ),
     },
     defaults=defaults,

@@ -25,7 +25,7 @@ from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.fill import listed
 from controlplane.api.kinds.storage._csi import STORAGE, driver_name
-from controlplane.api.schema import SPEC, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -69,40 +69,27 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "CSINode", "storage.k8s.io/v1", "csinodes", "csinode", namespaced=False, has_status=False
-    ),
+    KindInfo("CSINode", "storage.k8s.io/v1", namespaced=False, has_status=False),
     types={
-        "CSINode": kind(
+        **declare(
             STORAGE,
-            "CSINode holds information about all CSI drivers installed on a node.",
-            ("storage.k8s.io", "v1", "CSINode"),
-            ("spec",),
-            spec=("CSINodeSpec", SPEC),
-        ),
-        "CSINodeSpec": struct(
-            STORAGE,
-            "CSINodeSpec holds information about the specification of all CSI drivers installed on a node",
-            ("drivers",),
-            drivers=(
-                "[]CSINodeDriver",
-                "drivers is a list of information of all CSI Drivers existing on a node.",
-            ),
-        ),
-        "CSINodeDriver": struct(
-            STORAGE,
-            "CSINodeDriver holds information about the specification of one CSI driver installed on a node",
-            ("name", "nodeID"),
-            name=(
-                "string",
-                "name represents the name of the CSI driver that this object refers to.",
-            ),
-            nodeID=("string", "nodeID of the node from the driver point of view."),
-            topologyKeys=("[]string", "topologyKeys is the list of keys supported by the driver."),
-            allocatable=(
-                "object",
-                "allocatable represents the volume resources of a node that are available for scheduling.",
-            ),
+            """
+            CSINode [storage.k8s.io/v1 CSINode]: CSINode holds information about all CSI drivers
+                                                 installed on a node.
+                spec!  CSINodeSpec
+            CSINodeSpec: CSINodeSpec holds information about the specification of all CSI drivers
+                         installed on a node
+                drivers!  []CSINodeDriver  drivers is a list of information of all CSI Drivers
+                                           existing on a node.
+            CSINodeDriver: CSINodeDriver holds information about the specification of one CSI driver
+                           installed on a node
+                name!         string    name represents the name of the CSI driver that this object
+                                        refers to.
+                nodeID!       string    nodeID of the node from the driver point of view.
+                topologyKeys  []string  topologyKeys is the list of keys supported by the driver.
+                allocatable   object    allocatable represents the volume resources of a node that
+                                        are available for scheduling.
+            """,
         ),
     },
     validate=validate,

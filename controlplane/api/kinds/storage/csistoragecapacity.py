@@ -18,7 +18,7 @@ from controlplane.api.dnsnames import is_dns_subdomain
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.storage._csi import STORAGE
-from controlplane.api.schema import kind
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -42,35 +42,25 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "CSIStorageCapacity",
-        "storage.k8s.io/v1",
-        "csistoragecapacities",
-        "csistoragecapacity",
-        has_status=False,
-    ),
+    KindInfo("CSIStorageCapacity", "storage.k8s.io/v1", has_status=False),
     types={
-        "CSIStorageCapacity": kind(
+        **declare(
             STORAGE,
-            "CSIStorageCapacity stores the result of one CSI GetCapacity call.",
-            ("storage.k8s.io", "v1", "CSIStorageCapacity"),
-            ("storageClassName",),
-            nodeTopology=(
-                "object",
-                "nodeTopology defines which nodes have access to the storage for which capacity was reported.",
-            ),
-            storageClassName=(
-                "string",
-                "storageClassName represents the name of the StorageClass that the reported capacity applies to.",
-            ),
-            capacity=(
-                "quantity",
-                "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.",
-            ),
-            maximumVolumeSize=(
-                "quantity",
-                "maximumVolumeSize is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.",
-            ),
+            """
+            CSIStorageCapacity [storage.k8s.io/v1 CSIStorageCapacity]: CSIStorageCapacity stores the
+                    result of one CSI GetCapacity call.
+                nodeTopology       object    nodeTopology defines which nodes have access to the
+                                             storage for which capacity was reported.
+                storageClassName!  string    storageClassName represents the name of the
+                                             StorageClass that the reported capacity applies to.
+                capacity           quantity  capacity is the value reported by the CSI driver in its
+                                             GetCapacityResponse for a GetCapacityRequest with
+                                             topology and parameters that match the previous fields.
+                maximumVolumeSize  quantity  maximumVolumeSize is the value reported by the CSI
+                                             driver in its GetCapacityResponse for a
+                                             GetCapacityRequest with topology and parameters that
+                                             match the previous fields.
+            """,
         ),
     },
     validate=validate,

@@ -19,7 +19,7 @@ from controlplane.api.checks import Errors, enum, is_qualified_name, mapping
 from controlplane.api.display import age, name
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.schema import kind
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -80,27 +80,22 @@ def local_path_class() -> Object:
 
 DEFINITION = KindDef(
     KindInfo(
-        "StorageClass",
-        "storage.k8s.io/v1",
-        "storageclasses",
-        "storageclass",
-        ("sc",),
-        namespaced=False,
-        has_status=False,
+        "StorageClass", "storage.k8s.io/v1", short_names=("sc",), namespaced=False, has_status=False
     ),
     types={
-        "StorageClass": kind(
+        **declare(
             "io.k8s.api.storage.v1",
-            "StorageClass describes the parameters for a class of storage.",
-            ("storage.k8s.io", "v1", "StorageClass"),
-            ("provisioner",),
-            provisioner=("string", "The provisioner of volumes of this class."),
-            parameters=("map", "Parameters for the provisioner."),
-            reclaimPolicy=("string", "Delete or Retain, for volumes this class provisions."),
-            mountOptions=("[]string", "Mount options of volumes this class provisions."),
-            allowVolumeExpansion=("boolean", "Whether claims of this class may grow."),
-            volumeBindingMode=("string", "Immediate or WaitForFirstConsumer."),
-            allowedTopologies=("[]object", "Where volumes of this class can be provisioned."),
+            """
+            StorageClass [storage.k8s.io/v1 StorageClass]: StorageClass describes the parameters for
+                    a class of storage.
+                provisioner!          string    The provisioner of volumes of this class.
+                parameters            map       Parameters for the provisioner.
+                reclaimPolicy         string    Delete or Retain, for volumes this class provisions.
+                mountOptions          []string  Mount options of volumes this class provisions.
+                allowVolumeExpansion  boolean   Whether claims of this class may grow.
+                volumeBindingMode     string    Immediate or WaitForFirstConsumer.
+                allowedTopologies     []object  Where volumes of this class can be provisioned.
+            """,
         ),
     },
     defaults=defaults,

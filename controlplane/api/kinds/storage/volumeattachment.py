@@ -19,7 +19,7 @@ from controlplane.api.dnsnames import is_dns_subdomain
 from controlplane.api.kinds.definition import KindDef, Printer, columns
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.storage._csi import STORAGE, driver_name
-from controlplane.api.schema import SPEC, STATUS, kind, struct
+from controlplane.api.schema import declare
 
 Object = dict[str, Any]
 
@@ -60,53 +60,32 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "VolumeAttachment",
-        "storage.k8s.io/v1",
-        "volumeattachments",
-        "volumeattachment",
-        namespaced=False,
-    ),
+    KindInfo("VolumeAttachment", "storage.k8s.io/v1", namespaced=False),
     types={
-        "VolumeAttachment": kind(
+        **declare(
             STORAGE,
-            "VolumeAttachment captures the intent to attach or detach the specified volume to/from the specified node.",
-            ("storage.k8s.io", "v1", "VolumeAttachment"),
-            ("spec",),
-            spec=("VolumeAttachmentSpec", SPEC),
-            status=("VolumeAttachmentStatus", STATUS),
-        ),
-        "VolumeAttachmentSpec": struct(
-            STORAGE,
-            "VolumeAttachmentSpec is the specification of a VolumeAttachment request.",
-            ("attacher", "source", "nodeName"),
-            attacher=(
-                "string",
-                "attacher indicates the name of the volume driver that MUST handle this request.",
-            ),
-            source=("object", "source represents the volume that should be attached."),
-            nodeName=(
-                "string",
-                "nodeName represents the node that the volume should be attached to.",
-            ),
-        ),
-        "VolumeAttachmentStatus": struct(
-            STORAGE,
-            "VolumeAttachmentStatus is the status of a VolumeAttachment request.",
-            ("attached",),
-            attached=("boolean", "attached indicates the volume is successfully attached."),
-            attachmentMetadata=(
-                "map",
-                "attachmentMetadata is populated with any information returned by the attach operation.",
-            ),
-            attachError=(
-                "object",
-                "attachError represents the last error encountered during attach operation, if any.",
-            ),
-            detachError=(
-                "object",
-                "detachError represents the last error encountered during detach operation, if any.",
-            ),
+            """
+            VolumeAttachment [storage.k8s.io/v1 VolumeAttachment]: VolumeAttachment captures the
+                    intent to attach or detach the specified volume to/from the specified node.
+                spec!   VolumeAttachmentSpec
+                status  VolumeAttachmentStatus
+            VolumeAttachmentSpec: VolumeAttachmentSpec is the specification of a VolumeAttachment
+                                  request.
+                attacher!  string  attacher indicates the name of the volume driver that MUST handle
+                                   this request.
+                source!    object  source represents the volume that should be attached.
+                nodeName!  string  nodeName represents the node that the volume should be attached
+                                   to.
+            VolumeAttachmentStatus: VolumeAttachmentStatus is the status of a VolumeAttachment
+                                    request.
+                attached!           boolean  attached indicates the volume is successfully attached.
+                attachmentMetadata  map      attachmentMetadata is populated with any information
+                                             returned by the attach operation.
+                attachError         object   attachError represents the last error encountered
+                                             during attach operation, if any.
+                detachError         object   detachError represents the last error encountered
+                                             during detach operation, if any.
+            """,
         ),
     },
     validate=validate,

@@ -48,6 +48,6 @@ def validate(e: Errors, obj: Object, old: Object | None) -> None:
 
 
 DEFINITION = KindDef(
-    KindInfo("Command", "bus.volcano.sh/v1alpha1", "commands", "command", (), has_status=False),
+    KindInfo("Command", "bus.volcano.sh/v1alpha1", has_status=False),
     validate=validate,
 )

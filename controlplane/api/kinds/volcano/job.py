@@ -36,6 +36,7 @@ from controlplane.api.checks import (
     DNS_SUBDOMAIN_MESSAGE,
     QUALIFIED_NAME_MESSAGE,
     Errors,
+    objects,
 )
 from controlplane.api.display import age, name, spec, status
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
@@ -74,11 +75,7 @@ def _policies(e: Errors, path: str, policies: Any) -> None:
         return
     seen: set[str] = set()
     codes: set[int] = set()
-    for i, pol in enumerate(policies):
-        where = f"{path}[{i}]"
-        if not isinstance(pol, dict):
-            e.add(where, "must be an object")
-            continue
+    for where, pol in objects(e, path, policies):
         events, code = _events(pol), pol.get("exitCode")
         if events and code is not None:
             e.add(where, "must not specify event and exitCode simultaneously")
@@ -119,11 +116,7 @@ def _volumes(e: Errors, volumes: Any) -> None:
         e.add("spec.volumes", "must be a list")
         return
     paths: set[str] = set()
-    for i, vol in enumerate(volumes):
-        where = f"spec.volumes[{i}]"
-        if not isinstance(vol, dict):
-            e.add(where, "must be an object")
-            continue
+    for where, vol in objects(e, "spec.volumes", volumes):
         path = vol.get("mountPath")
         if not isinstance(path, str) or not path:
             e.add(f"{where}.mountPath", f"Invalid value: {path!r}: {where}.mountPath in body "
@@ -308,14 +301,7 @@ def row(obj: Object, now: float, wide: bool) -> list[str]:
 
 
 DEFINITION = KindDef(
-    KindInfo(
-        "Job",
-        "batch.volcano.sh/v1alpha1",
-        "jobs",
-        "job",
-        ("vcjob", "vj"),
-        qualified=True,
-    ),
+    KindInfo("Job", "batch.volcano.sh/v1alpha1", short_names=("vcjob", "vj"), qualified=True),
     defaults=volcano.default_job,
     validate=validate,
     admit=admit,

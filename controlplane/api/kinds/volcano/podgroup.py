@@ -25,7 +25,7 @@ from controlplane.api.kinds.info import KindInfo
 from controlplane.api.kinds.shared.patch_facts import CONDITIONS, facts
 from controlplane.api.kinds.volcano.queue import check_open
 from controlplane.api.quantity import parse_quantity
-from controlplane.api.schema import STATUS, kind
+from controlplane.api.schema import declare
 from controlplane.client.errors import NotFound
 
 Object = dict[str, Any]
@@ -92,18 +92,18 @@ DEFINITION = KindDef(
     KindInfo(
         "PodGroup",
         "scheduling.volcano.sh/v1beta1",
-        "podgroups",
-        "podgroup",
-        ("pg", "podgroup-v1beta1"),
+        short_names=("pg", "podgroup-v1beta1"),
         also_api_versions=("scheduling.skiff.dev/v1alpha1",),
     ),
     types={
-        "PodGroup": kind(
+        **declare(
             "dev.skiff.scheduling.v1alpha1",
-            "PodGroup is a set of pods scheduled together (gang scheduling).",
-            ("scheduling.skiff.dev", "v1alpha1", "PodGroup"),
-            spec=("object", "minMember, minResources, scheduleTimeoutSeconds, ..."),
-            status=("object", STATUS),
+            """
+            PodGroup [scheduling.skiff.dev/v1alpha1 PodGroup]: PodGroup is a set of pods scheduled
+                    together (gang scheduling).
+                spec    object  minMember, minResources, scheduleTimeoutSeconds, ...
+                status  object
+            """,
         ),
     },
     defaults=volcano.default_podgroup,

@@ -208,9 +208,7 @@ DEFINITION = KindDef(
     KindInfo(
         "Queue",
         "scheduling.volcano.sh/v1beta1",
-        "queues",
-        "queue",
-        ("q", "queue-v1beta1"),
+        short_names=("q", "queue-v1beta1"),
         namespaced=False,
     ),
     defaults=volcano.default_queue,

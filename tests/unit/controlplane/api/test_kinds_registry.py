@@ -84,3 +84,22 @@ def test_run_time_kinds_come_and_go() -> None:
         kinds.lookup("gizmos.gizmos.example.com")
     with pytest.raises(ValueError, match="built in"):
         kinds.register(kinds.by_kind("Pod"))
+
+
+@pytest.mark.parametrize(
+    ("kind", "plural", "singular"),
+    [
+        ("Pod", "pods", "pod"),
+        ("Ingress", "ingresses", "ingress"),
+        ("NetworkPolicy", "networkpolicies", "networkpolicy"),
+        ("Endpoints", "endpoints", "endpoints"),
+        ("EndpointSlice", "endpointslices", "endpointslice"),
+    ],
+)
+def test_plural_and_singular_are_guessed_as_kubernetes_guesses_them(
+    kind: str, plural: str, singular: str
+) -> None:
+    info = KindInfo(kind, "example.com/v1")
+    assert (info.plural, info.singular) == (plural, singular)
+    given = KindInfo(kind, "example.com/v1", "things", "thing")
+    assert (given.plural, given.singular) == ("things", "thing")
