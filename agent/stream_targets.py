@@ -116,7 +116,9 @@ def parse_target(request: RequestTarget) -> Target:
         if len(words) != 3:
             raise RequestError(404, "expected /portforward/<namespace>/<pod>")
         ports: list[int] = []
-        for value in query.get("port") or []:
+        # Repeated, or comma-separated in one value (the Python client's
+        # `ports=1234,1235`), as kubelet reads them.
+        for value in [v for given in query.get("port") or [] for v in given.split(",")]:
             try:
                 port = int(value)
             except ValueError:

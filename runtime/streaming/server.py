@@ -5,7 +5,7 @@ an ephemeral one) and serves, each in its own thread:
 
     GET|POST /exec/<token>         remote command, SPDY/3.1 or WebSocket
     GET|POST /attach/<token>       remote command, SPDY/3.1 or WebSocket
-    GET|POST /portforward/<token>  port-forward, SPDY/3.1
+    GET|POST /portforward/<token>  port-forward, SPDY/3.1 or WebSocket
 
 `get_exec`, `get_attach` and `get_port_forward` validate a CRI request, store
 it under a fresh token (single use, one-minute TTL) and return the absolute
@@ -32,7 +32,7 @@ from machinery.streaming.spdy import SpdySession
 from machinery.streaming.upgrade import UpgradeHandler, UpgradeServer, header_values
 from proto.runtime.v1 import api_pb2
 from runtime import errors
-from runtime.streaming import portforward, remotecommand
+from runtime.streaming import portforward, remotecommand, ws_portforward
 from runtime.streaming.backend import Session, Stdio, StreamingBackend, TermSize
 from runtime.streaming.cache import RequestCache, StreamRequest
 
@@ -164,7 +164,7 @@ class _Handler(UpgradeHandler):
         upgrade = self.headers.get("Upgrade", "").lower()
         if upgrade == "websocket":
             if kind == "portforward":
-                self.plain(400, "port-forward over WebSocket is not supported; use SPDY/3.1")
+                self._websocket_port_forward(request)
                 return
             self._websocket_remote_command(request)
         elif upgrade.startswith("spdy/3.1"):
@@ -255,29 +255,73 @@ class _Handler(UpgradeHandler):
 
     # -- WebSocket
 
-    def _websocket_remote_command(self, request: StreamRequest) -> None:
-        assert isinstance(request, api_pb2.ExecRequest | api_pb2.AttachRequest)
+    def _websocket_handshake(self, chosen: str | None, supported: list[str]) -> bool:
+        """Answer 101 with `chosen` ("": no Sec-WebSocket-Protocol), or refuse."""
         key = self.headers.get("Sec-WebSocket-Key", "")
-        offered = header_values(self.headers.get_all("Sec-WebSocket-Protocol") or [])
-        chosen = next((p for p in remotecommand.WEBSOCKET_PROTOCOLS if p in offered), None)
         if not key or self.headers.get("Sec-WebSocket-Version", "").strip() != "13":
             self.plain(400, "bad WebSocket handshake")
-            return
+            return False
         if chosen is None:
+            offered = header_values(self.headers.get_all("Sec-WebSocket-Protocol") or [])
             self.plain(
-                403,
-                f"unable to upgrade: client supports {offered}, server accepts "
-                f"{list(remotecommand.WEBSOCKET_PROTOCOLS)}",
+                403, f"unable to upgrade: client supports {offered}, server accepts {supported}"
             )
+            return False
+        headers = [
+            ("Upgrade", "websocket"),
+            ("Connection", "Upgrade"),
+            ("Sec-WebSocket-Accept", websocket.accept_key(key)),
+        ]
+        if chosen:
+            headers.append(("Sec-WebSocket-Protocol", chosen))
+        self._switch(headers)
+        return True
+
+    def _websocket_close(self, ws: websocket.WebSocket, conn: websocket.ChannelConnection) -> None:
+        ws.send_close()
+        conn.gone.wait(self.owner.config.linger)
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        conn.join()
+
+    def _websocket_port_forward(self, request: StreamRequest) -> None:
+        assert isinstance(request, api_pb2.PortForwardRequest)
+        ports = list(request.port)
+        if not ports:
+            self.plain(400, 'query parameter "port" is required')
             return
-        self._switch(
-            [
-                ("Upgrade", "websocket"),
-                ("Connection", "Upgrade"),
-                ("Sec-WebSocket-Accept", websocket.accept_key(key)),
-                ("Sec-WebSocket-Protocol", chosen),
-            ]
-        )
+        if any(not 0 < p < 65536 for p in ports):
+            self.plain(400, f"ports must be between 1 and 65535: {ports}")
+            return
+        offered = header_values(self.headers.get_all("Sec-WebSocket-Protocol") or [])
+        chosen = ws_portforward.choose_protocol(offered)
+        if not self._websocket_handshake(chosen, [ws_portforward.V4]):
+            return
+        ws = websocket.WebSocket(self.rfile, self.connection, client=False)
+        conn = websocket.ChannelConnection(ws, tuple(2 * i for i in range(len(ports))), v5=False)
+        self.on_stop(conn.abort_inputs)
+        conn.start()
+        owner, sandbox = self.owner, request.pod_sandbox_id
+        try:
+            for i, port in enumerate(ports):
+                conn.write(2 * i, ws_portforward.port_message(port))
+                conn.write(2 * i + 1, ws_portforward.port_message(port))
+            ws_portforward.serve(
+                conn, ports, lambda port: owner.backend.port_forward(sandbox, port), sandbox
+            )
+        except OSError:
+            pass  # the client went away before the ports were written
+        finally:
+            self._websocket_close(ws, conn)
+
+    def _websocket_remote_command(self, request: StreamRequest) -> None:
+        assert isinstance(request, api_pb2.ExecRequest | api_pb2.AttachRequest)
+        offered = header_values(self.headers.get_all("Sec-WebSocket-Protocol") or [])
+        chosen = next((p for p in remotecommand.WEBSOCKET_PROTOCOLS if p in offered), None)
+        if not self._websocket_handshake(chosen, list(remotecommand.WEBSOCKET_PROTOCOLS)):
+            return
         ws = websocket.WebSocket(self.rfile, self.connection, client=False)
         inputs = (websocket.STDIN, websocket.RESIZE)
         conn = websocket.ChannelConnection(ws, inputs, v5=chosen == remotecommand.V5)
@@ -300,13 +344,7 @@ class _Handler(UpgradeHandler):
         try:
             self._run_remote_command(request, ch)
         finally:
-            ws.send_close()
-            conn.gone.wait(self.owner.config.linger)
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            conn.join()
+            self._websocket_close(ws, conn)
 
     # -- shared
 

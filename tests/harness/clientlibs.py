@@ -4,10 +4,13 @@ The official Python client (`kubernetes/e2e_test` of its release tag), kr8s
 (`kr8s/tests` of its sdist), lightkube (`e2e-tests` of its repository) and
 kopf's examples (`tests/e2e` of its sdist) each run in their own pytest, in a
 virtualenv of their own (their test dependencies are not skiff's), against one
-real `skiff control plane` process with its scheduler and controllers and two
-hollow nodes (`agent.hollow`: pods are bound and reported Running, but there is
-no container behind them, so exec, logs and port-forward fail), and one pod in
-kube-system standing in for a kind cluster's system pods, which the suites list. The only file
+real `skiff up` (the control plane with its scheduler and controllers, and one
+node with its runtime and agent, so exec, logs and port-forward reach real
+containers), whose images come from a local registry on 127.0.0.1 through its
+registries.yaml mirrors (tests/harness/clientlibs_images.py: busybox stand-ins
+under the names the suites use), and one pod in kube-system standing in for a
+kind cluster's system pods, which the suites list. KUBECONFIG is as kind writes
+it (a client certificate for kubernetes-admin). The only file
 replaced is the one naming the cluster: kr8s' root conftest.py (pytest-kind's
 `k8s_cluster` fixture becomes the skiff cluster); the others read `KUBECONFIG`
 and run `kubectl`, which is kubectl 1.NEWEST by its versioned path.
@@ -32,7 +35,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -42,8 +44,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.e2e.agent.test_up_side_by_side import Up
+from tests.harness import clientlibs_images as stand_ins
+from tests.harness.images import TestImages
+from tests.harness.kind_kubeconfig import write_kind_kubeconfig
 from tests.harness.kubectl import NEWEST
-from tests.harness.ports import free_port
+from tests.harness.nodeprocs import free_cluster_cidr, free_service_cidrs, short_tempdir
+from tests.harness.registry import run_registry
 from tests.harness.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,6 +64,11 @@ TEST_DEPS = [
     "kubernetes==36.0.3", "lightkube==0.21.0", "pykube-ng", "kubernetes-asyncio", "hatchling", "hatch-vcs",
     "freezegun", "kmock", "looptime", "pytest-aiohttp", "pytest-mock", "certbuilder",
     "certvalidator", "oscrypto", "pyngrok",
+    # kopf's sdist builds its metadata with these (the venv's own setuptools is too old)
+    "setuptools>=77", "setuptools-scm",
+    # 0.9 wraps what is raised inside a WebSocket session in an ExceptionGroup, which
+    # kr8s 0.20.15's exec does not expect (its ExecError tests fail on any cluster)
+    "httpx-ws<0.9",
 ]  # fmt: skip
 
 # kr8s' root conftest.py with pytest-kind's cluster replaced by skiff's (the
@@ -192,41 +204,30 @@ def suites(py: Path) -> dict[str, Suite]:
 
 @dataclass
 class SkiffCluster:
-    """`skiff controlplane` (scheduler and controllers) and two hollow nodes."""
+    """`skiff up`: the control plane and one real node (runtime and agent),
+    its images from a local registry (tests/harness/clientlibs_images.py)."""
 
-    base: Path
-    port: int = field(default_factory=free_port)
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    @property
-    def data_dir(self) -> Path:
-        return self.base / "cp"
+    base: Path  # the suites' logs and reports
+    up: Up
 
     @property
     def kubeconfig(self) -> Path:
-        return self.data_dir / "kubeconfig"
+        """As kind writes it (tests/harness/kind_kubeconfig.py): the suites
+        were written against kind."""
+        return self.base / "kubeconfig"
 
-    def start(self) -> SkiffCluster:
-        log = (self.base / "controlplane.log").open("ab")
-        self.procs.append(subprocess.Popen(
-            [sys.executable, "-m", "skiff", "controlplane", "--listen", f"127.0.0.1:{self.port}",
-             "--data-dir", str(self.data_dir)], cwd=REPO, stdout=log, stderr=log,
-        ))  # fmt: skip
-        wait_for(lambda: (self.data_dir / "admin.conf").exists() and self.kubeconfig.exists(),
-                 timeout=60, message="skiff controlplane's kubeconfig")  # fmt: skip
-        hollow = (self.base / "hollow.log").open("ab")
-        self.procs.append(subprocess.Popen(
-            [sys.executable, "-m", "agent.hollow", "--credentials",
-             str(self.data_dir / "admin.conf"), "--nodes", "2", "--prefix", "node"],
-            cwd=REPO, stdout=hollow, stderr=hollow,
-        ))  # fmt: skip
-        wait_for(self._nodes_ready, timeout=60, message="two Ready hollow nodes")
+    def start(self, registries: Path) -> SkiffCluster:
+        self.up.data_dir.mkdir(parents=True)
+        self.up.start(registries)
+        self.up.wait_ready(timeout=180).close()
+        pki = self.up.layout.controlplane_dir / "pki"
+        write_kind_kubeconfig(self.up.data_dir / "kubeconfig", pki, self.kubeconfig)
         # The suites read pods of kube-system (a kind cluster's CoreDNS, etcd,
         # kube-proxy...); skiff runs its components as processes, so one pod
         # stands in for them there.
         subprocess.run([str(NEWEST), "apply", "-f", "-"], input=SYSTEM_POD, text=True,
                        env=self.env(), check=True, capture_output=True)  # fmt: skip
-        wait_for(self._system_pod_running, timeout=60, message="the kube-system pod Running")
+        wait_for(self._system_pod_running, timeout=120, message="the kube-system pod Running")
         return self
 
     def _system_pod_running(self) -> bool:
@@ -236,13 +237,6 @@ class SkiffCluster:
             check=False,
         ).stdout  # fmt: skip
         return out == "Running"
-
-    def _nodes_ready(self) -> bool:
-        out = subprocess.run(
-            [str(NEWEST), "get", "nodes", "--no-headers"], env=self.env(), capture_output=True,
-            text=True, check=False,
-        ).stdout  # fmt: skip
-        return out.count(" Ready") >= 2
 
     def env(self) -> dict[str, str]:
         bin_dir = self.base / "bin"
@@ -256,25 +250,27 @@ class SkiffCluster:
             "SKIFF_KUBECTL": str(kubectl),
         }  # fmt: skip
 
-    def stop(self) -> None:
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    os.kill(proc.pid, signal.SIGKILL)
-                    proc.wait()
-        self.procs.clear()
-
 
 @contextmanager
 def skiff_cluster(base: Path) -> Iterator[SkiffCluster]:
-    cluster = SkiffCluster(base)
+    """A registry with the suites' images, and `skiff up` pulling from it;
+    everything removed afterwards (skiff up's log tail on stderr if it failed)."""
+    top = short_tempdir("skcl-")  # unix socket paths under it stay short
+    up = Up("clientlibs", top / "up", free_cluster_cidr(), free_service_cidrs(1)[0])
     try:
-        yield cluster.start()
+        with run_registry() as registry:
+            stand_ins.push_all(registry, TestImages(top / "images"))
+            shutil.rmtree(top / "images")
+            registries = stand_ins.mirrors(top / "registries.yaml", registry)
+            try:
+                yield SkiffCluster(base, up).start(registries)
+            except BaseException:
+                sys.stderr.write(up.log_tail() + "\n")
+                raise
+            finally:
+                up.cleanup()
     finally:
-        cluster.stop()
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def run_suite(py: Path, suite: Suite, cluster: SkiffCluster, timeout: float = 1800) -> Result:

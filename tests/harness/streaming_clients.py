@@ -228,7 +228,7 @@ def read_to_eof(stream: SpdyStream, timeout: float = 10.0) -> bytes:
 
 
 class WsClient:
-    """A WebSocket remote-command client."""
+    """A WebSocket client of remote command and port-forward (channel framing)."""
 
     def __init__(
         self, url: str, protocols: tuple[str, ...] = ("v5.channel.k8s.io", "v4.channel.k8s.io")
@@ -239,15 +239,16 @@ class WsClient:
             ("Upgrade", "websocket"),
             ("Sec-WebSocket-Version", "13"),
             ("Sec-WebSocket-Key", key),
-            ("Sec-WebSocket-Protocol", ", ".join(protocols)),
         ]
+        if protocols:  # none: as kr8s asks for port-forward
+            headers.append(("Sec-WebSocket-Protocol", ", ".join(protocols)))
         self.reply, self.sock, self.rfile = _connect(
             url.replace("ws://", "http://"), headers, method="GET"
         )
         self.ws: websocket.WebSocket | None = None
         if self.sock is not None and self.rfile is not None:
             assert self.reply.headers["sec-websocket-accept"] == websocket.accept_key(key)
-            self.protocol = self.reply.headers["sec-websocket-protocol"]
+            self.protocol = self.reply.headers.get("sec-websocket-protocol", "")
             self.ws = websocket.WebSocket(self.rfile, self.sock, client=True)
 
     def send(self, channel: int, data: bytes) -> None:

@@ -1,9 +1,9 @@
 """The client libraries' own end-to-end suites, unchanged, against a real
-skiff control plane (tests/harness/clientlibs.py): each must pass at least
+`skiff up` with one node (tests/harness/clientlibs.py): each must pass at least
 as many of its tests as it did when this runner was last measured, so a
 change that breaks what a client library relies on shows here. Marker
 `clientlibs` (excluded by default: it makes a virtualenv from PyPI and runs
-for half an hour); `make test-clientlibs` runs it, or
+for about 25 minutes); `make test-clientlibs` runs it, or
 `python -m tests.harness.clientlibs` for the table of passes and failures.
 Suites whose sources are not configured (the Python client's and
 lightkube's need their git directories) are skipped, naming the variable."""
@@ -18,15 +18,24 @@ import pytest
 
 from tests.harness import clientlibs
 
-pytestmark = [pytest.mark.slow, pytest.mark.clientlibs]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.clientlibs]
 
-# Passed on skiff when last measured (2026-12-02; of 42, 238, 22 and 14 run).
-# What fails: exec, logs, port-forward and a graceful delete's Ready=False
-# (hollow nodes have no containers); kinds skiff does not serve
-# (CertificateSigningRequest, CSIStorageCapacity, APIService); kind's
-# kubeconfig (client certificates, user kubernetes-admin); lightkube's
-# metrics-server; kopf's admission example (oscrypto's fix for OpenSSL 3).
-FLOORS = {"pyclient": 36, "kr8s": 199, "lightkube": 17, "kopf": 13}
+# Passed on skiff when last measured (2026-12-02, skiff up with one node; of
+# 43, 238, 22 and 14 run). What fails, none of it skiff's to fix:
+# - lightkube's test_pod_apis wants a metrics-server pod in kube-system
+#   (its CI runs k3s; skiff serves metrics.k8s.io itself, kind has none);
+# - kr8s' test_api_resources wants one resource named pods, but skiff serves
+#   metrics.k8s.io's PodMetrics beside Pod (as k3s does; kind serves none);
+# - kopf's admission example: oscrypto 1.3.0 cannot read OpenSSL 3.0.19's
+#   version string (fixed in its git, never released to PyPI).
+# Flaky, so not counted: kopf's 07-subhandlers (a ResourceWarning for an
+# unclosed connection of the operator's, turned into a failure by pytest) and
+# lightkube's sync exec test (the TLS handshake of the request after the exec
+# fails with WRONG_VERSION_NUMBER in about half the runs here; likely httpx-ws'
+# sync session, whose close leaves a read of the closed socket pending in a
+# thread, which OpenSSL then continues on the reused descriptor of the next
+# connection: not proven; it passed and failed on the same tree).
+FLOORS = {"pyclient": 43, "kr8s": 237, "lightkube": 20, "kopf": 12}
 NEEDS = {"pyclient": "SKIFF_PYCLIENT_GIT", "lightkube": "SKIFF_LIGHTKUBE_GIT"}
 
 

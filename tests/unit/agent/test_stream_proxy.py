@@ -46,6 +46,7 @@ def test_parse_target() -> None:
     assert (t.stdin, t.stdout, t.stderr, t.tty) == (True, True, False, True)
     assert parse_target(parse("/attach/ns/p?container=c&stdout=1")).container == "c"
     assert parse_target(parse("/portforward/ns/p?port=80&port=8080")).ports == (80, 8080)
+    assert parse_target(parse("/portforward/ns/p?port=80,81&port=82")).ports == (80, 81, 82)
     for path, code in [
         ("/nope/a/b", 404),
         ("/exec/ns/p/c?stdout=1", 400),  # no command
@@ -53,6 +54,7 @@ def test_parse_target() -> None:
         ("/exec/ns/p?command=ls&stdout=1", 404),  # no container
         ("/portforward/ns/p?port=0", 400),
         ("/portforward/ns/p?port=x", 400),
+        ("/portforward/ns/p?port=80,", 400),
     ]:
         with pytest.raises(RequestError) as err:
             parse_target(parse(path))

@@ -4,50 +4,12 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
-
-import pytest
 
 from proto.runtime.v1 import api_pb2
 from runtime.streaming import StreamingConfig, StreamingServer
 from tests.fakes.streaming_backend import HostProcessBackend
 from tests.harness.streaming_clients import PortForwardClient, read_to_eof
 from tests.harness.wait import wait_for
-
-
-@pytest.fixture
-def echo_port() -> Iterator[int]:
-    """A TCP echo server on 127.0.0.1: echoes until the peer half-closes, then closes."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
-
-    def serve_one(conn: socket.socket) -> None:
-        with conn:
-            while data := conn.recv(65536):
-                conn.sendall(data)
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            thread = threading.Thread(target=serve_one, args=(conn,), daemon=True)
-            thread.start()
-            threads.append(thread)
-
-    acceptor = threading.Thread(target=accept, daemon=True)
-    acceptor.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
-        acceptor.join()
-        for thread in threads:
-            thread.join()
 
 
 def closed_port() -> int:
