@@ -46,6 +46,7 @@ from controlplane.api.kinds.registry import (
     for_object,
     lookup,
     register,
+    served_at,
     supported_kinds,
     unregister,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "for_object",
     "lookup",
     "register",
+    "served_at",
     "supported_kinds",
     "unregister",
 ]
