@@ -359,7 +359,7 @@ class ApiServer:
             pass
         pods = self.registry.list("Pod")
         self.graph.load([d for d, _ in pods.items], claims)
-        self.broadcaster.add_listener(self.graph.on_event)
+        self.broadcaster.add_object_listener(self.graph.on_event)
         # Last: once it has seen a revision, every index has applied it.
         self.progress.advance(self.broadcaster.last_revision)
         self.broadcaster.add_listener(self.progress.on_event)

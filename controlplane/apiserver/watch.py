@@ -269,7 +269,7 @@ class Broadcaster:
         # watchers are by node: the next event's old node without decoding its
         # previous value. Only ever the immediately preceding event's.
         self._nodes: dict[str, str] = {}
-        self._listeners: list[Callable[[Event], None]] = []
+        self._listeners: list[Callable[[Event, Callable[[], dict[str, Any]]], None]] = []
         self._last = store.current_revision()
         self._stop = threading.Event()
         self._store_watch: Any = None
@@ -293,6 +293,14 @@ class Broadcaster:
     def add_listener(self, listener: Callable[[Event], None]) -> None:
         """An in-process callback for every event (namespace cleanup, the node
         graph), called before any watcher sees the event; must not block."""
+        self.add_object_listener(lambda event, _new: listener(event))
+
+    def add_object_listener(
+        self, listener: Callable[[Event, Callable[[], dict[str, Any]]], None]
+    ) -> None:
+        """add_listener for a callback that may read the event's new object:
+        called with the event and a function that decodes its value once for
+        the listeners and the watchers alike (read it, never change it)."""
         with self._lock:
             self._listeners = [*self._listeners, listener]  # replaced, never changed in place
 
@@ -334,12 +342,12 @@ class Broadcaster:
     def _dispatch(self, event: Event) -> None:
         # Listeners first: a watcher that reacts to the event (an agent to its
         # new pod) finds the server's own indexes (the node graph) current.
+        dispatch = _Dispatch(event)
         for listener in self._listeners:
             try:
-                listener(event)
+                listener(event, dispatch.new)
             except Exception:
                 log.exception("watch listener failed")
-        dispatch = _Dispatch(event)
         key = event.key
         slash = key.find("/", len(ROOT))
         prefix = key[: slash + 1] if slash >= 0 else key
