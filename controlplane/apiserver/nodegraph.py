@@ -36,6 +36,8 @@ PVC_PREFIX = "/registry/persistentvolumeclaims/"
 class NodeGraph:
     """See the module docstring. Thread-safe."""
 
+    prefixes = (POD_PREFIX, PVC_PREFIX)  # the keys of the events on_event reads
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pods: dict[str, tuple[str, frozenset[Ref]]] = {}  # pod key -> (node, refs)
