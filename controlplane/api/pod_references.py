@@ -11,15 +11,25 @@ from typing import Any
 Ref = tuple[str, str, str]  # (kind, namespace, name)
 
 
+def _is_map(value: Any) -> bool:
+    # A dict's type first: isinstance against the Mapping ABC costs far more.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _containers(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     for field in ("initContainers", "containers", "ephemeralContainers"):
         for c in spec.get(field) or []:
-            if isinstance(c, Mapping):
+            if _is_map(c):
                 yield c
 
 
 def _name(ref: Any, field: str = "name") -> str:
-    return str(ref.get(field) or "") if isinstance(ref, Mapping) else ""
+    if ref is None:
+        return ""
+    return str(ref.get(field) or "") if _is_map(ref) else ""
+
+
+_VOLUME_SECRET_FIELDS = ("secretRef", "nodePublishSecretRef", "nodeStageSecretRef")
 
 
 def pod_references(pod: Mapping[str, Any]) -> set[Ref]:
@@ -36,15 +46,16 @@ def pod_references(pod: Mapping[str, Any]) -> set[Ref]:
         refs.add(("Secret", _name(secret)))
     for c in _containers(spec):
         for env in c.get("env") or []:
-            source = (env or {}).get("valueFrom") or {}
-            refs.add(("Secret", _name(source.get("secretKeyRef"))))
-            refs.add(("ConfigMap", _name(source.get("configMapKeyRef"))))
+            source = (env or {}).get("valueFrom")
+            if source:
+                refs.add(("Secret", _name(source.get("secretKeyRef"))))
+                refs.add(("ConfigMap", _name(source.get("configMapKeyRef"))))
         for env_from in c.get("envFrom") or []:
             refs.add(("Secret", _name((env_from or {}).get("secretRef"))))
             refs.add(("ConfigMap", _name((env_from or {}).get("configMapRef"))))
     pod_name = str(meta.get("name") or "")
     for volume in spec.get("volumes") or []:
-        if not isinstance(volume, Mapping):
+        if not _is_map(volume):
             continue
         refs.add(("Secret", _name(volume.get("secret"), "secretName")))
         refs.add(("ConfigMap", _name(volume.get("configMap"))))
@@ -55,7 +66,7 @@ def pod_references(pod: Mapping[str, Any]) -> set[Ref]:
             refs.add(("Secret", _name((source or {}).get("secret"))))
             refs.add(("ConfigMap", _name((source or {}).get("configMap"))))
         for value in volume.values():  # csi, cephfs, iscsi, ... name their secret so
-            if isinstance(value, Mapping):
-                for field in ("secretRef", "nodePublishSecretRef", "nodeStageSecretRef"):
+            if _is_map(value):
+                for field in _VOLUME_SECRET_FIELDS:
                     refs.add(("Secret", _name(value.get(field))))
     return {(kind, ns, name) for kind, name in refs if name}

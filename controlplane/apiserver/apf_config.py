@@ -28,7 +28,7 @@ class ApfConfig:
     def __init__(self, registry: Registry, flow: FlowControl) -> None:
         self.registry = registry
         self.flow = flow
-        self._prefixes = tuple(
+        self.prefixes = self._prefixes = tuple(
             f"{ROOT}{by_kind(kind).storage_name}/" for kind in (apf_bootstrap.FS, apf_bootstrap.PLC)
         )
         self._stale = threading.Event()

@@ -41,6 +41,7 @@ class CrdKinds:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self._prefix = f"{ROOT}{by_kind(crd.KIND).storage_name}/"
+        self.prefixes = (self._prefix,)  # the keys of the events on_event reads
         resolver = ServiceResolver(self._lookup, self._objects)
         self.webhooks = ConversionWebhooks(WebhookClient(resolver))
         crd_versions.set_webhook_converter(self.webhooks)

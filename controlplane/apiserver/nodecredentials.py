@@ -103,6 +103,8 @@ def secret_of(node: str, record: Record) -> dict[str, Any]:
 class NodeCredentials:
     """See the module docstring."""
 
+    prefixes = (_NODES, _SECRETS)  # the keys of the events on_event reads
+
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self._lock = threading.Lock()

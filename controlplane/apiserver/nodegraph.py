@@ -11,7 +11,9 @@ never a storage read or a scan per request.
 The graph is loaded once from a List, then kept current by the broadcaster's
 listener (`on_event`), which the broadcaster calls before it hands the event
 to any watcher: when an agent sees its new pod, the graph already knows the
-pod's references. This module never writes and never decides: it only
+pod's references. The listener reads the pod the broadcaster decodes for its
+watchers too, and a pod written again with the same node and references (a
+status update) leaves the counts as they are. This module never writes and never decides: it only
 answers what is bound where.
 """
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from controlplane.api import jsoncodec
@@ -33,6 +35,8 @@ PVC_PREFIX = "/registry/persistentvolumeclaims/"
 
 class NodeGraph:
     """See the module docstring. Thread-safe."""
+
+    prefixes = (POD_PREFIX, PVC_PREFIX)  # the keys of the events on_event reads
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -51,21 +55,22 @@ class NodeGraph:
             meta = pod.get("metadata") or {}
             self._set_pod(f"{POD_PREFIX}{meta.get('namespace')}/{meta.get('name')}", pod)
 
-    def on_event(self, event: Event) -> None:
-        """Broadcaster listener: cheap, never blocks."""
+    def on_event(self, event: Event, new: Callable[[], dict[str, Any]] | None = None) -> None:
+        """Broadcaster listener (an object listener: `new` decodes the event's
+        value, shared with the watchers; read only): cheap, never blocks."""
         key = event.key
         if key.startswith(POD_PREFIX):
             if event.type is EventType.DELETE or _NODE_NAME not in event.value:
                 self._set_pod(key, None)  # gone, or bound to no node: not decoded
             else:
-                self._set_pod(key, jsoncodec.loads(event.value))
+                self._set_pod(key, new() if new is not None else jsoncodec.loads(event.value))
         elif key.startswith(PVC_PREFIX):
             if event.type is EventType.DELETE:
                 ns, _, name = key[len(PVC_PREFIX) :].partition("/")
                 with self._lock:
                     self._claims.pop((ns, name), None)
             else:
-                self._set_claim(jsoncodec.loads(event.value))
+                self._set_claim(new() if new is not None else jsoncodec.loads(event.value))
 
     def _set_claim(self, pvc: dict[str, Any]) -> None:
         meta = pvc.get("metadata") or {}
@@ -81,7 +86,10 @@ class NodeGraph:
         node = str(((pod or {}).get("spec") or {}).get("nodeName") or "")
         refs = frozenset(pod_references(pod)) if pod is not None and node else frozenset()
         with self._lock:
-            old = self._pods.pop(key, None)
+            old = self._pods.get(key)
+            if old is not None and old[0] == node and old[1] == refs:
+                return  # written again where it was, naming the same objects
+            self._pods.pop(key, None)
             if old is not None:
                 counts = self._refs.get(old[0])
                 if counts is not None:

@@ -92,6 +92,8 @@ def names(identity: Identity, subject: tuple[str, str, str]) -> bool:
 class RbacIndex:
     """See the module docstring. Thread-safe."""
 
+    prefixes = tuple(PREFIXES)  # the keys of the events on_event reads
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._roles: dict[tuple[str, str], tuple[PolicyRule, ...]] = {}  # (ns, name); "" = cluster

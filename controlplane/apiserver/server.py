@@ -346,11 +346,11 @@ class ApiServer:
             for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
             for d, _ in self.registry.list(kind).items
         )
-        self.broadcaster.add_listener(self.rbac.on_event)
+        self.broadcaster.add_listener(self.rbac.on_event, self.rbac.prefixes)
         self.webhook_configs.load(
             (kind, d) for kind in (VALIDATING, MUTATING) for d, _ in self.registry.list(kind).items
         )
-        self.broadcaster.add_listener(self.webhook_configs.on_event)
+        self.broadcaster.add_listener(self.webhook_configs.on_event, self.webhook_configs.prefixes)
         claims: list[bytes] = []
         try:
             by_kind("PersistentVolumeClaim")
@@ -359,7 +359,7 @@ class ApiServer:
             pass
         pods = self.registry.list("Pod")
         self.graph.load([d for d, _ in pods.items], claims)
-        self.broadcaster.add_listener(self.graph.on_event)
+        self.broadcaster.add_object_listener(self.graph.on_event, self.graph.prefixes)
         # Last: once it has seen a revision, every index has applied it.
         self.progress.advance(self.broadcaster.last_revision)
         self.broadcaster.add_listener(self.progress.on_event)
@@ -370,18 +370,20 @@ class ApiServer:
         self.bootstrap()
         self._load_indexes()
         self.crd_kinds.start()
-        self.broadcaster.add_listener(self.crd_kinds.on_event)
+        self.broadcaster.add_listener(self.crd_kinds.on_event, self.crd_kinds.prefixes)
         self.policies.on_policy = TypeChecker(self.registry).check
         self.policies.load({kind: self._objects(kind, "") for kind in (POLICY, BINDING)})
-        self.broadcaster.add_listener(self.policies.on_event)
+        self.broadcaster.add_listener(self.policies.on_event, self.policies.prefixes)
         self.node_credentials.load()
-        self.broadcaster.add_listener(self.node_credentials.on_event)
+        self.broadcaster.add_listener(
+            self.node_credentials.on_event, self.node_credentials.prefixes
+        )
         self.node_credentials.start()
         self.broadcaster.start()
         self.broadcaster.add_listener(self.cleaner.on_event)
         self.cleaner.start()
         self.apf.load()
-        self.broadcaster.add_listener(self.apf.on_event)
+        self.broadcaster.add_listener(self.apf.on_event, self.apf.prefixes)
         self.apf.start()
         if self.aggregator is not None:
             self.aggregator.start()

@@ -97,8 +97,15 @@ class _Dispatch:
         return self._old
 
 
+# A listener that may read the event's new object (Broadcaster.add_object_listener).
+ObjectListener = Callable[[Event, Callable[[], dict[str, Any]]], None]
 _CLOSED = WatchItem("CLOSED", b"", 0)
 _MANAGED_FIELDS = b'"managedFields"'
+_WATCH_TYPES = {
+    EventType.CREATE: "ADDED",
+    EventType.UPDATE: "MODIFIED",
+    EventType.DELETE: "DELETED",
+}
 
 
 def _node_selector(selectors: Selectors) -> str | None:
@@ -169,12 +176,7 @@ class Watcher:
             return None
         lean = self.omit_managed_fields
         if self.selectors.empty():
-            kind = {
-                EventType.CREATE: "ADDED",
-                EventType.UPDATE: "MODIFIED",
-                EventType.DELETE: "DELETED",
-            }[event.type]
-            return dispatch.item(kind, lean)
+            return dispatch.item(_WATCH_TYPES[event.type], lean)
         new_match = self.selectors.matches(dispatch.new())
         if event.type == EventType.CREATE:
             return dispatch.item("ADDED", lean) if new_match else None
@@ -269,7 +271,8 @@ class Broadcaster:
         # watchers are by node: the next event's old node without decoding its
         # previous value. Only ever the immediately preceding event's.
         self._nodes: dict[str, str] = {}
-        self._listeners: list[Callable[[Event], None]] = []
+        # (key prefixes, listener): called for the events under those prefixes (all: none).
+        self._listeners: list[tuple[tuple[str, ...], ObjectListener]] = []
         self._last = store.current_revision()
         self._stop = threading.Event()
         self._store_watch: Any = None
@@ -290,11 +293,22 @@ class Broadcaster:
         broadcaster still runs (the API server's informer-sync check)."""
         return self._healthy.is_set() and self._thread.is_alive() and not self._stop.is_set()
 
-    def add_listener(self, listener: Callable[[Event], None]) -> None:
+    def add_listener(
+        self, listener: Callable[[Event], None], prefixes: tuple[str, ...] = ()
+    ) -> None:
         """An in-process callback for every event (namespace cleanup, the node
-        graph), called before any watcher sees the event; must not block."""
+        graph), called before any watcher sees the event; must not block.
+        `prefixes`: only for the keys under one of these (one check here, not
+        a call per event)."""
+        self.add_object_listener(lambda event, _new: listener(event), prefixes)
+
+    def add_object_listener(self, listener: ObjectListener, prefixes: tuple[str, ...] = ()) -> None:
+        """add_listener for a callback that may read the event's new object:
+        called with the event and a function that decodes its value once for
+        the listeners and the watchers alike (read it, never change it)."""
         with self._lock:
-            self._listeners = [*self._listeners, listener]  # replaced, never changed in place
+            # replaced, never changed in place
+            self._listeners = [*self._listeners, (prefixes, listener)]
 
     def _run(self) -> None:
         backoff = 0.1
@@ -334,13 +348,15 @@ class Broadcaster:
     def _dispatch(self, event: Event) -> None:
         # Listeners first: a watcher that reacts to the event (an agent to its
         # new pod) finds the server's own indexes (the node graph) current.
-        for listener in self._listeners:
-            try:
-                listener(event)
-            except Exception:
-                log.exception("watch listener failed")
         dispatch = _Dispatch(event)
         key = event.key
+        for prefixes, listener in self._listeners:
+            if prefixes and not key.startswith(prefixes):
+                continue
+            try:
+                listener(event, dispatch.new)
+            except Exception:
+                log.exception("watch listener failed")
         slash = key.find("/", len(ROOT))
         prefix = key[: slash + 1] if slash >= 0 else key
         with self._lock:

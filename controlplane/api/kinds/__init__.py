@@ -51,6 +51,7 @@ from controlplane.api.kinds.registry import (
     for_object,
     lookup,
     register,
+    served_at,
     supported_kinds,
     unregister,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "for_object",
     "lookup",
     "register",
+    "served_at",
     "supported_kinds",
     "unregister",
 ]

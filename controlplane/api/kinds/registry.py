@@ -100,6 +100,13 @@ class _Table:
                 keys += [f"{info.kind}.{info.group}"]
             for key in keys:
                 self.by_name.setdefault(key.lower(), d)
+        # group/version -> the rows served there, in row order: every REST
+        # request resolves its URL through it (apiserver/rest/paths.py).
+        served: dict[str, list[KindInfo]] = {}
+        for d in self.definitions:
+            for group_version in d.served_versions():
+                served.setdefault(group_version, []).append(d.info)
+        self.served_at = {gv: tuple(rows) for gv, rows in served.items()}
 
 
 _table: _Table | None = None
@@ -124,6 +131,12 @@ def _load() -> _Table:
 def all_kinds() -> tuple[KindInfo, ...]:
     """The built-in rows followed by those registered at run time."""
     return _current().rows
+
+
+def served_at(group_version: str) -> tuple[KindInfo, ...]:
+    """The rows served at a group/version ("v1", "apps/v1"), in the order of
+    all_kinds(); empty for a group/version no kind is served at."""
+    return _current().served_at.get(group_version, ())
 
 
 def definitions() -> tuple[KindDef, ...]:

@@ -21,6 +21,7 @@ class PolicyCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._prefixes = {f"{ROOT}{by_kind(k).storage_name}/": k for k in (POLICY, BINDING)}
+        self.prefixes = tuple(self._prefixes)  # the keys of the events on_event reads
         self.policies: dict[str, Object] = {}
         self.bindings: dict[str, Object] = {}
         self.on_policy: Callable[[Object], None] | None = None  # the typecheck controller

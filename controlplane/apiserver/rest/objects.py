@@ -118,9 +118,7 @@ async def delete_options(call: Call, verb: str = "") -> tuple[DeleteOptions, boo
     whether the delete is a dry run (`dryRun` in either: kubectl sends it in
     the body); `verb` is authorized first (intake.document)."""
     if verb:
-        t = call.target
-        await call.server.run(call.registry.authorize_request, call.who, verb, t.info,
-                              t.namespace or "", t.name)  # fmt: skip
+        await intake.authorize(call, verb)
     raw = await body.read(call.request)
     opts: dict[str, Any] = {}
     if raw.strip():

@@ -3,7 +3,8 @@
 `/api/v1/...` and `/apis/<group>/<version>/...`, then optionally
 `namespaces/<ns>/`, then `<plural>[/<name>[/<subresource>]]`. The kind table
 (controlplane.api.kinds) is read at every call, so kinds added at run time
-(CRDs) are served at once. An unknown group, version or resource is a
+(CRDs) are served at once; its index of the kinds served at each
+group/version is built once per table, not per request. An unknown group, version or resource is a
 NotFound naming it. Pure: no I/O.
 """
 
@@ -55,8 +56,8 @@ def served_versions(info: KindInfo) -> tuple[str, ...]:
     return definition.served_versions()
 
 
-def kinds_at(group_version: str) -> list[KindInfo]:
-    return [k for k in every_kind() if group_version in served_versions(k)]
+def kinds_at(group_version: str) -> tuple[KindInfo, ...]:
+    return kinds.served_at(group_version)
 
 
 def resolve(segments: list[str]) -> Target | None:

@@ -34,6 +34,8 @@ class Hook:
 
 
 class WebhookConfigs:
+    prefixes = tuple(PREFIXES)  # the keys of the events on_event reads
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._objects: dict[tuple[str, str], Object] = {}  # (kind, name) -> configuration

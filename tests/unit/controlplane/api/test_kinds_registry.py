@@ -78,10 +78,12 @@ def test_run_time_kinds_come_and_go() -> None:
     try:
         assert kinds.lookup("gizmos.gizmos.example.com") is info
         assert kinds.definition("Gizmo.gizmos.example.com").validate is not None
+        assert info in kinds.served_at("gizmos.example.com/v1")
     finally:
         kinds.unregister(info.key)
     with pytest.raises(kinds.UnknownKind):
         kinds.lookup("gizmos.gizmos.example.com")
+    assert kinds.served_at("gizmos.example.com/v1") == ()
     with pytest.raises(ValueError, match="built in"):
         kinds.register(kinds.by_kind("Pod"))
 
@@ -103,3 +105,12 @@ def test_plural_and_singular_are_guessed_as_kubernetes_guesses_them(
     assert (info.plural, info.singular) == (plural, singular)
     given = KindInfo(kind, "example.com/v1", "things", "thing")
     assert (given.plural, given.singular) == ("things", "thing")
+
+
+def test_served_at_lists_the_rows_of_each_group_version_in_order() -> None:
+    served = {gv for d in kinds.definitions() for gv in d.served_versions()}
+    assert {"v1", "apps/v1", "autoscaling/v1", "events.k8s.io/v1"} <= served  # conversions too
+    for gv in served:
+        expected = tuple(d.info for d in kinds.definitions() if gv in d.served_versions())
+        assert kinds.served_at(gv) == expected, gv
+    assert kinds.served_at("nothing.example.com/v1") == ()

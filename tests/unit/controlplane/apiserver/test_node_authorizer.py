@@ -64,3 +64,45 @@ def test_labels_a_node_may_not_set_on_itself() -> None:
     assert not forbidden_label("foo.node.kubernetes.io/x")
     assert not forbidden_label("example.com/disk")
     assert not forbidden_label("app")
+
+
+def test_graph_keeps_its_counts_across_rewrites_of_a_pod() -> None:
+    """A status update (same node, same references) leaves the counts as they
+    were; a new reference or node replaces them; one delete forgets it all.
+    The object comes from the broadcaster's decoder when it passes one."""
+    from controlplane.apiserver.codec import encode
+    from controlplane.storage.interface import Event, EventType
+
+    graph = NodeGraph()
+    graph.load([])
+    one = with_secret("a", "n1", "s1")
+    one["metadata"]["namespace"] = "default"
+    key = "/registry/pods/default/a"
+    decoded: list[int] = []
+
+    def write(obj: dict[str, Any], rev: int) -> None:
+        def new() -> dict[str, Any]:
+            decoded.append(rev)
+            return obj
+
+        graph.on_event(Event(EventType.UPDATE, key, encode(obj), rev), new)
+
+    write(one, 2)
+    for rev in (3, 4):  # status updates
+        one["status"] = {"phase": "Running", "observedRevision": rev}
+        write(one, rev)
+    assert decoded == [2, 3, 4]  # the broadcaster's object, not a decode of its own
+    assert graph.may_read("n1", "Secret", "default", "s1")
+    one["spec"]["volumes"].append({"name": "t", "configMap": {"name": "c1"}})
+    write(one, 5)
+    assert graph.may_read("n1", "ConfigMap", "default", "c1")
+    assert graph.may_read("n1", "Secret", "default", "s1")
+    one["spec"]["nodeName"] = "n2"
+    write(one, 6)
+    assert graph.pod_on("n2", "default", "a") and not graph.pod_on("n1", "default", "a")
+    assert not graph.may_read("n1", "Secret", "default", "s1")
+    assert graph.may_read("n2", "Secret", "default", "s1")
+    graph.on_event(Event(EventType.DELETE, key, encode(one), 7))
+    for node in ("n1", "n2"):
+        assert not graph.may_read(node, "Secret", "default", "s1")
+        assert not graph.may_read(node, "ConfigMap", "default", "c1")
