@@ -326,23 +326,6 @@ class _Seen:
     target: Target | None = None
 
 
-def _verb(method: str, target: Target) -> str:
-    """The Kubernetes verb of a resource request (APF matches rules by it)."""
-    if method in ("GET", "HEAD"):
-        if target.name:
-            return "get"
-        return "list"  # watches are long-running: counted apart, never here
-    if method == "POST":
-        return "create"
-    if method == "PUT":
-        return "update"
-    if method == "PATCH":
-        return "patch"
-    if method == "DELETE":
-        return "delete" if target.name else "deletecollection"
-    return method.lower()
-
-
 async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     segments = [s for s in request.path.split("/") if s]
     if segments[:1] and segments[0] in health.ENDPOINTS:  # public, as the checks' names are
@@ -409,7 +392,9 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     # API priority and fairness, as for the gRPC API (flowcontrol.py): a
     # queued request waits on a thread, never on the event loop.
     flow = call.server.flow
-    verb = _verb(request.method, target)
+    # APF matches rules by the Kubernetes verb; watches are long-running,
+    # counted apart (above), never here.
+    verb = auditing.verb(request.method, target, watching=False)
     d = digest(who, verb, target.info.key, target.namespace, target.subresource)
     try:
         got = flow.admit(d)
