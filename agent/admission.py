@@ -17,6 +17,7 @@ from typing import Any
 
 from controlplane.api.quantity import parse_quantity
 from controlplane.api.taints import tolerates
+from machinery.podresources import pod_total
 
 
 @dataclass(frozen=True)
@@ -33,47 +34,19 @@ def quantity(value: Any) -> float:
         return 0.0
 
 
-def _requests(container: Mapping[str, Any]) -> dict[str, Any]:
+def _requests(container: Mapping[str, Any]) -> dict[str, float]:
     res = container.get("resources") or {}
-    return {**(res.get("limits") or {}), **(res.get("requests") or {})}
-
-
-def _add(total: dict[str, float], more: Mapping[str, float]) -> None:
-    for name, v in more.items():
-        total[name] = total.get(name, 0.0) + v
-
-
-def _peak(total: dict[str, float], other: Mapping[str, float]) -> None:
-    for name, v in other.items():
-        total[name] = max(total.get(name, 0.0), v)
+    asked = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+    return {name: quantity(v) for name, v in asked.items()}
 
 
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, float]:
-    """The pod's effective requests, as the kubelet's resource helper: its
-    containers add up; init containers run one at a time before them, so
-    the largest counts, but a native sidecar (restartPolicy Always) keeps
-    running and adds to every later init container and to the containers;
-    overhead on top. A container's request defaults to its limit (the API's
-    defaulting)."""
+    """The pod's effective requests, as the kubelet's resource helper
+    (machinery/podresources.py), cpu in cores. A container's request
+    defaults to its limit (the API's defaulting)."""
     spec = pod.get("spec") or {}
-    total: dict[str, float] = {}
-    for c in spec.get("containers") or []:
-        _add(total, {name: quantity(v) for name, v in _requests(c).items()})
-    sidecars: dict[str, float] = {}
-    init_peak: dict[str, float] = {}
-    for c in spec.get("initContainers") or []:
-        req = {name: quantity(v) for name, v in _requests(c).items()}
-        if c.get("restartPolicy") == "Always":
-            _add(sidecars, req)
-            _peak(init_peak, sidecars)
-        else:
-            step = dict(sidecars)
-            _add(step, req)
-            _peak(init_peak, step)
-    _add(total, sidecars)
-    _peak(total, init_peak)
-    _add(total, {name: quantity(v) for name, v in (spec.get("overhead") or {}).items()})
-    return total
+    overhead = {name: quantity(v) for name, v in (spec.get("overhead") or {}).items()}
+    return pod_total(spec, _requests, overhead)
 
 
 def _host_ports(pod: Mapping[str, Any]) -> set[tuple[str, str, int]]:

@@ -31,12 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from controlplane.client import errors
 from controlplane.client.config import ClientConfig, write_config
+from machinery import certificates
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +53,11 @@ class RequestRefused(Exception):
 
 def key_and_request(node: str) -> tuple[bytes, bytes]:
     """(private key PEM, CSR PEM) for node `node`'s client certificate."""
-    key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([
         x509.NameAttribute(NameOID.ORGANIZATION_NAME, NODES_GROUP),
         x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node}"),
     ])  # fmt: skip
-    csr = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return key_pem, csr.public_bytes(serialization.Encoding.PEM)
+    return certificates.signing_request(subject)
 
 
 def csr_object(

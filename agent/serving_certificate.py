@@ -31,8 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from agent import serving_tls
@@ -46,6 +44,7 @@ from agent.client_certificate import (
     rotation_time,
     wait_issued,
 )
+from machinery import certificates
 
 log = logging.getLogger(__name__)
 
@@ -75,23 +74,11 @@ def subject_alt_names(node: str, addresses: list[dict[str, str]]) -> list[x509.G
 
 def serving_request(node: str, addresses: list[dict[str, str]]) -> tuple[bytes, bytes]:
     """(private key PEM, CSR PEM) for node `node`'s serving certificate."""
-    key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([
         x509.NameAttribute(NameOID.ORGANIZATION_NAME, NODES_GROUP),
         x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node}"),
     ])  # fmt: skip
-    csr = (
-        x509.CertificateSigningRequestBuilder()
-        .subject_name(subject)
-        .add_extension(
-            x509.SubjectAlternativeName(subject_alt_names(node, addresses)), critical=False
-        )
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return key_pem, csr.public_bytes(serialization.Encoding.PEM)
+    return certificates.signing_request(subject, subject_alt_names(node, addresses))
 
 
 class ServingCertificateManager:

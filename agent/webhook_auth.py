@@ -33,15 +33,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from agent.request_target import RequestTarget
 from controlplane.client.errors import ApiError
-from machinery.ttlcache import ReviewBudget, TTLCache
+from machinery.ttlcache import OverBudget, ReviewBudget, TTLCache
 
 log = logging.getLogger("skiff.agent.webhook_auth")
-
-T = TypeVar("T")
 
 METHOD_VERBS = {
     "GET": "get",
@@ -139,7 +137,7 @@ class WebhookAuth:
             caller = self._authenticate(token)
         except ReviewUnavailable as err:
             return Decision(503, f"cannot authenticate the request: {err}")
-        except _OverBudget:
+        except OverBudget:
             return Decision(429, "too many token reviews in progress; retry later")
         if caller is None:
             return Decision(401, "Unauthorized")
@@ -148,7 +146,7 @@ class WebhookAuth:
             allowed = self._authorize(caller, verb, subresource)
         except ReviewUnavailable as err:
             return Decision(503, f"cannot authorize the request: {err}")
-        except _OverBudget:
+        except OverBudget:
             return Decision(429, "too many access reviews in progress; retry later")
         if not allowed:
             return Decision(
@@ -158,20 +156,12 @@ class WebhookAuth:
             )
         return Decision(200, caller=caller)
 
-    def _review(self, call: Callable[[], T]) -> T:
-        if not self._budget.take():
-            raise _OverBudget()
-        try:
-            return call()
-        finally:
-            self._budget.done()
-
     def _authenticate(self, token: str) -> Caller | None:
         key = _key(token)
         hit, caller = self._tokens.get(key)
         if hit:
             return caller
-        caller = self._review(lambda: self.reviewer.token_review(token))
+        caller = self._budget.spend(lambda: self.reviewer.token_review(token))
         s = self.settings
         self._tokens.put(key, caller, s.authenticated_ttl if caller else s.unauthenticated_ttl)
         return caller
@@ -181,16 +171,12 @@ class WebhookAuth:
         hit, allowed = self._access.get(key)
         if hit:
             return bool(allowed)
-        allowed = self._review(
+        allowed = self._budget.spend(
             lambda: self.reviewer.access_review(caller, verb, subresource, self.node)
         )
         s = self.settings
         self._access.put(key, allowed, s.authorized_ttl if allowed else s.unauthorized_ttl)
         return allowed
-
-
-class _OverBudget(Exception):
-    pass
 
 
 class ApiReviewer:

@@ -10,6 +10,10 @@ none of them owns.
 - `apierrors`: the one API error table (kind, Kubernetes reason, HTTP code,
   gRPC code, retryable) every server and client derives its own from.
 - `rpc_errors`: what a failed gRPC call said.
+- `podresources`: how a pod's containers add up to what it asks for (the
+  agent's admission and the scheduler).
+- `certificates`: the one X.509 certificate builder (keys, certificates,
+  signing requests) behind every PKI and self-signed certificate.
 - `streaming`: the Kubernetes streaming wire protocols (SPDY/3.1, WebSocket,
   remote command, port-forward), spoken by both of their ends.
 

@@ -18,6 +18,8 @@ without an HTTP server of their own. The bucket tables are Kubernetes'.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import (
@@ -51,6 +53,23 @@ POD_START_BUCKETS = (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 20.0, 30.0, 4
 DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+T = TypeVar("T")
+
+
+class PerProcess(Generic[T]):
+    """A component's metrics for the whole process (what `python -m` of the
+    component alone serves): one `make()`, made on first use; thread-safe."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._made: T | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> T:
+        with self._lock:
+            if self._made is None:
+                self._made = self._make()
+            return self._made
 
 
 def registry() -> CollectorRegistry:

@@ -43,6 +43,10 @@ class TTLCache(Generic[T]):
         return len(self._entries)
 
 
+class OverBudget(Exception):
+    """A review the budget does not allow now (the caller answers 429)."""
+
+
 class ReviewBudget:
     """At most `max_in_flight` reviews at once and a token bucket of `burst`
     refilled at `rate` per second; `take()` False means refuse, not wait."""
@@ -73,3 +77,13 @@ class ReviewBudget:
     def done(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+    def spend(self, review: Callable[[], T]) -> T:
+        """`review()` as one review of the budget; OverBudget, without
+        calling it, when the budget does not allow one now."""
+        if not self.take():
+            raise OverBudget()
+        try:
+            return review()
+        finally:
+            self.done()

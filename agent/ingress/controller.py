@@ -38,11 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from agent.ingress import model
 from agent.ingress.haproxy import HAProxy, IngressSettings, render
 from agent.sync_runner import SyncRunner
@@ -51,6 +46,7 @@ from controlplane.client.endpointslices import group_by_service
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
+from machinery import certificates
 from machinery.atomicfile import publish, write_private
 from machinery.clock import Clock, RealClock
 
@@ -70,24 +66,10 @@ class IngressTiming:
 
 def default_certificate() -> bytes:
     """A self-signed certificate and key (PEM), served to hosts without their own."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "skiff ingress default certificate")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=3650))
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM) + key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
+    key = certificates.new_key()
+    name = certificates.common_name("skiff ingress default certificate")
+    lifetime = datetime.timedelta(days=3650)
+    return certificates.self_signed(name, key, lifetime) + certificates.key_pem(key)
 
 
 class IngressController(SyncRunner):

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from machinery import certificates
 from machinery.atomicfile import write_private
 
 # Clients pin the CA and ask for this name, whatever address they dial.
@@ -72,14 +72,6 @@ class Pki:
     pki_dir: str = ""  # where the files are (the serving certificate is followed there)
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
 def _sans(extra: list[str]) -> tuple[set[str], set[str]]:
     dns = {SERVER_NAME, "localhost", socket.gethostname()}
     ips = {"127.0.0.1", "::1"}
@@ -102,32 +94,24 @@ def _sign(
     names: list[x509.GeneralName],
     validity: datetime.timedelta = LEAF_VALIDITY,
 ) -> bytes:
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-        .issuer_name(ca_cert.subject)
-        .public_key(public_key)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + validity)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-    )
+    extensions = certificates.leaf_extensions([usage])
     if names:
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-    return builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+        extensions.append((x509.SubjectAlternativeName(names), False))
+    subject_name = certificates.common_name(subject)
+    return certificates.issue(
+        subject_name, public_key, ca_cert.subject, ca_key, validity, extensions
+    )
 
 
 def _issue_server(
     ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, dns: set[str], ips: set[str]
 ) -> tuple[bytes, bytes]:
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = certificates.new_key()
     names: list[x509.GeneralName] = [x509.DNSName(d) for d in sorted(dns)]
     names += [x509.IPAddress(ipaddress.ip_address(i)) for i in sorted(ips)]
     usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH
     cert = _sign(ca_key, ca_cert, SERVER_NAME, key.public_key(), usage, names)
-    return cert, _key_pem(key)
+    return cert, certificates.key_pem(key)
 
 
 def address_problem(
@@ -266,36 +250,13 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
     os.chmod(pki, 0o700)
     ca_crt, ca_key_path = pki / "ca.crt", pki / "ca.key"
     if not ca_crt.exists() or not ca_key_path.exists():
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
-        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "skiff-ca")])
-        ca_cert = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(subject)
-            .public_key(ca_key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .sign(ca_key, hashes.SHA256())
+        ca_key = certificates.new_key()
+        subject = certificates.common_name("skiff-ca")
+        ca_cert_pem = certificates.self_signed(
+            subject, ca_key, VALIDITY, certificates.ca_extensions()
         )
-        write_private(ca_key_path, _key_pem(ca_key), 0o600)
-        write_private(ca_crt, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+        write_private(ca_key_path, certificates.key_pem(ca_key), 0o600)
+        write_private(ca_crt, ca_cert_pem, 0o644)
         for stale in ("server.crt", "server.key", "apiserver-agent-client.crt"):
             (pki / stale).unlink(missing_ok=True)
     ca_pem = ca_crt.read_bytes()
@@ -316,13 +277,13 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
         write_private(secret_path, secrets.token_hex(32).encode(), 0o600)
     sa_key = pki / "sa.key"
     if not sa_key.exists():
-        write_private(sa_key, _key_pem(ec.generate_private_key(ec.SECP256R1())), 0o600)
+        write_private(sa_key, certificates.key_pem(certificates.new_key()), 0o600)
     client_crt, client_key = pki / "apiserver-agent-client.crt", pki / "apiserver-agent-client.key"
     if not client_key.exists() or not _fresh(client_crt):
-        ckey = ec.generate_private_key(ec.SECP256R1())
+        ckey = certificates.new_key()
         usage = x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
         ca_cert = x509.load_pem_x509_certificate(ca_pem)
-        write_private(client_key, _key_pem(ckey), 0o600)
+        write_private(client_key, certificates.key_pem(ckey), 0o600)
         write_private(client_crt, _sign(loaded_key, ca_cert, AGENT_CLIENT_CN, ckey.public_key(),
                                         usage, []), 0o644)  # fmt: skip
     return Pki(ca_pem, crt.read_bytes(), key.read_bytes(), secret_path.read_bytes().strip(),

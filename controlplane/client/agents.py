@@ -23,10 +23,8 @@ from typing import Any
 
 import grpc
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from machinery import certificates
 from machinery.rpc_errors import rpc_status
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
@@ -140,7 +138,6 @@ def agent_csr(node: str, addresses: list[str]) -> tuple[bytes, bytes]:
     """(CSR PEM, private key PEM) an agent sends at join for its serving
     certificate: its name and its IP addresses (loopback ones left out: the
     API server grants them to no node)."""
-    key = ec.generate_private_key(ec.SECP256R1())
     names: list[x509.GeneralName] = [x509.DNSName(node)]
     for a in addresses:
         try:
@@ -149,14 +146,7 @@ def agent_csr(node: str, addresses: list[str]) -> tuple[bytes, bytes]:
             continue  # the node's name is its only DNS name
         if not ip.is_loopback:  # never granted: every host's
             names.append(x509.IPAddress(ip))
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node}")])
-    csr = (
-        x509.CertificateSigningRequestBuilder()
-        .subject_name(subject)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .sign(key, hashes.SHA256())
+    key_pem, csr_pem = certificates.signing_request(
+        certificates.common_name(f"system:node:{node}"), names
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return csr.public_bytes(serialization.Encoding.PEM), key_pem
+    return csr_pem, key_pem

@@ -129,15 +129,7 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Client
     server = data.get("server")
     if not isinstance(server, str) or not server:
         raise ConfigError(f"server: required (host:port){where}")
-    ca_b64 = data.get("certificate-authority-data", "")
-    ca_pem = b""
-    if ca_b64:
-        if not isinstance(ca_b64, str):
-            raise ConfigError(f"certificate-authority-data: must be base64 text{where}")
-        try:
-            ca_pem = base64.b64decode(ca_b64, validate=True)
-        except (binascii.Error, ValueError) as err:
-            raise ConfigError(f"certificate-authority-data: not valid base64{where}") from err
+    ca_pem = _base64(data, "certificate-authority-data", where)
     token = data.get("token", "")
     if not isinstance(token, str):
         raise ConfigError(f"token: must be a string{where}")
@@ -153,17 +145,22 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Client
     return ClientConfig(server, ca_pem, token, path, grpc_server, cert_pem, key_pem)
 
 
-def _pem(data: Mapping[str, object], key: str, where: str) -> bytes:
+def _base64(data: Mapping[str, object], key: str, where: str) -> bytes:
+    """The bytes of the base64 field `key` (b"": absent or empty)."""
     value = data.get(key, "")
     if not value:
         return b""
     if not isinstance(value, str):
         raise ConfigError(f"{key}: must be base64 text{where}")
     try:
-        pem = base64.b64decode(value, validate=True)
+        return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as err:
         raise ConfigError(f"{key}: not valid base64{where}") from err
-    if not pem.lstrip().startswith(b"-----BEGIN "):
+
+
+def _pem(data: Mapping[str, object], key: str, where: str) -> bytes:
+    pem = _base64(data, key, where)
+    if pem and not pem.lstrip().startswith(b"-----BEGIN "):
         raise ConfigError(f"{key}: not a PEM block{where}")
     return pem
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.client import errors
-from machinery.ttlcache import ReviewBudget, TTLCache
+from machinery.ttlcache import OverBudget, ReviewBudget, TTLCache
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +101,6 @@ def path_allowed(path: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-class OverBudget(Exception):
-    """A review the budget does not allow now (the caller gets 429)."""
-
-
 class DelegatedAuth:
     """Decides each request to a component's secure port (module docstring)."""
 
@@ -164,12 +160,8 @@ class DelegatedAuth:
 
     def _review(self, send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """A review's status, within the budget (OverBudget past it)."""
-        if not self._budget.take():
-            raise OverBudget()
-        try:
-            return send().get("status") or {}
-        finally:
-            self._budget.done()
+        answer = self._budget.spend(send)
+        return answer.get("status") or {}
 
     def _token_user(self, token: str) -> User | None:
         key = hashlib.sha256(token.encode()).digest()

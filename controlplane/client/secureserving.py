@@ -40,9 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from controlplane.client.delegatedauth import (
     ALWAYS_ALLOW_PATHS,
@@ -50,6 +48,7 @@ from controlplane.client.delegatedauth import (
     DelegationSettings,
     Verdict,
 )
+from machinery import certificates
 from machinery.certfollow import ServingCertificate, follow
 from machinery.metrics import CONTENT_TYPE
 
@@ -122,31 +121,22 @@ def options_from_args(args: argparse.Namespace) -> SecureServingOptions:
 def self_signed(bind_address: str) -> tuple[bytes, bytes]:
     """(cert PEM, key PEM): a year's self-signed serving certificate for
     localhost, 127.0.0.1 and `bind_address`, as kube-scheduler makes without one."""
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = certificates.new_key()
     now = datetime.datetime.now(datetime.UTC)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"localhost@{int(now.timestamp())}")])
+    name = certificates.common_name(f"localhost@{int(now.timestamp())}")
     alt: list[x509.GeneralName] = [x509.DNSName("localhost"),
                                    x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]  # fmt: skip
     bound = ipaddress.ip_address(bind_address)
     if not bound.is_unspecified and bound != ipaddress.ip_address("127.0.0.1"):
         alt.append(x509.IPAddress(bound))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+    extensions: list[certificates.Extension] = [
+        (x509.SubjectAlternativeName(alt), False),
+        (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
+        (x509.BasicConstraints(ca=False, path_length=None), True),
+    ]
+    lifetime = datetime.timedelta(days=365)
+    cert = certificates.self_signed(name, key, lifetime, extensions, now)
+    return cert, certificates.key_pem(key)
 
 
 def tls_context(cert_pem: bytes, key_pem: bytes, client_ca_pem: bytes) -> ssl.SSLContext:

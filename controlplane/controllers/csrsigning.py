@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
@@ -34,12 +34,11 @@ from controlplane.api import csr
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.controllers.base import Controller, ControllerContext
-from machinery import rfc3339
+from machinery import certificates, rfc3339
 
 log = logging.getLogger(__name__)
 
 KIND = "CertificateSigningRequest"
-BACKDATE = datetime.timedelta(minutes=5)
 _KEY_USAGES = {"digital signature": "digital_signature", "signing": "digital_signature",
                "key encipherment": "key_encipherment"}  # fmt: skip
 _EXT_USAGES = {"client auth": ExtendedKeyUsageOID.CLIENT_AUTH,
@@ -77,37 +76,31 @@ class SigningAuthority:
         for usage in usages:
             if usage in _KEY_USAGES:
                 flags[_KEY_USAGES[usage]] = True
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(request.subject)
-            .issuer_name(self.cert.subject)
-            .public_key(public)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - BACKDATE)
-            .not_valid_after(not_after)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        )
+        extensions: list[certificates.Extension] = [
+            (x509.BasicConstraints(ca=False, path_length=None), True)
+        ]
         if any(flags.values()):  # no key usage asked for: no extension (as Go writes it)
-            builder = builder.add_extension(
+            extensions.append((
                 x509.KeyUsage(content_commitment=False, data_encipherment=False,
                               key_agreement=False, key_cert_sign=False, crl_sign=False,
                               encipher_only=False, decipher_only=False, **flags),
-                critical=True,
-            )  # fmt: skip
+                True,
+            ))  # fmt: skip
         ext = [_EXT_USAGES[u] for u in usages if u in _EXT_USAGES]
         if ext:
-            builder = builder.add_extension(x509.ExtendedKeyUsage(ext), critical=False)
+            extensions.append((x509.ExtendedKeyUsage(ext), False))
         try:
             sans = request.extensions.get_extension_for_class(x509.SubjectAlternativeName)
-            builder = builder.add_extension(sans.value, critical=False)
+            extensions.append((sans.value, False))
         except x509.ExtensionNotFound:
             pass
-        builder = builder.add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
-            critical=False,
+        issuer_key = x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key())
+        extensions.append((issuer_key, False))
+        lifetime = not_after - now
+        issuer = self.cert.subject
+        return certificates.issue(
+            request.subject, public, issuer, self.key, lifetime, extensions, now
         )
-        cert = builder.sign(self.key, hashes.SHA256())
-        return cert.public_bytes(serialization.Encoding.PEM)
 
 
 class CsrSigningController(Controller):

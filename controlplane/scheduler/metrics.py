@@ -15,7 +15,6 @@ gauge at its own queue. Labels name a profile, never a pod.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 
 from prometheus_client import Counter, Histogram
@@ -72,14 +71,5 @@ class _Pending(Collector):
         yield family
 
 
-_process: SchedulerMetrics | None = None
-_lock = threading.Lock()
-
-
-def for_process() -> SchedulerMetrics:
-    """This process's scheduler metrics (made on first use)."""
-    global _process
-    with _lock:
-        if _process is None:
-            _process = SchedulerMetrics()
-        return _process
+# This process's scheduler metrics (made on first use).
+for_process = metrics.PerProcess(SchedulerMetrics)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
 from controlplane.api.quantity import parse_quantity as _api_parse_quantity
+from machinery.podresources import pod_total
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -69,47 +71,15 @@ def resource_list(raw: dict[str, Any] | None) -> dict[str, int]:
     return {name: amount(name, q) for name, q in raw.items()}
 
 
-def _add(total: dict[str, int], more: dict[str, int]) -> None:
-    for name, v in more.items():
-        total[name] = total.get(name, 0) + v
-
-
-def _max(total: dict[str, int], other: dict[str, int]) -> None:
-    for name, v in other.items():
-        if v > total.get(name, 0):
-            total[name] = v
-
-
-def _requests(container: dict[str, Any]) -> dict[str, int]:
+def _requests(container: Mapping[str, Any]) -> dict[str, int]:
     return resource_list((container.get("resources") or {}).get("requests"))
 
 
 def pod_requests(pod: dict[str, Any]) -> dict[str, int]:
-    """What the pod asks for, as kube-scheduler computes it (without the pod count).
-
-    Regular containers add up. Init containers run one at a time before them,
-    so the pod needs at least the largest; a restartable init container
-    (restartPolicy Always, a sidecar) keeps running, so it adds to every later
-    init container and to the regular containers. Overhead adds on top.
-    """
+    """What the pod asks for, as kube-scheduler computes it (without the pod
+    count; see machinery/podresources.py), resources it asks none of left out."""
     spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for c in spec.get("containers") or ():
-        _add(total, _requests(c))
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for c in spec.get("initContainers") or ():
-        req = _requests(c)
-        if c.get("restartPolicy") == "Always":
-            _add(sidecars, req)
-            _max(init_peak, sidecars)
-        else:
-            step = dict(sidecars)
-            _add(step, req)
-            _max(init_peak, step)
-    _add(total, sidecars)
-    _max(total, init_peak)
-    _add(total, resource_list(spec.get("overhead")))
+    total = pod_total(spec, _requests, resource_list(spec.get("overhead")))
     return {k: v for k, v in total.items() if v}
 
 

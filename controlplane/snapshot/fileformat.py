@@ -71,12 +71,19 @@ def write(path: Path, payload: Path, meta: Metadata) -> None:
 
 def digest(path: Path) -> tuple[int, str]:
     """(size, SHA-256 hex) of a file."""
+    with path.open("rb") as f:
+        return _read_all(f)
+
+
+def _read_all(f: BinaryIO, out: BinaryIO | None = None) -> tuple[int, str]:
+    """(size, SHA-256 hex) of what is left in `f`, copied to `out` if given."""
     h = hashlib.sha256()
     size = 0
-    with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-            size += len(chunk)
+    while chunk := f.read(CHUNK):
+        h.update(chunk)
+        size += len(chunk)
+        if out is not None:
+            out.write(chunk)
     return size, h.hexdigest()
 
 
@@ -120,13 +127,8 @@ def extract(path: Path, dest: Path) -> Metadata:
     try:
         with path.open("rb") as f:
             meta = _header(f, path)
-            h = hashlib.sha256()
-            size = 0
             with dest.open("wb") as out:
-                while chunk := f.read(CHUNK):
-                    h.update(chunk)
-                    size += len(chunk)
-                    out.write(chunk)
+                size, sha256 = _read_all(f, out)
     except OSError as err:
         dest.unlink(missing_ok=True)
         raise SnapshotError(f"{path}: {err.strerror or err}") from None
@@ -138,8 +140,8 @@ def extract(path: Path, dest: Path) -> Metadata:
         problem = f"truncated: {size} of {meta.size} payload bytes present"
     elif size > meta.size:
         problem = f"corrupt: {size} payload bytes where the metadata says {meta.size}"
-    elif h.hexdigest() != meta.sha256:
-        problem = f"corrupt: the payload's SHA-256 is {h.hexdigest()}, not {meta.sha256}"
+    elif sha256 != meta.sha256:
+        problem = f"corrupt: the payload's SHA-256 is {sha256}, not {meta.sha256}"
     if problem:
         dest.unlink(missing_ok=True)
         raise SnapshotError(f"{path}: {problem}; refusing to restore it")

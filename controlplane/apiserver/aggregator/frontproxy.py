@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from machinery import certificates
 from machinery.atomicfile import write_private
 
 PROXY_CN = "system:auth-proxy"
@@ -44,35 +45,16 @@ class FrontProxy:
     key_pem: bytes
 
 
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )  # fmt: skip
-
-
 def _certificate(
     subject: str, public: ec.EllipticCurvePublicKey, issuer: x509.Name,
     signer: ec.EllipticCurvePrivateKey, ca: bool,
 ) -> bytes:  # fmt: skip
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-        .issuer_name(issuer)
-        .public_key(public)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
-    )
     if ca:
-        usage = x509.KeyUsage(True, False, False, False, False, True, True, False, False)
-        builder = builder.add_extension(usage, critical=True)
+        extensions = certificates.ca_extensions()
     else:
-        usage_ext = x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH])
-        builder = builder.add_extension(usage_ext, critical=False)
-    return builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+        extensions = certificates.leaf_extensions([ExtendedKeyUsageOID.CLIENT_AUTH])
+    name = certificates.common_name(subject)
+    return certificates.issue(name, public, issuer, signer, VALIDITY, extensions)
 
 
 def ensure_front_proxy(data_dir: Path) -> FrontProxy:
@@ -83,9 +65,9 @@ def ensure_front_proxy(data_dir: Path) -> FrontProxy:
     ca_crt, ca_key = pki / "request-header-ca.crt", pki / "request-header-ca.key"
     crt, key = pki / "client-auth-proxy.crt", pki / "client-auth-proxy.key"
     if not ca_crt.exists() or not ca_key.exists():
-        signer = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CA_CN)])
-        write_private(ca_key, _pem_key(signer), 0o600)
+        signer = certificates.new_key()
+        name = certificates.common_name(CA_CN)
+        write_private(ca_key, certificates.key_pem(signer), 0o600)
         write_private(ca_crt, _certificate(CA_CN, signer.public_key(), name, signer, True), 0o644)
         crt.unlink(missing_ok=True)
     if not crt.exists() or not key.exists():
@@ -93,8 +75,8 @@ def ensure_front_proxy(data_dir: Path) -> FrontProxy:
         if not isinstance(loaded, ec.EllipticCurvePrivateKey):
             raise ValueError(f"{ca_key}: not an EC private key")
         issuer = x509.load_pem_x509_certificate(ca_crt.read_bytes()).subject
-        own = ec.generate_private_key(ec.SECP256R1())
-        write_private(key, _pem_key(own), 0o600)
+        own = certificates.new_key()
+        write_private(key, certificates.key_pem(own), 0o600)
         write_private(crt, _certificate(PROXY_CN, own.public_key(), issuer, loaded, False), 0o644)
     return FrontProxy(ca_crt.read_bytes(), crt.read_bytes(), key.read_bytes())
 

@@ -29,7 +29,8 @@ from controlplane.apiserver import admission_context
 from controlplane.apiserver.admission_context import Attributes
 from controlplane.apiserver.celauthz import CelAuthorizer
 from controlplane.apiserver.policy.cache import PolicyCache
-from controlplane.apiserver.policy.matching import Request, labels_of, rules_match, selector_matches
+from controlplane.apiserver.policy.matching import Request, rules_match
+from controlplane.apiserver.webhooks.matching import labels_of, selector_matches
 from machinery.apierrors import ApiError, Forbidden, Invalid, RequestEntityTooLarge, Unauthenticated
 
 Object = dict[str, Any]

@@ -3,15 +3,15 @@ cover a request, as Kubernetes' admission/plugin/policy/matching does:
 resourceRules minus excludeResourceRules (operations, apiGroups,
 apiVersions, resources with subresources, resourceNames, scope),
 namespaceSelector, objectSelector; matchPolicy Equivalent also matches the
-kind under the other apiVersions it is served in."""
+kind under the other apiVersions it is served in. The selectors are matched
+as for webhooks (webhooks/matching.py), as Kubernetes' policy matcher reuses
+the webhook predicates."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from controlplane.api.selectors import SelectorError, from_structured
 
 Object = dict[str, Any]
 
@@ -83,20 +83,3 @@ def rules_match(match: Mapping[str, Any], r: Request, empty_matches: bool = Fals
         return False
     excluded = [x for x in match.get("excludeResourceRules") or [] if isinstance(x, Mapping)]
     return not any(_rule(x, r, r.group, r.version) for x in excluded)
-
-
-def selector_matches(selector: Any, label_sets: Iterable[Mapping[str, str] | None]) -> bool:
-    try:
-        parsed = from_structured(selector if isinstance(selector, Mapping) else None)
-    except SelectorError:
-        return False
-    if parsed.empty():
-        return True
-    return any(labels is not None and parsed.matches(labels) for labels in label_sets)
-
-
-def labels_of(obj: Object | None) -> Mapping[str, str] | None:
-    if obj is None:
-        return None
-    labels = (obj.get("metadata") or {}).get("labels")
-    return labels if isinstance(labels, Mapping) else {}

@@ -29,9 +29,16 @@ from controlplane.apiserver import admission_context
 from controlplane.apiserver import metrics as apimetrics
 from controlplane.apiserver.aggregator import proxy
 from controlplane.apiserver.aggregator.availability import Delegate
+from controlplane.apiserver.apf_match import Digest
 from controlplane.apiserver.auth import Identity, TokenAuthority
 from controlplane.apiserver.authn import bearer_token, identify
-from controlplane.apiserver.flowcontrol import Pending, Refused, digest, resource_digest
+from controlplane.apiserver.flowcontrol import (
+    FlowControl,
+    Pending,
+    Refused,
+    digest,
+    resource_digest,
+)
 from controlplane.apiserver.rest import (
     auditing,
     componentstatus,
@@ -326,23 +333,6 @@ class _Seen:
     target: Target | None = None
 
 
-def _verb(method: str, target: Target) -> str:
-    """The Kubernetes verb of a resource request (APF matches rules by it)."""
-    if method in ("GET", "HEAD"):
-        if target.name:
-            return "get"
-        return "list"  # watches are long-running: counted apart, never here
-    if method == "POST":
-        return "create"
-    if method == "PUT":
-        return "update"
-    if method == "PATCH":
-        return "patch"
-    if method == "DELETE":
-        return "delete" if target.name else "deletecollection"
-    return method.lower()
-
-
 async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
     segments = [s for s in request.path.split("/") if s]
     if segments[:1] and segments[0] in health.ENDPOINTS:  # public, as the checks' names are
@@ -389,28 +379,36 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         a = proxy.attributes(request.method, dict(request.query), segments[1], segments[3:])
         d = resource_digest(who, a.verb if a else "get", segments[1], a.resource if a else "",
                             a.namespace if a else "")  # fmt: skip
-        try:
-            got = server.flow.admit(d)
-            seat = await asyncio.to_thread(got.wait) if isinstance(got, Pending) else got
-        except Refused as err:
-            request[PF_HEADERS] = err.seat.headers()
-            raise
-        request[PF_HEADERS] = seat.headers()
-        try:
-            return await proxy.forward(request, who, delegate[1])
-        finally:
-            server.flow.release(seat)
+        upstream = delegate[1]
+        return await _in_seat(
+            request, server.flow, d, lambda: proxy.forward(request, who, upstream)
+        )
     if target is None:
         return _discovery(request, segments)
     handler, long_running = _handler(target, request.method, request)
     call = Call(request.app[SERVER], request, target, who)
     if long_running:  # watches are capped apart; streams are not counted, as in kube
         return await handler(call)
-    # API priority and fairness, as for the gRPC API (flowcontrol.py): a
-    # queued request waits on a thread, never on the event loop.
-    flow = call.server.flow
-    verb = _verb(request.method, target)
+    # API priority and fairness, as for the gRPC API (flowcontrol.py), by the
+    # Kubernetes verb; watches are long-running, counted apart (above).
+    verb = auditing.verb(request.method, target, watching=False)
     d = digest(who, verb, target.info.key, target.namespace, target.subresource)
+    response = await _in_seat(request, call.server.flow, d, lambda: handler(call))
+    warning = crd.deprecation_warning(target.info.key, target.group_version.rpartition("/")[2])
+    if warning and not response.prepared:  # a deprecated version of a custom kind
+        response.headers.add("Warning", f'299 - "{warning.replace(chr(34), chr(39))}"')
+    return response
+
+
+async def _in_seat(
+    request: web.Request,
+    flow: FlowControl,
+    d: Digest,
+    serve: Callable[[], Awaitable[web.StreamResponse]],
+) -> web.StreamResponse:
+    """`serve()` in a seat of API priority and fairness for `d` (a queued
+    request waits on a thread, never on the event loop; Refused past the
+    queue), the seat's headers on the answer."""
     try:
         got = flow.admit(d)
         seat = await asyncio.to_thread(got.wait) if isinstance(got, Pending) else got
@@ -419,13 +417,9 @@ async def _serve(request: web.Request, seen: _Seen) -> web.StreamResponse:
         raise
     request[PF_HEADERS] = seat.headers()
     try:
-        response = await handler(call)
+        return await serve()
     finally:
         flow.release(seat)
-    warning = crd.deprecation_warning(target.info.key, target.group_version.rpartition("/")[2])
-    if warning and not response.prepared:  # a deprecated version of a custom kind
-        response.headers.add("Warning", f'299 - "{warning.replace(chr(34), chr(39))}"')
-    return response
 
 
 async def handle(request: web.Request) -> web.StreamResponse:

@@ -24,6 +24,8 @@ ANONYMOUS = Identity("system:anonymous", groups=("system:unauthenticated",))
 
 
 def verb(method: str, target: Target, watching: bool) -> str:
+    """The Kubernetes verb of a resource request (the audit log's, and the
+    one API priority and fairness matches rules by)."""
     collection = not target.name
     if method in ("GET", "HEAD"):
         if collection:

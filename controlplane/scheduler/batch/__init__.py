@@ -17,8 +17,10 @@ time. Its parts, one job each:
 
 Actions and plugins are registered by name and extension point
 (`registry.py`; skiff's own in `builtin.py`: priority, gang, conformance,
-drf, proportion, overcommit in `plugins.py`; predicates, nodeorder and
-binpack add the default scheduler's filters and scores, and binpack's own
-(`binpack.py`), to a Framework, `nodeplugins.py`). `conf.py` reads Volcano's
+drf, proportion, overcommit in `plugins.py`; capacity in `capacity.py`,
+sharing its queue shares and reclaim victims with proportion
+(`queueshare.py`); predicates, nodeorder and binpack add the default
+scheduler's filters and scores, and binpack's own (`binpack.py`), to a
+Framework, `nodeplugins.py`). `conf.py` reads Volcano's
 volcano-scheduler.conf; `placement.py` judges a task template once per node.
 """

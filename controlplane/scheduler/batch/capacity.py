@@ -30,12 +30,9 @@ from controlplane.scheduler.batch.info import (
     le,
     req,
 )
+from controlplane.scheduler.batch.queueshare import over_deserved, share
 from controlplane.scheduler.batch.session import PERMIT, REJECT, Extensions, Victims
 from controlplane.scheduler.podinfo import PodInfo
-
-
-def _share(used: Res, total: Res) -> float:
-    return max((used.get(d, 0) / total[d] for d in DIMS if total.get(d)), default=0.0)
 
 
 def ancestors(queues: dict[str, QueueInfo], name: str) -> list[str]:
@@ -100,20 +97,7 @@ def capacity(ext: Extensions, opt: PluginOption) -> None:
             add(q.inqueue, job.min_resources)
 
     def reclaimable(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
-        left: dict[str, Res] = {}
-        out = []
-        for vj, v in cands:
-            q = queues[vj.queue]
-            if not q.reclaimable or vj.queue == job.queue:
-                continue
-            alloc = left.setdefault(q.name, dict(q.allocated))
-            after = dict(alloc)
-            add(after, req(v), -1)
-            dims = [d for d in DIMS if req(v).get(d)]
-            if not le(alloc, q.deserved, dims) and le(q.guarantee, after, q.guarantee):
-                left[q.name] = after
-                out.append((vj, v))
-        return out
+        return over_deserved(queues, job, cands)
 
     def preemptive(q: QueueInfo, task: PodInfo) -> bool:
         r = req(task)
@@ -124,7 +108,7 @@ def capacity(ext: Extensions, opt: PluginOption) -> None:
         )
 
     if opt.enabled("enableQueueOrder"):
-        ext.queue_order(lambda q: _share(q.allocated, q.deserved))
+        ext.queue_order(lambda q: share(q.allocated, q.deserved))
     if opt.enabled("enableAllocatable"):
         ext.allocatable(allocatable)
     if opt.enabled("enableJobEnqueued"):

@@ -17,8 +17,6 @@ never name a job or a pod.
 
 from __future__ import annotations
 
-import threading
-
 from prometheus_client import Counter, Gauge, Histogram
 
 from controlplane.scheduler.batch.scheduler import SessionStats
@@ -62,14 +60,5 @@ class BatchMetrics:
             self.preemptions.inc()
 
 
-_process: BatchMetrics | None = None
-_lock = threading.Lock()
-
-
-def for_process() -> BatchMetrics:
-    """This process's batch scheduler metrics (made on first use)."""
-    global _process
-    with _lock:
-        if _process is None:
-            _process = BatchMetrics()
-        return _process
+# This process's batch scheduler metrics (made on first use).
+for_process = metrics.PerProcess(BatchMetrics)

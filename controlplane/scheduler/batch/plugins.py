@@ -51,6 +51,7 @@ from controlplane.scheduler.batch.info import (
     req,
 )
 from controlplane.scheduler.batch.nodeplugins import DEFAULT_WEIGHTS, FILTERS, SCORES, NodeAdder
+from controlplane.scheduler.batch.queueshare import over_deserved, share
 from controlplane.scheduler.batch.session import ABSTAIN, PERMIT, REJECT, Extensions, Victims
 from controlplane.scheduler.podinfo import PodInfo
 
@@ -60,10 +61,6 @@ SLA_WAITING_TIME = "sla-waiting-time"  # sla's argument (a PodGroup's annotation
 NOT_ENOUGH_PODS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 INVALID_TASKS = "Not enough valid pods of each task for gang-scheduling"
-
-
-def _share(used: Res, total: Res) -> float:
-    return max((used.get(d, 0) / total[d] for d in DIMS if total.get(d)), default=0.0)
 
 
 def priority(ext: Extensions, opt: PluginOption) -> None:
@@ -157,17 +154,17 @@ def conformance(ext: Extensions, opt: PluginOption) -> None:
 def drf(ext: Extensions, opt: PluginOption) -> None:
     total = ext.session.total
     if opt.enabled("enableJobOrder"):
-        ext.job_order(lambda j: _share(j.allocated, total))
+        ext.job_order(lambda j: share(j.allocated, total))
 
     def fairer(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
         mine = dict(job.allocated)
         add(mine, req(task))
-        ls = _share(mine, total)
+        ls = share(mine, total)
         out = []
         for vj, v in cands:
             theirs = dict(vj.allocated)
             add(theirs, req(v), -1)
-            if ls < _share(theirs, total) or vj is job:
+            if ls < share(theirs, total) or vj is job:
                 out.append((vj, v))
         return out
 
@@ -215,7 +212,7 @@ def proportion(ext: Extensions, opt: PluginOption) -> None:
     ssn = ext.session
     deserved_shares(ssn.queues, ssn.total)
     if opt.enabled("enableQueueOrder"):
-        ext.queue_order(lambda q: _share(q.allocated, q.deserved))
+        ext.queue_order(lambda q: share(q.allocated, q.deserved))
 
     def overused(q: QueueInfo) -> bool:
         return le(q.deserved, q.allocated)
@@ -227,23 +224,7 @@ def proportion(ext: Extensions, opt: PluginOption) -> None:
         return all(alloc.get(d, 0) + v <= deserved.get(d, 0) for d, v in req(task).items() if v)
 
     def reclaim(job: JobInfo, task: PodInfo, cands: Victims) -> Victims:
-        left: dict[str, Res] = {}
-        out = []
-        for vj, v in cands:
-            q = ssn.queues[vj.queue]
-            if not q.reclaimable or vj.queue == job.queue:
-                continue
-            alloc = left.setdefault(q.name, dict(q.allocated))
-            after = dict(alloc)
-            add(after, req(v), -1)
-            # Over its deserved share in some dimension the victim holds (as
-            # Volcano: not allocated <= deserved in those), so a queue over its
-            # cpu share but under its memory share still gives back.
-            dims = [d for d in DIMS if req(v).get(d)]
-            if not le(alloc, q.deserved, dims) and le(q.guarantee, after, q.guarantee):
-                left[q.name] = after
-                out.append((vj, v))
-        return out
+        return over_deserved(ssn.queues, job, cands)
 
     def enqueueable(job: JobInfo) -> int:
         q = ssn.queues.get(job.queue)

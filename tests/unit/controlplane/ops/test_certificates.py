@@ -17,6 +17,7 @@ from controlplane.apiserver import tls
 from controlplane.apiserver.certreload import ServingCertificate, agent_credential, follow
 from controlplane.apiserver.rest.server import server_ssl_context
 from controlplane.certcmd import main as certificate_main
+from machinery import certificates
 
 DAY = 86400.0
 
@@ -139,7 +140,7 @@ def test_a_running_server_serves_the_rotated_certificate_at_the_next_handshake(
     first = x509.load_der_x509_certificate(_handshake(ctx, pki.ca_pem))
     assert first.serial_number == _cert(tmp_path / "pki" / "server.crt").serial_number
     # A half-done rotation (the new certificate beside the old key) is not taken up.
-    other_key = tls._key_pem(ec.generate_private_key(ec.SECP256R1()))
+    other_key = certificates.key_pem(certificates.new_key())
     (tmp_path / "pki" / "server.crt.keep").write_bytes(
         (tmp_path / "pki" / "server.crt").read_bytes()
     )
