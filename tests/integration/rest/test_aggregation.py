@@ -211,15 +211,22 @@ def test_proxied_requests_are_audited(
     wait_for(lambda: _condition_is(cluster, "v1.ext.example.com", "True"), 30)
     rest = cluster.running.server.rest
     assert rest is not None
-    rest.server.audit = AuditLog(tmp_path / "audit.log")  # this test's log, then none again
+    log = tmp_path / "audit.log"
+    wanted = ("get", {"resource": "widgets", "apiGroup": "ext.example.com", "apiVersion": "v1",
+                      "namespace": "default", "name": "w1"})  # fmt: skip
+
+    def refs() -> list[tuple[str, Any]]:
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [(e["verb"], e.get("objectRef")) for e in map(json.loads, lines)]
+
+    rest.server.audit = AuditLog(log)  # this test's log, then none again
     try:
         kubectl(cluster, "get", "widgets.ext.example.com", "w1", "-n", "default", check=False)
+        # The event's last stage (ResponseComplete) is written once the
+        # answer has gone, so it may land after kubectl has exited.
+        wait_for(lambda: wanted in refs(), 10, message=f"{wanted} in the audit log")
     finally:
         rest.server.audit = None
-    events = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
-    refs = [(e["verb"], e.get("objectRef")) for e in events]
-    assert ("get", {"resource": "widgets", "apiGroup": "ext.example.com", "apiVersion": "v1",
-                    "namespace": "default", "name": "w1"}) in refs, refs  # fmt: skip
 
 
 def test_a_server_certificate_the_ca_bundle_does_not_sign_fails_the_discovery_check(
