@@ -13,11 +13,10 @@ and closed. This module must never dial anything itself.
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from machinery.streaming.portforward import (
     HEADER_PORT,
@@ -27,14 +26,12 @@ from machinery.streaming.portforward import (
     STREAM_DATA,
     STREAM_ERROR,
 )
-from machinery.streaming.pump import socket_to_stream, stream_to_socket
 from machinery.streaming.spdy import PROTOCOL_ERROR, SpdySession, SpdyStream
+from runtime.streaming.forwards import Dialer, Forwards
 
 log = logging.getLogger("skiff.runtime.streaming")
 
 __all__ = ["PROTOCOL", "Dialer", "serve"]
-
-Dialer = Callable[[int], socket.socket]
 
 
 @dataclass
@@ -45,12 +42,10 @@ class _Pair:
     data: SpdyStream | None = None
 
 
-@dataclass
-class _Forwards:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    sockets: set[socket.socket] = field(default_factory=set)
-    threads: list[threading.Thread] = field(default_factory=list)
-    closed: bool = False
+class _Forwards(Forwards):
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[threading.Thread] = []
 
 
 def _request_id(stream: SpdyStream, kind: str) -> str:
@@ -73,16 +68,6 @@ def serve(
     pairs: dict[str, _Pair] = {}
     forwards = _Forwards()
 
-    def shut_all() -> None:
-        with forwards.lock:
-            forwards.closed = True
-            live = list(forwards.sockets)
-        for sock in live:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
     def expire_halves() -> float | None:
         """Reset lone halves past their time; seconds until the next expiry."""
         now = clock()
@@ -96,7 +81,7 @@ def serve(
             return None
         return max(0.0, min(p.created for p in pairs.values()) + pair_timeout - now)
 
-    session.on_close(shut_all)
+    session.on_close(forwards.shut_all)
     try:
         while True:
             stream = session.accept_stream(timeout=expire_halves())
@@ -134,7 +119,7 @@ def serve(
                     forwards.threads.append(thread)
                 thread.start()
     finally:
-        shut_all()
+        forwards.shut_all()
         with forwards.lock:
             threads = list(forwards.threads)
         for thread in threads:
@@ -144,47 +129,18 @@ def serve(
 def _forward(pair: _Pair, dial: Dialer, forwards: _Forwards, sandbox_id: str) -> None:
     assert pair.error is not None and pair.data is not None
     error, data = pair.error, pair.data
-    try:
-        sock = dial(pair.port)
-    except Exception as exc:
-        message = f"error forwarding port {pair.port} to pod {sandbox_id}, uid : {exc}"
-        log.info("port-forward dial failed", extra={"pod": sandbox_id, "error": str(exc)})
-        try:
-            error.write(message.encode())
-        except OSError:
-            pass
-        error.close()
-        data.close()
-        return
-    # A socket received over SCM_RIGHTS keeps the sender's O_NONBLOCK (file
-    # status flags are shared); the copy loops below need a blocking one.
-    sock.setblocking(True)
-    with forwards.lock:
-        if forwards.closed:
-            sock.close()
-            return
-        forwards.sockets.add(sock)
 
-    def client_to_pod() -> None:
+    def failed(message: bytes) -> None:
         try:
-            stream_to_socket(data, sock)
-            sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
+            error.write(message)
+        finally:
+            error.close()
+            data.close()
 
-    upstream = threading.Thread(target=client_to_pod, daemon=True, name="port-forward-in")
-    upstream.start()
-    try:
-        socket_to_stream(sock, data)
-    finally:
+    def finished() -> None:
         data.close()
         error.close()
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        data.inbound.abort()
-        upstream.join()
-        with forwards.lock:
-            forwards.sockets.discard(sock)
-        sock.close()
+
+    sock = forwards.connect(dial, pair.port, sandbox_id, failed)
+    if sock is not None:
+        forwards.copy(sock, data, data, data.inbound.abort, finished)

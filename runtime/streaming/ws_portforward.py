@@ -17,20 +17,15 @@ must never dial anything itself.
 
 from __future__ import annotations
 
-import logging
-import socket
 import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from machinery.streaming import websocket
-from machinery.streaming.pump import socket_to_stream, stream_to_socket
-
-log = logging.getLogger("skiff.runtime.streaming")
+from runtime.streaming.forwards import Dialer, Forwards
 
 V4 = "v4.channel.k8s.io"
 NO_PROTOCOL = ""  # kubelet's binary protocol for clients that name none
-Dialer = Callable[[int], socket.socket]
 
 
 def choose_protocol(offered: Sequence[str]) -> str | None:
@@ -50,63 +45,16 @@ def serve(
 ) -> None:
     """Forward every port over its channels; return when all are done or the
     client has gone (the caller closes the WebSocket)."""
-    sockets: set[socket.socket] = set()
-    lock = threading.Lock()
-    gone = False
-
-    def shut_all() -> None:
-        nonlocal gone
-        with lock:
-            gone = True
-            live = list(sockets)
-        for sock in live:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    forwards = Forwards()
 
     def forward(i: int, port: int) -> None:
         data, error = 2 * i, 2 * i + 1
-        try:
-            sock = dial(port)
-        except Exception as exc:
-            message = f"error forwarding port {port} to pod {sandbox_id}, uid : {exc}"
-            log.info("port-forward dial failed", extra={"pod": sandbox_id, "error": str(exc)})
-            try:
-                conn.write(error, message.encode())
-            except OSError:
-                pass
-            return
-        sock.setblocking(True)  # a socket from SCM_RIGHTS keeps the sender's O_NONBLOCK
-        with lock:
-            if gone:
-                sock.close()
-                return
-            sockets.add(sock)
+        sock = forwards.connect(dial, port, sandbox_id, lambda message: conn.write(error, message))
+        if sock is not None:
+            inbound = conn.inputs[data]
+            forwards.copy(sock, inbound, websocket.ChannelSink(conn, data), inbound.abort)
 
-        def client_to_pod() -> None:
-            try:
-                stream_to_socket(conn.inputs[data], sock)
-                sock.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-
-        upstream = threading.Thread(target=client_to_pod, daemon=True, name="ws-port-forward-in")
-        upstream.start()
-        try:
-            socket_to_stream(sock, websocket.ChannelSink(conn, data))
-        finally:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            conn.inputs[data].abort()
-            upstream.join()
-            with lock:
-                sockets.discard(sock)
-            sock.close()
-
-    conn.on_gone(shut_all)
+    conn.on_gone(forwards.shut_all)
     threads = [
         threading.Thread(target=forward, args=(i, port), daemon=True, name="ws-port-forward")
         for i, port in enumerate(ports)
