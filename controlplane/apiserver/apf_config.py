@@ -28,7 +28,8 @@ class ApfConfig:
     def __init__(self, registry: Registry, flow: FlowControl) -> None:
         self.registry = registry
         self.flow = flow
-        self.prefixes = self._prefixes = tuple(
+        # The keys of the events on_event reads.
+        self.prefixes = tuple(
             f"{ROOT}{by_kind(kind).storage_name}/" for kind in (apf_bootstrap.FS, apf_bootstrap.PLC)
         )
         self._stale = threading.Event()
@@ -44,7 +45,7 @@ class ApfConfig:
 
     def on_event(self, event: Event) -> None:
         """Broadcaster listener: cheap, never blocks."""
-        if event.key.startswith(self._prefixes):
+        if event.key.startswith(self.prefixes):
             self._stale.set()
 
     def start(self) -> None:
