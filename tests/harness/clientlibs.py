@@ -44,13 +44,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.e2e.agent.test_up_side_by_side import Up
 from tests.harness import clientlibs_images as stand_ins
 from tests.harness.images import TestImages
 from tests.harness.kind_kubeconfig import write_kind_kubeconfig
 from tests.harness.kubectl import NEWEST
 from tests.harness.nodeprocs import free_cluster_cidr, free_service_cidrs, short_tempdir
 from tests.harness.registry import run_registry
+from tests.harness.skiff_up import Up
 from tests.harness.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]

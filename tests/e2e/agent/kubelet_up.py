@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e.agent.test_up_side_by_side import Up, free_cluster_cidrs
 from tests.harness.images import Image, Index, TestImages
 from tests.harness.kubectl import NEWEST
 from tests.harness.nodeprocs import REPO, free_service_cidrs, short_tempdir
+from tests.harness.skiff_up import Up, free_cluster_cidrs
 from tests.harness.wait import wait_for
 
 KUBECTL = NEWEST

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agent.test_up_side_by_side import Up, free_cluster_cidrs
 from tests.harness.images import TestImages
 from tests.harness.images.tree import Tree
 from tests.harness.kubectl import NEWEST
 from tests.harness.nodeprocs import free_service_cidrs, short_tempdir
+from tests.harness.skiff_up import Up, free_cluster_cidrs
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]

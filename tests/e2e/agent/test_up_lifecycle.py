@@ -28,7 +28,11 @@ import pytest
 
 from agent.host_state import Instance, leftovers, processes
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e.agent.test_up_side_by_side import (
+from tests.harness import hoststate
+from tests.harness.images import TestImages
+from tests.harness.images.catalog import WEB_BODY
+from tests.harness.nodeprocs import REPO, Daemon, free_service_cidrs, short_tempdir
+from tests.harness.skiff_up import (
     Up,
     free_cluster_cidrs,
     http_get,
@@ -37,10 +41,6 @@ from tests.e2e.agent.test_up_side_by_side import (
     web_pod,
     web_service,
 )
-from tests.harness import hoststate
-from tests.harness.images import TestImages
-from tests.harness.images.catalog import WEB_BODY
-from tests.harness.nodeprocs import REPO, Daemon, free_service_cidrs, short_tempdir
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]

@@ -28,17 +28,17 @@ import pytest
 
 from agent.cri_client import CRIClient
 from tests.e2e import netcheck, netpolcheck
-from tests.e2e.agent.test_up_side_by_side import (
+from tests.harness.images import TestImages
+from tests.harness.kubectl import NEWEST
+from tests.harness.nodeprocs import free_service_cidrs, short_tempdir
+from tests.harness.ports import free_port
+from tests.harness.skiff_up import (
     IMAGE,
     NODE,
     Up,
     free_cluster_cidrs,
     offline_web_image,
 )
-from tests.harness.images import TestImages
-from tests.harness.kubectl import NEWEST
-from tests.harness.nodeprocs import free_service_cidrs, short_tempdir
-from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]

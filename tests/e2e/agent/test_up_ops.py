@@ -19,7 +19,11 @@ from cryptography import x509
 
 from controlplane.datadir import STORAGE_FORMAT
 from tests.e2e.agent.test_up_lifecycle import serve_web, skiff
-from tests.e2e.agent.test_up_side_by_side import (
+from tests.harness.images import TestImages
+from tests.harness.images.catalog import WEB_BODY
+from tests.harness.kubectl import NEWEST
+from tests.harness.nodeprocs import free_service_cidrs, short_tempdir
+from tests.harness.skiff_up import (
     NODE,
     Up,
     free_cluster_cidrs,
@@ -28,10 +32,6 @@ from tests.e2e.agent.test_up_side_by_side import (
     running_ip,
     web_pod,
 )
-from tests.harness.images import TestImages
-from tests.harness.images.catalog import WEB_BODY
-from tests.harness.kubectl import NEWEST
-from tests.harness.nodeprocs import free_service_cidrs, short_tempdir
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]

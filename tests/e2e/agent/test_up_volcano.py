@@ -30,7 +30,6 @@ from pathlib import Path
 import pytest
 
 from controlplane.api import volcano
-from tests.e2e.agent.test_up_side_by_side import Up, free_cluster_cidrs
 from tests.fakes.volcano_examples import example_job_yaml
 from tests.harness.images import TestImages
 from tests.harness.images.manifest import ImageConfig
@@ -38,6 +37,7 @@ from tests.harness.images.tree import Tree
 from tests.harness.kubectl import NEWEST
 from tests.harness.nodeprocs import free_service_cidrs, registries_yaml, short_tempdir
 from tests.harness.registry import Registry
+from tests.harness.skiff_up import Up, free_cluster_cidrs
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.e2e, pytest.mark.slow]
