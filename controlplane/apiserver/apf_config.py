@@ -4,7 +4,8 @@ small): read at start, read again after any of them changes.
 
 The broadcaster's listener only marks the configuration stale; one thread
 reads both kinds from the registry and hands them to `FlowControl.configure`
-(a burst of changes costs one read). The bootstrap objects are in the store
+(a burst of changes costs one read). The same thread divides the seats
+between the levels anew every `apf_borrowing.PERIOD` (`FlowControl.adjust`). The bootstrap objects are in the store
 before the first read (ApiServer.bootstrap), so a new server starts with
 Kubernetes' defaults either way.
 """
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from controlplane.api import apf_bootstrap
 from controlplane.api.kinds import by_kind
+from controlplane.apiserver import apf_borrowing
 from controlplane.apiserver.codec import ROOT, decode
 from controlplane.apiserver.flowcontrol import FlowControl
 from controlplane.apiserver.registry import Registry
@@ -25,9 +28,12 @@ log = logging.getLogger(__name__)
 
 
 class ApfConfig:
-    def __init__(self, registry: Registry, flow: FlowControl) -> None:
+    def __init__(
+        self, registry: Registry, flow: FlowControl, period: float = apf_borrowing.PERIOD
+    ) -> None:
         self.registry = registry
         self.flow = flow
+        self.period = period
         # The keys of the events on_event reads.
         self.prefixes = tuple(
             f"{ROOT}{by_kind(kind).storage_name}/" for kind in (apf_bootstrap.FS, apf_bootstrap.PLC)
@@ -59,10 +65,16 @@ class ApfConfig:
             self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        next_adjust = time.monotonic() + self.period
         while not self._stop.is_set():
-            self._stale.wait()
+            stale = self._stale.wait(max(next_adjust - time.monotonic(), 0.0))
             if self._stop.is_set():
                 return
+            if time.monotonic() >= next_adjust:
+                next_adjust = time.monotonic() + self.period
+                self.flow.adjust()
+            if not stale:
+                continue
             self._stale.clear()
             try:
                 self.load()

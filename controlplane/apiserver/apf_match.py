@@ -14,7 +14,9 @@ As Kubernetes' APF (k8s.io/apiserver/pkg/util/flowcontrol):
   nonResourceURLs, `/prefix/*` matching below the prefix) matches;
 - a Limited level's nominal concurrency limit is
   ceil(serverConcurrencyLimit * nominalConcurrencyShares / sum of every
-  Limited level's shares); an Exempt level has no limit; `limitResponse`
+  Limited level's shares), which it may lend (`lendablePercent`) to and
+  borrow (`borrowingLimitPercent`) from other levels (apf_borrowing.py);
+  an Exempt level has no limit; `limitResponse`
   Reject refuses at once, Queue holds a request in one of `queues` queues
   (shuffle-sharded by the flow: the schema and the distinguisher, user or
   namespace, over `handSize` queues, the shortest taken), each at most
@@ -30,6 +32,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from controlplane.apiserver.apf_borrowing import Bounds
 
 Object = Mapping[str, Any]
 SA_PREFIX = "system:serviceaccount:"
@@ -59,6 +63,12 @@ class Level:
     queues: int = 1
     hand_size: int = 1
     queue_length: int = 0
+    lower: int = -1  # the least it may lend down to (apf_borrowing; -1: the nominal)
+    upper: int = -1  # the most it may borrow up to (-1: the nominal)
+
+    def bounds(self) -> Bounds:
+        lower = self.limit if self.lower < 0 else self.lower
+        return Bounds(self.limit, lower, max(self.limit if self.upper < 0 else self.upper, lower))
 
 
 @dataclass(frozen=True)
@@ -188,14 +198,27 @@ def levels_of(objs: Iterable[Object], server_limit: int) -> dict[str, Level]:
         response = limited.get("limitResponse") or {}
         queuing = response.get("queuing") or {}
         limit = math.ceil(server_limit * shares.get(name, 0) / total)
+        borrowing = limited.get("borrowingLimitPercent")
+        bounds = Bounds.of(
+            limit, _percent(limited.get("lendablePercent"), 100),
+            _percent(borrowing, None) if borrowing is not None else None, server_limit,
+        )  # fmt: skip
         out[name] = Level(
             name, uid, exempt=False, limit=limit,
             reject=response.get("type") != "Queue",
             queues=max(int(queuing.get("queues") or 64), 1),
             hand_size=max(int(queuing.get("handSize") or 8), 1),
             queue_length=max(int(queuing.get("queueLengthLimit") or 50), 0),
+            lower=bounds.lower, upper=bounds.upper,
         )  # fmt: skip
     return out
+
+
+def _percent(value: Any, most: int | None) -> int:
+    """A percentage field as validation lets it through (0 when unset or odd)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return 0
+    return value if most is None else min(value, most)
 
 
 def flow_key(schema: Schema, d: Digest) -> str:

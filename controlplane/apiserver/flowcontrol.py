@@ -12,7 +12,9 @@ shortest queue (shuffle sharding, `queueLengthLimit` each) until a seat
 frees, handing seats out round-robin over the queues so one busy flow
 cannot starve the others, for at most `Limits.queue_wait` seconds; and at
 most `Limits.queued_total` requests wait server-wide (each holds a server
-thread). A refused request is a 429 with Kubernetes' message `Too many
+thread). What a Limited level enforces is its current limit, which moves
+between what it may lend and what it may borrow with the levels' demand
+(`adjust`, every `apf_borrowing.PERIOD`; apf_borrowing.py). A refused request is a 429 with Kubernetes' message `Too many
 requests, please try again later.` and Retry-After: 1. The REST API
 answers every classified request with the headers
 X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID.
@@ -34,6 +36,7 @@ This module only counts; it never authenticates, decodes or touches storage.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -42,7 +45,8 @@ from typing import Any
 
 from controlplane.api import apf_bootstrap
 from controlplane.api.kinds import by_kind
-from controlplane.apiserver import apf_match
+from controlplane.apiserver import apf_borrowing, apf_match
+from controlplane.apiserver.apf_borrowing import DemandStats, SeatDemand
 from controlplane.apiserver.apf_match import Digest, Level, Schema
 from controlplane.apiserver.auth import Identity
 from controlplane.client.errors import TooManyRequests
@@ -145,9 +149,27 @@ class Refused(TooManyRequests):
 @dataclass
 class _LevelState:
     level: Level
+    demand: SeatDemand
+    current: int = 0  # the limit enforced now (apf_borrowing)
     inflight: int = 0
+    waiting: int = 0  # requests in this level's queues
     queues: list[deque[Pending]] = field(default_factory=list)
     next_queue: int = 0
+    stats: DemandStats = field(default_factory=DemandStats)
+
+    def noted(self, now: float) -> None:
+        """Feed the seat demand (executing plus queued) to the integrator."""
+        self.demand.set(now, self.inflight + self.waiting)
+
+
+@dataclass(frozen=True)
+class LevelLimits:
+    """A Limited level's seats, for /metrics."""
+
+    nominal: int
+    lower: int
+    upper: int
+    current: int
 
 
 class Pending:
@@ -171,8 +193,10 @@ class Pending:
 class FlowControl:
     """See the module docstring. Thread-safe."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, clock: Callable[[], float] = time.monotonic) -> None:
         self.limits = limits
+        self._clock = clock
+        self.fair_fraction = 0.0  # the last division's fair share (seat_fair_frac)
         self._lock = threading.Lock()
         self._levels: dict[str, _LevelState] = {}
         self._schemas: list[Schema] = []
@@ -196,10 +220,11 @@ class FlowControl:
         sized = apf_match.levels_of(levels, self.limits.concurrency)
         schemas = apf_match.schemas_of(flow_schemas, sized)
         with self._lock:
+            now = self._clock()
             old = self._levels
             new: dict[str, _LevelState] = {}
             for name, level in sized.items():
-                state = old.get(name) or _LevelState(level)
+                state = old.get(name) or _LevelState(level, SeatDemand(now))
                 state.level = level
                 while len(state.queues) < level.queues:
                     state.queues.append(deque())
@@ -211,6 +236,38 @@ class FlowControl:
                             self._queued -= 1
                             q.popleft().seat.released = True
             self._levels, self._schemas = new, schemas
+            self._divide(now)
+
+    def adjust(self) -> None:
+        """Divide the seats anew by the demand since the last call (call it
+        every apf_borrowing.PERIOD seconds)."""
+        with self._lock:
+            self._divide(self._clock())
+
+    def _divide(self, now: float) -> None:
+        limited = [s for s in self._levels.values() if not s.level.exempt]
+        for state in limited:
+            state.stats.update(*state.demand.reset(now))
+        items = [s.stats.item(s.level.bounds()) for s in limited]
+        total = sum(s.level.limit for s in limited)
+        try:
+            shares, self.fair_fraction = apf_borrowing.allocate(total, items)
+        except ValueError:  # cannot happen with bounds from levels_of; keep the limits
+            shares = [float(s.current) for s in limited]
+        for state, share in zip(limited, shares, strict=True):
+            state.current = apf_borrowing.round_half_away(share)
+            self._dispatch(state, now)
+
+    def _dispatch(self, state: _LevelState, now: float) -> None:
+        """Hand seats to waiters while the level's limit allows."""
+        while state.inflight < state.current:
+            waiter = self._next_waiter(state)
+            if waiter is None:
+                break
+            state.inflight += 1
+            self._executing(waiter.seat, 1)
+            waiter.grant()
+        state.noted(now)
 
     def classify(self, d: Digest) -> tuple[Schema | None, Level]:
         with self._lock:
@@ -240,8 +297,9 @@ class FlowControl:
             if state is None:
                 self._refused(seat, "concurrency-limit")
                 raise Refused(seat)
-            if state.inflight < level.limit:
+            if state.inflight < state.current:
                 state.inflight += 1
+                state.noted(self._clock())
                 self._executing(seat, 1)
                 return seat
             if level.reject or self._queued >= self.limits.queued_total or schema is None:
@@ -255,6 +313,8 @@ class FlowControl:
             pending = Pending(self, seat, self.limits.queue_wait)
             queue.append(pending)
             self._queued += 1
+            state.waiting += 1
+            state.noted(self._clock())
             return pending
 
     def acquire(self, d: Digest) -> Seat:
@@ -273,12 +333,13 @@ class FlowControl:
             state = self._levels.get(seat.level)
             if state is None:
                 return
-            waiter = self._next_waiter(state)
+            waiter = self._next_waiter(state) if state.inflight <= state.current else None
             if waiter is not None:
                 self._executing(waiter.seat, 1)
                 waiter.grant()  # the seat passes on: in-flight stays the same
             elif state.inflight > 0:
                 state.inflight -= 1
+            state.noted(self._clock())
 
     # ---- for /metrics (under the lock) ---------------------------------------
 
@@ -293,6 +354,16 @@ class FlowControl:
     def _refused(self, seat: Seat, reason: str) -> None:
         key = (seat.level, seat.schema, reason)
         self.rejected[key] = self.rejected.get(key, 0) + 1
+
+    def level_limits(self) -> dict[str, LevelLimits]:
+        """Each Limited level's nominal, lower, upper and current seats."""
+        with self._lock:
+            out = {}
+            for name, state in self._levels.items():
+                if not state.level.exempt:
+                    b = state.level.bounds()
+                    out[name] = LevelLimits(b.nominal, b.lower, b.upper, state.current)
+            return out
 
     def snapshot(
         self,
@@ -309,6 +380,7 @@ class FlowControl:
             if state.queues[i]:
                 state.next_queue = (i + 1) % n
                 self._queued -= 1
+                state.waiting -= 1
                 return state.queues[i].popleft()
         return None
 
@@ -323,6 +395,9 @@ class FlowControl:
                 if pending in q:
                     q.remove(pending)
                     self._queued -= 1
+                    if state is not None:
+                        state.waiting -= 1
+                        state.noted(self._clock())
             return True
 
     @contextmanager

@@ -12,7 +12,10 @@
   `mutating`) and `apiserver_flowcontrol_current_executing_requests` /
   `apiserver_flowcontrol_rejected_requests_total{priority_level,flow_schema,reason}`
   from API Priority and Fairness (flowcontrol.py): the priority levels and
-  flow schemas are the stored PriorityLevelConfigurations and FlowSchemas.
+  flow schemas are the stored PriorityLevelConfigurations and FlowSchemas;
+  `apiserver_flowcontrol_{nominal,lower,upper,current}_limit_seats{priority_level}`
+  and `apiserver_flowcontrol_seat_fair_frac`: each Limited level's seats as
+  borrowing between the levels sets them (apf_borrowing.py).
 - `apiserver_longrunning_requests` (open watches, per resource) and
   `apiserver_registered_watchers{group,version,kind}` (the watch cache's).
 - `apiserver_storage_objects{resource}`: stored objects per resource,
@@ -39,7 +42,7 @@ from prometheus_client.registry import Collector
 
 from controlplane.api.kinds import UnknownKind, all_kinds, by_kind
 from controlplane.api.kinds.info import KindInfo
-from controlplane.apiserver.flowcontrol import FlowControl
+from controlplane.apiserver.flowcontrol import FlowControl, LevelLimits
 from controlplane.storage.interface import Store
 from machinery import metrics
 
@@ -54,6 +57,21 @@ RPC_VERBS = {
 }  # fmt: skip
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 COUNT_EVERY = 60.0  # seconds between counts of the stored objects
+# kube-apiserver's gauges of a priority level's seats (name, help, which figure)
+SEAT_LIMITS: tuple[tuple[str, str, Callable[[LevelLimits], int]], ...] = (
+    ("apiserver_flowcontrol_nominal_limit_seats",
+     "Nominal number of execution seats configured for each priority level",
+     lambda s: s.nominal),
+    ("apiserver_flowcontrol_lower_limit_seats",
+     "Configured lower bound on number of execution seats available to each priority level",
+     lambda s: s.lower),
+    ("apiserver_flowcontrol_upper_limit_seats",
+     "Configured upper bound on number of execution seats available to each priority level",
+     lambda s: s.upper),
+    ("apiserver_flowcontrol_current_limit_seats",
+     "current derived number of execution seats available to each priority level",
+     lambda s: s.current),
+)  # fmt: skip
 
 Labels = tuple[str, str, str, str, str, str, str]
 
@@ -234,8 +252,23 @@ class _State(Collector):
         for (level, schema, reason), n in sorted(rejected.items()):
             refused.add_metric([level, schema, reason], n)
         yield refused
+        yield from self._seat_limits()
         yield from self._watchers()
         yield from self._objects()
+
+    def _seat_limits(self) -> Iterator[Metric]:
+        """Each Limited level's seats as borrowing sets them (apf_borrowing)."""
+        limits = self.flow.level_limits()
+        for name, helptext, pick in SEAT_LIMITS:
+            family = GaugeMetricFamily(name, helptext, labels=["priority_level"])
+            for level, seats in sorted(limits.items()):
+                family.add_metric([level], pick(seats))
+            yield family
+        yield GaugeMetricFamily(
+            "apiserver_flowcontrol_seat_fair_frac",
+            "Fair fraction of server's concurrency to allocate to each priority level that can "
+            "use it", value=self.flow.fair_fraction,
+        )  # fmt: skip
 
     def _watchers(self) -> Iterator[Metric]:
         if self.watchers is None:

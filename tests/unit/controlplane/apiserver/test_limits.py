@@ -37,7 +37,10 @@ def test_priority_levels_are_separate_so_a_user_flood_leaves_heartbeats_their_se
     flow = FlowControl(Limits(concurrency=245, queued_total=0))
     alice = Identity("alice")
     node = Identity("system:node:n1", node="n1")
-    for _ in range(20):  # global-default: 20 shares
+    # global-default: 20 shares, and what idle levels lend it (apf_borrowing)
+    limits = flow.level_limits()["global-default"]
+    assert (limits.nominal, limits.lower) == (20, 10) and limits.current >= 20
+    for _ in range(limits.current):
         flow.acquire(digest(alice, "create", "Pod", "default"))
     with pytest.raises(TooManyRequests, match=r"Too many requests, please try again later\."):
         flow.acquire(digest(alice, "create", "Pod", "default"))

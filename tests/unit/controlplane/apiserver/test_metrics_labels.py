@@ -57,3 +57,22 @@ def test_node_proxy_paths() -> None:
         "n1", "proxy", "/metrics/cadvisor")  # fmt: skip
     bare = resolve(["api", "v1", "nodes", "n1", "proxy"])
     assert bare is not None and bare.subresource == "proxy" and bare.proxy_path == ""
+
+
+def test_priority_levels_seats_are_reported_as_kube_apiserver_does() -> None:
+    """apiserver_flowcontrol_{nominal,lower,upper,current}_limit_seats per
+    Limited level (the exempt level has none) and the fair fraction."""
+    found = ApiServerMetrics(FlowControl(Limits(concurrency=245)))
+    text = metrics.render(found.registry).decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+
+    def seats(figure: str) -> dict[str, float]:
+        family = families[f"apiserver_flowcontrol_{figure}_limit_seats"]
+        return {s.labels["priority_level"]: s.value for s in family.samples}
+
+    assert seats("nominal")["global-default"] == 20 and seats("lower")["global-default"] == 10
+    assert seats("upper")["global-default"] == 20 + 245  # borrowingLimitPercent unset
+    assert "exempt" not in seats("current")
+    assert sum(seats("current").values()) == sum(seats("nominal").values())
+    (fair,) = families["apiserver_flowcontrol_seat_fair_frac"].samples
+    assert fair.value > 1  # idle levels lend: each gets more than its floor
