@@ -211,6 +211,8 @@ class NodeCredentials:
                 if event.type is EventType.DELETE:
                     self._nodes.pop(name, None)
                     gone = self._seen.pop(name, None)
+                elif name in self._nodes and event.type is EventType.UPDATE:
+                    pass  # a Node's uid never changes: a heartbeat is not decoded
                 else:
                     meta = jsoncodec.loads(event.value).get("metadata") or {}
                     self._nodes[name] = str(meta.get("uid") or "")

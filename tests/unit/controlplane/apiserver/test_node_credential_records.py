@@ -73,3 +73,14 @@ def test_a_join_after_the_node_was_deleted_keeps_its_credential() -> None:
     creds._records["n1"] = Record("new", issued=time.time() + 1)
     creds.on_event(node_event(EventType.DELETE, "n1", "uid-1"))
     assert creds.valid("n1", "new")  # not registered yet: it may create its Node
+
+
+def test_a_known_nodes_heartbeats_are_not_decoded_but_still_bind_its_record() -> None:
+    """A Node's uid cannot change, so its status updates (heartbeats, most
+    Node events) are not decoded again; each still reconciles its record."""
+    creds = credentials()
+    creds.on_event(node_event(EventType.CREATE, "n1", "uid-1"))
+    creds._records["n1"] = Record("abc")  # the record arrives after the Node
+    creds.on_event(Event(EventType.UPDATE, f"{ROOT}nodes/n1", b"not json", 2))
+    assert creds._nodes["n1"] == "uid-1"
+    assert creds._work.get_nowait() == ("bind", "n1", "abc")
