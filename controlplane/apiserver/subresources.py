@@ -41,27 +41,24 @@ def bind_many(
 
     The result of a binding is exactly what a merge patch of spec.nodeName
     and the annotations would store, but a pod that is already assigned to
-    another node, or is being deleted, is refused (Conflict) as Kubernetes
-    refuses it. Bindings are independent: each gets its stored pod or its
-    error, in order. Their writes go to the store together
-    (`Store.update_many`), so they share one durable commit. dry_run:
+    a node (that one too: a binding is never repeated), is being deleted or
+    still has scheduling gates is refused (409 Conflict on pods/binding) as
+    Kubernetes' BindingREST refuses it. Bindings are independent: each gets
+    its stored pod or its error, in order. Their writes go to the store
+    together (`Store.update_many`), so they share one durable commit. dry_run:
     every check, each answered with the pod as it would be, nothing stored.
     """
     results: list[Stored | ApiError] = [Invalid("binding: not processed")] * len(bindings)
     pending: list[tuple[int, str, bytes, int]] = []
     for i, binding in enumerate(bindings):
         try:
-            prepared = _prepare_binding(base, binding, identity)
+            key, data, cur_rev = _prepare_binding(base, binding, identity)
         except ApiError as err:
             results[i] = err
             continue
-        if isinstance(prepared[0], bytes):
-            results[i] = (prepared[0], prepared[1])  # nothing to change
-        elif dry_run:
-            _key, data, cur_rev = prepared
+        if dry_run:
             results[i] = (data, cur_rev)
         else:
-            key, data, cur_rev = prepared
             pending.append((i, key, data, cur_rev))
     if not pending:
         return results
@@ -84,10 +81,7 @@ def bind_many(
 def _bind_one(base: RegistryBase, binding: PodBinding, identity: Identity) -> Stored | ApiError:
     for _ in range(MAX_RETRIES):
         try:
-            prepared = _prepare_binding(base, binding, identity)
-            if isinstance(prepared[0], bytes):
-                return prepared[0], prepared[1]
-            key, data, cur_rev = prepared
+            key, data, cur_rev = _prepare_binding(base, binding, identity)
             return data, base.store.update(key, data, cur_rev)
         except ApiError as err:
             return err
@@ -102,8 +96,8 @@ def _bind_one(base: RegistryBase, binding: PodBinding, identity: Identity) -> St
 
 def _prepare_binding(
     base: RegistryBase, binding: PodBinding, identity: Identity
-) -> tuple[str, bytes, int] | tuple[bytes, int]:
-    """(key, data, expected revision) to write, or (data, revision) when bound already."""
+) -> tuple[str, bytes, int]:
+    """(key, data, expected revision) to write."""
     info = by_kind("Pod")
     if not binding.node:
         raise Invalid("target.name: required")
@@ -120,15 +114,13 @@ def _prepare_binding(
             f"Precondition failed: UID in precondition: {binding.uid}, "
             f"UID in object meta: {meta.get('uid')}"
         )
+    spec = old.get("spec") or {}
     if meta.get("deletionTimestamp"):
-        raise Conflict(f'pod "{binding.name}" is being deleted, cannot be assigned to a host')
-    assigned = (old.get("spec") or {}).get("nodeName")
-    if assigned and assigned != binding.node:
-        raise Conflict(f'pod "{binding.name}" is already assigned to node "{assigned}"')
-    if assigned == binding.node and all(
-        (meta.get("annotations") or {}).get(k) == v for k, v in (binding.annotations or {}).items()
-    ):
-        return encode(old), cur_rev
+        raise _refused(binding.name, "is being deleted, cannot be assigned to a host")
+    if spec.get("nodeName"):
+        raise _refused(binding.name, f'is already assigned to node "{spec["nodeName"]}"')
+    if spec.get("schedulingGates"):
+        raise _refused(binding.name, "has non-empty .spec.schedulingGates")
     # What a merge patch of spec.nodeName and the annotations stores, without
     # the full update path: as in Kubernetes' binding storage, only the
     # fields it sets are checked (the rest was validated when written).
@@ -147,11 +139,18 @@ def _prepare_binding(
         validation.validate_metadata(problems, info, new)
         if problems:
             raise Invalid(f'Pod "{binding.name}" is invalid: ' + "; ".join(problems.items))
-    if assigned != binding.node:  # a spec change, as update counts it
-        new_meta["generation"] = int(new_meta.get("generation") or 1) + 1
+    new_meta["generation"] = int(new_meta.get("generation") or 1) + 1  # a spec change
     data = encode(new)
     limits.check_stored(len(data), info.resource, binding.name)
     return object_key(info, ns, binding.name), data, cur_rev
+
+
+def _refused(pod: str, why: str) -> Conflict:
+    """Kubernetes' refusal of a binding (BindingREST: NewConflict on pods/binding)."""
+    return Conflict(
+        f'Operation cannot be fulfilled on pods/binding "{pod}": pod {pod} {why}',
+        details={"name": pod, "kind": "pods/binding"},
+    )
 
 
 def get_scale(

@@ -89,6 +89,10 @@ class InMemoryCluster:
             current = self.pods.get(key)
             if current is None:
                 raise BindError(f'pod "{key}" not found')
+            if (current.get("spec") or {}).get("nodeName"):  # refused as the API server does
+                raise BindError(
+                    f'pod {key} is already assigned to node "{current["spec"]["nodeName"]}"'
+                )
             bound = copy.copy(current)
             bound["spec"] = dict(current.get("spec") or {}, nodeName=node)
             if annotations:

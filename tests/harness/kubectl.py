@@ -4,6 +4,8 @@ version, which once hid that kubectl 1.32+ sends protobuf bodies)."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 BIN = Path("/usr/lib/google-cloud-sdk/bin")
@@ -29,3 +31,26 @@ def _newest() -> Path:
 # The newest kubectl on this machine (tests skip with a reason where it is absent).
 NEWEST = _newest()
 OLDEST = versioned(OLDEST_MINOR)
+
+
+# kubectl 1.30 to 1.33 run exec over WebSocket with a client-go that starts
+# reading before it has made its streams (kubernetes/kubernetes#131189, fixed
+# in client-go by #131203 for 1.34): a message that arrives first, the whole
+# output of a quick command on a loaded machine, is dropped with this line on
+# stderr, and kubectl still exits with the command's code. The server cannot
+# tell when the client is ready (v5 has no such signal), so the one safe
+# answer is the client's: a read-only command is run again.
+DISCARDED = "Unknown stream id"
+
+
+def read_exec(
+    run: Callable[[], subprocess.CompletedProcess[str]], attempts: int = 3
+) -> subprocess.CompletedProcess[str]:
+    """`run` (a read-only `kubectl exec`) again while kubectl says it dropped
+    a message, at most `attempts` times in all; any other outcome, an empty
+    output too, is returned as it is."""
+    for _ in range(attempts):
+        res = run()
+        if DISCARDED not in res.stderr:
+            return res
+    raise AssertionError(f"kubectl dropped output {attempts} times: {res.stderr.strip()}")

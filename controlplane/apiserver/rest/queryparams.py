@@ -9,7 +9,8 @@ false. The official Python client sends `watch=True` and `follow=True`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import NoReturn
 
 from controlplane.apiserver.rest.status import BadRequest
 
@@ -29,6 +30,28 @@ def parse_bool(name: str, text: str) -> bool:
 def flag(query: Mapping[str, str], name: str) -> bool:
     """The boolean parameter `name` (false when absent)."""
     return parse_bool(name, query.get(name, ""))
+
+
+def ports(values: Iterable[str]) -> list[int]:
+    """PodPortForwardOptions.ports from its query values, as Kubernetes'
+    Convert_Slice_string_To_Slice_int32 reads them: repeated parameters,
+    each a comma-separated list of decimal ports (strconv.ParseUint, 16
+    bits); anything else is a 400 naming the parameter. Port 0 passes here
+    and is refused by the node (kubelet: "must be > 0")."""
+    out = []
+    for value in values:
+        for text in value.split(","):
+            if not text.isascii() or not text.isdigit():
+                _bad_port(text, "invalid syntax")
+            if int(text) > 0xFFFF:
+                _bad_port(text, "value out of range")
+            out.append(int(text))
+    return out
+
+
+def _bad_port(text: str, why: str) -> NoReturn:
+    raise BadRequest(f'ports: cannot convert to []int32: strconv.ParseUint: parsing "{text}": '
+                     f"{why}")  # fmt: skip
 
 
 def is_watch(query: Mapping[str, str]) -> bool:

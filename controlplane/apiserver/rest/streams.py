@@ -72,10 +72,11 @@ def _pod_node(call: Call, verb: str) -> tuple[dict[str, Any], str, str]:
     """The pod (authorized for `verb`), its node and its agent's address (on the executor)."""
     t = call.target
     call.registry.authorizer.authorize(call.who, verb, t.info, t.namespace, t.name)
+    # the options are read (a malformed one is a 400) before anything is looked up
+    options = _connect_options(call) if t.subresource in _CONNECT_OPTIONS else {}
     pod = decode(*call.registry.get("Pod", t.name, t.namespace, call.who))
     webhooks = call.registry.webhooks
-    if webhooks is not None and t.subresource in _CONNECT_OPTIONS:
-        options = _connect_options(call)  # CONNECT goes to the admission webhooks
+    if webhooks is not None and options:  # CONNECT goes to the admission webhooks
         a = Attributes(CONNECT, "Pod", t.namespace, t.name, t.subresource, call.who, options)
         webhooks.mutate(a)
         webhooks.validate(a)
@@ -97,8 +98,9 @@ def _connect_options(call: Call) -> dict[str, Any]:
     t, q = call.target, call.request.query
     options: dict[str, Any] = {"kind": _CONNECT_OPTIONS[t.subresource], "apiVersion": "v1"}
     if t.subresource == "portforward":
-        ports = [*q.getall("ports", []), *q.getall("port", [])]
-        options["ports"] = [int(p) for p in ports if str(p).isdigit()]
+        ports = _ports(call)
+        if ports:
+            options["ports"] = ports  # omitempty
         return options
     options.update({k: _true(call, k) for k in ("stdin", "stdout", "stderr", "tty")})
     if q.get("container"):
@@ -106,6 +108,13 @@ def _connect_options(call: Call) -> dict[str, Any]:
     if t.subresource == "exec":
         options["command"] = list(q.getall("command", []))
     return options
+
+
+def _ports(call: Call) -> list[int]:
+    """The ports of a pods/portforward: PodPortForwardOptions' `ports`, and
+    skiff's own `port` (what skiffctl sends) read the same way."""
+    q = call.request.query
+    return queryparams.ports([*q.getall("ports", []), *q.getall("port", [])])
 
 
 def _container(pod: dict[str, Any], requested: str) -> str:
@@ -184,9 +193,8 @@ def _agent_path(call: Call, pod: dict[str, Any]) -> str:
     t = call.target
     q = call.request.query
     if t.subresource == "portforward":
-        ports = [("port", p) for p in q.getall("ports", [])] + [
-            ("port", p) for p in q.getall("port", [])
-        ]
+        # one `port` per port, as Kubernetes' PortForwardLocation writes them
+        ports = [("port", str(p)) for p in _ports(call)]
         tail = f"?{urlencode(ports)}" if ports else ""
         return f"/portforward/{quote(t.namespace)}/{quote(t.name)}{tail}"
     container = _container(pod, q.get("container", ""))

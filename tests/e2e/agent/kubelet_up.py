@@ -20,7 +20,7 @@ from typing import Any
 
 from controlplane.client.apiclient import GrpcApiClient
 from tests.harness.images import Image, Index, TestImages
-from tests.harness.kubectl import NEWEST
+from tests.harness.kubectl import NEWEST, read_exec
 from tests.harness.nodeprocs import REPO, free_service_cidrs, short_tempdir
 from tests.harness.skiff_up import Up, free_cluster_cidrs
 from tests.harness.wait import wait_for
@@ -51,6 +51,12 @@ class Cluster:
         if check:
             assert res.returncode == 0, f"kubectl {' '.join(args)}: {res.stdout}{res.stderr}"
         return res
+
+    def exec_read(self, pod: str, *command: str, container: str = "") -> str:
+        """The output of a read-only command in the pod (`kubectl exec`),
+        never one kubectl dropped (tests/harness/kubectl.py: read_exec)."""
+        which = ("-c", container) if container else ()
+        return read_exec(lambda: self.kubectl("exec", pod, *which, "--", *command)).stdout
 
     def status(self, name: str) -> dict[str, Any]:
         st: dict[str, Any] = self.api.get("Pod", name, "default").get("status") or {}

@@ -68,7 +68,7 @@ def service(name: str, port: int) -> dict[str, Any]:
 
 
 def processes(cluster: Cluster, pod: str) -> list[tuple[str, str]]:
-    out = cluster.kubectl("exec", pod, "--", "ps", "-eo", "user:20,comm", "--no-headers").stdout
+    out = cluster.exec_read(pod, "ps", "-eo", "user:20,comm", "--no-headers")
     return [tuple(line.split(None, 1)) for line in out.splitlines() if line.strip()]  # type: ignore[misc]
 
 
@@ -76,8 +76,8 @@ def test_nginx_serves_with_its_workers_as_www_data(cluster: Cluster) -> None:
     cluster.api.create("Pod", app_pod("nginx", "nginx", container={"readinessProbe": {
         "httpGet": {"path": "/", "port": 80}, "periodSeconds": 1}}), "default")  # fmt: skip
     st = cluster.wait_ready("nginx", timeout=120)
-    page = cluster.kubectl("exec", "nginx", "--", "python3", "-c",
-                           "import urllib.request as u; print(u.urlopen('http://127.0.0.1/').read().decode())").stdout  # fmt: skip
+    page = cluster.exec_read("nginx", "python3", "-c",
+                             "import urllib.request as u; print(u.urlopen('http://127.0.0.1/').read().decode())")  # fmt: skip
     assert "Welcome to nginx" in page
     assert "Welcome to nginx" in http_get(f"http://{st['podIP']}/")
     procs = processes(cluster, "nginx")

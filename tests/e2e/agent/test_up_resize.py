@@ -46,7 +46,7 @@ def cpu_max(cluster: Cluster, pod: str) -> str:
     PERIOD"), read on the host from the cgroup an exec'd process is in:
     cpu.max under the unified hierarchy, or on a cgroup v1 host
     cpu.cfs_quota_us and cpu.cfs_period_us under the cpu controller's."""
-    out = cluster.kubectl("exec", pod, "--", "cat", "/proc/self/cgroup").stdout
+    out = cluster.exec_read(pod, "cat", "/proc/self/cgroup")
     lines = [line.split(":", 2) for line in out.splitlines() if line.count(":") >= 2]
     cpu = next((ln for ln in lines if "cpu" in ln[1].split(",")), None)
     if cpu is None:  # cgroup v2 only

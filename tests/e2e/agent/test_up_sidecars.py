@@ -59,12 +59,10 @@ def test_a_sidecar_feeds_the_app_through_a_shared_volume_and_both_are_ready(
     conds = {c["type"]: c["status"] for c in st["conditions"]}
     assert conds["Initialized"] == conds["ContainersReady"] == "True", conds
     # The app reads what the sidecar keeps writing.
-    first = cluster.kubectl("exec", "fed", "-c", "app", "--", "cat", "/tmp/seen").stdout
+    first = cluster.exec_read("fed", "cat", "/tmp/seen", container="app")
     assert first.strip()
     wait_for(
-        lambda: (
-            cluster.kubectl("exec", "fed", "-c", "app", "--", "cat", "/tmp/seen").stdout != first
-        ),
+        lambda: cluster.exec_read("fed", "cat", "/tmp/seen", container="app") != first,
         timeout=15,
         interval=0.5,
         message="the app to see the sidecar's next line",

@@ -559,6 +559,42 @@ def test_connect_exec_goes_to_webhooks_with_its_options(
     call(api, "DELETE", f"{path}/execme?gracePeriodSeconds=0")
 
 
+def test_connect_portforward_webhooks_see_every_port(
+    api: Any, cluster: Cluster, namespace: str
+) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fwd"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    assert call(api, "POST", path, pod)[0] == 201
+    rule = {"operations": ["CONNECT"], "apiGroups": [""], "apiVersions": ["v1"],
+            "resources": ["pods/portforward"]}  # fmt: skip
+
+    def connect(query: str) -> tuple[int, Any]:
+        request = api.param_serialize(
+            "POST", f"{path}/fwd/portforward?{query}",
+            header_params={"Connection": "Upgrade", "Upgrade": "SPDY/3.1"},
+            auth_settings=["BearerToken"],
+        )  # fmt: skip
+        answer = api.call_api(*request)
+        return answer.status, json.loads(answer.read())
+
+    with (
+        WebhookServer(refuse_all("no forwarding", 403)) as server,
+        installed(cluster, VWC, "nofwd", hook("nofwd.example.com", server, rules=[rule])),
+    ):
+        assert connect("ports=1234,1235&ports=8080")[0] == 403
+        status, body = connect("ports=1234,x")
+        assert len(server.requests) == 1  # a malformed port never reaches a webhook
+    seen = server.requests[0]["request"]
+    assert seen["kind"] == {"group": "", "version": "v1", "kind": "PodPortForwardOptions"}
+    assert seen["object"]["ports"] == [1234, 1235, 8080]
+    assert (status, body["reason"]) == (400, "BadRequest")
+    assert body["message"] == (
+        'ports: cannot convert to []int32: strconv.ParseUint: parsing "x": invalid syntax'
+    )
+    call(api, "DELETE", f"{path}/fwd?gracePeriodSeconds=0")
+
+
 def test_a_v1beta1_only_webhook_gets_and_answers_v1beta1(
     api: Any, cluster: Cluster, namespace: str
 ) -> None:

@@ -96,7 +96,13 @@ def test_post_bindings_binds_a_pod(cluster: Cluster, api: Any) -> None:
         elsewhere = {**binding, "target": {"kind": "Node", "name": "other-node"}}
         again = kubectl(cluster, "create", "-f", "-", stdin=json.dumps(elsewhere), check=False)
         assert again.returncode != 0
-        assert 'pod "web" is already assigned to node "bind-node"' in again.stderr
+        assert (
+            'Error from server (Conflict): error when creating "STDIN": Operation cannot be '
+            'fulfilled on pods/binding "web": pod web is already assigned to node "bind-node"'
+        ) in again.stderr
+        same = kubectl(cluster, "create", "-f", "-", stdin=json.dumps(binding), check=False)
+        assert same.returncode != 0  # the same node too: a pod is bound once
+        assert 'pod web is already assigned to node "bind-node"' in same.stderr
         # The Python client: the same resource (its Status answer read raw).
         kubernetes = pytest.importorskip("kubernetes")
         core = kubernetes.client.CoreV1Api(api)
@@ -107,6 +113,14 @@ def test_post_bindings_binds_a_pod(cluster: Cluster, api: Any) -> None:
         assert answer.status == 201
         assert json.loads(answer.data)["status"] == "Success"
         wait_for(lambda: node_of("web2") == "bind-node", 10, message="web2 bound")
+        with pytest.raises(kubernetes.client.ApiException) as taken:
+            core.create_namespaced_binding(
+                ns, {**binding, "metadata": {"name": "web2"}}, _preload_content=False
+            )
+        assert taken.value.status == 409
+        status = json.loads(taken.value.body)
+        assert (status["reason"], status["code"]) == ("Conflict", 409)
+        assert status["details"] == {"name": "web2", "kind": "pods/binding"}
         wrong = {**binding, "metadata": {"name": "web2"},
                  "target": {"kind": "Pod", "name": "x"}}  # fmt: skip
         with pytest.raises(kubernetes.client.ApiException) as err:

@@ -61,7 +61,7 @@ def test_bind_refusals_are_per_binding(client: GrpcApiClient) -> None:
             Binding("default", "ok", "node-1", uid="not-the-uid"),
             Binding("default", "ok", ""),
             Binding("default", "ok", "node-3"),
-            Binding("default", "taken", "node-1"),  # already there: no change
+            Binding("default", "taken", "node-1"),  # already there: refused as well
         ]
     )
     assert isinstance(results[0], Conflict) and "already assigned" in str(results[0])
@@ -69,8 +69,49 @@ def test_bind_refusals_are_per_binding(client: GrpcApiClient) -> None:
     assert isinstance(results[2], Conflict)
     assert isinstance(results[3], Invalid)
     assert not isinstance(results[4], Exception)
-    assert not isinstance(results[5], Exception)
+    assert isinstance(results[5], Conflict)
     assert client.get("Pod", "ok", "default")["spec"]["nodeName"] == "node-3"
+
+
+def test_a_pod_assigned_to_a_node_is_never_bound_again_even_to_that_node(
+    client: GrpcApiClient,
+) -> None:
+    """Kubernetes' BindingREST refuses any binding of a pod whose
+    spec.nodeName is set (409 on pods/binding), the same node too: a
+    scheduler that retries a bind learns the pod is taken, never that its
+    retry "worked"."""
+    created = client.create("Pod", pod("once"), "default")
+    (first,) = client.bind([Binding("default", "once", "node-1", annotations={"a": "1"})])
+    assert not isinstance(first, Exception)
+    again = client.bind(
+        [
+            Binding("default", "once", "node-1"),
+            Binding("default", "once", "node-1", created["metadata"]["uid"], {"a": "2"}),
+            Binding("default", "once", "node-2"),
+        ]
+    )
+    for refused in again:
+        assert isinstance(refused, Conflict) and not refused.retry_after
+        assert str(refused) == (
+            'Operation cannot be fulfilled on pods/binding "once": '
+            'pod once is already assigned to node "node-1"'
+        )
+    stored = client.get("Pod", "once", "default")
+    assert stored["metadata"]["resourceVersion"] == str(first)
+    assert stored["metadata"]["annotations"] == {"a": "1"}
+
+
+def test_bind_of_a_gated_pod_is_refused(client: GrpcApiClient) -> None:
+    gated = pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    client.create("Pod", gated, "default")
+    (result,) = client.bind([Binding("default", "gated", "node-1")])
+    assert isinstance(result, Conflict)
+    assert str(result) == (
+        'Operation cannot be fulfilled on pods/binding "gated": '
+        "pod gated has non-empty .spec.schedulingGates"
+    )
+    assert not client.get("Pod", "gated", "default")["spec"].get("nodeName")
 
 
 def test_bind_of_a_terminating_pod_is_refused(client: GrpcApiClient) -> None:
@@ -79,7 +120,11 @@ def test_bind_of_a_terminating_pod_is_refused(client: GrpcApiClient) -> None:
     client.create("Pod", p, "default")
     client.delete("Pod", "fin", "default")
     (result,) = client.bind([Binding("default", "fin", "node-1")])
-    assert isinstance(result, Conflict) and "being deleted" in str(result)
+    assert isinstance(result, Conflict)
+    assert str(result) == (
+        'Operation cannot be fulfilled on pods/binding "fin": '
+        "pod fin is being deleted, cannot be assigned to a host"
+    )
 
 
 def test_bind_needs_admin(cluster: Cluster, client: GrpcApiClient) -> None:

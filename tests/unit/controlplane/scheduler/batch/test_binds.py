@@ -136,7 +136,12 @@ def test_a_bind_never_confirmed_is_forgotten_after_the_ttl_and_tried_again() -> 
 def test_a_pod_bound_already_is_not_retried() -> None:
     env, cluster = _env()
     env.job("j", 1)
-    taken = _as_api_writer_returns(Conflict('pod "j-t-0" is already assigned to node "n9"'))
+    taken = _as_api_writer_returns(
+        Conflict(
+            'Operation cannot be fulfilled on pods/binding "j-t-0": '
+            'pod j-t-0 is already assigned to node "n9"'
+        )
+    )
     cluster.refuse["j-t-0"] = lambda: taken
     env.run(2)
     assert cluster.asked == ["j-t-0"]
