@@ -112,6 +112,9 @@ def format_nanos(nanos: int, binary: bool = False) -> str:
     if nanos == 0:
         return "0"
     exponent = -9
+    if nanos % _NANO == 0:  # whole units (most quantities): one step to them
+        nanos //= _NANO
+        exponent = 0
     while nanos % 1000 == 0 and exponent < 18:
         nanos //= 1000
         exponent += 3

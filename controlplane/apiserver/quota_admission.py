@@ -145,7 +145,10 @@ class QuotaAdmission:
         self._known: dict[str, _Known] = {}
         self._reads = itertools.count(1)  # numbers each read of a namespace's quotas
         self._committed: dict[str, int] = {}  # namespace -> reads begun before its last charge
-        self._parsed: dict[tuple[int, bytes], _Quota] = {}  # quotas as read, parsed (templates)
+        # Each quota's newest version seen, parsed (a template): by (revision,
+        # stored bytes), and which that is by (namespace, name).
+        self._parsed: dict[tuple[int, bytes], _Quota] = {}
+        self._parsed_at: dict[tuple[str, str], tuple[int, bytes]] = {}
 
     def known(self, reg: Registry, namespace: str) -> _Known:
         """The namespace's quotas now (shared: read only).
@@ -181,13 +184,25 @@ class QuotaAdmission:
             # A quota as stored at a revision is decoded and parsed once.
             state = self._parsed.get((rev, data))
             if state is None:
-                q = decode(data, rev)
-                state = _state(q, rev)
-                if len(self._parsed) >= 4096:
-                    self._parsed.clear()
-                self._parsed[(rev, data)] = state
+                state = _state(decode(data, rev), rev)
+                self._parse(namespace, state, data)
             states[str(meta_of(state.obj).get("name"))] = state
         return _Known(writes, states, seq)
+
+    def _parse(self, namespace: str, state: _Quota, data: bytes) -> None:
+        """Keep `state` as the quota stored as `data` (in place of an older version)."""
+        name = (namespace, str(meta_of(state.obj).get("name")))
+        with self._lock:
+            older = self._parsed_at.get(name)
+            if older is not None and older[0] > state.rev:
+                return  # a newer one is kept
+            if older is not None:
+                self._parsed.pop(older, None)
+            elif len(self._parsed_at) >= 4096:
+                self._parsed.clear()
+                self._parsed_at.clear()
+            self._parsed[(state.rev, data)] = state
+            self._parsed_at[name] = (state.rev, data)
 
     def _keep(self, namespace: str, known: _Known) -> None:
         with self._lock:
@@ -361,9 +376,7 @@ class QuotaAdmission:
             assert isinstance(rev, int)
             obj["metadata"] = {**meta_of(obj), "resourceVersion": str(rev)}
             kept[name] = _Quota(obj, rev, states[name].limits, states[name].used)
-            if len(self._parsed) >= 4096:
-                self._parsed.clear()
-            self._parsed[(rev, data)] = kept[name]
+            self._parse(namespace, kept[name], data)
         if known.writes < 0:
             return
         # (A ResourceQuota created with the charge is one more write than
