@@ -10,8 +10,9 @@ As Kubernetes' quota evaluators (pkg/quota/v1/evaluator/core):
   (`pods`, `services`, ...);
 - a Pod that has not finished uses requests.cpu/memory/ephemeral-storage
   (also spelled cpu, memory, ephemeral-storage), limits.*, and
-  `requests.<extended resource>`: the larger of its containers' sum and its
-  largest init container, plus its overhead;
+  `requests.<extended resource>`: its containers added up as Kubernetes'
+  PodRequests/PodLimits add them (machinery/podresources.py: sidecars and
+  init containers included), plus its overhead;
 - a Service uses `services.nodeports` (one per port of a NodePort or
   LoadBalancer Service) and `services.loadbalancers`;
 - a PersistentVolumeClaim uses `requests.storage` and, per class,
@@ -20,6 +21,9 @@ As Kubernetes' quota evaluators (pkg/quota/v1/evaluator/core):
 - scopes (Terminating, NotTerminating, BestEffort, NotBestEffort,
   PriorityClass through scopeSelector) restrict a quota to the pods they
   match; a scoped quota counts no other kind.
+
+Amounts are ints of nano units (quantity.parse_nanos): Kubernetes rounds
+every quantity to 1n, so integer sums are exact where it is.
 """
 
 from __future__ import annotations

@@ -32,8 +32,12 @@ count is the one they were read at plus the charges' own writes, so any
 write by someone else (the controller's status, a new quota) is seen by
 the next create; on etcd a batch is evaluated against the newest of its
 own creates' reads begun after the namespace's last charge, and a create
-that joins charges under way reads none itself. Either way the charge is a compare-and-swap: what is kept never lets a create past
-hard, at worst it costs a conflict and a read.
+that joins charges under way reads none itself. Either way the charge is
+a compare-and-swap: what is kept never lets a create past hard, at worst
+it costs a conflict and a read. A quota is parsed once per version (its
+hard limits, scopes, the limits every container must set), and the newest
+version of each, read or written, is kept parsed for the reads that find
+it unchanged.
 """
 
 from __future__ import annotations
