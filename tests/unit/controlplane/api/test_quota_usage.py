@@ -64,8 +64,9 @@ def test_a_resource_named_only_at_zero_by_an_init_container_is_counted() -> None
 
 def test_overhead_adds_to_requests_and_to_the_limits_set() -> None:
     spec = {
-        "containers": [container("c", requests={"cpu": "100m", "memory": "64Mi"},
-                                 limits={"memory": "128Mi"})],  # fmt: skip
+        "containers": [
+            container("c", requests={"cpu": "100m", "memory": "64Mi"}, limits={"memory": "128Mi"})
+        ],
         "overhead": {"cpu": "10m", "memory": "16Mi"},
     }
     found = used(spec)
@@ -82,3 +83,21 @@ def test_quantities_count_at_kubernetes_precision() -> None:
     spec = {"containers": [container("a", requests={"cpu": "0.1"}),
                            container("b", requests={"cpu": "1n"})]}  # fmt: skip
     assert used(spec)["requests.cpu"] == "100000001n"
+
+
+def test_missing_constraints_name_the_quotas_resources_and_sorted_containers() -> None:
+    """As the pod evaluator's Constraints: each limited name of its
+    validationSet (cpu is not requests.cpu), containers and init containers
+    in name order; ephemeral-storage never required."""
+    needed = quota.required({"cpu": 1, "limits.memory": 1, "ephemeral-storage": 1, "pods": 1})
+    assert needed == ("cpu", "limits.memory")
+    spec = {
+        "containers": [container("b"), container("a", requests={"cpu": "1"})],
+        "initContainers": [container("c", requests={"cpu": "1"}, limits={"memory": "1Gi"})],
+    }
+    assert quota.missing_constraints(needed, {"spec": spec}) == (
+        "must specify cpu for: b; limits.memory for: a,b"
+    )
+    for c in spec["containers"]:
+        c["resources"] = {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}
+    assert quota.missing_constraints(needed, {"spec": spec}) == ""
