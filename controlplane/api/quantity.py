@@ -2,6 +2,11 @@
 
 `parse_quantity` returns an exact Fraction so "100m" CPU and "0.1" compare
 equal; it raises ValueError on anything Kubernetes would refuse.
+
+`parse_nanos` gives the same value as an int of nano units, rounded up as
+resource.ParseQuantity rounds every quantity (to 1n), so sums and
+comparisons on a hot path (quota admission) are integer arithmetic with
+Kubernetes' own precision; `format_nanos` writes one back.
 """
 
 from __future__ import annotations
@@ -59,14 +64,34 @@ def _parse_text(value: str) -> Fraction:
     return number * _SUFFIXES[suffix]
 
 
+_NANO = 10**9
+
+
+def parse_nanos(value: object) -> int:
+    """A quantity in nano units (an int), rounded up to 1n as Kubernetes does."""
+    if isinstance(value, str):
+        return _nanos_of_text(value)
+    if isinstance(value, float):  # as written (0.1 is 100000000n, not its binary value)
+        return _nanos_of_text(repr(value))
+    exact = parse_quantity(value)
+    return -((-exact.numerator * _NANO) // exact.denominator)
+
+
+@lru_cache(maxsize=4096)
+def _nanos_of_text(value: str) -> int:
+    exact = _parse_text(value)
+    return -((-exact.numerator * _NANO) // exact.denominator)
+
+
 _BINARY = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
+_BINARY_SUFFIXES = frozenset(s for s, _ in _BINARY)
 _DECIMAL = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
 
 
 def is_binary(value: object) -> bool:
     """Whether a quantity is written with a binary suffix (64Mi): sums keep
     the format of their first term, as resource.Quantity.Add does."""
-    return isinstance(value, str) and value.strip()[-2:] in {s for s, _ in _BINARY}
+    return isinstance(value, str) and value.strip()[-2:] in _BINARY_SUFFIXES
 
 
 def format_quantity(value: Fraction, binary: bool = False) -> str:
@@ -74,15 +99,22 @@ def format_quantity(value: Fraction, binary: bool = False) -> str:
     String()): binary suffixes for a whole binary value of 1Ki and more,
     else the smallest decimal exponent (a multiple of 3) that keeps it whole,
     rounded up to nano units as Kubernetes does."""
-    if binary and value.denominator == 1 and abs(value) >= 1024:
-        n = int(value)
+    return format_nanos(-((-value.numerator * _NANO) // value.denominator), binary)
+
+
+def format_nanos(nanos: int, binary: bool = False) -> str:
+    """format_quantity of a value in nano units."""
+    if binary and nanos % _NANO == 0 and abs(nanos) >= 1024 * _NANO:
+        n = nanos // _NANO
         for suffix, shift in _BINARY:
             if n % (1 << shift) == 0:
                 return f"{n >> shift}{suffix}"
-    nanos = -((-value.numerator * 10**9) // value.denominator)  # ceiling, in nano units
     if nanos == 0:
         return "0"
     exponent = -9
+    if nanos % _NANO == 0:  # whole units (most quantities): one step to them
+        nanos //= _NANO
+        exponent = 0
     while nanos % 1000 == 0 and exponent < 18:
         nanos //= 1000
         exponent += 3

@@ -10,8 +10,9 @@ As Kubernetes' quota evaluators (pkg/quota/v1/evaluator/core):
   (`pods`, `services`, ...);
 - a Pod that has not finished uses requests.cpu/memory/ephemeral-storage
   (also spelled cpu, memory, ephemeral-storage), limits.*, and
-  `requests.<extended resource>`: the larger of its containers' sum and its
-  largest init container, plus its overhead;
+  `requests.<extended resource>`: its containers added up as Kubernetes'
+  PodRequests/PodLimits add them (machinery/podresources.py: sidecars and
+  init containers included), plus its overhead;
 - a Service uses `services.nodeports` (one per port of a NodePort or
   LoadBalancer Service) and `services.loadbalancers`;
 - a PersistentVolumeClaim uses `requests.storage` and, per class,
@@ -20,18 +21,22 @@ As Kubernetes' quota evaluators (pkg/quota/v1/evaluator/core):
 - scopes (Terminating, NotTerminating, BestEffort, NotBestEffort,
   PriorityClass through scopeSelector) restrict a quota to the pods they
   match; a scoped quota counts no other kind.
+
+Amounts are ints of nano units (quantity.parse_nanos): Kubernetes rounds
+every quantity to 1n, so integer sums are exact where it is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from controlplane.api.kinds.info import KindInfo
 from controlplane.api.qos import qos_class
-from controlplane.api.quantity import format_quantity, is_binary, parse_quantity
+from controlplane.api.quantity import format_nanos, is_binary, parse_nanos
+from machinery.podresources import pod_total
 
 Object = Mapping[str, Any]
 
@@ -60,13 +65,14 @@ POD_RESOURCES = frozenset(
 
 @dataclass
 class Usage:
-    """Amounts by resource name; `binary`: the names first counted in a
-    binary quantity (64Mi), written back in that format."""
+    """Amounts by resource name, in nano units (quantity.parse_nanos: exact
+    to Kubernetes' precision, integer arithmetic); `binary`: the names first
+    counted in a binary quantity (64Mi), written back in that format."""
 
-    values: dict[str, Fraction] = field(default_factory=dict)
+    values: dict[str, int] = field(default_factory=dict)
     binary: set[str] = field(default_factory=set)
 
-    def add(self, resource: str, amount: Fraction, binary: bool = False) -> None:
+    def add(self, resource: str, amount: int, binary: bool = False) -> None:
         had = self.values.get(resource)
         if binary and not had:  # a zero takes the added one's format
             self.binary.add(resource)
@@ -78,16 +84,21 @@ class Usage:
 
     def formatted(self, names: Iterable[str]) -> dict[str, str]:
         """The named resources as quantities (0 for those never counted)."""
-        return {
-            n: format_quantity(self.values.get(n, Fraction(0)), n in self.binary) for n in names
-        }
+        return {n: format_nanos(self.values.get(n, 0), n in self.binary) for n in names}
 
 
 def count_name(info: KindInfo) -> str:
     return f"count/{info.resource}"
 
 
-_ONE = Fraction(1)
+@lru_cache(maxsize=1024)
+def _counted(info: KindInfo) -> tuple[str, str | None, bool]:
+    """(count/<resource>, the kind's old name or None, whether in the core group)."""
+    core = info.group == ""
+    return count_name(info), LEGACY.get(info.kind) if core else None, core
+
+
+_ONE = parse_nanos(1)
 
 
 def usage(info: KindInfo, obj: Object) -> Usage:
@@ -95,9 +106,8 @@ def usage(info: KindInfo, obj: Object) -> Usage:
     used = Usage()
     if info.kind == "Pod" and not pod_counts(obj):
         return used
-    used.values[count_name(info)] = _ONE
-    core = info.group == ""
-    legacy = LEGACY.get(info.kind) if core else None
+    count, legacy, core = _counted(info)
+    used.values[count] = _ONE
     if legacy:
         used.values[legacy] = _ONE
     if not core:
@@ -108,9 +118,9 @@ def usage(info: KindInfo, obj: Object) -> Usage:
         spec = obj.get("spec") or {}
         kind = spec.get("type") or "ClusterIP"
         if kind in ("NodePort", "LoadBalancer"):
-            used.add("services.nodeports", Fraction(len(spec.get("ports") or [])))
+            used.add("services.nodeports", parse_nanos(len(spec.get("ports") or [])))
         if kind == "LoadBalancer":
-            used.add("services.loadbalancers", Fraction(1))
+            used.add("services.loadbalancers", _ONE)
     elif info.kind == "PersistentVolumeClaim":
         _claim_usage(used, obj)
     return used
@@ -120,11 +130,12 @@ def matches(info: KindInfo, resource: str) -> bool:
     """Whether objects of `info` can count toward `resource` (an evaluator's
     MatchingResources): a quota limiting it applies to them even when one
     uses none of it (a pod without requests and a requests.cpu quota)."""
-    if resource == count_name(info):
+    count, legacy, core = _counted(info)
+    if resource == count:
         return True
-    if info.group != "":
+    if not core:
         return False
-    if resource == LEGACY.get(info.kind):
+    if resource == legacy:
         return True
     if info.kind == "Pod":
         return resource in POD_RESOURCES or resource.startswith(("requests.", "limits."))
@@ -140,57 +151,85 @@ def pod_counts(pod: Object) -> bool:
     return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
+_NONE: Mapping[str, Any] = {}
+
+
 def _containers(spec: Object, key: str) -> list[Object]:
     found = spec.get(key)
     return [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []
 
 
-def _quantities(container: Object, which: str) -> dict[str, Any]:
-    resources = container.get("resources") or {}
-    found = resources.get(which) if isinstance(resources, Mapping) else None
-    return dict(found) if isinstance(found, Mapping) else {}
+def _quantities(container: Object, which: str) -> Mapping[str, Any]:
+    """A container's requests or limits (shared: read only)."""
+    resources = container.get("resources")
+    if not resources or not isinstance(resources, Mapping):
+        return _NONE
+    found = resources.get(which)
+    return found if found and isinstance(found, Mapping) else _NONE
 
 
-def pod_resources(pod: Object, which: str) -> Usage:
-    """A pod's requests or limits: the larger of its containers' sum (with
-    its sidecar init containers) and each init container's (with the
-    sidecars started before it), plus its overhead."""
+def pod_usage(pod: Object) -> Usage:
+    """A pod's requests and limits (`requests.<resource>`, `limits.<resource>`),
+    as Kubernetes' PodRequests and PodLimits add its containers up
+    (machinery/podresources.py), plus its overhead: all of it to requests,
+    to limits only where a container set one. A resource is written in
+    binary when the first container naming it (containers, then init
+    containers) wrote it so."""
     spec = pod.get("spec") or {}
     total = Usage()
-    for c in _containers(spec, "containers"):
-        for name, value in _quantities(c, which).items():
-            total.add(name, parse_quantity(value), is_binary(value))
-    sidecars = Usage()
-    peaks: dict[str, Fraction] = {}
-    for c in _containers(spec, "initContainers"):
-        own = _quantities(c, which)
-        for name, value in own.items():
-            amount = parse_quantity(value)
-            if c.get("restartPolicy") == "Always":
-                sidecars.add(name, amount, is_binary(value))
-            else:
-                peak = amount + sidecars.values.get(name, Fraction(0))
-                peaks[name] = max(peaks.get(name, Fraction(0)), peak)
-                if is_binary(value) and name not in total.values:
-                    total.binary.add(name)
-    total.merge(sidecars)
-    for name, peak in peaks.items():
-        if peak > total.values.get(name, Fraction(0)):
-            total.values[name] = peak
+    binary = total.binary
+    seen: set[str] = set()
+
+    def amounts(container: Object) -> dict[str, int]:
+        found: dict[str, int] = {}
+        resources = container.get("resources")
+        if not resources or not isinstance(resources, dict):
+            return found
+        for which in ("requests", "limits"):
+            values = resources.get(which)
+            if not values or not isinstance(values, dict):
+                continue
+            for name, value in values.items():
+                key = f"{which}.{name}"
+                found[key] = parse_nanos(value)
+                if key not in seen:  # the first to name it sets its format
+                    seen.add(key)
+                    if is_binary(value):
+                        binary.add(key)
+        return found
+
+    total.values = pod_total(spec, amounts, {})
     for name, value in (spec.get("overhead") or {}).items():
-        if name in total.values or which == "requests":
-            total.add(name, parse_quantity(value), is_binary(value))
+        amount, in_binary = parse_nanos(value), is_binary(value)
+        total.add(f"requests.{name}", amount, in_binary)
+        if f"limits.{name}" in total.values:
+            total.add(f"limits.{name}", amount, in_binary)
     return total
 
 
+def pod_resources(pod: Object, which: str) -> Usage:
+    """A pod's requests or limits (`which`) by resource name (pod_usage)."""
+    both = pod_usage(pod)
+    prefix = f"{which}."
+    found = Usage()
+    for key, amount in both.values.items():
+        if key.startswith(prefix):
+            found.values[key[len(prefix) :]] = amount
+            if key in both.binary:
+                found.binary.add(key[len(prefix) :])
+    return found
+
+
 def _pod_usage(used: Usage, pod: Object) -> None:
-    for which in ("requests", "limits"):
-        amounts = pod_resources(pod, which)
-        for name, amount in amounts.values.items():
-            binary = name in amounts.binary
-            used.add(f"{which}.{name}", amount, binary)
-            if which == "requests" and name in COMPUTE:
-                used.add(name, amount, binary)
+    amounts = pod_usage(pod)
+    used.values.update(amounts.values)  # (used holds only the counts: no name in common)
+    used.binary |= amounts.binary
+    for name in COMPUTE:  # requests.cpu is also spelled cpu
+        key = f"requests.{name}"
+        if key in amounts.values:
+            used.values[name] = amounts.values[key]
+            if key in amounts.binary:
+                used.binary.add(name)
 
 
 def _claim_usage(used: Usage, claim: Object) -> None:
@@ -199,11 +238,11 @@ def _claim_usage(used: Usage, claim: Object) -> None:
     storage = requests.get("storage") if isinstance(requests, Mapping) else None
     cls = spec.get("storageClassName")
     if cls:
-        used.add(f"{cls}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims", Fraction(1))
+        used.add(f"{cls}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims", _ONE)
     if storage is None:
         return
     try:
-        amount = parse_quantity(storage)
+        amount = parse_nanos(storage)
     except ValueError:
         return
     used.add("requests.storage", amount, is_binary(storage))
@@ -256,22 +295,26 @@ def _scope_matches(scope: str, operator: str, values: list[str], pod: Object) ->
 
 def applies(quota: Object, info: KindInfo, obj: Object) -> bool:
     """Whether `quota`'s scopes select `obj` (an unscoped quota: everything)."""
-    scopes = scopes_of(quota)
+    return selects(scopes_of(quota), info, obj)
+
+
+def selects(scopes: list[tuple[str, str, list[str]]], info: KindInfo, obj: Object) -> bool:
+    """Whether a quota with `scopes` (scopes_of) selects `obj`."""
     if not scopes:
         return True
-    if info.kind != "Pod" or info.group != "":
+    if info.kind != "Pod" or not _counted(info)[2]:
         return False
     return all(_scope_matches(s, op, vals, obj) for s, op, vals in scopes)
 
 
-def hard_of(quota: Object, which: str = "status") -> dict[str, Fraction]:
-    """The parsed hard limits (status.hard: what the controller has taken in)."""
+def hard_of(quota: Object, which: str = "status") -> dict[str, int]:
+    """The parsed hard limits (status.hard: what the controller has taken in), in nano units."""
     part = quota.get(which) or {}
     hard = part.get("hard") if isinstance(part, Mapping) else None
-    found: dict[str, Fraction] = {}
+    found: dict[str, int] = {}
     for name, value in (hard or {}).items():
         try:
-            found[str(name)] = parse_quantity(value)
+            found[str(name)] = parse_nanos(value)
         except ValueError:
             continue
     return found
@@ -281,38 +324,54 @@ def used_of(quota: Object) -> Usage:
     used = Usage()
     for name, value in ((quota.get("status") or {}).get("used") or {}).items():
         try:
-            used.add(str(name), parse_quantity(value), is_binary(value))
+            used.add(str(name), parse_nanos(value), is_binary(value))
         except ValueError:
             continue
     return used
 
 
-def pretty(values: Mapping[str, Fraction], names: Iterable[str], binary: set[str]) -> str:
-    """`a=1,b=2` in name order, as Kubernetes' prettyPrint."""
-    return ",".join(
-        f"{n}={format_quantity(values.get(n, Fraction(0)), n in binary)}" for n in sorted(names)
-    )
+def pretty(values: Mapping[str, int], names: Iterable[str], binary: set[str]) -> str:
+    """`a=1,b=2` in name order, as Kubernetes' prettyPrint (values in nano units)."""
+    return ",".join(f"{n}={format_nanos(values.get(n, 0), n in binary)}" for n in sorted(names))
 
 
-def missing_constraints(hard: Iterable[str], pod: Object) -> str:
+# What a quota limiting each name needs every container to set (the pod
+# evaluator's validationSet): (requests or limits, the resource).
+_VALIDATED = {
+    "cpu": ("requests", "cpu"),
+    "memory": ("requests", "memory"),
+    "requests.cpu": ("requests", "cpu"),
+    "requests.memory": ("requests", "memory"),
+    "limits.cpu": ("limits", "cpu"),
+    "limits.memory": ("limits", "memory"),
+}
+
+
+def required(hard: Iterable[str]) -> tuple[str, ...]:
+    """The limits of `hard` every container of a pod must set (sorted), for
+    missing_constraints; worked out once per quota."""
+    return tuple(sorted(n for n in hard if n in _VALIDATED))
+
+
+def missing_constraints(needed: tuple[str, ...], pod: Object) -> str:
     """The pod evaluator's Constraints: a quota limiting requests.cpu (or
-    cpu, limits.memory ...) needs every container to set it; '' when met.
-    Kubernetes' text: `must specify limits.cpu for: a,b; requests.memory for: a`."""
-    names = set(hard)
-    wanted = []
-    for which in ("requests", "limits"):
-        for resource in COMPUTE:
-            if f"{which}.{resource}" in names or (which == "requests" and resource in names):
-                wanted.append((which, resource))
-    if not wanted:
+    cpu, limits.memory ...: `needed`, from `required`) needs every container
+    and init container to set it; '' when met. Kubernetes' text, resources
+    and containers in name order: `must specify limits.cpu for: a,b;
+    requests.memory for: a`."""
+    if not needed:
         return ""
     spec = pod.get("spec") or {}
-    containers = _containers(spec, "containers") + _containers(spec, "initContainers")
-    parts = []
-    for which, resource in wanted:
-        if resource == "ephemeral-storage":
-            continue  # Kubernetes does not require ephemeral-storage to be set
-        lacking = [str(c.get("name")) for c in containers if resource not in _quantities(c, which)]
-        if lacking:
-            parts.append(f"{which}.{resource} for: {','.join(lacking)}")
-    return "must specify " + "; ".join(parts) if parts else ""
+    lacking: dict[str, list[str]] = {}
+    wanted = [(name, *_VALIDATED[name]) for name in needed]
+    for key in ("containers", "initContainers"):
+        for c in _containers(spec, key):
+            set_by = {which: _quantities(c, which) for which in ("requests", "limits")}
+            for name, which, resource in wanted:
+                if resource not in set_by[which]:
+                    lacking.setdefault(name, []).append(str(c.get("name")))
+    if not lacking:
+        return ""
+    return "must specify " + "; ".join(
+        f"{name} for: {','.join(sorted(lacking[name]))}" for name in sorted(lacking)
+    )

@@ -149,10 +149,13 @@ def _pod(ranges: list[Object], pod: Object) -> list[str]:
     for item in container_items:
         for c in containers + inits:
             errs += check("Container", item, _resources(c, "requests"), _resources(c, "limits"))
-    for item in _items(ranges, "Pod"):
-        totals = {w: pod_resources({"spec": {**spec, "overhead": {}}}, w) for w in
-                  ("requests", "limits")}  # fmt: skip
-        errs += check("Pod", item, dict(totals["requests"].values), dict(totals["limits"].values))
+    pod_items = _items(ranges, "Pod")
+    if pod_items:  # the pod's totals without its overhead, as quantities
+        bare = {"spec": {**spec, "overhead": {}}}
+        requests, limits = (pod_resources(bare, w) for w in ("requests", "limits"))
+        for item in pod_items:
+            errs += check("Pod", item, requests.formatted(requests.values),
+                          limits.formatted(limits.values))  # fmt: skip
     return errs
 
 

@@ -32,16 +32,19 @@ count is the one they were read at plus the charges' own writes, so any
 write by someone else (the controller's status, a new quota) is seen by
 the next create; on etcd a batch is evaluated against the newest of its
 own creates' reads begun after the namespace's last charge, and a create
-that joins charges under way reads none itself. Either way the charge is a compare-and-swap: what is kept never lets a create past
-hard, at worst it costs a conflict and a read.
+that joins charges under way reads none itself. Either way the charge is
+a compare-and-swap: what is kept never lets a create past hard, at worst
+it costs a conflict and a read. A quota is parsed once per version (its
+hard limits, scopes, the limits every container must set), and the newest
+version of each, read or written, is kept parsed for the reads that find
+it unchanged.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api import quota
@@ -80,30 +83,44 @@ class _Ask:
     error: ApiError | None = None
     stored: int | StorageError | None = None  # the create's revision, or why not
     known: _Known | None = None  # the quotas as read when it was asked
-    done: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event | None = None  # set when a batch led by another caller has run it
+
+
+class _Limits:
+    """What a quota's spec and status.hard say, parsed once per resourceVersion
+    and shared by every copy charged from it: the hard limits (nano units),
+    its scopes, the limits every container must set, and per kind the hard
+    limits its objects count toward (filled as kinds come)."""
+
+    __slots__ = ("hard", "matching", "required", "scopes")
+
+    def __init__(self, obj: Object) -> None:
+        self.hard = quota.hard_of(obj)
+        self.scopes = quota.scopes_of(obj)
+        self.required = quota.required(self.hard)
+        self.matching: dict[str, tuple[str, ...]] = {}
+
+    def limited(self, info: KindInfo) -> tuple[str, ...]:
+        """The hard limits objects of `info` count toward (quota.matches)."""
+        found = self.matching.get(info.key)
+        if found is None:
+            found = tuple(r for r in self.hard if quota.matches(info, r))
+            self.matching[info.key] = found
+        return found
 
 
 @dataclass
 class _Quota:
     obj: Object
     rev: int
-    hard: dict[str, Fraction]
+    limits: _Limits
     used: quota.Usage
     changed: bool = False
-    # kind -> the hard limits its objects count toward (shared by the copies)
-    matching: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def copy(self) -> _Quota:
-        """A copy to charge (hard and obj shared: never changed)."""
+        """A copy to charge (limits and obj shared: never changed)."""
         used = quota.Usage(dict(self.used.values), set(self.used.binary))
-        return _Quota(self.obj, self.rev, self.hard, used, matching=self.matching)
-
-    def limited(self, info: KindInfo) -> tuple[str, ...]:
-        """The hard limits objects of `info` count toward (quota.matches)."""
-        found = self.matching.get(info.key)
-        if found is None:
-            found = self.matching[info.key] = tuple(r for r in self.hard if quota.matches(info, r))
-        return found
+        return _Quota(self.obj, self.rev, self.limits, used)
 
 
 @dataclass
@@ -132,6 +149,10 @@ class QuotaAdmission:
         self._known: dict[str, _Known] = {}
         self._reads = itertools.count(1)  # numbers each read of a namespace's quotas
         self._committed: dict[str, int] = {}  # namespace -> reads begun before its last charge
+        # Each quota's newest version seen, parsed (a template): by (revision,
+        # stored bytes), and which that is by (namespace, name).
+        self._parsed: dict[tuple[int, bytes], _Quota] = {}
+        self._parsed_at: dict[tuple[str, str], tuple[int, bytes]] = {}
 
     def known(self, reg: Registry, namespace: str) -> _Known:
         """The namespace's quotas now (shared: read only).
@@ -164,9 +185,28 @@ class QuotaAdmission:
         seq = next(self._reads)
         states = {}
         for data, rev in reg.list("ResourceQuota", namespace).items:
-            q = decode(data, rev)
-            states[str(meta_of(q).get("name"))] = _state(q, rev)
+            # A quota as stored at a revision is decoded and parsed once.
+            state = self._parsed.get((rev, data))
+            if state is None:
+                state = _state(decode(data, rev), rev)
+                self._parse(namespace, state, data)
+            states[str(meta_of(state.obj).get("name"))] = state
         return _Known(writes, states, seq)
+
+    def _parse(self, namespace: str, state: _Quota, data: bytes) -> None:
+        """Keep `state` as the quota stored as `data` (in place of an older version)."""
+        name = (namespace, str(meta_of(state.obj).get("name")))
+        with self._lock:
+            older = self._parsed_at.get(name)
+            if older is not None and older[0] > state.rev:
+                return  # a newer one is kept
+            if older is not None:
+                self._parsed.pop(older, None)
+            elif len(self._parsed_at) >= 4096:
+                self._parsed.clear()
+                self._parsed_at.clear()
+            self._parsed[(state.rev, data)] = state
+            self._parsed_at[name] = (state.rev, data)
 
     def _keep(self, namespace: str, known: _Known) -> None:
         with self._lock:
@@ -241,10 +281,12 @@ class QuotaAdmission:
 
     def _charge(self, reg: Registry, namespace: str, ask: _Ask) -> None:
         with self._lock:
-            self._pending.setdefault(namespace, []).append(ask)
             leader = namespace not in self._busy
+            if not leader:
+                ask.done = threading.Event()
+            self._pending.setdefault(namespace, []).append(ask)
             self._busy.add(namespace)
-        if not leader:
+        if ask.done is not None:
             ask.done.wait()
             return
         while True:
@@ -265,7 +307,8 @@ class QuotaAdmission:
                     each.error = each.error or Unavailable(f"quota admission: {err}")
             finally:
                 for each in batch:
-                    each.done.set()
+                    if each.done is not None:
+                        each.done.set()
 
     def _base(self, reg: Registry, namespace: str, batch: list[_Ask]) -> _Known:
         """The quotas a batch is evaluated against: as known (SQLite), or the
@@ -318,27 +361,30 @@ class QuotaAdmission:
                 raise Unavailable(str(err)) from err
             for ask, result in zip(creates, stored[len(updates) :], strict=True):
                 ask.stored = result
-            self._wrote(namespace, known, states, changed, stored[: len(updates)])
+            written = [data for _, data, _ in updates]
+            self._wrote(namespace, known, states, changed, written, stored[: len(updates)])
             return
 
     def _wrote(
         self, namespace: str, known: _Known, states: dict[str, _Quota], charged: dict[str, Object],
-        revs: list[int | StorageError],
+        written: list[bytes], revs: list[int | StorageError],
     ) -> None:  # fmt: skip
-        """Keep the quotas as charged: `known` with the charges written at
-        `revs`, valid while the store counts no other write under their prefix."""
+        """Keep the quotas as charged (`written` at `revs`): parsed, for the
+        reads that find them so (etcd), and as `known` with the charges,
+        valid while the store counts no other write under their prefix."""
         if len(self._committed) >= 4096:
             self._committed.clear()
         self._committed[namespace] = next(self._reads)
+        kept: dict[str, _Quota] = {}
+        for (name, obj), data, rev in zip(charged.items(), written, revs, strict=True):
+            assert isinstance(rev, int)
+            obj["metadata"] = {**meta_of(obj), "resourceVersion": str(rev)}
+            kept[name] = _Quota(obj, rev, states[name].limits, states[name].used)
+            self._parse(namespace, kept[name], data)
         if known.writes < 0:
             return
         # (A ResourceQuota created with the charge is one more write than
         # these account for: the count tells, and the next use reads.)
-        kept: dict[str, _Quota] = {}
-        for (name, obj), rev in zip(charged.items(), revs, strict=True):
-            assert isinstance(rev, int)
-            obj["metadata"] = {**meta_of(obj), "resourceVersion": str(rev)}
-            kept[name] = _Quota(obj, rev, states[name].hard, states[name].used)
         now = {name: kept.get(name, state) for name, state in known.states.items()}
         self._keep(namespace, _Known(known.writes + len(revs), now, known.seq))
 
@@ -350,29 +396,31 @@ class QuotaAdmission:
         relevant = [(n, s) for n, s in sorted(states.items()) if _limits(s, ask)]
         prefix = f'{ask.info.resource} "{ask.name}" is forbidden: '
         delta = ask.delta.values
-        sums: list[tuple[_Quota, dict[str, Fraction]]] = []
+        sums: list[tuple[_Quota, dict[str, int]]] = []
         for name, state in relevant:
-            if ask.info.key == "Pod":
-                missing = quota.missing_constraints(state.hard, ask.obj)
+            limits = state.limits
+            if ask.info.key == "Pod" and limits.required:
+                missing = quota.missing_constraints(limits.required, ask.obj)
                 if missing:
                     ask.error = Forbidden(f"{prefix}failed quota: {name}: {missing}")
                     return
             used = state.used.values
-            unknown = sorted(r for r in state.limited(ask.info) if r not in used)
+            unknown = sorted(r for r in limits.limited(ask.info) if r not in used)
             if unknown:
                 ask.error = Forbidden(f"{prefix}status unknown for quota: {name}, resources: "
                                       + ", ".join(unknown))  # fmt: skip
                 return
             # What it would use (every resource it requests is one its kind counts).
-            after = {r: used[r] + delta[r] for r in state.hard if r in delta}
-            exceeded = [r for r, total in after.items() if total > state.hard[r]]
+            hard = limits.hard
+            after = {r: used[r] + delta[r] for r in hard if r in delta}
+            exceeded = [r for r, total in after.items() if total > hard[r]]
             if exceeded:
                 binary = state.used.binary | ask.delta.binary
                 ask.error = Forbidden(
                     f"{prefix}exceeded quota: {name}, "
                     f"requested: {quota.pretty(delta, exceeded, binary)}, "
                     f"used: {quota.pretty(used, exceeded, binary)}, "
-                    f"limited: {quota.pretty(state.hard, exceeded, binary)}"
+                    f"limited: {quota.pretty(hard, exceeded, binary)}"
                 )
                 return
             sums.append((state, after))
@@ -408,9 +456,10 @@ def _charged(state: _Quota) -> Object:
 
 
 def _state(obj: Object, rev: int) -> _Quota:
-    return _Quota(obj, rev, quota.hard_of(obj), quota.used_of(obj))
+    return _Quota(obj, rev, _Limits(obj), quota.used_of(obj))
 
 
 def _limits(state: _Quota, ask: _Ask) -> bool:
     """Whether the quota selects the object and limits something its kind counts."""
-    return bool(state.limited(ask.info)) and quota.applies(state.obj, ask.info, ask.obj)
+    limits = state.limits
+    return bool(limits.limited(ask.info)) and quota.selects(limits.scopes, ask.info, ask.obj)

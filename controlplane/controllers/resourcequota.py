@@ -17,7 +17,6 @@ charge) starts no sync.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import Any
 
 from controlplane.api import quota
@@ -94,7 +93,7 @@ class ResourceQuotaController(Controller):
                 if quota.applies(q, info, obj):
                     used.merge(quota.usage(info, obj))
         for name in hard:
-            used.values.setdefault(name, Fraction(0))
+            used.values.setdefault(name, 0)
         return used.formatted(hard)
 
     def sync(self, key: str) -> float | None:

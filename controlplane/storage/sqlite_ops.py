@@ -54,15 +54,21 @@ def _current(cur: sqlite3.Cursor, key: str, expected_rev: int) -> bytes:
 
 def update(key: str, value: bytes, expected_rev: int) -> Op:
     def op(cur: sqlite3.Cursor, rev: int) -> tuple[int, list[Event]]:
-        prev = _current(cur, key, expected_rev or -1)
-        cur.execute("UPDATE objects SET value=?, mod_rev=? WHERE key=?", (value, rev, key))
-        cur.execute(
-            "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
-            (rev, key, EventType.UPDATE.value, value, prev),
-        )
-        return rev, [Event(EventType.UPDATE, key, value, rev, prev)]
+        return _replace(cur, rev, key, value, _current(cur, key, expected_rev or -1))
 
     return op
+
+
+def _replace(
+    cur: sqlite3.Cursor, rev: int, key: str, value: bytes, prev: bytes
+) -> tuple[int, list[Event]]:
+    """Write `value` over `prev` (checked to be the key's current value)."""
+    cur.execute("UPDATE objects SET value=?, mod_rev=? WHERE key=?", (value, rev, key))
+    cur.execute(
+        "INSERT INTO history VALUES (?, ?, ?, ?, ?)",
+        (rev, key, EventType.UPDATE.value, value, prev),
+    )
+    return rev, [Event(EventType.UPDATE, key, value, rev, prev)]
 
 
 def delete(key: str, expected_rev: int) -> Op:
@@ -84,8 +90,7 @@ def update_and_create(
     """Compare-and-swaps and creates, all or nothing (Store.update_and_create)."""
 
     def op(cur: sqlite3.Cursor, rev: int) -> tuple[list[int | StorageError], list[Event]]:
-        for key, _, expected_rev in updates:
-            _current(cur, key, expected_rev or -1)
+        prevs = [_current(cur, key, expected_rev or -1) for key, _, expected_rev in updates]
         seen: set[str] = set()
         for key, _ in creates:
             if key in seen or cur.execute("SELECT 1 FROM objects WHERE key=?", (key,)).fetchone():
@@ -93,8 +98,10 @@ def update_and_create(
             seen.add(key)
         events: list[Event] = []
         results: list[int | StorageError] = []
-        for key, value, expected_rev in updates:
-            updated, written = update(key, value, expected_rev)(cur, rev + len(events))
+        last: dict[str, bytes] = {}  # a key updated twice: the second replaces the first
+        for (key, value, _), prev in zip(updates, prevs, strict=True):
+            updated, written = _replace(cur, rev + len(events), key, value, last.get(key, prev))
+            last[key] = value
             results.append(updated)
             events += written
         for key, value in creates:

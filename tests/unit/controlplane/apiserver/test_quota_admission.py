@@ -115,6 +115,31 @@ def test_limit_range_defaults_and_bounds(reg: Registry) -> None:
     assert "maximum cpu usage per Container is 1, but limit is 2" in str(err.value)
 
 
+def test_limit_range_bounds_a_pods_totals(reg: Registry) -> None:
+    """A `Pod` item bounds what the pod's containers add up to (Kubernetes'
+    podRequests/podLimits, init containers and sidecars included)."""
+    reg.create("LimitRange", {
+        "metadata": {"name": "lr", "namespace": "default"},
+        "spec": {"limits": [{"type": "Pod", "min": {"cpu": "300m"}, "max": {"memory": "1Gi"}}]},
+    })  # fmt: skip
+    made = pod("a", requests={"cpu": "100m"}, limits={"memory": "256Mi"})
+    made["spec"]["initContainers"] = [
+        {"name": "side", "image": "busybox", "restartPolicy": "Always",
+         "resources": {"requests": {"cpu": "200m"}, "limits": {"memory": "512Mi"}}},
+    ]  # fmt: skip
+    reg.create("Pod", made)  # 300m requested, 768Mi limited
+    with pytest.raises(Forbidden) as err:
+        reg.create("Pod", pod("small", requests={"cpu": "250m"}, limits={"memory": "1Gi"}))
+    assert str(err.value) == (
+        'pods "small" is forbidden: minimum cpu usage per Pod is 300m, but request is 250m'
+    )
+    with pytest.raises(Forbidden) as err:
+        reg.create("Pod", pod("big", requests={"cpu": "1"}, limits={"memory": "1536Mi"}))
+    assert str(err.value) == (
+        'pods "big" is forbidden: maximum memory usage per Pod is 1Gi, but limit is 1536Mi'
+    )
+
+
 def test_unknown_runtime_class_refused(reg: Registry) -> None:
     p = pod("a")
     p["spec"]["runtimeClassName"] = "gvisor"
