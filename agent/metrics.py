@@ -34,11 +34,16 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cryptography import x509
-from prometheus_client import CollectorRegistry, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from machinery import metrics
+from machinery.metrics import (
+    Collector,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Histogram,
+    Metric,
+    Registry,
+)
 from proto.agent.v1 import agent_pb2 as pb
 from proto.runtime.v1 import api_pb2 as cri
 
@@ -56,9 +61,6 @@ class Runtime(Collector):
     def __init__(self, sandboxes: Callable[[], list[Any]], containers: Callable[[], list[Any]]):
         self.sandboxes = sandboxes
         self.containers = containers
-
-    def describe(self) -> Iterable[Metric]:
-        return ()
 
     def collect(self) -> Iterable[Metric]:
         pods = GaugeMetricFamily("kubelet_running_pods",
@@ -136,9 +138,6 @@ class Usage(Collector):
         self.stats = stats
         self.cadvisor = cadvisor
 
-    def describe(self) -> Iterable[Metric]:
-        return ()
-
     def collect(self) -> Iterable[Metric]:
         try:
             found = self.stats()
@@ -171,9 +170,6 @@ class Probes(Collector):
         with self._lock:
             for key in [k for k in self._counts if k[3] == uid]:
                 del self._counts[key]
-
-    def describe(self) -> Iterable[Metric]:
-        return ()
 
     def collect(self) -> Iterable[Metric]:
         family = CounterMetricFamily("prober_probe", "Cumulative number of a liveness, readiness "
@@ -226,12 +222,12 @@ class AgentMetrics:
                                  "expiry (negative if already expired). If serving certificate "
                                  "is invalid or unused, the value will be +INF.",
                                  lambda: certificate_ttl(serving_cert)))  # fmt: skip
-        self.cadvisor = CollectorRegistry()
+        self.cadvisor = Registry()
         self.cadvisor.register(Usage(stats, cadvisor=True))
-        self.resource = CollectorRegistry()
+        self.resource = Registry()
         self.resource.register(Usage(stats, cadvisor=False))
         self.probes = Probes(pod_of)
-        self.probe_registry = CollectorRegistry()
+        self.probe_registry = Registry()
         self.probe_registry.register(self.probes)
 
     def relisted(self, seconds: float) -> None:
@@ -257,7 +253,7 @@ def certificate_ttl(read: Callable[[], bytes]) -> float:
     return cert.not_valid_after_utc.timestamp() - time.time()
 
 
-def _page(found: CollectorRegistry) -> Page:
+def _page(found: Registry) -> Page:
     return lambda: (metrics.CONTENT_TYPE, metrics.render(found))
 
 
@@ -272,9 +268,6 @@ class _Fixed(Collector):
 class _Callback(Collector):
     def __init__(self, name: str, documentation: str, value: Callable[[], float]) -> None:
         self.name, self.documentation, self.value = name, documentation, value
-
-    def describe(self) -> Iterable[Metric]:
-        return ()
 
     def collect(self) -> Iterable[Metric]:
         family = GaugeMetricFamily(self.name, self.documentation)

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
-from prometheus_client import Counter, Histogram
 
 from machinery import metrics
+from machinery.metrics import Counter, Histogram
 
 LABELS = ["grpc_type", "grpc_service", "grpc_method"]
 

@@ -36,15 +36,22 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-from prometheus_client import Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
 from controlplane.api.kinds import UnknownKind, all_kinds, by_kind
 from controlplane.api.kinds.info import KindInfo
 from controlplane.apiserver.flowcontrol import FlowControl, LevelLimits
 from controlplane.storage.interface import Store
 from machinery import metrics
+from machinery.metrics import (
+    Collector,
+    Counter,
+    CounterMetricFamily,
+    CounterValue,
+    Gauge,
+    GaugeMetricFamily,
+    Histogram,
+    HistogramValue,
+    Metric,
+)
 
 COMPONENT = "apiserver"
 LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component")
@@ -133,8 +140,8 @@ class ApiServerMetrics:
             "Etcd request latency in seconds for each operation and object type.",
             ["operation", "type"], buckets=metrics.REQUEST_BUCKETS, registry=r,
         )  # fmt: skip
-        self._children: dict[Labels, tuple[Histogram, dict[int, Counter]]] = {}
-        self._storage_children: dict[tuple[str, str], Histogram] = {}
+        self._children: dict[Labels, tuple[HistogramValue, dict[int, CounterValue]]] = {}
+        self._storage_children: dict[tuple[str, str], HistogramValue] = {}
         self._rpc_keys: dict[tuple[str, str, bool], Labels | None] = {}
         self._lock = threading.Lock()
         self.state = _State(flow, store, watchers)  # its store and watchers may come later
@@ -218,9 +225,6 @@ class _State(Collector):
         self._counts: dict[str, int] = {}
         self._counted = -COUNT_EVERY
         self._lock = threading.Lock()
-
-    def describe(self) -> Iterable[Metric]:
-        return ()  # registering must not count (the store is empty until bootstrap)
 
     def collect(self) -> Iterable[Metric]:
         running, rejected = self.flow.snapshot()
@@ -319,9 +323,6 @@ def _count(store: Store) -> dict[str, int]:
 class _Certificates(Collector):
     def __init__(self, expirations: Callable[[], dict[str, float]]) -> None:
         self.expirations = expirations
-
-    def describe(self) -> Iterable[Metric]:
-        return ()
 
     def collect(self) -> Iterable[Metric]:
         family = GaugeMetricFamily(

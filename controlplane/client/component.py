@@ -30,8 +30,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from prometheus_client import CollectorRegistry
-
 from controlplane.api import jsoncodec
 from controlplane.client import secureserving
 from controlplane.client.apiclient import connect
@@ -43,6 +41,7 @@ from controlplane.client.secureserving import (
     delegation,
 )
 from machinery import metrics
+from machinery.metrics import Registry
 from machinery.signals import StopSignals
 
 log = logging.getLogger("skiff.component")
@@ -71,7 +70,7 @@ def config_file(path: str | None, env: str) -> tuple[str, str] | None:
 
 def with_metrics(
     start: Callable[[ApiClient, threading.Event], threading.Thread],
-    registry: Callable[[], CollectorRegistry],
+    registry: Callable[[], Registry],
     listen: str,
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """`start`, with the component's /metrics served on `listen` (HOST:PORT)
@@ -99,7 +98,7 @@ def with_metrics(
 
 def with_secure_serving(
     start: Callable[[ApiClient, threading.Event], threading.Thread],
-    registry: Callable[[], CollectorRegistry],
+    registry: Callable[[], Registry],
     options: SecureServingOptions | None,
 ) -> Callable[[ApiClient, threading.Event], threading.Thread]:
     """`start`, with the component's /metrics and health checks on its secure
@@ -204,7 +203,7 @@ class ConfiguredComponent(Generic[T]):
     load: Callable[[str | None], T]  # the configuration in a file (None: the fallback)
     run: Callable[[ApiClient, threading.Event, T], None]
     # The process's metrics registry, served on --metrics-listen (None: no flag).
-    metrics: Callable[[], CollectorRegistry] | None = None
+    metrics: Callable[[], Registry] | None = None
     # Its default --secure-port (secureserving.py), for /metrics and health (0: no flags).
     secure_port: int = 0
 

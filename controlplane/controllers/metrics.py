@@ -12,11 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from prometheus_client import Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
 from machinery import metrics
+from machinery.metrics import Collector, Counter, GaugeMetricFamily, Histogram, Metric
 
 Depths = Callable[[], dict[str, int]]
 
@@ -72,9 +69,6 @@ class _State(Collector):
     def __init__(self, depths: Depths, leader: Callable[[], bool]) -> None:
         self.depths = depths
         self.leader = leader
-
-    def describe(self) -> Iterable[Metric]:
-        return ()
 
     def collect(self) -> Iterable[Metric]:
         depth = GaugeMetricFamily("workqueue_depth", "Current depth of workqueue",

@@ -17,11 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from prometheus_client import Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
 from machinery import metrics
+from machinery.metrics import Collector, Counter, GaugeMetricFamily, Histogram, Metric
 
 QUEUES = ("active", "backoff", "unschedulable", "gated")
 Lengths = Callable[[], dict[str, int]]
@@ -52,9 +49,6 @@ class SchedulerMetrics:
 class _Pending(Collector):
     def __init__(self) -> None:
         self.lengths: Lengths | None = None
-
-    def describe(self) -> Iterable[Metric]:
-        return ()
 
     def collect(self) -> Iterable[Metric]:
         family = GaugeMetricFamily("scheduler_pending_pods",

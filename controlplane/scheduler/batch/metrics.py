@@ -17,10 +17,9 @@ never name a job or a pod.
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
-
 from controlplane.scheduler.batch.scheduler import SessionStats
 from machinery import metrics
+from machinery.metrics import Counter, Gauge, Histogram
 
 E2E_BUCKETS = tuple(5.0 * 2**i for i in range(10))  # Volcano's ExponentialBuckets(5, 2, 10)
 
