@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent import csinode
@@ -30,30 +31,19 @@ log = logging.getLogger("skiff.agent")
 STATUS_CALL_TIMEOUT = 5.0
 
 
+@dataclass(eq=False)
 class NodeLoops:
-    def __init__(
-        self,
-        node: NodeConfig,
-        cri: CRIClient,
-        reporter: NodeStatusReporter,
-        nodes: SharedInformer,
-        network: NetworkConfigurator | None,
-        clock: Clock,
-        stop_event: threading.Event,
-        pleg: Pleg | None = None,
-        resources: NodeResources | None = None,
-    ) -> None:
-        self.node = node
-        self.cri = cri
-        self.reporter = reporter
-        self.nodes = nodes
-        self.network = network
-        self.clock = clock
-        self.stop_event = stop_event
-        self.runtime_version = ""
-        self.runtime_name = ""
-        self.pleg = pleg
-        self.resources = resources
+    node: NodeConfig
+    cri: CRIClient
+    reporter: NodeStatusReporter
+    nodes: SharedInformer
+    network: NetworkConfigurator | None
+    clock: Clock
+    stop_event: threading.Event
+    pleg: Pleg | None = None
+    resources: NodeResources | None = None
+    runtime_version: str = field(default="", init=False)
+    runtime_name: str = field(default="", init=False)
 
     def _until_done(
         self, attempt: Callable[[], None], fails: type[Exception], what: Callable[[], str]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.api.pod_references import pod_references
@@ -39,16 +40,18 @@ def pod_objects(pod: Mapping[str, Any]) -> set[Key]:
     return {ref for ref in pod_references(pod) if ref[0] in ("Secret", "ConfigMap")}
 
 
+@dataclass(eq=False)
 class ObjectCache:
-    def __init__(self, api: ApiClient, clock: Clock, on_change: ChangeFunc) -> None:
-        self.api = api
-        self.clock = clock
-        self.on_change = on_change
-        self._lock = threading.Lock()
-        self._informers: dict[Key, SharedInformer] = {}
-        self._users: dict[Key, set[str]] = {}  # object -> uids of the pods naming it
-        self._pods: dict[str, set[Key]] = {}  # pod uid -> the objects it names
-        self._stopped = False
+    api: ApiClient
+    clock: Clock
+    on_change: ChangeFunc
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _informers: dict[Key, SharedInformer] = field(default_factory=dict, init=False)
+    # object -> uids of the pods naming it
+    _users: dict[Key, set[str]] = field(default_factory=dict, init=False)
+    # pod uid -> the objects it names
+    _pods: dict[str, set[Key]] = field(default_factory=dict, init=False)
+    _stopped: bool = field(default=False, init=False)
 
     # registration
     def register(self, pod: Mapping[str, Any]) -> None:

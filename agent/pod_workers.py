@@ -12,6 +12,7 @@ import copy
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,52 +60,35 @@ def _probed_specs(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [*sidecars, *(spec.get("containers") or [])]
 
 
+@dataclass(eq=False, kw_only=True)
 class PodWorkers:
-    def __init__(
-        self,
-        *,
-        queue: RateLimitingQueue[str],
-        pods: SharedInformer,
-        view: RuntimeView,
-        pleg: Pleg,
-        syncer: PodSyncer,
-        probes: ProbeManager,
-        status: StatusManager,
-        clock: Clock,
-        root: Path,
-        cgroup_root: str,
-        node_address: str,
-        runtime_name: Callable[[], str],
-        static: StaticPodSource | None = None,
-        mirrors: MirrorPods | None = None,
-        node: Callable[[], Mapping[str, Any] | None] = lambda: None,
-        events: PodEvents | None = None,
-    ) -> None:
-        self.queue = queue
-        self.pods = pods
-        self.view = view
-        self.pleg = pleg
-        self.syncer = syncer
-        self.probes = probes
-        self.status = status
-        self.clock = clock
-        self.root = root
-        self.cgroup_root = cgroup_root
-        self.node_address = node_address
-        self.runtime_name = runtime_name
-        self.static = static
-        self.mirrors = mirrors
-        self._last_seen: dict[str, Object] = {}  # uid -> last pod object, for deleted pods
-        self.node = node  # this node's Node object, for admission
-        self.events = events  # image pull failures as the kubelet's events
-        self._admitted: set[str] = set()
-        # uid -> (reason, message, grace): pods stopped for good (rejected at
-        # admission, evicted) and whoever waits for their containers to go.
-        self._failed: dict[str, tuple[str, str, int]] = {}
-        self._failed_done: dict[str, threading.Event] = {}
-        self._lock = threading.Lock()
-        # What each pod's containers are granted (in-place resize).
-        self.allocations = Allocations()
+    queue: RateLimitingQueue[str]
+    pods: SharedInformer
+    view: RuntimeView
+    pleg: Pleg
+    syncer: PodSyncer
+    probes: ProbeManager
+    status: StatusManager
+    clock: Clock
+    root: Path
+    cgroup_root: str
+    node_address: str
+    runtime_name: Callable[[], str]
+    static: StaticPodSource | None = None
+    mirrors: MirrorPods | None = None
+    # this node's Node object, for admission
+    node: Callable[[], Mapping[str, Any] | None] = lambda: None
+    events: PodEvents | None = None  # image pull failures as the kubelet's events
+    # uid -> last pod object, for deleted pods
+    _last_seen: dict[str, Object] = field(default_factory=dict, init=False)
+    _admitted: set[str] = field(default_factory=set, init=False)
+    # uid -> (reason, message, grace): pods stopped for good (rejected at
+    # admission, evicted) and whoever waits for their containers to go.
+    _failed: dict[str, tuple[str, str, int]] = field(default_factory=dict, init=False)
+    _failed_done: dict[str, threading.Event] = field(default_factory=dict, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    # What each pod's containers are granted (in-place resize).
+    allocations: Allocations = field(default_factory=Allocations, init=False)
 
     # static pods
     def poll_static(self) -> None:

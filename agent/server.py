@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent import futures
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,26 +42,20 @@ def _u64(v: Any) -> int:
     return int(v.value) if v is not None else 0
 
 
+@dataclass(eq=False)
 class AgentServicer(pb_grpc.AgentServicer):
-    def __init__(
-        self,
-        node_name: str,
-        pods: Callable[[str, str], Mapping[str, Any] | None],
-        runtime: CRIClient,
-        log_root: Path,
-    ) -> None:
-        self._node = node_name
-        self._pods = pods
-        self._cri = runtime
-        self._log_root = log_root
+    node_name: str
+    pods: Callable[[str, str], Mapping[str, Any] | None]
+    runtime: CRIClient
+    log_root: Path
 
     def ContainerLogs(
         self, request: pb.LogsRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.LogChunk]:
-        pod = self._pods(request.namespace or "default", request.pod)
+        pod = self.pods(request.namespace or "default", request.pod)
         if pod is None:
             context.abort(
-                grpc.StatusCode.NOT_FOUND, f'pod "{request.pod}" not found on node {self._node}'
+                grpc.StatusCode.NOT_FOUND, f'pod "{request.pod}" not found on node {self.node_name}'
             )
         names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
         names += [c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []]
@@ -80,9 +75,7 @@ class AgentServicer(pb_grpc.AgentServicer):
             )
         md = pod["metadata"]
         cdir = (
-            self._log_root
-            / f"{md.get('namespace', 'default')}_{md['name']}_{md['uid']}"
-            / container
+            self.log_root / f"{md.get('namespace', 'default')}_{md['name']}_{md['uid']}" / container
         )
         path = pick_file(cdir, request.previous)
         if path is None:
@@ -101,7 +94,7 @@ class AgentServicer(pb_grpc.AgentServicer):
             if stop.is_set() or not context.is_active():
                 return False
             try:
-                found = self._cri.list_containers(
+                found = self.runtime.list_containers(
                     {POD_UID_LABEL: md["uid"], CONTAINER_NAME_LABEL: container}
                 )
             except CRIError:
@@ -138,7 +131,7 @@ class AgentServicer(pb_grpc.AgentServicer):
 
     def collect_stats(self, request: pb.StatsRequest) -> pb.StatsResponse:
         """The node's and its pods' usage (CRIError when the runtime cannot say)."""
-        stats = self._cri.list_container_stats()
+        stats = self.runtime.list_container_stats()
         pods: dict[str, pb.PodStats] = {}
         for s in stats:
             labels = s.attributes.labels
@@ -180,7 +173,7 @@ class AgentServicer(pb_grpc.AgentServicer):
         cpu = psutil.cpu_times()
         busy_ns = int((cpu.user + cpu.system + cpu.nice + cpu.irq + cpu.softirq + cpu.steal) * 1e9)
         node = pb.NodeStats(
-            node_name=self._node,
+            node_name=self.node_name,
             usage=pb.Usage(
                 timestamp_nanos=time.time_ns(),
                 cpu_usage_core_nano_seconds=busy_ns,

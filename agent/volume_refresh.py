@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,23 +41,17 @@ def _file_volumes(pod: Mapping[str, Any]) -> list[str]:
     return [v["name"] for v in volumes if file_kind(v) is not None]
 
 
+@dataclass(eq=False)
 class VolumeRefresher:
-    def __init__(
-        self,
-        root: Path,
-        sources: VolumeSources,
-        events: PodEvents,
-        pod: Callable[[str], Mapping[str, Any] | None],
-        sync: Callable[[str], None],
-    ) -> None:
-        """`pod`: the API pod of a uid on this node; `sync`: queue a pod for its worker."""
-        self.root = root
-        self.sources = sources
-        self.events = events
-        self.pod = pod
-        self.sync = sync
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue()
-        self.refreshed = 0  # pod refreshes done (tests, metrics)
+    """`pod`: the API pod of a uid on this node; `sync`: queue a pod for its worker."""
+
+    root: Path
+    sources: VolumeSources
+    events: PodEvents
+    pod: Callable[[str], Mapping[str, Any] | None]
+    sync: Callable[[str], None]
+    queue: RateLimitingQueue[str] = field(default_factory=RateLimitingQueue, init=False)
+    refreshed: int = field(default=0, init=False)  # pod refreshes done (tests, metrics)
 
     def changed(self, uids: Iterable[str]) -> None:
         """Sources of these pods changed: refresh them soon (the worker)."""

@@ -24,6 +24,7 @@ reads storage itself.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.api.kinds import KindInfo
@@ -78,27 +79,20 @@ def describe(identity: Identity, a: Attributes) -> str:
             f'"{resource}" in API group "{a.group}" {where}')  # fmt: skip
 
 
+@dataclass(eq=False)
 class Authorizer:
-    """See the module docstring."""
+    """See the module docstring. `revision` is the store's current revision
+    and `progress` how far the indexes have followed it: before refusing, wait
+    (briefly) for them to catch up, so a request right after a write is
+    answered as of that write."""
 
-    def __init__(
-        self,
-        graph: NodeGraph | None = None,
-        lookup: Lookup | None = None,
-        revision: Callable[[], int] | None = None,
-        rbac: RbacIndex | None = None,
-        progress: IndexProgress | None = None,
-    ) -> None:
-        self.graph = graph
-        self.lookup = lookup
-        self.rbac = rbac
-        # The store's current revision and how far the indexes have followed
-        # it: before refusing, wait (briefly) for them to catch up, so a
-        # request right after a write is answered as of that write.
-        self.revision = revision
-        self.progress = progress
-        # (node, ip) -> why the node may not claim it (node_addresses.py); set by the server.
-        self.address_problem: AddressCheck | None = None
+    graph: NodeGraph | None = None
+    lookup: Lookup | None = None
+    revision: Callable[[], int] | None = None
+    rbac: RbacIndex | None = None
+    progress: IndexProgress | None = None
+    # (node, ip) -> why the node may not claim it (node_addresses.py); set by the server.
+    address_problem: AddressCheck | None = field(default=None, init=False)
 
     def _caught_up(self) -> bool:
         """Whether the indexes moved on (after waiting for them); False when

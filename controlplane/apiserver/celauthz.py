@@ -52,23 +52,20 @@ class CelAuthorizer:
         return authz.authorizer(authz.user_value(who.user, who.groups, who.uid), resource)
 
     def check(self, c: authz.Check) -> authz.Decision:
-        who = identity_of(c)
+        who, a = identity_of(c), c.request
         if who.admin:
             return authz.Decision(True)
-        if c.path:
-            return self._rbac(who, Attributes(c.verb, path=c.path))
-        if who.node is not None:
-            info = _kind(c.group, c.resource)
+        if who.node is not None and a.is_resource:
+            info = _kind(a.group, a.resource)
             if info is not None:
-                verb = _REGISTRY_VERBS.get((c.verb, c.subresource), c.verb)
+                verb = _REGISTRY_VERBS.get((a.verb, a.subresource), a.verb)
                 try:
-                    self.authorizer.authorize(who, verb, info, c.namespace, c.name,
-                                              subresource=c.subresource)  # fmt: skip
+                    self.authorizer.authorize(who, verb, info, a.namespace, a.name,
+                                              subresource=a.subresource)  # fmt: skip
                     return authz.Decision(True)
                 except Forbidden as refused:
                     return authz.Decision(False, str(refused))
-        return self._rbac(who, Attributes(c.verb, c.group, c.resource, c.subresource,
-                                          c.namespace, c.name))  # fmt: skip
+        return self._rbac(who, a)
 
     def _rbac(self, who: Identity, a: Attributes) -> authz.Decision:
         if not self.authorizer.allows(who, a):

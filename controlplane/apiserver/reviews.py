@@ -14,6 +14,7 @@ and hands the object here to fill in its status.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.api.rbac import Attributes
@@ -56,21 +57,18 @@ def _attributes(spec: Any) -> Attributes:
     raise Invalid("spec: exactly one of resourceAttributes and nonResourceAttributes")
 
 
+@dataclass(eq=False)
 class Reviews:
     """Fills in the status of a review; see the module docstring."""
 
-    def __init__(
-        self,
-        authorizer: Authorizer,
-        authenticate: Callable[[str], Identity | None],
-        tokens: ServiceAccountTokens | None = None,
-        lookup: Lookup | None = None,
-    ) -> None:
-        self.authorizer = authorizer
-        self.authenticate = authenticate
-        self.tokens = tokens
-        self.lookup = lookup
-        self.handlers: dict[str, Callable[[Object, Identity], Object]] = {
+    authorizer: Authorizer
+    authenticate: Callable[[str], Identity | None]
+    tokens: ServiceAccountTokens | None = None
+    lookup: Lookup | None = None
+    handlers: dict[str, Callable[[Object, Identity], Object]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.handlers = {
             "SelfSubjectAccessReview": self.self_subject_access_review,
             "SubjectAccessReview": self.subject_access_review,
             "LocalSubjectAccessReview": self.local_subject_access_review,

@@ -12,6 +12,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
@@ -40,23 +41,16 @@ def _token(context: grpc.ServicerContext) -> str:
     return ""
 
 
+@dataclass(eq=False)
 class RpcBase:
+    # None: no authentication (in-process tests); everyone is admin.
+    authority: TokenAuthority | None
+    flow: FlowControl | None = None
+    audit: AuditLog | None = None
+    metrics: ApiServerMetrics | None = None
     # Set by the server that relays gRPC through its front door: the client
     # certificates of relayed connections (None: bearer tokens only).
-    peers: RelayedPeers | None = None
-
-    def __init__(
-        self,
-        authority: TokenAuthority | None,
-        flow: FlowControl | None = None,
-        audit: AuditLog | None = None,
-        metrics: ApiServerMetrics | None = None,
-    ) -> None:
-        # None: no authentication (in-process tests); everyone is admin.
-        self.authority = authority
-        self.flow = flow
-        self.audit = audit
-        self.metrics = metrics
+    peers: RelayedPeers | None = field(default=None, init=False)
 
     def _in_lane(
         self,

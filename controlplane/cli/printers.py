@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -82,24 +83,16 @@ def format_table(
     return "\n".join(lines) + "\n"
 
 
+@dataclass(eq=False)
 class TablePrinter:
     """Rows for one kind, with optional NAMESPACE column, TYPE/ name prefix and labels."""
 
-    def __init__(
-        self,
-        info: KindInfo,
-        now: float,
-        wide: bool = False,
-        with_namespace: bool = False,
-        with_kind: bool = False,
-        show_labels: bool = False,
-    ) -> None:
-        self.info = info
-        self.now = now
-        self.wide = wide
-        self.with_namespace = with_namespace
-        self.with_kind = with_kind
-        self.show_labels = show_labels
+    info: KindInfo
+    now: float
+    wide: bool = False
+    with_namespace: bool = False
+    with_kind: bool = False
+    show_labels: bool = False
 
     def headers(self) -> list[str]:
         h = headers_for(self.info.key, self.wide)

@@ -11,6 +11,7 @@ unschedulable pods that may now fit.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.scheduler.cache import Cache, finished
@@ -60,28 +61,20 @@ def changed_for_cache(old: Obj, new: Obj) -> bool:
     )
 
 
+@dataclass(eq=False)
 class EventHandlers:
-    def __init__(
-        self,
-        cache: Cache,
-        queue: SchedulingQueue,
-        groups: PodGroups,
-        volumes: VolumeState,
-        waiting: WaitingPods,
-        pod_info: Callable[[Obj], PodInfo],
-        responsible: Callable[[PodInfo], bool],
-    ) -> None:
-        self.cache = cache
-        self.queue = queue
-        self.groups = groups
-        self.volumes = volumes
-        self.waiting = waiting
-        self.pod_info = pod_info
-        self.responsible = responsible
-        self.pending_pods: dict[str, PodInfo] = {}
-        self.reported: dict[str, str] = {}  # pod key -> last explanation written
-        # PodDisruptionBudgets by ns/name, for preemption's choice of victims.
-        self.disruption_budgets: dict[str, Obj] = {}
+    cache: Cache
+    queue: SchedulingQueue
+    groups: PodGroups
+    volumes: VolumeState
+    waiting: WaitingPods
+    pod_info: Callable[[Obj], PodInfo]
+    responsible: Callable[[PodInfo], bool]
+    pending_pods: dict[str, PodInfo] = field(default_factory=dict, init=False)
+    # pod key -> last explanation written
+    reported: dict[str, str] = field(default_factory=dict, init=False)
+    # PodDisruptionBudgets by ns/name, for preemption's choice of victims.
+    disruption_budgets: dict[str, Obj] = field(default_factory=dict, init=False)
 
     def on_pod_add(self, pod: Obj) -> None:
         with self.cache.lock:

@@ -35,6 +35,7 @@ import socketserver
 import struct
 import threading
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
@@ -234,25 +235,19 @@ class UpgradeHandler(StrictRequestHandler):
         self.server.upgrade.on_stop(self.connection, closer)
 
 
+@dataclass(eq=False)
 class UpgradeServer:
     """See the module docstring. `owner` is what the handlers serve."""
 
-    def __init__(
-        self,
-        handler: type[UpgradeHandler],
-        owner: Any,
-        *,
-        request_timeout: float,
-        name: str,
-    ) -> None:
-        self.handler = handler
-        self.owner = owner
-        self.request_timeout = request_timeout
-        self.name = name
-        self._tcp: _TCPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._conns_lock = threading.Lock()
-        self._conns: dict[socket.socket, list[Callable[[], None]]] = {}
+    handler: type[UpgradeHandler]
+    owner: Any
+    _: KW_ONLY
+    request_timeout: float
+    name: str
+    _tcp: _TCPServer | None = field(default=None, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+    _conns_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _conns: dict[socket.socket, list[Callable[[], None]]] = field(default_factory=dict, init=False)
 
     def start(self, address: str, port: int) -> None:
         self._tcp = _TCPServer((address, port), self.handler, self)

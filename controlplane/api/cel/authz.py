@@ -27,6 +27,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.api.rbac import Attributes
+
 Object = dict[str, Any]
 USER, DECISION = "@authorizer", "@decision"
 _PATH, _GROUP, _RESOURCE = "@path", "@group", "@resource"
@@ -41,19 +43,14 @@ _DNS1123_SUBDOMAIN = re.compile(
 
 @dataclass(frozen=True)
 class Check:
-    """One authorization question (Kubernetes' AttributesRecord): a resource
-    request (`resource` set, apiVersion `*`) or a non-resource `path`."""
+    """One authorization question (Kubernetes' AttributesRecord): who asks,
+    and `request`, a resource request (`resource` set, apiVersion `*`) or a
+    non-resource `path`, with the request's field and label selectors."""
 
     user: str
     groups: tuple[str, ...]
     uid: str
-    verb: str
-    group: str = ""
-    resource: str = ""
-    subresource: str = ""
-    namespace: str = ""
-    name: str = ""
-    path: str = ""
+    request: Attributes
     field_selector: str = ""
     label_selector: str = ""
 
@@ -149,13 +146,11 @@ def _check(c: Any, verb: str) -> Object:
     who = (str(user.get("username") or ""), tuple(str(g) for g in user.get("groups") or ()),
            str(user.get("uid") or ""))  # fmt: skip
     if _PATH in c:
-        question = Check(*who, verb=verb, path=str(c[_PATH]))
+        question = Check(*who, Attributes(verb, path=str(c[_PATH])))
     else:
-        question = Check(*who, verb=verb, group=str(c.get(_GROUP, "")),
-                         resource=str(c[_RESOURCE]), subresource=str(c.get(_SUB, "")),
-                         namespace=str(c.get(_NS, "")), name=str(c.get(_NAME, "")),
-                         field_selector=str(c.get(_FIELDS, "")),
-                         label_selector=str(c.get(_LABELS, "")))  # fmt: skip
+        request = Attributes(verb, str(c.get(_GROUP, "")), str(c[_RESOURCE]),
+                             str(c.get(_SUB, "")), str(c.get(_NS, "")), str(c.get(_NAME, "")))  # fmt: skip
+        question = Check(*who, request, str(c.get(_FIELDS, "")), str(c.get(_LABELS, "")))
     checker = _CHECKER.get()
     if checker is None:
         d = Decision(False, error="no authorizer is available to this expression")
