@@ -21,55 +21,23 @@ the same order as codec.encode writes for the whole object.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import codec, envelope, fast
 from controlplane.api.k8sproto.codec import message_of
+from controlplane.api.k8sproto.fifo import Fifo
 from controlplane.api.k8sproto.schema import MAP, MESSAGE, SINGLE, STRING, Field, Message, message
 
 ANSWERS_BUDGET = 32 << 20
 PARTS_BUDGET = 8 << 20
-_ENTRY_OVERHEAD = 200  # the tuple, the key, the ordered dict's links
 _TAIL = b"\x1a\x00\x22\x00"  # contentEncoding and contentType, empty, as Go writes them
 
 _PLAIN, _STRINGS, _META, _PART = range(4)
 _MANAGED_TAG = b"\x8a\x01"  # ObjectMeta.managedFields = 17, length-delimited
 
-
-class _Fifo:
-    """An insertion-ordered map bounded by the bytes its entries hold."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.items: OrderedDict[Any, tuple[Any, ...]] = OrderedDict()
-        self.size = 0
-        self._lock = threading.Lock()
-
-    def put(self, key: Any, value: tuple[Any, ...], size: int) -> None:
-        size += _ENTRY_OVERHEAD
-        if size > self.budget // 4:
-            return  # one huge object would push out everything else
-        with self._lock:
-            old = self.items.pop(key, None)
-            if old is not None:
-                self.size -= old[-1]
-            self.items[key] = (*value, size)
-            self.size += size
-            while self.size > self.budget:
-                _, dropped = self.items.popitem(last=False)
-                self.size -= dropped[-1]
-
-    def clear(self) -> None:
-        with self._lock:
-            self.items.clear()
-            self.size = 0
-
-
-_answers = _Fifo(ANSWERS_BUDGET)  # rev -> (data, api_version, kind, sized raw, size)
-_parts = _Fifo(PARTS_BUDGET)  # (message name, JSON) -> (bytes, size)
+_answers = Fifo(ANSWERS_BUDGET)  # rev -> (data, api_version, kind, sized raw, size)
+_parts = Fifo(PARTS_BUDGET)  # (message name, JSON) -> (bytes, size)
 
 
 def clear() -> None:
