@@ -21,6 +21,7 @@ the same order as codec.encode writes for the whole object.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from controlplane.api import jsoncodec
@@ -136,62 +137,95 @@ _META_FIELDS = {
 def _meta_fields(meta: dict[str, Any], m: Message) -> bytes | None:
     """ObjectMeta written here for the usual values (strings, integers, RFC 3339
     times, string maps in Go's sorted key order, lists of strings or parts);
-    None for anything else, which codec writes."""
-    pieces: list[tuple[int, bytes]] = []
-    for name, value in meta.items():
-        spec = _META_FIELDS.get(name)
-        if spec is None:
-            return None  # a key this writer does not know
-        if value is None:
-            continue
-        number, tag, how = spec
-        cls = value.__class__
+    None for anything else, which codec writes. The writer is code compiled
+    per order of keys (the registry writes every object's the same way):
+    the values unpacked at once, each field written in number order."""
+    shape = tuple(meta)
+    writer = _meta_writers.get(shape, _UNSEEN)
+    if writer is _UNSEEN:
+        writer = _meta_writer(shape)
+        if len(_meta_writers) < _MAX_SHAPES:
+            _meta_writers[shape] = writer
+    return None if writer is None else writer(meta, m)
+
+
+_UNSEEN: Any = object()
+_MAX_SHAPES = 256
+_meta_writers: dict[tuple[str, ...], Any] = {}  # key order -> writer (None: codec writes it)
+
+
+def _meta_writer(shape: tuple[str, ...]) -> Any:
+    if not shape or any(name not in _META_FIELDS for name in shape):
+        return None  # a key this writer does not know
+    lines = ["def write(meta, m):",
+             f"    {''.join(f'v{i}, ' for i in range(len(shape)))}= meta.values()",
+             "    out = []"]  # fmt: skip
+    for name in sorted(shape, key=lambda name: _META_FIELDS[name][0]):
+        v = f"v{shape.index(name)}"
+        _, tag, how = _META_FIELDS[name]
+        lines += [f"    if {v} is not None:"]
         if how == _STR:
-            if cls is not str:
-                return None
-            data = value.encode()
-            size = len(data)
-            pieces.append((number, tag + (_SMALL[size] if size < 0x80 else _varint(size)) + data))
+            lines += [f"        if {v}.__class__ is not str:", "            return None",
+                      f"        d = {v}.encode()", "        n = len(d)",
+                      f"        out += ({tag!r}, _SMALL[n] if n < 128 else _varint(n), d)"]  # fmt: skip
         elif how == _INT:
-            if cls is not int:
-                return None
-            pieces.append((number, tag + _varint(value)))
-        elif how == _TIME:  # Time {seconds = 1, nanos = 2}; "" is Go's zero time, left out
-            if cls is not str:
-                return None
-            if value:
-                try:
-                    stamp = fast.time_of(value)
-                except ValueError:
-                    return None
-                data = b"\x08" + _varint(stamp["seconds"])
-                if "nanos" in stamp:
-                    data += b"\x10" + _varint(stamp["nanos"])
-                pieces.append((number, tag + _SMALL[len(data)] + data))
+            lines += [f"        if {v}.__class__ is not int:", "            return None",
+                      f"        out += ({tag!r}, _varint({v}))"]  # fmt: skip
+        elif how == _TIME:
+            lines += [f"        d = _time_field({v}) if {v}.__class__ is str else None",
+                      "        if d is None:", "            return None",
+                      "        if d:", f"            out += ({tag!r}, d)"]  # fmt: skip
+        elif how == _MAP:
+            lines += [f"        if {v}.__class__ is not dict or not _string_map(out, {tag!r}, {v}):",
+                      "            return None"]  # fmt: skip
         else:
-            out: list[bytes] = []
-            if cls is dict and how == _MAP:
-                if not _string_map(out, tag, value):
-                    return None
-            elif cls is not list or how == _MAP:
-                return None
-            elif how == _PARTS:  # ownerReferences, managedFields: each a part
-                sub = m.by_name[name].message
-                assert sub is not None
-                for item in value:
-                    if item.__class__ is not dict:
-                        return None
-                    data = _part(item, sub)
-                    out += (tag, _varint(len(data)), data)
-            else:  # finalizers
-                for item in value:
-                    if item.__class__ is not str:
-                        return None
-                    data = item.encode()
-                    out += (tag, _varint(len(data)), data)
-            pieces.append((number, b"".join(out)))
-    pieces.sort()  # by field number (each once, so the bytes are never compared)
-    return b"".join([piece for _, piece in pieces])
+            fill = (f"_part_list(out, {tag!r}, {v}, m.by_name[{name!r}].message)"
+                    if how == _PARTS else f"_string_list(out, {tag!r}, {v})")  # fmt: skip
+            lines += [f"        if {v}.__class__ is not list or not {fill}:",
+                      "            return None"]  # fmt: skip
+    lines.append('    return b"".join(out)')
+    scope: dict[str, Any] = {"_SMALL": _SMALL, "_varint": _varint, "_time_field": _time_field,
+                             "_string_map": _string_map, "_part_list": _part_list,
+                             "_string_list": _string_list}  # fmt: skip
+    exec(compile("\n".join(lines) + "\n", "<k8sproto ObjectMeta writer>", "exec"), scope)
+    return scope["write"]
+
+
+@lru_cache(maxsize=4096)
+def _time_field(value: str) -> bytes | None:
+    """Time {seconds = 1, nanos = 2}, its length first; b"" for "" (Go's zero
+    time, left out), None when `value` is not an RFC 3339 time."""
+    if not value:
+        return b""
+    try:
+        stamp = fast.time_of(value)
+    except ValueError:
+        return None
+    data = b"\x08" + _varint(stamp["seconds"])
+    if "nanos" in stamp:
+        data += b"\x10" + _varint(stamp["nanos"])
+    return _SMALL[len(data)] + data
+
+
+def _part_list(out: list[bytes], tag: bytes, items: list[Any], sub: Message | None) -> bool:
+    """ownerReferences, managedFields: each item a part; False unless all are objects."""
+    assert sub is not None
+    for item in items:
+        if item.__class__ is not dict:
+            return False
+        data = _part(item, sub)
+        out += (tag, _varint(len(data)), data)
+    return True
+
+
+def _string_list(out: list[bytes], tag: bytes, items: list[Any]) -> bool:
+    """finalizers; False unless all are strings."""
+    for item in items:
+        if item.__class__ is not str:
+            return False
+        data = item.encode()
+        out += (tag, _varint(len(data)), data)
+    return True
 
 
 def _metadata(meta: Any, m: Message) -> bytes:
