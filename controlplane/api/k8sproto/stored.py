@@ -120,6 +120,29 @@ def _string_map(out: list[bytes], tag: bytes, value: dict[str, Any]) -> bool:
     return True
 
 
+_label_maps: dict[tuple[tuple[Any, Any], ...], bytes] = {}  # labels' items -> their entries
+_LABEL_MAPS = 4096
+
+
+def _labels(out: list[bytes], tag: bytes, value: dict[str, Any]) -> bool:
+    """_string_map of metadata.labels, whose few sets (a template's pods share
+    theirs) are kept written, by their items in the order the object has them."""
+    try:
+        key = tuple(value.items())
+        found = _label_maps.get(key)
+    except TypeError:  # a value that is not hashable: not a string either
+        return False
+    if found is None:
+        written: list[bytes] = []
+        if not _string_map(written, tag, value):
+            return False
+        if len(_label_maps) >= _LABEL_MAPS:
+            _label_maps.clear()
+        found = _label_maps[key] = b"".join(written)
+    out.append(found)
+    return True
+
+
 # ObjectMeta's fields as the writer below takes them: name -> (number, tag, how).
 _STR, _INT, _TIME, _MAP, _PARTS, _STRS = range(6)
 _META_FIELDS = {
@@ -176,7 +199,8 @@ def _meta_writer(shape: tuple[str, ...]) -> Any:
                       "        if d is None:", "            return None",
                       "        if d:", f"            out += ({tag!r}, d)"]  # fmt: skip
         elif how == _MAP:
-            lines += [f"        if {v}.__class__ is not dict or not _string_map(out, {tag!r}, {v}):",
+            fill = "_labels" if name == "labels" else "_string_map"
+            lines += [f"        if {v}.__class__ is not dict or not {fill}(out, {tag!r}, {v}):",
                       "            return None"]  # fmt: skip
         else:
             fill = (f"_part_list(out, {tag!r}, {v}, m.by_name[{name!r}].message)"
@@ -185,7 +209,7 @@ def _meta_writer(shape: tuple[str, ...]) -> Any:
                       "            return None"]  # fmt: skip
     lines.append('    return b"".join(out)')
     scope: dict[str, Any] = {"_SMALL": _SMALL, "_varint": _varint, "_time_field": _time_field,
-                             "_string_map": _string_map, "_part_list": _part_list,
+                             "_string_map": _string_map, "_labels": _labels, "_part_list": _part_list,
                              "_string_list": _string_list}  # fmt: skip
     exec(compile("\n".join(lines) + "\n", "<k8sproto ObjectMeta writer>", "exec"), scope)
     return scope["write"]
