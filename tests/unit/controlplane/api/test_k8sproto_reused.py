@@ -64,3 +64,10 @@ def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert envelope.decode(envelope.encode(pod(f"p{i}", image))) == pod(f"p{i}", image)
     assert reused._parts.size <= 8 * 1024
     assert 0 < len(kept()) < 200
+
+
+def test_a_part_too_large_to_keep_is_only_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reused, "MAX_SIZE", 80)
+    big = pod("big", "registry.local/" + "x" * 100 + ":1")
+    assert envelope.decode(envelope.encode(big)) == big
+    assert kept() == []
