@@ -149,8 +149,11 @@ def test_metadata_is_written_in_field_order_whatever_the_order_of_its_keys() -> 
 
 
 def test_metadata_the_writer_cannot_take_is_written_by_the_codec() -> None:
-    for odd in ({"finalizers": "not-a-list"}, {"generation": "2"}, {"unknownKey": "x"},
-                {"creationTimestamp": "yesterday"}, {"labels": {"a": 1}}, {"labels": {"a": []}}):  # fmt: skip
+    odds: list[dict[str, Any]] = [
+        {"finalizers": "not-a-list"}, {"generation": "2"}, {"unknownKey": "x"},
+        {"creationTimestamp": "yesterday"}, {"labels": {"a": 1}}, {"labels": {"a": []}},
+    ]  # fmt: skip
+    for odd in odds:
         obj = {**pod("o"), "metadata": {"name": "o", **odd}}
         assert envelope.decode(stored.document(jsoncodec.dumps(obj), 0, "v1", "Pod")) == (
             envelope.decode(envelope.encode(obj))
