@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.api.k8sproto import codec
+from controlplane.api.k8sproto import codec, reused
 from controlplane.api.k8sproto.codec import MAX_NESTING, ProtobufError
 from controlplane.api.k8sproto.schema import (
     BOOL,
@@ -42,6 +42,7 @@ _lock = threading.Lock()
 _namespace: dict[str, Any] = {}
 _U64 = 1 << 64
 _I63 = 1 << 63
+_OBJECT_META = "meta/v1.ObjectMeta"
 
 
 def _past(names: dict[int, str], key: int, size: int, left: int) -> None:
@@ -57,12 +58,15 @@ def _deep() -> None:
     raise ProtobufError(f"messages nested more than {MAX_NESTING} deep")
 
 
-def _ident(m: Message) -> str:
-    return "d_" + m.name.replace("/", "_").replace(".", "_")
+def _ident(m: Message, prefix: str = "d_") -> str:
+    return prefix + m.name.replace("/", "_").replace(".", "_")
 
 
-def _length_delimited(f: Field, key: int, m: Message, names: dict[str, object]) -> list[str]:
-    """The lines (at 16 spaces) that take field f's value at buf[pos:stop]."""
+def _length_delimited(
+    f: Field, key: int, m: Message, names: dict[str, object], top: bool = False
+) -> list[str]:
+    """The lines (at 16 spaces) that take field f's value at buf[pos:stop];
+    `top`: m is a whole body's, whose sub-objects may be reused (reused.py)."""
     name = repr(f.name)
     field_ref = f"F{len(names)}"
     names[field_ref] = f
@@ -105,6 +109,8 @@ def _length_delimited(f: Field, key: int, m: Message, names: dict[str, object]) 
     elif code == MESSAGE:
         assert f.message is not None
         value = [f"v = {_ident(f.message)}(buf, pos, stop, depth + 1)"]
+        if top and f.mode == SINGLE and f is not m.inline and f.message.name != _OBJECT_META:
+            value = [f"v = _part({_ident(f.message)}, buf, pos, stop, depth + 1)"]
     else:
         assert f.message is not None
         message_ref = f"M{len(names)}"
@@ -141,11 +147,11 @@ def _varint_field(f: Field) -> list[str]:
     return [value, f"if {keep}:", f"    out[{name}] = v"]
 
 
-def _source(m: Message, names: dict[str, object]) -> str:
+def _source(m: Message, names: dict[str, object], top: bool = False) -> str:
     key_names = f"K{len(names)}"
     names[key_names] = {key: f.name or m.name for key, f in m.by_key.items()}
     lines = [
-        f"def {_ident(m)}(buf, pos, end, depth):",
+        f"def {_ident(m, 'top_' if top else 'd_')}(buf, pos, end, depth):",
         "    if depth > MAX_NESTING:",
         "        _deep()",
         "    out = {}",
@@ -173,7 +179,7 @@ def _source(m: Message, names: dict[str, object]) -> str:
         if key & 7 != 2:
             continue
         lines.append(f"            {word} key == {key}:")
-        lines += [" " * 16 + line for line in _length_delimited(f, key, m, names)]
+        lines += [" " * 16 + line for line in _length_delimited(f, key, m, names, top)]
         word = "elif"
     lines += ["            pos = stop",
               "        elif wire == 0:",
@@ -205,9 +211,11 @@ def _reachable(m: Message) -> list[Message]:
     return list(found.values())
 
 
-def decoder(m: Message) -> Decoder:
-    """The compiled decoder of message `m` (a plain message, not a special)."""
-    ident = _ident(m)
+def decoder(m: Message, top: bool = False) -> Decoder:
+    """The compiled decoder of message `m` (a plain message, not a special);
+    `top`: the decoder of a whole body of m, whose large sub-objects but
+    its metadata are reused when their bytes were seen before (reused.py)."""
+    ident = _ident(m, "top_" if top else "d_")
     found = _namespace.get(ident)
     if found is not None:
         return found  # type: ignore[no-any-return]
@@ -217,19 +225,20 @@ def decoder(m: Message) -> Decoder:
                 _varint=codec._varint, _skip=codec._skip, _entry=codec._entry,
                 _message=codec._message, _b64=base64.b64encode, ProtobufError=ProtobufError,
                 MAX_NESTING=MAX_NESTING, _past=_past, _utf8=_utf8, _deep=_deep,
-                _U64=_U64, _I63=_I63,
+                _U64=_U64, _I63=_I63, _part=reused.part,
             )  # fmt: skip
         names: dict[str, object] = {}
         scope = dict(_namespace)
         # One message at a time: a small syntax tree each, not one for all.
-        for message in _reachable(m):
-            if _ident(message) in _namespace:
+        todo = [(message, False) for message in _reachable(m)] + ([(m, True)] if top else [])
+        for message, whole in todo:
+            if _ident(message, "top_" if whole else "d_") in _namespace:
                 continue
-            source = _source(message, names)
+            source = _source(message, names, whole)
             scope.update(names)
             exec(compile(source, f"<k8sproto {message.name}>", "exec"), scope)
         for key, value in scope.items():
-            if key.startswith("d_") and key not in _namespace:
+            if key.startswith(("d_", "top_")) and key not in _namespace:
                 _namespace[key] = value
     return _namespace[ident]  # type: ignore[no-any-return]
 

@@ -36,11 +36,12 @@ message_of = codec.message_of
 
 def decode(data: bytes, depth: int = 0) -> dict[str, Any]:
     """The object of a protobuf document, with its apiVersion and kind, read
-    by its message's compiled decoder (compiled.py)."""
+    by its message's compiled decoder (compiled.py); its large sub-objects
+    but the metadata come from reused.py when their bytes were seen before."""
     api_version, kind, raw = codec.unwrap(data)
     decoder = _decoders.get((api_version, kind))
     if decoder is None:
-        decoder = compiled.decoder(codec.message_of(api_version, kind))
+        decoder = compiled.decoder(codec.message_of(api_version, kind), top=True)
         _decoders[(api_version, kind)] = decoder
     obj = decoder(raw, 0, len(raw), depth)
     return {"apiVersion": api_version, "kind": kind, **obj}

@@ -21,55 +21,24 @@ the same order as codec.encode writes for the whole object.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+from functools import lru_cache
 from typing import Any
 
 from controlplane.api import jsoncodec
 from controlplane.api.k8sproto import codec, envelope, fast
 from controlplane.api.k8sproto.codec import message_of
+from controlplane.api.k8sproto.fifo import Fifo
 from controlplane.api.k8sproto.schema import MAP, MESSAGE, SINGLE, STRING, Field, Message, message
 
 ANSWERS_BUDGET = 32 << 20
 PARTS_BUDGET = 8 << 20
-_ENTRY_OVERHEAD = 200  # the tuple, the key, the ordered dict's links
 _TAIL = b"\x1a\x00\x22\x00"  # contentEncoding and contentType, empty, as Go writes them
 
 _PLAIN, _STRINGS, _META, _PART = range(4)
 _MANAGED_TAG = b"\x8a\x01"  # ObjectMeta.managedFields = 17, length-delimited
 
-
-class _Fifo:
-    """An insertion-ordered map bounded by the bytes its entries hold."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.items: OrderedDict[Any, tuple[Any, ...]] = OrderedDict()
-        self.size = 0
-        self._lock = threading.Lock()
-
-    def put(self, key: Any, value: tuple[Any, ...], size: int) -> None:
-        size += _ENTRY_OVERHEAD
-        if size > self.budget // 4:
-            return  # one huge object would push out everything else
-        with self._lock:
-            old = self.items.pop(key, None)
-            if old is not None:
-                self.size -= old[-1]
-            self.items[key] = (*value, size)
-            self.size += size
-            while self.size > self.budget:
-                _, dropped = self.items.popitem(last=False)
-                self.size -= dropped[-1]
-
-    def clear(self) -> None:
-        with self._lock:
-            self.items.clear()
-            self.size = 0
-
-
-_answers = _Fifo(ANSWERS_BUDGET)  # rev -> (data, api_version, kind, sized raw, size)
-_parts = _Fifo(PARTS_BUDGET)  # (message name, JSON) -> (bytes, size)
+_answers = Fifo(ANSWERS_BUDGET)  # rev -> (data, api_version, kind, sized raw, size)
+_parts = Fifo(PARTS_BUDGET)  # (message name, JSON) -> (bytes, size)
 
 
 def clear() -> None:
@@ -151,6 +120,29 @@ def _string_map(out: list[bytes], tag: bytes, value: dict[str, Any]) -> bool:
     return True
 
 
+_label_maps: dict[tuple[tuple[Any, Any], ...], bytes] = {}  # labels' items -> their entries
+_LABEL_MAPS = 4096
+
+
+def _labels(out: list[bytes], tag: bytes, value: dict[str, Any]) -> bool:
+    """_string_map of metadata.labels, whose few sets (a template's pods share
+    theirs) are kept written, by their items in the order the object has them."""
+    try:
+        key = tuple(value.items())
+        found = _label_maps.get(key)
+    except TypeError:  # a value that is not hashable: not a string either
+        return False
+    if found is None:
+        written: list[bytes] = []
+        if not _string_map(written, tag, value):
+            return False
+        if len(_label_maps) >= _LABEL_MAPS:
+            _label_maps.clear()
+        found = _label_maps[key] = b"".join(written)
+    out.append(found)
+    return True
+
+
 # ObjectMeta's fields as the writer below takes them: name -> (number, tag, how).
 _STR, _INT, _TIME, _MAP, _PARTS, _STRS = range(6)
 _META_FIELDS = {
@@ -168,62 +160,96 @@ _META_FIELDS = {
 def _meta_fields(meta: dict[str, Any], m: Message) -> bytes | None:
     """ObjectMeta written here for the usual values (strings, integers, RFC 3339
     times, string maps in Go's sorted key order, lists of strings or parts);
-    None for anything else, which codec writes."""
-    pieces: list[tuple[int, bytes]] = []
-    for name, value in meta.items():
-        spec = _META_FIELDS.get(name)
-        if spec is None:
-            return None  # a key this writer does not know
-        if value is None:
-            continue
-        number, tag, how = spec
-        cls = value.__class__
+    None for anything else, which codec writes. The writer is code compiled
+    per order of keys (the registry writes every object's the same way):
+    the values unpacked at once, each field written in number order."""
+    shape = tuple(meta)
+    writer = _meta_writers.get(shape, _UNSEEN)
+    if writer is _UNSEEN:
+        writer = _meta_writer(shape)
+        if len(_meta_writers) < _MAX_SHAPES:
+            _meta_writers[shape] = writer
+    return None if writer is None else writer(meta, m)
+
+
+_UNSEEN: Any = object()
+_MAX_SHAPES = 256
+_meta_writers: dict[tuple[str, ...], Any] = {}  # key order -> writer (None: codec writes it)
+
+
+def _meta_writer(shape: tuple[str, ...]) -> Any:
+    if not shape or any(name not in _META_FIELDS for name in shape):
+        return None  # a key this writer does not know
+    lines = ["def write(meta, m):",
+             f"    {''.join(f'v{i}, ' for i in range(len(shape)))}= meta.values()",
+             "    out = []"]  # fmt: skip
+    for name in sorted(shape, key=lambda name: _META_FIELDS[name][0]):
+        v = f"v{shape.index(name)}"
+        _, tag, how = _META_FIELDS[name]
+        lines += [f"    if {v} is not None:"]
         if how == _STR:
-            if cls is not str:
-                return None
-            data = value.encode()
-            size = len(data)
-            pieces.append((number, tag + (_SMALL[size] if size < 0x80 else _varint(size)) + data))
+            lines += [f"        if {v}.__class__ is not str:", "            return None",
+                      f"        d = {v}.encode()", "        n = len(d)",
+                      f"        out += ({tag!r}, _SMALL[n] if n < 128 else _varint(n), d)"]  # fmt: skip
         elif how == _INT:
-            if cls is not int:
-                return None
-            pieces.append((number, tag + _varint(value)))
-        elif how == _TIME:  # Time {seconds = 1, nanos = 2}; "" is Go's zero time, left out
-            if cls is not str:
-                return None
-            if value:
-                try:
-                    stamp = fast.time_of(value)
-                except ValueError:
-                    return None
-                data = b"\x08" + _varint(stamp["seconds"])
-                if "nanos" in stamp:
-                    data += b"\x10" + _varint(stamp["nanos"])
-                pieces.append((number, tag + _SMALL[len(data)] + data))
+            lines += [f"        if {v}.__class__ is not int:", "            return None",
+                      f"        out += ({tag!r}, _varint({v}))"]  # fmt: skip
+        elif how == _TIME:
+            lines += [f"        d = _time_field({v}) if {v}.__class__ is str else None",
+                      "        if d is None:", "            return None",
+                      "        if d:", f"            out += ({tag!r}, d)"]  # fmt: skip
+        elif how == _MAP:
+            fill = "_labels" if name == "labels" else "_string_map"
+            lines += [f"        if {v}.__class__ is not dict or not {fill}(out, {tag!r}, {v}):",
+                      "            return None"]  # fmt: skip
         else:
-            out: list[bytes] = []
-            if cls is dict and how == _MAP:
-                if not _string_map(out, tag, value):
-                    return None
-            elif cls is not list or how == _MAP:
-                return None
-            elif how == _PARTS:  # ownerReferences, managedFields: each a part
-                sub = m.by_name[name].message
-                assert sub is not None
-                for item in value:
-                    if item.__class__ is not dict:
-                        return None
-                    data = _part(item, sub)
-                    out += (tag, _varint(len(data)), data)
-            else:  # finalizers
-                for item in value:
-                    if item.__class__ is not str:
-                        return None
-                    data = item.encode()
-                    out += (tag, _varint(len(data)), data)
-            pieces.append((number, b"".join(out)))
-    pieces.sort()  # by field number (each once, so the bytes are never compared)
-    return b"".join([piece for _, piece in pieces])
+            fill = (f"_part_list(out, {tag!r}, {v}, m.by_name[{name!r}].message)"
+                    if how == _PARTS else f"_string_list(out, {tag!r}, {v})")  # fmt: skip
+            lines += [f"        if {v}.__class__ is not list or not {fill}:",
+                      "            return None"]  # fmt: skip
+    lines.append('    return b"".join(out)')
+    scope: dict[str, Any] = {"_SMALL": _SMALL, "_varint": _varint, "_time_field": _time_field,
+                             "_string_map": _string_map, "_labels": _labels, "_part_list": _part_list,
+                             "_string_list": _string_list}  # fmt: skip
+    exec(compile("\n".join(lines) + "\n", "<k8sproto ObjectMeta writer>", "exec"), scope)
+    return scope["write"]
+
+
+@lru_cache(maxsize=4096)
+def _time_field(value: str) -> bytes | None:
+    """Time {seconds = 1, nanos = 2}, its length first; b"" for "" (Go's zero
+    time, left out), None when `value` is not an RFC 3339 time."""
+    if not value:
+        return b""
+    try:
+        stamp = fast.time_of(value)
+    except ValueError:
+        return None
+    data = b"\x08" + _varint(stamp["seconds"])
+    if "nanos" in stamp:
+        data += b"\x10" + _varint(stamp["nanos"])
+    return _SMALL[len(data)] + data
+
+
+def _part_list(out: list[bytes], tag: bytes, items: list[Any], sub: Message | None) -> bool:
+    """ownerReferences, managedFields: each item a part; False unless all are objects."""
+    assert sub is not None
+    for item in items:
+        if item.__class__ is not dict:
+            return False
+        data = _part(item, sub)
+        out += (tag, _varint(len(data)), data)
+    return True
+
+
+def _string_list(out: list[bytes], tag: bytes, items: list[Any]) -> bool:
+    """finalizers; False unless all are strings."""
+    for item in items:
+        if item.__class__ is not str:
+            return False
+        data = item.encode()
+        out += (tag, _varint(len(data)), data)
+    return True
 
 
 def _metadata(meta: Any, m: Message) -> bytes:

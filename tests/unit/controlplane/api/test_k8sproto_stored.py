@@ -130,3 +130,31 @@ def test_the_caches_stay_within_their_budgets(monkeypatch: pytest.MonkeyPatch) -
         assert stored._answers.size <= 64 * 1024 and stored._parts.size <= 16 * 1024
     assert 100 not in stored._answers.items and 399 in stored._answers.items
     assert stored._answers.size == sum(entry[-1] for entry in stored._answers.items.values())
+
+
+def test_metadata_is_written_in_field_order_whatever_the_order_of_its_keys() -> None:
+    meta = pod("m")["metadata"] | {
+        "generation": 2, "finalizers": ["a/b"], "deletionGracePeriodSeconds": 30,
+        "deletionTimestamp": "2026-01-02T03:04:06Z",
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r",
+                             "uid": "u", "controller": True}],
+    }  # fmt: skip
+    orders = [list(meta), sorted(meta), sorted(meta, reverse=True)]
+    answers = set()
+    for keys in orders:
+        obj = {**pod("m"), "metadata": {key: meta[key] for key in keys}}
+        answers.add(stored.document(jsoncodec.dumps(obj), 0, "v1", "Pod"))
+    assert len(answers) == 1
+    assert envelope.decode(answers.pop())["metadata"] == meta
+
+
+def test_metadata_the_writer_cannot_take_is_written_by_the_codec() -> None:
+    odds: list[dict[str, Any]] = [
+        {"finalizers": "not-a-list"}, {"generation": "2"}, {"unknownKey": "x"},
+        {"creationTimestamp": "yesterday"}, {"labels": {"a": 1}}, {"labels": {"a": []}},
+    ]  # fmt: skip
+    for odd in odds:
+        obj = {**pod("o"), "metadata": {"name": "o", **odd}}
+        assert envelope.decode(stored.document(jsoncodec.dumps(obj), 0, "v1", "Pod")) == (
+            envelope.decode(envelope.encode(obj))
+        )
