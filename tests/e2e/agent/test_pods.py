@@ -263,8 +263,10 @@ def test_graceful_termination_timing(
     grace = 3
     out = node.base / "term-out"
     out.mkdir()
-    trapping = "trap 'echo TERM > /out/trapped; exit 0' TERM; while :; do sleep 0.1; done"
-    ignoring = "trap '' TERM; while :; do sleep 0.1; done"
+    # Each says when its trap is set: a SIGTERM sent before that (the pod is
+    # Running as soon as the shell starts) would meet the default action.
+    trapping = "trap 'echo TERM > /out/trapped; exit 0' TERM; touch /out/trapper; while :; do sleep 0.1; done"
+    ignoring = "trap '' TERM; touch /out/ignorer; while :; do sleep 0.1; done"
     for name, script in (("trapper", trapping), ("ignorer", ignoring)):
         admin.create(
             "Pod",
@@ -286,6 +288,7 @@ def test_graceful_termination_timing(
         )
     for name in ("trapper", "ignorer"):
         wait_running(admin, name)
+        wait_for((out / name).exists, timeout=20, message=f"{name}'s trap set")
 
     def gone(name: str) -> bool:
         try:

@@ -139,8 +139,12 @@ def test_native_sidecar_on_a_worker(
     cluster: Cluster, api: GrpcApiClient, worker: ClusterNode
 ) -> None:
     shared = [{"name": "x", "mountPath": "/x"}]
+    # The shell opens /x/side before date writes it, so "started" (the container
+    # running) does not mean written: as in Kubernetes, a startup probe is what
+    # holds the app back until the sidecar has done its part.
+    written = {"exec": {"command": ["test", "-s", "/x/side"]}, "periodSeconds": 1}
     sidecar = container("side", "date +%s%N > /x/side; sleep 3600", restartPolicy="Always",
-                        volumeMounts=shared)  # fmt: skip
+                        volumeMounts=shared, startupProbe=written)  # fmt: skip
     app = container("app", "cat /x/side > /x/seen && sleep 3600", volumeMounts=shared)
     api.create("Pod", pod("withside", worker.name, [app], initContainers=[sidecar],
                           volumes=[{"name": "x", "emptyDir": {}}]), NS)  # fmt: skip
