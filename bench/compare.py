@@ -19,7 +19,8 @@ the end) and run with its own tree first on PYTHONPATH, so every process a
 benchmark starts runs that revision's code; the head is this checkout.
 Rounds alternate which side goes first. A figure's median over the rounds
 is compared; a figure whose name says it is a rate (`per_s`, `rps`,
-`throughput`, `_ops`) is better higher, any other (times, bytes, counts of
+`throughput`, `_ops`) or a ratio of rates (`_quota_ratio`, `_metrics_ratio`)
+is better higher, any other (times, bytes, counts of
 work) better lower. A figure that moved more than `--tolerance` the wrong
 way is marked "worse". A benchmark or figure missing on one side (new in
 the head, say) is listed without a ratio.
@@ -44,6 +45,9 @@ from pathlib import Path
 
 HEAD = Path(__file__).resolve().parent.parent
 RATE_WORDS = ("per_s", "per_sec", "rps", "throughput", "_ops", "qps")
+# Ratios of two rates (creates/s with a feature over without): better higher,
+# unlike the ratios of two times (a p50 over the peer's), which are better lower.
+RATE_RATIOS = ("_quota_ratio", "_metrics_ratio")
 
 
 @dataclass
@@ -99,7 +103,7 @@ def run_one(side: Side, spec: str, timeout: float, extra: str = "") -> None:
 
 def better_higher(figure: str) -> bool:
     low = figure.lower()
-    return any(w in low for w in RATE_WORDS)
+    return any(w in low for w in RATE_WORDS) or low.endswith(RATE_RATIOS)
 
 
 def compare(base: Side, head: Side, specs: list[str], tolerance: float) -> dict[str, float]:
