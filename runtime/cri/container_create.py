@@ -121,11 +121,8 @@ def run(
     host = svc.host
     images = svc.images
     with contextlib.ExitStack() as undo:
-        svc.containers.reserve(c)
-        undo.callback(svc.containers.delete, cid)
-        root = svc.container_root(cid)
-        state = svc.container_state(cid)
-        svc.private_dirs(undo, root, state)
+        root, state = svc.container_root(cid), svc.container_state(cid)
+        svc.reserve(undo, svc.containers, c, root, state)
         for d in (root / "upper", root / "work", state / "rootfs"):
             host.make_dir(d)
         images.hold(image.id, cid)

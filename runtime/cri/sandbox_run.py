@@ -110,11 +110,8 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
     s.cgroup = f"{parent.rstrip('/')}/{sid}"
     host = svc.host
     with contextlib.ExitStack() as undo:
-        svc.sandboxes.reserve(s)
-        undo.callback(svc.sandboxes.delete, sid)
-        root = svc.sandbox_root(sid)
-        state = svc.sandbox_state(sid)
-        svc.private_dirs(undo, root, state)
+        root, state = svc.sandbox_root(sid), svc.sandbox_state(sid)
+        svc.reserve(undo, svc.sandboxes, s, root, state)
         host.write_file(root / "hostname", hostname + "\n")
         host.write_file(root / "resolv.conf", resolv_conf(cfg.dns_config))
         host.write_file(
