@@ -14,6 +14,10 @@ none of them owns.
   agent's admission and the scheduler).
 - `certificates`: the one X.509 certificate builder (keys, certificates,
   signing requests) behind every PKI and self-signed certificate.
+- `wakeloop`: a loop on a background thread that a wake-up runs early and
+  stop ends (the API server's aggregator and metrics collector).
+- `serverthread`: a socket server on a daemon thread of its own (the
+  /metrics server and the components' secure port).
 - `streaming`: the Kubernetes streaming wire protocols (SPDY/3.1, WebSocket,
   remote command, port-forward), spoken by both of their ends.
 

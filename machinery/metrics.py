@@ -30,6 +30,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, Protocol, TypeVar
 
+from machinery.serverthread import ServerThread
+
 # kube-apiserver's apiserver_request_duration_seconds and
 # etcd_request_duration_seconds buckets (k8s.io/apiserver metrics.go).
 REQUEST_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0,
@@ -461,7 +463,7 @@ class PerProcess(Generic[T]):
             return self._made
 
 
-class MetricsServer:
+class MetricsServer(ServerThread):
     """`/metrics` of one registry over plain HTTP (any path but /favicon.ico,
     as before); stop() closes it. Its modules load only when one is served."""
 
@@ -513,21 +515,7 @@ class MetricsServer:
         class Server(ThreadingHTTPServer):
             address_family = family
 
-        self._server: ThreadingHTTPServer = Server((str(address[0]), int(port)), Handler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="metrics-http", daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        super().__init__(Server((str(address[0]), int(port)), Handler), "metrics-http")
 
 
 def _accepts_gzip(header: str) -> bool:

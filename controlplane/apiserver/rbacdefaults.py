@@ -140,15 +140,15 @@ def _cluster_role(name: str, rules: list[dict[str, Any]] | None = None,
     return role
 
 
-def _binding(
-    name: str, role: str, groups: Sequence[str] = (), users: Sequence[str] = ()
-) -> dict[str, Any]:
+def _binding(role: str, groups: Sequence[str] = (), users: Sequence[str] = ()) -> dict[str, Any]:
+    """The ClusterRoleBinding of ClusterRole `role`, named after it (as
+    Kubernetes' bootstrap policy names every default binding)."""
     subjects = [{"apiGroup": GROUP, "kind": "Group", "name": g} for g in groups]
     subjects += [{"apiGroup": GROUP, "kind": "User", "name": u} for u in users]
     return {
         "apiVersion": f"{GROUP}/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": name, "labels": dict(BOOTSTRAP_LABELS)},
+        "metadata": {"name": role, "labels": dict(BOOTSTRAP_LABELS)},
         "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role},
         "subjects": subjects,
     }
@@ -223,28 +223,18 @@ def cluster_roles() -> list[dict[str, Any]]:
 
 def cluster_role_bindings() -> list[dict[str, Any]]:
     return [
-        _binding("cluster-admin", "cluster-admin", groups=["system:masters"]),
-        _binding("system:basic-user", "system:basic-user", groups=["system:authenticated"]),
-        _binding("system:skiff-network", "system:skiff-network", groups=["system:nodes"]),
+        _binding("cluster-admin", groups=["system:masters"]),
+        _binding("system:basic-user", groups=["system:authenticated"]),
+        _binding("system:skiff-network", groups=["system:nodes"]),
+        _binding("system:node-bootstrapper", groups=["system:bootstrappers", "system:nodes"]),
+        _binding(f"{CSR_ROLE}:nodeclient", groups=["system:bootstrappers"]),
+        _binding(f"{CSR_ROLE}:selfnodeclient", groups=["system:nodes"]),
+        _binding("system:discovery", groups=["system:authenticated"]),
+        _binding("system:monitoring", groups=["system:monitoring"]),
         _binding(
-            "system:node-bootstrapper",
-            "system:node-bootstrapper",
-            groups=["system:bootstrappers", "system:nodes"],
+            "system:public-info-viewer", groups=["system:authenticated", "system:unauthenticated"]
         ),
-        _binding(
-            f"{CSR_ROLE}:nodeclient", f"{CSR_ROLE}:nodeclient", groups=["system:bootstrappers"]
-        ),
-        _binding(
-            f"{CSR_ROLE}:selfnodeclient", f"{CSR_ROLE}:selfnodeclient", groups=["system:nodes"]
-        ),
-        _binding("system:discovery", "system:discovery", groups=["system:authenticated"]),
-        _binding("system:monitoring", "system:monitoring", groups=["system:monitoring"]),
-        _binding(
-            "system:public-info-viewer",
-            "system:public-info-viewer",
-            groups=["system:authenticated", "system:unauthenticated"],
-        ),
-        *(_binding(role, role, users=users) for role, users in components.role_users().items()),
+        *(_binding(role, users=users) for role, users in components.role_users().items()),
     ]
 
 

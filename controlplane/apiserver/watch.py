@@ -157,8 +157,11 @@ class Watcher:
         if self.stopped:
             return
         item = self.translate(dispatch)
-        if item is None:
-            return
+        if item is not None:
+            self._deliver(item)
+
+    def _deliver(self, item: WatchItem) -> None:
+        """The item queued (a subclass delivers it its own way)."""
         try:
             self._queue.put_nowait(item)
         except queue.Full:

@@ -89,6 +89,17 @@ def _obj(pb: Any) -> Object:
     return obj
 
 
+def _selecting(kind: str, namespace: str | None, options: ListOptions) -> dict[str, Any]:
+    """The fields a ListRequest and a WatchRequest share: what they select, from which version."""
+    return {
+        "kind": kind,
+        "namespace": namespace or "",
+        "label_selector": options.label_selector,
+        "field_selector": options.field_selector,
+        "resource_version": options.resource_version,
+    }
+
+
 def open_channel(config: ClientConfig) -> grpc.Channel:
     """A channel to config.grpc_target: TLS + token when the config has a CA, else plaintext."""
     options: list[tuple[str, Any]] = [
@@ -218,13 +229,9 @@ class GrpcApiClient:
     ) -> ObjectList:
         options = options or ListOptions()
         req = api_pb2.ListRequest(
-            kind=kind,
-            namespace=namespace or "",
-            label_selector=options.label_selector,
-            field_selector=options.field_selector,
+            **_selecting(kind, namespace, options),
             limit=options.limit,
             continue_token=options.continue_token,
-            resource_version=options.resource_version,
         )
         # A server stream of chunks: decoding one overlaps the sending of the next.
         call = self._stub.ListStream(req, timeout=max(self.timeout, 120.0), metadata=self._metadata)
@@ -289,14 +296,8 @@ class GrpcApiClient:
         self, kind: str, namespace: str | None = None, options: ListOptions | None = None,
         allow_bookmarks: bool = True,
     ) -> GrpcWatch:  # fmt: skip
-        options = options or ListOptions()
         req = api_pb2.WatchRequest(
-            kind=kind,
-            namespace=namespace or "",
-            label_selector=options.label_selector,
-            field_selector=options.field_selector,
-            resource_version=options.resource_version,
-            allow_bookmarks=allow_bookmarks,
+            **_selecting(kind, namespace, options or ListOptions()), allow_bookmarks=allow_bookmarks
         )
         call: Any = self._stub.Watch(req, metadata=self._watch_metadata)
         # Surface refusals (Gone, Invalid, Unauthenticated) here, not at the

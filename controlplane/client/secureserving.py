@@ -51,6 +51,7 @@ from controlplane.client.delegatedauth import (
 from machinery import certificates
 from machinery.certfollow import ServingCertificate, follow
 from machinery.metrics import CONTENT_TYPE
+from machinery.serverthread import ServerThread
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +255,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class SecureServer:
+class SecureServer(ServerThread):
     """The secure port of one component; `port` once started, stop() closes it."""
 
     def __init__(
@@ -281,23 +282,9 @@ class SecureServer:
                 context = tls_context(cert, key, client_ca)
         else:
             context = tls_context(*self_signed(options.bind_address), client_ca)
-        self._server = _Server((options.bind_address, options.secure_port), context, self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
-            name="secure-serving", daemon=True,
-        )  # fmt: skip
-        self._thread.start()
+        server = _Server((options.bind_address, options.secure_port), context, self)
+        super().__init__(server, "secure-serving", poll_interval=0.2)
         log.info("serving securely on %s:%d", options.bind_address, self.port)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
 
 
 def delegation(

@@ -26,7 +26,7 @@ from typing import Any
 
 from proto.runtime.v1 import api_pb2
 from runtime import errors
-from runtime.cri import container_spec, sandbox_status, validate
+from runtime.cri import container_spec, sandbox_status, stored_config, validate
 from runtime.cri.seccomp_profiles import compile_profile
 from runtime.cri.service import RuntimeService
 from runtime.linux import cgroups
@@ -94,7 +94,7 @@ def run(
         sandbox_id=s.id,
         name=cfg.metadata.name,
         attempt=cfg.metadata.attempt,
-        config_b64=base64.b64encode(cfg.SerializeToString()).decode(),
+        config_b64=stored_config.encode(cfg),
         created_at=time.time_ns(),
         image=cfg.image.image,
         image_ref=(image.repo_digests or [image.id])[0],
@@ -121,11 +121,8 @@ def run(
     host = svc.host
     images = svc.images
     with contextlib.ExitStack() as undo:
-        svc.containers.reserve(c)
-        undo.callback(svc.containers.delete, cid)
-        root = svc.container_root(cid)
-        state = svc.container_state(cid)
-        svc.private_dirs(undo, root, state)
+        root, state = svc.container_root(cid), svc.container_state(cid)
+        svc.reserve(undo, svc.containers, c, root, state)
         for d in (root / "upper", root / "work", state / "rootfs"):
             host.make_dir(d)
         images.hold(image.id, cid)

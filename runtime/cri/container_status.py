@@ -3,12 +3,11 @@ messages shared with ListContainers."""
 
 from __future__ import annotations
 
-import base64
-import functools
 import json
 
 from proto.runtime.v1 import api_pb2
 from runtime.cri.service import RuntimeService
+from runtime.cri.stored_config import cached_decoder
 from runtime.store.records import Container, ContainerState
 
 STATES = {
@@ -19,16 +18,12 @@ STATES = {
 }
 
 
+_decode_config = cached_decoder(api_pb2.ContainerConfig, maxsize=8192)
+
+
 def config_of(c: Container) -> api_pb2.ContainerConfig:
     """The container's config (decoded once per record; callers must not change it)."""
     return _decode_config(c.config_b64)
-
-
-@functools.lru_cache(maxsize=8192)
-def _decode_config(config_b64: str) -> api_pb2.ContainerConfig:
-    cfg = api_pb2.ContainerConfig()
-    cfg.ParseFromString(base64.b64decode(config_b64))
-    return cfg
 
 
 def to_list_item(c: Container) -> api_pb2.Container:

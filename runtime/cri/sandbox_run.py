@@ -10,7 +10,6 @@ namespace itself (the monitor does).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
 import secrets
@@ -23,7 +22,7 @@ from typing import Any
 from machinery import libc
 from proto.runtime.v1 import api_pb2
 from runtime import errors
-from runtime.cri import validate
+from runtime.cri import stored_config, validate
 from runtime.cri.service import RuntimeService
 from runtime.process import spawn
 from runtime.store.records import Sandbox
@@ -101,7 +100,7 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
         namespace=md.namespace,
         uid=md.uid,
         attempt=md.attempt,
-        config_b64=base64.b64encode(cfg.SerializeToString()).decode(),
+        config_b64=stored_config.encode(cfg),
         created_at=time.time_ns(),
         runtime_handler=req.runtime_handler,
         host_network=host_net,
@@ -111,11 +110,8 @@ def run(svc: RuntimeService, req: api_pb2.RunPodSandboxRequest) -> api_pb2.RunPo
     s.cgroup = f"{parent.rstrip('/')}/{sid}"
     host = svc.host
     with contextlib.ExitStack() as undo:
-        svc.sandboxes.reserve(s)
-        undo.callback(svc.sandboxes.delete, sid)
-        root = svc.sandbox_root(sid)
-        state = svc.sandbox_state(sid)
-        svc.private_dirs(undo, root, state)
+        root, state = svc.sandbox_root(sid), svc.sandbox_state(sid)
+        svc.reserve(undo, svc.sandboxes, s, root, state)
         host.write_file(root / "hostname", hostname + "\n")
         host.write_file(root / "resolv.conf", resolv_conf(cfg.dns_config))
         host.write_file(

@@ -3,12 +3,11 @@ CRI messages (PodSandbox for lists, PodSandboxStatus for status)."""
 
 from __future__ import annotations
 
-import base64
-import functools
 import json
 
 from proto.runtime.v1 import api_pb2
 from runtime.cri.service import RuntimeService
+from runtime.cri.stored_config import cached_decoder
 from runtime.store.records import Sandbox, SandboxState
 
 
@@ -27,16 +26,12 @@ def refresh(svc: RuntimeService, s: Sandbox) -> Sandbox:
     return s
 
 
+_decode_config = cached_decoder(api_pb2.PodSandboxConfig, maxsize=4096)
+
+
 def config_of(s: Sandbox) -> api_pb2.PodSandboxConfig:
     """The sandbox's config (decoded once per record; callers must not change it)."""
     return _decode_config(s.config_b64)
-
-
-@functools.lru_cache(maxsize=4096)
-def _decode_config(config_b64: str) -> api_pb2.PodSandboxConfig:
-    cfg = api_pb2.PodSandboxConfig()
-    cfg.ParseFromString(base64.b64decode(config_b64))
-    return cfg
 
 
 def state_of(s: Sandbox) -> int:

@@ -26,7 +26,7 @@ from runtime import errors
 from runtime.config import Config
 from runtime.host import Host, LinuxHost
 from runtime.linux import cgroups, namespaces
-from runtime.store.records import Container, ContainerState, Sandbox, SandboxState, Store
+from runtime.store.records import Container, ContainerState, R, Sandbox, SandboxState, Store
 
 log = logging.getLogger("skiff.runtime")
 
@@ -74,10 +74,14 @@ class RuntimeService:
         self._locks_lock = threading.Lock()
 
     # --- paths ---------------------------------------------------------------
-    def private_dirs(self, undo: contextlib.ExitStack, *dirs: Path) -> None:
-        """Make each of `dirs` (mode 0700), removed again by `undo`: a create
-        that fails leaves none of them."""
-        for d in dirs:
+    def reserve(
+        self, undo: contextlib.ExitStack, store: Store[R], rec: R, root: Path, state: Path
+    ) -> None:
+        """`rec` reserved in `store` and its `root` and `state` made (mode
+        0700), all undone by `undo`: a create that fails leaves no trace."""
+        store.reserve(rec)
+        undo.callback(store.delete, rec.id)
+        for d in (root, state):
             self.host.make_dir(d, 0o700)
             undo.callback(self.host.remove_tree, d)
 

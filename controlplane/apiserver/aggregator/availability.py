@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import ssl
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,6 +39,7 @@ from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from controlplane.storage.interface import Event
 from machinery import rfc3339
+from machinery.wakeloop import WakeLoop
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +98,8 @@ class Aggregator:
         self.check = check
         self.fetch_openapi: Callable[..., dict[str, Any] | None] = checks.openapi_v2
         self.table: dict[str, Delegate] = {}
-        self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._loop = WakeLoop()
         self._seen = _Seen()
-        self._thread: threading.Thread | None = None
         self._prefixes = tuple(
             f"{ROOT}{kinds.by_kind(k).storage_name}/" for k in (KIND, "CustomResourceDefinition")
         )
@@ -113,25 +111,20 @@ class Aggregator:
     def start(self) -> None:
         self.publish_authentication()
         self.sync()
-        self._thread = threading.Thread(target=self._run, name="aggregator", daemon=True)
-        self._thread.start()
+        self._loop.start(self._run, "aggregator")
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._loop.stop()
 
     def on_event(self, event: Event) -> None:
         """Broadcaster listener: cheap, never blocks."""
         if event.key.startswith(self._prefixes) or event.key in self._watched:
-            self._wake.set()
+            self._loop.wake()
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self.period)
-            self._wake.clear()
-            if self._stop.is_set():
+        while not self._loop.stopped():
+            self._loop.wait(self.period)
+            if self._loop.stopped():
                 return
             try:
                 self.sync()
@@ -282,4 +275,4 @@ class Aggregator:
         try:
             self.registry.update(KIND, obj, subresource="status")
         except (Conflict, NotFound):
-            self._wake.set()  # changed meanwhile: the next pass sees it
+            self._loop.wake()  # changed meanwhile: the next pass sees it

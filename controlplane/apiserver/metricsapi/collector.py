@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from machinery.wakeloop import WakeLoop
 from proto.agent.v1 import agent_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -81,24 +82,18 @@ class Collector:
         self._lock = threading.Lock()
         self.nodes: dict[str, Pair] = {}
         self.pods: dict[tuple[str, str], Pair] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = WakeLoop()
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="metrics-scrape")
-        self._wake = threading.Event()
         self._passes = threading.Condition()
         self.passes = 0  # scrape passes done
         self._demanded = float("-inf")  # monotonic time of the last read
         self._failures: dict[str, tuple[int, float]] = {}  # node -> (failures, retry at)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="metrics-collector", daemon=True)
-        self._thread.start()
+        self._loop.start(self._run, "metrics-collector")
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._loop.stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def demand(self) -> None:
@@ -110,21 +105,20 @@ class Collector:
             return
         with self._passes:
             goal = self.passes + 2
-        self._wake.set()
+        self._loop.wake()
         with self._lock:
             if any(p.old is not None for p in self.nodes.values()):
                 return  # samples to answer with already
         with self._passes:
-            self._passes.wait_for(lambda: self.passes >= goal or self._stop.is_set(), FIRST_WAIT)
+            self._passes.wait_for(lambda: self.passes >= goal or self._loop.stopped(), FIRST_WAIT)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while not self._loop.stopped():
             if time.monotonic() - self._demanded > IDLE:
                 with self._lock:  # idle: old samples would make a window of hours
                     self.nodes.clear()
                     self.pods.clear()
-                self._wake.wait()
-                self._wake.clear()
+                self._loop.wait()
                 continue
             try:
                 fresh = self.scrape()
@@ -134,8 +128,7 @@ class Collector:
             with self._passes:
                 self.passes += 1
                 self._passes.notify_all()
-            self._wake.wait(FIRST_GAP if fresh else self.resolution)
-            self._wake.clear()
+            self._loop.wait(FIRST_GAP if fresh else self.resolution)
 
     def _one(self, node: dict[str, Any]) -> tuple[str, pb.StatsResponse | None]:
         name = str((node.get("metadata") or {}).get("name") or "")

@@ -47,6 +47,11 @@ def pluralize(singular: str, plural: str, count: int) -> str:
     return singular if count == 1 else plural
 
 
+def named(noun: str, items: list[str] | set[str]) -> str:
+    """`container "a"`, `containers "a", "b"`: how the checks name what they refuse."""
+    return f"{pluralize(noun, noun + 's', len(items))} {join_quote(items)}"
+
+
 def go_quote(text: str) -> str:
     """Go's %q for a string (JSON's escaping, which agrees on printable text)."""
     return json.dumps(text, ensure_ascii=False)
@@ -90,7 +95,7 @@ def setters(pod: bool, bad: list[str]) -> list[str]:
     """["pod", 'container(s) "a", "b"'] as the checks name who set a bad value."""
     out = ["pod"] if pod else []
     if bad:
-        out.append(f"{pluralize('container', 'containers', len(bad))} {join_quote(bad)}")
+        out.append(named("container", bad))
     return out
 
 
@@ -106,8 +111,8 @@ def privileged_1_0(meta: Object, spec: Object) -> Result:
     bad = [name(c) for c in containers(spec) if sc(c, "privileged")]
     if not bad:
         return ALLOWED
-    return forbid("privileged", f"{pluralize('container', 'containers', len(bad))} "
-                  f"{join_quote(bad)} must not set securityContext.privileged=true")  # fmt: skip
+    return forbid("privileged",
+                  f"{named('container', bad)} must not set securityContext.privileged=true")  # fmt: skip
 
 
 def host_namespaces_1_0(meta: Object, spec: Object) -> Result:
@@ -121,7 +126,7 @@ def host_path_volumes_1_0(meta: Object, spec: Object) -> Result:
     if not bad:
         return ALLOWED
     return forbid("hostPath volumes",
-                  f"{pluralize('volume', 'volumes', len(bad))} {join_quote(bad)}")  # fmt: skip
+                  named("volume", bad))  # fmt: skip
 
 
 def host_ports_1_0(meta: Object, spec: Object) -> Result:
@@ -135,8 +140,7 @@ def host_ports_1_0(meta: Object, spec: Object) -> Result:
             ports.update(str(p) for p in found)
     if not bad:
         return ALLOWED
-    return forbid("hostPort", f"{pluralize('container', 'containers', len(bad))} "
-                  f"{join_quote(bad)} {pluralize('uses', 'use', len(bad))} "
+    return forbid("hostPort", f"{named('container', bad)} {pluralize('uses', 'use', len(bad))} "
                   f"{pluralize('hostPort', 'hostPorts', len(ports))} {', '.join(sorted(ports))}")  # fmt: skip
 
 
@@ -157,8 +161,8 @@ def host_probes_and_host_lifecycle_1_34(meta: Object, spec: Object) -> Result:
             hosts.update(found)
     if not bad:
         return ALLOWED
-    return forbid("probe or lifecycle host", f"{pluralize('container', 'containers', len(bad))} "
-                  f"{join_quote(bad)} {pluralize('uses', 'use', len(bad))} "
+    return forbid("probe or lifecycle host",
+                  f"{named('container', bad)} {pluralize('uses', 'use', len(bad))} "
                   f"{pluralize('probe or lifecycle host', 'probe or lifecycle hosts', len(hosts))}"
                   f" {join_quote(hosts)}")  # fmt: skip
 
@@ -180,8 +184,8 @@ def capabilities_baseline_1_0(meta: Object, spec: Object) -> Result:
             caps.update(extra)
     if not bad:
         return ALLOWED
-    return forbid("non-default capabilities", f"{pluralize('container', 'containers', len(bad))} "
-                  f"{join_quote(bad)} must not include {join_quote(caps)} in "
+    return forbid("non-default capabilities",
+                  f"{named('container', bad)} must not include {join_quote(caps)} in "
                   "securityContext.capabilities.add")  # fmt: skip
 
 
@@ -195,8 +199,8 @@ def proc_mount_1_0(meta: Object, spec: Object) -> Result:
             kinds.add(str(value))
     if not bad:
         return ALLOWED
-    return forbid("procMount", f"{pluralize('container', 'containers', len(bad))} "
-                  f"{join_quote(bad)} must not set securityContext.procMount to {join_quote(kinds)}")  # fmt: skip
+    return forbid("procMount", f"{named('container', bad)} must not set "
+                  f"securityContext.procMount to {join_quote(kinds)}")  # fmt: skip
 
 
 SELINUX_TYPES_1_0 = frozenset({"", "container_t", "container_init_t", "container_kvm_t"})
@@ -229,7 +233,7 @@ def _selinux(spec: Object, allowed: frozenset[str]) -> Result:
         return ALLOWED
     data: list[str] = []
     if types:
-        data.append(f"{pluralize('type', 'types', len(types))} {join_quote(types)}")
+        data.append(named("type", types))
     if user:
         data.append("user may not be set")
     if role:

@@ -25,6 +25,7 @@ from controlplane.apiserver.podsecurity.checks import (
     is_windows,
     join_quote,
     name,
+    named,
     pluralize,
     pod_sc,
     sc,
@@ -38,7 +39,7 @@ def allow_privilege_escalation_1_8(meta: Object, spec: Object) -> Result:
     if not bad:
         return ALLOWED
     return forbid("allowPrivilegeEscalation != false",
-                  f"{pluralize('container', 'containers', len(bad))} {join_quote(bad)} must set "
+                  f"{named('container', bad)} must set "
                   "securityContext.allowPrivilegeEscalation=false")  # fmt: skip
 
 
@@ -63,11 +64,11 @@ def capabilities_restricted_1_22(meta: Object, spec: Object) -> Result:
             caps.update(extra)
     details: list[str] = []
     if missing:
-        details.append(f"{pluralize('container', 'containers', len(missing))} "
-                       f'{join_quote(missing)} must set securityContext.capabilities.drop=["ALL"]')  # fmt: skip
+        details.append(f'{named("container", missing)} must set '
+                       'securityContext.capabilities.drop=["ALL"]')  # fmt: skip
     if adding:
-        details.append(f"{pluralize('container', 'containers', len(adding))} {join_quote(adding)}"
-                       f" must not include {join_quote(caps)} in securityContext.capabilities.add")  # fmt: skip
+        details.append(f"{named('container', adding)} must not include {join_quote(caps)} in "
+                       "securityContext.capabilities.add")  # fmt: skip
     return forbid("unrestricted capabilities", "; ".join(details)) if details else ALLOWED
 
 
@@ -96,8 +97,8 @@ def restricted_volumes_1_0(meta: Object, spec: Object) -> Result:
         kinds.add(next((k for k in _RESTRICTED_VOLUMES if v.get(k) is not None), "unknown"))
     if not bad:
         return ALLOWED
-    return forbid("restricted volume types", f"{pluralize('volume', 'volumes', len(bad))} "
-                  f"{join_quote(bad)} {pluralize('uses', 'use', len(bad))} "
+    return forbid("restricted volume types",
+                  f"{named('volume', bad)} {pluralize('uses', 'use', len(bad))} "
                   f"{pluralize('restricted volume type', 'restricted volume types', len(kinds))} "
                   f"{join_quote(kinds)}")  # fmt: skip
 
@@ -119,8 +120,8 @@ def run_as_non_root_1_0(meta: Object, spec: Object) -> Result:
         return forbid("runAsNonRoot != true",
                       f"{' and '.join(who)} must not set securityContext.runAsNonRoot=false")  # fmt: skip
     if implicit:
-        return forbid("runAsNonRoot != true", f"pod or {pluralize('container', 'containers', len(implicit))} "
-                      f"{join_quote(implicit)} must set securityContext.runAsNonRoot=true")  # fmt: skip
+        return forbid("runAsNonRoot != true", f"pod or {named('container', implicit)} "
+                      "must set securityContext.runAsNonRoot=true")  # fmt: skip
     return ALLOWED
 
 
@@ -148,8 +149,8 @@ def seccomp_profile_restricted_1_19(meta: Object, spec: Object) -> Result:
         return forbid("seccompProfile", f"{' and '.join(who)} must not set "
                       f"securityContext.seccompProfile.type to {join_quote(values)}")  # fmt: skip
     if unset and not pod_set:
-        return forbid("seccompProfile", f"pod or {pluralize('container', 'containers', len(unset))} "
-                      f"{join_quote(unset)} must set securityContext.seccompProfile.type to "
+        return forbid("seccompProfile", f"pod or {named('container', unset)} must set "
+                      "securityContext.seccompProfile.type to "
                       '"RuntimeDefault" or "Localhost"')  # fmt: skip
     return ALLOWED
 

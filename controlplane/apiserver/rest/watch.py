@@ -50,7 +50,7 @@ from controlplane.apiserver.rest.lists import (
 )
 from controlplane.apiserver.rest.respond import served, wants_protobuf
 from controlplane.apiserver.rest.status import status_object
-from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem, _Dispatch
+from controlplane.apiserver.watch import Broadcaster, Watcher, WatchItem
 from controlplane.client.errors import ApiError, Gone, Invalid
 
 log = logging.getLogger(__name__)
@@ -85,8 +85,8 @@ class LoopFeed:
 
 
 class AsyncWatcher(Watcher):
-    """A Watcher delivering into an event loop. `offer` runs on the
-    broadcaster's thread; everything else on the loop's."""
+    """A Watcher delivering into an event loop. `offer` (so `_deliver`) runs
+    on the broadcaster's thread; everything else on the loop's."""
 
     def __init__(self, *args: Any, feed: LoopFeed) -> None:
         super().__init__(*args)
@@ -98,12 +98,7 @@ class AsyncWatcher(Watcher):
         # False when it cannot (the waiting task then takes over).
         self.direct: Callable[[], bool] | None = None
 
-    def offer(self, dispatch: _Dispatch) -> None:
-        if self.stopped:
-            return
-        item = self.translate(dispatch)
-        if item is None:
-            return
+    def _deliver(self, item: WatchItem) -> None:
         if len(self._items) >= self._limit:
             self.dropped = self.stopped = True  # too slow: the client re-watches
         else:
