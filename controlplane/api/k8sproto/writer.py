@@ -60,6 +60,15 @@ def put_bytes(out: bytearray, tag: bytes, data: bytes | bytearray) -> None:
     out += data
 
 
+def sorted_items(value: dict[Any, Any]) -> list[tuple[Any, Any]]:
+    """A map's entries in Go's order: by key, ascending, as sort.Strings
+    orders them (byte order of UTF-8, which is Python's order of str)."""
+    try:
+        return sorted(value.items())
+    except TypeError:  # a key that is not a str: as written, str(key)
+        return sorted(value.items(), key=lambda item: str(item[0]))
+
+
 def encode(obj: Any, message: Message) -> bytes:
     """The message's bytes for `obj` (the object as JSON has it): written by
     protobuf's C runtime when it can take the object (fast.py), else here."""
@@ -131,7 +140,7 @@ def _write(out: bytearray, obj: Any, m: Message) -> None:
                     _write_one(out, f, item)
         elif cls is dict:  # MAP
             scalar_tag = b"\x10" if code in (BOOL, INT) else b"\x12"
-            for k, v in value.items():
+            for k, v in sorted_items(value):
                 if v is None:
                     continue
                 entry = bytearray(b"\n")
