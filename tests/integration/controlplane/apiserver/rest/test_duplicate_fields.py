@@ -149,3 +149,25 @@ def test_an_apply_refuses_with_its_own_words(api: Api) -> None:
     answer = api.call("PATCH", url.replace("Strict", "Warn"), apply, "application/apply-patch+yaml")
     assert answer.status == 201
     assert answer.warnings == ['299 - "line 1: key \\"a\\" already set in map"']
+
+
+def test_a_custom_resources_repeats_come_before_its_unknown_fields(api: Api) -> None:
+    # Decoded as a map (every repeat found), then pruned against the schema.
+    from controlplane.api import crd
+    from tests.fakes.crds import widget_crd
+
+    made = widget_crd()
+    crd.register(made)
+    try:
+        widgets = "/apis/example.com/v1/namespaces/default/widgets"
+        text = (b'{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},'
+                b'"spec":{"size":1,"bogus":1,"bogus":2,"size":2}}')  # fmt: skip
+        answer = api.call("POST", f"{widgets}?fieldValidation=Strict", text)
+        assert answer.status == 400, answer.body
+        assert answer.json()["message"] == (
+            'strict decoding error: duplicate field "spec.bogus", duplicate field "spec.size", '
+            'unknown field "spec.bogus"'
+        )
+        assert api.call("GET", f"{widgets}/w").status == 404
+    finally:
+        crd.unregister(made["metadata"]["name"])
