@@ -5,7 +5,8 @@ Kubernetes' protobuf messages.
 cannot take it, writes it here field by field: only the keys the object
 has (a Go reader takes a missing field as its zero), skipping a value whose
 type its field cannot carry rather than failing, since it writes objects
-the registry already validated.
+the registry already validated. Both write a map's entries ascending by
+key, as Kubernetes' generated Marshal does (sort.Strings of the keys).
 """
 
 from __future__ import annotations
