@@ -20,6 +20,8 @@ bytes per node, aliases at the full size of what they copy) and a document
 past `max_size` (four request bodies) is refused with DecodedTooLarge.
 So the work and the size of the result are bounded by the size of the body.
 
+A repeated mapping key keeps its last value and is noted with its line
+(`loads_noting_duplicates`), as go-yaml's strict decoding reports it.
 As sigs.k8s.io/yaml converts YAML to JSON: timestamps and `!!binary`
 stay the strings they were written as, mapping keys become strings
 (`1:` is "1", `true:` "true"), merge keys (`<<`) are merged. Scalars
@@ -30,6 +32,7 @@ on an executor.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
@@ -59,6 +62,7 @@ class DecodedTooLarge(YAMLDecodeError):
 # A JSON request body may be 3 MiB (limits.MAX_BODY); its YAML may decode to a
 # little more (quotes, commas), never to four times that without aliases.
 MAX_DECODED = 4 * MAX_BODY
+MAX_DUPLICATES = 100
 
 
 def allowed_alias_ratio(decodes: int) -> float:
@@ -79,6 +83,8 @@ class _Builder:
         self.aliased = 0
         self.alias_depth = 0
         self.scalars = SafeConstructor()
+        self.duplicates: list[str] = []  # keys a mapping repeats, as go-yaml words them
+        self.quoted = False  # whether the last key was a string (go-yaml quotes those)
         self.open: set[int] = set()  # nodes being built (an alias to one is a cycle)
         # Nodes built once: (value, nodes decoded for it, nesting below it, size).
         self.built: dict[int, tuple[Any, int, int, int]] = {}
@@ -153,7 +159,9 @@ class _Builder:
         if not isinstance(node, ScalarNode):
             raise YAMLDecodeError("yaml: invalid map key: a mapping key must be a scalar")
         value = self.scalar(node)
+        self.quoted = False
         if isinstance(value, str):
+            self.quoted = True
             return value
         if isinstance(value, bool):
             return "true" if value else "false"
@@ -178,8 +186,14 @@ class _Builder:
                 continue
             self.count()
             self.grow(len(key_node.value) + 4 if isinstance(key_node, ScalarNode) else 4)
+            name = self.key(key_node)
+            if name in out and len(self.duplicates) < MAX_DUPLICATES:
+                # go-yaml's strict words, the line of the repeat (sigs.k8s.io/yaml)
+                shown = json.dumps(name, ensure_ascii=False) if self.quoted else name
+                line = key_node.start_mark.line + 1
+                self.duplicates.append(f"line {line}: key {shown} already set in map")
             value, below = self.build(value_node, depth + 1)
-            out[self.key(key_node)] = value
+            out[name] = value
             if isinstance(value, dict | list):
                 height = max(height, below + 1)
         for k, v in merged.items():
@@ -190,7 +204,16 @@ class _Builder:
 def loads(data: bytes | str, max_depth: int = 10_000, max_size: int = MAX_DECODED) -> Any:
     """The single document in `data` as JSON values; YAMLDecodeError when refused
     (yaml.YAMLError, with its position, when it does not parse)."""
+    return loads_noting_duplicates(data, max_depth, max_size)[0]
+
+
+def loads_noting_duplicates(
+    data: bytes | str, max_depth: int = 10_000, max_size: int = MAX_DECODED
+) -> tuple[Any, list[str]]:
+    """loads(), and the keys a mapping repeats (the last one kept), each as
+    go-yaml's strict decoding words it: `line 5: key "name" already set in map`."""
     root = yaml.compose(data, Loader=_Loader)
     if root is None:
-        return None
-    return _Builder(max_depth, max_size).build(root, 1)[0]
+        return None, []
+    builder = _Builder(max_depth, max_size)
+    return builder.build(root, 1)[0], builder.duplicates

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ class Answer:
     status: int
     headers: dict[str, str]
     body: bytes
+    warnings: list[str] = field(default_factory=list)  # every Warning header, in order
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -58,7 +59,8 @@ class Api:
             async with aiohttp.ClientSession(auto_decompress=False) as session:
                 url = f"http://127.0.0.1:{self.port}{path}"
                 async with session.request(method, url, data=data, headers=sent) as response:
-                    return Answer(response.status, dict(response.headers), await response.read())
+                    return Answer(response.status, dict(response.headers), await response.read(),
+                                  response.headers.getall("Warning", []))  # fmt: skip
 
         return asyncio.run_coroutine_threadsafe(go(), self.loop).result(60)
 

@@ -10,7 +10,12 @@ values whose JSON form is not the message's own are rewritten first, by a
 per-message plan that walks just the fields leading to them: times to
 {seconds, nanos}, quantities to {string}, IntOrString to {type, intVal,
 strVal}, base64 to bytes, RawExtension and FieldsV1 to their JSON bytes,
-structs Go inlines into their own field.
+structs Go inlines into their own field, and every map to its entries
+sorted by key. A map field is declared as repeated entry messages (the same
+bytes on the wire), not as a protobuf map: upb writes a map in its hash
+order, or with `deterministic` in an order of its own ("ab" before "a"),
+and Kubernetes' generated code writes the entries ascending by key
+(sort.Strings), which a list keeps.
 
 `encode` answers None when the runtime is not the C one, or the object has
 a key or a value its message cannot take: the caller then uses codec.encode,
@@ -80,9 +85,8 @@ def _build() -> dict[str, Any] | None:
             field = proto.field.add(name=f.name or INLINE, number=f.number)
             field.label = kind.LABEL_OPTIONAL if f.mode == SINGLE else kind.LABEL_REPEATED
             target = field
-            if f.mode == MAP:
+            if f.mode == MAP:  # repeated entries, not a map: upb keeps their order
                 entry = proto.nested_type.add(name=f"Entry{f.number}")
-                entry.options.map_entry = True
                 entry.field.add(name="key", number=1, type=kind.TYPE_STRING,
                                 label=kind.LABEL_OPTIONAL)  # fmt: skip
                 target = entry.field.add(name="value", number=2, label=kind.LABEL_OPTIONAL)
@@ -114,7 +118,8 @@ def _plan(m: Message, seen: frozenset[str] = frozenset()) -> dict[str, Field]:
             continue
         sub = f.message
         if (
-            f.code == BYTES
+            f.mode == MAP
+            or f.code == BYTES
             or f.code > MESSAGE
             or (
                 sub is not None
@@ -217,8 +222,9 @@ def _source(m: Message, names: dict[str, object]) -> str:
             value = _expr(f, "v")
         elif f.mode == REPEATED:
             value = f"[{_expr(f, 'x')} for x in v]"
-        else:
-            value = f"{{k: {_expr(f, 'x')} for k, x in v.items()}}"
+        else:  # Go's order: entries by key, ascending (Python's str order is UTF-8's)
+            value = (f"[{{'key': k, 'value': {_expr(f, 'x')}}} "
+                     "for k, x in sorted(v.items()) if x is not None]")  # fmt: skip
         lines += ["    if v is not None:", f"        out[{key}] = {value}",
                   f"    elif {key} in out:", f"        del out[{key}]"]  # fmt: skip
     inline = m.inline

@@ -5,7 +5,8 @@ Kubernetes' protobuf messages.
 cannot take it, writes it here field by field: only the keys the object
 has (a Go reader takes a missing field as its zero), skipping a value whose
 type its field cannot carry rather than failing, since it writes objects
-the registry already validated.
+the registry already validated. Both write a map's entries ascending by
+key, as Kubernetes' generated Marshal does (sort.Strings of the keys).
 """
 
 from __future__ import annotations
@@ -58,6 +59,15 @@ def put_bytes(out: bytearray, tag: bytes, data: bytes | bytearray) -> None:
     else:
         put_varint(out, size)
     out += data
+
+
+def sorted_items(value: dict[Any, Any]) -> list[tuple[Any, Any]]:
+    """A map's entries in Go's order: by key, ascending, as sort.Strings
+    orders them (byte order of UTF-8, which is Python's order of str)."""
+    try:
+        return sorted(value.items())
+    except TypeError:  # a key that is not a str: as written, str(key)
+        return sorted(value.items(), key=lambda item: str(item[0]))
 
 
 def encode(obj: Any, message: Message) -> bytes:
@@ -131,7 +141,7 @@ def _write(out: bytearray, obj: Any, m: Message) -> None:
                     _write_one(out, f, item)
         elif cls is dict:  # MAP
             scalar_tag = b"\x10" if code in (BOOL, INT) else b"\x12"
-            for k, v in value.items():
+            for k, v in sorted_items(value):
                 if v is None:
                     continue
                 entry = bytearray(b"\n")

@@ -20,12 +20,13 @@ registry.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 from aiohttp import web
 
-from controlplane.api import jsoncodec, limits, yamlcodec
+from controlplane.api import duplicates, jsoncodec, limits, yamlcodec
 from controlplane.api.k8sproto import envelope
 from controlplane.api.k8sproto.codec import ProtobufError
 from controlplane.apiserver.rest.auditing import BODY
@@ -35,6 +36,18 @@ from controlplane.apiserver.rest.status import (
     UnsupportedMediaType,
 )
 from controlplane.client.errors import Invalid
+
+
+@dataclass
+class Repeats:
+    """The keys a body repeats: JSON's with their paths and order, or the
+    YAML decoder's lines (`line 5: key "name" already set in map`)."""
+
+    json: duplicates.Found | None = None
+    yaml: list[str] = field(default_factory=list)
+
+
+REPEATS = web.RequestKey("repeats", Repeats)  # set by intake.document when a body has any
 
 YAML_TYPES = frozenset({"application/yaml", "application/apply-patch+yaml", "text/yaml"})
 JSON_TYPES = frozenset(
@@ -87,12 +100,24 @@ def media_type(request: web.Request) -> str:
 def decode(data: bytes, content_type: str, kind: str = "") -> Any:
     """The document in `data`; BadRequest with the position when malformed.
     `kind`: the resource's Kind, named when its protobuf is refused."""
+    return decode_noting_repeats(data, content_type, kind, False)[0]
+
+
+def decode_noting_repeats(
+    data: bytes, content_type: str, kind: str = "", noting: bool = True
+) -> tuple[Any, Repeats | None]:
+    """decode(), and (`noting`: fieldValidation is not Ignore) the keys the
+    body repeats, None when it repeats none: JSON's found by
+    api/duplicates.py (a few byte counts unless the text may repeat one),
+    YAML's by its decoder as it goes. A protobuf body has none to note."""
     if not data.strip():
         raise BadRequest("the request body is empty")
+    found: Repeats | None = None
     if content_type in YAML_TYPES:
         try:
             # Bounded: alias expansion as Kubernetes' decoder, nesting as the API's limit.
-            doc = yamlcodec.loads(data, limits.MAX_DEPTH)
+            doc, lines = yamlcodec.loads_noting_duplicates(data, limits.MAX_DEPTH)
+            found = Repeats(yaml=lines) if lines else None
         except yamlcodec.DecodedTooLarge as err:
             raise RequestEntityTooLarge(str(err)) from None
         except yamlcodec.YAMLDecodeError as err:
@@ -117,13 +142,16 @@ def decode(data: bytes, content_type: str, kind: str = "") -> Any:
             raise UnsupportedMediaType(f"the protobuf body{_of(kind)}: {err}") from None
         except ProtobufError as err:
             raise BadRequest(f"the protobuf body{_of(kind)} cannot be read: {err}") from None
-        return doc
+        return doc, None
     else:
         raise UnsupportedMediaType(f"the body's media type {content_type!r} is not supported")
     # JSON with no more brackets than the limit cannot nest deeper: no walk.
     if content_type in YAML_TYPES or data.count(b"{") + data.count(b"[") > limits.MAX_DEPTH:
         check_depth(doc)
-    return doc
+    if noting and content_type in JSON_TYPES:
+        repeated = duplicates.scan(data, doc)
+        found = Repeats(json=repeated) if repeated is not None else None
+    return doc, found if noting else None
 
 
 def _of(kind: str) -> str:

@@ -9,7 +9,8 @@ is authorized later, with the objects its rules read (authorize_request).
 A request RBAC allows as its index stands is let through on the event loop
 (a dictionary lookup); any other is authorized on the executor, where a
 refusal first waits for the indexes to catch up.
-The body is then read with the size limit (body.read) and decoded: a body of
+The body is then read with the size limit (body.read) and decoded, the keys it
+repeats noted for fields.Write (body.decode_noting_repeats): a body of
 at most INLINE_DECODE bytes on the event loop (tens of microseconds, less
 than a trip to the executor costs), a larger one on the executor: a large or
 hostile document costs one worker, not every connection.
@@ -47,10 +48,14 @@ async def document(
             f"{kind} ({api_version}) has no protobuf serialization: send application/json"
         )
     data = await body.read(call.request)
+    # Repeated keys are noted unless fieldValidation=Ignore (fields.Write reports them).
+    noting = call.query("fieldValidation", "Warn") != "Ignore"
     if len(data) <= INLINE_DECODE:
-        doc = body.decode(data, media, kind)
+        doc, repeats = body.decode_noting_repeats(data, media, kind, noting)
     else:
-        doc = await call.server.run(body.decode, data, media, kind)
+        doc, repeats = await call.server.run(body.decode_noting_repeats, data, media, kind, noting)
+    if repeats is not None:
+        call.request[body.REPEATS] = repeats
     if media == envelope.MEDIA_TYPE and call.server.audit is not None:
         call.request[BODY] = jsoncodec.dumps(doc)  # the audit log's requestObject, as JSON
     return doc

@@ -117,3 +117,34 @@ def test_strict_validation_fails_naming_the_unknown_fields(cluster: Cluster) -> 
     assert refused.returncode != 0
     assert 'strict decoding error: unknown field "spec.foo"' in refused.stderr, refused.stderr
     assert cluster.kubectl("get", "deployment", "strict", check=False).returncode != 0
+
+
+def test_repeated_keys_reach_the_server_by_raw_bodies_and_patches(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """kubectl decodes a manifest (`apply -f`, `create -f`) before sending it,
+    keeping the last of repeated keys, as Kubernetes' kubectl does; a raw body
+    and a merge patch's text reach the server as written, where strict
+    decoding names the repeat (refused under Strict, a warning by default)."""
+    raw = tmp_path / "dup.json"
+    raw.write_text('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup"},'
+                   '"data":{"a":"1","a":"2"}}')  # fmt: skip
+    path = "/api/v1/namespaces/default/configmaps"
+    refused = cluster.kubectl("create", "--raw", f"{path}?fieldValidation=Strict", "-f", str(raw),
+                              check=False)  # fmt: skip
+    assert refused.returncode != 0
+    assert 'strict decoding error: duplicate field "data.a"' in refused.stderr, refused.stderr
+    assert cluster.kubectl("get", "cm", "dup", check=False).returncode != 0
+    done = cluster.kubectl("create", "--raw", path, "-f", str(raw))
+    assert 'Warning: duplicate field "data.a"' in done.stderr, done.stderr
+    assert shown(cluster, "cm", "dup")["data"] == {"a": "2"}
+    done = cluster.kubectl("patch", "cm", "dup", "--type", "merge",
+                           "-p", '{"data":{"b":"1","b":"3"}}')  # fmt: skip
+    assert 'Warning: duplicate field "data.b"' in done.stderr, done.stderr
+    assert shown(cluster, "cm", "dup")["data"] == {"a": "2", "b": "3"}
+    manifest = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dupyaml}\ndata:\n  a: '1'\n  a: '2'\n"
+    )
+    done = cluster.kubectl("apply", "--validate=strict", "-f", "-", input=manifest)
+    assert "duplicate" not in done.stderr  # kubectl sent the key once
+    assert shown(cluster, "cm", "dupyaml")["data"] == {"a": "2"}
