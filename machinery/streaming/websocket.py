@@ -137,13 +137,29 @@ class WebSocket:
                 return
             self._close_sent = True
             try:
-                self._sock.sendall(
-                    encode_frame(
-                        OP_CLOSE, struct.pack(">H", code) + reason.encode(), mask=self._client
-                    )
-                )
+                self._sock.sendall(self._close_frame(code, reason))
             except OSError:
                 pass
+
+    def send_last(self, payload: bytes, opcode: int = OP_BINARY) -> None:
+        """A final message and the close frame in one write, so that they
+        reach the peer together (kube-apiserver writes the close frame right
+        after an exec's status): a client that stops reading at that message
+        (lightkube's returns on the status) finds the close frame in the same
+        read instead of leaving a read pending on a socket it then closes."""
+        with self._wlock:
+            if self._close_sent:
+                raise StreamError("websocket is closing")
+            self._close_sent = True
+            frames = encode_frame(opcode, payload, mask=self._client) + self._close_frame()
+            try:
+                self._sock.sendall(frames)
+            except OSError as exc:
+                raise StreamError(f"websocket write failed: {exc}") from exc
+
+    def _close_frame(self, code: int = CLOSE_NORMAL, reason: str = "") -> bytes:
+        payload = struct.pack(">H", code) + reason.encode()
+        return encode_frame(OP_CLOSE, payload, mask=self._client)
 
     def recv(self) -> tuple[int, bytes] | None:
         """The next data message (opcode, payload); None once closed.
@@ -209,6 +225,10 @@ class ChannelConnection:
     def write(self, channel: int, data: bytes) -> None:
         self.ws.send(bytes([channel]) + data)
 
+    def write_last(self, channel: int, data: bytes) -> None:
+        """The session's last message, with the close frame (WebSocket.send_last)."""
+        self.ws.send_last(bytes([channel]) + data)
+
     def abort_inputs(self) -> None:
         for buf in self.inputs.values():
             buf.abort()
@@ -246,14 +266,21 @@ class ChannelConnection:
 
 
 class ChannelSink:
-    """A write side of one channel, shaped like a stream (write/close)."""
+    """A write side of one channel, shaped like a stream (write/close).
 
-    def __init__(self, conn: ChannelConnection, channel: int) -> None:
+    With `last`, the channel carries one message that ends the session (the
+    error channel's status: Kubernetes closes the WebSocket right after it),
+    sent together with the close frame."""
+
+    def __init__(self, conn: ChannelConnection, channel: int, *, last: bool = False) -> None:
         self._conn = conn
         self._channel = channel
+        self._last = last
 
     def write(self, data: bytes) -> None:
-        if data:
+        if data and self._last:
+            self._conn.write_last(self._channel, data)
+        elif data:
             self._conn.write(self._channel, data)
 
     def close(self) -> None:

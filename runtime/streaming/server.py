@@ -336,7 +336,7 @@ class _Handler(UpgradeHandler):
             if request.stderr and not tty
             else None,
             resize=conn.inputs[websocket.RESIZE] if tty else None,
-            error=websocket.ChannelSink(conn, websocket.ERROR),
+            error=websocket.ChannelSink(conn, websocket.ERROR, last=True),
             status_json=True,
             abort_inputs=conn.abort_inputs,
         )

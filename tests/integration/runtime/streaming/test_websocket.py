@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 from machinery.streaming import websocket
@@ -83,3 +84,31 @@ def test_attach_over_websocket(server: StreamingServer, backend: HostProcessBack
     assert out[STDOUT] == b"hello"
     assert out[STDERR] == b"bye\n"
     assert json.loads(out[ERROR])["status"] == "Success"
+
+
+def test_status_arrives_with_the_close_frame(server: StreamingServer) -> None:
+    """The read that completes the status also brings the close frame, as
+    from kube-apiserver (which closes right after the status): a client that
+    returns on the status and closes its socket (lightkube) leaves no read
+    pending on it (tests/unit/machinery/streaming/test_websocket_last.py)."""
+    client = WsClient(exec_url(server, ["echo", "hi"]))
+    assert isinstance(client.rfile, io.BufferedReader)
+    received = b""
+    try:
+        while True:
+            chunk = client.rfile.read1(1 << 16)  # what one recv brought, at most
+            assert chunk, f"closed before the status: {received!r}"
+            received += chunk
+            reader = io.BytesIO(received)
+            frames = []
+            try:
+                while reader.tell() < len(received):
+                    frames.append(websocket.read_frame(reader, expect_masked=False))
+            except EOFError:
+                pass
+            if any(f.opcode == websocket.OP_BINARY and f.payload[:1] == b"\x03" for f in frames):
+                break
+    finally:
+        client.close()
+    assert frames[-1].opcode == websocket.OP_CLOSE, frames
+    assert json.loads(frames[-2].payload[1:])["status"] == "Success"
