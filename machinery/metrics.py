@@ -107,47 +107,47 @@ class Collector(Protocol):
     def collect(self) -> Iterable[Metric]: ...
 
 
-class CounterValue:
+class _Value:
+    """A number under a lock: what a counter and a gauge share."""
+
     __slots__ = ("_lock", "_value")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._value = 0.0
 
-    def inc(self, amount: float = 1.0) -> None:
-        if amount < 0:
-            raise ValueError("Counters can only be incremented by non-negative amounts.")
+    def _add(self, amount: float) -> None:
         with self._lock:
             self._value += amount
 
     def get(self) -> float:
         return self._value
+
+
+class CounterValue(_Value):
+    __slots__ = ()
+
+    def inc(self, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError("Counters can only be incremented by non-negative amounts.")
+        self._add(amount)
 
     def samples(self, name: str, labels: dict[str, str]) -> Iterator[Sample]:
         yield name + "_total", labels, self._value
 
 
-class GaugeValue:
-    __slots__ = ("_lock", "_value")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._value = 0.0
+class GaugeValue(_Value):
+    __slots__ = ()
 
     def inc(self, amount: float = 1.0) -> None:
-        with self._lock:
-            self._value += amount
+        self._add(amount)
 
     def dec(self, amount: float = 1.0) -> None:
-        with self._lock:
-            self._value -= amount
+        self._add(-amount)
 
     def set(self, value: float) -> None:
         with self._lock:
             self._value = float(value)
-
-    def get(self) -> float:
-        return self._value
 
     def samples(self, name: str, labels: dict[str, str]) -> Iterator[Sample]:
         yield name, labels, self._value
