@@ -42,8 +42,11 @@ def test_bookmarks_selectors_and_timeout(cluster: Cluster) -> None:
             {"metadata": {"name": "bm2", "labels": {"w": "yes"}}}).encode())  # fmt: skip
         events = [json.loads(line) for line in response]
     assert time.monotonic() - started < 10  # ended by timeoutSeconds
-    kinds = [(e["type"], e["object"]["metadata"].get("name")) for e in events]
-    assert kinds[0] == ("ADDED", "bm2")  # "other" does not match the selector
+    # A bookmark may come first when the POSTs are slow (a loaded machine):
+    # the events are what the selector matches, bookmarks aside.
+    kinds = [(e["type"], e["object"]["metadata"].get("name")) for e in events
+             if e["type"] != "BOOKMARK"]  # fmt: skip
+    assert kinds == [("ADDED", "bm2")]  # "other" does not match the selector
     bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
     assert bookmarks and bookmarks[-1]["object"]["kind"] == "ConfigMap"
     assert int(bookmarks[-1]["object"]["metadata"]["resourceVersion"]) > int(rv)
