@@ -32,6 +32,21 @@ CASES = [
         "import controlplane.main, controlplane.apiserver.server",
         ["cel_expr_python", "controlplane.api.cel.engine", "controlplane.api.cel.library"],
     ),
+    (  # both schedulers, configured by default: NumPy (~12 MB), their caches and
+        # plugins wait for the first Pod or PodGroup (controlplane/scheduler/wake.py)
+        "import controlplane.main\n"
+        "from controlplane.scheduler import run as scheduler\n"
+        "from controlplane.scheduler.batch import run as batch\n"
+        "scheduler.checked(None), batch.load_conf(None)\n"
+        "scheduler.component(), batch.component()",
+        [
+            "numpy",
+            "controlplane.scheduler.scheduler",
+            "controlplane.scheduler.batch.scheduler",
+            "controlplane.scheduler.framework",
+            "controlplane.scheduler.batch.builtin",
+        ],
+    ),
 ]
 
 
