@@ -20,12 +20,21 @@ CASES = [
         "machinery.metrics.render(machinery.metrics.registry())",
         ["prometheus_client"],
     ),
-    (  # the runtime's images: the registry client waits for the first PullImage
+    (  # the runtime's images: the registry client and the layer unpacker
+        # (tarfile, zstandard, zlib-ng, ~1.4 MB) wait for the first PullImage
         "import tempfile, pathlib, runtime.server\n"
         "from runtime.image import build\n"
         "with tempfile.TemporaryDirectory() as d:\n"
         "    build(pathlib.Path(d), None, False)",
-        ["runtime.image.pull", "runtime.image.registry"],
+        [
+            "runtime.image.pull",
+            "runtime.image.registry",
+            "runtime.image.unpack",
+            "runtime.image.decompress",
+            "zstandard",
+            "zlib_ng",
+            "tarfile",
+        ],
     ),
     (  # the control plane: the CEL engine (cel-cpp, ~19 MB) waits for the first
         # ValidatingAdmissionPolicy, CRD rule or webhook matchCondition
