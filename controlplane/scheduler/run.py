@@ -6,13 +6,16 @@ controlplane/main.py COMPONENTS): it starts a thread that campaigns for the
 `SchedulerService` — shared informers for Pods, Nodes, PodGroups and the
 storage kinds (claims, volumes, classes) feeding the scheduler's handlers, the scheduling loop, binds on a thread pool through
 `ApiClusterWriter`. Losing the lease stops the service; a new term starts a
-fresh one (fresh cache, relisted state).
+fresh one (fresh cache, relisted state). A term builds its service only once
+a Pod exists (wake.py): until then it watches Pods alone, and neither the
+scheduler nor NumPy is loaded.
 
 The profile configuration (YAML, see config.py) comes from the file given
 with `--config` (kube-scheduler's flag; `skiff controlplane
 --scheduler-config` passes it on), else from the file named by
 `$SKIFF_SCHEDULER_CONFIG` (the older way, kept as a fallback), else the
-defaults; a bad file refuses to start with the reason.
+defaults; a bad file refuses to start with the reason (its profiles' plugins
+are built once to check them; the defaults need no check).
 
 Alone, against a running API server:
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controlplane.client.component import (
     ConfiguredComponent,
@@ -40,8 +43,11 @@ from controlplane.client.secureserving import SecureServingOptions
 from controlplane.scheduler import config as sched_config
 from controlplane.scheduler import metrics as sched_metrics
 from controlplane.scheduler.binder import ApiClusterWriter, BindError, ThreadExecutor
-from controlplane.scheduler.scheduler import Scheduler, from_config
 from controlplane.scheduler.volume_state import watch_storage
+from controlplane.scheduler.wake import wait_for_work
+
+if TYPE_CHECKING:
+    from controlplane.scheduler.scheduler import Scheduler
 
 log = logging.getLogger("skiff.scheduler")
 Obj = dict[str, Any]
@@ -70,6 +76,8 @@ class _NoWriter:
 
 def check(cfg: sched_config.SchedulerConfig) -> None:
     """Build every profile's plugins once: a factory refusing its args raises ConfigError."""
+    from controlplane.scheduler.scheduler import from_config  # NumPy: not at rest
+
     from_config(cfg, _NoWriter())
 
 
@@ -82,7 +90,11 @@ class SchedulerService:
         cfg: sched_config.SchedulerConfig | None = None,
         bind_workers: int = 16,
         metrics: sched_metrics.SchedulerMetrics | None = None,
+        factory: SharedInformerFactory | None = None,
     ) -> None:
+        """`factory`: informers already started (wait_for_work's), to subscribe to."""
+        from controlplane.scheduler.scheduler import from_config  # NumPy: not at rest
+
         self.client = client
         self.executor = ThreadExecutor(bind_workers)
         # Binding cycles of DefaultBinder-only profiles go in batches (a few
@@ -94,7 +106,7 @@ class SchedulerService:
             bind_batch_threads=3,
             metrics=metrics,
         )
-        self.factory = SharedInformerFactory(client)
+        self.factory = factory or SharedInformerFactory(client)
         s = self.scheduler
         self.factory.informer_for("Node").add_event_handler(
             s.on_node_add, lambda old, new: s.on_node_update(new), s.on_node_delete
@@ -152,15 +164,28 @@ def run(
     to `metrics` (None: the process's, sched_metrics.for_process())."""
     cfg = cfg or load_config()
     found = metrics or sched_metrics.for_process()
-    serve_while_leading(
-        client, stop, "skiff-scheduler",
-        lambda done: SchedulerService(client, cfg, metrics=found).run(done),
-    )  # fmt: skip
+
+    def serve(done: threading.Event) -> None:
+        factory = SharedInformerFactory(client)
+        try:
+            if not wait_for_work(factory, ("Pod",), done):
+                return
+            service = SchedulerService(client, cfg, metrics=found, factory=factory)
+        except BaseException:
+            factory.shutdown()
+            raise
+        service.run(done)
+
+    serve_while_leading(client, stop, "skiff-scheduler", serve)
 
 
 def checked(path: str | None = None) -> sched_config.SchedulerConfig:
-    """load_config(path), every profile's plugins built once to check it."""
-    cfg = load_config(path)
+    """load_config(path), every profile's plugins built once to check it (the
+    defaults, with no file, are not: they build, and building loads NumPy)."""
+    found = config_file(path, CONFIG_ENV)
+    if found is None:
+        return sched_config.parse(None)
+    cfg = sched_config.load(found[1])
     check(cfg)
     return cfg
 

@@ -18,10 +18,13 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from machinery.atomicfile import move_aside, publish
 from runtime.image.content import digest_hex, pid_alive
-from runtime.image.unpack import LayerStats
+
+if TYPE_CHECKING:  # the unpacker (tarfile, zstandard, zlib-ng) loads with the first pull
+    from runtime.image.unpack import LayerStats
 
 TMP_PREFIX = "tmp-"
 

@@ -20,17 +20,41 @@ CASES = [
         "machinery.metrics.render(machinery.metrics.registry())",
         ["prometheus_client"],
     ),
-    (  # the runtime's images: the registry client waits for the first PullImage
+    (  # the runtime's images: the registry client and the layer unpacker
+        # (tarfile, zstandard, zlib-ng, ~1.4 MB) wait for the first PullImage
         "import tempfile, pathlib, runtime.server\n"
         "from runtime.image import build\n"
         "with tempfile.TemporaryDirectory() as d:\n"
         "    build(pathlib.Path(d), None, False)",
-        ["runtime.image.pull", "runtime.image.registry"],
+        [
+            "runtime.image.pull",
+            "runtime.image.registry",
+            "runtime.image.unpack",
+            "runtime.image.decompress",
+            "zstandard",
+            "zlib_ng",
+            "tarfile",
+        ],
     ),
     (  # the control plane: the CEL engine (cel-cpp, ~19 MB) waits for the first
         # ValidatingAdmissionPolicy, CRD rule or webhook matchCondition
         "import controlplane.main, controlplane.apiserver.server",
         ["cel_expr_python", "controlplane.api.cel.engine", "controlplane.api.cel.library"],
+    ),
+    (  # both schedulers, configured by default: NumPy (~12 MB), their caches and
+        # plugins wait for the first Pod or PodGroup (controlplane/scheduler/wake.py)
+        "import controlplane.main\n"
+        "from controlplane.scheduler import run as scheduler\n"
+        "from controlplane.scheduler.batch import run as batch\n"
+        "scheduler.checked(None), batch.load_conf(None)\n"
+        "scheduler.component(), batch.component()",
+        [
+            "numpy",
+            "controlplane.scheduler.scheduler",
+            "controlplane.scheduler.batch.scheduler",
+            "controlplane.scheduler.framework",
+            "controlplane.scheduler.batch.builtin",
+        ],
     ),
 ]
 

@@ -17,9 +17,13 @@ never name a job or a pod.
 
 from __future__ import annotations
 
-from controlplane.scheduler.batch.scheduler import SessionStats
+from typing import TYPE_CHECKING
+
 from machinery import metrics
 from machinery.metrics import Counter, Gauge, Histogram
+
+if TYPE_CHECKING:  # the scheduler (and NumPy) loads with the first pod (wake.py)
+    from controlplane.scheduler.batch.scheduler import SessionStats
 
 E2E_BUCKETS = tuple(5.0 * 2**i for i in range(10))  # Volcano's ExponentialBuckets(5, 2, 10)
 

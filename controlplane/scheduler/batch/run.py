@@ -10,11 +10,18 @@ changed (at least every second). Writes go through the API client: binds in
 batches, evictions, PodGroup and Queue status, and the volume plugins'
 claimRefs and selected nodes.
 
+A term builds its `BatchService` only once a Pod or a PodGroup exists
+(wake.py): until then it watches those and the Queues alone, and neither
+the scheduler nor NumPy is loaded. Meanwhile it writes the status a session
+would write of a Queue with nothing in it (queuestatus.py), so a Queue reads
+the same whether the scheduler has woken or not.
+
 The configuration is Volcano's volcano-scheduler.conf, from the file given
 with `--config` (or vc-scheduler's `--scheduler-conf`; `skiff controlplane
 --volcano-scheduler-config` passes it on), else from the file named by
 `$SKIFF_VOLCANO_CONFIG` (the older way, kept as a fallback), else conf.py's
-default; a bad file refuses to start, naming the line.
+default; a bad file refuses to start, naming the line (a file's actions and
+plugins are checked against the registry; the default needs no check).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controlplane.api import volcano
 from controlplane.client.component import (
@@ -36,13 +43,16 @@ from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import serve_while_leading
 from controlplane.client.secureserving import SecureServingOptions
-from controlplane.scheduler.batch import builtin
 from controlplane.scheduler.batch import conf as batch_conf
 from controlplane.scheduler.batch import metrics as batch_metrics
-from controlplane.scheduler.batch.scheduler import BatchScheduler
+from controlplane.scheduler.batch.queuestatus import idle_status
 from controlplane.scheduler.binder import ApiClusterWriter
 from controlplane.scheduler.volume_state import watch_storage
+from controlplane.scheduler.wake import wait_for_work
 from machinery import rfc3339
+
+if TYPE_CHECKING:
+    from controlplane.scheduler.batch.scheduler import BatchScheduler
 
 log = logging.getLogger("skiff.scheduler.batch")
 Obj = dict[str, Any]
@@ -56,7 +66,9 @@ def load_conf(path: str | None = None) -> batch_conf.Conf:
     """The configuration in `path` (--config), else in $SKIFF_VOLCANO_CONFIG's file."""
     found = config_file(path, CONFIG_ENV)
     if found is None:
-        return builtin.load(batch_conf.DEFAULT_CONF)
+        return batch_conf.validate(batch_conf.load(batch_conf.DEFAULT_CONF))
+    from controlplane.scheduler.batch import builtin  # NumPy: not at rest
+
     try:
         return builtin.load(found[1])
     except batch_conf.ConfError as e:
@@ -104,6 +116,41 @@ class ApiBatchWriter:
             log.debug("could not record event %s: %s", reason, err)
 
 
+class IdleQueues:
+    """While the scheduler sleeps: each Queue's status as a session would
+    write it with no PodGroup and no pod, written when it reads otherwise."""
+
+    def __init__(self, writer: ApiBatchWriter, factory: SharedInformerFactory) -> None:
+        self.writer = writer
+        self.changed = threading.Event()
+        self.informer = factory.informer_for("Queue")
+        self.handler = self.informer.add_event_handler(
+            lambda q: self.changed.set(), lambda old, new: self.changed.set()
+        )
+
+    def __enter__(self) -> IdleQueues:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.informer.remove_event_handler(self.handler)
+
+    def report(self) -> None:
+        """Write the idle status of every Queue that changed and reads otherwise."""
+        if not self.changed.is_set():
+            return
+        self.changed.clear()
+        want = idle_status()
+        for queue in self.informer.store.list():
+            have = queue.get("status") or {}
+            if all(have.get(k) == v for k, v in want.items()):
+                continue
+            try:
+                self.writer.write_status("Queue", queue, want)
+            except Exception as err:  # tried again at the next look
+                log.warning("status of Queue %s: %s", queue["metadata"]["name"], err)
+                self.changed.set()
+
+
 class BatchService:
     """One term of batch scheduling."""
 
@@ -112,13 +159,17 @@ class BatchService:
         client: ApiClient,
         conf: batch_conf.Conf,
         metrics: batch_metrics.BatchMetrics | None = None,
+        factory: SharedInformerFactory | None = None,
     ) -> None:
-        self.scheduler = BatchScheduler(
+        """`factory`: informers already started (wait_for_work's), to subscribe to."""
+        from controlplane.scheduler.batch.scheduler import BatchScheduler  # NumPy: not at rest
+
+        self.scheduler: BatchScheduler = BatchScheduler(
             conf, ApiBatchWriter(client), status_writers=8, volume_binders=4
         )
         if metrics is not None:
             self.scheduler.on_session = metrics.session
-        self.factory = SharedInformerFactory(client)
+        self.factory = factory or SharedInformerFactory(client)
         s = self.scheduler.cache
         # Claims, volumes and classes for the volume plugins, which write through the client.
         watch_storage(self.factory, client, s.volumes, s.on_storage)
@@ -160,9 +211,20 @@ def run(
     """Campaign for the `volcano` lease until `stop`; schedule while leading,
     reporting to `metrics` (None: the process's, batch_metrics.for_process())."""
     found = metrics or batch_metrics.for_process()
-    serve_while_leading(
-        client, stop, "volcano", lambda done: BatchService(client, conf, found).run(done)
-    )
+
+    def serve(done: threading.Event) -> None:
+        factory = SharedInformerFactory(client)
+        try:
+            with IdleQueues(ApiBatchWriter(client), factory) as idle:
+                if not wait_for_work(factory, ("Pod", "PodGroup"), done, idle.report):
+                    return
+            service = BatchService(client, conf, found, factory)
+        except BaseException:
+            factory.shutdown()
+            raise
+        service.run(done)
+
+    serve_while_leading(client, stop, "volcano", serve)
 
 
 def component(

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from controlplane.client.errors import NotFound
 from controlplane.scheduler.batch.info import NOT_ENOUGH_RESOURCES, JobInfo
+from controlplane.scheduler.batch.queuestatus import queue_status
 from controlplane.scheduler.batch.session import Session
 from machinery import rfc3339
 from machinery.clock import Clock
@@ -257,10 +258,7 @@ class StatusReporter:
                 # or a change makes it stale, or the write fails.
                 self._settle(job.key, phase, float("inf"), sig)
         for name, q in ssn.queues.items():
-            counts = {p: 0 for p in ("pending", "running", "inqueue", "completed", "unknown")}
-            counts.update((p, n) for p, n in self._per_queue.get(name, {}).items() if n)
-            status = {**counts, "allocated": {d: str(v) for d, v in q.allocated.items()}}
-            status["allocated"]["cpu"] = f"{q.allocated.get('cpu', 0)}m"
+            status = queue_status(self._per_queue.get(name, {}), q.allocated)
             if self._reported.queues.get(name) == status:
                 continue
             self._submit_status("Queue", name, queue_objects[name], status, status)

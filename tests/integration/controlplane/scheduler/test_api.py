@@ -113,10 +113,24 @@ def test_leader_elected_component(client: GrpcApiClient) -> None:
     thread = threading.Thread(target=run, args=(client, stop), daemon=True)
     thread.start()
     try:
-        client.create("Pod", make_pod("p", cpu="1"), "default")
-        wait_for(
-            lambda: (client.get("Pod", "p", "default").get("spec") or {}).get("nodeName") == "n1"
-        )
+        # Leading with no pod, it sleeps (wake.py); the pods that wake it all count:
+        # the bound one holds half the node, so one of the other two fits.
+        wait_for(lambda: any(o["metadata"]["name"] == "skiff-scheduler"
+                             for o in client.list("Lease", "kube-system").items))  # fmt: skip
+        client.create("Pod", make_pod("there", cpu="1", node_name="n1"), "default")
+        for name in ("p", "q"):
+            client.create("Pod", make_pod(name, cpu="1"), "default")
+
+        def node_of(name: str) -> str:
+            return str((client.get("Pod", name, "default").get("spec") or {}).get("nodeName") or "")
+
+        def unschedulable(name: str) -> bool:
+            conds = (client.get("Pod", name, "default").get("status") or {}).get("conditions")
+            return any(c.get("reason") == "Unschedulable" for c in conds or ())
+
+        wait_for(lambda: {node_of("p"), node_of("q")} == {"n1", ""})
+        wait_for(lambda: unschedulable("p") or unschedulable("q"))
+        assert {node_of("p"), node_of("q")} == {"n1", ""}
         lease = client.get("Lease", "skiff-scheduler", "kube-system")
         assert lease["spec"]["holderIdentity"]
     finally:
