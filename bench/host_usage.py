@@ -27,7 +27,7 @@ def pss_rss_kb(pid: int) -> tuple[int, int]:
     return pss, rss
 
 
-def _cpu_root() -> tuple[Path, str] | None:
+def cpu_hierarchy() -> tuple[Path, str] | None:
     """The hierarchy that accounts CPU time, and its name in /proc/self/cgroup
     ("" for the unified one)."""
     root = Path("/sys/fs/cgroup")
@@ -38,11 +38,25 @@ def _cpu_root() -> tuple[Path, str] | None:
     return None
 
 
+def own_cgroup() -> Path | None:
+    """This process's cgroup directory in the CPU-accounting hierarchy."""
+    found = cpu_hierarchy()
+    if found is None:
+        return None
+    root, name = found
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, ctrls, path = line.split(":", 2)
+            if (name in ctrls.split(",")) if name else ctrls == "":
+                return root / path.lstrip("/")
+    return None
+
+
 def cpu_usage_s(parent: str) -> float:
     """CPU seconds used so far by everything under the cgroup `parent`: a
     target's daemon (started inside it by `daemon_cgroup`), the processes it
     starts, and the pods. NaN where it cannot be read."""
-    found = _cpu_root()
+    found = cpu_hierarchy()
     if found is not None:
         d = found[0] / parent.strip("/")
         with contextlib.suppress(OSError, ValueError):
@@ -59,15 +73,8 @@ def daemon_cgroup(parent: str) -> Iterator[None]:
     """Run the body (which starts the daemon) with this process in
     `<parent>/daemon` for CPU accounting, then move back. The machine is
     shared, so CPU time says more than wall time about a runtime's cost."""
-    found = _cpu_root()
-    home = None
-    if found is not None:
-        root, name = found
-        with contextlib.suppress(OSError, ValueError):
-            for line in Path("/proc/self/cgroup").read_text().splitlines():
-                _, ctrls, path = line.split(":", 2)
-                if (name in ctrls.split(",")) if name else ctrls == "":
-                    home = root / path.lstrip("/")
+    found = cpu_hierarchy()
+    home = own_cgroup()
     if found is None or home is None:
         yield
         return

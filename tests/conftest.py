@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import layer_timing, shared_registry
+from tests.harness import layer_timing, module_cpu, shared_registry
 from tests.harness.cgroup import TempCgroup, temp_cgroup
 from tests.harness.images import TestImages
 from tests.harness.mounts import scratch_dir
@@ -29,6 +29,7 @@ IS_ROOT = os.geteuid() == 0
 def pytest_configure(config: pytest.Config) -> None:
     layer_timing.register(config)
     shared_registry.register(config)
+    module_cpu.register(config)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -25,8 +25,10 @@ REPO = Path(__file__).resolve().parents[2]
 class ControlPlane:
     data_dir: Path
     extra_args: list[str] = field(default_factory=list)
-    # The scheduler and controllers run in `skiff controlplane` by default;
-    # most tests drive the API alone or run their own controllers in-process.
+    # The schedulers and controllers run in `skiff controlplane` by default;
+    # most tests drive the API alone or run their own controllers in-process,
+    # and each component is a process of its own that costs a second of CPU
+    # to start, so they run only with components=True.
     components: bool = False
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
@@ -42,7 +44,8 @@ class ControlPlane:
             "--listen", f"127.0.0.1:{self.port}",
             "--data-dir", str(self.data_dir),
             "--bookmark-interval", "0.5",
-            *([] if self.components else ["--disable", "scheduler", "--disable", "controllers"]),
+            *([] if self.components else ["--disable", "scheduler", "--disable", "volcano-scheduler",
+                                          "--disable", "controllers"]),
             # No component's secure port on the host's standard ports (tests
             # run side by side); a test that wants them names free ones after.
             "--scheduler-secure-port=0", "--volcano-scheduler-secure-port=0",

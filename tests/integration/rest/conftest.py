@@ -1,7 +1,7 @@
 """One real control plane (SQLite, scheduler and controllers) per test module,
-served in this process on a free port, driven over HTTPS by kubectl itself
-and by the official `kubernetes` Python client through the kubeconfig it
-writes."""
+served in this process (its components as threads) on a free port, driven
+over HTTPS by kubectl itself and by the official `kubernetes` Python client
+through the kubeconfig it writes."""
 
 from __future__ import annotations
 
@@ -56,9 +56,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("rest")
     data_dir = base / "cp"
     port = free_port()
+    # The scheduler and controllers as threads of this process (the default
+    # on one CPU), not processes: each process would import the control
+    # plane again, a second or more of CPU apiece per module.
     args = cp_main.build_parser().parse_args(
         ["--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
-         "--bookmark-interval", "0.5"]
+         "--bookmark-interval", "0.5", "--no-component-processes"]
     )  # fmt: skip
     running = cp_main.start(args)
     try:

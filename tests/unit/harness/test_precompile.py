@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.precompile import compile_tree, main
+from tests.harness.precompile import compile_tree, main, rewrite_tests
 
 
 def _tree(root: Path) -> None:
@@ -39,6 +39,25 @@ def test_the_tree_compiled_but_the_modules_pytest_rewrites(
     assert (tmp_path / "tests" / "harness" / "__pycache__" / f"helper.{tag}.pyc").exists()
     cached = {p.name for p in (tmp_path / "tests" / "__pycache__").iterdir()}
     assert cached == {f"__init__.{tag}.pyc"}  # not test_a, test_b, conftest
+
+
+def test_the_test_modules_rewritten_as_pytest_reads_them(
+    tmp_path: Path, writing_bytecode: None
+) -> None:
+    from _pytest.assertion import rewrite
+
+    _tree(tmp_path)
+    assert rewrite_tests(tmp_path, jobs=2)
+    cache = tmp_path / "tests" / "__pycache__"
+    names = {p.name for p in cache.iterdir()}
+    assert names == {f"{m}{rewrite.PYC_TAIL}" for m in ("conftest", "test_a", "test_b")}
+    co = rewrite._read_pyc(tmp_path / "tests" / "test_a.py", cache / f"test_a{rewrite.PYC_TAIL}")
+    assert co is not None and "@pytest_ar" in co.co_names  # the asserts rewritten
+    # A changed module's stale bytecode is redone.
+    (tmp_path / "tests" / "test_a.py").write_text("def test_a():\n    assert 2 + 2 == 4\n")
+    assert rewrite_tests(tmp_path, jobs=1)
+    co = rewrite._read_pyc(tmp_path / "tests" / "test_a.py", cache / f"test_a{rewrite.PYC_TAIL}")
+    assert co is not None
 
 
 def test_nothing_written_where_bytecode_is_off(
