@@ -12,10 +12,12 @@ finished (deleted with grace 0, the agent's last step). No CRI, no
 containers, no network: a hollow node costs a few kilobytes and its share
 of one thread pool.
 
-The Pod informer watches bound pods only (`spec.nodeName!=`, as an agent
-watches `spec.nodeName=<its node>`): a pod not yet scheduled is nothing to
-a node, and the API server need not send it. Give it a client with
-`lean_watches` (the command does): no node reads managedFields.
+Give it a client with `lean_watches` (the command does): no node reads
+managedFields, and the API server sends every watcher of a kind the same
+lean message. Its Pod informer watches every pod, not only bound ones
+(`spec.nodeName!=`): the API server would decode each changed pod's
+previous object as well, to tell whether it left the selection, and that
+costs it more than the unscheduled pods cost this process.
 
 What this module must never do: touch the machine (namespaces, cgroups,
 iptables) or report anything but bound pods on its own nodes.
@@ -46,7 +48,7 @@ from controlplane.api import quantity, volumes
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import load_config
-from controlplane.client.informer import SharedInformer, SharedInformerFactory
+from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient, DeleteOptions
 from machinery import rfc3339
 from machinery.signals import StopSignals
@@ -54,7 +56,6 @@ from machinery.signals import StopSignals
 log = logging.getLogger("skiff.agent.hollow")
 
 Object = dict[str, Any]
-BOUND = "spec.nodeName!="  # the Pod informer's field selector: bound pods only
 
 
 @dataclass(frozen=True)
@@ -400,22 +401,24 @@ class HollowNodes:
     def _on_pod_update(self, old: Object, new: Object) -> None:
         self._on_pod(new)
 
-    def pod_counts(self) -> tuple[int, int]:
-        """(bound, Running) as this process's Pod informer sees them: progress
-        without listing every pod from the API server again."""
-        pods = self._pods().store.list()
-        running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
-        return len(pods), running
-
-    def _pods(self) -> SharedInformer:
-        return self._factory.informer_for("Pod", field_selector=BOUND)
+    def pod_counts(self) -> tuple[int, int, int]:
+        """(pods, bound, Running) as this process's Pod informer sees them:
+        progress without listing every pod from the API server again."""
+        pods = self._factory.informer_for("Pod").store.list()
+        bound = running = 0
+        for p in pods:
+            if (p.get("spec") or {}).get("nodeName"):
+                bound += 1
+            if (p.get("status") or {}).get("phase") == "Running":
+                running += 1
+        return len(pods), bound, running
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         self.register()
         nodes = self._factory.informer_for("Node", label_selector="skiff.io/hollow=true")
         nodes.add_event_handler(on_add=self._on_node, on_update=self._on_node_update)
-        pods = self._pods()
+        pods = self._factory.informer_for("Pod")
         pods.add_event_handler(on_add=self._on_pod, on_update=self._on_pod_update)
         self._factory.start()
         self._factory.wait_for_cache_sync(60)
