@@ -12,12 +12,10 @@ finished (deleted with grace 0, the agent's last step). No CRI, no
 containers, no network: a hollow node costs a few kilobytes and its share
 of one thread pool.
 
-Give it a client with `lean_watches` (the command does): no node reads
-managedFields, and the API server sends every watcher of a kind the same
-lean message. Its Pod informer watches every pod, not only bound ones
-(`spec.nodeName!=`): the API server would decode each changed pod's
-previous object as well, to tell whether it left the selection, and that
-costs it more than the unscheduled pods cost this process.
+The command connects with `lean_watches`: no node reads managedFields.
+The Pod informer watches every pod, not only bound ones (`spec.nodeName!=`):
+for a selecting watcher the API server decodes each changed pod's previous
+object as well, to tell whether it left the selection.
 
 What this module must never do: touch the machine (namespaces, cgroups,
 iptables) or report anything but bound pods on its own nodes.

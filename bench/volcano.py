@@ -59,8 +59,6 @@ from agent.hollow import HollowConfig, HollowNodes
 from bench.host_usage import children
 from bench.stats import report
 from controlplane.api import jsoncodec, volcano
-from controlplane.client.apiclient import connect
-from controlplane.client.config import load_config
 from controlplane.controllers import podutil
 from machinery.clock import RealClock
 from tests.harness.cluster import ClusterControlPlane
@@ -207,9 +205,7 @@ def e2e(nodes: int, jobs: int, tasks: int, processes: bool) -> dict[str, float]:
     )  # fmt: skip
     cp.start()
     api = cp.client(timeout=120)
-    # The nodes' own client, as `python -m agent.hollow` connects: lean watches.
-    node_api = connect(load_config(cp.data_dir / "admin.conf"), timeout=120, lean_watches=True)
-    hollow = HollowNodes(node_api, HollowConfig(nodes=nodes, cpu="32", memory="128Gi", workers=8))
+    hollow = HollowNodes(api, HollowConfig(nodes=nodes, cpu="32", memory="128Gi", workers=8))
     try:
         hollow.start()
 
@@ -281,7 +277,6 @@ def e2e(nodes: int, jobs: int, tasks: int, processes: bool) -> dict[str, float]:
               f"{t_running - t_created:.1f}s", flush=True)  # fmt: skip
     finally:
         hollow.stop()
-        node_api.close()
         api.close()
         cp.stop()
         shutil.rmtree(base, ignore_errors=True)
