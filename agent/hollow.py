@@ -12,6 +12,11 @@ finished (deleted with grace 0, the agent's last step). No CRI, no
 containers, no network: a hollow node costs a few kilobytes and its share
 of one thread pool.
 
+The command connects with `lean_watches`: no node reads managedFields.
+The Pod informer watches every pod, not only bound ones (`spec.nodeName!=`):
+for a selecting watcher the API server decodes each changed pod's previous
+object as well, to tell whether it left the selection.
+
 What this module must never do: touch the machine (namespaces, cgroups,
 iptables) or report anything but bound pods on its own nodes.
 
@@ -476,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
-    api = connect(load_config(Path(args.credentials)), timeout=30)
+    api = connect(load_config(Path(args.credentials)), timeout=30, lean_watches=True)
     stop = StopSignals()
     hollow = HollowNodes(api, cfg)
     hollow.start()
