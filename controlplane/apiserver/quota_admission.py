@@ -13,10 +13,13 @@ counted; updates of Services and PersistentVolumeClaims by what they add.
 
 Charging writes the quotas' status.used with compare-and-swap, so two API
 server threads never both take the last unit. As Kubernetes' quota
-evaluator, the writes are batched per namespace: the first caller of a
-namespace evaluates and charges every request that arrived while it
-worked, in order, with one write per quota, so concurrent creates share a
-quota write instead of queueing behind one each. A create (`create`, which
+evaluator, the writes are batched per namespace: a caller that finds no
+charge of its namespace under way leads one, evaluating and charging
+every request that arrived in the meantime, in order, with one write per
+quota, so concurrent creates share a quota write instead of queueing
+behind one each; then it wakes the first caller that arrived during its
+write to lead the next batch (its own request among them) and returns,
+never keeping its own client waiting on others' batches. A create (`create`, which
 the registry calls to store one) is written with its batch's charge in one
 store transaction (Store.update_and_create): on SQLite one commit makes
 both durable, and an object whose name is taken is neither stored nor
@@ -83,7 +86,10 @@ class _Ask:
     error: ApiError | None = None
     stored: int | StorageError | None = None  # the create's revision, or why not
     known: _Known | None = None  # the quotas as read when it was asked
-    done: threading.Event | None = None  # set when a batch led by another caller has run it
+    # Held while it waits for another caller: released when its batch has
+    # run, or (`lead`) for it to lead the next batch itself.
+    done: threading.Lock | None = None
+    lead: bool = False
 
 
 class _Limits:
@@ -280,35 +286,47 @@ class QuotaAdmission:
     # ---- batching ---------------------------------------------------------------
 
     def _charge(self, reg: Registry, namespace: str, ask: _Ask) -> None:
+        """Charge `ask` in a batch of its namespace's: led by this caller when
+        none is under way, else by one that is; a leader runs one batch and
+        hands the next to a caller waiting in it, so no caller waits for
+        more than the batches ahead of its own (a leader running batch
+        after batch would keep its own client waiting all along)."""
         with self._lock:
-            leader = namespace not in self._busy
-            if not leader:
-                ask.done = threading.Event()
             self._pending.setdefault(namespace, []).append(ask)
-            self._busy.add(namespace)
+            if namespace in self._busy:
+                ask.done = threading.Lock()
+                ask.done.acquire()
+            else:
+                self._busy.add(namespace)
         if ask.done is not None:
-            ask.done.wait()
-            return
-        while True:
+            ask.done.acquire()  # released by the leader of its batch, or to lead
+            if not ask.lead:
+                return
+        with self._lock:
+            batch, later = _distinct(self._pending.pop(namespace, []))
+            if later:  # the same name asked twice: the next batch sees the first stored
+                self._pending[namespace] = later
+        try:
+            self._run(reg, namespace, batch)
+        except ApiError as err:
+            for each in batch:
+                each.error = each.error or err
+        except Exception as err:  # never leave a waiter hanging
+            for each in batch:
+                each.error = each.error or Unavailable(f"quota admission: {err}")
+        finally:
+            for each in batch:
+                if each.done is not None and each is not ask:
+                    each.done.release()
             with self._lock:
-                batch, later = _distinct(self._pending.pop(namespace, []))
-                if later:  # the same name asked twice: the next batch sees the first stored
-                    self._pending[namespace] = later
-                if not batch:
+                waiting = self._pending.get(namespace)
+                if waiting:  # its first leads the next batch (the batch holds it)
+                    waiting[0].lead = True
+                    assert waiting[0].done is not None
+                    waiting[0].done.release()
+                else:
+                    self._pending.pop(namespace, None)
                     self._busy.discard(namespace)
-                    return
-            try:
-                self._run(reg, namespace, batch)
-            except ApiError as err:
-                for each in batch:
-                    each.error = each.error or err
-            except Exception as err:  # never leave a waiter hanging
-                for each in batch:
-                    each.error = each.error or Unavailable(f"quota admission: {err}")
-            finally:
-                for each in batch:
-                    if each.done is not None:
-                        each.done.set()
 
     def _base(self, reg: Registry, namespace: str, batch: list[_Ask]) -> _Known:
         """The quotas a batch is evaluated against: as known (SQLite), or the
