@@ -155,6 +155,10 @@ class QuotaAdmission:
         self._known: dict[str, _Known] = {}
         self._reads = itertools.count(1)  # numbers each read of a namespace's quotas
         self._committed: dict[str, int] = {}  # namespace -> reads begun before its last charge
+        # namespace -> the charge being written: the prefix_writes count it
+        # was evaluated at, the count once it is written, and a lock its
+        # leader holds until it has kept the quotas as charged.
+        self._flight: dict[str, tuple[int, int, threading.Lock]] = {}
         # Each quota's newest version seen, parsed (a template): by (revision,
         # stored bytes), and which that is by (namespace, name).
         self._parsed: dict[tuple[int, bytes], _Quota] = {}
@@ -168,15 +172,29 @@ class QuotaAdmission:
         count stays where they were taken, so a charge's own write is not read
         back; when the count moved, one caller of a namespace at a time reads
         them again (a charge's commit releases many creates at once, and the
-        first one's read serves the rest). Elsewhere (etcd) they are read.
+        first one's read serves the rest), except that a caller finding the
+        count moved by a charge of the namespace's own, just written, waits
+        for its leader to keep the quotas as charged instead of reading and
+        parsing them back. Elsewhere (etcd) they are read.
         """
         writes_of = getattr(reg.store, "prefix_writes", None)
         if writes_of is None:
             return self._read(reg, namespace, -1)
         prefix = list_prefix(by_kind("ResourceQuota"), namespace)
         found = self._known.get(namespace)
-        if found is not None and found.writes == writes_of(prefix):
-            return found
+        if found is not None:
+            writes = writes_of(prefix)
+            if found.writes == writes:
+                return found
+            flight = self._flight.get(namespace)
+            if flight is not None and flight[:2] == (found.writes, writes):
+                # Only a charge of ours wrote since (or it failed and one other
+                # write did): its leader keeps the quotas as charged at once.
+                flight[2].acquire()
+                flight[2].release()
+                found = self._known.get(namespace)
+                if found is not None and found.writes == writes_of(prefix):
+                    return found
         with self._lock:
             reading = self._reading.setdefault(namespace, threading.Lock())
         with reading:
@@ -355,6 +373,7 @@ class QuotaAdmission:
             creates = [a for a in batch if a.error is None and a.data is not None]
             if not updates and not creates:
                 return
+            flight = self._take_off(namespace, known, len(updates))
             try:
                 stored = reg.store.update_and_create(
                     updates, [(a.key, a.data) for a in creates if a.data is not None]
@@ -373,15 +392,38 @@ class QuotaAdmission:
                     raise Conflict("Operation cannot be fulfilled on resourcequotas: the quotas "
                                    "are being written by others; try again",
                                    retry_after=1) from None  # fmt: skip
+                self._land(namespace, flight)
                 known = self.known(reg, namespace)
                 continue
             except StoreUnavailable as err:
                 raise Unavailable(str(err)) from err
-            for ask, result in zip(creates, stored[len(updates) :], strict=True):
-                ask.stored = result
-            written = [data for _, data, _ in updates]
-            self._wrote(namespace, known, states, changed, written, stored[: len(updates)])
-            return
+            else:
+                for ask, result in zip(creates, stored[len(updates) :], strict=True):
+                    ask.stored = result
+                written = [data for _, data, _ in updates]
+                self._wrote(namespace, known, states, changed, written, stored[: len(updates)])
+                return
+            finally:
+                self._land(namespace, flight)
+
+    def _take_off(
+        self, namespace: str, known: _Known, updates: int
+    ) -> tuple[int, int, threading.Lock] | None:
+        """Mark a charge of `updates` quota writes, evaluated on `known`, as
+        being written (where the store counts writes)."""
+        if known.writes < 0 or not updates:
+            return None
+        held = threading.Lock()
+        held.acquire()
+        flight = (known.writes, known.writes + updates, held)
+        self._flight[namespace] = flight
+        return flight
+
+    def _land(self, namespace: str, flight: tuple[int, int, threading.Lock] | None) -> None:
+        """The charge marked by _take_off is written or failed (once only)."""
+        if flight is not None and self._flight.get(namespace) is flight:
+            del self._flight[namespace]
+            flight[2].release()
 
     def _wrote(
         self, namespace: str, known: _Known, states: dict[str, _Quota], charged: dict[str, Object],
