@@ -13,10 +13,13 @@ counted; updates of Services and PersistentVolumeClaims by what they add.
 
 Charging writes the quotas' status.used with compare-and-swap, so two API
 server threads never both take the last unit. As Kubernetes' quota
-evaluator, the writes are batched per namespace: the first caller of a
-namespace evaluates and charges every request that arrived while it
-worked, in order, with one write per quota, so concurrent creates share a
-quota write instead of queueing behind one each. A create (`create`, which
+evaluator, the writes are batched per namespace: a caller that finds no
+charge of its namespace under way leads one, evaluating and charging
+every request that arrived in the meantime, in order, with one write per
+quota, so concurrent creates share a quota write instead of queueing
+behind one each; then it wakes the first caller that arrived during its
+write to lead the next batch (its own request among them) and returns,
+never keeping its own client waiting on others' batches. A create (`create`, which
 the registry calls to store one) is written with its batch's charge in one
 store transaction (Store.update_and_create): on SQLite one commit makes
 both durable, and an object whose name is taken is neither stored nor
@@ -83,7 +86,10 @@ class _Ask:
     error: ApiError | None = None
     stored: int | StorageError | None = None  # the create's revision, or why not
     known: _Known | None = None  # the quotas as read when it was asked
-    done: threading.Event | None = None  # set when a batch led by another caller has run it
+    # Held while it waits for another caller: released when its batch has
+    # run, or (`lead`) for it to lead the next batch itself.
+    done: threading.Lock | None = None
+    lead: bool = False
 
 
 class _Limits:
@@ -149,6 +155,10 @@ class QuotaAdmission:
         self._known: dict[str, _Known] = {}
         self._reads = itertools.count(1)  # numbers each read of a namespace's quotas
         self._committed: dict[str, int] = {}  # namespace -> reads begun before its last charge
+        # namespace -> the charge being written: the prefix_writes count it
+        # was evaluated at, the count once it is written, and a lock its
+        # leader holds until it has kept the quotas as charged.
+        self._flight: dict[str, tuple[int, int, threading.Lock]] = {}
         # Each quota's newest version seen, parsed (a template): by (revision,
         # stored bytes), and which that is by (namespace, name).
         self._parsed: dict[tuple[int, bytes], _Quota] = {}
@@ -162,15 +172,29 @@ class QuotaAdmission:
         count stays where they were taken, so a charge's own write is not read
         back; when the count moved, one caller of a namespace at a time reads
         them again (a charge's commit releases many creates at once, and the
-        first one's read serves the rest). Elsewhere (etcd) they are read.
+        first one's read serves the rest), except that a caller finding the
+        count moved by a charge of the namespace's own, just written, waits
+        for its leader to keep the quotas as charged instead of reading and
+        parsing them back. Elsewhere (etcd) they are read.
         """
         writes_of = getattr(reg.store, "prefix_writes", None)
         if writes_of is None:
             return self._read(reg, namespace, -1)
         prefix = list_prefix(by_kind("ResourceQuota"), namespace)
         found = self._known.get(namespace)
-        if found is not None and found.writes == writes_of(prefix):
-            return found
+        if found is not None:
+            writes = writes_of(prefix)
+            if found.writes == writes:
+                return found
+            flight = self._flight.get(namespace)
+            if flight is not None and flight[:2] == (found.writes, writes):
+                # Only a charge of ours wrote since (or it failed and one other
+                # write did): its leader keeps the quotas as charged at once.
+                flight[2].acquire()
+                flight[2].release()
+                found = self._known.get(namespace)
+                if found is not None and found.writes == writes_of(prefix):
+                    return found
         with self._lock:
             reading = self._reading.setdefault(namespace, threading.Lock())
         with reading:
@@ -280,35 +304,47 @@ class QuotaAdmission:
     # ---- batching ---------------------------------------------------------------
 
     def _charge(self, reg: Registry, namespace: str, ask: _Ask) -> None:
+        """Charge `ask` in a batch of its namespace's: led by this caller when
+        none is under way, else by one that is; a leader runs one batch and
+        hands the next to a caller waiting in it, so no caller waits for
+        more than the batches ahead of its own (a leader running batch
+        after batch would keep its own client waiting all along)."""
         with self._lock:
-            leader = namespace not in self._busy
-            if not leader:
-                ask.done = threading.Event()
             self._pending.setdefault(namespace, []).append(ask)
-            self._busy.add(namespace)
+            if namespace in self._busy:
+                ask.done = threading.Lock()
+                ask.done.acquire()
+            else:
+                self._busy.add(namespace)
         if ask.done is not None:
-            ask.done.wait()
-            return
-        while True:
+            ask.done.acquire()  # released by the leader of its batch, or to lead
+            if not ask.lead:
+                return
+        with self._lock:
+            batch, later = _distinct(self._pending.pop(namespace, []))
+            if later:  # the same name asked twice: the next batch sees the first stored
+                self._pending[namespace] = later
+        try:
+            self._run(reg, namespace, batch)
+        except ApiError as err:
+            for each in batch:
+                each.error = each.error or err
+        except Exception as err:  # never leave a waiter hanging
+            for each in batch:
+                each.error = each.error or Unavailable(f"quota admission: {err}")
+        finally:
+            for each in batch:
+                if each.done is not None and each is not ask:
+                    each.done.release()
             with self._lock:
-                batch, later = _distinct(self._pending.pop(namespace, []))
-                if later:  # the same name asked twice: the next batch sees the first stored
-                    self._pending[namespace] = later
-                if not batch:
+                waiting = self._pending.get(namespace)
+                if waiting:  # its first leads the next batch (the batch holds it)
+                    waiting[0].lead = True
+                    assert waiting[0].done is not None
+                    waiting[0].done.release()
+                else:
+                    self._pending.pop(namespace, None)
                     self._busy.discard(namespace)
-                    return
-            try:
-                self._run(reg, namespace, batch)
-            except ApiError as err:
-                for each in batch:
-                    each.error = each.error or err
-            except Exception as err:  # never leave a waiter hanging
-                for each in batch:
-                    each.error = each.error or Unavailable(f"quota admission: {err}")
-            finally:
-                for each in batch:
-                    if each.done is not None:
-                        each.done.set()
 
     def _base(self, reg: Registry, namespace: str, batch: list[_Ask]) -> _Known:
         """The quotas a batch is evaluated against: as known (SQLite), or the
@@ -337,6 +373,7 @@ class QuotaAdmission:
             creates = [a for a in batch if a.error is None and a.data is not None]
             if not updates and not creates:
                 return
+            flight = self._take_off(namespace, known, len(updates))
             try:
                 stored = reg.store.update_and_create(
                     updates, [(a.key, a.data) for a in creates if a.data is not None]
@@ -355,15 +392,38 @@ class QuotaAdmission:
                     raise Conflict("Operation cannot be fulfilled on resourcequotas: the quotas "
                                    "are being written by others; try again",
                                    retry_after=1) from None  # fmt: skip
+                self._land(namespace, flight)
                 known = self.known(reg, namespace)
                 continue
             except StoreUnavailable as err:
                 raise Unavailable(str(err)) from err
-            for ask, result in zip(creates, stored[len(updates) :], strict=True):
-                ask.stored = result
-            written = [data for _, data, _ in updates]
-            self._wrote(namespace, known, states, changed, written, stored[: len(updates)])
-            return
+            else:
+                for ask, result in zip(creates, stored[len(updates) :], strict=True):
+                    ask.stored = result
+                written = [data for _, data, _ in updates]
+                self._wrote(namespace, known, states, changed, written, stored[: len(updates)])
+                return
+            finally:
+                self._land(namespace, flight)
+
+    def _take_off(
+        self, namespace: str, known: _Known, updates: int
+    ) -> tuple[int, int, threading.Lock] | None:
+        """Mark a charge of `updates` quota writes, evaluated on `known`, as
+        being written (where the store counts writes)."""
+        if known.writes < 0 or not updates:
+            return None
+        held = threading.Lock()
+        held.acquire()
+        flight = (known.writes, known.writes + updates, held)
+        self._flight[namespace] = flight
+        return flight
+
+    def _land(self, namespace: str, flight: tuple[int, int, threading.Lock] | None) -> None:
+        """The charge marked by _take_off is written or failed (once only)."""
+        if flight is not None and self._flight.get(namespace) is flight:
+            del self._flight[namespace]
+            flight[2].release()
 
     def _wrote(
         self, namespace: str, known: _Known, states: dict[str, _Quota], charged: dict[str, Object],

@@ -204,8 +204,10 @@ def test_update_and_create_all_or_nothing(store: Store) -> None:
          [("/registry/pods/ns/c", b"C"), ("/registry/pods/ns/c", b"C2")], KeyExists),
     ]  # fmt: skip
     for updates, creates, error in failures:
-        with pytest.raises(error):
+        with pytest.raises(error) as caught:
             store.update_and_create(updates, creates)
+        if error is KeyExists:  # it names the key taken (the quota admission's taken create)
+            assert str(caught.value) == creates[1][0], caught.value
     assert store.get("/registry/resourcequotas/ns/q") == quota
     assert [kv.key for kv in store.range("/registry/pods/").items] == [
         "/registry/pods/ns/a", "/registry/pods/ns/b",

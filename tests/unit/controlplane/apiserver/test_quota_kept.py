@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver.codec import decode
+from controlplane.apiserver.quota_admission import QuotaAdmission
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import Forbidden
 from tests.unit.controlplane.apiserver.test_quota_admission import in_parallel, pod
@@ -140,3 +141,48 @@ def test_parallel_creates_with_another_writer_never_pass_hard(reg: Registry) -> 
     assert all("exceeded quota: q" in str(o) for o in refused)
     assert used(reg) == {"pods": "30"}
     assert len(reg.list("Pod", "default").items) == 30
+
+
+def test_a_create_meeting_a_charge_just_written_waits_for_it_instead_of_reading(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A charge is counted by the store as it commits, and kept by its leader
+    a moment later: a create arriving in between waits for the leader to
+    keep the quotas as charged instead of reading and parsing them back."""
+    make_quota(reg, "q", {"pods": "5"}, {"pods": "0"})
+    reg.create("Pod", pod("a"))  # the quotas read once, then kept
+    plugin = next(p for p in reg.plugins if isinstance(p, QuotaAdmission))
+    reads = quota_reads(reg, monkeypatch)
+    store: Any = reg.store
+    real_write, real_count = store.update_and_create, store.prefix_writes
+    counted = threading.Event()
+    seen: list[Any] = []
+
+    def count(prefix: str) -> int:
+        if threading.current_thread() is not threading.main_thread():
+            counted.set()
+        return int(real_count(prefix))
+
+    def meet() -> None:
+        seen.append(plugin.known(reg, "default"))
+
+    other = threading.Thread(target=meet)
+
+    def write(*args: Any) -> Any:
+        written = real_write(*args)  # committed and counted, not yet kept
+        if not other.is_alive() and not seen:
+            other.start()
+            assert counted.wait(30)  # it found the count moved
+        return written
+
+    monkeypatch.setattr(store, "prefix_writes", count)
+    monkeypatch.setattr(store, "update_and_create", write)
+    reg.create("Pod", pod("b"))
+    other.join(30)
+    assert not other.is_alive() and len(seen) == 1
+    assert reads == []  # neither the create nor the one it met read the quotas
+    assert {n: s.used.formatted(["pods"]) for n, s in seen[0].states.items()} == {
+        "q": {"pods": "2"}
+    }
+    reg.create("Pod", pod("c"))
+    assert reads == [] and used(reg) == {"pods": "3"}
