@@ -114,6 +114,9 @@ def _groups(identity: Identity) -> tuple[str, ...]:
     return tuple(sorted(groups))
 
 
+MATCHED_MAX = 4096  # digests whose FlowSchema is kept (a few per client)
+_UNMATCHED: Any = object()
+
 MUTATING = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
@@ -200,6 +203,9 @@ class FlowControl:
         self._lock = threading.Lock()
         self._levels: dict[str, _LevelState] = {}
         self._schemas: list[Schema] = []
+        # Each digest's FlowSchema under the current schemas (None: none matched):
+        # a client's requests repeat a few digests, each matched once.
+        self._matched: dict[Digest, Schema | None] = {}
         self._queued = 0
         self._running: dict[tuple[str, str, bool], int] = {}
         self.rejected: dict[tuple[str, str, str], int] = {}
@@ -236,6 +242,7 @@ class FlowControl:
                             self._queued -= 1
                             q.popleft().seat.released = True
             self._levels, self._schemas = new, schemas
+            self._matched = {}
             self._divide(now)
 
     def adjust(self) -> None:
@@ -274,7 +281,12 @@ class FlowControl:
             return self._classify(d)
 
     def _classify(self, d: Digest) -> tuple[Schema | None, Level]:
-        schema = apf_match.classify(self._schemas, d)
+        schema = self._matched.get(d, _UNMATCHED)
+        if schema is _UNMATCHED:
+            schema = apf_match.classify(self._schemas, d)
+            if len(self._matched) >= MATCHED_MAX:
+                self._matched.clear()
+            self._matched[d] = schema
         if schema is not None:
             return schema, self._levels[schema.level].level
         catch_all = self._levels.get("catch-all")

@@ -22,7 +22,6 @@ this module never touches gRPC.
 from __future__ import annotations
 
 import builtins
-import copy
 import datetime
 import functools
 import secrets
@@ -286,7 +285,7 @@ class Registry(RegistryBase):
         definition = kinds.definition(info.key)
         if info.has_status and not definition.keeps_status_on_create and "status" not in obj:
             # Kubernetes' zero status, as it serializes: never a managed field.
-            obj["status"] = copy.deepcopy(dict(definition.initial_status))
+            obj["status"] = jsoncodec.clone(dict(definition.initial_status))
         return _NewObject(info, ns, name, obj, generate)
 
     @staticmethod

@@ -69,22 +69,31 @@ async def read(request: web.Request) -> bytes:
         raise RequestEntityTooLarge(
             f"the request body is {length} bytes, more than the limit {limits.MAX_BODY}"
         )
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.content.iter_chunked(1 << 16):
-        size += len(chunk)
-        if size > limits.MAX_BODY:
-            raise RequestEntityTooLarge(
-                f"the request body is more than the limit of {limits.MAX_BODY} bytes"
-            )
-        chunks.append(chunk)
-    data = b"".join(chunks)
+    content = request.content
+    if content.is_eof():  # all of it arrived with the head (a small body): taken at once
+        data = content.read_nowait(-1)
+        _check_read(len(data))
+    else:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in content.iter_chunked(1 << 16):
+            size += len(chunk)
+            _check_read(size)
+            chunks.append(chunk)
+        data = b"".join(chunks)
     request[BODY] = data  # for the audit log's requestObject
     if media_type(request) == envelope.MEDIA_TYPE:
         limits.check_size(len(data))  # binary: no JSON nesting to count
     else:
         limits.check_body(data)
     return data
+
+
+def _check_read(size: int) -> None:
+    if size > limits.MAX_BODY:
+        raise RequestEntityTooLarge(
+            f"the request body is more than the limit of {limits.MAX_BODY} bytes"
+        )
 
 
 def is_protobuf(request: web.Request) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -58,10 +57,51 @@ class Server:
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """func(*args, **kwargs) on the executor: registry calls block. It runs
         in a copy of this task's context, so admission plugins reach the
-        request's warnings and audit annotations (admission_context)."""
+        request's warnings and audit annotations (admission_context).
+
+        As loop.run_in_executor, with less of the event loop's time per call
+        (every write makes one): the worker hands its outcome straight to
+        this task's future, where run_in_executor chains a second future
+        through callbacks on both sides. A cancelled caller (its client
+        gone) cancels a call not yet started, as run_in_executor does."""
         loop = asyncio.get_running_loop()
-        call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
-        return await loop.run_in_executor(self.executor, call)
+        done: asyncio.Future[T] = loop.create_future()
+        context = contextvars.copy_context()
+
+        def work() -> None:
+            try:
+                result = context.run(func, *args, **kwargs)
+            except BaseException as err:  # handed to the caller, as a Future does
+                _settle_soon(loop, done, None, err)
+            else:
+                _settle_soon(loop, done, result, None)
+
+        started = self.executor.submit(work)
+        try:
+            return await done
+        except asyncio.CancelledError:
+            started.cancel()
+            raise
+
+
+def _settle_soon(
+    loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any], result: Any,
+    err: BaseException | None,
+) -> None:  # fmt: skip
+    """From a worker: `done` given its outcome on its loop (not once that is closed)."""
+    try:
+        loop.call_soon_threadsafe(_settle, done, result, err)
+    except RuntimeError:  # the loop closed meanwhile (shutting down): nobody waits
+        pass
+
+
+def _settle(done: asyncio.Future[Any], result: Any, err: BaseException | None) -> None:
+    if done.cancelled():
+        return
+    if err is not None:
+        done.set_exception(err)
+    else:
+        done.set_result(result)
 
 
 @dataclass

@@ -11,6 +11,7 @@ NotFound naming it. Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from controlplane.api import kinds
 from controlplane.api.kinds import KindInfo
@@ -38,7 +39,7 @@ class Target:
     def group(self) -> str:
         return self.group_version.rpartition("/")[0]
 
-    @property
+    @cached_property  # read several times per request: looked up once
     def conversion(self) -> Conversion | None:
         """How objects change shape between the stored version and the URL's."""
         return conversion.find(self.info.key, self.group_version)
