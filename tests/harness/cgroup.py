@@ -35,10 +35,11 @@ class TempCgroup:
     paths: list[Path] = field(default_factory=list)
 
 
-def _procs(path: Path) -> list[int]:
+def procs(path: Path) -> list[int]:
+    """The pids in cgroup `path` ([] when it is gone or unreadable)."""
     try:
         return [int(p) for p in (path / "cgroup.procs").read_text().split()]
-    except FileNotFoundError:
+    except OSError:
         return []
 
 
@@ -48,20 +49,21 @@ def remove_cgroup_tree(path: Path) -> None:
         return
     below = sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
     for d in [*below, path]:
-        for pid in _procs(d):
+        for pid in procs(d):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         wait_for(functools.partial(_empty, d), timeout=10, message=f"{d} to empty")
-        wait_for(functools.partial(_rmdir, d), timeout=10, message=f"rmdir {d}")
+        wait_for(functools.partial(try_rmdir, d), timeout=10, message=f"rmdir {d}")
 
 
 def _empty(path: Path) -> bool:
-    return not _procs(path)
+    return not procs(path)
 
 
-def _rmdir(path: Path) -> bool:
+def try_rmdir(path: Path) -> bool:
+    """Remove cgroup `path`: whether it is gone (False while still in use)."""
     try:
         path.rmdir()
     except FileNotFoundError:

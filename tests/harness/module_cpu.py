@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from bench.host_usage import cpu_hierarchy, cpu_usage_s, own_cgroup
+from tests.harness.cgroup import procs, try_rmdir
 from tests.harness.wait import wait_for
 
 ENV = "SKIFF_TEST_CPU"
@@ -88,37 +89,20 @@ class ModuleCpu:
         if self.home is not None and self.path is not None:
             with contextlib.suppress(OSError):
                 (self.home / "cgroup.procs").write_text(str(os.getpid()))
-            left = [_comm(p) for p in _procs(self.path)]
+            path = self.path
+            left = [_comm(p) for p in procs(path)]
             if not left:
                 # The last exits may take a moment to leave the cgroup.
                 with contextlib.suppress(OSError, AssertionError):
-                    wait_for(lambda: _rmdir(self.path), timeout=5, message=f"rmdir {self.path}")
-                _rmdir(self.path.parent)  # in use while another run is
+                    wait_for(lambda: try_rmdir(path), timeout=5, message=f"rmdir {path}")
+                try_rmdir(path.parent)  # in use while another run is
         self._write({"total_cpu": round(total, 3), "left_running": left})
-
-
-def _procs(path: Path) -> list[int]:
-    with contextlib.suppress(OSError):
-        return [int(p) for p in (path / "cgroup.procs").read_text().split()]
-    return []
 
 
 def _comm(pid: int) -> str:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/comm").read_text().strip()
     return str(pid)
-
-
-def _rmdir(path: Path | None) -> bool:
-    if path is None:
-        return True
-    try:
-        path.rmdir()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def register(config: pytest.Config) -> None:
