@@ -127,7 +127,13 @@ def skiff(*argv: str) -> subprocess.CompletedProcess[str]:
 
 def tokens(up: Up, pod_ip: str) -> set[str]:
     lay = up.layout
-    first_two = ".".join(up.cluster_cidr.split(".")[:2]) + "."
+    # Any address of its cluster CIDR (a /19), as the "a.b.c." of each of its
+    # /24s: its first two octets alone also named other tests' instances, run
+    # at the same time in the /19s beside it (seen in make test).
+    in_cidr = {
+        ".".join(str(net.network_address).split(".")[:3]) + "."
+        for net in ipaddress.ip_network(up.cluster_cidr).subnets(new_prefix=24)
+    }
     return {
         str(up.data_dir),
         lay.cni_bridge,
@@ -137,7 +143,7 @@ def tokens(up: Up, pod_ip: str) -> set[str]:
         lay.runtime_cgroup.strip("/"),
         up.dns_ip,
         pod_ip,
-        first_two,
+        *in_cidr,
     }
 
 
