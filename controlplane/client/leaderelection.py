@@ -187,12 +187,19 @@ class LeaderElector:
         runs on this one before `run` returns (only if we led).
         """
         cfg = self.config
+        acquired = False
         while not stop.is_set():
             if self.try_acquire_or_renew():
+                acquired = True
                 break
             if self.clock.sleep(cfg.retry_period, stop):
                 return
         if stop.is_set():
+            # Stopped while the acquiring write was in flight: the lease is
+            # ours in the store, so give it back rather than leave a
+            # successor to wait out its duration.
+            if acquired and cfg.release_on_cancel:
+                self.release()
             return
         self._leading = True
         leading = threading.Event()

@@ -151,6 +151,27 @@ def test_run_releases_on_stop_and_waits_while_other_leads() -> None:
         t.join(5)
 
 
+def test_run_stopped_while_its_acquiring_write_is_in_flight_releases_the_lease() -> None:
+    # The stop arrives after the store took the write and before the elector
+    # saw the answer: the lease is held in the store, so run() gives it back.
+    clock = FakeClock()
+    client = FakeApiClient(clock=clock)
+    stop = threading.Event()
+    create = client.create
+
+    def create_then_stop(*args: object, **kw: object) -> object:
+        created = create(*args, **kw)  # type: ignore[arg-type]
+        stop.set()
+        return created
+
+    client.create = create_then_stop  # type: ignore[method-assign,assignment]
+    started = threading.Event()
+    me = elector(client, clock, "me", on_started_leading=lambda ev: started.set())
+    me.run(stop)
+    assert not started.is_set()
+    assert client.get("Lease", "ctrl", "kube-system")["spec"]["holderIdentity"] == ""
+
+
 def test_two_candidates_running_never_lead_together_and_hand_over() -> None:
     clock = FakeClock()
     client = FakeApiClient(clock=clock)
