@@ -29,7 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.admission import RestLike, vap
-from bench.kubeapi import Rest, control_plane, rest_creates
+from bench.kubeapi import control_plane
+from bench.rest_client import Rest, rest_creates
 from bench.server_cpu import abba
 
 

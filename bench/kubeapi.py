@@ -34,37 +34,34 @@ namespace (see bench.apiserver).
 Usage: python -m bench.kubeapi [--pods 100000] [--kubectl-pods 10000] [--quick]
                                 [--only creates,admission,watch,kubectl,list]
                                 [--admission none,webhook,vap] [--pod-security restricted]
+                                [--rounds 4]
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import shutil
-import socket
-import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench import admission  # noqa: E402
+from bench import admission, paired  # noqa: E402
 from bench.apiserver import Server, preload_pods, throughput, watch_latency  # noqa: E402
-from bench.crowd import Crowd, in_threads, ops_per_second, p50_p99_ms, paced, shares  # noqa: E402
-from bench.pod_security import add_pod_security_flag, pod, set_pod_security  # noqa: E402
+from bench.crowd import Crowd, in_threads, p50_p99_ms, paced  # noqa: E402
+from bench.pod_security import add_pod_security_flag, set_pod_security  # noqa: E402
+from bench.rest_client import PROTOBUF, Rest, rest_creates  # noqa: E402
 from bench.server_cpu import cpu_seconds, on_cpu  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
 from controlplane.api.k8sproto import codec  # noqa: E402
@@ -76,124 +73,6 @@ TARGETS = {
     "kubectl_get_pods_A_s": 1.5,
     "rest_list_paged_s": 2.0,
 }
-
-
-class Rest:
-    """A keep-alive HTTPS connection with the kubeconfig's CA and token."""
-
-    def __init__(self, kubeconfig: str) -> None:
-        doc = yaml.safe_load(Path(kubeconfig).read_text())
-        cluster = doc["clusters"][0]["cluster"]
-        import base64
-
-        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
-        hostport = cluster["server"].removeprefix("https://")
-        self.host, port = hostport.rsplit(":", 1)
-        self.port = int(port)
-        self.context = ssl.create_default_context(cadata=ca)
-        self.context.check_hostname = False
-        self.token = doc["users"][0]["user"]["token"]
-        self.conn = self.connect()
-
-    def connect(self, timeout: float = 120) -> http.client.HTTPSConnection:
-        return http.client.HTTPSConnection(
-            self.host, self.port, context=self.context, timeout=timeout
-        )
-
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
-
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-        data = None if body is None else json.dumps(body).encode()
-        self.conn.request(method, path, data, self.headers())
-        response = self.conn.getresponse()
-        return response.status, response.read()
-
-
-class LeanConnection:
-    """Keep-alive HTTPS requests with as little client work as possible (the
-    figure is the server's): raw request bytes out, Content-Length read back.
-    gRPC's client is C; Python's http.client would cost the shared cores more."""
-
-    def __init__(self, rest: Rest, content_type: str = "application/json",
-                 accept: str = "application/json") -> None:  # fmt: skip
-        raw = socket.create_connection((rest.host, rest.port))
-        self.sock = rest.context.wrap_socket(raw, server_hostname=rest.host)
-        self.head = (f"Host: {rest.host}:{rest.port}\r\nAuthorization: Bearer {rest.token}\r\n"
-                     f"Content-Type: {content_type}\r\nAccept: {accept}\r\n").encode()  # fmt: skip
-        self.buffer = b""
-
-    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        self.sock.sendall(b"POST %s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s" % (
-            path.encode(), self.head, len(body), body))  # fmt: skip
-        while b"\r\n\r\n" not in self.buffer:
-            self.buffer += self.sock.recv(65536)
-        head, _, rest = self.buffer.partition(b"\r\n\r\n")
-        status = int(head[9:12])
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            if line[:15].lower() == b"content-length:":
-                length = int(line[15:])
-        while len(rest) < length:
-            rest += self.sock.recv(65536)
-        self.buffer = rest[length:]
-        return status, rest[:length]
-
-
-PROTOBUF = "application/vnd.kubernetes.protobuf"
-
-
-def _rest_create_proc(kubeconfig: str, threads: int, per_client: int, tag: str, encoding: str,
-                      ready: Any, go: Any, out: Any) -> None:  # fmt: skip
-    results: list[tuple[float, float, int]] = []
-    lock = threading.Lock()
-
-    # Connections and bodies made before `ready`, so the timed part (and the
-    # server's CPU taken from `go`) holds no client set-up: protobuf's first
-    # encode builds its runtime's classes, which took seconds on a busy machine.
-    setup: list[tuple[LeanConnection, list[bytes]]] = []
-    for t in range(threads):
-        names = [f"{tag}-{os.getpid()}-{t}-{j}" for j in range(per_client)]
-        if encoding == "protobuf":  # as client-go sends and accepts it
-            conn = LeanConnection(Rest(kubeconfig), PROTOBUF, f"{PROTOBUF}, application/json")
-            bodies = [k8sproto.encode(pod(name, j)) for j, name in enumerate(names)]
-        else:
-            conn = LeanConnection(Rest(kubeconfig))
-            bodies = [json.dumps(pod(name, j)).encode() for j, name in enumerate(names)]
-        setup.append((conn, bodies))
-
-    def work(t: int) -> None:
-        conn, bodies = setup[t]
-        go.wait()
-        start = time.perf_counter()
-        for data in bodies:
-            code, body = conn.post("/api/v1/namespaces/bench/pods", data)
-            assert code == 201, body[:300]
-        end = time.perf_counter()
-        with lock:
-            results.append((start, end, per_client))
-
-    in_threads(work, threads, ready, results, out)
-
-
-def rest_creates(
-    kubeconfig: Path, clients: int, per_client: int, encoding: str = "json",
-    server: Server | None = None, cpu: list[float] | None = None,
-) -> float:  # fmt: skip
-    """Creates/s; with `server` and `cpu`, the server's CPU seconds from the
-    clients' go to their last answer are appended to `cpu`."""
-    tag = uuid.uuid4().hex[:6]
-    crowd = Crowd(
-        _rest_create_proc,
-        [(str(kubeconfig), n, per_client, f"r{tag}{i}", encoding)
-         for i, n in enumerate(shares(clients))],
-    )  # fmt: skip
-    crowd.start(settle=0.5)
-    start = cpu_seconds(server) if server is not None else 0.0
-    results = crowd.results(600)
-    if server is not None and cpu is not None:
-        cpu.append(cpu_seconds(server) - start)
-    return ops_per_second(results)
 
 
 def _rest_watch_proc(
@@ -355,30 +234,44 @@ def control_plane(work: Path) -> Iterator[Server]:
 PARTS = ("creates", "admission", "watch", "kubectl", "list")
 
 
-def creates(server: Server, per_client: int, figures: dict[str, float]) -> None:
+def creates(server: Server, per_client: int, figures: dict[str, float], rounds: int = 4) -> None:
     kubeconfig = server.data_dir / "kubeconfig"
     grpc_rate = throughput(server.conf, "create", 10, per_client)
     for encoding in ("json", "protobuf"):  # the first use of each is not a steady create
         rest_creates(kubeconfig, 10, max(2, per_client // 10), encoding)
-    # JSON and protobuf alternated (a, b, b, a, as abba), the server's CPU
-    # counted from the clients' go, not while they build their connections.
+    # JSON and protobuf in paired rounds, the order alternating (bench/paired.py),
+    # the server's CPU counted from the clients' go, not while they connect.
     rates: dict[str, list[float]] = {"json": [], "protobuf": []}
-    cpu: dict[str, float] = {"json": 0.0, "protobuf": 0.0}
-    for encoding in ("json", "protobuf", "protobuf", "json"):
+
+    def cpu_ms(encoding: str) -> float:
         spent: list[float] = []
         rates[encoding].append(rest_creates(kubeconfig, 10, per_client, encoding, server, spent))
-        cpu[encoding] += spent[0]
-    made = 2 * 10 * per_client
-    rest_rate, pb_rate = sum(rates["json"]) / 2, sum(rates["protobuf"]) / 2
-    json_ms, pb_ms = 1000 * cpu["json"] / made, 1000 * cpu["protobuf"] / made
+        return 1000 * spent[0] / (10 * per_client)
+
+    s = paired.rounds(cpu_ms, "json", "protobuf", rounds)
+    rest_rate, pb_rate = statistics.median(rates["json"]), statistics.median(rates["protobuf"])
+    json_ms, pb_ms = s.median(s.a), s.median(s.b)
     figures["grpc_create_10c_per_s"] = round(grpc_rate, 1)
     figures["rest_create_10c_per_s"] = round(rest_rate, 1)
     figures["rest_pb_create_10c_per_s"] = round(pb_rate, 1)
     figures["rest_create_cpu_ms"] = round(json_ms, 3)
     figures["rest_pb_create_cpu_ms"] = round(pb_ms, 3)
-    print(f"  creates, one pod per call, 10 clients: REST JSON {rest_rate:8.1f}/s "
-          f"({json_ms:.3f} ms server CPU each)   REST protobuf {pb_rate:8.1f}/s "
-          f"({pb_ms:.3f} ms)   gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
+    figures["rest_create_cpu_ms_spread"] = round(s.spread(s.a), 3)
+    figures["rest_pb_create_cpu_ms_spread"] = round(s.spread(s.b), 3)
+    figures["rest_pb_create_cpu_ratio"] = round(s.ratio, 3)  # protobuf / JSON, paired by round
+    figures["rest_pb_create_cpu_ratio_spread"] = round(s.ratio_spread, 3)
+    figures["rest_create_rounds"] = rounds
+    print(f"  creates, one pod per call, 10 clients, {rounds} paired rounds (medians): REST JSON "
+          f"{rest_rate:8.1f}/s ({json_ms:.3f} ms server CPU each, spread {s.spread(s.a):.3f})   "
+          f"REST protobuf {pb_rate:8.1f}/s ({pb_ms:.3f} ms, spread {s.spread(s.b):.3f})   "
+          f"gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
+    print(
+        f"  protobuf / JSON server CPU per create, paired by round: {s.ratio:.3f} "
+        f"(spread {s.ratio_spread:.3f}: rounds "
+        f"{', '.join(f'{r:.3f}' for r in s.ratios)}); protobuf "
+        f"{'is' if s.b_cheaper() else 'is not'} cheaper by more than the spread",
+        flush=True,
+    )
 
 
 def _read(rest: Rest, path: str, accept: str) -> tuple[int, str]:
@@ -523,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         help="the admission setups the `admission` part compares, comma-separated, of "
              f"{','.join(admission.SETUPS)} (default: none,webhook)",
     )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="paired JSON/protobuf create rounds (default 4, --quick 2)")  # fmt: skip
     add_pod_security_flag(parser)
     args = parser.parse_args(argv)
     modes = args.admission.split(",")
@@ -545,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
             for ns in ("bench", "watch", "rwatch"):
                 rest.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
             if "creates" in only:
-                creates(server, per_client, figures)
+                creates(server, per_client, figures, args.rounds or (2 if args.quick else 4))
                 reads(server, figures)
             if "admission" in only:
                 admission_creates(server, rest, modes, per_client, figures)
@@ -571,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
             target = figures["grpc_create_10c_per_s"]
         if key == "rest_pb_create_cpu_ms" and "rest_create_cpu_ms" in figures:
             target = figures["rest_create_cpu_ms"]  # protobuf must cost less than JSON
+        if key == "rest_pb_create_cpu_ratio" and "rest_pb_create_cpu_ratio_spread" in figures:
+            target = 1 - figures["rest_pb_create_cpu_ratio_spread"]  # by more than the spread
         for what in ("list", "get"):
             if key == f"rest_pb_{what}_cpu_us" and f"rest_{what}_cpu_us" in figures:
                 target = figures[f"rest_{what}_cpu_us"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -103,7 +104,14 @@ def is_protobuf(request: web.Request) -> bool:
 
 
 def media_type(request: web.Request) -> str:
-    return request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+    """The body's media type, lower-case, without parameters ("" for none);
+    each distinct header value is parsed once (a handler asks several times)."""
+    return _media_type(request.headers.get("Content-Type", ""))
+
+
+@lru_cache(maxsize=64)
+def _media_type(header: str) -> str:
+    return header.split(";", 1)[0].strip().lower()
 
 
 def decode(data: bytes, content_type: str, kind: str = "") -> Any:

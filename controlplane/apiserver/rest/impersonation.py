@@ -36,7 +36,16 @@ AUTH_GROUP = "authentication.k8s.io"
 
 
 def requested(headers: CIMultiDictProxy[str]) -> bool:
-    return any(name.lower().startswith("impersonate-") for name in headers)
+    """Whether a request asks to impersonate anyone: its fixed headers looked
+    up by name, the Impersonate-Extra-<key> ones (whose names vary) found in
+    one pass over the names joined, not a test of each name in turn (every
+    request asks this)."""
+    if USER in headers or GROUP in headers or UID in headers:
+        return True
+    return _EXTRA_LINE in "\n" + "\n".join(headers).lower()
+
+
+_EXTRA_LINE = "\n" + EXTRA  # a header name starting the extras' prefix
 
 
 def _extras(headers: Mapping[str, str] | CIMultiDictProxy[str]) -> dict[str, list[str]]:

@@ -1,0 +1,60 @@
+"""Two modes measured in paired rounds in one server, so a small difference
+between them can show above the noise of a shared machine.
+
+Each round runs both modes back to back, the order alternating from round
+to round (a, b, then b, a, ...), so drift of the machine and of the store
+as it grows falls on both alike. A round gives each mode's cost (the
+server's CPU per operation, say) and the paired ratio b/a of that round;
+over the rounds each mode's median and spread (max - min) and the ratio's
+median and spread are reported. A difference is shown when the median
+ratio is away from 1 by more than the ratio's spread.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Per-round costs of modes a and b, and what they say."""
+
+    a: list[float]
+    b: list[float]
+
+    @property
+    def ratios(self) -> list[float]:
+        return [y / x for x, y in zip(self.a, self.b, strict=True) if x > 0]
+
+    @staticmethod
+    def median(values: list[float]) -> float:
+        return statistics.median(values) if values else float("nan")
+
+    @staticmethod
+    def spread(values: list[float]) -> float:
+        return max(values) - min(values) if values else float("nan")
+
+    @property
+    def ratio(self) -> float:
+        """The median paired ratio b/a."""
+        return self.median(self.ratios)
+
+    @property
+    def ratio_spread(self) -> float:
+        return self.spread(self.ratios)
+
+    def b_cheaper(self) -> bool:
+        """Whether b costs less than a by more than the paired ratio's spread."""
+        return 1.0 - self.ratio > self.ratio_spread
+
+
+def rounds(run: Callable[[str], float], a: str, b: str, count: int) -> Summary:
+    """`run(mode)` (a cost) for a and b in `count` paired rounds, the order
+    alternating (a, b, then b, a, ...)."""
+    costs: dict[str, list[float]] = {a: [], b: []}
+    for index in range(count):
+        for mode in (a, b) if index % 2 == 0 else (b, a):
+            costs[mode].append(run(mode))
+    return Summary(costs[a], costs[b])

@@ -1,0 +1,29 @@
+"""bench.paired: both modes each round, the order alternating, and when a
+difference shows above the paired ratio's spread."""
+
+from __future__ import annotations
+
+from bench.paired import Summary, rounds
+
+
+def test_rounds_alternate_the_order_and_pair_by_round() -> None:
+    ran: list[str] = []
+    costs = {"a": iter([2.0, 4.0, 2.0]), "b": iter([1.0, 3.0, 1.8])}
+
+    def run(mode: str) -> float:
+        ran.append(mode)
+        return next(costs[mode])
+
+    s = rounds(run, "a", "b", 3)
+    assert ran == ["a", "b", "b", "a", "a", "b"]
+    assert s.a == [2.0, 4.0, 2.0] and s.b == [1.0, 3.0, 1.8]
+    assert s.ratios == [0.5, 0.75, 0.9]
+    assert s.ratio == 0.75
+    assert abs(s.ratio_spread - 0.4) < 1e-9
+    assert s.median(s.a) == 2.0 and s.spread(s.a) == 2.0
+
+
+def test_cheaper_only_by_more_than_the_spread() -> None:
+    assert Summary([2.0, 2.0, 2.0], [1.8, 1.82, 1.78]).b_cheaper()  # 0.9, spread 0.02
+    assert not Summary([2.0, 2.0, 2.0], [1.8, 2.1, 1.9]).b_cheaper()  # 0.95, spread 0.15
+    assert not Summary([2.0, 2.0], [2.2, 2.2]).b_cheaper()  # dearer
