@@ -152,9 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--disable",
         action="append",
         default=[],
-        choices=["ingress", "servicelb"],
-        help="do not run the built-in ingress controller or ServiceLB (k3s' --disable traefik,"
-        " --disable servicelb); repeat for both",
+        choices=["ingress", "servicelb", "metrics-server"],
+        help="do not run the built-in ingress controller, ServiceLB or metrics API (k3s'"
+        " --disable traefik, servicelb, metrics-server: with metrics-server, no metrics.k8s.io,"
+        " as on a cluster without one); repeat for more",
     )
     p.add_argument("--disable-network-policy", action="store_true")
     p.add_argument("--ingress-http-port", type=int, default=80)

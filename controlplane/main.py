@@ -62,7 +62,7 @@ from controlplane.componentprocs import (
     use_processes,
 )
 from controlplane.datadir import DataDirError, DataDirLock
-from controlplane.main_flags import DEFAULT_TOKEN_TTL, flag_problem
+from controlplane.main_flags import DEFAULT_TOKEN_TTL, METRICS_SERVER, flag_problem
 from controlplane.main_flags import build_parser as build_parser  # `skiff controlplane`'s flags
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 from controlplane.supervisor import Supervisor
@@ -336,7 +336,8 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
                              audit_policy_file=args.audit_policy_file,
                              advertise_address=args.advertise_address,
                              admission_config_file=args.admission_control_config_file,
-                             encryption_provider_config=encryption_config(args, data_dir))  # fmt: skip
+                             encryption_provider_config=encryption_config(args, data_dir),
+                             metrics_api=METRICS_SERVER not in args.disable)  # fmt: skip
     try:
         server = ApiServer(store, config, pki, front_proxy)
     except ValueError as err:  # a bad audit policy, admission or encryption configuration

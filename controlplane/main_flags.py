@@ -12,6 +12,8 @@ from controlplane import dataprep
 DEFAULT_LISTEN = "0.0.0.0:6443"
 DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
 DEFAULT_TOKEN_TTL = datetime.timedelta(hours=24)  # kubeadm's
+# `--disable metrics-server`: the metrics API built in is not served (k3s' name for its addon).
+METRICS_SERVER = "metrics-server"
 DESCRIPTION = "Run the API server, the schedulers and the controller manager."
 
 
@@ -93,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--disable",
         action="append",
         default=[],
-        help="do not start this component (e.g. scheduler)",
+        help="do not start this component (scheduler, volcano-scheduler, controllers), or "
+        f"do not serve the metrics API built in ({METRICS_SERVER}: metrics.k8s.io, as k3s' "
+        "--disable metrics-server leaves a cluster with no metrics-server); repeat for more",
     )
     p.add_argument(
         "--scheduler-config",

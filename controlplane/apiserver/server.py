@@ -30,7 +30,8 @@ from typing import Any
 import grpc
 
 from controlplane.api import apf_bootstrap, jsoncodec
-from controlplane.api.kinds import UnknownKind, all_kinds, by_kind
+from controlplane.api.kinds import UnknownKind, all_kinds, by_kind, withdraw_groups
+from controlplane.api.kinds.metrics._usage import GROUP as METRICS_GROUP
 from controlplane.api.kinds.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
 from controlplane.api.kinds.storage.storageclass import local_path_class
 from controlplane.api.limits import MAX_BODY
@@ -120,6 +121,11 @@ class ApiServerConfig:
     gc_thresholds: tuple[int, int, int] | None = jsoncodec.SERVER_GC_THRESHOLDS
     # Serve /metrics and count every request and storage call for it (metrics.py).
     metrics: bool = True
+    # Serve the metrics API built in (metricsapi/: metrics.k8s.io, its local
+    # APIService and discovery); off as k3s' --disable metrics-server, for a
+    # cluster like kind's, with no metrics-server, or one installed by hand.
+    # The kinds table is the process's, so this is too.
+    metrics_api: bool = True
 
 
 def resource_prefix(resource: str) -> str | None:
@@ -148,6 +154,8 @@ class ApiServer:
             store = TimedStore(store, self.metrics.observe_storage)
         self.store = store
         self.config = config
+        # Before anything reads the kinds table (the aggregator's local APIServices).
+        withdraw_groups(() if config.metrics_api else (METRICS_GROUP,))
         self.pki = pki
         self.authority = TokenAuthority(pki.token_secret) if pki else None
         self.graph = NodeGraph()
@@ -388,7 +396,7 @@ class ApiServer:
         if self.aggregator is not None:
             self.aggregator.start()
             self.broadcaster.add_listener(self.aggregator.on_event)
-        if self.config.rest:
+        if self.config.rest and self.config.metrics_api:
             self.metrics_api.start()
         server = grpc.server(
             futures.ThreadPoolExecutor(
@@ -426,7 +434,7 @@ class ApiServer:
                 self.audit, self.pki, self.grpc_socket, peers=peers, metrics=self.metrics,
             )  # fmt: skip
             self.rest.server.aggregator = self.aggregator
-            self.rest.server.metrics_api = self.metrics_api
+            self.rest.server.metrics_api = self.metrics_api if self.config.metrics_api else None
             self.port = self.rest.start()
         self._master_service()
         log.info("api server listening on %s (port %d)", self.config.listen, self.port)

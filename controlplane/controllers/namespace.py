@@ -45,7 +45,10 @@ class NamespaceController(Controller):
             return None
         remaining = 0
         for info in kinds.all_kinds():
-            if not info.namespaced or info.create_only:  # create-only: never stored
+            # Create-only and read-only kinds are never stored: nothing to delete
+            # (and a read-only group such as metrics.k8s.io may not be served:
+            # `--disable metrics-server`, seen by the API server's process only).
+            if not info.namespaced or info.create_only or info.read_only:
                 continue
             try:
                 items = self.client.list(info.key, name).items

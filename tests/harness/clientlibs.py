@@ -6,9 +6,10 @@ kopf's examples (`tests/e2e` of its sdist) each run in their own pytest, in a
 virtualenv of their own (their test dependencies are not skiff's), against one
 real `skiff up` (the control plane with its scheduler and controllers, and one
 node with its runtime and agent, so exec, logs and port-forward reach real
-containers), whose images come from a local registry on 127.0.0.1 through its
-registries.yaml mirrors (tests/harness/clientlibs_images.py: busybox stand-ins
-under the names the suites use), and one pod in kube-system standing in for a
+containers; `--disable metrics-server`, as a kind cluster has none), whose
+images come from a local registry on 127.0.0.1 through its registries.yaml
+mirrors (tests/harness/clientlibs_images.py: busybox stand-ins under the
+names the suites use), and one pod in kube-system standing in for a
 kind cluster's system pods, which the suites list. KUBECONFIG is as kind writes
 it (a client certificate for kubernetes-admin). The only file
 replaced is the one naming the cluster: kr8s' root conftest.py (pytest-kind's
@@ -256,7 +257,9 @@ def skiff_cluster(base: Path) -> Iterator[SkiffCluster]:
     """A registry with the suites' images, and `skiff up` pulling from it;
     everything removed afterwards (skiff up's log tail on stderr if it failed)."""
     top = short_tempdir("skcl-")  # unix socket paths under it stay short
-    up = Up("clientlibs", top / "up", free_cluster_cidr(), free_service_cidrs(1)[0])
+    # No metrics API, as kind has no metrics-server (kr8s asks for one resource named pods).
+    up = Up("clientlibs", top / "up", free_cluster_cidr(), free_service_cidrs(1)[0],
+            extra_args=("--disable", "metrics-server"))  # fmt: skip
     try:
         with run_registry() as registry:
             stand_ins.push_all(registry, TestImages(top / "images"))

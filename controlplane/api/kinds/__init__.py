@@ -54,6 +54,8 @@ from controlplane.api.kinds.registry import (
     served_at,
     supported_kinds,
     unregister,
+    withdraw_groups,
+    withdrawn_groups,
 )
 
 __all__ = [
@@ -73,4 +75,6 @@ __all__ = [
     "served_at",
     "supported_kinds",
     "unregister",
+    "withdraw_groups",
+    "withdrawn_groups",
 ]

@@ -5,7 +5,11 @@ group packages (core/, apps/, batch/, ...): they are found, not listed, so a
 new kind is one new module. They are loaded at the first lookup, not at
 import: importing this package loads only the definition type.
 Kinds may be added and removed at run time (`register`, `unregister`:
-CustomResourceDefinitions); lookups always see the current table.
+CustomResourceDefinitions); lookups always see the current table. The
+built-in kinds of a whole group may be withdrawn (`withdraw_groups`: the
+metrics API when `--disable metrics-server`, as a k3s without its
+metrics-server addon serves no metrics.k8s.io); the table is the process's,
+as the run-time kinds are.
 
 `lookup()` turns whatever a user typed (kind, plural, singular or short
 name, any case, optionally `plural.group`) into a row, or raises
@@ -27,7 +31,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
@@ -85,7 +89,15 @@ class _Table:
     """The current rows and their indexes, swapped whole on every change so a
     reader never sees a half-built index."""
 
-    def __init__(self, builtin: tuple[KindDef, ...], added: tuple[KindDef, ...]) -> None:
+    def __init__(
+        self,
+        every_builtin: tuple[KindDef, ...],
+        added: tuple[KindDef, ...],
+        withdrawn: frozenset[str] = frozenset(),
+    ) -> None:
+        self.every_builtin = every_builtin  # withdrawn groups' kinds too
+        self.withdrawn = withdrawn
+        builtin = tuple(d for d in every_builtin if d.info.group not in withdrawn)
         self.builtin = builtin
         self.added = added
         self.definitions = (*builtin, *added)
@@ -163,7 +175,7 @@ def register(kind: KindInfo | KindDef) -> None:
     _current()
     with _lock:
         assert _table is not None
-        builtin = _table.builtin
+        builtin = _table.every_builtin
         owner = next((d.info for d in builtin if d.info.kind == info.kind), None)
         if not info.qualified and owner is not None and info.group != owner.group:
             raise ValueError(
@@ -173,7 +185,7 @@ def register(kind: KindInfo | KindDef) -> None:
         if info.key in {d.key for d in builtin}:
             raise ValueError(f"kind {info.key} is built in and cannot be replaced")
         added = (*(d for d in _table.added if d.key != info.key), definition)
-        _table = _Table(builtin, added)
+        _table = _Table(builtin, added, _table.withdrawn)
 
 
 def unregister(key: str) -> None:
@@ -182,9 +194,25 @@ def unregister(key: str) -> None:
     _current()
     with _lock:
         assert _table is not None
-        if key in {d.key for d in _table.builtin}:
+        if key in {d.key for d in _table.every_builtin}:
             raise ValueError(f"kind {key} is built in and cannot be removed")
-        _table = _Table(_table.builtin, tuple(d for d in _table.added if d.key != key))
+        added = tuple(d for d in _table.added if d.key != key)
+        _table = _Table(_table.every_builtin, added, _table.withdrawn)
+
+
+def withdraw_groups(groups: Collection[str]) -> None:
+    """Serve none of the built-in kinds of these API groups from now on (in
+    place of any earlier call: an empty collection serves every built-in kind
+    again). Kinds registered at run time stay."""
+    global _table
+    _current()
+    with _lock:
+        assert _table is not None
+        _table = _Table(_table.every_builtin, _table.added, frozenset(groups))
+
+
+def withdrawn_groups() -> frozenset[str]:
+    return _current().withdrawn
 
 
 def lookup(name: str) -> KindInfo:
@@ -251,7 +279,8 @@ def _schemas() -> tuple[Mapping[str, Type], Mapping[tuple[str, str, str], str]]:
         from controlplane.api.kinds.shared import meta
 
         types: dict[str, Type] = dict(meta.TYPES)
-        for d in builtin_definitions():
+        # Every built-in kind's types, a withdrawn group's too: they are data.
+        for d in _current().every_builtin:
             for name, t in d.types.items():
                 if types.setdefault(name, t) is not t:
                     raise ValueError(f"schema type {name} is declared twice ({d.key})")

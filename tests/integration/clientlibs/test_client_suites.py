@@ -20,22 +20,35 @@ from tests.harness import clientlibs
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.clientlibs]
 
-# Passed on skiff when last measured (2026-12-02, skiff up with one node; of
-# 43, 238, 22 and 14 run). What fails, none of it skiff's to fix:
+# Passed on skiff when last measured (2026-12-03, skiff up --disable
+# metrics-server with one node, as kind has no metrics-server; of 42, 238, 22
+# and 14 run: the Python client's metrics test skips, "Metrics API
+# unavailable", as on kind). What fails, none of it skiff's to fix:
 # - lightkube's test_pod_apis wants a metrics-server pod in kube-system
-#   (its CI runs k3s; skiff serves metrics.k8s.io itself, kind has none);
-# - kr8s' test_api_resources wants one resource named pods, but skiff serves
-#   metrics.k8s.io's PodMetrics beside Pod (as k3s does; kind serves none);
+#   (its CI runs k3s; kind has none either);
 # - kopf's admission example: oscrypto 1.3.0 cannot read OpenSSL 3.0.19's
 #   version string (fixed in its git, never released to PyPI).
-# Flaky, so not counted: kopf's 07-subhandlers (a ResourceWarning for an
-# unclosed connection of the operator's, turned into a failure by pytest) and
-# lightkube's sync exec test (the TLS handshake of the request after the exec
-# fails with WRONG_VERSION_NUMBER in about half the runs here; likely httpx-ws'
-# sync session, whose close leaves a read of the closed socket pending in a
-# thread, which OpenSSL then continues on the reused descriptor of the next
-# connection: not proven; it passed and failed on the same tree).
-FLOORS = {"pyclient": 43, "kr8s": 237, "lightkube": 20, "kopf": 12}
+# Flaky, so not counted:
+# - kopf's 07-subhandlers: a ResourceWarning for an unclosed connection of
+#   the operator's, turned into a failure by pytest. The client's race, not
+#   skiff's: kopf's runner closes its loop right after cancelling its watch
+#   streams (no sleep on aiohttp >= 3.12.4, whose session.close() waits only
+#   for pooled connections, not for cancelled streams), before any server's
+#   close_notify can be read. tests/harness/tls_close_race.py, at load 30-50:
+#   unclosed in 10/20 runs against Go's net/http, 16/20 against a bare
+#   aiohttp server, 7/20 against skiff, 0/20 each with a 0.25 s sleep; skiff
+#   answers a client's close_notify with its FIN in 1.5 ms median (Go's
+#   net/http: 0.5 ms; p90 8 and 14 ms). The example itself passed 20/20 then.
+# - lightkube's sync exec test (the TLS handshake of the request after the
+#   exec fails with WRONG_VERSION_NUMBER in about half the runs here; likely
+#   httpx-ws' sync session, whose close leaves a read of the closed socket
+#   pending in a thread, which OpenSSL then continues on the reused
+#   descriptor of the next connection: not proven; it passed and failed on
+#   the same tree);
+# - the Python client's test_pod_apis, once (2026-12-03, load 16-25): the
+#   binary exec's WebSocket still open 5 s after its Success status on the
+#   error channel (the text one before it closed in time). Not yet explained.
+FLOORS = {"pyclient": 41, "kr8s": 238, "lightkube": 20, "kopf": 12}
 NEEDS = {"pyclient": "SKIFF_PYCLIENT_GIT", "lightkube": "SKIFF_LIGHTKUBE_GIT"}
 
 

@@ -1,6 +1,7 @@
-"""`skiff up --disable ingress|servicelb` and `--disable-network-policy` (k3s'
-`--disable traefik|servicelb` and `--disable-network-policy`): what reaches
-the control plane's controller manager and the agent."""
+"""`skiff up --disable ingress|servicelb|metrics-server` and
+`--disable-network-policy` (k3s' `--disable traefik|servicelb|metrics-server`
+and `--disable-network-policy`): what reaches the control plane (its
+controller manager, its API server) and the agent."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from agent import up
 from agent.layout import Layout
 from controlplane import main as cp_main
 from controlplane.controllers import manager
+from controlplane.main_flags import METRICS_SERVER
 
 
 def enabled(argv: list[str], tmp_path: Path) -> dict[str, bool]:
@@ -48,3 +50,17 @@ def test_disable_network_policy_reaches_the_agent(tmp_path: Path) -> None:
     assert agent_args(["--disable-network-policy"], tmp_path) == (80, 443, True)
     ports = ["--ingress-http-port", "8080", "--ingress-https-port", "8443"]
     assert agent_args(ports, tmp_path) == (8080, 8443, False)
+
+
+def test_disable_metrics_server_reaches_the_control_plane(tmp_path: Path) -> None:
+    def disabled(argv: list[str]) -> list[str]:
+        args = up.build_parser().parse_args(argv)
+        lay = Layout.under(tmp_path)
+        return list(cp_main.build_parser().parse_args(
+            up.controlplane_argv(args, lay, "127.0.0.1:6443")).disable)  # fmt: skip
+
+    assert METRICS_SERVER not in disabled([])
+    assert METRICS_SERVER in disabled(["--disable", METRICS_SERVER])
+    # The controllers and the agent are as without it.
+    assert enabled(["--disable", METRICS_SERVER], tmp_path) == enabled([], tmp_path)
+    assert agent_args(["--disable", METRICS_SERVER], tmp_path) == (80, 443, False)

@@ -12,7 +12,7 @@ import pytest
 from controlplane.api import kinds
 from controlplane.api.kinds.definition import KindDef
 from controlplane.api.kinds.info import KindInfo
-from controlplane.api.kinds.registry import ORDER, discover
+from controlplane.api.kinds.registry import ORDER, discover, kind_types
 
 
 @pytest.fixture
@@ -86,6 +86,37 @@ def test_run_time_kinds_come_and_go() -> None:
     assert kinds.served_at("gizmos.example.com/v1") == ()
     with pytest.raises(ValueError, match="built in"):
         kinds.register(kinds.by_kind("Pod"))
+
+
+def test_a_withdrawn_group_is_served_no_more_until_given_back() -> None:
+    gizmo = KindInfo("Gizmo", "gizmos.example.com/v1", "gizmos", "gizmo", qualified=True)
+    kinds.register(gizmo)
+    served = kinds.builtin_kinds()
+    try:
+        kinds.withdraw_groups({"metrics.k8s.io", "gizmos.example.com"})
+        assert kinds.withdrawn_groups() == {"metrics.k8s.io", "gizmos.example.com"}
+        assert kinds.served_at("metrics.k8s.io/v1beta1") == ()
+        assert kinds.find("PodMetrics.metrics.k8s.io") is None
+        with pytest.raises(kinds.UnknownKind):
+            kinds.lookup("podmetrics")
+        assert [i.key for i in kinds.all_kinds() if i.group == "metrics.k8s.io"] == []
+        assert kinds.lookup("pods") is kinds.by_kind("Pod")
+        assert kinds.lookup("gizmos") is gizmo  # a run-time kind stays
+        assert {i.key for i in served} - {i.key for i in kinds.builtin_kinds()} == {
+            "NodeMetrics.metrics.k8s.io", "PodMetrics.metrics.k8s.io",
+        }  # fmt: skip
+        # Still built in: not a name a run-time kind may take.
+        with pytest.raises(ValueError, match="built in"):
+            kinds.register(KindInfo("PodMetrics", "metrics.k8s.io/v1beta1", qualified=True))
+        assert "PodMetrics" in {k for (_, _, k) in kind_types()}  # its types: data
+    finally:
+        kinds.withdraw_groups(())
+        kinds.unregister(gizmo.key)
+    assert kinds.builtin_kinds() == served
+    assert kinds.lookup("podmetrics").key == "PodMetrics.metrics.k8s.io"
+    assert [i.kind for i in kinds.served_at("metrics.k8s.io/v1beta1")] == [
+        "NodeMetrics", "PodMetrics",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
