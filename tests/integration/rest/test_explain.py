@@ -78,3 +78,28 @@ def test_explain_from_the_v2_document(cluster: Cluster, minor: int) -> None:
                                  "--output=plaintext-openapiv2"], capture_output=True,
                                 text=True, timeout=60, env=cluster.env())  # fmt: skip
     assert "lastTransitionTime" in conditions.stdout, conditions.stdout
+
+
+@pytest.mark.skipif(not versioned(33).exists(), reason=f"{versioned(33)} is not installed")
+def test_strict_validation_reaches_nested_fields(cluster: Cluster) -> None:
+    """kubectl 1.33's `--validate=strict` (the server's fieldValidation=Strict)
+    names an unknown field at any depth, as kube-apiserver does."""
+    manifest = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: strict-nested}
+spec:
+  selector: {matchLabels: {app: strict-nested}}
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, bogus: 1}}
+  template:
+    metadata: {labels: {app: strict-nested}}
+    spec: {containers: [{name: c, image: busybox}]}
+"""
+    done = subprocess.run([str(versioned(33)), "create", "--validate=strict", "-f", "-"],
+                          input=manifest, capture_output=True, text=True, timeout=60,
+                          env=cluster.env())  # fmt: skip
+    assert done.returncode != 0
+    assert 'unknown field "spec.strategy.rollingUpdate.bogus"' in done.stderr, done.stderr
+    absent = subprocess.run([str(versioned(33)), "get", "deploy", "strict-nested"],
+                            capture_output=True, text=True, timeout=60, env=cluster.env())  # fmt: skip
+    assert absent.returncode != 0 and "NotFound" in absent.stderr, absent.stdout
