@@ -19,12 +19,10 @@ Pure: no I/O.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from controlplane.api.k8sproto.schema import MESSAGE, REPEATED, SINGLE, Message, messages
 from controlplane.api.kinds.registry import kind_types, schema_types
-
-if TYPE_CHECKING:
-    from controlplane.api.k8sproto.schema import Message
 
 # What kubectl's Accept asks for, and the Content-Type to answer with (Go's
 # mime parser refuses the "@" of the former in a response).
@@ -106,7 +104,7 @@ def _check_type(name: str, value: dict[str, Any], path: str, problems: list[str]
         elif child is not None:
             expr = fields[key][0]
             if expr.removeprefix("[]") == "object" and child:
-                message = _messages().get(t.full_name(name))
+                message = _message_of(name)
                 owner = _owner(message, key) if message is not None else None
                 if owner is not None:
                     _check_field(owner, key, child, where, problems)
@@ -115,19 +113,17 @@ def _check_type(name: str, value: dict[str, Any], path: str, problems: list[str]
 
 
 @functools.cache
-def _messages() -> dict[str, Message]:
-    """Kubernetes' messages by OpenAPI definition name (at first use)."""
-    from controlplane.api.k8sproto.schema import messages
+def _message_of(name: str) -> Message | None:
+    """Kubernetes' message of a schema type (the codec's, compiled at first use)."""
     from controlplane.api.openapi_model import definition_name
 
-    return {definition_name(name): m for name, m in messages().items()}
+    full = schema_types()[name].full_name(name)
+    return next((m for n, m in messages().items() if definition_name(n) == full), None)
 
 
 def _check_field(message: Message, key: str, value: Any, path: str, problems: list[str]) -> None:
     """The unknown fields below field `key` of a message (a nested message,
     a list or a map of them; scalars are left to the decoders)."""
-    from controlplane.api.k8sproto.schema import MESSAGE, REPEATED, SINGLE
-
     field = message.by_name[key]
     inner = field.message
     if field.code != MESSAGE or inner is None:
