@@ -209,7 +209,7 @@ def _type_text(short: str) -> str:
 
 def _article(words: str) -> str:
     first = words.split()[0]
-    acronym = first.isupper() and len(first) > 1
+    acronym = _acronym(first)
     vowel = first[0] in ("AEFHILMNORSX" if acronym else "aeiouAEIOU")
     return ("an " if vowel else "a ") + words
 
@@ -221,12 +221,22 @@ _HINTS = {
     INT_OR_STRING: " (a number, or a string such as a percentage or a port name)",
     "bytes": " (base64-encoded bytes)",
 }
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_CAMEL = re.compile(r"[A-Z]{2,}s(?=[A-Z]|$)|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+_ACRONYMS = {"api": "API", "ip": "IP", "ips": "IPs", "uid": "UID", "id": "ID", "url": "URL",
+             "dns": "DNS", "tls": "TLS", "cidr": "CIDR", "cidrs": "CIDRs", "uri": "URI",
+             "tcp": "TCP", "udp": "UDP", "http": "HTTP", "grpc": "gRPC", "os": "OS"}  # fmt: skip
 
 
 def _words(name: str) -> str:
     """`maxSurge` -> `Max surge`, `HTTPGetAction` -> `HTTP get action`."""
     parts = _CAMEL.findall(name) or [name]
-    out = [p if p.isupper() and len(p) > 1 else p.lower() for p in parts]
+    out = [p if _acronym(p) else _ACRONYMS.get(p.lower(), p.lower()) for p in parts]
     first = out[0]
     return " ".join([first[:1].upper() + first[1:], *out[1:]])
+
+
+def _acronym(word: str) -> bool:
+    """HTTP, WWNs: capitals (a plural s allowed), kept as written."""
+    return len(word) > 1 and word.removesuffix("s").isupper()
