@@ -391,23 +391,9 @@ def _paths(
     return paths
 
 
-_SCALE = "io.k8s.api.autoscaling.v1.Scale"
-_SCALE_DEFINITION = {
-    "description": "Scale represents a scaling request for a resource.",
-    "type": "object",
-    "properties": {
-        "apiVersion": {"type": "string", "description": "APIVersion of this object."},
-        "kind": {"type": "string", "description": "Kind of this object."},
-        "metadata": {"type": "object", "description": "Standard object metadata."},
-        "spec": {
-            "type": "object",
-            "description": "The desired scale.",
-            "properties": {"replicas": {"type": "integer", "description": "Desired replicas."}},
-        },
-        "status": {"type": "object", "description": "The current scale."},
-    },
-    "x-kubernetes-group-version-kind": [{"group": "autoscaling", "kind": "Scale", "version": "v1"}],
-}
+_SCALE = (
+    "io.k8s.api.autoscaling.v1.Scale"  # its definition: autoscaling/v1's message (openapi_model)
+)
 
 
 # ---- served group versions ------------------------------------------------------------
@@ -454,7 +440,8 @@ def _document(
             ref = prefix + name
         paths.update(_paths(info, group, version, ref, v3))
         if info.has_scale:
-            definitions[_SCALE] = _SCALE_DEFINITION
+            needed |= _refs(_SCALE)
+            proto_kinds[_SCALE] = ("autoscaling", "v1", "Scale")
     for name in sorted(needed):
         scalar = _SCALAR_DEFINITIONS.get(name)
         if scalar is not None:

@@ -67,6 +67,16 @@ _NAMED = {"time": TIME, "quantity": QUANTITY, "int-or-string": INT_OR_STRING}
 _SCALARS = {"s": "string", "b": "boolean", "y": "bytes", "i32": "int32", "i64": "integer"}
 
 
+_OBJECT_META = {
+    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
+}
+_TYPE_META = {
+    "apiVersion": ("string", "The group/version of the object's schema (v1, apps/v1, ...)."),
+    "kind": ("string", "The kind of the object (Pod, Deployment, ...)."),
+}
+
+
 def definition_name(message: str) -> str:
     """`core/v1.PodCondition` -> `io.k8s.api.core.v1.PodCondition`."""
     package, _, name = message.rpartition(".")
@@ -146,6 +156,8 @@ def model() -> dict[str, Definition]:
         t = schemas.get(name)
         own = {f: (_schema_expr(e), d) for f, (e, d) in t.fields.items()} if t else {}
         fields: dict[str, tuple[str, str]] = {}
+        if t is None and dict(proto[name]).get("metadata") in _OBJECT_META:
+            fields.update(_TYPE_META)  # a kind (or list): Go embeds TypeMeta, protobuf does not
         for fname, expr in proto.get(name, ()):
             fields[fname] = (expr, own[fname][1] if fname in own else "")
         for fname, (expr, desc) in own.items():

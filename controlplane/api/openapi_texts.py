@@ -10,6 +10,13 @@ the same wherever Kubernetes uses them. Pure data.
 from __future__ import annotations
 
 TYPES = {
+    "Scale": "The replica count of a scalable object, read and written through its scale subresource.",
+    "SubjectAccessReview": "Asks whether a user or group may perform an action.",
+    "SelfSubjectAccessReview": "Asks whether the caller may perform an action.",
+    "LocalSubjectAccessReview": "Asks whether a user may perform an action in one namespace.",
+    "SelfSubjectRulesReview": "Lists the actions the caller may perform in a namespace.",
+    "TokenRequest": "Asks for a token of a service account.",
+    "TokenReview": "Asks who a bearer token authenticates.",
     "Affinity": "Scheduling constraints of a pod: node affinity, and affinity and anti-affinity to other pods.",
     "Capabilities": "Linux capabilities added to or dropped from a container's default set.",
     "Condition": "One aspect of an object's state: its type, whether it holds, and why it last changed.",
