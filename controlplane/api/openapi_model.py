@@ -251,4 +251,5 @@ def _words(name: str) -> str:
 
 def _acronym(word: str) -> bool:
     """HTTP, WWNs: capitals (a plural s allowed), kept as written."""
-    return len(word) > 1 and word.removesuffix("s").isupper()
+    stem = word.removesuffix("s")
+    return len(stem) > 1 and stem.isupper()

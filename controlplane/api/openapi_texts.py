@@ -92,6 +92,9 @@ FIELDS = {
     "completionTime": "When the work completed.",
     "capacity": "The total amount of each resource.",
     "allocatable": "The amount of each resource available to pods.",
+    "runAsUser": "The user ID the container's processes run as (default: the image's).",
+    "runAsGroup": "The group ID the container's processes run as (default: the runtime's).",
+    "runAsNonRoot": "Refuse to start a container whose user would be root (UID 0).",
     # Meanings particular to one type.
     "ObjectReference.kind": "The kind of the referenced object.",
     "ObjectReference.name": "The name of the referenced object.",
@@ -156,6 +159,7 @@ FIELDS = {
     "Taint.timeAdded": "When a NoExecute taint was added.",
     "KeyToPath.mode": "The permission bits of the file (default: the volume's defaultMode).",
     "DownwardAPIVolumeFile.mode": "The permission bits of the file (default: the volume's defaultMode).",
+    "PodSecurityContext.fsGroup": "A group ID added to every container's processes and given ownership of the pod's volumes.",
     "HTTPGetAction.path": "The path of the request.",
     "HTTPGetAction.port": "The port to connect to: a number or a container port's name.",
     "HTTPGetAction.host": "The host to connect to (default: the pod's IP).",

@@ -34,7 +34,7 @@ CASES = [
     ("svc.status.loadBalancer.ingress.ip", "ip", "IP address"),
     ("sts.spec.updateStrategy.rollingUpdate.partition", "partition", "artition"),
     ("cronjob.spec.jobTemplate.spec.template.spec.securityContext.runAsUser", "runAsUser",
-     "un as user"),
+     "processes run as"),
 ]  # fmt: skip
 
 
