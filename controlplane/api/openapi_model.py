@@ -179,7 +179,13 @@ def _describe(owner: str, fname: str, expr: str, defs: dict[str, Definition]) ->
     """A field's description where no schema type gives one: openapi_texts'
     own, else the purpose of the type it holds, else its name in words."""
     texts = openapi_texts.FIELDS
-    text = texts.get(f"{owner.rpartition('.')[2]}.{fname}") or texts.get(fname)
+    short = owner.rpartition(".")[2]
+    text = texts.get(f"{short}.{fname}") or texts.get(fname)
+    if short.endswith("Condition") and fname in ("type", "status"):
+        text = text or texts[f"Condition.{fname}"]
+    alias = defs.get(_ALIASES.get(owner, ""))
+    if not text and alias is not None and fname in alias.fields:
+        text = alias.fields[fname][1]
     if text:
         return text
     inner = _inner(expr)
@@ -191,6 +197,10 @@ def _describe(owner: str, fname: str, expr: str, defs: dict[str, Definition]) ->
         return defs[inner].description
     return f"{_words(fname)}{_HINTS.get(inner, '')}."
 
+
+# Types whose fields are another's, described there (an ephemeral container's
+# fields are a container's).
+_ALIASES = {"io.k8s.api.core.v1.EphemeralContainer": "io.k8s.api.core.v1.Container"}
 
 # Suffix of a type's name -> its description ({} is the rest of the name, in words).
 _SUFFIXES = (
