@@ -1,5 +1,6 @@
 """The OpenAPI documents of the Kubernetes REST API, built from the kinds'
-schemas (every definition's `types`, gathered by kinds.schema_types()): what
+schemas joined with the structure of Kubernetes' messages, every nested type
+described to the leaves (openapi_model.model()): what
 controlplane.api.openapi serves, loaded at the first document asked for (a
 server at rest never builds one, so it does not hold this code either).
 
@@ -29,18 +30,59 @@ from collections.abc import Iterator
 from typing import Any
 
 from controlplane.api import crd, kinds, openapi_pb, patch_meta
+from controlplane.api.k8sproto.schema import GROUPS
 from controlplane.api.kinds.definition import FieldMeta
 from controlplane.api.kinds.registry import kind_types, schema_types
+from controlplane.api.openapi_model import (
+    INT_OR_STRING,
+    MICRO_TIME,
+    QUANTITY,
+    TIME,
+    Definition,
+    definition_name,
+    model,
+)
+from controlplane.api.schema import META
 from controlplane.client.errors import NotFound
 
 _PRIMITIVES: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},
     "integer": {"type": "integer", "format": "int64"},
+    "int32": {"type": "integer", "format": "int32"},
+    "bytes": {"type": "string", "format": "byte"},
     "number": {"type": "number", "format": "double"},
     "boolean": {"type": "boolean"},
-    "time": {"type": "string", "format": "date-time"},
-    "quantity": {"type": "string", "format": "quantity"},
-    "int-or-string": {"type": "string", "format": "int-or-string"},
+}
+
+_TIME = "A point in time, written as an RFC 3339 string in UTC, to the second."
+_MICRO_TIME = "A point in time, written as an RFC 3339 string in UTC, to the microsecond."
+_QUANTITY = (
+    "A fixed-point number with an optional unit suffix (100m, 1.5, 2Gi, 1e3): "
+    "CPU, memory and other resource amounts."
+)
+_INT_OR_STRING = "Either an integer or a string (a percentage such as 25%, or a port's name)."
+# The scalars Kubernetes publishes as definitions of their own: (v2, v3) bodies.
+_SCALAR_DEFINITIONS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    TIME: (
+        {"description": _TIME, "type": "string", "format": "date-time"},
+        {"description": _TIME, "type": "string", "format": "date-time"},
+    ),
+    MICRO_TIME: (
+        {"description": _MICRO_TIME, "type": "string", "format": "date-time"},
+        {"description": _MICRO_TIME, "type": "string", "format": "date-time"},
+    ),
+    QUANTITY: (
+        {"description": _QUANTITY, "type": "string"},
+        {"description": _QUANTITY, "oneOf": [{"type": "string"}, {"type": "number"}]},
+    ),
+    INT_OR_STRING: (
+        {"description": _INT_OR_STRING, "type": "string", "format": "int-or-string"},
+        {
+            "description": _INT_OR_STRING,
+            "format": "int-or-string",
+            "oneOf": [{"type": "integer"}, {"type": "string"}],
+        },
+    ),
 }
 
 _VERSION_INFO = {"title": "Kubernetes", "version": "v1.32.0"}
@@ -50,25 +92,25 @@ _VERSION_INFO = {"title": "Kubernetes", "version": "v1.32.0"}
 
 
 def _walk(name: str, path: str, seen: frozenset[str]) -> Iterator[tuple[str, str, str]]:
-    """(type name, field, kind path) for every field reachable from type `name`."""
+    """(definition name, field, kind path) for every field reachable from `name`."""
     if name in seen:
         return
-    types = schema_types()
-    for fname, (expr, _) in types[name].fields.items():
+    defs = model()
+    for fname, (expr, _) in defs[name].fields.items():
         fpath = f"{path}.{fname}" if path else fname
         yield name, fname, fpath
         inner = expr.removeprefix("[]")
-        if inner in types:
+        if inner in defs:
             yield from _walk(inner, fpath, seen | {name})
 
 
 @functools.cache
 def _patch_facts() -> dict[tuple[str, str], FieldMeta]:
-    """(type, field) -> merge facts, from the kinds' patch_meta (at first use)."""
+    """(definition, field) -> merge facts, from the kinds' patch_meta (at first use)."""
     facts: dict[tuple[str, str], FieldMeta] = {}
     for (_, _, kind), type_name in kind_types().items():
         table = patch_meta.table(kind) or {}
-        for owner, fname, fpath in _walk(type_name, "", frozenset()):
+        for owner, fname, fpath in _walk(_full_name(type_name), "", frozenset()):
             meta = table.get(fpath)
             if meta is not None:
                 facts[(owner, fname)] = meta
@@ -79,23 +121,17 @@ def _patch_facts() -> dict[tuple[str, str], FieldMeta]:
 
 
 def _full_name(name: str) -> str:
-    """The OpenAPI definition name of a type: `io.k8s.api.core.v1.PodSpec`."""
+    """The OpenAPI definition name of a schema type: `io.k8s.api.core.v1.PodSpec`."""
     return schema_types()[name].full_name(name)
 
 
 def _ref(name: str, v3: bool) -> str:
-    return ("#/components/schemas/" if v3 else "#/definitions/") + _full_name(name)
+    return ("#/components/schemas/" if v3 else "#/definitions/") + name
 
 
 def _expr(expr: str, v3: bool) -> dict[str, Any]:
     if expr in _PRIMITIVES:
-        out = dict(_PRIMITIVES[expr])
-        if v3 and expr in ("quantity", "int-or-string"):
-            out = {
-                "x-kubernetes-int-or-string": True,
-                "anyOf": [{"type": "integer"}, {"type": "string"}],
-            }
-        return out
+        return dict(_PRIMITIVES[expr])
     if expr == "object":
         return (
             {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
@@ -108,7 +144,7 @@ def _expr(expr: str, v3: bool) -> dict[str, Any]:
         return {"type": "object", "additionalProperties": _expr(expr[4:-1], v3)}
     if expr.startswith("[]"):
         return {"type": "array", "items": _expr(expr[2:], v3)}
-    if expr in schema_types():
+    if expr in model() or expr in _SCALAR_DEFINITIONS:
         return {"$ref": _ref(expr, v3)}
     raise ValueError(f"schema: unknown type expression {expr!r}")
 
@@ -130,8 +166,8 @@ def _property(owner: str, fname: str, expr: str, description: str, v3: bool) -> 
     return body
 
 
-def _definition(name: str, v3: bool) -> dict[str, Any]:
-    t = schema_types()[name]
+def _definition(name: str, v3: bool, gvk: tuple[str, str, str] | None = None) -> dict[str, Any]:
+    t: Definition = model()[name]
     out: dict[str, Any] = {
         "description": t.description,
         "type": "object",
@@ -141,27 +177,40 @@ def _definition(name: str, v3: bool) -> dict[str, Any]:
     }
     if t.required:
         out["required"] = list(t.required)
-    if t.kinds:
+    gvks = t.kinds or ((gvk,) if gvk else ())
+    if gvks:
         out["x-kubernetes-group-version-kind"] = [
-            {"group": g, "kind": k, "version": v} for g, v, k in t.kinds
+            {"group": g, "kind": k, "version": v} for g, v, k in gvks
         ]
     return out
 
 
 def _refs(name: str) -> set[str]:
-    """Every type reachable from `name`, itself included."""
-    types = schema_types()
+    """Every definition reachable from `name`, itself included."""
+    defs = model()
     out = {name}
     todo = [name]
     while todo:
-        for expr, _ in types[todo.pop()].fields.values():
-            inner = expr.removeprefix("[]")
-            if inner.startswith("map["):
-                inner = inner[4:-1]
-            if inner in types and inner not in out:
+        for expr, _ in defs[todo.pop()].fields.values():
+            inner = expr
+            while inner.startswith(("[]", "map[")):
+                inner = inner[2:] if inner.startswith("[]") else inner[4:-1]
+            if inner in _SCALAR_DEFINITIONS:
+                out.add(inner)
+            elif inner in defs and inner not in out:
                 out.add(inner)
                 todo.append(inner)
     return out
+
+
+def _proto_kind(group: str, version: str, kind: str) -> str | None:
+    """The definition name of a served built-in kind no schema type
+    describes but Kubernetes' messages do (SubjectAccessReview, TokenRequest)."""
+    for package, served_group in GROUPS.items():
+        if served_group == group:
+            name = definition_name(f"{package}/{version}.{kind}")
+            return name if name in model() else None
+    return None
 
 
 def _object_fields(prefix: str) -> dict[str, Any]:
@@ -171,7 +220,7 @@ def _object_fields(prefix: str) -> dict[str, Any]:
         "apiVersion": {"type": "string", "description": "APIVersion of this object."},
         "kind": {"type": "string", "description": "Kind of this object."},
         "metadata": {
-            "$ref": prefix + _full_name("ObjectMeta"),
+            "$ref": prefix + META + ".ObjectMeta",
             "description": "Standard object metadata.",
         },
     }
@@ -342,23 +391,9 @@ def _paths(
     return paths
 
 
-_SCALE = "io.k8s.api.autoscaling.v1.Scale"
-_SCALE_DEFINITION = {
-    "description": "Scale represents a scaling request for a resource.",
-    "type": "object",
-    "properties": {
-        "apiVersion": {"type": "string", "description": "APIVersion of this object."},
-        "kind": {"type": "string", "description": "Kind of this object."},
-        "metadata": {"type": "object", "description": "Standard object metadata."},
-        "spec": {
-            "type": "object",
-            "description": "The desired scale.",
-            "properties": {"replicas": {"type": "integer", "description": "Desired replicas."}},
-        },
-        "status": {"type": "object", "description": "The current scale."},
-    },
-    "x-kubernetes-group-version-kind": [{"group": "autoscaling", "kind": "Scale", "version": "v1"}],
-}
+_SCALE = (
+    "io.k8s.api.autoscaling.v1.Scale"  # its definition: autoscaling/v1's message (openapi_model)
+)
 
 
 # ---- served group versions ------------------------------------------------------------
@@ -390,20 +425,29 @@ def _document(
     needed: set[str] = set()
     prefix = "#/components/schemas/" if v3 else "#/definitions/"
     crd_defs = _crd_definitions(prefix)
+    proto_kinds: dict[str, tuple[str, str, str]] = {}
     for group, version, info, type_name in entries:
-        if type_name is not None:
-            needed |= _refs(type_name)
-            ref = prefix + _full_name(type_name)
+        name = _full_name(type_name) if type_name else _proto_kind(group, version, info.kind)
+        if name is not None:
+            needed |= _refs(name)
+            ref = prefix + name
+            if type_name is None:
+                proto_kinds[name] = (group, version, info.kind)
         else:
             name = _crd_name(group, version, info.kind)
             definitions[name] = crd_defs.get(name) or _open_definition(group, version, info, v3)
-            needed |= _refs("ObjectMeta")
+            needed |= _refs(META + ".ObjectMeta")
             ref = prefix + name
         paths.update(_paths(info, group, version, ref, v3))
         if info.has_scale:
-            definitions[_SCALE] = _SCALE_DEFINITION
+            needed |= _refs(_SCALE)
+            proto_kinds[_SCALE] = ("autoscaling", "v1", "Scale")
     for name in sorted(needed):
-        definitions[_full_name(name)] = _definition(name, v3)
+        scalar = _SCALAR_DEFINITIONS.get(name)
+        if scalar is not None:
+            definitions[name] = scalar[v3]
+        else:
+            definitions[name] = _definition(name, v3, proto_kinds.get(name))
     if v3:
         return {
             "openapi": "3.0.0",

@@ -41,6 +41,16 @@ CASES = [
         "import controlplane.main, controlplane.apiserver.server",
         ["cel_expr_python", "controlplane.api.cel.engine", "controlplane.api.cel.library"],
     ),
+    (  # the control plane: the OpenAPI documents and the model they are built from
+        # (every nested type of the built-in kinds) wait for the first request of one
+        "import controlplane.main, controlplane.apiserver.server\n"
+        "from controlplane.api import openapi",
+        [
+            "controlplane.api.openapi_doc",
+            "controlplane.api.openapi_model",
+            "controlplane.api.openapi_texts",
+        ],
+    ),
     (  # both schedulers, configured by default: NumPy (~12 MB), their caches and
         # plugins wait for the first Pod or PodGroup (controlplane/scheduler/wake.py)
         "import controlplane.main\n"

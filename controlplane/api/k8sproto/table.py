@@ -13,8 +13,9 @@ writes even when zero: kept when decoded), `i` a struct Go embeds inline
 (a Volume's VolumeSource, a Probe's handler: its fields are the parent's
 in JSON). `!array` marks a
 message that JSON writes as a bare array of its one repeated field
-(ExtraValue, Verbs). schema.py compiles this table; nothing else
-reads it.
+(ExtraValue, Verbs). schema.py compiles this table for the codec;
+controlplane/api/openapi_model.py reads it for the OpenAPI documents' nested
+types.
 """
 
 TABLE = """

@@ -142,12 +142,41 @@ def test_validate_accepts_quantities_and_free_objects() -> None:
         "kind": "Pod",
         "spec": {
             "containers": [{"name": "a", "resources": {"limits": {"cpu": 1, "memory": "1Gi"}}}],
-            "affinity": {"nodeAffinity": {"anything": [1, 2]}},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
         },
-        "status": {"conditions": [{"whatever": True}]},  # PodStatus is typed; its parts free
-    }
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }  # fmt: skip
     assert openapi.validate(pod) == []
     assert openapi.validate({"apiVersion": "example.com/v1", "kind": "Widget", "x": 1}) == []
+
+
+def test_validate_reaches_the_fields_the_schema_leaves_free() -> None:
+    """Below a field the kinds' schema declares `object`, Kubernetes' message
+    of it names the fields, as kube-apiserver's strict validation does."""
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "spec": {"strategy": {"rollingUpdate": {"maxSurge": 1, "bogus": 1}}},
+    }
+    assert openapi.validate(deployment) == ['unknown field "spec.strategy.rollingUpdate.bogus"']
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "spec": {
+            "containers": [{"name": "a", "livenessProbe": {"httpGet": {"port": 80, "x": 1}}}],
+            "volumes": [{"name": "v", "hostPath": {"path": "/d", "y": 2}}],
+            "affinity": {"nodeAffinity": {"anything": [1, 2]}},
+        },
+        "status": {"conditions": [{"type": "Ready", "whatever": True}]},
+    }
+    assert openapi.validate(pod) == [
+        'unknown field "spec.containers[0].livenessProbe.httpGet.x"',
+        'unknown field "spec.volumes[0].hostPath.y"',
+        'unknown field "spec.affinity.nodeAffinity.anything"',
+        'unknown field "status.conditions[0].whatever"',
+    ]
 
 
 @pytest.fixture
