@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,16 @@ def pytest_configure(config: pytest.Config) -> None:
     layer_timing.register(config)
     shared_registry.register(config)
     module_cpu.register(config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Hypothesis's caches in the machine's directory, where a collected
+    module uses Hypothesis (tests/harness/hypothesis_home.py); before any
+    test draws, and without importing Hypothesis into runs that do not."""
+    if "hypothesis" in sys.modules:
+        from tests.harness import hypothesis_home
+
+        hypothesis_home.configure()
 
 
 @pytest.hookimpl(optionalhook=True)
