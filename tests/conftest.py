@@ -33,16 +33,6 @@ def pytest_configure(config: pytest.Config) -> None:
     module_cpu.register(config)
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Hypothesis's caches in the machine's directory, where a collected
-    module uses Hypothesis (tests/harness/hypothesis_home.py); before any
-    test draws, and without importing Hypothesis into runs that do not."""
-    if "hypothesis" in sys.modules:
-        from tests.harness import hypothesis_home
-
-        hypothesis_home.configure()
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """--dist loadscope, with the modules of xdist_scopes.SPREAD spread."""
@@ -53,7 +43,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Hypothesis's caches in the machine's directory where a collected module
+    # uses Hypothesis (tests/harness/hypothesis_home.py), without importing it
+    # into runs that do not; first, since Hypothesis's own plugin reads the
+    # modules' literals in this hook already.
+    if "hypothesis" in sys.modules:
+        from tests.harness import hypothesis_home
+
+        hypothesis_home.configure()
     if IS_ROOT:
         return
     skip = pytest.mark.skip(reason="needs root")

@@ -21,6 +21,7 @@ def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     an empty current directory whose .hypothesis is Hypothesis's home, the
     machine's cache at ./machine."""
     profile = settings.get_current_profile_name()
+    ours = settings._profiles.get(hypothesis_home.PROFILE)  # re-registered by configure()
     before = configuration.storage_directory(intent_to_write=False).path
     monkeypatch.delenv("HYPOTHESIS_STORAGE_DIRECTORY", raising=False)
     monkeypatch.setenv(hypothesis_home.ENV, str(tmp_path / "machine"))
@@ -29,6 +30,8 @@ def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     try:
         yield tmp_path
     finally:
+        if ours is not None:
+            settings.register_profile(hypothesis_home.PROFILE, parent=ours)
         settings.load_profile(profile)
         configuration.set_hypothesis_home_dir(before)
 
