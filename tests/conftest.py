@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +43,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Hypothesis's caches in the machine's directory where a collected module
+    # uses Hypothesis (tests/harness/hypothesis_home.py), without importing it
+    # into runs that do not; first, since Hypothesis's own plugin reads the
+    # modules' literals in this hook already.
+    if "hypothesis" in sys.modules:
+        from tests.harness import hypothesis_home
+
+        hypothesis_home.configure()
     if IS_ROOT:
         return
     skip = pytest.mark.skip(reason="needs root")

@@ -201,12 +201,18 @@ def controlplane_runs_controllers() -> bool:
 
 def start_controlplane(base: Path) -> ControlPlane:
     """`skiff controlplane` under `base` with its scheduler and controllers
-    (when it has them) and its own cluster CIDR."""
+    (when it has them) and its own cluster CIDR. The components run as
+    threads of the control plane (--no-component-processes, its mode on one
+    CPU): as processes each would import the control plane again and keep
+    watches of its own, for tests that drive nodes, not the components."""
+    from controlplane import main as cp_main
     from tests.harness.controlplane import ControlPlane
 
     cp = ControlPlane(base / "cp", controlplane_args())
     if hasattr(cp, "components"):
         cp.components = controlplane_runs_controllers()
+        if cp.components and "--no-component-processes" in cp_main.build_parser().format_help():
+            cp.extra_args.append("--no-component-processes")
     try:
         return cp.start()
     except BaseException:

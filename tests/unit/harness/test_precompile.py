@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.precompile import compile_tree, main, rewrite_tests
+from tests.harness.precompile import compile_tree, main, plugin_files, rewrite_tests
 
 
 def _tree(root: Path) -> None:
@@ -47,7 +47,7 @@ def test_the_test_modules_rewritten_as_pytest_reads_them(
     from _pytest.assertion import rewrite
 
     _tree(tmp_path)
-    assert rewrite_tests(tmp_path, jobs=2)
+    assert rewrite_tests(tmp_path, jobs=2, plugins=False)
     cache = tmp_path / "tests" / "__pycache__"
     names = {p.name for p in cache.iterdir()}
     assert names == {f"{m}{rewrite.PYC_TAIL}" for m in ("conftest", "test_a", "test_b")}
@@ -55,9 +55,22 @@ def test_the_test_modules_rewritten_as_pytest_reads_them(
     assert co is not None and "@pytest_ar" in co.co_names  # the asserts rewritten
     # A changed module's stale bytecode is redone.
     (tmp_path / "tests" / "test_a.py").write_text("def test_a():\n    assert 2 + 2 == 4\n")
-    assert rewrite_tests(tmp_path, jobs=1)
+    assert rewrite_tests(tmp_path, jobs=1, plugins=False)
     co = rewrite._read_pyc(tmp_path / "tests" / "test_a.py", cache / f"test_a{rewrite.PYC_TAIL}")
     assert co is not None
+
+
+def test_the_pytest_plugins_modules_are_rewritten_too() -> None:
+    """The modules pytest rewrites as plugins': Hypothesis's and xdist's
+    (both in the dev extras), not pytest's own nor a plain library's."""
+    import hypothesis
+    import xdist
+
+    found = set(plugin_files())
+    assert Path(hypothesis.__file__).resolve() in {p.resolve() for p in found}
+    assert Path(xdist.__file__).resolve() in {p.resolve() for p in found}
+    assert not any(p.parent.name == "_pytest" for p in found)
+    assert not any("/grpc/" in p.as_posix() for p in found)
 
 
 def test_nothing_written_where_bytecode_is_off(
