@@ -92,9 +92,14 @@ def test_large_output_crosses_flow_control_windows(server: StreamingServer, like
 
 
 def test_tty_resize_and_merged_output(server: StreamingServer) -> None:
-    url = exec_url(
-        server, ["sh", "-c", "read x; stty size; echo to-stderr >&2"], stdin=True, tty=True
+    # The resize stream and stdin are separate SPDY streams with no order
+    # between them (as in Kubernetes): the last size may land after "go", so
+    # the command waits for it, up to 10 s, and then prints what it has.
+    script = (
+        "read x; i=0; while [ \"$(stty size)\" != '40 120' ] && [ $i -lt 100 ];"
+        " do sleep 0.1; i=$((i+1)); done; stty size; echo to-stderr >&2"
     )
+    url = exec_url(server, ["sh", "-c", script], stdin=True, tty=True)
     rc = RemoteCommand.open(url, stdin=True, stderr=False, tty=True)
     assert rc.stderr is None and rc.stdin is not None
     rc.send_resize(101, 37)
