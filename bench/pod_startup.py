@@ -346,7 +346,7 @@ def cluster(registry: Registry, kind: RuntimeKind) -> Iterator[tuple[ControlPlan
     base = short_tempdir("skbench-cp-")
     cp: ControlPlane | None = None
     try:
-        cp = start_controlplane(base)
+        cp = start_controlplane(base, component_threads=False)  # as it runs by default
         with running_node(
             f"127.0.0.1:{cp.port}",
             cp.data_dir,

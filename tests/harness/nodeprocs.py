@@ -199,19 +199,22 @@ def controlplane_runs_controllers() -> bool:
     return any("scheduler" in t for t in targets) and any("controller" in t for t in targets)
 
 
-def start_controlplane(base: Path) -> ControlPlane:
+def start_controlplane(base: Path, component_threads: bool = True) -> ControlPlane:
     """`skiff controlplane` under `base` with its scheduler and controllers
-    (when it has them) and its own cluster CIDR. The components run as
-    threads of the control plane (--no-component-processes, its mode on one
-    CPU): as processes each would import the control plane again and keep
-    watches of its own, for tests that drive nodes, not the components."""
+    (when it has them) and its own cluster CIDR. With `component_threads`
+    the components run as threads of the control plane
+    (--no-component-processes, its mode on one CPU): as processes each would
+    import the control plane again and keep watches of its own, for tests
+    that drive nodes, not the components. A benchmark passes False to
+    measure the control plane as it runs by default."""
     from controlplane import main as cp_main
     from tests.harness.controlplane import ControlPlane
 
     cp = ControlPlane(base / "cp", controlplane_args())
     if hasattr(cp, "components"):
         cp.components = controlplane_runs_controllers()
-        if cp.components and "--no-component-processes" in cp_main.build_parser().format_help():
+        threads_flag = "--no-component-processes" in cp_main.build_parser().format_help()
+        if cp.components and component_threads and threads_flag:
             cp.extra_args.append("--no-component-processes")
     try:
         return cp.start()
