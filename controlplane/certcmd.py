@@ -27,6 +27,7 @@ from controlplane.apiserver.tls import (
     expirations,
     rotate,
 )
+from machinery import rfc3339
 
 DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
 
@@ -56,9 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             left = expiry - now
             state = "EXPIRED" if left <= 0 else (
                 "RENEW" if left <= ROTATE_WITHIN.total_seconds() else "OK")  # fmt: skip
-            when = datetime.datetime.fromtimestamp(expiry, datetime.UTC).strftime(
-                "%Y-%m-%dT%H:%M:%SZ"
-            )
+            when = rfc3339.format_time(expiry)
             print(f"{name}\t{when}\t{int(left // 86400)}d\t{state}")
         return 0
     server = data_dir / "pki" / "server.crt"

@@ -8,7 +8,6 @@ one name prefix, as k3s does.
 
 from __future__ import annotations
 
-import datetime
 import re
 import socket
 import tempfile
@@ -19,6 +18,7 @@ from pathlib import Path
 from controlplane.datadir import STORAGE_FORMAT, skiff_version
 from controlplane.snapshot import fileformat
 from controlplane.snapshot.fileformat import Metadata, SnapshotError
+from machinery import rfc3339
 
 ON_DEMAND = "on-demand"
 SCHEDULED = "etcd-snapshot"
@@ -74,7 +74,7 @@ def save(source: Source, directory: Path, name: str = ON_DEMAND, node: str = "")
         else:
             revision = sqlite_backup.backup(source.data_dir / sqlite_backup.DB_NAME, payload)
         size, sha = fileformat.digest(payload)
-        created = datetime.datetime.fromtimestamp(now, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        created = rfc3339.format_time(now)
         meta = Metadata(source.store, created, skiff_version(), STORAGE_FORMAT, size, sha,
                         node, revision)  # fmt: skip
         fileformat.write(path, payload, meta)

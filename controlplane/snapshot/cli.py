@@ -9,13 +9,13 @@ plane runs (SQLite's online backup; etcd's snapshot API); restore with
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from controlplane.snapshot import catalog
 from controlplane.snapshot.fileformat import SnapshotError
+from machinery import rfc3339
 
 DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
 
@@ -53,9 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _ls(directory: Path) -> str:
     rows = [("Name", "Location", "Size", "Created")]
     for e in catalog.entries(directory):
-        created = datetime.datetime.fromtimestamp(e.created, datetime.UTC)
         rows.append((e.name, e.path.resolve().as_uri(), str(e.size),
-                     created.strftime("%Y-%m-%dT%H:%M:%SZ")))  # fmt: skip
+                     rfc3339.format_time(e.created)))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "".join(
         " ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n" for r in rows

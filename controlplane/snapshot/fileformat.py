@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from machinery import atomicfile
+
 MAGIC = b"SKIFF-SNAPSHOT 1\n"
 MAX_HEADER = 64 << 10
 CHUNK = 1 << 20
@@ -53,7 +55,7 @@ class Metadata:
 def write(path: Path, payload: Path, meta: Metadata) -> None:
     """Write a snapshot of `payload` (a file) to `path` atomically (0600)."""
     tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(MAGIC)
@@ -63,7 +65,7 @@ def write(path: Path, payload: Path, meta: Metadata) -> None:
                     out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, path)
+        atomicfile.publish(tmp, path, durable=True)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from controlplane.snapshot.fileformat import SnapshotError
 from controlplane.storage.sqlite import SCHEMA_MARKER
+from machinery import atomicfile
 
 DB_NAME = "state.db"
 # How far past the replaced database's revision a restore starts.
@@ -104,11 +105,11 @@ def install(payload: Path, data_dir: Path) -> tuple[int, Path | None]:
     aside: Path | None = None
     if db_path.exists():
         aside = data_dir / f"{DB_NAME}.before-restore-{int(time.time())}"
-        os.replace(db_path, aside)
+        atomicfile.move_aside(db_path, aside)
         for extra in ("-wal", "-shm"):
             side = Path(f"{db_path}{extra}")
             if side.exists():
-                os.replace(side, Path(f"{aside}{extra}"))
+                atomicfile.move_aside(side, Path(f"{aside}{extra}"))
     os.chmod(payload, 0o600)
-    os.replace(payload, db_path)
+    atomicfile.publish(payload, db_path, durable=True)
     return bumped, aside
