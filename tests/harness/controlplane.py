@@ -59,7 +59,9 @@ class ControlPlane:
         log.close()
         if wait:
             try:
-                wait_for(self._ready, timeout=30, message=f"skiff controlplane on port {self.port}")
+                # A quiet machine starts it in 2-4 s; 60 s covers a machine
+                # at load 40, where Python's imports alone took over 30.
+                wait_for(self._ready, timeout=60, message=f"skiff controlplane on port {self.port}")
             except BaseException:
                 self.close()  # a caller whose start() raised has nothing to close
                 raise
