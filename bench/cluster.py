@@ -168,7 +168,9 @@ def real_nodes(args: argparse.Namespace, figures: dict[str, float]) -> None:
         with run_registry() as reg:
             reg.push(images.busybox(), repository="library/busybox", tag="1.36")
             with (
-                running_cluster(reg.host, 3, "host-gw", controller_args=controller_args) as cl,
+                running_cluster(
+                    reg.host, 3, "host-gw", controller_args=controller_args, component_threads=False
+                ) as cl,
                 cl.client(timeout=30) as api,
             ):
                 _warm_up(cl, api)
@@ -316,7 +318,8 @@ def _failover(
 
 def hollow(args: argparse.Namespace, figures: dict[str, float]) -> None:
     base = Path(tempfile.mkdtemp(prefix="skiff-bench-hollow-", dir="/tmp"))
-    cp = ClusterControlPlane(base / "cp", "127.0.0.1", ["--max-workers", "4096"])
+    cp = ClusterControlPlane(base / "cp", "127.0.0.1", ["--max-workers", "4096"],
+                             component_threads=False)  # fmt: skip
     try:
         cp.start()
         assert cp.daemon is not None

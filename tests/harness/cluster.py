@@ -252,6 +252,12 @@ class ClusterControlPlane:
     extra_args: list[str] = field(default_factory=list)
     controller_args: list[str] = field(default_factory=list)
     port: int = field(default_factory=free_port)
+    # The scheduler and controllers as threads of the control plane
+    # (--no-component-processes, as nodeprocs.start_controlplane and `skiff
+    # up` run them): as the unit runs them on two CPUs, three processes that
+    # each import the control plane and keep watches of their own, for tests
+    # of the nodes. A benchmark passes False to measure the default.
+    component_threads: bool = True
     daemon: Daemon | None = None
     sidecar: Daemon | None = None
 
@@ -282,6 +288,7 @@ class ClusterControlPlane:
             [
                 "--bookmark-interval",
                 "0.5",
+                *(["--no-component-processes"] if self.component_threads else []),
                 *self.extra_args,
                 *(self.controller_args if components_wired() else []),
             ],
@@ -612,9 +619,11 @@ def running_cluster(
     controller_args: list[str] | None = None,
     agent_args: tuple[str, ...] = (),
     wait_ready: bool = True,
+    component_threads: bool = True,
 ) -> Iterator[Cluster]:
     """Bridge + control plane + `nodes` nodes, all removed on exit.
-    `registry_host` is the local registry's 127.0.0.1:PORT."""
+    `registry_host` is the local registry's 127.0.0.1:PORT;
+    `component_threads` as ClusterControlPlane's."""
     base = short_tempdir("skcl-")
     subnet = free_subnet()
     tag = secrets.token_hex(3)
@@ -631,8 +640,9 @@ def running_cluster(
         relay = TcpRelay(host_ip, free_port(), (reg_host, int(reg_port)))
         stack.callback(relay.close)
         cp = ClusterControlPlane(
-            base / "cp", host_ip, list(cp_args or []), list(controller_args or [])
-        )
+            base / "cp", host_ip, list(cp_args or []), list(controller_args or []),
+            component_threads=component_threads,
+        )  # fmt: skip
         stack.callback(cp.stop)
         cluster = Cluster(base, subnet, bridge, cp, [], relay)
         cp.start()

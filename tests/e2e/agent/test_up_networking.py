@@ -29,7 +29,7 @@ import pytest
 from agent.cri_client import CRIClient
 from tests.e2e import netcheck, netpolcheck
 from tests.harness.images import TestImages
-from tests.harness.kubectl import NEWEST
+from tests.harness.kubectl import GO_ENV, NEWEST
 from tests.harness.nodeprocs import free_service_cidrs, short_tempdir
 from tests.harness.ports import free_port
 from tests.harness.skiff_up import (
@@ -167,7 +167,8 @@ def test_no_haproxy_until_the_first_ingress_and_after_the_last(up_scene: UpScene
         }, "default")  # fmt: skip
         # A user's wait on the status: once it returns, the address answers.
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-               "KUBECONFIG": str(up.data_dir / "kubeconfig"), "HOME": str(up.data_dir.parent)}  # fmt: skip
+               "KUBECONFIG": str(up.data_dir / "kubeconfig"), "HOME": str(up.data_dir.parent),
+               **GO_ENV}  # fmt: skip
         done = subprocess.run(
             [str(NEWEST), "wait", "--for=jsonpath={.status.loadBalancer.ingress}",
              "ingress/first", "--timeout=60s"],

@@ -21,7 +21,7 @@ from controlplane.datadir import STORAGE_FORMAT
 from tests.e2e.agent.test_up_lifecycle import serve_web, skiff
 from tests.harness.images import TestImages
 from tests.harness.images.catalog import WEB_BODY
-from tests.harness.kubectl import NEWEST
+from tests.harness.kubectl import GO_ENV, NEWEST
 from tests.harness.nodeprocs import free_service_cidrs, short_tempdir
 from tests.harness.skiff_up import (
     NODE,
@@ -64,7 +64,7 @@ def one(images: TestImages) -> Iterator[One]:
 
 
 def kubectl(up: Up, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KUBECONFIG": str(up.data_dir / "kubeconfig")}
+    env = {**os.environ, "KUBECONFIG": str(up.data_dir / "kubeconfig"), **GO_ENV}
     return subprocess.run([str(NEWEST), *argv], env=env, capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
 

@@ -34,7 +34,7 @@ from tests.fakes.volcano_examples import example_job_yaml
 from tests.harness.images import TestImages
 from tests.harness.images.manifest import ImageConfig
 from tests.harness.images.tree import Tree
-from tests.harness.kubectl import NEWEST
+from tests.harness.kubectl import GO_ENV, NEWEST
 from tests.harness.nodeprocs import free_service_cidrs, registries_yaml, short_tempdir
 from tests.harness.registry import Registry
 from tests.harness.skiff_up import Up, free_cluster_cidrs
@@ -69,7 +69,8 @@ JOB_YAML = example_job_yaml(name=JOB, task=TASK, replicas=REPLICAS, image=IMAGE,
 
 class Kubectl:
     def __init__(self, kubeconfig: Path, home: Path) -> None:
-        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "KUBECONFIG": str(kubeconfig)}
+        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "KUBECONFIG": str(kubeconfig),
+                    **GO_ENV}  # fmt: skip
 
     def run(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
         assert KUBECTL is not None

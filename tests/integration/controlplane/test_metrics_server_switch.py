@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.controlplane import ControlPlane
-from tests.harness.kubectl import NEWEST
+from tests.harness.kubectl import GO_ENV, NEWEST
 from tests.harness.wait import wait_for
 
 pytestmark = [pytest.mark.skipif(not NEWEST.exists(), reason=f"{NEWEST} is not installed")]
@@ -40,7 +40,7 @@ def kubectl(cp: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
     home = cp.data_dir.parent / "home"  # kubectl's discovery cache, none shared
     home.mkdir(exist_ok=True)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "KUBECONFIG": str(cp.data_dir / "kubeconfig")}  # fmt: skip
+           "KUBECONFIG": str(cp.data_dir / "kubeconfig"), **GO_ENV}  # fmt: skip
     return subprocess.run([str(NEWEST), *args], capture_output=True, text=True, timeout=60,
                           env=env, check=False)  # fmt: skip
 

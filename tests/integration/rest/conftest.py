@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from controlplane import main as cp_main
-from tests.harness.kubectl import NEWEST
+from tests.harness.kubectl import GO_ENV, NEWEST
 from tests.harness.ports import free_port
 
 # The newest kubectl by its versioned path; the PATH one only where none is.
@@ -31,7 +31,7 @@ class Cluster:
 
     def env(self, **extra: str) -> dict[str, str]:
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home),
-                "KUBECONFIG": str(self.kubeconfig), **extra}  # fmt: skip
+                "KUBECONFIG": str(self.kubeconfig), **GO_ENV, **extra}  # fmt: skip
 
     @property
     def url(self) -> str:

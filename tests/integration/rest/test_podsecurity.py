@@ -19,7 +19,7 @@ import yaml
 
 from controlplane import main as cp_main
 from tests.fakes.podsecurity_fixtures import CASES, levels_of, minimal_pod
-from tests.harness.kubectl import NEWEST, OLDEST
+from tests.harness.kubectl import GO_ENV, NEWEST, OLDEST
 from tests.harness.ports import free_port
 from tests.harness.wait import wait_for
 
@@ -93,7 +93,7 @@ class Plane:
     def kubectl(self, *args: str, input: str | None = None, token: str = "",
                 binary: str = KUBECTL) -> subprocess.CompletedProcess[str]:  # fmt: skip
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home),
-               "KUBECONFIG": str(self.kubeconfig)}  # fmt: skip
+               "KUBECONFIG": str(self.kubeconfig), **GO_ENV}  # fmt: skip
         extra = [f"--token={token}"] if token else []
         return subprocess.run([binary, *extra, *args], input=input, capture_output=True,
                               text=True, timeout=60, env=env)  # fmt: skip

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from controlplane.api import server_side_apply
-from tests.harness.kubectl import NEWEST
+from tests.harness.kubectl import GO_ENV, NEWEST
 from tests.integration.controlplane.apisupport.kubectl_stub import Stub, running
 
 pytestmark = [
@@ -95,6 +95,7 @@ def kubectl(
         **os.environ,
         "KUBECONFIG": str(tmp_path / "none"),
         "HOME": str(tmp_path),
+        **GO_ENV,
         **(env or {}),
     }
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=full_env)
