@@ -86,15 +86,15 @@ def unknown_below(field: Field, value: Any, path: str, out: list[str], drop: boo
 
 
 def _walk(message: Message, value: dict[str, Any], path: str, out: list[str], drop: bool) -> None:
+    by_name = message.by_name
     unknown: list[str] = []
     for key, child in value.items():
-        where = f"{path}.{key}"
-        found = field_of(message, key)
+        found = by_name.get(key) or field_of(message, key)
         if found is None:
-            out.append(where)
+            out.append(f"{path}.{key}")
             unknown.append(key)
-        elif child is not None:
-            unknown_below(found, child, where, out, drop)
+        elif child is not None and found.code == MESSAGE:
+            unknown_below(found, child, f"{path}.{key}", out, drop)
     if drop:
         for key in unknown:
             del value[key]

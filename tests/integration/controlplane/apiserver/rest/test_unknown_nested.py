@@ -111,7 +111,7 @@ def test_an_update_drops_them(api: Api) -> None:
     assert_stored_without_them(api, "put")
 
 
-PATCHES = {
+PATCHES: dict[str, dict[str, Any] | list[Any]] = {
     "application/merge-patch+json": {"spec": {"strategy": {"rollingUpdate": {"late": 1}}}},
     "application/strategic-merge-patch+json": {
         "spec": {"strategy": {"rollingUpdate": {"late": 1}}}
