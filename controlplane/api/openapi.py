@@ -10,18 +10,17 @@
   for: a control plane at rest neither builds nor holds them.
 - `validate(obj)`: unknown fields and wrong types in a built-in kind's
   object, by path, against the same schema (kinds.schema_types()); below a
-  field the schema leaves free-form (`object`), unknown fields against
-  Kubernetes' message of it (k8sproto/schema.py, compiled at the first such
-  field), as kube-apiserver checks every depth.
+  field the schema leaves free-form (`object`) or does not list, unknown
+  fields against Kubernetes' message of it (k8sfields.py), as kube-apiserver
+  checks every depth: what pruning.prune drops.
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from controlplane.api.k8sproto.schema import MESSAGE, REPEATED, SINGLE, Message, messages
+from controlplane.api import k8sfields
 from controlplane.api.kinds.registry import kind_types, schema_types
 
 # What kubectl's Accept asks for, and the Content-Type to answer with (Go's
@@ -95,69 +94,26 @@ def _json_type(value: Any) -> str:
 
 
 def _check_type(name: str, value: dict[str, Any], path: str, problems: list[str]) -> None:
-    t = schema_types()[name]
-    fields = t.fields
+    fields = schema_types()[name].fields
     for key, child in value.items():
         where = f"{path}.{key}" if path else key
-        if key not in fields:
-            problems.append(f'unknown field "{where}"')  # as kube-apiserver words it
-        elif child is not None:
-            expr = fields[key][0]
-            if expr.removeprefix("[]") == "object" and child:
-                message = _message_of(name)
-                owner = _owner(message, key) if message is not None else None
-                if owner is not None:
-                    _check_field(owner, key, child, where, problems)
-                    continue
+        expr = fields[key][0] if key in fields else None
+        if expr is None or (child and expr.removeprefix("[]") == "object"):
+            # Free-form here, or a field of Kubernetes' type skiff's schema lacks:
+            # Kubernetes' message of the type says what is below it.
+            message = k8sfields.message_of(name)
+            field = k8sfields.field_of(message, key) if message is not None else None
+            if field is not None:
+                if child is not None:
+                    unknown: list[str] = []
+                    k8sfields.unknown_below(field, child, where, unknown, drop=False)
+                    problems.extend(f'unknown field "{p}"' for p in unknown)
+                continue
+            if expr is None:
+                problems.append(f'unknown field "{where}"')  # as kube-apiserver words it
+                continue
+        if child is not None:
             _check_expr(expr, child, where, problems)
-
-
-@functools.cache
-def _message_of(name: str) -> Message | None:
-    """Kubernetes' message of a schema type (the codec's, compiled at first use)."""
-    from controlplane.api.openapi_model import definition_name
-
-    full = schema_types()[name].full_name(name)
-    return next((m for n, m in messages().items() if definition_name(n) == full), None)
-
-
-def _check_field(message: Message, key: str, value: Any, path: str, problems: list[str]) -> None:
-    """The unknown fields below field `key` of a message (a nested message,
-    a list or a map of them; scalars are left to the decoders)."""
-    field = message.by_name[key]
-    inner = field.message
-    if field.code != MESSAGE or inner is None:
-        return
-    if field.mode == SINGLE:
-        items: list[tuple[str, Any]] = [(path, value)]
-    elif field.mode == REPEATED and isinstance(value, list):
-        items = [(f"{path}[{i}]", item) for i, item in enumerate(value)]
-    elif isinstance(value, dict):  # map<string, message>
-        items = [(f"{path}.{k}", v) for k, v in value.items()]
-    else:
-        return
-    for where, item in items:
-        if isinstance(item, dict):
-            _check_message(inner, item, where, problems)
-
-
-def _check_message(message: Message, value: dict[str, Any], path: str, problems: list[str]) -> None:
-    for key, child in value.items():
-        where = f"{path}.{key}"
-        owner = _owner(message, key)
-        if owner is None:
-            problems.append(f'unknown field "{where}"')
-        elif child is not None:
-            _check_field(owner, key, child, where, problems)
-
-
-def _owner(message: Message, key: str) -> Message | None:
-    """The message that has JSON field `key`: `message` or one it inlines."""
-    while key not in message.by_name:
-        if message.inline is None or message.inline.message is None:
-            return None
-        message = message.inline.message
-    return message
 
 
 def _check_expr(expr: str, value: Any, path: str, problems: list[str]) -> None:

@@ -1,16 +1,18 @@
-"""Dropping the fields a built-in kind's schema does not know, as Kubernetes
-does when it decodes a request: `spec.foo`, `spec.containers[0].imagePolicy`
-or a stray top-level key never reach storage.
+"""Dropping the fields a built-in kind does not have, as Kubernetes does when
+it decodes a request into its Go structs: `spec.foo`,
+`spec.containers[0].imagePolicy`, `spec.strategy.rollingUpdate.bogus` or a
+stray top-level key never reach storage, whatever `fieldValidation` says.
 
 `prune(obj)` removes them in place and returns their paths
-(`spec.containers[0].foo`), which the REST front door words as warnings or
-refusals (`fieldValidation`); gRPC writes are pruned silently. The schema
-is the kinds' (kinds.schema_types()), the one the OpenAPI documents and
-`openapi.validate` read:
-only the structures it declares field by field are pruned; `object` fields
-(status, and deeper structures skiff does not interpret) keep what they
-hold, and kinds the schema does not describe are left alone. Custom
-resources are pruned by their CRD's structural schema (crd.default_object).
+(`spec.containers[0].foo`); the REST front door words the same paths
+(openapi.validate) as warnings or refusals first; gRPC writes are pruned
+silently. A field is known when the kind's schema (kinds.schema_types(),
+the one the OpenAPI documents read) or Kubernetes' message of the type
+(k8sfields.py) has it: below the structures the schema leaves free-form
+(`object`: status, a strategy, a probe's handler) and the fields of
+Kubernetes' types the schema does not list, the message decides. Kinds
+neither describes are left alone. Custom resources are pruned by their
+CRD's structural schema (crd.default_object).
 
 The walk visits only the typed structures an object has (a pod: about a
 dozen maps), with one set difference per map, so every write can afford it.
@@ -22,7 +24,9 @@ from __future__ import annotations
 import functools
 from typing import Any, NamedTuple
 
+from controlplane.api import k8sfields
 from controlplane.api.jsoncodec import dumps
+from controlplane.api.k8sproto.schema import MESSAGE, Field
 from controlplane.api.kinds.registry import kind_types, schema_types
 
 Object = dict[str, Any]
@@ -31,11 +35,14 @@ _ONE, _LIST, _MAP = 0, 1, 2
 
 
 class _Shape(NamedTuple):
-    """One type of the schema, ready for the walk: the fields it knows, and
-    those holding another declared type (field, _ONE/_LIST/_MAP, type name)."""
+    """One type of the schema, ready for the walk: the fields it knows (its
+    own and its Kubernetes message's), those holding another declared type
+    (field, _ONE/_LIST/_MAP, type name), and those whose insides only
+    Kubernetes' message describes (free-form in the schema, or not in it)."""
 
     known: frozenset[str]
     typed: tuple[tuple[str, int, str], ...]
+    free: tuple[tuple[str, Field], ...]
 
 
 def _typed(expr: str) -> tuple[int, str] | None:
@@ -53,12 +60,21 @@ def _typed(expr: str) -> tuple[int, str] | None:
 def _shapes() -> dict[str, _Shape]:
     out: dict[str, _Shape] = {}
     for name, t in schema_types().items():
-        typed = []
+        typed, free = [], []
+        message = k8sfields.message_of(name)
+        theirs = k8sfields.names(message) if message is not None else frozenset()
         for field, (expr, _description) in t.fields.items():
             found = _typed(expr)
             if found is not None:
                 typed.append((field, *found))
-        out[name] = _Shape(frozenset(t.fields), tuple(typed))
+        for field in sorted(theirs):
+            if field in t.fields and t.fields[field][0].removeprefix("[]") != "object":
+                continue
+            assert message is not None
+            of = k8sfields.field_of(message, field)
+            if of is not None and of.code == MESSAGE:
+                free.append((field, of))
+        out[name] = _Shape(frozenset(t.fields) | theirs, tuple(typed), tuple(free))
     return out
 
 
@@ -125,6 +141,11 @@ def _walk(
             for key, item in child.items():
                 if isinstance(item, dict):
                     _walk(shapes, child_type, item, f"{where}.{key}", out)
+    for field, of in shape.free:
+        child = value.get(field)
+        if child is None or (stored is not None and stored.get(field) == child):
+            continue
+        k8sfields.unknown_below(of, child, f"{path}.{field}" if path else field, out, drop=True)
 
 
 def _walk_shared(

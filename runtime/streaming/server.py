@@ -278,7 +278,18 @@ class _Handler(UpgradeHandler):
         return True
 
     def _websocket_close(self, ws: websocket.WebSocket, conn: websocket.ChannelConnection) -> None:
+        """End the session as Kubernetes does, without waiting for the client:
+        the close frame after everything written (the status came with it),
+        then the end of the stream at once (wsstream's Conn.Close, over
+        golang.org/x/net/websocket's Conn.Close: WriteClose, then the
+        connection closed). SHUT_WR sends FIN behind the queued bytes; the
+        socket stays open for reading, its input discarded, until the client
+        answers or `linger` passes, so closing it drops nothing still in flight."""
         ws.send_close()
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
         conn.gone.wait(self.owner.config.linger)
         try:
             self.connection.shutdown(socket.SHUT_RDWR)

@@ -287,6 +287,25 @@ class WsClient:
         self.close()
         return {k: bytes(v) for k, v in outputs.items()}
 
+    def frames_unanswered(self, timeout: float) -> tuple[list[websocket.WsFrame], bool]:
+        """The frames the server sends up to its close frame, read as a client
+        that never answers with its own; and whether the server's end of the
+        stream followed within `timeout` (a read then waits at most that).
+        Closes the client."""
+        assert self.sock is not None and self.rfile is not None
+        frames: list[websocket.WsFrame] = []
+        try:
+            while not frames or frames[-1].opcode != websocket.OP_CLOSE:
+                frames.append(websocket.read_frame(self.rfile, expect_masked=False))
+            self.sock.settimeout(timeout)
+            try:
+                ended = self.rfile.read(1) == b""
+            except TimeoutError:
+                ended = False
+        finally:
+            self.close()
+        return frames, ended
+
     def close(self) -> None:
         if self.rfile is not None:
             self.rfile.close()

@@ -102,3 +102,16 @@ def test_a_websocket_without_ports_is_refused(server: StreamingServer) -> None:
     client = WsClient(pf_url(server), ())
     assert client.reply.status == 400
     assert client.ws is None
+
+
+def test_the_stream_ends_with_the_close_frame(server: StreamingServer, http_port: int) -> None:
+    """Once the pod's side ended: the page, the close frame and the end of
+    the stream at once, for a client that never answers the close frame
+    (the server's linger here is 2 s), as kubelet closes."""
+    client = WsClient(pf_url(server, http_port), ("v4.channel.k8s.io",))
+    client.send(0, b"GET / HTTP/1.0\r\n\r\n")
+    frames, ended = client.frames_unanswered(timeout=1.0)
+    assert ended, "the stream did not end within 1 s of the close frame"
+    page = b"".join(f.payload[1:] for f in frames if f.payload[:1] == b"\x00")
+    assert page.startswith(port_bytes(http_port) + b"HTTP/1.0 200 OK")
+    assert page.endswith(b"<h1>Welcome</h1>")

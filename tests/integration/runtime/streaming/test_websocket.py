@@ -112,3 +112,16 @@ def test_status_arrives_with_the_close_frame(server: StreamingServer) -> None:
         client.close()
     assert frames[-1].opcode == websocket.OP_CLOSE, frames
     assert json.loads(frames[-2].payload[1:])["status"] == "Success"
+
+
+def test_the_stream_ends_with_the_close_frame(server: StreamingServer) -> None:
+    """As kubelet (wsstream's Conn.Close): the close frame, then the end of
+    the stream at once, without waiting for the client's close frame (the
+    server's linger here is 2 s), after every byte of output."""
+    lines = 100_000
+    client = WsClient(exec_url(server, ["seq", str(lines)]))
+    frames, ended = client.frames_unanswered(timeout=1.0)
+    assert ended, "the stream did not end within 1 s of the close frame"
+    stdout = b"".join(f.payload[1:] for f in frames if f.payload[:1] == bytes([STDOUT]))
+    assert stdout == b"".join(b"%d\n" % i for i in range(1, lines + 1))
+    assert json.loads(frames[-2].payload[1:])["status"] == "Success"

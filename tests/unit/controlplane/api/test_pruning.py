@@ -1,12 +1,16 @@
-"""Unknown fields of built-in kinds are dropped, top level and nested, as
-Kubernetes drops them when it decodes a request; free-form fields and kinds
-the schema does not describe keep what they hold."""
+"""Unknown fields of built-in kinds are dropped at any depth, as Kubernetes
+drops them when it decodes a request into its Go structs: below the
+structures skiff's schema leaves free-form too, by Kubernetes' messages, which
+also keep the fields skiff's schema does not list; kinds neither describes
+keep what they hold."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from controlplane.api import pruning
+from controlplane.api import k8sfields, openapi, pruning
+from controlplane.api.kinds.registry import schema_types
 
 
 def deployment() -> dict[str, Any]:
@@ -44,6 +48,9 @@ def test_unknown_fields_are_dropped_top_level_and_nested_and_named() -> None:
         "spec.foo",
         "spec.template.spec.containers[0].imagee",
         "spec.template.spec.containers[1].ports[0].hostt",
+        "spec.template.spec.affinity.nodeAffinity.made",
+        "spec.strategy.anything",
+        "status.whatever",
     ]
     assert "extra" not in obj and "colour" not in obj["metadata"]
     assert "foo" not in obj["spec"]
@@ -52,12 +59,50 @@ def test_unknown_fields_are_dropped_top_level_and_nested_and_named() -> None:
     assert containers[1]["ports"] == [{"containerPort": 80}]
 
 
-def test_free_form_fields_and_status_keep_what_they_hold() -> None:
+def test_below_free_form_fields_and_in_status_kubernetes_types_decide() -> None:
     obj = deployment()
     pruning.prune(obj)
-    assert obj["spec"]["strategy"]["anything"] == {"goes": True}
-    assert obj["spec"]["template"]["spec"]["affinity"] == {"nodeAffinity": {"made": "up"}}
-    assert obj["status"] == {"replicas": 2, "whatever": "kept"}
+    assert obj["spec"]["strategy"] == {"type": "Recreate"}
+    assert obj["spec"]["template"]["spec"]["affinity"] == {"nodeAffinity": {}}
+    assert obj["status"] == {"replicas": 2}
+
+
+def test_prune_drops_what_validate_names() -> None:
+    """One set: a warning names exactly what is not stored."""
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "bogus": 1},
+        "spec": {
+            "containers": [{"name": "a", "image": "x", "unknown": 1,
+                            "livenessProbe": {"exec": {"command": ["true"], "shell": 1}},
+                            "securityContext": {"capabilities": {"add": ["NET_ADMIN"], "x": 1}}}],
+            "tolerations": [{"key": "k", "operator": "Exists", "y": 2}],
+            "volumes": [{"name": "v", "configMap": {"name": "c", "items": [
+                {"key": "a", "path": "b", "z": 3}]}}],
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "True", "odd": 1}]},
+    }  # fmt: skip
+    named = sorted(p[len('unknown field "') : -1] for p in openapi.validate(pod))
+    assert named == sorted(pruning.prune(pod))
+    assert len(named) == 7
+    assert openapi.validate(pod) == [] and pruning.prune(pod) == []
+    assert pod["spec"]["volumes"][0]["configMap"]["items"] == [{"key": "a", "path": "b"}]
+
+
+def test_fields_kubernetes_has_that_the_schema_lacks_are_kept() -> None:
+    """No data loss: a field of Kubernetes' types is known even where skiff's
+    schema does not list it (checked against the messages, at every depth)."""
+    message = k8sfields.message_of("PodSpec")
+    assert message is not None
+    lacking = sorted(k8sfields.names(message) - set(schema_types()["PodSpec"].fields))
+    assert lacking, "the schema lists every field of PodSpec: pick another type"
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": []}}
+    for name in lacking:
+        pod["spec"][name] = "value"
+    before = json.dumps(pod, sort_keys=True)
+    assert pruning.prune(pod) == [] and openapi.validate(pod) == []
+    assert json.dumps(pod, sort_keys=True) == before
 
 
 def test_a_known_object_is_left_as_it_was() -> None:
