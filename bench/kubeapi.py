@@ -6,9 +6,11 @@ bench.apiserver does and measures from client processes:
 - creates/s with 10 REST clients (one pod per POST, keep-alive HTTPS), with
   JSON bodies and with protobuf bodies (client-go's default for built-in
   kinds: `application/vnd.kubernetes.protobuf`, answered in protobuf), each
-  with the server's CPU per create, JSON and protobuf rounds alternated
-  twice after a warm-up of each (protobuf compiles its codecs at first
-  use); and the gRPC one-object-per-call figure with 10 clients, same
+  with the server's CPU per create, in --rounds paired rounds after a
+  warm-up of each (protobuf compiles its codecs at first use), each round
+  both modes in two blocks, mirrored (JSON, protobuf, protobuf, JSON; the
+  next round the other way round): the paired protobuf/JSON ratio, its
+  spread and how many rounds protobuf was cheaper in; and the gRPC one-object-per-call figure with 10 clients, same
   machine, same run; then the server's CPU per object read, JSON beside
   protobuf, in list pages of 500 and single gets of the pods just made;
 - watch delivery p50/p99 with 100 REST watchers (time from just before the
@@ -234,21 +236,26 @@ def control_plane(work: Path) -> Iterator[Server]:
 PARTS = ("creates", "admission", "watch", "kubectl", "list")
 
 
-def creates(server: Server, per_client: int, figures: dict[str, float], rounds: int = 4) -> None:
+def creates(
+    server: Server, per_client: int, figures: dict[str, float], rounds: int = 4, blocks: int = 2
+) -> None:
     kubeconfig = server.data_dir / "kubeconfig"
     grpc_rate = throughput(server.conf, "create", 10, per_client)
     for encoding in ("json", "protobuf"):  # the first use of each is not a steady create
         rest_creates(kubeconfig, 10, max(2, per_client // 10), encoding)
-    # JSON and protobuf in paired rounds, the order alternating (bench/paired.py),
-    # the server's CPU counted from the clients' go, not while they connect.
+    # JSON and protobuf in paired rounds, the order alternating, each mode in
+    # `blocks` blocks of the round's creates, mirrored (json, protobuf, protobuf,
+    # json: bench/paired.py); the server's CPU counted from the clients' go,
+    # not while they connect.
     rates: dict[str, list[float]] = {"json": [], "protobuf": []}
+    per_block = max(1, per_client // blocks)
 
     def cpu_ms(encoding: str) -> float:
         spent: list[float] = []
-        rates[encoding].append(rest_creates(kubeconfig, 10, per_client, encoding, server, spent))
-        return 1000 * spent[0] / (10 * per_client)
+        rates[encoding].append(rest_creates(kubeconfig, 10, per_block, encoding, server, spent))
+        return 1000 * spent[0] / (10 * per_block)
 
-    s = paired.rounds(cpu_ms, "json", "protobuf", rounds)
+    s = paired.rounds(cpu_ms, "json", "protobuf", rounds, blocks)
     rest_rate, pb_rate = statistics.median(rates["json"]), statistics.median(rates["protobuf"])
     json_ms, pb_ms = s.median(s.a), s.median(s.b)
     figures["grpc_create_10c_per_s"] = round(grpc_rate, 1)
@@ -261,15 +268,18 @@ def creates(server: Server, per_client: int, figures: dict[str, float], rounds: 
     figures["rest_pb_create_cpu_ratio"] = round(s.ratio, 3)  # protobuf / JSON, paired by round
     figures["rest_pb_create_cpu_ratio_spread"] = round(s.ratio_spread, 3)
     figures["rest_create_rounds"] = rounds
-    print(f"  creates, one pod per call, 10 clients, {rounds} paired rounds (medians): REST JSON "
+    figures["rest_pb_create_cheaper_rounds"] = sum(r < 1 for r in s.ratios)
+    print(f"  creates, one pod per call, 10 clients, {rounds} paired rounds of {blocks} blocks "
+          f"of {10 * per_block} creates per mode (medians): REST JSON "
           f"{rest_rate:8.1f}/s ({json_ms:.3f} ms server CPU each, spread {s.spread(s.a):.3f})   "
           f"REST protobuf {pb_rate:8.1f}/s ({pb_ms:.3f} ms, spread {s.spread(s.b):.3f})   "
           f"gRPC {grpc_rate:8.1f}/s", flush=True)  # fmt: skip
     print(
         f"  protobuf / JSON server CPU per create, paired by round: {s.ratio:.3f} "
         f"(spread {s.ratio_spread:.3f}: rounds "
-        f"{', '.join(f'{r:.3f}' for r in s.ratios)}); protobuf "
-        f"{'is' if s.b_cheaper() else 'is not'} cheaper by more than the spread",
+        f"{', '.join(f'{r:.3f}' for r in s.ratios)}); protobuf cheaper in "
+        f"{sum(r < 1 for r in s.ratios)} of {len(s.ratios)} rounds, "
+        f"{'' if s.b_cheaper() else 'not '}by more than the spread",
         flush=True,
     )
 

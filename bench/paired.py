@@ -3,8 +3,12 @@ between them can show above the noise of a shared machine.
 
 Each round runs both modes back to back, the order alternating from round
 to round (a, b, then b, a, ...), so drift of the machine and of the store
-as it grows falls on both alike. A round gives each mode's cost (the
-server's CPU per operation, say) and the paired ratio b/a of that round;
+as it grows falls on both alike. With `blocks` of 2 (or more) a round
+runs each mode in that many blocks, the order mirrored within the round
+(a, b, b, a, then b, a, a, b, ...): a drift that is steady over a round
+then falls on both modes of that round alike, not on whichever went
+second. A round gives each mode's cost (the server's CPU per operation,
+say: the mean of its blocks) and the paired ratio b/a of that round;
 over the rounds each mode's median and spread (max - min) and the ratio's
 median and spread are reported. A difference is shown when the median
 ratio is away from 1 by more than the ratio's spread.
@@ -50,11 +54,16 @@ class Summary:
         return 1.0 - self.ratio > self.ratio_spread
 
 
-def rounds(run: Callable[[str], float], a: str, b: str, count: int) -> Summary:
+def rounds(run: Callable[[str], float], a: str, b: str, count: int, blocks: int = 1) -> Summary:
     """`run(mode)` (a cost) for a and b in `count` paired rounds, the order
-    alternating (a, b, then b, a, ...)."""
+    alternating (a, b, then b, a, ...); each mode `blocks` times a round,
+    mirrored (a, b, b, a), its cost in the round the mean of its blocks."""
     costs: dict[str, list[float]] = {a: [], b: []}
     for index in range(count):
-        for mode in (a, b) if index % 2 == 0 else (b, a):
-            costs[mode].append(run(mode))
+        block: dict[str, list[float]] = {a: [], b: []}
+        for j in range(blocks):
+            for mode in (a, b) if (index + j) % 2 == 0 else (b, a):
+                block[mode].append(run(mode))
+        for mode, values in block.items():
+            costs[mode].append(statistics.fmean(values))
     return Summary(costs[a], costs[b])
