@@ -30,12 +30,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.x509.oid import NameOID
-
 from controlplane.client import errors
 from controlplane.client.config import ClientConfig, write_config
-from machinery import certificates
+from machinery import x509read
+from machinery.certrequest import new_request
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +51,7 @@ class RequestRefused(Exception):
 
 def key_and_request(node: str) -> tuple[bytes, bytes]:
     """(private key PEM, CSR PEM) for node `node`'s client certificate."""
-    subject = x509.Name([
-        x509.NameAttribute(NameOID.ORGANIZATION_NAME, NODES_GROUP),
-        x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node}"),
-    ])  # fmt: skip
-    return certificates.signing_request(subject)
+    return new_request((("O", NODES_GROUP), ("CN", f"system:node:{node}")))
 
 
 def csr_object(
@@ -91,8 +85,7 @@ def issued(csr: dict[str, Any]) -> bytes:
 
 
 def lifetime(cert_pem: bytes) -> tuple[datetime.datetime, datetime.datetime]:
-    cert = x509.load_pem_x509_certificate(cert_pem)
-    return cert.not_valid_before_utc, cert.not_valid_after_utc
+    return x509read.validity(cert_pem)
 
 
 def certificate_current(cert_pem: bytes, now: datetime.datetime | None = None) -> bool:

@@ -33,9 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from cryptography import x509
-
-from machinery import metrics
+from machinery import metrics, x509read
 from machinery.metrics import (
     Collector,
     CounterMetricFamily,
@@ -247,10 +245,10 @@ class AgentMetrics:
 def certificate_ttl(read: Callable[[], bytes]) -> float:
     """Seconds until the certificate `read` returns expires; +Inf when unreadable."""
     try:
-        cert = x509.load_pem_x509_certificate(read())
+        expiry = x509read.not_after(read())
     except (OSError, ValueError):
         return math.inf
-    return cert.not_valid_after_utc.timestamp() - time.time()
+    return expiry.timestamp() - time.time()
 
 
 def _page(found: Registry) -> Page:

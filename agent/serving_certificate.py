@@ -30,9 +30,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.x509.oid import NameOID
-
 from agent import serving_tls
 from agent.client_certificate import (
     ISSUE_TIMEOUT,
@@ -44,7 +41,7 @@ from agent.client_certificate import (
     rotation_time,
     wait_issued,
 )
-from machinery import certificates
+from machinery.certrequest import new_request
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +51,7 @@ DNS_TYPES = ("Hostname", "InternalDNS", "ExternalDNS")
 IP_TYPES = ("InternalIP", "ExternalIP")
 
 
-def subject_alt_names(node: str, addresses: list[dict[str, str]]) -> list[x509.GeneralName]:
+def subject_alt_names(node: str, addresses: list[dict[str, str]]) -> tuple[list[str], list[str]]:
     """The node's name and addresses as SANs, as the kubelet asks for them."""
     dns = [node]
     ips: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
@@ -69,16 +66,13 @@ def subject_alt_names(node: str, addresses: list[dict[str, str]]) -> list[x509.G
                 continue
             if not ip.is_loopback and ip not in ips:
                 ips.append(ip)
-    return [*(x509.DNSName(d) for d in dns), *(x509.IPAddress(ip) for ip in ips)]
+    return dns, [str(ip) for ip in ips]
 
 
 def serving_request(node: str, addresses: list[dict[str, str]]) -> tuple[bytes, bytes]:
     """(private key PEM, CSR PEM) for node `node`'s serving certificate."""
-    subject = x509.Name([
-        x509.NameAttribute(NameOID.ORGANIZATION_NAME, NODES_GROUP),
-        x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node}"),
-    ])  # fmt: skip
-    return certificates.signing_request(subject, subject_alt_names(node, addresses))
+    dns, ips = subject_alt_names(node, addresses)
+    return new_request((("O", NODES_GROUP), ("CN", f"system:node:{node}")), dns, ips)
 
 
 class ServingCertificateManager:

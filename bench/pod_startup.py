@@ -27,8 +27,10 @@ figure -> number.
 runtime at most 141 MB RSS at rest) is measured too, as a user runs it: `python
 -m skiff up` with its own --data-dir, and the RSS (and PSS) summed over every
 process of its tree (skiff up, which holds the control plane and the agent,
-the runtime and its zygote; containers and their monitors excluded, there
-are none at rest), once Ready and again after one pod was run and deleted.
+the runtime and, while it runs, its zygote; containers and their monitors
+excluded, there are none at rest), once Ready and again after one pod was
+run and deleted (the zygote is then still running: it exits after 60 s
+without a container started).
 `--up-only` measures just that (about 30 s).
 
     sudo .venv/bin/python -m bench.pod_startup [--pods 100] [--qps 5] [--no-containerd]

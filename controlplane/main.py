@@ -46,12 +46,11 @@ from typing import Any, TextIO
 
 from controlplane import dataprep
 from controlplane.api.bootstraptoken import split
-from controlplane.apiserver.aggregator.frontproxy import ensure_front_proxy
 from controlplane.apiserver.auth import TokenAuthority
 from controlplane.apiserver.bootstrap import BootstrapJoin
+from controlplane.apiserver.pkifiles import open_front_proxy, open_pki
 from controlplane.apiserver.rbaccomponents import COMPONENTS, CONTROLLER_MANAGER
 from controlplane.apiserver.server import ApiServer, ApiServerConfig
-from controlplane.apiserver.tls import ensure_pki
 from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
@@ -315,9 +314,9 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     sans = [args.listen.rsplit(":", 1)[0].strip("[]"), *args.tls_san,
             *in_cluster_names(args.service_cidr, args.advertise_address)]  # fmt: skip
     try:  # the lock, --cluster-reset, the version record, the PKI, the store, a migration
-        lock, pki, store = dataprep.open_data_dir(args, data_dir, lambda: ensure_pki(data_dir, sans),
+        lock, pki, store = dataprep.open_data_dir(args, data_dir, lambda: open_pki(data_dir, sans),
                                                   lambda: open_store(args, data_dir))  # fmt: skip
-        front_proxy = ensure_front_proxy(data_dir)
+        front_proxy = open_front_proxy(data_dir)
     except (CorruptStore, StoreUnavailable, DataDirError) as err:
         raise StartError(str(err)) from err
     # The CSR signers sign with the cluster CA unless told otherwise (as k3s

@@ -14,6 +14,11 @@ none of them owns.
   agent's admission and the scheduler).
 - `certificates`: the one X.509 certificate builder (keys, certificates,
   signing requests) behind every PKI and self-signed certificate.
+- `x509read`: what a certificate or signing request says (dates, names),
+  read from its DER without `cryptography`.
+- `inchild`: one function call in a short-lived child, so that what it
+  imports (`cryptography`, for `certificates`) never loads into a
+  long-lived process; `certrequest` makes a key and signing request so.
 - `wakeloop`: a loop on a background thread that a wake-up runs early and
   stop ends (the API server's aggregator and metrics collector).
 - `serverthread`: a socket server on a daemon thread of its own (the

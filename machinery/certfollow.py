@@ -22,9 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-
 log = logging.getLogger(__name__)
 
 
@@ -56,6 +53,10 @@ class ServingCertificate:
         with self._lock:
             if stamp == self._stamp:
                 return False
+            # loaded only once a followed certificate changed (never at rest)
+            from cryptography import x509
+            from cryptography.hazmat.primitives import serialization
+
             try:
                 cert, key = self._crt.read_bytes(), self._key.read_bytes()
                 public = x509.load_pem_x509_certificate(cert).public_key()

@@ -14,6 +14,7 @@ certificates of components and of the ingress.
 from __future__ import annotations
 
 import datetime
+import ipaddress
 from collections.abc import Iterable, Sequence
 
 from cryptography import x509
@@ -117,3 +118,19 @@ def signing_request(
         builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
     csr = builder.sign(key, hashes.SHA256())
     return key_pem(key), csr.public_bytes(serialization.Encoding.PEM)
+
+
+SUBJECT_ATTRIBUTES = {"CN": NameOID.COMMON_NAME, "O": NameOID.ORGANIZATION_NAME}
+
+
+def request_pems(subject: list[list[str]], dns: list[str], ips: list[str]) -> list[str]:
+    """(Run in a child: machinery.certrequest.) [private key PEM, CSR PEM] of
+    signing_request for the `subject` attributes in order ([["O", ...],
+    ["CN", ...]]) and the alternative names, DNS names first."""
+    name = x509.Name(
+        [x509.NameAttribute(SUBJECT_ATTRIBUTES[kind], value) for kind, value in subject]
+    )
+    names: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
+    names += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+    key_pem, csr_pem = signing_request(name, names)
+    return [key_pem.decode(), csr_pem.decode()]

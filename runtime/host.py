@@ -26,6 +26,7 @@ from machinery.atomicfile import write_atomic
 from runtime import errors
 from runtime.linux import cgroups, namespaces
 from runtime.process import spawn
+from runtime.process.zygote import Zygote
 
 
 class PendingMonitor(Protocol):
@@ -92,11 +93,12 @@ class Host(Protocol):
 
 
 class LinuxHost:
-    """The real host. `zygote`, when set and running, forks the monitors."""
+    """The real host. `zygote`, when set, forks the monitors (and starts
+    when one is asked for)."""
 
     def __init__(self, cgroup_root: Path) -> None:
         self.cgroup_root = cgroup_root
-        self.zygote: spawn.Zygote | None = None
+        self.zygote: Zygote | None = None
 
     def make_dir(self, path: Path, mode: int = 0o755) -> None:
         path.mkdir(mode=mode, parents=True)
@@ -135,8 +137,8 @@ class LinuxHost:
     def cgroup(self, rel: str) -> cgroups.Cgroup:
         return cgroups.open_cgroup(rel, self.cgroup_root)
 
-    def _zygote(self) -> spawn.Zygote | None:
-        return self.zygote if self.zygote is not None and self.zygote.alive() else None
+    def _zygote(self) -> Zygote | None:
+        return self.zygote if self.zygote is not None and self.zygote.usable() else None
 
     def start_monitor(
         self, mode: str, spec: dict[str, Any], spec_path: Path, log_path: Path
@@ -155,7 +157,7 @@ class LinuxHost:
         z = self._zygote()
         if z is None:
             raise errors.Unavailable("the monitor zygote is not running")
-        return z.dial(netns, port)
+        return spawn.dial(z, netns, port)
 
     def kill(self, pid: int, sig: int) -> None:
         if pid <= 0:

@@ -30,7 +30,7 @@ from runtime.cri.servicer import RuntimeServicer
 from runtime.host import LinuxHost
 from runtime.linux.pause import ensure_pause
 from runtime.metrics import RuntimeMetrics
-from runtime.process import spawn
+from runtime.process.zygote import Zygote
 from runtime.recover import recover
 
 log = logging.getLogger("skiff.runtime")
@@ -144,8 +144,9 @@ class Server:
         # under root, not state: state is usually on /run, which systemd
         # mounts noexec (on a VM with systemd every pod sandbox failed)
         self.svc.pause = ensure_pause(str(cfg.root / "pause"))
-        self.host.zygote = spawn.Zygote(cfg.state / "zygote")
-        self.host.zygote.start(cfg.state / "zygote" / "zygote.log")
+        # the zygote itself starts with the first monitor asked for
+        self.host.zygote = Zygote(cfg.state / "zygote", cfg.state / "zygote" / "zygote.log")
+        self.host.zygote.listen()
         self.metrics = RuntimeMetrics()
         self._metrics_server: MetricsServer | None = None
         self.grpc = grpc.server(

@@ -46,7 +46,6 @@ from controlplane.client.endpointslices import group_by_service
 from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, Object
 from controlplane.client.store import object_key
-from machinery import certificates
 from machinery.atomicfile import publish, write_private
 from machinery.clock import Clock, RealClock
 
@@ -65,7 +64,10 @@ class IngressTiming:
 
 
 def default_certificate() -> bytes:
-    """A self-signed certificate and key (PEM), served to hosts without their own."""
+    """A self-signed certificate and key (PEM), served to hosts without their own
+    (made with the first Ingress: `cryptography` is not loaded before)."""
+    from machinery import certificates
+
     key = certificates.new_key()
     name = certificates.common_name("skiff ingress default certificate")
     lifetime = datetime.timedelta(days=3650)

@@ -37,10 +37,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-
 from controlplane.client import endpointslices, ingressclasses
 
 CONTROLLER = "skiff.io/ingress-controller"
@@ -224,6 +220,11 @@ def _tls_pem(obj: Mapping[str, Any] | None, label: str) -> tuple[bytes, str]:
         key = base64.b64decode(data.get("tls.key") or "", validate=True)
     except (ValueError, TypeError):
         return b"", f'secret "{label}" has undecodable tls.crt or tls.key'
+    # loaded with the first Ingress with TLS, never at rest
+    from cryptography import x509
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
     try:
         x509.load_pem_x509_certificate(crt)
         serialization.load_pem_private_key(key, password=None)

@@ -1,7 +1,10 @@
 """Certificate signing requests as Kubernetes reads them (pkg/apis/certificates).
 
 `parse_request` reads `spec.request` (base64 of a PEM `CERTIFICATE REQUEST`)
-and checks its signature, as validateCSR; `KEY_USAGES` is the set of usages
+and checks its signature, as validateCSR (the names are read without a
+crypto library, machinery.x509read; the signature is checked in a
+short-lived child, `check_request`, once per request: the API server and the
+controllers never load `cryptography`); `KEY_USAGES` is the set of usages
 the API accepts; the built-in signers and the rules each puts on what it
 signs are here (`signer_problem`: ValidateKubeletClientCSR,
 ValidateKubeletServingCSR and the kube-apiserver-client usages, with their
@@ -14,11 +17,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import threading
 from collections.abc import Iterable
 from typing import Any
 
-from cryptography import x509
-from cryptography.x509.oid import NameOID
+from machinery import inchild, x509read
+from machinery.x509read import Names
 
 KUBE_APISERVER_CLIENT = "kubernetes.io/kube-apiserver-client"
 KUBE_APISERVER_CLIENT_KUBELET = "kubernetes.io/kube-apiserver-client-kubelet"
@@ -64,69 +69,78 @@ def request_pem(spec: Any) -> bytes:
         raise RequestError("illegal base64 data") from None
 
 
-def parse_request(pem: bytes) -> x509.CertificateSigningRequest:
-    """certificates.ParseCSR and CheckSignature: the request, or RequestError."""
-    begin = pem.find(b"-----BEGIN ")
-    if begin < 0 or not pem[begin:].startswith(b"-----BEGIN CERTIFICATE REQUEST-----"):
-        raise RequestError("PEM block type must be CERTIFICATE REQUEST")
+def check_request(pem: str) -> str:
+    """(In a child.) Why `pem` is not a certificate request signed by its own
+    key, as certificates.ParseCSR and CheckSignature say it ("": it is)."""
+    from cryptography import x509
+
     try:
-        request = x509.load_pem_x509_csr(pem[begin:])
+        request = x509.load_pem_x509_csr(pem.encode())
     except ValueError as err:
-        raise RequestError(f"x509: malformed certificate request ({err})") from None
+        return f"x509: malformed certificate request ({err})"
     try:
         valid = request.is_signature_valid
     except Exception:  # an algorithm cryptography cannot check
         valid = False
-    if not valid:
-        raise RequestError("x509: ECDSA verification failure")
-    return request
+    return "" if valid else "x509: ECDSA verification failure"
 
 
-def subject(request: x509.CertificateSigningRequest) -> tuple[str, list[str]]:
-    """(common name, organizations) of a request's subject."""
-    names = request.subject
-    cn = names.get_attributes_for_oid(NameOID.COMMON_NAME)
-    orgs = names.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
-    return (str(cn[0].value) if cn else "", [str(o.value) for o in orgs])
+_checked: dict[bytes, str] = {}  # sha256 of a request -> check_request's answer
+_checked_lock = threading.Lock()
+CHECKED = 256
 
 
-def alt_names(request: x509.CertificateSigningRequest) -> x509.SubjectAlternativeName:
-    """A request's subject alternative names (none: an empty list)."""
-    return _sans(request)
+def _problem(pem: bytes) -> str:
+    digest = hashlib.sha256(pem).digest()
+    with _checked_lock:
+        known = _checked.get(digest)
+    if known is not None:
+        return known
+    problem: str = inchild.call(__name__, "check_request", pem=pem.decode(errors="replace"))
+    with _checked_lock:
+        if len(_checked) >= CHECKED:
+            _checked.clear()
+        _checked[digest] = problem
+    return problem
 
 
-def _sans(request: x509.CertificateSigningRequest) -> x509.SubjectAlternativeName:
+def parse_request(pem: bytes) -> Names:
+    """certificates.ParseCSR and CheckSignature: the request's names, or RequestError."""
+    begin = pem.find(b"-----BEGIN ")
+    if begin < 0 or not pem[begin:].startswith(b"-----BEGIN CERTIFICATE REQUEST-----"):
+        raise RequestError("PEM block type must be CERTIFICATE REQUEST")
+    problem = _problem(pem[begin:])
+    if problem:
+        raise RequestError(problem)
     try:
-        found: x509.SubjectAlternativeName = request.extensions.get_extension_for_class(
-            x509.SubjectAlternativeName
-        ).value
-        return found
-    except x509.ExtensionNotFound:
-        return x509.SubjectAlternativeName([])
+        return x509read.request_names(pem[begin:])
+    except ValueError as err:
+        raise RequestError(f"x509: malformed certificate request ({err})") from None
+
+
+def subject(request: Names) -> tuple[str, list[str]]:
+    """(common name, organizations) of a request's subject."""
+    return request.common_name, list(request.organizations)
 
 
 def _usages_list(required: set[str]) -> str:
     return "[" + " ".join(sorted(required)) + "]"
 
 
-def _kubelet_problem(
-    request: x509.CertificateSigningRequest, usages: set[str], serving: bool
-) -> str:
+def _kubelet_problem(request: Names, usages: set[str], serving: bool) -> str:
     cn, orgs = subject(request)
-    sans = _sans(request)
-    dns = sans.get_values_for_type(x509.DNSName)
-    ips = sans.get_values_for_type(x509.IPAddress)
+    dns, ips = request.dns, request.ips
     if orgs != [NODES_GROUP]:
         return "subject organization is not system:nodes"
     if serving and not dns and not ips:
         return "DNS or IP subjectAltName is required"
     if not serving and dns:
         return "DNS subjectAltNames are not allowed"
-    if sans.get_values_for_type(x509.RFC822Name):
+    if request.emails:
         return "Email subjectAltNames are not allowed"
     if not serving and ips:
         return "IP subjectAltNames are not allowed"
-    if sans.get_values_for_type(x509.UniformResourceIdentifier):
+    if request.uris:
         return "URI subjectAltNames are not allowed"
     required = _KUBELET_SERVING if serving else _KUBELET_CLIENT
     if serving and usages not in required:
@@ -149,7 +163,7 @@ def _client_usages_problem(usages: Iterable[str]) -> str:
     return "" if client_auth else "missing required usage for client certificate: client auth"
 
 
-def signer_problem(signer: str, request: x509.CertificateSigningRequest, usages: list[str]) -> str:
+def signer_problem(signer: str, request: Names, usages: list[str]) -> str:
     """Why a built-in signer refuses to sign this request ("" when it signs it),
     as kube-controller-manager's signers check before signing."""
     if signer == KUBE_APISERVER_CLIENT_KUBELET:

@@ -12,27 +12,27 @@ either revokes the token. A token for another audience is refused here
 
 Checked tokens are remembered for at most `RECHECK` seconds (bounded), so
 a request does not cost a signature check and two lookups every time.
+
+`cryptography` (about 9 MB) is loaded with the first token issued or
+checked, not at start: a control plane whose pods mount no token never
+loads it.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import (
-    decode_dss_signature,
-    encode_dss_signature,
-)
+from typing import TYPE_CHECKING, Any
 
 from controlplane.apiserver.auth import AUTHENTICATED, Identity
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 API_AUDIENCES = (ISSUER,)
@@ -66,21 +66,31 @@ class ServiceAccountTokens:
     def __init__(
         self, key_pem: bytes, lookup: Lookup, now: Callable[[], float] | None = None
     ) -> None:
-        key = serialization.load_pem_private_key(key_pem, None)
-        if not isinstance(key, ec.EllipticCurvePrivateKey):
-            raise ValueError("sa.key: not an EC private key")
-        self._key = key
-        self._public = key.public_key()
-        der = self._public.public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-        digest = hashes.Hash(hashes.SHA256())
-        digest.update(der)
-        self.kid = _b64(digest.finalize())[:32]
+        self._key_pem = key_pem
+        self._loaded: tuple[ec.EllipticCurvePrivateKey, str] | None = None
         self._lookup = lookup
         self._now = now or time.time
         self._lock = threading.Lock()
         self._checked: dict[str, tuple[float, Identity]] = {}
+
+    def _signer(self) -> tuple[ec.EllipticCurvePrivateKey, str]:
+        """(the key, its key id), loaded at the first use."""
+        if self._loaded is None:
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric import ec
+
+            key = serialization.load_pem_private_key(self._key_pem, None)
+            if not isinstance(key, ec.EllipticCurvePrivateKey):
+                raise ValueError("sa.key: not an EC private key")
+            der = key.public_key().public_bytes(
+                serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+            self._loaded = key, _b64(hashlib.sha256(der).digest())[:32]
+        return self._loaded
+
+    @property
+    def kid(self) -> str:
+        return self._signer()[1]
 
     def issue(
         self,
@@ -107,13 +117,18 @@ class ServiceAccountTokens:
         if pod is not None:
             claims["kubernetes.io"]["pod"] = {
                 "name": pod["metadata"]["name"], "uid": pod["metadata"].get("uid", "")}  # fmt: skip
-        header = {"alg": "ES256", "kid": self.kid, "typ": "JWT"}
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+        key, kid = self._signer()
+        header = {"alg": "ES256", "kid": kid, "typ": "JWT"}
         signing_input = (
             _b64(json.dumps(header, separators=(",", ":")).encode())
             + "."
             + _b64(json.dumps(claims, separators=(",", ":")).encode())
         )
-        der = self._key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
+        der = key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
         r, s = decode_dss_signature(der)
         signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
         return Issued(f"{signing_input}.{_b64(signature)}", now + expiration_seconds)
@@ -123,6 +138,12 @@ class ServiceAccountTokens:
         parts = token.split(".")
         if len(parts) != 3:
             return None
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+        public = self._signer()[0].public_key()
         try:
             header = json.loads(_unb64(parts[0]))
             raw = _unb64(parts[2])
@@ -131,9 +152,7 @@ class ServiceAccountTokens:
             signature = encode_dss_signature(
                 int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")
             )
-            self._public.verify(
-                signature, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256())
-            )
+            public.verify(signature, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
             claims: dict[str, Any] = json.loads(_unb64(parts[1]))
         except (ValueError, InvalidSignature, TypeError):
             return None

@@ -55,6 +55,7 @@ from controlplane.apiserver.namespaces import NamespaceCleaner
 from controlplane.apiserver.node_addresses import NodeAddresses
 from controlplane.apiserver.nodecredentials import NodeCredentials
 from controlplane.apiserver.nodegraph import NodeGraph
+from controlplane.apiserver.pkifiles import sign_agent_csr_in_child
 from controlplane.apiserver.podsecurity import config as podsecurity_config
 from controlplane.apiserver.podsecurity.plugin import PodSecurity
 from controlplane.apiserver.policy.admission import PolicyAdmission
@@ -69,7 +70,7 @@ from controlplane.apiserver.rest.server import RestServer
 from controlplane.apiserver.reviews import Reviews
 from controlplane.apiserver.satokens import ServiceAccountTokens
 from controlplane.apiserver.servicer import AuthServicer, ObjectsServicer
-from controlplane.apiserver.tls import Pki, expirations, sign_agent_csr
+from controlplane.apiserver.tls import Pki, expirations
 from controlplane.apiserver.watch import Broadcaster
 from controlplane.apiserver.webhooks.client import WebhookClient
 from controlplane.apiserver.webhooks.configs import MUTATING, VALIDATING, WebhookConfigs
@@ -215,7 +216,11 @@ class ApiServer:
         self.node_addresses = NodeAddresses(lambda: self._objects("Node", ""), config.service_cidr)
         self.authorizer.address_problem = self.node_addresses.status_problem
         signer = (
-            (lambda n, c: sign_agent_csr(pki, n, c, lambda ip: self.node_addresses.problem(n, ip)))
+            (
+                lambda n, c: sign_agent_csr_in_child(
+                    pki, n, c, lambda ip: self.node_addresses.problem(n, ip)
+                )
+            )
             if pki
             else None
         )

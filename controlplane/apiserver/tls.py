@@ -37,13 +37,14 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-
-from machinery import certificates
+from machinery import x509read
 from machinery.atomicfile import write_private
+
+if TYPE_CHECKING:  # loaded where a certificate is made (in a child: pkifiles.py)
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 # Clients pin the CA and ask for this name, whatever address they dial.
 SERVER_NAME = "skiff-apiserver"
@@ -94,6 +95,10 @@ def _sign(
     names: list[x509.GeneralName],
     validity: datetime.timedelta = LEAF_VALIDITY,
 ) -> bytes:
+    from cryptography import x509
+
+    from machinery import certificates
+
     extensions = certificates.leaf_extensions([usage])
     if names:
         extensions.append((x509.SubjectAlternativeName(names), False))
@@ -106,6 +111,10 @@ def _sign(
 def _issue_server(
     ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, dns: set[str], ips: set[str]
 ) -> tuple[bytes, bytes]:
+    from cryptography import x509
+
+    from machinery import certificates
+
     key = certificates.new_key()
     names: list[x509.GeneralName] = [x509.DNSName(d) for d in sorted(dns)]
     names += [x509.IPAddress(ipaddress.ip_address(i)) for i in sorted(ips)]
@@ -139,6 +148,10 @@ def sign_agent_csr(
     Raises ValueError naming the problem for a CSR that does not parse, is
     not self-signed by its key, is not an EC P-256 key, or asks for another
     name or a refused address."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     try:
         csr = x509.load_pem_x509_csr(csr_pem)
     except ValueError as err:
@@ -183,14 +196,7 @@ def sign_agent_csr(
 
 def certificate_addresses(cert_pem: bytes) -> tuple[set[str], set[str]]:
     """(DNS names, IP addresses) a certificate is valid for."""
-    cert = x509.load_pem_x509_certificate(cert_pem)
-    try:
-        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return set(), set()
-    return set(san.get_values_for_type(x509.DNSName)), {
-        str(i) for i in san.get_values_for_type(x509.IPAddress)
-    }
+    return x509read.alt_names(cert_pem)
 
 
 def _covers(cert_pem: bytes, dns: set[str], ips: set[str]) -> bool:
@@ -199,7 +205,7 @@ def _covers(cert_pem: bytes, dns: set[str], ips: set[str]) -> bool:
 
 
 def not_after(cert_pem: bytes) -> datetime.datetime:
-    return x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc
+    return x509read.not_after(cert_pem)
 
 
 def _fresh(path: Path, now: datetime.datetime | None = None) -> bool:
@@ -243,8 +249,44 @@ def rotate(data_dir: Path, services: list[str] | None = None) -> list[str]:
     return removed
 
 
+def pki_current(data_dir: Path, extra_sans: list[str] | None = None) -> bool:
+    """Whether ensure_pki would find everything in place and make nothing
+    (read without cryptography: a start that finds it so makes no child)."""
+    pki = data_dir / "pki"
+    crt = pki / "server.crt"
+    files = ("ca.crt", "ca.key", "server.crt", "server.key", "token-secret", "sa.key",
+             "apiserver-agent-client.key")  # fmt: skip
+    if not all((pki / name).exists() for name in files):
+        return False
+    dns, ips = _sans(extra_sans or [])
+    try:
+        covered = _covers(crt.read_bytes(), dns, ips)
+    except (OSError, ValueError):
+        return False
+    return covered and _fresh(crt) and _fresh(pki / "apiserver-agent-client.crt")
+
+
+def load_pki(data_dir: Path) -> Pki:
+    """The PKI ensure_pki made under data_dir/pki, read from its files."""
+    pki = data_dir / "pki"
+    os.chmod(pki, 0o700)
+    crt, key, secret_path = pki / "server.crt", pki / "server.key", pki / "token-secret"
+    client_crt, client_key = pki / "apiserver-agent-client.crt", pki / "apiserver-agent-client.key"
+    return Pki((pki / "ca.crt").read_bytes(), crt.read_bytes(), key.read_bytes(),
+               secret_path.read_bytes().strip(), (pki / "sa.key").read_bytes(),
+               client_crt.read_bytes(), client_key.read_bytes(), (pki / "ca.key").read_bytes(),
+               str(pki))  # fmt: skip
+
+
 def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
-    """Load the PKI under data_dir/pki, creating whatever is missing."""
+    """Load the PKI under data_dir/pki, creating whatever is missing (in
+    this process: a long-lived one runs pkifiles.ensure instead)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from machinery import certificates
+
     pki = data_dir / "pki"
     pki.mkdir(parents=True, exist_ok=True)
     os.chmod(pki, 0o700)
@@ -286,6 +328,4 @@ def ensure_pki(data_dir: Path, extra_sans: list[str] | None = None) -> Pki:
         write_private(client_key, certificates.key_pem(ckey), 0o600)
         write_private(client_crt, _sign(loaded_key, ca_cert, AGENT_CLIENT_CN, ckey.public_key(),
                                         usage, []), 0o644)  # fmt: skip
-    return Pki(ca_pem, crt.read_bytes(), key.read_bytes(), secret_path.read_bytes().strip(),
-               sa_key.read_bytes(), client_crt.read_bytes(), client_key.read_bytes(),
-               ca_key_path.read_bytes(), str(pki))  # fmt: skip
+    return load_pki(data_dir)

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from cryptography import x509
 
-from machinery import certificates
+from machinery.certrequest import new_request
 from machinery.rpc_errors import rpc_status
 from proto.agent.v1 import agent_pb2 as pb
 from proto.agent.v1 import agent_pb2_grpc as pb_grpc
@@ -138,15 +137,13 @@ def agent_csr(node: str, addresses: list[str]) -> tuple[bytes, bytes]:
     """(CSR PEM, private key PEM) an agent sends at join for its serving
     certificate: its name and its IP addresses (loopback ones left out: the
     API server grants them to no node)."""
-    names: list[x509.GeneralName] = [x509.DNSName(node)]
+    ips: list[str] = []
     for a in addresses:
         try:
             ip = ipaddress.ip_address(a)
         except ValueError:
             continue  # the node's name is its only DNS name
         if not ip.is_loopback:  # never granted: every host's
-            names.append(x509.IPAddress(ip))
-    key_pem, csr_pem = certificates.signing_request(
-        certificates.common_name(f"system:node:{node}"), names
-    )
+            ips.append(str(ip))
+    key_pem, csr_pem = new_request((("CN", f"system:node:{node}"),), [node], ips)
     return csr_pem, key_pem

@@ -10,7 +10,8 @@ the next handshake), --client-ca-file, --authentication-kubeconfig and
 without them, the component's own connection), and
 --authorization-always-allow-paths. Without a certificate the port serves
 a self-signed one made at start for `localhost`, 127.0.0.1 and the bind
-address, as kube-scheduler does with no --tls-cert-file (scrapers then skip
+address (in a short-lived child, machinery.inchild: the component's process
+never loads `cryptography`), as kube-scheduler does with no --tls-cert-file (scrapers then skip
 verification, as Prometheus' kube-scheduler jobs do, or pass a
 certificate).
 
@@ -39,16 +40,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.x509.oid import ExtendedKeyUsageOID
-
 from controlplane.client.delegatedauth import (
     ALWAYS_ALLOW_PATHS,
     DelegatedAuth,
     DelegationSettings,
     Verdict,
 )
-from machinery import certificates
+from machinery import inchild
 from machinery.certfollow import ServingCertificate, follow
 from machinery.metrics import CONTENT_TYPE
 from machinery.serverthread import ServerThread
@@ -121,7 +119,19 @@ def options_from_args(args: argparse.Namespace) -> SecureServingOptions:
 
 def self_signed(bind_address: str) -> tuple[bytes, bytes]:
     """(cert PEM, key PEM): a year's self-signed serving certificate for
-    localhost, 127.0.0.1 and `bind_address`, as kube-scheduler makes without one."""
+    localhost, 127.0.0.1 and `bind_address`, as kube-scheduler makes without
+    one; made in a child."""
+    cert, key = inchild.call(__name__, "self_signed_pems", bind_address=bind_address)
+    return str(cert).encode(), str(key).encode()
+
+
+def self_signed_pems(bind_address: str) -> list[str]:
+    """(In the child.) [cert PEM, key PEM] of `self_signed`."""
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    from machinery import certificates
+
     key = certificates.new_key()
     now = datetime.datetime.now(datetime.UTC)
     name = certificates.common_name(f"localhost@{int(now.timestamp())}")
@@ -137,7 +147,7 @@ def self_signed(bind_address: str) -> tuple[bytes, bytes]:
     ]
     lifetime = datetime.timedelta(days=365)
     cert = certificates.self_signed(name, key, lifetime, extensions, now)
-    return cert, certificates.key_pem(key)
+    return [cert.decode(), certificates.key_pem(key).decode()]
 
 
 def tls_context(cert_pem: bytes, key_pem: bytes, client_ca_pem: bytes) -> ssl.SSLContext:

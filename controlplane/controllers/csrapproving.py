@@ -38,12 +38,11 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cryptography import x509
-
 from controlplane.api import csr
 from controlplane.client import errors
 from controlplane.controllers.base import Controller, ControllerContext
 from machinery import rfc3339
+from machinery.x509read import Names
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ IP_TYPES = ("InternalIP", "ExternalIP")
 
 def serving_verdict(
     spec: dict[str, Any],
-    request: x509.CertificateSigningRequest,
+    request: Names,
     node_of: Callable[[str], dict[str, Any] | None],
     nodes: Callable[[], Iterable[dict[str, Any]]] = lambda: (),
 ) -> str | None:
@@ -87,11 +86,10 @@ def serving_verdict(
                 ips.add(ipaddress.ip_address(str(a.get("address"))))
             except ValueError:
                 continue
-    sans = csr.alt_names(request)
-    for value in sans.get_values_for_type(x509.DNSName):
+    for value in request.dns:
         if value not in dns:
             return f"DNS name {value!r} is not an address of Node {name!r}"
-    requested = sans.get_values_for_type(x509.IPAddress)
+    requested = request.ips
     for ip in requested:
         if ip not in ips:
             return f"IP address {ip} is not an address of Node {name!r}"

@@ -25,13 +25,11 @@ import binascii
 import logging
 from typing import Any
 
-from cryptography import x509
-
 from controlplane.api import csr
 from controlplane.client import errors
 from controlplane.client.interface import DeleteOptions
 from controlplane.controllers.base import Controller, ControllerContext
-from machinery import rfc3339
+from machinery import rfc3339, x509read
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +47,9 @@ def certificate_not_after(obj: Any) -> float | None:
     if not isinstance(text, str) or not text:
         return None
     try:
-        pem = base64.b64decode(text, validate=True)
-        cert = x509.load_pem_x509_certificate(pem)
+        return x509read.not_after(base64.b64decode(text, validate=True)).timestamp()
     except (binascii.Error, ValueError):
         return None
-    return cert.not_valid_after_utc.timestamp()
 
 
 def due(obj: Any) -> tuple[float | None, str]:

@@ -25,89 +25,46 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID
-
 from controlplane.api import csr
 from controlplane.client import errors
 from controlplane.client.interface import Object
 from controlplane.controllers.base import Controller, ControllerContext
-from machinery import certificates, rfc3339
+from machinery import inchild, rfc3339
 
 log = logging.getLogger(__name__)
 
 KIND = "CertificateSigningRequest"
-_KEY_USAGES = {"digital signature": "digital_signature", "signing": "digital_signature",
-               "key encipherment": "key_encipherment"}  # fmt: skip
-_EXT_USAGES = {"client auth": ExtendedKeyUsageOID.CLIENT_AUTH,
-               "server auth": ExtendedKeyUsageOID.SERVER_AUTH}  # fmt: skip
 
 
-class SigningAuthority:
-    """The CA key and certificate the signers sign with, and the longest
-    certificate they issue."""
+class ChildSigner:
+    """The CA certificate and key the signers sign with (read from their
+    files at start), and the longest certificate they issue; each signature
+    is made in a child (csrsigner.sign)."""
 
     def __init__(self, cert_pem: bytes, key_pem: bytes, max_duration: datetime.timedelta) -> None:
-        self.cert = x509.load_pem_x509_certificate(cert_pem)
-        key = serialization.load_pem_private_key(key_pem, None)
-        if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
-            raise ValueError("the signing key must be an ECDSA or RSA private key")
-        self.key = key
-        self.max_duration = max_duration
+        self.cert_pem, self.key_pem, self.max_duration = cert_pem, key_pem, max_duration
 
     @classmethod
-    def from_files(cls, cert: str, key: str, max_duration: datetime.timedelta) -> SigningAuthority:
+    def from_files(cls, cert: str, key: str, max_duration: datetime.timedelta) -> ChildSigner:
         return cls(Path(cert).read_bytes(), Path(key).read_bytes(), max_duration)
 
-    def sign(self, request: x509.CertificateSigningRequest, usages: list[str],
-             expiration_seconds: int | None, now: datetime.datetime) -> bytes:  # fmt: skip
-        """The PEM certificate for `request` (see the module docstring)."""
-        duration = self.max_duration
-        if expiration_seconds is not None:
-            duration = min(duration, datetime.timedelta(seconds=expiration_seconds))
-        not_after = min(now + duration, self.cert.not_valid_after_utc)
-        public = request.public_key()
-        if not isinstance(public, ec.EllipticCurvePublicKey | rsa.RSAPublicKey
-                          | ed25519.Ed25519PublicKey):  # fmt: skip
-            raise ValueError("unsupported public key type")
-        flags = {v: False for v in _KEY_USAGES.values()}
-        for usage in usages:
-            if usage in _KEY_USAGES:
-                flags[_KEY_USAGES[usage]] = True
-        extensions: list[certificates.Extension] = [
-            (x509.BasicConstraints(ca=False, path_length=None), True)
-        ]
-        if any(flags.values()):  # no key usage asked for: no extension (as Go writes it)
-            extensions.append((
-                x509.KeyUsage(content_commitment=False, data_encipherment=False,
-                              key_agreement=False, key_cert_sign=False, crl_sign=False,
-                              encipher_only=False, decipher_only=False, **flags),
-                True,
-            ))  # fmt: skip
-        ext = [_EXT_USAGES[u] for u in usages if u in _EXT_USAGES]
-        if ext:
-            extensions.append((x509.ExtendedKeyUsage(ext), False))
-        try:
-            sans = request.extensions.get_extension_for_class(x509.SubjectAlternativeName)
-            extensions.append((sans.value, False))
-        except x509.ExtensionNotFound:
-            pass
-        issuer_key = x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key())
-        extensions.append((issuer_key, False))
-        lifetime = not_after - now
-        issuer = self.cert.subject
-        return certificates.issue(
-            request.subject, public, issuer, self.key, lifetime, extensions, now
-        )
+    def sign(self, request_pem: bytes, usages: list[str], expiration_seconds: int | None,
+             now: datetime.datetime) -> bytes:  # fmt: skip
+        """The PEM certificate for `request_pem` (see the module docstring)."""
+        cert: str = inchild.call(
+            "controlplane.controllers.csrsigner", "sign", cert_pem=self.cert_pem.decode(),
+            key_pem=self.key_pem.decode(), max_seconds=self.max_duration.total_seconds(),
+            request_pem=request_pem.decode(), usages=usages,
+            expiration_seconds=expiration_seconds, now=now.timestamp(),
+        )  # fmt: skip
+        return cert.encode()
 
 
 class CsrSigningController(Controller):
     name = "csrsigning"
     default_workers = 2
 
-    def __init__(self, ctx: ControllerContext, authority: SigningAuthority) -> None:
+    def __init__(self, ctx: ControllerContext, authority: ChildSigner) -> None:
         super().__init__(ctx)
         self.authority = authority
         self.requests = self.watch_primary(KIND)
@@ -121,7 +78,8 @@ class CsrSigningController(Controller):
         if signer not in csr.BUILTIN_SIGNERS or (obj.get("status") or {}).get("certificate"):
             return None
         try:
-            request = csr.parse_request(csr.request_pem(spec))
+            request_pem = csr.request_pem(spec)
+            request = csr.parse_request(request_pem)
         except csr.RequestError as err:  # validation refused these: an old object
             self._write(obj, failed=f"unable to parse csr {key!r}: {err}")
             return None
@@ -132,7 +90,7 @@ class CsrSigningController(Controller):
             return None
         expiration = spec.get("expirationSeconds")
         pem = self.authority.sign(
-            request, usages, expiration if isinstance(expiration, int) else None,
+            request_pem, usages, expiration if isinstance(expiration, int) else None,
             datetime.datetime.now(datetime.UTC),
         )  # fmt: skip
         self._write(obj, certificate=pem)
@@ -162,7 +120,7 @@ def init(ctx: ControllerContext) -> Controller | None:
     if not config.cluster_signing_cert_file or not config.cluster_signing_key_file:
         log.info("csrsigning: no --cluster-signing-cert-file/--cluster-signing-key-file")
         return None
-    authority = SigningAuthority.from_files(
+    authority = ChildSigner.from_files(
         config.cluster_signing_cert_file,
         config.cluster_signing_key_file,
         datetime.timedelta(seconds=config.cluster_signing_duration),

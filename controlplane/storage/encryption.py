@@ -41,8 +41,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from cryptography.hazmat.primitives import padding
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from machinery.atomicfile import write_private
 
@@ -85,6 +83,10 @@ class AESCBC(Provider):
     name = "aescbc"
 
     def seal(self, key: bytes, data: bytes) -> bytes:
+        # loaded with the first aescbc value (no encryption configured: never)
+        from cryptography.hazmat.primitives import padding
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
         iv = os.urandom(16)
         padder = padding.PKCS7(128).padder()
         padded = padder.update(data) + padder.finalize()
@@ -94,6 +96,9 @@ class AESCBC(Provider):
     def open(self, key: bytes, data: bytes) -> bytes:
         if len(data) < 32 or len(data) % 16:
             raise EncryptionError("aescbc: the stored value has not the size of IV and blocks")
+        from cryptography.hazmat.primitives import padding
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
         decryptor = Cipher(algorithms.AES(key), modes.CBC(data[:16])).decryptor()
         padded = decryptor.update(data[16:]) + decryptor.finalize()
         unpadder = padding.PKCS7(128).unpadder()

@@ -20,115 +20,28 @@ from pathlib import Path
 from typing import Any
 
 from machinery.atomicfile import write_atomic
+from runtime.process.zygote import Zygote
 
 # the monitor package, run as a script (its __main__.py) where no zygote runs
 MONITOR = Path(__file__).with_name("monitor")
-# The zygote imports the monitor as a module instead of running it as a
-# script: measured, it then rests at 13.1 MB RSS instead of 15.7 (and every
-# monitor it forks inherits that). -I: no script dir or cwd on sys.path.
-ZYGOTE_MAIN = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from runtime.process.monitor import main; sys.exit(main(sys.argv[2:]))"
-)
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
 class MonitorError(Exception):
     """The monitor (or the container init it forked) reported a failure."""
 
 
-class Zygote:
-    """A monitor process that forks the others (see monitor.run_zygote), so
-    they share its memory. Started once by the runtime; dies with it. If it
-    is gone, `spawn` falls back to starting monitors directly."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.dir = state_dir
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def _path(self, dfd: int) -> str:
-        return f"/proc/self/fd/{dfd}/zygote.sock"
-
-    def start(self, log_path: Path) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            (self.dir / "zygote.sock").unlink()
-        dfd = os.open(self.dir, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.bind(self._path(dfd))
-            os.chmod(self.dir / "zygote.sock", 0o600)
-            sock.listen(64)
-            with open(log_path, "ab") as err:
-                self.proc = subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-I",
-                        "-S",
-                        "-B",
-                        "-c",
-                        ZYGOTE_MAIN,
-                        str(PACKAGE_ROOT),
-                        "zygote",
-                        str(sock.fileno()),
-                    ],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=err,
-                    pass_fds=[sock.fileno()],
-                    start_new_session=True,
-                )
-        finally:
-            sock.close()
-            os.close(dfd)
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def dial(self, netns: str, port: int, timeout: float = 15) -> socket.socket:
-        """A TCP connection to localhost:`port` inside the network namespace
-        pinned at `netns`, dialled by a zygote child (never by us)."""
-        dfd = os.open(self.dir, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.settimeout(timeout)
-                s.connect(self._path(dfd))
-                req = {"mode": "dial", "netns": netns, "port": port}
-                s.sendall((json.dumps(req) + "\n").encode())
-                data, fds, _, _ = socket.recv_fds(s, 65536, 1)
-        finally:
-            os.close(dfd)
-        if not fds:
-            reply = json.loads(data or b"{}")
-            raise MonitorError(str(reply.get("error") or "dial failed"))
-        return socket.socket(fileno=fds[0])
-
-    def spawn(self, mode: str, spec_path: Path, timeout: float) -> bytes:
-        with self.connect(mode, spec_path, timeout) as s:
-            buf = b""
-            while chunk := s.recv(65536):
-                buf += chunk
-            return buf
-
-    def connect(self, mode: str, spec_path: Path, timeout: float) -> socket.socket:
-        """Ask for a monitor; it answers (its report lines) on the socket."""
-        dfd = os.open(self.dir, os.O_DIRECTORY | os.O_RDONLY | os.O_CLOEXEC)
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.settimeout(timeout)
-            s.connect(self._path(dfd))
-            s.sendall((json.dumps({"mode": mode, "spec": str(spec_path)}) + "\n").encode())
-        except BaseException:
-            s.close()
-            raise
-        finally:
-            os.close(dfd)
-        return s
+def dial(zygote: Zygote, netns: str, port: int, timeout: float = 15) -> socket.socket:
+    """A TCP connection to localhost:`port` inside the network namespace
+    pinned at `netns`, dialled by a zygote child (never by us)."""
+    try:
+        with zygote.connect({"mode": "dial", "netns": netns, "port": port}, timeout) as s:
+            data, fds, _, _ = socket.recv_fds(s, 65536, 1)
+    except OSError as exc:
+        raise MonitorError(f"monitor zygote: {exc}") from None
+    if not fds:
+        reply = json.loads(data or b"{}")
+        raise MonitorError(str(reply.get("error") or "dial failed"))
+    return socket.socket(fileno=fds[0])
 
 
 class Pending:
@@ -183,9 +96,9 @@ def start(
 ) -> Pending:
     """Like `spawn`, for a monitor that reports in two steps (see Pending)."""
     _write_spec(spec, spec_path)
-    if zygote is not None and zygote.alive():
+    if zygote is not None and zygote.usable():
         try:
-            sock = zygote.connect(mode, spec_path, timeout)
+            sock = zygote.connect({"mode": mode, "spec": str(spec_path)}, timeout)
         except OSError as exc:
             raise MonitorError(f"monitor zygote: {exc}") from None
         pending = Pending(sock.makefile("rb"), log_path, None)
@@ -227,9 +140,12 @@ def spawn(
     monitor's message on failure. `spec` None: `spec_path` is written."""
     if spec is not None:
         _write_spec(spec, spec_path)
-    if zygote is not None and zygote.alive():
+    if zygote is not None and zygote.usable():
         try:
-            out = zygote.spawn(mode, spec_path, timeout)
+            with zygote.connect({"mode": mode, "spec": str(spec_path)}, timeout) as s:
+                out = b""
+                while chunk := s.recv(65536):
+                    out += chunk
         except OSError as exc:
             raise MonitorError(f"monitor zygote: {exc}") from None
         return _parse_report(out, log_path)

@@ -66,6 +66,15 @@ CASES = [
             "controlplane.scheduler.batch.builtin",
         ],
     ),
+    (  # `skiff up`'s own process: every certificate, key and signing request is
+        # made in a short-lived child (machinery.inchild), dates and names read from
+        # the DER: cryptography (~9 MB) is never loaded by its modules
+        # (tests/e2e/agent/test_up_rest_crypto.py checks a running skiff up)
+        "import agent.up, agent.main, controlplane.main, controlplane.apiserver.server\n"
+        "import controlplane.controllers.manager, controlplane.scheduler.run\n"
+        "import controlplane.scheduler.batch.run, controlplane.client.secureserving",
+        ["cryptography"],
+    ),
 ]
 
 

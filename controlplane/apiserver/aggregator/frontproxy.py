@@ -10,7 +10,8 @@ kube-apiserver publishes; k3s names the files `request-header-ca.crt` and
 `client-auth-proxy.crt` and the certificate's CN `system:auth-proxy`.
 
 `ensure_front_proxy(data_dir)` loads or makes the CA and the certificate
-under `<data-dir>/pki/`; `authentication_configmap` is the ConfigMap.
+under `<data-dir>/pki/` (a long-lived process runs it in a child:
+controlplane.apiserver.pkifiles); `authentication_configmap` is the ConfigMap.
 """
 
 from __future__ import annotations
@@ -19,15 +20,13 @@ import datetime
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID
-
-from machinery import certificates
 from machinery.atomicfile import write_private
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 PROXY_CN = "system:auth-proxy"
 CA_CN = "skiff-request-header-ca"
@@ -49,6 +48,10 @@ def _certificate(
     subject: str, public: ec.EllipticCurvePublicKey, issuer: x509.Name,
     signer: ec.EllipticCurvePrivateKey, ca: bool,
 ) -> bytes:  # fmt: skip
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    from machinery import certificates
+
     if ca:
         extensions = certificates.ca_extensions()
     else:
@@ -57,9 +60,29 @@ def _certificate(
     return certificates.issue(name, public, issuer, signer, VALIDITY, extensions)
 
 
+FILES = ("request-header-ca.crt", "request-header-ca.key", "client-auth-proxy.crt",
+         "client-auth-proxy.key")  # fmt: skip
+
+
+def front_proxy_current(data_dir: Path) -> bool:
+    """Whether ensure_front_proxy would make nothing."""
+    return all((data_dir / "pki" / name).exists() for name in FILES)
+
+
+def load_front_proxy(data_dir: Path) -> FrontProxy:
+    pki = data_dir / "pki"
+    return FrontProxy(*((pki / name).read_bytes() for name in (FILES[0], FILES[2], FILES[3])))
+
+
 def ensure_front_proxy(data_dir: Path) -> FrontProxy:
     """The request-header CA and the proxy's certificate under data_dir/pki,
     made when missing (a new CA re-issues the certificate)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from machinery import certificates
+
     pki = data_dir / "pki"
     pki.mkdir(parents=True, exist_ok=True)
     ca_crt, ca_key = pki / "request-header-ca.crt", pki / "request-header-ca.key"
@@ -78,7 +101,7 @@ def ensure_front_proxy(data_dir: Path) -> FrontProxy:
         own = certificates.new_key()
         write_private(key, certificates.key_pem(own), 0o600)
         write_private(crt, _certificate(PROXY_CN, own.public_key(), issuer, loaded, False), 0o644)
-    return FrontProxy(ca_crt.read_bytes(), crt.read_bytes(), key.read_bytes())
+    return load_front_proxy(data_dir)
 
 
 def authentication_configmap(client_ca_pem: bytes, proxy: FrontProxy) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from runtime.process.monitor.zygote import run_zygote
 
 def main(argv: list[str], fork: bool = True) -> int:
     if argv[0] == "zygote":
-        return run_zygote(int(argv[1]), main)
+        return run_zygote(int(argv[1]), float(argv[2]), main)
     mode, spec_path = argv[0], argv[1]
     with open(spec_path) as f:
         spec = json.load(f)

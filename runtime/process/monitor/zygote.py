@@ -1,6 +1,7 @@
-"""The monitor zygote: one process, started by the runtime, that forks the
-monitors on request so that they share its pages, and dials TCP into pod
-network namespaces for port-forward.
+"""The monitor zygote: one process, started by the runtime when a monitor
+is asked for, that forks the monitors on request so that they share its
+pages, and dials TCP into pod network namespaces for port-forward. It exits
+when no request came for a while (runtime.process.zygote).
 
 Standard library plus `runtime.linux` only.
 """
@@ -11,6 +12,7 @@ import contextlib
 import gc
 import json
 import os
+import select
 import signal
 import socket
 from collections.abc import Callable
@@ -35,12 +37,14 @@ def _dial(conn: socket.socket, req: Spec) -> None:
         os._exit(code)
 
 
-def run_zygote(listen_fd: int, main: Callable[..., int]) -> int:
+def run_zygote(listen_fd: int, idle: float, main: Callable[..., int]) -> int:
     """Fork monitors on request, so that they share this process's pages
     (after gc.freeze, the collector does not touch them): a monitor then
     costs little more than its own heap. One JSON line per connection
     (`{"mode", "spec"}`); the forked monitor answers on the connection. Dies
-    with the runtime that started it (PDEATHSIG)."""
+    with the runtime that started it (PDEATHSIG); exits (0) once no
+    connection came for `idle` seconds (the runtime keeps the socket, so one
+    that comes as it exits waits for the next zygote)."""
     libc.prctl(libc.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() == 1:
         return 0
@@ -51,7 +55,11 @@ def run_zygote(listen_fd: int, main: Callable[..., int]) -> int:
     gc.collect()
     gc.freeze()
     libc.release_free_memory()  # what imports left free, before monitors inherit it
+    waiting = select.poll()
+    waiting.register(sock, select.POLLIN)
     while True:
+        if not waiting.poll(int(idle * 1000)):
+            return 0
         try:
             conn, _ = sock.accept()
         except InterruptedError:

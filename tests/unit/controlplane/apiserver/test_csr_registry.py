@@ -25,8 +25,9 @@ from controlplane.apiserver.certificates import requester
 from controlplane.apiserver.codec import decode
 from controlplane.apiserver.registry import Registry
 from controlplane.client.errors import Invalid
-from controlplane.controllers.csrsigning import SigningAuthority
+from controlplane.controllers.csrsigning import ChildSigner
 from controlplane.storage.sqlite import SqliteStore
+from machinery import x509read
 
 KIND = "CertificateSigningRequest"
 
@@ -151,17 +152,17 @@ def test_validation_messages(registry: Registry, change: dict[str, Any], message
 
 
 def test_the_kubelet_signers_rules() -> None:
-    client = x509.load_pem_x509_csr(request_pem("system:node:n1", ("system:nodes",)))
+    client = x509read.request_names(request_pem("system:node:n1", ("system:nodes",)))
     usages = ["digital signature", "client auth"]
     assert csr.signer_problem(csr.KUBE_APISERVER_CLIENT_KUBELET, client, usages) == ""
     assert csr.signer_problem(csr.KUBE_APISERVER_CLIENT_KUBELET, client, ["client auth"]) == (
         "usages did not match [client auth digital signature key encipherment]"
     )
-    other = x509.load_pem_x509_csr(request_pem("alice", ("system:nodes",)))
+    other = x509read.request_names(request_pem("alice", ("system:nodes",)))
     assert csr.signer_problem(csr.KUBE_APISERVER_CLIENT_KUBELET, other, usages) == (
         "subject common name does not begin with system:node:"
     )
-    with_ip = x509.load_pem_x509_csr(request_pem("system:node:n1", ("system:nodes",),
+    with_ip = x509read.request_names(request_pem("system:node:n1", ("system:nodes",),
                                                  ("10.0.0.1",)))  # fmt: skip
     assert csr.signer_problem(csr.KUBE_APISERVER_CLIENT_KUBELET, with_ip, usages) == (
         "IP subjectAltNames are not allowed"
@@ -187,16 +188,18 @@ def test_the_signed_certificate_is_bounded(tmp_path: Path) -> None:
           .sign(ca_key, hashes.SHA256()))  # fmt: skip
     key_pem = ca_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                    serialization.NoEncryption())  # fmt: skip
-    authority = SigningAuthority(ca.public_bytes(serialization.Encoding.PEM), key_pem,
-                                 datetime.timedelta(days=365))  # fmt: skip
-    request = x509.load_pem_x509_csr(request_pem("system:node:n1", ("system:nodes",)))
+    # the controller's signer: each certificate made in a child (csrsigner.sign)
+    authority = ChildSigner(ca.public_bytes(serialization.Encoding.PEM), key_pem,
+                            datetime.timedelta(days=365))  # fmt: skip
+    pem = request_pem("system:node:n1", ("system:nodes",))
+    request = x509.load_pem_x509_csr(pem)
     cert = x509.load_pem_x509_certificate(
-        authority.sign(request, ["digital signature", "client auth"], 3600, now)
+        authority.sign(pem, ["digital signature", "client auth"], 3600, now)
     )
     assert cert.not_valid_after_utc - now <= datetime.timedelta(hours=1)
     assert cert.subject == request.subject and cert.issuer == ca.subject
     # Never past the CA's own end.
-    long = x509.load_pem_x509_certificate(authority.sign(request, ["client auth"], None, now))
+    long = x509.load_pem_x509_certificate(authority.sign(pem, ["client auth"], None, now))
     assert long.not_valid_after_utc <= ca.not_valid_after_utc
     assert not any(isinstance(e.value, x509.KeyUsage) for e in long.extensions)
 
