@@ -154,7 +154,12 @@ def _subject(der: bytes, start: int, end: int, names: Names) -> None:
             if len(parts) != 2 or parts[0][0] != OID:
                 raise ValueError("x509: bad name")
             oid = der[parts[0][1] : parts[0][2]]
-            if oid == COMMON_NAME and not names.common_name:
+            if oid == COMMON_NAME:
+                # Readers disagree on which of two common names counts (Go's
+                # keeps the last, others the first): a name with two is
+                # refused, so what is approved is what authenticates.
+                if names.common_name:
+                    raise ValueError("x509: more than one common name")
                 names.common_name = _text(der, parts[1][1], parts[1][2])
             elif oid == ORGANIZATION:
                 names.organizations.append(_text(der, parts[1][1], parts[1][2]))

@@ -61,6 +61,19 @@ def test_a_request_reads_its_subject_and_names() -> None:
     assert x509read.request_names(plain) == x509read.Names(common_name="alice")
 
 
+def test_a_request_with_two_common_names_is_refused() -> None:
+    """Go keeps the last common name, a first-wins reader the first: a CSR
+    that could read as system:node:a to its approver and as another name
+    to an authenticator is no request at all."""
+    subject = x509.Name([
+        x509.NameAttribute(NameOID.COMMON_NAME, "system:node:node-1"),
+        x509.NameAttribute(NameOID.COMMON_NAME, "admin"),
+    ])  # fmt: skip
+    _, pem = certificates.signing_request(subject)
+    with pytest.raises(ValueError, match="more than one common name"):
+        x509read.request_names(pem)
+
+
 @pytest.mark.parametrize(
     "pem",
     [b"", b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n",
