@@ -109,13 +109,14 @@ def parse_request(pem: bytes) -> Names:
     begin = pem.find(b"-----BEGIN ")
     if begin < 0 or not pem[begin:].startswith(b"-----BEGIN CERTIFICATE REQUEST-----"):
         raise RequestError("PEM block type must be CERTIFICATE REQUEST")
+    try:  # the structure first: a malformed request costs no child process
+        names = x509read.request_names(pem[begin:])
+    except ValueError as err:
+        raise RequestError(f"x509: malformed certificate request ({err})") from None
     problem = _problem(pem[begin:])
     if problem:
         raise RequestError(problem)
-    try:
-        return x509read.request_names(pem[begin:])
-    except ValueError as err:
-        raise RequestError(f"x509: malformed certificate request ({err})") from None
+    return names
 
 
 def subject(request: Names) -> tuple[str, list[str]]:
