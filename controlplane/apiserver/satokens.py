@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from controlplane.apiserver.auth import AUTHENTICATED, Identity
+from machinery import x509read
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -60,12 +61,27 @@ class Issued:
     expires: int  # unix seconds
 
 
+def _check_key_block(key_pem: bytes) -> None:
+    """ValueError unless `key_pem` holds a whole PEM block of a private key
+    (the key itself is parsed at its first use, with cryptography)."""
+    for label in (b"EC PRIVATE KEY", b"PRIVATE KEY"):
+        begin, end = b"-----BEGIN " + label + b"-----", b"-----END " + label + b"-----"
+        if begin in key_pem:
+            try:
+                x509read.pem_to_der(key_pem, begin, end)
+            except ValueError as err:
+                raise ValueError(f"sa.key: {err}") from None
+            return
+    raise ValueError("sa.key: no PEM block of a private key")
+
+
 class ServiceAccountTokens:
     """See the module docstring."""
 
     def __init__(
         self, key_pem: bytes, lookup: Lookup, now: Callable[[], float] | None = None
     ) -> None:
+        _check_key_block(key_pem)  # a wrong or torn file is refused at start
         self._key_pem = key_pem
         self._loaded: tuple[ec.EllipticCurvePrivateKey, str] | None = None
         self._lookup = lookup
