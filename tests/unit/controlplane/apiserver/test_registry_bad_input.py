@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver.registry import Registry
-from controlplane.client.errors import Invalid
+from controlplane.client.errors import Invalid, NotFound
 from controlplane.storage.sqlite import SqliteStore
 
 
@@ -38,6 +38,12 @@ DEPLOYMENT: dict[str, Any] = {
     },
 }
 
+REVISION: dict[str, Any] = {
+    "metadata": {"name": "r", "namespace": "default"},
+    "revision": 1,
+    "data": {"spec": {"template": {}}},
+}
+
 
 def test_integers_past_64_bits_are_refused_and_nothing_changes(registry: Registry) -> None:
     with pytest.raises(Invalid, match=r"spec\.replicas: the integer 1180591620717411303424"):
@@ -46,10 +52,13 @@ def test_integers_past_64_bits_are_refused_and_nothing_changes(registry: Registr
     before = registry.create("Deployment", DEPLOYMENT)
     with pytest.raises(Invalid, match=r"spec\.replicas: .* out of range"):
         registry.patch("Deployment", "d", {"spec": {"replicas": 2**64}}, "default")
-    # (in a free-form field: an unknown one would be dropped before the check)
-    with pytest.raises(Invalid, match=r"spec\.strategy\.x\[1\]: the integer 9223372036854775808"):
-        registry.patch("Deployment", "d", {"spec": {"strategy": {"x": [1, 2**63]}}}, "default")
     assert registry.get("Deployment", "d", "default") == before
+    # In a free-form field (a ControllerRevision's data is any JSON; an
+    # unknown field anywhere else would be dropped before the check).
+    with pytest.raises(Invalid, match=r"data\.x\[1\]: the integer 9223372036854775808"):
+        registry.create("ControllerRevision", {**REVISION, "data": {"x": [1, 2**63]}})
+    with pytest.raises(NotFound):
+        registry.get("ControllerRevision", "r", "default")
 
 
 def test_the_widest_int64_values_and_long_digit_strings_are_kept(registry: Registry) -> None:
@@ -57,9 +66,9 @@ def test_the_widest_int64_values_and_long_digit_strings_are_kept(registry: Regis
     registry.create("ConfigMap", {"metadata": {"name": "c", "namespace": "default"}, "data": data})
     stored, _ = registry.get("ConfigMap", "c", "default")
     assert b"123456789012345678901234567890" in stored
-    registry.create("Deployment", DEPLOYMENT)
     widest = [2**63 - 1, -(2**63)]
-    stored, _ = registry.patch("Deployment", "d", {"spec": {"strategy": {"x": widest}}}, "default")
+    registry.create("ControllerRevision", {**REVISION, "data": {"x": widest}})
+    stored, _ = registry.get("ControllerRevision", "r", "default")
     assert b"[9223372036854775807,-9223372036854775808]" in stored
 
 
