@@ -18,7 +18,7 @@ def new_request(
     the `subject` attributes in order (("O", ...), ("CN", ...)), with the
     alternative names `dns` and `ips` (none: no extension)."""
     key_pem, csr_pem = inchild.call(
-        "machinery.certificates", "request_pems",
+        "machinery.certificates", "request_pems", unless_loaded="cryptography",
         subject=[list(a) for a in subject], dns=list(dns), ips=list(ips),
     )  # fmt: skip
     return str(key_pem).encode(), str(csr_pem).encode()

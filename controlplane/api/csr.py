@@ -96,7 +96,9 @@ def _problem(pem: bytes) -> str:
         known = _checked.get(digest)
     if known is not None:
         return known
-    problem: str = inchild.call(__name__, "check_request", pem=pem.decode(errors="replace"))
+    problem: str = inchild.call(
+        __name__, "check_request", unless_loaded="cryptography", pem=pem.decode(errors="replace")
+    )
     with _checked_lock:
         if len(_checked) >= CHECKED:
             _checked.clear()

@@ -36,7 +36,8 @@ def ensure(data_dir: str, extra_sans: list[str]) -> None:
 def open_pki(data_dir: Path, extra_sans: list[str]) -> Pki:
     """The cluster PKI (tls.Pki), its missing files made first in a child."""
     if not pki_current(data_dir, extra_sans) or not front_proxy_current(data_dir):
-        inchild.call(__name__, "ensure", data_dir=str(data_dir), extra_sans=list(extra_sans))
+        inchild.call(__name__, "ensure", unless_loaded="cryptography", data_dir=str(data_dir),
+                     extra_sans=list(extra_sans))  # fmt: skip
     return load_pki(data_dir)
 
 
@@ -69,6 +70,7 @@ def sign_agent_csr_in_child(
     except ValueError:
         asked = []  # the child says what is wrong with it
     checked = {str(ip): refuse(ip) or "" for ip in asked}
-    cert: str = inchild.call(__name__, "sign_agent_csr_file", pki_dir=pki.pki_dir, node=node,
+    cert: str = inchild.call(__name__, "sign_agent_csr_file", unless_loaded="cryptography",
+                             pki_dir=pki.pki_dir, node=node,
                              csr_pem=csr_pem.decode(errors="replace"), checked=checked)  # fmt: skip
     return cert.encode()

@@ -121,7 +121,9 @@ def self_signed(bind_address: str) -> tuple[bytes, bytes]:
     """(cert PEM, key PEM): a year's self-signed serving certificate for
     localhost, 127.0.0.1 and `bind_address`, as kube-scheduler makes without
     one; made in a child."""
-    cert, key = inchild.call(__name__, "self_signed_pems", bind_address=bind_address)
+    cert, key = inchild.call(
+        __name__, "self_signed_pems", unless_loaded="cryptography", bind_address=bind_address
+    )
     return str(cert).encode(), str(key).encode()
 
 

@@ -52,7 +52,8 @@ class ChildSigner:
              now: datetime.datetime) -> bytes:  # fmt: skip
         """The PEM certificate for `request_pem` (see the module docstring)."""
         cert: str = inchild.call(
-            "controlplane.controllers.csrsigner", "sign", cert_pem=self.cert_pem.decode(),
+            "controlplane.controllers.csrsigner", "sign", unless_loaded="cryptography",
+            cert_pem=self.cert_pem.decode(),
             key_pem=self.key_pem.decode(), max_seconds=self.max_duration.total_seconds(),
             request_pem=request_pem.decode(), usages=usages,
             expiration_seconds=expiration_seconds, now=now.timestamp(),

@@ -60,7 +60,7 @@ from tests.harness import containerd as ctrd
 from tests.harness.cgroup import remove_cgroup_tree
 from tests.harness.mounts import unmount_all
 from tests.harness.ports import free_port
-from tests.harness.reserve import try_reserve_network
+from tests.harness.reserve import Reservation, try_reserve_network
 from tests.harness.wait import wait_for
 
 if TYPE_CHECKING:
@@ -160,21 +160,42 @@ def free_pod_cidr() -> str:
     raise RuntimeError("no free 10.250.X.0/24 for a test node")
 
 
-def free_cluster_cidr() -> str:
+_cluster_cidrs: dict[str, list[Reservation]] = {}  # handed out, until released
+
+
+def free_cluster_cidr(timeout: float = 180.0) -> str:
     """A 10.248.0.0/13 sub-range (/19: 32 node subnets of /24) that no route
-    on this machine overlaps, reserved for this process, for a control
-    plane's node-IPAM controller: its default (10.244.0.0/16) would give
-    every test cluster's first node the same subnet on this one host."""
-    used = used_routes()
-    for _ in range(200):
-        net = ipaddress.IPv4Network(
-            f"10.{248 + secrets.randbelow(8)}.{32 * secrets.randbelow(8)}.0/19"
-        )
-        if any(net.overlaps(u) for u in used if u.prefixlen > 0):
-            continue
-        if try_reserve_network(net) is not None:
-            return str(net)
-    raise RuntimeError("no free 10.248.0.0/13 sub-range for a test cluster")
+    on this machine overlaps, reserved for this process until
+    `release_cluster_cidr`, for a control plane's node-IPAM controller: its
+    default (10.244.0.0/16) would give every test cluster's first node the
+    same subnet on this one host. All 64 are tried; while every one is taken
+    (other runs on this machine), it waits for one to be let go."""
+    candidates = [
+        ipaddress.IPv4Network(f"10.{248 + i // 8}.{32 * (i % 8)}.0/19") for i in range(64)
+    ]
+
+    def pick() -> str | None:
+        used = [u for u in used_routes() if u.prefixlen > 0]
+        secrets.SystemRandom().shuffle(candidates)
+        for net in candidates:
+            if any(net.overlaps(u) for u in used):
+                continue
+            reserved = try_reserve_network(net)
+            if reserved is not None:
+                _cluster_cidrs[str(net)] = reserved
+                return str(net)
+        return None
+
+    found = wait_for(pick, timeout, interval=1.0,
+                     message="no free 10.248.0.0/13 sub-range for a test cluster")  # fmt: skip
+    assert found is not None
+    return found
+
+
+def release_cluster_cidr(cidr: str) -> None:
+    """Let another test cluster have `cidr` (its routes are gone)."""
+    for reservation in _cluster_cidrs.pop(cidr, []):
+        reservation.release()
 
 
 def controlplane_args() -> list[str]:

@@ -35,6 +35,7 @@ from tests.harness.nodeprocs import (
     delete_link,
     free_cluster_cidr,
     kill_runtime_monitors,
+    release_cluster_cidr,
     remove_cgroups,
     remove_nat_for,
     remove_network_leftovers,
@@ -187,6 +188,7 @@ class Up:
         shutil.rmtree(self.data_dir, ignore_errors=True)
         if seen:
             raise seen[0]
+        release_cluster_cidr(self.cluster_cidr)  # its routes are gone
 
     def log_tail(self) -> str:
         out = [self.daemon.log_tail(6000) if self.daemon else ""]

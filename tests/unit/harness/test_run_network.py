@@ -66,3 +66,26 @@ def test_service_cidrs_avoid_those_another_process_reserved(
     monkeypatch.setattr(nodeprocs, "try_reserve_network", lambda net: None)
     with pytest.raises(RuntimeError, match="no free"):
         nodeprocs.free_service_cidrs(1)
+
+
+def test_a_cluster_range_is_handed_back_and_a_full_machine_waits_then_says_so() -> None:
+    from tests.harness.reserve import held, try_reserve_network
+    from tests.harness.wait import WaitTimeout
+
+    cidr = nodeprocs.free_cluster_cidr()
+    first_block = f"net-{ipaddress.ip_network(cidr).network_address}-24"
+    assert held(first_block)
+    nodeprocs.release_cluster_cidr(cidr)
+    assert not held(first_block)
+    # Every range taken (by this process here; another run's in practice):
+    # the pick waits, then names the problem, instead of failing at once.
+    taken = []
+    try:
+        for i in range(64):
+            net = ipaddress.IPv4Network(f"10.{248 + i // 8}.{32 * (i % 8)}.0/19")
+            taken.extend(try_reserve_network(net) or [])
+        with pytest.raises(WaitTimeout, match=r"no free 10\.248\.0\.0/13 sub-range"):
+            nodeprocs.free_cluster_cidr(timeout=1.5)
+    finally:
+        for r in taken:
+            r.release()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
+import os
 import subprocess
 import sys
 
@@ -111,3 +112,15 @@ def test_a_call_in_a_child_leaves_the_caller_without_cryptography() -> None:
 def test_a_child_that_fails_otherwise_says_so() -> None:
     with pytest.raises(inchild.ChildError, match="no_such_module"):
         inchild.call("no_such_module", "f")
+
+
+def test_a_call_runs_in_the_caller_once_its_import_is_loaded_with_the_same_errors() -> None:
+    # json is loaded here; the module named below is not.
+    assert inchild.call("os", "getpid", unless_loaded="json") == os.getpid()
+    assert inchild.call("os", "getpid", unless_loaded="no_such_module_here") != os.getpid()
+    with pytest.raises(ValueError, match="does not appear to be"):
+        inchild.call("ipaddress", "ip_address", unless_loaded="json", address="nonsense")
+    with pytest.raises(inchild.ChildError, match="no_such_module"):
+        inchild.call("no_such_module", "f", unless_loaded="json")
+    # the result passes through JSON as from a child: a tuple comes back a list
+    assert inchild.call("os.path", "split", unless_loaded="json", p="/a/b") == ["/a", "b"]
