@@ -9,7 +9,11 @@ VENV ?= .venv
 # vagrant/ run skiff without them (`make venv EXTRAS=`).
 EXTRAS ?= [dev]
 PY := $(VENV)/bin/python
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The distribution's Python first: Debian's build runs skiff and its tests
+# about 10% cheaper than a Python built from source with default flags, as
+# pyenv builds it (pytest's collection 8.9 CPU s against 9.7 in three
+# alternating runs; a pure-Python JSON loop 25% less).
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3.11) $(shell command -v python3.11 || command -v python3))
 STAMP := $(VENV)/.installed
 
 # What skiff needs to run: netlink/iptables tools, and libseccomp for seccomp.
