@@ -92,6 +92,7 @@ class StartedComponent:
 def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
     """The in-process components, built from the flags."""
     from controlplane.controllers import manager
+    from controlplane.controllers.config import config_from_args
     from controlplane.scheduler import run as scheduler
     from controlplane.scheduler.batch import run as batch_scheduler
 
@@ -102,7 +103,7 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
         ("volcano-scheduler", batch_scheduler.component(
             args.volcano_scheduler_config, args.volcano_metrics_listen,
             secure_serving("volcano-scheduler", args, data_dir))),
-        ("controllers", manager.component(manager.config_from_args(args),
+        ("controllers", manager.component(config_from_args(args),
                                           args.controller_metrics_listen,
                                           data_dir / CONTROLLER_MANAGER.kubeconfig,
                                           secure_serving("controllers", args, data_dir))),
