@@ -55,6 +55,7 @@ from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
 from controlplane.componentprocs import (
+    PROCESS_MODULES,
     check_components,
     component_processes,
     secure_serving,
@@ -374,7 +375,9 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event(), lock=lock)  # fmt: skip
     dataprep.start_snapshots(args, data_dir, running.stop_event)
-    enabled = [name for name, _ in components(args) if name not in args.disable]
+    # The names alone: building the components imports them, which a process
+    # that runs them as processes of their own (or none) never needs.
+    enabled = [name for name in PROCESS_MODULES if name not in args.disable]
     if enabled and use_processes(args.component_processes):
         try:
             try:
