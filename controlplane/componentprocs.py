@@ -69,19 +69,19 @@ def secure_argv(options: SecureServingOptions | None) -> list[str]:
 
 
 def manager_argv(args: argparse.Namespace) -> list[str]:
-    """The controller manager's flags (manager.add_flags) as given to `skiff
+    """The controller manager's flags (controllers/config.py add_flags) as given to `skiff
     controlplane`, with its `--disable servicelb|ingress` in --controllers."""
-    from controlplane.controllers import manager
+    from controlplane.controllers import config
 
     own = argparse.ArgumentParser(add_help=False)
-    manager.add_flags(own)
+    config.add_flags(own)
     argv: list[str] = []
     for dest in vars(own.parse_args([])):
         flag, value = dest.replace("_", "-"), getattr(args, dest)
         if dest == "controllers":
             # `skiff controlplane --disable servicelb|ingress` is a controller
             # the process must not run: `-name` in its own --controllers.
-            value = ",".join(manager.config_from_args(args).controllers)
+            value = ",".join(config.config_from_args(args).controllers)
         if isinstance(value, bool):
             argv.append(f"--{flag}" if value else f"--no-{flag}")
         else:
@@ -100,14 +100,14 @@ def use_processes(flag: bool | None) -> bool:
 def check_components(names: list[str], args: argparse.Namespace) -> None:
     """ValueError, with the reason, for a configuration a component process
     would refuse at its start: `skiff controlplane` refuses it at once."""
-    from controlplane.controllers import manager
+    from controlplane.controllers import config
     from controlplane.scheduler import run as scheduler
     from controlplane.scheduler.batch import run as batch_scheduler
 
     checks: dict[str, Callable[[], object]] = {
         "scheduler": lambda: scheduler.checked(args.scheduler_config),
         "volcano-scheduler": lambda: batch_scheduler.load_conf(args.volcano_scheduler_config),
-        "controllers": lambda: manager.config_from_args(args),
+        "controllers": lambda: config.config_from_args(args),
     }
     for name in names:
         try:

@@ -55,6 +55,7 @@ from controlplane.client.config import ClientConfig, write_config
 from controlplane.client.errors import ApiError
 from controlplane.client.kubeconfig import write_kubeconfig
 from controlplane.componentprocs import (
+    PROCESS_MODULES,
     check_components,
     component_processes,
     secure_serving,
@@ -92,6 +93,7 @@ class StartedComponent:
 def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
     """The in-process components, built from the flags."""
     from controlplane.controllers import manager
+    from controlplane.controllers.config import config_from_args
     from controlplane.scheduler import run as scheduler
     from controlplane.scheduler.batch import run as batch_scheduler
 
@@ -102,7 +104,7 @@ def components(args: argparse.Namespace) -> list[tuple[str, Component]]:
         ("volcano-scheduler", batch_scheduler.component(
             args.volcano_scheduler_config, args.volcano_metrics_listen,
             secure_serving("volcano-scheduler", args, data_dir))),
-        ("controllers", manager.component(manager.config_from_args(args),
+        ("controllers", manager.component(config_from_args(args),
                                           args.controller_metrics_listen,
                                           data_dir / CONTROLLER_MANAGER.kubeconfig,
                                           secure_serving("controllers", args, data_dir))),
@@ -373,7 +375,9 @@ def start(args: argparse.Namespace) -> RunningControlPlane:
     running = RunningControlPlane(server, store, address, admin, join_token, data_dir,
                                   threading.Event(), lock=lock)  # fmt: skip
     dataprep.start_snapshots(args, data_dir, running.stop_event)
-    enabled = [name for name, _ in components(args) if name not in args.disable]
+    # The names alone: building the components imports them, which a process
+    # that runs them as processes of their own (or none) never needs.
+    enabled = [name for name in PROCESS_MODULES if name not in args.disable]
     if enabled and use_processes(args.component_processes):
         try:
             try:

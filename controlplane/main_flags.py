@@ -8,6 +8,7 @@ import ipaddress
 import os
 
 from controlplane import dataprep
+from controlplane.controllers import config as controllers
 
 DEFAULT_LISTEN = "0.0.0.0:6443"
 DEFAULT_DATA_DIR = "/var/lib/skiff/controlplane"
@@ -163,10 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
         "plugin's defaults and exemptions (default: privileged everywhere, kube-system exempt)",
     )
     p.add_argument("--log-level", default=os.environ.get("SKIFF_LOG_LEVEL", "INFO"))
-    from controlplane.controllers import manager
-
     dataprep.add_flags(p)
-    manager.add_flags(p)
+    controllers.add_flags(p)
     return p  # fmt: skip
 
 

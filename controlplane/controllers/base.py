@@ -40,6 +40,7 @@ from controlplane.client.workqueue import (
     ShutDown,
 )
 from controlplane.controllers import podutil
+from controlplane.controllers.config import ManagerConfig
 from machinery import rfc3339
 from machinery.clock import Clock
 
@@ -48,46 +49,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 EXPECTATIONS_TTL = 300.0
-
-
-@dataclass(frozen=True)
-class ManagerConfig:
-    """Settings of the controller manager and its controllers (kube's flags)."""
-
-    controllers: tuple[str, ...] = ("*",)
-    workers: int = 0  # per controller (concurrent-*-syncs); 0: each controller's default
-    cluster_cidr: str = "10.244.0.0/16"
-    node_cidr_mask_size: int = 24
-    allocate_node_cidrs: bool = True
-    node_monitor_grace_period: float = 40.0
-    node_monitor_period: float = 5.0
-    default_toleration_seconds: int = 300
-    node_eviction_rate: float = 0.1
-    secondary_node_eviction_rate: float = 0.01
-    hpa_sync_period: float = 15.0
-    hpa_downscale_stabilization: float = 300.0
-    hpa_tolerance: float = 0.1
-    # --root-ca-file: the CA published as kube-root-ca.crt in every namespace
-    # (empty: the controller client's own CA, if it has one).
-    root_ca_pem: bytes = b""
-    terminated_pod_gc_threshold: int = 12500
-    # The CA the CSR signers sign with (--cluster-signing-cert-file/-key-file;
-    # skiff controlplane passes its own), and their longest certificate
-    # (--cluster-signing-duration, seconds; a year as Kubernetes').
-    cluster_signing_cert_file: str = ""
-    cluster_signing_key_file: str = ""
-    cluster_signing_duration: float = 365 * 24 * 3600.0
-    pod_gc_period: float = 20.0
-    burst_replicas: int = 500
-    api_parallelism: int = 16  # concurrent API writes of one batch
-    leader_elect: bool = False
-    leader_elect_namespace: str = "kube-system"
-    leader_elect_name: str = "skiff-controller-manager"
-    leader_elect_identity: str = ""
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    resync_period: float = 0.0
 
 
 class EventRecorder:

@@ -28,17 +28,23 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from controlplane.api.k8sproto.duration import parse_duration
 from controlplane.client.component import open_secure_port
 from controlplane.client.informer import SharedInformerFactory
 from controlplane.client.interface import ApiClient
 from controlplane.client.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
 from controlplane.client.secureserving import SecureServingOptions
-from controlplane.controllers.base import Controller, ControllerContext, ManagerConfig
+from controlplane.controllers.base import Controller, ControllerContext
+from controlplane.controllers.config import (
+    ManagerConfig,
+    add_flags,
+    config_from_args,
+    is_enabled,
+    parse_controllers,
+)
 from controlplane.controllers.metrics import ManagerMetrics
 from machinery.clock import Clock, RealClock
 from machinery.metrics import CONTENT_TYPE
@@ -124,43 +130,6 @@ def _registry() -> dict[str, InitFunc]:
 
 
 REGISTRY: dict[str, InitFunc] = _registry()
-
-# Not started by `*`: the API server already empties terminating namespaces
-# itself (controlplane/apiserver/namespaces.py); enable with `namespace`.
-DISABLED_BY_DEFAULT: frozenset[str] = frozenset({"namespace"})
-
-
-class UnknownController(ValueError):
-    """A --controllers entry naming no known controller."""
-
-
-def parse_controllers(text: str | Iterable[str], known: Iterable[str] = ()) -> tuple[str, ...]:
-    """`--controllers` as a tuple; refuses names that are not controllers."""
-    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else text)]
-    items = [t for t in items if t]
-    names = set(known) or set(REGISTRY)
-    for item in items:
-        bare = item[1:] if item.startswith("-") else item
-        if bare != "*" and bare not in names:
-            raise UnknownController(
-                f"--controllers: unknown controller {bare!r}; known: {', '.join(sorted(names))}"
-            )
-    return tuple(items) or ("*",)
-
-
-def is_enabled(
-    name: str, controllers: Iterable[str], disabled_by_default: Iterable[str] = DISABLED_BY_DEFAULT
-) -> bool:
-    """kube-controller-manager's IsControllerEnabled."""
-    star = False
-    for item in controllers:
-        if item == name:
-            return True
-        if item == f"-{name}":
-            return False
-        if item == "*":
-            star = True
-    return star and name not in set(disabled_by_default)
 
 
 class ControllerManager:
@@ -349,80 +318,6 @@ class ControllerManager:
 
 
 # ---- wiring into `skiff controlplane` -------------------------------------------
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    """kube-controller-manager's flags that skiff supports, for `skiff controlplane`."""
-    d = ManagerConfig()
-    parser.add_argument(
-        "--controllers",
-        default="*",
-        help="controllers to run: '*' (all enabled by default), 'name', '-name', comma-separated; "
-        f"known: {', '.join(sorted(REGISTRY))}",
-    )
-    parser.add_argument("--cluster-cidr", default=d.cluster_cidr, help="pod CIDR of the cluster")
-    parser.add_argument("--node-cidr-mask-size", type=int, default=d.node_cidr_mask_size)
-    parser.add_argument(
-        "--allocate-node-cidrs", default=True, action=argparse.BooleanOptionalAction
-    )
-    parser.add_argument(
-        "--node-monitor-grace-period", type=float, default=d.node_monitor_grace_period
-    )
-    parser.add_argument(
-        "--default-not-ready-toleration-seconds", type=int, default=d.default_toleration_seconds
-    )
-    parser.add_argument(
-        "--terminated-pod-gc-threshold", type=int, default=d.terminated_pod_gc_threshold
-    )
-    parser.add_argument(
-        "--horizontal-pod-autoscaler-sync-period", type=float, default=d.hpa_sync_period
-    )
-    parser.add_argument(
-        "--horizontal-pod-autoscaler-downscale-stabilization",
-        type=float,
-        default=d.hpa_downscale_stabilization,
-    )
-    parser.add_argument("--concurrent-syncs", type=int, default=d.workers)
-    parser.add_argument("--cluster-signing-cert-file", default="",
-                        help="the CA certificate the CSR signers sign with "
-                        "(skiff controlplane: <data-dir>/pki/ca.crt)")  # fmt: skip
-    parser.add_argument("--cluster-signing-key-file", default="",
-                        help="its key (skiff controlplane: <data-dir>/pki/ca.key)")  # fmt: skip
-    parser.add_argument("--cluster-signing-duration", default="8760h0m0s",
-                        help="the longest certificate the CSR signers issue (a Go duration)")  # fmt: skip
-    parser.add_argument("--leader-elect", default=True, action=argparse.BooleanOptionalAction)
-    parser.add_argument("--controller-metrics-listen", default="", help="HOST:PORT for /metrics")
-
-
-def config_from_args(args: argparse.Namespace) -> ManagerConfig:
-    return ManagerConfig(
-        # `--disable servicelb|ingress` (k3s' --disable servicelb|traefik) turns
-        # the built-in load balancer or ingress controller off.
-        controllers=parse_controllers(args.controllers)
-        + tuple(
-            f"-{n}" for n in getattr(args, "disable", []) or [] if n in ("servicelb", "ingress")
-        ),
-        cluster_cidr=args.cluster_cidr,
-        node_cidr_mask_size=args.node_cidr_mask_size,
-        allocate_node_cidrs=args.allocate_node_cidrs,
-        node_monitor_grace_period=args.node_monitor_grace_period,
-        default_toleration_seconds=args.default_not_ready_toleration_seconds,
-        terminated_pod_gc_threshold=args.terminated_pod_gc_threshold,
-        hpa_sync_period=args.horizontal_pod_autoscaler_sync_period,
-        hpa_downscale_stabilization=args.horizontal_pod_autoscaler_downscale_stabilization,
-        workers=args.concurrent_syncs,
-        leader_elect=args.leader_elect,
-        cluster_signing_cert_file=args.cluster_signing_cert_file,
-        cluster_signing_key_file=args.cluster_signing_key_file,
-        cluster_signing_duration=_signing_duration(args.cluster_signing_duration),
-    )
-
-
-def _signing_duration(text: str) -> float:
-    nanos = parse_duration(text)
-    if nanos is None or nanos < 600 * 10**9:
-        raise ValueError(f"--cluster-signing-duration: {text!r} is not a duration of at least 10m")
-    return nanos / 10**9
 
 
 def component(

@@ -219,13 +219,13 @@ def components_main(argv: list[str]) -> int:
     import argparse
     import logging
 
-    from controlplane.controllers import manager
+    from controlplane.controllers import config, manager
     from controlplane.scheduler import run as scheduler
     from controlplane.scheduler.batch import run as batch_scheduler
 
     parser = argparse.ArgumentParser(prog="python -m tests.harness.cluster components")
     parser.add_argument("--credentials", required=True)
-    manager.add_flags(parser)
+    config.add_flags(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level="INFO", format="%(asctime)s %(name)s %(levelname)s %(message)s")
     client = connect(load_config(Path(args.credentials)), timeout=30)
@@ -234,7 +234,7 @@ def components_main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     scheduler.component()(client, stop)
     batch_scheduler.component()(client, stop)
-    manager.component(manager.config_from_args(args))(client, stop)
+    manager.component(config.config_from_args(args))(client, stop)
     stop.wait()
     client.close()
     return 0

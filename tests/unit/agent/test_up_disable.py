@@ -11,7 +11,7 @@ from agent import main as agent_main
 from agent import up
 from agent.layout import Layout
 from controlplane import main as cp_main
-from controlplane.controllers import manager
+from controlplane.controllers import config
 from controlplane.main_flags import METRICS_SERVER
 
 
@@ -20,8 +20,8 @@ def enabled(argv: list[str], tmp_path: Path) -> dict[str, bool]:
     cp_args = cp_main.build_parser().parse_args(
         up.controlplane_argv(args, Layout.under(tmp_path), "127.0.0.1:6443")
     )
-    controllers = manager.config_from_args(cp_args).controllers
-    return {n: manager.is_enabled(n, controllers) for n in ("ingress", "servicelb", "endpoints")}
+    controllers = config.config_from_args(cp_args).controllers
+    return {n: config.is_enabled(n, controllers) for n in ("ingress", "servicelb", "endpoints")}
 
 
 def agent_args(argv: list[str], tmp_path: Path) -> tuple[int, int, bool]:

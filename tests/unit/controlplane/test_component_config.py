@@ -41,6 +41,13 @@ def test_the_flags_reach_the_in_process_components(tmp_path: Path) -> None:
         dict(cp_main.components(args))["scheduler"](None, threading.Event())
 
 
+def test_the_component_names_are_the_in_process_components() -> None:
+    """`skiff controlplane` picks the enabled components by these names
+    without building them; in process they start in this order."""
+    args = cp_main.build_parser().parse_args([])
+    assert [name for name, _ in cp_main.components(args)] == list(componentprocs.PROCESS_MODULES)
+
+
 def test_the_flags_reach_the_component_processes(tmp_path: Path) -> None:
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text(BAD_VOLCANO)

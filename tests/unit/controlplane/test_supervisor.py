@@ -19,7 +19,7 @@ import pytest
 from controlplane import componentprocs
 from controlplane import main as cp_main
 from controlplane.client import component
-from controlplane.controllers import manager
+from controlplane.controllers import config
 from controlplane.supervisor import ProcessSpec, Supervisor
 from tests.harness.wait import wait_for
 
@@ -135,11 +135,11 @@ def test_the_controller_managers_flags_reach_its_process() -> None:
             "10.9.0.0/16", "--node-monitor-grace-period", "7.5", "--concurrent-syncs", "3"]  # fmt: skip
     args = cp_main.build_parser().parse_args(argv)
     own = argparse.ArgumentParser()
-    manager.add_flags(own)
+    config.add_flags(own)
     again = own.parse_args(componentprocs.manager_argv(args))
     for dest, value in vars(again).items():
         assert getattr(args, dest) == value, dest
-    assert manager.config_from_args(again) == manager.config_from_args(args)
+    assert config.config_from_args(again) == config.config_from_args(args)
 
 
 def test_disabled_built_in_controllers_stay_off_in_the_managers_process() -> None:
@@ -150,12 +150,12 @@ def test_disabled_built_in_controllers_stay_off_in_the_managers_process() -> Non
         ["--disable", "ingress", "--disable", "servicelb", "--controllers", "*,-podgc"]
     )
     own = argparse.ArgumentParser()
-    manager.add_flags(own)
-    controllers = manager.config_from_args(
+    config.add_flags(own)
+    controllers = config.config_from_args(
         own.parse_args(componentprocs.manager_argv(args))
     ).controllers
     for name, on in (("ingress", False), ("servicelb", False), ("podgc", False), ("job", True)):
-        assert manager.is_enabled(name, controllers) is on, name
+        assert config.is_enabled(name, controllers) is on, name
 
 
 def test_signals_go_to_started_children_only(output: Output) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane.controllers.base import ManagerConfig
+from controlplane.controllers.config import ManagerConfig
 from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
 from machinery.clock import FakeClock

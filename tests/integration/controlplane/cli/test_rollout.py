@@ -26,7 +26,7 @@ import yaml
 
 from controlplane.cli.main import main as skiffctl
 from controlplane.client.apiclient import GrpcApiClient
-from controlplane.controllers.base import ManagerConfig
+from controlplane.controllers.config import ManagerConfig
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.rollout import REVISION
 from machinery.rfc3339 import format_time

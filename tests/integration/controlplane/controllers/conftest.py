@@ -22,7 +22,7 @@ import pytest
 
 from controlplane.apiserver.rbaccomponents import CONTROLLER_MANAGER
 from controlplane.client.apiclient import GrpcApiClient
-from controlplane.controllers.base import ManagerConfig
+from controlplane.controllers.config import ManagerConfig
 from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
 from machinery.clock import Clock, FakeClock, RealClock

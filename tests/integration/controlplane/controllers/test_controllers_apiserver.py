@@ -22,7 +22,7 @@ import yaml
 from controlplane.cli.main import main as skiffctl
 from controlplane.client.interface import DeleteOptions
 from controlplane.controllers import rollout
-from controlplane.controllers.base import ManagerConfig
+from controlplane.controllers.config import ManagerConfig
 from controlplane.controllers.manager import ControllerManager
 
 pytestmark = pytest.mark.slow

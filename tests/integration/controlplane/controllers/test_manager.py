@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import urllib.request
 
-from controlplane.controllers.base import ManagerConfig
+from controlplane.controllers.config import ManagerConfig
 from controlplane.controllers.manager import (
     ControllerManager,
 )

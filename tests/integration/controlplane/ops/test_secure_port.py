@@ -33,7 +33,7 @@ from controlplane.client.apiclient import GrpcApiClient, connect
 from controlplane.client.config import ClientConfig
 from controlplane.client.secureserving import SecureServingOptions, delegation
 from controlplane.controllers import manager
-from controlplane.controllers.base import ManagerConfig
+from controlplane.controllers.config import ManagerConfig
 from controlplane.scheduler import run as scheduler
 from controlplane.scheduler.batch import run as batch_scheduler
 from controlplane.storage.sqlite import SqliteStore

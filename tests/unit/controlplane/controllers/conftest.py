@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from controlplane.client.errors import NotFound
-from controlplane.controllers.base import ManagerConfig
+from controlplane.controllers.config import ManagerConfig
 from controlplane.controllers.hpa import InMemoryMetrics
 from controlplane.controllers.manager import ControllerManager
 from machinery.clock import FakeClock
