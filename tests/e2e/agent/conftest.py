@@ -54,6 +54,8 @@ def e2e_images(registry: Registry, images: TestImages) -> E2EImages:
     return E2EImages(busybox="skiff-e2e/busybox:1.36", web="skiff-e2e/web:1")
 
 
+# Module-scoped: pytest then runs a module's tests grouped by runtime kind, and
+# the node pool starts one node of each kind per module, not one per test.
 @pytest.fixture(scope="module", params=RUNTIMES)
 def runtime_kind(request: pytest.FixtureRequest) -> RuntimeKind:
     kind: RuntimeKind = request.param
