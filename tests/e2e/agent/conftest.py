@@ -1,9 +1,11 @@
 """Fixtures for the agent's end-to-end tests: one `skiff controlplane`
 process per module, the session's local registry with the test images pushed
 under docker.io and registry.k8s.io names (mirrored there by the runtimes'
-configs, never fetched from outside), and a fresh node per test: `skiff
-runtime` or a private containerd, plus `skiff agent`, as real processes in
-their own temporary directories, cgroups, bridge and pod CIDR.
+configs, never fetched from outside), and a node per runtime kind per module
+(tests/e2e/agent/nodepool.py: emptied after each test, replaced after a
+failure): `skiff runtime` or a private containerd, plus `skiff agent`, as
+real processes in their own temporary directories, cgroups, bridge and pod
+CIDR.
 """
 
 from __future__ import annotations
@@ -15,17 +17,12 @@ from typing import Any
 import pytest
 
 from controlplane.client.apiclient import GrpcApiClient
-from tests.e2e.agent.helpers import E2EImages, delete_node_pods, dump
+from tests.e2e.agent.helpers import E2EImages
+from tests.e2e.agent.nodepool import NodePool
 from tests.harness import containerd as ctrd
 from tests.harness.controlplane import ControlPlane
 from tests.harness.images import TestImages
-from tests.harness.nodeprocs import (
-    Node,
-    RuntimeKind,
-    running_node,
-    short_tempdir,
-    start_controlplane,
-)
+from tests.harness.nodeprocs import Node, RuntimeKind, short_tempdir, start_controlplane
 from tests.harness.registry import Registry
 
 RUNTIMES: list[RuntimeKind] = ["skiff", "containerd"]
@@ -57,7 +54,9 @@ def e2e_images(registry: Registry, images: TestImages) -> E2EImages:
     return E2EImages(busybox="skiff-e2e/busybox:1.36", web="skiff-e2e/web:1")
 
 
-@pytest.fixture(params=RUNTIMES)
+# Module-scoped: pytest then runs a module's tests grouped by runtime kind, and
+# the node pool starts one node of each kind per module, not one per test.
+@pytest.fixture(scope="module", params=RUNTIMES)
 def runtime_kind(request: pytest.FixtureRequest) -> RuntimeKind:
     kind: RuntimeKind = request.param
     if kind == "containerd" and not ctrd.available():
@@ -78,24 +77,26 @@ def pytest_runtest_makereport(
 FAILED = pytest.StashKey[bool]()
 
 
-@pytest.fixture
-def node(
-    request: pytest.FixtureRequest,
+@pytest.fixture(scope="module")
+def node_pool(
     control_plane: ControlPlane,
     admin: GrpcApiClient,
     registry: Registry,
     e2e_images: E2EImages,
-    runtime_kind: RuntimeKind,
+) -> Iterator[NodePool]:
+    pool = NodePool(f"127.0.0.1:{control_plane.port}", control_plane.data_dir, registry.url, admin)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture
+def node(
+    request: pytest.FixtureRequest, node_pool: NodePool, runtime_kind: RuntimeKind
 ) -> Iterator[Node]:
-    with running_node(
-        f"127.0.0.1:{control_plane.port}", control_plane.data_dir, runtime_kind, registry.url
-    ) as n:
-        try:
-            n.wait_ready(admin)
-        except BaseException:
-            dump(admin, n)
-            raise
+    n = node_pool.get(runtime_kind)
+    try:
         yield n
-        if request.node.stash.get(FAILED, False):
-            dump(admin, n)
-        delete_node_pods(admin, n.spec.name)
+    finally:
+        node_pool.release(runtime_kind, failed=request.node.stash.get(FAILED, True))

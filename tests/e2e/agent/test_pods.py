@@ -1,8 +1,9 @@
 """The node agent end to end, as root, with real runtimes.
 
-A `skiff controlplane` process per module; per test a fresh node: `skiff
-runtime` or a private containerd (the same tests, parametrized), and a
-`skiff agent` process, with the node's own cgroups, bridge and pod CIDR.
+A `skiff controlplane` process per module; a node per runtime kind, shared
+by the module's tests and emptied after each (tests/e2e/agent/nodepool.py):
+`skiff runtime` or a private containerd (the same tests, parametrized), and
+a `skiff agent` process, with the node's own cgroups, bridge and pod CIDR.
 Pods are bound directly (spec.nodeName); images come from the local
 registry through the runtimes' mirror configs.
 """
