@@ -28,11 +28,10 @@ from typing import Any
 
 from xdist.scheduler import LoadScopeScheduling
 
-SPREAD = frozenset(
-    {
-        # A fresh node (runtime + agent processes) per test, 17 tests.
-        "tests/e2e/agent/test_pods.py",
-    }
+SPREAD: frozenset[str] = frozenset(
+    # None now: tests/e2e/agent/test_pods.py was here while it started a fresh
+    # node per test; it shares one node per runtime kind now (nodepool.py),
+    # which spreading would start again on every worker.
 )
 
 # One unit per parameter id (`test_x[1.27]`): 7 kubectl versions, 6 minutes
