@@ -184,7 +184,8 @@ def add_resource_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--eviction-hard",
         default=None,
-        help=f"signal<quantity|percent,... (default {thresholds.DEFAULT_HARD})",
+        # argparse formats help with %: the default's "10%" must be "10%%"
+        help=f"signal<quantity|percent,... (default {thresholds.DEFAULT_HARD.replace('%', '%%')})",
     )
     p.add_argument("--eviction-soft", default="", help="signal<quantity|percent,...")
     p.add_argument("--eviction-soft-grace-period", default="", help="signal=duration,...")
