@@ -6,8 +6,11 @@
   Content-Type PROTOBUF_CONTENT_TYPE);
 - `v3_paths()`, `v3(group, version)`: OpenAPI 3.0 (`/openapi/v3`, one
   document per group/version).
-  The documents are built by openapi_doc.py, imported at the first one asked
-  for: a control plane at rest neither builds nor holds them.
+  `v3_served`, `v2_json`: the documents as sent (bytes and ETag).
+  The documents are built by openapi_doc.py and kept by openapi_served.py
+  (each built at its first request, again only when what it describes
+  changes), imported at the first one asked for: a control plane at rest
+  neither builds nor holds them.
 - `validate(obj)`: unknown fields and wrong types in a built-in kind's
   object, by path, against the same schema (kinds.schema_types()); below a
   field the schema leaves free-form (`object`) or does not list, unknown
@@ -18,6 +21,8 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api import k8sfields
@@ -29,35 +34,62 @@ PROTOBUF_ACCEPT = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 PROTOBUF_CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 
 
+@dataclass(frozen=True)
+class Served:
+    """A document as sent: its JSON and its ETag (unquoted)."""
+
+    body: bytes
+    etag: str
+
+
+def etag_of(body: bytes) -> str:
+    """kube-openapi's ETag of a document: upper-case hex SHA-512 of its bytes."""
+    return hashlib.sha512(body).hexdigest().upper()
+
+
 def v2() -> dict[str, Any]:
     """The Swagger 2.0 document of every served kind (cached until the set of
     kinds changes: treat it as read-only)."""
-    from controlplane.api import openapi_doc
+    from controlplane.api import openapi_served
 
-    return openapi_doc.v2()
+    return openapi_served.v2()
+
+
+def v2_json() -> bytes:
+    """`v2()` as JSON (cached)."""
+    from controlplane.api import openapi_served
+
+    return openapi_served.v2_json()
 
 
 def v2_protobuf() -> bytes:
     """`v2()` as the openapi.v2.Document protobuf kubectl asks for (cached)."""
-    from controlplane.api import openapi_doc
+    from controlplane.api import openapi_served
 
-    return openapi_doc.v2_protobuf()
+    return openapi_served.v2_protobuf()
 
 
 def v3(group: str, version: str) -> dict[str, Any]:
     """The OpenAPI 3.0 document of one group/version ("" is the core group;
-    cached, read-only). Raises errors.NotFound for a group/version skiff does
+    a fresh copy). Raises errors.NotFound for a group/version skiff does
     not serve."""
-    from controlplane.api import openapi_doc
+    from controlplane.api import openapi_served
 
-    return openapi_doc.v3(group, version)
+    return openapi_served.v3(group, version)
+
+
+def v3_served(group: str, version: str) -> Served:
+    """`v3(group, version)` as sent: its JSON and ETag (cached)."""
+    from controlplane.api import openapi_served
+
+    return openapi_served.v3_served(group, version)
 
 
 def v3_paths() -> dict[str, Any]:
     """The `/openapi/v3` index: each group/version's document URL with its hash."""
-    from controlplane.api import openapi_doc
+    from controlplane.api import openapi_served
 
-    return openapi_doc.v3_paths()
+    return openapi_served.v3_paths()
 
 
 # ---- field validation ----------------------------------------------------------------------

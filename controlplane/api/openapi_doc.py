@@ -4,17 +4,18 @@ described to the leaves (openapi_model.model()): what
 controlplane.api.openapi serves, loaded at the first document asked for (a
 server at rest never builds one, so it does not hold this code either).
 
-- `v2()`: Swagger 2.0 (`/openapi/v2`): every kind's definition with
+- Swagger 2.0 (`/openapi/v2`): every kind's definition with
   `x-kubernetes-group-version-kind`, the merge facts of the kinds'
   patch_meta as `x-kubernetes-patch-merge-key`/`-strategy`, and the resource
-  paths; `v2_protobuf()` is the same document in the protobuf form kubectl
-  asks for.
-- `v3_paths()` and `v3(group, version)`: OpenAPI 3.0 (`/openapi/v3` and
-  `/openapi/v3/apis/<group>/<version>`, `/openapi/v3/api/v1`). kubectl reads
-  these for `explain`, for strategic merge patch facts, and to learn that
-  the server validates fields itself (the `fieldValidation` parameter of
-  each PATCH operation): it then sends `fieldValidation=Strict` instead of
-  validating on the client.
+  paths: `document(served(), ..., v3=False)`.
+- OpenAPI 3.0 (`/openapi/v3/apis/<group>/<version>`, `/openapi/v3/api/v1`):
+  `document(entries, ..., v3=True)` of one group/version's entries. kubectl
+  reads these for `explain`, for strategic merge patch facts, and to learn
+  that the server validates fields itself (the `fieldValidation` parameter
+  of each PATCH operation): it then sends `fieldValidation=Strict` instead
+  of validating on the client.
+
+When each is built and how it is kept: controlplane.api.openapi_served.
 
 Custom resources: the documents include every served version of every
 registered CustomResourceDefinition (controlplane.api.crd) with its schema.
@@ -24,12 +25,10 @@ Pure: built from tables, no I/O.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from collections.abc import Iterator
 from typing import Any
 
-from controlplane.api import crd, kinds, openapi_pb, patch_meta
+from controlplane.api import crd, kinds, patch_meta
 from controlplane.api.k8sproto.schema import GROUPS
 from controlplane.api.kinds.definition import FieldMeta
 from controlplane.api.kinds.registry import kind_types, schema_types
@@ -43,7 +42,6 @@ from controlplane.api.openapi_model import (
     model,
 )
 from controlplane.api.schema import META
-from controlplane.client.errors import NotFound
 
 _PRIMITIVES: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},
@@ -226,19 +224,16 @@ def _object_fields(prefix: str) -> dict[str, Any]:
     }
 
 
-def _crd_definitions(prefix: str) -> dict[str, dict[str, Any]]:
-    """Definitions of every served custom resource version, by definition name."""
-    out = {}
-    for served in crd.served_versions():
-        body: dict[str, Any] = dict(served.schema) if served.schema else {"type": "object"}
-        body.setdefault("type", "object")
-        # As kube-apiserver publishes them: with the standard top-level fields.
-        body["properties"] = {**_object_fields(prefix), **(body.get("properties") or {})}
-        body["x-kubernetes-group-version-kind"] = [
-            {"group": served.group, "kind": served.kind, "version": served.version}
-        ]
-        out[_crd_name(served.group, served.version, served.kind)] = body
-    return out
+def _crd_definition(served: crd.ServedVersion, prefix: str) -> dict[str, Any]:
+    """The definition of one served custom resource version."""
+    body: dict[str, Any] = dict(served.schema) if served.schema else {"type": "object"}
+    body.setdefault("type", "object")
+    # As kube-apiserver publishes them: with the standard top-level fields.
+    body["properties"] = {**_object_fields(prefix), **(body.get("properties") or {})}
+    body["x-kubernetes-group-version-kind"] = [
+        {"group": served.group, "kind": served.kind, "version": served.version}
+    ]
+    return body
 
 
 def _open_definition(group: str, version: str, info: kinds.KindInfo, v3: bool) -> dict[str, Any]:
@@ -399,7 +394,11 @@ _SCALE = (
 # ---- served group versions ------------------------------------------------------------
 
 
-def _served() -> Iterator[tuple[str, str, kinds.KindInfo, str | None]]:
+Entry = tuple[str, str, kinds.KindInfo, str | None]
+CustomVersions = dict[tuple[str, str, str], crd.ServedVersion]  # by (group, version, kind)
+
+
+def served() -> Iterator[Entry]:
     """(group, version, kind row, schema type name) of every kind the kinds
     table serves; the type name is None for a kind no schema type
     describes (custom kinds, and any kind added to the kinds table without a
@@ -409,22 +408,31 @@ def _served() -> Iterator[tuple[str, str, kinds.KindInfo, str | None]]:
     builtin = kind_types()
     for info in kinds.all_kinds():
         definition = kinds.find(info.key)
-        served = definition.served_versions() if definition is not None else ()
+        versions = definition.served_versions() if definition is not None else ()
         for api_version in (info.api_version, *info.also_api_versions):
-            if served and api_version not in served:
+            if versions and api_version not in versions:
                 continue  # a CRD's storage version that is not served
             group, _, version = api_version.rpartition("/")
             yield group, version, info, builtin.get((group, version, info.kind))
 
 
-def _document(
-    entries: list[tuple[str, str, kinds.KindInfo, str | None]], v3: bool
-) -> dict[str, Any]:
+def key(group: str, version: str) -> str:
+    """A group/version's name in /openapi/v3: `api/v1`, `apis/apps/v1`."""
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def custom_versions() -> CustomVersions:
+    """Every served custom resource version, by (group, version, kind)."""
+    return {(v.group, v.version, v.kind): v for v in crd.served_versions()}
+
+
+def document(entries: list[Entry], custom: CustomVersions, v3: bool) -> dict[str, Any]:
+    """The document of `entries` (served kinds; `custom`: the served custom
+    resource versions, whose schemas define custom kinds)."""
     definitions: dict[str, Any] = {}
     paths: dict[str, Any] = {}
     needed: set[str] = set()
     prefix = "#/components/schemas/" if v3 else "#/definitions/"
-    crd_defs = _crd_definitions(prefix)
     proto_kinds: dict[str, tuple[str, str, str]] = {}
     for group, version, info, type_name in entries:
         name = _full_name(type_name) if type_name else _proto_kind(group, version, info.kind)
@@ -435,7 +443,12 @@ def _document(
                 proto_kinds[name] = (group, version, info.kind)
         else:
             name = _crd_name(group, version, info.kind)
-            definitions[name] = crd_defs.get(name) or _open_definition(group, version, info, v3)
+            found = custom.get((group, version, info.kind))
+            definitions[name] = (
+                _crd_definition(found, prefix)
+                if found is not None
+                else _open_definition(group, version, info, v3)
+            )
             needed |= _refs(META + ".ObjectMeta")
             ref = prefix + name
         paths.update(_paths(info, group, version, ref, v3))
@@ -456,59 +469,3 @@ def _document(
             "components": {"schemas": definitions},
         }
     return {"swagger": "2.0", "info": _VERSION_INFO, "paths": paths, "definitions": definitions}
-
-
-def v2() -> dict[str, Any]:
-    """The Swagger 2.0 document of every served kind (cached until the set of
-    kinds changes: treat it as read-only)."""
-    doc: dict[str, Any] = _cached(kinds.all_kinds(), crd.generation())["v2"]
-    return doc
-
-
-def v2_protobuf() -> bytes:
-    """`v2()` as the openapi.v2.Document protobuf kubectl asks for; cached."""
-    data: bytes = _cached(kinds.all_kinds(), crd.generation())["v2pb"]
-    return data
-
-
-def _key(group: str, version: str) -> str:
-    return f"apis/{group}/{version}" if group else f"api/{version}"
-
-
-@functools.lru_cache(maxsize=4)
-def _cached(rows: tuple[kinds.KindInfo, ...], generation: int) -> dict[str, Any]:
-    """Every document for one state of the kinds table (the arguments are the cache key)."""
-    del rows, generation
-    served = list(_served())
-    by_gv: dict[str, list[tuple[str, str, kinds.KindInfo, str | None]]] = {}
-    for entry in served:
-        by_gv.setdefault(_key(entry[0], entry[1]), []).append(entry)
-    v3_docs = {key: _document(entries, v3=True) for key, entries in sorted(by_gv.items())}
-    index = {}
-    for key, doc in v3_docs.items():
-        digest = hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest().upper()
-        index[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
-    v2_doc = _document(served, v3=False)
-    return {
-        "v2": v2_doc,
-        "v2pb": openapi_pb.encode_v2(v2_doc),
-        "v3": v3_docs,
-        "index": {"paths": index},
-    }
-
-
-def v3(group: str, version: str) -> dict[str, Any]:
-    """The OpenAPI 3.0 document of one group/version ("" is the core group;
-    cached, read-only). Raises errors.NotFound for a group/version skiff does
-    not serve."""
-    doc = _cached(kinds.all_kinds(), crd.generation())["v3"].get(_key(group, version))
-    if doc is None:
-        raise NotFound(f"the server does not serve group/version {_key(group, version)}")
-    result: dict[str, Any] = doc
-    return result
-
-
-def v3_paths() -> dict[str, Any]:
-    """The `/openapi/v3` index: each group/version's document URL with its hash."""
-    index: dict[str, Any] = _cached(kinds.all_kinds(), crd.generation())["index"]
-    return index

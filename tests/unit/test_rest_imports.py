@@ -47,6 +47,7 @@ CASES = [
         "from controlplane.api import openapi",
         [
             "controlplane.api.openapi_doc",
+            "controlplane.api.openapi_served",
             "controlplane.api.openapi_model",
             "controlplane.api.openapi_texts",
         ],

@@ -52,6 +52,7 @@ from controlplane.apiserver.rest import (
     metrics_api,
     nodeproxy,
     objects,
+    openapi_http,
     patch,
     queryparams,
     respond,
@@ -106,7 +107,7 @@ def _discovery(request: web.Request, segments: list[str]) -> web.StreamResponse:
         accept, etag = request.headers.get("Accept", ""), request.headers.get("If-None-Match")
         return _root(path, accept, etag, _delegated(request))
     if segments[:1] == ["openapi"]:
-        return _openapi(segments[1:], path, request.headers.get("Accept", ""), _delegated(request))
+        return _openapi(segments[1:], path, request, _delegated(request))
     if segments[:1] == ["api"] and len(segments) == 2:
         found = discovery.resource_list(segments[1])
     elif segments[:1] == ["apis"] and len(segments) == 2:
@@ -151,25 +152,28 @@ def _root(
 
 
 def _openapi(
-    segments: list[str], path: str, accept: str, table: dict[str, Delegate]
+    segments: list[str], path: str, request: web.Request, table: dict[str, Delegate]
 ) -> web.StreamResponse:
     """/openapi/v2 (as protobuf when the client asks, as kubectl does),
     /openapi/v3 and /openapi/v3/<api/v1 | apis/g/v>."""
     if segments == ["v2"]:
         ours = openapi.v2()
         merged = delegated.openapi_v2(ours, table)  # extension servers' documents merged in
-        if openapi.PROTOBUF_ACCEPT in accept:
+        if openapi.PROTOBUF_ACCEPT in request.headers.get("Accept", ""):
             body = openapi.v2_protobuf() if merged is ours else _v2_protobuf(merged)
             response = web.Response(body=body)
             response.headers["Content-Type"] = openapi.PROTOBUF_CONTENT_TYPE
             return response
+        if merged is ours:
+            return web.Response(body=openapi.v2_json(), content_type="application/json")
         return _json(merged)
     if segments == ["v3"]:
-        return _json(delegated.openapi_index(openapi.v3_paths(), table))
+        body = jsoncodec.dumps(delegated.openapi_index(openapi.v3_paths(), table))
+        return openapi_http.document(request, body, openapi.etag_of(body))
     if segments[:1] == ["v3"] and segments[1:2] == ["api"] and len(segments) == 3:
-        return _json(openapi.v3("", segments[2]))
+        return openapi_http.group_version(request, openapi.v3_served("", segments[2]))
     if segments[:1] == ["v3"] and segments[1:2] == ["apis"] and len(segments) == 4:
-        return _json(openapi.v3(segments[2], segments[3]))
+        return openapi_http.group_version(request, openapi.v3_served(segments[2], segments[3]))
     raise _not_found(path)
 
 

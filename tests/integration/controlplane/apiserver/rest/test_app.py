@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,14 +23,16 @@ from controlplane.apiserver.watch import Broadcaster
 from controlplane.storage.sqlite import SqliteStore
 
 pf_headers: list[dict[str, str]] = []  # each answer's APF headers, of the last run
+answer_headers: list[Mapping[str, str]] = []  # each answer's headers, of the last run
 
 
 def run(
     tmp_path: Path, readonly: int, requests: list[tuple[str, str]], limits: Limits | None = None,
     audit: AuditLog | None = None, method: str = "GET", body: bytes = b"",
-    accept: str = "",
+    accept: str = "", headers: dict[str, str] | None = None,
 ) -> list[Any]:  # fmt: skip
     pf_headers.clear()
+    answer_headers.clear()
     store = SqliteStore(tmp_path / "state.db")
     registry = Registry(store)
     registry.create("Namespace", {"metadata": {"name": "default"}})
@@ -55,10 +58,11 @@ def run(
         async with TestClient(TestServer(app)) as client:
             answers = []
             for path, token in requests:
-                headers = {"Authorization": f"Bearer {token}"} if token else {}
+                sent = {"Authorization": f"Bearer {token}"} if token else {}
                 if accept:
-                    headers["Accept"] = accept
-                response = await client.request(method, path, headers=headers, data=body or None)
+                    sent["Accept"] = accept
+                response = await client.request(method, path, headers={**sent, **(headers or {})},
+                                                data=body or None, allow_redirects=False)  # fmt: skip
                 if response.content_type == "application/json":
                     doc = await response.json()
                 else:
@@ -66,6 +70,7 @@ def run(
                 answers.append((response.status, response.headers.get("Retry-After"), doc))
                 pf_headers.append({k: v for k, v in response.headers.items()
                                    if k.startswith("X-Kubernetes-PF-")})  # fmt: skip
+                answer_headers.append(response.headers.copy())  # case-insensitive
             return answers
 
     try:
@@ -120,3 +125,31 @@ def test_openapi_v2_as_protobuf_when_asked(tmp_path: Path) -> None:
                                       accept=openapi.PROTOBUF_ACCEPT)  # fmt: skip
     assert code == 200 and media == openapi.PROTOBUF_CONTENT_TYPE
     assert data == openapi.v2_protobuf()
+
+
+def test_openapi_v3_documents_are_sent_as_kube_openapi_sends_them(tmp_path: Path) -> None:
+    admin = TokenAuthority(b"0123456789abcdef0123").admin_token()
+    served = openapi.v3_served("apps", "v1")
+    url = openapi.v3_paths()["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    stale = "/openapi/v3/apis/apps/v1?hash=" + "0" * 128
+    answers = run(tmp_path, 10, [("/openapi/v3/apis/apps/v1", admin), (url, admin),
+                                 (stale, admin), ("/openapi/v3", admin)])  # fmt: skip
+    (plain, by_hash, moved, index) = answers
+    (plain_h, by_hash_h, moved_h, index_h) = list(answer_headers)
+    assert plain[0] == 200 and plain[2] == openapi.v3("apps", "v1")
+    assert plain_h["ETag"] == f'"{served.etag}"' and "Cache-Control" not in plain_h
+    # By the index's URL: immutable, so kubectl's disk cache keeps it.
+    assert by_hash[0] == 200 and by_hash_h["Cache-Control"] == "public, immutable"
+    assert by_hash_h["Expires"].endswith(" GMT") and by_hash_h["Vary"] == "Accept"
+    # By a hash that is not the document's (any more): to the current URL.
+    assert moved[0] == 301 and moved_h["Location"] == url
+    assert index[0] == 200 and index[2]["paths"]["apis/apps/v1"]["serverRelativeURL"] == url
+    # A client that has the document (If-None-Match: its ETag) is told so.
+    (tmp_path / "again").mkdir()
+    answers = run(tmp_path / "again", 10, [(url, admin), ("/openapi/v3", admin)],
+                  headers={"If-None-Match": f'"{served.etag}", {index_h["ETag"]}'})  # fmt: skip
+    assert [a[0] for a in answers] == [304, 304]
+    assert answer_headers[0]["ETag"] == f'"{served.etag}"'
+    (tmp_path / "other").mkdir()
+    answers = run(tmp_path / "other", 10, [(url, admin)], headers={"If-None-Match": '"other"'})
+    assert answers[0][0] == 200
