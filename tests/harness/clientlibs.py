@@ -52,6 +52,7 @@ from tests.harness.kubectl import NEWEST
 from tests.harness.nodeprocs import free_cluster_cidr, free_service_cidrs, short_tempdir
 from tests.harness.registry import run_registry
 from tests.harness.skiff_up import Up
+from tests.harness.untar import extract_data
 from tests.harness.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,7 +164,7 @@ def source(name: str, req: str, py: Path) -> Path:
          "--no-build-isolation", req, "-d", str(dl)], check=True,
     )  # fmt: skip
     with tarfile.open(dl / f"{name}-{version}.tar.gz") as tar:
-        tar.extractall(WORK / "src", filter="data")
+        extract_data(tar, WORK / "src")
     return out
 
 

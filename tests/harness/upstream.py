@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.harness.untar import extract_data
+
 ENV = "SKIFF_UPSTREAM_MIRRORS"
 DEFAULT = Path("/work/.mirror")
 
@@ -70,7 +72,7 @@ def tree(repo: str, tag: str, path: str, into: Path) -> Path:
         err = done.stderr.decode(errors="replace").strip()
         pytest.skip(f"no {tag}:{path} in the {repo} mirror of {ENV}: {err}")
     with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
-        tar.extractall(into, filter="data")
+        extract_data(tar, into)
     return into / path
 
 
