@@ -21,30 +21,16 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from typing import Any
 
 from controlplane.api import k8sfields
 from controlplane.api.kinds.registry import kind_types, schema_types
+from controlplane.api.openapi_etag import Served
 
 # What kubectl's Accept asks for, and the Content-Type to answer with (Go's
 # mime parser refuses the "@" of the former in a response).
 PROTOBUF_ACCEPT = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 PROTOBUF_CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-
-
-@dataclass(frozen=True)
-class Served:
-    """A document as sent: its JSON and its ETag (unquoted)."""
-
-    body: bytes
-    etag: str
-
-
-def etag_of(body: bytes) -> str:
-    """kube-openapi's ETag of a document: upper-case hex SHA-512 of its bytes."""
-    return hashlib.sha512(body).hexdigest().upper()
 
 
 def v2() -> dict[str, Any]:

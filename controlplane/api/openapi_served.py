@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.api import crd, jsoncodec, kinds, openapi_pb
-from controlplane.api.openapi import Served, etag_of
 from controlplane.api.openapi_doc import (
     CustomVersions,
     Entry,
@@ -33,6 +32,7 @@ from controlplane.api.openapi_doc import (
     key,
     served,
 )
+from controlplane.api.openapi_etag import Served, etag_of
 from controlplane.client.errors import NotFound
 
 # What one group/version's document is built from: its entries, and the

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from controlplane.api import crd, jsoncodec, kinds, limits, openapi, openapi_pb
+from controlplane.api import crd, jsoncodec, kinds, limits, openapi, openapi_etag, openapi_pb
 from controlplane.api.kinds import KindInfo
 from controlplane.apiserver import admission_context
 from controlplane.apiserver import metrics as apimetrics
@@ -169,7 +169,7 @@ def _openapi(
         return _json(merged)
     if segments == ["v3"]:
         body = jsoncodec.dumps(delegated.openapi_index(openapi.v3_paths(), table))
-        return openapi_http.document(request, body, openapi.etag_of(body))
+        return openapi_http.document(request, body, openapi_etag.etag_of(body))
     if segments[:1] == ["v3"] and segments[1:2] == ["api"] and len(segments) == 3:
         return openapi_http.group_version(request, openapi.v3_served("", segments[2]))
     if segments[:1] == ["v3"] and segments[1:2] == ["apis"] and len(segments) == 4:

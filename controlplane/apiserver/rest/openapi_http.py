@@ -16,7 +16,7 @@ from email.utils import format_datetime
 
 from aiohttp import web
 
-from controlplane.api.openapi import Served
+from controlplane.api.openapi_etag import Served
 
 
 def _not_modified(request: web.Request, quoted: str) -> bool:
