@@ -301,11 +301,17 @@ def test_prometheus_scrapes_apiserver_and_node_through_the_proxy(cluster: Cluste
             raise AssertionError(json.dumps(targets(), indent=1)) from None
         assert {t["labels"]["job"] for t in up} == {"apiserver", "kubelet", "cadvisor", "resource",
                                                     *component_ports(cluster)}  # fmt: skip
-        query = "sum(up)"
-        with urllib.request.urlopen(
-            f"http://127.0.0.1:{port}/api/v1/query?query={query}", timeout=5
-        ) as r:
-            result = json.load(r)["data"]["result"]
+
+        # A target's health in /targets can be newer than its `up` sample in
+        # a query: wait for the query to count every target up.
+        def sum_up() -> list[Any] | None:
+            url = f"http://127.0.0.1:{port}/api/v1/query?query=sum(up)"
+            with urllib.request.urlopen(url, timeout=5) as r:
+                found: list[Any] = json.load(r)["data"]["result"]
+            return found if found and float(found[0]["value"][1]) == 7.0 else None
+
+        result = wait_for(sum_up, timeout=30, interval=0.5, message="sum(up) == 7")
+        assert result is not None
         assert float(result[0]["value"][1]) == 7.0, result
     finally:
         if proc is not None:
