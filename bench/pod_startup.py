@@ -23,22 +23,15 @@ as PSS, since skiff's monitors are forked from one zygote and share most
 of their pages. Prints a table and, as the last line, one JSON object of
 figure -> number.
 
-`skiff up` itself (issue 27's memory target: control plane + agent +
-runtime at most 141 MB RSS at rest) is measured too, as a user runs it: `python
--m skiff up` with its own --data-dir, and the RSS (and PSS) summed over every
-process of its tree (skiff up, which holds the control plane and the agent,
-the runtime and, while it runs, its zygote; containers and their monitors
-excluded, there are none at rest), once Ready and again after one pod was
-run and deleted (the zygote is then still running: it exits after 60 s
-without a container started).
-`--up-only` measures just that (about 30 s).
-
-RSS counts the pages of shared libraries a process has mapped, and how many
-a fault maps depends on the page cache: right after `pip install` wrote the
-venv, grpc's extension alone read 15.2 MB RSS in a process that reads 9.6 MB
-once the cache was dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`), and
-`skiff up` at rest 142.9 MB against 137.6. Compare RSS figures taken in the
-same state; PSS moves far less.
+`skiff up` itself (issue 27's target: at most 141 MB RSS at rest) is measured
+as a user runs it (`--up-only`: only that, about 30 s): RSS and PSS summed over
+its process tree (its runtime and, while it runs, the zygote; no containers),
+once Ready and again after one pod was run and deleted (the zygote still runs
+then: it exits after 60 s unused). RSS counts the shared libraries' mapped
+pages, which depend on the page cache: right after `pip install` wrote the
+venv, `skiff up` at rest read 142.9 MB against 137.6 once the cache was dropped
+(grpc's extension 15.2 against 9.6); compare RSS taken in the same state (PSS
+moves far less).
 
     sudo .venv/bin/python -m bench.pod_startup [--pods 100] [--qps 5] [--no-containerd]
         [--only skiff|containerd] [--up-only] [--profile DIR]

@@ -28,9 +28,9 @@ These are a tight loop's figures, caches warm: they rank the codecs' code,
 not what a create costs the server. The same steps timed by thread CPU in a
 running server (bench.kubeapi's creates, 10 clients) cost 3.5-6 times as
 much, the protobuf ones the most: per Pod create, the protobuf body's decode
-about 22 us (3.7 here) and its answer about 37 us (7.4 here), JSON's decode
-13 us (3.3) and its field check 32 us (about 9); judge a change to the
-create path by bench.kubeapi's server CPU per create.
+about 22 us (3.9 here) and its answer about 37 us (7.4 here), JSON's decode
+with its field check about 44 us (12.3 here); judge a change to the create
+path by bench.kubeapi's server CPU per create.
 Prints a table, then as its last line one JSON object of figure ->
 microseconds.
 Usage: python -m bench.proto_codec [--rounds 7] [--quick]
