@@ -227,8 +227,13 @@ def test_readiness_gating(node: Node, admin: GrpcApiClient, e2e_images: E2EImage
 
 def test_oom_killed_reported(node: Node, admin: GrpcApiClient, e2e_images: E2EImages) -> None:
     # dd's 256 MiB block buffer is filled from /dev/zero: far over the 32 MiB
-    # limit. dd is the container's own process (a shell around it would
-    # survive the kill and exit 0, which is reported as OOMKilled exit 0).
+    # limit. dd is the container's own process (`exec`: a shell around it
+    # would survive the kill and exit 0, which is reported as OOMKilled exit
+    # 0). It starts a second after the container does, as a real workload
+    # outgrows its limit: containerd 1.6's shim watches a task's cgroup for
+    # OOM only once the task has started, so a kill within its first
+    # milliseconds is reported as plain "Error" (seen once in make test: no
+    # TaskOOM event in containerd's log, the task dead 40 ms after its start).
     admin.create(
         "Pod",
         pod(
@@ -238,7 +243,11 @@ def test_oom_killed_reported(node: Node, admin: GrpcApiClient, e2e_images: E2EIm
                 {
                     "name": "c",
                     "image": e2e_images.busybox,
-                    "command": ["dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"],
+                    "command": [
+                        "sh",
+                        "-c",
+                        "sleep 1; exec dd if=/dev/zero of=/dev/null bs=256M count=1",
+                    ],
                     "resources": {"limits": {"memory": "32Mi"}},
                 }
             ],
