@@ -10,9 +10,12 @@ bench.apiserver does and measures from client processes:
   warm-up of each (protobuf compiles its codecs at first use), each round
   both modes in two blocks, mirrored (JSON, protobuf, protobuf, JSON; the
   next round the other way round): the paired protobuf/JSON ratio, its
-  spread and how many rounds protobuf was cheaper in; and the gRPC one-object-per-call figure with 10 clients, same
-  machine, same run; then the server's CPU per object read, JSON beside
-  protobuf, in list pages of 500 and single gets of the pods just made;
+  spread, how many rounds protobuf was cheaper in and the sign test's p
+  (bench/paired.py); and the gRPC one-object-per-call figure with 10
+  clients, same machine, same run; then the server's CPU per object read,
+  JSON beside protobuf, in list pages of 500 and single gets of the pods
+  just made. The server's CPU is read to the nanosecond from its threads'
+  counts (bench/server_cpu.py), not in 10 ms clock ticks;
 - watch delivery p50/p99 with 100 REST watchers (time from just before the
   write is sent to the event line arriving at each watcher), and the same
   with 100 gRPC watchers;
@@ -64,7 +67,7 @@ from bench.apiserver import Server, preload_pods, throughput, watch_latency  # n
 from bench.crowd import Crowd, in_threads, p50_p99_ms, paced  # noqa: E402
 from bench.pod_security import add_pod_security_flag, set_pod_security  # noqa: E402
 from bench.rest_client import PROTOBUF, Rest, rest_creates  # noqa: E402
-from bench.server_cpu import cpu_seconds, on_cpu  # noqa: E402
+from bench.server_cpu import CpuMark, on_cpu  # noqa: E402
 from controlplane.api import jsoncodec  # noqa: E402
 from controlplane.api.k8sproto import codec  # noqa: E402
 from controlplane.api.k8sproto import envelope as k8sproto  # noqa: E402
@@ -268,7 +271,8 @@ def creates(
     figures["rest_pb_create_cpu_ratio"] = round(s.ratio, 3)  # protobuf / JSON, paired by round
     figures["rest_pb_create_cpu_ratio_spread"] = round(s.ratio_spread, 3)
     figures["rest_create_rounds"] = rounds
-    figures["rest_pb_create_cheaper_rounds"] = sum(r < 1 for r in s.ratios)
+    figures["rest_pb_create_cheaper_rounds"] = s.b_cheaper_rounds
+    figures["rest_pb_create_sign_p"] = round(s.sign_p, 4)
     print(f"  creates, one pod per call, 10 clients, {rounds} paired rounds of {blocks} blocks "
           f"of {10 * per_block} creates per mode (medians): REST JSON "
           f"{rest_rate:8.1f}/s ({json_ms:.3f} ms server CPU each, spread {s.spread(s.a):.3f})   "
@@ -278,7 +282,7 @@ def creates(
         f"  protobuf / JSON server CPU per create, paired by round: {s.ratio:.3f} "
         f"(spread {s.ratio_spread:.3f}: rounds "
         f"{', '.join(f'{r:.3f}' for r in s.ratios)}); protobuf cheaper in "
-        f"{sum(r < 1 for r in s.ratios)} of {len(s.ratios)} rounds, "
+        f"{s.b_cheaper_rounds} of {len(s.ratios)} rounds (sign test p {s.sign_p:.3f}), "
         f"{'' if s.b_cheaper() else 'not '}by more than the spread",
         flush=True,
     )
@@ -327,10 +331,9 @@ def reads(server: Server, figures: dict[str, float], pages: int = 8, gets: int =
     rest = Rest(str(server.data_dir / "kubeconfig"))
     accepts = {"json": "application/json", "protobuf": f"{PROTOBUF}, application/json"}
     for encoding, prefix in (("json", "rest_"), ("protobuf", "rest_pb_")):  # every page once
-        start, count = cpu_seconds(server), _pages(rest, accepts[encoding])
-        figures[f"{prefix}list_first_cpu_us"] = round(
-            1e6 * (cpu_seconds(server) - start) / count, 1
-        )
+        mark = CpuMark(server.proc.pid)
+        count = _pages(rest, accepts[encoding])
+        figures[f"{prefix}list_first_cpu_us"] = round(1e6 * mark.seconds() / count, 1)
     code, body = rest.request("GET", "/api/v1/namespaces/bench/pods?limit=500")
     assert code == 200, body[:300]
     names = [item["metadata"]["name"] for item in json.loads(body)["items"]]
@@ -340,9 +343,9 @@ def reads(server: Server, figures: dict[str, float], pages: int = 8, gets: int =
         cpu: dict[str, float] = {"json": 0.0, "protobuf": 0.0}
         read: dict[str, int] = {"json": 0, "protobuf": 0}
         for encoding in ("json", "protobuf", "protobuf", "json"):
-            start = cpu_seconds(server)
+            mark = CpuMark(server.proc.pid)
             read[encoding] += sum(_read(rest, path, accepts[encoding])[0] for path in paths)
-            cpu[encoding] += cpu_seconds(server) - start
+            cpu[encoding] += mark.seconds()
         figures[f"rest_{what}_cpu_us"] = round(1e6 * cpu["json"] / read["json"], 1)
         figures[f"rest_pb_{what}_cpu_us"] = round(1e6 * cpu["protobuf"] / read["protobuf"], 1)
     print(f"  reads, server CPU per object (us): list pages of 500 JSON "

@@ -11,11 +11,14 @@ second. A round gives each mode's cost (the server's CPU per operation,
 say: the mean of its blocks) and the paired ratio b/a of that round;
 over the rounds each mode's median and spread (max - min) and the ratio's
 median and spread are reported. A difference is shown when the median
-ratio is away from 1 by more than the ratio's spread.
+ratio is away from 1 by more than the ratio's spread. Beside it, the sign
+test: how likely b would come out cheaper in at least as many rounds if
+neither mode were (each round a coin toss).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +51,17 @@ class Summary:
     @property
     def ratio_spread(self) -> float:
         return self.spread(self.ratios)
+
+    @property
+    def b_cheaper_rounds(self) -> int:
+        return sum(r < 1 for r in self.ratios)
+
+    @property
+    def sign_p(self) -> float:
+        """The one-sided sign test's p: the chance of b cheaper in at least
+        b_cheaper_rounds of the rounds when each round is a coin toss."""
+        n, k = len(self.ratios), self.b_cheaper_rounds
+        return float(sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n)
 
     def b_cheaper(self) -> bool:
         """Whether b costs less than a by more than the paired ratio's spread."""

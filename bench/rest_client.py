@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 from bench.apiserver import Server  # noqa: E402
 from bench.crowd import Crowd, in_threads, ops_per_second, shares  # noqa: E402
 from bench.pod_security import pod  # noqa: E402
-from bench.server_cpu import cpu_seconds  # noqa: E402
+from bench.server_cpu import CpuMark  # noqa: E402
 from controlplane.api.k8sproto import envelope as k8sproto  # noqa: E402
 
 
@@ -139,8 +139,8 @@ def rest_creates(
          for i, n in enumerate(shares(clients))],
     )  # fmt: skip
     crowd.start(settle=0.5)
-    start = cpu_seconds(server) if server is not None else 0.0
+    mark = CpuMark(server.proc.pid) if server is not None else None
     results = crowd.results(600)
-    if server is not None and cpu is not None:
-        cpu.append(cpu_seconds(server) - start)
+    if mark is not None and cpu is not None:
+        cpu.append(mark.seconds())
     return ops_per_second(results)

@@ -41,3 +41,11 @@ def test_cheaper_only_by_more_than_the_spread() -> None:
     assert Summary([2.0, 2.0, 2.0], [1.8, 1.82, 1.78]).b_cheaper()  # 0.9, spread 0.02
     assert not Summary([2.0, 2.0, 2.0], [1.8, 2.1, 1.9]).b_cheaper()  # 0.95, spread 0.15
     assert not Summary([2.0, 2.0], [2.2, 2.2]).b_cheaper()  # dearer
+
+
+def test_sign_test_counts_the_rounds_b_was_cheaper_in() -> None:
+    every = Summary([2.0] * 8, [1.9] * 8)
+    assert every.b_cheaper_rounds == 8 and every.sign_p == 1 / 256
+    seven = Summary([2.0] * 8, [1.9] * 7 + [2.1])
+    assert seven.b_cheaper_rounds == 7 and seven.sign_p == 9 / 256
+    assert Summary([2.0] * 4, [2.1] * 4).sign_p == 1.0  # never cheaper: certain by chance
