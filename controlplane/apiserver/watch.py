@@ -142,7 +142,11 @@ class Watcher:
         self.prefix = list_prefix(info, namespace)
         self.after = after
         self.allow_bookmarks = allow_bookmarks
-        self._queue: queue.Queue[WatchItem] = queue.Queue(max_queue)
+        # A C queue: the broadcaster puts every event for every watcher, and
+        # queue.Queue's put (a Python condition's notify) was a few per cent
+        # of a busy server's CPU. Its bound is kept here (0: none).
+        self.max_queue = max_queue
+        self._queue: queue.SimpleQueue[WatchItem] = queue.SimpleQueue()
         self.backlog: list[WatchItem] = []
         self.stopped = False
         self.dropped = False
@@ -162,16 +166,16 @@ class Watcher:
 
     def _deliver(self, item: WatchItem) -> None:
         """The item queued (a subclass delivers it its own way)."""
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
+        if 0 < self.max_queue <= self._queue.qsize():
             self.dropped = True
             self.stopped = True
             log.warning(
                 "dropping a watcher of %s that fell %d events behind", self.info.plural,
-                self._queue.maxsize,
+                self.max_queue,
             )  # fmt: skip
             self._wake()
+        else:
+            self._queue.put_nowait(item)
 
     def translate(self, dispatch: _Dispatch) -> WatchItem | None:
         event = dispatch.event
@@ -196,10 +200,7 @@ class Watcher:
         return None
 
     def _wake(self) -> None:
-        try:
-            self._queue.put_nowait(_CLOSED)
-        except queue.Full:
-            pass
+        self._queue.put_nowait(_CLOSED)
 
     def stop(self) -> None:
         if not self.stopped:

@@ -31,7 +31,6 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +77,34 @@ CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 
 
 class _Request:
-    __slots__ = ("future", "op")
+    """One op for the writer, and its outcome once durable. The asker blocks
+    on a lock the writer releases when the outcome is in: C each way, where
+    a concurrent.futures.Future notifies a Python condition (a few per cent
+    of a busy server's CPU, one per write)."""
+
+    __slots__ = ("_done", "_error", "_result", "op")
 
     def __init__(self, op: Op) -> None:
         self.op = op
-        self.future: Future[Any] = Future()
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._done = threading.Lock()
+        self._done.acquire()
+
+    def set_result(self, result: Any) -> None:
+        self._result = result
+        self._done.release()
+
+    def set_exception(self, err: BaseException) -> None:
+        self._error = err
+        self._done.release()
+
+    def result(self) -> Any:
+        """The outcome, once the writer has set it (an exception raised)."""
+        self._done.acquire()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 class _SqliteWatch:
@@ -222,7 +244,7 @@ class SqliteStore:
             raise StoreUnavailable("store is closed")
         request = _Request(op)
         self._queue.put(request)
-        return request.future.result()
+        return request.result()
 
     def _submit(self, op: Op) -> int:
         return int(self._ask(op))
@@ -295,7 +317,7 @@ class SqliteStore:
             except sqlite3.Error:
                 pass
             for request in batch:
-                request.future.set_exception(StoreUnavailable(f"write not durable: {err}"))
+                request.set_exception(StoreUnavailable(f"write not durable: {err}"))
             return
         self._rev = rev
         self._compacted = compacted
@@ -311,9 +333,9 @@ class SqliteStore:
             self._checkpoint_wanted.set()
         for request, outcome in zip(batch, results, strict=True):
             if isinstance(outcome, BaseException):
-                request.future.set_exception(outcome)
+                request.set_exception(outcome)
             else:
-                request.future.set_result(outcome)
+                request.set_result(outcome)
         with self._watch_lock:
             self._published = rev
             for watch in self._watches:
@@ -345,7 +367,7 @@ class SqliteStore:
         return results
 
     def _submit_many(self, each: list[Op]) -> list[int | StorageError]:
-        """Independent ops as one request: one future, one place in one commit."""
+        """Independent ops as one request: one outcome, one place in one commit."""
 
         def many(cur: sqlite3.Cursor, rev: int) -> tuple[list[int | StorageError], list[Event]]:
             results: list[int | StorageError] = []
@@ -547,7 +569,7 @@ class SqliteStore:
             except queue.Empty:
                 break
             if left is not None:
-                left.future.set_exception(StoreUnavailable("store is closed"))
+                left.set_exception(StoreUnavailable("store is closed"))
         with self._watch_lock:
             watches = list(self._watches)
         for watch in watches:

@@ -26,6 +26,7 @@ import asyncio
 import collections
 import logging
 import random
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -92,7 +93,7 @@ class AsyncWatcher(Watcher):
         super().__init__(*args)
         self._feed = feed
         self._items: collections.deque[WatchItem] = collections.deque()
-        self._limit = self._queue.maxsize
+        self._limit = self.max_queue if self.max_queue > 0 else sys.maxsize
         self._waiter: asyncio.Future[bool] | None = None
         # Set by the stream while it waits idle: writes what was taken at once,
         # False when it cannot (the waiting task then takes over).
