@@ -9,6 +9,7 @@ import threading
 import time
 
 from bench.server_cpu import TICK, CpuMark, thread_times
+from tests.harness.wait import wait_for
 
 
 def _spin(seconds: float) -> None:
@@ -49,6 +50,10 @@ def test_a_thread_that_ended_leaves_the_ticks() -> None:
     go.set()
     assert done.wait(10)
     worker.join(10)
+    # join() returns before the kernel has reaped the thread: until then its
+    # count is still there to read (and right).
+    wait_for(lambda: not os.path.exists(f"/proc/self/task/{worker.native_id}"), timeout=10,
+             message="the thread gone from /proc")  # fmt: skip
     seconds = mark.seconds()
     # The ended thread's 50 ms are gone from the threads' counts, kept in
     # the process's ticks: a whole number of them.
