@@ -272,12 +272,29 @@ def run_component(prog: str, kubeconfig: str, start: Start, field_manager: str =
         stop.wait_in_main()
         # The component's own threads finish their last writes (a Lease
         # released) before the connection goes.
-        deadline = time.monotonic() + STOP_GRACE
-        for thread in set(threading.enumerate()) - before:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        join_threads_since(before, time.monotonic() + STOP_GRACE)
     finally:
         client.close()
     return 0
+
+
+def join_threads_since(before: set[threading.Thread], deadline: float) -> None:
+    """Join the threads started since `before` was taken, until none is left
+    or `deadline` (time.monotonic()) passes. threading.enumerate() also lists
+    a thread still being started, which join() refuses (RuntimeError): one
+    started as the stop came (a new leader's) is joined once running, in the
+    next pass; a thread a joined one started is found the same way."""
+    me = threading.current_thread()
+    while time.monotonic() < deadline:
+        running = [t for t in threading.enumerate() if t not in before and t is not me]
+        alive = [t for t in running if t.is_alive()]
+        if not alive:
+            if not running:
+                return
+            time.sleep(0.001)  # a thread between start() and running: a moment
+            continue
+        for thread in alive:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def watch_lifeline(
