@@ -166,8 +166,12 @@ class ControllerManager:
 
     # ---- lifecycle -------------------------------------------------------------
 
-    def start_controllers(self, sync_timeout: float = 30.0) -> None:
-        """Init every enabled controller, start informers, wait for caches, start workers."""
+    def start_controllers(
+        self, sync_timeout: float = 30.0, lost: threading.Event | None = None
+    ) -> None:
+        """Init every enabled controller, start informers, wait for caches, start
+        workers; not the workers once `lost` is set (leadership ended, or the
+        manager stopped, while the caches synced): the informers stop again."""
         informers = SharedInformerFactory(
             self.client, resync_period=self.config.resync_period, clock=self.clock
         )
@@ -191,19 +195,27 @@ class ControllerManager:
             log.warning("informer caches did not sync within %.0fs; starting anyway", sync_timeout)
         # Published before the workers start: whatever a worker writes (pods
         # of a ReplicaSet) may be seen by someone who then reads our metrics.
+        # Under the lock stop_controllers swaps them out with: a term that
+        # ended before (on_stopped_leading found nothing to stop) starts none.
         with self._lock:
-            self.context = ctx
-            self.controllers = started
-        for ctrl in started.values():
-            ctrl.run()
-        self._running.set()
+            ended = lost is not None and lost.is_set()
+            if not ended:
+                self.context = ctx
+                self.controllers = started
+                for ctrl in started.values():
+                    ctrl.run()
+                self._running.set()
+        if ended:
+            informers.shutdown(2.0)
+            log.info("leadership ended while the controllers started: not started")
+            return
         log.info("controllers started: %s", ", ".join(sorted(started)))
 
     def stop_controllers(self) -> None:
         with self._lock:
             ctrls, self.controllers = self.controllers, {}
             ctx, self.context = self.context, None
-        self._running.clear()
+            self._running.clear()
         if ctx is not None:
             ctx.informers.shutdown(2.0)
         for ctrl in ctrls.values():
@@ -229,7 +241,7 @@ class ControllerManager:
         )
 
         def lead(lost: threading.Event) -> None:
-            self.start_controllers()
+            self.start_controllers(lost=lost)
             lost.wait()
 
         self._elector = LeaderElector(

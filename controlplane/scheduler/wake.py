@@ -31,7 +31,9 @@ def wait_for_work(
 ) -> bool:
     """Start `factory`'s informers (those for `kinds` and any made before) and
     block until an object of one of `kinds` exists (True) or `stop` is set
-    (False), calling `meanwhile()` every STOP_POLL seconds until then."""
+    (False, the informers stopped again: nothing else will use them, and a
+    component's stop waits for their threads), calling `meanwhile()` every
+    STOP_POLL seconds until then."""
     woken = threading.Event()
 
     def seen(obj: Object) -> None:
@@ -45,6 +47,7 @@ def wait_for_work(
     try:
         while not woken.wait(STOP_POLL):
             if stop.is_set():
+                factory.shutdown()
                 return False
             if meanwhile is not None:
                 meanwhile()

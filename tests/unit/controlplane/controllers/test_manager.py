@@ -164,3 +164,26 @@ def test_component_entry_point_and_flags():
     wait_for(lambda: len(client.objects("Pod")) == 2)
     stop.set()
     wait_for(lambda: not any(t.name == "controller-manager" for t in threading.enumerate()))
+
+
+def test_a_term_that_ends_while_the_controllers_start_starts_none():
+    # A stop as the manager becomes leader: on_stopped_leading ran before the
+    # controllers were published and found none to stop. They started after
+    # it and ran until the process's connection closed (its stop waited out
+    # the whole grace for their threads).
+    client = FakeApiClient()
+    m = ControllerManager(client, ManagerConfig(controllers=("replicaset",)))
+    lost = threading.Event()
+    lost.set()
+    m.start_controllers(5, lost=lost)
+    assert not m.controllers and m.context is None
+    assert not m.wait_running(0)
+    assert client.open_watches("ReplicaSet") == 0 and client.open_watches("Pod") == 0
+    # The same manager's next term starts them.
+    m.start_controllers(5, lost=threading.Event())
+    try:
+        assert set(m.controllers) == {"replicaset"} and m.wait_running(0)
+        client.create("ReplicaSet", replicaset(replicas=1))
+        wait_for(lambda: len(client.objects("Pod")) == 1)
+    finally:
+        m.stop_controllers()

@@ -73,6 +73,10 @@ def test_stop_ends_the_wait() -> None:
         w.stop.set()
         w.thread.join(5)
         assert w.answer is False
+        # Its informers stopped with it: a component's stop waited out its
+        # whole grace for their threads when a scheduler was stopped idle.
+        assert client.open_watches("Pod") == 0
+        assert all(i.reflector.stopped() for i in w.factory.informers())
 
 
 def test_idle_status_is_what_a_session_writes_of_an_empty_queue() -> None:
