@@ -27,12 +27,6 @@ T = TypeVar("T")
 TICK = 1.0 / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(server: Server) -> float:
-    """The control plane's CPU time so far (user + system), in clock ticks."""
-    times = server.ps.cpu_times()
-    return float(times.user + times.system)
-
-
 def thread_times(pid: int) -> dict[int, int]:
     """Each live thread's time on a CPU so far, in nanoseconds, by thread id
     (none when the kernel keeps no schedstat)."""
