@@ -508,13 +508,20 @@ class ApiServer:
 
     def stop(self, grace: float = 2.0) -> None:
         # Watch streams end first (cleanly: clients re-watch elsewhere or later),
-        # then in-flight unary calls get `grace` seconds.
+        # then in-flight unary calls get `grace` seconds. The REST front stops
+        # after the gRPC server: it relays gRPC connections, and the GOAWAY the
+        # gRPC server sends each must reach its client, which then hangs up;
+        # gRPC's shutdown waits for every connection to close, so with the
+        # relays gone first it waited out all of `grace` for any client still
+        # connected.
         self.broadcaster.stop()
+        if self._server is not None:
+            self._server.stop(grace)
+            self._server.wait_for_termination(grace + 1)
+            self._server = None
         if self.rest is not None:
             self.rest.stop()
             self.rest = None
-        if self._server is not None:
-            self._server.stop(grace)
         self.cleaner.stop()
         self.apf.stop()
         if self.aggregator is not None:
@@ -522,9 +529,6 @@ class ApiServer:
         self.metrics_api.stop()
         self.node_credentials.stop()
         self.webhook_client.close()
-        if self._server is not None:
-            self._server.wait_for_termination(grace + 1)
-            self._server = None
         if self._socket_dir:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = ""

@@ -8,6 +8,7 @@ stopped under the in-process components and their Leases stayed held.
 
 from __future__ import annotations
 
+import re
 import signal
 from pathlib import Path
 
@@ -59,5 +60,24 @@ def test_sigterm_releases_the_components_leases(tmp_path: Path, mode: str) -> No
                         f"{cp.log_path.read_text()[-12000:]}", pytrace=False)  # fmt: skip
         for name, spec in released.items():
             assert spec.get("leaseDurationSeconds") == 1, (name, spec)
+    finally:
+        cp.close()
+
+
+def test_sigterm_does_not_wait_out_the_grace_for_connected_clients(tmp_path: Path) -> None:
+    """A gRPC client still connected (an agent, a component's channel) hangs
+    up when the server's GOAWAY reaches it through the API port's relay, so
+    the API server stops at once. Before, the relays were closed first, the
+    GOAWAY never arrived, and gRPC's shutdown waited out its 2 s grace for
+    the connection on every stop."""
+    cp = ControlPlane(tmp_path / "cp", [], components=False)
+    try:
+        cp.start()
+        cp.client().whoami()  # connected, idle, left open through the stop
+        assert cp.stop(signal.SIGTERM) == 0
+        log = cp.log_path.read_text()
+        found = re.search(r"API server stopped in ([0-9.]+)s", log)
+        assert found is not None, log[-4000:]
+        assert float(found.group(1)) < 1.0, found.group(0)
     finally:
         cp.close()
