@@ -18,7 +18,12 @@ from controlplane.api import jsoncodec
 from controlplane.apiserver.codec import Stored, decode
 from controlplane.apiserver.rest import body, fields, intake, lists
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.respond import converted_response, document_response, json_response
+from controlplane.apiserver.rest.respond import (
+    converted_response,
+    document_response,
+    json_response,
+    negotiate,
+)
 from controlplane.apiserver.rest.status import BadRequest, success
 from controlplane.client.errors import NotFound
 from controlplane.client.interface import DeleteOptions
@@ -62,6 +67,7 @@ async def get(call: Call) -> web.StreamResponse:
 async def create(call: Call) -> web.StreamResponse:
     t = call.target
     doc = await intake.document(call, "create")
+    negotiate(call)
     write = fields.Write(call)
     obj = await stored_object(call, doc)
     dry_run = call.dry_run()
@@ -82,6 +88,7 @@ async def create(call: Call) -> web.StreamResponse:
 async def update(call: Call) -> web.StreamResponse:
     t = call.target
     doc = await intake.document(call, intake.write_verb(call, "update"))
+    negotiate(call)
     obj = await stored_object(call, doc)
     meta = obj.setdefault("metadata", {})
     if not isinstance(meta, dict):
@@ -161,6 +168,7 @@ RETURN_DELETED = frozenset(("Pod", "ServiceAccount", "StorageClass"))
 async def delete(call: Call) -> web.StreamResponse:
     t = call.target
     options, dry_run = await delete_options(call, "delete")
+    negotiate(call)
     stored = await call.server.run(
         call.registry.delete, t.info.key, t.name, call.namespace, options, call.who, dry_run,
         t.info.key in RETURN_DELETED,

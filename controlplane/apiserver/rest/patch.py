@@ -20,7 +20,7 @@ from controlplane.api import crd, json_patch, pruning, restore, server_side_appl
 from controlplane.api.merge_patch import merge_patch
 from controlplane.apiserver.rest import body, fields, intake, queryparams
 from controlplane.apiserver.rest.context import Call
-from controlplane.apiserver.rest.respond import converted_response
+from controlplane.apiserver.rest.respond import converted_response, negotiate
 from controlplane.apiserver.rest.status import (
     BadRequest,
     RequestEntityTooLarge,
@@ -141,6 +141,7 @@ async def patch(call: Call) -> web.StreamResponse:
     if media not in PATCH_TYPES:
         builder(call, media, None)  # raises the 415
     doc = await intake.document(call, intake.write_verb(call, "patch"), media)
+    negotiate(call)
     build = builder(call, media, doc)
     write = fields.Write(call)
     if media == APPLY:

@@ -54,6 +54,14 @@ def wants_protobuf(call: Call, api_version: str, kind: str) -> bool:
     return negotiation.choose(accept(call), ok) == negotiation.PROTOBUF
 
 
+def negotiate(call: Call) -> None:
+    """406 unless the client accepts a serialization of the target's kind. A
+    write handler asks before it writes, as kube-apiserver's handlers
+    negotiate their output first: a 406 stores nothing."""
+    t = call.target
+    wants_protobuf(call, t.group_version, t.info.kind)
+
+
 def object_response(
     call: Call,
     stored: Stored,

@@ -80,6 +80,32 @@ def test_accept_picks_by_q_value_then_order(api: Api) -> None:
     assert api.call("GET", f"{CMS}/c", accept="text/html").status == 406
 
 
+def test_writes_answer_as_accepted_and_a_406_writes_nothing(api: Api) -> None:
+    """The answer's serialization is negotiated before the write, as
+    kube-apiserver's handlers do: nothing acceptable is a 406 and nothing
+    written (this server wrote, then answered 406)."""
+    refused = api.call("POST", CMS, envelope.encode(configmap("no")), PROTOBUF, "text/html")
+    assert refused.status == 406, refused.body
+    assert api.call("GET", f"{CMS}/no").status == 404
+    assert api.call("POST", CMS, configmap("no"), accept="text/html").status == 406  # JSON alike
+    assert api.call("GET", f"{CMS}/no").status == 404
+    # an update and a patch alike: refused, the object as it was
+    before = api.call("POST", CMS, configmap("kept")).json()
+    changed = {**before, "data": {"k": "changed"}}
+    assert api.call("PUT", f"{CMS}/kept", changed, accept="text/html").status == 406
+    patch = api.call("PATCH", f"{CMS}/kept", {"data": {"k": "patched"}},
+                     "application/merge-patch+json", "text/html")  # fmt: skip
+    assert patch.status == 406
+    assert api.call("DELETE", f"{CMS}/kept", accept="text/html").status == 406
+    assert api.call("GET", f"{CMS}/kept").json() == before
+    as_json = api.call("POST", CMS, envelope.encode(configmap("js")), PROTOBUF, "application/json")
+    assert as_json.status == 201 and as_json.headers["Content-Type"].startswith("application/json")
+    assert as_json.json()["binaryData"] == {"b": "AAE="}
+    dry = api.call("POST", f"{CMS}?dryRun=All", envelope.encode(configmap("dry")), PROTOBUF, BOTH)
+    assert dry.status == 201 and envelope.decode(dry.body)["metadata"]["name"] == "dry"
+    assert api.call("GET", f"{CMS}/dry").status == 404
+
+
 def test_updates_lists_and_errors(api: Api) -> None:
     for name in ("a", "b"):
         assert api.call("POST", CMS, envelope.encode(configmap(name)), PROTOBUF, BOTH).status == 201
