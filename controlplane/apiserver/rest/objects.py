@@ -181,6 +181,7 @@ async def delete(call: Call) -> web.StreamResponse:
 async def delete_collection(call: Call) -> web.StreamResponse:
     t = call.target
     options, dry_run = await delete_options(call)
+    negotiate(call, "v1", "Status")
     label = call.query("labelSelector")
     field = call.query("fieldSelector")
 

@@ -54,12 +54,13 @@ def wants_protobuf(call: Call, api_version: str, kind: str) -> bool:
     return negotiation.choose(accept(call), ok) == negotiation.PROTOBUF
 
 
-def negotiate(call: Call) -> None:
-    """406 unless the client accepts a serialization of the target's kind. A
-    write handler asks before it writes, as kube-apiserver's handlers
-    negotiate their output first: a 406 stores nothing."""
+def negotiate(call: Call, api_version: str = "", kind: str = "") -> None:
+    """406 unless the client accepts a serialization of the answer (the
+    target's kind, or `api_version` and `kind`: a Scale, a Status). A write
+    handler asks before it writes, as kube-apiserver's handlers negotiate
+    their output first: a 406 stores nothing."""
     t = call.target
-    wants_protobuf(call, t.group_version, t.info.kind)
+    wants_protobuf(call, api_version or t.group_version, kind or t.info.kind)
 
 
 def object_response(

@@ -24,7 +24,7 @@ from controlplane.apiserver.rest import body, fields, intake
 from controlplane.apiserver.rest.context import Call
 from controlplane.apiserver.rest.objects import parse_delete_options
 from controlplane.apiserver.rest.patch import PATCH_TYPES, builder
-from controlplane.apiserver.rest.respond import document_response
+from controlplane.apiserver.rest.respond import document_response, negotiate
 from controlplane.apiserver.rest.status import BadRequest, MethodNotAllowed, success
 from controlplane.apiserver.subresources import PodBinding
 from controlplane.client.errors import ApiError, Invalid, NotFound
@@ -86,6 +86,7 @@ async def scale(call: Call) -> web.StreamResponse:
         replicas = _replicas(builder(call, media, doc)(current))
     else:
         raise MethodNotAllowed(f"{method} is not allowed on {t.info.plural}/scale")
+    negotiate(call, "autoscaling/v1", "Scale")
     dry_run = call.dry_run()
     if custom:
         result = await call.server.run(_custom_rescale, call, replicas, dry_run)
@@ -102,6 +103,7 @@ async def binding(call: Call) -> web.StreamResponse:
     metadata.name (Kubernetes' BindingREST serves both)."""
     t = call.target
     doc = body.as_object(await intake.document(call, api_version="v1", kind="Binding"))
+    negotiate(call, "v1", "Status")
     target = doc.get("target") or {}
     meta = doc.get("metadata") or {}
     if not isinstance(target, dict) or not isinstance(meta, dict):
@@ -130,6 +132,7 @@ async def binding(call: Call) -> web.StreamResponse:
 async def eviction(call: Call) -> web.StreamResponse:
     t = call.target
     doc = body.as_object(await intake.document(call, api_version="policy/v1", kind="Eviction"))
+    negotiate(call, "v1", "Status")
     opts = doc.get("deleteOptions") or {}
     if not isinstance(opts, dict):
         raise BadRequest("deleteOptions: must be an object")
@@ -146,6 +149,7 @@ async def token_request(call: Call) -> web.StreamResponse:
     doc = body.as_object(
         await intake.document(call, api_version="authentication.k8s.io/v1", kind="TokenRequest")
     )
+    negotiate(call, "authentication.k8s.io/v1", "TokenRequest")
     meta = doc.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise BadRequest("metadata: must be an object")

@@ -97,7 +97,14 @@ def test_writes_answer_as_accepted_and_a_406_writes_nothing(api: Api) -> None:
                      "application/merge-patch+json", "text/html")  # fmt: skip
     assert patch.status == 406
     assert api.call("DELETE", f"{CMS}/kept", accept="text/html").status == 406
+    assert api.call("DELETE", CMS, accept="text/html").status == 406  # deletecollection
     assert api.call("GET", f"{CMS}/kept").json() == before
+    # a subresource's answer alike (a Scale)
+    assert api.call("POST", DEPLOY, deployment("d")).status == 201
+    scale = api.call("GET", f"{DEPLOY}/d/scale").json()
+    more = {**scale, "spec": {"replicas": 3}}
+    assert api.call("PUT", f"{DEPLOY}/d/scale", more, accept="text/html").status == 406
+    assert api.call("GET", f"{DEPLOY}/d").json()["spec"]["replicas"] == 0
     as_json = api.call("POST", CMS, envelope.encode(configmap("js")), PROTOBUF, "application/json")
     assert as_json.status == 201 and as_json.headers["Content-Type"].startswith("application/json")
     assert as_json.json()["binaryData"] == {"b": "AAE="}
