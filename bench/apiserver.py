@@ -110,7 +110,11 @@ class Server:
             cwd=REPO, stdout=log, stderr=log,
         )  # fmt: skip
         log.close()
-        wait_for(self._ready, timeout=60, message="skiff controlplane")
+        try:
+            wait_for(self._ready, timeout=60, message="skiff controlplane")
+        except BaseException:  # never ready: a caller whose Server() raised has nothing to stop
+            stop_process(self.proc, timeout=30)
+            raise
         self.ps = psutil.Process(self.proc.pid)
 
     @property
