@@ -79,9 +79,10 @@ def test_the_node_renews_its_serving_certificate(cp: ControlPlane, tmp_path: Pat
     stop = threading.Event()
     try:
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}}
-        made = api.create("Node", node)
-        made["status"] = {"addresses": ADDRESSES}
-        api.update_status("Node", made)
+        api.create("Node", node)
+        # A patch, as the agent writes its status: the node lifecycle controller
+        # may have written the new Node already (an update would conflict).
+        api.patch("Node", NODE, {"status": {"addresses": ADDRESSES}}, subresource="status")
         manager = ServingCertificateManager(api, NODE, root, lambda: ADDRESSES, stop, 3600,
                                             issue_timeout=60)  # fmt: skip
 
