@@ -67,6 +67,7 @@ from controlplane.main_flags import build_parser as build_parser  # `skiff contr
 from controlplane.storage.interface import CorruptStore, Store, StoreUnavailable
 from controlplane.supervisor import Supervisor
 from machinery.atomicfile import write_private
+from machinery.onecpu import OneCpu
 from machinery.signals import StopSignals
 
 log = logging.getLogger("skiff.controlplane")
@@ -459,16 +460,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     stop = StopSignals()  # before start: a signal while starting is kept
+    # Before start: every thread started from here on inherits the one CPU.
+    cpu = OneCpu()
+    if args.one_cpu:
+        cpu.start()
     try:
-        running = start(args)
-    except StartError as err:
-        print(f"skiff controlplane: {err}", file=sys.stderr)
-        return 1
-    print(f"skiff controlplane: serving on {running.address}", file=sys.stderr, flush=True)
-    stop.wait_in_main()
-    log.info("signal %s: shutting down", stop.signum)
-    running.stop()
-    return 0
+        try:
+            running = start(args)
+        except StartError as err:
+            print(f"skiff controlplane: {err}", file=sys.stderr)
+            return 1
+        print(f"skiff controlplane: serving on {running.address}", file=sys.stderr, flush=True)
+        stop.wait_in_main()
+        log.info("signal %s: shutting down", stop.signum)
+        running.stop()
+        return 0
+    finally:
+        cpu.stop()
 
 
 if __name__ == "__main__":

@@ -125,6 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
         "process may run on 2 CPUs or more, else threads",
     )
     p.add_argument(
+        "--one-cpu",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep this process's threads on one CPU at a time (the one with the least other "
+        "work, re-chosen every second; children started with every CPU): they share one GIL, "
+        "and handing it between CPUs cost the API server a third of its CPU; --no-one-cpu: "
+        "the kernel spreads them; nothing to do where this process may use one CPU (skiff up, "
+        "whose process also runs the agent, never pins)",
+    )
+    p.add_argument(
         "--audit-log-path", default="", help="write an audit log (JSON lines) here; off when empty"
     )
     p.add_argument(

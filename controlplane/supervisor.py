@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from controlplane.client.component import LIFELINE_ENV
+from machinery import onecpu
 
 log = logging.getLogger("skiff.controlplane.supervisor")
 
@@ -136,14 +137,15 @@ class Supervisor:
         env = dict(os.environ)
         env.update(child.spec.env)
         env[LIFELINE_ENV] = str(self._lifeline_r)
-        proc = subprocess.Popen(
-            list(child.spec.argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            pass_fds=(self._lifeline_r,),
-        )
+        with onecpu.spawning():  # the child gets every CPU we had, not our one
+            proc = subprocess.Popen(
+                list(child.spec.argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                pass_fds=(self._lifeline_r,),
+            )
         child.proc = proc
         child.starts += 1
         log.info("component=%s pid=%d started", child.spec.name, proc.pid)

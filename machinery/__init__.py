@@ -21,6 +21,9 @@ none of them owns.
   long-lived process; `certrequest` makes a key and signing request so.
 - `wakeloop`: a loop on a background thread that a wake-up runs early and
   stop ends (the API server's aggregator and metrics collector).
+- `onecpu`: a process's threads kept on one CPU at a time (they share one
+  GIL; handing it between CPUs cost `skiff controlplane` a third of its
+  CPU), and children started with the CPUs it had.
 - `serverthread`: a socket server on a daemon thread of its own (the
   /metrics server and the components' secure port).
 - `streaming`: the Kubernetes streaming wire protocols (SPDY/3.1, WebSocket,
