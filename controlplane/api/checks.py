@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from typing import Any
 
 from controlplane.api.dnsnames import is_dns_label, is_dns_subdomain
@@ -110,6 +111,22 @@ def is_qualified_name(value: str) -> bool:
     if slash and not is_dns_subdomain(prefix):
         return False
     return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
+
+
+# The keys (and label values) of one kind's objects are a few strings written
+# again and again (a template's pods carry the same ones): each is checked once.
+# Only strings short enough to be valid are kept (the cache's size is its count).
+_MAX_KEY = 253 + 1 + 63  # prefix, '/', name
+_known_key = lru_cache(maxsize=4096)(is_qualified_name)
+_known_label_value = lru_cache(maxsize=4096)(_LABEL_VALUE.match)
+
+
+def _qualified_key(key: str) -> bool:
+    return len(key) <= _MAX_KEY and _known_key(key)
+
+
+def _label_value_ok(label: str) -> bool:
+    return len(label) <= 63 and _known_label_value(label) is not None
 
 
 DNS_LABEL_MESSAGE = (
@@ -229,13 +246,15 @@ def label_map(e: Errors, path: str, value: Any) -> None:
     if not mapping(e, path, value):
         return
     for key, label in value.items():
-        if not is_qualified_name(str(key)):
+        if not _qualified_key(str(key)):
             e.invalid(path, key, QUALIFIED_NAME_MESSAGE)
         if not isinstance(label, str):
             e.invalid(path, label, "a label value must be a string")
+        elif _label_value_ok(label):
+            continue
         elif len(label) > 63:
             e.invalid(path, label, "must be no more than 63 characters")
-        elif not _LABEL_VALUE.match(label):
+        else:
             e.invalid(path, label, LABEL_VALUE_MESSAGE)
 
 
@@ -244,7 +263,7 @@ def annotation_map(e: Errors, path: str, value: Any) -> None:
         return
     total = 0
     for key, text in value.items():
-        if not is_qualified_name(str(key).lower()):
+        if not _qualified_key(str(key).lower()):
             e.invalid(path, key, QUALIFIED_NAME_MESSAGE)
         if not isinstance(text, str):
             e.invalid(f"{path}.{key}", text, "annotation values must be strings")
