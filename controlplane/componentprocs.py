@@ -22,6 +22,7 @@ from controlplane.apiserver.rbaccomponents import (
 from controlplane.client.component import SOCKET_ENV
 from controlplane.client.secureserving import SecureServingOptions
 from controlplane.supervisor import ProcessSpec
+from machinery import onecpu
 
 # How each component runs as a process: `python -m MODULE --kubeconfig FILE`.
 PROCESS_MODULES: dict[str, tuple[str, ComponentIdentity]] = {
@@ -94,7 +95,7 @@ def use_processes(flag: bool | None) -> bool:
     CPUs or more: on one, processes bring no parallelism, only their memory."""
     if flag is not None:
         return flag
-    return len(os.sched_getaffinity(0)) >= 2
+    return len(onecpu.usable()) >= 2  # not this thread's one CPU under --one-cpu
 
 
 def check_components(names: list[str], args: argparse.Namespace) -> None:

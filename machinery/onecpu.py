@@ -20,7 +20,9 @@ inside `spawning()`, which gives that thread (only) the process's former
 CPUs meanwhile. `stop` gives every thread those CPUs back.
 
 One per process (affinity is the process's): `start` registers it for
-`spawning`, which does nothing when no OneCpu runs.
+`spawning`, which does nothing when no OneCpu runs, and for `usable`, the
+CPUs the process may use (what a decision on how much parallelism to use
+asks, not a pinned thread's affinity).
 """
 
 from __future__ import annotations
@@ -230,6 +232,13 @@ class OneCpu:
                 if self.cpu is not None:
                     os.sched_setaffinity(0, {self.cpu})
                     self._pinned.add(tid)
+
+
+def usable() -> frozenset[int]:
+    """The CPUs this process may use: those it had before a running OneCpu
+    pinned its threads (a thread's own affinity says one CPU then)."""
+    running = _running
+    return running.allowed if running is not None else frozenset(os.sched_getaffinity(0))
 
 
 @contextlib.contextmanager

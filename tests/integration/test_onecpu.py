@@ -39,6 +39,7 @@ report = {"before": sorted(os.sched_getaffinity(0))}
 cpu = onecpu.OneCpu(interval=3600)
 report["started"] = cpu.start()
 report["cpu"] = cpu.cpu
+report["usable"] = sorted(onecpu.usable())
 go, done = threading.Event(), threading.Event()
 later = threading.Thread(target=lambda: (go.set(), done.wait()))
 later.start()
@@ -88,6 +89,8 @@ def test_threads_are_kept_on_one_cpu_and_children_started_in_spawning_get_every_
     # A child inherits its starting thread's CPUs: every CPU from spawning(), one without.
     assert r["child_spawning"] == before
     assert r["child_plain"] == [cpu]
+    # What the process may use is still every CPU (component processes are chosen by it).
+    assert r["usable"] == before
     # The thread that started the child is pinned again afterwards.
     assert all(allowed == [cpu] for allowed in r["after_spawning"].values())
 

@@ -32,8 +32,10 @@ def affinities(pid: int) -> dict[int, list[int]]:
 
 
 def test_the_control_plane_runs_on_one_cpu_and_its_components_on_every_cpu(tmp_path: Path) -> None:
+    """The defaults: on two CPUs or more, component processes and --one-cpu (the
+    choice of processes counts the CPUs the process may use, not its one)."""
     everything = sorted(os.sched_getaffinity(0))  # what the control plane inherits
-    cp = ControlPlane(tmp_path / "cp", ["--component-processes"], components=True)
+    cp = ControlPlane(tmp_path / "cp", [], components=True)
     try:
         cp.start()
         assert cp.proc is not None
