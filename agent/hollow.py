@@ -85,6 +85,10 @@ class HollowStats:
     pods_finished: int = 0
     status_errors: int = 0
     max_lease_gap: float = 0.0  # longest time between two renewals of one node
+    # Clock time this process's Pod informer last saw a pod bound (added with
+    # a node, or updated from none to one): when "every pod bound" happened,
+    # not when a poll next looked.
+    last_bound_at: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, name: str, n: int = 1) -> None:
@@ -329,6 +333,11 @@ class HollowNodes:
             node.counter += 1
             return str(ipaddress.IPv4Address("100.64.0.0") + node.base + node.counter % 4096)
 
+    def _on_pod_add(self, pod: Object) -> None:
+        if (pod.get("spec") or {}).get("nodeName"):
+            self.stats.last_bound_at = self.clock()
+        self._on_pod(pod)
+
     def _on_pod(self, pod: Object) -> None:
         node = self.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
         if node is None:
@@ -397,6 +406,8 @@ class HollowNodes:
         self._on_node(new)
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
+        if (new.get("spec") or {}).get("nodeName") and not (old.get("spec") or {}).get("nodeName"):
+            self.stats.last_bound_at = self.clock()
         self._on_pod(new)
 
     def pod_counts(self) -> tuple[int, int, int]:
@@ -417,7 +428,7 @@ class HollowNodes:
         nodes = self._factory.informer_for("Node", label_selector="skiff.io/hollow=true")
         nodes.add_event_handler(on_add=self._on_node, on_update=self._on_node_update)
         pods = self._factory.informer_for("Pod")
-        pods.add_event_handler(on_add=self._on_pod, on_update=self._on_pod_update)
+        pods.add_event_handler(on_add=self._on_pod_add, on_update=self._on_pod_update)
         self._factory.start()
         self._factory.wait_for_cache_sync(60)
         t = threading.Thread(target=self._heartbeats, name="hollow-heartbeats", daemon=True)

@@ -1,4 +1,5 @@
-"""Hollow nodes: a pod's deletion is never lost while its start is in flight."""
+"""Hollow nodes: a pod's deletion is never lost while its start is in flight;
+the time of the last bind is when it was seen."""
 
 from __future__ import annotations
 
@@ -84,3 +85,24 @@ def test_a_bad_size_is_refused_naming_it(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit):
         parse_args(["--credentials", "x", "--cpu", "lots"])
     assert "argument --cpu: 'lots' is not a quantity" in capsys.readouterr().err
+
+
+def test_the_time_of_the_last_bind_is_when_the_informer_saw_it() -> None:
+    now = [100.0]
+    nodes = HollowNodes(FakeApiClient(), HollowConfig(nodes=1), clock=lambda: now[0])
+    try:
+        unbound: Object = {"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {}}
+        bound: Object = {**unbound, "spec": {"nodeName": "elsewhere"}}
+        nodes._on_pod_add(unbound)
+        assert nodes.stats.last_bound_at == 0.0
+        now[0] = 101.0
+        nodes._on_pod_update(unbound, bound)
+        assert nodes.stats.last_bound_at == 101.0
+        now[0] = 102.0  # a later change to a bound pod (its status) is not a bind
+        nodes._on_pod_update(bound, {**bound, "status": {"phase": "Running"}})
+        assert nodes.stats.last_bound_at == 101.0
+        now[0] = 103.0  # a pod first seen already bound (the informer's list)
+        nodes._on_pod_add({**bound, "metadata": {"name": "q", "namespace": "d", "uid": "v"}})
+        assert nodes.stats.last_bound_at == 103.0
+    finally:
+        nodes.stop()
