@@ -325,7 +325,8 @@ def hollow(args: argparse.Namespace, figures: dict[str, float]) -> None:
         assert cp.daemon is not None
         sampler = ProcSampler(cp.daemon.pid)
         print(f"hollow: control plane pid {cp.daemon.pid}, log {base / 'cp'}", flush=True)
-        with cp.client(timeout=60) as api:
+        # Lean watches, as `python -m agent.hollow` connects: no node reads managedFields.
+        with cp.client(timeout=60, lean_watches=True) as api:
             _hollow_run(args, api, cp, sampler, figures)
         sampler.close()
     finally:

@@ -204,7 +204,8 @@ def e2e(nodes: int, jobs: int, tasks: int, processes: bool) -> dict[str, float]:
         ["--controllers", "volcano-job,volcano-podgroup,garbagecollector,nodelifecycle"],
     )  # fmt: skip
     cp.start()
-    api = cp.client(timeout=120)
+    # Lean watches, as `python -m agent.hollow` connects: no node reads managedFields.
+    api = cp.client(timeout=120, lean_watches=True)
     hollow = HollowNodes(api, HollowConfig(nodes=nodes, cpu="32", memory="128Gi", workers=8))
     try:
         hollow.start()

@@ -316,8 +316,12 @@ class ClusterControlPlane:
             self.sidecar.start()
         return self
 
-    def client(self, timeout: float = 10.0) -> GrpcApiClient:
-        return connect(load_config(self.data_dir / "admin.conf"), timeout=timeout)
+    def client(self, timeout: float = 10.0, lean_watches: bool = False) -> GrpcApiClient:
+        """An admin client; `lean_watches` as `python -m agent.hollow` connects
+        (its watches' objects without managedFields)."""
+        return connect(
+            load_config(self.data_dir / "admin.conf"), timeout=timeout, lean_watches=lean_watches
+        )
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.sidecar is not None:
