@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.node_status import AGENT_VERSION, LEASE_DURATION, LEASE_NAMESPACE
-from controlplane.api import quantity, volumes
+from controlplane.api import jsoncodec, quantity, volumes
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import load_config
@@ -492,6 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
+    # The Pod informer keeps every pod of the cluster and each event makes
+    # short-lived objects: the collector's thresholds of the components (jsoncodec).
+    jsoncodec.tune_gc()
     api = connect(load_config(Path(args.credentials)), timeout=30, lean_watches=True)
     stop = StopSignals()
     hollow = HollowNodes(api, cfg)
