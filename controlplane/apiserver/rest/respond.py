@@ -77,15 +77,21 @@ def object_response(
     t = call.target
     if wants_protobuf(call, t.group_version, t.info.kind):
         if t.conversion is None:  # each stored version encoded once (k8sproto/stored.py)
-            if written is not None:
-                meta = written.get("metadata")
-                if isinstance(meta, dict) and stored[1]:
-                    written = {**written, "metadata": {**meta, "resourceVersion": str(stored[1])}}
-            doc = pbstored.document(stored[0], stored[1], t.group_version, t.info.kind, written)
-            return protobuf_response(doc, status)
+            return protobuf_response(protobuf_document(call, stored, written), status)
         obj = jsoncodec.loads(converted or served(stored[0], stored[1], t.conversion))
         return protobuf_response(envelope.encode(obj, t.group_version, t.info.kind), status)
     return json_response(converted or served(stored[0], stored[1], t.conversion), status)
+
+
+def protobuf_document(call: Call, stored: Stored, written: dict[str, Any] | None = None) -> bytes:
+    """The target's object as stored, as a protobuf document (its kind has a
+    message, its version needs no conversion); `written` as object_response."""
+    t = call.target
+    if written is not None:
+        meta = written.get("metadata")
+        if isinstance(meta, dict) and stored[1]:
+            written = {**written, "metadata": {**meta, "resourceVersion": str(stored[1])}}
+    return pbstored.document(stored[0], stored[1], t.group_version, t.info.kind, written)
 
 
 async def converted_response(
