@@ -13,9 +13,11 @@ containers, no network: a hollow node costs a few kilobytes and its share
 of one thread pool.
 
 The command connects with `lean_watches`: no node reads managedFields.
-The Pod informer watches every pod, not only bound ones (`spec.nodeName!=`):
-for a selecting watcher the API server decodes each changed pod's previous
-object as well, to tell whether it left the selection.
+The Pod informer watches the bound pods only (`spec.nodeName!=`), as each
+node's agent watches its own (`spec.nodeName=NODE`): a pod reaches the hollow
+nodes when it is bound, not when it is created. The API server tells both
+selections' events apart by the pod's last node, without decoding its
+previous object.
 
 What this module must never do: touch the machine (namespaces, cgroups,
 iptables) or report anything but bound pods on its own nodes.
@@ -46,7 +48,7 @@ from controlplane.api import jsoncodec, quantity, volumes
 from controlplane.client import errors
 from controlplane.client.apiclient import connect
 from controlplane.client.config import load_config
-from controlplane.client.informer import SharedInformerFactory
+from controlplane.client.informer import SharedInformer, SharedInformerFactory
 from controlplane.client.interface import ApiClient, DeleteOptions
 from machinery import rfc3339
 from machinery.signals import StopSignals
@@ -163,6 +165,7 @@ def _node_info(name: str) -> Object:
     }
 
 
+BOUND = "spec.nodeName!="  # the Pod informer's field selector: bound pods only
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
@@ -334,8 +337,8 @@ class HollowNodes:
             return str(ipaddress.IPv4Address("100.64.0.0") + node.base + node.counter % 4096)
 
     def _on_pod_add(self, pod: Object) -> None:
-        if (pod.get("spec") or {}).get("nodeName"):
-            self.stats.last_bound_at = self.clock()
+        # Only bound pods are watched: added is bound (or seen bound at the start).
+        self.stats.last_bound_at = self.clock()
         self._on_pod(pod)
 
     def _on_pod(self, pod: Object) -> None:
@@ -406,28 +409,25 @@ class HollowNodes:
         self._on_node(new)
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
-        if (new.get("spec") or {}).get("nodeName") and not (old.get("spec") or {}).get("nodeName"):
-            self.stats.last_bound_at = self.clock()
-        self._on_pod(new)
+        self._on_pod(new)  # bound already when it was added
 
-    def pod_counts(self) -> tuple[int, int, int]:
-        """(pods, bound, Running) as this process's Pod informer sees them:
+    def _pods(self) -> SharedInformer:
+        """The shared Pod informer: every bound pod of the cluster."""
+        return self._factory.informer_for("Pod", field_selector=BOUND)
+
+    def pod_counts(self) -> tuple[int, int]:
+        """(bound, Running) pods as this process's Pod informer sees them:
         progress without listing every pod from the API server again."""
-        pods = self._factory.informer_for("Pod").store.list()
-        bound = running = 0
-        for p in pods:
-            if (p.get("spec") or {}).get("nodeName"):
-                bound += 1
-            if (p.get("status") or {}).get("phase") == "Running":
-                running += 1
-        return len(pods), bound, running
+        pods = self._pods().store.list()
+        running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+        return len(pods), running
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         self.register()
         nodes = self._factory.informer_for("Node", label_selector="skiff.io/hollow=true")
         nodes.add_event_handler(on_add=self._on_node, on_update=self._on_node_update)
-        pods = self._factory.informer_for("Pod")
+        pods = self._pods()
         pods.add_event_handler(on_add=self._on_pod_add, on_update=self._on_pod_update)
         self._factory.start()
         self._factory.wait_for_cache_sync(60)

@@ -12,7 +12,12 @@ whose queue is full is dropped (its stream ends; the client re-watches from
 the last resourceVersion it saw), so a slow watcher never holds up writers
 or other watchers. Selectors are evaluated on both the old and new object,
 so an object that starts or stops matching arrives as ADDED or DELETED, as
-Kubernetes does. Idle watchers get BOOKMARK events carrying the latest
+Kubernetes does. Watchers selecting exactly on a pod's node
+(`spec.nodeName=NODE`, each agent's; `spec.nodeName!=NODE`, `!=` alone being
+the bound pods) are grouped by that node, and the broadcaster remembers
+each pod's last node: an event reaches only the groups its old or new node
+concerns, with its type told from the two nodes, never decoding the
+previous object. Idle watchers get BOOKMARK events carrying the latest
 dispatched revision.
 """
 
@@ -108,14 +113,29 @@ _WATCH_TYPES = {
 }
 
 
-def _node_selector(selectors: Selectors) -> str | None:
-    """NODE when the selectors are exactly the field selector spec.nodeName=NODE."""
+def _node_selector(selectors: Selectors) -> tuple[str, bool] | None:
+    """(NODE, True) when the selectors are exactly the field selector
+    spec.nodeName=NODE, (NODE, False) when exactly spec.nodeName!=NODE
+    (`spec.nodeName!=`: every bound pod)."""
     fields = selectors.fields.requirements
     if selectors.labels.empty() and len(fields) == 1:
         (only,) = fields
-        if only.path == "spec.nodeName" and only.op in ("=", "=="):
-            return only.value
+        if only.path == "spec.nodeName" and only.op in ("=", "==", "!="):
+            return only.value, only.op != "!="
     return None
+
+
+def _transition(kind: EventType, was_in: bool, is_in: bool) -> str | None:
+    """The watch event type of a store event for a watcher whose selection
+    the object was in before (`was_in`) and is in now (`is_in`): an object
+    that enters the selection is ADDED, one that leaves it DELETED."""
+    if kind is EventType.CREATE:
+        return "ADDED" if is_in else None
+    if kind is EventType.DELETE:
+        return "DELETED" if is_in else None
+    if is_in:
+        return "MODIFIED" if was_in else "ADDED"
+    return "DELETED" if was_in else None
 
 
 def _node_of(obj: dict[str, Any]) -> str:
@@ -163,6 +183,14 @@ class Watcher:
         item = self.translate(dispatch)
         if item is not None:
             self._deliver(item)
+
+    def offer_as(self, dispatch: _Dispatch, type_: str) -> None:
+        """offer, for a watcher whose event type the broadcaster has already
+        told from the object's old and new node (no selector evaluated)."""
+        event = dispatch.event
+        if self.stopped or event.rev <= self.after or not event.key.startswith(self.prefix):
+            return
+        self._deliver(dispatch.item(type_, self.omit_managed_fields))
 
     def _deliver(self, item: WatchItem) -> None:
         """The item queued (a subclass delivers it its own way)."""
@@ -271,9 +299,13 @@ class Broadcaster:
         # pods so), by prefix then node: an event is offered to the watchers of
         # its old and new node only, not to one watcher per node in the cluster.
         self._by_node: dict[str, dict[str, list[Watcher]]] = {}
+        # Watchers of exactly `spec.nodeName!=NODE` (`spec.nodeName!=`: the
+        # bound pods, as hollow nodes watch), by prefix then NODE.
+        self._by_other_node: dict[str, dict[str, list[Watcher]]] = {}
         # The node (spec.nodeName) of each key's last event, for the keys whose
         # watchers are by node: the next event's old node without decoding its
-        # previous value. Only ever the immediately preceding event's.
+        # previous value, and so the event's type for those watchers. Only
+        # ever the immediately preceding event's.
         self._nodes: dict[str, str] = {}
         # (key prefixes, listener): called for the events under those prefixes (all: none).
         self._listeners: list[tuple[tuple[str, ...], ObjectListener]] = []
@@ -368,27 +400,48 @@ class Broadcaster:
             if watchers:
                 self._offer(watchers, dispatch)
             by_node = self._by_node.get(prefix)
-            if not by_node:
+            by_other = self._by_other_node.get(prefix)
+            if not by_node and not by_other:
                 self._nodes.pop(key, None)  # not followed: the next event decodes
             else:
-                new_node = _node_of(dispatch.new())
-                group = by_node.get(new_node)
-                if group:
-                    self._offer(group, dispatch)
-                old_node = self._nodes.get(key)
-                if old_node is None:
-                    old = dispatch.old()
-                    old_node = _node_of(old) if old is not None else new_node
-                if event.type is EventType.DELETE:
-                    self._nodes.pop(key, None)
-                else:
-                    self._nodes[key] = new_node
-                if old_node != new_node:
-                    group = by_node.get(old_node)
-                    if group:
-                        self._offer(group, dispatch)
+                self._offer_by_node(dispatch, by_node or {}, by_other or {})
             if event.rev > self._last:
                 self._last = event.rev
+
+    def _offer_by_node(
+        self,
+        dispatch: _Dispatch,
+        by_node: dict[str, list[Watcher]],
+        by_other: dict[str, list[Watcher]],
+    ) -> None:
+        """Offer an event to the watchers selecting on its pod's node, each
+        with the type its old and new node give (under the lock)."""
+        event = dispatch.event
+        key = event.key
+        new_node = _node_of(dispatch.new())
+        old_node = self._nodes.get(key)
+        if old_node is None:
+            old = dispatch.old()
+            old_node = _node_of(old) if old is not None else new_node
+        if event.type is EventType.DELETE:
+            self._nodes.pop(key, None)
+        else:
+            self._nodes[key] = new_node
+        group = by_node.get(new_node)
+        if group:
+            type_ = _transition(event.type, old_node == new_node, True)
+            if type_ is not None:
+                self._offer_as(group, dispatch, type_)
+        if old_node != new_node:
+            group = by_node.get(old_node)
+            if group:
+                type_ = _transition(event.type, True, False)
+                if type_ is not None:
+                    self._offer_as(group, dispatch, type_)
+        for node, group in by_other.items():
+            type_ = _transition(event.type, old_node != node, new_node != node)
+            if type_ is not None:
+                self._offer_as(group, dispatch, type_)
 
     @staticmethod
     def _offer(watchers: list[Watcher], dispatch: _Dispatch) -> None:
@@ -397,23 +450,32 @@ class Broadcaster:
         if any(w.stopped for w in watchers):
             watchers[:] = [w for w in watchers if not w.stopped]
 
+    @staticmethod
+    def _offer_as(watchers: list[Watcher], dispatch: _Dispatch, type_: str) -> None:
+        for watcher in watchers:
+            watcher.offer_as(dispatch, type_)
+        if any(w.stopped for w in watchers):
+            watchers[:] = [w for w in watchers if not w.stopped]
+
     def _all(self) -> list[Watcher]:
         every = [w for ws in self._by_prefix.values() for w in ws]
-        for by_node in self._by_node.values():
+        for by_node in (*self._by_node.values(), *self._by_other_node.values()):
             every += [w for ws in by_node.values() for w in ws]
         return every
 
     def _group(self, watcher: Watcher, create: bool) -> list[Watcher] | None:
         """The list a watcher is registered in."""
         prefix = kind_prefix(watcher.info)
-        node = _node_selector(watcher.selectors)
-        if node is None:
+        selection = _node_selector(watcher.selectors)
+        if selection is None:
             if create:
                 return self._by_prefix.setdefault(prefix, [])
             return self._by_prefix.get(prefix)
+        node, equal = selection
+        groups = self._by_node if equal else self._by_other_node
         if create:
-            return self._by_node.setdefault(prefix, {}).setdefault(node, [])
-        return self._by_node.get(prefix, {}).get(node)
+            return groups.setdefault(prefix, {}).setdefault(node, [])
+        return groups.get(prefix, {}).get(node)
 
     def progress(self, watcher: Watcher) -> int | None:
         """The revision an idle watcher has certainly seen everything up to."""
@@ -483,10 +545,16 @@ class Broadcaster:
             watchers = self._group(watcher, create=False)
             if watchers and watcher in watchers:
                 watchers.remove(watcher)
-            node = _node_selector(watcher.selectors)
-            if node is not None and not watchers:
+            selection = _node_selector(watcher.selectors)
+            if selection is not None and not watchers:
                 # No empty group left behind per node that ever watched.
-                self._by_node.get(kind_prefix(watcher.info), {}).pop(node, None)
+                node, equal = selection
+                groups = self._by_node if equal else self._by_other_node
+                prefix = kind_prefix(watcher.info)
+                by_node = groups.get(prefix, {})
+                by_node.pop(node, None)
+                if not by_node:
+                    groups.pop(prefix, None)  # the node cache stops with the last one
 
     def watcher_count(self) -> int:
         with self._lock:
@@ -499,9 +567,10 @@ class Broadcaster:
             for prefix, ws in self._by_prefix.items():
                 name = prefix[len(ROOT) :].rstrip("/")
                 counts[name] = counts.get(name, 0) + len(ws)
-            for prefix, by_node in self._by_node.items():
-                name = prefix[len(ROOT) :].rstrip("/")
-                counts[name] = counts.get(name, 0) + sum(len(ws) for ws in by_node.values())
+            for groups in (self._by_node, self._by_other_node):
+                for prefix, by_node in groups.items():
+                    name = prefix[len(ROOT) :].rstrip("/")
+                    counts[name] = counts.get(name, 0) + sum(len(ws) for ws in by_node.values())
         return counts
 
     def stop(self) -> None:

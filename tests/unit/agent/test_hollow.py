@@ -88,20 +88,22 @@ def test_a_bad_size_is_refused_naming_it(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_the_time_of_the_last_bind_is_when_the_informer_saw_it() -> None:
+    # The Pod informer watches bound pods only: a pod added is a pod bound.
+    from agent.hollow import BOUND
+
     now = [100.0]
     nodes = HollowNodes(FakeApiClient(), HollowConfig(nodes=1), clock=lambda: now[0])
     try:
-        unbound: Object = {"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {}}
-        bound: Object = {**unbound, "spec": {"nodeName": "elsewhere"}}
-        nodes._on_pod_add(unbound)
-        assert nodes.stats.last_bound_at == 0.0
+        assert nodes._pods().reflector.field_selector == BOUND == "spec.nodeName!="
+        bound: Object = {"metadata": {"name": "p", "namespace": "d", "uid": "u"},
+                         "spec": {"nodeName": "elsewhere"}}  # fmt: skip
         now[0] = 101.0
-        nodes._on_pod_update(unbound, bound)
+        nodes._on_pod_add(bound)
         assert nodes.stats.last_bound_at == 101.0
         now[0] = 102.0  # a later change to a bound pod (its status) is not a bind
         nodes._on_pod_update(bound, {**bound, "status": {"phase": "Running"}})
         assert nodes.stats.last_bound_at == 101.0
-        now[0] = 103.0  # a pod first seen already bound (the informer's list)
+        now[0] = 103.0
         nodes._on_pod_add({**bound, "metadata": {"name": "q", "namespace": "d", "uid": "v"}})
         assert nodes.stats.last_bound_at == 103.0
     finally:

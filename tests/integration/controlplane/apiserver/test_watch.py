@@ -152,10 +152,11 @@ def test_node_watchers_get_their_own_pods_and_the_transitions(
         return w, Collector(iter(w))
 
     before = cluster.server.broadcaster.watcher_count()
-    (w1, n1), (w2, n2), (wu, unbound) = (
-        watch("spec.nodeName=n1"), watch("spec.nodeName==n2"), watch("spec.nodeName=")
+    (w1, n1), (w2, n2), (wu, unbound), (wb, bound) = (
+        watch("spec.nodeName=n1"), watch("spec.nodeName==n2"), watch("spec.nodeName="),
+        watch("spec.nodeName!="),
     )  # fmt: skip
-    assert cluster.server.broadcaster.watcher_count() == before + 3
+    assert cluster.server.broadcaster.watcher_count() == before + 4
     client.create("Pod", pod("p"), "default")
     client.create("Pod", pod("q", node="n2"), "default")
     client.patch("Pod", "p", {"spec": {"nodeName": "n1"}}, "default")
@@ -166,10 +167,14 @@ def test_node_watchers_get_their_own_pods_and_the_transitions(
     client.create("Pod", pod("r", node="n1"), "default")
     assert summary(n1.wait(2)) == [("ADDED", "p"), ("ADDED", "r")]
     assert len(n2.real()) == 2 and len(unbound.real()) == 2
-    for w in (w1, w2, wu):
+    # spec.nodeName!= (the bound pods): p once bound, q from its creation.
+    assert summary(bound.wait(4)) == [("ADDED", "q"), ("ADDED", "p"), ("MODIFIED", "q"),
+                                      ("ADDED", "r")]  # fmt: skip
+    for w in (w1, w2, wu, wb):
         w.stop()
     wait_for(lambda: cluster.server.broadcaster.watcher_count() == before, timeout=10)
-    assert not any(cluster.server.broadcaster._by_node.values())  # no empty groups kept
+    broadcaster = cluster.server.broadcaster
+    assert not broadcaster._by_node and not broadcaster._by_other_node  # no empty groups kept
 
 
 def test_lean_watch_omits_managed_fields_only_for_the_client_that_asks(cluster: Cluster) -> None:
