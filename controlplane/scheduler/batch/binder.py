@@ -2,7 +2,12 @@
 
 Binds go in one batch (`BindWriter.bind_many`); a pod with claims to bind or
 provision first runs PreBind, one by one, from a small pool (inline when
-there is none), since PreBind may wait for the PV controller. A bind that
+there is none), since PreBind may wait for the PV controller. In the
+component the batch is written by a thread of its own (`background`), as
+Volcano's cache binds from goroutines: the session returns once its binds
+are handed over, and the next session places pods while the API server
+writes the last one's (the pods are assumed, so counted on their nodes,
+until their bind fails or its informer event comes). A bind that
 fails forgets the pod's assumed place and makes it pending again, unless it
 failed because the pod is gone: deleted (NotFound), or not the pod that was
 scheduled (a Conflict without retry advice: replaced by a pod of another
@@ -57,11 +62,21 @@ def gone(err: Exception | str) -> bool:
 
 class Binder:
     def __init__(
-        self, writer: BindWriter, cache: BatchCache, framework: Framework, volume_binders: int = 0
+        self,
+        writer: BindWriter,
+        cache: BatchCache,
+        framework: Framework,
+        volume_binders: int = 0,
+        background: bool = False,
     ) -> None:
         self.writer = writer
         self.cache = cache
         self.framework = framework
+        # The batches written one after another, in the sessions' order, off
+        # the session's thread (None: inline, as the tests run a session).
+        self._bind_thread: ThreadPoolExecutor | None = (
+            ThreadPoolExecutor(1, thread_name_prefix="volcano-bind") if background else None
+        )
         # Binds whose PreBind has work (claims to bind or provision, then a wait
         # for the PV controller) go one by one from this pool; None: inline.
         self._volume_pool: ThreadPoolExecutor | None = (
@@ -71,8 +86,9 @@ class Binder:
         )
 
     def close(self) -> None:
-        if self._volume_pool is not None:
-            self._volume_pool.shutdown(wait=True, cancel_futures=True)
+        for pool in (self._bind_thread, self._volume_pool):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def bind(self, all_binds: list[tuple[PodInfo, str]], states: Mapping[str, CycleState]) -> None:
         binds = []
@@ -87,19 +103,29 @@ class Binder:
                 binds.append((p, node))
         if not binds:
             return
+        if self._bind_thread is None:
+            self._bind_batch(binds)
+        else:
+            self._bind_thread.submit(self._bind_batch, binds)
+
+    def _bind_batch(self, binds: list[tuple[PodInfo, str]]) -> None:
         try:
             results = self.writer.bind_many([(p.pod, node, None) for p, node in binds])
         except Exception as e:
             log.exception("binding %d pods failed", len(binds))
             results = [e] * len(binds)
+        failed = False
         with self.cache.lock:
             done = []
             for (p, _node), err in zip(binds, results, strict=True):
                 if err is None:
                     done.append(p.key)
                 else:
+                    failed = True
                     self._failed(p, err)
             self.cache.cluster.finish_binding_many(done)
+        if failed and self._bind_thread is not None:
+            self.cache.dirty.set()  # pending again: a session for them
 
     def _failed(self, p: PodInfo, err: Exception | str) -> None:
         log.warning("bind of %s failed: %s", p.key, err)

@@ -165,8 +165,9 @@ class BatchService:
         from controlplane.scheduler.batch.scheduler import BatchScheduler  # NumPy: not at rest
 
         self.scheduler: BatchScheduler = BatchScheduler(
-            conf, ApiBatchWriter(client), status_writers=8, volume_binders=4
-        )
+            conf, ApiBatchWriter(client), status_writers=8, volume_binders=4,
+            background_binds=True,
+        )  # fmt: skip
         if metrics is not None:
             self.scheduler.on_session = metrics.session
         self.factory = factory or SharedInformerFactory(client)

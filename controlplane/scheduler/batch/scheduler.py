@@ -8,8 +8,9 @@
 - the session driver (driver.py): a session over the snapshot, the
   configuration's plugins and actions as the registry has them
   (registry.py, builtin.py), the room held for preemptors between sessions;
-- the binder (binder.py): the session's binds (batched; one by one after
-  PreBind for pods with claims to bind) and evictions;
+- the binder (binder.py): the session's binds (batched, written off the
+  session's thread in the component; one by one after PreBind for pods
+  with claims to bind) and evictions;
 - the status writer (status.py): the PodGroups' and Queues' status, when it
   changed, computed again only for groups that changed;
 - this loop: `run_session()` is one round of the three, `run()` repeats it.
@@ -74,6 +75,7 @@ class BatchScheduler:
         session_budget: float = 0.25,
         status_writers: int = 0,
         volume_binders: int = 0,
+        background_binds: bool = False,
     ) -> None:
         conf = registry.check(conf)
         self.clock = clock or RealClock()
@@ -84,7 +86,7 @@ class BatchScheduler:
         self.framework = registry.framework(conf, handle)
         self.driver = SessionDriver(conf, registry, cache, self.framework, self.clock,
                                     session_budget)  # fmt: skip
-        self.binder = Binder(writer, cache, self.framework, volume_binders)
+        self.binder = Binder(writer, cache, self.framework, volume_binders, background_binds)
         self.stats: list[SessionStats] = []
         # Told each session's figures, or None when one failed (/metrics).
         self.on_session: Callable[[SessionStats | None], None] | None = None
@@ -134,8 +136,8 @@ class BatchScheduler:
         schedulePeriod is 1 s).
 
         Between two sessions at least `min_gap`, and at least half the CPU time
-        the last session took (not its wall time: that includes the bind call,
-        the API server's time): while events keep coming (they do, a few per pod)
+        the last session took (not its wall time: that includes the waits for
+        the CPU and for the API server): while events keep coming (they do, a few per pod)
         each session gathers more pods, its fixed cost (the snapshot's queues,
         the plugins' set-up, each task template judged on every node) is paid
         a few times a second rather than at every event, and the API server

@@ -87,12 +87,16 @@ class Cluster:
 
 class Env:
     def __init__(
-        self, conf_text: str = batch_conf.DEFAULT_CONF, clock: Clock | None = None
+        self,
+        conf_text: str = batch_conf.DEFAULT_CONF,
+        clock: Clock | None = None,
+        background_binds: bool = False,
     ) -> None:
         self.cluster = Cluster()
         self.sched = BatchScheduler(
-            batch_conf.load(conf_text), self.cluster, clock=clock or FakeClock()
-        )
+            batch_conf.load(conf_text), self.cluster, clock=clock or FakeClock(),
+            background_binds=background_binds,
+        )  # fmt: skip
         self.cluster.sched = self.sched
         self.queue("default")
 

@@ -1,14 +1,17 @@
-"""Failed binds: a pod gone meanwhile is dropped, not retried every session."""
+"""Failed binds: a pod gone meanwhile is dropped, not retried every session.
+Binds written in the background: the next session places pods meanwhile."""
 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from controlplane.client.errors import Conflict, NotFound
 from controlplane.scheduler.binder import ApiClusterWriter
 from machinery.clock import FakeClock
+from tests.harness.wait import wait_for
 
 from .harness import Cluster, Env
 
@@ -146,3 +149,57 @@ def test_a_pod_bound_already_is_not_retried() -> None:
     env.run(2)
     assert cluster.asked == ["j-t-0"]
     assert "default/j-t-0" not in env.sched.cache.pending
+
+
+class Holding(Refusing):
+    """Binds as Refusing does, each batch once `release` is set (an API server
+    busy writing it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = threading.Event()
+        self.release = threading.Event()
+
+    def bind_many(
+        self, items: list[tuple[Obj, str, dict[str, str] | None]]
+    ) -> list[Exception | None]:
+        self.writing.set()
+        assert self.release.wait(10), "never released"
+        return super().bind_many(items)
+
+
+def test_background_binds_let_the_next_session_place_pods_while_one_is_written() -> None:
+    # As Volcano's cache binds from goroutines: a session hands its binds
+    # over and returns; the pods stay assumed (their room taken) meanwhile.
+    env = Env(background_binds=True)
+    cluster = Holding()
+    cluster.sched = env.sched
+    env.sched.binder.writer = env.sched.status.writer = env.cluster = cluster
+    try:
+        env.nodes(1, cpu="2")
+        env.job("a", 1)
+        env.run(1)  # returns with a's bind being written
+        assert cluster.writing.wait(10)
+        cache = env.sched.cache
+        assert cache.cluster.is_assumed("default/a-t-0") and not env.bound()
+        env.job("b", 2)  # a gang of two: one CPU is a's, so it waits
+        env.job("c", 1)
+        cluster.refuse["c-t-0"] = lambda: Conflict("too many concurrent writers", retry_after=1)
+        cache.dirty.clear()
+        env.run(1)  # places c beside a, while a's bind is still being written
+        assert cache.cluster.is_assumed("default/c-t-0")
+        assert not cache.cluster.is_assumed("default/b-t-0")
+        assert cluster.asked == []
+        cluster.release.set()
+        wait_for(lambda: len(cluster.asked) == 2, timeout=10, message="both binds written")
+        assert cluster.asked == ["a-t-0", "c-t-0"]  # in the sessions' order
+        assert list(env.bound()) == ["default/a-t-0"]
+        # c's bind failed in the background: pending again, and a session is due.
+        wait_for(lambda: "default/c-t-0" in cache.pending, timeout=10, message="c pending")
+        assert cache.dirty.wait(10)
+        del cluster.refuse["c-t-0"]
+        env.run(1)
+        wait_for(lambda: "default/c-t-0" in env.bound(), timeout=10, message="c bound")
+    finally:
+        cluster.release.set()
+        env.sched.close()
