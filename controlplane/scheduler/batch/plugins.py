@@ -20,8 +20,8 @@ method per point. Volcano's semantics, our code:
   queue only within deserved; victims only from reclaimable queues over
   their deserved share in a dimension the victim requests (never below
   their guarantee); a job is enqueued
-  only into an Open queue, within its capability and its deserved share (or
-  when it outranks a running job of its queue: it may preempt).
+  only into an Open queue, within its capability (not its deserved share:
+  the overcommit plugin keeps the cluster's room, as in Volcano).
 - overcommit: a job is enqueued while the cluster's allocatable times
   `overcommit-factor` (1.2) covers what is placed and inqueue plus its
   minResources, or when it outranks a job placed in its own queue and
@@ -227,6 +227,11 @@ def proportion(ext: Extensions, opt: PluginOption) -> None:
         return over_deserved(ssn.queues, job, cands)
 
     def enqueueable(job: JobInfo) -> int:
+        """As Volcano's JobEnqueueableFn: an Open queue, and what it holds
+        (placed and inqueue) with the job's minResources within its
+        capability. Not within its deserved share: that counts only the jobs
+        whose pods exist, so a PodGroup seen before its pods was refused on
+        an empty cluster; the overcommit plugin keeps the cluster's room."""
         q = ssn.queues.get(job.queue)
         if q is None or q.state != "Open":
             return REJECT
@@ -236,18 +241,7 @@ def proportion(ext: Extensions, opt: PluginOption) -> None:
         if q.capability is not None and not le(future, q.capability, q.capability):
             job.enqueue_refusal = QUEUE_QUOTA
             return REJECT
-        # Within the deserved share, so that jobs a queue could not run anyway
-        # do not hold the cluster's enqueue room; a queue with nothing running
-        # or inqueue takes one job whatever its size.
-        idle = not any(q.allocated.values()) and not any(q.inqueue.values())
-        if (
-            idle
-            or _preemptor(ext, q, job)
-            or le(future, q.deserved, [d for d in DIMS if job.min_resources.get(d)])
-        ):
-            return PERMIT
-        job.enqueue_refusal = QUEUE_QUOTA
-        return REJECT
+        return PERMIT
 
     def enqueued(job: JobInfo) -> None:
         q = ssn.queues.get(job.queue)

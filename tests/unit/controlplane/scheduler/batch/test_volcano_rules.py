@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import copy
 
+from controlplane.api import volcano
 from machinery import rfc3339
 from machinery.clock import FakeClock
+from tests.fakes.scheduler_objects import make_pod
 
 from .harness import Env
 
@@ -79,6 +81,30 @@ def test_a_podgroup_without_pods_is_enqueued() -> None:
     env.job("empty", 0, min_member=1)
     env.run()
     assert env.group_status("empty")["phase"] == "Inqueue"
+
+
+def test_a_podgroup_seen_before_its_pods_is_enqueued_beside_running_jobs() -> None:
+    """Volcano's proportion admits a job within the queue's real capability,
+    not its deserved share (which counts only jobs whose pods exist): a
+    PodGroup the scheduler sees before its pods (a separate watch) on a
+    roomy cluster is Inqueue, with no "queue resource quota insufficient"."""
+    env = Env()
+    env.nodes(4, cpu="4")
+    env.job("running", 2)
+    env.run()
+    assert len(env.bound("running")) == 2
+    env.job("early", 0, min_member=4)  # its four pods not seen yet
+    env.run()
+    assert env.group_status("early")["phase"] == "Inqueue"
+    assert not [e for e in env.cluster.events if e[1] == "early"]
+    for i in range(4):  # the pods arrive
+        env.sched.cache.on_pod(make_pod(
+            f"early-t-{i}", cpu="1", scheduler_name="volcano",
+            annotations={volcano.GROUP_NAME_ANNOTATION: "early", volcano.TASK_SPEC: "t"},
+        ))  # fmt: skip
+    env.run()
+    assert len(env.bound("early")) == 4
+    assert env.group_status("early")["phase"] == "Running"
 
 
 def test_a_gang_whose_pods_all_failed_is_completed() -> None:
