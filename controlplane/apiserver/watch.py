@@ -431,31 +431,33 @@ class Broadcaster:
         if group:
             type_ = _transition(event.type, old_node == new_node, True)
             if type_ is not None:
-                self._offer_as(group, dispatch, type_)
+                self._offer(group, dispatch, type_)
         if old_node != new_node:
             group = by_node.get(old_node)
             if group:
                 type_ = _transition(event.type, True, False)
                 if type_ is not None:
-                    self._offer_as(group, dispatch, type_)
+                    self._offer(group, dispatch, type_)
         for node, group in by_other.items():
             type_ = _transition(event.type, old_node != node, new_node != node)
             if type_ is not None:
-                self._offer_as(group, dispatch, type_)
+                self._offer(group, dispatch, type_)
 
     @staticmethod
-    def _offer(watchers: list[Watcher], dispatch: _Dispatch) -> None:
+    def _offer(watchers: list[Watcher], dispatch: _Dispatch, type_: str | None = None) -> None:
+        """Offer to each watcher (`type_`: the event's type for all of them,
+        already told), dropping those that have stopped."""
         for watcher in watchers:
-            watcher.offer(dispatch)
+            if type_ is None:
+                watcher.offer(dispatch)
+            else:
+                watcher.offer_as(dispatch, type_)
         if any(w.stopped for w in watchers):
             watchers[:] = [w for w in watchers if not w.stopped]
 
-    @staticmethod
-    def _offer_as(watchers: list[Watcher], dispatch: _Dispatch, type_: str) -> None:
-        for watcher in watchers:
-            watcher.offer_as(dispatch, type_)
-        if any(w.stopped for w in watchers):
-            watchers[:] = [w for w in watchers if not w.stopped]
+    def _node_groups(self, equal: bool) -> dict[str, dict[str, list[Watcher]]]:
+        """The watchers of spec.nodeName=NODE (`equal`) or spec.nodeName!=NODE."""
+        return self._by_node if equal else self._by_other_node
 
     def _all(self) -> list[Watcher]:
         every = [w for ws in self._by_prefix.values() for w in ws]
@@ -472,7 +474,7 @@ class Broadcaster:
                 return self._by_prefix.setdefault(prefix, [])
             return self._by_prefix.get(prefix)
         node, equal = selection
-        groups = self._by_node if equal else self._by_other_node
+        groups = self._node_groups(equal)
         if create:
             return groups.setdefault(prefix, {}).setdefault(node, [])
         return groups.get(prefix, {}).get(node)
@@ -549,7 +551,7 @@ class Broadcaster:
             if selection is not None and not watchers:
                 # No empty group left behind per node that ever watched.
                 node, equal = selection
-                groups = self._by_node if equal else self._by_other_node
+                groups = self._node_groups(equal)
                 prefix = kind_prefix(watcher.info)
                 by_node = groups.get(prefix, {})
                 by_node.pop(node, None)

@@ -48,7 +48,10 @@ def watch(b: Broadcaster, field_selector: str) -> Watcher:
 def taken(w: Watcher, count: int) -> list[tuple[str, str, str]]:
     """(type, name, node) of the `count` events `w` has queued, all it has."""
     items = iter(w)
-    got: list[WatchItem] = [next(items) for _ in range(count)]
+    got: list[WatchItem] = []
+    for _ in range(count):
+        assert not w.empty(), f"only {len(got)} events queued"  # next() would wait for more
+        got.append(next(items))
     assert w.empty(), "more events than expected"
     out = []
     for item in got:
