@@ -356,16 +356,23 @@ def component(
             if not config.root_ca_pem:  # ... with no CA of its own to publish
                 settings = dataclasses.replace(config, root_ca_pem=api.ca_pem)
         manager = ControllerManager(client, settings, metrics_source=MetricsApiSource(api))
-        manager.start()
-        if metrics_listen:
-            host, _, port = metrics_listen.rpartition(":")
-            manager.serve(host or "127.0.0.1", int(port))
+        # The secure port first, as kube-controller-manager serves before it
+        # campaigns: once /metrics answers anywhere, it answers there too.
         secured = None
         if secure is not None and secure.secure_port:
             secured = open_secure_port(
                 client, secure, lambda: manager.metrics_text().encode(),
                 lambda: "" if manager.healthy() else "informers not synced",
             )  # fmt: skip
+        try:
+            manager.start()
+            if metrics_listen:
+                host, _, port = metrics_listen.rpartition(":")
+                manager.serve(host or "127.0.0.1", int(port))
+        except BaseException:
+            if secured is not None:
+                secured.close()
+            raise
 
         def stopper() -> None:
             stop.wait()
