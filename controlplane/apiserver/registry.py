@@ -129,16 +129,20 @@ class Registry(RegistryBase):
         copy_input: bool = True,
         dry_run: bool = False,
         manager: FieldManager | None = None,
+        typed: bool = False,
     ) -> Stored:
         """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one.
         dry_run: every check and default, nothing stored (revision 0).
-        manager: who managedFields record the write for (default: from `identity`)."""
+        manager: who managedFields record the write for (default: from `identity`).
+        typed: obj was decoded from its kind's protobuf message, so it holds no
+        field the kind lacks (the decoder skips unknown numbers): none is sought."""
         info = kind_info(kind)
         if info.create_only:
             return self._review(info, obj, namespace, identity)
         new = self._prepare_create(
-            kind, obj, namespace, identity, copy_input, manager, dry_run, defer=not dry_run
-        )
+            kind, obj, namespace, identity, copy_input, manager, dry_run, defer=not dry_run,
+            typed=typed,
+        )  # fmt: skip
         if dry_run:
             return encode(new.obj), 0
         return self._store_new(new, charge=True)  # quota charged as it is stored
@@ -229,9 +233,11 @@ class Registry(RegistryBase):
         manager: FieldManager | None,
         dry_run: bool = False,
         defer: bool = False,
+        typed: bool = False,
     ) -> _NewObject:
         """Everything a create checks and fills in, up to the write (with `defer`
-        the quota's charge is left to it: admission_chain.store_create)."""
+        the quota's charge is left to it: admission_chain.store_create; `typed`
+        as create's)."""
         info = kind_info(kind)
         self.check_stored(info)
         if not isinstance(obj, dict):
@@ -262,7 +268,7 @@ class Registry(RegistryBase):
         requester = self.requesters.get(info.key)
         if requester is not None:
             requester(obj, identity)
-        self._decoded(info, obj, None)
+        self._decoded(info, obj, None, typed)
         # The creator owns what it sent and the defaults, not what the server
         # adds next (a Job's selector, admission's and webhooks' changes):
         # kube-apiserver records managedFields before admission and PrepareForCreate.
@@ -289,11 +295,13 @@ class Registry(RegistryBase):
         return _NewObject(info, ns, name, obj, generate)
 
     @staticmethod
-    def _decoded(info: KindInfo, obj: Object, old: Object | None) -> None:
+    def _decoded(info: KindInfo, obj: Object, old: Object | None, typed: bool = False) -> None:
         """What Kubernetes' decoding does to a written object, in place: fields
         the kind's schema does not know dropped (the parts unchanged from
-        `old`, the stored object, hold none), defaults filled in."""
-        pruning.prune(obj, old)
+        `old`, the stored object, hold none; a `typed` object, none at all),
+        defaults filled in."""
+        if not typed:
+            pruning.prune(obj, old)
         defaults.apply_defaults(info.key, obj)
 
     def _again(self, info: KindInfo, obj: Object, old: Object | None, subresource: str) -> Object:

@@ -89,7 +89,7 @@ async def create(call: Call) -> web.StreamResponse:
         if not t.info.create_only and not typed:  # reviews: not stored
             write.check(obj)
         stored = call.registry.create(t.info.key, obj, call.namespace, call.who, False, dry_run,
-                                      write.field_manager())  # fmt: skip
+                                      write.field_manager(), typed and t.conversion is None)  # fmt: skip
         # The registry filled `obj` in place (copy_input=False) and stored it as it is.
         return stored, protobuf_document(call, stored, obj) if encode_here else None
 

@@ -179,3 +179,19 @@ def test_a_spec_seen_clean_before_is_trusted_only_as_it_was() -> None:
     pruning.prune(first)  # clean: remembered
     second = deployment()
     assert "spec.foo" in pruning.prune(second)  # another spec: walked
+
+
+def test_an_object_decoded_from_protobuf_has_nothing_to_prune() -> None:
+    """Why the registry skips the walk for protobuf bodies (create's `typed`):
+    the decoder keeps only the message's fields, and every field of every
+    kind's message is one prune knows. Checked over every kind's example,
+    an unknown field number added to its body."""
+    from controlplane.api.k8sproto import codec, envelope
+    from tests.fakes.k8sproto_examples import EXAMPLES
+
+    stray = b"\xf8\x7f\x01"  # field 2047, varint 1: in no Kubernetes message
+    for example in EXAMPLES:
+        api_version, kind, raw = codec.unwrap(envelope.encode(example))
+        decoded = codec.decode(raw + stray, envelope.message_of(api_version, kind))
+        assert pruning.prune(decoded, None) == [], kind
+        assert decoded == {k: v for k, v in example.items() if k not in ("apiVersion", "kind")}
