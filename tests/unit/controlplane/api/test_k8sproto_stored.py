@@ -158,3 +158,24 @@ def test_metadata_the_writer_cannot_take_is_written_by_the_codec() -> None:
         assert envelope.decode(stored.document(jsoncodec.dumps(obj), 0, "v1", "Pod")) == (
             envelope.decode(envelope.encode(obj))
         )
+
+
+def test_creates_answers_are_kept_apart_and_never_push_out_reads_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(stored._recent, "budget", 16 * 1024)
+    read = jsoncodec.dumps(pod("read"))
+    stored.document(read, 5, "v1", "Pod")  # a get's answer
+    for i in range(100):
+        obj = pod(f"c{i}", image=f"img{i}")
+        stored.document(jsoncodec.dumps(obj), 100 + i, "v1", "Pod", at(obj, 100 + i))
+        assert stored._recent.size <= 16 * 1024
+    assert list(stored._answers.items) == [5]  # the creates' did not push it out
+    assert 199 in stored._recent.items and 100 not in stored._recent.items
+    last = jsoncodec.dumps(pod("c99", image="img99"))
+    answer = stored._recent.items[199][4]
+    assert stored.document(last, 199, "v1", "Pod").endswith(answer + b"\x1a\x00\x22\x00")
+    first = pod("c0", image="img0")  # pushed out: encoded again, as it was stored
+    again = stored.document(jsoncodec.dumps(first), 100, "v1", "Pod")
+    assert envelope.decode(again) == at(first, 100)
+    assert 100 in stored._answers.items
