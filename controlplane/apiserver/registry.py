@@ -134,15 +134,13 @@ class Registry(RegistryBase):
         """copy_input=False lets the registry use (and change) obj, e.g. a freshly decoded one.
         dry_run: every check and default, nothing stored (revision 0).
         manager: who managedFields record the write for (default: from `identity`).
-        typed: obj was decoded from its kind's protobuf message, so it holds no
-        field the kind lacks (the decoder skips unknown numbers): none is sought."""
+        typed: obj was decoded from protobuf, so it holds no unknown field to seek."""
         info = kind_info(kind)
         if info.create_only:
             return self._review(info, obj, namespace, identity)
         new = self._prepare_create(
-            kind, obj, namespace, identity, copy_input, manager, dry_run, defer=not dry_run,
-            typed=typed,
-        )  # fmt: skip
+            kind, obj, namespace, identity, copy_input, manager, dry_run, not dry_run, typed
+        )
         if dry_run:
             return encode(new.obj), 0
         return self._store_new(new, charge=True)  # quota charged as it is stored
@@ -236,8 +234,7 @@ class Registry(RegistryBase):
         typed: bool = False,
     ) -> _NewObject:
         """Everything a create checks and fills in, up to the write (with `defer`
-        the quota's charge is left to it: admission_chain.store_create; `typed`
-        as create's)."""
+        the quota's charge is left to it: admission_chain.store_create)."""
         info = kind_info(kind)
         self.check_stored(info)
         if not isinstance(obj, dict):

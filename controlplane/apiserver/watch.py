@@ -213,19 +213,12 @@ class Watcher:
         if self.selectors.empty():
             return dispatch.item(_WATCH_TYPES[event.type], lean)
         new_match = self.selectors.matches(dispatch.new())
-        if event.type == EventType.CREATE:
-            return dispatch.item("ADDED", lean) if new_match else None
-        if event.type == EventType.DELETE:
-            return dispatch.item("DELETED", lean) if new_match else None
-        old = dispatch.old()
-        old_match = new_match if old is None else self.selectors.matches(old)
-        if new_match and old_match:
-            return dispatch.item("MODIFIED", lean)
-        if new_match:
-            return dispatch.item("ADDED", lean)
-        if old_match:
-            return dispatch.item("DELETED", lean)
-        return None
+        old_match = new_match  # a create's or delete's type needs no previous object
+        if event.type is not EventType.CREATE and event.type is not EventType.DELETE:
+            old = dispatch.old()
+            old_match = new_match if old is None else self.selectors.matches(old)
+        type_ = _transition(event.type, old_match, new_match)
+        return None if type_ is None else dispatch.item(type_, lean)
 
     def _wake(self) -> None:
         self._queue.put_nowait(_CLOSED)

@@ -10,7 +10,9 @@ import json
 from typing import Any
 
 from controlplane.api import k8sfields, openapi, pruning
+from controlplane.api.k8sproto import codec, envelope
 from controlplane.api.kinds.registry import schema_types
+from tests.fakes.k8sproto_examples import EXAMPLES
 
 
 def deployment() -> dict[str, Any]:
@@ -186,9 +188,6 @@ def test_an_object_decoded_from_protobuf_has_nothing_to_prune() -> None:
     the decoder keeps only the message's fields, and every field of every
     kind's message is one prune knows. Checked over every kind's example,
     an unknown field number added to its body."""
-    from controlplane.api.k8sproto import codec, envelope
-    from tests.fakes.k8sproto_examples import EXAMPLES
-
     stray = b"\xf8\x7f\x01"  # field 2047, varint 1: in no Kubernetes message
     for example in EXAMPLES:
         api_version, kind, raw = codec.unwrap(envelope.encode(example))
